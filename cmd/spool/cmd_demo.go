@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spoolhq/spool/internal/repo"
+)
+
+// DemoCmd runs spool in a throwaway repository and prints what it did.
+type DemoCmd struct {
+	Keep string `placeholder:"DIR" help:"Make the demo repository in DIR instead of a new temp directory."`
+}
+
+// demoScript is what the demo runs; each capability adds its steps.
+var demoScript = [][]string{
+	{"init"},
+	{"append", "deploy.started", "-s", "web", "-d", `{"version":"1.4.2"}`},
+	{"append", "deploy.finished", "-s", "web", "-d", `{"version":"1.4.2","ok":true}`, "--idem", "deploy:web:1.4.2"},
+	{"append", "deploy.finished", "-s", "web", "-d", `{"version":"1.4.2","ok":true}`, "--idem", "deploy:web:1.4.2"},
+	{"log"},
+	{"status"},
+	{"verify"},
+}
+
+func (c *DemoCmd) Run(e *env) error {
+	dir := c.Keep
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "spool-demo-"); err != nil {
+			return err
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.email", "demo@spool.invalid"}, {"config", "user.name", "spool demo"}} {
+		if _, err := repo.Git(e.ctx, dir, args...); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(e.stdout, "# a throwaway git repository: %s\n", dir)
+	for _, args := range demoScript {
+		fmt.Fprintf(e.stdout, "\n$ spool %s\n", strings.Join(quoteArgs(args), " "))
+		full := append([]string{"-C", dir, "--actor", "demo@spool.invalid"}, args...)
+		if code := run(full, e.stdout, e.stdout); code != 0 {
+			return fmt.Errorf("demo step %q exited %d", strings.Join(args, " "), code)
+		}
+	}
+	fmt.Fprintf(e.stdout, "\n# the log is in %s/.spool/events/, projections in %s/.spool/state/\n", dir, dir)
+	fmt.Fprintf(e.stdout, "# look around: spool -C %s log --json\n", dir)
+	return nil
+}
+
+func quoteArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, " {}\"'*") {
+			a = "'" + a + "'"
+		}
+		out[i] = a
+	}
+	return out
+}

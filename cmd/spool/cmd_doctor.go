@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/hooks"
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/repo"
+	"github.com/spoolhq/spool/internal/store"
+)
+
+// DoctorCmd is a preflight: one line per check.
+type DoctorCmd struct{}
+
+type check struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // ok, warn or fail
+	Detail string `json:"detail"`
+}
+
+func (c *DoctorCmd) Run(e *env) error {
+	checks := doctor(e)
+	failed := 0
+	for _, ch := range checks {
+		if ch.Status == "fail" {
+			failed++
+		}
+	}
+	if e.JSON {
+		if err := writeJSON(e.stdout, map[string]any{"ok": failed == 0, "checks": checks}); err != nil {
+			return err
+		}
+	} else {
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		for _, ch := range checks {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", ch.Status, ch.Name, ch.Detail)
+		}
+		tw.Flush()
+	}
+	if failed > 0 {
+		return fault.New(fault.Environment, "doctor_failed", nil, fmt.Sprintf("doctor: %d checks failed", failed))
+	}
+	return nil
+}
+
+func doctor(e *env) []check {
+	var checks []check
+	add := func(name, status, format string, args ...any) {
+		checks = append(checks, check{name, status, fmt.Sprintf(format, args...)})
+	}
+	out, err := repo.Git(e.ctx, ".", "--version")
+	if err != nil {
+		add("git", "fail", "git not found on PATH: %v", err)
+		return checks
+	}
+	add("git", "ok", "%s", strings.TrimSpace(out))
+	r, err := repo.Discover(e.ctx, e.dir())
+	if err != nil {
+		add("repository", "fail", "%v", err)
+		return checks
+	}
+	add("repository", "ok", "%s", r.Root)
+	st, err := store.Open(e.ctx, e.dir(), e.warn)
+	if err != nil {
+		add("spool", "fail", "%v", err)
+		return checks
+	}
+	add("spool", "ok", "%s", r.SpoolDir())
+	if unknown := st.Config.Unknown(); len(unknown) > 0 {
+		add("config", "warn", "unknown keys ignored: %s", strings.Join(unknown, ", "))
+	} else {
+		add("config", "ok", "%s", store.ConfigPath(r))
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, time.Second)
+	sess, err := st.Log.Begin(ctx)
+	cancel()
+	switch {
+	case errors.Is(err, eventlog.ErrLockTimeout), errors.Is(err, context.DeadlineExceeded):
+		add("lock", "fail", "%s is held by another process", st.Log.LockPath())
+	case err != nil:
+		add("lock", "fail", "%v", err)
+	default:
+		add("lock", "ok", "%s (writer %s)", st.Log.LockPath(), sess.Writer())
+		sess.Close()
+	}
+	rep, err := st.Log.Check()
+	switch {
+	case err != nil:
+		add("log", "fail", "%v", err)
+	case len(rep.Problems) > 0:
+		add("log", "fail", "%d problems, first: %s (run spool verify)", len(rep.Problems), rep.Problems[0])
+	default:
+		add("log", "ok", "%d events in %d writer files", rep.Events, rep.Files)
+	}
+	if v, err := st.Engine.Open(); err == nil {
+		if stale, err := v.Stale(); err != nil {
+			add("projections", "fail", "%v", err)
+		} else if stale {
+			add("projections", "warn", "behind the log; any command (or spool replay) brings them up to date")
+		} else {
+			add("projections", "ok", "up to date")
+		}
+	}
+	if dir, err := hooks.Dir(e.ctx, e.dir()); err != nil {
+		add("hooks", "warn", "%v", err)
+	} else if statuses, err := hooks.Inspect(dir); err != nil {
+		add("hooks", "warn", "%v", err)
+	} else {
+		var missing []string
+		for _, s := range statuses {
+			if s.State != hooks.Installed {
+				missing = append(missing, s.Name)
+			}
+		}
+		if len(missing) > 0 {
+			add("hooks", "warn", "not installed: %s (run spool hooks install)", strings.Join(missing, ", "))
+		} else {
+			add("hooks", "ok", "installed in %s", dir)
+		}
+	}
+	if out, _ := repo.Git(e.ctx, r.Root, "config", "--get", "merge.spool.driver"); strings.TrimSpace(out) == "" {
+		add("merge-driver", "warn", "not registered (run spool init)")
+	} else {
+		add("merge-driver", "ok", "%s", strings.TrimSpace(out))
+	}
+	if a, err := e.actor(e.ctx, r); err != nil {
+		add("actor", "warn", "%v", err)
+	} else {
+		add("actor", "ok", "%s", a)
+	}
+	return checks
+}

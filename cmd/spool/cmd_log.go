@@ -1,0 +1,198 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
+)
+
+// LogCmd prints events in replay order.
+type LogCmd struct {
+	Type    []string      `short:"t" placeholder:"TYPE" help:"Only events of this type; a pattern such as 'task.*' works (repeatable)."`
+	Subject string        `short:"s" help:"Only events about this subject."`
+	ByActor string        `name:"by" placeholder:"ACTOR" help:"Only events by this actor."`
+	Since   string        `help:"Only events at or after a time (RFC 3339) or within a duration (such as 2h)."`
+	N       int           `short:"n" help:"Only the last N matching events (0: all)."`
+	Follow  bool          `short:"f" help:"Keep printing new events until interrupted."`
+	Poll    time.Duration `default:"200ms" hidden:"" help:"How often --follow looks for new events."`
+}
+
+type logFilter struct {
+	types          []string
+	subject, actor string
+	since          time.Time
+}
+
+func (f *logFilter) match(e *eventlog.Event) bool {
+	if f.subject != "" && e.Subject != f.subject || f.actor != "" && e.Actor != f.actor {
+		return false
+	}
+	if !f.since.IsZero() && e.At.Before(f.since) {
+		return false
+	}
+	if len(f.types) == 0 {
+		return true
+	}
+	for _, t := range f.types {
+		if ok, _ := path.Match(t, e.Type); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *LogCmd) filter(now time.Time) (*logFilter, error) {
+	f := &logFilter{types: c.Type, subject: c.Subject, actor: c.ByActor}
+	for _, t := range c.Type {
+		if _, err := path.Match(t, ""); err != nil {
+			return nil, fault.Usagef("invalid_flag", "--type %q is not a valid pattern", t)
+		}
+	}
+	if c.N < 0 {
+		return nil, fault.Usagef("invalid_flag", "-n must not be negative, got %d", c.N)
+	}
+	if c.Since != "" {
+		if t, err := time.Parse(time.RFC3339Nano, c.Since); err == nil {
+			f.since = t
+		} else if d, err := time.ParseDuration(c.Since); err == nil && d >= 0 {
+			f.since = now.Add(-d)
+		} else {
+			return nil, fault.Usagef("invalid_flag", "--since %q is neither an RFC 3339 time nor a duration such as 2h", c.Since)
+		}
+	}
+	return f, nil
+}
+
+func (c *LogCmd) Run(e *env) error {
+	now, err := e.now()
+	if err != nil {
+		return err
+	}
+	f, err := c.filter(now)
+	if err != nil {
+		return err
+	}
+	st, err := e.open()
+	if err != nil {
+		return err
+	}
+	pr := &eventPrinter{w: e.stdout, json: e.JSON}
+	from := map[string]eventlog.Start{}
+	var last []*eventlog.Event // ring of the last N
+	err = readEvents(st.Log, from, func(ev *eventlog.Event) error {
+		if !f.match(ev) {
+			return nil
+		}
+		if c.N == 0 {
+			return pr.print(ev)
+		}
+		if len(last) == c.N {
+			last = last[1:]
+		}
+		last = append(last, ev)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, ev := range last {
+		if err := pr.print(ev); err != nil {
+			return err
+		}
+	}
+	if err := pr.flush(); err != nil || !c.Follow {
+		return err
+	}
+	for {
+		select {
+		case <-e.ctx.Done():
+			return nil
+		case <-time.After(c.Poll):
+		}
+		var batch []*eventlog.Event
+		if err := readEvents(st.Log, from, func(ev *eventlog.Event) error {
+			if f.match(ev) {
+				batch = append(batch, ev)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		sort.SliceStable(batch, func(i, j int) bool { return batch[i].Before(batch[j]) })
+		for _, ev := range batch {
+			if err := pr.print(ev); err != nil {
+				return err
+			}
+		}
+		if err := pr.flush(); err != nil {
+			return err
+		}
+	}
+}
+
+// readEvents streams events after from, advancing from past each one.
+func readEvents(l *eventlog.Log, from map[string]eventlog.Start, fn func(*eventlog.Event) error) error {
+	r, err := l.Read(from)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for {
+		ev, pos, err := r.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		from[pos.Writer] = eventlog.Start{Offset: pos.Offset, Line: pos.Line}
+		if err := fn(ev); err != nil {
+			return err
+		}
+	}
+}
+
+// eventPrinter prints JSON Lines, or aligned columns for people.
+type eventPrinter struct {
+	w    io.Writer
+	json bool
+	tw   *tabwriter.Writer
+}
+
+func (p *eventPrinter) print(e *eventlog.Event) error {
+	if p.json {
+		line, err := e.Encode()
+		if err != nil {
+			return err
+		}
+		_, err = p.w.Write(line)
+		return err
+	}
+	if p.tw == nil {
+		p.tw = tabwriter.NewWriter(p.w, 0, 4, 2, ' ', 0)
+	}
+	data := string(e.Data)
+	if len(data) > 120 {
+		data = data[:117] + "..."
+	}
+	subject := e.Subject
+	if subject == "" {
+		subject = "-"
+	}
+	_, err := fmt.Fprintf(p.tw, "%s\t%d\t%s\t%s\t%s\t%s\n", e.At.Format(time.RFC3339), e.LC, e.Actor, e.Type, subject, strings.TrimSpace(data))
+	return err
+}
+
+func (p *eventPrinter) flush() error {
+	if p.tw == nil {
+		return nil
+	}
+	return p.tw.Flush()
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/google/renameio/v2"
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/completion"
+	"github.com/spoolhq/spool/internal/fault"
+)
+
+var errVerifyFailed = fault.New(fault.Rejected, "verify_failed", nil, "verify failed")
+
+// version is set with -ldflags "-X main.version=..." for releases.
+var version = "dev"
+
+// VersionCmd prints the version.
+type VersionCmd struct{}
+
+func (c *VersionCmd) Run(e *env) error {
+	v := version
+	if info, ok := debug.ReadBuildInfo(); ok && v == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		v = info.Main.Version
+	}
+	if e.JSON {
+		return writeJSON(e.stdout, map[string]any{"version": v, "go": runtime.Version(), "envelope": eventlog.Version})
+	}
+	fmt.Fprintf(e.stdout, "spool %s (%s, event envelope v%d)\n", v, runtime.Version(), eventlog.Version)
+	return nil
+}
+
+// CompletionCmd prints a completion script.
+type CompletionCmd struct {
+	Shell string `arg:"" enum:"bash,zsh,fish" help:"bash, zsh or fish."`
+}
+
+func (c *CompletionCmd) Run(e *env) error {
+	return completion.Write(e.stdout, e.app.Model, c.Shell)
+}
+
+// MergeDriverCmd is git's merge driver for writer files: spool merge-driver %O %A %B.
+type MergeDriverCmd struct {
+	Base   string `arg:"" help:"Common ancestor (%O)."`
+	Ours   string `arg:"" help:"Our version (%A); the result is written here."`
+	Theirs string `arg:"" help:"Their version (%B)."`
+}
+
+func (c *MergeDriverCmd) Run(e *env) error {
+	ours, err := os.ReadFile(c.Ours)
+	if err != nil {
+		return err
+	}
+	theirs, err := os.ReadFile(c.Theirs)
+	if err != nil {
+		return err
+	}
+	merged, err := eventlog.Union(ours, theirs)
+	if err != nil {
+		return fault.New(fault.Unexpected, "merge_failed", err, fmt.Sprintf("merge %s: %v", filepath.Base(c.Ours), err))
+	}
+	return renameio.WriteFile(c.Ours, merged, 0o644)
+}

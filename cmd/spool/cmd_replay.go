@@ -1,0 +1,34 @@
+package main
+
+import (
+	"fmt"
+)
+
+// ReplayCmd rebuilds every projection from scratch.
+type ReplayCmd struct{}
+
+func (c *ReplayCmd) Run(e *env) error {
+	st, err := e.open()
+	if err != nil {
+		return err
+	}
+	if e.interactive() {
+		st.Engine.Progress = func(n int) { fmt.Fprintf(e.stderr, "\rreplayed %d events", n) }
+	}
+	v, err := st.Rebuild(e.ctx)
+	if st.Engine.Progress != nil && v != nil && v.Events() >= 100_000 {
+		fmt.Fprintln(e.stderr)
+	}
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(st.Engine.Specs))
+	for _, s := range st.Engine.Specs {
+		names = append(names, s.Name)
+	}
+	if e.JSON {
+		return writeJSON(e.stdout, map[string]any{"events": v.Events(), "projections": names})
+	}
+	fmt.Fprintf(e.stdout, "replayed %d events into %d projections\n", v.Events(), len(names))
+	return nil
+}

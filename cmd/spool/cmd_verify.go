@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/projections"
+)
+
+// VerifyCmd checks the log and the projections; CI and pre-push run it.
+type VerifyCmd struct{}
+
+type verifyReport struct {
+	OK          bool                     `json:"ok"`
+	Events      int                      `json:"events"`
+	Files       int                      `json:"files"`
+	Problems    []eventlog.Problem       `json:"problems"`
+	Differences []projections.Difference `json:"differences"`
+	Stale       []string                 `json:"stale"`
+}
+
+func (c *VerifyCmd) Run(e *env) error {
+	st, err := e.open()
+	if err != nil {
+		return err
+	}
+	rep, err := verify(e, st.Log, st.Engine)
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		if err := writeJSON(e.stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		for _, p := range rep.Problems {
+			fmt.Fprintln(e.stdout, "log:", p)
+		}
+		for _, d := range rep.Differences {
+			fmt.Fprintf(e.stdout, "projection %s: %s: %s\n", d.Projection, d.Path, d.Problem)
+		}
+		for _, s := range rep.Stale {
+			fmt.Fprintf(e.stdout, "projection %s: behind the log (not compared; any command brings it up to date)\n", s)
+		}
+		if rep.OK {
+			fmt.Fprintf(e.stdout, "ok: %d events in %d files; projections equal a fresh replay\n", rep.Events, rep.Files)
+		}
+	}
+	if !rep.OK {
+		return fault.New(fault.Rejected, "verify_failed", nil,
+			fmt.Sprintf("verify failed: %d log problems, %d projection differences", len(rep.Problems), len(rep.Differences)))
+	}
+	return nil
+}
+
+func verify(e *env, log *eventlog.Log, en *projections.Engine) (*verifyReport, error) {
+	check, err := log.Check()
+	if err != nil {
+		return nil, err
+	}
+	rep := &verifyReport{Events: check.Events, Files: check.Files, Problems: check.Problems,
+		Differences: []projections.Difference{}, Stale: []string{}}
+	if len(check.Problems) == 0 {
+		diffs, stale, err := en.Verify(e.ctx)
+		if err != nil {
+			return nil, err
+		}
+		rep.Differences = append(rep.Differences, diffs...)
+		rep.Stale = append(rep.Stale, stale...)
+	}
+	rep.OK = len(rep.Problems) == 0 && len(rep.Differences) == 0
+	return rep, nil
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spoolhq/spool/internal/clock"
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/repo"
+	"github.com/spoolhq/spool/internal/store"
+)
+
+// dir is where the command runs: -C DIR or the working directory.
+func (e *env) dir() string {
+	if e.Dir != "" {
+		return e.Dir
+	}
+	return "."
+}
+
+// open opens the spool repository the command runs in.
+func (e *env) open() (*store.Store, error) {
+	return store.Open(e.ctx, e.dir(), e.warn)
+}
+
+func (e *env) warn(msg string) { fmt.Fprintln(e.stderr, "spool: warning:", msg) }
+
+// now is the command's one clock reading.
+func (e *env) now() (time.Time, error) {
+	t, err := clock.Now()
+	if err != nil {
+		return t, fault.Usagef("invalid_spool_now", "%v", err)
+	}
+	return t, nil
+}
+
+// actor is --actor, $SPOOL_ACTOR, then git user.email.
+func (e *env) actor(ctx context.Context, r *repo.Repo) (string, error) {
+	if a := strings.TrimSpace(e.Actor); a != "" {
+		return a, nil
+	}
+	out, _ := repo.Git(ctx, r.WorkTree, "config", "user.email")
+	if a := strings.TrimSpace(out); a != "" {
+		return a, nil
+	}
+	return "", fault.Usagef("no_actor", "no actor: pass --actor, set SPOOL_ACTOR, or set git user.email")
+}
+
+// interactive reports whether stderr is a terminal (for progress output).
+func (e *env) interactive() bool {
+	f, ok := e.stderr.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,187 @@
+// Command spool keeps a team's work queues as an event log in its git repository.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/repo"
+)
+
+// CLI is the command tree; each command lives in cmd_<name>.go.
+type CLI struct {
+	Globals
+
+	Init        InitCmd        `cmd:"" help:"Create .spool/ in this repository (idempotent)."`
+	Status      StatusCmd      `cmd:"" help:"Show the log and projections at a glance."`
+	Append      AppendCmd      `cmd:"" help:"Append an event of your own type (plumbing for scripts)."`
+	Log         LogCmd         `cmd:"" help:"Print events, oldest first."`
+	Config      ConfigCmd      `cmd:"" help:"Read and change .spool/config.json."`
+	Replay      ReplayCmd      `cmd:"" help:"Rebuild every projection from the log."`
+	Verify      VerifyCmd      `cmd:"" help:"Check the log and that projections equal a fresh replay."`
+	Doctor      DoctorCmd      `cmd:"" help:"Check git, repository, lock, log, hooks and config."`
+	Hooks       HooksCmd       `cmd:"" help:"Install, remove or inspect spool's git hooks."`
+	Hook        HookCmd        `cmd:"" hidden:"" help:"Run by git hooks."`
+	MergeDriver MergeDriverCmd `cmd:"" name:"merge-driver" hidden:"" help:"Git merge driver for writer files."`
+	Demo        DemoCmd        `cmd:"" help:"Run spool in a throwaway repository and show what it wrote."`
+	Version     VersionCmd     `cmd:"" help:"Print the version."`
+	Completion  CompletionCmd  `cmd:"" help:"Print a shell completion script."`
+}
+
+// Globals are accepted by every command.
+type Globals struct {
+	Dir   string `short:"C" name:"directory" placeholder:"DIR" help:"Run as if spool was started in DIR."`
+	Actor string `env:"SPOOL_ACTOR" help:"Who is acting (default: $SPOOL_ACTOR, then git user.email)."`
+	JSON  bool   `name:"json" help:"Machine-readable output; errors as one JSON object on stderr."`
+}
+
+// env is what every command's Run receives.
+type env struct {
+	*Globals
+	ctx    context.Context
+	stdout io.Writer
+	stderr io.Writer
+	app    *kong.Kong
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+type exitPanic int
+
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var cli CLI
+	parser, err := kong.New(&cli,
+		kong.Name("spool"),
+		kong.Description("spool keeps a team's work queues as an event log in its git repository."),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(c int) { panic(exitPanic(c)) }),
+		kong.UsageOnError(),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+	)
+	if err != nil {
+		fmt.Fprintln(stderr, "spool:", err)
+		return 1
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			c, ok := p.(exitPanic)
+			if !ok {
+				panic(p)
+			}
+			code = int(c)
+		}
+	}()
+	jsonErrors := wantsJSON(args)
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		return report(stderr, jsonErrors, fault.Usagef("usage", "%v", err))
+	}
+	e := &env{Globals: &cli.Globals, ctx: ctx, stdout: stdout, stderr: stderr, app: parser}
+	if err := kctx.Run(e); err != nil {
+		return report(stderr, cli.JSON, err)
+	}
+	return 0
+}
+
+// wantsJSON looks for --json before parsing, so parse errors honour it too.
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		if a == "--json" || a == "--json=true" {
+			return true
+		}
+		if a == "--" {
+			break
+		}
+	}
+	return false
+}
+
+// report prints err and returns the exit code for it.
+func report(w io.Writer, asJSON bool, err error) int {
+	f := classify(err)
+	if asJSON {
+		obj := map[string]any{}
+		for k, v := range f.Fields {
+			obj[k] = v
+		}
+		obj["code"], obj["message"] = f.Code, f.Message
+		b, _ := json.Marshal(map[string]any{"error": obj})
+		fmt.Fprintln(w, string(b))
+	} else {
+		fmt.Fprintf(w, "spool: %s\n", f.Message)
+	}
+	return int(f.Kind)
+}
+
+// classify maps any error onto a code and exit kind.
+func classify(err error) *fault.Error {
+	if f, ok := fault.As(err); ok {
+		if f.Message == "" {
+			f.Message = err.Error()
+		}
+		if f.Kind == 0 {
+			f.Kind = fault.Unexpected
+		}
+		return f
+	}
+	var lineErr *eventlog.LineError
+	var gitErr *repo.GitError
+	msg := err.Error()
+	switch {
+	case errors.Is(err, repo.ErrNotGitRepo):
+		return fault.New(fault.Environment, "not_a_git_repository", err, msg)
+	case errors.Is(err, eventlog.ErrNewerVersion):
+		return fault.New(fault.Environment, "newer_version", err, msg)
+	case errors.Is(err, eventlog.ErrCorrupt):
+		f := fault.New(fault.Environment, "corrupt_log", err, msg)
+		if errors.As(err, &lineErr) {
+			f.Fields = map[string]any{"file": lineErr.Path, "line": lineErr.Line}
+		}
+		return f
+	case errors.Is(err, eventlog.ErrLockTimeout):
+		return fault.New(fault.Environment, "lock_timeout", err, msg)
+	case errors.Is(err, eventlog.ErrVersionMismatch):
+		return fault.New(fault.Rejected, "version_conflict", err, msg)
+	case errors.Is(err, eventlog.ErrInvalidDraft):
+		return fault.New(fault.Usage, "invalid_event", err, msg)
+	case errors.As(err, &gitErr):
+		return fault.New(fault.Environment, "git_failed", err, msg)
+	case errors.Is(err, context.Canceled):
+		return fault.New(fault.Unexpected, "interrupted", err, "interrupted")
+	}
+	var pathErr *os.PathError
+	if errors.As(err, &pathErr) {
+		return fault.New(fault.Environment, "storage", err, msg)
+	}
+	return fault.New(fault.Unexpected, "unexpected", err, msg)
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func jsonCompact(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), err
+}

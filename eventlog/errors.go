@@ -1,0 +1,39 @@
+package eventlog
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrCorrupt is a log line that cannot be read, or a file that breaks the log's rules.
+	ErrCorrupt = errors.New("corrupt event log")
+	// ErrNewerVersion is an envelope written by a newer spool.
+	ErrNewerVersion = errors.New("event from a newer spool")
+	// ErrLockTimeout is a lock held by another process past the timeout.
+	ErrLockTimeout = errors.New("event log is locked by another process")
+	// ErrVersionMismatch is an append whose expected version is not the log's.
+	ErrVersionMismatch = errors.New("event log changed since it was read")
+	// ErrInvalidDraft is a draft the log refuses to append.
+	ErrInvalidDraft = errors.New("invalid event")
+)
+
+// LineError places an error at a line of a writer file.
+type LineError struct {
+	Path string
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// VersionError is returned when the expected version does not match.
+type VersionError struct {
+	Expected, Actual string
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("%v: expected version %q, log is at %q", ErrVersionMismatch, e.Expected, e.Actual)
+}
+func (e *VersionError) Unwrap() error { return ErrVersionMismatch }

@@ -1,0 +1,546 @@
+package eventlog
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// Ext is the extension of writer files.
+const Ext = ".jsonl"
+
+// Options locates a log. Events live in Dir (tracked by git); the lock, the
+// writer id and torn-tail backups live in PrivateDir, which git never touches.
+type Options struct {
+	Dir         string
+	PrivateDir  string
+	LockTimeout time.Duration // 0 means 10 s
+	Warn        func(msg string)
+}
+
+// Log is a handle on the event log of one clone.
+type Log struct {
+	opt Options
+}
+
+// Open returns a handle; nothing is created until the first append.
+func Open(opt Options) *Log {
+	if opt.LockTimeout == 0 {
+		opt.LockTimeout = 10 * time.Second
+	}
+	if opt.Warn == nil {
+		opt.Warn = func(string) {}
+	}
+	return &Log{opt: opt}
+}
+
+// Dir is the directory of writer files.
+func (l *Log) Dir() string { return l.opt.Dir }
+
+// LockPath is the file the log locks; it is never deleted.
+func (l *Log) LockPath() string { return filepath.Join(l.opt.PrivateDir, "lock") }
+
+// Files lists the writer files, sorted by writer id.
+func (l *Log) Files() ([]string, error) {
+	entries, err := os.ReadDir(l.opt.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list event files: %w", err)
+	}
+	var files []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), Ext) {
+			files = append(files, filepath.Join(l.opt.Dir, e.Name()))
+		}
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// WriterOf returns the writer id a file belongs to.
+func WriterOf(path string) string { return strings.TrimSuffix(filepath.Base(path), Ext) }
+
+// WriterID returns this clone's writer id, creating it on first use.
+func (l *Log) WriterID() (string, error) {
+	path := filepath.Join(l.opt.PrivateDir, "writer")
+	b, err := os.ReadFile(path)
+	if err == nil && validWriter(strings.TrimSpace(string(b))) {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("read writer id: %w", err)
+	}
+	var raw [8]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", err
+	}
+	id := hex.EncodeToString(raw[:])
+	if err := os.MkdirAll(l.opt.PrivateDir, 0o755); err != nil {
+		return "", fmt.Errorf("create %s: %w", l.opt.PrivateDir, err)
+	}
+	// O_EXCL: if another process won the race, use its id.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return l.WriterID()
+	}
+	if err != nil {
+		return "", fmt.Errorf("create writer id: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(id + "\n"); err != nil {
+		return "", fmt.Errorf("write writer id: %w", err)
+	}
+	return id, f.Sync()
+}
+
+func validWriter(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// Tail is what the last line of a writer file says.
+type Tail struct {
+	Writer string
+	Seq    uint64
+	LC     uint64
+	Size   int64
+}
+
+// Tails reads the last complete line of every writer file.
+func (l *Log) Tails() ([]Tail, error) {
+	files, err := l.Files()
+	if err != nil {
+		return nil, err
+	}
+	tails := make([]Tail, 0, len(files))
+	for _, path := range files {
+		t, err := readTail(path)
+		if err != nil {
+			return nil, err
+		}
+		tails = append(tails, t)
+	}
+	return tails, nil
+}
+
+// VersionOf renders tails as the log's version: every writer's last seq.
+func VersionOf(tails []Tail) string {
+	parts := make([]string, 0, len(tails))
+	for _, t := range tails {
+		if t.Seq > 0 {
+			parts = append(parts, t.Writer+":"+strconv.FormatUint(t.Seq, 10))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// readTail decodes the last '\n'-terminated line of path; a torn tail after it is ignored.
+func readTail(path string) (Tail, error) {
+	t := Tail{Writer: WriterOf(path)}
+	f, err := os.Open(path)
+	if err != nil {
+		return t, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return t, err
+	}
+	t.Size = st.Size()
+	line, start, err := lastLine(f, t.Size)
+	if err != nil || line == nil {
+		return t, err
+	}
+	e, err := Decode(line)
+	if err != nil {
+		return t, &LineError{Path: path, Line: lineNumber(f, start), Err: err}
+	}
+	t.Seq, t.LC = e.Seq, e.LC
+	return t, nil
+}
+
+// lastLine returns the last complete line in the first size bytes of f and its offset.
+func lastLine(f *os.File, size int64) ([]byte, int64, error) {
+	end := size
+	// Ignore a torn tail: find the last '\n' first.
+	for window := int64(4096); ; window *= 2 {
+		start := max(end-window, 0)
+		buf := make([]byte, end-start)
+		if _, err := f.ReadAt(buf, start); err != nil && err != io.EOF {
+			return nil, 0, err
+		}
+		nl := bytes.LastIndexByte(buf, '\n')
+		if nl < 0 {
+			if start == 0 {
+				return nil, 0, nil
+			}
+			continue
+		}
+		lineEnd := start + int64(nl) + 1
+		prev := bytes.LastIndexByte(buf[:nl], '\n')
+		if prev >= 0 {
+			return buf[prev+1 : nl+1], start + int64(prev) + 1, nil
+		}
+		if start == 0 {
+			return buf[:nl+1], 0, nil
+		}
+		end = lineEnd // the window held only part of the line: widen it
+	}
+}
+
+// lineNumber counts the lines before offset, for error messages.
+func lineNumber(f *os.File, offset int64) int {
+	n := 1
+	buf := make([]byte, 64<<10)
+	for pos := int64(0); pos < offset; {
+		k, err := f.ReadAt(buf[:min(int64(len(buf)), offset-pos)], pos)
+		n += bytes.Count(buf[:k], []byte{'\n'})
+		pos += int64(k)
+		if err != nil {
+			break
+		}
+	}
+	return n
+}
+
+// Session holds the log's lock; appends happen inside one.
+type Session struct {
+	log    *Log
+	lock   *flock.Flock
+	writer string
+	tails  []Tail
+	seq    uint64 // last seq of this writer
+	lc     uint64 // largest lc in the log
+}
+
+// Begin takes the lock, repairs a torn tail of this clone's file and reads the log's head.
+func (l *Log) Begin(ctx context.Context) (*Session, error) {
+	if err := os.MkdirAll(l.opt.PrivateDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", l.opt.PrivateDir, err)
+	}
+	lock := flock.New(l.LockPath())
+	ctx, cancel := context.WithTimeout(ctx, l.opt.LockTimeout)
+	defer cancel()
+	ok, err := lock.TryLockContext(ctx, 5*time.Millisecond)
+	if !ok {
+		if err == nil || errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("%w: %s held for more than %s", ErrLockTimeout, l.LockPath(), l.opt.LockTimeout)
+		}
+		return nil, fmt.Errorf("lock %s: %w", l.LockPath(), err)
+	}
+	s := &Session{log: l, lock: lock}
+	if err := s.load(); err != nil {
+		lock.Unlock()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Session) load() error {
+	var err error
+	if s.writer, err = s.log.WriterID(); err != nil {
+		return err
+	}
+	if err := s.log.repairTail(s.path()); err != nil {
+		return err
+	}
+	if s.tails, err = s.log.Tails(); err != nil {
+		return err
+	}
+	for _, t := range s.tails {
+		s.lc = max(s.lc, t.LC)
+		if t.Writer == s.writer {
+			s.seq = t.Seq
+		}
+	}
+	return nil
+}
+
+func (s *Session) path() string { return filepath.Join(s.log.opt.Dir, s.writer+Ext) }
+
+// Writer is this clone's writer id.
+func (s *Session) Writer() string { return s.writer }
+
+// Version is the log's version as this session found it.
+func (s *Session) Version() string { return VersionOf(s.tails) }
+
+// Close releases the lock.
+func (s *Session) Close() error { return s.lock.Unlock() }
+
+// repairTail truncates a last line without '\n' after backing it up.
+func (l *Log) repairTail(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	keep, torn, err := tornTail(f, st.Size())
+	if err != nil || torn == nil {
+		return err
+	}
+	backup := filepath.Join(l.opt.PrivateDir, "torn", fmt.Sprintf("%s.%d", filepath.Base(path), time.Now().UnixNano()))
+	if err := os.MkdirAll(filepath.Dir(backup), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(backup, torn, 0o644); err != nil {
+		return fmt.Errorf("back up torn tail: %w", err)
+	}
+	if err := f.Truncate(keep); err != nil {
+		return fmt.Errorf("truncate torn tail: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	l.opt.Warn(fmt.Sprintf("repaired torn tail of %s: %d bytes without a newline moved to %s", path, len(torn), backup))
+	return nil
+}
+
+// tornTail returns the length to keep and the torn bytes after the last '\n' (nil if none).
+func tornTail(r io.ReaderAt, size int64) (int64, []byte, error) {
+	if size == 0 {
+		return 0, nil, nil
+	}
+	var last [1]byte
+	if _, err := r.ReadAt(last[:], size-1); err != nil {
+		return 0, nil, err
+	}
+	if last[0] == '\n' {
+		return size, nil, nil
+	}
+	keep := int64(0)
+	for end := size; end > 0; {
+		start := max(end-4096, 0)
+		buf := make([]byte, end-start)
+		if _, err := r.ReadAt(buf, start); err != nil && err != io.EOF {
+			return 0, nil, err
+		}
+		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+			keep = start + int64(i) + 1
+			break
+		}
+		end = start
+	}
+	torn := make([]byte, size-keep)
+	if _, err := r.ReadAt(torn, keep); err != nil && err != io.EOF {
+		return 0, nil, err
+	}
+	return keep, torn, nil
+}
+
+// AppendOptions are checks made before appending.
+type AppendOptions struct {
+	ExpectVersion *string // refuse with ErrVersionMismatch unless the log is at this version
+}
+
+// Append writes drafts as one batch and returns the events; it returns once
+// they are on disk (fsync). A draft whose idempotency key is already in the log
+// appends nothing and yields the first event with that key instead.
+func (s *Session) Append(at time.Time, actor string, drafts []Draft, opt AppendOptions) ([]Event, error) {
+	if opt.ExpectVersion != nil && *opt.ExpectVersion != s.Version() {
+		return nil, &VersionError{Expected: *opt.ExpectVersion, Actual: s.Version()}
+	}
+	out := make([]Event, len(drafts))
+	var lines []byte
+	var fresh []int // indexes of events to write
+	seenIdem := map[string]int{}
+	for i, d := range drafts {
+		if d.Idem != "" {
+			if j, ok := seenIdem[d.Idem]; ok {
+				out[i] = out[j]
+				continue
+			}
+			prev, err := s.log.FindIdem(d.Idem)
+			if err != nil {
+				return nil, err
+			}
+			if prev != nil {
+				out[i] = *prev
+				seenIdem[d.Idem] = i
+				continue
+			}
+			seenIdem[d.Idem] = i
+		}
+		e, err := s.build(d, at, actor, len(fresh))
+		if err != nil {
+			return nil, err
+		}
+		line, err := e.Encode()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = *e
+		lines = append(lines, line...)
+		fresh = append(fresh, i)
+	}
+	if len(fresh) == 0 {
+		return out, nil
+	}
+	if err := s.write(lines); err != nil {
+		return nil, err
+	}
+	s.seq += uint64(len(fresh))
+	s.lc += uint64(len(fresh))
+	s.updateTail()
+	return out, nil
+}
+
+func (s *Session) build(d Draft, at time.Time, actor string, k int) (*Event, error) {
+	if !ValidType(d.Type) {
+		return nil, fmt.Errorf("%w: type %q is not dotted lowercase words like task.created", ErrInvalidDraft, d.Type)
+	}
+	e := &Event{V: Version, Writer: s.writer, Seq: s.seq + uint64(k) + 1, LC: s.lc + uint64(k) + 1,
+		At: at.UTC(), Actor: actor, Type: d.Type, Subject: d.Subject, Idem: d.Idem}
+	switch data := d.Data.(type) {
+	case nil:
+	case json.RawMessage:
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, data); err != nil {
+			return nil, fmt.Errorf("%w: data of %s: %v", ErrInvalidDraft, d.Type, err)
+		}
+		e.Data = buf.Bytes()
+	default:
+		b, err := json.Marshal(data)
+		if err != nil {
+			return nil, fmt.Errorf("%w: data of %s: %v", ErrInvalidDraft, d.Type, err)
+		}
+		e.Data = b
+	}
+	var err error
+	e.ID, err = e.computeID()
+	return e, err
+}
+
+// write appends lines in one write and syncs; a new file also syncs its directory.
+func (s *Session) write(lines []byte) error {
+	dir := s.log.opt.Dir
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	path := s.path()
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	if _, err := f.Write(lines); err != nil {
+		f.Close()
+		return fmt.Errorf("append to %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if errors.Is(statErr, fs.ErrNotExist) {
+		return syncDir(dir)
+	}
+	return nil
+}
+
+func (s *Session) updateTail() {
+	for i := range s.tails {
+		if s.tails[i].Writer == s.writer {
+			s.tails[i].Seq, s.tails[i].LC = s.seq, s.lc
+			return
+		}
+	}
+	s.tails = append(s.tails, Tail{Writer: s.writer, Seq: s.seq, LC: s.lc})
+	sort.Slice(s.tails, func(i, j int) bool { return s.tails[i].Writer < s.tails[j].Writer })
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Append is Begin, Session.Append and Close in one call.
+func (l *Log) Append(ctx context.Context, at time.Time, actor string, drafts []Draft, opt AppendOptions) ([]Event, error) {
+	s, err := l.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return s.Append(at, actor, drafts, opt)
+}
+
+// FindIdem returns the first event carrying idempotency key key, or nil.
+// It scans the raw files for the encoded key and decodes only candidate lines.
+func (l *Log) FindIdem(key string) (*Event, error) {
+	needle := append([]byte(`"idem":`), quote(key)...)
+	files, err := l.Files()
+	if err != nil {
+		return nil, err
+	}
+	var first *Event
+	for _, path := range files {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		for off := 0; ; {
+			i := bytes.Index(b[off:], needle)
+			if i < 0 {
+				break
+			}
+			start := bytes.LastIndexByte(b[:off+i], '\n') + 1
+			end := bytes.IndexByte(b[off+i:], '\n')
+			if end < 0 {
+				break // torn tail
+			}
+			end += off + i
+			if e, err := Decode(b[start:end]); err == nil && e.Idem == key && (first == nil || e.Before(first)) {
+				first = e
+			}
+			off = end
+		}
+	}
+	return first, nil
+}
+
+// quote encodes s as the log's encoder does (no HTML escaping).
+func quote(s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s)
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
+}

@@ -1,0 +1,296 @@
+// Package config reads and writes .spool/config.json: flat dotted keys, each
+// registered with a kind that validates its value.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/renameio/v2"
+	"github.com/spoolhq/spool/internal/fault"
+)
+
+// Kind is the type of a key's value.
+type Kind string
+
+const (
+	String   Kind = "string"
+	Int      Kind = "int"
+	Float    Kind = "float"
+	Bool     Kind = "bool"
+	Duration Kind = "duration" // a Go duration string such as "90s" or "1h"
+	Enum     Kind = "enum"
+	Strings  Kind = "strings" // a JSON array of strings
+)
+
+// Key is one configuration key.
+type Key struct {
+	Name    string
+	Kind    Kind
+	Default any // in the kind's Go type: string, int, float64, bool, time.Duration, []string
+	Enum    []string
+	Min     *float64 // lower bound for Int, Float and Duration (seconds)
+	Help    string
+}
+
+var registry = map[string]Key{}
+
+// Register adds keys; capability packages call it from init.
+func Register(keys ...Key) {
+	for _, k := range keys {
+		if _, dup := registry[k.Name]; dup {
+			panic("config: key registered twice: " + k.Name)
+		}
+		registry[k.Name] = k
+	}
+}
+
+// Keys lists every registered key, sorted by name.
+func Keys() []Key {
+	keys := make([]Key, 0, len(registry))
+	for _, k := range registry {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].Name < keys[j].Name })
+	return keys
+}
+
+// Lookup returns a registered key.
+func Lookup(name string) (Key, bool) {
+	k, ok := registry[name]
+	return k, ok
+}
+
+func init() {
+	Register(
+		Key{Name: "lock.timeout", Kind: Duration, Default: 10 * time.Second, Help: "how long a command waits for the log's lock"},
+		Key{Name: "hooks.verify_on_push", Kind: Bool, Default: true, Help: "pre-push refuses a push when spool verify fails"},
+	)
+}
+
+// Config is the parsed configuration file.
+type Config struct {
+	path   string
+	values map[string]any // validated, in the kind's Go type
+	raw    map[string]json.RawMessage
+}
+
+// Load reads path; a missing file is an empty configuration.
+func Load(path string) (*Config, error) {
+	c := &Config{path: path, values: map[string]any{}, raw: map[string]json.RawMessage{}}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	if err := json.Unmarshal(b, &c.raw); err != nil {
+		return nil, fault.New(fault.Environment, "config_invalid", err, fmt.Sprintf("%s is not a JSON object: %v", path, err))
+	}
+	for name, raw := range c.raw {
+		k, ok := registry[name]
+		if !ok {
+			continue // from a newer spool, or a typo: doctor reports it
+		}
+		v, err := k.parse(raw)
+		if err != nil {
+			return nil, fault.New(fault.Environment, "config_invalid", err, fmt.Sprintf("%s: %s: %v", path, name, err), "key", name)
+		}
+		c.values[name] = v
+	}
+	return c, nil
+}
+
+// Unknown lists keys in the file that no one registered.
+func (c *Config) Unknown() []string {
+	var names []string
+	for name := range c.raw {
+		if _, ok := registry[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func unknownKey(name string) error {
+	names := make([]string, 0, len(registry))
+	for _, k := range Keys() {
+		names = append(names, k.Name)
+	}
+	return fault.New(fault.Usage, "unknown_config_key", nil,
+		fmt.Sprintf("unknown config key %q; valid keys: %s", name, strings.Join(names, ", ")),
+		"key", name, "valid_keys", names)
+}
+
+// Set validates and stores a value given on the command line: text that
+// parses as JSON is taken as JSON, anything else as a string.
+func (c *Config) Set(name, text string) error {
+	k, ok := registry[name]
+	if !ok {
+		return unknownKey(name)
+	}
+	raw := json.RawMessage(text)
+	if !json.Valid(raw) {
+		raw, _ = json.Marshal(text)
+	}
+	v, err := k.parse(raw)
+	if err != nil {
+		return fault.New(fault.Usage, "invalid_config_value", err,
+			fmt.Sprintf("%s: %v", name, err), "key", name, "kind", string(k.Kind))
+	}
+	var buf bytes.Buffer
+	json.Compact(&buf, raw)
+	c.raw[name] = buf.Bytes()
+	c.values[name] = v
+	return nil
+}
+
+// Unset removes a key, which then takes its default.
+func (c *Config) Unset(name string) error {
+	if _, ok := registry[name]; !ok {
+		if _, inFile := c.raw[name]; !inFile {
+			return unknownKey(name)
+		}
+	}
+	delete(c.raw, name)
+	delete(c.values, name)
+	return nil
+}
+
+// Value returns the value of name and whether it was set (else the default).
+func (c *Config) Value(name string) (any, bool, error) {
+	k, ok := registry[name]
+	if !ok {
+		return nil, false, unknownKey(name)
+	}
+	if v, ok := c.values[name]; ok {
+		return v, true, nil
+	}
+	return k.Default, false, nil
+}
+
+func (c *Config) get(name string) any {
+	v, _, err := c.Value(name)
+	if err != nil {
+		panic(err) // a key the code uses must be registered
+	}
+	return v
+}
+
+func (c *Config) Duration(name string) time.Duration { d, _ := c.get(name).(time.Duration); return d }
+func (c *Config) Int(name string) int                { n, _ := c.get(name).(int); return n }
+func (c *Config) Float(name string) float64          { f, _ := c.get(name).(float64); return f }
+func (c *Config) Bool(name string) bool              { b, _ := c.get(name).(bool); return b }
+func (c *Config) String(name string) string          { s, _ := c.get(name).(string); return s }
+func (c *Config) Strings(name string) []string       { s, _ := c.get(name).([]string); return s }
+
+// Save writes the file atomically, keys sorted, one per line.
+func (c *Config) Save() error {
+	names := make([]string, 0, len(c.raw))
+	for n := range c.raw {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var buf bytes.Buffer
+	buf.WriteString("{")
+	for i, n := range names {
+		if i > 0 {
+			buf.WriteString(",")
+		}
+		key, _ := json.Marshal(n)
+		fmt.Fprintf(&buf, "\n  %s: %s", key, c.raw[n])
+	}
+	if len(names) > 0 {
+		buf.WriteString("\n")
+	}
+	buf.WriteString("}\n")
+	return renameio.WriteFile(c.path, buf.Bytes(), 0o644)
+}
+
+// Display renders a value for people and for JSON output.
+func Display(v any) any {
+	if d, ok := v.(time.Duration); ok {
+		return d.String()
+	}
+	return v
+}
+
+func (k Key) parse(raw json.RawMessage) (any, error) {
+	switch k.Kind {
+	case String:
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, fmt.Errorf("want a string, got %s", raw)
+		}
+		return s, nil
+	case Enum:
+		var s string
+		if json.Unmarshal(raw, &s) != nil || !contains(k.Enum, s) {
+			return nil, fmt.Errorf("want one of %s, got %s", strings.Join(k.Enum, ", "), raw)
+		}
+		return s, nil
+	case Bool:
+		var b bool
+		if err := json.Unmarshal(raw, &b); err != nil {
+			return nil, fmt.Errorf("want true or false, got %s", raw)
+		}
+		return b, nil
+	case Int:
+		var n int
+		if err := json.Unmarshal(raw, &n); err != nil {
+			return nil, fmt.Errorf("want a whole number, got %s", raw)
+		}
+		return n, k.checkMin(float64(n), raw)
+	case Float:
+		var f float64
+		if err := json.Unmarshal(raw, &f); err != nil {
+			return nil, fmt.Errorf("want a number, got %s", raw)
+		}
+		return f, k.checkMin(f, raw)
+	case Duration:
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, fmt.Errorf("want a duration such as 90s, 5m or 1h, got %s", raw)
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("want a duration such as 90s, 5m or 1h, got %q", s)
+		}
+		return d, k.checkMin(d.Seconds(), raw)
+	case Strings:
+		var ss []string
+		if err := json.Unmarshal(raw, &ss); err != nil {
+			return nil, fmt.Errorf(`want a JSON array of strings such as ["a","b"], got %s`, raw)
+		}
+		return ss, nil
+	}
+	return nil, fmt.Errorf("key %s has unknown kind %q", k.Name, k.Kind)
+}
+
+func (k Key) checkMin(v float64, raw json.RawMessage) error {
+	if k.Min != nil && v < *k.Min {
+		return fmt.Errorf("want at least %v, got %s", *k.Min, raw)
+	}
+	return nil
+}
+
+// Min is a helper for Key.Min.
+func Min(v float64) *float64 { return &v }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

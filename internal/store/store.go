@@ -1,0 +1,148 @@
+// Package store opens a spool repository: its paths, configuration, event log
+// and projections, and runs the one write path (lock, catch up, decide,
+// append, save).
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/config"
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/repo"
+	"github.com/spoolhq/spool/projections"
+)
+
+// ErrNotInitialized is a repository without .spool/.
+var ErrNotInitialized = errors.New("spool is not initialized in this repository")
+
+// Specs are all projections, in the order they are replayed and reported.
+var Specs = []projections.Spec{
+	projections.StatsSpec,
+}
+
+// ReservedPrefixes are event namespaces only spool's own commands append.
+var ReservedPrefixes = []string{"spool.", "task.", "work.", "merge.", "job.", "prd.", "orch."}
+
+// Store is an opened spool repository.
+type Store struct {
+	Repo   *repo.Repo
+	Config *config.Config
+	Log    *eventlog.Log
+	Engine *projections.Engine
+}
+
+// Paths under the primary worktree.
+func EventsDir(r *repo.Repo) string { return filepath.Join(r.SpoolDir(), "events") }
+func StateDir(r *repo.Repo) string  { return filepath.Join(r.SpoolDir(), "state") }
+func ConfigPath(r *repo.Repo) string { return filepath.Join(r.SpoolDir(), "config.json") }
+
+// Open finds the repository containing dir and requires spool init to have run.
+func Open(ctx context.Context, dir string, warn func(string)) (*Store, error) {
+	r, err := repo.Discover(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(r.SpoolDir()); errors.Is(err, fs.ErrNotExist) {
+		return nil, fault.New(fault.Environment, "not_initialized", ErrNotInitialized,
+			fmt.Sprintf("%s has no .spool directory; run spool init", r.Root), "root", r.Root)
+	}
+	return OpenRepo(r, warn)
+}
+
+// OpenRepo opens a discovered repository without requiring .spool/.
+func OpenRepo(r *repo.Repo, warn func(string)) (*Store, error) {
+	cfg, err := config.Load(ConfigPath(r))
+	if err != nil {
+		return nil, err
+	}
+	log := eventlog.Open(eventlog.Options{
+		Dir:         EventsDir(r),
+		PrivateDir:  r.PrivateDir(),
+		LockTimeout: cfg.Duration("lock.timeout"),
+		Warn:        warn,
+	})
+	return &Store{
+		Repo:   r,
+		Config: cfg,
+		Log:    log,
+		Engine: &projections.Engine{Log: log, Root: r.Root, StateDir: StateDir(r), Specs: Specs},
+	}, nil
+}
+
+// Read returns the named projections up to date. Reading needs no lock; the
+// lock is taken only to persist projections that were behind.
+func (s *Store) Read(ctx context.Context, names ...string) (*projections.View, error) {
+	v, err := s.Engine.Open(names...)
+	if err != nil {
+		return nil, err
+	}
+	stale, err := v.Stale()
+	if err != nil || !stale {
+		return v, err
+	}
+	sess, err := s.Log.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	if _, err := v.CatchUp(ctx); err != nil {
+		return nil, err
+	}
+	return v, v.Save()
+}
+
+// Decide returns the events a command appends, given up-to-date projections
+// and the writer's session; a domain error appends nothing.
+type Decide func(v *projections.View) ([]eventlog.Draft, error)
+
+// Write runs the write path under the log's lock.
+func (s *Store) Write(ctx context.Context, at time.Time, actor string, names []string, decide Decide) ([]eventlog.Event, *projections.View, error) {
+	sess, err := s.Log.Begin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer sess.Close()
+	v, err := s.Engine.Open(names...)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := v.CatchUp(ctx); err != nil {
+		return nil, nil, err
+	}
+	drafts, err := decide(v)
+	if err != nil {
+		return nil, v, err
+	}
+	if len(drafts) == 0 {
+		return nil, v, v.Save()
+	}
+	events, err := sess.Append(at, actor, drafts, eventlog.AppendOptions{})
+	if err != nil {
+		return nil, v, err
+	}
+	if _, err := v.CatchUp(ctx); err != nil {
+		return events, v, err
+	}
+	return events, v, v.Save()
+}
+
+// Rebuild replays every projection from scratch and saves them.
+func (s *Store) Rebuild(ctx context.Context) (*projections.View, error) {
+	sess, err := s.Log.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	v, err := s.Engine.Replay(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return v, v.Save()
+}

@@ -1,0 +1,506 @@
+// Package projections folds the event log into derived state and persists it.
+//
+// Every projection keeps a snapshot (.spool/state/<name>.snap): a checkpoint
+// line saying how far each writer file was applied, then the folded state.
+// Both live in one file replaced atomically, so state and checkpoint never
+// disagree. Public files (tasks.json, PRD manifests, ...) are rendered from
+// the state and written before the snapshot, so a crash between the two only
+// causes the same events to be applied again to the old snapshot.
+package projections
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/google/renameio/v2"
+	"github.com/spoolhq/spool/eventlog"
+)
+
+// Projection is a pure fold of events into state.
+type Projection interface {
+	// Apply folds one event. Types it does not know are ignored, so events
+	// from a newer spool pass through.
+	Apply(e *eventlog.Event) error
+	// MarshalState and UnmarshalState persist the state between commands.
+	MarshalState() ([]byte, error)
+	UnmarshalState([]byte) error
+	// Files renders the public files, paths relative to the repository root.
+	Files() ([]File, error)
+}
+
+// File is one rendered projection file.
+type File struct {
+	Path    string // slash-separated, relative to the repository root
+	Data    []byte
+	Tracked bool // committed to git (verify always compares it)
+}
+
+// Spec registers a projection.
+type Spec struct {
+	Name    string
+	Version int // bump when the state format changes: old snapshots are rebuilt
+	New     func() Projection
+}
+
+// Engine keeps projections up to date with the log.
+type Engine struct {
+	Log      *eventlog.Log
+	Root     string // repository root; File paths are relative to it
+	StateDir string // where snapshots live
+	Specs    []Spec
+	// Progress, when set, is called every progressEvery events of a rebuild.
+	Progress func(applied int)
+}
+
+const progressEvery = 100_000
+
+// Key is a position in replay order.
+type Key struct {
+	LC     uint64 `json:"lc"`
+	Writer string `json:"writer"`
+	Seq    uint64 `json:"seq"`
+}
+
+func keyOf(e *eventlog.Event) Key { return Key{e.LC, e.Writer, e.Seq} }
+
+func (k Key) before(e *eventlog.Event) bool {
+	return (&eventlog.Event{LC: k.LC, Writer: k.Writer, Seq: k.Seq}).Before(e)
+}
+
+// Mark is how far one writer file was applied.
+type Mark struct {
+	Offset int64  `json:"offset"`
+	Line   int    `json:"line"`
+	Len    int64  `json:"len"` // length of the last applied line
+	CRC    uint32 `json:"crc"` // crc32c of that line
+	Size   int64  `json:"size"`
+	MTime  int64  `json:"mtime"`
+}
+
+// Checkpoint is the first line of a snapshot.
+type Checkpoint struct {
+	Name    string          `json:"name"`
+	Version int             `json:"version"`
+	Events  int             `json:"events"`
+	Last    Key             `json:"last"`
+	Marks   map[string]Mark `json:"marks"`
+}
+
+// View is a set of projections loaded for one command.
+type View struct {
+	en    *Engine
+	items []*item
+}
+
+type item struct {
+	spec  Spec
+	proj  Projection
+	cp    Checkpoint
+	dirty bool
+}
+
+// ErrUnknownProjection names a projection nobody registered.
+var ErrUnknownProjection = errors.New("unknown projection")
+
+// Open loads the named projections (all when none are named) from their
+// snapshots; a missing or unreadable snapshot starts empty and is rebuilt.
+func (en *Engine) Open(names ...string) (*View, error) {
+	specs := en.Specs
+	if len(names) > 0 {
+		specs = nil
+		for _, n := range names {
+			s, ok := en.spec(n)
+			if !ok {
+				return nil, fmt.Errorf("%w: %s", ErrUnknownProjection, n)
+			}
+			specs = append(specs, s)
+		}
+	}
+	v := &View{en: en}
+	for _, s := range specs {
+		it := &item{spec: s}
+		if !en.loadSnapshot(it) {
+			it.reset()
+		}
+		v.items = append(v.items, it)
+	}
+	return v, nil
+}
+
+func (en *Engine) spec(name string) (Spec, bool) {
+	for _, s := range en.Specs {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Spec{}, false
+}
+
+func (it *item) reset() {
+	it.proj = it.spec.New()
+	it.cp = Checkpoint{Name: it.spec.Name, Version: it.spec.Version, Marks: map[string]Mark{}}
+	it.dirty = true
+}
+
+func (en *Engine) snapshotPath(name string) string {
+	return filepath.Join(en.StateDir, name+".snap")
+}
+
+func (en *Engine) loadSnapshot(it *item) bool {
+	b, err := os.ReadFile(en.snapshotPath(it.spec.Name))
+	if err != nil {
+		return false
+	}
+	head, body, ok := bytes.Cut(b, []byte{'\n'})
+	if !ok {
+		return false
+	}
+	var cp Checkpoint
+	if json.Unmarshal(head, &cp) != nil || cp.Name != it.spec.Name || cp.Version != it.spec.Version || cp.Marks == nil {
+		return false
+	}
+	p := it.spec.New()
+	if p.UnmarshalState(body) != nil {
+		return false
+	}
+	it.proj, it.cp = p, cp
+	return true
+}
+
+// Get returns the named projection of the view.
+func (v *View) Get(name string) Projection {
+	for _, it := range v.items {
+		if it.spec.Name == name {
+			return it.proj
+		}
+	}
+	return nil
+}
+
+// Events is how many events the first projection of the view has applied.
+func (v *View) Events() int {
+	if len(v.items) == 0 {
+		return 0
+	}
+	return v.items[0].cp.Events
+}
+
+// Stale reports whether any projection is behind the log (or was never saved).
+func (v *View) Stale() (bool, error) {
+	for _, it := range v.items {
+		if it.dirty {
+			return true, nil
+		}
+		st, err := v.en.check(it)
+		if err != nil {
+			return false, err
+		}
+		if st != upToDate {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+type status int
+
+const (
+	upToDate status = iota
+	behind          // new bytes after the marks
+	rewritten       // a file changed under a mark: rebuild
+)
+
+// check compares a checkpoint with the writer files on disk.
+func (en *Engine) check(it *item) (status, error) {
+	files, err := en.Log.Files()
+	if err != nil {
+		return 0, err
+	}
+	result := upToDate
+	if len(files) < len(it.cp.Marks) {
+		return rewritten, nil
+	}
+	for _, path := range files {
+		m, ok := it.cp.Marks[eventlog.WriterOf(path)]
+		if !ok {
+			result = behind
+			continue
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			return 0, err
+		}
+		if st.Size() == m.Size && st.ModTime().UnixNano() == m.MTime {
+			continue
+		}
+		if st.Size() <= m.Offset || !lineMatches(path, m) {
+			return rewritten, nil
+		}
+		result = behind
+	}
+	return result, nil
+}
+
+// lineMatches checks that the line before m.Offset is still the one applied.
+func lineMatches(path string, m Mark) bool {
+	if m.Offset == 0 {
+		return true
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	buf := make([]byte, m.Len)
+	if _, err := f.ReadAt(buf, m.Offset-m.Len); err != nil {
+		return false
+	}
+	return eventlog.LineCRC(buf) == m.CRC
+}
+
+// CatchUp applies events appended since the snapshots were taken, rebuilding
+// a projection from scratch when its files were rewritten or when merged
+// events sort before what it already applied. It reports whether anything changed.
+func (v *View) CatchUp(ctx context.Context) (bool, error) {
+	var incremental, rebuild []*item
+	for _, it := range v.items {
+		st, err := v.en.check(it)
+		if err != nil {
+			return false, err
+		}
+		switch st {
+		case rewritten:
+			it.reset()
+			rebuild = append(rebuild, it)
+		case behind:
+			incremental = append(incremental, it)
+		}
+	}
+	if len(incremental) > 0 {
+		needRebuild, err := v.en.apply(ctx, incremental, false)
+		if err != nil {
+			return false, err
+		}
+		for _, it := range needRebuild {
+			it.reset()
+			rebuild = append(rebuild, it)
+		}
+	}
+	if len(rebuild) > 0 {
+		if _, err := v.en.apply(ctx, rebuild, true); err != nil {
+			return false, err
+		}
+	}
+	changed := false
+	for _, it := range v.items {
+		changed = changed || it.dirty
+	}
+	return changed, nil
+}
+
+// apply reads the log once for items and folds new events into them. An item
+// that meets an event sorting before its last applied one is returned for a rebuild.
+func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([]*item, error) {
+	from := map[string]eventlog.Start{}
+	if !fromScratch {
+		// Start at the smallest mark of any item.
+		for _, path := range mustFiles(en.Log) {
+			w := eventlog.WriterOf(path)
+			first := true
+			for _, it := range items {
+				m := it.cp.Marks[w]
+				if first || m.Offset < from[w].Offset {
+					from[w] = eventlog.Start{Offset: m.Offset, Line: m.Line}
+					first = false
+				}
+			}
+		}
+	}
+	r, err := en.Log.Read(from)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	live := append([]*item(nil), items...)
+	var broken []*item
+	applied := 0
+	for len(live) > 0 {
+		e, pos, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if applied%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		for i := 0; i < len(live); i++ {
+			it := live[i]
+			m, seen := it.cp.Marks[pos.Writer]
+			if seen && pos.Offset <= m.Offset {
+				continue // applied before
+			}
+			if it.cp.Events > 0 && !it.cp.Last.before(e) {
+				broken = append(broken, it)
+				live = append(live[:i], live[i+1:]...)
+				i--
+				continue
+			}
+			if err := it.proj.Apply(e); err != nil {
+				return nil, fmt.Errorf("%s: apply %s (%s:%d): %w", it.spec.Name, e.Type, pos.Path, pos.Line, err)
+			}
+			it.cp.Events++
+			it.cp.Last = keyOf(e)
+			it.cp.Marks[pos.Writer] = Mark{Offset: pos.Offset, Line: pos.Line, Len: pos.Len, CRC: pos.CRC}
+			it.dirty = true
+		}
+		applied++
+		if fromScratch && en.Progress != nil && applied%progressEvery == 0 {
+			en.Progress(applied)
+		}
+	}
+	// Record size and mtime so an untouched file is recognised by a stat.
+	for _, path := range mustFiles(en.Log) {
+		st, err := os.Stat(path)
+		if err != nil {
+			return nil, err
+		}
+		w := eventlog.WriterOf(path)
+		for _, it := range live {
+			m := it.cp.Marks[w]
+			if m.Size != st.Size() || m.MTime != st.ModTime().UnixNano() {
+				m.Size, m.MTime = st.Size(), st.ModTime().UnixNano()
+				it.cp.Marks[w] = m
+				it.dirty = true
+			}
+		}
+	}
+	return broken, nil
+}
+
+func mustFiles(l *eventlog.Log) []string {
+	files, _ := l.Files()
+	return files
+}
+
+// Save writes the public files and snapshots of changed projections.
+// The caller holds the log's lock.
+func (v *View) Save() error {
+	tmp := filepath.Join(v.en.StateDir, ".tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	sweep(tmp)
+	dirs := map[string]bool{}
+	for _, it := range v.items {
+		if !it.dirty {
+			continue
+		}
+		files, err := it.proj.Files()
+		if err != nil {
+			return fmt.Errorf("render %s: %w", it.spec.Name, err)
+		}
+		for _, f := range files {
+			path := filepath.Join(v.en.Root, filepath.FromSlash(f.Path))
+			if err := writeFile(path, f.Data, tmp); err != nil {
+				return err
+			}
+			dirs[filepath.Dir(path)] = true
+		}
+		snap, err := v.en.snapshot(it)
+		if err != nil {
+			return err
+		}
+		if err := writeFile(v.en.snapshotPath(it.spec.Name), snap, tmp); err != nil {
+			return err
+		}
+		dirs[v.en.StateDir] = true
+		it.dirty = false
+	}
+	names := make([]string, 0, len(dirs))
+	for d := range dirs {
+		names = append(names, d)
+	}
+	sort.Strings(names)
+	for _, d := range names {
+		if err := syncDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (en *Engine) snapshot(it *item) ([]byte, error) {
+	head, err := json.Marshal(it.cp)
+	if err != nil {
+		return nil, err
+	}
+	body, err := it.proj.MarshalState()
+	if err != nil {
+		return nil, fmt.Errorf("marshal %s: %w", it.spec.Name, err)
+	}
+	return append(append(head, '\n'), body...), nil
+}
+
+func writeFile(path string, data []byte, tmp string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+	}
+	if err := renameio.WriteFile(path, data, 0o644, renameio.WithTempDir(tmp)); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// sweep removes temp files a crashed writer left; the caller holds the lock,
+// so no live writer owns any of them.
+func sweep(tmp string) {
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		os.Remove(filepath.Join(tmp, e.Name()))
+	}
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Replay folds the whole log into fresh projections in memory.
+func (en *Engine) Replay(ctx context.Context, names ...string) (*View, error) {
+	v, err := en.Open(names...)
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range v.items {
+		it.reset()
+	}
+	if _, err := en.apply(ctx, v.items, true); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
