@@ -225,8 +225,14 @@ func (en *Engine) check(it *item) (status, error) {
 		return 0, err
 	}
 	result := upToDate
-	if len(files) < len(it.cp.Marks) {
-		return rewritten, nil
+	present := 0
+	for _, path := range files {
+		if _, ok := it.cp.Marks[eventlog.WriterOf(path)]; ok {
+			present++
+		}
+	}
+	if present < len(it.cp.Marks) {
+		return rewritten, nil // a file that was applied is gone
 	}
 	for _, path := range files {
 		m, ok := it.cp.Marks[eventlog.WriterOf(path)]
