@@ -56,6 +56,8 @@ func scriptParams(t *testing.T, dir string) testscript.Params {
 			} {
 				env.Setenv(k, v)
 			}
+			// Keep git from finding a repository above $WORK.
+			env.Setenv("GIT_CEILING_DIRECTORIES", filepath.Dir(env.WorkDir))
 			// For hook scripts that must run without spool on PATH.
 			env.Setenv("PATH_WITHOUT_SPOOL", pathWithout(env.Getenv("PATH"), "spool"))
 			return nil
