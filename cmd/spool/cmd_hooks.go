@@ -25,7 +25,12 @@ func (c *HooksUninstallCmd) Run(e *env) error { return hooksDo(e, hooks.Uninstal
 func (c *HooksStatusCmd) Run(e *env) error    { return hooksDo(e, hooks.Inspect) }
 
 func hooksDo(e *env, op func(dir string) ([]hooks.Status, error)) error {
-	dir, err := hooks.Dir(e.ctx, e.dir())
+	// Discover first: outside a repository that is not_a_git_repository (exit 4).
+	r, err := repo.Discover(e.ctx, e.dir())
+	if err != nil {
+		return err
+	}
+	dir, err := hooks.Dir(e.ctx, r.WorkTree)
 	if err != nil {
 		return err
 	}
