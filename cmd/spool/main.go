@@ -90,6 +90,12 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	if err != nil {
 		return report(stderr, jsonErrors, fault.Usagef("usage", "%v", err))
 	}
+	if cli.Dir != "" {
+		if st, err := os.Stat(cli.Dir); err != nil || !st.IsDir() {
+			return report(stderr, cli.JSON, fault.New(fault.Usage, "invalid_directory", err,
+				fmt.Sprintf("-C %s: not a directory", cli.Dir), "dir", cli.Dir))
+		}
+	}
 	e := &env{Globals: &cli.Globals, ctx: ctx, stdout: stdout, stderr: stderr, app: parser}
 	if err := kctx.Run(e); err != nil {
 		return report(stderr, cli.JSON, err)
