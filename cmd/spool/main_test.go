@@ -71,7 +71,8 @@ func scriptParams(t *testing.T, dir string) testscript.Params {
 //
 // stdout and stderr are kept for the stdout/stderr assertions that follow.
 // The program sees PATH, HOME and the GIT_*, SPOOL_* and NO_COLOR variables
-// of the script.
+// of the script, but is looked up on the test binary's PATH, so spool is
+// found even when the script's PATH hides git (doctor.txtar relies on it).
 func cmdExit(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
 		ts.Fatalf("usage: exit CODE PROGRAM [ARGS...]")
