@@ -111,9 +111,12 @@ func (c *LogCmd) Run(e *env) error {
 		return err
 	}
 	for {
+		// On interrupt, print what arrived since the last poll, then stop:
+		// everything appended before the signal is shown.
+		interrupted := false
 		select {
 		case <-e.ctx.Done():
-			return nil
+			interrupted = true
 		case <-time.After(c.Poll):
 		}
 		var batch []*eventlog.Event
@@ -131,7 +134,7 @@ func (c *LogCmd) Run(e *env) error {
 				return err
 			}
 		}
-		if err := pr.flush(); err != nil {
+		if err := pr.flush(); err != nil || interrupted {
 			return err
 		}
 	}
