@@ -10,6 +10,11 @@ import (
 // already accepted, calling fn with each key and the raw value. It is the
 // replay hot path: one pass, no float parsing, no allocation for plain keys.
 func fields(s string, fn func(key, raw string) error) error {
+	return fieldsAt(s, func(key string, start, end int) error { return fn(key, s[start:end]) })
+}
+
+// fieldsAt is fields with the byte range of each value, for splicing.
+func fieldsAt(s string, fn func(key string, start, end int) error) error {
 	i := skipSpace(s, 0)
 	if i >= len(s) || s[i] != '{' {
 		return fmt.Errorf("%w: not a JSON object", ErrCorrupt)
@@ -29,7 +34,7 @@ func fields(s string, fn func(key, raw string) error) error {
 		i = skipSpace(s, end)
 		i = skipSpace(s, i+1) // ':'
 		end = skipValue(s, i)
-		if err := fn(key, s[i:end]); err != nil {
+		if err := fn(key, i, end); err != nil {
 			return err
 		}
 		i = skipSpace(s, end)

@@ -276,8 +276,12 @@ func lineMatches(path string, m Mark) bool {
 // a projection from scratch when its files were rewritten or when merged
 // events sort before what it already applied. It reports whether anything changed.
 func (v *View) CatchUp(ctx context.Context) (bool, error) {
+	return v.catchUp(ctx, v.items...)
+}
+
+func (v *View) catchUp(ctx context.Context, items ...*item) (bool, error) {
 	var incremental, rebuild []*item
-	for _, it := range v.items {
+	for _, it := range items {
 		st, err := v.en.check(it)
 		if err != nil {
 			return false, err
