@@ -98,6 +98,7 @@ func (l *Log) loadWriterID() (string, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("read writer id: %w", err)
 	}
+	damaged := err == nil // e.g. left empty by a process killed while creating it
 	var raw [8]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", err
@@ -106,19 +107,42 @@ func (l *Log) loadWriterID() (string, error) {
 	if err := os.MkdirAll(l.opt.PrivateDir, 0o755); err != nil {
 		return "", fmt.Errorf("create %s: %w", l.opt.PrivateDir, err)
 	}
-	// O_EXCL: if another process won the race, use its id.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		return l.loadWriterID()
-	}
+	// Write the id aside and link it into place, so that the file is never
+	// seen half written; if another process won the race, use its id.
+	tmp, err := os.CreateTemp(l.opt.PrivateDir, "writer.*.tmp")
 	if err != nil {
 		return "", fmt.Errorf("create writer id: %w", err)
 	}
-	defer f.Close()
-	if _, err := f.WriteString(id + "\n"); err != nil {
+	defer os.Remove(tmp.Name())
+	_, err = tmp.WriteString(id + "\n")
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return "", fmt.Errorf("write writer id: %w", err)
 	}
-	return id, f.Sync()
+	if damaged {
+		err = os.Rename(tmp.Name(), path)
+	} else {
+		err = os.Link(tmp.Name(), path)
+	}
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("create writer id: %w", err)
+	}
+	if err := syncDir(l.opt.PrivateDir); err != nil {
+		return "", err
+	}
+	b, err = os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read writer id: %w", err)
+	}
+	if got := strings.TrimSpace(string(b)); validWriter(got) {
+		return got, nil
+	}
+	return "", fmt.Errorf("%s holds no valid writer id", path)
 }
 
 func validWriter(s string) bool {

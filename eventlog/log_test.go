@@ -567,6 +567,38 @@ func TestWriterIDConcurrentFirstUse(t *testing.T) {
 	}
 }
 
+func TestWriterIDFileLeftEmptyByACrash(t *testing.T) {
+	// A process killed between creating the writer file and writing it
+	// leaves it empty; the clone must still be able to append.
+	for _, content := range []string{"", "\n", "not a valid id!\n"} {
+		l := newTestLog(t)
+		os.MkdirAll(l.opt.PrivateDir, 0o755)
+		if err := os.WriteFile(filepath.Join(l.opt.PrivateDir, "writer"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := l.Append(context.Background(), testAt, "ada", []Draft{{Type: "a.b"}}, AppendOptions{})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("content %q: %v", content, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("content %q: Append hangs", content)
+		}
+		id, err := l.WriterID()
+		if err != nil || !validWriter(id) {
+			t.Fatalf("content %q: writer id %q, %v", content, id, err)
+		}
+		if again, _ := l.WriterID(); again != id {
+			t.Fatalf("writer id not stable: %q then %q", id, again)
+		}
+	}
+}
+
 func TestLogAcrossOpenHandles(t *testing.T) {
 	// Two handles on one clone (two commands) share the writer, seq and lc.
 	root := t.TempDir()
