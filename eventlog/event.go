@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
@@ -92,6 +93,10 @@ func Decode(line []byte) (*Event, error) {
 	line = bytes.TrimSuffix(line, []byte{'\n'})
 	if !gjson.ValidBytes(line) {
 		return nil, fmt.Errorf("%w: not valid JSON", ErrCorrupt)
+	}
+	if !utf8.Valid(line) {
+		// Re-encoding would change such a line, and its id with it.
+		return nil, fmt.Errorf("%w: not valid UTF-8", ErrCorrupt)
 	}
 	e := &Event{}
 	var seen uint16

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gofrs/flock"
 )
@@ -479,6 +480,13 @@ func (s *Session) build(d Draft, at time.Time, actor string, k int) (*Event, err
 	if !ValidType(d.Type) {
 		return nil, fmt.Errorf("%w: type %q is not dotted lowercase words like task.created", ErrInvalidDraft, d.Type)
 	}
+	// encoding/json would replace invalid UTF-8, and the id would no longer
+	// be the hash of the line read back.
+	for _, f := range [][2]string{{"actor", actor}, {"subject", d.Subject}, {"idem", d.Idem}} {
+		if !utf8.ValidString(f[1]) {
+			return nil, fmt.Errorf("%w: %s of %s is not valid UTF-8", ErrInvalidDraft, f[0], d.Type)
+		}
+	}
 	e := &Event{V: Version, Writer: s.writer, Seq: s.seq + uint64(k) + 1, LC: s.lc + uint64(k) + 1,
 		At: at.UTC(), Actor: actor, Type: d.Type, Subject: d.Subject, Idem: d.Idem}
 	switch data := d.Data.(type) {
@@ -487,6 +495,9 @@ func (s *Session) build(d Draft, at time.Time, actor string, k int) (*Event, err
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, data); err != nil {
 			return nil, fmt.Errorf("%w: data of %s: %v", ErrInvalidDraft, d.Type, err)
+		}
+		if !utf8.Valid(buf.Bytes()) {
+			return nil, fmt.Errorf("%w: data of %s is not valid UTF-8", ErrInvalidDraft, d.Type)
 		}
 		e.Data = buf.Bytes()
 	default:

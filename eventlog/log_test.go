@@ -685,3 +685,33 @@ func TestReadRefusesOverlongLine(t *testing.T) {
 }
 
 func jsonRaw(s string) json.RawMessage { return json.RawMessage(s) }
+
+func TestAppendInvalidUTF8(t *testing.T) {
+	// The log is UTF-8: a draft that is not is refused, and a line that is
+	// not is corrupt, so that every id stays the hash of what is on disk.
+	l := newTestLog(t)
+	for _, d := range []Draft{
+		{Type: "a.b", Subject: "bad\xff"},
+		{Type: "a.b", Idem: "\xc3"},
+		{Type: "a.b", Data: jsonRaw("{\"x\":\"\xfe\"}")},
+	} {
+		if _, err := l.Append(context.Background(), testAt, "ada", []Draft{d}, AppendOptions{}); !errors.Is(err, ErrInvalidDraft) {
+			t.Errorf("draft %q: err = %v, want ErrInvalidDraft", d, err)
+		}
+	}
+	if _, err := l.Append(context.Background(), testAt, "\xffada", []Draft{{Type: "a.b"}}, AppendOptions{}); !errors.Is(err, ErrInvalidDraft) {
+		t.Errorf("actor: err = %v, want ErrInvalidDraft", err)
+	}
+	// Invalid strings inside Go data are replaced by encoding/json, consistently.
+	if _, err := l.Append(context.Background(), testAt, "ada", []Draft{{Type: "a.b", Data: map[string]string{"x": "\xff"}}}, AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mustCheckClean(t, l.Log)
+	if n := len(readAll(t, l.Log)); n != 1 {
+		t.Fatalf("%d events, want 1", n)
+	}
+	line := strings.Replace(validLine, `"T-1"`, "\"T\xff1\"", 1)
+	if _, err := Decode([]byte(line)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Decode of invalid UTF-8: err = %v, want ErrCorrupt", err)
+	}
+}

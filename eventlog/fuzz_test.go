@@ -1,0 +1,123 @@
+package eventlog
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(validLine))
+	f.Add([]byte(validLine + "\n"))
+	f.Add([]byte(`{"v":1,"id":"a","writer":"w","seq":1,"lc":1,"at":"2026-01-01T00:00:00Z","type":"a.b"}`))
+	f.Add([]byte(`{"v":1,"id":"a","writer":"w","seq":1,"lc":1,"at":"2026-01-01T00:00:00+05:30","type":"a.b","data":{ "x" : [ 1 , 2 ] }}`))
+	f.Add([]byte(`{"v":1,"id":"a","writer":"w","seq":1,"lc":1,"at":"2026-01-01T00:00:00Z","type":"a.b","subject":"\u00e9\ud83d\ude00\n","data":"<&>"}`))
+	f.Add([]byte(`{"v":1,"v":2,"id":"a","writer":"w","seq":1,"lc":1,"at":"2026-01-01T00:00:00Z","type":"a.b"}`))
+	f.Add([]byte(`{"v":2}`))
+	f.Add([]byte(`{"v":0}`))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`null`))
+	f.Add([]byte("{\"v\":1,\"id\":\"\xff\",\"writer\":\"w\",\"seq\":1,\"lc\":1,\"at\":\"2026-01-01T00:00:00Z\",\"type\":\"a.b\"}"))
+	f.Add([]byte(`{"v":1,"id":"a","writer":"w","seq":18446744073709551615,"lc":1,"at":"9999-12-31T23:59:59.999999999Z","type":"a.b"}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		e, err := Decode(line)
+		if err != nil {
+			if e != nil {
+				t.Fatal("an error with an event")
+			}
+			return
+		}
+		enc, err := e.Encode()
+		if err != nil {
+			t.Fatalf("accepted %q but cannot encode it: %v", line, err)
+		}
+		again, err := Decode(enc)
+		if err != nil {
+			t.Fatalf("accepted %q, re-encoded as %q, which does not decode: %v", line, enc, err)
+		}
+		enc2, err := again.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(enc, enc2) {
+			t.Fatalf("not stable:\n%s%s", enc, enc2)
+		}
+		if e.ID != again.ID || e.Writer != again.Writer || e.Seq != again.Seq || e.LC != again.LC ||
+			!e.At.Equal(again.At) || e.Actor != again.Actor || e.Type != again.Type ||
+			e.Subject != again.Subject || e.Idem != again.Idem {
+			t.Fatalf("round trip changed the event:\n%+v\n%+v", e, again)
+		}
+	})
+}
+
+func repair(t *testing.T, l *Log, path string) {
+	t.Helper()
+	fh, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	if err := l.repairTail(fh, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func FuzzTornTail(f *testing.F) {
+	f.Add([]byte(""))
+	f.Add([]byte("\n"))
+	f.Add([]byte(validLine + "\n"))
+	f.Add([]byte(validLine + "\n" + validLine[:20]))
+	f.Add([]byte("no newline at all"))
+	f.Add([]byte("a\nb\nc"))
+	f.Add([]byte("\n\n\nx"))
+	f.Add(bytes.Repeat([]byte("y"), 9000))
+	f.Add(append(bytes.Repeat([]byte("z\n"), 3000), bytes.Repeat([]byte("t"), 5000)...))
+	f.Add(append([]byte("head\n"), bytes.Repeat([]byte("t"), 4096)...))
+	f.Fuzz(func(t *testing.T, content []byte) {
+		dir := t.TempDir()
+		l := Open(Options{Dir: filepath.Join(dir, "events"), PrivateDir: filepath.Join(dir, "private")})
+		os.MkdirAll(l.opt.Dir, 0o755)
+		path := filepath.Join(l.opt.Dir, "w"+Ext)
+		if err := os.WriteFile(path, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		repair(t, l, path)
+		after, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(after) > 0 && after[len(after)-1] != '\n' {
+			t.Fatalf("after repair the file ends in %q", after[len(after)-1])
+		}
+		if !bytes.HasPrefix(content, after) {
+			t.Fatal("repair changed the kept prefix")
+		}
+		removed := content[len(after):]
+		if bytes.IndexByte(removed, '\n') >= 0 {
+			t.Fatalf("repair removed complete lines: %q", removed)
+		}
+		backups, _ := filepath.Glob(filepath.Join(l.opt.PrivateDir, "torn", "*"))
+		switch {
+		case len(removed) == 0 && len(backups) != 0:
+			t.Fatalf("backup written for an intact file: %v", backups)
+		case len(removed) > 0 && len(backups) != 1:
+			t.Fatalf("%d backups for %d removed bytes", len(backups), len(removed))
+		case len(removed) > 0:
+			b, _ := os.ReadFile(backups[0])
+			if !bytes.Equal(b, removed) {
+				t.Fatalf("backup holds %q, removed %q", b, removed)
+			}
+			if !strings.HasPrefix(filepath.Base(backups[0]), "w"+Ext+".") {
+				t.Fatalf("backup name %s", backups[0])
+			}
+		}
+		// Repairing again changes nothing.
+		repair(t, l, path)
+		if again, _ := os.ReadFile(path); !bytes.Equal(again, after) {
+			t.Fatal("a second repair changed the file")
+		}
+	})
+}
