@@ -1,0 +1,623 @@
+package projections
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+)
+
+var t0 = time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
+
+// ledger is a test projection that uses event data: it sums data.n per
+// subject and lists every id in the order applied, so any difference in
+// order or coverage shows. Data it cannot use is skipped, as the rule says.
+type ledger struct {
+	IDs     []string       `json:"ids"`
+	Sums    map[string]int `json:"sums"`
+	Skipped int            `json:"skipped"`
+}
+
+func (l *ledger) Apply(e *eventlog.Event) error {
+	if e.Type != "ledger.added" {
+		return nil
+	}
+	l.IDs = append(l.IDs, e.ID)
+	var data struct {
+		N int `json:"n"`
+	}
+	if err := json.Unmarshal(e.Data, &data); err != nil {
+		l.Skipped++
+		return nil
+	}
+	l.Sums[e.Subject] += data.N
+	return nil
+}
+
+func (l *ledger) MarshalState() ([]byte, error) { return json.Marshal(l) }
+func (l *ledger) UnmarshalState(b []byte) error { return json.Unmarshal(b, l) }
+func (l *ledger) Files() ([]File, error) {
+	b, err := json.MarshalIndent(l, "", " ")
+	if err != nil {
+		return nil, err
+	}
+	return []File{{Path: "out/ledger.json", Data: append(b, '\n'), Tracked: true}}, nil
+}
+
+// fixture is a repository root with one engine over a shared events dir;
+// clones append to the same dir (as one machine) or to their own (and are
+// merged by copying files, as git would).
+type fixture struct {
+	t       *testing.T
+	root    string
+	events  string
+	news    atomic.Int64 // projections created: every rebuild creates one
+	hookFor func(e *eventlog.Event)
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	root := t.TempDir()
+	return &fixture{t: t, root: root, events: filepath.Join(root, ".spool", "events")}
+}
+
+func (f *fixture) specs() []Spec {
+	return []Spec{
+		StatsSpec,
+		{Name: "ledger", Version: 1, New: func() Projection {
+			f.news.Add(1)
+			return &hooked{ledger: &ledger{Sums: map[string]int{}}, f: f}
+		}},
+	}
+}
+
+// hooked lets a test act in the middle of a fold.
+type hooked struct {
+	*ledger
+	f *fixture
+}
+
+func (h *hooked) Apply(e *eventlog.Event) error {
+	if h.f.hookFor != nil {
+		h.f.hookFor(e)
+	}
+	return h.ledger.Apply(e)
+}
+
+func (f *fixture) engine() *Engine {
+	log := eventlog.Open(eventlog.Options{Dir: f.events, PrivateDir: filepath.Join(f.root, "private")})
+	return &Engine{Log: log, Root: f.root, StateDir: filepath.Join(f.root, ".spool", "state"), Specs: f.specs()}
+}
+
+// writer is a clone appending to dir.
+func (f *fixture) writer(name, dir string) *eventlog.Log {
+	return eventlog.Open(eventlog.Options{Dir: dir, PrivateDir: filepath.Join(f.root, "private-"+name)})
+}
+
+func (f *fixture) add(l *eventlog.Log, n int, drafts ...eventlog.Draft) {
+	f.t.Helper()
+	if len(drafts) == 0 {
+		for i := range n {
+			drafts = append(drafts, eventlog.Draft{Type: "ledger.added", Subject: fmt.Sprint("s", i%3), Data: map[string]int{"n": i + 1}})
+		}
+	}
+	if _, err := l.Append(context.Background(), t0, "ada", drafts, eventlog.AppendOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// catchUp is what a command does: load snapshots, catch up, save.
+func (f *fixture) catchUp(names ...string) *View {
+	f.t.Helper()
+	v, err := f.engine().Open(names...)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := v.CatchUp(context.Background()); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := v.Save(); err != nil {
+		f.t.Fatal(err)
+	}
+	return v
+}
+
+// rendered is every file and state of a view, keyed by path.
+func rendered(t *testing.T, v *View) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, it := range v.items {
+		files, err := it.proj.Files()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			out[f.Path] = string(f.Data)
+		}
+		state, err := it.proj.MarshalState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out["state:"+it.spec.Name] = string(state)
+	}
+	return out
+}
+
+// mustMatchReplay checks that a view and the files on disk equal a fresh replay.
+func (f *fixture) mustMatchReplay(v *View) {
+	f.t.Helper()
+	fresh, err := f.engine().Replay(context.Background())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	want := rendered(f.t, fresh)
+	got := rendered(f.t, v)
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for k := range got {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		if got[name] != want[name] {
+			f.t.Fatalf("%s differs from a fresh replay:\n got %s\nwant %s", name, got[name], want[name])
+		}
+		if path, ok := strings.CutPrefix(name, "state:"); !ok {
+			disk, err := os.ReadFile(filepath.Join(f.root, name))
+			if err != nil || string(disk) != want[name] {
+				f.t.Fatalf("%s on disk differs from a fresh replay (%v):\n got %s\nwant %s", name, err, disk, want[name])
+			}
+		} else {
+			_ = path
+		}
+	}
+	diffs, stale, err := f.engine().Verify(context.Background())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if len(diffs) > 0 || len(stale) > 0 {
+		f.t.Fatalf("Verify after catch-up: diffs %v stale %v", diffs, stale)
+	}
+}
+
+func ledgerOf(t *testing.T, v *View) *ledger {
+	t.Helper()
+	return v.Get("ledger").(*hooked).ledger
+}
+
+func TestIncrementalEqualsReplay(t *testing.T) {
+	for seed := uint64(1); seed <= 8; seed++ {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, seed))
+			f := newFixture(t)
+			local := []*eventlog.Log{f.writer("a", f.events), f.writer("b", f.events)}
+			remote := f.writer("r", filepath.Join(f.root, "remote"))
+			names := [][]string{nil, {"stats"}, {"ledger"}, {"ledger", "stats"}}
+			for step := 0; step < 60; step++ {
+				switch op := rng.IntN(10); {
+				case op < 5:
+					f.add(local[rng.IntN(len(local))], 1+rng.IntN(3))
+				case op < 6:
+					// Another clone's events arrive by a merge; they may sort
+					// before what was applied.
+					f.add(remote, 1+rng.IntN(2))
+					b, err := os.ReadFile(filepath.Join(f.root, "remote", mustWriter(t, remote)+eventlog.Ext))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(filepath.Join(f.events, mustWriter(t, remote)+eventlog.Ext), b, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				default:
+					f.catchUp(names[rng.IntN(len(names))]...)
+				}
+			}
+			v := f.catchUp()
+			f.mustMatchReplay(v)
+			if n := len(ledgerOf(t, v).IDs); n == 0 {
+				t.Fatal("nothing applied")
+			}
+		})
+	}
+}
+
+func mustWriter(t *testing.T, l *eventlog.Log) string {
+	t.Helper()
+	w, err := l.WriterID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func TestCatchUpIsIncremental(t *testing.T) {
+	f := newFixture(t)
+	a := f.writer("a", f.events)
+	f.add(a, 5)
+	f.catchUp()
+	before := f.news.Load()
+	f.add(a, 3)
+	v := f.catchUp()
+	if f.news.Load() != before+1 { // Open creates one to load the snapshot into
+		t.Fatalf("catching up 3 new events rebuilt the projection (%d creations)", f.news.Load()-before)
+	}
+	if n := len(ledgerOf(t, v).IDs); n != 8 {
+		t.Fatalf("ledger has %d ids, want 8", n)
+	}
+	f.mustMatchReplay(v)
+	// Nothing new: nothing changes, nothing is written.
+	v, _ = f.engine().Open()
+	if stale, err := v.Stale(); err != nil || stale {
+		t.Fatalf("Stale = %v, %v after a catch-up", stale, err)
+	}
+	if changed, err := v.CatchUp(context.Background()); err != nil || changed {
+		t.Fatalf("CatchUp = %v, %v with nothing new", changed, err)
+	}
+}
+
+func TestMergedEventBeforeCheckpointRebuilds(t *testing.T) {
+	f := newFixture(t)
+	a := f.writer("a", f.events)
+	remote := f.writer("r", filepath.Join(f.root, "remote"))
+	f.add(remote, 2) // lc 1, 2: before a's events once merged
+	f.add(a, 4)      // lc 1..4
+	f.catchUp()
+	before := f.news.Load()
+	rw := mustWriter(t, remote)
+	b, _ := os.ReadFile(filepath.Join(f.root, "remote", rw+eventlog.Ext))
+	os.WriteFile(filepath.Join(f.events, rw+eventlog.Ext), b, 0o644)
+	v := f.catchUp()
+	if f.news.Load() < before+2 {
+		t.Fatal("events sorting before the checkpoint were applied without a rebuild")
+	}
+	ids := ledgerOf(t, v).IDs
+	if len(ids) != 6 {
+		t.Fatalf("%d ids, want 6", len(ids))
+	}
+	f.mustMatchReplay(v)
+}
+
+// rewrite replaces a writer file, optionally keeping its size and mtime.
+func rewrite(t *testing.T, path string, change func([]byte) []byte, keepStat bool) {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if err := os.WriteFile(path, change(b), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if keepStat {
+		if err := os.Chtimes(path, st.ModTime(), st.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// swapLast rewrites the last line of a writer file into another event of
+// the same length (n 1..9 to 9..1), recomputing nothing: the log itself
+// stays readable, the projection must notice the change.
+func reencodeLast(t *testing.T, b []byte) []byte {
+	t.Helper()
+	lines := bytes.SplitAfter(b, []byte{'\n'})
+	last := len(lines) - 2
+	e, err := eventlog.Decode(lines[last])
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Subject = strings.Repeat("z", len(e.Subject))
+	line, _ := e.Encode()
+	if len(line) != len(lines[last]) {
+		t.Fatalf("rewritten line changed length")
+	}
+	lines[last] = line
+	return bytes.Join(lines, nil)
+}
+
+func TestRewrittenFileRebuilds(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(t *testing.T, f *fixture, path string)
+	}{
+		{"truncated by a reset", func(t *testing.T, f *fixture, path string) {
+			rewrite(t, path, func(b []byte) []byte {
+				lines := bytes.SplitAfter(b, []byte{'\n'})
+				return bytes.Join(lines[:2], nil)
+			}, false)
+		}},
+		{"same size, other content", func(t *testing.T, f *fixture, path string) {
+			rewrite(t, path, func(b []byte) []byte { return reencodeLast(t, b) }, false)
+		}},
+		{"line under the mark changed, then appended", func(t *testing.T, f *fixture, path string) {
+			rewrite(t, path, func(b []byte) []byte { return reencodeLast(t, b) }, false)
+			f.add(f.writer("a", f.events), 1)
+		}},
+		{"file removed", func(t *testing.T, f *fixture, path string) {
+			os.Remove(path)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			a := f.writer("a", f.events)
+			f.add(f.writer("b", f.events), 1)
+			f.add(a, 4)
+			f.catchUp()
+			c.edit(t, f, filepath.Join(f.events, mustWriter(t, a)+eventlog.Ext))
+			v := f.catchUp()
+			f.mustMatchReplay(v)
+		})
+	}
+}
+
+func TestTornTailRepairAfterCatchUp(t *testing.T) {
+	// A reader may catch up while a crashed writer's torn line is on disk;
+	// the repair that follows must not leave the projection wrong.
+	f := newFixture(t)
+	a := f.writer("a", f.events)
+	f.add(a, 3)
+	path := filepath.Join(f.events, mustWriter(t, a)+eventlog.Ext)
+	fh, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	fh.WriteString(`{"v":1,"id":"torn`)
+	fh.Close()
+	f.catchUp()
+	f.add(a, 2) // Begin repairs the tail first
+	v := f.catchUp()
+	f.mustMatchReplay(v)
+	if n := len(ledgerOf(t, v).IDs); n != 5 {
+		t.Fatalf("%d ids, want 5", n)
+	}
+}
+
+func TestMissingOrGarbledSnapshot(t *testing.T) {
+	cases := map[string]func(path string){
+		"missing":            func(p string) { os.Remove(p) },
+		"empty":              func(p string) { os.WriteFile(p, nil, 0o644) },
+		"no newline":         func(p string) { os.WriteFile(p, []byte(`{"name":"ledger"}`), 0o644) },
+		"garbage checkpoint": func(p string) { os.WriteFile(p, []byte("%%%\n{}"), 0o644) },
+		"truncated state": func(p string) {
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, b[:len(b)-5], 0o644)
+		},
+		"other projection's": func(p string) {
+			b, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "stats.snap"))
+			os.WriteFile(p, b, 0o644)
+		},
+		"older version": func(p string) {
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, bytes.Replace(b, []byte(`"version":1`), []byte(`"version":0`), 1), 0o644)
+		},
+		"no marks": func(p string) {
+			b, _ := os.ReadFile(p)
+			head, body, _ := bytes.Cut(b, []byte{'\n'})
+			var cp map[string]any
+			json.Unmarshal(head, &cp)
+			delete(cp, "marks")
+			head, _ = json.Marshal(cp)
+			os.WriteFile(p, append(append(head, '\n'), body...), 0o644)
+		},
+		"a directory": func(p string) { os.Remove(p); os.Mkdir(p, 0o755) },
+	}
+	for name, damage := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			a := f.writer("a", f.events)
+			f.add(a, 4)
+			f.catchUp()
+			snap := filepath.Join(f.root, ".spool", "state", "ledger.snap")
+			damage(snap)
+			f.add(a, 1)
+			v, err := f.engine().Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stale, err := v.Stale(); err != nil || !stale {
+				t.Fatalf("Stale = %v, %v with a damaged snapshot", stale, err)
+			}
+			if _, err := v.CatchUp(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if name == "a directory" {
+				if err := v.Save(); err == nil {
+					t.Fatal("saving over a directory succeeded")
+				}
+				return
+			}
+			if err := v.Save(); err != nil {
+				t.Fatal(err)
+			}
+			f.mustMatchReplay(v)
+			if n := len(ledgerOf(t, v).IDs); n != 5 {
+				t.Fatalf("%d ids, want 5", n)
+			}
+		})
+	}
+}
+
+func TestSaveSweepsStaleTempFiles(t *testing.T) {
+	f := newFixture(t)
+	f.add(f.writer("a", f.events), 2)
+	tmp := filepath.Join(f.root, ".spool", "state", ".tmp")
+	os.MkdirAll(tmp, 0o755)
+	for _, name := range []string{"ledger.json.123", ".stats.snap4242", "x"} {
+		os.WriteFile(filepath.Join(tmp, name), []byte("left by a crash"), 0o644)
+	}
+	f.catchUp()
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 0 {
+		t.Fatalf("stale temp files left: %v", entries)
+	}
+}
+
+func TestReplayTwiceIsByteIdentical(t *testing.T) {
+	f := newFixture(t)
+	f.add(f.writer("a", f.events), 20)
+	f.add(f.writer("b", f.events), 0,
+		eventlog.Draft{Type: "other.thing", Subject: "é"},
+		eventlog.Draft{Type: "ledger.added", Subject: "s9", Data: map[string]int{"n": 3}})
+	f.add(f.writer("a", f.events), 5)
+	var snaps [2]map[string]string
+	for i := range snaps {
+		v, err := f.engine().Replay(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		snaps[i] = rendered(t, v)
+		// And through Save, into a second state dir.
+		en := f.engine()
+		en.StateDir = filepath.Join(f.root, fmt.Sprint("state", i))
+		v, err = en.Replay(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Save(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(snaps[0]) != 4 {
+		t.Fatalf("rendered %d files and states, want 4", len(snaps[0]))
+	}
+	for k, a := range snaps[0] {
+		if snaps[1][k] != a {
+			t.Fatalf("%s differs between two replays", k)
+		}
+	}
+	for _, name := range []string{"stats.snap", "ledger.snap"} {
+		a, _ := os.ReadFile(filepath.Join(f.root, "state0", name))
+		b, _ := os.ReadFile(filepath.Join(f.root, "state1", name))
+		_, a, _ = bytes.Cut(a, []byte{'\n'})
+		_, b, _ = bytes.Cut(b, []byte{'\n'})
+		if len(a) == 0 || !bytes.Equal(a, b) {
+			t.Fatalf("%s state differs between two replays", name)
+		}
+	}
+}
+
+func TestVerify(t *testing.T) {
+	setup := func(t *testing.T) *fixture {
+		f := newFixture(t)
+		f.add(f.writer("a", f.events), 6)
+		f.catchUp()
+		return f
+	}
+	t.Run("clean", func(t *testing.T) {
+		f := setup(t)
+		diffs, stale, err := f.engine().Verify(context.Background())
+		if err != nil || len(diffs) != 0 || len(stale) != 0 {
+			t.Fatalf("Verify = %v, %v, %v", diffs, stale, err)
+		}
+	})
+	t.Run("hand-edited file", func(t *testing.T) {
+		f := setup(t)
+		path := filepath.Join(f.root, ".spool", "state", "stats.json")
+		b, _ := os.ReadFile(path)
+		os.WriteFile(path, bytes.Replace(b, []byte(`"events": 6`), []byte(`"events": 7`), 1), 0o644)
+		mustDiffer(t, f, "stats", ".spool/state/stats.json", "differs from a fresh replay")
+	})
+	t.Run("deleted tracked file", func(t *testing.T) {
+		f := setup(t)
+		os.Remove(filepath.Join(f.root, "out", "ledger.json"))
+		mustDiffer(t, f, "ledger", "out/ledger.json", "missing")
+	})
+	t.Run("tampered snapshot state", func(t *testing.T) {
+		f := setup(t)
+		path := filepath.Join(f.root, ".spool", "state", "ledger.snap")
+		b, _ := os.ReadFile(path)
+		os.WriteFile(path, bytes.Replace(b, []byte(`"s0":`), []byte(`"s0":1`), 1), 0o644)
+		mustDiffer(t, f, "ledger", filepath.Join(f.root, ".spool", "state", "ledger.snap"), "snapshot state differs")
+	})
+	t.Run("tampered checkpoint count", func(t *testing.T) {
+		f := setup(t)
+		path := filepath.Join(f.root, ".spool", "state", "ledger.snap")
+		b, _ := os.ReadFile(path)
+		os.WriteFile(path, bytes.Replace(b, []byte(`"events":6`), []byte(`"events":5`), 1), 0o644)
+		mustDiffer(t, f, "ledger", filepath.Join(f.root, ".spool", "state", "ledger.snap"), "5 events applied, replay has 6")
+	})
+	t.Run("stale", func(t *testing.T) {
+		f := setup(t)
+		f.add(f.writer("a", f.events), 1)
+		diffs, stale, err := f.engine().Verify(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The tracked file is compared even when stale; the state is not.
+		if !slices.Equal(stale, []string{"stats", "ledger"}) || len(diffs) != 1 || diffs[0].Path != "out/ledger.json" {
+			t.Fatalf("Verify = %v, stale %v", diffs, stale)
+		}
+	})
+}
+
+func mustDiffer(t *testing.T, f *fixture, proj, path, problem string) {
+	t.Helper()
+	diffs, _, err := f.engine().Verify(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range diffs {
+		if d.Projection == proj && d.Path == path && strings.Contains(d.Problem, problem) {
+			return
+		}
+	}
+	t.Fatalf("Verify = %+v, want %s %s %q", diffs, proj, path, problem)
+}
+
+func TestUndecodableDataDoesNotWedge(t *testing.T) {
+	f := newFixture(t)
+	a := f.writer("a", f.events)
+	f.add(a, 2)
+	f.catchUp()
+	f.add(a, 0,
+		eventlog.Draft{Type: "ledger.added", Subject: "s0", Data: json.RawMessage(`"a string"`)},
+		eventlog.Draft{Type: "ledger.added", Subject: "s0", Data: json.RawMessage(`[1,2,3]`)},
+		eventlog.Draft{Type: "ledger.added", Subject: "s0", Data: json.RawMessage(`{"n":"seven"}`)},
+		eventlog.Draft{Type: "ledger.added", Subject: "s0", Data: json.RawMessage(`{"n":1e999}`)},
+		eventlog.Draft{Type: "ledger.added", Subject: "s0"},
+		eventlog.Draft{Type: "from.the_future", Subject: "s0", Data: json.RawMessage(`{"n":100}`)},
+	)
+	f.add(a, 1)
+	v := f.catchUp()
+	l := ledgerOf(t, v)
+	if len(l.IDs) != 8 || l.Skipped != 5 || l.Sums["s0"] != 2 {
+		t.Fatalf("ledger = %+v", l)
+	}
+	stats := v.Get("stats").(*Stats)
+	if stats.Events != 9 || stats.ByType["from.the_future"] != 1 {
+		t.Fatalf("stats = %+v", stats)
+	}
+	f.mustMatchReplay(v)
+}
+
+func TestOpenUnknownProjection(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.engine().Open("stats", "nope"); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestEmptyLog(t *testing.T) {
+	f := newFixture(t)
+	v := f.catchUp()
+	f.mustMatchReplay(v)
+	if v.Events() != 0 {
+		t.Fatal("events in an empty log")
+	}
+	if stale, err := f.engine().Open(); err != nil {
+		t.Fatal(err)
+	} else if s, _ := stale.Stale(); s {
+		t.Fatal("stale after saving an empty log")
+	}
+}
