@@ -334,6 +334,13 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([
 			}
 		}
 	}
+	// Stat before reading: git may add lines while the log is read (it does
+	// not take spool's lock), and a stat taken after the read would record
+	// them as applied.
+	stats, err := statFiles(en.Log)
+	if err != nil {
+		return nil, err
+	}
 	r, err := en.Log.Read(from)
 	if err != nil {
 		return nil, err
@@ -381,12 +388,7 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([
 		}
 	}
 	// Record size and mtime so an untouched file is recognised by a stat.
-	for _, path := range mustFiles(en.Log) {
-		st, err := os.Stat(path)
-		if err != nil {
-			return nil, err
-		}
-		w := eventlog.WriterOf(path)
+	for w, st := range stats {
 		for _, it := range live {
 			m := it.cp.Marks[w]
 			if m.Size != st.Size() || m.MTime != st.ModTime().UnixNano() {
@@ -397,6 +399,22 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([
 		}
 	}
 	return broken, nil
+}
+
+func statFiles(l *eventlog.Log) (map[string]fs.FileInfo, error) {
+	files, err := l.Files()
+	if err != nil {
+		return nil, err
+	}
+	stats := make(map[string]fs.FileInfo, len(files))
+	for _, path := range files {
+		st, err := os.Stat(path)
+		if err != nil {
+			return nil, err
+		}
+		stats[eventlog.WriterOf(path)] = st
+	}
+	return stats, nil
 }
 
 func mustFiles(l *eventlog.Log) []string {

@@ -380,6 +380,39 @@ func TestTornTailRepairAfterCatchUp(t *testing.T) {
 	}
 }
 
+func TestAppendDuringCatchUpIsNotMissed(t *testing.T) {
+	// git may add lines to a writer file (a merge or pull does not take
+	// spool's lock) while a command reads it; the next command must apply them.
+	f := newFixture(t)
+	a := f.writer("a", f.events)
+	remote := f.writer("r", filepath.Join(f.root, "remote"))
+	f.add(a, 3)
+	f.add(remote, 2)
+	rpath := filepath.Join(f.root, "remote", mustWriter(t, remote)+eventlog.Ext)
+	lpath := filepath.Join(f.events, mustWriter(t, remote)+eventlog.Ext)
+	b, _ := os.ReadFile(rpath)
+	os.WriteFile(lpath, b, 0o644)
+	f.catchUp()
+	f.add(remote, 2)
+	full, _ := os.ReadFile(rpath)
+	last := ""
+	f.hookFor = func(e *eventlog.Event) {
+		// While the last event is applied, the rest of the merge lands.
+		if e.Writer == mustWriter(t, a) && e.Seq == 4 {
+			last = e.ID
+			os.WriteFile(lpath, full, 0o644)
+		}
+	}
+	f.add(a, 1)
+	f.catchUp()
+	f.hookFor = nil
+	if last == "" {
+		t.Fatal("hook never ran")
+	}
+	v := f.catchUp()
+	f.mustMatchReplay(v)
+}
+
 func TestMissingOrGarbledSnapshot(t *testing.T) {
 	cases := map[string]func(path string){
 		"missing":            func(p string) { os.Remove(p) },
