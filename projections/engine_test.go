@@ -346,6 +346,14 @@ func TestRewrittenFileRebuilds(t *testing.T) {
 		{"file removed", func(t *testing.T, f *fixture, path string) {
 			os.Remove(path)
 		}},
+		{"file replaced by another writer's", func(t *testing.T, f *fixture, path string) {
+			// As many files as marks, but one of the marked ones is gone (a
+			// checkout of a branch that never merged that writer).
+			f.add(f.writer("b", f.events), 2)
+			f.catchUp()
+			os.Remove(path)
+			f.add(f.writer("c", f.events), 2) // sorts after everything applied
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
