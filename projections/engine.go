@@ -244,7 +244,10 @@ func (en *Engine) check(it *item) (status, error) {
 		if err != nil {
 			return 0, err
 		}
-		if st.Size() == m.Size && st.ModTime().UnixNano() == m.MTime {
+		// Size and mtime alone miss a rewrite to the same size within the
+		// file system's timestamp granularity (a quick checkout of a branch
+		// where this writer appended other events): check the line too.
+		if st.Size() == m.Size && st.ModTime().UnixNano() == m.MTime && lineMatches(path, m) {
 			continue
 		}
 		if st.Size() <= m.Offset || !lineMatches(path, m) {

@@ -339,6 +339,10 @@ func TestRewrittenFileRebuilds(t *testing.T) {
 		{"same size, other content", func(t *testing.T, f *fixture, path string) {
 			rewrite(t, path, func(b []byte) []byte { return reencodeLast(t, b) }, false)
 		}},
+		{"same size and mtime, other content", func(t *testing.T, f *fixture, path string) {
+			// A rewrite within the file system's timestamp granularity.
+			rewrite(t, path, func(b []byte) []byte { return reencodeLast(t, b) }, true)
+		}},
 		{"line under the mark changed, then appended", func(t *testing.T, f *fixture, path string) {
 			rewrite(t, path, func(b []byte) []byte { return reencodeLast(t, b) }, false)
 			f.add(f.writer("a", f.events), 1)
