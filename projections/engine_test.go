@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -162,23 +163,15 @@ func (f *fixture) mustMatchReplay(v *View) {
 	}
 	want := rendered(f.t, fresh)
 	got := rendered(f.t, v)
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range got {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(got)) {
 		if got[name] != want[name] {
 			f.t.Fatalf("%s differs from a fresh replay:\n got %s\nwant %s", name, got[name], want[name])
 		}
-		if path, ok := strings.CutPrefix(name, "state:"); !ok {
+		if !strings.HasPrefix(name, "state:") {
 			disk, err := os.ReadFile(filepath.Join(f.root, name))
 			if err != nil || string(disk) != want[name] {
 				f.t.Fatalf("%s on disk differs from a fresh replay (%v):\n got %s\nwant %s", name, err, disk, want[name])
 			}
-		} else {
-			_ = path
 		}
 	}
 	diffs, stale, err := f.engine().Verify(context.Background())
@@ -305,9 +298,8 @@ func rewrite(t *testing.T, path string, change func([]byte) []byte, keepStat boo
 	}
 }
 
-// swapLast rewrites the last line of a writer file into another event of
-// the same length (n 1..9 to 9..1), recomputing nothing: the log itself
-// stays readable, the projection must notice the change.
+// reencodeLast gives the last line of a writer file another subject of the
+// same length: the log stays readable, the projection must notice.
 func reencodeLast(t *testing.T, b []byte) []byte {
 	t.Helper()
 	lines := bytes.SplitAfter(b, []byte{'\n'})
