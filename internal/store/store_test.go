@@ -1,0 +1,340 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gofrs/flock"
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/repo"
+	"github.com/spoolhq/spool/projections"
+)
+
+var t0 = time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC)
+
+// isolateGit keeps the user's git configuration out of the tests and gives
+// commits an identity.
+func isolateGit(t *testing.T) {
+	t.Helper()
+	for k, v := range map[string]string{
+		"GIT_CONFIG_GLOBAL":   os.DevNull,
+		"GIT_CONFIG_NOSYSTEM": "1",
+		"GIT_AUTHOR_NAME":     "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com",
+		"GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.com",
+		"GIT_CEILING_DIRECTORIES": os.TempDir(),
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := repo.Git(context.Background(), dir, args...)
+	if err != nil {
+		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
+	}
+	return out
+}
+
+// initSpool does in dir what spool init does: .spool/ with its config and
+// gitignore, and the merge driver in .gitattributes and git config.
+func initSpool(t *testing.T, dir string) {
+	t.Helper()
+	for path, content := range map[string]string{
+		".spool/config.json":     "{}\n",
+		".spool/.gitignore":      "state/\nruns/\n",
+		".spool/events/.gitkeep": "",
+		".gitattributes":         ".spool/events/*.jsonl merge=spool\n",
+	} {
+		path = filepath.Join(dir, path)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	registerDriver(t, dir)
+}
+
+func registerDriver(t *testing.T, dir string) {
+	t.Helper()
+	git(t, dir, "config", "merge.spool.name", "spool event log union")
+	git(t, dir, "config", "merge.spool.driver", "spool merge-driver %O %A %B")
+}
+
+func newRepo(t *testing.T) string {
+	t.Helper()
+	isolateGit(t)
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	initSpool(t, dir)
+	return dir
+}
+
+func open(t *testing.T, dir string) (*Store, *[]string) {
+	t.Helper()
+	var warns []string
+	s, err := Open(context.Background(), dir, func(m string) { warns = append(warns, m) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, &warns
+}
+
+// write appends drafts through the one write path.
+func write(t *testing.T, s *Store, drafts ...eventlog.Draft) []eventlog.Event {
+	t.Helper()
+	evs, _, err := s.Write(context.Background(), t0, "ada", nil, func(*projections.View) ([]eventlog.Draft, error) {
+		return drafts, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func writeN(t *testing.T, s *Store, typ string, n int) {
+	t.Helper()
+	for i := range n {
+		write(t, s, eventlog.Draft{Type: typ, Subject: fmt.Sprint(i), Data: map[string]int{"i": i}})
+	}
+}
+
+// snapshotEvents returns every writer file's bytes, to prove nothing was appended.
+func snapshotEvents(t *testing.T, s *Store) map[string]string {
+	t.Helper()
+	files, err := s.Log.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[f] = string(b)
+	}
+	return out
+}
+
+func mustBeUnchanged(t *testing.T, s *Store, before map[string]string) {
+	t.Helper()
+	after := snapshotEvents(t, s)
+	if len(after) != len(before) {
+		t.Fatalf("writer files: %d before, %d after", len(before), len(after))
+	}
+	for f, b := range before {
+		if after[f] != b {
+			t.Fatalf("%s changed", f)
+		}
+	}
+}
+
+// writeMustFail runs the write path expecting err to match want; decide
+// must not even run when the log cannot be read.
+func writeMustFail(t *testing.T, s *Store, want error) error {
+	t.Helper()
+	before := snapshotEvents(t, s)
+	_, _, err := s.Write(context.Background(), t0, "ada", nil, func(*projections.View) ([]eventlog.Draft, error) {
+		return []eventlog.Draft{{Type: "test.refused"}}, nil
+	})
+	if !errors.Is(err, want) {
+		t.Fatalf("Write: err = %v, want %v", err, want)
+	}
+	mustBeUnchanged(t, s, before)
+	return err
+}
+
+func ownFile(t *testing.T, s *Store) string {
+	t.Helper()
+	w, err := s.Log.WriterID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(EventsDir(s.Repo), w+eventlog.Ext)
+}
+
+func replaceLine(t *testing.T, path string, n int, line string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(b, []byte{'\n'})
+	lines[n-1] = []byte(line)
+	if err := os.WriteFile(path, bytes.Join(lines, nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWriteAndRead(t *testing.T) {
+	dir := newRepo(t)
+	s, _ := open(t, dir)
+	writeN(t, s, "test.done", 3)
+	v, err := s.Read(context.Background(), "stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := v.Get("stats").(*projections.Stats); st.Events != 3 || st.ByType["test.done"] != 3 {
+		t.Fatalf("stats = %+v", st)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".spool", "state", "stats.json")); err != nil {
+		t.Fatal(err)
+	}
+	// A domain error appends nothing.
+	before := snapshotEvents(t, s)
+	refused := errors.New("refused by a rule")
+	_, _, err = s.Write(context.Background(), t0, "ada", nil, func(*projections.View) ([]eventlog.Draft, error) {
+		return nil, refused
+	})
+	if !errors.Is(err, refused) {
+		t.Fatalf("err = %v", err)
+	}
+	mustBeUnchanged(t, s, before)
+}
+
+func TestWriteCorruptMiddleLine(t *testing.T) {
+	for _, upToDate := range []bool{true, false} {
+		t.Run(fmt.Sprint("projections up to date ", upToDate), func(t *testing.T) {
+			dir := newRepo(t)
+			s, _ := open(t, dir)
+			writeN(t, s, "test.done", 4)
+			if !upToDate {
+				os.RemoveAll(StateDir(s.Repo))
+			}
+			path := ownFile(t, s)
+			for _, bad := range []string{"{garbage\n", strings.Repeat("x", 300) + "\n", "\n"} {
+				b, _ := os.ReadFile(path)
+				replaceLine(t, path, 2, bad)
+				err := writeMustFail(t, s, eventlog.ErrCorrupt)
+				var le *eventlog.LineError
+				if !errors.As(err, &le) || le.Path != path || le.Line != 2 {
+					t.Fatalf("err = %v, want a *LineError at %s:2", err, path)
+				}
+				if _, err := s.Read(context.Background()); !errors.Is(err, eventlog.ErrCorrupt) {
+					t.Fatalf("Read: err = %v, want ErrCorrupt", err)
+				}
+				os.WriteFile(path, b, 0o644)
+			}
+		})
+	}
+}
+
+func TestWriteCorruptLineOfSameLength(t *testing.T) {
+	// An edit that keeps the file's size under an up-to-date checkpoint.
+	dir := newRepo(t)
+	s, _ := open(t, dir)
+	writeN(t, s, "test.done", 4)
+	path := ownFile(t, s)
+	b, _ := os.ReadFile(path)
+	lines := bytes.SplitAfter(b, []byte{'\n'})
+	replaceLine(t, path, 2, strings.Repeat("#", len(lines[1])-1)+"\n")
+	writeMustFail(t, s, eventlog.ErrCorrupt)
+}
+
+func TestWriteNewerEnvelope(t *testing.T) {
+	newer := func(t *testing.T, s *Store) string {
+		// A valid event of this writer whose envelope claims version 2.
+		b, _ := os.ReadFile(ownFile(t, s))
+		last := bytes.SplitAfter(b, []byte{'\n'})[0]
+		return strings.Replace(string(last), `"v":1`, `"v":2`, 1)
+	}
+	t.Run("own file, last line", func(t *testing.T) {
+		s, _ := open(t, newRepo(t))
+		writeN(t, s, "test.done", 2)
+		replaceLine(t, ownFile(t, s), 2, newer(t, s))
+		err := writeMustFail(t, s, eventlog.ErrNewerVersion)
+		if !strings.Contains(err.Error(), "upgrade spool") || errors.Is(err, eventlog.ErrCorrupt) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("merged from another clone", func(t *testing.T) {
+		s, _ := open(t, newRepo(t))
+		writeN(t, s, "test.done", 2)
+		other := filepath.Join(EventsDir(s.Repo), "0000newer"+eventlog.Ext)
+		line := strings.ReplaceAll(newer(t, s), `"writer":"`+strings.TrimSuffix(filepath.Base(ownFile(t, s)), eventlog.Ext)+`"`, `"writer":"0000newer"`)
+		os.WriteFile(other, []byte(line), 0o644)
+		err := writeMustFail(t, s, eventlog.ErrNewerVersion)
+		var le *eventlog.LineError
+		if !errors.As(err, &le) || le.Path != other || le.Line != 1 {
+			t.Fatalf("err = %v, want the newer file's line 1", err)
+		}
+	})
+}
+
+func TestWriteLockTimeout(t *testing.T) {
+	dir := newRepo(t)
+	os.WriteFile(filepath.Join(dir, ".spool", "config.json"), []byte(`{"lock.timeout":"100ms"}`), 0o644)
+	s, _ := open(t, dir)
+	writeN(t, s, "test.done", 1)
+	held := flock.New(s.Log.LockPath())
+	if ok, err := held.TryLock(); !ok || err != nil {
+		t.Fatal("cannot take the lock", err)
+	}
+	defer held.Unlock()
+	writeMustFail(t, s, eventlog.ErrLockTimeout)
+	// Reading up-to-date projections needs no lock.
+	if _, err := s.Read(context.Background()); err != nil {
+		t.Fatalf("Read under a held lock: %v", err)
+	}
+}
+
+func TestOpenNotInitialized(t *testing.T) {
+	isolateGit(t)
+	dir := t.TempDir()
+	git(t, dir, "init", "-q")
+	_, err := Open(context.Background(), dir, nil)
+	if !errors.Is(err, ErrNotInitialized) {
+		t.Fatalf("err = %v, want ErrNotInitialized", err)
+	}
+	f, ok := fault.As(err)
+	if !ok || f.Code != "not_initialized" || f.Kind != fault.Environment || !strings.Contains(f.Message, "spool init") {
+		t.Fatalf("fault = %+v", f)
+	}
+}
+
+func TestOpenOutsideGit(t *testing.T) {
+	isolateGit(t)
+	dir := t.TempDir()
+	_, err := Open(context.Background(), dir, nil)
+	if !errors.Is(err, repo.ErrNotGitRepo) {
+		t.Fatalf("err = %v, want repo.ErrNotGitRepo", err)
+	}
+}
+
+func TestWorktreesShareOneLog(t *testing.T) {
+	dir := newRepo(t)
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-qm", "init")
+	main, _ := open(t, dir)
+	writeN(t, main, "test.main", 2)
+
+	wt := filepath.Join(t.TempDir(), "linked")
+	git(t, dir, "worktree", "add", "-q", wt)
+	sub := filepath.Join(wt, ".spool", "events")
+	linked, _ := open(t, sub)
+	if linked.Log.Dir() != main.Log.Dir() || linked.Log.LockPath() != main.Log.LockPath() {
+		t.Fatalf("linked worktree: log %s lock %s; primary: log %s lock %s",
+			linked.Log.Dir(), linked.Log.LockPath(), main.Log.Dir(), main.Log.LockPath())
+	}
+	evs := write(t, linked, eventlog.Draft{Type: "test.linked"})
+	if evs[0].Seq != 3 {
+		t.Fatalf("linked worktree appended seq %d, want 3 (one writer per clone)", evs[0].Seq)
+	}
+	if files, _ := main.Log.Files(); len(files) != 1 {
+		t.Fatalf("files %v", files)
+	}
+	if _, err := os.Stat(filepath.Join(wt, ".spool", "events", filepath.Base(ownFile(t, main)))); err == nil {
+		t.Fatal("the linked worktree got its own log")
+	}
+}
