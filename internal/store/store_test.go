@@ -310,6 +310,11 @@ func TestOpenOutsideGit(t *testing.T) {
 	if !errors.Is(err, repo.ErrNotGitRepo) {
 		t.Fatalf("err = %v, want repo.ErrNotGitRepo", err)
 	}
+	// A bare repository has no work tree for .spool/.
+	git(t, dir, "init", "-q", "--bare")
+	if _, err := Open(context.Background(), dir, nil); !errors.Is(err, repo.ErrNotGitRepo) {
+		t.Fatalf("bare: err = %v, want repo.ErrNotGitRepo", err)
+	}
 }
 
 func TestWorktreesShareOneLog(t *testing.T) {
@@ -336,5 +341,12 @@ func TestWorktreesShareOneLog(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(wt, ".spool", "events", filepath.Base(ownFile(t, main)))); err == nil {
 		t.Fatal("the linked worktree got its own log")
+	}
+}
+
+func TestOpenInsideGitDir(t *testing.T) {
+	dir := newRepo(t)
+	if _, err := Open(context.Background(), filepath.Join(dir, ".git"), nil); !errors.Is(err, repo.ErrNotGitRepo) {
+		t.Fatalf("err = %v, want repo.ErrNotGitRepo", err)
 	}
 }
