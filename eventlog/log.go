@@ -125,10 +125,14 @@ func (l *Log) loadWriterID() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("write writer id: %w", err)
 	}
-	if damaged {
+	switch {
+	case damaged:
 		err = os.Rename(tmp.Name(), path)
-	} else {
-		err = os.Link(tmp.Name(), path)
+	default:
+		if err = os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
+			// No hard links on this file system: create in place.
+			err = createExclusive(path, id+"\n")
+		}
 	}
 	if err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", fmt.Errorf("create writer id: %w", err)
@@ -144,6 +148,21 @@ func (l *Log) loadWriterID() (string, error) {
 		return got, nil
 	}
 	return "", fmt.Errorf("%s holds no valid writer id", path)
+}
+
+func createExclusive(path, content string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(content)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func validWriter(s string) bool {
