@@ -267,8 +267,8 @@ func TestMidFileCorruption(t *testing.T) {
 			if !strings.Contains(err.Error(), path+":2:") {
 				t.Fatalf("message %q does not name file and line", err)
 			}
-			if len(events) > 1 {
-				t.Fatalf("read %d events before the bad line, want at most 1", len(events))
+			if len(events) != 1 {
+				t.Fatalf("read %d events before the bad line, want 1", len(events))
 			}
 			rep, err := l.Check()
 			if err != nil {

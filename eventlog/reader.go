@@ -40,6 +40,7 @@ type Reader struct {
 	all     []*cursor
 	torn    []string
 	done    chan struct{}
+	err     error // a bad line met while looking ahead, returned by the next call
 }
 
 // batchSize trades channel overhead against memory held per file.
@@ -86,13 +87,18 @@ func (l *Log) Read(from map[string]Start) (*Reader, error) {
 
 // Next returns the next event in replay order, or io.EOF.
 func (r *Reader) Next() (*Event, Pos, error) {
+	if r.err != nil {
+		return nil, Pos{}, r.err
+	}
 	if len(r.cursors) == 0 {
 		return nil, Pos{}, io.EOF
 	}
 	c := r.cursors[0]
 	e, pos := c.next, c.pos
 	if err := c.advance(); err != nil {
-		return nil, Pos{}, err
+		// e itself is good: return it, and the error after it.
+		r.err = err
+		return e, pos, nil
 	}
 	if c.next == nil {
 		if c.torn {
