@@ -445,6 +445,12 @@ func TestMissingOrGarbledSnapshot(t *testing.T) {
 			os.WriteFile(p, append(append(head, '\n'), body...), 0o644)
 		},
 		"a directory": func(p string) { os.Remove(p); os.Mkdir(p, 0o755) },
+		"stats state with null maps": func(p string) {
+			p = filepath.Join(filepath.Dir(p), "stats.snap")
+			b, _ := os.ReadFile(p)
+			head, _, _ := bytes.Cut(b, []byte{'\n'})
+			os.WriteFile(p, append(head, "\n{\"events\":4,\"by_type\":null,\"by_writer\":null}"...), 0o644)
+		},
 	}
 	for name, damage := range cases {
 		t.Run(name, func(t *testing.T) {

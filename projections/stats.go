@@ -2,6 +2,7 @@ package projections
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -38,7 +39,17 @@ func (s *Stats) Apply(e *eventlog.Event) error {
 
 func (s *Stats) MarshalState() ([]byte, error) { return json.Marshal(s) }
 
-func (s *Stats) UnmarshalState(b []byte) error { return json.Unmarshal(b, s) }
+// UnmarshalState refuses a state that Apply could not continue from (the
+// engine then rebuilds it) rather than panic on a nil map later.
+func (s *Stats) UnmarshalState(b []byte) error {
+	if err := json.Unmarshal(b, s); err != nil {
+		return err
+	}
+	if s.ByType == nil || s.ByWriter == nil {
+		return errors.New("stats state without by_type or by_writer")
+	}
+	return nil
+}
 
 func (s *Stats) Files() ([]File, error) {
 	b, err := json.MarshalIndent(s, "", "  ")
