@@ -359,7 +359,11 @@ func TestRewrittenFileRebuilds(t *testing.T) {
 			f.add(a, 4)
 			f.catchUp()
 			c.edit(t, f, filepath.Join(f.events, mustWriter(t, a)+eventlog.Ext))
+			before := f.news.Load()
 			v := f.catchUp()
+			if f.news.Load() < before+2 { // one to load the snapshot, one to rebuild
+				t.Fatal("a rewritten file did not trigger a rebuild")
+			}
 			f.mustMatchReplay(v)
 		})
 	}
