@@ -3,6 +3,8 @@ package eventlog
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,5 +195,53 @@ func TestUnionRefusesBadLines(t *testing.T) {
 		if _, err := Union(bad, good); err == nil || !strings.Contains(err.Error(), "ours line 3") {
 			t.Errorf("%s: err = %v", name, err)
 		}
+	}
+}
+
+func TestUnionProperties(t *testing.T) {
+	// Random histories of one writer on three branches: the union of any of
+	// them is symmetric, keeps every id once, absorbs its inputs, and is
+	// the same whatever the order of merging.
+	for seed := range 5 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 7))
+		base := newTestLog(t)
+		appendTyped(t, base.Log, "base.made", rng.IntN(4), testAt)
+		var sides [3][]byte
+		for i := range sides {
+			c := cloneLog(t, base)
+			appendTyped(t, c.Log, fmt.Sprintf("side%d.made", i), 1+rng.IntN(4), testAt.Add(time.Duration(rng.IntN(1000))*time.Second))
+			sides[i] = fileBytes(t, c.Log)
+		}
+		u := func(a, b []byte) []byte {
+			t.Helper()
+			out, err := Union(a, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		a, b, c := sides[0], sides[1], sides[2]
+		ab := u(a, b)
+		if !bytes.Equal(ab, u(b, a)) {
+			t.Fatalf("seed %d: not symmetric", seed)
+		}
+		if !bytes.Equal(u(ab, a), ab) || !bytes.Equal(u(ab, ab), ab) {
+			t.Fatalf("seed %d: merging a side again changed the union", seed)
+		}
+		left, right := u(ab, c), u(a, u(b, c))
+		if !bytes.Equal(left, right) || !bytes.Equal(left, u(u(c, a), b)) {
+			t.Fatalf("seed %d: the order of merges matters:\n%s\n%s", seed, left, right)
+		}
+		want := idsOf(t, a)
+		for id := range idsOf(t, b) {
+			want[id] = true
+		}
+		for id := range idsOf(t, c) {
+			want[id] = true
+		}
+		if got := idsOf(t, left); len(got) != len(want) || bytes.Count(left, []byte{'\n'}) != len(want) {
+			t.Fatalf("seed %d: %d ids in %d lines, want %d", seed, len(got), bytes.Count(left, []byte{'\n'}), len(want))
+		}
+		checkUnion(t, base, left)
 	}
 }
