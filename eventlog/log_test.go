@@ -499,16 +499,12 @@ func TestLockTimeout(t *testing.T) {
 	short := Open(Options{Dir: l.opt.Dir, PrivateDir: l.opt.PrivateDir, LockTimeout: 50 * time.Millisecond})
 	path := writerFile(t, l.Log)
 	before, _ := os.ReadFile(path)
-	start := time.Now()
 	_, err := short.Append(context.Background(), testAt, "ada", []Draft{{Type: "a.b"}}, AppendOptions{})
 	if !errors.Is(err, ErrLockTimeout) {
 		t.Fatalf("err = %v, want ErrLockTimeout", err)
 	}
 	if !strings.Contains(err.Error(), l.LockPath()) {
 		t.Errorf("message %q does not name the lock", err)
-	}
-	if elapsed := time.Since(start); elapsed < 50*time.Millisecond {
-		t.Errorf("gave up after %s, before the timeout", elapsed)
 	}
 	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
 		t.Fatal("appended without the lock")
