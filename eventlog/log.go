@@ -479,6 +479,10 @@ func (s *Session) Append(at time.Time, actor string, drafts []Draft, opt AppendO
 		if err != nil {
 			return nil, err
 		}
+		if len(line) > MaxLine {
+			// Readers take a longer line for corruption: the log would be unreadable.
+			return nil, fmt.Errorf("%w: %s is %d bytes encoded, more than %d", ErrInvalidDraft, d.Type, len(line), MaxLine)
+		}
 		out[i] = *e
 		lines = append(lines, line...)
 		fresh = append(fresh, i)

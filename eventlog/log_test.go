@@ -711,3 +711,27 @@ func TestAppendInvalidUTF8(t *testing.T) {
 		t.Fatalf("Decode of invalid UTF-8: err = %v, want ErrCorrupt", err)
 	}
 }
+
+func TestAppendRefusesOverlongLine(t *testing.T) {
+	// Readers refuse lines over MaxLine as corrupt: an append must not
+	// write one, or every later read of the log fails.
+	l := newTestLog(t)
+	appendN(t, l.Log, 1)
+	big := map[string]string{"blob": strings.Repeat("x", MaxLine)}
+	_, err := l.Append(context.Background(), testAt, "ada", []Draft{{Type: "a.b", Data: big}}, AppendOptions{})
+	if !errors.Is(err, ErrInvalidDraft) || !strings.Contains(err.Error(), "bytes") {
+		t.Fatalf("err = %v, want ErrInvalidDraft naming the size", err)
+	}
+	if got := readAll(t, l.Log); len(got) != 1 {
+		t.Fatalf("%d events, want 1", len(got))
+	}
+	// Just under the limit is fine.
+	fits := map[string]string{"blob": strings.Repeat("x", MaxLine-1024)}
+	if _, err := l.Append(context.Background(), testAt, "ada", []Draft{{Type: "a.b", Data: fits}}, AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, l.Log); len(got) != 2 {
+		t.Fatalf("%d events, want 2", len(got))
+	}
+	mustCheckClean(t, l.Log)
+}
