@@ -71,6 +71,11 @@ func checkFile(path string, rep *CheckReport, ids map[string]string) error {
 		if err != nil {
 			return err
 		}
+		if len(line) > MaxLine {
+			// Readers refuse it; Check must not call the log clean.
+			add(n, "line of %d bytes, longer than %d", len(line), MaxLine)
+			continue
+		}
 		e, err := Decode(line)
 		if err != nil {
 			add(n, "%v", err)

@@ -93,6 +93,13 @@ func TestCheck(t *testing.T) {
 			l[1] = reencode(t, l[1], func(e *Event) { e.Subject = "tampered" })
 			return l
 		}, 2, "does not match the content"},
+		{"overlong line", func(t *testing.T, l [][]byte) [][]byte {
+			l[1] = reencode(t, l[1], func(e *Event) {
+				e.Data = []byte(`"` + strings.Repeat("x", MaxLine) + `"`)
+				withID(t, e)
+			})
+			return l
+		}, 2, "longer than"},
 		{"duplicated event", func(t *testing.T, l [][]byte) [][]byte {
 			dup := reencode(t, l[3], func(e *Event) { e.Seq = 5 })
 			return append(l, dup)
