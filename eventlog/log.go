@@ -440,16 +440,16 @@ func tornTail(r io.ReaderAt, size int64) (int64, []byte, error) {
 
 // AppendOptions are checks made before appending.
 type AppendOptions struct {
-	ExpectVersion *string // refuse with ErrVersionMismatch unless the log is at this version
+	// ExpectVersion refuses the append with ErrVersionMismatch unless the log
+	// is at this version; a batch whose every draft repeats an idempotency
+	// key already in the log appends nothing and is not refused.
+	ExpectVersion *string
 }
 
 // Append writes drafts as one batch and returns the events; it returns once
 // they are on disk (fsync). A draft whose idempotency key is already in the log
 // appends nothing and yields the first event with that key instead.
 func (s *Session) Append(at time.Time, actor string, drafts []Draft, opt AppendOptions) ([]Event, error) {
-	if opt.ExpectVersion != nil && *opt.ExpectVersion != s.Version() {
-		return nil, &VersionError{Expected: *opt.ExpectVersion, Actual: s.Version()}
-	}
 	out := make([]Event, len(drafts))
 	var lines []byte
 	var fresh []int // indexes of events to write
@@ -488,7 +488,11 @@ func (s *Session) Append(at time.Time, actor string, drafts []Draft, opt AppendO
 		fresh = append(fresh, i)
 	}
 	if len(fresh) == 0 {
+		// A retry whose first attempt moved the log still gets its events.
 		return out, nil
+	}
+	if opt.ExpectVersion != nil && *opt.ExpectVersion != s.Version() {
+		return nil, &VersionError{Expected: *opt.ExpectVersion, Actual: s.Version()}
 	}
 	if err := s.write(lines); err != nil {
 		return nil, err

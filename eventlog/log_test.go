@@ -735,3 +735,40 @@ func TestAppendRefusesOverlongLine(t *testing.T) {
 	}
 	mustCheckClean(t, l.Log)
 }
+
+func TestIdempotentRetryWithStaleExpectedVersion(t *testing.T) {
+	// A retry carries the expected version of the first attempt, which
+	// moved the log: it must still get the first event, not a conflict.
+	l := newTestLog(t)
+	appendN(t, l.Log, 1)
+	s, err := l.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := s.Version()
+	first, err := s.Append(testAt, "ada", []Draft{{Type: "a.b", Idem: "req-1"}}, AppendOptions{ExpectVersion: &v})
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = l.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	again, err := s.Append(testAt, "ada", []Draft{{Type: "a.b", Idem: "req-1"}}, AppendOptions{ExpectVersion: &v})
+	if err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if again[0].ID != first[0].ID {
+		t.Fatalf("retry returned %+v, want %+v", again[0], first[0])
+	}
+	// A batch that would append something still checks the version.
+	_, err = s.Append(testAt, "ada", []Draft{{Type: "a.b", Idem: "req-1"}, {Type: "a.c"}}, AppendOptions{ExpectVersion: &v})
+	if !errors.Is(err, ErrVersionMismatch) {
+		t.Fatalf("err = %v, want ErrVersionMismatch", err)
+	}
+	if n := len(readAll(t, l.Log)); n != 2 {
+		t.Fatalf("%d events, want 2", n)
+	}
+}
