@@ -47,6 +47,13 @@ func spoolOnPath(t *testing.T) {
 }
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(crashChildEnv); dir != "" {
+		if err := crashChild(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	code := m.Run()
 	if spoolBin != "" {
 		os.RemoveAll(filepath.Dir(spoolBin))
