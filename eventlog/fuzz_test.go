@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,5 +120,51 @@ func FuzzTornTail(f *testing.F) {
 		if again, _ := os.ReadFile(path); !bytes.Equal(again, after) {
 			t.Fatal("a second repair changed the file")
 		}
+	})
+}
+
+// FuzzRead feeds one writer file to the reader and to Check: neither may
+// panic, and they must agree on what is in the file.
+func FuzzRead(f *testing.F) {
+	good := strings.Replace(validLine, `"writer":"w1"`, `"writer":"w"`, 1)
+	f.Add([]byte(good + "\n"))
+	f.Add([]byte(good + "\n" + good + "\n"))
+	f.Add([]byte(good + "\n{bad\n" + good + "\n"))
+	f.Add([]byte(good + "\n" + good[:30]))
+	f.Add([]byte(validLine + "\n"))
+	f.Add([]byte("\n\n"))
+	f.Add([]byte(good + "\r\n"))
+	f.Fuzz(func(t *testing.T, content []byte) {
+		dir := t.TempDir()
+		l := Open(Options{Dir: dir, PrivateDir: filepath.Join(dir, "private")})
+		if err := os.WriteFile(filepath.Join(dir, "w"+Ext), content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		events, readErr := tryReadAll(l)
+		rep, err := l.Check()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if readErr == nil {
+			if rep.Events != len(events) {
+				t.Fatalf("Read gave %d events, Check counted %d", len(events), rep.Events)
+			}
+			for _, e := range events {
+				if e.Writer != "w" {
+					t.Fatalf("event of writer %q read from w's file", e.Writer)
+				}
+			}
+			return
+		}
+		var le *LineError
+		if !errors.As(readErr, &le) {
+			t.Fatalf("Read failed without a line: %v", readErr)
+		}
+		for _, p := range rep.Problems {
+			if p.Line == le.Line {
+				return
+			}
+		}
+		t.Fatalf("Read stopped at line %d (%v); Check found %v", le.Line, readErr, rep.Problems)
 	})
 }
