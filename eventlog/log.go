@@ -547,7 +547,12 @@ func (s *Session) write(lines []byte) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+		// O_EXCL: a file that appeared since Begin holds lines this session
+		// has not seen (git checked it out), and seq would collide.
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			return replacedError(path)
+		}
 		if err != nil {
 			return fmt.Errorf("open %s: %w", path, err)
 		}
@@ -555,6 +560,8 @@ func (s *Session) write(lines []byte) error {
 		if err := syncDir(dir); err != nil {
 			return err
 		}
+	} else if err := s.stillOwnFile(path); err != nil {
+		return err
 	}
 	if _, err := s.file.Write(lines); err != nil {
 		return fmt.Errorf("append to %s: %w", path, err)
@@ -563,6 +570,25 @@ func (s *Session) write(lines []byte) error {
 		return fmt.Errorf("sync %s: %w", path, err)
 	}
 	return nil
+}
+
+// stillOwnFile checks that the open file is still the one at path: git does
+// not take spool's lock, and a checkout or merge that replaced the file
+// would make the append land in an unlinked file, acknowledged and lost.
+func (s *Session) stillOwnFile(path string) error {
+	open, err := s.file.Stat()
+	if err != nil {
+		return err
+	}
+	now, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && !os.SameFile(open, now) {
+		return replacedError(path)
+	}
+	return err
+}
+
+func replacedError(path string) error {
+	return fmt.Errorf("%w: %s was replaced during the command (by a git checkout or merge?); nothing appended, try again", ErrVersionMismatch, path)
 }
 
 func (s *Session) updateTail() {

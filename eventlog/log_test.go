@@ -772,3 +772,87 @@ func TestIdempotentRetryWithStaleExpectedVersion(t *testing.T) {
 		t.Fatalf("%d events, want 2", n)
 	}
 }
+
+func TestOwnFileReplacedDuringSession(t *testing.T) {
+	// git does not take spool's lock: a checkout or merge in the primary
+	// worktree may replace this writer's file while a command holds a
+	// session. The append must not go to the replaced file (the event would
+	// be acknowledged and lost) nor continue a seq it no longer matches.
+	check := func(t *testing.T, l *testLog, path string, evs []Event, err error, before []byte) {
+		t.Helper()
+		if err != nil {
+			if !errors.Is(err, ErrVersionMismatch) {
+				t.Fatalf("err = %v, want ErrVersionMismatch", err)
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+				t.Fatal("a refused append changed the file")
+			}
+			return
+		}
+		found := false
+		for _, e := range readAll(t, l.Log) {
+			found = found || e.ID == evs[0].ID
+		}
+		if !found {
+			t.Fatal("acknowledged event is not in the writer file")
+		}
+		mustCheckClean(t, l.Log)
+	}
+	t.Run("replaced", func(t *testing.T) {
+		l := newTestLog(t)
+		appendN(t, l.Log, 2)
+		path := writerFile(t, l.Log)
+		s, err := l.Begin(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		b, _ := os.ReadFile(path)
+		lines := bytes.SplitAfter(b, []byte{'\n'})
+		tmp := path + ".git-tmp"
+		os.WriteFile(tmp, lines[0], 0o644) // a branch with one event only
+		if err := os.Rename(tmp, path); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := os.ReadFile(path)
+		evs, err := s.Append(testAt, "ada", []Draft{{Type: "a.b"}}, AppendOptions{})
+		check(t, l, path, evs, err, before)
+	})
+	t.Run("appeared", func(t *testing.T) {
+		l := newTestLog(t)
+		path := writerFile(t, l.Log)
+		other := newTestLog(t)
+		appendN(t, other.Log, 2)
+		s, err := l.Begin(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		// A checkout brings this writer's file from another branch.
+		b, _ := os.ReadFile(writerFile(t, other.Log))
+		b = bytes.ReplaceAll(b, []byte(`"writer":"`+mustWriterID(t, other.Log)+`"`), []byte(`"writer":"`+s.Writer()+`"`))
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		os.WriteFile(path, b, 0o644)
+		evs, err := s.Append(testAt, "ada", []Draft{{Type: "a.b"}}, AppendOptions{})
+		if err == nil {
+			// The ids of the copied lines no longer match: only seq matters here.
+			events := readAll(t, l.Log)
+			for i, e := range events {
+				if e.Seq != uint64(i+1) {
+					t.Fatalf("seq %d at line %d after appending to a file that appeared", e.Seq, i+1)
+				}
+			}
+			return
+		}
+		check(t, l, path, evs, err, b)
+	})
+}
+
+func mustWriterID(t *testing.T, l *Log) string {
+	t.Helper()
+	w, err := l.WriterID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
