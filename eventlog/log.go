@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -36,7 +37,8 @@ type Options struct {
 // Log is a handle on the event log of one clone.
 type Log struct {
 	opt    Options
-	writer string // cached writer id
+	mu     sync.Mutex // guards writer: a Log may be shared by goroutines
+	writer string     // cached writer id
 }
 
 // Open returns a handle; nothing is created until the first append.
@@ -80,6 +82,8 @@ func WriterOf(path string) string { return strings.TrimSuffix(filepath.Base(path
 
 // WriterID returns this clone's writer id, creating it on first use.
 func (l *Log) WriterID() (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.writer != "" {
 		return l.writer, nil
 	}
