@@ -303,6 +303,29 @@ type Session struct {
 
 // Begin takes the lock, repairs a torn tail of this clone's file and reads the log's head.
 func (l *Log) Begin(ctx context.Context) (*Session, error) {
+	lock, err := l.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{log: l, lock: lock}
+	if err := s.load(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Lock takes the log's lock without reading the log, for readers that need
+// a still log (verify); the returned function releases it.
+func (l *Log) Lock(ctx context.Context) (func(), error) {
+	lock, err := l.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func() { lock.Unlock() }, nil
+}
+
+func (l *Log) lock(ctx context.Context) (*flock.Flock, error) {
 	lock := flock.New(l.LockPath())
 	ctx, cancel := context.WithTimeout(ctx, l.opt.LockTimeout)
 	defer cancel()
@@ -320,12 +343,7 @@ func (l *Log) Begin(ctx context.Context) (*Session, error) {
 		}
 		return nil, fmt.Errorf("lock %s: %w", l.LockPath(), err)
 	}
-	s := &Session{log: l, lock: lock}
-	if err := s.load(); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
+	return lock, nil
 }
 
 func (s *Session) load() error {

@@ -55,6 +55,12 @@ func (c *VerifyCmd) Run(e *env) error {
 }
 
 func verify(e *env, log *eventlog.Log, en *projections.Engine) (*verifyReport, error) {
+	// Hold the lock so no append lands between the replay and the comparison.
+	unlock, err := log.Lock(e.ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	check, err := log.Check()
 	if err != nil {
 		return nil, err
