@@ -78,7 +78,7 @@ func doctor(e *env) []check {
 		add("config", "ok", "%s", store.ConfigPath(r))
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, time.Second)
-	sess, err := st.Log.Begin(ctx)
+	unlock, err := st.Log.Lock(ctx)
 	cancel()
 	switch {
 	case errors.Is(err, eventlog.ErrLockTimeout), errors.Is(err, context.DeadlineExceeded):
@@ -86,8 +86,9 @@ func doctor(e *env) []check {
 	case err != nil:
 		add("lock", "fail", "%v", err)
 	default:
-		add("lock", "ok", "%s (writer %s)", st.Log.LockPath(), sess.Writer())
-		sess.Close()
+		unlock()
+		writer, _ := st.Log.WriterID()
+		add("lock", "ok", "%s (writer %s)", st.Log.LockPath(), writer)
 	}
 	rep, err := st.Log.Check()
 	switch {
