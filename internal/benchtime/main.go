@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -24,6 +25,7 @@ func main() {
 		os.Exit(2)
 	}
 	var times []time.Duration
+	var maxRSS int64 // KiB, the largest of any run
 	for i := 0; i < *warmup+*n; i++ {
 		cmd := exec.Command(args[0], args[1:]...)
 		cmd.Stderr = os.Stderr
@@ -35,9 +37,12 @@ func main() {
 		if i >= *warmup {
 			times = append(times, time.Since(start))
 		}
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			maxRSS = max(maxRSS, ru.Maxrss)
+		}
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	fmt.Printf("%-50s median %6.2f ms  min %6.2f ms  p90 %6.2f ms  (n=%d)\n",
-		strings.Join(args, " "), ms(times[len(times)/2]), ms(times[0]), ms(times[len(times)*9/10]), len(times))
+	fmt.Printf("%-50s median %7.2f ms  min %7.2f ms  p90 %7.2f ms  peak RSS %5.1f MiB  (n=%d)\n",
+		strings.Join(args, " "), ms(times[len(times)/2]), ms(times[0]), ms(times[len(times)*9/10]), float64(maxRSS)/1024, len(times))
 }
