@@ -41,8 +41,8 @@ type Store struct {
 }
 
 // Paths under the primary worktree.
-func EventsDir(r *repo.Repo) string { return filepath.Join(r.SpoolDir(), "events") }
-func StateDir(r *repo.Repo) string  { return filepath.Join(r.SpoolDir(), "state") }
+func EventsDir(r *repo.Repo) string  { return filepath.Join(r.SpoolDir(), "events") }
+func StateDir(r *repo.Repo) string   { return filepath.Join(r.SpoolDir(), "state") }
 func ConfigPath(r *repo.Repo) string { return filepath.Join(r.SpoolDir(), "config.json") }
 
 // Open finds the repository containing dir and requires spool init to have run.

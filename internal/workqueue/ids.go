@@ -46,4 +46,3 @@ func NewID(prefix, writer, title string, now time.Time, n int, exists func(strin
 		}
 	}
 }
-
