@@ -27,10 +27,7 @@ func (c *ReadyCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	tasks := s.Ready(q.policy, workqueue.ReadyFilter{All: c.Label, Any: c.LabelAny}, q.now)
-	if c.Limit > 0 && len(tasks) > c.Limit {
-		tasks = tasks[:c.Limit]
-	}
+	tasks := s.Ready(q.policy, workqueue.ReadyFilter{All: c.Label, Any: c.LabelAny}, q.now, c.Limit)
 	return printTasks(e, q, s, tasks)
 }
 

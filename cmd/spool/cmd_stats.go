@@ -27,9 +27,9 @@ func (c *StatsCmd) Run(e *env) error {
 		return err
 	}
 	if q.native() {
-		cands = workqueue.Candidates(s.Ready(q.policy, workqueue.ReadyFilter{}, q.now))
+		cands = workqueue.Candidates(s.Ready(q.policy, workqueue.ReadyFilter{}, q.now, workqueue.Unsorted))
 	}
-	ready := len(q.policy.Select(cands, s.History, gate, q.now))
+	ready := len(q.policy.Select(cands, s.History, gate, q.now, workqueue.Unsorted))
 	st := q.policy.Stats(s.History, ready, q.now)
 	if e.JSON {
 		return writeJSON(e.stdout, st)

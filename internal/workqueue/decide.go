@@ -333,9 +333,9 @@ func Next(s *State, cands []Candidate, native bool, p Policy, g Gate, worker, ac
 		return nil, nil, err
 	}
 	if native {
-		cands = Candidates(view.Ready(p, ReadyFilter{}, now))
+		cands = Candidates(view.Ready(p, ReadyFilter{}, now, Unsorted))
 	}
-	eligible := p.Select(cands, view.History, g, now)
+	eligible := p.Select(cands, view.History, g, now, 1)
 	if len(eligible) == 0 {
 		return drafts, nil, nil
 	}

@@ -52,7 +52,7 @@ func (t *Task) JSON(comments bool) TaskJSON {
 		j.Dependencies = append(j.Dependencies, DepJSON{IssueID: t.ID, DependsOnID: d.ID, Type: "blocks", CreatedAt: d.At, CreatedBy: d.By})
 	}
 	if comments {
-		for _, c := range t.Comments {
+		for _, c := range t.loadComments() {
 			j.Comments = append(j.Comments, CommentJSON{Author: c.Author, Text: c.Text, CreatedAt: c.At})
 		}
 	}

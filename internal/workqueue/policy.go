@@ -3,7 +3,6 @@ package workqueue
 import (
 	"math"
 	"slices"
-	"sort"
 	"time"
 )
 
@@ -186,8 +185,9 @@ func (p Policy) Skip(c Candidate, h *Entry, g Gate, now time.Time) string {
 }
 
 // Select filters candidates and orders the eligible ones by priority, then
-// queue time (creation, or the progressive policy's requeue), then id.
-func (p Policy) Select(cands []Candidate, history map[string]*Entry, g Gate, now time.Time) []Candidate {
+// queue time (creation, or the progressive policy's requeue), then id; at
+// most limit of them when limit > 0, all in no order when limit is Unsorted.
+func (p Policy) Select(cands []Candidate, history map[string]*Entry, g Gate, now time.Time, limit int) []Candidate {
 	var out []Candidate
 	for _, c := range cands {
 		h := history[c.ID]
@@ -202,8 +202,7 @@ func (p Policy) Select(cands []Candidate, history map[string]*Entry, g Gate, now
 		}
 		out = append(out, c)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
+	return topK(out, limit, func(a, b Candidate) bool {
 		if a.Priority != b.Priority {
 			return a.Priority < b.Priority
 		}
@@ -212,7 +211,6 @@ func (p Policy) Select(cands []Candidate, history map[string]*Entry, g Gate, now
 		}
 		return a.ID < b.ID
 	})
-	return out
 }
 
 // HistoryView is an entry at a time, with when it may run again.

@@ -6,7 +6,37 @@ import (
 	"math"
 	"sort"
 	"time"
+	"unsafe"
 )
+
+func encodeComments(cs []Comment) []byte {
+	w := &writer{}
+	w.uint(uint64(len(cs)))
+	for _, c := range cs {
+		w.str(c.Author)
+		w.str(c.Text)
+		w.time(c.At)
+	}
+	return w.buf
+}
+
+// loadComments decodes comments kept encoded since the snapshot was read.
+func (t *Task) loadComments() []Comment {
+	if t.rawComments == "" {
+		return t.Comments
+	}
+	r := &reader{s: t.rawComments}
+	n := r.count()
+	cs := make([]Comment, 0, n)
+	for range n {
+		cs = append(cs, Comment{Author: r.str(), Text: r.str(), At: r.time()})
+	}
+	if r.err == nil {
+		t.Comments = cs
+	}
+	t.rawComments = ""
+	return t.Comments
+}
 
 // The snapshot is a compact binary encoding, not JSON: a command that opens
 // 10,000 tasks must decode them in about a millisecond. Strings are sliced out
@@ -38,11 +68,10 @@ func (s *State) MarshalState() ([]byte, error) {
 			w.time(d.At)
 			w.str(d.By)
 		}
-		w.uint(uint64(len(t.Comments)))
-		for _, c := range t.Comments {
-			w.str(c.Author)
-			w.str(c.Text)
-			w.time(c.At)
+		if t.rawComments != "" {
+			w.str(t.rawComments)
+		} else {
+			w.str(string(encodeComments(t.Comments)))
 		}
 	}
 	hids := make([]string, 0, len(s.History))
@@ -68,9 +97,13 @@ func (s *State) MarshalState() ([]byte, error) {
 	return w.buf, nil
 }
 
-// UnmarshalState decodes what MarshalState wrote.
+// UnmarshalState decodes what MarshalState wrote. The state keeps
+// substrings of b, which the engine never reuses, so b is not copied.
 func (s *State) UnmarshalState(b []byte) error {
-	r := &reader{s: string(b)}
+	if len(b) == 0 {
+		return errSnapshot
+	}
+	r := &reader{s: unsafe.String(&b[0], len(b))}
 	if len(r.s) < len(snapMagic) || r.s[:len(snapMagic)] != snapMagic {
 		return errSnapshot
 	}
@@ -92,11 +125,10 @@ func (s *State) UnmarshalState(b []byte) error {
 				t.Blockers[j] = Dep{ID: r.str(), At: r.time(), By: r.str()}
 			}
 		}
-		if k := r.count(); k > 0 {
-			t.Comments = make([]Comment, k)
-			for j := range t.Comments {
-				t.Comments[j] = Comment{Author: r.str(), Text: r.str(), At: r.time()}
-			}
+		// Comments stay encoded until a command needs them (task show, a new
+		// comment, a save): most commands never do.
+		if raw := r.str(); raw != "\x00" {
+			t.rawComments = raw
 		}
 		if r.err != nil {
 			return r.err

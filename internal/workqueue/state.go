@@ -28,6 +28,7 @@ type Task struct {
 	Parent      string
 	Blockers    []Dep // sorted by ID
 	Comments    []Comment
+	rawComments string // comments still encoded as the snapshot holds them
 }
 
 // Dep is a "blocks" dependency: the task waits for Blocker to close.
@@ -170,7 +171,7 @@ func (s *State) Apply(e *eventlog.Event) error {
 		if t == nil || json.Unmarshal(e.Data, &d) != nil {
 			return nil
 		}
-		t.Comments = append(t.Comments, Comment{Author: e.Actor, Text: d.Text, At: e.At})
+		t.Comments = append(t.loadComments(), Comment{Author: e.Actor, Text: d.Text, At: e.At})
 		t.UpdatedAt = e.At
 	default:
 		return s.applyQueue(e, t)

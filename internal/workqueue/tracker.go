@@ -20,24 +20,26 @@ func (s *State) EffectiveStatus(t *Task, p Policy, now time.Time) string {
 }
 
 // blockedBy reports whether t waits: an open blocker, the blocked label, or
-// a parent that waits. memo holds answers already known.
+// a parent that waits. memo holds the answers for parents already walked.
 func (s *State) blockedBy(t *Task, memo map[string]bool, depth int) bool {
-	if v, ok := memo[t.ID]; ok {
+	if t.HasLabel(BlockedLabel) {
+		return true
+	}
+	for _, d := range t.Blockers {
+		if b := s.Tasks[d.ID]; b != nil && b.Status != StatusClosed {
+			return true
+		}
+	}
+	if t.Parent == "" || depth >= 64 {
+		return false
+	}
+	if v, ok := memo[t.Parent]; ok {
 		return v
 	}
-	blocked := t.HasLabel(BlockedLabel)
-	for _, d := range t.Blockers {
-		if b := s.Tasks[d.ID]; !blocked && b != nil && b.Status != StatusClosed {
-			blocked = true
-		}
-	}
-	if !blocked && t.Parent != "" && depth < 64 {
-		if p := s.Tasks[t.Parent]; p != nil {
-			blocked = s.blockedBy(p, memo, depth+1)
-		}
-	}
-	memo[t.ID] = blocked
-	return blocked
+	p := s.Tasks[t.Parent]
+	v := p != nil && s.blockedBy(p, memo, depth+1)
+	memo[t.Parent] = v
+	return v
 }
 
 // ReadyFilter narrows spool ready: every label in All, at least one in Any.
@@ -64,31 +66,61 @@ func (f ReadyFilter) admits(t *Task) bool {
 }
 
 // Ready lists open tasks with no open blocker and no blocked parent, without
-// the blocked label, by priority then creation time (beads' bd ready).
-func (s *State) Ready(p Policy, f ReadyFilter, now time.Time) []*Task {
-	memo := make(map[string]bool, 64)
+// the blocked label, by priority then creation time (beads' bd ready); at
+// most limit of them when limit > 0.
+func (s *State) Ready(p Policy, f ReadyFilter, now time.Time, limit int) []*Task {
+	memo := map[string]bool{}
 	var out []*Task
 	for _, t := range s.Tasks {
-		if s.EffectiveStatus(t, p, now) != StatusOpen || !f.admits(t) || s.blockedBy(t, memo, 0) {
+		if t.Status != StatusOpen && s.EffectiveStatus(t, p, now) != StatusOpen || !f.admits(t) || s.blockedBy(t, memo, 0) {
 			continue
 		}
 		out = append(out, t)
 	}
-	sortTasks(out)
-	return out
+	return topK(out, limit, taskLess)
+}
+
+// Unsorted asks Ready and Select for every item, in no order (for counting
+// and for picking the minimum afterwards).
+const Unsorted = -1
+
+// topK sorts items, or when 0 < k < len(items) returns only the first k in
+// order, which costs O(n·k) rather than a full sort.
+func topK[T any](items []T, k int, less func(a, b T) bool) []T {
+	if k == Unsorted {
+		return items
+	}
+	if k <= 0 || k >= len(items) {
+		sort.Slice(items, func(i, j int) bool { return less(items[i], items[j]) })
+		return items
+	}
+	top := make([]T, 0, k+1)
+	for _, it := range items {
+		if len(top) == k && !less(it, top[k-1]) {
+			continue
+		}
+		i := sort.Search(len(top), func(i int) bool { return less(it, top[i]) })
+		top = slices.Insert(top, i, it)
+		if len(top) > k {
+			top = top[:k]
+		}
+	}
+	return top
+}
+
+// taskLess orders by priority, then creation time, then id.
+func taskLess(a, b *Task) bool {
+	if a.Priority != b.Priority {
+		return a.Priority < b.Priority
+	}
+	if !a.CreatedAt.Equal(b.CreatedAt) {
+		return a.CreatedAt.Before(b.CreatedAt)
+	}
+	return a.ID < b.ID
 }
 
 func sortTasks(ts []*Task) {
-	sort.Slice(ts, func(i, j int) bool {
-		a, b := ts[i], ts[j]
-		if a.Priority != b.Priority {
-			return a.Priority < b.Priority
-		}
-		if !a.CreatedAt.Equal(b.CreatedAt) {
-			return a.CreatedAt.Before(b.CreatedAt)
-		}
-		return a.ID < b.ID
-	})
+	sort.Slice(ts, func(i, j int) bool { return taskLess(ts[i], ts[j]) })
 }
 
 // Candidates turns ready tasks into queue candidates.
