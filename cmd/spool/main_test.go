@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func TestScript(t *testing.T) {
 func scriptParams(t *testing.T, dir string) testscript.Params {
 	return testscript.Params{
 		Dir:  dir,
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"exit": cmdExit},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"exit": cmdExit, "grab": cmdGrab},
 		Setup: func(env *testscript.Env) error {
 			home := filepath.Join(env.WorkDir, ".home")
 			if err := os.MkdirAll(home, 0o755); err != nil {
@@ -78,6 +79,25 @@ func cmdExit(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited %d, want %d", strings.Join(args[1:], " "), got, want)
 	}
+}
+
+// cmdGrab sets an environment variable from the last command's stdout:
+//
+//	grab ID 'created (sp-[0-9a-z]+)'
+//
+// sets $ID to the first group of the first match (ids are hashes, so
+// scripts capture them rather than spell them out).
+func cmdGrab(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: grab VAR REGEXP")
+	}
+	re, err := regexp.Compile(args[1])
+	ts.Check(err)
+	m := re.FindStringSubmatch(ts.ReadFile("stdout"))
+	if len(m) < 2 {
+		ts.Fatalf("grab: %q does not match stdout", args[1])
+	}
+	ts.Setenv(args[0], m[1])
 }
 
 func scriptEnv(ts *testscript.TestScript) []string {
