@@ -29,6 +29,11 @@ func scriptParams(t *testing.T, dir string) testscript.Params {
 		Dir:  dir,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"exit": cmdExit, "grab": cmdGrab},
 		Setup: func(env *testscript.Env) error {
+			testdata, err := filepath.Abs(filepath.Join("..", "..", "testdata"))
+			if err != nil {
+				return err
+			}
+			env.Setenv("TESTDATA", testdata) // fixtures such as the fake bd
 			home := filepath.Join(env.WorkDir, ".home")
 			if err := os.MkdirAll(home, 0o755); err != nil {
 				return err
@@ -109,7 +114,8 @@ func scriptEnv(ts *testscript.TestScript) []string {
 		}
 	}
 	for _, k := range []string{"GIT_CONFIG_NOSYSTEM", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
-		"GIT_COMMITTER_EMAIL", "SPOOL_ACTOR", "SPOOL_NOW", "SPOOL_BIN"} {
+		"GIT_COMMITTER_EMAIL", "SPOOL_ACTOR", "SPOOL_NOW", "SPOOL_BIN",
+		"SPOOL_FAKEBD_LOG", "SPOOL_FAKEBD_READY", "SPOOL_FAKEBD_FAIL"} {
 		names[k] = true
 	}
 	var env []string

@@ -32,7 +32,7 @@ func (e *env) queue() (*queue, error) {
 		return nil, err
 	}
 	q := &queue{e: e, st: st, now: now, policy: workqueue.PolicyFrom(st.Config), source: st.Config.String("workqueue.source")}
-	q.beads = workqueue.Beads{Kind: q.source, Bin: st.Config.String("workqueue.source_bin")}
+	q.beads = workqueue.Beads{Kind: q.source, Bin: st.Config.String("workqueue.source_bin"), Dir: st.Repo.WorkTree}
 	return q, nil
 }
 

@@ -20,6 +20,7 @@ import (
 type Beads struct {
 	Kind string // bd or br
 	Bin  string // the binary; empty means Kind found on PATH
+	Dir  string // where it runs: the worktree
 }
 
 var (
@@ -48,6 +49,7 @@ func (b Beads) Run(ctx context.Context, args ...string) ([]byte, error) {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = b.Dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
