@@ -42,7 +42,7 @@ func (t *Task) loadComments() []Comment {
 // 10,000 tasks must decode them in about a millisecond. Strings are sliced out
 // of one string holding the whole body, so decoding allocates little.
 
-const snapMagic = "spool-tasks-1\n"
+const snapMagic = "spool-tasks-2\n"
 
 var errSnapshot = errors.New("tasks snapshot is damaged")
 
@@ -111,6 +111,7 @@ func (s *State) UnmarshalState(b []byte) error {
 	n := r.count()
 	s.Tasks = make(map[string]*Task, n)
 	tasks := make([]Task, n)
+	r.pool = make([]string, 0, n) // labels of every task share one array
 	for i := range tasks {
 		t := &tasks[i]
 		for _, p := range []*string{&t.ID, &t.Title, &t.Description, &t.Status, &t.Type, &t.Assignee, &t.CreatedBy, &t.CloseReason, &t.Parent} {
@@ -176,24 +177,30 @@ func (w *writer) strs(ss []string) {
 	}
 }
 
-// time keeps the instant; every time in the state is UTC.
+// time keeps the instant in 8 fixed bytes (faster to read than a varint);
+// every time in the state is UTC.
 func (w *writer) time(t time.Time) {
-	if t.IsZero() {
-		w.int(math.MinInt64)
-		return
+	v := int64(math.MinInt64)
+	if !t.IsZero() {
+		v = t.UnixNano()
 	}
-	w.int(t.UnixNano())
+	w.buf = binary.LittleEndian.AppendUint64(w.buf, uint64(v))
 }
 
 type reader struct {
-	s   string
-	pos int
-	err error
+	s    string
+	pos  int
+	err  error
+	pool []string
 }
 
 func (r *reader) fail() { r.err, r.pos = errSnapshot, len(r.s) }
 
 func (r *reader) uint() uint64 {
+	if r.pos < len(r.s) && r.s[r.pos] < 0x80 { // most lengths fit one byte
+		r.pos++
+		return uint64(r.s[r.pos-1])
+	}
 	var v uint64
 	for shift := uint(0); r.pos < len(r.s) && shift < 64; shift += 7 {
 		c := r.s[r.pos]
@@ -233,16 +240,20 @@ func (r *reader) str() string {
 	return s
 }
 
+// strs reads a list of strings, carved out of r.pool when it has room.
 func (r *reader) strs() []string {
 	n := r.count()
 	if n == 0 {
 		return nil
 	}
-	out := make([]string, n)
-	for i := range out {
-		out[i] = r.str()
+	if cap(r.pool)-len(r.pool) < n {
+		r.pool = make([]string, 0, max(n, 1024))
 	}
-	return out
+	start := len(r.pool)
+	for range n {
+		r.pool = append(r.pool, r.str())
+	}
+	return r.pool[start:len(r.pool):len(r.pool)] // full slice: appends copy
 }
 
 func (r *reader) bool() bool {
@@ -255,7 +266,14 @@ func (r *reader) bool() bool {
 }
 
 func (r *reader) time() time.Time {
-	v := r.int()
+	if len(r.s)-r.pos < 8 {
+		r.fail()
+		return time.Time{}
+	}
+	b := r.s[r.pos : r.pos+8]
+	r.pos += 8
+	v := int64(uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56)
 	if v == math.MinInt64 {
 		return time.Time{}
 	}
