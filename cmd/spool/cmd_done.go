@@ -27,7 +27,7 @@ func queueChange(e *env, id string, decide func(q *queue, s *workqueue.State, ac
 	if err != nil {
 		return err
 	}
-	_, s, err := q.write(func(s *workqueue.State, actor string) ([]eventlog.Draft, error) {
+	_, s, err := q.write(bothSides, func(s *workqueue.State, actor string) ([]eventlog.Draft, error) {
 		return decide(q, s, actor)
 	})
 	if err != nil {

@@ -19,7 +19,7 @@ func (c *HeartbeatCmd) Run(e *env) error {
 		return err
 	}
 	var until time.Time
-	if _, _, err := q.write(func(s *workqueue.State, actor string) ([]eventlog.Draft, error) {
+	if _, _, err := q.write(history, func(s *workqueue.State, actor string) ([]eventlog.Draft, error) {
 		d, u, err := workqueue.Heartbeat(s, q.policy, c.ID, actor, q.now)
 		until = u
 		return []eventlog.Draft{d}, err

@@ -19,7 +19,7 @@ func (c *HistoryCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	s, err := q.read()
+	s, err := q.read(bothSides)
 	if err != nil {
 		return err
 	}

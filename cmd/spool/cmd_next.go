@@ -40,7 +40,7 @@ func (c *NextCmd) Run(e *env) error {
 		}
 	}
 	var claim *workqueue.Claim
-	_, s, err := q.write(func(s *workqueue.State, actor string) ([]eventlog.Draft, error) {
+	_, s, err := q.write(bothSides, func(s *workqueue.State, actor string) ([]eventlog.Draft, error) {
 		worker := c.Worker
 		if worker == "" {
 			worker = actor

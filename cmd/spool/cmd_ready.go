@@ -23,7 +23,7 @@ func (c *ReadyCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	s, err := q.read()
+	s, err := q.read(tracker)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ func (c *StatsCmd) Run(e *env) error {
 			return err
 		}
 	}
-	s, err := q.read()
+	s, err := q.read(bothSides)
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func (c *TaskAddCmd) Run(e *env) error {
 	}
 	prefix := q.st.Config.String("ids.prefix")
 	var id string
-	_, s, err := q.write(func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	_, s, err := q.write(tracker, func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		d, newID, err := workqueue.AddTask(s, n, prefix, writer, q.now)
 		id = newID
 		return []eventlog.Draft{d}, err
@@ -73,7 +73,7 @@ func (c *TaskShowCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	s, err := q.read()
+	s, err := q.read(bothSides)
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func (c *TaskListCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	s, err := q.read()
+	s, err := q.read(tracker)
 	if err != nil {
 		return err
 	}
@@ -196,7 +196,7 @@ func (c *TaskUpdateCmd) Run(e *env) error {
 	if _, err := workqueue.UpdateTask(workqueue.NewState(), "", u); err != nil && !isNotFound(err) {
 		return err // usage errors first, before opening the log
 	}
-	_, s, err := q.write(func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	_, s, err := q.write(tracker, func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		d, err := workqueue.UpdateTask(s, c.ID, u)
 		return []eventlog.Draft{d}, err
 	})
@@ -225,7 +225,7 @@ func (c *TaskCloseCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	_, s, err := q.write(func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	_, s, err := q.write(tracker, func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		return workqueue.CloseTasks(s, c.IDs, c.Reason)
 	})
 	if err != nil {
@@ -253,7 +253,7 @@ func (c *TaskReopenCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	_, s, err := q.write(func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	_, s, err := q.write(tracker, func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		d, err := workqueue.Reopen(s, c.ID)
 		return []eventlog.Draft{d}, err
 	})
@@ -295,7 +295,7 @@ func depChange(e *env, id, blocker, verb string, decide func(*workqueue.State, s
 	if err != nil {
 		return err
 	}
-	if _, _, err := q.write(func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	if _, _, err := q.write(tracker, func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		d, err := decide(s, id, blocker)
 		return []eventlog.Draft{d}, err
 	}); err != nil {
@@ -322,7 +322,7 @@ func (c *TaskCommentCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	events, _, err := q.write(func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	events, _, err := q.write(tracker, func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		d, err := workqueue.AddComment(s, c.ID, c.Text)
 		return []eventlog.Draft{d}, err
 	})

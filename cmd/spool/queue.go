@@ -38,28 +38,48 @@ func (e *env) queue() (*queue, error) {
 
 func (q *queue) native() bool { return q.source == workqueue.SourceNative }
 
-// read returns the state up to date.
-func (q *queue) read() (*workqueue.State, error) {
-	v, err := q.st.Read(q.e.ctx, workqueue.Name)
+// Which projections a command opens: a command about tasks does not decode
+// the queue's history, and the other way round.
+var (
+	tracker   = []string{workqueue.Name}
+	history   = []string{workqueue.QueueName}
+	bothSides = []string{workqueue.Name, workqueue.QueueName}
+)
+
+// stateOf assembles what the Decide functions see; a side not opened is nil.
+func stateOf(v *projections.View) *workqueue.State {
+	s := &workqueue.State{}
+	if p, ok := v.Get(workqueue.Name).(*workqueue.TasksProjection); ok {
+		s.Tasks = p.S.Tasks
+	}
+	if p, ok := v.Get(workqueue.QueueName).(*workqueue.QueueProjection); ok {
+		s.History = p.S.History
+	}
+	return s
+}
+
+// read returns the named projections up to date.
+func (q *queue) read(names []string) (*workqueue.State, error) {
+	v, err := q.st.Read(q.e.ctx, names...)
 	if err != nil {
 		return nil, err
 	}
-	return v.Get(workqueue.Name).(*workqueue.State), nil
+	return stateOf(v), nil
 }
 
 // write decides under the log's lock and appends; it returns the state after.
-func (q *queue) write(decide func(s *workqueue.State, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *workqueue.State, error) {
+func (q *queue) write(names []string, decide func(s *workqueue.State, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *workqueue.State, error) {
 	actor, err := q.e.actor(q.e.ctx, q.st.Repo)
 	if err != nil {
 		return nil, nil, err
 	}
-	events, v, err := q.st.Write(q.e.ctx, q.now, actor, []string{workqueue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
-		return decide(v.Get(workqueue.Name).(*workqueue.State), actor)
+	events, v, err := q.st.Write(q.e.ctx, q.now, actor, names, func(v *projections.View) ([]eventlog.Draft, error) {
+		return decide(stateOf(v), actor)
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	return events, v.Get(workqueue.Name).(*workqueue.State), nil
+	return events, stateOf(v), nil
 }
 
 // mirror runs the bd/br commands that match drafts when the source is

@@ -27,6 +27,7 @@ var ErrNotInitialized = errors.New("spool is not initialized in this repository"
 var Specs = []projections.Spec{
 	projections.StatsSpec,
 	workqueue.Spec,
+	workqueue.QueueSpec,
 }
 
 // ReservedPrefixes are event namespaces only spool's own commands append.

@@ -332,14 +332,19 @@ func Next(s *State, cands []Candidate, native bool, p Policy, g Gate, worker, ac
 	if err != nil {
 		return nil, nil, err
 	}
+	var c Candidate
 	if native {
-		cands = Candidates(view.Ready(p, ReadyFilter{}, now, Unsorted))
+		var ok bool
+		if c, ok = view.firstEligible(p, g, now); !ok {
+			return drafts, nil, nil
+		}
+	} else {
+		eligible := p.Select(cands, view.History, g, now, 1)
+		if len(eligible) == 0 {
+			return drafts, nil, nil
+		}
+		c = eligible[0]
 	}
-	eligible := p.Select(cands, view.History, g, now, 1)
-	if len(eligible) == 0 {
-		return drafts, nil, nil
-	}
-	c := eligible[0]
 	attempt := 1
 	if h := view.History[c.ID]; h != nil {
 		attempt = h.Attempts + 1
@@ -478,4 +483,39 @@ func Unblock(s *State, id string, reset bool) (eventlog.Draft, error) {
 		return eventlog.Draft{}, invalidTransition(id, "is not blocked")
 	}
 	return eventlog.Draft{Type: TypeUnblocked, Subject: id, Data: UnblockedData{ResetAttempts: reset}}, nil
+}
+
+// firstEligible is Select over the tracker's ready tasks without building
+// the candidate list: one pass that keeps the best task.
+func (s *State) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool) {
+	memo := map[string]bool{}
+	var best Candidate
+	found := false
+	for _, t := range s.Tasks {
+		if s.EffectiveStatus(t, p, now) != StatusOpen || !g.admits(t.Labels) {
+			continue
+		}
+		c := Candidate{ID: t.ID, Priority: t.Priority, Labels: t.Labels, CreatedAt: t.CreatedAt, queuedAt: t.CreatedAt}
+		if found && c.Priority > best.Priority {
+			continue // cannot beat the best: skip the costlier checks
+		}
+		h := s.History[t.ID]
+		if h != nil {
+			if p.Skip(c, h, g, now) != "" {
+				continue
+			}
+			if e := p.Effective(*h, now); e.QueuedAt.After(c.queuedAt) {
+				c.queuedAt = e.QueuedAt
+			}
+		}
+		if found && !candidateLess(c, best) || s.blockedBy(t, memo, 0) {
+			continue
+		}
+		best, found = c, true
+	}
+	if found {
+		t := s.Tasks[best.ID]
+		best = Candidates([]*Task{t})[0]
+	}
+	return best, found
 }

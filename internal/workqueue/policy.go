@@ -202,15 +202,18 @@ func (p Policy) Select(cands []Candidate, history map[string]*Entry, g Gate, now
 		}
 		out = append(out, c)
 	}
-	return topK(out, limit, func(a, b Candidate) bool {
-		if a.Priority != b.Priority {
-			return a.Priority < b.Priority
-		}
-		if !a.queuedAt.Equal(b.queuedAt) {
-			return a.queuedAt.Before(b.queuedAt)
-		}
-		return a.ID < b.ID
-	})
+	return topK(out, limit, candidateLess)
+}
+
+// candidateLess orders by priority, then queue time, then id.
+func candidateLess(a, b Candidate) bool {
+	if a.Priority != b.Priority {
+		return a.Priority < b.Priority
+	}
+	if !a.queuedAt.Equal(b.queuedAt) {
+		return a.queuedAt.Before(b.queuedAt)
+	}
+	return a.ID < b.ID
 }
 
 // HistoryView is an entry at a time, with when it may run again.

@@ -42,14 +42,18 @@ func (t *Task) loadComments() []Comment {
 // 10,000 tasks must decode them in about a millisecond. Strings are sliced out
 // of one string holding the whole body, so decoding allocates little.
 
-const snapMagic = "spool-tasks-2\n"
+const (
+	tasksMagic = "spool-tasks-3\n"
+	queueMagic = "spool-queue-1\n"
+)
 
 var errSnapshot = errors.New("tasks snapshot is damaged")
 
-// MarshalState encodes the state, tasks and entries in id order.
-func (s *State) MarshalState() ([]byte, error) {
-	w := &writer{buf: make([]byte, 0, 256*len(s.Tasks)+96*len(s.History)+64)}
-	w.buf = append(w.buf, snapMagic...)
+// MarshalState encodes the tasks in id order.
+func (p *TasksProjection) MarshalState() ([]byte, error) {
+	s := p.S
+	w := &writer{buf: make([]byte, 0, 256*len(s.Tasks)+64)}
+	w.buf = append(w.buf, tasksMagic...)
 	ids := s.SortedIDs()
 	w.uint(uint64(len(ids)))
 	for _, id := range ids {
@@ -61,6 +65,7 @@ func (s *State) MarshalState() ([]byte, error) {
 		w.time(t.CreatedAt)
 		w.time(t.UpdatedAt)
 		w.time(t.ClosedAt)
+		w.time(t.LeaseUntil)
 		w.strs(t.Labels)
 		w.uint(uint64(len(t.Blockers)))
 		for _, d := range t.Blockers {
@@ -74,6 +79,14 @@ func (s *State) MarshalState() ([]byte, error) {
 			w.str(string(encodeComments(t.Comments)))
 		}
 	}
+	return w.buf, nil
+}
+
+// MarshalState encodes the history in id order.
+func (p *QueueProjection) MarshalState() ([]byte, error) {
+	s := p.S
+	w := &writer{buf: make([]byte, 0, 96*len(s.History)+64)}
+	w.buf = append(w.buf, queueMagic...)
 	hids := make([]string, 0, len(s.History))
 	for id := range s.History {
 		hids = append(hids, id)
@@ -97,17 +110,22 @@ func (s *State) MarshalState() ([]byte, error) {
 	return w.buf, nil
 }
 
-// UnmarshalState decodes what MarshalState wrote. The state keeps
-// substrings of b, which the engine never reuses, so b is not copied.
-func (s *State) UnmarshalState(b []byte) error {
-	if len(b) == 0 {
-		return errSnapshot
+// newReader checks the magic line. The state keeps substrings of b, which
+// the engine never reuses, so b is not copied.
+func newReader(b []byte, magic string) (*reader, error) {
+	if len(b) < len(magic) || string(b[:len(magic)]) != magic {
+		return nil, errSnapshot
 	}
-	r := &reader{s: unsafe.String(&b[0], len(b))}
-	if len(r.s) < len(snapMagic) || r.s[:len(snapMagic)] != snapMagic {
-		return errSnapshot
+	return &reader{s: unsafe.String(&b[0], len(b)), pos: len(magic)}, nil
+}
+
+// UnmarshalState decodes what MarshalState wrote.
+func (p *TasksProjection) UnmarshalState(b []byte) error {
+	r, err := newReader(b, tasksMagic)
+	if err != nil {
+		return err
 	}
-	r.pos = len(snapMagic)
+	s := p.S
 	n := r.count()
 	s.Tasks = make(map[string]*Task, n)
 	tasks := make([]Task, n)
@@ -118,7 +136,7 @@ func (s *State) UnmarshalState(b []byte) error {
 			*p = r.str()
 		}
 		t.Priority = int(r.int())
-		t.CreatedAt, t.UpdatedAt, t.ClosedAt = r.time(), r.time(), r.time()
+		t.CreatedAt, t.UpdatedAt, t.ClosedAt, t.LeaseUntil = r.time(), r.time(), r.time(), r.time()
 		t.Labels = r.strs()
 		if k := r.count(); k > 0 {
 			t.Blockers = make([]Dep, k)
@@ -136,7 +154,24 @@ func (s *State) UnmarshalState(b []byte) error {
 		}
 		s.Tasks[t.ID] = t
 	}
-	n = r.count()
+	return r.end()
+}
+
+func (r *reader) end() error {
+	if r.err == nil && r.pos != len(r.s) {
+		return errSnapshot
+	}
+	return r.err
+}
+
+// UnmarshalState decodes what MarshalState wrote.
+func (p *QueueProjection) UnmarshalState(b []byte) error {
+	r, err := newReader(b, queueMagic)
+	if err != nil {
+		return err
+	}
+	s := p.S
+	n := r.count()
 	s.History = make(map[string]*Entry, n)
 	entries := make([]Entry, n)
 	for i := range entries {
@@ -152,10 +187,7 @@ func (s *State) UnmarshalState(b []byte) error {
 		}
 		s.History[h.ID] = h
 	}
-	if r.err == nil && r.pos != len(r.s) {
-		return errSnapshot
-	}
-	return r.err
+	return r.end()
 }
 
 type writer struct{ buf []byte }

@@ -26,7 +26,8 @@ type Task struct {
 	ClosedAt    time.Time
 	CloseReason string
 	Parent      string
-	Blockers    []Dep // sorted by ID
+	Blockers    []Dep     // sorted by ID
+	LeaseUntil  time.Time // while a claim holds it (in_progress)
 	Comments    []Comment
 	rawComments string // comments still encoded as the snapshot holds them
 }
@@ -45,10 +46,15 @@ type Comment struct {
 	At     time.Time
 }
 
-// HasLabel reports whether the task carries label l.
+// HasLabel reports whether the task carries label l. Tasks have a handful
+// of labels: a plain loop beats a binary search.
 func (t *Task) HasLabel(l string) bool {
-	_, ok := slices.BinarySearch(t.Labels, l)
-	return ok
+	for _, x := range t.Labels {
+		if x == l {
+			return true
+		}
+	}
+	return false
 }
 
 // Entry is the queue's history of one task (seed 001's BeadHistory), for
@@ -69,18 +75,37 @@ type Entry struct {
 	Blocked       bool
 }
 
-// State is the projection: the tracker's tasks and the queue's history.
+// State is what the Decide functions see: the tracker's tasks and the
+// queue's history. They are two projections ("tasks" and "queue"), so that a
+// command about tasks does not decode the history, and the other way round;
+// a command that needs one of them leaves the other nil.
 type State struct {
 	Tasks   map[string]*Task
 	History map[string]*Entry
 }
 
-// Name is the projection's name.
-const Name = "tasks"
+// Projection names.
+const (
+	Name      = "tasks" // the tracker: .spool/state/tasks.json
+	QueueName = "history" // the queue's history: .spool/state/history.json
+)
 
-// Spec registers the projection. Its state grows with the number of tasks, so
-// saves are amortized (see projections.Spec.Amortize).
-var Spec = projections.Spec{Name: Name, Version: 1, Amortize: 200, New: func() projections.Projection { return NewState() }}
+// Their state grows with the number of tasks, so saves are amortized (see
+// projections.Spec.Amortize).
+var (
+	Spec      = projections.Spec{Name: Name, Version: 1, Amortize: 200, New: func() projections.Projection { return &TasksProjection{NewState()} }}
+	QueueSpec = projections.Spec{Name: QueueName, Version: 1, Amortize: 200, New: func() projections.Projection { return &QueueProjection{NewState()} }}
+)
+
+// TasksProjection folds the tracker's side of every event.
+type TasksProjection struct{ S *State }
+
+func (p *TasksProjection) Apply(e *eventlog.Event) error { p.S.applyTask(e); return nil }
+
+// QueueProjection folds the queue's side of every event.
+type QueueProjection struct{ S *State }
+
+func (p *QueueProjection) Apply(e *eventlog.Event) error { p.S.applyEntry(e); return nil }
 
 // NewState returns an empty state.
 func NewState() *State {
@@ -96,18 +121,27 @@ func (s *State) entry(id string) *Entry {
 	return h
 }
 
-// Apply folds one event. Unknown types and unusable data are skipped.
+// Apply folds one event into both sides. Unknown types and unusable data are skipped.
 func (s *State) Apply(e *eventlog.Event) error {
-	id := e.Subject
-	if id == "" || len(e.Type) < 5 || e.Type[:5] != "task." {
-		return nil
+	s.applyTask(e)
+	s.applyEntry(e)
+	return nil
+}
+
+func isTaskEvent(e *eventlog.Event) bool {
+	return e.Subject != "" && len(e.Type) > 5 && e.Type[:5] == "task."
+}
+
+func (s *State) applyTask(e *eventlog.Event) {
+	if !isTaskEvent(e) {
+		return
 	}
+	id := e.Subject
 	t := s.Tasks[id]
-	switch e.Type {
-	case TypeCreated:
+	if e.Type == TypeCreated {
 		var d CreatedData
 		if t != nil || json.Unmarshal(e.Data, &d) != nil {
-			return nil // a duplicate id or bad data: the first create wins
+			return // a duplicate id or bad data: the first create wins
 		}
 		t = &Task{ID: id, Title: d.Title, Description: d.Description, Status: StatusOpen, Priority: d.Priority,
 			Type: d.IssueType, Labels: normLabels(d.Labels), CreatedBy: e.Actor, CreatedAt: e.At, UpdatedAt: e.At, Parent: d.Parent}
@@ -115,11 +149,16 @@ func (s *State) Apply(e *eventlog.Event) error {
 			t.addBlocker(Dep{ID: b, At: e.At, By: e.Actor})
 		}
 		s.Tasks[id] = t
-		return nil
+		return
+	}
+	if t == nil {
+		return
+	}
+	switch e.Type {
 	case TypeUpdated:
 		var d UpdatedData
-		if t == nil || json.Unmarshal(e.Data, &d) != nil {
-			return nil
+		if json.Unmarshal(e.Data, &d) != nil {
+			return
 		}
 		if d.Title != nil {
 			t.Title = *d.Title
@@ -135,64 +174,83 @@ func (s *State) Apply(e *eventlog.Event) error {
 		}
 		t.Labels = normLabels(append(t.Labels, d.AddLabels...))
 		t.Labels = slices.DeleteFunc(t.Labels, func(l string) bool { return slices.Contains(d.RemoveLabels, l) })
-		t.UpdatedAt = e.At
 	case TypeClosed:
 		var d ClosedData
-		if t == nil || json.Unmarshal(e.Data, &d) != nil {
-			return nil
+		if json.Unmarshal(e.Data, &d) != nil {
+			return
 		}
 		t.setStatus(StatusClosed, e.At, d.Reason)
-		t.UpdatedAt = e.At
-		if h := s.History[id]; h != nil && h.Status == HistWorking {
-			h.release(HistPending) // closed under a worker: the claim ends
-		}
 	case TypeReopened:
-		if t == nil {
-			return nil
-		}
 		t.setStatus(StatusOpen, e.At, "")
-		t.UpdatedAt = e.At
-		if h := s.History[id]; h != nil && h.Status == HistCompleted {
-			h.Status = HistPending
-		}
 	case TypeDepAdded, TypeDepRemoved:
 		var d DepData
-		if t == nil || json.Unmarshal(e.Data, &d) != nil || d.Blocker == "" {
-			return nil
+		if json.Unmarshal(e.Data, &d) != nil || d.Blocker == "" {
+			return
 		}
 		if e.Type == TypeDepAdded {
 			t.addBlocker(Dep{ID: d.Blocker, At: e.At, By: e.Actor})
 		} else {
 			t.Blockers = slices.DeleteFunc(t.Blockers, func(b Dep) bool { return b.ID == d.Blocker })
 		}
-		t.UpdatedAt = e.At
 	case TypeCommented:
 		var d CommentData
-		if t == nil || json.Unmarshal(e.Data, &d) != nil {
-			return nil
+		if json.Unmarshal(e.Data, &d) != nil {
+			return
 		}
 		t.Comments = append(t.loadComments(), Comment{Author: e.Actor, Text: d.Text, At: e.At})
-		t.UpdatedAt = e.At
-	default:
-		return s.applyQueue(e, t)
-	}
-	return nil
-}
-
-func (s *State) applyQueue(e *eventlog.Event, t *Task) error {
-	id := e.Subject
-	switch e.Type {
 	case TypeClaimed:
 		var d ClaimedData
 		if json.Unmarshal(e.Data, &d) != nil {
-			return nil
+			return
+		}
+		t.Status, t.Assignee, t.LeaseUntil = StatusInProgress, d.Worker, d.LeaseUntil
+	case TypeHeartbeat:
+		var d HeartbeatData
+		if t.Status != StatusInProgress || t.LeaseUntil.IsZero() || json.Unmarshal(e.Data, &d) != nil {
+			return
+		}
+		t.LeaseUntil = d.LeaseUntil
+	case TypeSucceeded, TypeFailed, TypeLeaseExpired, TypeAbandoned:
+		t.unassign() // for a success, task.closed follows
+	case TypeDemoted:
+		var d DemotedData
+		if json.Unmarshal(e.Data, &d) != nil {
+			return
+		}
+		t.Priority = d.To
+	case TypeBlocked:
+		t.unassign()
+		t.Labels = normLabels(append(t.Labels, BlockedLabel))
+	case TypeUnblocked, TypeRetried:
+		t.Labels = slices.DeleteFunc(t.Labels, func(l string) bool { return l == BlockedLabel })
+	default:
+		return // a type from a newer spool: the task is unchanged
+	}
+	t.UpdatedAt = e.At
+}
+
+func (s *State) applyEntry(e *eventlog.Event) {
+	if !isTaskEvent(e) {
+		return
+	}
+	id := e.Subject
+	switch e.Type {
+	case TypeClosed:
+		if h := s.History[id]; h != nil && h.Status == HistWorking {
+			h.release(HistPending) // closed under a worker: the claim ends
+		}
+	case TypeReopened:
+		if h := s.History[id]; h != nil && h.Status == HistCompleted {
+			h.Status = HistPending
+		}
+	case TypeClaimed:
+		var d ClaimedData
+		if json.Unmarshal(e.Data, &d) != nil {
+			return
 		}
 		h := s.entry(id)
 		h.Status, h.Attempts, h.LastAttempt = HistWorking, d.Attempt, e.At
 		h.Worker, h.Actor, h.LeaseUntil, h.Priority = d.Worker, e.Actor, d.LeaseUntil, d.Priority
-		if t != nil {
-			t.Status, t.Assignee, t.UpdatedAt = StatusInProgress, d.Worker, e.At
-		}
 	case TypeHeartbeat:
 		var d HeartbeatData
 		if h := s.History[id]; h != nil && h.Status == HistWorking && json.Unmarshal(e.Data, &d) == nil {
@@ -202,70 +260,51 @@ func (s *State) applyQueue(e *eventlog.Event, t *Task) error {
 		h := s.entry(id)
 		h.release(HistCompleted)
 		h.LastError = ""
-		if t != nil && t.Status == StatusInProgress {
-			t.Status, t.UpdatedAt = StatusOpen, e.At // task.closed follows for native tasks
-		}
 	case TypeFailed, TypeLeaseExpired:
-		h := s.entry(id)
 		at, msg := e.At, ""
 		if e.Type == TypeFailed {
 			var d FailedData
 			if json.Unmarshal(e.Data, &d) != nil {
-				return nil
+				return
 			}
 			msg = d.Error
 		} else {
 			var d LeaseExpiredData
 			if json.Unmarshal(e.Data, &d) != nil {
-				return nil
+				return
 			}
 			at, msg = d.LeaseUntil, LeaseExpiredError
 		}
+		h := s.entry(id)
 		h.release(HistFailed)
 		h.Failures++
 		h.LastFailureAt, h.LastError = at, msg
 		if h.Failures%2 == 0 {
 			h.QueuedAt = at // progressive: even attempts go to the back of the queue
 		}
-		if t != nil {
-			t.unassign(e.At)
-		}
 	case TypeDemoted:
 		var d DemotedData
-		if json.Unmarshal(e.Data, &d) != nil {
-			return nil
-		}
-		s.entry(id).Priority = d.To
-		if t != nil {
-			t.Priority, t.UpdatedAt = d.To, e.At
+		if json.Unmarshal(e.Data, &d) == nil {
+			s.entry(id).Priority = d.To
 		}
 	case TypeAbandoned:
 		s.entry(id).release(HistAbandoned)
-		if t != nil {
-			t.unassign(e.At)
-		}
 	case TypeBlocked:
 		var d BlockedData
 		if json.Unmarshal(e.Data, &d) != nil {
-			return nil
+			return
 		}
 		h := s.entry(id)
 		h.release(HistBlocked)
 		h.Blocked = true
-		if t != nil {
-			t.unassign(e.At)
-			t.Labels = normLabels(append(t.Labels, BlockedLabel))
-		}
 	case TypeUnblocked, TypeRetried:
-		var reset bool
+		reset := true
 		if e.Type == TypeUnblocked {
 			var d UnblockedData
 			if json.Unmarshal(e.Data, &d) != nil {
-				return nil
+				return
 			}
 			reset = d.ResetAttempts
-		} else {
-			reset = true
 		}
 		h := s.entry(id)
 		h.release(HistPending)
@@ -274,12 +313,7 @@ func (s *State) applyQueue(e *eventlog.Event, t *Task) error {
 			h.Attempts, h.Failures, h.LastError = 0, 0, ""
 			h.LastFailureAt, h.QueuedAt = time.Time{}, time.Time{}
 		}
-		if t != nil {
-			t.Labels = slices.DeleteFunc(t.Labels, func(l string) bool { return l == BlockedLabel })
-			t.UpdatedAt = e.At
-		}
 	}
-	return nil
 }
 
 // LeaseExpiredError is the last_error of an attempt whose lease ran out.
@@ -289,11 +323,11 @@ func (h *Entry) release(status string) {
 	h.Status, h.Worker, h.Actor, h.LeaseUntil = status, "", "", time.Time{}
 }
 
-func (t *Task) unassign(at time.Time) {
+func (t *Task) unassign() {
 	if t.Status == StatusInProgress {
 		t.Status = StatusOpen
 	}
-	t.Assignee, t.UpdatedAt = "", at
+	t.Assignee, t.LeaseUntil = "", time.Time{}
 }
 
 func (t *Task) setStatus(status string, at time.Time, reason string) {
@@ -304,7 +338,7 @@ func (t *Task) setStatus(status string, at time.Time, reason string) {
 		t.ClosedAt, t.CloseReason = time.Time{}, ""
 	}
 	if status != StatusInProgress {
-		t.Assignee = ""
+		t.Assignee, t.LeaseUntil = "", time.Time{}
 	}
 }
 
@@ -346,34 +380,32 @@ func (s *State) SortedIDs() []string {
 	return ids
 }
 
-// Files renders tasks.json (beads' shape, by id) and history.json.
-func (s *State) Files() ([]projections.File, error) {
+// Files renders tasks.json (beads' shape, by id).
+func (p *TasksProjection) Files() ([]projections.File, error) {
+	s := p.S
 	ids := s.SortedIDs()
 	tasks := make([]TaskJSON, 0, len(ids))
 	for _, id := range ids {
 		tasks = append(tasks, s.Tasks[id].JSON(false))
 	}
-	hids := make([]string, 0, len(s.History))
+	b, err := marshalIndent(tasks)
+	return []projections.File{{Path: ".spool/state/tasks.json", Data: b}}, err
+}
+
+// Files renders history.json, by id.
+func (p *QueueProjection) Files() ([]projections.File, error) {
+	s := p.S
+	ids := make([]string, 0, len(s.History))
 	for id := range s.History {
-		hids = append(hids, id)
+		ids = append(ids, id)
 	}
-	sort.Strings(hids)
-	hist := make([]EntryJSON, 0, len(hids))
-	for _, id := range hids {
+	sort.Strings(ids)
+	hist := make([]EntryJSON, 0, len(ids))
+	for _, id := range ids {
 		hist = append(hist, s.History[id].JSON())
 	}
-	tb, err := marshalIndent(tasks)
-	if err != nil {
-		return nil, err
-	}
-	hb, err := marshalIndent(hist)
-	if err != nil {
-		return nil, err
-	}
-	return []projections.File{
-		{Path: ".spool/state/tasks.json", Data: tb},
-		{Path: ".spool/state/history.json", Data: hb},
-	}, nil
+	b, err := marshalIndent(hist)
+	return []projections.File{{Path: ".spool/state/history.json", Data: b}}, err
 }
 
 func marshalIndent(v any) ([]byte, error) {

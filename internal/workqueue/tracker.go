@@ -7,14 +7,10 @@ import (
 )
 
 // EffectiveStatus is the tracker status at now: a task whose claim's lease
-// ran out is open again.
+// ran out is open again (the queue counts the lost attempt).
 func (s *State) EffectiveStatus(t *Task, p Policy, now time.Time) string {
-	if t.Status == StatusInProgress {
-		if h := s.History[t.ID]; h != nil && h.Status == HistWorking {
-			if e := p.Effective(*h, now); e.Status != HistWorking {
-				return StatusOpen
-			}
-		}
+	if t.Status == StatusInProgress && !t.LeaseUntil.IsZero() && !now.Before(t.LeaseUntil) {
+		return StatusOpen
 	}
 	return t.Status
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/projections"
 )
 
 var t0 = time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
@@ -488,32 +489,40 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	p := DefaultPolicy()
 	w.next(p, Gate{}, "a", t0)
 	w.fail(p, a, "a", "boom", t0)
-	snap, err := w.s.MarshalState()
-	if err != nil {
-		t.Fatal(err)
-	}
 	back := NewState()
-	if err := back.UnmarshalState(bytes.Clone(snap)); err != nil {
-		t.Fatal(err)
-	}
-	again, _ := back.MarshalState()
-	if !bytes.Equal(snap, again) {
-		t.Fatal("snapshot does not round-trip")
-	}
-	f1, _ := w.s.Files()
-	f2, _ := back.Files()
-	for i := range f1 {
-		if !bytes.Equal(f1[i].Data, f2[i].Data) {
-			t.Fatalf("%s differs after a round trip", f1[i].Path)
+	for _, pair := range []struct{ from, to projections.Projection }{
+		{&TasksProjection{w.s}, &TasksProjection{back}},
+		{&QueueProjection{w.s}, &QueueProjection{back}},
+	} {
+		snap, err := pair.from.MarshalState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pair.to.UnmarshalState(bytes.Clone(snap)); err != nil {
+			t.Fatal(err)
+		}
+		again, _ := pair.to.MarshalState()
+		if !bytes.Equal(snap, again) {
+			t.Fatalf("%T does not round-trip", pair.from)
+		}
+		f1, _ := pair.from.Files()
+		f2, _ := pair.to.Files()
+		for i := range f1 {
+			if !bytes.Equal(f1[i].Data, f2[i].Data) {
+				t.Fatalf("%s differs after a round trip", f1[i].Path)
+			}
+		}
+		for _, bad := range [][]byte{nil, []byte("junk"), snap[:len(snap)-1], append(bytes.Clone(snap), 0)} {
+			if err := pair.to.UnmarshalState(bad); err == nil {
+				t.Errorf("%T: damaged snapshot of %d bytes accepted", pair.to, len(bad))
+			}
 		}
 	}
 	if got := back.Tasks[a].JSON(true).Comments; len(got) != 1 || got[0].Text != "looks good" {
 		t.Fatalf("comments %+v", got)
 	}
-	for _, bad := range [][]byte{nil, []byte("junk"), snap[:len(snap)-1], append(bytes.Clone(snap), 0)} {
-		if err := NewState().UnmarshalState(bad); err == nil {
-			t.Errorf("damaged snapshot of %d bytes accepted", len(bad))
-		}
+	if back.Tasks[a].LeaseUntil != w.s.Tasks[a].LeaseUntil || back.History[a].LastError != "boom" {
+		t.Fatal("lease or history lost")
 	}
 }
 
