@@ -86,7 +86,7 @@ type State struct {
 
 // Projection names.
 const (
-	Name      = "tasks" // the tracker: .spool/state/tasks.json
+	Name      = "tasks"   // the tracker: .spool/state/tasks.json
 	QueueName = "history" // the queue's history: .spool/state/history.json
 )
 
