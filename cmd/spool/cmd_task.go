@@ -8,6 +8,7 @@ import (
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/workqueue"
+	"github.com/spoolhq/spool/projections"
 )
 
 // TaskCmd is the embedded task tracker.
@@ -47,20 +48,25 @@ func (c *TaskAddCmd) Run(e *env) error {
 		return err
 	}
 	prefix := q.st.Config.String("ids.prefix")
-	var id string
-	_, s, err := q.write(tracker, func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
-		d, newID, err := workqueue.AddTask(s, n, prefix, writer, q.now)
-		id = newID
+	actor, err := e.actor(e.ctx, q.st.Repo)
+	if err != nil {
+		return err
+	}
+	// Decide on the projection's id index: adding a task decodes no tasks.
+	events, _, err := q.st.Write(e.ctx, q.now, actor, tracker, func(v *projections.View) ([]eventlog.Draft, error) {
+		d, _, err := workqueue.AddTask(v.Get(workqueue.Name).(*workqueue.TasksProjection), n, prefix, writer, q.now)
 		return []eventlog.Draft{d}, err
 	})
 	if err != nil {
 		return err
 	}
-	t := s.Tasks[id]
+	created := workqueue.NewState()
+	created.Apply(&events[0])
+	t := created.Tasks[events[0].Subject]
 	if e.JSON {
-		return writeJSON(e.stdout, s.View(t, q.policy, q.now, false))
+		return writeJSON(e.stdout, created.View(t, q.policy, q.now, false))
 	}
-	fmt.Fprintf(e.stdout, "created %s: %s\n", id, t.Title)
+	fmt.Fprintf(e.stdout, "created %s: %s\n", t.ID, t.Title)
 	return nil
 }
 

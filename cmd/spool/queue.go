@@ -50,7 +50,7 @@ var (
 func stateOf(v *projections.View) *workqueue.State {
 	s := &workqueue.State{}
 	if p, ok := v.Get(workqueue.Name).(*workqueue.TasksProjection); ok {
-		s.Tasks = p.S.Tasks
+		s.Tasks = p.State().Tasks
 	}
 	if p, ok := v.Get(workqueue.QueueName).(*workqueue.QueueProjection); ok {
 		s.History = p.S.History

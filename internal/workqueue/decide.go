@@ -73,7 +73,7 @@ func (n *NewTask) Validate() error {
 }
 
 // AddTask creates a task with a fresh id derived from the writer.
-func AddTask(s *State, n NewTask, prefix, writer string, now time.Time) (eventlog.Draft, string, error) {
+func AddTask(s TaskIndex, n NewTask, prefix, writer string, now time.Time) (eventlog.Draft, string, error) {
 	if err := n.Validate(); err != nil {
 		return eventlog.Draft{}, "", err
 	}
@@ -82,11 +82,11 @@ func AddTask(s *State, n NewTask, prefix, writer string, now time.Time) (eventlo
 			fmt.Sprintf("ids.prefix %q must be 1-16 lowercase letters and digits, starting with a letter", prefix), "key", "ids.prefix")
 	}
 	for _, id := range append(slices.Clone(n.Deps), n.Parent) {
-		if id != "" && s.Tasks[id] == nil {
+		if id != "" && !s.HasTask(id) {
 			return eventlog.Draft{}, "", fault.NotFound("task", id)
 		}
 	}
-	id := NewID(prefix, writer, n.Title, now, len(s.Tasks), func(id string) bool { return s.Tasks[id] != nil })
+	id := NewID(prefix, writer, n.Title, now, s.TaskCount(), s.HasTask)
 	deps := slices.Clone(n.Deps)
 	sort.Strings(deps)
 	d := CreatedData{Title: n.Title, Description: n.Description, Priority: n.Priority, IssueType: n.Type,

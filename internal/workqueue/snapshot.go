@@ -3,7 +3,9 @@ package workqueue
 import (
 	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"math"
+	"slices"
 	"sort"
 	"time"
 	"unsafe"
@@ -49,13 +51,15 @@ const (
 
 var errSnapshot = errors.New("tasks snapshot is damaged")
 
-// MarshalState encodes the tasks in id order.
+// MarshalState encodes the sorted ids, then the tasks in that order.
 func (p *TasksProjection) MarshalState() ([]byte, error) {
-	s := p.S
+	s := p.State()
 	w := &writer{buf: make([]byte, 0, 256*len(s.Tasks)+64)}
 	w.buf = append(w.buf, tasksMagic...)
 	ids := s.SortedIDs()
-	w.uint(uint64(len(ids)))
+	w.strs(ids)
+	crcAt := len(w.buf)
+	w.buf = append(w.buf, 0, 0, 0, 0) // crc32c of the records, filled in below
 	for _, id := range ids {
 		t := s.Tasks[id]
 		for _, str := range []string{t.ID, t.Title, t.Description, t.Status, t.Type, t.Assignee, t.CreatedBy, t.CloseReason, t.Parent} {
@@ -79,8 +83,11 @@ func (p *TasksProjection) MarshalState() ([]byte, error) {
 			w.str(string(encodeComments(t.Comments)))
 		}
 	}
+	binary.LittleEndian.PutUint32(w.buf[crcAt:], crc32.Checksum(w.buf[crcAt+4:], castagnoli))
 	return w.buf, nil
 }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // MarshalState encodes the history in id order.
 func (p *QueueProjection) MarshalState() ([]byte, error) {
@@ -119,14 +126,40 @@ func newReader(b []byte, magic string) (*reader, error) {
 	return &reader{s: unsafe.String(&b[0], len(b)), pos: len(magic)}, nil
 }
 
-// UnmarshalState decodes what MarshalState wrote.
+// UnmarshalState reads the id list and keeps the tasks encoded until State
+// is called.
 func (p *TasksProjection) UnmarshalState(b []byte) error {
 	r, err := newReader(b, tasksMagic)
 	if err != nil {
 		return err
 	}
-	s := p.S
-	n := r.count()
+	ids := r.strs()
+	if r.err != nil || !slices.IsSorted(ids) || len(r.s)-r.pos < 4 {
+		return errSnapshot
+	}
+	// The checksum lets the records be decoded later, on demand, knowing
+	// they are what MarshalState wrote.
+	crc := binary.LittleEndian.Uint32(b[r.pos:])
+	records := b[r.pos+4:]
+	if crc32.Checksum(records, castagnoli) != crc {
+		return errSnapshot
+	}
+	st := p.s
+	if st == nil {
+		st = NewState()
+	}
+	*p = TasksProjection{s: st, raw: r.s[r.pos+4:], ids: ids}
+	if len(ids) == 0 {
+		p.raw = "" // nothing to decode
+		if len(records) != 0 {
+			return errSnapshot
+		}
+	}
+	return nil
+}
+
+// decodeTasks reads n task records, which must fill r exactly.
+func (s *State) decodeTasks(r *reader, n int) error {
 	s.Tasks = make(map[string]*Task, n)
 	tasks := make([]Task, n)
 	r.pool = make([]string, 0, n) // labels of every task share one array

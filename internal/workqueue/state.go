@@ -2,6 +2,7 @@ package workqueue
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sort"
 	"time"
@@ -93,14 +94,92 @@ const (
 // Their state grows with the number of tasks, so saves are amortized (see
 // projections.Spec.Amortize).
 var (
-	Spec      = projections.Spec{Name: Name, Version: 1, Amortize: 200, New: func() projections.Projection { return &TasksProjection{NewState()} }}
+	Spec      = projections.Spec{Name: Name, Version: 1, Amortize: 200, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
 	QueueSpec = projections.Spec{Name: QueueName, Version: 1, Amortize: 200, New: func() projections.Projection { return &QueueProjection{NewState()} }}
 )
 
-// TasksProjection folds the tracker's side of every event.
-type TasksProjection struct{ S *State }
+// TasksProjection folds the tracker's side of every event. Read from a
+// snapshot, it stays encoded until something needs the tasks: events are
+// queued meanwhile, and whether an id exists is answered from the snapshot's
+// sorted id list. spool task add never decodes 10,000 tasks.
+type TasksProjection struct {
+	s       *State
+	raw     string   // encoded tasks not decoded yet ("" once decoded)
+	ids     []string // the ids in raw, sorted
+	pending []*eventlog.Event
+}
 
-func (p *TasksProjection) Apply(e *eventlog.Event) error { p.S.applyTask(e); return nil }
+// NewTasksProjection wraps a decoded state.
+func NewTasksProjection(s *State) *TasksProjection { return &TasksProjection{s: s} }
+
+// State decodes the snapshot if needed and applies the queued events.
+func (p *TasksProjection) State() *State {
+	if p.raw != "" {
+		r := &reader{s: p.raw}
+		if err := p.s.decodeTasks(r, len(p.ids)); err != nil {
+			// MarshalState wrote it and UnmarshalState checked its frame:
+			// damage here is a bug, and losing tasks silently would be worse.
+			panic(fmt.Sprintf("tasks snapshot: %v", err))
+		}
+		p.raw, p.ids = "", nil
+		for _, e := range p.pending {
+			p.s.applyTask(e)
+		}
+		p.pending = nil
+	}
+	return p.s
+}
+
+func (p *TasksProjection) Apply(e *eventlog.Event) error {
+	if p.raw != "" {
+		if isTaskEvent(e) {
+			p.pending = append(p.pending, e)
+		}
+		return nil
+	}
+	p.s.applyTask(e)
+	return nil
+}
+
+// HasTask reports whether a task exists, decoding nothing.
+func (p *TasksProjection) HasTask(id string) bool {
+	if p.raw == "" {
+		return p.s.HasTask(id)
+	}
+	if _, ok := slices.BinarySearch(p.ids, id); ok {
+		return true
+	}
+	for _, e := range p.pending {
+		if e.Type == TypeCreated && e.Subject == id {
+			return true
+		}
+	}
+	return false
+}
+
+// TaskCount is how many tasks exist (about, while encoded: a duplicate
+// create in the queued events counts twice), decoding nothing.
+func (p *TasksProjection) TaskCount() int {
+	if p.raw == "" {
+		return p.s.TaskCount()
+	}
+	n := len(p.ids)
+	for _, e := range p.pending {
+		if e.Type == TypeCreated {
+			n++
+		}
+	}
+	return n
+}
+
+// TaskIndex answers what spool task add needs to know.
+type TaskIndex interface {
+	HasTask(id string) bool
+	TaskCount() int
+}
+
+func (s *State) HasTask(id string) bool { return s.Tasks[id] != nil }
+func (s *State) TaskCount() int         { return len(s.Tasks) }
 
 // QueueProjection folds the queue's side of every event.
 type QueueProjection struct{ S *State }
@@ -382,7 +461,7 @@ func (s *State) SortedIDs() []string {
 
 // Files renders tasks.json (beads' shape, by id).
 func (p *TasksProjection) Files() ([]projections.File, error) {
-	s := p.S
+	s := p.State()
 	ids := s.SortedIDs()
 	tasks := make([]TaskJSON, 0, len(ids))
 	for _, id := range ids {

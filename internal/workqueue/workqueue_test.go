@@ -490,8 +490,9 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	w.next(p, Gate{}, "a", t0)
 	w.fail(p, a, "a", "boom", t0)
 	back := NewState()
+	backTasks := NewTasksProjection(back)
 	for _, pair := range []struct{ from, to projections.Projection }{
-		{&TasksProjection{w.s}, &TasksProjection{back}},
+		{NewTasksProjection(w.s), backTasks},
 		{&QueueProjection{w.s}, &QueueProjection{back}},
 	} {
 		snap, err := pair.from.MarshalState()
@@ -518,6 +519,10 @@ func TestSnapshotRoundTrip(t *testing.T) {
 			}
 		}
 	}
+	if !backTasks.HasTask(a) || backTasks.HasTask("sp-none") || backTasks.TaskCount() != 2 {
+		t.Fatal("the id index of an encoded snapshot is wrong")
+	}
+	backTasks.State()
 	if got := back.Tasks[a].JSON(true).Comments; len(got) != 1 || got[0].Text != "looks good" {
 		t.Fatalf("comments %+v", got)
 	}
