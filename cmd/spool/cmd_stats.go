@@ -29,7 +29,7 @@ func (c *StatsCmd) Run(e *env) error {
 	if q.native() {
 		cands = workqueue.Candidates(s.Ready(q.policy, workqueue.ReadyFilter{}, q.now, workqueue.Unsorted))
 	}
-	ready := len(q.policy.Select(cands, s.History, gate, q.now, workqueue.Unsorted))
+	ready := len(q.policy.Select(cands, workqueue.Lookup(s.History), gate, q.now, workqueue.Unsorted))
 	st := q.policy.Stats(s.History, ready, q.now)
 	if e.JSON {
 		return writeJSON(e.stdout, st)

@@ -276,33 +276,20 @@ func Expire(s *State, p Policy, now time.Time) []eventlog.Draft {
 	return drafts
 }
 
-// Overlay returns s with drafts applied to copies of the tasks they touch,
-// leaving s as it was: next decides its claim on the state after the
-// expiries it records.
+// Overlay returns the tasks and entries drafts touch, copied from s with
+// the drafts applied, leaving s as it was: next decides its claim on the
+// state after the expiries it records. Lookups try the overlay first.
 func Overlay(s *State, drafts []eventlog.Draft, actor string, now time.Time) (*State, error) {
-	if len(drafts) == 0 {
-		return s, nil
-	}
-	o := &State{Tasks: make(map[string]*Task, len(s.Tasks)), History: make(map[string]*Entry, len(s.History))}
-	for id, t := range s.Tasks {
-		o.Tasks[id] = t
-	}
-	for id, h := range s.History {
-		o.History[id] = h
-	}
-	copied := map[string]bool{}
+	o := NewState()
 	for _, d := range drafts {
-		if !copied[d.Subject] {
-			copied[d.Subject] = true
-			if t := o.Tasks[d.Subject]; t != nil {
-				c := *t
-				c.Labels = slices.Clone(t.Labels)
-				o.Tasks[d.Subject] = &c
-			}
-			if h := o.History[d.Subject]; h != nil {
-				c := *h
-				o.History[d.Subject] = &c
-			}
+		if t := s.Tasks[d.Subject]; t != nil && o.Tasks[d.Subject] == nil {
+			c := *t
+			c.Labels = slices.Clone(t.Labels)
+			o.Tasks[d.Subject] = &c
+		}
+		if h := s.History[d.Subject]; h != nil && o.History[d.Subject] == nil {
+			c := *h
+			o.History[d.Subject] = &c
 		}
 		data, err := json.Marshal(d.Data)
 		if err != nil {
@@ -313,6 +300,23 @@ func Overlay(s *State, drafts []eventlog.Draft, actor string, now time.Time) (*S
 		}
 	}
 	return o, nil
+}
+
+// layered looks tasks and entries up in the overlay, then in the base.
+type layered struct{ base, over *State }
+
+func (l layered) task(id string) *Task {
+	if t := l.over.Tasks[id]; t != nil {
+		return t
+	}
+	return l.base.Tasks[id]
+}
+
+func (l layered) entry(id string) *Entry {
+	if h := l.over.History[id]; h != nil {
+		return h
+	}
+	return l.base.History[id]
 }
 
 // Claim is what next decided.
@@ -328,10 +332,11 @@ type Claim struct {
 // nothing is eligible (the expiries are still returned).
 func Next(s *State, cands []Candidate, native bool, p Policy, g Gate, worker, actor string, now time.Time) ([]eventlog.Draft, *Claim, error) {
 	drafts := Expire(s, p, now)
-	view, err := Overlay(s, drafts, actor, now)
+	over, err := Overlay(s, drafts, actor, now)
 	if err != nil {
 		return nil, nil, err
 	}
+	view := layered{s, over}
 	var c Candidate
 	if native {
 		var ok bool
@@ -339,14 +344,14 @@ func Next(s *State, cands []Candidate, native bool, p Policy, g Gate, worker, ac
 			return drafts, nil, nil
 		}
 	} else {
-		eligible := p.Select(cands, view.History, g, now, 1)
+		eligible := p.Select(cands, view.entry, g, now, 1)
 		if len(eligible) == 0 {
 			return drafts, nil, nil
 		}
 		c = eligible[0]
 	}
 	attempt := 1
-	if h := view.History[c.ID]; h != nil {
+	if h := view.entry(c.ID); h != nil {
 		attempt = h.Attempts + 1
 	}
 	claim := &Claim{Task: c, Attempt: attempt, Worker: worker, LeaseUntil: now.Add(p.Lease)}
@@ -487,11 +492,15 @@ func Unblock(s *State, id string, reset bool) (eventlog.Draft, error) {
 
 // firstEligible is Select over the tracker's ready tasks without building
 // the candidate list: one pass that keeps the best task.
-func (s *State) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool) {
+func (l layered) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool) {
+	s := l.base
 	memo := map[string]bool{}
 	var best Candidate
 	found := false
-	for _, t := range s.Tasks {
+	for id, t := range s.Tasks {
+		if o := l.over.Tasks[id]; o != nil {
+			t = o
+		}
 		if s.EffectiveStatus(t, p, now) != StatusOpen || !g.admits(t.Labels) {
 			continue
 		}
@@ -499,7 +508,7 @@ func (s *State) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool)
 		if found && c.Priority > best.Priority {
 			continue // cannot beat the best: skip the costlier checks
 		}
-		h := s.History[t.ID]
+		h := l.entry(t.ID)
 		if h != nil {
 			if p.Skip(c, h, g, now) != "" {
 				continue
@@ -514,8 +523,7 @@ func (s *State) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool)
 		best, found = c, true
 	}
 	if found {
-		t := s.Tasks[best.ID]
-		best = Candidates([]*Task{t})[0]
+		best = Candidates([]*Task{l.task(best.ID)})[0]
 	}
 	return best, found
 }

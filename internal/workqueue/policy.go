@@ -187,10 +187,10 @@ func (p Policy) Skip(c Candidate, h *Entry, g Gate, now time.Time) string {
 // Select filters candidates and orders the eligible ones by priority, then
 // queue time (creation, or the progressive policy's requeue), then id; at
 // most limit of them when limit > 0, all in no order when limit is Unsorted.
-func (p Policy) Select(cands []Candidate, history map[string]*Entry, g Gate, now time.Time, limit int) []Candidate {
+func (p Policy) Select(cands []Candidate, entry func(id string) *Entry, g Gate, now time.Time, limit int) []Candidate {
 	var out []Candidate
 	for _, c := range cands {
-		h := history[c.ID]
+		h := entry(c.ID)
 		if p.Skip(c, h, g, now) != "" {
 			continue
 		}
@@ -273,4 +273,9 @@ func (p Policy) Stats(history map[string]*Entry, ready int, now time.Time) Stats
 
 func (p Policy) abandons(h Entry) bool {
 	return p.Kind != Progressive && p.MaxFailures > 0 && h.Attempts >= p.MaxFailures
+}
+
+// Lookup turns a history map into Select's lookup.
+func Lookup(history map[string]*Entry) func(string) *Entry {
+	return func(id string) *Entry { return history[id] }
 }

@@ -77,7 +77,7 @@ func TestFakeBeadsWrapped(t *testing.T) {
 		t.Fatalf("argv %q", got)
 	}
 	// Selection runs over the source's items like over native tasks.
-	sel := DefaultPolicy().Select(cands, nil, Gate{Require: []string{"automated"}}, time.Now(), 0)
+	sel := DefaultPolicy().Select(cands, Lookup(nil), Gate{Require: []string{"automated"}}, time.Now(), 0)
 	if len(sel) != 1 || sel[0].ID != "br-7f3a" {
 		t.Fatalf("selected %+v", sel)
 	}
