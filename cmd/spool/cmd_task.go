@@ -52,9 +52,9 @@ func (c *TaskAddCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	// Decide on the projection's id index: adding a task decodes no tasks.
-	events, _, err := q.st.Write(e.ctx, q.now, actor, tracker, func(v *projections.View) ([]eventlog.Draft, error) {
-		d, _, err := workqueue.AddTask(v.Get(workqueue.Name).(*workqueue.TasksProjection), n, prefix, writer, q.now)
+	// Decide on the projection of ids: adding a task decodes no tasks.
+	events, _, err := q.st.Write(e.ctx, q.now, actor, []string{workqueue.IDsName}, func(v *projections.View) ([]eventlog.Draft, error) {
+		d, _, err := workqueue.AddTask(v.Get(workqueue.IDsName).(*workqueue.IDsProjection), n, prefix, writer, q.now)
 		return []eventlog.Draft{d}, err
 	})
 	if err != nil {

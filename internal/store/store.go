@@ -28,6 +28,7 @@ var Specs = []projections.Spec{
 	projections.StatsSpec,
 	workqueue.Spec,
 	workqueue.QueueSpec,
+	workqueue.IDsSpec,
 }
 
 // ReservedPrefixes are event namespaces only spool's own commands append.

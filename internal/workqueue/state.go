@@ -94,8 +94,8 @@ const (
 // Their state grows with the number of tasks, so saves are amortized (see
 // projections.Spec.Amortize).
 var (
-	Spec      = projections.Spec{Name: Name, Version: 1, Amortize: 200, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
-	QueueSpec = projections.Spec{Name: QueueName, Version: 1, Amortize: 200, New: func() projections.Projection { return &QueueProjection{NewState()} }}
+	Spec      = projections.Spec{Name: Name, Version: 1, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
+	QueueSpec = projections.Spec{Name: QueueName, Version: 1, Amortize: 1000, New: func() projections.Projection { return &QueueProjection{NewState()} }}
 )
 
 // TasksProjection folds the tracker's side of every event. Read from a

@@ -582,3 +582,38 @@ func TestLazyTasksApplyLater(t *testing.T) {
 		t.Fatal("applying while encoded differs from applying decoded")
 	}
 }
+
+func TestIDsProjection(t *testing.T) {
+	w := newWorld(t)
+	a := w.add("a", 1, t0)
+	b := w.add("b", 1, t0)
+	p := &IDsProjection{}
+	for i := range w.log {
+		p.Apply(&w.log[i])
+	}
+	snap, _ := p.MarshalState()
+	back := &IDsProjection{}
+	if err := back.UnmarshalState(snap); err != nil {
+		t.Fatal(err)
+	}
+	c := w.add("c", 1, t0)
+	back.Apply(&w.log[len(w.log)-1])
+	back.Apply(&w.log[len(w.log)-1]) // a duplicate create counts once
+	for _, id := range []string{a, b, c} {
+		if !back.HasTask(id) {
+			t.Fatalf("%s missing", id)
+		}
+	}
+	if back.HasTask("sp") || back.HasTask(a[:len(a)-1]) || back.TaskCount() != 3 {
+		t.Fatalf("prefixes match or count %d", back.TaskCount())
+	}
+	again, _ := back.MarshalState()
+	fresh := &IDsProjection{}
+	for i := range w.log {
+		fresh.Apply(&w.log[i])
+	}
+	want, _ := fresh.MarshalState()
+	if !bytes.Equal(again, want) {
+		t.Fatalf("%q != %q", again, want)
+	}
+}
