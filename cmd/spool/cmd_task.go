@@ -199,8 +199,8 @@ func (c *TaskUpdateCmd) Run(e *env) error {
 	}
 	u := workqueue.Update{Title: c.Title, Description: c.Description, Priority: c.Priority, Status: c.Status,
 		AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel}
-	if _, err := workqueue.UpdateTask(workqueue.NewState(), "", u); err != nil && !isNotFound(err) {
-		return err // usage errors first, before opening the log
+	if err := u.Validate(); err != nil {
+		return err // usage errors before taking the lock
 	}
 	_, s, err := q.write(tracker, func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		d, err := workqueue.UpdateTask(s, c.ID, u)
@@ -214,11 +214,6 @@ func (c *TaskUpdateCmd) Run(e *env) error {
 	}
 	fmt.Fprintf(e.stdout, "updated %s\n", c.ID)
 	return nil
-}
-
-func isNotFound(err error) bool {
-	f, ok := fault.As(err)
-	return ok && f.Code == "not_found"
 }
 
 type TaskCloseCmd struct {

@@ -115,29 +115,37 @@ type Update struct {
 // Statuses spool task update accepts.
 var Statuses = []string{StatusOpen, StatusInProgress, StatusDeferred, StatusClosed}
 
-// UpdateTask changes a task's fields.
-func UpdateTask(s *State, id string, u Update) (eventlog.Draft, error) {
+// Validate checks an update's fields (usage errors).
+func (u *Update) Validate() error {
 	if u.Title != nil {
 		title := strings.TrimSpace(*u.Title)
 		if title == "" {
-			return eventlog.Draft{}, fault.Usagef("empty_title", "a task needs a non-empty title")
+			return fault.Usagef("empty_title", "a task needs a non-empty title")
 		}
 		u.Title = &title
 	}
 	if u.Priority != nil {
 		if err := validatePriority(*u.Priority); err != nil {
-			return eventlog.Draft{}, err
+			return err
 		}
 	}
 	if u.Status != nil && !slices.Contains(Statuses, *u.Status) {
-		return eventlog.Draft{}, fault.New(fault.Usage, "invalid_status", nil,
+		return fault.New(fault.Usage, "invalid_status", nil,
 			fmt.Sprintf("status must be one of %s, got %q", strings.Join(Statuses, ", "), *u.Status), "status", *u.Status)
 	}
 	if err := validateLabels(u.AddLabels, u.RemoveLabels); err != nil {
-		return eventlog.Draft{}, err
+		return err
 	}
 	if u.Title == nil && u.Description == nil && u.Priority == nil && u.Status == nil && len(u.AddLabels)+len(u.RemoveLabels) == 0 {
-		return eventlog.Draft{}, fault.Usagef("nothing_to_update", "give at least one of --title, -d, -p, --status, --add-label, --remove-label")
+		return fault.Usagef("nothing_to_update", "give at least one of --title, -d, -p, --status, --add-label, --remove-label")
+	}
+	return nil
+}
+
+// UpdateTask changes a task's fields.
+func UpdateTask(s *State, id string, u Update) (eventlog.Draft, error) {
+	if err := u.Validate(); err != nil {
+		return eventlog.Draft{}, err
 	}
 	if _, err := s.task(id); err != nil {
 		return eventlog.Draft{}, err
