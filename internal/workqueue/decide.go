@@ -513,8 +513,8 @@ func (l layered) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool
 			continue
 		}
 		c := Candidate{ID: t.ID, Priority: t.Priority, Labels: t.Labels, CreatedAt: t.CreatedAt, queuedAt: t.CreatedAt}
-		if found && c.Priority > best.Priority {
-			continue // cannot beat the best: skip the costlier checks
+		if found && !candidateLess(c, best) {
+			continue // a requeue only moves a task later: it cannot beat the best
 		}
 		h := l.entry(t.ID)
 		if h != nil {

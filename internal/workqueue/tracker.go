@@ -68,12 +68,35 @@ func (s *State) Ready(p Policy, f ReadyFilter, now time.Time, limit int) []*Task
 	memo := map[string]bool{}
 	var out []*Task
 	for _, t := range s.Tasks {
-		if t.Status != StatusOpen && s.EffectiveStatus(t, p, now) != StatusOpen || !f.admits(t) || s.blockedBy(t, memo, 0) {
+		if t.Status != StatusOpen && s.EffectiveStatus(t, p, now) != StatusOpen || !f.admits(t) {
 			continue
 		}
-		out = append(out, t)
+		if limit > 0 && len(out) == limit && !taskLess(t, out[limit-1]) {
+			continue // would not make the first limit: skip the blocker walk
+		}
+		if s.blockedBy(t, memo, 0) {
+			continue
+		}
+		if limit > 0 {
+			out = insertTop(out, t, limit, taskLess)
+		} else {
+			out = append(out, t)
+		}
 	}
 	return topK(out, limit, taskLess)
+}
+
+// insertTop inserts it into top, kept sorted and at most k long.
+func insertTop[T any](top []T, it T, k int, less func(a, b T) bool) []T {
+	if len(top) == k && !less(it, top[k-1]) {
+		return top
+	}
+	i := sort.Search(len(top), func(i int) bool { return less(it, top[i]) })
+	top = slices.Insert(top, i, it)
+	if len(top) > k {
+		top = top[:k]
+	}
+	return top
 }
 
 // Unsorted asks Ready and Select for every item, in no order (for counting
@@ -92,14 +115,7 @@ func topK[T any](items []T, k int, less func(a, b T) bool) []T {
 	}
 	top := make([]T, 0, k+1)
 	for _, it := range items {
-		if len(top) == k && !less(it, top[k-1]) {
-			continue
-		}
-		i := sort.Search(len(top), func(i int) bool { return less(it, top[i]) })
-		top = slices.Insert(top, i, it)
-		if len(top) > k {
-			top = top[:k]
-		}
+		top = insertTop(top, it, k, less)
 	}
 	return top
 }
