@@ -53,7 +53,7 @@ func stateOf(v *projections.View) *workqueue.State {
 		s.Tasks = p.State().Tasks
 	}
 	if p, ok := v.Get(workqueue.QueueName).(*workqueue.QueueProjection); ok {
-		s.History = p.S.History
+		s.History = p.State().History
 	}
 	return s
 }

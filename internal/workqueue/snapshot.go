@@ -46,7 +46,7 @@ func (t *Task) loadComments() []Comment {
 
 const (
 	tasksMagic = "spool-tasks-3\n"
-	queueMagic = "spool-queue-1\n"
+	queueMagic = "spool-history-1\n"
 )
 
 var errSnapshot = errors.New("tasks snapshot is damaged")
@@ -91,9 +91,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // MarshalState encodes the history in id order.
 func (p *QueueProjection) MarshalState() ([]byte, error) {
-	s := p.S
+	s := p.State()
 	w := &writer{buf: make([]byte, 0, 96*len(s.History)+64)}
 	w.buf = append(w.buf, queueMagic...)
+	crcAt := len(w.buf)
+	w.buf = append(w.buf, 0, 0, 0, 0) // crc32c of the entries, filled in below
 	hids := make([]string, 0, len(s.History))
 	for id := range s.History {
 		hids = append(hids, id)
@@ -114,6 +116,7 @@ func (p *QueueProjection) MarshalState() ([]byte, error) {
 		w.time(h.QueuedAt)
 		w.bool(h.Blocked)
 	}
+	binary.LittleEndian.PutUint32(w.buf[crcAt:], crc32.Checksum(w.buf[crcAt+4:], castagnoli))
 	return w.buf, nil
 }
 
@@ -148,13 +151,21 @@ func (p *TasksProjection) UnmarshalState(b []byte) error {
 	if st == nil {
 		st = NewState()
 	}
-	*p = TasksProjection{s: st, raw: r.s[r.pos+4:], ids: ids}
+	*p = TasksProjection{s: st}
 	if len(ids) == 0 {
-		p.raw = "" // nothing to decode
 		if len(records) != 0 {
 			return errSnapshot
 		}
+		st.Tasks = map[string]*Task{}
+		return nil
 	}
+	done := make(chan decodedTasks, 1)
+	p.ids, p.decoding = ids, done
+	go func(raw string, n int) {
+		d := NewState()
+		err := d.decodeTasks(&reader{s: raw}, n)
+		done <- decodedTasks{d.Tasks, err}
+	}(r.s[r.pos+4:], len(ids))
 	return nil
 }
 
@@ -197,13 +208,34 @@ func (r *reader) end() error {
 	return r.err
 }
 
-// UnmarshalState decodes what MarshalState wrote.
+// UnmarshalState checks the history's checksum and decodes it in the background.
 func (p *QueueProjection) UnmarshalState(b []byte) error {
 	r, err := newReader(b, queueMagic)
 	if err != nil {
 		return err
 	}
-	s := p.S
+	if len(r.s)-r.pos < 4 {
+		return errSnapshot
+	}
+	crc := binary.LittleEndian.Uint32(b[r.pos:])
+	if crc32.Checksum(b[r.pos+4:], castagnoli) != crc {
+		return errSnapshot
+	}
+	st := p.s
+	if st == nil {
+		st = NewState()
+	}
+	done := make(chan decodedHistory, 1)
+	*p = QueueProjection{s: st, decoding: done}
+	go func(r *reader) {
+		d := NewState()
+		err := d.decodeHistory(r)
+		done <- decodedHistory{d.History, err}
+	}(&reader{s: r.s, pos: r.pos + 4})
+	return nil
+}
+
+func (s *State) decodeHistory(r *reader) error {
 	n := r.count()
 	s.History = make(map[string]*Entry, n)
 	entries := make([]Entry, n)

@@ -95,33 +95,39 @@ const (
 // projections.Spec.Amortize).
 var (
 	Spec      = projections.Spec{Name: Name, Version: 1, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
-	QueueSpec = projections.Spec{Name: QueueName, Version: 1, Amortize: 1000, New: func() projections.Projection { return &QueueProjection{NewState()} }}
+	QueueSpec = projections.Spec{Name: QueueName, Version: 1, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
 // TasksProjection folds the tracker's side of every event. Read from a
-// snapshot, it stays encoded until something needs the tasks: events are
-// queued meanwhile, and whether an id exists is answered from the snapshot's
-// sorted id list. spool task add never decodes 10,000 tasks.
+// snapshot, its tasks are decoded in the background while the command goes
+// on (catching up, opening other projections); events applied meanwhile are
+// queued, and whether an id exists is answered from the snapshot's sorted id
+// list. State waits for the decoding.
 type TasksProjection struct {
-	s       *State
-	raw     string   // encoded tasks not decoded yet ("" once decoded)
-	ids     []string // the ids in raw, sorted
-	pending []*eventlog.Event
+	s        *State
+	ids      []string          // the snapshot's ids, sorted, while decoding
+	decoding chan decodedTasks // nil once decoded
+	pending  []*eventlog.Event
+}
+
+type decodedTasks struct {
+	tasks map[string]*Task
+	err   error
 }
 
 // NewTasksProjection wraps a decoded state.
 func NewTasksProjection(s *State) *TasksProjection { return &TasksProjection{s: s} }
 
-// State decodes the snapshot if needed and applies the queued events.
+// State waits for the snapshot's tasks and applies the queued events.
 func (p *TasksProjection) State() *State {
-	if p.raw != "" {
-		r := &reader{s: p.raw}
-		if err := p.s.decodeTasks(r, len(p.ids)); err != nil {
-			// MarshalState wrote it and UnmarshalState checked its frame:
-			// damage here is a bug, and losing tasks silently would be worse.
-			panic(fmt.Sprintf("tasks snapshot: %v", err))
+	if p.decoding != nil {
+		d := <-p.decoding
+		if d.err != nil {
+			// UnmarshalState checked the records' checksum: damage here is a
+			// bug, and losing tasks silently would be worse.
+			panic(fmt.Sprintf("tasks snapshot: %v", d.err))
 		}
-		p.raw, p.ids = "", nil
+		p.s.Tasks, p.ids, p.decoding = d.tasks, nil, nil
 		for _, e := range p.pending {
 			p.s.applyTask(e)
 		}
@@ -131,7 +137,7 @@ func (p *TasksProjection) State() *State {
 }
 
 func (p *TasksProjection) Apply(e *eventlog.Event) error {
-	if p.raw != "" {
+	if p.decoding != nil {
 		if isTaskEvent(e) {
 			p.pending = append(p.pending, e)
 		}
@@ -143,7 +149,7 @@ func (p *TasksProjection) Apply(e *eventlog.Event) error {
 
 // HasTask reports whether a task exists, decoding nothing.
 func (p *TasksProjection) HasTask(id string) bool {
-	if p.raw == "" {
+	if p.decoding == nil {
 		return p.s.HasTask(id)
 	}
 	if _, ok := slices.BinarySearch(p.ids, id); ok {
@@ -160,7 +166,7 @@ func (p *TasksProjection) HasTask(id string) bool {
 // TaskCount is how many tasks exist (about, while encoded: a duplicate
 // create in the queued events counts twice), decoding nothing.
 func (p *TasksProjection) TaskCount() int {
-	if p.raw == "" {
+	if p.decoding == nil {
 		return p.s.TaskCount()
 	}
 	n := len(p.ids)
@@ -181,10 +187,48 @@ type TaskIndex interface {
 func (s *State) HasTask(id string) bool { return s.Tasks[id] != nil }
 func (s *State) TaskCount() int         { return len(s.Tasks) }
 
-// QueueProjection folds the queue's side of every event.
-type QueueProjection struct{ S *State }
+// QueueProjection folds the queue's side of every event; like the tasks,
+// its snapshot is decoded in the background.
+type QueueProjection struct {
+	s        *State
+	decoding chan decodedHistory
+	pending  []*eventlog.Event
+}
 
-func (p *QueueProjection) Apply(e *eventlog.Event) error { p.S.applyEntry(e); return nil }
+type decodedHistory struct {
+	history map[string]*Entry
+	err     error
+}
+
+// NewQueueProjection wraps a decoded state.
+func NewQueueProjection(s *State) *QueueProjection { return &QueueProjection{s: s} }
+
+// State waits for the snapshot's entries and applies the queued events.
+func (p *QueueProjection) State() *State {
+	if p.decoding != nil {
+		d := <-p.decoding
+		if d.err != nil {
+			panic(fmt.Sprintf("history snapshot: %v", d.err))
+		}
+		p.s.History, p.decoding = d.history, nil
+		for _, e := range p.pending {
+			p.s.applyEntry(e)
+		}
+		p.pending = nil
+	}
+	return p.s
+}
+
+func (p *QueueProjection) Apply(e *eventlog.Event) error {
+	if p.decoding != nil {
+		if isTaskEvent(e) {
+			p.pending = append(p.pending, e)
+		}
+		return nil
+	}
+	p.s.applyEntry(e)
+	return nil
+}
 
 // NewState returns an empty state.
 func NewState() *State {
@@ -473,7 +517,7 @@ func (p *TasksProjection) Files() ([]projections.File, error) {
 
 // Files renders history.json, by id.
 func (p *QueueProjection) Files() ([]projections.File, error) {
-	s := p.S
+	s := p.State()
 	ids := make([]string, 0, len(s.History))
 	for id := range s.History {
 		ids = append(ids, id)

@@ -491,9 +491,10 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	w.fail(p, a, "a", "boom", t0)
 	back := NewState()
 	backTasks := NewTasksProjection(back)
+	backHistory := NewQueueProjection(back)
 	for _, pair := range []struct{ from, to projections.Projection }{
 		{NewTasksProjection(w.s), backTasks},
-		{&QueueProjection{w.s}, &QueueProjection{back}},
+		{NewQueueProjection(w.s), backHistory},
 	} {
 		snap, err := pair.from.MarshalState()
 		if err != nil {
@@ -523,6 +524,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		t.Fatal("the id index of an encoded snapshot is wrong")
 	}
 	backTasks.State()
+	backHistory.State()
 	if got := back.Tasks[a].JSON(true).Comments; len(got) != 1 || got[0].Text != "looks good" {
 		t.Fatalf("comments %+v", got)
 	}
