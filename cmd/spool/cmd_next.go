@@ -59,6 +59,10 @@ func (c *NextCmd) Run(e *env) error {
 		if e.JSON {
 			return writeJSON(e.stdout, nil)
 		}
+		if at, id := q.policy.Wakeup(s.History, q.now); !at.IsZero() {
+			fmt.Fprintf(e.stdout, "nothing ready; %s may be claimable at %s\n", id, at.Format(time.RFC3339))
+			return nil
+		}
 		fmt.Fprintln(e.stdout, "nothing ready")
 		return nil
 	}

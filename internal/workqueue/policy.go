@@ -279,3 +279,25 @@ func (p Policy) abandons(h Entry) bool {
 func Lookup(history map[string]*Entry) func(string) *Entry {
 	return func(id string) *Entry { return history[id] }
 }
+
+// Wakeup is the earliest time after now at which something in the history
+// may become claimable: a backoff ending or a lease running out. Zero when
+// nothing is waiting. A worker with nothing to do can sleep until then
+// rather than poll (seed 001's daemon spun when all ready work was in backoff).
+func (p Policy) Wakeup(history map[string]*Entry, now time.Time) (time.Time, string) {
+	var at time.Time
+	var id string
+	for _, h := range history {
+		var t time.Time
+		switch e := p.Effective(*h, now); {
+		case e.Status == HistWorking:
+			t = e.LeaseUntil
+		case e.Status == HistFailed && !e.Blocked && !p.abandons(e):
+			t = p.NextEligible(e)
+		}
+		if t.After(now) && (at.IsZero() || t.Before(at) || t.Equal(at) && h.ID < id) {
+			at, id = t, h.ID
+		}
+	}
+	return at, id
+}

@@ -201,6 +201,9 @@ func TestBackoffFiltering(t *testing.T) {
 			if st := p.Stats(w.s.History, 0, at); st.InBackoff != 1 || st.Failed != 1 {
 				t.Fatalf("stats %+v", st)
 			}
+			if wake, wid := p.Wakeup(w.s.History, at); wid != id || !wake.Equal(at.Add(wait)) {
+				t.Fatalf("wakeup %s %v, want %v", wid, wake, at.Add(wait))
+			}
 		}
 		at = at.Add(wait)
 	}
