@@ -25,7 +25,7 @@ type IDsProjection struct {
 }
 
 func (p *IDsProjection) Apply(e *eventlog.Event) error {
-	if e.Type == TypeCreated && e.Subject != "" && !p.HasTask(e.Subject) {
+	if e.Type == TypeCreated && e.Subject != "" && !strings.Contains(e.Subject, "\n") && !p.HasTask(e.Subject) {
 		if p.fresh == nil {
 			p.fresh = map[string]bool{}
 		}
