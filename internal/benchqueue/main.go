@@ -74,6 +74,7 @@ func run(bin string, nTasks, nEvents, runs int, dir string) error {
 		fmt.Printf("load average: %s", load)
 	}
 	for _, c := range [][]string{
+		{"version"}, // the floor: starting the binary and parsing the command line
 		{"ready", "--json"},
 		{"ready", "--json", "--limit", "0"},
 		{"next", "--json"},
