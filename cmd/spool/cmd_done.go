@@ -37,6 +37,6 @@ func queueChange(e *env, id string, decide func(q *queue, s *workqueue.State, ac
 	if e.JSON {
 		return writeJSON(e.stdout, h)
 	}
-	printEntry(e, h)
+	printEntry(e, h, q.now)
 	return nil
 }

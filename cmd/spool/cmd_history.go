@@ -31,7 +31,7 @@ func (c *HistoryCmd) Run(e *env) error {
 		if e.JSON {
 			return writeJSON(e.stdout, h)
 		}
-		printEntry(e, h)
+		printEntry(e, h, q.now)
 		return nil
 	}
 	ids := make([]string, 0, len(s.History))

@@ -101,7 +101,7 @@ func (c *TaskShowCmd) Run(e *env) error {
 		printTask(e, t, s)
 		if h := s.History[t.ID]; h != nil {
 			fmt.Fprint(e.stdout, "queue        ")
-			printEntry(e, q.policy.HistoryView(*h, q.now))
+			printEntry(e, q.policy.HistoryView(*h, q.now), q.now)
 		}
 	}
 	return nil

@@ -137,14 +137,17 @@ func orDash(s string) string {
 	return s
 }
 
-// printEntry is the one-line human summary of a history entry.
-func printEntry(e *env, h workqueue.EntryJSON) {
+// printEntry is the one-line human summary of a history entry at now.
+func printEntry(e *env, h workqueue.EntryJSON, now time.Time) {
 	fmt.Fprintf(e.stdout, "%s  %s  attempts %d", h.ID, h.Status, h.Attempts)
 	if h.LastError != "" {
 		fmt.Fprintf(e.stdout, "  last error: %s", h.LastError)
 	}
-	if h.NextEligibleAt != nil {
+	switch {
+	case h.NextEligibleAt != nil && h.NextEligibleAt.After(now):
 		fmt.Fprintf(e.stdout, "  next eligible at %s", fmtTime(h.NextEligibleAt))
+	case h.NextEligibleAt != nil:
+		fmt.Fprint(e.stdout, "  eligible again now")
 	}
 	fmt.Fprintln(e.stdout)
 }
