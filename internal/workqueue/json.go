@@ -38,21 +38,22 @@ type CommentJSON struct {
 
 // JSON renders the task; comments only when asked (spool task show).
 func (t *Task) JSON(comments bool) TaskJSON {
-	j := TaskJSON{ID: t.ID, Title: t.Title, Description: t.Description, Status: t.Status, Priority: t.Priority,
-		IssueType: t.Type, Labels: t.Labels, Assignee: t.Assignee, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt,
-		UpdatedAt: t.UpdatedAt, CloseReason: t.CloseReason}
-	if !t.ClosedAt.IsZero() {
-		at := t.ClosedAt
+	x := t.Detail()
+	j := TaskJSON{ID: t.ID, Title: t.Title, Description: x.Description, Status: t.Status, Priority: t.Priority,
+		IssueType: t.Type, Labels: t.Labels, Assignee: x.Assignee, CreatedBy: x.CreatedBy, CreatedAt: t.CreatedAt,
+		UpdatedAt: x.UpdatedAt, CloseReason: x.CloseReason}
+	if !x.ClosedAt.IsZero() {
+		at := x.ClosedAt
 		j.ClosedAt = &at
 	}
 	if t.Parent != "" {
-		j.Dependencies = append(j.Dependencies, DepJSON{IssueID: t.ID, DependsOnID: t.Parent, Type: "parent-child", CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy})
+		j.Dependencies = append(j.Dependencies, DepJSON{IssueID: t.ID, DependsOnID: t.Parent, Type: "parent-child", CreatedAt: t.CreatedAt, CreatedBy: x.CreatedBy})
 	}
 	for _, d := range t.Blockers {
 		j.Dependencies = append(j.Dependencies, DepJSON{IssueID: t.ID, DependsOnID: d.ID, Type: "blocks", CreatedAt: d.At, CreatedBy: d.By})
 	}
 	if comments {
-		for _, c := range t.loadComments() {
+		for _, c := range x.Comments {
 			j.Comments = append(j.Comments, CommentJSON{Author: c.Author, Text: c.Text, CreatedAt: c.At})
 		}
 	}

@@ -3,6 +3,7 @@ package workqueue
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math"
 	"slices"
@@ -11,45 +12,53 @@ import (
 	"unsafe"
 )
 
-func encodeComments(cs []Comment) []byte {
-	w := &writer{}
-	w.uint(uint64(len(cs)))
-	for _, c := range cs {
-		w.str(c.Author)
-		w.str(c.Text)
-		w.time(c.At)
-	}
-	return w.buf
-}
-
-// loadComments decodes comments kept encoded since the snapshot was read.
-func (t *Task) loadComments() []Comment {
-	if t.rawComments == "" {
-		return t.Comments
-	}
-	r := &reader{s: t.rawComments}
-	n := r.count()
-	cs := make([]Comment, 0, n)
-	for range n {
-		cs = append(cs, Comment{Author: r.str(), Text: r.str(), At: r.time()})
-	}
-	if r.err == nil {
-		t.Comments = cs
-	}
-	t.rawComments = ""
-	return t.Comments
-}
-
 // The snapshot is a compact binary encoding, not JSON: a command that opens
 // 10,000 tasks must decode them in about a millisecond. Strings are sliced out
 // of one string holding the whole body, so decoding allocates little.
 
 const (
-	tasksMagic = "spool-tasks-3\n"
+	tasksMagic = "spool-tasks-4\n"
 	queueMagic = "spool-history-1\n"
 )
 
 var errSnapshot = errors.New("tasks snapshot is damaged")
+
+// encodeDetail writes a task's detail as one blob, so that decoding a task
+// can keep it as a substring.
+func encodeDetail(x *TaskDetail) string {
+	w := &writer{}
+	w.str(x.Description)
+	w.str(x.Assignee)
+	w.str(x.CreatedBy)
+	w.str(x.CloseReason)
+	w.time(x.UpdatedAt)
+	w.time(x.ClosedAt)
+	w.uint(uint64(len(x.Comments)))
+	for _, c := range x.Comments {
+		w.str(c.Author)
+		w.str(c.Text)
+		w.time(c.At)
+	}
+	return string(w.buf)
+}
+
+// decodeDetail reads what encodeDetail wrote. The blob passed the
+// snapshot's checksum, so damage is a bug.
+func decodeDetail(raw string) *TaskDetail {
+	r := &reader{s: raw}
+	x := &TaskDetail{Description: r.str(), Assignee: r.str(), CreatedBy: r.str(), CloseReason: r.str()}
+	x.UpdatedAt, x.ClosedAt = r.time(), r.time()
+	if n := r.count(); n > 0 {
+		x.Comments = make([]Comment, n)
+		for i := range x.Comments {
+			x.Comments[i] = Comment{Author: r.str(), Text: r.str(), At: r.time()}
+		}
+	}
+	if err := r.end(); err != nil {
+		panic(fmt.Sprintf("task detail: %v", err))
+	}
+	return x
+}
 
 // MarshalState encodes the sorted ids, then the tasks in that order.
 func (p *TasksProjection) MarshalState() ([]byte, error) {
@@ -62,13 +71,11 @@ func (p *TasksProjection) MarshalState() ([]byte, error) {
 	w.buf = append(w.buf, 0, 0, 0, 0) // crc32c of the records, filled in below
 	for _, id := range ids {
 		t := s.Tasks[id]
-		for _, str := range []string{t.ID, t.Title, t.Description, t.Status, t.Type, t.Assignee, t.CreatedBy, t.CloseReason, t.Parent} {
+		for _, str := range []string{t.ID, t.Title, t.Status, t.Type, t.Parent} {
 			w.str(str)
 		}
 		w.int(int64(t.Priority))
 		w.time(t.CreatedAt)
-		w.time(t.UpdatedAt)
-		w.time(t.ClosedAt)
 		w.time(t.LeaseUntil)
 		w.strs(t.Labels)
 		w.uint(uint64(len(t.Blockers)))
@@ -77,10 +84,10 @@ func (p *TasksProjection) MarshalState() ([]byte, error) {
 			w.time(d.At)
 			w.str(d.By)
 		}
-		if t.rawComments != "" {
-			w.str(t.rawComments)
+		if t.detail == nil {
+			w.str(t.rawDetail) // never decoded: copy it as it was
 		} else {
-			w.str(string(encodeComments(t.Comments)))
+			w.str(encodeDetail(t.detail))
 		}
 	}
 	binary.LittleEndian.PutUint32(w.buf[crcAt:], crc32.Checksum(w.buf[crcAt+4:], castagnoli))
@@ -176,11 +183,9 @@ func (s *State) decodeTasks(r *reader, n int) error {
 	r.pool = make([]string, 0, n) // labels of every task share one array
 	for i := range tasks {
 		t := &tasks[i]
-		for _, p := range []*string{&t.ID, &t.Title, &t.Description, &t.Status, &t.Type, &t.Assignee, &t.CreatedBy, &t.CloseReason, &t.Parent} {
-			*p = r.str()
-		}
+		t.ID, t.Title, t.Status, t.Type, t.Parent = r.str(), r.str(), r.str(), r.str(), r.str()
 		t.Priority = int(r.int())
-		t.CreatedAt, t.UpdatedAt, t.ClosedAt, t.LeaseUntil = r.time(), r.time(), r.time(), r.time()
+		t.CreatedAt, t.LeaseUntil = r.time(), r.time()
 		t.Labels = r.strs()
 		if k := r.count(); k > 0 {
 			t.Blockers = make([]Dep, k)
@@ -188,11 +193,8 @@ func (s *State) decodeTasks(r *reader, n int) error {
 				t.Blockers[j] = Dep{ID: r.str(), At: r.time(), By: r.str()}
 			}
 		}
-		// Comments stay encoded until a command needs them (task show, a new
-		// comment, a save): most commands never do.
-		if raw := r.str(); raw != "\x00" {
-			t.rawComments = raw
-		}
+		t.rawDetail = r.str() // decoded by Detail, if ever
+
 		if r.err != nil {
 			return r.err
 		}

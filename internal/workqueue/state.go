@@ -11,26 +11,44 @@ import (
 	"github.com/spoolhq/spool/projections"
 )
 
-// Task is one task of the embedded tracker.
+// Task is one task of the embedded tracker. The fields ready and next look
+// at are in Task itself; the rest (TaskDetail) is decoded from the snapshot
+// only when a command needs it: most commands never do, and decoding them
+// for 10,000 tasks would cost more than the command's real work.
 type Task struct {
-	ID          string
-	Title       string
+	ID         string
+	Title      string
+	Status     string
+	Priority   int
+	Type       string
+	Labels     []string // sorted, unique
+	CreatedAt  time.Time
+	Parent     string
+	Blockers   []Dep     // sorted by ID
+	LeaseUntil time.Time // while a claim holds it (in_progress)
+
+	detail    *TaskDetail // nil until Detail is called on a task read from a snapshot
+	rawDetail string      // the encoded detail, while detail is nil
+}
+
+// TaskDetail holds the fields few commands need.
+type TaskDetail struct {
 	Description string
-	Status      string
-	Priority    int
-	Type        string
-	Labels      []string // sorted, unique
 	Assignee    string
 	CreatedBy   string
-	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	ClosedAt    time.Time
 	CloseReason string
-	Parent      string
-	Blockers    []Dep     // sorted by ID
-	LeaseUntil  time.Time // while a claim holds it (in_progress)
 	Comments    []Comment
-	rawComments string // comments still encoded as the snapshot holds them
+}
+
+// Detail returns the task's detail, decoding it on first use.
+func (t *Task) Detail() *TaskDetail {
+	if t.detail == nil {
+		t.detail = decodeDetail(t.rawDetail)
+		t.rawDetail = ""
+	}
+	return t.detail
 }
 
 // Dep is a "blocks" dependency: the task waits for Blocker to close.
@@ -266,8 +284,9 @@ func (s *State) applyTask(e *eventlog.Event) {
 		if t != nil || json.Unmarshal(e.Data, &d) != nil {
 			return // a duplicate id or bad data: the first create wins
 		}
-		t = &Task{ID: id, Title: d.Title, Description: d.Description, Status: StatusOpen, Priority: d.Priority,
-			Type: d.IssueType, Labels: normLabels(d.Labels), CreatedBy: e.Actor, CreatedAt: e.At, UpdatedAt: e.At, Parent: d.Parent}
+		t = &Task{ID: id, Title: d.Title, Status: StatusOpen, Priority: d.Priority, Type: d.IssueType,
+			Labels: normLabels(d.Labels), CreatedAt: e.At, Parent: d.Parent,
+			detail: &TaskDetail{Description: d.Description, CreatedBy: e.Actor, UpdatedAt: e.At}}
 		for _, b := range d.Deps {
 			t.addBlocker(Dep{ID: b, At: e.At, By: e.Actor})
 		}
@@ -277,6 +296,7 @@ func (s *State) applyTask(e *eventlog.Event) {
 	if t == nil {
 		return
 	}
+	x := t.Detail()
 	switch e.Type {
 	case TypeUpdated:
 		var d UpdatedData
@@ -287,7 +307,7 @@ func (s *State) applyTask(e *eventlog.Event) {
 			t.Title = *d.Title
 		}
 		if d.Description != nil {
-			t.Description = *d.Description
+			x.Description = *d.Description
 		}
 		if d.Priority != nil {
 			t.Priority = *d.Priority
@@ -320,13 +340,13 @@ func (s *State) applyTask(e *eventlog.Event) {
 		if json.Unmarshal(e.Data, &d) != nil {
 			return
 		}
-		t.Comments = append(t.loadComments(), Comment{Author: e.Actor, Text: d.Text, At: e.At})
+		x.Comments = append(x.Comments, Comment{Author: e.Actor, Text: d.Text, At: e.At})
 	case TypeClaimed:
 		var d ClaimedData
 		if json.Unmarshal(e.Data, &d) != nil {
 			return
 		}
-		t.Status, t.Assignee, t.LeaseUntil = StatusInProgress, d.Worker, d.LeaseUntil
+		t.Status, x.Assignee, t.LeaseUntil = StatusInProgress, d.Worker, d.LeaseUntil
 	case TypeHeartbeat:
 		var d HeartbeatData
 		if t.Status != StatusInProgress || t.LeaseUntil.IsZero() || json.Unmarshal(e.Data, &d) != nil {
@@ -349,7 +369,7 @@ func (s *State) applyTask(e *eventlog.Event) {
 	default:
 		return // a type from a newer spool: the task is unchanged
 	}
-	t.UpdatedAt = e.At
+	x.UpdatedAt = e.At
 }
 
 func (s *State) applyEntry(e *eventlog.Event) {
@@ -450,18 +470,19 @@ func (t *Task) unassign() {
 	if t.Status == StatusInProgress {
 		t.Status = StatusOpen
 	}
-	t.Assignee, t.LeaseUntil = "", time.Time{}
+	t.Detail().Assignee, t.LeaseUntil = "", time.Time{}
 }
 
 func (t *Task) setStatus(status string, at time.Time, reason string) {
+	x := t.Detail()
 	t.Status = status
 	if status == StatusClosed {
-		t.ClosedAt, t.CloseReason = at, reason
+		x.ClosedAt, x.CloseReason = at, reason
 	} else {
-		t.ClosedAt, t.CloseReason = time.Time{}, ""
+		x.ClosedAt, x.CloseReason = time.Time{}, ""
 	}
 	if status != StatusInProgress {
-		t.Assignee, t.LeaseUntil = "", time.Time{}
+		x.Assignee, t.LeaseUntil = "", time.Time{}
 	}
 }
 

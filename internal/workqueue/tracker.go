@@ -139,7 +139,7 @@ func sortTasks(ts []*Task) {
 func Candidates(ts []*Task) []Candidate {
 	out := make([]Candidate, len(ts))
 	for i, t := range ts {
-		out[i] = Candidate{ID: t.ID, Title: t.Title, Description: t.Description, Priority: t.Priority, IssueType: t.Type, Labels: t.Labels, CreatedAt: t.CreatedAt}
+		out[i] = Candidate{ID: t.ID, Title: t.Title, Priority: t.Priority, IssueType: t.Type, Labels: t.Labels, CreatedAt: t.CreatedAt}
 	}
 	return out
 }

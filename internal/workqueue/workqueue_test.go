@@ -355,7 +355,7 @@ func TestClaimRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.apply("a", t0.Add(time.Hour), drafts...)
-	if tk := w.s.Tasks[id]; tk.Status != StatusClosed || tk.CloseReason != "shipped" || w.s.History[id].Status != HistCompleted {
+	if tk := w.s.Tasks[id]; tk.Status != StatusClosed || tk.Detail().CloseReason != "shipped" || w.s.History[id].Status != HistCompleted {
 		t.Fatalf("after done: %+v %+v", tk, w.s.History[id])
 	}
 	if _, err := CloseTasks(w.s, []string{id}, ""); code(err) != "invalid_state_transition" {
