@@ -20,3 +20,8 @@ bench:
 # the demo on a throwaway repository
 demo:
     go run ./cmd/spool demo
+
+# the work queue on 10,000 tasks and 100,000 events: selection benchmarks, then whole-process medians
+bench-queue:
+    go test -run '^$' -bench . -benchtime 1s ./internal/workqueue/
+    d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./internal/benchqueue -spool "$d/spool" -runs 21; s=$?; rm -rf "$d"; exit $s

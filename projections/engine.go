@@ -48,6 +48,14 @@ type Spec struct {
 	Name    string
 	Version int // bump when the state format changes: old snapshots are rebuilt
 	New     func() Projection
+	// Amortize, when > 0, lets a command leave up to 1/Amortize of the events
+	// a projection has applied unsaved: its snapshot and files are rewritten
+	// only when more events than that arrived since the snapshot on disk (a
+	// rebuild always saves). For projections whose state grows with the log,
+	// so that a command costs O(new events) rather than O(state): commands
+	// catch up in memory from the older snapshot and see the same state; only
+	// the files on disk lag, by a bounded number of events.
+	Amortize int
 }
 
 // Engine keeps projections up to date with the log.
@@ -105,6 +113,7 @@ type item struct {
 	proj  Projection
 	cp    Checkpoint
 	dirty bool
+	saved int // events in the snapshot on disk; -1 when there is none
 }
 
 // ErrUnknownProjection names a projection nobody registered.
@@ -148,6 +157,7 @@ func (it *item) reset() {
 	it.proj = it.spec.New()
 	it.cp = Checkpoint{Name: it.spec.Name, Version: it.spec.Version, Marks: map[string]Mark{}}
 	it.dirty = true
+	it.saved = -1
 }
 
 func (en *Engine) snapshotPath(name string) string {
@@ -171,8 +181,23 @@ func (en *Engine) loadSnapshot(it *item) bool {
 	if p.UnmarshalState(body) != nil {
 		return false
 	}
-	it.proj, it.cp = p, cp
+	it.proj, it.cp, it.saved = p, cp, cp.Events
 	return true
+}
+
+// deferred reports whether an amortized projection may skip this save.
+func (it *item) deferred() bool {
+	return it.spec.Amortize > 0 && it.saved >= 0 && it.cp.Events-it.saved <= it.cp.Events/it.spec.Amortize
+}
+
+// NeedsSave reports whether Save would write anything.
+func (v *View) NeedsSave() bool {
+	for _, it := range v.items {
+		if it.dirty && !it.deferred() {
+			return true
+		}
+	}
+	return false
 }
 
 // Get returns the named projection of the view.
@@ -435,7 +460,7 @@ func (v *View) Save() error {
 	sweep(tmp)
 	dirs := map[string]bool{}
 	for _, it := range v.items {
-		if !it.dirty {
+		if !it.dirty || it.deferred() {
 			continue
 		}
 		files, err := it.proj.Files()
@@ -458,6 +483,7 @@ func (v *View) Save() error {
 		}
 		dirs[v.en.StateDir] = true
 		it.dirty = false
+		it.saved = it.cp.Events
 	}
 	names := make([]string, 0, len(dirs))
 	for d := range dirs {

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/spoolhq/spool/internal/repo"
@@ -21,8 +25,25 @@ var demoScript = [][]string{
 	{"append", "deploy.finished", "-s", "web", "-d", `{"version":"1.4.2","ok":true}`, "--idem", "deploy:web:1.4.2"},
 	{"log"},
 	{"status"},
+	// The work queue. $T1, $T2, ... are the ids of the tasks created so far.
+	{"task", "add", "Write the parser", "-p", "1", "-l", "automated"},
+	{"task", "add", "Document the parser", "--dep", "$T1"},
+	{"task", "add", "Tidy the README", "-p", "3"},
+	{"ready"},
+	{"next"},
+	{"fail", "$T1", "--error", "tests failing"},
+	{"next"},
+	{"fail", "$T1", "--error", "tests still failing"},
+	{"next"},
+	{"done", "$T3"},
+	{"history"},
+	{"stats"},
+	{"log", "-t", "task.*"},
 	{"verify"},
 }
+
+// demoCreated finds the id in spool task add's output.
+var demoCreated = regexp.MustCompile(`(?m)^created (\S+):`)
 
 func (c *DemoCmd) Run(e *env) error {
 	dir := c.Keep
@@ -40,11 +61,24 @@ func (c *DemoCmd) Run(e *env) error {
 		}
 	}
 	fmt.Fprintf(e.stdout, "# a throwaway git repository: %s\n", dir)
-	for _, args := range demoScript {
+	var ids []string
+	for _, step := range demoScript {
+		args := make([]string, len(step))
+		for i, a := range step {
+			args[i] = a
+			if n, err := strconv.Atoi(strings.TrimPrefix(a, "$T")); err == nil && strings.HasPrefix(a, "$T") && n >= 1 && n <= len(ids) {
+				args[i] = ids[n-1]
+			}
+		}
 		fmt.Fprintf(e.stdout, "\n$ spool %s\n", strings.Join(quoteArgs(args), " "))
 		full := append([]string{"-C", dir, "--actor", "demo@spool.invalid"}, args...)
-		if code := run(full, e.stdout, e.stdout); code != 0 {
+		var out bytes.Buffer
+		w := io.MultiWriter(e.stdout, &out)
+		if code := run(full, w, w); code != 0 {
 			return fmt.Errorf("demo step %q exited %d", strings.Join(args, " "), code)
+		}
+		if m := demoCreated.FindStringSubmatch(out.String()); m != nil {
+			ids = append(ids, m[1])
 		}
 	}
 	fmt.Fprintf(e.stdout, "\n# the log is in %s/.spool/events/, projections in %s/.spool/state/\n", dir, dir)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/alecthomas/kong"
@@ -26,6 +27,17 @@ type CLI struct {
 	Status      StatusCmd      `cmd:"" help:"Show the log and projections at a glance."`
 	Append      AppendCmd      `cmd:"" help:"Append an event of your own type (plumbing for scripts)."`
 	Log         LogCmd         `cmd:"" help:"Print events, oldest first."`
+	Task        TaskCmd        `cmd:"" help:"The task tracker: add, show, list, update, close, reopen, dep, comment."`
+	Ready       ReadyCmd       `cmd:"" help:"List open tasks nothing blocks, most urgent first."`
+	Next        NextCmd        `cmd:"" help:"Claim the most urgent eligible task under a lease."`
+	Heartbeat   HeartbeatCmd   `cmd:"" help:"Extend the lease of a task you claimed."`
+	Done        DoneCmd        `cmd:"" help:"Record a successful attempt and close the task."`
+	Fail        FailCmd        `cmd:"" help:"Record a failed attempt (backoff, abandonment or Blocked)."`
+	Retry       RetryCmd       `cmd:"" help:"Put an abandoned, blocked or failed task back, attempts reset."`
+	Block       BlockCmd       `cmd:"" help:"Mark a task Blocked by hand."`
+	Unblock     UnblockCmd     `cmd:"" help:"Clear Blocked."`
+	History     HistoryCmd     `cmd:"" help:"The queue's history: attempts, last error, next eligible time."`
+	Stats       StatsCmd       `cmd:"" help:"Count the queue: completed, failed, in backoff, abandoned, blocked, ready."`
 	Config      ConfigCmd      `cmd:"" help:"Read and change .spool/config.json."`
 	Replay      ReplayCmd      `cmd:"" help:"Rebuild every projection from the log."`
 	Verify      VerifyCmd      `cmd:"" help:"Check the log and that projections equal a fresh replay."`
@@ -55,6 +67,12 @@ type env struct {
 }
 
 func main() {
+	// A command lives for milliseconds and decodes a few megabytes of
+	// snapshot: collecting garbage along the way only slows it down. Long
+	// commands (log --follow) still collect, once the heap is 8x what is live.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(800)
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -37,8 +37,14 @@ func scriptParams(t *testing.T, dir string) testscript.Params {
 			"jsonerr":     cmdJSONErr,
 			"holdlock":    cmdHoldLock,
 			"releaselock": cmdReleaseLock,
+			"grab":        cmdGrab,
 		},
 		Setup: func(env *testscript.Env) error {
+			testdata, err := filepath.Abs(filepath.Join("..", "..", "testdata"))
+			if err != nil {
+				return err
+			}
+			env.Setenv("TESTDATA", testdata) // fixtures such as the fake bd
 			home := filepath.Join(env.WorkDir, ".home")
 			if err := os.MkdirAll(home, 0o755); err != nil {
 				return err
@@ -96,6 +102,25 @@ func cmdExit(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
+// cmdGrab sets an environment variable from the last command's stdout:
+//
+//	grab ID 'created (sp-[0-9a-z]+)'
+//
+// sets $ID to the first group of the first match (ids are hashes, so
+// scripts capture them rather than spell them out).
+func cmdGrab(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: grab VAR REGEXP")
+	}
+	re, err := regexp.Compile(args[1])
+	ts.Check(err)
+	m := re.FindStringSubmatch(ts.ReadFile("stdout"))
+	if len(m) < 2 {
+		ts.Fatalf("grab: %q does not match stdout", args[1])
+	}
+	ts.Setenv(args[0], m[1])
+}
+
 func scriptEnv(ts *testscript.TestScript) []string {
 	names := map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "WORK": true, "NO_COLOR": true}
 	for _, kv := range os.Environ() {
@@ -105,7 +130,8 @@ func scriptEnv(ts *testscript.TestScript) []string {
 		}
 	}
 	for _, k := range []string{"GIT_CONFIG_NOSYSTEM", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
-		"GIT_COMMITTER_EMAIL", "SPOOL_ACTOR", "SPOOL_NOW", "SPOOL_BIN"} {
+		"GIT_COMMITTER_EMAIL", "SPOOL_ACTOR", "SPOOL_NOW", "SPOOL_BIN",
+		"SPOOL_FAKEBD_LOG", "SPOOL_FAKEBD_READY", "SPOOL_FAKEBD_FAIL"} {
 		names[k] = true
 	}
 	var env []string

@@ -6,9 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // ErrNotGitRepo is returned when the directory is not inside a git work tree.
@@ -25,6 +28,9 @@ type Repo struct {
 
 // Discover resolves the repository containing dir.
 func Discover(ctx context.Context, dir string) (*Repo, error) {
+	if r, ok := discoverPlain(dir); ok {
+		return r, nil
+	}
 	out, err := Git(ctx, dir, "rev-parse", "--path-format=absolute",
 		"--is-bare-repository", "--show-toplevel", "--git-dir", "--git-common-dir")
 	if err != nil {
@@ -107,4 +113,64 @@ func Git(ctx context.Context, dir string, args ...string) (string, error) {
 		return stdout.String(), &GitError{Args: args, Stderr: stderr.String(), Err: err}
 	}
 	return stdout.String(), nil
+}
+
+// discoverPlain finds the common case without running git, which costs a
+// process per command: dir inside an ordinary clone, a .git directory at its
+// top, owned by us, with no setting that moves the work tree. Anything else
+// (worktrees, submodules, GIT_* variables, bare or relocated repositories)
+// reports false and Discover asks git.
+func discoverPlain(dir string) (*Repo, bool) {
+	for _, v := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"} {
+		if os.Getenv(v) != "" {
+			return nil, false
+		}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, false
+	}
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return nil, false
+	}
+	for p := abs; ; p = filepath.Dir(p) {
+		gitDir := filepath.Join(p, ".git")
+		st, err := os.Lstat(gitDir)
+		switch {
+		case err == nil && st.IsDir():
+			if !plainGitDir(gitDir, st) {
+				return nil, false
+			}
+			return &Repo{Root: p, WorkTree: p, GitDir: gitDir, CommonDir: gitDir}, true
+		case err == nil || !errors.Is(err, fs.ErrNotExist):
+			return nil, false // a .git file (worktree, submodule) or an error: ask git
+		}
+		if _, err := os.Stat(filepath.Join(p, "HEAD")); err == nil {
+			return nil, false // maybe a bare repository or a git dir itself
+		}
+		if filepath.Dir(p) == p {
+			return nil, false
+		}
+	}
+}
+
+// plainGitDir checks that gitDir is an ordinary repository of ours.
+func plainGitDir(gitDir string, st fs.FileInfo) bool {
+	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || int(sys.Uid) != os.Getuid() {
+		return false // git's safe.directory rules decide
+	}
+	if _, err := os.Stat(filepath.Join(gitDir, "HEAD")); err != nil {
+		return false
+	}
+	if _, err := os.Stat(filepath.Join(gitDir, "commondir")); err == nil {
+		return false
+	}
+	cfg, err := os.ReadFile(filepath.Join(gitDir, "config"))
+	if err != nil {
+		return false
+	}
+	// core.worktree and core.bare move or remove the work tree.
+	lower := bytes.ToLower(cfg)
+	return !bytes.Contains(lower, []byte("worktree")) && !bytes.Contains(lower, []byte("bare = true")) &&
+		!bytes.Contains(lower, []byte("bare=true"))
 }

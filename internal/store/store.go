@@ -16,6 +16,7 @@ import (
 	"github.com/spoolhq/spool/internal/config"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/repo"
+	"github.com/spoolhq/spool/internal/workqueue"
 	"github.com/spoolhq/spool/projections"
 )
 
@@ -25,6 +26,9 @@ var ErrNotInitialized = errors.New("spool is not initialized in this repository"
 // Specs are all projections, in the order they are replayed and reported.
 var Specs = []projections.Spec{
 	projections.StatsSpec,
+	workqueue.Spec,
+	workqueue.QueueSpec,
+	workqueue.IDsSpec,
 }
 
 // ReservedPrefixes are event namespaces only spool's own commands append.
@@ -77,7 +81,8 @@ func OpenRepo(r *repo.Repo, warn func(string)) (*Store, error) {
 }
 
 // Read returns the named projections up to date. Reading needs no lock; the
-// lock is taken only to persist projections that were behind.
+// lock is taken only to persist projections that were behind (amortized
+// projections catch up in memory until their save is due).
 func (s *Store) Read(ctx context.Context, names ...string) (*projections.View, error) {
 	v, err := s.Engine.Open(names...)
 	if err != nil {
@@ -85,6 +90,9 @@ func (s *Store) Read(ctx context.Context, names ...string) (*projections.View, e
 	}
 	stale, err := v.Stale()
 	if err != nil || !stale {
+		return v, err
+	}
+	if _, err := v.CatchUp(ctx); err != nil || !v.NeedsSave() {
 		return v, err
 	}
 	sess, err := s.Log.Begin(ctx)

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/store"
+	"github.com/spoolhq/spool/internal/workqueue"
+)
+
+// These tests run real spool processes side by side, as workers would.
+
+// spoolBinary builds spool into the test's temp dir, for tests that run
+// separate processes.
+func spoolBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "spool")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// queueRepo makes a spool repository holding n open tasks, appended in-process.
+func queueRepo(t *testing.T, bin string, n int) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, args := range [][]string{{"git", "init", "-q", "-b", "main"}, {bin, "init"}} {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	st, err := store.Open(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var drafts []eventlog.Draft
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("sp-%04d", i)
+		drafts = append(drafts, eventlog.Draft{Type: workqueue.TypeCreated, Subject: id,
+			Data: workqueue.CreatedData{Title: "task " + id, Priority: i % 5, IssueType: "task"}})
+	}
+	at := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
+	if _, err := st.Log.Append(context.Background(), at, "setup", drafts, eventlog.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func spoolCmd(bin, dir string, env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	return cmd
+}
+
+// Eight workers call next in a loop against 200 tasks: every task is claimed
+// exactly once, because each claim is decided under the log's lock.
+func TestConcurrentNextClaimsEachTaskOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs ~200 processes")
+	}
+	bin := spoolBinary(t)
+	const tasks, workers = 200, 8
+	dir := queueRepo(t, bin, tasks)
+	var mu sync.Mutex
+	claims := map[string][]string{}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(worker string) {
+			defer wg.Done()
+			for {
+				out, err := spoolCmd(bin, dir, []string{"SPOOL_NOW="}, "--actor", worker, "--json", "next").Output()
+				if err != nil {
+					errs <- fmt.Errorf("%s: next: %v", worker, err)
+					return
+				}
+				if strings.TrimSpace(string(out)) == "null" {
+					return
+				}
+				var got struct{ ID, Worker string }
+				if err := json.Unmarshal(out, &got); err != nil || got.ID == "" {
+					errs <- fmt.Errorf("%s: bad output %q", worker, out)
+					return
+				}
+				mu.Lock()
+				claims[got.ID] = append(claims[got.ID], worker)
+				mu.Unlock()
+			}
+		}(fmt.Sprint("worker-", w))
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if len(claims) != tasks {
+		t.Errorf("%d tasks claimed, want %d", len(claims), tasks)
+	}
+	for id, by := range claims {
+		if len(by) != 1 {
+			t.Errorf("%s claimed %d times, by %v", id, len(by), by)
+		}
+	}
+	out, err := spoolCmd(bin, dir, nil, "log", "--json", "-t", "task.claimed").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(out, []byte("\n")); n != tasks {
+		t.Errorf("%d task.claimed events in the log, want %d", n, tasks)
+	}
+	if out, err := spoolCmd(bin, dir, nil, "verify").CombinedOutput(); err != nil {
+		t.Errorf("verify: %v\n%s", err, out)
+	}
+}
+
+// A worker killed mid-task holds its claim until the lease runs out; then
+// the task comes back and the lost attempt is counted.
+func TestKilledWorkerTaskReturnsAfterLease(t *testing.T) {
+	bin := spoolBinary(t)
+	dir := queueRepo(t, bin, 1)
+	claimed := filepath.Join(t.TempDir(), "claimed.json")
+	at := func(d time.Duration) []string {
+		return []string{"SPOOL_NOW=" + time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC).Add(d).Format(time.RFC3339)}
+	}
+	if out, err := spoolCmd(bin, dir, nil, "config", "set", "workqueue.lease", "30m").CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// The worker claims, then works (sleeps) until it is killed.
+	worker := exec.Command("sh", "-c", `"$0" -C "$1" --actor doomed --json next > "$2" && exec sleep 60`, bin, dir, claimed)
+	worker.Env = append(os.Environ(), at(0)...)
+	worker.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := worker.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, _ := os.ReadFile(claimed); bytes.Contains(b, []byte(`"sp-0000"`)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the worker never claimed its task")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	syscall.Kill(-worker.Process.Pid, syscall.SIGKILL)
+	worker.Wait()
+
+	// Within the lease nobody else gets it.
+	out, err := spoolCmd(bin, dir, at(29*time.Minute), "--actor", "rescuer", "--json", "next").Output()
+	if err != nil || strings.TrimSpace(string(out)) != "null" {
+		t.Fatalf("within the lease: %s %v", out, err)
+	}
+	// After it, the task returns with the attempt counted.
+	out, err = spoolCmd(bin, dir, at(30*time.Minute), "--json", "history", "sp-0000").Output()
+	if err != nil || !bytes.Contains(out, []byte(`"last_error": "lease expired"`)) || !bytes.Contains(out, []byte(`"status": "failed"`)) {
+		t.Fatalf("history after the lease: %s %v", out, err)
+	}
+	out, err = spoolCmd(bin, dir, at(31*time.Minute), "--actor", "rescuer", "--json", "next").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		ID      string
+		Attempt int
+	}
+	if json.Unmarshal(out, &got); got.ID != "sp-0000" || got.Attempt != 2 {
+		t.Fatalf("after the lease: %s", out)
+	}
+	out, _ = spoolCmd(bin, dir, nil, "log", "-t", "task.lease_expired").Output()
+	if !bytes.Contains(out, []byte(`"worker":"doomed"`)) {
+		t.Fatalf("no task.lease_expired for the dead worker:\n%s", out)
+	}
+}

@@ -1,0 +1,197 @@
+// Command benchqueue builds a repository with a large work queue (10,000
+// tasks and 100,000 events by default) and times whole spool processes on
+// it, reporting the median of several runs. `just bench-queue` runs it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/store"
+	"github.com/spoolhq/spool/internal/workqueue"
+)
+
+func main() {
+	bin := flag.String("spool", "", "the spool binary to time (required)")
+	tasks := flag.Int("tasks", 10_000, "tasks to create")
+	events := flag.Int("events", 100_000, "events in the log, task.created included")
+	runs := flag.Int("runs", 21, "runs per command")
+	keep := flag.String("dir", "", "build the repository here (default: a temp dir, removed after)")
+	flag.Parse()
+	if *bin == "" {
+		fmt.Fprintln(os.Stderr, "benchqueue: -spool BIN is required")
+		os.Exit(2)
+	}
+	if err := run(*bin, *tasks, *events, *runs, *keep); err != nil {
+		fmt.Fprintln(os.Stderr, "benchqueue:", err)
+		os.Exit(1)
+	}
+}
+
+func run(bin string, nTasks, nEvents, runs int, dir string) error {
+	var err error
+	if bin, err = filepath.Abs(bin); err != nil {
+		return err
+	}
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "spool-bench-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
+	env := append(os.Environ(), "SPOOL_ACTOR=bench@spool.invalid", "SPOOL_NOW=")
+	sh := func(name string, args ...string) error {
+		cmd := exec.Command(name, args...)
+		cmd.Dir, cmd.Env = dir, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s %v: %v\n%s", name, args, err, out)
+		}
+		return nil
+	}
+	if err := sh("git", "init", "-q"); err != nil {
+		return err
+	}
+	if err := sh(bin, "init"); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := generate(dir, nTasks, nEvents); err != nil {
+		return err
+	}
+	if err := sh(bin, "replay"); err != nil {
+		return err
+	}
+	fmt.Printf("dataset: %d tasks, %d events in %s (built in %s)\n", nTasks, nEvents, dir, time.Since(start).Round(time.Millisecond))
+	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Printf("load average: %s", load)
+	}
+	for _, c := range [][]string{
+		{"version"}, // the floor: starting the binary and parsing the command line
+		{"ready", "--json"},
+		{"ready", "--json", "--limit", "0"},
+		{"next", "--json"},
+		{"task", "add", "benchmark task", "-p", "1"},
+		{"history", "--json"},
+		{"stats", "--json"},
+	} {
+		var times, cpu []time.Duration
+		for i := 0; i < runs; i++ {
+			cmd := exec.Command(bin, c...)
+			cmd.Dir, cmd.Env = dir, env
+			t0 := time.Now()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("spool %v: %v\n%.2000s", c, err, out)
+			}
+			times = append(times, time.Since(t0))
+			cpu = append(cpu, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+		}
+		slices.Sort(times)
+		slices.Sort(cpu)
+		// Wall time is what a user waits; CPU time (user+system) shows the
+		// work itself when other processes share the machine.
+		fmt.Printf("spool %-34s wall median %6.1f ms (min %6.1f, max %6.1f)  cpu median %6.1f ms  (%d runs)\n",
+			fmt.Sprint(c), ms(times[len(times)/2]), ms(times[0]), ms(times[len(times)-1]), ms(cpu[len(cpu)/2]), runs)
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// generate appends the dataset straight through the event log: nTasks
+// task.created, then updates, comments, dependencies and queue attempts
+// until there are nEvents events.
+func generate(dir string, nTasks, nEvents int) error {
+	ctx := context.Background()
+	st, err := store.Open(ctx, dir, nil)
+	if err != nil {
+		return err
+	}
+	sess, err := st.Log.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ids := make([]string, nTasks)
+	taken := map[string]bool{}
+	var batch []eventlog.Draft
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		_, err := sess.Append(at, "bench@spool.invalid", batch, eventlog.AppendOptions{})
+		batch = batch[:0]
+		at = at.Add(time.Second)
+		return err
+	}
+	add := func(d eventlog.Draft) error {
+		batch = append(batch, d)
+		if len(batch) == 5000 {
+			return flush()
+		}
+		return nil
+	}
+	labels := []string{"automated", "backend", "frontend", "infra", "docs"}
+	for i := range ids {
+		title := "task number " + strconv.Itoa(i)
+		id := workqueue.NewID("sp", sess.Writer(), title, at, i, func(id string) bool { return taken[id] })
+		taken[id], ids[i] = true, id
+		d := workqueue.CreatedData{Title: title, Description: "Generated for the work-queue benchmark; it has a description of a typical length.",
+			Priority: i % 5, IssueType: "task", Labels: []string{labels[i%len(labels)]}}
+		if i > 0 && i%10 == 0 {
+			d.Deps = []string{ids[i-1]}
+		}
+		if err := add(eventlog.Draft{Type: workqueue.TypeCreated, Subject: id, Data: d}); err != nil {
+			return err
+		}
+	}
+	lease := at.Add(24 * 365 * time.Hour)
+	for n, i := nTasks, 0; n < nEvents; i++ {
+		id := ids[i%nTasks]
+		var drafts []eventlog.Draft
+		switch i % 6 {
+		case 0:
+			drafts = []eventlog.Draft{{Type: workqueue.TypeCommented, Subject: id, Data: workqueue.CommentData{Text: "a note on progress"}}}
+		case 1:
+			p := (i / 7) % 5
+			drafts = []eventlog.Draft{{Type: workqueue.TypeUpdated, Subject: id, Data: workqueue.UpdatedData{Priority: &p}}}
+		case 2, 3:
+			drafts = []eventlog.Draft{
+				{Type: workqueue.TypeClaimed, Subject: id, Data: workqueue.ClaimedData{Attempt: 1, Worker: "w", LeaseUntil: lease, Source: "native"}},
+				{Type: workqueue.TypeFailed, Subject: id, Data: workqueue.FailedData{Attempt: 1, Error: "tests failed"}},
+				{Type: workqueue.TypeRetried, Subject: id, Data: workqueue.RetriedData{PreviousStatus: "failed", PreviousAttempts: 1}},
+			}
+		case 4:
+			if (i/6)%4 == 0 { // a quarter of these tasks get done
+				drafts = []eventlog.Draft{
+					{Type: workqueue.TypeClaimed, Subject: id, Data: workqueue.ClaimedData{Attempt: 1, Worker: "w", LeaseUntil: lease, Source: "native"}},
+					{Type: workqueue.TypeSucceeded, Subject: id, Data: workqueue.AttemptData{Attempt: 1}},
+					{Type: workqueue.TypeClosed, Subject: id, Data: workqueue.ClosedData{Reason: "done"}},
+				}
+			} else {
+				l := "reviewed"
+				drafts = []eventlog.Draft{{Type: workqueue.TypeUpdated, Subject: id, Data: workqueue.UpdatedData{AddLabels: []string{l}}}}
+			}
+		case 5:
+			drafts = []eventlog.Draft{{Type: workqueue.TypeCommented, Subject: id, Data: workqueue.CommentData{Text: "another note"}}}
+		}
+		for _, d := range drafts {
+			if n >= nEvents {
+				break
+			}
+			if err := add(d); err != nil {
+				return err
+			}
+			n++
+		}
+	}
+	return flush()
+}

@@ -1,0 +1,537 @@
+package workqueue
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
+)
+
+// The Decide functions are pure: state, command and clock in, events or a
+// typed error out. A returned error means nothing is appended.
+
+// NewTask is spool task add.
+type NewTask struct {
+	Title       string
+	Description string
+	Priority    int
+	Type        string
+	Labels      []string
+	Deps        []string
+	Parent      string
+}
+
+// ValidateLabel refuses labels people cannot type back: empty, whitespace or commas.
+func ValidateLabel(l string) error {
+	if l == "" || strings.ContainsFunc(l, func(r rune) bool { return unicode.IsSpace(r) || r == ',' }) {
+		return fault.New(fault.Usage, "invalid_label", nil,
+			fmt.Sprintf("label %q must be non-empty, without whitespace or commas", l), "label", l)
+	}
+	return nil
+}
+
+func validatePriority(p int) error {
+	if p < 0 || p > MaxPriority {
+		return fault.New(fault.Usage, "invalid_priority", nil, fmt.Sprintf("priority must be 0 (most urgent) to 4, got %d", p), "priority", p)
+	}
+	return nil
+}
+
+func validateLabels(labels ...[]string) error {
+	for _, ls := range labels {
+		for _, l := range ls {
+			if err := ValidateLabel(l); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Validate checks a new task's fields (usage errors).
+func (n *NewTask) Validate() error {
+	n.Title = strings.TrimSpace(n.Title)
+	if n.Title == "" {
+		return fault.Usagef("empty_title", "a task needs a non-empty title")
+	}
+	if err := validatePriority(n.Priority); err != nil {
+		return err
+	}
+	if n.Type == "" {
+		n.Type = "task"
+	}
+	if !slices.Contains(IssueTypes, n.Type) {
+		return fault.New(fault.Usage, "invalid_type", nil, fmt.Sprintf("type must be one of %s, got %q", strings.Join(IssueTypes, ", "), n.Type), "type", n.Type)
+	}
+	return validateLabels(n.Labels)
+}
+
+// AddTask creates a task with a fresh id derived from the writer.
+func AddTask(s TaskIndex, n NewTask, prefix, writer string, now time.Time) (eventlog.Draft, string, error) {
+	if err := n.Validate(); err != nil {
+		return eventlog.Draft{}, "", err
+	}
+	if !ValidPrefix(prefix) {
+		return eventlog.Draft{}, "", fault.New(fault.Usage, "invalid_config_value", nil,
+			fmt.Sprintf("ids.prefix %q must be 1-16 lowercase letters and digits, starting with a letter", prefix), "key", "ids.prefix")
+	}
+	for _, id := range append(slices.Clone(n.Deps), n.Parent) {
+		if id != "" && !s.HasTask(id) {
+			return eventlog.Draft{}, "", fault.NotFound("task", id)
+		}
+	}
+	id := NewID(prefix, writer, n.Title, now, s.TaskCount(), s.HasTask)
+	deps := slices.Clone(n.Deps)
+	sort.Strings(deps)
+	d := CreatedData{Title: n.Title, Description: n.Description, Priority: n.Priority, IssueType: n.Type,
+		Labels: normLabels(n.Labels), Parent: n.Parent, Deps: slices.Compact(deps)}
+	return eventlog.Draft{Type: TypeCreated, Subject: id, Data: d}, id, nil
+}
+
+func (s *State) task(id string) (*Task, error) {
+	t := s.Tasks[id]
+	if t == nil {
+		return nil, fault.NotFound("task", id)
+	}
+	return t, nil
+}
+
+// Update is spool task update; nil fields are left alone.
+type Update struct {
+	Title        *string
+	Description  *string
+	Priority     *int
+	Status       *string
+	AddLabels    []string
+	RemoveLabels []string
+}
+
+// Statuses spool task update accepts.
+var Statuses = []string{StatusOpen, StatusInProgress, StatusDeferred, StatusClosed}
+
+// Validate checks an update's fields (usage errors).
+func (u *Update) Validate() error {
+	if u.Title != nil {
+		title := strings.TrimSpace(*u.Title)
+		if title == "" {
+			return fault.Usagef("empty_title", "a task needs a non-empty title")
+		}
+		u.Title = &title
+	}
+	if u.Priority != nil {
+		if err := validatePriority(*u.Priority); err != nil {
+			return err
+		}
+	}
+	if u.Status != nil && !slices.Contains(Statuses, *u.Status) {
+		return fault.New(fault.Usage, "invalid_status", nil,
+			fmt.Sprintf("status must be one of %s, got %q", strings.Join(Statuses, ", "), *u.Status), "status", *u.Status)
+	}
+	if err := validateLabels(u.AddLabels, u.RemoveLabels); err != nil {
+		return err
+	}
+	if u.Title == nil && u.Description == nil && u.Priority == nil && u.Status == nil && len(u.AddLabels)+len(u.RemoveLabels) == 0 {
+		return fault.Usagef("nothing_to_update", "give at least one of --title, -d, -p, --status, --add-label, --remove-label")
+	}
+	return nil
+}
+
+// UpdateTask changes a task's fields.
+func UpdateTask(s *State, id string, u Update) (eventlog.Draft, error) {
+	if err := u.Validate(); err != nil {
+		return eventlog.Draft{}, err
+	}
+	if _, err := s.task(id); err != nil {
+		return eventlog.Draft{}, err
+	}
+	d := UpdatedData{Title: u.Title, Description: u.Description, Priority: u.Priority, Status: u.Status,
+		AddLabels: normLabels(u.AddLabels), RemoveLabels: normLabels(u.RemoveLabels)}
+	return eventlog.Draft{Type: TypeUpdated, Subject: id, Data: d}, nil
+}
+
+func invalidTransition(id, msg string) error {
+	return fault.New(fault.Rejected, "invalid_state_transition", fault.ErrInvalidTransition, fmt.Sprintf("task %s: %s", id, msg), "id", id)
+}
+
+// CloseTasks closes every task or none.
+func CloseTasks(s *State, ids []string, reason string) ([]eventlog.Draft, error) {
+	var drafts []eventlog.Draft
+	seen := map[string]bool{}
+	for _, id := range ids {
+		t, err := s.task(id)
+		if err != nil {
+			return nil, err
+		}
+		if t.Status == StatusClosed || seen[id] {
+			return nil, invalidTransition(id, "already closed")
+		}
+		seen[id] = true
+		drafts = append(drafts, eventlog.Draft{Type: TypeClosed, Subject: id, Data: ClosedData{Reason: reason}})
+	}
+	return drafts, nil
+}
+
+// Reopen opens a closed task again.
+func Reopen(s *State, id string) (eventlog.Draft, error) {
+	t, err := s.task(id)
+	if err != nil {
+		return eventlog.Draft{}, err
+	}
+	if t.Status != StatusClosed {
+		return eventlog.Draft{}, invalidTransition(id, "is not closed")
+	}
+	return eventlog.Draft{Type: TypeReopened, Subject: id, Data: struct{}{}}, nil
+}
+
+// AddDep makes id wait for blocker; a cycle is refused.
+func AddDep(s *State, id, blocker string) (eventlog.Draft, error) {
+	t, err := s.task(id)
+	if err != nil {
+		return eventlog.Draft{}, err
+	}
+	if _, err := s.task(blocker); err != nil {
+		return eventlog.Draft{}, err
+	}
+	for _, d := range t.Blockers {
+		if d.ID == blocker {
+			return eventlog.Draft{}, fault.New(fault.Rejected, "dependency_exists", fault.ErrConflict,
+				fmt.Sprintf("%s already depends on %s", id, blocker), "id", id, "blocker", blocker)
+		}
+	}
+	if id == blocker || s.reaches(blocker, id) {
+		return eventlog.Draft{}, fault.New(fault.Rejected, "dependency_cycle", fault.ErrConflict,
+			fmt.Sprintf("%s cannot depend on %s: %s already waits for %s", id, blocker, blocker, id), "id", id, "blocker", blocker)
+	}
+	return eventlog.Draft{Type: TypeDepAdded, Subject: id, Data: DepData{Blocker: blocker}}, nil
+}
+
+// RemoveDep removes a dependency.
+func RemoveDep(s *State, id, blocker string) (eventlog.Draft, error) {
+	t, err := s.task(id)
+	if err != nil {
+		return eventlog.Draft{}, err
+	}
+	for _, d := range t.Blockers {
+		if d.ID == blocker {
+			return eventlog.Draft{Type: TypeDepRemoved, Subject: id, Data: DepData{Blocker: blocker}}, nil
+		}
+	}
+	return eventlog.Draft{}, fault.New(fault.Rejected, "not_found", fault.ErrNotFound,
+		fmt.Sprintf("%s does not depend on %s", id, blocker), "id", id, "blocker", blocker)
+}
+
+// AddComment notes text on a task.
+func AddComment(s *State, id, text string) (eventlog.Draft, error) {
+	if strings.TrimSpace(text) == "" {
+		return eventlog.Draft{}, fault.Usagef("empty_comment", "a comment needs text")
+	}
+	if _, err := s.task(id); err != nil {
+		return eventlog.Draft{}, err
+	}
+	return eventlog.Draft{Type: TypeCommented, Subject: id, Data: CommentData{Text: text}}, nil
+}
+
+// failure returns the events of a failed attempt of h (already counted
+// the claim) and its consequences under the policy.
+func failure(p Policy, h Entry, prio int, first eventlog.Draft, msg string, now time.Time) []eventlog.Draft {
+	drafts := []eventlog.Draft{first}
+	h.Failures++
+	out := p.AfterFailure(h, prio)
+	switch {
+	case out.Abandon:
+		drafts = append(drafts, eventlog.Draft{Type: TypeAbandoned, Subject: h.ID,
+			Data: AbandonedData{TaskID: h.ID, Attempts: h.Attempts, LastError: msg, MaxFailures: p.MaxFailures}})
+	case out.Block:
+		drafts = append(drafts, eventlog.Draft{Type: TypeBlocked, Subject: h.ID,
+			Data: BlockedData{TaskID: h.ID, TotalAttempts: h.Failures, LastFailureReason: msg}})
+	case out.DemoteTo >= 0:
+		drafts = append(drafts, eventlog.Draft{Type: TypeDemoted, Subject: h.ID,
+			Data: DemotedData{From: prio, To: out.DemoteTo, Failures: h.Failures}})
+	}
+	return drafts
+}
+
+// priorityOf is the task's current priority (native) or its priority at the claim.
+func (s *State) priorityOf(h Entry) int {
+	if t := s.Tasks[h.ID]; t != nil {
+		return t.Priority
+	}
+	return h.Priority
+}
+
+// Expire returns the events for every claim whose lease ran out by now, in id order.
+func Expire(s *State, p Policy, now time.Time) []eventlog.Draft {
+	var ids []string
+	for id, h := range s.History {
+		if h.Status == HistWorking && !now.Before(h.LeaseUntil) {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	var drafts []eventlog.Draft
+	for _, id := range ids {
+		h := *s.History[id]
+		first := eventlog.Draft{Type: TypeLeaseExpired, Subject: id,
+			Data: LeaseExpiredData{Attempt: h.Attempts, Worker: h.Worker, LeaseUntil: h.LeaseUntil}}
+		drafts = append(drafts, failure(p, h, s.priorityOf(h), first, LeaseExpiredError, now)...)
+	}
+	return drafts
+}
+
+// Overlay returns the tasks and entries drafts touch, copied from s with
+// the drafts applied, leaving s as it was: next decides its claim on the
+// state after the expiries it records. Lookups try the overlay first.
+func Overlay(s *State, drafts []eventlog.Draft, actor string, now time.Time) (*State, error) {
+	o := NewState()
+	for _, d := range drafts {
+		if t := s.Tasks[d.Subject]; t != nil && o.Tasks[d.Subject] == nil {
+			c := *t
+			c.Labels = slices.Clone(t.Labels)
+			o.Tasks[d.Subject] = &c
+		}
+		if h := s.History[d.Subject]; h != nil && o.History[d.Subject] == nil {
+			c := *h
+			o.History[d.Subject] = &c
+		}
+		data, err := json.Marshal(d.Data)
+		if err != nil {
+			return nil, err
+		}
+		if err := o.Apply(&eventlog.Event{Type: d.Type, Subject: d.Subject, Actor: actor, At: now, Data: data}); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+// layered looks tasks and entries up in the overlay, then in the base.
+type layered struct{ base, over *State }
+
+func (l layered) task(id string) *Task {
+	if t := l.over.Tasks[id]; t != nil {
+		return t
+	}
+	return l.base.Tasks[id]
+}
+
+func (l layered) entry(id string) *Entry {
+	if h := l.over.History[id]; h != nil {
+		return h
+	}
+	return l.base.History[id]
+}
+
+// Claim is what next decided.
+type Claim struct {
+	Task       Candidate `json:"task"`
+	Attempt    int       `json:"attempt"`
+	Worker     string    `json:"worker"`
+	LeaseUntil time.Time `json:"lease_until"`
+}
+
+// Next records expired leases, then claims the first eligible candidate for
+// worker. cands nil means the native tracker's ready tasks. A nil claim means
+// nothing is eligible (the expiries are still returned).
+func Next(s *State, cands []Candidate, native bool, p Policy, g Gate, worker, actor string, now time.Time) ([]eventlog.Draft, *Claim, error) {
+	drafts := Expire(s, p, now)
+	over, err := Overlay(s, drafts, actor, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	view := layered{s, over}
+	var c Candidate
+	if native {
+		var ok bool
+		if c, ok = view.firstEligible(p, g, now); !ok {
+			return drafts, nil, nil
+		}
+	} else {
+		eligible := p.Select(cands, view.entry, g, now, 1)
+		if len(eligible) == 0 {
+			return drafts, nil, nil
+		}
+		c = eligible[0]
+	}
+	attempt := 1
+	if h := view.entry(c.ID); h != nil {
+		attempt = h.Attempts + 1
+	}
+	claim := &Claim{Task: c, Attempt: attempt, Worker: worker, LeaseUntil: now.Add(p.Lease)}
+	source := SourceNative
+	if !native {
+		source = "external"
+	}
+	drafts = append(drafts, eventlog.Draft{Type: TypeClaimed, Subject: c.ID,
+		Data: ClaimedData{Attempt: attempt, Worker: worker, LeaseUntil: claim.LeaseUntil, Priority: c.Priority, Source: source}})
+	return drafts, claim, nil
+}
+
+// held returns the live claim of id held by actor.
+func held(s *State, p Policy, id, actor string, now time.Time) (Entry, error) {
+	h := s.History[id]
+	if h == nil {
+		if s.Tasks[id] == nil {
+			return Entry{}, fault.NotFound("task", id)
+		}
+		return Entry{}, notClaimed(id, "it was never claimed")
+	}
+	if h.Status != HistWorking {
+		return Entry{}, notClaimed(id, "it is "+h.Status)
+	}
+	if e := p.Effective(*h, now); e.Status != HistWorking {
+		return Entry{}, notClaimed(id, "its lease expired at "+h.LeaseUntil.Format(time.RFC3339))
+	}
+	if h.Actor != actor {
+		return Entry{}, fault.New(fault.Rejected, "unauthorized", fault.ErrUnauthorized,
+			fmt.Sprintf("task %s is claimed by %s, not %s", id, h.Actor, actor), "id", id, "claimant", h.Actor, "actor", actor)
+	}
+	return *h, nil
+}
+
+func notClaimed(id, why string) error {
+	return fault.New(fault.Rejected, "not_claimed", fault.ErrInvalidTransition,
+		fmt.Sprintf("task %s is not claimed: %s", id, why), "id", id)
+}
+
+// Heartbeat extends the lease of a claim the actor holds.
+func Heartbeat(s *State, p Policy, id, actor string, now time.Time) (eventlog.Draft, time.Time, error) {
+	if _, err := held(s, p, id, actor, now); err != nil {
+		return eventlog.Draft{}, time.Time{}, err
+	}
+	until := now.Add(p.Lease)
+	return eventlog.Draft{Type: TypeHeartbeat, Subject: id, Data: HeartbeatData{LeaseUntil: until}}, until, nil
+}
+
+// Done records a successful attempt (RecordSuccess); a native task is closed.
+func Done(s *State, p Policy, id, actor, reason string, now time.Time) ([]eventlog.Draft, error) {
+	h, err := held(s, p, id, actor, now)
+	if err != nil {
+		return nil, err
+	}
+	drafts := []eventlog.Draft{{Type: TypeSucceeded, Subject: id, Data: AttemptData{Attempt: h.Attempts}}}
+	if t := s.Tasks[id]; t != nil && t.Status != StatusClosed {
+		drafts = append(drafts, eventlog.Draft{Type: TypeClosed, Subject: id, Data: ClosedData{Reason: reason}})
+	}
+	return drafts, nil
+}
+
+// Fail records a failed attempt (RecordFailure) and the policy's consequences.
+func Fail(s *State, p Policy, id, actor, msg string, now time.Time) ([]eventlog.Draft, error) {
+	msg = strings.TrimSpace(msg)
+	if msg == "" {
+		return nil, fault.Usagef("empty_error", "--error needs a description of the failure")
+	}
+	h, err := held(s, p, id, actor, now)
+	if err != nil {
+		return nil, err
+	}
+	first := eventlog.Draft{Type: TypeFailed, Subject: id, Data: FailedData{Attempt: h.Attempts, Error: msg}}
+	return failure(p, h, s.priorityOf(h), first, msg, now), nil
+}
+
+// Retry puts an abandoned, blocked or failed task back to pending, attempts reset.
+func Retry(s *State, p Policy, id string, now time.Time) (eventlog.Draft, error) {
+	h := s.History[id]
+	if h == nil {
+		if s.Tasks[id] == nil {
+			return eventlog.Draft{}, fault.NotFound("task", id)
+		}
+		if s.Tasks[id].HasLabel(BlockedLabel) {
+			return eventlog.Draft{Type: TypeRetried, Subject: id, Data: RetriedData{PreviousStatus: HistBlocked}}, nil
+		}
+		return eventlog.Draft{}, invalidTransition(id, "has no failed attempts to retry")
+	}
+	e := p.Effective(*h, now)
+	status := e.Status
+	if e.Blocked {
+		status = HistBlocked
+	}
+	switch status {
+	case HistAbandoned, HistBlocked, HistFailed:
+		return eventlog.Draft{Type: TypeRetried, Subject: id, Data: RetriedData{PreviousStatus: status, PreviousAttempts: e.Attempts}}, nil
+	}
+	return eventlog.Draft{}, invalidTransition(id, "is "+status+"; only abandoned, blocked or failed tasks can be retried")
+}
+
+func (s *State) isBlocked(id string) bool {
+	if h := s.History[id]; h != nil && h.Blocked {
+		return true
+	}
+	t := s.Tasks[id]
+	return t != nil && t.HasLabel(BlockedLabel)
+}
+
+// Block marks a task Blocked by hand.
+func Block(s *State, id, reason string) (eventlog.Draft, error) {
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return eventlog.Draft{}, fault.Usagef("empty_reason", "--reason needs text")
+	}
+	h := s.History[id]
+	if h == nil && s.Tasks[id] == nil {
+		return eventlog.Draft{}, fault.NotFound("task", id)
+	}
+	if s.isBlocked(id) {
+		return eventlog.Draft{}, invalidTransition(id, "is already blocked")
+	}
+	d := BlockedData{TaskID: id, Reason: reason}
+	if h != nil {
+		d.TotalAttempts, d.LastFailureReason = h.Failures, h.LastError
+	}
+	return eventlog.Draft{Type: TypeBlocked, Subject: id, Data: d}, nil
+}
+
+// Unblock clears Blocked, optionally resetting the attempt counters.
+func Unblock(s *State, id string, reset bool) (eventlog.Draft, error) {
+	if s.History[id] == nil && s.Tasks[id] == nil {
+		return eventlog.Draft{}, fault.NotFound("task", id)
+	}
+	if !s.isBlocked(id) {
+		return eventlog.Draft{}, invalidTransition(id, "is not blocked")
+	}
+	return eventlog.Draft{Type: TypeUnblocked, Subject: id, Data: UnblockedData{ResetAttempts: reset}}, nil
+}
+
+// firstEligible is Select over the tracker's ready tasks without building
+// the candidate list: one pass that keeps the best task.
+func (l layered) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool) {
+	s := l.base
+	memo := map[string]bool{}
+	var best Candidate
+	found := false
+	for id, t := range s.Tasks {
+		if o := l.over.Tasks[id]; o != nil {
+			t = o
+		}
+		if s.EffectiveStatus(t, p, now) != StatusOpen || !g.admits(t.Labels) {
+			continue
+		}
+		c := Candidate{ID: t.ID, Priority: t.Priority, Labels: t.Labels, CreatedAt: t.CreatedAt, queuedAt: t.CreatedAt}
+		if found && !candidateLess(c, best) {
+			continue // a requeue only moves a task later: it cannot beat the best
+		}
+		h := l.entry(t.ID)
+		if h != nil {
+			if p.Skip(c, h, g, now) != "" {
+				continue
+			}
+			if e := p.Effective(*h, now); e.QueuedAt.After(c.queuedAt) {
+				c.queuedAt = e.QueuedAt
+			}
+		}
+		if found && !candidateLess(c, best) || s.blockedBy(t, memo, 0) {
+			continue
+		}
+		best, found = c, true
+	}
+	if found {
+		best = Candidates([]*Task{l.task(best.ID)})[0]
+	}
+	return best, found
+}

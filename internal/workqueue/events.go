@@ -1,0 +1,151 @@
+// Package workqueue is spool's task tracker and work queue (seeds 001 and
+// 004 §8–9): tasks with dependencies, a queue that hands out ready work under
+// leases, exponential or progressive backoff, abandonment and Blocked. Every
+// change is an event; State is the projection of those events, and the
+// Decide functions turn a command, the state and the clock into events.
+package workqueue
+
+import "time"
+
+// Event types. Every event's subject is the task id.
+const (
+	// The tracker.
+	TypeCreated    = "task.created"     // CreatedData
+	TypeUpdated    = "task.updated"     // UpdatedData
+	TypeClosed     = "task.closed"      // ClosedData
+	TypeReopened   = "task.reopened"    // {}
+	TypeDepAdded   = "task.dep_added"   // DepData
+	TypeDepRemoved = "task.dep_removed" // DepData
+	TypeCommented  = "task.commented"   // CommentData
+
+	// The queue.
+	TypeClaimed      = "task.claimed"       // ClaimedData
+	TypeHeartbeat    = "task.heartbeat"     // HeartbeatData
+	TypeSucceeded    = "task.succeeded"     // AttemptData
+	TypeFailed       = "task.failed"        // FailedData
+	TypeLeaseExpired = "task.lease_expired" // LeaseExpiredData
+	TypeDemoted      = "task.demoted"       // DemotedData
+	TypeAbandoned    = "task.abandoned"     // AbandonedData
+	TypeBlocked      = "task.blocked"       // BlockedData
+	TypeUnblocked    = "task.unblocked"     // UnblockedData
+	TypeRetried      = "task.retried"       // RetriedData
+)
+
+// CreatedData is a new task; its id is the event's subject.
+type CreatedData struct {
+	Title       string   `json:"title"`
+	Description string   `json:"description,omitempty"`
+	Priority    int      `json:"priority"`
+	IssueType   string   `json:"issue_type"`
+	Labels      []string `json:"labels,omitempty"`
+	Parent      string   `json:"parent,omitempty"`
+	Deps        []string `json:"deps,omitempty"` // blockers
+}
+
+// UpdatedData changes the fields that are set.
+type UpdatedData struct {
+	Title        *string  `json:"title,omitempty"`
+	Description  *string  `json:"description,omitempty"`
+	Priority     *int     `json:"priority,omitempty"`
+	Status       *string  `json:"status,omitempty"`
+	AddLabels    []string `json:"add_labels,omitempty"`
+	RemoveLabels []string `json:"remove_labels,omitempty"`
+}
+
+type ClosedData struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+type DepData struct {
+	Blocker string `json:"blocker"`
+}
+
+type CommentData struct {
+	Text string `json:"text"`
+}
+
+// ClaimedData hands a task to a worker until LeaseUntil.
+type ClaimedData struct {
+	Attempt    int       `json:"attempt"`
+	Worker     string    `json:"worker"`
+	LeaseUntil time.Time `json:"lease_until"`
+	Priority   int       `json:"priority"`
+	Source     string    `json:"source"`
+}
+
+type HeartbeatData struct {
+	LeaseUntil time.Time `json:"lease_until"`
+}
+
+type AttemptData struct {
+	Attempt int `json:"attempt"`
+}
+
+type FailedData struct {
+	Attempt int    `json:"attempt"`
+	Error   string `json:"error"`
+}
+
+// LeaseExpiredData is a claim whose lease ran out: a failed attempt dated at
+// the lease's end, whenever it was noticed.
+type LeaseExpiredData struct {
+	Attempt    int       `json:"attempt"`
+	Worker     string    `json:"worker"`
+	LeaseUntil time.Time `json:"lease_until"`
+}
+
+// DemotedData is the progressive policy lowering a task's priority.
+type DemotedData struct {
+	From     int `json:"from"`
+	To       int `json:"to"`
+	Failures int `json:"failures"`
+}
+
+// AbandonedData is seed 001's bead.abandoned.
+type AbandonedData struct {
+	TaskID      string `json:"task_id"`
+	Attempts    int    `json:"attempts"`
+	LastError   string `json:"last_error"`
+	MaxFailures int    `json:"max_failures"`
+}
+
+// BlockedData is seed 004's task.blocked.
+type BlockedData struct {
+	TaskID            string `json:"task_id"`
+	TotalAttempts     int    `json:"total_attempts"`
+	LastFailureReason string `json:"last_failure_reason"`
+	Reason            string `json:"reason,omitempty"` // given by hand
+}
+
+type UnblockedData struct {
+	ResetAttempts bool `json:"reset_attempts"`
+}
+
+type RetriedData struct {
+	PreviousStatus   string `json:"previous_status"`
+	PreviousAttempts int    `json:"previous_attempts"`
+}
+
+// BlockedLabel marks a Blocked task (seed 004 §9).
+const BlockedLabel = "blocked"
+
+// Tracker statuses.
+const (
+	StatusOpen       = "open"
+	StatusInProgress = "in_progress"
+	StatusDeferred   = "deferred"
+	StatusClosed     = "closed"
+)
+
+// Queue (history) statuses.
+const (
+	HistPending   = "pending"
+	HistWorking   = "working"
+	HistCompleted = "completed"
+	HistFailed    = "failed"
+	HistAbandoned = "abandoned"
+	HistBlocked   = "blocked"
+)
+
+// IssueTypes are the accepted task types.
+var IssueTypes = []string{"task", "bug", "feature", "epic", "chore"}

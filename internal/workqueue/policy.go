@@ -1,0 +1,303 @@
+package workqueue
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Policy names.
+const (
+	Exponential = "exponential" // seed 001
+	Progressive = "progressive" // seed 004 §8
+)
+
+// Policy is the queue's configuration, read once per command.
+type Policy struct {
+	Kind          string
+	Initial       time.Duration
+	Max           time.Duration
+	Multiplier    float64
+	MaxFailures   int // exponential only; 0 = unlimited
+	Lease         time.Duration
+	Label         string   // workqueue.label: required for next
+	ExcludeLabels []string // workqueue.exclude_labels
+}
+
+// DefaultPolicy is seed 001's configuration.
+func DefaultPolicy() Policy {
+	return Policy{Kind: Exponential, Initial: time.Minute, Max: time.Hour, Multiplier: 2, MaxFailures: 5, Lease: time.Hour}
+}
+
+// Backoff is how long a task waits after its attempts-th attempt failed:
+// nothing after the first, then initial·multiplier^(attempts-2), capped at max.
+func (p Policy) Backoff(attempts int) time.Duration {
+	if attempts <= 1 || p.Kind == Progressive {
+		return 0
+	}
+	wait := float64(p.Initial) * math.Pow(p.Multiplier, float64(attempts-2))
+	if wait >= float64(p.Max) || math.IsInf(wait, 0) || math.IsNaN(wait) {
+		return p.Max
+	}
+	return time.Duration(wait)
+}
+
+// Effective is the entry as it stands at now: a claim whose lease ran out is
+// a failed attempt ("lease expired") dated at the lease's end, with the
+// policy's consequences (abandoned, demoted, blocked) as next would record them.
+func (p Policy) Effective(h Entry, now time.Time) Entry {
+	if h.Status == HistWorking && !now.Before(h.LeaseUntil) {
+		h.Failures++
+		h.LastFailureAt, h.LastError = h.LeaseUntil, LeaseExpiredError
+		if h.Failures%2 == 0 {
+			h.QueuedAt = h.LeaseUntil
+		}
+		h.release(HistFailed)
+		switch out := p.AfterFailure(h, h.Priority); {
+		case out.Abandon:
+			h.Status = HistAbandoned
+		case out.Block:
+			h.Status, h.Blocked = HistBlocked, true
+		case out.DemoteTo >= 0:
+			h.Priority = out.DemoteTo
+		}
+	}
+	return h
+}
+
+// Outcome is what the policy does after a failed attempt.
+type Outcome struct {
+	Abandon  bool // exponential: max_failures reached
+	DemoteTo int  // progressive: the new priority, or -1
+	Block    bool // progressive: three failures at priority 4
+}
+
+// AfterFailure decides the consequences of a failure already counted in h
+// (h.Attempts claims, h.Failures failures) for a task at priority prio.
+// Progressive: every third failure lowers the priority by one, or, at
+// priority 4, blocks the task.
+func (p Policy) AfterFailure(h Entry, prio int) Outcome {
+	out := Outcome{DemoteTo: -1}
+	if p.Kind == Progressive {
+		if h.Failures > 0 && h.Failures%3 == 0 {
+			if prio < MaxPriority {
+				out.DemoteTo = prio + 1
+			} else {
+				out.Block = true
+			}
+		}
+		return out
+	}
+	out.Abandon = p.abandons(h)
+	return out
+}
+
+// MaxPriority is the least urgent priority.
+const MaxPriority = 4
+
+// NextEligible is when a failed entry may be claimed again (zero: now).
+func (p Policy) NextEligible(h Entry) time.Time {
+	if h.Status != HistFailed {
+		return time.Time{}
+	}
+	wait := p.Backoff(h.Attempts)
+	if wait == 0 {
+		return time.Time{}
+	}
+	return h.LastFailureAt.Add(wait)
+}
+
+// Why a candidate is not eligible; "" means eligible.
+const (
+	SkipCompleted = "completed"
+	SkipAbandoned = "abandoned"
+	SkipBlocked   = "blocked"
+	SkipWorking   = "claimed"
+	SkipBackoff   = "backoff"
+	SkipLabel     = "label"
+)
+
+// Gate is the label gating of one next: every label in Require, none in Exclude.
+type Gate struct {
+	Require []string
+	Exclude []string
+}
+
+// Gate combines the configured gating with a command's flags.
+func (p Policy) Gate(require, exclude []string) Gate {
+	g := Gate{Require: slices.Clone(require), Exclude: append(slices.Clone(p.ExcludeLabels), exclude...)}
+	if p.Label != "" && !slices.Contains(g.Require, p.Label) {
+		g.Require = append([]string{p.Label}, g.Require...)
+	}
+	return g
+}
+
+func (g Gate) admits(labels []string) bool {
+	for _, l := range g.Require {
+		if !slices.Contains(labels, l) {
+			return false
+		}
+	}
+	for _, l := range g.Exclude {
+		if slices.Contains(labels, l) {
+			return false
+		}
+	}
+	return !slices.Contains(labels, BlockedLabel)
+}
+
+// Candidate is ready work offered by a source (seed 001's Bead).
+type Candidate struct {
+	ID          string    `json:"id"`
+	Title       string    `json:"title"`
+	Description string    `json:"description,omitempty"`
+	Priority    int       `json:"priority"`
+	IssueType   string    `json:"issue_type"`
+	Labels      []string  `json:"labels,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	queuedAt    time.Time
+}
+
+// Skip says why the queue would not hand c out at now ("" if it would).
+func (p Policy) Skip(c Candidate, h *Entry, g Gate, now time.Time) string {
+	if !g.admits(c.Labels) {
+		return SkipLabel
+	}
+	if h == nil {
+		return ""
+	}
+	e := p.Effective(*h, now)
+	switch {
+	case e.Status == HistCompleted:
+		return SkipCompleted
+	case e.Status == HistAbandoned:
+		return SkipAbandoned
+	case e.Status == HistBlocked || e.Blocked:
+		return SkipBlocked
+	case e.Status == HistWorking:
+		return SkipWorking
+	case e.Status == HistFailed && p.abandons(e):
+		return SkipAbandoned
+	case e.Status == HistFailed && now.Before(p.NextEligible(e)):
+		return SkipBackoff
+	}
+	return ""
+}
+
+// Select filters candidates and orders the eligible ones by priority, then
+// queue time (creation, or the progressive policy's requeue), then id; at
+// most limit of them when limit > 0, all in no order when limit is Unsorted.
+func (p Policy) Select(cands []Candidate, entry func(id string) *Entry, g Gate, now time.Time, limit int) []Candidate {
+	var out []Candidate
+	for _, c := range cands {
+		h := entry(c.ID)
+		if p.Skip(c, h, g, now) != "" {
+			continue
+		}
+		c.queuedAt = c.CreatedAt
+		if h != nil {
+			if e := p.Effective(*h, now); e.QueuedAt.After(c.queuedAt) {
+				c.queuedAt = e.QueuedAt
+			}
+		}
+		out = append(out, c)
+	}
+	return topK(out, limit, candidateLess)
+}
+
+// candidateLess orders by priority, then queue time, then id.
+func candidateLess(a, b Candidate) bool {
+	if a.Priority != b.Priority {
+		return a.Priority < b.Priority
+	}
+	if !a.queuedAt.Equal(b.queuedAt) {
+		return a.queuedAt.Before(b.queuedAt)
+	}
+	return a.ID < b.ID
+}
+
+// HistoryView is an entry at a time, with when it may run again.
+func (p Policy) HistoryView(h Entry, now time.Time) EntryJSON {
+	e := p.Effective(h, now)
+	j := e.JSON()
+	if e.Status == HistFailed {
+		next := p.NextEligible(e)
+		if next.IsZero() {
+			next = e.LastFailureAt
+		}
+		j.NextEligibleAt = timePtr(next)
+	}
+	if e.Status == HistBlocked || e.Blocked {
+		j.Status = HistBlocked
+	}
+	return j
+}
+
+// Stats is seed 001's QueueStats, plus abandoned, blocked and working.
+type Stats struct {
+	TotalSeen      int `json:"total_seen"`
+	Completed      int `json:"completed"`
+	Failed         int `json:"failed"`
+	InBackoff      int `json:"in_backoff"`
+	Abandoned      int `json:"abandoned"`
+	Blocked        int `json:"blocked"`
+	Working        int `json:"working"`
+	CurrentlyReady int `json:"currently_ready"`
+}
+
+// Stats counts the history at now; ready is the number of eligible candidates.
+func (p Policy) Stats(history map[string]*Entry, ready int, now time.Time) Stats {
+	var s Stats
+	for _, h := range history {
+		e := p.Effective(*h, now)
+		s.TotalSeen++
+		switch {
+		case e.Status == HistBlocked || e.Blocked:
+			s.Blocked++
+		case e.Status == HistCompleted:
+			s.Completed++
+		case e.Status == HistAbandoned:
+			s.Abandoned++
+		case e.Status == HistWorking:
+			s.Working++
+		case e.Status == HistFailed:
+			s.Failed++
+			if now.Before(p.NextEligible(e)) {
+				s.InBackoff++
+			}
+		}
+	}
+	s.CurrentlyReady = ready
+	return s
+}
+
+func (p Policy) abandons(h Entry) bool {
+	return p.Kind != Progressive && p.MaxFailures > 0 && h.Attempts >= p.MaxFailures
+}
+
+// Lookup turns a history map into Select's lookup.
+func Lookup(history map[string]*Entry) func(string) *Entry {
+	return func(id string) *Entry { return history[id] }
+}
+
+// Wakeup is the earliest time after now at which something in the history
+// may become claimable: a backoff ending or a lease running out. Zero when
+// nothing is waiting. A worker with nothing to do can sleep until then
+// rather than poll (seed 001's daemon spun when all ready work was in backoff).
+func (p Policy) Wakeup(history map[string]*Entry, now time.Time) (time.Time, string) {
+	var at time.Time
+	var id string
+	for _, h := range history {
+		var t time.Time
+		switch e := p.Effective(*h, now); {
+		case e.Status == HistWorking:
+			t = e.LeaseUntil
+		case e.Status == HistFailed && !e.Blocked && !p.abandons(e):
+			t = p.NextEligible(e)
+		}
+		if t.After(now) && (at.IsZero() || t.Before(at) || t.Equal(at) && h.ID < id) {
+			at, id = t, h.ID
+		}
+	}
+	return at, id
+}

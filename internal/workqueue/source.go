@@ -1,0 +1,184 @@
+package workqueue
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/tidwall/gjson"
+)
+
+// Beads is an external source of ready work: bd or br. spool runs it with an
+// argv (never a shell string) on the agent's behalf (seed 004's trust
+// boundary); the queue's history, backoff and leases stay in spool's log.
+type Beads struct {
+	Kind string // bd or br
+	Bin  string // the binary; empty means Kind found on PATH
+	Dir  string // where it runs: the worktree
+}
+
+var (
+	// ErrSourceFailed is a bd/br command that failed.
+	ErrSourceFailed = errors.New("work source failed")
+	// ErrSourceParse is bd/br output that is not the expected JSON.
+	ErrSourceParse = errors.New("work source output is not valid")
+)
+
+func (b Beads) bin() (string, error) {
+	if b.Bin != "" {
+		return b.Bin, nil
+	}
+	path, err := exec.LookPath(b.Kind)
+	if err != nil {
+		return "", fault.New(fault.Environment, "source_failed", ErrSourceFailed,
+			fmt.Sprintf("%s not found on PATH; install it or set workqueue.source_bin", b.Kind), "source", b.Kind)
+	}
+	return path, nil
+}
+
+// Run runs one bd/br command and returns its stdout.
+func (b Beads) Run(ctx context.Context, args ...string) ([]byte, error) {
+	bin, err := b.bin()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = b.Dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return nil, fault.New(fault.Environment, "source_failed", fmt.Errorf("%w: %v", ErrSourceFailed, err),
+			fmt.Sprintf("%s %s failed: %s", b.Kind, strings.Join(args, " "), msg),
+			"source", b.Kind, "argv", append([]string{bin}, args...), "stderr", stderr.String())
+	}
+	return stdout.Bytes(), nil
+}
+
+// Ready runs `<bin> ready --json --limit 0 [--label L]...` and parses it.
+func (b Beads) Ready(ctx context.Context, labels []string) ([]Candidate, error) {
+	args := []string{"ready", "--json", "--limit", "0"}
+	for _, l := range labels {
+		args = append(args, "--label", l)
+	}
+	out, err := b.Run(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	cands, err := ParseReady(out)
+	if err != nil {
+		const limit = 4096
+		shown := out
+		if len(shown) > limit {
+			shown = shown[:limit]
+		}
+		return nil, fault.New(fault.Environment, "source_parse_error", fmt.Errorf("%w: %v", ErrSourceParse, err),
+			fmt.Sprintf("%s ready --json: %v", b.Kind, err), "source", b.Kind, "output", string(shown))
+	}
+	return cands, nil
+}
+
+// Close, LabelAdd, LabelRemove and SetPriority mirror done, block, unblock
+// and demotion in the source.
+func (b Beads) Close(ctx context.Context, id, reason string) error {
+	_, err := b.Run(ctx, "close", id, "--reason", reason)
+	return err
+}
+
+func (b Beads) LabelAdd(ctx context.Context, id, label string) error {
+	_, err := b.Run(ctx, "label", "add", id, label)
+	return err
+}
+
+func (b Beads) LabelRemove(ctx context.Context, id, label string) error {
+	_, err := b.Run(ctx, "label", "remove", id, label)
+	return err
+}
+
+func (b Beads) SetPriority(ctx context.Context, id string, priority int) error {
+	_, err := b.Run(ctx, "update", id, "--priority", strconv.Itoa(priority))
+	return err
+}
+
+// ParseReady reads bd/br ready --json: a bare array of issues, or an object
+// wrapping one (beads' {"schema_version":1,"items":[...]}). Unknown fields
+// are ignored; empty output is no work.
+func ParseReady(out []byte) ([]Candidate, error) {
+	trimmed := bytes.TrimSpace(out)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return nil, nil
+	}
+	if !gjson.ValidBytes(trimmed) {
+		return nil, errors.New("not valid JSON")
+	}
+	root := gjson.ParseBytes(trimmed)
+	list := root
+	if root.IsObject() {
+		list = gjson.Result{}
+		for _, key := range []string{"items", "issues", "data", "ready"} {
+			if v := root.Get(key); v.IsArray() {
+				list = v
+				break
+			}
+		}
+		if !list.IsArray() {
+			return nil, errors.New(`an object without an "items" array`)
+		}
+	}
+	if !list.IsArray() {
+		return nil, errors.New("neither an array nor an object")
+	}
+	var cands []Candidate
+	var perr error
+	list.ForEach(func(_, v gjson.Result) bool {
+		c, err := candidateOf(v)
+		if err != nil {
+			perr = fmt.Errorf("item %d: %w", len(cands), err)
+			return false
+		}
+		cands = append(cands, c)
+		return true
+	})
+	return cands, perr
+}
+
+func candidateOf(v gjson.Result) (Candidate, error) {
+	if !v.IsObject() {
+		return Candidate{}, errors.New("not an object")
+	}
+	id := v.Get("id")
+	if id.Type != gjson.String || id.Str == "" {
+		return Candidate{}, errors.New("no string id")
+	}
+	c := Candidate{ID: id.Str, Title: v.Get("title").String(), Description: v.Get("description").String(),
+		IssueType: v.Get("issue_type").String(), Priority: 2}
+	if p := v.Get("priority"); p.Exists() {
+		if p.Type != gjson.Number || p.Int() < 0 || p.Int() > MaxPriority {
+			return Candidate{}, fmt.Errorf("%s: priority %s is not 0-4", c.ID, p.Raw)
+		}
+		c.Priority = int(p.Int())
+	}
+	for _, l := range v.Get("labels").Array() {
+		if l.Type == gjson.String {
+			c.Labels = append(c.Labels, l.Str)
+		}
+	}
+	c.Labels = normLabels(c.Labels)
+	if at := v.Get("created_at"); at.Type == gjson.String {
+		t, err := time.Parse(time.RFC3339Nano, at.Str)
+		if err != nil {
+			return Candidate{}, fmt.Errorf("%s: created_at %q is not RFC 3339", c.ID, at.Str)
+		}
+		c.CreatedAt = t.UTC()
+	}
+	return c, nil
+}

@@ -1,0 +1,558 @@
+package workqueue
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/projections"
+)
+
+// Task is one task of the embedded tracker. The fields ready and next look
+// at are in Task itself; the rest (TaskDetail) is decoded from the snapshot
+// only when a command needs it: most commands never do, and decoding them
+// for 10,000 tasks would cost more than the command's real work.
+type Task struct {
+	ID         string
+	Title      string
+	Status     string
+	Priority   int
+	Type       string
+	Labels     []string // sorted, unique
+	CreatedAt  time.Time
+	Parent     string
+	Blockers   []Dep     // sorted by ID
+	LeaseUntil time.Time // while a claim holds it (in_progress)
+
+	detail    *TaskDetail // nil until Detail is called on a task read from a snapshot
+	rawDetail string      // the encoded detail, while detail is nil
+}
+
+// TaskDetail holds the fields few commands need.
+type TaskDetail struct {
+	Description string
+	Assignee    string
+	CreatedBy   string
+	UpdatedAt   time.Time
+	ClosedAt    time.Time
+	CloseReason string
+	Comments    []Comment
+}
+
+// Detail returns the task's detail, decoding it on first use.
+func (t *Task) Detail() *TaskDetail {
+	if t.detail == nil {
+		t.detail = decodeDetail(t.rawDetail)
+		t.rawDetail = ""
+	}
+	return t.detail
+}
+
+// Dep is a "blocks" dependency: the task waits for Blocker to close.
+type Dep struct {
+	ID string
+	At time.Time
+	By string
+}
+
+// Comment is a note on a task.
+type Comment struct {
+	Author string
+	Text   string
+	At     time.Time
+}
+
+// HasLabel reports whether the task carries label l. Tasks have a handful
+// of labels: a plain loop beats a binary search.
+func (t *Task) HasLabel(l string) bool {
+	for _, x := range t.Labels {
+		if x == l {
+			return true
+		}
+	}
+	return false
+}
+
+// Entry is the queue's history of one task (seed 001's BeadHistory), for
+// native tasks and for tasks of an external source alike.
+type Entry struct {
+	ID            string
+	Status        string // Hist*
+	Attempts      int    // claims, reset by retry and unblock --reset-attempts
+	Failures      int    // failed attempts (progressive policy's counter)
+	LastAttempt   time.Time
+	LastFailureAt time.Time
+	LastError     string
+	Worker        string
+	Actor         string // who claimed: only they may finish the attempt
+	LeaseUntil    time.Time
+	QueuedAt      time.Time // set when the progressive policy requeues
+	Priority      int       // priority at the claim, lowered by demotion
+	Blocked       bool
+}
+
+// State is what the Decide functions see: the tracker's tasks and the
+// queue's history. They are two projections ("tasks" and "queue"), so that a
+// command about tasks does not decode the history, and the other way round;
+// a command that needs one of them leaves the other nil.
+type State struct {
+	Tasks   map[string]*Task
+	History map[string]*Entry
+}
+
+// Projection names.
+const (
+	Name      = "tasks"   // the tracker: .spool/state/tasks.json
+	QueueName = "history" // the queue's history: .spool/state/history.json
+)
+
+// Their state grows with the number of tasks, so saves are amortized (see
+// projections.Spec.Amortize).
+var (
+	Spec      = projections.Spec{Name: Name, Version: 1, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
+	QueueSpec = projections.Spec{Name: QueueName, Version: 1, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
+)
+
+// TasksProjection folds the tracker's side of every event. Read from a
+// snapshot, its tasks are decoded in the background while the command goes
+// on (catching up, opening other projections); events applied meanwhile are
+// queued, and whether an id exists is answered from the snapshot's sorted id
+// list. State waits for the decoding.
+type TasksProjection struct {
+	s        *State
+	ids      []string          // the snapshot's ids, sorted, while decoding
+	decoding chan decodedTasks // nil once decoded
+	pending  []*eventlog.Event
+}
+
+type decodedTasks struct {
+	tasks map[string]*Task
+	err   error
+}
+
+// NewTasksProjection wraps a decoded state.
+func NewTasksProjection(s *State) *TasksProjection { return &TasksProjection{s: s} }
+
+// State waits for the snapshot's tasks and applies the queued events.
+func (p *TasksProjection) State() *State {
+	if p.decoding != nil {
+		d := <-p.decoding
+		if d.err != nil {
+			// UnmarshalState checked the records' checksum: damage here is a
+			// bug, and losing tasks silently would be worse.
+			panic(fmt.Sprintf("tasks snapshot: %v", d.err))
+		}
+		p.s.Tasks, p.ids, p.decoding = d.tasks, nil, nil
+		for _, e := range p.pending {
+			p.s.applyTask(e)
+		}
+		p.pending = nil
+	}
+	return p.s
+}
+
+func (p *TasksProjection) Apply(e *eventlog.Event) error {
+	if p.decoding != nil {
+		if isTaskEvent(e) {
+			p.pending = append(p.pending, e)
+		}
+		return nil
+	}
+	p.s.applyTask(e)
+	return nil
+}
+
+// HasTask reports whether a task exists, decoding nothing.
+func (p *TasksProjection) HasTask(id string) bool {
+	if p.decoding == nil {
+		return p.s.HasTask(id)
+	}
+	if _, ok := slices.BinarySearch(p.ids, id); ok {
+		return true
+	}
+	for _, e := range p.pending {
+		if e.Type == TypeCreated && e.Subject == id {
+			return true
+		}
+	}
+	return false
+}
+
+// TaskCount is how many tasks exist (about, while encoded: a duplicate
+// create in the queued events counts twice), decoding nothing.
+func (p *TasksProjection) TaskCount() int {
+	if p.decoding == nil {
+		return p.s.TaskCount()
+	}
+	n := len(p.ids)
+	for _, e := range p.pending {
+		if e.Type == TypeCreated {
+			n++
+		}
+	}
+	return n
+}
+
+// TaskIndex answers what spool task add needs to know.
+type TaskIndex interface {
+	HasTask(id string) bool
+	TaskCount() int
+}
+
+func (s *State) HasTask(id string) bool { return s.Tasks[id] != nil }
+func (s *State) TaskCount() int         { return len(s.Tasks) }
+
+// QueueProjection folds the queue's side of every event; like the tasks,
+// its snapshot is decoded in the background.
+type QueueProjection struct {
+	s        *State
+	decoding chan decodedHistory
+	pending  []*eventlog.Event
+}
+
+type decodedHistory struct {
+	history map[string]*Entry
+	err     error
+}
+
+// NewQueueProjection wraps a decoded state.
+func NewQueueProjection(s *State) *QueueProjection { return &QueueProjection{s: s} }
+
+// State waits for the snapshot's entries and applies the queued events.
+func (p *QueueProjection) State() *State {
+	if p.decoding != nil {
+		d := <-p.decoding
+		if d.err != nil {
+			panic(fmt.Sprintf("history snapshot: %v", d.err))
+		}
+		p.s.History, p.decoding = d.history, nil
+		for _, e := range p.pending {
+			p.s.applyEntry(e)
+		}
+		p.pending = nil
+	}
+	return p.s
+}
+
+func (p *QueueProjection) Apply(e *eventlog.Event) error {
+	if p.decoding != nil {
+		if isTaskEvent(e) {
+			p.pending = append(p.pending, e)
+		}
+		return nil
+	}
+	p.s.applyEntry(e)
+	return nil
+}
+
+// NewState returns an empty state.
+func NewState() *State {
+	return &State{Tasks: map[string]*Task{}, History: map[string]*Entry{}}
+}
+
+func (s *State) entry(id string) *Entry {
+	h := s.History[id]
+	if h == nil {
+		h = &Entry{ID: id, Status: HistPending}
+		s.History[id] = h
+	}
+	return h
+}
+
+// Apply folds one event into both sides. Unknown types and unusable data are skipped.
+func (s *State) Apply(e *eventlog.Event) error {
+	s.applyTask(e)
+	s.applyEntry(e)
+	return nil
+}
+
+func isTaskEvent(e *eventlog.Event) bool {
+	return e.Subject != "" && len(e.Type) > 5 && e.Type[:5] == "task."
+}
+
+func (s *State) applyTask(e *eventlog.Event) {
+	if !isTaskEvent(e) {
+		return
+	}
+	id := e.Subject
+	t := s.Tasks[id]
+	if e.Type == TypeCreated {
+		var d CreatedData
+		if t != nil || json.Unmarshal(e.Data, &d) != nil {
+			return // a duplicate id or bad data: the first create wins
+		}
+		t = &Task{ID: id, Title: d.Title, Status: StatusOpen, Priority: d.Priority, Type: d.IssueType,
+			Labels: normLabels(d.Labels), CreatedAt: e.At, Parent: d.Parent,
+			detail: &TaskDetail{Description: d.Description, CreatedBy: e.Actor, UpdatedAt: e.At}}
+		for _, b := range d.Deps {
+			t.addBlocker(Dep{ID: b, At: e.At, By: e.Actor})
+		}
+		s.Tasks[id] = t
+		return
+	}
+	if t == nil {
+		return
+	}
+	x := t.Detail()
+	switch e.Type {
+	case TypeUpdated:
+		var d UpdatedData
+		if json.Unmarshal(e.Data, &d) != nil {
+			return
+		}
+		if d.Title != nil {
+			t.Title = *d.Title
+		}
+		if d.Description != nil {
+			x.Description = *d.Description
+		}
+		if d.Priority != nil {
+			t.Priority = *d.Priority
+		}
+		if d.Status != nil {
+			t.setStatus(*d.Status, e.At, "")
+		}
+		t.Labels = normLabels(append(t.Labels, d.AddLabels...))
+		t.Labels = slices.DeleteFunc(t.Labels, func(l string) bool { return slices.Contains(d.RemoveLabels, l) })
+	case TypeClosed:
+		var d ClosedData
+		if json.Unmarshal(e.Data, &d) != nil {
+			return
+		}
+		t.setStatus(StatusClosed, e.At, d.Reason)
+	case TypeReopened:
+		t.setStatus(StatusOpen, e.At, "")
+	case TypeDepAdded, TypeDepRemoved:
+		var d DepData
+		if json.Unmarshal(e.Data, &d) != nil || d.Blocker == "" {
+			return
+		}
+		if e.Type == TypeDepAdded {
+			t.addBlocker(Dep{ID: d.Blocker, At: e.At, By: e.Actor})
+		} else {
+			t.Blockers = slices.DeleteFunc(t.Blockers, func(b Dep) bool { return b.ID == d.Blocker })
+		}
+	case TypeCommented:
+		var d CommentData
+		if json.Unmarshal(e.Data, &d) != nil {
+			return
+		}
+		x.Comments = append(x.Comments, Comment{Author: e.Actor, Text: d.Text, At: e.At})
+	case TypeClaimed:
+		var d ClaimedData
+		if json.Unmarshal(e.Data, &d) != nil {
+			return
+		}
+		t.Status, x.Assignee, t.LeaseUntil = StatusInProgress, d.Worker, d.LeaseUntil
+	case TypeHeartbeat:
+		var d HeartbeatData
+		if t.Status != StatusInProgress || t.LeaseUntil.IsZero() || json.Unmarshal(e.Data, &d) != nil {
+			return
+		}
+		t.LeaseUntil = d.LeaseUntil
+	case TypeSucceeded, TypeFailed, TypeLeaseExpired, TypeAbandoned:
+		t.unassign() // for a success, task.closed follows
+	case TypeDemoted:
+		var d DemotedData
+		if json.Unmarshal(e.Data, &d) != nil {
+			return
+		}
+		t.Priority = d.To
+	case TypeBlocked:
+		t.unassign()
+		t.Labels = normLabels(append(t.Labels, BlockedLabel))
+	case TypeUnblocked, TypeRetried:
+		t.Labels = slices.DeleteFunc(t.Labels, func(l string) bool { return l == BlockedLabel })
+	default:
+		return // a type from a newer spool: the task is unchanged
+	}
+	x.UpdatedAt = e.At
+}
+
+func (s *State) applyEntry(e *eventlog.Event) {
+	if !isTaskEvent(e) {
+		return
+	}
+	id := e.Subject
+	switch e.Type {
+	case TypeClosed:
+		if h := s.History[id]; h != nil && h.Status == HistWorking {
+			h.release(HistPending) // closed under a worker: the claim ends
+		}
+	case TypeReopened:
+		if h := s.History[id]; h != nil && h.Status == HistCompleted {
+			h.Status = HistPending
+		}
+	case TypeClaimed:
+		var d ClaimedData
+		if json.Unmarshal(e.Data, &d) != nil {
+			return
+		}
+		h := s.entry(id)
+		h.Status, h.Attempts, h.LastAttempt = HistWorking, d.Attempt, e.At
+		h.Worker, h.Actor, h.LeaseUntil, h.Priority = d.Worker, e.Actor, d.LeaseUntil, d.Priority
+	case TypeHeartbeat:
+		var d HeartbeatData
+		if h := s.History[id]; h != nil && h.Status == HistWorking && json.Unmarshal(e.Data, &d) == nil {
+			h.LeaseUntil = d.LeaseUntil
+		}
+	case TypeSucceeded:
+		h := s.entry(id)
+		h.release(HistCompleted)
+		h.LastError = ""
+	case TypeFailed, TypeLeaseExpired:
+		at, msg := e.At, ""
+		if e.Type == TypeFailed {
+			var d FailedData
+			if json.Unmarshal(e.Data, &d) != nil {
+				return
+			}
+			msg = d.Error
+		} else {
+			var d LeaseExpiredData
+			if json.Unmarshal(e.Data, &d) != nil {
+				return
+			}
+			at, msg = d.LeaseUntil, LeaseExpiredError
+		}
+		h := s.entry(id)
+		h.release(HistFailed)
+		h.Failures++
+		h.LastFailureAt, h.LastError = at, msg
+		if h.Failures%2 == 0 {
+			h.QueuedAt = at // progressive: even attempts go to the back of the queue
+		}
+	case TypeDemoted:
+		var d DemotedData
+		if json.Unmarshal(e.Data, &d) == nil {
+			s.entry(id).Priority = d.To
+		}
+	case TypeAbandoned:
+		s.entry(id).release(HistAbandoned)
+	case TypeBlocked:
+		var d BlockedData
+		if json.Unmarshal(e.Data, &d) != nil {
+			return
+		}
+		h := s.entry(id)
+		h.release(HistBlocked)
+		h.Blocked = true
+	case TypeUnblocked, TypeRetried:
+		reset := true
+		if e.Type == TypeUnblocked {
+			var d UnblockedData
+			if json.Unmarshal(e.Data, &d) != nil {
+				return
+			}
+			reset = d.ResetAttempts
+		}
+		h := s.entry(id)
+		h.release(HistPending)
+		h.Blocked = false
+		if reset {
+			h.Attempts, h.Failures, h.LastError = 0, 0, ""
+			h.LastFailureAt, h.QueuedAt = time.Time{}, time.Time{}
+		}
+	}
+}
+
+// LeaseExpiredError is the last_error of an attempt whose lease ran out.
+const LeaseExpiredError = "lease expired"
+
+func (h *Entry) release(status string) {
+	h.Status, h.Worker, h.Actor, h.LeaseUntil = status, "", "", time.Time{}
+}
+
+func (t *Task) unassign() {
+	if t.Status == StatusInProgress {
+		t.Status = StatusOpen
+	}
+	t.Detail().Assignee, t.LeaseUntil = "", time.Time{}
+}
+
+func (t *Task) setStatus(status string, at time.Time, reason string) {
+	x := t.Detail()
+	t.Status = status
+	if status == StatusClosed {
+		x.ClosedAt, x.CloseReason = at, reason
+	} else {
+		x.ClosedAt, x.CloseReason = time.Time{}, ""
+	}
+	if status != StatusInProgress {
+		x.Assignee, t.LeaseUntil = "", time.Time{}
+	}
+}
+
+func (t *Task) addBlocker(d Dep) {
+	i, found := slices.BinarySearchFunc(t.Blockers, d.ID, func(a Dep, id string) int { return cmpString(a.ID, id) })
+	if !found && d.ID != t.ID {
+		t.Blockers = slices.Insert(t.Blockers, i, d)
+	}
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func normLabels(labels []string) []string {
+	out := slices.Clone(labels)
+	sort.Strings(out)
+	out = slices.Compact(out)
+	out = slices.DeleteFunc(out, func(l string) bool { return l == "" })
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// SortedIDs returns the task ids in order.
+func (s *State) SortedIDs() []string {
+	ids := make([]string, 0, len(s.Tasks))
+	for id := range s.Tasks {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Files renders tasks.json (beads' shape, by id).
+func (p *TasksProjection) Files() ([]projections.File, error) {
+	s := p.State()
+	ids := s.SortedIDs()
+	tasks := make([]TaskJSON, 0, len(ids))
+	for _, id := range ids {
+		tasks = append(tasks, s.Tasks[id].JSON(false))
+	}
+	b, err := marshalIndent(tasks)
+	return []projections.File{{Path: ".spool/state/tasks.json", Data: b}}, err
+}
+
+// Files renders history.json, by id.
+func (p *QueueProjection) Files() ([]projections.File, error) {
+	s := p.State()
+	ids := make([]string, 0, len(s.History))
+	for id := range s.History {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	hist := make([]EntryJSON, 0, len(ids))
+	for _, id := range ids {
+		hist = append(hist, s.History[id].JSON())
+	}
+	b, err := marshalIndent(hist)
+	return []projections.File{{Path: ".spool/state/history.json", Data: b}}, err
+}
+
+func marshalIndent(v any) ([]byte, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	return append(b, '\n'), err
+}

@@ -1,0 +1,624 @@
+package workqueue
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/projections"
+)
+
+var t0 = time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+
+// world folds drafts the way the log would, numbering events.
+type world struct {
+	t   *testing.T
+	s   *State
+	seq uint64
+	log []eventlog.Event
+}
+
+func newWorld(t *testing.T) *world { return &world{t: t, s: NewState()} }
+
+func (w *world) apply(actor string, at time.Time, drafts ...eventlog.Draft) {
+	w.t.Helper()
+	for _, d := range drafts {
+		data, err := json.Marshal(d.Data)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		w.seq++
+		e := eventlog.Event{V: 1, ID: fmt.Sprint(w.seq), Writer: "w", Seq: w.seq, LC: w.seq, At: at, Actor: actor, Type: d.Type, Subject: d.Subject, Data: data}
+		if err := w.s.Apply(&e); err != nil {
+			w.t.Fatal(err)
+		}
+		w.log = append(w.log, e)
+	}
+}
+
+func (w *world) add(title string, prio int, at time.Time, labels ...string) string {
+	w.t.Helper()
+	d, id, err := AddTask(w.s, NewTask{Title: title, Priority: prio, Labels: labels}, "sp", "writer1", at)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.apply("ada", at, d)
+	return id
+}
+
+// next claims as actor and applies; it returns the claimed id or "".
+func (w *world) next(p Policy, g Gate, actor string, at time.Time) string {
+	w.t.Helper()
+	drafts, claim, err := Next(w.s, nil, true, p, g, actor, actor, at)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.apply(actor, at, drafts...)
+	if claim == nil {
+		return ""
+	}
+	return claim.Task.ID
+}
+
+func (w *world) fail(p Policy, id, actor, msg string, at time.Time) []eventlog.Draft {
+	w.t.Helper()
+	drafts, err := Fail(w.s, p, id, actor, msg, at)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.apply(actor, at, drafts...)
+	return drafts
+}
+
+func code(err error) string {
+	if f, ok := fault.As(err); ok {
+		return f.Code
+	}
+	return ""
+}
+
+// The seed's table: attempt 1 no wait, then 1m, 2m, 4m, ... capped at 1h.
+func TestBackoffProgression(t *testing.T) {
+	p := DefaultPolicy()
+	for _, tc := range []struct {
+		attempts int
+		want     time.Duration
+	}{{0, 0}, {1, 0}, {2, time.Minute}, {3, 2 * time.Minute}, {4, 4 * time.Minute}, {5, 8 * time.Minute}, {7, 32 * time.Minute}, {8, time.Hour}, {10, time.Hour}, {1000, time.Hour}} {
+		if got := p.Backoff(tc.attempts); got != tc.want {
+			t.Errorf("Backoff(%d) = %v, want %v", tc.attempts, got, tc.want)
+		}
+	}
+	p.Multiplier = 3
+	if got := p.Backoff(3); got != 3*time.Minute {
+		t.Errorf("multiplier 3: Backoff(3) = %v, want 3m", got)
+	}
+	p.Kind = Progressive
+	if got := p.Backoff(5); got != 0 {
+		t.Errorf("progressive has no time backoff, got %v", got)
+	}
+}
+
+func TestPriorityThenFIFO(t *testing.T) {
+	w := newWorld(t)
+	low := w.add("low", 3, t0)
+	first2 := w.add("first p2", 2, t0.Add(time.Second))
+	urgent := w.add("urgent", 0, t0.Add(2*time.Second))
+	second2 := w.add("second p2", 2, t0.Add(3*time.Second))
+	p := DefaultPolicy()
+	var got []string
+	for i := 0; i < 5; i++ {
+		got = append(got, w.next(p, Gate{}, fmt.Sprint("w", i), t0.Add(time.Minute)))
+	}
+	want := []string{urgent, first2, second2, low, ""}
+	if !slices.Equal(got, want) {
+		t.Fatalf("claim order %v, want %v", got, want)
+	}
+	ready := w.s.Ready(p, ReadyFilter{}, t0, 0)
+	if len(ready) != 0 {
+		t.Fatalf("claimed tasks are not ready, got %d", len(ready))
+	}
+}
+
+func TestReadyOrderAndLimit(t *testing.T) {
+	w := newWorld(t)
+	var ids []string
+	for i := 0; i < 30; i++ {
+		ids = append(ids, w.add(fmt.Sprint("t", i), 4-i%5, t0.Add(time.Duration(i)*time.Second)))
+	}
+	all := w.s.Ready(DefaultPolicy(), ReadyFilter{}, t0, 0)
+	top := w.s.Ready(DefaultPolicy(), ReadyFilter{}, t0, 7)
+	if len(all) != 30 || len(top) != 7 {
+		t.Fatalf("got %d and %d", len(all), len(top))
+	}
+	for i := range top {
+		if top[i] != all[i] {
+			t.Fatalf("limit 7 is not the head of the full order at %d", i)
+		}
+	}
+	for i := 1; i < len(all); i++ {
+		if taskLess(all[i], all[i-1]) {
+			t.Fatalf("not sorted at %d", i)
+		}
+	}
+}
+
+func TestLabelGating(t *testing.T) {
+	w := newWorld(t)
+	plain := w.add("not sequenced yet", 0, t0)
+	gated := w.add("sequenced", 2, t0, "automated")
+	skip := w.add("sequenced but manual", 1, t0, "automated", "manual")
+	p := DefaultPolicy()
+	p.Label = "automated"
+	p.ExcludeLabels = []string{"manual"}
+	if got := w.next(p, p.Gate(nil, nil), "a", t0); got != gated {
+		t.Fatalf("next = %q, want the labelled task %q", got, gated)
+	}
+	if got := w.next(p, p.Gate(nil, nil), "b", t0); got != "" {
+		t.Fatalf("next = %q, want nothing (plain %s lacks the label, %s is excluded)", got, plain, skip)
+	}
+	// Adding the label after sequencing releases the task: the race-free gate.
+	d, err := UpdateTask(w.s, plain, Update{AddLabels: []string{"automated"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.apply("ada", t0, d)
+	if got := w.next(p, p.Gate(nil, nil), "c", t0); got != plain {
+		t.Fatalf("next = %q, want %q after labelling", got, plain)
+	}
+	// Flags add to the configuration.
+	g := DefaultPolicy().Gate([]string{"x"}, []string{"y"})
+	if !g.admits([]string{"x"}) || g.admits([]string{"x", "y"}) || g.admits(nil) || g.admits([]string{"x", BlockedLabel}) {
+		t.Fatalf("gate %+v admits the wrong labels", g)
+	}
+}
+
+func TestBackoffFiltering(t *testing.T) {
+	w := newWorld(t)
+	id := w.add("flaky", 1, t0)
+	p := DefaultPolicy()
+	p.MaxFailures = 0
+	at := t0
+	// attempts: 1 fails → retry at once; 2 fails → wait 1m; 3 fails → 2m.
+	for attempt, wait := range []time.Duration{0, time.Minute, 2 * time.Minute, 4 * time.Minute} {
+		if got := w.next(p, Gate{}, "a", at); got != id {
+			t.Fatalf("attempt %d: next = %q at %s", attempt+1, got, at)
+		}
+		w.fail(p, id, "a", "boom", at)
+		if wait > 0 {
+			if got := w.next(p, Gate{}, "a", at.Add(wait-time.Second)); got != "" {
+				t.Fatalf("attempt %d: claimed during backoff", attempt+1)
+			}
+			h := p.HistoryView(*w.s.History[id], at)
+			if h.NextEligibleAt == nil || !h.NextEligibleAt.Equal(at.Add(wait)) {
+				t.Fatalf("next_eligible_at = %v, want %v", h.NextEligibleAt, at.Add(wait))
+			}
+			if st := p.Stats(w.s.History, 0, at); st.InBackoff != 1 || st.Failed != 1 {
+				t.Fatalf("stats %+v", st)
+			}
+			if wake, wid := p.Wakeup(w.s.History, at); wid != id || !wake.Equal(at.Add(wait)) {
+				t.Fatalf("wakeup %s %v, want %v", wid, wake, at.Add(wait))
+			}
+		}
+		at = at.Add(wait)
+	}
+}
+
+func TestAbandonment(t *testing.T) {
+	w := newWorld(t)
+	id := w.add("hopeless", 1, t0)
+	p := DefaultPolicy() // max_failures 5
+	at := t0
+	var last []eventlog.Draft
+	for i := 1; i <= 5; i++ {
+		if got := w.next(p, Gate{}, "a", at); got != id {
+			t.Fatalf("attempt %d: next = %q", i, got)
+		}
+		last = w.fail(p, id, "a", fmt.Sprint("failure ", i), at)
+		at = at.Add(time.Hour)
+	}
+	if len(last) != 2 || last[1].Type != TypeAbandoned {
+		t.Fatalf("the fifth failure should append task.abandoned, got %+v", last)
+	}
+	want := AbandonedData{TaskID: id, Attempts: 5, LastError: "failure 5", MaxFailures: 5}
+	if last[1].Data != want {
+		t.Fatalf("abandoned data %+v, want %+v", last[1].Data, want)
+	}
+	if w.s.History[id].Status != HistAbandoned {
+		t.Fatalf("status %s", w.s.History[id].Status)
+	}
+	if got := w.next(p, Gate{}, "a", at.Add(100*time.Hour)); got != "" {
+		t.Fatalf("abandoned task claimed again")
+	}
+	d, err := Retry(w.s, p, id, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.apply("ada", at, d)
+	if h := w.s.History[id]; h.Status != HistPending || h.Attempts != 0 {
+		t.Fatalf("after retry: %+v", h)
+	}
+	if got := w.next(p, Gate{}, "a", at); got != id {
+		t.Fatalf("retried task not claimable")
+	}
+}
+
+// Seed 004 §8–9: demote every third failure, Blocked after three at P4, and back.
+func TestProgressiveLadder(t *testing.T) {
+	w := newWorld(t)
+	id := w.add("stubborn", 2, t0)
+	p := DefaultPolicy()
+	p.Kind = Progressive
+	at := t0
+	var prios []int
+	for i := 1; i <= 9; i++ {
+		if got := w.next(p, Gate{}, "a", at); got != id {
+			t.Fatalf("failure %d: next = %q (history %+v)", i, got, w.s.History[id])
+		}
+		w.fail(p, id, "a", "still broken", at)
+		prios = append(prios, w.s.Tasks[id].Priority)
+		at = at.Add(time.Second)
+	}
+	if want := []int{2, 2, 3, 3, 3, 4, 4, 4, 4}; !slices.Equal(prios, want) {
+		t.Fatalf("priorities %v, want %v", prios, want)
+	}
+	last := w.log[len(w.log)-1]
+	if last.Type != TypeBlocked {
+		t.Fatalf("last event %s, want task.blocked", last.Type)
+	}
+	var bd BlockedData
+	json.Unmarshal(last.Data, &bd)
+	if bd != (BlockedData{TaskID: id, TotalAttempts: 9, LastFailureReason: "still broken"}) {
+		t.Fatalf("blocked data %+v", bd)
+	}
+	if !w.s.Tasks[id].HasLabel(BlockedLabel) || len(w.s.Ready(p, ReadyFilter{}, at, 0)) != 0 {
+		t.Fatal("a Blocked task carries the label and is never ready")
+	}
+	if got := w.next(p, Gate{}, "a", at); got != "" {
+		t.Fatal("Blocked task claimed")
+	}
+	if _, err := Unblock(w.s, "sp-none", false); code(err) != "not_found" {
+		t.Fatalf("unknown id: %v", err)
+	}
+	d, err := Unblock(w.s, id, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.apply("ada", at, d)
+	if _, err := Unblock(w.s, id, true); code(err) != "invalid_state_transition" {
+		t.Fatalf("unblocking twice: %v", err)
+	}
+	if got := w.next(p, Gate{}, "a", at); got != id {
+		t.Fatalf("unblocked task not claimable")
+	}
+	if h := w.s.History[id]; h.Attempts != 1 || h.Failures != 0 {
+		t.Fatalf("reset attempts: %+v", h)
+	}
+}
+
+func TestProgressiveRequeue(t *testing.T) {
+	w := newWorld(t)
+	a := w.add("a", 2, t0)
+	b := w.add("b", 2, t0.Add(time.Second))
+	p := DefaultPolicy()
+	p.Kind = Progressive
+	at := t0.Add(time.Minute)
+	w.next(p, Gate{}, "x", at)
+	w.fail(p, a, "x", "1st", at) // odd: retried at once, keeps its place
+	if got := w.next(p, Gate{}, "x", at); got != a {
+		t.Fatalf("after an odd failure the task is retried first, got %s", got)
+	}
+	w.fail(p, a, "x", "2nd", at) // even: requeued behind b
+	if got := w.next(p, Gate{}, "x", at); got != b {
+		t.Fatalf("after an even failure the task goes to the back, got %s", got)
+	}
+}
+
+func TestClaimRules(t *testing.T) {
+	w := newWorld(t)
+	id := w.add("t", 2, t0)
+	p := DefaultPolicy()
+	if _, err := Done(w.s, p, id, "a", "", t0); code(err) != "not_claimed" {
+		t.Fatalf("done before a claim: %v", err)
+	}
+	if _, err := Done(w.s, p, "sp-zzzz", "a", "", t0); code(err) != "not_found" {
+		t.Fatalf("done on an unknown id: %v", err)
+	}
+	w.next(p, Gate{}, "a", t0)
+	if _, err := Done(w.s, p, id, "b", "", t0); code(err) != "unauthorized" || !errors.Is(err, fault.ErrUnauthorized) {
+		t.Fatalf("done by someone else: %v", err)
+	}
+	if _, err := Fail(w.s, p, id, "b", "x", t0); code(err) != "unauthorized" {
+		t.Fatalf("fail by someone else: %v", err)
+	}
+	if _, err := Fail(w.s, p, id, "a", " ", t0); code(err) != "empty_error" {
+		t.Fatalf("fail without an error: %v", err)
+	}
+	hb, until, err := Heartbeat(w.s, p, id, "a", t0.Add(50*time.Minute))
+	if err != nil || !until.Equal(t0.Add(110*time.Minute)) {
+		t.Fatalf("heartbeat: %v %v", until, err)
+	}
+	w.apply("a", t0.Add(50*time.Minute), hb)
+	if _, err := Done(w.s, p, id, "a", "", t0.Add(100*time.Minute)); err != nil {
+		t.Fatalf("done within the extended lease: %v", err)
+	}
+	if _, err := Done(w.s, p, id, "a", "", t0.Add(110*time.Minute)); code(err) != "not_claimed" {
+		t.Fatalf("done after the lease: %v", err)
+	}
+	drafts, err := Done(w.s, p, id, "a", "shipped", t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.apply("a", t0.Add(time.Hour), drafts...)
+	if tk := w.s.Tasks[id]; tk.Status != StatusClosed || tk.Detail().CloseReason != "shipped" || w.s.History[id].Status != HistCompleted {
+		t.Fatalf("after done: %+v %+v", tk, w.s.History[id])
+	}
+	if _, err := CloseTasks(w.s, []string{id}, ""); code(err) != "invalid_state_transition" {
+		t.Fatalf("closing a closed task: %v", err)
+	}
+}
+
+// A claim whose lease ran out is a failed attempt the next time anyone asks.
+func TestLeaseExpiry(t *testing.T) {
+	w := newWorld(t)
+	id := w.add("t", 2, t0)
+	p := DefaultPolicy()
+	w.next(p, Gate{}, "crashed", t0)
+	late := t0.Add(p.Lease)
+	h := p.HistoryView(*w.s.History[id], late)
+	if h.Status != HistFailed || h.LastError != LeaseExpiredError || h.Attempts != 1 {
+		t.Fatalf("history view after the lease: %+v", h)
+	}
+	if st := w.s.EffectiveStatus(w.s.Tasks[id], p, late); st != StatusOpen {
+		t.Fatalf("tracker status %s", st)
+	}
+	drafts, claim, err := Next(w.s, nil, true, p, Gate{}, "b", "b", late)
+	if err != nil || claim == nil || claim.Task.ID != id || claim.Attempt != 2 {
+		t.Fatalf("next after the lease: %+v %v", claim, err)
+	}
+	if drafts[0].Type != TypeLeaseExpired || drafts[1].Type != TypeClaimed {
+		t.Fatalf("drafts %+v", drafts)
+	}
+	w.apply("b", late, drafts...)
+	if hh := w.s.History[id]; hh.Failures != 1 || hh.Actor != "b" {
+		t.Fatalf("entry %+v", hh)
+	}
+}
+
+func TestDependenciesAndCycles(t *testing.T) {
+	w := newWorld(t)
+	a := w.add("a", 2, t0)
+	b := w.add("b", 2, t0)
+	epic := w.add("epic", 2, t0)
+	d, child, err := AddTask(w.s, NewTask{Title: "child", Priority: 1, Parent: epic}, "sp", "writer1", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.apply("ada", t0, d)
+	dep, err := AddDep(w.s, b, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.apply("ada", t0, dep)
+	ready := func() []string {
+		var ids []string
+		for _, t := range w.s.Ready(DefaultPolicy(), ReadyFilter{}, t0, 0) {
+			ids = append(ids, t.ID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	if got := ready(); slices.Contains(got, b) || !slices.Contains(got, a) || !slices.Contains(got, child) {
+		t.Fatalf("ready %v", got)
+	}
+	if _, err := AddDep(w.s, a, b); code(err) != "dependency_cycle" {
+		t.Fatalf("cycle: %v", err)
+	}
+	if _, err := AddDep(w.s, a, a); code(err) != "dependency_cycle" {
+		t.Fatalf("self: %v", err)
+	}
+	if _, err := AddDep(w.s, epic, child); code(err) != "dependency_cycle" {
+		t.Fatalf("a parent waiting for its child: %v", err)
+	}
+	// A blocked parent blocks its children.
+	dep, _ = AddDep(w.s, epic, a)
+	w.apply("ada", t0, dep)
+	if got := ready(); slices.Contains(got, child) {
+		t.Fatalf("child of a blocked epic is ready: %v", got)
+	}
+	cl, _ := CloseTasks(w.s, []string{a}, "")
+	w.apply("ada", t0, cl...)
+	if got := ready(); !slices.Contains(got, child) || !slices.Contains(got, b) {
+		t.Fatalf("after closing the blocker: %v", got)
+	}
+}
+
+func TestValidation(t *testing.T) {
+	s := NewState()
+	for _, tc := range []struct {
+		n    NewTask
+		code string
+	}{
+		{NewTask{Title: "  "}, "empty_title"},
+		{NewTask{Title: "x", Priority: 5}, "invalid_priority"},
+		{NewTask{Title: "x", Priority: -1}, "invalid_priority"},
+		{NewTask{Title: "x", Labels: []string{"a b"}}, "invalid_label"},
+		{NewTask{Title: "x", Labels: []string{"a,b"}}, "invalid_label"},
+		{NewTask{Title: "x", Type: "story"}, "invalid_type"},
+		{NewTask{Title: "x", Deps: []string{"sp-nope"}}, "not_found"},
+	} {
+		if _, _, err := AddTask(s, tc.n, "sp", "w", t0); code(err) != tc.code {
+			t.Errorf("%+v: got %v, want %s", tc.n, err, tc.code)
+		}
+	}
+	if _, _, err := AddTask(s, NewTask{Title: "x"}, "Bad Prefix", "w", t0); code(err) != "invalid_config_value" {
+		t.Errorf("bad prefix: %v", err)
+	}
+}
+
+func TestIDs(t *testing.T) {
+	if IDLength(0) != 4 || IDLength(100) != 4 || IDLength(10_000) < 6 {
+		t.Fatalf("lengths %d %d %d", IDLength(0), IDLength(100), IDLength(10_000))
+	}
+	seen := map[string]bool{}
+	for i := 0; i < 3000; i++ {
+		// Same title and time on every call: only the collision check separates them.
+		id := NewID("sp", "w", "same", t0, len(seen), func(id string) bool { return seen[id] })
+		if seen[id] {
+			t.Fatalf("duplicate %s", id)
+		}
+		seen[id] = true
+	}
+	a := NewID("sp", "clone-a", "t", t0, 0, func(string) bool { return false })
+	b := NewID("sp", "clone-b", "t", t0, 0, func(string) bool { return false })
+	if a == b {
+		t.Fatalf("two clones made the same id %s", a)
+	}
+}
+
+// Replaying the log and round-tripping the snapshot give identical bytes.
+func TestSnapshotRoundTrip(t *testing.T) {
+	w := newWorld(t)
+	a := w.add("a", 1, t0, "x", "y")
+	b := w.add("b", 2, t0)
+	dep, _ := AddDep(w.s, b, a)
+	c, _ := AddComment(w.s, a, "looks good")
+	w.apply("ada", t0, dep, c)
+	p := DefaultPolicy()
+	w.next(p, Gate{}, "a", t0)
+	w.fail(p, a, "a", "boom", t0)
+	back := NewState()
+	backTasks := NewTasksProjection(back)
+	backHistory := NewQueueProjection(back)
+	for _, pair := range []struct{ from, to projections.Projection }{
+		{NewTasksProjection(w.s), backTasks},
+		{NewQueueProjection(w.s), backHistory},
+	} {
+		snap, err := pair.from.MarshalState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pair.to.UnmarshalState(bytes.Clone(snap)); err != nil {
+			t.Fatal(err)
+		}
+		again, _ := pair.to.MarshalState()
+		if !bytes.Equal(snap, again) {
+			t.Fatalf("%T does not round-trip", pair.from)
+		}
+		f1, _ := pair.from.Files()
+		f2, _ := pair.to.Files()
+		for i := range f1 {
+			if !bytes.Equal(f1[i].Data, f2[i].Data) {
+				t.Fatalf("%s differs after a round trip", f1[i].Path)
+			}
+		}
+		for _, bad := range [][]byte{nil, []byte("junk"), snap[:len(snap)-1], append(bytes.Clone(snap), 0)} {
+			if err := pair.to.UnmarshalState(bad); err == nil {
+				t.Errorf("%T: damaged snapshot of %d bytes accepted", pair.to, len(bad))
+			}
+		}
+	}
+	if !backTasks.HasTask(a) || backTasks.HasTask("sp-none") || backTasks.TaskCount() != 2 {
+		t.Fatal("the id index of an encoded snapshot is wrong")
+	}
+	backTasks.State()
+	backHistory.State()
+	if got := back.Tasks[a].JSON(true).Comments; len(got) != 1 || got[0].Text != "looks good" {
+		t.Fatalf("comments %+v", got)
+	}
+	if back.Tasks[a].LeaseUntil != w.s.Tasks[a].LeaseUntil || back.History[a].LastError != "boom" {
+		t.Fatal("lease or history lost")
+	}
+}
+
+// Apply skips what it cannot use and never fails.
+func TestApplySkipsBadEvents(t *testing.T) {
+	s := NewState()
+	for _, e := range []eventlog.Event{
+		{Type: TypeCreated, Subject: "sp-1", Data: json.RawMessage(`{"title":1}`)},
+		{Type: TypeUpdated, Subject: "sp-missing", Data: json.RawMessage(`{}`)},
+		{Type: TypeClaimed, Subject: "sp-1", Data: json.RawMessage(`[]`)},
+		{Type: "task.from_the_future", Subject: "sp-1"},
+		{Type: TypeCreated, Data: json.RawMessage(`{"title":"no subject"}`)},
+	} {
+		if err := s.Apply(&e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(s.Tasks) != 0 || len(s.History) != 0 {
+		t.Fatalf("state %+v", s)
+	}
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// Events applied while the tasks are still encoded give the same state as
+// applying them to decoded tasks.
+func TestLazyTasksApplyLater(t *testing.T) {
+	w := newWorld(t)
+	a := w.add("a", 1, t0)
+	snap, err := NewTasksProjection(w.s).MarshalState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lazy := NewTasksProjection(NewState())
+	if err := lazy.UnmarshalState(snap); err != nil {
+		t.Fatal(err)
+	}
+	before := len(w.log)
+	b := w.add("b", 0, t0)
+	c, _ := AddComment(w.s, a, "note")
+	up, _ := UpdateTask(w.s, a, Update{AddLabels: []string{"x"}})
+	w.apply("ada", t0, c, up)
+	for i := before; i < len(w.log); i++ {
+		lazy.Apply(&w.log[i])
+	}
+	if !lazy.HasTask(b) || lazy.TaskCount() != 2 {
+		t.Fatal("the index misses a task created after the snapshot")
+	}
+	got, _ := lazy.MarshalState()
+	want, _ := NewTasksProjection(w.s).MarshalState()
+	if !bytes.Equal(got, want) {
+		t.Fatal("applying while encoded differs from applying decoded")
+	}
+}
+
+func TestIDsProjection(t *testing.T) {
+	w := newWorld(t)
+	a := w.add("a", 1, t0)
+	b := w.add("b", 1, t0)
+	p := &IDsProjection{}
+	for i := range w.log {
+		p.Apply(&w.log[i])
+	}
+	snap, _ := p.MarshalState()
+	back := &IDsProjection{}
+	if err := back.UnmarshalState(snap); err != nil {
+		t.Fatal(err)
+	}
+	c := w.add("c", 1, t0)
+	back.Apply(&w.log[len(w.log)-1])
+	back.Apply(&w.log[len(w.log)-1]) // a duplicate create counts once
+	for _, id := range []string{a, b, c} {
+		if !back.HasTask(id) {
+			t.Fatalf("%s missing", id)
+		}
+	}
+	if back.HasTask("sp") || back.HasTask(a[:len(a)-1]) || back.TaskCount() != 3 {
+		t.Fatalf("prefixes match or count %d", back.TaskCount())
+	}
+	again, _ := back.MarshalState()
+	fresh := &IDsProjection{}
+	for i := range w.log {
+		fresh.Apply(&w.log[i])
+	}
+	want, _ := fresh.MarshalState()
+	if !bytes.Equal(again, want) {
+		t.Fatalf("%q != %q", again, want)
+	}
+}

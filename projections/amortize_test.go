@@ -1,0 +1,98 @@
+package projections
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+)
+
+// counter counts events; its file says how many.
+type counter struct{ n int }
+
+func (c *counter) Apply(*eventlog.Event) error   { c.n++; return nil }
+func (c *counter) MarshalState() ([]byte, error) { return []byte(strconv.Itoa(c.n)), nil }
+func (c *counter) UnmarshalState(b []byte) error {
+	var err error
+	c.n, err = strconv.Atoi(string(b))
+	return err
+}
+func (c *counter) Files() ([]File, error) {
+	return []File{{Path: "count.txt", Data: []byte(strconv.Itoa(c.n))}}, nil
+}
+
+func appendN(t *testing.T, l *eventlog.Log, n int) {
+	t.Helper()
+	drafts := make([]eventlog.Draft, n)
+	for i := range drafts {
+		drafts[i] = eventlog.Draft{Type: "test.tick"}
+	}
+	if _, err := l.Append(context.Background(), time.Unix(0, 0), "t", drafts, eventlog.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An amortized projection saves only when more than 1/Amortize of its events
+// are unsaved; in between, commands catch up in memory and see every event.
+func TestAmortizedSaves(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	log := eventlog.Open(eventlog.Options{Dir: filepath.Join(root, "events"), PrivateDir: filepath.Join(root, "private")})
+	en := &Engine{Log: log, Root: root, StateDir: filepath.Join(root, "state"),
+		Specs: []Spec{{Name: "count", Version: 1, Amortize: 10, New: func() Projection { return &counter{} }}}}
+	onDisk := func() string {
+		b, _ := os.ReadFile(filepath.Join(root, "count.txt"))
+		return string(b)
+	}
+	step := func(add int, wantSeen int, wantSave bool, wantDisk string) {
+		t.Helper()
+		appendN(t, log, add)
+		v, err := en.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := v.CatchUp(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := v.Get("count").(*counter).n; got != wantSeen {
+			t.Fatalf("seen %d events, want %d", got, wantSeen)
+		}
+		if v.NeedsSave() != wantSave {
+			t.Fatalf("NeedsSave = %v, want %v", v.NeedsSave(), wantSave)
+		}
+		if err := v.Save(); err != nil {
+			t.Fatal(err)
+		}
+		if got := onDisk(); got != wantDisk {
+			t.Fatalf("on disk %q, want %q", got, wantDisk)
+		}
+	}
+	step(100, 100, true, "100") // no snapshot yet: always saved
+	step(5, 105, false, "100")  // 5 unsaved of 105: within a tenth
+	step(5, 110, false, "100")  // 10 of 110: still within
+	step(2, 112, true, "112")   // 12 of 112: saved
+	step(1, 113, false, "112")  // and lagging again
+	v, err := en.Replay(ctx)    // a rebuild always saves
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Save(); err != nil || onDisk() != "113" {
+		t.Fatalf("replay saved %q, %v", onDisk(), err)
+	}
+	diffs, stale, err := en.Verify(ctx)
+	if err != nil || len(diffs) != 0 || len(stale) != 0 {
+		t.Fatalf("verify: %v %v %v", diffs, stale, err)
+	}
+	appendN(t, log, 1)
+	v, _ = en.Open()
+	v.CatchUp(ctx)
+	v.Save()
+	if _, stale, _ := en.Verify(ctx); !bytes.Equal([]byte(stale[0]), []byte("count")) {
+		t.Fatalf("a lagging projection is reported stale, got %v", stale)
+	}
+}
