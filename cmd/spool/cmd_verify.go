@@ -41,7 +41,7 @@ func (c *VerifyCmd) Run(e *env) error {
 			fmt.Fprintf(e.stdout, "projection %s: %s: %s\n", d.Projection, d.Path, d.Problem)
 		}
 		for _, s := range rep.Stale {
-			fmt.Fprintf(e.stdout, "projection %s: behind the log; its state was caught up in memory and compared, its files were not (any command updates them)\n", s)
+			fmt.Fprintf(e.stdout, "projection %s: behind the log; its state was caught up in memory and compared, its files were not (spool replay writes them)\n", s)
 		}
 		if rep.OK {
 			fmt.Fprintf(e.stdout, "ok: %d events in %d files; projections equal a fresh replay\n", rep.Events, rep.Files)
