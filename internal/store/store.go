@@ -15,6 +15,7 @@ import (
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/config"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/mergequeue"
 	"github.com/spoolhq/spool/internal/repo"
 	"github.com/spoolhq/spool/projections"
 )
@@ -25,6 +26,7 @@ var ErrNotInitialized = errors.New("spool is not initialized in this repository"
 // Specs are all projections, in the order they are replayed and reported.
 var Specs = []projections.Spec{
 	projections.StatsSpec,
+	mergequeue.Spec,
 }
 
 // ReservedPrefixes are event namespaces only spool's own commands append.
@@ -39,8 +41,8 @@ type Store struct {
 }
 
 // Paths under the primary worktree.
-func EventsDir(r *repo.Repo) string { return filepath.Join(r.SpoolDir(), "events") }
-func StateDir(r *repo.Repo) string  { return filepath.Join(r.SpoolDir(), "state") }
+func EventsDir(r *repo.Repo) string  { return filepath.Join(r.SpoolDir(), "events") }
+func StateDir(r *repo.Repo) string   { return filepath.Join(r.SpoolDir(), "state") }
 func ConfigPath(r *repo.Repo) string { return filepath.Join(r.SpoolDir(), "config.json") }
 
 // Open finds the repository containing dir and requires spool init to have run.
