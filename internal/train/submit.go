@@ -1,0 +1,146 @@
+// Package train is the merge queue's edge: it reads git, pushes, and runs
+// the merge train (rebase in a scratch worktree, the test command, the
+// compare-and-swap ref update) around the pure deciders of mergequeue, each
+// side effect bracketed by an intent event before and an outcome event after.
+package train
+
+import (
+	"context"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/mergequeue"
+	"github.com/spoolhq/spool/internal/store"
+	"github.com/spoolhq/spool/projections"
+)
+
+// SubmitOptions are the flags of spool merge submit.
+type SubmitOptions struct {
+	Workspace  string // name or path; empty is the worktree the command runs in
+	Priority   int
+	BeadID     string
+	NoPush     bool
+	AutoCommit bool
+}
+
+// Response is the seed's QueueSubmissionResponse plus dedupe key and head.
+type Response struct {
+	EntryID        int64                     `json:"entry_id"`
+	Workspace      string                    `json:"workspace"`
+	Status         mergequeue.Status         `json:"status"`
+	Position       *int                      `json:"position"`
+	PendingCount   int                       `json:"pending_count"`
+	SubmissionType mergequeue.SubmissionType `json:"submission_type"`
+	SubmittedAt    time.Time                 `json:"submitted_at"`
+	BeadID         *string                   `json:"bead_id"`
+	DedupeKey      string                    `json:"dedupe_key"`
+	HeadSHA        string                    `json:"head_sha"`
+	ChangeID       string                    `json:"change_id"`
+	Branch         string                    `json:"branch"`
+	Pushed         bool                      `json:"pushed"`
+}
+
+// Submit validates the workspace, reads its identity, pushes its branch and
+// queues it. Everything that can fail does so before the one append, so a
+// failed submission leaves nothing behind (INV-CONC-001, -003).
+func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor string, now time.Time) (*Response, error) {
+	list, err := mergequeue.ListWorktrees(ctx, st.Repo.WorkTree)
+	if err != nil {
+		return nil, mergequeue.IdentityExtractionFailed(opt.Workspace, err.Error())
+	}
+	w, err := mergequeue.FindWorkspace(list, opt.Workspace, st.Repo.WorkTree)
+	if err != nil {
+		return nil, err
+	}
+	if err := mergequeue.CheckWorkspace(w); err != nil {
+		return nil, err
+	}
+	dirty, err := mergequeue.DirtyPaths(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	if len(dirty) > 0 {
+		if !opt.AutoCommit {
+			return nil, mergequeue.WorkspaceNotClean(w.Name, dirty)
+		}
+		if w.HEAD, err = mergequeue.AutoCommit(ctx, w); err != nil {
+			return nil, err
+		}
+	}
+	changeID, source, err := mergequeue.ChangeID(ctx, w, st.Repo.Root)
+	if err != nil {
+		return nil, err
+	}
+	pushed := false
+	if remote := st.Config.String("merge.remote"); !opt.NoPush && mergequeue.RemoteExists(ctx, w.Path, remote) {
+		if err := mergequeue.PushBranch(ctx, w, remote); err != nil {
+			return nil, err
+		}
+		pushed = true
+	}
+	req := mergequeue.SubmitRequest{Workspace: w.Name, Worktree: w.Path, Branch: w.Branch, HeadSHA: w.HEAD,
+		ChangeID: changeID, ChangeIDSource: source, Priority: opt.Priority, BeadID: opt.BeadID, Actor: actor}
+	pol := mergequeue.PolicyFrom(st.Config)
+	var sub mergequeue.Submission
+	_, v, err := st.Write(ctx, now, actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+		sub, err = mergequeue.DecideSubmit(queueOf(v), req, pol, now)
+		return sub.Drafts, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	e := queueOf(v).Entry(sub.EntryID)
+	resp := &Response{EntryID: e.ID, Workspace: e.Workspace, Status: e.Status, PendingCount: queueOf(v).PendingCount,
+		SubmissionType: sub.Type, SubmittedAt: now.UTC(), DedupeKey: e.DedupeKey, HeadSHA: e.HeadSHA,
+		ChangeID: e.ChangeID, Branch: e.Branch, Pushed: pushed}
+	if e.Position > 0 {
+		p := e.Position
+		resp.Position = &p
+	}
+	if e.BeadID != "" {
+		b := e.BeadID
+		resp.BeadID = &b
+	}
+	return resp, nil
+}
+
+func queueOf(v *projections.View) *mergequeue.State {
+	return v.Get(mergequeue.Name).(*mergequeue.State)
+}
+
+// Queue reads the merge queue, recovering expired entries first.
+func Queue(ctx context.Context, st *store.Store, actor string, now time.Time) (*mergequeue.State, error) {
+	v, err := st.Read(ctx, mergequeue.Name)
+	if err != nil {
+		return nil, err
+	}
+	q := queueOf(v)
+	if len(q.Expired(now)) == 0 {
+		return q, nil
+	}
+	if _, err := Recover(ctx, st, actor, now); err != nil {
+		return nil, err
+	}
+	v, err = st.Read(ctx, mergequeue.Name)
+	if err != nil {
+		return nil, err
+	}
+	return queueOf(v), nil
+}
+
+// Change runs a decider for a command that changes the queue (cancel,
+// retry, freeze), after recovering expired entries, and returns the new state.
+func Change(ctx context.Context, st *store.Store, actor string, now time.Time,
+	decide func(*mergequeue.State, mergequeue.Policy) ([]eventlog.Draft, error)) ([]eventlog.Event, *mergequeue.State, error) {
+	if _, err := Queue(ctx, st, actor, now); err != nil {
+		return nil, nil, err
+	}
+	pol := mergequeue.PolicyFrom(st.Config)
+	events, v, err := st.Write(ctx, now, actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+		return decide(queueOf(v), pol)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return events, queueOf(v), nil
+}
