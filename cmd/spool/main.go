@@ -33,6 +33,7 @@ type CLI struct {
 	Hooks       HooksCmd       `cmd:"" help:"Install, remove or inspect spool's git hooks."`
 	Hook        HookCmd        `cmd:"" hidden:"" help:"Run by git hooks."`
 	MergeDriver MergeDriverCmd `cmd:"" name:"merge-driver" hidden:"" help:"Git merge driver for writer files."`
+	Merge       MergeCmd       `cmd:"" help:"The merge queue: submit branches, run the merge train."`
 	Demo        DemoCmd        `cmd:"" help:"Run spool in a throwaway repository and show what it wrote."`
 	Version     VersionCmd     `cmd:"" help:"Print the version."`
 	Completion  CompletionCmd  `cmd:"" help:"Print a shell completion script."`
