@@ -142,12 +142,17 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 	if !ValidHeadSHA(req.HeadSHA) {
 		return Submission{}, InvalidHeadSHA(req.HeadSHA, "not a full lowercase hex commit id")
 	}
-	s.ResolveChangeID(&req, now)
-	if req.DedupeKey == "" {
+	if req.DedupeKey != "" { // given: the key names the change (INV-ID-003)
+		if err := ValidateDedupeKey(req.DedupeKey); err != nil {
+			return Submission{}, err
+		}
+		_, req.ChangeID, _ = strings.Cut(req.DedupeKey, ":")
+	} else {
+		s.ResolveChangeID(&req, now)
 		req.DedupeKey = ComputeDedupeKey(req.ChangeID, req.Workspace)
-	}
-	if err := ValidateDedupeKey(req.DedupeKey); err != nil {
-		return Submission{}, err
+		if err := ValidateDedupeKey(req.DedupeKey); err != nil {
+			return Submission{}, err
+		}
 	}
 	admin := pol.admin(req.Actor)
 	active := s.ActiveByKey(req.DedupeKey)
@@ -301,8 +306,8 @@ func DecideStep(s *State, st Step, pol Policy, now time.Time) ([]eventlog.Draft,
 	if e.Status != st.From || e.Runner != st.Runner || e.HeadSHA != st.HeadSHA {
 		return nil, ConcurrentModification(st.EntryID, "merge run: "+string(st.From)+" → "+string(st.To))
 	}
-	if !CanTransition(st.From, st.To) {
-		return nil, InvalidStateTransition(st.EntryID, st.From, st.To)
+	if !st.From.Processing() || !CanTransition(st.From, st.To) {
+		return nil, InvalidStateTransition(st.EntryID, st.From, st.To) // only a claimed entry is the train's
 	}
 	to := st.To
 	reason := st.Reason
