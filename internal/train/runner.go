@@ -36,6 +36,8 @@ type Runner struct {
 	// step: it writes PauseFile and blocks until killed. Set from the
 	// SPOOL_TEST_MERGE_PAUSE(_FILE) environment variables by the CLI.
 	PauseAt, PauseFile string
+
+	afterStep func(mergequeue.Status) // tests: act between two steps
 }
 
 // Result is what happened to one entry.
@@ -219,6 +221,9 @@ func (j *job) step(ctx context.Context, to mergequeue.Status, reason string, pat
 	}
 	j.status = final
 	j.r.logf("entry %d: %s%s", j.id, final, suffix(reason))
+	if j.r.afterStep != nil {
+		j.r.afterStep(final)
+	}
 	j.r.pause(final)
 	return nil
 }
