@@ -41,7 +41,7 @@ func TestInvariantsProperty(t *testing.T) {
 			var drafts []eventlog.Draft
 			var err error
 			op := rng.Intn(10)
-			id := int64(rng.Intn(len(s.Entries)+2)) // sometimes missing
+			id := int64(rng.Intn(len(s.Entries) + 2)) // sometimes missing
 			switch op {
 			case 0, 1, 2:
 				ws := workspaces[rng.Intn(len(workspaces))]
