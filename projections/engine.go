@@ -213,9 +213,9 @@ func (v *View) Stale() (bool, error) {
 type status int
 
 const (
-	upToDate status = iota
-	behind          // new bytes after the marks
-	rewritten       // a file changed under a mark: rebuild
+	upToDate  status = iota
+	behind           // new bytes after the marks
+	rewritten        // a file changed under a mark: rebuild
 )
 
 // check compares a checkpoint with the writer files on disk.

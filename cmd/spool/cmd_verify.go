@@ -5,6 +5,7 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/mergequeue"
 	"github.com/spoolhq/spool/projections"
 )
 
@@ -18,6 +19,7 @@ type verifyReport struct {
 	Problems    []eventlog.Problem       `json:"problems"`
 	Differences []projections.Difference `json:"differences"`
 	Stale       []string                 `json:"stale"`
+	Invariants  []string                 `json:"invariants"` // merge queue invariants (seed 002 §5) that do not hold
 }
 
 func (c *VerifyCmd) Run(e *env) error {
@@ -40,6 +42,9 @@ func (c *VerifyCmd) Run(e *env) error {
 		for _, d := range rep.Differences {
 			fmt.Fprintf(e.stdout, "projection %s: %s: %s\n", d.Projection, d.Path, d.Problem)
 		}
+		for _, inv := range rep.Invariants {
+			fmt.Fprintln(e.stdout, "merge queue:", inv)
+		}
 		for _, s := range rep.Stale {
 			fmt.Fprintf(e.stdout, "projection %s: behind the log (not compared; any command brings it up to date)\n", s)
 		}
@@ -49,7 +54,7 @@ func (c *VerifyCmd) Run(e *env) error {
 	}
 	if !rep.OK {
 		return fault.New(fault.Rejected, "verify_failed", nil,
-			fmt.Sprintf("verify failed: %d log problems, %d projection differences", len(rep.Problems), len(rep.Differences)))
+			fmt.Sprintf("verify failed: %d log problems, %d projection differences, %d broken invariants", len(rep.Problems), len(rep.Differences), len(rep.Invariants)))
 	}
 	return nil
 }
@@ -60,7 +65,7 @@ func verify(e *env, log *eventlog.Log, en *projections.Engine) (*verifyReport, e
 		return nil, err
 	}
 	rep := &verifyReport{Events: check.Events, Files: check.Files, Problems: check.Problems,
-		Differences: []projections.Difference{}, Stale: []string{}}
+		Differences: []projections.Difference{}, Stale: []string{}, Invariants: []string{}}
 	if len(check.Problems) == 0 {
 		diffs, stale, err := en.Verify(e.ctx)
 		if err != nil {
@@ -68,7 +73,12 @@ func verify(e *env, log *eventlog.Log, en *projections.Engine) (*verifyReport, e
 		}
 		rep.Differences = append(rep.Differences, diffs...)
 		rep.Stale = append(rep.Stale, stale...)
+		fresh, err := en.Replay(e.ctx, mergequeue.Name)
+		if err != nil {
+			return nil, err
+		}
+		rep.Invariants = append(rep.Invariants, mergequeue.CheckInvariants(fresh.Get(mergequeue.Name).(*mergequeue.State))...)
 	}
-	rep.OK = len(rep.Problems) == 0 && len(rep.Differences) == 0
+	rep.OK = len(rep.Problems) == 0 && len(rep.Differences) == 0 && len(rep.Invariants) == 0
 	return rep, nil
 }
