@@ -161,8 +161,15 @@ func (c *MergeShowCmd) Run(e *env) error {
 	if en == nil {
 		return mergequeue.EntryNotFound(c.ID)
 	}
+	trail, err := train.Trail(e.ctx, st, en.ID)
+	if err != nil {
+		return err
+	}
 	if e.JSON {
-		return writeJSON(e.stdout, en)
+		return writeJSON(e.stdout, struct {
+			*mergequeue.Entry
+			History []mergequeue.AuditStep `json:"history"`
+		}{en, trail})
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	pos := "-"
@@ -184,7 +191,7 @@ func (c *MergeShowCmd) Run(e *env) error {
 	tw.Flush()
 	fmt.Fprintln(e.stdout, "history:")
 	tw = tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	for _, s := range en.History {
+	for _, s := range trail {
 		move := string(s.To)
 		if s.From != "" && s.From != s.To {
 			move = string(s.From) + " → " + string(s.To)

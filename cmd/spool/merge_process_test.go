@@ -90,8 +90,13 @@ func (r *procRepo) worktree(name string) string {
 	return path
 }
 
-func (r *procRepo) entry(id int64, env []string) mergequeue.Entry {
-	var e mergequeue.Entry
+type shownEntry struct {
+	mergequeue.Entry
+	History []mergequeue.AuditStep `json:"history"`
+}
+
+func (r *procRepo) entry(id int64, env []string) shownEntry {
+	var e shownEntry
 	if err := json.Unmarshal([]byte(r.spool(r.root, env, "merge", "show", fmt.Sprint(id), "--json")), &e); err != nil {
 		r.t.Fatal(err)
 	}

@@ -42,9 +42,9 @@ func TestSubmitNew(t *testing.T) {
 	case e.BeadID != "bd-1" || e.Owner != "ada":
 		t.Error("bead and owner")
 	}
-	h := e.History
-	if len(h) != 1 || h[0].Type != EvSubmitted || !h[0].At.Equal(t0) || h[0].Actor != "ada" || h[0].To != Pending {
-		t.Errorf("POST-AUDIT-001..004: %+v", h)
+	h := e.LastStep
+	if e.Steps != 1 || h.Type != EvSubmitted || !h.At.Equal(t0) || h.Actor != "ada" || h.To != Pending || h.HeadSHA != sha(1) {
+		t.Errorf("POST-AUDIT-001..004: %d steps, %+v", e.Steps, h)
 	}
 	checkInvariants(t, s)
 }
@@ -64,7 +64,7 @@ func TestSubmitUpdatesActive(t *testing.T) {
 	if len(s.Entries) != 2 || e.Position != 1 || e.Priority != 0 {
 		t.Errorf("entries %d, position %d, priority %d", len(s.Entries), e.Position, e.Priority)
 	}
-	if e.History[1].Type != EvUpdated {
+	if e.Steps != 2 || e.LastStep.Type != EvUpdated {
 		t.Error("POST-AUDIT-002: want an updated event")
 	}
 	checkInvariants(t, s)

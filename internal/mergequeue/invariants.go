@@ -59,18 +59,13 @@ func CheckInvariants(s *State) []string {
 		if e.Branch == "" {
 			fail("INV-ID-004", "entry %d has no branch", e.ID)
 		}
-		for j, st := range e.History {
-			if j > 0 && st.At.Before(e.History[j-1].At) {
-				fail("INV-AUDIT-004", "entry %d: step %d is earlier than step %d", e.ID, st.N, e.History[j-1].N)
-			}
-			if j > 0 && st.N <= e.History[j-1].N {
-				fail("INV-AUDIT-002", "entry %d: step numbers %d then %d", e.ID, e.History[j-1].N, st.N)
-			}
-			lastN = max(lastN, st.N)
+		if e.Steps == 0 || e.LastStep.To != e.Status {
+			fail("INV-AUDIT-001", "entry %d is %s but its last audit step says %q", e.ID, e.Status, e.LastStep.To)
 		}
-		if n := len(e.History); n == 0 || e.History[n-1].To != e.Status {
-			fail("INV-AUDIT-001", "entry %d is %s but its last audit step does not say so", e.ID, e.Status)
+		if e.LastStep.At.Before(e.AddedAt) || e.UpdatedAt != e.LastStep.At {
+			fail("INV-AUDIT-004", "entry %d: last step at %s, added %s, updated %s", e.ID, e.LastStep.At, e.AddedAt, e.UpdatedAt)
 		}
+		lastN = max(lastN, e.LastStep.N)
 	}
 	for p := 1; p <= pending; p++ {
 		if _, ok := positions[p]; !ok {

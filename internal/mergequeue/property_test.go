@@ -109,13 +109,14 @@ func TestInvariantsProperty(t *testing.T) {
 
 type historyMark struct {
 	status Status
-	steps  []AuditStep
+	steps  int
+	last   AuditStep
 }
 
 func snapshotHistory(s *State) []historyMark {
 	out := make([]historyMark, len(s.Entries))
 	for i, e := range s.Entries {
-		out[i] = historyMark{e.Status, append([]AuditStep(nil), e.History...)}
+		out[i] = historyMark{e.Status, e.Steps, e.LastStep}
 	}
 	return out
 }
@@ -124,15 +125,16 @@ func checkAudit(t *testing.T, s *State, prev []historyMark, where string) {
 	t.Helper()
 	for i, old := range prev {
 		e := s.Entries[i]
-		if len(e.History) < len(old.steps) {
-			t.Fatalf("%s: INV-AUDIT-003: entry %d history shrank", where, e.ID)
+		if e.Steps < old.steps {
+			t.Fatalf("%s: INV-AUDIT-003: entry %d trail shrank", where, e.ID)
 		}
-		for j := range old.steps {
-			if fmt.Sprint(old.steps[j]) != fmt.Sprint(e.History[j]) {
-				t.Fatalf("%s: INV-AUDIT-003: entry %d step %d rewritten", where, e.ID, j)
-			}
+		if e.Steps == old.steps && e.LastStep != old.last {
+			t.Fatalf("%s: INV-AUDIT-003: entry %d last step rewritten", where, e.ID)
 		}
-		if e.Status != old.status && len(e.History) == len(old.steps) {
+		if e.Steps > old.steps && (e.LastStep.N <= old.last.N || e.LastStep.At.Before(old.last.At)) {
+			t.Fatalf("%s: INV-AUDIT-002/004: entry %d step %+v after %+v", where, e.ID, e.LastStep, old.last)
+		}
+		if e.Status != old.status && e.Steps == old.steps {
 			t.Fatalf("%s: INV-AUDIT-001: entry %d went %s → %s without an audit step", where, e.ID, old.status, e.Status)
 		}
 	}

@@ -59,7 +59,8 @@ type Entry struct {
 	ConflictPaths    []string       `json:"conflict_paths,omitempty"`
 	AddedAt          time.Time      `json:"added_at"`
 	UpdatedAt        time.Time      `json:"updated_at"`
-	History          []AuditStep    `json:"history"`
+	Steps            int            `json:"steps"`     // audit steps so far; the full trail is in the log (Trail)
+	LastStep         AuditStep      `json:"last_step"` // the latest of them
 }
 
 // AuditStep is one line of an entry's audit trail.
@@ -207,7 +208,7 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		}
 		e := &Entry{ID: int64(len(s.Entries)) + 1, Workspace: d.Workspace, Worktree: d.Worktree, Branch: d.Branch,
 			ChangeID: d.ChangeID, ChangeIDSource: d.ChangeIDSource, DedupeKey: d.DedupeKey, HeadSHA: d.HeadSHA,
-			BeadID: d.BeadID, Owner: ev.Actor, Status: Pending, AddedAt: ev.At, UpdatedAt: ev.At, History: []AuditStep{}}
+			BeadID: d.BeadID, Owner: ev.Actor, Status: Pending, AddedAt: ev.At, UpdatedAt: ev.At}
 		if d.Priority != nil {
 			e.Priority = *d.Priority
 		}
@@ -316,13 +317,20 @@ func (s *State) step(e *Entry, ev *eventlog.Event, d *EntryData) {
 	// The audit trail's times never go backwards (INV-AUDIT-004) even if a
 	// writer's clock did; the event itself keeps the time it was written.
 	at := ev.At
-	if n := len(e.History); n > 0 && at.Before(e.History[n-1].At) {
-		at = e.History[n-1].At
+	if e.Steps > 0 && at.Before(e.LastStep.At) {
+		at = e.LastStep.At
 	}
 	e.UpdatedAt = at
 	e.WorkspaceState = WorkspaceStateOf(e.Status)
-	e.History = append(e.History, AuditStep{N: s.Applied + 1, At: at, Actor: ev.Actor, Type: ev.Type, From: d.From, To: d.To,
-		HeadSHA: d.HeadSHA, TestedSHA: d.TestedSHA, TestedAgainstSHA: d.TestedAgainstSHA, Reason: d.Reason})
+	e.Steps++
+	e.LastStep = StepOf(ev, d)
+	e.LastStep.N, e.LastStep.At = s.Applied+1, at
+}
+
+// StepOf is the audit step an entry event records.
+func StepOf(ev *eventlog.Event, d *EntryData) AuditStep {
+	return AuditStep{At: ev.At, Actor: ev.Actor, Type: ev.Type, From: d.From, To: d.To, HeadSHA: d.HeadSHA,
+		TestedSHA: d.TestedSHA, TestedAgainstSHA: d.TestedAgainstSHA, Reason: d.Reason}
 }
 
 func (s *State) MarshalState() ([]byte, error) { return json.Marshal(s) }

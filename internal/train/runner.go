@@ -46,6 +46,12 @@ type Result struct {
 	Status    mergequeue.Status `json:"status"`
 	TestedSHA string            `json:"tested_sha,omitempty"`
 	Reason    string            `json:"reason,omitempty"`
+	// Where the time went, in milliseconds: the whole entry, the rebase
+	// (scratch worktree included) and the test command; the rest is the
+	// train's own overhead.
+	ElapsedMS float64 `json:"elapsed_ms"`
+	RebaseMS  float64 `json:"rebase_ms"`
+	TestMS    float64 `json:"test_ms"`
 }
 
 // NewRunnerID returns a fresh runner id.
@@ -165,6 +171,7 @@ func (r *Runner) Run(ctx context.Context, once bool) ([]Result, error) {
 // RunOne claims the first pending entry and takes it as far as it goes.
 // It returns nil when there was nothing to claim.
 func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
+	start := time.Now()
 	var claimed *mergequeue.Entry
 	pol := r.policy()
 	_, _, err := r.Store.Write(ctx, r.Now(), r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
@@ -179,10 +186,14 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	r.logf("entry %d: claimed (%s, %s)", claimed.ID, claimed.Workspace, short(claimed.HeadSHA))
-	j := &job{r: r, id: claimed.ID, head: claimed.HeadSHA, status: mergequeue.Claimed, attempt: claimed.Attempts + 1}
+	j := &job{start: start, r: r, id: claimed.ID, head: claimed.HeadSHA, status: mergequeue.Claimed, attempt: claimed.Attempts + 1}
 	r.pause(mergequeue.Claimed)
 	res := j.process(ctx)
+	t := time.Now()
 	removeScratch(context.WithoutCancel(ctx), r.Store.Repo.Root, j.scratch)
+	j.rebaseTime += time.Since(t)
+	res.ElapsedMS = ms(time.Since(j.start))
+	res.RebaseMS, res.TestMS = ms(j.rebaseTime), ms(j.testTime)
 	return res, nil
 }
 
@@ -198,7 +209,12 @@ type job struct {
 	tested  string // the rebased commit
 	against string // the target commit it was rebased onto and tested against
 	lost    bool   // another process changed the entry: stop touching it
+
+	start                time.Time
+	rebaseTime, testTime time.Duration
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // step appends one transition as a compare-and-set on the entry.
 func (j *job) step(ctx context.Context, to mergequeue.Status, reason string, paths []string, exitCode *int) error {
@@ -265,11 +281,13 @@ func (j *job) process(ctx context.Context) *Result {
 		if err := j.step(ctx, mergequeue.Rebasing, "onto "+j.r.Target+" at "+short(against), nil, nil); err != nil {
 			return j.lostResult(err)
 		}
+		t := time.Now()
 		removeScratch(ctx, root, j.scratch)
 		if err := addScratch(ctx, root, j.scratch, j.head); err != nil {
 			return j.fail(ctx, mergequeue.FailedRetryable, "scratch worktree: "+err.Error(), nil, nil)
 		}
 		conflicts, err := rebase(ctx, j.scratch, against)
+		j.rebaseTime += time.Since(t)
 		if len(conflicts) > 0 {
 			return j.fail(ctx, mergequeue.FailedTerminal, "rebase conflict", conflicts, nil)
 		}
@@ -283,7 +301,9 @@ func (j *job) process(ctx context.Context) *Result {
 		if err := j.step(ctx, mergequeue.Testing, "", nil, nil); err != nil {
 			return j.lostResult(err)
 		}
+		t = time.Now()
 		code, reason, err := j.test(ctx)
+		j.testTime += time.Since(t)
 		if err != nil {
 			return j.fail(ctx, mergequeue.FailedRetryable, "test command: "+err.Error(), nil, nil)
 		}

@@ -12,9 +12,18 @@ import (
 	"github.com/spoolhq/spool/internal/mergequeue"
 )
 
-func statuses(e *mergequeue.Entry) string {
+func (f *fixture) trail(id int64) []mergequeue.AuditStep {
+	f.t.Helper()
+	steps, err := Trail(context.Background(), f.store(f.root), id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return steps
+}
+
+func (f *fixture) statuses(id int64) string {
 	var s []string
-	for _, h := range e.History {
+	for _, h := range f.trail(id) {
 		s = append(s, string(h.To))
 	}
 	return strings.Join(s, " ")
@@ -43,10 +52,10 @@ func TestTrainMergesInOrder(t *testing.T) {
 			t.Errorf("primary worktree lacks %s", file)
 		}
 	}
-	if got := statuses(q.Entry(1)); got != "pending claimed rebasing testing ready_to_merge merging merged" {
+	if got := f.statuses(1); got != "pending claimed rebasing testing ready_to_merge merging merged" {
 		t.Errorf("audit trail %q", got)
 	}
-	for _, h := range q.Entry(1).History[2:] {
+	for _, h := range f.trail(1)[2:] {
 		if h.HeadSHA != q.Entry(1).HeadSHA {
 			t.Errorf("step %s lacks head_sha", h.To)
 		}
@@ -141,10 +150,10 @@ func TestTrainTargetMovesDuringTesting(t *testing.T) {
 	f.run()
 	e := f.queue().Entry(1)
 	if e.Status != mergequeue.Merged || e.TestedAgainstSHA != otherSHA {
-		t.Fatalf("%s, tested against %s (other is %s): %s", e.Status, e.TestedAgainstSHA, otherSHA, statuses(e))
+		t.Fatalf("%s, tested against %s (other is %s): %s", e.Status, e.TestedAgainstSHA, otherSHA, f.statuses(1))
 	}
-	if !strings.Contains(statuses(e), "ready_to_merge rebasing testing ready_to_merge merging merged") {
-		t.Errorf("audit trail %q", statuses(e))
+	if !strings.Contains(f.statuses(1), "ready_to_merge rebasing testing ready_to_merge merging merged") {
+		t.Errorf("audit trail %q", f.statuses(1))
 	}
 	main := f.git(f.root, "rev-parse", "main")
 	if main != e.TestedSHA || f.git(f.root, "merge-base", "--is-ancestor", otherSHA, main) != "" {
