@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -94,6 +96,18 @@ type listRow struct {
 	WorkspaceState string            `json:"workspace_state"`
 }
 
+// rowOf is the row of an entry; mergequeue.Entry.AppendRow writes the same JSON.
+func rowOf(en *mergequeue.Entry) listRow {
+	r := listRow{EntryID: en.ID, Status: en.Status, Priority: en.Priority, Workspace: en.Workspace, Branch: en.Branch,
+		HeadSHA: en.HeadSHA, DedupeKey: en.DedupeKey, Owner: en.Owner, Attempts: en.Attempts, BeadID: en.BeadID,
+		AddedAt: en.AddedAt, LastError: en.LastError, WorkspaceState: string(en.WorkspaceState)}
+	if en.Position > 0 {
+		p := en.Position
+		r.Position = &p
+	}
+	return r
+}
+
 func (c *MergeListCmd) Run(e *env) error {
 	st, now, actor, err := e.mergeCtx()
 	if err != nil {
@@ -110,20 +124,13 @@ func (c *MergeListCmd) Run(e *env) error {
 			entries = append(entries, en)
 		}
 	}
+	if e.JSON {
+		return writeRows(e.stdout, map[string]any{"frozen": q.Frozen, "frozen_reason": q.FrozenReason,
+			"pending_count": q.PendingCount}, entries)
+	}
 	rows := make([]listRow, 0, len(entries))
 	for _, en := range entries {
-		r := listRow{EntryID: en.ID, Status: en.Status, Priority: en.Priority, Workspace: en.Workspace, Branch: en.Branch,
-			HeadSHA: en.HeadSHA, DedupeKey: en.DedupeKey, Owner: en.Owner, Attempts: en.Attempts, BeadID: en.BeadID,
-			AddedAt: en.AddedAt, LastError: en.LastError, WorkspaceState: string(en.WorkspaceState)}
-		if en.Position > 0 {
-			p := en.Position
-			r.Position = &p
-		}
-		rows = append(rows, r)
-	}
-	if e.JSON {
-		return writeJSON(e.stdout, map[string]any{"frozen": q.Frozen, "frozen_reason": q.FrozenReason,
-			"pending_count": q.PendingCount, "entries": rows})
+		rows = append(rows, rowOf(en))
 	}
 	if q.Frozen {
 		fmt.Fprintf(e.stdout, "frozen by %s: %s\n", q.FrozenBy, q.FrozenReason)
@@ -368,4 +375,32 @@ func short(sha string) string {
 		return sha[:10]
 	}
 	return sha
+}
+
+// writeRows prints head's keys and then "entries", one compact row per line:
+// a thousand rows stay readable and cost a fraction of indenting them.
+func writeRows(w io.Writer, head map[string]any, entries []*mergequeue.Entry) error {
+	buf := bytes.NewBufferString("{")
+	for _, k := range sortedKeys(head) {
+		v, err := jsonCompact(head[k])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(buf, "%q: %s, ", k, v)
+	}
+	buf.WriteString(`"entries": [`)
+	b := make([]byte, 0, 512)
+	for i, en := range entries {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.WriteString("\n  ")
+		buf.Write(en.AppendRow(b[:0]))
+	}
+	if len(entries) > 0 {
+		buf.WriteString("\n")
+	}
+	buf.WriteString("]}\n")
+	_, err := w.Write(buf.Bytes())
+	return err
 }

@@ -40,7 +40,7 @@ func BenchmarkApplySubmit1000(b *testing.B) {
 func BenchmarkMarshalState1000(b *testing.B) {
 	s := queueOf(b, 1000)
 	for b.Loop() {
-		s.MarshalState()
+		s.render()
 	}
 }
 
@@ -58,6 +58,7 @@ func BenchmarkUnmarshalState1000(b *testing.B) {
 func BenchmarkFiles1000(b *testing.B) {
 	s := queueOf(b, 1000)
 	for b.Loop() {
+		s.encoded = nil
 		s.Files()
 	}
 }

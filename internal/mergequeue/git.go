@@ -134,25 +134,41 @@ func CheckWorkspace(w Worktree) error {
 // spoolExclude keeps spool's own files out of cleanliness checks and auto-commits.
 const spoolExclude = ":(top,exclude).spool"
 
-// DirtyPaths lists uncommitted changes in a worktree, spool's own files aside.
-func DirtyPaths(ctx context.Context, w Worktree) ([]string, error) {
-	out, err := repo.Git(ctx, w.Path, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", ".", spoolExclude)
+// Inspect reads a workspace in one git call: its branch, its HEAD and its
+// uncommitted changes (spool's own files aside), filling in w.
+func Inspect(ctx context.Context, w *Worktree) (dirty []string, err error) {
+	out, err := repo.Git(ctx, w.Path, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--", ".", spoolExclude)
 	if err != nil {
 		return nil, HeadSHAExtractionFailed(w.Name, err.Error())
 	}
-	var paths []string
 	fields := strings.Split(out, "\x00")
 	for i := 0; i < len(fields); i++ {
 		f := fields[i]
-		if len(f) < 4 {
-			continue
-		}
-		paths = append(paths, f[3:])
-		if f[0] == 'R' || f[0] == 'C' {
-			i++ // the rename's source follows
+		switch {
+		case strings.HasPrefix(f, "# branch.oid "):
+			w.HEAD = strings.TrimPrefix(f, "# branch.oid ")
+			if w.HEAD == "(initial)" {
+				w.HEAD = strings.Repeat("0", 40)
+			}
+		case strings.HasPrefix(f, "# branch.head "):
+			w.Branch = strings.TrimPrefix(f, "# branch.head ")
+			if w.Branch == "(detached)" {
+				w.Branch, w.Detached = "", true
+			}
+		case strings.HasPrefix(f, "#") || f == "":
+		case f[0] == '?' || f[0] == '!':
+			dirty = append(dirty, f[2:])
+		default: // "1 XY sub mH mI mW hH hI path", "2 ... X score path" then origPath, "u ... path"
+			n := map[byte]int{'1': 8, '2': 9, 'u': 10}[f[0]]
+			if parts := strings.SplitN(f, " ", n+1); n > 0 && len(parts) == n+1 {
+				dirty = append(dirty, parts[n])
+			}
+			if f[0] == '2' {
+				i++ // the rename's source follows
+			}
 		}
 	}
-	return paths, nil
+	return dirty, nil
 }
 
 // AutoCommit commits everything in the worktree and returns the new HEAD.
@@ -170,26 +186,29 @@ func AutoCommit(ctx context.Context, w Worktree) (string, error) {
 	return strings.TrimSpace(out), nil
 }
 
-// ChangeID reads a stable change id: jj's change id in a jj repository when
-// jj is installed, else the commit's Change-Id: trailer, else "" (the decider
-// generates one and the log remembers it).
-func ChangeID(ctx context.Context, w Worktree, root string) (id, source string, err error) {
-	if JJAvailable(w.Path, root) {
-		id, err := jjChangeID(ctx, w)
-		return id, SourceJJ, err
-	}
-	out, err := repo.Git(ctx, w.Path, "log", "-1", "--format=%(trailers:key=Change-Id,valueonly,separator=%x00)", w.HEAD)
+// ChangeID reads a stable change id for the commit at rev and that
+// commit's id: jj's change id in a jj repository when jj is installed, else
+// the commit's Change-Id: trailer, else "" (the decider generates one and the
+// log remembers it).
+func ChangeID(ctx context.Context, w Worktree, rev, root string) (head, id, source string, err error) {
+	out, err := repo.Git(ctx, w.Path, "log", "-1", "--format=%H%x00%(trailers:key=Change-Id,valueonly,separator=%x00)", rev, "--")
 	if err != nil {
-		return "", "", ChangeIDExtractionFailed(w.Name, err.Error())
+		return "", "", "", ChangeIDExtractionFailed(w.Name, err.Error())
 	}
 	vals := strings.Split(strings.TrimSpace(out), "\x00")
-	if last := strings.TrimSpace(vals[len(vals)-1]); last != "" {
-		if strings.ContainsAny(last, " \t:") {
-			return "", "", ChangeIDExtractionFailed(w.Name, "Change-Id trailer "+last+" contains whitespace or ':'")
-		}
-		return last, SourceTrailer, nil
+	head = vals[0]
+	if JJAvailable(w.Path, root) {
+		w.HEAD = head
+		id, err := jjChangeID(ctx, w)
+		return head, id, SourceJJ, err
 	}
-	return "", "", nil
+	if last := strings.TrimSpace(vals[len(vals)-1]); len(vals) > 1 && last != "" {
+		if strings.ContainsAny(last, " \t:") {
+			return "", "", "", ChangeIDExtractionFailed(w.Name, "Change-Id trailer "+last+" contains whitespace or ':'")
+		}
+		return head, last, SourceTrailer, nil
+	}
+	return head, "", "", nil
 }
 
 // JJAvailable reports whether the workspace is in a jj repository and jj is on PATH.

@@ -29,6 +29,8 @@ type State struct {
 	Identities   map[string]string `json:"identities"` // workspace + "\x00" + branch → generated change id
 	Skipped      int               `json:"skipped"`    // events the fold could not use (diverged history)
 	Applied      int               `json:"applied"`    // merge events folded; numbers the audit steps
+
+	encoded []byte // encode's result until the next Apply: Save asks for it twice
 }
 
 // Entry is one queue entry.
@@ -171,6 +173,7 @@ func IdentityKey(workspace, branch string) string { return workspace + "\x00" + 
 // Apply folds one event. Events of other namespaces and events whose data
 // cannot be used are skipped; it never fails.
 func (s *State) Apply(ev *eventlog.Event) error {
+	s.encoded = nil
 	switch ev.Type {
 	case EvFrozen:
 		var d FreezeData
@@ -323,8 +326,7 @@ func (s *State) step(e *Entry, ev *eventlog.Event, d *EntryData) {
 	e.UpdatedAt = at
 	e.WorkspaceState = WorkspaceStateOf(e.Status)
 	e.Steps++
-	e.LastStep = StepOf(ev, d)
-	e.LastStep.N, e.LastStep.At = s.Applied+1, at
+	e.LastStep = AuditStep{N: s.Applied + 1, At: at, Actor: ev.Actor, Type: ev.Type, From: d.From, To: d.To}
 }
 
 // StepOf is the audit step an entry event records.
@@ -333,37 +335,11 @@ func StepOf(ev *eventlog.Event, d *EntryData) AuditStep {
 		TestedSHA: d.TestedSHA, TestedAgainstSHA: d.TestedAgainstSHA, Reason: d.Reason}
 }
 
-func (s *State) MarshalState() ([]byte, error) { return json.Marshal(s) }
+func (s *State) MarshalState() ([]byte, error) { return s.encode(), nil }
 
-func (s *State) UnmarshalState(b []byte) error {
-	*s = State{}
-	if err := json.Unmarshal(b, s); err != nil {
-		return err
-	}
-	if s.Entries == nil {
-		s.Entries = []*Entry{}
-	}
-	if s.Identities == nil {
-		s.Identities = map[string]string{}
-	}
-	return nil
-}
+func (s *State) UnmarshalState(b []byte) error { return s.decode(b) }
 
-// fileView is merge-queue.json: the queue without the identity table.
-type fileView struct {
-	Frozen       bool       `json:"frozen"`
-	FrozenReason string     `json:"frozen_reason,omitempty"`
-	FrozenBy     string     `json:"frozen_by,omitempty"`
-	FrozenAt     *time.Time `json:"frozen_at,omitempty"`
-	PendingCount int        `json:"pending_count"`
-	ActiveCount  int        `json:"active_count"`
-	Entries      []*Entry   `json:"entries"`
-}
-
+// Files renders merge-queue.json: the whole state, one entry per line.
 func (s *State) Files() ([]projections.File, error) {
-	b, err := json.MarshalIndent(fileView{s.Frozen, s.FrozenReason, s.FrozenBy, s.FrozenAt, s.PendingCount, s.ActiveCount(), s.Entries}, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return []projections.File{{Path: FilePath, Data: append(b, '\n')}}, nil
+	return []projections.File{{Path: FilePath, Data: s.encode()}}, nil
 }

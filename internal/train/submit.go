@@ -6,6 +6,7 @@ package train
 
 import (
 	"context"
+	"path/filepath"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -44,19 +45,26 @@ type Response struct {
 // queues it. Everything that can fail does so before the one append, so a
 // failed submission leaves nothing behind (INV-CONC-001, -003).
 func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor string, now time.Time) (*Response, error) {
-	list, err := mergequeue.ListWorktrees(ctx, st.Repo.WorkTree)
+	w, err := findWorkspace(ctx, st, opt.Workspace)
 	if err != nil {
-		return nil, mergequeue.IdentityExtractionFailed(opt.Workspace, err.Error())
+		return nil, err
 	}
-	w, err := mergequeue.FindWorkspace(list, opt.Workspace, st.Repo.WorkTree)
+	// Both only read: ask git at the same time, then check they saw the same HEAD.
+	type identity struct {
+		head, id, source string
+		err              error
+	}
+	ident := make(chan identity, 1)
+	go func() {
+		head, id, source, err := mergequeue.ChangeID(ctx, w, "HEAD", st.Repo.Root)
+		ident <- identity{head, id, source, err}
+	}()
+	dirty, err := mergequeue.Inspect(ctx, &w)
+	got := <-ident
 	if err != nil {
 		return nil, err
 	}
 	if err := mergequeue.CheckWorkspace(w); err != nil {
-		return nil, err
-	}
-	dirty, err := mergequeue.DirtyPaths(ctx, w)
-	if err != nil {
 		return nil, err
 	}
 	if len(dirty) > 0 {
@@ -67,10 +75,13 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 			return nil, err
 		}
 	}
-	changeID, source, err := mergequeue.ChangeID(ctx, w, st.Repo.Root)
-	if err != nil {
-		return nil, err
+	if got.err == nil && got.head != w.HEAD { // HEAD moved in between, or auto-committed
+		got.head, got.id, got.source, got.err = mergequeue.ChangeID(ctx, w, w.HEAD, st.Repo.Root)
 	}
+	if got.err != nil {
+		return nil, got.err
+	}
+	changeID, source := got.id, got.source
 	pushed := false
 	if remote := st.Config.String("merge.remote"); !opt.NoPush && mergequeue.RemoteExists(ctx, w.Path, remote) {
 		if err := mergequeue.PushBranch(ctx, w, remote); err != nil {
@@ -102,6 +113,27 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 		resp.BeadID = &b
 	}
 	return resp, nil
+}
+
+// findWorkspace is the worktree to submit: the one the command runs in,
+// or the one named, which must be among git worktree list (PRE-WS-001) and
+// not abandoned (PRE-WS-002).
+func findWorkspace(ctx context.Context, st *store.Store, name string) (mergequeue.Worktree, error) {
+	if name == "" {
+		return mergequeue.Worktree{Path: st.Repo.WorkTree, Name: filepath.Base(st.Repo.WorkTree)}, nil
+	}
+	list, err := mergequeue.ListWorktrees(ctx, st.Repo.WorkTree)
+	if err != nil {
+		return mergequeue.Worktree{}, mergequeue.IdentityExtractionFailed(name, err.Error())
+	}
+	w, err := mergequeue.FindWorkspace(list, name, st.Repo.WorkTree)
+	if err != nil {
+		return w, err
+	}
+	if w.Prunable || w.Bare {
+		return w, mergequeue.CheckWorkspace(w)
+	}
+	return w, nil
 }
 
 func queueOf(v *projections.View) *mergequeue.State {

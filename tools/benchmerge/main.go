@@ -28,18 +28,28 @@ var (
 	runs    = flag.Int("n", 30, "timed runs of each command")
 	entries = flag.Int("entries", 1000, "entries seeded into the log")
 	trainN  = flag.Int("train", 10, "entries the train merges")
+	keep    = flag.String("keep", "", "build the repositories in this directory and keep them")
 	env     []string
 )
 
 func main() {
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "benchmerge-")
-	check(err)
-	defer os.RemoveAll(dir)
+	dir := *keep
+	if dir == "" {
+		d, err := os.MkdirTemp("", "benchmerge-")
+		check(err)
+		defer os.RemoveAll(d)
+		dir = d
+	} else {
+		check(os.MkdirAll(dir, 0o755))
+	}
 	env = append(os.Environ(), "SPOOL_ACTOR=bench@example.com", "GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@example.com",
 		"GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=bench@example.com", "GIT_CONFIG_NOSYSTEM=1", "SPOOL_NOW=")
 	bin := filepath.Join(dir, "spool")
 	run(".", "go", "build", "-o", bin, "./cmd/spool")
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
 
 	root := newRepo(dir, "repo", bin)
 	seed(root, *entries, false)
