@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -38,6 +40,29 @@ type Store struct {
 	Config *config.Config
 	Log    *eventlog.Log
 	Engine *projections.Engine
+
+	// views are the projections this Store has loaded, kept so that a
+	// long-running command (the merge train) does not decode its snapshots
+	// again for every write; catching up from the log keeps them current.
+	views map[string]*projections.View
+	mu    sync.Mutex // one Read or Write at a time uses the views
+}
+
+// view returns the loaded view of names, loading it on first use.
+func (s *Store) view(names []string) (*projections.View, error) {
+	key := strings.Join(names, "\x00")
+	if v, ok := s.views[key]; ok {
+		return v, nil
+	}
+	v, err := s.Engine.Open(names...)
+	if err != nil {
+		return nil, err
+	}
+	if s.views == nil {
+		s.views = map[string]*projections.View{}
+	}
+	s.views[key] = v
+	return v, nil
 }
 
 // Paths under the primary worktree.
@@ -81,7 +106,9 @@ func OpenRepo(r *repo.Repo, warn func(string)) (*Store, error) {
 // Read returns the named projections up to date. Reading needs no lock; the
 // lock is taken only to persist projections that were behind.
 func (s *Store) Read(ctx context.Context, names ...string) (*projections.View, error) {
-	v, err := s.Engine.Open(names...)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, err := s.view(names)
 	if err != nil {
 		return nil, err
 	}
@@ -106,12 +133,14 @@ type Decide func(v *projections.View) ([]eventlog.Draft, error)
 
 // Write runs the write path under the log's lock.
 func (s *Store) Write(ctx context.Context, at time.Time, actor string, names []string, decide Decide) ([]eventlog.Event, *projections.View, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	sess, err := s.Log.Begin(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer sess.Close()
-	v, err := s.Engine.Open(names...)
+	v, err := s.view(names)
 	if err != nil {
 		return nil, nil, err
 	}

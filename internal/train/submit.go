@@ -55,10 +55,10 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 		err              error
 	}
 	ident := make(chan identity, 1)
-	go func() {
+	go func(w mergequeue.Worktree) {
 		head, id, source, err := mergequeue.ChangeID(ctx, w, "HEAD", st.Repo.Root)
 		ident <- identity{head, id, source, err}
-	}()
+	}(w)
 	dirty, err := mergequeue.Inspect(ctx, &w)
 	got := <-ident
 	if err != nil {
