@@ -20,3 +20,8 @@ bench:
 # the demo on a throwaway repository
 demo:
     go run ./cmd/spool demo
+
+# merge queue: whole-process medians with 1,000 entries in the log, and the train's own overhead
+bench-merge:
+    go run ./tools/benchmerge -n 30
+    go test -run '^$' -bench . -benchtime 2s ./internal/mergequeue/

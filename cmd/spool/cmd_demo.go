@@ -19,6 +19,15 @@ var demoScript = [][]string{
 	{"append", "deploy.started", "-s", "web", "-d", `{"version":"1.4.2"}`},
 	{"append", "deploy.finished", "-s", "web", "-d", `{"version":"1.4.2","ok":true}`, "--idem", "deploy:web:1.4.2"},
 	{"append", "deploy.finished", "-s", "web", "-d", `{"version":"1.4.2","ok":true}`, "--idem", "deploy:web:1.4.2"},
+	// the merge queue: a linked worktree's branch, queued, tested and merged into main
+	{"git", "commit", "-q", "--allow-empty", "-m", "initial commit"},
+	{"git", "worktree", "add", "-q", "-b", "feature", "feature-wt"},
+	{"git", "-C", "feature-wt", "commit", "-q", "--allow-empty", "-m", "feature: a change ready to merge"},
+	{"merge", "submit", "--workspace", "feature-wt", "--no-push"},
+	{"merge", "list"},
+	{"config", "set", "merge.test_command", `["git","log","-1","--format=testing %h %s"]`},
+	{"merge", "run", "--once"},
+	{"merge", "show", "1"},
 	{"log"},
 	{"status"},
 	{"verify"},
@@ -41,6 +50,13 @@ func (c *DemoCmd) Run(e *env) error {
 	}
 	fmt.Fprintf(e.stdout, "# a throwaway git repository: %s\n", dir)
 	for _, args := range demoScript {
+		if args[0] == "git" { // setting the scene
+			fmt.Fprintf(e.stdout, "\n$ %s\n", strings.Join(quoteArgs(args), " "))
+			if _, err := repo.Git(e.ctx, dir, args[1:]...); err != nil {
+				return err
+			}
+			continue
+		}
 		fmt.Fprintf(e.stdout, "\n$ spool %s\n", strings.Join(quoteArgs(args), " "))
 		full := append([]string{"-C", dir, "--actor", "demo@spool.invalid"}, args...)
 		if code := run(full, e.stdout, e.stdout); code != 0 {

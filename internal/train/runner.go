@@ -38,6 +38,20 @@ type Runner struct {
 	PauseAt, PauseFile string
 
 	afterStep func(mergequeue.Status) // tests: act between two steps
+
+	remoteOnce sync.Once
+	remoteName string // merge.remote when it exists, else ""
+}
+
+// remote is the remote the target is pushed to, or "" when there is none;
+// asked once per run.
+func (r *Runner) remote(ctx context.Context) string {
+	r.remoteOnce.Do(func() {
+		if name := r.Store.Config.String("merge.remote"); mergequeue.RemoteExists(ctx, r.Store.Repo.Root, name) {
+			r.remoteName = name
+		}
+	})
+	return r.remoteName
 }
 
 // Result is what happened to one entry.
@@ -287,15 +301,15 @@ func (j *job) process(ctx context.Context) *Result {
 			return j.fail(ctx, mergequeue.FailedRetryable, "scratch worktree: "+err.Error(), nil, nil)
 		}
 		conflicts, err := rebase(ctx, j.scratch, against)
+		if err == nil && len(conflicts) == 0 {
+			j.tested, err = revParse(ctx, j.scratch, "HEAD")
+		}
 		j.rebaseTime += time.Since(t)
 		if len(conflicts) > 0 {
 			return j.fail(ctx, mergequeue.FailedTerminal, "rebase conflict", conflicts, nil)
 		}
 		if err != nil {
 			return j.fail(ctx, mergequeue.FailedRetryable, "rebase failed: "+err.Error(), nil, nil)
-		}
-		if j.tested, err = revParse(ctx, j.scratch, "HEAD"); err != nil {
-			return j.fail(ctx, mergequeue.FailedRetryable, "rebase result: "+err.Error(), nil, nil)
 		}
 		// outcome of the rebase, intent of the test
 		if err := j.step(ctx, mergequeue.Testing, "", nil, nil); err != nil {
@@ -341,8 +355,7 @@ func (j *job) merge(ctx context.Context, targetRef string) *Result {
 		return j.fail(ctx, mergequeue.FailedRetryable, "target moved during the merge: "+err.Error(), nil, nil)
 	}
 	j.r.pause("ref_updated")
-	remote := j.r.Store.Config.String("merge.remote")
-	if mergequeue.RemoteExists(ctx, root, remote) {
+	if remote := j.r.remote(ctx); remote != "" {
 		if _, err := repo.Git(ctx, root, "push", "--quiet", remote, targetRef+":"+targetRef); err != nil {
 			// Put the target back so local and remote agree, then give up this attempt.
 			updateRef(context.WithoutCancel(ctx), root, targetRef, j.against, j.tested, msg+" (push failed, undone)")
