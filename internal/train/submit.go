@@ -89,6 +89,10 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 		}
 		pushed = true
 	}
+	// Like every merge command, recover entries whose runner died first.
+	if _, err := Recover(ctx, st, actor, now); err != nil {
+		return nil, err
+	}
 	req := mergequeue.SubmitRequest{Workspace: w.Name, Worktree: w.Path, Branch: w.Branch, HeadSHA: w.HEAD,
 		ChangeID: changeID, ChangeIDSource: source, Priority: opt.Priority, BeadID: opt.BeadID, Actor: actor}
 	pol := mergequeue.PolicyFrom(st.Config)

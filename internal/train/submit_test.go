@@ -164,3 +164,36 @@ func TestSubmitUnauthorized(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// POST-RESP-001..005 and POST-ENTRY-001..008 through the real log.
+func TestSubmitResponse(t *testing.T) {
+	f := newFixture(t)
+	a := f.worktree("a", "a.txt", "a\n")
+	b := f.worktree("b", "b.txt", "b\n")
+	ra := f.mustSubmit(a, SubmitOptions{NoPush: true, Priority: 3, BeadID: "bd-7"})
+	rb := f.mustSubmit(b, SubmitOptions{NoPush: true, Priority: 1})
+	q := f.queue()
+	for _, r := range []*Response{ra, rb} {
+		e := q.Entry(r.EntryID)
+		if e == nil || e.ID <= 0 {
+			t.Fatalf("POST-ENTRY-001/002: entry %d", r.EntryID)
+		}
+		if r.Workspace != e.Workspace || r.DedupeKey != e.DedupeKey || r.HeadSHA != e.HeadSHA ||
+			r.HeadSHA != f.git(f.root, "rev-parse", "refs/heads/"+e.Branch) {
+			t.Errorf("POST-ENTRY-003..005 / POST-RESP-001: %+v vs %+v", r, e)
+		}
+		if r.SubmissionType != mergequeue.SubmissionNew || e.WorkspaceState != mergequeue.WorkspaceCreated || !r.SubmittedAt.Equal(e.AddedAt) || r.SubmittedAt.Year() != 2026 {
+			t.Errorf("POST-RESP-004/005, POST-ENTRY-007/008: %+v", r)
+		}
+	}
+	// the response was right when given; b's priority put it ahead of a afterwards
+	if *ra.Position != 1 || ra.PendingCount != 1 || *rb.Position != 1 || rb.PendingCount != 2 {
+		t.Errorf("POST-RESP-003: a at %d of %d, b at %d of %d", *ra.Position, ra.PendingCount, *rb.Position, rb.PendingCount)
+	}
+	if q.Entry(ra.EntryID).Position != 2 || q.Entry(rb.EntryID).Position != 1 || q.PendingCount != 2 {
+		t.Error("POST-POS-003: priority order")
+	}
+	if *ra.BeadID != "bd-7" || rb.BeadID != nil || ra.Status != mergequeue.Pending {
+		t.Error("POST-RESP-002, bead id")
+	}
+}
