@@ -61,7 +61,10 @@ func (s *State) render() []byte {
 			b = append(b, ',')
 		}
 		b = append(b, '\n')
-		b = e.encode(b)
+		if e.encoded == nil {
+			e.encoded = e.encode(nil)
+		}
+		b = append(b, e.encoded...)
 	}
 	if len(s.Entries) > 0 {
 		b = append(b, '\n')

@@ -103,6 +103,15 @@ func TestInvariantsProperty(t *testing.T) {
 				t.Fatalf("seed %d step %d (op %d): %v", seed, i, op, bad)
 			}
 			checkAudit(t, s, prev, fmt.Sprintf("seed %d step %d", seed, i))
+			if i%25 == 0 { // the render caches never go stale
+				cached := s.render()
+				for _, e := range s.Entries {
+					e.encoded = nil
+				}
+				if !bytes.Equal(cached, s.render()) {
+					t.Fatalf("seed %d step %d: cached rendering is stale", seed, i)
+				}
+			}
 		}
 	}
 }

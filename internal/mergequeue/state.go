@@ -63,6 +63,8 @@ type Entry struct {
 	UpdatedAt        time.Time      `json:"updated_at"`
 	Steps            int            `json:"steps"`     // audit steps so far; the full trail is in the log (Trail)
 	LastStep         AuditStep      `json:"last_step"` // the latest of them
+
+	encoded []byte // this entry's line in merge-queue.json until it changes
 }
 
 // AuditStep is one line of an entry's audit trail.
@@ -157,12 +159,16 @@ func queuedBefore(a, b *Entry) bool {
 
 // renumber derives positions 1..N for pending entries and clears the rest.
 func (s *State) renumber() {
-	for _, e := range s.Entries {
-		e.Position = 0
-	}
 	q := s.Queue()
+	for _, e := range s.Entries {
+		if e.Position != 0 && e.Status != Pending {
+			e.Position, e.encoded = 0, nil
+		}
+	}
 	for i, e := range q {
-		e.Position = i + 1
+		if e.Position != i+1 {
+			e.Position, e.encoded = i+1, nil
+		}
 	}
 	s.PendingCount = len(q)
 }
@@ -226,6 +232,7 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 	if e == nil {
 		return false
 	}
+	e.encoded = nil
 	if ev.Type == EvLeaseRenewed {
 		if e.Status.Processing() && d.Runner == e.Runner && d.LeaseUntil != nil {
 			lease := *d.LeaseUntil
