@@ -207,6 +207,9 @@ func (s *State) decode(b []byte) error {
 					errs[w] = err
 					return
 				}
+				// A snapshot of this Spec.Version was written by this encoder,
+				// so the line is what encoding the entry again would give.
+				e.encoded = line
 				s.Entries[k] = e
 			}
 		}()
