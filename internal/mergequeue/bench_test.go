@@ -69,3 +69,15 @@ func BenchmarkCheckInvariants1000(b *testing.B) {
 		CheckInvariants(s)
 	}
 }
+
+// BenchmarkReplay1000 folds 1,000 submissions and 1,000 claims from scratch,
+// as a rebuild does.
+func BenchmarkReplay1000(b *testing.B) {
+	for b.Loop() {
+		s := queueOf(b, 1000)
+		for range 1000 {
+			drafts, _ := DecideClaim(s, "r1", "main", pol, t0)
+			fold(b, s, t0, "train", drafts)
+		}
+	}
+}

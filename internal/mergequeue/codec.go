@@ -29,7 +29,7 @@ func (s *State) encode() []byte {
 }
 
 func (s *State) render() []byte {
-	b := make([]byte, 0, 320*len(s.Entries)+256)
+	b := make([]byte, 0, 700*len(s.Entries)+512)
 	b = append(b, `{"frozen":`...)
 	b = strconv.AppendBool(b, s.Frozen)
 	b = field(b, "frozen_reason", s.FrozenReason)

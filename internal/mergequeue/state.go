@@ -160,20 +160,37 @@ func queuedBefore(a, b *Entry) bool {
 	return a.ID < b.ID
 }
 
-// renumber derives positions 1..N for pending entries and clears the rest.
-func (s *State) renumber() {
-	q := s.Queue()
-	for _, e := range s.Entries {
-		if e.Position != 0 && e.Status != Pending {
-			e.Position, e.encoded = 0, nil
+// leave takes a pending entry out of the positions: those behind it move up.
+// Positions change in O(N) per event, so replaying a long log stays linear
+// in the queue's length rather than sorting it for every event.
+func (s *State) leave(e *Entry) {
+	if e.Position == 0 {
+		return
+	}
+	for _, o := range s.Entries {
+		if o.Position > e.Position {
+			o.Position, o.encoded = o.Position-1, nil
 		}
 	}
-	for i, e := range q {
-		if e.Position != i+1 {
-			e.Position, e.encoded = i+1, nil
+	e.Position, e.encoded = 0, nil
+	s.PendingCount--
+}
+
+// enter gives a pending entry its position: those it goes before move down.
+func (s *State) enter(e *Entry) {
+	pos := 1
+	for _, o := range s.Entries {
+		if o == e || o.Position == 0 {
+			continue
+		}
+		if queuedBefore(o, e) {
+			pos++
+		} else {
+			o.Position, o.encoded = o.Position+1, nil
 		}
 	}
-	s.PendingCount = len(q)
+	e.Position, e.encoded = pos, nil
+	s.PendingCount++
 }
 
 // IdentityKey is the key of State.Identities.
@@ -206,7 +223,6 @@ func (s *State) Apply(ev *eventlog.Event) error {
 	}
 	if s.applyEntry(ev, &d) {
 		s.Applied++
-		s.renumber()
 	} else {
 		s.Skipped++
 	}
@@ -228,6 +244,7 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 			s.Identities[IdentityKey(d.Workspace, d.Branch)] = d.ChangeID
 		}
 		s.Entries = append(s.Entries, e)
+		s.enter(e)
 		s.step(e, ev, d)
 		return true
 	}
@@ -247,6 +264,12 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 	if d.From != e.Status || !allowed(ev.Type, d.From, d.To) {
 		return false
 	}
+	s.leave(e) // and enter again below if it is (still) pending: its place may change
+	defer func() {
+		if e.Status == Pending {
+			s.enter(e)
+		}
+	}()
 	switch ev.Type {
 	case EvResubmitted:
 		e.HeadSHA, e.Attempts, e.AddedAt = d.HeadSHA, 0, ev.At
