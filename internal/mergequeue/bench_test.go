@@ -76,7 +76,7 @@ func BenchmarkReplay1000(b *testing.B) {
 	for b.Loop() {
 		s := queueOf(b, 1000)
 		for range 1000 {
-			drafts, _ := DecideClaim(s, "r1", "main", pol, t0)
+			drafts, _ := DecideClaim(s, "r1", Target{Branch: "main"}, pol, t0)
 			fold(b, s, t0, "train", drafts)
 		}
 	}

@@ -24,7 +24,7 @@ func randomState(t testing.TB, seed int64) *State {
 			fold(t, s, now, r.Actor, sub.Drafts)
 		}
 		if e := s.Entry(int64(rng.Intn(len(s.Entries)) + 1)); e != nil && e.Status == Pending && rng.Intn(2) == 0 {
-			drafts, c := DecideClaim(s, "r\u00e9", "main", pol, now)
+			drafts, c := DecideClaim(s, "r\u00e9", Target{Branch: "main"}, pol, now)
 			fold(t, s, now, "train", drafts)
 			if c != nil {
 				d, err := DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: Claimed, To: Rebasing, HeadSHA: c.HeadSHA, TestedAgainstSHA: sha(7), ScratchDir: "/tmp/x"}, pol, now)

@@ -264,9 +264,15 @@ func DecideUnfreeze(s *State) []eventlog.Draft {
 	return []eventlog.Draft{{Type: EvUnfrozen, Subject: "merge", Data: struct{}{}}}
 }
 
+// Target is the branch the train merges into and the commit it is at.
+type Target struct {
+	Branch string
+	SHA    string // recorded as the claim's tested_against_sha; the rebase records what it really used
+}
+
 // DecideClaim gives the first pending entry to runner with a lease. It
 // claims nothing when the queue is frozen or empty.
-func DecideClaim(s *State, runner, target string, pol Policy, now time.Time) ([]eventlog.Draft, *Entry) {
+func DecideClaim(s *State, runner string, target Target, pol Policy, now time.Time) ([]eventlog.Draft, *Entry) {
 	if s.Frozen {
 		return nil, nil
 	}
@@ -277,7 +283,7 @@ func DecideClaim(s *State, runner, target string, pol Policy, now time.Time) ([]
 	e := q[0]
 	lease := now.Add(pol.Lease).UTC()
 	return []eventlog.Draft{{Type: EvClaimed, Subject: Subject(e.ID), Data: EntryData{EntryID: e.ID, From: Pending, To: Claimed,
-		HeadSHA: e.HeadSHA, Target: target, Attempt: e.Attempts + 1, Runner: runner, LeaseUntil: &lease}}}, e
+		HeadSHA: e.HeadSHA, TestedAgainstSHA: target.SHA, Target: target.Branch, Attempt: e.Attempts + 1, Runner: runner, LeaseUntil: &lease}}}, e
 }
 
 // Step is one move of the train on an entry it holds.

@@ -387,7 +387,7 @@ func TestFreezeStopsClaims(t *testing.T) {
 	if len(DecideFreeze(s, "again")) != 0 {
 		t.Error("freezing twice appended")
 	}
-	if d, e := DecideClaim(s, "r1", "main", pol, t0); d != nil || e != nil {
+	if d, e := DecideClaim(s, "r1", Target{Branch: "main"}, pol, t0); d != nil || e != nil {
 		t.Fatal("claimed while frozen")
 	}
 	submit(t, s, req("ws-b", 2, "ada"), t0) // submissions continue
@@ -395,7 +395,7 @@ func TestFreezeStopsClaims(t *testing.T) {
 	if len(DecideUnfreeze(s)) != 0 {
 		t.Error("unfreezing twice appended")
 	}
-	if _, e := DecideClaim(s, "r1", "main", pol, t0); e == nil || e.ID != 1 {
+	if _, e := DecideClaim(s, "r1", Target{Branch: "main"}, pol, t0); e == nil || e.ID != 1 {
 		t.Fatal("no claim after unfreeze")
 	}
 }

@@ -71,7 +71,7 @@ func drive(t testing.TB, s *State, id int64, path []Status, at time.Time) {
 	t.Helper()
 	e := s.Entry(id)
 	if e.Status == Pending {
-		drafts, claimed := DecideClaim(s, "r1", "main", pol, at)
+		drafts, claimed := DecideClaim(s, "r1", Target{Branch: "main"}, pol, at)
 		if claimed == nil || claimed.ID != id {
 			t.Fatalf("claim got %v, want entry %d", claimed, id)
 		}

@@ -60,7 +60,7 @@ func TestInvariantsProperty(t *testing.T) {
 			case 4:
 				drafts, err = DecideRetry(s, id, actor, p)
 			case 5:
-				drafts, _ = DecideClaim(s, runners[rng.Intn(2)], "main", p, now)
+				drafts, _ = DecideClaim(s, runners[rng.Intn(2)], Target{Branch: "main"}, p, now)
 			case 6, 7:
 				e := s.Entry(id)
 				if e == nil {

@@ -283,7 +283,7 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 	case EvClaimed:
 		e.Attempts++
 		e.Runner, e.Target = d.Runner, d.Target
-		e.TestedSHA, e.TestedAgainstSHA, e.LastError, e.ConflictPaths = "", "", "", nil
+		e.TestedSHA, e.TestedAgainstSHA, e.LastError, e.ConflictPaths = "", d.TestedAgainstSHA, "", nil
 	case EvTransitioned, EvRecovered:
 		if d.TestedSHA != "" {
 			e.TestedSHA = d.TestedSHA

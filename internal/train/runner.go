@@ -186,10 +186,16 @@ func (r *Runner) Run(ctx context.Context, once bool) ([]Result, error) {
 // It returns nil when there was nothing to claim.
 func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 	start := time.Now()
+	v, err := r.Store.Read(ctx, mergequeue.Name)
+	if err != nil || queueOf(v).PendingCount == 0 || queueOf(v).Frozen {
+		return nil, err
+	}
+	target := mergequeue.Target{Branch: r.Target}
+	target.SHA, _ = revParse(ctx, r.Store.Repo.Root, "refs/heads/"+r.Target) // the steps check it again
 	var claimed *mergequeue.Entry
 	pol := r.policy()
-	_, _, err := r.Store.Write(ctx, r.Now(), r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
-		drafts, e := mergequeue.DecideClaim(queueOf(v), r.ID, r.Target, pol, r.Now())
+	_, _, err = r.Store.Write(ctx, r.Now(), r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+		drafts, e := mergequeue.DecideClaim(queueOf(v), r.ID, target, pol, r.Now())
 		if e != nil {
 			c := *e
 			claimed = &c
