@@ -54,12 +54,15 @@ func (c *MergeSubmitCmd) Run(e *env) error {
 	if c.Priority < mergequeue.MinPriority || c.Priority > mergequeue.MaxPriority {
 		return mergequeue.InvalidPriority(c.Priority)
 	}
+	opt := train.SubmitOptions{Workspace: c.Workspace, Priority: c.Priority, BeadID: c.Bead, NoPush: c.NoPush, AutoCommit: c.AutoCommit}
+	if c.Workspace == "" {
+		opt.Prefetched = train.Prefetch(e.ctx, e.dir()) // git reads the worktree while the store opens
+	}
 	st, now, actor, err := e.mergeCtx()
 	if err != nil {
 		return err
 	}
-	resp, err := train.Submit(e.ctx, st, train.SubmitOptions{Workspace: c.Workspace, Priority: c.Priority,
-		BeadID: c.Bead, NoPush: c.NoPush, AutoCommit: c.AutoCommit}, actor, now)
+	resp, err := train.Submit(e.ctx, st, opt, actor, now)
 	if err != nil {
 		return err
 	}

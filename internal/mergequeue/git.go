@@ -137,7 +137,7 @@ const spoolExclude = ":(top,exclude).spool"
 // Inspect reads a workspace in one git call: its branch, its HEAD and its
 // uncommitted changes (spool's own files aside), filling in w.
 func Inspect(ctx context.Context, w *Worktree) (dirty []string, err error) {
-	out, err := repo.Git(ctx, w.Path, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--", ".", spoolExclude)
+	out, err := repo.Git(ctx, w.Path, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--", ":/", spoolExclude)
 	if err != nil {
 		return nil, HeadSHAExtractionFailed(w.Name, err.Error())
 	}
@@ -173,7 +173,7 @@ func Inspect(ctx context.Context, w *Worktree) (dirty []string, err error) {
 
 // AutoCommit commits everything in the worktree and returns the new HEAD.
 func AutoCommit(ctx context.Context, w Worktree) (string, error) {
-	if _, err := repo.Git(ctx, w.Path, "add", "-A", "--", ".", spoolExclude); err != nil {
+	if _, err := repo.Git(ctx, w.Path, "add", "-A", "--", ":/", spoolExclude); err != nil {
 		return "", HeadSHAExtractionFailed(w.Name, err.Error())
 	}
 	if _, err := repo.Git(ctx, w.Path, "commit", "-q", "--no-verify", "-m", "spool: auto-commit before merge submit"); err != nil {

@@ -22,6 +22,41 @@ type SubmitOptions struct {
 	BeadID     string
 	NoPush     bool
 	AutoCommit bool
+	// Prefetched, when set, is Prefetch's reading of the current worktree,
+	// started while the store was being opened.
+	Prefetched <-chan Reading
+}
+
+// Reading is a workspace as git showed it: branch, HEAD and uncommitted
+// paths (one git status) and the commit's change id (one git log), read at
+// the same time.
+type Reading struct {
+	Worktree       mergequeue.Worktree
+	Dirty          []string
+	Err            error
+	Head, ChangeID string
+	Source         string
+	IdentErr       error
+}
+
+// Prefetch starts reading the worktree containing dir; submit waits for it.
+func Prefetch(ctx context.Context, dir string) <-chan Reading {
+	out := make(chan Reading, 1)
+	go func() { out <- readWorkspace(ctx, mergequeue.Worktree{Path: dir, Name: filepath.Base(dir)}, "") }()
+	return out
+}
+
+func readWorkspace(ctx context.Context, w mergequeue.Worktree, root string) Reading {
+	ident := make(chan Reading, 1)
+	go func(w mergequeue.Worktree) {
+		var r Reading
+		r.Head, r.ChangeID, r.Source, r.IdentErr = mergequeue.ChangeID(ctx, w, "HEAD", root)
+		ident <- r
+	}(w)
+	dirty, err := mergequeue.Inspect(ctx, &w)
+	r := <-ident
+	r.Worktree, r.Dirty, r.Err = w, dirty, err
+	return r
 }
 
 // Response is the seed's QueueSubmissionResponse plus dedupe key and head.
@@ -49,20 +84,19 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 	if err != nil {
 		return nil, err
 	}
-	// Both only read: ask git at the same time, then check they saw the same HEAD.
-	type identity struct {
-		head, id, source string
-		err              error
+	var rd Reading
+	if opt.Prefetched != nil && opt.Workspace == "" {
+		rd = <-opt.Prefetched
+		rd.Worktree.Path, rd.Worktree.Name = w.Path, w.Name
+		if mergequeue.JJAvailable(w.Path, st.Repo.Root) && rd.Source != mergequeue.SourceJJ {
+			rd = readWorkspace(ctx, w, st.Repo.Root) // the repository root has .jj: read again with jj
+		}
+	} else {
+		rd = readWorkspace(ctx, w, st.Repo.Root)
 	}
-	ident := make(chan identity, 1)
-	go func(w mergequeue.Worktree) {
-		head, id, source, err := mergequeue.ChangeID(ctx, w, "HEAD", st.Repo.Root)
-		ident <- identity{head, id, source, err}
-	}(w)
-	dirty, err := mergequeue.Inspect(ctx, &w)
-	got := <-ident
-	if err != nil {
-		return nil, err
+	w, dirty := rd.Worktree, rd.Dirty
+	if rd.Err != nil {
+		return nil, rd.Err
 	}
 	if err := mergequeue.CheckWorkspace(w); err != nil {
 		return nil, err
@@ -75,13 +109,14 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 			return nil, err
 		}
 	}
-	if got.err == nil && got.head != w.HEAD { // HEAD moved in between, or auto-committed
-		got.head, got.id, got.source, got.err = mergequeue.ChangeID(ctx, w, w.HEAD, st.Repo.Root)
+	got := rd
+	if got.IdentErr == nil && got.Head != w.HEAD { // HEAD moved in between, or auto-committed
+		got.Head, got.ChangeID, got.Source, got.IdentErr = mergequeue.ChangeID(ctx, w, w.HEAD, st.Repo.Root)
 	}
-	if got.err != nil {
-		return nil, got.err
+	if got.IdentErr != nil {
+		return nil, got.IdentErr
 	}
-	changeID, source := got.id, got.source
+	changeID, source := got.ChangeID, got.Source
 	pushed := false
 	if remote := st.Config.String("merge.remote"); !opt.NoPush && mergequeue.RemoteExists(ctx, w.Path, remote) {
 		if err := mergequeue.PushBranch(ctx, w, remote); err != nil {
