@@ -61,8 +61,8 @@ func (s *State) render() []byte {
 			b = append(b, ',')
 		}
 		b = append(b, '\n')
-		if e.encoded == nil {
-			e.encoded = e.encode(nil)
+		if e.encoded == nil || e.encodedPos != e.Position {
+			e.encoded, e.encodedPos = e.encode(nil), e.Position
 		}
 		b = append(b, e.encoded...)
 	}
@@ -209,7 +209,7 @@ func (s *State) decode(b []byte) error {
 				}
 				// A snapshot of this Spec.Version was written by this encoder,
 				// so the line is what encoding the entry again would give.
-				e.encoded = line
+				e.encoded, e.encodedPos = line, e.Position
 				s.Entries[k] = e
 			}
 		}()

@@ -67,7 +67,8 @@ type Entry struct {
 	Steps            int            `json:"steps"`     // audit steps so far; the full trail is in the log (Trail)
 	LastStep         AuditStep      `json:"last_step"` // the latest of them
 
-	encoded []byte // this entry's line in merge-queue.json until it changes
+	encoded    []byte // this entry's line in merge-queue.json until it changes
+	encodedPos int    // the position encoded has: positions shift without the entry changing
 }
 
 // AuditStep is one line of an entry's audit trail.
@@ -169,10 +170,10 @@ func (s *State) leave(e *Entry) {
 	}
 	for _, o := range s.Entries {
 		if o.Position > e.Position {
-			o.Position, o.encoded = o.Position-1, nil
+			o.Position--
 		}
 	}
-	e.Position, e.encoded = 0, nil
+	e.Position = 0
 	s.PendingCount--
 }
 
@@ -186,10 +187,10 @@ func (s *State) enter(e *Entry) {
 		if queuedBefore(o, e) {
 			pos++
 		} else {
-			o.Position, o.encoded = o.Position+1, nil
+			o.Position++
 		}
 	}
-	e.Position, e.encoded = pos, nil
+	e.Position = pos
 	s.PendingCount++
 }
 
