@@ -57,9 +57,9 @@ func main() {
 	run(ws, bin, "merge", "submit", "--no-push") // warm: catch the projection up
 	run(root, bin, "merge", "list", "--json")
 	fmt.Printf("log: %d merge queue entries (pending), %d timed runs each\n", *entries, *runs)
-	report("spool merge submit --no-push", timeRuns(ws, bin, "merge", "submit", "--no-push"))
-	report("spool merge list --json", timeRuns(root, bin, "merge", "list", "--json"))
-	report("spool merge list --all --json", timeRuns(root, bin, "merge", "list", "--all", "--json"))
+	timeRuns("spool merge submit --no-push", ws, bin, "merge", "submit", "--no-push")
+	timeRuns("spool merge list --json", root, bin, "merge", "list", "--json")
+	timeRuns("spool merge list --all --json", root, bin, "merge", "list", "--all", "--json")
 
 	troot := newRepo(dir, "train", bin)
 	seed(troot, *entries, true)
@@ -135,14 +135,23 @@ func seed(root string, n int, terminal bool) {
 	}
 }
 
-func timeRuns(dir, name string, args ...string) []time.Duration {
-	var ds []time.Duration
+// timeRuns runs a command n times and returns the wall times; the CPU
+// times (user+sys of the process and the git commands it waited for) are
+// printed too, as they say what the command costs when the machine is busy.
+func timeRuns(what, dir, name string, args ...string) {
+	var wall, cpu []time.Duration
 	for i := 0; i < *runs; i++ {
+		cmd := exec.Command(name, args...)
+		cmd.Dir, cmd.Env = dir, env
 		start := time.Now()
-		run(dir, name, args...)
-		ds = append(ds, time.Since(start))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fail("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
+		wall = append(wall, time.Since(start))
+		cpu = append(cpu, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
 	}
-	return ds
+	report(what, wall)
+	report("  cpu time (user+sys, git children included)", cpu)
 }
 
 func report(what string, ds []time.Duration) {
