@@ -53,6 +53,13 @@ func SessionNotFound(session string) *fault.Error {
 		"session", session)
 }
 
+// AbandonedWorkspace is SessionNotFound for a worktree whose directory is gone (PRE-WS-002).
+func AbandonedWorkspace(session string) *fault.Error {
+	return fault.New(fault.Rejected, CodeSessionNotFound, fault.ErrNotFound,
+		fmt.Sprintf("workspace %q is abandoned: its directory is gone; run git worktree prune, or recreate it with git worktree add", session),
+		"session", session, "reason", "abandoned")
+}
+
 func InvalidWorkspaceName(workspace, reason string) *fault.Error {
 	return fault.New(fault.Usage, CodeInvalidWorkspaceName, ErrSubmission,
 		fmt.Sprintf("workspace name %q is invalid: %s", workspace, reason),

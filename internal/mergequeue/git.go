@@ -118,7 +118,7 @@ func samePath(a, b string) bool {
 func CheckWorkspace(w Worktree) error {
 	switch {
 	case w.Prunable:
-		return SessionNotFound(w.Name + " (abandoned: its directory is gone; run git worktree prune)")
+		return AbandonedWorkspace(w.Name)
 	case w.Bare:
 		return InvalidWorkspaceName(w.Name, "it is the bare repository, not a worktree")
 	case w.Detached || w.Branch == "":
