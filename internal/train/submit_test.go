@@ -197,3 +197,16 @@ func TestSubmitResponse(t *testing.T) {
 		t.Error("POST-RESP-002, bead id")
 	}
 }
+
+// PRE-ID-001 negative: a change id that cannot be used is refused, nothing queued.
+func TestSubmitBadChangeID(t *testing.T) {
+	f := newFixture(t)
+	feat := f.worktree("feat", "f.txt", "f\n")
+	f.git(feat, "commit", "-q", "--amend", "-m", "feature\n\nChange-Id: I12:34")
+	n := f.events()
+	_, err := f.submit(feat, SubmitOptions{NoPush: true}, "ada@example.com")
+	wantCode(t, err, mergequeue.CodeChangeIDExtractionFailed)
+	if f.events() != n {
+		t.Fatal("appended")
+	}
+}
