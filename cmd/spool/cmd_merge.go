@@ -338,6 +338,9 @@ type MergeRunCmd struct {
 }
 
 func (c *MergeRunCmd) Run(e *env) error {
+	if !c.Once {
+		longRunning()
+	}
 	st, _, actor, err := e.mergeCtx()
 	if err != nil {
 		return err
