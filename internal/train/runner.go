@@ -206,7 +206,8 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	r.logf("entry %d: claimed (%s, %s)", claimed.ID, claimed.Workspace, short(claimed.HeadSHA))
-	j := &job{start: start, r: r, id: claimed.ID, head: claimed.HeadSHA, status: mergequeue.Claimed, attempt: claimed.Attempts + 1}
+	j := &job{start: start, r: r, id: claimed.ID, head: claimed.HeadSHA, status: mergequeue.Claimed, attempt: claimed.Attempts + 1,
+		claimedAgainst: target.SHA}
 	r.pause(mergequeue.Claimed)
 	res := j.process(ctx)
 	t := time.Now()
@@ -232,6 +233,7 @@ type job struct {
 
 	start                time.Time
 	rebaseTime, testTime time.Duration
+	claimedAgainst       string // the target's commit when the entry was claimed
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -285,7 +287,10 @@ func (j *job) process(ctx context.Context) *Result {
 	targetRef := "refs/heads/" + j.r.Target
 	j.runDir = filepath.Join(".spool", "runs", strconv.FormatInt(j.id, 10), "attempt-"+strconv.Itoa(j.attempt))
 	for {
-		against, err := revParse(ctx, root, targetRef)
+		against, err := j.claimedAgainst, error(nil) // read just before the claim; ready_to_merge checks again
+		if against == "" || j.status != mergequeue.Claimed {
+			against, err = revParse(ctx, root, targetRef)
+		}
 		if err != nil {
 			return j.fail(ctx, mergequeue.FailedRetryable, "target "+j.r.Target+" not found: "+err.Error(), nil, nil)
 		}
