@@ -64,7 +64,7 @@ func checkFile(path string, rep *CheckReport, ids map[string]string) error {
 		line, err := br.ReadBytes('\n')
 		if errors.Is(err, io.EOF) {
 			if len(line) > 0 {
-				add(n, "torn tail: %d bytes without a newline (the next append repairs it)", len(line))
+				add(n, "torn tail: %d bytes without a newline (spool replay, or any command that appends, repairs it)", len(line))
 			}
 			return nil
 		}

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"strconv"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -94,53 +93,52 @@ func Decode(line []byte) (*Event, error) {
 	if !gjson.ValidBytes(line) {
 		return nil, fmt.Errorf("%w: not valid JSON", ErrCorrupt)
 	}
-	root := gjson.ParseBytes(line)
-	if !root.IsObject() {
-		return nil, fmt.Errorf("%w: not a JSON object", ErrCorrupt)
-	}
 	e := &Event{}
 	var seen uint16
-	var err error
-	root.ForEach(func(key, val gjson.Result) bool {
-		switch key.Str {
+	v := -1
+	err := fields(string(line), func(key, raw string) error {
+		var err error
+		switch key {
 		case "v":
 			seen |= 1
-			e.V, err = intField("v", val)
+			var n uint64
+			n, err = uintValue("v", raw)
+			v = int(min(n, 1<<31))
 		case "id":
 			seen |= 2
-			e.ID, err = strField("id", val)
+			e.ID, err = stringValue("id", raw)
 		case "writer":
 			seen |= 4
-			e.Writer, err = strField("writer", val)
+			e.Writer, err = stringValue("writer", raw)
 		case "seq":
 			seen |= 8
-			e.Seq, err = uintField("seq", val)
+			e.Seq, err = uintValue("seq", raw)
 		case "lc":
 			seen |= 16
-			e.LC, err = uintField("lc", val)
+			e.LC, err = uintValue("lc", raw)
 		case "at":
 			seen |= 32
 			var s string
-			if s, err = strField("at", val); err == nil {
+			if s, err = stringValue("at", raw); err == nil {
 				if e.At, err = time.Parse(time.RFC3339Nano, s); err != nil {
 					err = fmt.Errorf("%w: field at: %q is not an RFC 3339 time", ErrCorrupt, s)
 				}
 			}
 		case "actor":
-			e.Actor, err = strField("actor", val)
+			e.Actor, err = stringValue("actor", raw)
 		case "type":
 			seen |= 64
-			e.Type, err = strField("type", val)
+			e.Type, err = stringValue("type", raw)
 		case "subject":
-			e.Subject, err = strField("subject", val)
+			e.Subject, err = stringValue("subject", raw)
 		case "idem":
-			e.Idem, err = strField("idem", val)
+			e.Idem, err = stringValue("idem", raw)
 		case "data":
-			if val.Type != gjson.Null {
-				e.Data = json.RawMessage(val.Raw)
+			if raw != "null" {
+				e.Data = json.RawMessage(raw)
 			}
 		}
-		return err == nil
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -148,12 +146,13 @@ func Decode(line []byte) (*Event, error) {
 	if seen&1 == 0 {
 		return nil, fmt.Errorf("%w: missing envelope version v", ErrCorrupt)
 	}
-	if e.V > Version {
-		return nil, fmt.Errorf("%w: envelope version %d, this spool understands up to %d; upgrade spool", ErrNewerVersion, e.V, Version)
+	if v > Version {
+		return nil, fmt.Errorf("%w: envelope version %d, this spool understands up to %d; upgrade spool", ErrNewerVersion, v, Version)
 	}
-	if e.V < 1 {
-		return nil, fmt.Errorf("%w: envelope version %d", ErrCorrupt, e.V)
+	if v < 1 {
+		return nil, fmt.Errorf("%w: envelope version %d", ErrCorrupt, v)
 	}
+	e.V = v
 	for e.V < Version {
 		up, ok := upcasters[e.V]
 		if !ok {
@@ -176,27 +175,4 @@ func Decode(line []byte) (*Event, error) {
 		return nil, fmt.Errorf("%w: id, writer, type, seq and lc must be set", ErrCorrupt)
 	}
 	return e, nil
-}
-
-func strField(name string, v gjson.Result) (string, error) {
-	if v.Type != gjson.String {
-		return "", fmt.Errorf("%w: field %s must be a string", ErrCorrupt, name)
-	}
-	return v.Str, nil
-}
-
-func uintField(name string, v gjson.Result) (uint64, error) {
-	n, err := strconv.ParseUint(v.Raw, 10, 64)
-	if v.Type != gjson.Number || err != nil {
-		return 0, fmt.Errorf("%w: field %s must be a non-negative integer", ErrCorrupt, name)
-	}
-	return n, nil
-}
-
-func intField(name string, v gjson.Result) (int, error) {
-	n, err := strconv.Atoi(v.Raw)
-	if v.Type != gjson.Number || err != nil {
-		return 0, fmt.Errorf("%w: field %s must be an integer", ErrCorrupt, name)
-	}
-	return n, nil
 }

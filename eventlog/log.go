@@ -34,7 +34,8 @@ type Options struct {
 
 // Log is a handle on the event log of one clone.
 type Log struct {
-	opt Options
+	opt    Options
+	writer string // cached writer id
 }
 
 // Open returns a handle; nothing is created until the first append.
@@ -78,6 +79,17 @@ func WriterOf(path string) string { return strings.TrimSuffix(filepath.Base(path
 
 // WriterID returns this clone's writer id, creating it on first use.
 func (l *Log) WriterID() (string, error) {
+	if l.writer != "" {
+		return l.writer, nil
+	}
+	id, err := l.loadWriterID()
+	if err == nil {
+		l.writer = id
+	}
+	return id, err
+}
+
+func (l *Log) loadWriterID() (string, error) {
 	path := filepath.Join(l.opt.PrivateDir, "writer")
 	b, err := os.ReadFile(path)
 	if err == nil && validWriter(strings.TrimSpace(string(b))) {
@@ -97,7 +109,7 @@ func (l *Log) WriterID() (string, error) {
 	// O_EXCL: if another process won the race, use its id.
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
-		return l.WriterID()
+		return l.loadWriterID()
 	}
 	if err != nil {
 		return "", fmt.Errorf("create writer id: %w", err)
@@ -159,12 +171,16 @@ func VersionOf(tails []Tail) string {
 
 // readTail decodes the last '\n'-terminated line of path; a torn tail after it is ignored.
 func readTail(path string) (Tail, error) {
-	t := Tail{Writer: WriterOf(path)}
 	f, err := os.Open(path)
 	if err != nil {
-		return t, fmt.Errorf("open %s: %w", path, err)
+		return Tail{Writer: WriterOf(path)}, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer f.Close()
+	return tailOf(f, path)
+}
+
+func tailOf(f *os.File, path string) (Tail, error) {
+	t := Tail{Writer: WriterOf(path)}
 	st, err := f.Stat()
 	if err != nil {
 		return t, err
@@ -230,6 +246,7 @@ func lineNumber(f *os.File, offset int64) int {
 type Session struct {
 	log    *Log
 	lock   *flock.Flock
+	file   *os.File // this writer's file, opened for append (nil until it exists)
 	writer string
 	tails  []Tail
 	seq    uint64 // last seq of this writer
@@ -238,13 +255,17 @@ type Session struct {
 
 // Begin takes the lock, repairs a torn tail of this clone's file and reads the log's head.
 func (l *Log) Begin(ctx context.Context) (*Session, error) {
-	if err := os.MkdirAll(l.opt.PrivateDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create %s: %w", l.opt.PrivateDir, err)
-	}
 	lock := flock.New(l.LockPath())
 	ctx, cancel := context.WithTimeout(ctx, l.opt.LockTimeout)
 	defer cancel()
 	ok, err := lock.TryLockContext(ctx, 5*time.Millisecond)
+	if errors.Is(err, fs.ErrNotExist) {
+		// First use in this clone: make the private dir and try again.
+		if err := os.MkdirAll(l.opt.PrivateDir, 0o755); err != nil {
+			return nil, fmt.Errorf("create %s: %w", l.opt.PrivateDir, err)
+		}
+		ok, err = lock.TryLockContext(ctx, 5*time.Millisecond)
+	}
 	if !ok {
 		if err == nil || errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("%w: %s held for more than %s", ErrLockTimeout, l.LockPath(), l.opt.LockTimeout)
@@ -253,7 +274,7 @@ func (l *Log) Begin(ctx context.Context) (*Session, error) {
 	}
 	s := &Session{log: l, lock: lock}
 	if err := s.load(); err != nil {
-		lock.Unlock()
+		s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -264,13 +285,31 @@ func (s *Session) load() error {
 	if s.writer, err = s.log.WriterID(); err != nil {
 		return err
 	}
-	if err := s.log.repairTail(s.path()); err != nil {
+	own := s.path()
+	s.file, err = os.OpenFile(own, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("open %s: %w", own, err)
+	}
+	if s.file != nil {
+		if err := s.log.repairTail(s.file, own); err != nil {
+			return err
+		}
+	}
+	files, err := s.log.Files()
+	if err != nil {
 		return err
 	}
-	if s.tails, err = s.log.Tails(); err != nil {
-		return err
-	}
-	for _, t := range s.tails {
+	for _, path := range files {
+		var t Tail
+		if path == own && s.file != nil {
+			t, err = tailOf(s.file, path)
+		} else {
+			t, err = readTail(path)
+		}
+		if err != nil {
+			return err
+		}
+		s.tails = append(s.tails, t)
 		s.lc = max(s.lc, t.LC)
 		if t.Writer == s.writer {
 			s.seq = t.Seq
@@ -288,18 +327,16 @@ func (s *Session) Writer() string { return s.writer }
 func (s *Session) Version() string { return VersionOf(s.tails) }
 
 // Close releases the lock.
-func (s *Session) Close() error { return s.lock.Unlock() }
+func (s *Session) Close() error {
+	if s.file != nil {
+		s.file.Close()
+		s.file = nil
+	}
+	return s.lock.Unlock()
+}
 
 // repairTail truncates a last line without '\n' after backing it up.
-func (l *Log) repairTail(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
-	}
-	defer f.Close()
+func (l *Log) repairTail(f *os.File, path string) error {
 	st, err := f.Stat()
 	if err != nil {
 		return err
@@ -442,29 +479,26 @@ func (s *Session) build(d Draft, at time.Time, actor string, k int) (*Event, err
 
 // write appends lines in one write and syncs; a new file also syncs its directory.
 func (s *Session) write(lines []byte) error {
-	dir := s.log.opt.Dir
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
 	path := s.path()
-	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
+	if s.file == nil {
+		dir := s.log.opt.Dir
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", path, err)
+		}
+		s.file = f
+		if err := syncDir(dir); err != nil {
+			return err
+		}
 	}
-	if _, err := f.Write(lines); err != nil {
-		f.Close()
+	if _, err := s.file.Write(lines); err != nil {
 		return fmt.Errorf("append to %s: %w", path, err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
+	if err := s.file.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if errors.Is(statErr, fs.ErrNotExist) {
-		return syncDir(dir)
 	}
 	return nil
 }

@@ -4,47 +4,76 @@ import (
 	"bytes"
 	"fmt"
 	"sort"
+	"strconv"
 )
 
 // Union merges two versions of one writer file, as git's merge driver does
 // when the same writer appended on two branches: every event of either side is
 // kept once (by id), ordered by (lc, id), and seq is renumbered from 1 so the
-// file stays contiguous. Ids leave seq out, so renumbering keeps them, and any
-// two clones that union the same events produce the same bytes.
+// file stays contiguous. Lines are kept byte for byte (fields a newer spool
+// added survive) except for a renumbered seq. Ids leave seq out, so
+// renumbering keeps them, and any two clones that union the same events
+// produce the same bytes.
 func Union(ours, theirs []byte) ([]byte, error) {
-	byID := map[string]*Event{}
+	type line struct {
+		e   *Event
+		raw []byte
+	}
+	byID := map[string]line{}
 	for side, data := range [][]byte{ours, theirs} {
-		for n, line := range bytes.SplitAfter(data, []byte{'\n'}) {
-			if len(bytes.TrimSpace(line)) == 0 {
+		for n, raw := range bytes.SplitAfter(data, []byte{'\n'}) {
+			if len(bytes.TrimSpace(raw)) == 0 {
 				continue
 			}
-			e, err := Decode(line)
+			e, err := Decode(raw)
 			if err != nil {
 				return nil, fmt.Errorf("%s line %d: %w", [2]string{"ours", "theirs"}[side], n+1, err)
 			}
-			if _, dup := byID[e.ID]; !dup {
-				byID[e.ID] = e
+			raw = append(bytes.TrimRight(raw, "\r\n"), '\n')
+			// Keep one copy per id; the smaller bytes win, so the order of the sides does not matter.
+			if prev, dup := byID[e.ID]; !dup || bytes.Compare(raw, prev.raw) < 0 {
+				byID[e.ID] = line{e, raw}
 			}
 		}
 	}
-	events := make([]*Event, 0, len(byID))
-	for _, e := range byID {
-		events = append(events, e)
+	lines := make([]line, 0, len(byID))
+	for _, l := range byID {
+		lines = append(lines, l)
 	}
-	sort.Slice(events, func(i, j int) bool {
-		if events[i].LC != events[j].LC {
-			return events[i].LC < events[j].LC
+	sort.Slice(lines, func(i, j int) bool {
+		if lines[i].e.LC != lines[j].e.LC {
+			return lines[i].e.LC < lines[j].e.LC
 		}
-		return events[i].ID < events[j].ID
+		return lines[i].e.ID < lines[j].e.ID
 	})
 	var out bytes.Buffer
-	for i, e := range events {
-		e.Seq = uint64(i + 1)
-		line, err := e.Encode()
+	for i, l := range lines {
+		seq := uint64(i + 1)
+		if l.e.Seq == seq {
+			out.Write(l.raw)
+			continue
+		}
+		spliced, err := spliceSeq(l.raw, seq)
 		if err != nil {
 			return nil, err
 		}
-		out.Write(line)
+		out.Write(spliced)
 	}
 	return out.Bytes(), nil
+}
+
+// spliceSeq replaces the value of the top-level "seq" member of a valid line.
+func spliceSeq(raw []byte, seq uint64) ([]byte, error) {
+	s := string(raw)
+	start, end := -1, -1
+	fieldsAt(s, func(key string, i, j int) error {
+		if key == "seq" {
+			start, end = i, j
+		}
+		return nil
+	})
+	if start < 0 {
+		return nil, fmt.Errorf("%w: no seq in %q", ErrCorrupt, s)
+	}
+	return []byte(s[:start] + strconv.FormatUint(seq, 10) + s[end:]), nil
 }

@@ -32,12 +32,18 @@ type Start struct {
 	Line   int // lines before Offset
 }
 
-// Reader streams events of all writer files merged into replay order.
+// Reader streams events of all writer files merged into replay order. Each
+// file is read and decoded ahead by its own goroutine, in batches, so decoding
+// uses every core while the caller folds events one at a time.
 type Reader struct {
 	cursors cursorHeap
-	files   []*os.File
+	all     []*cursor
 	torn    []string
+	done    chan struct{}
 }
+
+// batchSize trades channel overhead against memory held per file.
+const batchSize = 512
 
 // Read opens every writer file, starting each at from[writer] (zero value: the beginning).
 func (l *Log) Read(from map[string]Start) (*Reader, error) {
@@ -45,20 +51,25 @@ func (l *Log) Read(from map[string]Start) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{}
+	r := &Reader{done: make(chan struct{})}
 	for _, path := range files {
 		f, err := os.Open(path)
 		if err != nil {
 			r.Close()
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
-		r.files = append(r.files, f)
 		st := from[WriterOf(path)]
 		if _, err := f.Seek(st.Offset, io.SeekStart); err != nil {
+			f.Close()
 			r.Close()
 			return nil, err
 		}
-		c := &cursor{path: path, writer: WriterOf(path), br: bufio.NewReaderSize(f, 64<<10), offset: st.Offset, line: st.Line}
+		c := &cursor{path: path, writer: WriterOf(path), batches: make(chan []decoded, 2)}
+		r.all = append(r.all, c)
+		p := &producer{path: path, writer: c.writer, f: f, br: bufio.NewReaderSize(f, 256<<10), offset: st.Offset, line: st.Line}
+		go p.run(c.batches, r.done)
+	}
+	for _, c := range r.all {
 		if err := c.advance(); err != nil {
 			r.Close()
 			return nil, err
@@ -66,7 +77,7 @@ func (l *Log) Read(from map[string]Start) (*Reader, error) {
 		if c.next != nil {
 			r.cursors = append(r.cursors, c)
 		} else if c.torn {
-			r.torn = append(r.torn, path)
+			r.torn = append(r.torn, c.path)
 		}
 	}
 	heap.Init(&r.cursors)
@@ -97,68 +108,142 @@ func (r *Reader) Next() (*Event, Pos, error) {
 // Torn lists files that ended in a line without '\n' (left unread).
 func (r *Reader) Torn() []string { return r.torn }
 
-// Close closes the files.
+// Close stops the read-ahead goroutines and closes the files.
 func (r *Reader) Close() error {
-	for _, f := range r.files {
-		f.Close()
+	select {
+	case <-r.done:
+	default:
+		close(r.done)
 	}
-	r.files = nil
 	return nil
+}
+
+// decoded is one line as the producer saw it: an event, an error, or the
+// marker that the file ends in a torn tail.
+type decoded struct {
+	e    *Event
+	pos  Pos
+	err  error
+	torn bool
 }
 
 type cursor struct {
 	path, writer string
-	br           *bufio.Reader
-	offset       int64
-	line         int
+	batches      chan []decoded
+	cur          []decoded
 	next         *Event
 	pos          Pos
 	torn         bool
-	buf          []byte
 }
 
-// advance decodes the next complete line into c.next (nil at the end).
+// advance moves to the next decoded event (c.next is nil at the end).
 func (c *cursor) advance() error {
 	c.next = nil
-	line, err := c.readLine()
-	if err != nil || line == nil {
-		return err
+	for len(c.cur) == 0 {
+		b, ok := <-c.batches
+		if !ok {
+			return nil
+		}
+		c.cur = b
 	}
-	c.line++
-	c.offset += int64(len(line))
-	e, err := Decode(line)
-	if err != nil {
-		return &LineError{Path: c.path, Line: c.line, Err: err}
+	d := c.cur[0]
+	c.cur = c.cur[1:]
+	switch {
+	case d.err != nil:
+		return d.err
+	case d.torn:
+		c.torn = true
+	default:
+		c.next, c.pos = d.e, d.pos
 	}
-	if e.Writer != c.writer {
-		return &LineError{Path: c.path, Line: c.line, Err: fmt.Errorf("%w: writer %q in the file of writer %q", ErrCorrupt, e.Writer, c.writer)}
-	}
-	c.next = e
-	c.pos = Pos{Path: c.path, Writer: c.writer, Offset: c.offset, Line: c.line, Len: int64(len(line)), CRC: LineCRC(line)}
 	return nil
 }
 
-// readLine returns the next line with its '\n', or nil at EOF or before a torn tail.
-func (c *cursor) readLine() ([]byte, error) {
-	c.buf = c.buf[:0]
-	for {
-		chunk, err := c.br.ReadSlice('\n')
-		if err == nil && len(c.buf) == 0 {
-			return chunk, nil
+// producer reads and decodes one writer file.
+type producer struct {
+	path, writer string
+	f            *os.File
+	br           *bufio.Reader
+	offset       int64
+	line         int
+	buf          []byte
+}
+
+func (p *producer) run(out chan<- []decoded, done <-chan struct{}) {
+	defer close(out)
+	defer p.f.Close()
+	batch := make([]decoded, 0, batchSize)
+	send := func() bool {
+		select {
+		case out <- batch:
+			batch = make([]decoded, 0, batchSize)
+			return true
+		case <-done:
+			return false
 		}
-		c.buf = append(c.buf, chunk...)
+	}
+	for {
+		d, end := p.decodeNext()
+		if d != nil {
+			batch = append(batch, *d)
+		}
+		if end || d != nil && (d.err != nil || d.torn) {
+			if len(batch) > 0 {
+				send()
+			}
+			return
+		}
+		if len(batch) == batchSize && !send() {
+			return
+		}
+	}
+}
+
+// decodeNext reads one line; end is true at the end of the file.
+func (p *producer) decodeNext() (*decoded, bool) {
+	line, torn, err := p.readLine()
+	if err != nil {
+		return &decoded{err: err}, true
+	}
+	if torn {
+		return &decoded{torn: true}, true
+	}
+	if line == nil {
+		return nil, true
+	}
+	p.line++
+	p.offset += int64(len(line))
+	e, err := Decode(line)
+	if err != nil {
+		return &decoded{err: &LineError{Path: p.path, Line: p.line, Err: err}}, true
+	}
+	if e.Writer != p.writer {
+		return &decoded{err: &LineError{Path: p.path, Line: p.line, Err: fmt.Errorf("%w: writer %q in the file of writer %q", ErrCorrupt, e.Writer, p.writer)}}, true
+	}
+	return &decoded{e: e, pos: Pos{Path: p.path, Writer: p.writer, Offset: p.offset, Line: p.line, Len: int64(len(line)), CRC: LineCRC(line)}}, false
+}
+
+// readLine returns the next line with its '\n'; nil at EOF; torn when the
+// file ends in bytes without a newline.
+func (p *producer) readLine() (line []byte, torn bool, err error) {
+	p.buf = p.buf[:0]
+	for {
+		chunk, err := p.br.ReadSlice('\n')
+		if err == nil && len(p.buf) == 0 {
+			return chunk, false, nil
+		}
+		p.buf = append(p.buf, chunk...)
 		switch {
 		case err == nil:
-			return c.buf, nil
+			return p.buf, false, nil
 		case errors.Is(err, bufio.ErrBufferFull):
-			if len(c.buf) > MaxLine {
-				return nil, &LineError{Path: c.path, Line: c.line + 1, Err: fmt.Errorf("%w: line longer than %d bytes", ErrCorrupt, MaxLine)}
+			if len(p.buf) > MaxLine {
+				return nil, false, &LineError{Path: p.path, Line: p.line + 1, Err: fmt.Errorf("%w: line longer than %d bytes", ErrCorrupt, MaxLine)}
 			}
 		case err == io.EOF:
-			c.torn = len(c.buf) > 0
-			return nil, nil
+			return nil, len(p.buf) > 0, nil
 		default:
-			return nil, fmt.Errorf("read %s: %w", c.path, err)
+			return nil, false, fmt.Errorf("read %s: %w", p.path, err)
 		}
 	}
 }

@@ -121,29 +121,42 @@ func Dir(ctx context.Context, dir string) (string, error) {
 	return filepath.Abs(p)
 }
 
+// ErrBackupExists is a foreign hook that cannot be moved aside because its
+// backup path is taken.
+var ErrBackupExists = errors.New("hook backup already exists")
+
 // Install puts a shim at every hook in Names, moving a foreign hook aside to
 // <name>.spool-orig first. It is idempotent: rerunning rewrites identical
-// shims and never backs up a shim.
+// shims and never backs up a shim. It checks every hook before changing any,
+// so a refusal leaves the directory as it was.
 func Install(hooksDir string) ([]Status, error) {
 	if err := os.MkdirAll(hooksDir, 0o755); err != nil {
 		return nil, err
 	}
+	foreign := map[string]bool{}
 	for _, name := range Names {
 		path := filepath.Join(hooksDir, name)
 		state, err := stateOf(path)
 		if err != nil {
 			return nil, err
 		}
-		if state == Foreign {
-			orig := path + origSuffix
-			if exists, err := lexists(orig); err != nil {
-				return nil, err
-			} else if exists {
-				// Renaming would overwrite the earlier backup: refuse rather than lose a hook.
-				return nil, fmt.Errorf("hooks: %s is not a spool shim and %s already exists; move one aside and retry", path, orig)
-			}
+		if state != Foreign {
+			continue
+		}
+		orig := path + origSuffix
+		if exists, err := lexists(orig); err != nil {
+			return nil, err
+		} else if exists {
+			// Renaming would overwrite the earlier backup: refuse rather than lose a hook.
+			return nil, fmt.Errorf("%w: %s is not a spool shim and %s already exists; move one aside and retry", ErrBackupExists, path, orig)
+		}
+		foreign[name] = true
+	}
+	for _, name := range Names {
+		path := filepath.Join(hooksDir, name)
+		if foreign[name] {
 			// Rename keeps content, mode and even symlinks exactly.
-			if err := os.Rename(path, orig); err != nil {
+			if err := os.Rename(path, path+origSuffix); err != nil {
 				return nil, err
 			}
 		}

@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -501,15 +502,31 @@ func TestInspect(t *testing.T) {
 // (e.g. another tool replaced our shim) must not lose either file.
 func TestInstallRefusesToClobberBackup(t *testing.T) {
 	dir := t.TempDir()
-	writeScript(t, filepath.Join(dir, "post-commit"), "echo new\n")
-	writeScript(t, filepath.Join(dir, "post-commit"+origSuffix), "echo old\n")
-	if _, err := Install(dir); err == nil {
-		t.Fatal("Install succeeded, want error")
+	writeScript(t, filepath.Join(dir, "pre-push"), "echo new\n")
+	writeScript(t, filepath.Join(dir, "pre-push"+origSuffix), "echo old\n")
+	// Free to move aside, but must stay where it is when Install refuses.
+	writeScript(t, filepath.Join(dir, "post-commit"), "echo mine\n")
+	if _, err := Install(dir); !errors.Is(err, ErrBackupExists) {
+		t.Fatalf("Install: %v, want ErrBackupExists", err)
 	}
-	if got := readFile(t, filepath.Join(dir, "post-commit")); !strings.Contains(got, "echo new") {
+	// Refused before anything changed: no shim for the hooks that were free,
+	// and a foreign hook earlier in Names is not moved aside.
+	sts, err := Inspect(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range sts {
+		if st.State == Installed {
+			t.Errorf("%s installed by a refused Install", st.Name)
+		}
+	}
+	if got := readFile(t, filepath.Join(dir, "post-commit")); !strings.Contains(got, "echo mine") {
+		t.Errorf("post-commit changed: %q", got)
+	}
+	if got := readFile(t, filepath.Join(dir, "pre-push")); !strings.Contains(got, "echo new") {
 		t.Errorf("hook changed: %q", got)
 	}
-	if got := readFile(t, filepath.Join(dir, "post-commit"+origSuffix)); got != "#!/bin/sh\necho old\n" {
+	if got := readFile(t, filepath.Join(dir, "pre-push"+origSuffix)); got != "#!/bin/sh\necho old\n" {
 		t.Errorf("backup changed: %q", got)
 	}
 }

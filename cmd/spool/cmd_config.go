@@ -42,7 +42,7 @@ type ConfigSetCmd struct {
 }
 
 func (c *ConfigSetCmd) Run(e *env) error {
-	return changeConfig(e, func(cfg *config.Config) error { return cfg.Set(c.Key, c.Value) })
+	return changeConfig(e, c.Key, func(cfg *config.Config) error { return cfg.Set(c.Key, c.Value) })
 }
 
 type ConfigUnsetCmd struct {
@@ -50,11 +50,12 @@ type ConfigUnsetCmd struct {
 }
 
 func (c *ConfigUnsetCmd) Run(e *env) error {
-	return changeConfig(e, func(cfg *config.Config) error { return cfg.Unset(c.Key) })
+	return changeConfig(e, c.Key, func(cfg *config.Config) error { return cfg.Unset(c.Key) })
 }
 
 // changeConfig edits the file under the log's lock so two edits never lose one.
-func changeConfig(e *env, change func(*config.Config) error) error {
+// People get no output (as git config); --json prints the key's new value.
+func changeConfig(e *env, key string, change func(*config.Config) error) error {
 	st, err := e.open()
 	if err != nil {
 		return err
@@ -71,7 +72,18 @@ func changeConfig(e *env, change func(*config.Config) error) error {
 	if err := change(cfg); err != nil {
 		return err
 	}
-	return cfg.Save()
+	if err := cfg.Save(); err != nil {
+		return err
+	}
+	if !e.JSON {
+		return nil
+	}
+	v, set, err := cfg.Value(key)
+	if err != nil {
+		// A key only the file knew, now unset: it has no value.
+		return writeJSON(e.stdout, map[string]any{"key": key, "value": nil, "set": false})
+	}
+	return writeJSON(e.stdout, map[string]any{"key": key, "value": config.Display(v), "set": set})
 }
 
 type ConfigListCmd struct{}

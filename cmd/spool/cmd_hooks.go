@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"text/tabwriter"
 
 	"github.com/spoolhq/spool/hooks"
+	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/repo"
 	"github.com/spoolhq/spool/internal/store"
 )
@@ -25,11 +27,19 @@ func (c *HooksUninstallCmd) Run(e *env) error { return hooksDo(e, hooks.Uninstal
 func (c *HooksStatusCmd) Run(e *env) error    { return hooksDo(e, hooks.Inspect) }
 
 func hooksDo(e *env, op func(dir string) ([]hooks.Status, error)) error {
-	dir, err := hooks.Dir(e.ctx, e.dir())
+	// Discover first: outside a repository that is not_a_git_repository (exit 4).
+	r, err := repo.Discover(e.ctx, e.dir())
+	if err != nil {
+		return err
+	}
+	dir, err := hooks.Dir(e.ctx, r.WorkTree)
 	if err != nil {
 		return err
 	}
 	statuses, err := op(dir)
+	if errors.Is(err, hooks.ErrBackupExists) {
+		return fault.New(fault.Environment, "hook_backup_exists", err, err.Error())
+	}
 	if err != nil {
 		return err
 	}

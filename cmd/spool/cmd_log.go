@@ -48,7 +48,8 @@ func (f *logFilter) match(e *eventlog.Event) bool {
 	return false
 }
 
-func (c *LogCmd) filter(now time.Time) (*logFilter, error) {
+// filter checks the flags; now is read only for a --since duration.
+func (c *LogCmd) filter(now func() (time.Time, error)) (*logFilter, error) {
 	f := &logFilter{types: c.Type, subject: c.Subject, actor: c.ByActor}
 	for _, t := range c.Type {
 		if _, err := path.Match(t, ""); err != nil {
@@ -62,7 +63,11 @@ func (c *LogCmd) filter(now time.Time) (*logFilter, error) {
 		if t, err := time.Parse(time.RFC3339Nano, c.Since); err == nil {
 			f.since = t
 		} else if d, err := time.ParseDuration(c.Since); err == nil && d >= 0 {
-			f.since = now.Add(-d)
+			t, err := now()
+			if err != nil {
+				return nil, err
+			}
+			f.since = t.Add(-d)
 		} else {
 			return nil, fault.Usagef("invalid_flag", "--since %q is neither an RFC 3339 time nor a duration such as 2h", c.Since)
 		}
@@ -71,11 +76,7 @@ func (c *LogCmd) filter(now time.Time) (*logFilter, error) {
 }
 
 func (c *LogCmd) Run(e *env) error {
-	now, err := e.now()
-	if err != nil {
-		return err
-	}
-	f, err := c.filter(now)
+	f, err := c.filter(e.now)
 	if err != nil {
 		return err
 	}
@@ -111,9 +112,12 @@ func (c *LogCmd) Run(e *env) error {
 		return err
 	}
 	for {
+		// On interrupt, print what arrived since the last poll, then stop:
+		// everything appended before the signal is shown.
+		interrupted := false
 		select {
 		case <-e.ctx.Done():
-			return nil
+			interrupted = true
 		case <-time.After(c.Poll):
 		}
 		var batch []*eventlog.Event
@@ -131,7 +135,7 @@ func (c *LogCmd) Run(e *env) error {
 				return err
 			}
 		}
-		if err := pr.flush(); err != nil {
+		if err := pr.flush(); err != nil || interrupted {
 			return err
 		}
 	}

@@ -46,7 +46,7 @@ func (c *VerifyCmd) Run(e *env) error {
 			fmt.Fprintln(e.stdout, "merge queue:", inv)
 		}
 		for _, s := range rep.Stale {
-			fmt.Fprintf(e.stdout, "projection %s: behind the log (not compared; any command brings it up to date)\n", s)
+			fmt.Fprintf(e.stdout, "projection %s: behind the log; its state was caught up in memory and compared, its files were not (any command updates them)\n", s)
 		}
 		if rep.OK {
 			fmt.Fprintf(e.stdout, "ok: %d events in %d files; projections equal a fresh replay\n", rep.Events, rep.Files)

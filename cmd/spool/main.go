@@ -108,6 +108,12 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	if err != nil {
 		return report(stderr, jsonErrors, fault.Usagef("usage", "%v", err))
 	}
+	if cli.Dir != "" {
+		if st, err := os.Stat(cli.Dir); err != nil || !st.IsDir() {
+			return report(stderr, cli.JSON, fault.New(fault.Usage, "invalid_directory", err,
+				fmt.Sprintf("-C %s: not a directory", cli.Dir), "dir", cli.Dir))
+		}
+	}
 	e := &env{Globals: &cli.Globals, ctx: ctx, stdout: stdout, stderr: stderr, app: parser}
 	if err := kctx.Run(e); err != nil {
 		return report(stderr, cli.JSON, err)
@@ -137,7 +143,7 @@ func report(w io.Writer, asJSON bool, err error) int {
 			obj[k] = v
 		}
 		obj["code"], obj["message"] = f.Code, f.Message
-		b, _ := json.Marshal(map[string]any{"error": obj})
+		b, _ := jsonCompact(map[string]any{"error": obj})
 		fmt.Fprintln(w, string(b))
 	} else {
 		fmt.Fprintf(w, "spool: %s\n", f.Message)
@@ -162,10 +168,12 @@ func classify(err error) *fault.Error {
 	switch {
 	case errors.Is(err, repo.ErrNotGitRepo):
 		return fault.New(fault.Environment, "not_a_git_repository", err, msg)
-	case errors.Is(err, eventlog.ErrNewerVersion):
-		return fault.New(fault.Environment, "newer_version", err, msg)
-	case errors.Is(err, eventlog.ErrCorrupt):
-		f := fault.New(fault.Environment, "corrupt_log", err, msg)
+	case errors.Is(err, eventlog.ErrNewerVersion), errors.Is(err, eventlog.ErrCorrupt):
+		code := "corrupt_log"
+		if errors.Is(err, eventlog.ErrNewerVersion) {
+			code = "newer_version"
+		}
+		f := fault.New(fault.Environment, code, err, msg)
 		if errors.As(err, &lineErr) {
 			f.Fields = map[string]any{"file": lineErr.Path, "line": lineErr.Line}
 		}

@@ -1,14 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/gofrs/flock"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -25,8 +31,13 @@ func TestScript(t *testing.T) {
 
 func scriptParams(t *testing.T, dir string) testscript.Params {
 	return testscript.Params{
-		Dir:  dir,
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"exit": cmdExit},
+		Dir: dir,
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exit":        cmdExit,
+			"jsonerr":     cmdJSONErr,
+			"holdlock":    cmdHoldLock,
+			"releaselock": cmdReleaseLock,
+		},
 		Setup: func(env *testscript.Env) error {
 			home := filepath.Join(env.WorkDir, ".home")
 			if err := os.MkdirAll(home, 0o755); err != nil {
@@ -45,6 +56,10 @@ func scriptParams(t *testing.T, dir string) testscript.Params {
 			} {
 				env.Setenv(k, v)
 			}
+			// Keep git from finding a repository above $WORK.
+			env.Setenv("GIT_CEILING_DIRECTORIES", filepath.Dir(env.WorkDir))
+			// For hook scripts that must run without spool on PATH.
+			env.Setenv("PATH_WITHOUT_SPOOL", pathWithout(env.Getenv("PATH"), "spool"))
 			return nil
 		},
 	}
@@ -56,7 +71,8 @@ func scriptParams(t *testing.T, dir string) testscript.Params {
 //
 // stdout and stderr are kept for the stdout/stderr assertions that follow.
 // The program sees PATH, HOME and the GIT_*, SPOOL_* and NO_COLOR variables
-// of the script.
+// of the script, but is looked up on the test binary's PATH, so spool is
+// found even when the script's PATH hides git (doctor.txtar relies on it).
 func cmdExit(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
 		ts.Fatalf("usage: exit CODE PROGRAM [ARGS...]")
@@ -99,4 +115,120 @@ func scriptEnv(ts *testscript.TestScript) []string {
 		}
 	}
 	return env
+}
+
+// pathWithout drops the PATH entries that hold an executable named prog.
+func pathWithout(path, prog string) string {
+	var keep []string
+	for _, dir := range filepath.SplitList(path) {
+		if st, err := os.Stat(filepath.Join(dir, prog)); err == nil && !st.IsDir() {
+			continue
+		}
+		keep = append(keep, dir)
+	}
+	return strings.Join(keep, string(filepath.ListSeparator))
+}
+
+// cmdJSONErr checks that stderr is exactly one JSON error object, as every
+// command prints with --json:
+//
+//	jsonerr corrupt_log line=2 file~events/w1.jsonl$
+//
+// It requires the code and a non-empty message; key=value compares a field
+// exactly and key~regexp matches it.
+func cmdJSONErr(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: jsonerr CODE [key=value|key~regexp...]")
+	}
+	stderr := ts.ReadFile("stderr")
+	if strings.Count(stderr, "\n") != 1 || !strings.HasSuffix(stderr, "\n") {
+		ts.Fatalf("stderr is not one line:\n%s", stderr)
+	}
+	dec := json.NewDecoder(strings.NewReader(stderr))
+	dec.UseNumber()
+	var obj struct {
+		Error map[string]any `json:"error"`
+	}
+	if err := dec.Decode(&obj); err != nil || obj.Error == nil {
+		ts.Fatalf("stderr is not a JSON error object (%v):\n%s", err, stderr)
+	}
+	if dec.More() {
+		ts.Fatalf("stderr holds more than one JSON value:\n%s", stderr)
+	}
+	if msg, _ := obj.Error["message"].(string); msg == "" {
+		ts.Fatalf("error has no message: %s", stderr)
+	}
+	if code := fmt.Sprint(obj.Error["code"]); code != args[0] {
+		ts.Fatalf("error code is %q, want %q", code, args[0])
+	}
+	for _, a := range args[1:] {
+		i := strings.IndexAny(a, "=~")
+		if i < 0 {
+			ts.Fatalf("want key=value or key~regexp, got %q", a)
+		}
+		key, op, want := a[:i], a[i], a[i+1:]
+		v, ok := obj.Error[key]
+		if !ok {
+			ts.Fatalf("error has no field %q: %s", key, stderr)
+		}
+		got := fmt.Sprint(v)
+		if _, isString := v.(string); !isString {
+			b, _ := json.Marshal(v)
+			got = string(b)
+		}
+		if op == '=' && got != want {
+			ts.Fatalf("error field %s is %s, want %s", key, got, want)
+		}
+		if op == '~' && !regexp.MustCompile(want).MatchString(got) {
+			ts.Fatalf("error field %s is %s, does not match %s", key, got, want)
+		}
+	}
+}
+
+// heldLocks are the locks holdlock took, per script.
+var heldLocks sync.Map // *testscript.TestScript → *flock.Flock
+
+// cmdHoldLock takes the event log's lock of the repository in DIR, as another
+// process appending would, until releaselock or the end of the script:
+//
+//	holdlock repo
+func cmdHoldLock(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: holdlock DIR")
+	}
+	cmd := exec.Command("git", "rev-parse", "--path-format=absolute", "--git-common-dir")
+	cmd.Dir = ts.MkAbs(args[0])
+	out, err := cmd.Output()
+	ts.Check(err)
+	private := filepath.Join(string(bytes.TrimSpace(out)), "spool")
+	ts.Check(os.MkdirAll(private, 0o755))
+	lock := flock.New(filepath.Join(private, "lock"))
+	ok, err := lock.TryLock()
+	ts.Check(err)
+	if !ok {
+		ts.Fatalf("lock %s is already held", lock.Path())
+	}
+	if _, dup := heldLocks.LoadOrStore(ts, lock); dup {
+		lock.Unlock()
+		ts.Fatalf("holdlock: this script already holds a lock")
+	}
+	ts.Defer(func() { releaseLock(ts) })
+}
+
+// cmdReleaseLock releases the lock holdlock took.
+func cmdReleaseLock(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: releaselock")
+	}
+	if !releaseLock(ts) {
+		ts.Fatalf("releaselock: no lock held")
+	}
+}
+
+func releaseLock(ts *testscript.TestScript) bool {
+	v, ok := heldLocks.LoadAndDelete(ts)
+	if ok {
+		v.(*flock.Flock).Unlock()
+	}
+	return ok
 }

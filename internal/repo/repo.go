@@ -32,6 +32,11 @@ func Discover(ctx context.Context, dir string) (*Repo, error) {
 		if errors.As(err, &gerr) && strings.Contains(gerr.Stderr, "not a git repository") {
 			return nil, fmt.Errorf("%s: %w", dir, ErrNotGitRepo)
 		}
+		// --show-toplevel fails (before anything is printed) in a bare
+		// repository and inside a .git directory.
+		if errors.As(err, &gerr) && strings.Contains(gerr.Stderr, "must be run in a work tree") {
+			return nil, fmt.Errorf("%s has no work tree (a bare repository or a .git directory); spool needs one: %w", dir, ErrNotGitRepo)
+		}
 		return nil, err
 	}
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
