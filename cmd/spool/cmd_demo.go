@@ -53,7 +53,10 @@ func (c *DemoCmd) Run(e *env) error {
 		if args[0] == "git" { // setting the scene
 			fmt.Fprintf(e.stdout, "\n$ %s\n", strings.Join(quoteArgs(args), " "))
 			if _, err := repo.Git(e.ctx, dir, args[1:]...); err != nil {
-				return err
+				if !strings.Contains(err.Error(), "already exists") {
+					return err
+				}
+				fmt.Fprintln(e.stdout, "(already there from an earlier run)")
 			}
 			continue
 		}

@@ -19,7 +19,7 @@ type verifyReport struct {
 	Problems    []eventlog.Problem       `json:"problems"`
 	Differences []projections.Difference `json:"differences"`
 	Stale       []string                 `json:"stale"`
-	Invariants  []string                 `json:"invariants"` // merge queue invariants (seed 002 §5) that do not hold
+	Invariants  []string                 `json:"invariants,omitempty"` // merge queue invariants (seed 002 §5) that do not hold
 }
 
 func (c *VerifyCmd) Run(e *env) error {
@@ -54,7 +54,7 @@ func (c *VerifyCmd) Run(e *env) error {
 	}
 	if !rep.OK {
 		return fault.New(fault.Rejected, "verify_failed", nil,
-			fmt.Sprintf("verify failed: %d log problems, %d projection differences, %d broken invariants", len(rep.Problems), len(rep.Differences), len(rep.Invariants)))
+			fmt.Sprintf("verify failed: %d log problems, %d projection differences%s", len(rep.Problems), len(rep.Differences), brokenInvariants(rep)))
 	}
 	return nil
 }
@@ -65,7 +65,7 @@ func verify(e *env, log *eventlog.Log, en *projections.Engine) (*verifyReport, e
 		return nil, err
 	}
 	rep := &verifyReport{Events: check.Events, Files: check.Files, Problems: check.Problems,
-		Differences: []projections.Difference{}, Stale: []string{}, Invariants: []string{}}
+		Differences: []projections.Difference{}, Stale: []string{}}
 	if len(check.Problems) == 0 {
 		diffs, stale, err := en.Verify(e.ctx)
 		if err != nil {
@@ -81,4 +81,11 @@ func verify(e *env, log *eventlog.Log, en *projections.Engine) (*verifyReport, e
 	}
 	rep.OK = len(rep.Problems) == 0 && len(rep.Differences) == 0 && len(rep.Invariants) == 0
 	return rep, nil
+}
+
+func brokenInvariants(rep *verifyReport) string {
+	if len(rep.Invariants) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d broken merge queue invariants", len(rep.Invariants))
 }
