@@ -23,5 +23,5 @@ demo:
 
 # merge queue: whole-process medians with 1,000 entries in the log, and the train's own overhead
 bench-merge:
-    go run ./tools/benchmerge -n 30
+    go run ./internal/benchmerge -n 30
     go test -run '^$' -bench . -benchtime 2s ./internal/mergequeue/

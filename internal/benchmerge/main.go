@@ -4,7 +4,7 @@
 // --json` and prints medians; and it runs the train over real entries and
 // prints its own overhead per entry (everything but rebase and test command).
 //
-//	go run ./tools/benchmerge [-n 30] [-entries 1000] [-train 10]
+//	go run ./internal/benchmerge [-n 30] [-entries 1000] [-train 10]
 package main
 
 import (
