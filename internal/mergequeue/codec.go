@@ -198,15 +198,19 @@ func (s *State) decode(b []byte) error {
 			defer wg.Done()
 			for k := w; k < len(lines); k += workers {
 				line := bytes.TrimSuffix(lines[k], []byte(","))
-				if !gjson.ValidBytes(line) {
-					errs[w] = errBadState
-					return
-				}
 				e := &Entry{}
-				if err := e.decode(gjson.ParseBytes(line)); err != nil {
-					errs[w] = err
-					return
+				if !fastEntry(line, e) {
+					*e = Entry{}
+					if !gjson.ValidBytes(line) {
+						errs[w] = errBadState
+						return
+					}
+					if err := e.decode(gjson.ParseBytes(line)); err != nil {
+						errs[w] = err
+						return
+					}
 				}
+				e.LastStep.At = e.UpdatedAt
 				// A snapshot of this Spec.Version was written by this encoder,
 				// so the line is what encoding the entry again would give.
 				e.encoded, e.encodedPos = line, e.Position

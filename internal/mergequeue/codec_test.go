@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // randomState builds a queue with every field in use.
@@ -96,4 +98,48 @@ func FuzzDecodeState(f *testing.F) {
 			t.Fatalf("unstable:\n%s\n%s", once, again.render())
 		}
 	})
+}
+
+// FuzzEntryLine: whatever the fast line reader accepts, gjson's general
+// path accepts too and reads the same entry.
+func FuzzEntryLine(f *testing.F) {
+	s := randomState(f, 3)
+	for _, e := range s.Entries {
+		f.Add(e.encode(nil))
+	}
+	f.Add([]byte(`{"entry_id":01}`))
+	f.Add([]byte(`{"entry_id":1,"conflict_paths":["a","b"],"last_step":{"n":2,"to":"merged"}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var fast Entry
+		if !fastEntry(line, &fast) {
+			return
+		}
+		if !gjson.ValidBytes(line) {
+			t.Fatalf("fast path accepted invalid JSON %q", line)
+		}
+		var slow Entry
+		if err := slow.decode(gjson.ParseBytes(line)); err != nil {
+			t.Fatalf("fast path accepted %q, general path: %v", line, err)
+		}
+		fast.LastStep.At = fast.UpdatedAt
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q:\nfast %+v\nslow %+v", line, fast, slow)
+		}
+	})
+}
+
+// Every line encode writes takes the fast path.
+func TestEncodedLinesAreFast(t *testing.T) {
+	for seed := int64(1); seed <= 5; seed++ {
+		for _, e := range randomState(t, seed).Entries {
+			line := e.encode(nil)
+			var got Entry
+			if bytes.ContainsAny(line, "\\\u00e9") {
+				continue // escapes and non-ASCII go the general way
+			}
+			if !fastEntry(line, &got) {
+				t.Fatalf("slow path for %s", line)
+			}
+		}
+	}
 }
