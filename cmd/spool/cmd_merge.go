@@ -44,15 +44,15 @@ func (e *env) mergeCtx() (*store.Store, time.Time, string, error) {
 
 type MergeSubmitCmd struct {
 	Workspace  string `placeholder:"NAME" help:"Worktree to submit, by directory name or path (default: the current one)."`
-	Priority   int    `default:"2" help:"0 (most urgent) to 4."`
+	Priority   *int   `placeholder:"N" help:"0 (most urgent) to 4; default 2 for a new entry, unchanged for one already queued."`
 	Bead       string `placeholder:"ID" help:"Bead or task id, for traceability."`
 	NoPush     bool   `help:"Do not push the branch to merge.remote first."`
 	AutoCommit bool   `help:"Commit uncommitted changes instead of refusing."`
 }
 
 func (c *MergeSubmitCmd) Run(e *env) error {
-	if c.Priority < mergequeue.MinPriority || c.Priority > mergequeue.MaxPriority {
-		return mergequeue.InvalidPriority(c.Priority)
+	if p := c.Priority; p != nil && (*p < mergequeue.MinPriority || *p > mergequeue.MaxPriority) {
+		return mergequeue.InvalidPriority(*p)
 	}
 	opt := train.SubmitOptions{Workspace: c.Workspace, Priority: c.Priority, BeadID: c.Bead, NoPush: c.NoPush, AutoCommit: c.AutoCommit}
 	if c.Workspace == "" {

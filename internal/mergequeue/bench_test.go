@@ -11,7 +11,7 @@ func queueOf(b testing.TB, n int) *State {
 	s := New()
 	for i := 0; i < n; i++ {
 		r := req(fmt.Sprintf("ws-%04d", i), i+1, "ada")
-		r.Priority = i % 5
+		r.Priority = P(i % 5)
 		submit(b, s, r, t0.Add(time.Duration(i)*time.Second))
 	}
 	return s

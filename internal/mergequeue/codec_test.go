@@ -21,7 +21,7 @@ func randomState(t testing.TB, seed int64) *State {
 		r := req([]string{"a", "b", "c", "d"}[rng.Intn(4)], rng.Intn(9)+1, "ada <a&b>")
 		r.ChangeID = ""
 		r.BeadID = "bd-\"quoted\"\n"
-		r.Priority = rng.Intn(5)
+		r.Priority = P(rng.Intn(5))
 		if sub, err := DecideSubmit(s, r, pol, now); err == nil {
 			fold(t, s, now, r.Actor, sub.Drafts)
 		}

@@ -35,7 +35,7 @@ type SubmitRequest struct {
 	ChangeID       string
 	ChangeIDSource string
 	DedupeKey      string
-	Priority       int
+	Priority       *int // nil: DefaultPriority for a new entry, unchanged otherwise
 	BeadID         string
 	Actor          string
 }
@@ -64,9 +64,13 @@ var (
 
 // MinPriority and MaxPriority bound priorities (lower is more urgent).
 const (
-	MinPriority = 0
-	MaxPriority = 4
+	MinPriority     = 0
+	MaxPriority     = 4
+	DefaultPriority = 2 // beads' "medium": room to jump ahead and to fall back
 )
+
+// P is a priority for SubmitRequest.Priority.
+func P(n int) *int { return &n }
 
 // ValidateWorkspaceName checks the seed's rule: non-empty UTF-8, no special characters.
 func ValidateWorkspaceName(ws string) error {
@@ -130,8 +134,8 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 	if err := ValidateWorkspaceName(req.Workspace); err != nil {
 		return Submission{}, err
 	}
-	if req.Priority < MinPriority || req.Priority > MaxPriority {
-		return Submission{}, InvalidPriority(req.Priority)
+	if req.Priority != nil && (*req.Priority < MinPriority || *req.Priority > MaxPriority) {
+		return Submission{}, InvalidPriority(*req.Priority)
 	}
 	if strings.TrimSpace(req.Actor) == "" {
 		return Submission{}, fault.Usagef("no_actor", "no actor: pass --actor, set SPOOL_ACTOR, or set git user.email")
@@ -167,14 +171,17 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 			return Submission{}, AlreadyInQueue(req.Workspace, held.DedupeKey, req.DedupeKey, held.ID)
 		}
 	}
-	prio := req.Priority
+	prio := DefaultPriority
+	if req.Priority != nil {
+		prio = *req.Priority
+	}
 	data := EntryData{Workspace: req.Workspace, Worktree: req.Worktree, Branch: req.Branch, ChangeID: req.ChangeID,
 		ChangeIDSource: req.ChangeIDSource, DedupeKey: req.DedupeKey, HeadSHA: req.HeadSHA, Priority: &prio, BeadID: req.BeadID}
 	if active != nil { // case 4: same workspace, update head and time
 		if active.Status.Processing() && active.HeadSHA != req.HeadSHA {
 			return Submission{}, ConcurrentModification(active.ID, "merge submit (the train is processing the previous head; wait or cancel it)")
 		}
-		data.EntryID, data.From, data.To = active.ID, active.Status, active.Status
+		data.EntryID, data.From, data.To, data.Priority = active.ID, active.Status, active.Status, req.Priority
 		if active.Status == FailedRetryable {
 			data.To = Pending // new or same code, back in line
 		}
@@ -190,7 +197,7 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 		if last.Owner != req.Actor && !admin {
 			return Submission{}, UnauthorizedEntryModification(req.Actor, last.ID, last.Owner)
 		}
-		data.EntryID, data.From, data.To = last.ID, last.Status, Pending
+		data.EntryID, data.From, data.To, data.Priority = last.ID, last.Status, Pending, req.Priority
 		return Submission{Drafts: []eventlog.Draft{{Type: EvResubmitted, Subject: Subject(last.ID), Data: data}},
 			EntryID: last.ID, Type: SubmissionResubmitted, DedupeKey: req.DedupeKey}, nil
 	}

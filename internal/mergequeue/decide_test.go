@@ -55,7 +55,7 @@ func TestSubmitUpdatesActive(t *testing.T) {
 	submit(t, s, req("ws-a", 1, "ada"), t0)
 	submit(t, s, req("ws-b", 2, "ada"), t0.Add(time.Second))
 	r := req("ws-a", 3, "ada")
-	r.Priority = 0
+	r.Priority = P(0)
 	sub := submit(t, s, r, t0.Add(2*time.Second))
 	e := s.Entry(1)
 	if sub.Type != SubmissionUpdated || sub.EntryID != 1 || e.HeadSHA != sha(3) || !e.UpdatedAt.Equal(t0.Add(2*time.Second)) {
@@ -66,6 +66,16 @@ func TestSubmitUpdatesActive(t *testing.T) {
 	}
 	if e.Steps != 2 || e.LastStep.Type != EvUpdated {
 		t.Error("POST-AUDIT-002: want an updated event")
+	}
+	r.Priority = nil // not given: the entry keeps its priority
+	submit(t, s, r, t0.Add(3*time.Second))
+	if e.Priority != 0 {
+		t.Errorf("priority %d after an update that did not give one", e.Priority)
+	}
+	r2 := req("ws-c", 9, "ada")
+	r2.Priority = nil
+	if sub := submit(t, s, r2, t0); s.Entry(sub.EntryID).Priority != DefaultPriority {
+		t.Error("a new entry without a priority gets the default")
 	}
 	checkInvariants(t, s)
 }
@@ -177,8 +187,8 @@ func TestSubmitValidation(t *testing.T) {
 		{"special characters", func(r *SubmitRequest) { r.Workspace = "a b;rm" }, CodeInvalidWorkspaceName},
 		{"colon", func(r *SubmitRequest) { r.Workspace = "a:b" }, CodeInvalidWorkspaceName},
 		{"invalid utf-8", func(r *SubmitRequest) { r.Workspace = "a\xff" }, CodeInvalidWorkspaceName},
-		{"priority low", func(r *SubmitRequest) { r.Priority = -1 }, CodeInvalidPriority},
-		{"priority high", func(r *SubmitRequest) { r.Priority = 5 }, CodeInvalidPriority},
+		{"priority low", func(r *SubmitRequest) { r.Priority = P(-1) }, CodeInvalidPriority},
+		{"priority high", func(r *SubmitRequest) { r.Priority = P(5) }, CodeInvalidPriority},
 		{"no actor", func(r *SubmitRequest) { r.Actor = " " }, "no_actor"},
 		{"detached", func(r *SubmitRequest) { r.Branch = "" }, CodeIdentityExtractionFailed},
 		{"short sha", func(r *SubmitRequest) { r.HeadSHA = "abc123" }, CodeInvalidHeadSHA},
@@ -202,7 +212,7 @@ func TestSubmitValidation(t *testing.T) {
 	// positive: the boundaries are accepted
 	for _, p := range []int{0, 4} {
 		r := req("ws-a", 1, "ada")
-		r.Priority = p
+		r.Priority = P(p)
 		if _, err := DecideSubmit(s, r, pol, t0); err != nil {
 			t.Errorf("priority %d: %v", p, err)
 		}
@@ -240,7 +250,7 @@ func TestPositions(t *testing.T) {
 	s := New()
 	for i, p := range []int{2, 0, 2, 1, 0} {
 		r := req("ws-"+string(rune('a'+i)), i+1, "ada")
-		r.Priority = p
+		r.Priority = P(p)
 		submit(t, s, r, t0.Add(time.Duration(i)*time.Second))
 	}
 	var order []int64

@@ -35,7 +35,7 @@ func fold(t testing.TB, s *State, at time.Time, actor string, drafts []eventlog.
 func sha(n int) string { return fmt.Sprintf("%040x", n) }
 
 func req(ws string, head int, actor string) SubmitRequest {
-	return SubmitRequest{Workspace: ws, Branch: "b-" + ws, HeadSHA: sha(head), ChangeID: "C" + ws, ChangeIDSource: SourceTrailer, Priority: 2, Actor: actor}
+	return SubmitRequest{Workspace: ws, Branch: "b-" + ws, HeadSHA: sha(head), ChangeID: "C" + ws, ChangeIDSource: SourceTrailer, Priority: P(2), Actor: actor}
 }
 
 func submit(t testing.TB, s *State, r SubmitRequest, at time.Time) Submission {

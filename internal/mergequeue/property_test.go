@@ -45,7 +45,7 @@ func TestInvariantsProperty(t *testing.T) {
 			switch op {
 			case 0, 1, 2:
 				ws := workspaces[rng.Intn(len(workspaces))]
-				r := SubmitRequest{Workspace: ws, Branch: "b", HeadSHA: sha(rng.Intn(6) + 1), Priority: rng.Intn(6) - 1 + 1, Actor: actor}
+				r := SubmitRequest{Workspace: ws, Branch: "b", HeadSHA: sha(rng.Intn(6) + 1), Priority: P(rng.Intn(6) - 1 + 1), Actor: actor}
 				if rng.Intn(3) == 0 {
 					r.ChangeID = fmt.Sprintf("C%d", rng.Intn(3))
 				}

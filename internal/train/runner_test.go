@@ -35,8 +35,8 @@ func TestTrainMergesInOrder(t *testing.T) {
 	f := newFixture(t)
 	a := f.worktree("a", "a.txt", "a\n")
 	b := f.worktree("b", "b.txt", "b\n")
-	f.mustSubmit(a, SubmitOptions{NoPush: true, Priority: 2})
-	f.mustSubmit(b, SubmitOptions{NoPush: true, Priority: 1}) // more urgent: first
+	f.mustSubmit(a, SubmitOptions{NoPush: true, Priority: mergequeue.P(2)})
+	f.mustSubmit(b, SubmitOptions{NoPush: true, Priority: mergequeue.P(1)}) // more urgent: first
 	f.config("merge.test_command", `["sh","-c","test -f README"]`)
 	res := f.run()
 	if len(res) != 2 || res[0].EntryID != 2 || res[1].EntryID != 1 || res[0].Status != mergequeue.Merged || res[1].Status != mergequeue.Merged {

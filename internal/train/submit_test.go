@@ -170,8 +170,8 @@ func TestSubmitResponse(t *testing.T) {
 	f := newFixture(t)
 	a := f.worktree("a", "a.txt", "a\n")
 	b := f.worktree("b", "b.txt", "b\n")
-	ra := f.mustSubmit(a, SubmitOptions{NoPush: true, Priority: 3, BeadID: "bd-7"})
-	rb := f.mustSubmit(b, SubmitOptions{NoPush: true, Priority: 1})
+	ra := f.mustSubmit(a, SubmitOptions{NoPush: true, Priority: mergequeue.P(3), BeadID: "bd-7"})
+	rb := f.mustSubmit(b, SubmitOptions{NoPush: true, Priority: mergequeue.P(1)})
 	q := f.queue()
 	for _, r := range []*Response{ra, rb} {
 		e := q.Entry(r.EntryID)
