@@ -76,7 +76,9 @@ func (e *Entry) encode(b []byte) []byte {
 	b = append(b, `{"entry_id":`...)
 	b = strconv.AppendInt(b, e.ID, 10)
 	b = field(b, "status", string(e.Status))
-	b = intField(b, "position", e.Position)
+	if e.Position > 0 { // only pending entries have one
+		b = intField(b, "position", e.Position)
+	}
 	b = intField(b, "priority", e.Priority)
 	b = field(b, "workspace", e.Workspace)
 	b = field(b, "worktree", e.Worktree)

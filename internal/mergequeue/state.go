@@ -19,7 +19,7 @@ const (
 // Bump Version whenever the encoding of the state changes: snapshots of
 // another version are rebuilt from the log, and decode reuses the lines of
 // a snapshot of this version as they are.
-var Spec = projections.Spec{Name: Name, Version: 2, New: func() projections.Projection { return New() }}
+var Spec = projections.Spec{Name: Name, Version: 3, New: func() projections.Projection { return New() }}
 
 // State is the merge queue folded from the log.
 type State struct {
