@@ -18,7 +18,7 @@ import (
 // SubmitOptions are the flags of spool merge submit.
 type SubmitOptions struct {
 	Workspace  string // name or path; empty is the worktree the command runs in
-	Priority   *int // nil: the default for a new entry, unchanged for one in the queue
+	Priority   *int   // nil: the default for a new entry, unchanged for one in the queue
 	BeadID     string
 	NoPush     bool
 	AutoCommit bool
