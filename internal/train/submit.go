@@ -116,7 +116,22 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 	if got.IdentErr != nil {
 		return nil, got.IdentErr
 	}
-	changeID, source := got.ChangeID, got.Source
+	// Like every merge command, recover entries whose runner died first.
+	if _, err := Recover(ctx, st, actor, now); err != nil {
+		return nil, err
+	}
+	req := mergequeue.SubmitRequest{Workspace: w.Name, Worktree: w.Path, Branch: w.Branch, HeadSHA: w.HEAD,
+		ChangeID: got.ChangeID, ChangeIDSource: got.Source, Priority: opt.Priority, BeadID: opt.BeadID, Actor: actor}
+	pol := mergequeue.PolicyFrom(st.Config)
+	// Decide once before pushing, so a submission the queue refuses pushes
+	// nothing; the decision that counts is the one under the lock below.
+	v, err := st.Read(ctx, mergequeue.Name)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := mergequeue.DecideSubmit(queueOf(v), req, pol, now); err != nil {
+		return nil, err
+	}
 	pushed := false
 	if remote := st.Config.String("merge.remote"); !opt.NoPush && mergequeue.RemoteExists(ctx, w.Path, remote) {
 		if err := mergequeue.PushBranch(ctx, w, remote); err != nil {
@@ -124,15 +139,8 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 		}
 		pushed = true
 	}
-	// Like every merge command, recover entries whose runner died first.
-	if _, err := Recover(ctx, st, actor, now); err != nil {
-		return nil, err
-	}
-	req := mergequeue.SubmitRequest{Workspace: w.Name, Worktree: w.Path, Branch: w.Branch, HeadSHA: w.HEAD,
-		ChangeID: changeID, ChangeIDSource: source, Priority: opt.Priority, BeadID: opt.BeadID, Actor: actor}
-	pol := mergequeue.PolicyFrom(st.Config)
 	var sub mergequeue.Submission
-	_, v, err := st.Write(ctx, now, actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+	_, v, err = st.Write(ctx, now, actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
 		sub, err = mergequeue.DecideSubmit(queueOf(v), req, pol, now)
 		return sub.Drafts, err
 	})

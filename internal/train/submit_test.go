@@ -210,3 +210,16 @@ func TestSubmitBadChangeID(t *testing.T) {
 		t.Fatal("appended")
 	}
 }
+
+// A submission the queue refuses pushes nothing either.
+func TestRefusedSubmissionPushesNothing(t *testing.T) {
+	f := newFixture(t)
+	feat := f.worktree("feat", "f.txt", "f\n")
+	f.mustSubmit(feat, SubmitOptions{NoPush: true})
+	f.commit(feat, "g.txt", "g\n", "more")
+	_, err := f.submit(feat, SubmitOptions{}, "bob@example.com")
+	wantCode(t, err, mergequeue.CodeUnauthorizedWorkspace)
+	if out := f.git(f.remote, "branch", "--list", "feat"); out != "" {
+		t.Fatalf("pushed anyway: %s", out)
+	}
+}
