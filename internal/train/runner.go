@@ -117,7 +117,9 @@ func Recover(ctx context.Context, st *store.Store, actor string, now time.Time) 
 		q := queueOf(v)
 		scratch = scratch[:0]
 		for _, e := range q.Expired(now) {
-			scratch = append(scratch, e.ScratchDir)
+			if _, known := merged[e.ID]; known { // the ones DecideRecover recovers
+				scratch = append(scratch, e.ScratchDir)
+			}
 		}
 		return mergequeue.DecideRecover(q, merged, pol, now), nil
 	})
