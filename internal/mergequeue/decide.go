@@ -278,10 +278,16 @@ type Target struct {
 }
 
 // DecideClaim gives the first pending entry to runner with a lease. It
-// claims nothing when the queue is frozen or empty.
+// claims nothing when the queue is frozen or empty, or while another entry
+// is being processed: the train takes one entry at a time, whoever runs it.
 func DecideClaim(s *State, runner string, target Target, pol Policy, now time.Time) ([]eventlog.Draft, *Entry) {
 	if s.Frozen {
 		return nil, nil
+	}
+	for _, e := range s.Entries {
+		if e.Status.Processing() && e.LeaseUntil != nil && now.Before(*e.LeaseUntil) {
+			return nil, nil
+		}
 	}
 	q := s.Queue()
 	if len(q) == 0 {

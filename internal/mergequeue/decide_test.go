@@ -523,3 +523,19 @@ func must(d []eventlog.Draft, err error) []eventlog.Draft {
 }
 
 var snake = regexp.MustCompile(`^[a-z]+(_[a-z]+)*$`)
+
+// One entry at a time: while one is processed (its lease alive), nobody claims another.
+func TestClaimOneAtATime(t *testing.T) {
+	s := New()
+	submit(t, s, req("ws-a", 1, "ada"), t0)
+	submit(t, s, req("ws-b", 2, "ada"), t0)
+	drive(t, s, 1, []Status{Rebasing}, t0)
+	if d, e := DecideClaim(s, "r2", Target{Branch: "main"}, pol, t0.Add(time.Minute)); d != nil || e != nil {
+		t.Fatal("claimed a second entry while the first is processed")
+	}
+	later := t0.Add(pol.Lease + time.Second)
+	fold(t, s, later, "train", DecideRecover(s, nil, pol, later))
+	if _, e := DecideClaim(s, "r2", Target{Branch: "main"}, pol, later); e == nil {
+		t.Fatal("nothing claimed after the first entry was recovered")
+	}
+}
