@@ -345,6 +345,7 @@ func (c *MergeRunCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	st.DeferSave = true // the train saves projections once per entry (Runner.RunOne)
 	target := c.Target
 	if target == "" {
 		target = st.Config.String("merge.target")

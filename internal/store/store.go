@@ -46,6 +46,33 @@ type Store struct {
 	// again for every write; catching up from the log keeps them current.
 	views map[string]*projections.View
 	mu    sync.Mutex // one Read or Write at a time uses the views
+
+	// DeferSave makes Write leave the projection files for Flush (or the
+	// next Read) to write. The log is the truth and is always on disk before
+	// Write returns; a projection file behind it is caught up by whoever
+	// reads it next. The merge train sets it: it writes several events per
+	// entry and saves once.
+	DeferSave bool
+}
+
+// Flush saves projections a deferred Write left unsaved.
+func (s *Store) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, err := s.Log.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	for _, v := range s.views {
+		if _, err := v.CatchUp(ctx); err != nil {
+			return err
+		}
+		if err := v.Save(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // view returns the loaded view of names, loading it on first use.
@@ -160,6 +187,9 @@ func (s *Store) Write(ctx context.Context, at time.Time, actor string, names []s
 	}
 	if _, err := v.CatchUp(ctx); err != nil {
 		return events, v, err
+	}
+	if s.DeferSave {
+		return events, v, nil
 	}
 	return events, v, v.Save()
 }

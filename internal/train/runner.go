@@ -215,6 +215,11 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 	t := time.Now()
 	removeScratch(context.WithoutCancel(ctx), r.Store.Repo.Root, j.scratch)
 	j.rebaseTime += time.Since(t)
+	if r.Store.DeferSave {
+		if err := r.Store.Flush(context.WithoutCancel(ctx)); err != nil {
+			return res, err
+		}
+	}
 	res.ElapsedMS = ms(time.Since(j.start))
 	res.RebaseMS, res.TestMS = ms(j.rebaseTime), ms(j.testTime)
 	return res, nil
