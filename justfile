@@ -25,3 +25,8 @@ demo:
 bench-queue:
     go test -run '^$' -bench . -benchtime 1s ./internal/workqueue/
     d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./internal/benchqueue -spool "$d/spool" -runs 21; s=$?; rm -rf "$d"; exit $s
+
+# merge queue: whole-process medians with 1,000 entries in the log, and the train's own overhead
+bench-merge:
+    go run ./internal/benchmerge -n 30
+    go test -run '^$' -bench . -benchtime 2s ./internal/mergequeue/

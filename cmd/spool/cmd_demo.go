@@ -20,11 +20,6 @@ type DemoCmd struct {
 // demoScript is what the demo runs; each capability adds its steps.
 var demoScript = [][]string{
 	{"init"},
-	{"append", "deploy.started", "-s", "web", "-d", `{"version":"1.4.2"}`},
-	{"append", "deploy.finished", "-s", "web", "-d", `{"version":"1.4.2","ok":true}`, "--idem", "deploy:web:1.4.2"},
-	{"append", "deploy.finished", "-s", "web", "-d", `{"version":"1.4.2","ok":true}`, "--idem", "deploy:web:1.4.2"},
-	{"log"},
-	{"status"},
 	// The work queue. $T1, $T2, ... are the ids of the tasks created so far.
 	{"task", "add", "Write the parser", "-p", "1", "-l", "automated"},
 	{"task", "add", "Document the parser", "--dep", "$T1"},
@@ -38,7 +33,22 @@ var demoScript = [][]string{
 	{"done", "$T3"},
 	{"history"},
 	{"stats"},
-	{"log", "-t", "task.*"},
+	// The merge queue: a linked worktree's branch, queued, tested and merged into main.
+	{"git", "commit", "-q", "--allow-empty", "-m", "initial commit"},
+	{"git", "worktree", "add", "-q", "-b", "feature", "feature-wt"},
+	{"git", "-C", "feature-wt", "commit", "-q", "--allow-empty", "-m", "feature: a change ready to merge"},
+	{"merge", "submit", "--workspace", "feature-wt", "--no-push"},
+	{"merge", "list"},
+	{"config", "set", "merge.test_command", `["git","log","-1","--format=testing %h %s"]`},
+	{"merge", "run", "--once"},
+	{"merge", "show", "1"},
+	// Events of your own, with an idempotency key: the second append is a no-op.
+	{"append", "deploy.finished", "-s", "web", "-d", `{"version":"1.4.2"}`, "--idem", "deploy:web:1.4.2"},
+	{"append", "deploy.finished", "-s", "web", "-d", `{"version":"1.4.2"}`, "--idem", "deploy:web:1.4.2"},
+	// The log behind it all, and the proof that the projections equal a fresh replay.
+	{"log", "-n", "12"},
+	{"status"},
+	{"replay"},
 	{"verify"},
 }
 
@@ -63,6 +73,16 @@ func (c *DemoCmd) Run(e *env) error {
 	fmt.Fprintf(e.stdout, "# a throwaway git repository: %s\n", dir)
 	var ids []string
 	for _, step := range demoScript {
+		if step[0] == "git" { // setting the scene
+			fmt.Fprintf(e.stdout, "\n$ %s\n", strings.Join(quoteArgs(step), " "))
+			if _, err := repo.Git(e.ctx, dir, step[1:]...); err != nil {
+				if !strings.Contains(err.Error(), "already exists") {
+					return err
+				}
+				fmt.Fprintln(e.stdout, "(already there from an earlier run)")
+			}
+			continue
+		}
 		args := make([]string, len(step))
 		for i, a := range step {
 			args[i] = a

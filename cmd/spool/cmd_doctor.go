@@ -25,6 +25,7 @@ type check struct {
 }
 
 func (c *DoctorCmd) Run(e *env) error {
+	longRunning() // reads the whole log: keep memory bounded
 	checks := doctor(e)
 	failed := 0
 	for _, ch := range checks {

@@ -64,6 +64,7 @@ type HookCmd struct {
 }
 
 func (c *HookCmd) Run(e *env) error {
+	longRunning() // reads the whole log: keep memory bounded
 	r, err := repo.Discover(e.ctx, e.dir())
 	if err != nil {
 		return nil // not our business: never break git

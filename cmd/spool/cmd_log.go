@@ -76,6 +76,7 @@ func (c *LogCmd) filter(now func() (time.Time, error)) (*logFilter, error) {
 }
 
 func (c *LogCmd) Run(e *env) error {
+	longRunning() // reads the whole log: keep memory bounded
 	f, err := c.filter(e.now)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 type ReplayCmd struct{}
 
 func (c *ReplayCmd) Run(e *env) error {
+	longRunning() // reads the whole log: keep memory bounded
 	st, err := e.open()
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/mergequeue"
 	"github.com/spoolhq/spool/projections"
 )
 
@@ -18,9 +19,11 @@ type verifyReport struct {
 	Problems    []eventlog.Problem       `json:"problems"`
 	Differences []projections.Difference `json:"differences"`
 	Stale       []string                 `json:"stale"`
+	Invariants  []string                 `json:"invariants,omitempty"` // merge queue invariants (seed 002 §5) that do not hold
 }
 
 func (c *VerifyCmd) Run(e *env) error {
+	longRunning() // reads the whole log: keep memory bounded
 	st, err := e.open()
 	if err != nil {
 		return err
@@ -40,6 +43,9 @@ func (c *VerifyCmd) Run(e *env) error {
 		for _, d := range rep.Differences {
 			fmt.Fprintf(e.stdout, "projection %s: %s: %s\n", d.Projection, d.Path, d.Problem)
 		}
+		for _, inv := range rep.Invariants {
+			fmt.Fprintln(e.stdout, "merge queue:", inv)
+		}
 		for _, s := range rep.Stale {
 			fmt.Fprintf(e.stdout, "projection %s: behind the log; its state was caught up in memory and compared, its files were not (spool replay writes them)\n", s)
 		}
@@ -49,7 +55,7 @@ func (c *VerifyCmd) Run(e *env) error {
 	}
 	if !rep.OK {
 		return fault.New(fault.Rejected, "verify_failed", nil,
-			fmt.Sprintf("verify failed: %d log problems, %d projection differences", len(rep.Problems), len(rep.Differences)))
+			fmt.Sprintf("verify failed: %d log problems, %d projection differences%s", len(rep.Problems), len(rep.Differences), brokenInvariants(rep)))
 	}
 	return nil
 }
@@ -74,7 +80,19 @@ func verify(e *env, log *eventlog.Log, en *projections.Engine) (*verifyReport, e
 		}
 		rep.Differences = append(rep.Differences, diffs...)
 		rep.Stale = append(rep.Stale, stale...)
+		fresh, err := en.Replay(e.ctx, mergequeue.Name)
+		if err != nil {
+			return nil, err
+		}
+		rep.Invariants = append(rep.Invariants, mergequeue.CheckInvariants(fresh.Get(mergequeue.Name).(*mergequeue.State))...)
 	}
-	rep.OK = len(rep.Problems) == 0 && len(rep.Differences) == 0
+	rep.OK = len(rep.Problems) == 0 && len(rep.Differences) == 0 && len(rep.Invariants) == 0
 	return rep, nil
+}
+
+func brokenInvariants(rep *verifyReport) string {
+	if len(rep.Invariants) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d broken merge queue invariants", len(rep.Invariants))
 }

@@ -45,6 +45,7 @@ type CLI struct {
 	Hooks       HooksCmd       `cmd:"" help:"Install, remove or inspect spool's git hooks."`
 	Hook        HookCmd        `cmd:"" hidden:"" help:"Run by git hooks."`
 	MergeDriver MergeDriverCmd `cmd:"" name:"merge-driver" hidden:"" help:"Git merge driver for writer files."`
+	Merge       MergeCmd       `cmd:"" help:"The merge queue: submit branches, run the merge train."`
 	Demo        DemoCmd        `cmd:"" help:"Run spool in a throwaway repository and show what it wrote."`
 	Version     VersionCmd     `cmd:"" help:"Print the version."`
 	Completion  CompletionCmd  `cmd:"" help:"Print a shell completion script."`
@@ -67,13 +68,24 @@ type env struct {
 }
 
 func main() {
-	// A command lives for milliseconds and decodes a few megabytes of
-	// snapshot: collecting garbage along the way only slows it down. Long
-	// commands (log --follow) still collect, once the heap is 8x what is live.
+	// Most commands live for milliseconds: collecting garbage costs them a
+	// third of their time and frees nothing that matters. Collect only when
+	// the heap nears a limit (unless GOGC says otherwise); long-running
+	// commands turn the collector back on (see longRunning).
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(800)
+		debug.SetGCPercent(-1)
+		debug.SetMemoryLimit(512 << 20)
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// longRunning restores the usual garbage collector for commands that keep
+// running (the merge train, watch loops) or stream the whole log (replay,
+// verify), so their memory stays bounded by what is live.
+func longRunning() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(100)
+	}
 }
 
 type exitPanic int

@@ -10,11 +10,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/config"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/mergequeue"
 	"github.com/spoolhq/spool/internal/repo"
 	"github.com/spoolhq/spool/internal/workqueue"
 	"github.com/spoolhq/spool/projections"
@@ -29,6 +32,7 @@ var Specs = []projections.Spec{
 	workqueue.Spec,
 	workqueue.QueueSpec,
 	workqueue.IDsSpec,
+	mergequeue.Spec,
 }
 
 // ReservedPrefixes are event namespaces only spool's own commands append.
@@ -40,6 +44,56 @@ type Store struct {
 	Config *config.Config
 	Log    *eventlog.Log
 	Engine *projections.Engine
+
+	// views are the projections this Store has loaded, kept so that a
+	// long-running command (the merge train) does not decode its snapshots
+	// again for every write; catching up from the log keeps them current.
+	views map[string]*projections.View
+	mu    sync.Mutex // one Read or Write at a time uses the views
+
+	// DeferSave makes Write leave the projection files for Flush (or the
+	// next Read) to write. The log is the truth and is always on disk before
+	// Write returns; a projection file behind it is caught up by whoever
+	// reads it next. The merge train sets it: it writes several events per
+	// entry and saves once.
+	DeferSave bool
+}
+
+// Flush saves projections a deferred Write left unsaved.
+func (s *Store) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, err := s.Log.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	for _, v := range s.views {
+		if _, err := v.CatchUp(ctx); err != nil {
+			return err
+		}
+		if err := v.Save(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// view returns the loaded view of names, loading it on first use.
+func (s *Store) view(names []string) (*projections.View, error) {
+	key := strings.Join(names, "\x00")
+	if v, ok := s.views[key]; ok {
+		return v, nil
+	}
+	v, err := s.Engine.Open(names...)
+	if err != nil {
+		return nil, err
+	}
+	if s.views == nil {
+		s.views = map[string]*projections.View{}
+	}
+	s.views[key] = v
+	return v, nil
 }
 
 // Paths under the primary worktree.
@@ -84,7 +138,9 @@ func OpenRepo(r *repo.Repo, warn func(string)) (*Store, error) {
 // lock is taken only to persist projections that were behind (amortized
 // projections catch up in memory until their save is due).
 func (s *Store) Read(ctx context.Context, names ...string) (*projections.View, error) {
-	v, err := s.Engine.Open(names...)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, err := s.view(names)
 	if err != nil {
 		return nil, err
 	}
@@ -112,12 +168,14 @@ type Decide func(v *projections.View) ([]eventlog.Draft, error)
 
 // Write runs the write path under the log's lock.
 func (s *Store) Write(ctx context.Context, at time.Time, actor string, names []string, decide Decide) ([]eventlog.Event, *projections.View, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	sess, err := s.Log.Begin(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer sess.Close()
-	v, err := s.Engine.Open(names...)
+	v, err := s.view(names)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -137,6 +195,9 @@ func (s *Store) Write(ctx context.Context, at time.Time, actor string, names []s
 	}
 	if _, err := v.CatchUp(ctx); err != nil {
 		return events, v, err
+	}
+	if s.DeferSave {
+		return events, v, nil
 	}
 	return events, v, v.Save()
 }

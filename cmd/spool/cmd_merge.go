@@ -1,0 +1,413 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/mergequeue"
+	"github.com/spoolhq/spool/internal/store"
+	"github.com/spoolhq/spool/internal/train"
+)
+
+// MergeCmd is the merge queue.
+type MergeCmd struct {
+	Submit   MergeSubmitCmd   `cmd:"" help:"Queue this worktree's branch for the merge train (idempotent)."`
+	List     MergeListCmd     `cmd:"" help:"List active entries, the queue in position order first."`
+	Show     MergeShowCmd     `cmd:"" help:"Show one entry with its audit trail."`
+	Position MergePositionCmd `cmd:"" help:"Print an entry's position among pending entries."`
+	Cancel   MergeCancelCmd   `cmd:"" help:"Cancel an entry."`
+	Retry    MergeRetryCmd    `cmd:"" help:"Put a failed_retryable entry back in the queue."`
+	Freeze   MergeFreezeCmd   `cmd:"" help:"Stop the train claiming entries; submissions continue."`
+	Unfreeze MergeUnfreezeCmd `cmd:"" help:"Let the train claim entries again."`
+	Run      MergeRunCmd      `cmd:"" help:"Run the merge train: rebase, test and merge entries in order."`
+}
+
+// mergeCtx opens the store and reads clock and actor once for a merge command.
+func (e *env) mergeCtx() (*store.Store, time.Time, string, error) {
+	st, err := e.open()
+	if err != nil {
+		return nil, time.Time{}, "", err
+	}
+	now, err := e.now()
+	if err != nil {
+		return nil, now, "", err
+	}
+	actor, err := e.actor(e.ctx, st.Repo)
+	return st, now, actor, err
+}
+
+type MergeSubmitCmd struct {
+	Workspace  string `placeholder:"NAME" help:"Worktree to submit, by directory name or path (default: the current one)."`
+	Priority   *int   `placeholder:"N" help:"0 (most urgent) to 4; default 2 for a new entry, unchanged for one already queued."`
+	Bead       string `placeholder:"ID" help:"Bead or task id, for traceability."`
+	NoPush     bool   `help:"Do not push the branch to merge.remote first."`
+	AutoCommit bool   `help:"Commit uncommitted changes instead of refusing."`
+}
+
+func (c *MergeSubmitCmd) Run(e *env) error {
+	if p := c.Priority; p != nil && (*p < mergequeue.MinPriority || *p > mergequeue.MaxPriority) {
+		return mergequeue.InvalidPriority(*p)
+	}
+	opt := train.SubmitOptions{Workspace: c.Workspace, Priority: c.Priority, BeadID: c.Bead, NoPush: c.NoPush, AutoCommit: c.AutoCommit}
+	if c.Workspace == "" {
+		opt.Prefetched = train.Prefetch(e.ctx, e.dir()) // git reads the worktree while the store opens
+	}
+	st, now, actor, err := e.mergeCtx()
+	if err != nil {
+		return err
+	}
+	resp, err := train.Submit(e.ctx, st, opt, actor, now)
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return writeJSON(e.stdout, resp)
+	}
+	pos := "no position (" + string(resp.Status) + ")"
+	if resp.Position != nil {
+		pos = fmt.Sprintf("position %d of %d", *resp.Position, resp.PendingCount)
+	}
+	fmt.Fprintf(e.stdout, "entry %d %s: %s %s at %s, %s\n", resp.EntryID, resp.SubmissionType, resp.Workspace, resp.Branch, short(resp.HeadSHA), pos)
+	return nil
+}
+
+type MergeListCmd struct {
+	All bool `help:"Include merged, failed_terminal and cancelled entries."`
+}
+
+// listRow is an entry without its audit trail.
+type listRow struct {
+	EntryID        int64             `json:"entry_id"`
+	Position       *int              `json:"position"`
+	Status         mergequeue.Status `json:"status"`
+	Priority       int               `json:"priority"`
+	Workspace      string            `json:"workspace"`
+	Branch         string            `json:"branch"`
+	HeadSHA        string            `json:"head_sha"`
+	DedupeKey      string            `json:"dedupe_key"`
+	Owner          string            `json:"owner"`
+	Attempts       int               `json:"attempts"`
+	BeadID         string            `json:"bead_id,omitempty"`
+	AddedAt        time.Time         `json:"added_at"`
+	LastError      string            `json:"last_error,omitempty"`
+	WorkspaceState string            `json:"workspace_state"`
+}
+
+// rowOf is the row of an entry; mergequeue.Entry.AppendRow writes the same JSON.
+func rowOf(en *mergequeue.Entry) listRow {
+	r := listRow{EntryID: en.ID, Status: en.Status, Priority: en.Priority, Workspace: en.Workspace, Branch: en.Branch,
+		HeadSHA: en.HeadSHA, DedupeKey: en.DedupeKey, Owner: en.Owner, Attempts: en.Attempts, BeadID: en.BeadID,
+		AddedAt: en.AddedAt, LastError: en.LastError, WorkspaceState: string(en.WorkspaceState)}
+	if en.Position > 0 {
+		p := en.Position
+		r.Position = &p
+	}
+	return r
+}
+
+func (c *MergeListCmd) Run(e *env) error {
+	st, now, actor, err := e.mergeCtx()
+	if err != nil {
+		return err
+	}
+	q, err := train.Queue(e.ctx, st, actor, now)
+	if err != nil {
+		return err
+	}
+	var entries []*mergequeue.Entry
+	entries = append(entries, q.Queue()...)
+	for _, en := range q.Entries {
+		if en.Status != mergequeue.Pending && (c.All || en.Status.Active()) {
+			entries = append(entries, en)
+		}
+	}
+	if e.JSON {
+		return writeRows(e.stdout, map[string]any{"frozen": q.Frozen, "frozen_reason": q.FrozenReason,
+			"pending_count": q.PendingCount}, entries)
+	}
+	rows := make([]listRow, 0, len(entries))
+	for _, en := range entries {
+		rows = append(rows, rowOf(en))
+	}
+	if q.Frozen {
+		fmt.Fprintf(e.stdout, "frozen by %s: %s\n", q.FrozenBy, q.FrozenReason)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(e.stdout, "the merge queue is empty")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POS\tID\tSTATUS\tPRIO\tWORKSPACE\tBRANCH\tHEAD\tOWNER")
+	for _, r := range rows {
+		pos := "-"
+		if r.Position != nil {
+			pos = fmt.Sprint(*r.Position)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\n", pos, r.EntryID, r.Status, r.Priority, r.Workspace, r.Branch, short(r.HeadSHA), r.Owner)
+	}
+	return tw.Flush()
+}
+
+type MergeShowCmd struct {
+	ID int64 `arg:"" help:"Entry id."`
+}
+
+func (c *MergeShowCmd) Run(e *env) error {
+	st, now, actor, err := e.mergeCtx()
+	if err != nil {
+		return err
+	}
+	q, err := train.Queue(e.ctx, st, actor, now)
+	if err != nil {
+		return err
+	}
+	en := q.Entry(c.ID)
+	if en == nil {
+		return mergequeue.EntryNotFound(c.ID)
+	}
+	trail, err := train.Trail(e.ctx, st, en.ID)
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return writeJSON(e.stdout, struct {
+			*mergequeue.Entry
+			History []mergequeue.AuditStep `json:"history"`
+		}{en, trail})
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	pos := "-"
+	if en.Position > 0 {
+		pos = fmt.Sprintf("%d of %d", en.Position, q.PendingCount)
+	}
+	for _, kv := range [][2]string{
+		{"entry", fmt.Sprint(en.ID)}, {"status", string(en.Status)}, {"position", pos},
+		{"workspace", en.Workspace + " (" + en.Worktree + ")"}, {"branch", en.Branch}, {"head", en.HeadSHA},
+		{"change id", en.ChangeID + " (" + en.ChangeIDSource + ")"}, {"dedupe key", en.DedupeKey},
+		{"priority", fmt.Sprint(en.Priority)}, {"owner", en.Owner}, {"attempts", fmt.Sprint(en.Attempts)},
+		{"bead", en.BeadID}, {"tested", en.TestedSHA}, {"tested against", en.TestedAgainstSHA},
+		{"last error", en.LastError}, {"conflicts", strings.Join(en.ConflictPaths, ", ")}, {"run output", en.RunDir},
+	} {
+		if kv[1] != "" {
+			fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(e.stdout, "history:")
+	tw = tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	for _, s := range trail {
+		move := string(s.To)
+		if s.From != "" && s.From != s.To {
+			move = string(s.From) + " → " + string(s.To)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", s.At.Format(time.RFC3339), s.Type, move, s.Actor, s.Reason)
+	}
+	return tw.Flush()
+}
+
+type MergePositionCmd struct {
+	ID int64 `arg:"" help:"Entry id."`
+}
+
+func (c *MergePositionCmd) Run(e *env) error {
+	st, now, actor, err := e.mergeCtx()
+	if err != nil {
+		return err
+	}
+	q, err := train.Queue(e.ctx, st, actor, now)
+	if err != nil {
+		return err
+	}
+	en := q.Entry(c.ID)
+	if en == nil {
+		return mergequeue.EntryNotFound(c.ID)
+	}
+	var pos *int
+	if en.Position > 0 {
+		p := en.Position
+		pos = &p
+	}
+	if e.JSON {
+		return writeJSON(e.stdout, map[string]any{"entry_id": en.ID, "status": en.Status, "position": pos, "pending_count": q.PendingCount})
+	}
+	if pos == nil {
+		fmt.Fprintf(e.stdout, "entry %d is %s: no position\n", en.ID, en.Status)
+	} else {
+		fmt.Fprintf(e.stdout, "entry %d: position %d of %d\n", en.ID, *pos, q.PendingCount)
+	}
+	return nil
+}
+
+type MergeCancelCmd struct {
+	ID     int64  `arg:"" help:"Entry id."`
+	Reason string `help:"Why, for the audit trail."`
+}
+
+func (c *MergeCancelCmd) Run(e *env) error {
+	return changeEntry(e, c.ID, "cancelled", func(q *mergequeue.State, pol mergequeue.Policy, actor string) ([]eventlog.Draft, error) {
+		return mergequeue.DecideCancel(q, c.ID, actor, c.Reason, pol)
+	})
+}
+
+type MergeRetryCmd struct {
+	ID int64 `arg:"" help:"Entry id."`
+}
+
+func (c *MergeRetryCmd) Run(e *env) error {
+	return changeEntry(e, c.ID, "back in the queue", func(q *mergequeue.State, pol mergequeue.Policy, actor string) ([]eventlog.Draft, error) {
+		return mergequeue.DecideRetry(q, c.ID, actor, pol)
+	})
+}
+
+func changeEntry(e *env, id int64, done string, decide func(*mergequeue.State, mergequeue.Policy, string) ([]eventlog.Draft, error)) error {
+	st, now, actor, err := e.mergeCtx()
+	if err != nil {
+		return err
+	}
+	_, q, err := train.Change(e.ctx, st, actor, now, func(q *mergequeue.State, pol mergequeue.Policy) ([]eventlog.Draft, error) {
+		return decide(q, pol, actor)
+	})
+	if err != nil {
+		return err
+	}
+	en := q.Entry(id)
+	if e.JSON {
+		return writeJSON(e.stdout, map[string]any{"entry_id": en.ID, "status": en.Status, "position": nullPos(en.Position), "pending_count": q.PendingCount})
+	}
+	fmt.Fprintf(e.stdout, "entry %d %s (%s)\n", id, done, en.Status)
+	return nil
+}
+
+func nullPos(p int) *int {
+	if p <= 0 {
+		return nil
+	}
+	return &p
+}
+
+type MergeFreezeCmd struct {
+	Reason string `help:"Why, shown by merge list."`
+}
+
+func (c *MergeFreezeCmd) Run(e *env) error {
+	return freeze(e, true, c.Reason)
+}
+
+type MergeUnfreezeCmd struct{}
+
+func (c *MergeUnfreezeCmd) Run(e *env) error { return freeze(e, false, "") }
+
+func freeze(e *env, on bool, reason string) error {
+	st, now, actor, err := e.mergeCtx()
+	if err != nil {
+		return err
+	}
+	events, q, err := train.Change(e.ctx, st, actor, now, func(q *mergequeue.State, _ mergequeue.Policy) ([]eventlog.Draft, error) {
+		if on {
+			return mergequeue.DecideFreeze(q, reason), nil
+		}
+		return mergequeue.DecideUnfreeze(q), nil
+	})
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return writeJSON(e.stdout, map[string]any{"frozen": q.Frozen, "frozen_reason": q.FrozenReason, "changed": len(events) > 0})
+	}
+	state := "unfrozen"
+	if q.Frozen {
+		state = "frozen"
+	}
+	if len(events) == 0 {
+		fmt.Fprintf(e.stdout, "the merge queue was already %s\n", state)
+	} else {
+		fmt.Fprintf(e.stdout, "the merge queue is %s\n", state)
+	}
+	return nil
+}
+
+type MergeRunCmd struct {
+	Once   bool   `help:"Process what is pending, then exit (default: keep watching)."`
+	Target string `placeholder:"BRANCH" help:"Branch to merge into (default: merge.target)."`
+}
+
+func (c *MergeRunCmd) Run(e *env) error {
+	if !c.Once {
+		longRunning()
+	}
+	st, _, actor, err := e.mergeCtx()
+	if err != nil {
+		return err
+	}
+	st.DeferSave = true // the train saves projections once per entry (Runner.RunOne)
+	target := c.Target
+	if target == "" {
+		target = st.Config.String("merge.target")
+	}
+	r := &train.Runner{Store: st, Actor: actor, Target: target, ID: train.NewRunnerID(actor),
+		Now:     func() time.Time { t, _ := e.now(); return t },
+		PauseAt: os.Getenv("SPOOL_TEST_MERGE_PAUSE"), PauseFile: os.Getenv("SPOOL_TEST_MERGE_PAUSE_FILE")}
+	if !e.JSON {
+		r.Out = e.stdout
+	}
+	results, err := r.Run(e.ctx, c.Once)
+	if err != nil {
+		return err
+	}
+	if results == nil {
+		results = []train.Result{}
+	}
+	if e.JSON {
+		return writeJSON(e.stdout, map[string]any{"processed": results})
+	}
+	if len(results) == 0 {
+		q, err := train.Queue(e.ctx, st, actor, r.Now())
+		if err == nil && q.Frozen {
+			fmt.Fprintf(e.stdout, "the merge queue is frozen (%s); nothing claimed\n", q.FrozenReason)
+			return nil
+		}
+		fmt.Fprintln(e.stdout, "nothing to merge")
+	}
+	return nil
+}
+
+func short(sha string) string {
+	if len(sha) > 10 {
+		return sha[:10]
+	}
+	return sha
+}
+
+// writeRows prints head's keys and then "entries", one compact row per line:
+// a thousand rows stay readable and cost a fraction of indenting them.
+func writeRows(w io.Writer, head map[string]any, entries []*mergequeue.Entry) error {
+	buf := bytes.NewBufferString("{")
+	for _, k := range sortedKeys(head) {
+		v, err := jsonCompact(head[k])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(buf, "%q: %s, ", k, v)
+	}
+	buf.WriteString(`"entries": [`)
+	b := make([]byte, 0, 512)
+	for i, en := range entries {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.WriteString("\n  ")
+		buf.Write(en.AppendRow(b[:0]))
+	}
+	if len(entries) > 0 {
+		buf.WriteString("\n")
+	}
+	buf.WriteString("]}\n")
+	_, err := w.Write(buf.Bytes())
+	return err
+}

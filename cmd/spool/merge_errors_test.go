@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/spoolhq/spool/internal/mergequeue"
+)
+
+// Every QueueSubmissionError variant renders as the --json error with its
+// fields, exits with its kind, and decodes back to the same error (seed 002 §8.2).
+func TestMergeErrorsJSON(t *testing.T) {
+	for _, v := range mergequeue.Variants() {
+		t.Run(v.Code, func(t *testing.T) {
+			var out bytes.Buffer
+			code := report(&out, true, v)
+			if code != int(v.Kind) || code < 2 || code > 4 {
+				t.Errorf("exit %d for kind %d", code, v.Kind)
+			}
+			var wire map[string]map[string]any
+			if err := json.Unmarshal(out.Bytes(), &wire); err != nil {
+				t.Fatalf("%s: %v", out.Bytes(), err)
+			}
+			obj := wire["error"]
+			if obj["code"] != v.Code || obj["message"] != v.Message {
+				t.Errorf("code/message: %v", obj)
+			}
+			for k := range v.Fields {
+				if _, ok := obj[k]; !ok {
+					t.Errorf("field %s missing from %s", k, out.Bytes())
+				}
+			}
+			back, err := mergequeue.DecodeError(out.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if back.Code != v.Code || back.Kind != v.Kind || back.Message != v.Message {
+				t.Errorf("decoded %+v", back)
+			}
+			var again bytes.Buffer
+			report(&again, true, back)
+			if !bytes.Equal(out.Bytes(), again.Bytes()) {
+				t.Errorf("round trip:\n%s\n%s", out.Bytes(), again.Bytes())
+			}
+			var human bytes.Buffer
+			report(&human, false, v)
+			if !reflect.DeepEqual(human.String(), "spool: "+v.Message+"\n") {
+				t.Errorf("human: %q", human.String())
+			}
+		})
+	}
+}

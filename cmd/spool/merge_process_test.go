@@ -1,0 +1,242 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/internal/mergequeue"
+)
+
+// These tests run the real binary, built into a temp dir, as separate processes.
+
+type procRepo struct {
+	t       *testing.T
+	bin     string
+	root    string
+	remote  string
+	env     []string
+	scratch string
+}
+
+func buildSpool(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "spool")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func newProcRepo(t *testing.T, bin string) *procRepo {
+	dir := t.TempDir()
+	r := &procRepo{t: t, bin: bin, root: filepath.Join(dir, "repo"), remote: filepath.Join(dir, "remote.git"), scratch: dir}
+	home := filepath.Join(dir, "home")
+	os.MkdirAll(home, 0o755)
+	r.env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + dir, "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=Ada", "GIT_AUTHOR_EMAIL=ada@example.com", "GIT_COMMITTER_NAME=Ada", "GIT_COMMITTER_EMAIL=ada@example.com", "SPOOL_ACTOR=ada@example.com"}
+	r.git(dir, "init", "-q", "--bare", "-b", "main", r.remote)
+	r.git(dir, "init", "-q", "-b", "main", r.root)
+	os.WriteFile(filepath.Join(r.root, "README"), []byte("hello\n"), 0o644)
+	r.spool(r.root, nil, "init")
+	r.git(r.root, "add", "-A")
+	r.git(r.root, "commit", "-q", "-m", "init")
+	r.git(r.root, "remote", "add", "origin", r.remote)
+	r.git(r.root, "push", "-q", "origin", "main")
+	return r
+}
+
+func (r *procRepo) cmd(dir string, extraEnv []string, name string, args ...string) *exec.Cmd {
+	c := exec.Command(name, args...)
+	c.Dir = dir
+	c.Env = append(append([]string(nil), r.env...), extraEnv...)
+	return c
+}
+
+func (r *procRepo) git(dir string, args ...string) string {
+	r.t.Helper()
+	out, err := r.cmd(dir, nil, "git", args...).CombinedOutput()
+	if err != nil {
+		r.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func (r *procRepo) spool(dir string, env []string, args ...string) string {
+	r.t.Helper()
+	c := r.cmd(dir, env, r.bin, args...)
+	var stderr strings.Builder
+	c.Stderr = &stderr
+	out, err := c.Output()
+	if err != nil {
+		r.t.Fatalf("spool %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
+	}
+	return string(out)
+}
+
+func (r *procRepo) worktree(name string) string {
+	path := filepath.Join(filepath.Dir(r.root), name)
+	r.git(r.root, "worktree", "add", "-q", path, "-b", name)
+	os.WriteFile(filepath.Join(path, name+".txt"), []byte(name+"\n"), 0o644)
+	r.git(path, "add", "-A")
+	r.git(path, "commit", "-q", "-m", name+": change")
+	return path
+}
+
+type shownEntry struct {
+	mergequeue.Entry
+	History []mergequeue.AuditStep `json:"history"`
+}
+
+func (r *procRepo) entry(id int64, env []string) shownEntry {
+	var e shownEntry
+	if err := json.Unmarshal([]byte(r.spool(r.root, env, "merge", "show", fmt.Sprint(id), "--json")), &e); err != nil {
+		r.t.Fatal(err)
+	}
+	return e
+}
+
+func TestMergeProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildSpool(t)
+	t.Run("concurrent submissions of one dedupe key", func(t *testing.T) { testConcurrentSubmit(t, bin) })
+	for _, at := range []string{"claimed", "rebasing", "testing", "ready_to_merge", "merging", "ref_updated"} {
+		t.Run("kill -9 in "+at, func(t *testing.T) { testKillRunner(t, bin, at) })
+	}
+}
+
+// INV-CONC-002: two processes submitting the same workspace (same dedupe
+// key) at once leave one active entry; one is new, the other an update.
+func testConcurrentSubmit(t *testing.T, bin string) {
+	r := newProcRepo(t, bin)
+	for round := 0; round < 3; round++ {
+		ws := r.worktree(fmt.Sprintf("ws%d", round))
+		var wg sync.WaitGroup
+		types := make([]string, 2)
+		for i := range types {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out, err := r.cmd(ws, nil, bin, "merge", "submit", "--no-push", "--json").Output()
+				if err != nil {
+					t.Errorf("submit: %v", err)
+					return
+				}
+				var resp struct {
+					SubmissionType string `json:"submission_type"`
+				}
+				json.Unmarshal(out, &resp)
+				types[i] = resp.SubmissionType
+			}()
+		}
+		wg.Wait()
+		if !(types[0] == "new" && types[1] == "updated" || types[0] == "updated" && types[1] == "new") {
+			t.Fatalf("round %d: submission types %v", round, types)
+		}
+	}
+	var list struct {
+		Entries []struct {
+			Workspace string `json:"workspace"`
+		} `json:"entries"`
+	}
+	json.Unmarshal([]byte(r.spool(r.root, nil, "merge", "list", "--all", "--json")), &list)
+	if len(list.Entries) != 3 {
+		t.Fatalf("%d entries, want 3: %+v", len(list.Entries), list.Entries)
+	}
+	r.spool(r.root, nil, "verify")
+}
+
+// The runner is killed with SIGKILL right after each step; the next run
+// recovers the entry and merges it exactly once, losing nothing.
+func testKillRunner(t *testing.T, bin, at string) {
+	r := newProcRepo(t, bin)
+	feat := r.worktree("feat")
+	started := filepath.Join(r.scratch, "started")
+	release := filepath.Join(r.scratch, "release")
+	r.spool(r.root, nil, "config", "set", "merge.test_command",
+		fmt.Sprintf(`["sh","-c","touch %s; while [ ! -f %s ]; do sleep 0.05; done"]`, started, release))
+	r.spool(feat, nil, "merge", "submit")
+	var env []string
+	pauseFile := started
+	if at != "testing" {
+		pauseFile = filepath.Join(r.scratch, "paused")
+		env = []string{"SPOOL_TEST_MERGE_PAUSE=" + at, "SPOOL_TEST_MERGE_PAUSE_FILE=" + pauseFile}
+		os.WriteFile(release, nil, 0o644) // tests pass straight away
+	}
+	runner := r.cmd(r.root, env, bin, "merge", "run", "--once")
+	if err := runner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(pauseFile); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			runner.Process.Kill()
+			t.Fatalf("runner never reached %s", at)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	runner.Process.Kill() // SIGKILL
+	runner.Wait()
+	os.WriteFile(release, nil, 0o644)
+
+	want := mergequeue.Status(at)
+	if at == "ref_updated" {
+		want = mergequeue.Merging
+	}
+	if e := r.entry(1, nil); e.Status != want {
+		t.Fatalf("after kill: %s, want %s", e.Status, want)
+	}
+	// The lease has not expired yet: another runner must leave the entry alone.
+	if out := r.spool(r.root, nil, "merge", "run", "--once", "--json"); !strings.Contains(out, `"processed": []`) {
+		t.Fatalf("a live lease was taken over: %s", out)
+	}
+	// Later, the lease has expired: recovery, then the train finishes the job.
+	later := []string{"SPOOL_NOW=" + time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
+	r.spool(r.root, later, "merge", "run", "--once")
+	e := r.entry(1, later)
+	if e.Status != mergequeue.Merged {
+		t.Fatalf("after recovery: %s (%s)", e.Status, e.LastError)
+	}
+	merged, recovered := 0, 0
+	for _, h := range e.History {
+		if h.To == mergequeue.Merged {
+			merged++
+		}
+		if h.Type == mergequeue.EvRecovered {
+			recovered++
+		}
+	}
+	wantAttempts := 2
+	if at == "ref_updated" {
+		wantAttempts = 1 // the target already had the tested commit: merged without a second attempt
+	}
+	if merged != 1 || recovered != 1 || e.Attempts != wantAttempts {
+		t.Fatalf("merged %d times, recovered %d times, %d attempts", merged, recovered, e.Attempts)
+	}
+	mainLog := r.git(r.root, "log", "--format=%s", "main")
+	if strings.Count(mainLog, "feat: change") != 1 {
+		t.Fatalf("main has the change %d times:\n%s", strings.Count(mainLog, "feat: change"), mainLog)
+	}
+	if r.git(r.remote, "rev-parse", "main") != r.git(r.root, "rev-parse", "main") {
+		t.Error("remote main differs from local main")
+	}
+	if wt := r.git(r.root, "worktree", "list"); strings.Contains(wt, "spool-merge-") {
+		t.Errorf("scratch worktree left:\n%s", wt)
+	}
+	if _, err := os.Stat(filepath.Join(r.root, "feat.txt")); err != nil {
+		t.Error("primary worktree not updated")
+	}
+	r.spool(r.root, later, "verify")
+}

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/internal/mergequeue"
+)
+
+// The fast list row writer produces exactly what encoding/json makes of listRow.
+func TestAppendRowMatchesListRow(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 123, time.UTC)
+	for _, en := range []*mergequeue.Entry{
+		{ID: 1, Position: 3, Status: mergequeue.Pending, Priority: 2, Workspace: "ws", Branch: "b", HeadSHA: "abc",
+			DedupeKey: "ws:I1", Owner: "ada <a&b>", Attempts: 1, AddedAt: at, WorkspaceState: mergequeue.WorkspaceCreated},
+		{ID: 2, Status: mergequeue.FailedTerminal, Workspace: "w\u00e9", Branch: "b\"q\"", BeadID: "bd-1", LastError: "conflict\n\tx",
+			AddedAt: at, WorkspaceState: mergequeue.WorkspaceConflict},
+	} {
+		want, err := jsonCompact(rowOf(en))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := en.AppendRow(nil)
+		var a, b any
+		if json.Unmarshal(got, &a) != nil || json.Unmarshal(want, &b) != nil {
+			t.Fatalf("invalid JSON:\n%s\n%s", got, want)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("row differs:\n got %s\nwant %s", got, want)
+		}
+	}
+}

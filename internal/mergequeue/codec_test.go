@@ -1,0 +1,145 @@
+package mergequeue
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// randomState builds a queue with every field in use.
+func randomState(t testing.TB, seed int64) *State {
+	rng := rand.New(rand.NewSource(seed))
+	s := New()
+	now := t0
+	for i := 0; i < 30; i++ {
+		now = now.Add(time.Duration(rng.Intn(1e6)) * time.Microsecond)
+		r := req([]string{"a", "b", "c", "d"}[rng.Intn(4)], rng.Intn(9)+1, "ada <a&b>")
+		r.ChangeID = ""
+		r.BeadID = "bd-\"quoted\"\n"
+		r.Priority = P(rng.Intn(5))
+		if sub, err := DecideSubmit(s, r, pol, now); err == nil {
+			fold(t, s, now, r.Actor, sub.Drafts)
+		}
+		if e := s.Entry(int64(rng.Intn(len(s.Entries)) + 1)); e != nil && e.Status == Pending && rng.Intn(2) == 0 {
+			drafts, c := DecideClaim(s, "r\u00e9", Target{Branch: "main"}, pol, now)
+			fold(t, s, now, "train", drafts)
+			if c != nil {
+				d, err := DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: Claimed, To: Rebasing, HeadSHA: c.HeadSHA, TestedAgainstSHA: sha(7), ScratchDir: "/tmp/x"}, pol, now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fold(t, s, now, "train", d)
+				d, _ = DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: Rebasing, To: FailedTerminal, HeadSHA: c.HeadSHA, Reason: "conflict", Paths: []string{"a", "b\tc"}}, pol, now)
+				fold(t, s, now, "train", d)
+			}
+		}
+		if rng.Intn(10) == 0 {
+			fold(t, s, now, "ada", DecideFreeze(s, "why \\ not"))
+		}
+	}
+	return s
+}
+
+func TestCodecRoundTrip(t *testing.T) {
+	for seed := int64(1); seed <= 20; seed++ {
+		s := randomState(t, seed)
+		b := s.render()
+		if !json.Valid(b) {
+			t.Fatalf("not JSON:\n%s", b)
+		}
+		var back State
+		if err := back.UnmarshalState(b); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(back.render(), b) {
+			t.Fatalf("re-encoding differs:\n%s\n%s", b, back.render())
+		}
+		s.encoded, back.encoded = nil, nil
+		if !reflect.DeepEqual(s, &back) {
+			t.Fatalf("seed %d: decoded state differs", seed)
+		}
+		// encoding/json reads the same file into the same entries
+		var viaStd State
+		if err := json.Unmarshal(b, &viaStd); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range viaStd.Entries {
+			e.LastStep.At = e.UpdatedAt // not repeated in the file
+		}
+		for _, e := range s.Entries {
+			e.encoded, e.encodedPos = nil, 0 // a cache
+		}
+		if !reflect.DeepEqual(viaStd.Entries, s.Entries) {
+			t.Fatalf("seed %d: encoding/json disagrees", seed)
+		}
+	}
+}
+
+func FuzzDecodeState(f *testing.F) {
+	f.Add(randomState(f, 1).render())
+	f.Add([]byte(`{"entries":[{"entry_id":1,"added_at":"bad"}]}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var s State
+		if s.UnmarshalState(b) != nil {
+			return
+		}
+		once := s.render()
+		var again State
+		if err := again.UnmarshalState(once); err != nil {
+			t.Fatalf("cannot read what it wrote: %v\n%s", err, once)
+		}
+		if !bytes.Equal(again.render(), once) {
+			t.Fatalf("unstable:\n%s\n%s", once, again.render())
+		}
+	})
+}
+
+// FuzzEntryLine: whatever the fast line reader accepts, gjson's general
+// path accepts too and reads the same entry.
+func FuzzEntryLine(f *testing.F) {
+	s := randomState(f, 3)
+	for _, e := range s.Entries {
+		f.Add(e.encode(nil))
+	}
+	f.Add([]byte(`{"entry_id":01}`))
+	f.Add([]byte(`{"entry_id":1,"conflict_paths":["a","b"],"last_step":{"n":2,"to":"merged"}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var fast Entry
+		if !fastEntry(line, &fast) {
+			return
+		}
+		if !gjson.ValidBytes(line) {
+			t.Fatalf("fast path accepted invalid JSON %q", line)
+		}
+		var slow Entry
+		if err := slow.decode(gjson.ParseBytes(line)); err != nil {
+			t.Fatalf("fast path accepted %q, general path: %v", line, err)
+		}
+		fast.LastStep.At = fast.UpdatedAt
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q:\nfast %+v\nslow %+v", line, fast, slow)
+		}
+	})
+}
+
+// Every line encode writes takes the fast path.
+func TestEncodedLinesAreFast(t *testing.T) {
+	for seed := int64(1); seed <= 5; seed++ {
+		for _, e := range randomState(t, seed).Entries {
+			line := e.encode(nil)
+			var got Entry
+			if bytes.ContainsAny(line, "\\\u00e9") {
+				continue // escapes and non-ASCII go the general way
+			}
+			if !fastEntry(line, &got) {
+				t.Fatalf("slow path for %s", line)
+			}
+		}
+	}
+}

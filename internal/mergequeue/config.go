@@ -1,0 +1,30 @@
+package mergequeue
+
+import (
+	"time"
+
+	"github.com/spoolhq/spool/internal/config"
+)
+
+func init() {
+	config.Register(
+		config.Key{Name: "merge.target", Kind: config.String, Default: "main", Help: "branch the merge train moves"},
+		config.Key{Name: "merge.remote", Kind: config.String, Default: "origin", Help: "remote branches are pushed to (skipped when it does not exist)"},
+		config.Key{Name: "merge.test_command", Kind: config.Strings, Default: []string{}, Help: `argv the train runs in the rebased worktree, e.g. ["go","test","./..."]; empty runs no test`},
+		config.Key{Name: "merge.test_timeout", Kind: config.Duration, Default: 30 * time.Minute, Min: config.Min(1), Help: "the test command is killed after this long"},
+		config.Key{Name: "merge.max_attempts", Kind: config.Int, Default: 3, Min: config.Min(1), Help: "attempts (claims) before a failing entry becomes failed_terminal"},
+		config.Key{Name: "merge.lease", Kind: config.Duration, Default: 5 * time.Minute, Min: config.Min(1), Help: "a runner's hold on an entry; renewed while it works, recovered when it expires"},
+		config.Key{Name: "merge.capacity", Kind: config.Int, Default: 0, Min: config.Min(0), Help: "most active entries in the merge queue; 0 is unlimited"},
+		config.Key{Name: "admins", Kind: config.Strings, Default: []string{}, Help: "actors who may act on anyone's queue entries and workspaces"},
+	)
+}
+
+// PolicyFrom reads the deciders' policy from configuration.
+func PolicyFrom(cfg *config.Config) Policy {
+	return Policy{
+		MaxAttempts: cfg.Int("merge.max_attempts"),
+		Capacity:    cfg.Int("merge.capacity"),
+		Lease:       cfg.Duration("merge.lease"),
+		Admins:      cfg.Strings("admins"),
+	}
+}

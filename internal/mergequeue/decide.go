@@ -1,0 +1,406 @@
+package mergequeue
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
+)
+
+// Policy is the configuration the deciders need.
+type Policy struct {
+	MaxAttempts int           // merge.max_attempts
+	Capacity    int           // merge.capacity; 0 is unlimited
+	Lease       time.Duration // merge.lease
+	Admins      []string      // admins: may act on anyone's entries and workspaces
+}
+
+func (p Policy) admin(actor string) bool { return slices.Contains(p.Admins, actor) }
+
+// SubmitRequest is the seed's QueueSubmissionRequest, with the identity the
+// edge read from git. ChangeID empty means "generate one" (a plain git
+// repository whose commit has no Change-Id trailer); DedupeKey empty means
+// "compute it from workspace and change id".
+type SubmitRequest struct {
+	Workspace      string
+	Worktree       string // absolute path, informational
+	Branch         string
+	HeadSHA        string
+	ChangeID       string
+	ChangeIDSource string
+	DedupeKey      string
+	Priority       *int // nil: DefaultPriority for a new entry, unchanged otherwise
+	BeadID         string
+	Actor          string
+}
+
+// SubmissionType is the seed's SubmissionType.
+type SubmissionType string
+
+const (
+	SubmissionNew         SubmissionType = "new"
+	SubmissionUpdated     SubmissionType = "updated"
+	SubmissionResubmitted SubmissionType = "resubmitted"
+)
+
+// Submission is what DecideSubmit chose.
+type Submission struct {
+	Drafts    []eventlog.Draft
+	EntryID   int64
+	Type      SubmissionType
+	DedupeKey string
+}
+
+var (
+	workspacePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+	shaPattern       = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+)
+
+// MinPriority and MaxPriority bound priorities (lower is more urgent).
+const (
+	MinPriority     = 0
+	MaxPriority     = 4
+	DefaultPriority = 2 // beads' "medium": room to jump ahead and to fall back
+)
+
+// P is a priority for SubmitRequest.Priority.
+func P(n int) *int { return &n }
+
+// ValidateWorkspaceName checks the seed's rule: non-empty UTF-8, no special characters.
+func ValidateWorkspaceName(ws string) error {
+	switch {
+	case ws == "":
+		return InvalidWorkspaceName(ws, "it is empty")
+	case !utf8.ValidString(ws):
+		return InvalidWorkspaceName(ws, "it is not valid UTF-8")
+	case !workspacePattern.MatchString(ws):
+		return InvalidWorkspaceName(ws, "use at most 100 letters, digits, '.', '_' or '-', starting with a letter or digit")
+	}
+	return nil
+}
+
+// ValidHeadSHA reports whether s is a full commit id (SHA-1 or SHA-256, lowercase hex).
+func ValidHeadSHA(s string) bool { return shaPattern.MatchString(s) }
+
+// ComputeDedupeKey is "workspace:change_id": the same inputs always give the same key.
+func ComputeDedupeKey(changeID, workspace string) string { return workspace + ":" + changeID }
+
+// ValidateDedupeKey checks the format "workspace:change_id", both parts non-empty.
+func ValidateDedupeKey(key string) error {
+	ws, change, ok := strings.Cut(key, ":")
+	switch {
+	case !ok:
+		return InvalidDedupeKey(key, "it has no ':'")
+	case ws == "":
+		return InvalidDedupeKey(key, "the workspace part is empty")
+	case change == "":
+		return InvalidDedupeKey(key, "the change id part is empty")
+	case !utf8.ValidString(key) || strings.ContainsAny(key, " \t\n\x00"):
+		return InvalidDedupeKey(key, "it contains whitespace, NUL or invalid UTF-8")
+	}
+	return nil
+}
+
+// GenerateChangeID makes the change id of a workspace+branch submitted for the
+// first time without jj or a Change-Id trailer; it is remembered in the log,
+// so amending or rebasing the branch keeps it.
+func GenerateChangeID(workspace, branch, head string, now time.Time) string {
+	sum := sha1.Sum([]byte(workspace + "\x00" + branch + "\x00" + head + "\x00" + now.UTC().Format(time.RFC3339Nano)))
+	return "I" + hex.EncodeToString(sum[:])
+}
+
+// ResolveChangeID fills in the change id a request lacks from the remembered
+// identities, or generates one.
+func (s *State) ResolveChangeID(req *SubmitRequest, now time.Time) {
+	if req.ChangeID != "" {
+		return
+	}
+	req.ChangeIDSource = SourceGenerated
+	if id, ok := s.Identities[IdentityKey(req.Workspace, req.Branch)]; ok {
+		req.ChangeID = id
+		return
+	}
+	req.ChangeID = GenerateChangeID(req.Workspace, req.Branch, req.HeadSHA, now)
+}
+
+// DecideSubmit is the idempotent upsert of seed 002 §9.4.
+func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submission, error) {
+	if err := ValidateWorkspaceName(req.Workspace); err != nil {
+		return Submission{}, err
+	}
+	if req.Priority != nil && (*req.Priority < MinPriority || *req.Priority > MaxPriority) {
+		return Submission{}, InvalidPriority(*req.Priority)
+	}
+	if strings.TrimSpace(req.Actor) == "" {
+		return Submission{}, fault.Usagef("no_actor", "no actor: pass --actor, set SPOOL_ACTOR, or set git user.email")
+	}
+	if req.Branch == "" {
+		return Submission{}, IdentityExtractionFailed(req.Workspace, "HEAD is detached; check out a branch")
+	}
+	if !ValidHeadSHA(req.HeadSHA) {
+		return Submission{}, InvalidHeadSHA(req.HeadSHA, "not a full lowercase hex commit id")
+	}
+	if req.DedupeKey != "" { // given: the key names the change (INV-ID-003)
+		if err := ValidateDedupeKey(req.DedupeKey); err != nil {
+			return Submission{}, err
+		}
+		_, req.ChangeID, _ = strings.Cut(req.DedupeKey, ":")
+	} else {
+		s.ResolveChangeID(&req, now)
+		req.DedupeKey = ComputeDedupeKey(req.ChangeID, req.Workspace)
+		if err := ValidateDedupeKey(req.DedupeKey); err != nil {
+			return Submission{}, err
+		}
+	}
+	admin := pol.admin(req.Actor)
+	active := s.ActiveByKey(req.DedupeKey)
+	if active != nil && active.Workspace != req.Workspace {
+		return Submission{}, DedupeKeyConflict(req.DedupeKey, active.Workspace, req.Workspace) // case 5
+	}
+	if held := s.ActiveByWorkspace(req.Workspace); held != nil {
+		if held.Owner != req.Actor && !admin {
+			return Submission{}, UnauthorizedWorkspace(req.Actor, req.Workspace)
+		}
+		if held.DedupeKey != req.DedupeKey {
+			return Submission{}, AlreadyInQueue(req.Workspace, held.DedupeKey, req.DedupeKey, held.ID)
+		}
+	}
+	prio := DefaultPriority
+	if req.Priority != nil {
+		prio = *req.Priority
+	}
+	data := EntryData{Workspace: req.Workspace, Worktree: req.Worktree, Branch: req.Branch, ChangeID: req.ChangeID,
+		ChangeIDSource: req.ChangeIDSource, DedupeKey: req.DedupeKey, HeadSHA: req.HeadSHA, Priority: &prio, BeadID: req.BeadID}
+	if active != nil { // case 4: same workspace, update head and time
+		if active.Status.Processing() && active.HeadSHA != req.HeadSHA {
+			return Submission{}, ConcurrentModification(active.ID, "merge submit (the train is processing the previous head; wait or cancel it)")
+		}
+		data.EntryID, data.From, data.To, data.Priority = active.ID, active.Status, active.Status, req.Priority
+		if active.Status == FailedRetryable {
+			data.To = Pending // new or same code, back in line
+		}
+		return Submission{Drafts: []eventlog.Draft{{Type: EvUpdated, Subject: Subject(active.ID), Data: data}},
+			EntryID: active.ID, Type: SubmissionUpdated, DedupeKey: req.DedupeKey}, nil
+	}
+	if pol.Capacity > 0 {
+		if n := s.ActiveCount(); n >= pol.Capacity {
+			return Submission{}, QueueFull(pol.Capacity, n)
+		}
+	}
+	if last := s.LatestByKey(req.DedupeKey); last != nil && last.Workspace == req.Workspace { // case 2: reset
+		if last.Owner != req.Actor && !admin {
+			return Submission{}, UnauthorizedEntryModification(req.Actor, last.ID, last.Owner)
+		}
+		data.EntryID, data.From, data.To, data.Priority = last.ID, last.Status, Pending, req.Priority
+		return Submission{Drafts: []eventlog.Draft{{Type: EvResubmitted, Subject: Subject(last.ID), Data: data}},
+			EntryID: last.ID, Type: SubmissionResubmitted, DedupeKey: req.DedupeKey}, nil
+	}
+	// cases 1 and 3: a new entry (a terminal one of another workspace releases the key)
+	id := int64(len(s.Entries)) + 1
+	data.EntryID, data.To = id, Pending
+	return Submission{Drafts: []eventlog.Draft{{Type: EvSubmitted, Subject: Subject(id), Data: data}},
+		EntryID: id, Type: SubmissionNew, DedupeKey: req.DedupeKey}, nil
+}
+
+// entryFor finds an entry an actor wants to change and checks ownership.
+func entryFor(s *State, id int64, actor string, pol Policy) (*Entry, error) {
+	e := s.Entry(id)
+	if e == nil {
+		return nil, EntryNotFound(id)
+	}
+	if e.Owner != actor && !pol.admin(actor) {
+		return nil, UnauthorizedEntryModification(actor, id, e.Owner)
+	}
+	return e, nil
+}
+
+// DecideCancel moves an entry to cancelled.
+func DecideCancel(s *State, id int64, actor, reason string, pol Policy) ([]eventlog.Draft, error) {
+	e, err := entryFor(s, id, actor, pol)
+	if err != nil {
+		return nil, err
+	}
+	if e.Status.Terminal() {
+		return nil, EntryIsTerminal(id, e.Status)
+	}
+	if !CanTransition(e.Status, Cancelled) {
+		return nil, InvalidStateTransition(id, e.Status, Cancelled)
+	}
+	return []eventlog.Draft{{Type: EvCancelled, Subject: Subject(id),
+		Data: EntryData{EntryID: id, From: e.Status, To: Cancelled, HeadSHA: e.HeadSHA, TestedSHA: e.TestedSHA, TestedAgainstSHA: e.TestedAgainstSHA, Reason: reason}}}, nil
+}
+
+// DecideRetry moves a failed_retryable entry back to pending while attempts remain.
+func DecideRetry(s *State, id int64, actor string, pol Policy) ([]eventlog.Draft, error) {
+	e, err := entryFor(s, id, actor, pol)
+	if err != nil {
+		return nil, err
+	}
+	if e.Status.Terminal() {
+		return nil, EntryIsTerminal(id, e.Status)
+	}
+	if e.Status != FailedRetryable {
+		return nil, InvalidStateTransition(id, e.Status, Pending)
+	}
+	if e.Attempts >= pol.MaxAttempts {
+		return nil, AttemptsExhausted(id, e.Attempts, pol.MaxAttempts)
+	}
+	return []eventlog.Draft{{Type: EvRetried, Subject: Subject(id),
+		Data: EntryData{EntryID: id, From: FailedRetryable, To: Pending, HeadSHA: e.HeadSHA, Reason: "retry"}}}, nil
+}
+
+// DecideFreeze stops the train claiming; freezing a frozen queue appends nothing.
+func DecideFreeze(s *State, reason string) []eventlog.Draft {
+	if s.Frozen {
+		return nil
+	}
+	return []eventlog.Draft{{Type: EvFrozen, Subject: "merge", Data: FreezeData{Reason: reason}}}
+}
+
+// DecideUnfreeze lets the train claim again.
+func DecideUnfreeze(s *State) []eventlog.Draft {
+	if !s.Frozen {
+		return nil
+	}
+	return []eventlog.Draft{{Type: EvUnfrozen, Subject: "merge", Data: struct{}{}}}
+}
+
+// Target is the branch the train merges into and the commit it is at.
+type Target struct {
+	Branch string
+	SHA    string // recorded as the claim's tested_against_sha; the rebase records what it really used
+}
+
+// DecideClaim gives the first pending entry to runner with a lease. It
+// claims nothing when the queue is frozen or empty, or while another entry
+// is being processed: the train takes one entry at a time, whoever runs it.
+func DecideClaim(s *State, runner string, target Target, pol Policy, now time.Time) ([]eventlog.Draft, *Entry) {
+	if s.Frozen {
+		return nil, nil
+	}
+	for _, e := range s.Entries {
+		if e.Status.Processing() && e.LeaseUntil != nil && now.Before(*e.LeaseUntil) {
+			return nil, nil
+		}
+	}
+	q := s.Queue()
+	if len(q) == 0 {
+		return nil, nil
+	}
+	e := q[0]
+	lease := now.Add(pol.Lease).UTC()
+	return []eventlog.Draft{{Type: EvClaimed, Subject: Subject(e.ID), Data: EntryData{EntryID: e.ID, From: Pending, To: Claimed,
+		HeadSHA: e.HeadSHA, TestedAgainstSHA: target.SHA, Target: target.Branch, Attempt: e.Attempts + 1, Runner: runner, LeaseUntil: &lease}}}, e
+}
+
+// Step is one move of the train on an entry it holds.
+type Step struct {
+	EntryID          int64
+	Runner           string
+	From, To         Status
+	HeadSHA          string // the head the runner claimed: a resubmitted head makes the step stale
+	TestedSHA        string
+	TestedAgainstSHA string
+	Reason           string
+	Paths            []string
+	ExitCode         *int
+	RunDir           string
+	ScratchDir       string
+}
+
+// DecideStep is a compare-and-set: it succeeds only when the entry is still
+// in step.From, held by the same runner, with the same head. A failure to
+// failed_retryable becomes failed_terminal once the attempts are used up.
+func DecideStep(s *State, st Step, pol Policy, now time.Time) ([]eventlog.Draft, error) {
+	e := s.Entry(st.EntryID)
+	if e == nil {
+		return nil, EntryNotFound(st.EntryID)
+	}
+	if e.Status != st.From || e.Runner != st.Runner || e.HeadSHA != st.HeadSHA {
+		return nil, ConcurrentModification(st.EntryID, "merge run: "+string(st.From)+" → "+string(st.To))
+	}
+	if !st.From.Processing() || !CanTransition(st.From, st.To) {
+		return nil, InvalidStateTransition(st.EntryID, st.From, st.To) // only a claimed entry is the train's
+	}
+	to := st.To
+	reason := st.Reason
+	if to == FailedRetryable && e.Attempts >= pol.MaxAttempts {
+		to = FailedTerminal
+		reason += " (attempts used up)"
+	}
+	d := EntryData{EntryID: st.EntryID, From: st.From, To: to, HeadSHA: st.HeadSHA, TestedSHA: st.TestedSHA,
+		TestedAgainstSHA: st.TestedAgainstSHA, Reason: reason, Paths: st.Paths, ExitCode: st.ExitCode, RunDir: st.RunDir, ScratchDir: st.ScratchDir}
+	if to.Processing() {
+		lease := now.Add(pol.Lease).UTC()
+		d.LeaseUntil = &lease
+	}
+	return []eventlog.Draft{{Type: EvTransitioned, Subject: Subject(st.EntryID), Data: d}}, nil
+}
+
+// DecideRenew extends the lease of an entry runner still holds.
+func DecideRenew(s *State, id int64, runner string, pol Policy, now time.Time) ([]eventlog.Draft, error) {
+	e := s.Entry(id)
+	if e == nil {
+		return nil, EntryNotFound(id)
+	}
+	if !e.Status.Processing() || e.Runner != runner {
+		return nil, ConcurrentModification(id, "merge run: renew lease")
+	}
+	lease := now.Add(pol.Lease).UTC()
+	return []eventlog.Draft{{Type: EvLeaseRenewed, Subject: Subject(id), Data: EntryData{EntryID: id, Runner: runner, LeaseUntil: &lease}}}, nil
+}
+
+// Expired lists processing entries whose lease ran out at now.
+func (s *State) Expired(now time.Time) []*Entry {
+	var out []*Entry
+	for _, e := range s.Entries {
+		if e.Status.Processing() && (e.LeaseUntil == nil || !now.Before(*e.LeaseUntil)) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// DecideRecover recovers every entry whose lease expired. merged tells, for
+// entries in merging, whether the target already contains the tested commit
+// (the edge asks git); an entry in merging missing from it is left for the
+// next recovery. Every other expired entry goes to failed_retryable, its
+// claim having counted the attempt, and straight back to pending; or to
+// failed_terminal when its attempts are used up. Each move is its own event
+// and each is in the transition table.
+func DecideRecover(s *State, merged map[int64]bool, pol Policy, now time.Time) []eventlog.Draft {
+	var drafts []eventlog.Draft
+	for _, e := range s.Expired(now) {
+		base := EntryData{EntryID: e.ID, From: e.Status, HeadSHA: e.HeadSHA, TestedSHA: e.TestedSHA, TestedAgainstSHA: e.TestedAgainstSHA, Runner: e.Runner}
+		reason := "lease of runner " + e.Runner + " expired in " + string(e.Status)
+		if e.Status == Merging {
+			contained, known := merged[e.ID]
+			if !known {
+				continue
+			}
+			if contained {
+				d := base
+				d.To, d.Reason = Merged, reason+"; the target already contains the tested commit"
+				drafts = append(drafts, eventlog.Draft{Type: EvRecovered, Subject: Subject(e.ID), Data: d})
+				continue
+			}
+		}
+		d := base
+		d.To, d.Reason = FailedRetryable, reason
+		if e.Attempts >= pol.MaxAttempts {
+			d.To, d.Reason = FailedTerminal, reason+" (attempts used up)"
+		}
+		drafts = append(drafts, eventlog.Draft{Type: EvRecovered, Subject: Subject(e.ID), Data: d})
+		if d.To == FailedRetryable {
+			drafts = append(drafts, eventlog.Draft{Type: EvRetried, Subject: Subject(e.ID),
+				Data: EntryData{EntryID: e.ID, From: FailedRetryable, To: Pending, HeadSHA: e.HeadSHA, Reason: "recovered"}})
+		}
+	}
+	return drafts
+}

@@ -1,0 +1,541 @@
+package mergequeue
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+)
+
+// §9.4 case 1 and POST-ENTRY-001..008, POST-POS-001, POST-AUDIT-001..004.
+func TestSubmitNew(t *testing.T) {
+	s := New()
+	r := req("ws-a", 1, "ada")
+	r.BeadID = "bd-1"
+	sub := submit(t, s, r, t0)
+	if sub.Type != SubmissionNew || sub.EntryID != 1 {
+		t.Fatalf("got %+v", sub)
+	}
+	e := s.Entry(1)
+	switch {
+	case e == nil:
+		t.Fatal("POST-ENTRY-001: no entry")
+	case e.ID <= 0:
+		t.Error("POST-ENTRY-002: id not positive")
+	case e.Workspace != "ws-a":
+		t.Error("POST-ENTRY-003")
+	case e.DedupeKey != "ws-a:Cws-a" || e.DedupeKey != sub.DedupeKey:
+		t.Error("POST-ENTRY-004:", e.DedupeKey)
+	case e.HeadSHA != sha(1):
+		t.Error("POST-ENTRY-005")
+	case e.Status != Pending:
+		t.Error("POST-ENTRY-006")
+	case !e.AddedAt.Equal(t0):
+		t.Error("POST-ENTRY-007")
+	case e.WorkspaceState != WorkspaceCreated:
+		t.Error("POST-ENTRY-008")
+	case e.Position != 1 || s.PendingCount != 1:
+		t.Error("POST-POS-001/004")
+	case e.BeadID != "bd-1" || e.Owner != "ada":
+		t.Error("bead and owner")
+	}
+	h := e.LastStep
+	if e.Steps != 1 || h.Type != EvSubmitted || !h.At.Equal(t0) || h.Actor != "ada" || h.To != Pending {
+		t.Errorf("POST-AUDIT-001..004: %d steps, %+v", e.Steps, h)
+	}
+	checkInvariants(t, s)
+}
+
+// §9.4 case 4: same key, same workspace: update head and time, keep the entry.
+func TestSubmitUpdatesActive(t *testing.T) {
+	s := New()
+	submit(t, s, req("ws-a", 1, "ada"), t0)
+	submit(t, s, req("ws-b", 2, "ada"), t0.Add(time.Second))
+	r := req("ws-a", 3, "ada")
+	r.Priority = P(0)
+	sub := submit(t, s, r, t0.Add(2*time.Second))
+	e := s.Entry(1)
+	if sub.Type != SubmissionUpdated || sub.EntryID != 1 || e.HeadSHA != sha(3) || !e.UpdatedAt.Equal(t0.Add(2*time.Second)) {
+		t.Fatalf("got %+v entry %+v", sub, e)
+	}
+	if len(s.Entries) != 2 || e.Position != 1 || e.Priority != 0 {
+		t.Errorf("entries %d, position %d, priority %d", len(s.Entries), e.Position, e.Priority)
+	}
+	if e.Steps != 2 || e.LastStep.Type != EvUpdated {
+		t.Error("POST-AUDIT-002: want an updated event")
+	}
+	r.Priority = nil // not given: the entry keeps its priority
+	submit(t, s, r, t0.Add(3*time.Second))
+	if e.Priority != 0 {
+		t.Errorf("priority %d after an update that did not give one", e.Priority)
+	}
+	r2 := req("ws-c", 9, "ada")
+	r2.Priority = nil
+	if sub := submit(t, s, r2, t0); s.Entry(sub.EntryID).Priority != DefaultPriority {
+		t.Error("a new entry without a priority gets the default")
+	}
+	checkInvariants(t, s)
+}
+
+// A failed_retryable entry submitted again goes back to pending with a fresh budget for new code.
+func TestSubmitUpdatesFailedRetryable(t *testing.T) {
+	s := New()
+	submit(t, s, req("ws-a", 1, "ada"), t0)
+	drive(t, s, 1, []Status{Rebasing, Testing, FailedRetryable}, t0)
+	sub := submit(t, s, req("ws-a", 2, "ada"), t0.Add(time.Minute))
+	e := s.Entry(1)
+	if sub.Type != SubmissionUpdated || e.Status != Pending || e.Attempts != 0 || e.Position != 1 {
+		t.Fatalf("got %+v, entry %s attempts %d", sub, e.Status, e.Attempts)
+	}
+	checkInvariants(t, s)
+}
+
+// While the train works on the old head, a new head is refused; the same head is an idempotent no-op update.
+func TestSubmitWhileProcessing(t *testing.T) {
+	s := New()
+	submit(t, s, req("ws-a", 1, "ada"), t0)
+	drive(t, s, 1, []Status{Rebasing, Testing}, t0)
+	_, err := DecideSubmit(s, req("ws-a", 2, "ada"), pol, t0)
+	wantCode(t, err, CodeConcurrentModification)
+	sub := submit(t, s, req("ws-a", 1, "ada"), t0)
+	if sub.Type != SubmissionUpdated || s.Entry(1).Status != Testing {
+		t.Fatalf("got %+v, %s", sub, s.Entry(1).Status)
+	}
+	checkInvariants(t, s)
+}
+
+// §9.4 case 2 and POST-DEDUPE-003: a terminal entry of the same workspace is reset.
+func TestSubmitResubmitsTerminal(t *testing.T) {
+	for _, end := range []Status{Merged, FailedTerminal, Cancelled} {
+		t.Run(string(end), func(t *testing.T) {
+			s := New()
+			submit(t, s, req("ws-a", 1, "ada"), t0)
+			switch end {
+			case Cancelled:
+				d, err := DecideCancel(s, 1, "ada", "", pol)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fold(t, s, t0, "ada", d)
+			case Merged:
+				drive(t, s, 1, []Status{Rebasing, Testing, ReadyToMerge, Merging, Merged}, t0)
+			case FailedTerminal:
+				drive(t, s, 1, []Status{Rebasing, FailedTerminal}, t0)
+			}
+			sub := submit(t, s, req("ws-a", 2, "ada"), t0.Add(time.Hour))
+			e := s.Entry(1)
+			if sub.Type != SubmissionResubmitted || len(s.Entries) != 1 || e.Status != Pending || e.HeadSHA != sha(2) || e.Attempts != 0 {
+				t.Fatalf("got %+v, entry %+v", sub, e)
+			}
+			if !e.AddedAt.Equal(t0.Add(time.Hour)) || e.Position != 1 {
+				t.Error("a resubmitted entry queues at the back, by its new time")
+			}
+			checkInvariants(t, s)
+		})
+	}
+}
+
+// §9.4 case 3 and POST-DEDUPE-002: a terminal entry of another workspace releases the key.
+func TestSubmitTerminalOtherWorkspace(t *testing.T) {
+	s := New()
+	r := req("ws-a", 1, "ada")
+	r.DedupeKey = "shared:K"
+	submit(t, s, r, t0)
+	fold(t, s, t0, "ada", must(DecideCancel(s, 1, "ada", "", pol)))
+	r2 := req("ws-b", 2, "ada")
+	r2.DedupeKey = "shared:K"
+	sub := submit(t, s, r2, t0)
+	if sub.Type != SubmissionNew || sub.EntryID != 2 || s.Entry(1).DedupeKey != s.Entry(2).DedupeKey {
+		t.Fatalf("got %+v", sub)
+	}
+	checkInvariants(t, s)
+}
+
+// §9.4 case 5, PRE-Q-001/002: an active key of another workspace is a conflict.
+func TestSubmitDedupeKeyConflict(t *testing.T) {
+	s := New()
+	r := req("ws-a", 1, "ada")
+	r.DedupeKey = "shared:K"
+	submit(t, s, r, t0)
+	r2 := req("ws-b", 2, "ada")
+	r2.DedupeKey = "shared:K"
+	_, err := DecideSubmit(s, r2, pol, t0)
+	wantCode(t, err, CodeDedupeKeyConflict)
+}
+
+// INV-QUEUE-002: a workspace with an active entry for another change is already in the queue.
+func TestSubmitAlreadyInQueue(t *testing.T) {
+	s := New()
+	submit(t, s, req("ws-a", 1, "ada"), t0)
+	r := req("ws-a", 2, "ada")
+	r.ChangeID = "other"
+	_, err := DecideSubmit(s, r, pol, t0)
+	wantCode(t, err, CodeAlreadyInQueue)
+}
+
+func TestSubmitValidation(t *testing.T) {
+	s := New()
+	cases := []struct {
+		name   string
+		change func(*SubmitRequest)
+		code   string
+	}{
+		{"empty workspace", func(r *SubmitRequest) { r.Workspace = "" }, CodeInvalidWorkspaceName},
+		{"special characters", func(r *SubmitRequest) { r.Workspace = "a b;rm" }, CodeInvalidWorkspaceName},
+		{"colon", func(r *SubmitRequest) { r.Workspace = "a:b" }, CodeInvalidWorkspaceName},
+		{"invalid utf-8", func(r *SubmitRequest) { r.Workspace = "a\xff" }, CodeInvalidWorkspaceName},
+		{"priority low", func(r *SubmitRequest) { r.Priority = P(-1) }, CodeInvalidPriority},
+		{"priority high", func(r *SubmitRequest) { r.Priority = P(5) }, CodeInvalidPriority},
+		{"no actor", func(r *SubmitRequest) { r.Actor = " " }, "no_actor"},
+		{"detached", func(r *SubmitRequest) { r.Branch = "" }, CodeIdentityExtractionFailed},
+		{"short sha", func(r *SubmitRequest) { r.HeadSHA = "abc123" }, CodeInvalidHeadSHA},
+		{"upper sha", func(r *SubmitRequest) { r.HeadSHA = "ABCDEF0123ABCDEF0123ABCDEF0123ABCDEF0123" }, CodeInvalidHeadSHA},
+		{"key without colon", func(r *SubmitRequest) { r.DedupeKey = "nocolon" }, CodeInvalidDedupeKey},
+		{"key empty workspace", func(r *SubmitRequest) { r.DedupeKey = ":C" }, CodeInvalidDedupeKey},
+		{"key empty change", func(r *SubmitRequest) { r.DedupeKey = "ws:" }, CodeInvalidDedupeKey},
+		{"key whitespace", func(r *SubmitRequest) { r.DedupeKey = "ws:a b" }, CodeInvalidDedupeKey},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := req("ws-a", 1, "ada")
+			c.change(&r)
+			sub, err := DecideSubmit(s, r, pol, t0)
+			wantCode(t, err, c.code)
+			if len(sub.Drafts) != 0 {
+				t.Error("a rejected submission decided events")
+			}
+		})
+	}
+	// positive: the boundaries are accepted
+	for _, p := range []int{0, 4} {
+		r := req("ws-a", 1, "ada")
+		r.Priority = P(p)
+		if _, err := DecideSubmit(s, r, pol, t0); err != nil {
+			t.Errorf("priority %d: %v", p, err)
+		}
+	}
+	r := req("a.b_c-9", 1, "ada")
+	r.HeadSHA = sha(1) + sha(2)[:24]
+	if _, err := DecideSubmit(s, r, pol, t0); err != nil {
+		t.Errorf("sha-256 head: %v", err)
+	}
+}
+
+// INV-ID-002, INV-ID-003: a generated change id is remembered per workspace
+// and branch, so amending (a new head) keeps the dedupe key.
+func TestGeneratedChangeIDIsStable(t *testing.T) {
+	s := New()
+	r := req("ws-a", 1, "ada")
+	r.ChangeID, r.ChangeIDSource = "", ""
+	first := submit(t, s, r, t0)
+	r.HeadSHA = sha(2)
+	again := submit(t, s, r, t0.Add(time.Minute))
+	if first.DedupeKey != again.DedupeKey || again.Type != SubmissionUpdated {
+		t.Fatalf("keys %s then %s (%s)", first.DedupeKey, again.DedupeKey, again.Type)
+	}
+	if ComputeDedupeKey("C", "ws") != "ws:C" || ComputeDedupeKey("C", "ws") != ComputeDedupeKey("C", "ws") {
+		t.Error("ComputeDedupeKey")
+	}
+	if s.Entry(1).ChangeIDSource != SourceGenerated {
+		t.Error("source not recorded")
+	}
+	checkInvariants(t, s)
+}
+
+// POST-POS-002/003, INV-QUEUE-005, §9.3: priority first, FIFO within a priority.
+func TestPositions(t *testing.T) {
+	s := New()
+	for i, p := range []int{2, 0, 2, 1, 0} {
+		r := req("ws-"+string(rune('a'+i)), i+1, "ada")
+		r.Priority = P(p)
+		submit(t, s, r, t0.Add(time.Duration(i)*time.Second))
+	}
+	var order []int64
+	for _, e := range s.Queue() {
+		order = append(order, e.ID)
+	}
+	want := []int64{2, 5, 4, 1, 3}
+	for i := range want {
+		if order[i] != want[i] || s.Entry(want[i]).Position != i+1 {
+			t.Fatalf("order %v, want %v", order, want)
+		}
+	}
+	drive(t, s, 2, nil, t0) // claim the first: positions close up
+	if s.Entry(2).Position != 0 || s.Entry(5).Position != 1 || s.PendingCount != 4 {
+		t.Errorf("after claim: %d %d %d", s.Entry(2).Position, s.Entry(5).Position, s.PendingCount)
+	}
+	checkInvariants(t, s)
+}
+
+func TestCapacity(t *testing.T) {
+	s := New()
+	p := pol
+	p.Capacity = 2
+	for i, ws := range []string{"a", "b"} {
+		sub, err := DecideSubmit(s, req(ws, i+1, "ada"), p, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fold(t, s, t0, "ada", sub.Drafts)
+	}
+	_, err := DecideSubmit(s, req("c", 3, "ada"), p, t0)
+	wantCode(t, err, CodeQueueFull)
+	// an update of an entry already in the queue is not refused
+	if _, err := DecideSubmit(s, req("a", 9, "ada"), p, t0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// PRE-AUTH-001/002, §7.
+func TestAuthorization(t *testing.T) {
+	s := New()
+	submit(t, s, req("ws-a", 1, "ada"), t0)
+	_, err := DecideSubmit(s, req("ws-a", 2, "bob"), pol, t0)
+	wantCode(t, err, CodeUnauthorizedWorkspace)
+	_, err = DecideCancel(s, 1, "bob", "", pol)
+	wantCode(t, err, CodeUnauthorizedEntryModified)
+	admin := pol
+	admin.Admins = []string{"root"}
+	if _, err := DecideSubmit(s, req("ws-a", 2, "root"), admin, t0); err != nil {
+		t.Errorf("admin submit: %v", err)
+	}
+	d, err := DecideCancel(s, 1, "root", "admin says no", admin)
+	if err != nil {
+		t.Fatalf("admin cancel: %v", err)
+	}
+	fold(t, s, t0, "root", d)
+	_, err = DecideSubmit(s, req("ws-a", 3, "bob"), pol, t0)
+	wantCode(t, err, CodeUnauthorizedEntryModified) // resubmitting ada's entry
+	submit(t, s, req("ws-a", 3, "ada"), t0)
+	drive(t, s, 1, []Status{Rebasing, FailedRetryable}, t0)
+	_, err = DecideRetry(s, 1, "bob", pol)
+	wantCode(t, err, CodeUnauthorizedEntryModified)
+}
+
+func TestCancelAndRetry(t *testing.T) {
+	s := New()
+	submit(t, s, req("ws-a", 1, "ada"), t0)
+	_, err := DecideRetry(s, 1, "ada", pol)
+	wantCode(t, err, CodeInvalidStateTransition) // pending → pending
+	_, err = DecideCancel(s, 9, "ada", "", pol)
+	wantCode(t, err, CodeEntryNotFound)
+
+	drive(t, s, 1, []Status{Rebasing, Testing, ReadyToMerge, Merging}, t0)
+	_, err = DecideCancel(s, 1, "ada", "", pol)
+	wantCode(t, err, CodeInvalidStateTransition) // merging cannot be cancelled
+	fold(t, s, t0, "train", must(DecideStep(s, Step{EntryID: 1, Runner: "r1", From: Merging, To: FailedRetryable, HeadSHA: sha(1)}, pol, t0)))
+	fold(t, s, t0, "ada", must(DecideRetry(s, 1, "ada", pol)))
+	if e := s.Entry(1); e.Status != Pending || e.Position != 1 {
+		t.Fatalf("after retry: %s", e.Status)
+	}
+	// use up the attempts: the third failure is terminal
+	drive(t, s, 1, []Status{Rebasing, FailedRetryable}, t0)
+	fold(t, s, t0, "ada", must(DecideRetry(s, 1, "ada", pol)))
+	drive(t, s, 1, []Status{Rebasing, FailedRetryable}, t0)
+	if e := s.Entry(1); e.Status != FailedTerminal || e.Attempts != 3 {
+		t.Fatalf("third failure: %s after %d attempts", e.Status, e.Attempts)
+	}
+	_, err = DecideCancel(s, 1, "ada", "", pol)
+	wantCode(t, err, CodeEntryIsTerminal)
+	_, err = DecideRetry(s, 1, "ada", pol)
+	wantCode(t, err, CodeEntryIsTerminal)
+	checkInvariants(t, s)
+}
+
+func TestRetryAttemptsExhausted(t *testing.T) {
+	s := New()
+	submit(t, s, req("ws-a", 1, "ada"), t0)
+	drive(t, s, 1, []Status{Rebasing, FailedRetryable}, t0)
+	low := pol
+	low.MaxAttempts = 1 // lowered after the failure
+	_, err := DecideRetry(s, 1, "ada", low)
+	wantCode(t, err, CodeAttemptsExhausted)
+}
+
+// Transitions are compare-and-set: a stale runner, head or status is refused.
+func TestStepIsCompareAndSet(t *testing.T) {
+	s := New()
+	submit(t, s, req("ws-a", 1, "ada"), t0)
+	drive(t, s, 1, nil, t0)
+	ok := Step{EntryID: 1, Runner: "r1", From: Claimed, To: Rebasing, HeadSHA: sha(1)}
+	for name, st := range map[string]Step{
+		"other runner": {EntryID: 1, Runner: "r2", From: Claimed, To: Rebasing, HeadSHA: sha(1)},
+		"stale from":   {EntryID: 1, Runner: "r1", From: Testing, To: ReadyToMerge, HeadSHA: sha(1)},
+		"other head":   {EntryID: 1, Runner: "r1", From: Claimed, To: Rebasing, HeadSHA: sha(2)},
+	} {
+		_, err := DecideStep(s, st, pol, t0)
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+			continue
+		}
+		wantCode(t, err, CodeConcurrentModification)
+	}
+	_, err := DecideStep(s, Step{EntryID: 1, Runner: "r1", From: Claimed, To: Merged, HeadSHA: sha(1)}, pol, t0)
+	wantCode(t, err, CodeInvalidStateTransition)
+	_, err = DecideStep(s, Step{EntryID: 7}, pol, t0)
+	wantCode(t, err, CodeEntryNotFound)
+	fold(t, s, t0, "train", must(DecideStep(s, ok, pol, t0)))
+	// a second runner replaying the same step loses
+	_, err = DecideStep(s, ok, pol, t0)
+	wantCode(t, err, CodeConcurrentModification)
+	if _, err := DecideRenew(s, 1, "r2", pol, t0); err == nil {
+		t.Error("renewed another runner's lease")
+	}
+	fold(t, s, t0.Add(time.Minute), "train", must(DecideRenew(s, 1, "r1", pol, t0.Add(time.Minute))))
+	if !s.Entry(1).LeaseUntil.Equal(t0.Add(6 * time.Minute)) {
+		t.Errorf("lease %v", s.Entry(1).LeaseUntil)
+	}
+}
+
+func TestFreezeStopsClaims(t *testing.T) {
+	s := New()
+	submit(t, s, req("ws-a", 1, "ada"), t0)
+	fold(t, s, t0, "ada", DecideFreeze(s, "release"))
+	if len(DecideFreeze(s, "again")) != 0 {
+		t.Error("freezing twice appended")
+	}
+	if d, e := DecideClaim(s, "r1", Target{Branch: "main"}, pol, t0); d != nil || e != nil {
+		t.Fatal("claimed while frozen")
+	}
+	submit(t, s, req("ws-b", 2, "ada"), t0) // submissions continue
+	fold(t, s, t0, "ada", DecideUnfreeze(s))
+	if len(DecideUnfreeze(s)) != 0 {
+		t.Error("unfreezing twice appended")
+	}
+	if _, e := DecideClaim(s, "r1", Target{Branch: "main"}, pol, t0); e == nil || e.ID != 1 {
+		t.Fatal("no claim after unfreeze")
+	}
+}
+
+func TestRecover(t *testing.T) {
+	later := t0.Add(pol.Lease + time.Second)
+	t.Run("not expired", func(t *testing.T) {
+		s := New()
+		submit(t, s, req("ws-a", 1, "ada"), t0)
+		drive(t, s, 1, []Status{Rebasing}, t0)
+		if d := DecideRecover(s, nil, pol, t0.Add(time.Minute)); len(d) != 0 {
+			t.Fatalf("recovered a live lease: %v", d)
+		}
+	})
+	for _, at := range []Status{Claimed, Rebasing, Testing, ReadyToMerge, Merging} {
+		t.Run(string(at), func(t *testing.T) {
+			s := New()
+			submit(t, s, req("ws-a", 1, "ada"), t0)
+			path := map[Status][]Status{Claimed: nil, Rebasing: {Rebasing}, Testing: {Rebasing, Testing},
+				ReadyToMerge: {Rebasing, Testing, ReadyToMerge}, Merging: {Rebasing, Testing, ReadyToMerge, Merging}}[at]
+			drive(t, s, 1, path, t0)
+			known := map[int64]bool{1: false}
+			if at == Merging && len(DecideRecover(s, nil, pol, later)) != 0 {
+				t.Fatal("recovered merging without asking git")
+			}
+			d := DecideRecover(s, known, pol, later)
+			fold(t, s, later, "train", d)
+			e := s.Entry(1)
+			if e.Status != Pending || e.Attempts != 1 || e.Position != 1 || e.Runner != "" || e.LeaseUntil != nil {
+				t.Fatalf("after recovery: %+v", e)
+			}
+			if d[0].Type != EvRecovered || d[1].Type != EvRetried {
+				t.Errorf("events %s, %s", d[0].Type, d[1].Type)
+			}
+			checkInvariants(t, s)
+		})
+	}
+	t.Run("merging, target has it", func(t *testing.T) {
+		s := New()
+		submit(t, s, req("ws-a", 1, "ada"), t0)
+		drive(t, s, 1, []Status{Rebasing, Testing, ReadyToMerge, Merging}, t0)
+		fold(t, s, later, "train", DecideRecover(s, map[int64]bool{1: true}, pol, later))
+		if s.Entry(1).Status != Merged {
+			t.Fatalf("status %s", s.Entry(1).Status)
+		}
+		checkInvariants(t, s)
+	})
+	t.Run("attempts used up", func(t *testing.T) {
+		s := New()
+		submit(t, s, req("ws-a", 1, "ada"), t0)
+		for i := 0; i < pol.MaxAttempts; i++ {
+			drive(t, s, 1, []Status{Rebasing}, t0)
+			fold(t, s, later, "train", DecideRecover(s, nil, pol, later))
+		}
+		if e := s.Entry(1); e.Status != FailedTerminal || e.Attempts != pol.MaxAttempts {
+			t.Fatalf("status %s after %d attempts", e.Status, e.Attempts)
+		}
+		checkInvariants(t, s)
+	})
+}
+
+// The fold skips what it cannot use and never fails; replay is deterministic.
+func TestApplyRobustAndDeterministic(t *testing.T) {
+	s := New()
+	submit(t, s, req("ws-a", 1, "ada"), t0)
+	for _, ev := range []*eventlog.Event{
+		{Type: "deploy.started", Data: json.RawMessage(`{}`)},
+		{Type: EvCancelled, Data: json.RawMessage(`not json`)},
+		{Type: EvCancelled, Data: json.RawMessage(`{"entry_id":1,"from":"testing","to":"cancelled"}`)}, // stale from
+		{Type: EvTransitioned, Data: json.RawMessage(`{"entry_id":1,"from":"pending","to":"merged"}`)}, // not in the table
+		{Type: EvClaimed, Data: json.RawMessage(`{"entry_id":42,"from":"pending","to":"claimed"}`)},    // no such entry
+		{Type: EvSubmitted, Data: json.RawMessage(`{"entry_id":2}`)},                                   // no workspace
+	} {
+		if err := s.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Skipped != 5 || s.Entry(1).Status != Pending {
+		t.Fatalf("skipped %d, status %s", s.Skipped, s.Entry(1).Status)
+	}
+	a, _ := s.MarshalState()
+	var back State
+	if err := back.UnmarshalState(a); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := back.MarshalState()
+	fa, _ := s.Files()
+	fb, _ := back.Files()
+	if !bytes.Equal(a, b) || !bytes.Equal(fa[0].Data, fb[0].Data) || fa[0].Path != FilePath {
+		t.Error("state does not round-trip byte for byte")
+	}
+}
+
+func TestErrorVariants(t *testing.T) {
+	seen := map[string]bool{}
+	for _, v := range Variants() {
+		if seen[v.Code] {
+			t.Errorf("code %s twice", v.Code)
+		}
+		seen[v.Code] = true
+		if !snake.MatchString(v.Code) || v.Message == "" || v.Kind == 0 || len(v.Fields) == 0 {
+			t.Errorf("%s: kind %d, message %q, fields %v", v.Code, v.Kind, v.Message, v.Fields)
+		}
+	}
+	if len(seen) != 25 {
+		t.Errorf("%d variants, want the seed's 21 and spool's 4", len(seen))
+	}
+}
+
+func must(d []eventlog.Draft, err error) []eventlog.Draft {
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+var snake = regexp.MustCompile(`^[a-z]+(_[a-z]+)*$`)
+
+// One entry at a time: while one is processed (its lease alive), nobody claims another.
+func TestClaimOneAtATime(t *testing.T) {
+	s := New()
+	submit(t, s, req("ws-a", 1, "ada"), t0)
+	submit(t, s, req("ws-b", 2, "ada"), t0)
+	drive(t, s, 1, []Status{Rebasing}, t0)
+	if d, e := DecideClaim(s, "r2", Target{Branch: "main"}, pol, t0.Add(time.Minute)); d != nil || e != nil {
+		t.Fatal("claimed a second entry while the first is processed")
+	}
+	later := t0.Add(pol.Lease + time.Second)
+	fold(t, s, later, "train", DecideRecover(s, nil, pol, later))
+	if _, e := DecideClaim(s, "r2", Target{Branch: "main"}, pol, later); e == nil {
+		t.Fatal("nothing claimed after the first entry was recovered")
+	}
+}

@@ -1,0 +1,69 @@
+package mergequeue
+
+import (
+	"fmt"
+	"time"
+)
+
+// Event types. Every change of an entry's status is its own event carrying
+// from, to, head_sha and (once known) tested_sha and tested_against_sha, so
+// the log is the audit trail. A status-changing event whose from is not the
+// entry's current status, or whose from → to the table forbids, is skipped by
+// the fold (it can only come from merged, diverged history): decide functions
+// never produce one, because they run under the log's lock against the
+// caught-up projection, which makes every transition a compare-and-set.
+const (
+	EvSubmitted    = "merge.submitted"     // a new entry, pending (§9.4 cases 1 and 3)
+	EvResubmitted  = "merge.resubmitted"   // a terminal entry reset to pending (case 2)
+	EvUpdated      = "merge.updated"       // an active entry's head/priority updated (case 4); failed_retryable → pending
+	EvClaimed      = "merge.claimed"       // pending → claimed by a train runner, with a lease; counts an attempt
+	EvTransitioned = "merge.transitioned"  // one step of the train: rebasing, testing, ready_to_merge, merging, merged, failed_*
+	EvLeaseRenewed = "merge.lease_renewed" // the runner is still working on the entry
+	EvRecovered    = "merge.recovered"     // a lease expired: processing → failed_* (or merging → merged when the target has the tested commit)
+	EvRetried      = "merge.retried"       // failed_retryable → pending (spool merge retry, or after recovery)
+	EvCancelled    = "merge.cancelled"     // → cancelled
+	EvFrozen       = "merge.frozen"        // the train stops claiming; submissions continue
+	EvUnfrozen     = "merge.unfrozen"
+)
+
+// ChangeIDSource says where an entry's change id came from.
+const (
+	SourceJJ        = "jj"        // jj's change id
+	SourceTrailer   = "trailer"   // a Change-Id: trailer in the commit message
+	SourceGenerated = "generated" // generated on the first submission of workspace+branch, remembered in the log
+)
+
+// EntryData is the data of every entry event; fields a type does not use are omitted.
+type EntryData struct {
+	EntryID          int64      `json:"entry_id"`
+	From             Status     `json:"from,omitempty"`
+	To               Status     `json:"to,omitempty"`
+	Workspace        string     `json:"workspace,omitempty"`
+	Worktree         string     `json:"worktree,omitempty"`
+	Branch           string     `json:"branch,omitempty"`
+	ChangeID         string     `json:"change_id,omitempty"`
+	ChangeIDSource   string     `json:"change_id_source,omitempty"`
+	DedupeKey        string     `json:"dedupe_key,omitempty"`
+	HeadSHA          string     `json:"head_sha,omitempty"`
+	TestedSHA        string     `json:"tested_sha,omitempty"`
+	TestedAgainstSHA string     `json:"tested_against_sha,omitempty"`
+	Target           string     `json:"target,omitempty"`
+	Priority         *int       `json:"priority,omitempty"`
+	BeadID           string     `json:"bead_id,omitempty"`
+	Attempt          int        `json:"attempt,omitempty"`
+	Runner           string     `json:"runner,omitempty"`
+	LeaseUntil       *time.Time `json:"lease_until,omitempty"`
+	Reason           string     `json:"reason,omitempty"`
+	Paths            []string   `json:"paths,omitempty"`
+	ExitCode         *int       `json:"exit_code,omitempty"`
+	RunDir           string     `json:"run_dir,omitempty"`
+	ScratchDir       string     `json:"scratch_dir,omitempty"` // the runner's temporary worktree, removed on recovery
+}
+
+// FreezeData is the data of merge.frozen.
+type FreezeData struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// Subject is the subject of an entry's events.
+func Subject(id int64) string { return fmt.Sprintf("merge/%d", id) }

@@ -1,0 +1,87 @@
+package mergequeue
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
+)
+
+var t0 = time.Date(2026, 2, 18, 9, 0, 0, 0, time.UTC)
+
+var pol = Policy{MaxAttempts: 3, Lease: 5 * time.Minute}
+
+// fold applies drafts as the log would, failing when the fold skips one:
+// a decider must never produce an event the fold cannot use.
+func fold(t testing.TB, s *State, at time.Time, actor string, drafts []eventlog.Draft) {
+	t.Helper()
+	for _, d := range drafts {
+		b, err := json.Marshal(d.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		skipped := s.Skipped
+		s.Apply(&eventlog.Event{V: 1, Type: d.Type, Subject: d.Subject, At: at, Actor: actor, Data: b})
+		if s.Skipped != skipped {
+			t.Fatalf("fold skipped %s %s", d.Type, b)
+		}
+	}
+}
+
+func sha(n int) string { return fmt.Sprintf("%040x", n) }
+
+func req(ws string, head int, actor string) SubmitRequest {
+	return SubmitRequest{Workspace: ws, Branch: "b-" + ws, HeadSHA: sha(head), ChangeID: "C" + ws, ChangeIDSource: SourceTrailer, Priority: P(2), Actor: actor}
+}
+
+func submit(t testing.TB, s *State, r SubmitRequest, at time.Time) Submission {
+	t.Helper()
+	sub, err := DecideSubmit(s, r, pol, at)
+	if err != nil {
+		t.Fatalf("submit %s: %v", r.Workspace, err)
+	}
+	fold(t, s, at, r.Actor, sub.Drafts)
+	return sub
+}
+
+func wantCode(t testing.TB, err error, code string) {
+	t.Helper()
+	f, ok := fault.As(err)
+	if !ok {
+		t.Fatalf("got %v, want error %s", err, code)
+	}
+	if f.Code != code {
+		t.Fatalf("got code %s (%v), want %s", f.Code, err, code)
+	}
+}
+
+func checkInvariants(t testing.TB, s *State) {
+	t.Helper()
+	if bad := CheckInvariants(s); len(bad) > 0 {
+		t.Fatalf("invariants violated:\n%s", strings.Join(bad, "\n"))
+	}
+}
+
+// drive moves an entry through the train to status to.
+func drive(t testing.TB, s *State, id int64, path []Status, at time.Time) {
+	t.Helper()
+	e := s.Entry(id)
+	if e.Status == Pending {
+		drafts, claimed := DecideClaim(s, "r1", Target{Branch: "main"}, pol, at)
+		if claimed == nil || claimed.ID != id {
+			t.Fatalf("claim got %v, want entry %d", claimed, id)
+		}
+		fold(t, s, at, "train", drafts)
+	}
+	for _, to := range path {
+		drafts, err := DecideStep(s, Step{EntryID: id, Runner: "r1", From: s.Entry(id).Status, To: to, HeadSHA: s.Entry(id).HeadSHA, TestedSHA: sha(999), TestedAgainstSHA: sha(998)}, pol, at)
+		if err != nil {
+			t.Fatalf("step to %s: %v", to, err)
+		}
+		fold(t, s, at, "train", drafts)
+	}
+}

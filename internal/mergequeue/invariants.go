@@ -1,0 +1,98 @@
+package mergequeue
+
+import (
+	"fmt"
+	"strings"
+)
+
+// CheckInvariants returns every violated invariant of seed 002 §5 that the
+// projection can show, one line each; spool verify reports them.
+func CheckInvariants(s *State) []string {
+	var bad []string
+	fail := func(id, format string, args ...any) { bad = append(bad, id+": "+fmt.Sprintf(format, args...)) }
+	activeKey := map[string]int64{}
+	activeWS := map[string]int64{}
+	positions := map[int]int64{}
+	pending := 0
+	lastN := 0
+	for i, e := range s.Entries {
+		if e.ID != int64(i)+1 {
+			fail("INV-ID", "entry at index %d has id %d", i, e.ID)
+		}
+		if !e.Status.Valid() {
+			fail("INV-STATE-001", "entry %d has status %q", e.ID, e.Status)
+		}
+		if !validWorkspaceState(e.WorkspaceState) || e.WorkspaceState != WorkspaceStateOf(e.Status) {
+			fail("INV-STATE-002", "entry %d has workspace_state %q for status %s", e.ID, e.WorkspaceState, e.Status)
+		}
+		if e.Status.Active() {
+			if other, ok := activeKey[e.DedupeKey]; ok {
+				fail("INV-QUEUE-001", "entries %d and %d are both active with dedupe key %s", other, e.ID, e.DedupeKey)
+			}
+			activeKey[e.DedupeKey] = e.ID
+			if other, ok := activeWS[e.Workspace]; ok {
+				fail("INV-QUEUE-002", "entries %d and %d are both active in workspace %s", other, e.ID, e.Workspace)
+			}
+			activeWS[e.Workspace] = e.ID
+		}
+		if e.Status == Pending {
+			pending++
+			if e.Position <= 0 {
+				fail("INV-STATE-004", "pending entry %d has no position", e.ID)
+			} else if other, ok := positions[e.Position]; ok {
+				fail("INV-QUEUE-003", "entries %d and %d share position %d", other, e.ID, e.Position)
+			} else {
+				positions[e.Position] = e.ID
+			}
+		} else if e.Position != 0 {
+			fail("INV-STATE-005", "%s entry %d has position %d", e.Status, e.ID, e.Position)
+		}
+		if !ValidHeadSHA(e.HeadSHA) {
+			fail("INV-ID-001", "entry %d has head_sha %q", e.ID, e.HeadSHA)
+		}
+		if e.ChangeID == "" {
+			fail("INV-ID-002", "entry %d has no change id", e.ID)
+		}
+		if ValidateDedupeKey(e.DedupeKey) != nil || !strings.HasSuffix(e.DedupeKey, ":"+e.ChangeID) {
+			fail("INV-ID-003", "entry %d has dedupe key %q for change %q", e.ID, e.DedupeKey, e.ChangeID)
+		}
+		if e.Branch == "" {
+			fail("INV-ID-004", "entry %d has no branch", e.ID)
+		}
+		if e.Steps == 0 || e.LastStep.To != e.Status {
+			fail("INV-AUDIT-001", "entry %d is %s but its last audit step says %q", e.ID, e.Status, e.LastStep.To)
+		}
+		if e.LastStep.At.Before(e.AddedAt) || e.UpdatedAt != e.LastStep.At {
+			fail("INV-AUDIT-004", "entry %d: last step at %s, added %s, updated %s", e.ID, e.LastStep.At, e.AddedAt, e.UpdatedAt)
+		}
+		lastN = max(lastN, e.LastStep.N)
+	}
+	for p := 1; p <= pending; p++ {
+		if _, ok := positions[p]; !ok {
+			fail("INV-QUEUE-004", "positions of %d pending entries have a gap at %d", pending, p)
+			break
+		}
+	}
+	if pending != s.PendingCount {
+		fail("POST-POS-004", "pending_count is %d, %d entries are pending", s.PendingCount, pending)
+	}
+	q := s.Queue()
+	for i := 1; i < len(q); i++ {
+		if q[i].Priority < q[i-1].Priority || q[i].Position < q[i-1].Position {
+			fail("INV-QUEUE-005", "entry %d (priority %d) is behind entry %d (priority %d)", q[i].ID, q[i].Priority, q[i-1].ID, q[i-1].Priority)
+		}
+	}
+	if lastN > s.Applied {
+		fail("INV-AUDIT-002", "audit step %d is beyond the %d events applied", lastN, s.Applied)
+	}
+	return bad
+}
+
+func validWorkspaceState(w WorkspaceState) bool {
+	for _, v := range WorkspaceStates {
+		if v == w {
+			return true
+		}
+	}
+	return false
+}

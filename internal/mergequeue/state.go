@@ -1,0 +1,379 @@
+package mergequeue
+
+import (
+	"encoding/json"
+	"sort"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/projections"
+)
+
+// Name is the projection's name; its public file is FilePath.
+const (
+	Name     = "merge-queue"
+	FilePath = ".spool/state/merge-queue.json"
+)
+
+// Spec registers the projection (store.Specs lists it).
+// Bump Version whenever the encoding of the state changes: snapshots of
+// another version are rebuilt from the log, and decode reuses the lines of
+// a snapshot of this version as they are.
+var Spec = projections.Spec{Name: Name, Version: 3, New: func() projections.Projection { return New() }}
+
+// State is the merge queue folded from the log.
+type State struct {
+	Frozen       bool              `json:"frozen"`
+	FrozenReason string            `json:"frozen_reason,omitempty"`
+	FrozenBy     string            `json:"frozen_by,omitempty"`
+	FrozenAt     *time.Time        `json:"frozen_at,omitempty"`
+	PendingCount int               `json:"pending_count"`
+	Entries      []*Entry          `json:"entries"`    // by id: Entries[i].ID == i+1
+	Identities   map[string]string `json:"identities"` // workspace + "\x00" + branch → generated change id
+	Skipped      int               `json:"skipped"`    // events the fold could not use (diverged history)
+	Applied      int               `json:"applied"`    // merge events folded; numbers the audit steps
+
+	encoded []byte // encode's result until the next Apply: Save asks for it twice
+}
+
+// Entry is one queue entry.
+type Entry struct {
+	ID               int64          `json:"entry_id"`
+	Workspace        string         `json:"workspace"`
+	Worktree         string         `json:"worktree,omitempty"`
+	Branch           string         `json:"branch"`
+	ChangeID         string         `json:"change_id"`
+	ChangeIDSource   string         `json:"change_id_source"`
+	DedupeKey        string         `json:"dedupe_key"`
+	HeadSHA          string         `json:"head_sha"`
+	TestedSHA        string         `json:"tested_sha,omitempty"`
+	TestedAgainstSHA string         `json:"tested_against_sha,omitempty"`
+	Target           string         `json:"target,omitempty"`
+	Priority         int            `json:"priority"`
+	BeadID           string         `json:"bead_id,omitempty"`
+	Owner            string         `json:"owner"`
+	Status           Status         `json:"status"`
+	WorkspaceState   WorkspaceState `json:"workspace_state"`
+	Position         int            `json:"position,omitempty"` // 1..N among pending entries; 0 otherwise
+	Attempts         int            `json:"attempts"`
+	Runner           string         `json:"runner,omitempty"`
+	LeaseUntil       *time.Time     `json:"lease_until,omitempty"`
+	ScratchDir       string         `json:"scratch_dir,omitempty"`
+	RunDir           string         `json:"run_dir,omitempty"`
+	LastError        string         `json:"last_error,omitempty"`
+	ConflictPaths    []string       `json:"conflict_paths,omitempty"`
+	AddedAt          time.Time      `json:"added_at"`
+	UpdatedAt        time.Time      `json:"updated_at"`
+	Steps            int            `json:"steps"`     // audit steps so far; the full trail is in the log (Trail)
+	LastStep         AuditStep      `json:"last_step"` // the latest of them
+
+	encoded    []byte // this entry's line in merge-queue.json until it changes
+	encodedPos int    // the position encoded has: positions shift without the entry changing
+}
+
+// AuditStep is one line of an entry's audit trail.
+type AuditStep struct {
+	N                int       `json:"n"` // increases along the log
+	At               time.Time `json:"at"`
+	Actor            string    `json:"actor"`
+	Type             string    `json:"type"`
+	From             Status    `json:"from,omitempty"`
+	To               Status    `json:"to,omitempty"`
+	HeadSHA          string    `json:"head_sha,omitempty"`
+	TestedSHA        string    `json:"tested_sha,omitempty"`
+	TestedAgainstSHA string    `json:"tested_against_sha,omitempty"`
+	Reason           string    `json:"reason,omitempty"`
+}
+
+// New returns an empty queue.
+func New() *State { return &State{Entries: []*Entry{}, Identities: map[string]string{}} }
+
+// Entry returns the entry with id, or nil.
+func (s *State) Entry(id int64) *Entry {
+	if id < 1 || id > int64(len(s.Entries)) {
+		return nil
+	}
+	return s.Entries[id-1]
+}
+
+// ActiveByKey returns the active entry holding dedupe key, or nil.
+func (s *State) ActiveByKey(key string) *Entry {
+	for _, e := range s.Entries {
+		if e.DedupeKey == key && e.Status.Active() {
+			return e
+		}
+	}
+	return nil
+}
+
+// ActiveByWorkspace returns the workspace's active entry, or nil.
+func (s *State) ActiveByWorkspace(ws string) *Entry {
+	for _, e := range s.Entries {
+		if e.Workspace == ws && e.Status.Active() {
+			return e
+		}
+	}
+	return nil
+}
+
+// LatestByKey returns the newest entry with dedupe key, active or not.
+func (s *State) LatestByKey(key string) *Entry {
+	for i := len(s.Entries) - 1; i >= 0; i-- {
+		if s.Entries[i].DedupeKey == key {
+			return s.Entries[i]
+		}
+	}
+	return nil
+}
+
+// ActiveCount counts active entries.
+func (s *State) ActiveCount() int {
+	n := 0
+	for _, e := range s.Entries {
+		if e.Status.Active() {
+			n++
+		}
+	}
+	return n
+}
+
+// Queue returns the pending entries in position order.
+func (s *State) Queue() []*Entry {
+	out := make([]*Entry, 0, s.PendingCount)
+	for _, e := range s.Entries {
+		if e.Status == Pending {
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return queuedBefore(out[i], out[j]) })
+	return out
+}
+
+// queuedBefore is the queue order: priority (lower first), then submission
+// time, then id so that equal times still order deterministically.
+func queuedBefore(a, b *Entry) bool {
+	if a.Priority != b.Priority {
+		return a.Priority < b.Priority
+	}
+	if !a.AddedAt.Equal(b.AddedAt) {
+		return a.AddedAt.Before(b.AddedAt)
+	}
+	return a.ID < b.ID
+}
+
+// leave takes a pending entry out of the positions: those behind it move up.
+// Positions change in O(N) per event, so replaying a long log stays linear
+// in the queue's length rather than sorting it for every event.
+func (s *State) leave(e *Entry) {
+	if e.Position == 0 {
+		return
+	}
+	for _, o := range s.Entries {
+		if o.Position > e.Position {
+			o.Position--
+		}
+	}
+	e.Position = 0
+	s.PendingCount--
+}
+
+// enter gives a pending entry its position: those it goes before move down.
+func (s *State) enter(e *Entry) {
+	pos := 1
+	for _, o := range s.Entries {
+		if o == e || o.Position == 0 {
+			continue
+		}
+		if queuedBefore(o, e) {
+			pos++
+		} else {
+			o.Position++
+		}
+	}
+	e.Position = pos
+	s.PendingCount++
+}
+
+// IdentityKey is the key of State.Identities.
+func IdentityKey(workspace, branch string) string { return workspace + "\x00" + branch }
+
+// Apply folds one event. Events of other namespaces and events whose data
+// cannot be used are skipped; it never fails.
+func (s *State) Apply(ev *eventlog.Event) error {
+	s.encoded = nil
+	switch ev.Type {
+	case EvFrozen:
+		var d FreezeData
+		_ = json.Unmarshal(ev.Data, &d)
+		at := ev.At
+		s.Frozen, s.FrozenReason, s.FrozenBy, s.FrozenAt = true, d.Reason, ev.Actor, &at
+		s.Applied++
+		return nil
+	case EvUnfrozen:
+		s.Frozen, s.FrozenReason, s.FrozenBy, s.FrozenAt = false, "", "", nil
+		s.Applied++
+		return nil
+	case EvSubmitted, EvResubmitted, EvUpdated, EvClaimed, EvTransitioned, EvLeaseRenewed, EvRecovered, EvRetried, EvCancelled:
+	default:
+		return nil
+	}
+	var d EntryData
+	if err := json.Unmarshal(ev.Data, &d); err != nil {
+		s.Skipped++
+		return nil
+	}
+	if s.applyEntry(ev, &d) {
+		s.Applied++
+	} else {
+		s.Skipped++
+	}
+	return nil
+}
+
+func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
+	if ev.Type == EvSubmitted {
+		if d.Workspace == "" || d.DedupeKey == "" {
+			return false
+		}
+		e := &Entry{ID: int64(len(s.Entries)) + 1, Workspace: d.Workspace, Worktree: d.Worktree, Branch: d.Branch,
+			ChangeID: d.ChangeID, ChangeIDSource: d.ChangeIDSource, DedupeKey: d.DedupeKey, HeadSHA: d.HeadSHA,
+			BeadID: d.BeadID, Owner: ev.Actor, Status: Pending, AddedAt: ev.At, UpdatedAt: ev.At}
+		if d.Priority != nil {
+			e.Priority = *d.Priority
+		}
+		if d.ChangeIDSource == SourceGenerated {
+			s.Identities[IdentityKey(d.Workspace, d.Branch)] = d.ChangeID
+		}
+		s.Entries = append(s.Entries, e)
+		s.enter(e)
+		s.step(e, ev, d)
+		return true
+	}
+	e := s.Entry(d.EntryID)
+	if e == nil {
+		return false
+	}
+	e.encoded = nil
+	if ev.Type == EvLeaseRenewed {
+		if e.Status.Processing() && d.Runner == e.Runner && d.LeaseUntil != nil {
+			lease := *d.LeaseUntil
+			e.LeaseUntil = &lease
+			return true
+		}
+		return false
+	}
+	if d.From != e.Status || !allowed(ev.Type, d.From, d.To) {
+		return false
+	}
+	s.leave(e) // and enter again below if it is (still) pending: its place may change
+	defer func() {
+		if e.Status == Pending {
+			s.enter(e)
+		}
+	}()
+	switch ev.Type {
+	case EvResubmitted:
+		e.HeadSHA, e.Attempts, e.AddedAt = d.HeadSHA, 0, ev.At
+		e.TestedSHA, e.TestedAgainstSHA, e.LastError, e.ConflictPaths = "", "", "", nil
+		e.setRequest(d)
+	case EvUpdated:
+		if d.HeadSHA != "" && d.HeadSHA != e.HeadSHA {
+			e.HeadSHA, e.Attempts = d.HeadSHA, 0
+		}
+		e.setRequest(d)
+	case EvClaimed:
+		e.Attempts++
+		e.Runner, e.Target = d.Runner, d.Target
+		e.TestedSHA, e.TestedAgainstSHA, e.LastError, e.ConflictPaths = "", d.TestedAgainstSHA, "", nil
+	case EvTransitioned, EvRecovered:
+		if d.TestedSHA != "" {
+			e.TestedSHA = d.TestedSHA
+		}
+		if d.TestedAgainstSHA != "" {
+			e.TestedAgainstSHA = d.TestedAgainstSHA
+		}
+		if d.ScratchDir != "" {
+			e.ScratchDir = d.ScratchDir
+		}
+		if d.RunDir != "" {
+			e.RunDir = d.RunDir
+		}
+		if d.To == FailedRetryable || d.To == FailedTerminal {
+			e.LastError, e.ConflictPaths = d.Reason, d.Paths
+		}
+	}
+	e.Status = d.To
+	e.WorkspaceState = WorkspaceStateOf(e.Status)
+	if e.Status.Processing() {
+		if d.LeaseUntil != nil {
+			lease := *d.LeaseUntil
+			e.LeaseUntil = &lease
+		}
+	} else {
+		e.Runner, e.LeaseUntil, e.ScratchDir = "", nil, ""
+	}
+	s.step(e, ev, d)
+	return true
+}
+
+// allowed checks an event's from → to against the table; resubmission and
+// an update that keeps the status are the only moves outside it.
+func allowed(typ string, from, to Status) bool {
+	switch typ {
+	case EvResubmitted:
+		return CanResubmit(from) && to == Pending
+	case EvUpdated:
+		return from.Active() && (to == from || from == FailedRetryable && to == Pending)
+	case EvClaimed:
+		return from == Pending && to == Claimed
+	case EvRetried:
+		return from == FailedRetryable && to == Pending
+	case EvCancelled:
+		return to == Cancelled && CanTransition(from, to)
+	case EvRecovered:
+		return from.Processing() && (to == FailedRetryable || to == FailedTerminal || from == Merging && to == Merged) && CanTransition(from, to)
+	case EvTransitioned:
+		return from.Processing() && CanTransition(from, to)
+	}
+	return false
+}
+
+func (e *Entry) setRequest(d *EntryData) {
+	if d.Priority != nil {
+		e.Priority = *d.Priority
+	}
+	if d.BeadID != "" {
+		e.BeadID = d.BeadID
+	}
+	if d.Worktree != "" {
+		e.Worktree = d.Worktree
+	}
+}
+
+func (s *State) step(e *Entry, ev *eventlog.Event, d *EntryData) {
+	// The audit trail's times never go backwards (INV-AUDIT-004) even if a
+	// writer's clock did; the event itself keeps the time it was written.
+	at := ev.At
+	if e.Steps > 0 && at.Before(e.LastStep.At) {
+		at = e.LastStep.At
+	}
+	e.UpdatedAt = at
+	e.WorkspaceState = WorkspaceStateOf(e.Status)
+	e.Steps++
+	e.LastStep = AuditStep{N: s.Applied + 1, At: at, Actor: ev.Actor, Type: ev.Type, From: d.From, To: d.To}
+}
+
+// StepOf is the audit step an entry event records.
+func StepOf(ev *eventlog.Event, d *EntryData) AuditStep {
+	return AuditStep{At: ev.At, Actor: ev.Actor, Type: ev.Type, From: d.From, To: d.To, HeadSHA: d.HeadSHA,
+		TestedSHA: d.TestedSHA, TestedAgainstSHA: d.TestedAgainstSHA, Reason: d.Reason}
+}
+
+func (s *State) MarshalState() ([]byte, error) { return s.encode(), nil }
+
+func (s *State) UnmarshalState(b []byte) error { return s.decode(b) }
+
+// Files renders merge-queue.json: the whole state, one entry per line.
+func (s *State) Files() ([]projections.File, error) {
+	return []projections.File{{Path: FilePath, Data: s.encode()}}, nil
+}

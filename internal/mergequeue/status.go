@@ -1,0 +1,124 @@
+// Package mergequeue is the merge queue's domain: entry states and the
+// transition table, the events, pure decide functions and the projection
+// written to .spool/state/merge-queue.json. Git and the test command are
+// driven at the edge (internal/train); nothing here does I/O.
+package mergequeue
+
+import "sort"
+
+// Status is where an entry is in its lifecycle (seed 002 §9.1).
+type Status string
+
+const (
+	Pending         Status = "pending"
+	Claimed         Status = "claimed"
+	Rebasing        Status = "rebasing"
+	Testing         Status = "testing"
+	ReadyToMerge    Status = "ready_to_merge"
+	Merging         Status = "merging"
+	Merged          Status = "merged"
+	FailedRetryable Status = "failed_retryable"
+	FailedTerminal  Status = "failed_terminal"
+	Cancelled       Status = "cancelled"
+)
+
+// Statuses lists every valid status in lifecycle order.
+var Statuses = []Status{Pending, Claimed, Rebasing, Testing, ReadyToMerge, Merging, Merged, FailedRetryable, FailedTerminal, Cancelled}
+
+// transitions is the state machine. Every change of status, whoever makes
+// it (a command, the train, recovery), is checked against this table.
+// ready_to_merge → rebasing is the train going back when the target moved
+// after the entry was tested. Terminal states have no way out except
+// resubmission, which is a separate, explicit reset (CanResubmit).
+var transitions = map[Status][]Status{
+	Pending:         {Claimed, Cancelled},
+	Claimed:         {Pending, Rebasing, FailedRetryable, FailedTerminal, Cancelled},
+	Rebasing:        {Testing, FailedRetryable, FailedTerminal, Cancelled},
+	Testing:         {ReadyToMerge, FailedRetryable, FailedTerminal, Cancelled},
+	ReadyToMerge:    {Merging, Rebasing, FailedRetryable, FailedTerminal, Cancelled},
+	Merging:         {Merged, FailedRetryable, FailedTerminal},
+	FailedRetryable: {Pending, Cancelled},
+	Merged:          nil,
+	FailedTerminal:  nil,
+	Cancelled:       nil,
+}
+
+// CanTransition reports whether the table allows from → to.
+func CanTransition(from, to Status) bool {
+	for _, s := range transitions[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// CanResubmit reports whether a submission may reset an entry in s to pending.
+func CanResubmit(s Status) bool { return s.Terminal() }
+
+// Valid reports whether s is one of the statuses.
+func (s Status) Valid() bool {
+	_, ok := transitions[s]
+	return ok
+}
+
+// Terminal statuses end an entry's life (until it is resubmitted).
+func (s Status) Terminal() bool { return s == Merged || s == FailedTerminal || s == Cancelled }
+
+// Active is every status that is not terminal; an active entry holds its
+// dedupe key and its workspace.
+func (s Status) Active() bool { return s.Valid() && !s.Terminal() }
+
+// Processing statuses are owned by a train runner holding a lease; when the
+// lease expires the entry is recovered.
+func (s Status) Processing() bool {
+	switch s {
+	case Claimed, Rebasing, Testing, ReadyToMerge, Merging:
+		return true
+	}
+	return false
+}
+
+// Transitions returns the table as sorted pairs, for documentation and tests.
+func Transitions() map[Status][]Status {
+	out := map[Status][]Status{}
+	for from, tos := range transitions {
+		list := append([]Status(nil), tos...)
+		sort.Slice(list, func(i, j int) bool { return list[i] < list[j] })
+		out[from] = list
+	}
+	return out
+}
+
+// WorkspaceState is what the queue says about an entry's workspace
+// (seed 002 INV-STATE-002); it is derived from the status.
+type WorkspaceState string
+
+const (
+	WorkspaceCreated   WorkspaceState = "created"   // queued, waiting (pending, failed_retryable)
+	WorkspaceWorking   WorkspaceState = "working"   // claimed, rebasing, testing
+	WorkspaceReady     WorkspaceState = "ready"     // ready_to_merge, merging
+	WorkspaceMerged    WorkspaceState = "merged"    // merged
+	WorkspaceConflict  WorkspaceState = "conflict"  // failed_terminal
+	WorkspaceAbandoned WorkspaceState = "abandoned" // cancelled
+)
+
+// WorkspaceStates lists the valid workspace states.
+var WorkspaceStates = []WorkspaceState{WorkspaceCreated, WorkspaceWorking, WorkspaceReady, WorkspaceMerged, WorkspaceConflict, WorkspaceAbandoned}
+
+// WorkspaceStateOf derives the workspace state from an entry's status.
+func WorkspaceStateOf(s Status) WorkspaceState {
+	switch s {
+	case Claimed, Rebasing, Testing:
+		return WorkspaceWorking
+	case ReadyToMerge, Merging:
+		return WorkspaceReady
+	case Merged:
+		return WorkspaceMerged
+	case FailedTerminal:
+		return WorkspaceConflict
+	case Cancelled:
+		return WorkspaceAbandoned
+	}
+	return WorkspaceCreated
+}

@@ -1,0 +1,191 @@
+package train
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/mergequeue"
+)
+
+func (f *fixture) trail(id int64) []mergequeue.AuditStep {
+	f.t.Helper()
+	steps, err := Trail(context.Background(), f.store(f.root), id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return steps
+}
+
+func (f *fixture) statuses(id int64) string {
+	var s []string
+	for _, h := range f.trail(id) {
+		s = append(s, string(h.To))
+	}
+	return strings.Join(s, " ")
+}
+
+// The train merges entries in position order, moves the target with the
+// tested commit, pushes it and updates the checked-out primary worktree.
+func TestTrainMergesInOrder(t *testing.T) {
+	f := newFixture(t)
+	a := f.worktree("a", "a.txt", "a\n")
+	b := f.worktree("b", "b.txt", "b\n")
+	f.mustSubmit(a, SubmitOptions{NoPush: true, Priority: mergequeue.P(2)})
+	f.mustSubmit(b, SubmitOptions{NoPush: true, Priority: mergequeue.P(1)}) // more urgent: first
+	f.config("merge.test_command", `["sh","-c","test -f README"]`)
+	res := f.run()
+	if len(res) != 2 || res[0].EntryID != 2 || res[1].EntryID != 1 || res[0].Status != mergequeue.Merged || res[1].Status != mergequeue.Merged {
+		t.Fatalf("results %+v", res)
+	}
+	q := f.queue()
+	main := f.git(f.root, "rev-parse", "main")
+	if main != q.Entry(1).TestedSHA || f.git(f.remote, "rev-parse", "main") != main {
+		t.Fatalf("target %s, tested %s", main, q.Entry(1).TestedSHA)
+	}
+	for _, file := range []string{"a.txt", "b.txt"} {
+		if _, err := os.Stat(filepath.Join(f.root, file)); err != nil {
+			t.Errorf("primary worktree lacks %s", file)
+		}
+	}
+	if got := f.statuses(1); got != "pending claimed rebasing testing ready_to_merge merging merged" {
+		t.Errorf("audit trail %q", got)
+	}
+	for _, h := range f.trail(1)[1:] { // every step of the train, the claim included
+		if h.HeadSHA != q.Entry(1).HeadSHA {
+			t.Errorf("step %s lacks head_sha", h.To)
+		}
+		if h.TestedAgainstSHA == "" {
+			t.Errorf("step %s lacks tested_against_sha", h.To)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(f.root, ".spool/runs/1/attempt-1/test.log")); err != nil {
+		t.Error("no test output kept")
+	}
+	if out := f.git(f.root, "worktree", "list"); strings.Contains(out, "spool-merge-") {
+		t.Errorf("scratch worktree left behind:\n%s", out)
+	}
+	if f.git(f.root, "status", "--porcelain", "--", ".", ":(exclude).spool") != "" {
+		t.Error("primary worktree not clean after the merge")
+	}
+	if res := f.run(); len(res) != 0 {
+		t.Fatalf("second run processed %v", res)
+	}
+}
+
+func TestTrainRebaseConflict(t *testing.T) {
+	f := newFixture(t)
+	feat := f.worktree("feat", "README", "feature's hello\n")
+	f.commit(f.root, "README", "main's hello\n", "main changes README")
+	f.mustSubmit(feat, SubmitOptions{NoPush: true})
+	before := f.git(f.root, "rev-parse", "main")
+	res := f.run()
+	e := f.queue().Entry(1)
+	if len(res) != 1 || e.Status != mergequeue.FailedTerminal || len(e.ConflictPaths) != 1 || e.ConflictPaths[0] != "README" {
+		t.Fatalf("results %+v, entry %s %v %q", res, e.Status, e.ConflictPaths, e.LastError)
+	}
+	if f.git(f.root, "rev-parse", "main") != before {
+		t.Fatal("target moved after a conflict")
+	}
+}
+
+func TestTrainFailingThenPassingTest(t *testing.T) {
+	f := newFixture(t)
+	feat := f.worktree("feat", "f.txt", "f\n")
+	mark := filepath.Join(t.TempDir(), "passed-once")
+	f.config("merge.test_command", `["sh","-c","if [ -f `+mark+` ]; then echo ok; exit 0; fi; touch `+mark+`; echo broken; exit 1"]`)
+	f.mustSubmit(feat, SubmitOptions{NoPush: true})
+	f.run()
+	e := f.queue().Entry(1)
+	if e.Status != mergequeue.FailedRetryable || e.Attempts != 1 || !strings.Contains(e.LastError, "exited 1") {
+		t.Fatalf("first run: %s %d %q", e.Status, e.Attempts, e.LastError)
+	}
+	log, _ := os.ReadFile(filepath.Join(f.root, ".spool/runs/1/attempt-1/test.log"))
+	if strings.TrimSpace(string(log)) != "broken" {
+		t.Errorf("test.log %q", log)
+	}
+	_, _, err := Change(context.Background(), f.store(f.root), "ada@example.com", f.now, func(q *mergequeue.State, pol mergequeue.Policy) ([]eventlog.Draft, error) {
+		return mergequeue.DecideRetry(q, 1, "ada@example.com", pol)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.run()
+	e = f.queue().Entry(1)
+	if e.Status != mergequeue.Merged || e.Attempts != 2 || f.git(f.root, "rev-parse", "main") != e.TestedSHA {
+		t.Fatalf("second run: %s after %d attempts", e.Status, e.Attempts)
+	}
+}
+
+func TestTrainTestTimeoutAndAttempts(t *testing.T) {
+	f := newFixture(t)
+	feat := f.worktree("feat", "f.txt", "f\n")
+	f.config("merge.test_command", `["sleep","30"]`)
+	f.config("merge.test_timeout", `"1s"`)
+	f.config("merge.max_attempts", "1")
+	f.mustSubmit(feat, SubmitOptions{NoPush: true})
+	start := time.Now()
+	f.run()
+	e := f.queue().Entry(1)
+	if e.Status != mergequeue.FailedTerminal || !strings.Contains(e.LastError, "timed out") || time.Since(start) > 20*time.Second {
+		t.Fatalf("%s %q", e.Status, e.LastError)
+	}
+}
+
+// The target moves while the entry is being tested: the train rebases and
+// tests again before merging, so main gets both changes.
+func TestTrainTargetMovesDuringTesting(t *testing.T) {
+	f := newFixture(t)
+	feat := f.worktree("feat", "f.txt", "f\n")
+	other := f.worktree("other", "o.txt", "o\n")
+	otherSHA := f.git(other, "rev-parse", "HEAD")
+	mark := filepath.Join(t.TempDir(), "moved")
+	// first test run: someone else lands "other" on main
+	f.config("merge.test_command", `["sh","-c","[ -f `+mark+` ] || { touch `+mark+`; git -C \"$SPOOL_MERGE_REPO\" update-ref refs/heads/main `+otherSHA+`; }"]`)
+	f.mustSubmit(feat, SubmitOptions{NoPush: true})
+	f.run()
+	e := f.queue().Entry(1)
+	if e.Status != mergequeue.Merged || e.TestedAgainstSHA != otherSHA {
+		t.Fatalf("%s, tested against %s (other is %s): %s", e.Status, e.TestedAgainstSHA, otherSHA, f.statuses(1))
+	}
+	if !strings.Contains(f.statuses(1), "ready_to_merge rebasing testing ready_to_merge merging merged") {
+		t.Errorf("audit trail %q", f.statuses(1))
+	}
+	main := f.git(f.root, "rev-parse", "main")
+	if main != e.TestedSHA || f.git(f.root, "merge-base", "--is-ancestor", otherSHA, main) != "" {
+		t.Fatal("main lost a change")
+	}
+}
+
+// Cancelling an entry the train holds makes the runner's next step lose its
+// compare-and-set: the train stops and leaves the target alone.
+func TestTrainLosesCancelledEntry(t *testing.T) {
+	f := newFixture(t)
+	feat := f.worktree("feat", "f.txt", "f\n")
+	f.mustSubmit(feat, SubmitOptions{NoPush: true})
+	before := f.git(f.root, "rev-parse", "main")
+	r := f.runner()
+	r.afterStep = func(s mergequeue.Status) {
+		if s != mergequeue.Testing {
+			return
+		}
+		_, _, err := Change(context.Background(), f.store(f.root), "ada@example.com", f.now, func(q *mergequeue.State, pol mergequeue.Policy) ([]eventlog.Draft, error) {
+			return mergequeue.DecideCancel(q, 1, "ada@example.com", "changed my mind", pol)
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	res, err := r.RunOne(context.Background())
+	if err != nil || res == nil || !strings.Contains(res.Reason, mergequeue.CodeConcurrentModification) && !strings.Contains(res.Reason, "changed while") {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	e := f.queue().Entry(1)
+	if e.Status != mergequeue.Cancelled || f.git(f.root, "rev-parse", "main") != before {
+		t.Fatalf("entry %s; main moved: %v", e.Status, f.git(f.root, "rev-parse", "main") != before)
+	}
+}

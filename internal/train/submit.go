@@ -1,0 +1,225 @@
+// Package train is the merge queue's edge: it reads git, pushes, and runs
+// the merge train (rebase in a scratch worktree, the test command, the
+// compare-and-swap ref update) around the pure deciders of mergequeue, each
+// side effect bracketed by an intent event before and an outcome event after.
+package train
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/mergequeue"
+	"github.com/spoolhq/spool/internal/store"
+	"github.com/spoolhq/spool/projections"
+)
+
+// SubmitOptions are the flags of spool merge submit.
+type SubmitOptions struct {
+	Workspace  string // name or path; empty is the worktree the command runs in
+	Priority   *int   // nil: the default for a new entry, unchanged for one in the queue
+	BeadID     string
+	NoPush     bool
+	AutoCommit bool
+	// Prefetched, when set, is Prefetch's reading of the current worktree,
+	// started while the store was being opened.
+	Prefetched <-chan Reading
+}
+
+// Reading is a workspace as git showed it: branch, HEAD and uncommitted
+// paths (one git status) and the commit's change id (one git log), read at
+// the same time.
+type Reading struct {
+	Worktree       mergequeue.Worktree
+	Dirty          []string
+	Err            error
+	Head, ChangeID string
+	Source         string
+	IdentErr       error
+}
+
+// Prefetch starts reading the worktree containing dir; submit waits for it.
+func Prefetch(ctx context.Context, dir string) <-chan Reading {
+	out := make(chan Reading, 1)
+	go func() { out <- readWorkspace(ctx, mergequeue.Worktree{Path: dir, Name: filepath.Base(dir)}, "") }()
+	return out
+}
+
+func readWorkspace(ctx context.Context, w mergequeue.Worktree, root string) Reading {
+	ident := make(chan Reading, 1)
+	go func(w mergequeue.Worktree) {
+		var r Reading
+		r.Head, r.ChangeID, r.Source, r.IdentErr = mergequeue.ChangeID(ctx, w, "HEAD", root)
+		ident <- r
+	}(w)
+	dirty, err := mergequeue.Inspect(ctx, &w)
+	r := <-ident
+	r.Worktree, r.Dirty, r.Err = w, dirty, err
+	return r
+}
+
+// Response is the seed's QueueSubmissionResponse plus dedupe key and head.
+type Response struct {
+	EntryID        int64                     `json:"entry_id"`
+	Workspace      string                    `json:"workspace"`
+	Status         mergequeue.Status         `json:"status"`
+	Position       *int                      `json:"position"`
+	PendingCount   int                       `json:"pending_count"`
+	SubmissionType mergequeue.SubmissionType `json:"submission_type"`
+	SubmittedAt    time.Time                 `json:"submitted_at"`
+	BeadID         *string                   `json:"bead_id"`
+	DedupeKey      string                    `json:"dedupe_key"`
+	HeadSHA        string                    `json:"head_sha"`
+	ChangeID       string                    `json:"change_id"`
+	Branch         string                    `json:"branch"`
+	Pushed         bool                      `json:"pushed"`
+}
+
+// Submit validates the workspace, reads its identity, pushes its branch and
+// queues it. Everything that can fail does so before the one append, so a
+// failed submission leaves nothing behind (INV-CONC-001, -003).
+func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor string, now time.Time) (*Response, error) {
+	w, err := findWorkspace(ctx, st, opt.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	var rd Reading
+	if opt.Prefetched != nil && opt.Workspace == "" {
+		rd = <-opt.Prefetched
+		rd.Worktree.Path, rd.Worktree.Name = w.Path, w.Name
+		if mergequeue.JJAvailable(w.Path, st.Repo.Root) && rd.Source != mergequeue.SourceJJ {
+			rd = readWorkspace(ctx, w, st.Repo.Root) // the repository root has .jj: read again with jj
+		}
+	} else {
+		rd = readWorkspace(ctx, w, st.Repo.Root)
+	}
+	w, dirty := rd.Worktree, rd.Dirty
+	if rd.Err != nil {
+		return nil, rd.Err
+	}
+	if err := mergequeue.CheckWorkspace(w); err != nil {
+		return nil, err
+	}
+	if len(dirty) > 0 {
+		if !opt.AutoCommit {
+			return nil, mergequeue.WorkspaceNotClean(w.Name, dirty)
+		}
+		if w.HEAD, err = mergequeue.AutoCommit(ctx, w); err != nil {
+			return nil, err
+		}
+	}
+	got := rd
+	if got.IdentErr == nil && got.Head != w.HEAD { // HEAD moved in between, or auto-committed
+		got.Head, got.ChangeID, got.Source, got.IdentErr = mergequeue.ChangeID(ctx, w, w.HEAD, st.Repo.Root)
+	}
+	if got.IdentErr != nil {
+		return nil, got.IdentErr
+	}
+	// Like every merge command, recover entries whose runner died first.
+	if _, err := Recover(ctx, st, actor, now); err != nil {
+		return nil, err
+	}
+	req := mergequeue.SubmitRequest{Workspace: w.Name, Worktree: w.Path, Branch: w.Branch, HeadSHA: w.HEAD,
+		ChangeID: got.ChangeID, ChangeIDSource: got.Source, Priority: opt.Priority, BeadID: opt.BeadID, Actor: actor}
+	pol := mergequeue.PolicyFrom(st.Config)
+	// Decide once before pushing, so a submission the queue refuses pushes
+	// nothing; the decision that counts is the one under the lock below.
+	v, err := st.Read(ctx, mergequeue.Name)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := mergequeue.DecideSubmit(queueOf(v), req, pol, now); err != nil {
+		return nil, err
+	}
+	pushed := false
+	if remote := st.Config.String("merge.remote"); !opt.NoPush && mergequeue.RemoteExists(ctx, w.Path, remote) {
+		if err := mergequeue.PushBranch(ctx, w, remote); err != nil {
+			return nil, err
+		}
+		pushed = true
+	}
+	var sub mergequeue.Submission
+	_, v, err = st.Write(ctx, now, actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+		sub, err = mergequeue.DecideSubmit(queueOf(v), req, pol, now)
+		return sub.Drafts, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	e := queueOf(v).Entry(sub.EntryID)
+	resp := &Response{EntryID: e.ID, Workspace: e.Workspace, Status: e.Status, PendingCount: queueOf(v).PendingCount,
+		SubmissionType: sub.Type, SubmittedAt: now.UTC(), DedupeKey: e.DedupeKey, HeadSHA: e.HeadSHA,
+		ChangeID: e.ChangeID, Branch: e.Branch, Pushed: pushed}
+	if e.Position > 0 {
+		p := e.Position
+		resp.Position = &p
+	}
+	if e.BeadID != "" {
+		b := e.BeadID
+		resp.BeadID = &b
+	}
+	return resp, nil
+}
+
+// findWorkspace is the worktree to submit: the one the command runs in,
+// or the one named, which must be among git worktree list (PRE-WS-001) and
+// not abandoned (PRE-WS-002).
+func findWorkspace(ctx context.Context, st *store.Store, name string) (mergequeue.Worktree, error) {
+	if name == "" {
+		return mergequeue.Worktree{Path: st.Repo.WorkTree, Name: filepath.Base(st.Repo.WorkTree)}, nil
+	}
+	list, err := mergequeue.ListWorktrees(ctx, st.Repo.WorkTree)
+	if err != nil {
+		return mergequeue.Worktree{}, mergequeue.IdentityExtractionFailed(name, err.Error())
+	}
+	w, err := mergequeue.FindWorkspace(list, name, st.Repo.WorkTree)
+	if err != nil {
+		return w, err
+	}
+	if w.Prunable || w.Bare {
+		return w, mergequeue.CheckWorkspace(w)
+	}
+	return w, nil
+}
+
+func queueOf(v *projections.View) *mergequeue.State {
+	return v.Get(mergequeue.Name).(*mergequeue.State)
+}
+
+// Queue reads the merge queue, recovering expired entries first.
+func Queue(ctx context.Context, st *store.Store, actor string, now time.Time) (*mergequeue.State, error) {
+	v, err := st.Read(ctx, mergequeue.Name)
+	if err != nil {
+		return nil, err
+	}
+	q := queueOf(v)
+	if len(q.Expired(now)) == 0 {
+		return q, nil
+	}
+	if _, err := Recover(ctx, st, actor, now); err != nil {
+		return nil, err
+	}
+	v, err = st.Read(ctx, mergequeue.Name)
+	if err != nil {
+		return nil, err
+	}
+	return queueOf(v), nil
+}
+
+// Change runs a decider for a command that changes the queue (cancel,
+// retry, freeze), after recovering expired entries, and returns the new state.
+func Change(ctx context.Context, st *store.Store, actor string, now time.Time,
+	decide func(*mergequeue.State, mergequeue.Policy) ([]eventlog.Draft, error)) ([]eventlog.Event, *mergequeue.State, error) {
+	if _, err := Queue(ctx, st, actor, now); err != nil {
+		return nil, nil, err
+	}
+	pol := mergequeue.PolicyFrom(st.Config)
+	events, v, err := st.Write(ctx, now, actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+		return decide(queueOf(v), pol)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return events, queueOf(v), nil
+}

@@ -1,0 +1,225 @@
+package train
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/mergequeue"
+)
+
+func wantCode(t *testing.T, err error, code string) {
+	t.Helper()
+	f, ok := fault.As(err)
+	if !ok || f.Code != code {
+		t.Fatalf("got %v, want %s", err, code)
+	}
+}
+
+// Each precondition of seed 002 §3, positive and negative; a rejected
+// submission appends nothing (INV-CONC-001, -003).
+func TestSubmitPreconditions(t *testing.T) {
+	f := newFixture(t)
+	feat := f.worktree("feat", "f.txt", "f\n")
+	reject := func(dir string, opt SubmitOptions, code string) {
+		t.Helper()
+		n := f.events()
+		_, err := f.submit(dir, opt, "ada@example.com")
+		wantCode(t, err, code)
+		if f.events() != n {
+			t.Fatalf("%s: a rejected submission appended %d events", code, f.events()-n)
+		}
+	}
+
+	// PRE-WS-001: the workspace must be among git worktree list.
+	reject(f.root, SubmitOptions{Workspace: "nope", NoPush: true}, mergequeue.CodeSessionNotFound)
+	reject(f.root, SubmitOptions{Workspace: "bad name!", NoPush: true}, mergequeue.CodeInvalidWorkspaceName)
+	// PRE-WS-005: clean, or --auto-commit.
+	f.write(feat, "dirty.txt", "x\n")
+	reject(feat, SubmitOptions{NoPush: true}, mergequeue.CodeWorkspaceNotClean)
+	resp := f.mustSubmit(f.root, SubmitOptions{Workspace: "feat", NoPush: true, AutoCommit: true})
+	head := f.git(feat, "rev-parse", "HEAD")
+	if resp.HeadSHA != head || f.git(feat, "status", "--porcelain") != "" {
+		t.Fatalf("auto-commit: head %s, response %s", head, resp.HeadSHA)
+	}
+	// PRE-ID-002, PRE-ID-003, INV-ID-004: head and branch come from the workspace.
+	if resp.Branch != "feat" || resp.Workspace != "feat" || resp.Status != mergequeue.Pending || *resp.Position != 1 {
+		t.Fatalf("response %+v", resp)
+	}
+
+	// PRE-WS-003: a detached HEAD has no branch.
+	det := filepath.Join(filepath.Dir(f.root), "det")
+	f.git(f.root, "worktree", "add", "-q", "--detach", det, "main")
+	reject(det, SubmitOptions{NoPush: true}, mergequeue.CodeIdentityExtractionFailed)
+	// PRE-WS-004: an unborn branch has no commit.
+	f.git(det, "checkout", "-q", "--orphan", "empty")
+	reject(det, SubmitOptions{NoPush: true}, mergequeue.CodeInvalidHeadSHA)
+	// PRE-WS-002: an abandoned worktree (directory gone).
+	gone := f.worktree("gone", "g.txt", "g\n")
+	os.RemoveAll(gone)
+	reject(f.root, SubmitOptions{Workspace: "gone", NoPush: true}, mergequeue.CodeSessionNotFound)
+}
+
+// PRE-REMOTE-001..003: the branch is pushed before queueing when a remote exists.
+func TestSubmitPush(t *testing.T) {
+	f := newFixture(t)
+	feat := f.worktree("feat", "f.txt", "f\n")
+	resp := f.mustSubmit(feat, SubmitOptions{})
+	if !resp.Pushed || f.git(f.remote, "rev-parse", "refs/heads/feat") != resp.HeadSHA {
+		t.Fatalf("not pushed: %+v", resp)
+	}
+	// amend and submit again: the rewritten branch is pushed, the entry updated
+	f.git(feat, "commit", "-q", "--amend", "-m", "amended")
+	resp2 := f.mustSubmit(feat, SubmitOptions{})
+	if resp2.SubmissionType != mergequeue.SubmissionUpdated || resp2.DedupeKey != resp.DedupeKey ||
+		f.git(f.remote, "rev-parse", "refs/heads/feat") != resp2.HeadSHA {
+		t.Fatalf("amend: %+v", resp2)
+	}
+	// --no-push skips it
+	other := f.worktree("other", "o.txt", "o\n")
+	if r := f.mustSubmit(other, SubmitOptions{NoPush: true}); r.Pushed {
+		t.Fatal("pushed with --no-push")
+	}
+
+	// PRE-REMOTE-003: a rejected push queues nothing.
+	hook := filepath.Join(f.remote, "hooks", "pre-receive")
+	os.WriteFile(hook, []byte("#!/bin/sh\necho no pushes today >&2\nexit 1\n"), 0o755)
+	third := f.worktree("third", "t.txt", "t\n")
+	n := f.events()
+	_, err := f.submit(third, SubmitOptions{}, "ada@example.com")
+	wantCode(t, err, mergequeue.CodeBookmarkPushFailed)
+	os.Remove(hook)
+	// PRE-REMOTE-002: an unreachable remote queues nothing.
+	f.git(f.root, "remote", "set-url", "origin", filepath.Join(t.TempDir(), "missing.git"))
+	_, err = f.submit(third, SubmitOptions{}, "ada@example.com")
+	wantCode(t, err, mergequeue.CodeRemoteUnreachable)
+	if f.events() != n {
+		t.Fatal("a failed push appended events")
+	}
+	// PRE-REMOTE-001: no remote configured: queued without a push.
+	f.git(f.root, "remote", "remove", "origin")
+	if r := f.mustSubmit(third, SubmitOptions{}); r.Pushed || r.EntryID != 3 {
+		t.Fatalf("without a remote: %+v", r)
+	}
+}
+
+// PRE-ID-001, INV-ID-002: the change id is stable across amend and rebase,
+// from a Change-Id trailer or generated and remembered.
+func TestChangeIDStable(t *testing.T) {
+	f := newFixture(t)
+	feat := f.worktree("feat", "f.txt", "f\n")
+	f.git(feat, "commit", "-q", "--amend", "-m", "feature\n\nChange-Id: I0123456789abcdef")
+	r1 := f.mustSubmit(feat, SubmitOptions{NoPush: true})
+	if r1.ChangeID != "I0123456789abcdef" || r1.DedupeKey != "feat:I0123456789abcdef" {
+		t.Fatalf("trailer: %+v", r1)
+	}
+	f.commit(f.root, "main.txt", "m\n", "main moves")
+	f.git(feat, "rebase", "-q", "main")
+	r2 := f.mustSubmit(feat, SubmitOptions{NoPush: true})
+	if r2.DedupeKey != r1.DedupeKey || r2.HeadSHA == r1.HeadSHA || r2.SubmissionType != mergequeue.SubmissionUpdated {
+		t.Fatalf("after rebase: %+v", r2)
+	}
+
+	plain := f.worktree("plain", "p.txt", "p\n")
+	g1 := f.mustSubmit(plain, SubmitOptions{NoPush: true})
+	f.git(plain, "commit", "-q", "--amend", "-m", "amended")
+	g2 := f.mustSubmit(plain, SubmitOptions{NoPush: true})
+	if g1.DedupeKey != g2.DedupeKey || g1.EntryID != g2.EntryID || g1.HeadSHA == g2.HeadSHA {
+		t.Fatalf("generated: %+v then %+v", g1, g2)
+	}
+	if f.queue().Entry(g1.EntryID).ChangeIDSource != mergequeue.SourceGenerated {
+		t.Fatal("source")
+	}
+}
+
+// jj is used only when the repository is a jj repository and jj is installed.
+func TestChangeIDFromJJ(t *testing.T) {
+	if _, err := exec.LookPath("jj"); err != nil {
+		t.Skip("jj is not installed")
+	}
+	f := newFixture(t)
+	feat := f.worktree("feat", "f.txt", "f\n")
+	cmd := exec.Command("jj", "git", "init", "--colocate")
+	cmd.Dir = feat
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Skipf("jj git init: %v %s", err, out)
+	}
+	r := f.mustSubmit(feat, SubmitOptions{NoPush: true})
+	if f.queue().Entry(r.EntryID).ChangeIDSource != mergequeue.SourceJJ {
+		t.Fatal("jj change id not used")
+	}
+}
+
+// Authorization through the edge: another actor cannot take a held workspace.
+func TestSubmitUnauthorized(t *testing.T) {
+	f := newFixture(t)
+	feat := f.worktree("feat", "f.txt", "f\n")
+	f.mustSubmit(feat, SubmitOptions{NoPush: true})
+	_, err := f.submit(feat, SubmitOptions{NoPush: true}, "bob@example.com")
+	wantCode(t, err, mergequeue.CodeUnauthorizedWorkspace)
+	f.config("admins", `["bob@example.com"]`)
+	if _, err := f.submit(feat, SubmitOptions{NoPush: true}, "bob@example.com"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// POST-RESP-001..005 and POST-ENTRY-001..008 through the real log.
+func TestSubmitResponse(t *testing.T) {
+	f := newFixture(t)
+	a := f.worktree("a", "a.txt", "a\n")
+	b := f.worktree("b", "b.txt", "b\n")
+	ra := f.mustSubmit(a, SubmitOptions{NoPush: true, Priority: mergequeue.P(3), BeadID: "bd-7"})
+	rb := f.mustSubmit(b, SubmitOptions{NoPush: true, Priority: mergequeue.P(1)})
+	q := f.queue()
+	for _, r := range []*Response{ra, rb} {
+		e := q.Entry(r.EntryID)
+		if e == nil || e.ID <= 0 {
+			t.Fatalf("POST-ENTRY-001/002: entry %d", r.EntryID)
+		}
+		if r.Workspace != e.Workspace || r.DedupeKey != e.DedupeKey || r.HeadSHA != e.HeadSHA ||
+			r.HeadSHA != f.git(f.root, "rev-parse", "refs/heads/"+e.Branch) {
+			t.Errorf("POST-ENTRY-003..005 / POST-RESP-001: %+v vs %+v", r, e)
+		}
+		if r.SubmissionType != mergequeue.SubmissionNew || e.WorkspaceState != mergequeue.WorkspaceCreated || !r.SubmittedAt.Equal(e.AddedAt) || r.SubmittedAt.Year() != 2026 {
+			t.Errorf("POST-RESP-004/005, POST-ENTRY-007/008: %+v", r)
+		}
+	}
+	// the response was right when given; b's priority put it ahead of a afterwards
+	if *ra.Position != 1 || ra.PendingCount != 1 || *rb.Position != 1 || rb.PendingCount != 2 {
+		t.Errorf("POST-RESP-003: a at %d of %d, b at %d of %d", *ra.Position, ra.PendingCount, *rb.Position, rb.PendingCount)
+	}
+	if q.Entry(ra.EntryID).Position != 2 || q.Entry(rb.EntryID).Position != 1 || q.PendingCount != 2 {
+		t.Error("POST-POS-003: priority order")
+	}
+	if *ra.BeadID != "bd-7" || rb.BeadID != nil || ra.Status != mergequeue.Pending {
+		t.Error("POST-RESP-002, bead id")
+	}
+}
+
+// PRE-ID-001 negative: a change id that cannot be used is refused, nothing queued.
+func TestSubmitBadChangeID(t *testing.T) {
+	f := newFixture(t)
+	feat := f.worktree("feat", "f.txt", "f\n")
+	f.git(feat, "commit", "-q", "--amend", "-m", "feature\n\nChange-Id: I12:34")
+	n := f.events()
+	_, err := f.submit(feat, SubmitOptions{NoPush: true}, "ada@example.com")
+	wantCode(t, err, mergequeue.CodeChangeIDExtractionFailed)
+	if f.events() != n {
+		t.Fatal("appended")
+	}
+}
+
+// A submission the queue refuses pushes nothing either.
+func TestRefusedSubmissionPushesNothing(t *testing.T) {
+	f := newFixture(t)
+	feat := f.worktree("feat", "f.txt", "f\n")
+	f.mustSubmit(feat, SubmitOptions{NoPush: true})
+	f.commit(feat, "g.txt", "g\n", "more")
+	_, err := f.submit(feat, SubmitOptions{}, "bob@example.com")
+	wantCode(t, err, mergequeue.CodeUnauthorizedWorkspace)
+	if out := f.git(f.remote, "branch", "--list", "feat"); out != "" {
+		t.Fatalf("pushed anyway: %s", out)
+	}
+}
