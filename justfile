@@ -30,3 +30,8 @@ bench-queue:
 bench-merge:
     go run ./internal/benchmerge -n 30
     go test -run '^$' -bench . -benchtime 2s ./internal/mergequeue/
+
+# the log: append vs raw write+fsync, replay of 1,000,000 events (time, peak RSS), status on 100,000
+bench-foundation:
+    go test -run '^$' -bench 'Append|Read' -benchtime 2s -count 3 ./eventlog/
+    d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./internal/benchgen -dir "$d/1m" -events 1000000 && "$d/spool" -C "$d/1m" init >/dev/null && go run ./internal/benchtime -n 5 -warmup 1 -- "$d/spool" -C "$d/1m" replay && go run ./internal/benchgen -dir "$d/100k" -events 100000 && "$d/spool" -C "$d/100k" init >/dev/null && "$d/spool" -C "$d/100k" status >/dev/null && go run ./internal/benchtime -n 31 -- "$d/spool" -C "$d/100k" status; s=$?; rm -rf "$d"; exit $s

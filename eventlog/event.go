@@ -8,7 +8,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"regexp"
+	"strings"
+
 	"time"
 	"unicode/utf8"
 
@@ -52,10 +53,25 @@ func (e *Event) Before(o *Event) bool {
 	return e.Seq < o.Seq
 }
 
-var typePattern = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$`)
-
-// ValidType reports whether t is a dotted lowercase event type such as "task.created".
-func ValidType(t string) bool { return typePattern.MatchString(t) }
+// ValidType reports whether t is a dotted lowercase event type such as
+// "task.created": two or more words of [a-z][a-z0-9_]* joined by dots.
+func ValidType(t string) bool {
+	words := strings.Split(t, ".")
+	if len(words) < 2 {
+		return false
+	}
+	for _, w := range words {
+		if w == "" || w[0] < 'a' || w[0] > 'z' {
+			return false
+		}
+		for i := 1; i < len(w); i++ {
+			if c := w[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // Encode renders e as one log line ending in '\n', keys in envelope order.
 func (e *Event) Encode() ([]byte, error) {

@@ -3,7 +3,6 @@ package mergequeue
 import (
 	"crypto/sha1"
 	"encoding/hex"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -57,11 +56,6 @@ type Submission struct {
 	DedupeKey string
 }
 
-var (
-	workspacePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
-	shaPattern       = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
-)
-
 // MinPriority and MaxPriority bound priorities (lower is more urgent).
 const (
 	MinPriority     = 0
@@ -79,14 +73,40 @@ func ValidateWorkspaceName(ws string) error {
 		return InvalidWorkspaceName(ws, "it is empty")
 	case !utf8.ValidString(ws):
 		return InvalidWorkspaceName(ws, "it is not valid UTF-8")
-	case !workspacePattern.MatchString(ws):
+	case !plainName(ws):
 		return InvalidWorkspaceName(ws, "use at most 100 letters, digits, '.', '_' or '-', starting with a letter or digit")
 	}
 	return nil
 }
 
+// plainName is ^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$ without a regexp, whose
+// {0,99} would be compiled at every start of every command.
+func plainName(s string) bool {
+	if len(s) == 0 || len(s) > 100 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // ValidHeadSHA reports whether s is a full commit id (SHA-1 or SHA-256, lowercase hex).
-func ValidHeadSHA(s string) bool { return shaPattern.MatchString(s) }
+func ValidHeadSHA(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // ComputeDedupeKey is "workspace:change_id": the same inputs always give the same key.
 func ComputeDedupeKey(changeID, workspace string) string { return workspace + ":" + changeID }
