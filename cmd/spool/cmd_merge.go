@@ -42,6 +42,23 @@ func (e *env) mergeCtx() (*store.Store, time.Time, string, error) {
 	return st, now, actor, err
 }
 
+// mergeEntry opens the queue (recovering expired entries first) and finds entry id.
+func (e *env) mergeEntry(id int64) (*store.Store, *mergequeue.State, *mergequeue.Entry, error) {
+	st, now, actor, err := e.mergeCtx()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	q, err := train.Queue(e.ctx, st, actor, now)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	en := q.Entry(id)
+	if en == nil {
+		return nil, nil, nil, mergequeue.EntryNotFound(id)
+	}
+	return st, q, en, nil
+}
+
 type MergeSubmitCmd struct {
 	Workspace  string `placeholder:"NAME" help:"Worktree to submit, by directory name or path (default: the current one)."`
 	Priority   *int   `placeholder:"N" help:"0 (most urgent) to 4; default 2 for a new entry, unchanged for one already queued."`
@@ -159,17 +176,9 @@ type MergeShowCmd struct {
 }
 
 func (c *MergeShowCmd) Run(e *env) error {
-	st, now, actor, err := e.mergeCtx()
+	st, q, en, err := e.mergeEntry(c.ID)
 	if err != nil {
 		return err
-	}
-	q, err := train.Queue(e.ctx, st, actor, now)
-	if err != nil {
-		return err
-	}
-	en := q.Entry(c.ID)
-	if en == nil {
-		return mergequeue.EntryNotFound(c.ID)
 	}
 	trail, err := train.Trail(e.ctx, st, en.ID)
 	if err != nil {
@@ -216,17 +225,9 @@ type MergePositionCmd struct {
 }
 
 func (c *MergePositionCmd) Run(e *env) error {
-	st, now, actor, err := e.mergeCtx()
+	_, q, en, err := e.mergeEntry(c.ID)
 	if err != nil {
 		return err
-	}
-	q, err := train.Queue(e.ctx, st, actor, now)
-	if err != nil {
-		return err
-	}
-	en := q.Entry(c.ID)
-	if en == nil {
-		return mergequeue.EntryNotFound(c.ID)
 	}
 	var pos *int
 	if en.Position > 0 {
