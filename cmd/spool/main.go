@@ -108,11 +108,13 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			c, ok := p.(exitPanic)
-			if !ok {
-				panic(p)
+			if c, ok := p.(exitPanic); ok {
+				code = int(c)
+				return
 			}
-			code = int(c)
+			// A bug: exit 1 (unexpected), not Go's 2, which means usage here.
+			fmt.Fprintf(stderr, "spool: unexpected internal error (please report it): %v\n%s", p, debug.Stack())
+			code = int(fault.Unexpected)
 		}
 	}()
 	jsonErrors := wantsJSON(args)

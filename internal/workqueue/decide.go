@@ -521,9 +521,7 @@ func (l layered) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool
 			if p.Skip(c, h, g, now) != "" {
 				continue
 			}
-			if e := p.Effective(*h, now); e.QueuedAt.After(c.queuedAt) {
-				c.queuedAt = e.QueuedAt
-			}
+			c.queuedAt = p.queuedAt(t.CreatedAt, h, now)
 		}
 		if found && !candidateLess(c, best) || s.blockedBy(t, memo, 0) {
 			continue

@@ -194,12 +194,7 @@ func (p Policy) Select(cands []Candidate, entry func(id string) *Entry, g Gate, 
 		if p.Skip(c, h, g, now) != "" {
 			continue
 		}
-		c.queuedAt = c.CreatedAt
-		if h != nil {
-			if e := p.Effective(*h, now); e.QueuedAt.After(c.queuedAt) {
-				c.queuedAt = e.QueuedAt
-			}
-		}
+		c.queuedAt = p.queuedAt(c.CreatedAt, h, now)
 		out = append(out, c)
 	}
 	return topK(out, limit, candidateLess)
@@ -300,4 +295,17 @@ func (p Policy) Wakeup(history map[string]*Entry, now time.Time) (time.Time, str
 		}
 	}
 	return at, id
+}
+
+// queuedAt is where a task stands in its priority: its creation time, or,
+// under the progressive policy only, when an even failure requeued it.
+// Exponential keeps seed 001's order (priority, then creation time).
+func (p Policy) queuedAt(created time.Time, h *Entry, now time.Time) time.Time {
+	if p.Kind != Progressive || h == nil {
+		return created
+	}
+	if e := p.Effective(*h, now); e.QueuedAt.After(created) {
+		return e.QueuedAt
+	}
+	return created
 }

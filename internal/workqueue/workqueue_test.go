@@ -319,6 +319,26 @@ func TestProgressiveRequeue(t *testing.T) {
 	}
 }
 
+// Exponential keeps seed 001's order after any number of failures: priority,
+// then creation time; only the progressive policy requeues.
+func TestExponentialKeepsCreationOrder(t *testing.T) {
+	w := newWorld(t)
+	a := w.add("a", 2, t0)
+	w.add("b", 2, t0.Add(time.Second))
+	p := DefaultPolicy()
+	at := t0.Add(time.Minute)
+	for i := 0; i < 2; i++ {
+		if got := w.next(p, Gate{}, "x", at); got != a {
+			t.Fatalf("claim %d: got %s, want %s", i+1, got, a)
+		}
+		w.fail(p, a, "x", "boom", at)
+		at = at.Add(time.Hour) // past any backoff
+	}
+	if got := w.next(p, Gate{}, "x", at); got != a {
+		t.Fatalf("after two failures and the backoff, exponential must still pick the oldest task %s, got %s", a, got)
+	}
+}
+
 func TestClaimRules(t *testing.T) {
 	w := newWorld(t)
 	id := w.add("t", 2, t0)
