@@ -203,8 +203,7 @@ func (c *TaskUpdateCmd) Run(e *env) error {
 		return err // usage errors before taking the lock
 	}
 	_, s, err := q.write(tracker, func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
-		d, err := workqueue.UpdateTask(s, c.ID, u)
-		return []eventlog.Draft{d}, err
+		return workqueue.UpdateTask(s, c.ID, u)
 	})
 	if err != nil {
 		return err

@@ -142,17 +142,47 @@ func (u *Update) Validate() error {
 	return nil
 }
 
-// UpdateTask changes a task's fields.
-func UpdateTask(s *State, id string, u Update) (eventlog.Draft, error) {
+// UpdateTask changes a task's fields. A status change goes through the same
+// rules as close and reopen (and is recorded as task.closed or task.reopened,
+// so a claim is released); in_progress belongs to spool next.
+func UpdateTask(s *State, id string, u Update) ([]eventlog.Draft, error) {
 	if err := u.Validate(); err != nil {
-		return eventlog.Draft{}, err
+		return nil, err
 	}
-	if _, err := s.task(id); err != nil {
-		return eventlog.Draft{}, err
+	t, err := s.task(id)
+	if err != nil {
+		return nil, err
 	}
-	d := UpdatedData{Title: u.Title, Description: u.Description, Priority: u.Priority, Status: u.Status,
+	var drafts []eventlog.Draft
+	status := u.Status
+	if status != nil {
+		switch to := *status; {
+		case to == t.Status:
+			return nil, invalidTransition(id, "is already "+to)
+		case to == StatusInProgress:
+			return nil, invalidTransition(id, "in_progress is set by claiming the task with spool next")
+		case to == StatusClosed:
+			closed, err := CloseTasks(s, []string{id}, "")
+			if err != nil {
+				return nil, err
+			}
+			drafts, status = append(drafts, closed...), nil
+		case t.Status == StatusClosed && to == StatusOpen:
+			reopened, err := Reopen(s, id)
+			if err != nil {
+				return nil, err
+			}
+			drafts, status = append(drafts, reopened), nil
+		case t.Status == StatusClosed:
+			return nil, invalidTransition(id, "is closed; reopen it first")
+		}
+	}
+	d := UpdatedData{Title: u.Title, Description: u.Description, Priority: u.Priority, Status: status,
 		AddLabels: normLabels(u.AddLabels), RemoveLabels: normLabels(u.RemoveLabels)}
-	return eventlog.Draft{Type: TypeUpdated, Subject: id, Data: d}, nil
+	if d.Title != nil || d.Description != nil || d.Priority != nil || d.Status != nil || len(d.AddLabels)+len(d.RemoveLabels) > 0 {
+		drafts = append([]eventlog.Draft{{Type: TypeUpdated, Subject: id, Data: d}}, drafts...)
+	}
+	return drafts, nil
 }
 
 func invalidTransition(id, msg string) error {

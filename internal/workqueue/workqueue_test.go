@@ -167,7 +167,7 @@ func TestLabelGating(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.apply("ada", t0, d)
+	w.apply("ada", t0, d...)
 	if got := w.next(p, p.Gate(nil, nil), "c", t0); got != plain {
 		t.Fatalf("next = %q, want %q after labelling", got, plain)
 	}
@@ -336,6 +336,39 @@ func TestExponentialKeepsCreationOrder(t *testing.T) {
 	}
 	if got := w.next(p, Gate{}, "x", at); got != a {
 		t.Fatalf("after two failures and the backoff, exponential must still pick the oldest task %s, got %s", a, got)
+	}
+}
+
+// task update --status follows close and reopen; in_progress is only for next.
+func TestUpdateStatusFollowsTheStateMachine(t *testing.T) {
+	w := newWorld(t)
+	a := w.add("a", 2, t0)
+	str := func(s string) *string { return &s }
+	for _, tc := range []struct {
+		status, code, wantType string
+	}{
+		{StatusOpen, "invalid_state_transition", ""},
+		{StatusInProgress, "invalid_state_transition", ""},
+		{StatusDeferred, "", TypeUpdated},
+		{StatusClosed, "", TypeClosed},
+		{StatusClosed, "invalid_state_transition", ""},
+		{StatusDeferred, "invalid_state_transition", ""},
+		{StatusOpen, "", TypeReopened},
+	} {
+		drafts, err := UpdateTask(w.s, a, Update{Status: str(tc.status)})
+		if code(err) != tc.code {
+			t.Fatalf("--status %s: error %v, want code %q", tc.status, err, tc.code)
+		}
+		if tc.code != "" {
+			continue
+		}
+		if len(drafts) != 1 || drafts[0].Type != tc.wantType {
+			t.Fatalf("--status %s: drafts %+v, want one %s", tc.status, drafts, tc.wantType)
+		}
+		w.apply("ada", t0, drafts...)
+		if got := w.s.Tasks[a].Status; got != tc.status {
+			t.Fatalf("--status %s: task is %s", tc.status, got)
+		}
 	}
 }
 
@@ -594,7 +627,7 @@ func TestLazyTasksApplyLater(t *testing.T) {
 	b := w.add("b", 0, t0)
 	c, _ := AddComment(w.s, a, "note")
 	up, _ := UpdateTask(w.s, a, Update{AddLabels: []string{"x"}})
-	w.apply("ada", t0, c, up)
+	w.apply("ada", t0, append([]eventlog.Draft{c}, up...)...)
 	for i := before; i < len(w.log); i++ {
 		lazy.Apply(&w.log[i])
 	}
