@@ -60,9 +60,13 @@ func checkFile(path string, rep *CheckReport, ids map[string]string) error {
 	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	var seq, lc uint64
+	batchFrom := 0 // first line of a batch still waiting for its last event
 	for n := 1; ; n++ {
 		line, err := br.ReadBytes('\n')
 		if errors.Is(err, io.EOF) {
+			if batchFrom > 0 {
+				add(batchFrom, "unfinished batch: lines %d to %d belong to an append that never finished (spool replay, or any command that appends, removes them)", batchFrom, n-1)
+			}
 			if len(line) > 0 {
 				add(n, "torn tail: %d bytes without a newline (spool replay, or any command that appends, repairs it)", len(line))
 			}
@@ -82,6 +86,12 @@ func checkFile(path string, rep *CheckReport, ids map[string]string) error {
 			continue
 		}
 		rep.Events++
+		switch {
+		case e.More && batchFrom == 0:
+			batchFrom = n
+		case !e.More:
+			batchFrom = 0
+		}
 		if e.Writer != writer {
 			add(n, "writer %q in the file of writer %q", e.Writer, writer)
 		}

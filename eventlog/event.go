@@ -32,6 +32,9 @@ type Event struct {
 	Subject string          `json:"subject,omitempty"`
 	Idem    string          `json:"idem,omitempty"`
 	Data    json.RawMessage `json:"data,omitempty"`
+	// More is set on every event of a multi-event append but the last: a
+	// batch is all or nothing, and a file ending in More is an unfinished one.
+	More bool `json:"more,omitempty"`
 }
 
 // Draft is an event a command wants appended; the log fills in the rest.
@@ -157,6 +160,14 @@ func Decode(line []byte) (*Event, error) {
 		case "data":
 			if raw != "null" {
 				e.Data = json.RawMessage(raw)
+			}
+		case "more":
+			switch raw {
+			case "true":
+				e.More = true
+			case "false":
+			default:
+				err = fmt.Errorf("%w: field more must be true or false", ErrCorrupt)
 			}
 		}
 		return err

@@ -407,8 +407,19 @@ func (l *Log) repairTail(f *os.File, path string) error {
 	if err != nil {
 		return err
 	}
-	keep, torn, err := tornTail(f, st.Size())
-	if err != nil || torn == nil {
+	lineEnd, _, err := tornTail(f, st.Size())
+	if err != nil {
+		return err
+	}
+	keep, err := unfinishedBatch(f, lineEnd)
+	if err != nil {
+		return err
+	}
+	if keep == st.Size() {
+		return nil
+	}
+	torn := make([]byte, st.Size()-keep)
+	if _, err := f.ReadAt(torn, keep); err != nil && err != io.EOF {
 		return err
 	}
 	backup := filepath.Join(l.opt.PrivateDir, "torn", fmt.Sprintf("%s.%d", filepath.Base(path), time.Now().UnixNano()))
@@ -424,8 +435,29 @@ func (l *Log) repairTail(f *os.File, path string) error {
 	if err := f.Sync(); err != nil {
 		return err
 	}
-	l.opt.Warn(fmt.Sprintf("repaired torn tail of %s: %d bytes without a newline moved to %s", path, len(torn), backup))
+	what := "without a newline"
+	if keep < lineEnd {
+		what = "of an append that never finished"
+	}
+	l.opt.Warn(fmt.Sprintf("repaired torn tail of %s: %d bytes %s moved to %s", path, len(torn), what, backup))
 	return nil
+}
+
+// unfinishedBatch moves end back over complete lines that belong to a batch
+// whose last event never reached the file (they all carry "more").
+func unfinishedBatch(f *os.File, end int64) (int64, error) {
+	for end > 0 {
+		line, start, err := lastLine(f, end)
+		if err != nil || line == nil {
+			return end, err
+		}
+		e, err := Decode(line)
+		if err != nil || !e.More {
+			return end, nil // a bad line is reported by readers, not silently cut
+		}
+		end = start
+	}
+	return end, nil
 }
 
 // tornTail returns the length to keep and the torn bytes after the last '\n' (nil if none).
@@ -476,24 +508,29 @@ func (s *Session) Append(at time.Time, actor string, drafts []Draft, opt AppendO
 	var lines []byte
 	var fresh []int // indexes of events to write
 	seenIdem := map[string]int{}
+	sameAs := map[int]int{} // a repeated key in this batch gets the event of its first draft
 	for i, d := range drafts {
 		if d.Idem != "" {
 			if j, ok := seenIdem[d.Idem]; ok {
-				out[i] = out[j]
+				sameAs[i] = j
 				continue
 			}
 			prev, err := s.log.FindIdem(d.Idem)
 			if err != nil {
 				return nil, err
 			}
+			seenIdem[d.Idem] = i
 			if prev != nil {
 				out[i] = *prev
-				seenIdem[d.Idem] = i
 				continue
 			}
-			seenIdem[d.Idem] = i
 		}
-		e, err := s.build(d, at, actor, len(fresh))
+		fresh = append(fresh, i)
+	}
+	for k, i := range fresh {
+		// Every event of a batch but the last says more follows, so a crash
+		// that leaves part of the batch is recognised and the part dropped.
+		e, err := s.build(drafts[i], at, actor, k, k < len(fresh)-1)
 		if err != nil {
 			return nil, err
 		}
@@ -503,11 +540,13 @@ func (s *Session) Append(at time.Time, actor string, drafts []Draft, opt AppendO
 		}
 		if len(line) > MaxLine {
 			// Readers take a longer line for corruption: the log would be unreadable.
-			return nil, fmt.Errorf("%w: %s is %d bytes encoded, more than %d", ErrInvalidDraft, d.Type, len(line), MaxLine)
+			return nil, fmt.Errorf("%w: %s is %d bytes encoded, more than %d", ErrInvalidDraft, drafts[i].Type, len(line), MaxLine)
 		}
 		out[i] = *e
 		lines = append(lines, line...)
-		fresh = append(fresh, i)
+	}
+	for i, j := range sameAs {
+		out[i] = out[j]
 	}
 	if len(fresh) == 0 {
 		// A retry whose first attempt moved the log still gets its events.
@@ -525,7 +564,7 @@ func (s *Session) Append(at time.Time, actor string, drafts []Draft, opt AppendO
 	return out, nil
 }
 
-func (s *Session) build(d Draft, at time.Time, actor string, k int) (*Event, error) {
+func (s *Session) build(d Draft, at time.Time, actor string, k int, more bool) (*Event, error) {
 	if !ValidType(d.Type) {
 		return nil, fmt.Errorf("%w: type %q is not dotted lowercase words like task.created", ErrInvalidDraft, d.Type)
 	}
@@ -537,7 +576,7 @@ func (s *Session) build(d Draft, at time.Time, actor string, k int) (*Event, err
 		}
 	}
 	e := &Event{V: Version, Writer: s.writer, Seq: s.seq + uint64(k) + 1, LC: s.lc + uint64(k) + 1,
-		At: at.UTC(), Actor: actor, Type: d.Type, Subject: d.Subject, Idem: d.Idem}
+		At: at.UTC(), Actor: actor, Type: d.Type, Subject: d.Subject, Idem: d.Idem, More: more}
 	switch data := d.Data.(type) {
 	case nil:
 	case json.RawMessage:

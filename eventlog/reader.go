@@ -188,18 +188,32 @@ func (p *producer) run(out chan<- []decoded, done <-chan struct{}) {
 			return false
 		}
 	}
+	var held []decoded // events of a multi-event append, until its last one
 	for {
 		d, end := p.decodeNext()
-		if d != nil {
-			batch = append(batch, *d)
+		switch {
+		case d == nil || d.torn:
+			// End of file. Inside a batch, the batch never finished (the next
+			// append drops it): readers see none of it, as with a torn line.
+			if d != nil || len(held) > 0 {
+				batch = append(batch, decoded{torn: true})
+			}
+			held = nil
+		case d.err != nil:
+			batch, held = append(batch, *d), nil
+		case d.e.More:
+			held = append(held, *d)
+		default:
+			batch = append(append(batch, held...), *d)
+			held = nil
 		}
-		if end || d != nil && (d.err != nil || d.torn) {
+		if end {
 			if len(batch) > 0 {
 				send()
 			}
 			return
 		}
-		if len(batch) == batchSize && !send() {
+		if len(batch) >= batchSize && !send() {
 			return
 		}
 	}
