@@ -539,3 +539,40 @@ func TestClaimOneAtATime(t *testing.T) {
 		t.Fatal("nothing claimed after the first entry was recovered")
 	}
 }
+
+// Two clones number their entries independently; once their logs merge,
+// replay renumbers them, and an event must still reach the entry its clone
+// meant (found by dedupe key), not whichever entry now has its number.
+func TestEventsFindTheirEntryAfterClonesMerge(t *testing.T) {
+	alice, bob := New(), New()
+	subA, err := DecideSubmit(alice, req("ws-a", 1, "alice"), pol, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fold(t, alice, t0, "alice", subA.Drafts)
+	subB, err := DecideSubmit(bob, req("ws-b", 2, "bob"), pol, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fold(t, bob, t0, "bob", subB.Drafts)
+	cancel, err := DecideCancel(bob, subB.EntryID, "bob", "not needed", pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if subA.EntryID != 1 || subB.EntryID != 1 {
+		t.Fatalf("each clone should have numbered its entry 1, got %d and %d", subA.EntryID, subB.EntryID)
+	}
+	// The merged log in replay order: alice's submit, bob's submit, bob's cancel.
+	merged := New()
+	fold(t, merged, t0, "alice", subA.Drafts)
+	fold(t, merged, t0, "bob", subB.Drafts)
+	fold(t, merged, t0, "bob", cancel)
+	a, b := merged.LatestByKey(subA.DedupeKey), merged.LatestByKey(subB.DedupeKey)
+	if a.Status != Pending || a.Owner != "alice" {
+		t.Fatalf("alice's entry is %s (owner %s), want pending: bob's cancel reached it", a.Status, a.Owner)
+	}
+	if b.Status != Cancelled {
+		t.Fatalf("bob's entry is %s, want cancelled", b.Status)
+	}
+	checkInvariants(t, merged)
+}

@@ -249,7 +249,13 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		s.step(e, ev, d)
 		return true
 	}
+	// The dedupe key names the entry: entry ids are numbered in replay order,
+	// so a number another clone decided on may name another entry here once
+	// the logs are merged. Events without a key (older logs) use the id.
 	e := s.Entry(d.EntryID)
+	if d.DedupeKey != "" {
+		e = s.LatestByKey(d.DedupeKey)
+	}
 	if e == nil {
 		return false
 	}
