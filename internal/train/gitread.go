@@ -140,6 +140,7 @@ func trailerValues(msg, key string) []string {
 	if i := strings.IndexByte(msg, 0); i >= 0 {
 		msg = msg[:i] // git reads the message as a C string
 	}
+	msg = skipBlankLines(msg) // git looks from the subject on
 	end := len(msg) - ignoredLogMessageBytes(msg)
 	start := trailerBlockStart(msg, end)
 	var trailers []string
@@ -166,6 +167,19 @@ func trailerValues(msg, key string) []string {
 		}
 	}
 	return values
+}
+
+// skipBlankLines drops the blank lines before the subject (pretty.c's
+// skip_blank_lines: a line of git spaces only is blank).
+func skipBlankLines(msg string) string {
+	for msg != "" {
+		n := nextLine(msg, 0)
+		if strings.TrimRight(msg[:n], " \t\n\r") != "" {
+			break
+		}
+		msg = msg[n:]
+	}
+	return msg
 }
 
 // gitGeneratedPrefixes are the trailers git itself writes; one of them

@@ -209,6 +209,8 @@ var trailerCases = []struct {
 	{"title\r\n\r\nChange-Id: Icrlf\r\n", []string{"Icrlf"}},
 	{"title\n   \nChange-Id: Iblank\n", []string{"Iblank"}},
 	{"# comment title\ntitle\n\nChange-Id: Iafter\n", []string{"Iafter"}},
+	{"\nChange-Id: Iafterblank\n", nil},
+	{" \t\r\n\ntitle\n\nChange-Id: Iafterblanks\n", []string{"Iafterblanks"}},
 	{"", nil},
 	{"\n\n\n", nil},
 	{"title\n\nChange-Id: I\x00hidden\n", []string{"I"}}, // git refuses to write it; go-git reads it
@@ -222,10 +224,11 @@ func TestTrailerValues(t *testing.T) {
 	}
 }
 
-// gitTrailers asks the git binary for a message's Change-Id trailers, as
-// mergequeue.ChangeID did: a commit with that exact message, then
-// git log --format=%(trailers:...).
-func gitTrailers(t testing.TB, dir, msg string) string {
+// gitTrailers writes a commit with message msg and asks the git binary for
+// its Change-Id trailers, as mergequeue.ChangeID did. git commit-tree may
+// change the message (invalid UTF-8 is taken as Latin-1), so compare
+// against the commit it wrote, read with readChangeID.
+func gitTrailers(t testing.TB, dir, msg string) (sha, trailers string) {
 	cmd := exec.Command("git", "commit-tree", "4b825dc642cb6eb9a060e54bf8d69288fbee4904") // the empty tree
 	cmd.Dir, cmd.Stdin = dir, strings.NewReader(msg)
 	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@x", "GIT_COMMITTER_NAME=A", "GIT_COMMITTER_EMAIL=a@x",
@@ -234,12 +237,12 @@ func gitTrailers(t testing.TB, dir, msg string) string {
 	if err != nil {
 		t.Fatalf("git commit-tree: %v", err)
 	}
-	sha := strings.TrimSpace(string(out))
+	sha = strings.TrimSpace(string(out))
 	out, err = exec.Command("git", "-C", dir, "log", "-1", "--format=%(trailers:key=Change-Id,valueonly,separator=%x00)", sha, "--").Output()
 	if err != nil {
 		t.Fatalf("git log: %v", err)
 	}
-	return strings.TrimSuffix(string(out), "\n")
+	return sha, strings.TrimSuffix(string(out), "\n")
 }
 
 // formatLikeGit joins values as git's separator option does: a separator
@@ -273,14 +276,18 @@ func TestTrailerValuesMatchGit(t *testing.T) {
 		if strings.Contains(tc.msg, "\x00") {
 			continue // git commit-tree refuses a message with a NUL
 		}
-		if got, want := formatLikeGit(tc.want), gitTrailers(t, dir, tc.msg); got != want {
+		sha, want := gitTrailers(t, dir, tc.msg)
+		if got := formatLikeGit(tc.want); got != want {
 			t.Errorf("git finds %q in %q; the table says %q", want, tc.msg, got)
+		}
+		if _, values, err := readChangeID(context.Background(), dir, sha); err != nil || formatLikeGit(values) != want {
+			t.Errorf("readChangeID finds %q, %v in %q; git %q", values, err, tc.msg, want)
 		}
 	}
 }
 
-// FuzzTrailerValues is a differential test: any message, the same
-// Change-Id trailers as the git binary finds.
+// FuzzTrailerValues is a differential test: a commit with any message,
+// read with go-git, has the same Change-Id trailers as the git binary finds.
 func FuzzTrailerValues(f *testing.F) {
 	for _, tc := range trailerCases {
 		f.Add(tc.msg)
@@ -290,9 +297,13 @@ func FuzzTrailerValues(f *testing.F) {
 		if strings.Contains(msg, "\x00") {
 			t.Skip("git commit-tree refuses a message with a NUL")
 		}
-		got := formatLikeGit(trailerValues(msg, "Change-Id"))
-		if want := gitTrailers(t, dir, msg); got != want {
-			t.Fatalf("message %q: trailerValues finds %q, git %q", msg, got, want)
+		sha, want := gitTrailers(t, dir, msg)
+		head, values, err := readChangeID(context.Background(), dir, sha)
+		if err != nil || head != sha {
+			t.Fatalf("message %q: readChangeID(%s) = %s, %v", msg, sha, head, err)
+		}
+		if got := formatLikeGit(values); got != want {
+			t.Fatalf("message %q: readChangeID finds %q, git %q", msg, got, want)
 		}
 	})
 }
