@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/spoolhq/spool/internal/mergequeue"
+	"github.com/spoolhq/spool/internal/repo"
 )
 
 // gitRevParse is what the git binary says rev resolves to ("" when it fails).
@@ -90,6 +91,29 @@ func TestRevParseGoGit(t *testing.T) {
 	}
 	if _, err := revParse(context.Background(), t.TempDir(), "HEAD"); err == nil {
 		t.Fatal("revParse outside a repository succeeded")
+	}
+}
+
+// The object database is kept for the process; a commit git packs after
+// go-git loaded the pack indexes is still found.
+func TestGoGitSeesNewPacks(t *testing.T) {
+	f := newReadFixture(t)
+	if got, err := revParse(context.Background(), f.root, "refs/heads/packed"); err != nil || got != f.old {
+		t.Fatalf("packed: %s, %v", got, err) // loads the pack indexes
+	}
+	sha := f.commit(f.root, "new.txt", "new\n", "new")
+	f.git(f.root, "repack", "-q", "-d")
+	f.git(f.root, "prune-packed")
+	if _, err := os.Stat(filepath.Join(f.root, ".git", "objects", sha[:2], sha[2:])); err == nil {
+		t.Fatal("the new commit is still loose")
+	}
+	for _, dir := range []string{f.root, f.feat} {
+		if got, err := revParse(context.Background(), dir, sha); err != nil || got != sha {
+			t.Fatalf("revParse(%s) in %s = %s, %v", sha, dir, got, err)
+		}
+	}
+	if ok, err := contains(context.Background(), f.feat, "refs/heads/main", f.old); err != nil || !ok {
+		t.Fatalf("contains through the new pack = %v, %v", ok, err)
 	}
 }
 
@@ -306,4 +330,47 @@ func FuzzTrailerValues(f *testing.F) {
 			t.Fatalf("message %q: readChangeID finds %q, git %q", msg, got, want)
 		}
 	})
+}
+
+// The in-process reads against the git processes they replaced, in a
+// linked worktree (timings are for reading, never a pass/fail test).
+func BenchmarkGitReads(b *testing.B) {
+	dir := b.TempDir()
+	root, wt := filepath.Join(dir, "repo"), filepath.Join(dir, "wt")
+	env := append(os.Environ(), "GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@x", "GIT_COMMITTER_NAME=A", "GIT_COMMITTER_EMAIL=a@x", "GIT_CONFIG_NOSYSTEM=1")
+	for _, args := range [][]string{{"init", "-q", "-b", "main", root}, {"-C", root, "commit", "-q", "--allow-empty", "-m", "one"},
+		{"-C", root, "commit", "-q", "--allow-empty", "-m", "two\n\nChange-Id: Iabc"}, {"-C", root, "worktree", "add", "-q", wt, "-b", "wt"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	ctx := context.Background()
+	w := mergequeue.Worktree{Path: wt, Name: "wt"}
+	for _, bc := range []struct {
+		name string
+		read func() error
+	}{
+		{"rev-parse/go-git", func() error { _, err := revParse(ctx, wt, "refs/heads/main"); return err }},
+		{"rev-parse/binary", func() error {
+			_, err := repo.Git(ctx, wt, "rev-parse", "--verify", "--quiet", "refs/heads/main^{commit}")
+			return err
+		}},
+		{"is-ancestor/go-git", func() error { _, err := contains(ctx, wt, "refs/heads/main", "HEAD"); return err }},
+		{"is-ancestor/binary", func() error {
+			_, err := repo.Git(ctx, wt, "merge-base", "--is-ancestor", "HEAD", "refs/heads/main")
+			return err
+		}},
+		{"change-id/go-git", func() error { _, _, _, err := changeID(ctx, w, "HEAD", root); return err }},
+		{"change-id/binary", func() error { _, _, _, err := mergequeue.ChangeID(ctx, w, "HEAD", root); return err }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if err := bc.read(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
