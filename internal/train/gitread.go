@@ -57,7 +57,9 @@ func objectDBAt(commonDir string) *objectDB {
 	if objectDBs.byDir == nil || len(objectDBs.byDir) >= 16 {
 		objectDBs.byDir = map[string]*objectDB{}
 	}
-	db := &objectDB{s: filesystem.NewStorage(osfs.New(commonDir), cache.NewObjectLRUDefault())}
+	// A small object cache: reads touch a few commits (an ancestry walk
+	// more, once), and the default of 96 MiB would stay with the train.
+	db := &objectDB{s: filesystem.NewStorage(osfs.New(commonDir), cache.NewObjectLRU(8*cache.MiByte))}
 	objectDBs.byDir[commonDir] = db
 	return db
 }
