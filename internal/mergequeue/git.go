@@ -202,13 +202,28 @@ func ChangeID(ctx context.Context, w Worktree, rev, root string) (head, id, sour
 		id, err := jjChangeID(ctx, w)
 		return head, id, SourceJJ, err
 	}
-	if last := strings.TrimSpace(vals[len(vals)-1]); len(vals) > 1 && last != "" {
-		if strings.ContainsAny(last, " \t:") {
-			return "", "", "", ChangeIDExtractionFailed(w.Name, "Change-Id trailer "+last+" contains whitespace or ':'")
-		}
-		return head, last, SourceTrailer, nil
+	id, source, err = TrailerChangeID(w.Name, vals[1:])
+	if err != nil {
+		return "", "", "", err
 	}
-	return head, "", "", nil
+	return head, id, source, nil
+}
+
+// TrailerChangeID picks the change id from the values of a commit's
+// Change-Id trailers, in order: the last one, unless it is empty (no id:
+// the decider generates one); one with whitespace or ':' is refused.
+func TrailerChangeID(workspace string, values []string) (id, source string, err error) {
+	if len(values) == 0 {
+		return "", "", nil
+	}
+	last := strings.TrimSpace(values[len(values)-1])
+	if last == "" {
+		return "", "", nil
+	}
+	if strings.ContainsAny(last, " \t:") {
+		return "", "", ChangeIDExtractionFailed(workspace, "Change-Id trailer "+last+" contains whitespace or ':'")
+	}
+	return last, SourceTrailer, nil
 }
 
 // JJAvailable reports whether the workspace is in a jj repository and jj is on PATH.

@@ -2,32 +2,15 @@ package train
 
 import (
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"strings"
 
 	"github.com/spoolhq/spool/internal/repo"
 )
 
-// revParse resolves a ref to a commit id.
-func revParse(ctx context.Context, dir, ref string) (string, error) {
-	out, err := repo.Git(ctx, dir, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
-	return strings.TrimSpace(out), err
-}
-
-// contains reports whether commit is an ancestor of (or equal to) ref.
-func contains(ctx context.Context, dir, ref, commit string) (bool, error) {
-	_, err := repo.Git(ctx, dir, "merge-base", "--is-ancestor", commit, ref)
-	if err == nil {
-		return true, nil
-	}
-	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) && exitErr.ExitCode() == 1 {
-		return false, nil
-	}
-	return false, err
-}
+// The git binary does what go-git has no equivalent for, or does not do as
+// git does: rebase, worktree add/remove/list, update-ref (the
+// compare-and-swap), read-tree and push. Reads are in gitread.go.
 
 // addScratch makes a detached temporary worktree at commit.
 func addScratch(ctx context.Context, dir, path, commit string) error {

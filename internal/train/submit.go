@@ -28,8 +28,8 @@ type SubmitOptions struct {
 }
 
 // Reading is a workspace as git showed it: branch, HEAD and uncommitted
-// paths (one git status) and the commit's change id (one git log), read at
-// the same time.
+// paths (one git status) and the commit's change id (read with go-git),
+// read at the same time.
 type Reading struct {
 	Worktree       mergequeue.Worktree
 	Dirty          []string
@@ -50,13 +50,30 @@ func readWorkspace(ctx context.Context, w mergequeue.Worktree, root string) Read
 	ident := make(chan Reading, 1)
 	go func(w mergequeue.Worktree) {
 		var r Reading
-		r.Head, r.ChangeID, r.Source, r.IdentErr = mergequeue.ChangeID(ctx, w, "HEAD", root)
+		r.Head, r.ChangeID, r.Source, r.IdentErr = changeID(ctx, w, "HEAD", root)
 		ident <- r
 	}(w)
 	dirty, err := mergequeue.Inspect(ctx, &w)
 	r := <-ident
 	r.Worktree, r.Dirty, r.Err = w, dirty, err
 	return r
+}
+
+// changeID reads the commit at rev and its change id: the Change-Id
+// trailer read in process with go-git, or, in a jj repository with jj
+// installed, jj's change id (mergequeue.ChangeID asks jj).
+func changeID(ctx context.Context, w mergequeue.Worktree, rev, root string) (head, id, source string, err error) {
+	if mergequeue.JJAvailable(w.Path, root) {
+		return mergequeue.ChangeID(ctx, w, rev, root)
+	}
+	head, values, err := readChangeID(ctx, w.Path, rev)
+	if err != nil {
+		return "", "", "", mergequeue.ChangeIDExtractionFailed(w.Name, err.Error())
+	}
+	if id, source, err = mergequeue.TrailerChangeID(w.Name, values); err != nil {
+		return "", "", "", err
+	}
+	return head, id, source, nil
 }
 
 // Response is the seed's QueueSubmissionResponse plus dedupe key and head.
@@ -111,7 +128,7 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 	}
 	got := rd
 	if got.IdentErr == nil && got.Head != w.HEAD { // HEAD moved in between, or auto-committed
-		got.Head, got.ChangeID, got.Source, got.IdentErr = mergequeue.ChangeID(ctx, w, w.HEAD, st.Repo.Root)
+		got.Head, got.ChangeID, got.Source, got.IdentErr = changeID(ctx, w, w.HEAD, st.Repo.Root)
 	}
 	if got.IdentErr != nil {
 		return nil, got.IdentErr
