@@ -105,11 +105,11 @@ func Recover(ctx context.Context, st *store.Store, actor string, now time.Time) 
 		if target == "" {
 			target = st.Config.String("merge.target")
 		}
+		// An error (the target deleted or renamed, the tested commit gone)
+		// counts as not merged: leaving the entry for a later recovery would
+		// leave it stuck in merging for as long as the error lasts.
 		ok, err := contains(ctx, st.Repo.Root, "refs/heads/"+target, e.TestedSHA)
-		if err != nil {
-			continue // unknown: left for the next recovery
-		}
-		merged[e.ID] = ok
+		merged[e.ID] = ok && err == nil
 	}
 	pol := mergequeue.PolicyFrom(st.Config)
 	var scratch []string

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/mergequeue"
+	"github.com/spoolhq/spool/projections"
 )
 
 func (f *fixture) trail(id int64) []mergequeue.AuditStep {
@@ -187,5 +188,44 @@ func TestTrainLosesCancelledEntry(t *testing.T) {
 	e := f.queue().Entry(1)
 	if e.Status != mergequeue.Cancelled || f.git(f.root, "rev-parse", "main") != before {
 		t.Fatalf("entry %s; main moved: %v", e.Status, f.git(f.root, "rev-parse", "main") != before)
+	}
+}
+
+// A runner that died in merging, with a target git can no longer resolve,
+// must not leave its entry stuck: recovery puts it back to pending.
+func TestRecoverMergingWhenTargetIsGone(t *testing.T) {
+	f := newFixture(t)
+	ws := f.worktree("feat", "f.txt", "f\n")
+	resp := f.mustSubmit(ws, SubmitOptions{NoPush: true})
+	st := f.store(f.root)
+	pol := mergequeue.PolicyFrom(st.Config)
+	drive := func(decide func(q *mergequeue.State) ([]eventlog.Draft, error)) {
+		t.Helper()
+		f.now = f.now.Add(time.Second)
+		if _, _, err := st.Write(context.Background(), f.now, "train", []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+			return decide(queueOf(v))
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drive(func(q *mergequeue.State) ([]eventlog.Draft, error) {
+		drafts, _ := mergequeue.DecideClaim(q, "dead", mergequeue.Target{Branch: "gone"}, pol, f.now)
+		return drafts, nil
+	})
+	head := f.queue().Entry(resp.EntryID).HeadSHA
+	for _, to := range []mergequeue.Status{mergequeue.Rebasing, mergequeue.Testing, mergequeue.ReadyToMerge, mergequeue.Merging} {
+		drive(func(q *mergequeue.State) ([]eventlog.Draft, error) {
+			e := q.Entry(resp.EntryID)
+			return mergequeue.DecideStep(q, mergequeue.Step{EntryID: e.ID, Runner: "dead", From: e.Status, To: to, HeadSHA: head, TestedSHA: head}, pol, f.now)
+		})
+	}
+	if got := f.queue().Entry(resp.EntryID).Status; got != mergequeue.Merging {
+		t.Fatalf("set-up: entry is %s", got)
+	}
+	if _, err := Recover(context.Background(), f.store(f.root), "ada@example.com", f.now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.queue().Entry(resp.EntryID).Status; got != mergequeue.Pending {
+		t.Fatalf("after recovery the entry is %s, want pending (target branch gone is not merged)", got)
 	}
 }
