@@ -118,9 +118,27 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 	if err := mergequeue.CheckWorkspace(w); err != nil {
 		return nil, err
 	}
+	if len(dirty) > 0 && !opt.AutoCommit {
+		return nil, mergequeue.WorkspaceNotClean(w.Name, dirty)
+	}
+	// Like every merge command, recover entries whose runner died first.
+	if _, err := Recover(ctx, st, actor, now); err != nil {
+		return nil, err
+	}
+	pol := mergequeue.PolicyFrom(st.Config)
 	if len(dirty) > 0 {
-		if !opt.AutoCommit {
-			return nil, mergequeue.WorkspaceNotClean(w.Name, dirty)
+		// Ask the queue before committing in the user's worktree: a submission
+		// it refuses (full, someone else's workspace, ...) must change nothing.
+		if rd.IdentErr == nil {
+			pre := mergequeue.SubmitRequest{Workspace: w.Name, Worktree: w.Path, Branch: w.Branch, HeadSHA: w.HEAD,
+				ChangeID: rd.ChangeID, ChangeIDSource: rd.Source, Priority: opt.Priority, BeadID: opt.BeadID, Actor: actor}
+			v, err := st.Read(ctx, mergequeue.Name)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := mergequeue.DecideSubmit(queueOf(v), pre, pol, now); err != nil {
+				return nil, err
+			}
 		}
 		if w.HEAD, err = mergequeue.AutoCommit(ctx, w); err != nil {
 			return nil, err
@@ -133,13 +151,8 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 	if got.IdentErr != nil {
 		return nil, got.IdentErr
 	}
-	// Like every merge command, recover entries whose runner died first.
-	if _, err := Recover(ctx, st, actor, now); err != nil {
-		return nil, err
-	}
 	req := mergequeue.SubmitRequest{Workspace: w.Name, Worktree: w.Path, Branch: w.Branch, HeadSHA: w.HEAD,
 		ChangeID: got.ChangeID, ChangeIDSource: got.Source, Priority: opt.Priority, BeadID: opt.BeadID, Actor: actor}
-	pol := mergequeue.PolicyFrom(st.Config)
 	// Decide once before pushing, so a submission the queue refuses pushes
 	// nothing; the decision that counts is the one under the lock below.
 	v, err := st.Read(ctx, mergequeue.Name)

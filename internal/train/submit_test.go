@@ -223,3 +223,23 @@ func TestRefusedSubmissionPushesNothing(t *testing.T) {
 		t.Fatalf("pushed anyway: %s", out)
 	}
 }
+
+// A submission the queue refuses must not auto-commit in the user's worktree.
+func TestRefusedAutoCommitChangesNothing(t *testing.T) {
+	f := newFixture(t)
+	f.config("merge.capacity", "1")
+	first := f.worktree("first", "a.txt", "a\n")
+	f.mustSubmit(first, SubmitOptions{NoPush: true})
+	second := f.worktree("second", "b.txt", "b\n")
+	f.write(second, "dirty.txt", "x\n")
+	head := f.git(second, "rev-parse", "HEAD")
+	n := f.events()
+	_, err := f.submit(second, SubmitOptions{NoPush: true, AutoCommit: true}, "ada@example.com")
+	wantCode(t, err, mergequeue.CodeQueueFull)
+	if got := f.git(second, "rev-parse", "HEAD"); got != head {
+		t.Fatalf("a refused submission committed in the worktree: HEAD %s, was %s", got, head)
+	}
+	if f.git(second, "status", "--porcelain") == "" || f.events() != n {
+		t.Fatalf("a refused submission changed the worktree or the log")
+	}
+}
