@@ -25,6 +25,8 @@ import (
 
 // Runner is one merge train process.
 type Runner struct {
+	outMu sync.Mutex
+
 	Store  *store.Store
 	Actor  string
 	Now    func() time.Time
@@ -79,6 +81,8 @@ func (r *Runner) policy() mergequeue.Policy { return mergequeue.PolicyFrom(r.Sto
 
 func (r *Runner) logf(format string, args ...any) {
 	if r.Out != nil {
+		r.outMu.Lock() // the lease renewal logs from its own goroutine
+		defer r.outMu.Unlock()
 		fmt.Fprintf(r.Out, format+"\n", args...)
 	}
 }
@@ -211,7 +215,11 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 	j := &job{start: start, r: r, id: claimed.ID, head: claimed.HeadSHA, status: mergequeue.Claimed, attempt: claimed.Attempts + 1,
 		claimedAgainst: target.SHA}
 	r.pause(mergequeue.Claimed)
+	// Hold the lease through every step (worktree, rebase, test, push), not
+	// only the test: a slow rebase or push must not look like a dead runner.
+	stop := j.renewWhile(ctx)
 	res := j.process(ctx)
+	stop()
 	t := time.Now()
 	removeScratch(context.WithoutCancel(ctx), r.Store.Repo.Root, j.scratch)
 	j.rebaseTime += time.Since(t)
@@ -417,9 +425,7 @@ func (j *job) test(ctx context.Context) (code int, reason string, err error) {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 
-	stop := j.renewWhile(ctx)
 	err = cmd.Run()
-	stop()
 	var exitErr *exec.ExitError
 	switch {
 	case err == nil:
@@ -449,9 +455,15 @@ func (j *job) renewWhile(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				j.r.Store.Write(ctx, j.r.Now(), j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+				_, _, err := j.r.Store.Write(ctx, j.r.Now(), j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
 					return mergequeue.DecideRenew(queueOf(v), j.id, j.r.ID, pol, j.r.Now())
 				})
+				if err != nil {
+					// The entry was recovered or changed: the next step's
+					// compare-and-set fails and the job stops there.
+					j.r.logf("entry %d: lease not renewed: %v", j.id, err)
+					return
+				}
 			}
 		}
 	}()
