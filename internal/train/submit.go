@@ -126,17 +126,24 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 		return nil, err
 	}
 	pol := mergequeue.PolicyFrom(st.Config)
+	request := func(id Reading) mergequeue.SubmitRequest {
+		return mergequeue.SubmitRequest{Workspace: w.Name, Worktree: w.Path, Branch: w.Branch, HeadSHA: w.HEAD,
+			ChangeID: id.ChangeID, ChangeIDSource: id.Source, Priority: opt.Priority, BeadID: opt.BeadID, Actor: actor}
+	}
+	// askQueue decides without appending, so that a submission the queue
+	// refuses changes nothing; the decision that counts is the one under the lock.
+	askQueue := func(req mergequeue.SubmitRequest) error {
+		v, err := st.Read(ctx, mergequeue.Name)
+		if err != nil {
+			return err
+		}
+		_, err = mergequeue.DecideSubmit(queueOf(v), req, pol, now)
+		return err
+	}
 	if len(dirty) > 0 {
-		// Ask the queue before committing in the user's worktree: a submission
-		// it refuses (full, someone else's workspace, ...) must change nothing.
+		// Before committing in the user's worktree.
 		if rd.IdentErr == nil {
-			pre := mergequeue.SubmitRequest{Workspace: w.Name, Worktree: w.Path, Branch: w.Branch, HeadSHA: w.HEAD,
-				ChangeID: rd.ChangeID, ChangeIDSource: rd.Source, Priority: opt.Priority, BeadID: opt.BeadID, Actor: actor}
-			v, err := st.Read(ctx, mergequeue.Name)
-			if err != nil {
-				return nil, err
-			}
-			if _, err := mergequeue.DecideSubmit(queueOf(v), pre, pol, now); err != nil {
+			if err := askQueue(request(rd)); err != nil {
 				return nil, err
 			}
 		}
@@ -151,15 +158,9 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 	if got.IdentErr != nil {
 		return nil, got.IdentErr
 	}
-	req := mergequeue.SubmitRequest{Workspace: w.Name, Worktree: w.Path, Branch: w.Branch, HeadSHA: w.HEAD,
-		ChangeID: got.ChangeID, ChangeIDSource: got.Source, Priority: opt.Priority, BeadID: opt.BeadID, Actor: actor}
-	// Decide once before pushing, so a submission the queue refuses pushes
-	// nothing; the decision that counts is the one under the lock below.
-	v, err := st.Read(ctx, mergequeue.Name)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := mergequeue.DecideSubmit(queueOf(v), req, pol, now); err != nil {
+	req := request(got)
+	// Before pushing.
+	if err := askQueue(req); err != nil {
 		return nil, err
 	}
 	pushed := false
@@ -170,7 +171,7 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 		pushed = true
 	}
 	var sub mergequeue.Submission
-	_, v, err = st.Write(ctx, now, actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+	_, v, err := st.Write(ctx, now, actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
 		sub, err = mergequeue.DecideSubmit(queueOf(v), req, pol, now)
 		return sub.Drafts, err
 	})
