@@ -109,3 +109,21 @@ func TestBatchRepeatedIdem(t *testing.T) {
 		t.Fatalf("read %d events, want 2", n)
 	}
 }
+
+// Two appends in one session, the first creating the writer file.
+func TestSessionAppendsTwiceToANewFile(t *testing.T) {
+	tl := newTestLog(t)
+	s, err := tl.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := 0; i < 2; i++ {
+		if _, err := s.Append(testAt, "ada", []Draft{{Type: "a.one"}}, AppendOptions{}); err != nil {
+			t.Fatalf("append %d: %v", i+1, err)
+		}
+	}
+	if n := len(readAll(t, tl.Log)); n != 2 {
+		t.Fatalf("read %d events, want 2", n)
+	}
+}

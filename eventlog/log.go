@@ -290,15 +290,61 @@ func lineNumber(f *os.File, offset int64) int {
 	return n
 }
 
+// readOwnTail reads the tail of this writer's open file with one stat and
+// one read in the common case (a last line that ends in '\n' and closes its
+// batch), and repairs the file first otherwise.
+func (s *Session) readOwnTail(path string) (Tail, error) {
+	st, err := s.file.Stat()
+	if err != nil {
+		return Tail{}, err
+	}
+	s.ownInfo = st
+	if t, ok := quickTail(s.file, path, st.Size()); ok {
+		return t, nil
+	}
+	if err := s.log.repairTail(s.file, path); err != nil {
+		return Tail{}, err
+	}
+	return tailOf(s.file, path)
+}
+
+// quickTail decodes the last line from one read of the file's end; ok is
+// false when that is not enough or the tail needs repair.
+func quickTail(f *os.File, path string, size int64) (Tail, bool) {
+	t := Tail{Writer: WriterOf(path), Size: size}
+	if size == 0 {
+		return t, true
+	}
+	start := max(size-4096, 0)
+	buf := make([]byte, size-start)
+	if _, err := f.ReadAt(buf, start); err != nil && err != io.EOF {
+		return t, false
+	}
+	if buf[len(buf)-1] != '\n' {
+		return t, false // torn
+	}
+	prev := bytes.LastIndexByte(buf[:len(buf)-1], '\n')
+	if prev < 0 && start > 0 {
+		return t, false // a line longer than the window
+	}
+	e, err := Decode(buf[prev+1:])
+	if err != nil || e.More {
+		return t, false // let the slow path report it, or drop an unfinished batch
+	}
+	t.Seq, t.LC = e.Seq, e.LC
+	return t, true
+}
+
 // Session holds the log's lock; appends happen inside one.
 type Session struct {
-	log    *Log
-	lock   *flock.Flock
-	file   *os.File // this writer's file, opened for append (nil until it exists)
-	writer string
-	tails  []Tail
-	seq    uint64 // last seq of this writer
-	lc     uint64 // largest lc in the log
+	log     *Log
+	lock    *flock.Flock
+	file    *os.File    // this writer's file, opened for append (nil until it exists)
+	ownInfo os.FileInfo // its identity when opened, to notice git replacing it
+	writer  string
+	tails   []Tail
+	seq     uint64 // last seq of this writer
+	lc      uint64 // largest lc in the log
 }
 
 // Begin takes the lock, repairs a torn tail of this clone's file and reads the log's head.
@@ -356,8 +402,9 @@ func (s *Session) load() error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("open %s: %w", own, err)
 	}
+	var ownTail Tail
 	if s.file != nil {
-		if err := s.log.repairTail(s.file, own); err != nil {
+		if ownTail, err = s.readOwnTail(own); err != nil {
 			return err
 		}
 	}
@@ -368,7 +415,7 @@ func (s *Session) load() error {
 	for _, path := range files {
 		var t Tail
 		if path == own && s.file != nil {
-			t, err = tailOf(s.file, path)
+			t = ownTail
 		} else {
 			t, err = readTail(path)
 		}
@@ -618,6 +665,9 @@ func (s *Session) write(lines []byte) error {
 			return fmt.Errorf("open %s: %w", path, err)
 		}
 		s.file = f
+		if s.ownInfo, err = f.Stat(); err != nil {
+			return err
+		}
 		if err := syncDir(dir); err != nil {
 			return err
 		}
@@ -637,12 +687,8 @@ func (s *Session) write(lines []byte) error {
 // not take spool's lock, and a checkout or merge that replaced the file
 // would make the append land in an unlinked file, acknowledged and lost.
 func (s *Session) stillOwnFile(path string) error {
-	open, err := s.file.Stat()
-	if err != nil {
-		return err
-	}
 	now, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) || err == nil && !os.SameFile(open, now) {
+	if errors.Is(err, fs.ErrNotExist) || err == nil && !os.SameFile(s.ownInfo, now) {
 		return replacedError(path)
 	}
 	return err
