@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gofrs/flock"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -34,6 +35,7 @@ func scriptParams(t *testing.T, dir string) testscript.Params {
 		Dir: dir,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exit":        cmdExit,
+			"sleep":       cmdSleep,
 			"jsonerr":     cmdJSONErr,
 			"holdlock":    cmdHoldLock,
 			"releaselock": cmdReleaseLock,
@@ -257,4 +259,15 @@ func releaseLock(ts *testscript.TestScript) bool {
 		v.(*flock.Flock).Unlock()
 	}
 	return ok
+}
+
+// cmdSleep pauses the script: sleep 300ms. Only for giving a background
+// process a head start, never for timing assertions.
+func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sleep DURATION")
+	}
+	d, err := time.ParseDuration(args[0])
+	ts.Check(err)
+	time.Sleep(d)
 }
