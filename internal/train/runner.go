@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/go-git/go-git/v5/plumbing"
 	"io"
 	"os"
 	"os/exec"
@@ -109,11 +110,19 @@ func Recover(ctx context.Context, st *store.Store, actor string, now time.Time) 
 		if target == "" {
 			target = st.Config.String("merge.target")
 		}
-		// An error (the target deleted or renamed, the tested commit gone)
-		// counts as not merged: leaving the entry for a later recovery would
-		// leave it stuck in merging for as long as the error lasts.
 		ok, err := contains(ctx, st.Repo.Root, "refs/heads/"+target, e.TestedSHA)
-		merged[e.ID] = ok && err == nil
+		switch {
+		case err == nil:
+			merged[e.ID] = ok
+		case errors.Is(err, plumbing.ErrReferenceNotFound):
+			// The target branch is gone (deleted, renamed): the tested commit
+			// is in no target, and waiting would leave the entry stuck.
+			merged[e.ID] = false
+		default:
+			// Unknown (the tested commit not fetched into this clone, a git
+			// failure): the push may have landed, so leave it for a later
+			// recovery rather than risk merging it twice.
+		}
 	}
 	pol := mergequeue.PolicyFrom(st.Config)
 	var scratch []string
@@ -458,12 +467,13 @@ func (j *job) renewWhile(ctx context.Context) (stop func()) {
 				_, _, err := j.r.Store.Write(ctx, j.r.Now(), j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
 					return mergequeue.DecideRenew(queueOf(v), j.id, j.r.ID, pol, j.r.Now())
 				})
-				if err != nil {
+				if f, ok := fault.As(err); ok && (f.Code == mergequeue.CodeConcurrentModification || f.Code == mergequeue.CodeEntryNotFound) {
 					// The entry was recovered or changed: the next step's
 					// compare-and-set fails and the job stops there.
 					j.r.logf("entry %d: lease not renewed: %v", j.id, err)
 					return
 				}
+				// Anything else (the lock busy for a while) is retried next tick.
 			}
 		}
 	}()

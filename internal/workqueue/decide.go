@@ -158,7 +158,7 @@ func UpdateTask(s *State, id string, u Update) ([]eventlog.Draft, error) {
 	if status != nil {
 		switch to := *status; {
 		case to == t.Status:
-			return nil, invalidTransition(id, "is already "+to)
+			status = nil // no change; the other fields still apply
 		case to == StatusInProgress:
 			return nil, invalidTransition(id, "in_progress is set by claiming the task with spool next")
 		case to == StatusClosed:

@@ -347,11 +347,9 @@ func TestUpdateStatusFollowsTheStateMachine(t *testing.T) {
 	for _, tc := range []struct {
 		status, code, wantType string
 	}{
-		{StatusOpen, "invalid_state_transition", ""},
 		{StatusInProgress, "invalid_state_transition", ""},
 		{StatusDeferred, "", TypeUpdated},
 		{StatusClosed, "", TypeClosed},
-		{StatusClosed, "invalid_state_transition", ""},
 		{StatusDeferred, "invalid_state_transition", ""},
 		{StatusOpen, "", TypeReopened},
 	} {
@@ -369,6 +367,24 @@ func TestUpdateStatusFollowsTheStateMachine(t *testing.T) {
 		if got := w.s.Tasks[a].Status; got != tc.status {
 			t.Fatalf("--status %s: task is %s", tc.status, got)
 		}
+	}
+}
+
+// A status equal to the current one is no change: the rest of the update applies.
+func TestUpdateSameStatusKeepsOtherFields(t *testing.T) {
+	w := newWorld(t)
+	a := w.add("a", 2, t0)
+	open, title := StatusOpen, "renamed"
+	drafts, err := UpdateTask(w.s, a, Update{Status: &open, Title: &title})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.apply("ada", t0, drafts...)
+	if got := w.s.Tasks[a]; got.Title != title || got.Status != StatusOpen {
+		t.Fatalf("task %+v", got)
+	}
+	if drafts, err := UpdateTask(w.s, a, Update{Status: &open}); err != nil || len(drafts) != 0 {
+		t.Fatalf("--status open alone on an open task: %v, %v; want an idempotent no-op", drafts, err)
 	}
 }
 
