@@ -7,6 +7,7 @@ package train
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -141,9 +142,13 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 		return err
 	}
 	if len(dirty) > 0 {
-		// Before committing in the user's worktree.
+		// Before committing in the user's worktree. The commit will change
+		// the head, so ask with a head that differs from every real one: an
+		// entry the train is processing then refuses here, not after the commit.
 		if rd.IdentErr == nil {
-			if err := askQueue(request(rd)); err != nil {
+			pre := request(rd)
+			pre.HeadSHA = strings.Repeat("0", len(w.HEAD))
+			if err := askQueue(pre); err != nil {
 				return nil, err
 			}
 		}

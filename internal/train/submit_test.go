@@ -1,13 +1,17 @@
 package train
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/mergequeue"
+	"github.com/spoolhq/spool/projections"
 )
 
 func wantCode(t *testing.T, err error, code string) {
@@ -241,5 +245,29 @@ func TestRefusedAutoCommitChangesNothing(t *testing.T) {
 	}
 	if f.git(second, "status", "--porcelain") == "" || f.events() != n {
 		t.Fatalf("a refused submission changed the worktree or the log")
+	}
+}
+
+// While the train processes an entry, an --auto-commit resubmission of its
+// workspace is refused before anything is committed.
+func TestAutoCommitRefusedWhileProcessing(t *testing.T) {
+	f := newFixture(t)
+	ws := f.worktree("feat", "f.txt", "f\n")
+	f.mustSubmit(ws, SubmitOptions{NoPush: true})
+	st := f.store(f.root)
+	pol := mergequeue.PolicyFrom(st.Config)
+	f.now = f.now.Add(time.Second)
+	if _, _, err := st.Write(context.Background(), f.now, "train", []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+		drafts, _ := mergequeue.DecideClaim(queueOf(v), "r1", mergequeue.Target{Branch: "main"}, pol, f.now)
+		return drafts, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.write(ws, "more.txt", "x\n")
+	head := f.git(ws, "rev-parse", "HEAD")
+	_, err := f.submit(ws, SubmitOptions{NoPush: true, AutoCommit: true}, "ada@example.com")
+	wantCode(t, err, mergequeue.CodeConcurrentModification)
+	if got := f.git(ws, "rev-parse", "HEAD"); got != head {
+		t.Fatalf("a refused submission committed in the worktree")
 	}
 }
