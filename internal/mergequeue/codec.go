@@ -86,6 +86,7 @@ func (e *Entry) encode(b []byte) []byte {
 	b = field(b, "change_id", e.ChangeID)
 	b = field(b, "change_id_source", e.ChangeIDSource)
 	b = field(b, "dedupe_key", e.DedupeKey)
+	b = field(b, "entry_ref", e.Ref)
 	b = field(b, "head_sha", e.HeadSHA)
 	b = field(b, "tested_sha", e.TestedSHA)
 	b = field(b, "tested_against_sha", e.TestedAgainstSHA)
@@ -296,6 +297,8 @@ func (e *Entry) decode(v gjson.Result) error {
 			e.ChangeIDSource = v.String()
 		case "dedupe_key":
 			e.DedupeKey = v.String()
+		case "entry_ref":
+			e.Ref = v.String()
 		case "head_sha":
 			e.HeadSHA = v.String()
 		case "tested_sha":

@@ -201,7 +201,7 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 		if active.Status.Processing() && active.HeadSHA != req.HeadSHA {
 			return Submission{}, ConcurrentModification(active.ID, "merge submit (the train is processing the previous head; wait or cancel it)")
 		}
-		data.EntryID, data.From, data.To, data.Priority = active.ID, active.Status, active.Status, req.Priority
+		data.EntryID, data.EntryRef, data.From, data.To, data.Priority = active.ID, active.Ref, active.Status, active.Status, req.Priority
 		if active.Status == FailedRetryable {
 			data.To = Pending // new or same code, back in line
 		}
@@ -217,7 +217,7 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 		if last.Owner != req.Actor && !admin {
 			return Submission{}, UnauthorizedEntryModification(req.Actor, last.ID, last.Owner)
 		}
-		data.EntryID, data.From, data.To, data.Priority = last.ID, last.Status, Pending, req.Priority
+		data.EntryID, data.EntryRef, data.From, data.To, data.Priority = last.ID, last.Ref, last.Status, Pending, req.Priority
 		return Submission{Drafts: []eventlog.Draft{{Type: EvResubmitted, Subject: Subject(last.ID), Data: data}},
 			EntryID: last.ID, Type: SubmissionResubmitted, DedupeKey: req.DedupeKey}, nil
 	}
@@ -253,7 +253,7 @@ func DecideCancel(s *State, id int64, actor, reason string, pol Policy) ([]event
 		return nil, InvalidStateTransition(id, e.Status, Cancelled)
 	}
 	return []eventlog.Draft{{Type: EvCancelled, Subject: Subject(id),
-		Data: EntryData{EntryID: id, DedupeKey: e.DedupeKey, From: e.Status, To: Cancelled, HeadSHA: e.HeadSHA, TestedSHA: e.TestedSHA, TestedAgainstSHA: e.TestedAgainstSHA, Reason: reason}}}, nil
+		Data: EntryData{EntryID: id, EntryRef: e.Ref, From: e.Status, To: Cancelled, HeadSHA: e.HeadSHA, TestedSHA: e.TestedSHA, TestedAgainstSHA: e.TestedAgainstSHA, Reason: reason}}}, nil
 }
 
 // DecideRetry moves a failed_retryable entry back to pending while attempts remain.
@@ -272,7 +272,7 @@ func DecideRetry(s *State, id int64, actor string, pol Policy) ([]eventlog.Draft
 		return nil, AttemptsExhausted(id, e.Attempts, pol.MaxAttempts)
 	}
 	return []eventlog.Draft{{Type: EvRetried, Subject: Subject(id),
-		Data: EntryData{EntryID: id, DedupeKey: e.DedupeKey, From: FailedRetryable, To: Pending, HeadSHA: e.HeadSHA, Reason: "retry"}}}, nil
+		Data: EntryData{EntryID: id, EntryRef: e.Ref, From: FailedRetryable, To: Pending, HeadSHA: e.HeadSHA, Reason: "retry"}}}, nil
 }
 
 // DecideFreeze stops the train claiming; freezing a frozen queue appends nothing.
@@ -315,7 +315,7 @@ func DecideClaim(s *State, runner string, target Target, pol Policy, now time.Ti
 	}
 	e := q[0]
 	lease := now.Add(pol.Lease).UTC()
-	return []eventlog.Draft{{Type: EvClaimed, Subject: Subject(e.ID), Data: EntryData{EntryID: e.ID, DedupeKey: e.DedupeKey, From: Pending, To: Claimed,
+	return []eventlog.Draft{{Type: EvClaimed, Subject: Subject(e.ID), Data: EntryData{EntryID: e.ID, EntryRef: e.Ref, From: Pending, To: Claimed,
 		HeadSHA: e.HeadSHA, TestedAgainstSHA: target.SHA, Target: target.Branch, Attempt: e.Attempts + 1, Runner: runner, LeaseUntil: &lease}}}, e
 }
 
@@ -354,7 +354,7 @@ func DecideStep(s *State, st Step, pol Policy, now time.Time) ([]eventlog.Draft,
 		to = FailedTerminal
 		reason += " (attempts used up)"
 	}
-	d := EntryData{EntryID: st.EntryID, DedupeKey: e.DedupeKey, From: st.From, To: to, HeadSHA: st.HeadSHA, TestedSHA: st.TestedSHA,
+	d := EntryData{EntryID: st.EntryID, EntryRef: e.Ref, From: st.From, To: to, HeadSHA: st.HeadSHA, TestedSHA: st.TestedSHA,
 		TestedAgainstSHA: st.TestedAgainstSHA, Reason: reason, Paths: st.Paths, ExitCode: st.ExitCode, RunDir: st.RunDir, ScratchDir: st.ScratchDir}
 	if to.Processing() {
 		lease := now.Add(pol.Lease).UTC()
@@ -373,7 +373,7 @@ func DecideRenew(s *State, id int64, runner string, pol Policy, now time.Time) (
 		return nil, ConcurrentModification(id, "merge run: renew lease")
 	}
 	lease := now.Add(pol.Lease).UTC()
-	return []eventlog.Draft{{Type: EvLeaseRenewed, Subject: Subject(id), Data: EntryData{EntryID: id, DedupeKey: e.DedupeKey, Runner: runner, LeaseUntil: &lease}}}, nil
+	return []eventlog.Draft{{Type: EvLeaseRenewed, Subject: Subject(id), Data: EntryData{EntryID: id, EntryRef: e.Ref, Runner: runner, LeaseUntil: &lease}}}, nil
 }
 
 // Expired lists processing entries whose lease ran out at now.
@@ -397,7 +397,7 @@ func (s *State) Expired(now time.Time) []*Entry {
 func DecideRecover(s *State, merged map[int64]bool, pol Policy, now time.Time) []eventlog.Draft {
 	var drafts []eventlog.Draft
 	for _, e := range s.Expired(now) {
-		base := EntryData{EntryID: e.ID, DedupeKey: e.DedupeKey, From: e.Status, HeadSHA: e.HeadSHA, TestedSHA: e.TestedSHA, TestedAgainstSHA: e.TestedAgainstSHA, Runner: e.Runner}
+		base := EntryData{EntryID: e.ID, EntryRef: e.Ref, From: e.Status, HeadSHA: e.HeadSHA, TestedSHA: e.TestedSHA, TestedAgainstSHA: e.TestedAgainstSHA, Runner: e.Runner}
 		reason := "lease of runner " + e.Runner + " expired in " + string(e.Status)
 		if e.Status == Merging {
 			contained, known := merged[e.ID]
@@ -419,7 +419,7 @@ func DecideRecover(s *State, merged map[int64]bool, pol Policy, now time.Time) [
 		drafts = append(drafts, eventlog.Draft{Type: EvRecovered, Subject: Subject(e.ID), Data: d})
 		if d.To == FailedRetryable {
 			drafts = append(drafts, eventlog.Draft{Type: EvRetried, Subject: Subject(e.ID),
-				Data: EntryData{EntryID: e.ID, DedupeKey: e.DedupeKey, From: FailedRetryable, To: Pending, HeadSHA: e.HeadSHA, Reason: "recovered"}})
+				Data: EntryData{EntryID: e.ID, EntryRef: e.Ref, From: FailedRetryable, To: Pending, HeadSHA: e.HeadSHA, Reason: "recovered"}})
 		}
 	}
 	return drafts

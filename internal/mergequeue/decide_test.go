@@ -3,6 +3,7 @@ package mergequeue
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"testing"
 	"time"
@@ -541,38 +542,70 @@ func TestClaimOneAtATime(t *testing.T) {
 }
 
 // Two clones number their entries independently; once their logs merge,
-// replay renumbers them, and an event must still reach the entry its clone
-// meant (found by dedupe key), not whichever entry now has its number.
+// replay renumbers them, and every event must still reach the entry its clone
+// meant: by ref (the submit event's id), not by number, not by dedupe key.
 func TestEventsFindTheirEntryAfterClonesMerge(t *testing.T) {
-	alice, bob := New(), New()
-	subA, err := DecideSubmit(alice, req("ws-a", 1, "alice"), pol, t0)
-	if err != nil {
-		t.Fatal(err)
+	for _, sameKey := range []bool{false, true} {
+		var log []eventlog.Event // the merged log, in replay order
+		clone := func(actor, ws string) (*State, func([]eventlog.Draft)) {
+			s := New()
+			return s, func(drafts []eventlog.Draft) {
+				for _, d := range drafts {
+					b, _ := json.Marshal(d.Data)
+					e := eventlog.Event{V: 1, ID: fmt.Sprintf("%s-%d", actor, len(log)), Type: d.Type, Subject: d.Subject, At: t0, Actor: actor, Data: b}
+					s.Apply(&e)
+					log = append(log, e)
+				}
+			}
+		}
+		alice, toAlice := clone("alice", "ws-a")
+		bob, toBob := clone("bob", "ws-b")
+		ra, rb := req("ws-a", 1, "alice"), req("ws-b", 2, "bob")
+		if sameKey { // both clones queue the same change under one explicit key
+			ra.DedupeKey, rb.DedupeKey = "shared:K", "shared:K"
+		}
+		subA, err := DecideSubmit(alice, ra, pol, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		toAlice(subA.Drafts)
+		subB, err := DecideSubmit(bob, rb, pol, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		toBob(subB.Drafts)
+		cancel, err := DecideCancel(bob, subB.EntryID, "bob", "not needed", pol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		toBob(cancel)
+		claim, claimed := DecideClaim(alice, "r1", Target{Branch: "main"}, pol, t0)
+		if claimed == nil {
+			t.Fatal("alice's train claimed nothing")
+		}
+		toAlice(claim)
+		if subA.EntryID != 1 || subB.EntryID != 1 {
+			t.Fatalf("each clone should have numbered its entry 1, got %d and %d", subA.EntryID, subB.EntryID)
+		}
+		merged := New()
+		for i := range log {
+			skipped := merged.Skipped
+			merged.Apply(&log[i])
+			if merged.Skipped != skipped {
+				t.Fatalf("same key %v: the merged fold skipped %s %s", sameKey, log[i].Type, log[i].Data)
+			}
+		}
+		var a, b *Entry
+		for _, e := range merged.Entries {
+			switch e.Owner {
+			case "alice":
+				a = e
+			case "bob":
+				b = e
+			}
+		}
+		if a.Status != Claimed || b.Status != Cancelled {
+			t.Fatalf("same key %v: alice's entry is %s (want claimed), bob's %s (want cancelled)", sameKey, a.Status, b.Status)
+		}
 	}
-	fold(t, alice, t0, "alice", subA.Drafts)
-	subB, err := DecideSubmit(bob, req("ws-b", 2, "bob"), pol, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fold(t, bob, t0, "bob", subB.Drafts)
-	cancel, err := DecideCancel(bob, subB.EntryID, "bob", "not needed", pol)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if subA.EntryID != 1 || subB.EntryID != 1 {
-		t.Fatalf("each clone should have numbered its entry 1, got %d and %d", subA.EntryID, subB.EntryID)
-	}
-	// The merged log in replay order: alice's submit, bob's submit, bob's cancel.
-	merged := New()
-	fold(t, merged, t0, "alice", subA.Drafts)
-	fold(t, merged, t0, "bob", subB.Drafts)
-	fold(t, merged, t0, "bob", cancel)
-	a, b := merged.LatestByKey(subA.DedupeKey), merged.LatestByKey(subB.DedupeKey)
-	if a.Status != Pending || a.Owner != "alice" {
-		t.Fatalf("alice's entry is %s (owner %s), want pending: bob's cancel reached it", a.Status, a.Owner)
-	}
-	if b.Status != Cancelled {
-		t.Fatalf("bob's entry is %s, want cancelled", b.Status)
-	}
-	checkInvariants(t, merged)
 }

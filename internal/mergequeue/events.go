@@ -35,7 +35,11 @@ const (
 
 // EntryData is the data of every entry event; fields a type does not use are omitted.
 type EntryData struct {
-	EntryID          int64      `json:"entry_id"`
+	EntryID int64 `json:"entry_id"`
+	// EntryRef names the entry for good: the id of its merge.submitted event.
+	// Entry ids are numbered in replay order, so the number another clone
+	// decided on may name another entry once the logs are merged.
+	EntryRef         string     `json:"entry_ref,omitempty"`
 	From             Status     `json:"from,omitempty"`
 	To               Status     `json:"to,omitempty"`
 	Workspace        string     `json:"workspace,omitempty"`

@@ -48,6 +48,8 @@ func fastEntry(b []byte, e *Entry) bool {
 			return ok
 		case "dedupe_key":
 			return p.strTo(&e.DedupeKey)
+		case "entry_ref":
+			return p.strTo(&e.Ref)
 		case "head_sha":
 			return p.strTo(&e.HeadSHA)
 		case "tested_sha":

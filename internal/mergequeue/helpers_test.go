@@ -15,6 +15,8 @@ var t0 = time.Date(2026, 2, 18, 9, 0, 0, 0, time.UTC)
 
 var pol = Policy{MaxAttempts: 3, Lease: 5 * time.Minute}
 
+var eventSeq int
+
 // fold applies drafts as the log would, failing when the fold skips one:
 // a decider must never produce an event the fold cannot use.
 func fold(t testing.TB, s *State, at time.Time, actor string, drafts []eventlog.Draft) {
@@ -25,7 +27,8 @@ func fold(t testing.TB, s *State, at time.Time, actor string, drafts []eventlog.
 			t.Fatal(err)
 		}
 		skipped := s.Skipped
-		s.Apply(&eventlog.Event{V: 1, Type: d.Type, Subject: d.Subject, At: at, Actor: actor, Data: b})
+		eventSeq++ // ids as the log gives them: entries are named by their submit event's id
+		s.Apply(&eventlog.Event{V: 1, ID: fmt.Sprintf("ev%d", eventSeq), Type: d.Type, Subject: d.Subject, At: at, Actor: actor, Data: b})
 		if s.Skipped != skipped {
 			t.Fatalf("fold skipped %s %s", d.Type, b)
 		}

@@ -19,7 +19,7 @@ const (
 // Bump Version whenever the encoding of the state changes: snapshots of
 // another version are rebuilt from the log, and decode reuses the lines of
 // a snapshot of this version as they are.
-var Spec = projections.Spec{Name: Name, Version: 3, New: func() projections.Projection { return New() }}
+var Spec = projections.Spec{Name: Name, Version: 4, New: func() projections.Projection { return New() }}
 
 // State is the merge queue folded from the log.
 type State struct {
@@ -39,6 +39,7 @@ type State struct {
 // Entry is one queue entry.
 type Entry struct {
 	ID               int64          `json:"entry_id"`
+	Ref              string         `json:"entry_ref"` // id of the merge.submitted event: stable across clones
 	Workspace        string         `json:"workspace"`
 	Worktree         string         `json:"worktree,omitempty"`
 	Branch           string         `json:"branch"`
@@ -111,6 +112,16 @@ func (s *State) ActiveByWorkspace(ws string) *Entry {
 	for _, e := range s.Entries {
 		if e.Workspace == ws && e.Status.Active() {
 			return e
+		}
+	}
+	return nil
+}
+
+// EntryByRef returns the entry whose merge.submitted event has id ref, or nil.
+func (s *State) EntryByRef(ref string) *Entry {
+	for i := len(s.Entries) - 1; i >= 0; i-- { // recent entries are asked about most
+		if s.Entries[i].Ref == ref {
+			return s.Entries[i]
 		}
 	}
 	return nil
@@ -235,7 +246,7 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		if d.Workspace == "" || d.DedupeKey == "" {
 			return false
 		}
-		e := &Entry{ID: int64(len(s.Entries)) + 1, Workspace: d.Workspace, Worktree: d.Worktree, Branch: d.Branch,
+		e := &Entry{ID: int64(len(s.Entries)) + 1, Ref: ev.ID, Workspace: d.Workspace, Worktree: d.Worktree, Branch: d.Branch,
 			ChangeID: d.ChangeID, ChangeIDSource: d.ChangeIDSource, DedupeKey: d.DedupeKey, HeadSHA: d.HeadSHA,
 			BeadID: d.BeadID, Owner: ev.Actor, Status: Pending, AddedAt: ev.At, UpdatedAt: ev.At}
 		if d.Priority != nil {
@@ -249,12 +260,11 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		s.step(e, ev, d)
 		return true
 	}
-	// The dedupe key names the entry: entry ids are numbered in replay order,
-	// so a number another clone decided on may name another entry here once
-	// the logs are merged. Events without a key (older logs) use the id.
+	// The ref names the entry (see EntryData.EntryRef); events without one
+	// (older logs) use the number.
 	e := s.Entry(d.EntryID)
-	if d.DedupeKey != "" {
-		e = s.LatestByKey(d.DedupeKey)
+	if d.EntryRef != "" {
+		e = s.EntryByRef(d.EntryRef)
 	}
 	if e == nil {
 		return false
