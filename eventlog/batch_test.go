@@ -127,3 +127,28 @@ func TestSessionAppendsTwiceToANewFile(t *testing.T) {
 		t.Fatalf("read %d events, want 2", n)
 	}
 }
+
+// The merge driver drops a side's unfinished batch instead of sorting it
+// into the middle of the file, where readers would take it for whole.
+func TestUnionDropsAnUnfinishedBatch(t *testing.T) {
+	tl := newTestLog(t)
+	appendN(t, tl.Log, 1)
+	evs, err := tl.Append(context.Background(), testAt, "ada", []Draft{{Type: "a.one"}, {Type: "a.two"}}, AppendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(tl.Dir(), evs[0].Writer+Ext)
+	whole, _ := os.ReadFile(path)
+	lines := bytes.SplitAfter(whole, []byte{'\n'})
+	ours := bytes.Join(lines[:2], nil) // the single event and the batch's first ("more") line
+	theirs := lines[0]
+	for _, sides := range [][2][]byte{{ours, theirs}, {theirs, ours}} {
+		got, err := Union(sides[0], sides[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, lines[0]) {
+			t.Fatalf("union kept an unfinished batch:\n%s", got)
+		}
+	}
+}

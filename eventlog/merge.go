@@ -21,6 +21,7 @@ func Union(ours, theirs []byte) ([]byte, error) {
 	}
 	byID := map[string]line{}
 	for side, data := range [][]byte{ours, theirs} {
+		var lines []line
 		for n, raw := range bytes.SplitAfter(data, []byte{'\n'}) {
 			if len(bytes.TrimSpace(raw)) == 0 {
 				continue
@@ -29,10 +30,18 @@ func Union(ours, theirs []byte) ([]byte, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s line %d: %w", [2]string{"ours", "theirs"}[side], n+1, err)
 			}
-			raw = append(bytes.TrimRight(raw, "\r\n"), '\n')
+			lines = append(lines, line{e, append(bytes.TrimRight(raw, "\r\n"), '\n')})
+		}
+		// A side that ends inside a batch (committed after a crash, before
+		// the next append repaired it) holds an append that never finished:
+		// drop it here, or sorting would move it where no one repairs it.
+		for len(lines) > 0 && lines[len(lines)-1].e.More {
+			lines = lines[:len(lines)-1]
+		}
+		for _, l := range lines {
 			// Keep one copy per id; the smaller bytes win, so the order of the sides does not matter.
-			if prev, dup := byID[e.ID]; !dup || bytes.Compare(raw, prev.raw) < 0 {
-				byID[e.ID] = line{e, raw}
+			if prev, dup := byID[l.e.ID]; !dup || bytes.Compare(l.raw, prev.raw) < 0 {
+				byID[l.e.ID] = l
 			}
 		}
 	}
