@@ -15,11 +15,7 @@ type HistoryCmd struct {
 }
 
 func (c *HistoryCmd) Run(e *env) error {
-	q, err := e.queue()
-	if err != nil {
-		return err
-	}
-	s, err := q.read(bothSides)
+	q, s, err := e.readQueue(bothSides)
 	if err != nil {
 		return err
 	}

@@ -19,11 +19,7 @@ func (c *ReadyCmd) Run(e *env) error {
 	if err := validateLabelFlags(c.Label, c.LabelAny); err != nil {
 		return err
 	}
-	q, err := e.queue()
-	if err != nil {
-		return err
-	}
-	s, err := q.read(tracker)
+	q, s, err := e.readQueue(tracker)
 	if err != nil {
 		return err
 	}

@@ -75,11 +75,7 @@ type TaskShowCmd struct {
 }
 
 func (c *TaskShowCmd) Run(e *env) error {
-	q, err := e.queue()
-	if err != nil {
-		return err
-	}
-	s, err := q.read(bothSides)
+	q, s, err := e.readQueue(bothSides)
 	if err != nil {
 		return err
 	}
@@ -146,11 +142,7 @@ type TaskListCmd struct {
 }
 
 func (c *TaskListCmd) Run(e *env) error {
-	q, err := e.queue()
-	if err != nil {
-		return err
-	}
-	s, err := q.read(tracker)
+	q, s, err := e.readQueue(tracker)
 	if err != nil {
 		return err
 	}

@@ -59,6 +59,17 @@ func stateOf(v *projections.View) *workqueue.State {
 }
 
 // read returns the named projections up to date.
+// readQueue opens the queue and reads the named projections: what every
+// read-only work-queue command starts with.
+func (e *env) readQueue(names []string) (*queue, *workqueue.State, error) {
+	q, err := e.queue()
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := q.read(names)
+	return q, s, err
+}
+
 func (q *queue) read(names []string) (*workqueue.State, error) {
 	v, err := q.st.Read(q.e.ctx, names...)
 	if err != nil {
