@@ -350,7 +350,11 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([
 	from := map[string]eventlog.Start{}
 	if !fromScratch {
 		// Start at the smallest mark of any item.
-		for _, path := range mustFiles(en.Log) {
+		files, err := en.Log.Files()
+		if err != nil {
+			return nil, err
+		}
+		for _, path := range files {
 			w := eventlog.WriterOf(path)
 			first := true
 			for _, it := range items {
@@ -443,11 +447,6 @@ func statFiles(l *eventlog.Log) (map[string]fs.FileInfo, error) {
 		stats[eventlog.WriterOf(path)] = st
 	}
 	return stats, nil
-}
-
-func mustFiles(l *eventlog.Log) []string {
-	files, _ := l.Files()
-	return files
 }
 
 // Save writes the public files and snapshots of changed projections.
