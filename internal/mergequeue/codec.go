@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spoolhq/spool/internal/fault"
 	"github.com/tidwall/gjson"
 )
 
@@ -197,7 +198,7 @@ func (s *State) decode(b []byte) error {
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
-		go func() {
+		fault.Go(func() {
 			defer wg.Done()
 			for k := w; k < len(lines); k += workers {
 				line := bytes.TrimSuffix(lines[k], []byte(","))
@@ -219,7 +220,7 @@ func (s *State) decode(b []byte) error {
 				e.encoded, e.encodedPos = line, e.Position
 				s.Entries[k] = e
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)

@@ -453,7 +453,7 @@ func (j *job) renewWhile(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() {
+	fault.Go(func() {
 		defer wg.Done()
 		tick := time.NewTicker(max(pol.Lease/3, time.Second))
 		defer tick.Stop()
@@ -476,7 +476,7 @@ func (j *job) renewWhile(ctx context.Context) (stop func()) {
 				// Anything else (the lock busy for a while) is retried next tick.
 			}
 		}
-	}()
+	})
 	return func() { close(done); wg.Wait() }
 }
 
