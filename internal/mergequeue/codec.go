@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/proc"
 	"github.com/tidwall/gjson"
 )
 
@@ -102,6 +103,15 @@ func (e *Entry) encode(b []byte) []byte {
 	}
 	b = field(b, "scratch_dir", e.ScratchDir)
 	b = field(b, "run_dir", e.RunDir)
+	if p := e.Proc; p != nil {
+		b = append(b, `,"proc":{"pid":`...)
+		b = strconv.AppendInt(b, int64(p.PID), 10)
+		b = intField(b, "pgid", p.PGID)
+		b = append(b, `,"start":`...)
+		b = strconv.AppendUint(b, p.Start, 10)
+		b = field(b, "boot", p.Boot)
+		b = append(b, '}')
+	}
 	b = field(b, "last_error", e.LastError)
 	if len(e.ConflictPaths) > 0 {
 		b = append(b, `,"conflict_paths":[`...)
@@ -329,6 +339,24 @@ func (e *Entry) decode(v gjson.Result) error {
 			e.RunDir = v.String()
 		case "last_error":
 			e.LastError = v.String()
+		case "proc":
+			if !v.IsObject() {
+				break
+			}
+			e.Proc = &proc.Record{}
+			v.ForEach(func(k, v gjson.Result) bool {
+				switch k.Str {
+				case "pid":
+					e.Proc.PID = int(v.Int())
+				case "pgid":
+					e.Proc.PGID = int(v.Int())
+				case "start":
+					e.Proc.Start = v.Uint()
+				case "boot":
+					e.Proc.Boot = v.String()
+				}
+				return true
+			})
 		case "conflict_paths":
 			v.ForEach(func(_, p gjson.Result) bool { e.ConflictPaths = append(e.ConflictPaths, p.String()); return true })
 		case "added_at":

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoolhq/spool/internal/proc"
 	"github.com/tidwall/gjson"
 )
 
@@ -34,7 +35,18 @@ func randomState(t testing.TB, seed int64) *State {
 					t.Fatal(err)
 				}
 				fold(t, s, now, "train", d)
-				d, _ = DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: Rebasing, To: FailedTerminal, HeadSHA: c.HeadSHA, Reason: "conflict", Paths: []string{"a", "b\tc"}}, pol, now)
+				from := Rebasing
+				if rng.Intn(2) == 0 { // testing, with the test command's process recorded
+					d, _ = DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: Rebasing, To: Testing, HeadSHA: c.HeadSHA}, pol, now)
+					fold(t, s, now, "train", d)
+					d, _ = DecideProcStarted(s, c.ID, "r\u00e9", proc.Record{PID: rng.Intn(1 << 22), PGID: 7, Start: rng.Uint64() >> 2, Boot: "b00t"}, pol, now)
+					fold(t, s, now, "train", d)
+					from = Testing
+					if rng.Intn(3) == 0 {
+						continue // left in testing, proc and all
+					}
+				}
+				d, _ = DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: from, To: FailedTerminal, HeadSHA: c.HeadSHA, Reason: "conflict", Paths: []string{"a", "b\tc"}}, pol, now)
 				fold(t, s, now, "train", d)
 			}
 		}
@@ -46,8 +58,19 @@ func randomState(t testing.TB, seed int64) *State {
 }
 
 func TestCodecRoundTrip(t *testing.T) {
+	procs := 0
+	defer func() {
+		if procs == 0 {
+			t.Error("no state has an entry with a recorded process")
+		}
+	}()
 	for seed := int64(1); seed <= 20; seed++ {
 		s := randomState(t, seed)
+		for _, e := range s.Entries {
+			if e.Proc != nil {
+				procs++
+			}
+		}
 		b := s.render()
 		if !json.Valid(b) {
 			t.Fatalf("not JSON:\n%s", b)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/proc"
 	"github.com/spoolhq/spool/projections"
 )
 
@@ -19,7 +20,7 @@ const (
 // Bump Version whenever the encoding of the state changes: snapshots of
 // another version are rebuilt from the log, and decode reuses the lines of
 // a snapshot of this version as they are.
-var Spec = projections.Spec{Name: Name, Version: 4, New: func() projections.Projection { return New() }}
+var Spec = projections.Spec{Name: Name, Version: 5, New: func() projections.Projection { return New() }}
 
 // State is the merge queue folded from the log.
 type State struct {
@@ -61,6 +62,7 @@ type Entry struct {
 	LeaseUntil       *time.Time     `json:"lease_until,omitempty"`
 	ScratchDir       string         `json:"scratch_dir,omitempty"`
 	RunDir           string         `json:"run_dir,omitempty"`
+	Proc             *proc.Record   `json:"proc,omitempty"` // the process group of the current step (the test command), until the status changes
 	LastError        string         `json:"last_error,omitempty"`
 	ConflictPaths    []string       `json:"conflict_paths,omitempty"`
 	AddedAt          time.Time      `json:"added_at"`
@@ -274,6 +276,10 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		if e.Status.Processing() && d.Runner == e.Runner && d.LeaseUntil != nil {
 			lease := *d.LeaseUntil
 			e.LeaseUntil = &lease
+			if d.Proc != nil {
+				p := *d.Proc
+				e.Proc = &p
+			}
 			return true
 		}
 		return false
@@ -317,6 +323,9 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		if d.To == FailedRetryable || d.To == FailedTerminal {
 			e.LastError, e.ConflictPaths = d.Reason, d.Paths
 		}
+	}
+	if d.To != e.Status {
+		e.Proc = nil // the step the process belonged to is over
 	}
 	e.Status = d.To
 	e.WorkspaceState = WorkspaceStateOf(e.Status)
