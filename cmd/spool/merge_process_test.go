@@ -6,12 +6,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/spoolhq/spool/internal/mergequeue"
+	"github.com/spoolhq/spool/internal/proc"
 )
 
 // These tests run the real binary, built into a temp dir, as separate processes.
@@ -112,6 +115,116 @@ func TestMergeProcesses(t *testing.T) {
 	for _, at := range []string{"claimed", "rebasing", "testing", "ready_to_merge", "merging", "ref_updated"} {
 		t.Run("kill -9 in "+at, func(t *testing.T) { testKillRunner(t, bin, at) })
 	}
+	t.Run("kill -9 ends the test command", func(t *testing.T) { testKillEndsTestCommand(t, bin) })
+	t.Run("recovery ends a test command that survived", func(t *testing.T) { testRecoveryEndsSurvivor(t, bin) })
+}
+
+// startTesting submits a worktree and starts merge run --once with a test
+// command that starts a grandchild and waits; it returns the runner and the
+// pids of the test command (a shell) and its grandchild.
+func startTesting(t *testing.T, bin string) (r *procRepo, runner *exec.Cmd, shell, grandchild int) {
+	r = newProcRepo(t, bin)
+	feat := r.worktree("feat")
+	shellFile, childFile := filepath.Join(r.scratch, "shell"), filepath.Join(r.scratch, "grandchild")
+	r.spool(r.root, nil, "config", "set", "merge.test_command",
+		fmt.Sprintf(`["sh","-c","sleep 300 & echo $! > %s.tmp; mv %s.tmp %s; echo $$ > %s.tmp; mv %s.tmp %s; wait"]`,
+			childFile, childFile, childFile, shellFile, shellFile, shellFile))
+	r.spool(feat, nil, "merge", "submit")
+	runner = r.cmd(r.root, nil, bin, "merge", "run", "--once")
+	if err := runner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { runner.Process.Kill(); runner.Wait() })
+	shell, grandchild = waitPID(t, shellFile), waitPID(t, childFile)
+	t.Cleanup(func() { syscall.Kill(shell, syscall.SIGKILL); syscall.Kill(grandchild, syscall.SIGKILL) })
+	return r, runner, shell, grandchild
+}
+
+// After kill -9 of merge run, its test command and what that started die
+// too: nothing it started outlives it.
+func testKillEndsTestCommand(t *testing.T, bin string) {
+	_, runner, shell, grandchild := startTesting(t, bin)
+	runner.Process.Kill() // SIGKILL
+	runner.Wait()
+	waitExited(t, shell, grandchild)
+}
+
+// A test command whose group survived its runner (here its guard is
+// stopped, so it cannot end the group) is killed by the recovery of the
+// entry, found by the process group recorded in the log.
+func testRecoveryEndsSurvivor(t *testing.T, bin string) {
+	r, runner, shell, grandchild := startTesting(t, bin)
+	var rec proc.Record
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if e := r.entry(1, nil); e.Proc != nil {
+			rec = *e.Proc
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the test command's process group was never recorded")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if pgid, _ := syscall.Getpgid(shell); pgid != rec.PGID || !proc.Alive(rec) {
+		t.Fatalf("recorded %+v; the test command is in group %d", rec, pgid)
+	}
+	syscall.Kill(rec.PID, syscall.SIGSTOP)
+	t.Cleanup(func() { syscall.Kill(-rec.PGID, syscall.SIGKILL) })
+	runner.Process.Kill()
+	runner.Wait()
+	if !running(shell) || !running(grandchild) {
+		t.Fatal("set-up: the group did not survive")
+	}
+	// Any merge command recovers an expired lease.
+	later := []string{"SPOOL_NOW=" + time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
+	r.spool(r.root, later, "merge", "list")
+	waitExited(t, shell, grandchild)
+	if e := r.entry(1, later); e.Status != mergequeue.Pending || e.Proc != nil {
+		t.Fatalf("after recovery: %s, proc %+v", e.Status, e.Proc)
+	}
+}
+
+func waitPID(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never written", path)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitExited waits, at most 10 s, until every pid has exited (a zombie
+// nobody reaped counts as exited).
+func waitExited(t *testing.T, pids ...int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range pids {
+		for running(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d is still running", pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
 }
 
 // INV-CONC-002: two processes submitting the same workspace (same dedupe
