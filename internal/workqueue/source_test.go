@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -183,5 +185,34 @@ func TestRealBeads(t *testing.T) {
 	}
 	if len(cands) != 1 || cands[0].Title != "Real bead" || cands[0].Priority != 1 {
 		t.Fatalf("candidates %+v", cands)
+	}
+}
+
+// bd/br run in a process group of their own that ends with them: what one
+// leaves running (a background job that did not detach) does not outlive it.
+func TestBeadsLeaveNothingRunning(t *testing.T) {
+	dir := t.TempDir()
+	bin, pidfile := filepath.Join(dir, "bd"), filepath.Join(dir, "pid")
+	script := "#!/bin/sh\nsleep 300 </dev/null >/dev/null 2>&1 &\necho $! > " + pidfile + "\necho '[]'\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (Beads{Kind: "bd", Bin: bin}).Ready(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if i := strings.LastIndexByte(string(st), ')'); err != nil || i >= 0 && i+2 < len(st) && st[i+2] == 'Z' {
+			return // exited
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bd's background process %d is still running", pid)
+		}
 	}
 }
