@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/spoolhq/spool/internal/mergequeue"
 	"github.com/spoolhq/spool/internal/proc"
+	"github.com/spoolhq/spool/internal/proc/proctest"
 )
 
 // These tests run the real binary, built into a temp dir, as separate processes.
@@ -135,7 +135,7 @@ func startTesting(t *testing.T, bin string) (r *procRepo, runner *exec.Cmd, shel
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { runner.Process.Kill(); runner.Wait() })
-	shell, grandchild = waitPID(t, shellFile), waitPID(t, childFile)
+	shell, grandchild = proctest.ReadPID(t, shellFile), proctest.ReadPID(t, childFile)
 	t.Cleanup(func() { syscall.Kill(shell, syscall.SIGKILL); syscall.Kill(grandchild, syscall.SIGKILL) })
 	return r, runner, shell, grandchild
 }
@@ -146,7 +146,7 @@ func testKillEndsTestCommand(t *testing.T, bin string) {
 	_, runner, shell, grandchild := startTesting(t, bin)
 	runner.Process.Kill() // SIGKILL
 	runner.Wait()
-	waitExited(t, shell, grandchild)
+	proctest.WaitExited(t, shell, grandchild)
 }
 
 // A test command whose group survived its runner (here its guard is
@@ -173,58 +173,16 @@ func testRecoveryEndsSurvivor(t *testing.T, bin string) {
 	t.Cleanup(func() { syscall.Kill(-rec.PGID, syscall.SIGKILL) })
 	runner.Process.Kill()
 	runner.Wait()
-	if !running(shell) || !running(grandchild) {
+	if !proctest.Running(shell) || !proctest.Running(grandchild) {
 		t.Fatal("set-up: the group did not survive")
 	}
 	// Any merge command recovers an expired lease.
 	later := []string{"SPOOL_NOW=" + time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
 	r.spool(r.root, later, "merge", "list")
-	waitExited(t, shell, grandchild)
+	proctest.WaitExited(t, shell, grandchild)
 	if e := r.entry(1, later); e.Status != mergequeue.Pending || e.Proc != nil {
 		t.Fatalf("after recovery: %s, proc %+v", e.Status, e.Proc)
 	}
-}
-
-func waitPID(t *testing.T, path string) int {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if b, err := os.ReadFile(path); err == nil {
-			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return pid
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never written", path)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// waitExited waits, at most 10 s, until every pid has exited (a zombie
-// nobody reaped counts as exited).
-func waitExited(t *testing.T, pids ...int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for _, pid := range pids {
-		for running(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("process %d is still running", pid)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-}
-
-func running(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
 }
 
 // INV-CONC-002: two processes submitting the same workspace (same dedupe

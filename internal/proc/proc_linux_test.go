@@ -8,11 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spoolhq/spool/internal/proc/proctest"
 )
 
 func TestRunOutcome(t *testing.T) {
@@ -61,7 +61,7 @@ func TestLeftoversEndWithTheCommand(t *testing.T) {
 	if err := Run(context.Background(), Cmd{Argv: []string{"sh", "-c", "sleep 300 & echo $! > " + pidfile}}); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, readPID(t, pidfile))
+	proctest.WaitExited(t, proctest.ReadPID(t, pidfile))
 }
 
 // Cancelling ends the group: SIGTERM first (the shell's trap runs), and
@@ -76,7 +76,7 @@ func TestCancelEndsTheGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sleeper := readPID(t, pidfile)
+	sleeper := proctest.ReadPID(t, pidfile)
 	cancel()
 	if err := p.Wait(); err == nil || err.Error() != "exit status 7" {
 		t.Fatalf("after cancel: %v, want exit status 7 from the trap", err)
@@ -84,7 +84,7 @@ func TestCancelEndsTheGroup(t *testing.T) {
 	if _, err := os.Stat(trapped); err != nil {
 		t.Fatal("the command never saw SIGTERM")
 	}
-	waitGone(t, sleeper, p.Record().PID)
+	proctest.WaitExited(t, sleeper, p.Record().PID)
 }
 
 // A command that ignores SIGTERM is killed after the grace period.
@@ -97,7 +97,7 @@ func TestCancelKillsAfterGrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readPID(t, pidfile)
+	proctest.ReadPID(t, pidfile)
 	cancel()
 	var exitErr *ExitError
 	if err := p.Wait(); !errors.As(err, &exitErr) || exitErr.Signal != syscall.SIGKILL {
@@ -127,9 +127,9 @@ func TestParentDeath(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer parent.Process.Kill()
-	sleeper, shell := readPID(t, filepath.Join(dir, "sleeper")), readPID(t, filepath.Join(dir, "shell"))
+	sleeper, shell := proctest.ReadPID(t, filepath.Join(dir, "sleeper")), proctest.ReadPID(t, filepath.Join(dir, "shell"))
 	var rec Record
-	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(dir, "record"))), &rec); err != nil {
+	if err := json.Unmarshal([]byte(proctest.WaitFile(t, filepath.Join(dir, "record"))), &rec); err != nil {
 		t.Fatal(err)
 	}
 	if !Alive(rec) {
@@ -137,7 +137,7 @@ func TestParentDeath(t *testing.T) {
 	}
 	parent.Process.Kill()
 	parent.Wait()
-	waitGone(t, sleeper, shell, rec.PID)
+	proctest.WaitExited(t, sleeper, shell, rec.PID)
 }
 
 func TestParentDeathHelper(t *testing.T) {
@@ -196,51 +196,4 @@ func TestAliveAndKillGroup(t *testing.T) {
 	if Alive(rec) {
 		t.Fatal("still alive after it was reaped")
 	}
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if b, err := os.ReadFile(path); err == nil && bytes.HasSuffix(b, []byte("\n")) { // written whole
-			return string(b)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never written", path)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func readPID(t *testing.T, path string) int {
-	t.Helper()
-	pid, err := strconv.Atoi(strings.TrimSpace(readFile(t, path)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pid
-}
-
-// waitGone waits (at most 10 s) until every pid has exited: gone from /proc
-// or a zombie no one reaped yet.
-func waitGone(t *testing.T, pids ...int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for _, pid := range pids {
-		for running(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("process %d still running", pid)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-}
-
-func running(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/proc/proctest"
 )
 
 func fakeBeads(t *testing.T, kind, ready string) (Beads, string) {
@@ -206,13 +207,5 @@ func TestBeadsLeaveNothingRunning(t *testing.T) {
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if i := strings.LastIndexByte(string(st), ')'); err != nil || i >= 0 && i+2 < len(st) && st[i+2] == 'Z' {
-			return // exited
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("bd's background process %d is still running", pid)
-		}
-	}
+	proctest.WaitExited(t, pid)
 }
