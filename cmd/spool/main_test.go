@@ -277,6 +277,38 @@ func matchFields(obj map[string]any, code string, fields []string) error {
 	return nil
 }
 
+// The jsonerr and jsonwarn helpers accept warning lines before the one
+// error object and nothing else.
+func TestCheckJSONStderr(t *testing.T) {
+	warn := `{"warning":{"code":"torn_tail_repaired","message":"repaired torn tail of w1.jsonl"}}` + "\n"
+	errLine := `{"error":{"code":"lock_timeout","message":"locked","line":3}}` + "\n"
+	for _, c := range []struct {
+		stderr, kind, code string
+		fields             []string
+		ok                 bool
+	}{
+		{errLine, "error", "lock_timeout", []string{"line=3"}, true},
+		{warn + errLine, "error", "lock_timeout", []string{"message~^locked$"}, true},
+		{warn + warn + errLine, "error", "lock_timeout", nil, true},
+		{warn, "warning", "torn_tail_repaired", []string{"message~w1"}, true},
+		{warn + errLine, "warning", "torn_tail_repaired", nil, true},
+		{warn, "error", "lock_timeout", nil, false},                               // no error object
+		{errLine + errLine, "error", "lock_timeout", nil, false},                  // two
+		{errLine + warn, "error", "lock_timeout", nil, false},                     // something after it
+		{"spool: warning: torn\n" + errLine, "error", "lock_timeout", nil, false}, // loose text
+		{warn + errLine, "error", "corrupt_log", nil, false},                      // another code
+		{errLine, "error", "lock_timeout", []string{"line=4"}, false},
+		{strings.TrimSuffix(errLine, "\n"), "error", "lock_timeout", nil, false},
+		{`{"error":{"code":"x"}}` + "\n", "error", "x", nil, false}, // no message
+		{errLine, "warning", "torn_tail_repaired", nil, false},
+	} {
+		err := checkJSONStderr(c.stderr, c.kind, c.code, c.fields)
+		if (err == nil) != c.ok {
+			t.Errorf("%s %s in %q: %v, want ok=%v", c.kind, c.code, c.stderr, err, c.ok)
+		}
+	}
+}
+
 // heldLocks are the locks holdlock took, per script.
 var heldLocks sync.Map // *testscript.TestScript → *flock.Flock
 
@@ -334,36 +366,4 @@ func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
 	d, err := time.ParseDuration(args[0])
 	ts.Check(err)
 	time.Sleep(d)
-}
-
-// The jsonerr and jsonwarn helpers accept warning lines before the one
-// error object and nothing else.
-func TestCheckJSONStderr(t *testing.T) {
-	warn := `{"warning":{"code":"torn_tail_repaired","message":"repaired torn tail of w1.jsonl"}}` + "\n"
-	errLine := `{"error":{"code":"lock_timeout","message":"locked","line":3}}` + "\n"
-	for _, c := range []struct {
-		stderr, kind, code string
-		fields             []string
-		ok                 bool
-	}{
-		{errLine, "error", "lock_timeout", []string{"line=3"}, true},
-		{warn + errLine, "error", "lock_timeout", []string{"message~^locked$"}, true},
-		{warn + warn + errLine, "error", "lock_timeout", nil, true},
-		{warn, "warning", "torn_tail_repaired", []string{"message~w1"}, true},
-		{warn + errLine, "warning", "torn_tail_repaired", nil, true},
-		{warn, "error", "lock_timeout", nil, false},                               // no error object
-		{errLine + errLine, "error", "lock_timeout", nil, false},                  // two
-		{errLine + warn, "error", "lock_timeout", nil, false},                     // something after it
-		{"spool: warning: torn\n" + errLine, "error", "lock_timeout", nil, false}, // loose text
-		{warn + errLine, "error", "corrupt_log", nil, false},                      // another code
-		{errLine, "error", "lock_timeout", []string{"line=4"}, false},
-		{strings.TrimSuffix(errLine, "\n"), "error", "lock_timeout", nil, false},
-		{`{"error":{"code":"x"}}` + "\n", "error", "x", nil, false}, // no message
-		{errLine, "warning", "torn_tail_repaired", nil, false},
-	} {
-		err := checkJSONStderr(c.stderr, c.kind, c.code, c.fields)
-		if (err == nil) != c.ok {
-			t.Errorf("%s %s in %q: %v, want ok=%v", c.kind, c.code, c.stderr, err, c.ok)
-		}
-	}
 }
