@@ -149,9 +149,10 @@ func testKillEndsTestCommand(t *testing.T, bin string) {
 	proctest.WaitExited(t, shell, grandchild)
 }
 
-// A test command whose group survived its runner (here its guard is
-// stopped, so it cannot end the group) is killed by the recovery of the
-// entry, found by the process group recorded in the log.
+// A test command whose group survived its runner is killed by the recovery
+// of the entry, found by the process group recorded in the log. Here the
+// guard is killed on its own while its runner is stopped: the test command
+// dies with the guard, its grandchild lives on in the group.
 func testRecoveryEndsSurvivor(t *testing.T, bin string) {
 	r, runner, shell, grandchild := startTesting(t, bin)
 	var rec proc.Record
@@ -166,20 +167,22 @@ func testRecoveryEndsSurvivor(t *testing.T, bin string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if pgid, _ := syscall.Getpgid(shell); pgid != rec.PGID || !proc.Alive(rec) {
-		t.Fatalf("recorded %+v; the test command is in group %d", rec, pgid)
+	if pgid, _ := syscall.Getpgid(grandchild); pgid != rec.PGID || !proc.Alive(rec) {
+		t.Fatalf("recorded %+v; the test command's grandchild is in group %d", rec, pgid)
 	}
-	syscall.Kill(rec.PID, syscall.SIGSTOP)
 	t.Cleanup(func() { syscall.Kill(-rec.PGID, syscall.SIGKILL) })
+	proctest.Stop(t, runner.Process.Pid) // it must not see its guard die
+	syscall.Kill(rec.PID, syscall.SIGKILL)
+	proctest.WaitExited(t, shell)
 	runner.Process.Kill()
 	runner.Wait()
-	if !proctest.Running(shell) || !proctest.Running(grandchild) {
-		t.Fatal("set-up: the group did not survive")
+	if !proctest.Running(grandchild) {
+		t.Fatal("set-up: the grandchild did not survive")
 	}
 	// Any merge command recovers an expired lease.
 	later := []string{"SPOOL_NOW=" + time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
 	r.spool(r.root, later, "merge", "list")
-	proctest.WaitExited(t, shell, grandchild)
+	proctest.WaitExited(t, grandchild)
 	if e := r.entry(1, later); e.Status != mergequeue.Pending || e.Proc != nil {
 		t.Fatalf("after recovery: %s, proc %+v", e.Status, e.Proc)
 	}

@@ -17,7 +17,9 @@
 //   - Start returns a Record (pid, process group, start time, boot) that
 //     callers put in the log, so that recovery after a crash can kill a
 //     group that somehow survived (KillGroup), and only if it is still ours:
-//     a pid reused by another process has another start time.
+//     a pid reused by another process has another start time, and when the
+//     leader is gone the group's members carry its Record in their
+//     environment (SPOOL_PROC_GROUP).
 //
 // A command that must outlive spool (a daemon) has to leave the group
 // itself, with setsid, as daemons do.
@@ -186,15 +188,25 @@ func KillGroup(r Record) (bool, error) {
 	return true, nil
 }
 
-// environ is c's environment without the guard's variable.
+const (
+	// guardEnv tells spool's binary, started again by Start, to be the
+	// guard (Linux).
+	guardEnv = "SPOOL_PROC_GUARD"
+	// markEnv marks every process of a group in its environment with the
+	// group's Record (Linux), so that the group can be recognised after its
+	// leader is gone.
+	markEnv = "SPOOL_PROC_GROUP"
+)
+
+// environ is c's environment without spool's own process variables.
 func environ(c Cmd) []string {
 	env := c.Env
 	if env == nil {
 		env = os.Environ()
 	}
-	out := make([]string, 0, len(env)+1)
+	out := make([]string, 0, len(env)+2)
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, guardEnv+"=") {
+		if !strings.HasPrefix(kv, guardEnv+"=") && !strings.HasPrefix(kv, markEnv+"=") {
 			out = append(out, kv)
 		}
 	}

@@ -18,10 +18,9 @@ import (
 	"github.com/spoolhq/spool/internal/fault"
 )
 
-// guardEnv tells spool's binary, started again by Start, to be the guard:
-// "v1:<grace in ms>:<parent pid>". The guard removes it from the command's
-// environment, and a stray copy of it (another parent pid) is ignored.
-const guardEnv = "SPOOL_PROC_GUARD"
+// The guard's variable (guardEnv) is "v1:<grace in ms>:<parent pid>". The
+// guard removes it from the command's environment, and a stray copy of it
+// (another parent pid) is ignored.
 
 // The guard's argv[0], for ps.
 const guardName = "spool-proc-guard"
@@ -77,7 +76,8 @@ func guard(argv []string, grace time.Duration) int {
 		fmt.Fprint(status, "error no command")
 		return 1
 	}
-	cmd := &exec.Cmd{Path: argv[0], Args: argv, Env: environ(Cmd{}), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+	env := append(environ(Cmd{}), markEnv+"="+identify(os.Getpid()).mark())
+	cmd := &exec.Cmd{Path: argv[0], Args: argv, Env: env, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprint(status, "error ", err)
@@ -198,15 +198,55 @@ func identify(pid int) Record {
 	return r
 }
 
-// Alive reports whether r's group leader is still running (or not yet
-// reaped) and still the process r recorded: same boot, same start time,
-// same group.
+// Alive reports whether r's group still exists and is still ours: its
+// leader is the process r recorded (same boot, start time and group; running
+// or not yet reaped), or, the leader gone, a member of the group carries the
+// leader's mark in its environment. The group's number cannot be given to
+// another group while any member lives, so a marked member proves it ours.
 func Alive(r Record) bool {
 	if r.PID <= 0 || r.PGID <= 0 || r.Start == 0 || r.Boot == "" || r.Boot != bootID() {
 		return false
 	}
-	st, ok := readStat(r.PID)
-	return ok && st.start == r.Start && st.pgid == r.PGID
+	if st, ok := readStat(r.PID); ok && st.start == r.Start {
+		return st.pgid == r.PGID
+	}
+	return markedMember(r)
+}
+
+// mark is the value of markEnv for the group r leads.
+func (r Record) mark() string { return fmt.Sprintf("%s:%d:%d", r.Boot, r.PID, r.Start) }
+
+// markedMember looks through /proc for a process in r's group whose
+// environment (as it was at exec) has r's mark. Only recovery asks, and
+// only when the leader is gone.
+func markedMember(r Record) bool {
+	if err := syscall.Kill(-r.PGID, 0); errors.Is(err, syscall.ESRCH) {
+		return false // no such group
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	want := []byte(markEnv + "=" + r.mark())
+	for _, d := range entries {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := readStat(pid); !ok || st.pgid != r.PGID {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + d.Name() + "/environ")
+		if err != nil {
+			continue // another user's process, or gone
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if bytes.Equal(kv, want) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 type stat struct {

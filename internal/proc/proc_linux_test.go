@@ -197,3 +197,41 @@ func TestAliveAndKillGroup(t *testing.T) {
 		t.Fatal("still alive after it was reaped")
 	}
 }
+
+// The guard killed on its own: its command dies with it (parent-death
+// signal), what the command started lives on in the group without a leader.
+// The mark in those processes' environment still proves the group ours.
+func TestAliveWithoutLeader(t *testing.T) {
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "pid")
+	p, err := Start(context.Background(), Cmd{Argv: []string{"sh", "-c", "sleep 300 & echo $! > " + pidfile + "; wait"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := p.Record()
+	sleeper := proctest.ReadPID(t, pidfile)
+	t.Cleanup(func() { syscall.Kill(sleeper, syscall.SIGKILL) })
+	syscall.Kill(rec.PID, syscall.SIGKILL) // the guard
+	p.Wait()                               // and reaped: the leader is gone
+	if !proctest.Running(sleeper) {
+		t.Fatal("set-up: the grandchild died with the guard")
+	}
+	other := rec
+	other.Start++ // a record of another process that had the pid
+	if Alive(other) {
+		t.Fatal("a group with another leader's mark is alive")
+	}
+	if killed, _ := KillGroup(other); killed {
+		t.Fatal("killed a group that is not ours")
+	}
+	if !Alive(rec) {
+		t.Fatal("the leaderless group is not recognised")
+	}
+	if killed, err := KillGroup(rec); !killed || err != nil {
+		t.Fatalf("KillGroup: %v %v", killed, err)
+	}
+	proctest.WaitExited(t, sleeper)
+	if Alive(rec) {
+		t.Fatal("alive after KillGroup")
+	}
+}

@@ -14,8 +14,6 @@ import (
 // but nothing ends it when spool dies, and a Record cannot tell a reused
 // pid from ours, so recovery never kills one (Alive is false).
 
-const guardEnv = "SPOOL_PROC_GUARD"
-
 type launch struct{ cmd *exec.Cmd }
 
 func newLaunch(c Cmd, path string, grace time.Duration) (*launch, error) {

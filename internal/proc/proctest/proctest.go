@@ -4,7 +4,9 @@ package proctest
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -58,4 +60,35 @@ func ReadPID(t testing.TB, path string) int {
 		t.Fatal(err)
 	}
 	return pid
+}
+
+// Stop sends pid SIGSTOP and waits, at most 10 s, until every thread of it
+// has stopped: a signal sent to it afterwards is not acted on.
+func Stop(t testing.TB, pid int) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !stopped(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d did not stop", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func stopped(pid int) bool {
+	tasks, err := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/stat")
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, path := range tasks {
+		b, err := os.ReadFile(path)
+		i := bytes.LastIndexByte(b, ')')
+		if err != nil || i < 0 || i+2 >= len(b) || b[i+2] != 'T' && b[i+2] != 't' {
+			return false
+		}
+	}
+	return true
 }
