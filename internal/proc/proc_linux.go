@@ -126,7 +126,6 @@ type launch struct {
 	cmd    *exec.Cmd
 	report *os.File // read end of the guard's fd 3
 	write  *os.File
-	once   sync.Once
 }
 
 func newLaunch(c Cmd, path string, grace time.Duration) (*launch, error) {

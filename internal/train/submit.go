@@ -50,9 +50,10 @@ func Prefetch(ctx context.Context, dir string) <-chan Reading {
 
 func readWorkspace(ctx context.Context, w mergequeue.Worktree, root string) Reading {
 	ident := make(chan Reading, 1)
+	wt := w // a copy: Inspect below fills in w
 	fault.Go(func() {
 		var r Reading
-		r.Head, r.ChangeID, r.Source, r.IdentErr = changeID(ctx, w, "HEAD", root)
+		r.Head, r.ChangeID, r.Source, r.IdentErr = changeID(ctx, wt, "HEAD", root)
 		ident <- r
 	})
 	dirty, err := mergequeue.Inspect(ctx, &w)
