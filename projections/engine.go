@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 
 	"github.com/google/renameio/v2"
 	"github.com/spoolhq/spool/eventlog"
@@ -87,20 +88,31 @@ func (k Key) before(e *eventlog.Event) bool {
 type Mark struct {
 	Offset int64  `json:"offset"`
 	Line   int    `json:"line"`
-	Len    int64  `json:"len"` // length of the last applied line
-	CRC    uint32 `json:"crc"` // crc32c of that line
+	Len    int64  `json:"len"`    // length of the last applied line
+	CRC    uint32 `json:"crc"`    // crc32c of that line
+	Prefix uint32 `json:"prefix"` // crc32c of the file up to Offset
 	Size   int64  `json:"size"`
 	MTime  int64  `json:"mtime"`
+	Inode  uint64 `json:"inode"`
+}
+
+func (m Mark) start() eventlog.Start {
+	return eventlog.Start{Offset: m.Offset, Line: m.Line, Len: m.Len, Prefix: m.Prefix}
 }
 
 // Checkpoint is the first line of a snapshot.
 type Checkpoint struct {
+	Format  int             `json:"format"`
 	Name    string          `json:"name"`
 	Version int             `json:"version"`
 	Events  int             `json:"events"`
 	Last    Key             `json:"last"`
 	Marks   map[string]Mark `json:"marks"`
 }
+
+// checkpointFormat is the Checkpoint's own version: snapshots of another
+// format are rebuilt (format 1 had no prefix checksums or inodes).
+const checkpointFormat = 2
 
 // View is a set of projections loaded for one command.
 type View struct {
@@ -109,11 +121,12 @@ type View struct {
 }
 
 type item struct {
-	spec  Spec
-	proj  Projection
-	cp    Checkpoint
-	dirty bool
-	saved int // events in the snapshot on disk; -1 when there is none
+	spec   Spec
+	proj   Projection
+	cp     Checkpoint
+	dirty  bool
+	restat bool // a writer file was replaced: save even if saves are amortized
+	saved  int  // events in the snapshot on disk; -1 when there is none
 }
 
 // ErrUnknownProjection names a projection nobody registered.
@@ -155,7 +168,7 @@ func (en *Engine) spec(name string) (Spec, bool) {
 
 func (it *item) reset() {
 	it.proj = it.spec.New()
-	it.cp = Checkpoint{Name: it.spec.Name, Version: it.spec.Version, Marks: map[string]Mark{}}
+	it.cp = Checkpoint{Format: checkpointFormat, Name: it.spec.Name, Version: it.spec.Version, Marks: map[string]Mark{}}
 	it.dirty = true
 	it.saved = -1
 }
@@ -174,7 +187,7 @@ func (en *Engine) loadSnapshot(it *item) bool {
 		return false
 	}
 	var cp Checkpoint
-	if json.Unmarshal(head, &cp) != nil || cp.Name != it.spec.Name || cp.Version != it.spec.Version || cp.Marks == nil {
+	if json.Unmarshal(head, &cp) != nil || cp.Format != checkpointFormat || cp.Name != it.spec.Name || cp.Version != it.spec.Version || cp.Marks == nil {
 		return false
 	}
 	p := it.spec.New()
@@ -187,7 +200,7 @@ func (en *Engine) loadSnapshot(it *item) bool {
 
 // deferred reports whether an amortized projection may skip this save.
 func (it *item) deferred() bool {
-	return it.spec.Amortize > 0 && it.saved >= 0 && it.cp.Events-it.saved <= it.cp.Events/it.spec.Amortize
+	return it.spec.Amortize > 0 && it.saved >= 0 && !it.restat && it.cp.Events-it.saved <= it.cp.Events/it.spec.Amortize
 }
 
 // NeedsSave reports whether Save would write anything.
@@ -243,7 +256,11 @@ const (
 	rewritten        // a file changed under a mark: rebuild
 )
 
-// check compares a checkpoint with the writer files on disk.
+// check compares a checkpoint with the writer files on disk. A file spool
+// appended to keeps its inode and grows; anything else (git checked it out
+// or merged it, an editor or sed replaced it, it shrank, or it changed in
+// place) must still begin with the bytes already applied, which the prefix
+// checksum proves, or the projection is rebuilt from a full, checked read.
 func (en *Engine) check(it *item) (status, error) {
 	files, err := en.Log.Files()
 	if err != nil {
@@ -269,18 +286,36 @@ func (en *Engine) check(it *item) (status, error) {
 		if err != nil {
 			return 0, err
 		}
-		// Size and mtime alone miss a rewrite to the same size within the
-		// file system's timestamp granularity (a quick checkout of a branch
-		// where this writer appended other events): check the line too.
-		if st.Size() == m.Size && st.ModTime().UnixNano() == m.MTime && lineMatches(path, m) {
-			continue
+		same := inodeOf(st) == m.Inode
+		switch {
+		case same && st.Size() == m.Size && st.ModTime().UnixNano() == m.MTime:
+			if !lineMatches(path, m) {
+				return rewritten, nil
+			}
+		case same && st.Size() > m.Size:
+			if !lineMatches(path, m) {
+				return rewritten, nil
+			}
+			result = behind
+		default:
+			ok, err := prefixMatches(path, m)
+			if err != nil {
+				return 0, err
+			}
+			if !ok {
+				return rewritten, nil
+			}
+			result = behind // nothing new, perhaps: the mark records the file as it is now
 		}
-		if st.Size() <= m.Offset || !lineMatches(path, m) {
-			return rewritten, nil
-		}
-		result = behind
 	}
 	return result, nil
+}
+
+func inodeOf(st fs.FileInfo) uint64 {
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		return sys.Ino
+	}
+	return 0
 }
 
 // lineMatches checks that the line before m.Offset is still the one applied.
@@ -298,6 +333,20 @@ func lineMatches(path string, m Mark) bool {
 		return false
 	}
 	return eventlog.LineCRC(buf) == m.CRC
+}
+
+// prefixMatches checks that the file still begins with the bytes applied.
+func prefixMatches(path string, m Mark) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	crc, err := eventlog.PrefixCRC(f, m.Offset)
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return false, nil
+	}
+	return err == nil && crc == m.Prefix && lineMatches(path, m), err
 }
 
 // CatchUp applies events appended since the snapshots were taken, rebuilding
@@ -360,7 +409,7 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([
 			for _, it := range items {
 				m := it.cp.Marks[w]
 				if first || m.Offset < from[w].Offset {
-					from[w] = eventlog.Start{Offset: m.Offset, Line: m.Line}
+					from[w] = m.start()
 					first = false
 				}
 			}
@@ -401,6 +450,12 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([
 				continue // applied before
 			}
 			if it.cp.Events > 0 && !it.cp.Last.before(e) {
+				if fromScratch {
+					// Each file is checked to be in order, so a full read is:
+					// a projection must never stop short of the log.
+					return nil, &eventlog.LineError{Path: pos.Path, Line: pos.Line,
+						Err: fmt.Errorf("%w: event %s sorts before %v, applied already", eventlog.ErrCorrupt, e.ID, it.cp.Last)}
+				}
 				broken = append(broken, it)
 				live = append(live[:i], live[i+1:]...)
 				i--
@@ -411,7 +466,9 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([
 			}
 			it.cp.Events++
 			it.cp.Last = keyOf(e)
-			it.cp.Marks[pos.Writer] = Mark{Offset: pos.Offset, Line: pos.Line, Len: pos.Len, CRC: pos.CRC}
+			old := it.cp.Marks[pos.Writer] // keeps the file's size, mtime and inode until they are read below
+			it.cp.Marks[pos.Writer] = Mark{Offset: pos.Offset, Line: pos.Line, Len: pos.Len, CRC: pos.CRC, Prefix: pos.Prefix,
+				Size: old.Size, MTime: old.MTime, Inode: old.Inode}
 			it.dirty = true
 		}
 		applied++
@@ -419,12 +476,15 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([
 			en.Progress(applied)
 		}
 	}
-	// Record size and mtime so an untouched file is recognised by a stat.
+	// Record size, mtime and inode so an untouched file is recognised by a stat.
 	for w, st := range stats {
 		for _, it := range live {
 			m := it.cp.Marks[w]
-			if m.Size != st.Size() || m.MTime != st.ModTime().UnixNano() {
-				m.Size, m.MTime = st.Size(), st.ModTime().UnixNano()
+			if m.Size != st.Size() || m.MTime != st.ModTime().UnixNano() || m.Inode != inodeOf(st) {
+				if m.Inode != 0 && m.Inode != inodeOf(st) {
+					it.restat = true // a replaced file: save, or every command checks its prefix again
+				}
+				m.Size, m.MTime, m.Inode = st.Size(), st.ModTime().UnixNano(), inodeOf(st)
 				it.cp.Marks[w] = m
 				it.dirty = true
 			}
@@ -481,7 +541,7 @@ func (v *View) Save() error {
 			return err
 		}
 		dirs[v.en.StateDir] = true
-		it.dirty = false
+		it.dirty, it.restat = false, false
 		it.saved = it.cp.Events
 	}
 	names := make([]string, 0, len(dirs))

@@ -309,6 +309,9 @@ func reencodeLast(t *testing.T, b []byte) []byte {
 		t.Fatal(err)
 	}
 	e.Subject = strings.Repeat("z", len(e.Subject))
+	if e.ID, err = e.ContentID(); err != nil {
+		t.Fatal(err)
+	}
 	line, _ := e.Encode()
 	if len(line) != len(lines[last]) {
 		t.Fatalf("rewritten line changed length")

@@ -157,7 +157,7 @@ func readEvents(l *eventlog.Log, from map[string]eventlog.Start, fn func(*eventl
 		if err != nil {
 			return err
 		}
-		from[pos.Writer] = eventlog.Start{Offset: pos.Offset, Line: pos.Line}
+		from[pos.Writer] = pos.Start()
 		if err := fn(ev); err != nil {
 			return err
 		}
