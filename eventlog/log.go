@@ -240,7 +240,7 @@ func tailOf(f *os.File, path string) (Tail, error) {
 	}
 	e, err := Decode(line)
 	if err != nil {
-		return t, &LineError{Path: path, Line: lineNumber(f, start), Err: err}
+		return t, &LineError{Path: path, Line: lineNumber(f, start), Err: err, Hint: hintFor(err)}
 	}
 	t.Seq, t.LC = e.Seq, e.LC
 	return t, nil

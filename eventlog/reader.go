@@ -287,7 +287,7 @@ func (p *producer) decodeNext() (*decoded, bool) {
 	p.prefix = crc32.Update(p.prefix, castagnoli, line)
 	e, sp, err := decode(line)
 	if err != nil {
-		return &decoded{err: &LineError{Path: p.path, Line: p.line, Err: err}}, true
+		return &decoded{err: &LineError{Path: p.path, Line: p.line, Err: err, Hint: hintFor(err)}}, true
 	}
 	if b := p.rules.check(line, e, sp, p.line); b != nil {
 		if b.dup {
@@ -297,6 +297,15 @@ func (p *producer) decodeNext() (*decoded, bool) {
 	}
 	return &decoded{e: e, pos: Pos{Path: p.path, Writer: p.writer, Offset: p.offset, Line: p.line, Len: int64(len(line)),
 		CRC: LineCRC(line), Prefix: p.prefix}}, false
+}
+
+// hintFor is the repair hint for a line that does not decode: none for an
+// event of a newer spool (upgrading is the fix).
+func hintFor(err error) string {
+	if errors.Is(err, ErrNewerVersion) {
+		return ""
+	}
+	return CorruptHint
 }
 
 // CorruptHint says how to get past a line that breaks the log's rules.

@@ -9,6 +9,7 @@
 package projections
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -65,8 +66,9 @@ type Engine struct {
 	Root     string // repository root; File paths are relative to it
 	StateDir string // where snapshots live
 	Specs    []Spec
-	// Progress, when set, is called every progressEvery events of a rebuild.
-	Progress func(applied int)
+	// Progress, when set, is called every progressEvery events of a rebuild,
+	// and once with done at its end.
+	Progress func(applied int, done bool)
 }
 
 const progressEvery = 100_000
@@ -118,6 +120,10 @@ const checkpointFormat = 2
 type View struct {
 	en    *Engine
 	items []*item
+	// extras are the other projections that needed a rebuild when one of
+	// the view's did: rebuilt in the same pass and saved with the view, so
+	// that a fresh clone reads its log once, not once per projection.
+	extras []*item
 }
 
 type item struct {
@@ -187,7 +193,7 @@ func (en *Engine) loadSnapshot(it *item) bool {
 		return false
 	}
 	var cp Checkpoint
-	if json.Unmarshal(head, &cp) != nil || cp.Format != checkpointFormat || cp.Name != it.spec.Name || cp.Version != it.spec.Version || cp.Marks == nil {
+	if json.Unmarshal(head, &cp) != nil || !cp.valid(it.spec) {
 		return false
 	}
 	p := it.spec.New()
@@ -205,7 +211,7 @@ func (it *item) deferred() bool {
 
 // NeedsSave reports whether Save would write anything.
 func (v *View) NeedsSave() bool {
-	for _, it := range v.items {
+	for _, it := range append(v.items, v.extras...) {
 		if it.dirty && !it.deferred() {
 			return true
 		}
@@ -359,6 +365,10 @@ func (v *View) CatchUp(ctx context.Context) (bool, error) {
 func (v *View) catchUp(ctx context.Context, items ...*item) (bool, error) {
 	var incremental, rebuild []*item
 	for _, it := range items {
+		if it.saved < 0 && it.cp.Events == 0 {
+			rebuild = append(rebuild, it) // no snapshot: a fresh clone, say
+			continue
+		}
 		st, err := v.en.check(it)
 		if err != nil {
 			return false, err
@@ -382,7 +392,12 @@ func (v *View) catchUp(ctx context.Context, items ...*item) (bool, error) {
 		}
 	}
 	if len(rebuild) > 0 {
-		if _, err := v.en.apply(ctx, rebuild, true); err != nil {
+		extras, err := v.staleOthers()
+		if err != nil {
+			return false, err
+		}
+		v.extras = append(v.extras, extras...)
+		if _, err := v.en.apply(ctx, append(rebuild, extras...), true); err != nil {
 			return false, err
 		}
 	}
@@ -391,6 +406,61 @@ func (v *View) catchUp(ctx context.Context, items ...*item) (bool, error) {
 		changed = changed || it.dirty
 	}
 	return changed, nil
+}
+
+// staleOthers returns, reset, the projections outside the view (and not
+// already among its extras) that a catch-up would rebuild from scratch: no
+// usable snapshot, or a file rewritten under their marks.
+func (v *View) staleOthers() ([]*item, error) {
+	var out []*item
+	for _, s := range v.en.Specs {
+		if v.has(s.Name) {
+			continue
+		}
+		it := &item{spec: s}
+		cp, ok := v.en.peekCheckpoint(s)
+		if ok {
+			it.cp = cp
+			st, err := v.en.check(it)
+			if err != nil {
+				return nil, err
+			}
+			if st != rewritten {
+				continue
+			}
+		}
+		it.reset()
+		out = append(out, it)
+	}
+	return out, nil
+}
+
+func (v *View) has(name string) bool {
+	for _, it := range append(v.items, v.extras...) {
+		if it.spec.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// peekCheckpoint reads only the checkpoint line of a snapshot.
+func (en *Engine) peekCheckpoint(s Spec) (Checkpoint, bool) {
+	var cp Checkpoint
+	f, err := os.Open(en.snapshotPath(s.Name))
+	if err != nil {
+		return cp, false
+	}
+	defer f.Close()
+	head, err := bufio.NewReaderSize(f, 64<<10).ReadSlice('\n')
+	if err != nil {
+		return cp, false
+	}
+	return cp, json.Unmarshal(head, &cp) == nil && cp.valid(s)
+}
+
+func (cp Checkpoint) valid(s Spec) bool {
+	return cp.Format == checkpointFormat && cp.Name == s.Name && cp.Version == s.Version && cp.Marks != nil
 }
 
 // apply reads the log once for items and folds new events into them. An item
@@ -473,8 +543,11 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([
 		}
 		applied++
 		if fromScratch && en.Progress != nil && applied%progressEvery == 0 {
-			en.Progress(applied)
+			en.Progress(applied, false)
 		}
+	}
+	if fromScratch && en.Progress != nil {
+		en.Progress(applied, true)
 	}
 	// Record size, mtime and inode so an untouched file is recognised by a stat.
 	for w, st := range stats {
@@ -518,7 +591,7 @@ func (v *View) Save() error {
 	}
 	sweep(tmp)
 	dirs := map[string]bool{}
-	for _, it := range v.items {
+	for _, it := range append(v.items, v.extras...) {
 		if !it.dirty || it.deferred() {
 			continue
 		}
@@ -554,6 +627,7 @@ func (v *View) Save() error {
 			return err
 		}
 	}
+	v.extras = nil // saved: the next command loads them from their snapshots
 	return nil
 }
 

@@ -16,7 +16,9 @@ import (
 )
 
 // DoctorCmd is a preflight: one line per check.
-type DoctorCmd struct{}
+type DoctorCmd struct {
+	Repair bool `help:"First fix what can be fixed without losing an event: torn tails, duplicated and reordered lines (backups in .git/spool/repair/)."`
+}
 
 type check struct {
 	Name   string `json:"name"`
@@ -26,6 +28,13 @@ type check struct {
 
 func (c *DoctorCmd) Run(e *env) error {
 	longRunning() // reads the whole log: keep memory bounded
+	var repairs []eventlog.FileRepair
+	if c.Repair {
+		var err error
+		if repairs, err = repair(e); err != nil {
+			return err
+		}
+	}
 	checks := doctor(e)
 	failed := 0
 	for _, ch := range checks {
@@ -34,10 +43,15 @@ func (c *DoctorCmd) Run(e *env) error {
 		}
 	}
 	if e.JSON {
-		if err := writeJSON(e.stdout, map[string]any{"ok": failed == 0, "checks": checks}); err != nil {
+		out := map[string]any{"ok": failed == 0, "checks": checks}
+		if c.Repair {
+			out["repairs"] = nonNilRepairs(repairs)
+		}
+		if err := writeJSON(e.stdout, out); err != nil {
 			return err
 		}
 	} else {
+		printRepairs(e, c.Repair, repairs)
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 		for _, ch := range checks {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", ch.Status, ch.Name, ch.Detail)
@@ -137,4 +151,58 @@ func doctor(e *env) []check {
 		add("actor", "ok", "%s", a)
 	}
 	return checks
+}
+
+// repair fixes the log and, when it changed a file, rebuilds the projections.
+func repair(e *env) ([]eventlog.FileRepair, error) {
+	st, err := e.open()
+	if err != nil {
+		return nil, err
+	}
+	now, err := e.now()
+	if err != nil {
+		return nil, err
+	}
+	repairs, err := st.Log.Repair(e.ctx, now)
+	if err != nil {
+		return repairs, err
+	}
+	rewrote := false
+	for _, r := range repairs {
+		if len(r.Left) > 0 {
+			return repairs, nil // the log is still unreadable: the checks below say where
+		}
+		rewrote = rewrote || r.Backup != ""
+	}
+	if rewrote {
+		_, err = st.Rebuild(e.ctx)
+	}
+	return repairs, err
+}
+
+func printRepairs(e *env, asked bool, repairs []eventlog.FileRepair) {
+	if !asked {
+		return
+	}
+	if len(repairs) == 0 {
+		fmt.Fprintln(e.stdout, "repair: nothing to repair")
+	}
+	for _, r := range repairs {
+		for _, f := range r.Fixed {
+			fmt.Fprintf(e.stdout, "repair: %s: %s\n", r.Path, f)
+		}
+		for _, l := range r.Left {
+			fmt.Fprintf(e.stdout, "repair: %s: not repaired: %s\n", r.Path, l)
+		}
+		if r.Backup != "" {
+			fmt.Fprintf(e.stdout, "repair: %s: the file as it was is in %s\n", r.Path, r.Backup)
+		}
+	}
+}
+
+func nonNilRepairs(r []eventlog.FileRepair) []eventlog.FileRepair {
+	if r == nil {
+		return []eventlog.FileRepair{}
+	}
+	return r
 }

@@ -161,6 +161,9 @@ func report(w io.Writer, asJSON bool, err error) int {
 		fmt.Fprintln(w, string(b))
 	} else {
 		fmt.Fprintf(w, "spool: %s\n", f.Message)
+		if hint, ok := f.Fields["repair"].(string); ok {
+			fmt.Fprintf(w, "spool: %s\n", hint)
+		}
 	}
 	return int(f.Kind)
 }
@@ -190,6 +193,9 @@ func classify(err error) *fault.Error {
 		f := fault.New(fault.Environment, code, err, msg)
 		if errors.As(err, &lineErr) {
 			f.Fields = map[string]any{"file": lineErr.Path, "line": lineErr.Line}
+			if lineErr.Hint != "" {
+				f.Fields["repair"] = lineErr.Hint
+			}
 		}
 		return f
 	case errors.Is(err, eventlog.ErrLockTimeout):
