@@ -28,7 +28,9 @@ type Pos struct {
 }
 
 // Start is where to resume reading after the event at p.
-func (p Pos) Start() Start { return Start{Offset: p.Offset, Line: p.Line, Len: p.Len, Prefix: p.Prefix} }
+func (p Pos) Start() Start {
+	return Start{Offset: p.Offset, Line: p.Line, Len: p.Len, Prefix: p.Prefix}
+}
 
 // Start is where to begin reading one writer file: just after a line that
 // was read before, which the rules resume from.
