@@ -55,15 +55,9 @@ func (c *InitCmd) Run(e *env) error {
 	} else if ok {
 		note(attrs)
 	}
-	driver, _ := repo.Git(e.ctx, r.Root, "config", "--get", "merge.spool.driver")
-	const want = "spool merge-driver %O %A %B"
-	if string(bytes.TrimSpace([]byte(driver))) != want {
-		if _, err := repo.Git(e.ctx, r.Root, "config", "merge.spool.name", "spool event log union"); err != nil {
-			return err
-		}
-		if _, err := repo.Git(e.ctx, r.Root, "config", "merge.spool.driver", want); err != nil {
-			return err
-		}
+	if ok, err := repo.EnsureMergeDriver(e.ctx, r); err != nil {
+		return err
+	} else if ok {
 		created = append(created, "git config merge.spool.driver")
 	}
 	st, err := store.OpenRepo(r, e.warn)

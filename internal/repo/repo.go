@@ -174,3 +174,25 @@ func plainGitDir(gitDir string, st fs.FileInfo) bool {
 	return !bytes.Contains(lower, []byte("worktree")) && !bytes.Contains(lower, []byte("bare = true")) &&
 		!bytes.Contains(lower, []byte("bare=true"))
 }
+
+// MergeDriver is the git config value of spool's merge driver for writer files.
+const MergeDriver = "spool merge-driver %O %A %B"
+
+// EnsureMergeDriver registers spool's merge driver in the clone's config
+// unless its section is there already. A fresh clone of a repository that
+// uses spool has .spool/ and .gitattributes but not the driver (git config
+// is not cloned); without it, a writer file changed on two branches merges
+// as text. It reads one small file in the common case.
+func EnsureMergeDriver(ctx context.Context, r *Repo) (registered bool, err error) {
+	b, err := os.ReadFile(filepath.Join(r.CommonDir, "config"))
+	if err == nil && bytes.Contains(b, []byte(`[merge "spool"]`)) && bytes.Contains(b, []byte("= "+MergeDriver)) {
+		return false, nil
+	}
+	if _, err := Git(ctx, r.Root, "config", "merge.spool.name", "spool event log union"); err != nil {
+		return false, err
+	}
+	if _, err := Git(ctx, r.Root, "config", "merge.spool.driver", MergeDriver); err != nil {
+		return false, err
+	}
+	return true, nil
+}

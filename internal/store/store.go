@@ -111,6 +111,11 @@ func Open(ctx context.Context, dir string, warn func(string)) (*Store, error) {
 		return nil, fault.New(fault.Environment, "not_initialized", ErrNotInitialized,
 			fmt.Sprintf("%s has no .spool directory; run spool init", r.Root), "root", r.Root)
 	}
+	// A fresh clone brings .spool/ but not the merge driver: register it
+	// before anything can merge a writer file as text.
+	if _, err := repo.EnsureMergeDriver(ctx, r); err != nil {
+		return nil, err
+	}
 	return OpenRepo(r, warn)
 }
 
