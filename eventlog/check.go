@@ -101,7 +101,7 @@ func checkFile(path string, rep *CheckReport) error {
 				continue
 			}
 			add(n, "%s", b.msg)
-			r.accept(line, e, n) // judge the next lines against this one
+			r.accept(e, n) // judge the next lines against this one
 		}
 	}
 }

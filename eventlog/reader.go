@@ -222,7 +222,7 @@ func (p *producer) resume(st Start) error {
 	if err != nil || line[len(line)-1] != '\n' {
 		return &LineError{Path: p.path, Line: st.Line, Err: fmt.Errorf("%w: the line read before is no longer there", ErrCorrupt)}
 	}
-	p.rules.resume(line, e, st.Line)
+	p.rules.accept(e, st.Line)
 	return nil
 }
 
@@ -293,7 +293,7 @@ func (p *producer) decodeNext() (*decoded, bool) {
 	}
 	if b := p.rules.check(line, e, sp, p.line); b != nil {
 		if b.dup {
-			return &decoded{warn: fmt.Sprintf("%s:%d: dropped an exact copy of line %d (%s)", p.path, p.line, p.rules.line, RepairHint)}, false
+			return &decoded{warn: fmt.Sprintf("%s:%d: dropped a copy of line %d (%s)", p.path, p.line, p.rules.line, RepairHint)}, false
 		}
 		return &decoded{err: &LineError{Path: p.path, Line: p.line, Err: fmt.Errorf("%w: %s", ErrCorrupt, b.msg), Hint: CorruptHint}}, true
 	}

@@ -16,11 +16,10 @@ import (
 // Repair share these rules, so a read never folds what verify would refuse.
 type rules struct {
 	writer string
-	seq    uint64
+	seq    uint64 // of the last line accepted
 	lc     uint64
 	id     string
-	prev   []byte // the last line accepted, to recognise an exact copy of it
-	line   int    // its line number
+	line   int // its line number
 	hash   hash.Hash
 	sum    []byte
 }
@@ -28,17 +27,11 @@ type rules struct {
 // breach is one broken rule.
 type breach struct {
 	msg string
-	dup bool // an exact copy of the previous line (readers drop it with a warning)
+	dup bool // a copy of the previous line (readers drop it with a warning)
 }
 
 func newRules(writer string) *rules {
 	return &rules{writer: writer, hash: sha256.New(), sum: make([]byte, 0, sha256.Size)}
-}
-
-// resume starts the rules after a line already read (a reader resuming at an offset).
-func (r *rules) resume(line []byte, e *Event, n int) {
-	r.seq, r.lc, r.id, r.line = e.Seq, e.LC, e.ID, n
-	r.prev = append(r.prev[:0], line...)
 }
 
 // check judges line n (decoded as e, with the value spans sp). A line that
@@ -49,8 +42,10 @@ func (r *rules) check(line []byte, e *Event, sp spans, n int) *breach {
 	case e.Writer != r.writer:
 		return &breach{msg: fmt.Sprintf("writer %q in the file of writer %q", e.Writer, r.writer)}
 	case e.Seq != r.seq+1:
-		if r.line > 0 && bytes.Equal(line, r.prev) {
-			return &breach{msg: fmt.Sprintf("exact copy of line %d", r.line), dup: true}
+		// The same seq, lc and id as the line before, and an id that is the
+		// content's hash: the same event again (a line duplicated in place).
+		if r.line > 0 && e.Seq == r.seq && e.LC == r.lc && e.ID == r.id && r.idMatches(line, e, sp) {
+			return &breach{msg: fmt.Sprintf("copy of line %d", r.line), dup: true}
 		}
 		return &breach{msg: fmt.Sprintf("seq %d follows %d (want %d)", e.Seq, r.seq, r.seq+1)}
 	case e.LC < r.lc:
@@ -63,14 +58,16 @@ func (r *rules) check(line []byte, e *Event, sp spans, n int) *breach {
 		want, _ := e.computeID()
 		return &breach{msg: fmt.Sprintf("id %s does not match the content (want %s): the line was edited", e.ID, want)}
 	}
-	r.accept(line, e, n)
+	r.accept(e, n)
 	return nil
 }
 
-func (r *rules) accept(line []byte, e *Event, n int) {
+// accept makes e, at line n, the line the next one must follow.
+func (r *rules) accept(e *Event, n int) {
 	r.seq, r.lc, r.id, r.line = e.Seq, e.LC, e.ID, n
-	r.prev = append(r.prev[:0], line...)
 }
+
+var blankID, zeroSeq, newline = []byte(`""`), []byte{'0'}, []byte{'\n'}
 
 // idMatches reports whether e.ID is the hash computeID gives. A line spool
 // wrote is already the canonical encoding, so hashing it with the id and seq
@@ -82,11 +79,11 @@ func (r *rules) idMatches(line []byte, e *Event, sp spans) bool {
 		h := r.hash
 		h.Reset()
 		h.Write(line[:sp.idStart])
-		h.Write([]byte(`""`))
+		h.Write(blankID)
 		h.Write(line[sp.idEnd:sp.seqStart])
-		h.Write([]byte{'0'})
+		h.Write(zeroSeq)
 		h.Write(line[sp.seqEnd:])
-		h.Write([]byte{'\n'})
+		h.Write(newline)
 		r.sum = h.Sum(r.sum[:0])
 		var hexed [24]byte
 		hex.Encode(hexed[:], r.sum[:12])
