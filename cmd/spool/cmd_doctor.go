@@ -87,7 +87,9 @@ func doctor(e *env) []check {
 		return checks
 	}
 	add("spool", "ok", "%s", r.SpoolDir())
-	if unknown := st.Config.Unknown(); len(unknown) > 0 {
+	if problems := st.Config.Problems(); len(problems) > 0 {
+		add("config", "fail", "%s (fix with spool config set)", strings.Join(problems, "; "))
+	} else if unknown := st.Config.Unknown(); len(unknown) > 0 {
 		add("config", "warn", "unknown keys ignored: %s", strings.Join(unknown, ", "))
 	} else {
 		add("config", "ok", "%s", store.ConfigPath(r))
