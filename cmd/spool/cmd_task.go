@@ -119,12 +119,25 @@ func printTask(e *env, t workqueue.TaskJSON, s *workqueue.State) {
 	if t.ClosedAt != nil {
 		fmt.Fprintf(tw, "closed\t%s %s\n", fmtTime(t.ClosedAt), t.CloseReason)
 	}
-	for _, d := range t.Dependencies {
-		state := "?"
-		if b := s.Tasks[d.DependsOnID]; b != nil {
-			state = b.Status
+	statusOf := func(id string) string {
+		if b := s.Tasks[id]; b != nil {
+			return b.Status
 		}
-		fmt.Fprintf(tw, "%s\t%s (%s)\n", strings.ReplaceAll(d.Type, "-", " "), d.DependsOnID, state)
+		return "?"
+	}
+	for _, d := range t.Dependencies {
+		relation := "waits for" // a "blocks" edge: the task it depends on blocks this one
+		if d.Type == "parent-child" {
+			relation = "parent"
+		}
+		fmt.Fprintf(tw, "%s\t%s (%s)\n", relation, d.DependsOnID, statusOf(d.DependsOnID))
+	}
+	blocks, children := s.Dependents(t.ID)
+	for _, id := range blocks {
+		fmt.Fprintf(tw, "blocks\t%s (%s)\n", id, statusOf(id))
+	}
+	for _, id := range children {
+		fmt.Fprintf(tw, "child\t%s (%s)\n", id, statusOf(id))
 	}
 	if t.Description != "" {
 		fmt.Fprintf(tw, "description\t%s\n", t.Description)

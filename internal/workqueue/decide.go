@@ -406,7 +406,7 @@ func Next(s *State, cands []Candidate, native bool, p Policy, g Gate, worker, ac
 func held(s *State, p Policy, id, actor string, now time.Time) (Entry, error) {
 	h := s.History[id]
 	if h == nil {
-		if s.Tasks[id] == nil {
+		if !s.HasTask(id) {
 			return Entry{}, fault.NotFound("task", id)
 		}
 		return Entry{}, notClaimed(id, "it was never claimed")
