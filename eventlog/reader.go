@@ -192,7 +192,7 @@ type producer struct {
 func newProducer(path string, st Start) (*producer, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
 	p := &producer{path: path, writer: WriterOf(path), f: f, offset: st.Offset, line: st.Line, prefix: st.Prefix}
 	p.rules = newRules(p.writer)
@@ -216,7 +216,7 @@ func (p *producer) resume(st Start) error {
 	}
 	line := make([]byte, st.Len)
 	if _, err := p.f.ReadAt(line, st.Offset-st.Len); err != nil {
-		return fmt.Errorf("read %s: %w", p.path, err)
+		return err
 	}
 	e, err := Decode(line)
 	if err != nil || line[len(line)-1] != '\n' {
@@ -334,7 +334,7 @@ func (p *producer) readLine() (line []byte, torn bool, err error) {
 		case err == io.EOF:
 			return nil, len(p.buf) > 0, nil
 		default:
-			return nil, false, fmt.Errorf("read %s: %w", p.path, err)
+			return nil, false, err
 		}
 	}
 }

@@ -43,7 +43,7 @@ func (l *Log) Repair(ctx context.Context, now time.Time) ([]FileRepair, error) {
 	for _, path := range files {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return out, fmt.Errorf("read %s: %w", path, err)
+			return out, err
 		}
 		fixed, rep := repairLines(b, WriterOf(path))
 		rep.Path = path

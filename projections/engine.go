@@ -587,7 +587,7 @@ func statFiles(l *eventlog.Log) (map[string]fs.FileInfo, error) {
 func (v *View) Save() error {
 	tmp := filepath.Join(v.en.StateDir, ".tmp")
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", tmp, err)
+		return err
 	}
 	sweep(tmp)
 	dirs := map[string]bool{}
@@ -645,7 +645,7 @@ func (en *Engine) snapshot(it *item) ([]byte, error) {
 
 func writeFile(path string, data []byte, tmp string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+		return err
 	}
 	if err := renameio.WriteFile(path, data, 0o644, renameio.WithTempDir(tmp)); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)

@@ -211,7 +211,18 @@ func classify(err error) *fault.Error {
 	}
 	var pathErr *os.PathError
 	if errors.As(err, &pathErr) {
-		return fault.New(fault.Environment, "storage", err, msg)
+		for _, errno := range []syscall.Errno{syscall.EROFS, syscall.EACCES, syscall.EPERM} {
+			if errors.Is(err, errno) {
+				msg = fmt.Sprintf("cannot write %s: %v; reads work without write access, changes need it (to .spool/ and .git/spool/)",
+					pathErr.Path, errno)
+			}
+		}
+		for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EFBIG} {
+			if errors.Is(err, errno) {
+				msg = fmt.Sprintf("cannot write %s: %v", pathErr.Path, errno)
+			}
+		}
+		return fault.New(fault.Environment, "storage", err, msg, "file", pathErr.Path)
 	}
 	return fault.New(fault.Unexpected, "unexpected", err, msg)
 }
