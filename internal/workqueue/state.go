@@ -211,7 +211,7 @@ func (s *State) HasTask(id string) bool {
 	}
 	return s.Tasks[id] != nil
 }
-func (s *State) TaskCount() int         { return len(s.Tasks) }
+func (s *State) TaskCount() int { return len(s.Tasks) }
 
 // QueueProjection folds the queue's side of every event; like the tasks,
 // its snapshot is decoded in the background.
