@@ -66,7 +66,7 @@ func (c *TaskAddCmd) Run(e *env) error {
 	if e.JSON {
 		return writeJSON(e.stdout, created.View(t, q.policy, q.now, false))
 	}
-	fmt.Fprintf(e.stdout, "created %s: %s\n", t.ID, t.Title)
+	fmt.Fprintf(e.stdout, "created %s: %s\n", t.ID, text(t.Title))
 	return nil
 }
 
@@ -105,19 +105,19 @@ func (c *TaskShowCmd) Run(e *env) error {
 
 func printTask(e *env, t workqueue.TaskJSON, s *workqueue.State) {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "%s\t%s\n", t.ID, t.Title)
-	fmt.Fprintf(tw, "status\t%s\n", t.Status)
-	fmt.Fprintf(tw, "priority\tP%d\n", t.Priority)
-	fmt.Fprintf(tw, "type\t%s\n", t.IssueType)
+	fmt.Fprint(tw, row(t.ID, text(t.Title)))
+	fmt.Fprint(tw, row("status", t.Status))
+	fmt.Fprint(tw, row("priority", fmt.Sprintf("P%d", t.Priority)))
+	fmt.Fprint(tw, row("type", text(t.IssueType)))
 	if len(t.Labels) > 0 {
-		fmt.Fprintf(tw, "labels\t%s\n", strings.Join(t.Labels, ", "))
+		fmt.Fprint(tw, row("labels", text(strings.Join(t.Labels, ", "))))
 	}
 	if t.Assignee != "" {
-		fmt.Fprintf(tw, "assignee\t%s\n", t.Assignee)
+		fmt.Fprint(tw, row("assignee", text(t.Assignee)))
 	}
-	fmt.Fprintf(tw, "created\t%s by %s\n", fmtTime(&t.CreatedAt), orDash(t.CreatedBy))
+	fmt.Fprint(tw, row("created", fmtTime(&t.CreatedAt)+" by "+text(orDash(t.CreatedBy))))
 	if t.ClosedAt != nil {
-		fmt.Fprintf(tw, "closed\t%s %s\n", fmtTime(t.ClosedAt), t.CloseReason)
+		fmt.Fprint(tw, row("closed", strings.TrimSpace(fmtTime(t.ClosedAt)+" "+text(t.CloseReason))))
 	}
 	statusOf := func(id string) string {
 		if b := s.Tasks[id]; b != nil {
@@ -130,21 +130,33 @@ func printTask(e *env, t workqueue.TaskJSON, s *workqueue.State) {
 		if d.Type == "parent-child" {
 			relation = "parent"
 		}
-		fmt.Fprintf(tw, "%s\t%s (%s)\n", relation, d.DependsOnID, statusOf(d.DependsOnID))
+		fmt.Fprint(tw, row(relation, text(d.DependsOnID)+" ("+statusOf(d.DependsOnID)+")"))
 	}
 	blocks, children := s.Dependents(t.ID)
 	for _, id := range blocks {
-		fmt.Fprintf(tw, "blocks\t%s (%s)\n", id, statusOf(id))
+		fmt.Fprint(tw, row("blocks", text(id)+" ("+statusOf(id)+")"))
 	}
 	for _, id := range children {
-		fmt.Fprintf(tw, "child\t%s (%s)\n", id, statusOf(id))
+		fmt.Fprint(tw, row("child", text(id)+" ("+statusOf(id)+")"))
 	}
 	if t.Description != "" {
-		fmt.Fprintf(tw, "description\t%s\n", t.Description)
+		for i, line := range textLines(t.Description) {
+			label := ""
+			if i == 0 {
+				label = "description"
+			}
+			fmt.Fprint(tw, row(label, line))
+		}
 	}
 	tw.Flush()
 	for _, c := range t.Comments {
-		fmt.Fprintf(e.stdout, "  %s %s: %s\n", fmtTime(&c.CreatedAt), c.Author, c.Text)
+		for i, line := range textLines(c.Text) {
+			if i == 0 {
+				fmt.Fprintf(e.stdout, "  %s %s: %s\n", fmtTime(&c.CreatedAt), text(c.Author), line)
+			} else {
+				fmt.Fprintf(e.stdout, "    %s\n", line)
+			}
+		}
 	}
 }
 
@@ -180,9 +192,9 @@ func printTasks(e *env, q *queue, s *workqueue.State, tasks []*workqueue.Task) e
 	for _, t := range tasks {
 		labels := ""
 		if len(t.Labels) > 0 {
-			labels = "[" + strings.Join(t.Labels, ",") + "]"
+			labels = "[" + text(strings.Join(t.Labels, ",")) + "]"
 		}
-		fmt.Fprintf(tw, "%s\tP%d\t%s\t%s\t%s\t%s\n", t.ID, t.Priority, s.EffectiveStatus(t, q.policy, q.now), t.Type, t.Title, labels)
+		fmt.Fprint(tw, row(text(t.ID), fmt.Sprintf("P%d", t.Priority), s.EffectiveStatus(t, q.policy, q.now), text(t.Type), text(t.Title), labels))
 	}
 	return tw.Flush()
 }

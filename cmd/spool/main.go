@@ -160,7 +160,7 @@ func report(w io.Writer, asJSON bool, err error) int {
 		b, _ := jsonCompact(map[string]any{"error": obj})
 		fmt.Fprintln(w, string(b))
 	} else {
-		fmt.Fprintf(w, "spool: %s\n", f.Message)
+		fmt.Fprintf(w, "spool: %s\n", text(f.Message))
 		if hint, ok := f.Fields["repair"].(string); ok {
 			fmt.Fprintf(w, "spool: %s\n", hint)
 		}

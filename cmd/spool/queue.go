@@ -155,7 +155,7 @@ func orDash(s string) string {
 func printEntry(e *env, h workqueue.EntryJSON, now time.Time) {
 	fmt.Fprintf(e.stdout, "%s  %s  attempts %d", h.ID, h.Status, h.Attempts)
 	if h.LastError != "" {
-		fmt.Fprintf(e.stdout, "  last error: %s", h.LastError)
+		fmt.Fprintf(e.stdout, "  last error: %s", text(h.LastError))
 	}
 	switch {
 	case h.NextEligibleAt != nil && h.NextEligibleAt.After(now):
