@@ -371,6 +371,17 @@ func (l *Log) Lock(ctx context.Context) (func(), error) {
 	return func() { lock.Unlock() }, nil
 }
 
+// TryLock takes the lock only if it is free at once: for work that can be
+// left to the next command (a read saving its projections).
+func (l *Log) TryLock() (unlock func(), ok bool, err error) {
+	lock := flock.New(l.LockPath())
+	ok, err = lock.TryLock()
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return func() { lock.Unlock() }, true, nil
+}
+
 func (l *Log) lock(ctx context.Context) (*flock.Flock, error) {
 	lock := flock.New(l.LockPath())
 	ctx, cancel := context.WithTimeout(ctx, l.opt.LockTimeout)

@@ -100,7 +100,11 @@ func doctor(e *env, verbose bool) []check {
 	cancel()
 	switch {
 	case errors.Is(err, eventlog.ErrLockTimeout), errors.Is(err, context.DeadlineExceeded):
-		add("lock", "fail", "%s is held by another process", st.Log.LockPath())
+		who := ""
+		if pid, cmd, ok := st.Log.LockHolder(); ok && pid > 0 {
+			who = fmt.Sprintf(" (pid %d: %s)", pid, text(clip(cmd, 80)))
+		}
+		add("lock", "fail", "%s is held by another process%s", st.Log.LockPath(), who)
 	case err != nil:
 		add("lock", "fail", "%v", err)
 	default:

@@ -167,6 +167,14 @@ type TaskListCmd struct {
 }
 
 func (c *TaskListCmd) Run(e *env) error {
+	if c.Priority != nil && (*c.Priority < 0 || *c.Priority > workqueue.MaxPriority) {
+		return fault.New(fault.Usage, "invalid_priority", nil, fmt.Sprintf("priority must be 0 (most urgent) to 4, got %d", *c.Priority), "priority", *c.Priority)
+	}
+	if c.Label != "" {
+		if err := workqueue.ValidateLabel(c.Label); err != nil {
+			return err
+		}
+	}
 	q, s, err := e.readQueue(tracker)
 	if err != nil {
 		return err
@@ -219,7 +227,7 @@ func (c *TaskUpdateCmd) Run(e *env) error {
 	if err := u.Validate(); err != nil {
 		return err // usage errors before taking the lock
 	}
-	_, s, err := q.write(tracker, func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	events, s, err := q.write(tracker, func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		return workqueue.UpdateTask(s, c.ID, u)
 	})
 	if err != nil {
@@ -227,6 +235,10 @@ func (c *TaskUpdateCmd) Run(e *env) error {
 	}
 	if e.JSON {
 		return writeJSON(e.stdout, s.View(s.Tasks[c.ID], q.policy, q.now, false))
+	}
+	if len(events) == 0 {
+		fmt.Fprintf(e.stdout, "%s unchanged: it already has those values\n", c.ID)
+		return nil
 	}
 	fmt.Fprintf(e.stdout, "updated %s\n", c.ID)
 	return nil

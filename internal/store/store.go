@@ -162,11 +162,12 @@ func (s *Store) Read(ctx context.Context, names ...string) (*projections.View, e
 	if _, err := v.CatchUp(ctx); err != nil || !v.NeedsSave() {
 		return v, err
 	}
-	// Saving is a courtesy to the next command: a read must work where
-	// nothing can be written (a read-only checkout, a full disk).
-	unlock, err := s.Log.Lock(ctx)
-	if err != nil {
-		if storageError(err) {
+	// Saving is a courtesy to the next command: a read must neither wait for
+	// the lock nor fail where nothing can be written (a read-only checkout,
+	// a full disk).
+	unlock, ok, err := s.Log.TryLock()
+	if !ok {
+		if err == nil || storageError(err) || errors.Is(err, fs.ErrNotExist) {
 			return v, nil
 		}
 		return nil, err
