@@ -15,6 +15,14 @@ import (
 // InitCmd creates .spool/ and registers the merge driver.
 type InitCmd struct{}
 
+// initNext tells a new user what to commit, once and from then on.
+const initNext = `next:
+  commit spool's files once:  git add .spool .gitattributes && git commit -m "spool: init"
+  then commit .spool/events/ with your work: each clone appends only to its own
+  file there (.spool/events/<writer>.jsonl), so clones never conflict
+  optional: spool hooks install
+`
+
 const (
 	gitattributesLine = ".spool/events/*.jsonl merge=spool"
 	spoolGitignore    = "# derived by spool; rebuild with spool replay\nstate/\nruns/\n"
@@ -79,6 +87,7 @@ func (c *InitCmd) Run(e *env) error {
 	for _, p := range created {
 		fmt.Fprintf(e.stdout, "  created %s\n", p)
 	}
+	fmt.Fprint(e.stdout, initNext)
 	return nil
 }
 
