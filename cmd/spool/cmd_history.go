@@ -11,7 +11,7 @@ import (
 
 // HistoryCmd shows the queue's history of tasks (seed 001's History).
 type HistoryCmd struct {
-	ID string `arg:"" optional:"" help:"One task (default: every task the queue has seen)."`
+	ID string `arg:"" optional:"" complete:"task" help:"One task (default: every task the queue has seen)."`
 }
 
 func (c *HistoryCmd) Run(e *env) error {

@@ -29,8 +29,8 @@ type TaskAddCmd struct {
 	Priority    int      `short:"p" default:"2" help:"0 (most urgent) to 4."`
 	Type        string   `short:"t" default:"task" enum:"task,bug,feature,epic,chore" help:"task, bug, feature, epic or chore."`
 	Label       []string `short:"l" sep:"none" placeholder:"LABEL" help:"A label (repeatable)."`
-	Dep         []string `sep:"none" placeholder:"ID" help:"A task this one waits for (repeatable)."`
-	Parent      string   `placeholder:"ID" help:"The parent task (an epic, say)."`
+	Dep         []string `sep:"none" placeholder:"ID" complete:"task" help:"A task this one waits for (repeatable)."`
+	Parent      string   `placeholder:"ID" complete:"task" help:"The parent task (an epic, say)."`
 }
 
 func (c *TaskAddCmd) Run(e *env) error {
@@ -71,7 +71,7 @@ func (c *TaskAddCmd) Run(e *env) error {
 }
 
 type TaskShowCmd struct {
-	IDs []string `arg:"" name:"id" help:"Task ids."`
+	IDs []string `arg:"" name:"id" complete:"task" help:"Task ids."`
 }
 
 func (c *TaskShowCmd) Run(e *env) error {
@@ -208,7 +208,7 @@ func printTasks(e *env, q *queue, s *workqueue.State, tasks []*workqueue.Task) e
 }
 
 type TaskUpdateCmd struct {
-	ID          string   `arg:"" help:"Task id."`
+	ID          string   `arg:"" complete:"task" help:"Task id."`
 	Title       *string  `help:"New title."`
 	Description *string  `short:"d" help:"New description."`
 	Priority    *int     `short:"p" help:"New priority, 0 to 4."`
@@ -245,7 +245,7 @@ func (c *TaskUpdateCmd) Run(e *env) error {
 }
 
 type TaskCloseCmd struct {
-	IDs    []string `arg:"" name:"id" help:"Task ids."`
+	IDs    []string `arg:"" name:"id" complete:"task" help:"Task ids."`
 	Reason string   `short:"r" help:"Why it is closed."`
 }
 
@@ -274,7 +274,7 @@ func (c *TaskCloseCmd) Run(e *env) error {
 }
 
 type TaskReopenCmd struct {
-	ID string `arg:"" help:"Task id."`
+	ID string `arg:"" complete:"task" help:"Task id."`
 }
 
 func (c *TaskReopenCmd) Run(e *env) error {
@@ -302,7 +302,7 @@ type TaskDepCmd struct {
 }
 
 type TaskDepAddCmd struct {
-	ID      string `arg:"" help:"The task that waits."`
+	ID      string `arg:"" complete:"task" help:"The task that waits."`
 	Blocker string `arg:"" help:"The task it waits for."`
 }
 
@@ -311,7 +311,7 @@ func (c *TaskDepAddCmd) Run(e *env) error {
 }
 
 type TaskDepRmCmd struct {
-	ID      string `arg:"" help:"The task that waits."`
+	ID      string `arg:"" complete:"task" help:"The task that waits."`
 	Blocker string `arg:"" help:"The task it waits for."`
 }
 
@@ -342,7 +342,7 @@ func depChange(e *env, id, blocker, verb string, decide func(*workqueue.State, s
 }
 
 type TaskCommentCmd struct {
-	ID   string `arg:"" help:"Task id."`
+	ID   string `arg:"" complete:"task" help:"Task id."`
 	Text string `arg:"" help:"The comment."`
 }
 

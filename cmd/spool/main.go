@@ -49,6 +49,7 @@ type CLI struct {
 	Demo        DemoCmd        `cmd:"" help:"Run spool in a throwaway repository and show what it wrote."`
 	Version     VersionCmd     `cmd:"" help:"Print the version."`
 	Completion  CompletionCmd  `cmd:"" help:"Print a shell completion script."`
+	Complete    CompleteCmd    `cmd:"" name:"__complete" hidden:"" help:"List values for the completion scripts."`
 }
 
 // Globals are accepted by every command.
