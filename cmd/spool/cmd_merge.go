@@ -105,6 +105,7 @@ type listRow struct {
 	Status         mergequeue.Status `json:"status"`
 	Priority       int               `json:"priority"`
 	Workspace      string            `json:"workspace"`
+	WorkspaceID    string            `json:"workspace_id"`
 	Branch         string            `json:"branch"`
 	HeadSHA        string            `json:"head_sha"`
 	DedupeKey      string            `json:"dedupe_key"`
@@ -118,8 +119,8 @@ type listRow struct {
 
 // rowOf is the row of an entry; mergequeue.Entry.AppendRow writes the same JSON.
 func rowOf(en *mergequeue.Entry) listRow {
-	r := listRow{EntryID: en.ID, Status: en.Status, Priority: en.Priority, Workspace: en.Workspace, Branch: en.Branch,
-		HeadSHA: en.HeadSHA, DedupeKey: en.DedupeKey, Owner: en.Owner, Attempts: en.Attempts, BeadID: en.BeadID,
+	r := listRow{EntryID: en.ID, Status: en.Status, Priority: en.Priority, Workspace: en.Workspace, WorkspaceID: en.WorkspaceID,
+		Branch: en.Branch, HeadSHA: en.HeadSHA, DedupeKey: en.DedupeKey, Owner: en.Owner, Attempts: en.Attempts, BeadID: en.BeadID,
 		AddedAt: en.AddedAt, LastError: en.LastError, WorkspaceState: string(en.WorkspaceState)}
 	if en.Position > 0 {
 		p := en.Position
@@ -197,7 +198,7 @@ func (c *MergeShowCmd) Run(e *env) error {
 	}
 	for _, kv := range [][2]string{
 		{"entry", fmt.Sprint(en.ID)}, {"status", string(en.Status)}, {"position", pos},
-		{"workspace", en.Workspace + " (" + en.Worktree + ")"}, {"branch", en.Branch}, {"head", en.HeadSHA},
+		{"workspace", en.Workspace + " (" + en.Worktree + ")"}, {"workspace id", en.WorkspaceID}, {"branch", en.Branch}, {"head", en.HeadSHA},
 		{"change id", en.ChangeID + " (" + en.ChangeIDSource + ")"}, {"dedupe key", en.DedupeKey},
 		{"priority", fmt.Sprint(en.Priority)}, {"owner", en.Owner}, {"attempts", fmt.Sprint(en.Attempts)},
 		{"bead", en.BeadID}, {"tested", en.TestedSHA}, {"tested against", en.TestedAgainstSHA},

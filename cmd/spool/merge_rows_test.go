@@ -13,9 +13,9 @@ import (
 func TestAppendRowMatchesListRow(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 123, time.UTC)
 	for _, en := range []*mergequeue.Entry{
-		{ID: 1, Position: 3, Status: mergequeue.Pending, Priority: 2, Workspace: "ws", Branch: "b", HeadSHA: "abc",
+		{ID: 1, Position: 3, Status: mergequeue.Pending, Priority: 2, Workspace: "ws", WorkspaceID: "w1/ws", Branch: "b", HeadSHA: "abc",
 			DedupeKey: "ws:I1", Owner: "ada <a&b>", Attempts: 1, AddedAt: at, WorkspaceState: mergequeue.WorkspaceCreated},
-		{ID: 2, Status: mergequeue.FailedTerminal, Workspace: "w\u00e9", Branch: "b\"q\"", BeadID: "bd-1", LastError: "conflict\n\tx",
+		{ID: 2, Status: mergequeue.FailedTerminal, Workspace: "w\u00e9 x", WorkspaceID: "w1/w%C3%A9-x", Branch: "b\"q\"", BeadID: "bd-1", LastError: "conflict\n\tx",
 			AddedAt: at, WorkspaceState: mergequeue.WorkspaceConflict},
 	} {
 		want, err := jsonCompact(rowOf(en))

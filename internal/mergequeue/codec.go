@@ -81,6 +81,7 @@ func (e *Entry) encode(b []byte) []byte {
 	}
 	b = intField(b, "priority", e.Priority)
 	b = field(b, "workspace", e.Workspace)
+	b = field(b, "workspace_id", e.WorkspaceID)
 	b = field(b, "worktree", e.Worktree)
 	b = field(b, "branch", e.Branch)
 	b = field(b, "change_id", e.ChangeID)
@@ -287,6 +288,8 @@ func (e *Entry) decode(v gjson.Result) error {
 			e.Priority = int(v.Int())
 		case "workspace":
 			e.Workspace = v.String()
+		case "workspace_id":
+			e.WorkspaceID = v.String()
 		case "worktree":
 			e.Worktree = v.String()
 		case "branch":
@@ -397,7 +400,7 @@ func (e *Entry) AppendRow(b []byte) []byte {
 	b = append(b, `,"status":`...)
 	b = appendString(b, string(e.Status))
 	b = intField(b, "priority", e.Priority)
-	for _, kv := range [...][2]string{{"workspace", e.Workspace}, {"branch", e.Branch}, {"head_sha", e.HeadSHA},
+	for _, kv := range [...][2]string{{"workspace", e.Workspace}, {"workspace_id", e.WorkspaceID}, {"branch", e.Branch}, {"head_sha", e.HeadSHA},
 		{"dedupe_key", e.DedupeKey}, {"owner", e.Owner}} {
 		b = append(b, ',', '"')
 		b = append(b, kv[0]...)

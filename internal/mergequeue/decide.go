@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -27,7 +28,8 @@ func (p Policy) admin(actor string) bool { return slices.Contains(p.Admins, acto
 // repository whose commit has no Change-Id trailer); DedupeKey empty means
 // "compute it from workspace and change id".
 type SubmitRequest struct {
-	Workspace      string
+	Workspace      string // display name: the worktree directory's base name
+	WorkspaceID    string // identity (WorkspaceID); empty: the display name, as entries of older logs
 	Worktree       string // absolute path, informational
 	Branch         string
 	HeadSHA        string
@@ -66,33 +68,33 @@ const (
 // P is a priority for SubmitRequest.Priority.
 func P(n int) *int { return &n }
 
-// ValidateWorkspaceName checks the seed's rule: non-empty UTF-8, no special characters.
+// ValidateWorkspaceName checks a workspace's display name: any text a
+// directory may be named (spaces included), but not empty, not invalid
+// UTF-8 and without control characters. The identity is WorkspaceID.
 func ValidateWorkspaceName(ws string) error {
 	switch {
 	case ws == "":
 		return InvalidWorkspaceName(ws, "it is empty")
 	case !utf8.ValidString(ws):
 		return InvalidWorkspaceName(ws, "it is not valid UTF-8")
-	case !plainName(ws):
-		return InvalidWorkspaceName(ws, "use at most 100 letters, digits, '.', '_' or '-', starting with a letter or digit")
+	case len(ws) > 255:
+		return InvalidWorkspaceName(ws, "it is longer than 255 bytes")
+	case strings.IndexFunc(ws, unicode.IsControl) >= 0:
+		return InvalidWorkspaceName(ws, "it contains a control character")
 	}
 	return nil
 }
 
-// plainName is ^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$ without a regexp, whose
-// {0,99} would be compiled at every start of every command.
-func plainName(s string) bool {
-	if len(s) == 0 || len(s) > 100 {
-		return false
+// ValidateWorkspaceID checks a workspace identity: the dedupe key's first
+// part, so no ':' and nothing ValidateDedupeKey refuses.
+func ValidateWorkspaceID(id string) error {
+	switch {
+	case id == "":
+		return InvalidWorkspaceName(id, "its identity is empty")
+	case !utf8.ValidString(id) || strings.ContainsAny(id, ": \t\n\x00") || strings.IndexFunc(id, unicode.IsControl) >= 0:
+		return InvalidWorkspaceName(id, "its identity contains ':', whitespace, a control character or invalid UTF-8")
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
-			return false
-		}
-	}
-	return true
+	return nil
 }
 
 // ValidHeadSHA reports whether s is a full commit id (SHA-1 or SHA-256, lowercase hex).
@@ -129,7 +131,7 @@ func ValidateDedupeKey(key string) error {
 
 // GenerateChangeID makes the change id of a workspace+branch submitted for the
 // first time without jj or a Change-Id trailer; it is remembered in the log,
-// so amending or rebasing the branch keeps it.
+// so amending or rebasing the branch keeps it. workspace is the identity.
 func GenerateChangeID(workspace, branch, head string, now time.Time) string {
 	sum := sha1.Sum([]byte(workspace + "\x00" + branch + "\x00" + head + "\x00" + now.UTC().Format(time.RFC3339Nano)))
 	return "I" + hex.EncodeToString(sum[:])
@@ -142,17 +144,22 @@ func (s *State) ResolveChangeID(req *SubmitRequest, now time.Time) {
 		return
 	}
 	req.ChangeIDSource = SourceGenerated
-	if id, ok := s.Identities[IdentityKey(req.Workspace, req.Branch)]; ok {
+	if id, ok := s.Identities[IdentityKey(req.WorkspaceID, req.Branch)]; ok {
 		req.ChangeID = id
 		return
 	}
-	req.ChangeID = GenerateChangeID(req.Workspace, req.Branch, req.HeadSHA, now)
+	req.ChangeID = GenerateChangeID(req.WorkspaceID, req.Branch, req.HeadSHA, now)
 }
 
-// DecideSubmit is the idempotent upsert of seed 002 §9.4.
+// DecideSubmit is the idempotent upsert of seed 002 §9.4. The workspace in
+// its cases is the identity (req.WorkspaceID), which is also the dedupe
+// key's first part; the display name only labels the entry.
 func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submission, error) {
 	if err := ValidateWorkspaceName(req.Workspace); err != nil {
 		return Submission{}, err
+	}
+	if req.WorkspaceID == "" {
+		req.WorkspaceID = req.Workspace
 	}
 	if req.Priority != nil && (*req.Priority < MinPriority || *req.Priority > MaxPriority) {
 		return Submission{}, InvalidPriority(*req.Priority)
@@ -172,18 +179,21 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 		}
 		_, req.ChangeID, _ = strings.Cut(req.DedupeKey, ":")
 	} else {
+		if err := ValidateWorkspaceID(req.WorkspaceID); err != nil {
+			return Submission{}, err
+		}
 		s.ResolveChangeID(&req, now)
-		req.DedupeKey = ComputeDedupeKey(req.ChangeID, req.Workspace)
+		req.DedupeKey = ComputeDedupeKey(req.ChangeID, req.WorkspaceID)
 		if err := ValidateDedupeKey(req.DedupeKey); err != nil {
 			return Submission{}, err
 		}
 	}
 	admin := pol.admin(req.Actor)
 	active := s.ActiveByKey(req.DedupeKey)
-	if active != nil && active.Workspace != req.Workspace {
+	if active != nil && active.WorkspaceID != req.WorkspaceID {
 		return Submission{}, DedupeKeyConflict(req.DedupeKey, active.Workspace, req.Workspace) // case 5
 	}
-	if held := s.ActiveByWorkspace(req.Workspace); held != nil {
+	if held := s.ActiveByWorkspace(req.WorkspaceID); held != nil {
 		if held.Owner != req.Actor && !admin {
 			return Submission{}, UnauthorizedWorkspace(req.Actor, req.Workspace)
 		}
@@ -195,7 +205,7 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 	if req.Priority != nil {
 		prio = *req.Priority
 	}
-	data := EntryData{Workspace: req.Workspace, Worktree: req.Worktree, Branch: req.Branch, ChangeID: req.ChangeID,
+	data := EntryData{Workspace: req.Workspace, WorkspaceID: req.WorkspaceID, Worktree: req.Worktree, Branch: req.Branch, ChangeID: req.ChangeID,
 		ChangeIDSource: req.ChangeIDSource, DedupeKey: req.DedupeKey, HeadSHA: req.HeadSHA, Priority: &prio, BeadID: req.BeadID}
 	if active != nil { // case 4: same workspace, update head and time
 		if active.Status.Processing() && active.HeadSHA != req.HeadSHA {
@@ -213,7 +223,7 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 			return Submission{}, QueueFull(pol.Capacity, n)
 		}
 	}
-	if last := s.LatestByKey(req.DedupeKey); last != nil && last.Workspace == req.Workspace { // case 2: reset
+	if last := s.LatestByKey(req.DedupeKey); last != nil && last.WorkspaceID == req.WorkspaceID { // case 2: reset
 		if last.Owner != req.Actor && !admin {
 			return Submission{}, UnauthorizedEntryModification(req.Actor, last.ID, last.Owner)
 		}

@@ -185,8 +185,9 @@ func TestSubmitValidation(t *testing.T) {
 		code   string
 	}{
 		{"empty workspace", func(r *SubmitRequest) { r.Workspace = "" }, CodeInvalidWorkspaceName},
-		{"special characters", func(r *SubmitRequest) { r.Workspace = "a b;rm" }, CodeInvalidWorkspaceName},
-		{"colon", func(r *SubmitRequest) { r.Workspace = "a:b" }, CodeInvalidWorkspaceName},
+		{"control character", func(r *SubmitRequest) { r.Workspace = "a\tb" }, CodeInvalidWorkspaceName},
+		{"colon in the identity", func(r *SubmitRequest) { r.WorkspaceID = "w1/a:b" }, CodeInvalidWorkspaceName},
+		{"space in the identity", func(r *SubmitRequest) { r.WorkspaceID = "w1/a b" }, CodeInvalidWorkspaceName},
 		{"invalid utf-8", func(r *SubmitRequest) { r.Workspace = "a\xff" }, CodeInvalidWorkspaceName},
 		{"priority low", func(r *SubmitRequest) { r.Priority = P(-1) }, CodeInvalidPriority},
 		{"priority high", func(r *SubmitRequest) { r.Priority = P(5) }, CodeInvalidPriority},
@@ -218,7 +219,12 @@ func TestSubmitValidation(t *testing.T) {
 			t.Errorf("priority %d: %v", p, err)
 		}
 	}
-	r := req("a.b_c-9", 1, "ada")
+	r := req("a b;rm:x", 1, "ada") // a display name may be anything a directory is called
+	r.WorkspaceID, r.ChangeID = "w1/a%20b%3Brm%3Ax", "Cx"
+	if sub, err := DecideSubmit(s, r, pol, t0); err != nil || sub.DedupeKey != "w1/a%20b%3Brm%3Ax:Cx" {
+		t.Errorf("name with spaces and ':': %+v, %v", sub, err)
+	}
+	r = req("a.b_c-9", 1, "ada")
 	r.HeadSHA = sha(1) + sha(2)[:24]
 	if _, err := DecideSubmit(s, r, pol, t0); err != nil {
 		t.Errorf("sha-256 head: %v", err)
@@ -608,4 +614,34 @@ func TestEventsFindTheirEntryAfterClonesMerge(t *testing.T) {
 			t.Fatalf("same key %v: alice's entry is %s (want claimed), bob's %s (want cancelled)", sameKey, a.Status, b.Status)
 		}
 	}
+}
+
+// The workspace of §9.4 is the identity, not the display name: worktrees
+// x/dupe and y/dupe, or two clones' worktrees named wt, are different
+// workspaces with different dedupe keys.
+func TestSubmitSameNameOtherIdentity(t *testing.T) {
+	s := New()
+	a, b := req("dupe", 1, "ada"), req("dupe", 2, "ada")
+	a.WorkspaceID, a.Branch, a.ChangeID, a.ChangeIDSource = "w1/dupe", "dupe1", "", ""
+	b.WorkspaceID, b.Branch, b.ChangeID, b.ChangeIDSource = "w1/dupe1", "dupe2", "", ""
+	sa := submit(t, s, a, t0)
+	sb := submit(t, s, b, t0.Add(time.Second))
+	if sa.EntryID == sb.EntryID || sb.Type != SubmissionNew || sa.DedupeKey == sb.DedupeKey {
+		t.Fatalf("%+v then %+v", sa, sb)
+	}
+	if e := s.Entry(sa.EntryID); e.Branch != "dupe1" || e.HeadSHA != sha(1) || e.WorkspaceID != "w1/dupe" || e.Workspace != "dupe" {
+		t.Fatalf("x/dupe's entry: %+v", e)
+	}
+	// each finds its own entry again
+	b.HeadSHA = sha(3)
+	if sub := submit(t, s, b, t0.Add(2*time.Second)); sub.EntryID != sb.EntryID || sub.Type != SubmissionUpdated || s.Entry(sa.EntryID).HeadSHA != sha(1) {
+		t.Fatalf("resubmitting y/dupe: %+v", sub)
+	}
+	// the same worktree on another clone is another workspace too
+	c := req("dupe", 4, "ada")
+	c.WorkspaceID, c.Branch = "w2/dupe", "dupe1"
+	if sub := submit(t, s, c, t0.Add(3*time.Second)); sub.Type != SubmissionNew {
+		t.Fatalf("another clone's dupe: %+v", sub)
+	}
+	checkInvariants(t, s)
 }

@@ -42,7 +42,8 @@ type EntryData struct {
 	EntryRef         string     `json:"entry_ref,omitempty"`
 	From             Status     `json:"from,omitempty"`
 	To               Status     `json:"to,omitempty"`
-	Workspace        string     `json:"workspace,omitempty"`
+	Workspace        string     `json:"workspace,omitempty"`    // display name
+	WorkspaceID      string     `json:"workspace_id,omitempty"` // identity; absent in older logs, where it is the display name
 	Worktree         string     `json:"worktree,omitempty"`
 	Branch           string     `json:"branch,omitempty"`
 	ChangeID         string     `json:"change_id,omitempty"`

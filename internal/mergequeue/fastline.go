@@ -36,6 +36,8 @@ func fastEntry(b []byte, e *Entry) bool {
 			return ok
 		case "workspace":
 			return p.strTo(&e.Workspace)
+		case "workspace_id":
+			return p.strTo(&e.WorkspaceID)
 		case "worktree":
 			return p.strTo(&e.Worktree)
 		case "branch":

@@ -30,10 +30,10 @@ func CheckInvariants(s *State) []string {
 				fail("INV-QUEUE-001", "entries %d and %d are both active with dedupe key %s", other, e.ID, e.DedupeKey)
 			}
 			activeKey[e.DedupeKey] = e.ID
-			if other, ok := activeWS[e.Workspace]; ok {
-				fail("INV-QUEUE-002", "entries %d and %d are both active in workspace %s", other, e.ID, e.Workspace)
+			if other, ok := activeWS[e.WorkspaceID]; ok {
+				fail("INV-QUEUE-002", "entries %d and %d are both active in workspace %s (%s)", other, e.ID, e.Workspace, e.WorkspaceID)
 			}
-			activeWS[e.Workspace] = e.ID
+			activeWS[e.WorkspaceID] = e.ID
 		}
 		if e.Status == Pending {
 			pending++

@@ -19,7 +19,7 @@ const (
 // Bump Version whenever the encoding of the state changes: snapshots of
 // another version are rebuilt from the log, and decode reuses the lines of
 // a snapshot of this version as they are.
-var Spec = projections.Spec{Name: Name, Version: 4, New: func() projections.Projection { return New() }}
+var Spec = projections.Spec{Name: Name, Version: 5, New: func() projections.Projection { return New() }}
 
 // State is the merge queue folded from the log.
 type State struct {
@@ -29,7 +29,7 @@ type State struct {
 	FrozenAt     *time.Time        `json:"frozen_at,omitempty"`
 	PendingCount int               `json:"pending_count"`
 	Entries      []*Entry          `json:"entries"`    // by id: Entries[i].ID == i+1
-	Identities   map[string]string `json:"identities"` // workspace + "\x00" + branch → generated change id
+	Identities   map[string]string `json:"identities"` // workspace id + "\x00" + branch → generated change id
 	Skipped      int               `json:"skipped"`    // events the fold could not use (diverged history)
 	Applied      int               `json:"applied"`    // merge events folded; numbers the audit steps
 
@@ -39,8 +39,9 @@ type State struct {
 // Entry is one queue entry.
 type Entry struct {
 	ID               int64          `json:"entry_id"`
-	Ref              string         `json:"entry_ref"` // id of the merge.submitted event: stable across clones
-	Workspace        string         `json:"workspace"`
+	Ref              string         `json:"entry_ref"`    // id of the merge.submitted event: stable across clones
+	Workspace        string         `json:"workspace"`    // display name: the worktree directory's base name
+	WorkspaceID      string         `json:"workspace_id"` // identity: writer id / git worktree id (WorkspaceID)
 	Worktree         string         `json:"worktree,omitempty"`
 	Branch           string         `json:"branch"`
 	ChangeID         string         `json:"change_id"`
@@ -107,10 +108,11 @@ func (s *State) ActiveByKey(key string) *Entry {
 	return nil
 }
 
-// ActiveByWorkspace returns the workspace's active entry, or nil.
-func (s *State) ActiveByWorkspace(ws string) *Entry {
+// ActiveByWorkspace returns the active entry of the workspace with
+// identity id, or nil.
+func (s *State) ActiveByWorkspace(id string) *Entry {
 	for _, e := range s.Entries {
-		if e.Workspace == ws && e.Status.Active() {
+		if e.WorkspaceID == id && e.Status.Active() {
 			return e
 		}
 	}
@@ -205,8 +207,8 @@ func (s *State) enter(e *Entry) {
 	s.PendingCount++
 }
 
-// IdentityKey is the key of State.Identities.
-func IdentityKey(workspace, branch string) string { return workspace + "\x00" + branch }
+// IdentityKey is the key of State.Identities: a workspace identity and a branch.
+func IdentityKey(workspaceID, branch string) string { return workspaceID + "\x00" + branch }
 
 // Apply folds one event. Events of other namespaces and events whose data
 // cannot be used are skipped; it never fails.
@@ -246,14 +248,17 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		if d.Workspace == "" || d.DedupeKey == "" {
 			return false
 		}
-		e := &Entry{ID: int64(len(s.Entries)) + 1, Ref: ev.ID, Workspace: d.Workspace, Worktree: d.Worktree, Branch: d.Branch,
+		if d.WorkspaceID == "" { // an older spool's event: the name was the identity
+			d.WorkspaceID = d.Workspace
+		}
+		e := &Entry{ID: int64(len(s.Entries)) + 1, Ref: ev.ID, Workspace: d.Workspace, WorkspaceID: d.WorkspaceID, Worktree: d.Worktree, Branch: d.Branch,
 			ChangeID: d.ChangeID, ChangeIDSource: d.ChangeIDSource, DedupeKey: d.DedupeKey, HeadSHA: d.HeadSHA,
 			BeadID: d.BeadID, Owner: ev.Actor, Status: Pending, AddedAt: ev.At, UpdatedAt: ev.At}
 		if d.Priority != nil {
 			e.Priority = *d.Priority
 		}
 		if d.ChangeIDSource == SourceGenerated {
-			s.Identities[IdentityKey(d.Workspace, d.Branch)] = d.ChangeID
+			s.Identities[IdentityKey(d.WorkspaceID, d.Branch)] = d.ChangeID
 		}
 		s.Entries = append(s.Entries, e)
 		s.enter(e)
@@ -363,6 +368,9 @@ func (e *Entry) setRequest(d *EntryData) {
 	}
 	if d.Worktree != "" {
 		e.Worktree = d.Worktree
+	}
+	if d.Workspace != "" { // git worktree move renames the directory; the identity stays
+		e.Workspace = d.Workspace
 	}
 }
 
