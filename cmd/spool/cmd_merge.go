@@ -115,13 +115,14 @@ type listRow struct {
 	AddedAt        time.Time         `json:"added_at"`
 	LastError      string            `json:"last_error,omitempty"`
 	WorkspaceState string            `json:"workspace_state"`
+	Conflict       string            `json:"conflict,omitempty"` // the latest conflict between clones the fold resolved
 }
 
 // rowOf is the row of an entry; mergequeue.Entry.AppendRow writes the same JSON.
 func rowOf(en *mergequeue.Entry) listRow {
 	r := listRow{EntryID: en.ID, Status: en.Status, Priority: en.Priority, Workspace: en.Workspace, WorkspaceID: en.WorkspaceID,
 		Branch: en.Branch, HeadSHA: en.HeadSHA, DedupeKey: en.DedupeKey, Owner: en.Owner, Attempts: en.Attempts, BeadID: en.BeadID,
-		AddedAt: en.AddedAt, LastError: en.LastError, WorkspaceState: string(en.WorkspaceState)}
+		AddedAt: en.AddedAt, LastError: en.LastError, WorkspaceState: string(en.WorkspaceState), Conflict: en.Conflict()}
 	if en.Position > 0 {
 		p := en.Position
 		r.Position = &p
@@ -160,14 +161,26 @@ func (c *MergeListCmd) Run(e *env) error {
 		fmt.Fprintln(e.stdout, "the merge queue is empty")
 		return nil
 	}
+	notes := false // a NOTE column only when an entry has something to say
+	for _, r := range rows {
+		notes = notes || r.Conflict != ""
+	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "POS\tID\tSTATUS\tPRIO\tWORKSPACE\tBRANCH\tHEAD\tOWNER")
+	header := "POS\tID\tSTATUS\tPRIO\tWORKSPACE\tBRANCH\tHEAD\tOWNER"
+	if notes {
+		header += "\tNOTE"
+	}
+	fmt.Fprintln(tw, header)
 	for _, r := range rows {
 		pos := "-"
 		if r.Position != nil {
 			pos = fmt.Sprint(*r.Position)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\n", pos, r.EntryID, r.Status, r.Priority, r.Workspace, r.Branch, short(r.HeadSHA), r.Owner)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s", pos, r.EntryID, r.Status, r.Priority, r.Workspace, r.Branch, short(r.HeadSHA), r.Owner)
+		if notes {
+			fmt.Fprintf(tw, "\t%s", r.Conflict)
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }
@@ -181,7 +194,7 @@ func (c *MergeShowCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	trail, err := train.Trail(e.ctx, st, en.ID)
+	trail, err := train.Trail(e.ctx, st, en)
 	if err != nil {
 		return err
 	}
@@ -203,6 +216,7 @@ func (c *MergeShowCmd) Run(e *env) error {
 		{"priority", fmt.Sprint(en.Priority)}, {"owner", en.Owner}, {"attempts", fmt.Sprint(en.Attempts)},
 		{"bead", en.BeadID}, {"tested", en.TestedSHA}, {"tested against", en.TestedAgainstSHA},
 		{"last error", en.LastError}, {"conflicts", strings.Join(en.ConflictPaths, ", ")}, {"run output", en.RunDir},
+		{"between clones", en.Conflict()},
 	} {
 		if kv[1] != "" {
 			fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
@@ -216,7 +230,11 @@ func (c *MergeShowCmd) Run(e *env) error {
 		if s.From != "" && s.From != s.To {
 			move = string(s.From) + " → " + string(s.To)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", s.At.Format(time.RFC3339), s.Type, move, s.Actor, s.Reason)
+		note := s.Reason
+		if s.Skipped != "" {
+			note = "skipped: " + s.Skipped
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", s.At.Format(time.RFC3339), s.Type, move, s.Actor, note)
 	}
 	return tw.Flush()
 }

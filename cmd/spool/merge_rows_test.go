@@ -16,7 +16,7 @@ func TestAppendRowMatchesListRow(t *testing.T) {
 		{ID: 1, Position: 3, Status: mergequeue.Pending, Priority: 2, Workspace: "ws", WorkspaceID: "w1/ws", Branch: "b", HeadSHA: "abc",
 			DedupeKey: "ws:I1", Owner: "ada <a&b>", Attempts: 1, AddedAt: at, WorkspaceState: mergequeue.WorkspaceCreated},
 		{ID: 2, Status: mergequeue.FailedTerminal, Workspace: "w\u00e9 x", WorkspaceID: "w1/w%C3%A9-x", Branch: "b\"q\"", BeadID: "bd-1", LastError: "conflict\n\tx",
-			AddedAt: at, WorkspaceState: mergequeue.WorkspaceConflict},
+			AddedAt: at, WorkspaceState: mergequeue.WorkspaceConflict, Conflicts: []mergequeue.Resolution{{Event: "e1", Reason: "held by runner \"r\""}}},
 	} {
 		want, err := jsonCompact(rowOf(en))
 		if err != nil {

@@ -113,6 +113,21 @@ func (e *Entry) encode(b []byte) []byte {
 		}
 		b = append(b, ']')
 	}
+	if len(e.Conflicts) > 0 {
+		b = append(b, `,"conflicts":[`...)
+		for i, r := range e.Conflicts {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"event":`...)
+			b = appendString(b, r.Event)
+			b = field(b, "to", string(r.To))
+			b = append(b, `,"reason":`...)
+			b = appendString(b, r.Reason)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
 	b = timeField(b, "added_at", e.AddedAt)
 	b = timeField(b, "updated_at", e.UpdatedAt)
 	b = intField(b, "steps", e.Steps)
@@ -332,7 +347,26 @@ func (e *Entry) decode(v gjson.Result) error {
 		case "last_error":
 			e.LastError = v.String()
 		case "conflict_paths":
+			e.ConflictPaths = nil
 			v.ForEach(func(_, p gjson.Result) bool { e.ConflictPaths = append(e.ConflictPaths, p.String()); return true })
+		case "conflicts":
+			e.Conflicts = nil // a repeated key replaces, as in the fast reader
+			v.ForEach(func(_, r gjson.Result) bool {
+				var res Resolution
+				r.ForEach(func(k, v gjson.Result) bool {
+					switch k.Str {
+					case "event":
+						res.Event = v.String()
+					case "to":
+						res.To = Status(v.String())
+					case "reason":
+						res.Reason = v.String()
+					}
+					return true
+				})
+				e.Conflicts = append(e.Conflicts, res)
+				return true
+			})
 		case "added_at":
 			e.AddedAt, err = parseTime(v)
 		case "updated_at":
@@ -413,5 +447,6 @@ func (e *Entry) AppendRow(b []byte) []byte {
 	b = field(b, "last_error", e.LastError)
 	b = append(b, `,"workspace_state":`...)
 	b = appendString(b, string(e.WorkspaceState))
+	b = field(b, "conflict", e.Conflict())
 	return append(b, '}')
 }

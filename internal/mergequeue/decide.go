@@ -364,7 +364,7 @@ func DecideStep(s *State, st Step, pol Policy, now time.Time) ([]eventlog.Draft,
 		to = FailedTerminal
 		reason += " (attempts used up)"
 	}
-	d := EntryData{EntryID: st.EntryID, EntryRef: e.Ref, From: st.From, To: to, HeadSHA: st.HeadSHA, TestedSHA: st.TestedSHA,
+	d := EntryData{EntryID: st.EntryID, EntryRef: e.Ref, From: st.From, To: to, Runner: st.Runner, HeadSHA: st.HeadSHA, TestedSHA: st.TestedSHA,
 		TestedAgainstSHA: st.TestedAgainstSHA, Reason: reason, Paths: st.Paths, ExitCode: st.ExitCode, RunDir: st.RunDir, ScratchDir: st.ScratchDir}
 	if to.Processing() {
 		lease := now.Add(pol.Lease).UTC()

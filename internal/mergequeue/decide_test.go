@@ -597,7 +597,9 @@ func TestEventsFindTheirEntryAfterClonesMerge(t *testing.T) {
 		for i := range log {
 			skipped := merged.Skipped
 			merged.Apply(&log[i])
-			if merged.Skipped != skipped {
+			// With one key, bob's entry was cancelled as a duplicate when it
+			// was queued, so his cancel has nothing left to do.
+			if merged.Skipped != skipped && !(sameKey && log[i].Type == EvCancelled) {
 				t.Fatalf("same key %v: the merged fold skipped %s %s", sameKey, log[i].Type, log[i].Data)
 			}
 		}

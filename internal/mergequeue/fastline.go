@@ -86,6 +86,8 @@ func fastEntry(b []byte, e *Entry) bool {
 			return ok
 		case "conflict_paths":
 			return p.strings(&e.ConflictPaths)
+		case "conflicts":
+			return p.resolutions(&e.Conflicts)
 		case "last_step":
 			st := &e.LastStep
 			return p.object(func(key []byte) bool {
@@ -226,6 +228,44 @@ func (p *scanner) strings(dst *[]string) bool {
 			return false
 		}
 		out = append(out, s)
+		if p.b[p.i] == ']' {
+			p.i++
+			*dst = out
+			return true
+		}
+		if p.b[p.i] != ',' {
+			return false
+		}
+		p.i++
+	}
+}
+
+// resolutions reads [{"event":…,"to":…,"reason":…},…] as encode writes it.
+func (p *scanner) resolutions(dst *[]Resolution) bool {
+	if p.i >= len(p.b) || p.b[p.i] != '[' {
+		return false
+	}
+	p.i++
+	var out []Resolution
+	for {
+		var r Resolution
+		ok := p.object(func(key []byte) bool {
+			switch string(key) {
+			case "event":
+				return p.strTo(&r.Event)
+			case "to":
+				s, ok := p.str()
+				r.To = Status(intern(s))
+				return ok
+			case "reason":
+				return p.strTo(&r.Reason)
+			}
+			return false
+		})
+		if !ok || p.i >= len(p.b) {
+			return false
+		}
+		out = append(out, r)
 		if p.b[p.i] == ']' {
 			p.i++
 			*dst = out

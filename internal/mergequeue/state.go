@@ -2,6 +2,7 @@ package mergequeue
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
 	"time"
 
@@ -68,9 +69,33 @@ type Entry struct {
 	UpdatedAt        time.Time      `json:"updated_at"`
 	Steps            int            `json:"steps"`     // audit steps so far; the full trail is in the log (Trail)
 	LastStep         AuditStep      `json:"last_step"` // the latest of them
+	// Conflicts are the entry's events that clones appended concurrently
+	// and the fold resolved (see Apply): skipped, or applied otherwise.
+	Conflicts []Resolution `json:"conflicts,omitempty"`
 
 	encoded    []byte // this entry's line in merge-queue.json until it changes
 	encodedPos int    // the position encoded has: positions shift without the entry changing
+}
+
+// Resolution is what the fold made of an event that conflicts with what
+// another clone did concurrently: To is the status it gave the entry
+// instead of the event's own, or empty when it skipped the event.
+type Resolution struct {
+	Event  string `json:"event"` // the event's id
+	To     Status `json:"to,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// Conflict is the latest conflict the fold resolved on the entry, or "".
+func (e *Entry) Conflict() string {
+	if n := len(e.Conflicts); n > 0 {
+		r := e.Conflicts[n-1]
+		if r.To == "" {
+			return "skipped " + r.Event + ": " + r.Reason
+		}
+		return string(r.To) + ": " + r.Reason
+	}
+	return ""
 }
 
 // AuditStep is one line of an entry's audit trail.
@@ -85,6 +110,8 @@ type AuditStep struct {
 	TestedSHA        string    `json:"tested_sha,omitempty"`
 	TestedAgainstSHA string    `json:"tested_against_sha,omitempty"`
 	Reason           string    `json:"reason,omitempty"`
+	Runner           string    `json:"runner,omitempty"`
+	Skipped          string    `json:"skipped,omitempty"` // why the fold skipped this event (Trail)
 }
 
 // New returns an empty queue.
@@ -261,6 +288,17 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 			s.Identities[IdentityKey(d.WorkspaceID, d.Branch)] = d.ChangeID
 		}
 		s.Entries = append(s.Entries, e)
+		if why := s.rival(e); why != "" {
+			// Queued concurrently with an active entry of the same key or
+			// workspace (on another clone): the later one in replay order
+			// ends cancelled, saying so, and INV-QUEUE-001/002 hold.
+			e.Status = Cancelled
+			e.Conflicts = append(e.Conflicts, Resolution{Event: ev.ID, To: Cancelled, Reason: why})
+			instead := *d
+			instead.To = Cancelled
+			s.step(e, ev, &instead)
+			return true
+		}
 		s.enter(e)
 		s.step(e, ev, d)
 		return true
@@ -283,7 +321,8 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		}
 		return false
 	}
-	if d.From != e.Status || !allowed(ev.Type, d.From, d.To) {
+	if why := s.refusal(e, ev.Type, d); why != "" {
+		e.Conflicts = append(e.Conflicts, Resolution{Event: ev.ID, Reason: why})
 		return false
 	}
 	s.leave(e) // and enter again below if it is (still) pending: its place may change
@@ -335,6 +374,75 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 	}
 	s.step(e, ev, d)
 	return true
+}
+
+// rival describes another active entry holding e's dedupe key or
+// workspace, or returns "".
+func (s *State) rival(e *Entry) string {
+	for _, o := range s.Entries {
+		if o == e || !o.Status.Active() {
+			continue
+		}
+		switch {
+		case o.DedupeKey == e.DedupeKey:
+			return fmt.Sprintf("duplicate of entry %d (ref %s): dedupe key %s was queued concurrently on another clone", o.ID, ShortRef(o.Ref), e.DedupeKey)
+		case o.WorkspaceID == e.WorkspaceID:
+			return fmt.Sprintf("workspace %s already has entry %d (ref %s), queued concurrently on another clone", e.Workspace, o.ID, ShortRef(o.Ref))
+		}
+	}
+	return ""
+}
+
+// refusal says why the fold cannot apply a status-changing event to e, or
+// returns "". Decide functions run under the log's lock against the
+// caught-up fold, so a clone never appends such an event against its own
+// log; they come from clones that acted concurrently, whose logs git merged.
+// Each is a compare-and-set on what the clone saw: the status, the head
+// (claims and train steps) and the runner holding the entry (train steps
+// and recoveries; events of older logs carry no runner and are not checked).
+func (s *State) refusal(e *Entry, typ string, d *EntryData) string {
+	if d.From != e.Status {
+		why := "the entry was " + string(e.Status) + ", not " + string(d.From)
+		if e.Runner != "" {
+			why += " (held by runner " + e.Runner + ")"
+		}
+		return why
+	}
+	if !allowed(typ, d.From, d.To) {
+		return string(d.From) + " → " + string(d.To) + " is not a move the table allows"
+	}
+	switch typ {
+	case EvClaimed, EvTransitioned:
+		if d.HeadSHA != "" && d.HeadSHA != e.HeadSHA {
+			return "the entry's head is " + shortSHA(e.HeadSHA) + ", not " + shortSHA(d.HeadSHA)
+		}
+	}
+	switch typ {
+	case EvTransitioned, EvRecovered:
+		if d.Runner != "" && d.Runner != e.Runner {
+			return "the entry is held by runner " + e.Runner + ", not " + d.Runner
+		}
+	case EvResubmitted:
+		if why := s.rival(e); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// ShortRef is the first 12 characters of an entry ref, as output shows it.
+func ShortRef(ref string) string {
+	if len(ref) > 12 {
+		return ref[:12]
+	}
+	return ref
+}
+
+func shortSHA(sha string) string {
+	if len(sha) > 10 {
+		return sha[:10]
+	}
+	return sha
 }
 
 // allowed checks an event's from → to against the table; resubmission and
@@ -390,7 +498,7 @@ func (s *State) step(e *Entry, ev *eventlog.Event, d *EntryData) {
 // StepOf is the audit step an entry event records.
 func StepOf(ev *eventlog.Event, d *EntryData) AuditStep {
 	return AuditStep{At: ev.At, Actor: ev.Actor, Type: ev.Type, From: d.From, To: d.To, HeadSHA: d.HeadSHA,
-		TestedSHA: d.TestedSHA, TestedAgainstSHA: d.TestedAgainstSHA, Reason: d.Reason}
+		TestedSHA: d.TestedSHA, TestedAgainstSHA: d.TestedAgainstSHA, Reason: d.Reason, Runner: d.Runner}
 }
 
 func (s *State) MarshalState() ([]byte, error) { return s.encode(), nil }

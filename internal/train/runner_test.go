@@ -15,7 +15,7 @@ import (
 
 func (f *fixture) trail(id int64) []mergequeue.AuditStep {
 	f.t.Helper()
-	steps, err := Trail(context.Background(), f.store(f.root), id)
+	steps, err := Trail(context.Background(), f.store(f.root), f.queue().Entry(id))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -227,5 +227,46 @@ func TestRecoverMergingWhenTargetIsGone(t *testing.T) {
 	}
 	if got := f.queue().Entry(resp.EntryID).Status; got != mergequeue.Pending {
 		t.Fatalf("after recovery the entry is %s, want pending (target branch gone is not merged)", got)
+	}
+}
+
+// The audit trail finds an entry's events by ref and says which ones the
+// fold skipped or resolved otherwise (events clones appended concurrently).
+func TestTrailMarksConflicts(t *testing.T) {
+	f := newFixture(t)
+	resp := f.mustSubmit(f.worktree("feat", "f.txt", "f\n"), SubmitOptions{NoPush: true})
+	st := f.store(f.root)
+	pol := mergequeue.PolicyFrom(st.Config)
+	write := func(drafts ...eventlog.Draft) {
+		t.Helper()
+		f.now = f.now.Add(time.Second)
+		if _, _, err := st.Write(context.Background(), f.now, "ada@example.com", []string{mergequeue.Name}, func(*projections.View) ([]eventlog.Draft, error) {
+			return drafts, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := f.queue()
+	e := q.Entry(resp.EntryID)
+	claim, _ := mergequeue.DecideClaim(q, "ra", mergequeue.Target{Branch: "main"}, pol, f.now)
+	// another clone's train claimed it too (it saw it pending), under a number of its own
+	other := claim[0]
+	d := other.Data.(mergequeue.EntryData)
+	d.Runner, d.EntryID = "rb", 7
+	other.Data, other.Subject = d, mergequeue.Subject(7)
+	// and another clone queued the same key: a duplicate
+	dup := mergequeue.EntryData{EntryID: 2, To: mergequeue.Pending, Workspace: e.Workspace, WorkspaceID: e.WorkspaceID, Branch: e.Branch,
+		ChangeID: e.ChangeID, ChangeIDSource: e.ChangeIDSource, DedupeKey: e.DedupeKey, HeadSHA: e.HeadSHA, Priority: mergequeue.P(2)}
+	write(claim...)
+	write(other, eventlog.Draft{Type: mergequeue.EvSubmitted, Subject: mergequeue.Subject(2), Data: dup})
+	trail := f.trail(resp.EntryID)
+	if len(trail) != 3 || trail[1].Runner != "ra" || trail[1].Skipped != "" || trail[2].Runner != "rb" || !strings.Contains(trail[2].Skipped, "held by runner ra") {
+		t.Fatalf("trail %+v", trail)
+	}
+	q = f.queue()
+	loser := q.Entry(2)
+	lt := f.trail(2)
+	if loser.Status != mergequeue.Cancelled || len(lt) != 1 || lt[0].To != mergequeue.Cancelled || !strings.Contains(lt[0].Reason, "duplicate of entry 1") {
+		t.Fatalf("duplicate: %s, trail %+v", loser.Status, lt)
 	}
 }
