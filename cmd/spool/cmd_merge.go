@@ -42,8 +42,9 @@ func (e *env) mergeCtx() (*store.Store, time.Time, string, error) {
 	return st, now, actor, err
 }
 
-// mergeEntry opens the queue (recovering expired entries first) and finds entry id.
-func (e *env) mergeEntry(id int64) (*store.Store, *mergequeue.State, *mergequeue.Entry, error) {
+// mergeEntry opens the queue (recovering expired entries first) and finds
+// the entry a command names (see mergequeue.State.Lookup).
+func (e *env) mergeEntry(handle string) (*store.Store, *mergequeue.State, *mergequeue.Entry, error) {
 	st, now, actor, err := e.mergeCtx()
 	if err != nil {
 		return nil, nil, nil, err
@@ -52,9 +53,9 @@ func (e *env) mergeEntry(id int64) (*store.Store, *mergequeue.State, *mergequeue
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	en := q.Entry(id)
-	if en == nil {
-		return nil, nil, nil, mergequeue.EntryNotFound(id)
+	en, err := q.Lookup(handle)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	return st, q, en, nil
 }
@@ -90,7 +91,8 @@ func (c *MergeSubmitCmd) Run(e *env) error {
 	if resp.Position != nil {
 		pos = fmt.Sprintf("position %d of %d", *resp.Position, resp.PendingCount)
 	}
-	fmt.Fprintf(e.stdout, "entry %d %s: %s %s at %s, %s\n", resp.EntryID, resp.SubmissionType, resp.Workspace, resp.Branch, short(resp.HeadSHA), pos)
+	fmt.Fprintf(e.stdout, "entry %d %s: %s %s at %s, %s (ref %s)\n", resp.EntryID, resp.SubmissionType, resp.Workspace, resp.Branch,
+		short(resp.HeadSHA), pos, mergequeue.ShortRef(resp.EntryRef))
 	return nil
 }
 
@@ -101,6 +103,7 @@ type MergeListCmd struct {
 // listRow is an entry without its audit trail.
 type listRow struct {
 	EntryID        int64             `json:"entry_id"`
+	EntryRef       string            `json:"entry_ref"`
 	Position       *int              `json:"position"`
 	Status         mergequeue.Status `json:"status"`
 	Priority       int               `json:"priority"`
@@ -120,7 +123,7 @@ type listRow struct {
 
 // rowOf is the row of an entry; mergequeue.Entry.AppendRow writes the same JSON.
 func rowOf(en *mergequeue.Entry) listRow {
-	r := listRow{EntryID: en.ID, Status: en.Status, Priority: en.Priority, Workspace: en.Workspace, WorkspaceID: en.WorkspaceID,
+	r := listRow{EntryID: en.ID, EntryRef: en.Ref, Status: en.Status, Priority: en.Priority, Workspace: en.Workspace, WorkspaceID: en.WorkspaceID,
 		Branch: en.Branch, HeadSHA: en.HeadSHA, DedupeKey: en.DedupeKey, Owner: en.Owner, Attempts: en.Attempts, BeadID: en.BeadID,
 		AddedAt: en.AddedAt, LastError: en.LastError, WorkspaceState: string(en.WorkspaceState), Conflict: en.Conflict()}
 	if en.Position > 0 {
@@ -166,7 +169,7 @@ func (c *MergeListCmd) Run(e *env) error {
 		notes = notes || r.Conflict != ""
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	header := "POS\tID\tSTATUS\tPRIO\tWORKSPACE\tBRANCH\tHEAD\tOWNER"
+	header := "POS\tID\tREF\tSTATUS\tPRIO\tWORKSPACE\tBRANCH\tHEAD\tOWNER"
 	if notes {
 		header += "\tNOTE"
 	}
@@ -176,7 +179,8 @@ func (c *MergeListCmd) Run(e *env) error {
 		if r.Position != nil {
 			pos = fmt.Sprint(*r.Position)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s", pos, r.EntryID, r.Status, r.Priority, r.Workspace, r.Branch, short(r.HeadSHA), r.Owner)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s", pos, r.EntryID, mergequeue.ShortRef(r.EntryRef), r.Status, r.Priority,
+			r.Workspace, r.Branch, short(r.HeadSHA), r.Owner)
 		if notes {
 			fmt.Fprintf(tw, "\t%s", r.Conflict)
 		}
@@ -186,7 +190,7 @@ func (c *MergeListCmd) Run(e *env) error {
 }
 
 type MergeShowCmd struct {
-	ID int64 `arg:"" help:"Entry id."`
+	ID string `arg:"" placeholder:"ENTRY" help:"Entry number, or a unique prefix (4+ characters) of its entry_ref (numbers change when clones' logs merge; refs do not)."`
 }
 
 func (c *MergeShowCmd) Run(e *env) error {
@@ -210,7 +214,7 @@ func (c *MergeShowCmd) Run(e *env) error {
 		pos = fmt.Sprintf("%d of %d", en.Position, q.PendingCount)
 	}
 	for _, kv := range [][2]string{
-		{"entry", fmt.Sprint(en.ID)}, {"status", string(en.Status)}, {"position", pos},
+		{"entry", fmt.Sprint(en.ID)}, {"ref", en.Ref}, {"status", string(en.Status)}, {"position", pos},
 		{"workspace", en.Workspace + " (" + en.Worktree + ")"}, {"workspace id", en.WorkspaceID}, {"branch", en.Branch}, {"head", en.HeadSHA},
 		{"change id", en.ChangeID + " (" + en.ChangeIDSource + ")"}, {"dedupe key", en.DedupeKey},
 		{"priority", fmt.Sprint(en.Priority)}, {"owner", en.Owner}, {"attempts", fmt.Sprint(en.Attempts)},
@@ -240,7 +244,7 @@ func (c *MergeShowCmd) Run(e *env) error {
 }
 
 type MergePositionCmd struct {
-	ID int64 `arg:"" help:"Entry id."`
+	ID string `arg:"" placeholder:"ENTRY" help:"Entry number, or a unique prefix (4+ characters) of its entry_ref (numbers change when clones' logs merge; refs do not)."`
 }
 
 func (c *MergePositionCmd) Run(e *env) error {
@@ -254,7 +258,7 @@ func (c *MergePositionCmd) Run(e *env) error {
 		pos = &p
 	}
 	if e.JSON {
-		return writeJSON(e.stdout, map[string]any{"entry_id": en.ID, "status": en.Status, "position": pos, "pending_count": q.PendingCount})
+		return writeJSON(e.stdout, map[string]any{"entry_id": en.ID, "entry_ref": en.Ref, "status": en.Status, "position": pos, "pending_count": q.PendingCount})
 	}
 	if pos == nil {
 		fmt.Fprintf(e.stdout, "entry %d is %s: no position\n", en.ID, en.Status)
@@ -265,42 +269,51 @@ func (c *MergePositionCmd) Run(e *env) error {
 }
 
 type MergeCancelCmd struct {
-	ID     int64  `arg:"" help:"Entry id."`
+	ID     string `arg:"" placeholder:"ENTRY" help:"Entry number, or a unique prefix (4+ characters) of its entry_ref (numbers change when clones' logs merge; refs do not)."`
 	Reason string `help:"Why, for the audit trail."`
 }
 
 func (c *MergeCancelCmd) Run(e *env) error {
-	return changeEntry(e, c.ID, "cancelled", func(q *mergequeue.State, pol mergequeue.Policy, actor string) ([]eventlog.Draft, error) {
-		return mergequeue.DecideCancel(q, c.ID, actor, c.Reason, pol)
+	return changeEntry(e, c.ID, "cancelled", func(q *mergequeue.State, id int64, pol mergequeue.Policy, actor string) ([]eventlog.Draft, error) {
+		return mergequeue.DecideCancel(q, id, actor, c.Reason, pol)
 	})
 }
 
 type MergeRetryCmd struct {
-	ID int64 `arg:"" help:"Entry id."`
+	ID string `arg:"" placeholder:"ENTRY" help:"Entry number, or a unique prefix (4+ characters) of its entry_ref (numbers change when clones' logs merge; refs do not)."`
 }
 
 func (c *MergeRetryCmd) Run(e *env) error {
-	return changeEntry(e, c.ID, "back in the queue", func(q *mergequeue.State, pol mergequeue.Policy, actor string) ([]eventlog.Draft, error) {
-		return mergequeue.DecideRetry(q, c.ID, actor, pol)
+	return changeEntry(e, c.ID, "back in the queue", func(q *mergequeue.State, id int64, pol mergequeue.Policy, actor string) ([]eventlog.Draft, error) {
+		return mergequeue.DecideRetry(q, id, actor, pol)
 	})
 }
 
-func changeEntry(e *env, id int64, done string, decide func(*mergequeue.State, mergequeue.Policy, string) ([]eventlog.Draft, error)) error {
+// changeEntry finds the entry handle names under the log's lock, where the
+// decision is made (a merge may have renumbered entries since the command
+// started), and reports it by number and ref.
+func changeEntry(e *env, handle, done string, decide func(*mergequeue.State, int64, mergequeue.Policy, string) ([]eventlog.Draft, error)) error {
 	st, now, actor, err := e.mergeCtx()
 	if err != nil {
 		return err
 	}
+	ref := ""
 	_, q, err := train.Change(e.ctx, st, actor, now, func(q *mergequeue.State, pol mergequeue.Policy) ([]eventlog.Draft, error) {
-		return decide(q, pol, actor)
+		en, err := q.Lookup(handle)
+		if err != nil {
+			return nil, err
+		}
+		ref = en.Ref
+		return decide(q, en.ID, pol, actor)
 	})
 	if err != nil {
 		return err
 	}
-	en := q.Entry(id)
+	en := q.EntryByRef(ref)
 	if e.JSON {
-		return writeJSON(e.stdout, map[string]any{"entry_id": en.ID, "status": en.Status, "position": nullPos(en.Position), "pending_count": q.PendingCount})
+		return writeJSON(e.stdout, map[string]any{"entry_id": en.ID, "entry_ref": en.Ref, "status": en.Status, "position": nullPos(en.Position), "pending_count": q.PendingCount})
 	}
-	fmt.Fprintf(e.stdout, "entry %d %s (%s)\n", id, done, en.Status)
+	fmt.Fprintf(e.stdout, "entry %d %s (%s), ref %s\n", en.ID, done, en.Status, mergequeue.ShortRef(en.Ref))
 	return nil
 }
 

@@ -425,6 +425,8 @@ func parseTime(v gjson.Result) (time.Time, error) {
 func (e *Entry) AppendRow(b []byte) []byte {
 	b = append(b, `{"entry_id":`...)
 	b = strconv.AppendInt(b, e.ID, 10)
+	b = append(b, `,"entry_ref":`...)
+	b = appendString(b, e.Ref)
 	b = append(b, `,"position":`...)
 	if e.Position > 0 {
 		b = strconv.AppendInt(b, int64(e.Position), 10)

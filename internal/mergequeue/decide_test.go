@@ -517,8 +517,8 @@ func TestErrorVariants(t *testing.T) {
 			t.Errorf("%s: kind %d, message %q, fields %v", v.Code, v.Kind, v.Message, v.Fields)
 		}
 	}
-	if len(seen) != 25 {
-		t.Errorf("%d variants, want the seed's 21 and spool's 4", len(seen))
+	if len(seen) != 27 {
+		t.Errorf("%d variants, want the seed's 21 and spool's 6", len(seen))
 	}
 }
 
@@ -646,4 +646,29 @@ func TestSubmitSameNameOtherIdentity(t *testing.T) {
 		t.Fatalf("another clone's dupe: %+v", sub)
 	}
 	checkInvariants(t, s)
+}
+
+// Commands name an entry by number or by a unique prefix of its entry_ref.
+func TestLookup(t *testing.T) {
+	s := New()
+	for i, ref := range []string{"5f1c2a9b0d3e4f5a6b7c8d9e", "5f1c77aa0d3e4f5a6b7c8d9e", "12345678aaaabbbbccccdddd"} {
+		r := req(fmt.Sprintf("ws-%d", i), i+1, "ada")
+		sub, err := DecideSubmit(s, r, pol, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(sub.Drafts[0].Data)
+		s.Apply(&eventlog.Event{V: 1, ID: ref, Type: EvSubmitted, At: t0, Actor: "ada", Data: b})
+	}
+	for handle, want := range map[string]int64{"1": 1, "3": 3, "5f1c2": 1, "5F1C7": 2, "5f1c2a9b0d3e4f5a6b7c8d9e": 1, "1234": 3, "12345678": 3} {
+		e, err := s.Lookup(handle)
+		if err != nil || e.ID != want {
+			t.Errorf("Lookup(%q) = %v, %v; want entry %d", handle, e, err, want)
+		}
+	}
+	for handle, code := range map[string]string{"5f1c": CodeAmbiguousEntryRef, "9": CodeEntryNotFound, "0": CodeEntryNotFound,
+		"abcdef": CodeEntryNotFound, "99999": CodeEntryNotFound, "abc": CodeInvalidEntryRef, "nine": CodeInvalidEntryRef, "": CodeInvalidEntryRef, "-1": CodeEntryNotFound} {
+		_, err := s.Lookup(handle)
+		wantCode(t, err, code)
+	}
 }
