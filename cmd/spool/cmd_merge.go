@@ -117,15 +117,25 @@ type listRow struct {
 	BeadID         string            `json:"bead_id,omitempty"`
 	AddedAt        time.Time         `json:"added_at"`
 	LastError      string            `json:"last_error,omitempty"`
+	Waiting        string            `json:"waiting,omitempty"`
 	WorkspaceState string            `json:"workspace_state"`
 	Conflict       string            `json:"conflict,omitempty"` // the latest conflict between clones the fold resolved
+}
+
+// note is what merge list says about an entry: why it waits, else the
+// latest conflict between clones the fold resolved on it.
+func (r listRow) note() string {
+	if r.Waiting != "" {
+		return "waiting: " + r.Waiting
+	}
+	return r.Conflict
 }
 
 // rowOf is the row of an entry; mergequeue.Entry.AppendRow writes the same JSON.
 func rowOf(en *mergequeue.Entry) listRow {
 	r := listRow{EntryID: en.ID, EntryRef: en.Ref, Status: en.Status, Priority: en.Priority, Workspace: en.Workspace, WorkspaceID: en.WorkspaceID,
 		Branch: en.Branch, HeadSHA: en.HeadSHA, DedupeKey: en.DedupeKey, Owner: en.Owner, Attempts: en.Attempts, BeadID: en.BeadID,
-		AddedAt: en.AddedAt, LastError: en.LastError, WorkspaceState: string(en.WorkspaceState), Conflict: en.Conflict()}
+		AddedAt: en.AddedAt, LastError: en.LastError, Waiting: en.Waiting, WorkspaceState: string(en.WorkspaceState), Conflict: en.Conflict()}
 	if en.Position > 0 {
 		p := en.Position
 		r.Position = &p
@@ -166,7 +176,7 @@ func (c *MergeListCmd) Run(e *env) error {
 	}
 	notes := false // a NOTE column only when an entry has something to say
 	for _, r := range rows {
-		notes = notes || r.Conflict != ""
+		notes = notes || r.note() != ""
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	header := "POS\tID\tREF\tSTATUS\tPRIO\tWORKSPACE\tBRANCH\tHEAD\tOWNER"
@@ -182,7 +192,7 @@ func (c *MergeListCmd) Run(e *env) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s", pos, r.EntryID, mergequeue.ShortRef(r.EntryRef), r.Status, r.Priority,
 			r.Workspace, r.Branch, short(r.HeadSHA), r.Owner)
 		if notes {
-			fmt.Fprintf(tw, "\t%s", r.Conflict)
+			fmt.Fprintf(tw, "\t%s", r.note())
 		}
 		fmt.Fprintln(tw)
 	}
@@ -219,7 +229,7 @@ func (c *MergeShowCmd) Run(e *env) error {
 		{"change id", en.ChangeID + " (" + en.ChangeIDSource + ")"}, {"dedupe key", en.DedupeKey},
 		{"priority", fmt.Sprint(en.Priority)}, {"owner", en.Owner}, {"attempts", fmt.Sprint(en.Attempts)},
 		{"bead", en.BeadID}, {"tested", en.TestedSHA}, {"tested against", en.TestedAgainstSHA},
-		{"last error", en.LastError}, {"conflicts", strings.Join(en.ConflictPaths, ", ")}, {"run output", en.RunDir},
+		{"last error", en.LastError}, {"waiting", en.Waiting}, {"conflicts", strings.Join(en.ConflictPaths, ", ")}, {"run output", en.RunDir},
 		{"between clones", en.Conflict()},
 	} {
 		if kv[1] != "" {
@@ -405,7 +415,16 @@ func (c *MergeRunCmd) Run(e *env) error {
 			fmt.Fprintf(e.stdout, "the merge queue is frozen (%s); nothing claimed\n", q.FrozenReason)
 			return nil
 		}
-		fmt.Fprintln(e.stdout, "nothing to merge")
+		waiting := 0
+		for i := 0; err == nil && i < len(q.Entries); i++ {
+			if en := q.Entries[i]; en.Status == mergequeue.Pending && en.Waiting != "" {
+				fmt.Fprintf(e.stdout, "entry %d waits: %s\n", en.ID, en.Waiting)
+				waiting++
+			}
+		}
+		if waiting == 0 {
+			fmt.Fprintln(e.stdout, "nothing to merge")
+		}
 	}
 	return nil
 }

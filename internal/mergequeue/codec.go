@@ -103,6 +103,7 @@ func (e *Entry) encode(b []byte) []byte {
 	b = field(b, "scratch_dir", e.ScratchDir)
 	b = field(b, "run_dir", e.RunDir)
 	b = field(b, "last_error", e.LastError)
+	b = field(b, "waiting", e.Waiting)
 	if len(e.ConflictPaths) > 0 {
 		b = append(b, `,"conflict_paths":[`...)
 		for i, p := range e.ConflictPaths {
@@ -346,6 +347,8 @@ func (e *Entry) decode(v gjson.Result) error {
 			e.RunDir = v.String()
 		case "last_error":
 			e.LastError = v.String()
+		case "waiting":
+			e.Waiting = v.String()
 		case "conflict_paths":
 			e.ConflictPaths = nil
 			v.ForEach(func(_, p gjson.Result) bool { e.ConflictPaths = append(e.ConflictPaths, p.String()); return true })
@@ -447,6 +450,7 @@ func (e *Entry) AppendRow(b []byte) []byte {
 	b = field(b, "bead_id", e.BeadID)
 	b = timeField(b, "added_at", e.AddedAt)
 	b = field(b, "last_error", e.LastError)
+	b = field(b, "waiting", e.Waiting)
 	b = append(b, `,"workspace_state":`...)
 	b = appendString(b, string(e.WorkspaceState))
 	b = field(b, "conflict", e.Conflict())

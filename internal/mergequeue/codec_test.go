@@ -36,8 +36,16 @@ func randomState(t testing.TB, seed int64) *State {
 					t.Fatal(err)
 				}
 				fold(t, s, now, "train", d)
-				d, _ = DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: Rebasing, To: FailedTerminal, HeadSHA: c.HeadSHA, Reason: "conflict", Paths: []string{"a", "b\tc"}}, pol, now)
-				fold(t, s, now, "train", d)
+				if rng.Intn(2) == 0 {
+					d, _ = DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: Rebasing, To: FailedTerminal, HeadSHA: c.HeadSHA, Reason: "conflict", Paths: []string{"a", "b\tc"}}, pol, now)
+					fold(t, s, now, "train", d)
+				} else { // tested, then given back: the target's checkout has edits
+					for _, to := range []Status{Testing, ReadyToMerge, Pending} {
+						d, _ = DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: s.Entry(c.ID).Status, To: to, HeadSHA: c.HeadSHA,
+							Reason: WaitCheckoutDirty + ": /r\u00e9po has edits", Paths: []string{"README", "d/\"q\""}}, pol, now)
+						fold(t, s, now, "train", d)
+					}
+				}
 			}
 		}
 		if rng.Intn(10) == 0 {

@@ -305,11 +305,16 @@ func DecideUnfreeze(s *State) []eventlog.Draft {
 type Target struct {
 	Branch string
 	SHA    string // recorded as the claim's tested_against_sha; the rebase records what it really used
+	// Dirty are the uncommitted paths of the worktree that has the target
+	// checked out, when an entry waits for them (WaitCheckoutDirty).
+	Dirty []string
 }
 
 // DecideClaim gives the first pending entry to runner with a lease. It
 // claims nothing when the queue is frozen or empty, or while another entry
 // is being processed: the train takes one entry at a time, whoever runs it.
+// An entry waiting for the target's checkout is passed over while any of
+// its paths is still among target.Dirty.
 func DecideClaim(s *State, runner string, target Target, pol Policy, now time.Time) ([]eventlog.Draft, *Entry) {
 	if s.Frozen {
 		return nil, nil
@@ -319,14 +324,38 @@ func DecideClaim(s *State, runner string, target Target, pol Policy, now time.Ti
 			return nil, nil
 		}
 	}
-	q := s.Queue()
-	if len(q) == 0 {
+	var e *Entry
+	for _, p := range s.Queue() {
+		if p.Waiting == "" || !Overlap(p.ConflictPaths, target.Dirty) {
+			e = p
+			break
+		}
+	}
+	if e == nil {
 		return nil, nil
 	}
-	e := q[0]
 	lease := now.Add(pol.Lease).UTC()
 	return []eventlog.Draft{{Type: EvClaimed, Subject: Subject(e.ID), Data: EntryData{EntryID: e.ID, EntryRef: e.Ref, From: Pending, To: Claimed,
 		HeadSHA: e.HeadSHA, TestedAgainstSHA: target.SHA, Target: target.Branch, Attempt: e.Attempts + 1, Runner: runner, LeaseUntil: &lease}}}, e
+}
+
+// Overlap reports whether a path in a is, contains or is inside a path in b.
+func Overlap(a, b []string) bool {
+	return len(Overlapping(a, b)) > 0
+}
+
+// Overlapping returns the paths of a that are, contain or are inside a path of b.
+func Overlapping(a, b []string) []string {
+	var out []string
+	for _, p := range a {
+		for _, q := range b {
+			if p == q || strings.HasPrefix(q, p+"/") || strings.HasPrefix(p, q+"/") {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // Step is one move of the train on an entry it holds.

@@ -672,3 +672,48 @@ func TestLookup(t *testing.T) {
 		wantCode(t, err, code)
 	}
 }
+
+// The train gives an entry back from ready_to_merge or merging when the
+// target's checkout has uncommitted changes to paths the merge changes: it
+// waits, pending, without using an attempt, and is passed over while those
+// paths are dirty.
+func TestWaitForTheTargetCheckout(t *testing.T) {
+	for _, from := range []Status{ReadyToMerge, Merging} {
+		s := New()
+		submit(t, s, req("ws-a", 1, "ada"), t0)
+		submit(t, s, req("ws-b", 2, "ada"), t0.Add(time.Second))
+		path := []Status{Rebasing, Testing, ReadyToMerge}
+		if from == Merging {
+			path = append(path, Merging)
+		}
+		drive(t, s, 1, path, t0)
+		reason := WaitCheckoutDirty + ": /repo has uncommitted changes to README"
+		fold(t, s, t0, "train", must(DecideStep(s, Step{EntryID: 1, Runner: "r1", From: from, To: Pending, HeadSHA: sha(1),
+			Reason: reason, Paths: []string{"README"}}, pol, t0)))
+		e := s.Entry(1)
+		if e.Status != Pending || e.Position != 1 || e.Attempts != 0 || e.Waiting != reason || e.ConflictPaths[0] != "README" || e.Runner != "" {
+			t.Fatalf("from %s: %+v", from, e)
+		}
+		checkInvariants(t, s)
+		// still dirty: the next entry goes first
+		if _, c := DecideClaim(s, "r1", Target{Branch: "main", Dirty: []string{"README", "x"}}, pol, t0); c == nil || c.ID != 2 {
+			t.Fatalf("from %s: claimed %v while README is dirty", from, c)
+		}
+		// a directory holding the path counts too
+		if d, _ := DecideClaim(s, "r1", Target{Branch: "main", Dirty: []string{"x"}}, pol, t0); d == nil {
+			t.Fatal("nothing claimed with README clean")
+		}
+		drafts, c := DecideClaim(s, "r1", Target{Branch: "main"}, pol, t0)
+		if c == nil || c.ID != 1 {
+			t.Fatalf("clean checkout: claimed %v", c)
+		}
+		fold(t, s, t0, "train", drafts)
+		if e := s.Entry(1); e.Waiting != "" || e.Attempts != 1 {
+			t.Fatalf("after the claim: waiting %q, attempts %d", e.Waiting, e.Attempts)
+		}
+		checkInvariants(t, s)
+	}
+	if !Overlap([]string{"d"}, []string{"d/f"}) || !Overlap([]string{"d/f"}, []string{"d"}) || Overlap([]string{"d"}, []string{"dx"}) {
+		t.Error("Overlap")
+	}
+}

@@ -26,6 +26,13 @@ const (
 	EvUnfrozen     = "merge.unfrozen"
 )
 
+// WaitCheckoutDirty starts the reason of a train step back to pending that
+// left the target alone: the worktree with the target checked out has
+// uncommitted changes to paths the merge changes (the step's paths).
+// Moving the target would leave that checkout with the merge staged in
+// reverse; the train tries again once those paths are clean.
+const WaitCheckoutDirty = "target_checkout_dirty"
+
 // ChangeIDSource says where an entry's change id came from.
 const (
 	SourceJJ        = "jj"        // jj's change id

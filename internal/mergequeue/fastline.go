@@ -72,6 +72,8 @@ func fastEntry(b []byte, e *Entry) bool {
 			return p.strTo(&e.RunDir)
 		case "last_error":
 			return p.strTo(&e.LastError)
+		case "waiting":
+			return p.strTo(&e.Waiting)
 		case "lease_until":
 			t, ok := p.time()
 			e.LeaseUntil = &t

@@ -47,6 +47,9 @@ func CheckInvariants(s *State) []string {
 		} else if e.Position != 0 {
 			fail("INV-STATE-005", "%s entry %d has position %d", e.Status, e.ID, e.Position)
 		}
+		if e.Waiting != "" && e.Status != Pending {
+			fail("INV-WAIT", "%s entry %d is waiting (%s); only pending entries wait", e.Status, e.ID, e.Waiting)
+		}
 		if !ValidHeadSHA(e.HeadSHA) {
 			fail("INV-ID-001", "entry %d has head_sha %q", e.ID, e.HeadSHA)
 		}

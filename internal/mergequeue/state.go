@@ -64,7 +64,8 @@ type Entry struct {
 	ScratchDir       string         `json:"scratch_dir,omitempty"`
 	RunDir           string         `json:"run_dir,omitempty"`
 	LastError        string         `json:"last_error,omitempty"`
-	ConflictPaths    []string       `json:"conflict_paths,omitempty"`
+	ConflictPaths    []string       `json:"conflict_paths,omitempty"` // a rebase's conflicts; a waiting entry's dirty paths
+	Waiting          string         `json:"waiting,omitempty"`        // why a pending entry the train gave back waits (WaitCheckoutDirty …)
 	AddedAt          time.Time      `json:"added_at"`
 	UpdatedAt        time.Time      `json:"updated_at"`
 	Steps            int            `json:"steps"`     // audit steps so far; the full trail is in the log (Trail)
@@ -331,6 +332,7 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 			s.enter(e)
 		}
 	}()
+	e.Waiting = ""
 	switch ev.Type {
 	case EvResubmitted:
 		e.HeadSHA, e.Attempts, e.AddedAt = d.HeadSHA, 0, ev.At
@@ -360,6 +362,10 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		}
 		if d.To == FailedRetryable || d.To == FailedTerminal {
 			e.LastError, e.ConflictPaths = d.Reason, d.Paths
+		}
+		if d.To == Pending { // the train gave the entry back (WaitCheckoutDirty): the attempt does not count
+			e.Waiting, e.ConflictPaths = d.Reason, d.Paths
+			e.Attempts = max(e.Attempts-1, 0)
 		}
 	}
 	e.Status = d.To
