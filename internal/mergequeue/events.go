@@ -8,10 +8,13 @@ import (
 // Event types. Every change of an entry's status is its own event carrying
 // from, to, head_sha and (once known) tested_sha and tested_against_sha, so
 // the log is the audit trail. A status-changing event whose from is not the
-// entry's current status, or whose from → to the table forbids, is skipped by
-// the fold (it can only come from merged, diverged history): decide functions
-// never produce one, because they run under the log's lock against the
-// caught-up projection, which makes every transition a compare-and-set.
+// entry's current status, whose from → to the table forbids, or whose head
+// or runner is not the entry's (State.refusal) is skipped by the fold, and a
+// submission of a key or workspace that has an active entry is cancelled
+// (State.rival): both can only come from clones that acted concurrently,
+// whose logs git merged. Decide functions never produce one against their
+// own log, because they run under the log's lock against the caught-up
+// projection, which makes every transition a compare-and-set.
 const (
 	EvSubmitted    = "merge.submitted"     // a new entry, pending (§9.4 cases 1 and 3)
 	EvResubmitted  = "merge.resubmitted"   // a terminal entry reset to pending (case 2)

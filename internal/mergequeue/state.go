@@ -239,7 +239,10 @@ func (s *State) enter(e *Entry) {
 func IdentityKey(workspaceID, branch string) string { return workspaceID + "\x00" + branch }
 
 // Apply folds one event. Events of other namespaces and events whose data
-// cannot be used are skipped; it never fails.
+// cannot be used are skipped; it never fails. Whatever clones appended
+// concurrently, the fold of their merged log satisfies CheckInvariants: an
+// event that conflicts with what another clone did first (in replay order)
+// is skipped or applied otherwise, and recorded in the entry's Conflicts.
 func (s *State) Apply(ev *eventlog.Event) error {
 	s.encoded = nil
 	switch ev.Type {
