@@ -219,37 +219,22 @@ func (p *scanner) time() (time.Time, bool) {
 }
 
 func (p *scanner) strings(dst *[]string) bool {
-	if p.i >= len(p.b) || p.b[p.i] != '[' {
+	var out []string
+	if !p.array(func() bool {
+		s, ok := p.str()
+		out = append(out, s)
+		return ok
+	}) {
 		return false
 	}
-	p.i++
-	var out []string
-	for {
-		s, ok := p.str()
-		if !ok || p.i >= len(p.b) {
-			return false
-		}
-		out = append(out, s)
-		if p.b[p.i] == ']' {
-			p.i++
-			*dst = out
-			return true
-		}
-		if p.b[p.i] != ',' {
-			return false
-		}
-		p.i++
-	}
+	*dst = out
+	return true
 }
 
 // resolutions reads [{"event":…,"to":…,"reason":…},…] as encode writes it.
 func (p *scanner) resolutions(dst *[]Resolution) bool {
-	if p.i >= len(p.b) || p.b[p.i] != '[' {
-		return false
-	}
-	p.i++
 	var out []Resolution
-	for {
+	if !p.array(func() bool {
 		var r Resolution
 		ok := p.object(func(key []byte) bool {
 			switch string(key) {
@@ -264,19 +249,34 @@ func (p *scanner) resolutions(dst *[]Resolution) bool {
 			}
 			return false
 		})
-		if !ok || p.i >= len(p.b) {
-			return false
-		}
 		out = append(out, r)
-		if p.b[p.i] == ']' {
-			p.i++
-			*dst = out
-			return true
-		}
-		if p.b[p.i] != ',' {
+		return ok
+	}) {
+		return false
+	}
+	*dst = out
+	return true
+}
+
+// array reads a non-empty [item,…], item reading one element.
+func (p *scanner) array(item func() bool) bool {
+	if p.i >= len(p.b) || p.b[p.i] != '[' {
+		return false
+	}
+	p.i++
+	for {
+		if !item() || p.i >= len(p.b) {
 			return false
 		}
-		p.i++
+		switch p.b[p.i] {
+		case ']':
+			p.i++
+			return true
+		case ',':
+			p.i++
+		default:
+			return false
+		}
 	}
 }
 
