@@ -335,7 +335,9 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 			s.enter(e)
 		}
 	}()
-	e.Waiting = ""
+	if e.Waiting != "" { // whatever happens next, the entry no longer waits
+		e.Waiting, e.ConflictPaths = "", nil
+	}
 	switch ev.Type {
 	case EvResubmitted:
 		e.HeadSHA, e.Attempts, e.AddedAt = d.HeadSHA, 0, ev.At
