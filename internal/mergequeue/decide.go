@@ -26,7 +26,7 @@ func (p Policy) admin(actor string) bool { return slices.Contains(p.Admins, acto
 // SubmitRequest is the seed's QueueSubmissionRequest, with the identity the
 // edge read from git. ChangeID empty means "generate one" (a plain git
 // repository whose commit has no Change-Id trailer); DedupeKey empty means
-// "compute it from workspace and change id".
+// "compute it from the workspace identity and change id".
 type SubmitRequest struct {
 	Workspace      string // display name: the worktree directory's base name
 	WorkspaceID    string // identity (WorkspaceID); empty: the display name, as entries of older logs
@@ -110,7 +110,8 @@ func ValidHeadSHA(s string) bool {
 	return true
 }
 
-// ComputeDedupeKey is "workspace:change_id": the same inputs always give the same key.
+// ComputeDedupeKey is "workspace:change_id", the workspace being its identity
+// (WorkspaceID, which holds no ':'): the same inputs always give the same key.
 func ComputeDedupeKey(changeID, workspace string) string { return workspace + ":" + changeID }
 
 // ValidateDedupeKey checks the format "workspace:change_id", both parts non-empty.
