@@ -77,10 +77,13 @@ func changeID(ctx context.Context, w mergequeue.Worktree, rev, root string) (hea
 	return head, id, source, nil
 }
 
-// Response is the seed's QueueSubmissionResponse plus dedupe key and head.
+// Response is the seed's QueueSubmissionResponse plus entry ref, workspace
+// identity, dedupe key and head.
 type Response struct {
 	EntryID        int64                     `json:"entry_id"`
+	EntryRef       string                    `json:"entry_ref"` // stable across clones; merge show/cancel/retry take a prefix
 	Workspace      string                    `json:"workspace"`
+	WorkspaceID    string                    `json:"workspace_id"`
 	Status         mergequeue.Status         `json:"status"`
 	Position       *int                      `json:"position"`
 	PendingCount   int                       `json:"pending_count"`
@@ -126,9 +129,13 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 	if _, err := Recover(ctx, st, actor, now); err != nil {
 		return nil, err
 	}
+	wsID, err := workspaceID(st, w)
+	if err != nil {
+		return nil, err
+	}
 	pol := mergequeue.PolicyFrom(st.Config)
 	request := func(id Reading) mergequeue.SubmitRequest {
-		return mergequeue.SubmitRequest{Workspace: w.Name, Worktree: w.Path, Branch: w.Branch, HeadSHA: w.HEAD,
+		return mergequeue.SubmitRequest{Workspace: w.Name, WorkspaceID: wsID, Worktree: w.Path, Branch: w.Branch, HeadSHA: w.HEAD,
 			ChangeID: id.ChangeID, ChangeIDSource: id.Source, Priority: opt.Priority, BeadID: opt.BeadID, Actor: actor}
 	}
 	// askQueue decides without appending, so that a submission the queue
@@ -184,7 +191,7 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 		return nil, err
 	}
 	e := queueOf(v).Entry(sub.EntryID)
-	resp := &Response{EntryID: e.ID, Workspace: e.Workspace, Status: e.Status, PendingCount: queueOf(v).PendingCount,
+	resp := &Response{EntryID: e.ID, EntryRef: e.Ref, Workspace: e.Workspace, WorkspaceID: e.WorkspaceID, Status: e.Status, PendingCount: queueOf(v).PendingCount,
 		SubmissionType: sub.Type, SubmittedAt: now.UTC(), DedupeKey: e.DedupeKey, HeadSHA: e.HeadSHA,
 		ChangeID: e.ChangeID, Branch: e.Branch, Pushed: pushed}
 	if e.Position > 0 {
@@ -217,6 +224,20 @@ func findWorkspace(ctx context.Context, st *store.Store, name string) (mergequeu
 		return w, mergequeue.CheckWorkspace(w)
 	}
 	return w, nil
+}
+
+// workspaceID is the identity of the workspace at w.Path: this clone's
+// writer id and git's id of the worktree (see mergequeue.WorkspaceID).
+func workspaceID(st *store.Store, w mergequeue.Worktree) (string, error) {
+	writer, err := st.Log.WriterID()
+	if err != nil {
+		return "", mergequeue.IdentityExtractionFailed(w.Name, "writer id: "+err.Error())
+	}
+	gitID, err := mergequeue.GitWorktreeID(w.Path)
+	if err != nil {
+		return "", mergequeue.IdentityExtractionFailed(w.Name, "git worktree id: "+err.Error())
+	}
+	return mergequeue.WorkspaceID(writer, gitID), nil
 }
 
 func queueOf(v *projections.View) *mergequeue.State {
