@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/mergequeue"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/train"
@@ -91,8 +92,11 @@ func (c *MergeSubmitCmd) Run(e *env) error {
 	if resp.Position != nil {
 		pos = fmt.Sprintf("position %d of %d", *resp.Position, resp.PendingCount)
 	}
-	fmt.Fprintf(e.stdout, "entry %d %s: %s %s at %s, %s (ref %s)\n", resp.EntryID, resp.SubmissionType, resp.Workspace, resp.Branch,
+	fmt.Fprintf(e.stdout, "entry %d %s: %s %s at %s, %s (ref %s)\n", resp.EntryID, resp.SubmissionType, text(resp.Workspace), text(resp.Branch),
 		short(resp.HeadSHA), pos, mergequeue.ShortRef(resp.EntryRef))
+	if resp.PushNote != "" {
+		fmt.Fprintln(e.stdout, text(resp.PushNote))
+	}
 	return nil
 }
 
@@ -200,7 +204,7 @@ func (c *MergeListCmd) Run(e *env) error {
 }
 
 type MergeShowCmd struct {
-	ID string `arg:"" placeholder:"ENTRY" help:"Entry number, or a unique prefix (4+ characters) of its entry_ref (numbers change when clones' logs merge; refs do not)."`
+	ID string `arg:"" placeholder:"ENTRY" complete:"merge-entry" help:"Entry number, or a unique prefix (4+ characters) of its entry_ref (numbers change when clones' logs merge; refs do not)."`
 }
 
 func (c *MergeShowCmd) Run(e *env) error {
@@ -254,7 +258,7 @@ func (c *MergeShowCmd) Run(e *env) error {
 }
 
 type MergePositionCmd struct {
-	ID string `arg:"" placeholder:"ENTRY" help:"Entry number, or a unique prefix (4+ characters) of its entry_ref (numbers change when clones' logs merge; refs do not)."`
+	ID string `arg:"" placeholder:"ENTRY" complete:"merge-entry" help:"Entry number, or a unique prefix (4+ characters) of its entry_ref (numbers change when clones' logs merge; refs do not)."`
 }
 
 func (c *MergePositionCmd) Run(e *env) error {
@@ -279,7 +283,7 @@ func (c *MergePositionCmd) Run(e *env) error {
 }
 
 type MergeCancelCmd struct {
-	ID     string `arg:"" placeholder:"ENTRY" help:"Entry number, or a unique prefix (4+ characters) of its entry_ref (numbers change when clones' logs merge; refs do not)."`
+	ID     string `arg:"" placeholder:"ENTRY" complete:"merge-entry" help:"Entry number, or a unique prefix (4+ characters) of its entry_ref (numbers change when clones' logs merge; refs do not)."`
 	Reason string `help:"Why, for the audit trail."`
 }
 
@@ -290,7 +294,7 @@ func (c *MergeCancelCmd) Run(e *env) error {
 }
 
 type MergeRetryCmd struct {
-	ID string `arg:"" placeholder:"ENTRY" help:"Entry number, or a unique prefix (4+ characters) of its entry_ref (numbers change when clones' logs merge; refs do not)."`
+	ID string `arg:"" placeholder:"ENTRY" complete:"merge-entry" help:"Entry number, or a unique prefix (4+ characters) of its entry_ref (numbers change when clones' logs merge; refs do not)."`
 }
 
 func (c *MergeRetryCmd) Run(e *env) error {
@@ -380,7 +384,7 @@ type MergeRunCmd struct {
 	Target string `placeholder:"BRANCH" help:"Branch to merge into (default: merge.target)."`
 }
 
-func (c *MergeRunCmd) Run(e *env) error {
+func (c *MergeRunCmd) Run(e *env) (err error) {
 	if !c.Once {
 		longRunning()
 	}
@@ -407,8 +411,16 @@ func (c *MergeRunCmd) Run(e *env) error {
 		results = []train.Result{}
 	}
 	if e.JSON {
-		return writeJSON(e.stdout, map[string]any{"processed": results})
+		if err := writeJSON(e.stdout, map[string]any{"processed": results}); err != nil {
+			return err
+		}
+		return notMerged(c.Once, results)
 	}
+	defer func() {
+		if err == nil {
+			err = notMerged(c.Once, results)
+		}
+	}()
 	if len(results) == 0 {
 		q, err := train.Queue(e.ctx, st, actor, r.Now())
 		if err == nil && q.Frozen {
@@ -462,4 +474,24 @@ func writeRows(w io.Writer, head map[string]any, entries []*mergequeue.Entry) er
 	buf.WriteString("]}\n")
 	_, err := w.Write(buf.Bytes())
 	return err
+}
+
+// notMerged is exit 3 for merge run --once when an entry it processed did
+// not merge (failed, a rebase conflict, or given back to wait), so CI can
+// tell; the output above says what happened to each.
+func notMerged(once bool, results []train.Result) error {
+	if !once {
+		return nil
+	}
+	var ids []int64
+	for _, r := range results {
+		if r.Status != mergequeue.Merged {
+			ids = append(ids, r.EntryID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return fault.New(fault.Rejected, "not_merged", nil,
+		fmt.Sprintf("%d of %d entries processed did not merge: %v", len(ids), len(results), ids), "entry_ids", ids)
 }

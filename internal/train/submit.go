@@ -6,6 +6,7 @@ package train
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
@@ -95,6 +96,7 @@ type Response struct {
 	ChangeID       string                    `json:"change_id"`
 	Branch         string                    `json:"branch"`
 	Pushed         bool                      `json:"pushed"`
+	PushNote       string                    `json:"push_note,omitempty"` // why the branch was not pushed
 }
 
 // Submit validates the workspace, reads its identity, pushes its branch and
@@ -175,8 +177,15 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 	if err := askQueue(req); err != nil {
 		return nil, err
 	}
-	pushed := false
-	if remote := st.Config.String("merge.remote"); !opt.NoPush && mergequeue.RemoteExists(ctx, w.Path, remote) {
+	pushed, note := false, ""
+	switch remote := st.Config.String("merge.remote"); {
+	case opt.NoPush:
+		note = "not pushed: --no-push"
+	case remote == "":
+		note = `not pushed: merge.remote is "" (no remote)`
+	case !mergequeue.RemoteExists(ctx, w.Path, remote):
+		note = fmt.Sprintf(`not pushed: remote %q does not exist (add it, or set merge.remote "" for no remote)`, remote)
+	default:
 		if err := mergequeue.PushBranch(ctx, w, remote); err != nil {
 			return nil, err
 		}
@@ -193,7 +202,7 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 	e := queueOf(v).Entry(sub.EntryID)
 	resp := &Response{EntryID: e.ID, EntryRef: e.Ref, Workspace: e.Workspace, WorkspaceID: e.WorkspaceID, Status: e.Status, PendingCount: queueOf(v).PendingCount,
 		SubmissionType: sub.Type, SubmittedAt: now.UTC(), DedupeKey: e.DedupeKey, HeadSHA: e.HeadSHA,
-		ChangeID: e.ChangeID, Branch: e.Branch, Pushed: pushed}
+		ChangeID: e.ChangeID, Branch: e.Branch, Pushed: pushed, PushNote: note}
 	if e.Position > 0 {
 		p := e.Position
 		resp.Position = &p
