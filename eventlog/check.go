@@ -29,46 +29,48 @@ type CheckReport struct {
 	Problems []Problem `json:"problems"`
 }
 
-// Check reads every writer file on its own and reports broken rules: lines
-// that do not parse, a torn tail, a writer field that is not the file's,
-// seq not contiguous from 1, lc going backwards, ids duplicated or not
-// matching the content.
+// Check reads every writer file on its own and reports every broken rule:
+// lines that do not parse, a torn tail, and what the readers' rules refuse
+// (a foreign writer, seq not contiguous from 1, (lc, id) not increasing, an
+// id that is not the content's hash).
 func (l *Log) Check() (*CheckReport, error) {
 	files, err := l.Files()
 	if err != nil {
 		return nil, err
 	}
 	rep := &CheckReport{Files: len(files), Problems: []Problem{}}
-	ids := map[string]string{} // id → where first seen
 	for _, path := range files {
-		if err := checkFile(path, rep, ids); err != nil {
+		if err := checkFile(path, rep); err != nil {
 			return nil, err
 		}
 	}
 	return rep, nil
 }
 
-func checkFile(path string, rep *CheckReport, ids map[string]string) error {
+// RepairHint is what the log's messages say about a problem spool doctor
+// --repair can fix.
+const RepairHint = "spool doctor --repair fixes it, keeping a backup"
+
+func checkFile(path string, rep *CheckReport) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	writer := WriterOf(path)
 	add := func(line int, format string, args ...any) {
 		rep.Problems = append(rep.Problems, Problem{Path: path, Line: line, Message: fmt.Sprintf(format, args...)})
 	}
 	br := bufio.NewReaderSize(f, 64<<10)
-	var seq, lc uint64
+	r := newRules(WriterOf(path))
 	batchFrom := 0 // first line of a batch still waiting for its last event
 	for n := 1; ; n++ {
 		line, err := br.ReadBytes('\n')
 		if errors.Is(err, io.EOF) {
 			if batchFrom > 0 {
-				add(batchFrom, "unfinished batch: lines %d to %d belong to an append that never finished (spool replay, or any command that appends, removes them)", batchFrom, n-1)
+				add(batchFrom, "unfinished batch: lines %d to %d belong to an append that never finished and was never acknowledged (%s)", batchFrom, n-1, RepairHint)
 			}
 			if len(line) > 0 {
-				add(n, "torn tail: %d bytes without a newline (spool replay, or any command that appends, repairs it)", len(line))
+				add(n, "torn tail: %d bytes without a newline, never acknowledged (%s)", len(line), RepairHint)
 			}
 			return nil
 		}
@@ -80,7 +82,7 @@ func checkFile(path string, rep *CheckReport, ids map[string]string) error {
 			add(n, "line of %d bytes, longer than %d", len(line), MaxLine)
 			continue
 		}
-		e, err := Decode(line)
+		e, sp, err := decode(line)
 		if err != nil {
 			add(n, "%v", err)
 			continue
@@ -92,24 +94,14 @@ func checkFile(path string, rep *CheckReport, ids map[string]string) error {
 		case !e.More:
 			batchFrom = 0
 		}
-		if e.Writer != writer {
-			add(n, "writer %q in the file of writer %q", e.Writer, writer)
-		}
-		if e.Seq != seq+1 {
-			add(n, "seq %d follows %d (want %d)", e.Seq, seq, seq+1)
-		}
-		if e.LC < lc {
-			add(n, "lc %d goes back from %d", e.LC, lc)
-		}
-		seq, lc = e.Seq, e.LC
-		if want, err := e.computeID(); err == nil && want != e.ID {
-			add(n, "id %s does not match the content (want %s): the line was edited", e.ID, want)
-		}
-		where := fmt.Sprintf("%s:%d", path, n)
-		if first, dup := ids[e.ID]; dup {
-			add(n, "id %s already used at %s", e.ID, first)
-		} else {
-			ids[e.ID] = where
+		if b := r.check(line, e, sp, n); b != nil {
+			if b.dup {
+				rep.Events--
+				add(n, "%s (%s)", b.msg, RepairHint)
+				continue
+			}
+			add(n, "%s", b.msg)
+			r.accept(e, n) // judge the next lines against this one
 		}
 	}
 }

@@ -23,6 +23,7 @@ type LineError struct {
 	Path string
 	Line int
 	Err  error
+	Hint string // how to repair it, when there is a way
 }
 
 func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err) }

@@ -87,6 +87,9 @@ func (e *Event) Encode() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// ContentID is the id e's content hashes to (what Append sets as e.ID).
+func (e *Event) ContentID() (string, error) { return e.computeID() }
+
 // computeID derives the id from the content; seq is left out so that a merge
 // driver may renumber a diverged writer file without changing ids.
 func (e *Event) computeID() (string, error) {
@@ -109,18 +112,30 @@ var upcasters = map[int]Upcaster{}
 // Decode parses one log line (with or without its trailing newline),
 // upcasting older envelope versions.
 func Decode(line []byte) (*Event, error) {
+	e, _, err := decode(line)
+	return e, err
+}
+
+// spans are where the id and seq values sit in a line: enough to hash the
+// line as computeID would without encoding the event again.
+type spans struct{ idStart, idEnd, seqStart, seqEnd int }
+
+func decode(line []byte) (*Event, spans, error) {
+	var sp spans
 	line = bytes.TrimSuffix(line, []byte{'\n'})
 	if !gjson.ValidBytes(line) {
-		return nil, fmt.Errorf("%w: not valid JSON", ErrCorrupt)
+		return nil, sp, fmt.Errorf("%w: not valid JSON", ErrCorrupt)
 	}
 	if !utf8.Valid(line) {
 		// Re-encoding would change such a line, and its id with it.
-		return nil, fmt.Errorf("%w: not valid UTF-8", ErrCorrupt)
+		return nil, sp, fmt.Errorf("%w: not valid UTF-8", ErrCorrupt)
 	}
 	e := &Event{}
 	var seen uint16
 	v := -1
-	err := fields(string(line), func(key, raw string) error {
+	s := string(line)
+	err := fieldsAt(s, func(key string, start, end int) error {
+		raw := s[start:end]
 		var err error
 		switch key {
 		case "v":
@@ -130,22 +145,24 @@ func Decode(line []byte) (*Event, error) {
 			v = int(min(n, 1<<31))
 		case "id":
 			seen |= 2
+			sp.idStart, sp.idEnd = start, end
 			e.ID, err = stringValue("id", raw)
 		case "writer":
 			seen |= 4
 			e.Writer, err = stringValue("writer", raw)
 		case "seq":
 			seen |= 8
+			sp.seqStart, sp.seqEnd = start, end
 			e.Seq, err = uintValue("seq", raw)
 		case "lc":
 			seen |= 16
 			e.LC, err = uintValue("lc", raw)
 		case "at":
 			seen |= 32
-			var s string
-			if s, err = stringValue("at", raw); err == nil {
-				if e.At, err = time.Parse(time.RFC3339Nano, s); err != nil {
-					err = fmt.Errorf("%w: field at: %q is not an RFC 3339 time", ErrCorrupt, s)
+			var t string
+			if t, err = stringValue("at", raw); err == nil {
+				if e.At, err = time.Parse(time.RFC3339Nano, t); err != nil {
+					err = fmt.Errorf("%w: field at: %q is not an RFC 3339 time", ErrCorrupt, t)
 				}
 			}
 		case "actor":
@@ -173,38 +190,39 @@ func Decode(line []byte) (*Event, error) {
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, sp, err
 	}
 	if seen&1 == 0 {
-		return nil, fmt.Errorf("%w: missing envelope version v", ErrCorrupt)
+		return nil, sp, fmt.Errorf("%w: missing envelope version v", ErrCorrupt)
 	}
 	if v > Version {
-		return nil, fmt.Errorf("%w: envelope version %d, this spool understands up to %d; upgrade spool", ErrNewerVersion, v, Version)
+		return nil, sp, fmt.Errorf("%w: envelope version %d, this spool understands up to %d; upgrade spool", ErrNewerVersion, v, Version)
 	}
 	if v < 1 {
-		return nil, fmt.Errorf("%w: envelope version %d", ErrCorrupt, v)
+		return nil, sp, fmt.Errorf("%w: envelope version %d", ErrCorrupt, v)
 	}
 	e.V = v
 	for e.V < Version {
 		up, ok := upcasters[e.V]
 		if !ok {
-			return nil, fmt.Errorf("%w: no upcaster from envelope version %d", ErrCorrupt, e.V)
+			return nil, sp, fmt.Errorf("%w: no upcaster from envelope version %d", ErrCorrupt, e.V)
 		}
 		if err := up(e); err != nil {
-			return nil, fmt.Errorf("upcast from version %d: %w", e.V, err)
+			return nil, sp, fmt.Errorf("upcast from version %d: %w", e.V, err)
 		}
 		e.V++
+		sp = spans{} // an upcast line is not what this version would write
 	}
 	for _, f := range []struct {
 		bit  uint16
 		name string
 	}{{2, "id"}, {4, "writer"}, {8, "seq"}, {16, "lc"}, {32, "at"}, {64, "type"}} {
 		if seen&f.bit == 0 {
-			return nil, fmt.Errorf("%w: missing field %s", ErrCorrupt, f.name)
+			return nil, sp, fmt.Errorf("%w: missing field %s", ErrCorrupt, f.name)
 		}
 	}
 	if e.ID == "" || e.Writer == "" || e.Type == "" || e.Seq == 0 || e.LC == 0 {
-		return nil, fmt.Errorf("%w: id, writer, type, seq and lc must be set", ErrCorrupt)
+		return nil, sp, fmt.Errorf("%w: id, writer, type, seq and lc must be set", ErrCorrupt)
 	}
-	return e, nil
+	return e, sp, nil
 }

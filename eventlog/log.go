@@ -110,7 +110,7 @@ func (l *Log) loadWriterID() (string, error) {
 	}
 	id := hex.EncodeToString(raw[:])
 	if err := os.MkdirAll(l.opt.PrivateDir, 0o755); err != nil {
-		return "", fmt.Errorf("create %s: %w", l.opt.PrivateDir, err)
+		return "", err
 	}
 	// Write the id aside and link it into place, so that the file is never
 	// seen half written; if another process won the race, use its id.
@@ -221,7 +221,7 @@ func VersionOf(tails []Tail) string {
 func readTail(path string) (Tail, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return Tail{Writer: WriterOf(path)}, fmt.Errorf("open %s: %w", path, err)
+		return Tail{Writer: WriterOf(path)}, err
 	}
 	defer f.Close()
 	return tailOf(f, path)
@@ -240,7 +240,7 @@ func tailOf(f *os.File, path string) (Tail, error) {
 	}
 	e, err := Decode(line)
 	if err != nil {
-		return t, &LineError{Path: path, Line: lineNumber(f, start), Err: err}
+		return t, &LineError{Path: path, Line: lineNumber(f, start), Err: err, Hint: hintFor(err)}
 	}
 	t.Seq, t.LC = e.Seq, e.LC
 	return t, nil
@@ -371,6 +371,17 @@ func (l *Log) Lock(ctx context.Context) (func(), error) {
 	return func() { lock.Unlock() }, nil
 }
 
+// TryLock takes the lock only if it is free at once: for work that can be
+// left to the next command (a read saving its projections).
+func (l *Log) TryLock() (unlock func(), ok bool, err error) {
+	lock := flock.New(l.LockPath())
+	ok, err = lock.TryLock()
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return func() { lock.Unlock() }, true, nil
+}
+
 func (l *Log) lock(ctx context.Context) (*flock.Flock, error) {
 	lock := flock.New(l.LockPath())
 	ctx, cancel := context.WithTimeout(ctx, l.opt.LockTimeout)
@@ -379,7 +390,7 @@ func (l *Log) lock(ctx context.Context) (*flock.Flock, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		// First use in this clone: make the private dir and try again.
 		if err := os.MkdirAll(l.opt.PrivateDir, 0o755); err != nil {
-			return nil, fmt.Errorf("create %s: %w", l.opt.PrivateDir, err)
+			return nil, err
 		}
 		ok, err = lock.TryLockContext(ctx, 5*time.Millisecond)
 	}
@@ -400,7 +411,7 @@ func (s *Session) load() error {
 	own := s.path()
 	s.file, err = os.OpenFile(own, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("open %s: %w", own, err)
+		return err
 	}
 	var ownTail Tail
 	if s.file != nil {
@@ -474,6 +485,7 @@ func (l *Log) repairTail(f *os.File, path string) error {
 		return err
 	}
 	if err := os.WriteFile(backup, torn, 0o644); err != nil {
+		os.Remove(backup) // a disk that is full would keep an empty backup
 		return fmt.Errorf("back up torn tail: %w", err)
 	}
 	if err := f.Truncate(keep); err != nil {
@@ -653,7 +665,7 @@ func (s *Session) write(lines []byte) error {
 	if s.file == nil {
 		dir := s.log.opt.Dir
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("create %s: %w", dir, err)
+			return err
 		}
 		// O_EXCL: a file that appeared since Begin holds lines this session
 		// has not seen (git checked it out), and seq would collide.
@@ -662,7 +674,7 @@ func (s *Session) write(lines []byte) error {
 			return replacedError(path)
 		}
 		if err != nil {
-			return fmt.Errorf("open %s: %w", path, err)
+			return err
 		}
 		s.file = f
 		if s.ownInfo, err = f.Stat(); err != nil {
@@ -674,11 +686,21 @@ func (s *Session) write(lines []byte) error {
 	} else if err := s.stillOwnFile(path); err != nil {
 		return err
 	}
-	if _, err := s.file.Write(lines); err != nil {
-		return fmt.Errorf("append to %s: %w", path, err)
+	before := s.ownInfo.Size()
+	if st, err := s.file.Stat(); err == nil {
+		before = st.Size()
 	}
-	if err := s.file.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", path, err)
+	_, err := s.file.Write(lines)
+	if err == nil {
+		err = s.file.Sync()
+	}
+	if err != nil {
+		// Not acknowledged, so not in the file either: a disk that filled up
+		// mid-write must not leave a torn tail for the next read to trip on.
+		if terr := s.file.Truncate(before); terr == nil {
+			s.file.Sync()
+		}
+		return fmt.Errorf("append to %s: %w", path, err)
 	}
 	return nil
 }
@@ -743,7 +765,7 @@ func (l *Log) FindIdem(key string) (*Event, error) {
 	for _, path := range files {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", path, err)
+			return nil, err
 		}
 		for off := 0; ; {
 			i := bytes.Index(b[off:], needle)

@@ -654,7 +654,7 @@ func TestReadFromOffsets(t *testing.T) {
 	if third.Line != 3 || third.Len != int64(len(line)) || third.CRC != LineCRC(line) || !bytes.HasSuffix(b[:third.Offset], line) {
 		t.Fatalf("pos of the third event = %+v", third)
 	}
-	r, err = l.Read(map[string]Start{third.Writer: {Offset: third.Offset, Line: third.Line}})
+	r, err = l.Read(map[string]Start{third.Writer: third.Start()})
 	if err != nil {
 		t.Fatal(err)
 	}

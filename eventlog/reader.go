@@ -24,12 +24,21 @@ type Pos struct {
 	Line   int    // line number of the event
 	Len    int64  // length of the line, newline included
 	CRC    uint32 // crc32c of the line
+	Prefix uint32 // crc32c of the file up to Offset
 }
 
-// Start is where to begin reading one writer file.
+// Start is where to resume reading after the event at p.
+func (p Pos) Start() Start {
+	return Start{Offset: p.Offset, Line: p.Line, Len: p.Len, Prefix: p.Prefix}
+}
+
+// Start is where to begin reading one writer file: just after a line that
+// was read before, which the rules resume from.
 type Start struct {
 	Offset int64
-	Line   int // lines before Offset
+	Line   int    // lines before Offset
+	Len    int64  // length of the line that ends at Offset
+	Prefix uint32 // crc32c of the file up to Offset
 }
 
 // Reader streams events of all writer files merged into replay order. Each
@@ -41,6 +50,7 @@ type Reader struct {
 	torn    []string
 	done    chan struct{}
 	err     error // a bad line met while looking ahead, returned by the next call
+	warn    func(string)
 }
 
 // batchSize trades channel overhead against memory held per file.
@@ -52,22 +62,15 @@ func (l *Log) Read(from map[string]Start) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{done: make(chan struct{})}
+	r := &Reader{done: make(chan struct{}), warn: l.opt.Warn}
 	for _, path := range files {
-		f, err := os.Open(path)
+		p, err := newProducer(path, from[WriterOf(path)])
 		if err != nil {
-			r.Close()
-			return nil, fmt.Errorf("open %s: %w", path, err)
-		}
-		st := from[WriterOf(path)]
-		if _, err := f.Seek(st.Offset, io.SeekStart); err != nil {
-			f.Close()
 			r.Close()
 			return nil, err
 		}
-		c := &cursor{path: path, writer: WriterOf(path), batches: make(chan []decoded, 2)}
+		c := &cursor{path: path, writer: p.writer, batches: make(chan []decoded, 2), warn: r.warn}
 		r.all = append(r.all, c)
-		p := &producer{path: path, writer: c.writer, f: f, br: bufio.NewReaderSize(f, 256<<10), offset: st.Offset, line: st.Line}
 		go p.run(c.batches, r.done)
 	}
 	for _, c := range r.all {
@@ -124,12 +127,13 @@ func (r *Reader) Close() error {
 	return nil
 }
 
-// decoded is one line as the producer saw it: an event, an error, or the
-// marker that the file ends in a torn tail.
+// decoded is one line as the producer saw it: an event, an error, a
+// warning, or the marker that the file ends in a torn tail.
 type decoded struct {
 	e    *Event
 	pos  Pos
 	err  error
+	warn string
 	torn bool
 }
 
@@ -140,39 +144,86 @@ type cursor struct {
 	next         *Event
 	pos          Pos
 	torn         bool
+	warn         func(string)
 }
 
 // advance moves to the next decoded event (c.next is nil at the end).
 func (c *cursor) advance() error {
 	c.next = nil
-	for len(c.cur) == 0 {
-		b, ok := <-c.batches
-		if !ok {
-			return nil
+	for {
+		for len(c.cur) == 0 {
+			b, ok := <-c.batches
+			if !ok {
+				return nil
+			}
+			c.cur = b
 		}
-		c.cur = b
+		d := c.cur[0]
+		c.cur = c.cur[1:]
+		switch {
+		case d.warn != "":
+			c.warn(d.warn) // warnings are given by the reading goroutine, in order
+			continue
+		case d.err != nil:
+			return d.err
+		case d.torn:
+			c.torn = true
+		default:
+			c.next, c.pos = d.e, d.pos
+		}
+		return nil
 	}
-	d := c.cur[0]
-	c.cur = c.cur[1:]
-	switch {
-	case d.err != nil:
-		return d.err
-	case d.torn:
-		c.torn = true
-	default:
-		c.next, c.pos = d.e, d.pos
-	}
-	return nil
 }
 
-// producer reads and decodes one writer file.
+// producer reads and decodes one writer file, and holds it to the rules.
 type producer struct {
 	path, writer string
 	f            *os.File
 	br           *bufio.Reader
 	offset       int64
 	line         int
+	prefix       uint32
+	rules        *rules
 	buf          []byte
+}
+
+// newProducer opens path at st. Resuming after a line, it reads that line
+// again so the rules know the seq, lc and id the next line must follow.
+func newProducer(path string, st Start) (*producer, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	p := &producer{path: path, writer: WriterOf(path), f: f, offset: st.Offset, line: st.Line, prefix: st.Prefix}
+	p.rules = newRules(p.writer)
+	if st.Offset > 0 {
+		if err := p.resume(st); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	if _, err := f.Seek(st.Offset, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	p.br = bufio.NewReaderSize(f, 256<<10)
+	return p, nil
+}
+
+func (p *producer) resume(st Start) error {
+	if st.Len <= 0 || st.Len > st.Offset || st.Len > MaxLine {
+		return fmt.Errorf("%w: no line ends at offset %d of %s", ErrCorrupt, st.Offset, p.path)
+	}
+	line := make([]byte, st.Len)
+	if _, err := p.f.ReadAt(line, st.Offset-st.Len); err != nil {
+		return err
+	}
+	e, err := Decode(line)
+	if err != nil || line[len(line)-1] != '\n' {
+		return &LineError{Path: p.path, Line: st.Line, Err: fmt.Errorf("%w: the line read before is no longer there", ErrCorrupt)}
+	}
+	p.rules.accept(e, st.Line)
+	return nil
 }
 
 func (p *producer) run(out chan<- []decoded, done <-chan struct{}) {
@@ -192,6 +243,8 @@ func (p *producer) run(out chan<- []decoded, done <-chan struct{}) {
 	for {
 		d, end := p.decodeNext()
 		switch {
+		case d != nil && d.warn != "":
+			batch = append(batch, *d)
 		case d == nil || d.torn:
 			// End of file. Inside a batch, the batch never finished (the next
 			// append drops it): readers see none of it, as with a torn line.
@@ -233,15 +286,33 @@ func (p *producer) decodeNext() (*decoded, bool) {
 	}
 	p.line++
 	p.offset += int64(len(line))
-	e, err := Decode(line)
+	p.prefix = crc32.Update(p.prefix, castagnoli, line)
+	e, sp, err := decode(line)
 	if err != nil {
-		return &decoded{err: &LineError{Path: p.path, Line: p.line, Err: err}}, true
+		return &decoded{err: &LineError{Path: p.path, Line: p.line, Err: err, Hint: hintFor(err)}}, true
 	}
-	if e.Writer != p.writer {
-		return &decoded{err: &LineError{Path: p.path, Line: p.line, Err: fmt.Errorf("%w: writer %q in the file of writer %q", ErrCorrupt, e.Writer, p.writer)}}, true
+	if b := p.rules.check(line, e, sp, p.line); b != nil {
+		if b.dup {
+			return &decoded{warn: fmt.Sprintf("%s:%d: dropped a copy of line %d (%s)", p.path, p.line, p.rules.line, RepairHint)}, false
+		}
+		return &decoded{err: &LineError{Path: p.path, Line: p.line, Err: fmt.Errorf("%w: %s", ErrCorrupt, b.msg), Hint: CorruptHint}}, true
 	}
-	return &decoded{e: e, pos: Pos{Path: p.path, Writer: p.writer, Offset: p.offset, Line: p.line, Len: int64(len(line)), CRC: LineCRC(line)}}, false
+	return &decoded{e: e, pos: Pos{Path: p.path, Writer: p.writer, Offset: p.offset, Line: p.line, Len: int64(len(line)),
+		CRC: LineCRC(line), Prefix: p.prefix}}, false
 }
+
+// hintFor is the repair hint for a line that does not decode: none for an
+// event of a newer spool (upgrading is the fix).
+func hintFor(err error) string {
+	if errors.Is(err, ErrNewerVersion) {
+		return ""
+	}
+	return CorruptHint
+}
+
+// CorruptHint says how to get past a line that breaks the log's rules.
+const CorruptHint = "spool verify lists every problem; spool doctor --repair fixes duplicated and reordered lines, " +
+	"keeping a backup; an edited or missing line must be restored from git (git log -p -- FILE)"
 
 // readLine returns the next line with its '\n'; nil at EOF; torn when the
 // file ends in bytes without a newline.
@@ -263,7 +334,7 @@ func (p *producer) readLine() (line []byte, torn bool, err error) {
 		case err == io.EOF:
 			return nil, len(p.buf) > 0, nil
 		default:
-			return nil, false, fmt.Errorf("read %s: %w", p.path, err)
+			return nil, false, err
 		}
 	}
 }
@@ -279,6 +350,24 @@ func (h *cursorHeap) Pop() any {
 	c := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return c
+}
+
+// PrefixCRC is the crc32c of the first n bytes of f (Pos.Prefix's checksum).
+func PrefixCRC(f io.ReaderAt, n int64) (uint32, error) {
+	buf := make([]byte, min(n, 1<<20))
+	var crc uint32
+	for off := int64(0); off < n; {
+		k, err := f.ReadAt(buf[:min(int64(len(buf)), n-off)], off)
+		crc = crc32.Update(crc, castagnoli, buf[:k])
+		off += int64(k)
+		if err != nil && off < n {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return crc, err
+		}
+	}
+	return crc, nil
 }
 
 // LineCRC is the checksum projections keep of the last line they applied.

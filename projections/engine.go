@@ -9,6 +9,7 @@
 package projections
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -19,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 
 	"github.com/google/renameio/v2"
 	"github.com/spoolhq/spool/eventlog"
@@ -64,8 +66,9 @@ type Engine struct {
 	Root     string // repository root; File paths are relative to it
 	StateDir string // where snapshots live
 	Specs    []Spec
-	// Progress, when set, is called every progressEvery events of a rebuild.
-	Progress func(applied int)
+	// Progress, when set, is called every progressEvery events of a rebuild,
+	// and once with done at its end.
+	Progress func(applied int, done bool)
 }
 
 const progressEvery = 100_000
@@ -87,14 +90,21 @@ func (k Key) before(e *eventlog.Event) bool {
 type Mark struct {
 	Offset int64  `json:"offset"`
 	Line   int    `json:"line"`
-	Len    int64  `json:"len"` // length of the last applied line
-	CRC    uint32 `json:"crc"` // crc32c of that line
+	Len    int64  `json:"len"`    // length of the last applied line
+	CRC    uint32 `json:"crc"`    // crc32c of that line
+	Prefix uint32 `json:"prefix"` // crc32c of the file up to Offset
 	Size   int64  `json:"size"`
 	MTime  int64  `json:"mtime"`
+	Inode  uint64 `json:"inode"`
+}
+
+func (m Mark) start() eventlog.Start {
+	return eventlog.Start{Offset: m.Offset, Line: m.Line, Len: m.Len, Prefix: m.Prefix}
 }
 
 // Checkpoint is the first line of a snapshot.
 type Checkpoint struct {
+	Format  int             `json:"format"`
 	Name    string          `json:"name"`
 	Version int             `json:"version"`
 	Events  int             `json:"events"`
@@ -102,18 +112,27 @@ type Checkpoint struct {
 	Marks   map[string]Mark `json:"marks"`
 }
 
+// checkpointFormat is the Checkpoint's own version: snapshots of another
+// format are rebuilt (format 1 had no prefix checksums or inodes).
+const checkpointFormat = 2
+
 // View is a set of projections loaded for one command.
 type View struct {
 	en    *Engine
 	items []*item
+	// extras are the other projections that needed a rebuild when one of
+	// the view's did: rebuilt in the same pass and saved with the view, so
+	// that a fresh clone reads its log once, not once per projection.
+	extras []*item
 }
 
 type item struct {
-	spec  Spec
-	proj  Projection
-	cp    Checkpoint
-	dirty bool
-	saved int // events in the snapshot on disk; -1 when there is none
+	spec   Spec
+	proj   Projection
+	cp     Checkpoint
+	dirty  bool
+	restat bool // a writer file was replaced: save even if saves are amortized
+	saved  int  // events in the snapshot on disk; -1 when there is none
 }
 
 // ErrUnknownProjection names a projection nobody registered.
@@ -155,7 +174,7 @@ func (en *Engine) spec(name string) (Spec, bool) {
 
 func (it *item) reset() {
 	it.proj = it.spec.New()
-	it.cp = Checkpoint{Name: it.spec.Name, Version: it.spec.Version, Marks: map[string]Mark{}}
+	it.cp = Checkpoint{Format: checkpointFormat, Name: it.spec.Name, Version: it.spec.Version, Marks: map[string]Mark{}}
 	it.dirty = true
 	it.saved = -1
 }
@@ -174,7 +193,7 @@ func (en *Engine) loadSnapshot(it *item) bool {
 		return false
 	}
 	var cp Checkpoint
-	if json.Unmarshal(head, &cp) != nil || cp.Name != it.spec.Name || cp.Version != it.spec.Version || cp.Marks == nil {
+	if json.Unmarshal(head, &cp) != nil || !cp.valid(it.spec) {
 		return false
 	}
 	p := it.spec.New()
@@ -187,12 +206,12 @@ func (en *Engine) loadSnapshot(it *item) bool {
 
 // deferred reports whether an amortized projection may skip this save.
 func (it *item) deferred() bool {
-	return it.spec.Amortize > 0 && it.saved >= 0 && it.cp.Events-it.saved <= it.cp.Events/it.spec.Amortize
+	return it.spec.Amortize > 0 && it.saved >= 0 && !it.restat && it.cp.Events-it.saved <= it.cp.Events/it.spec.Amortize
 }
 
 // NeedsSave reports whether Save would write anything.
 func (v *View) NeedsSave() bool {
-	for _, it := range v.items {
+	for _, it := range append(v.items, v.extras...) {
 		if it.dirty && !it.deferred() {
 			return true
 		}
@@ -243,7 +262,11 @@ const (
 	rewritten        // a file changed under a mark: rebuild
 )
 
-// check compares a checkpoint with the writer files on disk.
+// check compares a checkpoint with the writer files on disk. A file spool
+// appended to keeps its inode and grows; anything else (git checked it out
+// or merged it, an editor or sed replaced it, it shrank, or it changed in
+// place) must still begin with the bytes already applied, which the prefix
+// checksum proves, or the projection is rebuilt from a full, checked read.
 func (en *Engine) check(it *item) (status, error) {
 	files, err := en.Log.Files()
 	if err != nil {
@@ -269,18 +292,36 @@ func (en *Engine) check(it *item) (status, error) {
 		if err != nil {
 			return 0, err
 		}
-		// Size and mtime alone miss a rewrite to the same size within the
-		// file system's timestamp granularity (a quick checkout of a branch
-		// where this writer appended other events): check the line too.
-		if st.Size() == m.Size && st.ModTime().UnixNano() == m.MTime && lineMatches(path, m) {
-			continue
+		same := inodeOf(st) == m.Inode
+		switch {
+		case same && st.Size() == m.Size && st.ModTime().UnixNano() == m.MTime:
+			if !lineMatches(path, m) {
+				return rewritten, nil
+			}
+		case same && st.Size() > m.Size:
+			if !lineMatches(path, m) {
+				return rewritten, nil
+			}
+			result = behind
+		default:
+			ok, err := prefixMatches(path, m)
+			if err != nil {
+				return 0, err
+			}
+			if !ok {
+				return rewritten, nil
+			}
+			result = behind // nothing new, perhaps: the mark records the file as it is now
 		}
-		if st.Size() <= m.Offset || !lineMatches(path, m) {
-			return rewritten, nil
-		}
-		result = behind
 	}
 	return result, nil
+}
+
+func inodeOf(st fs.FileInfo) uint64 {
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		return sys.Ino
+	}
+	return 0
 }
 
 // lineMatches checks that the line before m.Offset is still the one applied.
@@ -300,6 +341,20 @@ func lineMatches(path string, m Mark) bool {
 	return eventlog.LineCRC(buf) == m.CRC
 }
 
+// prefixMatches checks that the file still begins with the bytes applied.
+func prefixMatches(path string, m Mark) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	crc, err := eventlog.PrefixCRC(f, m.Offset)
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return false, nil
+	}
+	return err == nil && crc == m.Prefix && lineMatches(path, m), err
+}
+
 // CatchUp applies events appended since the snapshots were taken, rebuilding
 // a projection from scratch when its files were rewritten or when merged
 // events sort before what it already applied. It reports whether anything changed.
@@ -310,6 +365,10 @@ func (v *View) CatchUp(ctx context.Context) (bool, error) {
 func (v *View) catchUp(ctx context.Context, items ...*item) (bool, error) {
 	var incremental, rebuild []*item
 	for _, it := range items {
+		if it.saved < 0 && it.cp.Events == 0 {
+			rebuild = append(rebuild, it) // no snapshot: a fresh clone, say
+			continue
+		}
 		st, err := v.en.check(it)
 		if err != nil {
 			return false, err
@@ -333,7 +392,12 @@ func (v *View) catchUp(ctx context.Context, items ...*item) (bool, error) {
 		}
 	}
 	if len(rebuild) > 0 {
-		if _, err := v.en.apply(ctx, rebuild, true); err != nil {
+		extras, err := v.staleOthers()
+		if err != nil {
+			return false, err
+		}
+		v.extras = append(v.extras, extras...)
+		if _, err := v.en.apply(ctx, append(rebuild, extras...), true); err != nil {
 			return false, err
 		}
 	}
@@ -342,6 +406,61 @@ func (v *View) catchUp(ctx context.Context, items ...*item) (bool, error) {
 		changed = changed || it.dirty
 	}
 	return changed, nil
+}
+
+// staleOthers returns, reset, the projections outside the view (and not
+// already among its extras) that a catch-up would rebuild from scratch: no
+// usable snapshot, or a file rewritten under their marks.
+func (v *View) staleOthers() ([]*item, error) {
+	var out []*item
+	for _, s := range v.en.Specs {
+		if v.has(s.Name) {
+			continue
+		}
+		it := &item{spec: s}
+		cp, ok := v.en.peekCheckpoint(s)
+		if ok {
+			it.cp = cp
+			st, err := v.en.check(it)
+			if err != nil {
+				return nil, err
+			}
+			if st != rewritten {
+				continue
+			}
+		}
+		it.reset()
+		out = append(out, it)
+	}
+	return out, nil
+}
+
+func (v *View) has(name string) bool {
+	for _, it := range append(v.items, v.extras...) {
+		if it.spec.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// peekCheckpoint reads only the checkpoint line of a snapshot.
+func (en *Engine) peekCheckpoint(s Spec) (Checkpoint, bool) {
+	var cp Checkpoint
+	f, err := os.Open(en.snapshotPath(s.Name))
+	if err != nil {
+		return cp, false
+	}
+	defer f.Close()
+	head, err := bufio.NewReaderSize(f, 64<<10).ReadSlice('\n')
+	if err != nil {
+		return cp, false
+	}
+	return cp, json.Unmarshal(head, &cp) == nil && cp.valid(s)
+}
+
+func (cp Checkpoint) valid(s Spec) bool {
+	return cp.Format == checkpointFormat && cp.Name == s.Name && cp.Version == s.Version && cp.Marks != nil
 }
 
 // apply reads the log once for items and folds new events into them. An item
@@ -360,7 +479,7 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([
 			for _, it := range items {
 				m := it.cp.Marks[w]
 				if first || m.Offset < from[w].Offset {
-					from[w] = eventlog.Start{Offset: m.Offset, Line: m.Line}
+					from[w] = m.start()
 					first = false
 				}
 			}
@@ -401,6 +520,12 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([
 				continue // applied before
 			}
 			if it.cp.Events > 0 && !it.cp.Last.before(e) {
+				if fromScratch {
+					// Each file is checked to be in order, so a full read is:
+					// a projection must never stop short of the log.
+					return nil, &eventlog.LineError{Path: pos.Path, Line: pos.Line,
+						Err: fmt.Errorf("%w: event %s sorts before %v, applied already", eventlog.ErrCorrupt, e.ID, it.cp.Last)}
+				}
 				broken = append(broken, it)
 				live = append(live[:i], live[i+1:]...)
 				i--
@@ -411,20 +536,28 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([
 			}
 			it.cp.Events++
 			it.cp.Last = keyOf(e)
-			it.cp.Marks[pos.Writer] = Mark{Offset: pos.Offset, Line: pos.Line, Len: pos.Len, CRC: pos.CRC}
+			old := it.cp.Marks[pos.Writer] // keeps the file's size, mtime and inode until they are read below
+			it.cp.Marks[pos.Writer] = Mark{Offset: pos.Offset, Line: pos.Line, Len: pos.Len, CRC: pos.CRC, Prefix: pos.Prefix,
+				Size: old.Size, MTime: old.MTime, Inode: old.Inode}
 			it.dirty = true
 		}
 		applied++
 		if fromScratch && en.Progress != nil && applied%progressEvery == 0 {
-			en.Progress(applied)
+			en.Progress(applied, false)
 		}
 	}
-	// Record size and mtime so an untouched file is recognised by a stat.
+	if fromScratch && en.Progress != nil {
+		en.Progress(applied, true)
+	}
+	// Record size, mtime and inode so an untouched file is recognised by a stat.
 	for w, st := range stats {
 		for _, it := range live {
 			m := it.cp.Marks[w]
-			if m.Size != st.Size() || m.MTime != st.ModTime().UnixNano() {
-				m.Size, m.MTime = st.Size(), st.ModTime().UnixNano()
+			if m.Size != st.Size() || m.MTime != st.ModTime().UnixNano() || m.Inode != inodeOf(st) {
+				if m.Inode != 0 && m.Inode != inodeOf(st) {
+					it.restat = true // a replaced file: save, or every command checks its prefix again
+				}
+				m.Size, m.MTime, m.Inode = st.Size(), st.ModTime().UnixNano(), inodeOf(st)
 				it.cp.Marks[w] = m
 				it.dirty = true
 			}
@@ -454,11 +587,11 @@ func statFiles(l *eventlog.Log) (map[string]fs.FileInfo, error) {
 func (v *View) Save() error {
 	tmp := filepath.Join(v.en.StateDir, ".tmp")
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", tmp, err)
+		return err
 	}
 	sweep(tmp)
 	dirs := map[string]bool{}
-	for _, it := range v.items {
+	for _, it := range append(v.items, v.extras...) {
 		if !it.dirty || it.deferred() {
 			continue
 		}
@@ -481,7 +614,7 @@ func (v *View) Save() error {
 			return err
 		}
 		dirs[v.en.StateDir] = true
-		it.dirty = false
+		it.dirty, it.restat = false, false
 		it.saved = it.cp.Events
 	}
 	names := make([]string, 0, len(dirs))
@@ -494,6 +627,7 @@ func (v *View) Save() error {
 			return err
 		}
 	}
+	v.extras = nil // saved: the next command loads them from their snapshots
 	return nil
 }
 
@@ -511,7 +645,7 @@ func (en *Engine) snapshot(it *item) ([]byte, error) {
 
 func writeFile(path string, data []byte, tmp string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+		return err
 	}
 	if err := renameio.WriteFile(path, data, 0o644, renameio.WithTempDir(tmp)); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)

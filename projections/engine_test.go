@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -309,6 +310,9 @@ func reencodeLast(t *testing.T, b []byte) []byte {
 		t.Fatal(err)
 	}
 	e.Subject = strings.Repeat("z", len(e.Subject))
+	if e.ID, err = e.ContentID(); err != nil {
+		t.Fatal(err)
+	}
 	line, _ := e.Encode()
 	if len(line) != len(lines[last]) {
 		t.Fatalf("rewritten line changed length")
@@ -667,4 +671,94 @@ func TestEmptyLog(t *testing.T) {
 	} else if s, _ := stale.Stale(); s {
 		t.Fatal("stale after saving an empty log")
 	}
+}
+
+// A writer file replaced by one that begins with the same bytes (git
+// checking out or merging a branch where it grew) is caught up, not rebuilt.
+func TestReplacedFileWithSamePrefixCatchesUp(t *testing.T) {
+	f := newFixture(t)
+	a := f.writer("a", f.events)
+	f.add(a, 4)
+	f.catchUp()
+	path := filepath.Join(f.events, mustWriter(t, a)+eventlog.Ext)
+	b, _ := os.ReadFile(path)
+	f.add(a, 2)
+	grown, _ := os.ReadFile(path)
+	// As git writes: a new file (another inode) renamed into place.
+	os.WriteFile(path+".new", grown, 0o644)
+	os.Rename(path+".new", path)
+	before := f.news.Load()
+	v := f.catchUp()
+	if f.news.Load() != before+1 { // the snapshot is loaded, nothing rebuilt
+		t.Fatalf("a replaced file with the applied prefix was rebuilt (%d projections made)", f.news.Load()-before)
+	}
+	f.mustMatchReplay(v)
+	if len(b) >= len(grown) {
+		t.Fatal("fixture did not grow the file")
+	}
+}
+
+// A line under the mark edited as sed -i does (a new file renamed into
+// place), then an append by spool: the append must not launder the edit.
+func TestEditUnderTheMarkThenAppendIsCaught(t *testing.T) {
+	f := newFixture(t)
+	a := f.writer("a", f.events)
+	f.add(a, 3)
+	f.add(a, 1)
+	f.catchUp()
+	path := filepath.Join(f.events, mustWriter(t, a)+eventlog.Ext)
+	b, _ := os.ReadFile(path)
+	b = bytes.Replace(b, []byte(`"n":2`), []byte(`"n":7`), 1) // same length; the id no longer matches
+	os.WriteFile(path+".sed", b, 0o644)
+	os.Rename(path+".sed", path)
+	f.add(a, 1)
+	v, err := f.engine().Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = v.CatchUp(context.Background())
+	var le *eventlog.LineError
+	if !errors.As(err, &le) || !errors.Is(err, eventlog.ErrCorrupt) || le.Line != 2 {
+		t.Fatalf("catch-up after an edit under the mark: %v, want corrupt line 2", err)
+	}
+}
+
+// A fresh clone: the first command that needs a projection rebuilds every
+// stale one in the same pass over the log, and saves them all.
+func TestRebuildsEveryStaleProjectionInOnePass(t *testing.T) {
+	f := newFixture(t)
+	f.add(f.writer("a", f.events), 5)
+	en := f.engine()
+	passes := 0
+	en.Progress = func(_ int, done bool) {
+		if done {
+			passes++
+		}
+	}
+	v, err := en.Open("stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !v.NeedsSave() {
+		t.Fatal("nothing to save after a rebuild")
+	}
+	if err := v.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if passes != 1 {
+		t.Fatalf("%d passes over the log, want 1", passes)
+	}
+	// The ledger was rebuilt and saved too: opening it reads no event again.
+	passes = 0
+	v, _ = en.Open("ledger")
+	if _, err := v.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if passes != 0 || ledgerOf(t, v).Sums["s0"] == 0 {
+		t.Fatalf("ledger after the shared rebuild: passes %d, sums %v", passes, ledgerOf(t, v).Sums)
+	}
+	f.mustMatchReplay(v)
 }

@@ -7,7 +7,7 @@ import (
 
 // BlockCmd marks a task Blocked by hand: never ready until unblocked.
 type BlockCmd struct {
-	ID     string `arg:"" help:"Task id."`
+	ID     string `arg:"" complete:"task" help:"Task id."`
 	Reason string `short:"r" required:"" help:"Why."`
 }
 

@@ -17,7 +17,7 @@ type ConfigCmd struct {
 }
 
 type ConfigGetCmd struct {
-	Key string `arg:"" help:"Dotted key such as workqueue.policy."`
+	Key string `arg:"" complete:"config-key" help:"Dotted key such as workqueue.policy."`
 }
 
 func (c *ConfigGetCmd) Run(e *env) error {
@@ -37,7 +37,7 @@ func (c *ConfigGetCmd) Run(e *env) error {
 }
 
 type ConfigSetCmd struct {
-	Key   string `arg:"" help:"Dotted key."`
+	Key   string `arg:"" complete:"config-key" help:"Dotted key."`
 	Value string `arg:"" help:"Value: JSON, or plain text taken as a string."`
 }
 
@@ -46,7 +46,7 @@ func (c *ConfigSetCmd) Run(e *env) error {
 }
 
 type ConfigUnsetCmd struct {
-	Key string `arg:"" help:"Dotted key."`
+	Key string `arg:"" complete:"config-key" help:"Dotted key."`
 }
 
 func (c *ConfigUnsetCmd) Run(e *env) error {

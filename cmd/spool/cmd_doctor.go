@@ -16,7 +16,10 @@ import (
 )
 
 // DoctorCmd is a preflight: one line per check.
-type DoctorCmd struct{}
+type DoctorCmd struct {
+	Verbose bool `short:"v" help:"Say more about checks that pass (which projections are behind the log, by design)."`
+	Repair  bool `help:"First fix what can be fixed without losing an event: torn tails, duplicated and reordered lines (backups in .git/spool/repair/)."`
+}
 
 type check struct {
 	Name   string `json:"name"`
@@ -26,7 +29,14 @@ type check struct {
 
 func (c *DoctorCmd) Run(e *env) error {
 	longRunning() // reads the whole log: keep memory bounded
-	checks := doctor(e)
+	var repairs []eventlog.FileRepair
+	if c.Repair {
+		var err error
+		if repairs, err = repair(e); err != nil {
+			return err
+		}
+	}
+	checks := doctor(e, c.Verbose)
 	failed := 0
 	for _, ch := range checks {
 		if ch.Status == "fail" {
@@ -34,10 +44,15 @@ func (c *DoctorCmd) Run(e *env) error {
 		}
 	}
 	if e.JSON {
-		if err := writeJSON(e.stdout, map[string]any{"ok": failed == 0, "checks": checks}); err != nil {
+		out := map[string]any{"ok": failed == 0, "checks": checks}
+		if c.Repair {
+			out["repairs"] = nonNilRepairs(repairs)
+		}
+		if err := writeJSON(e.stdout, out); err != nil {
 			return err
 		}
 	} else {
+		printRepairs(e, c.Repair, repairs)
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 		for _, ch := range checks {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", ch.Status, ch.Name, ch.Detail)
@@ -50,7 +65,7 @@ func (c *DoctorCmd) Run(e *env) error {
 	return nil
 }
 
-func doctor(e *env) []check {
+func doctor(e *env, verbose bool) []check {
 	var checks []check
 	add := func(name, status, format string, args ...any) {
 		checks = append(checks, check{name, status, fmt.Sprintf(format, args...)})
@@ -73,7 +88,9 @@ func doctor(e *env) []check {
 		return checks
 	}
 	add("spool", "ok", "%s", r.SpoolDir())
-	if unknown := st.Config.Unknown(); len(unknown) > 0 {
+	if problems := st.Config.Problems(); len(problems) > 0 {
+		add("config", "fail", "%s (fix with spool config set)", strings.Join(problems, "; "))
+	} else if unknown := st.Config.Unknown(); len(unknown) > 0 {
 		add("config", "warn", "unknown keys ignored: %s", strings.Join(unknown, ", "))
 	} else {
 		add("config", "ok", "%s", store.ConfigPath(r))
@@ -83,7 +100,11 @@ func doctor(e *env) []check {
 	cancel()
 	switch {
 	case errors.Is(err, eventlog.ErrLockTimeout), errors.Is(err, context.DeadlineExceeded):
-		add("lock", "fail", "%s is held by another process", st.Log.LockPath())
+		who := ""
+		if pid, cmd, ok := st.Log.LockHolder(); ok && pid > 0 {
+			who = fmt.Sprintf(" (pid %d: %s)", pid, text(clip(cmd, 80)))
+		}
+		add("lock", "fail", "%s is held by another process%s", st.Log.LockPath(), who)
 	case err != nil:
 		add("lock", "fail", "%v", err)
 	default:
@@ -101,10 +122,14 @@ func doctor(e *env) []check {
 		add("log", "ok", "%d events in %d writer files", rep.Events, rep.Files)
 	}
 	if v, err := st.Engine.Open(); err == nil {
+		// Behind the log is normal (commands catch up what they read, and
+		// large projections save lazily): only a failure is worth a line's alarm.
 		if stale, err := v.Stale(); err != nil {
 			add("projections", "fail", "%v", err)
+		} else if stale && verbose {
+			add("projections", "ok", "behind the log: commands catch up what they read, large projections save lazily (spool replay writes them all)")
 		} else if stale {
-			add("projections", "warn", "behind the log; any command (or spool replay) brings them up to date")
+			add("projections", "ok", "caught up as commands read them")
 		} else {
 			add("projections", "ok", "up to date")
 		}
@@ -137,4 +162,58 @@ func doctor(e *env) []check {
 		add("actor", "ok", "%s", a)
 	}
 	return checks
+}
+
+// repair fixes the log and, when it changed a file, rebuilds the projections.
+func repair(e *env) ([]eventlog.FileRepair, error) {
+	st, err := e.open()
+	if err != nil {
+		return nil, err
+	}
+	now, err := e.now()
+	if err != nil {
+		return nil, err
+	}
+	repairs, err := st.Log.Repair(e.ctx, now)
+	if err != nil {
+		return repairs, err
+	}
+	rewrote := false
+	for _, r := range repairs {
+		if len(r.Left) > 0 {
+			return repairs, nil // the log is still unreadable: the checks below say where
+		}
+		rewrote = rewrote || r.Backup != ""
+	}
+	if rewrote {
+		_, err = st.Rebuild(e.ctx)
+	}
+	return repairs, err
+}
+
+func printRepairs(e *env, asked bool, repairs []eventlog.FileRepair) {
+	if !asked {
+		return
+	}
+	if len(repairs) == 0 {
+		fmt.Fprintln(e.stdout, "repair: nothing to repair")
+	}
+	for _, r := range repairs {
+		for _, f := range r.Fixed {
+			fmt.Fprintf(e.stdout, "repair: %s: %s\n", r.Path, f)
+		}
+		for _, l := range r.Left {
+			fmt.Fprintf(e.stdout, "repair: %s: not repaired: %s\n", r.Path, l)
+		}
+		if r.Backup != "" {
+			fmt.Fprintf(e.stdout, "repair: %s: the file as it was is in %s\n", r.Path, r.Backup)
+		}
+	}
+}
+
+func nonNilRepairs(r []eventlog.FileRepair) []eventlog.FileRepair {
+	if r == nil {
+		return []eventlog.FileRepair{}
+	}
+	return r
 }

@@ -7,7 +7,7 @@ import (
 
 // DoneCmd records a successful attempt and closes the task (RecordSuccess).
 type DoneCmd struct {
-	ID     string `arg:"" help:"A task you claimed."`
+	ID     string `arg:"" complete:"task" help:"A task you claimed."`
 	Reason string `short:"r" default:"done" help:"Close reason."`
 }
 

@@ -8,7 +8,7 @@ import (
 // FailCmd records a failed attempt (RecordFailure): backoff, abandonment,
 // demotion or Blocked, as the policy says.
 type FailCmd struct {
-	ID    string `arg:"" help:"A task you claimed."`
+	ID    string `arg:"" complete:"task" help:"A task you claimed."`
 	Error string `short:"e" required:"" help:"What went wrong."`
 }
 

@@ -10,7 +10,7 @@ import (
 
 // HeartbeatCmd extends the lease of a claim.
 type HeartbeatCmd struct {
-	ID string `arg:"" help:"A task you claimed."`
+	ID string `arg:"" complete:"task" help:"A task you claimed."`
 }
 
 func (c *HeartbeatCmd) Run(e *env) error {

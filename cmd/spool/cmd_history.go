@@ -11,7 +11,7 @@ import (
 
 // HistoryCmd shows the queue's history of tasks (seed 001's History).
 type HistoryCmd struct {
-	ID string `arg:"" optional:"" help:"One task (default: every task the queue has seen)."`
+	ID string `arg:"" optional:"" complete:"task" help:"One task (default: every task the queue has seen)."`
 }
 
 func (c *HistoryCmd) Run(e *env) error {
@@ -49,7 +49,7 @@ func (c *HistoryCmd) Run(e *env) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tATTEMPTS\tLAST ATTEMPT\tNEXT ELIGIBLE\tLAST ERROR")
 	for _, h := range out {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", h.ID, h.Status, h.Attempts, fmtTime(h.LastAttempt), fmtTime(h.NextEligibleAt), orDash(h.LastError))
+		fmt.Fprint(tw, row(text(h.ID), h.Status, fmt.Sprint(h.Attempts), fmtTime(h.LastAttempt), fmtTime(h.NextEligibleAt), text(orDash(h.LastError))))
 	}
 	return tw.Flush()
 }

@@ -22,7 +22,14 @@ type HooksInstallCmd struct{}
 type HooksUninstallCmd struct{}
 type HooksStatusCmd struct{}
 
-func (c *HooksInstallCmd) Run(e *env) error   { return hooksDo(e, hooks.Install) }
+func (c *HooksInstallCmd) Run(e *env) error {
+	// Shims in a repository without .spool/ would run spool for nothing on
+	// every commit: say what is missing instead of half-installing.
+	if _, err := e.open(); err != nil {
+		return err
+	}
+	return hooksDo(e, hooks.Install)
+}
 func (c *HooksUninstallCmd) Run(e *env) error { return hooksDo(e, hooks.Uninstall) }
 func (c *HooksStatusCmd) Run(e *env) error    { return hooksDo(e, hooks.Inspect) }
 

@@ -15,6 +15,14 @@ import (
 // InitCmd creates .spool/ and registers the merge driver.
 type InitCmd struct{}
 
+// initNext tells a new user what to commit, once and from then on.
+const initNext = `next:
+  commit spool's files once:  git add .spool .gitattributes && git commit -m "spool: init"
+  then commit .spool/events/ with your work: each clone appends only to its own
+  file there (.spool/events/<writer>.jsonl), so clones never conflict
+  optional: spool hooks install
+`
+
 const (
 	gitattributesLine = ".spool/events/*.jsonl merge=spool"
 	spoolGitignore    = "# derived by spool; rebuild with spool replay\nstate/\nruns/\n"
@@ -55,15 +63,9 @@ func (c *InitCmd) Run(e *env) error {
 	} else if ok {
 		note(attrs)
 	}
-	driver, _ := repo.Git(e.ctx, r.Root, "config", "--get", "merge.spool.driver")
-	const want = "spool merge-driver %O %A %B"
-	if string(bytes.TrimSpace([]byte(driver))) != want {
-		if _, err := repo.Git(e.ctx, r.Root, "config", "merge.spool.name", "spool event log union"); err != nil {
-			return err
-		}
-		if _, err := repo.Git(e.ctx, r.Root, "config", "merge.spool.driver", want); err != nil {
-			return err
-		}
+	if ok, err := repo.EnsureMergeDriver(e.ctx, r); err != nil {
+		return err
+	} else if ok {
 		created = append(created, "git config merge.spool.driver")
 	}
 	st, err := store.OpenRepo(r, e.warn)
@@ -85,6 +87,7 @@ func (c *InitCmd) Run(e *env) error {
 	for _, p := range created {
 		fmt.Fprintf(e.stdout, "  created %s\n", p)
 	}
+	fmt.Fprint(e.stdout, initNext)
 	return nil
 }
 

@@ -157,7 +157,7 @@ func readEvents(l *eventlog.Log, from map[string]eventlog.Start, fn func(*eventl
 		if err != nil {
 			return err
 		}
-		from[pos.Writer] = eventlog.Start{Offset: pos.Offset, Line: pos.Line}
+		from[pos.Writer] = pos.Start()
 		if err := fn(ev); err != nil {
 			return err
 		}
@@ -183,15 +183,12 @@ func (p *eventPrinter) print(e *eventlog.Event) error {
 	if p.tw == nil {
 		p.tw = tabwriter.NewWriter(p.w, 0, 4, 2, ' ', 0)
 	}
-	data := string(e.Data)
-	if len(data) > 120 {
-		data = data[:117] + "..."
-	}
 	subject := e.Subject
 	if subject == "" {
 		subject = "-"
 	}
-	_, err := fmt.Fprintf(p.tw, "%s\t%d\t%s\t%s\t%s\t%s\n", e.At.Format(time.RFC3339), e.LC, e.Actor, e.Type, subject, strings.TrimSpace(data))
+	data := text(clip(strings.TrimSpace(string(e.Data)), 120))
+	_, err := fmt.Fprint(p.tw, row(e.At.Format(time.RFC3339), fmt.Sprint(e.LC), text(e.Actor), text(e.Type), text(subject), data))
 	return err
 }
 

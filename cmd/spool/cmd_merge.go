@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/mergequeue"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/train"
@@ -42,8 +43,9 @@ func (e *env) mergeCtx() (*store.Store, time.Time, string, error) {
 	return st, now, actor, err
 }
 
-// mergeEntry opens the queue (recovering expired entries first) and finds entry id.
-func (e *env) mergeEntry(id int64) (*store.Store, *mergequeue.State, *mergequeue.Entry, error) {
+// mergeEntry opens the queue (recovering expired entries first) and finds
+// the entry a command names (see mergequeue.State.Lookup).
+func (e *env) mergeEntry(handle string) (*store.Store, *mergequeue.State, *mergequeue.Entry, error) {
 	st, now, actor, err := e.mergeCtx()
 	if err != nil {
 		return nil, nil, nil, err
@@ -52,9 +54,9 @@ func (e *env) mergeEntry(id int64) (*store.Store, *mergequeue.State, *mergequeue
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	en := q.Entry(id)
-	if en == nil {
-		return nil, nil, nil, mergequeue.EntryNotFound(id)
+	en, err := q.Lookup(handle)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	return st, q, en, nil
 }
@@ -90,7 +92,11 @@ func (c *MergeSubmitCmd) Run(e *env) error {
 	if resp.Position != nil {
 		pos = fmt.Sprintf("position %d of %d", *resp.Position, resp.PendingCount)
 	}
-	fmt.Fprintf(e.stdout, "entry %d %s: %s %s at %s, %s\n", resp.EntryID, resp.SubmissionType, resp.Workspace, resp.Branch, short(resp.HeadSHA), pos)
+	fmt.Fprintf(e.stdout, "entry %d %s: %s %s at %s, %s (ref %s)\n", resp.EntryID, resp.SubmissionType, text(resp.Workspace), text(resp.Branch),
+		short(resp.HeadSHA), pos, mergequeue.ShortRef(resp.EntryRef))
+	if resp.PushNote != "" {
+		fmt.Fprintln(e.stdout, text(resp.PushNote))
+	}
 	return nil
 }
 
@@ -101,10 +107,12 @@ type MergeListCmd struct {
 // listRow is an entry without its audit trail.
 type listRow struct {
 	EntryID        int64             `json:"entry_id"`
+	EntryRef       string            `json:"entry_ref"`
 	Position       *int              `json:"position"`
 	Status         mergequeue.Status `json:"status"`
 	Priority       int               `json:"priority"`
 	Workspace      string            `json:"workspace"`
+	WorkspaceID    string            `json:"workspace_id"`
 	Branch         string            `json:"branch"`
 	HeadSHA        string            `json:"head_sha"`
 	DedupeKey      string            `json:"dedupe_key"`
@@ -113,14 +121,25 @@ type listRow struct {
 	BeadID         string            `json:"bead_id,omitempty"`
 	AddedAt        time.Time         `json:"added_at"`
 	LastError      string            `json:"last_error,omitempty"`
+	Waiting        string            `json:"waiting,omitempty"`
 	WorkspaceState string            `json:"workspace_state"`
+	Conflict       string            `json:"conflict,omitempty"` // the latest conflict between clones the fold resolved
+}
+
+// note is what merge list says about an entry: why it waits, else the
+// latest conflict between clones the fold resolved on it.
+func (r listRow) note() string {
+	if r.Waiting != "" {
+		return "waiting: " + r.Waiting
+	}
+	return r.Conflict
 }
 
 // rowOf is the row of an entry; mergequeue.Entry.AppendRow writes the same JSON.
 func rowOf(en *mergequeue.Entry) listRow {
-	r := listRow{EntryID: en.ID, Status: en.Status, Priority: en.Priority, Workspace: en.Workspace, Branch: en.Branch,
-		HeadSHA: en.HeadSHA, DedupeKey: en.DedupeKey, Owner: en.Owner, Attempts: en.Attempts, BeadID: en.BeadID,
-		AddedAt: en.AddedAt, LastError: en.LastError, WorkspaceState: string(en.WorkspaceState)}
+	r := listRow{EntryID: en.ID, EntryRef: en.Ref, Status: en.Status, Priority: en.Priority, Workspace: en.Workspace, WorkspaceID: en.WorkspaceID,
+		Branch: en.Branch, HeadSHA: en.HeadSHA, DedupeKey: en.DedupeKey, Owner: en.Owner, Attempts: en.Attempts, BeadID: en.BeadID,
+		AddedAt: en.AddedAt, LastError: en.LastError, Waiting: en.Waiting, WorkspaceState: string(en.WorkspaceState), Conflict: en.Conflict()}
 	if en.Position > 0 {
 		p := en.Position
 		r.Position = &p
@@ -159,20 +178,33 @@ func (c *MergeListCmd) Run(e *env) error {
 		fmt.Fprintln(e.stdout, "the merge queue is empty")
 		return nil
 	}
+	notes := false // a NOTE column only when an entry has something to say
+	for _, r := range rows {
+		notes = notes || r.note() != ""
+	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "POS\tID\tSTATUS\tPRIO\tWORKSPACE\tBRANCH\tHEAD\tOWNER")
+	header := "POS\tID\tREF\tSTATUS\tPRIO\tWORKSPACE\tBRANCH\tHEAD\tOWNER"
+	if notes {
+		header += "\tNOTE"
+	}
+	fmt.Fprintln(tw, header)
 	for _, r := range rows {
 		pos := "-"
 		if r.Position != nil {
 			pos = fmt.Sprint(*r.Position)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\n", pos, r.EntryID, r.Status, r.Priority, r.Workspace, r.Branch, short(r.HeadSHA), r.Owner)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s", pos, r.EntryID, mergequeue.ShortRef(r.EntryRef), r.Status, r.Priority,
+			r.Workspace, r.Branch, short(r.HeadSHA), r.Owner)
+		if notes {
+			fmt.Fprintf(tw, "\t%s", r.note())
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }
 
 type MergeShowCmd struct {
-	ID int64 `arg:"" help:"Entry id."`
+	ID string `arg:"" placeholder:"ENTRY" complete:"merge-entry" help:"Entry number, or a unique prefix (4+ characters) of its entry_ref (numbers change when clones' logs merge; refs do not)."`
 }
 
 func (c *MergeShowCmd) Run(e *env) error {
@@ -180,7 +212,7 @@ func (c *MergeShowCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	trail, err := train.Trail(e.ctx, st, en.ID)
+	trail, err := train.Trail(e.ctx, st, en)
 	if err != nil {
 		return err
 	}
@@ -196,12 +228,13 @@ func (c *MergeShowCmd) Run(e *env) error {
 		pos = fmt.Sprintf("%d of %d", en.Position, q.PendingCount)
 	}
 	for _, kv := range [][2]string{
-		{"entry", fmt.Sprint(en.ID)}, {"status", string(en.Status)}, {"position", pos},
-		{"workspace", en.Workspace + " (" + en.Worktree + ")"}, {"branch", en.Branch}, {"head", en.HeadSHA},
+		{"entry", fmt.Sprint(en.ID)}, {"ref", en.Ref}, {"status", string(en.Status)}, {"position", pos},
+		{"workspace", en.Workspace + " (" + en.Worktree + ")"}, {"workspace id", en.WorkspaceID}, {"branch", en.Branch}, {"head", en.HeadSHA},
 		{"change id", en.ChangeID + " (" + en.ChangeIDSource + ")"}, {"dedupe key", en.DedupeKey},
 		{"priority", fmt.Sprint(en.Priority)}, {"owner", en.Owner}, {"attempts", fmt.Sprint(en.Attempts)},
 		{"bead", en.BeadID}, {"tested", en.TestedSHA}, {"tested against", en.TestedAgainstSHA},
-		{"last error", en.LastError}, {"conflicts", strings.Join(en.ConflictPaths, ", ")}, {"run output", en.RunDir},
+		{"last error", en.LastError}, {"waiting", en.Waiting}, {"conflicts", strings.Join(en.ConflictPaths, ", ")}, {"run output", en.RunDir},
+		{"between clones", en.Conflict()},
 	} {
 		if kv[1] != "" {
 			fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
@@ -215,13 +248,17 @@ func (c *MergeShowCmd) Run(e *env) error {
 		if s.From != "" && s.From != s.To {
 			move = string(s.From) + " → " + string(s.To)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", s.At.Format(time.RFC3339), s.Type, move, s.Actor, s.Reason)
+		note := s.Reason
+		if s.Skipped != "" {
+			note = "skipped: " + s.Skipped
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", s.At.Format(time.RFC3339), s.Type, move, s.Actor, note)
 	}
 	return tw.Flush()
 }
 
 type MergePositionCmd struct {
-	ID int64 `arg:"" help:"Entry id."`
+	ID string `arg:"" placeholder:"ENTRY" complete:"merge-entry" help:"Entry number, or a unique prefix (4+ characters) of its entry_ref (numbers change when clones' logs merge; refs do not)."`
 }
 
 func (c *MergePositionCmd) Run(e *env) error {
@@ -235,7 +272,7 @@ func (c *MergePositionCmd) Run(e *env) error {
 		pos = &p
 	}
 	if e.JSON {
-		return writeJSON(e.stdout, map[string]any{"entry_id": en.ID, "status": en.Status, "position": pos, "pending_count": q.PendingCount})
+		return writeJSON(e.stdout, map[string]any{"entry_id": en.ID, "entry_ref": en.Ref, "status": en.Status, "position": pos, "pending_count": q.PendingCount})
 	}
 	if pos == nil {
 		fmt.Fprintf(e.stdout, "entry %d is %s: no position\n", en.ID, en.Status)
@@ -246,42 +283,51 @@ func (c *MergePositionCmd) Run(e *env) error {
 }
 
 type MergeCancelCmd struct {
-	ID     int64  `arg:"" help:"Entry id."`
+	ID     string `arg:"" placeholder:"ENTRY" complete:"merge-entry" help:"Entry number, or a unique prefix (4+ characters) of its entry_ref (numbers change when clones' logs merge; refs do not)."`
 	Reason string `help:"Why, for the audit trail."`
 }
 
 func (c *MergeCancelCmd) Run(e *env) error {
-	return changeEntry(e, c.ID, "cancelled", func(q *mergequeue.State, pol mergequeue.Policy, actor string) ([]eventlog.Draft, error) {
-		return mergequeue.DecideCancel(q, c.ID, actor, c.Reason, pol)
+	return changeEntry(e, c.ID, "cancelled", func(q *mergequeue.State, id int64, pol mergequeue.Policy, actor string) ([]eventlog.Draft, error) {
+		return mergequeue.DecideCancel(q, id, actor, c.Reason, pol)
 	})
 }
 
 type MergeRetryCmd struct {
-	ID int64 `arg:"" help:"Entry id."`
+	ID string `arg:"" placeholder:"ENTRY" complete:"merge-entry" help:"Entry number, or a unique prefix (4+ characters) of its entry_ref (numbers change when clones' logs merge; refs do not)."`
 }
 
 func (c *MergeRetryCmd) Run(e *env) error {
-	return changeEntry(e, c.ID, "back in the queue", func(q *mergequeue.State, pol mergequeue.Policy, actor string) ([]eventlog.Draft, error) {
-		return mergequeue.DecideRetry(q, c.ID, actor, pol)
+	return changeEntry(e, c.ID, "back in the queue", func(q *mergequeue.State, id int64, pol mergequeue.Policy, actor string) ([]eventlog.Draft, error) {
+		return mergequeue.DecideRetry(q, id, actor, pol)
 	})
 }
 
-func changeEntry(e *env, id int64, done string, decide func(*mergequeue.State, mergequeue.Policy, string) ([]eventlog.Draft, error)) error {
+// changeEntry finds the entry handle names under the log's lock, where the
+// decision is made (a merge may have renumbered entries since the command
+// started), and reports it by number and ref.
+func changeEntry(e *env, handle, done string, decide func(*mergequeue.State, int64, mergequeue.Policy, string) ([]eventlog.Draft, error)) error {
 	st, now, actor, err := e.mergeCtx()
 	if err != nil {
 		return err
 	}
+	ref := ""
 	_, q, err := train.Change(e.ctx, st, actor, now, func(q *mergequeue.State, pol mergequeue.Policy) ([]eventlog.Draft, error) {
-		return decide(q, pol, actor)
+		en, err := q.Lookup(handle)
+		if err != nil {
+			return nil, err
+		}
+		ref = en.Ref
+		return decide(q, en.ID, pol, actor)
 	})
 	if err != nil {
 		return err
 	}
-	en := q.Entry(id)
+	en := q.EntryByRef(ref)
 	if e.JSON {
-		return writeJSON(e.stdout, map[string]any{"entry_id": en.ID, "status": en.Status, "position": nullPos(en.Position), "pending_count": q.PendingCount})
+		return writeJSON(e.stdout, map[string]any{"entry_id": en.ID, "entry_ref": en.Ref, "status": en.Status, "position": nullPos(en.Position), "pending_count": q.PendingCount})
 	}
-	fmt.Fprintf(e.stdout, "entry %d %s (%s)\n", id, done, en.Status)
+	fmt.Fprintf(e.stdout, "entry %d %s (%s), ref %s\n", en.ID, done, en.Status, mergequeue.ShortRef(en.Ref))
 	return nil
 }
 
@@ -338,7 +384,7 @@ type MergeRunCmd struct {
 	Target string `placeholder:"BRANCH" help:"Branch to merge into (default: merge.target)."`
 }
 
-func (c *MergeRunCmd) Run(e *env) error {
+func (c *MergeRunCmd) Run(e *env) (err error) {
 	if !c.Once {
 		longRunning()
 	}
@@ -365,15 +411,32 @@ func (c *MergeRunCmd) Run(e *env) error {
 		results = []train.Result{}
 	}
 	if e.JSON {
-		return writeJSON(e.stdout, map[string]any{"processed": results})
+		if err := writeJSON(e.stdout, map[string]any{"processed": results}); err != nil {
+			return err
+		}
+		return notMerged(c.Once, results)
 	}
+	defer func() {
+		if err == nil {
+			err = notMerged(c.Once, results)
+		}
+	}()
 	if len(results) == 0 {
 		q, err := train.Queue(e.ctx, st, actor, r.Now())
 		if err == nil && q.Frozen {
 			fmt.Fprintf(e.stdout, "the merge queue is frozen (%s); nothing claimed\n", q.FrozenReason)
 			return nil
 		}
-		fmt.Fprintln(e.stdout, "nothing to merge")
+		waiting := 0
+		for i := 0; err == nil && i < len(q.Entries); i++ {
+			if en := q.Entries[i]; en.Status == mergequeue.Pending && en.Waiting != "" {
+				fmt.Fprintf(e.stdout, "entry %d waits: %s\n", en.ID, en.Waiting)
+				waiting++
+			}
+		}
+		if waiting == 0 {
+			fmt.Fprintln(e.stdout, "nothing to merge")
+		}
 	}
 	return nil
 }
@@ -411,4 +474,24 @@ func writeRows(w io.Writer, head map[string]any, entries []*mergequeue.Entry) er
 	buf.WriteString("]}\n")
 	_, err := w.Write(buf.Bytes())
 	return err
+}
+
+// notMerged is exit 3 for merge run --once when an entry it processed did
+// not merge (failed, a rebase conflict, or given back to wait), so CI can
+// tell; the output above says what happened to each.
+func notMerged(once bool, results []train.Result) error {
+	if !once {
+		return nil
+	}
+	var ids []int64
+	for _, r := range results {
+		if r.Status != mergequeue.Merged {
+			ids = append(ids, r.EntryID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return fault.New(fault.Rejected, "not_merged", nil,
+		fmt.Sprintf("%d of %d entries processed did not merge: %v", len(ids), len(results), ids), "entry_ids", ids)
 }

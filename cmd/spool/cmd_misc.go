@@ -15,21 +15,46 @@ import (
 
 var errVerifyFailed = fault.New(fault.Rejected, "verify_failed", nil, "verify failed")
 
-// version is set with -ldflags "-X main.version=..." for releases.
+// version is set with -ldflags "-X main.version=..." for releases; otherwise
+// it comes from the build info that go build and go install record.
 var version = "dev"
 
 // VersionCmd prints the version.
 type VersionCmd struct{}
 
-func (c *VersionCmd) Run(e *env) error {
-	v := version
-	if info, ok := debug.ReadBuildInfo(); ok && v == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+// buildVersion is the version, and the VCS revision the binary was built
+// from (with "+dirty" for uncommitted changes), as the build info says.
+func buildVersion(info *debug.BuildInfo, ok bool) (v, revision string) {
+	v = version
+	if !ok {
+		return v, ""
+	}
+	if v == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
 		v = info.Main.Version
 	}
-	if e.JSON {
-		return writeJSON(e.stdout, map[string]any{"version": v, "go": runtime.Version(), "envelope": eventlog.Version})
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			revision = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				defer func() { revision += "+dirty" }()
+			}
+		}
 	}
-	fmt.Fprintf(e.stdout, "spool %s (%s, event envelope v%d)\n", v, runtime.Version(), eventlog.Version)
+	return v, revision
+}
+
+func (c *VersionCmd) Run(e *env) error {
+	v, revision := buildVersion(debug.ReadBuildInfo())
+	if e.JSON {
+		return writeJSON(e.stdout, map[string]any{"version": v, "revision": revision, "go": runtime.Version(), "envelope": eventlog.Version})
+	}
+	rev := ""
+	if revision != "" {
+		rev = ", revision " + revision
+	}
+	fmt.Fprintf(e.stdout, "spool %s (%s%s, event envelope v%d)\n", v, runtime.Version(), rev, eventlog.Version)
 	return nil
 }
 

@@ -78,6 +78,6 @@ func (c *NextCmd) Run(e *env) error {
 		return writeJSON(e.stdout, out)
 	}
 	fmt.Fprintf(e.stdout, "claimed %s (P%d, attempt %d, lease until %s): %s\n", out.ID, out.Priority, out.Attempt,
-		out.LeaseUntil.Format(time.RFC3339), out.Title)
+		out.LeaseUntil.Format(time.RFC3339), text(out.Title))
 	return nil
 }

@@ -1,8 +1,6 @@
 package main
 
-import (
-	"fmt"
-)
+import "fmt"
 
 // ReplayCmd rebuilds every projection from scratch.
 type ReplayCmd struct{}
@@ -13,13 +11,7 @@ func (c *ReplayCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	if e.interactive() {
-		st.Engine.Progress = func(n int) { fmt.Fprintf(e.stderr, "\rreplayed %d events", n) }
-	}
 	v, err := st.Rebuild(e.ctx)
-	if st.Engine.Progress != nil && v != nil && v.Events() >= 100_000 {
-		fmt.Fprintln(e.stderr)
-	}
 	if err != nil {
 		return err
 	}

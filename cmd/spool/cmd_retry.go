@@ -8,7 +8,7 @@ import (
 // RetryCmd puts an abandoned, blocked or failed task back in the queue with
 // its attempts reset.
 type RetryCmd struct {
-	ID string `arg:"" help:"Task id."`
+	ID string `arg:"" complete:"task" help:"Task id."`
 }
 
 func (c *RetryCmd) Run(e *env) error {

@@ -29,8 +29,8 @@ type TaskAddCmd struct {
 	Priority    int      `short:"p" default:"2" help:"0 (most urgent) to 4."`
 	Type        string   `short:"t" default:"task" enum:"task,bug,feature,epic,chore" help:"task, bug, feature, epic or chore."`
 	Label       []string `short:"l" sep:"none" placeholder:"LABEL" help:"A label (repeatable)."`
-	Dep         []string `sep:"none" placeholder:"ID" help:"A task this one waits for (repeatable)."`
-	Parent      string   `placeholder:"ID" help:"The parent task (an epic, say)."`
+	Dep         []string `sep:"none" placeholder:"ID" complete:"task" help:"A task this one waits for (repeatable)."`
+	Parent      string   `placeholder:"ID" complete:"task" help:"The parent task (an epic, say)."`
 }
 
 func (c *TaskAddCmd) Run(e *env) error {
@@ -66,12 +66,12 @@ func (c *TaskAddCmd) Run(e *env) error {
 	if e.JSON {
 		return writeJSON(e.stdout, created.View(t, q.policy, q.now, false))
 	}
-	fmt.Fprintf(e.stdout, "created %s: %s\n", t.ID, t.Title)
+	fmt.Fprintf(e.stdout, "created %s: %s\n", t.ID, text(t.Title))
 	return nil
 }
 
 type TaskShowCmd struct {
-	IDs []string `arg:"" name:"id" help:"Task ids."`
+	IDs []string `arg:"" name:"id" complete:"task" help:"Task ids."`
 }
 
 func (c *TaskShowCmd) Run(e *env) error {
@@ -105,33 +105,58 @@ func (c *TaskShowCmd) Run(e *env) error {
 
 func printTask(e *env, t workqueue.TaskJSON, s *workqueue.State) {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "%s\t%s\n", t.ID, t.Title)
-	fmt.Fprintf(tw, "status\t%s\n", t.Status)
-	fmt.Fprintf(tw, "priority\tP%d\n", t.Priority)
-	fmt.Fprintf(tw, "type\t%s\n", t.IssueType)
+	fmt.Fprint(tw, row(t.ID, text(t.Title)))
+	fmt.Fprint(tw, row("status", t.Status))
+	fmt.Fprint(tw, row("priority", fmt.Sprintf("P%d", t.Priority)))
+	fmt.Fprint(tw, row("type", text(t.IssueType)))
 	if len(t.Labels) > 0 {
-		fmt.Fprintf(tw, "labels\t%s\n", strings.Join(t.Labels, ", "))
+		fmt.Fprint(tw, row("labels", text(strings.Join(t.Labels, ", "))))
 	}
 	if t.Assignee != "" {
-		fmt.Fprintf(tw, "assignee\t%s\n", t.Assignee)
+		fmt.Fprint(tw, row("assignee", text(t.Assignee)))
 	}
-	fmt.Fprintf(tw, "created\t%s by %s\n", fmtTime(&t.CreatedAt), orDash(t.CreatedBy))
+	fmt.Fprint(tw, row("created", fmtTime(&t.CreatedAt)+" by "+text(orDash(t.CreatedBy))))
 	if t.ClosedAt != nil {
-		fmt.Fprintf(tw, "closed\t%s %s\n", fmtTime(t.ClosedAt), t.CloseReason)
+		fmt.Fprint(tw, row("closed", strings.TrimSpace(fmtTime(t.ClosedAt)+" "+text(t.CloseReason))))
+	}
+	statusOf := func(id string) string {
+		if b := s.Tasks[id]; b != nil {
+			return b.Status
+		}
+		return "?"
 	}
 	for _, d := range t.Dependencies {
-		state := "?"
-		if b := s.Tasks[d.DependsOnID]; b != nil {
-			state = b.Status
+		relation := "waits for" // a "blocks" edge: the task it depends on blocks this one
+		if d.Type == "parent-child" {
+			relation = "parent"
 		}
-		fmt.Fprintf(tw, "%s\t%s (%s)\n", strings.ReplaceAll(d.Type, "-", " "), d.DependsOnID, state)
+		fmt.Fprint(tw, row(relation, text(d.DependsOnID)+" ("+statusOf(d.DependsOnID)+")"))
+	}
+	blocks, children := s.Dependents(t.ID)
+	for _, id := range blocks {
+		fmt.Fprint(tw, row("blocks", text(id)+" ("+statusOf(id)+")"))
+	}
+	for _, id := range children {
+		fmt.Fprint(tw, row("child", text(id)+" ("+statusOf(id)+")"))
 	}
 	if t.Description != "" {
-		fmt.Fprintf(tw, "description\t%s\n", t.Description)
+		for i, line := range textLines(t.Description) {
+			label := ""
+			if i == 0 {
+				label = "description"
+			}
+			fmt.Fprint(tw, row(label, line))
+		}
 	}
 	tw.Flush()
 	for _, c := range t.Comments {
-		fmt.Fprintf(e.stdout, "  %s %s: %s\n", fmtTime(&c.CreatedAt), c.Author, c.Text)
+		for i, line := range textLines(c.Text) {
+			if i == 0 {
+				fmt.Fprintf(e.stdout, "  %s %s: %s\n", fmtTime(&c.CreatedAt), text(c.Author), line)
+			} else {
+				fmt.Fprintf(e.stdout, "    %s\n", line)
+			}
+		}
 	}
 }
 
@@ -142,6 +167,14 @@ type TaskListCmd struct {
 }
 
 func (c *TaskListCmd) Run(e *env) error {
+	if c.Priority != nil && (*c.Priority < 0 || *c.Priority > workqueue.MaxPriority) {
+		return fault.New(fault.Usage, "invalid_priority", nil, fmt.Sprintf("priority must be 0 (most urgent) to 4, got %d", *c.Priority), "priority", *c.Priority)
+	}
+	if c.Label != "" {
+		if err := workqueue.ValidateLabel(c.Label); err != nil {
+			return err
+		}
+	}
 	q, s, err := e.readQueue(tracker)
 	if err != nil {
 		return err
@@ -167,15 +200,15 @@ func printTasks(e *env, q *queue, s *workqueue.State, tasks []*workqueue.Task) e
 	for _, t := range tasks {
 		labels := ""
 		if len(t.Labels) > 0 {
-			labels = "[" + strings.Join(t.Labels, ",") + "]"
+			labels = "[" + text(strings.Join(t.Labels, ",")) + "]"
 		}
-		fmt.Fprintf(tw, "%s\tP%d\t%s\t%s\t%s\t%s\n", t.ID, t.Priority, s.EffectiveStatus(t, q.policy, q.now), t.Type, t.Title, labels)
+		fmt.Fprint(tw, row(text(t.ID), fmt.Sprintf("P%d", t.Priority), s.EffectiveStatus(t, q.policy, q.now), text(t.Type), text(t.Title), labels))
 	}
 	return tw.Flush()
 }
 
 type TaskUpdateCmd struct {
-	ID          string   `arg:"" help:"Task id."`
+	ID          string   `arg:"" complete:"task" help:"Task id."`
 	Title       *string  `help:"New title."`
 	Description *string  `short:"d" help:"New description."`
 	Priority    *int     `short:"p" help:"New priority, 0 to 4."`
@@ -194,7 +227,7 @@ func (c *TaskUpdateCmd) Run(e *env) error {
 	if err := u.Validate(); err != nil {
 		return err // usage errors before taking the lock
 	}
-	_, s, err := q.write(tracker, func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	events, s, err := q.write(tracker, func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		return workqueue.UpdateTask(s, c.ID, u)
 	})
 	if err != nil {
@@ -203,12 +236,16 @@ func (c *TaskUpdateCmd) Run(e *env) error {
 	if e.JSON {
 		return writeJSON(e.stdout, s.View(s.Tasks[c.ID], q.policy, q.now, false))
 	}
+	if len(events) == 0 {
+		fmt.Fprintf(e.stdout, "%s unchanged: it already has those values\n", c.ID)
+		return nil
+	}
 	fmt.Fprintf(e.stdout, "updated %s\n", c.ID)
 	return nil
 }
 
 type TaskCloseCmd struct {
-	IDs    []string `arg:"" name:"id" help:"Task ids."`
+	IDs    []string `arg:"" name:"id" complete:"task" help:"Task ids."`
 	Reason string   `short:"r" help:"Why it is closed."`
 }
 
@@ -237,7 +274,7 @@ func (c *TaskCloseCmd) Run(e *env) error {
 }
 
 type TaskReopenCmd struct {
-	ID string `arg:"" help:"Task id."`
+	ID string `arg:"" complete:"task" help:"Task id."`
 }
 
 func (c *TaskReopenCmd) Run(e *env) error {
@@ -265,7 +302,7 @@ type TaskDepCmd struct {
 }
 
 type TaskDepAddCmd struct {
-	ID      string `arg:"" help:"The task that waits."`
+	ID      string `arg:"" complete:"task" help:"The task that waits."`
 	Blocker string `arg:"" help:"The task it waits for."`
 }
 
@@ -274,7 +311,7 @@ func (c *TaskDepAddCmd) Run(e *env) error {
 }
 
 type TaskDepRmCmd struct {
-	ID      string `arg:"" help:"The task that waits."`
+	ID      string `arg:"" complete:"task" help:"The task that waits."`
 	Blocker string `arg:"" help:"The task it waits for."`
 }
 
@@ -305,7 +342,7 @@ func depChange(e *env, id, blocker, verb string, decide func(*workqueue.State, s
 }
 
 type TaskCommentCmd struct {
-	ID   string `arg:"" help:"Task id."`
+	ID   string `arg:"" complete:"task" help:"Task id."`
 	Text string `arg:"" help:"The comment."`
 }
 

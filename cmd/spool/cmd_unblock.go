@@ -7,7 +7,7 @@ import (
 
 // UnblockCmd clears Blocked (seed 004 §9).
 type UnblockCmd struct {
-	ID            string `arg:"" help:"Task id."`
+	ID            string `arg:"" complete:"task" help:"Task id."`
 	ResetAttempts bool   `help:"Also reset the attempt counters."`
 }
 

@@ -11,7 +11,9 @@ import (
 )
 
 // VerifyCmd checks the log and the projections; CI and pre-push run it.
-type VerifyCmd struct{}
+type VerifyCmd struct {
+	Verbose bool `short:"v" help:"Also say which projections were behind the log (normal: large ones save lazily)."`
+}
 
 type verifyReport struct {
 	OK          bool                     `json:"ok"`
@@ -47,7 +49,7 @@ func (c *VerifyCmd) Run(e *env) error {
 		for _, inv := range rep.Invariants {
 			fmt.Fprintln(e.stdout, "merge queue:", inv)
 		}
-		if len(rep.Stale) > 0 {
+		if len(rep.Stale) > 0 && c.Verbose {
 			// Normal: commands update only the projections they use.
 			fmt.Fprintf(e.stdout, "note: %s behind the log: state compared after catching up in memory; files not compared (spool replay writes them)\n",
 				strings.Join(rep.Stale, ", "))

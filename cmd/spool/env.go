@@ -23,7 +23,28 @@ func (e *env) dir() string {
 
 // open opens the spool repository the command runs in.
 func (e *env) open() (*store.Store, error) {
-	return store.Open(e.ctx, e.dir(), e.warn)
+	st, err := store.Open(e.ctx, e.dir(), e.warn)
+	if err == nil && e.interactive() {
+		st.Engine.Progress = e.progress()
+	}
+	return st, err
+}
+
+// progress reports a rebuild on the terminal once it has taken a second.
+func (e *env) progress() func(applied int, done bool) {
+	start := time.Now()
+	shown := false
+	return func(applied int, done bool) {
+		if !shown && time.Since(start) < time.Second {
+			return
+		}
+		fmt.Fprintf(e.stderr, "\rspool: rebuilding projections: %d events", applied)
+		shown = true
+		if done {
+			fmt.Fprintln(e.stderr)
+			shown, start = false, time.Now()
+		}
+	}
 }
 
 // warn reports what a command repaired or skipped without failing. Under

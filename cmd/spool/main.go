@@ -50,6 +50,7 @@ type CLI struct {
 	Demo        DemoCmd        `cmd:"" help:"Run spool in a throwaway repository and show what it wrote."`
 	Version     VersionCmd     `cmd:"" help:"Print the version."`
 	Completion  CompletionCmd  `cmd:"" help:"Print a shell completion script."`
+	Complete    CompleteCmd    `cmd:"" name:"__complete" hidden:"" help:"List values for the completion scripts."`
 }
 
 // Globals are accepted by every command.
@@ -167,7 +168,10 @@ func report(w io.Writer, asJSON bool, err error) int {
 		b, _ := jsonCompact(map[string]any{"error": obj})
 		fmt.Fprintln(w, string(b))
 	} else {
-		fmt.Fprintf(w, "spool: %s\n", f.Message)
+		fmt.Fprintf(w, "spool: %s\n", text(f.Message))
+		if hint, ok := f.Fields["repair"].(string); ok {
+			fmt.Fprintf(w, "spool: %s\n", hint)
+		}
 	}
 	return int(f.Kind)
 }
@@ -219,6 +223,9 @@ func classify(err error) *fault.Error {
 		f := fault.New(fault.Environment, code, err, msg)
 		if errors.As(err, &lineErr) {
 			f.Fields = map[string]any{"file": lineErr.Path, "line": lineErr.Line}
+			if lineErr.Hint != "" {
+				f.Fields["repair"] = lineErr.Hint
+			}
 		}
 		return f
 	case errors.Is(err, eventlog.ErrLockTimeout):
@@ -234,7 +241,18 @@ func classify(err error) *fault.Error {
 	}
 	var pathErr *os.PathError
 	if errors.As(err, &pathErr) {
-		return fault.New(fault.Environment, "storage", err, msg)
+		for _, errno := range []syscall.Errno{syscall.EROFS, syscall.EACCES, syscall.EPERM} {
+			if errors.Is(err, errno) {
+				msg = fmt.Sprintf("cannot write %s: %v; reads work without write access, changes need it (to .spool/ and .git/spool/)",
+					pathErr.Path, errno)
+			}
+		}
+		for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EFBIG} {
+			if errors.Is(err, errno) {
+				msg = fmt.Sprintf("cannot write %s: %v", pathErr.Path, errno)
+			}
+		}
+		return fault.New(fault.Environment, "storage", err, msg, "file", pathErr.Path)
 	}
 	return fault.New(fault.Unexpected, "unexpected", err, msg)
 }

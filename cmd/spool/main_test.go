@@ -41,6 +41,7 @@ func scriptParams(t *testing.T, dir string) testscript.Params {
 			"holdlock":    cmdHoldLock,
 			"releaselock": cmdReleaseLock,
 			"grab":        cmdGrab,
+			"readonly":    cmdReadOnly,
 		},
 		Setup: func(env *testscript.Env) error {
 			testdata, err := filepath.Abs(filepath.Join("..", "..", "testdata"))
@@ -366,4 +367,40 @@ func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
 	d, err := time.ParseDuration(args[0])
 	ts.Check(err)
 	time.Sleep(d)
+}
+
+// cmdReadOnly runs a program with a directory read-only and checks its exit
+// code, as exit does:
+//
+//	readonly .spool 0 spool task list
+//
+// As root (whom permission bits do not stop) the directory is bind-mounted
+// read-only in a private mount namespace; otherwise its write bits are
+// removed for the run.
+func cmdReadOnly(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 3 {
+		ts.Fatalf("usage: readonly DIR CODE PROGRAM [ARGS...]")
+	}
+	dir := ts.MkAbs(args[0])
+	if os.Getuid() == 0 {
+		wrapped := append([]string{args[1], "unshare", "-m", "sh", "-c",
+			`mount --bind -o ro "$0" "$0" && exec "$@"`, dir}, args[2:]...)
+		cmdExit(ts, false, wrapped)
+		return
+	}
+	var modes []func()
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if info, err := os.Stat(path); err == nil {
+			mode := info.Mode()
+			os.Chmod(path, mode&^0o222)
+			modes = append(modes, func() { os.Chmod(path, mode) })
+		}
+		return nil
+	})
+	defer func() {
+		for _, restore := range modes {
+			restore()
+		}
+	}()
+	cmdExit(ts, false, args[1:])
 }

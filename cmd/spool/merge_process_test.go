@@ -112,6 +112,7 @@ func TestMergeProcesses(t *testing.T) {
 	}
 	bin := buildSpool(t)
 	t.Run("concurrent submissions of one dedupe key", func(t *testing.T) { testConcurrentSubmit(t, bin) })
+	t.Run("two clones queue a worktree named wt", func(t *testing.T) { testClonesSameWorktreeName(t, bin) })
 	for _, at := range []string{"claimed", "rebasing", "testing", "ready_to_merge", "merging", "ref_updated"} {
 		t.Run("kill -9 in "+at, func(t *testing.T) { testKillRunner(t, bin, at) })
 	}
@@ -313,4 +314,54 @@ func testKillRunner(t *testing.T, bin, at string) {
 		t.Error("primary worktree not updated")
 	}
 	r.spool(r.root, later, "verify")
+}
+
+// Two clones each queue a worktree named wt, then pull each other's log:
+// two workspaces (each clone's own), two active entries, and spool verify
+// passes on both (the pre-push hook runs it), which fold to the same queue.
+func testClonesSameWorktreeName(t *testing.T, bin string) {
+	r := newProcRepo(t, bin)
+	a := r.root
+	b := filepath.Join(r.scratch, "clone-b")
+	r.git(r.scratch, "clone", "-q", r.remote, b)
+	r.spool(b, nil, "init") // registers the merge driver: git config is not cloned
+	for i, clone := range []string{a, b} {
+		wt := filepath.Join(r.scratch, fmt.Sprintf("wts-%d", i), "wt")
+		branch := fmt.Sprintf("wt-%d", i)
+		r.git(clone, "worktree", "add", "-q", wt, "-b", branch)
+		os.WriteFile(filepath.Join(wt, branch+".txt"), []byte(branch+"\n"), 0o644)
+		r.git(wt, "add", "-A")
+		r.git(wt, "commit", "-q", "-m", branch+": change")
+		r.spool(wt, nil, "merge", "submit")
+		r.git(clone, "add", ".spool")
+		r.git(clone, "commit", "-q", "-m", "queue "+branch)
+	}
+	r.git(a, "push", "-q", "origin", "main")
+	r.git(b, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
+	r.git(b, "push", "-q", "origin", "main")
+	r.git(a, "pull", "-q", "--rebase", "origin", "main")
+	lists := map[string]string{}
+	for _, clone := range []string{a, b} {
+		r.spool(clone, nil, "verify")
+		out := r.spool(clone, nil, "merge", "list", "--json")
+		var list struct {
+			Entries []struct {
+				Workspace   string `json:"workspace"`
+				WorkspaceID string `json:"workspace_id"`
+				Branch      string `json:"branch"`
+				Status      string `json:"status"`
+			} `json:"entries"`
+		}
+		if err := json.Unmarshal([]byte(out), &list); err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Entries) != 2 || list.Entries[0].Workspace != "wt" || list.Entries[1].Workspace != "wt" ||
+			list.Entries[0].WorkspaceID == list.Entries[1].WorkspaceID || list.Entries[0].Branch == list.Entries[1].Branch {
+			t.Fatalf("%s: %s", clone, out)
+		}
+		lists[clone] = out
+	}
+	if lists[a] != lists[b] {
+		t.Fatalf("the clones list different queues:\n%s\n%s", lists[a], lists[b])
+	}
 }

@@ -13,10 +13,11 @@ import (
 func TestAppendRowMatchesListRow(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 123, time.UTC)
 	for _, en := range []*mergequeue.Entry{
-		{ID: 1, Position: 3, Status: mergequeue.Pending, Priority: 2, Workspace: "ws", Branch: "b", HeadSHA: "abc",
-			DedupeKey: "ws:I1", Owner: "ada <a&b>", Attempts: 1, AddedAt: at, WorkspaceState: mergequeue.WorkspaceCreated},
-		{ID: 2, Status: mergequeue.FailedTerminal, Workspace: "w\u00e9", Branch: "b\"q\"", BeadID: "bd-1", LastError: "conflict\n\tx",
-			AddedAt: at, WorkspaceState: mergequeue.WorkspaceConflict},
+		{ID: 1, Ref: "5f1c2a9b0d3e4f5a6b7c8d9e", Position: 3, Status: mergequeue.Pending, Priority: 2, Workspace: "ws", WorkspaceID: "w1/ws", Branch: "b", HeadSHA: "abc",
+			DedupeKey: "ws:I1", Owner: "ada <a&b>", Attempts: 1, AddedAt: at, WorkspaceState: mergequeue.WorkspaceCreated,
+			Waiting: mergequeue.WaitCheckoutDirty + ": /r\u00e9po has uncommitted changes to \"x\""},
+		{ID: 2, Status: mergequeue.FailedTerminal, Workspace: "w\u00e9 x", WorkspaceID: "w1/w%C3%A9-x", Branch: "b\"q\"", BeadID: "bd-1", LastError: "conflict\n\tx",
+			AddedAt: at, WorkspaceState: mergequeue.WorkspaceConflict, Conflicts: []mergequeue.Resolution{{Event: "e1", Reason: "held by runner \"r\""}}},
 	} {
 		want, err := jsonCompact(rowOf(en))
 		if err != nil {

@@ -42,7 +42,7 @@ func (q *queue) native() bool { return q.source == workqueue.SourceNative }
 // the queue's history, and the other way round.
 var (
 	tracker   = []string{workqueue.Name}
-	history   = []string{workqueue.QueueName}
+	history   = []string{workqueue.QueueName, workqueue.IDsName}
 	bothSides = []string{workqueue.Name, workqueue.QueueName}
 )
 
@@ -54,6 +54,9 @@ func stateOf(v *projections.View) *workqueue.State {
 	}
 	if p, ok := v.Get(workqueue.QueueName).(*workqueue.QueueProjection); ok {
 		s.History = p.State().History
+	}
+	if p, ok := v.Get(workqueue.IDsName).(*workqueue.IDsProjection); ok {
+		s.IDs = p
 	}
 	return s
 }
@@ -152,7 +155,7 @@ func orDash(s string) string {
 func printEntry(e *env, h workqueue.EntryJSON, now time.Time) {
 	fmt.Fprintf(e.stdout, "%s  %s  attempts %d", h.ID, h.Status, h.Attempts)
 	if h.LastError != "" {
-		fmt.Fprintf(e.stdout, "  last error: %s", h.LastError)
+		fmt.Fprintf(e.stdout, "  last error: %s", text(h.LastError))
 	}
 	switch {
 	case h.NextEligibleAt != nil && h.NextEligibleAt.After(now):

@@ -46,19 +46,27 @@ type command struct {
 	path  string
 	subs  []sub
 	flags []flag
+	// args names what its positional arguments are (a `complete:"task"`
+	// tag): the script asks the program for them (see Values).
+	args string
 }
+
+// ValuesCommand is the hidden command the scripts run to list the values
+// of a kind: "spool __complete task" prints task ids, one a line.
+const ValuesCommand = "__complete"
 
 type sub struct {
 	name, help string
 }
 
 type flag struct {
-	names []string // "--long", aliases, "--no-long", "-s"
-	long  string   // primary long name, "--long"
-	short string   // "-s" or ""
-	help  string
-	value bool     // takes a value (not bool/counter)
-	enum  []string // allowed values, if any
+	names  []string // "--long", aliases, "--no-long", "-s"
+	long   string   // primary long name, "--long"
+	short  string   // "-s" or ""
+	help   string
+	value  bool     // takes a value (not bool/counter)
+	enum   []string // allowed values, if any
+	values string   // a kind of value the program lists (complete:"task")
 }
 
 // safeWord is what may appear unquoted-ish in generated scripts. Names come
@@ -102,6 +110,15 @@ func collect(root *kong.Node) ([]command, error) {
 			return err
 		}
 		c.flags = flags
+		for _, a := range n.Positional {
+			if kind := a.Tag.Get("complete"); kind != "" {
+				if err := check("completion kind", kind); err != nil {
+					return err
+				}
+				c.args = kind
+				break
+			}
+		}
 		out = append(out, c)
 		for _, ch := range children {
 			if err := walk(ch, path+" "+ch.Name); err != nil {
@@ -149,6 +166,7 @@ func inheritedFlags(n *kong.Node) ([]flag, error) {
 				fl.short = "-" + string(f.Short)
 				fl.names = append(fl.names, fl.short)
 			}
+			fl.values = f.Tag.Get("complete")
 			if f.Enum != "" {
 				for _, v := range f.EnumSlice() {
 					if v != "" {
@@ -156,7 +174,10 @@ func inheritedFlags(n *kong.Node) ([]flag, error) {
 					}
 				}
 			}
-			for _, s := range append(fl.names, fl.enum...) {
+			for _, s := range append(append(fl.names, fl.enum...), fl.values) {
+				if s == "" {
+					continue
+				}
 				if err := check("flag or enum value", s); err != nil {
 					return nil, err
 				}
@@ -206,9 +227,28 @@ func pathPattern(cmds []command) string {
 
 // enumCases returns, per "path flag" key, the enum values to offer.
 func enumCases(cmds []command) (keys []string, vals [][]string) {
+	return flagCases(cmds, func(f flag) []string { return f.enum })
+}
+
+// valueCases returns, per "path flag" key, the kind of value the program lists.
+func valueCases(cmds []command) (keys []string, kinds []string) {
+	keys, vals := flagCases(cmds, func(f flag) []string {
+		if f.values == "" {
+			return nil
+		}
+		return []string{f.values}
+	})
+	for _, v := range vals {
+		kinds = append(kinds, v[0])
+	}
+	return keys, kinds
+}
+
+func flagCases(cmds []command, of func(flag) []string) (keys []string, vals [][]string) {
 	for _, c := range cmds {
 		for _, f := range c.flags {
-			if len(f.enum) == 0 {
+			v := of(f)
+			if len(v) == 0 {
 				continue
 			}
 			var ks []string
@@ -216,7 +256,7 @@ func enumCases(cmds []command) (keys []string, vals [][]string) {
 				ks = append(ks, `"`+c.path+" "+n+`"`)
 			}
 			keys = append(keys, strings.Join(ks, "|"))
-			vals = append(vals, f.enum)
+			vals = append(vals, v)
 		}
 	}
 	return keys, vals
@@ -257,21 +297,27 @@ func writeBash(w io.Writer, name string, cmds []command) error {
 	for i := range keys {
 		fmt.Fprintf(&b, "        %s)\n            COMPREPLY=($(compgen -W %q -- \"$cur\")); return ;;\n", keys[i], strings.Join(vals[i], " "))
 	}
+	vkeys, kinds := valueCases(cmds)
+	for i := range vkeys {
+		fmt.Fprintf(&b, "        %s)\n            COMPREPLY=($(compgen -W \"$(%s %s %s 2>/dev/null)\" -- \"$cur\")); return ;;\n", vkeys[i], name, ValuesCommand, kinds[i])
+	}
 	b.WriteString(`    esac
-    local subs="" flags=""
+    local subs="" flags="" args=""
     case "$cmdpath" in
 `)
 	for _, c := range cmds {
-		fmt.Fprintf(&b, "        %q) subs=%q; flags=%q ;;\n", c.path, strings.Join(subNames(c), " "), strings.Join(flagNames(c), " "))
+		fmt.Fprintf(&b, "        %q) subs=%q; flags=%q; args=%q ;;\n", c.path, strings.Join(subNames(c), " "), strings.Join(flagNames(c), " "), c.args)
 	}
-	b.WriteString(`    esac
+	fmt.Fprintf(&b, `    esac
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$flags" -- "$cur"))
+    elif [[ -n $args ]]; then
+        COMPREPLY=($(compgen -W "$(%s %s "$args" 2>/dev/null)" -- "$cur"))
     else
         COMPREPLY=($(compgen -W "$subs" -- "$cur"))
     fi
 }
-`)
+`, name, ValuesCommand)
 	// -o default: fall back to file names when nothing matched, e.g. for
 	// positional arguments of leaf commands.
 	fmt.Fprintf(&b, "\ncomplete -o default -F %s %s\n", fn, name)
@@ -314,15 +360,22 @@ func writeZsh(w io.Writer, name string, cmds []command) error {
 	for i := range keys {
 		fmt.Fprintf(&b, "        (%s)\n            vals=(%s); compadd -- \"${vals[@]}\"; return ;;\n", keys[i], strings.Join(vals[i], " "))
 	}
+	vkeys, kinds := valueCases(cmds)
+	for i := range vkeys {
+		fmt.Fprintf(&b, "        (%s)\n            vals=(${(f)\"$(%s %s %s 2>/dev/null)\"}); compadd -- \"${vals[@]}\"; return ;;\n", vkeys[i], name, ValuesCommand, kinds[i])
+	}
 	b.WriteString(`    esac
+    local args=""
     case "$cmdpath" in
 `)
 	for _, c := range cmds {
-		fmt.Fprintf(&b, "        (%q) subs=(%s); flags=(%s) ;;\n", c.path, strings.Join(subNames(c), " "), strings.Join(flagNames(c), " "))
+		fmt.Fprintf(&b, "        (%q) subs=(%s); flags=(%s); args=%q ;;\n", c.path, strings.Join(subNames(c), " "), strings.Join(flagNames(c), " "), c.args)
 	}
-	b.WriteString(`    esac
+	fmt.Fprintf(&b, `    esac
     if [[ $cur == -* ]]; then
         compadd -- "${flags[@]}"
+    elif [[ -n $args ]]; then
+        vals=(${(f)"$(%s %s $args 2>/dev/null)"}); compadd -- "${vals[@]}"
     elif (( ${#subs} )); then
         compadd -- "${subs[@]}"
     else
@@ -330,7 +383,7 @@ func writeZsh(w io.Writer, name string, cmds []command) error {
     fi
 }
 
-`)
+`, name, ValuesCommand)
 	// Run the function only when autoloaded as a completion function, not
 	// when the file is sourced.
 	fmt.Fprintf(&b, "if [ \"$funcstack[1]\" = %q ]; then\n    %s \"$@\"\nfi\n", fn, fn)
@@ -368,6 +421,9 @@ func writeFish(w io.Writer, name string, cmds []command) error {
 
 	for _, c := range cmds {
 		cond := fmt.Sprintf("-n '%s_at %s'", fn, c.path)
+		if c.args != "" {
+			fmt.Fprintf(&b, "complete -c %s %s -f -a '(%s %s %s 2>/dev/null)'\n", name, cond, name, ValuesCommand, c.args)
+		}
 		for _, s := range c.subs {
 			fmt.Fprintf(&b, "complete -c %s %s -f -a %s", name, cond, s.name)
 			if s.help != "" {
@@ -387,6 +443,8 @@ func writeFish(w io.Writer, name string, cmds []command) error {
 			switch {
 			case len(f.enum) > 0:
 				fmt.Fprintf(&b, " -x -a '%s'", strings.Join(f.enum, " "))
+			case f.values != "":
+				fmt.Fprintf(&b, " -x -a '(%s %s %s 2>/dev/null)'", name, ValuesCommand, f.values)
 			case f.value:
 				b.WriteString(" -r")
 			}

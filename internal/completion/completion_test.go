@@ -20,8 +20,12 @@ type testCLI struct {
 	Task struct {
 		Add struct {
 			Format string `enum:"a,b" default:"a" short:"f" help:"Output format."`
+			Parent string `complete:"task" help:"Parent task."`
 			Title  string `arg:"" optional:""`
 		} `cmd:"" help:"Add a task."`
+		Show struct {
+			IDs []string `arg:"" complete:"task"`
+		} `cmd:"" help:"Show tasks."`
 		List struct {
 			All bool `negatable:""`
 		} `cmd:"" help:"List tasks."`
@@ -50,9 +54,9 @@ func script(t *testing.T, shell string) string {
 
 func TestScriptsContent(t *testing.T) {
 	want := map[string][]string{
-		"bash": {"complete -o default -F _spool spool", `"spool task add"`, "add list", "--json", "-C", "--format", "-v", "--no-all", "--help", `"a b"`},
-		"zsh":  {"#compdef spool", "compadd", `"spool task add"`, "subs=(add list)", "--json", "-C", "--format", "--no-all", "vals=(a b)"},
-		"fish": {"complete -c spool", "-a task", "-a add", "-a list", "-l json", "-l dir -s C -r", "-l format -s f -x -a 'a b'", "-l all -l no-all", "'spool task add'", `'Run in \'dir\'.'`},
+		"bash": {"complete -o default -F _spool spool", `"spool task add"`, "add show list", "spool __complete task", "--json", "-C", "--format", "-v", "--no-all", "--help", `"a b"`},
+		"zsh":  {"#compdef spool", "compadd", `"spool task add"`, "subs=(add show list)", "__complete", "--json", "-C", "--format", "--no-all", "vals=(a b)"},
+		"fish": {"complete -c spool", "-a task", "-a add", "-a list", "-l json", "-l dir -s C -r", "-l format -s f -x -a 'a b'", "-l parent -x -a '(spool __complete task 2>/dev/null)'", "-l all -l no-all", "'spool task add'", `'Run in \'dir\'.'`},
 	}
 	for shell, needles := range want {
 		t.Run(shell, func(t *testing.T) {
@@ -120,8 +124,8 @@ func TestBashCompletes(t *testing.T) {
 	}{
 		{[]string{"spool", ""}, "task"},
 		{[]string{"spool", "ta"}, "task"},
-		{[]string{"spool", "task", ""}, "add list"},
-		{[]string{"spool", "--json", "task", ""}, "add list"},
+		{[]string{"spool", "task", ""}, "add show list"},
+		{[]string{"spool", "--json", "task", ""}, "add show list"},
 		{[]string{"spool", "-C", "dir", "task", "li"}, "list"},
 		{[]string{"spool", "task", "add", "--format", ""}, "a b"},
 		{[]string{"spool", "task", "add", "--format", "=", "b"}, "b"},
@@ -130,8 +134,18 @@ func TestBashCompletes(t *testing.T) {
 		{[]string{"spool", "task", "add", "--f"}, "--format"},
 		{[]string{"spool", "task", "list", "--"}, "--help --json --dir --verbose --all --no-all"},
 		{[]string{"spool", "hid"}, ""},
-		{[]string{"spool", "task", "--format", ""}, "add list"}, // --format (and its enum) belongs to "task add" only
+		{[]string{"spool", "task", "--format", ""}, "add show list"}, // --format (and its enum) belongs to "task add" only
+		// Values the program lists (a fake spool on PATH answers __complete).
+		{[]string{"spool", "task", "show", ""}, "sp-a1 sp-b2"},
+		{[]string{"spool", "task", "show", "sp-a1", "sp-b"}, "sp-b2"},
+		{[]string{"spool", "task", "add", "--parent", "sp-a"}, "sp-a1"},
 	}
+	bin := t.TempDir()
+	fake := "#!/bin/sh\n[ \"$1 $2\" = '__complete task' ] && printf 'sp-a1\\nsp-b2\\n'\n"
+	if err := os.WriteFile(filepath.Join(bin, "spool"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := bin + string(os.PathListSeparator) + os.Getenv("PATH")
 	for _, c := range cases {
 		t.Run(strings.Join(c.words, " "), func(t *testing.T) {
 			var quoted []string
@@ -144,7 +158,9 @@ COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
 COMPREPLY=()
 _spool
 echo "${COMPREPLY[*]}"`
-			out, err := exec.Command(bash, "--norc", "--noprofile", "-c", prog, "bash", p).CombinedOutput()
+			cmd := exec.Command(bash, "--norc", "--noprofile", "-c", prog, "bash", p)
+			cmd.Env = append(os.Environ(), "PATH="+path)
+			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("bash: %v\n%s", err, out)
 			}

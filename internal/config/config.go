@@ -37,10 +37,23 @@ type Key struct {
 	Default any // in the kind's Go type: string, int, float64, bool, time.Duration, []string
 	Enum    []string
 	Min     *float64 // lower bound for Int, Float and Duration (seconds)
-	Help    string
+	Max     *float64 // upper bound, likewise
+	// Check refuses a well-typed value that would break a later command
+	// (an id prefix spool cannot use, a branch name git refuses).
+	Check func(v any) error
+	Help  string
 }
 
-var registry = map[string]Key{}
+// Rule is a check across keys, such as backoff.initial ≤ backoff.max.
+type Rule func(c *Config) error
+
+var (
+	registry = map[string]Key{}
+	rules    []Rule
+)
+
+// RegisterRule adds a cross-key rule; capability packages call it from init.
+func RegisterRule(r Rule) { rules = append(rules, r) }
 
 // Register adds keys; capability packages call it from init.
 func Register(keys ...Key) {
@@ -70,7 +83,8 @@ func Lookup(name string) (Key, bool) {
 
 func init() {
 	Register(
-		Key{Name: "lock.timeout", Kind: Duration, Default: 10 * time.Second, Help: "how long a command waits for the log's lock"},
+		Key{Name: "lock.timeout", Kind: Duration, Default: 10 * time.Second, Min: Min(0.001), Max: Min(3600),
+			Help: "how long a command waits for the log's lock"},
 		Key{Name: "hooks.verify_on_push", Kind: Bool, Default: true, Help: "pre-push refuses a push when spool verify fails"},
 	)
 }
@@ -132,7 +146,8 @@ func unknownKey(name string) error {
 }
 
 // Set validates and stores a value given on the command line: text that
-// parses as JSON is taken as JSON, anything else as a string.
+// parses as JSON is taken as JSON, anything else as a string. The value must
+// pass the key's checks and, with it, every cross-key rule.
 func (c *Config) Set(name, text string) error {
 	k, ok := registry[name]
 	if !ok {
@@ -143,15 +158,49 @@ func (c *Config) Set(name, text string) error {
 		raw, _ = json.Marshal(text)
 	}
 	v, err := k.parse(raw)
+	if err == nil && k.Check != nil {
+		err = k.Check(v)
+	}
 	if err != nil {
 		return fault.New(fault.Usage, "invalid_config_value", err,
 			fmt.Sprintf("%s: %v", name, err), "key", name, "kind", string(k.Kind))
 	}
+	old, had := c.values[name]
+	c.values[name] = v
+	for _, rule := range rules {
+		if err := rule(c); err != nil {
+			if had {
+				c.values[name] = old
+			} else {
+				delete(c.values, name)
+			}
+			return fault.New(fault.Usage, "invalid_config_value", err,
+				fmt.Sprintf("%s: %v", name, err), "key", name, "kind", string(k.Kind))
+		}
+	}
 	var buf bytes.Buffer
 	json.Compact(&buf, raw)
 	c.raw[name] = buf.Bytes()
-	c.values[name] = v
 	return nil
+}
+
+// Problems lists what the file's values break: each key's checks and the
+// cross-key rules (a hand-edited file; Set refuses these). doctor reports them.
+func (c *Config) Problems() []string {
+	var out []string
+	for _, k := range Keys() {
+		if v, ok := c.values[k.Name]; ok && k.Check != nil {
+			if err := k.Check(v); err != nil {
+				out = append(out, fmt.Sprintf("%s: %v", k.Name, err))
+			}
+		}
+	}
+	for _, rule := range rules {
+		if err := rule(c); err != nil {
+			out = append(out, err.Error())
+		}
+	}
+	return out
 }
 
 // Unset removes a key, which then takes its default.
@@ -276,9 +325,19 @@ func (k Key) parse(raw json.RawMessage) (any, error) {
 	return nil, fmt.Errorf("key %s has unknown kind %q", k.Name, k.Kind)
 }
 
+// checkMin checks the bounds (the name is older than Max).
 func (k Key) checkMin(v float64, raw json.RawMessage) error {
+	bound := func(b float64) string {
+		if k.Kind == Duration {
+			return time.Duration(b * float64(time.Second)).String()
+		}
+		return fmt.Sprint(b)
+	}
 	if k.Min != nil && v < *k.Min {
-		return fmt.Errorf("want at least %v, got %s", *k.Min, raw)
+		return fmt.Errorf("want at least %s, got %s", bound(*k.Min), raw)
+	}
+	if k.Max != nil && v > *k.Max {
+		return fmt.Errorf("want at most %s, got %s", bound(*k.Max), raw)
 	}
 	return nil
 }

@@ -83,6 +83,7 @@ func (e *Entry) encode(b []byte) []byte {
 	}
 	b = intField(b, "priority", e.Priority)
 	b = field(b, "workspace", e.Workspace)
+	b = field(b, "workspace_id", e.WorkspaceID)
 	b = field(b, "worktree", e.Worktree)
 	b = field(b, "branch", e.Branch)
 	b = field(b, "change_id", e.ChangeID)
@@ -113,6 +114,7 @@ func (e *Entry) encode(b []byte) []byte {
 		b = append(b, '}')
 	}
 	b = field(b, "last_error", e.LastError)
+	b = field(b, "waiting", e.Waiting)
 	if len(e.ConflictPaths) > 0 {
 		b = append(b, `,"conflict_paths":[`...)
 		for i, p := range e.ConflictPaths {
@@ -120,6 +122,21 @@ func (e *Entry) encode(b []byte) []byte {
 				b = append(b, ',')
 			}
 			b = appendString(b, p)
+		}
+		b = append(b, ']')
+	}
+	if len(e.Conflicts) > 0 {
+		b = append(b, `,"conflicts":[`...)
+		for i, r := range e.Conflicts {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"event":`...)
+			b = appendString(b, r.Event)
+			b = field(b, "to", string(r.To))
+			b = append(b, `,"reason":`...)
+			b = appendString(b, r.Reason)
+			b = append(b, '}')
 		}
 		b = append(b, ']')
 	}
@@ -298,6 +315,8 @@ func (e *Entry) decode(v gjson.Result) error {
 			e.Priority = int(v.Int())
 		case "workspace":
 			e.Workspace = v.String()
+		case "workspace_id":
+			e.WorkspaceID = v.String()
 		case "worktree":
 			e.Worktree = v.String()
 		case "branch":
@@ -357,8 +376,29 @@ func (e *Entry) decode(v gjson.Result) error {
 				}
 				return true
 			})
+		case "waiting":
+			e.Waiting = v.String()
 		case "conflict_paths":
+			e.ConflictPaths = nil
 			v.ForEach(func(_, p gjson.Result) bool { e.ConflictPaths = append(e.ConflictPaths, p.String()); return true })
+		case "conflicts":
+			e.Conflicts = nil // a repeated key replaces, as in the fast reader
+			v.ForEach(func(_, r gjson.Result) bool {
+				var res Resolution
+				r.ForEach(func(k, v gjson.Result) bool {
+					switch k.Str {
+					case "event":
+						res.Event = v.String()
+					case "to":
+						res.To = Status(v.String())
+					case "reason":
+						res.Reason = v.String()
+					}
+					return true
+				})
+				e.Conflicts = append(e.Conflicts, res)
+				return true
+			})
 		case "added_at":
 			e.AddedAt, err = parseTime(v)
 		case "updated_at":
@@ -417,6 +457,8 @@ func parseTime(v gjson.Result) (time.Time, error) {
 func (e *Entry) AppendRow(b []byte) []byte {
 	b = append(b, `{"entry_id":`...)
 	b = strconv.AppendInt(b, e.ID, 10)
+	b = append(b, `,"entry_ref":`...)
+	b = appendString(b, e.Ref)
 	b = append(b, `,"position":`...)
 	if e.Position > 0 {
 		b = strconv.AppendInt(b, int64(e.Position), 10)
@@ -426,7 +468,7 @@ func (e *Entry) AppendRow(b []byte) []byte {
 	b = append(b, `,"status":`...)
 	b = appendString(b, string(e.Status))
 	b = intField(b, "priority", e.Priority)
-	for _, kv := range [...][2]string{{"workspace", e.Workspace}, {"branch", e.Branch}, {"head_sha", e.HeadSHA},
+	for _, kv := range [...][2]string{{"workspace", e.Workspace}, {"workspace_id", e.WorkspaceID}, {"branch", e.Branch}, {"head_sha", e.HeadSHA},
 		{"dedupe_key", e.DedupeKey}, {"owner", e.Owner}} {
 		b = append(b, ',', '"')
 		b = append(b, kv[0]...)
@@ -437,7 +479,9 @@ func (e *Entry) AppendRow(b []byte) []byte {
 	b = field(b, "bead_id", e.BeadID)
 	b = timeField(b, "added_at", e.AddedAt)
 	b = field(b, "last_error", e.LastError)
+	b = field(b, "waiting", e.Waiting)
 	b = append(b, `,"workspace_state":`...)
 	b = appendString(b, string(e.WorkspaceState))
+	b = field(b, "conflict", e.Conflict())
 	return append(b, '}')
 }

@@ -3,11 +3,13 @@ package mergequeue
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand"
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/proc"
 	"github.com/tidwall/gjson"
 )
@@ -35,23 +37,43 @@ func randomState(t testing.TB, seed int64) *State {
 					t.Fatal(err)
 				}
 				fold(t, s, now, "train", d)
-				from := Rebasing
-				if rng.Intn(2) == 0 { // testing, with the test command's process recorded
+				switch rng.Intn(3) {
+				case 0:
+					d, _ = DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: Rebasing, To: FailedTerminal, HeadSHA: c.HeadSHA, Reason: "conflict", Paths: []string{"a", "b\tc"}}, pol, now)
+					fold(t, s, now, "train", d)
+				case 1: // tested, then given back: the target's checkout has edits
+					for _, to := range []Status{Testing, ReadyToMerge, Pending} {
+						d, _ = DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: s.Entry(c.ID).Status, To: to, HeadSHA: c.HeadSHA,
+							Reason: WaitCheckoutDirty + ": /r\u00e9po has edits", Paths: []string{"README", "d/\"q\""}}, pol, now)
+						fold(t, s, now, "train", d)
+					}
+				default: // testing, with the test command's process recorded
 					d, _ = DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: Rebasing, To: Testing, HeadSHA: c.HeadSHA}, pol, now)
 					fold(t, s, now, "train", d)
 					d, _ = DecideProcStarted(s, c.ID, "r\u00e9", proc.Record{PID: rng.Intn(1 << 22), PGID: 7, Start: rng.Uint64() >> 2, Boot: "b00t"}, pol, now)
 					fold(t, s, now, "train", d)
-					from = Testing
 					if rng.Intn(3) == 0 {
 						continue // left in testing, proc and all
 					}
+					d, _ = DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: Testing, To: FailedTerminal, HeadSHA: c.HeadSHA, Reason: "test failed"}, pol, now)
+					fold(t, s, now, "train", d)
 				}
-				d, _ = DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: from, To: FailedTerminal, HeadSHA: c.HeadSHA, Reason: "conflict", Paths: []string{"a", "b\tc"}}, pol, now)
-				fold(t, s, now, "train", d)
 			}
 		}
 		if rng.Intn(10) == 0 {
 			fold(t, s, now, "ada", DecideFreeze(s, "why \\ not"))
+		}
+		if e := s.Entry(int64(rng.Intn(len(s.Entries)) + 1)); e != nil && rng.Intn(4) == 0 {
+			// what clones appending concurrently leave: a stale claim by
+			// another runner (skipped) and a second submission of an
+			// active key (cancelled as a duplicate)
+			s.Apply(&eventlog.Event{ID: fmt.Sprintf("stale-%d", i), Type: EvClaimed, At: now, Actor: "bé",
+				Data: json.RawMessage(`{"entry_id":1,"entry_ref":"` + e.Ref + `","from":"pending","to":"claimed","runner":"r\"2"}`)})
+			if e.Status.Active() {
+				dup, _ := json.Marshal(EntryData{EntryID: 9, To: Pending, Workspace: e.Workspace, Branch: e.Branch, ChangeID: e.ChangeID,
+					ChangeIDSource: e.ChangeIDSource, DedupeKey: e.DedupeKey, HeadSHA: e.HeadSHA, Priority: P(1)})
+				s.Apply(&eventlog.Event{ID: fmt.Sprintf("dup-%d", i), Type: EvSubmitted, At: now, Actor: "bob", Data: dup})
+			}
 		}
 	}
 	return s
@@ -132,6 +154,8 @@ func FuzzEntryLine(f *testing.F) {
 	}
 	f.Add([]byte(`{"entry_id":01}`))
 	f.Add([]byte(`{"entry_id":1,"conflict_paths":["a","b"],"last_step":{"n":2,"to":"merged"}}`))
+	f.Add([]byte(`{"entry_id":1,"conflicts":[{"event":"e1","to":"cancelled","reason":"dup"},{"event":"e2","reason":"x"}],"workspace_id":"w/x"}`))
+	f.Add([]byte(`{"conflicts":[{"event":"a","event":"b"}],"conflicts":[{"reason":"r"}],"conflict_paths":["a"],"conflict_paths":["b"]}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		var fast Entry
 		if !fastEntry(line, &fast) {

@@ -1,22 +1,57 @@
 package mergequeue
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"time"
+	"unicode"
+
+	"github.com/spoolhq/spool/internal/repo"
 
 	"github.com/spoolhq/spool/internal/config"
 )
 
 func init() {
 	config.Register(
-		config.Key{Name: "merge.target", Kind: config.String, Default: "main", Help: "branch the merge train moves"},
-		config.Key{Name: "merge.remote", Kind: config.String, Default: "origin", Help: "remote branches are pushed to (skipped when it does not exist)"},
-		config.Key{Name: "merge.test_command", Kind: config.Strings, Default: []string{}, Help: `argv the train runs in the rebased worktree, e.g. ["go","test","./..."]; empty runs no test`},
+		config.Key{Name: "merge.target", Kind: config.String, Default: "main", Check: checkBranch, Help: "branch the merge train moves"},
+		config.Key{Name: "merge.remote", Kind: config.String, Default: "origin", Check: checkRemote,
+			Help: `remote branches are pushed to; "" for none (a remote that does not exist is skipped, with a note)`},
+		config.Key{Name: "merge.test_command", Kind: config.Strings, Default: []string{}, Check: checkArgv,
+			Help: `argv the train runs in the rebased worktree, e.g. ["go","test","./..."]; empty runs no test`},
 		config.Key{Name: "merge.test_timeout", Kind: config.Duration, Default: 30 * time.Minute, Min: config.Min(1), Help: "the test command is killed after this long"},
 		config.Key{Name: "merge.max_attempts", Kind: config.Int, Default: 3, Min: config.Min(1), Help: "attempts (claims) before a failing entry becomes failed_terminal"},
 		config.Key{Name: "merge.lease", Kind: config.Duration, Default: 5 * time.Minute, Min: config.Min(1), Help: "a runner's hold on an entry; renewed while it works, recovered when it expires"},
 		config.Key{Name: "merge.capacity", Kind: config.Int, Default: 0, Min: config.Min(0), Help: "most active entries in the merge queue; 0 is unlimited"},
-		config.Key{Name: "admins", Kind: config.Strings, Default: []string{}, Help: "actors who may act on anyone's queue entries and workspaces"},
+		config.Key{Name: "admins", Kind: config.Strings, Default: []string{}, Check: checkActors, Help: "actors who may act on anyone's queue entries and workspaces"},
 	)
+}
+
+func checkBranch(v any) error { return repo.CheckBranchName(v.(string)) }
+
+// checkRemote accepts "" (no remote) or a name git could have configured.
+func checkRemote(v any) error {
+	name := v.(string)
+	if name != "" && (strings.HasPrefix(name, "-") || strings.ContainsFunc(name, unicode.IsSpace) || strings.ContainsAny(name, "\x00:")) {
+		return fmt.Errorf("%q is not a remote name", name)
+	}
+	return nil
+}
+
+func checkArgv(v any) error {
+	if argv := v.([]string); len(argv) > 0 && strings.TrimSpace(argv[0]) == "" {
+		return errors.New("the program (the first word) is empty")
+	}
+	return nil
+}
+
+func checkActors(v any) error {
+	for _, a := range v.([]string) {
+		if strings.TrimSpace(a) == "" {
+			return errors.New("an actor is empty")
+		}
+	}
+	return nil
 }
 
 // PolicyFrom reads the deciders' policy from configuration.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -26,9 +27,10 @@ func (p Policy) admin(actor string) bool { return slices.Contains(p.Admins, acto
 // SubmitRequest is the seed's QueueSubmissionRequest, with the identity the
 // edge read from git. ChangeID empty means "generate one" (a plain git
 // repository whose commit has no Change-Id trailer); DedupeKey empty means
-// "compute it from workspace and change id".
+// "compute it from the workspace identity and change id".
 type SubmitRequest struct {
-	Workspace      string
+	Workspace      string // display name: the worktree directory's base name
+	WorkspaceID    string // identity (WorkspaceID); empty: the display name, as entries of older logs
 	Worktree       string // absolute path, informational
 	Branch         string
 	HeadSHA        string
@@ -67,33 +69,33 @@ const (
 // P is a priority for SubmitRequest.Priority.
 func P(n int) *int { return &n }
 
-// ValidateWorkspaceName checks the seed's rule: non-empty UTF-8, no special characters.
+// ValidateWorkspaceName checks a workspace's display name: any text a
+// directory may be named (spaces included), but not empty, not invalid
+// UTF-8 and without control characters. The identity is WorkspaceID.
 func ValidateWorkspaceName(ws string) error {
 	switch {
 	case ws == "":
 		return InvalidWorkspaceName(ws, "it is empty")
 	case !utf8.ValidString(ws):
 		return InvalidWorkspaceName(ws, "it is not valid UTF-8")
-	case !plainName(ws):
-		return InvalidWorkspaceName(ws, "use at most 100 letters, digits, '.', '_' or '-', starting with a letter or digit")
+	case len(ws) > 255:
+		return InvalidWorkspaceName(ws, "it is longer than 255 bytes")
+	case strings.IndexFunc(ws, unicode.IsControl) >= 0:
+		return InvalidWorkspaceName(ws, "it contains a control character")
 	}
 	return nil
 }
 
-// plainName is ^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$ without a regexp, whose
-// {0,99} would be compiled at every start of every command.
-func plainName(s string) bool {
-	if len(s) == 0 || len(s) > 100 {
-		return false
+// ValidateWorkspaceID checks a workspace identity: the dedupe key's first
+// part, so no ':' and nothing ValidateDedupeKey refuses.
+func ValidateWorkspaceID(id string) error {
+	switch {
+	case id == "":
+		return InvalidWorkspaceName(id, "its identity is empty")
+	case !utf8.ValidString(id) || strings.ContainsAny(id, ": \t\n\x00") || strings.IndexFunc(id, unicode.IsControl) >= 0:
+		return InvalidWorkspaceName(id, "its identity contains ':', whitespace, a control character or invalid UTF-8")
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
-			return false
-		}
-	}
-	return true
+	return nil
 }
 
 // ValidHeadSHA reports whether s is a full commit id (SHA-1 or SHA-256, lowercase hex).
@@ -109,7 +111,8 @@ func ValidHeadSHA(s string) bool {
 	return true
 }
 
-// ComputeDedupeKey is "workspace:change_id": the same inputs always give the same key.
+// ComputeDedupeKey is "workspace:change_id", the workspace being its identity
+// (WorkspaceID, which holds no ':'): the same inputs always give the same key.
 func ComputeDedupeKey(changeID, workspace string) string { return workspace + ":" + changeID }
 
 // ValidateDedupeKey checks the format "workspace:change_id", both parts non-empty.
@@ -130,7 +133,7 @@ func ValidateDedupeKey(key string) error {
 
 // GenerateChangeID makes the change id of a workspace+branch submitted for the
 // first time without jj or a Change-Id trailer; it is remembered in the log,
-// so amending or rebasing the branch keeps it.
+// so amending or rebasing the branch keeps it. workspace is the identity.
 func GenerateChangeID(workspace, branch, head string, now time.Time) string {
 	sum := sha1.Sum([]byte(workspace + "\x00" + branch + "\x00" + head + "\x00" + now.UTC().Format(time.RFC3339Nano)))
 	return "I" + hex.EncodeToString(sum[:])
@@ -143,17 +146,22 @@ func (s *State) ResolveChangeID(req *SubmitRequest, now time.Time) {
 		return
 	}
 	req.ChangeIDSource = SourceGenerated
-	if id, ok := s.Identities[IdentityKey(req.Workspace, req.Branch)]; ok {
+	if id, ok := s.Identities[IdentityKey(req.WorkspaceID, req.Branch)]; ok {
 		req.ChangeID = id
 		return
 	}
-	req.ChangeID = GenerateChangeID(req.Workspace, req.Branch, req.HeadSHA, now)
+	req.ChangeID = GenerateChangeID(req.WorkspaceID, req.Branch, req.HeadSHA, now)
 }
 
-// DecideSubmit is the idempotent upsert of seed 002 §9.4.
+// DecideSubmit is the idempotent upsert of seed 002 §9.4. The workspace in
+// its cases is the identity (req.WorkspaceID), which is also the dedupe
+// key's first part; the display name only labels the entry.
 func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submission, error) {
 	if err := ValidateWorkspaceName(req.Workspace); err != nil {
 		return Submission{}, err
+	}
+	if req.WorkspaceID == "" {
+		req.WorkspaceID = req.Workspace
 	}
 	if req.Priority != nil && (*req.Priority < MinPriority || *req.Priority > MaxPriority) {
 		return Submission{}, InvalidPriority(*req.Priority)
@@ -173,18 +181,21 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 		}
 		_, req.ChangeID, _ = strings.Cut(req.DedupeKey, ":")
 	} else {
+		if err := ValidateWorkspaceID(req.WorkspaceID); err != nil {
+			return Submission{}, err
+		}
 		s.ResolveChangeID(&req, now)
-		req.DedupeKey = ComputeDedupeKey(req.ChangeID, req.Workspace)
+		req.DedupeKey = ComputeDedupeKey(req.ChangeID, req.WorkspaceID)
 		if err := ValidateDedupeKey(req.DedupeKey); err != nil {
 			return Submission{}, err
 		}
 	}
 	admin := pol.admin(req.Actor)
 	active := s.ActiveByKey(req.DedupeKey)
-	if active != nil && active.Workspace != req.Workspace {
+	if active != nil && active.WorkspaceID != req.WorkspaceID {
 		return Submission{}, DedupeKeyConflict(req.DedupeKey, active.Workspace, req.Workspace) // case 5
 	}
-	if held := s.ActiveByWorkspace(req.Workspace); held != nil {
+	if held := s.ActiveByWorkspace(req.WorkspaceID); held != nil {
 		if held.Owner != req.Actor && !admin {
 			return Submission{}, UnauthorizedWorkspace(req.Actor, req.Workspace)
 		}
@@ -196,7 +207,7 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 	if req.Priority != nil {
 		prio = *req.Priority
 	}
-	data := EntryData{Workspace: req.Workspace, Worktree: req.Worktree, Branch: req.Branch, ChangeID: req.ChangeID,
+	data := EntryData{Workspace: req.Workspace, WorkspaceID: req.WorkspaceID, Worktree: req.Worktree, Branch: req.Branch, ChangeID: req.ChangeID,
 		ChangeIDSource: req.ChangeIDSource, DedupeKey: req.DedupeKey, HeadSHA: req.HeadSHA, Priority: &prio, BeadID: req.BeadID}
 	if active != nil { // case 4: same workspace, update head and time
 		if active.Status.Processing() && active.HeadSHA != req.HeadSHA {
@@ -214,7 +225,7 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 			return Submission{}, QueueFull(pol.Capacity, n)
 		}
 	}
-	if last := s.LatestByKey(req.DedupeKey); last != nil && last.Workspace == req.Workspace { // case 2: reset
+	if last := s.LatestByKey(req.DedupeKey); last != nil && last.WorkspaceID == req.WorkspaceID { // case 2: reset
 		if last.Owner != req.Actor && !admin {
 			return Submission{}, UnauthorizedEntryModification(req.Actor, last.ID, last.Owner)
 		}
@@ -296,11 +307,16 @@ func DecideUnfreeze(s *State) []eventlog.Draft {
 type Target struct {
 	Branch string
 	SHA    string // recorded as the claim's tested_against_sha; the rebase records what it really used
+	// Dirty are the uncommitted paths of the worktree that has the target
+	// checked out, when an entry waits for them (WaitCheckoutDirty).
+	Dirty []string
 }
 
 // DecideClaim gives the first pending entry to runner with a lease. It
 // claims nothing when the queue is frozen or empty, or while another entry
 // is being processed: the train takes one entry at a time, whoever runs it.
+// An entry waiting for the target's checkout is passed over while any of
+// its paths is still among target.Dirty.
 func DecideClaim(s *State, runner string, target Target, pol Policy, now time.Time) ([]eventlog.Draft, *Entry) {
 	if s.Frozen {
 		return nil, nil
@@ -310,14 +326,38 @@ func DecideClaim(s *State, runner string, target Target, pol Policy, now time.Ti
 			return nil, nil
 		}
 	}
-	q := s.Queue()
-	if len(q) == 0 {
+	var e *Entry
+	for _, p := range s.Queue() {
+		if p.Waiting == "" || !Overlap(p.ConflictPaths, target.Dirty) {
+			e = p
+			break
+		}
+	}
+	if e == nil {
 		return nil, nil
 	}
-	e := q[0]
 	lease := now.Add(pol.Lease).UTC()
 	return []eventlog.Draft{{Type: EvClaimed, Subject: Subject(e.ID), Data: EntryData{EntryID: e.ID, EntryRef: e.Ref, From: Pending, To: Claimed,
 		HeadSHA: e.HeadSHA, TestedAgainstSHA: target.SHA, Target: target.Branch, Attempt: e.Attempts + 1, Runner: runner, LeaseUntil: &lease}}}, e
+}
+
+// Overlap reports whether a path in a is, contains or is inside a path in b.
+func Overlap(a, b []string) bool {
+	return len(Overlapping(a, b)) > 0
+}
+
+// Overlapping returns the paths of a that are, contain or are inside a path of b.
+func Overlapping(a, b []string) []string {
+	var out []string
+	for _, p := range a {
+		for _, q := range b {
+			if p == q || strings.HasPrefix(q, p+"/") || strings.HasPrefix(p, q+"/") {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // Step is one move of the train on an entry it holds.
@@ -355,7 +395,7 @@ func DecideStep(s *State, st Step, pol Policy, now time.Time) ([]eventlog.Draft,
 		to = FailedTerminal
 		reason += " (attempts used up)"
 	}
-	d := EntryData{EntryID: st.EntryID, EntryRef: e.Ref, From: st.From, To: to, HeadSHA: st.HeadSHA, TestedSHA: st.TestedSHA,
+	d := EntryData{EntryID: st.EntryID, EntryRef: e.Ref, From: st.From, To: to, Runner: st.Runner, HeadSHA: st.HeadSHA, TestedSHA: st.TestedSHA,
 		TestedAgainstSHA: st.TestedAgainstSHA, Reason: reason, Paths: st.Paths, ExitCode: st.ExitCode, RunDir: st.RunDir, ScratchDir: st.ScratchDir}
 	if to.Processing() {
 		lease := now.Add(pol.Lease).UTC()

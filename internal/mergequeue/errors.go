@@ -45,6 +45,8 @@ const (
 	CodeAttemptsExhausted = "attempts_exhausted"
 	CodeInvalidPriority   = "invalid_priority"
 	CodeEntryNotFound     = "entry_not_found"
+	CodeInvalidEntryRef   = "invalid_entry_ref"
+	CodeAmbiguousEntryRef = "ambiguous_entry_ref"
 )
 
 func SessionNotFound(session string) *fault.Error {
@@ -206,6 +208,25 @@ func EntryNotFound(entryID int64) *fault.Error {
 		"entry_id", entryID)
 }
 
+// EntryRefNotFound is EntryNotFound for an entry_ref prefix.
+func EntryRefNotFound(prefix string) *fault.Error {
+	return fault.New(fault.Rejected, CodeEntryNotFound, fault.ErrNotFound,
+		fmt.Sprintf("no merge entry has an entry_ref starting with %s; `spool merge list --all --json` shows every entry", prefix),
+		"entry_ref", prefix)
+}
+
+func InvalidEntryRef(handle string) *fault.Error {
+	return fault.New(fault.Usage, CodeInvalidEntryRef, ErrSubmission,
+		fmt.Sprintf("%q names no entry: give an entry number or at least %d hex digits of an entry_ref", handle, MinRefPrefix),
+		"entry_ref", handle)
+}
+
+func AmbiguousEntryRef(prefix string, refs []string) *fault.Error {
+	return fault.New(fault.Usage, CodeAmbiguousEntryRef, ErrSubmission,
+		fmt.Sprintf("entry_ref prefix %s matches %d entries (%s); give more of it", prefix, len(refs), strings.Join(firstN(refs, 5), ", ")),
+		"entry_ref", prefix, "entry_refs", refs)
+}
+
 func allowedText(s Status) string {
 	tos := transitions[s]
 	if len(tos) == 0 {
@@ -253,6 +274,8 @@ func Variants() []*fault.Error {
 		AttemptsExhausted(7, 3, 3),
 		InvalidPriority(9),
 		EntryNotFound(7),
+		InvalidEntryRef("x"),
+		AmbiguousEntryRef("5f1c", []string{"5f1c2a9b0d3e4f5a6b7c8d9e", "5f1c77aa0d3e4f5a6b7c8d9e"}),
 	}
 }
 

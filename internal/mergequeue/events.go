@@ -10,10 +10,13 @@ import (
 // Event types. Every change of an entry's status is its own event carrying
 // from, to, head_sha and (once known) tested_sha and tested_against_sha, so
 // the log is the audit trail. A status-changing event whose from is not the
-// entry's current status, or whose from → to the table forbids, is skipped by
-// the fold (it can only come from merged, diverged history): decide functions
-// never produce one, because they run under the log's lock against the
-// caught-up projection, which makes every transition a compare-and-set.
+// entry's current status, whose from → to the table forbids, or whose head
+// or runner is not the entry's (State.refusal) is skipped by the fold, and a
+// submission of a key or workspace that has an active entry is cancelled
+// (State.rival): both can only come from clones that acted concurrently,
+// whose logs git merged. Decide functions never produce one against their
+// own log, because they run under the log's lock against the caught-up
+// projection, which makes every transition a compare-and-set.
 const (
 	EvSubmitted    = "merge.submitted"     // a new entry, pending (§9.4 cases 1 and 3)
 	EvResubmitted  = "merge.resubmitted"   // a terminal entry reset to pending (case 2)
@@ -27,6 +30,13 @@ const (
 	EvFrozen       = "merge.frozen"        // the train stops claiming; submissions continue
 	EvUnfrozen     = "merge.unfrozen"
 )
+
+// WaitCheckoutDirty starts the reason of a train step back to pending that
+// left the target alone: the worktree with the target checked out has
+// uncommitted changes to paths the merge changes (the step's paths).
+// Moving the target would leave that checkout with the merge staged in
+// reverse; the train tries again once those paths are clean.
+const WaitCheckoutDirty = "target_checkout_dirty"
 
 // ChangeIDSource says where an entry's change id came from.
 const (
@@ -44,7 +54,8 @@ type EntryData struct {
 	EntryRef         string     `json:"entry_ref,omitempty"`
 	From             Status     `json:"from,omitempty"`
 	To               Status     `json:"to,omitempty"`
-	Workspace        string     `json:"workspace,omitempty"`
+	Workspace        string     `json:"workspace,omitempty"`    // display name
+	WorkspaceID      string     `json:"workspace_id,omitempty"` // identity; absent in older logs, where it is the display name
 	Worktree         string     `json:"worktree,omitempty"`
 	Branch           string     `json:"branch,omitempty"`
 	ChangeID         string     `json:"change_id,omitempty"`

@@ -38,6 +38,8 @@ func fastEntry(b []byte, e *Entry) bool {
 			return ok
 		case "workspace":
 			return p.strTo(&e.Workspace)
+		case "workspace_id":
+			return p.strTo(&e.WorkspaceID)
 		case "worktree":
 			return p.strTo(&e.Worktree)
 		case "branch":
@@ -72,6 +74,8 @@ func fastEntry(b []byte, e *Entry) bool {
 			return p.strTo(&e.RunDir)
 		case "last_error":
 			return p.strTo(&e.LastError)
+		case "waiting":
+			return p.strTo(&e.Waiting)
 		case "lease_until":
 			t, ok := p.time()
 			e.LeaseUntil = &t
@@ -104,6 +108,8 @@ func fastEntry(b []byte, e *Entry) bool {
 				}
 				return false
 			})
+		case "conflicts":
+			return p.resolutions(&e.Conflicts)
 		case "last_step":
 			st := &e.LastStep
 			return p.object(func(key []byte) bool {
@@ -233,26 +239,64 @@ func (p *scanner) time() (time.Time, bool) {
 }
 
 func (p *scanner) strings(dst *[]string) bool {
+	var out []string
+	if !p.array(func() bool {
+		s, ok := p.str()
+		out = append(out, s)
+		return ok
+	}) {
+		return false
+	}
+	*dst = out
+	return true
+}
+
+// resolutions reads [{"event":…,"to":…,"reason":…},…] as encode writes it.
+func (p *scanner) resolutions(dst *[]Resolution) bool {
+	var out []Resolution
+	if !p.array(func() bool {
+		var r Resolution
+		ok := p.object(func(key []byte) bool {
+			switch string(key) {
+			case "event":
+				return p.strTo(&r.Event)
+			case "to":
+				s, ok := p.str()
+				r.To = Status(intern(s))
+				return ok
+			case "reason":
+				return p.strTo(&r.Reason)
+			}
+			return false
+		})
+		out = append(out, r)
+		return ok
+	}) {
+		return false
+	}
+	*dst = out
+	return true
+}
+
+// array reads a non-empty [item,…], item reading one element.
+func (p *scanner) array(item func() bool) bool {
 	if p.i >= len(p.b) || p.b[p.i] != '[' {
 		return false
 	}
 	p.i++
-	var out []string
 	for {
-		s, ok := p.str()
-		if !ok || p.i >= len(p.b) {
+		if !item() || p.i >= len(p.b) {
 			return false
 		}
-		out = append(out, s)
-		if p.b[p.i] == ']' {
+		switch p.b[p.i] {
+		case ']':
 			p.i++
-			*dst = out
 			return true
-		}
-		if p.b[p.i] != ',' {
+		case ',':
+			p.i++
+		default:
 			return false
 		}
-		p.i++
 	}
 }
 

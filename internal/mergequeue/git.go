@@ -3,6 +3,7 @@ package mergequeue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +19,7 @@ import (
 // Worktree is one entry of `git worktree list --porcelain`.
 type Worktree struct {
 	Path     string
-	Name     string // the workspace name: the worktree directory's base name
+	Name     string // the workspace's display name: the worktree directory's base name
 	HEAD     string // 40 zeros on an unborn branch
 	Branch   string // short name; empty when detached
 	Bare     bool
@@ -77,7 +78,9 @@ func ParseWorktrees(out string) []Worktree {
 }
 
 // FindWorkspace picks the workspace named name (its directory's base name or
-// its path), or the one containing current when name is empty.
+// its path), or the one containing current when name is empty. Base names
+// need not be unique (x/dupe and y/dupe): a name several worktrees share is
+// refused with their paths.
 func FindWorkspace(list []Worktree, name, current string) (Worktree, error) {
 	if name == "" {
 		for _, w := range list {
@@ -87,13 +90,19 @@ func FindWorkspace(list []Worktree, name, current string) (Worktree, error) {
 		}
 		return Worktree{}, SessionNotFound(filepath.Base(current))
 	}
-	if err := ValidateWorkspaceName(name); err != nil && !filepath.IsAbs(name) {
+	if err := ValidateWorkspaceName(name); err != nil {
 		return Worktree{}, err
 	}
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		abs = name
+	}
 	var found []Worktree
+	var paths []string
 	for _, w := range list {
-		if w.Name == name || samePath(w.Path, name) {
+		if w.Name == name || samePath(w.Path, abs) {
 			found = append(found, w)
+			paths = append(paths, w.Path)
 		}
 	}
 	switch len(found) {
@@ -102,7 +111,62 @@ func FindWorkspace(list []Worktree, name, current string) (Worktree, error) {
 	case 1:
 		return found[0], nil
 	}
-	return Worktree{}, InvalidWorkspaceName(name, "several worktrees have this name; pass the worktree's path")
+	return Worktree{}, InvalidWorkspaceName(name, "several worktrees have this name ("+strings.Join(paths, ", ")+"); pass the worktree's path")
+}
+
+// GitWorktreeID is the id git gave the worktree at path: the base name of
+// its git dir under .git/worktrees/ (unique within the clone, unlike the
+// directory's base name), or "" for the primary worktree.
+func GitWorktreeID(path string) (string, error) {
+	dot := filepath.Join(path, ".git")
+	fi, err := os.Stat(dot)
+	if err != nil {
+		return "", err
+	}
+	if fi.IsDir() {
+		return "", nil
+	}
+	b, err := os.ReadFile(dot)
+	if err != nil {
+		return "", err
+	}
+	line, ok := strings.CutPrefix(string(b), "gitdir: ")
+	if !ok {
+		return "", errors.New(dot + " has no gitdir: line")
+	}
+	line, _, _ = strings.Cut(line, "\n")
+	gitDir := strings.TrimSpace(line)
+	if !filepath.IsAbs(gitDir) {
+		gitDir = filepath.Join(path, gitDir)
+	}
+	if _, err := os.Stat(filepath.Join(gitDir, "commondir")); err != nil {
+		return "", nil // a primary worktree whose git dir is elsewhere (--separate-git-dir, a submodule)
+	}
+	return filepath.Base(gitDir), nil
+}
+
+// WorkspaceID is a workspace's identity across clones: the clone's writer
+// id, then "/" and git's worktree id for a linked worktree (the writer id
+// alone is the primary worktree). Bytes other than letters, digits, '.',
+// '_' and '-' in git's id are %XX-escaped, so the identity never holds ':'
+// (it is the first part of the dedupe key), whitespace or '/' beyond the
+// first, and two ids never escape alike.
+func WorkspaceID(writer, gitID string) string {
+	if gitID == "" {
+		return writer
+	}
+	var b strings.Builder
+	b.WriteString(writer)
+	b.WriteByte('/')
+	for i := 0; i < len(gitID); i++ {
+		c := gitID[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
 }
 
 func samePath(a, b string) bool {

@@ -30,10 +30,10 @@ func CheckInvariants(s *State) []string {
 				fail("INV-QUEUE-001", "entries %d and %d are both active with dedupe key %s", other, e.ID, e.DedupeKey)
 			}
 			activeKey[e.DedupeKey] = e.ID
-			if other, ok := activeWS[e.Workspace]; ok {
-				fail("INV-QUEUE-002", "entries %d and %d are both active in workspace %s", other, e.ID, e.Workspace)
+			if other, ok := activeWS[e.WorkspaceID]; ok {
+				fail("INV-QUEUE-002", "entries %d and %d are both active in workspace %s (%s)", other, e.ID, e.Workspace, e.WorkspaceID)
 			}
-			activeWS[e.Workspace] = e.ID
+			activeWS[e.WorkspaceID] = e.ID
 		}
 		if e.Status == Pending {
 			pending++
@@ -46,6 +46,9 @@ func CheckInvariants(s *State) []string {
 			}
 		} else if e.Position != 0 {
 			fail("INV-STATE-005", "%s entry %d has position %d", e.Status, e.ID, e.Position)
+		}
+		if e.Waiting != "" && e.Status != Pending {
+			fail("INV-WAIT", "%s entry %d is waiting (%s); only pending entries wait", e.Status, e.ID, e.Waiting)
 		}
 		if !ValidHeadSHA(e.HeadSHA) {
 			fail("INV-ID-001", "entry %d has head_sha %q", e.ID, e.HeadSHA)

@@ -2,6 +2,7 @@ package mergequeue
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
 	"time"
 
@@ -20,7 +21,7 @@ const (
 // Bump Version whenever the encoding of the state changes: snapshots of
 // another version are rebuilt from the log, and decode reuses the lines of
 // a snapshot of this version as they are.
-var Spec = projections.Spec{Name: Name, Version: 5, New: func() projections.Projection { return New() }}
+var Spec = projections.Spec{Name: Name, Version: 6, New: func() projections.Projection { return New() }}
 
 // State is the merge queue folded from the log.
 type State struct {
@@ -30,7 +31,7 @@ type State struct {
 	FrozenAt     *time.Time        `json:"frozen_at,omitempty"`
 	PendingCount int               `json:"pending_count"`
 	Entries      []*Entry          `json:"entries"`    // by id: Entries[i].ID == i+1
-	Identities   map[string]string `json:"identities"` // workspace + "\x00" + branch → generated change id
+	Identities   map[string]string `json:"identities"` // workspace id + "\x00" + branch → generated change id
 	Skipped      int               `json:"skipped"`    // events the fold could not use (diverged history)
 	Applied      int               `json:"applied"`    // merge events folded; numbers the audit steps
 
@@ -40,8 +41,9 @@ type State struct {
 // Entry is one queue entry.
 type Entry struct {
 	ID               int64          `json:"entry_id"`
-	Ref              string         `json:"entry_ref"` // id of the merge.submitted event: stable across clones
-	Workspace        string         `json:"workspace"`
+	Ref              string         `json:"entry_ref"`    // id of the merge.submitted event: stable across clones
+	Workspace        string         `json:"workspace"`    // display name: the worktree directory's base name
+	WorkspaceID      string         `json:"workspace_id"` // identity: writer id / git worktree id (WorkspaceID)
 	Worktree         string         `json:"worktree,omitempty"`
 	Branch           string         `json:"branch"`
 	ChangeID         string         `json:"change_id"`
@@ -64,14 +66,39 @@ type Entry struct {
 	RunDir           string         `json:"run_dir,omitempty"`
 	Proc             *proc.Record   `json:"proc,omitempty"` // the process group of the current step (the test command), until the status changes
 	LastError        string         `json:"last_error,omitempty"`
-	ConflictPaths    []string       `json:"conflict_paths,omitempty"`
+	ConflictPaths    []string       `json:"conflict_paths,omitempty"` // a rebase's conflicts; a waiting entry's dirty paths
+	Waiting          string         `json:"waiting,omitempty"`        // why a pending entry the train gave back waits (WaitCheckoutDirty …)
 	AddedAt          time.Time      `json:"added_at"`
 	UpdatedAt        time.Time      `json:"updated_at"`
 	Steps            int            `json:"steps"`     // audit steps so far; the full trail is in the log (Trail)
 	LastStep         AuditStep      `json:"last_step"` // the latest of them
+	// Conflicts are the entry's events that clones appended concurrently
+	// and the fold resolved (see Apply): skipped, or applied otherwise.
+	Conflicts []Resolution `json:"conflicts,omitempty"`
 
 	encoded    []byte // this entry's line in merge-queue.json until it changes
 	encodedPos int    // the position encoded has: positions shift without the entry changing
+}
+
+// Resolution is what the fold made of an event that conflicts with what
+// another clone did concurrently: To is the status it gave the entry
+// instead of the event's own, or empty when it skipped the event.
+type Resolution struct {
+	Event  string `json:"event"` // the event's id
+	To     Status `json:"to,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// Conflict is the latest conflict the fold resolved on the entry, or "".
+func (e *Entry) Conflict() string {
+	if n := len(e.Conflicts); n > 0 {
+		r := e.Conflicts[n-1]
+		if r.To == "" {
+			return "skipped " + r.Event + ": " + r.Reason
+		}
+		return string(r.To) + ": " + r.Reason
+	}
+	return ""
 }
 
 // AuditStep is one line of an entry's audit trail.
@@ -86,6 +113,8 @@ type AuditStep struct {
 	TestedSHA        string    `json:"tested_sha,omitempty"`
 	TestedAgainstSHA string    `json:"tested_against_sha,omitempty"`
 	Reason           string    `json:"reason,omitempty"`
+	Runner           string    `json:"runner,omitempty"`
+	Skipped          string    `json:"skipped,omitempty"` // why the fold skipped this event (Trail)
 }
 
 // New returns an empty queue.
@@ -109,10 +138,11 @@ func (s *State) ActiveByKey(key string) *Entry {
 	return nil
 }
 
-// ActiveByWorkspace returns the workspace's active entry, or nil.
-func (s *State) ActiveByWorkspace(ws string) *Entry {
+// ActiveByWorkspace returns the active entry of the workspace with
+// identity id, or nil.
+func (s *State) ActiveByWorkspace(id string) *Entry {
 	for _, e := range s.Entries {
-		if e.Workspace == ws && e.Status.Active() {
+		if e.WorkspaceID == id && e.Status.Active() {
 			return e
 		}
 	}
@@ -207,11 +237,14 @@ func (s *State) enter(e *Entry) {
 	s.PendingCount++
 }
 
-// IdentityKey is the key of State.Identities.
-func IdentityKey(workspace, branch string) string { return workspace + "\x00" + branch }
+// IdentityKey is the key of State.Identities: a workspace identity and a branch.
+func IdentityKey(workspaceID, branch string) string { return workspaceID + "\x00" + branch }
 
 // Apply folds one event. Events of other namespaces and events whose data
-// cannot be used are skipped; it never fails.
+// cannot be used are skipped; it never fails. Whatever clones appended
+// concurrently, the fold of their merged log satisfies CheckInvariants: an
+// event that conflicts with what another clone did first (in replay order)
+// is skipped or applied otherwise, and recorded in the entry's Conflicts.
 func (s *State) Apply(ev *eventlog.Event) error {
 	s.encoded = nil
 	switch ev.Type {
@@ -248,16 +281,30 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		if d.Workspace == "" || d.DedupeKey == "" {
 			return false
 		}
-		e := &Entry{ID: int64(len(s.Entries)) + 1, Ref: ev.ID, Workspace: d.Workspace, Worktree: d.Worktree, Branch: d.Branch,
+		if d.WorkspaceID == "" { // an older spool's event: the name was the identity
+			d.WorkspaceID = d.Workspace
+		}
+		e := &Entry{ID: int64(len(s.Entries)) + 1, Ref: ev.ID, Workspace: d.Workspace, WorkspaceID: d.WorkspaceID, Worktree: d.Worktree, Branch: d.Branch,
 			ChangeID: d.ChangeID, ChangeIDSource: d.ChangeIDSource, DedupeKey: d.DedupeKey, HeadSHA: d.HeadSHA,
 			BeadID: d.BeadID, Owner: ev.Actor, Status: Pending, AddedAt: ev.At, UpdatedAt: ev.At}
 		if d.Priority != nil {
 			e.Priority = *d.Priority
 		}
 		if d.ChangeIDSource == SourceGenerated {
-			s.Identities[IdentityKey(d.Workspace, d.Branch)] = d.ChangeID
+			s.Identities[IdentityKey(d.WorkspaceID, d.Branch)] = d.ChangeID
 		}
 		s.Entries = append(s.Entries, e)
+		if why := s.rival(e); why != "" {
+			// Queued concurrently with an active entry of the same key or
+			// workspace (on another clone): the later one in replay order
+			// ends cancelled, saying so, and INV-QUEUE-001/002 hold.
+			e.Status = Cancelled
+			e.Conflicts = append(e.Conflicts, Resolution{Event: ev.ID, To: Cancelled, Reason: why})
+			instead := *d
+			instead.To = Cancelled
+			s.step(e, ev, &instead)
+			return true
+		}
 		s.enter(e)
 		s.step(e, ev, d)
 		return true
@@ -284,7 +331,8 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		}
 		return false
 	}
-	if d.From != e.Status || !allowed(ev.Type, d.From, d.To) {
+	if why := s.refusal(e, ev.Type, d); why != "" {
+		e.Conflicts = append(e.Conflicts, Resolution{Event: ev.ID, Reason: why})
 		return false
 	}
 	s.leave(e) // and enter again below if it is (still) pending: its place may change
@@ -293,6 +341,9 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 			s.enter(e)
 		}
 	}()
+	if e.Waiting != "" { // whatever happens next, the entry no longer waits
+		e.Waiting, e.ConflictPaths = "", nil
+	}
 	switch ev.Type {
 	case EvResubmitted:
 		e.HeadSHA, e.Attempts, e.AddedAt = d.HeadSHA, 0, ev.At
@@ -323,6 +374,10 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		if d.To == FailedRetryable || d.To == FailedTerminal {
 			e.LastError, e.ConflictPaths = d.Reason, d.Paths
 		}
+		if d.To == Pending { // the train gave the entry back (WaitCheckoutDirty): the attempt does not count
+			e.Waiting, e.ConflictPaths = d.Reason, d.Paths
+			e.Attempts = max(e.Attempts-1, 0)
+		}
 	}
 	if d.To != e.Status {
 		e.Proc = nil // the step the process belonged to is over
@@ -339,6 +394,75 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 	}
 	s.step(e, ev, d)
 	return true
+}
+
+// rival describes another active entry holding e's dedupe key or
+// workspace, or returns "".
+func (s *State) rival(e *Entry) string {
+	for _, o := range s.Entries {
+		if o == e || !o.Status.Active() {
+			continue
+		}
+		switch {
+		case o.DedupeKey == e.DedupeKey:
+			return fmt.Sprintf("duplicate of entry %d (ref %s): dedupe key %s was queued concurrently on another clone", o.ID, ShortRef(o.Ref), e.DedupeKey)
+		case o.WorkspaceID == e.WorkspaceID:
+			return fmt.Sprintf("workspace %s already has entry %d (ref %s), queued concurrently on another clone", e.Workspace, o.ID, ShortRef(o.Ref))
+		}
+	}
+	return ""
+}
+
+// refusal says why the fold cannot apply a status-changing event to e, or
+// returns "". Decide functions run under the log's lock against the
+// caught-up fold, so a clone never appends such an event against its own
+// log; they come from clones that acted concurrently, whose logs git merged.
+// Each is a compare-and-set on what the clone saw: the status, the head
+// (claims and train steps) and the runner holding the entry (train steps
+// and recoveries; events of older logs carry no runner and are not checked).
+func (s *State) refusal(e *Entry, typ string, d *EntryData) string {
+	if d.From != e.Status {
+		why := "the entry was " + string(e.Status) + ", not " + string(d.From)
+		if e.Runner != "" {
+			why += " (held by runner " + e.Runner + ")"
+		}
+		return why
+	}
+	if !allowed(typ, d.From, d.To) {
+		return string(d.From) + " → " + string(d.To) + " is not a move the table allows"
+	}
+	switch typ {
+	case EvClaimed, EvTransitioned:
+		if d.HeadSHA != "" && d.HeadSHA != e.HeadSHA {
+			return "the entry's head is " + shortSHA(e.HeadSHA) + ", not " + shortSHA(d.HeadSHA)
+		}
+	}
+	switch typ {
+	case EvTransitioned, EvRecovered:
+		if d.Runner != "" && d.Runner != e.Runner {
+			return "the entry is held by runner " + e.Runner + ", not " + d.Runner
+		}
+	case EvResubmitted:
+		if why := s.rival(e); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// ShortRef is the first 12 characters of an entry ref, as output shows it.
+func ShortRef(ref string) string {
+	if len(ref) > 12 {
+		return ref[:12]
+	}
+	return ref
+}
+
+func shortSHA(sha string) string {
+	if len(sha) > 10 {
+		return sha[:10]
+	}
+	return sha
 }
 
 // allowed checks an event's from → to against the table; resubmission and
@@ -373,6 +497,9 @@ func (e *Entry) setRequest(d *EntryData) {
 	if d.Worktree != "" {
 		e.Worktree = d.Worktree
 	}
+	if d.Workspace != "" { // git worktree move renames the directory; the identity stays
+		e.Workspace = d.Workspace
+	}
 }
 
 func (s *State) step(e *Entry, ev *eventlog.Event, d *EntryData) {
@@ -391,7 +518,7 @@ func (s *State) step(e *Entry, ev *eventlog.Event, d *EntryData) {
 // StepOf is the audit step an entry event records.
 func StepOf(ev *eventlog.Event, d *EntryData) AuditStep {
 	return AuditStep{At: ev.At, Actor: ev.Actor, Type: ev.Type, From: d.From, To: d.To, HeadSHA: d.HeadSHA,
-		TestedSHA: d.TestedSHA, TestedAgainstSHA: d.TestedAgainstSHA, Reason: d.Reason}
+		TestedSHA: d.TestedSHA, TestedAgainstSHA: d.TestedAgainstSHA, Reason: d.Reason, Runner: d.Runner}
 }
 
 func (s *State) MarshalState() ([]byte, error) { return s.encode(), nil }

@@ -28,15 +28,19 @@ var Statuses = []Status{Pending, Claimed, Rebasing, Testing, ReadyToMerge, Mergi
 // transitions is the state machine. Every change of status, whoever makes
 // it (a command, the train, recovery), is checked against this table.
 // ready_to_merge → rebasing is the train going back when the target moved
-// after the entry was tested. Terminal states have no way out except
+// after the entry was tested. ready_to_merge → pending is the train leaving
+// the target alone because the worktree that has it checked out has
+// uncommitted changes to paths the merge changes (WaitCheckoutDirty);
+// merging → pending the same, found only once the target had moved (it is
+// put back first). Terminal states have no way out except
 // resubmission, which is a separate, explicit reset (CanResubmit).
 var transitions = map[Status][]Status{
 	Pending:         {Claimed, Cancelled},
 	Claimed:         {Pending, Rebasing, FailedRetryable, FailedTerminal, Cancelled},
 	Rebasing:        {Testing, FailedRetryable, FailedTerminal, Cancelled},
 	Testing:         {ReadyToMerge, FailedRetryable, FailedTerminal, Cancelled},
-	ReadyToMerge:    {Merging, Rebasing, FailedRetryable, FailedTerminal, Cancelled},
-	Merging:         {Merged, FailedRetryable, FailedTerminal},
+	ReadyToMerge:    {Merging, Rebasing, Pending, FailedRetryable, FailedTerminal, Cancelled},
+	Merging:         {Merged, Pending, FailedRetryable, FailedTerminal},
 	FailedRetryable: {Pending, Cancelled},
 	Merged:          nil,
 	FailedTerminal:  nil,

@@ -8,8 +8,8 @@ func TestTransitionTable(t *testing.T) {
 		Claimed:         {Pending, Rebasing, FailedRetryable, FailedTerminal, Cancelled},
 		Rebasing:        {Testing, FailedRetryable, FailedTerminal, Cancelled},
 		Testing:         {ReadyToMerge, FailedRetryable, FailedTerminal, Cancelled},
-		ReadyToMerge:    {Merging, Rebasing, FailedRetryable, FailedTerminal, Cancelled},
-		Merging:         {Merged, FailedRetryable, FailedTerminal},
+		ReadyToMerge:    {Merging, Rebasing, Pending, FailedRetryable, FailedTerminal, Cancelled},
+		Merging:         {Merged, Pending, FailedRetryable, FailedTerminal},
 		FailedRetryable: {Pending, Cancelled},
 	}
 	for _, from := range Statuses {

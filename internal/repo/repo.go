@@ -174,3 +174,57 @@ func plainGitDir(gitDir string, st fs.FileInfo) bool {
 	return !bytes.Contains(lower, []byte("worktree")) && !bytes.Contains(lower, []byte("bare = true")) &&
 		!bytes.Contains(lower, []byte("bare=true"))
 }
+
+// MergeDriver is the git config value of spool's merge driver for writer files.
+const MergeDriver = "spool merge-driver %O %A %B"
+
+// EnsureMergeDriver registers spool's merge driver in the clone's config
+// unless its section is there already. A fresh clone of a repository that
+// uses spool has .spool/ and .gitattributes but not the driver (git config
+// is not cloned); without it, a writer file changed on two branches merges
+// as text. It reads one small file in the common case.
+func EnsureMergeDriver(ctx context.Context, r *Repo) (registered bool, err error) {
+	b, err := os.ReadFile(filepath.Join(r.CommonDir, "config"))
+	if err == nil && bytes.Contains(b, []byte(`[merge "spool"]`)) && bytes.Contains(b, []byte("= "+MergeDriver)) {
+		return false, nil
+	}
+	if _, err := Git(ctx, r.Root, "config", "merge.spool.name", "spool event log union"); err != nil {
+		return false, err
+	}
+	if _, err := Git(ctx, r.Root, "config", "merge.spool.driver", MergeDriver); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// CheckBranchName applies git check-ref-format's rules to refs/heads/name,
+// so that a configured branch is refused when set rather than when the
+// merge train first uses it.
+func CheckBranchName(name string) error {
+	bad := func(why string) error { return fmt.Errorf("%q is not a valid branch name: %s", name, why) }
+	switch {
+	case name == "":
+		return bad("it is empty")
+	case name == "@":
+		return bad(`it is "@"`)
+	case strings.HasPrefix(name, "-"):
+		return bad("it starts with '-'")
+	case strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") || strings.Contains(name, "//"):
+		return bad("it has an empty path component")
+	case strings.HasSuffix(name, ".") || strings.HasSuffix(name, ".lock"):
+		return bad("it ends with '.' or '.lock'")
+	case strings.Contains(name, "..") || strings.Contains(name, "@{"):
+		return bad(`it contains ".." or "@{"`)
+	}
+	for _, part := range strings.Split(name, "/") {
+		if strings.HasPrefix(part, ".") || strings.HasSuffix(part, ".lock") {
+			return bad("a path component starts with '.' or ends with '.lock'")
+		}
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || strings.ContainsRune(" ~^:?*[\\", r) {
+			return bad(fmt.Sprintf("it contains %q", r))
+		}
+	}
+	return nil
+}

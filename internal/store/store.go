@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -44,6 +45,7 @@ type Store struct {
 	Config *config.Config
 	Log    *eventlog.Log
 	Engine *projections.Engine
+	warn   func(string)
 
 	// views are the projections this Store has loaded, kept so that a
 	// long-running command (the merge train) does not decode its snapshots
@@ -111,6 +113,11 @@ func Open(ctx context.Context, dir string, warn func(string)) (*Store, error) {
 		return nil, fault.New(fault.Environment, "not_initialized", ErrNotInitialized,
 			fmt.Sprintf("%s has no .spool directory; run spool init", r.Root), "root", r.Root)
 	}
+	// A fresh clone brings .spool/ but not the merge driver: register it
+	// before anything can merge a writer file as text.
+	if _, err := repo.EnsureMergeDriver(ctx, r); err != nil {
+		return nil, err
+	}
 	return OpenRepo(r, warn)
 }
 
@@ -126,9 +133,13 @@ func OpenRepo(r *repo.Repo, warn func(string)) (*Store, error) {
 		LockTimeout: cfg.Duration("lock.timeout"),
 		Warn:        warn,
 	})
+	if warn == nil {
+		warn = func(string) {}
+	}
 	return &Store{
 		Repo:   r,
 		Config: cfg,
+		warn:   warn,
 		Log:    log,
 		Engine: &projections.Engine{Log: log, Root: r.Root, StateDir: StateDir(r), Specs: Specs},
 	}, nil
@@ -151,15 +162,35 @@ func (s *Store) Read(ctx context.Context, names ...string) (*projections.View, e
 	if _, err := v.CatchUp(ctx); err != nil || !v.NeedsSave() {
 		return v, err
 	}
-	sess, err := s.Log.Begin(ctx)
-	if err != nil {
+	// Saving is a courtesy to the next command: a read must neither wait for
+	// the lock nor fail where nothing can be written (a read-only checkout,
+	// a full disk).
+	unlock, ok, err := s.Log.TryLock()
+	if !ok {
+		if err == nil || storageError(err) || errors.Is(err, fs.ErrNotExist) {
+			return v, nil
+		}
 		return nil, err
 	}
-	defer sess.Close()
+	defer unlock()
 	if _, err := v.CatchUp(ctx); err != nil {
 		return nil, err
 	}
-	return v, v.Save()
+	if err := v.Save(); err != nil && !storageError(err) {
+		return nil, err
+	}
+	return v, nil
+}
+
+// storageError is a file system refusing a write: read-only, no permission,
+// no space.
+func storageError(err error) bool {
+	for _, errno := range []syscall.Errno{syscall.EROFS, syscall.EACCES, syscall.EPERM, syscall.ENOSPC, syscall.EDQUOT, syscall.EFBIG} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
 }
 
 // Decide returns the events a command appends, given up-to-date projections
@@ -199,7 +230,15 @@ func (s *Store) Write(ctx context.Context, at time.Time, actor string, names []s
 	if s.DeferSave {
 		return events, v, nil
 	}
-	return events, v, v.Save()
+	if err := v.Save(); err != nil {
+		if !storageError(err) {
+			return events, v, err
+		}
+		// The events are on disk and acknowledged; the projections catch up
+		// from the log whenever they can be written again.
+		s.warn(fmt.Sprintf("projections not saved: %v", err))
+	}
+	return events, v, nil
 }
 
 // Rebuild replays every projection from scratch and saves them.

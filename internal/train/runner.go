@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -216,7 +217,7 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 	if err != nil || queueOf(v).PendingCount == 0 || queueOf(v).Frozen {
 		return nil, err
 	}
-	target := mergequeue.Target{Branch: r.Target}
+	target := mergequeue.Target{Branch: r.Target, Dirty: r.dirtyCheckout(ctx, queueOf(v))}
 	target.SHA, _ = revParse(ctx, r.Store.Repo.Root, "refs/heads/"+r.Target) // the steps check it again
 	var claimed *mergequeue.Entry
 	pol := r.policy()
@@ -389,9 +390,26 @@ func (j *job) lostResult(err error) *Result {
 	return &Result{EntryID: j.id, Status: j.status, Reason: "stopped: " + err.Error()}
 }
 
-// merge moves the target with a compare-and-swap and pushes it.
+// merge moves the target with a compare-and-swap, brings the worktree that
+// has it checked out along (as git merge --ff-only would) and pushes it.
+// It never leaves that checkout with the merge staged in reverse: when the
+// checkout has uncommitted changes to paths the merge changes, the target
+// stays where it is and the entry waits (WaitCheckoutDirty).
 func (j *job) merge(ctx context.Context, targetRef string) *Result {
 	root := j.r.Store.Repo.Root
+	checkout, err := checkoutOf(ctx, root, j.r.Target)
+	if err != nil {
+		return j.fail(ctx, mergequeue.FailedRetryable, "git worktree list: "+err.Error(), nil, nil)
+	}
+	if checkout != "" {
+		blocked, err := j.blockedBy(ctx, checkout)
+		if err != nil {
+			return j.fail(ctx, mergequeue.FailedRetryable, "reading the checkout of "+j.r.Target+": "+err.Error(), nil, nil)
+		}
+		if len(blocked) > 0 {
+			return j.wait(ctx, checkout, blocked) // ready_to_merge → pending
+		}
+	}
 	// intent: the target will move from against to tested
 	if err := j.step(ctx, mergequeue.Merging, "", nil, nil); err != nil {
 		return j.lostResult(err)
@@ -401,20 +419,86 @@ func (j *job) merge(ctx context.Context, targetRef string) *Result {
 		return j.fail(ctx, mergequeue.FailedRetryable, "target moved during the merge: "+err.Error(), nil, nil)
 	}
 	j.r.pause("ref_updated")
-	if remote := j.r.remote(ctx); remote != "" {
-		if _, err := repo.Git(ctx, root, "push", "--quiet", remote, targetRef+":"+targetRef); err != nil {
-			// Put the target back so local and remote agree, then give up this attempt.
-			updateRef(context.WithoutCancel(ctx), root, targetRef, j.against, j.tested, msg+" (push failed, undone)")
-			return j.fail(ctx, mergequeue.FailedRetryable, "push of "+j.r.Target+" failed: "+err.Error(), nil, nil)
+	undo := context.WithoutCancel(ctx)
+	if checkout != "" {
+		if err := fastForward(ctx, checkout, j.against, j.tested); err != nil {
+			// The checkout changed since it was read: put the target back.
+			if uerr := updateRef(undo, root, targetRef, j.against, j.tested, msg+" (checkout not updated, undone)"); uerr != nil {
+				return j.fail(ctx, mergequeue.FailedRetryable, "the checkout of "+j.r.Target+" was not updated ("+err.Error()+
+					") and the target moved again before it could be put back: "+uerr.Error(), nil, nil)
+			}
+			blocked, _ := j.blockedBy(undo, checkout)
+			if len(blocked) == 0 {
+				blocked = []string{"(" + strings.TrimSpace(err.Error()) + ")"}
+			}
+			return j.wait(ctx, checkout, blocked) // merging → pending
 		}
 	}
-	if err := syncCheckout(ctx, root, j.r.Target, j.against, j.tested); err != nil {
-		j.r.logf("entry %d: warning: the worktree with %s checked out was not updated: %v", j.id, j.r.Target, err)
+	if remote := j.r.remote(ctx); remote != "" {
+		if _, err := repo.Git(ctx, root, "push", "--quiet", remote, targetRef+":"+targetRef); err != nil {
+			// Put the target back so local and remote agree, then give up
+			// this attempt; the checkout goes back first, or the target stays.
+			reason := "push of " + j.r.Target + " failed: " + err.Error()
+			if checkout != "" {
+				if uerr := fastForward(undo, checkout, j.tested, j.against); uerr != nil {
+					return j.fail(ctx, mergequeue.FailedRetryable, reason+"; "+j.r.Target+" keeps the merge locally, its checkout changed meanwhile", nil, nil)
+				}
+			}
+			updateRef(undo, root, targetRef, j.against, j.tested, msg+" (push failed, undone)")
+			return j.fail(ctx, mergequeue.FailedRetryable, reason, nil, nil)
+		}
 	}
 	if err := j.step(ctx, mergequeue.Merged, "", nil, nil); err != nil {
 		return j.lostResult(err)
 	}
 	return &Result{EntryID: j.id, Status: mergequeue.Merged, TestedSHA: j.tested}
+}
+
+// blockedBy lists the checkout's uncommitted paths that the merge changes.
+func (j *job) blockedBy(ctx context.Context, checkout string) ([]string, error) {
+	dirty, err := uncommitted(ctx, checkout)
+	if err != nil || len(dirty) == 0 {
+		return nil, err
+	}
+	changed, err := changedPaths(ctx, j.r.Store.Repo.Root, j.against, j.tested)
+	if err != nil {
+		return nil, err
+	}
+	return mergequeue.Overlapping(dirty, changed), nil
+}
+
+// wait gives the entry back to the queue without moving the target; the
+// train claims it again once those paths are clean (Runner.dirtyCheckout).
+func (j *job) wait(ctx context.Context, checkout string, paths []string) *Result {
+	shown := paths
+	if len(shown) > 5 {
+		shown = append(append([]string(nil), paths[:5]...), fmt.Sprintf("and %d more", len(paths)-5))
+	}
+	reason := fmt.Sprintf("%s: %s has uncommitted changes to %s, which the merge changes; commit or stash them and the train merges it",
+		mergequeue.WaitCheckoutDirty, checkout, strings.Join(shown, ", "))
+	if err := j.step(ctx, mergequeue.Pending, reason, paths, nil); err != nil {
+		return j.lostResult(err)
+	}
+	return &Result{EntryID: j.id, Status: mergequeue.Pending, Reason: reason}
+}
+
+// dirtyCheckout is target.Dirty for DecideClaim: the uncommitted paths of
+// the target's checkout, read only when an entry waits for it. Unknown
+// (git failed) is clean: the merge checks again before moving anything.
+func (r *Runner) dirtyCheckout(ctx context.Context, q *mergequeue.State) []string {
+	waiting := false
+	for _, e := range q.Entries {
+		waiting = waiting || e.Status == mergequeue.Pending && e.Waiting != ""
+	}
+	if !waiting {
+		return nil
+	}
+	checkout, err := checkoutOf(ctx, r.Store.Repo.Root, r.Target)
+	if err != nil || checkout == "" {
+		return nil
+	}
+	dirty, _ := uncommitted(ctx, checkout)
+	return dirty
 }
 
 // test runs the configured test command in the scratch worktree, renewing

@@ -19,7 +19,7 @@ import (
 
 func (f *fixture) trail(id int64) []mergequeue.AuditStep {
 	f.t.Helper()
-	steps, err := Trail(context.Background(), f.store(f.root), id)
+	steps, err := Trail(context.Background(), f.store(f.root), f.queue().Entry(id))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -303,5 +303,177 @@ func TestRecoverKillsRecordedTestGroup(t *testing.T) {
 				t.Fatal("recovery did not kill the recorded group")
 			}
 		})
+	}
+}
+
+// The audit trail finds an entry's events by ref and says which ones the
+// fold skipped or resolved otherwise (events clones appended concurrently).
+func TestTrailMarksConflicts(t *testing.T) {
+	f := newFixture(t)
+	resp := f.mustSubmit(f.worktree("feat", "f.txt", "f\n"), SubmitOptions{NoPush: true})
+	st := f.store(f.root)
+	pol := mergequeue.PolicyFrom(st.Config)
+	write := func(drafts ...eventlog.Draft) {
+		t.Helper()
+		f.now = f.now.Add(time.Second)
+		if _, _, err := st.Write(context.Background(), f.now, "ada@example.com", []string{mergequeue.Name}, func(*projections.View) ([]eventlog.Draft, error) {
+			return drafts, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := f.queue()
+	e := q.Entry(resp.EntryID)
+	claim, _ := mergequeue.DecideClaim(q, "ra", mergequeue.Target{Branch: "main"}, pol, f.now)
+	// another clone's train claimed it too (it saw it pending), under a number of its own
+	other := claim[0]
+	d := other.Data.(mergequeue.EntryData)
+	d.Runner, d.EntryID = "rb", 7
+	other.Data, other.Subject = d, mergequeue.Subject(7)
+	// and another clone queued the same key: a duplicate
+	dup := mergequeue.EntryData{EntryID: 2, To: mergequeue.Pending, Workspace: e.Workspace, WorkspaceID: e.WorkspaceID, Branch: e.Branch,
+		ChangeID: e.ChangeID, ChangeIDSource: e.ChangeIDSource, DedupeKey: e.DedupeKey, HeadSHA: e.HeadSHA, Priority: mergequeue.P(2)}
+	write(claim...)
+	write(other, eventlog.Draft{Type: mergequeue.EvSubmitted, Subject: mergequeue.Subject(2), Data: dup})
+	trail := f.trail(resp.EntryID)
+	if len(trail) != 3 || trail[1].Runner != "ra" || trail[1].Skipped != "" || trail[2].Runner != "rb" || !strings.Contains(trail[2].Skipped, "held by runner ra") {
+		t.Fatalf("trail %+v", trail)
+	}
+	q = f.queue()
+	loser := q.Entry(2)
+	lt := f.trail(2)
+	if loser.Status != mergequeue.Cancelled || len(lt) != 1 || lt[0].To != mergequeue.Cancelled || !strings.Contains(lt[0].Reason, "duplicate of entry 1") {
+		t.Fatalf("duplicate: %s, trail %+v", loser.Status, lt)
+	}
+}
+
+// lines is a file of n numbered lines, line k replaced by what when k > 0.
+func lines(n, k int, what string) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		if i == k {
+			b.WriteString(what + "\n")
+		} else {
+			fmt.Fprintf(&b, "line %d\n", i)
+		}
+	}
+	return b.String()
+}
+
+// The primary worktree has main checked out with an uncommitted edit to a
+// file the change also touches: the train does not move main (which would
+// leave the checkout with the merge staged in reverse), keeps the entry
+// waiting with the reason and the paths, and merges once the edit is
+// stashed. The user's edit is never lost.
+func TestTrainWaitsForDirtyCheckout(t *testing.T) {
+	f := newFixture(t)
+	f.commit(f.root, "README", lines(10, 0, ""), "a longer README")
+	f.git(f.root, "push", "-q", "origin", "main")
+	feat := f.worktree("feat", "README", lines(10, 10, "feature's line 10"))
+	f.mustSubmit(feat, SubmitOptions{NoPush: true})
+	edit := lines(10, 1, "my uncommitted line 1")
+	f.write(f.root, "README", edit)
+	before := f.git(f.root, "rev-parse", "main")
+
+	res := f.run()
+	e := f.queue().Entry(1)
+	if len(res) != 1 || res[0].Status != mergequeue.Pending || e.Status != mergequeue.Pending {
+		t.Fatalf("results %+v, entry %s", res, e.Status)
+	}
+	if got := f.git(f.root, "rev-parse", "main"); got != before {
+		t.Fatal("main moved under a checkout with a conflicting edit")
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.root, "README")); string(b) != edit {
+		t.Fatalf("the user's edit is gone:\n%s", b)
+	}
+	if out := f.git(f.root, "diff", "--cached", "--name-only"); out != "" {
+		t.Fatalf("git diff --cached shows %s", out)
+	}
+	if !strings.HasPrefix(e.Waiting, mergequeue.WaitCheckoutDirty) || strings.Join(e.ConflictPaths, ",") != "README" || e.Attempts != 0 {
+		t.Fatalf("waiting %q, paths %v, attempts %d", e.Waiting, e.ConflictPaths, e.Attempts)
+	}
+	// Still dirty: the train leaves it waiting rather than testing it again.
+	steps := len(f.trail(1))
+	if res := f.run(); len(res) != 0 || len(f.trail(1)) != steps {
+		t.Fatalf("claimed again while the checkout is dirty: %+v", res)
+	}
+	// Stashed: the next run merges, and the edit comes back on top.
+	f.git(f.root, "stash", "-q")
+	res = f.run()
+	e = f.queue().Entry(1)
+	if len(res) != 1 || e.Status != mergequeue.Merged || f.git(f.root, "rev-parse", "main") != e.TestedSHA || e.Waiting != "" {
+		t.Fatalf("after stashing: %+v, entry %s %q", res, e.Status, e.Waiting)
+	}
+	f.git(f.root, "stash", "pop", "-q")
+	if b, _ := os.ReadFile(filepath.Join(f.root, "README")); !strings.Contains(string(b), "my uncommitted line 1") || !strings.Contains(string(b), "feature's line 10") {
+		t.Fatalf("README after stash pop:\n%s", b)
+	}
+	if out := f.git(f.root, "diff", "--cached", "--name-only"); out != "" {
+		t.Fatalf("git diff --cached shows %s", out)
+	}
+}
+
+// Uncommitted edits to other files are carried, as git merge --ff-only
+// carries them: the merge happens, staged stays staged, unstaged unstaged.
+func TestTrainCarriesUnrelatedEdits(t *testing.T) {
+	f := newFixture(t)
+	f.commit(f.root, "other.txt", "other\n", "other")
+	f.commit(f.root, "staged.txt", "staged\n", "staged")
+	feat := f.worktree("feat", "f.txt", "f\n")
+	f.mustSubmit(feat, SubmitOptions{NoPush: true})
+	f.write(f.root, "other.txt", "my edit\n")
+	f.write(f.root, "staged.txt", "my staged edit\n")
+	f.git(f.root, "add", "staged.txt")
+	f.write(f.root, "untracked.txt", "mine\n")
+	f.run()
+	e := f.queue().Entry(1)
+	if e.Status != mergequeue.Merged || f.git(f.root, "rev-parse", "main") != e.TestedSHA {
+		t.Fatalf("entry %s: %s", e.Status, e.LastError)
+	}
+	if _, err := os.Stat(filepath.Join(f.root, "f.txt")); err != nil {
+		t.Fatal("the checkout lacks the merged file")
+	}
+	staged, unstaged := f.git(f.root, "diff", "--cached", "--name-only"), f.git(f.root, "diff", "--name-only")
+	untracked := f.git(f.root, "ls-files", "--others", "--exclude-standard", "--", ".", ":(exclude).spool")
+	if staged != "staged.txt" || unstaged != "other.txt" || untracked != "untracked.txt" {
+		t.Fatalf("staged %q, unstaged %q, untracked %q", staged, unstaged, untracked)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.root, "other.txt")); string(b) != "my edit\n" {
+		t.Fatalf("other.txt: %q", b)
+	}
+}
+
+// The checkout becomes dirty between the check and the update (a race):
+// the train puts main back and waits, as if it had seen the edit.
+func TestTrainPutsTargetBackWhenCheckoutUpdateFails(t *testing.T) {
+	f := newFixture(t)
+	feat := f.worktree("feat", "README", "feature's hello\n")
+	f.mustSubmit(feat, SubmitOptions{NoPush: true})
+	before := f.git(f.root, "rev-parse", "main")
+	r := f.runner()
+	r.afterStep = func(s mergequeue.Status) {
+		if s == mergequeue.Merging {
+			f.write(f.root, "README", "my racing edit\n")
+		}
+	}
+	res, err := r.RunOne(context.Background())
+	if err != nil || res == nil {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	e := f.queue().Entry(1)
+	if got := f.git(f.root, "rev-parse", "main"); got != before || e.Status != mergequeue.Pending {
+		t.Fatalf("main %s (was %s), entry %s: %s", got, before, e.Status, f.statuses(1))
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.root, "README")); string(b) != "my racing edit\n" {
+		t.Fatalf("README: %q", b)
+	}
+	if out := f.git(f.root, "diff", "--cached", "--name-only"); out != "" {
+		t.Fatalf("git diff --cached shows %s", out)
+	}
+	if !strings.HasPrefix(e.Waiting, mergequeue.WaitCheckoutDirty) || e.Attempts != 0 {
+		t.Fatalf("waiting %q, attempts %d", e.Waiting, e.Attempts)
+	}
+	if f.git(f.remote, "rev-parse", "main") != before {
+		t.Fatal("the remote got main")
 	}
 }

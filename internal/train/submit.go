@@ -6,6 +6,7 @@ package train
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
@@ -79,10 +80,13 @@ func changeID(ctx context.Context, w mergequeue.Worktree, rev, root string) (hea
 	return head, id, source, nil
 }
 
-// Response is the seed's QueueSubmissionResponse plus dedupe key and head.
+// Response is the seed's QueueSubmissionResponse plus entry ref, workspace
+// identity, dedupe key and head.
 type Response struct {
 	EntryID        int64                     `json:"entry_id"`
+	EntryRef       string                    `json:"entry_ref"` // stable across clones; merge show/cancel/retry take a prefix
 	Workspace      string                    `json:"workspace"`
+	WorkspaceID    string                    `json:"workspace_id"`
 	Status         mergequeue.Status         `json:"status"`
 	Position       *int                      `json:"position"`
 	PendingCount   int                       `json:"pending_count"`
@@ -94,6 +98,7 @@ type Response struct {
 	ChangeID       string                    `json:"change_id"`
 	Branch         string                    `json:"branch"`
 	Pushed         bool                      `json:"pushed"`
+	PushNote       string                    `json:"push_note,omitempty"` // why the branch was not pushed
 }
 
 // Submit validates the workspace, reads its identity, pushes its branch and
@@ -128,9 +133,13 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 	if _, err := Recover(ctx, st, actor, now); err != nil {
 		return nil, err
 	}
+	wsID, err := workspaceID(st, w)
+	if err != nil {
+		return nil, err
+	}
 	pol := mergequeue.PolicyFrom(st.Config)
 	request := func(id Reading) mergequeue.SubmitRequest {
-		return mergequeue.SubmitRequest{Workspace: w.Name, Worktree: w.Path, Branch: w.Branch, HeadSHA: w.HEAD,
+		return mergequeue.SubmitRequest{Workspace: w.Name, WorkspaceID: wsID, Worktree: w.Path, Branch: w.Branch, HeadSHA: w.HEAD,
 			ChangeID: id.ChangeID, ChangeIDSource: id.Source, Priority: opt.Priority, BeadID: opt.BeadID, Actor: actor}
 	}
 	// askQueue decides without appending, so that a submission the queue
@@ -170,8 +179,15 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 	if err := askQueue(req); err != nil {
 		return nil, err
 	}
-	pushed := false
-	if remote := st.Config.String("merge.remote"); !opt.NoPush && mergequeue.RemoteExists(ctx, w.Path, remote) {
+	pushed, note := false, ""
+	switch remote := st.Config.String("merge.remote"); {
+	case opt.NoPush:
+		note = "not pushed: --no-push"
+	case remote == "":
+		note = `not pushed: merge.remote is "" (no remote)`
+	case !mergequeue.RemoteExists(ctx, w.Path, remote):
+		note = fmt.Sprintf(`not pushed: remote %q does not exist (add it, or set merge.remote "" for no remote)`, remote)
+	default:
 		if err := mergequeue.PushBranch(ctx, w, remote); err != nil {
 			return nil, err
 		}
@@ -186,9 +202,9 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 		return nil, err
 	}
 	e := queueOf(v).Entry(sub.EntryID)
-	resp := &Response{EntryID: e.ID, Workspace: e.Workspace, Status: e.Status, PendingCount: queueOf(v).PendingCount,
+	resp := &Response{EntryID: e.ID, EntryRef: e.Ref, Workspace: e.Workspace, WorkspaceID: e.WorkspaceID, Status: e.Status, PendingCount: queueOf(v).PendingCount,
 		SubmissionType: sub.Type, SubmittedAt: now.UTC(), DedupeKey: e.DedupeKey, HeadSHA: e.HeadSHA,
-		ChangeID: e.ChangeID, Branch: e.Branch, Pushed: pushed}
+		ChangeID: e.ChangeID, Branch: e.Branch, Pushed: pushed, PushNote: note}
 	if e.Position > 0 {
 		p := e.Position
 		resp.Position = &p
@@ -219,6 +235,20 @@ func findWorkspace(ctx context.Context, st *store.Store, name string) (mergequeu
 		return w, mergequeue.CheckWorkspace(w)
 	}
 	return w, nil
+}
+
+// workspaceID is the identity of the workspace at w.Path: this clone's
+// writer id and git's id of the worktree (see mergequeue.WorkspaceID).
+func workspaceID(st *store.Store, w mergequeue.Worktree) (string, error) {
+	writer, err := st.Log.WriterID()
+	if err != nil {
+		return "", mergequeue.IdentityExtractionFailed(w.Name, "writer id: "+err.Error())
+	}
+	gitID, err := mergequeue.GitWorktreeID(w.Path)
+	if err != nil {
+		return "", mergequeue.IdentityExtractionFailed(w.Name, "git worktree id: "+err.Error())
+	}
+	return mergequeue.WorkspaceID(writer, gitID), nil
 }
 
 func queueOf(v *projections.View) *mergequeue.State {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,7 +40,7 @@ func TestSubmitPreconditions(t *testing.T) {
 
 	// PRE-WS-001: the workspace must be among git worktree list.
 	reject(f.root, SubmitOptions{Workspace: "nope", NoPush: true}, mergequeue.CodeSessionNotFound)
-	reject(f.root, SubmitOptions{Workspace: "bad name!", NoPush: true}, mergequeue.CodeInvalidWorkspaceName)
+	reject(f.root, SubmitOptions{Workspace: "bad\tname", NoPush: true}, mergequeue.CodeInvalidWorkspaceName)
 	// PRE-WS-005: clean, or --auto-commit.
 	f.write(feat, "dirty.txt", "x\n")
 	reject(feat, SubmitOptions{NoPush: true}, mergequeue.CodeWorkspaceNotClean)
@@ -116,7 +117,7 @@ func TestChangeIDStable(t *testing.T) {
 	feat := f.worktree("feat", "f.txt", "f\n")
 	f.git(feat, "commit", "-q", "--amend", "-m", "feature\n\nChange-Id: I0123456789abcdef")
 	r1 := f.mustSubmit(feat, SubmitOptions{NoPush: true})
-	if r1.ChangeID != "I0123456789abcdef" || r1.DedupeKey != "feat:I0123456789abcdef" {
+	if r1.ChangeID != "I0123456789abcdef" || r1.DedupeKey != r1.WorkspaceID+":I0123456789abcdef" || !strings.HasSuffix(r1.WorkspaceID, "/feat") {
 		t.Fatalf("trailer: %+v", r1)
 	}
 	f.commit(f.root, "main.txt", "m\n", "main moves")
@@ -269,5 +270,74 @@ func TestAutoCommitRefusedWhileProcessing(t *testing.T) {
 	wantCode(t, err, mergequeue.CodeConcurrentModification)
 	if got := f.git(ws, "rev-parse", "HEAD"); got != head {
 		t.Fatalf("a refused submission committed in the worktree")
+	}
+}
+
+// A workspace is the worktree, not its directory's base name: worktrees
+// x/dupe and y/dupe (branches dupe1, dupe2) are two entries, each with its
+// own branch and head; a directory name with spaces works too.
+func TestSubmitWorktreesWithTheSameName(t *testing.T) {
+	f := newFixture(t)
+	parent := filepath.Dir(f.root)
+	add := func(path, branch string) string {
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		f.git(f.root, "worktree", "add", "-q", path, "-b", branch)
+		f.commit(path, branch+".txt", branch+"\n", branch+": change")
+		return path
+	}
+	x := add(filepath.Join(parent, "x", "dupe"), "dupe1")
+	y := add(filepath.Join(parent, "y", "dupe"), "dupe2")
+	spaced := add(filepath.Join(parent, "with space"), "spaced")
+	rx := f.mustSubmit(x, SubmitOptions{NoPush: true})
+	ry := f.mustSubmit(y, SubmitOptions{NoPush: true})
+	rs := f.mustSubmit(spaced, SubmitOptions{NoPush: true})
+	if rx.EntryID == ry.EntryID || ry.SubmissionType != mergequeue.SubmissionNew {
+		t.Fatalf("y/dupe folded into x/dupe's entry: %+v then %+v", rx, ry)
+	}
+	q := f.queue()
+	for _, c := range []struct {
+		r           *Response
+		dir, branch string
+	}{{rx, x, "dupe1"}, {ry, y, "dupe2"}, {rs, spaced, "spaced"}} {
+		e := q.Entry(c.r.EntryID)
+		if e.Branch != c.branch || e.HeadSHA != f.git(c.dir, "rev-parse", "HEAD") || e.Status != mergequeue.Pending {
+			t.Errorf("entry %d: branch %s head %s status %s, want %s at %s", e.ID, e.Branch, e.HeadSHA, e.Status, c.branch, f.git(c.dir, "rev-parse", "HEAD"))
+		}
+	}
+	if q.Entry(rx.EntryID).Workspace != "dupe" || q.Entry(rs.EntryID).Workspace != "with space" {
+		t.Errorf("display names %q, %q", q.Entry(rx.EntryID).Workspace, q.Entry(rs.EntryID).Workspace)
+	}
+	// Submitting again finds each worktree's own entry.
+	f.commit(y, "more.txt", "more\n", "dupe2: more")
+	if r := f.mustSubmit(y, SubmitOptions{NoPush: true}); r.EntryID != ry.EntryID || r.SubmissionType != mergequeue.SubmissionUpdated {
+		t.Fatalf("resubmitting y/dupe: %+v", r)
+	}
+	if e := f.queue().Entry(rx.EntryID); e.HeadSHA != f.git(x, "rev-parse", "HEAD") || e.Branch != "dupe1" {
+		t.Fatalf("x/dupe's entry changed: %s %s", e.Branch, e.HeadSHA)
+	}
+	// --workspace by base name is ambiguous; by path it is not.
+	_, err := f.submit(f.root, SubmitOptions{Workspace: "dupe", NoPush: true}, "ada@example.com")
+	wantCode(t, err, mergequeue.CodeInvalidWorkspaceName)
+	if !strings.Contains(err.Error(), x) || !strings.Contains(err.Error(), y) {
+		t.Errorf("the ambiguity does not list the paths: %v", err)
+	}
+	if r, err := f.submit(f.root, SubmitOptions{Workspace: y, NoPush: true}, "ada@example.com"); err != nil || r.EntryID != ry.EntryID {
+		t.Fatalf("--workspace %s: %+v, %v", y, r, err)
+	}
+	if r, err := f.submit(f.root, SubmitOptions{Workspace: "with space", NoPush: true}, "ada@example.com"); err != nil || r.EntryID != rs.EntryID {
+		t.Fatalf("--workspace 'with space': %+v, %v", r, err)
+	}
+	// The train merges each one's own branch.
+	f.run()
+	q = f.queue()
+	for _, id := range []int64{rx.EntryID, ry.EntryID, rs.EntryID} {
+		if q.Entry(id).Status != mergequeue.Merged {
+			t.Fatalf("entry %d is %s: %s", id, q.Entry(id).Status, q.Entry(id).LastError)
+		}
+	}
+	for _, file := range []string{"dupe1.txt", "dupe2.txt", "more.txt", "spaced.txt"} {
+		if _, err := os.Stat(filepath.Join(f.root, file)); err != nil {
+			t.Errorf("main lacks %s", file)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,13 +13,22 @@ import (
 
 // Trail reads an entry's audit trail from the log: every merge event about
 // it, in replay order (lease renewals aside). N numbers events along the log.
-func Trail(ctx context.Context, st *store.Store, id int64) ([]mergequeue.AuditStep, error) {
+// Events name their entry by ref (older ones by number), not by subject:
+// the number in a subject is the one the writing clone gave. Events the fold
+// resolved as a conflict between clones say what it made of them instead:
+// Skipped, or the status the entry got (a duplicate submission's cancelled).
+func Trail(ctx context.Context, st *store.Store, e *mergequeue.Entry) ([]mergequeue.AuditStep, error) {
 	r, err := st.Log.Read(nil)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	subject := mergequeue.Subject(id)
+	subject := mergequeue.Subject(e.ID)
+	ref := []byte(e.Ref)
+	resolved := map[string]mergequeue.Resolution{}
+	for _, c := range e.Conflicts {
+		resolved[c.Event] = c
+	}
 	steps := []mergequeue.AuditStep{}
 	for n := 1; ; n++ {
 		ev, _, err := r.Next()
@@ -31,15 +41,38 @@ func Trail(ctx context.Context, st *store.Store, id int64) ([]mergequeue.AuditSt
 		if n%4096 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if ev.Subject != subject || !strings.HasPrefix(ev.Type, "merge.") || ev.Type == mergequeue.EvLeaseRenewed {
+		if !strings.HasPrefix(ev.Type, "merge.") || ev.Type == mergequeue.EvLeaseRenewed {
+			continue
+		}
+		// Cheap tests first: most events are about other entries.
+		if ev.ID != e.Ref && ev.Subject != subject && (len(ref) == 0 || !bytes.Contains(ev.Data, ref)) {
 			continue
 		}
 		var d mergequeue.EntryData
-		if json.Unmarshal(ev.Data, &d) != nil || d.EntryID != id {
+		if json.Unmarshal(ev.Data, &d) != nil {
+			continue
+		}
+		switch {
+		case ev.Type == mergequeue.EvSubmitted:
+			if ev.ID != e.Ref {
+				continue
+			}
+		case d.EntryRef != "":
+			if d.EntryRef != e.Ref {
+				continue
+			}
+		case d.EntryID != e.ID: // an older event without a ref
 			continue
 		}
 		step := mergequeue.StepOf(ev, &d)
 		step.N = n
+		if c, ok := resolved[ev.ID]; ok {
+			if c.To == "" {
+				step.Skipped = c.Reason
+			} else {
+				step.To, step.Reason = c.To, c.Reason
+			}
+		}
 		steps = append(steps, step)
 	}
 }

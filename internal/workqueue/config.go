@@ -1,6 +1,8 @@
 package workqueue
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/spoolhq/spool/internal/config"
@@ -19,9 +21,9 @@ func init() {
 			Help: "where ready work comes from: spool's own tasks, or bd/br ready --json"},
 		config.Key{Name: "workqueue.source_bin", Kind: config.String, Default: "",
 			Help: "path of the bd/br binary (default: found on PATH)"},
-		config.Key{Name: "workqueue.label", Kind: config.String, Default: "",
+		config.Key{Name: "workqueue.label", Kind: config.String, Default: "", Check: checkLabels,
 			Help: "next only hands out tasks with this label (race-free gating)"},
-		config.Key{Name: "workqueue.exclude_labels", Kind: config.Strings, Default: []string{},
+		config.Key{Name: "workqueue.exclude_labels", Kind: config.Strings, Default: []string{}, Check: checkLabels,
 			Help: "next never hands out tasks with any of these labels"},
 		config.Key{Name: "workqueue.lease", Kind: config.Duration, Default: time.Hour, Min: config.Min(1),
 			Help: "how long a claim lasts without a heartbeat; an expired claim is a failed attempt"},
@@ -35,9 +37,36 @@ func init() {
 			Help: "exponential: each further failure multiplies the wait by this"},
 		config.Key{Name: "backoff.max_failures", Kind: config.Int, Default: 5, Min: config.Min(0),
 			Help: "exponential: abandon a task after this many attempts (0: never)"},
-		config.Key{Name: "ids.prefix", Kind: config.String, Default: "sp",
+		config.Key{Name: "ids.prefix", Kind: config.String, Default: "sp", Check: checkPrefix,
 			Help: "prefix of new task ids, such as sp in sp-a3f8"},
 	)
+	config.RegisterRule(func(c *config.Config) error {
+		if lo, hi := c.Duration("backoff.initial"), c.Duration("backoff.max"); lo > hi {
+			return fmt.Errorf("backoff.initial (%s) must not be longer than backoff.max (%s)", lo, hi)
+		}
+		return nil
+	})
+}
+
+func checkPrefix(v any) error {
+	if p := v.(string); !ValidPrefix(p) {
+		return fmt.Errorf("%q must be 1-16 lowercase letters and digits, starting with a letter", p)
+	}
+	return nil
+}
+
+// checkLabels accepts "" (no label) or labels ValidateLabel accepts.
+func checkLabels(v any) error {
+	labels, _ := v.([]string)
+	if s, ok := v.(string); ok && s != "" {
+		labels = []string{s}
+	}
+	for _, l := range labels {
+		if err := ValidateLabel(l); err != nil {
+			return errors.New(err.Error())
+		}
+	}
+	return nil
 }
 
 // PolicyFrom reads the queue's configuration.

@@ -177,8 +177,30 @@ func UpdateTask(s *State, id string, u Update) ([]eventlog.Draft, error) {
 			return nil, invalidTransition(id, "is closed; reopen it first")
 		}
 	}
-	d := UpdatedData{Title: u.Title, Description: u.Description, Priority: u.Priority, Status: status,
-		AddLabels: normLabels(u.AddLabels), RemoveLabels: normLabels(u.RemoveLabels)}
+	// Only what changes is recorded: an update that changes nothing appends nothing.
+	d := UpdatedData{Status: status}
+	if u.Title != nil && *u.Title != t.Title {
+		d.Title = u.Title
+	}
+	if u.Description != nil && *u.Description != t.Detail().Description {
+		d.Description = u.Description
+	}
+	if u.Priority != nil && *u.Priority != t.Priority {
+		d.Priority = u.Priority
+	}
+	// The fold adds, then removes: record only the difference that makes.
+	final := normLabels(append(slices.Clone(t.Labels), u.AddLabels...))
+	final = slices.DeleteFunc(final, func(l string) bool { return slices.Contains(u.RemoveLabels, l) })
+	for _, l := range final {
+		if !t.HasLabel(l) {
+			d.AddLabels = append(d.AddLabels, l)
+		}
+	}
+	for _, l := range t.Labels {
+		if !slices.Contains(final, l) {
+			d.RemoveLabels = append(d.RemoveLabels, l)
+		}
+	}
 	if d.Title != nil || d.Description != nil || d.Priority != nil || d.Status != nil || len(d.AddLabels)+len(d.RemoveLabels) > 0 {
 		drafts = append([]eventlog.Draft{{Type: TypeUpdated, Subject: id, Data: d}}, drafts...)
 	}
@@ -234,7 +256,11 @@ func AddDep(s *State, id, blocker string) (eventlog.Draft, error) {
 				fmt.Sprintf("%s already depends on %s", id, blocker), "id", id, "blocker", blocker)
 		}
 	}
-	if id == blocker || s.reaches(blocker, id) {
+	if id == blocker {
+		return eventlog.Draft{}, fault.New(fault.Rejected, "dependency_cycle", fault.ErrConflict,
+			fmt.Sprintf("%s cannot depend on itself", id), "id", id, "blocker", blocker)
+	}
+	if s.reaches(blocker, id) {
 		return eventlog.Draft{}, fault.New(fault.Rejected, "dependency_cycle", fault.ErrConflict,
 			fmt.Sprintf("%s cannot depend on %s: %s already waits for %s", id, blocker, blocker, id), "id", id, "blocker", blocker)
 	}
@@ -406,7 +432,7 @@ func Next(s *State, cands []Candidate, native bool, p Policy, g Gate, worker, ac
 func held(s *State, p Policy, id, actor string, now time.Time) (Entry, error) {
 	h := s.History[id]
 	if h == nil {
-		if s.Tasks[id] == nil {
+		if !s.HasTask(id) {
 			return Entry{}, fault.NotFound("task", id)
 		}
 		return Entry{}, notClaimed(id, "it was never claimed")

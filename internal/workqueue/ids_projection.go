@@ -43,7 +43,8 @@ func (p *IDsProjection) HasTask(id string) bool {
 
 func (p *IDsProjection) TaskCount() int { return p.count + len(p.fresh) }
 
-func (p *IDsProjection) MarshalState() ([]byte, error) {
+// IDs lists every task id, sorted.
+func (p *IDsProjection) IDs() []string {
 	ids := make([]string, 0, p.TaskCount())
 	if p.saved != "" {
 		ids = append(ids, strings.Split(strings.Trim(p.saved, "\n"), "\n")...)
@@ -52,7 +53,11 @@ func (p *IDsProjection) MarshalState() ([]byte, error) {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	return []byte(strings.Join(ids, "\n")), nil
+	return ids
+}
+
+func (p *IDsProjection) MarshalState() ([]byte, error) {
+	return []byte(strings.Join(p.IDs(), "\n")), nil
 }
 
 func (p *IDsProjection) UnmarshalState(b []byte) error {

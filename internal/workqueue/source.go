@@ -68,7 +68,7 @@ func (b Beads) Run(ctx context.Context, args ...string) ([]byte, error) {
 func (b Beads) Ready(ctx context.Context, labels []string) ([]Candidate, error) {
 	args := []string{"ready", "--json", "--limit", "0"}
 	for _, l := range labels {
-		args = append(args, "--label", l)
+		args = append(args, "--label="+l) // one word: a label never reads as a flag
 	}
 	out, err := b.Run(ctx, args...)
 	if err != nil {
@@ -88,24 +88,25 @@ func (b Beads) Ready(ctx context.Context, labels []string) ([]Candidate, error) 
 }
 
 // Close, LabelAdd, LabelRemove and SetPriority mirror done, block, unblock
-// and demotion in the source.
+// and demotion in the source. Flags come first and ids after "--", so an
+// id such as --force is an id, never an option.
 func (b Beads) Close(ctx context.Context, id, reason string) error {
-	_, err := b.Run(ctx, "close", id, "--reason", reason)
+	_, err := b.Run(ctx, "close", "--reason="+reason, "--", id)
 	return err
 }
 
 func (b Beads) LabelAdd(ctx context.Context, id, label string) error {
-	_, err := b.Run(ctx, "label", "add", id, label)
+	_, err := b.Run(ctx, "label", "add", "--", id, label)
 	return err
 }
 
 func (b Beads) LabelRemove(ctx context.Context, id, label string) error {
-	_, err := b.Run(ctx, "label", "remove", id, label)
+	_, err := b.Run(ctx, "label", "remove", "--", id, label)
 	return err
 }
 
 func (b Beads) SetPriority(ctx context.Context, id string, priority int) error {
-	_, err := b.Run(ctx, "update", id, "--priority", strconv.Itoa(priority))
+	_, err := b.Run(ctx, "update", "--priority="+strconv.Itoa(priority), "--", id)
 	return err
 }
 

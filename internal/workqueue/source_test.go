@@ -44,7 +44,7 @@ func TestFakeBeadsBareArray(t *testing.T) {
 	if len(cands) != 2 || cands[0].ID != "bd-042" || cands[0].Priority != 1 || !cands[0].CreatedAt.Equal(time.Date(2024, 1, 15, 10, 0, 0, 0, time.UTC)) {
 		t.Fatalf("candidates %+v", cands)
 	}
-	if got := readLog(t, log); len(got) != 1 || got[0] != "bd ready --json --limit 0 --label automated" {
+	if got := readLog(t, log); len(got) != 1 || got[0] != "bd ready --json --limit 0 --label=automated" {
 		t.Fatalf("argv %q", got)
 	}
 	ctx := context.Background()
@@ -60,8 +60,8 @@ func TestFakeBeadsBareArray(t *testing.T) {
 	if err := b.LabelRemove(ctx, "bd-042", "blocked"); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"bd ready --json --limit 0 --label automated", "bd close bd-042 --reason done",
-		"bd label add bd-042 blocked", "bd update bd-042 --priority 3", "bd label remove bd-042 blocked"}
+	want := []string{"bd ready --json --limit 0 --label=automated", "bd close --reason=done -- bd-042",
+		"bd label add -- bd-042 blocked", "bd update --priority=3 -- bd-042", "bd label remove -- bd-042 blocked"}
 	if got := readLog(t, log); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("argv\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

@@ -101,6 +101,9 @@ type Entry struct {
 type State struct {
 	Tasks   map[string]*Task
 	History map[string]*Entry
+	// IDs answers whether a task exists when Tasks was not opened (the
+	// task-ids projection: a few bytes a task rather than the tasks).
+	IDs TaskIndex
 }
 
 // Projection names.
@@ -202,8 +205,13 @@ type TaskIndex interface {
 	TaskCount() int
 }
 
-func (s *State) HasTask(id string) bool { return s.Tasks[id] != nil }
-func (s *State) TaskCount() int         { return len(s.Tasks) }
+func (s *State) HasTask(id string) bool {
+	if s.Tasks == nil && s.IDs != nil {
+		return s.IDs.HasTask(id)
+	}
+	return s.Tasks[id] != nil
+}
+func (s *State) TaskCount() int { return len(s.Tasks) }
 
 // QueueProjection folds the queue's side of every event; like the tasks,
 // its snapshot is decoded in the background.

@@ -206,3 +206,21 @@ func (s *State) View(t *Task, p Policy, now time.Time, comments bool) TaskJSON {
 	}
 	return j
 }
+
+// Dependents returns, sorted, the tasks that wait for id and its children.
+func (s *State) Dependents(id string) (blocks, children []string) {
+	for _, t := range s.Tasks {
+		if t.Parent == id {
+			children = append(children, t.ID)
+		}
+		for _, d := range t.Blockers {
+			if d.ID == id {
+				blocks = append(blocks, t.ID)
+				break
+			}
+		}
+	}
+	sort.Strings(blocks)
+	sort.Strings(children)
+	return blocks, children
+}

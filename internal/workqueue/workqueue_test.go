@@ -691,3 +691,45 @@ func TestIDsProjection(t *testing.T) {
 		t.Fatalf("%q != %q", again, want)
 	}
 }
+
+// An update records only what it changes; one that changes nothing appends
+// nothing (and the fold gives the same task either way).
+func TestUpdateRecordsOnlyChanges(t *testing.T) {
+	str := func(s string) *string { return &s }
+	num := func(n int) *int { return &n }
+	for _, tc := range []struct {
+		name string
+		u    Update
+		want string // the task.updated data, or "" for no event
+	}{
+		{"same title", Update{Title: str("a")}, ""},
+		{"same priority and description", Update{Priority: num(2), Description: str("d")}, ""},
+		{"label it has", Update{AddLabels: []string{"x"}}, ""},
+		{"label it lacks removed", Update{RemoveLabels: []string{"nope"}}, ""},
+		{"add and remove the same new label", Update{AddLabels: []string{"y"}, RemoveLabels: []string{"y"}}, ""},
+		{"new title only", Update{Title: str("b"), Priority: num(2)}, `{"title":"b"}`},
+		{"remove a label it has", Update{RemoveLabels: []string{"x"}, AddLabels: []string{"x"}}, `{"remove_labels":["x"]}`},
+		{"add one new label", Update{AddLabels: []string{"x", "z"}}, `{"add_labels":["z"]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			d, id, err := AddTask(w.s, NewTask{Title: "a", Description: "d", Priority: 2, Labels: []string{"x"}}, "sp", "w1", t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.apply("ada", t0, d)
+			drafts, err := UpdateTask(w.s, id, tc.u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if len(drafts) > 0 {
+				b, _ := json.Marshal(drafts[0].Data)
+				got = string(b)
+			}
+			if got != tc.want {
+				t.Fatalf("drafts %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

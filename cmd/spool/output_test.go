@@ -1,0 +1,54 @@
+package main
+
+import (
+	"runtime/debug"
+	"testing"
+)
+
+func TestText(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain title":        "plain title",
+		"two\nlines":         `two\nlines`,
+		"\x1b[31mred\x1b[0m": `\x1b[31mred\x1b[0m`,
+		"tab\there":          `tab\there`,
+		"del\x7f":            `del\x7f`,
+		"c1\u0085":           `c1\u0085`,
+		"rtl\u202eevil":      `rtl\u202eevil`,
+		"héllo wörld ✓":      "héllo wörld ✓",
+		"bad\xffutf8":        `bad\xffutf8`,
+	} {
+		if got := text(in); got != want {
+			t.Errorf("text(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestRowAndClip(t *testing.T) {
+	if got := row("a", "b", "", ""); got != "a\tb\n" {
+		t.Errorf("row = %q", got)
+	}
+	if got := row("a", "", "c"); got != "a\t\tc\n" {
+		t.Errorf("row = %q", got)
+	}
+	if got := clip("ééééé", 7); got != "éé..." {
+		t.Errorf("clip = %q", got)
+	}
+	if got := clip("short", 10); got != "short" {
+		t.Errorf("clip = %q", got)
+	}
+}
+
+func TestBuildVersion(t *testing.T) {
+	info := &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261123184500-0123456789ab"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef"}, {Key: "vcs.modified", Value: "true"}}}
+	if v, rev := buildVersion(info, true); v != "v0.0.0-20261123184500-0123456789ab" || rev != "0123456789abcdef+dirty" {
+		t.Errorf("buildVersion = %q, %q", v, rev)
+	}
+	info = &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}
+	if v, rev := buildVersion(info, true); v != "dev" || rev != "" {
+		t.Errorf("devel build: %q, %q", v, rev)
+	}
+	if v, _ := buildVersion(nil, false); v != "dev" {
+		t.Errorf("no build info: %q", v)
+	}
+}

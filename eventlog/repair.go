@@ -1,0 +1,174 @@
+package eventlog
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/google/renameio/v2"
+)
+
+// FileRepair is what Repair did to one writer file, or could not do.
+type FileRepair struct {
+	Path   string   `json:"file"`
+	Backup string   `json:"backup,omitempty"` // the file as it was, when it was rewritten
+	Fixed  []string `json:"fixed"`
+	Left   []string `json:"left"` // problems only a person can fix; the file is left as it was
+}
+
+// Repair fixes, under the lock, what can be fixed without losing or
+// altering an acknowledged event: a torn tail or an unfinished batch (never
+// acknowledged), exact copies of a line, and lines out of order whose ids
+// all check (a writer file merged without the merge driver, both sides
+// kept), which are put in order as the merge driver would. Each rewritten
+// file is first copied to <private dir>/repair/<time>/. A file with a line
+// that does not parse, an edited line or a missing seq is left untouched
+// and reported. Files with nothing to fix are not listed.
+func (l *Log) Repair(ctx context.Context, now time.Time) ([]FileRepair, error) {
+	unlock, err := l.Lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	files, err := l.Files()
+	if err != nil {
+		return nil, err
+	}
+	backups := filepath.Join(l.opt.PrivateDir, "repair", strconv.FormatInt(now.UnixNano(), 10))
+	var out []FileRepair
+	for _, path := range files {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return out, err
+		}
+		fixed, rep := repairLines(b, WriterOf(path))
+		rep.Path = path
+		if len(rep.Fixed) == 0 && len(rep.Left) == 0 {
+			continue
+		}
+		if len(rep.Left) == 0 {
+			if err := os.MkdirAll(backups, 0o755); err != nil {
+				return out, err
+			}
+			rep.Backup = filepath.Join(backups, filepath.Base(path))
+			if err := renameio.WriteFile(rep.Backup, b, 0o644); err != nil {
+				return out, fmt.Errorf("back up %s: %w", path, err)
+			}
+			if err := renameio.WriteFile(path, fixed, 0o644); err != nil {
+				return out, fmt.Errorf("write %s: %w", path, err)
+			}
+			if err := syncDir(filepath.Dir(path)); err != nil {
+				return out, err
+			}
+		}
+		out = append(out, rep)
+	}
+	return out, nil
+}
+
+// repairLines returns the repaired content of one writer file and what was
+// done; with anything in Left the content must not be used.
+func repairLines(b []byte, writer string) ([]byte, FileRepair) {
+	rep := FileRepair{Fixed: []string{}, Left: []string{}}
+	if i := bytes.LastIndexByte(b, '\n'); i+1 < len(b) {
+		rep.Fixed = append(rep.Fixed, fmt.Sprintf("removed a torn tail of %d bytes (never acknowledged)", len(b)-i-1))
+		b = b[:i+1]
+	}
+	type line struct {
+		raw []byte
+		e   *Event
+		sp  spans
+		n   int
+	}
+	var lines []line
+	seen := map[string]bool{} // lines kept, by their bytes
+	var copies []int
+	r := newRules(writer)
+	for n, raw := range bytes.SplitAfter(b, []byte{'\n'}) {
+		if len(raw) == 0 {
+			continue
+		}
+		e, sp, err := decode(raw)
+		if err != nil {
+			rep.Left = append(rep.Left, fmt.Sprintf("line %d: %v", n+1, err))
+			continue
+		}
+		if seen[string(raw)] {
+			copies = append(copies, n+1)
+			continue
+		}
+		seen[string(raw)] = true
+		switch {
+		case e.Writer != writer:
+			rep.Left = append(rep.Left, fmt.Sprintf("line %d: writer %q in the file of writer %q", n+1, e.Writer, writer))
+		case !r.idMatches(raw, e, sp):
+			rep.Left = append(rep.Left, fmt.Sprintf("line %d: id %s does not match the content: the line was edited", n+1, e.ID))
+		}
+		lines = append(lines, line{raw, e, sp, n + 1})
+	}
+	if len(copies) > 0 {
+		rep.Fixed = append(rep.Fixed, fmt.Sprintf("dropped %d exact copies of other lines (lines %s)", len(copies), joinInts(copies)))
+	}
+	k := len(lines)
+	for k > 0 && lines[k-1].e.More {
+		k--
+	}
+	if k < len(lines) {
+		rep.Fixed = append(rep.Fixed, fmt.Sprintf("removed %d lines of an append that never finished (never acknowledged)", len(lines)-k))
+		lines = lines[:k]
+	}
+	if len(rep.Left) > 0 {
+		return nil, rep
+	}
+	var out bytes.Buffer
+	inOrder := true
+	r = newRules(writer)
+	for _, l := range lines {
+		out.Write(l.raw)
+		if r.check(l.raw, l.e, l.sp, l.n) != nil {
+			inOrder = false
+		}
+	}
+	if inOrder {
+		return out.Bytes(), rep
+	}
+	// Out of order: safe to put in order only if no seq is missing (a
+	// missing seq is a deleted line, whose event only git still has).
+	have := map[uint64]bool{}
+	var top uint64
+	for _, l := range lines {
+		have[l.e.Seq] = true
+		top = max(top, l.e.Seq)
+	}
+	for seq := uint64(1); seq <= top; seq++ {
+		if !have[seq] {
+			rep.Left = append(rep.Left, fmt.Sprintf("seq %d is missing: a line was deleted; restore it from git (git log -p -- FILE)", seq))
+			return nil, rep
+		}
+	}
+	union, err := Union(out.Bytes(), nil)
+	if err != nil {
+		rep.Left = append(rep.Left, err.Error())
+		return nil, rep
+	}
+	rep.Fixed = append(rep.Fixed, fmt.Sprintf("put %d lines in order as the merge driver would (seq renumbered, ids unchanged)", len(lines)))
+	return union, rep
+}
+
+func joinInts(ns []int) string {
+	var b []byte
+	for i, n := range ns {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		if i == 8 {
+			return string(append(b, "…"...))
+		}
+		b = strconv.AppendInt(b, int64(n), 10)
+	}
+	return string(b)
+}

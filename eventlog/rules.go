@@ -1,0 +1,96 @@
+package eventlog
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+)
+
+// rules follows one writer file line by line and enforces what every line
+// must be: of the file's writer, seq 1, 2, 3, … without a gap, (lc, id)
+// strictly increasing, and its id the hash of its content. An id hashes
+// the writer and the lc, so the order rule also means no id twice in a
+// file, and the writer rule no id twice in the log. Readers, Check and
+// Repair share these rules, so a read never folds what verify would refuse.
+type rules struct {
+	writer string
+	seq    uint64 // of the last line accepted
+	lc     uint64
+	id     string
+	line   int // its line number
+	hash   hash.Hash
+	sum    []byte
+}
+
+// breach is one broken rule.
+type breach struct {
+	msg string
+	dup bool // a copy of the previous line (readers drop it with a warning)
+}
+
+func newRules(writer string) *rules {
+	return &rules{writer: writer, hash: sha256.New(), sum: make([]byte, 0, sha256.Size)}
+}
+
+// check judges line n (decoded as e, with the value spans sp). A line that
+// breaks a rule is not accepted, except by accept, which Check calls to go on
+// judging the lines after it.
+func (r *rules) check(line []byte, e *Event, sp spans, n int) *breach {
+	switch {
+	case e.Writer != r.writer:
+		return &breach{msg: fmt.Sprintf("writer %q in the file of writer %q", e.Writer, r.writer)}
+	case e.Seq != r.seq+1:
+		// The same seq, lc and id as the line before, and an id that is the
+		// content's hash: the same event again (a line duplicated in place).
+		if r.line > 0 && e.Seq == r.seq && e.LC == r.lc && e.ID == r.id && r.idMatches(line, e, sp) {
+			return &breach{msg: fmt.Sprintf("copy of line %d", r.line), dup: true}
+		}
+		return &breach{msg: fmt.Sprintf("seq %d follows %d (want %d)", e.Seq, r.seq, r.seq+1)}
+	case e.LC < r.lc:
+		return &breach{msg: fmt.Sprintf("lc %d goes back from %d", e.LC, r.lc)}
+	case e.LC == r.lc && e.ID == r.id:
+		return &breach{msg: fmt.Sprintf("id %s already used at line %d", e.ID, r.line)}
+	case e.LC == r.lc && e.ID < r.id:
+		return &breach{msg: fmt.Sprintf("out of order: lc %d, id %s after id %s", e.LC, e.ID, r.id)}
+	case !r.idMatches(line, e, sp):
+		want, _ := e.computeID()
+		return &breach{msg: fmt.Sprintf("id %s does not match the content (want %s): the line was edited", e.ID, want)}
+	}
+	r.accept(e, n)
+	return nil
+}
+
+// accept makes e, at line n, the line the next one must follow.
+func (r *rules) accept(e *Event, n int) {
+	r.seq, r.lc, r.id, r.line = e.Seq, e.LC, e.ID, n
+}
+
+var blankID, zeroSeq, newline = []byte(`""`), []byte{'0'}, []byte{'\n'}
+
+// idMatches reports whether e.ID is the hash computeID gives. A line spool
+// wrote is already the canonical encoding, so hashing it with the id and seq
+// values blanked is the same as encoding the event again, at a fraction of
+// the cost; any other line is encoded again to be sure.
+func (r *rules) idMatches(line []byte, e *Event, sp spans) bool {
+	line = bytes.TrimSuffix(line, []byte{'\n'})
+	if sp.idStart > 0 && sp.idEnd <= sp.seqStart && sp.seqEnd <= len(line) && len(e.ID) == 24 {
+		h := r.hash
+		h.Reset()
+		h.Write(line[:sp.idStart])
+		h.Write(blankID)
+		h.Write(line[sp.idEnd:sp.seqStart])
+		h.Write(zeroSeq)
+		h.Write(line[sp.seqEnd:])
+		h.Write(newline)
+		r.sum = h.Sum(r.sum[:0])
+		var hexed [24]byte
+		hex.Encode(hexed[:], r.sum[:12])
+		if string(hexed[:]) == e.ID {
+			return true
+		}
+	}
+	want, err := e.computeID()
+	return err == nil && want == e.ID
+}
