@@ -2,19 +2,23 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/repo"
 )
 
 // DemoCmd runs spool in a throwaway repository and prints what it did.
 type DemoCmd struct {
-	Keep string `placeholder:"DIR" help:"Make the demo repository in DIR instead of a new temp directory."`
+	Keep string `placeholder:"DIR" help:"Run the demo in DIR (new or empty) and keep it, instead of a temp directory removed at the end."`
 }
 
 // demoScript is what the demo runs; each capability adds its steps.
@@ -35,9 +39,9 @@ var demoScript = [][]string{
 	{"stats"},
 	// The merge queue: a linked worktree's branch, queued, tested and merged into main.
 	{"git", "commit", "-q", "--allow-empty", "-m", "initial commit"},
-	{"git", "worktree", "add", "-q", "-b", "feature", "feature-wt"},
-	{"git", "-C", "feature-wt", "commit", "-q", "--allow-empty", "-m", "feature: a change ready to merge"},
-	{"merge", "submit", "--workspace", "feature-wt", "--no-push"},
+	{"git", "worktree", "add", "-q", "-b", "feature", "../feature-wt"},
+	{"git", "-C", "../feature-wt", "commit", "-q", "--allow-empty", "-m", "feature: a change ready to merge"},
+	{"merge", "submit", "--workspace", "feature-wt"},
 	{"merge", "list"},
 	{"config", "set", "merge.test_command", `["git","log","-1","--format=testing %h %s"]`},
 	{"merge", "run", "--once"},
@@ -55,31 +59,59 @@ var demoScript = [][]string{
 // demoCreated finds the id in spool task add's output.
 var demoCreated = regexp.MustCompile(`(?m)^created (\S+):`)
 
+// The demo's sandbox: a repository (repo), its bare remote (origin.git) and
+// the feature worktree, all inside one directory the demo made or was given
+// empty. It changes nothing outside that directory (and the merge train's
+// scratch worktrees, removed as always), pushes only to its own remote, and
+// removes a directory it made itself.
+const (
+	demoRepo   = "repo"
+	demoRemote = "origin.git"
+)
+
 func (c *DemoCmd) Run(e *env) error {
-	dir := c.Keep
-	if dir == "" {
-		var err error
-		if dir, err = os.MkdirTemp("", "spool-demo-"); err != nil {
-			return err
-		}
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, cleanup, err := demoDir(c.Keep)
+	if err != nil {
 		return err
 	}
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.email", "demo@spool.invalid"}, {"config", "user.name", "spool demo"}} {
+	defer cleanup()
+	defer demoEnviron()()
+	root, remote := filepath.Join(dir, demoRepo), filepath.Join(dir, demoRemote)
+	for _, args := range [][]string{
+		{"init", "-q", "--bare", "-b", "main", remote},
+		{"init", "-q", "-b", "main", root},
+		{"-C", root, "config", "user.email", "demo@spool.invalid"},
+		{"-C", root, "config", "user.name", "spool demo"},
+		{"-C", root, "remote", "add", "origin", remote},
+	} {
 		if _, err := repo.Git(e.ctx, dir, args...); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(e.stdout, "# a throwaway git repository: %s\n", dir)
+	fmt.Fprintf(e.stdout, "# a throwaway git repository: %s (its remote: %s)\n", root, remote)
+	if err := runDemo(e, root); err != nil {
+		return err
+	}
+	if c.Keep == "" {
+		fmt.Fprintf(e.stdout, "\n# done; %s is removed now (spool demo --keep DIR keeps it)\n", dir)
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "\n# the log is in %s/.spool/events/, projections in %s/.spool/state/\n", root, root)
+	fmt.Fprintf(e.stdout, "# look around: spool -C %s log --json\n", root)
+	return nil
+}
+
+// runDemo runs demoScript in the repository at root.
+func runDemo(e *env, root string) error {
 	var ids []string
 	for _, step := range demoScript {
+		if err := e.ctx.Err(); err != nil {
+			return err
+		}
 		if step[0] == "git" { // setting the scene
 			fmt.Fprintf(e.stdout, "\n$ %s\n", strings.Join(quoteArgs(step), " "))
-			if _, err := repo.Git(e.ctx, dir, step[1:]...); err != nil {
-				if !strings.Contains(err.Error(), "already exists") {
-					return err
-				}
-				fmt.Fprintln(e.stdout, "(already there from an earlier run)")
+			if _, err := repo.Git(e.ctx, root, step[1:]...); err != nil {
+				return err
 			}
 			continue
 		}
@@ -91,7 +123,7 @@ func (c *DemoCmd) Run(e *env) error {
 			}
 		}
 		fmt.Fprintf(e.stdout, "\n$ spool %s\n", strings.Join(quoteArgs(args), " "))
-		full := append([]string{"-C", dir, "--actor", "demo@spool.invalid"}, args...)
+		full := append([]string{"-C", root, "--actor", "demo@spool.invalid"}, args...)
 		var out bytes.Buffer
 		w := io.MultiWriter(e.stdout, &out)
 		if code := run(full, w, w); code != 0 {
@@ -101,9 +133,57 @@ func (c *DemoCmd) Run(e *env) error {
 			ids = append(ids, m[1])
 		}
 	}
-	fmt.Fprintf(e.stdout, "\n# the log is in %s/.spool/events/, projections in %s/.spool/state/\n", dir, dir)
-	fmt.Fprintf(e.stdout, "# look around: spool -C %s log --json\n", dir)
 	return nil
+}
+
+// demoDir is where the demo runs: a new temporary directory, removed by
+// cleanup, or --keep DIR, which must not exist yet (it is created) or be
+// empty, so the demo can never write into a repository that matters.
+func demoDir(keep string) (dir string, cleanup func(), err error) {
+	if keep == "" {
+		dir, err := os.MkdirTemp("", "spool-demo-")
+		if err != nil {
+			return "", nil, err
+		}
+		return dir, func() { os.RemoveAll(dir) }, nil
+	}
+	dir, err = filepath.Abs(keep)
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return dir, func() {}, os.MkdirAll(dir, 0o755)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) > 0 {
+		return "", nil, fault.New(fault.Usage, "demo_dir_not_empty", err,
+			fmt.Sprintf("demo --keep %s: not an empty directory; the demo only uses a new or empty one", keep), "dir", dir)
+	}
+	return dir, func() {}, nil
+}
+
+// demoEnviron gives the demo, and the git and test commands it starts, an
+// environment that cannot point it at another repository: no GIT_* variable
+// (GIT_DIR, GIT_WORK_TREE, ...) and no SPOOL_* one but SPOOL_NOW, and no
+// global or system git config (templates, hooks paths, includes). It returns
+// the function that puts the caller's environment back.
+func demoEnviron() (restore func()) {
+	saved := os.Environ()
+	for _, kv := range saved {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "GIT_") || strings.HasPrefix(k, "SPOOL_") && k != "SPOOL_NOW" {
+			os.Unsetenv(k)
+		}
+	}
+	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	os.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
+	return func() {
+		os.Clearenv()
+		for _, kv := range saved {
+			k, v, _ := strings.Cut(kv, "=")
+			os.Setenv(k, v)
+		}
+	}
 }
 
 func quoteArgs(args []string) []string {

@@ -47,7 +47,26 @@ func (e *env) progress() func(applied int, done bool) {
 	}
 }
 
-func (e *env) warn(msg string) { fmt.Fprintln(e.stderr, "spool: warning:", msg) }
+// warn reports what a command repaired or skipped without failing. Under
+// --json each warning is one JSON line on stderr, before any error object:
+// {"warning":{"code":"torn_tail_repaired","message":"…"}}.
+func (e *env) warn(msg string) {
+	if !e.JSON {
+		fmt.Fprintln(e.stderr, "spool: warning:", msg)
+		return
+	}
+	b, _ := jsonCompact(map[string]any{"warning": map[string]any{"code": warningCode(msg), "message": msg}})
+	fmt.Fprintln(e.stderr, string(b))
+}
+
+// warningCode names a warning for --json. The log and the store report
+// warnings as text; the one they have today is the torn-tail repair.
+func warningCode(msg string) string {
+	if strings.HasPrefix(msg, "repaired torn tail") {
+		return "torn_tail_repaired"
+	}
+	return "warning"
+}
 
 // now is the command's one clock reading.
 func (e *env) now() (time.Time, error) {

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"github.com/alecthomas/kong"
 	"github.com/spoolhq/spool/eventlog"
@@ -107,18 +108,21 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintln(stderr, "spool:", err)
 		return 1
 	}
+	jsonErrors := wantsJSON(args)
+	// A bug, in this goroutine or any other: exit 1 (unexpected), not Go's
+	// 2, which means usage here; under --json as the JSON error object.
+	defer fault.SetPanicHandler(fault.SetPanicHandler(func(p any, stack []byte) {
+		reportPanic(stderr, jsonErrors, p, stack)
+	}))
 	defer func() {
 		if p := recover(); p != nil {
 			if c, ok := p.(exitPanic); ok {
 				code = int(c)
 				return
 			}
-			// A bug: exit 1 (unexpected), not Go's 2, which means usage here.
-			fmt.Fprintf(stderr, "spool: unexpected internal error (please report it): %v\n%s", p, debug.Stack())
-			code = int(fault.Unexpected)
+			code = reportPanic(stderr, jsonErrors, p, debug.Stack())
 		}
 	}()
-	jsonErrors := wantsJSON(args)
 	kctx, err := parser.Parse(args)
 	if err != nil {
 		return report(stderr, jsonErrors, fault.Usagef("usage", "%v", err))
@@ -130,6 +134,9 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		}
 	}
 	e := &env{Globals: &cli.Globals, ctx: ctx, stdout: stdout, stderr: stderr, app: parser}
+	if where := os.Getenv("SPOOL_TEST_PANIC"); where != "" {
+		testPanic(where)
+	}
 	if err := kctx.Run(e); err != nil {
 		return report(stderr, cli.JSON, err)
 	}
@@ -167,6 +174,28 @@ func report(w io.Writer, asJSON bool, err error) int {
 		}
 	}
 	return int(f.Kind)
+}
+
+// reportPanic prints a panic as the unexpected error it is, with the stack
+// (a field under --json), and returns exit code 1.
+func reportPanic(w io.Writer, asJSON bool, p any, stack []byte) int {
+	msg := fmt.Sprintf("unexpected internal error (please report it): %v", p)
+	if asJSON {
+		return report(w, true, fault.New(fault.Unexpected, "unexpected", nil, msg, "stack", string(stack)))
+	}
+	fmt.Fprintf(w, "spool: %s\n%s", msg, stack)
+	return int(fault.Unexpected)
+}
+
+// testPanic lets tests see how a panic is reported (SPOOL_TEST_PANIC):
+// "main" panics in the command's goroutine, "goroutine" in one started with
+// fault.Go, as a bug in either would.
+func testPanic(where string) {
+	if where == "goroutine" {
+		fault.Go(func() { panic("SPOOL_TEST_PANIC=goroutine") })
+		time.Sleep(time.Minute) // the panic ends the process long before
+	}
+	panic("SPOOL_TEST_PANIC=" + where)
 }
 
 // classify maps any error onto a code and exit kind.

@@ -37,6 +37,7 @@ func scriptParams(t *testing.T, dir string) testscript.Params {
 			"exit":        cmdExit,
 			"sleep":       cmdSleep,
 			"jsonerr":     cmdJSONErr,
+			"jsonwarn":    cmdJSONWarn,
 			"holdlock":    cmdHoldLock,
 			"releaselock": cmdReleaseLock,
 			"grab":        cmdGrab,
@@ -133,7 +134,7 @@ func scriptEnv(ts *testscript.TestScript) []string {
 		}
 	}
 	for _, k := range []string{"GIT_CONFIG_NOSYSTEM", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
-		"GIT_COMMITTER_EMAIL", "SPOOL_ACTOR", "SPOOL_NOW", "SPOOL_BIN",
+		"GIT_COMMITTER_EMAIL", "SPOOL_ACTOR", "SPOOL_NOW", "SPOOL_BIN", "SPOOL_TEST_PANIC",
 		"SPOOL_FAKEBD_LOG", "SPOOL_FAKEBD_READY", "SPOOL_FAKEBD_FAIL"} {
 		names[k] = true
 	}
@@ -159,7 +160,7 @@ func pathWithout(path, prog string) string {
 }
 
 // cmdJSONErr checks that stderr is exactly one JSON error object, as every
-// command prints with --json:
+// command prints with --json, after any warning lines (see cmdJSONWarn):
 //
 //	jsonerr corrupt_log line=2 file~events/w1.jsonl$
 //
@@ -169,36 +170,98 @@ func cmdJSONErr(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 1 {
 		ts.Fatalf("usage: jsonerr CODE [key=value|key~regexp...]")
 	}
-	stderr := ts.ReadFile("stderr")
-	if strings.Count(stderr, "\n") != 1 || !strings.HasSuffix(stderr, "\n") {
-		ts.Fatalf("stderr is not one line:\n%s", stderr)
+	if err := checkJSONStderr(ts.ReadFile("stderr"), "error", args[0], args[1:]); err != nil {
+		ts.Fatalf("%v", err)
 	}
-	dec := json.NewDecoder(strings.NewReader(stderr))
-	dec.UseNumber()
-	var obj struct {
-		Error map[string]any `json:"error"`
+}
+
+// cmdJSONWarn checks that stderr is JSON lines only, warnings and at most
+// one error object at the end, and that a warning has the code and fields:
+//
+//	jsonwarn torn_tail_repaired message~^repaired
+func cmdJSONWarn(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: jsonwarn CODE [key=value|key~regexp...]")
 	}
-	if err := dec.Decode(&obj); err != nil || obj.Error == nil {
-		ts.Fatalf("stderr is not a JSON error object (%v):\n%s", err, stderr)
+	if err := checkJSONStderr(ts.ReadFile("stderr"), "warning", args[0], args[1:]); err != nil {
+		ts.Fatalf("%v", err)
 	}
-	if dec.More() {
-		ts.Fatalf("stderr holds more than one JSON value:\n%s", stderr)
+}
+
+// checkJSONStderr reads stderr as --json writes it: one JSON object per
+// line, {"warning":{…}} lines and then at most one {"error":{…}}, each with
+// a code and a message. With kind "error" the error object must be there and
+// match code and fields; with "warning" one of the warnings must.
+func checkJSONStderr(stderr, kind, code string, fields []string) error {
+	if stderr == "" || !strings.HasSuffix(stderr, "\n") {
+		return fmt.Errorf("stderr is not JSON lines:\n%s", stderr)
 	}
-	if msg, _ := obj.Error["message"].(string); msg == "" {
-		ts.Fatalf("error has no message: %s", stderr)
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	var warnings []map[string]any
+	var errObj map[string]any
+	for i, line := range lines {
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.UseNumber()
+		var obj struct {
+			Error   map[string]any `json:"error"`
+			Warning map[string]any `json:"warning"`
+		}
+		if err := dec.Decode(&obj); err != nil || (obj.Error == nil) == (obj.Warning == nil) {
+			return fmt.Errorf("stderr line %d is not a JSON error or warning object (%v):\n%s", i+1, err, stderr)
+		}
+		if dec.More() {
+			return fmt.Errorf("stderr line %d holds more than one JSON value:\n%s", i+1, stderr)
+		}
+		if errObj != nil {
+			return fmt.Errorf("stderr has more after the error object:\n%s", stderr)
+		}
+		got := obj.Warning
+		if obj.Error != nil {
+			got, errObj = obj.Error, obj.Error
+		} else {
+			warnings = append(warnings, got)
+		}
+		if msg, _ := got["message"].(string); msg == "" {
+			return fmt.Errorf("no message: %s", line)
+		}
+		if c, _ := got["code"].(string); c == "" {
+			return fmt.Errorf("no code: %s", line)
+		}
 	}
-	if code := fmt.Sprint(obj.Error["code"]); code != args[0] {
-		ts.Fatalf("error code is %q, want %q", code, args[0])
+	if kind == "error" {
+		if errObj == nil {
+			return fmt.Errorf("stderr has no JSON error object:\n%s", stderr)
+		}
+		if err := matchFields(errObj, code, fields); err != nil {
+			return fmt.Errorf("error %v:\n%s", err, stderr)
+		}
+		return nil
 	}
-	for _, a := range args[1:] {
+	for _, w := range warnings {
+		if w["code"] == code {
+			if err := matchFields(w, code, fields); err != nil {
+				return fmt.Errorf("warning %v:\n%s", err, stderr)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("no warning with code %q:\n%s", code, stderr)
+}
+
+// matchFields compares obj's code and key=value or key~regexp fields.
+func matchFields(obj map[string]any, code string, fields []string) error {
+	if got := fmt.Sprint(obj["code"]); got != code {
+		return fmt.Errorf("code is %q, want %q", got, code)
+	}
+	for _, a := range fields {
 		i := strings.IndexAny(a, "=~")
 		if i < 0 {
-			ts.Fatalf("want key=value or key~regexp, got %q", a)
+			return fmt.Errorf("want key=value or key~regexp, got %q", a)
 		}
 		key, op, want := a[:i], a[i], a[i+1:]
-		v, ok := obj.Error[key]
+		v, ok := obj[key]
 		if !ok {
-			ts.Fatalf("error has no field %q: %s", key, stderr)
+			return fmt.Errorf("has no field %q", key)
 		}
 		got := fmt.Sprint(v)
 		if _, isString := v.(string); !isString {
@@ -206,10 +269,43 @@ func cmdJSONErr(ts *testscript.TestScript, neg bool, args []string) {
 			got = string(b)
 		}
 		if op == '=' && got != want {
-			ts.Fatalf("error field %s is %s, want %s", key, got, want)
+			return fmt.Errorf("field %s is %s, want %s", key, got, want)
 		}
 		if op == '~' && !regexp.MustCompile(want).MatchString(got) {
-			ts.Fatalf("error field %s is %s, does not match %s", key, got, want)
+			return fmt.Errorf("field %s is %s, does not match %s", key, got, want)
+		}
+	}
+	return nil
+}
+
+// The jsonerr and jsonwarn helpers accept warning lines before the one
+// error object and nothing else.
+func TestCheckJSONStderr(t *testing.T) {
+	warn := `{"warning":{"code":"torn_tail_repaired","message":"repaired torn tail of w1.jsonl"}}` + "\n"
+	errLine := `{"error":{"code":"lock_timeout","message":"locked","line":3}}` + "\n"
+	for _, c := range []struct {
+		stderr, kind, code string
+		fields             []string
+		ok                 bool
+	}{
+		{errLine, "error", "lock_timeout", []string{"line=3"}, true},
+		{warn + errLine, "error", "lock_timeout", []string{"message~^locked$"}, true},
+		{warn + warn + errLine, "error", "lock_timeout", nil, true},
+		{warn, "warning", "torn_tail_repaired", []string{"message~w1"}, true},
+		{warn + errLine, "warning", "torn_tail_repaired", nil, true},
+		{warn, "error", "lock_timeout", nil, false},                               // no error object
+		{errLine + errLine, "error", "lock_timeout", nil, false},                  // two
+		{errLine + warn, "error", "lock_timeout", nil, false},                     // something after it
+		{"spool: warning: torn\n" + errLine, "error", "lock_timeout", nil, false}, // loose text
+		{warn + errLine, "error", "corrupt_log", nil, false},                      // another code
+		{errLine, "error", "lock_timeout", []string{"line=4"}, false},
+		{strings.TrimSuffix(errLine, "\n"), "error", "lock_timeout", nil, false},
+		{`{"error":{"code":"x"}}` + "\n", "error", "x", nil, false}, // no message
+		{errLine, "warning", "torn_tail_repaired", nil, false},
+	} {
+		err := checkJSONStderr(c.stderr, c.kind, c.code, c.fields)
+		if (err == nil) != c.ok {
+			t.Errorf("%s %s in %q: %v, want ok=%v", c.kind, c.code, c.stderr, err, c.ok)
 		}
 	}
 }

@@ -8,10 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/spoolhq/spool/internal/mergequeue"
+	"github.com/spoolhq/spool/internal/proc"
+	"github.com/spoolhq/spool/internal/proc/proctest"
 )
 
 // These tests run the real binary, built into a temp dir, as separate processes.
@@ -112,6 +115,77 @@ func TestMergeProcesses(t *testing.T) {
 	t.Run("two clones queue a worktree named wt", func(t *testing.T) { testClonesSameWorktreeName(t, bin) })
 	for _, at := range []string{"claimed", "rebasing", "testing", "ready_to_merge", "merging", "ref_updated"} {
 		t.Run("kill -9 in "+at, func(t *testing.T) { testKillRunner(t, bin, at) })
+	}
+	t.Run("kill -9 ends the test command", func(t *testing.T) { testKillEndsTestCommand(t, bin) })
+	t.Run("recovery ends a test command that survived", func(t *testing.T) { testRecoveryEndsSurvivor(t, bin) })
+}
+
+// startTesting submits a worktree and starts merge run --once with a test
+// command that starts a grandchild and waits; it returns the runner and the
+// pids of the test command (a shell) and its grandchild.
+func startTesting(t *testing.T, bin string) (r *procRepo, runner *exec.Cmd, shell, grandchild int) {
+	r = newProcRepo(t, bin)
+	feat := r.worktree("feat")
+	shellFile, childFile := filepath.Join(r.scratch, "shell"), filepath.Join(r.scratch, "grandchild")
+	r.spool(r.root, nil, "config", "set", "merge.test_command",
+		fmt.Sprintf(`["sh","-c","sleep 300 & echo $! > %s.tmp; mv %s.tmp %s; echo $$ > %s.tmp; mv %s.tmp %s; wait"]`,
+			childFile, childFile, childFile, shellFile, shellFile, shellFile))
+	r.spool(feat, nil, "merge", "submit")
+	runner = r.cmd(r.root, nil, bin, "merge", "run", "--once")
+	if err := runner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { runner.Process.Kill(); runner.Wait() })
+	shell, grandchild = proctest.ReadPID(t, shellFile), proctest.ReadPID(t, childFile)
+	t.Cleanup(func() { syscall.Kill(shell, syscall.SIGKILL); syscall.Kill(grandchild, syscall.SIGKILL) })
+	return r, runner, shell, grandchild
+}
+
+// After kill -9 of merge run, its test command and what that started die
+// too: nothing it started outlives it.
+func testKillEndsTestCommand(t *testing.T, bin string) {
+	_, runner, shell, grandchild := startTesting(t, bin)
+	runner.Process.Kill() // SIGKILL
+	runner.Wait()
+	proctest.WaitExited(t, shell, grandchild)
+}
+
+// A test command whose group survived its runner is killed by the recovery
+// of the entry, found by the process group recorded in the log. Here the
+// guard is killed on its own while its runner is stopped: the test command
+// dies with the guard, its grandchild lives on in the group.
+func testRecoveryEndsSurvivor(t *testing.T, bin string) {
+	r, runner, shell, grandchild := startTesting(t, bin)
+	var rec proc.Record
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if e := r.entry(1, nil); e.Proc != nil {
+			rec = *e.Proc
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the test command's process group was never recorded")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if pgid, _ := syscall.Getpgid(grandchild); pgid != rec.PGID || !proc.Alive(rec) {
+		t.Fatalf("recorded %+v; the test command's grandchild is in group %d", rec, pgid)
+	}
+	t.Cleanup(func() { syscall.Kill(-rec.PGID, syscall.SIGKILL) })
+	proctest.Stop(t, runner.Process.Pid) // it must not see its guard die
+	syscall.Kill(rec.PID, syscall.SIGKILL)
+	proctest.WaitExited(t, shell)
+	runner.Process.Kill()
+	runner.Wait()
+	if !proctest.Running(grandchild) {
+		t.Fatal("set-up: the grandchild did not survive")
+	}
+	// Any merge command recovers an expired lease.
+	later := []string{"SPOOL_NOW=" + time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
+	r.spool(r.root, later, "merge", "list")
+	proctest.WaitExited(t, grandchild)
+	if e := r.entry(1, later); e.Status != mergequeue.Pending || e.Proc != nil {
+		t.Fatalf("after recovery: %s, proc %+v", e.Status, e.Proc)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/proc"
 	"github.com/tidwall/gjson"
 )
 
@@ -102,6 +104,15 @@ func (e *Entry) encode(b []byte) []byte {
 	}
 	b = field(b, "scratch_dir", e.ScratchDir)
 	b = field(b, "run_dir", e.RunDir)
+	if p := e.Proc; p != nil {
+		b = append(b, `,"proc":{"pid":`...)
+		b = strconv.AppendInt(b, int64(p.PID), 10)
+		b = intField(b, "pgid", p.PGID)
+		b = append(b, `,"start":`...)
+		b = strconv.AppendUint(b, p.Start, 10)
+		b = field(b, "boot", p.Boot)
+		b = append(b, '}')
+	}
 	b = field(b, "last_error", e.LastError)
 	b = field(b, "waiting", e.Waiting)
 	if len(e.ConflictPaths) > 0 {
@@ -214,7 +225,7 @@ func (s *State) decode(b []byte) error {
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
-		go func() {
+		fault.Go(func() {
 			defer wg.Done()
 			for k := w; k < len(lines); k += workers {
 				line := bytes.TrimSuffix(lines[k], []byte(","))
@@ -236,7 +247,7 @@ func (s *State) decode(b []byte) error {
 				e.encoded, e.encodedPos = line, e.Position
 				s.Entries[k] = e
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -347,6 +358,24 @@ func (e *Entry) decode(v gjson.Result) error {
 			e.RunDir = v.String()
 		case "last_error":
 			e.LastError = v.String()
+		case "proc":
+			if !v.IsObject() {
+				break
+			}
+			e.Proc = &proc.Record{}
+			v.ForEach(func(k, v gjson.Result) bool {
+				switch k.Str {
+				case "pid":
+					e.Proc.PID = int(v.Int())
+				case "pgid":
+					e.Proc.PGID = int(v.Int())
+				case "start":
+					e.Proc.Start = v.Uint()
+				case "boot":
+					e.Proc.Boot = v.String()
+				}
+				return true
+			})
 		case "waiting":
 			e.Waiting = v.String()
 		case "conflict_paths":

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/proc"
 	"github.com/tidwall/gjson"
 )
 
@@ -36,15 +37,26 @@ func randomState(t testing.TB, seed int64) *State {
 					t.Fatal(err)
 				}
 				fold(t, s, now, "train", d)
-				if rng.Intn(2) == 0 {
+				switch rng.Intn(3) {
+				case 0:
 					d, _ = DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: Rebasing, To: FailedTerminal, HeadSHA: c.HeadSHA, Reason: "conflict", Paths: []string{"a", "b\tc"}}, pol, now)
 					fold(t, s, now, "train", d)
-				} else { // tested, then given back: the target's checkout has edits
+				case 1: // tested, then given back: the target's checkout has edits
 					for _, to := range []Status{Testing, ReadyToMerge, Pending} {
 						d, _ = DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: s.Entry(c.ID).Status, To: to, HeadSHA: c.HeadSHA,
 							Reason: WaitCheckoutDirty + ": /r\u00e9po has edits", Paths: []string{"README", "d/\"q\""}}, pol, now)
 						fold(t, s, now, "train", d)
 					}
+				default: // testing, with the test command's process recorded
+					d, _ = DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: Rebasing, To: Testing, HeadSHA: c.HeadSHA}, pol, now)
+					fold(t, s, now, "train", d)
+					d, _ = DecideProcStarted(s, c.ID, "r\u00e9", proc.Record{PID: rng.Intn(1 << 22), PGID: 7, Start: rng.Uint64() >> 2, Boot: "b00t"}, pol, now)
+					fold(t, s, now, "train", d)
+					if rng.Intn(3) == 0 {
+						continue // left in testing, proc and all
+					}
+					d, _ = DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: Testing, To: FailedTerminal, HeadSHA: c.HeadSHA, Reason: "test failed"}, pol, now)
+					fold(t, s, now, "train", d)
 				}
 			}
 		}
@@ -68,8 +80,19 @@ func randomState(t testing.TB, seed int64) *State {
 }
 
 func TestCodecRoundTrip(t *testing.T) {
+	procs := 0
+	defer func() {
+		if procs == 0 {
+			t.Error("no state has an entry with a recorded process")
+		}
+	}()
 	for seed := int64(1); seed <= 20; seed++ {
 		s := randomState(t, seed)
+		for _, e := range s.Entries {
+			if e.Proc != nil {
+				procs++
+			}
+		}
 		b := s.render()
 		if !json.Valid(b) {
 			t.Fatalf("not JSON:\n%s", b)

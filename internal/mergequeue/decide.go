@@ -11,6 +11,7 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/proc"
 )
 
 // Policy is the configuration the deciders need.
@@ -414,6 +415,19 @@ func DecideRenew(s *State, id int64, runner string, pol Policy, now time.Time) (
 	}
 	lease := now.Add(pol.Lease).UTC()
 	return []eventlog.Draft{{Type: EvLeaseRenewed, Subject: Subject(id), Data: EntryData{EntryID: id, EntryRef: e.Ref, Runner: runner, LeaseUntil: &lease}}}, nil
+}
+
+// DecideProcStarted records the process group a runner started for the
+// entry's current step (the test command): a lease renewal carrying it.
+func DecideProcStarted(s *State, id int64, runner string, p proc.Record, pol Policy, now time.Time) ([]eventlog.Draft, error) {
+	drafts, err := DecideRenew(s, id, runner, pol, now)
+	if err != nil {
+		return nil, err
+	}
+	d := drafts[0].Data.(EntryData)
+	d.Proc = &p
+	drafts[0].Data = d
+	return drafts, nil
 }
 
 // Expired lists processing entries whose lease ran out at now.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/proc"
 )
 
 // §9.4 case 1 and POST-ENTRY-001..008, POST-POS-001, POST-AUDIT-001..004.
@@ -616,6 +617,38 @@ func TestEventsFindTheirEntryAfterClonesMerge(t *testing.T) {
 			t.Fatalf("same key %v: alice's entry is %s (want claimed), bob's %s (want cancelled)", sameKey, a.Status, b.Status)
 		}
 	}
+}
+
+// The test command's process group rides on a lease renewal; the entry
+// keeps it until its status changes.
+func TestProcStarted(t *testing.T) {
+	s := New()
+	submit(t, s, req("a", 1, "ada"), t0)
+	drive(t, s, 1, []Status{Rebasing, Testing}, t0)
+	rec := proc.Record{PID: 42, PGID: 42, Start: 7, Boot: "b"}
+	if _, err := DecideProcStarted(s, 1, "r2", rec, pol, t0); err == nil {
+		t.Fatal("another runner recorded a process")
+	}
+	drafts, err := DecideProcStarted(s, 1, "r1", rec, pol, t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fold(t, s, t0.Add(time.Minute), "train", drafts)
+	e := s.Entry(1)
+	if e.Proc == nil || *e.Proc != rec || !e.LeaseUntil.Equal(t0.Add(time.Minute+pol.Lease)) {
+		t.Fatalf("proc %+v, lease %v", e.Proc, e.LeaseUntil)
+	}
+	// A plain renewal keeps it; the next step clears it.
+	drafts, _ = DecideRenew(s, 1, "r1", pol, t0.Add(2*time.Minute))
+	fold(t, s, t0.Add(2*time.Minute), "train", drafts)
+	if e.Proc == nil {
+		t.Fatal("a renewal dropped the process")
+	}
+	drive(t, s, 1, []Status{ReadyToMerge}, t0.Add(3*time.Minute))
+	if e.Proc != nil {
+		t.Fatalf("proc %+v after the test", e.Proc)
+	}
+	checkInvariants(t, s)
 }
 
 // The workspace of §9.4 is the identity, not the display name: worktrees

@@ -3,6 +3,8 @@ package mergequeue
 import (
 	"fmt"
 	"time"
+
+	"github.com/spoolhq/spool/internal/proc"
 )
 
 // Event types. Every change of an entry's status is its own event carrying
@@ -21,7 +23,7 @@ const (
 	EvUpdated      = "merge.updated"       // an active entry's head/priority updated (case 4); failed_retryable → pending
 	EvClaimed      = "merge.claimed"       // pending → claimed by a train runner, with a lease; counts an attempt
 	EvTransitioned = "merge.transitioned"  // one step of the train: rebasing, testing, ready_to_merge, merging, merged, failed_*
-	EvLeaseRenewed = "merge.lease_renewed" // the runner is still working on the entry
+	EvLeaseRenewed = "merge.lease_renewed" // the runner is still working on the entry (and started proc, when given)
 	EvRecovered    = "merge.recovered"     // a lease expired: processing → failed_* (or merging → merged when the target has the tested commit)
 	EvRetried      = "merge.retried"       // failed_retryable → pending (spool merge retry, or after recovery)
 	EvCancelled    = "merge.cancelled"     // → cancelled
@@ -73,6 +75,10 @@ type EntryData struct {
 	ExitCode         *int       `json:"exit_code,omitempty"`
 	RunDir           string     `json:"run_dir,omitempty"`
 	ScratchDir       string     `json:"scratch_dir,omitempty"` // the runner's temporary worktree, removed on recovery
+	// Proc, on a lease renewal, is the process group the runner started
+	// for the entry's current step (the test command), so that recovery can
+	// kill it if it outlived its runner.
+	Proc *proc.Record `json:"proc,omitempty"`
 }
 
 // FreezeData is the data of merge.frozen.

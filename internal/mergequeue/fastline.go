@@ -3,6 +3,8 @@ package mergequeue
 import (
 	"strconv"
 	"time"
+
+	"github.com/spoolhq/spool/internal/proc"
 )
 
 // fastEntry reads one entry line as encode writes it: a flat object of
@@ -88,6 +90,24 @@ func fastEntry(b []byte, e *Entry) bool {
 			return ok
 		case "conflict_paths":
 			return p.strings(&e.ConflictPaths)
+		case "proc":
+			r := &proc.Record{}
+			e.Proc = r
+			return p.object(func(key []byte) bool {
+				switch string(key) {
+				case "pid":
+					return p.intTo(&r.PID)
+				case "pgid":
+					return p.intTo(&r.PGID)
+				case "start":
+					n, ok := p.int()
+					r.Start = uint64(n)
+					return ok && n >= 0
+				case "boot":
+					return p.strTo(&r.Boot)
+				}
+				return false
+			})
 		case "conflicts":
 			return p.resolutions(&e.Conflicts)
 		case "last_step":

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/proc"
 	"github.com/spoolhq/spool/projections"
 )
 
@@ -20,7 +21,7 @@ const (
 // Bump Version whenever the encoding of the state changes: snapshots of
 // another version are rebuilt from the log, and decode reuses the lines of
 // a snapshot of this version as they are.
-var Spec = projections.Spec{Name: Name, Version: 5, New: func() projections.Projection { return New() }}
+var Spec = projections.Spec{Name: Name, Version: 6, New: func() projections.Projection { return New() }}
 
 // State is the merge queue folded from the log.
 type State struct {
@@ -63,6 +64,7 @@ type Entry struct {
 	LeaseUntil       *time.Time     `json:"lease_until,omitempty"`
 	ScratchDir       string         `json:"scratch_dir,omitempty"`
 	RunDir           string         `json:"run_dir,omitempty"`
+	Proc             *proc.Record   `json:"proc,omitempty"` // the process group of the current step (the test command), until the status changes
 	LastError        string         `json:"last_error,omitempty"`
 	ConflictPaths    []string       `json:"conflict_paths,omitempty"` // a rebase's conflicts; a waiting entry's dirty paths
 	Waiting          string         `json:"waiting,omitempty"`        // why a pending entry the train gave back waits (WaitCheckoutDirty …)
@@ -321,6 +323,10 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		if e.Status.Processing() && d.Runner == e.Runner && d.LeaseUntil != nil {
 			lease := *d.LeaseUntil
 			e.LeaseUntil = &lease
+			if d.Proc != nil {
+				p := *d.Proc
+				e.Proc = &p
+			}
 			return true
 		}
 		return false
@@ -372,6 +378,9 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 			e.Waiting, e.ConflictPaths = d.Reason, d.Paths
 			e.Attempts = max(e.Attempts-1, 0)
 		}
+	}
+	if d.To != e.Status {
+		e.Proc = nil // the step the process belonged to is over
 	}
 	e.Status = d.To
 	e.WorkspaceState = WorkspaceStateOf(e.Status)

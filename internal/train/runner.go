@@ -9,17 +9,16 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/mergequeue"
+	"github.com/spoolhq/spool/internal/proc"
 	"github.com/spoolhq/spool/internal/repo"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/projections"
@@ -101,6 +100,7 @@ func Recover(ctx context.Context, st *store.Store, actor string, now time.Time) 
 	if len(expired) == 0 {
 		return nil, nil
 	}
+	killRecordedGroups(expired)
 	merged := map[int64]bool{}
 	for _, e := range expired {
 		if e.Status != mergequeue.Merging || e.TestedSHA == "" {
@@ -163,6 +163,17 @@ func Recover(ctx context.Context, st *store.Store, actor string, now time.Time) 
 		}
 	}
 	return events, nil
+}
+
+// killRecordedGroups ends the test commands that outlived their runner:
+// the group dies with its runner, unless its guard was stopped or killed on
+// its own. Only a group that is alive and still ours (proc.Alive) is killed.
+func killRecordedGroups(expired []*mergequeue.Entry) {
+	for _, e := range expired {
+		if e.Proc != nil {
+			proc.KillGroup(*e.Proc)
+		}
+	}
 }
 
 func entryIDOf(ev eventlog.Event) int64 {
@@ -509,17 +520,17 @@ func (j *job) test(ctx context.Context) (code int, reason string, err error) {
 	timeout := j.r.Store.Config.Duration("merge.test_timeout")
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(tctx, argv[0], argv[1:]...)
-	cmd.Dir = j.scratch
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = append(os.Environ(), "SPOOL_MERGE_ENTRY_ID="+strconv.FormatInt(j.id, 10),
-		"SPOOL_MERGE_TESTED_SHA="+j.tested, "SPOOL_MERGE_TARGET_SHA="+j.against, "SPOOL_MERGE_REPO="+j.r.Store.Repo.Root)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-
-	err = cmd.Run()
-	var exitErr *exec.ExitError
+	// Its own process group, which dies with this process and on timeout;
+	// recorded in the log so that recovery can end it should it survive.
+	p, err := proc.Start(tctx, proc.Cmd{Argv: argv, Dir: j.scratch, Stdout: logFile, Stderr: logFile,
+		Env: append(os.Environ(), "SPOOL_MERGE_ENTRY_ID="+strconv.FormatInt(j.id, 10),
+			"SPOOL_MERGE_TESTED_SHA="+j.tested, "SPOOL_MERGE_TARGET_SHA="+j.against, "SPOOL_MERGE_REPO="+j.r.Store.Repo.Root)})
+	if err != nil {
+		return 0, "", err
+	}
+	j.recordProc(ctx, p.Record())
+	err = p.Wait()
+	var exitErr *proc.ExitError
 	switch {
 	case err == nil:
 		return 0, "", nil
@@ -531,13 +542,26 @@ func (j *job) test(ctx context.Context) (code int, reason string, err error) {
 	return 0, "", err
 }
 
+// recordProc puts the test command's process group in the log (a lease
+// renewal carrying it). Best effort: the group dies with this process
+// anyway; the record is for a group that survives it.
+func (j *job) recordProc(ctx context.Context, rec proc.Record) {
+	pol := j.r.policy()
+	_, _, err := j.r.Store.Write(context.WithoutCancel(ctx), j.r.Now(), j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+		return mergequeue.DecideProcStarted(queueOf(v), j.id, j.r.ID, rec, pol, j.r.Now())
+	})
+	if err != nil {
+		j.r.logf("entry %d: the test command's process (pid %d) was not recorded: %v", j.id, rec.PID, err)
+	}
+}
+
 // renewWhile renews the lease every third of its length until stopped.
 func (j *job) renewWhile(ctx context.Context) (stop func()) {
 	pol := j.r.policy()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() {
+	fault.Go(func() {
 		defer wg.Done()
 		tick := time.NewTicker(max(pol.Lease/3, time.Second))
 		defer tick.Stop()
@@ -560,7 +584,7 @@ func (j *job) renewWhile(ctx context.Context) (stop func()) {
 				// Anything else (the lock busy for a while) is retried next tick.
 			}
 		}
-	}()
+	})
 	return func() { close(done); wg.Wait() }
 }
 

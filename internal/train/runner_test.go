@@ -2,15 +2,18 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/mergequeue"
+	"github.com/spoolhq/spool/internal/proc"
 	"github.com/spoolhq/spool/projections"
 )
 
@@ -228,6 +231,78 @@ func TestRecoverMergingWhenTargetIsGone(t *testing.T) {
 	}
 	if got := f.queue().Entry(resp.EntryID).Status; got != mergequeue.Pending {
 		t.Fatalf("after recovery the entry is %s, want pending (target branch gone is not merged)", got)
+	}
+}
+
+// A runner that died in testing recorded its test command's process group:
+// recovery kills the group if it is still alive and still ours, and leaves
+// alone a process that merely has the recorded pid (another start time).
+func TestRecoverKillsRecordedTestGroup(t *testing.T) {
+	for _, ours := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ours=%v", ours), func(t *testing.T) {
+			f := newFixture(t)
+			ws := f.worktree("feat", "f.txt", "f\n")
+			resp := f.mustSubmit(ws, SubmitOptions{NoPush: true})
+			p, err := proc.Start(context.Background(), proc.Cmd{Argv: []string{"sleep", "300"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := p.Record()
+			t.Cleanup(func() { syscall.Kill(-rec.PGID, syscall.SIGKILL) })
+			recorded := rec
+			if !ours {
+				recorded.Start++ // the pid now belongs to another process
+			}
+			st := f.store(f.root)
+			pol := mergequeue.PolicyFrom(st.Config)
+			decide := func(decide func(q *mergequeue.State, e *mergequeue.Entry) ([]eventlog.Draft, error)) {
+				t.Helper()
+				f.now = f.now.Add(time.Second)
+				if _, _, err := st.Write(context.Background(), f.now, "train", []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+					return decide(queueOf(v), queueOf(v).Entry(resp.EntryID))
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			decide(func(q *mergequeue.State, _ *mergequeue.Entry) ([]eventlog.Draft, error) {
+				drafts, _ := mergequeue.DecideClaim(q, "dead", mergequeue.Target{Branch: "main"}, pol, f.now)
+				return drafts, nil
+			})
+			for _, to := range []mergequeue.Status{mergequeue.Rebasing, mergequeue.Testing} {
+				decide(func(q *mergequeue.State, e *mergequeue.Entry) ([]eventlog.Draft, error) {
+					return mergequeue.DecideStep(q, mergequeue.Step{EntryID: e.ID, Runner: "dead", From: e.Status, To: to, HeadSHA: e.HeadSHA}, pol, f.now)
+				})
+			}
+			decide(func(q *mergequeue.State, e *mergequeue.Entry) ([]eventlog.Draft, error) {
+				return mergequeue.DecideProcStarted(q, e.ID, "dead", recorded, pol, f.now)
+			})
+			if e := f.queue().Entry(resp.EntryID); e.Proc == nil || *e.Proc != recorded {
+				t.Fatalf("recorded %+v", e.Proc)
+			}
+			if _, err := Recover(context.Background(), f.store(f.root), "ada@example.com", f.now.Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			if e := f.queue().Entry(resp.EntryID); e.Status != mergequeue.Pending || e.Proc != nil {
+				t.Fatalf("after recovery: %s, proc %+v", e.Status, e.Proc)
+			}
+			if !ours {
+				if !proc.Alive(rec) {
+					t.Fatal("recovery killed a process that is not ours")
+				}
+				return
+			}
+			waited := make(chan error, 1)
+			go func() { waited <- p.Wait() }()
+			select {
+			case err := <-waited:
+				var exitErr *proc.ExitError
+				if !errors.As(err, &exitErr) || exitErr.Signal != syscall.SIGKILL {
+					t.Fatalf("the test command ended with %v, want killed", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("recovery did not kill the recorded group")
+			}
+		})
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/mergequeue"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/projections"
@@ -44,17 +45,18 @@ type Reading struct {
 // Prefetch starts reading the worktree containing dir; submit waits for it.
 func Prefetch(ctx context.Context, dir string) <-chan Reading {
 	out := make(chan Reading, 1)
-	go func() { out <- readWorkspace(ctx, mergequeue.Worktree{Path: dir, Name: filepath.Base(dir)}, "") }()
+	fault.Go(func() { out <- readWorkspace(ctx, mergequeue.Worktree{Path: dir, Name: filepath.Base(dir)}, "") })
 	return out
 }
 
 func readWorkspace(ctx context.Context, w mergequeue.Worktree, root string) Reading {
 	ident := make(chan Reading, 1)
-	go func(w mergequeue.Worktree) {
+	wt := w // a copy: Inspect below fills in w
+	fault.Go(func() {
 		var r Reading
-		r.Head, r.ChangeID, r.Source, r.IdentErr = changeID(ctx, w, "HEAD", root)
+		r.Head, r.ChangeID, r.Source, r.IdentErr = changeID(ctx, wt, "HEAD", root)
 		ident <- r
-	}(w)
+	})
 	dirty, err := mergequeue.Inspect(ctx, &w)
 	r := <-ident
 	r.Worktree, r.Dirty, r.Err = w, dirty, err

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"time"
 	"unsafe"
+
+	"github.com/spoolhq/spool/internal/fault"
 )
 
 // The snapshot is a compact binary encoding, not JSON: a command that opens
@@ -168,11 +170,12 @@ func (p *TasksProjection) UnmarshalState(b []byte) error {
 	}
 	done := make(chan decodedTasks, 1)
 	p.ids, p.decoding = ids, done
-	go func(raw string, n int) {
+	raw, n := r.s[r.pos+4:], len(ids)
+	fault.Go(func() {
 		d := NewState()
 		err := d.decodeTasks(&reader{s: raw}, n)
 		done <- decodedTasks{d.Tasks, err}
-	}(r.s[r.pos+4:], len(ids))
+	})
 	return nil
 }
 
@@ -229,11 +232,12 @@ func (p *QueueProjection) UnmarshalState(b []byte) error {
 	}
 	done := make(chan decodedHistory, 1)
 	*p = QueueProjection{s: st, decoding: done}
-	go func(r *reader) {
+	hr := &reader{s: r.s, pos: r.pos + 4}
+	fault.Go(func() {
 		d := NewState()
-		err := d.decodeHistory(r)
+		err := d.decodeHistory(hr)
 		done <- decodedHistory{d.History, err}
-	}(&reader{s: r.s, pos: r.pos + 4})
+	})
 	return nil
 }
 

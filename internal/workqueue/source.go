@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/proc"
 	"github.com/tidwall/gjson"
 )
 
@@ -48,11 +49,10 @@ func (b Beads) Run(ctx context.Context, args ...string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = b.Dir
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	// In its own process group, ended with spool (see internal/proc).
+	err = proc.Run(ctx, proc.Cmd{Argv: append([]string{bin}, args...), Dir: b.Dir, Stdout: &stdout, Stderr: &stderr})
+	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
 			msg = err.Error()

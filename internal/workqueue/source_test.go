@@ -5,11 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/proc/proctest"
 )
 
 func fakeBeads(t *testing.T, kind, ready string) (Beads, string) {
@@ -184,4 +187,25 @@ func TestRealBeads(t *testing.T) {
 	if len(cands) != 1 || cands[0].Title != "Real bead" || cands[0].Priority != 1 {
 		t.Fatalf("candidates %+v", cands)
 	}
+}
+
+// bd/br run in a process group of their own that ends with them: what one
+// leaves running (a background job that did not detach) does not outlive it.
+func TestBeadsLeaveNothingRunning(t *testing.T) {
+	dir := t.TempDir()
+	bin, pidfile := filepath.Join(dir, "bd"), filepath.Join(dir, "pid")
+	script := "#!/bin/sh\nsleep 300 </dev/null >/dev/null 2>&1 &\necho $! > " + pidfile + "\necho '[]'\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (Beads{Kind: "bd", Bin: bin}).Ready(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	proctest.WaitExited(t, pid)
 }
