@@ -8,6 +8,8 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+
+	"github.com/spoolhq/spool/internal/fault"
 )
 
 // MaxLine bounds one event line; a longer line is corruption, not an event.
@@ -227,6 +229,7 @@ func (p *producer) resume(st Start) error {
 }
 
 func (p *producer) run(out chan<- []decoded, done <-chan struct{}) {
+	defer fault.Recover() // a panic here exits 1, as JSON under --json, like one in main
 	defer close(out)
 	defer p.f.Close()
 	batch := make([]decoded, 0, batchSize)
