@@ -9,7 +9,7 @@ import (
 
 	"github.com/spoolhq/spool/internal/clock"
 	"github.com/spoolhq/spool/internal/fault"
-	"github.com/spoolhq/spool/internal/repo"
+	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/store"
 )
 
@@ -78,11 +78,11 @@ func (e *env) now() (time.Time, error) {
 }
 
 // actor is --actor, $SPOOL_ACTOR, then git user.email.
-func (e *env) actor(ctx context.Context, r *repo.Repo) (string, error) {
+func (e *env) actor(ctx context.Context, r *git.Repo) (string, error) {
 	if a := strings.TrimSpace(e.Actor); a != "" {
 		return a, nil
 	}
-	out, _ := repo.Git(ctx, r.WorkTree, "config", "user.email")
+	out, _ := git.Run(ctx, r.WorkTree, "config", "user.email")
 	if a := strings.TrimSpace(out); a != "" {
 		return a, nil
 	}

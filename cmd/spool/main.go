@@ -17,7 +17,7 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
-	"github.com/spoolhq/spool/internal/repo"
+	"github.com/spoolhq/spool/internal/git"
 )
 
 // CLI is the command tree; each command lives in cmd_<name>.go.
@@ -210,10 +210,10 @@ func classify(err error) *fault.Error {
 		return f
 	}
 	var lineErr *eventlog.LineError
-	var gitErr *repo.GitError
+	var gitErr *git.GitError
 	msg := err.Error()
 	switch {
-	case errors.Is(err, repo.ErrNotGitRepo):
+	case errors.Is(err, git.ErrNotGitRepo):
 		return fault.New(fault.Environment, "not_a_git_repository", err, msg)
 	case errors.Is(err, eventlog.ErrNewerVersion), errors.Is(err, eventlog.ErrCorrupt):
 		code := "corrupt_log"

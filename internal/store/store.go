@@ -18,8 +18,8 @@ import (
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/config"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/mergequeue"
-	"github.com/spoolhq/spool/internal/repo"
 	"github.com/spoolhq/spool/internal/workqueue"
 	"github.com/spoolhq/spool/projections"
 )
@@ -41,7 +41,7 @@ var ReservedPrefixes = []string{"spool.", "task.", "work.", "merge.", "job.", "p
 
 // Store is an opened spool repository.
 type Store struct {
-	Repo   *repo.Repo
+	Repo   *git.Repo
 	Config *config.Config
 	Log    *eventlog.Log
 	Engine *projections.Engine
@@ -99,13 +99,13 @@ func (s *Store) view(names []string) (*projections.View, error) {
 }
 
 // Paths under the primary worktree.
-func EventsDir(r *repo.Repo) string  { return filepath.Join(r.SpoolDir(), "events") }
-func StateDir(r *repo.Repo) string   { return filepath.Join(r.SpoolDir(), "state") }
-func ConfigPath(r *repo.Repo) string { return filepath.Join(r.SpoolDir(), "config.json") }
+func EventsDir(r *git.Repo) string  { return filepath.Join(r.SpoolDir(), "events") }
+func StateDir(r *git.Repo) string   { return filepath.Join(r.SpoolDir(), "state") }
+func ConfigPath(r *git.Repo) string { return filepath.Join(r.SpoolDir(), "config.json") }
 
 // Open finds the repository containing dir and requires spool init to have run.
 func Open(ctx context.Context, dir string, warn func(string)) (*Store, error) {
-	r, err := repo.Discover(ctx, dir)
+	r, err := git.Discover(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -115,14 +115,14 @@ func Open(ctx context.Context, dir string, warn func(string)) (*Store, error) {
 	}
 	// A fresh clone brings .spool/ but not the merge driver: register it
 	// before anything can merge a writer file as text.
-	if _, err := repo.EnsureMergeDriver(ctx, r); err != nil {
+	if _, err := git.EnsureMergeDriver(ctx, r); err != nil {
 		return nil, err
 	}
 	return OpenRepo(r, warn)
 }
 
 // OpenRepo opens a discovered repository without requiring .spool/.
-func OpenRepo(r *repo.Repo, warn func(string)) (*Store, error) {
+func OpenRepo(r *git.Repo, warn func(string)) (*Store, error) {
 	cfg, err := config.Load(ConfigPath(r))
 	if err != nil {
 		return nil, err

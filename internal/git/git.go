@@ -1,5 +1,5 @@
 // Package repo finds the git repository spool works in and the paths it uses there.
-package repo
+package git
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ func Discover(ctx context.Context, dir string) (*Repo, error) {
 	if r, ok := discoverPlain(dir); ok {
 		return r, nil
 	}
-	out, err := Git(ctx, dir, "rev-parse", "--path-format=absolute",
+	out, err := Run(ctx, dir, "rev-parse", "--path-format=absolute",
 		"--is-bare-repository", "--show-toplevel", "--git-dir", "--git-common-dir")
 	if err != nil {
 		var gerr *GitError
@@ -69,7 +69,7 @@ func primaryWorktree(ctx context.Context, r *Repo) (string, error) {
 	if r.GitDir == r.CommonDir {
 		return r.WorkTree, nil
 	}
-	out, err := Git(ctx, r.WorkTree, "worktree", "list", "--porcelain")
+	out, err := Run(ctx, r.WorkTree, "worktree", "list", "--porcelain")
 	if err != nil {
 		return "", err
 	}
@@ -103,8 +103,8 @@ func (e *GitError) Error() string {
 
 func (e *GitError) Unwrap() error { return e.Err }
 
-// Git runs git with argv in dir and returns its stdout.
-func Git(ctx context.Context, dir string, args ...string) (string, error) {
+// Run runs git with argv in dir and returns its stdout.
+func Run(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
@@ -188,10 +188,10 @@ func EnsureMergeDriver(ctx context.Context, r *Repo) (registered bool, err error
 	if err == nil && bytes.Contains(b, []byte(`[merge "spool"]`)) && bytes.Contains(b, []byte("= "+MergeDriver)) {
 		return false, nil
 	}
-	if _, err := Git(ctx, r.Root, "config", "merge.spool.name", "spool event log union"); err != nil {
+	if _, err := Run(ctx, r.Root, "config", "merge.spool.name", "spool event log union"); err != nil {
 		return false, err
 	}
-	if _, err := Git(ctx, r.Root, "config", "merge.spool.driver", MergeDriver); err != nil {
+	if _, err := Run(ctx, r.Root, "config", "merge.spool.driver", MergeDriver); err != nil {
 		return false, err
 	}
 	return true, nil
