@@ -75,12 +75,6 @@ func Keys() []Key {
 	return keys
 }
 
-// Lookup returns a registered key.
-func Lookup(name string) (Key, bool) {
-	k, ok := registry[name]
-	return k, ok
-}
-
 func init() {
 	Register(
 		Key{Name: "lock.timeout", Kind: Duration, Default: 10 * time.Second, Min: Min(0.001), Max: Min(3600),

@@ -1,7 +1,6 @@
 package mergequeue
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -277,44 +276,4 @@ func Variants() []*fault.Error {
 		InvalidEntryRef("x"),
 		AmbiguousEntryRef("5f1c", []string{"5f1c2a9b0d3e4f5a6b7c8d9e", "5f1c77aa0d3e4f5a6b7c8d9e"}),
 	}
-}
-
-// kinds maps every code to its kind, for decoding errors from JSON.
-var kinds = func() map[string]fault.Kind {
-	m := map[string]fault.Kind{}
-	for _, v := range Variants() {
-		m[v.Code] = v.Kind
-	}
-	return m
-}()
-
-// DecodeError reads the --json error object {"error":{"code":…,"message":…,<fields>}}
-// back into an error, so a client can act on the code and fields.
-func DecodeError(b []byte) (*fault.Error, error) {
-	var wire struct {
-		Error map[string]any `json:"error"`
-	}
-	if err := json.Unmarshal(b, &wire); err != nil {
-		return nil, err
-	}
-	if wire.Error == nil {
-		return nil, errors.New("no error object")
-	}
-	code, _ := wire.Error["code"].(string)
-	msg, _ := wire.Error["message"].(string)
-	kind, ok := kinds[code]
-	if !ok {
-		return nil, fmt.Errorf("unknown merge queue error code %q", code)
-	}
-	f := &fault.Error{Kind: kind, Code: code, Message: msg}
-	for k, v := range wire.Error {
-		if k == "code" || k == "message" {
-			continue
-		}
-		if f.Fields == nil {
-			f.Fields = map[string]any{}
-		}
-		f.Fields[k] = v
-	}
-	return f, nil
 }
