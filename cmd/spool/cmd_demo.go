@@ -156,7 +156,7 @@ func demoDir(keep string) (dir string, cleanup func(), err error) {
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil || len(entries) > 0 {
-		return "", nil, fault.New(fault.Usage, "demo_dir_not_empty", err,
+		return "", nil, fault.New(CodeDemoDirNotEmpty, err,
 			fmt.Sprintf("demo --keep %s: not an empty directory; the demo only uses a new or empty one", keep), "dir", dir)
 	}
 	return dir, func() {}, nil

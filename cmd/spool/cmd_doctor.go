@@ -60,7 +60,7 @@ func (c *DoctorCmd) Run(e *env) error {
 		tw.Flush()
 	}
 	if failed > 0 {
-		return fault.New(fault.Environment, "doctor_failed", nil, fmt.Sprintf("doctor: %d checks failed", failed))
+		return fault.New(CodeDoctorFailed, nil, fmt.Sprintf("doctor: %d checks failed", failed))
 	}
 	return nil
 }

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"text/tabwriter"
 
 	"github.com/spoolhq/spool/hooks"
-	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/store"
 )
@@ -44,9 +42,6 @@ func hooksDo(e *env, op func(dir string) ([]hooks.Status, error)) error {
 		return err
 	}
 	statuses, err := op(dir)
-	if errors.Is(err, hooks.ErrBackupExists) {
-		return fault.New(fault.Environment, "hook_backup_exists", err, err.Error())
-	}
 	if err != nil {
 		return err
 	}

@@ -492,6 +492,6 @@ func notMerged(once bool, results []mqservice.Result) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	return fault.New(fault.Rejected, "not_merged", nil,
+	return fault.New(CodeNotMerged, nil,
 		fmt.Sprintf("%d of %d entries processed did not merge: %v", len(ids), len(results), ids), "entry_ids", ids)
 }

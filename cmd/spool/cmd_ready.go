@@ -14,7 +14,7 @@ type ReadyCmd struct {
 
 func (c *ReadyCmd) Run(e *env) error {
 	if c.Limit < 0 {
-		return fault.Usagef("invalid_flag", "--limit must not be negative, got %d", c.Limit)
+		return fault.Usagef(CodeInvalidFlag, "--limit must not be negative, got %d", c.Limit)
 	}
 	if err := validateLabelFlags(c.Label, c.LabelAny); err != nil {
 		return err

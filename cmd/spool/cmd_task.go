@@ -168,7 +168,7 @@ type TaskListCmd struct {
 
 func (c *TaskListCmd) Run(e *env) error {
 	if c.Priority != nil && (*c.Priority < 0 || *c.Priority > workqueue.MaxPriority) {
-		return fault.New(fault.Usage, "invalid_priority", nil, fmt.Sprintf("priority must be 0 (most urgent) to 4, got %d", *c.Priority), "priority", *c.Priority)
+		return fault.New(fault.CodeInvalidPriority, nil, fmt.Sprintf("priority must be 0 (most urgent) to 4, got %d", *c.Priority), "priority", *c.Priority)
 	}
 	if c.Label != "" {
 		if err := workqueue.ValidateLabel(c.Label); err != nil {

@@ -72,7 +72,7 @@ func warningCode(msg string) string {
 func (e *env) now() (time.Time, error) {
 	t, err := clock.Now()
 	if err != nil {
-		return t, fault.Usagef("invalid_spool_now", "%v", err)
+		return t, fault.Usagef(CodeInvalidSpoolNow, "%v", err)
 	}
 	return t, nil
 }
@@ -86,7 +86,7 @@ func (e *env) actor(ctx context.Context, r *git.Repo) (string, error) {
 	if a := strings.TrimSpace(out); a != "" {
 		return a, nil
 	}
-	return "", fault.Usagef("no_actor", "no actor: pass --actor, set SPOOL_ACTOR, or set git user.email")
+	return "", fault.Usagef(fault.CodeNoActor, "no actor: pass --actor, set SPOOL_ACTOR, or set git user.email")
 }
 
 // interactive reports whether stderr is a terminal (for progress output).

@@ -12,10 +12,15 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/spoolhq/spool/internal/fault"
 )
 
 // ErrNotGitRepo is returned when the directory is not inside a git work tree.
-var ErrNotGitRepo = errors.New("not a git repository")
+var ErrNotGitRepo = fault.Sentinel(fault.Register(fault.Environment, "not_a_git_repository"), errors.New("not a git repository"))
+
+// CodeGitFailed is a git command that failed (a GitError).
+var CodeGitFailed = fault.Register(fault.Environment, "git_failed")
 
 // Repo holds the paths of one clone. Every worktree of a clone resolves to the
 // same Root and CommonDir, so they share one log and one lock.
@@ -102,6 +107,9 @@ func (e *GitError) Error() string {
 }
 
 func (e *GitError) Unwrap() error { return e.Err }
+
+// FaultCode is git_failed.
+func (e *GitError) FaultCode() fault.Code { return CodeGitFailed }
 
 // Run runs git with argv in dir and returns its stdout.
 func Run(ctx context.Context, dir string, args ...string) (string, error) {

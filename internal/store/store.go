@@ -25,7 +25,10 @@ import (
 )
 
 // ErrNotInitialized is a repository without .spool/.
-var ErrNotInitialized = errors.New("spool is not initialized in this repository")
+var (
+	ErrNotInitialized  = errors.New("spool is not initialized in this repository")
+	CodeNotInitialized = fault.Register(fault.Environment, "not_initialized")
+)
 
 // Specs are all projections, in the order they are replayed and reported.
 var Specs = []projections.Spec{
@@ -110,7 +113,7 @@ func Open(ctx context.Context, dir string, warn func(string)) (*Store, error) {
 		return nil, err
 	}
 	if _, err := os.Stat(r.SpoolDir()); errors.Is(err, fs.ErrNotExist) {
-		return nil, fault.New(fault.Environment, "not_initialized", ErrNotInitialized,
+		return nil, fault.New(CodeNotInitialized, ErrNotInitialized,
 			fmt.Sprintf("%s has no .spool directory; run spool init", r.Root), "root", r.Root)
 	}
 	// A fresh clone brings .spool/ but not the merge driver: register it

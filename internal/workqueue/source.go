@@ -37,7 +37,7 @@ func (b Beads) bin() (string, error) {
 	}
 	path, err := exec.LookPath(b.Kind)
 	if err != nil {
-		return "", fault.New(fault.Environment, "source_failed", ErrSourceFailed,
+		return "", fault.New(CodeSourceFailed, ErrSourceFailed,
 			fmt.Sprintf("%s not found on PATH; install it or set workqueue.source_bin", b.Kind), "source", b.Kind)
 	}
 	return path, nil
@@ -57,7 +57,7 @@ func (b Beads) Run(ctx context.Context, args ...string) ([]byte, error) {
 		if msg == "" {
 			msg = err.Error()
 		}
-		return nil, fault.New(fault.Environment, "source_failed", fmt.Errorf("%w: %v", ErrSourceFailed, err),
+		return nil, fault.New(CodeSourceFailed, fmt.Errorf("%w: %v", ErrSourceFailed, err),
 			fmt.Sprintf("%s %s failed: %s", b.Kind, strings.Join(args, " "), msg),
 			"source", b.Kind, "argv", append([]string{bin}, args...), "stderr", stderr.String())
 	}
@@ -81,7 +81,7 @@ func (b Beads) Ready(ctx context.Context, labels []string) ([]Candidate, error) 
 		if len(shown) > limit {
 			shown = shown[:limit]
 		}
-		return nil, fault.New(fault.Environment, "source_parse_error", fmt.Errorf("%w: %v", ErrSourceParse, err),
+		return nil, fault.New(CodeSourceParseError, fmt.Errorf("%w: %v", ErrSourceParse, err),
 			fmt.Sprintf("%s ready --json: %v", b.Kind, err), "source", b.Kind, "output", string(shown))
 	}
 	return cands, nil

@@ -288,7 +288,7 @@ func (j *job) step(ctx context.Context, to mergequeue.Status, reason string, pat
 		return drafts, err
 	})
 	if err != nil {
-		if f, ok := fault.As(err); ok && f.Code == mergequeue.CodeConcurrentModification {
+		if f, ok := fault.As(err); ok && f.Has(mergequeue.CodeConcurrentModification) {
 			j.lost = true
 		}
 		return err
@@ -575,7 +575,7 @@ func (j *job) renewWhile(ctx context.Context) (stop func()) {
 				_, _, err := j.r.Store.Write(ctx, j.r.Now(), j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
 					return mergequeue.DecideRenew(queueOf(v), j.id, j.r.ID, pol, j.r.Now())
 				})
-				if f, ok := fault.As(err); ok && (f.Code == mergequeue.CodeConcurrentModification || f.Code == mergequeue.CodeEntryNotFound) {
+				if f, ok := fault.As(err); ok && (f.Has(mergequeue.CodeConcurrentModification) || f.Has(mergequeue.CodeEntryNotFound)) {
 					// The entry was recovered or changed: the next step's
 					// compare-and-set fails and the job stops there.
 					j.r.logf("entry %d: lease not renewed: %v", j.id, err)

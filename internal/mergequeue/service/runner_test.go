@@ -186,7 +186,7 @@ func TestTrainLosesCancelledEntry(t *testing.T) {
 		}
 	}
 	res, err := r.RunOne(context.Background())
-	if err != nil || res == nil || !strings.Contains(res.Reason, mergequeue.CodeConcurrentModification) && !strings.Contains(res.Reason, "changed while") {
+	if err != nil || res == nil || !strings.Contains(res.Reason, mergequeue.CodeConcurrentModification.Name) && !strings.Contains(res.Reason, "changed while") {
 		t.Fatalf("result %+v, %v", res, err)
 	}
 	e := f.queue().Entry(1)

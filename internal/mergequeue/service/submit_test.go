@@ -40,11 +40,11 @@ func TestSubmitPreconditions(t *testing.T) {
 	}
 
 	// PRE-WS-001: the workspace must be among git worktree list.
-	reject(f.Root, SubmitOptions{Workspace: "nope", NoPush: true}, mergequeue.CodeSessionNotFound)
-	reject(f.Root, SubmitOptions{Workspace: "bad\tname", NoPush: true}, mergequeue.CodeInvalidWorkspaceName)
+	reject(f.Root, SubmitOptions{Workspace: "nope", NoPush: true}, mergequeue.CodeSessionNotFound.Name)
+	reject(f.Root, SubmitOptions{Workspace: "bad\tname", NoPush: true}, mergequeue.CodeInvalidWorkspaceName.Name)
 	// PRE-WS-005: clean, or --auto-commit.
 	f.Write(feat, "dirty.txt", "x\n")
-	reject(feat, SubmitOptions{NoPush: true}, mergequeue.CodeWorkspaceNotClean)
+	reject(feat, SubmitOptions{NoPush: true}, mergequeue.CodeWorkspaceNotClean.Name)
 	resp := f.mustSubmit(f.Root, SubmitOptions{Workspace: "feat", NoPush: true, AutoCommit: true})
 	head := f.Git(feat, "rev-parse", "HEAD")
 	if resp.HeadSHA != head || f.Git(feat, "status", "--porcelain") != "" {
@@ -58,14 +58,14 @@ func TestSubmitPreconditions(t *testing.T) {
 	// PRE-WS-003: a detached HEAD has no branch.
 	det := filepath.Join(filepath.Dir(f.Root), "det")
 	f.Git(f.Root, "worktree", "add", "-q", "--detach", det, "main")
-	reject(det, SubmitOptions{NoPush: true}, mergequeue.CodeIdentityExtractionFailed)
+	reject(det, SubmitOptions{NoPush: true}, mergequeue.CodeIdentityExtractionFailed.Name)
 	// PRE-WS-004: an unborn branch has no commit.
 	f.Git(det, "checkout", "-q", "--orphan", "empty")
-	reject(det, SubmitOptions{NoPush: true}, mergequeue.CodeInvalidHeadSHA)
+	reject(det, SubmitOptions{NoPush: true}, mergequeue.CodeInvalidHeadSHA.Name)
 	// PRE-WS-002: an abandoned worktree (directory gone).
 	gone := f.Worktree("gone", "g.txt", "g\n")
 	os.RemoveAll(gone)
-	reject(f.Root, SubmitOptions{Workspace: "gone", NoPush: true}, mergequeue.CodeSessionNotFound)
+	reject(f.Root, SubmitOptions{Workspace: "gone", NoPush: true}, mergequeue.CodeSessionNotFound.Name)
 }
 
 // PRE-REMOTE-001..003: the branch is pushed before queueing when a remote exists.
@@ -95,12 +95,12 @@ func TestSubmitPush(t *testing.T) {
 	third := f.Worktree("third", "t.txt", "t\n")
 	n := f.events()
 	_, err := f.submit(third, SubmitOptions{}, "ada@example.com")
-	wantCode(t, err, mergequeue.CodeBookmarkPushFailed)
+	wantCode(t, err, mergequeue.CodeBookmarkPushFailed.Name)
 	os.Remove(hook)
 	// PRE-REMOTE-002: an unreachable remote queues nothing.
 	f.Git(f.Root, "remote", "set-url", "origin", filepath.Join(t.TempDir(), "missing.git"))
 	_, err = f.submit(third, SubmitOptions{}, "ada@example.com")
-	wantCode(t, err, mergequeue.CodeRemoteUnreachable)
+	wantCode(t, err, mergequeue.CodeRemoteUnreachable.Name)
 	if f.events() != n {
 		t.Fatal("a failed push appended events")
 	}
@@ -164,7 +164,7 @@ func TestSubmitUnauthorized(t *testing.T) {
 	feat := f.Worktree("feat", "f.txt", "f\n")
 	f.mustSubmit(feat, SubmitOptions{NoPush: true})
 	_, err := f.submit(feat, SubmitOptions{NoPush: true}, "bob@example.com")
-	wantCode(t, err, mergequeue.CodeUnauthorizedWorkspace)
+	wantCode(t, err, mergequeue.CodeUnauthorizedWorkspace.Name)
 	f.config("admins", `["bob@example.com"]`)
 	if _, err := f.submit(feat, SubmitOptions{NoPush: true}, "bob@example.com"); err != nil {
 		t.Fatal(err)
@@ -211,7 +211,7 @@ func TestSubmitBadChangeID(t *testing.T) {
 	f.Git(feat, "commit", "-q", "--amend", "-m", "feature\n\nChange-Id: I12:34")
 	n := f.events()
 	_, err := f.submit(feat, SubmitOptions{NoPush: true}, "ada@example.com")
-	wantCode(t, err, mergequeue.CodeChangeIDExtractionFailed)
+	wantCode(t, err, mergequeue.CodeChangeIDExtractionFailed.Name)
 	if f.events() != n {
 		t.Fatal("appended")
 	}
@@ -224,7 +224,7 @@ func TestRefusedSubmissionPushesNothing(t *testing.T) {
 	f.mustSubmit(feat, SubmitOptions{NoPush: true})
 	f.Commit(feat, "g.txt", "g\n", "more")
 	_, err := f.submit(feat, SubmitOptions{}, "bob@example.com")
-	wantCode(t, err, mergequeue.CodeUnauthorizedWorkspace)
+	wantCode(t, err, mergequeue.CodeUnauthorizedWorkspace.Name)
 	if out := f.Git(f.Remote, "branch", "--list", "feat"); out != "" {
 		t.Fatalf("pushed anyway: %s", out)
 	}
@@ -241,7 +241,7 @@ func TestRefusedAutoCommitChangesNothing(t *testing.T) {
 	head := f.Git(second, "rev-parse", "HEAD")
 	n := f.events()
 	_, err := f.submit(second, SubmitOptions{NoPush: true, AutoCommit: true}, "ada@example.com")
-	wantCode(t, err, mergequeue.CodeQueueFull)
+	wantCode(t, err, mergequeue.CodeQueueFull.Name)
 	if got := f.Git(second, "rev-parse", "HEAD"); got != head {
 		t.Fatalf("a refused submission committed in the worktree: HEAD %s, was %s", got, head)
 	}
@@ -268,7 +268,7 @@ func TestAutoCommitRefusedWhileProcessing(t *testing.T) {
 	f.Write(ws, "more.txt", "x\n")
 	head := f.Git(ws, "rev-parse", "HEAD")
 	_, err := f.submit(ws, SubmitOptions{NoPush: true, AutoCommit: true}, "ada@example.com")
-	wantCode(t, err, mergequeue.CodeConcurrentModification)
+	wantCode(t, err, mergequeue.CodeConcurrentModification.Name)
 	if got := f.Git(ws, "rev-parse", "HEAD"); got != head {
 		t.Fatalf("a refused submission committed in the worktree")
 	}
@@ -318,7 +318,7 @@ func TestSubmitWorktreesWithTheSameName(t *testing.T) {
 	}
 	// --workspace by base name is ambiguous; by path it is not.
 	_, err := f.submit(f.Root, SubmitOptions{Workspace: "dupe", NoPush: true}, "ada@example.com")
-	wantCode(t, err, mergequeue.CodeInvalidWorkspaceName)
+	wantCode(t, err, mergequeue.CodeInvalidWorkspaceName.Name)
 	if !strings.Contains(err.Error(), x) || !strings.Contains(err.Error(), y) {
 		t.Errorf("the ambiguity does not list the paths: %v", err)
 	}
@@ -357,8 +357,8 @@ func TestChangeIDGoGit(t *testing.T) {
 		{"in the title only", "Change-Id: Iabc\n", "", "", ""},
 		{"key case-insensitive, last one wins", "feature\n\nchange-id: Ifirst\nCHANGE-ID: Isecond\n", "Isecond", mergequeue.SourceTrailer, ""},
 		{"not a trailer block", "feature\n\nChange-Id: Iabc\nsome prose\n", "", "", ""},
-		{"malformed: a colon", "feature\n\nChange-Id: I12:34\n", "", "", mergequeue.CodeChangeIDExtractionFailed},
-		{"malformed: a continuation line", "feature\n\nChange-Id: Iabc\n def\n", "", "", mergequeue.CodeChangeIDExtractionFailed},
+		{"malformed: a colon", "feature\n\nChange-Id: I12:34\n", "", "", mergequeue.CodeChangeIDExtractionFailed.Name},
+		{"malformed: a continuation line", "feature\n\nChange-Id: Iabc\n def\n", "", "", mergequeue.CodeChangeIDExtractionFailed.Name},
 		{"empty value", "feature\n\nChange-Id:\n", "", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -379,6 +379,6 @@ func TestChangeIDGoGit(t *testing.T) {
 	if _, _, _, err := changeID(context.Background(), w, "refs/heads/nope", f.Root); err == nil {
 		t.Fatal("changeID of an unknown ref succeeded")
 	} else {
-		wantCode(t, err, mergequeue.CodeChangeIDExtractionFailed)
+		wantCode(t, err, mergequeue.CodeChangeIDExtractionFailed.Name)
 	}
 }
