@@ -100,7 +100,7 @@ func TestEveryDeclaredCodeIsProduced(t *testing.T) {
 	decl := regexp.MustCompile(`(?m)^\s*(Code\w+)\s*=\s*fault\.Register\(`)
 	all := strings.Join(sources, "\n")
 	for _, m := range decl.FindAllStringSubmatch(all, -1) {
-		uses := regexp.MustCompile(`\b` + m[1] + `\b`).FindAllStringIndex(all, -1)
+		uses := regexp.MustCompile(`\b`+m[1]+`\b`).FindAllStringIndex(all, -1)
 		if len(uses) < 2 {
 			t.Errorf("%s is declared but nothing produces it", m[1])
 		}
