@@ -19,11 +19,14 @@ func (c *ReadyCmd) Run(e *env) error {
 	if err := validateLabelFlags(c.Label, c.LabelAny); err != nil {
 		return err
 	}
-	q, s, err := e.readQueue(tracker)
+	q, err := e.workqueue()
 	if err != nil {
 		return err
 	}
-	tasks := s.Ready(q.policy, workqueue.ReadyFilter{All: c.Label, Any: c.LabelAny}, q.now, c.Limit)
+	tasks, s, err := q.Ready(e.ctx, workqueue.ReadyFilter{All: c.Label, Any: c.LabelAny}, c.Limit)
+	if err != nil {
+		return err
+	}
 	return printTasks(e, q, s, tasks)
 }
 

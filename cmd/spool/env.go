@@ -11,6 +11,7 @@ import (
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/store"
+	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
 )
 
 // dir is where the command runs: -C DIR or the working directory.
@@ -28,6 +29,35 @@ func (e *env) open() (*store.Store, error) {
 		st.Engine.Progress = e.progress()
 	}
 	return st, err
+}
+
+// storeEnv opens the repository and reads the clock: what every domain's
+// service needs for one command. The actor is asked for on the first write.
+func (e *env) storeEnv() (store.Env, error) {
+	now, err := e.now()
+	if err != nil {
+		return store.Env{}, err
+	}
+	st, err := e.open()
+	if err != nil {
+		return store.Env{}, err
+	}
+	var actor string
+	return store.Env{Store: st, Now: now, Warn: e.warn, Actor: func(ctx context.Context) (string, error) {
+		if actor == "" {
+			actor, err = e.actor(ctx, st.Repo)
+		}
+		return actor, err
+	}}, nil
+}
+
+// workqueue opens the work queue's service.
+func (e *env) workqueue() (*wqservice.Service, error) {
+	env, err := e.storeEnv()
+	if err != nil {
+		return nil, err
+	}
+	return wqservice.Open(env), nil
 }
 
 // progress reports a rebuild on the terminal once it has taken a second.

@@ -257,3 +257,22 @@ func (s *Store) Rebuild(ctx context.Context) (*projections.View, error) {
 	}
 	return v, v.Save()
 }
+
+// Env is what a domain's service needs for one command: the opened
+// repository, the command's one clock reading, who acts (asked for on the
+// first write: it may run git), and where warnings go.
+type Env struct {
+	Store *Store
+	Now   time.Time
+	Actor func(context.Context) (string, error)
+	Warn  func(string)
+}
+
+// Write is Store.Write as the env's actor, at the env's time.
+func (e Env) Write(ctx context.Context, names []string, decide func(v *projections.View, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *projections.View, error) {
+	actor, err := e.Actor(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e.Store.Write(ctx, e.Now, actor, names, func(v *projections.View) ([]eventlog.Draft, error) { return decide(v, actor) })
+}

@@ -91,7 +91,7 @@ func AddTask(s TaskIndex, n NewTask, prefix, writer string, now time.Time) (even
 	deps := slices.Clone(n.Deps)
 	sort.Strings(deps)
 	d := CreatedData{Title: n.Title, Description: n.Description, Priority: n.Priority, IssueType: n.Type,
-		Labels: normLabels(n.Labels), Parent: n.Parent, Deps: slices.Compact(deps)}
+		Labels: NormLabels(n.Labels), Parent: n.Parent, Deps: slices.Compact(deps)}
 	return eventlog.Draft{Type: TypeCreated, Subject: id, Data: d}, id, nil
 }
 
@@ -190,7 +190,7 @@ func UpdateTask(s *State, id string, u Update) ([]eventlog.Draft, error) {
 		d.Priority = u.Priority
 	}
 	// The fold adds, then removes: record only the difference that makes.
-	final := normLabels(append(slices.Clone(t.Labels), u.AddLabels...))
+	final := NormLabels(append(slices.Clone(t.Labels), u.AddLabels...))
 	final = slices.DeleteFunc(final, func(l string) bool { return slices.Contains(u.RemoveLabels, l) })
 	for _, l := range final {
 		if !t.HasLabel(l) {
@@ -589,4 +589,36 @@ func (l layered) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool
 		best = Candidates([]*Task{l.task(best.ID)})[0]
 	}
 	return best, found
+}
+
+// SyncRequests are the requests a bd/br source must be told of for drafts
+// the queue decided: done closes the bead (with reason), Blocked adds the
+// blocked label, unblock and retry of a blocked task remove it, demotion
+// sets the priority. Appended with the drafts, they are the intent the
+// service carries out afterwards.
+func SyncRequests(drafts []eventlog.Draft, reason string) []eventlog.Draft {
+	var out []eventlog.Draft
+	req := func(id string, d SyncData) {
+		out = append(out, eventlog.Draft{Type: TypeSyncRequested, Subject: id, Data: d})
+	}
+	for _, d := range drafts {
+		switch data := d.Data.(type) {
+		case AttemptData:
+			if d.Type == TypeSucceeded {
+				req(d.Subject, SyncData{Op: SyncClose, Reason: reason})
+			}
+		case BlockedData:
+			req(d.Subject, SyncData{Op: SyncLabelAdd, Label: BlockedLabel})
+		case UnblockedData:
+			req(d.Subject, SyncData{Op: SyncLabelRemove, Label: BlockedLabel})
+		case RetriedData:
+			if data.PreviousStatus == HistBlocked {
+				req(d.Subject, SyncData{Op: SyncLabelRemove, Label: BlockedLabel})
+			}
+		case DemotedData:
+			to := data.To
+			req(d.Subject, SyncData{Op: SyncPriority, Priority: &to})
+		}
+	}
+	return out
 }

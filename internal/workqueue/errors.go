@@ -16,6 +16,4 @@ var (
 	CodeDependencyCycle  = fault.Register(fault.Rejected, "dependency_cycle")
 	CodeDependencyExists = fault.Register(fault.Rejected, "dependency_exists")
 	CodeNotClaimed       = fault.Register(fault.Rejected, "not_claimed")
-	CodeSourceFailed     = fault.Register(fault.Environment, "source_failed")
-	CodeSourceParseError = fault.Register(fault.Environment, "source_parse_error")
 )
