@@ -10,8 +10,8 @@ import (
 	"github.com/spoolhq/spool/internal/clock"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/git"
-	"github.com/spoolhq/spool/internal/store"
 	mqservice "github.com/spoolhq/spool/internal/mergequeue/service"
+	"github.com/spoolhq/spool/internal/store"
 	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
 )
 

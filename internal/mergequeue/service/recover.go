@@ -109,4 +109,3 @@ func entryIDOf(ev eventlog.Event) int64 {
 	fmt.Sscanf(ev.Subject, "merge/%d", &id)
 	return id
 }
-
