@@ -6,6 +6,7 @@
 package hooks
 
 import (
+	"github.com/spoolhq/spool/internal/durable"
 	"bytes"
 	"context"
 	"errors"
@@ -245,30 +246,8 @@ func lexists(path string) (bool, error) {
 	return err == nil, err
 }
 
-// writeAtomic writes data as an executable file via a temp file in the same
-// directory and a rename, so git never runs a half-written hook.
-func writeAtomic(path string, data []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o755); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+// writeAtomic writes data as an executable file, in full before git can
+// run it (internal/durable).
+func writeAtomic(path string, data []byte) error {
+	return durable.WriteFile(path, data, 0o755)
 }

@@ -3,6 +3,7 @@
 package config
 
 import (
+	"github.com/spoolhq/spool/internal/durable"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -13,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/renameio/v2"
 	"github.com/spoolhq/spool/internal/fault"
 )
 
@@ -263,7 +263,7 @@ func (c *Config) Save() error {
 		buf.WriteString("\n")
 	}
 	buf.WriteString("}\n")
-	return renameio.WriteFile(c.path, buf.Bytes(), 0o644)
+	return durable.WriteFile(c.path, buf.Bytes(), 0o644)
 }
 
 // Display renders a value for people and for JSON output.
