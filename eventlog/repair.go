@@ -1,15 +1,14 @@
 package eventlog
 
 import (
-	"github.com/spoolhq/spool/internal/durable"
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/spoolhq/spool/internal/durable"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
-
 )
 
 // FileRepair is what Repair did to one writer file, or could not do.

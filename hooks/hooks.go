@@ -6,11 +6,11 @@
 package hooks
 
 import (
-	"github.com/spoolhq/spool/internal/durable"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/spoolhq/spool/internal/durable"
 	"github.com/spoolhq/spool/internal/fault"
 	"io/fs"
 	"os"

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"github.com/spoolhq/spool/internal/durable"
 	"fmt"
+	"github.com/spoolhq/spool/internal/durable"
 	"os"
 	"path/filepath"
 	"runtime"

@@ -3,11 +3,11 @@
 package config
 
 import (
-	"github.com/spoolhq/spool/internal/durable"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/spoolhq/spool/internal/durable"
 	"io/fs"
 	"os"
 	"sort"
