@@ -70,47 +70,13 @@ type MergeListCmd struct {
 	All bool `help:"Include merged, failed_terminal and cancelled entries."`
 }
 
-// listRow is an entry without its audit trail.
-type listRow struct {
-	EntryID        int64             `json:"entry_id"`
-	EntryRef       string            `json:"entry_ref"`
-	Position       *int              `json:"position"`
-	Status         mergequeue.Status `json:"status"`
-	Priority       int               `json:"priority"`
-	Workspace      string            `json:"workspace"`
-	WorkspaceID    string            `json:"workspace_id"`
-	Branch         string            `json:"branch"`
-	HeadSHA        string            `json:"head_sha"`
-	DedupeKey      string            `json:"dedupe_key"`
-	Owner          string            `json:"owner"`
-	Attempts       int               `json:"attempts"`
-	BeadID         string            `json:"bead_id,omitempty"`
-	AddedAt        time.Time         `json:"added_at"`
-	LastError      string            `json:"last_error,omitempty"`
-	Waiting        string            `json:"waiting,omitempty"`
-	WorkspaceState string            `json:"workspace_state"`
-	Conflict       string            `json:"conflict,omitempty"` // the latest conflict between clones the fold resolved
-}
-
 // note is what merge list says about an entry: why it waits, else the
 // latest conflict between clones the fold resolved on it.
-func (r listRow) note() string {
-	if r.Waiting != "" {
-		return "waiting: " + r.Waiting
+func note(en *mergequeue.Entry) string {
+	if en.Waiting != "" {
+		return "waiting: " + en.Waiting
 	}
-	return r.Conflict
-}
-
-// rowOf is the row of an entry; mergequeue.Entry.AppendRow writes the same JSON.
-func rowOf(en *mergequeue.Entry) listRow {
-	r := listRow{EntryID: en.ID, EntryRef: en.Ref, Status: en.Status, Priority: en.Priority, Workspace: en.Workspace, WorkspaceID: en.WorkspaceID,
-		Branch: en.Branch, HeadSHA: en.HeadSHA, DedupeKey: en.DedupeKey, Owner: en.Owner, Attempts: en.Attempts, BeadID: en.BeadID,
-		AddedAt: en.AddedAt, LastError: en.LastError, Waiting: en.Waiting, WorkspaceState: string(en.WorkspaceState), Conflict: en.Conflict()}
-	if en.Position > 0 {
-		p := en.Position
-		r.Position = &p
-	}
-	return r
+	return en.Conflict()
 }
 
 func (c *MergeListCmd) Run(e *env) error {
@@ -133,20 +99,16 @@ func (c *MergeListCmd) Run(e *env) error {
 		return writeRows(e.stdout, map[string]any{"frozen": q.Frozen, "frozen_reason": q.FrozenReason,
 			"pending_count": q.PendingCount}, entries)
 	}
-	rows := make([]listRow, 0, len(entries))
-	for _, en := range entries {
-		rows = append(rows, rowOf(en))
-	}
 	if q.Frozen {
 		fmt.Fprintf(e.stdout, "frozen by %s: %s\n", q.FrozenBy, q.FrozenReason)
 	}
-	if len(rows) == 0 {
+	if len(entries) == 0 {
 		fmt.Fprintln(e.stdout, "the merge queue is empty")
 		return nil
 	}
 	notes := false // a NOTE column only when an entry has something to say
-	for _, r := range rows {
-		notes = notes || r.note() != ""
+	for _, en := range entries {
+		notes = notes || note(en) != ""
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	header := "POS\tID\tREF\tSTATUS\tPRIO\tWORKSPACE\tBRANCH\tHEAD\tOWNER"
@@ -154,17 +116,17 @@ func (c *MergeListCmd) Run(e *env) error {
 		header += "\tNOTE"
 	}
 	fmt.Fprintln(tw, header)
-	for _, r := range rows {
+	for _, en := range entries {
 		pos := "-"
-		if r.Position != nil {
-			pos = fmt.Sprint(*r.Position)
+		if en.Position > 0 {
+			pos = fmt.Sprint(en.Position)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s", pos, r.EntryID, mergequeue.ShortRef(r.EntryRef), r.Status, r.Priority,
-			r.Workspace, r.Branch, short(r.HeadSHA), r.Owner)
+		cells := []string{pos, fmt.Sprint(en.ID), mergequeue.ShortRef(en.Ref), string(en.Status), fmt.Sprint(en.Priority),
+			text(en.Workspace), text(en.Branch), short(en.HeadSHA), text(en.Owner)}
 		if notes {
-			fmt.Fprintf(tw, "\t%s", r.note())
+			cells = append(cells, text(note(en)))
 		}
-		fmt.Fprintln(tw)
+		fmt.Fprint(tw, row(cells...))
 	}
 	return tw.Flush()
 }
