@@ -12,9 +12,9 @@ import (
 	"fmt"
 	"github.com/spoolhq/spool/internal/durable"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/git"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -106,14 +106,11 @@ func shim(name string) []byte {
 // git resolves core.hooksPath (and worktrees) for --git-path hooks; a relative
 // answer is relative to dir because of -C.
 func Dir(ctx context.Context, dir string) (string, error) {
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "--git-path", "hooks")
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := git.Run(ctx, dir, "rev-parse", "--git-path", "hooks")
 	if err != nil {
-		return "", fmt.Errorf("git rev-parse --git-path hooks in %s: %w: %s", dir, err, strings.TrimSpace(stderr.String()))
+		return "", err
 	}
-	p := strings.TrimRight(string(out), "\r\n")
+	p := strings.TrimRight(out, "\r\n")
 	if p == "" {
 		return "", fmt.Errorf("git rev-parse --git-path hooks in %s: empty output", dir)
 	}
