@@ -37,7 +37,7 @@ func unsetenv(t *testing.T, k string) {
 	os.Unsetenv(k)
 }
 
-func runGit(dir string, args ...string) (string, error) {
+func tryGit(dir string, args ...string) (string, error) {
 	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -45,7 +45,7 @@ func runGit(dir string, args ...string) (string, error) {
 
 func runGit(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	out, err := runGit(dir, args...)
+	out, err := tryGit(dir, args...)
 	if err != nil {
 		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -301,7 +301,7 @@ func TestSpoolMissing(t *testing.T) {
 			}
 			t.Setenv("SPOOL_BIN", tc.bin)
 
-			out, err := runGit(repo, "commit", "--allow-empty", "-m", "second")
+			out, err := tryGit(repo, "commit", "--allow-empty", "-m", "second")
 			if err != nil {
 				t.Fatalf("commit failed: %v\n%s", err, out)
 			}
@@ -365,14 +365,14 @@ func TestPrePush(t *testing.T) {
 				t.Setenv("SPOOL_BIN", bin)
 			}
 
-			out, err := runGit(repo, "push", "origin", "main")
+			out, err := tryGit(repo, "push", "origin", "main")
 			if pushed := err == nil; pushed != tc.wantPush {
 				t.Fatalf("push succeeded = %v, want %v\n%s", pushed, tc.wantPush, out)
 			}
 			if skipped := strings.Contains(out, "pre-push hook skipped"); skipped != (tc.missing != "") {
 				t.Errorf("skip notice = %v, want %v\n%s", skipped, !skipped, out)
 			}
-			_, remoteErr := runGit(remote, "rev-parse", "--verify", "-q", "refs/heads/main")
+			_, remoteErr := tryGit(remote, "rev-parse", "--verify", "-q", "refs/heads/main")
 			if (remoteErr == nil) != tc.wantPush {
 				t.Errorf("remote has main = %v, want %v", remoteErr == nil, tc.wantPush)
 			}
