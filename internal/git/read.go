@@ -20,6 +20,9 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
 
+// ErrRefNotFound is a ref that does not exist (Contains and RevParse wrap it).
+var ErrRefNotFound = plumbing.ErrReferenceNotFound
+
 // Reads of repository state go through go-git, in process: a ref's commit,
 // the ancestry check, a commit's Change-Id trailer. Everything that writes
 // (rebase, worktree add/remove, update-ref, push, read-tree) and git status

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/mergequeue"
@@ -43,7 +42,7 @@ func recoverExpired(ctx context.Context, st *store.Store, actor string, now time
 		switch {
 		case err == nil:
 			merged[e.ID] = ok
-		case errors.Is(err, plumbing.ErrReferenceNotFound):
+		case errors.Is(err, git.ErrRefNotFound):
 			// The target branch is gone (deleted, renamed): the tested commit
 			// is in no target, and waiting would leave the entry stuck.
 			merged[e.ID] = false
