@@ -24,14 +24,14 @@ demo:
 # the work queue on 10,000 tasks and 100,000 events: selection benchmarks, then whole-process medians
 bench-queue:
     go test -run '^$' -bench . -benchtime 1s ./internal/workqueue/
-    d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./internal/benchqueue -spool "$d/spool" -runs 21; s=$?; rm -rf "$d"; exit $s
+    d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench queue -spool "$d/spool" -runs 21; s=$?; rm -rf "$d"; exit $s
 
 # merge queue: whole-process medians with 1,000 entries in the log, and the train's own overhead
 bench-merge:
-    go run ./internal/benchmerge -n 30
+    go run ./cmd/spoolbench merge -n 30
     go test -run '^$' -bench . -benchtime 2s ./internal/mergequeue/
 
 # the log: append vs raw write+fsync, replay of 1,000,000 events (time, peak RSS), status on 100,000
 bench-foundation:
     go test -run '^$' -bench 'Append|Read' -benchtime 2s -count 3 ./eventlog/
-    d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./internal/benchgen -dir "$d/1m" -events 1000000 && "$d/spool" -C "$d/1m" init >/dev/null && go run ./internal/benchtime -n 5 -warmup 1 -- "$d/spool" -C "$d/1m" replay && go run ./internal/benchgen -dir "$d/100k" -events 100000 && "$d/spool" -C "$d/100k" init >/dev/null && "$d/spool" -C "$d/100k" status >/dev/null && go run ./internal/benchtime -n 31 -- "$d/spool" -C "$d/100k" status; s=$?; rm -rf "$d"; exit $s
+    d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench gen -dir "$d/1m" -events 1000000 && "$d/spool" -C "$d/1m" init >/dev/null && go run ./cmd/spoolbench time -n 5 -warmup 1 -- "$d/spool" -C "$d/1m" replay && go run ./cmd/spoolbench gen -dir "$d/100k" -events 100000 && "$d/spool" -C "$d/100k" init >/dev/null && "$d/spool" -C "$d/100k" status >/dev/null && go run ./cmd/spoolbench time -n 31 -- "$d/spool" -C "$d/100k" status; s=$?; rm -rf "$d"; exit $s

@@ -6,14 +6,10 @@ import (
 	"strings"
 )
 
-// fields walks the members of a top-level JSON object that gjson.Valid has
-// already accepted, calling fn with each key and the raw value. It is the
-// replay hot path: one pass, no float parsing, no allocation for plain keys.
-func fields(s string, fn func(key, raw string) error) error {
-	return fieldsAt(s, func(key string, start, end int) error { return fn(key, s[start:end]) })
-}
-
-// fieldsAt is fields with the byte range of each value, for splicing.
+// fieldsAt walks the members of a top-level JSON object that gjson.Valid has
+// already accepted, calling fn with each key and the byte range of its raw
+// value. It is the replay hot path: one pass, no float parsing, no
+// allocation for plain keys.
 func fieldsAt(s string, fn func(key string, start, end int) error) error {
 	i := skipSpace(s, 0)
 	if i >= len(s) || s[i] != '{' {

@@ -47,3 +47,8 @@ func TestUintValue(t *testing.T) {
 		}
 	}
 }
+
+// fields is fieldsAt with each raw value rather than its range.
+func fields(s string, fn func(key, raw string) error) error {
+	return fieldsAt(s, func(key string, start, end int) error { return fn(key, s[start:end]) })
+}

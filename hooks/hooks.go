@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/spoolhq/spool/internal/fault"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -123,7 +124,7 @@ func Dir(ctx context.Context, dir string) (string, error) {
 
 // ErrBackupExists is a foreign hook that cannot be moved aside because its
 // backup path is taken.
-var ErrBackupExists = errors.New("hook backup already exists")
+var ErrBackupExists = fault.Sentinel(fault.Register(fault.Environment, "hook_backup_exists"), errors.New("hook backup already exists"))
 
 // Install puts a shim at every hook in Names, moving a foreign hook aside to
 // <name>.spool-orig first. It is idempotent: rerunning rewrites identical

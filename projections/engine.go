@@ -219,6 +219,13 @@ func (v *View) NeedsSave() bool {
 	return false
 }
 
+// As returns the named projection of the view as its type, and false when
+// the view does not hold it (the command did not open it).
+func As[T Projection](v *View, name string) (T, bool) {
+	p, ok := v.Get(name).(T)
+	return p, ok
+}
+
 // Get returns the named projection of the view.
 func (v *View) Get(name string) Projection {
 	for _, it := range v.items {

@@ -21,16 +21,16 @@ type AppendCmd struct {
 
 func (c *AppendCmd) Run(e *env) error {
 	if !eventlog.ValidType(c.Type) {
-		return fault.Usagef("invalid_event_type", "event type %q must be dotted lowercase words such as deploy.finished", c.Type)
+		return fault.Usagef(CodeInvalidEventType, "event type %q must be dotted lowercase words such as deploy.finished", c.Type)
 	}
 	for _, prefix := range store.ReservedPrefixes {
 		if strings.HasPrefix(c.Type, prefix) {
-			return fault.Usagef("reserved_event_type", "event type %q belongs to spool (%s*); use its commands", c.Type, prefix)
+			return fault.Usagef(CodeReservedEventType, "event type %q belongs to spool (%s*); use its commands", c.Type, prefix)
 		}
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(c.Data), &obj); err != nil || obj == nil {
-		return fault.Usagef("invalid_data", "--data must be a JSON object, got %s", c.Data)
+		return fault.Usagef(CodeInvalidData, "--data must be a JSON object, got %s", c.Data)
 	}
 	st, err := e.open()
 	if err != nil {

@@ -1,10 +1,5 @@
 package main
 
-import (
-	"github.com/spoolhq/spool/eventlog"
-	"github.com/spoolhq/spool/internal/workqueue"
-)
-
 // BlockCmd marks a task Blocked by hand: never ready until unblocked.
 type BlockCmd struct {
 	ID     string `arg:"" complete:"task" help:"Task id."`
@@ -12,11 +7,13 @@ type BlockCmd struct {
 }
 
 func (c *BlockCmd) Run(e *env) error {
-	return queueChange(e, c.ID, func(q *queue, s *workqueue.State, _ string) ([]eventlog.Draft, error) {
-		d, err := workqueue.Block(s, c.ID, c.Reason)
-		if err != nil {
-			return nil, err
-		}
-		return []eventlog.Draft{d}, q.mirror(e.ctx, []eventlog.Draft{d}, "")
-	})
+	q, err := e.workqueue()
+	if err != nil {
+		return err
+	}
+	h, err := q.Block(e.ctx, c.ID, c.Reason)
+	if err != nil {
+		return err
+	}
+	return printHistory(e, h, q.Now)
 }

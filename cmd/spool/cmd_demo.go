@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/spoolhq/spool/internal/fault"
-	"github.com/spoolhq/spool/internal/repo"
+	"github.com/spoolhq/spool/internal/git"
 )
 
 // DemoCmd runs spool in a throwaway repository and prints what it did.
@@ -84,7 +84,7 @@ func (c *DemoCmd) Run(e *env) error {
 		{"-C", root, "config", "user.name", "spool demo"},
 		{"-C", root, "remote", "add", "origin", remote},
 	} {
-		if _, err := repo.Git(e.ctx, dir, args...); err != nil {
+		if _, err := git.Run(e.ctx, dir, args...); err != nil {
 			return err
 		}
 	}
@@ -110,7 +110,7 @@ func runDemo(e *env, root string) error {
 		}
 		if step[0] == "git" { // setting the scene
 			fmt.Fprintf(e.stdout, "\n$ %s\n", strings.Join(quoteArgs(step), " "))
-			if _, err := repo.Git(e.ctx, root, step[1:]...); err != nil {
+			if _, err := git.Run(e.ctx, root, step[1:]...); err != nil {
 				return err
 			}
 			continue
@@ -156,7 +156,7 @@ func demoDir(keep string) (dir string, cleanup func(), err error) {
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil || len(entries) > 0 {
-		return "", nil, fault.New(fault.Usage, "demo_dir_not_empty", err,
+		return "", nil, fault.New(CodeDemoDirNotEmpty, err,
 			fmt.Sprintf("demo --keep %s: not an empty directory; the demo only uses a new or empty one", keep), "dir", dir)
 	}
 	return dir, func() {}, nil

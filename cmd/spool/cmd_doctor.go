@@ -11,7 +11,7 @@ import (
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/hooks"
 	"github.com/spoolhq/spool/internal/fault"
-	"github.com/spoolhq/spool/internal/repo"
+	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/store"
 )
 
@@ -60,7 +60,7 @@ func (c *DoctorCmd) Run(e *env) error {
 		tw.Flush()
 	}
 	if failed > 0 {
-		return fault.New(fault.Environment, "doctor_failed", nil, fmt.Sprintf("doctor: %d checks failed", failed))
+		return fault.New(CodeDoctorFailed, nil, fmt.Sprintf("doctor: %d checks failed", failed))
 	}
 	return nil
 }
@@ -70,13 +70,13 @@ func doctor(e *env, verbose bool) []check {
 	add := func(name, status, format string, args ...any) {
 		checks = append(checks, check{name, status, fmt.Sprintf(format, args...)})
 	}
-	out, err := repo.Git(e.ctx, ".", "--version")
+	out, err := git.Run(e.ctx, ".", "--version")
 	if err != nil {
 		add("git", "fail", "git not found on PATH: %v", err)
 		return checks
 	}
 	add("git", "ok", "%s", strings.TrimSpace(out))
-	r, err := repo.Discover(e.ctx, e.dir())
+	r, err := git.Discover(e.ctx, e.dir())
 	if err != nil {
 		add("repository", "fail", "%v", err)
 		return checks
@@ -151,7 +151,7 @@ func doctor(e *env, verbose bool) []check {
 			add("hooks", "ok", "installed in %s", dir)
 		}
 	}
-	if out, _ := repo.Git(e.ctx, r.Root, "config", "--get", "merge.spool.driver"); strings.TrimSpace(out) == "" {
+	if out, _ := git.Run(e.ctx, r.Root, "config", "--get", "merge.spool.driver"); strings.TrimSpace(out) == "" {
 		add("merge-driver", "warn", "not registered (run spool init)")
 	} else {
 		add("merge-driver", "ok", "%s", strings.TrimSpace(out))

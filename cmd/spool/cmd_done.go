@@ -1,10 +1,5 @@
 package main
 
-import (
-	"github.com/spoolhq/spool/eventlog"
-	"github.com/spoolhq/spool/internal/workqueue"
-)
-
 // DoneCmd records a successful attempt and closes the task (RecordSuccess).
 type DoneCmd struct {
 	ID     string `arg:"" complete:"task" help:"A task you claimed."`
@@ -12,31 +7,13 @@ type DoneCmd struct {
 }
 
 func (c *DoneCmd) Run(e *env) error {
-	return queueChange(e, c.ID, func(q *queue, s *workqueue.State, actor string) ([]eventlog.Draft, error) {
-		drafts, err := workqueue.Done(s, q.policy, c.ID, actor, c.Reason, q.now)
-		if err != nil {
-			return nil, err
-		}
-		return drafts, q.mirror(e.ctx, drafts, c.Reason)
-	})
-}
-
-// queueChange runs a queue decision and prints the task's history after it.
-func queueChange(e *env, id string, decide func(q *queue, s *workqueue.State, actor string) ([]eventlog.Draft, error)) error {
-	q, err := e.queue()
+	q, err := e.workqueue()
 	if err != nil {
 		return err
 	}
-	_, s, err := q.write(bothSides, func(s *workqueue.State, actor string) ([]eventlog.Draft, error) {
-		return decide(q, s, actor)
-	})
+	h, err := q.Done(e.ctx, c.ID, c.Reason)
 	if err != nil {
 		return err
 	}
-	h := q.entryView(s, id)
-	if e.JSON {
-		return writeJSON(e.stdout, h)
-	}
-	printEntry(e, h, q.now)
-	return nil
+	return printHistory(e, h, q.Now)
 }

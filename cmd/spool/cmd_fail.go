@@ -1,10 +1,5 @@
 package main
 
-import (
-	"github.com/spoolhq/spool/eventlog"
-	"github.com/spoolhq/spool/internal/workqueue"
-)
-
 // FailCmd records a failed attempt (RecordFailure): backoff, abandonment,
 // demotion or Blocked, as the policy says.
 type FailCmd struct {
@@ -13,11 +8,13 @@ type FailCmd struct {
 }
 
 func (c *FailCmd) Run(e *env) error {
-	return queueChange(e, c.ID, func(q *queue, s *workqueue.State, actor string) ([]eventlog.Draft, error) {
-		drafts, err := workqueue.Fail(s, q.policy, c.ID, actor, c.Error, q.now)
-		if err != nil {
-			return nil, err
-		}
-		return drafts, q.mirror(e.ctx, drafts, "")
-	})
+	q, err := e.workqueue()
+	if err != nil {
+		return err
+	}
+	h, err := q.Fail(e.ctx, c.ID, c.Error)
+	if err != nil {
+		return err
+	}
+	return printHistory(e, h, q.Now)
 }

@@ -2,11 +2,7 @@ package main
 
 import (
 	"fmt"
-	"sort"
 	"text/tabwriter"
-
-	"github.com/spoolhq/spool/internal/fault"
-	"github.com/spoolhq/spool/internal/workqueue"
 )
 
 // HistoryCmd shows the queue's history of tasks (seed 001's History).
@@ -15,29 +11,20 @@ type HistoryCmd struct {
 }
 
 func (c *HistoryCmd) Run(e *env) error {
-	q, s, err := e.readQueue(bothSides)
+	q, err := e.workqueue()
 	if err != nil {
 		return err
 	}
 	if c.ID != "" {
-		if s.History[c.ID] == nil && s.Tasks[c.ID] == nil {
-			return fault.NotFound("task", c.ID)
+		h, err := q.Entry(e.ctx, c.ID)
+		if err != nil {
+			return err
 		}
-		h := q.entryView(s, c.ID)
-		if e.JSON {
-			return writeJSON(e.stdout, h)
-		}
-		printEntry(e, h, q.now)
-		return nil
+		return printHistory(e, h, q.Now)
 	}
-	ids := make([]string, 0, len(s.History))
-	for id := range s.History {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	out := make([]workqueue.EntryJSON, 0, len(ids))
-	for _, id := range ids {
-		out = append(out, q.entryView(s, id))
+	out, err := q.Histories(e.ctx)
+	if err != nil {
+		return err
 	}
 	if e.JSON {
 		return writeJSON(e.stdout, out)

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"text/tabwriter"
 
 	"github.com/spoolhq/spool/hooks"
-	"github.com/spoolhq/spool/internal/fault"
-	"github.com/spoolhq/spool/internal/repo"
+	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/store"
 )
 
@@ -35,7 +33,7 @@ func (c *HooksStatusCmd) Run(e *env) error    { return hooksDo(e, hooks.Inspect)
 
 func hooksDo(e *env, op func(dir string) ([]hooks.Status, error)) error {
 	// Discover first: outside a repository that is not_a_git_repository (exit 4).
-	r, err := repo.Discover(e.ctx, e.dir())
+	r, err := git.Discover(e.ctx, e.dir())
 	if err != nil {
 		return err
 	}
@@ -44,9 +42,6 @@ func hooksDo(e *env, op func(dir string) ([]hooks.Status, error)) error {
 		return err
 	}
 	statuses, err := op(dir)
-	if errors.Is(err, hooks.ErrBackupExists) {
-		return fault.New(fault.Environment, "hook_backup_exists", err, err.Error())
-	}
 	if err != nil {
 		return err
 	}
@@ -72,7 +67,7 @@ type HookCmd struct {
 
 func (c *HookCmd) Run(e *env) error {
 	longRunning() // reads the whole log: keep memory bounded
-	r, err := repo.Discover(e.ctx, e.dir())
+	r, err := git.Discover(e.ctx, e.dir())
 	if err != nil {
 		return nil // not our business: never break git
 	}

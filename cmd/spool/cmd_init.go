@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/spoolhq/spool/internal/repo"
+	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/store"
 )
 
@@ -29,7 +29,7 @@ const (
 )
 
 func (c *InitCmd) Run(e *env) error {
-	r, err := repo.Discover(e.ctx, e.dir())
+	r, err := git.Discover(e.ctx, e.dir())
 	if err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func (c *InitCmd) Run(e *env) error {
 	} else if ok {
 		note(attrs)
 	}
-	if ok, err := repo.EnsureMergeDriver(e.ctx, r); err != nil {
+	if ok, err := git.EnsureMergeDriver(e.ctx, r); err != nil {
 		return err
 	} else if ok {
 		created = append(created, "git config merge.spool.driver")

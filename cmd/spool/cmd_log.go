@@ -53,11 +53,11 @@ func (c *LogCmd) filter(now func() (time.Time, error)) (*logFilter, error) {
 	f := &logFilter{types: c.Type, subject: c.Subject, actor: c.ByActor}
 	for _, t := range c.Type {
 		if _, err := path.Match(t, ""); err != nil {
-			return nil, fault.Usagef("invalid_flag", "--type %q is not a valid pattern", t)
+			return nil, fault.Usagef(CodeInvalidFlag, "--type %q is not a valid pattern", t)
 		}
 	}
 	if c.N < 0 {
-		return nil, fault.Usagef("invalid_flag", "-n must not be negative, got %d", c.N)
+		return nil, fault.Usagef(CodeInvalidFlag, "-n must not be negative, got %d", c.N)
 	}
 	if c.Since != "" {
 		if t, err := time.Parse(time.RFC3339Nano, c.Since); err == nil {
@@ -69,7 +69,7 @@ func (c *LogCmd) filter(now func() (time.Time, error)) (*logFilter, error) {
 			}
 			f.since = t.Add(-d)
 		} else {
-			return nil, fault.Usagef("invalid_flag", "--since %q is neither an RFC 3339 time nor a duration such as 2h", c.Since)
+			return nil, fault.Usagef(CodeInvalidFlag, "--since %q is neither an RFC 3339 time nor a duration such as 2h", c.Since)
 		}
 	}
 	return f, nil

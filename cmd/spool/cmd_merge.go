@@ -12,8 +12,8 @@ import (
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/mergequeue"
+	mqservice "github.com/spoolhq/spool/internal/mergequeue/service"
 	"github.com/spoolhq/spool/internal/store"
-	"github.com/spoolhq/spool/internal/train"
 )
 
 // MergeCmd is the merge queue.
@@ -50,7 +50,7 @@ func (e *env) mergeEntry(handle string) (*store.Store, *mergequeue.State, *merge
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	q, err := train.Queue(e.ctx, st, actor, now)
+	q, err := mqservice.Queue(e.ctx, st, actor, now)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -73,15 +73,15 @@ func (c *MergeSubmitCmd) Run(e *env) error {
 	if p := c.Priority; p != nil && (*p < mergequeue.MinPriority || *p > mergequeue.MaxPriority) {
 		return mergequeue.InvalidPriority(*p)
 	}
-	opt := train.SubmitOptions{Workspace: c.Workspace, Priority: c.Priority, BeadID: c.Bead, NoPush: c.NoPush, AutoCommit: c.AutoCommit}
+	opt := mqservice.SubmitOptions{Workspace: c.Workspace, Priority: c.Priority, BeadID: c.Bead, NoPush: c.NoPush, AutoCommit: c.AutoCommit}
 	if c.Workspace == "" {
-		opt.Prefetched = train.Prefetch(e.ctx, e.dir()) // git reads the worktree while the store opens
+		opt.Prefetched = mqservice.Prefetch(e.ctx, e.dir()) // git reads the worktree while the store opens
 	}
 	st, now, actor, err := e.mergeCtx()
 	if err != nil {
 		return err
 	}
-	resp, err := train.Submit(e.ctx, st, opt, actor, now)
+	resp, err := mqservice.Submit(e.ctx, st, opt, actor, now)
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func (c *MergeListCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	q, err := train.Queue(e.ctx, st, actor, now)
+	q, err := mqservice.Queue(e.ctx, st, actor, now)
 	if err != nil {
 		return err
 	}
@@ -212,7 +212,7 @@ func (c *MergeShowCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	trail, err := train.Trail(e.ctx, st, en)
+	trail, err := mqservice.Trail(e.ctx, st, en)
 	if err != nil {
 		return err
 	}
@@ -312,7 +312,7 @@ func changeEntry(e *env, handle, done string, decide func(*mergequeue.State, int
 		return err
 	}
 	ref := ""
-	_, q, err := train.Change(e.ctx, st, actor, now, func(q *mergequeue.State, pol mergequeue.Policy) ([]eventlog.Draft, error) {
+	_, q, err := mqservice.Change(e.ctx, st, actor, now, func(q *mergequeue.State, pol mergequeue.Policy) ([]eventlog.Draft, error) {
 		en, err := q.Lookup(handle)
 		if err != nil {
 			return nil, err
@@ -355,7 +355,7 @@ func freeze(e *env, on bool, reason string) error {
 	if err != nil {
 		return err
 	}
-	events, q, err := train.Change(e.ctx, st, actor, now, func(q *mergequeue.State, _ mergequeue.Policy) ([]eventlog.Draft, error) {
+	events, q, err := mqservice.Change(e.ctx, st, actor, now, func(q *mergequeue.State, _ mergequeue.Policy) ([]eventlog.Draft, error) {
 		if on {
 			return mergequeue.DecideFreeze(q, reason), nil
 		}
@@ -397,7 +397,7 @@ func (c *MergeRunCmd) Run(e *env) (err error) {
 	if target == "" {
 		target = st.Config.String("merge.target")
 	}
-	r := &train.Runner{Store: st, Actor: actor, Target: target, ID: train.NewRunnerID(actor),
+	r := &mqservice.Runner{Store: st, Actor: actor, Target: target, ID: mqservice.NewRunnerID(actor),
 		Now:     func() time.Time { t, _ := e.now(); return t },
 		PauseAt: os.Getenv("SPOOL_TEST_MERGE_PAUSE"), PauseFile: os.Getenv("SPOOL_TEST_MERGE_PAUSE_FILE")}
 	if !e.JSON {
@@ -408,7 +408,7 @@ func (c *MergeRunCmd) Run(e *env) (err error) {
 		return err
 	}
 	if results == nil {
-		results = []train.Result{}
+		results = []mqservice.Result{}
 	}
 	if e.JSON {
 		if err := writeJSON(e.stdout, map[string]any{"processed": results}); err != nil {
@@ -422,7 +422,7 @@ func (c *MergeRunCmd) Run(e *env) (err error) {
 		}
 	}()
 	if len(results) == 0 {
-		q, err := train.Queue(e.ctx, st, actor, r.Now())
+		q, err := mqservice.Queue(e.ctx, st, actor, r.Now())
 		if err == nil && q.Frozen {
 			fmt.Fprintf(e.stdout, "the merge queue is frozen (%s); nothing claimed\n", q.FrozenReason)
 			return nil
@@ -479,7 +479,7 @@ func writeRows(w io.Writer, head map[string]any, entries []*mergequeue.Entry) er
 // notMerged is exit 3 for merge run --once when an entry it processed did
 // not merge (failed, a rebase conflict, or given back to wait), so CI can
 // tell; the output above says what happened to each.
-func notMerged(once bool, results []train.Result) error {
+func notMerged(once bool, results []mqservice.Result) error {
 	if !once {
 		return nil
 	}
@@ -492,6 +492,6 @@ func notMerged(once bool, results []train.Result) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	return fault.New(fault.Rejected, "not_merged", nil,
+	return fault.New(CodeNotMerged, nil,
 		fmt.Sprintf("%d of %d entries processed did not merge: %v", len(ids), len(results), ids), "entry_ids", ids)
 }

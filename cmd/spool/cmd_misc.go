@@ -13,7 +13,7 @@ import (
 	"github.com/spoolhq/spool/internal/fault"
 )
 
-var errVerifyFailed = fault.New(fault.Rejected, "verify_failed", nil, "verify failed")
+var errVerifyFailed = fault.New(CodeVerifyFailed, nil, "verify failed")
 
 // version is set with -ldflags "-X main.version=..." for releases; otherwise
 // it comes from the build info that go build and go install record.
@@ -85,7 +85,7 @@ func (c *MergeDriverCmd) Run(e *env) error {
 	}
 	merged, err := eventlog.Union(ours, theirs)
 	if err != nil {
-		return fault.New(fault.Unexpected, "merge_failed", err, fmt.Sprintf("merge %s: %v", filepath.Base(c.Ours), err))
+		return fault.New(CodeMergeFailed, err, fmt.Sprintf("merge %s: %v", filepath.Base(c.Ours), err))
 	}
 	return renameio.WriteFile(c.Ours, merged, 0o644)
 }

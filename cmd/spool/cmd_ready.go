@@ -14,16 +14,19 @@ type ReadyCmd struct {
 
 func (c *ReadyCmd) Run(e *env) error {
 	if c.Limit < 0 {
-		return fault.Usagef("invalid_flag", "--limit must not be negative, got %d", c.Limit)
+		return fault.Usagef(CodeInvalidFlag, "--limit must not be negative, got %d", c.Limit)
 	}
 	if err := validateLabelFlags(c.Label, c.LabelAny); err != nil {
 		return err
 	}
-	q, s, err := e.readQueue(tracker)
+	q, err := e.workqueue()
 	if err != nil {
 		return err
 	}
-	tasks := s.Ready(q.policy, workqueue.ReadyFilter{All: c.Label, Any: c.LabelAny}, q.now, c.Limit)
+	tasks, s, err := q.Ready(e.ctx, workqueue.ReadyFilter{All: c.Label, Any: c.LabelAny}, c.Limit)
+	if err != nil {
+		return err
+	}
 	return printTasks(e, q, s, tasks)
 }
 

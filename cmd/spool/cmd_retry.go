@@ -1,10 +1,5 @@
 package main
 
-import (
-	"github.com/spoolhq/spool/eventlog"
-	"github.com/spoolhq/spool/internal/workqueue"
-)
-
 // RetryCmd puts an abandoned, blocked or failed task back in the queue with
 // its attempts reset.
 type RetryCmd struct {
@@ -12,11 +7,13 @@ type RetryCmd struct {
 }
 
 func (c *RetryCmd) Run(e *env) error {
-	return queueChange(e, c.ID, func(q *queue, s *workqueue.State, _ string) ([]eventlog.Draft, error) {
-		d, err := workqueue.Retry(s, q.policy, c.ID, q.now)
-		if err != nil {
-			return nil, err
-		}
-		return []eventlog.Draft{d}, q.mirror(e.ctx, []eventlog.Draft{d}, "")
-	})
+	q, err := e.workqueue()
+	if err != nil {
+		return err
+	}
+	h, err := q.Retry(e.ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	return printHistory(e, h, q.Now)
 }

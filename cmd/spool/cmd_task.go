@@ -1,14 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/workqueue"
-	"github.com/spoolhq/spool/projections"
+	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
 )
 
 // TaskCmd is the embedded task tracker.
@@ -34,37 +34,17 @@ type TaskAddCmd struct {
 }
 
 func (c *TaskAddCmd) Run(e *env) error {
-	n := workqueue.NewTask{Title: c.Title, Description: c.Description, Priority: c.Priority, Type: c.Type,
-		Labels: c.Label, Deps: c.Dep, Parent: c.Parent}
-	if err := n.Validate(); err != nil {
-		return err
-	}
-	q, err := e.queue()
+	q, err := e.workqueue()
 	if err != nil {
 		return err
 	}
-	writer, err := q.st.Log.WriterID()
+	t, err := q.Add(e.ctx, workqueue.NewTask{Title: c.Title, Description: c.Description, Priority: c.Priority, Type: c.Type,
+		Labels: c.Label, Deps: c.Dep, Parent: c.Parent})
 	if err != nil {
 		return err
 	}
-	prefix := q.st.Config.String("ids.prefix")
-	actor, err := e.actor(e.ctx, q.st.Repo)
-	if err != nil {
-		return err
-	}
-	// Decide on the projection of ids: adding a task decodes no tasks.
-	events, _, err := q.st.Write(e.ctx, q.now, actor, []string{workqueue.IDsName}, func(v *projections.View) ([]eventlog.Draft, error) {
-		d, _, err := workqueue.AddTask(v.Get(workqueue.IDsName).(*workqueue.IDsProjection), n, prefix, writer, q.now)
-		return []eventlog.Draft{d}, err
-	})
-	if err != nil {
-		return err
-	}
-	created := workqueue.NewState()
-	created.Apply(&events[0])
-	t := created.Tasks[events[0].Subject]
 	if e.JSON {
-		return writeJSON(e.stdout, created.View(t, q.policy, q.now, false))
+		return writeJSON(e.stdout, t)
 	}
 	fmt.Fprintf(e.stdout, "created %s: %s\n", t.ID, text(t.Title))
 	return nil
@@ -75,17 +55,13 @@ type TaskShowCmd struct {
 }
 
 func (c *TaskShowCmd) Run(e *env) error {
-	q, s, err := e.readQueue(bothSides)
+	q, err := e.workqueue()
 	if err != nil {
 		return err
 	}
-	var out []workqueue.TaskJSON
-	for _, id := range c.IDs {
-		t := s.Tasks[id]
-		if t == nil {
-			return fault.NotFound("task", id)
-		}
-		out = append(out, s.View(t, q.policy, q.now, true))
+	out, s, err := q.Show(e.ctx, c.IDs)
+	if err != nil {
+		return err
 	}
 	if e.JSON {
 		return writeJSON(e.stdout, out)
@@ -97,7 +73,7 @@ func (c *TaskShowCmd) Run(e *env) error {
 		printTask(e, t, s)
 		if h := s.History[t.ID]; h != nil {
 			fmt.Fprint(e.stdout, "queue        ")
-			printEntry(e, q.policy.HistoryView(*h, q.now), q.now)
+			printEntry(e, q.Policy.HistoryView(*h, q.Now), q.Now)
 		}
 	}
 	return nil
@@ -168,27 +144,30 @@ type TaskListCmd struct {
 
 func (c *TaskListCmd) Run(e *env) error {
 	if c.Priority != nil && (*c.Priority < 0 || *c.Priority > workqueue.MaxPriority) {
-		return fault.New(fault.Usage, "invalid_priority", nil, fmt.Sprintf("priority must be 0 (most urgent) to 4, got %d", *c.Priority), "priority", *c.Priority)
+		return fault.New(fault.CodeInvalidPriority, nil, fmt.Sprintf("priority must be 0 (most urgent) to 4, got %d", *c.Priority), "priority", *c.Priority)
 	}
 	if c.Label != "" {
 		if err := workqueue.ValidateLabel(c.Label); err != nil {
 			return err
 		}
 	}
-	q, s, err := e.readQueue(tracker)
+	q, err := e.workqueue()
 	if err != nil {
 		return err
 	}
-	tasks := s.List(q.policy, workqueue.ListFilter{Status: c.Status, Label: c.Label, Priority: c.Priority}, q.now)
+	tasks, s, err := q.List(e.ctx, workqueue.ListFilter{Status: c.Status, Label: c.Label, Priority: c.Priority})
+	if err != nil {
+		return err
+	}
 	return printTasks(e, q, s, tasks)
 }
 
 // printTasks prints tasks as beads' JSON array or as aligned rows.
-func printTasks(e *env, q *queue, s *workqueue.State, tasks []*workqueue.Task) error {
+func printTasks(e *env, q *wqservice.Service, s *workqueue.State, tasks []*workqueue.Task) error {
 	if e.JSON {
 		out := make([]workqueue.TaskJSON, 0, len(tasks))
 		for _, t := range tasks {
-			out = append(out, s.View(t, q.policy, q.now, false))
+			out = append(out, s.View(t, q.Policy, q.Now, false))
 		}
 		return writeJSON(e.stdout, out)
 	}
@@ -202,7 +181,7 @@ func printTasks(e *env, q *queue, s *workqueue.State, tasks []*workqueue.Task) e
 		if len(t.Labels) > 0 {
 			labels = "[" + text(strings.Join(t.Labels, ",")) + "]"
 		}
-		fmt.Fprint(tw, row(text(t.ID), fmt.Sprintf("P%d", t.Priority), s.EffectiveStatus(t, q.policy, q.now), text(t.Type), text(t.Title), labels))
+		fmt.Fprint(tw, row(text(t.ID), fmt.Sprintf("P%d", t.Priority), s.EffectiveStatus(t, q.Policy, q.Now), text(t.Type), text(t.Title), labels))
 	}
 	return tw.Flush()
 }
@@ -218,29 +197,23 @@ type TaskUpdateCmd struct {
 }
 
 func (c *TaskUpdateCmd) Run(e *env) error {
-	q, err := e.queue()
+	q, err := e.workqueue()
 	if err != nil {
 		return err
 	}
-	u := workqueue.Update{Title: c.Title, Description: c.Description, Priority: c.Priority, Status: c.Status,
-		AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel}
-	if err := u.Validate(); err != nil {
-		return err // usage errors before taking the lock
-	}
-	events, s, err := q.write(tracker, func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
-		return workqueue.UpdateTask(s, c.ID, u)
-	})
+	t, changed, err := q.Update(e.ctx, c.ID, workqueue.Update{Title: c.Title, Description: c.Description, Priority: c.Priority,
+		Status: c.Status, AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel})
 	if err != nil {
 		return err
 	}
-	if e.JSON {
-		return writeJSON(e.stdout, s.View(s.Tasks[c.ID], q.policy, q.now, false))
+	switch {
+	case e.JSON:
+		return writeJSON(e.stdout, t)
+	case !changed:
+		fmt.Fprintf(e.stdout, "%s unchanged: it already has those values\n", text(c.ID))
+	default:
+		fmt.Fprintf(e.stdout, "updated %s\n", text(c.ID))
 	}
-	if len(events) == 0 {
-		fmt.Fprintf(e.stdout, "%s unchanged: it already has those values\n", c.ID)
-		return nil
-	}
-	fmt.Fprintf(e.stdout, "updated %s\n", c.ID)
 	return nil
 }
 
@@ -250,25 +223,19 @@ type TaskCloseCmd struct {
 }
 
 func (c *TaskCloseCmd) Run(e *env) error {
-	q, err := e.queue()
+	q, err := e.workqueue()
 	if err != nil {
 		return err
 	}
-	_, s, err := q.write(tracker, func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
-		return workqueue.CloseTasks(s, c.IDs, c.Reason)
-	})
+	out, err := q.Close(e.ctx, c.IDs, c.Reason)
 	if err != nil {
 		return err
 	}
 	if e.JSON {
-		out := make([]workqueue.TaskJSON, 0, len(c.IDs))
-		for _, id := range c.IDs {
-			out = append(out, s.View(s.Tasks[id], q.policy, q.now, false))
-		}
 		return writeJSON(e.stdout, out)
 	}
 	for _, id := range c.IDs {
-		fmt.Fprintf(e.stdout, "closed %s\n", id)
+		fmt.Fprintf(e.stdout, "closed %s\n", text(id))
 	}
 	return nil
 }
@@ -278,21 +245,18 @@ type TaskReopenCmd struct {
 }
 
 func (c *TaskReopenCmd) Run(e *env) error {
-	q, err := e.queue()
+	q, err := e.workqueue()
 	if err != nil {
 		return err
 	}
-	_, s, err := q.write(tracker, func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
-		d, err := workqueue.Reopen(s, c.ID)
-		return []eventlog.Draft{d}, err
-	})
+	t, err := q.Reopen(e.ctx, c.ID)
 	if err != nil {
 		return err
 	}
 	if e.JSON {
-		return writeJSON(e.stdout, s.View(s.Tasks[c.ID], q.policy, q.now, false))
+		return writeJSON(e.stdout, t)
 	}
-	fmt.Fprintf(e.stdout, "reopened %s\n", c.ID)
+	fmt.Fprintf(e.stdout, "reopened %s\n", text(c.ID))
 	return nil
 }
 
@@ -307,7 +271,7 @@ type TaskDepAddCmd struct {
 }
 
 func (c *TaskDepAddCmd) Run(e *env) error {
-	return depChange(e, c.ID, c.Blocker, "added", workqueue.AddDep)
+	return depChange(e, c.ID, c.Blocker, "added", (*wqservice.Service).AddDep)
 }
 
 type TaskDepRmCmd struct {
@@ -316,18 +280,15 @@ type TaskDepRmCmd struct {
 }
 
 func (c *TaskDepRmCmd) Run(e *env) error {
-	return depChange(e, c.ID, c.Blocker, "removed", workqueue.RemoveDep)
+	return depChange(e, c.ID, c.Blocker, "removed", (*wqservice.Service).RemoveDep)
 }
 
-func depChange(e *env, id, blocker, verb string, decide func(*workqueue.State, string, string) (eventlog.Draft, error)) error {
-	q, err := e.queue()
+func depChange(e *env, id, blocker, verb string, change func(*wqservice.Service, context.Context, string, string) error) error {
+	q, err := e.workqueue()
 	if err != nil {
 		return err
 	}
-	if _, _, err := q.write(tracker, func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
-		d, err := decide(s, id, blocker)
-		return []eventlog.Draft{d}, err
-	}); err != nil {
+	if err := change(q, e.ctx, id, blocker); err != nil {
 		return err
 	}
 	if e.JSON {
@@ -347,21 +308,17 @@ type TaskCommentCmd struct {
 }
 
 func (c *TaskCommentCmd) Run(e *env) error {
-	q, err := e.queue()
+	q, err := e.workqueue()
 	if err != nil {
 		return err
 	}
-	events, _, err := q.write(tracker, func(s *workqueue.State, _ string) ([]eventlog.Draft, error) {
-		d, err := workqueue.AddComment(s, c.ID, c.Text)
-		return []eventlog.Draft{d}, err
-	})
+	comment, err := q.Comment(e.ctx, c.ID, c.Text)
 	if err != nil {
 		return err
 	}
 	if e.JSON {
-		ev := events[0]
-		return writeJSON(e.stdout, workqueue.CommentJSON{Author: ev.Actor, Text: c.Text, CreatedAt: ev.At})
+		return writeJSON(e.stdout, comment)
 	}
-	fmt.Fprintf(e.stdout, "commented on %s\n", c.ID)
+	fmt.Fprintf(e.stdout, "commented on %s\n", text(c.ID))
 	return nil
 }

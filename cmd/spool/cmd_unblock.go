@@ -1,10 +1,5 @@
 package main
 
-import (
-	"github.com/spoolhq/spool/eventlog"
-	"github.com/spoolhq/spool/internal/workqueue"
-)
-
 // UnblockCmd clears Blocked (seed 004 §9).
 type UnblockCmd struct {
 	ID            string `arg:"" complete:"task" help:"Task id."`
@@ -12,11 +7,13 @@ type UnblockCmd struct {
 }
 
 func (c *UnblockCmd) Run(e *env) error {
-	return queueChange(e, c.ID, func(q *queue, s *workqueue.State, _ string) ([]eventlog.Draft, error) {
-		d, err := workqueue.Unblock(s, c.ID, c.ResetAttempts)
-		if err != nil {
-			return nil, err
-		}
-		return []eventlog.Draft{d}, q.mirror(e.ctx, []eventlog.Draft{d}, "")
-	})
+	q, err := e.workqueue()
+	if err != nil {
+		return err
+	}
+	h, err := q.Unblock(e.ctx, c.ID, c.ResetAttempts)
+	if err != nil {
+		return err
+	}
+	return printHistory(e, h, q.Now)
 }

@@ -59,7 +59,7 @@ func (c *VerifyCmd) Run(e *env) error {
 		}
 	}
 	if !rep.OK {
-		return fault.New(fault.Rejected, "verify_failed", nil,
+		return fault.New(CodeVerifyFailed, nil,
 			fmt.Sprintf("verify failed: %d log problems, %d projection differences%s", len(rep.Problems), len(rep.Differences), brokenInvariants(rep)))
 	}
 	return nil

@@ -9,8 +9,9 @@ import (
 
 	"github.com/spoolhq/spool/internal/clock"
 	"github.com/spoolhq/spool/internal/fault"
-	"github.com/spoolhq/spool/internal/repo"
+	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/store"
+	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
 )
 
 // dir is where the command runs: -C DIR or the working directory.
@@ -28,6 +29,35 @@ func (e *env) open() (*store.Store, error) {
 		st.Engine.Progress = e.progress()
 	}
 	return st, err
+}
+
+// storeEnv opens the repository and reads the clock: what every domain's
+// service needs for one command. The actor is asked for on the first write.
+func (e *env) storeEnv() (store.Env, error) {
+	now, err := e.now()
+	if err != nil {
+		return store.Env{}, err
+	}
+	st, err := e.open()
+	if err != nil {
+		return store.Env{}, err
+	}
+	var actor string
+	return store.Env{Store: st, Now: now, Warn: e.warn, Actor: func(ctx context.Context) (string, error) {
+		if actor == "" {
+			actor, err = e.actor(ctx, st.Repo)
+		}
+		return actor, err
+	}}, nil
+}
+
+// workqueue opens the work queue's service.
+func (e *env) workqueue() (*wqservice.Service, error) {
+	env, err := e.storeEnv()
+	if err != nil {
+		return nil, err
+	}
+	return wqservice.Open(env), nil
 }
 
 // progress reports a rebuild on the terminal once it has taken a second.
@@ -72,21 +102,21 @@ func warningCode(msg string) string {
 func (e *env) now() (time.Time, error) {
 	t, err := clock.Now()
 	if err != nil {
-		return t, fault.Usagef("invalid_spool_now", "%v", err)
+		return t, fault.Usagef(CodeInvalidSpoolNow, "%v", err)
 	}
 	return t, nil
 }
 
 // actor is --actor, $SPOOL_ACTOR, then git user.email.
-func (e *env) actor(ctx context.Context, r *repo.Repo) (string, error) {
+func (e *env) actor(ctx context.Context, r *git.Repo) (string, error) {
 	if a := strings.TrimSpace(e.Actor); a != "" {
 		return a, nil
 	}
-	out, _ := repo.Git(ctx, r.WorkTree, "config", "user.email")
+	out, _ := git.Run(ctx, r.WorkTree, "config", "user.email")
 	if a := strings.TrimSpace(out); a != "" {
 		return a, nil
 	}
-	return "", fault.Usagef("no_actor", "no actor: pass --actor, set SPOOL_ACTOR, or set git user.email")
+	return "", fault.Usagef(fault.CodeNoActor, "no actor: pass --actor, set SPOOL_ACTOR, or set git user.email")
 }
 
 // interactive reports whether stderr is a terminal (for progress output).

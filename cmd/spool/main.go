@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,9 +14,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
-	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
-	"github.com/spoolhq/spool/internal/repo"
 )
 
 // CLI is the command tree; each command lives in cmd_<name>.go.
@@ -125,11 +122,11 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	}()
 	kctx, err := parser.Parse(args)
 	if err != nil {
-		return report(stderr, jsonErrors, fault.Usagef("usage", "%v", err))
+		return report(stderr, jsonErrors, fault.Usagef(fault.CodeUsage, "%v", err))
 	}
 	if cli.Dir != "" {
 		if st, err := os.Stat(cli.Dir); err != nil || !st.IsDir() {
-			return report(stderr, cli.JSON, fault.New(fault.Usage, "invalid_directory", err,
+			return report(stderr, cli.JSON, fault.New(CodeInvalidDirectory, err,
 				fmt.Sprintf("-C %s: not a directory", cli.Dir), "dir", cli.Dir))
 		}
 	}
@@ -158,7 +155,7 @@ func wantsJSON(args []string) bool {
 
 // report prints err and returns the exit code for it.
 func report(w io.Writer, asJSON bool, err error) int {
-	f := classify(err)
+	f := fault.Classify(err)
 	if asJSON {
 		obj := map[string]any{}
 		for k, v := range f.Fields {
@@ -181,7 +178,7 @@ func report(w io.Writer, asJSON bool, err error) int {
 func reportPanic(w io.Writer, asJSON bool, p any, stack []byte) int {
 	msg := fmt.Sprintf("unexpected internal error (please report it): %v", p)
 	if asJSON {
-		return report(w, true, fault.New(fault.Unexpected, "unexpected", nil, msg, "stack", string(stack)))
+		return report(w, true, fault.New(fault.CodeUnexpected, nil, msg, "stack", string(stack)))
 	}
 	fmt.Fprintf(w, "spool: %s\n%s", msg, stack)
 	return int(fault.Unexpected)
@@ -196,65 +193,6 @@ func testPanic(where string) {
 		time.Sleep(time.Minute) // the panic ends the process long before
 	}
 	panic("SPOOL_TEST_PANIC=" + where)
-}
-
-// classify maps any error onto a code and exit kind.
-func classify(err error) *fault.Error {
-	if f, ok := fault.As(err); ok {
-		if f.Message == "" {
-			f.Message = err.Error()
-		}
-		if f.Kind == 0 {
-			f.Kind = fault.Unexpected
-		}
-		return f
-	}
-	var lineErr *eventlog.LineError
-	var gitErr *repo.GitError
-	msg := err.Error()
-	switch {
-	case errors.Is(err, repo.ErrNotGitRepo):
-		return fault.New(fault.Environment, "not_a_git_repository", err, msg)
-	case errors.Is(err, eventlog.ErrNewerVersion), errors.Is(err, eventlog.ErrCorrupt):
-		code := "corrupt_log"
-		if errors.Is(err, eventlog.ErrNewerVersion) {
-			code = "newer_version"
-		}
-		f := fault.New(fault.Environment, code, err, msg)
-		if errors.As(err, &lineErr) {
-			f.Fields = map[string]any{"file": lineErr.Path, "line": lineErr.Line}
-			if lineErr.Hint != "" {
-				f.Fields["repair"] = lineErr.Hint
-			}
-		}
-		return f
-	case errors.Is(err, eventlog.ErrLockTimeout):
-		return fault.New(fault.Environment, "lock_timeout", err, msg)
-	case errors.Is(err, eventlog.ErrVersionMismatch):
-		return fault.New(fault.Rejected, "version_conflict", err, msg)
-	case errors.Is(err, eventlog.ErrInvalidDraft):
-		return fault.New(fault.Usage, "invalid_event", err, msg)
-	case errors.As(err, &gitErr):
-		return fault.New(fault.Environment, "git_failed", err, msg)
-	case errors.Is(err, context.Canceled):
-		return fault.New(fault.Unexpected, "interrupted", err, "interrupted")
-	}
-	var pathErr *os.PathError
-	if errors.As(err, &pathErr) {
-		for _, errno := range []syscall.Errno{syscall.EROFS, syscall.EACCES, syscall.EPERM} {
-			if errors.Is(err, errno) {
-				msg = fmt.Sprintf("cannot write %s: %v; reads work without write access, changes need it (to .spool/ and .git/spool/)",
-					pathErr.Path, errno)
-			}
-		}
-		for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EFBIG} {
-			if errors.Is(err, errno) {
-				msg = fmt.Sprintf("cannot write %s: %v", pathErr.Path, errno)
-			}
-		}
-		return fault.New(fault.Environment, "storage", err, msg, "file", pathErr.Path)
-	}
-	return fault.New(fault.Unexpected, "unexpected", err, msg)
 }
 
 // writeJSON prints v as indented JSON.

@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
+	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/mergequeue"
 )
 
@@ -32,7 +36,7 @@ func TestMergeErrorsJSON(t *testing.T) {
 					t.Errorf("field %s missing from %s", k, out.Bytes())
 				}
 			}
-			back, err := mergequeue.DecodeError(out.Bytes())
+			back, err := decodeMergeError(out.Bytes())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,4 +55,37 @@ func TestMergeErrorsJSON(t *testing.T) {
 			}
 		})
 	}
+}
+
+// decodeMergeError reads the --json error object
+// {"error":{"code":…,"message":…,<fields>}} back into the merge queue error
+// it was rendered from.
+func decodeMergeError(b []byte) (*fault.Error, error) {
+	var wire struct {
+		Error map[string]any `json:"error"`
+	}
+	if err := json.Unmarshal(b, &wire); err != nil {
+		return nil, err
+	}
+	if wire.Error == nil {
+		return nil, errors.New("no error object")
+	}
+	code, _ := wire.Error["code"].(string)
+	msg, _ := wire.Error["message"].(string)
+	variants := mergequeue.Variants()
+	i := slices.IndexFunc(variants, func(v *fault.Error) bool { return v.Code == code })
+	if i < 0 {
+		return nil, fmt.Errorf("unknown merge queue error code %q", code)
+	}
+	f := &fault.Error{Kind: variants[i].Kind, Code: code, Message: msg}
+	for k, v := range wire.Error {
+		if k == "code" || k == "message" {
+			continue
+		}
+		if f.Fields == nil {
+			f.Fields = map[string]any{}
+		}
+		f.Fields[k] = v
+	}
+	return f, nil
 }

@@ -47,6 +47,13 @@ type Key struct {
 // Rule is a check across keys, such as backoff.initial ≤ backoff.max.
 type Rule func(c *Config) error
 
+// Error codes of configuration.
+var (
+	CodeConfigInvalid      = fault.Register(fault.Environment, "config_invalid")
+	CodeInvalidConfigValue = fault.Register(fault.Usage, "invalid_config_value")
+	CodeUnknownConfigKey   = fault.Register(fault.Usage, "unknown_config_key")
+)
+
 var (
 	registry = map[string]Key{}
 	rules    []Rule
@@ -75,12 +82,6 @@ func Keys() []Key {
 	return keys
 }
 
-// Lookup returns a registered key.
-func Lookup(name string) (Key, bool) {
-	k, ok := registry[name]
-	return k, ok
-}
-
 func init() {
 	Register(
 		Key{Name: "lock.timeout", Kind: Duration, Default: 10 * time.Second, Min: Min(0.001), Max: Min(3600),
@@ -107,7 +108,7 @@ func Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
 	if err := json.Unmarshal(b, &c.raw); err != nil {
-		return nil, fault.New(fault.Environment, "config_invalid", err, fmt.Sprintf("%s is not a JSON object: %v", path, err))
+		return nil, fault.New(CodeConfigInvalid, err, fmt.Sprintf("%s is not a JSON object: %v", path, err))
 	}
 	for name, raw := range c.raw {
 		k, ok := registry[name]
@@ -116,7 +117,7 @@ func Load(path string) (*Config, error) {
 		}
 		v, err := k.parse(raw)
 		if err != nil {
-			return nil, fault.New(fault.Environment, "config_invalid", err, fmt.Sprintf("%s: %s: %v", path, name, err), "key", name)
+			return nil, fault.New(CodeConfigInvalid, err, fmt.Sprintf("%s: %s: %v", path, name, err), "key", name)
 		}
 		c.values[name] = v
 	}
@@ -140,7 +141,7 @@ func unknownKey(name string) error {
 	for _, k := range Keys() {
 		names = append(names, k.Name)
 	}
-	return fault.New(fault.Usage, "unknown_config_key", nil,
+	return fault.New(CodeUnknownConfigKey, nil,
 		fmt.Sprintf("unknown config key %q; valid keys: %s", name, strings.Join(names, ", ")),
 		"key", name, "valid_keys", names)
 }
@@ -162,7 +163,7 @@ func (c *Config) Set(name, text string) error {
 		err = k.Check(v)
 	}
 	if err != nil {
-		return fault.New(fault.Usage, "invalid_config_value", err,
+		return fault.New(CodeInvalidConfigValue, err,
 			fmt.Sprintf("%s: %v", name, err), "key", name, "kind", string(k.Kind))
 	}
 	old, had := c.values[name]
@@ -174,7 +175,7 @@ func (c *Config) Set(name, text string) error {
 			} else {
 				delete(c.values, name)
 			}
-			return fault.New(fault.Usage, "invalid_config_value", err,
+			return fault.New(CodeInvalidConfigValue, err,
 				fmt.Sprintf("%s: %v", name, err), "key", name, "kind", string(k.Kind))
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/spoolhq/spool/internal/repo"
+	"github.com/spoolhq/spool/internal/git"
 
 	"github.com/spoolhq/spool/internal/config"
 )
@@ -27,7 +27,7 @@ func init() {
 	)
 }
 
-func checkBranch(v any) error { return repo.CheckBranchName(v.(string)) }
+func checkBranch(v any) error { return git.CheckBranchName(v.(string)) }
 
 // checkRemote accepts "" (no remote) or a name git could have configured.
 func checkRemote(v any) error {

@@ -126,7 +126,13 @@ func (c *mergeClone) step(r *rand.Rand, now time.Time) (string, []eventlog.Draft
 		return "", nil, nil
 	}
 	e := pick(r, held)
-	to := pick(r, mergequeue.Transitions()[e.Status])
+	var tos []mergequeue.Status
+	for _, to := range mergequeue.Statuses {
+		if mergequeue.CanTransition(e.Status, to) {
+			tos = append(tos, to)
+		}
+	}
+	to := pick(r, tos)
 	if next, ok := happyPath[e.Status]; ok && r.IntN(3) > 0 { // most entries get through
 		to = next
 	}

@@ -167,7 +167,7 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 		return Submission{}, InvalidPriority(*req.Priority)
 	}
 	if strings.TrimSpace(req.Actor) == "" {
-		return Submission{}, fault.Usagef("no_actor", "no actor: pass --actor, set SPOOL_ACTOR, or set git user.email")
+		return Submission{}, fault.Usagef(fault.CodeNoActor, "no actor: pass --actor, set SPOOL_ACTOR, or set git user.email")
 	}
 	if req.Branch == "" {
 		return Submission{}, IdentityExtractionFailed(req.Workspace, "HEAD is detached; check out a branch")

@@ -4,8 +4,6 @@
 // driven at the edge (internal/train); nothing here does I/O.
 package mergequeue
 
-import "sort"
-
 // Status is where an entry is in its lifecycle (seed 002 §9.1).
 type Status string
 
@@ -81,17 +79,6 @@ func (s Status) Processing() bool {
 		return true
 	}
 	return false
-}
-
-// Transitions returns the table as sorted pairs, for documentation and tests.
-func Transitions() map[Status][]Status {
-	out := map[Status][]Status{}
-	for from, tos := range transitions {
-		list := append([]Status(nil), tos...)
-		sort.Slice(list, func(i, j int) bool { return list[i] < list[j] })
-		out[from] = list
-	}
-	return out
 }
 
 // WorkspaceState is what the queue says about an entry's workspace

@@ -71,7 +71,7 @@ type clone struct {
 func newClone(t *testing.T, remote, name string) *clone {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
-	git(t, filepath.Dir(dir), "clone", "-q", remote, dir)
+	runGit(t, filepath.Dir(dir), "clone", "-q", remote, dir)
 	registerDriver(t, dir) // git config is not cloned
 	c := &clone{t: t, dir: dir}
 	c.s, _ = open(t, dir)
@@ -85,13 +85,13 @@ func (c *clone) write(typ string, n int) {
 
 func (c *clone) commit(msg string) {
 	c.t.Helper()
-	git(c.t, c.dir, "add", "-A")
-	git(c.t, c.dir, "commit", "-qm", msg)
+	runGit(c.t, c.dir, "add", "-A")
+	runGit(c.t, c.dir, "commit", "-qm", msg)
 }
 
 func (c *clone) git(args ...string) string {
 	c.t.Helper()
-	return git(c.t, c.dir, args...)
+	return runGit(c.t, c.dir, args...)
 }
 
 // noConflicts checks the work tree holds no unmerged path.
@@ -174,11 +174,11 @@ func TestConvergence(t *testing.T) {
 	isolateGit(t)
 	spoolOnPath(t)
 	remote := filepath.Join(t.TempDir(), "remote.git")
-	git(t, filepath.Dir(remote), "init", "-q", "--bare", "-b", "main", remote)
+	runGit(t, filepath.Dir(remote), "init", "-q", "--bare", "-b", "main", remote)
 
 	// The first clone initialises spool and publishes it.
 	seed := t.TempDir()
-	git(t, seed, "clone", "-q", remote, "a")
+	runGit(t, seed, "clone", "-q", remote, "a")
 	a := &clone{t: t, dir: filepath.Join(seed, "a")}
 	a.git("checkout", "-q", "-b", "main")
 	initSpool(t, a.dir)

@@ -18,14 +18,17 @@ import (
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/config"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/mergequeue"
-	"github.com/spoolhq/spool/internal/repo"
 	"github.com/spoolhq/spool/internal/workqueue"
 	"github.com/spoolhq/spool/projections"
 )
 
 // ErrNotInitialized is a repository without .spool/.
-var ErrNotInitialized = errors.New("spool is not initialized in this repository")
+var (
+	ErrNotInitialized  = errors.New("spool is not initialized in this repository")
+	CodeNotInitialized = fault.Register(fault.Environment, "not_initialized")
+)
 
 // Specs are all projections, in the order they are replayed and reported.
 var Specs = []projections.Spec{
@@ -41,7 +44,7 @@ var ReservedPrefixes = []string{"spool.", "task.", "work.", "merge.", "job.", "p
 
 // Store is an opened spool repository.
 type Store struct {
-	Repo   *repo.Repo
+	Repo   *git.Repo
 	Config *config.Config
 	Log    *eventlog.Log
 	Engine *projections.Engine
@@ -99,30 +102,30 @@ func (s *Store) view(names []string) (*projections.View, error) {
 }
 
 // Paths under the primary worktree.
-func EventsDir(r *repo.Repo) string  { return filepath.Join(r.SpoolDir(), "events") }
-func StateDir(r *repo.Repo) string   { return filepath.Join(r.SpoolDir(), "state") }
-func ConfigPath(r *repo.Repo) string { return filepath.Join(r.SpoolDir(), "config.json") }
+func EventsDir(r *git.Repo) string  { return filepath.Join(r.SpoolDir(), "events") }
+func StateDir(r *git.Repo) string   { return filepath.Join(r.SpoolDir(), "state") }
+func ConfigPath(r *git.Repo) string { return filepath.Join(r.SpoolDir(), "config.json") }
 
 // Open finds the repository containing dir and requires spool init to have run.
 func Open(ctx context.Context, dir string, warn func(string)) (*Store, error) {
-	r, err := repo.Discover(ctx, dir)
+	r, err := git.Discover(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(r.SpoolDir()); errors.Is(err, fs.ErrNotExist) {
-		return nil, fault.New(fault.Environment, "not_initialized", ErrNotInitialized,
+		return nil, fault.New(CodeNotInitialized, ErrNotInitialized,
 			fmt.Sprintf("%s has no .spool directory; run spool init", r.Root), "root", r.Root)
 	}
 	// A fresh clone brings .spool/ but not the merge driver: register it
 	// before anything can merge a writer file as text.
-	if _, err := repo.EnsureMergeDriver(ctx, r); err != nil {
+	if _, err := git.EnsureMergeDriver(ctx, r); err != nil {
 		return nil, err
 	}
 	return OpenRepo(r, warn)
 }
 
 // OpenRepo opens a discovered repository without requiring .spool/.
-func OpenRepo(r *repo.Repo, warn func(string)) (*Store, error) {
+func OpenRepo(r *git.Repo, warn func(string)) (*Store, error) {
 	cfg, err := config.Load(ConfigPath(r))
 	if err != nil {
 		return nil, err
@@ -253,4 +256,23 @@ func (s *Store) Rebuild(ctx context.Context) (*projections.View, error) {
 		return nil, err
 	}
 	return v, v.Save()
+}
+
+// Env is what a domain's service needs for one command: the opened
+// repository, the command's one clock reading, who acts (asked for on the
+// first write: it may run git), and where warnings go.
+type Env struct {
+	Store *Store
+	Now   time.Time
+	Actor func(context.Context) (string, error)
+	Warn  func(string)
+}
+
+// Write is Store.Write as the env's actor, at the env's time.
+func (e Env) Write(ctx context.Context, names []string, decide func(v *projections.View, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *projections.View, error) {
+	actor, err := e.Actor(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e.Store.Write(ctx, e.Now, actor, names, func(v *projections.View) ([]eventlog.Draft, error) { return decide(v, actor) })
 }

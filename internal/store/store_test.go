@@ -14,7 +14,7 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
-	"github.com/spoolhq/spool/internal/repo"
+	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/projections"
 )
 
@@ -35,9 +35,9 @@ func isolateGit(t *testing.T) {
 	}
 }
 
-func git(t *testing.T, dir string, args ...string) string {
+func runGit(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	out, err := repo.Git(context.Background(), dir, args...)
+	out, err := git.Run(context.Background(), dir, args...)
 	if err != nil {
 		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
 	}
@@ -67,15 +67,15 @@ func initSpool(t *testing.T, dir string) {
 
 func registerDriver(t *testing.T, dir string) {
 	t.Helper()
-	git(t, dir, "config", "merge.spool.name", "spool event log union")
-	git(t, dir, "config", "merge.spool.driver", "spool merge-driver %O %A %B")
+	runGit(t, dir, "config", "merge.spool.name", "spool event log union")
+	runGit(t, dir, "config", "merge.spool.driver", "spool merge-driver %O %A %B")
 }
 
 func newRepo(t *testing.T) string {
 	t.Helper()
 	isolateGit(t)
 	dir := t.TempDir()
-	git(t, dir, "init", "-q", "-b", "main")
+	runGit(t, dir, "init", "-q", "-b", "main")
 	initSpool(t, dir)
 	return dir
 }
@@ -292,7 +292,7 @@ func TestWriteLockTimeout(t *testing.T) {
 func TestOpenNotInitialized(t *testing.T) {
 	isolateGit(t)
 	dir := t.TempDir()
-	git(t, dir, "init", "-q")
+	runGit(t, dir, "init", "-q")
 	_, err := Open(context.Background(), dir, nil)
 	if !errors.Is(err, ErrNotInitialized) {
 		t.Fatalf("err = %v, want ErrNotInitialized", err)
@@ -307,25 +307,25 @@ func TestOpenOutsideGit(t *testing.T) {
 	isolateGit(t)
 	dir := t.TempDir()
 	_, err := Open(context.Background(), dir, nil)
-	if !errors.Is(err, repo.ErrNotGitRepo) {
-		t.Fatalf("err = %v, want repo.ErrNotGitRepo", err)
+	if !errors.Is(err, git.ErrNotGitRepo) {
+		t.Fatalf("err = %v, want git.ErrNotGitRepo", err)
 	}
 	// A bare repository has no work tree for .spool/.
-	git(t, dir, "init", "-q", "--bare")
-	if _, err := Open(context.Background(), dir, nil); !errors.Is(err, repo.ErrNotGitRepo) {
-		t.Fatalf("bare: err = %v, want repo.ErrNotGitRepo", err)
+	runGit(t, dir, "init", "-q", "--bare")
+	if _, err := Open(context.Background(), dir, nil); !errors.Is(err, git.ErrNotGitRepo) {
+		t.Fatalf("bare: err = %v, want git.ErrNotGitRepo", err)
 	}
 }
 
 func TestWorktreesShareOneLog(t *testing.T) {
 	dir := newRepo(t)
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-qm", "init")
+	runGit(t, dir, "add", "-A")
+	runGit(t, dir, "commit", "-qm", "init")
 	main, _ := open(t, dir)
 	writeN(t, main, "test.main", 2)
 
 	wt := filepath.Join(t.TempDir(), "linked")
-	git(t, dir, "worktree", "add", "-q", wt)
+	runGit(t, dir, "worktree", "add", "-q", wt)
 	sub := filepath.Join(wt, ".spool", "events")
 	linked, _ := open(t, sub)
 	if linked.Log.Dir() != main.Log.Dir() || linked.Log.LockPath() != main.Log.LockPath() {
@@ -346,7 +346,7 @@ func TestWorktreesShareOneLog(t *testing.T) {
 
 func TestOpenInsideGitDir(t *testing.T) {
 	dir := newRepo(t)
-	if _, err := Open(context.Background(), filepath.Join(dir, ".git"), nil); !errors.Is(err, repo.ErrNotGitRepo) {
-		t.Fatalf("err = %v, want repo.ErrNotGitRepo", err)
+	if _, err := Open(context.Background(), filepath.Join(dir, ".git"), nil); !errors.Is(err, git.ErrNotGitRepo) {
+		t.Fatalf("err = %v, want git.ErrNotGitRepo", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/config"
 	"github.com/spoolhq/spool/internal/fault"
 )
 
@@ -30,7 +31,7 @@ type NewTask struct {
 // ValidateLabel refuses labels people cannot type back: empty, whitespace or commas.
 func ValidateLabel(l string) error {
 	if l == "" || strings.ContainsFunc(l, func(r rune) bool { return unicode.IsSpace(r) || r == ',' }) {
-		return fault.New(fault.Usage, "invalid_label", nil,
+		return fault.New(CodeInvalidLabel, nil,
 			fmt.Sprintf("label %q must be non-empty, without whitespace or commas", l), "label", l)
 	}
 	return nil
@@ -38,7 +39,7 @@ func ValidateLabel(l string) error {
 
 func validatePriority(p int) error {
 	if p < 0 || p > MaxPriority {
-		return fault.New(fault.Usage, "invalid_priority", nil, fmt.Sprintf("priority must be 0 (most urgent) to 4, got %d", p), "priority", p)
+		return fault.New(fault.CodeInvalidPriority, nil, fmt.Sprintf("priority must be 0 (most urgent) to 4, got %d", p), "priority", p)
 	}
 	return nil
 }
@@ -58,7 +59,7 @@ func validateLabels(labels ...[]string) error {
 func (n *NewTask) Validate() error {
 	n.Title = strings.TrimSpace(n.Title)
 	if n.Title == "" {
-		return fault.Usagef("empty_title", "a task needs a non-empty title")
+		return fault.Usagef(CodeEmptyTitle, "a task needs a non-empty title")
 	}
 	if err := validatePriority(n.Priority); err != nil {
 		return err
@@ -67,7 +68,7 @@ func (n *NewTask) Validate() error {
 		n.Type = "task"
 	}
 	if !slices.Contains(IssueTypes, n.Type) {
-		return fault.New(fault.Usage, "invalid_type", nil, fmt.Sprintf("type must be one of %s, got %q", strings.Join(IssueTypes, ", "), n.Type), "type", n.Type)
+		return fault.New(CodeInvalidType, nil, fmt.Sprintf("type must be one of %s, got %q", strings.Join(IssueTypes, ", "), n.Type), "type", n.Type)
 	}
 	return validateLabels(n.Labels)
 }
@@ -78,7 +79,7 @@ func AddTask(s TaskIndex, n NewTask, prefix, writer string, now time.Time) (even
 		return eventlog.Draft{}, "", err
 	}
 	if !ValidPrefix(prefix) {
-		return eventlog.Draft{}, "", fault.New(fault.Usage, "invalid_config_value", nil,
+		return eventlog.Draft{}, "", fault.New(config.CodeInvalidConfigValue, nil,
 			fmt.Sprintf("ids.prefix %q must be 1-16 lowercase letters and digits, starting with a letter", prefix), "key", "ids.prefix")
 	}
 	for _, id := range append(slices.Clone(n.Deps), n.Parent) {
@@ -90,7 +91,7 @@ func AddTask(s TaskIndex, n NewTask, prefix, writer string, now time.Time) (even
 	deps := slices.Clone(n.Deps)
 	sort.Strings(deps)
 	d := CreatedData{Title: n.Title, Description: n.Description, Priority: n.Priority, IssueType: n.Type,
-		Labels: normLabels(n.Labels), Parent: n.Parent, Deps: slices.Compact(deps)}
+		Labels: NormLabels(n.Labels), Parent: n.Parent, Deps: slices.Compact(deps)}
 	return eventlog.Draft{Type: TypeCreated, Subject: id, Data: d}, id, nil
 }
 
@@ -120,7 +121,7 @@ func (u *Update) Validate() error {
 	if u.Title != nil {
 		title := strings.TrimSpace(*u.Title)
 		if title == "" {
-			return fault.Usagef("empty_title", "a task needs a non-empty title")
+			return fault.Usagef(CodeEmptyTitle, "a task needs a non-empty title")
 		}
 		u.Title = &title
 	}
@@ -130,14 +131,14 @@ func (u *Update) Validate() error {
 		}
 	}
 	if u.Status != nil && !slices.Contains(Statuses, *u.Status) {
-		return fault.New(fault.Usage, "invalid_status", nil,
+		return fault.New(CodeInvalidStatus, nil,
 			fmt.Sprintf("status must be one of %s, got %q", strings.Join(Statuses, ", "), *u.Status), "status", *u.Status)
 	}
 	if err := validateLabels(u.AddLabels, u.RemoveLabels); err != nil {
 		return err
 	}
 	if u.Title == nil && u.Description == nil && u.Priority == nil && u.Status == nil && len(u.AddLabels)+len(u.RemoveLabels) == 0 {
-		return fault.Usagef("nothing_to_update", "give at least one of --title, -d, -p, --status, --add-label, --remove-label")
+		return fault.Usagef(CodeNothingToUpdate, "give at least one of --title, -d, -p, --status, --add-label, --remove-label")
 	}
 	return nil
 }
@@ -189,7 +190,7 @@ func UpdateTask(s *State, id string, u Update) ([]eventlog.Draft, error) {
 		d.Priority = u.Priority
 	}
 	// The fold adds, then removes: record only the difference that makes.
-	final := normLabels(append(slices.Clone(t.Labels), u.AddLabels...))
+	final := NormLabels(append(slices.Clone(t.Labels), u.AddLabels...))
 	final = slices.DeleteFunc(final, func(l string) bool { return slices.Contains(u.RemoveLabels, l) })
 	for _, l := range final {
 		if !t.HasLabel(l) {
@@ -208,7 +209,7 @@ func UpdateTask(s *State, id string, u Update) ([]eventlog.Draft, error) {
 }
 
 func invalidTransition(id, msg string) error {
-	return fault.New(fault.Rejected, "invalid_state_transition", fault.ErrInvalidTransition, fmt.Sprintf("task %s: %s", id, msg), "id", id)
+	return fault.New(fault.CodeInvalidStateTransition, fault.ErrInvalidTransition, fmt.Sprintf("task %s: %s", id, msg), "id", id)
 }
 
 // CloseTasks closes every task or none.
@@ -252,16 +253,16 @@ func AddDep(s *State, id, blocker string) (eventlog.Draft, error) {
 	}
 	for _, d := range t.Blockers {
 		if d.ID == blocker {
-			return eventlog.Draft{}, fault.New(fault.Rejected, "dependency_exists", fault.ErrConflict,
+			return eventlog.Draft{}, fault.New(CodeDependencyExists, fault.ErrConflict,
 				fmt.Sprintf("%s already depends on %s", id, blocker), "id", id, "blocker", blocker)
 		}
 	}
 	if id == blocker {
-		return eventlog.Draft{}, fault.New(fault.Rejected, "dependency_cycle", fault.ErrConflict,
+		return eventlog.Draft{}, fault.New(CodeDependencyCycle, fault.ErrConflict,
 			fmt.Sprintf("%s cannot depend on itself", id), "id", id, "blocker", blocker)
 	}
 	if s.reaches(blocker, id) {
-		return eventlog.Draft{}, fault.New(fault.Rejected, "dependency_cycle", fault.ErrConflict,
+		return eventlog.Draft{}, fault.New(CodeDependencyCycle, fault.ErrConflict,
 			fmt.Sprintf("%s cannot depend on %s: %s already waits for %s", id, blocker, blocker, id), "id", id, "blocker", blocker)
 	}
 	return eventlog.Draft{Type: TypeDepAdded, Subject: id, Data: DepData{Blocker: blocker}}, nil
@@ -278,14 +279,14 @@ func RemoveDep(s *State, id, blocker string) (eventlog.Draft, error) {
 			return eventlog.Draft{Type: TypeDepRemoved, Subject: id, Data: DepData{Blocker: blocker}}, nil
 		}
 	}
-	return eventlog.Draft{}, fault.New(fault.Rejected, "not_found", fault.ErrNotFound,
+	return eventlog.Draft{}, fault.New(fault.CodeNotFound, fault.ErrNotFound,
 		fmt.Sprintf("%s does not depend on %s", id, blocker), "id", id, "blocker", blocker)
 }
 
 // AddComment notes text on a task.
 func AddComment(s *State, id, text string) (eventlog.Draft, error) {
 	if strings.TrimSpace(text) == "" {
-		return eventlog.Draft{}, fault.Usagef("empty_comment", "a comment needs text")
+		return eventlog.Draft{}, fault.Usagef(CodeEmptyComment, "a comment needs text")
 	}
 	if _, err := s.task(id); err != nil {
 		return eventlog.Draft{}, err
@@ -444,14 +445,14 @@ func held(s *State, p Policy, id, actor string, now time.Time) (Entry, error) {
 		return Entry{}, notClaimed(id, "its lease expired at "+h.LeaseUntil.Format(time.RFC3339))
 	}
 	if h.Actor != actor {
-		return Entry{}, fault.New(fault.Rejected, "unauthorized", fault.ErrUnauthorized,
+		return Entry{}, fault.New(fault.CodeUnauthorized, fault.ErrUnauthorized,
 			fmt.Sprintf("task %s is claimed by %s, not %s", id, h.Actor, actor), "id", id, "claimant", h.Actor, "actor", actor)
 	}
 	return *h, nil
 }
 
 func notClaimed(id, why string) error {
-	return fault.New(fault.Rejected, "not_claimed", fault.ErrInvalidTransition,
+	return fault.New(CodeNotClaimed, fault.ErrInvalidTransition,
 		fmt.Sprintf("task %s is not claimed: %s", id, why), "id", id)
 }
 
@@ -481,7 +482,7 @@ func Done(s *State, p Policy, id, actor, reason string, now time.Time) ([]eventl
 func Fail(s *State, p Policy, id, actor, msg string, now time.Time) ([]eventlog.Draft, error) {
 	msg = strings.TrimSpace(msg)
 	if msg == "" {
-		return nil, fault.Usagef("empty_error", "--error needs a description of the failure")
+		return nil, fault.Usagef(CodeEmptyError, "--error needs a description of the failure")
 	}
 	h, err := held(s, p, id, actor, now)
 	if err != nil {
@@ -527,7 +528,7 @@ func (s *State) isBlocked(id string) bool {
 func Block(s *State, id, reason string) (eventlog.Draft, error) {
 	reason = strings.TrimSpace(reason)
 	if reason == "" {
-		return eventlog.Draft{}, fault.Usagef("empty_reason", "--reason needs text")
+		return eventlog.Draft{}, fault.Usagef(CodeEmptyReason, "--reason needs text")
 	}
 	h := s.History[id]
 	if h == nil && s.Tasks[id] == nil {
@@ -588,4 +589,36 @@ func (l layered) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool
 		best = Candidates([]*Task{l.task(best.ID)})[0]
 	}
 	return best, found
+}
+
+// SyncRequests are the requests a bd/br source must be told of for drafts
+// the queue decided: done closes the bead (with reason), Blocked adds the
+// blocked label, unblock and retry of a blocked task remove it, demotion
+// sets the priority. Appended with the drafts, they are the intent the
+// service carries out afterwards.
+func SyncRequests(drafts []eventlog.Draft, reason string) []eventlog.Draft {
+	var out []eventlog.Draft
+	req := func(id string, d SyncData) {
+		out = append(out, eventlog.Draft{Type: TypeSyncRequested, Subject: id, Data: d})
+	}
+	for _, d := range drafts {
+		switch data := d.Data.(type) {
+		case AttemptData:
+			if d.Type == TypeSucceeded {
+				req(d.Subject, SyncData{Op: SyncClose, Reason: reason})
+			}
+		case BlockedData:
+			req(d.Subject, SyncData{Op: SyncLabelAdd, Label: BlockedLabel})
+		case UnblockedData:
+			req(d.Subject, SyncData{Op: SyncLabelRemove, Label: BlockedLabel})
+		case RetriedData:
+			if data.PreviousStatus == HistBlocked {
+				req(d.Subject, SyncData{Op: SyncLabelRemove, Label: BlockedLabel})
+			}
+		case DemotedData:
+			to := data.To
+			req(d.Subject, SyncData{Op: SyncPriority, Priority: &to})
+		}
+	}
+	return out
 }

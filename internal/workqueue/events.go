@@ -29,6 +29,12 @@ const (
 	TypeBlocked      = "task.blocked"       // BlockedData
 	TypeUnblocked    = "task.unblocked"     // UnblockedData
 	TypeRetried      = "task.retried"       // RetriedData
+
+	// Telling a bd/br source what the queue decided: the intent is appended
+	// with the decision, the outcome once bd/br did it, so a crash between
+	// the two leaves the request pending and the next command does it.
+	TypeSyncRequested = "task.sync_requested" // SyncData
+	TypeSynced        = "task.synced"         // SyncedData
 )
 
 // CreatedData is a new task; its id is the event's subject.
@@ -124,6 +130,28 @@ type UnblockedData struct {
 type RetriedData struct {
 	PreviousStatus   string `json:"previous_status"`
 	PreviousAttempts int    `json:"previous_attempts"`
+}
+
+// SyncData asks the source to close a bead, add or remove a label, or set
+// its priority.
+type SyncData struct {
+	Op       string `json:"op"` // Sync*
+	Reason   string `json:"reason,omitempty"`
+	Label    string `json:"label,omitempty"`
+	Priority *int   `json:"priority,omitempty"`
+}
+
+// Sync operations.
+const (
+	SyncClose       = "close"
+	SyncLabelAdd    = "label_add"
+	SyncLabelRemove = "label_remove"
+	SyncPriority    = "priority"
+)
+
+// SyncedData says the source did the request whose event id it names.
+type SyncedData struct {
+	Request string `json:"request"`
 }
 
 // BlockedLabel marks a Blocked task (seed 004 §9).

@@ -1,6 +1,9 @@
 package workqueue
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // TaskJSON is a task as tools written for beads (bd/br) read it.
 type TaskJSON struct {
@@ -71,13 +74,29 @@ type EntryJSON struct {
 	Worker         string     `json:"worker,omitempty"`
 	LeaseUntil     *time.Time `json:"lease_until,omitempty"`
 	NextEligibleAt *time.Time `json:"next_eligible_at,omitempty"`
+	PendingSync    []string   `json:"pending_sync,omitempty"` // requests to bd/br not yet done: close, label_add blocked, …
 }
 
 // JSON renders the entry as recorded (history.json); views at a time use
 // Policy.View, which adds lease expiry and next_eligible_at.
 func (h *Entry) JSON() EntryJSON {
-	return EntryJSON{ID: h.ID, Status: h.Status, Attempts: h.Attempts, Failures: h.Failures,
+	j := EntryJSON{ID: h.ID, Status: h.Status, Attempts: h.Attempts, Failures: h.Failures,
 		LastAttempt: timePtr(h.LastAttempt), LastError: h.LastError, Worker: h.Worker, LeaseUntil: timePtr(h.LeaseUntil)}
+	for _, p := range h.Pending {
+		j.PendingSync = append(j.PendingSync, p.String())
+	}
+	return j
+}
+
+// String names the request as people read it: "close", "label_add blocked", "priority 3".
+func (p PendingSync) String() string {
+	switch {
+	case p.Label != "":
+		return p.Op + " " + p.Label
+	case p.Priority != nil:
+		return fmt.Sprintf("%s %d", p.Op, *p.Priority)
+	}
+	return p.Op
 }
 
 func timePtr(t time.Time) *time.Time {

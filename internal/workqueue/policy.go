@@ -24,11 +24,6 @@ type Policy struct {
 	ExcludeLabels []string // workqueue.exclude_labels
 }
 
-// DefaultPolicy is seed 001's configuration.
-func DefaultPolicy() Policy {
-	return Policy{Kind: Exponential, Initial: time.Minute, Max: time.Hour, Multiplier: 2, MaxFailures: 5, Lease: time.Hour}
-}
-
 // Backoff is how long a task waits after its attempts-th attempt failed:
 // nothing after the first, then initial·multiplier^(attempts-2), capped at max.
 func (p Policy) Backoff(attempts int) time.Duration {

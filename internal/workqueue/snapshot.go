@@ -20,7 +20,7 @@ import (
 
 const (
 	tasksMagic = "spool-tasks-4\n"
-	queueMagic = "spool-history-1\n"
+	queueMagic = "spool-history-2\n"
 )
 
 var errSnapshot = errors.New("tasks snapshot is damaged")
@@ -124,6 +124,17 @@ func (p *QueueProjection) MarshalState() ([]byte, error) {
 		w.time(h.LeaseUntil)
 		w.time(h.QueuedAt)
 		w.bool(h.Blocked)
+		w.uint(uint64(len(h.Pending)))
+		for _, p := range h.Pending {
+			w.str(p.Request)
+			w.str(p.Op)
+			w.str(p.Reason)
+			w.str(p.Label)
+			w.bool(p.Priority != nil)
+			if p.Priority != nil {
+				w.int(int64(*p.Priority))
+			}
+		}
 	}
 	binary.LittleEndian.PutUint32(w.buf[crcAt:], crc32.Checksum(w.buf[crcAt+4:], castagnoli))
 	return w.buf, nil
@@ -253,6 +264,17 @@ func (s *State) decodeHistory(r *reader) error {
 		h.Attempts, h.Failures, h.Priority = int(r.int()), int(r.int()), int(r.int())
 		h.LastAttempt, h.LastFailureAt, h.LeaseUntil, h.QueuedAt = r.time(), r.time(), r.time(), r.time()
 		h.Blocked = r.bool()
+		if n := r.count(); n > 0 {
+			h.Pending = make([]PendingSync, n)
+			for i := range h.Pending {
+				p := &h.Pending[i]
+				p.Request, p.Op, p.Reason, p.Label = r.str(), r.str(), r.str(), r.str()
+				if r.bool() {
+					prio := int(r.int())
+					p.Priority = &prio
+				}
+			}
+		}
 		if r.err != nil {
 			return r.err
 		}

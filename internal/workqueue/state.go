@@ -92,6 +92,13 @@ type Entry struct {
 	QueuedAt      time.Time // set when the progressive policy requeues
 	Priority      int       // priority at the claim, lowered by demotion
 	Blocked       bool
+	Pending       []PendingSync // requests to a bd/br source not yet done, oldest first
+}
+
+// PendingSync is a task.sync_requested without its task.synced.
+type PendingSync struct {
+	Request string // the request's event id
+	SyncData
 }
 
 // State is what the Decide functions see: the tracker's tasks and the
@@ -116,7 +123,7 @@ const (
 // projections.Spec.Amortize).
 var (
 	Spec      = projections.Spec{Name: Name, Version: 1, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
-	QueueSpec = projections.Spec{Name: QueueName, Version: 1, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
+	QueueSpec = projections.Spec{Name: QueueName, Version: 2, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
 // TasksProjection folds the tracker's side of every event. Read from a
@@ -293,7 +300,7 @@ func (s *State) applyTask(e *eventlog.Event) {
 			return // a duplicate id or bad data: the first create wins
 		}
 		t = &Task{ID: id, Title: d.Title, Status: StatusOpen, Priority: d.Priority, Type: d.IssueType,
-			Labels: normLabels(d.Labels), CreatedAt: e.At, Parent: d.Parent,
+			Labels: NormLabels(d.Labels), CreatedAt: e.At, Parent: d.Parent,
 			detail: &TaskDetail{Description: d.Description, CreatedBy: e.Actor, UpdatedAt: e.At}}
 		for _, b := range d.Deps {
 			t.addBlocker(Dep{ID: b, At: e.At, By: e.Actor})
@@ -323,7 +330,7 @@ func (s *State) applyTask(e *eventlog.Event) {
 		if d.Status != nil {
 			t.setStatus(*d.Status, e.At, "")
 		}
-		t.Labels = normLabels(append(t.Labels, d.AddLabels...))
+		t.Labels = NormLabels(append(t.Labels, d.AddLabels...))
 		t.Labels = slices.DeleteFunc(t.Labels, func(l string) bool { return slices.Contains(d.RemoveLabels, l) })
 	case TypeClosed:
 		var d ClosedData
@@ -371,7 +378,7 @@ func (s *State) applyTask(e *eventlog.Event) {
 		t.Priority = d.To
 	case TypeBlocked:
 		t.unassign()
-		t.Labels = normLabels(append(t.Labels, BlockedLabel))
+		t.Labels = NormLabels(append(t.Labels, BlockedLabel))
 	case TypeUnblocked, TypeRetried:
 		t.Labels = slices.DeleteFunc(t.Labels, func(l string) bool { return l == BlockedLabel })
 	default:
@@ -448,6 +455,20 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		h := s.entry(id)
 		h.release(HistBlocked)
 		h.Blocked = true
+	case TypeSyncRequested:
+		var d SyncData
+		if json.Unmarshal(e.Data, &d) == nil && d.Op != "" {
+			h := s.entry(id)
+			h.Pending = append(h.Pending, PendingSync{Request: e.ID, SyncData: d})
+		}
+	case TypeSynced:
+		var d SyncedData
+		if h := s.History[id]; h != nil && json.Unmarshal(e.Data, &d) == nil {
+			h.Pending = slices.DeleteFunc(h.Pending, func(p PendingSync) bool { return p.Request == d.Request })
+			if len(h.Pending) == 0 {
+				h.Pending = nil
+			}
+		}
 	case TypeUnblocked, TypeRetried:
 		reset := true
 		if e.Type == TypeUnblocked {
@@ -511,7 +532,8 @@ func cmpString(a, b string) int {
 	return 0
 }
 
-func normLabels(labels []string) []string {
+// NormLabels sorts labels and drops duplicates and empty ones.
+func NormLabels(labels []string) []string {
 	out := slices.Clone(labels)
 	sort.Strings(out)
 	out = slices.Compact(out)

@@ -16,6 +16,11 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 
+// DefaultPolicy is seed 001's configuration.
+func DefaultPolicy() Policy {
+	return Policy{Kind: Exponential, Initial: time.Minute, Max: time.Hour, Multiplier: 2, MaxFailures: 5, Lease: time.Hour}
+}
+
 // world folds drafts the way the log would, numbering events.
 type world struct {
 	t   *testing.T

@@ -1,4 +1,4 @@
-package train
+package service
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 
 func (f *fixture) trail(id int64) []mergequeue.AuditStep {
 	f.t.Helper()
-	steps, err := Trail(context.Background(), f.store(f.root), f.queue().Entry(id))
+	steps, err := Trail(context.Background(), f.store(f.Root), f.queue().Entry(id))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -38,8 +38,8 @@ func (f *fixture) statuses(id int64) string {
 // tested commit, pushes it and updates the checked-out primary worktree.
 func TestTrainMergesInOrder(t *testing.T) {
 	f := newFixture(t)
-	a := f.worktree("a", "a.txt", "a\n")
-	b := f.worktree("b", "b.txt", "b\n")
+	a := f.Worktree("a", "a.txt", "a\n")
+	b := f.Worktree("b", "b.txt", "b\n")
 	f.mustSubmit(a, SubmitOptions{NoPush: true, Priority: mergequeue.P(2)})
 	f.mustSubmit(b, SubmitOptions{NoPush: true, Priority: mergequeue.P(1)}) // more urgent: first
 	f.config("merge.test_command", `["sh","-c","test -f README"]`)
@@ -48,12 +48,12 @@ func TestTrainMergesInOrder(t *testing.T) {
 		t.Fatalf("results %+v", res)
 	}
 	q := f.queue()
-	main := f.git(f.root, "rev-parse", "main")
-	if main != q.Entry(1).TestedSHA || f.git(f.remote, "rev-parse", "main") != main {
+	main := f.Git(f.Root, "rev-parse", "main")
+	if main != q.Entry(1).TestedSHA || f.Git(f.Remote, "rev-parse", "main") != main {
 		t.Fatalf("target %s, tested %s", main, q.Entry(1).TestedSHA)
 	}
 	for _, file := range []string{"a.txt", "b.txt"} {
-		if _, err := os.Stat(filepath.Join(f.root, file)); err != nil {
+		if _, err := os.Stat(filepath.Join(f.Root, file)); err != nil {
 			t.Errorf("primary worktree lacks %s", file)
 		}
 	}
@@ -68,13 +68,13 @@ func TestTrainMergesInOrder(t *testing.T) {
 			t.Errorf("step %s lacks tested_against_sha", h.To)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(f.root, ".spool/runs/1/attempt-1/test.log")); err != nil {
+	if _, err := os.Stat(filepath.Join(f.Root, ".spool/runs/1/attempt-1/test.log")); err != nil {
 		t.Error("no test output kept")
 	}
-	if out := f.git(f.root, "worktree", "list"); strings.Contains(out, "spool-merge-") {
+	if out := f.Git(f.Root, "worktree", "list"); strings.Contains(out, "spool-merge-") {
 		t.Errorf("scratch worktree left behind:\n%s", out)
 	}
-	if f.git(f.root, "status", "--porcelain", "--", ".", ":(exclude).spool") != "" {
+	if f.Git(f.Root, "status", "--porcelain", "--", ".", ":(exclude).spool") != "" {
 		t.Error("primary worktree not clean after the merge")
 	}
 	if res := f.run(); len(res) != 0 {
@@ -84,23 +84,23 @@ func TestTrainMergesInOrder(t *testing.T) {
 
 func TestTrainRebaseConflict(t *testing.T) {
 	f := newFixture(t)
-	feat := f.worktree("feat", "README", "feature's hello\n")
-	f.commit(f.root, "README", "main's hello\n", "main changes README")
+	feat := f.Worktree("feat", "README", "feature's hello\n")
+	f.Commit(f.Root, "README", "main's hello\n", "main changes README")
 	f.mustSubmit(feat, SubmitOptions{NoPush: true})
-	before := f.git(f.root, "rev-parse", "main")
+	before := f.Git(f.Root, "rev-parse", "main")
 	res := f.run()
 	e := f.queue().Entry(1)
 	if len(res) != 1 || e.Status != mergequeue.FailedTerminal || len(e.ConflictPaths) != 1 || e.ConflictPaths[0] != "README" {
 		t.Fatalf("results %+v, entry %s %v %q", res, e.Status, e.ConflictPaths, e.LastError)
 	}
-	if f.git(f.root, "rev-parse", "main") != before {
+	if f.Git(f.Root, "rev-parse", "main") != before {
 		t.Fatal("target moved after a conflict")
 	}
 }
 
 func TestTrainFailingThenPassingTest(t *testing.T) {
 	f := newFixture(t)
-	feat := f.worktree("feat", "f.txt", "f\n")
+	feat := f.Worktree("feat", "f.txt", "f\n")
 	mark := filepath.Join(t.TempDir(), "passed-once")
 	f.config("merge.test_command", `["sh","-c","if [ -f `+mark+` ]; then echo ok; exit 0; fi; touch `+mark+`; echo broken; exit 1"]`)
 	f.mustSubmit(feat, SubmitOptions{NoPush: true})
@@ -109,11 +109,11 @@ func TestTrainFailingThenPassingTest(t *testing.T) {
 	if e.Status != mergequeue.FailedRetryable || e.Attempts != 1 || !strings.Contains(e.LastError, "exited 1") {
 		t.Fatalf("first run: %s %d %q", e.Status, e.Attempts, e.LastError)
 	}
-	log, _ := os.ReadFile(filepath.Join(f.root, ".spool/runs/1/attempt-1/test.log"))
+	log, _ := os.ReadFile(filepath.Join(f.Root, ".spool/runs/1/attempt-1/test.log"))
 	if strings.TrimSpace(string(log)) != "broken" {
 		t.Errorf("test.log %q", log)
 	}
-	_, _, err := Change(context.Background(), f.store(f.root), "ada@example.com", f.now, func(q *mergequeue.State, pol mergequeue.Policy) ([]eventlog.Draft, error) {
+	_, _, err := Change(context.Background(), f.store(f.Root), "ada@example.com", f.now, func(q *mergequeue.State, pol mergequeue.Policy) ([]eventlog.Draft, error) {
 		return mergequeue.DecideRetry(q, 1, "ada@example.com", pol)
 	})
 	if err != nil {
@@ -121,14 +121,14 @@ func TestTrainFailingThenPassingTest(t *testing.T) {
 	}
 	f.run()
 	e = f.queue().Entry(1)
-	if e.Status != mergequeue.Merged || e.Attempts != 2 || f.git(f.root, "rev-parse", "main") != e.TestedSHA {
+	if e.Status != mergequeue.Merged || e.Attempts != 2 || f.Git(f.Root, "rev-parse", "main") != e.TestedSHA {
 		t.Fatalf("second run: %s after %d attempts", e.Status, e.Attempts)
 	}
 }
 
 func TestTrainTestTimeoutAndAttempts(t *testing.T) {
 	f := newFixture(t)
-	feat := f.worktree("feat", "f.txt", "f\n")
+	feat := f.Worktree("feat", "f.txt", "f\n")
 	f.config("merge.test_command", `["sleep","30"]`)
 	f.config("merge.test_timeout", `"1s"`)
 	f.config("merge.max_attempts", "1")
@@ -145,9 +145,9 @@ func TestTrainTestTimeoutAndAttempts(t *testing.T) {
 // tests again before merging, so main gets both changes.
 func TestTrainTargetMovesDuringTesting(t *testing.T) {
 	f := newFixture(t)
-	feat := f.worktree("feat", "f.txt", "f\n")
-	other := f.worktree("other", "o.txt", "o\n")
-	otherSHA := f.git(other, "rev-parse", "HEAD")
+	feat := f.Worktree("feat", "f.txt", "f\n")
+	other := f.Worktree("other", "o.txt", "o\n")
+	otherSHA := f.Git(other, "rev-parse", "HEAD")
 	mark := filepath.Join(t.TempDir(), "moved")
 	// first test run: someone else lands "other" on main
 	f.config("merge.test_command", `["sh","-c","[ -f `+mark+` ] || { touch `+mark+`; git -C \"$SPOOL_MERGE_REPO\" update-ref refs/heads/main `+otherSHA+`; }"]`)
@@ -160,8 +160,8 @@ func TestTrainTargetMovesDuringTesting(t *testing.T) {
 	if !strings.Contains(f.statuses(1), "ready_to_merge rebasing testing ready_to_merge merging merged") {
 		t.Errorf("audit trail %q", f.statuses(1))
 	}
-	main := f.git(f.root, "rev-parse", "main")
-	if main != e.TestedSHA || f.git(f.root, "merge-base", "--is-ancestor", otherSHA, main) != "" {
+	main := f.Git(f.Root, "rev-parse", "main")
+	if main != e.TestedSHA || f.Git(f.Root, "merge-base", "--is-ancestor", otherSHA, main) != "" {
 		t.Fatal("main lost a change")
 	}
 }
@@ -170,15 +170,15 @@ func TestTrainTargetMovesDuringTesting(t *testing.T) {
 // compare-and-set: the train stops and leaves the target alone.
 func TestTrainLosesCancelledEntry(t *testing.T) {
 	f := newFixture(t)
-	feat := f.worktree("feat", "f.txt", "f\n")
+	feat := f.Worktree("feat", "f.txt", "f\n")
 	f.mustSubmit(feat, SubmitOptions{NoPush: true})
-	before := f.git(f.root, "rev-parse", "main")
+	before := f.Git(f.Root, "rev-parse", "main")
 	r := f.runner()
 	r.afterStep = func(s mergequeue.Status) {
 		if s != mergequeue.Testing {
 			return
 		}
-		_, _, err := Change(context.Background(), f.store(f.root), "ada@example.com", f.now, func(q *mergequeue.State, pol mergequeue.Policy) ([]eventlog.Draft, error) {
+		_, _, err := Change(context.Background(), f.store(f.Root), "ada@example.com", f.now, func(q *mergequeue.State, pol mergequeue.Policy) ([]eventlog.Draft, error) {
 			return mergequeue.DecideCancel(q, 1, "ada@example.com", "changed my mind", pol)
 		})
 		if err != nil {
@@ -186,12 +186,12 @@ func TestTrainLosesCancelledEntry(t *testing.T) {
 		}
 	}
 	res, err := r.RunOne(context.Background())
-	if err != nil || res == nil || !strings.Contains(res.Reason, mergequeue.CodeConcurrentModification) && !strings.Contains(res.Reason, "changed while") {
+	if err != nil || res == nil || !strings.Contains(res.Reason, mergequeue.CodeConcurrentModification.Name) && !strings.Contains(res.Reason, "changed while") {
 		t.Fatalf("result %+v, %v", res, err)
 	}
 	e := f.queue().Entry(1)
-	if e.Status != mergequeue.Cancelled || f.git(f.root, "rev-parse", "main") != before {
-		t.Fatalf("entry %s; main moved: %v", e.Status, f.git(f.root, "rev-parse", "main") != before)
+	if e.Status != mergequeue.Cancelled || f.Git(f.Root, "rev-parse", "main") != before {
+		t.Fatalf("entry %s; main moved: %v", e.Status, f.Git(f.Root, "rev-parse", "main") != before)
 	}
 }
 
@@ -199,9 +199,9 @@ func TestTrainLosesCancelledEntry(t *testing.T) {
 // must not leave its entry stuck: recovery puts it back to pending.
 func TestRecoverMergingWhenTargetIsGone(t *testing.T) {
 	f := newFixture(t)
-	ws := f.worktree("feat", "f.txt", "f\n")
+	ws := f.Worktree("feat", "f.txt", "f\n")
 	resp := f.mustSubmit(ws, SubmitOptions{NoPush: true})
-	st := f.store(f.root)
+	st := f.store(f.Root)
 	pol := mergequeue.PolicyFrom(st.Config)
 	drive := func(decide func(q *mergequeue.State) ([]eventlog.Draft, error)) {
 		t.Helper()
@@ -226,7 +226,7 @@ func TestRecoverMergingWhenTargetIsGone(t *testing.T) {
 	if got := f.queue().Entry(resp.EntryID).Status; got != mergequeue.Merging {
 		t.Fatalf("set-up: entry is %s", got)
 	}
-	if _, err := Recover(context.Background(), f.store(f.root), "ada@example.com", f.now.Add(time.Hour)); err != nil {
+	if _, err := Recover(context.Background(), f.store(f.Root), "ada@example.com", f.now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.queue().Entry(resp.EntryID).Status; got != mergequeue.Pending {
@@ -241,7 +241,7 @@ func TestRecoverKillsRecordedTestGroup(t *testing.T) {
 	for _, ours := range []bool{true, false} {
 		t.Run(fmt.Sprintf("ours=%v", ours), func(t *testing.T) {
 			f := newFixture(t)
-			ws := f.worktree("feat", "f.txt", "f\n")
+			ws := f.Worktree("feat", "f.txt", "f\n")
 			resp := f.mustSubmit(ws, SubmitOptions{NoPush: true})
 			p, err := proc.Start(context.Background(), proc.Cmd{Argv: []string{"sleep", "300"}})
 			if err != nil {
@@ -253,7 +253,7 @@ func TestRecoverKillsRecordedTestGroup(t *testing.T) {
 			if !ours {
 				recorded.Start++ // the pid now belongs to another process
 			}
-			st := f.store(f.root)
+			st := f.store(f.Root)
 			pol := mergequeue.PolicyFrom(st.Config)
 			decide := func(decide func(q *mergequeue.State, e *mergequeue.Entry) ([]eventlog.Draft, error)) {
 				t.Helper()
@@ -279,7 +279,7 @@ func TestRecoverKillsRecordedTestGroup(t *testing.T) {
 			if e := f.queue().Entry(resp.EntryID); e.Proc == nil || *e.Proc != recorded {
 				t.Fatalf("recorded %+v", e.Proc)
 			}
-			if _, err := Recover(context.Background(), f.store(f.root), "ada@example.com", f.now.Add(time.Hour)); err != nil {
+			if _, err := Recover(context.Background(), f.store(f.Root), "ada@example.com", f.now.Add(time.Hour)); err != nil {
 				t.Fatal(err)
 			}
 			if e := f.queue().Entry(resp.EntryID); e.Status != mergequeue.Pending || e.Proc != nil {
@@ -310,8 +310,8 @@ func TestRecoverKillsRecordedTestGroup(t *testing.T) {
 // fold skipped or resolved otherwise (events clones appended concurrently).
 func TestTrailMarksConflicts(t *testing.T) {
 	f := newFixture(t)
-	resp := f.mustSubmit(f.worktree("feat", "f.txt", "f\n"), SubmitOptions{NoPush: true})
-	st := f.store(f.root)
+	resp := f.mustSubmit(f.Worktree("feat", "f.txt", "f\n"), SubmitOptions{NoPush: true})
+	st := f.store(f.Root)
 	pol := mergequeue.PolicyFrom(st.Config)
 	write := func(drafts ...eventlog.Draft) {
 		t.Helper()
@@ -367,26 +367,26 @@ func lines(n, k int, what string) string {
 // stashed. The user's edit is never lost.
 func TestTrainWaitsForDirtyCheckout(t *testing.T) {
 	f := newFixture(t)
-	f.commit(f.root, "README", lines(10, 0, ""), "a longer README")
-	f.git(f.root, "push", "-q", "origin", "main")
-	feat := f.worktree("feat", "README", lines(10, 10, "feature's line 10"))
+	f.Commit(f.Root, "README", lines(10, 0, ""), "a longer README")
+	f.Git(f.Root, "push", "-q", "origin", "main")
+	feat := f.Worktree("feat", "README", lines(10, 10, "feature's line 10"))
 	f.mustSubmit(feat, SubmitOptions{NoPush: true})
 	edit := lines(10, 1, "my uncommitted line 1")
-	f.write(f.root, "README", edit)
-	before := f.git(f.root, "rev-parse", "main")
+	f.Write(f.Root, "README", edit)
+	before := f.Git(f.Root, "rev-parse", "main")
 
 	res := f.run()
 	e := f.queue().Entry(1)
 	if len(res) != 1 || res[0].Status != mergequeue.Pending || e.Status != mergequeue.Pending {
 		t.Fatalf("results %+v, entry %s", res, e.Status)
 	}
-	if got := f.git(f.root, "rev-parse", "main"); got != before {
+	if got := f.Git(f.Root, "rev-parse", "main"); got != before {
 		t.Fatal("main moved under a checkout with a conflicting edit")
 	}
-	if b, _ := os.ReadFile(filepath.Join(f.root, "README")); string(b) != edit {
+	if b, _ := os.ReadFile(filepath.Join(f.Root, "README")); string(b) != edit {
 		t.Fatalf("the user's edit is gone:\n%s", b)
 	}
-	if out := f.git(f.root, "diff", "--cached", "--name-only"); out != "" {
+	if out := f.Git(f.Root, "diff", "--cached", "--name-only"); out != "" {
 		t.Fatalf("git diff --cached shows %s", out)
 	}
 	if !strings.HasPrefix(e.Waiting, mergequeue.WaitCheckoutDirty) || strings.Join(e.ConflictPaths, ",") != "README" || e.Attempts != 0 {
@@ -398,17 +398,17 @@ func TestTrainWaitsForDirtyCheckout(t *testing.T) {
 		t.Fatalf("claimed again while the checkout is dirty: %+v", res)
 	}
 	// Stashed: the next run merges, and the edit comes back on top.
-	f.git(f.root, "stash", "-q")
+	f.Git(f.Root, "stash", "-q")
 	res = f.run()
 	e = f.queue().Entry(1)
-	if len(res) != 1 || e.Status != mergequeue.Merged || f.git(f.root, "rev-parse", "main") != e.TestedSHA || e.Waiting != "" {
+	if len(res) != 1 || e.Status != mergequeue.Merged || f.Git(f.Root, "rev-parse", "main") != e.TestedSHA || e.Waiting != "" {
 		t.Fatalf("after stashing: %+v, entry %s %q", res, e.Status, e.Waiting)
 	}
-	f.git(f.root, "stash", "pop", "-q")
-	if b, _ := os.ReadFile(filepath.Join(f.root, "README")); !strings.Contains(string(b), "my uncommitted line 1") || !strings.Contains(string(b), "feature's line 10") {
+	f.Git(f.Root, "stash", "pop", "-q")
+	if b, _ := os.ReadFile(filepath.Join(f.Root, "README")); !strings.Contains(string(b), "my uncommitted line 1") || !strings.Contains(string(b), "feature's line 10") {
 		t.Fatalf("README after stash pop:\n%s", b)
 	}
-	if out := f.git(f.root, "diff", "--cached", "--name-only"); out != "" {
+	if out := f.Git(f.Root, "diff", "--cached", "--name-only"); out != "" {
 		t.Fatalf("git diff --cached shows %s", out)
 	}
 }
@@ -417,28 +417,28 @@ func TestTrainWaitsForDirtyCheckout(t *testing.T) {
 // carries them: the merge happens, staged stays staged, unstaged unstaged.
 func TestTrainCarriesUnrelatedEdits(t *testing.T) {
 	f := newFixture(t)
-	f.commit(f.root, "other.txt", "other\n", "other")
-	f.commit(f.root, "staged.txt", "staged\n", "staged")
-	feat := f.worktree("feat", "f.txt", "f\n")
+	f.Commit(f.Root, "other.txt", "other\n", "other")
+	f.Commit(f.Root, "staged.txt", "staged\n", "staged")
+	feat := f.Worktree("feat", "f.txt", "f\n")
 	f.mustSubmit(feat, SubmitOptions{NoPush: true})
-	f.write(f.root, "other.txt", "my edit\n")
-	f.write(f.root, "staged.txt", "my staged edit\n")
-	f.git(f.root, "add", "staged.txt")
-	f.write(f.root, "untracked.txt", "mine\n")
+	f.Write(f.Root, "other.txt", "my edit\n")
+	f.Write(f.Root, "staged.txt", "my staged edit\n")
+	f.Git(f.Root, "add", "staged.txt")
+	f.Write(f.Root, "untracked.txt", "mine\n")
 	f.run()
 	e := f.queue().Entry(1)
-	if e.Status != mergequeue.Merged || f.git(f.root, "rev-parse", "main") != e.TestedSHA {
+	if e.Status != mergequeue.Merged || f.Git(f.Root, "rev-parse", "main") != e.TestedSHA {
 		t.Fatalf("entry %s: %s", e.Status, e.LastError)
 	}
-	if _, err := os.Stat(filepath.Join(f.root, "f.txt")); err != nil {
+	if _, err := os.Stat(filepath.Join(f.Root, "f.txt")); err != nil {
 		t.Fatal("the checkout lacks the merged file")
 	}
-	staged, unstaged := f.git(f.root, "diff", "--cached", "--name-only"), f.git(f.root, "diff", "--name-only")
-	untracked := f.git(f.root, "ls-files", "--others", "--exclude-standard", "--", ".", ":(exclude).spool")
+	staged, unstaged := f.Git(f.Root, "diff", "--cached", "--name-only"), f.Git(f.Root, "diff", "--name-only")
+	untracked := f.Git(f.Root, "ls-files", "--others", "--exclude-standard", "--", ".", ":(exclude).spool")
 	if staged != "staged.txt" || unstaged != "other.txt" || untracked != "untracked.txt" {
 		t.Fatalf("staged %q, unstaged %q, untracked %q", staged, unstaged, untracked)
 	}
-	if b, _ := os.ReadFile(filepath.Join(f.root, "other.txt")); string(b) != "my edit\n" {
+	if b, _ := os.ReadFile(filepath.Join(f.Root, "other.txt")); string(b) != "my edit\n" {
 		t.Fatalf("other.txt: %q", b)
 	}
 }
@@ -447,13 +447,13 @@ func TestTrainCarriesUnrelatedEdits(t *testing.T) {
 // the train puts main back and waits, as if it had seen the edit.
 func TestTrainPutsTargetBackWhenCheckoutUpdateFails(t *testing.T) {
 	f := newFixture(t)
-	feat := f.worktree("feat", "README", "feature's hello\n")
+	feat := f.Worktree("feat", "README", "feature's hello\n")
 	f.mustSubmit(feat, SubmitOptions{NoPush: true})
-	before := f.git(f.root, "rev-parse", "main")
+	before := f.Git(f.Root, "rev-parse", "main")
 	r := f.runner()
 	r.afterStep = func(s mergequeue.Status) {
 		if s == mergequeue.Merging {
-			f.write(f.root, "README", "my racing edit\n")
+			f.Write(f.Root, "README", "my racing edit\n")
 		}
 	}
 	res, err := r.RunOne(context.Background())
@@ -461,19 +461,19 @@ func TestTrainPutsTargetBackWhenCheckoutUpdateFails(t *testing.T) {
 		t.Fatalf("%+v, %v", res, err)
 	}
 	e := f.queue().Entry(1)
-	if got := f.git(f.root, "rev-parse", "main"); got != before || e.Status != mergequeue.Pending {
+	if got := f.Git(f.Root, "rev-parse", "main"); got != before || e.Status != mergequeue.Pending {
 		t.Fatalf("main %s (was %s), entry %s: %s", got, before, e.Status, f.statuses(1))
 	}
-	if b, _ := os.ReadFile(filepath.Join(f.root, "README")); string(b) != "my racing edit\n" {
+	if b, _ := os.ReadFile(filepath.Join(f.Root, "README")); string(b) != "my racing edit\n" {
 		t.Fatalf("README: %q", b)
 	}
-	if out := f.git(f.root, "diff", "--cached", "--name-only"); out != "" {
+	if out := f.Git(f.Root, "diff", "--cached", "--name-only"); out != "" {
 		t.Fatalf("git diff --cached shows %s", out)
 	}
 	if !strings.HasPrefix(e.Waiting, mergequeue.WaitCheckoutDirty) || e.Attempts != 0 {
 		t.Fatalf("waiting %q, attempts %d", e.Waiting, e.Attempts)
 	}
-	if f.git(f.remote, "rev-parse", "main") != before {
+	if f.Git(f.Remote, "rev-parse", "main") != before {
 		t.Fatal("the remote got main")
 	}
 }

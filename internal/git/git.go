@@ -1,5 +1,5 @@
 // Package repo finds the git repository spool works in and the paths it uses there.
-package repo
+package git
 
 import (
 	"bytes"
@@ -12,10 +12,15 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/spoolhq/spool/internal/fault"
 )
 
 // ErrNotGitRepo is returned when the directory is not inside a git work tree.
-var ErrNotGitRepo = errors.New("not a git repository")
+var ErrNotGitRepo = fault.Sentinel(fault.Register(fault.Environment, "not_a_git_repository"), errors.New("not a git repository"))
+
+// CodeGitFailed is a git command that failed (a GitError).
+var CodeGitFailed = fault.Register(fault.Environment, "git_failed")
 
 // Repo holds the paths of one clone. Every worktree of a clone resolves to the
 // same Root and CommonDir, so they share one log and one lock.
@@ -31,7 +36,7 @@ func Discover(ctx context.Context, dir string) (*Repo, error) {
 	if r, ok := discoverPlain(dir); ok {
 		return r, nil
 	}
-	out, err := Git(ctx, dir, "rev-parse", "--path-format=absolute",
+	out, err := Run(ctx, dir, "rev-parse", "--path-format=absolute",
 		"--is-bare-repository", "--show-toplevel", "--git-dir", "--git-common-dir")
 	if err != nil {
 		var gerr *GitError
@@ -69,7 +74,7 @@ func primaryWorktree(ctx context.Context, r *Repo) (string, error) {
 	if r.GitDir == r.CommonDir {
 		return r.WorkTree, nil
 	}
-	out, err := Git(ctx, r.WorkTree, "worktree", "list", "--porcelain")
+	out, err := Run(ctx, r.WorkTree, "worktree", "list", "--porcelain")
 	if err != nil {
 		return "", err
 	}
@@ -103,8 +108,11 @@ func (e *GitError) Error() string {
 
 func (e *GitError) Unwrap() error { return e.Err }
 
-// Git runs git with argv in dir and returns its stdout.
-func Git(ctx context.Context, dir string, args ...string) (string, error) {
+// FaultCode is git_failed.
+func (e *GitError) FaultCode() fault.Code { return CodeGitFailed }
+
+// Run runs git with argv in dir and returns its stdout.
+func Run(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
@@ -188,10 +196,10 @@ func EnsureMergeDriver(ctx context.Context, r *Repo) (registered bool, err error
 	if err == nil && bytes.Contains(b, []byte(`[merge "spool"]`)) && bytes.Contains(b, []byte("= "+MergeDriver)) {
 		return false, nil
 	}
-	if _, err := Git(ctx, r.Root, "config", "merge.spool.name", "spool event log union"); err != nil {
+	if _, err := Run(ctx, r.Root, "config", "merge.spool.name", "spool event log union"); err != nil {
 		return false, err
 	}
-	if _, err := Git(ctx, r.Root, "config", "merge.spool.driver", MergeDriver); err != nil {
+	if _, err := Run(ctx, r.Root, "config", "merge.spool.driver", MergeDriver); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -1,4 +1,4 @@
-package train
+package service
 
 import (
 	"bytes"

@@ -1,16 +1,14 @@
-package train
+package git
 
 import (
 	"context"
+	"github.com/spoolhq/spool/internal/git/gittest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/spoolhq/spool/internal/mergequeue"
-	"github.com/spoolhq/spool/internal/repo"
 )
 
 // gitRevParse is what the git binary says rev resolves to ("" when it fails).
@@ -28,68 +26,68 @@ func gitRevParse(t *testing.T, dir, rev string) string {
 // tree, and a branch that exists only in packed-refs with its objects in a
 // pack.
 type readFixture struct {
-	*fixture
+	*gittest.Repo
 	feat                           string // the linked worktree
 	mainSHA, featSHA, sideSHA, old string
 }
 
 func newReadFixture(t *testing.T) *readFixture {
-	f := &readFixture{fixture: newFixture(t)}
-	f.old = f.git(f.root, "rev-parse", "HEAD")
-	f.git(f.root, "branch", "packed")
-	f.git(f.root, "tag", "-a", "-m", "release", "v1")
-	f.git(f.root, "pack-refs", "--all")
-	f.git(f.root, "gc", "-q")
-	f.mainSHA = f.commit(f.root, "main.txt", "main\n", "main moves on")
-	f.feat = f.worktree("feat", "feat.txt", "feat\n")
-	f.featSHA = f.git(f.feat, "rev-parse", "HEAD")
-	f.git(f.root, "branch", "side", f.old)
-	side := filepath.Join(filepath.Dir(f.root), "side")
-	f.git(f.root, "worktree", "add", "-q", side, "side")
-	f.sideSHA = f.commit(side, "side.txt", "side\n", "side")
-	f.git(f.root, "update-ref", "refs/misc/tree", f.git(f.root, "rev-parse", "HEAD^{tree}"))
+	f := &readFixture{Repo: gittest.New(t, map[string]string{"sub/file": "in a subdirectory\n"})}
+	f.old = f.Git(f.Root, "rev-parse", "HEAD")
+	f.Git(f.Root, "branch", "packed")
+	f.Git(f.Root, "tag", "-a", "-m", "release", "v1")
+	f.Git(f.Root, "pack-refs", "--all")
+	f.Git(f.Root, "gc", "-q")
+	f.mainSHA = f.Commit(f.Root, "main.txt", "main\n", "main moves on")
+	f.feat = f.Worktree("feat", "feat.txt", "feat\n")
+	f.featSHA = f.Git(f.feat, "rev-parse", "HEAD")
+	f.Git(f.Root, "branch", "side", f.old)
+	side := filepath.Join(filepath.Dir(f.Root), "side")
+	f.Git(f.Root, "worktree", "add", "-q", side, "side")
+	f.sideSHA = f.Commit(side, "side.txt", "side\n", "side")
+	f.Git(f.Root, "update-ref", "refs/misc/tree", f.Git(f.Root, "rev-parse", "HEAD^{tree}"))
 	return f
 }
 
 func TestRevParseGoGit(t *testing.T) {
 	f := newReadFixture(t)
-	if b, err := os.ReadFile(filepath.Join(f.root, ".git", "packed-refs")); err != nil || !strings.Contains(string(b), "refs/heads/packed") {
+	if b, err := os.ReadFile(filepath.Join(f.Root, ".git", "packed-refs")); err != nil || !strings.Contains(string(b), "refs/heads/packed") {
 		t.Fatalf("refs/heads/packed is not in packed-refs: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(f.root, ".git", "refs", "heads", "packed")); err == nil {
+	if _, err := os.Stat(filepath.Join(f.Root, ".git", "refs", "heads", "packed")); err == nil {
 		t.Fatal("refs/heads/packed is loose too")
 	}
 	for _, tc := range []struct {
 		name, dir, rev, want string // want "" is an error
 	}{
-		{"branch", f.root, "refs/heads/main", f.mainSHA},
-		{"HEAD of the primary worktree", f.root, "HEAD", f.mainSHA},
+		{"branch", f.Root, "refs/heads/main", f.mainSHA},
+		{"HEAD of the primary worktree", f.Root, "HEAD", f.mainSHA},
 		{"HEAD of a linked worktree", f.feat, "HEAD", f.featSHA},
 		{"branch read from a linked worktree", f.feat, "refs/heads/side", f.sideSHA},
-		{"subdirectory of a linked worktree", filepath.Join(f.feat, ".spool"), "HEAD", f.featSHA},
-		{"packed ref, packed objects", f.root, "refs/heads/packed", f.old},
+		{"subdirectory of a linked worktree", filepath.Join(f.feat, "sub"), "HEAD", f.featSHA},
+		{"packed ref, packed objects", f.Root, "refs/heads/packed", f.old},
 		{"packed ref from a linked worktree", f.feat, "refs/heads/packed", f.old},
-		{"annotated tag peels to its commit", f.root, "refs/tags/v1", f.old},
+		{"annotated tag peels to its commit", f.Root, "refs/tags/v1", f.old},
 		{"full commit id", f.feat, f.old, f.old},
-		{"unknown ref", f.root, "refs/heads/nope", ""},
-		{"unknown commit id", f.root, strings.Repeat("ab", 20), ""},
-		{"a tree is not a commit", f.root, "refs/misc/tree", ""},
+		{"unknown ref", f.Root, "refs/heads/nope", ""},
+		{"unknown commit id", f.Root, strings.Repeat("ab", 20), ""},
+		{"a tree is not a commit", f.Root, "refs/misc/tree", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := revParse(context.Background(), tc.dir, tc.rev)
+			got, err := RevParse(context.Background(), tc.dir, tc.rev)
 			if tc.want == "" {
 				if err == nil {
-					t.Fatalf("revParse(%s) = %s, want an error", tc.rev, got)
+					t.Fatalf("RevParse(%s) = %s, want an error", tc.rev, got)
 				}
 			} else if err != nil || got != tc.want {
-				t.Fatalf("revParse(%s) = %q, %v; want %s", tc.rev, got, err, tc.want)
+				t.Fatalf("RevParse(%s) = %q, %v; want %s", tc.rev, got, err, tc.want)
 			}
 			if bin := gitRevParse(t, tc.dir, tc.rev); bin != tc.want {
 				t.Fatalf("git rev-parse %s = %q, the table says %q", tc.rev, bin, tc.want)
 			}
 		})
 	}
-	if _, err := revParse(context.Background(), t.TempDir(), "HEAD"); err == nil {
+	if _, err := RevParse(context.Background(), t.TempDir(), "HEAD"); err == nil {
 		t.Fatal("revParse outside a repository succeeded")
 	}
 }
@@ -98,21 +96,21 @@ func TestRevParseGoGit(t *testing.T) {
 // go-git loaded the pack indexes is still found.
 func TestGoGitSeesNewPacks(t *testing.T) {
 	f := newReadFixture(t)
-	if got, err := revParse(context.Background(), f.root, "refs/heads/packed"); err != nil || got != f.old {
+	if got, err := RevParse(context.Background(), f.Root, "refs/heads/packed"); err != nil || got != f.old {
 		t.Fatalf("packed: %s, %v", got, err) // loads the pack indexes
 	}
-	sha := f.commit(f.root, "new.txt", "new\n", "new")
-	f.git(f.root, "repack", "-q", "-d")
-	f.git(f.root, "prune-packed")
-	if _, err := os.Stat(filepath.Join(f.root, ".git", "objects", sha[:2], sha[2:])); err == nil {
+	sha := f.Commit(f.Root, "new.txt", "new\n", "new")
+	f.Git(f.Root, "repack", "-q", "-d")
+	f.Git(f.Root, "prune-packed")
+	if _, err := os.Stat(filepath.Join(f.Root, ".git", "objects", sha[:2], sha[2:])); err == nil {
 		t.Fatal("the new commit is still loose")
 	}
-	for _, dir := range []string{f.root, f.feat} {
-		if got, err := revParse(context.Background(), dir, sha); err != nil || got != sha {
-			t.Fatalf("revParse(%s) in %s = %s, %v", sha, dir, got, err)
+	for _, dir := range []string{f.Root, f.feat} {
+		if got, err := RevParse(context.Background(), dir, sha); err != nil || got != sha {
+			t.Fatalf("RevParse(%s) in %s = %s, %v", sha, dir, got, err)
 		}
 	}
-	if ok, err := contains(context.Background(), f.feat, "refs/heads/main", f.old); err != nil || !ok {
+	if ok, err := Contains(context.Background(), f.feat, "refs/heads/main", f.old); err != nil || !ok {
 		t.Fatalf("contains through the new pack = %v, %v", ok, err)
 	}
 }
@@ -123,17 +121,17 @@ func TestContainsGoGit(t *testing.T) {
 		name, dir, ref, commit string
 		want, wantErr          bool
 	}{
-		{"ancestor", f.root, "refs/heads/main", f.old, true, false},
-		{"the tip itself", f.root, "refs/heads/main", f.mainSHA, true, false},
-		{"descendant is not an ancestor", f.root, "refs/heads/main", f.featSHA, false, false},
-		{"sibling branch", f.root, "refs/heads/main", f.sideSHA, false, false},
+		{"ancestor", f.Root, "refs/heads/main", f.old, true, false},
+		{"the tip itself", f.Root, "refs/heads/main", f.mainSHA, true, false},
+		{"descendant is not an ancestor", f.Root, "refs/heads/main", f.featSHA, false, false},
+		{"sibling branch", f.Root, "refs/heads/main", f.sideSHA, false, false},
 		{"read from a linked worktree", f.feat, "refs/heads/feat", f.mainSHA, true, false},
 		{"across a packed ref", f.feat, "refs/heads/side", f.old, true, false},
-		{"unknown commit", f.root, "refs/heads/main", strings.Repeat("ab", 20), false, true},
-		{"unknown ref", f.root, "refs/heads/nope", f.old, false, true},
+		{"unknown commit", f.Root, "refs/heads/main", strings.Repeat("ab", 20), false, true},
+		{"unknown ref", f.Root, "refs/heads/nope", f.old, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := contains(context.Background(), tc.dir, tc.ref, tc.commit)
+			got, err := Contains(context.Background(), tc.dir, tc.ref, tc.commit)
 			if (err != nil) != tc.wantErr || got != tc.want {
 				t.Fatalf("contains(%s, %s) = %v, %v; want %v (error %v)", tc.ref, tc.commit, got, err, tc.want, tc.wantErr)
 			}
@@ -147,53 +145,6 @@ func TestContainsGoGit(t *testing.T) {
 				t.Fatalf("git merge-base --is-ancestor exited %d", code)
 			}
 		})
-	}
-}
-
-// TestChangeIDGoGit reads a linked worktree's commit and its Change-Id trailer
-// through the function submit uses.
-func TestChangeIDGoGit(t *testing.T) {
-	f := newFixture(t)
-	feat := f.worktree("feat", "a.txt", "a\n")
-	w := mergequeue.Worktree{Path: feat, Name: "feat"}
-	for _, tc := range []struct {
-		name, msg, wantID, wantSource, wantCode string
-	}{
-		{"present", "feature\n\nChange-Id: I0123456789abcdef\n", "I0123456789abcdef", mergequeue.SourceTrailer, ""},
-		{"absent", "feature\n\nno trailers here\n", "", "", ""},
-		{"in the title only", "Change-Id: Iabc\n", "", "", ""},
-		{"key case-insensitive, last one wins", "feature\n\nchange-id: Ifirst\nCHANGE-ID: Isecond\n", "Isecond", mergequeue.SourceTrailer, ""},
-		{"not a trailer block", "feature\n\nChange-Id: Iabc\nsome prose\n", "", "", ""},
-		{"malformed: a colon", "feature\n\nChange-Id: I12:34\n", "", "", mergequeue.CodeChangeIDExtractionFailed},
-		{"malformed: a continuation line", "feature\n\nChange-Id: Iabc\n def\n", "", "", mergequeue.CodeChangeIDExtractionFailed},
-		{"empty value", "feature\n\nChange-Id:\n", "", "", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f.git(feat, "commit", "-q", "--amend", "--cleanup=verbatim", "-m", tc.msg)
-			sha := f.git(feat, "rev-parse", "HEAD")
-			for _, rev := range []string{"HEAD", sha} {
-				head, id, source, err := changeID(context.Background(), w, rev, f.root)
-				if tc.wantCode != "" {
-					wantCode(t, err, tc.wantCode)
-					continue
-				}
-				if err != nil || head != sha || id != tc.wantID || source != tc.wantSource {
-					t.Fatalf("changeID(%s) = %q, %q, %q, %v; want %s, %q, %q", rev, head, id, source, err, sha, tc.wantID, tc.wantSource)
-				}
-			}
-			// The git binary's reading (the one this replaced) agrees.
-			bh, bid, bsource, berr := mergequeue.ChangeID(context.Background(), w, "HEAD", f.root)
-			if tc.wantCode != "" {
-				wantCode(t, berr, tc.wantCode)
-			} else if berr != nil || bh != sha || bid != tc.wantID || bsource != tc.wantSource {
-				t.Fatalf("mergequeue.ChangeID = %q, %q, %q, %v", bh, bid, bsource, berr)
-			}
-		})
-	}
-	if _, _, _, err := changeID(context.Background(), w, "refs/heads/nope", f.root); err == nil {
-		t.Fatal("changeID of an unknown ref succeeded")
-	} else {
-		wantCode(t, err, mergequeue.CodeChangeIDExtractionFailed)
 	}
 }
 
@@ -249,7 +200,7 @@ func TestTrailerValues(t *testing.T) {
 }
 
 // gitTrailers writes a commit with message msg and asks the git binary for
-// its Change-Id trailers, as mergequeue.ChangeID did. git commit-tree may
+// its Change-Id trailers, as spool once did. git commit-tree may
 // change the message (invalid UTF-8 is taken as Latin-1), so compare
 // against the commit it wrote, read with readChangeID.
 func gitTrailers(t testing.TB, dir, msg string) (sha, trailers string) {
@@ -304,7 +255,7 @@ func TestTrailerValuesMatchGit(t *testing.T) {
 		if got := formatLikeGit(tc.want); got != want {
 			t.Errorf("git finds %q in %q; the table says %q", want, tc.msg, got)
 		}
-		if _, values, err := readChangeID(context.Background(), dir, sha); err != nil || formatLikeGit(values) != want {
+		if _, values, err := ReadChangeID(context.Background(), dir, sha); err != nil || formatLikeGit(values) != want {
 			t.Errorf("readChangeID finds %q, %v in %q; git %q", values, err, tc.msg, want)
 		}
 	}
@@ -322,9 +273,9 @@ func FuzzTrailerValues(f *testing.F) {
 			t.Skip("git commit-tree refuses a message with a NUL")
 		}
 		sha, want := gitTrailers(t, dir, msg)
-		head, values, err := readChangeID(context.Background(), dir, sha)
+		head, values, err := ReadChangeID(context.Background(), dir, sha)
 		if err != nil || head != sha {
-			t.Fatalf("message %q: readChangeID(%s) = %s, %v", msg, sha, head, err)
+			t.Fatalf("message %q: ReadChangeID(%s) = %s, %v", msg, sha, head, err)
 		}
 		if got := formatLikeGit(values); got != want {
 			t.Fatalf("message %q: readChangeID finds %q, git %q", msg, got, want)
@@ -347,23 +298,25 @@ func BenchmarkGitReads(b *testing.B) {
 		}
 	}
 	ctx := context.Background()
-	w := mergequeue.Worktree{Path: wt, Name: "wt"}
 	for _, bc := range []struct {
 		name string
 		read func() error
 	}{
-		{"rev-parse/go-git", func() error { _, err := revParse(ctx, wt, "refs/heads/main"); return err }},
+		{"rev-parse/go-git", func() error { _, err := RevParse(ctx, wt, "refs/heads/main"); return err }},
 		{"rev-parse/binary", func() error {
-			_, err := repo.Git(ctx, wt, "rev-parse", "--verify", "--quiet", "refs/heads/main^{commit}")
+			_, err := Run(ctx, wt, "rev-parse", "--verify", "--quiet", "refs/heads/main^{commit}")
 			return err
 		}},
-		{"is-ancestor/go-git", func() error { _, err := contains(ctx, wt, "refs/heads/main", "HEAD"); return err }},
+		{"is-ancestor/go-git", func() error { _, err := Contains(ctx, wt, "refs/heads/main", "HEAD"); return err }},
 		{"is-ancestor/binary", func() error {
-			_, err := repo.Git(ctx, wt, "merge-base", "--is-ancestor", "HEAD", "refs/heads/main")
+			_, err := Run(ctx, wt, "merge-base", "--is-ancestor", "HEAD", "refs/heads/main")
 			return err
 		}},
-		{"change-id/go-git", func() error { _, _, _, err := changeID(ctx, w, "HEAD", root); return err }},
-		{"change-id/binary", func() error { _, _, _, err := mergequeue.ChangeID(ctx, w, "HEAD", root); return err }},
+		{"change-id/go-git", func() error { _, _, err := ReadChangeID(ctx, wt, "HEAD"); return err }},
+		{"change-id/binary", func() error {
+			_, err := Run(ctx, wt, "log", "-1", "--format=%H%x00%(trailers:key=Change-Id,valueonly,separator=%x00)", "HEAD", "--")
+			return err
+		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {

@@ -1,4 +1,4 @@
-package train
+package git
 
 import (
 	"context"
@@ -206,8 +206,8 @@ func isCommitID(s string) bool {
 	return true
 }
 
-// revParse resolves a ref to a commit id.
-func revParse(ctx context.Context, dir, ref string) (string, error) {
+// RevParse resolves a ref to a commit id.
+func RevParse(ctx context.Context, dir, ref string) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
@@ -226,13 +226,13 @@ func revParse(ctx context.Context, dir, ref string) (string, error) {
 	return sha, err
 }
 
-// contains reports whether commit is an ancestor of (or equal to) ref.
+// Contains reports whether commit is an ancestor of (or equal to) ref.
 //
 // go-git walks the history from ref until it meets commit, so "no" costs a
 // walk of all of ref's history (git stops at the merge base). Recovery asks
 // only about entries whose runner died while merging, where the answer is
 // usually "yes, at the tip".
-func contains(ctx context.Context, dir, ref, commit string) (bool, error) {
+func Contains(ctx context.Context, dir, ref, commit string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -256,9 +256,9 @@ func contains(ctx context.Context, dir, ref, commit string) (bool, error) {
 	return ok, err
 }
 
-// readChangeID reads the commit at rev in the worktree at dir and the
+// ReadChangeID reads the commit at rev in the worktree at dir and the
 // values of its Change-Id trailers, in order.
-func readChangeID(ctx context.Context, dir, rev string) (head string, values []string, err error) {
+func ReadChangeID(ctx context.Context, dir, rev string) (head string, values []string, err error) {
 	if err := ctx.Err(); err != nil {
 		return "", nil, err
 	}

@@ -1,4 +1,4 @@
-package repo
+package git
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func git(t *testing.T, dir string, args ...string) {
+func runGit(t *testing.T, dir string, args ...string) {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
@@ -34,8 +34,8 @@ func TestDiscoverPlainAgreesWithGit(t *testing.T) {
 	top := t.TempDir()
 	main := filepath.Join(top, "main")
 	os.MkdirAll(filepath.Join(main, "a", "b"), 0o755)
-	git(t, main, "init", "-q", "-b", "main")
-	git(t, main, "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "--allow-empty", "-m", "x")
+	runGit(t, main, "init", "-q", "-b", "main")
+	runGit(t, main, "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "--allow-empty", "-m", "x")
 	for _, dir := range []string{main, filepath.Join(main, "a", "b")} {
 		fast, ok := discoverPlain(dir)
 		if !ok {
@@ -46,7 +46,7 @@ func TestDiscoverPlainAgreesWithGit(t *testing.T) {
 		}
 	}
 	wt := filepath.Join(top, "wt")
-	git(t, main, "worktree", "add", "-q", wt)
+	runGit(t, main, "worktree", "add", "-q", wt)
 	if _, ok := discoverPlain(wt); ok {
 		t.Fatal("a linked worktree must be left to git")
 	}

@@ -1,4 +1,9 @@
-package workqueue
+// Package beads is the edge to beads (bd) and beads_rust (br) as a source of
+// ready work: spool runs them with an argv (never a shell string) on the
+// agent's behalf (seed 004's trust boundary) and parses their JSON. It knows
+// nothing of spool's queue: the work queue's service maps issues onto
+// candidates and decides what to tell bd.
+package beads
 
 import (
 	"bytes"
@@ -15,10 +20,8 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// Beads is an external source of ready work: bd or br. spool runs it with an
-// argv (never a shell string) on the agent's behalf (seed 004's trust
-// boundary); the queue's history, backoff and leases stay in spool's log.
-type Beads struct {
+// Source is bd or br, run in a worktree.
+type Source struct {
 	Kind string // bd or br
 	Bin  string // the binary; empty means Kind found on PATH
 	Dir  string // where it runs: the worktree
@@ -29,22 +32,39 @@ var (
 	ErrSourceFailed = errors.New("work source failed")
 	// ErrSourceParse is bd/br output that is not the expected JSON.
 	ErrSourceParse = errors.New("work source output is not valid")
+
+	CodeSourceFailed     = fault.Register(fault.Environment, "source_failed")
+	CodeSourceParseError = fault.Register(fault.Environment, "source_parse_error")
 )
 
-func (b Beads) bin() (string, error) {
+// Issue is a bead as bd ready --json shows it (the fields spool uses).
+type Issue struct {
+	ID          string
+	Title       string
+	Description string
+	Priority    int // 0 (most urgent) to 4; 2 when bd gives none
+	IssueType   string
+	Labels      []string
+	CreatedAt   time.Time
+}
+
+// MaxPriority is beads' least urgent priority.
+const MaxPriority = 4
+
+func (b Source) bin() (string, error) {
 	if b.Bin != "" {
 		return b.Bin, nil
 	}
 	path, err := exec.LookPath(b.Kind)
 	if err != nil {
-		return "", fault.New(fault.Environment, "source_failed", ErrSourceFailed,
+		return "", fault.New(CodeSourceFailed, ErrSourceFailed,
 			fmt.Sprintf("%s not found on PATH; install it or set workqueue.source_bin", b.Kind), "source", b.Kind)
 	}
 	return path, nil
 }
 
 // Run runs one bd/br command and returns its stdout.
-func (b Beads) Run(ctx context.Context, args ...string) ([]byte, error) {
+func (b Source) Run(ctx context.Context, args ...string) ([]byte, error) {
 	bin, err := b.bin()
 	if err != nil {
 		return nil, err
@@ -57,7 +77,7 @@ func (b Beads) Run(ctx context.Context, args ...string) ([]byte, error) {
 		if msg == "" {
 			msg = err.Error()
 		}
-		return nil, fault.New(fault.Environment, "source_failed", fmt.Errorf("%w: %v", ErrSourceFailed, err),
+		return nil, fault.New(CodeSourceFailed, fmt.Errorf("%w: %v", ErrSourceFailed, err),
 			fmt.Sprintf("%s %s failed: %s", b.Kind, strings.Join(args, " "), msg),
 			"source", b.Kind, "argv", append([]string{bin}, args...), "stderr", stderr.String())
 	}
@@ -65,7 +85,7 @@ func (b Beads) Run(ctx context.Context, args ...string) ([]byte, error) {
 }
 
 // Ready runs `<bin> ready --json --limit 0 [--label L]...` and parses it.
-func (b Beads) Ready(ctx context.Context, labels []string) ([]Candidate, error) {
+func (b Source) Ready(ctx context.Context, labels []string) ([]Issue, error) {
 	args := []string{"ready", "--json", "--limit", "0"}
 	for _, l := range labels {
 		args = append(args, "--label="+l) // one word: a label never reads as a flag
@@ -81,7 +101,7 @@ func (b Beads) Ready(ctx context.Context, labels []string) ([]Candidate, error) 
 		if len(shown) > limit {
 			shown = shown[:limit]
 		}
-		return nil, fault.New(fault.Environment, "source_parse_error", fmt.Errorf("%w: %v", ErrSourceParse, err),
+		return nil, fault.New(CodeSourceParseError, fmt.Errorf("%w: %v", ErrSourceParse, err),
 			fmt.Sprintf("%s ready --json: %v", b.Kind, err), "source", b.Kind, "output", string(shown))
 	}
 	return cands, nil
@@ -90,22 +110,22 @@ func (b Beads) Ready(ctx context.Context, labels []string) ([]Candidate, error) 
 // Close, LabelAdd, LabelRemove and SetPriority mirror done, block, unblock
 // and demotion in the source. Flags come first and ids after "--", so an
 // id such as --force is an id, never an option.
-func (b Beads) Close(ctx context.Context, id, reason string) error {
+func (b Source) Close(ctx context.Context, id, reason string) error {
 	_, err := b.Run(ctx, "close", "--reason="+reason, "--", id)
 	return err
 }
 
-func (b Beads) LabelAdd(ctx context.Context, id, label string) error {
+func (b Source) LabelAdd(ctx context.Context, id, label string) error {
 	_, err := b.Run(ctx, "label", "add", "--", id, label)
 	return err
 }
 
-func (b Beads) LabelRemove(ctx context.Context, id, label string) error {
+func (b Source) LabelRemove(ctx context.Context, id, label string) error {
 	_, err := b.Run(ctx, "label", "remove", "--", id, label)
 	return err
 }
 
-func (b Beads) SetPriority(ctx context.Context, id string, priority int) error {
+func (b Source) SetPriority(ctx context.Context, id string, priority int) error {
 	_, err := b.Run(ctx, "update", "--priority="+strconv.Itoa(priority), "--", id)
 	return err
 }
@@ -113,7 +133,7 @@ func (b Beads) SetPriority(ctx context.Context, id string, priority int) error {
 // ParseReady reads bd/br ready --json: a bare array of issues, or an object
 // wrapping one (beads' {"schema_version":1,"items":[...]}). Unknown fields
 // are ignored; empty output is no work.
-func ParseReady(out []byte) ([]Candidate, error) {
+func ParseReady(out []byte) ([]Issue, error) {
 	trimmed := bytes.TrimSpace(out)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return nil, nil
@@ -138,10 +158,10 @@ func ParseReady(out []byte) ([]Candidate, error) {
 	if !list.IsArray() {
 		return nil, errors.New("neither an array nor an object")
 	}
-	var cands []Candidate
+	var cands []Issue
 	var perr error
 	list.ForEach(func(_, v gjson.Result) bool {
-		c, err := candidateOf(v)
+		c, err := issueOf(v)
 		if err != nil {
 			perr = fmt.Errorf("item %d: %w", len(cands), err)
 			return false
@@ -152,19 +172,19 @@ func ParseReady(out []byte) ([]Candidate, error) {
 	return cands, perr
 }
 
-func candidateOf(v gjson.Result) (Candidate, error) {
+func issueOf(v gjson.Result) (Issue, error) {
 	if !v.IsObject() {
-		return Candidate{}, errors.New("not an object")
+		return Issue{}, errors.New("not an object")
 	}
 	id := v.Get("id")
 	if id.Type != gjson.String || id.Str == "" {
-		return Candidate{}, errors.New("no string id")
+		return Issue{}, errors.New("no string id")
 	}
-	c := Candidate{ID: id.Str, Title: v.Get("title").String(), Description: v.Get("description").String(),
+	c := Issue{ID: id.Str, Title: v.Get("title").String(), Description: v.Get("description").String(),
 		IssueType: v.Get("issue_type").String(), Priority: 2}
 	if p := v.Get("priority"); p.Exists() {
 		if p.Type != gjson.Number || p.Int() < 0 || p.Int() > MaxPriority {
-			return Candidate{}, fmt.Errorf("%s: priority %s is not 0-4", c.ID, p.Raw)
+			return Issue{}, fmt.Errorf("%s: priority %s is not 0-4", c.ID, p.Raw)
 		}
 		c.Priority = int(p.Int())
 	}
@@ -173,11 +193,10 @@ func candidateOf(v gjson.Result) (Candidate, error) {
 			c.Labels = append(c.Labels, l.Str)
 		}
 	}
-	c.Labels = normLabels(c.Labels)
 	if at := v.Get("created_at"); at.Type == gjson.String {
 		t, err := time.Parse(time.RFC3339Nano, at.Str)
 		if err != nil {
-			return Candidate{}, fmt.Errorf("%s: created_at %q is not RFC 3339", c.ID, at.Str)
+			return Issue{}, fmt.Errorf("%s: created_at %q is not RFC 3339", c.ID, at.Str)
 		}
 		c.CreatedAt = t.UTC()
 	}

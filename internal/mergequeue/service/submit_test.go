@@ -1,4 +1,4 @@
-package train
+package service
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/mergequeue"
 	"github.com/spoolhq/spool/projections"
 )
@@ -27,7 +28,7 @@ func wantCode(t *testing.T, err error, code string) {
 // submission appends nothing (INV-CONC-001, -003).
 func TestSubmitPreconditions(t *testing.T) {
 	f := newFixture(t)
-	feat := f.worktree("feat", "f.txt", "f\n")
+	feat := f.Worktree("feat", "f.txt", "f\n")
 	reject := func(dir string, opt SubmitOptions, code string) {
 		t.Helper()
 		n := f.events()
@@ -39,14 +40,14 @@ func TestSubmitPreconditions(t *testing.T) {
 	}
 
 	// PRE-WS-001: the workspace must be among git worktree list.
-	reject(f.root, SubmitOptions{Workspace: "nope", NoPush: true}, mergequeue.CodeSessionNotFound)
-	reject(f.root, SubmitOptions{Workspace: "bad\tname", NoPush: true}, mergequeue.CodeInvalidWorkspaceName)
+	reject(f.Root, SubmitOptions{Workspace: "nope", NoPush: true}, mergequeue.CodeSessionNotFound.Name)
+	reject(f.Root, SubmitOptions{Workspace: "bad\tname", NoPush: true}, mergequeue.CodeInvalidWorkspaceName.Name)
 	// PRE-WS-005: clean, or --auto-commit.
-	f.write(feat, "dirty.txt", "x\n")
-	reject(feat, SubmitOptions{NoPush: true}, mergequeue.CodeWorkspaceNotClean)
-	resp := f.mustSubmit(f.root, SubmitOptions{Workspace: "feat", NoPush: true, AutoCommit: true})
-	head := f.git(feat, "rev-parse", "HEAD")
-	if resp.HeadSHA != head || f.git(feat, "status", "--porcelain") != "" {
+	f.Write(feat, "dirty.txt", "x\n")
+	reject(feat, SubmitOptions{NoPush: true}, mergequeue.CodeWorkspaceNotClean.Name)
+	resp := f.mustSubmit(f.Root, SubmitOptions{Workspace: "feat", NoPush: true, AutoCommit: true})
+	head := f.Git(feat, "rev-parse", "HEAD")
+	if resp.HeadSHA != head || f.Git(feat, "status", "--porcelain") != "" {
 		t.Fatalf("auto-commit: head %s, response %s", head, resp.HeadSHA)
 	}
 	// PRE-ID-002, PRE-ID-003, INV-ID-004: head and branch come from the workspace.
@@ -55,56 +56,56 @@ func TestSubmitPreconditions(t *testing.T) {
 	}
 
 	// PRE-WS-003: a detached HEAD has no branch.
-	det := filepath.Join(filepath.Dir(f.root), "det")
-	f.git(f.root, "worktree", "add", "-q", "--detach", det, "main")
-	reject(det, SubmitOptions{NoPush: true}, mergequeue.CodeIdentityExtractionFailed)
+	det := filepath.Join(filepath.Dir(f.Root), "det")
+	f.Git(f.Root, "worktree", "add", "-q", "--detach", det, "main")
+	reject(det, SubmitOptions{NoPush: true}, mergequeue.CodeIdentityExtractionFailed.Name)
 	// PRE-WS-004: an unborn branch has no commit.
-	f.git(det, "checkout", "-q", "--orphan", "empty")
-	reject(det, SubmitOptions{NoPush: true}, mergequeue.CodeInvalidHeadSHA)
+	f.Git(det, "checkout", "-q", "--orphan", "empty")
+	reject(det, SubmitOptions{NoPush: true}, mergequeue.CodeInvalidHeadSHA.Name)
 	// PRE-WS-002: an abandoned worktree (directory gone).
-	gone := f.worktree("gone", "g.txt", "g\n")
+	gone := f.Worktree("gone", "g.txt", "g\n")
 	os.RemoveAll(gone)
-	reject(f.root, SubmitOptions{Workspace: "gone", NoPush: true}, mergequeue.CodeSessionNotFound)
+	reject(f.Root, SubmitOptions{Workspace: "gone", NoPush: true}, mergequeue.CodeSessionNotFound.Name)
 }
 
 // PRE-REMOTE-001..003: the branch is pushed before queueing when a remote exists.
 func TestSubmitPush(t *testing.T) {
 	f := newFixture(t)
-	feat := f.worktree("feat", "f.txt", "f\n")
+	feat := f.Worktree("feat", "f.txt", "f\n")
 	resp := f.mustSubmit(feat, SubmitOptions{})
-	if !resp.Pushed || f.git(f.remote, "rev-parse", "refs/heads/feat") != resp.HeadSHA {
+	if !resp.Pushed || f.Git(f.Remote, "rev-parse", "refs/heads/feat") != resp.HeadSHA {
 		t.Fatalf("not pushed: %+v", resp)
 	}
 	// amend and submit again: the rewritten branch is pushed, the entry updated
-	f.git(feat, "commit", "-q", "--amend", "-m", "amended")
+	f.Git(feat, "commit", "-q", "--amend", "-m", "amended")
 	resp2 := f.mustSubmit(feat, SubmitOptions{})
 	if resp2.SubmissionType != mergequeue.SubmissionUpdated || resp2.DedupeKey != resp.DedupeKey ||
-		f.git(f.remote, "rev-parse", "refs/heads/feat") != resp2.HeadSHA {
+		f.Git(f.Remote, "rev-parse", "refs/heads/feat") != resp2.HeadSHA {
 		t.Fatalf("amend: %+v", resp2)
 	}
 	// --no-push skips it
-	other := f.worktree("other", "o.txt", "o\n")
+	other := f.Worktree("other", "o.txt", "o\n")
 	if r := f.mustSubmit(other, SubmitOptions{NoPush: true}); r.Pushed {
 		t.Fatal("pushed with --no-push")
 	}
 
 	// PRE-REMOTE-003: a rejected push queues nothing.
-	hook := filepath.Join(f.remote, "hooks", "pre-receive")
+	hook := filepath.Join(f.Remote, "hooks", "pre-receive")
 	os.WriteFile(hook, []byte("#!/bin/sh\necho no pushes today >&2\nexit 1\n"), 0o755)
-	third := f.worktree("third", "t.txt", "t\n")
+	third := f.Worktree("third", "t.txt", "t\n")
 	n := f.events()
 	_, err := f.submit(third, SubmitOptions{}, "ada@example.com")
-	wantCode(t, err, mergequeue.CodeBookmarkPushFailed)
+	wantCode(t, err, mergequeue.CodeBookmarkPushFailed.Name)
 	os.Remove(hook)
 	// PRE-REMOTE-002: an unreachable remote queues nothing.
-	f.git(f.root, "remote", "set-url", "origin", filepath.Join(t.TempDir(), "missing.git"))
+	f.Git(f.Root, "remote", "set-url", "origin", filepath.Join(t.TempDir(), "missing.git"))
 	_, err = f.submit(third, SubmitOptions{}, "ada@example.com")
-	wantCode(t, err, mergequeue.CodeRemoteUnreachable)
+	wantCode(t, err, mergequeue.CodeRemoteUnreachable.Name)
 	if f.events() != n {
 		t.Fatal("a failed push appended events")
 	}
 	// PRE-REMOTE-001: no remote configured: queued without a push.
-	f.git(f.root, "remote", "remove", "origin")
+	f.Git(f.Root, "remote", "remove", "origin")
 	if r := f.mustSubmit(third, SubmitOptions{}); r.Pushed || r.EntryID != 3 {
 		t.Fatalf("without a remote: %+v", r)
 	}
@@ -114,22 +115,22 @@ func TestSubmitPush(t *testing.T) {
 // from a Change-Id trailer or generated and remembered.
 func TestChangeIDStable(t *testing.T) {
 	f := newFixture(t)
-	feat := f.worktree("feat", "f.txt", "f\n")
-	f.git(feat, "commit", "-q", "--amend", "-m", "feature\n\nChange-Id: I0123456789abcdef")
+	feat := f.Worktree("feat", "f.txt", "f\n")
+	f.Git(feat, "commit", "-q", "--amend", "-m", "feature\n\nChange-Id: I0123456789abcdef")
 	r1 := f.mustSubmit(feat, SubmitOptions{NoPush: true})
 	if r1.ChangeID != "I0123456789abcdef" || r1.DedupeKey != r1.WorkspaceID+":I0123456789abcdef" || !strings.HasSuffix(r1.WorkspaceID, "/feat") {
 		t.Fatalf("trailer: %+v", r1)
 	}
-	f.commit(f.root, "main.txt", "m\n", "main moves")
-	f.git(feat, "rebase", "-q", "main")
+	f.Commit(f.Root, "main.txt", "m\n", "main moves")
+	f.Git(feat, "rebase", "-q", "main")
 	r2 := f.mustSubmit(feat, SubmitOptions{NoPush: true})
 	if r2.DedupeKey != r1.DedupeKey || r2.HeadSHA == r1.HeadSHA || r2.SubmissionType != mergequeue.SubmissionUpdated {
 		t.Fatalf("after rebase: %+v", r2)
 	}
 
-	plain := f.worktree("plain", "p.txt", "p\n")
+	plain := f.Worktree("plain", "p.txt", "p\n")
 	g1 := f.mustSubmit(plain, SubmitOptions{NoPush: true})
-	f.git(plain, "commit", "-q", "--amend", "-m", "amended")
+	f.Git(plain, "commit", "-q", "--amend", "-m", "amended")
 	g2 := f.mustSubmit(plain, SubmitOptions{NoPush: true})
 	if g1.DedupeKey != g2.DedupeKey || g1.EntryID != g2.EntryID || g1.HeadSHA == g2.HeadSHA {
 		t.Fatalf("generated: %+v then %+v", g1, g2)
@@ -145,7 +146,7 @@ func TestChangeIDFromJJ(t *testing.T) {
 		t.Skip("jj is not installed")
 	}
 	f := newFixture(t)
-	feat := f.worktree("feat", "f.txt", "f\n")
+	feat := f.Worktree("feat", "f.txt", "f\n")
 	cmd := exec.Command("jj", "git", "init", "--colocate")
 	cmd.Dir = feat
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -160,10 +161,10 @@ func TestChangeIDFromJJ(t *testing.T) {
 // Authorization through the edge: another actor cannot take a held workspace.
 func TestSubmitUnauthorized(t *testing.T) {
 	f := newFixture(t)
-	feat := f.worktree("feat", "f.txt", "f\n")
+	feat := f.Worktree("feat", "f.txt", "f\n")
 	f.mustSubmit(feat, SubmitOptions{NoPush: true})
 	_, err := f.submit(feat, SubmitOptions{NoPush: true}, "bob@example.com")
-	wantCode(t, err, mergequeue.CodeUnauthorizedWorkspace)
+	wantCode(t, err, mergequeue.CodeUnauthorizedWorkspace.Name)
 	f.config("admins", `["bob@example.com"]`)
 	if _, err := f.submit(feat, SubmitOptions{NoPush: true}, "bob@example.com"); err != nil {
 		t.Fatal(err)
@@ -173,8 +174,8 @@ func TestSubmitUnauthorized(t *testing.T) {
 // POST-RESP-001..005 and POST-ENTRY-001..008 through the real log.
 func TestSubmitResponse(t *testing.T) {
 	f := newFixture(t)
-	a := f.worktree("a", "a.txt", "a\n")
-	b := f.worktree("b", "b.txt", "b\n")
+	a := f.Worktree("a", "a.txt", "a\n")
+	b := f.Worktree("b", "b.txt", "b\n")
 	ra := f.mustSubmit(a, SubmitOptions{NoPush: true, Priority: mergequeue.P(3), BeadID: "bd-7"})
 	rb := f.mustSubmit(b, SubmitOptions{NoPush: true, Priority: mergequeue.P(1)})
 	q := f.queue()
@@ -184,7 +185,7 @@ func TestSubmitResponse(t *testing.T) {
 			t.Fatalf("POST-ENTRY-001/002: entry %d", r.EntryID)
 		}
 		if r.Workspace != e.Workspace || r.DedupeKey != e.DedupeKey || r.HeadSHA != e.HeadSHA ||
-			r.HeadSHA != f.git(f.root, "rev-parse", "refs/heads/"+e.Branch) {
+			r.HeadSHA != f.Git(f.Root, "rev-parse", "refs/heads/"+e.Branch) {
 			t.Errorf("POST-ENTRY-003..005 / POST-RESP-001: %+v vs %+v", r, e)
 		}
 		if r.SubmissionType != mergequeue.SubmissionNew || e.WorkspaceState != mergequeue.WorkspaceCreated || !r.SubmittedAt.Equal(e.AddedAt) || r.SubmittedAt.Year() != 2026 {
@@ -206,11 +207,11 @@ func TestSubmitResponse(t *testing.T) {
 // PRE-ID-001 negative: a change id that cannot be used is refused, nothing queued.
 func TestSubmitBadChangeID(t *testing.T) {
 	f := newFixture(t)
-	feat := f.worktree("feat", "f.txt", "f\n")
-	f.git(feat, "commit", "-q", "--amend", "-m", "feature\n\nChange-Id: I12:34")
+	feat := f.Worktree("feat", "f.txt", "f\n")
+	f.Git(feat, "commit", "-q", "--amend", "-m", "feature\n\nChange-Id: I12:34")
 	n := f.events()
 	_, err := f.submit(feat, SubmitOptions{NoPush: true}, "ada@example.com")
-	wantCode(t, err, mergequeue.CodeChangeIDExtractionFailed)
+	wantCode(t, err, mergequeue.CodeChangeIDExtractionFailed.Name)
 	if f.events() != n {
 		t.Fatal("appended")
 	}
@@ -219,12 +220,12 @@ func TestSubmitBadChangeID(t *testing.T) {
 // A submission the queue refuses pushes nothing either.
 func TestRefusedSubmissionPushesNothing(t *testing.T) {
 	f := newFixture(t)
-	feat := f.worktree("feat", "f.txt", "f\n")
+	feat := f.Worktree("feat", "f.txt", "f\n")
 	f.mustSubmit(feat, SubmitOptions{NoPush: true})
-	f.commit(feat, "g.txt", "g\n", "more")
+	f.Commit(feat, "g.txt", "g\n", "more")
 	_, err := f.submit(feat, SubmitOptions{}, "bob@example.com")
-	wantCode(t, err, mergequeue.CodeUnauthorizedWorkspace)
-	if out := f.git(f.remote, "branch", "--list", "feat"); out != "" {
+	wantCode(t, err, mergequeue.CodeUnauthorizedWorkspace.Name)
+	if out := f.Git(f.Remote, "branch", "--list", "feat"); out != "" {
 		t.Fatalf("pushed anyway: %s", out)
 	}
 }
@@ -233,18 +234,18 @@ func TestRefusedSubmissionPushesNothing(t *testing.T) {
 func TestRefusedAutoCommitChangesNothing(t *testing.T) {
 	f := newFixture(t)
 	f.config("merge.capacity", "1")
-	first := f.worktree("first", "a.txt", "a\n")
+	first := f.Worktree("first", "a.txt", "a\n")
 	f.mustSubmit(first, SubmitOptions{NoPush: true})
-	second := f.worktree("second", "b.txt", "b\n")
-	f.write(second, "dirty.txt", "x\n")
-	head := f.git(second, "rev-parse", "HEAD")
+	second := f.Worktree("second", "b.txt", "b\n")
+	f.Write(second, "dirty.txt", "x\n")
+	head := f.Git(second, "rev-parse", "HEAD")
 	n := f.events()
 	_, err := f.submit(second, SubmitOptions{NoPush: true, AutoCommit: true}, "ada@example.com")
-	wantCode(t, err, mergequeue.CodeQueueFull)
-	if got := f.git(second, "rev-parse", "HEAD"); got != head {
+	wantCode(t, err, mergequeue.CodeQueueFull.Name)
+	if got := f.Git(second, "rev-parse", "HEAD"); got != head {
 		t.Fatalf("a refused submission committed in the worktree: HEAD %s, was %s", got, head)
 	}
-	if f.git(second, "status", "--porcelain") == "" || f.events() != n {
+	if f.Git(second, "status", "--porcelain") == "" || f.events() != n {
 		t.Fatalf("a refused submission changed the worktree or the log")
 	}
 }
@@ -253,9 +254,9 @@ func TestRefusedAutoCommitChangesNothing(t *testing.T) {
 // workspace is refused before anything is committed.
 func TestAutoCommitRefusedWhileProcessing(t *testing.T) {
 	f := newFixture(t)
-	ws := f.worktree("feat", "f.txt", "f\n")
+	ws := f.Worktree("feat", "f.txt", "f\n")
 	f.mustSubmit(ws, SubmitOptions{NoPush: true})
-	st := f.store(f.root)
+	st := f.store(f.Root)
 	pol := mergequeue.PolicyFrom(st.Config)
 	f.now = f.now.Add(time.Second)
 	if _, _, err := st.Write(context.Background(), f.now, "train", []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
@@ -264,11 +265,11 @@ func TestAutoCommitRefusedWhileProcessing(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	f.write(ws, "more.txt", "x\n")
-	head := f.git(ws, "rev-parse", "HEAD")
+	f.Write(ws, "more.txt", "x\n")
+	head := f.Git(ws, "rev-parse", "HEAD")
 	_, err := f.submit(ws, SubmitOptions{NoPush: true, AutoCommit: true}, "ada@example.com")
-	wantCode(t, err, mergequeue.CodeConcurrentModification)
-	if got := f.git(ws, "rev-parse", "HEAD"); got != head {
+	wantCode(t, err, mergequeue.CodeConcurrentModification.Name)
+	if got := f.Git(ws, "rev-parse", "HEAD"); got != head {
 		t.Fatalf("a refused submission committed in the worktree")
 	}
 }
@@ -278,11 +279,11 @@ func TestAutoCommitRefusedWhileProcessing(t *testing.T) {
 // own branch and head; a directory name with spaces works too.
 func TestSubmitWorktreesWithTheSameName(t *testing.T) {
 	f := newFixture(t)
-	parent := filepath.Dir(f.root)
+	parent := filepath.Dir(f.Root)
 	add := func(path, branch string) string {
 		os.MkdirAll(filepath.Dir(path), 0o755)
-		f.git(f.root, "worktree", "add", "-q", path, "-b", branch)
-		f.commit(path, branch+".txt", branch+"\n", branch+": change")
+		f.Git(f.Root, "worktree", "add", "-q", path, "-b", branch)
+		f.Commit(path, branch+".txt", branch+"\n", branch+": change")
 		return path
 	}
 	x := add(filepath.Join(parent, "x", "dupe"), "dupe1")
@@ -300,31 +301,31 @@ func TestSubmitWorktreesWithTheSameName(t *testing.T) {
 		dir, branch string
 	}{{rx, x, "dupe1"}, {ry, y, "dupe2"}, {rs, spaced, "spaced"}} {
 		e := q.Entry(c.r.EntryID)
-		if e.Branch != c.branch || e.HeadSHA != f.git(c.dir, "rev-parse", "HEAD") || e.Status != mergequeue.Pending {
-			t.Errorf("entry %d: branch %s head %s status %s, want %s at %s", e.ID, e.Branch, e.HeadSHA, e.Status, c.branch, f.git(c.dir, "rev-parse", "HEAD"))
+		if e.Branch != c.branch || e.HeadSHA != f.Git(c.dir, "rev-parse", "HEAD") || e.Status != mergequeue.Pending {
+			t.Errorf("entry %d: branch %s head %s status %s, want %s at %s", e.ID, e.Branch, e.HeadSHA, e.Status, c.branch, f.Git(c.dir, "rev-parse", "HEAD"))
 		}
 	}
 	if q.Entry(rx.EntryID).Workspace != "dupe" || q.Entry(rs.EntryID).Workspace != "with space" {
 		t.Errorf("display names %q, %q", q.Entry(rx.EntryID).Workspace, q.Entry(rs.EntryID).Workspace)
 	}
 	// Submitting again finds each worktree's own entry.
-	f.commit(y, "more.txt", "more\n", "dupe2: more")
+	f.Commit(y, "more.txt", "more\n", "dupe2: more")
 	if r := f.mustSubmit(y, SubmitOptions{NoPush: true}); r.EntryID != ry.EntryID || r.SubmissionType != mergequeue.SubmissionUpdated {
 		t.Fatalf("resubmitting y/dupe: %+v", r)
 	}
-	if e := f.queue().Entry(rx.EntryID); e.HeadSHA != f.git(x, "rev-parse", "HEAD") || e.Branch != "dupe1" {
+	if e := f.queue().Entry(rx.EntryID); e.HeadSHA != f.Git(x, "rev-parse", "HEAD") || e.Branch != "dupe1" {
 		t.Fatalf("x/dupe's entry changed: %s %s", e.Branch, e.HeadSHA)
 	}
 	// --workspace by base name is ambiguous; by path it is not.
-	_, err := f.submit(f.root, SubmitOptions{Workspace: "dupe", NoPush: true}, "ada@example.com")
-	wantCode(t, err, mergequeue.CodeInvalidWorkspaceName)
+	_, err := f.submit(f.Root, SubmitOptions{Workspace: "dupe", NoPush: true}, "ada@example.com")
+	wantCode(t, err, mergequeue.CodeInvalidWorkspaceName.Name)
 	if !strings.Contains(err.Error(), x) || !strings.Contains(err.Error(), y) {
 		t.Errorf("the ambiguity does not list the paths: %v", err)
 	}
-	if r, err := f.submit(f.root, SubmitOptions{Workspace: y, NoPush: true}, "ada@example.com"); err != nil || r.EntryID != ry.EntryID {
+	if r, err := f.submit(f.Root, SubmitOptions{Workspace: y, NoPush: true}, "ada@example.com"); err != nil || r.EntryID != ry.EntryID {
 		t.Fatalf("--workspace %s: %+v, %v", y, r, err)
 	}
-	if r, err := f.submit(f.root, SubmitOptions{Workspace: "with space", NoPush: true}, "ada@example.com"); err != nil || r.EntryID != rs.EntryID {
+	if r, err := f.submit(f.Root, SubmitOptions{Workspace: "with space", NoPush: true}, "ada@example.com"); err != nil || r.EntryID != rs.EntryID {
 		t.Fatalf("--workspace 'with space': %+v, %v", r, err)
 	}
 	// The train merges each one's own branch.
@@ -336,8 +337,48 @@ func TestSubmitWorktreesWithTheSameName(t *testing.T) {
 		}
 	}
 	for _, file := range []string{"dupe1.txt", "dupe2.txt", "more.txt", "spaced.txt"} {
-		if _, err := os.Stat(filepath.Join(f.root, file)); err != nil {
+		if _, err := os.Stat(filepath.Join(f.Root, file)); err != nil {
 			t.Errorf("main lacks %s", file)
 		}
+	}
+}
+
+// TestChangeIDGoGit reads a linked worktree's commit and its Change-Id trailer
+// through the function submit uses.
+func TestChangeIDGoGit(t *testing.T) {
+	f := newFixture(t)
+	feat := f.Worktree("feat", "a.txt", "a\n")
+	w := git.Worktree{Path: feat, Name: "feat"}
+	for _, tc := range []struct {
+		name, msg, wantID, wantSource, wantCode string
+	}{
+		{"present", "feature\n\nChange-Id: I0123456789abcdef\n", "I0123456789abcdef", mergequeue.SourceTrailer, ""},
+		{"absent", "feature\n\nno trailers here\n", "", "", ""},
+		{"in the title only", "Change-Id: Iabc\n", "", "", ""},
+		{"key case-insensitive, last one wins", "feature\n\nchange-id: Ifirst\nCHANGE-ID: Isecond\n", "Isecond", mergequeue.SourceTrailer, ""},
+		{"not a trailer block", "feature\n\nChange-Id: Iabc\nsome prose\n", "", "", ""},
+		{"malformed: a colon", "feature\n\nChange-Id: I12:34\n", "", "", mergequeue.CodeChangeIDExtractionFailed.Name},
+		{"malformed: a continuation line", "feature\n\nChange-Id: Iabc\n def\n", "", "", mergequeue.CodeChangeIDExtractionFailed.Name},
+		{"empty value", "feature\n\nChange-Id:\n", "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.Git(feat, "commit", "-q", "--amend", "--cleanup=verbatim", "-m", tc.msg)
+			sha := f.Git(feat, "rev-parse", "HEAD")
+			for _, rev := range []string{"HEAD", sha} {
+				head, id, source, err := changeID(context.Background(), w, rev, f.Root)
+				if tc.wantCode != "" {
+					wantCode(t, err, tc.wantCode)
+					continue
+				}
+				if err != nil || head != sha || id != tc.wantID || source != tc.wantSource {
+					t.Fatalf("changeID(%s) = %q, %q, %q, %v; want %s, %q, %q", rev, head, id, source, err, sha, tc.wantID, tc.wantSource)
+				}
+			}
+		})
+	}
+	if _, _, _, err := changeID(context.Background(), w, "refs/heads/nope", f.Root); err == nil {
+		t.Fatal("changeID of an unknown ref succeeded")
+	} else {
+		wantCode(t, err, mergequeue.CodeChangeIDExtractionFailed.Name)
 	}
 }

@@ -1,4 +1,4 @@
-package train
+package service
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/mergequeue"
 	"github.com/spoolhq/spool/internal/proc"
-	"github.com/spoolhq/spool/internal/repo"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/projections"
 )
@@ -50,7 +50,7 @@ type Runner struct {
 // asked once per run.
 func (r *Runner) remote(ctx context.Context) string {
 	r.remoteOnce.Do(func() {
-		if name := r.Store.Config.String("merge.remote"); mergequeue.RemoteExists(ctx, r.Store.Repo.Root, name) {
+		if name := r.Store.Config.String("merge.remote"); git.RemoteExists(ctx, r.Store.Repo.Root, name) {
 			r.remoteName = name
 		}
 	})
@@ -111,7 +111,7 @@ func Recover(ctx context.Context, st *store.Store, actor string, now time.Time) 
 		if target == "" {
 			target = st.Config.String("merge.target")
 		}
-		ok, err := contains(ctx, st.Repo.Root, "refs/heads/"+target, e.TestedSHA)
+		ok, err := git.Contains(ctx, st.Repo.Root, "refs/heads/"+target, e.TestedSHA)
 		switch {
 		case err == nil:
 			merged[e.ID] = ok
@@ -141,7 +141,7 @@ func Recover(ctx context.Context, st *store.Store, actor string, now time.Time) 
 		return nil, err
 	}
 	for _, dir := range scratch {
-		removeScratch(ctx, st.Repo.Root, dir)
+		git.RemoveScratch(ctx, st.Repo.Root, dir)
 	}
 	// A runner that died after moving the target but before pushing it or
 	// updating the checked-out worktree: finish those, best effort.
@@ -157,9 +157,9 @@ func Recover(ctx context.Context, st *store.Store, actor string, now time.Time) 
 		if target == "" {
 			target = st.Config.String("merge.target")
 		}
-		syncCheckout(ctx, st.Repo.Root, target, e.TestedAgainstSHA, e.TestedSHA)
-		if remote := st.Config.String("merge.remote"); mergequeue.RemoteExists(ctx, st.Repo.Root, remote) {
-			repo.Git(ctx, st.Repo.Root, "push", "--quiet", remote, "refs/heads/"+target+":refs/heads/"+target)
+		git.SyncCheckout(ctx, st.Repo.Root, target, e.TestedAgainstSHA, e.TestedSHA)
+		if remote := st.Config.String("merge.remote"); git.RemoteExists(ctx, st.Repo.Root, remote) {
+			git.Run(ctx, st.Repo.Root, "push", "--quiet", remote, "refs/heads/"+target+":refs/heads/"+target)
 		}
 	}
 	return events, nil
@@ -218,7 +218,7 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	target := mergequeue.Target{Branch: r.Target, Dirty: r.dirtyCheckout(ctx, queueOf(v))}
-	target.SHA, _ = revParse(ctx, r.Store.Repo.Root, "refs/heads/"+r.Target) // the steps check it again
+	target.SHA, _ = git.RevParse(ctx, r.Store.Repo.Root, "refs/heads/"+r.Target) // the steps check it again
 	var claimed *mergequeue.Entry
 	pol := r.policy()
 	_, _, err = r.Store.Write(ctx, r.Now(), r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
@@ -242,7 +242,7 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 	res := j.process(ctx)
 	stop()
 	t := time.Now()
-	removeScratch(context.WithoutCancel(ctx), r.Store.Repo.Root, j.scratch)
+	git.RemoveScratch(context.WithoutCancel(ctx), r.Store.Repo.Root, j.scratch)
 	j.rebaseTime += time.Since(t)
 	if r.Store.DeferSave {
 		if err := r.Store.Flush(context.WithoutCancel(ctx)); err != nil {
@@ -288,7 +288,7 @@ func (j *job) step(ctx context.Context, to mergequeue.Status, reason string, pat
 		return drafts, err
 	})
 	if err != nil {
-		if f, ok := fault.As(err); ok && f.Code == mergequeue.CodeConcurrentModification {
+		if f, ok := fault.As(err); ok && f.Has(mergequeue.CodeConcurrentModification) {
 			j.lost = true
 		}
 		return err
@@ -325,7 +325,7 @@ func (j *job) process(ctx context.Context) *Result {
 	for {
 		against, err := j.claimedAgainst, error(nil) // read just before the claim; ready_to_merge checks again
 		if against == "" || j.status != mergequeue.Claimed {
-			against, err = revParse(ctx, root, targetRef)
+			against, err = git.RevParse(ctx, root, targetRef)
 		}
 		if err != nil {
 			return j.fail(ctx, mergequeue.FailedRetryable, "target "+j.r.Target+" not found: "+err.Error(), nil, nil)
@@ -343,13 +343,13 @@ func (j *job) process(ctx context.Context) *Result {
 			return j.lostResult(err)
 		}
 		t := time.Now()
-		removeScratch(ctx, root, j.scratch)
-		if err := addScratch(ctx, root, j.scratch, j.head); err != nil {
+		git.RemoveScratch(ctx, root, j.scratch)
+		if err := git.AddScratch(ctx, root, j.scratch, j.head); err != nil {
 			return j.fail(ctx, mergequeue.FailedRetryable, "scratch worktree: "+err.Error(), nil, nil)
 		}
-		conflicts, err := rebase(ctx, j.scratch, against)
+		conflicts, err := git.Rebase(ctx, j.scratch, against)
 		if err == nil && len(conflicts) == 0 {
-			j.tested, err = revParse(ctx, j.scratch, "HEAD")
+			j.tested, err = git.RevParse(ctx, j.scratch, "HEAD")
 		}
 		j.rebaseTime += time.Since(t)
 		if len(conflicts) > 0 {
@@ -374,7 +374,7 @@ func (j *job) process(ctx context.Context) *Result {
 		if err := j.step(ctx, mergequeue.ReadyToMerge, "", nil, &code); err != nil {
 			return j.lostResult(err)
 		}
-		now, err := revParse(ctx, root, targetRef)
+		now, err := git.RevParse(ctx, root, targetRef)
 		if err != nil {
 			return j.fail(ctx, mergequeue.FailedRetryable, "target "+j.r.Target+" not found: "+err.Error(), nil, nil)
 		}
@@ -397,7 +397,7 @@ func (j *job) lostResult(err error) *Result {
 // stays where it is and the entry waits (WaitCheckoutDirty).
 func (j *job) merge(ctx context.Context, targetRef string) *Result {
 	root := j.r.Store.Repo.Root
-	checkout, err := checkoutOf(ctx, root, j.r.Target)
+	checkout, err := git.CheckoutOf(ctx, root, j.r.Target)
 	if err != nil {
 		return j.fail(ctx, mergequeue.FailedRetryable, "git worktree list: "+err.Error(), nil, nil)
 	}
@@ -415,15 +415,15 @@ func (j *job) merge(ctx context.Context, targetRef string) *Result {
 		return j.lostResult(err)
 	}
 	msg := fmt.Sprintf("spool merge: entry %d", j.id)
-	if err := updateRef(ctx, root, targetRef, j.tested, j.against, msg); err != nil {
+	if err := git.UpdateRef(ctx, root, targetRef, j.tested, j.against, msg); err != nil {
 		return j.fail(ctx, mergequeue.FailedRetryable, "target moved during the merge: "+err.Error(), nil, nil)
 	}
 	j.r.pause("ref_updated")
 	undo := context.WithoutCancel(ctx)
 	if checkout != "" {
-		if err := fastForward(ctx, checkout, j.against, j.tested); err != nil {
+		if err := git.FastForward(ctx, checkout, j.against, j.tested); err != nil {
 			// The checkout changed since it was read: put the target back.
-			if uerr := updateRef(undo, root, targetRef, j.against, j.tested, msg+" (checkout not updated, undone)"); uerr != nil {
+			if uerr := git.UpdateRef(undo, root, targetRef, j.against, j.tested, msg+" (checkout not updated, undone)"); uerr != nil {
 				return j.fail(ctx, mergequeue.FailedRetryable, "the checkout of "+j.r.Target+" was not updated ("+err.Error()+
 					") and the target moved again before it could be put back: "+uerr.Error(), nil, nil)
 			}
@@ -435,16 +435,16 @@ func (j *job) merge(ctx context.Context, targetRef string) *Result {
 		}
 	}
 	if remote := j.r.remote(ctx); remote != "" {
-		if _, err := repo.Git(ctx, root, "push", "--quiet", remote, targetRef+":"+targetRef); err != nil {
+		if _, err := git.Run(ctx, root, "push", "--quiet", remote, targetRef+":"+targetRef); err != nil {
 			// Put the target back so local and remote agree, then give up
 			// this attempt; the checkout goes back first, or the target stays.
 			reason := "push of " + j.r.Target + " failed: " + err.Error()
 			if checkout != "" {
-				if uerr := fastForward(undo, checkout, j.tested, j.against); uerr != nil {
+				if uerr := git.FastForward(undo, checkout, j.tested, j.against); uerr != nil {
 					return j.fail(ctx, mergequeue.FailedRetryable, reason+"; "+j.r.Target+" keeps the merge locally, its checkout changed meanwhile", nil, nil)
 				}
 			}
-			updateRef(undo, root, targetRef, j.against, j.tested, msg+" (push failed, undone)")
+			git.UpdateRef(undo, root, targetRef, j.against, j.tested, msg+" (push failed, undone)")
 			return j.fail(ctx, mergequeue.FailedRetryable, reason, nil, nil)
 		}
 	}
@@ -456,11 +456,11 @@ func (j *job) merge(ctx context.Context, targetRef string) *Result {
 
 // blockedBy lists the checkout's uncommitted paths that the merge changes.
 func (j *job) blockedBy(ctx context.Context, checkout string) ([]string, error) {
-	dirty, err := uncommitted(ctx, checkout)
+	dirty, err := git.Uncommitted(ctx, checkout)
 	if err != nil || len(dirty) == 0 {
 		return nil, err
 	}
-	changed, err := changedPaths(ctx, j.r.Store.Repo.Root, j.against, j.tested)
+	changed, err := git.ChangedPaths(ctx, j.r.Store.Repo.Root, j.against, j.tested)
 	if err != nil {
 		return nil, err
 	}
@@ -493,11 +493,11 @@ func (r *Runner) dirtyCheckout(ctx context.Context, q *mergequeue.State) []strin
 	if !waiting {
 		return nil
 	}
-	checkout, err := checkoutOf(ctx, r.Store.Repo.Root, r.Target)
+	checkout, err := git.CheckoutOf(ctx, r.Store.Repo.Root, r.Target)
 	if err != nil || checkout == "" {
 		return nil
 	}
-	dirty, _ := uncommitted(ctx, checkout)
+	dirty, _ := git.Uncommitted(ctx, checkout)
 	return dirty
 }
 
@@ -575,7 +575,7 @@ func (j *job) renewWhile(ctx context.Context) (stop func()) {
 				_, _, err := j.r.Store.Write(ctx, j.r.Now(), j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
 					return mergequeue.DecideRenew(queueOf(v), j.id, j.r.ID, pol, j.r.Now())
 				})
-				if f, ok := fault.As(err); ok && (f.Code == mergequeue.CodeConcurrentModification || f.Code == mergequeue.CodeEntryNotFound) {
+				if f, ok := fault.As(err); ok && (f.Has(mergequeue.CodeConcurrentModification) || f.Has(mergequeue.CodeEntryNotFound)) {
 					// The entry was recovered or changed: the next step's
 					// compare-and-set fails and the job stops there.
 					j.r.logf("entry %d: lease not renewed: %v", j.id, err)

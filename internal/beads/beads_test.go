@@ -1,4 +1,4 @@
-package workqueue
+package beads
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/spoolhq/spool/internal/proc/proctest"
 )
 
-func fakeBeads(t *testing.T, kind, ready string) (Beads, string) {
+func fakeBeads(t *testing.T, kind, ready string) (Source, string) {
 	t.Helper()
 	bin, err := filepath.Abs(filepath.Join("..", "..", "testdata", "fakebd", kind))
 	if err != nil {
@@ -27,7 +27,7 @@ func fakeBeads(t *testing.T, kind, ready string) (Beads, string) {
 		t.Setenv("SPOOL_FAKEBD_READY", filepath.Join("..", "..", "testdata", "fakebd", ready))
 	}
 	t.Setenv("SPOOL_FAKEBD_FAIL", "")
-	return Beads{Kind: kind, Bin: bin}, log
+	return Source{Kind: kind, Bin: bin}, log
 }
 
 func readLog(t *testing.T, path string) []string {
@@ -79,11 +79,6 @@ func TestFakeBeadsWrapped(t *testing.T) {
 	if got := readLog(t, log); got[0] != "br ready --json --limit 0" {
 		t.Fatalf("argv %q", got)
 	}
-	// Selection runs over the source's items like over native tasks.
-	sel := DefaultPolicy().Select(cands, Lookup(nil), Gate{Require: []string{"automated"}}, time.Now(), 0)
-	if len(sel) != 1 || sel[0].ID != "br-7f3a" {
-		t.Fatalf("selected %+v", sel)
-	}
 }
 
 func TestFakeBeadsErrors(t *testing.T) {
@@ -104,7 +99,7 @@ func TestFakeBeadsErrors(t *testing.T) {
 	if !ok || f.Code != "source_parse_error" || f.Kind != fault.Environment || f.Fields["output"] != "Error: no beads database found\n" {
 		t.Fatalf("garbage from bd: %#v", err)
 	}
-	missing := Beads{Kind: "bd", Bin: filepath.Join(t.TempDir(), "no-such-bd")}
+	missing := Source{Kind: "bd", Bin: filepath.Join(t.TempDir(), "no-such-bd")}
 	if _, err := missing.Ready(ctx, nil); err == nil {
 		t.Fatal("a missing binary must fail")
 	}
@@ -180,7 +175,7 @@ func TestRealBeads(t *testing.T) {
 			t.Skipf("bd %v: %v\n%s", args, err, out)
 		}
 	}
-	cands, err := Beads{Kind: "bd", Dir: dir}.Ready(context.Background(), nil)
+	cands, err := Source{Kind: "bd", Dir: dir}.Ready(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +193,7 @@ func TestBeadsLeaveNothingRunning(t *testing.T) {
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (Beads{Kind: "bd", Bin: bin}).Ready(context.Background(), nil); err != nil {
+	if _, err := (Source{Kind: "bd", Bin: bin}).Ready(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(pidfile)

@@ -1,11 +1,14 @@
-// Package train is the merge queue's edge: it reads git, pushes, and runs
-// the merge train (rebase in a scratch worktree, the test command, the
-// compare-and-swap ref update) around the pure deciders of mergequeue, each
-// side effect bracketed by an intent event before and an outcome event after.
-package train
+// Package service is the merge queue's service: submit, list, change,
+// recover and the merge train (rebase in a scratch worktree, the test
+// command, the compare-and-swap ref update). It opens the queue, decides
+// with the pure functions of mergequeue, appends, and does the side effects
+// through the edges (internal/git, internal/proc), each bracketed by an
+// intent event before and an outcome event after.
+package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/mergequeue"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/projections"
@@ -34,7 +38,7 @@ type SubmitOptions struct {
 // paths (one git status) and the commit's change id (read with go-git),
 // read at the same time.
 type Reading struct {
-	Worktree       mergequeue.Worktree
+	Worktree       git.Worktree
 	Dirty          []string
 	Err            error
 	Head, ChangeID string
@@ -45,11 +49,11 @@ type Reading struct {
 // Prefetch starts reading the worktree containing dir; submit waits for it.
 func Prefetch(ctx context.Context, dir string) <-chan Reading {
 	out := make(chan Reading, 1)
-	fault.Go(func() { out <- readWorkspace(ctx, mergequeue.Worktree{Path: dir, Name: filepath.Base(dir)}, "") })
+	fault.Go(func() { out <- readWorkspace(ctx, git.Worktree{Path: dir, Name: filepath.Base(dir)}, "") })
 	return out
 }
 
-func readWorkspace(ctx context.Context, w mergequeue.Worktree, root string) Reading {
+func readWorkspace(ctx context.Context, w git.Worktree, root string) Reading {
 	ident := make(chan Reading, 1)
 	wt := w // a copy: Inspect below fills in w
 	fault.Go(func() {
@@ -57,20 +61,24 @@ func readWorkspace(ctx context.Context, w mergequeue.Worktree, root string) Read
 		r.Head, r.ChangeID, r.Source, r.IdentErr = changeID(ctx, wt, "HEAD", root)
 		ident <- r
 	})
-	dirty, err := mergequeue.Inspect(ctx, &w)
+	st, err := git.ReadStatus(ctx, w.Path)
+	if err != nil {
+		err = mergequeue.HeadSHAExtractionFailed(w.Name, err.Error())
+	}
+	w.HEAD, w.Branch, w.Detached = st.HEAD, st.Branch, st.Detached
 	r := <-ident
-	r.Worktree, r.Dirty, r.Err = w, dirty, err
+	r.Worktree, r.Dirty, r.Err = w, st.Dirty, err
 	return r
 }
 
 // changeID reads the commit at rev and its change id: the Change-Id
 // trailer read in process with go-git, or, in a jj repository with jj
-// installed, jj's change id (mergequeue.ChangeID asks jj).
-func changeID(ctx context.Context, w mergequeue.Worktree, rev, root string) (head, id, source string, err error) {
-	if mergequeue.JJAvailable(w.Path, root) {
-		return mergequeue.ChangeID(ctx, w, rev, root)
+// installed, jj's change id.
+func changeID(ctx context.Context, w git.Worktree, rev, root string) (head, id, source string, err error) {
+	if git.JJAvailable(w.Path, root) {
+		return jjChangeID(ctx, w, rev)
 	}
-	head, values, err := readChangeID(ctx, w.Path, rev)
+	head, values, err := git.ReadChangeID(ctx, w.Path, rev)
 	if err != nil {
 		return "", "", "", mergequeue.ChangeIDExtractionFailed(w.Name, err.Error())
 	}
@@ -78,6 +86,24 @@ func changeID(ctx context.Context, w mergequeue.Worktree, rev, root string) (hea
 		return "", "", "", err
 	}
 	return head, id, source, nil
+}
+
+func jjChangeID(ctx context.Context, w git.Worktree, rev string) (head, id, source string, err error) {
+	head, err = git.RevParse(ctx, w.Path, rev)
+	if err != nil {
+		return "", "", "", mergequeue.ChangeIDExtractionFailed(w.Name, err.Error())
+	}
+	id, err = git.JJChangeID(ctx, w.Path, head)
+	var jerr *git.JJError
+	switch {
+	case errors.As(err, &jerr):
+		return "", "", "", mergequeue.JjExecutionFailed(jerr.Command, jerr.ExitCode, jerr.Stderr)
+	case err != nil:
+		return "", "", "", mergequeue.ChangeIDExtractionFailed(w.Name, err.Error())
+	case id == "":
+		return "", "", "", mergequeue.ChangeIDExtractionFailed(w.Name, "jj printed no change id for "+head)
+	}
+	return head, id, mergequeue.SourceJJ, nil
 }
 
 // Response is the seed's QueueSubmissionResponse plus entry ref, workspace
@@ -113,7 +139,7 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 	if opt.Prefetched != nil && opt.Workspace == "" {
 		rd = <-opt.Prefetched
 		rd.Worktree.Path, rd.Worktree.Name = w.Path, w.Name
-		if mergequeue.JJAvailable(w.Path, st.Repo.Root) && rd.Source != mergequeue.SourceJJ {
+		if git.JJAvailable(w.Path, st.Repo.Root) && rd.Source != mergequeue.SourceJJ {
 			rd = readWorkspace(ctx, w, st.Repo.Root) // the repository root has .jj: read again with jj
 		}
 	} else {
@@ -123,7 +149,7 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 	if rd.Err != nil {
 		return nil, rd.Err
 	}
-	if err := mergequeue.CheckWorkspace(w); err != nil {
+	if err := CheckWorkspace(w); err != nil {
 		return nil, err
 	}
 	if len(dirty) > 0 && !opt.AutoCommit {
@@ -163,8 +189,8 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 				return nil, err
 			}
 		}
-		if w.HEAD, err = mergequeue.AutoCommit(ctx, w); err != nil {
-			return nil, err
+		if w.HEAD, err = git.AutoCommit(ctx, w.Path, "spool: auto-commit before merge submit"); err != nil {
+			return nil, mergequeue.HeadSHAExtractionFailed(w.Name, err.Error())
 		}
 	}
 	got := rd
@@ -185,10 +211,10 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 		note = "not pushed: --no-push"
 	case remote == "":
 		note = `not pushed: merge.remote is "" (no remote)`
-	case !mergequeue.RemoteExists(ctx, w.Path, remote):
+	case !git.RemoteExists(ctx, w.Path, remote):
 		note = fmt.Sprintf(`not pushed: remote %q does not exist (add it, or set merge.remote "" for no remote)`, remote)
 	default:
-		if err := mergequeue.PushBranch(ctx, w, remote); err != nil {
+		if err := pushBranch(ctx, w, remote); err != nil {
 			return nil, err
 		}
 		pushed = true
@@ -219,32 +245,32 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 // findWorkspace is the worktree to submit: the one the command runs in,
 // or the one named, which must be among git worktree list (PRE-WS-001) and
 // not abandoned (PRE-WS-002).
-func findWorkspace(ctx context.Context, st *store.Store, name string) (mergequeue.Worktree, error) {
+func findWorkspace(ctx context.Context, st *store.Store, name string) (git.Worktree, error) {
 	if name == "" {
-		return mergequeue.Worktree{Path: st.Repo.WorkTree, Name: filepath.Base(st.Repo.WorkTree)}, nil
+		return git.Worktree{Path: st.Repo.WorkTree, Name: filepath.Base(st.Repo.WorkTree)}, nil
 	}
-	list, err := mergequeue.ListWorktrees(ctx, st.Repo.WorkTree)
+	list, err := git.ListWorktrees(ctx, st.Repo.WorkTree)
 	if err != nil {
-		return mergequeue.Worktree{}, mergequeue.IdentityExtractionFailed(name, err.Error())
+		return git.Worktree{}, mergequeue.IdentityExtractionFailed(name, err.Error())
 	}
-	w, err := mergequeue.FindWorkspace(list, name, st.Repo.WorkTree)
+	w, err := FindWorkspace(list, name, st.Repo.WorkTree)
 	if err != nil {
 		return w, err
 	}
 	if w.Prunable || w.Bare {
-		return w, mergequeue.CheckWorkspace(w)
+		return w, CheckWorkspace(w)
 	}
 	return w, nil
 }
 
 // workspaceID is the identity of the workspace at w.Path: this clone's
 // writer id and git's id of the worktree (see mergequeue.WorkspaceID).
-func workspaceID(st *store.Store, w mergequeue.Worktree) (string, error) {
+func workspaceID(st *store.Store, w git.Worktree) (string, error) {
 	writer, err := st.Log.WriterID()
 	if err != nil {
 		return "", mergequeue.IdentityExtractionFailed(w.Name, "writer id: "+err.Error())
 	}
-	gitID, err := mergequeue.GitWorktreeID(w.Path)
+	gitID, err := git.WorktreeID(w.Path)
 	if err != nil {
 		return "", mergequeue.IdentityExtractionFailed(w.Name, "git worktree id: "+err.Error())
 	}
@@ -290,4 +316,17 @@ func Change(ctx context.Context, st *store.Store, actor string, now time.Time,
 		return nil, nil, err
 	}
 	return events, queueOf(v), nil
+}
+
+// pushBranch pushes a workspace's branch (PRE-REMOTE-002, -003).
+func pushBranch(ctx context.Context, w git.Worktree, remote string) error {
+	err := git.PushBranch(ctx, w.Path, remote, w.Branch)
+	var perr *git.PushError
+	switch {
+	case errors.As(err, &perr) && perr.Unreachable:
+		return mergequeue.RemoteUnreachable(remote, perr.Message)
+	case errors.As(err, &perr):
+		return mergequeue.BookmarkPushFailed(w.Name, w.Branch, perr.Message)
+	}
+	return err
 }

@@ -1,6 +1,3 @@
-// Command benchqueue builds a repository with a large work queue (10,000
-// tasks and 100,000 events by default) and times whole spool processes on
-// it, reporting the median of several runs. `just bench-queue` runs it.
 package main
 
 import (
@@ -10,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"time"
 
@@ -19,24 +15,26 @@ import (
 	"github.com/spoolhq/spool/internal/workqueue"
 )
 
-func main() {
-	bin := flag.String("spool", "", "the spool binary to time (required)")
-	tasks := flag.Int("tasks", 10_000, "tasks to create")
-	events := flag.Int("events", 100_000, "events in the log, task.created included")
-	runs := flag.Int("runs", 21, "runs per command")
-	keep := flag.String("dir", "", "build the repository here (default: a temp dir, removed after)")
-	flag.Parse()
+// queueMain builds a repository with a large work queue (10,000 tasks and
+// 100,000 events by default) and times whole spool processes on it,
+// reporting the median of several runs:
+//
+//	spoolbench queue -spool BIN [-tasks N] [-events N] [-runs N] [-dir DIR]
+func queueMain(args []string) error {
+	fs := flag.NewFlagSet("spoolbench queue", flag.ExitOnError)
+	bin := fs.String("spool", "", "the spool binary to time (required)")
+	tasks := fs.Int("tasks", 10_000, "tasks to create")
+	events := fs.Int("events", 100_000, "events in the log, task.created included")
+	runs := fs.Int("runs", 21, "runs per command")
+	keep := fs.String("dir", "", "build the repository here (default: a temp dir, removed after)")
+	fs.Parse(args)
 	if *bin == "" {
-		fmt.Fprintln(os.Stderr, "benchqueue: -spool BIN is required")
-		os.Exit(2)
+		return fmt.Errorf("%w: -spool BIN is required", errUsage)
 	}
-	if err := run(*bin, *tasks, *events, *runs, *keep); err != nil {
-		fmt.Fprintln(os.Stderr, "benchqueue:", err)
-		os.Exit(1)
-	}
+	return benchQueue(*bin, *tasks, *events, *runs, *keep)
 }
 
-func run(bin string, nTasks, nEvents, runs int, dir string) error {
+func benchQueue(bin string, nTasks, nEvents, runs int, dir string) error {
 	var err error
 	if bin, err = filepath.Abs(bin); err != nil {
 		return err
@@ -48,25 +46,17 @@ func run(bin string, nTasks, nEvents, runs int, dir string) error {
 		defer os.RemoveAll(dir)
 	}
 	env := append(os.Environ(), "SPOOL_ACTOR=bench@spool.invalid", "SPOOL_NOW=")
-	sh := func(name string, args ...string) error {
-		cmd := exec.Command(name, args...)
-		cmd.Dir, cmd.Env = dir, env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("%s %v: %v\n%s", name, args, err, out)
-		}
-		return nil
-	}
-	if err := sh("git", "init", "-q"); err != nil {
+	if _, err := run(dir, env, "git", "init", "-q"); err != nil {
 		return err
 	}
-	if err := sh(bin, "init"); err != nil {
+	if _, err := run(dir, env, bin, "init"); err != nil {
 		return err
 	}
 	start := time.Now()
-	if err := generate(dir, nTasks, nEvents); err != nil {
+	if err := generateQueue(dir, nTasks, nEvents); err != nil {
 		return err
 	}
-	if err := sh(bin, "replay"); err != nil {
+	if _, err := run(dir, env, bin, "replay"); err != nil {
 		return err
 	}
 	fmt.Printf("dataset: %d tasks, %d events in %s (built in %s)\n", nTasks, nEvents, dir, time.Since(start).Round(time.Millisecond))
@@ -82,33 +72,26 @@ func run(bin string, nTasks, nEvents, runs int, dir string) error {
 		{"history", "--json"},
 		{"stats", "--json"},
 	} {
-		var times, cpu []time.Duration
-		for i := 0; i < runs; i++ {
+		t, err := repeat(0, runs, func() *exec.Cmd {
 			cmd := exec.Command(bin, c...)
 			cmd.Dir, cmd.Env = dir, env
-			t0 := time.Now()
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return fmt.Errorf("spool %v: %v\n%.2000s", c, err, out)
-			}
-			times = append(times, time.Since(t0))
-			cpu = append(cpu, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+			return cmd
+		})
+		if err != nil {
+			return err
 		}
-		slices.Sort(times)
-		slices.Sort(cpu)
 		// Wall time is what a user waits; CPU time (user+system) shows the
 		// work itself when other processes share the machine.
 		fmt.Printf("spool %-34s wall median %6.1f ms (min %6.1f, max %6.1f)  cpu median %6.1f ms  (%d runs)\n",
-			fmt.Sprint(c), ms(times[len(times)/2]), ms(times[0]), ms(times[len(times)-1]), ms(cpu[len(cpu)/2]), runs)
+			fmt.Sprint(c), ms(t.wall[len(t.wall)/2]), ms(t.wall[0]), ms(t.wall[len(t.wall)-1]), ms(t.cpu[len(t.cpu)/2]), runs)
 	}
 	return nil
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// generate appends the dataset straight through the event log: nTasks
+// generateQueue appends the dataset straight through the event log: nTasks
 // task.created, then updates, comments, dependencies and queue attempts
 // until there are nEvents events.
-func generate(dir string, nTasks, nEvents int) error {
+func generateQueue(dir string, nTasks, nEvents int) error {
 	ctx := context.Background()
 	st, err := store.Open(ctx, dir, nil)
 	if err != nil {

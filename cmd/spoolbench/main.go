@@ -1,0 +1,115 @@
+// Command spoolbench makes the datasets and takes the whole-process timings
+// behind the figures in README.md. It is a tool for spool's developers, not
+// part of spool:
+//
+//	go run ./cmd/spoolbench gen -dir /tmp/big -events 1000000 -writers 2
+//	go run ./cmd/spoolbench time -n 30 -- spool -C /tmp/big status
+//	go run ./cmd/spoolbench queue -spool BIN [-tasks 10000] [-events 100000] [-runs 21]
+//	go run ./cmd/spoolbench merge [-n 30] [-entries 1000] [-train 10]
+//
+// The justfile's bench-* recipes run it.
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// subcommands maps a subcommand's name to its function, which gets the
+// arguments after the name.
+var subcommands = map[string]func(args []string) error{
+	"gen":   genMain,
+	"time":  timeMain,
+	"queue": queueMain,
+	"merge": mergeMain,
+}
+
+const usage = `usage: spoolbench gen|time|queue|merge [flags]
+
+  gen    make a spool repository with a synthetic log
+  time   run a command repeatedly and print its wall time and peak RSS
+  queue  time spool's work-queue commands on a large task tracker
+  merge  time spool's merge-queue commands and the train's overhead
+
+spoolbench SUBCOMMAND -h lists a subcommand's flags.
+`
+
+// errUsage marks an error in how spoolbench was called (exit 2).
+var errUsage = errors.New("usage")
+
+func main() {
+	if len(os.Args) < 2 || subcommands[os.Args[1]] == nil {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	name := os.Args[1]
+	if err := subcommands[name](os.Args[2:]); err != nil {
+		fmt.Fprintf(os.Stderr, "spoolbench %s: %v\n", name, err)
+		if errors.Is(err, errUsage) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// timings is what repeated runs of one command took.
+type timings struct {
+	wall, cpu []time.Duration // sorted; cpu is user+system, children waited for included
+	maxRSS    int64           // KiB, the largest of any run, warm-up runs included
+}
+
+// repeat runs the command newCmd returns warmup times untimed, then n times
+// timed. A command with no Stderr of its own has its output kept for the
+// error it returns when it fails; one with a Stderr has its output discarded.
+func repeat(warmup, n int, newCmd func() *exec.Cmd) (timings, error) {
+	var t timings
+	for i := range warmup + n {
+		cmd := newCmd()
+		var out bytes.Buffer
+		if cmd.Stderr == nil {
+			cmd.Stdout, cmd.Stderr = &out, &out
+		}
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			err = fmt.Errorf("%s: %v", strings.Join(cmd.Args, " "), err)
+			if out.Len() > 0 {
+				err = fmt.Errorf("%w\n%.2000s", err, out.Bytes())
+			}
+			return t, err
+		}
+		wall := time.Since(start)
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			t.maxRSS = max(t.maxRSS, ru.Maxrss)
+		}
+		if i >= warmup {
+			t.wall = append(t.wall, wall)
+			t.cpu = append(t.cpu, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+		}
+	}
+	slices.Sort(t.wall)
+	slices.Sort(t.cpu)
+	return t, nil
+}
+
+// run runs name with args in dir and returns its standard output; the
+// error says what failed, with its standard error.
+func run(dir string, env []string, name string, args ...string) (string, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Env = dir, env
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out), nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

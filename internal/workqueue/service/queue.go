@@ -1,0 +1,195 @@
+package service
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/beads"
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/workqueue"
+)
+
+// The queue's commands: next, heartbeat, done, fail, retry, block, unblock,
+// history and stats (seed 001), over spool's tracker or a bd/br source.
+
+// candidates polls the bd/br source; nil for the native tracker. It runs
+// before the lock is taken: the claim itself is decided under it.
+func (s *Service) candidates(ctx context.Context, labels []string) ([]workqueue.Candidate, error) {
+	if s.Native() {
+		return nil, nil
+	}
+	issues, err := s.source.Ready(ctx, labels)
+	if err != nil {
+		return nil, err
+	}
+	return candidatesOf(issues), nil
+}
+
+func candidatesOf(issues []beads.Issue) []workqueue.Candidate {
+	out := make([]workqueue.Candidate, 0, len(issues))
+	for _, i := range issues {
+		out = append(out, workqueue.Candidate{ID: i.ID, Title: i.Title, Description: i.Description, Priority: i.Priority,
+			IssueType: i.IssueType, Labels: workqueue.NormLabels(i.Labels), CreatedAt: i.CreatedAt})
+	}
+	return out
+}
+
+// Claimed is what next handed out: the task as beads shows it, and the claim.
+type Claimed struct {
+	workqueue.TaskJSON
+	Attempt    int       `json:"attempt"`
+	Worker     string    `json:"worker"`
+	LeaseUntil time.Time `json:"lease_until"`
+}
+
+// Idle says why next found nothing: when something may be claimable (a
+// backoff ending, a lease running out) and which task; zero when nothing waits.
+type Idle struct {
+	At   time.Time
+	Task string
+}
+
+// Next claims the most urgent eligible task for worker (the actor when
+// empty), recording the leases that expired on the way. A nil claim means
+// nothing is eligible.
+func (s *Service) Next(ctx context.Context, require, exclude []string, worker string) (*Claimed, Idle, error) {
+	gate := s.Policy.Gate(require, exclude)
+	cands, err := s.candidates(ctx, gate.Require)
+	if err != nil {
+		return nil, Idle{}, err
+	}
+	var claim *workqueue.Claim
+	_, st, err := s.change(ctx, Both, "", func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
+		w := worker
+		if w == "" {
+			w = actor
+		}
+		drafts, cl, err := workqueue.Next(st, cands, s.Native(), s.Policy, gate, w, actor, s.Now)
+		claim = cl
+		return drafts, err
+	})
+	if err != nil {
+		return nil, Idle{}, err
+	}
+	if claim == nil {
+		at, id := s.Policy.Wakeup(st.History, s.Now)
+		return nil, Idle{At: at, Task: id}, nil
+	}
+	out := &Claimed{Attempt: claim.Attempt, Worker: claim.Worker, LeaseUntil: claim.LeaseUntil}
+	if t := st.Tasks[claim.Task.ID]; t != nil {
+		out.TaskJSON = st.View(t, s.Policy, s.Now, false)
+	} else {
+		c := claim.Task
+		out.TaskJSON = workqueue.TaskJSON{ID: c.ID, Title: c.Title, Description: c.Description, Status: workqueue.StatusInProgress,
+			Priority: c.Priority, IssueType: c.IssueType, Labels: c.Labels, Assignee: claim.Worker, CreatedAt: c.CreatedAt}
+	}
+	return out, Idle{}, nil
+}
+
+// Heartbeat extends the lease of a claim the actor holds.
+func (s *Service) Heartbeat(ctx context.Context, id string) (time.Time, error) {
+	var until time.Time
+	_, _, err := s.write(ctx, History, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
+		d, u, err := workqueue.Heartbeat(st, s.Policy, id, actor, s.Now)
+		until = u
+		return []eventlog.Draft{d}, err
+	})
+	return until, err
+}
+
+// Done records a successful attempt and closes the task (bd close for a bead).
+func (s *Service) Done(ctx context.Context, id, reason string) (workqueue.EntryJSON, error) {
+	return s.entryChange(ctx, id, reason, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
+		return workqueue.Done(st, s.Policy, id, actor, reason, s.Now)
+	})
+}
+
+// Fail records a failed attempt and what the policy makes of it.
+func (s *Service) Fail(ctx context.Context, id, msg string) (workqueue.EntryJSON, error) {
+	return s.entryChange(ctx, id, "", func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
+		return workqueue.Fail(st, s.Policy, id, actor, msg, s.Now)
+	})
+}
+
+// Retry puts an abandoned, blocked or failed task back, attempts reset.
+func (s *Service) Retry(ctx context.Context, id string) (workqueue.EntryJSON, error) {
+	return s.entryChange(ctx, id, "", func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+		d, err := workqueue.Retry(st, s.Policy, id, s.Now)
+		return []eventlog.Draft{d}, err
+	})
+}
+
+// Block marks a task Blocked by hand.
+func (s *Service) Block(ctx context.Context, id, reason string) (workqueue.EntryJSON, error) {
+	return s.entryChange(ctx, id, "", func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+		d, err := workqueue.Block(st, id, reason)
+		return []eventlog.Draft{d}, err
+	})
+}
+
+// Unblock clears Blocked, optionally resetting the attempt counters.
+func (s *Service) Unblock(ctx context.Context, id string, reset bool) (workqueue.EntryJSON, error) {
+	return s.entryChange(ctx, id, "", func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+		d, err := workqueue.Unblock(st, id, reset)
+		return []eventlog.Draft{d}, err
+	})
+}
+
+// entryChange runs a queue decision and returns the task's history after it.
+func (s *Service) entryChange(ctx context.Context, id, reason string, decide func(*workqueue.State, string) ([]eventlog.Draft, error)) (workqueue.EntryJSON, error) {
+	_, st, err := s.change(ctx, Both, reason, decide)
+	if err != nil {
+		return workqueue.EntryJSON{}, err
+	}
+	return s.entryView(st, id), nil
+}
+
+// Entry is one task's history as it stands now.
+func (s *Service) Entry(ctx context.Context, id string) (workqueue.EntryJSON, error) {
+	st, err := s.Read(ctx, Both)
+	if err != nil {
+		return workqueue.EntryJSON{}, err
+	}
+	if st.History[id] == nil && st.Tasks[id] == nil {
+		return workqueue.EntryJSON{}, fault.NotFound("task", id)
+	}
+	return s.entryView(st, id), nil
+}
+
+// Histories is every task the queue has seen, by id.
+func (s *Service) Histories(ctx context.Context) ([]workqueue.EntryJSON, error) {
+	st, err := s.Read(ctx, Both)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(st.History))
+	for id := range st.History {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	out := make([]workqueue.EntryJSON, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, s.entryView(st, id))
+	}
+	return out, nil
+}
+
+// Stats counts the queue (seed 001's QueueStats).
+func (s *Service) Stats(ctx context.Context) (workqueue.Stats, error) {
+	gate := s.Policy.Gate(nil, nil)
+	cands, err := s.candidates(ctx, gate.Require)
+	if err != nil {
+		return workqueue.Stats{}, err
+	}
+	st, err := s.Read(ctx, Both)
+	if err != nil {
+		return workqueue.Stats{}, err
+	}
+	if s.Native() {
+		cands = workqueue.Candidates(st.Ready(s.Policy, workqueue.ReadyFilter{}, s.Now, workqueue.Unsorted))
+	}
+	ready := len(s.Policy.Select(cands, workqueue.Lookup(st.History), gate, s.Now, workqueue.Unsorted))
+	return s.Policy.Stats(st.History, ready, s.Now), nil
+}

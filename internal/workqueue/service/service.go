@@ -1,0 +1,119 @@
+// Package service is the work queue's service: every task and queue command
+// goes through it. It opens the projections a command needs, decides with
+// the pure functions of workqueue under the log's lock, appends, and only
+// then has a bd/br source do what was decided (internal/beads), each request
+// recorded before it runs and marked done after, so a crash in between
+// leaves it pending for the next command.
+package service
+
+import (
+	"context"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/beads"
+	"github.com/spoolhq/spool/internal/store"
+	"github.com/spoolhq/spool/internal/workqueue"
+	"github.com/spoolhq/spool/projections"
+)
+
+// Service is the work queue for one command.
+type Service struct {
+	store.Env
+	Policy workqueue.Policy
+	source *beads.Source // nil: spool's own tracker
+}
+
+// Open reads the queue's configuration; nothing is read from the log yet.
+func Open(env store.Env) *Service {
+	cfg := env.Store.Config
+	s := &Service{Env: env, Policy: workqueue.PolicyFrom(cfg)}
+	if kind := cfg.String("workqueue.source"); kind != workqueue.SourceNative {
+		s.source = &beads.Source{Kind: kind, Bin: cfg.String("workqueue.source_bin"), Dir: env.Store.Repo.WorkTree}
+	}
+	return s
+}
+
+// Native reports whether ready work comes from spool's own tracker.
+func (s *Service) Native() bool { return s.source == nil }
+
+// Which projections a command opens: a command about tasks does not decode
+// the queue's history, and the other way round.
+var (
+	Tracker = []string{workqueue.Name}
+	History = []string{workqueue.QueueName, workqueue.IDsName}
+	Both    = []string{workqueue.Name, workqueue.QueueName}
+)
+
+// stateOf assembles what the decide functions see; a side not opened is nil.
+func stateOf(v *projections.View) *workqueue.State {
+	s := &workqueue.State{}
+	if p, ok := projections.As[*workqueue.TasksProjection](v, workqueue.Name); ok {
+		s.Tasks = p.State().Tasks
+	}
+	if p, ok := projections.As[*workqueue.QueueProjection](v, workqueue.QueueName); ok {
+		s.History = p.State().History
+	}
+	if p, ok := projections.As[*workqueue.IDsProjection](v, workqueue.IDsName); ok {
+		s.IDs = p
+	}
+	return s
+}
+
+// Read returns the named projections up to date.
+func (s *Service) Read(ctx context.Context, names []string) (*workqueue.State, error) {
+	v, err := s.Store.Read(ctx, names...)
+	if err != nil {
+		return nil, err
+	}
+	return stateOf(v), nil
+}
+
+// write decides under the log's lock and appends; it returns the events and
+// the state after them.
+func (s *Service) write(ctx context.Context, names []string, decide func(st *workqueue.State, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *workqueue.State, error) {
+	events, v, err := s.Env.Write(ctx, names, func(v *projections.View, actor string) ([]eventlog.Draft, error) {
+		return decide(stateOf(v), actor)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return events, stateOf(v), nil
+}
+
+// change is write for the queue's decisions that a bd/br source must hear
+// of: the requests go into the same append, then run (see sync).
+func (s *Service) change(ctx context.Context, names []string, reason string, decide func(st *workqueue.State, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *workqueue.State, error) {
+	if !s.Native() {
+		s.flush(ctx)
+	}
+	events, st, err := s.write(ctx, names, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
+		drafts, err := decide(st, actor)
+		if err != nil || s.Native() {
+			return drafts, err
+		}
+		return append(drafts, workqueue.SyncRequests(drafts, reason)...), nil
+	})
+	if err != nil || s.Native() {
+		return events, st, err
+	}
+	var requests []pending
+	for _, e := range events {
+		if e.Type == workqueue.TypeSyncRequested {
+			requests = append(requests, pending{task: e.Subject, request: e.ID, data: e.Data})
+		}
+	}
+	if err := s.sync(ctx, requests); err != nil {
+		return events, st, err
+	}
+	// The state after the outcomes too, for what the command prints.
+	st, err = s.Read(ctx, names)
+	return events, st, err
+}
+
+// entryView is a task's history as it stands now.
+func (s *Service) entryView(st *workqueue.State, id string) workqueue.EntryJSON {
+	if h := st.History[id]; h != nil {
+		return s.Policy.HistoryView(*h, s.Now)
+	}
+	return workqueue.EntryJSON{ID: id, Status: workqueue.HistPending}
+}
