@@ -47,12 +47,15 @@ func newTaskClone(writer string) projectiontest.Clone {
 
 func (c *taskClone) Apply(e *eventlog.Event) { c.s.Apply(e) }
 
+// start is when the external source's tasks were created.
+var start = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+
 var (
 	taskActors  = []string{"ada@example.com", "bob@example.com", "zoë@example.com"}
 	taskTitles  = []string{"Fix the login page", "Ünïcode títle ✓", `Quote "this" and \ that`, "  padded  ", "<b>html</b> & more"}
 	taskLabels  = []string{"backend", "ui", "urgent", "blocked", "good-first-issue", "ünï"}
 	taskTexts   = []string{"", "one line", "two\nlines\n", "tab\there, emoji 🚀"}
-	externalIDs = []string{"bd-1", "bd-2", "bd-3"}
+	externalIDs = []string{"bd-1", "bd-2", "bd-3", "bd-4", "bd-5", "bd-6", "bd-7", "bd-8"}
 )
 
 // Command tries a few operations until one is accepted; a clone whose
@@ -77,7 +80,7 @@ func (c *taskClone) try(r *rand.Rand, now time.Time) (string, []eventlog.Draft, 
 	var drafts []eventlog.Draft
 	var err error
 	one := func(d eventlog.Draft, e error) { drafts, err = []eventlog.Draft{d}, e }
-	switch r.IntN(12) {
+	switch r.IntN(13) {
 	case 0, 1:
 		drafts, err = workqueue.UpdateTask(c.s, id, c.update(r))
 	case 2:
@@ -94,6 +97,8 @@ func (c *taskClone) try(r *rand.Rand, now time.Time) (string, []eventlog.Draft, 
 		one(workqueue.AddComment(c.s, id, pick(r, taskTexts[1:])))
 	case 6, 7, 8:
 		drafts, err = c.next(r, actor, now)
+	case 9:
+		drafts = c.synced(r)
 	default:
 		return c.finish(r, now)
 	}
@@ -141,16 +146,16 @@ func (c *taskClone) update(r *rand.Rand) workqueue.Update {
 func (c *taskClone) next(r *rand.Rand, actor string, now time.Time) ([]eventlog.Draft, error) {
 	worker := fmt.Sprintf("agent-%d", r.IntN(3))
 	var g workqueue.Gate
-	if r.IntN(4) == 0 {
-		g.Require = []string{pick(r, taskLabels)}
-	}
-	if r.IntN(4) == 0 {
+	if r.IntN(3) == 0 {
 		var cands []workqueue.Candidate
 		for i, id := range externalIDs {
-			cands = append(cands, workqueue.Candidate{ID: id, Title: "external " + id, Priority: i, IssueType: "task", CreatedAt: now.Add(-time.Hour)})
+			cands = append(cands, workqueue.Candidate{ID: id, Title: "external " + id, Priority: i % 5, IssueType: "task", CreatedAt: start})
 		}
 		drafts, _, err := workqueue.Next(c.s, cands, false, c.pol, g, worker, actor, now)
-		return drafts, err
+		return append(drafts, workqueue.SyncRequests(drafts, "")...), err
+	}
+	if r.IntN(4) == 0 {
+		g.Require = []string{pick(r, taskLabels)}
 	}
 	drafts, _, err := workqueue.Next(c.s, nil, true, c.pol, g, worker, actor, now)
 	return drafts, err
@@ -178,26 +183,45 @@ func (c *taskClone) finish(r *rand.Rand, now time.Time) (string, []eventlog.Draf
 	if actor == "" || r.IntN(8) == 0 {
 		actor = pick(r, taskActors)
 	}
+	reason := pick(r, taskTexts)
+	drafts, err := c.decideOn(r, h, actor, reason, now)
+	if err == nil && slices.Contains(externalIDs, h.ID) {
+		// The queue's decisions on a bd/br task carry the requests that
+		// tell bd/br, in the same append (workqueue/service).
+		drafts = append(drafts, workqueue.SyncRequests(drafts, reason)...)
+	}
+	return actor, drafts, err
+}
+
+func (c *taskClone) decideOn(r *rand.Rand, h *workqueue.Entry, actor, reason string, now time.Time) ([]eventlog.Draft, error) {
+	one := func(d eventlog.Draft, err error) ([]eventlog.Draft, error) { return []eventlog.Draft{d}, err }
 	switch r.IntN(7) {
 	case 0:
 		d, _, err := workqueue.Heartbeat(c.s, c.pol, h.ID, actor, now)
-		return actor, []eventlog.Draft{d}, err
+		return []eventlog.Draft{d}, err
 	case 1, 2:
-		drafts, err := workqueue.Done(c.s, c.pol, h.ID, actor, pick(r, taskTexts), now)
-		return actor, drafts, err
+		return workqueue.Done(c.s, c.pol, h.ID, actor, reason, now)
 	case 3, 4:
-		drafts, err := workqueue.Fail(c.s, c.pol, h.ID, actor, pick(r, taskTexts[1:]), now)
-		return actor, drafts, err
+		return workqueue.Fail(c.s, c.pol, h.ID, actor, pick(r, taskTexts[1:]), now)
 	case 5:
-		d, err := workqueue.Retry(c.s, c.pol, h.ID, now)
-		return actor, []eventlog.Draft{d}, err
+		return one(workqueue.Retry(c.s, c.pol, h.ID, now))
 	}
 	if r.IntN(2) == 0 {
-		d, err := workqueue.Block(c.s, h.ID, "waiting for "+pick(r, taskTexts[1:]))
-		return actor, []eventlog.Draft{d}, err
+		return one(workqueue.Block(c.s, h.ID, "waiting for "+pick(r, taskTexts[1:])))
 	}
-	d, err := workqueue.Unblock(c.s, h.ID, r.IntN(2) == 0)
-	return actor, []eventlog.Draft{d}, err
+	return one(workqueue.Unblock(c.s, h.ID, r.IntN(2) == 0))
+}
+
+// synced records that bd/br did the oldest request a task has pending, as
+// the service does once the bd/br command succeeded (any clone may: two
+// clones may record the same request done).
+func (c *taskClone) synced(r *rand.Rand) []eventlog.Draft {
+	for _, id := range externalIDs {
+		if h := c.s.History[id]; h != nil && len(h.Pending) > 0 && r.IntN(2) == 0 {
+			return []eventlog.Draft{{Type: workqueue.TypeSynced, Subject: id, Data: workqueue.SyncedData{Request: h.Pending[0].Request}}}
+		}
+	}
+	return nil
 }
 
 func pick[T any](r *rand.Rand, from []T) T { return from[r.IntN(len(from))] }
