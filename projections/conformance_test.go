@@ -23,7 +23,7 @@ func TestStatsConformance(t *testing.T) {
 
 var statsTypes = []string{"deploy.started", "deploy.finished", "build.failed", "ci.run_queued", "note.added"}
 
-func statsCommand(r *rand.Rand, now time.Time) (string, []eventlog.Draft) {
+func statsCommand(r *rand.Rand, now time.Time) (string, []eventlog.Draft, error) {
 	actor := []string{"ada@example.com", "bob@example.com", "Zoë <zoe@example.com>"}[r.IntN(3)]
 	var drafts []eventlog.Draft
 	for range 1 + r.IntN(3) {
@@ -33,5 +33,5 @@ func statsCommand(r *rand.Rand, now time.Time) (string, []eventlog.Draft) {
 			Data:    map[string]any{"version": fmt.Sprintf("1.%d.%d", r.IntN(3), r.IntN(10)), "at": now.Format(time.RFC3339)},
 		})
 	}
-	return actor, drafts
+	return actor, drafts, nil
 }

@@ -58,23 +58,13 @@ var (
 	externalIDs = []string{"bd-1", "bd-2", "bd-3", "bd-4", "bd-5", "bd-6", "bd-7", "bd-8"}
 )
 
-// Command tries a few operations until one is accepted; a clone whose
-// every try was refused appends nothing, as a refused command does.
-func (c *taskClone) Command(r *rand.Rand, now time.Time) (string, []eventlog.Draft) {
-	for range 4 {
-		actor, drafts, err := c.try(r, now)
-		if err == nil && len(drafts) > 0 {
-			return actor, drafts
-		}
-	}
-	return "", nil
-}
-
-func (c *taskClone) try(r *rand.Rand, now time.Time) (string, []eventlog.Draft, error) {
+// Command decides one of spool's task or queue commands.
+func (c *taskClone) Command(r *rand.Rand, now time.Time) (string, []eventlog.Draft, error) {
 	actor := pick(r, taskActors)
 	ids := c.s.SortedIDs()
 	if len(ids) < 3 || r.IntN(7) == 0 {
-		return actor, c.add(r, ids, now), nil
+		drafts, err := c.add(r, ids, now)
+		return actor, drafts, err
 	}
 	id := pick(r, ids)
 	var drafts []eventlog.Draft
@@ -105,7 +95,7 @@ func (c *taskClone) try(r *rand.Rand, now time.Time) (string, []eventlog.Draft, 
 	return actor, drafts, err
 }
 
-func (c *taskClone) add(r *rand.Rand, ids []string, now time.Time) []eventlog.Draft {
+func (c *taskClone) add(r *rand.Rand, ids []string, now time.Time) ([]eventlog.Draft, error) {
 	n := workqueue.NewTask{Title: pick(r, taskTitles), Description: pick(r, taskTexts), Priority: r.IntN(5),
 		Type: pick(r, workqueue.IssueTypes), Labels: subset(r, taskLabels)}
 	if len(ids) > 0 && r.IntN(3) == 0 {
@@ -115,10 +105,7 @@ func (c *taskClone) add(r *rand.Rand, ids []string, now time.Time) []eventlog.Dr
 		n.Parent = pick(r, ids)
 	}
 	d, _, err := workqueue.AddTask(c.s, n, "sp", c.writer, now)
-	if err != nil {
-		return nil
-	}
-	return []eventlog.Draft{d}
+	return []eventlog.Draft{d}, err
 }
 
 func (c *taskClone) update(r *rand.Rand) workqueue.Update {

@@ -58,28 +58,24 @@
 //
 //	func (c *jobClone) Apply(e *eventlog.Event) { c.s.Apply(e) }
 //
-//	func (c *jobClone) Command(r *rand.Rand, now time.Time) (string, []eventlog.Draft) {
+//	func (c *jobClone) Command(r *rand.Rand, now time.Time) (string, []eventlog.Draft, error) {
 //		actor := []string{"ada@example.com", "bob@example.com"}[r.IntN(2)]
-//		var drafts []eventlog.Draft
-//		var err error
 //		switch r.IntN(3) {
 //		case 0:
-//			drafts, err = jobs.DecideSchedule(c.s, jobs.Request{Name: "nightly ✓", Every: time.Hour}, now)
+//			drafts, err := jobs.DecideSchedule(c.s, jobs.Request{Name: "nightly ✓", Every: time.Hour}, now)
+//			return actor, drafts, err
 //		case 1:
-//			drafts, err = jobs.DecideDispatch(c.s, "worker-1", now)
-//		default:
-//			drafts, err = jobs.DecideFinish(c.s, someRunningJob(r, c.s), actor, now)
+//			drafts, err := jobs.DecideDispatch(c.s, "worker-1", now)
+//			return "worker-1", drafts, err
 //		}
-//		if err != nil {
-//			return "", nil // refused: the command appends nothing
-//		}
-//		return actor, drafts
+//		drafts, err := jobs.DecideFinish(c.s, someRunningJob(r, c.s), actor, now)
+//		return actor, drafts, err
 //	}
 //
 // Command picks an operation at random, with random but valid arguments
 // (names and texts with spaces, quotes and non-ASCII characters; ids taken
 // from the state, now and then one that does not exist) and returns what
-// the domain's decide function gave; weight the operations so that
+// the domain's decide function gave, refusals included; weight the operations so that
 // entities get through their whole life, and iterate maps in sorted order
 // so that a seed always gives the same log. Keep the model free of I/O and
 // independent of the projection under test. Commands (a func type) serves
@@ -117,9 +113,9 @@ type Suite struct {
 	// NewClone returns the domain's model of a clone whose writer id is
 	// writer, knowing no events yet.
 	NewClone func(writer string) Clone
-	// Commands is how many steps (commands, merges, clock jumps) a log is
+	// Steps is how many steps (commands, merges, clock jumps) a log is
 	// built from; 0 means 120.
-	Commands int
+	Steps int
 	// FoldsUnknown marks a projection that folds every event whatever its
 	// type, by design. The unknown-types check then only requires that such
 	// events fold without error, as the same fold in memory and in the engine.
@@ -134,18 +130,22 @@ type Clone interface {
 	// Events of types the domain does not know come through too.
 	Apply(e *eventlog.Event)
 	// Command decides the clone's next command at now: who runs it and the
-	// events it appends (none when the operation it chose was refused).
-	Command(r *rand.Rand, now time.Time) (actor string, drafts []eventlog.Draft)
+	// events it appends, or the error the domain refused it with. A
+	// refused command appends nothing; the suite has the clone try another
+	// (a few times) and counts the refusals in the log's summary.
+	Command(r *rand.Rand, now time.Time) (actor string, drafts []eventlog.Draft, err error)
 }
 
 // Commands is a Clone that needs no state: every command is f's.
-type Commands func(r *rand.Rand, now time.Time) (actor string, drafts []eventlog.Draft)
+type Commands func(r *rand.Rand, now time.Time) (actor string, drafts []eventlog.Draft, err error)
 
 // Apply ignores e.
 func (f Commands) Apply(*eventlog.Event) {}
 
 // Command calls f.
-func (f Commands) Command(r *rand.Rand, now time.Time) (string, []eventlog.Draft) { return f(r, now) }
+func (f Commands) Command(r *rand.Rand, now time.Time) (string, []eventlog.Draft, error) {
+	return f(r, now)
+}
 
 var (
 	seedFlag  = flag.Uint64("projectiontest.seed", 0, "run the projection conformance checks with this seed only")

@@ -98,12 +98,12 @@ func tallySuite(bug string) Suite {
 	}
 }
 
-func tallyCommand(r *rand.Rand, now time.Time) (string, []eventlog.Draft) {
+func tallyCommand(r *rand.Rand, now time.Time) (string, []eventlog.Draft, error) {
 	var drafts []eventlog.Draft
 	for range 1 + r.IntN(3) {
 		drafts = append(drafts, eventlog.Draft{Type: "tally.added", Subject: fmt.Sprintf("s%d", r.IntN(12)), Data: map[string]int{"n": r.IntN(10)}})
 	}
-	return "ada@example.com", drafts
+	return "ada@example.com", drafts, nil
 }
 
 func TestCorrectProjectionPasses(t *testing.T) {

@@ -35,6 +35,7 @@ type world struct {
 	// unknownPercent of the commands carry events of types no spool knows.
 	unknownPercent int
 	unknown        map[string]bool // ids of those events
+	refused        int             // commands the domain refused
 	// afterStep, when set, runs after every step (the catch-up check).
 	afterStep func()
 }
@@ -88,7 +89,7 @@ func newWorld(tb testing.TB, s Suite, seed uint64, unknownPercent int) *world {
 // into every clone, so that all clones end with the same log.
 func (w *world) build() {
 	w.tb.Helper()
-	steps := w.suite.Commands
+	steps := w.suite.Steps
 	if steps == 0 {
 		steps = 120
 	}
@@ -141,8 +142,8 @@ func (w *world) summary() string {
 		}
 		sum.Write(b)
 	}
-	return fmt.Sprintf("%d events (%d of unknown types) by %d writers, sha256 %x: %s",
-		len(events), len(w.unknown), len(w.clones), sum.Sum(nil)[:6], strings.Join(parts, ", "))
+	return fmt.Sprintf("%d events (%d of unknown types) by %d writers, %d commands refused, sha256 %x: %s",
+		len(events), len(w.unknown), len(w.clones), w.refused, sum.Sum(nil)[:6], strings.Join(parts, ", "))
 }
 
 // command runs one command on c: decide, then append under the lock with
@@ -151,7 +152,19 @@ func (w *world) command(c *clone) {
 	w.tb.Helper()
 	w.now = w.now.Add(time.Duration(w.rng.IntN(180)) * time.Second)
 	at := w.now.Add(c.skew)
-	actor, drafts := c.model.Command(w.rng, at)
+	var actor string
+	var drafts []eventlog.Draft
+	for range 4 {
+		a, d, err := c.model.Command(w.rng, at)
+		if err != nil {
+			w.refused++
+			continue
+		}
+		if len(d) > 0 {
+			actor, drafts = a, d
+			break
+		}
+	}
 	var unknownAt []int
 	if w.rng.IntN(100) < w.unknownPercent {
 		drafts, unknownAt = w.withUnknown(drafts)
