@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/spoolhq/spool/internal/durable"
 	"io"
 	"io/fs"
 	"os"
@@ -141,7 +142,7 @@ func (l *Log) loadWriterID() (string, error) {
 	if err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", fmt.Errorf("create writer id: %w", err)
 	}
-	if err := syncDir(l.opt.PrivateDir); err != nil {
+	if err := durable.SyncDir(l.opt.PrivateDir); err != nil {
 		return "", err
 	}
 	b, err = os.ReadFile(path)
@@ -484,9 +485,8 @@ func (l *Log) repairTail(f *os.File, path string) error {
 	if err := os.MkdirAll(filepath.Dir(backup), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(backup, torn, 0o644); err != nil {
-		os.Remove(backup) // a disk that is full would keep an empty backup
-		return fmt.Errorf("back up torn tail: %w", err)
+	if err := durable.WriteFile(backup, torn, 0o644); err != nil {
+		return fmt.Errorf("back up torn tail: %w", err) // nothing half written is left: the backup is renamed into place whole
 	}
 	if err := f.Truncate(keep); err != nil {
 		return fmt.Errorf("truncate torn tail: %w", err)
@@ -680,7 +680,7 @@ func (s *Session) write(lines []byte) error {
 		if s.ownInfo, err = f.Stat(); err != nil {
 			return err
 		}
-		if err := syncDir(dir); err != nil {
+		if err := durable.SyncDir(dir); err != nil {
 			return err
 		}
 	} else if err := s.stillOwnFile(path); err != nil {
@@ -729,18 +729,6 @@ func (s *Session) updateTail() {
 	}
 	s.tails = append(s.tails, Tail{Writer: s.writer, Seq: s.seq, LC: s.lc})
 	sort.Slice(s.tails, func(i, j int) bool { return s.tails[i].Writer < s.tails[j].Writer })
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
 }
 
 // Append is Begin, Session.Append and Close in one call.

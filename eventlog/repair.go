@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/spoolhq/spool/internal/durable"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
-
-	"github.com/google/renameio/v2"
 )
 
 // FileRepair is what Repair did to one writer file, or could not do.
@@ -55,14 +54,11 @@ func (l *Log) Repair(ctx context.Context, now time.Time) ([]FileRepair, error) {
 				return out, err
 			}
 			rep.Backup = filepath.Join(backups, filepath.Base(path))
-			if err := renameio.WriteFile(rep.Backup, b, 0o644); err != nil {
+			if err := durable.WriteFile(rep.Backup, b, 0o644); err != nil {
 				return out, fmt.Errorf("back up %s: %w", path, err)
 			}
-			if err := renameio.WriteFile(path, fixed, 0o644); err != nil {
+			if err := durable.WriteFile(path, fixed, 0o644); err != nil {
 				return out, fmt.Errorf("write %s: %w", path, err)
-			}
-			if err := syncDir(filepath.Dir(path)); err != nil {
-				return out, err
 			}
 		}
 		out = append(out, rep)

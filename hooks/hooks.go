@@ -10,10 +10,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/spoolhq/spool/internal/durable"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/git"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -105,14 +106,11 @@ func shim(name string) []byte {
 // git resolves core.hooksPath (and worktrees) for --git-path hooks; a relative
 // answer is relative to dir because of -C.
 func Dir(ctx context.Context, dir string) (string, error) {
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "--git-path", "hooks")
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := git.Run(ctx, dir, "rev-parse", "--git-path", "hooks")
 	if err != nil {
-		return "", fmt.Errorf("git rev-parse --git-path hooks in %s: %w: %s", dir, err, strings.TrimSpace(stderr.String()))
+		return "", err
 	}
-	p := strings.TrimRight(string(out), "\r\n")
+	p := strings.TrimRight(out, "\r\n")
 	if p == "" {
 		return "", fmt.Errorf("git rev-parse --git-path hooks in %s: empty output", dir)
 	}
@@ -245,30 +243,8 @@ func lexists(path string) (bool, error) {
 	return err == nil, err
 }
 
-// writeAtomic writes data as an executable file via a temp file in the same
-// directory and a rename, so git never runs a half-written hook.
-func writeAtomic(path string, data []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o755); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+// writeAtomic writes data as an executable file, in full before git can
+// run it (internal/durable).
+func writeAtomic(path string, data []byte) error {
+	return durable.WriteFile(path, data, 0o755)
 }

@@ -37,15 +37,15 @@ func unsetenv(t *testing.T, k string) {
 	os.Unsetenv(k)
 }
 
-func runGit(dir string, args ...string) (string, error) {
+func tryGit(dir string, args ...string) (string, error) {
 	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
 
-func git(t *testing.T, dir string, args ...string) string {
+func runGit(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	out, err := runGit(dir, args...)
+	out, err := tryGit(dir, args...)
 	if err != nil {
 		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -56,8 +56,8 @@ func git(t *testing.T, dir string, args ...string) string {
 func newRepo(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "repo")
-	git(t, t.TempDir(), "init", "-q", "-b", "main", dir)
-	git(t, dir, "commit", "-q", "--allow-empty", "-m", "initial")
+	runGit(t, t.TempDir(), "init", "-q", "-b", "main", dir)
+	runGit(t, dir, "commit", "-q", "--allow-empty", "-m", "initial")
 	return dir
 }
 
@@ -192,7 +192,7 @@ func TestChainedPostCommitAndUninstall(t *testing.T) {
 		t.Fatalf("backup = %q, want %q", got, origBody)
 	}
 
-	git(t, repo, "commit", "-q", "--allow-empty", "-m", "second")
+	runGit(t, repo, "commit", "-q", "--allow-empty", "-m", "second")
 	if got := readFile(t, marks); got != "original 0\n" {
 		t.Errorf("original hook log = %q", got)
 	}
@@ -239,7 +239,7 @@ func TestChainedPostCommitAndUninstall(t *testing.T) {
 func TestHooksPathRelative(t *testing.T) {
 	setupGit(t)
 	repo := newRepo(t)
-	git(t, repo, "config", "core.hooksPath", ".githooks")
+	runGit(t, repo, "config", "core.hooksPath", ".githooks")
 	sub := filepath.Join(repo, "sub")
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
@@ -261,7 +261,7 @@ func TestHooksPathRelative(t *testing.T) {
 		t.Error("shim written to .git/hooks despite core.hooksPath")
 	}
 	log := fakeSpool(t, 0)
-	git(t, repo, "commit", "-q", "--allow-empty", "-m", "second")
+	runGit(t, repo, "commit", "-q", "--allow-empty", "-m", "second")
 	if got := readFile(t, log); got != "ARGS: hook post-commit\n" {
 		t.Errorf("spool log = %q", got)
 	}
@@ -301,14 +301,14 @@ func TestSpoolMissing(t *testing.T) {
 			}
 			t.Setenv("SPOOL_BIN", tc.bin)
 
-			out, err := runGit(repo, "commit", "--allow-empty", "-m", "second")
+			out, err := tryGit(repo, "commit", "--allow-empty", "-m", "second")
 			if err != nil {
 				t.Fatalf("commit failed: %v\n%s", err, out)
 			}
 			if !strings.Contains(out, "spool: not found on PATH; post-commit hook skipped") {
 				t.Errorf("output lacks skip notice:\n%s", out)
 			}
-			if got := git(t, repo, "rev-list", "--count", "HEAD"); got != "2" {
+			if got := runGit(t, repo, "rev-list", "--count", "HEAD"); got != "2" {
 				t.Errorf("commit count = %s, want 2", got)
 			}
 			if tc.chained && readFile(t, marks) != "ran\n" {
@@ -340,8 +340,8 @@ func TestPrePush(t *testing.T) {
 			setupGit(t)
 			repo := newRepo(t)
 			remote := filepath.Join(t.TempDir(), "remote.git")
-			git(t, repo, "init", "-q", "--bare", remote)
-			git(t, repo, "remote", "add", "origin", remote)
+			runGit(t, repo, "init", "-q", "--bare", remote)
+			runGit(t, repo, "remote", "add", "origin", remote)
 			dir := hooksDir(t, repo)
 			log := fakeSpool(t, tc.spoolCode)
 
@@ -365,19 +365,19 @@ func TestPrePush(t *testing.T) {
 				t.Setenv("SPOOL_BIN", bin)
 			}
 
-			out, err := runGit(repo, "push", "origin", "main")
+			out, err := tryGit(repo, "push", "origin", "main")
 			if pushed := err == nil; pushed != tc.wantPush {
 				t.Fatalf("push succeeded = %v, want %v\n%s", pushed, tc.wantPush, out)
 			}
 			if skipped := strings.Contains(out, "pre-push hook skipped"); skipped != (tc.missing != "") {
 				t.Errorf("skip notice = %v, want %v\n%s", skipped, !skipped, out)
 			}
-			_, remoteErr := runGit(remote, "rev-parse", "--verify", "-q", "refs/heads/main")
+			_, remoteErr := tryGit(remote, "rev-parse", "--verify", "-q", "refs/heads/main")
 			if (remoteErr == nil) != tc.wantPush {
 				t.Errorf("remote has main = %v, want %v", remoteErr == nil, tc.wantPush)
 			}
 
-			sha := git(t, repo, "rev-parse", "HEAD")
+			sha := runGit(t, repo, "rev-parse", "HEAD")
 			line := "refs/heads/main " + sha + " refs/heads/main " + strings.Repeat("0", len(sha))
 			want := "ARGS: origin " + remote + "\n" + line + "\n"
 			if tc.orig != "" {
@@ -412,9 +412,9 @@ func TestPostRewriteChainedStdin(t *testing.T) {
 	if _, err := Install(dir); err != nil {
 		t.Fatal(err)
 	}
-	old := git(t, repo, "rev-parse", "HEAD")
-	git(t, repo, "commit", "-q", "--amend", "--allow-empty", "-m", "amended")
-	amended := git(t, repo, "rev-parse", "HEAD")
+	old := runGit(t, repo, "rev-parse", "HEAD")
+	runGit(t, repo, "commit", "-q", "--amend", "--allow-empty", "-m", "amended")
+	amended := runGit(t, repo, "rev-parse", "HEAD")
 
 	stdin := old + " " + amended + "\n"
 	if got := readFile(t, origLog); got != "ARGS: amend\n"+stdin {

@@ -84,7 +84,7 @@ func TestAmortizedSaves(t *testing.T) {
 	if err := v.Save(); err != nil || onDisk() != "113" {
 		t.Fatalf("replay saved %q, %v", onDisk(), err)
 	}
-	diffs, stale, err := en.Verify(ctx)
+	diffs, stale, _, err := en.Verify(ctx)
 	if err != nil || len(diffs) != 0 || len(stale) != 0 {
 		t.Fatalf("verify: %v %v %v", diffs, stale, err)
 	}
@@ -92,7 +92,7 @@ func TestAmortizedSaves(t *testing.T) {
 	v, _ = en.Open()
 	v.CatchUp(ctx)
 	v.Save()
-	if _, stale, _ := en.Verify(ctx); !bytes.Equal([]byte(stale[0]), []byte("count")) {
+	if _, stale, _, _ := en.Verify(ctx); !bytes.Equal([]byte(stale[0]), []byte("count")) {
 		t.Fatalf("a lagging projection is reported stale, got %v", stale)
 	}
 }

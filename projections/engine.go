@@ -19,11 +19,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"syscall"
 
-	"github.com/google/renameio/v2"
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/durable"
 )
 
 // Projection is a pure fold of events into state.
@@ -597,7 +596,9 @@ func (v *View) Save() error {
 		return err
 	}
 	sweep(tmp)
-	dirs := map[string]bool{}
+	// Public files before the snapshot: a crash between the two only makes
+	// the next command apply the same events again to the old snapshot.
+	batch := durable.NewBatch(tmp)
 	for _, it := range append(v.items, v.extras...) {
 		if !it.dirty || it.deferred() {
 			continue
@@ -607,32 +608,22 @@ func (v *View) Save() error {
 			return fmt.Errorf("render %s: %w", it.spec.Name, err)
 		}
 		for _, f := range files {
-			path := filepath.Join(v.en.Root, filepath.FromSlash(f.Path))
-			if err := writeFile(path, f.Data, tmp); err != nil {
+			if err := batch.WriteFile(filepath.Join(v.en.Root, filepath.FromSlash(f.Path)), f.Data, 0o644); err != nil {
 				return err
 			}
-			dirs[filepath.Dir(path)] = true
 		}
 		snap, err := v.en.snapshot(it)
 		if err != nil {
 			return err
 		}
-		if err := writeFile(v.en.snapshotPath(it.spec.Name), snap, tmp); err != nil {
+		if err := batch.WriteFile(v.en.snapshotPath(it.spec.Name), snap, 0o644); err != nil {
 			return err
 		}
-		dirs[v.en.StateDir] = true
 		it.dirty, it.restat = false, false
 		it.saved = it.cp.Events
 	}
-	names := make([]string, 0, len(dirs))
-	for d := range dirs {
-		names = append(names, d)
-	}
-	sort.Strings(names)
-	for _, d := range names {
-		if err := syncDir(d); err != nil {
-			return err
-		}
+	if err := batch.Done(); err != nil {
+		return err
 	}
 	v.extras = nil // saved: the next command loads them from their snapshots
 	return nil
@@ -650,16 +641,6 @@ func (en *Engine) snapshot(it *item) ([]byte, error) {
 	return append(append(head, '\n'), body...), nil
 }
 
-func writeFile(path string, data []byte, tmp string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	if err := renameio.WriteFile(path, data, 0o644, renameio.WithTempDir(tmp)); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
 // sweep removes temp files a crashed writer left; the caller holds the lock,
 // so no live writer owns any of them.
 func sweep(tmp string) {
@@ -670,21 +651,6 @@ func sweep(tmp string) {
 	for _, e := range entries {
 		os.Remove(filepath.Join(tmp, e.Name()))
 	}
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
 }
 
 // Replay folds the whole log into fresh projections in memory.

@@ -175,7 +175,7 @@ func (f *fixture) mustMatchReplay(v *View) {
 			}
 		}
 	}
-	diffs, stale, err := f.engine().Verify(context.Background())
+	diffs, stale, _, err := f.engine().Verify(context.Background())
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -567,7 +567,7 @@ func TestVerify(t *testing.T) {
 	}
 	t.Run("clean", func(t *testing.T) {
 		f := setup(t)
-		diffs, stale, err := f.engine().Verify(context.Background())
+		diffs, stale, _, err := f.engine().Verify(context.Background())
 		if err != nil || len(diffs) != 0 || len(stale) != 0 {
 			t.Fatalf("Verify = %v, %v, %v", diffs, stale, err)
 		}
@@ -601,7 +601,7 @@ func TestVerify(t *testing.T) {
 	t.Run("stale", func(t *testing.T) {
 		f := setup(t)
 		f.add(f.writer("a", f.events), 1)
-		diffs, stale, err := f.engine().Verify(context.Background())
+		diffs, stale, _, err := f.engine().Verify(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -614,7 +614,7 @@ func TestVerify(t *testing.T) {
 
 func mustDiffer(t *testing.T, f *fixture, proj, path, problem string) {
 	t.Helper()
-	diffs, _, err := f.engine().Verify(context.Background())
+	diffs, _, _, err := f.engine().Verify(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

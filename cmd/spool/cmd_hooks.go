@@ -79,7 +79,7 @@ func (c *HookCmd) Run(e *env) error {
 		if !st.Config.Bool("hooks.verify_on_push") {
 			return nil
 		}
-		rep, err := verify(e, st.Log, st.Engine)
+		rep, err := st.Verify(e.ctx)
 		if err != nil {
 			return err
 		}

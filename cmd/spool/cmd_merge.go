@@ -9,11 +9,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/mergequeue"
 	mqservice "github.com/spoolhq/spool/internal/mergequeue/service"
-	"github.com/spoolhq/spool/internal/store"
 )
 
 // MergeCmd is the merge queue.
@@ -27,38 +25,6 @@ type MergeCmd struct {
 	Freeze   MergeFreezeCmd   `cmd:"" help:"Stop the train claiming entries; submissions continue."`
 	Unfreeze MergeUnfreezeCmd `cmd:"" help:"Let the train claim entries again."`
 	Run      MergeRunCmd      `cmd:"" help:"Run the merge train: rebase, test and merge entries in order."`
-}
-
-// mergeCtx opens the store and reads clock and actor once for a merge command.
-func (e *env) mergeCtx() (*store.Store, time.Time, string, error) {
-	st, err := e.open()
-	if err != nil {
-		return nil, time.Time{}, "", err
-	}
-	now, err := e.now()
-	if err != nil {
-		return nil, now, "", err
-	}
-	actor, err := e.actor(e.ctx, st.Repo)
-	return st, now, actor, err
-}
-
-// mergeEntry opens the queue (recovering expired entries first) and finds
-// the entry a command names (see mergequeue.State.Lookup).
-func (e *env) mergeEntry(handle string) (*store.Store, *mergequeue.State, *mergequeue.Entry, error) {
-	st, now, actor, err := e.mergeCtx()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	q, err := mqservice.Queue(e.ctx, st, actor, now)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	en, err := q.Lookup(handle)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return st, q, en, nil
 }
 
 type MergeSubmitCmd struct {
@@ -77,11 +43,11 @@ func (c *MergeSubmitCmd) Run(e *env) error {
 	if c.Workspace == "" {
 		opt.Prefetched = mqservice.Prefetch(e.ctx, e.dir()) // git reads the worktree while the store opens
 	}
-	st, now, actor, err := e.mergeCtx()
+	mq, err := e.mergequeue()
 	if err != nil {
 		return err
 	}
-	resp, err := mqservice.Submit(e.ctx, st, opt, actor, now)
+	resp, err := mq.Submit(e.ctx, opt)
 	if err != nil {
 		return err
 	}
@@ -104,55 +70,21 @@ type MergeListCmd struct {
 	All bool `help:"Include merged, failed_terminal and cancelled entries."`
 }
 
-// listRow is an entry without its audit trail.
-type listRow struct {
-	EntryID        int64             `json:"entry_id"`
-	EntryRef       string            `json:"entry_ref"`
-	Position       *int              `json:"position"`
-	Status         mergequeue.Status `json:"status"`
-	Priority       int               `json:"priority"`
-	Workspace      string            `json:"workspace"`
-	WorkspaceID    string            `json:"workspace_id"`
-	Branch         string            `json:"branch"`
-	HeadSHA        string            `json:"head_sha"`
-	DedupeKey      string            `json:"dedupe_key"`
-	Owner          string            `json:"owner"`
-	Attempts       int               `json:"attempts"`
-	BeadID         string            `json:"bead_id,omitempty"`
-	AddedAt        time.Time         `json:"added_at"`
-	LastError      string            `json:"last_error,omitempty"`
-	Waiting        string            `json:"waiting,omitempty"`
-	WorkspaceState string            `json:"workspace_state"`
-	Conflict       string            `json:"conflict,omitempty"` // the latest conflict between clones the fold resolved
-}
-
 // note is what merge list says about an entry: why it waits, else the
 // latest conflict between clones the fold resolved on it.
-func (r listRow) note() string {
-	if r.Waiting != "" {
-		return "waiting: " + r.Waiting
+func note(en *mergequeue.Entry) string {
+	if en.Waiting != "" {
+		return "waiting: " + en.Waiting
 	}
-	return r.Conflict
-}
-
-// rowOf is the row of an entry; mergequeue.Entry.AppendRow writes the same JSON.
-func rowOf(en *mergequeue.Entry) listRow {
-	r := listRow{EntryID: en.ID, EntryRef: en.Ref, Status: en.Status, Priority: en.Priority, Workspace: en.Workspace, WorkspaceID: en.WorkspaceID,
-		Branch: en.Branch, HeadSHA: en.HeadSHA, DedupeKey: en.DedupeKey, Owner: en.Owner, Attempts: en.Attempts, BeadID: en.BeadID,
-		AddedAt: en.AddedAt, LastError: en.LastError, Waiting: en.Waiting, WorkspaceState: string(en.WorkspaceState), Conflict: en.Conflict()}
-	if en.Position > 0 {
-		p := en.Position
-		r.Position = &p
-	}
-	return r
+	return en.Conflict()
 }
 
 func (c *MergeListCmd) Run(e *env) error {
-	st, now, actor, err := e.mergeCtx()
+	mq, err := e.mergequeue()
 	if err != nil {
 		return err
 	}
-	q, err := mqservice.Queue(e.ctx, st, actor, now)
+	q, err := mq.Queue(e.ctx)
 	if err != nil {
 		return err
 	}
@@ -167,20 +99,16 @@ func (c *MergeListCmd) Run(e *env) error {
 		return writeRows(e.stdout, map[string]any{"frozen": q.Frozen, "frozen_reason": q.FrozenReason,
 			"pending_count": q.PendingCount}, entries)
 	}
-	rows := make([]listRow, 0, len(entries))
-	for _, en := range entries {
-		rows = append(rows, rowOf(en))
-	}
 	if q.Frozen {
 		fmt.Fprintf(e.stdout, "frozen by %s: %s\n", q.FrozenBy, q.FrozenReason)
 	}
-	if len(rows) == 0 {
+	if len(entries) == 0 {
 		fmt.Fprintln(e.stdout, "the merge queue is empty")
 		return nil
 	}
 	notes := false // a NOTE column only when an entry has something to say
-	for _, r := range rows {
-		notes = notes || r.note() != ""
+	for _, en := range entries {
+		notes = notes || note(en) != ""
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	header := "POS\tID\tREF\tSTATUS\tPRIO\tWORKSPACE\tBRANCH\tHEAD\tOWNER"
@@ -188,17 +116,17 @@ func (c *MergeListCmd) Run(e *env) error {
 		header += "\tNOTE"
 	}
 	fmt.Fprintln(tw, header)
-	for _, r := range rows {
+	for _, en := range entries {
 		pos := "-"
-		if r.Position != nil {
-			pos = fmt.Sprint(*r.Position)
+		if en.Position > 0 {
+			pos = fmt.Sprint(en.Position)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s", pos, r.EntryID, mergequeue.ShortRef(r.EntryRef), r.Status, r.Priority,
-			r.Workspace, r.Branch, short(r.HeadSHA), r.Owner)
+		cells := []string{pos, fmt.Sprint(en.ID), mergequeue.ShortRef(en.Ref), string(en.Status), fmt.Sprint(en.Priority),
+			text(en.Workspace), text(en.Branch), short(en.HeadSHA), text(en.Owner)}
 		if notes {
-			fmt.Fprintf(tw, "\t%s", r.note())
+			cells = append(cells, text(note(en)))
 		}
-		fmt.Fprintln(tw)
+		fmt.Fprint(tw, row(cells...))
 	}
 	return tw.Flush()
 }
@@ -208,11 +136,15 @@ type MergeShowCmd struct {
 }
 
 func (c *MergeShowCmd) Run(e *env) error {
-	st, q, en, err := e.mergeEntry(c.ID)
+	mq, err := e.mergequeue()
 	if err != nil {
 		return err
 	}
-	trail, err := mqservice.Trail(e.ctx, st, en)
+	q, en, err := mq.Entry(e.ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	trail, err := mq.Trail(e.ctx, en)
 	if err != nil {
 		return err
 	}
@@ -262,7 +194,11 @@ type MergePositionCmd struct {
 }
 
 func (c *MergePositionCmd) Run(e *env) error {
-	_, q, en, err := e.mergeEntry(c.ID)
+	mq, err := e.mergequeue()
+	if err != nil {
+		return err
+	}
+	q, en, err := mq.Entry(e.ctx, c.ID)
 	if err != nil {
 		return err
 	}
@@ -288,8 +224,8 @@ type MergeCancelCmd struct {
 }
 
 func (c *MergeCancelCmd) Run(e *env) error {
-	return changeEntry(e, c.ID, "cancelled", func(q *mergequeue.State, id int64, pol mergequeue.Policy, actor string) ([]eventlog.Draft, error) {
-		return mergequeue.DecideCancel(q, id, actor, c.Reason, pol)
+	return changeEntry(e, "cancelled", func(mq *mqservice.Service) (*mergequeue.State, *mergequeue.Entry, error) {
+		return mq.Cancel(e.ctx, c.ID, c.Reason)
 	})
 }
 
@@ -298,32 +234,21 @@ type MergeRetryCmd struct {
 }
 
 func (c *MergeRetryCmd) Run(e *env) error {
-	return changeEntry(e, c.ID, "back in the queue", func(q *mergequeue.State, id int64, pol mergequeue.Policy, actor string) ([]eventlog.Draft, error) {
-		return mergequeue.DecideRetry(q, id, actor, pol)
+	return changeEntry(e, "back in the queue", func(mq *mqservice.Service) (*mergequeue.State, *mergequeue.Entry, error) {
+		return mq.Retry(e.ctx, c.ID)
 	})
 }
 
-// changeEntry finds the entry handle names under the log's lock, where the
-// decision is made (a merge may have renumbered entries since the command
-// started), and reports it by number and ref.
-func changeEntry(e *env, handle, done string, decide func(*mergequeue.State, int64, mergequeue.Policy, string) ([]eventlog.Draft, error)) error {
-	st, now, actor, err := e.mergeCtx()
+// changeEntry runs a change of one entry and reports it by number and ref.
+func changeEntry(e *env, done string, change func(*mqservice.Service) (*mergequeue.State, *mergequeue.Entry, error)) error {
+	mq, err := e.mergequeue()
 	if err != nil {
 		return err
 	}
-	ref := ""
-	_, q, err := mqservice.Change(e.ctx, st, actor, now, func(q *mergequeue.State, pol mergequeue.Policy) ([]eventlog.Draft, error) {
-		en, err := q.Lookup(handle)
-		if err != nil {
-			return nil, err
-		}
-		ref = en.Ref
-		return decide(q, en.ID, pol, actor)
-	})
+	q, en, err := change(mq)
 	if err != nil {
 		return err
 	}
-	en := q.EntryByRef(ref)
 	if e.JSON {
 		return writeJSON(e.stdout, map[string]any{"entry_id": en.ID, "entry_ref": en.Ref, "status": en.Status, "position": nullPos(en.Position), "pending_count": q.PendingCount})
 	}
@@ -351,27 +276,22 @@ type MergeUnfreezeCmd struct{}
 func (c *MergeUnfreezeCmd) Run(e *env) error { return freeze(e, false, "") }
 
 func freeze(e *env, on bool, reason string) error {
-	st, now, actor, err := e.mergeCtx()
+	mq, err := e.mergequeue()
 	if err != nil {
 		return err
 	}
-	events, q, err := mqservice.Change(e.ctx, st, actor, now, func(q *mergequeue.State, _ mergequeue.Policy) ([]eventlog.Draft, error) {
-		if on {
-			return mergequeue.DecideFreeze(q, reason), nil
-		}
-		return mergequeue.DecideUnfreeze(q), nil
-	})
+	q, changed, err := mq.Freeze(e.ctx, on, reason)
 	if err != nil {
 		return err
 	}
 	if e.JSON {
-		return writeJSON(e.stdout, map[string]any{"frozen": q.Frozen, "frozen_reason": q.FrozenReason, "changed": len(events) > 0})
+		return writeJSON(e.stdout, map[string]any{"frozen": q.Frozen, "frozen_reason": q.FrozenReason, "changed": changed})
 	}
 	state := "unfrozen"
 	if q.Frozen {
 		state = "frozen"
 	}
-	if len(events) == 0 {
+	if !changed {
 		fmt.Fprintf(e.stdout, "the merge queue was already %s\n", state)
 	} else {
 		fmt.Fprintf(e.stdout, "the merge queue is %s\n", state)
@@ -388,21 +308,21 @@ func (c *MergeRunCmd) Run(e *env) (err error) {
 	if !c.Once {
 		longRunning()
 	}
-	st, _, actor, err := e.mergeCtx()
+	mq, err := e.mergequeue()
 	if err != nil {
 		return err
 	}
-	st.DeferSave = true // the train saves projections once per entry (Runner.RunOne)
-	target := c.Target
-	if target == "" {
-		target = st.Config.String("merge.target")
-	}
-	r := &mqservice.Runner{Store: st, Actor: actor, Target: target, ID: mqservice.NewRunnerID(actor),
-		Now:     func() time.Time { t, _ := e.now(); return t },
-		PauseAt: os.Getenv("SPOOL_TEST_MERGE_PAUSE"), PauseFile: os.Getenv("SPOOL_TEST_MERGE_PAUSE_FILE")}
+	var out io.Writer
 	if !e.JSON {
-		r.Out = e.stdout
+		out = e.stdout
 	}
+	r, err := mq.Train(e.ctx, c.Target, out)
+	if err != nil {
+		return err
+	}
+	mq.Store.DeferSave = true // the train saves projections once per entry (Runner.RunOne)
+	r.Now = func() time.Time { t, _ := e.now(); return t }
+	r.PauseAt, r.PauseFile = os.Getenv("SPOOL_TEST_MERGE_PAUSE"), os.Getenv("SPOOL_TEST_MERGE_PAUSE_FILE")
 	results, err := r.Run(e.ctx, c.Once)
 	if err != nil {
 		return err
@@ -422,7 +342,8 @@ func (c *MergeRunCmd) Run(e *env) (err error) {
 		}
 	}()
 	if len(results) == 0 {
-		q, err := mqservice.Queue(e.ctx, st, actor, r.Now())
+		mq.Now = r.Now()
+		q, err := mq.Queue(e.ctx)
 		if err == nil && q.Frozen {
 			fmt.Fprintf(e.stdout, "the merge queue is frozen (%s); nothing claimed\n", q.FrozenReason)
 			return nil

@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
+	"github.com/spoolhq/spool/internal/durable"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 
-	"github.com/google/renameio/v2"
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/completion"
 	"github.com/spoolhq/spool/internal/fault"
@@ -87,5 +87,5 @@ func (c *MergeDriverCmd) Run(e *env) error {
 	if err != nil {
 		return fault.New(CodeMergeFailed, err, fmt.Sprintf("merge %s: %v", filepath.Base(c.Ours), err))
 	}
-	return renameio.WriteFile(c.Ours, merged, 0o644)
+	return durable.WriteFile(c.Ours, merged, 0o644)
 }

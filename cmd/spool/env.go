@@ -10,6 +10,7 @@ import (
 	"github.com/spoolhq/spool/internal/clock"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/git"
+	mqservice "github.com/spoolhq/spool/internal/mergequeue/service"
 	"github.com/spoolhq/spool/internal/store"
 	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
 )
@@ -58,6 +59,15 @@ func (e *env) workqueue() (*wqservice.Service, error) {
 		return nil, err
 	}
 	return wqservice.Open(env), nil
+}
+
+// mergequeue opens the merge queue's service.
+func (e *env) mergequeue() (*mqservice.Service, error) {
+	env, err := e.storeEnv()
+	if err != nil {
+		return nil, err
+	}
+	return mqservice.Open(env), nil
 }
 
 // progress reports a rebuild on the terminal once it has taken a second.

@@ -9,6 +9,41 @@ import (
 	"github.com/spoolhq/spool/internal/mergequeue"
 )
 
+// listRow is what merge list --json says of an entry, for encoding/json: the
+// oracle of the fast row writer, Entry.AppendRow.
+type listRow struct {
+	EntryID        int64             `json:"entry_id"`
+	EntryRef       string            `json:"entry_ref"`
+	Position       *int              `json:"position"`
+	Status         mergequeue.Status `json:"status"`
+	Priority       int               `json:"priority"`
+	Workspace      string            `json:"workspace"`
+	WorkspaceID    string            `json:"workspace_id"`
+	Branch         string            `json:"branch"`
+	HeadSHA        string            `json:"head_sha"`
+	DedupeKey      string            `json:"dedupe_key"`
+	Owner          string            `json:"owner"`
+	Attempts       int               `json:"attempts"`
+	BeadID         string            `json:"bead_id,omitempty"`
+	AddedAt        time.Time         `json:"added_at"`
+	LastError      string            `json:"last_error,omitempty"`
+	Waiting        string            `json:"waiting,omitempty"`
+	WorkspaceState string            `json:"workspace_state"`
+	Conflict       string            `json:"conflict,omitempty"` // the latest conflict between clones the fold resolved
+}
+
+// rowOf is the row of an entry; mergequeue.Entry.AppendRow writes the same JSON.
+func rowOf(en *mergequeue.Entry) listRow {
+	r := listRow{EntryID: en.ID, EntryRef: en.Ref, Status: en.Status, Priority: en.Priority, Workspace: en.Workspace, WorkspaceID: en.WorkspaceID,
+		Branch: en.Branch, HeadSHA: en.HeadSHA, DedupeKey: en.DedupeKey, Owner: en.Owner, Attempts: en.Attempts, BeadID: en.BeadID,
+		AddedAt: en.AddedAt, LastError: en.LastError, Waiting: en.Waiting, WorkspaceState: string(en.WorkspaceState), Conflict: en.Conflict()}
+	if en.Position > 0 {
+		p := en.Position
+		r.Position = &p
+	}
+	return r
+}
+
 // The fast list row writer produces exactly what encoding/json makes of listRow.
 func TestAppendRowMatchesListRow(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 123, time.UTC)

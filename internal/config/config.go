@@ -7,13 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/spoolhq/spool/internal/durable"
 	"io/fs"
 	"os"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/google/renameio/v2"
 	"github.com/spoolhq/spool/internal/fault"
 )
 
@@ -263,7 +263,7 @@ func (c *Config) Save() error {
 		buf.WriteString("\n")
 	}
 	buf.WriteString("}\n")
-	return renameio.WriteFile(c.path, buf.Bytes(), 0o644)
+	return durable.WriteFile(c.path, buf.Bytes(), 0o644)
 }
 
 // Display renders a value for people and for JSON output.

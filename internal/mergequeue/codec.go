@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/internal/fault"
-	"github.com/spoolhq/spool/internal/proc"
-	"github.com/tidwall/gjson"
 )
 
 // The state is written once per command that changes it and read by every
@@ -200,17 +198,22 @@ func appendString(b []byte, s string) []byte {
 var errBadState = errors.New("merge queue state is not a JSON object")
 
 // decode reads what encode wrote, one entry per line, the lines shared out
-// among the CPUs; anything else of the same JSON shape takes the slow path.
+// among the CPUs. A line the fast reader does not take (escapes, non-ASCII)
+// is read by encoding/json through the struct tags; a snapshot that is not
+// what encode writes is refused, and the engine rebuilds it from the log.
 func (s *State) decode(b []byte) error {
 	const mark = `,"entries":[`
 	i := bytes.Index(b, []byte(mark))
 	body, ok := bytes.CutSuffix(b[max(i, 0):], []byte("]}\n"))
 	if i < 0 || !ok || bytes.Count(b[:i], []byte("\n")) > 0 {
-		return s.decodeAny(b)
+		return errBadState
 	}
-	head := append(append([]byte(nil), b[:i]...), "}"...)
-	if err := s.decodeAny(head); err != nil {
-		return err
+	*s = State{}
+	if err := json.Unmarshal(append(append([]byte(nil), b[:i]...), '}'), s); err != nil {
+		return errBadState
+	}
+	if s.Identities == nil {
+		s.Identities = map[string]string{}
 	}
 	lines := bytes.Split(body[len(mark):], []byte("\n"))
 	if len(lines[0]) == 0 {
@@ -232,12 +235,8 @@ func (s *State) decode(b []byte) error {
 				e := &Entry{}
 				if !fastEntry(line, e) {
 					*e = Entry{}
-					if !gjson.ValidBytes(line) {
+					if json.Unmarshal(line, e) != nil {
 						errs[w] = errBadState
-						return
-					}
-					if err := e.decode(gjson.ParseBytes(line)); err != nil {
-						errs[w] = err
 						return
 					}
 				}
@@ -251,205 +250,6 @@ func (s *State) decode(b []byte) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// decodeAny reads the state from any JSON object of its shape.
-func (s *State) decodeAny(b []byte) error {
-	if !gjson.ValidBytes(b) {
-		return errBadState
-	}
-	root := gjson.ParseBytes(b)
-	if !root.IsObject() {
-		return errBadState
-	}
-	*s = State{Entries: []*Entry{}, Identities: map[string]string{}}
-	var err error
-	root.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "frozen":
-			s.Frozen = v.Bool()
-		case "frozen_reason":
-			s.FrozenReason = v.String()
-		case "frozen_by":
-			s.FrozenBy = v.String()
-		case "frozen_at":
-			var t time.Time
-			if t, err = parseTime(v); err == nil {
-				s.FrozenAt = &t
-			}
-		case "pending_count":
-			s.PendingCount = int(v.Int())
-		case "applied":
-			s.Applied = int(v.Int())
-		case "skipped":
-			s.Skipped = int(v.Int())
-		case "identities":
-			v.ForEach(func(k, v gjson.Result) bool { s.Identities[k.String()] = v.String(); return true })
-		case "entries":
-			v.ForEach(func(_, v gjson.Result) bool {
-				e := &Entry{}
-				err = e.decode(v)
-				s.Entries = append(s.Entries, e)
-				return err == nil
-			})
-		}
-		return err == nil
-	})
-	return err
-}
-
-func (e *Entry) decode(v gjson.Result) error {
-	if !v.IsObject() {
-		return errBadState
-	}
-	var err error
-	v.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "entry_id":
-			e.ID = v.Int()
-		case "status":
-			e.Status = Status(v.String())
-		case "position":
-			e.Position = int(v.Int())
-		case "priority":
-			e.Priority = int(v.Int())
-		case "workspace":
-			e.Workspace = v.String()
-		case "workspace_id":
-			e.WorkspaceID = v.String()
-		case "worktree":
-			e.Worktree = v.String()
-		case "branch":
-			e.Branch = v.String()
-		case "change_id":
-			e.ChangeID = v.String()
-		case "change_id_source":
-			e.ChangeIDSource = v.String()
-		case "dedupe_key":
-			e.DedupeKey = v.String()
-		case "entry_ref":
-			e.Ref = v.String()
-		case "head_sha":
-			e.HeadSHA = v.String()
-		case "tested_sha":
-			e.TestedSHA = v.String()
-		case "tested_against_sha":
-			e.TestedAgainstSHA = v.String()
-		case "target":
-			e.Target = v.String()
-		case "bead_id":
-			e.BeadID = v.String()
-		case "owner":
-			e.Owner = v.String()
-		case "workspace_state":
-			e.WorkspaceState = WorkspaceState(v.String())
-		case "attempts":
-			e.Attempts = int(v.Int())
-		case "runner":
-			e.Runner = v.String()
-		case "lease_until":
-			var t time.Time
-			if t, err = parseTime(v); err == nil {
-				e.LeaseUntil = &t
-			}
-		case "scratch_dir":
-			e.ScratchDir = v.String()
-		case "run_dir":
-			e.RunDir = v.String()
-		case "last_error":
-			e.LastError = v.String()
-		case "proc":
-			if !v.IsObject() {
-				break
-			}
-			e.Proc = &proc.Record{}
-			v.ForEach(func(k, v gjson.Result) bool {
-				switch k.Str {
-				case "pid":
-					e.Proc.PID = int(v.Int())
-				case "pgid":
-					e.Proc.PGID = int(v.Int())
-				case "start":
-					e.Proc.Start = v.Uint()
-				case "boot":
-					e.Proc.Boot = v.String()
-				}
-				return true
-			})
-		case "waiting":
-			e.Waiting = v.String()
-		case "conflict_paths":
-			e.ConflictPaths = nil
-			v.ForEach(func(_, p gjson.Result) bool { e.ConflictPaths = append(e.ConflictPaths, p.String()); return true })
-		case "conflicts":
-			e.Conflicts = nil // a repeated key replaces, as in the fast reader
-			v.ForEach(func(_, r gjson.Result) bool {
-				var res Resolution
-				r.ForEach(func(k, v gjson.Result) bool {
-					switch k.Str {
-					case "event":
-						res.Event = v.String()
-					case "to":
-						res.To = Status(v.String())
-					case "reason":
-						res.Reason = v.String()
-					}
-					return true
-				})
-				e.Conflicts = append(e.Conflicts, res)
-				return true
-			})
-		case "added_at":
-			e.AddedAt, err = parseTime(v)
-		case "updated_at":
-			e.UpdatedAt, err = parseTime(v)
-		case "steps":
-			e.Steps = int(v.Int())
-		case "last_step":
-			err = e.LastStep.decode(v)
-		}
-		return err == nil
-	})
-	e.LastStep.At = e.UpdatedAt
-	return err
-}
-
-func (st *AuditStep) decode(v gjson.Result) error {
-	var err error
-	v.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "n":
-			st.N = int(v.Int())
-		case "at":
-			st.At, err = parseTime(v)
-		case "actor":
-			st.Actor = v.String()
-		case "type":
-			st.Type = v.String()
-		case "from":
-			st.From = Status(v.String())
-		case "to":
-			st.To = Status(v.String())
-		case "head_sha":
-			st.HeadSHA = v.String()
-		case "tested_sha":
-			st.TestedSHA = v.String()
-		case "tested_against_sha":
-			st.TestedAgainstSHA = v.String()
-		case "reason":
-			st.Reason = v.String()
-		}
-		return err == nil
-	})
-	return err
-}
-
-func parseTime(v gjson.Result) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, v.String())
-	if err != nil {
-		return time.Time{}, errBadState
-	}
-	return t.UTC(), nil
 }
 
 // AppendRow appends the entry as one row of `spool merge list --json`

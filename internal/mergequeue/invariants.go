@@ -5,6 +5,9 @@ import (
 	"strings"
 )
 
+// Invariants is CheckInvariants, for spool verify (projections.Checker).
+func (s *State) Invariants() []string { return CheckInvariants(s) }
+
 // CheckInvariants returns every violated invariant of seed 002 §5 that the
 // projection can show, one line each; spool verify reports them.
 func CheckInvariants(s *State) []string {

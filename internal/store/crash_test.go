@@ -95,7 +95,7 @@ func TestCrashDuringWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	diffs, stale, err := s.Engine.Verify(context.Background())
+	diffs, stale, _, err := s.Engine.Verify(context.Background())
 	if err != nil || len(diffs) > 0 || len(stale) > 0 {
 		t.Fatalf("Verify after crashes: %v %v %v", diffs, stale, err)
 	}

@@ -137,12 +137,12 @@ func checkCatchUp(tb testing.TB, s Suite, seed uint64) error {
 		if err := w.catchUp(c, false); err != nil {
 			return err
 		}
-		diffs, stale, err := c.engine.Verify(context.Background())
+		diffs, stale, broken, err := c.engine.Verify(context.Background())
 		if err != nil {
 			return fmt.Errorf("%s: verify: %w", c.name, err)
 		}
-		if len(diffs) > 0 || len(stale) > 0 && s.Spec.Amortize == 0 {
-			return fmt.Errorf("%s: verify after catching up: differences %v, stale %v", c.name, diffs, stale)
+		if len(diffs) > 0 || len(broken) > 0 || len(stale) > 0 && s.Spec.Amortize == 0 {
+			return fmt.Errorf("%s: verify after catching up: differences %v, broken invariants %v, stale %v", c.name, diffs, broken, stale)
 		}
 	}
 	return nil

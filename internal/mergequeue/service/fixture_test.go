@@ -26,6 +26,12 @@ func newFixture(t *testing.T) *fixture {
 	return &fixture{Repo: r, t: t, now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 }
 
+// service is the merge queue's service in dir, at the fixture's time, as actor.
+func (f *fixture) service(dir, actor string) *Service {
+	return Open(store.Env{Store: f.store(dir), Now: f.now, Warn: func(string) {},
+		Actor: func(context.Context) (string, error) { return actor, nil }})
+}
+
 func (f *fixture) store(dir string) *store.Store {
 	f.t.Helper()
 	st, err := store.Open(context.Background(), dir, nil)
@@ -48,7 +54,7 @@ func (f *fixture) config(key, value string) {
 
 func (f *fixture) submit(dir string, opt SubmitOptions, actor string) (*Response, error) {
 	f.now = f.now.Add(time.Second)
-	return Submit(context.Background(), f.store(dir), opt, actor, f.now)
+	return f.service(dir, actor).Submit(context.Background(), opt)
 }
 
 func (f *fixture) mustSubmit(dir string, opt SubmitOptions) *Response {

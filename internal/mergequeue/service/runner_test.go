@@ -19,7 +19,7 @@ import (
 
 func (f *fixture) trail(id int64) []mergequeue.AuditStep {
 	f.t.Helper()
-	steps, err := Trail(context.Background(), f.store(f.Root), f.queue().Entry(id))
+	steps, err := trail(context.Background(), f.store(f.Root), f.queue().Entry(id))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -113,9 +113,7 @@ func TestTrainFailingThenPassingTest(t *testing.T) {
 	if strings.TrimSpace(string(log)) != "broken" {
 		t.Errorf("test.log %q", log)
 	}
-	_, _, err := Change(context.Background(), f.store(f.Root), "ada@example.com", f.now, func(q *mergequeue.State, pol mergequeue.Policy) ([]eventlog.Draft, error) {
-		return mergequeue.DecideRetry(q, 1, "ada@example.com", pol)
-	})
+	_, _, err := f.service(f.Root, "ada@example.com").Retry(context.Background(), "1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,9 +176,7 @@ func TestTrainLosesCancelledEntry(t *testing.T) {
 		if s != mergequeue.Testing {
 			return
 		}
-		_, _, err := Change(context.Background(), f.store(f.Root), "ada@example.com", f.now, func(q *mergequeue.State, pol mergequeue.Policy) ([]eventlog.Draft, error) {
-			return mergequeue.DecideCancel(q, 1, "ada@example.com", "changed my mind", pol)
-		})
+		_, _, err := f.service(f.Root, "ada@example.com").Cancel(context.Background(), "1", "changed my mind")
 		if err != nil {
 			t.Error(err)
 		}
@@ -226,7 +222,7 @@ func TestRecoverMergingWhenTargetIsGone(t *testing.T) {
 	if got := f.queue().Entry(resp.EntryID).Status; got != mergequeue.Merging {
 		t.Fatalf("set-up: entry is %s", got)
 	}
-	if _, err := Recover(context.Background(), f.store(f.Root), "ada@example.com", f.now.Add(time.Hour)); err != nil {
+	if _, err := recoverExpired(context.Background(), f.store(f.Root), "ada@example.com", f.now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.queue().Entry(resp.EntryID).Status; got != mergequeue.Pending {
@@ -279,7 +275,7 @@ func TestRecoverKillsRecordedTestGroup(t *testing.T) {
 			if e := f.queue().Entry(resp.EntryID); e.Proc == nil || *e.Proc != recorded {
 				t.Fatalf("recorded %+v", e.Proc)
 			}
-			if _, err := Recover(context.Background(), f.store(f.Root), "ada@example.com", f.now.Add(time.Hour)); err != nil {
+			if _, err := recoverExpired(context.Background(), f.store(f.Root), "ada@example.com", f.now.Add(time.Hour)); err != nil {
 				t.Fatal(err)
 			}
 			if e := f.queue().Entry(resp.EntryID); e.Status != mergequeue.Pending || e.Proc != nil {

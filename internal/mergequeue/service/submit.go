@@ -130,7 +130,12 @@ type Response struct {
 // Submit validates the workspace, reads its identity, pushes its branch and
 // queues it. Everything that can fail does so before the one append, so a
 // failed submission leaves nothing behind (INV-CONC-001, -003).
-func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor string, now time.Time) (*Response, error) {
+func (s *Service) Submit(ctx context.Context, opt SubmitOptions) (*Response, error) {
+	st, now := s.Store, s.Now
+	actor, err := s.Actor(ctx)
+	if err != nil {
+		return nil, err
+	}
 	w, err := findWorkspace(ctx, st, opt.Workspace)
 	if err != nil {
 		return nil, err
@@ -156,14 +161,14 @@ func Submit(ctx context.Context, st *store.Store, opt SubmitOptions, actor strin
 		return nil, mergequeue.WorkspaceNotClean(w.Name, dirty)
 	}
 	// Like every merge command, recover entries whose runner died first.
-	if _, err := Recover(ctx, st, actor, now); err != nil {
+	if _, err := recoverExpired(ctx, st, actor, now); err != nil {
 		return nil, err
 	}
 	wsID, err := workspaceID(st, w)
 	if err != nil {
 		return nil, err
 	}
-	pol := mergequeue.PolicyFrom(st.Config)
+	pol := s.Policy
 	request := func(id Reading) mergequeue.SubmitRequest {
 		return mergequeue.SubmitRequest{Workspace: w.Name, WorkspaceID: wsID, Worktree: w.Path, Branch: w.Branch, HeadSHA: w.HEAD,
 			ChangeID: id.ChangeID, ChangeIDSource: id.Source, Priority: opt.Priority, BeadID: opt.BeadID, Actor: actor}
@@ -275,47 +280,6 @@ func workspaceID(st *store.Store, w git.Worktree) (string, error) {
 		return "", mergequeue.IdentityExtractionFailed(w.Name, "git worktree id: "+err.Error())
 	}
 	return mergequeue.WorkspaceID(writer, gitID), nil
-}
-
-func queueOf(v *projections.View) *mergequeue.State {
-	return v.Get(mergequeue.Name).(*mergequeue.State)
-}
-
-// Queue reads the merge queue, recovering expired entries first.
-func Queue(ctx context.Context, st *store.Store, actor string, now time.Time) (*mergequeue.State, error) {
-	v, err := st.Read(ctx, mergequeue.Name)
-	if err != nil {
-		return nil, err
-	}
-	q := queueOf(v)
-	if len(q.Expired(now)) == 0 {
-		return q, nil
-	}
-	if _, err := Recover(ctx, st, actor, now); err != nil {
-		return nil, err
-	}
-	v, err = st.Read(ctx, mergequeue.Name)
-	if err != nil {
-		return nil, err
-	}
-	return queueOf(v), nil
-}
-
-// Change runs a decider for a command that changes the queue (cancel,
-// retry, freeze), after recovering expired entries, and returns the new state.
-func Change(ctx context.Context, st *store.Store, actor string, now time.Time,
-	decide func(*mergequeue.State, mergequeue.Policy) ([]eventlog.Draft, error)) ([]eventlog.Event, *mergequeue.State, error) {
-	if _, err := Queue(ctx, st, actor, now); err != nil {
-		return nil, nil, err
-	}
-	pol := mergequeue.PolicyFrom(st.Config)
-	events, v, err := st.Write(ctx, now, actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
-		return decide(queueOf(v), pol)
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	return events, queueOf(v), nil
 }
 
 // pushBranch pushes a workspace's branch (PRE-REMOTE-002, -003).

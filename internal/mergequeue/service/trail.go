@@ -11,13 +11,13 @@ import (
 	"github.com/spoolhq/spool/internal/store"
 )
 
-// Trail reads an entry's audit trail from the log: every merge event about
+// trail reads an entry's audit trail from the log: every merge event about
 // it, in replay order (lease renewals aside). N numbers events along the log.
 // Events name their entry by ref (older ones by number), not by subject:
 // the number in a subject is the one the writing clone gave. Events the fold
 // resolved as a conflict between clones say what it made of them instead:
 // Skipped, or the status the entry got (a duplicate submission's cancelled).
-func Trail(ctx context.Context, st *store.Store, e *mergequeue.Entry) ([]mergequeue.AuditStep, error) {
+func trail(ctx context.Context, st *store.Store, e *mergequeue.Entry) ([]mergequeue.AuditStep, error) {
 	r, err := st.Log.Read(nil)
 	if err != nil {
 		return nil, err

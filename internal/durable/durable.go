@@ -1,0 +1,125 @@
+// Package durable writes files the way spool writes everything it keeps:
+// to a temp file on the same file system, fsynced, renamed into place, and
+// the directory fsynced, so a crash leaves the old file or the new one,
+// never a torn one, and a rename that was acknowledged survives.
+package durable
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/google/renameio/v2"
+)
+
+// WriteFile replaces path with data (perm for a new file), making its
+// directory when needed.
+func WriteFile(path string, data []byte, perm fs.FileMode) error {
+	return WriteFileIn(path, data, perm, "")
+}
+
+// WriteFileIn is WriteFile with the temp file in tmpDir (on the same file
+// system), for writers that sweep their own crash leftovers.
+func WriteFileIn(path string, data []byte, perm fs.FileMode, tmpDir string) error {
+	b := NewBatch(tmpDir)
+	if err := b.WriteFile(path, data, perm); err != nil {
+		return err
+	}
+	return b.Done()
+}
+
+// Batch writes several files in order, each whole before it replaces the
+// old one, and syncs each directory once when Done: a command that saves
+// several projections pays one directory fsync, not one a file.
+type Batch struct {
+	tmp  string
+	dirs map[string]bool
+}
+
+// NewBatch writes its temp files in tmpDir ("" for each file's directory).
+func NewBatch(tmpDir string) *Batch { return &Batch{tmp: tmpDir, dirs: map[string]bool{}} }
+
+// WriteFile replaces path with data; the rename is durable after Done.
+func (b *Batch) WriteFile(path string, data []byte, perm fs.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var opts []renameio.Option
+	if b.tmp != "" {
+		opts = append(opts, renameio.WithTempDir(b.tmp))
+	}
+	if err := renameio.WriteFile(path, data, perm, opts...); err != nil {
+		return err
+	}
+	b.dirs[dir] = true
+	return nil
+}
+
+// Done syncs the directories written to, in a fixed order.
+func (b *Batch) Done() error {
+	dirs := make([]string, 0, len(b.dirs))
+	for d := range b.dirs {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	for _, d := range dirs {
+		if err := SyncDir(d); err != nil {
+			return err
+		}
+	}
+	clear(b.dirs)
+	return nil
+}
+
+// CreateNew writes path only if it does not exist yet; created says whether
+// it did. The file is written in full before it appears (a link of a
+// complete temp file), so a reader never sees it half written.
+func CreateNew(path string, data []byte, perm fs.FileMode) (created bool, err error) {
+	if _, err := os.Lstat(path); err == nil {
+		return false, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return false, err
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, err
+	}
+	t, err := renameio.TempFile(dir, path)
+	if err != nil {
+		return false, err
+	}
+	defer t.Cleanup()
+	if err := t.Chmod(perm); err != nil {
+		return false, err
+	}
+	if _, err := t.Write(data); err != nil {
+		return false, err
+	}
+	if err := t.Sync(); err != nil {
+		return false, err
+	}
+	if err := os.Link(t.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return false, nil // another process made it first
+		}
+		return false, err
+	}
+	return true, SyncDir(dir)
+}
+
+// SyncDir fsyncs a directory, so the names in it (a rename, a new file)
+// survive a crash. A directory that does not exist has nothing to sync.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

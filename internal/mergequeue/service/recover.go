@@ -1,0 +1,111 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/git"
+	"github.com/spoolhq/spool/internal/mergequeue"
+	"github.com/spoolhq/spool/internal/proc"
+	"github.com/spoolhq/spool/internal/store"
+	"github.com/spoolhq/spool/projections"
+)
+
+// recoverExpired recovers every entry whose lease has expired (see
+// DecideRecover). It asks git whether the target contains the tested commit
+// of entries that died in merging, and afterwards cleans up their scratch
+// worktrees and ends test commands that outlived their runner.
+func recoverExpired(ctx context.Context, st *store.Store, actor string, now time.Time) ([]eventlog.Event, error) {
+	v, err := st.Read(ctx, mergequeue.Name)
+	if err != nil {
+		return nil, err
+	}
+	expired := queueOf(v).Expired(now)
+	if len(expired) == 0 {
+		return nil, nil
+	}
+	killRecordedGroups(expired)
+	merged := map[int64]bool{}
+	for _, e := range expired {
+		if e.Status != mergequeue.Merging || e.TestedSHA == "" {
+			merged[e.ID] = false
+			continue
+		}
+		target := e.Target
+		if target == "" {
+			target = st.Config.String("merge.target")
+		}
+		ok, err := git.Contains(ctx, st.Repo.Root, "refs/heads/"+target, e.TestedSHA)
+		switch {
+		case err == nil:
+			merged[e.ID] = ok
+		case errors.Is(err, plumbing.ErrReferenceNotFound):
+			// The target branch is gone (deleted, renamed): the tested commit
+			// is in no target, and waiting would leave the entry stuck.
+			merged[e.ID] = false
+		default:
+			// Unknown (the tested commit not fetched into this clone, a git
+			// failure): the push may have landed, so leave it for a later
+			// recovery rather than risk merging it twice.
+		}
+	}
+	pol := mergequeue.PolicyFrom(st.Config)
+	var scratch []string
+	events, v, err := st.Write(ctx, now, actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+		q := queueOf(v)
+		scratch = scratch[:0]
+		for _, e := range q.Expired(now) {
+			if _, known := merged[e.ID]; known { // the ones DecideRecover recovers
+				scratch = append(scratch, e.ScratchDir)
+			}
+		}
+		return mergequeue.DecideRecover(q, merged, pol, now), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, dir := range scratch {
+		git.RemoveScratch(ctx, st.Repo.Root, dir)
+	}
+	// A runner that died after moving the target but before pushing it or
+	// updating the checked-out worktree: finish those, best effort.
+	for _, ev := range events {
+		if ev.Type != mergequeue.EvRecovered {
+			continue
+		}
+		e := queueOf(v).Entry(entryIDOf(ev))
+		if e == nil || e.Status != mergequeue.Merged {
+			continue
+		}
+		target := e.Target
+		if target == "" {
+			target = st.Config.String("merge.target")
+		}
+		git.SyncCheckout(ctx, st.Repo.Root, target, e.TestedAgainstSHA, e.TestedSHA)
+		if remote := st.Config.String("merge.remote"); git.RemoteExists(ctx, st.Repo.Root, remote) {
+			git.Run(ctx, st.Repo.Root, "push", "--quiet", remote, "refs/heads/"+target+":refs/heads/"+target)
+		}
+	}
+	return events, nil
+}
+
+// killRecordedGroups ends the test commands that outlived their runner:
+// the group dies with its runner, unless its guard was stopped or killed on
+// its own. Only a group that is alive and still ours (proc.Alive) is killed.
+func killRecordedGroups(expired []*mergequeue.Entry) {
+	for _, e := range expired {
+		if e.Proc != nil {
+			proc.KillGroup(*e.Proc)
+		}
+	}
+}
+
+func entryIDOf(ev eventlog.Event) int64 {
+	var id int64
+	fmt.Sscanf(ev.Subject, "merge/%d", &id)
+	return id
+}
