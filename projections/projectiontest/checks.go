@@ -113,7 +113,8 @@ func roundTrip(spec projections.Spec, want rendering, at int) (now, later restor
 // checkCatchUp: while the clones append and merge, commands catch up on
 // one clone or another (a fresh Open, CatchUp and Save under the lock, or
 // a view kept open across commands like the merge train's), and after each
-// the view, the snapshot on disk and the public files equal a fresh replay.
+// the view, the snapshot on disk and the public files equal a fresh replay,
+// which holds the projection's invariants if it has any (projections.Checker).
 // A Spec that lets commands put saves off (Amortize) does so here every
 // few events, not every thousand, so that short logs take that path too.
 func checkCatchUp(tb testing.TB, s Suite, seed uint64) error {
@@ -201,6 +202,11 @@ func (w *world) matchesReplay(c *clone, v *projections.View) error {
 	}
 	if d := got.diff(want); d != "" {
 		return fmt.Errorf("the view differs from a fresh replay of %d events: %s", fresh.Events(), d)
+	}
+	if c, ok := fresh.Get(name).(projections.Checker); ok {
+		if broken := c.Invariants(); len(broken) > 0 {
+			return fmt.Errorf("a fresh replay of %d events breaks invariants: %v", fresh.Events(), broken)
+		}
 	}
 	b, err := os.ReadFile(filepath.Join(c.engine.StateDir, name+".snap"))
 	if err != nil {

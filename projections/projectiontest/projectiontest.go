@@ -25,7 +25,8 @@
 //     merge train's), through merges that sort events before what was
 //     applied and files git replaced; after each, the view, the snapshot
 //     on disk and the public files equal a fresh Engine.Replay, byte for
-//     byte, and Engine.Verify agrees at the end.
+//     byte, the replay holds the projection's invariants (when it is a
+//     projections.Checker), and Engine.Verify agrees at the end.
 //   - unknown-types-skipped: events of types no spool knows (future.thing,
 //     and <namespace>.frobnicated and <type>.v2 with the subject and data of
 //     the domain's own events) leave the state as the log without them gives.
