@@ -7,6 +7,7 @@ import (
 	"github.com/spoolhq/spool/internal/config"
 	"github.com/spoolhq/spool/internal/mergequeue"
 	"github.com/spoolhq/spool/internal/workqueue"
+	"github.com/spoolhq/spool/projections"
 )
 
 // CompleteCmd lists the values of a kind for the completion scripts: task
@@ -44,14 +45,16 @@ func (c *CompleteCmd) values(e *env) []string {
 		if err != nil {
 			return nil
 		}
-		return v.Get(workqueue.IDsName).(*workqueue.IDsProjection).IDs()
+		ids, _ := projections.As[*workqueue.IDsProjection](v, workqueue.IDsName)
+		return ids.IDs()
 	case "merge-entry":
 		v, err := st.Read(e.ctx, mergequeue.Name)
 		if err != nil {
 			return nil
 		}
 		var out []string
-		for _, en := range v.Get(mergequeue.Name).(*mergequeue.State).Entries {
+		q, _ := projections.As[*mergequeue.State](v, mergequeue.Name)
+		for _, en := range q.Entries {
 			if en.Status.Active() {
 				out = append(out, fmt.Sprint(en.ID))
 			}

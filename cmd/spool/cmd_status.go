@@ -20,7 +20,7 @@ func (c *StatusCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	stats := v.Get("stats").(*projections.Stats)
+	stats, _ := projections.As[*projections.Stats](v, projections.StatsSpec.Name)
 	writer, err := st.Log.WriterID()
 	if err != nil {
 		return err
