@@ -17,6 +17,7 @@ const (
 	TypeDepAdded   = "task.dep_added"   // DepData
 	TypeDepRemoved = "task.dep_removed" // DepData
 	TypeCommented  = "task.commented"   // CommentData
+	TypeImported   = "task.imported"    // ImportedData: a whole task from a beads export
 
 	// The queue.
 	TypeClaimed      = "task.claimed"       // ClaimedData
@@ -29,6 +30,7 @@ const (
 	TypeBlocked      = "task.blocked"       // BlockedData
 	TypeUnblocked    = "task.unblocked"     // UnblockedData
 	TypeRetried      = "task.retried"       // RetriedData
+	TypeReleased     = "task.released"      // AttemptData: the claimant gave the task back, no result
 
 	// Telling a bd/br source what the queue decided: the intent is appended
 	// with the decision, the outcome once bd/br did it, so a crash between
@@ -41,6 +43,8 @@ const (
 type CreatedData struct {
 	Title       string   `json:"title"`
 	Description string   `json:"description,omitempty"`
+	Notes       string   `json:"notes,omitempty"`
+	Assignee    string   `json:"assignee,omitempty"`
 	Priority    int      `json:"priority"`
 	IssueType   string   `json:"issue_type"`
 	Labels      []string `json:"labels,omitempty"`
@@ -52,10 +56,52 @@ type CreatedData struct {
 type UpdatedData struct {
 	Title        *string  `json:"title,omitempty"`
 	Description  *string  `json:"description,omitempty"`
+	Notes        *string  `json:"notes,omitempty"`
+	Assignee     *string  `json:"assignee,omitempty"`
 	Priority     *int     `json:"priority,omitempty"`
 	Status       *string  `json:"status,omitempty"`
 	AddLabels    []string `json:"add_labels,omitempty"`
 	RemoveLabels []string `json:"remove_labels,omitempty"`
+}
+
+// ImportedData is a task as a beads export (JSONL) has it, whole: importing
+// it sets every field, times and comments included, so a task moved from
+// bd and back is the task it was.
+type ImportedData struct {
+	Title              string          `json:"title"`
+	Description        string          `json:"description,omitempty"`
+	Design             string          `json:"design,omitempty"`
+	AcceptanceCriteria string          `json:"acceptance_criteria,omitempty"`
+	Notes              string          `json:"notes,omitempty"`
+	Status             string          `json:"status"` // open, in_progress, deferred, closed (blocked: open with the blocked label)
+	Priority           int             `json:"priority"`
+	IssueType          string          `json:"issue_type"`
+	Assignee           string          `json:"assignee,omitempty"`
+	CreatedAt          time.Time       `json:"created_at"`
+	CreatedBy          string          `json:"created_by,omitempty"`
+	UpdatedAt          time.Time       `json:"updated_at"`
+	ClosedAt           *time.Time      `json:"closed_at,omitempty"`
+	CloseReason        string          `json:"close_reason,omitempty"`
+	Labels             []string        `json:"labels,omitempty"`
+	Parent             *ImportedDep    `json:"parent,omitempty"`
+	Blockers           []ImportedDep   `json:"blockers,omitempty"`
+	Links              []Link          `json:"links,omitempty"` // dependencies that do not block: related, discovered-from, …
+	Comments           []ImportedNote  `json:"comments,omitempty"`
+}
+
+// ImportedDep is a blocking dependency with when and by whom it was made.
+type ImportedDep struct {
+	ID string    `json:"id"`
+	At time.Time `json:"at"`
+	By string    `json:"by,omitempty"`
+}
+
+// ImportedNote is a comment as it was.
+type ImportedNote struct {
+	ID     int64     `json:"id"`
+	Author string    `json:"author"`
+	Text   string    `json:"text"`
+	At     time.Time `json:"at"`
 }
 
 type ClosedData struct {

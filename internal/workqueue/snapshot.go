@@ -19,7 +19,7 @@ import (
 // of one string holding the whole body, so decoding allocates little.
 
 const (
-	tasksMagic = "spool-tasks-4\n"
+	tasksMagic = "spool-tasks-5\n"
 	queueMagic = "spool-history-2\n"
 )
 
@@ -29,14 +29,21 @@ var errSnapshot = errors.New("tasks snapshot is damaged")
 // can keep it as a substring.
 func encodeDetail(x *TaskDetail) string {
 	w := &writer{}
-	w.str(x.Description)
-	w.str(x.Assignee)
-	w.str(x.CreatedBy)
-	w.str(x.CloseReason)
+	for _, s := range []string{x.Description, x.Design, x.Acceptance, x.Notes, x.Assignee, x.CreatedBy, x.CloseReason} {
+		w.str(s)
+	}
 	w.time(x.UpdatedAt)
 	w.time(x.ClosedAt)
+	w.uint(uint64(len(x.Links)))
+	for _, l := range x.Links {
+		w.str(l.ID)
+		w.str(l.Type)
+		w.time(l.At)
+		w.str(l.By)
+	}
 	w.uint(uint64(len(x.Comments)))
 	for _, c := range x.Comments {
+		w.int(c.ID)
 		w.str(c.Author)
 		w.str(c.Text)
 		w.time(c.At)
@@ -48,12 +55,19 @@ func encodeDetail(x *TaskDetail) string {
 // snapshot's checksum, so damage is a bug.
 func decodeDetail(raw string) *TaskDetail {
 	r := &reader{s: raw}
-	x := &TaskDetail{Description: r.str(), Assignee: r.str(), CreatedBy: r.str(), CloseReason: r.str()}
+	x := &TaskDetail{Description: r.str(), Design: r.str(), Acceptance: r.str(), Notes: r.str(), Assignee: r.str(),
+		CreatedBy: r.str(), CloseReason: r.str()}
 	x.UpdatedAt, x.ClosedAt = r.time(), r.time()
+	if n := r.count(); n > 0 {
+		x.Links = make([]Link, n)
+		for i := range x.Links {
+			x.Links[i] = Link{ID: r.str(), Type: r.str(), At: r.time(), By: r.str()}
+		}
+	}
 	if n := r.count(); n > 0 {
 		x.Comments = make([]Comment, n)
 		for i := range x.Comments {
-			x.Comments[i] = Comment{Author: r.str(), Text: r.str(), At: r.time()}
+			x.Comments[i] = Comment{ID: r.int(), Author: r.str(), Text: r.str(), At: r.time()}
 		}
 	}
 	if err := r.end(); err != nil {
@@ -67,6 +81,7 @@ func (p *TasksProjection) MarshalState() ([]byte, error) {
 	s := p.State()
 	w := &writer{buf: make([]byte, 0, 256*len(s.Tasks)+64)}
 	w.buf = append(w.buf, tasksMagic...)
+	w.int(s.CommentSeq)
 	ids := s.SortedIDs()
 	w.strs(ids)
 	crcAt := len(w.buf)
@@ -156,6 +171,7 @@ func (p *TasksProjection) UnmarshalState(b []byte) error {
 	if err != nil {
 		return err
 	}
+	seq := r.int()
 	ids := r.strs()
 	if r.err != nil || !slices.IsSorted(ids) || len(r.s)-r.pos < 4 {
 		return errSnapshot
@@ -172,6 +188,7 @@ func (p *TasksProjection) UnmarshalState(b []byte) error {
 		st = NewState()
 	}
 	*p = TasksProjection{s: st}
+	st.CommentSeq = seq
 	if len(ids) == 0 {
 		if len(records) != 0 {
 			return errSnapshot

@@ -34,12 +34,24 @@ type Task struct {
 // TaskDetail holds the fields few commands need.
 type TaskDetail struct {
 	Description string
+	Design      string
+	Acceptance  string
+	Notes       string
 	Assignee    string
 	CreatedBy   string
 	UpdatedAt   time.Time
 	ClosedAt    time.Time
 	CloseReason string
+	Links       []Link // dependencies that do not block (from a beads import)
 	Comments    []Comment
+}
+
+// Link is a dependency that does not block: related, discovered-from, …
+type Link struct {
+	ID   string    `json:"id"`
+	Type string    `json:"type"`
+	At   time.Time `json:"at"`
+	By   string    `json:"by,omitempty"`
 }
 
 // Detail returns the task's detail, decoding it on first use.
@@ -58,8 +70,9 @@ type Dep struct {
 	By string
 }
 
-// Comment is a note on a task.
+// Comment is a note on a task; IDs run across all tasks, as beads' do.
 type Comment struct {
+	ID     int64
 	Author string
 	Text   string
 	At     time.Time
@@ -106,8 +119,9 @@ type PendingSync struct {
 // command about tasks does not decode the history, and the other way round;
 // a command that needs one of them leaves the other nil.
 type State struct {
-	Tasks   map[string]*Task
-	History map[string]*Entry
+	Tasks      map[string]*Task
+	CommentSeq int64 // the last comment's id
+	History    map[string]*Entry
 	// IDs answers whether a task exists when Tasks was not opened (the
 	// task-ids projection: a few bytes a task rather than the tasks).
 	IDs TaskIndex
@@ -301,11 +315,18 @@ func (s *State) applyTask(e *eventlog.Event) {
 		}
 		t = &Task{ID: id, Title: d.Title, Status: StatusOpen, Priority: d.Priority, Type: d.IssueType,
 			Labels: NormLabels(d.Labels), CreatedAt: e.At, Parent: d.Parent,
-			detail: &TaskDetail{Description: d.Description, CreatedBy: e.Actor, UpdatedAt: e.At}}
+			detail: &TaskDetail{Description: d.Description, Notes: d.Notes, Assignee: d.Assignee, CreatedBy: e.Actor, UpdatedAt: e.At}}
 		for _, b := range d.Deps {
 			t.addBlocker(Dep{ID: b, At: e.At, By: e.Actor})
 		}
 		s.Tasks[id] = t
+		return
+	}
+	if e.Type == TypeImported {
+		var d ImportedData
+		if json.Unmarshal(e.Data, &d) == nil && d.Title != "" {
+			s.Tasks[id] = s.imported(id, &d)
+		}
 		return
 	}
 	if t == nil {
@@ -323,6 +344,12 @@ func (s *State) applyTask(e *eventlog.Event) {
 		}
 		if d.Description != nil {
 			x.Description = *d.Description
+		}
+		if d.Notes != nil {
+			x.Notes = *d.Notes
+		}
+		if d.Assignee != nil {
+			x.Assignee = *d.Assignee
 		}
 		if d.Priority != nil {
 			t.Priority = *d.Priority
@@ -355,7 +382,8 @@ func (s *State) applyTask(e *eventlog.Event) {
 		if json.Unmarshal(e.Data, &d) != nil {
 			return
 		}
-		x.Comments = append(x.Comments, Comment{Author: e.Actor, Text: d.Text, At: e.At})
+		s.CommentSeq++
+		x.Comments = append(x.Comments, Comment{ID: s.CommentSeq, Author: e.Actor, Text: d.Text, At: e.At})
 	case TypeClaimed:
 		var d ClaimedData
 		if json.Unmarshal(e.Data, &d) != nil {
@@ -368,7 +396,7 @@ func (s *State) applyTask(e *eventlog.Event) {
 			return
 		}
 		t.LeaseUntil = d.LeaseUntil
-	case TypeSucceeded, TypeFailed, TypeLeaseExpired, TypeAbandoned:
+	case TypeSucceeded, TypeFailed, TypeLeaseExpired, TypeAbandoned, TypeReleased:
 		t.unassign() // for a success, task.closed follows
 	case TypeDemoted:
 		var d DemotedData
@@ -447,6 +475,10 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		}
 	case TypeAbandoned:
 		s.entry(id).release(HistAbandoned)
+	case TypeReleased:
+		if h := s.History[id]; h != nil && h.Status == HistWorking {
+			h.release(HistPending)
+		}
 	case TypeBlocked:
 		var d BlockedData
 		if json.Unmarshal(e.Data, &d) != nil {
@@ -585,4 +617,31 @@ func (p *QueueProjection) Files() ([]projections.File, error) {
 func marshalIndent(v any) ([]byte, error) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	return append(b, '\n'), err
+}
+
+// imported is the task an import event describes, whole.
+func (s *State) imported(id string, d *ImportedData) *Task {
+	t := &Task{ID: id, Title: d.Title, Status: d.Status, Priority: d.Priority, Type: d.IssueType,
+		Labels: NormLabels(d.Labels), CreatedAt: d.CreatedAt.UTC()}
+	if t.Status == "blocked" {
+		t.Status, t.Labels = StatusOpen, NormLabels(append(t.Labels, BlockedLabel))
+	}
+	if d.Parent != nil {
+		t.Parent = d.Parent.ID
+	}
+	for _, b := range d.Blockers {
+		t.addBlocker(Dep{ID: b.ID, At: b.At.UTC(), By: b.By})
+	}
+	x := &TaskDetail{Description: d.Description, Design: d.Design, Acceptance: d.AcceptanceCriteria, Notes: d.Notes,
+		Assignee: d.Assignee, CreatedBy: d.CreatedBy, UpdatedAt: d.UpdatedAt.UTC(), CloseReason: d.CloseReason,
+		Links: slices.Clone(d.Links)}
+	if d.ClosedAt != nil {
+		x.ClosedAt = d.ClosedAt.UTC()
+	}
+	for _, c := range d.Comments {
+		x.Comments = append(x.Comments, Comment{ID: c.ID, Author: c.Author, Text: c.Text, At: c.At.UTC()})
+		s.CommentSeq = max(s.CommentSeq, c.ID)
+	}
+	t.detail = x
+	return t
 }
