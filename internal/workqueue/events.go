@@ -68,25 +68,25 @@ type UpdatedData struct {
 // it sets every field, times and comments included, so a task moved from
 // bd and back is the task it was.
 type ImportedData struct {
-	Title              string          `json:"title"`
-	Description        string          `json:"description,omitempty"`
-	Design             string          `json:"design,omitempty"`
-	AcceptanceCriteria string          `json:"acceptance_criteria,omitempty"`
-	Notes              string          `json:"notes,omitempty"`
-	Status             string          `json:"status"` // open, in_progress, deferred, closed (blocked: open with the blocked label)
-	Priority           int             `json:"priority"`
-	IssueType          string          `json:"issue_type"`
-	Assignee           string          `json:"assignee,omitempty"`
-	CreatedAt          time.Time       `json:"created_at"`
-	CreatedBy          string          `json:"created_by,omitempty"`
-	UpdatedAt          time.Time       `json:"updated_at"`
-	ClosedAt           *time.Time      `json:"closed_at,omitempty"`
-	CloseReason        string          `json:"close_reason,omitempty"`
-	Labels             []string        `json:"labels,omitempty"`
-	Parent             *ImportedDep    `json:"parent,omitempty"`
-	Blockers           []ImportedDep   `json:"blockers,omitempty"`
-	Links              []Link          `json:"links,omitempty"` // dependencies that do not block: related, discovered-from, …
-	Comments           []ImportedNote  `json:"comments,omitempty"`
+	Title              string         `json:"title"`
+	Description        string         `json:"description,omitempty"`
+	Design             string         `json:"design,omitempty"`
+	AcceptanceCriteria string         `json:"acceptance_criteria,omitempty"`
+	Notes              string         `json:"notes,omitempty"`
+	Status             string         `json:"status"` // open, in_progress, deferred, closed (blocked: open with the blocked label)
+	Priority           int            `json:"priority"`
+	IssueType          string         `json:"issue_type"`
+	Assignee           string         `json:"assignee,omitempty"`
+	CreatedAt          time.Time      `json:"created_at"`
+	CreatedBy          string         `json:"created_by,omitempty"`
+	UpdatedAt          time.Time      `json:"updated_at"`
+	ClosedAt           *time.Time     `json:"closed_at,omitempty"`
+	CloseReason        string         `json:"close_reason,omitempty"`
+	Labels             []string       `json:"labels,omitempty"`
+	Parent             *ImportedDep   `json:"parent,omitempty"`
+	Blockers           []ImportedDep  `json:"blockers,omitempty"`
+	Links              []Link         `json:"links,omitempty"` // dependencies that do not block: related, discovered-from, …
+	Comments           []ImportedNote `json:"comments,omitempty"`
 }
 
 // ImportedDep is a blocking dependency with when and by whom it was made.
