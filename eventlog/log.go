@@ -377,6 +377,13 @@ func (l *Log) Lock(ctx context.Context) (func(), error) {
 func (l *Log) TryLock() (unlock func(), ok bool, err error) {
 	lock := flock.New(l.LockPath())
 	ok, err = lock.TryLock()
+	if errors.Is(err, fs.ErrNotExist) {
+		// First use in this clone (a fresh clone's first command is a read).
+		if err := os.MkdirAll(l.opt.PrivateDir, 0o755); err != nil {
+			return nil, false, err
+		}
+		ok, err = lock.TryLock()
+	}
 	if err != nil || !ok {
 		return nil, false, err
 	}

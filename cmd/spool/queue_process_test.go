@@ -186,3 +186,35 @@ func TestKilledWorkerTaskReturnsAfterLease(t *testing.T) {
 		t.Fatalf("no task.lease_expired for the dead worker:\n%s", out)
 	}
 }
+
+// Agents starting together in a clone whose merge driver is not registered
+// (a fresh clone): every command works without a warning, and the driver
+// is registered once.
+func TestConcurrentFirstCommandsRegisterTheDriver(t *testing.T) {
+	bin := spoolBinary(t)
+	dir := queueRepo(t, bin, 1)
+	if out, err := exec.Command("git", "-C", dir, "config", "--remove-section", "merge.spool").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	const n = 40
+	var wg sync.WaitGroup
+	outs := make([][]byte, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(bin, "-C", dir, "status")
+			outs[i], _ = cmd.CombinedOutput()
+		}()
+	}
+	wg.Wait()
+	for _, out := range outs {
+		if bytes.Contains(out, []byte("warning")) || bytes.Contains(out, []byte("spool:")) {
+			t.Fatalf("a first command complained:\n%s", out)
+		}
+	}
+	out, err := exec.Command("git", "-C", dir, "config", "--get-all", "merge.spool.driver").Output()
+	if err != nil || strings.TrimSpace(string(out)) != "spool merge-driver %O %A %B" {
+		t.Fatalf("merge.spool.driver = %q, %v", out, err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spoolhq/spool/internal/fault"
 )
@@ -192,17 +193,26 @@ const MergeDriver = "spool merge-driver %O %A %B"
 // is not cloned); without it, a writer file changed on two branches merges
 // as text. It reads one small file in the common case.
 func EnsureMergeDriver(ctx context.Context, r *Repo) (registered bool, err error) {
-	b, err := os.ReadFile(filepath.Join(r.CommonDir, "config"))
-	if err == nil && bytes.Contains(b, []byte(`[merge "spool"]`)) && bytes.Contains(b, []byte("= "+MergeDriver)) {
-		return false, nil
+	for try := 0; ; try++ {
+		b, err := os.ReadFile(filepath.Join(r.CommonDir, "config"))
+		if err == nil && bytes.Contains(b, []byte(`[merge "spool"]`)) && bytes.Contains(b, []byte("= "+MergeDriver)) {
+			return registered, nil
+		}
+		_, err = Run(ctx, r.Root, "config", "merge.spool.name", "spool event log union")
+		if err == nil {
+			_, err = Run(ctx, r.Root, "config", "merge.spool.driver", MergeDriver)
+		}
+		if err == nil {
+			return true, nil
+		}
+		// Another process writing .git/config (spool commands starting
+		// together in a fresh clone): wait for it and look again.
+		var gerr *GitError
+		if try >= 40 || !errors.As(err, &gerr) || !strings.Contains(gerr.Stderr, "could not lock config file") {
+			return false, err
+		}
+		time.Sleep(time.Duration(5+try) * time.Millisecond)
 	}
-	if _, err := Run(ctx, r.Root, "config", "merge.spool.name", "spool event log union"); err != nil {
-		return false, err
-	}
-	if _, err := Run(ctx, r.Root, "config", "merge.spool.driver", MergeDriver); err != nil {
-		return false, err
-	}
-	return true, nil
 }
 
 // CheckBranchName applies git check-ref-format's rules to refs/heads/name,

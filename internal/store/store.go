@@ -117,9 +117,10 @@ func Open(ctx context.Context, dir string, warn func(string)) (*Store, error) {
 			fmt.Sprintf("%s has no .spool directory; run spool init", r.Root), "root", r.Root)
 	}
 	// A fresh clone brings .spool/ but not the merge driver: register it
-	// before anything can merge a writer file as text.
-	if _, err := git.EnsureMergeDriver(ctx, r); err != nil {
-		return nil, err
+	// before anything can merge a writer file as text. Best effort: a
+	// read-only .git must not stop a read.
+	if _, err := git.EnsureMergeDriver(ctx, r); err != nil && warn != nil {
+		warn(fmt.Sprintf("the merge driver is not registered (%v); spool init registers it", err))
 	}
 	return OpenRepo(r, warn)
 }

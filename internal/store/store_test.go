@@ -350,3 +350,21 @@ func TestOpenInsideGitDir(t *testing.T) {
 		t.Fatalf("err = %v, want git.ErrNotGitRepo", err)
 	}
 }
+
+// A fresh clone's first command may be a read: it saves the projections it
+// rebuilt (the private dir does not exist yet), so the next read applies
+// only what is new.
+func TestFreshCloneReadSaves(t *testing.T) {
+	dir := newRepo(t)
+	s, _ := open(t, dir)
+	writeN(t, s, "test.tick", 5)
+	os.RemoveAll(filepath.Join(dir, ".git", "spool"))
+	os.RemoveAll(filepath.Join(dir, ".spool", "state"))
+	s, _ = open(t, dir)
+	if _, err := s.Read(context.Background(), "stats"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".spool", "state", "stats.snap")); err != nil {
+		t.Fatalf("the first read of a fresh clone saved nothing: %v", err)
+	}
+}
