@@ -84,7 +84,7 @@ func Keys() []Key {
 
 func init() {
 	Register(
-		Key{Name: "lock.timeout", Kind: Duration, Default: 10 * time.Second, Min: Min(0.001), Max: Min(3600),
+		Key{Name: "lock.timeout", Kind: Duration, Default: 10 * time.Second, Min: Min(0.001), Max: Max(3600),
 			Help: "how long a command waits for the log's lock"},
 		Key{Name: "hooks.verify_on_push", Kind: Bool, Default: true, Help: "pre-push refuses a push when spool verify fails"},
 	)
@@ -92,9 +92,10 @@ func init() {
 
 // Config is the parsed configuration file.
 type Config struct {
-	path   string
-	values map[string]any // validated, in the kind's Go type
-	raw    map[string]json.RawMessage
+	path     string
+	values   map[string]any // validated, in the kind's Go type
+	raw      map[string]json.RawMessage
+	problems []string // values the file has that their key refuses (bounds, checks): their default is used
 }
 
 // Load reads path; a missing file is an empty configuration.
@@ -115,12 +116,20 @@ func Load(path string) (*Config, error) {
 		if !ok {
 			continue // from a newer spool, or a typo: doctor reports it
 		}
-		v, err := k.parse(raw)
+		v, err := k.parseKind(raw)
 		if err != nil {
 			return nil, fault.New(CodeConfigInvalid, err, fmt.Sprintf("%s: %s: %v", path, name, err), "key", name)
 		}
+		// A value of the right type that its key refuses (a bound, a check
+		// a newer spool added) falls back to the default, so that no command
+		// stops over it, config set included; doctor reports it.
+		if err := k.checkValue(v, raw); err != nil {
+			c.problems = append(c.problems, fmt.Sprintf("%s: %v (the default, %v, is used)", name, err, Display(k.Default)))
+			continue
+		}
 		c.values[name] = v
 	}
+	sort.Strings(c.problems)
 	return c, nil
 }
 
@@ -158,18 +167,24 @@ func (c *Config) Set(name, text string) error {
 	if !json.Valid(raw) {
 		raw, _ = json.Marshal(text)
 	}
-	v, err := k.parse(raw)
-	if err == nil && k.Check != nil {
-		err = k.Check(v)
+	v, err := k.parseKind(raw)
+	if err == nil {
+		err = k.checkValue(v, raw)
 	}
 	if err != nil {
 		return fault.New(CodeInvalidConfigValue, err,
 			fmt.Sprintf("%s: %v", name, err), "key", name, "kind", string(k.Kind))
 	}
+	before := map[string]bool{} // rules the file broke already are not this value's fault
+	for _, rule := range rules {
+		if err := rule(c); err != nil {
+			before[err.Error()] = true
+		}
+	}
 	old, had := c.values[name]
 	c.values[name] = v
 	for _, rule := range rules {
-		if err := rule(c); err != nil {
+		if err := rule(c); err != nil && !before[err.Error()] {
 			if had {
 				c.values[name] = old
 			} else {
@@ -185,17 +200,14 @@ func (c *Config) Set(name, text string) error {
 	return nil
 }
 
+// Defaulted lists the values the file has that their key refuses, each
+// replaced by its default; every command warns about them.
+func (c *Config) Defaulted() []string { return c.problems }
+
 // Problems lists what the file's values break: each key's checks and the
 // cross-key rules (a hand-edited file; Set refuses these). doctor reports them.
 func (c *Config) Problems() []string {
-	var out []string
-	for _, k := range Keys() {
-		if v, ok := c.values[k.Name]; ok && k.Check != nil {
-			if err := k.Check(v); err != nil {
-				out = append(out, fmt.Sprintf("%s: %v", k.Name, err))
-			}
-		}
-	}
+	out := append([]string(nil), c.problems...)
 	for _, rule := range rules {
 		if err := rule(c); err != nil {
 			out = append(out, err.Error())
@@ -274,7 +286,34 @@ func Display(v any) any {
 	return v
 }
 
+// parse reads a value of the key's kind and checks it.
 func (k Key) parse(raw json.RawMessage) (any, error) {
+	v, err := k.parseKind(raw)
+	if err != nil {
+		return nil, err
+	}
+	return v, k.checkValue(v, raw)
+}
+
+// checkValue applies the key's bounds and check to a value of its kind.
+func (k Key) checkValue(v any, raw json.RawMessage) error {
+	var err error
+	switch x := v.(type) {
+	case int:
+		err = k.checkMin(float64(x), raw)
+	case float64:
+		err = k.checkMin(x, raw)
+	case time.Duration:
+		err = k.checkMin(x.Seconds(), raw)
+	}
+	if err == nil && k.Check != nil {
+		err = k.Check(v)
+	}
+	return err
+}
+
+// parseKind reads a value of the key's kind.
+func (k Key) parseKind(raw json.RawMessage) (any, error) {
 	switch k.Kind {
 	case String:
 		var s string
@@ -299,13 +338,13 @@ func (k Key) parse(raw json.RawMessage) (any, error) {
 		if err := json.Unmarshal(raw, &n); err != nil {
 			return nil, fmt.Errorf("want a whole number, got %s", raw)
 		}
-		return n, k.checkMin(float64(n), raw)
+		return n, nil
 	case Float:
 		var f float64
 		if err := json.Unmarshal(raw, &f); err != nil {
 			return nil, fmt.Errorf("want a number, got %s", raw)
 		}
-		return f, k.checkMin(f, raw)
+		return f, nil
 	case Duration:
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
@@ -315,7 +354,7 @@ func (k Key) parse(raw json.RawMessage) (any, error) {
 		if err != nil || d < 0 {
 			return nil, fmt.Errorf("want a duration such as 90s, 5m or 1h, got %q", s)
 		}
-		return d, k.checkMin(d.Seconds(), raw)
+		return d, nil
 	case Strings:
 		var ss []string
 		if err := json.Unmarshal(raw, &ss); err != nil {
@@ -343,8 +382,9 @@ func (k Key) checkMin(v float64, raw json.RawMessage) error {
 	return nil
 }
 
-// Min is a helper for Key.Min.
+// Min and Max are helpers for Key.Min and Key.Max.
 func Min(v float64) *float64 { return &v }
+func Max(v float64) *float64 { return &v }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

@@ -140,6 +140,9 @@ func OpenRepo(r *git.Repo, warn func(string)) (*Store, error) {
 	if warn == nil {
 		warn = func(string) {}
 	}
+	for _, p := range cfg.Defaulted() {
+		warn(fmt.Sprintf("%s: %s", ConfigPath(r), p))
+	}
 	return &Store{
 		Repo:   r,
 		Config: cfg,
