@@ -20,9 +20,45 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(removeBinary{m}, map[string]func(){
 		"spool": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
 	})
+}
+
+// removeBinary removes what spoolBinary built once the tests have run.
+type removeBinary struct{ *testing.M }
+
+func (m removeBinary) Run() int {
+	code := m.M.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	return code
+}
+
+// built is spool, built once for the tests that run separate processes.
+var built struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+// spoolBinary returns spool built from this package.
+func spoolBinary(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "spool-test-bin-"); built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "spool")
+		if out, err := exec.Command("go", "build", "-o", built.bin, ".").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.bin
 }
 
 // TestScript runs testdata/script/*.txtar: the CLI as a user types it.

@@ -28,16 +28,6 @@ type procRepo struct {
 	scratch string
 }
 
-func buildSpool(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "spool")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 func newProcRepo(t *testing.T, bin string) *procRepo {
 	dir := t.TempDir()
 	r := &procRepo{t: t, bin: bin, root: filepath.Join(dir, "repo"), remote: filepath.Join(dir, "remote.git"), scratch: dir}
@@ -110,7 +100,7 @@ func TestMergeProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := buildSpool(t)
+	bin := spoolBinary(t)
 	t.Run("concurrent submissions of one dedupe key", func(t *testing.T) { testConcurrentSubmit(t, bin) })
 	t.Run("two clones queue a worktree named wt", func(t *testing.T) { testClonesSameWorktreeName(t, bin) })
 	for _, at := range []string{"claimed", "rebasing", "testing", "ready_to_merge", "merging", "ref_updated"} {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spoolhq/spool/internal/workqueue"
@@ -35,8 +36,11 @@ func printEntry(e *env, h workqueue.EntryJSON, now time.Time) {
 	case h.NextEligibleAt != nil:
 		fmt.Fprint(e.stdout, "  eligible again now")
 	}
-	for _, p := range h.PendingSync {
-		fmt.Fprintf(e.stdout, "  pending: %s", text(p))
+	if len(h.PendingSync) > 0 {
+		fmt.Fprintf(e.stdout, "  pending: %s", text(strings.Join(h.PendingSync, ", ")))
+	}
+	if len(h.SyncFailed) > 0 {
+		fmt.Fprintf(e.stdout, "  gave up: %s", text(strings.Join(h.SyncFailed, "; ")))
 	}
 	fmt.Fprintln(e.stdout)
 }

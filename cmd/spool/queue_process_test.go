@@ -21,17 +21,6 @@ import (
 
 // These tests run real spool processes side by side, as workers would.
 
-// spoolBinary builds spool into the test's temp dir, for tests that run
-// separate processes.
-func spoolBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "spool")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // queueRepo makes a spool repository holding n open tasks, appended in-process.
 func queueRepo(t *testing.T, bin string, n int) string {
 	t.Helper()
@@ -216,5 +205,84 @@ func TestConcurrentFirstCommandsRegisterTheDriver(t *testing.T) {
 	out, err := exec.Command("git", "-C", dir, "config", "--get-all", "merge.spool.driver").Output()
 	if err != nil || strings.TrimSpace(string(out)) != "spool merge-driver %O %A %B" {
 		t.Fatalf("merge.spool.driver = %q, %v", out, err)
+	}
+}
+
+// Requests to bd left pending (bd failed) are carried out by whichever later
+// commands run, and commands started together never run one twice: each is
+// run under the clone's sync lock, against the pending list read after it.
+func TestConcurrentCommandsRunAPendingRequestOnce(t *testing.T) {
+	bin := spoolBinary(t)
+	dir := queueRepo(t, bin, 0)
+	fake, err := filepath.Abs(filepath.Join("..", "..", "testdata", "fakebd", "bd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scratch := t.TempDir()
+	ready := filepath.Join(scratch, "ready.json")
+	argv := filepath.Join(scratch, "argv.log")
+	const tasks = 3
+	var beads []string
+	for i := range tasks {
+		beads = append(beads, fmt.Sprintf(`{"id":"bd-%d","title":"bead %d","priority":1}`, i, i))
+	}
+	if err := os.WriteFile(ready, []byte("["+strings.Join(beads, ",")+"]"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"SPOOL_ACTOR=agent", "SPOOL_FAKEBD_READY=" + ready, "SPOOL_FAKEBD_LOG=" + argv}
+	must := func(env []string, args ...string) string {
+		t.Helper()
+		out, err := spoolCmd(bin, dir, env, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("spool %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	must(env, "config", "set", "workqueue.source", "bd")
+	must(env, "config", "set", "workqueue.source_bin", fake)
+	failing := append([]string{"SPOOL_FAKEBD_FAIL=Error: database is locked", "SPOOL_FAKEBD_FAIL_CMD=close"}, env...)
+	for range tasks {
+		must(env, "next")
+	}
+	for i := range tasks {
+		if out := must(failing, "done", fmt.Sprintf("bd-%d", i)); !strings.Contains(out, "stays pending") {
+			t.Fatalf("done with bd failing did not warn:\n%s", out)
+		}
+	}
+
+	const n = 6
+	var wg sync.WaitGroup
+	outs := make([]string, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := spoolCmd(bin, dir, env, "next").CombinedOutput()
+			outs[i], errs[i] = string(out), err
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil || strings.Contains(outs[i], "warning") {
+			t.Fatalf("next %d: %v\n%s", i, errs[i], outs[i])
+		}
+	}
+	log, err := os.ReadFile(argv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := must(nil, "log", "-t", "task.synced")
+	for i := range tasks {
+		// A failed close per done while bd was failing, one that worked.
+		if got := strings.Count(string(log), fmt.Sprintf("bd close --reason=done -- bd-%d\n", i)); got != tasks+1-i {
+			t.Errorf("bd-%d was closed %d times, want %d (one per done from its own on, one that worked):\n%s", i, got, tasks+1-i, log)
+		}
+		if got := strings.Count(events, fmt.Sprintf(" bd-%d ", i)); got != 1 {
+			t.Errorf("bd-%d has %d task.synced events, want 1:\n%s", i, got, events)
+		}
+	}
+	if out := must(nil, "--json", "history"); strings.Contains(out, "pending_sync") {
+		t.Fatalf("requests still pending:\n%s", out)
 	}
 }

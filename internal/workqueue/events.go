@@ -37,6 +37,7 @@ const (
 	// the two leaves the request pending and the next command does it.
 	TypeSyncRequested = "task.sync_requested" // SyncData
 	TypeSynced        = "task.synced"         // SyncedData
+	TypeSyncFailed    = "task.sync_failed"    // SyncFailedData
 )
 
 // CreatedData is a new task; its id is the event's subject.
@@ -199,6 +200,19 @@ const (
 type SyncedData struct {
 	Request string `json:"request"`
 }
+
+// SyncFailedData says the source failed the request it names. GaveUp ends
+// the request: it is no longer retried (MaxSyncAttempts).
+type SyncFailedData struct {
+	Request string `json:"request"`
+	Error   string `json:"error"`
+	GaveUp  bool   `json:"gave_up,omitempty"`
+}
+
+// MaxSyncAttempts is how often a request to the source is tried before it
+// is given up, so that one the source always refuses (a bead deleted by
+// hand) does not run again on every command.
+const MaxSyncAttempts = 5
 
 // BlockedLabel marks a Blocked task (seed 004 §9).
 const BlockedLabel = "blocked"

@@ -75,6 +75,7 @@ type EntryJSON struct {
 	LeaseUntil     *time.Time `json:"lease_until,omitempty"`
 	NextEligibleAt *time.Time `json:"next_eligible_at,omitempty"`
 	PendingSync    []string   `json:"pending_sync,omitempty"` // requests to bd/br not yet done: close, label_add blocked, …
+	SyncFailed     []string   `json:"sync_failed,omitempty"`  // requests given up, each with its last error
 }
 
 // JSON renders the entry as recorded (history.json); views at a time use
@@ -84,6 +85,9 @@ func (h *Entry) JSON() EntryJSON {
 		LastAttempt: timePtr(h.LastAttempt), LastError: h.LastError, Worker: h.Worker, LeaseUntil: timePtr(h.LeaseUntil)}
 	for _, p := range h.Pending {
 		j.PendingSync = append(j.PendingSync, p.String())
+	}
+	for _, p := range h.SyncFailed {
+		j.SyncFailed = append(j.SyncFailed, fmt.Sprintf("%s: %s", p, p.LastError))
 	}
 	return j
 }

@@ -20,7 +20,7 @@ import (
 
 const (
 	tasksMagic = "spool-tasks-5\n"
-	queueMagic = "spool-history-2\n"
+	queueMagic = "spool-history-3\n"
 )
 
 var errSnapshot = errors.New("tasks snapshot is damaged")
@@ -139,17 +139,8 @@ func (p *QueueProjection) MarshalState() ([]byte, error) {
 		w.time(h.LeaseUntil)
 		w.time(h.QueuedAt)
 		w.bool(h.Blocked)
-		w.uint(uint64(len(h.Pending)))
-		for _, p := range h.Pending {
-			w.str(p.Request)
-			w.str(p.Op)
-			w.str(p.Reason)
-			w.str(p.Label)
-			w.bool(p.Priority != nil)
-			if p.Priority != nil {
-				w.int(int64(*p.Priority))
-			}
-		}
+		w.syncs(h.Pending)
+		w.syncs(h.SyncFailed)
 	}
 	binary.LittleEndian.PutUint32(w.buf[crcAt:], crc32.Checksum(w.buf[crcAt+4:], castagnoli))
 	return w.buf, nil
@@ -281,17 +272,7 @@ func (s *State) decodeHistory(r *reader) error {
 		h.Attempts, h.Failures, h.Priority = int(r.int()), int(r.int()), int(r.int())
 		h.LastAttempt, h.LastFailureAt, h.LeaseUntil, h.QueuedAt = r.time(), r.time(), r.time(), r.time()
 		h.Blocked = r.bool()
-		if n := r.count(); n > 0 {
-			h.Pending = make([]PendingSync, n)
-			for i := range h.Pending {
-				p := &h.Pending[i]
-				p.Request, p.Op, p.Reason, p.Label = r.str(), r.str(), r.str(), r.str()
-				if r.bool() {
-					prio := int(r.int())
-					p.Priority = &prio
-				}
-			}
-		}
+		h.Pending, h.SyncFailed = r.syncs(), r.syncs()
 		if r.err != nil {
 			return r.err
 		}
@@ -420,4 +401,36 @@ func (r *reader) time() time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, v).UTC()
+}
+
+func (w *writer) syncs(list []PendingSync) {
+	w.uint(uint64(len(list)))
+	for _, p := range list {
+		for _, str := range []string{p.Request, p.Op, p.Reason, p.Label, p.LastError} {
+			w.str(str)
+		}
+		w.int(int64(p.Failures))
+		w.bool(p.Priority != nil)
+		if p.Priority != nil {
+			w.int(int64(*p.Priority))
+		}
+	}
+}
+
+func (r *reader) syncs() []PendingSync {
+	n := r.count()
+	if n == 0 {
+		return nil
+	}
+	list := make([]PendingSync, n)
+	for i := range list {
+		p := &list[i]
+		p.Request, p.Op, p.Reason, p.Label, p.LastError = r.str(), r.str(), r.str(), r.str(), r.str()
+		p.Failures = int(r.int())
+		if r.bool() {
+			prio := int(r.int())
+			p.Priority = &prio
+		}
+	}
+	return list
 }

@@ -106,11 +106,21 @@ type Entry struct {
 	Priority      int       // priority at the claim, lowered by demotion
 	Blocked       bool
 	Pending       []PendingSync // requests to a bd/br source not yet done, oldest first
+	SyncFailed    []PendingSync // requests given up after MaxSyncAttempts failures
+}
+
+func (h *Entry) dropPending(request string) {
+	h.Pending = slices.DeleteFunc(h.Pending, func(p PendingSync) bool { return p.Request == request })
+	if len(h.Pending) == 0 {
+		h.Pending = nil
+	}
 }
 
 // PendingSync is a task.sync_requested without its task.synced.
 type PendingSync struct {
-	Request string // the request's event id
+	Request   string // the request's event id
+	Failures  int
+	LastError string
 	SyncData
 }
 
@@ -496,9 +506,21 @@ func (s *State) applyEntry(e *eventlog.Event) {
 	case TypeSynced:
 		var d SyncedData
 		if h := s.History[id]; h != nil && json.Unmarshal(e.Data, &d) == nil {
-			h.Pending = slices.DeleteFunc(h.Pending, func(p PendingSync) bool { return p.Request == d.Request })
-			if len(h.Pending) == 0 {
-				h.Pending = nil
+			h.dropPending(d.Request)
+		}
+	case TypeSyncFailed:
+		var d SyncFailedData
+		if h := s.History[id]; h != nil && json.Unmarshal(e.Data, &d) == nil {
+			i := slices.IndexFunc(h.Pending, func(p PendingSync) bool { return p.Request == d.Request })
+			if i < 0 {
+				return
+			}
+			p := &h.Pending[i]
+			p.Failures++
+			p.LastError = d.Error
+			if d.GaveUp {
+				h.SyncFailed = append(h.SyncFailed, *p)
+				h.dropPending(d.Request)
 			}
 		}
 	case TypeUnblocked, TypeRetried:

@@ -8,6 +8,7 @@ package service
 
 import (
 	"context"
+	"slices"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/beads"
@@ -81,11 +82,8 @@ func (s *Service) write(ctx context.Context, names []string, decide func(st *wor
 }
 
 // change is write for the queue's decisions that a bd/br source must hear
-// of: the requests go into the same append, then run (see sync).
+// of: the requests go into the same append, then run (see syncPending).
 func (s *Service) change(ctx context.Context, names []string, reason string, decide func(st *workqueue.State, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *workqueue.State, error) {
-	if !s.Native() {
-		s.flush(ctx)
-	}
 	events, st, err := s.write(ctx, names, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
 		drafts, err := decide(st, actor)
 		if err != nil || s.Native() {
@@ -96,14 +94,14 @@ func (s *Service) change(ctx context.Context, names []string, reason string, dec
 	if err != nil || s.Native() {
 		return events, st, err
 	}
-	var requests []pending
-	for _, e := range events {
-		if e.Type == workqueue.TypeSyncRequested {
-			requests = append(requests, pending{task: e.Subject, request: e.ID, data: e.Data})
-		}
-	}
-	if err := s.sync(ctx, requests); err != nil {
-		return events, st, err
+	// Every pending request runs, this command's and those earlier commands
+	// left (bd failed, or spool died between the decision and bd), each
+	// tried once per command. A command that made requests waits for a
+	// command syncing meanwhile; one that made none leaves the work to it.
+	made := slices.ContainsFunc(events, func(e eventlog.Event) bool { return e.Type == workqueue.TypeSyncRequested })
+	s.syncPending(ctx, made)
+	if !made {
+		return events, st, nil
 	}
 	// The state after the outcomes too, for what the command prints.
 	st, err = s.Read(ctx, names)

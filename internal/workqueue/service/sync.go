@@ -2,41 +2,111 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/workqueue"
 	"github.com/spoolhq/spool/projections"
 )
 
-// pending is one task.sync_requested to carry out.
-type pending struct {
-	task, request string
-	data          json.RawMessage
-}
-
-// sync has the source do each request, in order, and records each one done
-// with task.synced. It stops at the first failure: that request and the
-// ones after it stay pending, for the next command (flush) to retry.
-func (s *Service) sync(ctx context.Context, requests []pending) error {
-	for _, r := range requests {
-		var d workqueue.SyncData
-		if err := json.Unmarshal(r.data, &d); err != nil {
-			return err
-		}
-		if err := s.run(ctx, r.task, d); err != nil {
-			return err
-		}
-		done := eventlog.Draft{Type: workqueue.TypeSynced, Subject: r.task, Data: workqueue.SyncedData{Request: r.request}}
-		if _, _, err := s.Env.Write(ctx, nil, func(*projections.View, string) ([]eventlog.Draft, error) {
-			return []eventlog.Draft{done}, nil
-		}); err != nil {
-			return err
+// syncPending has the source carry out every pending request and records each outcome: task.synced,
+// or task.sync_failed, given up after MaxSyncAttempts. A task's requests run
+// in the order they were made, and a failure holds back the ones after it, so
+// that "add blocked" never lands after a later "remove blocked".
+//
+// The requests run under the clone's sync lock, and the pending list is read
+// after it is taken: two commands never run one request twice, and a request
+// another command finished meanwhile is not run again. With wait false a
+// command that finds the lock held leaves the work to its holder.
+//
+// What fails is a warning, never the command's error: the decision is in the
+// log already, and the request stays pending for the next command.
+func (s *Service) syncPending(ctx context.Context, wait bool) {
+	unlock, ok := s.syncLock(ctx, wait)
+	if !ok {
+		return
+	}
+	defer unlock()
+	st, err := s.Read(ctx, []string{workqueue.QueueName})
+	if err != nil {
+		s.Warn(fmt.Sprintf("%s requests stay pending: %v", s.source.Kind, err))
+		return
+	}
+	// Copied: the writes below change the state they were read from.
+	pending := map[string][]workqueue.PendingSync{}
+	for id, h := range st.History {
+		if len(h.Pending) > 0 {
+			pending[id] = slices.Clone(h.Pending)
 		}
 	}
-	return nil
+	for _, id := range slices.Sorted(maps.Keys(pending)) {
+		for _, p := range pending[id] {
+			if ctx.Err() != nil {
+				return
+			}
+			runErr := s.run(ctx, id, p.SyncData)
+			var outcome eventlog.Draft
+			gaveUp := false
+			if runErr == nil {
+				outcome = eventlog.Draft{Type: workqueue.TypeSynced, Subject: id, Data: workqueue.SyncedData{Request: p.Request}}
+			} else {
+				gaveUp = p.Failures+1 >= workqueue.MaxSyncAttempts
+				outcome = eventlog.Draft{Type: workqueue.TypeSyncFailed, Subject: id,
+					Data: workqueue.SyncFailedData{Request: p.Request, Error: runErr.Error(), GaveUp: gaveUp}}
+			}
+			if _, _, err := s.Env.Write(ctx, []string{workqueue.QueueName}, func(*projections.View, string) ([]eventlog.Draft, error) {
+				return []eventlog.Draft{outcome}, nil
+			}); err != nil {
+				s.Warn(fmt.Sprintf("%s %s for %s ran, but its outcome was not recorded (it will run again): %v", s.source.Kind, p, id, err))
+				return
+			}
+			if runErr == nil {
+				continue
+			}
+			if gaveUp {
+				s.Warn(fmt.Sprintf("%s %s for %s failed %d times; spool gave up on it (spool queue history %s shows it): %v",
+					s.source.Kind, p, id, workqueue.MaxSyncAttempts, id, runErr))
+				continue
+			}
+			s.Warn(fmt.Sprintf("%s %s for %s failed (attempt %d of %d; it stays pending and the next command retries it): %v",
+				s.source.Kind, p, id, p.Failures+1, workqueue.MaxSyncAttempts, runErr))
+			break
+		}
+	}
+}
+
+// syncLock takes the clone's sync lock, waiting up to lock.timeout when wait
+// is set.
+func (s *Service) syncLock(ctx context.Context, wait bool) (unlock func(), ok bool) {
+	dir := s.Store.Repo.PrivateDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		s.Warn(fmt.Sprintf("%s requests stay pending: %v", s.source.Kind, err))
+		return nil, false
+	}
+	lock := flock.New(filepath.Join(dir, "sync.lock"))
+	var err error
+	if wait {
+		wctx, cancel := context.WithTimeout(ctx, s.Store.Config.Duration("lock.timeout"))
+		defer cancel()
+		ok, err = lock.TryLockContext(wctx, 20*time.Millisecond)
+	} else {
+		ok, err = lock.TryLock()
+	}
+	switch {
+	case ok:
+		return func() { _ = lock.Unlock() }, true
+	case wait:
+		s.Warn(fmt.Sprintf("%s requests stay pending: another spool command held %s longer than lock.timeout", s.source.Kind, lock.Path()))
+	case err != nil:
+		s.Warn(fmt.Sprintf("%s requests stay pending: %v", s.source.Kind, err))
+	}
+	return nil, false
 }
 
 // run is one request: the bd/br command for it.
@@ -54,28 +124,4 @@ func (s *Service) run(ctx context.Context, id string, d workqueue.SyncData) erro
 		}
 	}
 	return fmt.Errorf("unknown sync request %q for %s", d.Op, id)
-}
-
-// flush retries the requests an earlier command left pending (bd failed, or
-// spool died between the decision and the bd command). A failure here is a
-// warning: the command at hand goes on, and the request stays pending.
-func (s *Service) flush(ctx context.Context) {
-	st, err := s.Read(ctx, []string{workqueue.QueueName})
-	if err != nil {
-		return
-	}
-	var requests []pending
-	for id, h := range st.History {
-		for _, p := range h.Pending {
-			data, _ := json.Marshal(p.SyncData)
-			requests = append(requests, pending{task: id, request: p.Request, data: data})
-		}
-	}
-	if len(requests) == 0 {
-		return
-	}
-	sort.SliceStable(requests, func(i, j int) bool { return requests[i].task < requests[j].task })
-	if err := s.sync(ctx, requests); err != nil {
-		s.Warn(fmt.Sprintf("a %s request left pending by an earlier command failed again (it stays pending): %v", s.source.Kind, err))
-	}
 }
