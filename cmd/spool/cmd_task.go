@@ -26,6 +26,10 @@ type TaskCmd struct {
 type TaskAddCmd struct {
 	Title       string   `arg:"" help:"The task's title."`
 	Description string   `short:"d" help:"Longer description."`
+	Design      string   `help:"How it is to be done."`
+	Acceptance  string   `help:"When it is done."`
+	Notes       string   `help:"Notes."`
+	Assignee    string   `help:"Who it is for (a claim sets it too)."`
 	Priority    int      `short:"p" default:"2" help:"0 (most urgent) to 4."`
 	Type        string   `short:"t" default:"task" enum:"task,bug,feature,epic,chore" help:"task, bug, feature, epic or chore."`
 	Label       []string `short:"l" sep:"none" placeholder:"LABEL" help:"A label (repeatable)."`
@@ -38,8 +42,8 @@ func (c *TaskAddCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	t, err := q.Add(e.ctx, workqueue.NewTask{Title: c.Title, Description: c.Description, Priority: c.Priority, Type: c.Type,
-		Labels: c.Label, Deps: c.Dep, Parent: c.Parent})
+	t, err := q.Add(e.ctx, workqueue.NewTask{Title: c.Title, Description: c.Description, Design: c.Design, Acceptance: c.Acceptance,
+		Notes: c.Notes, Assignee: c.Assignee, Priority: c.Priority, Type: c.Type, Labels: c.Label, Deps: c.Dep, Parent: c.Parent})
 	if err != nil {
 		return err
 	}
@@ -70,7 +74,7 @@ func (c *TaskShowCmd) Run(e *env) error {
 		if i > 0 {
 			fmt.Fprintln(e.stdout)
 		}
-		printTask(e, t, s)
+		printTask(e, t)
 		if h := s.History[t.ID]; h != nil {
 			fmt.Fprint(e.stdout, "queue        ")
 			printEntry(e, q.Policy.HistoryView(*h, q.Now), q.Now)
@@ -79,14 +83,15 @@ func (c *TaskShowCmd) Run(e *env) error {
 	return nil
 }
 
-func printTask(e *env, t workqueue.TaskJSON, s *workqueue.State) {
+func printTask(e *env, d workqueue.DetailJSON) {
+	t := d.TaskJSON
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprint(tw, row(t.ID, text(t.Title)))
 	fmt.Fprint(tw, row("status", t.Status))
 	fmt.Fprint(tw, row("priority", fmt.Sprintf("P%d", t.Priority)))
 	fmt.Fprint(tw, row("type", text(t.IssueType)))
-	if len(t.Labels) > 0 {
-		fmt.Fprint(tw, row("labels", text(strings.Join(t.Labels, ", "))))
+	if len(d.Labels) > 0 {
+		fmt.Fprint(tw, row("labels", text(strings.Join(d.Labels, ", "))))
 	}
 	if t.Assignee != "" {
 		fmt.Fprint(tw, row("assignee", text(t.Assignee)))
@@ -95,37 +100,25 @@ func printTask(e *env, t workqueue.TaskJSON, s *workqueue.State) {
 	if t.ClosedAt != nil {
 		fmt.Fprint(tw, row("closed", strings.TrimSpace(fmtTime(t.ClosedAt)+" "+text(t.CloseReason))))
 	}
-	statusOf := func(id string) string {
-		if b := s.Tasks[id]; b != nil {
-			return b.Status
-		}
-		return "?"
+	// A "blocks" dependency: the task it depends on blocks this one.
+	for _, r := range d.Dependencies {
+		fmt.Fprint(tw, row(relation(r.DependencyType, "waits for", "parent"), text(r.ID)+" ("+orDash(r.Status)+")"))
 	}
-	for _, d := range t.Dependencies {
-		relation := "waits for" // a "blocks" edge: the task it depends on blocks this one
-		if d.Type == "parent-child" {
-			relation = "parent"
-		}
-		fmt.Fprint(tw, row(relation, text(d.DependsOnID)+" ("+statusOf(d.DependsOnID)+")"))
+	for _, r := range d.Dependents {
+		fmt.Fprint(tw, row(relation(r.DependencyType, "blocks", "child"), text(r.ID)+" ("+orDash(r.Status)+")"))
 	}
-	blocks, children := s.Dependents(t.ID)
-	for _, id := range blocks {
-		fmt.Fprint(tw, row("blocks", text(id)+" ("+statusOf(id)+")"))
-	}
-	for _, id := range children {
-		fmt.Fprint(tw, row("child", text(id)+" ("+statusOf(id)+")"))
-	}
-	if t.Description != "" {
-		for i, line := range textLines(t.Description) {
+	for _, f := range []struct{ name, text string }{{"description", t.Description}, {"design", t.Design},
+		{"acceptance", t.AcceptanceCriteria}, {"notes", t.Notes}} {
+		for i, line := range textLines(f.text) {
 			label := ""
 			if i == 0 {
-				label = "description"
+				label = f.name
 			}
 			fmt.Fprint(tw, row(label, line))
 		}
 	}
 	tw.Flush()
-	for _, c := range t.Comments {
+	for _, c := range d.Comments {
 		for i, line := range textLines(c.Text) {
 			if i == 0 {
 				fmt.Fprintf(e.stdout, "  %s %s: %s\n", fmtTime(&c.CreatedAt), text(c.Author), line)
@@ -134,6 +127,18 @@ func printTask(e *env, t workqueue.TaskJSON, s *workqueue.State) {
 			}
 		}
 	}
+}
+
+// relation names a dependency of type typ from one side: blocks and
+// parent-child have their own words, links are named by their type.
+func relation(typ, blocks, parentChild string) string {
+	switch typ {
+	case workqueue.DepBlocks:
+		return blocks
+	case workqueue.DepParentChild:
+		return parentChild
+	}
+	return text(typ)
 }
 
 type TaskListCmd struct {
@@ -159,15 +164,23 @@ func (c *TaskListCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	if e.JSON {
+		counts := s.DependentCounts()
+		out := make([]workqueue.ListItemJSON, 0, len(tasks))
+		for _, t := range tasks {
+			out = append(out, s.ListItem(t, q.Policy, q.Now, counts))
+		}
+		return writeJSON(e.stdout, out)
+	}
 	return printTasks(e, q, s, tasks)
 }
 
-// printTasks prints tasks as beads' JSON array or as aligned rows.
+// printTasks prints tasks as beads' JSON array (bd ready's) or as aligned rows.
 func printTasks(e *env, q *wqservice.Service, s *workqueue.State, tasks []*workqueue.Task) error {
 	if e.JSON {
 		out := make([]workqueue.TaskJSON, 0, len(tasks))
 		for _, t := range tasks {
-			out = append(out, s.View(t, q.Policy, q.Now, false))
+			out = append(out, s.View(t, q.Policy, q.Now))
 		}
 		return writeJSON(e.stdout, out)
 	}
@@ -190,6 +203,10 @@ type TaskUpdateCmd struct {
 	ID          string   `arg:"" complete:"task" help:"Task id."`
 	Title       *string  `help:"New title."`
 	Description *string  `short:"d" help:"New description."`
+	Design      *string  `help:"New design."`
+	Acceptance  *string  `help:"New acceptance criteria."`
+	Notes       *string  `help:"New notes."`
+	Assignee    *string  `help:"New assignee."`
 	Priority    *int     `short:"p" help:"New priority, 0 to 4."`
 	Status      *string  `help:"open, in_progress, deferred or closed."`
 	AddLabel    []string `sep:"none" placeholder:"LABEL" help:"Add a label (repeatable)."`
@@ -201,8 +218,9 @@ func (c *TaskUpdateCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	t, changed, err := q.Update(e.ctx, c.ID, workqueue.Update{Title: c.Title, Description: c.Description, Priority: c.Priority,
-		Status: c.Status, AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel})
+	t, changed, err := q.Update(e.ctx, c.ID, workqueue.Update{Title: c.Title, Description: c.Description, Design: c.Design,
+		Acceptance: c.Acceptance, Notes: c.Notes, Assignee: c.Assignee, Priority: c.Priority, Status: c.Status,
+		AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel})
 	if err != nil {
 		return err
 	}
@@ -249,12 +267,12 @@ func (c *TaskReopenCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	t, err := q.Reopen(e.ctx, c.ID)
+	t, err := q.Reopen(e.ctx, []string{c.ID})
 	if err != nil {
 		return err
 	}
 	if e.JSON {
-		return writeJSON(e.stdout, t)
+		return writeJSON(e.stdout, t[0])
 	}
 	fmt.Fprintf(e.stdout, "reopened %s\n", text(c.ID))
 	return nil

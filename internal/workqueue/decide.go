@@ -21,6 +21,10 @@ import (
 type NewTask struct {
 	Title       string
 	Description string
+	Design      string
+	Acceptance  string
+	Notes       string
+	Assignee    string
 	Priority    int
 	Type        string
 	Labels      []string
@@ -90,7 +94,8 @@ func AddTask(s TaskIndex, n NewTask, prefix, writer string, now time.Time) (even
 	id := NewID(prefix, writer, n.Title, now, s.TaskCount(), s.HasTask)
 	deps := slices.Clone(n.Deps)
 	sort.Strings(deps)
-	d := CreatedData{Title: n.Title, Description: n.Description, Priority: n.Priority, IssueType: n.Type,
+	d := CreatedData{Title: n.Title, Description: n.Description, Design: n.Design, Acceptance: n.Acceptance, Notes: n.Notes,
+		Assignee: n.Assignee, Priority: n.Priority, IssueType: n.Type,
 		Labels: NormLabels(n.Labels), Parent: n.Parent, Deps: slices.Compact(deps)}
 	return eventlog.Draft{Type: TypeCreated, Subject: id, Data: d}, id, nil
 }
@@ -107,6 +112,10 @@ func (s *State) task(id string) (*Task, error) {
 type Update struct {
 	Title        *string
 	Description  *string
+	Design       *string
+	Acceptance   *string
+	Notes        *string
+	Assignee     *string
 	Priority     *int
 	Status       *string
 	AddLabels    []string
@@ -118,6 +127,17 @@ var Statuses = []string{StatusOpen, StatusInProgress, StatusDeferred, StatusClos
 
 // Validate checks an update's fields (usage errors).
 func (u *Update) Validate() error {
+	if err := u.ValidateFields(); err != nil {
+		return err
+	}
+	if u.Empty() {
+		return fault.Usagef(CodeNothingToUpdate, "give at least one of --title, -d, --design, --acceptance, --notes, --assignee, -p, --status, --add-label, --remove-label")
+	}
+	return nil
+}
+
+// ValidateFields checks the fields that are set; an empty update passes.
+func (u *Update) ValidateFields() error {
 	if u.Title != nil {
 		title := strings.TrimSpace(*u.Title)
 		if title == "" {
@@ -134,13 +154,13 @@ func (u *Update) Validate() error {
 		return fault.New(CodeInvalidStatus, nil,
 			fmt.Sprintf("status must be one of %s, got %q", strings.Join(Statuses, ", "), *u.Status), "status", *u.Status)
 	}
-	if err := validateLabels(u.AddLabels, u.RemoveLabels); err != nil {
-		return err
-	}
-	if u.Title == nil && u.Description == nil && u.Priority == nil && u.Status == nil && len(u.AddLabels)+len(u.RemoveLabels) == 0 {
-		return fault.Usagef(CodeNothingToUpdate, "give at least one of --title, -d, -p, --status, --add-label, --remove-label")
-	}
-	return nil
+	return validateLabels(u.AddLabels, u.RemoveLabels)
+}
+
+// Empty reports whether the update sets nothing.
+func (u *Update) Empty() bool {
+	return u.Title == nil && u.Description == nil && u.Design == nil && u.Acceptance == nil && u.Notes == nil &&
+		u.Assignee == nil && u.Priority == nil && u.Status == nil && len(u.AddLabels)+len(u.RemoveLabels) == 0
 }
 
 // UpdateTask changes a task's fields. A status change goes through the same
@@ -179,13 +199,16 @@ func UpdateTask(s *State, id string, u Update) ([]eventlog.Draft, error) {
 		}
 	}
 	// Only what changes is recorded: an update that changes nothing appends nothing.
-	d := UpdatedData{Status: status}
-	if u.Title != nil && *u.Title != t.Title {
-		d.Title = u.Title
+	x := t.Detail()
+	changed := func(to *string, cur string) *string {
+		if to != nil && *to != cur {
+			return to
+		}
+		return nil
 	}
-	if u.Description != nil && *u.Description != t.Detail().Description {
-		d.Description = u.Description
-	}
+	d := UpdatedData{Status: status, Title: changed(u.Title, t.Title)}
+	d.Description, d.Design, d.Acceptance = changed(u.Description, x.Description), changed(u.Design, x.Design), changed(u.Acceptance, x.Acceptance)
+	d.Notes, d.Assignee = changed(u.Notes, x.Notes), changed(u.Assignee, x.Assignee)
 	if u.Priority != nil && *u.Priority != t.Priority {
 		d.Priority = u.Priority
 	}
@@ -202,7 +225,7 @@ func UpdateTask(s *State, id string, u Update) ([]eventlog.Draft, error) {
 			d.RemoveLabels = append(d.RemoveLabels, l)
 		}
 	}
-	if d.Title != nil || d.Description != nil || d.Priority != nil || d.Status != nil || len(d.AddLabels)+len(d.RemoveLabels) > 0 {
+	if !d.empty() {
 		drafts = append([]eventlog.Draft{{Type: TypeUpdated, Subject: id, Data: d}}, drafts...)
 	}
 	return drafts, nil

@@ -16,4 +16,5 @@ var (
 	CodeDependencyCycle  = fault.Register(fault.Rejected, "dependency_cycle")
 	CodeDependencyExists = fault.Register(fault.Rejected, "dependency_exists")
 	CodeNotClaimed       = fault.Register(fault.Rejected, "not_claimed")
+	CodeAlreadyClaimed   = fault.Register(fault.Rejected, "already_claimed")
 )

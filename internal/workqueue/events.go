@@ -44,6 +44,8 @@ const (
 type CreatedData struct {
 	Title       string   `json:"title"`
 	Description string   `json:"description,omitempty"`
+	Design      string   `json:"design,omitempty"`
+	Acceptance  string   `json:"acceptance_criteria,omitempty"`
 	Notes       string   `json:"notes,omitempty"`
 	Assignee    string   `json:"assignee,omitempty"`
 	Priority    int      `json:"priority"`
@@ -57,12 +59,19 @@ type CreatedData struct {
 type UpdatedData struct {
 	Title        *string  `json:"title,omitempty"`
 	Description  *string  `json:"description,omitempty"`
+	Design       *string  `json:"design,omitempty"`
+	Acceptance   *string  `json:"acceptance_criteria,omitempty"`
 	Notes        *string  `json:"notes,omitempty"`
 	Assignee     *string  `json:"assignee,omitempty"`
 	Priority     *int     `json:"priority,omitempty"`
 	Status       *string  `json:"status,omitempty"`
 	AddLabels    []string `json:"add_labels,omitempty"`
 	RemoveLabels []string `json:"remove_labels,omitempty"`
+}
+
+func (d UpdatedData) empty() bool {
+	return d.Title == nil && d.Description == nil && d.Design == nil && d.Acceptance == nil && d.Notes == nil &&
+		d.Assignee == nil && d.Priority == nil && d.Status == nil && len(d.AddLabels)+len(d.RemoveLabels) == 0
 }
 
 // ImportedData is a task as a beads export (JSONL) has it, whole: importing

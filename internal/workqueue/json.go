@@ -2,29 +2,37 @@ package workqueue
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
-// TaskJSON is a task as tools written for beads (bd/br) read it.
+// TaskJSON is a task as beads (bd 0.49) marshals an issue: the same names,
+// types, order and omissions, so that tools written for bd decode spool's
+// output unchanged. Owner is bd's "human owner": spool's creator.
 type TaskJSON struct {
-	ID           string        `json:"id"`
-	Title        string        `json:"title"`
-	Description  string        `json:"description,omitempty"`
-	Status       string        `json:"status"`
-	Priority     int           `json:"priority"`
-	IssueType    string        `json:"issue_type"`
-	Labels       []string      `json:"labels,omitempty"`
-	Assignee     string        `json:"assignee,omitempty"`
-	CreatedBy    string        `json:"created_by,omitempty"`
-	CreatedAt    time.Time     `json:"created_at"`
-	UpdatedAt    time.Time     `json:"updated_at"`
-	ClosedAt     *time.Time    `json:"closed_at,omitempty"`
-	CloseReason  string        `json:"close_reason,omitempty"`
-	Dependencies []DepJSON     `json:"dependencies,omitempty"`
-	Comments     []CommentJSON `json:"comments,omitempty"`
+	ID                 string        `json:"id"`
+	Title              string        `json:"title"`
+	Description        string        `json:"description,omitempty"`
+	Design             string        `json:"design,omitempty"`
+	AcceptanceCriteria string        `json:"acceptance_criteria,omitempty"`
+	Notes              string        `json:"notes,omitempty"`
+	Status             string        `json:"status,omitempty"`
+	Priority           int           `json:"priority"`
+	IssueType          string        `json:"issue_type,omitempty"`
+	Assignee           string        `json:"assignee,omitempty"`
+	Owner              string        `json:"owner,omitempty"`
+	CreatedAt          time.Time     `json:"created_at"`
+	CreatedBy          string        `json:"created_by,omitempty"`
+	UpdatedAt          time.Time     `json:"updated_at"`
+	ClosedAt           *time.Time    `json:"closed_at,omitempty"`
+	CloseReason        string        `json:"close_reason,omitempty"`
+	Labels             []string      `json:"labels,omitempty"`
+	Dependencies       []DepJSON     `json:"dependencies,omitempty"`
+	Comments           []CommentJSON `json:"comments,omitempty"`
 }
 
-// DepJSON is beads' dependency record; Type is "blocks" or "parent-child".
+// DepJSON is beads' dependency record: Type is "blocks", "parent-child", or
+// a link that does not block ("related", "discovered-from", …).
 type DepJSON struct {
 	IssueID     string    `json:"issue_id"`
 	DependsOnID string    `json:"depends_on_id"`
@@ -33,34 +41,102 @@ type DepJSON struct {
 	CreatedBy   string    `json:"created_by,omitempty"`
 }
 
+// Dependency types.
+const (
+	DepBlocks      = "blocks"
+	DepParentChild = "parent-child"
+)
+
+// CommentJSON is beads' comment.
 type CommentJSON struct {
+	ID        int64     `json:"id"`
+	IssueID   string    `json:"issue_id"`
 	Author    string    `json:"author"`
 	Text      string    `json:"text"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// JSON renders the task; comments only when asked (spool task show).
-func (t *Task) JSON(comments bool) TaskJSON {
-	x := t.Detail()
-	j := TaskJSON{ID: t.ID, Title: t.Title, Description: x.Description, Status: t.Status, Priority: t.Priority,
-		IssueType: t.Type, Labels: t.Labels, Assignee: x.Assignee, CreatedBy: x.CreatedBy, CreatedAt: t.CreatedAt,
-		UpdatedAt: x.UpdatedAt, CloseReason: x.CloseReason}
-	if !x.ClosedAt.IsZero() {
-		at := x.ClosedAt
-		j.ClosedAt = &at
-	}
-	if t.Parent != "" {
-		j.Dependencies = append(j.Dependencies, DepJSON{IssueID: t.ID, DependsOnID: t.Parent, Type: "parent-child", CreatedAt: t.CreatedAt, CreatedBy: x.CreatedBy})
-	}
-	for _, d := range t.Blockers {
-		j.Dependencies = append(j.Dependencies, DepJSON{IssueID: t.ID, DependsOnID: d.ID, Type: "blocks", CreatedAt: d.At, CreatedBy: d.By})
-	}
-	if comments {
-		for _, c := range x.Comments {
-			j.Comments = append(j.Comments, CommentJSON{Author: c.Author, Text: c.Text, CreatedAt: c.At})
-		}
+// ListItemJSON is an item of bd list --json (beads' IssueWithCounts).
+type ListItemJSON struct {
+	TaskJSON
+	DependencyCount int `json:"dependency_count"`
+	DependentCount  int `json:"dependent_count"`
+}
+
+// DetailJSON is an item of bd show --json (beads' IssueDetails): what the
+// task depends on and what depends on it, as whole tasks with the
+// dependency's type, and its parent's id.
+type DetailJSON struct {
+	TaskJSON
+	Labels       []string      `json:"labels,omitempty"`
+	Dependencies []RelatedJSON `json:"dependencies,omitempty"`
+	Dependents   []RelatedJSON `json:"dependents,omitempty"`
+	Comments     []CommentJSON `json:"comments,omitempty"`
+	Parent       *string       `json:"parent,omitempty"`
+}
+
+// RelatedJSON is a task on the other end of a dependency (beads'
+// IssueWithDependencyMetadata).
+type RelatedJSON struct {
+	TaskJSON
+	DependencyType string `json:"dependency_type"`
+}
+
+// Record renders the task as recorded, whole: dependencies and comments
+// included (tasks.json and spool export). Views at a time use State.View.
+func (t *Task) Record() TaskJSON {
+	j := t.base()
+	j.Dependencies = t.deps()
+	for _, c := range t.Detail().Comments {
+		j.Comments = append(j.Comments, t.comment(c))
 	}
 	return j
+}
+
+// base is the task without dependencies or comments (bd ready's items).
+func (t *Task) base() TaskJSON {
+	x := t.Detail()
+	j := TaskJSON{ID: t.ID, Title: t.Title, Description: x.Description, Design: x.Design, AcceptanceCriteria: x.Acceptance,
+		Notes: x.Notes, Status: t.Status, Priority: t.Priority, IssueType: t.Type, Assignee: x.Assignee, Owner: x.CreatedBy,
+		CreatedAt: t.CreatedAt, CreatedBy: x.CreatedBy, UpdatedAt: x.UpdatedAt, CloseReason: x.CloseReason,
+		ClosedAt: timePtr(x.ClosedAt)}
+	if len(t.Labels) > 0 {
+		j.Labels = slices.Clone(t.Labels)
+	}
+	return j
+}
+
+// deps are the task's dependency records: its parent, its blockers, its links.
+func (t *Task) deps() []DepJSON {
+	var out []DepJSON
+	x := t.Detail()
+	if t.Parent != "" {
+		at, by := t.CreatedAt, x.CreatedBy
+		if !x.ParentAt.IsZero() {
+			at, by = x.ParentAt, x.ParentBy
+		}
+		out = append(out, DepJSON{IssueID: t.ID, DependsOnID: t.Parent, Type: DepParentChild, CreatedAt: at, CreatedBy: by})
+	}
+	for _, d := range t.Blockers {
+		out = append(out, DepJSON{IssueID: t.ID, DependsOnID: d.ID, Type: DepBlocks, CreatedAt: d.At, CreatedBy: d.By})
+	}
+	for _, l := range t.Links {
+		out = append(out, DepJSON{IssueID: t.ID, DependsOnID: l.ID, Type: l.Type, CreatedAt: l.At, CreatedBy: l.By})
+	}
+	return out
+}
+
+func (t *Task) comment(c Comment) CommentJSON {
+	return CommentJSON{ID: c.ID, IssueID: t.ID, Author: c.Author, Text: c.Text, CreatedAt: c.At}
+}
+
+// Comments renders the task's comments.
+func (t *Task) Comments() []CommentJSON {
+	out := []CommentJSON{}
+	for _, c := range t.Detail().Comments {
+		out = append(out, t.comment(c))
+	}
+	return out
 }
 
 // EntryJSON is one task's queue history.

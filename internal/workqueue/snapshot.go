@@ -19,7 +19,7 @@ import (
 // of one string holding the whole body, so decoding allocates little.
 
 const (
-	tasksMagic = "spool-tasks-5\n"
+	tasksMagic = "spool-tasks-6\n"
 	queueMagic = "spool-history-3\n"
 )
 
@@ -29,18 +29,12 @@ var errSnapshot = errors.New("tasks snapshot is damaged")
 // can keep it as a substring.
 func encodeDetail(x *TaskDetail) string {
 	w := &writer{}
-	for _, s := range []string{x.Description, x.Design, x.Acceptance, x.Notes, x.Assignee, x.CreatedBy, x.CloseReason} {
+	for _, s := range []string{x.Description, x.Design, x.Acceptance, x.Notes, x.Assignee, x.CreatedBy, x.CloseReason, x.ParentBy} {
 		w.str(s)
 	}
 	w.time(x.UpdatedAt)
 	w.time(x.ClosedAt)
-	w.uint(uint64(len(x.Links)))
-	for _, l := range x.Links {
-		w.str(l.ID)
-		w.str(l.Type)
-		w.time(l.At)
-		w.str(l.By)
-	}
+	w.time(x.ParentAt)
 	w.uint(uint64(len(x.Comments)))
 	for _, c := range x.Comments {
 		w.int(c.ID)
@@ -56,14 +50,8 @@ func encodeDetail(x *TaskDetail) string {
 func decodeDetail(raw string) *TaskDetail {
 	r := &reader{s: raw}
 	x := &TaskDetail{Description: r.str(), Design: r.str(), Acceptance: r.str(), Notes: r.str(), Assignee: r.str(),
-		CreatedBy: r.str(), CloseReason: r.str()}
-	x.UpdatedAt, x.ClosedAt = r.time(), r.time()
-	if n := r.count(); n > 0 {
-		x.Links = make([]Link, n)
-		for i := range x.Links {
-			x.Links[i] = Link{ID: r.str(), Type: r.str(), At: r.time(), By: r.str()}
-		}
-	}
+		CreatedBy: r.str(), CloseReason: r.str(), ParentBy: r.str()}
+	x.UpdatedAt, x.ClosedAt, x.ParentAt = r.time(), r.time(), r.time()
 	if n := r.count(); n > 0 {
 		x.Comments = make([]Comment, n)
 		for i := range x.Comments {
@@ -100,6 +88,13 @@ func (p *TasksProjection) MarshalState() ([]byte, error) {
 			w.str(d.ID)
 			w.time(d.At)
 			w.str(d.By)
+		}
+		w.uint(uint64(len(t.Links)))
+		for _, l := range t.Links {
+			w.str(l.ID)
+			w.str(l.Type)
+			w.time(l.At)
+			w.str(l.By)
 		}
 		if t.detail == nil {
 			w.str(t.rawDetail) // never decoded: copy it as it was
@@ -213,6 +208,12 @@ func (s *State) decodeTasks(r *reader, n int) error {
 			t.Blockers = make([]Dep, k)
 			for j := range t.Blockers {
 				t.Blockers[j] = Dep{ID: r.str(), At: r.time(), By: r.str()}
+			}
+		}
+		if k := r.count(); k > 0 {
+			t.Links = make([]Link, k)
+			for j := range t.Links {
+				t.Links[j] = Link{ID: r.str(), Type: r.str(), At: r.time(), By: r.str()}
 			}
 		}
 		t.rawDetail = r.str() // decoded by Detail, if ever

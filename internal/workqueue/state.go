@@ -25,6 +25,7 @@ type Task struct {
 	CreatedAt  time.Time
 	Parent     string
 	Blockers   []Dep     // sorted by ID
+	Links      []Link    // dependencies that do not block (from a beads import)
 	LeaseUntil time.Time // while a claim holds it (in_progress)
 
 	detail    *TaskDetail // nil until Detail is called on a task read from a snapshot
@@ -42,7 +43,8 @@ type TaskDetail struct {
 	UpdatedAt   time.Time
 	ClosedAt    time.Time
 	CloseReason string
-	Links       []Link // dependencies that do not block (from a beads import)
+	ParentAt    time.Time // when the parent was set, if not at creation (an import)
+	ParentBy    string
 	Comments    []Comment
 }
 
@@ -325,7 +327,8 @@ func (s *State) applyTask(e *eventlog.Event) {
 		}
 		t = &Task{ID: id, Title: d.Title, Status: StatusOpen, Priority: d.Priority, Type: d.IssueType,
 			Labels: NormLabels(d.Labels), CreatedAt: e.At, Parent: d.Parent,
-			detail: &TaskDetail{Description: d.Description, Notes: d.Notes, Assignee: d.Assignee, CreatedBy: e.Actor, UpdatedAt: e.At}}
+			detail: &TaskDetail{Description: d.Description, Design: d.Design, Acceptance: d.Acceptance, Notes: d.Notes,
+				Assignee: d.Assignee, CreatedBy: e.Actor, UpdatedAt: e.At}}
 		for _, b := range d.Deps {
 			t.addBlocker(Dep{ID: b, At: e.At, By: e.Actor})
 		}
@@ -354,6 +357,12 @@ func (s *State) applyTask(e *eventlog.Event) {
 		}
 		if d.Description != nil {
 			x.Description = *d.Description
+		}
+		if d.Design != nil {
+			x.Design = *d.Design
+		}
+		if d.Acceptance != nil {
+			x.Acceptance = *d.Acceptance
 		}
 		if d.Notes != nil {
 			x.Notes = *d.Notes
@@ -614,7 +623,7 @@ func (p *TasksProjection) Files() ([]projections.File, error) {
 	ids := s.SortedIDs()
 	tasks := make([]TaskJSON, 0, len(ids))
 	for _, id := range ids {
-		tasks = append(tasks, s.Tasks[id].JSON(false))
+		tasks = append(tasks, s.Tasks[id].Record())
 	}
 	b, err := marshalIndent(tasks)
 	return []projections.File{{Path: ".spool/state/tasks.json", Data: b}}, err
@@ -655,8 +664,14 @@ func (s *State) imported(id string, d *ImportedData) *Task {
 		t.addBlocker(Dep{ID: b.ID, At: b.At.UTC(), By: b.By})
 	}
 	x := &TaskDetail{Description: d.Description, Design: d.Design, Acceptance: d.AcceptanceCriteria, Notes: d.Notes,
-		Assignee: d.Assignee, CreatedBy: d.CreatedBy, UpdatedAt: d.UpdatedAt.UTC(), CloseReason: d.CloseReason,
-		Links: slices.Clone(d.Links)}
+		Assignee: d.Assignee, CreatedBy: d.CreatedBy, UpdatedAt: d.UpdatedAt.UTC(), CloseReason: d.CloseReason}
+	if d.Parent != nil {
+		x.ParentAt, x.ParentBy = d.Parent.At.UTC(), d.Parent.By
+	}
+	for _, l := range d.Links {
+		l.At = l.At.UTC()
+		t.Links = append(t.Links, l)
+	}
 	if d.ClosedAt != nil {
 		x.ClosedAt = d.ClosedAt.UTC()
 	}

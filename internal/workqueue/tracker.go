@@ -39,9 +39,13 @@ func (s *State) blockedBy(t *Task, memo map[string]bool, depth int) bool {
 }
 
 // ReadyFilter narrows spool ready: every label in All, at least one in Any.
+// Claimed lets claimed tasks in as well (bd ready lists in_progress work);
+// Unassigned keeps only tasks nobody is assigned.
 type ReadyFilter struct {
-	All []string
-	Any []string
+	All        []string
+	Any        []string
+	Claimed    bool
+	Unassigned bool
 }
 
 func (f ReadyFilter) admits(t *Task) bool {
@@ -68,7 +72,9 @@ func (s *State) Ready(p Policy, f ReadyFilter, now time.Time, limit int) []*Task
 	memo := map[string]bool{}
 	var out []*Task
 	for _, t := range s.Tasks {
-		if t.Status != StatusOpen && s.EffectiveStatus(t, p, now) != StatusOpen || !f.admits(t) {
+		st := s.EffectiveStatus(t, p, now)
+		if st != StatusOpen && !(f.Claimed && st == StatusInProgress) || !f.admits(t) ||
+			f.Unassigned && st == t.Status && t.Detail().Assignee != "" { // an expired claim's assignee is gone
 			continue
 		}
 		if limit > 0 && len(out) == limit && !taskLess(t, out[limit-1]) {
@@ -195,32 +201,82 @@ func (s *State) reaches(from, to string) bool {
 	return false
 }
 
-// View renders a task at now (its effective status).
-func (s *State) View(t *Task, p Policy, now time.Time, comments bool) TaskJSON {
-	j := t.JSON(comments)
+// View renders a task at now (its effective status), without dependencies
+// or comments: bd ready's items, and what commands that change a task print.
+func (s *State) View(t *Task, p Policy, now time.Time) TaskJSON {
+	j := t.base()
 	if st := s.EffectiveStatus(t, p, now); st != t.Status {
 		j.Status, j.Assignee = st, ""
-	}
-	if j.Labels != nil {
-		j.Labels = slices.Clone(j.Labels)
 	}
 	return j
 }
 
-// Dependents returns, sorted, the tasks that wait for id and its children.
-func (s *State) Dependents(id string) (blocks, children []string) {
+// ListItem renders a task as bd list --json does: with its dependency
+// records and both counts (dependents from DependentCounts).
+func (s *State) ListItem(t *Task, p Policy, now time.Time, dependents map[string]int) ListItemJSON {
+	j := s.View(t, p, now)
+	j.Dependencies = t.deps()
+	return ListItemJSON{TaskJSON: j, DependencyCount: len(j.Dependencies), DependentCount: dependents[t.ID]}
+}
+
+// DependentCounts counts, in one pass, the dependency records that name
+// each task: its children, the tasks it blocks, the tasks linked to it.
+func (s *State) DependentCounts() map[string]int {
+	n := map[string]int{}
 	for _, t := range s.Tasks {
-		if t.Parent == id {
-			children = append(children, t.ID)
+		if t.Parent != "" {
+			n[t.Parent]++
 		}
 		for _, d := range t.Blockers {
-			if d.ID == id {
-				blocks = append(blocks, t.ID)
-				break
+			n[d.ID]++
+		}
+		for _, l := range t.Links {
+			n[l.ID]++
+		}
+	}
+	return n
+}
+
+// Show renders a task as bd show --json does: what it depends on and what
+// depends on it as whole tasks, its comments, its parent.
+func (s *State) Show(t *Task, p Policy, now time.Time) DetailJSON {
+	j := DetailJSON{TaskJSON: s.View(t, p, now), Comments: t.Comments()}
+	j.Labels, j.TaskJSON.Labels = j.TaskJSON.Labels, nil
+	if len(j.Comments) == 0 {
+		j.Comments = nil
+	}
+	related := func(id, typ string) RelatedJSON {
+		if o := s.Tasks[id]; o != nil {
+			return RelatedJSON{TaskJSON: s.View(o, p, now), DependencyType: typ}
+		}
+		return RelatedJSON{TaskJSON: TaskJSON{ID: id}, DependencyType: typ} // imported with a dangling reference
+	}
+	for _, d := range t.deps() {
+		j.Dependencies = append(j.Dependencies, related(d.DependsOnID, d.Type))
+	}
+	for _, o := range s.dependentsOf(t.ID) {
+		for _, d := range o.deps() {
+			if d.DependsOnID == t.ID {
+				j.Dependents = append(j.Dependents, related(o.ID, d.Type))
 			}
 		}
 	}
-	sort.Strings(blocks)
-	sort.Strings(children)
-	return blocks, children
+	if t.Parent != "" {
+		parent := t.Parent
+		j.Parent = &parent
+	}
+	return j
+}
+
+// dependentsOf returns the tasks with a dependency record naming id, by id.
+func (s *State) dependentsOf(id string) []*Task {
+	var out []*Task
+	for _, t := range s.Tasks {
+		if t.Parent == id || slices.ContainsFunc(t.Blockers, func(d Dep) bool { return d.ID == id }) ||
+			slices.ContainsFunc(t.Links, func(l Link) bool { return l.ID == id }) {
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
 }

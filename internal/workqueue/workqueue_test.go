@@ -602,7 +602,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 	backTasks.State()
 	backHistory.State()
-	if got := back.Tasks[a].JSON(true).Comments; len(got) != 1 || got[0].Text != "looks good" {
+	if got := back.Tasks[a].Record().Comments; len(got) != 1 || got[0].Text != "looks good" {
 		t.Fatalf("comments %+v", got)
 	}
 	if back.Tasks[a].LeaseUntil != w.s.Tasks[a].LeaseUntil || back.History[a].LastError != "boom" {

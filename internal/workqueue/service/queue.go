@@ -79,7 +79,7 @@ func (s *Service) Next(ctx context.Context, require, exclude []string, worker st
 	}
 	out := &Claimed{Attempt: claim.Attempt, Worker: claim.Worker, LeaseUntil: claim.LeaseUntil}
 	if t := st.Tasks[claim.Task.ID]; t != nil {
-		out.TaskJSON = st.View(t, s.Policy, s.Now, false)
+		out.TaskJSON = st.View(t, s.Policy, s.Now)
 	} else {
 		c := claim.Task
 		out.TaskJSON = workqueue.TaskJSON{ID: c.ID, Title: c.Title, Description: c.Description, Status: workqueue.StatusInProgress,

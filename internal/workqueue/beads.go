@@ -1,0 +1,316 @@
+package workqueue
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/tidwall/gjson"
+)
+
+// What beads (bd) clients see: statuses as bd has them, ids resolved as bd
+// resolves them, epics bd would close, and bd's JSONL export and import.
+
+// Beads renders a task as bd shows it: a Blocked task (spool's blocked
+// label) has bd's status "blocked", without the label.
+func Beads(j TaskJSON) TaskJSON {
+	if j.Status == StatusOpen && slices.Contains(j.Labels, BlockedLabel) {
+		j.Status = StatusBlocked
+		j.Labels = slices.DeleteFunc(slices.Clone(j.Labels), func(l string) bool { return l == BlockedLabel })
+		if len(j.Labels) == 0 {
+			j.Labels = nil
+		}
+	}
+	return j
+}
+
+// CodeAmbiguousID is a partial id that matches more than one task.
+var CodeAmbiguousID = fault.Register(fault.Usage, "ambiguous_id")
+
+// ResolveID finds the task ref names, as bd does: the id itself, the id
+// with the prefix added ("4mx5" for "sp-4mx5"), or the one task whose id's
+// hash part starts with ref.
+func (s *State) ResolveID(prefix, ref string) (string, error) {
+	if s.Tasks[ref] != nil {
+		return ref, nil
+	}
+	if id := prefix + "-" + ref; s.Tasks[id] != nil {
+		return id, nil
+	}
+	var found []string
+	if ref != "" {
+		for id := range s.Tasks {
+			if _, hash, ok := strings.Cut(id, "-"); ok && strings.HasPrefix(hash, ref) {
+				found = append(found, id)
+			}
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return "", fault.NotFound("task", ref)
+	}
+	sort.Strings(found)
+	return "", fault.New(CodeAmbiguousID, nil, fmt.Sprintf("ambiguous ID %q matches %s", ref, strings.Join(found, ", ")),
+		"id", ref, "matches", found)
+}
+
+// EpicStatus is bd's epic status: an open epic and how many of its
+// children are closed. Epic carries the fields bd's query selects.
+type EpicStatus struct {
+	Epic             TaskJSON `json:"epic"`
+	TotalChildren    int      `json:"total_children"`
+	ClosedChildren   int      `json:"closed_children"`
+	EligibleForClose bool     `json:"eligible_for_close"`
+}
+
+// EpicsEligible lists the open epics all of whose children (one at least)
+// are closed, by priority then age, as bd epic close-eligible does.
+func (s *State) EpicsEligible(p Policy, now time.Time) []EpicStatus {
+	total, closed := map[string]int{}, map[string]int{}
+	for _, t := range s.Tasks {
+		if t.Parent != "" {
+			total[t.Parent]++
+			if t.Status == StatusClosed {
+				closed[t.Parent]++
+			}
+		}
+	}
+	var epics []*Task
+	for id, t := range s.Tasks {
+		if t.Type == "epic" && t.Status != StatusClosed && total[id] > 0 && total[id] == closed[id] {
+			epics = append(epics, t)
+		}
+	}
+	sortTasks(epics)
+	out := make([]EpicStatus, 0, len(epics))
+	for _, t := range epics {
+		v := Beads(s.View(t, p, now))
+		epic := TaskJSON{ID: v.ID, Title: v.Title, Description: v.Description, Design: v.Design,
+			AcceptanceCriteria: v.AcceptanceCriteria, Notes: v.Notes, Status: v.Status, Priority: v.Priority,
+			IssueType: v.IssueType, Assignee: v.Assignee, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, ClosedAt: v.ClosedAt}
+		out = append(out, EpicStatus{Epic: epic, TotalChildren: total[t.ID], ClosedChildren: closed[t.ID], EligibleForClose: true})
+	}
+	return out
+}
+
+// Export is every task as bd's JSONL export has it, by id: whole, with
+// labels, dependencies and comments.
+func (s *State) Export() []TaskJSON {
+	out := make([]TaskJSON, 0, len(s.Tasks))
+	for _, id := range s.SortedIDs() {
+		out = append(out, Beads(s.Tasks[id].Record()))
+	}
+	return out
+}
+
+// CodeInvalidImport is a line of an import that spool cannot take.
+var CodeInvalidImport = fault.Register(fault.Usage, "invalid_import")
+
+// knownFields are the issue fields an import keeps; others are reported.
+var knownFields = map[string]bool{}
+
+func init() {
+	for _, f := range []string{"id", "title", "description", "design", "acceptance_criteria", "notes", "status", "priority",
+		"issue_type", "assignee", "owner", "created_at", "created_by", "updated_at", "closed_at", "close_reason", "labels",
+		"dependencies", "comments"} {
+		knownFields[f] = true
+	}
+}
+
+// ParseJSONL reads a bd JSONL export: one issue per line, blank lines
+// skipped. It returns the issues and, sorted, the fields spool does not
+// keep (bd's due_at, say), so that the caller can say what is dropped.
+func ParseJSONL(r io.Reader) (recs []TaskJSON, dropped []string, err error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 64<<20)
+	seen := map[string]bool{}
+	ids := map[string]int{}
+	for line := 1; sc.Scan(); line++ {
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		bad := func(format string, args ...any) error {
+			return fault.New(CodeInvalidImport, nil, fmt.Sprintf("line %d: %s", line, fmt.Sprintf(format, args...)), "line", line)
+		}
+		if !gjson.ValidBytes(b) || b[0] != '{' {
+			return nil, nil, bad("not a JSON object")
+		}
+		gjson.ParseBytes(b).ForEach(func(k, _ gjson.Result) bool {
+			if !knownFields[k.Str] && !seen[k.Str] {
+				seen[k.Str] = true
+				dropped = append(dropped, k.Str)
+			}
+			return true
+		})
+		var rec TaskJSON
+		if err := json.Unmarshal(b, &rec); err != nil {
+			return nil, nil, bad("%v", err)
+		}
+		if err := checkImported(&rec); err != nil {
+			return nil, nil, bad("%v", err)
+		}
+		if first, ok := ids[rec.ID]; ok {
+			return nil, nil, bad("%s is on line %d already", rec.ID, first)
+		}
+		ids[rec.ID] = line
+		recs = append(recs, rec)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, fault.New(CodeInvalidImport, err, fmt.Sprintf("reading the import: %v", err))
+	}
+	sort.Strings(dropped)
+	return recs, dropped, nil
+}
+
+var (
+	importID   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	importType = regexp.MustCompile(`^[a-z][a-z-]*$`)
+)
+
+// checkImported refuses what spool could not show or claim.
+func checkImported(r *TaskJSON) error {
+	switch {
+	case !importID.MatchString(r.ID):
+		return fmt.Errorf("id %q is not an id", r.ID)
+	case strings.TrimSpace(r.Title) == "":
+		return fmt.Errorf("%s has no title", r.ID)
+	case r.Priority < 0 || r.Priority > MaxPriority:
+		return fmt.Errorf("%s: priority must be 0 to 4, got %d", r.ID, r.Priority)
+	case r.CreatedAt.IsZero():
+		return fmt.Errorf("%s has no created_at", r.ID)
+	}
+	if r.Status == "" {
+		r.Status = StatusOpen
+	}
+	if !slices.Contains([]string{StatusOpen, StatusInProgress, StatusBlocked, StatusDeferred, StatusClosed}, r.Status) {
+		return fmt.Errorf("%s: status %q is not one of open, in_progress, blocked, deferred, closed", r.ID, r.Status)
+	}
+	if r.IssueType == "" {
+		r.IssueType = "task"
+	}
+	if !importType.MatchString(r.IssueType) {
+		return fmt.Errorf("%s: issue_type %q is not a type", r.ID, r.IssueType)
+	}
+	for _, l := range r.Labels {
+		if err := ValidateLabel(l); err != nil {
+			return fmt.Errorf("%s: %v", r.ID, err)
+		}
+	}
+	parents := 0
+	for _, d := range r.Dependencies {
+		switch {
+		case d.IssueID != "" && d.IssueID != r.ID:
+			return fmt.Errorf("%s: a dependency of %s is listed under it", r.ID, d.IssueID)
+		case !importID.MatchString(d.DependsOnID) || d.DependsOnID == r.ID:
+			return fmt.Errorf("%s: dependency on %q", r.ID, d.DependsOnID)
+		case !importType.MatchString(d.Type):
+			return fmt.Errorf("%s: dependency type %q is not a type", r.ID, d.Type)
+		case d.Type == DepParentChild:
+			parents++
+		}
+	}
+	if parents > 1 {
+		return fmt.Errorf("%s has %d parents", r.ID, parents)
+	}
+	for _, c := range r.Comments {
+		if c.IssueID != "" && c.IssueID != r.ID {
+			return fmt.Errorf("%s: a comment of %s is listed under it", r.ID, c.IssueID)
+		}
+	}
+	return nil
+}
+
+// RenamePrefix gives every id in recs, references included, the prefix to
+// (the part before the first "-"): what bd import asks of ids.
+func RenamePrefix(recs []TaskJSON, to string) error {
+	if !ValidPrefix(to) {
+		return fault.Usagef(CodeInvalidImport, "prefix %q must be 1-16 lowercase letters and digits, starting with a letter", to)
+	}
+	rename := func(id string) string {
+		if _, rest, ok := strings.Cut(id, "-"); ok {
+			return to + "-" + rest
+		}
+		return to + "-" + id
+	}
+	for i := range recs {
+		r := &recs[i]
+		r.ID = rename(r.ID)
+		for j := range r.Dependencies {
+			d := &r.Dependencies[j]
+			d.IssueID, d.DependsOnID = rename(d.IssueID), rename(d.DependsOnID)
+		}
+		for j := range r.Comments {
+			r.Comments[j].IssueID = rename(r.Comments[j].IssueID)
+		}
+	}
+	return nil
+}
+
+// ImportTasks decides task.imported for each record that differs from the
+// task spool has: importing the same export twice appends nothing.
+func ImportTasks(s *State, recs []TaskJSON) ([]eventlog.Draft, error) {
+	var drafts []eventlog.Draft
+	for _, r := range recs {
+		d := importedData(r)
+		want, err := json.Marshal(Beads(NewState().imported(r.ID, &d).Record()))
+		if err != nil {
+			return nil, err
+		}
+		if t := s.Tasks[r.ID]; t != nil {
+			have, err := json.Marshal(Beads(t.Record()))
+			if err != nil {
+				return nil, err
+			}
+			if bytes.Equal(have, want) {
+				continue
+			}
+		}
+		drafts = append(drafts, eventlog.Draft{Type: TypeImported, Subject: r.ID, Data: d})
+	}
+	return drafts, nil
+}
+
+func importedData(r TaskJSON) ImportedData {
+	d := ImportedData{Title: r.Title, Description: r.Description, Design: r.Design, AcceptanceCriteria: r.AcceptanceCriteria,
+		Notes: r.Notes, Status: r.Status, Priority: r.Priority, IssueType: r.IssueType, Assignee: r.Assignee,
+		CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy, UpdatedAt: r.UpdatedAt.UTC(), CloseReason: r.CloseReason,
+		Labels: NormLabels(r.Labels)}
+	if d.CreatedBy == "" {
+		d.CreatedBy = r.Owner
+	}
+	if d.UpdatedAt.IsZero() {
+		d.UpdatedAt = d.CreatedAt
+	}
+	if r.ClosedAt != nil {
+		at := r.ClosedAt.UTC()
+		d.ClosedAt = &at
+	}
+	for _, dep := range r.Dependencies {
+		x := ImportedDep{ID: dep.DependsOnID, At: dep.CreatedAt.UTC(), By: dep.CreatedBy}
+		switch dep.Type {
+		case DepParentChild:
+			d.Parent = &x
+		case DepBlocks:
+			d.Blockers = append(d.Blockers, x)
+		default:
+			d.Links = append(d.Links, Link{ID: x.ID, Type: dep.Type, At: x.At, By: x.By})
+		}
+	}
+	sort.Slice(d.Blockers, func(i, j int) bool { return d.Blockers[i].ID < d.Blockers[j].ID })
+	for _, c := range r.Comments {
+		d.Comments = append(d.Comments, ImportedNote{ID: c.ID, Author: c.Author, Text: c.Text, At: c.CreatedAt.UTC()})
+	}
+	return d
+}

@@ -1,0 +1,158 @@
+package workqueue
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
+)
+
+// Claiming a named task, giving a claim back, and setting a task's status
+// the way beads clients do (bd update --status): each status maps onto the
+// queue's own events, so that the queue's rules hold whichever front end
+// changed the task.
+
+// StatusBlocked is beads' blocked status; spool keeps it as the blocked label.
+const StatusBlocked = "blocked"
+
+// ClaimTask claims task id for worker, as next would but by name: blockers
+// and backoff are next's business, not a claim's. It refuses a closed task
+// and one another actor holds; the actor's own live claim is left as it is
+// (no events). Expired leases are recorded first, as next does. A Blocked
+// task is unblocked by the claim (beads' blocked → in_progress).
+func ClaimTask(s *State, p Policy, id, worker, actor string, now time.Time) ([]eventlog.Draft, error) {
+	t, err := s.task(id)
+	if err != nil {
+		return nil, err
+	}
+	if t.Status == StatusClosed {
+		return nil, invalidTransition(id, "is closed; reopen it first")
+	}
+	drafts := Expire(s, p, now)
+	over, err := Overlay(s, drafts, actor, now)
+	if err != nil {
+		return nil, err
+	}
+	view := layered{s, over}
+	h := view.entry(id)
+	if h != nil && h.Status == HistWorking {
+		if h.Actor != actor {
+			return nil, fault.New(CodeAlreadyClaimed, fault.ErrConflict,
+				fmt.Sprintf("task %s is claimed by %s until %s", id, h.Actor, h.LeaseUntil.Format(time.RFC3339)),
+				"id", id, "claimant", h.Actor)
+		}
+		return nil, nil
+	}
+	if s.isBlocked(id) {
+		drafts = append(drafts, eventlog.Draft{Type: TypeUnblocked, Subject: id, Data: UnblockedData{}})
+	}
+	attempt := 1
+	if h != nil {
+		attempt = h.Attempts + 1
+	}
+	return append(drafts, eventlog.Draft{Type: TypeClaimed, Subject: id, Data: ClaimedData{Attempt: attempt, Worker: worker,
+		LeaseUntil: now.Add(p.Lease), Priority: view.task(id).Priority, Source: SourceNative}}), nil
+}
+
+// Release gives a claim the actor holds back, with no result: the task is
+// open again and the attempt is not counted as a failure.
+func Release(s *State, p Policy, id, actor string, now time.Time) (eventlog.Draft, error) {
+	h, err := held(s, p, id, actor, now)
+	if err != nil {
+		return eventlog.Draft{}, err
+	}
+	return eventlog.Draft{Type: TypeReleased, Subject: id, Data: AttemptData{Attempt: h.Attempts}}, nil
+}
+
+// Finish closes a task: a success of the actor's live claim (task.succeeded
+// and task.closed, as done records it), or a plain close. A closed task is
+// left as it is (no events), as bd close leaves it.
+func Finish(s *State, p Policy, id, actor, reason string, now time.Time) ([]eventlog.Draft, error) {
+	t, err := s.task(id)
+	if err != nil {
+		return nil, err
+	}
+	if t.Status == StatusClosed {
+		return nil, nil
+	}
+	if _, err := held(s, p, id, actor, now); err == nil {
+		return Done(s, p, id, actor, reason, now)
+	}
+	return CloseTasks(s, []string{id}, reason)
+}
+
+// SetStatus moves a task to a beads status: in_progress claims it for
+// worker, blocked blocks it, closed finishes it, open undoes whichever of
+// those holds (reopen, unblock, release), deferred defers it.
+func SetStatus(s *State, p Policy, id, to, worker, actor, reason string, now time.Time) ([]eventlog.Draft, error) {
+	t, err := s.task(id)
+	if err != nil {
+		return nil, err
+	}
+	status := s.EffectiveStatus(t, p, now)
+	one := func(d eventlog.Draft, err error) ([]eventlog.Draft, error) {
+		if err != nil {
+			return nil, err
+		}
+		return []eventlog.Draft{d}, nil
+	}
+	switch to {
+	case StatusInProgress:
+		return ClaimTask(s, p, id, worker, actor, now)
+	case StatusClosed:
+		return Finish(s, p, id, actor, reason, now)
+	case StatusBlocked:
+		if s.isBlocked(id) {
+			return nil, nil
+		}
+		if status == StatusClosed {
+			return nil, invalidTransition(id, "is closed; reopen it first")
+		}
+		if reason == "" {
+			reason = "set blocked"
+		}
+		var drafts []eventlog.Draft
+		if status == StatusInProgress {
+			r, err := Release(s, p, id, actor, now)
+			if err != nil {
+				return nil, err
+			}
+			drafts = append(drafts, r)
+		}
+		d := BlockedData{TaskID: id, Reason: reason}
+		if h := s.History[id]; h != nil {
+			d.TotalAttempts, d.LastFailureReason = h.Failures, h.LastError
+		}
+		return append(drafts, eventlog.Draft{Type: TypeBlocked, Subject: id, Data: d}), nil
+	case StatusOpen:
+		switch {
+		case status == StatusClosed:
+			return one(Reopen(s, id))
+		case status == StatusInProgress && s.History[id] != nil && s.History[id].Status == HistWorking:
+			return one(Release(s, p, id, actor, now))
+		case status == StatusInProgress: // in_progress with no claim: imported so
+			open := StatusOpen
+			return []eventlog.Draft{{Type: TypeUpdated, Subject: id, Data: UpdatedData{Status: &open}}}, nil
+		case s.isBlocked(id):
+			return one(Unblock(s, id, false))
+		case status == StatusDeferred:
+			open := StatusOpen
+			return []eventlog.Draft{{Type: TypeUpdated, Subject: id, Data: UpdatedData{Status: &open}}}, nil
+		}
+		return nil, nil
+	case StatusDeferred:
+		switch status {
+		case StatusDeferred:
+			return nil, nil
+		case StatusInProgress:
+			return nil, invalidTransition(id, "is claimed; finish or release it first")
+		case StatusClosed:
+			return nil, invalidTransition(id, "is closed; reopen it first")
+		}
+		deferred := StatusDeferred
+		return []eventlog.Draft{{Type: TypeUpdated, Subject: id, Data: UpdatedData{Status: &deferred}}}, nil
+	}
+	return nil, fault.New(CodeInvalidStatus, nil,
+		fmt.Sprintf("status must be one of open, in_progress, blocked, deferred, closed, got %q", to), "status", to)
+}
