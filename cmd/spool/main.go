@@ -36,6 +36,9 @@ type CLI struct {
 	Unblock     UnblockCmd     `cmd:"" help:"Clear Blocked."`
 	History     HistoryCmd     `cmd:"" help:"The queue's history: attempts, last error, next eligible time."`
 	Stats       StatsCmd       `cmd:"" help:"Count the queue: completed, failed, in backoff, abandoned, blocked, ready."`
+	Export      ExportCmd      `cmd:"" help:"Write every task as beads' JSONL (bd import reads it)."`
+	Import      ImportCmd      `cmd:"" help:"Read tasks from beads' JSONL (bd export); importing twice changes nothing."`
+	BD          BDCmd          `cmd:"" name:"bd" passthrough:"" help:"Run a beads (bd) command over spool's tracker: spool bd ready --json."`
 	Config      ConfigCmd      `cmd:"" help:"Read and change .spool/config.json."`
 	Replay      ReplayCmd      `cmd:"" help:"Rebuild every projection from the log."`
 	Verify      VerifyCmd      `cmd:"" help:"Check the log and that projections equal a fresh replay."`
@@ -75,6 +78,9 @@ func main() {
 		debug.SetGCPercent(-1)
 		debug.SetMemoryLimit(512 << 20)
 	}
+	if name, ok := asBeads(os.Args[0]); ok {
+		os.Exit(runAsBeads(name, os.Args[1:], os.Stdout, os.Stderr))
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -89,25 +95,57 @@ func longRunning() {
 
 type exitPanic int
 
-func run(args []string, stdout, stderr io.Writer) (code int) {
+func run(args []string, stdout, stderr io.Writer) int {
+	return guarded(args, stderr, func(ctx context.Context) int {
+		var cli CLI
+		parser, err := kong.New(&cli,
+			kong.Name("spool"),
+			kong.Description("spool keeps a team's work queues as an event log in its git repository."),
+			kong.Writers(stdout, stderr),
+			kong.Exit(func(c int) { panic(exitPanic(c)) }),
+			kong.UsageOnError(),
+			kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		)
+		if err != nil {
+			fmt.Fprintln(stderr, "spool:", err)
+			return 1
+		}
+		kctx, err := parser.Parse(args)
+		if err != nil {
+			return report(stderr, wantsJSON(args), fault.Usagef(fault.CodeUsage, "%v", err))
+		}
+		if cli.Dir != "" {
+			if st, err := os.Stat(cli.Dir); err != nil || !st.IsDir() {
+				return report(stderr, cli.JSON, fault.New(CodeInvalidDirectory, err,
+					fmt.Sprintf("-C %s: not a directory", cli.Dir), "dir", cli.Dir))
+			}
+		}
+		e := &env{Globals: &cli.Globals, ctx: ctx, stdout: stdout, stderr: stderr, app: parser}
+		if where := os.Getenv("SPOOL_TEST_PANIC"); where != "" {
+			testPanic(where)
+		}
+		if err := kctx.Run(e); err != nil {
+			return report(stderr, cli.JSON, err)
+		}
+		return 0
+	})
+}
+
+// runAsBeads is spool invoked as bd or br: args are bd's.
+func runAsBeads(name string, args []string, stdout, stderr io.Writer) int {
+	return guarded(args, stderr, func(ctx context.Context) int {
+		return runBD(ctx, name, args, "", "", stdout, stderr)
+	})
+}
+
+// guarded runs a command line with SIGINT and SIGTERM cancelling its
+// context, kong's exits as exit codes, and a bug, in this goroutine or any
+// other, as exit 1 (unexpected), not Go's 2, which means usage here; under
+// --json as the JSON error object.
+func guarded(args []string, stderr io.Writer, fn func(context.Context) int) (code int) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var cli CLI
-	parser, err := kong.New(&cli,
-		kong.Name("spool"),
-		kong.Description("spool keeps a team's work queues as an event log in its git repository."),
-		kong.Writers(stdout, stderr),
-		kong.Exit(func(c int) { panic(exitPanic(c)) }),
-		kong.UsageOnError(),
-		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
-	)
-	if err != nil {
-		fmt.Fprintln(stderr, "spool:", err)
-		return 1
-	}
 	jsonErrors := wantsJSON(args)
-	// A bug, in this goroutine or any other: exit 1 (unexpected), not Go's
-	// 2, which means usage here; under --json as the JSON error object.
 	defer fault.SetPanicHandler(fault.SetPanicHandler(func(p any, stack []byte) {
 		reportPanic(stderr, jsonErrors, p, stack)
 	}))
@@ -120,24 +158,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			code = reportPanic(stderr, jsonErrors, p, debug.Stack())
 		}
 	}()
-	kctx, err := parser.Parse(args)
-	if err != nil {
-		return report(stderr, jsonErrors, fault.Usagef(fault.CodeUsage, "%v", err))
-	}
-	if cli.Dir != "" {
-		if st, err := os.Stat(cli.Dir); err != nil || !st.IsDir() {
-			return report(stderr, cli.JSON, fault.New(CodeInvalidDirectory, err,
-				fmt.Sprintf("-C %s: not a directory", cli.Dir), "dir", cli.Dir))
-		}
-	}
-	e := &env{Globals: &cli.Globals, ctx: ctx, stdout: stdout, stderr: stderr, app: parser}
-	if where := os.Getenv("SPOOL_TEST_PANIC"); where != "" {
-		testPanic(where)
-	}
-	if err := kctx.Run(e); err != nil {
-		return report(stderr, cli.JSON, err)
-	}
-	return 0
+	return fn(ctx)
 }
 
 // wantsJSON looks for --json before parsing, so parse errors honour it too.

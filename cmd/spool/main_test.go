@@ -22,6 +22,7 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(removeBinary{m}, map[string]func(){
 		"spool": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
+		"bd":    func() { os.Exit(runAsBeads("bd", os.Args[1:], os.Stdout, os.Stderr)) },
 	})
 }
 

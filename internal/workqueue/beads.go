@@ -314,3 +314,71 @@ func importedData(r TaskJSON) ImportedData {
 	}
 	return d
 }
+
+// BeadsDetail is Beads for bd show's items: the task (its labels are the
+// detail's) and every related task.
+func BeadsDetail(d DetailJSON) DetailJSON {
+	t := d.TaskJSON
+	t.Labels = d.Labels
+	t = Beads(t)
+	d.TaskJSON, d.Labels = t, t.Labels
+	d.TaskJSON.Labels = nil
+	for _, list := range [][]RelatedJSON{d.Dependencies, d.Dependents} {
+		for i := range list {
+			list[i].TaskJSON = Beads(list[i].TaskJSON)
+		}
+	}
+	return d
+}
+
+// BeadsOrder sorts tasks as bd ready's sort policies do: "priority" by
+// priority then age; "oldest" by age; "hybrid" (bd's default) puts tasks
+// created in the 48 hours before now first, by priority, then the older
+// ones by age.
+func BeadsOrder(ts []*Task, policy string, now time.Time) error {
+	var less func(a, b *Task) bool
+	switch policy {
+	case "priority":
+		less = taskLess
+	case "oldest":
+		less = func(a, b *Task) bool {
+			if !a.CreatedAt.Equal(b.CreatedAt) {
+				return a.CreatedAt.Before(b.CreatedAt)
+			}
+			return a.ID < b.ID
+		}
+	case "hybrid", "":
+		recent := now.Add(-48 * time.Hour)
+		less = func(a, b *Task) bool {
+			ra, rb := !a.CreatedAt.Before(recent), !b.CreatedAt.Before(recent)
+			switch {
+			case ra != rb:
+				return ra
+			case ra:
+				return taskLess(a, b)
+			}
+			if !a.CreatedAt.Equal(b.CreatedAt) {
+				return a.CreatedAt.Before(b.CreatedAt)
+			}
+			return a.ID < b.ID
+		}
+	default:
+		return fault.Usagef(fault.CodeUsage, "sort policy %q is not one of hybrid, priority, oldest", policy)
+	}
+	sort.SliceStable(ts, func(i, j int) bool { return less(ts[i], ts[j]) })
+	return nil
+}
+
+// BeadsListOrder sorts tasks as bd list does: by priority, newest first.
+func BeadsListOrder(ts []*Task) {
+	sort.Slice(ts, func(i, j int) bool {
+		a, b := ts[i], ts[j]
+		if a.Priority != b.Priority {
+			return a.Priority < b.Priority
+		}
+		if !a.CreatedAt.Equal(b.CreatedAt) {
+			return a.CreatedAt.After(b.CreatedAt)
+		}
+		return a.ID < b.ID
+	})
+}

@@ -589,7 +589,7 @@ func (l layered) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool
 		if o := l.over.Tasks[id]; o != nil {
 			t = o
 		}
-		if s.EffectiveStatus(t, p, now) != StatusOpen || !g.admits(t.Labels) {
+		if s.EffectiveStatus(t, p, now) != StatusOpen || !g.Admits(t.Labels) {
 			continue
 		}
 		c := Candidate{ID: t.ID, Priority: t.Priority, Labels: t.Labels, CreatedAt: t.CreatedAt, queuedAt: t.CreatedAt}

@@ -127,7 +127,7 @@ func (p Policy) Gate(require, exclude []string) Gate {
 	return g
 }
 
-func (g Gate) admits(labels []string) bool {
+func (g Gate) Admits(labels []string) bool {
 	for _, l := range g.Require {
 		if !slices.Contains(labels, l) {
 			return false
@@ -155,7 +155,7 @@ type Candidate struct {
 
 // Skip says why the queue would not hand c out at now ("" if it would).
 func (p Policy) Skip(c Candidate, h *Entry, g Gate, now time.Time) string {
-	if !g.admits(c.Labels) {
+	if !g.Admits(c.Labels) {
 		return SkipLabel
 	}
 	if h == nil {

@@ -48,7 +48,7 @@ type ReadyFilter struct {
 	Unassigned bool
 }
 
-func (f ReadyFilter) admits(t *Task) bool {
+func (f ReadyFilter) Admits(t *Task) bool {
 	for _, l := range f.All {
 		if !t.HasLabel(l) {
 			return false
@@ -73,7 +73,7 @@ func (s *State) Ready(p Policy, f ReadyFilter, now time.Time, limit int) []*Task
 	var out []*Task
 	for _, t := range s.Tasks {
 		st := s.EffectiveStatus(t, p, now)
-		if st != StatusOpen && !(f.Claimed && st == StatusInProgress) || !f.admits(t) ||
+		if st != StatusOpen && !(f.Claimed && st == StatusInProgress) || !f.Admits(t) ||
 			f.Unassigned && st == t.Status && t.Detail().Assignee != "" { // an expired claim's assignee is gone
 			continue
 		}

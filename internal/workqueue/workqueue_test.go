@@ -178,7 +178,7 @@ func TestLabelGating(t *testing.T) {
 	}
 	// Flags add to the configuration.
 	g := DefaultPolicy().Gate([]string{"x"}, []string{"y"})
-	if !g.admits([]string{"x"}) || g.admits([]string{"x", "y"}) || g.admits(nil) || g.admits([]string{"x", BlockedLabel}) {
+	if !g.Admits([]string{"x"}) || g.Admits([]string{"x", "y"}) || g.Admits(nil) || g.Admits([]string{"x", BlockedLabel}) {
 		t.Fatalf("gate %+v admits the wrong labels", g)
 	}
 }

@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/alecthomas/kong"
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/workqueue"
+	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
+)
+
+// spool's beads front end: the commands beads clients run (agent runners,
+// orchestrators, boards), with bd 0.49's flags, JSON, text, error text and
+// exit status (1 for any error), over spool's own tracker. It runs as
+// "spool bd ARGS", or as ARGS when spool is invoked as bd or br (a symlink).
+// Each command is one struct in bd_read.go or bd_write.go.
+
+// BDCmd is spool bd: every argument after "bd" is bd's.
+type BDCmd struct {
+	Args []string `arg:"" optional:"" help:"bd's command and flags: ready, list, show, create, update, close, reopen, comments, label, dep, epic, export, import."`
+}
+
+func (c *BDCmd) Run(e *env) error {
+	args := c.Args
+	if e.JSON {
+		args = append([]string{"--json"}, args...)
+	}
+	if code := runBD(e.ctx, "bd", args, e.Globals.Dir, e.Globals.Actor, e.stdout, e.stderr); code != 0 {
+		panic(exitPanic(code)) // bd's status, already reported in bd's words
+	}
+	return nil
+}
+
+// asBeads reports whether spool was invoked as bd or br.
+func asBeads(argv0 string) (string, bool) {
+	name := filepath.Base(argv0)
+	return name, name == "bd" || name == "br"
+}
+
+// bdCLI is bd's command tree. bd's global flags for its own storage
+// (daemon, auto-sync, sandbox, staleness) mean nothing to spool, whose log
+// is always current: they are accepted and ignored. --db names a storage
+// spool does not have: refused.
+type bdCLI struct {
+	JSON     bool   `name:"json" help:"Output in JSON format."`
+	Actor    string `env:"BD_ACTOR" help:"Who is acting (default: $BD_ACTOR, $SPOOL_ACTOR, git user.email)."`
+	Readonly bool   `help:"Refuse every command that changes a task."`
+	DB       string `name:"db" hidden:"" help:"Refused: spool keeps its tasks in its log."`
+
+	NoDaemon       bool   `name:"no-daemon" hidden:""`
+	NoAutoFlush    bool   `name:"no-auto-flush" hidden:""`
+	NoAutoImport   bool   `name:"no-auto-import" hidden:""`
+	Sandbox        bool   `hidden:""`
+	AllowStale     bool   `name:"allow-stale" hidden:""`
+	NoDB           bool   `name:"no-db" hidden:""`
+	LockTimeout    string `name:"lock-timeout" hidden:""`
+	DoltAutoCommit string `name:"dolt-auto-commit" hidden:""`
+	Profile        bool   `hidden:""`
+	Verbose        bool   `short:"v" hidden:""`
+	Quiet          bool   `short:"q" hidden:""`
+
+	Ready    bdReadyCmd    `cmd:"" help:"Show work with no open blockers."`
+	List     bdListCmd     `cmd:"" help:"List issues."`
+	Show     bdShowCmd     `cmd:"" help:"Show issues with what they depend on and what depends on them."`
+	Create   bdCreateCmd   `cmd:"" aliases:"new" help:"Create an issue."`
+	Update   bdUpdateCmd   `cmd:"" help:"Update issues; --status in_progress claims them under a lease."`
+	Close    bdCloseCmd    `cmd:"" aliases:"done" help:"Close issues."`
+	Reopen   bdReopenCmd   `cmd:"" help:"Reopen closed issues."`
+	Comments bdCommentsCmd `cmd:"" help:"List an issue's comments, or add one (comments add ID TEXT)."`
+	Comment  bdCommentCmd  `cmd:"" hidden:"" help:"Add a comment (comments add)."`
+	Label    bdLabelCmd    `cmd:"" help:"Add, remove or list labels."`
+	Dep      bdDepCmd      `cmd:"" help:"Add or remove a blocking dependency."`
+	Epic     bdEpicCmd     `cmd:"" help:"Epics: close-eligible."`
+	Export   bdExportCmd   `cmd:"" help:"Write every issue as bd's JSONL."`
+	Import   bdImportCmd   `cmd:"" help:"Read issues from bd's JSONL."`
+	Version  bdVersionCmd  `cmd:"" help:"Print the version."`
+}
+
+// bdEnv is what a bd command's Run receives.
+type bdEnv struct {
+	*env
+	cli *bdCLI
+}
+
+// runBD runs one bd command line and returns its exit status.
+func runBD(ctx context.Context, name string, args []string, dir, actor string, stdout, stderr io.Writer) int {
+	var cli bdCLI
+	parser, err := kong.New(&cli,
+		kong.Name(name),
+		kong.Description(name+" over spool's tracker: beads' commands, flags and JSON (bd 0.49)."),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(c int) { panic(exitPanic(c)) }),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+	)
+	if err != nil {
+		fmt.Fprintln(stderr, "Error:", err)
+		return 1
+	}
+	jsonOut := wantsJSON(args)
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		msg := err.Error()
+		var pe *kong.ParseError
+		if errors.As(err, &pe) && strings.HasPrefix(msg, "unexpected argument ") && len(args) > 0 {
+			msg = fmt.Sprintf("unknown command %q for %q", strings.TrimPrefix(msg, "unexpected argument "), name)
+		}
+		return reportBD(stdout, stderr, jsonOut, name, fault.Usagef(fault.CodeUsage, "%s", msg))
+	}
+	if cli.DB != "" {
+		return reportBD(stdout, stderr, cli.JSON, name, fault.Usagef(fault.CodeUsage,
+			"--db %s: spool keeps its tasks in its event log (.spool/events), not a database; drop --db", cli.DB))
+	}
+	if cli.Actor != "" {
+		actor = cli.Actor
+	}
+	if actor == "" {
+		actor = os.Getenv("SPOOL_ACTOR")
+	}
+	g := &Globals{Dir: dir, Actor: actor, JSON: cli.JSON}
+	b := &bdEnv{env: &env{Globals: g, ctx: ctx, stdout: stdout, stderr: stderr, app: parser}, cli: &cli}
+	if err := kctx.Run(b); err != nil {
+		return reportBD(stdout, stderr, cli.JSON, name, err)
+	}
+	return 0
+}
+
+// reportBD prints err as bd does: {"error": "…"} on stdout under --json
+// (with spool's code), "Error: …" on stderr otherwise; the status is 1.
+// A missing issue reads as bd's, which clients match on.
+func reportBD(stdout, stderr io.Writer, asJSON bool, name string, err error) int {
+	f := fault.Classify(err)
+	msg := f.Message
+	if id, ok := f.Fields["id"].(string); ok && f.Code == fault.CodeNotFound.Name {
+		msg = fmt.Sprintf("resolving ID %s: operation failed: failed to resolve ID: no issue found matching %q", id, id)
+	}
+	if asJSON {
+		writeJSON(stdout, struct {
+			Error string `json:"error"`
+			Code  string `json:"code"`
+		}{msg, f.Code})
+		return 1
+	}
+	fmt.Fprintf(stderr, "Error: %s\n", text(msg))
+	if f.Code == fault.CodeUsage.Name {
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", name)
+	}
+	return 1
+}
+
+// queue opens the work queue for a bd command; a change is refused under
+// --readonly, and with a bd/br source (spool bd is spool's own tracker).
+func (b *bdEnv) queue(change bool) (*wqservice.Service, error) {
+	if change && b.cli.Readonly {
+		return nil, fault.Usagef(fault.CodeUsage, "operation blocked: --readonly mode")
+	}
+	q, err := b.workqueue()
+	if err != nil {
+		return nil, err
+	}
+	if !q.Native() {
+		return nil, fault.Usagef(fault.CodeUsage,
+			"spool bd works on spool's own tracker, and workqueue.source is %s: run %s itself",
+			q.Store.Config.String("workqueue.source"), q.Store.Config.String("workqueue.source"))
+	}
+	return q, nil
+}
+
+// resolve finds the tasks refs name (see workqueue.State.ResolveID).
+func (b *bdEnv) resolve(q *wqservice.Service, refs []string) ([]string, error) {
+	st, err := q.Read(b.ctx, wqservice.Tracker)
+	if err != nil {
+		return nil, err
+	}
+	prefix := q.Store.Config.String("ids.prefix")
+	ids := make([]string, 0, len(refs))
+	for _, r := range refs {
+		id, err := st.ResolveID(prefix, r)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// priority reads bd's priority: 0-4 or P0-P4.
+func bdPriority(s string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimPrefix(strings.ToUpper(s), "P"))
+	if err != nil || n < 0 || n > workqueue.MaxPriority {
+		return 0, fault.New(fault.CodeInvalidPriority, nil, fmt.Sprintf("invalid priority %q (expected 0-4 or P0-P4)", s), "priority", s)
+	}
+	return n, nil
+}
+
+// printIssues prints tasks as bd's JSON array, or one line each.
+func (b *bdEnv) printIssues(ts []workqueue.TaskJSON, line func(workqueue.TaskJSON) string) error {
+	for i := range ts {
+		ts[i] = workqueue.Beads(ts[i])
+	}
+	if b.JSON {
+		return writeJSON(b.stdout, ts)
+	}
+	for _, t := range ts {
+		fmt.Fprintln(b.stdout, line(t))
+	}
+	return nil
+}
+
+// bdMark is bd's status symbol.
+func bdMark(status string) string {
+	switch status {
+	case workqueue.StatusInProgress:
+		return "◐"
+	case workqueue.StatusBlocked:
+		return "●"
+	case workqueue.StatusClosed:
+		return "✓"
+	case workqueue.StatusDeferred:
+		return "❄"
+	}
+	return "○"
+}
+
+// bdLine is one issue as bd list prints it.
+func bdLine(t workqueue.TaskJSON) string {
+	return fmt.Sprintf("%s %s [● P%d] [%s] - %s", bdMark(t.Status), text(t.ID), t.Priority, text(t.IssueType), text(t.Title))
+}

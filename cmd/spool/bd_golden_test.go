@@ -1,0 +1,371 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The bd front end prints what bd 0.49.1 prints. testdata/beads/record.sh
+// drives a client's argv through "bd"; its output from real bd is in
+// testdata/beads/bd-0.49.1. Here the same script runs with spool installed
+// as bd, and every file must match once ids and times are made neutral:
+// the same keys in the same order with the same values. spool may add keys
+// only where a file's entry in bdExtras says so.
+func TestBDFrontEndMatchesRecordedBD(t *testing.T) {
+	bin := spoolBinary(t)
+	binDir := t.TempDir()
+	if err := os.Symlink(bin, filepath.Join(binDir, "bd")); err != nil {
+		t.Fatal(err)
+	}
+	repo, out := t.TempDir(), t.TempDir()
+	env := append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"BD_ACTOR=ada@example.com", "SPOOL_ACTOR=", "SPOOL_NOW=", "GIT_CONFIG_NOSYSTEM=1", "HOME="+repo)
+	for _, args := range [][]string{{"git", "init", "-q", "-b", "main"}, {"git", "config", "user.email", "ada@example.com"},
+		{bin, "init"}} {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Dir, cmd.Env = repo, env
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, b)
+		}
+	}
+	script, err := filepath.Abs(filepath.Join("..", "..", "testdata", "beads", "record.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", script, out)
+	cmd.Dir, cmd.Env = repo, env
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("record.sh: %v\n%s", err, b)
+	}
+
+	golden := filepath.Join("..", "..", "testdata", "beads", "bd-0.49.1")
+	files, err := os.ReadDir(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bdIDs, spoolIDs := readIDs(t, filepath.Join(golden, "ids")), readIDs(t, filepath.Join(out, "ids"))
+	for _, f := range files {
+		name := f.Name()
+		if name == "ids" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			want := neutral(t, filepath.Join(golden, name), bdIDs)
+			got := neutral(t, filepath.Join(out, name), spoolIDs)
+			if strings.HasSuffix(name, ".status") {
+				if got != want {
+					t.Fatalf("exit status %s, bd's %s", got, want)
+				}
+				return
+			}
+			var wantV, gotV []any
+			for _, doc := range jsonDocs(t, want, name) {
+				wantV = append(wantV, doc)
+			}
+			for _, doc := range jsonDocs(t, got, name) {
+				gotV = append(gotV, doc)
+			}
+			if strings.HasSuffix(name, ".jsonl") { // by id: ids differ, and so their order
+				sortDocs(wantV)
+				sortDocs(gotV)
+			}
+			if err := sameJSON(wantV, gotV, "", bdExtras[name]); err != nil {
+				t.Fatalf("%v\nbd:\n%s\nspool:\n%s", err, want, got)
+			}
+			decodeAsBD(t, filepath.Join(out, name))
+		})
+	}
+}
+
+// decodeAsBD decodes what spool printed into beads' own types (their field
+// names and Go types, from beads v0.49.1's internal/types), refusing any
+// field bd's type does not have.
+func decodeAsBD(t *testing.T, path string) {
+	target, ok := bdTypes[strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))]
+	if !ok {
+		t.Fatalf("no bd type for %s: add it to bdTypes", path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	for {
+		v := target()
+		if err := dec.Decode(v); err == io.EOF {
+			return
+		} else if err != nil {
+			t.Fatalf("%s does not decode into bd's %T: %v", path, v, err)
+		}
+	}
+}
+
+// bdTypes is what bd marshals for each recorded command.
+var bdTypes = map[string]func() any{
+	"create":              func() any { return new(bdIssue) },
+	"comment-add":         func() any { return new(bdComment) },
+	"comments":            func() any { return new([]bdComment) },
+	"update-notes":        func() any { return new([]bdIssue) },
+	"update-claim":        func() any { return new([]bdIssue) },
+	"update-blocked":      func() any { return new([]bdIssue) },
+	"update-open":         func() any { return new([]bdIssue) },
+	"close":               func() any { return new([]bdIssue) },
+	"close-child":         func() any { return new([]bdIssue) },
+	"reopen":              func() any { return new([]bdIssue) },
+	"label-add":           func() any { return new([]map[string]string) },
+	"label-remove":        func() any { return new([]map[string]string) },
+	"label-list":          func() any { return new([]string) },
+	"dep-add":             func() any { return new(map[string]string) },
+	"dep-remove":          func() any { return new(map[string]string) },
+	"ready":               func() any { return new([]bdIssue) },
+	"ready-label":         func() any { return new([]bdIssue) },
+	"ready-unassigned":    func() any { return new([]bdIssue) },
+	"list":                func() any { return new([]bdIssueWithCounts) },
+	"list-open":           func() any { return new([]bdIssueWithCounts) },
+	"show":                func() any { return new([]bdIssueDetails) },
+	"show-blocked":        func() any { return new([]bdIssueDetails) },
+	"show-missing":        func() any { return new(map[string]string) },
+	"epic-close-eligible": func() any { return new([]bdEpicStatus) },
+	"epic-close": func() any {
+		return new(struct {
+			Closed []string
+			Count  int
+		})
+	},
+	"export": func() any { return new(bdIssue) },
+}
+
+// bd's types, as beads v0.49.1 declares them (the fields spool can fill).
+type bdIssue struct {
+	ID                 string       `json:"id"`
+	Title              string       `json:"title"`
+	Description        string       `json:"description,omitempty"`
+	Design             string       `json:"design,omitempty"`
+	AcceptanceCriteria string       `json:"acceptance_criteria,omitempty"`
+	Notes              string       `json:"notes,omitempty"`
+	Status             string       `json:"status,omitempty"`
+	Priority           int          `json:"priority"`
+	IssueType          string       `json:"issue_type,omitempty"`
+	Assignee           string       `json:"assignee,omitempty"`
+	Owner              string       `json:"owner,omitempty"`
+	CreatedAt          time.Time    `json:"created_at"`
+	CreatedBy          string       `json:"created_by,omitempty"`
+	UpdatedAt          time.Time    `json:"updated_at"`
+	ClosedAt           *time.Time   `json:"closed_at,omitempty"`
+	CloseReason        string       `json:"close_reason,omitempty"`
+	Labels             []string     `json:"labels,omitempty"`
+	Dependencies       []bdDep      `json:"dependencies,omitempty"`
+	Comments           []*bdComment `json:"comments,omitempty"`
+}
+
+type bdDep struct {
+	IssueID     string    `json:"issue_id"`
+	DependsOnID string    `json:"depends_on_id"`
+	Type        string    `json:"type"`
+	CreatedAt   time.Time `json:"created_at"`
+	CreatedBy   string    `json:"created_by,omitempty"`
+}
+
+type bdComment struct {
+	ID        int64     `json:"id"`
+	IssueID   string    `json:"issue_id"`
+	Author    string    `json:"author"`
+	Text      string    `json:"text"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+type bdIssueWithCounts struct {
+	bdIssue             // bd embeds *Issue; decoding is the same
+	DependencyCount int `json:"dependency_count"`
+	DependentCount  int `json:"dependent_count"`
+}
+
+type bdIssueWithDependencyMetadata struct {
+	bdIssue
+	DependencyType string `json:"dependency_type"`
+}
+
+type bdIssueDetails struct {
+	bdIssue
+	Labels       []string                         `json:"labels,omitempty"`
+	Dependencies []*bdIssueWithDependencyMetadata `json:"dependencies,omitempty"`
+	Dependents   []*bdIssueWithDependencyMetadata `json:"dependents,omitempty"`
+	Comments     []*bdComment                     `json:"comments,omitempty"`
+	Parent       *string                          `json:"parent,omitempty"`
+}
+
+type bdEpicStatus struct {
+	Epic             *bdIssue `json:"epic"`
+	TotalChildren    int      `json:"total_children"`
+	ClosedChildren   int      `json:"closed_children"`
+	EligibleForClose bool     `json:"eligible_for_close"`
+}
+
+// bdExtras are the keys spool adds to bd's output, by file.
+var bdExtras = map[string][]string{
+	"create.json":       {"labels"}, // bd's create --json leaves out the labels it was given
+	"show-missing.json": {"code"},   // spool's error code
+}
+
+// readIDs reads record.sh's ids file: NAME=ID lines.
+func readIDs(t *testing.T, path string) map[string]string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for _, line := range strings.Fields(string(b)) {
+		name, id, _ := strings.Cut(line, "=")
+		ids[id] = "<" + name + ">"
+	}
+	return ids
+}
+
+var timestamp = regexp.MustCompile(`"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z"`)
+
+// neutral reads a recorded file with its ids as <A>, <B>, … and every
+// time as "<time>".
+func neutral(t *testing.T, path string, ids map[string]string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := timestamp.ReplaceAllString(string(b), `"<time>"`)
+	keys := make([]string, 0, len(ids))
+	for id := range ids {
+		keys = append(keys, id)
+	}
+	sort.Slice(keys, func(i, j int) bool { return len(keys[i]) > len(keys[j]) }) // bd-6c2.1 before bd-6c2
+	for _, id := range keys {
+		s = strings.ReplaceAll(s, id, ids[id])
+	}
+	return strings.TrimSpace(s)
+}
+
+// jsonDocs decodes every JSON document in s, keeping object keys in order.
+func jsonDocs(t *testing.T, s, name string) []any {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var docs []any
+	for {
+		v, err := ordered(dec)
+		if err == io.EOF {
+			return docs
+		}
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, s)
+		}
+		docs = append(docs, v)
+	}
+}
+
+// object is a JSON object with its keys in order.
+type object struct {
+	keys []string
+	vals map[string]any
+}
+
+func ordered(dec *json.Decoder) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch tok {
+	case json.Delim('{'):
+		o := object{vals: map[string]any{}}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			v, err := ordered(dec)
+			if err != nil {
+				return nil, err
+			}
+			o.keys = append(o.keys, k.(string))
+			o.vals[k.(string)] = v
+		}
+		_, err := dec.Token()
+		return o, err
+	case json.Delim('['):
+		var a []any
+		for dec.More() {
+			v, err := ordered(dec)
+			if err != nil {
+				return nil, err
+			}
+			a = append(a, v)
+		}
+		_, err := dec.Token()
+		return a, err
+	}
+	return tok, nil
+}
+
+func sortDocs(docs []any) {
+	sort.Slice(docs, func(i, j int) bool { return fmt.Sprint(docs[i]) < fmt.Sprint(docs[j]) })
+}
+
+// sameJSON reports where got differs from want: a missing or moved key, a
+// key want lacks (unless in extras), a different value or length.
+func sameJSON(want, got any, at string, extras []string) error {
+	switch w := want.(type) {
+	case object:
+		g, ok := got.(object)
+		if !ok {
+			return fmt.Errorf("%s: want an object, got %v", at, got)
+		}
+		var gotKeys []string
+		for _, k := range g.keys {
+			if _, inWant := w.vals[k]; inWant {
+				gotKeys = append(gotKeys, k)
+			} else if !contains(extras, k) {
+				return fmt.Errorf("%s: spool has %q, bd does not", at, k)
+			}
+		}
+		if strings.Join(gotKeys, ",") != strings.Join(w.keys, ",") {
+			return fmt.Errorf("%s: keys %v, bd's %v", at, gotKeys, w.keys)
+		}
+		for _, k := range w.keys {
+			if err := sameJSON(w.vals[k], g.vals[k], at+"."+k, extras); err != nil {
+				return err
+			}
+		}
+		return nil
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return fmt.Errorf("%s: want %d items, got %v", at, len(w), got)
+		}
+		for i := range w {
+			if err := sameJSON(w[i], g[i], fmt.Sprintf("%s[%d]", at, i), extras); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if !bytes.Equal([]byte(fmt.Sprint(want)), []byte(fmt.Sprint(got))) {
+		return fmt.Errorf("%s: %v, bd's %v", at, got, want)
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,430 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/workqueue"
+)
+
+// bd's commands that change tasks: create, update, close, reopen, comments
+// add, label add/remove/list and dep add/remove. Each is one append.
+
+type bdCreateCmd struct {
+	Title       string   `arg:"" optional:"" help:"The issue's title."`
+	TitleFlag   string   `name:"title" help:"The title (instead of the argument)."`
+	Description string   `short:"d" help:"Description."`
+	Design      string   `help:"Design notes."`
+	Acceptance  string   `help:"Acceptance criteria."`
+	Notes       string   `help:"Notes."`
+	Priority    string   `short:"p" default:"2" help:"0-4 or P0-P4."`
+	Type        string   `short:"t" default:"task" help:"task, bug, feature, epic or chore."`
+	Assignee    string   `short:"a" help:"Assignee."`
+	Labels      []string `short:"l" help:"Labels (comma-separated)."`
+	Label       []string `hidden:"" help:"Alias for --labels."`
+	Parent      string   `help:"Parent issue (an epic, say)."`
+	Deps        []string `help:"Issues this one waits for: ID or blocks:ID (comma-separated)."`
+	Silent      bool     `help:"Print only the new issue's id."`
+}
+
+func (c *bdCreateCmd) Run(b *bdEnv) error {
+	title := c.Title
+	if c.TitleFlag != "" {
+		title = c.TitleFlag
+	}
+	prio, err := bdPriority(c.Priority)
+	if err != nil {
+		return err
+	}
+	if c.Type == "enhancement" || c.Type == "feat" {
+		c.Type = "feature"
+	}
+	var deps []string
+	for _, d := range c.Deps {
+		kind, id, ok := strings.Cut(d, ":")
+		if !ok {
+			kind, id = workqueue.DepBlocks, d
+		}
+		if kind != workqueue.DepBlocks {
+			return bdUsage("--deps %s: spool keeps blocks dependencies only (and --parent); %s is not supported", d, kind)
+		}
+		deps = append(deps, id)
+	}
+	q, err := b.queue(true)
+	if err != nil {
+		return err
+	}
+	refs := deps
+	if c.Parent != "" {
+		refs = append(slices.Clone(deps), c.Parent)
+	}
+	ids, err := b.resolve(q, refs)
+	if err != nil {
+		return err
+	}
+	n := workqueue.NewTask{Title: title, Description: c.Description, Design: c.Design, Acceptance: c.Acceptance, Notes: c.Notes,
+		Assignee: c.Assignee, Priority: prio, Type: c.Type, Labels: append(c.Labels, c.Label...), Deps: ids[:len(deps)]}
+	if c.Parent != "" {
+		n.Parent = ids[len(deps)]
+	}
+	t, err := q.Add(b.ctx, n)
+	if err != nil {
+		return err
+	}
+	t = workqueue.Beads(t)
+	switch {
+	case c.Silent:
+		fmt.Fprintln(b.stdout, t.ID)
+	case b.JSON:
+		out, err := jsonCompact(t)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(b.stdout, string(out))
+	default:
+		fmt.Fprintf(b.stdout, "✓ Created issue: %s\n  Title: %s\n  Priority: P%d\n  Status: %s\n", t.ID, text(t.Title), t.Priority, t.Status)
+	}
+	return nil
+}
+
+type bdUpdateCmd struct {
+	IDs         []string `arg:"" name:"id" help:"Issue ids."`
+	Status      string   `short:"s" help:"open, in_progress (claims it under a lease), blocked, deferred or closed."`
+	Claim       bool     `help:"Claim it: in_progress, assigned to you (fails if another actor holds it)."`
+	Priority    *string  `short:"p" help:"0-4 or P0-P4."`
+	Title       *string  `help:"New title."`
+	Description *string  `short:"d" help:"New description."`
+	Design      *string  `help:"New design."`
+	Acceptance  *string  `help:"New acceptance criteria."`
+	AcceptCrit  *string  `name:"acceptance-criteria" hidden:""`
+	Notes       *string  `help:"New notes."`
+	Assignee    *string  `short:"a" help:"New assignee; with in_progress, who the claim is for."`
+	AddLabel    []string `name:"add-label" help:"Add labels."`
+	RemoveLabel []string `name:"remove-label" help:"Remove labels."`
+	SetLabels   []string `name:"set-labels" help:"Replace every label."`
+	Reason      string   `help:"Why: the close reason with --status closed, the block reason with blocked."`
+}
+
+func (c *bdUpdateCmd) Run(b *bdEnv) error {
+	status := c.Status
+	if c.Claim {
+		if status != "" && status != workqueue.StatusInProgress {
+			return bdUsage("--claim sets in_progress; it cannot be combined with --status %s", status)
+		}
+		status = workqueue.StatusInProgress
+	}
+	if status != "" && !slices.Contains(bdStatuses, status) {
+		return fault.New(workqueue.CodeInvalidStatus, nil, fmt.Sprintf("invalid status: %s", status), "status", status)
+	}
+	u := workqueue.Update{Title: c.Title, Description: c.Description, Design: c.Design, Acceptance: c.Acceptance, Notes: c.Notes,
+		AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel}
+	if u.Acceptance == nil {
+		u.Acceptance = c.AcceptCrit
+	}
+	if c.Priority != nil {
+		p, err := bdPriority(*c.Priority)
+		if err != nil {
+			return err
+		}
+		u.Priority = &p
+	}
+	worker := ""
+	if c.Assignee != nil {
+		if status == workqueue.StatusInProgress {
+			worker = *c.Assignee // the claim assigns it
+		} else {
+			u.Assignee = c.Assignee
+		}
+	}
+	if u.Empty() && status == "" && c.SetLabels == nil {
+		return fault.Usagef(workqueue.CodeNothingToUpdate, "no updates specified")
+	}
+	q, err := b.queue(true)
+	if err != nil {
+		return err
+	}
+	ids, err := b.resolve(q, c.IDs)
+	if err != nil {
+		return err
+	}
+	if c.SetLabels != nil {
+		// --set-labels replaces: remove what each task has that is not listed.
+		st, err := q.Read(b.ctx, []string{workqueue.Name})
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			u := u
+			for _, l := range st.Tasks[id].Labels {
+				if !slices.Contains(c.SetLabels, l) && l != workqueue.BlockedLabel {
+					u.RemoveLabels = append(u.RemoveLabels, l)
+				}
+			}
+			u.AddLabels = append(slices.Clone(u.AddLabels), c.SetLabels...)
+			if _, err := q.Change(b.ctx, []string{id}, u, "", "", ""); err != nil {
+				return err
+			}
+		}
+		u = workqueue.Update{}
+	}
+	out, err := q.Change(b.ctx, ids, u, status, worker, c.Reason)
+	if err != nil {
+		return err
+	}
+	return b.printIssues(out, func(t workqueue.TaskJSON) string { return "✓ Updated issue: " + text(t.ID) })
+}
+
+type bdCloseCmd struct {
+	IDs        []string `arg:"" name:"id" help:"Issue ids."`
+	Reason     string   `short:"r" help:"Why it is closed."`
+	Resolution string   `hidden:""`
+	Message    string   `short:"m" hidden:""`
+}
+
+func (c *bdCloseCmd) Run(b *bdEnv) error {
+	reason := firstNonEmpty(c.Reason, c.Resolution, c.Message, "Closed")
+	q, err := b.queue(true)
+	if err != nil {
+		return err
+	}
+	ids, err := b.resolve(q, c.IDs)
+	if err != nil {
+		return err
+	}
+	out, err := q.Finish(b.ctx, ids, reason)
+	if err != nil {
+		return err
+	}
+	return b.printIssues(out, func(t workqueue.TaskJSON) string {
+		return fmt.Sprintf("✓ Closed %s: %s", text(t.ID), text(t.CloseReason))
+	})
+}
+
+type bdReopenCmd struct {
+	IDs    []string `arg:"" name:"id" help:"Issue ids."`
+	Reason string   `short:"r" help:"Why it is reopened (accepted; spool records no reason)."`
+}
+
+func (c *bdReopenCmd) Run(b *bdEnv) error {
+	q, err := b.queue(true)
+	if err != nil {
+		return err
+	}
+	ids, err := b.resolve(q, c.IDs)
+	if err != nil {
+		return err
+	}
+	out, err := q.Reopen(b.ctx, ids)
+	if err != nil {
+		return err
+	}
+	return b.printIssues(out, func(t workqueue.TaskJSON) string { return "↻ Reopened " + text(t.ID) })
+}
+
+// bdCommentCmd is bd's older "comment ID TEXT".
+type bdCommentCmd struct {
+	Args []string `arg:"" help:"ID TEXT."`
+	File string   `short:"f" help:"Read the text from this file."`
+}
+
+func (c *bdCommentCmd) Run(b *bdEnv) error { return addComment(b, c.Args, c.File) }
+
+// addComment is comments add ID TEXT (or ID -f FILE).
+func addComment(b *bdEnv, args []string, file string) error {
+	if file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return bdUsage("reading %s: %v", file, err)
+		}
+		args = append(args, string(data))
+	}
+	if len(args) != 2 {
+		return bdUsage("comments add takes an issue id and the comment's text")
+	}
+	q, err := b.queue(true)
+	if err != nil {
+		return err
+	}
+	ids, err := b.resolve(q, args[:1])
+	if err != nil {
+		return err
+	}
+	cm, err := q.Comment(b.ctx, ids[0], args[1])
+	if err != nil {
+		return err
+	}
+	if b.JSON {
+		return writeJSON(b.stdout, cm)
+	}
+	fmt.Fprintf(b.stdout, "Comment added to %s\n", ids[0])
+	return nil
+}
+
+type bdLabelCmd struct {
+	Add    bdLabelAddCmd    `cmd:"" help:"Add a label: add ID... LABEL."`
+	Remove bdLabelRemoveCmd `cmd:"" help:"Remove a label: remove ID... LABEL."`
+	List   bdLabelListCmd   `cmd:"" help:"List an issue's labels."`
+}
+
+type bdLabelAddCmd struct {
+	Args []string `arg:"" help:"Issue ids, then the label."`
+}
+
+func (c *bdLabelAddCmd) Run(b *bdEnv) error { return changeLabel(b, c.Args, true) }
+
+type bdLabelRemoveCmd struct {
+	Args []string `arg:"" help:"Issue ids, then the label."`
+}
+
+func (c *bdLabelRemoveCmd) Run(b *bdEnv) error { return changeLabel(b, c.Args, false) }
+
+// changeLabel adds or removes the last of args on the issues before it.
+func changeLabel(b *bdEnv, args []string, add bool) error {
+	if len(args) < 2 {
+		return bdUsage("label add and label remove take issue ids, then a label")
+	}
+	label := args[len(args)-1]
+	if err := workqueue.ValidateLabel(label); err != nil {
+		return err
+	}
+	q, err := b.queue(true)
+	if err != nil {
+		return err
+	}
+	ids, err := b.resolve(q, args[:len(args)-1])
+	if err != nil {
+		return err
+	}
+	u, verb, done := workqueue.Update{AddLabels: []string{label}}, "added", "✓ Added label '%s' to %s"
+	if !add {
+		u, verb, done = workqueue.Update{RemoveLabels: []string{label}}, "removed", "✓ Removed label '%s' from %s"
+	}
+	if _, err := q.Change(b.ctx, ids, u, "", "", ""); err != nil {
+		return err
+	}
+	type result struct {
+		IssueID string `json:"issue_id"`
+		Label   string `json:"label"`
+		Status  string `json:"status"`
+	}
+	var out []result
+	for _, id := range ids {
+		out = append(out, result{id, label, verb})
+	}
+	if b.JSON {
+		return writeJSON(b.stdout, out)
+	}
+	for _, id := range ids {
+		fmt.Fprintf(b.stdout, done+"\n", text(label), id)
+	}
+	return nil
+}
+
+type bdLabelListCmd struct {
+	ID string `arg:"" help:"Issue id."`
+}
+
+func (c *bdLabelListCmd) Run(b *bdEnv) error {
+	q, err := b.queue(false)
+	if err != nil {
+		return err
+	}
+	ids, err := b.resolve(q, []string{c.ID})
+	if err != nil {
+		return err
+	}
+	st, err := q.Read(b.ctx, []string{workqueue.Name})
+	if err != nil {
+		return err
+	}
+	labels := workqueue.Beads(st.View(st.Tasks[ids[0]], q.Policy, q.Now)).Labels
+	if labels == nil {
+		labels = []string{}
+	}
+	if b.JSON {
+		return writeJSON(b.stdout, labels)
+	}
+	if len(labels) == 0 {
+		fmt.Fprintf(b.stdout, "\n%s has no labels\n", ids[0])
+		return nil
+	}
+	fmt.Fprintf(b.stdout, "\n🏷 Labels for %s:\n", ids[0])
+	for _, l := range labels {
+		fmt.Fprintf(b.stdout, "  - %s\n", text(l))
+	}
+	return nil
+}
+
+type bdDepCmd struct {
+	Add    bdDepAddCmd    `cmd:"" help:"ISSUE waits for DEPENDS-ON."`
+	Remove bdDepRemoveCmd `cmd:"" aliases:"rm" help:"Remove that dependency."`
+}
+
+type bdDepAddCmd struct {
+	ID        string `arg:"" help:"The issue that waits."`
+	DependsOn string `arg:"" name:"depends-on" help:"The issue it waits for."`
+	Type      string `short:"t" default:"blocks" help:"Dependency type: blocks (the only one spool keeps; --parent at create makes a parent-child one)."`
+}
+
+func (c *bdDepAddCmd) Run(b *bdEnv) error {
+	if c.Type != workqueue.DepBlocks {
+		return bdUsage("dependency type %q is not supported: spool keeps blocks dependencies (and parents, set at create)", c.Type)
+	}
+	return changeDep(b, c.ID, c.DependsOn, true)
+}
+
+type bdDepRemoveCmd struct {
+	ID        string `arg:"" help:"The issue that waits."`
+	DependsOn string `arg:"" name:"depends-on" help:"The issue it waits for."`
+}
+
+func (c *bdDepRemoveCmd) Run(b *bdEnv) error { return changeDep(b, c.ID, c.DependsOn, false) }
+
+// changeDep adds or removes "id waits for dependsOn".
+func changeDep(b *bdEnv, id, dependsOn string, add bool) error {
+	q, err := b.queue(true)
+	if err != nil {
+		return err
+	}
+	ids, err := b.resolve(q, []string{id, dependsOn})
+	if err != nil {
+		return err
+	}
+	result := map[string]string{"issue_id": ids[0], "depends_on_id": ids[1]}
+	if add {
+		err = q.AddDep(b.ctx, ids[0], ids[1])
+		result["status"], result["type"] = "added", workqueue.DepBlocks
+	} else {
+		err = q.RemoveDep(b.ctx, ids[0], ids[1])
+		result["status"] = "removed"
+	}
+	if err != nil {
+		return err
+	}
+	if b.JSON {
+		out, err := jsonCompact(result)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(b.stdout, string(out))
+		return nil
+	}
+	if add {
+		fmt.Fprintf(b.stdout, "✓ Added dependency: %s depends on %s (blocks)\n", ids[0], ids[1])
+	} else {
+		fmt.Fprintf(b.stdout, "✓ Removed dependency: %s no longer depends on %s\n", ids[0], ids[1])
+	}
+	return nil
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
