@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/spoolhq/spool/internal/durable"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/spoolhq/spool/internal/durable"
 )
 
 // FileRepair is what Repair did to one writer file, or could not do.
