@@ -318,24 +318,30 @@ const CorruptHint = "spool verify lists every problem; spool doctor --repair fix
 	"keeping a backup; an edited or missing line must be restored from git (git log -p -- FILE)"
 
 // readLine returns the next line with its '\n'; nil at EOF; torn when the
-// file ends in bytes without a newline.
+// file ends in bytes without a newline. A line longer than MaxLine (newline
+// included: Append never writes one, and a resume after it is refused) is
+// corrupt; its bytes are skipped, not held, to find where it ends.
 func (p *producer) readLine() (line []byte, torn bool, err error) {
 	p.buf = p.buf[:0]
+	size := 0
 	for {
 		chunk, err := p.br.ReadSlice('\n')
-		if err == nil && len(p.buf) == 0 {
+		if err == nil && size == 0 {
 			return chunk, false, nil
 		}
-		p.buf = append(p.buf, chunk...)
+		size += len(chunk)
+		if size <= MaxLine {
+			p.buf = append(p.buf, chunk...)
+		}
 		switch {
+		case err == nil && size > MaxLine:
+			return nil, false, &LineError{Path: p.path, Line: p.line + 1, Err: fmt.Errorf("%w: line of %d bytes, longer than %d", ErrCorrupt, size, MaxLine),
+				Hint: CorruptHint}
 		case err == nil:
 			return p.buf, false, nil
 		case errors.Is(err, bufio.ErrBufferFull):
-			if len(p.buf) > MaxLine {
-				return nil, false, &LineError{Path: p.path, Line: p.line + 1, Err: fmt.Errorf("%w: line longer than %d bytes", ErrCorrupt, MaxLine)}
-			}
 		case err == io.EOF:
-			return nil, len(p.buf) > 0, nil
+			return nil, size > 0, nil
 		default:
 			return nil, false, err
 		}

@@ -26,8 +26,8 @@ type FileRepair struct {
 // all check (a writer file merged without the merge driver, both sides
 // kept), which are put in order as the merge driver would. Each rewritten
 // file is first copied to <private dir>/repair/<time>/. A file with a line
-// that does not parse, an edited line or a missing seq is left untouched
-// and reported. Files with nothing to fix are not listed.
+// that does not parse or is longer than MaxLine, an edited line or a
+// missing seq is left untouched and reported. Files with nothing to fix are not listed.
 func (l *Log) Repair(ctx context.Context, now time.Time) ([]FileRepair, error) {
 	unlock, err := l.Lock(ctx)
 	if err != nil {
@@ -87,6 +87,11 @@ func repairLines(b []byte, writer string) ([]byte, FileRepair) {
 	r := newRules(writer)
 	for n, raw := range bytes.SplitAfter(b, []byte{'\n'}) {
 		if len(raw) == 0 {
+			continue
+		}
+		if len(raw) > MaxLine {
+			// Whatever it holds, no reader takes it: keeping it would leave the file unreadable.
+			rep.Left = append(rep.Left, fmt.Sprintf("line %d: %d bytes, longer than %d: no reader takes it", n+1, len(raw), MaxLine))
 			continue
 		}
 		e, sp, err := decode(raw)
