@@ -104,6 +104,8 @@ func containsInt(ns []int, n int) bool {
 // repaired file breaks no rule and keeps every complete event it had.
 func TestRepairLines(t *testing.T) {
 	base, ours, theirs := forked(t, 3, 2, 2)
+	_, ours3, theirs3 := forked(t, 3, 3, 3)
+	_, own, other := forked(t, 0, 2, 2)
 	cases := []struct {
 		name    string
 		content []byte
@@ -118,6 +120,16 @@ func TestRepairLines(t *testing.T) {
 		{"merged without the driver, theirs first", join(base, theirs, ours), "put 7 lines in order as the merge driver would", ""},
 		{"both whole sides, one after the other", join(base, ours, base, theirs), "put 7 lines in order", ""},
 		{"a line deleted", join(without(base, 1), ours), "", "seq 2 is missing: a line was deleted"},
+		// A line deleted from one side whose seq the other side has: every
+		// seq is there, yet putting the lines in order would lose the event
+		// for good.
+		{"merged, ours' first line deleted", join(base, ours[1:], theirs), "", "line 4: seq 5 follows seq 3, and the file is not the sides of one merge"},
+		{"merged, ours' middle line deleted", join(base, without(ours3, 1), theirs3), "", "line 5: seq 6 follows seq 4"},
+		{"merged, theirs' middle line deleted", join(base, ours3, without(theirs3, 1)), "", "line 8: seq 6 follows seq 4"},
+		{"merged, theirs' middle line deleted, theirs first", join(base, without(theirs3, 1), ours3), "", "line 5: seq 6 follows seq 4"},
+		{"merged, sides of different lengths", join(base, ours[:1], theirs3), "put 7 lines in order", ""},
+		{"merged, sides that share no line", join(own, other), "put 4 lines in order", ""},
+		{"merged, lines of the sides interleaved", join(base, ours[:1], theirs[:1], ours[1:], theirs[1:]), "", "line 7: seq 5 follows seq 5"},
 		{"a line that does not parse", join(base[:1], [][]byte{[]byte("{\n")}, base[1:]), "", "line 2: corrupt event log: not valid JSON"},
 		{"an edited line", join(base[:1], [][]byte{bytes.Replace(base[1], []byte("base1"), []byte("base7"), 1)}, base[2:]), "", "line 2: id"},
 		{"a line longer than MaxLine", join(base[:1], [][]byte{overlongEvent(t, "w", 2, 1)}, base[:1]), "", "line 2: 4194305 bytes, longer than 4194304"},
