@@ -665,6 +665,55 @@ func TestReadFromOffsets(t *testing.T) {
 	}
 }
 
+// A resume reads the line before its offset again: a line changed in place
+// with its length kept (and still an event) is refused as corrupt, as one
+// that no longer decodes is, never read as the line read before.
+func TestResumeAfterChangedLine(t *testing.T) {
+	cases := []struct {
+		name, old, new string
+	}{
+		{"still an event", `"i":2`, `"i":7`},
+		{"no longer an event", `"i":2`, `"i"+2`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := newTestLog(t)
+			appendN(t, l.Log, 5)
+			r, err := l.Read(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var third Pos
+			for range 3 {
+				if _, third, err = r.Next(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r.Close()
+			path := writerFile(t, l.Log)
+			b, _ := os.ReadFile(path)
+			line := b[third.Offset-third.Len : third.Offset]
+			if !bytes.Contains(line, []byte(c.old)) {
+				t.Fatalf("line 3 %q has no %s", line, c.old)
+			}
+			copy(line, bytes.Replace(line, []byte(c.old), []byte(c.new), 1))
+			f, _ := os.OpenFile(path, os.O_WRONLY, 0) // in place: same inode, same size
+			f.WriteAt(b, 0)
+			f.Close()
+			r, err = l.Read(map[string]Start{third.Writer: third.Start()})
+			if err == nil {
+				e, pos, nerr := r.Next()
+				r.Close()
+				t.Fatalf("resumed after a changed line: %+v at %+v, %v", e, pos, nerr)
+			}
+			var le *LineError
+			if !errors.As(err, &le) || le.Line != 3 || !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("err = %v, want corrupt line 3", err)
+			}
+		})
+	}
+}
+
 func TestReadRefusesOverlongLine(t *testing.T) {
 	// Garbage, and a well-formed event a little over the limit (Append
 	// refuses to write one): both corrupt, with the hint every other

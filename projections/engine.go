@@ -98,7 +98,7 @@ type Mark struct {
 }
 
 func (m Mark) start() eventlog.Start {
-	return eventlog.Start{Offset: m.Offset, Line: m.Line, Len: m.Len, Prefix: m.Prefix}
+	return eventlog.Start{Offset: m.Offset, Line: m.Line, Len: m.Len, CRC: m.CRC, Prefix: m.Prefix}
 }
 
 // Checkpoint is the first line of a snapshot.
