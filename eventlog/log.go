@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/spoolhq/spool/internal/durable"
 	"io"
 	"io/fs"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gofrs/flock"
+	"github.com/spoolhq/spool/internal/durable"
 )
 
 // Ext is the extension of writer files.

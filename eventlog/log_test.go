@@ -665,19 +665,126 @@ func TestReadFromOffsets(t *testing.T) {
 	}
 }
 
-func TestReadRefusesOverlongLine(t *testing.T) {
-	l := newTestLog(t)
-	appendN(t, l.Log, 1)
-	path := writerFile(t, l.Log)
-	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	f.Write(bytes.Repeat([]byte("x"), MaxLine+100))
-	f.Write([]byte("\n"))
-	f.Close()
-	_, err := tryReadAll(l.Log)
-	var le *LineError
-	if !errors.As(err, &le) || le.Line != 2 || !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("err = %v", err)
+// A resume reads the line before its offset again: a line changed in place
+// with its length kept (and still an event) is refused as corrupt, as one
+// that no longer decodes is, never read as the line read before.
+func TestResumeAfterChangedLine(t *testing.T) {
+	cases := []struct {
+		name, old, new string
+	}{
+		{"still an event", `"i":2`, `"i":7`},
+		{"no longer an event", `"i":2`, `"i"+2`},
 	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := newTestLog(t)
+			appendN(t, l.Log, 5)
+			r, err := l.Read(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var third Pos
+			for range 3 {
+				if _, third, err = r.Next(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r.Close()
+			path := writerFile(t, l.Log)
+			b, _ := os.ReadFile(path)
+			line := b[third.Offset-third.Len : third.Offset]
+			if !bytes.Contains(line, []byte(c.old)) {
+				t.Fatalf("line 3 %q has no %s", line, c.old)
+			}
+			copy(line, bytes.Replace(line, []byte(c.old), []byte(c.new), 1))
+			f, _ := os.OpenFile(path, os.O_WRONLY, 0) // in place: same inode, same size
+			f.WriteAt(b, 0)
+			f.Close()
+			r, err = l.Read(map[string]Start{third.Writer: third.Start()})
+			if err == nil {
+				e, pos, nerr := r.Next()
+				r.Close()
+				t.Fatalf("resumed after a changed line: %+v at %+v, %v", e, pos, nerr)
+			}
+			var le *LineError
+			if !errors.As(err, &le) || le.Line != 3 || !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("err = %v, want corrupt line 3", err)
+			}
+		})
+	}
+}
+
+func TestReadRefusesOverlongLine(t *testing.T) {
+	// Garbage, and a well-formed event a little over the limit (Append
+	// refuses to write one): both corrupt, with the hint every other
+	// broken line has. A torn tail of any length is still a torn tail.
+	cases := []struct {
+		name string
+		line func(t *testing.T, l *Log) []byte
+	}{
+		{"garbage", func(*testing.T, *Log) []byte {
+			return append(bytes.Repeat([]byte("x"), 2*MaxLine), '\n')
+		}},
+		{"valid event", func(t *testing.T, l *Log) []byte {
+			w, err := l.WriterID()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return overlongEvent(t, w, 2, 100)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := newTestLog(t)
+			appendN(t, l.Log, 1)
+			path := writerFile(t, l.Log)
+			f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+			f.Write(c.line(t, l.Log))
+			f.Close()
+			_, err := tryReadAll(l.Log)
+			var le *LineError
+			if !errors.As(err, &le) || le.Line != 2 || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "longer than") {
+				t.Fatalf("err = %v", err)
+			}
+			if le.Hint != CorruptHint {
+				t.Fatalf("hint = %q, want CorruptHint", le.Hint)
+			}
+		})
+	}
+	t.Run("torn", func(t *testing.T) {
+		l := newTestLog(t)
+		appendN(t, l.Log, 1)
+		f, _ := os.OpenFile(writerFile(t, l.Log), os.O_APPEND|os.O_WRONLY, 0)
+		f.Write(bytes.Repeat([]byte("x"), 2*MaxLine))
+		f.Close()
+		if events, err := tryReadAll(l.Log); err != nil || len(events) != 1 {
+			t.Fatalf("%d events, %v; want 1 and the torn tail skipped", len(events), err)
+		}
+	})
+}
+
+// overlongEvent is a well-formed line of writer w, seq and lc seq, whose
+// id matches its content, extra bytes longer than MaxLine (newline included).
+func overlongEvent(t *testing.T, w string, seq uint64, extra int) []byte {
+	t.Helper()
+	var err error
+	e := &Event{V: 1, Writer: w, Seq: seq, LC: seq, At: testAt, Actor: "ada", Type: "a.b", Data: jsonRaw(`{"blob":""}`)}
+	if e.ID, err = e.ContentID(); err != nil {
+		t.Fatal(err)
+	}
+	small, err := e.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Data = jsonRaw(`{"blob":"` + strings.Repeat("x", MaxLine+extra-len(small)) + `"}`)
+	if e.ID, err = e.ContentID(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := e.Encode()
+	if err != nil || len(line) != MaxLine+extra {
+		t.Fatalf("overlong line of %d bytes, %v", len(line), err)
+	}
+	return line
 }
 
 func jsonRaw(s string) json.RawMessage { return json.RawMessage(s) }

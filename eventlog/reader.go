@@ -31,15 +31,17 @@ type Pos struct {
 
 // Start is where to resume reading after the event at p.
 func (p Pos) Start() Start {
-	return Start{Offset: p.Offset, Line: p.Line, Len: p.Len, Prefix: p.Prefix}
+	return Start{Offset: p.Offset, Line: p.Line, Len: p.Len, CRC: p.CRC, Prefix: p.Prefix}
 }
 
 // Start is where to begin reading one writer file: just after a line that
-// was read before, which the rules resume from.
+// was read before, which the rules resume from. Resuming checks that this
+// line is still there, byte for byte (its CRC).
 type Start struct {
 	Offset int64
 	Line   int    // lines before Offset
 	Len    int64  // length of the line that ends at Offset
+	CRC    uint32 // crc32c of that line
 	Prefix uint32 // crc32c of the file up to Offset
 }
 
@@ -190,7 +192,8 @@ type producer struct {
 }
 
 // newProducer opens path at st. Resuming after a line, it reads that line
-// again so the rules know the seq, lc and id the next line must follow.
+// again, to check it is the one read before and so the rules know the seq,
+// lc and id the next line must follow.
 func newProducer(path string, st Start) (*producer, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -220,8 +223,10 @@ func (p *producer) resume(st Start) error {
 	if _, err := p.f.ReadAt(line, st.Offset-st.Len); err != nil {
 		return err
 	}
+	// The same length and still an event is not enough: an edit in place
+	// that kept the length would pass for the line read before.
 	e, err := Decode(line)
-	if err != nil || line[len(line)-1] != '\n' {
+	if err != nil || line[len(line)-1] != '\n' || LineCRC(line) != st.CRC {
 		return &LineError{Path: p.path, Line: st.Line, Err: fmt.Errorf("%w: the line read before is no longer there", ErrCorrupt)}
 	}
 	p.rules.accept(e, st.Line)
@@ -318,24 +323,30 @@ const CorruptHint = "spool verify lists every problem; spool doctor --repair fix
 	"keeping a backup; an edited or missing line must be restored from git (git log -p -- FILE)"
 
 // readLine returns the next line with its '\n'; nil at EOF; torn when the
-// file ends in bytes without a newline.
+// file ends in bytes without a newline. A line longer than MaxLine (newline
+// included: Append never writes one, and a resume after it is refused) is
+// corrupt; its bytes are skipped, not held, to find where it ends.
 func (p *producer) readLine() (line []byte, torn bool, err error) {
 	p.buf = p.buf[:0]
+	size := 0
 	for {
 		chunk, err := p.br.ReadSlice('\n')
-		if err == nil && len(p.buf) == 0 {
+		if err == nil && size == 0 {
 			return chunk, false, nil
 		}
-		p.buf = append(p.buf, chunk...)
+		size += len(chunk)
+		if size <= MaxLine {
+			p.buf = append(p.buf, chunk...)
+		}
 		switch {
+		case err == nil && size > MaxLine:
+			return nil, false, &LineError{Path: p.path, Line: p.line + 1, Err: fmt.Errorf("%w: line of %d bytes, longer than %d", ErrCorrupt, size, MaxLine),
+				Hint: CorruptHint}
 		case err == nil:
 			return p.buf, false, nil
 		case errors.Is(err, bufio.ErrBufferFull):
-			if len(p.buf) > MaxLine {
-				return nil, false, &LineError{Path: p.path, Line: p.line + 1, Err: fmt.Errorf("%w: line longer than %d bytes", ErrCorrupt, MaxLine)}
-			}
 		case err == io.EOF:
-			return nil, len(p.buf) > 0, nil
+			return nil, size > 0, nil
 		default:
 			return nil, false, err
 		}

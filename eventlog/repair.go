@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/spoolhq/spool/internal/durable"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/spoolhq/spool/internal/durable"
 )
 
 // FileRepair is what Repair did to one writer file, or could not do.
@@ -22,11 +23,13 @@ type FileRepair struct {
 // Repair fixes, under the lock, what can be fixed without losing or
 // altering an acknowledged event: a torn tail or an unfinished batch (never
 // acknowledged), exact copies of a line, and lines out of order whose ids
-// all check (a writer file merged without the merge driver, both sides
-// kept), which are put in order as the merge driver would. Each rewritten
-// file is first copied to <private dir>/repair/<time>/. A file with a line
-// that does not parse, an edited line or a missing seq is left untouched
-// and reported. Files with nothing to fix are not listed.
+// all check and that are a writer file merged without the merge driver,
+// both sides kept (the shared lines, then each side's own lines in turn,
+// each side without a gap), which are put in order as the merge driver
+// would. Each rewritten file is first copied to <private dir>/repair/<time>/.
+// A file with a line that does not parse or is longer than MaxLine, an
+// edited line, a missing seq or lines out of order in another arrangement
+// is left untouched and reported. Files with nothing to fix are not listed.
 func (l *Log) Repair(ctx context.Context, now time.Time) ([]FileRepair, error) {
 	unlock, err := l.Lock(ctx)
 	if err != nil {
@@ -88,6 +91,11 @@ func repairLines(b []byte, writer string) ([]byte, FileRepair) {
 		if len(raw) == 0 {
 			continue
 		}
+		if len(raw) > MaxLine {
+			// Whatever it holds, no reader takes it: keeping it would leave the file unreadable.
+			rep.Left = append(rep.Left, fmt.Sprintf("line %d: %d bytes, longer than %d: no reader takes it", n+1, len(raw), MaxLine))
+			continue
+		}
 		e, sp, err := decode(raw)
 		if err != nil {
 			rep.Left = append(rep.Left, fmt.Sprintf("line %d: %v", n+1, err))
@@ -146,6 +154,53 @@ func repairLines(b []byte, writer string) ([]byte, FileRepair) {
 			return nil, rep
 		}
 	}
+	// Every seq is there, but a seq one side lost may be held by another
+	// side's line. So the file must also be what git leaves when it merges
+	// without the driver and keeps both sides: the lines all sides share
+	// (seq 1 to b), then each side's own lines, one side after the other,
+	// each running from seq b+1 without a gap. Split into runs of lines that
+	// follow one another by the rules, that is: a first run from seq 1, and
+	// every other run from seq b+1, after the first run's line b. (Then the
+	// count of lines per seq never grows after b.) A deleted line that
+	// ended a side, or began the second side in the file, still looks like
+	// a merge (one that forked where it did, or a line later): nothing in
+	// the file tells them apart.
+	r = newRules(writer)
+	var fork *line // the first run's line b, nil while b is unknown
+	for i := range lines {
+		l := &lines[i]
+		if i > 0 && r.check(l.raw, l.e, l.sp, l.n) == nil {
+			continue
+		}
+		r = newRules(writer)
+		r.accept(l.e, l.n)
+		ok := false
+		switch {
+		case i == 0:
+			ok = l.e.Seq == 1
+		case fork == nil && l.e.Seq == 1:
+			ok, fork = true, &line{e: &Event{}} // the sides share no line
+		case fork == nil:
+			for j := range lines[:i] {
+				if lines[j].e.Seq == l.e.Seq-1 {
+					fork = &lines[j] // the first run is contiguous from seq 1: j is in it
+					break
+				}
+			}
+			ok = fork != nil && sortsBefore(fork.e, l.e)
+		default:
+			ok = l.e.Seq == fork.e.Seq+1 && sortsBefore(fork.e, l.e)
+		}
+		if !ok {
+			after := "begins the file"
+			if i > 0 {
+				after = fmt.Sprintf("follows seq %d", lines[i-1].e.Seq)
+			}
+			rep.Left = append(rep.Left, fmt.Sprintf("line %d: seq %d %s, and the file is not the sides of one merge, "+
+				"each whole: a line may have been deleted; restore it from git (git log -p -- FILE)", l.n, l.e.Seq, after))
+			return nil, rep
+		}
+	}
 	union, err := Union(out.Bytes(), nil)
 	if err != nil {
 		rep.Left = append(rep.Left, err.Error())
@@ -153,6 +208,11 @@ func repairLines(b []byte, writer string) ([]byte, FileRepair) {
 	}
 	rep.Fixed = append(rep.Fixed, fmt.Sprintf("put %d lines in order as the merge driver would (seq renumbered, ids unchanged)", len(lines)))
 	return union, rep
+}
+
+// sortsBefore reports whether a comes before b in a writer file's (lc, id) order.
+func sortsBefore(a, b *Event) bool {
+	return a.LC < b.LC || a.LC == b.LC && a.ID < b.ID
 }
 
 func joinInts(ns []int) string {

@@ -10,13 +10,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/spoolhq/spool/internal/durable"
-	"github.com/spoolhq/spool/internal/fault"
-	"github.com/spoolhq/spool/internal/git"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/spoolhq/spool/internal/durable"
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/git"
 )
 
 // Names are the hooks spool installs, in this order.

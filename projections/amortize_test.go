@@ -96,3 +96,66 @@ func TestAmortizedSaves(t *testing.T) {
 		t.Fatalf("a lagging projection is reported stale, got %v", stale)
 	}
 }
+
+// A writer file touched in place (same inode and bytes, another mtime, as
+// git or an editor may leave it) costs one prefix checksum, not one per
+// command: the catch-up stamps the mark with the file's stat again and the
+// snapshot is saved, even for a projection whose saves are amortized.
+func TestTouchedFileIsChecksummedOnce(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	log := eventlog.Open(eventlog.Options{Dir: filepath.Join(root, "events"), PrivateDir: filepath.Join(root, "private")})
+	en := &Engine{Log: log, Root: root, StateDir: filepath.Join(root, "state"),
+		Specs: []Spec{{Name: "count", Version: 1, Amortize: 1000, New: func() Projection { return &counter{} }}}}
+	// read is what a command that only reads does (store.Read).
+	read := func() {
+		t.Helper()
+		v, err := en.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale, err := v.Stale()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stale {
+			if _, err := v.CatchUp(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if v.NeedsSave() {
+				if _, err := v.CatchUp(ctx); err != nil { // again, under the lock
+					t.Fatal(err)
+				}
+				if err := v.Save(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if got := v.Get("count").(*counter).n; got != 20 {
+			t.Fatalf("seen %d events, want 20", got)
+		}
+	}
+	appendN(t, log, 20)
+	read()
+	files, err := log.Files()
+	if err != nil || len(files) != 1 {
+		t.Fatal(files, err)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(files[0], later, later); err != nil {
+		t.Fatal(err)
+	}
+	before := prefixChecks.Load()
+	read()
+	read()
+	read()
+	if n := prefixChecks.Load() - before; n != 1 {
+		t.Fatalf("the touched file's prefix was checksummed %d times in three reads, want 1", n)
+	}
+	// The saved mark has the file's new stat: the next command's check is a stat.
+	cp, ok := en.peekCheckpoint(en.Specs[0])
+	st, _ := os.Stat(files[0])
+	if m := cp.Marks[eventlog.WriterOf(files[0])]; !ok || m.MTime != st.ModTime().UnixNano() {
+		t.Fatalf("saved mark %+v, file mtime %d", m, st.ModTime().UnixNano())
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -98,7 +99,7 @@ type Mark struct {
 }
 
 func (m Mark) start() eventlog.Start {
-	return eventlog.Start{Offset: m.Offset, Line: m.Line, Len: m.Len, Prefix: m.Prefix}
+	return eventlog.Start{Offset: m.Offset, Line: m.Line, Len: m.Len, CRC: m.CRC, Prefix: m.Prefix}
 }
 
 // Checkpoint is the first line of a snapshot.
@@ -126,12 +127,36 @@ type View struct {
 }
 
 type item struct {
-	spec   Spec
-	proj   Projection
-	cp     Checkpoint
-	dirty  bool
-	restat bool // a writer file was replaced: save even if saves are amortized
-	saved  int  // events in the snapshot on disk; -1 when there is none
+	spec  Spec
+	proj  Projection
+	cp    Checkpoint
+	dirty bool
+	// restat: a writer file's prefix was checksummed (it was replaced or
+	// touched): save even if saves are amortized, so that the marks,
+	// stamped with the file's stat again, spare the next command the checksum.
+	restat bool
+	saved  int // events in the snapshot on disk; -1 when there is none
+	// verified is, per writer, the stat of a file whose prefix this
+	// process checksummed: until the marks are stamped with it, check
+	// needs not checksum the same file again.
+	verified map[string]stamp
+}
+
+// stamp is what a stat says of a writer file, to tell an untouched one.
+type stamp struct {
+	Inode       uint64
+	Size, MTime int64
+}
+
+func stampOf(st fs.FileInfo) stamp {
+	return stamp{Inode: inodeOf(st), Size: st.Size(), MTime: st.ModTime().UnixNano()}
+}
+
+// checked reports whether this process checksummed writer w's prefix in
+// the file as st finds it.
+func (it *item) checked(w string, st fs.FileInfo) bool {
+	v, ok := it.verified[w]
+	return ok && v == stampOf(st)
 }
 
 // ErrUnknownProjection names a projection nobody registered.
@@ -172,6 +197,7 @@ func (en *Engine) spec(name string) (Spec, bool) {
 }
 
 func (it *item) reset() {
+	it.verified = nil
 	it.proj = it.spec.New()
 	it.cp = Checkpoint{Format: checkpointFormat, Name: it.spec.Name, Version: it.spec.Version, Marks: map[string]Mark{}}
 	it.dirty = true
@@ -299,12 +325,19 @@ func (en *Engine) check(it *item) (status, error) {
 			return 0, err
 		}
 		same := inodeOf(st) == m.Inode
+		w := eventlog.WriterOf(path)
 		switch {
 		case same && st.Size() == m.Size && st.ModTime().UnixNano() == m.MTime:
 			if !lineMatches(path, m) {
 				return rewritten, nil
 			}
 		case same && st.Size() > m.Size:
+			if !lineMatches(path, m) {
+				return rewritten, nil
+			}
+			result = behind
+		case it.checked(w, st):
+			// Checksummed already (Stale, then CatchUp): unchanged since.
 			if !lineMatches(path, m) {
 				return rewritten, nil
 			}
@@ -317,7 +350,15 @@ func (en *Engine) check(it *item) (status, error) {
 			if !ok {
 				return rewritten, nil
 			}
-			result = behind // nothing new, perhaps: the mark records the file as it is now
+			// Nothing new, perhaps; either way the catch-up that follows
+			// stamps the mark with the file's stat (taken before it reads),
+			// and restat has it saved, so the next command takes a fast path.
+			if it.verified == nil {
+				it.verified = map[string]stamp{}
+			}
+			it.verified[w] = stampOf(st)
+			it.restat = true
+			result = behind
 		}
 	}
 	return result, nil
@@ -347,8 +388,12 @@ func lineMatches(path string, m Mark) bool {
 	return eventlog.LineCRC(buf) == m.CRC
 }
 
+// prefixChecks counts the prefix checksums computed, for tests.
+var prefixChecks atomic.Int64
+
 // prefixMatches checks that the file still begins with the bytes applied.
 func prefixMatches(path string, m Mark) (bool, error) {
+	prefixChecks.Add(1)
 	f, err := os.Open(path)
 	if err != nil {
 		return false, err

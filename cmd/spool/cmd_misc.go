@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/spoolhq/spool/internal/durable"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/completion"
+	"github.com/spoolhq/spool/internal/durable"
 	"github.com/spoolhq/spool/internal/fault"
 )
 

@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"github.com/spoolhq/spool/internal/store"
 	"strings"
 
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/store"
 )
 
 // VerifyCmd checks the log and the projections; CI and pre-push run it.

@@ -7,13 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/spoolhq/spool/internal/durable"
 	"io/fs"
 	"os"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/spoolhq/spool/internal/durable"
 	"github.com/spoolhq/spool/internal/fault"
 )
 

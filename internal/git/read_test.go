@@ -2,13 +2,14 @@ package git
 
 import (
 	"context"
-	"github.com/spoolhq/spool/internal/git/gittest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spoolhq/spool/internal/git/gittest"
 )
 
 // gitRevParse is what the git binary says rev resolves to ("" when it fails).

@@ -2,13 +2,13 @@ package service
 
 import (
 	"context"
-	"github.com/spoolhq/spool/internal/git/gittest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spoolhq/spool/internal/git/gittest"
 	"github.com/spoolhq/spool/internal/mergequeue"
 	"github.com/spoolhq/spool/internal/store"
 )
