@@ -233,7 +233,8 @@ func checkImported(r *TaskJSON) error {
 }
 
 // RenamePrefix gives every id in recs, references included, the prefix to
-// (the part before the first "-"): what bd import asks of ids.
+// (the part before the first "-"): what bd import asks of ids. recs end
+// sorted by their new ids, as an export is.
 func RenamePrefix(recs []TaskJSON, to string) error {
 	if !ValidPrefix(to) {
 		return fault.Usagef(CodeInvalidImport, "prefix %q must be 1-16 lowercase letters and digits, starting with a letter", to)
@@ -255,6 +256,7 @@ func RenamePrefix(recs []TaskJSON, to string) error {
 			r.Comments[j].IssueID = rename(r.Comments[j].IssueID)
 		}
 	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].ID < recs[j].ID })
 	return nil
 }
 
