@@ -174,6 +174,9 @@ func (b *bdEnv) queue(change bool) (*wqservice.Service, error) {
 
 // resolve finds the tasks refs name (see workqueue.State.ResolveID).
 func (b *bdEnv) resolve(q *wqservice.Service, refs []string) ([]string, error) {
+	if len(refs) == 0 {
+		return nil, nil // nothing to decode the tracker for
+	}
 	st, err := q.Read(b.ctx, wqservice.Tracker)
 	if err != nil {
 		return nil, err

@@ -49,11 +49,8 @@ func (c *bdReadyCmd) Run(b *bdEnv) error {
 		return prio != nil && t.Priority != *prio || c.Type != "" && t.Type != c.Type ||
 			c.Assignee != "" && st.View(t, q.Policy, q.Now).Assignee != c.Assignee
 	})
-	if err := workqueue.BeadsOrder(tasks, c.Sort, q.Now); err != nil {
+	if tasks, err = workqueue.BeadsOrder(tasks, c.Sort, q.Now, c.Limit); err != nil {
 		return err
-	}
-	if c.Limit > 0 && len(tasks) > c.Limit {
-		tasks = tasks[:c.Limit]
 	}
 	out := make([]workqueue.TaskJSON, 0, len(tasks))
 	for _, t := range tasks {

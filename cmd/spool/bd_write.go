@@ -66,7 +66,7 @@ func (c *bdCreateCmd) Run(b *bdEnv) error {
 		return err
 	}
 	n := workqueue.NewTask{Title: title, Description: c.Description, Design: c.Design, Acceptance: c.Acceptance, Notes: c.Notes,
-		Assignee: c.Assignee, Priority: prio, Type: c.Type, Labels: append(c.Labels, c.Label...), Deps: ids[:len(deps)]}
+		Assignee: c.Assignee, Priority: prio, Type: c.Type, Labels: append(c.Labels, c.Label...), Deps: ids[:len(deps):len(deps)]}
 	if c.Parent != "" {
 		n.Parent = ids[len(deps)]
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -63,6 +64,14 @@ func benchQueue(bin string, nTasks, nEvents, runs int, dir string) error {
 	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Printf("load average: %s", load)
 	}
+	out, err := run(dir, env, bin, "ready", "--json", "--limit", "1")
+	if err != nil {
+		return err
+	}
+	var first []struct{ ID string }
+	if err := json.Unmarshal([]byte(out), &first); err != nil || len(first) == 0 {
+		return fmt.Errorf("no ready task to show: %v", err)
+	}
 	for _, c := range [][]string{
 		{"version"}, // the floor: starting the binary and parsing the command line
 		{"ready", "--json"},
@@ -71,6 +80,12 @@ func benchQueue(bin string, nTasks, nEvents, runs int, dir string) error {
 		{"task", "add", "benchmark task", "-p", "1"},
 		{"history", "--json"},
 		{"stats", "--json"},
+		// The beads front end, with the argv a bd client uses.
+		{"bd", "ready", "--json"},
+		{"bd", "ready", "--json", "--limit", "0"},
+		{"bd", "list", "--json", "--limit", "0"},
+		{"bd", "show", first[0].ID, "--json"},
+		{"bd", "create", "benchmark task", "-p", "1", "--silent"},
 	} {
 		t, err := repeat(0, runs, func() *exec.Cmd {
 			cmd := exec.Command(bin, c...)
@@ -137,10 +152,15 @@ func generateQueue(dir string, nTasks, nEvents int) error {
 		}
 	}
 	lease := at.Add(24 * 365 * time.Hour)
+	closed := map[string]bool{}
 	for n, i := nTasks, 0; n < nEvents; i++ {
 		id := ids[i%nTasks]
 		var drafts []eventlog.Draft
-		switch i % 6 {
+		kind := i % 6
+		if closed[id] && kind >= 1 && kind <= 4 {
+			kind = 0 // what spool would refuse for a closed task: a comment instead
+		}
+		switch kind {
 		case 0:
 			drafts = []eventlog.Draft{{Type: workqueue.TypeCommented, Subject: id, Data: workqueue.CommentData{Text: "a note on progress"}}}
 		case 1:
@@ -154,6 +174,7 @@ func generateQueue(dir string, nTasks, nEvents int) error {
 			}
 		case 4:
 			if (i/6)%4 == 0 { // a quarter of these tasks get done
+				closed[id] = true
 				drafts = []eventlog.Draft{
 					{Type: workqueue.TypeClaimed, Subject: id, Data: workqueue.ClaimedData{Attempt: 1, Worker: "w", LeaseUntil: lease, Source: "native"}},
 					{Type: workqueue.TypeSucceeded, Subject: id, Data: workqueue.AttemptData{Attempt: 1}},

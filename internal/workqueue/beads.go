@@ -333,22 +333,24 @@ func BeadsDetail(d DetailJSON) DetailJSON {
 	return d
 }
 
-// BeadsOrder sorts tasks as bd ready's sort policies do: "priority" by
+// BeadsOrder returns tasks in the order of one of bd ready's sort
+// policies, only the first limit of them when limit > 0: "priority" by
 // priority then age; "oldest" by age; "hybrid" (bd's default) puts tasks
 // created in the 48 hours before now first, by priority, then the older
 // ones by age.
-func BeadsOrder(ts []*Task, policy string, now time.Time) error {
+func BeadsOrder(ts []*Task, policy string, now time.Time, limit int) ([]*Task, error) {
 	var less func(a, b *Task) bool
+	oldest := func(a, b *Task) bool {
+		if !a.CreatedAt.Equal(b.CreatedAt) {
+			return a.CreatedAt.Before(b.CreatedAt)
+		}
+		return a.ID < b.ID
+	}
 	switch policy {
 	case "priority":
 		less = taskLess
 	case "oldest":
-		less = func(a, b *Task) bool {
-			if !a.CreatedAt.Equal(b.CreatedAt) {
-				return a.CreatedAt.Before(b.CreatedAt)
-			}
-			return a.ID < b.ID
-		}
+		less = oldest
 	case "hybrid", "":
 		recent := now.Add(-48 * time.Hour)
 		less = func(a, b *Task) bool {
@@ -359,16 +361,12 @@ func BeadsOrder(ts []*Task, policy string, now time.Time) error {
 			case ra:
 				return taskLess(a, b)
 			}
-			if !a.CreatedAt.Equal(b.CreatedAt) {
-				return a.CreatedAt.Before(b.CreatedAt)
-			}
-			return a.ID < b.ID
+			return oldest(a, b)
 		}
 	default:
-		return fault.Usagef(fault.CodeUsage, "sort policy %q is not one of hybrid, priority, oldest", policy)
+		return nil, fault.Usagef(fault.CodeUsage, "sort policy %q is not one of hybrid, priority, oldest", policy)
 	}
-	sort.SliceStable(ts, func(i, j int) bool { return less(ts[i], ts[j]) })
-	return nil
+	return topK(ts, limit, less), nil
 }
 
 // BeadsListOrder sorts tasks as bd list does: by priority, newest first.

@@ -206,9 +206,12 @@ func TestBeadsOrder(t *testing.T) {
 		{"priority", "old0 new1 new2 old1"},
 		{"oldest", "old1 old0 new1 new2"},
 	} {
-		ts := []*Task{old0, new2, old1, new1}
-		if err := BeadsOrder(ts, tc.policy, now); err != nil {
+		ts, err := BeadsOrder([]*Task{old0, new2, old1, new1}, tc.policy, now, 0)
+		if err != nil {
 			t.Fatal(err)
+		}
+		if top, _ := BeadsOrder([]*Task{old0, new2, old1, new1}, tc.policy, now, 2); len(top) != 2 || top[0] != ts[0] || top[1] != ts[1] {
+			t.Errorf("%s: the first two are not the sorted list's", tc.policy)
 		}
 		var ids []string
 		for _, x := range ts {
@@ -218,7 +221,7 @@ func TestBeadsOrder(t *testing.T) {
 			t.Errorf("%s: %s, want %s", tc.policy, got, tc.want)
 		}
 	}
-	if err := BeadsOrder(nil, "newest", now); err == nil {
+	if _, err := BeadsOrder(nil, "newest", now, 0); err == nil {
 		t.Error("an unknown sort policy was accepted")
 	}
 }

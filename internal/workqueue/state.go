@@ -148,7 +148,7 @@ const (
 // Their state grows with the number of tasks, so saves are amortized (see
 // projections.Spec.Amortize).
 var (
-	Spec      = projections.Spec{Name: Name, Version: 1, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
+	Spec      = projections.Spec{Name: Name, Version: 2, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
 	QueueSpec = projections.Spec{Name: QueueName, Version: 2, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
@@ -405,8 +405,8 @@ func (s *State) applyTask(e *eventlog.Event) {
 		x.Comments = append(x.Comments, Comment{ID: s.CommentSeq, Author: e.Actor, Text: d.Text, At: e.At})
 	case TypeClaimed:
 		var d ClaimedData
-		if json.Unmarshal(e.Data, &d) != nil {
-			return
+		if t.Status == StatusClosed || json.Unmarshal(e.Data, &d) != nil {
+			return // a claim made in another clone as this task was closed: closed wins
 		}
 		t.Status, x.Assignee, t.LeaseUntil = StatusInProgress, d.Worker, d.LeaseUntil
 	case TypeHeartbeat:

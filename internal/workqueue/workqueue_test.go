@@ -738,3 +738,17 @@ func TestUpdateRecordsOnlyChanges(t *testing.T) {
 		})
 	}
 }
+
+// A claim folded after a close (made in another clone as the task was
+// closed) leaves the task closed, with its close time and reason.
+func TestClaimAfterCloseLeavesTaskClosed(t *testing.T) {
+	w := newWorld(t)
+	id := w.add("a task", 1, t0)
+	w.apply("ada", t0, eventlog.Draft{Type: TypeClosed, Subject: id, Data: ClosedData{Reason: "not needed"}})
+	w.apply("bot", t0.Add(time.Minute), eventlog.Draft{Type: TypeClaimed, Subject: id,
+		Data: ClaimedData{Attempt: 1, Worker: "bot", LeaseUntil: t0.Add(time.Hour), Source: SourceNative}})
+	j := w.s.View(w.s.Tasks[id], DefaultPolicy(), t0)
+	if j.Status != StatusClosed || j.ClosedAt == nil || j.CloseReason != "not needed" || j.Assignee != "" {
+		t.Fatalf("after a late claim: %+v", j)
+	}
+}
