@@ -653,7 +653,15 @@ func (v *View) Save() error {
 			return fmt.Errorf("render %s: %w", it.spec.Name, err)
 		}
 		for _, f := range files {
-			if err := batch.WriteFile(filepath.Join(v.en.Root, filepath.FromSlash(f.Path)), f.Data, 0o644); err != nil {
+			path := filepath.Join(v.en.Root, filepath.FromSlash(f.Path))
+			if f.Tracked {
+				// A tracked file is rewritten only when its bytes change: git
+				// and editors see no churn, and the work tree stays clean.
+				if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, f.Data) {
+					continue
+				}
+			}
+			if err := batch.WriteFile(path, f.Data, 0o644); err != nil {
 				return err
 			}
 		}

@@ -70,7 +70,11 @@ func (en *Engine) Verify(ctx context.Context) (diffs []Difference, stale, broken
 			case err != nil:
 				return nil, nil, nil, err
 			case !bytes.Equal(got, f.Data):
-				diffs = append(diffs, Difference{it.spec.Name, f.Path, "differs from a fresh replay"})
+				problem := "differs from a fresh replay"
+				if where, ok := firstDifference(got, f.Data); ok {
+					problem += ": " + where
+				}
+				diffs = append(diffs, Difference{it.spec.Name, f.Path, problem})
 			}
 		}
 		if !current {
