@@ -71,7 +71,8 @@ func randomState(t testing.TB, seed int64) *State {
 			if e.Status.Active() {
 				dup, _ := json.Marshal(EntryData{EntryID: 9, To: Pending, Workspace: e.Workspace, Branch: e.Branch, ChangeID: e.ChangeID,
 					ChangeIDSource: e.ChangeIDSource, DedupeKey: e.DedupeKey, HeadSHA: e.HeadSHA, Priority: P(1)})
-				s.Apply(&eventlog.Event{ID: fmt.Sprintf("dup-%d", i), Type: EvSubmitted, At: now, Actor: "bob", Data: dup})
+				// an older spool's submission (no workspace_id): the entry keeps its writer
+				s.Apply(&eventlog.Event{ID: fmt.Sprintf("dup-%d", i), Writer: []string{"w1", "w\"é"}[rng.Intn(2)], Type: EvSubmitted, At: now, Actor: "bob", Data: dup})
 			}
 		}
 	}

@@ -40,6 +40,8 @@ func fastEntry(b []byte, e *Entry) bool {
 			return p.strTo(&e.Workspace)
 		case "workspace_id":
 			return p.strTo(&e.WorkspaceID)
+		case "legacy_writer":
+			return p.strTo(&e.LegacyWriter)
 		case "worktree":
 			return p.strTo(&e.Worktree)
 		case "branch":

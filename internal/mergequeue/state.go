@@ -21,7 +21,7 @@ const (
 // Bump Version whenever the encoding of the state changes: snapshots of
 // another version are rebuilt from the log, and decode reuses the lines of
 // a snapshot of this version as they are.
-var Spec = projections.Spec{Name: Name, Version: 6, New: func() projections.Projection { return New() }}
+var Spec = projections.Spec{Name: Name, Version: 7, New: func() projections.Projection { return New() }}
 
 // State is the merge queue folded from the log.
 type State struct {
@@ -40,10 +40,15 @@ type State struct {
 
 // Entry is one queue entry.
 type Entry struct {
-	ID               int64          `json:"entry_id"`
-	Ref              string         `json:"entry_ref"`    // id of the merge.submitted event: stable across clones
-	Workspace        string         `json:"workspace"`    // display name: the worktree directory's base name
-	WorkspaceID      string         `json:"workspace_id"` // identity: writer id / git worktree id (WorkspaceID)
+	ID          int64  `json:"entry_id"`
+	Ref         string `json:"entry_ref"`    // id of the merge.submitted event: stable across clones
+	Workspace   string `json:"workspace"`    // display name: the worktree directory's base name
+	WorkspaceID string `json:"workspace_id"` // identity: writer id / git worktree id (WorkspaceID)
+	// LegacyWriter is set on an entry an older spool queued (its
+	// merge.submitted has no workspace_id, so the name is its identity): the
+	// clone that queued it. A submission from the same worktree of that
+	// clone finds the entry while it is active (DecideSubmit).
+	LegacyWriter     string         `json:"legacy_writer,omitempty"`
 	Worktree         string         `json:"worktree,omitempty"`
 	Branch           string         `json:"branch"`
 	ChangeID         string         `json:"change_id"`
@@ -281,10 +286,11 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		if d.Workspace == "" || d.DedupeKey == "" {
 			return false
 		}
+		legacy := ""
 		if d.WorkspaceID == "" { // an older spool's event: the name was the identity
-			d.WorkspaceID = d.Workspace
+			d.WorkspaceID, legacy = d.Workspace, ev.Writer
 		}
-		e := &Entry{ID: int64(len(s.Entries)) + 1, Ref: ev.ID, Workspace: d.Workspace, WorkspaceID: d.WorkspaceID, Worktree: d.Worktree, Branch: d.Branch,
+		e := &Entry{ID: int64(len(s.Entries)) + 1, Ref: ev.ID, Workspace: d.Workspace, WorkspaceID: d.WorkspaceID, LegacyWriter: legacy, Worktree: d.Worktree, Branch: d.Branch,
 			ChangeID: d.ChangeID, ChangeIDSource: d.ChangeIDSource, DedupeKey: d.DedupeKey, HeadSHA: d.HeadSHA,
 			BeadID: d.BeadID, Owner: ev.Actor, Status: Pending, AddedAt: ev.At, UpdatedAt: ev.At}
 		if d.Priority != nil {
