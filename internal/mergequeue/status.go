@@ -1,7 +1,8 @@
 // Package mergequeue is the merge queue's domain: entry states and the
 // transition table, the events, pure decide functions and the projection
 // written to .spool/state/merge-queue.json. Git and the test command are
-// driven at the edge (internal/train); nothing here does I/O.
+// driven by the service (internal/mergequeue/service) through the edges
+// (internal/git, internal/proc); nothing here does I/O.
 package mergequeue
 
 // Status is where an entry is in its lifecycle (seed 002 §9.1).
