@@ -30,9 +30,10 @@ type Runner struct {
 	Store  *store.Store
 	Actor  string
 	Now    func() time.Time
-	Target string    // branch the train moves (merge.target unless overridden)
-	Out    io.Writer // one line per step, for people
-	ID     string    // identifies this runner's leases
+	Target string       // branch the train moves (merge.target unless overridden)
+	Out    io.Writer    // one line per step, for people
+	ID     string       // identifies this runner's leases
+	Warn   func(string) // what recovery could not finish; nil drops it
 
 	// PauseAt and PauseFile let crash tests stop the runner right after a
 	// step: it writes PauseFile and blocks until killed. Set from the
@@ -92,7 +93,7 @@ func (r *Runner) logf(format string, args ...any) {
 func (r *Runner) Run(ctx context.Context, once bool) ([]Result, error) {
 	var results []Result
 	for {
-		if _, err := recoverExpired(ctx, r.Store, r.Actor, r.Now()); err != nil {
+		if _, err := recoverExpired(ctx, r.Store, r.Actor, r.Now(), r.Warn); err != nil {
 			return results, err
 		}
 		res, err := r.RunOne(ctx)
