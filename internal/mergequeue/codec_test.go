@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
-	"github.com/spoolhq/spool/internal/proc"
 )
 
 // randomState builds a queue with every field in use.
@@ -49,7 +48,7 @@ func randomState(t testing.TB, seed int64) *State {
 				default: // testing, with the test command's process recorded
 					d, _ = DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: Rebasing, To: Testing, HeadSHA: c.HeadSHA}, pol, now)
 					fold(t, s, now, "train", d)
-					d, _ = DecideProcStarted(s, c.ID, "r\u00e9", proc.Record{PID: rng.Intn(1 << 22), PGID: 7, Start: rng.Uint64() >> 2, Boot: "b00t"}, pol, now)
+					d, _ = DecideProcStarted(s, c.ID, "r\u00e9", ProcRecord{PID: rng.Intn(1 << 22), PGID: 7, Start: rng.Uint64() >> 2, Boot: "b00t"}, pol, now)
 					fold(t, s, now, "train", d)
 					if rng.Intn(3) == 0 {
 						continue // left in testing, proc and all

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
-	"github.com/spoolhq/spool/internal/proc"
 )
 
 // Policy is the configuration the deciders need.
@@ -443,7 +442,7 @@ func DecideRenew(s *State, id int64, runner string, pol Policy, now time.Time) (
 
 // DecideProcStarted records the process group a runner started for the
 // entry's current step (the test command): a lease renewal carrying it.
-func DecideProcStarted(s *State, id int64, runner string, p proc.Record, pol Policy, now time.Time) ([]eventlog.Draft, error) {
+func DecideProcStarted(s *State, id int64, runner string, p ProcRecord, pol Policy, now time.Time) ([]eventlog.Draft, error) {
 	drafts, err := DecideRenew(s, id, runner, pol, now)
 	if err != nil {
 		return nil, err

@@ -3,8 +3,6 @@ package mergequeue
 import (
 	"strconv"
 	"time"
-
-	"github.com/spoolhq/spool/internal/proc"
 )
 
 // fastEntry reads one entry line as encode writes it: a flat object of
@@ -93,7 +91,7 @@ func fastEntry(b []byte, e *Entry) bool {
 		case "conflict_paths":
 			return p.strings(&e.ConflictPaths)
 		case "proc":
-			r := &proc.Record{}
+			r := &ProcRecord{}
 			e.Proc = r
 			return p.object(func(key []byte) bool {
 				switch string(key) {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
-	"github.com/spoolhq/spool/internal/proc"
 	"github.com/spoolhq/spool/projections"
 )
 
@@ -69,7 +68,7 @@ type Entry struct {
 	LeaseUntil       *time.Time     `json:"lease_until,omitempty"`
 	ScratchDir       string         `json:"scratch_dir,omitempty"`
 	RunDir           string         `json:"run_dir,omitempty"`
-	Proc             *proc.Record   `json:"proc,omitempty"` // the process group of the current step (the test command), until the status changes
+	Proc             *ProcRecord    `json:"proc,omitempty"` // the process group of the current step (the test command), until the status changes
 	LastError        string         `json:"last_error,omitempty"`
 	ConflictPaths    []string       `json:"conflict_paths,omitempty"` // a rebase's conflicts; a waiting entry's dirty paths
 	Waiting          string         `json:"waiting,omitempty"`        // why a pending entry the train gave back waits (WaitCheckoutDirty …)

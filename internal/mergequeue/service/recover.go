@@ -109,7 +109,7 @@ func recoverExpired(ctx context.Context, st *store.Store, actor string, now time
 func killRecordedGroups(expired []*mergequeue.Entry) {
 	for _, e := range expired {
 		if e.Proc != nil {
-			proc.KillGroup(*e.Proc)
+			proc.KillGroup(proc.Record(*e.Proc)) // the same fields: the log's record of proc's
 		}
 	}
 }

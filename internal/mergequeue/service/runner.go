@@ -454,7 +454,7 @@ func (j *job) test(ctx context.Context) (code int, reason string, err error) {
 func (j *job) recordProc(ctx context.Context, rec proc.Record) {
 	pol := j.r.policy()
 	_, _, err := j.r.Store.Write(context.WithoutCancel(ctx), j.r.Now(), j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
-		return mergequeue.DecideProcStarted(queueOf(v), j.id, j.r.ID, rec, pol, j.r.Now())
+		return mergequeue.DecideProcStarted(queueOf(v), j.id, j.r.ID, mergequeue.ProcRecord(rec), pol, j.r.Now())
 	})
 	if err != nil {
 		j.r.logf("entry %d: the test command's process (pid %d) was not recorded: %v", j.id, rec.PID, err)

@@ -301,7 +301,7 @@ func TestRecoverKillsRecordedTestGroup(t *testing.T) {
 			}
 			rec := p.Record()
 			t.Cleanup(func() { syscall.Kill(-rec.PGID, syscall.SIGKILL) })
-			recorded := rec
+			recorded := mergequeue.ProcRecord(rec)
 			if !ours {
 				recorded.Start++ // the pid now belongs to another process
 			}
