@@ -250,7 +250,11 @@ func (s *State) decode(b []byte) error {
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	s.reindex()
+	return nil
 }
 
 // AppendRow appends the entry as one row of `spool merge list --json`

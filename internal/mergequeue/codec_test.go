@@ -103,7 +103,10 @@ func TestCodecRoundTrip(t *testing.T) {
 		if !bytes.Equal(back.render(), b) {
 			t.Fatalf("re-encoding differs:\n%s\n%s", b, back.render())
 		}
+		checkIndex(t, s)
+		checkIndex(t, &back)
 		s.encoded, back.encoded = nil, nil
+		s.ix, back.ix = nil, nil // compared with the entries by checkIndex
 		if !reflect.DeepEqual(s, &back) {
 			t.Fatalf("seed %d: decoded state differs", seed)
 		}
