@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/proc"
 )
 
 // ErrNotGitRepo is returned when the directory is not inside a git work tree.
@@ -112,13 +113,32 @@ func (e *GitError) Unwrap() error { return e.Err }
 // FaultCode is git_failed.
 func (e *GitError) FaultCode() fault.Code { return CodeGitFailed }
 
-// Run runs git with argv in dir and returns its stdout.
+// Run runs git with argv in dir and returns its stdout. git runs as spool's
+// own child, in spool's process group: a command that may ask for
+// credentials on the terminal (push) must stay in the terminal's
+// foreground group, or reading it would stop git (SIGTTIN), and most git
+// commands are too short for a guard process (see RunGroup) to pay off.
 func Run(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
+		return stdout.String(), &GitError{Args: args, Stderr: stderr.String(), Err: err}
+	}
+	return stdout.String(), nil
+}
+
+// RunGroup is Run through internal/proc, for the merge train's long,
+// unattended commands (the scratch worktree's checkout, the rebase): git
+// and whatever it starts (hooks) run in a process group of their own that
+// ends with spool, even when spool is killed, so a crashed train leaves no
+// git behind to race recovery. Cancelling ctx ends the group (SIGTERM, a
+// grace period, SIGKILL). Its stdin is /dev/null; it never asks the terminal.
+func RunGroup(ctx context.Context, dir string, args ...string) (string, error) {
+	var stdout, stderr bytes.Buffer
+	err := proc.Run(ctx, proc.Cmd{Argv: append([]string{"git"}, args...), Dir: dir, Stdout: &stdout, Stderr: &stderr})
+	if err != nil {
 		return stdout.String(), &GitError{Args: args, Stderr: stderr.String(), Err: err}
 	}
 	return stdout.String(), nil
