@@ -150,7 +150,7 @@ func testRecoveryEndsSurvivor(t *testing.T, bin string) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if e := r.entry(1, nil); e.Proc != nil {
-			rec = *e.Proc
+			rec = proc.Record(*e.Proc)
 			break
 		}
 		if time.Now().After(deadline) {

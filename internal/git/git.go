@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/proc"
 )
 
 // ErrNotGitRepo is returned when the directory is not inside a git work tree.
@@ -112,13 +113,32 @@ func (e *GitError) Unwrap() error { return e.Err }
 // FaultCode is git_failed.
 func (e *GitError) FaultCode() fault.Code { return CodeGitFailed }
 
-// Run runs git with argv in dir and returns its stdout.
+// Run runs git with argv in dir and returns its stdout. git runs as spool's
+// own child, in spool's process group: a command that may ask for
+// credentials on the terminal (push) must stay in the terminal's
+// foreground group, or reading it would stop git (SIGTTIN), and most git
+// commands are too short for a guard process (see RunGroup) to pay off.
 func Run(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
+		return stdout.String(), &GitError{Args: args, Stderr: stderr.String(), Err: err}
+	}
+	return stdout.String(), nil
+}
+
+// RunGroup is Run through internal/proc, for the merge train's long,
+// unattended commands (the scratch worktree's checkout, the rebase): git
+// and whatever it starts (hooks) run in a process group of their own that
+// ends with spool, even when spool is killed, so a crashed train leaves no
+// git behind to race recovery. Cancelling ctx ends the group (SIGTERM, a
+// grace period, SIGKILL). Its stdin is /dev/null; it never asks the terminal.
+func RunGroup(ctx context.Context, dir string, args ...string) (string, error) {
+	var stdout, stderr bytes.Buffer
+	err := proc.Run(ctx, proc.Cmd{Argv: append([]string{"git"}, args...), Dir: dir, Stdout: &stdout, Stderr: &stderr})
+	if err != nil {
 		return stdout.String(), &GitError{Args: args, Stderr: stderr.String(), Err: err}
 	}
 	return stdout.String(), nil
@@ -213,36 +233,4 @@ func EnsureMergeDriver(ctx context.Context, r *Repo) (registered bool, err error
 		}
 		time.Sleep(time.Duration(5+try) * time.Millisecond)
 	}
-}
-
-// CheckBranchName applies git check-ref-format's rules to refs/heads/name,
-// so that a configured branch is refused when set rather than when the
-// merge train first uses it.
-func CheckBranchName(name string) error {
-	bad := func(why string) error { return fmt.Errorf("%q is not a valid branch name: %s", name, why) }
-	switch {
-	case name == "":
-		return bad("it is empty")
-	case name == "@":
-		return bad(`it is "@"`)
-	case strings.HasPrefix(name, "-"):
-		return bad("it starts with '-'")
-	case strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") || strings.Contains(name, "//"):
-		return bad("it has an empty path component")
-	case strings.HasSuffix(name, ".") || strings.HasSuffix(name, ".lock"):
-		return bad("it ends with '.' or '.lock'")
-	case strings.Contains(name, "..") || strings.Contains(name, "@{"):
-		return bad(`it contains ".." or "@{"`)
-	}
-	for _, part := range strings.Split(name, "/") {
-		if strings.HasPrefix(part, ".") || strings.HasSuffix(part, ".lock") {
-			return bad("a path component starts with '.' or ends with '.lock'")
-		}
-	}
-	for _, r := range name {
-		if r < 0x20 || r == 0x7f || strings.ContainsRune(" ~^:?*[\\", r) {
-			return bad(fmt.Sprintf("it contains %q", r))
-		}
-	}
-	return nil
 }

@@ -258,7 +258,7 @@ func JJChangeID(ctx context.Context, dir, commit string) (string, error) {
 
 // AddScratch makes a detached temporary worktree at commit.
 func AddScratch(ctx context.Context, dir, path, commit string) error {
-	_, err := Run(ctx, dir, "worktree", "add", "--quiet", "--detach", path, commit)
+	_, err := RunGroup(ctx, dir, "worktree", "add", "--quiet", "--detach", path, commit)
 	return err
 }
 
@@ -275,7 +275,7 @@ func RemoveScratch(ctx context.Context, dir, path string) {
 // Rebase rebases the scratch worktree's commits onto onto. A conflict
 // returns the conflicting paths with the rebase aborted.
 func Rebase(ctx context.Context, scratch, onto string) (conflicts []string, err error) {
-	_, err = Run(ctx, scratch, "-c", "user.name=spool merge train", "-c", "user.email=spool@localhost",
+	_, err = RunGroup(ctx, scratch, "-c", "user.name=spool merge train", "-c", "user.email=spool@localhost",
 		"rebase", "--quiet", "--no-autostash", onto)
 	if err == nil {
 		return nil, nil

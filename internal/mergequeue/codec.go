@@ -82,6 +82,7 @@ func (e *Entry) encode(b []byte) []byte {
 	b = intField(b, "priority", e.Priority)
 	b = field(b, "workspace", e.Workspace)
 	b = field(b, "workspace_id", e.WorkspaceID)
+	b = field(b, "legacy_writer", e.LegacyWriter)
 	b = field(b, "worktree", e.Worktree)
 	b = field(b, "branch", e.Branch)
 	b = field(b, "change_id", e.ChangeID)
@@ -249,7 +250,11 @@ func (s *State) decode(b []byte) error {
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	s.reindex()
+	return nil
 }
 
 // AppendRow appends the entry as one row of `spool merge list --json`

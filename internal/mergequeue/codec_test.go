@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
-	"github.com/spoolhq/spool/internal/proc"
 )
 
 // randomState builds a queue with every field in use.
@@ -49,7 +48,7 @@ func randomState(t testing.TB, seed int64) *State {
 				default: // testing, with the test command's process recorded
 					d, _ = DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: Rebasing, To: Testing, HeadSHA: c.HeadSHA}, pol, now)
 					fold(t, s, now, "train", d)
-					d, _ = DecideProcStarted(s, c.ID, "r\u00e9", proc.Record{PID: rng.Intn(1 << 22), PGID: 7, Start: rng.Uint64() >> 2, Boot: "b00t"}, pol, now)
+					d, _ = DecideProcStarted(s, c.ID, "r\u00e9", ProcRecord{PID: rng.Intn(1 << 22), PGID: 7, Start: rng.Uint64() >> 2, Boot: "b00t"}, pol, now)
 					fold(t, s, now, "train", d)
 					if rng.Intn(3) == 0 {
 						continue // left in testing, proc and all
@@ -71,7 +70,8 @@ func randomState(t testing.TB, seed int64) *State {
 			if e.Status.Active() {
 				dup, _ := json.Marshal(EntryData{EntryID: 9, To: Pending, Workspace: e.Workspace, Branch: e.Branch, ChangeID: e.ChangeID,
 					ChangeIDSource: e.ChangeIDSource, DedupeKey: e.DedupeKey, HeadSHA: e.HeadSHA, Priority: P(1)})
-				s.Apply(&eventlog.Event{ID: fmt.Sprintf("dup-%d", i), Type: EvSubmitted, At: now, Actor: "bob", Data: dup})
+				// an older spool's submission (no workspace_id): the entry keeps its writer
+				s.Apply(&eventlog.Event{ID: fmt.Sprintf("dup-%d", i), Writer: []string{"w1", "w\"é"}[rng.Intn(2)], Type: EvSubmitted, At: now, Actor: "bob", Data: dup})
 			}
 		}
 	}
@@ -103,7 +103,10 @@ func TestCodecRoundTrip(t *testing.T) {
 		if !bytes.Equal(back.render(), b) {
 			t.Fatalf("re-encoding differs:\n%s\n%s", b, back.render())
 		}
+		checkIndex(t, s)
+		checkIndex(t, &back)
 		s.encoded, back.encoded = nil, nil
+		s.ix, back.ix = nil, nil // compared with the entries by checkIndex
 		if !reflect.DeepEqual(s, &back) {
 			t.Fatalf("seed %d: decoded state differs", seed)
 		}

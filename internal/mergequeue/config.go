@@ -7,9 +7,8 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/spoolhq/spool/internal/git"
-
 	"github.com/spoolhq/spool/internal/config"
+	"github.com/spoolhq/spool/internal/refname"
 )
 
 func init() {
@@ -27,7 +26,7 @@ func init() {
 	)
 }
 
-func checkBranch(v any) error { return git.CheckBranchName(v.(string)) }
+func checkBranch(v any) error { return refname.CheckBranch(v.(string)) }
 
 // checkRemote accepts "" (no remote) or a name git could have configured.
 func checkRemote(v any) error {

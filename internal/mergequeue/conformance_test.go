@@ -8,7 +8,6 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/mergequeue"
-	"github.com/spoolhq/spool/internal/proc"
 	"github.com/spoolhq/spool/projections/projectiontest"
 )
 
@@ -150,7 +149,7 @@ func (c *mergeClone) renew(r *rand.Rand, now time.Time) (string, []eventlog.Draf
 			continue
 		}
 		if r.IntN(2) == 0 {
-			p := proc.Record{PID: 1000 + r.IntN(9000), PGID: 1000 + r.IntN(9000), Start: uint64(r.IntN(1 << 30)), Boot: "boot-" + c.writer[:4]}
+			p := mergequeue.ProcRecord{PID: 1000 + r.IntN(9000), PGID: 1000 + r.IntN(9000), Start: uint64(r.IntN(1 << 30)), Boot: "boot-" + c.writer[:4]}
 			drafts, err := mergequeue.DecideProcStarted(c.s, e.ID, c.runner, p, c.pol, now)
 			return c.runner, drafts, err
 		}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
-	"github.com/spoolhq/spool/internal/proc"
 )
 
 // Policy is the configuration the deciders need.
@@ -153,6 +152,26 @@ func (s *State) ResolveChangeID(req *SubmitRequest, now time.Time) {
 	req.ChangeID = GenerateChangeID(req.WorkspaceID, req.Branch, req.HeadSHA, now)
 }
 
+// legacyEntry returns the active entry an older spool queued from the
+// worktree req comes from, or nil. Such an entry has no workspace_id (its
+// identity is the directory's name); it is the worktree's when the clone
+// that queued it (LegacyWriter) is the request's (the identity's first
+// part) and its worktree path is the request's, and no entry holds the
+// request's own identity. Without this, the first submission after an
+// upgrade would queue a second active entry for one worktree.
+func (s *State) legacyEntry(req SubmitRequest) *Entry {
+	if req.Worktree == "" || s.ActiveByWorkspace(req.WorkspaceID) != nil {
+		return nil
+	}
+	writer, _, _ := strings.Cut(req.WorkspaceID, "/")
+	for _, e := range s.Entries {
+		if e.LegacyWriter != "" && e.LegacyWriter == writer && e.Worktree == req.Worktree && e.Status.Active() {
+			return e
+		}
+	}
+	return nil
+}
+
 // DecideSubmit is the idempotent upsert of seed 002 §9.4. The workspace in
 // its cases is the identity (req.WorkspaceID), which is also the dedupe
 // key's first part; the display name only labels the entry.
@@ -162,6 +181,10 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 	}
 	if req.WorkspaceID == "" {
 		req.WorkspaceID = req.Workspace
+	} else if legacy := s.legacyEntry(req); legacy != nil {
+		// Queued from this worktree by an older spool, under the name: the
+		// workspace is that entry's until it ends, and so is its change id.
+		req.WorkspaceID = legacy.WorkspaceID
 	}
 	if req.Priority != nil && (*req.Priority < MinPriority || *req.Priority > MaxPriority) {
 		return Submission{}, InvalidPriority(*req.Priority)
@@ -419,7 +442,7 @@ func DecideRenew(s *State, id int64, runner string, pol Policy, now time.Time) (
 
 // DecideProcStarted records the process group a runner started for the
 // entry's current step (the test command): a lease renewal carrying it.
-func DecideProcStarted(s *State, id int64, runner string, p proc.Record, pol Policy, now time.Time) ([]eventlog.Draft, error) {
+func DecideProcStarted(s *State, id int64, runner string, p ProcRecord, pol Policy, now time.Time) ([]eventlog.Draft, error) {
 	drafts, err := DecideRenew(s, id, runner, pol, now)
 	if err != nil {
 		return nil, err

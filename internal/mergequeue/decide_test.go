@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
-	"github.com/spoolhq/spool/internal/proc"
 )
 
 // §9.4 case 1 and POST-ENTRY-001..008, POST-POS-001, POST-AUDIT-001..004.
@@ -627,7 +626,7 @@ func TestProcStarted(t *testing.T) {
 	s := New()
 	submit(t, s, req("a", 1, "ada"), t0)
 	drive(t, s, 1, []Status{Rebasing, Testing}, t0)
-	rec := proc.Record{PID: 42, PGID: 42, Start: 7, Boot: "b"}
+	rec := ProcRecord{PID: 42, PGID: 42, Start: 7, Boot: "b"}
 	if _, err := DecideProcStarted(s, 1, "r2", rec, pol, t0); err == nil {
 		t.Fatal("another runner recorded a process")
 	}

@@ -3,8 +3,6 @@ package mergequeue
 import (
 	"fmt"
 	"time"
-
-	"github.com/spoolhq/spool/internal/proc"
 )
 
 // Event types. Every change of an entry's status is its own event carrying
@@ -78,7 +76,19 @@ type EntryData struct {
 	// Proc, on a lease renewal, is the process group the runner started
 	// for the entry's current step (the test command), so that recovery can
 	// kill it if it outlived its runner.
-	Proc *proc.Record `json:"proc,omitempty"`
+	Proc *ProcRecord `json:"proc,omitempty"`
+}
+
+// ProcRecord is a started process group as the log records it, for a later
+// command to find (and kill) it after a crash: the group leader's pid, the
+// group, the leader's start time in clock ticks since boot and the boot's
+// id. The service converts internal/proc's Record to and from it (the two
+// have the same fields); the domain never looks at processes itself.
+type ProcRecord struct {
+	PID   int    `json:"pid"`
+	PGID  int    `json:"pgid"`
+	Start uint64 `json:"start"`
+	Boot  string `json:"boot,omitempty"`
 }
 
 // FreezeData is the data of merge.frozen.

@@ -3,8 +3,6 @@ package mergequeue
 import (
 	"strconv"
 	"time"
-
-	"github.com/spoolhq/spool/internal/proc"
 )
 
 // fastEntry reads one entry line as encode writes it: a flat object of
@@ -40,6 +38,8 @@ func fastEntry(b []byte, e *Entry) bool {
 			return p.strTo(&e.Workspace)
 		case "workspace_id":
 			return p.strTo(&e.WorkspaceID)
+		case "legacy_writer":
+			return p.strTo(&e.LegacyWriter)
 		case "worktree":
 			return p.strTo(&e.Worktree)
 		case "branch":
@@ -91,7 +91,7 @@ func fastEntry(b []byte, e *Entry) bool {
 		case "conflict_paths":
 			return p.strings(&e.ConflictPaths)
 		case "proc":
-			r := &proc.Record{}
+			r := &ProcRecord{}
 			e.Proc = r
 			return p.object(func(key []byte) bool {
 				switch string(key) {

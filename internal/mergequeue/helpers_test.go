@@ -3,6 +3,7 @@ package mergequeue
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,43 @@ func checkInvariants(t testing.TB, s *State) {
 	t.Helper()
 	if bad := CheckInvariants(s); len(bad) > 0 {
 		t.Fatalf("invariants violated:\n%s", strings.Join(bad, "\n"))
+	}
+	checkIndex(t, s)
+}
+
+// checkIndex compares the index the fold kept with one built afresh from
+// the entries.
+func checkIndex(t testing.TB, s *State) {
+	t.Helper()
+	kept := s.index()
+	fresh := (&State{Entries: s.Entries}).index()
+	same := func(a, b map[string]*Entry) bool {
+		if len(a) != len(b) {
+			return false
+		}
+		for k, e := range a {
+			if b[k] != e {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case !same(kept.activeByKey, fresh.activeByKey):
+		t.Fatalf("active by key: kept %v, fresh %v", kept.activeByKey, fresh.activeByKey)
+	case !same(kept.activeByWS, fresh.activeByWS):
+		t.Fatalf("active by workspace: kept %v, fresh %v", kept.activeByWS, fresh.activeByWS)
+	case !same(kept.byRef, fresh.byRef):
+		t.Fatal("by ref differs")
+	case !same(kept.latestByKey, fresh.latestByKey):
+		t.Fatal("latest by key differs")
+	case !slices.Equal(kept.queue, fresh.queue):
+		t.Fatalf("queue: kept %d entries, fresh %d", len(kept.queue), len(fresh.queue))
+	}
+	for i, e := range kept.queue {
+		if e.Position != i+1 || e.Status != Pending {
+			t.Fatalf("queue[%d] is entry %d, %s at position %d", i, e.ID, e.Status, e.Position)
+		}
 	}
 }
 

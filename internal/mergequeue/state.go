@@ -3,11 +3,11 @@ package mergequeue
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
-	"github.com/spoolhq/spool/internal/proc"
 	"github.com/spoolhq/spool/projections"
 )
 
@@ -21,7 +21,7 @@ const (
 // Bump Version whenever the encoding of the state changes: snapshots of
 // another version are rebuilt from the log, and decode reuses the lines of
 // a snapshot of this version as they are.
-var Spec = projections.Spec{Name: Name, Version: 6, New: func() projections.Projection { return New() }}
+var Spec = projections.Spec{Name: Name, Version: 7, New: func() projections.Projection { return New() }}
 
 // State is the merge queue folded from the log.
 type State struct {
@@ -36,14 +36,108 @@ type State struct {
 	Applied      int               `json:"applied"`    // merge events folded; numbers the audit steps
 
 	encoded []byte // encode's result until the next Apply: Save asks for it twice
+	ix      *index // lookups the fold and the deciders need, kept along with Entries
+}
+
+// index holds what is otherwise a scan of every entry, so that a fold stays
+// linear in the log however many entries it has seen: active entries by
+// dedupe key and by workspace (at most one each: INV-QUEUE-001, -002),
+// every entry by ref, the newest by dedupe key, and the pending entries in
+// position order. It is derived from Entries (reindex) and never encoded.
+type index struct {
+	activeByKey map[string]*Entry
+	activeByWS  map[string]*Entry
+	byRef       map[string]*Entry
+	latestByKey map[string]*Entry
+	queue       []*Entry // pending: queue[i].Position == i+1
+}
+
+// index returns the state's index, built from Entries when it has none
+// (a State not made by New, Apply or UnmarshalState).
+func (s *State) index() *index {
+	if s.ix == nil {
+		s.reindex()
+	}
+	return s.ix
+}
+
+// reindex builds the index from Entries: where two active entries share a
+// key or workspace (a state the fold never makes), the first is found, as
+// a scan would.
+func (s *State) reindex() {
+	active, pending := 0, 0
+	for _, e := range s.Entries {
+		if e.Status.Active() {
+			active++
+		}
+		if e.Position > 0 {
+			pending++
+		}
+	}
+	ix := &index{activeByKey: make(map[string]*Entry, active), activeByWS: make(map[string]*Entry, active),
+		byRef: make(map[string]*Entry, len(s.Entries)), latestByKey: make(map[string]*Entry, len(s.Entries)), queue: make([]*Entry, pending)}
+	inOrder := true // positions 1..pending, each once: place each entry at its own
+	for _, e := range s.Entries {
+		ix.byRef[e.Ref] = e
+		ix.latestByKey[e.DedupeKey] = e
+		if e.Status.Active() {
+			if _, ok := ix.activeByKey[e.DedupeKey]; !ok {
+				ix.activeByKey[e.DedupeKey] = e
+			}
+			if _, ok := ix.activeByWS[e.WorkspaceID]; !ok {
+				ix.activeByWS[e.WorkspaceID] = e
+			}
+		}
+		if p := e.Position; p > 0 {
+			if inOrder && p <= pending && ix.queue[p-1] == nil {
+				ix.queue[p-1] = e
+			} else {
+				inOrder = false
+			}
+		}
+	}
+	if !inOrder { // a snapshot the fold did not write: order them by position as well as it can
+		ix.queue = ix.queue[:0]
+		for _, e := range s.Entries {
+			if e.Position > 0 {
+				ix.queue = append(ix.queue, e)
+			}
+		}
+		sort.SliceStable(ix.queue, func(i, j int) bool { return ix.queue[i].Position < ix.queue[j].Position })
+	}
+	s.ix = ix
+}
+
+// setStatus changes e's status and keeps the active lookups with it.
+func (s *State) setStatus(e *Entry, to Status) {
+	ix := s.index()
+	was := e.Status.Active()
+	e.Status = to
+	switch now := to.Active(); {
+	case was && !now:
+		if ix.activeByKey[e.DedupeKey] == e {
+			delete(ix.activeByKey, e.DedupeKey)
+		}
+		if ix.activeByWS[e.WorkspaceID] == e {
+			delete(ix.activeByWS, e.WorkspaceID)
+		}
+	case !was && now:
+		ix.activeByKey[e.DedupeKey] = e
+		ix.activeByWS[e.WorkspaceID] = e
+	}
 }
 
 // Entry is one queue entry.
 type Entry struct {
-	ID               int64          `json:"entry_id"`
-	Ref              string         `json:"entry_ref"`    // id of the merge.submitted event: stable across clones
-	Workspace        string         `json:"workspace"`    // display name: the worktree directory's base name
-	WorkspaceID      string         `json:"workspace_id"` // identity: writer id / git worktree id (WorkspaceID)
+	ID          int64  `json:"entry_id"`
+	Ref         string `json:"entry_ref"`    // id of the merge.submitted event: stable across clones
+	Workspace   string `json:"workspace"`    // display name: the worktree directory's base name
+	WorkspaceID string `json:"workspace_id"` // identity: writer id / git worktree id (WorkspaceID)
+	// LegacyWriter is set on an entry an older spool queued (its
+	// merge.submitted has no workspace_id, so the name is its identity): the
+	// clone that queued it. A submission from the same worktree of that
+	// clone finds the entry while it is active (DecideSubmit).
+	LegacyWriter     string         `json:"legacy_writer,omitempty"`
 	Worktree         string         `json:"worktree,omitempty"`
 	Branch           string         `json:"branch"`
 	ChangeID         string         `json:"change_id"`
@@ -64,7 +158,7 @@ type Entry struct {
 	LeaseUntil       *time.Time     `json:"lease_until,omitempty"`
 	ScratchDir       string         `json:"scratch_dir,omitempty"`
 	RunDir           string         `json:"run_dir,omitempty"`
-	Proc             *proc.Record   `json:"proc,omitempty"` // the process group of the current step (the test command), until the status changes
+	Proc             *ProcRecord    `json:"proc,omitempty"` // the process group of the current step (the test command), until the status changes
 	LastError        string         `json:"last_error,omitempty"`
 	ConflictPaths    []string       `json:"conflict_paths,omitempty"` // a rebase's conflicts; a waiting entry's dirty paths
 	Waiting          string         `json:"waiting,omitempty"`        // why a pending entry the train gave back waits (WaitCheckoutDirty …)
@@ -118,7 +212,11 @@ type AuditStep struct {
 }
 
 // New returns an empty queue.
-func New() *State { return &State{Entries: []*Entry{}, Identities: map[string]string{}} }
+func New() *State {
+	s := &State{Entries: []*Entry{}, Identities: map[string]string{}}
+	s.reindex()
+	return s
+}
 
 // Entry returns the entry with id, or nil.
 func (s *State) Entry(id int64) *Entry {
@@ -129,45 +227,17 @@ func (s *State) Entry(id int64) *Entry {
 }
 
 // ActiveByKey returns the active entry holding dedupe key, or nil.
-func (s *State) ActiveByKey(key string) *Entry {
-	for _, e := range s.Entries {
-		if e.DedupeKey == key && e.Status.Active() {
-			return e
-		}
-	}
-	return nil
-}
+func (s *State) ActiveByKey(key string) *Entry { return s.index().activeByKey[key] }
 
 // ActiveByWorkspace returns the active entry of the workspace with
 // identity id, or nil.
-func (s *State) ActiveByWorkspace(id string) *Entry {
-	for _, e := range s.Entries {
-		if e.WorkspaceID == id && e.Status.Active() {
-			return e
-		}
-	}
-	return nil
-}
+func (s *State) ActiveByWorkspace(id string) *Entry { return s.index().activeByWS[id] }
 
 // EntryByRef returns the entry whose merge.submitted event has id ref, or nil.
-func (s *State) EntryByRef(ref string) *Entry {
-	for i := len(s.Entries) - 1; i >= 0; i-- { // recent entries are asked about most
-		if s.Entries[i].Ref == ref {
-			return s.Entries[i]
-		}
-	}
-	return nil
-}
+func (s *State) EntryByRef(ref string) *Entry { return s.index().byRef[ref] }
 
 // LatestByKey returns the newest entry with dedupe key, active or not.
-func (s *State) LatestByKey(key string) *Entry {
-	for i := len(s.Entries) - 1; i >= 0; i-- {
-		if s.Entries[i].DedupeKey == key {
-			return s.Entries[i]
-		}
-	}
-	return nil
-}
+func (s *State) LatestByKey(key string) *Entry { return s.index().latestByKey[key] }
 
 // ActiveCount counts active entries.
 func (s *State) ActiveCount() int {
@@ -181,16 +251,7 @@ func (s *State) ActiveCount() int {
 }
 
 // Queue returns the pending entries in position order.
-func (s *State) Queue() []*Entry {
-	out := make([]*Entry, 0, s.PendingCount)
-	for _, e := range s.Entries {
-		if e.Status == Pending {
-			out = append(out, e)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return queuedBefore(out[i], out[j]) })
-	return out
-}
+func (s *State) Queue() []*Entry { return slices.Clone(s.index().queue) }
 
 // queuedBefore is the queue order: priority (lower first), then submission
 // time, then id so that equal times still order deterministically.
@@ -205,14 +266,21 @@ func queuedBefore(a, b *Entry) bool {
 }
 
 // leave takes a pending entry out of the positions: those behind it move up.
-// Positions change in O(N) per event, so replaying a long log stays linear
-// in the queue's length rather than sorting it for every event.
+// Positions change in O(pending) per event (the index's queue), so
+// replaying a long log stays linear in its length, whatever number of
+// entries have ended.
 func (s *State) leave(e *Entry) {
 	if e.Position == 0 {
 		return
 	}
-	for _, o := range s.Entries {
-		if o.Position > e.Position {
+	ix := s.index()
+	i := e.Position - 1
+	if i >= len(ix.queue) || ix.queue[i] != e { // never, but a position must not name another entry
+		i = slices.Index(ix.queue, e)
+	}
+	if i >= 0 {
+		ix.queue = slices.Delete(ix.queue, i, i+1)
+		for _, o := range ix.queue[i:] {
 			o.Position--
 		}
 	}
@@ -222,18 +290,13 @@ func (s *State) leave(e *Entry) {
 
 // enter gives a pending entry its position: those it goes before move down.
 func (s *State) enter(e *Entry) {
-	pos := 1
-	for _, o := range s.Entries {
-		if o == e || o.Position == 0 {
-			continue
-		}
-		if queuedBefore(o, e) {
-			pos++
-		} else {
-			o.Position++
-		}
+	ix := s.index()
+	i := sort.Search(len(ix.queue), func(k int) bool { return !queuedBefore(ix.queue[k], e) })
+	ix.queue = slices.Insert(ix.queue, i, e)
+	for _, o := range ix.queue[i+1:] {
+		o.Position++
 	}
-	e.Position = pos
+	e.Position = i + 1
 	s.PendingCount++
 }
 
@@ -247,6 +310,7 @@ func IdentityKey(workspaceID, branch string) string { return workspaceID + "\x00
 // is skipped or applied otherwise, and recorded in the entry's Conflicts.
 func (s *State) Apply(ev *eventlog.Event) error {
 	s.encoded = nil
+	s.index()
 	switch ev.Type {
 	case EvFrozen:
 		var d FreezeData
@@ -281,10 +345,11 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		if d.Workspace == "" || d.DedupeKey == "" {
 			return false
 		}
+		legacy := ""
 		if d.WorkspaceID == "" { // an older spool's event: the name was the identity
-			d.WorkspaceID = d.Workspace
+			d.WorkspaceID, legacy = d.Workspace, ev.Writer
 		}
-		e := &Entry{ID: int64(len(s.Entries)) + 1, Ref: ev.ID, Workspace: d.Workspace, WorkspaceID: d.WorkspaceID, Worktree: d.Worktree, Branch: d.Branch,
+		e := &Entry{ID: int64(len(s.Entries)) + 1, Ref: ev.ID, Workspace: d.Workspace, WorkspaceID: d.WorkspaceID, LegacyWriter: legacy, Worktree: d.Worktree, Branch: d.Branch,
 			ChangeID: d.ChangeID, ChangeIDSource: d.ChangeIDSource, DedupeKey: d.DedupeKey, HeadSHA: d.HeadSHA,
 			BeadID: d.BeadID, Owner: ev.Actor, Status: Pending, AddedAt: ev.At, UpdatedAt: ev.At}
 		if d.Priority != nil {
@@ -294,6 +359,8 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 			s.Identities[IdentityKey(d.WorkspaceID, d.Branch)] = d.ChangeID
 		}
 		s.Entries = append(s.Entries, e)
+		s.ix.byRef[e.Ref] = e
+		s.ix.latestByKey[e.DedupeKey] = e
 		if why := s.rival(e); why != "" {
 			// Queued concurrently with an active entry of the same key or
 			// workspace (on another clone): the later one in replay order
@@ -305,6 +372,7 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 			s.step(e, ev, &instead)
 			return true
 		}
+		s.ix.activeByKey[e.DedupeKey], s.ix.activeByWS[e.WorkspaceID] = e, e // pending: active
 		s.enter(e)
 		s.step(e, ev, d)
 		return true
@@ -382,7 +450,7 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 	if d.To != e.Status {
 		e.Proc = nil // the step the process belonged to is over
 	}
-	e.Status = d.To
+	s.setStatus(e, d.To)
 	e.WorkspaceState = WorkspaceStateOf(e.Status)
 	if e.Status.Processing() {
 		if d.LeaseUntil != nil {
@@ -397,18 +465,22 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 }
 
 // rival describes another active entry holding e's dedupe key or
-// workspace, or returns "".
+// workspace, or returns "": of two, the one with the lower id (the first
+// a scan of the entries would meet), by key when one holds both.
 func (s *State) rival(e *Entry) string {
-	for _, o := range s.Entries {
-		if o == e || !o.Status.Active() {
-			continue
-		}
-		switch {
-		case o.DedupeKey == e.DedupeKey:
-			return fmt.Sprintf("duplicate of entry %d (ref %s): dedupe key %s was queued concurrently on another clone", o.ID, ShortRef(o.Ref), e.DedupeKey)
-		case o.WorkspaceID == e.WorkspaceID:
-			return fmt.Sprintf("workspace %s already has entry %d (ref %s), queued concurrently on another clone", e.Workspace, o.ID, ShortRef(o.Ref))
-		}
+	ix := s.index()
+	byKey, byWS := ix.activeByKey[e.DedupeKey], ix.activeByWS[e.WorkspaceID]
+	if byKey == e {
+		byKey = nil
+	}
+	if byWS == e {
+		byWS = nil
+	}
+	switch {
+	case byKey != nil && (byWS == nil || byKey.ID <= byWS.ID):
+		return fmt.Sprintf("duplicate of entry %d (ref %s): dedupe key %s was queued concurrently on another clone", byKey.ID, ShortRef(byKey.Ref), e.DedupeKey)
+	case byWS != nil:
+		return fmt.Sprintf("workspace %s already has entry %d (ref %s), queued concurrently on another clone", e.Workspace, byWS.ID, ShortRef(byWS.Ref))
 	}
 	return ""
 }

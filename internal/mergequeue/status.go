@@ -1,7 +1,8 @@
 // Package mergequeue is the merge queue's domain: entry states and the
 // transition table, the events, pure decide functions and the projection
 // written to .spool/state/merge-queue.json. Git and the test command are
-// driven at the edge (internal/train); nothing here does I/O.
+// driven by the service (internal/mergequeue/service) through the edges
+// (internal/git, internal/proc); nothing here does I/O.
 package mergequeue
 
 // Status is where an entry is in its lifecycle (seed 002 §9.1).
@@ -60,8 +61,11 @@ func CanResubmit(s Status) bool { return s.Terminal() }
 
 // Valid reports whether s is one of the statuses.
 func (s Status) Valid() bool {
-	_, ok := transitions[s]
-	return ok
+	switch s { // the keys of transitions (TestStatusesMatchTable); a switch, as folds ask for every entry
+	case Pending, Claimed, Rebasing, Testing, ReadyToMerge, Merging, Merged, FailedRetryable, FailedTerminal, Cancelled:
+		return true
+	}
+	return false
 }
 
 // Terminal statuses end an entry's life (until it is resubmitted).

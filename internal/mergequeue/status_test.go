@@ -59,3 +59,20 @@ func TestWorkspaceStateOf(t *testing.T) {
 		t.Error("pending must be created (POST-ENTRY-008)")
 	}
 }
+
+// Valid is a switch for speed; it must accept exactly the table's statuses.
+func TestStatusesMatchTable(t *testing.T) {
+	if len(Statuses) != len(transitions) {
+		t.Fatalf("%d statuses, %d in the table", len(Statuses), len(transitions))
+	}
+	for s := range transitions {
+		if !s.Valid() {
+			t.Errorf("%s is in the table but not Valid", s)
+		}
+	}
+	for _, s := range []Status{"", "Pending", "merged ", "unknown"} {
+		if s.Valid() {
+			t.Errorf("%q is Valid", s)
+		}
+	}
+}

@@ -17,8 +17,12 @@ import (
 // recoverExpired recovers every entry whose lease has expired (see
 // DecideRecover). It asks git whether the target contains the tested commit
 // of entries that died in merging, and afterwards cleans up their scratch
-// worktrees and ends test commands that outlived their runner.
-func recoverExpired(ctx context.Context, st *store.Store, actor string, now time.Time) ([]eventlog.Event, error) {
+// worktrees and ends test commands that outlived their runner. What it
+// cannot finish of a merge the runner began goes to warn (nil: dropped).
+func recoverExpired(ctx context.Context, st *store.Store, actor string, now time.Time, warn func(string)) ([]eventlog.Event, error) {
+	if warn == nil {
+		warn = func(string) {}
+	}
 	v, err := st.Read(ctx, mergequeue.Name)
 	if err != nil {
 		return nil, err
@@ -84,9 +88,16 @@ func recoverExpired(ctx context.Context, st *store.Store, actor string, now time
 		if target == "" {
 			target = st.Config.String("merge.target")
 		}
-		git.SyncCheckout(ctx, st.Repo.Root, target, e.TestedAgainstSHA, e.TestedSHA)
+		if err := git.SyncCheckout(ctx, st.Repo.Root, target, e.TestedAgainstSHA, e.TestedSHA); err != nil {
+			// The target moved and its checkout did not: that worktree shows
+			// the merge staged in reverse until it is brought along.
+			warn(fmt.Sprintf("merge entry %d: recovered as merged, but the worktree with %s checked out was not brought along (%v); "+
+				"once those paths are clean, run there: git read-tree -m -u %s %s", e.ID, target, err, e.TestedAgainstSHA, e.TestedSHA))
+		}
 		if remote := st.Config.String("merge.remote"); git.RemoteExists(ctx, st.Repo.Root, remote) {
-			git.Run(ctx, st.Repo.Root, "push", "--quiet", remote, "refs/heads/"+target+":refs/heads/"+target)
+			if _, err := git.Run(ctx, st.Repo.Root, "push", "--quiet", remote, "refs/heads/"+target+":refs/heads/"+target); err != nil {
+				warn(fmt.Sprintf("merge entry %d: recovered as merged, but pushing %s to %s failed (%v); push it by hand", e.ID, target, remote, err))
+			}
 		}
 	}
 	return events, nil
@@ -98,7 +109,7 @@ func recoverExpired(ctx context.Context, st *store.Store, actor string, now time
 func killRecordedGroups(expired []*mergequeue.Entry) {
 	for _, e := range expired {
 		if e.Proc != nil {
-			proc.KillGroup(*e.Proc)
+			proc.KillGroup(proc.Record(*e.Proc)) // the same fields: the log's record of proc's
 		}
 	}
 }

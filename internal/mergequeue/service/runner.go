@@ -30,9 +30,10 @@ type Runner struct {
 	Store  *store.Store
 	Actor  string
 	Now    func() time.Time
-	Target string    // branch the train moves (merge.target unless overridden)
-	Out    io.Writer // one line per step, for people
-	ID     string    // identifies this runner's leases
+	Target string       // branch the train moves (merge.target unless overridden)
+	Out    io.Writer    // one line per step, for people
+	ID     string       // identifies this runner's leases
+	Warn   func(string) // what recovery could not finish; nil drops it
 
 	// PauseAt and PauseFile let crash tests stop the runner right after a
 	// step: it writes PauseFile and blocks until killed. Set from the
@@ -92,7 +93,7 @@ func (r *Runner) logf(format string, args ...any) {
 func (r *Runner) Run(ctx context.Context, once bool) ([]Result, error) {
 	var results []Result
 	for {
-		if _, err := recoverExpired(ctx, r.Store, r.Actor, r.Now()); err != nil {
+		if _, err := recoverExpired(ctx, r.Store, r.Actor, r.Now(), r.Warn); err != nil {
 			return results, err
 		}
 		res, err := r.RunOne(ctx)
@@ -453,7 +454,7 @@ func (j *job) test(ctx context.Context) (code int, reason string, err error) {
 func (j *job) recordProc(ctx context.Context, rec proc.Record) {
 	pol := j.r.policy()
 	_, _, err := j.r.Store.Write(context.WithoutCancel(ctx), j.r.Now(), j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
-		return mergequeue.DecideProcStarted(queueOf(v), j.id, j.r.ID, rec, pol, j.r.Now())
+		return mergequeue.DecideProcStarted(queueOf(v), j.id, j.r.ID, mergequeue.ProcRecord(rec), pol, j.r.Now())
 	})
 	if err != nil {
 		j.r.logf("entry %d: the test command's process (pid %d) was not recorded: %v", j.id, rec.PID, err)

@@ -222,11 +222,67 @@ func TestRecoverMergingWhenTargetIsGone(t *testing.T) {
 	if got := f.queue().Entry(resp.EntryID).Status; got != mergequeue.Merging {
 		t.Fatalf("set-up: entry is %s", got)
 	}
-	if _, err := recoverExpired(context.Background(), f.store(f.Root), "ada@example.com", f.now.Add(time.Hour)); err != nil {
+	if _, err := recoverExpired(context.Background(), f.store(f.Root), "ada@example.com", f.now.Add(time.Hour), nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.queue().Entry(resp.EntryID).Status; got != mergequeue.Pending {
 		t.Fatalf("after recovery the entry is %s, want pending (target branch gone is not merged)", got)
+	}
+}
+
+// A runner that died in merging after moving the target, before bringing
+// its checkout along: recovery marks the entry merged and tries to bring
+// the checkout along. When it cannot (the checkout has an untracked file
+// the merge adds), the edit is left alone and the command warns, saying
+// what to run, instead of dropping the error.
+func TestRecoverWarnsWhenCheckoutStaysBehind(t *testing.T) {
+	f := newFixture(t)
+	ws := f.Worktree("feat", "f.txt", "f\n")
+	resp := f.mustSubmit(ws, SubmitOptions{NoPush: true})
+	f.Git(f.Root, "remote", "remove", "origin")
+	st := f.store(f.Root)
+	pol := mergequeue.PolicyFrom(st.Config)
+	drive := func(decide func(q *mergequeue.State) ([]eventlog.Draft, error)) {
+		t.Helper()
+		f.now = f.now.Add(time.Second)
+		if _, _, err := st.Write(context.Background(), f.now, "train", []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+			return decide(queueOf(v))
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := f.Git(f.Root, "rev-parse", "main")
+	head := f.queue().Entry(resp.EntryID).HeadSHA
+	drive(func(q *mergequeue.State) ([]eventlog.Draft, error) {
+		drafts, _ := mergequeue.DecideClaim(q, "dead", mergequeue.Target{Branch: "main", SHA: old}, pol, f.now)
+		return drafts, nil
+	})
+	for _, to := range []mergequeue.Status{mergequeue.Rebasing, mergequeue.Testing, mergequeue.ReadyToMerge, mergequeue.Merging} {
+		drive(func(q *mergequeue.State) ([]eventlog.Draft, error) {
+			e := q.Entry(resp.EntryID)
+			return mergequeue.DecideStep(q, mergequeue.Step{EntryID: e.ID, Runner: "dead", From: e.Status, To: to, HeadSHA: head, TestedSHA: head, TestedAgainstSHA: old}, pol, f.now)
+		})
+	}
+	f.Git(f.Root, "update-ref", "refs/heads/main", head, old) // what the runner did before it died
+	f.Write(f.Root, "f.txt", "mine\n")                        // untracked, in the merge's way
+	var warnings []string
+	if _, err := recoverExpired(context.Background(), f.store(f.Root), "ada@example.com", f.now.Add(time.Hour), func(m string) { warnings = append(warnings, m) }); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.queue().Entry(resp.EntryID).Status; got != mergequeue.Merged {
+		t.Fatalf("entry is %s, want merged", got)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "merge entry 1") || !strings.Contains(warnings[0], "git read-tree -m -u "+old+" "+head) {
+		t.Fatalf("warnings %q", warnings)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.Root, "f.txt")); string(b) != "mine\n" {
+		t.Fatalf("f.txt: %q", b)
+	}
+	// once the path is clean, the command the warning gives brings it along
+	os.Remove(filepath.Join(f.Root, "f.txt"))
+	f.Git(f.Root, "read-tree", "-m", "-u", old, head)
+	if out := f.Git(f.Root, "status", "--porcelain", "--untracked-files=no"); out != "" {
+		t.Fatalf("after the suggested command: %s", out)
 	}
 }
 
@@ -245,7 +301,7 @@ func TestRecoverKillsRecordedTestGroup(t *testing.T) {
 			}
 			rec := p.Record()
 			t.Cleanup(func() { syscall.Kill(-rec.PGID, syscall.SIGKILL) })
-			recorded := rec
+			recorded := mergequeue.ProcRecord(rec)
 			if !ours {
 				recorded.Start++ // the pid now belongs to another process
 			}
@@ -275,7 +331,7 @@ func TestRecoverKillsRecordedTestGroup(t *testing.T) {
 			if e := f.queue().Entry(resp.EntryID); e.Proc == nil || *e.Proc != recorded {
 				t.Fatalf("recorded %+v", e.Proc)
 			}
-			if _, err := recoverExpired(context.Background(), f.store(f.Root), "ada@example.com", f.now.Add(time.Hour)); err != nil {
+			if _, err := recoverExpired(context.Background(), f.store(f.Root), "ada@example.com", f.now.Add(time.Hour), nil); err != nil {
 				t.Fatal(err)
 			}
 			if e := f.queue().Entry(resp.EntryID); e.Status != mergequeue.Pending || e.Proc != nil {

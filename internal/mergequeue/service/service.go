@@ -64,7 +64,7 @@ func (s *Service) Recover(ctx context.Context) ([]eventlog.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	return recoverExpired(ctx, s.Store, actor, s.Now)
+	return recoverExpired(ctx, s.Store, actor, s.Now, s.Warn)
 }
 
 // Change runs a decider for a command that changes the queue (cancel,
@@ -141,5 +141,5 @@ func (s *Service) Train(ctx context.Context, target string, out io.Writer) (*Run
 	if target == "" {
 		target = s.Store.Config.String("merge.target")
 	}
-	return &Runner{Store: s.Store, Actor: actor, Target: target, ID: NewRunnerID(actor), Out: out}, nil
+	return &Runner{Store: s.Store, Actor: actor, Target: target, ID: NewRunnerID(actor), Out: out, Warn: s.Warn}, nil
 }

@@ -161,7 +161,7 @@ func (s *Service) Submit(ctx context.Context, opt SubmitOptions) (*Response, err
 		return nil, mergequeue.WorkspaceNotClean(w.Name, dirty)
 	}
 	// Like every merge command, recover entries whose runner died first.
-	if _, err := recoverExpired(ctx, st, actor, now); err != nil {
+	if _, err := recoverExpired(ctx, st, actor, now, s.Warn); err != nil {
 		return nil, err
 	}
 	wsID, err := workspaceID(st, w)

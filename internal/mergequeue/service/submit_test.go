@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -380,5 +381,42 @@ func TestChangeIDGoGit(t *testing.T) {
 		t.Fatal("changeID of an unknown ref succeeded")
 	} else {
 		wantCode(t, err, mergequeue.CodeChangeIDExtractionFailed.Name)
+	}
+}
+
+// An entry an older spool queued (no workspace_id: the worktree's name was
+// its identity, its change id generated) is found again by the first
+// submission after the upgrade from the same worktree: updated, not queued
+// a second time; the train merges it as usual.
+func TestSubmitAfterUpgradeFindsLegacyEntry(t *testing.T) {
+	f := newFixture(t)
+	feat := f.Worktree("feat", "f.txt", "f\n")
+	st := f.store(feat)
+	head := f.Git(feat, "rev-parse", "HEAD")
+	legacy := `{"entry_id":1,"to":"pending","workspace":"feat","worktree":"` + st.Repo.WorkTree + `","branch":"feat",` +
+		`"change_id":"Iold","change_id_source":"generated","dedupe_key":"feat:Iold","head_sha":"` + head + `","priority":2}`
+	_, _, err := st.Write(context.Background(), f.now, "ada@example.com", []string{mergequeue.Name}, func(*projections.View) ([]eventlog.Draft, error) {
+		return []eventlog.Draft{{Type: mergequeue.EvSubmitted, Subject: mergequeue.Subject(1), Data: json.RawMessage(legacy)}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Git(feat, "commit", "-q", "--amend", "-m", "amended after the upgrade")
+	r := f.mustSubmit(feat, SubmitOptions{NoPush: true})
+	q := f.queue()
+	if r.EntryID != 1 || r.SubmissionType != mergequeue.SubmissionUpdated || r.DedupeKey != "feat:Iold" || q.ActiveCount() != 1 || len(q.Entries) != 1 {
+		t.Fatalf("after the upgrade: %+v; %d entries, %d active", r, len(q.Entries), q.ActiveCount())
+	}
+	if e := q.Entry(1); e.HeadSHA != f.Git(feat, "rev-parse", "HEAD") {
+		t.Fatalf("entry %+v", e)
+	}
+	if res := f.run(); len(res) != 1 || f.queue().Entry(1).Status != mergequeue.Merged {
+		t.Fatalf("run: %+v, entry %s", res, f.queue().Entry(1).Status)
+	}
+	// merged: the worktree's next change is queued under its own identity
+	f.Commit(feat, "g.txt", "g\n", "next change")
+	r = f.mustSubmit(feat, SubmitOptions{NoPush: true})
+	if r.EntryID != 2 || r.SubmissionType != mergequeue.SubmissionNew || !strings.HasSuffix(r.WorkspaceID, "/feat") || f.queue().ActiveCount() != 1 {
+		t.Fatalf("next change: %+v", r)
 	}
 }
