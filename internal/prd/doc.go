@@ -233,10 +233,14 @@ func setGate(data []byte, fm *frontMatter, gi int, enc string) []byte {
 	return b.Bytes()
 }
 
+// yaml11Bools are the plain scalars YAML 1.1 reads as booleans; yaml/v3
+// reads them as strings, but other readers may not.
+var yaml11Bools = []string{"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF"}
+
 // plainOK reports whether v, written plain as a mapping value, reads back
-// from YAML as the string v.
+// from YAML (1.1 or 1.2) as the string v.
 func plainOK(v string) bool {
-	if v == "" || strings.ContainsAny(v, "\r\n\u0085\u2028\u2029\ufeff") || strings.Trim(v, " \t") != v {
+	if v == "" || slices.Contains(yaml11Bools, v) || strings.ContainsAny(v, "\r\n\u0085\u2028\u2029\ufeff") || strings.Trim(v, " \t") != v {
 		return false
 	}
 	n, err := decodeYAML([]byte(v))
