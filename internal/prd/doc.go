@@ -438,9 +438,13 @@ func docRoot(doc *yaml.Node) *yaml.Node {
 	return doc.Content[0]
 }
 
-// maxErrorSearch bounds the lines yamlErrorLine searches; past it the YAML
-// parser's own line number is used.
-const maxErrorSearch = 200
+// maxErrorSearchLines and maxErrorSearchBytes bound the front matter that
+// yamlErrorLine searches (it parses up to one prefix per line); past them
+// the YAML parser's own line number is used.
+const (
+	maxErrorSearchLines = 200
+	maxErrorSearchBytes = 16 << 10
+)
 
 var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
 
@@ -455,7 +459,7 @@ func yamlErrorLine(content []byte, err error) int {
 		ends = append(ends, next)
 		i = next
 	}
-	if len(ends) > maxErrorSearch {
+	if len(ends) > maxErrorSearchLines || len(content) > maxErrorSearchBytes {
 		if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
 			if n, err := strconv.Atoi(m[1]); err == nil && n >= 1 && n <= len(ends) {
 				return n
@@ -499,16 +503,30 @@ func checkDuplicates(n *yaml.Node, loc *locator, depth int) error {
 		return nil
 	}
 	if n.Kind == yaml.MappingNode {
+		var seen map[[2]string]*yaml.Node // for long mappings; short ones are searched
+		if len(n.Content) > 64 {
+			seen = make(map[[2]string]*yaml.Node, len(n.Content)/2)
+		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
 			if k.Kind != yaml.ScalarNode {
 				continue
 			}
-			for j := 0; j < i; j += 2 {
-				p := n.Content[j]
-				if p.Kind == yaml.ScalarNode && p.Tag == k.Tag && p.Value == k.Value {
-					return &FrontMatterError{Line: loc.fileLine(k.Line), Msg: fmt.Sprintf("the key %q is already set on line %d", k.Value, loc.fileLine(p.Line))}
+			var prev *yaml.Node
+			if seen != nil {
+				id := [2]string{k.Tag, k.Value}
+				if prev = seen[id]; prev == nil {
+					seen[id] = k
 				}
+			} else {
+				for j := 0; j < i && prev == nil; j += 2 {
+					if p := n.Content[j]; p.Kind == yaml.ScalarNode && p.Tag == k.Tag && p.Value == k.Value {
+						prev = p
+					}
+				}
+			}
+			if prev != nil {
+				return &FrontMatterError{Line: loc.fileLine(k.Line), Msg: fmt.Sprintf("the key %q is already set on line %d", k.Value, loc.fileLine(prev.Line))}
 			}
 		}
 	}

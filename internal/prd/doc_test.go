@@ -2,9 +2,11 @@ package prd
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/yuin/goldmark/text"
@@ -318,4 +320,48 @@ func TestContentHash(t *testing.T) {
 	if hashOf(t, multi) == hashOf(t, strings.Replace(multi, "oved", "oval", 1)) {
 		t.Error("a multi-line gate value is not hashed")
 	}
+}
+
+func TestLongFrontMatter(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("---\n")
+	for i := range 300 {
+		fmt.Fprintf(&b, "key%d: %d\n", i, i)
+	}
+	ok := b.String() + "prd_approval: approved\n---\n"
+	if d, err := Parse([]byte(ok)); err != nil || d.PRDGate != "approved" {
+		t.Errorf("Parse = %+v, %v", d, err)
+	}
+	// Past the search bounds the line is yaml/v3's own.
+	_, err := Parse([]byte(b.String() + "bad: [\n---\n"))
+	var fe *FrontMatterError
+	if !errors.As(err, &fe) || fe.Line < 300 {
+		t.Errorf("error = %v, want a line near the end", err)
+	}
+	_, err = Parse([]byte(b.String() + "key7: again\n---\n"))
+	if !errors.As(err, &fe) || fe.Line != 302 || !strings.Contains(fe.Msg, "already set on line 9") {
+		t.Errorf("error = %v, want the duplicate on line 302", err)
+	}
+}
+
+func TestParseConcurrently(t *testing.T) {
+	data, err := os.ReadFile("testdata/realistic.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 20 {
+				if d, err := Parse(data); err != nil || !slices.Equal(d.OpenQuestions, want.OpenQuestions) || d.ContentHash != want.ContentHash {
+					t.Errorf("Parse = %+v, %v", d, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
