@@ -614,22 +614,23 @@ func (l *locator) offset(line, col int) (int, bool) {
 	if l.starts == nil {
 		l.starts = []int{0}
 		c := l.content
-		for i := 0; i < len(c); {
-			w := 1
-			switch {
-			case c[i] == '\r' && i+1 < len(c) && c[i+1] == '\n':
-				w = 2
-			case c[i] == '\r' || c[i] == '\n':
-			case bytes.HasPrefix(c[i:], []byte("\u0085")):
-				w = 2
-			case bytes.HasPrefix(c[i:], []byte("\u2028")), bytes.HasPrefix(c[i:], []byte("\u2029")):
-				w = 3
+		for i := 0; i < len(c); i++ {
+			switch c[i] {
+			case '\r':
+				if i+1 < len(c) && c[i+1] == '\n' {
+					i++
+				}
+			case '\n':
+			case 0xc2, 0xe2: // maybe NEL, LS or PS
+				if !isBreakAt(c, i) {
+					continue
+				}
+				_, w := utf8.DecodeRune(c[i:])
+				i += w - 1
 			default:
-				i++
 				continue
 			}
-			i += w
-			l.starts = append(l.starts, i)
+			l.starts = append(l.starts, i+1)
 		}
 	}
 	if line < 1 || line > len(l.starts) || col < 1 {
