@@ -112,10 +112,15 @@ func (e *FrontMatterError) Error() string { return fmt.Sprintf("line %d: %s", e.
 //     and "\n" otherwise: the front matter SetGate would create.
 //
 // So setting a gate with SetGate (replacing its value, adding its line, or
-// adding front matter for it) never changes the hash, and neither does
-// deleting a gate line that has no comment, moving such a line within the
-// front matter, or adding or removing an empty front matter ("---" EOL "---"
-// EOL); any other change to the bytes does.
+// adding front matter for it) never changes the hash. Nor do these, which
+// only touch how gates are written: the blanks between a gate's ':' and its
+// value; adding, deleting or moving within the front matter a gate line
+// without a comment, or changing its indentation or blanks; adding or
+// removing an empty front matter ("---" EOL "---" EOL). Any other change to
+// the bytes does.
+//
+// Parse's errors are *FrontMatterError; any other error means a parser
+// panicked, which Parse reports rather than raises.
 func Parse(data []byte) (doc Doc, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -149,7 +154,9 @@ func Parse(data []byte) (doc Doc, err error) {
 // Parse refuses, a gate value that starts on a later line than its key or
 // runs over several lines, and adding a gate to a flow mapping ({...}). The
 // result always parses to value for key, the other gate, the open questions
-// and the ContentHash unchanged; SetGate checks this before returning.
+// and the ContentHash unchanged; SetGate checks this before returning, and
+// refuses (a *FrontMatterError) if it would not. A key that is not a gate
+// and a value that is not UTF-8 are plain errors.
 func SetGate(data []byte, key, value string) (out []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
