@@ -10,6 +10,8 @@ require (
 	github.com/google/renameio/v2 v2.0.2
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/tidwall/gjson v1.20.0
+	github.com/yuin/goldmark v1.8.7
+	go.yaml.in/yaml/v3 v3.0.6
 )
 
 require (
