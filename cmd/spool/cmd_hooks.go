@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spoolhq/spool/hooks"
 	"github.com/spoolhq/spool/internal/git"
@@ -100,6 +102,41 @@ func (c *HookCmd) Run(e *env) error {
 	// but never changes git's outcome.
 	if _, err := st.Read(e.ctx); err != nil {
 		fmt.Fprintf(e.stderr, "spool: %s hook: %v\n", c.Name, err)
+		return nil
+	}
+	if c.Name != "post-rewrite" {
+		promotePRDs(e, c.Name)
 	}
 	return nil
+}
+
+// prdHookTimeout bounds what a hook spends on the PRD queue.
+const prdHookTimeout = 30 * time.Second
+
+// promotePRDs syncs the PRD queue with the PRD files the commit, merge or
+// checkout changed and promotes what became runnable, so that committing an
+// approval promotes the PRD. It does nothing when there is no feature run.
+func promotePRDs(e *env, hook string) {
+	q, err := e.prdqueue()
+	if err != nil {
+		return
+	}
+	st, err := q.Read(e.ctx)
+	if err != nil || len(st.Features) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, prdHookTimeout)
+	defer cancel()
+	e.ctx = ctx
+	done, err := q.Promote(ctx, "")
+	for _, p := range done {
+		if p.Failed {
+			fmt.Fprintf(e.stderr, "spool: %s hook: PRD %s could not be enqueued: %s\n", hook, text(p.PRD), text(p.Error))
+		} else {
+			fmt.Fprintf(e.stderr, "spool: %s hook: PRD %s queued as %s\n", hook, text(p.PRD), p.Epic)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "spool: %s hook: prd: %v\n", hook, err)
+	}
 }

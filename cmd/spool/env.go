@@ -11,6 +11,7 @@ import (
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/git"
 	mqservice "github.com/spoolhq/spool/internal/mergequeue/service"
+	prdservice "github.com/spoolhq/spool/internal/prdqueue/service"
 	"github.com/spoolhq/spool/internal/store"
 	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
 )
@@ -59,6 +60,16 @@ func (e *env) workqueue() (*wqservice.Service, error) {
 		return nil, err
 	}
 	return wqservice.Open(env), nil
+}
+
+// prdqueue opens the PRD queue's service, reading PRD files from the work
+// tree the command runs in.
+func (e *env) prdqueue() (*prdservice.Service, error) {
+	env, err := e.storeEnv()
+	if err != nil {
+		return nil, err
+	}
+	return prdservice.Open(env, env.Store.Repo.WorkTree), nil
 }
 
 // mergequeue opens the merge queue's service.

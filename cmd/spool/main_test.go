@@ -78,6 +78,7 @@ func scriptParams(t *testing.T, dir string) testscript.Params {
 			"holdlock":    cmdHoldLock,
 			"releaselock": cmdReleaseLock,
 			"grab":        cmdGrab,
+			"replace":     cmdReplace,
 			"readonly":    cmdReadOnly,
 		},
 		Setup: func(env *testscript.Env) error {
@@ -160,6 +161,23 @@ func cmdGrab(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("grab: %q does not match stdout", args[1])
 	}
 	ts.Setenv(args[0], m[1])
+}
+
+// cmdReplace replaces the first OLD in FILE with NEW (OLD must be there):
+// an edit as a person makes it.
+func cmdReplace(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: replace FILE OLD NEW")
+	}
+	path := ts.MkAbs(args[0])
+	b, err := os.ReadFile(path)
+	ts.Check(err)
+	if !strings.Contains(string(b), args[1]) {
+		ts.Fatalf("replace: %q is not in %s", args[1], args[0])
+	}
+	info, err := os.Stat(path)
+	ts.Check(err)
+	ts.Check(os.WriteFile(path, []byte(strings.Replace(string(b), args[1], args[2], 1)), info.Mode().Perm()))
 }
 
 func scriptEnv(ts *testscript.TestScript) []string {

@@ -46,6 +46,7 @@ type Issue struct {
 	IssueType   string
 	Labels      []string
 	CreatedAt   time.Time
+	ExternalRef string
 }
 
 // MaxPriority is beads' least urgent priority.
@@ -96,13 +97,7 @@ func (b Source) Ready(ctx context.Context, labels []string) ([]Issue, error) {
 	}
 	cands, err := ParseReady(out)
 	if err != nil {
-		const limit = 4096
-		shown := out
-		if len(shown) > limit {
-			shown = shown[:limit]
-		}
-		return nil, fault.New(CodeSourceParseError, fmt.Errorf("%w: %v", ErrSourceParse, err),
-			fmt.Sprintf("%s ready --json: %v", b.Kind, err), "source", b.Kind, "output", string(shown))
+		return nil, b.parseError("ready --json", out, err)
 	}
 	return cands, nil
 }
@@ -130,9 +125,69 @@ func (b Source) SetPriority(ctx context.Context, id string, priority int) error 
 	return err
 }
 
-// ParseReady reads bd/br ready --json: a bare array of issues, or an object
-// wrapping one (beads' {"schema_version":1,"items":[...]}). Unknown fields
-// are ignored; empty output is no work.
+// CreateEpic runs `<bin> create --type=epic --json --title=T
+// --description=D --external-ref=REF` and returns the new epic's id. REF
+// lets FindByExternalRef find it again after a crash.
+func (b Source) CreateEpic(ctx context.Context, title, description, ref string) (string, error) {
+	out, err := b.Run(ctx, "create", "--type=epic", "--json", "--title="+title, "--description="+description, "--external-ref="+ref)
+	if err != nil {
+		return "", err
+	}
+	issues, err := ParseReady(out) // one issue, or a list of one
+	if err != nil || len(issues) != 1 {
+		if err == nil {
+			err = fmt.Errorf("want one issue, got %d", len(issues))
+		}
+		return "", b.parseError("create --json", out, err)
+	}
+	return issues[0].ID, nil
+}
+
+// FindByExternalRef returns the id of the issue whose external_ref is ref,
+// if there is one: `<bin> list --json --all --limit 0`.
+func (b Source) FindByExternalRef(ctx context.Context, ref string) (string, bool, error) {
+	out, err := b.Run(ctx, "list", "--json", "--all", "--limit", "0")
+	if err != nil {
+		return "", false, err
+	}
+	issues, err := ParseReady(out)
+	if err != nil {
+		return "", false, b.parseError("list --json", out, err)
+	}
+	for _, i := range issues {
+		if i.ExternalRef == ref {
+			return i.ID, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// ReadyUnder reports whether any descendant of parent is ready:
+// `<bin> ready --json --limit 0 --parent=ID`.
+func (b Source) ReadyUnder(ctx context.Context, parent string) (bool, error) {
+	out, err := b.Run(ctx, "ready", "--json", "--limit", "0", "--parent="+parent)
+	if err != nil {
+		return false, err
+	}
+	issues, err := ParseReady(out)
+	if err != nil {
+		return false, b.parseError("ready --json", out, err)
+	}
+	return len(issues) > 0, nil
+}
+
+func (b Source) parseError(what string, out []byte, err error) error {
+	const limit = 4096
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return fault.New(CodeSourceParseError, fmt.Errorf("%w: %v", ErrSourceParse, err),
+		fmt.Sprintf("%s %s: %v", b.Kind, what, err), "source", b.Kind, "output", string(out))
+}
+
+// ParseReady reads bd/br JSON issues: a bare array of issues, an object
+// wrapping one (beads' {"schema_version":1,"items":[...]}), or one issue
+// (bd create --json). Unknown fields are ignored; empty output is none.
 func ParseReady(out []byte) ([]Issue, error) {
 	trimmed := bytes.TrimSpace(out)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
@@ -144,6 +199,13 @@ func ParseReady(out []byte) ([]Issue, error) {
 	root := gjson.ParseBytes(trimmed)
 	list := root
 	if root.IsObject() {
+		if id := root.Get("id"); id.Exists() { // one issue
+			c, err := issueOf(root)
+			if err != nil {
+				return nil, err
+			}
+			return []Issue{c}, nil
+		}
 		list = gjson.Result{}
 		for _, key := range []string{"items", "issues", "data", "ready"} {
 			if v := root.Get(key); v.IsArray() {
@@ -181,7 +243,7 @@ func issueOf(v gjson.Result) (Issue, error) {
 		return Issue{}, errors.New("no string id")
 	}
 	c := Issue{ID: id.Str, Title: v.Get("title").String(), Description: v.Get("description").String(),
-		IssueType: v.Get("issue_type").String(), Priority: 2}
+		IssueType: v.Get("issue_type").String(), Priority: 2, ExternalRef: v.Get("external_ref").String()}
 	if p := v.Get("priority"); p.Exists() {
 		if p.Type != gjson.Number || p.Int() < 0 || p.Int() > MaxPriority {
 			return Issue{}, fmt.Errorf("%s: priority %s is not 0-4", c.ID, p.Raw)

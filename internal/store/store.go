@@ -20,6 +20,7 @@ import (
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/mergequeue"
+	"github.com/spoolhq/spool/internal/prdqueue"
 	"github.com/spoolhq/spool/internal/workqueue"
 	"github.com/spoolhq/spool/projections"
 )
@@ -37,6 +38,7 @@ var Specs = []projections.Spec{
 	workqueue.QueueSpec,
 	workqueue.IDsSpec,
 	mergequeue.Spec,
+	prdqueue.Spec,
 }
 
 // ReservedPrefixes are event namespaces only spool's own commands append.

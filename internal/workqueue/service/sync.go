@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
-	"github.com/gofrs/flock"
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/workqueue"
 	"github.com/spoolhq/spool/projections"
@@ -84,27 +81,18 @@ func (s *Service) syncPending(ctx context.Context, wait bool) {
 // syncLock takes the clone's sync lock, waiting up to lock.timeout when wait
 // is set.
 func (s *Service) syncLock(ctx context.Context, wait bool) (unlock func(), ok bool) {
-	dir := s.Store.Repo.PrivateDir()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		s.Warn(fmt.Sprintf("%s requests stay pending: %v", s.source.Kind, err))
-		return nil, false
-	}
-	lock := flock.New(filepath.Join(dir, "sync.lock"))
-	var err error
+	var timeout time.Duration
 	if wait {
-		wctx, cancel := context.WithTimeout(ctx, s.Store.Config.Duration("lock.timeout"))
-		defer cancel()
-		ok, err = lock.TryLockContext(wctx, 20*time.Millisecond)
-	} else {
-		ok, err = lock.TryLock()
+		timeout = s.Store.Config.Duration("lock.timeout")
 	}
+	unlock, ok, err := s.Store.Mutex(ctx, "sync", timeout)
 	switch {
 	case ok:
-		return func() { _ = lock.Unlock() }, true
-	case wait:
-		s.Warn(fmt.Sprintf("%s requests stay pending: another spool command held %s longer than lock.timeout", s.source.Kind, lock.Path()))
+		return unlock, true
 	case err != nil:
 		s.Warn(fmt.Sprintf("%s requests stay pending: %v", s.source.Kind, err))
+	case wait:
+		s.Warn(fmt.Sprintf("%s requests stay pending: another spool command held %s longer than lock.timeout", s.source.Kind, s.Store.MutexPath("sync")))
 	}
 	return nil, false
 }

@@ -1,0 +1,361 @@
+package prdqueue
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
+)
+
+// The decide functions are pure: the state, the command (and what the PRD
+// file says, read by the service) in, events or a typed error out. A
+// returned error means nothing is appended.
+
+// Facts is what a PRD file says, as internal/prd reads it.
+type Facts struct {
+	PRDGate       string
+	BeadsGate     string
+	OpenQuestions []string
+	Hash          string
+}
+
+// StartFeature starts a feature run. Starting it again with the same
+// settings changes nothing; with others it is refused.
+func StartFeature(s *State, slug, mode string, workerCap int) ([]eventlog.Draft, error) {
+	if err := CheckSlug("feature", slug); err != nil {
+		return nil, err
+	}
+	if mode == "" {
+		mode = ModeConflictAware
+	}
+	if mode != ModeConflictAware && mode != ModeSequential {
+		return nil, fault.New(CodeInvalidMode, nil, fmt.Sprintf("mode must be %s or %s, got %q", ModeConflictAware, ModeSequential, mode), "mode", mode)
+	}
+	if workerCap < 1 || workerCap > 64 {
+		return nil, fault.Usagef(fault.CodeUsage, "--worker-cap must be 1 to 64, got %d", workerCap)
+	}
+	if f := s.Features[slug]; f != nil {
+		if f.Mode == mode && f.WorkerCap == workerCap {
+			return nil, nil
+		}
+		return nil, fault.New(CodeFeatureExists, fault.ErrConflict,
+			fmt.Sprintf("feature %s was started with mode %s and worker cap %d", slug, f.Mode, f.WorkerCap), "feature_slug", slug)
+	}
+	return []eventlog.Draft{{Type: TypeFeatureStarted, Subject: FeatureSubject(slug),
+		Data: FeatureData{FeatureSlug: slug, Mode: mode, WorkerCap: workerCap}}}, nil
+}
+
+// AddItem adds a PRD to a feature run. Adding it again (same path) changes
+// nothing. A PRD has one file: naming another path for it is refused.
+func AddItem(s *State, feature, prd, path string) ([]eventlog.Draft, error) {
+	if err := CheckSlug("feature", feature); err != nil {
+		return nil, err
+	}
+	if err := CheckSlug("PRD", prd); err != nil {
+		return nil, err
+	}
+	if path == "" {
+		path = DefaultPath(prd)
+	}
+	clean, err := CheckPath(path)
+	if err != nil {
+		return nil, err
+	}
+	if s.Features[feature] == nil {
+		return nil, fault.NotFound("feature", feature)
+	}
+	if p := s.PRDs[prd]; p != nil && p.Path != clean {
+		return nil, fault.New(CodePathConflict, fault.ErrConflict, fmt.Sprintf("PRD %s is %s, not %s", prd, p.Path, clean),
+			"prd_slug", prd, "prd_path", p.Path)
+	}
+	if s.Items[ItemKey{feature, prd}] != nil {
+		return nil, nil
+	}
+	return []eventlog.Draft{{Type: TypeAdded, Subject: PRDSubject(prd), Data: AddedData{FeatureSlug: feature, PRDPath: clean}}}, nil
+}
+
+// FindItem returns the item of a PRD: in feature, or in the one feature that
+// names it when feature is "".
+func (s *State) FindItem(prd, feature string) (*Item, error) {
+	if err := CheckSlug("PRD", prd); err != nil {
+		return nil, err
+	}
+	if feature != "" {
+		if err := CheckSlug("feature", feature); err != nil {
+			return nil, err
+		}
+		if it := s.Items[ItemKey{feature, prd}]; it != nil {
+			return it, nil
+		}
+		return nil, fault.NotFound("PRD", prd)
+	}
+	items := s.ItemsOf(prd)
+	switch len(items) {
+	case 0:
+		return nil, fault.NotFound("PRD", prd)
+	case 1:
+		return items[0], nil
+	}
+	var names []string
+	for _, it := range items {
+		names = append(names, it.Feature)
+	}
+	return nil, fault.Usagef(fault.CodeUsage, "PRD %s is in features %s: name one with --feature", prd, strings.Join(names, ", "))
+}
+
+// Remove takes an item out of its feature run.
+func Remove(it *Item) eventlog.Draft {
+	return eventlog.Draft{Type: TypeRemoved, Subject: PRDSubject(it.PRD), Data: ItemData{FeatureSlug: it.Feature}}
+}
+
+// Discover starts discovery: pending → in_discovery.
+func Discover(it *Item) (eventlog.Draft, error) { return move(it, InDiscovery) }
+
+// Retry is the manual intervention after queue_failed: back to approved,
+// for the next promote.
+func Retry(it *Item) (eventlog.Draft, error) { return move(it, Approved) }
+
+func move(it *Item, to Status) (eventlog.Draft, error) {
+	if !CanTransition(it.State, to) {
+		return eventlog.Draft{}, invalidTransition(it.PRD, it.State, to)
+	}
+	return transition(it, to), nil
+}
+
+func transition(it *Item, to Status) eventlog.Draft {
+	return eventlog.Draft{Type: TypeTransitioned, Subject: PRDSubject(it.PRD), Data: TransitionData{FeatureSlug: it.Feature, From: it.State, To: to}}
+}
+
+// Submit sends a PRD for approval (→ awaiting_prd_approval) and then
+// reconciles it with its file, which may move it further.
+func Submit(s *State, it *Item, f Facts, now time.Time) ([]eventlog.Draft, error) {
+	if it.State.Submitted() { // the table's other ways in are sync's
+		return nil, invalidTransition(it.PRD, it.State, AwaitingPRDApproval)
+	}
+	sim := newSim(s, it.PRD, now)
+	sim.emit(transition(it, AwaitingPRDApproval))
+	sim.reconcile(f, false)
+	return sim.drafts, nil
+}
+
+// Reconcile brings a PRD in step with its file: records what changed in it,
+// records an approval (the PRD gate newly approved) or its invalidation (the
+// content changed after it), and moves every submitted item of the PRD to
+// the state its gates give. explicit is spool prd approve: an approval act
+// even when the file said approved before an edit invalidated it.
+func Reconcile(s *State, prd string, f Facts, explicit bool, now time.Time) []eventlog.Draft {
+	sim := newSim(s, prd, now)
+	sim.reconcile(f, explicit)
+	return sim.drafts
+}
+
+// sim applies the drafts it emits to a copy of the PRD's part of the state,
+// so that each step decides on the state after the previous ones; the copy
+// is made at the first emit (most reconciles emit nothing).
+type sim struct {
+	base, o *State
+	prd     string
+	now     time.Time
+	drafts  []eventlog.Draft
+}
+
+func newSim(s *State, prd string, now time.Time) *sim { return &sim{base: s, o: s, prd: prd, now: now} }
+
+func (m *sim) emit(d eventlog.Draft) {
+	if m.o == m.base {
+		m.o = m.base.cloneFor(m.prd)
+	}
+	m.drafts = append(m.drafts, d)
+	data, _ := json.Marshal(d.Data)
+	m.o.Apply(&eventlog.Event{Type: d.Type, Subject: d.Subject, At: m.now, Data: data})
+}
+
+func (m *sim) reconcile(f Facts, explicit bool) {
+	p := m.o.PRDs[m.prd]
+	if !p.Read || p.PRDGate != f.PRDGate || p.BeadsGate != f.BeadsGate || p.Hash != f.Hash || !slices.Equal(p.OpenQuestions, f.OpenQuestions) {
+		m.emit(eventlog.Draft{Type: TypeRead, Subject: PRDSubject(m.prd),
+			Data: ReadData{PRDGate: f.PRDGate, BeadsGate: f.BeadsGate, OpenQuestions: f.OpenQuestions, ContentHash: f.Hash}})
+		p = m.o.PRDs[m.prd]
+	}
+	if p.ApprovedHash != "" && p.ApprovedHash != p.Hash {
+		m.emit(eventlog.Draft{Type: TypeApprovalInvalidated, Subject: PRDSubject(m.prd),
+			Data: ApprovalData{ApprovalVersion: p.Version, ContentHash: p.Hash}})
+		p = m.o.PRDs[m.prd]
+	}
+	if p.PRDGate == GateApproved && p.ApprovedHash == "" && p.Hash != "" {
+		version := 0
+		switch {
+		case !p.Invalidated:
+			version = p.Version // the first approval
+		case explicit || p.SeenUnapproved:
+			version = p.Version + 1 // approved again after an edit
+		}
+		if version > 0 {
+			m.emit(eventlog.Draft{Type: TypeApproved, Subject: PRDSubject(m.prd), Data: ApprovalData{ApprovalVersion: version, ContentHash: p.Hash}})
+			p = m.o.PRDs[m.prd]
+		}
+	}
+	for _, it := range m.o.ItemsOf(m.prd) {
+		if !it.State.Submitted() || it.InFlight {
+			continue // not yet submitted, or an enqueue's outcome is due
+		}
+		to := target(it, p)
+		if to == it.State {
+			continue
+		}
+		if !CanTransition(it.State, to) { // e.g. awaiting_beads_approval → queued: through approved
+			m.emit(transition(it, Approved))
+		}
+		m.emit(transition(m.o.Items[ItemKey{it.Feature, it.PRD}], to))
+	}
+}
+
+// target is the state a submitted item's gates give it (the promotion rule).
+func target(it *Item, p *PRD) Status {
+	switch {
+	case !p.PRDApproved():
+		return AwaitingPRDApproval
+	case !p.BeadsApproved():
+		return AwaitingBeadsApproval
+	case p.Epic != "" && it.EnqueuedKey == p.Key():
+		return Queued // queued with this approval already: back to queued, no second enqueue
+	case it.State == QueueFailed:
+		return QueueFailed // waits for prd retry
+	}
+	return Approved
+}
+
+// cloneFor copies the part of s that events about prd change.
+func (s *State) cloneFor(prd string) *State {
+	o := &State{Features: map[string]*Feature{}, Items: map[ItemKey]*Item{}, PRDs: map[string]*PRD{}, Keys: s.Keys}
+	for k, v := range s.Features {
+		o.Features[k] = v
+	}
+	for k, v := range s.Items {
+		o.Items[k] = v
+	}
+	for k, v := range s.PRDs {
+		o.PRDs[k] = v
+	}
+	if p := s.PRDs[prd]; p != nil {
+		c := *p
+		o.PRDs[prd] = &c
+	}
+	for _, it := range s.ItemsOf(prd) {
+		c := *it
+		o.Items[ItemKey{it.Feature, it.PRD}] = &c
+		f := *s.Features[it.Feature]
+		o.Features[it.Feature] = &f
+	}
+	return o
+}
+
+// Candidate is an item promote enqueues.
+type Candidate struct {
+	Item  *Item
+	Key   string // the idempotency key
+	Epic  string // the PRD's epic when it has one already (one PRD, one epic)
+	Title string
+}
+
+// Runnable returns the items promote enqueues, in manifest order (features
+// by slug, items in the order added): approved, no open questions, no
+// enqueue in flight. It refuses, for all, when one's key was enqueued
+// already or another feature's item of the same PRD is active.
+func Runnable(s *State, feature string) ([]Candidate, error) {
+	slugs := s.FeatureSlugs()
+	if feature != "" {
+		if s.Features[feature] == nil {
+			return nil, fault.NotFound("feature", feature)
+		}
+		slugs = []string{feature}
+	}
+	active := map[string]*Item{} // by PRD: queued, in flight, or runnable
+	for _, slug := range s.FeatureSlugs() {
+		for _, prd := range s.Features[slug].Items {
+			it := s.Items[ItemKey{slug, prd}]
+			if it.State == Queued || it.InFlight {
+				active[prd] = it
+			}
+		}
+	}
+	var out []Candidate
+	for _, slug := range slugs {
+		for _, prd := range s.Features[slug].Items {
+			it := s.Items[ItemKey{slug, prd}]
+			if it.State != Approved || it.InFlight || s.BlockedReason(it) != "" {
+				continue
+			}
+			p := s.PRDs[prd]
+			if other := active[prd]; other != nil && other != it {
+				return nil, fault.New(CodeDuplicateActiveEntry, fault.ErrConflict,
+					fmt.Sprintf("PRD %s is active in feature %s already (%s); remove one: spool prd remove %s --feature %s",
+						prd, other.Feature, other.State, prd, slug), "prd_slug", prd, "feature_slug", slug, "active_in", other.Feature)
+			}
+			if epic, ok := s.Keys[p.Key()]; ok {
+				return nil, fault.New(CodeDuplicateIdempotencyKey, fault.ErrConflict,
+					fmt.Sprintf("idempotency key %s was enqueued already (epic %s)", p.Key(), epic),
+					"prd_slug", prd, "feature_slug", slug, "idempotency_key", p.Key(), "epic_id", epic)
+			}
+			active[prd] = it
+			out = append(out, Candidate{Item: it, Key: p.Key(), Epic: p.Epic, Title: prd})
+		}
+	}
+	return out, nil
+}
+
+// InFlight returns the items whose enqueue recorded its intent and no
+// outcome (spool died in between), in manifest order.
+func InFlight(s *State, feature string) []Candidate {
+	var out []Candidate
+	for _, slug := range s.FeatureSlugs() {
+		if feature != "" && slug != feature {
+			continue
+		}
+		for _, prd := range s.Features[slug].Items {
+			if it := s.Items[ItemKey{slug, prd}]; it.InFlight {
+				out = append(out, Candidate{Item: it, Key: it.Key, Epic: s.PRDs[prd].Epic, Title: prd})
+			}
+		}
+	}
+	return out
+}
+
+// Started is the intent of an enqueue, appended before the work source is asked.
+func (c Candidate) Started() eventlog.Draft {
+	return c.event(TypeEnqueueStarted, EnqueueData{Attempt: 1})
+}
+
+// Enqueued is its outcome: the epic.
+func (c Candidate) Enqueued(epic string, attempt int) eventlog.Draft {
+	return c.event(TypeEnqueued, EnqueueData{EpicID: epic, Attempt: attempt})
+}
+
+// Failed is a failed attempt; final when it was the retry.
+func (c Candidate) Failed(attempt int, err string, final bool) eventlog.Draft {
+	return c.event(TypeEnqueueFailed, EnqueueData{Attempt: attempt, Error: err, Final: final})
+}
+
+func (c Candidate) event(typ string, d EnqueueData) eventlog.Draft {
+	d.FeatureSlug, d.IdempotencyKey = c.Item.Feature, c.Key
+	return eventlog.Draft{Type: typ, Subject: PRDSubject(c.Item.PRD), Data: d}
+}
+
+// Check records the queue-ready checks of a queued item when they changed.
+func Check(it *Item, selectable, doctorPass bool) []eventlog.Draft {
+	if it.Selectable == selectable && it.DoctorPass == doctorPass {
+		return nil
+	}
+	return []eventlog.Draft{{Type: TypeChecked, Subject: PRDSubject(it.PRD),
+		Data: CheckData{FeatureSlug: it.Feature, Selectable: selectable, DoctorPass: doctorPass}}}
+}
+
+// QueueReady reports the seed's queue-ready definition: queued, with a
+// handle, and both readiness checks passing.
+func (s *State) QueueReady(it *Item) bool {
+	return it.State == Queued && s.PRDs[it.PRD].Epic != "" && it.Selectable && it.DoctorPass
+}

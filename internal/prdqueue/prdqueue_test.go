@@ -1,0 +1,302 @@
+package prdqueue
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
+)
+
+var t0 = time.Date(2026, 2, 26, 10, 0, 0, 0, time.UTC)
+
+// world folds drafts as the log would.
+type world struct {
+	t   *testing.T
+	s   *State
+	seq int
+	log []eventlog.Event
+}
+
+func newWorld(t *testing.T) *world { return &world{t: t, s: NewState()} }
+
+func (w *world) apply(drafts ...eventlog.Draft) {
+	w.t.Helper()
+	for _, d := range drafts {
+		data, err := json.Marshal(d.Data)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		w.seq++
+		e := eventlog.Event{ID: fmt.Sprint(w.seq), At: t0.Add(time.Duration(w.seq) * time.Second), Type: d.Type, Subject: d.Subject, Data: data}
+		w.s.Apply(&e)
+		w.log = append(w.log, e)
+	}
+}
+
+func (w *world) must(drafts []eventlog.Draft, err error) []eventlog.Draft {
+	w.t.Helper()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.apply(drafts...)
+	return drafts
+}
+
+// feature starts a feature run with the PRDs given, submitted.
+func (w *world) feature(slug string, prds ...string) {
+	w.t.Helper()
+	w.must(StartFeature(w.s, slug, "", DefaultWorkerCap))
+	for _, p := range prds {
+		w.must(AddItem(w.s, slug, p, ""))
+	}
+}
+
+func (w *world) submit(feature, prd string, f Facts) {
+	w.t.Helper()
+	w.must(Submit(w.s, w.s.Items[ItemKey{feature, prd}], f, t0))
+}
+
+func (w *world) sync(prd string, f Facts) []eventlog.Draft {
+	w.t.Helper()
+	d := Reconcile(w.s, prd, f, false, t0)
+	w.apply(d...)
+	return d
+}
+
+func (w *world) state(feature, prd string) Status { return w.s.Items[ItemKey{feature, prd}].State }
+
+func facts(prdGate, beadsGate string, questions ...string) Facts {
+	return Facts{PRDGate: prdGate, BeadsGate: beadsGate, OpenQuestions: questions, Hash: "h1"}
+}
+
+// The promotion rule over every pair of gate values, near misses included,
+// with and without open questions.
+func TestPromotionRule(t *testing.T) {
+	values := []string{"approved", "", "Approved", "approved ", " approved", "APPROVED", "yes", "true", "pending", "approved\n"}
+	for _, prdGate := range values {
+		for _, beadsGate := range values {
+			for _, questions := range [][]string{nil, {"Which database?"}} {
+				name := fmt.Sprintf("prd=%q beads=%q questions=%d", prdGate, beadsGate, len(questions))
+				t.Run(name, func(t *testing.T) {
+					w := newWorld(t)
+					w.feature("f", "p")
+					w.submit("f", "p", facts(prdGate, beadsGate, questions...))
+					it := w.s.Items[ItemKey{"f", "p"}]
+					want, reason := AwaitingPRDApproval, ""
+					switch {
+					case prdGate != "approved":
+					case beadsGate != "approved":
+						want = AwaitingBeadsApproval
+					case len(questions) > 0:
+						want, reason = Approved, BlockedOpenQuestions
+					default:
+						want = Approved
+					}
+					if it.State != want || w.s.BlockedReason(it) != reason {
+						t.Fatalf("%s, blocked %q; want %s, %q", it.State, w.s.BlockedReason(it), want, reason)
+					}
+					runnable, err := Runnable(w.s, "f")
+					if err != nil {
+						t.Fatal(err)
+					}
+					if (len(runnable) == 1) != (want == Approved && reason == "") {
+						t.Fatalf("runnable %v for %s %q", runnable, want, reason)
+					}
+				})
+			}
+		}
+	}
+}
+
+// Editing an approved PRD invalidates its approval; approving it again is
+// approval_version 2 with the key <slug>:2; the epic stays the PRD's.
+func TestEditReapprove(t *testing.T) {
+	w := newWorld(t)
+	w.feature("f", "p")
+	approved := Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"}
+	w.submit("f", "p", approved)
+	p := w.s.PRDs["p"]
+	if w.state("f", "p") != Approved || p.Version != 1 || p.Key() != "p:1" {
+		t.Fatalf("%s v%d %s", w.state("f", "p"), p.Version, p.Key())
+	}
+	cands, err := Runnable(w.s, "f")
+	if err != nil || len(cands) != 1 || cands[0].Key != "p:1" {
+		t.Fatalf("%v %v", cands, err)
+	}
+	w.apply(cands[0].Enqueued("sp-epic", 1))
+	if w.state("f", "p") != Queued || w.s.Keys["p:1"] != "sp-epic" {
+		t.Fatal("not queued")
+	}
+	if d := w.sync("p", approved); len(d) != 0 {
+		t.Fatalf("a sync with nothing changed made %v", d)
+	}
+
+	edited := approved
+	edited.Hash = "h2" // the body changed; the gates still say approved
+	w.sync("p", edited)
+	it := w.s.Items[ItemKey{"f", "p"}]
+	if it.State != AwaitingPRDApproval || w.s.BlockedReason(it) != BlockedApprovalInvalidated || !p.Invalidated {
+		t.Fatalf("after an edit: %s %q", it.State, w.s.BlockedReason(it))
+	}
+	if d := w.sync("p", edited); len(d) != 0 {
+		t.Fatalf("the stale approved value approved again: %v", d)
+	}
+	// Approved again explicitly (spool prd approve): version 2.
+	w.apply(Reconcile(w.s, "p", edited, true, t0)...)
+	if p.Version != 2 || p.Key() != "p:2" || w.state("f", "p") != Approved {
+		t.Fatalf("re-approved: v%d %s %s", p.Version, p.Key(), w.state("f", "p"))
+	}
+	cands, err = Runnable(w.s, "f")
+	if err != nil || len(cands) != 1 || cands[0].Key != "p:2" || cands[0].Epic != "sp-epic" {
+		t.Fatalf("the re-approved PRD reuses its epic: %+v %v", cands, err)
+	}
+	if m := w.s.Manifest("f"); m.Items[0].ApprovalVersion != 2 || m.Items[0].IdempotencyKey != "p:2" {
+		t.Fatalf("manifest %+v", m.Items[0])
+	}
+
+	// Or through the file: the gate leaves approved and comes back.
+	edited.Hash = "h3"
+	w.sync("p", edited)
+	w.sync("p", Facts{PRDGate: "pending", BeadsGate: "approved", Hash: "h3"})
+	w.sync("p", edited)
+	if p.Version != 3 || w.state("f", "p") != Approved {
+		t.Fatalf("re-approved in the file: v%d %s", p.Version, w.state("f", "p"))
+	}
+}
+
+// A gate revoked and given back without an edit returns the PRD to
+// queued under the same key: no second enqueue.
+func TestGateBackWithoutEditRequeues(t *testing.T) {
+	w := newWorld(t)
+	w.feature("f", "p")
+	ok := Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"}
+	w.submit("f", "p", ok)
+	cands, _ := Runnable(w.s, "f")
+	w.apply(cands[0].Enqueued("sp-epic", 1))
+	w.sync("p", Facts{PRDGate: "approved", BeadsGate: "no", Hash: "h1"})
+	if w.state("f", "p") != AwaitingBeadsApproval {
+		t.Fatal(w.state("f", "p"))
+	}
+	d := w.sync("p", ok)
+	if w.state("f", "p") != Queued || len(d) != 3 { // read, → approved, → queued
+		t.Fatalf("%s after %d events", w.state("f", "p"), len(d))
+	}
+	if cands, _ := Runnable(w.s, "f"); len(cands) != 0 {
+		t.Fatal("a queued PRD is runnable")
+	}
+}
+
+func TestDuplicates(t *testing.T) {
+	ok := Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"}
+	t.Run("active", func(t *testing.T) {
+		w := newWorld(t)
+		w.feature("f1", "p")
+		w.feature("f2", "p")
+		w.submit("f1", "p", ok)
+		w.submit("f2", "p", ok)
+		_, err := Runnable(w.s, "")
+		if fault.Classify(err).Code != CodeDuplicateActiveEntry.Name {
+			t.Fatalf("%v", err)
+		}
+		cands, err := Runnable(w.s, "f1")
+		if err != nil || len(cands) != 1 {
+			t.Fatal(cands, err)
+		}
+		w.apply(cands[0].Enqueued("e", 1))
+		if _, err := Runnable(w.s, "f2"); fault.Classify(err).Code != CodeDuplicateActiveEntry.Name {
+			t.Fatalf("%v", err)
+		}
+	})
+	t.Run("key", func(t *testing.T) {
+		w := newWorld(t)
+		w.feature("f1", "p")
+		w.submit("f1", "p", ok)
+		cands, _ := Runnable(w.s, "f1")
+		w.apply(cands[0].Enqueued("e", 1))
+		w.apply(Remove(w.s.Items[ItemKey{"f1", "p"}]))
+		w.feature("f2", "p")
+		w.submit("f2", "p", ok)
+		_, err := Runnable(w.s, "f2")
+		if fault.Classify(err).Code != CodeDuplicateIdempotencyKey.Name || !strings.Contains(err.Error(), "p:1") {
+			t.Fatalf("%v", err)
+		}
+	})
+}
+
+func TestRetryPolicyEvents(t *testing.T) {
+	w := newWorld(t)
+	w.feature("f", "p")
+	w.submit("f", "p", Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"})
+	cands, _ := Runnable(w.s, "f")
+	c := cands[0]
+	w.apply(c.Started(), c.Failed(1, "boom", false))
+	it := w.s.Items[ItemKey{"f", "p"}]
+	if it.State != Approved || !it.InFlight || it.RetryCount != 0 {
+		t.Fatalf("%+v", it)
+	}
+	w.apply(c.Failed(2, "boom again", true))
+	if it.State != QueueFailed || it.InFlight || it.RetryCount != 1 || it.LastError != "boom again" {
+		t.Fatalf("%+v", it)
+	}
+	if _, err := Discover(it); fault.Classify(err).Code != fault.CodeInvalidStateTransition.Name {
+		t.Fatal(err)
+	}
+	w.must(func() ([]eventlog.Draft, error) { d, err := Retry(it); return []eventlog.Draft{d}, err }())
+	if it.State != Approved || it.RetryCount != 0 || it.LastError != "" {
+		t.Fatalf("%+v", it)
+	}
+}
+
+// The fold refuses what the table forbids.
+func TestFoldChecksTable(t *testing.T) {
+	w := newWorld(t)
+	w.feature("f", "p")
+	w.apply(eventlog.Draft{Type: TypeTransitioned, Subject: PRDSubject("p"), Data: TransitionData{FeatureSlug: "f", From: Pending, To: Queued}})
+	if w.state("f", "p") != Pending {
+		t.Fatal("pending → queued was applied")
+	}
+	for from, tos := range transitions {
+		for _, to := range Statuses {
+			if CanTransition(from, to) != containsStatus(tos, to) {
+				t.Fatalf("%s → %s", from, to)
+			}
+		}
+	}
+}
+
+func containsStatus(list []Status, s Status) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestSlugsAndPaths(t *testing.T) {
+	for _, tc := range []struct {
+		slug string
+		ok   bool
+	}{
+		{"2026-02-26--example-prd-a", true}, {"a", true}, {"a.b", true},
+		{"", false}, {strings.Repeat("a", 101), false}, {strings.Repeat("a", 100), true},
+		{"A", false}, {"a/b", false}, {"a..b", false}, {".a", false}, {"a b", false}, {"é", false},
+	} {
+		if err := CheckSlug("PRD", tc.slug); (err == nil) != tc.ok || err != nil && fault.Classify(err).Code != CodeInvalidSlug.Name {
+			t.Errorf("%q: %v", tc.slug, err)
+		}
+	}
+	for _, tc := range []struct{ in, out string }{
+		{"docs/prd/a.md", "docs/prd/a.md"}, {"./x/../docs/a.md", "docs/a.md"}, {"../a.md", ""}, {"/etc/a.md", ""},
+		{"docs/a.txt", ""}, {".git/a.md", ""}, {"", ""},
+	} {
+		got, err := CheckPath(tc.in)
+		if got != tc.out || (err == nil) != (tc.out != "") {
+			t.Errorf("%q: %q %v", tc.in, got, err)
+		}
+	}
+}

@@ -1,0 +1,247 @@
+package service
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/prdqueue"
+	"github.com/spoolhq/spool/internal/workqueue"
+	"github.com/spoolhq/spool/projections"
+)
+
+// Promotion: every runnable PRD gets its epic (one per PRD, reused by a
+// later approval_version) and moves to queued, in manifest order, by at most
+// the feature's worker_cap enqueue workers, with one automatic retry.
+//
+// With spool's own tracker an epic is a task.created in the same append as
+// the prd.enqueued that records it: there is nothing to recover. With bd/br
+// the epic is made by `<bin> create` between prd.enqueue_started (appended
+// first, for every PRD taken) and the outcome; the epic carries the
+// idempotency key as its external_ref, so a promote after a crash finds
+// the epic an earlier run made instead of making a second.
+
+// Promoted is what one promote did to one PRD.
+type Promoted struct {
+	Feature, PRD, Key, Epic string
+	Failed                  bool
+	Error                   string
+}
+
+// ExternalRef is the external_ref an epic made for key carries.
+func ExternalRef(key string) string { return "spool:" + key }
+
+// Promote syncs, then enqueues the runnable PRDs of one feature (or all).
+// Promotions of one clone take turns (.git/spool/prd-promote.lock).
+func (s *Service) Promote(ctx context.Context, feature string) ([]Promoted, error) {
+	if _, err := s.Sync(ctx, feature); err != nil {
+		return nil, err
+	}
+	unlock, ok, err := s.Store.Mutex(ctx, "prd-promote", s.Store.Config.Duration("lock.timeout"))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("another spool prd promote holds %s: %w", s.Store.MutexPath("prd-promote"), eventlog.ErrLockTimeout)
+	}
+	defer unlock()
+	if s.source == nil {
+		return s.promoteNative(ctx, feature)
+	}
+	return s.promoteSource(ctx, feature)
+}
+
+func (s *Service) promoteNative(ctx context.Context, feature string) ([]Promoted, error) {
+	writer, err := s.Store.Log.WriterID()
+	if err != nil {
+		return nil, err
+	}
+	prefix := s.Store.Config.String("ids.prefix")
+	var out []Promoted
+	_, _, err = s.write(ctx, []string{workqueue.IDsName}, func(st *prdqueue.State, v *projections.View, _ string) ([]eventlog.Draft, error) {
+		out = out[:0]
+		cands, err := prdqueue.Runnable(st, feature)
+		if err != nil {
+			return nil, err
+		}
+		ids, _ := projections.As[*workqueue.IDsProjection](v, workqueue.IDsName)
+		index := &batchIndex{base: ids, made: map[string]bool{}}
+		var drafts []eventlog.Draft
+		for _, c := range cands {
+			epic := c.Epic
+			if epic == "" {
+				d, id, err := workqueue.AddTask(index, epicTask(st, c), prefix, writer, s.Now)
+				if err != nil {
+					return nil, err
+				}
+				index.made[id] = true
+				drafts, epic = append(drafts, d), id
+			}
+			drafts = append(drafts, c.Enqueued(epic, 1))
+			out = append(out, Promoted{Feature: c.Item.Feature, PRD: c.Item.PRD, Key: c.Key, Epic: epic})
+		}
+		return drafts, nil
+	})
+	return out, err
+}
+
+// batchIndex is the task ids index with the epics this append makes.
+type batchIndex struct {
+	base workqueue.TaskIndex
+	made map[string]bool
+}
+
+func (b *batchIndex) HasTask(id string) bool { return b.made[id] || b.base.HasTask(id) }
+func (b *batchIndex) TaskCount() int         { return b.base.TaskCount() + len(b.made) }
+
+func epicTask(st *prdqueue.State, c prdqueue.Candidate) workqueue.NewTask {
+	p := st.PRDs[c.Item.PRD]
+	return workqueue.NewTask{Title: "PRD " + c.Item.PRD, Description: "Epic of the PRD " + p.Path + " (" + c.Key + ").",
+		Type: "epic", Labels: []string{"prd"}}
+}
+
+// job is one PRD to enqueue with bd/br.
+type job struct {
+	c       prdqueue.Candidate
+	recover bool // an intent without an outcome: look the epic up first
+	desc    string
+}
+
+func (s *Service) promoteSource(ctx context.Context, feature string) ([]Promoted, error) {
+	st, err := s.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var jobs []job
+	for _, c := range prdqueue.InFlight(st, feature) {
+		jobs = append(jobs, job{c: c, recover: true, desc: "PRD " + st.PRDs[c.Item.PRD].Path})
+	}
+	var cands []prdqueue.Candidate
+	_, _, err = s.write(ctx, nil, func(st *prdqueue.State, _ *projections.View, _ string) ([]eventlog.Draft, error) {
+		var err error
+		if cands, err = prdqueue.Runnable(st, feature); err != nil {
+			return nil, err
+		}
+		drafts := make([]eventlog.Draft, 0, len(cands))
+		for _, c := range cands {
+			drafts = append(drafts, c.Started())
+		}
+		return drafts, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cands {
+		jobs = append(jobs, job{c: c, desc: "PRD " + st.PRDs[c.Item.PRD].Path})
+	}
+	// Feature by feature, each with its own worker cap, in manifest order.
+	var out []Promoted
+	for len(jobs) > 0 {
+		f := jobs[0].c.Item.Feature
+		n := 1
+		for n < len(jobs) && jobs[n].c.Item.Feature == f {
+			n++
+		}
+		done, err := s.runJobs(ctx, jobs[:n], st.Features[f].WorkerCap)
+		out = append(out, done...)
+		if err != nil {
+			return out, err
+		}
+		jobs = jobs[n:]
+	}
+	return out, nil
+}
+
+// runJobs runs jobs with at most workers at a time, taking them in order,
+// and appends each job's outcome in the jobs' order, whatever order they
+// finish in: the log reads the same however the workers were timed.
+func (s *Service) runJobs(ctx context.Context, jobs []job, workers int) ([]Promoted, error) {
+	results := make([]chan []eventlog.Draft, len(jobs))
+	for i := range results {
+		results[i] = make(chan []eventlog.Draft, 1)
+	}
+	sem := make(chan struct{}, max(workers, 1))
+	fault.Go(func() {
+		for i, j := range jobs {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			fault.Go(func() {
+				defer func() { <-sem }()
+				results[i] <- s.enqueue(ctx, j)
+			})
+		}
+	})
+	var out []Promoted
+	for i, j := range jobs {
+		var drafts []eventlog.Draft
+		select {
+		case drafts = <-results[i]:
+		case <-ctx.Done():
+			return out, ctx.Err() // what is not recorded stays in flight: the next promote recovers it
+		}
+		if _, _, err := s.write(ctx, nil, func(*prdqueue.State, *projections.View, string) ([]eventlog.Draft, error) {
+			return drafts, nil
+		}); err != nil {
+			return out, err
+		}
+		out = append(out, promoted(j.c, drafts))
+	}
+	return out, nil
+}
+
+// enqueue makes the job's epic: the PRD's own when it has one, the one an
+// interrupted run made, or a new one, with one retry. It returns the
+// outcome's events.
+func (s *Service) enqueue(ctx context.Context, j job) []eventlog.Draft {
+	c := j.c
+	if c.Epic != "" {
+		return []eventlog.Draft{c.Enqueued(c.Epic, 1)}
+	}
+	ref := ExternalRef(c.Key)
+	find := func() (string, bool) {
+		id, found, err := s.source.FindByExternalRef(ctx, ref)
+		return id, err == nil && found
+	}
+	if j.recover {
+		if id, ok := find(); ok {
+			return []eventlog.Draft{c.Enqueued(id, 1)}
+		}
+	}
+	var drafts []eventlog.Draft
+	for attempt := 1; attempt <= 2; attempt++ {
+		id, err := s.source.CreateEpic(ctx, "PRD "+c.Item.PRD, "Epic of the "+j.desc+" ("+c.Key+").", ref)
+		if err == nil {
+			return append(drafts, c.Enqueued(id, attempt))
+		}
+		if ctx.Err() != nil {
+			return drafts // interrupted: leave it in flight
+		}
+		drafts = append(drafts, c.Failed(attempt, fault.Classify(err).Message, attempt == 2))
+		if attempt == 1 {
+			// The failure may have come after the epic was made (a timeout):
+			// look before trying again.
+			if id, ok := find(); ok {
+				return append(drafts, c.Enqueued(id, 1))
+			}
+		}
+	}
+	return drafts
+}
+
+func promoted(c prdqueue.Candidate, drafts []eventlog.Draft) Promoted {
+	p := Promoted{Feature: c.Item.Feature, PRD: c.Item.PRD, Key: c.Key}
+	if len(drafts) == 0 {
+		return p
+	}
+	switch d := drafts[len(drafts)-1].Data.(prdqueue.EnqueueData); {
+	case d.EpicID != "":
+		p.Epic = d.EpicID
+	default:
+		p.Failed, p.Error = true, d.Error
+	}
+	return p
+}

@@ -1,0 +1,80 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/prdqueue"
+	"github.com/spoolhq/spool/projections"
+)
+
+// Sync reads every PRD file the queue's features name (one feature's when
+// feature is set) and records what changed: gates, open questions, content,
+// approvals, and the moves of submitted PRDs that follow. A file that
+// cannot be read is a warning, and that PRD is left as it was; a PRD not
+// yet submitted may have no file. It returns the events appended. When
+// nothing changed it takes no lock and, with the cache, reads no file.
+func (s *Service) Sync(ctx context.Context, feature string) (int, error) {
+	s.loadCache()
+	defer s.saveCache()
+	st, err := s.Read(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if feature != "" && st.Features[feature] == nil {
+		return 0, NotFoundFeature(feature)
+	}
+	paths, submitted := map[string]string{}, map[string]bool{}
+	for _, slug := range st.FeatureSlugs() {
+		if feature != "" && slug != feature {
+			continue
+		}
+		for _, p := range st.Features[slug].Items {
+			paths[p] = st.PRDs[p].Path
+			if st.Items[prdqueue.ItemKey{Feature: slug, PRD: p}].State.Submitted() {
+				submitted[p] = true
+			}
+		}
+	}
+	facts := map[string]prdqueue.Facts{}
+	var changed []string
+	for _, slug := range sortedKeys(paths) {
+		f, err := s.facts(paths[slug])
+		if err != nil {
+			if errors.Is(err, errMissing) && !submitted[slug] {
+				continue // not written yet
+			}
+			s.Warn(fmt.Sprintf("PRD %s left as it was: %v", slug, err))
+			continue
+		}
+		facts[slug] = f
+		if len(prdqueue.Reconcile(st, slug, f, false, s.Now)) > 0 {
+			changed = append(changed, slug)
+		}
+	}
+	if len(changed) == 0 {
+		return 0, nil
+	}
+	_, events, err := s.write(ctx, nil, func(st *prdqueue.State, _ *projections.View, _ string) ([]eventlog.Draft, error) {
+		var drafts []eventlog.Draft
+		for _, slug := range changed {
+			if st.PRDs[slug] != nil {
+				drafts = append(drafts, prdqueue.Reconcile(st, slug, facts[slug], false, s.Now)...)
+			}
+		}
+		return drafts, nil
+	})
+	return len(events), err
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
