@@ -26,6 +26,11 @@ bench-queue:
     go test -run '^$' -bench . -benchtime 1s ./internal/workqueue/
     d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench queue -spool "$d/spool" -runs 21; s=$?; rm -rf "$d"; exit $s
 
+# the PRD queue on 100 features × 10 PRDs, built one command at a time: report, sync with nothing changed, promote
+bench-prd:
+    go test -run '^$' -bench . ./internal/prd/
+    d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench prd -spool "$d/spool" -runs 21; s=$?; rm -rf "$d"; exit $s
+
 # merge queue: whole-process medians with 1,000 entries in the log, and the train's own overhead
 bench-merge:
     go run ./cmd/spoolbench merge -n 30

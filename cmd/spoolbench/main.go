@@ -6,6 +6,7 @@
 //	go run ./cmd/spoolbench time -n 30 -- spool -C /tmp/big status
 //	go run ./cmd/spoolbench queue -spool BIN [-tasks 10000] [-events 100000] [-runs 21]
 //	go run ./cmd/spoolbench merge [-n 30] [-entries 1000] [-train 10]
+//	go run ./cmd/spoolbench prd -spool BIN [-features 100] [-prds 10] [-runs 21]
 //
 // The justfile's bench-* recipes run it.
 package main
@@ -29,14 +30,16 @@ var subcommands = map[string]func(args []string) error{
 	"time":  timeMain,
 	"queue": queueMain,
 	"merge": mergeMain,
+	"prd":   prdMain,
 }
 
-const usage = `usage: spoolbench gen|time|queue|merge [flags]
+const usage = `usage: spoolbench gen|time|queue|merge|prd [flags]
 
   gen    make a spool repository with a synthetic log
   time   run a command repeatedly and print its wall time and peak RSS
   queue  time spool's work-queue commands on a large task tracker
   merge  time spool's merge-queue commands and the train's overhead
+  prd    time spool's PRD-queue commands on 100 features × 10 PRDs
 
 spoolbench SUBCOMMAND -h lists a subcommand's flags.
 `

@@ -3,6 +3,7 @@ package prdqueue
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -231,23 +232,17 @@ func target(it *Item, p *PRD) Status {
 
 // cloneFor copies the part of s that events about prd change.
 func (s *State) cloneFor(prd string) *State {
-	o := &State{Features: map[string]*Feature{}, Items: map[ItemKey]*Item{}, PRDs: map[string]*PRD{}, Keys: s.Keys}
-	for k, v := range s.Features {
-		o.Features[k] = v
-	}
-	for k, v := range s.Items {
-		o.Items[k] = v
-	}
-	for k, v := range s.PRDs {
-		o.PRDs[k] = v
-	}
+	o := &State{Features: maps.Clone(s.Features), Items: maps.Clone(s.Items), PRDs: maps.Clone(s.PRDs), Keys: s.Keys,
+		byPRD: maps.Clone(s.byPRD)}
 	if p := s.PRDs[prd]; p != nil {
 		c := *p
 		o.PRDs[prd] = &c
 	}
+	o.byPRD[prd] = nil
 	for _, it := range s.ItemsOf(prd) {
 		c := *it
 		o.Items[ItemKey{it.Feature, it.PRD}] = &c
+		o.byPRD[prd] = append(o.byPRD[prd], &c)
 		f := *s.Features[it.Feature]
 		o.Features[it.Feature] = &f
 	}

@@ -61,11 +61,14 @@ type State struct {
 	Items    map[ItemKey]*Item
 	PRDs     map[string]*PRD
 	Keys     map[string]string // idempotency keys enqueued, with their epic
+
+	byPRD map[string][]*Item // the items of each PRD, by feature: an index, not saved
 }
 
 // NewState returns an empty queue.
 func NewState() *State {
-	return &State{Features: map[string]*Feature{}, Items: map[ItemKey]*Item{}, PRDs: map[string]*PRD{}, Keys: map[string]string{}}
+	return &State{Features: map[string]*Feature{}, Items: map[ItemKey]*Item{}, PRDs: map[string]*PRD{}, Keys: map[string]string{},
+		byPRD: map[string][]*Item{}}
 }
 
 // Name is the projection's name.
@@ -92,15 +95,13 @@ func (p *PRD) PRDApproved() bool {
 func (p *PRD) BeadsApproved() bool { return p.BeadsGate == GateApproved }
 
 // ItemsOf returns the items that name a PRD, by feature.
-func (s *State) ItemsOf(prd string) []*Item {
-	var out []*Item
-	for k, it := range s.Items {
-		if k.PRD == prd {
-			out = append(out, it)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Feature < out[j].Feature })
-	return out
+func (s *State) ItemsOf(prd string) []*Item { return s.byPRD[prd] }
+
+// index adds an item to byPRD, keeping each PRD's items by feature.
+func (s *State) index(it *Item) {
+	list := append(s.byPRD[it.PRD], it)
+	sort.Slice(list, func(i, j int) bool { return list[i].Feature < list[j].Feature })
+	s.byPRD[it.PRD] = list
 }
 
 // FeatureSlugs returns the features' slugs in order.
@@ -148,7 +149,9 @@ func (s *State) Apply(e *eventlog.Event) {
 		if s.PRDs[slug] == nil {
 			s.PRDs[slug] = &PRD{Slug: slug, Path: d.PRDPath, Version: 1}
 		}
-		s.Items[k] = &Item{Feature: d.FeatureSlug, PRD: slug, State: Pending}
+		it := &Item{Feature: d.FeatureSlug, PRD: slug, State: Pending}
+		s.Items[k] = it
+		s.index(it)
 		f.Items = append(f.Items, slug)
 		f.UpdatedAt = e.At
 	case TypeRemoved:
@@ -158,6 +161,7 @@ func (s *State) Apply(e *eventlog.Event) {
 			return
 		}
 		delete(s.Items, ItemKey{d.FeatureSlug, slug})
+		s.byPRD[slug] = slices.DeleteFunc(slices.Clone(s.byPRD[slug]), func(it *Item) bool { return it.Feature == d.FeatureSlug })
 		f.Items = slices.DeleteFunc(f.Items, func(x string) bool { return x == slug })
 		f.UpdatedAt = e.At
 	case TypeTransitioned:
@@ -311,6 +315,7 @@ func (p *Projection) UnmarshalState(b []byte) error {
 	}
 	for _, it := range snap.Items {
 		s.Items[ItemKey{it.Feature, it.PRD}] = it
+		s.index(it)
 	}
 	for _, prd := range snap.PRDs {
 		s.PRDs[prd.Slug] = prd

@@ -1,12 +1,16 @@
 package service
 
 import (
-	"encoding/json"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/spoolhq/spool/internal/durable"
@@ -22,8 +26,10 @@ import (
 // errMissing marks a PRD file that does not exist.
 var errMissing = errors.New("PRD file missing")
 
-// facts reads what the PRD at path (relative to the work tree) says.
-func (s *Service) facts(path string) (prdqueue.Facts, error) {
+// facts reads what the PRD at path (relative to the work tree) says. known
+// is what the queue has recorded for it: when the file's stat and the
+// digest of known are what the cache holds, the file is not read.
+func (s *Service) facts(path string, known *prdqueue.Facts) (prdqueue.Facts, error) {
 	full := filepath.Join(s.Dir, filepath.FromSlash(path))
 	st, err := os.Stat(full)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -34,8 +40,8 @@ func (s *Service) facts(path string) (prdqueue.Facts, error) {
 		return prdqueue.Facts{}, fault.New(fault.CodeStorage, err, fmt.Sprintf("cannot read %s: %v", path, err), "file", path)
 	}
 	key := statKey(st)
-	if c, ok := s.cache.Files[path]; ok && c.Stat == key {
-		return c.Facts, nil
+	if c, ok := s.cache.files[path]; ok && c.stat == key && known != nil && c.digest == digest(*known) {
+		return *known, nil
 	}
 	data, err := os.ReadFile(full)
 	if err != nil {
@@ -45,9 +51,18 @@ func (s *Service) facts(path string) (prdqueue.Facts, error) {
 	if err != nil {
 		return prdqueue.Facts{}, err
 	}
-	s.cache.Files[path] = cached{Stat: key, Facts: f}
+	s.cache.files[path] = cached{stat: key, digest: digest(f)}
 	s.cache.dirty = true
 	return f, nil
+}
+
+// digest names facts in the cache: equal facts, equal digests.
+func digest(f prdqueue.Facts) string {
+	h := sha256.New()
+	for _, v := range append([]string{f.PRDGate, f.BeadsGate, f.Hash}, f.OpenQuestions...) {
+		fmt.Fprintf(h, "%d:%s", len(v), v)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // parse reads a PRD's bytes; bad front matter is invalid_front_matter.
@@ -67,51 +82,59 @@ func parse(path string, data []byte) (prdqueue.Facts, error) {
 
 // stat is what says a file did not change: size, times and identity.
 type stat struct {
-	Size    int64  `json:"size"`
-	ModNano int64  `json:"mtime"`
-	CtNano  int64  `json:"ctime"`
-	Ino     uint64 `json:"ino"`
-	Dev     uint64 `json:"dev"`
+	size, mod, ctime int64
+	ino, dev         uint64
 }
 
 func statKey(st fs.FileInfo) stat {
-	k := stat{Size: st.Size(), ModNano: st.ModTime().UnixNano()}
+	k := stat{size: st.Size(), mod: st.ModTime().UnixNano()}
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		k.CtNano = sys.Ctim.Sec*1e9 + sys.Ctim.Nsec
-		k.Ino, k.Dev = sys.Ino, uint64(sys.Dev)
+		k.ctime = sys.Ctim.Sec*1e9 + sys.Ctim.Nsec
+		k.ino, k.dev = sys.Ino, uint64(sys.Dev)
 	}
 	return k
 }
 
 type cached struct {
-	Stat  stat           `json:"stat"`
-	Facts prdqueue.Facts `json:"facts"`
+	stat   stat
+	digest string // of the facts the file gave
 }
 
-// cache is the per-clone cache of PRD files read.
+// cache is the per-clone cache of PRD files read: one line a file,
+// "size mtime ctime ino dev digest path", so that loading it costs little.
 type cache struct {
-	Version int               `json:"version"`
-	Files   map[string]cached `json:"files"`
-	dirty   bool
+	files map[string]cached
+	dirty bool
 }
 
-const cacheVersion = 1
+const cacheHeader = "spool-prd-cache-1\n"
 
-func (s *Service) cachePath() string {
-	return filepath.Join(s.Store.Repo.PrivateDir(), "prd-cache.json")
-}
+func (s *Service) cachePath() string { return filepath.Join(s.Store.Repo.PrivateDir(), "prd-cache") }
 
-// loadCache reads the cache; a missing or unreadable one is empty (it is
-// only ever a shortcut).
+// loadCache reads the cache; a missing or damaged one is empty (it is only
+// ever a shortcut).
 func (s *Service) loadCache() {
-	s.cache = cache{Version: cacheVersion, Files: map[string]cached{}}
+	s.cache = cache{files: map[string]cached{}}
 	b, err := os.ReadFile(s.cachePath())
-	if err != nil {
+	if err != nil || !bytes.HasPrefix(b, []byte(cacheHeader)) {
 		return
 	}
-	var c cache
-	if json.Unmarshal(b, &c) == nil && c.Version == cacheVersion && c.Files != nil {
-		s.cache.Files = c.Files
+	for _, line := range strings.Split(string(b[len(cacheHeader):]), "\n") {
+		f := strings.SplitN(line, " ", 7)
+		if len(f) != 7 {
+			continue
+		}
+		var c cached
+		var err1, err2, err3, err4, err5 error
+		c.stat.size, err1 = strconv.ParseInt(f[0], 10, 64)
+		c.stat.mod, err2 = strconv.ParseInt(f[1], 10, 64)
+		c.stat.ctime, err3 = strconv.ParseInt(f[2], 10, 64)
+		c.stat.ino, err4 = strconv.ParseUint(f[3], 10, 64)
+		c.stat.dev, err5 = strconv.ParseUint(f[4], 10, 64)
+		if errors.Join(err1, err2, err3, err4, err5) == nil {
+			c.digest = f[5]
+			s.cache.files[f[6]] = c
+		}
 	}
 }
 
@@ -120,12 +143,16 @@ func (s *Service) saveCache() {
 	if !s.cache.dirty {
 		return
 	}
-	b, err := json.Marshal(s.cache)
-	if err != nil {
-		return
+	var b strings.Builder
+	b.WriteString(cacheHeader)
+	for path, c := range s.cache.files {
+		if strings.ContainsAny(path, "\n") {
+			continue
+		}
+		fmt.Fprintf(&b, "%d %d %d %d %d %s %s\n", c.stat.size, c.stat.mod, c.stat.ctime, c.stat.ino, c.stat.dev, c.digest, path)
 	}
 	if err := os.MkdirAll(filepath.Dir(s.cachePath()), 0o755); err == nil {
-		_ = durable.WriteFile(s.cachePath(), b, 0o644)
+		_ = durable.WriteFile(s.cachePath(), []byte(b.String()), 0o644)
 	}
 	s.cache.dirty = false
 }

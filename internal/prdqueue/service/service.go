@@ -37,7 +37,7 @@ func Open(env store.Env, dir string) *Service {
 	if kind := cfg.String("workqueue.source"); kind != workqueue.SourceNative {
 		s.source = &beads.Source{Kind: kind, Bin: cfg.String("workqueue.source_bin"), Dir: env.Store.Repo.WorkTree}
 	}
-	s.cache = cache{Version: cacheVersion, Files: map[string]cached{}}
+	s.cache = cache{files: map[string]cached{}}
 	return s
 }
 
@@ -156,7 +156,7 @@ func (s *Service) Submit(ctx context.Context, slug, feature string) (prdqueue.Ma
 	if err != nil {
 		return prdqueue.ManifestItem{}, err
 	}
-	f, err := s.facts(path)
+	f, err := s.facts(path, nil)
 	if err != nil {
 		return prdqueue.ManifestItem{}, err
 	}
@@ -188,7 +188,7 @@ func (s *Service) Approve(ctx context.Context, slug, feature, gate string) (prdq
 	if err != nil {
 		return prdqueue.ManifestItem{}, err
 	}
-	if _, err := s.facts(path); err != nil { // missing, or front matter that cannot take a value
+	if _, err := s.facts(path, nil); err != nil { // missing, or front matter that cannot take a value
 		return prdqueue.ManifestItem{}, err
 	}
 	full := filepath.Join(s.Dir, filepath.FromSlash(path))

@@ -42,7 +42,11 @@ func (s *Service) Sync(ctx context.Context, feature string) (int, error) {
 	facts := map[string]prdqueue.Facts{}
 	var changed []string
 	for _, slug := range sortedKeys(paths) {
-		f, err := s.facts(paths[slug])
+		var known *prdqueue.Facts
+		if p := st.PRDs[slug]; p.Read {
+			known = &prdqueue.Facts{PRDGate: p.PRDGate, BeadsGate: p.BeadsGate, OpenQuestions: p.OpenQuestions, Hash: p.Hash}
+		}
+		f, err := s.facts(paths[slug], known)
 		if err != nil {
 			if errors.Is(err, errMissing) && !submitted[slug] {
 				continue // not written yet

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// prdMain measures the PRD queue on a repository built the way people build
+// it, one spool command (and one append) at a time: features × prds PRDs,
+// half of them approved and promoted. Then it times whole processes of
+// `spool prd report --json` and `spool prd sync` with nothing changed:
+//
+//	spoolbench prd -spool BIN [-features 100] [-prds 10] [-runs 21] [-dir DIR]
+func prdMain(args []string) error {
+	fs := flag.NewFlagSet("spoolbench prd", flag.ExitOnError)
+	bin := fs.String("spool", "", "the spool binary to time (required)")
+	features := fs.Int("features", 100, "feature runs")
+	prds := fs.Int("prds", 10, "PRDs per feature run")
+	runs := fs.Int("runs", 21, "timed runs per command")
+	keep := fs.String("dir", "", "build the repository here (default: a temp dir, removed after)")
+	fs.Parse(args)
+	if *bin == "" {
+		return fmt.Errorf("%w: -spool BIN is required", errUsage)
+	}
+	b, err := filepath.Abs(*bin)
+	if err != nil {
+		return err
+	}
+	dir := *keep
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "spool-bench-prd-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
+	env := append(os.Environ(), "SPOOL_ACTOR=bench@spool.invalid", "SPOOL_NOW=")
+	spool := func(args ...string) error {
+		_, err := run(dir, env, b, args...)
+		return err
+	}
+	start := time.Now()
+	if _, err := run(dir, env, "git", "init", "-q"); err != nil {
+		return err
+	}
+	if err := spool("init"); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "docs", "prd"), 0o755); err != nil {
+		return err
+	}
+	body := strings.Repeat("A paragraph of requirements, as long as a real PRD's paragraphs are.\n\n", 40)
+	for f := range *features {
+		feature := fmt.Sprintf("2026-11-23--feature-%03d", f)
+		if err := spool("prd", "start", feature); err != nil {
+			return err
+		}
+		for p := range *prds {
+			slug := fmt.Sprintf("%s--prd-%02d", feature, p)
+			gate := "pending"
+			if p%2 == 0 {
+				gate = "approved"
+			}
+			doc := fmt.Sprintf("---\ntitle: PRD %d of feature %d\nprd_approval: %s\nbeads_approval: %s\n---\n# PRD %s\n\n%s## Open Questions\n\n- None\n",
+				p, f, gate, gate, slug, body)
+			if err := os.WriteFile(filepath.Join(dir, "docs", "prd", slug+".md"), []byte(doc), 0o644); err != nil {
+				return err
+			}
+			if err := spool("prd", "add", feature, slug); err != nil {
+				return err
+			}
+			if err := spool("prd", "submit", slug); err != nil {
+				return err
+			}
+		}
+	}
+	if err := spool("prd", "promote"); err != nil {
+		return err
+	}
+	fmt.Printf("dataset: %d features × %d PRDs in %s (built in %s)\n", *features, *prds, dir, time.Since(start).Round(time.Millisecond))
+	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Printf("load average: %s", load)
+	}
+	for _, c := range [][]string{
+		{"version"},
+		{"prd", "report", "--json"},
+		{"prd", "sync"},
+		{"prd", "promote"},
+		{"prd", "list", "--json"},
+	} {
+		t, err := repeat(1, *runs, func() *exec.Cmd {
+			cmd := exec.Command(b, c...)
+			cmd.Dir, cmd.Env = dir, env
+			return cmd
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("spool %-24s wall median %6.1f ms (min %6.1f, max %6.1f)  cpu median %6.1f ms  (%d runs)\n",
+			strings.Join(c, " "), ms(t.wall[len(t.wall)/2]), ms(t.wall[0]), ms(t.wall[len(t.wall)-1]), ms(t.cpu[len(t.cpu)/2]), *runs)
+	}
+	return nil
+}

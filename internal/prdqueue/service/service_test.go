@@ -1,0 +1,92 @@
+package service
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/internal/git/gittest"
+	"github.com/spoolhq/spool/internal/prdqueue"
+	"github.com/spoolhq/spool/internal/store"
+)
+
+func newService(t *testing.T, dir string, warn func(string)) *Service {
+	t.Helper()
+	st, err := store.Open(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if warn == nil {
+		warn = func(string) {}
+	}
+	return Open(store.Env{Store: st, Now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), Warn: warn,
+		Actor: func(context.Context) (string, error) { return "ada@example.com", nil }}, dir)
+}
+
+const pending = "---\nprd_approval: pending\nbeads_approval: approved\n---\n# P\n"
+
+// Sync's cache keys a file on its size, times and identity: an edit that
+// keeps the size and puts the mtime back is still seen (its ctime moved),
+// and a damaged cache is only a slower sync.
+func TestSyncSeesEveryEdit(t *testing.T) {
+	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n", ".spool/events/.gitkeep": "", "docs/prd/p.md": pending})
+	ctx := context.Background()
+	s := newService(t, r.Root, nil)
+	if _, _, err := s.Start(ctx, "f", "", 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Add(ctx, "f", "p", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Submit(ctx, "p", ""); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := newService(t, r.Root, nil).Sync(ctx, ""); n != 0 || err != nil {
+		t.Fatalf("a sync after submit recorded %d (%v)", n, err)
+	}
+	path := filepath.Join(r.Root, "docs", "prd", "p.md")
+	st, _ := os.Stat(path)
+	time.Sleep(10 * time.Millisecond) // a later ctime
+	same := strings.Replace(pending, "prd_approval: pending", "prd_approval: approved", 1)[:len(pending)]
+	if err := os.WriteFile(path, []byte(same), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(path, st.ModTime(), st.ModTime())
+	if n, err := newService(t, r.Root, nil).Sync(ctx, ""); n == 0 || err != nil {
+		t.Fatalf("an edit that kept size and mtime was missed (%d, %v)", n, err)
+	}
+	q, _ := newService(t, r.Root, nil).Read(ctx)
+	if it := q.Items[prdqueue.ItemKey{Feature: "f", PRD: "p"}]; it.State != prdqueue.Approved {
+		t.Fatalf("state %s", it.State)
+	}
+	cache := filepath.Join(r.Root, ".git", "spool", "prd-cache")
+	if b, err := os.ReadFile(cache); err != nil || !strings.HasPrefix(string(b), cacheHeader) {
+		t.Fatalf("cache %q %v", b, err)
+	}
+	os.WriteFile(cache, []byte(cacheHeader+"garbage\n1 2 3\n"), 0o644)
+	if n, err := newService(t, r.Root, nil).Sync(ctx, ""); n != 0 || err != nil {
+		t.Fatalf("with a damaged cache: %d %v", n, err)
+	}
+}
+
+// A file that cannot be read is a warning, and the PRD is left as it was.
+func TestSyncWarnsAboutBrokenFiles(t *testing.T) {
+	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n", ".spool/events/.gitkeep": "", "docs/prd/p.md": pending})
+	ctx := context.Background()
+	s := newService(t, r.Root, nil)
+	s.Start(ctx, "f", "", 2)
+	s.Add(ctx, "f", "p", "")
+	s.Add(ctx, "f", "later", "")
+	if _, err := s.Submit(ctx, "p", ""); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(r.Root, "docs", "prd", "p.md"), []byte("---\nprd_approval: [\n---\n"), 0o644)
+	var warnings []string
+	n, err := newService(t, r.Root, func(w string) { warnings = append(warnings, w) }).Sync(ctx, "")
+	if n != 0 || err != nil || len(warnings) != 1 || !strings.Contains(warnings[0], "PRD p left as it was") {
+		t.Fatalf("%d %v %q", n, err, warnings) // later has no file yet, and is not submitted: no warning
+	}
+}
