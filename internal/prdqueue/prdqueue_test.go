@@ -300,3 +300,23 @@ func TestSlugsAndPaths(t *testing.T) {
 		}
 	}
 }
+
+func TestInvariants(t *testing.T) {
+	w := newWorld(t)
+	w.feature("f", "p", "q")
+	ok := Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"}
+	w.submit("f", "p", ok)
+	w.submit("f", "q", ok)
+	cands, _ := Runnable(w.s, "f")
+	w.apply(cands[0].Enqueued("e1", 1), cands[1].Enqueued("e2", 1))
+	p := &Projection{s: w.s}
+	if got := p.Invariants(); len(got) != 0 {
+		t.Fatalf("a sound state breaks %v", got)
+	}
+	w.s.PRDs["q"].Epic = "e1"
+	w.s.Items[ItemKey{"f", "p"}].EnqueuedKey = ""
+	got := p.Invariants()
+	if len(got) != 2 || got[0] != "PRDs p and q share the epic e1" || got[1] != "f/p is queued with no epic" {
+		t.Fatalf("%v", got)
+	}
+}
