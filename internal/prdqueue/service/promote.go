@@ -143,7 +143,11 @@ func (s *Service) promoteSource(ctx context.Context, feature string) ([]Promoted
 		for n < len(jobs) && jobs[n].c.Item.Feature == f {
 			n++
 		}
-		done, err := s.runJobs(ctx, jobs[:n], st.Features[f].WorkerCap)
+		workers := st.Features[f].WorkerCap
+		if st.Features[f].Mode == prdqueue.ModeSequential {
+			workers = 1 // one PRD's epic after another
+		}
+		done, err := s.runJobs(ctx, jobs[:n], workers)
 		out = append(out, done...)
 		if err != nil {
 			return out, err
