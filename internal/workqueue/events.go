@@ -70,8 +70,13 @@ type UpdatedData struct {
 }
 
 func (d UpdatedData) empty() bool {
+	return d.labelsOnly() && len(d.AddLabels)+len(d.RemoveLabels) == 0
+}
+
+// labelsOnly reports whether d changes nothing but labels.
+func (d UpdatedData) labelsOnly() bool {
 	return d.Title == nil && d.Description == nil && d.Design == nil && d.Acceptance == nil && d.Notes == nil &&
-		d.Assignee == nil && d.Priority == nil && d.Status == nil && len(d.AddLabels)+len(d.RemoveLabels) == 0
+		d.Assignee == nil && d.Priority == nil && d.Status == nil
 }
 
 // ImportedData is a task as a beads export (JSONL) has it, whole: importing

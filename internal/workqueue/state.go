@@ -148,7 +148,7 @@ const (
 // Their state grows with the number of tasks, so saves are amortized (see
 // projections.Spec.Amortize).
 var (
-	Spec      = projections.Spec{Name: Name, Version: 2, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
+	Spec      = projections.Spec{Name: Name, Version: 3, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
 	QueueSpec = projections.Spec{Name: QueueName, Version: 2, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
@@ -378,6 +378,9 @@ func (s *State) applyTask(e *eventlog.Event) {
 		}
 		t.Labels = NormLabels(append(t.Labels, d.AddLabels...))
 		t.Labels = slices.DeleteFunc(t.Labels, func(l string) bool { return slices.Contains(d.RemoveLabels, l) })
+		if d.labelsOnly() {
+			return // labels are not the row: bd leaves updated_at
+		}
 	case TypeClosed:
 		var d ClosedData
 		if json.Unmarshal(e.Data, &d) != nil {
@@ -396,6 +399,7 @@ func (s *State) applyTask(e *eventlog.Event) {
 		} else {
 			t.Blockers = slices.DeleteFunc(t.Blockers, func(b Dep) bool { return b.ID == d.Blocker })
 		}
+		return // as bd: a dependency, a comment or a label leaves updated_at
 	case TypeCommented:
 		var d CommentData
 		if json.Unmarshal(e.Data, &d) != nil {
@@ -403,6 +407,7 @@ func (s *State) applyTask(e *eventlog.Event) {
 		}
 		s.CommentSeq++
 		x.Comments = append(x.Comments, Comment{ID: s.CommentSeq, Author: e.Actor, Text: d.Text, At: e.At})
+		return
 	case TypeClaimed:
 		var d ClaimedData
 		if t.Status == StatusClosed || json.Unmarshal(e.Data, &d) != nil {
