@@ -133,12 +133,17 @@ func runBD(ctx context.Context, name string, args []string, dir, actor string, s
 
 // reportBD prints err as bd does: {"error": "…"} on stdout under --json
 // (with spool's code), "Error: …" on stderr otherwise; the status is 1.
-// A missing issue reads as bd's, which clients match on.
+// A missing issue and a missing dependency read as bd's, which clients
+// match on.
 func reportBD(stdout, stderr io.Writer, asJSON bool, name string, err error) int {
 	f := fault.Classify(err)
 	msg := f.Message
-	if id, ok := f.Fields["id"].(string); ok && f.Code == fault.CodeNotFound.Name {
+	id, _ := f.Fields["id"].(string)
+	switch {
+	case errors.Is(err, workqueue.ErrNoTask):
 		msg = fmt.Sprintf("resolving ID %s: operation failed: failed to resolve ID: no issue found matching %q", id, id)
+	case errors.Is(err, workqueue.ErrNoDependency):
+		msg = fmt.Sprintf("operation failed: failed to dep remove: dependency from %s to %s does not exist", id, f.Fields["blocker"])
 	}
 	if asJSON {
 		writeJSON(stdout, struct {

@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/workqueue"
+	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
 )
 
 // bd's commands that change tasks: create, update, close, reopen, comments
@@ -66,7 +68,7 @@ func (c *bdCreateCmd) Run(b *bdEnv) error {
 		return err
 	}
 	n := workqueue.NewTask{Title: title, Description: c.Description, Design: c.Design, Acceptance: c.Acceptance, Notes: c.Notes,
-		Assignee: c.Assignee, Priority: prio, Type: c.Type, Labels: append(c.Labels, c.Label...), Deps: ids[:len(deps):len(deps)]}
+		Assignee: c.Assignee, Owner: bdOwner(b, q), Priority: prio, Type: c.Type, Labels: append(c.Labels, c.Label...), Deps: ids[:len(deps):len(deps)]}
 	if c.Parent != "" {
 		n.Parent = ids[len(deps)]
 	}
@@ -88,6 +90,16 @@ func (c *bdCreateCmd) Run(b *bdEnv) error {
 		fmt.Fprintf(b.stdout, "✓ Created issue: %s\n  Title: %s\n  Priority: P%d\n  Status: %s\n", t.ID, text(t.Title), t.Priority, t.Status)
 	}
 	return nil
+}
+
+// bdOwner is who bd create records as the owner: $GIT_AUTHOR_EMAIL, then
+// git user.email (bd's getOwner), whoever the actor is.
+func bdOwner(b *bdEnv, q *wqservice.Service) string {
+	if email := strings.TrimSpace(os.Getenv("GIT_AUTHOR_EMAIL")); email != "" {
+		return email
+	}
+	out, _ := git.Run(b.ctx, q.Store.Repo.WorkTree, "config", "user.email")
+	return strings.TrimSpace(out)
 }
 
 type bdUpdateCmd struct {

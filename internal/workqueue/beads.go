@@ -58,7 +58,7 @@ func (s *State) ResolveID(prefix, ref string) (string, error) {
 	case 1:
 		return found[0], nil
 	case 0:
-		return "", fault.NotFound("task", ref)
+		return "", NoTask(ref)
 	}
 	sort.Strings(found)
 	return "", fault.New(CodeAmbiguousID, nil, fmt.Sprintf("ambiguous ID %q matches %s", ref, strings.Join(found, ", ")),
@@ -287,11 +287,8 @@ func ImportTasks(s *State, recs []TaskJSON) ([]eventlog.Draft, error) {
 func importedData(r TaskJSON) ImportedData {
 	d := ImportedData{Title: r.Title, Description: r.Description, Design: r.Design, AcceptanceCriteria: r.AcceptanceCriteria,
 		Notes: r.Notes, Status: r.Status, Priority: r.Priority, IssueType: r.IssueType, Assignee: r.Assignee,
-		CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy, UpdatedAt: r.UpdatedAt.UTC(), CloseReason: r.CloseReason,
-		Labels: NormLabels(r.Labels)}
-	if d.CreatedBy == "" {
-		d.CreatedBy = r.Owner
-	}
+		Owner: &r.Owner, CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy, UpdatedAt: r.UpdatedAt.UTC(),
+		CloseReason: r.CloseReason, Labels: NormLabels(r.Labels)}
 	if d.UpdatedAt.IsZero() {
 		d.UpdatedAt = d.CreatedAt
 	}

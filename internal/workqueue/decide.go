@@ -25,6 +25,7 @@ type NewTask struct {
 	Acceptance  string
 	Notes       string
 	Assignee    string
+	Owner       string // bd's owner, when not the actor (bd create: git user.email)
 	Priority    int
 	Type        string
 	Labels      []string
@@ -88,14 +89,14 @@ func AddTask(s TaskIndex, n NewTask, prefix, writer string, now time.Time) (even
 	}
 	for _, id := range append(slices.Clone(n.Deps), n.Parent) {
 		if id != "" && !s.HasTask(id) {
-			return eventlog.Draft{}, "", fault.NotFound("task", id)
+			return eventlog.Draft{}, "", NoTask(id)
 		}
 	}
 	id := NewID(prefix, writer, n.Title, now, s.TaskCount(), s.HasTask)
 	deps := slices.Clone(n.Deps)
 	sort.Strings(deps)
 	d := CreatedData{Title: n.Title, Description: n.Description, Design: n.Design, Acceptance: n.Acceptance, Notes: n.Notes,
-		Assignee: n.Assignee, Priority: n.Priority, IssueType: n.Type,
+		Assignee: n.Assignee, Owner: n.Owner, Priority: n.Priority, IssueType: n.Type,
 		Labels: NormLabels(n.Labels), Parent: n.Parent, Deps: slices.Compact(deps)}
 	return eventlog.Draft{Type: TypeCreated, Subject: id, Data: d}, id, nil
 }
@@ -103,7 +104,7 @@ func AddTask(s TaskIndex, n NewTask, prefix, writer string, now time.Time) (even
 func (s *State) task(id string) (*Task, error) {
 	t := s.Tasks[id]
 	if t == nil {
-		return nil, fault.NotFound("task", id)
+		return nil, NoTask(id)
 	}
 	return t, nil
 }
@@ -302,7 +303,7 @@ func RemoveDep(s *State, id, blocker string) (eventlog.Draft, error) {
 			return eventlog.Draft{Type: TypeDepRemoved, Subject: id, Data: DepData{Blocker: blocker}}, nil
 		}
 	}
-	return eventlog.Draft{}, fault.New(fault.CodeNotFound, fault.ErrNotFound,
+	return eventlog.Draft{}, fault.New(fault.CodeNotFound, ErrNoDependency,
 		fmt.Sprintf("%s does not depend on %s", id, blocker), "id", id, "blocker", blocker)
 }
 
@@ -457,7 +458,7 @@ func held(s *State, p Policy, id, actor string, now time.Time) (Entry, error) {
 	h := s.History[id]
 	if h == nil {
 		if !s.HasTask(id) {
-			return Entry{}, fault.NotFound("task", id)
+			return Entry{}, NoTask(id)
 		}
 		return Entry{}, notClaimed(id, "it was never claimed")
 	}
@@ -520,7 +521,7 @@ func Retry(s *State, p Policy, id string, now time.Time) (eventlog.Draft, error)
 	h := s.History[id]
 	if h == nil {
 		if s.Tasks[id] == nil {
-			return eventlog.Draft{}, fault.NotFound("task", id)
+			return eventlog.Draft{}, NoTask(id)
 		}
 		if s.Tasks[id].HasLabel(BlockedLabel) {
 			return eventlog.Draft{Type: TypeRetried, Subject: id, Data: RetriedData{PreviousStatus: HistBlocked}}, nil
@@ -555,7 +556,7 @@ func Block(s *State, id, reason string) (eventlog.Draft, error) {
 	}
 	h := s.History[id]
 	if h == nil && s.Tasks[id] == nil {
-		return eventlog.Draft{}, fault.NotFound("task", id)
+		return eventlog.Draft{}, NoTask(id)
 	}
 	if s.isBlocked(id) {
 		return eventlog.Draft{}, invalidTransition(id, "is already blocked")
@@ -570,7 +571,7 @@ func Block(s *State, id, reason string) (eventlog.Draft, error) {
 // Unblock clears Blocked, optionally resetting the attempt counters.
 func Unblock(s *State, id string, reset bool) (eventlog.Draft, error) {
 	if s.History[id] == nil && s.Tasks[id] == nil {
-		return eventlog.Draft{}, fault.NotFound("task", id)
+		return eventlog.Draft{}, NoTask(id)
 	}
 	if !s.isBlocked(id) {
 		return eventlog.Draft{}, invalidTransition(id, "is not blocked")

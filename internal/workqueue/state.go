@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -40,6 +41,7 @@ type TaskDetail struct {
 	Notes       string
 	Assignee    string
 	CreatedBy   string
+	Owner       string // bd's owner: the human responsible (bd: git user.email); spool task add: the creator
 	UpdatedAt   time.Time
 	ClosedAt    time.Time
 	CloseReason string
@@ -328,7 +330,7 @@ func (s *State) applyTask(e *eventlog.Event) {
 		t = &Task{ID: id, Title: d.Title, Status: StatusOpen, Priority: d.Priority, Type: d.IssueType,
 			Labels: NormLabels(d.Labels), CreatedAt: e.At, Parent: d.Parent,
 			detail: &TaskDetail{Description: d.Description, Design: d.Design, Acceptance: d.Acceptance, Notes: d.Notes,
-				Assignee: d.Assignee, CreatedBy: e.Actor, UpdatedAt: e.At}}
+				Assignee: d.Assignee, CreatedBy: e.Actor, Owner: cmp.Or(d.Owner, e.Actor), UpdatedAt: e.At}}
 		for _, b := range d.Deps {
 			t.addBlocker(Dep{ID: b, At: e.At, By: e.Actor})
 		}
@@ -669,7 +671,10 @@ func (s *State) imported(id string, d *ImportedData) *Task {
 		t.addBlocker(Dep{ID: b.ID, At: b.At.UTC(), By: b.By})
 	}
 	x := &TaskDetail{Description: d.Description, Design: d.Design, Acceptance: d.AcceptanceCriteria, Notes: d.Notes,
-		Assignee: d.Assignee, CreatedBy: d.CreatedBy, UpdatedAt: d.UpdatedAt.UTC(), CloseReason: d.CloseReason}
+		Assignee: d.Assignee, CreatedBy: d.CreatedBy, Owner: d.CreatedBy, UpdatedAt: d.UpdatedAt.UTC(), CloseReason: d.CloseReason}
+	if d.Owner != nil { // recorded as the export had it; before owner was kept, the creator stood for it
+		x.Owner = *d.Owner
+	}
 	if d.Parent != nil {
 		x.ParentAt, x.ParentBy = d.Parent.At.UTC(), d.Parent.By
 	}

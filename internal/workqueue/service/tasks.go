@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/spoolhq/spool/eventlog"
-	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/workqueue"
 	"github.com/spoolhq/spool/projections"
 )
@@ -23,7 +22,10 @@ func (s *Service) Add(ctx context.Context, n workqueue.NewTask) (workqueue.TaskJ
 		return workqueue.TaskJSON{}, err
 	}
 	prefix := s.Store.Config.String("ids.prefix")
-	events, _, err := s.Env.Write(ctx, []string{workqueue.IDsName}, func(v *projections.View, _ string) ([]eventlog.Draft, error) {
+	events, _, err := s.Env.Write(ctx, []string{workqueue.IDsName}, func(v *projections.View, actor string) ([]eventlog.Draft, error) {
+		if n.Owner == actor {
+			n.Owner = "" // the fold's default
+		}
 		ids, _ := projections.As[*workqueue.IDsProjection](v, workqueue.IDsName)
 		d, _, err := workqueue.AddTask(ids, n, prefix, writer, s.Now)
 		return []eventlog.Draft{d}, err
@@ -47,7 +49,7 @@ func (s *Service) Show(ctx context.Context, ids []string) ([]workqueue.DetailJSO
 	for _, id := range ids {
 		t := st.Tasks[id]
 		if t == nil {
-			return nil, nil, fault.NotFound("task", id)
+			return nil, nil, workqueue.NoTask(id)
 		}
 		out = append(out, st.Show(t, s.Policy, s.Now))
 	}
@@ -162,7 +164,7 @@ func (s *Service) Comments(ctx context.Context, id string) ([]workqueue.CommentJ
 	}
 	t := st.Tasks[id]
 	if t == nil {
-		return nil, fault.NotFound("task", id)
+		return nil, workqueue.NoTask(id)
 	}
 	return t.Comments(), nil
 }
