@@ -42,23 +42,34 @@ var BeadsStatuses = []string{StatusOpen, StatusInProgress, StatusBlocked, Status
 // CodeAmbiguousID is a partial id that matches more than one task.
 var CodeAmbiguousID = fault.Register(fault.Usage, "ambiguous_id")
 
-// ResolveID finds the task ref names, as bd does: the id itself, the id
-// with the prefix added ("4mx5" for "sp-4mx5"), or the one task whose id's
-// hash part starts with ref.
+// ResolveID finds the task ref names, as bd does (its ResolvePartialID):
+// the id itself; else, with "prefix-" taken off ref, the id prefix-ref; else
+// the task whose id's hash part (after its first "-") is ref, or the one
+// task whose hash part contains ref ("cka" and "sp-cka" find sp-ckaz).
 func (s *State) ResolveID(prefix, ref string) (string, error) {
 	if s.Tasks[ref] != nil {
 		return ref, nil
 	}
-	if id := prefix + "-" + ref; s.Tasks[id] != nil {
+	hash := strings.TrimPrefix(ref, prefix+"-")
+	if id := prefix + "-" + hash; s.Tasks[id] != nil {
 		return id, nil
 	}
-	var found []string
-	if ref != "" {
+	var exact, found []string
+	if hash != "" {
 		for id := range s.Tasks {
-			if _, hash, ok := strings.Cut(id, "-"); ok && strings.HasPrefix(hash, ref) {
+			h := id
+			if _, rest, ok := strings.Cut(id, "-"); ok {
+				h = rest
+			}
+			if h == hash {
+				exact = append(exact, id)
+			} else if strings.Contains(h, hash) {
 				found = append(found, id)
 			}
 		}
+	}
+	if len(exact) > 0 { // a whole hash wins over hashes that contain it
+		found = exact
 	}
 	switch len(found) {
 	case 1:
@@ -67,7 +78,7 @@ func (s *State) ResolveID(prefix, ref string) (string, error) {
 		return "", NoTask(ref)
 	}
 	sort.Strings(found)
-	return "", fault.New(CodeAmbiguousID, nil, fmt.Sprintf("ambiguous ID %q matches %s", ref, strings.Join(found, ", ")),
+	return "", fault.New(CodeAmbiguousID, nil, fmt.Sprintf("ambiguous ID %q matches %d issues: %v", ref, len(found), found),
 		"id", ref, "matches", found)
 }
 

@@ -136,24 +136,36 @@ func TestClaimTaskAfterExpiry(t *testing.T) {
 	}
 }
 
+// Ids resolve as bd's ResolvePartialID resolves them.
 func TestResolveID(t *testing.T) {
 	s := NewState()
-	for _, id := range []string{"sp-4mx5", "sp-4mzz", "sp-a1", "bd-6c2.1"} {
+	for _, id := range []string{"sp-4mx5", "sp-4mzz", "sp-a1", "bd-6c2", "bd-6c2.1", "sp-ckaz", "bd-ckq"} {
 		s.Tasks[id] = &Task{ID: id}
 	}
 	for _, tc := range []struct{ ref, want, code string }{
 		{"sp-4mx5", "sp-4mx5", ""},
-		{"4mx5", "sp-4mx5", ""},
-		{"4mx", "sp-4mx5", ""},
+		{"4mx5", "sp-4mx5", ""},          // the prefix added
+		{"4mx", "sp-4mx5", ""},           // the start of one hash
+		{"mz", "sp-4mzz", ""},            // a part of one hash
+		{"zz", "sp-4mzz", ""},            // its end
+		{"sp-cka", "sp-ckaz", ""},        // "sp-" taken off, then a part
+		{"cka", "sp-ckaz", ""},           //
+		{"ck", "", CodeAmbiguousID.Name}, // sp-ckaz and bd-ckq
 		{"4m", "", CodeAmbiguousID.Name},
-		{"a1", "sp-a1", ""},
+		{"6c2", "bd-6c2", ""}, // a whole hash (of another prefix) wins over bd-6c2.1's
 		{"6c2.1", "bd-6c2.1", ""},
-		{"zz", "", fault.CodeNotFound.Name},
+		{"bd-6c2", "bd-6c2", ""},
+		{"a1", "sp-a1", ""},
+		{"qq", "", fault.CodeNotFound.Name},
+		{"sp-", "", fault.CodeNotFound.Name},
 		{"", "", fault.CodeNotFound.Name},
 	} {
 		got, err := s.ResolveID("sp", tc.ref)
 		if got != tc.want || tc.code != "" && fault.Classify(err).Code != tc.code || tc.code == "" && err != nil {
 			t.Errorf("ResolveID(%q) = %q, %v; want %q %s", tc.ref, got, err, tc.want, tc.code)
+		}
+		if tc.code == fault.CodeNotFound.Name && !errors.Is(err, ErrNoTask) {
+			t.Errorf("ResolveID(%q): %v is not ErrNoTask", tc.ref, err)
 		}
 	}
 }
