@@ -151,7 +151,7 @@ const (
 // projections.Spec.Amortize).
 var (
 	Spec      = projections.Spec{Name: Name, Version: 3, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
-	QueueSpec = projections.Spec{Name: QueueName, Version: 2, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
+	QueueSpec = projections.Spec{Name: QueueName, Version: 3, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
 // TasksProjection folds the tracker's side of every event. Read from a
@@ -454,6 +454,24 @@ func (s *State) applyEntry(e *eventlog.Event) {
 	case TypeReopened:
 		if h := s.History[id]; h != nil && h.Status == HistCompleted {
 			h.Status = HistPending
+		}
+	case TypeImported:
+		// An import sets the whole task, as the export had it: a live claim
+		// ends (the task is no longer the claimant's, and no attempt is
+		// counted), and Blocked is what the import says.
+		h := s.History[id]
+		var d ImportedData
+		if h == nil || json.Unmarshal(e.Data, &d) != nil || d.Title == "" {
+			return
+		}
+		if h.Status == HistWorking {
+			h.release(HistPending)
+		}
+		if h.Blocked && d.Status != StatusBlocked && !slices.Contains(d.Labels, BlockedLabel) {
+			h.Blocked = false
+			if h.Status == HistBlocked {
+				h.Status = HistPending
+			}
 		}
 	case TypeClaimed:
 		var d ClaimedData
