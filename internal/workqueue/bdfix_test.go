@@ -1,9 +1,12 @@
 package workqueue
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
 )
 
 func types(drafts []eventlog.Draft) []string {
@@ -12,6 +15,73 @@ func types(drafts []eventlog.Draft) []string {
 		out = append(out, d.Type+" "+d.Subject)
 	}
 	return out
+}
+
+// A claim by name decides on the state after the expiries it records: a
+// progressive expiry that blocks the task at P4 is unblocked by the claim.
+func TestClaimTaskAfterAnExpiryThatBlocks(t *testing.T) {
+	p := DefaultPolicy()
+	p.Kind = Progressive
+	w := newWorld(t)
+	id := w.add("stubborn", 4, t0)
+	at := t0
+	for range 2 {
+		w.next(p, Gate{}, "a", at)
+		w.fail(p, id, "a", "broken", at)
+		at = at.Add(time.Second)
+	}
+	w.next(p, Gate{}, "a", at)
+	late := at.Add(p.Lease)
+	d, err := ClaimTask(w.s, p, id, "b", "b", late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{TypeLeaseExpired + " " + id, TypeBlocked + " " + id, TypeUnblocked + " " + id, TypeClaimed + " " + id}
+	if !slices.Equal(types(d), want) {
+		t.Fatalf("drafts %v, want %v", types(d), want)
+	}
+	w.apply("b", late, d...)
+	if h := w.s.History[id]; h.Status != HistWorking || h.Blocked || w.s.Tasks[id].HasLabel(BlockedLabel) {
+		t.Fatalf("after the claim: %+v", h)
+	}
+}
+
+// The worker a claim was made for acts on it as its claimant: it finishes,
+// releases and extends it. The actor who claimed it for another worker
+// cannot claim it again for a third; the same claim again is a no-op.
+func TestClaimForAWorker(t *testing.T) {
+	p := DefaultPolicy()
+	w := newWorld(t)
+	id := w.add("t", 1, t0)
+	d, err := ClaimTask(w.s, p, id, "agent-1", "orchestrator", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.apply("orchestrator", t0, d...)
+	for _, tc := range []struct {
+		worker, actor, code string
+	}{
+		{"agent-1", "orchestrator", ""},
+		{"agent-1", "agent-1", ""},
+		{"agent-2", "orchestrator", CodeAlreadyClaimed.Name},
+		{"orchestrator", "orchestrator", CodeAlreadyClaimed.Name},
+		{"agent-2", "agent-2", CodeAlreadyClaimed.Name},
+	} {
+		d, err := ClaimTask(w.s, p, id, tc.worker, tc.actor, t0)
+		if code(err) != tc.code || err == nil && d != nil {
+			t.Errorf("claim for %s by %s: %v %v, want %q", tc.worker, tc.actor, types(d), err, tc.code)
+		}
+	}
+	if _, _, err := Heartbeat(w.s, p, id, "agent-1", t0); err != nil {
+		t.Fatalf("heartbeat by the worker: %v", err)
+	}
+	if _, err := Release(w.s, p, id, "agent-2", t0); code(err) != fault.CodeUnauthorized.Name {
+		t.Fatalf("release by another worker: %v", err)
+	}
+	got, err := Finish(w.s, p, id, "agent-1", "done", t0)
+	if err != nil || !slices.Equal(types(got), []string{TypeSucceeded + " " + id, TypeClosed + " " + id}) {
+		t.Fatalf("close by the worker: %v %v", types(got), err)
+	}
 }
 
 // An import sets the whole task: a live claim on it ends in the history

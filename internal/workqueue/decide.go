@@ -408,6 +408,14 @@ func (l layered) entry(id string) *Entry {
 	return l.base.History[id]
 }
 
+func (l layered) isBlocked(id string) bool {
+	if h := l.entry(id); h != nil && h.Blocked {
+		return true
+	}
+	t := l.task(id)
+	return t != nil && t.HasLabel(BlockedLabel)
+}
+
 // Claim is what next decided.
 type Claim struct {
 	Task       Candidate `json:"task"`
@@ -453,7 +461,9 @@ func Next(s *State, cands []Candidate, native bool, p Policy, g Gate, worker, ac
 	return drafts, claim, nil
 }
 
-// held returns the live claim of id held by actor.
+// held returns the live claim of id that actor holds: they claimed it, or
+// it was claimed for them (next -w, bd update -a), so that a worker an
+// orchestrator claimed for finishes its own attempt.
 func held(s *State, p Policy, id, actor string, now time.Time) (Entry, error) {
 	h := s.History[id]
 	if h == nil {
@@ -468,9 +478,13 @@ func held(s *State, p Policy, id, actor string, now time.Time) (Entry, error) {
 	if e := p.Effective(*h, now); e.Status != HistWorking {
 		return Entry{}, notClaimed(id, "its lease expired at "+h.LeaseUntil.Format(time.RFC3339))
 	}
-	if h.Actor != actor {
+	if h.Actor != actor && h.Worker != actor {
+		by := h.Actor
+		if h.Worker != h.Actor {
+			by += " for " + h.Worker
+		}
 		return Entry{}, fault.New(fault.CodeUnauthorized, fault.ErrUnauthorized,
-			fmt.Sprintf("task %s is claimed by %s, not %s", id, h.Actor, actor), "id", id, "claimant", h.Actor, "actor", actor)
+			fmt.Sprintf("task %s is claimed by %s, not %s", id, by, actor), "id", id, "claimant", h.Actor, "worker", h.Worker, "actor", actor)
 	}
 	return *h, nil
 }

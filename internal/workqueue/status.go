@@ -18,9 +18,12 @@ const StatusBlocked = "blocked"
 
 // ClaimTask claims task id for worker, as next would but by name: blockers
 // and backoff are next's business, not a claim's. It refuses a closed task
-// and one another actor holds; the actor's own live claim is left as it is
-// (no events). Expired leases are recorded first, as next does. A Blocked
-// task is unblocked by the claim (beads' blocked → in_progress).
+// and one someone else holds. A live claim that is the actor's (claimed by
+// them, or for them) is left as it is when it is for the same worker (no
+// events), and refused for another one: release it first. Expired leases
+// are recorded first, as next does, and the rest is decided on the state
+// after them. A Blocked task is unblocked by the claim (beads' blocked →
+// in_progress).
 func ClaimTask(s *State, p Policy, id, worker, actor string, now time.Time) ([]eventlog.Draft, error) {
 	t, err := s.task(id)
 	if err != nil {
@@ -37,14 +40,19 @@ func ClaimTask(s *State, p Policy, id, worker, actor string, now time.Time) ([]e
 	view := layered{s, over}
 	h := view.entry(id)
 	if h != nil && h.Status == HistWorking {
-		if h.Actor != actor {
+		until := h.LeaseUntil.Format(time.RFC3339)
+		switch {
+		case h.Actor != actor && h.Worker != actor:
 			return nil, fault.New(CodeAlreadyClaimed, fault.ErrConflict,
-				fmt.Sprintf("task %s is claimed by %s until %s", id, h.Actor, h.LeaseUntil.Format(time.RFC3339)),
-				"id", id, "claimant", h.Actor)
+				fmt.Sprintf("task %s is claimed by %s until %s", id, h.Actor, until), "id", id, "claimant", h.Actor)
+		case h.Worker != worker:
+			return nil, fault.New(CodeAlreadyClaimed, fault.ErrConflict,
+				fmt.Sprintf("task %s is claimed for %s until %s; release it before claiming it for %s", id, h.Worker, until, worker),
+				"id", id, "claimant", h.Actor, "worker", h.Worker)
 		}
 		return nil, nil
 	}
-	if s.isBlocked(id) {
+	if view.isBlocked(id) {
 		drafts = append(drafts, eventlog.Draft{Type: TypeUnblocked, Subject: id, Data: UnblockedData{}})
 	}
 	attempt := 1
