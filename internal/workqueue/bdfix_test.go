@@ -84,6 +84,35 @@ func TestClaimForAWorker(t *testing.T) {
 	}
 }
 
+// A task imported as in_progress has no claim: blocked and deferred take
+// it as open.
+func TestUnclaimedInProgress(t *testing.T) {
+	p := DefaultPolicy()
+	for _, tc := range []struct {
+		to, status string
+		want       []string
+	}{
+		{StatusBlocked, StatusBlocked, []string{TypeBlocked}},
+		{StatusDeferred, StatusDeferred, []string{TypeUpdated}},
+		{StatusOpen, StatusOpen, []string{TypeUpdated}},
+	} {
+		w := newWorld(t)
+		drafts, err := ImportTasks(w.s, []TaskJSON{{ID: "bd-1", Title: "t", Status: StatusInProgress, Assignee: "agent", CreatedAt: t0}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.apply("ada", t0, drafts...)
+		got, err := w.setStatus(p, "bd-1", tc.to, "ada", t0)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("→ %s: %v %v, want %v", tc.to, got, err, tc.want)
+			continue
+		}
+		if st := Beads(w.s.View(w.s.Tasks["bd-1"], p, t0)).Status; st != tc.status {
+			t.Errorf("→ %s: status %s", tc.to, st)
+		}
+	}
+}
+
 // An import sets the whole task: a live claim on it ends in the history
 // too (task and queue agree), and an import that unblocks a task clears
 // Blocked.
