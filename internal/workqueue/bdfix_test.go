@@ -113,6 +113,51 @@ func TestUnclaimedInProgress(t *testing.T) {
 	}
 }
 
+// --set-labels is one task.updated with the difference, decided with the
+// rest of the update; the blocked label is Blocked, not a label.
+func TestUpdateLabels(t *testing.T) {
+	p := DefaultPolicy()
+	w := newWorld(t)
+	id := w.add("t", 1, t0, "a", "b")
+	update := func(u Update) []eventlog.Draft {
+		t.Helper()
+		d, err := UpdateTask(w.s, id, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.apply("ada", t0, d...)
+		return d
+	}
+	d := update(Update{SetLabels: []string{"b", "c"}, AddLabels: []string{"d"}})
+	if len(d) != 1 {
+		t.Fatalf("drafts %v", types(d))
+	}
+	if u := d[0].Data.(UpdatedData); !slices.Equal(u.AddLabels, []string{"c", "d"}) || !slices.Equal(u.RemoveLabels, []string{"a"}) {
+		t.Fatalf("data %+v", u)
+	}
+	if d := update(Update{SetLabels: []string{"b", "c", "d"}}); len(d) != 0 {
+		t.Fatalf("the same labels again: %v", types(d))
+	}
+	if d := update(Update{AddLabels: []string{BlockedLabel}}); !slices.Equal(types(d), []string{TypeBlocked + " " + id}) {
+		t.Fatalf("adding blocked: %v", types(d))
+	}
+	if h := w.s.History[id]; h == nil || !h.Blocked || Beads(w.s.View(w.s.Tasks[id], p, t0)).Status != StatusBlocked {
+		t.Fatal("adding the blocked label did not block the task")
+	}
+	if d := update(Update{SetLabels: []string{"x"}}); len(d) != 1 || !w.s.isBlocked(id) {
+		t.Fatal("set-labels without blocked unblocked the task")
+	}
+	if d := update(Update{RemoveLabels: []string{BlockedLabel}}); !slices.Equal(types(d), []string{TypeUnblocked + " " + id}) {
+		t.Fatalf("removing blocked: %v", types(d))
+	}
+	if h := w.s.History[id]; h.Blocked || h.Status != HistPending || w.s.Tasks[id].HasLabel(BlockedLabel) {
+		t.Fatalf("after removing the blocked label: %+v", h)
+	}
+	if d := update(Update{RemoveLabels: []string{BlockedLabel}}); len(d) != 0 {
+		t.Fatalf("removing a label it does not have: %v", types(d))
+	}
+}
+
 // An import sets the whole task: a live claim on it ends in the history
 // too (task and queue agree), and an import that unblocks a task clears
 // Blocked.

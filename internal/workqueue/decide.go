@@ -109,7 +109,11 @@ func (s *State) task(id string) (*Task, error) {
 	return t, nil
 }
 
-// Update is spool task update; nil fields are left alone.
+// Update is spool task update; nil fields are left alone. SetLabels, when
+// not nil, replaces every label (bd update --set-labels), then AddLabels
+// are added and RemoveLabels removed. The blocked label is Blocked: adding
+// it blocks the task (task.blocked), removing it unblocks it, and
+// SetLabels without it leaves it as it is.
 type Update struct {
 	Title        *string
 	Description  *string
@@ -121,6 +125,7 @@ type Update struct {
 	Status       *string
 	AddLabels    []string
 	RemoveLabels []string
+	SetLabels    []string
 }
 
 // Statuses spool task update accepts.
@@ -155,13 +160,22 @@ func (u *Update) ValidateFields() error {
 		return fault.New(CodeInvalidStatus, nil,
 			fmt.Sprintf("status must be one of %s, got %q", strings.Join(Statuses, ", "), *u.Status), "status", *u.Status)
 	}
-	return validateLabels(u.AddLabels, u.RemoveLabels)
+	return validateLabels(u.AddLabels, u.RemoveLabels, u.SetLabels)
 }
 
 // Empty reports whether the update sets nothing.
 func (u *Update) Empty() bool {
 	return u.Title == nil && u.Description == nil && u.Design == nil && u.Acceptance == nil && u.Notes == nil &&
-		u.Assignee == nil && u.Priority == nil && u.Status == nil && len(u.AddLabels)+len(u.RemoveLabels) == 0
+		u.Assignee == nil && u.Priority == nil && u.Status == nil && len(u.AddLabels)+len(u.RemoveLabels) == 0 &&
+		u.SetLabels == nil
+}
+
+// TouchesBlocked reports whether the update adds or removes the blocked
+// label, which blocks or unblocks the task (the queue's history decides
+// with the tracker then).
+func (u *Update) TouchesBlocked() bool {
+	return slices.Contains(u.AddLabels, BlockedLabel) || slices.Contains(u.RemoveLabels, BlockedLabel) ||
+		slices.Contains(u.SetLabels, BlockedLabel)
 }
 
 // UpdateTask changes a task's fields. A status change goes through the same
@@ -214,18 +228,44 @@ func UpdateTask(s *State, id string, u Update) ([]eventlog.Draft, error) {
 		d.Priority = u.Priority
 	}
 	// The fold adds, then removes: record only the difference that makes.
-	final := NormLabels(append(slices.Clone(t.Labels), u.AddLabels...))
-	final = slices.DeleteFunc(final, func(l string) bool { return slices.Contains(u.RemoveLabels, l) })
+	// The blocked label is not a label here but Blocked, below.
+	notBlocked := func(l string) bool { return l != BlockedLabel }
+	labels := t.Labels
+	if u.SetLabels != nil {
+		labels = u.SetLabels
+	}
+	final := NormLabels(append(slices.Clone(labels), u.AddLabels...))
+	final = slices.DeleteFunc(final, func(l string) bool { return slices.Contains(u.RemoveLabels, l) || !notBlocked(l) })
 	for _, l := range final {
 		if !t.HasLabel(l) {
 			d.AddLabels = append(d.AddLabels, l)
 		}
 	}
 	for _, l := range t.Labels {
-		if !slices.Contains(final, l) {
+		if !slices.Contains(final, l) && notBlocked(l) {
 			d.RemoveLabels = append(d.RemoveLabels, l)
 		}
 	}
+	var block []eventlog.Draft
+	switch blocked := s.isBlocked(id); {
+	case slices.Contains(u.RemoveLabels, BlockedLabel): // removing wins over adding, as in the fold
+		if blocked {
+			un, err := Unblock(s, id, false)
+			if err != nil {
+				return nil, err
+			}
+			block = append(block, un)
+		}
+	case slices.Contains(u.AddLabels, BlockedLabel) || slices.Contains(u.SetLabels, BlockedLabel):
+		if !blocked {
+			b, err := Block(s, id, "blocked label added")
+			if err != nil {
+				return nil, err
+			}
+			block = append(block, b)
+		}
+	}
+	drafts = append(block, drafts...)
 	if !d.empty() {
 		drafts = append([]eventlog.Draft{{Type: TypeUpdated, Subject: id, Data: d}}, drafts...)
 	}

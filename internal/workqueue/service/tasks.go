@@ -80,7 +80,11 @@ func (s *Service) Update(ctx context.Context, id string, u workqueue.Update) (ta
 	if err := u.Validate(); err != nil {
 		return task, false, err
 	}
-	events, st, err := s.write(ctx, Tracker, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	names := Tracker
+	if u.TouchesBlocked() {
+		names = Both // blocking and unblocking are the queue's too
+	}
+	events, st, err := s.write(ctx, names, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		return workqueue.UpdateTask(st, id, u)
 	})
 	if err != nil {
