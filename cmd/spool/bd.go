@@ -174,28 +174,8 @@ func (b *bdEnv) queue(change bool) (*wqservice.Service, error) {
 			"spool bd works on spool's own tracker, and workqueue.source is %s: run %s itself",
 			q.Store.Config.String("workqueue.source"), q.Store.Config.String("workqueue.source"))
 	}
+	q.PartialIDs = true // ids as bd resolves them, on the state each command decides on
 	return q, nil
-}
-
-// resolve finds the tasks refs name (see workqueue.State.ResolveID).
-func (b *bdEnv) resolve(q *wqservice.Service, refs []string) ([]string, error) {
-	if len(refs) == 0 {
-		return nil, nil // nothing to decode the tracker for
-	}
-	st, err := q.Read(b.ctx, wqservice.Tracker)
-	if err != nil {
-		return nil, err
-	}
-	prefix := q.Store.Config.String("ids.prefix")
-	ids := make([]string, 0, len(refs))
-	for _, r := range refs {
-		id, err := st.ResolveID(prefix, r)
-		if err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
 }
 
 // priority reads bd's priority: 0-4 or P0-P4.

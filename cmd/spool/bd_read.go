@@ -87,8 +87,8 @@ func (c *bdListCmd) Run(b *bdEnv) error {
 	if c.Limit < 0 {
 		return bdUsage("--limit must not be negative, got %d", c.Limit)
 	}
-	if c.Status != "" && c.Status != "all" && !slices.Contains(bdStatuses, c.Status) {
-		return bdUsage("invalid status %q (expected %s)", c.Status, strings.Join(bdStatuses, ", "))
+	if c.Status != "" && c.Status != "all" && !slices.Contains(workqueue.BeadsStatuses, c.Status) {
+		return bdUsage("invalid status %q (expected %s)", c.Status, strings.Join(workqueue.BeadsStatuses, ", "))
 	}
 	if err := validateLabelFlags(c.Label, c.LabelAny); err != nil {
 		return err
@@ -139,9 +139,6 @@ func (c *bdListCmd) Run(b *bdEnv) error {
 	return nil
 }
 
-// bdStatuses are the statuses bd has that spool keeps.
-var bdStatuses = []string{workqueue.StatusOpen, workqueue.StatusInProgress, workqueue.StatusBlocked, workqueue.StatusDeferred, workqueue.StatusClosed}
-
 type bdShowCmd struct {
 	IDs []string `arg:"" name:"id" optional:"" help:"Issue ids."`
 	ID  []string `name:"id" help:"An issue id that looks like a flag (repeatable)."`
@@ -156,11 +153,7 @@ func (c *bdShowCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
-	ids, err := b.resolve(q, refs)
-	if err != nil {
-		return err
-	}
-	out, st, err := q.Show(b.ctx, ids)
+	out, st, err := q.Show(b.ctx, refs)
 	if err != nil {
 		return err
 	}
@@ -200,11 +193,7 @@ func (c *bdCommentsCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
-	ids, err := b.resolve(q, c.Args)
-	if err != nil {
-		return err
-	}
-	comments, err := q.Comments(b.ctx, ids[0])
+	id, comments, err := q.Comments(b.ctx, c.Args[0])
 	if err != nil {
 		return err
 	}
@@ -212,10 +201,10 @@ func (c *bdCommentsCmd) Run(b *bdEnv) error {
 		return writeJSON(b.stdout, comments)
 	}
 	if len(comments) == 0 {
-		fmt.Fprintf(b.stdout, "No comments on %s\n", ids[0])
+		fmt.Fprintf(b.stdout, "No comments on %s\n", id)
 		return nil
 	}
-	fmt.Fprintf(b.stdout, "\nComments on %s:\n\n", ids[0])
+	fmt.Fprintf(b.stdout, "\nComments on %s:\n\n", id)
 	for _, cm := range comments {
 		fmt.Fprintf(b.stdout, "[%s] at %s\n", text(cm.Author), cm.CreatedAt.Format("2006-01-02 15:04"))
 		for _, line := range textLines(cm.Text) {

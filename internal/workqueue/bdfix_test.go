@@ -17,6 +17,84 @@ func types(drafts []eventlog.Draft) []string {
 	return out
 }
 
+// Several ids in one command are decided one after another, each on the
+// state after the ones before it, each id once: an expired lease is
+// recorded once however many tasks are claimed, and a repeated id is
+// claimed (or closed) once.
+func TestEachDecidesOnTheStateBefore(t *testing.T) {
+	p := DefaultPolicy()
+	w := newWorld(t)
+	x := w.add("expires", 0, t0)
+	a := w.add("a", 1, t0)
+	b := w.add("b", 2, t0)
+	w.next(p, Gate{}, "crashed", t0) // claims x
+	late := t0.Add(p.Lease)
+	claim := func(ids ...string) ([]eventlog.Draft, error) {
+		return Each(w.s, ids, "ada", late, func(f *Fork, id string) error {
+			d, err := SetStatus(f.State(), p, id, StatusInProgress, "ada", "ada", "", late)
+			if err != nil {
+				return err
+			}
+			return f.Add(d...)
+		})
+	}
+	got, err := claim(a, b, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{TypeLeaseExpired + " " + x, TypeClaimed + " " + a, TypeClaimed + " " + b}
+	if !slices.Equal(types(got), want) {
+		t.Fatalf("drafts %v, want %v", types(got), want)
+	}
+	if h := w.s.History[x]; h.Status != HistWorking || w.s.History[a] != nil {
+		t.Fatal("deciding on a fork changed the state it was made from")
+	}
+	w.apply("ada", late, got...)
+	closeAll := func(ids ...string) ([]eventlog.Draft, error) {
+		return Each(w.s, ids, "ada", late, func(f *Fork, id string) error {
+			d, err := Finish(f.State(), p, id, "ada", "done", late)
+			if err != nil {
+				return err
+			}
+			return f.Add(d...)
+		})
+	}
+	got, err = closeAll(a, a)
+	if err != nil || !slices.Equal(types(got), []string{TypeSucceeded + " " + a, TypeClosed + " " + a}) {
+		t.Fatalf("close a a: %v %v", types(got), err)
+	}
+}
+
+// A fork copies what a draft touches: the base keeps its labels,
+// dependencies, comments and history.
+func TestForkLeavesTheBase(t *testing.T) {
+	w := newWorld(t)
+	a := w.add("a", 1, t0, "x")
+	b := w.add("b", 1, t0)
+	f := NewFork(w.s, "ada", t0)
+	if f.State() != w.s {
+		t.Fatal("a fork with nothing added is a copy already")
+	}
+	err := f.Add(
+		eventlog.Draft{Type: TypeUpdated, Subject: a, Data: UpdatedData{AddLabels: []string{"y"}}},
+		eventlog.Draft{Type: TypeDepAdded, Subject: a, Data: DepData{Blocker: b}},
+		eventlog.Draft{Type: TypeCommented, Subject: a, Data: CommentData{Text: "hi"}},
+		eventlog.Draft{Type: TypeBlocked, Subject: a, Data: BlockedData{TaskID: a, Reason: "r"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, forked := w.s.Tasks[a], f.State().Tasks[a]
+	if !slices.Equal(base.Labels, []string{"x"}) || len(base.Blockers) != 0 || len(base.Detail().Comments) != 0 || w.s.History[a] != nil {
+		t.Fatalf("base changed: %+v", base)
+	}
+	if !forked.HasLabel("y") || !forked.HasLabel(BlockedLabel) || len(forked.Blockers) != 1 || f.State().History[a] == nil || f.State().CommentSeq != 1 {
+		t.Fatalf("fork: %+v", forked)
+	}
+	if len(f.Drafts()) != 4 {
+		t.Fatalf("drafts %d", len(f.Drafts()))
+	}
+}
+
 // A claim by name decides on the state after the expiries it records: a
 // progressive expiry that blocks the task at P4 is unblocked by the claim.
 func TestClaimTaskAfterAnExpiryThatBlocks(t *testing.T) {
