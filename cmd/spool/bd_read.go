@@ -47,6 +47,7 @@ func (c *bdReadyCmd) Run(b *bdEnv) error {
 	}
 	tasks = slices.DeleteFunc(tasks, func(t *workqueue.Task) bool {
 		return prio != nil && t.Priority != *prio || c.Type != "" && t.Type != c.Type ||
+			c.Type == "" && workqueue.BeadsWorkflow(t) || // as bd: its workflow's items only by --type
 			c.Assignee != "" && st.View(t, q.Policy, q.Now).Assignee != c.Assignee
 	})
 	if tasks, err = workqueue.BeadsOrder(tasks, c.Sort, q.Now, c.Limit); err != nil {

@@ -82,6 +82,17 @@ func (s *State) ResolveID(prefix, ref string) (string, error) {
 		"id", ref, "matches", found)
 }
 
+// beadsWorkflowTypes are the issue types bd ready leaves out unless asked
+// for by --type: items of bd's own workflows, not work to claim.
+var beadsWorkflowTypes = []string{"merge-request", "gate", "molecule", "message", "agent", "role", "rig"}
+
+// BeadsWorkflow reports whether bd ready leaves t out by default (bd's
+// GetReadyWork): a workflow type, or an id of a molecule step or a wisp
+// (bd's default ready.exclude_id_patterns).
+func BeadsWorkflow(t *Task) bool {
+	return slices.Contains(beadsWorkflowTypes, t.Type) || strings.Contains(t.ID, "-mol-") || strings.Contains(t.ID, "-wisp-")
+}
+
 // EpicStatus is bd's epic status: an open epic and how many of its
 // children are closed. Epic carries the fields bd's query selects.
 type EpicStatus struct {
