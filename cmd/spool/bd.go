@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,12 +28,20 @@ type BDCmd struct {
 	Args []string `arg:"" optional:"" help:"bd's command and flags: ready, list, show, create, update, close, reopen, comments, label, dep, epic, export, import."`
 }
 
-func (c *BDCmd) Run(e *env) error {
+func (c *BDCmd) Run(e *env, kctx *kong.Context) error {
 	args := c.Args
 	if e.JSON {
 		args = append([]string{"--json"}, args...)
 	}
-	if code := runBD(e.ctx, "bd", args, e.Globals.Dir, e.Globals.Actor, e.stdout, e.stderr); code != 0 {
+	// spool's --actor given on the command line wins over $BD_ACTOR; from
+	// $SPOOL_ACTOR it comes after it.
+	actor := ""
+	for _, p := range kctx.Path {
+		if p.Flag != nil && p.Flag.Name == "actor" {
+			actor = e.Globals.Actor
+		}
+	}
+	if code := runBD(e.ctx, "bd", args, e.Globals.Dir, actor, e.stdout, e.stderr); code != 0 {
 		panic(exitPanic(code)) // bd's status, already reported in bd's words
 	}
 	return nil
@@ -50,7 +59,7 @@ func asBeads(argv0 string) (string, bool) {
 // spool does not have: refused.
 type bdCLI struct {
 	JSON     bool   `name:"json" help:"Output in JSON format."`
-	Actor    string `env:"BD_ACTOR" help:"Who is acting (default: $BD_ACTOR, $SPOOL_ACTOR, git user.email)."`
+	Actor    string `help:"Who is acting (default: spool's --actor, $BD_ACTOR, $SPOOL_ACTOR, git user.email)."`
 	Readonly bool   `help:"Refuse every command that changes a task."`
 	DB       string `name:"db" hidden:"" help:"Refused: spool keeps its tasks in its log."`
 
@@ -89,7 +98,8 @@ type bdEnv struct {
 	cli *bdCLI
 }
 
-// runBD runs one bd command line and returns its exit status.
+// runBD runs one bd command line and returns its exit status. actor is
+// spool's --actor, when given on spool's command line.
 func runBD(ctx context.Context, name string, args []string, dir, actor string, stdout, stderr io.Writer) int {
 	var cli bdCLI
 	parser, err := kong.New(&cli,
@@ -117,12 +127,9 @@ func runBD(ctx context.Context, name string, args []string, dir, actor string, s
 		return reportBD(stdout, stderr, cli.JSON, name, fault.Usagef(fault.CodeUsage,
 			"--db %s: spool keeps its tasks in its event log (.spool/events), not a database; drop --db", cli.DB))
 	}
-	if cli.Actor != "" {
-		actor = cli.Actor
-	}
-	if actor == "" {
-		actor = os.Getenv("SPOOL_ACTOR")
-	}
+	// bd's --actor, spool's, $BD_ACTOR, $SPOOL_ACTOR; then git user.email.
+	actor = cmp.Or(strings.TrimSpace(cli.Actor), strings.TrimSpace(actor),
+		strings.TrimSpace(os.Getenv("BD_ACTOR")), strings.TrimSpace(os.Getenv("SPOOL_ACTOR")))
 	g := &Globals{Dir: dir, Actor: actor, JSON: cli.JSON}
 	b := &bdEnv{env: &env{Globals: g, ctx: ctx, stdout: stdout, stderr: stderr, app: parser}, cli: &cli}
 	if err := kctx.Run(b); err != nil {
