@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -233,6 +234,22 @@ func TestUpdateLabels(t *testing.T) {
 	}
 	if d := update(Update{RemoveLabels: []string{BlockedLabel}}); len(d) != 0 {
 		t.Fatalf("removing a label it does not have: %v", types(d))
+	}
+}
+
+// An old task.imported (before owner was kept) has its creator as owner;
+// a new one keeps owner as the export had it, empty included.
+func TestImportedOwner(t *testing.T) {
+	for _, tc := range []struct{ data, owner string }{
+		{`{"title":"t","status":"open","priority":2,"issue_type":"task","created_at":"2026-01-01T00:00:00Z","created_by":"ada","updated_at":"2026-01-01T00:00:00Z"}`, "ada"},
+		{`{"title":"t","status":"open","priority":2,"issue_type":"task","owner":"ada@example.com","created_at":"2026-01-01T00:00:00Z","created_by":"ada","updated_at":"2026-01-01T00:00:00Z"}`, "ada@example.com"},
+		{`{"title":"t","status":"open","priority":2,"issue_type":"task","owner":"","created_at":"2026-01-01T00:00:00Z","created_by":"ada","updated_at":"2026-01-01T00:00:00Z"}`, ""},
+	} {
+		s := NewState()
+		s.Apply(&eventlog.Event{Type: TypeImported, Subject: "bd-1", At: t0, Actor: "importer", Data: json.RawMessage(tc.data)})
+		if got := s.Tasks["bd-1"].Record(); got.Owner != tc.owner || got.CreatedBy != "ada" {
+			t.Errorf("%s: owner %q created_by %q, want owner %q", tc.data, got.Owner, got.CreatedBy, tc.owner)
+		}
 	}
 }
 
