@@ -32,11 +32,9 @@ func TestEachDecidesOnTheStateBefore(t *testing.T) {
 	late := t0.Add(p.Lease)
 	claim := func(ids ...string) ([]eventlog.Draft, error) {
 		return Each(w.s, ids, "ada", late, func(f *Fork, id string) error {
-			d, err := SetStatus(f.State(), p, id, StatusInProgress, "ada", "ada", "", late)
-			if err != nil {
-				return err
-			}
-			return f.Add(d...)
+			return f.Decide(func(s *State) ([]eventlog.Draft, error) {
+				return SetStatus(s, p, id, StatusInProgress, "ada", "ada", "", late)
+			})
 		})
 	}
 	got, err := claim(a, b, a)
@@ -53,11 +51,9 @@ func TestEachDecidesOnTheStateBefore(t *testing.T) {
 	w.apply("ada", late, got...)
 	closeAll := func(ids ...string) ([]eventlog.Draft, error) {
 		return Each(w.s, ids, "ada", late, func(f *Fork, id string) error {
-			d, err := Finish(f.State(), p, id, "ada", "done", late)
-			if err != nil {
-				return err
-			}
-			return f.Add(d...)
+			return f.Decide(func(s *State) ([]eventlog.Draft, error) {
+				return Finish(s, p, id, "ada", "done", late)
+			})
 		})
 	}
 	got, err = closeAll(a, a)
@@ -73,22 +69,26 @@ func TestForkLeavesTheBase(t *testing.T) {
 	a := w.add("a", 1, t0, "x")
 	b := w.add("b", 1, t0)
 	f := NewFork(w.s, "ada", t0)
-	if f.State() != w.s {
+	if s, _ := f.State(); s != w.s {
 		t.Fatal("a fork with nothing added is a copy already")
 	}
-	err := f.Add(
+	f.Add(
 		eventlog.Draft{Type: TypeUpdated, Subject: a, Data: UpdatedData{AddLabels: []string{"y"}}},
 		eventlog.Draft{Type: TypeDepAdded, Subject: a, Data: DepData{Blocker: b}},
 		eventlog.Draft{Type: TypeCommented, Subject: a, Data: CommentData{Text: "hi"}},
 		eventlog.Draft{Type: TypeBlocked, Subject: a, Data: BlockedData{TaskID: a, Reason: "r"}})
+	if f.s != w.s {
+		t.Fatal("drafts no decision has asked to see were applied (the maps copied for nothing)")
+	}
+	fs, err := f.State()
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, forked := w.s.Tasks[a], f.State().Tasks[a]
+	base, forked := w.s.Tasks[a], fs.Tasks[a]
 	if !slices.Equal(base.Labels, []string{"x"}) || len(base.Blockers) != 0 || len(base.Detail().Comments) != 0 || w.s.History[a] != nil {
 		t.Fatalf("base changed: %+v", base)
 	}
-	if !forked.HasLabel("y") || !forked.HasLabel(BlockedLabel) || len(forked.Blockers) != 1 || f.State().History[a] == nil || f.State().CommentSeq != 1 {
+	if !forked.HasLabel("y") || !forked.HasLabel(BlockedLabel) || len(forked.Blockers) != 1 || fs.History[a] == nil || fs.CommentSeq != 1 {
 		t.Fatalf("fork: %+v", forked)
 	}
 	if len(f.Drafts()) != 4 {

@@ -12,15 +12,17 @@ import (
 // Fork is a state that drafts are applied to as they are decided, leaving
 // the state it was made from as it was: a command about several tasks
 // decides each on the state after the decisions before it, as the log will
-// have them. The maps are copied when the first draft is applied, and a
+// have them. Drafts are applied when the state is next asked for (a command
+// about one task never copies anything); the maps are copied then, and a
 // task or entry when a draft first touches it.
 type Fork struct {
-	base   *State
-	s      *State
-	copied map[string]bool
-	actor  string
-	now    time.Time
-	drafts []eventlog.Draft
+	base    *State
+	s       *State
+	copied  map[string]bool
+	actor   string
+	now     time.Time
+	drafts  []eventlog.Draft
+	applied int // how many of drafts the state has
 }
 
 // NewFork starts a fork of s for drafts by actor at now.
@@ -29,13 +31,23 @@ func NewFork(s *State, actor string, now time.Time) *Fork {
 }
 
 // State is the state after the drafts added so far.
-func (f *Fork) State() *State { return f.s }
+func (f *Fork) State() (*State, error) {
+	if err := f.apply(f.drafts[f.applied:]); err != nil {
+		return nil, err
+	}
+	f.applied = len(f.drafts)
+	return f.s, nil
+}
 
 // Drafts are the drafts added so far, in order.
 func (f *Fork) Drafts() []eventlog.Draft { return f.drafts }
 
-// Add applies drafts to the fork's state and keeps them.
-func (f *Fork) Add(drafts ...eventlog.Draft) error {
+// Add keeps drafts, for the state to have them next time it is asked for.
+func (f *Fork) Add(drafts ...eventlog.Draft) {
+	f.drafts = append(f.drafts, drafts...)
+}
+
+func (f *Fork) apply(drafts []eventlog.Draft) error {
 	if len(drafts) == 0 {
 		return nil
 	}
@@ -69,7 +81,6 @@ func (f *Fork) Add(drafts ...eventlog.Draft) error {
 			f.s.applyEntry(e)
 		}
 	}
-	f.drafts = append(f.drafts, drafts...)
 	return nil
 }
 
@@ -99,4 +110,18 @@ func Each(s *State, ids []string, actor string, now time.Time, decide func(f *Fo
 		}
 	}
 	return f.Drafts(), nil
+}
+
+// Decide runs one decision on the fork's state and adds its drafts.
+func (f *Fork) Decide(decide func(s *State) ([]eventlog.Draft, error)) error {
+	s, err := f.State()
+	if err != nil {
+		return err
+	}
+	drafts, err := decide(s)
+	if err != nil {
+		return err
+	}
+	f.Add(drafts...)
+	return nil
 }

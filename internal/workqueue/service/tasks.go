@@ -133,11 +133,10 @@ func (s *Service) Close(ctx context.Context, refs []string, reason string) ([]wo
 func (s *Service) Reopen(ctx context.Context, refs []string) ([]workqueue.TaskJSON, error) {
 	return s.tasksChange(ctx, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
 		return workqueue.Each(st, ids, actor, s.Now, func(f *workqueue.Fork, id string) error {
-			d, err := workqueue.Reopen(f.State(), id)
-			if err != nil {
-				return err
-			}
-			return f.Add(d)
+			return f.Decide(func(st *workqueue.State) ([]eventlog.Draft, error) {
+				d, err := workqueue.Reopen(st, id)
+				return []eventlog.Draft{d}, err
+			})
 		})
 	})
 }
@@ -238,22 +237,17 @@ func (s *Service) Change(ctx context.Context, refs []string, u workqueue.Update,
 		}
 		return workqueue.Each(st, ids, actor, s.Now, func(f *workqueue.Fork, id string) error {
 			if !u.Empty() {
-				d, err := workqueue.UpdateTask(f.State(), id, u)
+				err := f.Decide(func(st *workqueue.State) ([]eventlog.Draft, error) { return workqueue.UpdateTask(st, id, u) })
 				if err != nil {
-					return err
-				}
-				if err := f.Add(d...); err != nil {
 					return err
 				}
 			}
 			if status == "" {
 				return nil
 			}
-			d, err := workqueue.SetStatus(f.State(), s.Policy, id, status, w, actor, reason, s.Now)
-			if err != nil {
-				return err
-			}
-			return f.Add(d...)
+			return f.Decide(func(st *workqueue.State) ([]eventlog.Draft, error) {
+				return workqueue.SetStatus(st, s.Policy, id, status, w, actor, reason, s.Now)
+			})
 		})
 	})
 }
@@ -263,11 +257,9 @@ func (s *Service) Change(ctx context.Context, refs []string, u workqueue.Update,
 func (s *Service) Finish(ctx context.Context, refs []string, reason string) ([]workqueue.TaskJSON, error) {
 	return s.tasksChange(ctx, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
 		return workqueue.Each(st, ids, actor, s.Now, func(f *workqueue.Fork, id string) error {
-			d, err := workqueue.Finish(f.State(), s.Policy, id, actor, reason, s.Now)
-			if err != nil {
-				return err
-			}
-			return f.Add(d...)
+			return f.Decide(func(st *workqueue.State) ([]eventlog.Draft, error) {
+				return workqueue.Finish(st, s.Policy, id, actor, reason, s.Now)
+			})
 		})
 	})
 }
