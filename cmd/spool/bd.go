@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,12 +28,20 @@ type BDCmd struct {
 	Args []string `arg:"" optional:"" help:"bd's command and flags: ready, list, show, create, update, close, reopen, comments, label, dep, epic, export, import."`
 }
 
-func (c *BDCmd) Run(e *env) error {
+func (c *BDCmd) Run(e *env, kctx *kong.Context) error {
 	args := c.Args
 	if e.JSON {
 		args = append([]string{"--json"}, args...)
 	}
-	if code := runBD(e.ctx, "bd", args, e.Globals.Dir, e.Globals.Actor, e.stdout, e.stderr); code != 0 {
+	// spool's --actor given on the command line wins over $BD_ACTOR; from
+	// $SPOOL_ACTOR it comes after it.
+	actor := ""
+	for _, p := range kctx.Path {
+		if p.Flag != nil && p.Flag.Name == "actor" {
+			actor = e.Globals.Actor
+		}
+	}
+	if code := runBD(e.ctx, "bd", args, e.Globals.Dir, actor, e.stdout, e.stderr); code != 0 {
 		panic(exitPanic(code)) // bd's status, already reported in bd's words
 	}
 	return nil
@@ -50,7 +59,7 @@ func asBeads(argv0 string) (string, bool) {
 // spool does not have: refused.
 type bdCLI struct {
 	JSON     bool   `name:"json" help:"Output in JSON format."`
-	Actor    string `env:"BD_ACTOR" help:"Who is acting (default: $BD_ACTOR, $SPOOL_ACTOR, git user.email)."`
+	Actor    string `help:"Who is acting (default: spool's --actor, $BD_ACTOR, $SPOOL_ACTOR, git user.email)."`
 	Readonly bool   `help:"Refuse every command that changes a task."`
 	DB       string `name:"db" hidden:"" help:"Refused: spool keeps its tasks in its log."`
 
@@ -89,7 +98,8 @@ type bdEnv struct {
 	cli *bdCLI
 }
 
-// runBD runs one bd command line and returns its exit status.
+// runBD runs one bd command line and returns its exit status. actor is
+// spool's --actor, when given on spool's command line.
 func runBD(ctx context.Context, name string, args []string, dir, actor string, stdout, stderr io.Writer) int {
 	var cli bdCLI
 	parser, err := kong.New(&cli,
@@ -117,12 +127,9 @@ func runBD(ctx context.Context, name string, args []string, dir, actor string, s
 		return reportBD(stdout, stderr, cli.JSON, name, fault.Usagef(fault.CodeUsage,
 			"--db %s: spool keeps its tasks in its event log (.spool/events), not a database; drop --db", cli.DB))
 	}
-	if cli.Actor != "" {
-		actor = cli.Actor
-	}
-	if actor == "" {
-		actor = os.Getenv("SPOOL_ACTOR")
-	}
+	// bd's --actor, spool's, $BD_ACTOR, $SPOOL_ACTOR; then git user.email.
+	actor = cmp.Or(strings.TrimSpace(cli.Actor), strings.TrimSpace(actor),
+		strings.TrimSpace(os.Getenv("BD_ACTOR")), strings.TrimSpace(os.Getenv("SPOOL_ACTOR")))
 	g := &Globals{Dir: dir, Actor: actor, JSON: cli.JSON}
 	b := &bdEnv{env: &env{Globals: g, ctx: ctx, stdout: stdout, stderr: stderr, app: parser}, cli: &cli}
 	if err := kctx.Run(b); err != nil {
@@ -133,12 +140,17 @@ func runBD(ctx context.Context, name string, args []string, dir, actor string, s
 
 // reportBD prints err as bd does: {"error": "…"} on stdout under --json
 // (with spool's code), "Error: …" on stderr otherwise; the status is 1.
-// A missing issue reads as bd's, which clients match on.
+// A missing issue and a missing dependency read as bd's, which clients
+// match on.
 func reportBD(stdout, stderr io.Writer, asJSON bool, name string, err error) int {
 	f := fault.Classify(err)
 	msg := f.Message
-	if id, ok := f.Fields["id"].(string); ok && f.Code == fault.CodeNotFound.Name {
+	id, _ := f.Fields["id"].(string)
+	switch {
+	case errors.Is(err, workqueue.ErrNoTask):
 		msg = fmt.Sprintf("resolving ID %s: operation failed: failed to resolve ID: no issue found matching %q", id, id)
+	case errors.Is(err, workqueue.ErrNoDependency):
+		msg = fmt.Sprintf("operation failed: failed to dep remove: dependency from %s to %s does not exist", id, f.Fields["blocker"])
 	}
 	if asJSON {
 		writeJSON(stdout, struct {
@@ -169,28 +181,8 @@ func (b *bdEnv) queue(change bool) (*wqservice.Service, error) {
 			"spool bd works on spool's own tracker, and workqueue.source is %s: run %s itself",
 			q.Store.Config.String("workqueue.source"), q.Store.Config.String("workqueue.source"))
 	}
+	q.PartialIDs = true // ids as bd resolves them, on the state each command decides on
 	return q, nil
-}
-
-// resolve finds the tasks refs name (see workqueue.State.ResolveID).
-func (b *bdEnv) resolve(q *wqservice.Service, refs []string) ([]string, error) {
-	if len(refs) == 0 {
-		return nil, nil // nothing to decode the tracker for
-	}
-	st, err := q.Read(b.ctx, wqservice.Tracker)
-	if err != nil {
-		return nil, err
-	}
-	prefix := q.Store.Config.String("ids.prefix")
-	ids := make([]string, 0, len(refs))
-	for _, r := range refs {
-		id, err := st.ResolveID(prefix, r)
-		if err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
 }
 
 // priority reads bd's priority: 0-4 or P0-P4.

@@ -47,6 +47,7 @@ func (c *bdReadyCmd) Run(b *bdEnv) error {
 	}
 	tasks = slices.DeleteFunc(tasks, func(t *workqueue.Task) bool {
 		return prio != nil && t.Priority != *prio || c.Type != "" && t.Type != c.Type ||
+			c.Type == "" && workqueue.BeadsWorkflow(t) || // as bd: its workflow's items only by --type
 			c.Assignee != "" && st.View(t, q.Policy, q.Now).Assignee != c.Assignee
 	})
 	if tasks, err = workqueue.BeadsOrder(tasks, c.Sort, q.Now, c.Limit); err != nil {
@@ -87,8 +88,8 @@ func (c *bdListCmd) Run(b *bdEnv) error {
 	if c.Limit < 0 {
 		return bdUsage("--limit must not be negative, got %d", c.Limit)
 	}
-	if c.Status != "" && c.Status != "all" && !slices.Contains(bdStatuses, c.Status) {
-		return bdUsage("invalid status %q (expected %s)", c.Status, strings.Join(bdStatuses, ", "))
+	if c.Status != "" && c.Status != "all" && !slices.Contains(workqueue.BeadsStatuses, c.Status) {
+		return bdUsage("invalid status %q (expected %s)", c.Status, strings.Join(workqueue.BeadsStatuses, ", "))
 	}
 	if err := validateLabelFlags(c.Label, c.LabelAny); err != nil {
 		return err
@@ -139,9 +140,6 @@ func (c *bdListCmd) Run(b *bdEnv) error {
 	return nil
 }
 
-// bdStatuses are the statuses bd has that spool keeps.
-var bdStatuses = []string{workqueue.StatusOpen, workqueue.StatusInProgress, workqueue.StatusBlocked, workqueue.StatusDeferred, workqueue.StatusClosed}
-
 type bdShowCmd struct {
 	IDs []string `arg:"" name:"id" optional:"" help:"Issue ids."`
 	ID  []string `name:"id" help:"An issue id that looks like a flag (repeatable)."`
@@ -156,11 +154,7 @@ func (c *bdShowCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
-	ids, err := b.resolve(q, refs)
-	if err != nil {
-		return err
-	}
-	out, st, err := q.Show(b.ctx, ids)
+	out, st, err := q.Show(b.ctx, refs)
 	if err != nil {
 		return err
 	}
@@ -200,11 +194,7 @@ func (c *bdCommentsCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
-	ids, err := b.resolve(q, c.Args)
-	if err != nil {
-		return err
-	}
-	comments, err := q.Comments(b.ctx, ids[0])
+	id, comments, err := q.Comments(b.ctx, c.Args[0])
 	if err != nil {
 		return err
 	}
@@ -212,10 +202,10 @@ func (c *bdCommentsCmd) Run(b *bdEnv) error {
 		return writeJSON(b.stdout, comments)
 	}
 	if len(comments) == 0 {
-		fmt.Fprintf(b.stdout, "No comments on %s\n", ids[0])
+		fmt.Fprintf(b.stdout, "No comments on %s\n", id)
 		return nil
 	}
-	fmt.Fprintf(b.stdout, "\nComments on %s:\n\n", ids[0])
+	fmt.Fprintf(b.stdout, "\nComments on %s:\n\n", id)
 	for _, cm := range comments {
 		fmt.Fprintf(b.stdout, "[%s] at %s\n", text(cm.Author), cm.CreatedAt.Format("2006-01-02 15:04"))
 		for _, line := range textLines(cm.Text) {

@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/workqueue"
+	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
 )
 
 // bd's commands that change tasks: create, update, close, reopen, comments
@@ -57,19 +59,9 @@ func (c *bdCreateCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
-	refs := deps
-	if c.Parent != "" {
-		refs = append(slices.Clone(deps), c.Parent)
-	}
-	ids, err := b.resolve(q, refs)
-	if err != nil {
-		return err
-	}
 	n := workqueue.NewTask{Title: title, Description: c.Description, Design: c.Design, Acceptance: c.Acceptance, Notes: c.Notes,
-		Assignee: c.Assignee, Priority: prio, Type: c.Type, Labels: append(c.Labels, c.Label...), Deps: ids[:len(deps):len(deps)]}
-	if c.Parent != "" {
-		n.Parent = ids[len(deps)]
-	}
+		Assignee: c.Assignee, Owner: bdOwner(b, q), Priority: prio, Type: c.Type, Labels: append(c.Labels, c.Label...),
+		Deps: deps, Parent: c.Parent}
 	t, err := q.Add(b.ctx, n)
 	if err != nil {
 		return err
@@ -88,6 +80,16 @@ func (c *bdCreateCmd) Run(b *bdEnv) error {
 		fmt.Fprintf(b.stdout, "✓ Created issue: %s\n  Title: %s\n  Priority: P%d\n  Status: %s\n", t.ID, text(t.Title), t.Priority, t.Status)
 	}
 	return nil
+}
+
+// bdOwner is who bd create records as the owner: $GIT_AUTHOR_EMAIL, then
+// git user.email (bd's getOwner), whoever the actor is.
+func bdOwner(b *bdEnv, q *wqservice.Service) string {
+	if email := strings.TrimSpace(os.Getenv("GIT_AUTHOR_EMAIL")); email != "" {
+		return email
+	}
+	out, _ := git.Run(b.ctx, q.Store.Repo.WorkTree, "config", "user.email")
+	return strings.TrimSpace(out)
 }
 
 type bdUpdateCmd struct {
@@ -116,11 +118,11 @@ func (c *bdUpdateCmd) Run(b *bdEnv) error {
 		}
 		status = workqueue.StatusInProgress
 	}
-	if status != "" && !slices.Contains(bdStatuses, status) {
+	if status != "" && !slices.Contains(workqueue.BeadsStatuses, status) {
 		return fault.New(workqueue.CodeInvalidStatus, nil, fmt.Sprintf("invalid status: %s", status), "status", status)
 	}
 	u := workqueue.Update{Title: c.Title, Description: c.Description, Design: c.Design, Acceptance: c.Acceptance, Notes: c.Notes,
-		AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel}
+		AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel, SetLabels: c.SetLabels}
 	if u.Acceptance == nil {
 		u.Acceptance = c.AcceptCrit
 	}
@@ -139,38 +141,14 @@ func (c *bdUpdateCmd) Run(b *bdEnv) error {
 			u.Assignee = c.Assignee
 		}
 	}
-	if u.Empty() && status == "" && c.SetLabels == nil {
+	if u.Empty() && status == "" {
 		return fault.Usagef(workqueue.CodeNothingToUpdate, "no updates specified")
 	}
 	q, err := b.queue(true)
 	if err != nil {
 		return err
 	}
-	ids, err := b.resolve(q, c.IDs)
-	if err != nil {
-		return err
-	}
-	if c.SetLabels != nil {
-		// --set-labels replaces: remove what each task has that is not listed.
-		st, err := q.Read(b.ctx, []string{workqueue.Name})
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			u := u
-			for _, l := range st.Tasks[id].Labels {
-				if !slices.Contains(c.SetLabels, l) && l != workqueue.BlockedLabel {
-					u.RemoveLabels = append(u.RemoveLabels, l)
-				}
-			}
-			u.AddLabels = append(slices.Clone(u.AddLabels), c.SetLabels...)
-			if _, err := q.Change(b.ctx, []string{id}, u, "", "", ""); err != nil {
-				return err
-			}
-		}
-		u = workqueue.Update{}
-	}
-	out, err := q.Change(b.ctx, ids, u, status, worker, c.Reason)
+	out, err := q.Change(b.ctx, c.IDs, u, status, worker, c.Reason)
 	if err != nil {
 		return err
 	}
@@ -190,11 +168,7 @@ func (c *bdCloseCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
-	ids, err := b.resolve(q, c.IDs)
-	if err != nil {
-		return err
-	}
-	out, err := q.Finish(b.ctx, ids, reason)
+	out, err := q.Finish(b.ctx, c.IDs, reason)
 	if err != nil {
 		return err
 	}
@@ -213,11 +187,7 @@ func (c *bdReopenCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
-	ids, err := b.resolve(q, c.IDs)
-	if err != nil {
-		return err
-	}
-	out, err := q.Reopen(b.ctx, ids)
+	out, err := q.Reopen(b.ctx, c.IDs)
 	if err != nil {
 		return err
 	}
@@ -248,18 +218,14 @@ func addComment(b *bdEnv, args []string, file string) error {
 	if err != nil {
 		return err
 	}
-	ids, err := b.resolve(q, args[:1])
-	if err != nil {
-		return err
-	}
-	cm, err := q.Comment(b.ctx, ids[0], args[1])
+	cm, err := q.Comment(b.ctx, args[0], args[1])
 	if err != nil {
 		return err
 	}
 	if b.JSON {
 		return writeJSON(b.stdout, cm)
 	}
-	fmt.Fprintf(b.stdout, "Comment added to %s\n", ids[0])
+	fmt.Fprintf(b.stdout, "Comment added to %s\n", cm.IssueID)
 	return nil
 }
 
@@ -294,16 +260,17 @@ func changeLabel(b *bdEnv, args []string, add bool) error {
 	if err != nil {
 		return err
 	}
-	ids, err := b.resolve(q, args[:len(args)-1])
-	if err != nil {
-		return err
-	}
 	u, verb, done := workqueue.Update{AddLabels: []string{label}}, "added", "✓ Added label '%s' to %s"
 	if !add {
 		u, verb, done = workqueue.Update{RemoveLabels: []string{label}}, "removed", "✓ Removed label '%s' from %s"
 	}
-	if _, err := q.Change(b.ctx, ids, u, "", "", ""); err != nil {
+	tasks, err := q.Change(b.ctx, args[:len(args)-1], u, "", "", "")
+	if err != nil {
 		return err
+	}
+	ids := make([]string, len(tasks))
+	for i, t := range tasks {
+		ids[i] = t.ID
 	}
 	type result struct {
 		IssueID string `json:"issue_id"`
@@ -332,15 +299,19 @@ func (c *bdLabelListCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
-	ids, err := b.resolve(q, []string{c.ID})
+	st, err := q.Read(b.ctx, wqservice.Tracker)
 	if err != nil {
 		return err
 	}
-	st, err := q.Read(b.ctx, []string{workqueue.Name})
+	ids, err := q.Resolve(st, []string{c.ID})
 	if err != nil {
 		return err
 	}
-	labels := workqueue.Beads(st.View(st.Tasks[ids[0]], q.Policy, q.Now)).Labels
+	t := st.Tasks[ids[0]]
+	if t == nil {
+		return workqueue.NoTask(ids[0])
+	}
+	labels := workqueue.Beads(st.View(t, q.Policy, q.Now)).Labels
 	if labels == nil {
 		labels = []string{}
 	}
@@ -389,20 +360,17 @@ func changeDep(b *bdEnv, id, dependsOn string, add bool) error {
 	if err != nil {
 		return err
 	}
-	ids, err := b.resolve(q, []string{id, dependsOn})
-	if err != nil {
-		return err
-	}
-	result := map[string]string{"issue_id": ids[0], "depends_on_id": ids[1]}
+	change, status := q.RemoveDep, "removed"
 	if add {
-		err = q.AddDep(b.ctx, ids[0], ids[1])
-		result["status"], result["type"] = "added", workqueue.DepBlocks
-	} else {
-		err = q.RemoveDep(b.ctx, ids[0], ids[1])
-		result["status"] = "removed"
+		change, status = q.AddDep, "added"
 	}
+	id, dependsOn, err = change(b.ctx, id, dependsOn)
 	if err != nil {
 		return err
+	}
+	result := map[string]string{"issue_id": id, "depends_on_id": dependsOn, "status": status}
+	if add {
+		result["type"] = workqueue.DepBlocks
 	}
 	if b.JSON {
 		out, err := jsonCompact(result)
@@ -413,9 +381,9 @@ func changeDep(b *bdEnv, id, dependsOn string, add bool) error {
 		return nil
 	}
 	if add {
-		fmt.Fprintf(b.stdout, "✓ Added dependency: %s depends on %s (blocks)\n", ids[0], ids[1])
+		fmt.Fprintf(b.stdout, "✓ Added dependency: %s depends on %s (blocks)\n", id, dependsOn)
 	} else {
-		fmt.Fprintf(b.stdout, "✓ Removed dependency: %s no longer depends on %s\n", ids[0], ids[1])
+		fmt.Fprintf(b.stdout, "✓ Removed dependency: %s no longer depends on %s\n", id, dependsOn)
 	}
 	return nil
 }

@@ -95,7 +95,7 @@ func importTasks(e *env, file, prefix string) error {
 		defer f.Close()
 		r = f
 	}
-	recs, dropped, err := workqueue.ParseJSONL(r)
+	recs, rep, err := workqueue.ParseJSONL(r)
 	if err != nil {
 		return err
 	}
@@ -108,8 +108,14 @@ func importTasks(e *env, file, prefix string) error {
 	if err != nil {
 		return err
 	}
-	if len(dropped) > 0 {
-		e.warn(fmt.Sprintf("spool keeps no %s: those fields are not imported", strings.Join(dropped, ", ")))
+	if len(rep.Dropped) > 0 {
+		e.warn(fmt.Sprintf("spool keeps no %s: those fields are not imported", strings.Join(rep.Dropped, ", ")))
+	}
+	if rep.Tombstones > 0 {
+		e.warn(fmt.Sprintf("skipped %d deleted issues (bd's tombstones)", rep.Tombstones))
+	}
+	if len(rep.AsOpen) > 0 {
+		e.warn(fmt.Sprintf("imported %s as open: spool has no pinned or hooked status", strings.Join(rep.AsOpen, ", ")))
 	}
 	n, err := q.Import(e.ctx, recs)
 	if err != nil {

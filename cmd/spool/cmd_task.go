@@ -301,12 +301,12 @@ func (c *TaskDepRmCmd) Run(e *env) error {
 	return depChange(e, c.ID, c.Blocker, "removed", (*wqservice.Service).RemoveDep)
 }
 
-func depChange(e *env, id, blocker, verb string, change func(*wqservice.Service, context.Context, string, string) error) error {
+func depChange(e *env, id, blocker, verb string, change func(*wqservice.Service, context.Context, string, string) (string, string, error)) error {
 	q, err := e.workqueue()
 	if err != nil {
 		return err
 	}
-	if err := change(q, e.ctx, id, blocker); err != nil {
+	if _, _, err := change(q, e.ctx, id, blocker); err != nil {
 		return err
 	}
 	if e.JSON {

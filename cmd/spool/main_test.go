@@ -181,7 +181,7 @@ func cmdReplace(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func scriptEnv(ts *testscript.TestScript) []string {
-	names := map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "WORK": true, "NO_COLOR": true}
+	names := map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "WORK": true, "NO_COLOR": true, "BD_ACTOR": true}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(k, "GIT_") || strings.HasPrefix(k, "SPOOL_") {

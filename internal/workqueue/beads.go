@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"slices"
 	"sort"
@@ -33,36 +34,63 @@ func Beads(j TaskJSON) TaskJSON {
 	return j
 }
 
+// BeadsStatuses are the statuses bd has that spool keeps (blocked is the
+// blocked label); bd's pinned and hooked are read as open by an import, its
+// tombstones skipped.
+var BeadsStatuses = []string{StatusOpen, StatusInProgress, StatusBlocked, StatusDeferred, StatusClosed}
+
 // CodeAmbiguousID is a partial id that matches more than one task.
 var CodeAmbiguousID = fault.Register(fault.Usage, "ambiguous_id")
 
-// ResolveID finds the task ref names, as bd does: the id itself, the id
-// with the prefix added ("4mx5" for "sp-4mx5"), or the one task whose id's
-// hash part starts with ref.
+// ResolveID finds the task ref names, as bd does (its ResolvePartialID):
+// the id itself; else, with "prefix-" taken off ref, the id prefix-ref; else
+// the task whose id's hash part (after its first "-") is ref, or the one
+// task whose hash part contains ref ("cka" and "sp-cka" find sp-ckaz).
 func (s *State) ResolveID(prefix, ref string) (string, error) {
 	if s.Tasks[ref] != nil {
 		return ref, nil
 	}
-	if id := prefix + "-" + ref; s.Tasks[id] != nil {
+	hash := strings.TrimPrefix(ref, prefix+"-")
+	if id := prefix + "-" + hash; s.Tasks[id] != nil {
 		return id, nil
 	}
-	var found []string
-	if ref != "" {
+	var exact, found []string
+	if hash != "" {
 		for id := range s.Tasks {
-			if _, hash, ok := strings.Cut(id, "-"); ok && strings.HasPrefix(hash, ref) {
+			h := id
+			if _, rest, ok := strings.Cut(id, "-"); ok {
+				h = rest
+			}
+			if h == hash {
+				exact = append(exact, id)
+			} else if strings.Contains(h, hash) {
 				found = append(found, id)
 			}
 		}
+	}
+	if len(exact) > 0 { // a whole hash wins over hashes that contain it
+		found = exact
 	}
 	switch len(found) {
 	case 1:
 		return found[0], nil
 	case 0:
-		return "", fault.NotFound("task", ref)
+		return "", NoTask(ref)
 	}
 	sort.Strings(found)
-	return "", fault.New(CodeAmbiguousID, nil, fmt.Sprintf("ambiguous ID %q matches %s", ref, strings.Join(found, ", ")),
+	return "", fault.New(CodeAmbiguousID, nil, fmt.Sprintf("ambiguous ID %q matches %d issues: %v", ref, len(found), found),
 		"id", ref, "matches", found)
+}
+
+// beadsWorkflowTypes are the issue types bd ready leaves out unless asked
+// for by --type: items of bd's own workflows, not work to claim.
+var beadsWorkflowTypes = []string{"merge-request", "gate", "molecule", "message", "agent", "role", "rig"}
+
+// BeadsWorkflow reports whether bd ready leaves t out by default (bd's
+// GetReadyWork): a workflow type, or an id of a molecule step or a wisp
+// (bd's default ready.exclude_id_patterns).
+func BeadsWorkflow(t *Task) bool {
+	return slices.Contains(beadsWorkflowTypes, t.Type) || strings.Contains(t.ID, "-mol-") || strings.Contains(t.ID, "-wisp-")
 }
 
 // EpicStatus is bd's epic status: an open epic and how many of its
@@ -128,10 +156,21 @@ func init() {
 	}
 }
 
+// ImportReport is what ParseJSONL left out or changed, for the caller to say.
+type ImportReport struct {
+	Dropped    []string // fields spool does not keep (bd's due_at, say), sorted
+	Tombstones int      // issues bd deleted (status tombstone), skipped
+	AsOpen     []string // "ID (status)" of issues in a status spool does not have (bd's pinned, hooked), read as open
+}
+
+// beadsOpenStatuses are bd statuses spool reads as open: a pinned issue
+// stays open for good, a hooked one is on an agent's hook (claimed, with no
+// claim spool could hold).
+var beadsOpenStatuses = []string{"pinned", "hooked"}
+
 // ParseJSONL reads a bd JSONL export: one issue per line, blank lines
-// skipped. It returns the issues and, sorted, the fields spool does not
-// keep (bd's due_at, say), so that the caller can say what is dropped.
-func ParseJSONL(r io.Reader) (recs []TaskJSON, dropped []string, err error) {
+// skipped, tombstones (issues bd deleted) skipped and counted.
+func ParseJSONL(r io.Reader) (recs []TaskJSON, rep ImportReport, err error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 64<<20)
 	seen := map[string]bool{}
@@ -145,33 +184,41 @@ func ParseJSONL(r io.Reader) (recs []TaskJSON, dropped []string, err error) {
 			return fault.New(CodeInvalidImport, nil, fmt.Sprintf("line %d: %s", line, fmt.Sprintf(format, args...)), "line", line)
 		}
 		if !gjson.ValidBytes(b) || b[0] != '{' {
-			return nil, nil, bad("not a JSON object")
+			return nil, ImportReport{}, bad("not a JSON object")
+		}
+		if gjson.GetBytes(b, "status").Str == "tombstone" {
+			rep.Tombstones++
+			continue
 		}
 		gjson.ParseBytes(b).ForEach(func(k, _ gjson.Result) bool {
 			if !knownFields[k.Str] && !seen[k.Str] {
 				seen[k.Str] = true
-				dropped = append(dropped, k.Str)
+				rep.Dropped = append(rep.Dropped, k.Str)
 			}
 			return true
 		})
 		var rec TaskJSON
 		if err := json.Unmarshal(b, &rec); err != nil {
-			return nil, nil, bad("%v", err)
+			return nil, ImportReport{}, bad("%v", err)
+		}
+		if slices.Contains(beadsOpenStatuses, rec.Status) {
+			rep.AsOpen = append(rep.AsOpen, fmt.Sprintf("%s (%s)", rec.ID, rec.Status))
+			rec.Status = StatusOpen
 		}
 		if err := checkImported(&rec); err != nil {
-			return nil, nil, bad("%v", err)
+			return nil, ImportReport{}, bad("%v", err)
 		}
 		if first, ok := ids[rec.ID]; ok {
-			return nil, nil, bad("%s is on line %d already", rec.ID, first)
+			return nil, ImportReport{}, bad("%s is on line %d already", rec.ID, first)
 		}
 		ids[rec.ID] = line
 		recs = append(recs, rec)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, nil, fault.New(CodeInvalidImport, err, fmt.Sprintf("reading the import: %v", err))
+		return nil, ImportReport{}, fault.New(CodeInvalidImport, err, fmt.Sprintf("reading the import: %v", err))
 	}
-	sort.Strings(dropped)
-	return recs, dropped, nil
+	sort.Strings(rep.Dropped)
+	return recs, rep, nil
 }
 
 var (
@@ -191,11 +238,14 @@ func checkImported(r *TaskJSON) error {
 	case r.CreatedAt.IsZero():
 		return fmt.Errorf("%s has no created_at", r.ID)
 	}
+	if err := checkTimes(r); err != nil {
+		return err
+	}
 	if r.Status == "" {
 		r.Status = StatusOpen
 	}
-	if !slices.Contains([]string{StatusOpen, StatusInProgress, StatusBlocked, StatusDeferred, StatusClosed}, r.Status) {
-		return fmt.Errorf("%s: status %q is not one of open, in_progress, blocked, deferred, closed", r.ID, r.Status)
+	if !slices.Contains(BeadsStatuses, r.Status) {
+		return fmt.Errorf("%s: status %q is not one of %s", r.ID, r.Status, strings.Join(BeadsStatuses, ", "))
 	}
 	if r.IssueType == "" {
 		r.IssueType = "task"
@@ -232,9 +282,43 @@ func checkImported(r *TaskJSON) error {
 	return nil
 }
 
+// Times spool keeps: nanoseconds since 1970 in an int64 (the snapshot's
+// encoding), the least of them meaning none.
+var (
+	minTime = time.Unix(0, math.MinInt64+1)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
+// checkTimes refuses a time spool could not keep (before 1678 or after 2262).
+func checkTimes(r *TaskJSON) error {
+	check := func(what string, t time.Time) error {
+		if !t.IsZero() && (t.Before(minTime) || t.After(maxTime)) {
+			return fmt.Errorf("%s: %s %s is out of range (1678-2262)", r.ID, what, t.Format(time.RFC3339))
+		}
+		return nil
+	}
+	errs := []error{check("created_at", r.CreatedAt), check("updated_at", r.UpdatedAt)}
+	if r.ClosedAt != nil {
+		errs = append(errs, check("closed_at", *r.ClosedAt))
+	}
+	for _, d := range r.Dependencies {
+		errs = append(errs, check("the created_at of its dependency on "+d.DependsOnID, d.CreatedAt))
+	}
+	for _, c := range r.Comments {
+		errs = append(errs, check(fmt.Sprintf("the created_at of comment %d", c.ID), c.CreatedAt))
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // RenamePrefix gives every id in recs, references included, the prefix to
 // (the part before the first "-"): what bd import asks of ids. recs end
-// sorted by their new ids, as an export is.
+// sorted by their new ids, as an export is. Two ids that would become one
+// (a-x1 and b-x1) are refused, naming both.
 func RenamePrefix(recs []TaskJSON, to string) error {
 	if !ValidPrefix(to) {
 		return fault.Usagef(CodeInvalidImport, "prefix %q must be 1-16 lowercase letters and digits, starting with a letter", to)
@@ -244,6 +328,15 @@ func RenamePrefix(recs []TaskJSON, to string) error {
 			return to + "-" + rest
 		}
 		return to + "-" + id
+	}
+	from := make(map[string]string, len(recs))
+	for _, r := range recs {
+		id := rename(r.ID)
+		if first, ok := from[id]; ok {
+			return fault.New(CodeInvalidImport, nil,
+				fmt.Sprintf("--prefix %s would make %s and %s the same id, %s", to, first, r.ID, id), "ids", []string{first, r.ID})
+		}
+		from[id] = r.ID
 	}
 	for i := range recs {
 		r := &recs[i]
@@ -287,11 +380,8 @@ func ImportTasks(s *State, recs []TaskJSON) ([]eventlog.Draft, error) {
 func importedData(r TaskJSON) ImportedData {
 	d := ImportedData{Title: r.Title, Description: r.Description, Design: r.Design, AcceptanceCriteria: r.AcceptanceCriteria,
 		Notes: r.Notes, Status: r.Status, Priority: r.Priority, IssueType: r.IssueType, Assignee: r.Assignee,
-		CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy, UpdatedAt: r.UpdatedAt.UTC(), CloseReason: r.CloseReason,
-		Labels: NormLabels(r.Labels)}
-	if d.CreatedBy == "" {
-		d.CreatedBy = r.Owner
-	}
+		Owner: &r.Owner, CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy, UpdatedAt: r.UpdatedAt.UTC(),
+		CloseReason: r.CloseReason, Labels: NormLabels(r.Labels)}
 	if d.UpdatedAt.IsZero() {
 		d.UpdatedAt = d.CreatedAt
 	}

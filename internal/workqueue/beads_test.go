@@ -11,6 +11,7 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/projections"
 )
 
 // setStatus applies SetStatus as actor and returns the event types it made.
@@ -135,24 +136,36 @@ func TestClaimTaskAfterExpiry(t *testing.T) {
 	}
 }
 
+// Ids resolve as bd's ResolvePartialID resolves them.
 func TestResolveID(t *testing.T) {
 	s := NewState()
-	for _, id := range []string{"sp-4mx5", "sp-4mzz", "sp-a1", "bd-6c2.1"} {
+	for _, id := range []string{"sp-4mx5", "sp-4mzz", "sp-a1", "bd-6c2", "bd-6c2.1", "sp-ckaz", "bd-ckq"} {
 		s.Tasks[id] = &Task{ID: id}
 	}
 	for _, tc := range []struct{ ref, want, code string }{
 		{"sp-4mx5", "sp-4mx5", ""},
-		{"4mx5", "sp-4mx5", ""},
-		{"4mx", "sp-4mx5", ""},
+		{"4mx5", "sp-4mx5", ""},          // the prefix added
+		{"4mx", "sp-4mx5", ""},           // the start of one hash
+		{"mz", "sp-4mzz", ""},            // a part of one hash
+		{"zz", "sp-4mzz", ""},            // its end
+		{"sp-cka", "sp-ckaz", ""},        // "sp-" taken off, then a part
+		{"cka", "sp-ckaz", ""},           //
+		{"ck", "", CodeAmbiguousID.Name}, // sp-ckaz and bd-ckq
 		{"4m", "", CodeAmbiguousID.Name},
-		{"a1", "sp-a1", ""},
+		{"6c2", "bd-6c2", ""}, // a whole hash (of another prefix) wins over bd-6c2.1's
 		{"6c2.1", "bd-6c2.1", ""},
-		{"zz", "", fault.CodeNotFound.Name},
+		{"bd-6c2", "bd-6c2", ""},
+		{"a1", "sp-a1", ""},
+		{"qq", "", fault.CodeNotFound.Name},
+		{"sp-", "", fault.CodeNotFound.Name},
 		{"", "", fault.CodeNotFound.Name},
 	} {
 		got, err := s.ResolveID("sp", tc.ref)
 		if got != tc.want || tc.code != "" && fault.Classify(err).Code != tc.code || tc.code == "" && err != nil {
 			t.Errorf("ResolveID(%q) = %q, %v; want %q %s", tc.ref, got, err, tc.want, tc.code)
+		}
+		if tc.code == fault.CodeNotFound.Name && !errors.Is(err, ErrNoTask) {
+			t.Errorf("ResolveID(%q): %v is not ErrNoTask", tc.ref, err)
 		}
 	}
 }
@@ -248,9 +261,9 @@ func TestExportImportRoundTrip(t *testing.T) {
 		line, _ := json.Marshal(r)
 		buf.Write(append(line, '\n'))
 	}
-	parsed, dropped, err := ParseJSONL(&buf)
-	if err != nil || len(dropped) > 0 {
-		t.Fatal(err, dropped)
+	parsed, rep, err := ParseJSONL(&buf)
+	if err != nil || len(rep.Dropped)+rep.Tombstones+len(rep.AsOpen) > 0 {
+		t.Fatal(err, rep)
 	}
 	v := newWorld(t)
 	drafts, err := ImportTasks(v.s, parsed)
@@ -263,12 +276,41 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("round trip differs:\n%s\n%s", want, got)
 	}
+	v.s = viaSnapshot(t, v.s)
+	if got, _ := json.Marshal(v.s.Export()); !bytes.Equal(got, want) {
+		t.Fatalf("round trip through the snapshot differs:\n%s\n%s", want, got)
+	}
 	if again, err := ImportTasks(v.s, parsed); err != nil || len(again) != 0 {
 		t.Fatalf("a second import made %d events (%v)", len(again), err)
 	}
 	if st := Beads(v.s.View(v.s.Tasks[b], p, t0)).Status; st != StatusBlocked {
 		t.Fatalf("blocked came back as %s", st)
 	}
+}
+
+// viaSnapshot is s written to its snapshots and read back.
+func viaSnapshot(t testing.TB, s *State) *State {
+	t.Helper()
+	back := NewState()
+	for _, pair := range []struct{ from, to projections.Projection }{
+		{NewTasksProjection(s), NewTasksProjection(back)},
+		{NewQueueProjection(s), NewQueueProjection(back)},
+	} {
+		snap, err := pair.from.MarshalState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pair.to.UnmarshalState(bytes.Clone(snap)); err != nil {
+			t.Fatal(err)
+		}
+		switch p := pair.to.(type) {
+		case *TasksProjection:
+			p.State()
+		case *QueueProjection:
+			p.State()
+		}
+	}
+	return back
 }
 
 // ParseJSONL refuses a bad line whole, naming it.
@@ -286,11 +328,56 @@ func TestParseJSONLRefuses(t *testing.T) {
 		{`{"id":"x-1","title":"t","created_at":"2026-01-01T00:00:00Z","dependencies":[{"depends_on_id":"x-2","type":"parent-child"},{"depends_on_id":"x-3","type":"parent-child"}]}`, "x-1 has 2 parents"},
 		{ok + "\n" + ok, "line 2: x-1 is on line 1 already"},
 		{`{"id":"x-1","title":"t","created_at":"yesterday"}`, "line 1:"},
+		{`{"id":"x-1","title":"t","created_at":"1600-01-01T00:00:00Z"}`, "x-1: created_at 1600-01-01T00:00:00Z is out of range (1678-2262)"},
+		{`{"id":"x-1","title":"t","created_at":"2026-01-01T00:00:00Z","updated_at":"2300-01-01T00:00:00Z"}`, "updated_at 2300-01-01T00:00:00Z is out of range"},
+		{`{"id":"x-1","title":"t","created_at":"2026-01-01T00:00:00Z","closed_at":"0001-01-01T00:00:01Z"}`, "closed_at 0001-01-01T00:00:01Z is out of range"},
+		{`{"id":"x-1","title":"t","created_at":"2026-01-01T00:00:00Z","dependencies":[{"depends_on_id":"x-2","type":"blocks","created_at":"9999-01-01T00:00:00Z"}]}`, "dependency on x-2 9999-01-01T00:00:00Z is out of range"},
+		{`{"id":"x-1","title":"t","created_at":"2026-01-01T00:00:00Z","comments":[{"id":4,"text":"hi","created_at":"1000-01-01T00:00:00Z"}]}`, "comment 4 1000-01-01T00:00:00Z is out of range"},
+		{`{"id":"x-1","title":"t","status":"frozen","created_at":"2026-01-01T00:00:00Z"}`, `status "frozen" is not one of open, in_progress, blocked, deferred, closed`},
 	} {
 		_, _, err := ParseJSONL(strings.NewReader(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.msg) || fault.Classify(err).Code != CodeInvalidImport.Name {
 			t.Errorf("%s: %v, want %q", tc.in, err, tc.msg)
 		}
+	}
+}
+
+// bd's export holds the issues it deleted (tombstones): they are skipped
+// and counted, their fields not reported as dropped. bd's pinned and hooked
+// are read as open, and named.
+func TestParseJSONLTombstonesAndStatuses(t *testing.T) {
+	in := `{"id":"bd-1","title":"kept","status":"open","created_at":"2026-01-01T00:00:00Z"}
+{"id":"bd-2","title":"gone","status":"tombstone","created_at":"2026-01-01T00:00:00Z","deleted_at":"2026-01-02T00:00:00Z","original_type":"task"}
+{"id":"bd-2","title":"gone again","status":"tombstone","created_at":"1000-01-01T00:00:00Z"}
+{"id":"bd-3","title":"pinned","status":"pinned","created_at":"2026-01-01T00:00:00Z"}
+{"id":"bd-4","title":"hooked","status":"hooked","assignee":"agent","created_at":"2026-01-01T00:00:00Z"}
+`
+	recs, rep, err := ParseJSONL(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.ID+" "+r.Status)
+	}
+	if want := []string{"bd-1 open", "bd-3 open", "bd-4 open"}; !slices.Equal(got, want) {
+		t.Fatalf("records %v, want %v", got, want)
+	}
+	if rep.Tombstones != 2 || len(rep.Dropped) != 0 || !slices.Equal(rep.AsOpen, []string{"bd-3 (pinned)", "bd-4 (hooked)"}) {
+		t.Fatalf("report %+v", rep)
+	}
+}
+
+// A prefix that would make two ids one is refused, naming both.
+func TestRenamePrefixCollision(t *testing.T) {
+	recs := []TaskJSON{{ID: "a-x1"}, {ID: "b-x2"}, {ID: "b-x1"}}
+	err := RenamePrefix(recs, "sp")
+	if err == nil || fault.Classify(err).Code != CodeInvalidImport.Name ||
+		err.Error() != "--prefix sp would make a-x1 and b-x1 the same id, sp-x1" {
+		t.Fatalf("%v", err)
+	}
+	if err := RenamePrefix([]TaskJSON{{ID: "a-x1"}, {ID: "a-x2"}}, "sp"); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -300,6 +387,7 @@ func FuzzParseJSONL(f *testing.F) {
 	f.Add([]byte(`{"id":"x-1","title":"t","status":"blocked","labels":["a"],"created_at":"2026-01-01T00:00:00Z","comments":[{"id":3,"author":"a","text":"hi","created_at":"2026-01-01T00:00:00Z"}]}`))
 	f.Add([]byte(`{"id":"x-2","title":"t","created_at":"2026-01-01T00:00:00Z","dependencies":[{"depends_on_id":"x-1","type":"related","created_at":"2026-01-01T00:00:00Z"}]}` + "\n\n"))
 	f.Add([]byte("{}"))
+	f.Add([]byte(`{"id":"x-3","title":"t","status":"tombstone"}` + "\n" + `{"id":"x-4","title":"t","status":"hooked","owner":"o","created_by":"c","created_at":"2262-01-01T00:00:00Z"}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		recs, _, err := ParseJSONL(bytes.NewReader(in))
 		if err != nil {
@@ -318,6 +406,10 @@ func FuzzParseJSONL(f *testing.F) {
 			s.Apply(&eventlog.Event{Type: d.Type, Subject: d.Subject, At: t0, Data: data})
 		}
 		first, _ := json.Marshal(s.Export())
+		s = viaSnapshot(t, s)
+		if again, _ := json.Marshal(s.Export()); !bytes.Equal(again, first) {
+			t.Fatalf("the snapshot changed the tasks:\n%s\n%s", first, again)
+		}
 		var buf bytes.Buffer
 		for _, r := range s.Export() {
 			line, _ := json.Marshal(r)

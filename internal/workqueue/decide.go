@@ -25,6 +25,7 @@ type NewTask struct {
 	Acceptance  string
 	Notes       string
 	Assignee    string
+	Owner       string // bd's owner, when not the actor (bd create: git user.email)
 	Priority    int
 	Type        string
 	Labels      []string
@@ -88,14 +89,14 @@ func AddTask(s TaskIndex, n NewTask, prefix, writer string, now time.Time) (even
 	}
 	for _, id := range append(slices.Clone(n.Deps), n.Parent) {
 		if id != "" && !s.HasTask(id) {
-			return eventlog.Draft{}, "", fault.NotFound("task", id)
+			return eventlog.Draft{}, "", NoTask(id)
 		}
 	}
 	id := NewID(prefix, writer, n.Title, now, s.TaskCount(), s.HasTask)
 	deps := slices.Clone(n.Deps)
 	sort.Strings(deps)
 	d := CreatedData{Title: n.Title, Description: n.Description, Design: n.Design, Acceptance: n.Acceptance, Notes: n.Notes,
-		Assignee: n.Assignee, Priority: n.Priority, IssueType: n.Type,
+		Assignee: n.Assignee, Owner: n.Owner, Priority: n.Priority, IssueType: n.Type,
 		Labels: NormLabels(n.Labels), Parent: n.Parent, Deps: slices.Compact(deps)}
 	return eventlog.Draft{Type: TypeCreated, Subject: id, Data: d}, id, nil
 }
@@ -103,12 +104,16 @@ func AddTask(s TaskIndex, n NewTask, prefix, writer string, now time.Time) (even
 func (s *State) task(id string) (*Task, error) {
 	t := s.Tasks[id]
 	if t == nil {
-		return nil, fault.NotFound("task", id)
+		return nil, NoTask(id)
 	}
 	return t, nil
 }
 
-// Update is spool task update; nil fields are left alone.
+// Update is spool task update; nil fields are left alone. SetLabels, when
+// not nil, replaces every label (bd update --set-labels), then AddLabels
+// are added and RemoveLabels removed. The blocked label is Blocked: adding
+// it blocks the task (task.blocked), removing it unblocks it, and
+// SetLabels without it leaves it as it is.
 type Update struct {
 	Title        *string
 	Description  *string
@@ -120,6 +125,7 @@ type Update struct {
 	Status       *string
 	AddLabels    []string
 	RemoveLabels []string
+	SetLabels    []string
 }
 
 // Statuses spool task update accepts.
@@ -154,13 +160,22 @@ func (u *Update) ValidateFields() error {
 		return fault.New(CodeInvalidStatus, nil,
 			fmt.Sprintf("status must be one of %s, got %q", strings.Join(Statuses, ", "), *u.Status), "status", *u.Status)
 	}
-	return validateLabels(u.AddLabels, u.RemoveLabels)
+	return validateLabels(u.AddLabels, u.RemoveLabels, u.SetLabels)
 }
 
 // Empty reports whether the update sets nothing.
 func (u *Update) Empty() bool {
 	return u.Title == nil && u.Description == nil && u.Design == nil && u.Acceptance == nil && u.Notes == nil &&
-		u.Assignee == nil && u.Priority == nil && u.Status == nil && len(u.AddLabels)+len(u.RemoveLabels) == 0
+		u.Assignee == nil && u.Priority == nil && u.Status == nil && len(u.AddLabels)+len(u.RemoveLabels) == 0 &&
+		u.SetLabels == nil
+}
+
+// TouchesBlocked reports whether the update adds or removes the blocked
+// label, which blocks or unblocks the task (the queue's history decides
+// with the tracker then).
+func (u *Update) TouchesBlocked() bool {
+	return slices.Contains(u.AddLabels, BlockedLabel) || slices.Contains(u.RemoveLabels, BlockedLabel) ||
+		slices.Contains(u.SetLabels, BlockedLabel)
 }
 
 // UpdateTask changes a task's fields. A status change goes through the same
@@ -213,18 +228,44 @@ func UpdateTask(s *State, id string, u Update) ([]eventlog.Draft, error) {
 		d.Priority = u.Priority
 	}
 	// The fold adds, then removes: record only the difference that makes.
-	final := NormLabels(append(slices.Clone(t.Labels), u.AddLabels...))
-	final = slices.DeleteFunc(final, func(l string) bool { return slices.Contains(u.RemoveLabels, l) })
+	// The blocked label is not a label here but Blocked, below.
+	notBlocked := func(l string) bool { return l != BlockedLabel }
+	labels := t.Labels
+	if u.SetLabels != nil {
+		labels = u.SetLabels
+	}
+	final := NormLabels(append(slices.Clone(labels), u.AddLabels...))
+	final = slices.DeleteFunc(final, func(l string) bool { return slices.Contains(u.RemoveLabels, l) || !notBlocked(l) })
 	for _, l := range final {
 		if !t.HasLabel(l) {
 			d.AddLabels = append(d.AddLabels, l)
 		}
 	}
 	for _, l := range t.Labels {
-		if !slices.Contains(final, l) {
+		if !slices.Contains(final, l) && notBlocked(l) {
 			d.RemoveLabels = append(d.RemoveLabels, l)
 		}
 	}
+	var block []eventlog.Draft
+	switch blocked := s.isBlocked(id); {
+	case slices.Contains(u.RemoveLabels, BlockedLabel): // removing wins over adding, as in the fold
+		if blocked {
+			un, err := Unblock(s, id, false)
+			if err != nil {
+				return nil, err
+			}
+			block = append(block, un)
+		}
+	case slices.Contains(u.AddLabels, BlockedLabel) || slices.Contains(u.SetLabels, BlockedLabel):
+		if !blocked {
+			b, err := Block(s, id, "blocked label added")
+			if err != nil {
+				return nil, err
+			}
+			block = append(block, b)
+		}
+	}
+	drafts = append(block, drafts...)
 	if !d.empty() {
 		drafts = append([]eventlog.Draft{{Type: TypeUpdated, Subject: id, Data: d}}, drafts...)
 	}
@@ -302,7 +343,7 @@ func RemoveDep(s *State, id, blocker string) (eventlog.Draft, error) {
 			return eventlog.Draft{Type: TypeDepRemoved, Subject: id, Data: DepData{Blocker: blocker}}, nil
 		}
 	}
-	return eventlog.Draft{}, fault.New(fault.CodeNotFound, fault.ErrNotFound,
+	return eventlog.Draft{}, fault.New(fault.CodeNotFound, ErrNoDependency,
 		fmt.Sprintf("%s does not depend on %s", id, blocker), "id", id, "blocker", blocker)
 }
 
@@ -407,6 +448,14 @@ func (l layered) entry(id string) *Entry {
 	return l.base.History[id]
 }
 
+func (l layered) isBlocked(id string) bool {
+	if h := l.entry(id); h != nil && h.Blocked {
+		return true
+	}
+	t := l.task(id)
+	return t != nil && t.HasLabel(BlockedLabel)
+}
+
 // Claim is what next decided.
 type Claim struct {
 	Task       Candidate `json:"task"`
@@ -452,12 +501,14 @@ func Next(s *State, cands []Candidate, native bool, p Policy, g Gate, worker, ac
 	return drafts, claim, nil
 }
 
-// held returns the live claim of id held by actor.
+// held returns the live claim of id that actor holds: they claimed it, or
+// it was claimed for them (next -w, bd update -a), so that a worker an
+// orchestrator claimed for finishes its own attempt.
 func held(s *State, p Policy, id, actor string, now time.Time) (Entry, error) {
 	h := s.History[id]
 	if h == nil {
 		if !s.HasTask(id) {
-			return Entry{}, fault.NotFound("task", id)
+			return Entry{}, NoTask(id)
 		}
 		return Entry{}, notClaimed(id, "it was never claimed")
 	}
@@ -467,9 +518,13 @@ func held(s *State, p Policy, id, actor string, now time.Time) (Entry, error) {
 	if e := p.Effective(*h, now); e.Status != HistWorking {
 		return Entry{}, notClaimed(id, "its lease expired at "+h.LeaseUntil.Format(time.RFC3339))
 	}
-	if h.Actor != actor {
+	if h.Actor != actor && h.Worker != actor {
+		by := h.Actor
+		if h.Worker != h.Actor {
+			by += " for " + h.Worker
+		}
 		return Entry{}, fault.New(fault.CodeUnauthorized, fault.ErrUnauthorized,
-			fmt.Sprintf("task %s is claimed by %s, not %s", id, h.Actor, actor), "id", id, "claimant", h.Actor, "actor", actor)
+			fmt.Sprintf("task %s is claimed by %s, not %s", id, by, actor), "id", id, "claimant", h.Actor, "worker", h.Worker, "actor", actor)
 	}
 	return *h, nil
 }
@@ -520,7 +575,7 @@ func Retry(s *State, p Policy, id string, now time.Time) (eventlog.Draft, error)
 	h := s.History[id]
 	if h == nil {
 		if s.Tasks[id] == nil {
-			return eventlog.Draft{}, fault.NotFound("task", id)
+			return eventlog.Draft{}, NoTask(id)
 		}
 		if s.Tasks[id].HasLabel(BlockedLabel) {
 			return eventlog.Draft{Type: TypeRetried, Subject: id, Data: RetriedData{PreviousStatus: HistBlocked}}, nil
@@ -555,7 +610,7 @@ func Block(s *State, id, reason string) (eventlog.Draft, error) {
 	}
 	h := s.History[id]
 	if h == nil && s.Tasks[id] == nil {
-		return eventlog.Draft{}, fault.NotFound("task", id)
+		return eventlog.Draft{}, NoTask(id)
 	}
 	if s.isBlocked(id) {
 		return eventlog.Draft{}, invalidTransition(id, "is already blocked")
@@ -570,7 +625,7 @@ func Block(s *State, id, reason string) (eventlog.Draft, error) {
 // Unblock clears Blocked, optionally resetting the attempt counters.
 func Unblock(s *State, id string, reset bool) (eventlog.Draft, error) {
 	if s.History[id] == nil && s.Tasks[id] == nil {
-		return eventlog.Draft{}, fault.NotFound("task", id)
+		return eventlog.Draft{}, NoTask(id)
 	}
 	if !s.isBlocked(id) {
 		return eventlog.Draft{}, invalidTransition(id, "is not blocked")

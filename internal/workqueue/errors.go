@@ -1,6 +1,10 @@
 package workqueue
 
-import "github.com/spoolhq/spool/internal/fault"
+import (
+	"fmt"
+
+	"github.com/spoolhq/spool/internal/fault"
+)
 
 // Error codes of the work queue (fault.CodeNotFound and the other shared
 // codes are in fault).
@@ -18,3 +22,16 @@ var (
 	CodeNotClaimed       = fault.Register(fault.Rejected, "not_claimed")
 	CodeAlreadyClaimed   = fault.Register(fault.Rejected, "already_claimed")
 )
+
+// ErrNoTask is wrapped by the not_found error of an id that names no task,
+// ErrNoDependency by that of a dependency that does not exist: both are
+// fault.ErrNotFound, and the bd front end words them as bd does.
+var (
+	ErrNoTask       = fmt.Errorf("task %w", fault.ErrNotFound)
+	ErrNoDependency = fmt.Errorf("dependency %w", fault.ErrNotFound)
+)
+
+// NoTask is the error for an id that names no task.
+func NoTask(id string) error {
+	return fault.New(fault.CodeNotFound, ErrNoTask, fmt.Sprintf("task %s not found", id), "id", id)
+}

@@ -48,6 +48,7 @@ type CreatedData struct {
 	Acceptance  string   `json:"acceptance_criteria,omitempty"`
 	Notes       string   `json:"notes,omitempty"`
 	Assignee    string   `json:"assignee,omitempty"`
+	Owner       string   `json:"owner,omitempty"` // when not the actor (bd create: git user.email)
 	Priority    int      `json:"priority"`
 	IssueType   string   `json:"issue_type"`
 	Labels      []string `json:"labels,omitempty"`
@@ -70,8 +71,13 @@ type UpdatedData struct {
 }
 
 func (d UpdatedData) empty() bool {
+	return d.labelsOnly() && len(d.AddLabels)+len(d.RemoveLabels) == 0
+}
+
+// labelsOnly reports whether d changes nothing but labels.
+func (d UpdatedData) labelsOnly() bool {
 	return d.Title == nil && d.Description == nil && d.Design == nil && d.Acceptance == nil && d.Notes == nil &&
-		d.Assignee == nil && d.Priority == nil && d.Status == nil && len(d.AddLabels)+len(d.RemoveLabels) == 0
+		d.Assignee == nil && d.Priority == nil && d.Status == nil
 }
 
 // ImportedData is a task as a beads export (JSONL) has it, whole: importing
@@ -87,6 +93,7 @@ type ImportedData struct {
 	Priority           int            `json:"priority"`
 	IssueType          string         `json:"issue_type"`
 	Assignee           string         `json:"assignee,omitempty"`
+	Owner              *string        `json:"owner,omitempty"` // as the export had it ("" included); absent in events from before spool kept it
 	CreatedAt          time.Time      `json:"created_at"`
 	CreatedBy          string         `json:"created_by,omitempty"`
 	UpdatedAt          time.Time      `json:"updated_at"`

@@ -8,7 +8,8 @@ import (
 
 // TaskJSON is a task as beads (bd 0.49) marshals an issue: the same names,
 // types, order and omissions, so that tools written for bd decode spool's
-// output unchanged. Owner is bd's "human owner": spool's creator.
+// output unchanged. Owner is bd's "human owner" (bd create records git
+// user.email), for spool task add the creator.
 type TaskJSON struct {
 	ID                 string        `json:"id"`
 	Title              string        `json:"title"`
@@ -97,7 +98,7 @@ func (t *Task) Record() TaskJSON {
 func (t *Task) base() TaskJSON {
 	x := t.Detail()
 	j := TaskJSON{ID: t.ID, Title: t.Title, Description: x.Description, Design: x.Design, AcceptanceCriteria: x.Acceptance,
-		Notes: x.Notes, Status: t.Status, Priority: t.Priority, IssueType: t.Type, Assignee: x.Assignee, Owner: x.CreatedBy,
+		Notes: x.Notes, Status: t.Status, Priority: t.Priority, IssueType: t.Type, Assignee: x.Assignee, Owner: x.Owner,
 		CreatedAt: t.CreatedAt, CreatedBy: x.CreatedBy, UpdatedAt: x.UpdatedAt, CloseReason: x.CloseReason,
 		ClosedAt: timePtr(x.ClosedAt)}
 	if len(t.Labels) > 0 {

@@ -19,7 +19,7 @@ import (
 // of one string holding the whole body, so decoding allocates little.
 
 const (
-	tasksMagic = "spool-tasks-6\n"
+	tasksMagic = "spool-tasks-7\n"
 	queueMagic = "spool-history-3\n"
 )
 
@@ -29,7 +29,7 @@ var errSnapshot = errors.New("tasks snapshot is damaged")
 // can keep it as a substring.
 func encodeDetail(x *TaskDetail) string {
 	w := &writer{}
-	for _, s := range []string{x.Description, x.Design, x.Acceptance, x.Notes, x.Assignee, x.CreatedBy, x.CloseReason, x.ParentBy} {
+	for _, s := range []string{x.Description, x.Design, x.Acceptance, x.Notes, x.Assignee, x.CreatedBy, x.Owner, x.CloseReason, x.ParentBy} {
 		w.str(s)
 	}
 	w.time(x.UpdatedAt)
@@ -50,7 +50,7 @@ func encodeDetail(x *TaskDetail) string {
 func decodeDetail(raw string) *TaskDetail {
 	r := &reader{s: raw}
 	x := &TaskDetail{Description: r.str(), Design: r.str(), Acceptance: r.str(), Notes: r.str(), Assignee: r.str(),
-		CreatedBy: r.str(), CloseReason: r.str(), ParentBy: r.str()}
+		CreatedBy: r.str(), Owner: r.str(), CloseReason: r.str(), ParentBy: r.str()}
 	x.UpdatedAt, x.ClosedAt, x.ParentAt = r.time(), r.time(), r.time()
 	if n := r.count(); n > 0 {
 		x.Comments = make([]Comment, n)

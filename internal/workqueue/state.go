@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -40,6 +41,7 @@ type TaskDetail struct {
 	Notes       string
 	Assignee    string
 	CreatedBy   string
+	Owner       string // bd's owner: the human responsible (bd: git user.email); spool task add: the creator
 	UpdatedAt   time.Time
 	ClosedAt    time.Time
 	CloseReason string
@@ -148,8 +150,8 @@ const (
 // Their state grows with the number of tasks, so saves are amortized (see
 // projections.Spec.Amortize).
 var (
-	Spec      = projections.Spec{Name: Name, Version: 2, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
-	QueueSpec = projections.Spec{Name: QueueName, Version: 2, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
+	Spec      = projections.Spec{Name: Name, Version: 3, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
+	QueueSpec = projections.Spec{Name: QueueName, Version: 3, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
 // TasksProjection folds the tracker's side of every event. Read from a
@@ -328,7 +330,7 @@ func (s *State) applyTask(e *eventlog.Event) {
 		t = &Task{ID: id, Title: d.Title, Status: StatusOpen, Priority: d.Priority, Type: d.IssueType,
 			Labels: NormLabels(d.Labels), CreatedAt: e.At, Parent: d.Parent,
 			detail: &TaskDetail{Description: d.Description, Design: d.Design, Acceptance: d.Acceptance, Notes: d.Notes,
-				Assignee: d.Assignee, CreatedBy: e.Actor, UpdatedAt: e.At}}
+				Assignee: d.Assignee, CreatedBy: e.Actor, Owner: cmp.Or(d.Owner, e.Actor), UpdatedAt: e.At}}
 		for _, b := range d.Deps {
 			t.addBlocker(Dep{ID: b, At: e.At, By: e.Actor})
 		}
@@ -378,6 +380,9 @@ func (s *State) applyTask(e *eventlog.Event) {
 		}
 		t.Labels = NormLabels(append(t.Labels, d.AddLabels...))
 		t.Labels = slices.DeleteFunc(t.Labels, func(l string) bool { return slices.Contains(d.RemoveLabels, l) })
+		if d.labelsOnly() {
+			return // labels are not the issue's row: bd leaves updated_at
+		}
 	case TypeClosed:
 		var d ClosedData
 		if json.Unmarshal(e.Data, &d) != nil {
@@ -396,6 +401,7 @@ func (s *State) applyTask(e *eventlog.Event) {
 		} else {
 			t.Blockers = slices.DeleteFunc(t.Blockers, func(b Dep) bool { return b.ID == d.Blocker })
 		}
+		return // as bd: a dependency, a comment or a label leaves updated_at
 	case TypeCommented:
 		var d CommentData
 		if json.Unmarshal(e.Data, &d) != nil {
@@ -403,6 +409,7 @@ func (s *State) applyTask(e *eventlog.Event) {
 		}
 		s.CommentSeq++
 		x.Comments = append(x.Comments, Comment{ID: s.CommentSeq, Author: e.Actor, Text: d.Text, At: e.At})
+		return
 	case TypeClaimed:
 		var d ClaimedData
 		if t.Status == StatusClosed || json.Unmarshal(e.Data, &d) != nil {
@@ -447,6 +454,24 @@ func (s *State) applyEntry(e *eventlog.Event) {
 	case TypeReopened:
 		if h := s.History[id]; h != nil && h.Status == HistCompleted {
 			h.Status = HistPending
+		}
+	case TypeImported:
+		// An import sets the whole task, as the export had it: a live claim
+		// ends (the task is no longer the claimant's, and no attempt is
+		// counted), and Blocked is what the import says.
+		h := s.History[id]
+		var d ImportedData
+		if h == nil || json.Unmarshal(e.Data, &d) != nil || d.Title == "" {
+			return
+		}
+		if h.Status == HistWorking {
+			h.release(HistPending)
+		}
+		if h.Blocked && d.Status != StatusBlocked && !slices.Contains(d.Labels, BlockedLabel) {
+			h.Blocked = false
+			if h.Status == HistBlocked {
+				h.Status = HistPending
+			}
 		}
 	case TypeClaimed:
 		var d ClaimedData
@@ -664,7 +689,10 @@ func (s *State) imported(id string, d *ImportedData) *Task {
 		t.addBlocker(Dep{ID: b.ID, At: b.At.UTC(), By: b.By})
 	}
 	x := &TaskDetail{Description: d.Description, Design: d.Design, Acceptance: d.AcceptanceCriteria, Notes: d.Notes,
-		Assignee: d.Assignee, CreatedBy: d.CreatedBy, UpdatedAt: d.UpdatedAt.UTC(), CloseReason: d.CloseReason}
+		Assignee: d.Assignee, CreatedBy: d.CreatedBy, Owner: d.CreatedBy, UpdatedAt: d.UpdatedAt.UTC(), CloseReason: d.CloseReason}
+	if d.Owner != nil { // recorded as the export had it; before owner was kept, the creator stood for it
+		x.Owner = *d.Owner
+	}
 	if d.Parent != nil {
 		x.ParentAt, x.ParentBy = d.Parent.At.UTC(), d.Parent.By
 	}

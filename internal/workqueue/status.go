@@ -2,6 +2,7 @@ package workqueue
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -18,9 +19,12 @@ const StatusBlocked = "blocked"
 
 // ClaimTask claims task id for worker, as next would but by name: blockers
 // and backoff are next's business, not a claim's. It refuses a closed task
-// and one another actor holds; the actor's own live claim is left as it is
-// (no events). Expired leases are recorded first, as next does. A Blocked
-// task is unblocked by the claim (beads' blocked → in_progress).
+// and one someone else holds. A live claim that is the actor's (claimed by
+// them, or for them) is left as it is when it is for the same worker (no
+// events), and refused for another one: release it first. Expired leases
+// are recorded first, as next does, and the rest is decided on the state
+// after them. A Blocked task is unblocked by the claim (beads' blocked →
+// in_progress).
 func ClaimTask(s *State, p Policy, id, worker, actor string, now time.Time) ([]eventlog.Draft, error) {
 	t, err := s.task(id)
 	if err != nil {
@@ -37,14 +41,19 @@ func ClaimTask(s *State, p Policy, id, worker, actor string, now time.Time) ([]e
 	view := layered{s, over}
 	h := view.entry(id)
 	if h != nil && h.Status == HistWorking {
-		if h.Actor != actor {
+		until := h.LeaseUntil.Format(time.RFC3339)
+		switch {
+		case h.Actor != actor && h.Worker != actor:
 			return nil, fault.New(CodeAlreadyClaimed, fault.ErrConflict,
-				fmt.Sprintf("task %s is claimed by %s until %s", id, h.Actor, h.LeaseUntil.Format(time.RFC3339)),
-				"id", id, "claimant", h.Actor)
+				fmt.Sprintf("task %s is claimed by %s until %s", id, h.Actor, until), "id", id, "claimant", h.Actor)
+		case h.Worker != worker:
+			return nil, fault.New(CodeAlreadyClaimed, fault.ErrConflict,
+				fmt.Sprintf("task %s is claimed for %s until %s; release it before claiming it for %s", id, h.Worker, until, worker),
+				"id", id, "claimant", h.Actor, "worker", h.Worker)
 		}
 		return nil, nil
 	}
-	if s.isBlocked(id) {
+	if view.isBlocked(id) {
 		drafts = append(drafts, eventlog.Draft{Type: TypeUnblocked, Subject: id, Data: UnblockedData{}})
 	}
 	attempt := 1
@@ -84,13 +93,16 @@ func Finish(s *State, p Policy, id, actor, reason string, now time.Time) ([]even
 
 // SetStatus moves a task to a beads status: in_progress claims it for
 // worker, blocked blocks it, closed finishes it, open undoes whichever of
-// those holds (reopen, unblock, release), deferred defers it.
+// those holds (reopen, unblock, release), deferred defers it. A task that
+// is in_progress with no live claim (imported so) is taken as open.
 func SetStatus(s *State, p Policy, id, to, worker, actor, reason string, now time.Time) ([]eventlog.Draft, error) {
 	t, err := s.task(id)
 	if err != nil {
 		return nil, err
 	}
 	status := s.EffectiveStatus(t, p, now)
+	claimed := status == StatusInProgress && s.claimed(id, p, now)
+	unclaimed := status == StatusInProgress && !claimed // in_progress as an import had it
 	one := func(d eventlog.Draft, err error) ([]eventlog.Draft, error) {
 		if err != nil {
 			return nil, err
@@ -113,7 +125,7 @@ func SetStatus(s *State, p Policy, id, to, worker, actor, reason string, now tim
 			reason = "set blocked"
 		}
 		var drafts []eventlog.Draft
-		if status == StatusInProgress {
+		if claimed {
 			r, err := Release(s, p, id, actor, now)
 			if err != nil {
 				return nil, err
@@ -129,30 +141,40 @@ func SetStatus(s *State, p Policy, id, to, worker, actor, reason string, now tim
 		switch {
 		case status == StatusClosed:
 			return one(Reopen(s, id))
-		case status == StatusInProgress && s.History[id] != nil && s.History[id].Status == HistWorking:
+		case claimed:
 			return one(Release(s, p, id, actor, now))
-		case status == StatusInProgress: // in_progress with no claim: imported so
-			open := StatusOpen
-			return []eventlog.Draft{{Type: TypeUpdated, Subject: id, Data: UpdatedData{Status: &open}}}, nil
-		case s.isBlocked(id):
-			return one(Unblock(s, id, false))
-		case status == StatusDeferred:
-			open := StatusOpen
-			return []eventlog.Draft{{Type: TypeUpdated, Subject: id, Data: UpdatedData{Status: &open}}}, nil
 		}
-		return nil, nil
+		var drafts []eventlog.Draft
+		if unclaimed || status == StatusDeferred {
+			open := StatusOpen
+			drafts = append(drafts, eventlog.Draft{Type: TypeUpdated, Subject: id, Data: UpdatedData{Status: &open}})
+		}
+		if s.isBlocked(id) {
+			d, err := Unblock(s, id, false)
+			if err != nil {
+				return nil, err
+			}
+			drafts = append(drafts, d)
+		}
+		return drafts, nil
 	case StatusDeferred:
-		switch status {
-		case StatusDeferred:
+		switch {
+		case status == StatusDeferred:
 			return nil, nil
-		case StatusInProgress:
+		case claimed:
 			return nil, invalidTransition(id, "is claimed; finish or release it first")
-		case StatusClosed:
+		case status == StatusClosed:
 			return nil, invalidTransition(id, "is closed; reopen it first")
 		}
 		deferred := StatusDeferred
 		return []eventlog.Draft{{Type: TypeUpdated, Subject: id, Data: UpdatedData{Status: &deferred}}}, nil
 	}
 	return nil, fault.New(CodeInvalidStatus, nil,
-		fmt.Sprintf("status must be one of open, in_progress, blocked, deferred, closed, got %q", to), "status", to)
+		fmt.Sprintf("status must be one of %s, got %q", strings.Join(BeadsStatuses, ", "), to), "status", to)
+}
+
+// claimed reports whether id has a live claim.
+func (s *State) claimed(id string, p Policy, now time.Time) bool {
+	h := s.History[id]
+	return h != nil && h.Status == HistWorking && p.Effective(*h, now).Status == HistWorking
 }

@@ -2,8 +2,12 @@
 # Drives a beads client's argv through "bd" (real bd 0.49.1, or spool under
 # the name bd) and records what it prints: the golden files spool's bd front
 # end is compared with (cmd/spool/bd_golden_test.go). Run in an empty git
-# repository where bd (or spool) is initialized, with "bd" on PATH:
-#   sh record.sh OUTDIR
+# repository whose user.name, user.email and $BD_ACTOR all differ (bd's
+# created_by is the actor, its owner the email), where bd (or spool) is
+# initialized, with "bd" on PATH:
+#   git init -q -b main && git config user.name 'Ada Lovelace' &&
+#   git config user.email ada@example.com && export BD_ACTOR=ada &&
+#   bd init --quiet --prefix bd && sh record.sh OUTDIR
 set -eu
 out=$1
 run() { # run NAME ARGS...: stdout to OUTDIR/NAME, and the exit status to OUTDIR/NAME.status
@@ -11,6 +15,14 @@ run() { # run NAME ARGS...: stdout to OUTDIR/NAME, and the exit status to OUTDIR
 	shift
 	set +e
 	bd "$@" >"$out/$name" 2>/dev/null
+	echo $? >"$out/$name.status"
+	set -e
+}
+fails() { # fails NAME ARGS...: stderr to OUTDIR/NAME.stderr, the exit status to OUTDIR/NAME.status
+	name=$1
+	shift
+	set +e
+	bd "$@" >/dev/null 2>"$out/$name.stderr"
 	echo $? >"$out/$name.status"
 	set -e
 }
@@ -36,6 +48,8 @@ run label-remove.json label remove "$A" urgent --json
 run label-list.json label list "$A" --json
 run dep-add.json dep add "$B" "$E" --json
 run dep-remove.json dep remove "$B" "$E" --json
+run dep-remove-missing.json dep remove "$B" "$E" --json
+fails dep-remove-missing dep remove "$B" "$E"
 run ready.json ready --json --limit 0
 run ready-label.json ready --json --limit 0 --label automated
 run ready-unassigned.json ready --json --unassigned
@@ -45,6 +59,7 @@ run show.json show "$A" "$B" "$E" "$C" "$D" --json
 run comments.json comments "$A" --json
 run epic-close-eligible.json epic close-eligible --dry-run --json
 run show-missing.json show nope-404 --json
+fails show-missing show nope-404
 run update-blocked.json update "$B" --status blocked --json
 run show-blocked.json show "$B" --json
 run update-open.json update "$B" --status open --json

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/beads"
-	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/workqueue"
 )
 
@@ -153,7 +152,7 @@ func (s *Service) Entry(ctx context.Context, id string) (workqueue.EntryJSON, er
 		return workqueue.EntryJSON{}, err
 	}
 	if st.History[id] == nil && st.Tasks[id] == nil {
-		return workqueue.EntryJSON{}, fault.NotFound("task", id)
+		return workqueue.EntryJSON{}, workqueue.NoTask(id)
 	}
 	return s.entryView(st, id), nil
 }

@@ -21,7 +21,10 @@ import (
 type Service struct {
 	store.Env
 	Policy workqueue.Policy
-	source *beads.Source // nil: spool's own tracker
+	// PartialIDs has the tracker's commands take ids as bd does (see
+	// workqueue.State.ResolveID), resolved on the state they decide on.
+	PartialIDs bool
+	source     *beads.Source // nil: spool's own tracker
 }
 
 // Open reads the queue's configuration; nothing is read from the log yet.
@@ -106,6 +109,24 @@ func (s *Service) change(ctx context.Context, names []string, reason string, dec
 	// The state after the outcomes too, for what the command prints.
 	st, err = s.Read(ctx, names)
 	return events, st, err
+}
+
+// Resolve finds the tasks refs name: with PartialIDs as bd does, else the
+// ids as given (the decision refuses one that names no task).
+func (s *Service) Resolve(st *workqueue.State, refs []string) ([]string, error) {
+	if !s.PartialIDs {
+		return refs, nil
+	}
+	prefix := s.Store.Config.String("ids.prefix")
+	ids := make([]string, len(refs))
+	for i, r := range refs {
+		id, err := st.ResolveID(prefix, r)
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = id
+	}
+	return ids, nil
 }
 
 // entryView is a task's history as it stands now.

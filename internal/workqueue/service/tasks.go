@@ -2,9 +2,9 @@ package service
 
 import (
 	"context"
+	"slices"
 
 	"github.com/spoolhq/spool/eventlog"
-	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/workqueue"
 	"github.com/spoolhq/spool/projections"
 )
@@ -13,7 +13,8 @@ import (
 // dependencies and comments.
 
 // Add creates a task. It decides on the projection of task ids, so adding
-// a task decodes no tasks.
+// a task decodes no tasks (unless its dependencies and parent are to be
+// resolved as bd does).
 func (s *Service) Add(ctx context.Context, n workqueue.NewTask) (workqueue.TaskJSON, error) {
 	if err := n.Validate(); err != nil {
 		return workqueue.TaskJSON{}, err // usage errors before taking the lock
@@ -23,8 +24,35 @@ func (s *Service) Add(ctx context.Context, n workqueue.NewTask) (workqueue.TaskJ
 		return workqueue.TaskJSON{}, err
 	}
 	prefix := s.Store.Config.String("ids.prefix")
-	events, _, err := s.Env.Write(ctx, []string{workqueue.IDsName}, func(v *projections.View, _ string) ([]eventlog.Draft, error) {
-		ids, _ := projections.As[*workqueue.IDsProjection](v, workqueue.IDsName)
+	names := []string{workqueue.IDsName}
+	resolve := s.PartialIDs && (len(n.Deps) > 0 || n.Parent != "")
+	if resolve {
+		names = Tracker
+	}
+	events, _, err := s.Env.Write(ctx, names, func(v *projections.View, actor string) ([]eventlog.Draft, error) {
+		n := n
+		if n.Owner == actor {
+			n.Owner = "" // the fold's default
+		}
+		var ids workqueue.TaskIndex
+		if resolve {
+			st := stateOf(v)
+			refs := n.Deps
+			if n.Parent != "" {
+				refs = append(slices.Clone(refs), n.Parent)
+			}
+			got, err := s.Resolve(st, refs)
+			if err != nil {
+				return nil, err
+			}
+			n.Deps = got[:len(n.Deps):len(n.Deps)]
+			if n.Parent != "" {
+				n.Parent = got[len(n.Deps)]
+			}
+			ids = st
+		} else {
+			ids, _ = projections.As[*workqueue.IDsProjection](v, workqueue.IDsName)
+		}
 		d, _, err := workqueue.AddTask(ids, n, prefix, writer, s.Now)
 		return []eventlog.Draft{d}, err
 	})
@@ -43,11 +71,14 @@ func (s *Service) Show(ctx context.Context, ids []string) ([]workqueue.DetailJSO
 	if err != nil {
 		return nil, nil, err
 	}
+	if ids, err = s.Resolve(st, ids); err != nil {
+		return nil, nil, err
+	}
 	out := make([]workqueue.DetailJSON, 0, len(ids))
 	for _, id := range ids {
 		t := st.Tasks[id]
 		if t == nil {
-			return nil, nil, fault.NotFound("task", id)
+			return nil, nil, workqueue.NoTask(id)
 		}
 		out = append(out, st.Show(t, s.Policy, s.Now))
 	}
@@ -78,7 +109,11 @@ func (s *Service) Update(ctx context.Context, id string, u workqueue.Update) (ta
 	if err := u.Validate(); err != nil {
 		return task, false, err
 	}
-	events, st, err := s.write(ctx, Tracker, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	names := Tracker
+	if u.TouchesBlocked() {
+		names = Both // blocking and unblocking are the queue's too
+	}
+	events, st, err := s.write(ctx, names, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		return workqueue.UpdateTask(st, id, u)
 	})
 	if err != nil {
@@ -88,31 +123,36 @@ func (s *Service) Update(ctx context.Context, id string, u workqueue.Update) (ta
 }
 
 // Close closes every task or none.
-func (s *Service) Close(ctx context.Context, ids []string, reason string) ([]workqueue.TaskJSON, error) {
-	return s.tasksChange(ctx, ids, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+func (s *Service) Close(ctx context.Context, refs []string, reason string) ([]workqueue.TaskJSON, error) {
+	return s.tasksChange(ctx, refs, func(st *workqueue.State, ids []string, _ string) ([]eventlog.Draft, error) {
 		return workqueue.CloseTasks(st, ids, reason)
 	})
 }
 
 // Reopen opens closed tasks again, every one or none.
-func (s *Service) Reopen(ctx context.Context, ids []string) ([]workqueue.TaskJSON, error) {
-	return s.tasksChange(ctx, ids, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
-		var drafts []eventlog.Draft
-		for _, id := range ids {
-			d, err := workqueue.Reopen(st, id)
-			if err != nil {
-				return nil, err
-			}
-			drafts = append(drafts, d)
-		}
-		return drafts, nil
+func (s *Service) Reopen(ctx context.Context, refs []string) ([]workqueue.TaskJSON, error) {
+	return s.tasksChange(ctx, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
+		return workqueue.Each(st, ids, actor, s.Now, func(f *workqueue.Fork, id string) error {
+			return f.Decide(func(st *workqueue.State) ([]eventlog.Draft, error) {
+				d, err := workqueue.Reopen(st, id)
+				return []eventlog.Draft{d}, err
+			})
+		})
 	})
 }
 
-// tasksChange runs a tracker decision about ids, every one or none, and
-// returns the tasks after it.
-func (s *Service) tasksChange(ctx context.Context, ids []string, decide func(*workqueue.State, string) ([]eventlog.Draft, error)) ([]workqueue.TaskJSON, error) {
-	_, st, err := s.write(ctx, Both, decide)
+// tasksChange runs a tracker decision about the tasks refs name (resolved
+// under the lock), every one or none, and returns the tasks after it, one
+// for each ref.
+func (s *Service) tasksChange(ctx context.Context, refs []string, decide func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error)) ([]workqueue.TaskJSON, error) {
+	var ids []string
+	_, st, err := s.write(ctx, Both, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
+		var err error
+		if ids, err = s.Resolve(st, refs); err != nil {
+			return nil, err
+		}
+		return decide(st, ids, actor)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -123,27 +163,38 @@ func (s *Service) tasksChange(ctx context.Context, ids []string, decide func(*wo
 	return out, nil
 }
 
-// AddDep makes id wait for blocker.
-func (s *Service) AddDep(ctx context.Context, id, blocker string) error {
+// AddDep makes id wait for blocker; it returns the two ids (resolved).
+func (s *Service) AddDep(ctx context.Context, id, blocker string) (string, string, error) {
 	return s.dep(ctx, id, blocker, workqueue.AddDep)
 }
 
 // RemoveDep removes that dependency.
-func (s *Service) RemoveDep(ctx context.Context, id, blocker string) error {
+func (s *Service) RemoveDep(ctx context.Context, id, blocker string) (string, string, error) {
 	return s.dep(ctx, id, blocker, workqueue.RemoveDep)
 }
 
-func (s *Service) dep(ctx context.Context, id, blocker string, decide func(*workqueue.State, string, string) (eventlog.Draft, error)) error {
-	_, _, err := s.write(ctx, Tracker, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+func (s *Service) dep(ctx context.Context, ref, blockerRef string, decide func(*workqueue.State, string, string) (eventlog.Draft, error)) (id, blocker string, err error) {
+	_, _, err = s.write(ctx, Tracker, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+		ids, err := s.Resolve(st, []string{ref, blockerRef})
+		if err != nil {
+			return nil, err
+		}
+		id, blocker = ids[0], ids[1]
 		d, err := decide(st, id, blocker)
 		return []eventlog.Draft{d}, err
 	})
-	return err
+	return id, blocker, err
 }
 
 // Comment notes text on a task and returns the comment.
-func (s *Service) Comment(ctx context.Context, id, text string) (workqueue.CommentJSON, error) {
+func (s *Service) Comment(ctx context.Context, ref, text string) (workqueue.CommentJSON, error) {
+	var id string
 	_, st, err := s.write(ctx, Tracker, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+		ids, err := s.Resolve(st, []string{ref})
+		if err != nil {
+			return nil, err
+		}
+		id = ids[0]
 		d, err := workqueue.AddComment(st, id, text)
 		return []eventlog.Draft{d}, err
 	})
@@ -154,65 +205,62 @@ func (s *Service) Comment(ctx context.Context, id, text string) (workqueue.Comme
 	return all[len(all)-1], nil
 }
 
-// Comments lists a task's comments, oldest first.
-func (s *Service) Comments(ctx context.Context, id string) ([]workqueue.CommentJSON, error) {
+// Comments lists a task's comments, oldest first, and returns its id.
+func (s *Service) Comments(ctx context.Context, ref string) (string, []workqueue.CommentJSON, error) {
 	st, err := s.Read(ctx, Tracker)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	t := st.Tasks[id]
+	ids, err := s.Resolve(st, []string{ref})
+	if err != nil {
+		return "", nil, err
+	}
+	t := st.Tasks[ids[0]]
 	if t == nil {
-		return nil, fault.NotFound("task", id)
+		return "", nil, workqueue.NoTask(ids[0])
 	}
-	return t.Comments(), nil
+	return t.ID, t.Comments(), nil
 }
 
 // Change is bd update: the fields u sets, then the status (when not ""),
 // which claims the task for worker, blocks, finishes or reopens it (see
-// workqueue.SetStatus); one append for all of ids, or none.
-func (s *Service) Change(ctx context.Context, ids []string, u workqueue.Update, status, worker, reason string) ([]workqueue.TaskJSON, error) {
+// workqueue.SetStatus); each task once, on the state after the ones before
+// it; one append for all of refs, or none.
+func (s *Service) Change(ctx context.Context, refs []string, u workqueue.Update, status, worker, reason string) ([]workqueue.TaskJSON, error) {
 	if err := u.ValidateFields(); err != nil {
 		return nil, err
 	}
-	return s.tasksChange(ctx, ids, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
+	return s.tasksChange(ctx, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
 		w := worker
 		if w == "" {
 			w = actor
 		}
-		var drafts []eventlog.Draft
-		for _, id := range ids {
+		return workqueue.Each(st, ids, actor, s.Now, func(f *workqueue.Fork, id string) error {
 			if !u.Empty() {
-				d, err := workqueue.UpdateTask(st, id, u)
+				err := f.Decide(func(st *workqueue.State) ([]eventlog.Draft, error) { return workqueue.UpdateTask(st, id, u) })
 				if err != nil {
-					return nil, err
+					return err
 				}
-				drafts = append(drafts, d...)
 			}
-			if status != "" {
-				d, err := workqueue.SetStatus(st, s.Policy, id, status, w, actor, reason, s.Now)
-				if err != nil {
-					return nil, err
-				}
-				drafts = append(drafts, d...)
+			if status == "" {
+				return nil
 			}
-		}
-		return drafts, nil
+			return f.Decide(func(st *workqueue.State) ([]eventlog.Draft, error) {
+				return workqueue.SetStatus(st, s.Policy, id, status, w, actor, reason, s.Now)
+			})
+		})
 	})
 }
 
 // Finish is bd close: the actor's claim succeeds (done), any other task is
-// closed; a closed task is left as it is.
-func (s *Service) Finish(ctx context.Context, ids []string, reason string) ([]workqueue.TaskJSON, error) {
-	return s.tasksChange(ctx, ids, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
-		var drafts []eventlog.Draft
-		for _, id := range ids {
-			d, err := workqueue.Finish(st, s.Policy, id, actor, reason, s.Now)
-			if err != nil {
-				return nil, err
-			}
-			drafts = append(drafts, d...)
-		}
-		return drafts, nil
+// closed; a closed task is left as it is. Each task once, as Change.
+func (s *Service) Finish(ctx context.Context, refs []string, reason string) ([]workqueue.TaskJSON, error) {
+	return s.tasksChange(ctx, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
+		return workqueue.Each(st, ids, actor, s.Now, func(f *workqueue.Fork, id string) error {
+			return f.Decide(func(st *workqueue.State) ([]eventlog.Draft, error) {
+				return workqueue.Finish(st, s.Policy, id, actor, reason, s.Now)
+			})
+		})
 	})
 }
 
