@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/ids"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/workqueue"
 )
@@ -118,7 +119,7 @@ func generateQueue(dir string, nTasks, nEvents int) error {
 	}
 	defer sess.Close()
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	ids := make([]string, nTasks)
+	taskIDs := make([]string, nTasks)
 	taken := map[string]bool{}
 	var batch []eventlog.Draft
 	flush := func() error {
@@ -138,14 +139,14 @@ func generateQueue(dir string, nTasks, nEvents int) error {
 		return nil
 	}
 	labels := []string{"automated", "backend", "frontend", "infra", "docs"}
-	for i := range ids {
+	for i := range taskIDs {
 		title := "task number " + strconv.Itoa(i)
-		id := workqueue.NewID("sp", sess.Writer(), title, at, i, func(id string) bool { return taken[id] })
-		taken[id], ids[i] = true, id
+		id := ids.New("sp", sess.Writer(), title, at, i, func(id string) bool { return taken[id] })
+		taken[id], taskIDs[i] = true, id
 		d := workqueue.CreatedData{Title: title, Description: "Generated for the work-queue benchmark; it has a description of a typical length.",
 			Priority: i % 5, IssueType: "task", Labels: []string{labels[i%len(labels)]}}
 		if i > 0 && i%10 == 0 {
-			d.Deps = []string{ids[i-1]}
+			d.Deps = []string{taskIDs[i-1]}
 		}
 		if err := add(eventlog.Draft{Type: workqueue.TypeCreated, Subject: id, Data: d}); err != nil {
 			return err
@@ -154,7 +155,7 @@ func generateQueue(dir string, nTasks, nEvents int) error {
 	lease := at.Add(24 * 365 * time.Hour)
 	closed := map[string]bool{}
 	for n, i := nTasks, 0; n < nEvents; i++ {
-		id := ids[i%nTasks]
+		id := taskIDs[i%nTasks]
 		var drafts []eventlog.Draft
 		kind := i % 6
 		if closed[id] && kind >= 1 && kind <= 4 {

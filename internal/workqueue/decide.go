@@ -12,6 +12,7 @@ import (
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/config"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/ids"
 )
 
 // The Decide functions are pure: state, command and clock in, events or a
@@ -92,7 +93,7 @@ func AddTask(s TaskIndex, n NewTask, prefix, writer string, now time.Time) (even
 			return eventlog.Draft{}, "", NoTask(id)
 		}
 	}
-	id := NewID(prefix, writer, n.Title, now, s.TaskCount(), s.HasTask)
+	id := ids.New(prefix, writer, n.Title, now, s.TaskCount(), s.HasTask)
 	deps := slices.Clone(n.Deps)
 	sort.Strings(deps)
 	d := CreatedData{Title: n.Title, Description: n.Description, Design: n.Design, Acceptance: n.Acceptance, Notes: n.Notes,

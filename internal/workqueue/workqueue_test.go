@@ -535,26 +535,6 @@ func TestValidation(t *testing.T) {
 	}
 }
 
-func TestIDs(t *testing.T) {
-	if IDLength(0) != 4 || IDLength(100) != 4 || IDLength(10_000) < 6 {
-		t.Fatalf("lengths %d %d %d", IDLength(0), IDLength(100), IDLength(10_000))
-	}
-	seen := map[string]bool{}
-	for i := 0; i < 3000; i++ {
-		// Same title and time on every call: only the collision check separates them.
-		id := NewID("sp", "w", "same", t0, len(seen), func(id string) bool { return seen[id] })
-		if seen[id] {
-			t.Fatalf("duplicate %s", id)
-		}
-		seen[id] = true
-	}
-	a := NewID("sp", "clone-a", "t", t0, 0, func(string) bool { return false })
-	b := NewID("sp", "clone-b", "t", t0, 0, func(string) bool { return false })
-	if a == b {
-		t.Fatalf("two clones made the same id %s", a)
-	}
-}
-
 // Replaying the log and round-tripping the snapshot give identical bytes.
 func TestSnapshotRoundTrip(t *testing.T) {
 	w := newWorld(t)
