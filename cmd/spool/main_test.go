@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 type removeBinary struct{ *testing.M }
 
 func (m removeBinary) Run() int {
+	go watchdog(time.Now())
 	code := m.M.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
