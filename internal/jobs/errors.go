@@ -1,0 +1,45 @@
+package jobs
+
+import (
+	"fmt"
+
+	"github.com/spoolhq/spool/internal/fault"
+)
+
+// Error codes of the scheduler (not_found, unauthorized and
+// invalid_state_transition are fault's).
+var (
+	CodeInvalidTier     = fault.Register(fault.Usage, "invalid_tier")
+	CodeInvalidGPUs     = fault.Register(fault.Usage, "invalid_gpus")
+	CodeInvalidSegments = fault.Register(fault.Usage, "invalid_segments")
+	CodeEmptyArgv       = fault.Register(fault.Usage, "empty_argv")
+	CodeInvalidTime     = fault.Register(fault.Usage, "invalid_time")
+	CodeInvalidSchedule = fault.Register(fault.Usage, "invalid_schedule")
+	CodeInvalidQuota    = fault.Register(fault.Usage, "invalid_quota")
+	CodeInvalidMove     = fault.Register(fault.Usage, "invalid_move")
+	CodeNothingToEdit   = fault.Register(fault.Usage, "nothing_to_edit")
+	CodeInvalidStatus   = fault.Register(fault.Usage, "invalid_status")
+	CodeNotRunning      = fault.Register(fault.Rejected, "not_running")
+)
+
+func invalidTransition(j *Job, to Status) error {
+	return fault.New(fault.CodeInvalidStateTransition, fault.ErrInvalidTransition,
+		fmt.Sprintf("job %s is %s; it cannot become %s", j.ID, j.Status, to),
+		"job_id", j.ID, "current_state", string(j.Status), "target_state", string(to))
+}
+
+func unauthorized(j *Job, actor, what string) error {
+	return fault.New(fault.CodeUnauthorized, fault.ErrUnauthorized,
+		fmt.Sprintf("%s may not %s job %s (owned by %s): only its owner or an admin (scheduler.admins) may", actor, what, j.ID, j.Owner),
+		"job_id", j.ID, "owner", j.Owner, "actor", actor)
+}
+
+func adminOnly(actor, what string) error {
+	return fault.New(fault.CodeUnauthorized, fault.ErrUnauthorized,
+		fmt.Sprintf("%s may not %s: only admins (scheduler.admins) may", actor, what), "actor", actor)
+}
+
+func notYours(j *Job, worker string) error {
+	return fault.New(fault.CodeUnauthorized, fault.ErrUnauthorized,
+		fmt.Sprintf("job %s is held by worker %q, not %q", j.ID, j.Worker, worker), "job_id", j.ID, "worker", j.Worker)
+}

@@ -1,0 +1,192 @@
+package jobs
+
+import (
+	"sort"
+	"time"
+)
+
+// The dispatch rule (README: "Job scheduler"):
+//  1. Tiers in order: urgent, normal, background.
+//  2. Within a tier, jobs in order: the time each entered the queue, or
+//     where an admin moved it.
+//  3. A job is skipped, never blocking the others, while it cannot run: an
+//     off-peak job outside the window or while urgent work is queued, a job
+//     whose user or project is over quota, a job needing more slots than
+//     the worker has at all.
+//  4. Fair share (scheduler.fairness fair): of the tier's runnable jobs the
+//     next is the first one an admin moved, or the first of the user with
+//     the least recent slot time (FairUsage); fifo takes the first.
+//  5. That job waits for enough free slots: nothing overtakes it. When it
+//     is urgent, running off-peak jobs are asked to yield at their next
+//     segment boundary, as many as it needs slots.
+
+// Offer is what a worker offers: its free slots now, and all it has.
+type Offer struct {
+	Worker string
+	Free   int
+	Total  int
+}
+
+// Queue returns the queued jobs in dispatch order by tier and order (the
+// list's positions; fair share may take a later one first).
+func (s *State) Queue() []*Job {
+	var out []*Job
+	for _, j := range s.Jobs {
+		if j.Status == Queued {
+			out = append(out, j)
+		}
+	}
+	sortQueue(out)
+	return out
+}
+
+func sortQueue(jobs []*Job) {
+	sort.Slice(jobs, func(a, b int) bool { return jobLess(jobs[a], jobs[b]) })
+}
+
+func jobLess(a, b *Job) bool {
+	if ra, rb := a.Tier.Rank(), b.Tier.Rank(); ra != rb {
+		return ra < rb
+	}
+	if a.Order != b.Order {
+		return a.Order < b.Order
+	}
+	return a.ID < b.ID
+}
+
+// urgentQueued reports whether urgent work waits (off-peak jobs yield to it).
+func urgentQueued(queue []*Job) bool { return len(queue) > 0 && queue[0].Tier == Urgent }
+
+// skip says why a queued job cannot be dispatched now ("" when it can, slots aside).
+func (s *State) skip(j *Job, p Policy, q *quotas, urgent bool, total int, now time.Time) string {
+	switch {
+	case j.Slots > total:
+		return "needs more slots than the worker has"
+	case j.OffPeak && !p.OffPeak.Contains(now, p.Zone):
+		return "off-peak: outside the window"
+	case j.OffPeak && urgent:
+		return "off-peak: urgent work is queued"
+	}
+	if h, held := q.hold(j.Owner, j.Project); held {
+		return h.String()
+	}
+	return ""
+}
+
+// Decision is what a worker's dispatch found.
+type Decision struct {
+	Job   *Job   // to dispatch; nil when none
+	Next  *Job   // the job next in line when it waits for slots
+	Yield []*Job // running off-peak jobs to ask to make room for urgent work
+}
+
+// Decide picks the job a worker with offer o dispatches now (rule above).
+func (s *State) Decide(p Policy, o Offer, now time.Time) Decision {
+	queue := s.Queue()
+	urgent := urgentQueued(queue)
+	q := s.quotas(p, now)
+	var fair map[string]float64
+	for i := 0; i < len(queue); {
+		tier := queue[i].Tier
+		end := i
+		for end < len(queue) && queue[end].Tier == tier {
+			end++
+		}
+		var runnable []*Job
+		for _, j := range queue[i:end] {
+			if s.skip(j, p, q, urgent, o.Total, now) == "" {
+				runnable = append(runnable, j)
+			}
+		}
+		if len(runnable) > 0 {
+			if p.Fair && fair == nil {
+				fair = s.FairUsage(p, now)
+			}
+			next := pick(runnable, p.Fair, fair)
+			if next.Slots <= o.Free {
+				return Decision{Job: next}
+			}
+			d := Decision{Next: next}
+			if tier == Urgent {
+				d.Yield = s.yielders(next.Slots - o.Free)
+			}
+			return d
+		}
+		i = end
+	}
+	return Decision{}
+}
+
+// pick is rule 4.
+func pick(runnable []*Job, fair bool, usage map[string]float64) *Job {
+	if !fair {
+		return runnable[0]
+	}
+	least, found := "", false
+	for _, j := range runnable { // in order: on a tie the earlier head wins
+		if j.Moved {
+			continue
+		}
+		if !found || usage[j.Owner] < usage[least] {
+			least, found = j.Owner, true
+		}
+	}
+	for _, j := range runnable {
+		if j.Moved || j.Owner == least {
+			return j
+		}
+	}
+	return runnable[0]
+}
+
+// yielders returns running off-peak jobs, latest started first, holding at
+// least need slots (those asked already count).
+func (s *State) yielders(need int) []*Job {
+	var running []*Job
+	for _, j := range s.Jobs {
+		if j.OffPeak && (j.Status == Running || j.Status == Dispatched) {
+			running = append(running, j)
+		}
+	}
+	sort.Slice(running, func(a, b int) bool {
+		if !running[a].FirstStart.Equal(running[b].FirstStart) {
+			return running[a].FirstStart.After(running[b].FirstStart)
+		}
+		return running[a].ID < running[b].ID
+	})
+	var out []*Job
+	for _, j := range running {
+		if need <= 0 {
+			break
+		}
+		need -= j.Slots
+		if !j.YieldRequested {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// Busy is the slots a worker's jobs hold.
+func (s *State) Busy(worker string) int {
+	n := 0
+	for _, j := range s.Jobs {
+		if j.Worker == worker && (j.Status == Dispatched || j.Status == Running) {
+			n += j.Slots
+		}
+	}
+	return n
+}
+
+// MaxSlots is the most slots any worker offers, or the policy's when none
+// has announced itself.
+func (s *State) MaxSlots(p Policy) int {
+	n := 0
+	for _, w := range s.Workers {
+		n = max(n, w.Slots)
+	}
+	if n == 0 {
+		n = p.Slots
+	}
+	return n
+}

@@ -1,0 +1,461 @@
+package jobs
+
+import (
+	"encoding/json"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/projections"
+)
+
+// Job is one job.
+type Job struct {
+	ID         string    `json:"id"`
+	Name       string    `json:"name"`
+	Owner      string    `json:"owner"`
+	Project    string    `json:"project,omitempty"`
+	Tier       Tier      `json:"priority"`
+	Slots      int       `json:"gpus"`
+	Segments   int       `json:"segments"`
+	Argv       []string  `json:"argv"`
+	StartAfter time.Time `json:"start_after,omitzero"`
+	OffPeak    bool      `json:"off_peak,omitempty"`
+	Schedule   string    `json:"schedule,omitempty"`
+	Occurrence time.Time `json:"occurrence,omitzero"`
+	Status     Status    `json:"status"`
+	Submitted  time.Time `json:"submitted_at"`
+	Entered    time.Time `json:"entered_queue_at,omitzero"` // when it (last) entered the queue
+	Order      int64     `json:"order"`                     // place in its tier: FIFO, or where an admin moved it
+	Moved      bool      `json:"moved,omitempty"`
+	Worker     string    `json:"worker,omitempty"`
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+	Attempts   int       `json:"attempts,omitempty"`
+	FirstStart time.Time `json:"first_dispatched_at,omitzero"`
+	Ended      time.Time `json:"ended_at,omitzero"`
+	Error      string    `json:"error,omitempty"`
+
+	PauseRequested  bool      `json:"pause_requested,omitempty"`
+	YieldRequested  bool      `json:"yield_requested,omitempty"`
+	CancelRequested bool      `json:"cancel_requested,omitempty"`
+	GraceUntil      time.Time `json:"grace_until,omitzero"`
+
+	Segs  []Segment    `json:"segment_runs"`   // one per segment, in order
+	Runs  []Run        `json:"runs,omitempty"` // every stretch of slot time it used, cut-short runs included
+	Trail []Transition `json:"trail"`          // every change of status
+}
+
+// Run is a stretch of time a job held its slots running a segment.
+type Run struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
+
+// Segment is one segment's last run.
+type Segment struct {
+	Done      bool      `json:"done"`
+	Started   time.Time `json:"started_at,omitzero"`
+	Ended     time.Time `json:"ended_at,omitzero"`
+	ExitCode  *int      `json:"exit_code,omitempty"`
+	OutputDir string    `json:"output_dir,omitempty"`
+	Worker    string    `json:"worker,omitempty"`
+}
+
+// Transition is one line of a job's audit trail.
+type Transition struct {
+	At     time.Time `json:"at"`
+	From   Status    `json:"from,omitempty"`
+	To     Status    `json:"to"`
+	By     string    `json:"by"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// NextSegment is the first segment not done, or Segments when all are.
+func (j *Job) NextSegment() int {
+	for i, s := range j.Segs {
+		if !s.Done {
+			return i
+		}
+	}
+	return len(j.Segs)
+}
+
+// DoneSegments counts the segments done.
+func (j *Job) DoneSegments() int {
+	n := 0
+	for _, s := range j.Segs {
+		if s.Done {
+			n++
+		}
+	}
+	return n
+}
+
+// Quota is a quota on slot time.
+type Quota struct {
+	Scope  string        `json:"scope"`
+	Name   string        `json:"name"`
+	Daily  time.Duration `json:"daily,omitempty"`
+	Weekly time.Duration `json:"weekly,omitempty"`
+}
+
+// Key names a quota: "user/ada@example.com", "project/render".
+func (q Quota) Key() string { return q.Scope + "/" + q.Name }
+
+// Schedule is a recurring job.
+type Schedule struct {
+	ID         string        `json:"id"`
+	Every      string        `json:"every"`
+	Job        SubmittedData `json:"job"`
+	Owner      string        `json:"owner"`
+	Created    time.Time     `json:"created_at"`
+	Last       time.Time     `json:"last_occurrence,omitzero"`
+	LastJob    string        `json:"last_job,omitempty"`
+	LastFailed bool          `json:"last_failed,omitempty"` // flagged; never blocks the next occurrence
+	Failures   int           `json:"failures,omitempty"`
+}
+
+// Worker is a worker that announced its slots.
+type Worker struct {
+	Name  string    `json:"name"`
+	Slots int       `json:"slots"`
+	Seen  time.Time `json:"seen_at"`
+}
+
+// State is the scheduler.
+type State struct {
+	Jobs      map[string]*Job
+	Quotas    map[string]*Quota
+	Schedules map[string]*Schedule
+	Workers   map[string]*Worker
+}
+
+// NewState returns an empty scheduler.
+func NewState() *State {
+	return &State{Jobs: map[string]*Job{}, Quotas: map[string]*Quota{}, Schedules: map[string]*Schedule{}, Workers: map[string]*Worker{}}
+}
+
+// Name is the projection's name.
+const Name = "jobs"
+
+// Spec registers the projection.
+var Spec = projections.Spec{Name: Name, Version: 1, New: func() projections.Projection { return &Projection{s: NewState()} }}
+
+// Projection folds the scheduler's events.
+type Projection struct{ s *State }
+
+// State returns the folded state.
+func (p *Projection) State() *State { return p.s }
+
+func (p *Projection) Apply(e *eventlog.Event) error {
+	p.s.Apply(e)
+	return nil
+}
+
+// Apply folds one event. Unknown types, unknown jobs, moves the table
+// forbids and bad data are skipped.
+func (s *State) Apply(e *eventlog.Event) {
+	if !strings.HasPrefix(e.Type, "job.") {
+		return
+	}
+	switch e.Type {
+	case TypeSubmitted:
+		var d SubmittedData
+		if s.Jobs[e.Subject] != nil || json.Unmarshal(e.Data, &d) != nil || d.Segments < 1 || d.Slots < 1 || len(d.Argv) == 0 {
+			return
+		}
+		owner := e.Actor
+		if d.Owner != "" {
+			owner = d.Owner
+		}
+		j := &Job{ID: e.Subject, Name: d.Name, Owner: owner, Project: d.Project, Tier: d.Tier, Slots: d.Slots,
+			Segments: d.Segments, Argv: d.Argv, StartAfter: d.StartAfter, OffPeak: d.OffPeak, Schedule: d.Schedule,
+			Occurrence: d.Occurrence, Status: d.Status, Submitted: e.At, Order: e.At.UnixNano(), Segs: make([]Segment, d.Segments)}
+		if j.Status != Scheduled {
+			j.Status, j.Entered = Queued, e.At
+		}
+		j.Trail = []Transition{{At: e.At, To: j.Status, By: e.Actor}}
+		s.Jobs[j.ID] = j
+		if sc := s.Schedules[d.Schedule]; sc != nil && d.Occurrence.After(sc.Last) {
+			sc.Last, sc.LastJob = d.Occurrence, j.ID
+		}
+		return
+	case TypeQuotaSet, TypeQuotaRemoved:
+		var d QuotaData
+		if json.Unmarshal(e.Data, &d) != nil || d.Name == "" {
+			return
+		}
+		q := &Quota{Scope: d.Scope, Name: d.Name, Daily: d.Daily, Weekly: d.Weekly}
+		if e.Type == TypeQuotaSet {
+			s.Quotas[q.Key()] = q
+		} else {
+			delete(s.Quotas, q.Key())
+		}
+		return
+	case TypeScheduleCreated:
+		var d ScheduleData
+		if s.Schedules[e.Subject] != nil || json.Unmarshal(e.Data, &d) != nil {
+			return
+		}
+		s.Schedules[e.Subject] = &Schedule{ID: e.Subject, Every: d.Every, Job: d.Job, Owner: e.Actor, Created: e.At}
+		return
+	case TypeScheduleRemoved:
+		delete(s.Schedules, e.Subject)
+		return
+	case TypeWorkerSeen:
+		var d WorkerData
+		name, ok := strings.CutPrefix(e.Subject, "worker/")
+		if !ok || json.Unmarshal(e.Data, &d) != nil || d.Slots < 1 {
+			return
+		}
+		s.Workers[name] = &Worker{Name: name, Slots: d.Slots, Seen: e.At}
+		return
+	}
+	j := s.Jobs[e.Subject]
+	if j == nil {
+		return
+	}
+	switch e.Type {
+	case TypeReleased:
+		s.move(j, Queued, e, "start_after")
+	case TypeEdited:
+		var d EditedData
+		if j.Status.Terminal() || json.Unmarshal(e.Data, &d) != nil {
+			return
+		}
+		if d.StartAfter != nil {
+			j.StartAfter = *d.StartAfter
+		}
+		if d.Tier != nil && d.Tier.Valid() {
+			j.Tier = *d.Tier
+		}
+		if d.OffPeak != nil {
+			j.OffPeak = *d.OffPeak
+		}
+		if d.Slots != nil && *d.Slots > 0 {
+			j.Slots = *d.Slots
+		}
+		if d.Status != nil && *d.Status != j.Status {
+			if *d.Status == Scheduled && j.Status == Queued { // start_after moved later: out of the queue again
+				j.Status = Scheduled
+				j.Trail = append(j.Trail, Transition{At: e.At, From: Queued, To: Scheduled, By: e.Actor, Reason: "start_after"})
+			} else {
+				s.move(j, *d.Status, e, "start_after")
+			}
+		}
+	case TypeMoved:
+		var d MovedData
+		if json.Unmarshal(e.Data, &d) != nil || !d.Tier.Valid() || j.Status.Terminal() {
+			return
+		}
+		j.Order, j.Tier, j.Moved = d.Order, d.Tier, true
+	case TypeDispatched:
+		var d DispatchedData
+		if json.Unmarshal(e.Data, &d) != nil || !s.move(j, Dispatched, e, "") {
+			return
+		}
+		j.Worker, j.LeaseUntil, j.Attempts = d.Worker, d.LeaseUntil, d.Attempt
+		if j.FirstStart.IsZero() {
+			j.FirstStart = e.At
+		}
+	case TypeSegmentStarted, TypeSegmentDone:
+		var d SegmentData
+		if json.Unmarshal(e.Data, &d) != nil || d.Segment < 0 || d.Segment >= len(j.Segs) {
+			return
+		}
+		seg := &j.Segs[d.Segment]
+		if e.Type == TypeSegmentStarted {
+			if j.Status == Dispatched && !s.move(j, Running, e, "") || j.Status != Running {
+				return
+			}
+			*seg = Segment{Started: e.At, Worker: d.Worker}
+			return
+		}
+		if j.Status != Running || seg.Started.IsZero() {
+			return
+		}
+		seg.Ended, seg.ExitCode, seg.OutputDir = e.At, d.ExitCode, d.OutputDir
+		seg.Done = d.ExitCode != nil && *d.ExitCode == 0
+		j.Runs = append(j.Runs, Run{Start: seg.Started, End: e.At})
+	case TypeHeartbeat:
+		var d LeaseData
+		if (j.Status == Dispatched || j.Status == Running) && json.Unmarshal(e.Data, &d) == nil {
+			j.LeaseUntil = d.LeaseUntil
+		}
+	case TypeFinished:
+		var d FinishedData
+		if json.Unmarshal(e.Data, &d) != nil || d.Status != Complete && d.Status != Failed {
+			return
+		}
+		if s.move(j, d.Status, e, d.Error) {
+			j.Error = d.Error
+		}
+	case TypePauseRequested:
+		if j.Status == Running || j.Status == Dispatched {
+			j.PauseRequested = true
+		}
+	case TypePaused:
+		s.move(j, Paused, e, "")
+	case TypeResumed:
+		if j.PauseRequested && (j.Status == Running || j.Status == Dispatched) {
+			j.PauseRequested = false
+		} else if j.Status == Paused {
+			s.move(j, Queued, e, "resume") // its order, and so its place, is kept
+		}
+	case TypeCancelRequested:
+		var d CancelData
+		if (j.Status == Running || j.Status == Dispatched) && json.Unmarshal(e.Data, &d) == nil {
+			j.CancelRequested, j.GraceUntil = true, d.GraceUntil
+		}
+	case TypeCancelled:
+		s.move(j, Cancelled, e, "")
+	case TypeYieldRequested:
+		if j.Status == Running || j.Status == Dispatched {
+			j.YieldRequested = true
+		}
+	case TypeRequeued:
+		var d RequeuedData
+		if json.Unmarshal(e.Data, &d) == nil {
+			s.move(j, Queued, e, d.Reason)
+		}
+	}
+}
+
+// move changes a job's status if the table allows it, with its audit line,
+// and clears what belonged to the status it leaves.
+func (s *State) move(j *Job, to Status, e *eventlog.Event, reason string) bool {
+	if !CanTransition(j.Status, to) {
+		return false
+	}
+	from := j.Status
+	j.Trail = append(j.Trail, Transition{At: e.At, From: from, To: to, By: e.Actor, Reason: reason})
+	j.Status = to
+	if from == Dispatched || from == Running {
+		j.Worker, j.LeaseUntil = "", time.Time{}
+		j.PauseRequested, j.YieldRequested, j.CancelRequested, j.GraceUntil = false, false, false, time.Time{}
+		for i := range j.Segs { // a segment cut short is run again
+			if seg := &j.Segs[i]; !seg.Done && !seg.Started.IsZero() && seg.Ended.IsZero() {
+				seg.Ended = e.At
+				j.Runs = append(j.Runs, Run{Start: seg.Started, End: e.At})
+			}
+		}
+	}
+	switch {
+	case to == Queued && from == Scheduled:
+		j.Entered, j.Order = e.At, e.At.UnixNano() // enters the queue now, at its tier's end
+	case to == Queued && j.Entered.IsZero():
+		j.Entered = e.At
+	case to.Terminal():
+		j.Ended = e.At
+		if sc := s.Schedules[j.Schedule]; sc != nil && sc.LastJob == j.ID {
+			sc.LastFailed = to == Failed
+			if to == Failed {
+				sc.Failures++
+			}
+		}
+	}
+	return true
+}
+
+// Sorted returns the jobs by id.
+func (s *State) Sorted() []*Job {
+	out := make([]*Job, 0, len(s.Jobs))
+	for _, j := range s.Jobs {
+		out = append(out, j)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
+	return out
+}
+
+type snapshot struct {
+	Jobs      []*Job      `json:"jobs"`
+	Quotas    []*Quota    `json:"quotas"`
+	Schedules []*Schedule `json:"schedules"`
+	Workers   []*Worker   `json:"workers"`
+}
+
+func (p *Projection) MarshalState() ([]byte, error) {
+	s := p.s
+	snap := snapshot{Jobs: s.Sorted()}
+	for _, k := range sortedKeys(s.Quotas) {
+		snap.Quotas = append(snap.Quotas, s.Quotas[k])
+	}
+	for _, k := range sortedKeys(s.Schedules) {
+		snap.Schedules = append(snap.Schedules, s.Schedules[k])
+	}
+	for _, k := range sortedKeys(s.Workers) {
+		snap.Workers = append(snap.Workers, s.Workers[k])
+	}
+	return json.Marshal(snap)
+}
+
+func (p *Projection) UnmarshalState(b []byte) error {
+	var snap snapshot
+	if err := json.Unmarshal(b, &snap); err != nil {
+		return err
+	}
+	s := NewState()
+	for _, j := range snap.Jobs {
+		s.Jobs[j.ID] = j
+	}
+	for _, q := range snap.Quotas {
+		s.Quotas[q.Key()] = q
+	}
+	for _, sc := range snap.Schedules {
+		s.Schedules[sc.ID] = sc
+	}
+	for _, w := range snap.Workers {
+		s.Workers[w.Name] = w
+	}
+	p.s = s
+	return nil
+}
+
+// Files renders .spool/state/jobs.json: every job, by id.
+func (p *Projection) Files() ([]projections.File, error) {
+	b, err := json.MarshalIndent(p.s.Sorted(), "", "  ")
+	return []projections.File{{Path: ".spool/state/jobs.json", Data: append(b, '\n')}}, err
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Overlay returns a copy of s with drafts applied, s left as it was: a
+// claim decides on the state after what the clock decided. Only the jobs
+// and schedules drafts touch are copied deeply.
+func (s *State) Overlay(drafts []eventlog.Draft, actor string, now time.Time) (*State, error) {
+	o := &State{Jobs: make(map[string]*Job, len(s.Jobs)), Quotas: s.Quotas,
+		Schedules: make(map[string]*Schedule, len(s.Schedules)), Workers: make(map[string]*Worker, len(s.Workers))}
+	for k, v := range s.Jobs {
+		o.Jobs[k] = v
+	}
+	for k, v := range s.Schedules {
+		c := *v
+		o.Schedules[k] = &c
+	}
+	for k, v := range s.Workers {
+		o.Workers[k] = v
+	}
+	copied := map[string]bool{}
+	for _, d := range drafts {
+		if j := o.Jobs[d.Subject]; j != nil && !copied[d.Subject] {
+			c := *j
+			c.Segs, c.Runs, c.Trail = slices.Clone(j.Segs), slices.Clone(j.Runs), slices.Clone(j.Trail)
+			o.Jobs[d.Subject], copied[d.Subject] = &c, true
+		}
+		data, err := json.Marshal(d.Data)
+		if err != nil {
+			return nil, err
+		}
+		o.Apply(&eventlog.Event{Type: d.Type, Subject: d.Subject, Actor: actor, At: now, Data: data})
+	}
+	return o, nil
+}
