@@ -10,6 +10,7 @@ import (
 	"github.com/spoolhq/spool/internal/clock"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/git"
+	jobservice "github.com/spoolhq/spool/internal/jobs/service"
 	mqservice "github.com/spoolhq/spool/internal/mergequeue/service"
 	prdservice "github.com/spoolhq/spool/internal/prdqueue/service"
 	"github.com/spoolhq/spool/internal/store"
@@ -70,6 +71,15 @@ func (e *env) prdqueue() (*prdservice.Service, error) {
 		return nil, err
 	}
 	return prdservice.Open(env, env.Store.Repo.WorkTree), nil
+}
+
+// jobs opens the job scheduler's service.
+func (e *env) jobs() (*jobservice.Service, error) {
+	env, err := e.storeEnv()
+	if err != nil {
+		return nil, err
+	}
+	return jobservice.Open(env), nil
 }
 
 // mergequeue opens the merge queue's service.

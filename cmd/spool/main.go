@@ -47,6 +47,7 @@ type CLI struct {
 	Hook        HookCmd        `cmd:"" hidden:"" help:"Run by git hooks."`
 	MergeDriver MergeDriverCmd `cmd:"" name:"merge-driver" hidden:"" help:"Git merge driver for writer files."`
 	Merge       MergeCmd       `cmd:"" help:"The merge queue: submit branches, run the merge train."`
+	Job         JobCmd         `cmd:"" help:"The job scheduler: priority tiers, slots, segments, quotas, off-peak, recurring jobs, workers."`
 	PRD         PRDCmd         `cmd:"" name:"prd" help:"The PRD queue: feature runs, approval gates, promotion to epics, reconciliation."`
 	Demo        DemoCmd        `cmd:"" help:"Run spool in a throwaway repository and show what it wrote."`
 	Version     VersionCmd     `cmd:"" help:"Print the version."`

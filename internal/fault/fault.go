@@ -103,6 +103,7 @@ var (
 	CodeUnauthorized           = Register(Rejected, "unauthorized")
 	CodeNoActor                = Register(Usage, "no_actor")
 	CodeInvalidPriority        = Register(Usage, "invalid_priority")
+	CodeAlreadyRunning         = Register(Environment, "already_running")
 )
 
 // Error is an error with a code, a kind and fields.

@@ -51,8 +51,7 @@ func ValidateTier(t string) (Tier, error) {
 
 func (s *State) validateSlots(p Policy, n int) error {
 	if most := s.MaxSlots(p); n < 1 || n > most {
-		return fault.New(CodeInvalidGPUs, nil,
-			fmt.Sprintf("--gpus must be 1 to %d (the most slots a worker offers), got %d", most, n), "gpus", n, "max", most)
+		return InvalidGPUs(n, most)
 	}
 	return nil
 }
@@ -73,7 +72,7 @@ func SubmitJob(s *State, p Policy, n Submit, actor, writer string, now time.Time
 	case len(n.Argv) == 0 || n.Argv[0] == "":
 		return nil, Submitted{}, fault.Usagef(CodeEmptyArgv, "a job needs a command: spool job submit [flags] -- PROGRAM [ARGS...]")
 	case n.Segments < 1:
-		return nil, Submitted{}, fault.New(CodeInvalidSegments, nil, fmt.Sprintf("--segments must be at least 1, got %d", n.Segments), "segments", n.Segments)
+		return nil, Submitted{}, InvalidSegments(n.Segments)
 	case tier == Urgent && !p.Admin(actor):
 		return nil, Submitted{}, adminOnly(actor, "submit an urgent job")
 	}
@@ -379,7 +378,7 @@ type Claim struct {
 // started. A nil claim means nothing fits now.
 func ClaimJob(s *State, p Policy, worker string, total int, now time.Time) ([]eventlog.Draft, *Claim, error) {
 	if total < 1 {
-		return nil, nil, fault.New(CodeInvalidGPUs, nil, fmt.Sprintf("--slots must be at least 1, got %d", total), "slots", total)
+		return nil, nil, InvalidGPUs(total, 0)
 	}
 	drafts := Tick(s, p, now)
 	if w := s.Workers[worker]; w == nil || w.Slots != total {
@@ -402,6 +401,24 @@ func ClaimJob(s *State, p Policy, worker string, total int, now time.Time) ([]ev
 		draft(TypeDispatched, j, DispatchedData{Worker: worker, LeaseUntil: c.LeaseUntil, Attempt: c.Attempt}),
 		draft(TypeSegmentStarted, j, SegmentData{Segment: c.Segment, Worker: worker}))
 	return drafts, c, nil
+}
+
+// Release gives back the jobs a worker holds when it stops, or when it
+// starts again after a crash (it runs none of them): back to the queue at
+// their first unfinished segment, or cancelled when that was asked.
+func Release(s *State, worker string) []eventlog.Draft {
+	var out []eventlog.Draft
+	for _, j := range s.Sorted() {
+		if j.Worker != worker || j.Status != Dispatched && j.Status != Running {
+			continue
+		}
+		if j.CancelRequested {
+			out = append(out, draft(TypeCancelled, j, nil))
+		} else {
+			out = append(out, draft(TypeRequeued, j, RequeuedData{Reason: ReasonWorkerGone}))
+		}
+	}
+	return out
 }
 
 // held returns a job the worker holds (dispatched or running).

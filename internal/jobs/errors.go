@@ -43,3 +43,17 @@ func notYours(j *Job, worker string) error {
 	return fault.New(fault.CodeUnauthorized, fault.ErrUnauthorized,
 		fmt.Sprintf("job %s is held by worker %q, not %q", j.ID, j.Worker, worker), "job_id", j.ID, "worker", j.Worker)
 }
+
+// InvalidGPUs refuses a slot count; most is the largest worker's, or 0 when
+// only the lower bound was checked.
+func InvalidGPUs(n, most int) error {
+	if most > 0 {
+		return fault.New(CodeInvalidGPUs, nil, fmt.Sprintf("--gpus must be 1 to %d (the most slots a worker offers), got %d", most, n), "gpus", n, "max", most)
+	}
+	return fault.New(CodeInvalidGPUs, nil, fmt.Sprintf("--gpus must be at least 1, got %d", n), "gpus", n)
+}
+
+// InvalidSegments refuses a segment count.
+func InvalidSegments(n int) error {
+	return fault.New(CodeInvalidSegments, nil, fmt.Sprintf("--segments must be at least 1, got %d", n), "segments", n)
+}

@@ -91,7 +91,7 @@ type CancelData struct {
 // RequeuedData says why a job went back to queued: it yielded to urgent
 // work, or its worker's lease ran out.
 type RequeuedData struct {
-	Reason string `json:"reason"` // yield, lease_expired
+	Reason string `json:"reason"` // yield, lease_expired, worker_stopped
 }
 
 // QuotaData is a quota on slot time, per user or per project.
@@ -116,4 +116,5 @@ type WorkerData struct {
 const (
 	ReasonYield        = "yield"
 	ReasonLeaseExpired = "lease_expired"
+	ReasonWorkerGone   = "worker_stopped" // its worker stopped or restarted mid-segment
 )

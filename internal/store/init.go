@@ -14,7 +14,7 @@ import (
 
 const (
 	gitattributesLine = ".spool/events/*.jsonl merge=spool"
-	spoolGitignore    = "# derived by spool; rebuild with spool replay\nstate/\nruns/\n"
+	spoolGitignore    = "# derived by spool; rebuild with spool replay\nstate/\nruns/\n# job outputs (spool job worker)\njobs/\n"
 )
 
 // Initialized is what Init made (paths relative to the root); empty when
@@ -81,6 +81,13 @@ func Init(ctx context.Context, dir string, warn func(string)) (*Initialized, err
 }
 
 // ensureLine adds line to path unless some line already equals it.
+// IgnoreJobOutputs adds jobs/ to .spool/.gitignore in a repository
+// initialized before job outputs existed.
+func IgnoreJobOutputs(r *git.Repo) error {
+	_, err := ensureLine(filepath.Join(r.SpoolDir(), ".gitignore"), "jobs/")
+	return err
+}
+
 func ensureLine(path, line string) (bool, error) {
 	b, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {

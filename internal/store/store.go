@@ -20,6 +20,7 @@ import (
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/mergequeue"
+	"github.com/spoolhq/spool/internal/jobs"
 	"github.com/spoolhq/spool/internal/prdqueue"
 	"github.com/spoolhq/spool/internal/workqueue"
 	"github.com/spoolhq/spool/projections"
@@ -39,6 +40,7 @@ var Specs = []projections.Spec{
 	workqueue.IDsSpec,
 	mergequeue.Spec,
 	prdqueue.Spec,
+	jobs.Spec,
 }
 
 // ReservedPrefixes are event namespaces only spool's own commands append.

@@ -1,0 +1,245 @@
+// Package service is the job scheduler's service: every job command goes
+// through it. It decides with the pure functions of jobs under the log's
+// lock; the worker (worker.go) runs segments as child processes between a
+// segment_started and a segment_done event.
+package service
+
+import (
+	"context"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/jobs"
+	"github.com/spoolhq/spool/internal/store"
+	"github.com/spoolhq/spool/projections"
+)
+
+// Service is the scheduler for one command.
+type Service struct {
+	store.Env
+	Policy jobs.Policy
+	// Clock is the time of each write; nil is the command's one reading
+	// (Env.Now). A worker runs for hours and reads the clock each time.
+	Clock func() time.Time
+}
+
+// Open reads the configuration.
+func Open(env store.Env) *Service {
+	return &Service{Env: env, Policy: jobs.PolicyFrom(env.Store.Config)}
+}
+
+func (s *Service) now() time.Time {
+	if s.Clock != nil {
+		return s.Clock()
+	}
+	return s.Env.Now
+}
+
+// Read returns the scheduler up to date.
+func (s *Service) Read(ctx context.Context) (*jobs.State, error) {
+	v, err := s.Store.Read(ctx, jobs.Name)
+	if err != nil {
+		return nil, err
+	}
+	return stateOf(v), nil
+}
+
+func stateOf(v *projections.View) *jobs.State {
+	p, _ := projections.As[*jobs.Projection](v, jobs.Name)
+	return p.State()
+}
+
+// write decides under the log's lock, at one clock reading, and appends;
+// it returns the state after the events.
+func (s *Service) write(ctx context.Context, decide func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, error)) (*jobs.State, []eventlog.Event, error) {
+	actor, err := s.Actor(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.writeAs(ctx, actor, decide)
+}
+
+// writeAs is write for a worker, whose events carry its name as the actor.
+func (s *Service) writeAs(ctx context.Context, actor string, decide func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, error)) (*jobs.State, []eventlog.Event, error) {
+	now := s.now()
+	events, v, err := s.Store.Write(ctx, now, actor, []string{jobs.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+		return decide(stateOf(v), actor, now)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return stateOf(v), events, nil
+}
+
+// Submit submits a job, or creates a schedule with --every.
+func (s *Service) Submit(ctx context.Context, n jobs.Submit) (jobs.Submitted, error) {
+	var out jobs.Submitted
+	writer, err := s.Store.Log.WriterID()
+	if err != nil {
+		return out, err
+	}
+	_, _, err = s.write(ctx, func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, error) {
+		d, o, err := jobs.SubmitJob(st, s.Policy, n, actor, writer, now)
+		out = o
+		return d, err
+	})
+	return out, err
+}
+
+// change runs one decision about a job and returns the job after it.
+func (s *Service) change(ctx context.Context, id string, decide func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, error)) (*jobs.Job, error) {
+	st, _, err := s.write(ctx, decide)
+	if err != nil {
+		return nil, err
+	}
+	return st.Job(id)
+}
+
+// Edit changes a job before it runs.
+func (s *Service) Edit(ctx context.Context, id string, e jobs.Edit) (*jobs.Job, error) {
+	return s.change(ctx, id, func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, error) {
+		return jobs.EditJob(st, s.Policy, id, e, actor, now)
+	})
+}
+
+// Move reorders the queue.
+func (s *Service) Move(ctx context.Context, id string, m jobs.Move) (*jobs.Job, error) {
+	return s.change(ctx, id, func(st *jobs.State, actor string, _ time.Time) ([]eventlog.Draft, error) {
+		return jobs.MoveJob(st, s.Policy, id, m, actor)
+	})
+}
+
+// Cancel cancels a job, or asks its worker to.
+func (s *Service) Cancel(ctx context.Context, id string) (*jobs.Job, error) {
+	return s.change(ctx, id, func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, error) {
+		return jobs.CancelJob(st, s.Policy, id, actor, now)
+	})
+}
+
+// Pause pauses a job, or asks its worker to after the segment.
+func (s *Service) Pause(ctx context.Context, id string) (*jobs.Job, error) {
+	return s.change(ctx, id, func(st *jobs.State, actor string, _ time.Time) ([]eventlog.Draft, error) {
+		return jobs.PauseJob(st, s.Policy, id, actor)
+	})
+}
+
+// Resume puts a paused job back in its place.
+func (s *Service) Resume(ctx context.Context, id string) (*jobs.Job, error) {
+	return s.change(ctx, id, func(st *jobs.State, actor string, _ time.Time) ([]eventlog.Draft, error) {
+		return jobs.ResumeJob(st, s.Policy, id, actor)
+	})
+}
+
+// SetQuota sets a quota.
+func (s *Service) SetQuota(ctx context.Context, q jobs.Quota) error {
+	_, _, err := s.write(ctx, func(st *jobs.State, actor string, _ time.Time) ([]eventlog.Draft, error) {
+		d, err := jobs.SetQuota(st, s.Policy, q, actor)
+		return []eventlog.Draft{d}, err
+	})
+	return err
+}
+
+// RemoveQuota removes a quota.
+func (s *Service) RemoveQuota(ctx context.Context, scope, name string) error {
+	_, _, err := s.write(ctx, func(st *jobs.State, actor string, _ time.Time) ([]eventlog.Draft, error) {
+		d, err := jobs.RemoveQuota(st, s.Policy, scope, name, actor)
+		return []eventlog.Draft{d}, err
+	})
+	return err
+}
+
+// RemoveSchedule removes a recurring schedule.
+func (s *Service) RemoveSchedule(ctx context.Context, id string) error {
+	_, _, err := s.write(ctx, func(st *jobs.State, actor string, _ time.Time) ([]eventlog.Draft, error) {
+		d, err := jobs.RemoveSchedule(st, s.Policy, id, actor)
+		return []eventlog.Draft{d}, err
+	})
+	return err
+}
+
+// Tick records what the clock decided: scheduled jobs released, expired
+// leases recovered, schedules' occurrences submitted. It reads first and
+// takes the lock only when there is something to record.
+func (s *Service) Tick(ctx context.Context) (int, error) {
+	st, err := s.Read(ctx)
+	if err != nil || len(jobs.Tick(st, s.Policy, s.now())) == 0 {
+		return 0, err
+	}
+	_, events, err := s.write(ctx, func(st *jobs.State, _ string, now time.Time) ([]eventlog.Draft, error) {
+		return jobs.Tick(st, s.Policy, now), nil
+	})
+	return len(events), err
+}
+
+// Claim dispatches one job to worker, which has slots in all.
+func (s *Service) Claim(ctx context.Context, worker string, slots int) (*jobs.Claim, error) {
+	var c *jobs.Claim
+	_, _, err := s.writeAs(ctx, worker, func(st *jobs.State, _ string, now time.Time) ([]eventlog.Draft, error) {
+		d, claim, err := jobs.ClaimJob(st, s.Policy, worker, slots, now)
+		c = claim
+		return d, err
+	})
+	if err != nil || c == nil {
+		return nil, err
+	}
+	job := *c.Job // the claim's job as it was decided; the state has moved on
+	c.Job = &job
+	return c, nil
+}
+
+// SegmentDone records a segment's end and what follows; next is the
+// segment the worker runs now, or -1.
+func (s *Service) SegmentDone(ctx context.Context, id, worker string, end jobs.SegmentEnd) (next int, job *jobs.Job, err error) {
+	st, _, err := s.writeAs(ctx, worker, func(st *jobs.State, _ string, _ time.Time) ([]eventlog.Draft, error) {
+		d, n, err := jobs.SegmentDone(st, id, worker, end)
+		next = n
+		return d, err
+	})
+	if err != nil {
+		return -1, nil, err
+	}
+	job, err = st.Job(id)
+	return next, job, err
+}
+
+// Heartbeat renews the worker's lease on a job and returns the job, whose
+// flags say whether it was asked to cancel, pause or yield.
+func (s *Service) Heartbeat(ctx context.Context, id, worker string) (*jobs.Job, error) {
+	st, _, err := s.writeAs(ctx, worker, func(st *jobs.State, _ string, now time.Time) ([]eventlog.Draft, error) {
+		d, _, err := jobs.Heartbeat(st, s.Policy, id, worker, now)
+		return []eventlog.Draft{d}, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return st.Job(id)
+}
+
+// Finish records an external engine's outcome.
+func (s *Service) Finish(ctx context.Context, id, worker string, status jobs.Status, msg string) (*jobs.Job, error) {
+	st, _, err := s.writeAs(ctx, worker, func(st *jobs.State, _ string, _ time.Time) ([]eventlog.Draft, error) {
+		d, err := jobs.Finish(st, id, worker, status, msg)
+		return []eventlog.Draft{d}, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return st.Job(id)
+}
+
+// Release gives back the jobs worker holds.
+func (s *Service) Release(ctx context.Context, worker string) (int, error) {
+	_, events, err := s.writeAs(ctx, worker, func(st *jobs.State, _ string, _ time.Time) ([]eventlog.Draft, error) {
+		return jobs.Release(st, worker), nil
+	})
+	return len(events), err
+}
+
+// StoppedForCancel records that the worker stopped a cancelled job.
+func (s *Service) StoppedForCancel(ctx context.Context, id, worker string) error {
+	_, _, err := s.writeAs(ctx, worker, func(st *jobs.State, _ string, _ time.Time) ([]eventlog.Draft, error) {
+		d, err := jobs.StoppedForCancel(st, id, worker)
+		return []eventlog.Draft{d}, err
+	})
+	return err
+}
