@@ -325,7 +325,7 @@ func (c *JobQuotaSetCmd) Run(e *env) error {
 		return err
 	}
 	if e.JSON {
-		return writeJSON(e.stdout, quota)
+		return writeJSON(e.stdout, jobs.QuotaRow{Scope: scope, Name: name, Daily: quota.Daily.Seconds(), Weekly: quota.Weekly.Seconds()})
 	}
 	fmt.Fprintf(e.stdout, "quota on %s %s: %s\n", scope, text(name), quotaLimits(quota))
 	return nil
@@ -364,17 +364,19 @@ func (c *JobQuotaListCmd) Run(e *env) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCOPE\tNAME\tDAILY\tUSED TODAY\tWEEKLY\tUSED THIS WEEK")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Scope, text(r.Name), limit(r.Daily), r.UsedToday.Round(time.Second), limit(r.Weekly), r.UsedThisWeek.Round(time.Second))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Scope, text(r.Name), limit(r.Daily), seconds(r.UsedToday), limit(r.Weekly), seconds(r.UsedThisWeek))
 	}
 	return tw.Flush()
 }
 
-func limit(d time.Duration) string {
-	if d == 0 {
+func limit(s float64) string {
+	if s == 0 {
 		return "-"
 	}
-	return d.String()
+	return seconds(s)
 }
+
+func seconds(s float64) string { return (time.Duration(s) * time.Second).String() }
 
 type JobQuotaRmCmd struct{ quotaScope }
 

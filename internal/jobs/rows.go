@@ -2,12 +2,15 @@ package jobs
 
 import "time"
 
-// QuotaRow is a quota and what has been used of it.
+// QuotaRow is a quota and what has been used of it, in seconds of slot time.
 type QuotaRow struct {
-	Quota
-	UsedToday    time.Duration `json:"used_today"`
-	UsedThisWeek time.Duration `json:"used_this_week"`
-	Held         bool          `json:"held"` // new jobs wait (quota_exceeded)
+	Scope        string  `json:"scope"`
+	Name         string  `json:"name"`
+	Daily        float64 `json:"daily_seconds,omitempty"`
+	Weekly       float64 `json:"weekly_seconds,omitempty"`
+	UsedToday    float64 `json:"used_today_seconds"`
+	UsedThisWeek float64 `json:"used_this_week_seconds"`
+	Held         bool    `json:"held"` // new jobs wait (quota_exceeded)
 }
 
 // QuotaUsage lists the quotas by scope and name with their usage now.
@@ -16,8 +19,10 @@ func (s *State) QuotaUsage(p Policy, now time.Time) []QuotaRow {
 	out := []QuotaRow{}
 	for _, k := range sortedKeys(s.Quotas) {
 		x := *s.Quotas[k]
-		r := QuotaRow{Quota: x, UsedToday: q.used("daily", x.Scope, x.Name), UsedThisWeek: q.used("weekly", x.Scope, x.Name)}
-		r.Held = x.Daily > 0 && r.UsedToday >= x.Daily || x.Weekly > 0 && r.UsedThisWeek >= x.Weekly
+		day, week := q.used("daily", x.Scope, x.Name), q.used("weekly", x.Scope, x.Name)
+		r := QuotaRow{Scope: x.Scope, Name: x.Name, Daily: x.Daily.Seconds(), Weekly: x.Weekly.Seconds(),
+			UsedToday: day.Seconds(), UsedThisWeek: week.Seconds()}
+		r.Held = x.Daily > 0 && day >= x.Daily || x.Weekly > 0 && week >= x.Weekly
 		out = append(out, r)
 	}
 	return out
