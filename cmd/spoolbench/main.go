@@ -31,6 +31,7 @@ var subcommands = map[string]func(args []string) error{
 	"queue": queueMain,
 	"merge": mergeMain,
 	"prd":   prdMain,
+	"jobs":  jobsMain,
 }
 
 const usage = `usage: spoolbench gen|time|queue|merge|prd [flags]
@@ -40,6 +41,7 @@ const usage = `usage: spoolbench gen|time|queue|merge|prd [flags]
   queue  time spool's work-queue commands on a large task tracker
   merge  time spool's merge-queue commands and the train's overhead
   prd    time spool's PRD-queue commands on 100 features × 10 PRDs
+  jobs   time spool's job-scheduler commands on 10,000 queued jobs, and a worker's latencies
 
 spoolbench SUBCOMMAND -h lists a subcommand's flags.
 `

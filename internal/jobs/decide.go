@@ -3,6 +3,7 @@ package jobs
 import (
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -337,7 +338,7 @@ func ResumeJob(s *State, p Policy, id, actor string) ([]eventlog.Draft, error) {
 // each however many processes tick.
 func Tick(s *State, p Policy, now time.Time) []eventlog.Draft {
 	var out []eventlog.Draft
-	for _, j := range s.Sorted() {
+	for _, j := range s.Jobs {
 		switch {
 		case j.Status == Scheduled && !j.StartAfter.After(now):
 			out = append(out, draft(TypeReleased, j, nil))
@@ -349,6 +350,7 @@ func Tick(s *State, p Policy, now time.Time) []eventlog.Draft {
 			}
 		}
 	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Subject < out[b].Subject })
 	for _, id := range sortedKeys(s.Schedules) {
 		sc := s.Schedules[id]
 		at, ok := sc.Due(p.Zone, now)

@@ -593,3 +593,30 @@ func TestWindow(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkClaim10k is a worker's dispatch decision with 10,000 queued
+// jobs of 5 users in 3 tiers, after 300 finished ones (fair share reads
+// their runs).
+func BenchmarkClaim10k(b *testing.B) {
+	w := newWorld(&testing.T{})
+	for i := range 300 {
+		id := w.submit(fmt.Sprintf("user%d", i%5), Submit{})
+		w.claim("w", 4)
+		w.now = w.now.Add(time.Minute)
+		w.segmentDone(id, 0)
+	}
+	tiers := []Tier{Normal, Normal, Background, Urgent}
+	for i := range 10000 {
+		user := fmt.Sprintf("user%d", i%5)
+		if tiers[i%4] == Urgent {
+			user = "root"
+		}
+		w.submit(user, Submit{Tier: tiers[i%4], Slots: 1 + i%2})
+	}
+	b.ResetTimer()
+	for range b.N {
+		if _, c, err := ClaimJob(w.s, w.p, "w2", 4, w.now); err != nil || c == nil {
+			b.Fatal(err)
+		}
+	}
+}
