@@ -361,8 +361,8 @@ func (f *forecast) run(seg func(*Job) time.Duration, set func(*waiting, time.Tim
 		if regular.len() > 0 {
 			head, h = regular.top(), regular
 		}
-		open := p.OffPeak.Contains(cur, p.Zone)
-		if offPeak.len() > 0 && open && (h == nil || head.rank != Urgent.Rank()) {
+		open := offPeak.len() > 0 && p.OffPeak.Contains(cur, p.Zone)
+		if open && (h == nil || head.rank != Urgent.Rank()) {
 			if o := offPeak.top(); h == nil || placeLess(o, head) {
 				head, h = o, offPeak
 			}
