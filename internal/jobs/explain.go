@@ -122,6 +122,10 @@ func (s *State) Explain(p Policy, id string, now time.Time) (Explanation, error)
 
 	v := s.view(p, now)
 	me := v.find(j)
+	if me == nil { // a status this function does not know yet
+		e.Reasons = append(e.Reasons, string(j.Status))
+		return e, nil
+	}
 	e.Queued = len(v.queue)
 	e.EarliestStart, e.LikelyStart = me.earliest, me.likely
 	blocked := 0 // ahead of it but skipped now
