@@ -334,7 +334,7 @@ func (s *State) move(j *Job, to Status, e *eventlog.Event, reason string) bool {
 	from := j.Status
 	j.Trail = append(j.Trail, Transition{At: e.At, From: from, To: to, By: e.Actor, Reason: reason})
 	j.Status = to
-	if (from == Dispatched || from == Running) && to != Running {
+	if (from == Dispatched || from == Running) && to != Running { // dispatched → running keeps its worker
 		j.Worker, j.LeaseUntil = "", time.Time{}
 		j.PauseRequested, j.YieldRequested, j.CancelRequested, j.GraceUntil = false, false, false, time.Time{}
 		for i := range j.Segs { // a segment cut short is run again

@@ -1,0 +1,470 @@
+package jobs
+
+import (
+	"slices"
+	"sort"
+	"time"
+)
+
+// Row is one line of spool job list.
+type Row struct {
+	Position      int       `json:"position"` // 1.. for queued jobs; 0 for the others
+	ID            string    `json:"id"`
+	Name          string    `json:"name"`
+	Owner         string    `json:"owner"`
+	Project       string    `json:"project,omitempty"`
+	Tier          Tier      `json:"priority"`
+	Status        Status    `json:"status"`
+	Slots         int       `json:"gpus"`
+	Segments      int       `json:"segments"`
+	SegmentsDone  int       `json:"segments_done"`
+	Submitted     time.Time `json:"submitted_at"`
+	StartAfter    time.Time `json:"start_after,omitzero"`
+	EarliestStart time.Time `json:"earliest_start,omitzero"` // zero when it cannot be estimated
+	LikelyStart   time.Time `json:"likely_start,omitzero"`
+	WaitReason    string    `json:"wait_reason"` // "" when it waits its turn
+}
+
+// List is spool job list: running and dispatched jobs first, then queued
+// and paused jobs in queue order (paused ones keep their place), then
+// scheduled jobs by start_after, and with all the ended ones, latest
+// first. Waiting jobs get a start range from a simulated dispatch (see
+// forecast).
+func (s *State) List(p Policy, now time.Time, all bool) []Row {
+	p = withZone(p)
+	v := s.view(p, now)
+	out := make([]Row, 0, len(v.running)+len(v.line)+len(v.scheduled)+len(v.ended))
+	row := func(j *Job, done int) Row {
+		return Row{ID: j.ID, Name: j.Name, Owner: j.Owner, Project: j.Project, Tier: j.Tier, Status: j.Status,
+			Slots: j.Slots, Segments: j.Segments, SegmentsDone: done, Submitted: j.Submitted, StartAfter: j.StartAfter}
+	}
+	waits := func(w *waiting) Row {
+		r := row(w.j, w.done)
+		r.EarliestStart, r.LikelyStart, r.WaitReason = w.earliest, w.likely, w.reason
+		return r
+	}
+	for _, j := range v.running {
+		out = append(out, row(j, j.DoneSegments()))
+	}
+	pos := 0
+	for i := range v.line {
+		r := waits(&v.line[i])
+		if r.Status == Queued {
+			pos++
+			r.Position = pos
+		}
+		out = append(out, r)
+	}
+	for i := range v.scheduled {
+		out = append(out, waits(&v.scheduled[i]))
+	}
+	if all {
+		for _, j := range v.ended {
+			out = append(out, row(j, j.DoneSegments()))
+		}
+	}
+	return out
+}
+
+// withZone guards against a Policy built by hand without a zone.
+func withZone(p Policy) Policy {
+	if p.Zone == nil {
+		p.Zone = time.UTC
+	}
+	return p
+}
+
+// waiting is a job not started yet, with why it waits and when it may
+// start (zero when it cannot be estimated).
+type waiting struct {
+	j                *Job
+	done             int // segments done
+	reason           string
+	earliest, likely time.Time
+}
+
+// view is the state sorted the way list and explain read it, with the
+// skip reasons and the start estimates, computed once.
+type view struct {
+	running   []*Job     // dispatched and running, by dispatch time
+	line      []waiting  // queued and paused, in queue order
+	queue     []*waiting // the queued ones of line
+	scheduled []waiting  // by start_after
+	ended     []*Job     // latest first
+
+	total  int // slots of all workers (the policy's while none announced)
+	most   int // the most one worker has
+	urgent bool
+	q      *quotas
+}
+
+// find returns j's line in the view, nil when it does not wait.
+func (v *view) find(j *Job) *waiting {
+	for _, ws := range [][]waiting{v.line, v.scheduled} {
+		for i := range ws {
+			if ws[i].j == j {
+				return &ws[i]
+			}
+		}
+	}
+	return nil
+}
+
+func (s *State) view(p Policy, now time.Time) *view {
+	v := &view{most: s.MaxSlots(p), q: s.quotas(p, now)}
+	for _, w := range s.Workers {
+		v.total += w.Slots
+	}
+	if v.total == 0 {
+		v.total = p.Slots
+	}
+	var line, scheduled []*Job
+	for _, j := range s.Jobs {
+		switch j.Status {
+		case Dispatched, Running:
+			v.running = append(v.running, j)
+		case Queued, Paused:
+			line = append(line, j)
+			if j.Status == Queued && j.Tier == Urgent {
+				v.urgent = true // what urgentQueued says of the sorted queue
+			}
+		case Scheduled:
+			scheduled = append(scheduled, j)
+		default:
+			v.ended = append(v.ended, j)
+		}
+	}
+	sort.Slice(v.running, func(a, b int) bool {
+		x, y := v.running[a], v.running[b]
+		if dx, dy := dispatchedAt(x), dispatchedAt(y); !dx.Equal(dy) {
+			return dx.Before(dy)
+		}
+		return x.ID < y.ID
+	})
+	sortQueue(line)
+	sort.Slice(scheduled, func(a, b int) bool {
+		x, y := scheduled[a], scheduled[b]
+		if !x.StartAfter.Equal(y.StartAfter) {
+			return x.StartAfter.Before(y.StartAfter)
+		}
+		return jobLess(x, y)
+	})
+	sort.Slice(v.ended, func(a, b int) bool {
+		x, y := v.ended[a], v.ended[b]
+		if !x.Ended.Equal(y.Ended) {
+			return x.Ended.After(y.Ended)
+		}
+		return x.ID < y.ID
+	})
+	v.line = make([]waiting, len(line))
+	v.queue = make([]*waiting, 0, len(line))
+	f := forecast{p: p, now: now, total: v.total, most: v.most, running: v.running}
+	for i, j := range line {
+		w := &v.line[i]
+		w.j, w.done = j, j.DoneSegments()
+		if j.Status == Paused {
+			w.reason = "paused"
+			continue
+		}
+		v.queue = append(v.queue, w)
+		if w.reason = s.skip(j, p, v.q, v.urgent, v.most, now); w.reason == "" {
+			f.queue = append(f.queue, w)
+		}
+	}
+	v.scheduled = make([]waiting, len(scheduled))
+	for i, j := range scheduled {
+		v.scheduled[i] = waiting{j: j, done: j.DoneSegments(), reason: "scheduled: enters the queue at " + j.StartAfter.In(p.Zone).Format(time.RFC3339)}
+		f.scheduled = append(f.scheduled, &v.scheduled[i])
+	}
+	st := s.segmentTimes()
+	f.run(func(j *Job) time.Duration { return st.of(j.Name, p).likely }, func(w *waiting, t time.Time) { w.likely = t })
+	f.run(func(j *Job) time.Duration { return st.of(j.Name, p).earliest }, func(w *waiting, t time.Time) { w.earliest = t })
+	for _, ws := range [][]waiting{v.line, v.scheduled} {
+		for i := range ws {
+			// Shorter runs can reorder an off-peak window or a release and
+			// land a job later; the range stays a range.
+			if w := &ws[i]; w.likely.IsZero() || w.earliest.After(w.likely) {
+				w.earliest = w.likely
+			}
+		}
+	}
+	return v
+}
+
+// dispatchedAt is when a job was last dispatched.
+func dispatchedAt(j *Job) time.Time {
+	for i := len(j.Trail) - 1; i >= 0; i-- {
+		if j.Trail[i].To == Dispatched {
+			return j.Trail[i].At
+		}
+	}
+	return j.FirstStart
+}
+
+// segTime is what a segment of some name is expected to take.
+type segTime struct{ earliest, likely time.Duration }
+
+// segmentTimes holds the finished segments' durations by job name, sorted.
+type segmentTimes map[string][]time.Duration
+
+func (s *State) segmentTimes() segmentTimes {
+	out := segmentTimes{}
+	for _, j := range s.Jobs {
+		for _, seg := range j.Segs {
+			if seg.Done && !seg.Started.IsZero() && seg.Ended.After(seg.Started) {
+				out[j.Name] = append(out[j.Name], seg.Ended.Sub(seg.Started))
+			}
+		}
+	}
+	for _, d := range out {
+		slices.Sort(d)
+	}
+	return out
+}
+
+// of is the shortest and the median finished segment of that name, or the
+// policy's default for both while none has finished.
+func (st segmentTimes) of(name string, p Policy) segTime {
+	d := st[name]
+	if len(d) == 0 {
+		return segTime{p.DefaultSegment, p.DefaultSegment}
+	}
+	m := d[len(d)/2]
+	if len(d)%2 == 0 {
+		m = (d[len(d)/2-1] + d[len(d)/2]) / 2
+	}
+	return segTime{earliest: d[0], likely: m}
+}
+
+// forecast simulates dispatch from now on, with every job's segments
+// taking an expected time, and says when each waiting job would start.
+//
+// The workers' slots are one pool (a job needing more than one worker has
+// is skipped beforehand). Running jobs free their slots when their
+// remaining segments are expected to end. Queued jobs go in queue order,
+// strictly: the first waits until enough slots are free and nothing
+// overtakes it (rule 5; fair share is not simulated, as it only swaps
+// owners within a tier). Off-peak jobs keep their place but count only
+// inside the window and while no urgent job waits, as Decide skips them
+// otherwise. Scheduled jobs enter at start_after, at their tier's end.
+// Every step starts a job or moves the clock to the next release, window
+// edge or start_after, so the whole is O(n log n).
+type forecast struct {
+	p         Policy
+	now       time.Time
+	total     int
+	most      int
+	running   []*Job
+	queue     []*waiting // queued jobs skip does not rule out, in queue order
+	scheduled []*waiting // by start_after
+}
+
+// place is a job's key in the simulated queue: its tier and order, the
+// order of a scheduled job being its release.
+type place struct {
+	w     *waiting
+	rank  int
+	order int64
+}
+
+func placeLess(a, b place) bool {
+	if a.rank != b.rank {
+		return a.rank < b.rank
+	}
+	if a.order != b.order {
+		return a.order < b.order
+	}
+	return a.w.j.ID < b.w.j.ID
+}
+
+// lane is a simulated queue: the queued jobs, sorted already, merged with
+// the scheduled ones as they are released.
+type lane struct {
+	sorted []place
+	i      int
+	late   *minHeap[place]
+}
+
+func newLane() *lane { return &lane{late: newMinHeap(placeLess)} }
+
+func (l *lane) len() int { return len(l.sorted) - l.i + l.late.len() }
+
+func (l *lane) fromSorted() bool {
+	return l.i < len(l.sorted) && (l.late.len() == 0 || placeLess(l.sorted[l.i], l.late.top()))
+}
+
+func (l *lane) top() place {
+	if l.fromSorted() {
+		return l.sorted[l.i]
+	}
+	return l.late.top()
+}
+
+func (l *lane) pop() {
+	if l.fromSorted() {
+		l.i++
+	} else {
+		l.late.pop()
+	}
+}
+
+type release struct {
+	at    time.Time
+	slots int
+}
+
+// run simulates with segments taking seg, and calls set with each start.
+func (f *forecast) run(seg func(*Job) time.Duration, set func(*waiting, time.Time)) {
+	p, cur := f.p, f.now
+	free := f.total
+	rel := newMinHeap(func(a, b release) bool { return a.at.Before(b.at) })
+	rel.items = make([]release, 0, len(f.running)+len(f.queue)+len(f.scheduled))
+	for _, j := range f.running {
+		free -= j.Slots
+		rel.push(release{at: f.now.Add(remaining(j, seg(j), f.now)), slots: j.Slots})
+	}
+	regular, offPeak := newLane(), newLane()
+	regular.sorted = make([]place, 0, len(f.queue))
+	for _, w := range f.queue {
+		x := place{w: w, rank: w.j.Tier.Rank(), order: w.j.Order}
+		if w.j.OffPeak {
+			offPeak.sorted = append(offPeak.sorted, x)
+		} else {
+			regular.sorted = append(regular.sorted, x)
+		}
+	}
+	var pending []*waiting
+	for _, w := range f.scheduled {
+		if w.j.Slots <= f.most && (!w.j.OffPeak || p.OffPeak.Set) { // else it could never start
+			pending = append(pending, w)
+		}
+	}
+	next := 0
+	for {
+		for ; next < len(pending) && !pending[next].j.StartAfter.After(cur); next++ {
+			w := pending[next]
+			at := w.j.StartAfter
+			if at.Before(f.now) {
+				at = f.now // Tick releases it at the next command
+			}
+			x := place{w: w, rank: w.j.Tier.Rank(), order: at.UnixNano()}
+			if w.j.OffPeak {
+				offPeak.late.push(x)
+			} else {
+				regular.late.push(x)
+			}
+		}
+		for rel.len() > 0 && !rel.top().at.After(cur) {
+			free += rel.pop().slots
+		}
+		head, h := place{}, (*lane)(nil)
+		if regular.len() > 0 {
+			head, h = regular.top(), regular
+		}
+		open := offPeak.len() > 0 && p.OffPeak.Contains(cur, p.Zone)
+		if open && (h == nil || head.rank != Urgent.Rank()) {
+			if o := offPeak.top(); h == nil || placeLess(o, head) {
+				head, h = o, offPeak
+			}
+		}
+		if h != nil && head.w.j.Slots <= free {
+			j := head.w.j
+			h.pop()
+			set(head.w, cur)
+			free -= j.Slots
+			rel.push(release{at: cur.Add(time.Duration(j.Segments-head.w.done) * seg(j)), slots: j.Slots})
+			continue
+		}
+		// Nothing starts now: on to the next moment something changes.
+		var then time.Time
+		soonest := func(t time.Time) {
+			if t.After(cur) && (then.IsZero() || t.Before(then)) {
+				then = t
+			}
+		}
+		if rel.len() > 0 {
+			soonest(rel.top().at)
+		}
+		if next < len(pending) {
+			soonest(pending[next].j.StartAfter)
+		}
+		if offPeak.len() > 0 && p.OffPeak.Set {
+			if open {
+				soonest(windowCloses(p.OffPeak, cur, p.Zone))
+			} else {
+				soonest(p.OffPeak.Next(cur, p.Zone))
+			}
+		}
+		if then.IsZero() {
+			return // what is left cannot start
+		}
+		cur = then
+	}
+}
+
+// remaining is how long a running job is expected to hold its slots: its
+// segments not done, less what the current one has run.
+func remaining(j *Job, seg time.Duration, now time.Time) time.Duration {
+	d := time.Duration(j.Segments-j.DoneSegments()) * seg
+	for _, sg := range j.Segs {
+		if !sg.Done && !sg.Started.IsZero() && sg.Ended.IsZero() && now.After(sg.Started) {
+			d -= now.Sub(sg.Started)
+		}
+	}
+	return max(d, 0)
+}
+
+// windowCloses is when w, open at t, next closes.
+func windowCloses(w Window, t time.Time, zone *time.Location) time.Time {
+	lt := t.In(zone)
+	end := time.Date(lt.Year(), lt.Month(), lt.Day(), w.To/60, w.To%60, 0, 0, zone)
+	if !end.After(lt) {
+		end = time.Date(lt.Year(), lt.Month(), lt.Day()+1, w.To/60, w.To%60, 0, 0, zone)
+	}
+	return end
+}
+
+// minHeap is a binary heap ordered by less.
+type minHeap[T any] struct {
+	items []T
+	less  func(a, b T) bool
+}
+
+func newMinHeap[T any](less func(a, b T) bool) *minHeap[T] { return &minHeap[T]{less: less} }
+
+func (h *minHeap[T]) len() int { return len(h.items) }
+func (h *minHeap[T]) top() T   { return h.items[0] }
+
+func (h *minHeap[T]) push(x T) {
+	h.items = append(h.items, x)
+	for i := len(h.items) - 1; i > 0; {
+		up := (i - 1) / 2
+		if !h.less(h.items[i], h.items[up]) {
+			break
+		}
+		h.items[i], h.items[up] = h.items[up], h.items[i]
+		i = up
+	}
+}
+
+func (h *minHeap[T]) pop() T {
+	x := h.items[0]
+	n := len(h.items) - 1
+	h.items[0] = h.items[n]
+	h.items = h.items[:n]
+	for i := 0; ; {
+		l, small := 2*i+1, i
+		if l < n && h.less(h.items[l], h.items[small]) {
+			small = l
+		}
+		if r := l + 1; r < n && h.less(h.items[r], h.items[small]) {
+			small = r
+		}
+		if small == i {
+			break
+		}
+		h.items[i], h.items[small] = h.items[small], h.items[i]
+		i = small
+	}
+	return x
+}

@@ -1,0 +1,331 @@
+package jobs_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/internal/jobs"
+)
+
+// Rows come in dispatch order: running, then queued and paused in queue
+// order (positions for the queued ones), then scheduled by start_after,
+// then with all the ended ones, latest first.
+func TestListOrder(t *testing.T) {
+	l := newLedger(t)
+	at := noon.Add(-3 * time.Hour)
+	l.worker(at, "w", 4)
+	l.submit(at, spec{id: "old-done"})
+	l.done(at, "old-done", "w", time.Minute)
+	l.submit(at.Add(time.Minute), spec{id: "new-done"})
+	l.done(at.Add(time.Minute), "new-done", "w", time.Minute)
+	l.submit(at.Add(2*time.Minute), spec{id: "gone"})
+	l.apply(at.Add(3*time.Minute), "ada", jobs.TypeCancelled, "gone", nil)
+	l.submit(at.Add(4*time.Minute), spec{id: "run-b"})
+	l.submit(at.Add(5*time.Minute), spec{id: "run-a"})
+	l.start(at.Add(6*time.Minute), "run-b", "w")
+	l.start(at.Add(7*time.Minute), "run-a", "w")
+	l.submit(at.Add(10*time.Minute), spec{id: "bg", tier: jobs.Background})
+	l.submit(at.Add(11*time.Minute), spec{id: "n1"})
+	l.submit(at.Add(12*time.Minute), spec{id: "n2"})
+	l.submit(at.Add(13*time.Minute), spec{id: "n3"})
+	l.submit(at.Add(14*time.Minute), spec{id: "urg", tier: jobs.Urgent, owner: "root"})
+	l.apply(at.Add(15*time.Minute), "ada", jobs.TypePaused, "n2", nil)
+	l.submit(at.Add(16*time.Minute), spec{id: "later", startAfter: noon.Add(2 * time.Hour)})
+	l.submit(at.Add(17*time.Minute), spec{id: "sooner", startAfter: noon.Add(time.Hour)})
+
+	type want struct {
+		id     string
+		pos    int
+		reason string
+	}
+	for _, tc := range []struct {
+		all  bool
+		want []want
+	}{
+		{false, []want{{"run-b", 0, ""}, {"run-a", 0, ""}, {"urg", 1, ""}, {"n1", 2, ""}, {"n2", 0, "paused"}, {"n3", 3, ""},
+			{"bg", 4, ""}, {"sooner", 0, "scheduled: enters the queue at 2026-03-10T13:00:00Z"},
+			{"later", 0, "scheduled: enters the queue at 2026-03-10T14:00:00Z"}}},
+		{true, []want{{"run-b", 0, ""}, {"run-a", 0, ""}, {"urg", 1, ""}, {"n1", 2, ""}, {"n2", 0, "paused"}, {"n3", 3, ""},
+			{"bg", 4, ""}, {"sooner", 0, "scheduled: enters the queue at 2026-03-10T13:00:00Z"},
+			{"later", 0, "scheduled: enters the queue at 2026-03-10T14:00:00Z"},
+			{"gone", 0, ""}, {"new-done", 0, ""}, {"old-done", 0, ""}}},
+	} {
+		t.Run(fmt.Sprint("all=", tc.all), func(t *testing.T) {
+			var got []want
+			for _, r := range l.s.List(basePolicy(), noon, tc.all) {
+				got = append(got, want{r.ID, r.Position, r.WaitReason})
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("rows\n got %v\nwant %v", got, tc.want)
+			}
+		})
+	}
+	rows := l.s.List(basePolicy(), noon, true)
+	if r := rows[len(rows)-1]; r.SegmentsDone != 1 || r.Segments != 1 || r.Status != jobs.Complete || r.Slots != 1 || r.Owner != "ada" {
+		t.Fatalf("old-done row %+v", r)
+	}
+	for _, r := range rows {
+		waiting := r.Status == jobs.Queued || r.Status == jobs.Scheduled
+		if waiting == r.LikelyStart.IsZero() || waiting == r.EarliestStart.IsZero() {
+			t.Errorf("%s (%s): estimate %v..%v", r.ID, r.Status, r.EarliestStart, r.LikelyStart)
+		}
+	}
+}
+
+// The start range: a simulated dispatch over the slots, segments taking
+// the median (likely) or the shortest (earliest) finished segment of the
+// job's name, the default while there is none.
+func TestListEstimates(t *testing.T) {
+	min := func(n int) time.Duration { return time.Duration(n) * time.Minute }
+	window, _ := jobs.ParseWindow("22:00-08:00")
+	quota := func(l *ledger) {
+		l.apply(noon.Add(-time.Hour), "root", jobs.TypeQuotaSet, "quota/user/bob", jobs.QuotaData{Scope: "user", Name: "bob", Daily: time.Minute})
+		l.submit(noon.Add(-30*time.Minute), spec{id: "bob-old", owner: "bob", name: "other"})
+		l.done(noon.Add(-30*time.Minute), "bob-old", "w", min(2))
+	}
+	type est struct {
+		earliest, likely time.Duration // after now; -1: none
+		reason           string
+	}
+	for _, tc := range []struct {
+		name  string
+		p     func(*jobs.Policy)
+		now   time.Time
+		setup func(l *ledger, now time.Time)
+		want  map[string]est
+	}{{
+		name: "behind a 2-slot job on a 2-slot worker, the job waits for its expected end",
+		setup: func(l *ledger, now time.Time) {
+			l.worker(now.Add(-time.Hour), "w", 2)
+			l.submit(now.Add(-time.Hour), spec{id: "big", slots: 2, segments: 3})
+			l.start(now.Add(-5*time.Minute), "big", "w")
+			l.submit(now.Add(-time.Minute), spec{id: "small"})
+		},
+		want: map[string]est{"small": {min(25), min(25), ""}}, // 3 segments × 10m default − 5m run
+	}, {
+		name: "median and shortest finished segment of the name; the default for other names",
+		setup: func(l *ledger, now time.Time) {
+			l.worker(now.Add(-3*time.Hour), "w", 1)
+			for i, d := range []time.Duration{min(9), min(2), min(4)} {
+				id := fmt.Sprint("past", i)
+				l.submit(now.Add(-3*time.Hour), spec{id: id})
+				l.done(now.Add(-3*time.Hour+time.Duration(i)*20*time.Minute), id, "w", d)
+			}
+			l.submit(now.Add(-time.Hour), spec{id: "cur", segments: 2})
+			l.start(now.Add(-time.Minute), "cur", "w")
+			l.submit(now, spec{id: "r1"})
+			l.submit(now.Add(time.Second), spec{id: "x", name: "unknown"})
+			l.submit(now.Add(2*time.Second), spec{id: "r2"})
+		},
+		want: map[string]est{
+			"r1": {min(3), min(7), ""},   // 2×2m−1m, 2×4m−1m
+			"x":  {min(5), min(11), ""},  // + a render segment
+			"r2": {min(15), min(21), ""}, // + an unknown one at the default
+		},
+	}, {
+		name: "an even count's median is the middle two's mean",
+		setup: func(l *ledger, now time.Time) {
+			l.submit(now.Add(-3*time.Hour), spec{id: "a"})
+			l.done(now.Add(-3*time.Hour), "a", "w", min(2))
+			l.submit(now.Add(-3*time.Hour), spec{id: "b"})
+			l.done(now.Add(-2*time.Hour), "b", "w", min(4))
+			l.submit(now.Add(-time.Hour), spec{id: "cur"})
+			l.start(now, "cur", "w")
+			l.submit(now, spec{id: "next"})
+		},
+		want: map[string]est{"next": {min(2), min(3), ""}},
+	}, {
+		name: "nothing overtakes the first in line: a 1-slot job waits behind a 2-slot one",
+		setup: func(l *ledger, now time.Time) {
+			l.worker(now.Add(-time.Hour), "w", 2)
+			l.submit(now.Add(-time.Hour), spec{id: "run"})
+			l.start(now, "run", "w")
+			l.submit(now, spec{id: "wide", slots: 2})
+			l.submit(now.Add(time.Second), spec{id: "narrow"})
+		},
+		want: map[string]est{"wide": {min(10), min(10), ""}, "narrow": {min(20), min(20), ""}},
+	}, {
+		name: "free slots now: starts now; no worker: the policy's slots",
+		p:    func(p *jobs.Policy) { p.Slots = 2 },
+		setup: func(l *ledger, now time.Time) {
+			l.submit(now, spec{id: "a"})
+			l.submit(now.Add(time.Second), spec{id: "b"})
+			l.submit(now.Add(2*time.Second), spec{id: "c"})
+		},
+		want: map[string]est{"a": {0, 0, ""}, "b": {0, 0, ""}, "c": {min(10), min(10), ""}},
+	}, {
+		name: "start_after moves the estimate; a released job goes to its tier's end",
+		setup: func(l *ledger, now time.Time) {
+			l.submit(now.Add(-time.Minute), spec{id: "later", startAfter: now.Add(time.Hour)})
+			l.submit(now.Add(-10*time.Second), spec{id: "q1", segments: 9}) // 90m
+			l.submit(now.Add(-5*time.Second), spec{id: "q2", tier: jobs.Background})
+			l.submit(now.Add(-2*time.Minute), spec{id: "past", startAfter: now.Add(-time.Minute)}) // due: queued at the next tick
+		},
+		// q1 ends at 90m; at 60m "later" entered the normal tier, ahead of
+		// the background q2, behind "past" (released at once).
+		want: map[string]est{"q1": {0, 0, ""}, "past": {min(90), min(90), "scheduled: enters the queue at 2026-03-10T11:59:00Z"},
+			"later": {min(100), min(100), "scheduled: enters the queue at 2026-03-10T13:00:00Z"}, "q2": {min(110), min(110), ""}},
+	}, {
+		name: "off-peak: a job inside the window that would start after it closes waits for the next opening",
+		p:    func(p *jobs.Policy) { p.OffPeak = window },
+		now:  time.Date(2026, 3, 10, 7, 30, 0, 0, time.UTC),
+		setup: func(l *ledger, now time.Time) {
+			l.submit(now.Add(-time.Hour), spec{id: "run", segments: 4})
+			l.start(now, "run", "w") // 40m: until 08:10
+			l.submit(now, spec{id: "night", offPeak: true})
+			l.submit(now.Add(time.Second), spec{id: "day"})
+		},
+		want: map[string]est{"day": {min(40), min(40), ""}, "night": {14*time.Hour + min(30), 14*time.Hour + min(30), ""}},
+	}, {
+		name: "off-peak: outside the window, or with urgent work queued, no estimate",
+		p:    func(p *jobs.Policy) { p.OffPeak = window },
+		setup: func(l *ledger, now time.Time) {
+			l.submit(now, spec{id: "night", offPeak: true})
+		},
+		want: map[string]est{"night": {-1, -1, "off-peak: outside the window"}},
+	}, {
+		name: "off-peak: urgent work queued",
+		p:    func(p *jobs.Policy) { p.OffPeak = window },
+		now:  time.Date(2026, 3, 10, 23, 0, 0, 0, time.UTC),
+		setup: func(l *ledger, now time.Time) {
+			l.submit(now, spec{id: "night", offPeak: true})
+			l.submit(now, spec{id: "urg", tier: jobs.Urgent, owner: "root"})
+		},
+		want: map[string]est{"urg": {0, 0, ""}, "night": {-1, -1, "off-peak: urgent work is queued"}},
+	}, {
+		name: "a job over quota is skipped: no estimate, and it holds nothing back",
+		setup: func(l *ledger, now time.Time) {
+			quota(l)
+			l.submit(now, spec{id: "bob", owner: "bob"})
+			l.submit(now.Add(time.Second), spec{id: "ada"})
+		},
+		want: map[string]est{"ada": {0, 0, ""},
+			"bob": {-1, -1, "quota_exceeded: user bob used 2m0s of its daily 1m0s, until 2026-03-11T00:00:00Z"}},
+	}, {
+		name: "a job needing more slots than any worker has",
+		setup: func(l *ledger, now time.Time) {
+			l.worker(now, "w", 1)
+			l.submit(now, spec{id: "huge", slots: 3})
+			l.submit(now.Add(time.Second), spec{id: "a"})
+		},
+		want: map[string]est{"huge": {-1, -1, "needs more slots than the worker has"}, "a": {0, 0, ""}},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := basePolicy()
+			if tc.p != nil {
+				tc.p(&p)
+			}
+			now := tc.now
+			if now.IsZero() {
+				now = noon
+			}
+			l := newLedger(t)
+			tc.setup(l, now)
+			got := map[string]est{}
+			for _, r := range l.s.List(p, now, false) {
+				if _, ok := tc.want[r.ID]; !ok {
+					continue
+				}
+				e := est{-1, -1, r.WaitReason}
+				if !r.LikelyStart.IsZero() {
+					e.earliest, e.likely = r.EarliestStart.Sub(now), r.LikelyStart.Sub(now)
+				}
+				got[r.ID] = e
+			}
+			for id, w := range tc.want {
+				if got[id] != w {
+					t.Errorf("%s: got %+v, want %+v", id, got[id], w)
+				}
+			}
+		})
+	}
+}
+
+// Whatever the state, earliest ≤ likely, and neither before now.
+func TestListRangeIsARange(t *testing.T) {
+	window, _ := jobs.ParseWindow("20:00-06:00")
+	p := basePolicy()
+	p.OffPeak = window
+	l := bigLedger(t, 600)
+	now := noon.Add(10 * time.Hour) // 22:00, inside the window
+	rows := l.s.List(p, now, false)
+	estimated := 0
+	for _, r := range rows {
+		if r.LikelyStart.IsZero() {
+			continue
+		}
+		estimated++
+		if r.EarliestStart.After(r.LikelyStart) || r.EarliestStart.Before(now) {
+			t.Fatalf("%s: %v..%v", r.ID, r.EarliestStart, r.LikelyStart)
+		}
+	}
+	if estimated < 500 {
+		t.Fatalf("%d of %d rows estimated", estimated, len(rows))
+	}
+}
+
+// bigLedger is n queued jobs across 5 owners and 3 tiers (some off-peak,
+// some wide), a few finished with segments of varied lengths, two running.
+func bigLedger(tb testing.TB, n int) *ledger {
+	l := newLedger(tb)
+	start := noon.Add(-6 * time.Hour)
+	l.worker(start, "w1", 4)
+	l.worker(start, "w2", 4)
+	names := []string{"render", "train", "encode"}
+	for i := range 12 {
+		id := fmt.Sprint("done-", i)
+		l.submit(start, spec{id: id, name: names[i%3], segments: 3, owner: fmt.Sprint("user", i%5)})
+		l.done(start.Add(time.Duration(i)*10*time.Minute), id, "w1", time.Duration(3+i)*time.Minute, time.Duration(5+i%4)*time.Minute)
+	}
+	for i := range 2 {
+		id := fmt.Sprint("running-", i)
+		l.submit(start, spec{id: id, name: names[i], segments: 5, slots: 2})
+		l.start(noon.Add(-time.Duration(i+1)*time.Minute), id, "w2")
+	}
+	tiers := []jobs.Tier{jobs.Urgent, jobs.Normal, jobs.Background}
+	for i := range n {
+		owner := fmt.Sprint("user", i%5)
+		tier := tiers[i%3]
+		if i%3 == 0 && i%2 == 0 {
+			tier = jobs.Normal // fewer urgent ones
+		}
+		l.submit(start.Add(time.Duration(i)*time.Millisecond), spec{id: fmt.Sprintf("q%05d", i), name: names[i%3], owner: owner,
+			project: fmt.Sprint("p", i%7), tier: tier, slots: 1 + i%4/3, segments: 1 + i%5, offPeak: i%11 == 0})
+	}
+	return l
+}
+
+func BenchmarkList10k(b *testing.B) {
+	l := bigLedger(b, 10000)
+	p := basePolicy()
+	p.Fair = true
+	p.OffPeak, _ = jobs.ParseWindow("22:00-08:00")
+	b.ResetTimer()
+	for b.Loop() {
+		rows := l.s.List(p, noon, true)
+		if len(rows) < 10000 {
+			b.Fatal(len(rows))
+		}
+	}
+}
+
+// List is a pure function of the state: asking twice says the same, and
+// leaves the state as it was.
+func TestListLeavesTheState(t *testing.T) {
+	l := bigLedger(t, 50)
+	before := fmt.Sprint(l.s.List(basePolicy(), noon, true))
+	orders := map[string]int64{}
+	for id, j := range l.s.Jobs {
+		orders[id] = j.Order
+	}
+	if after := fmt.Sprint(l.s.List(basePolicy(), noon, true)); after != before {
+		t.Fatal("two lists differ")
+	}
+	for id, j := range l.s.Jobs {
+		if orders[id] != j.Order {
+			t.Fatalf("%s's order changed", id)
+		}
+	}
+}
