@@ -15,15 +15,15 @@ import (
 // JobCmd is the job scheduler (seed 003).
 type JobCmd struct {
 	Submit      JobSubmitCmd      `cmd:"" help:"Submit a job: spool job submit [flags] -- PROGRAM [ARGS...]."`
-//TODO List        JobListCmd        `cmd:"" help:"The queue in dispatch order, with estimated start times."`
+	List        JobListCmd        `cmd:"" help:"The queue in dispatch order, with estimated start times."`
 	Show        JobShowCmd        `cmd:"" help:"A job: fields, segments and their outputs, audit trail."`
-//TODO Explain     JobExplainCmd     `cmd:"" help:"Why a job waits."`
+	Explain     JobExplainCmd     `cmd:"" help:"Why a job waits."`
 	Edit        JobEditCmd        `cmd:"" help:"Change a job before it runs (owner or admin)."`
 	Move        JobMoveCmd        `cmd:"" help:"Reorder the queue (admins)."`
 	Cancel      JobCancelCmd      `cmd:"" help:"Cancel a job; a running one after its segment's grace."`
 	Pause       JobPauseCmd       `cmd:"" help:"Pause a job; a running one stops after its current segment."`
 	Resume      JobResumeCmd      `cmd:"" help:"Put a paused job back in its place."`
-//TODO Stats       JobStatsCmd       `cmd:"" help:"Waits per tier, queue depth, peak hours, slot usage."`
+	Stats       JobStatsCmd       `cmd:"" help:"Waits per tier, queue depth, peak hours, slot usage."`
 	Quota       JobQuotaCmd       `cmd:"" help:"Quotas on slot time per user or project (admins set them)."`
 	Schedule    JobScheduleCmd    `cmd:"" help:"Recurring jobs (submit --every)."`
 	Worker      JobWorkerCmd      `cmd:"" help:"Run jobs: claim them for this machine's slots and run their segments."`

@@ -64,7 +64,7 @@ func (s *State) skip(j *Job, p Policy, q *quotas, urgent bool, total int, now ti
 		return "needs more slots than the worker has"
 	case j.OffPeak && !p.OffPeak.Contains(now, p.Zone):
 		return "off-peak: outside the window"
-	case j.OffPeak && urgent:
+	case j.OffPeak && urgent && j.Tier != Urgent: // urgent off-peak work waits only for its window
 		return "off-peak: urgent work is queued"
 	}
 	if h, held := q.hold(j.Owner, j.Project); held {
