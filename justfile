@@ -31,6 +31,11 @@ bench-prd:
     go test -run '^$' -bench . ./internal/prd/
     d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench prd -spool "$d/spool" -runs 21; s=$?; rm -rf "$d"; exit $s
 
+# job scheduler: whole-process medians with 10,000 queued jobs, a worker's latencies, the in-process decision
+bench-jobs:
+    go test -run '^$' -bench . ./internal/jobs/
+    d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench jobs -spool "$d/spool" -runs 21; s=$?; rm -rf "$d"; exit $s
+
 # merge queue: whole-process medians with 1,000 entries in the log, and the train's own overhead
 bench-merge:
     go run ./cmd/spoolbench merge -n 30
