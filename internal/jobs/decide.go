@@ -360,10 +360,22 @@ func Tick(s *State, p Policy, now time.Time) []eventlog.Draft {
 		d := sc.Job
 		d.Owner, d.Schedule, d.Occurrence, d.StartAfter, d.Status = sc.Owner, sc.ID, at, time.Time{}, Queued
 		occ := at.UTC().Format(time.RFC3339)
-		jid := "job-" + strings.TrimPrefix(sc.ID, "sched-") + "-" + at.UTC().Format("20060102t1504")
+		jid := "job-" + strings.TrimPrefix(sc.ID, "sched-") + "-" + occurrenceID(at)
 		out = append(out, eventlog.Draft{Type: TypeSubmitted, Subject: jid, Idem: "schedule:" + sc.ID + ":" + occ, Data: d})
 	}
 	return out
+}
+
+// occurrenceID names an occurrence in its job's id: to the minute, or to
+// the second for a schedule finer than a minute (@every 30s), whose
+// occurrences in one minute would otherwise share an id, and all but the
+// first be dropped when folded.
+func occurrenceID(at time.Time) string {
+	at = at.UTC()
+	if at.Second() == 0 {
+		return at.Format("20060102t1504")
+	}
+	return at.Format("20060102t150405")
 }
 
 // Claim is one dispatch: yields requested, and the job handed out.

@@ -560,6 +560,30 @@ func TestRecurringOneSubmissionPerOccurrence(t *testing.T) {
 	}
 }
 
+// Occurrences of a schedule finer than a minute are jobs of their own:
+// each its own id, none dropped when folded.
+func TestRecurringEverySecondsDistinctJobs(t *testing.T) {
+	w := newWorld(t)
+	d, out, err := SubmitJob(w.s, w.p, Submit{Every: "@every 20s", Argv: []string{"poll.sh"}}, "ada", "w1", w.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.apply("ada", d, nil)
+	ids := map[string]bool{}
+	for i := range 6 { // two minutes: three occurrences in each
+		w.now = out.NextAt.Add(time.Duration(i) * 20 * time.Second)
+		ticked := Tick(w.s, w.p, w.now)
+		if len(ticked) != 1 || ids[ticked[0].Subject] {
+			t.Fatalf("tick %d at %s: %v (ids so far %v)", i, w.now, ticked, ids)
+		}
+		ids[ticked[0].Subject] = true
+		w.apply("ada", ticked, nil)
+	}
+	if len(w.s.Jobs) != 6 {
+		t.Fatalf("%d jobs from 6 occurrences", len(w.s.Jobs))
+	}
+}
+
 func TestDueSkipsMissedOccurrences(t *testing.T) {
 	sc := &Schedule{ID: "sched-x", Every: "* * * * *", Created: t0}
 	now := t0.Add(40*24*time.Hour + 30*time.Second)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/jobs"
 	"github.com/spoolhq/spool/internal/proc"
@@ -101,6 +102,11 @@ func (w *Worker) Run(ctx context.Context) ([]Ran, error) {
 				if ctx.Err() != nil {
 					break
 				}
+				if errors.Is(err, eventlog.ErrLockTimeout) {
+					// A busy log is no reason to stop the jobs running here.
+					w.logf("%v; trying again", err)
+					break
+				}
 				r, _ := stop()
 				return r, err
 			}
@@ -146,10 +152,9 @@ func (w *Worker) runJob(ctx context.Context, c *jobs.Claim) Ran {
 		out.Segments = append(out.Segments, seg)
 		w.logf("%s: segment %d/%d started", j.ID, seg+1, j.Segments)
 		end, how := w.runSegment(ctx, j, seg)
-		bg := context.WithoutCancel(ctx)
 		switch how {
 		case stoppedForCancel:
-			if err := w.S.StoppedForCancel(bg, j.ID, w.Name); err != nil {
+			if err := w.record(ctx, j.ID, func(ctx context.Context) error { return w.S.StoppedForCancel(ctx, j.ID, w.Name) }); err != nil {
 				w.logf("%s: %v", j.ID, err)
 			}
 			out.Status = jobs.Cancelled
@@ -158,7 +163,14 @@ func (w *Worker) runJob(ctx context.Context, c *jobs.Claim) Ran {
 			out.Status = jobs.Queued // Release (or the lease's new holder) has it
 			return out
 		}
-		next, after, err := w.S.SegmentDone(bg, j.ID, w.Name, end)
+		var (
+			next  int
+			after *jobs.Job
+		)
+		err := w.record(ctx, j.ID, func(ctx context.Context) (err error) {
+			next, after, err = w.S.SegmentDone(ctx, j.ID, w.Name, end)
+			return err
+		})
 		if err != nil {
 			w.logf("%s: %v", j.ID, err)
 			out.Status = jobs.Queued
@@ -168,6 +180,30 @@ func (w *Worker) runJob(ctx context.Context, c *jobs.Claim) Ran {
 		out.Status, seg = after.Status, next
 	}
 	return out
+}
+
+// record writes what the worker saw happen to a job it holds (a segment's
+// end, a cancel carried out), trying again while the write fails for a
+// reason other than the job no longer being this worker's (a log locked
+// longer than lock.timeout): a record given up leaves the job running on
+// this worker, its slots taken, until its lease runs out. It gives up when
+// the worker stops (its release then requeues the job) or after a lease.
+func (w *Worker) record(ctx context.Context, id string, write func(context.Context) error) error {
+	bg := context.WithoutCancel(ctx)
+	giveUp := time.Now().Add(w.S.Policy.Lease)
+	wait := w.Poll
+	for {
+		err := write(bg)
+		if err == nil || rejected(err) || ctx.Err() != nil || time.Now().After(giveUp) {
+			return err
+		}
+		w.logf("%s: %v; trying again in %s", id, err, wait)
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
 }
 
 type ending int
