@@ -163,7 +163,9 @@ func jobLatencies(bin string, env []string) error {
 		return err
 	}
 	defer func() { worker.Process.Signal(syscall.SIGTERM); worker.Wait() }()
-	id := func(out string) string { return strings.TrimSpace(out[strings.LastIndexByte(strings.TrimSpace(out), ' ')+1:]) }
+	id := func(out string) string {
+		return strings.TrimSpace(out[strings.LastIndexByte(strings.TrimSpace(out), ' ')+1:])
+	}
 
 	// start_after: 3 s ahead.
 	out, err := spool("job", "submit", "--start-after", "3s", "--", "true")
