@@ -85,6 +85,16 @@ func (c *JobSubmitCmd) Run(e *env) error {
 	return nil
 }
 
+// readJobs opens the scheduler and reads it up to date (no lock).
+func readJobs(e *env) (*jobservice.Service, *jobs.State, error) {
+	q, err := e.jobs()
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := q.Read(e.ctx)
+	return q, st, err
+}
+
 // jobRef names a job.
 type jobRef struct {
 	ID string `arg:"" name:"job" help:"The job's id."`
@@ -93,11 +103,7 @@ type jobRef struct {
 type JobShowCmd struct{ jobRef }
 
 func (c *JobShowCmd) Run(e *env) error {
-	q, err := e.jobs()
-	if err != nil {
-		return err
-	}
-	st, err := q.Read(e.ctx)
+	q, st, err := readJobs(e)
 	if err != nil {
 		return err
 	}
@@ -345,11 +351,7 @@ func quotaLimits(q jobs.Quota) string {
 type JobQuotaListCmd struct{}
 
 func (c *JobQuotaListCmd) Run(e *env) error {
-	q, err := e.jobs()
-	if err != nil {
-		return err
-	}
-	st, err := q.Read(e.ctx)
+	q, st, err := readJobs(e)
 	if err != nil {
 		return err
 	}
@@ -404,11 +406,7 @@ type JobScheduleCmd struct {
 type JobScheduleListCmd struct{}
 
 func (c *JobScheduleListCmd) Run(e *env) error {
-	q, err := e.jobs()
-	if err != nil {
-		return err
-	}
-	st, err := q.Read(e.ctx)
+	q, st, err := readJobs(e)
 	if err != nil {
 		return err
 	}

@@ -13,11 +13,7 @@ type JobListCmd struct {
 }
 
 func (c *JobListCmd) Run(e *env) error {
-	q, err := e.jobs()
-	if err != nil {
-		return err
-	}
-	st, err := q.Read(e.ctx)
+	q, st, err := readJobs(e)
 	if err != nil {
 		return err
 	}
@@ -58,11 +54,7 @@ func (c *JobListCmd) Run(e *env) error {
 type JobExplainCmd struct{ jobRef }
 
 func (c *JobExplainCmd) Run(e *env) error {
-	q, err := e.jobs()
-	if err != nil {
-		return err
-	}
-	st, err := q.Read(e.ctx)
+	q, st, err := readJobs(e)
 	if err != nil {
 		return err
 	}
