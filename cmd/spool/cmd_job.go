@@ -198,28 +198,36 @@ type JobEditCmd struct {
 }
 
 func (c *JobEditCmd) Run(e *env) error {
+	return jobChanged(e, "edited", func(q *jobservice.Service) (*jobs.Job, error) {
+		ed := jobs.Edit{OffPeak: c.OffPeak, Slots: c.GPUs}
+		if c.Priority != nil {
+			t := jobs.Tier(*c.Priority)
+			ed.Tier = &t
+		}
+		if c.StartAfter != nil {
+			t, err := jobs.ParseTime(*c.StartAfter, q.Env.Now, q.Policy.Zone)
+			if err != nil {
+				return nil, err
+			}
+			ed.StartAfter = &t
+		}
+		return q.Edit(e.ctx, c.ID, ed)
+	})
+}
+
+// jobChanged opens the scheduler, runs a change and prints the job's id
+// and status after it.
+func jobChanged(e *env, verb string, do func(q *jobservice.Service) (*jobs.Job, error)) error {
 	q, err := e.jobs()
 	if err != nil {
 		return err
 	}
-	ed := jobs.Edit{OffPeak: c.OffPeak, Slots: c.GPUs}
-	if c.Priority != nil {
-		t := jobs.Tier(*c.Priority)
-		ed.Tier = &t
-	}
-	if c.StartAfter != nil {
-		t, err := jobs.ParseTime(*c.StartAfter, q.Env.Now, q.Policy.Zone)
-		if err != nil {
-			return err
-		}
-		ed.StartAfter = &t
-	}
-	return jobChanged(e, q, "edited", func() (*jobs.Job, error) { return q.Edit(e.ctx, c.ID, ed) })
+	j, err := do(q)
+	return printChanged(e, q, verb, j, err)
 }
 
-// jobChanged runs a change and prints the job's id and status after it.
-func jobChanged(e *env, q *jobservice.Service, verb string, do func() (*jobs.Job, error)) error {
-	j, err := do()
+// printChanged prints a job after a change.
+func printChanged(e *env, q *jobservice.Service, verb string, j *jobs.Job, err error) error {
 	if err != nil {
 		return err
 	}
@@ -246,42 +254,26 @@ type JobMoveCmd struct {
 }
 
 func (c *JobMoveCmd) Run(e *env) error {
-	q, err := e.jobs()
-	if err != nil {
-		return err
-	}
 	m := jobs.Move{Before: c.Before, After: c.After, Top: c.Top, Bottom: c.Bottom}
-	return jobChanged(e, q, "moved", func() (*jobs.Job, error) { return q.Move(e.ctx, c.ID, m) })
+	return jobChanged(e, "moved", func(q *jobservice.Service) (*jobs.Job, error) { return q.Move(e.ctx, c.ID, m) })
 }
 
 type JobCancelCmd struct{ jobRef }
 
 func (c *JobCancelCmd) Run(e *env) error {
-	q, err := e.jobs()
-	if err != nil {
-		return err
-	}
-	return jobChanged(e, q, "cancel", func() (*jobs.Job, error) { return q.Cancel(e.ctx, c.ID) })
+	return jobChanged(e, "cancel", func(q *jobservice.Service) (*jobs.Job, error) { return q.Cancel(e.ctx, c.ID) })
 }
 
 type JobPauseCmd struct{ jobRef }
 
 func (c *JobPauseCmd) Run(e *env) error {
-	q, err := e.jobs()
-	if err != nil {
-		return err
-	}
-	return jobChanged(e, q, "pause", func() (*jobs.Job, error) { return q.Pause(e.ctx, c.ID) })
+	return jobChanged(e, "pause", func(q *jobservice.Service) (*jobs.Job, error) { return q.Pause(e.ctx, c.ID) })
 }
 
 type JobResumeCmd struct{ jobRef }
 
 func (c *JobResumeCmd) Run(e *env) error {
-	q, err := e.jobs()
-	if err != nil {
-		return err
-	}
-	return jobChanged(e, q, "resume", func() (*jobs.Job, error) { return q.Resume(e.ctx, c.ID) })
+	return jobChanged(e, "resume", func(q *jobservice.Service) (*jobs.Job, error) { return q.Resume(e.ctx, c.ID) })
 }
 
 type JobQuotaCmd struct {
@@ -498,11 +490,7 @@ type JobClaimCmd struct {
 }
 
 func (c *JobClaimCmd) Run(e *env) error {
-	q, err := e.jobs()
-	if err != nil {
-		return err
-	}
-	name, err := workerName(e, q, c.Name)
+	q, name, err := engine(e, c.Name)
 	if err != nil {
 		return err
 	}
@@ -522,11 +510,14 @@ func (c *JobClaimCmd) Run(e *env) error {
 	return nil
 }
 
-func workerName(e *env, q *jobservice.Service, name string) (string, error) {
-	if name != "" {
-		return name, nil
+// engine opens the scheduler for an execution engine's command: the
+// worker is --name, or the actor.
+func engine(e *env, name string) (*jobservice.Service, string, error) {
+	q, err := e.jobs()
+	if err == nil && name == "" {
+		name, err = q.Actor(e.ctx)
 	}
-	return q.Actor(e.ctx)
+	return q, name, err
 }
 
 type JobSegmentDoneCmd struct {
@@ -538,11 +529,7 @@ type JobSegmentDoneCmd struct {
 }
 
 func (c *JobSegmentDoneCmd) Run(e *env) error {
-	q, err := e.jobs()
-	if err != nil {
-		return err
-	}
-	name, err := workerName(e, q, c.Name)
+	q, name, err := engine(e, c.Name)
 	if err != nil {
 		return err
 	}
@@ -569,17 +556,12 @@ type JobFinishCmd struct {
 }
 
 func (c *JobFinishCmd) Run(e *env) error {
-	q, err := e.jobs()
+	q, name, err := engine(e, c.Name)
 	if err != nil {
 		return err
 	}
-	name, err := workerName(e, q, c.Name)
-	if err != nil {
-		return err
-	}
-	return jobChanged(e, q, "finished", func() (*jobs.Job, error) {
-		return q.Finish(e.ctx, c.ID, name, jobs.Status(c.Status), c.Error)
-	})
+	j, err := q.Finish(e.ctx, c.ID, name, jobs.Status(c.Status), c.Error)
+	return printChanged(e, q, "finished", j, err)
 }
 
 type JobHeartbeatCmd struct {
@@ -588,13 +570,10 @@ type JobHeartbeatCmd struct {
 }
 
 func (c *JobHeartbeatCmd) Run(e *env) error {
-	q, err := e.jobs()
+	q, name, err := engine(e, c.Name)
 	if err != nil {
 		return err
 	}
-	name, err := workerName(e, q, c.Name)
-	if err != nil {
-		return err
-	}
-	return jobChanged(e, q, "lease renewed for", func() (*jobs.Job, error) { return q.Heartbeat(e.ctx, c.ID, name) })
+	j, err := q.Heartbeat(e.ctx, c.ID, name)
+	return printChanged(e, q, "lease renewed for", j, err)
 }

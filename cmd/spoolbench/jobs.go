@@ -64,24 +64,15 @@ func jobsMain(args []string) error {
 	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Printf("load average: %s", load)
 	}
-	for _, c := range [][]string{
+	if err := timeCommands(b, dir, env, *runs, [][]string{
 		{"version"},
 		{"job", "submit", "--name", "bench", "--", "true"},
 		{"--json", "job", "list"},
 		{"--json", "job", "claim", "--slots", "4", "--name", "bench-engine"},
 		{"job", "show", first},
 		{"job", "explain", first},
-	} {
-		t, err := repeat(1, *runs, func() *exec.Cmd {
-			cmd := exec.Command(b, c...)
-			cmd.Dir, cmd.Env = dir, env
-			return cmd
-		})
-		if err != nil {
-			return err
-		}
-		fmt.Printf("spool %-40s wall median %6.1f ms (min %6.1f, max %6.1f)  cpu median %6.1f ms  peak RSS %d MiB  (%d runs)\n",
-			strings.Join(c, " "), ms(t.wall[len(t.wall)/2]), ms(t.wall[0]), ms(t.wall[len(t.wall)-1]), ms(t.cpu[len(t.cpu)/2]), t.maxRSS/1024, *runs)
+	}); err != nil {
+		return err
 	}
 	return jobLatencies(b, env)
 }

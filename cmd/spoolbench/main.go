@@ -118,3 +118,21 @@ func run(dir string, env []string, name string, args ...string) (string, error) 
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// timeCommands times each command (bin with its arguments, in dir) runs
+// times after one warm-up and prints a line per command.
+func timeCommands(bin, dir string, env []string, runs int, cmds [][]string) error {
+	for _, c := range cmds {
+		t, err := repeat(1, runs, func() *exec.Cmd {
+			cmd := exec.Command(bin, c...)
+			cmd.Dir, cmd.Env = dir, env
+			return cmd
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("spool %-40s wall median %6.1f ms (min %6.1f, max %6.1f)  cpu median %6.1f ms  peak RSS %d MiB  (%d runs)\n",
+			strings.Join(c, " "), ms(t.wall[len(t.wall)/2]), ms(t.wall[0]), ms(t.wall[len(t.wall)-1]), ms(t.cpu[len(t.cpu)/2]), t.maxRSS/1024, runs)
+	}
+	return nil
+}

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -85,23 +84,11 @@ func prdMain(args []string) error {
 	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Printf("load average: %s", load)
 	}
-	for _, c := range [][]string{
+	return timeCommands(b, dir, env, *runs, [][]string{
 		{"version"},
 		{"prd", "report", "--json"},
 		{"prd", "sync"},
 		{"prd", "promote"},
 		{"prd", "list", "--json"},
-	} {
-		t, err := repeat(1, *runs, func() *exec.Cmd {
-			cmd := exec.Command(b, c...)
-			cmd.Dir, cmd.Env = dir, env
-			return cmd
-		})
-		if err != nil {
-			return err
-		}
-		fmt.Printf("spool %-24s wall median %6.1f ms (min %6.1f, max %6.1f)  cpu median %6.1f ms  (%d runs)\n",
-			strings.Join(c, " "), ms(t.wall[len(t.wall)/2]), ms(t.wall[0]), ms(t.wall[len(t.wall)-1]), ms(t.cpu[len(t.cpu)/2]), *runs)
-	}
-	return nil
+	})
 }

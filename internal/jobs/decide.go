@@ -398,9 +398,12 @@ func ClaimJob(s *State, p Policy, worker string, total int, now time.Time) ([]ev
 	if w := s.Workers[worker]; w == nil || w.Slots != total {
 		drafts = append(drafts, eventlog.Draft{Type: TypeWorkerSeen, Subject: "worker/" + worker, Data: WorkerData{Slots: total}})
 	}
-	o, err := s.Overlay(drafts, "", now)
-	if err != nil {
-		return nil, nil, err
+	o := s
+	if len(drafts) > 0 { // most claims find nothing for the clock: no copy
+		var err error
+		if o, err = s.Overlay(drafts, "", now); err != nil {
+			return nil, nil, err
+		}
 	}
 	dec := o.Decide(p, Offer{Worker: worker, Free: total - o.Busy(worker), Total: total}, now)
 	for _, y := range dec.Yield {

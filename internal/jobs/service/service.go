@@ -157,20 +157,6 @@ func (s *Service) RemoveSchedule(ctx context.Context, id string) error {
 	return err
 }
 
-// Tick records what the clock decided: scheduled jobs released, expired
-// leases recovered, schedules' occurrences submitted. It reads first and
-// takes the lock only when there is something to record.
-func (s *Service) Tick(ctx context.Context) (int, error) {
-	st, err := s.Read(ctx)
-	if err != nil || len(jobs.Tick(st, s.Policy, s.now())) == 0 {
-		return 0, err
-	}
-	_, events, err := s.write(ctx, func(st *jobs.State, _ string, now time.Time) ([]eventlog.Draft, error) {
-		return jobs.Tick(st, s.Policy, now), nil
-	})
-	return len(events), err
-}
-
 // Claim dispatches one job to worker, which has slots in all.
 func (s *Service) Claim(ctx context.Context, worker string, slots int) (*jobs.Claim, error) {
 	var c *jobs.Claim
