@@ -48,7 +48,7 @@ func notYours(j *Job, worker string) error {
 // only the lower bound was checked.
 func InvalidGPUs(n, most int) error {
 	if most > 0 {
-		return fault.New(CodeInvalidGPUs, nil, fmt.Sprintf("--gpus must be 1 to %d (the most slots a worker offers), got %d", most, n), "gpus", n, "max", most)
+		return fault.New(CodeInvalidGPUs, nil, fmt.Sprintf("--gpus must be 1 to %d (the most slots a worker offers), got %d; until a worker with more has run, scheduler.slots sets it (spool config set scheduler.slots N)", most, n), "gpus", n, "max", most)
 	}
 	return fault.New(CodeInvalidGPUs, nil, fmt.Sprintf("--gpus must be at least 1, got %d", n), "gpus", n)
 }
