@@ -12,6 +12,7 @@ import (
 	"github.com/spoolhq/spool/internal/git"
 	jobservice "github.com/spoolhq/spool/internal/jobs/service"
 	mqservice "github.com/spoolhq/spool/internal/mergequeue/service"
+	orchservice "github.com/spoolhq/spool/internal/orchestrator/service"
 	prdservice "github.com/spoolhq/spool/internal/prdqueue/service"
 	"github.com/spoolhq/spool/internal/store"
 	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
@@ -158,4 +159,13 @@ func (e *env) interactive() bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// orchestrator opens the orchestrator's service.
+func (e *env) orchestrator() (*orchservice.Service, error) {
+	env, err := e.storeEnv()
+	if err != nil {
+		return nil, err
+	}
+	return orchservice.Open(env), nil
 }

@@ -21,38 +21,40 @@ import (
 type CLI struct {
 	Globals
 
-	Init        InitCmd        `cmd:"" help:"Create .spool/ in this repository (idempotent)."`
-	Status      StatusCmd      `cmd:"" help:"Show the log and projections at a glance."`
-	Append      AppendCmd      `cmd:"" help:"Append an event of your own type (plumbing for scripts)."`
-	Log         LogCmd         `cmd:"" help:"Print events, oldest first."`
-	Task        TaskCmd        `cmd:"" help:"The task tracker: add, show, list, update, close, reopen, dep, comment."`
-	Ready       ReadyCmd       `cmd:"" help:"List open tasks nothing blocks, most urgent first."`
-	Next        NextCmd        `cmd:"" help:"Claim the most urgent eligible task under a lease."`
-	Heartbeat   HeartbeatCmd   `cmd:"" help:"Extend the lease of a task you claimed."`
-	Done        DoneCmd        `cmd:"" help:"Record a successful attempt and close the task."`
-	Fail        FailCmd        `cmd:"" help:"Record a failed attempt (backoff, abandonment or Blocked)."`
-	Retry       RetryCmd       `cmd:"" help:"Put an abandoned, blocked or failed task back, attempts reset."`
-	Block       BlockCmd       `cmd:"" help:"Mark a task Blocked by hand."`
-	Unblock     UnblockCmd     `cmd:"" help:"Clear Blocked."`
-	History     HistoryCmd     `cmd:"" help:"The queue's history: attempts, last error, next eligible time."`
-	Stats       StatsCmd       `cmd:"" help:"Count the queue: completed, failed, in backoff, abandoned, blocked, ready."`
-	Export      ExportCmd      `cmd:"" help:"Write every task as beads' JSONL (bd import reads it)."`
-	Import      ImportCmd      `cmd:"" help:"Read tasks from beads' JSONL (bd export); importing twice changes nothing."`
-	BD          BDCmd          `cmd:"" name:"bd" passthrough:"" help:"Run a beads (bd) command over spool's tracker: spool bd ready --json."`
-	Config      ConfigCmd      `cmd:"" help:"Read and change .spool/config.json."`
-	Replay      ReplayCmd      `cmd:"" help:"Rebuild every projection from the log."`
-	Verify      VerifyCmd      `cmd:"" help:"Check the log and that projections equal a fresh replay."`
-	Doctor      DoctorCmd      `cmd:"" help:"Check git, repository, lock, log, hooks and config."`
-	Hooks       HooksCmd       `cmd:"" help:"Install, remove or inspect spool's git hooks."`
-	Hook        HookCmd        `cmd:"" hidden:"" help:"Run by git hooks."`
-	MergeDriver MergeDriverCmd `cmd:"" name:"merge-driver" hidden:"" help:"Git merge driver for writer files."`
-	Merge       MergeCmd       `cmd:"" help:"The merge queue: submit branches, run the merge train."`
-	Job         JobCmd         `cmd:"" help:"The job scheduler: priority tiers, slots, segments, quotas, off-peak, recurring jobs, workers."`
-	PRD         PRDCmd         `cmd:"" name:"prd" help:"The PRD queue: feature runs, approval gates, promotion to epics, reconciliation."`
-	Demo        DemoCmd        `cmd:"" help:"Run spool in a throwaway repository and show what it wrote."`
-	Version     VersionCmd     `cmd:"" help:"Print the version."`
-	Completion  CompletionCmd  `cmd:"" help:"Print a shell completion script."`
-	Complete    CompleteCmd    `cmd:"" name:"__complete" hidden:"" help:"List values for the completion scripts."`
+	Init         InitCmd         `cmd:"" help:"Create .spool/ in this repository (idempotent)."`
+	Status       StatusCmd       `cmd:"" help:"Show the log and projections at a glance."`
+	Append       AppendCmd       `cmd:"" help:"Append an event of your own type (plumbing for scripts)."`
+	Log          LogCmd          `cmd:"" help:"Print events, oldest first."`
+	Task         TaskCmd         `cmd:"" help:"The task tracker: add, show, list, update, close, reopen, dep, comment."`
+	Ready        ReadyCmd        `cmd:"" help:"List open tasks nothing blocks, most urgent first."`
+	Next         NextCmd         `cmd:"" help:"Claim the most urgent eligible task under a lease."`
+	Heartbeat    HeartbeatCmd    `cmd:"" help:"Extend the lease of a task you claimed."`
+	Done         DoneCmd         `cmd:"" help:"Record a successful attempt and close the task."`
+	Fail         FailCmd         `cmd:"" help:"Record a failed attempt (backoff, abandonment or Blocked)."`
+	Retry        RetryCmd        `cmd:"" help:"Put an abandoned, blocked or failed task back, attempts reset."`
+	Block        BlockCmd        `cmd:"" help:"Mark a task Blocked by hand."`
+	Unblock      UnblockCmd      `cmd:"" help:"Clear Blocked."`
+	History      HistoryCmd      `cmd:"" help:"The queue's history: attempts, last error, next eligible time."`
+	Stats        StatsCmd        `cmd:"" help:"Count the queue: completed, failed, in backoff, abandoned, blocked, ready."`
+	Export       ExportCmd       `cmd:"" help:"Write every task as beads' JSONL (bd import reads it)."`
+	Import       ImportCmd       `cmd:"" help:"Read tasks from beads' JSONL (bd export); importing twice changes nothing."`
+	BD           BDCmd           `cmd:"" name:"bd" passthrough:"" help:"Run a beads (bd) command over spool's tracker: spool bd ready --json."`
+	Config       ConfigCmd       `cmd:"" help:"Read and change .spool/config.json."`
+	Replay       ReplayCmd       `cmd:"" help:"Rebuild every projection from the log."`
+	Verify       VerifyCmd       `cmd:"" help:"Check the log and that projections equal a fresh replay."`
+	Doctor       DoctorCmd       `cmd:"" help:"Check git, repository, lock, log, hooks and config."`
+	Hooks        HooksCmd        `cmd:"" help:"Install, remove or inspect spool's git hooks."`
+	Hook         HookCmd         `cmd:"" hidden:"" help:"Run by git hooks."`
+	MergeDriver  MergeDriverCmd  `cmd:"" name:"merge-driver" hidden:"" help:"Git merge driver for writer files."`
+	Merge        MergeCmd        `cmd:"" help:"The merge queue: submit branches, run the merge train."`
+	Job          JobCmd          `cmd:"" help:"The job scheduler: priority tiers, slots, segments, quotas, off-peak, recurring jobs, workers."`
+	PRD          PRDCmd          `cmd:"" name:"prd" help:"The PRD queue: feature runs, approval gates, promotion to epics, reconciliation."`
+	Orchestrator OrchestratorCmd `cmd:"" help:"The always-on orchestrator's status (it runs inside spool watch)."`
+	Supervise    SuperviseCmd    `cmd:"" name:"__supervise" hidden:"" help:"Run an agent for spool watch and record how it ended."`
+	Demo         DemoCmd         `cmd:"" help:"Run spool in a throwaway repository and show what it wrote."`
+	Version      VersionCmd      `cmd:"" help:"Print the version."`
+	Completion   CompletionCmd   `cmd:"" help:"Print a shell completion script."`
+	Complete     CompleteCmd     `cmd:"" name:"__complete" hidden:"" help:"List values for the completion scripts."`
 }
 
 // Globals are accepted by every command.

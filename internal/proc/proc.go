@@ -212,3 +212,6 @@ func environ(c Cmd) []string {
 	}
 	return out
 }
+
+// Self is this process's record, for a process that leads its own group.
+func Self() Record { return identify(os.Getpid()) }

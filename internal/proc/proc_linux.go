@@ -273,3 +273,28 @@ func readStat(pid int) (stat, bool) {
 	start, err2 := strconv.ParseUint(fields[22-3], 10, 64)
 	return stat{pgid: pgid, start: start}, err1 == nil && err2 == nil
 }
+
+// StartDetached starts c as a daemon does: in a session of its own (no
+// terminal signal, no process group of spool's reaches it) and without a
+// parent-death signal, so that it outlives this process. Only spool's agent
+// supervisor is started so: it ends its agent itself and records how the
+// agent ended, for whichever spool looks next. While this process lives it
+// reaps the child.
+func StartDetached(c Cmd) (Record, error) {
+	if len(c.Argv) == 0 {
+		return Record{}, errors.New("no command")
+	}
+	cmd := &exec.Cmd{Path: c.Argv[0], Args: c.Argv, Dir: c.Dir, Env: environ(c), Stdout: c.Stdout, Stderr: c.Stderr,
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
+	if err := cmd.Start(); err != nil {
+		return Record{}, err
+	}
+	rec := identify(cmd.Process.Pid)
+	fault.Go(func() { cmd.Wait() })
+	return rec, nil
+}
+
+// Signal sends sig to r's leader if the group is still alive and ours.
+func Signal(r Record, sig syscall.Signal) bool {
+	return Alive(r) && syscall.Kill(r.PID, sig) == nil
+}

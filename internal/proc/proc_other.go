@@ -43,3 +43,12 @@ func identify(pid int) Record { return Record{PID: pid, PGID: pid} }
 
 // Alive is false: without a start time a reused pid cannot be told apart.
 func Alive(r Record) bool { return false }
+
+// StartDetached is not supported without Linux's /proc: a later spool
+// could not tell the daemon from a reused pid.
+func StartDetached(c Cmd) (Record, error) {
+	return Record{}, errors.New("detached processes need Linux")
+}
+
+// Signal never signals: Alive is false without Linux.
+func Signal(r Record, sig syscall.Signal) bool { return false }

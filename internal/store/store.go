@@ -20,6 +20,7 @@ import (
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/jobs"
+	"github.com/spoolhq/spool/internal/orchestrator"
 	"github.com/spoolhq/spool/internal/mergequeue"
 	"github.com/spoolhq/spool/internal/prdqueue"
 	"github.com/spoolhq/spool/internal/workqueue"
@@ -41,10 +42,11 @@ var Specs = []projections.Spec{
 	mergequeue.Spec,
 	prdqueue.Spec,
 	jobs.Spec,
+	orchestrator.Spec,
 }
 
 // ReservedPrefixes are event namespaces only spool's own commands append.
-var ReservedPrefixes = []string{"spool.", "task.", "work.", "merge.", "job.", "prd.", "orch."}
+var ReservedPrefixes = []string{"spool.", "task.", "work.", "merge.", "job.", "prd.", "orch.", "orchestrator.", "feedback."}
 
 // Store is an opened spool repository.
 type Store struct {

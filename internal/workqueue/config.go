@@ -28,7 +28,7 @@ func init() {
 		config.Key{Name: "workqueue.lease", Kind: config.Duration, Default: time.Hour, Min: config.Min(1),
 			Help: "how long a claim lasts without a heartbeat; an expired claim is a failed attempt"},
 		config.Key{Name: "workqueue.policy", Kind: config.Enum, Default: Exponential, Enum: []string{Exponential, Progressive},
-			Help: "what a failure does: exponential backoff and abandonment, or progressive demotion and Blocked"},
+			Help: "what a failure does: exponential backoff and abandonment, or progressive demotion and Blocked (unset: progressive when orchestrator.agent_command is set)"},
 		config.Key{Name: "backoff.initial", Kind: config.Duration, Default: time.Minute,
 			Help: "exponential: the wait after the second attempt fails"},
 		config.Key{Name: "backoff.max", Kind: config.Duration, Default: time.Hour,
@@ -72,7 +72,7 @@ func checkLabels(v any) error {
 // PolicyFrom reads the queue's configuration.
 func PolicyFrom(cfg *config.Config) Policy {
 	return Policy{
-		Kind:          cfg.String("workqueue.policy"),
+		Kind:          policyKind(cfg),
 		Initial:       cfg.Duration("backoff.initial"),
 		Max:           cfg.Duration("backoff.max"),
 		Multiplier:    cfg.Float("backoff.multiplier"),
@@ -81,4 +81,17 @@ func PolicyFrom(cfg *config.Config) Policy {
 		Label:         cfg.String("workqueue.label"),
 		ExcludeLabels: cfg.Strings("workqueue.exclude_labels"),
 	}
+}
+
+// policyKind is workqueue.policy; unset, it is progressive when an
+// orchestrator runs agents (seed 004 §8) and exponential otherwise.
+func policyKind(cfg *config.Config) string {
+	if _, set, _ := cfg.Value("workqueue.policy"); !set {
+		if v, _, err := cfg.Value("orchestrator.agent_command"); err == nil {
+			if argv, _ := v.([]string); len(argv) > 0 {
+				return Progressive
+			}
+		}
+	}
+	return cfg.String("workqueue.policy")
 }

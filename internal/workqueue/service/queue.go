@@ -54,6 +54,12 @@ type Idle struct {
 // empty), recording the leases that expired on the way. A nil claim means
 // nothing is eligible.
 func (s *Service) Next(ctx context.Context, require, exclude []string, worker string) (*Claimed, Idle, error) {
+	return s.NextAnd(ctx, require, exclude, worker, nil)
+}
+
+// NextAnd is Next with also's events, derived from the claim, in the same
+// append: another domain records what it does with the claim atomically.
+func (s *Service) NextAnd(ctx context.Context, require, exclude []string, worker string, also func(*workqueue.State, *workqueue.Claim) []eventlog.Draft) (*Claimed, Idle, error) {
 	gate := s.Policy.Gate(require, exclude)
 	cands, err := s.candidates(ctx, gate.Require)
 	if err != nil {
@@ -67,6 +73,9 @@ func (s *Service) Next(ctx context.Context, require, exclude []string, worker st
 		}
 		drafts, cl, err := workqueue.Next(st, cands, s.Native(), s.Policy, gate, w, actor, s.Now)
 		claim = cl
+		if err == nil && cl != nil && also != nil {
+			drafts = append(drafts, also(st, cl)...)
+		}
 		return drafts, err
 	})
 	if err != nil {
@@ -134,6 +143,13 @@ func (s *Service) Unblock(ctx context.Context, id string, reset bool) (workqueue
 		d, err := workqueue.Unblock(st, id, reset)
 		return []eventlog.Draft{d}, err
 	})
+}
+
+// Decide runs decide (a caller's combination of the queue's decide
+// functions and its own events) as one append, as the queue's commands do,
+// and returns task id's history after it. reason is a close's, for bd/br.
+func (s *Service) Decide(ctx context.Context, id, reason string, decide func(st *workqueue.State, actor string) ([]eventlog.Draft, error)) (workqueue.EntryJSON, error) {
+	return s.entryChange(ctx, id, reason, decide)
 }
 
 // entryChange runs a queue decision and returns the task's history after it.

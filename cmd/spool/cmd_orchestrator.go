@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	orchservice "github.com/spoolhq/spool/internal/orchestrator/service"
+)
+
+// OrchestratorCmd groups the orchestrator's commands. It has no start or
+// pause (seed 004 §1): it runs whenever spool watch runs.
+type OrchestratorCmd struct {
+	Status OrchestratorStatusCmd `cmd:"" help:"The active task and the queue's depth (seed 004's build.status)."`
+}
+
+// OrchestratorStatusCmd prints build.status.
+type OrchestratorStatusCmd struct{}
+
+func (c *OrchestratorStatusCmd) Run(e *env) error {
+	o, err := e.orchestrator()
+	if err != nil {
+		return err
+	}
+	status, st, err := o.Status(e.ctx)
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return writeJSON(e.stdout, status)
+	}
+	if !o.Policy.Enabled() {
+		fmt.Fprintln(e.stdout, "agent command: not set (spool config set orchestrator.agent_command '[\"path/to/agent\"]')")
+	}
+	if a := status.CurrentTask; a != nil {
+		fmt.Fprintf(e.stdout, "current task: %s, attempt %d, %s, branch %s, supervisor pid %d\n", a.TaskID, a.Attempt, a.Phase, text(a.Branch), a.AgentPID)
+		fmt.Fprintf(e.stdout, "started:      %s, last output %s\n", a.StartedAt.Format(time.RFC3339), a.LastOutputAt.Format(time.RFC3339))
+		if a.Log != "" {
+			fmt.Fprintf(e.stdout, "output:       %s\n", text(a.Log))
+		}
+	} else {
+		fmt.Fprintln(e.stdout, "current task: none")
+	}
+	fmt.Fprintf(e.stdout, "queue depth:  %d ready\n", status.QueueDepth)
+	if st.LastWatchdogRun != nil {
+		fmt.Fprintf(e.stdout, "watchdog:     last ran %s\n", st.LastWatchdogRun.Format(time.RFC3339))
+	}
+	if n := len(st.PendingFeedback); n > 0 {
+		fmt.Fprintf(e.stdout, "feedback:     %d waiting for the planner\n", n)
+	}
+	return nil
+}
+
+// SuperviseCmd is the agent's supervisor, started by spool watch.
+type SuperviseCmd struct {
+	Dir     string        `required:"" help:"The task's run directory."`
+	Attempt int           `required:"" help:"The attempt."`
+	Workdir string        `required:"" help:"Where the agent runs."`
+	Base    string        `help:"The commit the attempt starts from."`
+	Grace   time.Duration `default:"10s" help:"SIGTERM to SIGKILL."`
+	Argv    []string      `arg:"" passthrough:"" help:"The agent's argv."`
+}
+
+func (c *SuperviseCmd) Run(e *env) error {
+	argv := c.Argv
+	if len(argv) > 0 && argv[0] == "--" {
+		argv = argv[1:]
+	}
+	return orchservice.Supervise(e.ctx, c.Dir, c.Attempt, c.Workdir, c.Base, argv, c.Grace)
+}

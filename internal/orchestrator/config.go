@@ -1,0 +1,55 @@
+package orchestrator
+
+import (
+	"time"
+
+	"github.com/spoolhq/spool/internal/config"
+)
+
+// Configuration keys (README: Configuration).
+func init() {
+	config.Register(
+		config.Key{Name: "orchestrator.agent_command", Kind: config.Strings, Default: []string{},
+			Help: "the agent's argv (never a shell string), run for the most urgent ready task in its own worktree; empty: no orchestrator"},
+		config.Key{Name: "orchestrator.watchdog_interval", Kind: config.Duration, Default: 5 * time.Minute, Min: config.Min(1),
+			Help: "how often the watchdog starts an agent for ready work and looks for a stalled one"},
+		config.Key{Name: "orchestrator.stall_timeout", Kind: config.Duration, Default: 5 * time.Minute, Min: config.Min(1),
+			Help: "an agent that prints nothing for this long is stopped and its attempt failed (stalled)"},
+		config.Key{Name: "orchestrator.kill_grace", Kind: config.Duration, Default: 10 * time.Second, Min: config.Min(0),
+			Help: "how long a stopped agent has between SIGTERM and SIGKILL"},
+		config.Key{Name: "orchestrator.submit_merge", Kind: config.Bool, Default: false,
+			Help: "after an agent succeeds, submit its branch spool/<task-id> to the merge queue"},
+		config.Key{Name: "orchestrator.label", Kind: config.String, Default: "",
+			Help: "the orchestrator only takes tasks with this label (empty: any ready task)"},
+	)
+}
+
+// Worker is the worker name of the orchestrator's claims.
+const Worker = "orchestrator"
+
+// Policy is the orchestrator's configuration, read once per pass.
+type Policy struct {
+	Agent        []string
+	Watchdog     time.Duration
+	Stall        time.Duration
+	Grace        time.Duration
+	SubmitMerge  bool
+	Label        string
+	OutputRecord time.Duration // how often output activity is recorded, at most
+}
+
+// PolicyFrom reads the orchestrator's keys.
+func PolicyFrom(cfg *config.Config) Policy {
+	return Policy{
+		Agent:        cfg.Strings("orchestrator.agent_command"),
+		Watchdog:     cfg.Duration("orchestrator.watchdog_interval"),
+		Stall:        cfg.Duration("orchestrator.stall_timeout"),
+		Grace:        cfg.Duration("orchestrator.kill_grace"),
+		SubmitMerge:  cfg.Bool("orchestrator.submit_merge"),
+		Label:        cfg.String("orchestrator.label"),
+		OutputRecord: time.Minute,
+	}
+}
+
+// Enabled reports whether an agent command is configured.
+func (p Policy) Enabled() bool { return len(p.Agent) > 0 }

@@ -1,0 +1,96 @@
+package orchestrator
+
+import "time"
+
+// The orchestrator's events (README: Event catalogue). The subject of each
+// agent event is the task it works on.
+const (
+	TypeClaimed      = "orchestrator.claimed"       // ClaimedData: in the append that claims the task
+	TypeAgentStarted = "orchestrator.agent_started" // StartedData: the supervisor runs
+	TypeAgentOutput  = "orchestrator.agent_output"  // OutputData: output seen, at most once a minute
+	TypeStopping     = "orchestrator.stopping"      // StoppingData: spool asked the agent to end
+	TypeAgentExited  = "orchestrator.agent_exited"  // ExitedData: how the agent ended
+	TypeFinished     = "orchestrator.finished"      // FinishedData: in the append that settles the task
+	TypeWatchdogRan  = "orchestrator.watchdog_ran"  // {}: last_watchdog_run
+
+	// Feedback waiting for the planner (the plans domain appends these).
+	TypeFeedbackAdded       = "feedback.added"       // FeedbackData
+	TypeFeedbackCategorized = "feedback.categorized" // FeedbackData (id, category, plan_id)
+)
+
+// ClaimedData is an attempt the orchestrator took on: where it works.
+type ClaimedData struct {
+	Attempt  int    `json:"attempt"`
+	Branch   string `json:"branch"`
+	Worktree string `json:"worktree"`
+	RunDir   string `json:"run_dir"`
+	// FailureContext is the last failure, handed to an immediate retry.
+	FailureContext string `json:"failure_context,omitempty"`
+}
+
+// Process identifies the supervisor's process group (internal/proc.Record).
+type Process struct {
+	PID   int    `json:"pid"`
+	PGID  int    `json:"pgid"`
+	Start uint64 `json:"start"`
+	Boot  string `json:"boot,omitempty"`
+}
+
+// StartedData is the agent's supervisor, started.
+type StartedData struct {
+	Attempt int     `json:"attempt"`
+	Process Process `json:"process"`
+	Log     string  `json:"log"`
+	Base    string  `json:"base"` // the commit the attempt starts from; a revert returns here
+}
+
+// OutputData is the last time the agent printed something.
+type OutputData struct {
+	At time.Time `json:"at"`
+}
+
+// Why spool stops an agent, and how an attempt ends without a result.
+const (
+	ReasonStalled  = "stalled"       // no output for orchestrator.stall_timeout
+	ReasonStopped  = "watch_stopped" // spool watch was stopped
+	ReasonLost     = "agent_lost"    // the supervisor died without recording an exit
+	ReasonNotStart = "not_started"   // spool died before the agent started
+)
+
+// StoppingData is a stop spool asked for.
+type StoppingData struct {
+	Reason string `json:"reason"`
+}
+
+// ExitedData is how the agent ended. Reason is set when it did not end by
+// itself (stalled, watch_stopped, agent_lost, not_started).
+type ExitedData struct {
+	Attempt  int    `json:"attempt"`
+	ExitCode int    `json:"exit_code"` // -1: a signal, or unknown
+	Signal   string `json:"signal,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Tail     string `json:"tail,omitempty"` // the output's last lines
+}
+
+// Outcomes of an attempt.
+const (
+	OutcomeDone     = "done"     // exit 0: the task is done
+	OutcomeFailed   = "failed"   // a failed attempt under the queue's policy
+	OutcomeReleased = "released" // given back uncounted, its changes reverted
+	OutcomeDropped  = "dropped"  // the claim was no longer ours; nothing recorded on the task
+)
+
+// FinishedData settles the active task.
+type FinishedData struct {
+	Attempt    int    `json:"attempt"`
+	Outcome    string `json:"outcome"`
+	MergeEntry string `json:"merge_entry,omitempty"`
+}
+
+// FeedbackData is feedback for the planner, and later its category.
+type FeedbackData struct {
+	ID       string `json:"id"`
+	Text     string `json:"text,omitempty"`
+	Category string `json:"category,omitempty"`
+	PlanID   string `json:"plan_id,omitempty"`
+}

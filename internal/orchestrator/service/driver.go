@@ -1,0 +1,175 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/spoolhq/spool/internal/orchestrator"
+	"github.com/spoolhq/spool/internal/store"
+)
+
+// Driver runs the orchestrator in spool watch: passes run one at a time
+// (the watch's loop), so the watchdog and an event never start two agents.
+type Driver struct {
+	Logf func(format string, args ...any)
+	// Poll is how often a running agent is looked at (default 500ms).
+	Poll     time.Duration
+	lastBeat time.Time // the last heartbeat of the active claim, by this process
+}
+
+func (d *Driver) Name() string { return "orchestrator" }
+
+func (d *Driver) logf(format string, args ...any) {
+	if d.Logf != nil {
+		d.Logf(format, args...)
+	}
+}
+
+// Recover brings a task a crash left active to a steady state: its agent
+// still running is monitored again, one that ended is settled, one that
+// died unrecorded is reverted and its task reopened. It starts nothing.
+func (d *Driver) Recover(ctx context.Context, env store.Env) error {
+	_, _, err := d.pass(ctx, env, false)
+	return err
+}
+
+// Pass monitors the active agent and, with none, starts one for the most
+// urgent ready task. It returns when it next wants a pass and whether an
+// agent runs.
+func (d *Driver) Pass(ctx context.Context, env store.Env) (time.Time, bool, error) {
+	return d.pass(ctx, env, true)
+}
+
+func (d *Driver) pass(ctx context.Context, env store.Env, mayStart bool) (next time.Time, busy bool, err error) {
+	s := Open(env)
+	st, err := s.Read(ctx)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	if st, err = d.monitor(ctx, s, st); err != nil {
+		return time.Time{}, st != nil && st.ActiveTask != nil, err
+	}
+	p := s.Policy
+	if p.Enabled() && mayStart {
+		if st.ActiveTask == nil {
+			a, err := s.start(ctx)
+			if a != nil {
+				d.lastBeat = env.Now
+				d.logf("orchestrator: started the agent for %s (attempt %d, supervisor pid %d)", a.TaskID, a.Attempt, a.AgentPID)
+			}
+			if err != nil {
+				return env.Now.Add(d.poll()), a != nil, err
+			}
+		}
+		if orchestrator.WatchdogDue(st, p, env.Now) {
+			if _, err := s.append(ctx, orchestrator.WatchdogRan()); err != nil {
+				return time.Time{}, false, err
+			}
+		}
+		if st, err = s.Read(ctx); err != nil {
+			return time.Time{}, false, err
+		}
+	}
+	if p.Enabled() && st.LastWatchdogRun != nil {
+		next = st.LastWatchdogRun.Add(p.Watchdog)
+	}
+	if st.ActiveTask != nil {
+		busy = true
+		if at := env.Now.Add(d.poll()); next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	return next, busy, nil
+}
+
+func (d *Driver) poll() time.Duration {
+	if d.Poll > 0 {
+		return d.Poll
+	}
+	return 500 * time.Millisecond
+}
+
+// monitor takes the active task's steps until it waits on the agent.
+func (d *Driver) monitor(ctx context.Context, s *Service, st *orchestrator.State) (*orchestrator.State, error) {
+	now := s.Now
+	for range 8 { // each step moves the phase on; a few at most
+		a := st.ActiveTask
+		if a == nil {
+			return st, nil
+		}
+		step := orchestrator.Monitor(a, observe(a), s.Policy, now)
+		var err error
+		switch step.Kind {
+		case orchestrator.StepNone:
+			return st, d.heartbeat(ctx, s, a)
+		case orchestrator.StepSignal:
+			s.stop(a, now)
+			return st, nil
+		case orchestrator.StepRecord, orchestrator.StepStop:
+			if st, err = s.append(ctx, step.Draft); err != nil {
+				return nil, err
+			}
+			if step.Kind == orchestrator.StepStop {
+				d.logf("orchestrator: stopping the agent for %s: no output for %s", a.TaskID, s.Policy.Stall)
+				s.stop(st.ActiveTask, now)
+				return st, nil
+			}
+		case orchestrator.StepSettle:
+			outcome, err := s.settle(ctx, a)
+			if err != nil {
+				return st, err
+			}
+			d.logf("orchestrator: %s attempt %d: %s", a.TaskID, a.Attempt, outcome)
+			if st, err = s.Read(ctx); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return st, nil
+}
+
+// heartbeat renews the claim's lease a third of the way through it, so
+// that an agent that runs longer than workqueue.lease keeps its task.
+func (d *Driver) heartbeat(ctx context.Context, s *Service, a *orchestrator.Active) error {
+	if a.Phase != orchestrator.PhaseRunning || s.Now.Sub(d.lastBeat) < s.WQ.Policy.Lease/3 {
+		return nil
+	}
+	if _, err := s.WQ.Heartbeat(ctx, a.TaskID); err != nil {
+		return err
+	}
+	d.lastBeat = s.Now
+	return nil
+}
+
+// Stop ends a running agent because watch stops: the attempt is reverted
+// and the task given back uncounted. It runs after ctx has ended (a
+// signal), so it uses its own deadline.
+func (d *Driver) Stop(ctx context.Context, env store.Env) error {
+	ctx = context.WithoutCancel(ctx)
+	s := Open(env)
+	st, err := s.Read(ctx)
+	if err != nil || st.ActiveTask == nil {
+		return err
+	}
+	a := st.ActiveTask
+	if a.Phase == orchestrator.PhaseRunning || a.Phase == orchestrator.PhaseStarting {
+		if st, err = s.append(ctx, orchestrator.Stop(a, orchestrator.ReasonStopped)); err != nil {
+			return err
+		}
+		d.logf("orchestrator: stopping the agent for %s: watch stops", a.TaskID)
+	}
+	began := time.Now()
+	deadline := began.Add(s.Policy.Grace + 3*time.Second)
+	for {
+		e := env
+		e.Now = env.Now.Add(time.Since(began))
+		if st, err = d.monitor(ctx, Open(e), st); err != nil || st.ActiveTask == nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the agent for " + st.ActiveTask.TaskID + " did not end")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

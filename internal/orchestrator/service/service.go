@@ -1,0 +1,269 @@
+// Package service is the orchestrator: it runs orchestrator.agent_command
+// for the most urgent ready task, one at a time, watches it, and settles the
+// task by how the agent ended. Every transition is an event first
+// (internal/orchestrator), so that a spool watch that restarts after a crash
+// learns from the log and the run directory where it was.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/git"
+	mqservice "github.com/spoolhq/spool/internal/mergequeue/service"
+	"github.com/spoolhq/spool/internal/orchestrator"
+	"github.com/spoolhq/spool/internal/proc"
+	"github.com/spoolhq/spool/internal/store"
+	"github.com/spoolhq/spool/internal/workqueue"
+	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
+	"github.com/spoolhq/spool/projections"
+)
+
+// Service is the orchestrator for one pass.
+type Service struct {
+	store.Env
+	Policy orchestrator.Policy
+	WQ     *wqservice.Service
+}
+
+// Open reads the configuration; nothing is read from the log yet.
+func Open(env store.Env) *Service {
+	return &Service{Env: env, Policy: orchestrator.PolicyFrom(env.Store.Config), WQ: wqservice.Open(env)}
+}
+
+func stateOf(v *projections.View) *orchestrator.State {
+	if p, ok := projections.As[*orchestrator.Projection](v, orchestrator.Name); ok {
+		return p.State()
+	}
+	return orchestrator.NewState()
+}
+
+// Read returns the orchestrator's state, up to date.
+func (s *Service) Read(ctx context.Context) (*orchestrator.State, error) {
+	v, err := s.Store.Read(ctx, orchestrator.Name)
+	if err != nil {
+		return nil, err
+	}
+	return stateOf(v), nil
+}
+
+// append records drafts on the orchestrator's state.
+func (s *Service) append(ctx context.Context, drafts ...eventlog.Draft) (*orchestrator.State, error) {
+	_, v, err := s.Env.Write(ctx, []string{orchestrator.Name}, func(*projections.View, string) ([]eventlog.Draft, error) {
+		return drafts, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return stateOf(v), nil
+}
+
+// Status is seed 004's build.status payload.
+type Status struct {
+	CurrentTask *orchestrator.Active `json:"currentTask"`
+	QueueDepth  int                  `json:"queueDepth"`
+}
+
+// Status reads the active task and how many tasks are ready.
+func (s *Service) Status(ctx context.Context) (Status, *orchestrator.State, error) {
+	st, err := s.Read(ctx)
+	if err != nil {
+		return Status{}, nil, err
+	}
+	ready, _, err := s.WQ.Ready(ctx, workqueue.ReadyFilter{}, 0)
+	if err != nil {
+		return Status{}, nil, err
+	}
+	return Status{CurrentTask: st.ActiveTask, QueueDepth: len(ready)}, st, nil
+}
+
+// Worktree is where the agent works on task id: in the git common
+// directory, outside every work tree.
+func (s *Service) Worktree(id string) string {
+	return filepath.Join(s.Store.Repo.PrivateDir(), "worktrees", "task-"+id)
+}
+
+// start claims the most urgent ready task and starts its agent. It returns
+// nil when nothing is ready.
+func (s *Service) start(ctx context.Context) (*orchestrator.Active, error) {
+	var require []string
+	if s.Policy.Label != "" {
+		require = []string{s.Policy.Label}
+	}
+	root := s.Store.Repo.WorkTree
+	claimed, _, err := s.WQ.NextAnd(ctx, require, nil, orchestrator.Worker, func(st *workqueue.State, c *workqueue.Claim) []eventlog.Draft {
+		id := c.Task.ID
+		d := orchestrator.ClaimedData{Attempt: c.Attempt, Branch: orchestrator.Branch(id), Worktree: s.Worktree(id), RunDir: orchestrator.RunDir(root, id)}
+		if h := st.History[id]; h != nil {
+			d.FailureContext = h.LastError
+		}
+		return []eventlog.Draft{orchestrator.Claimed(id, d)}
+	})
+	if err != nil || claimed == nil {
+		return nil, err
+	}
+	st, err := s.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a := st.ActiveTask
+	if a == nil || a.TaskID != claimed.ID {
+		return nil, fmt.Errorf("claimed %s, but the orchestrator's state does not show it", claimed.ID)
+	}
+	sup, base, err := s.launch(ctx, a, claimed)
+	if err != nil {
+		// spool's side failed (git, the run directory): a failed attempt,
+		// so that a task whose worktree cannot be made backs off.
+		_, err2 := s.append(ctx, eventlog.Draft{Type: orchestrator.TypeAgentExited, Subject: a.TaskID,
+			Data: orchestrator.ExitedData{Attempt: a.Attempt, ExitCode: -1, Tail: "could not start the agent: " + err.Error()}})
+		return a, errors.Join(err, err2)
+	}
+	st, err = s.append(ctx, eventlog.Draft{Type: orchestrator.TypeAgentStarted, Subject: a.TaskID,
+		Data: orchestrator.StartedData{Attempt: a.Attempt, Process: processOf(sup), Log: orchestrator.LogPath(a.RunDir, a.Attempt), Base: base}})
+	if err != nil {
+		return a, err
+	}
+	return st.ActiveTask, nil
+}
+
+// launch prepares a's worktree and starts the supervisor.
+func (s *Service) launch(ctx context.Context, a *orchestrator.Active, task *wqservice.Claimed) (proc.Record, string, error) {
+	if err := os.MkdirAll(a.RunDir, 0o755); err != nil {
+		return proc.Record{}, "", err
+	}
+	if err := writeJSON(orchestrator.TaskPath(a.RunDir, a.Attempt), task); err != nil {
+		return proc.Record{}, "", err
+	}
+	base, err := s.prepare(ctx, a)
+	if err != nil {
+		return proc.Record{}, "", err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return proc.Record{}, "", err
+	}
+	argv := append([]string{exe, "__supervise", "--dir", a.RunDir, "--attempt", strconv.Itoa(a.Attempt),
+		"--workdir", a.Worktree, "--base", base, "--grace", s.Policy.Grace.String(), "--"}, s.Policy.Agent...)
+	env := append(os.Environ(),
+		"SPOOL_TASK_ID="+a.TaskID,
+		"SPOOL_TASK_FILE="+orchestrator.TaskPath(a.RunDir, a.Attempt),
+		"SPOOL_ATTEMPT="+strconv.Itoa(a.Attempt),
+		"SPOOL_RUN_DIR="+a.RunDir,
+		"SPOOL_REPO="+s.Store.Repo.WorkTree)
+	if a.FailureContext != "" {
+		env = append(env, "SPOOL_FAILURE_CONTEXT="+a.FailureContext)
+	}
+	rec, err := proc.StartDetached(proc.Cmd{Argv: argv, Dir: a.Worktree, Env: env})
+	return rec, base, err
+}
+
+// prepare makes a's worktree on branch spool/<id>: where the branch is, or
+// at HEAD for a new branch. It returns the commit the attempt starts from.
+func (s *Service) prepare(ctx context.Context, a *orchestrator.Active) (string, error) {
+	root := s.Store.Repo.WorkTree
+	base, err := git.Run(ctx, root, "rev-parse", "--verify", "--quiet", "refs/heads/"+a.Branch+"^{commit}")
+	if err != nil {
+		if base, err = git.Run(ctx, root, "rev-parse", "--verify", "HEAD^{commit}"); err != nil {
+			return "", err
+		}
+	}
+	base = trim(base)
+	git.RemoveScratch(ctx, root, a.Worktree)
+	if err := os.MkdirAll(filepath.Dir(a.Worktree), 0o755); err != nil {
+		return "", err
+	}
+	if _, err := git.Run(ctx, root, "worktree", "add", "--quiet", "--force", "-B", a.Branch, a.Worktree, base); err != nil {
+		return "", err
+	}
+	return base, nil
+}
+
+// revert returns a's branch to where the attempt started and removes its
+// worktree: the next attempt starts clean.
+func (s *Service) revert(ctx context.Context, a *orchestrator.Active) error {
+	root := s.Store.Repo.WorkTree
+	git.RemoveScratch(ctx, root, a.Worktree)
+	if a.Base == "" {
+		return nil
+	}
+	_, err := git.Run(ctx, root, "update-ref", "-m", "spool: revert attempt "+strconv.Itoa(a.Attempt), "refs/heads/"+a.Branch, a.Base)
+	return err
+}
+
+// settle ends the active task by how its agent ended (phase finishing).
+func (s *Service) settle(ctx context.Context, a *orchestrator.Active) (string, error) {
+	x := *a.Exit
+	outcome := orchestrator.Outcome(x)
+	var entry string
+	root := s.Store.Repo.WorkTree
+	switch outcome {
+	case orchestrator.OutcomeDone:
+		if s.Policy.SubmitMerge {
+			r, err := mqservice.Open(s.Env).Submit(ctx, mqservice.SubmitOptions{Workspace: a.Worktree, BeadID: a.TaskID})
+			if err != nil {
+				return "", fmt.Errorf("merge submit of %s: %w", a.Branch, err)
+			}
+			entry = r.EntryRef
+		} else {
+			git.RemoveScratch(ctx, root, a.Worktree)
+		}
+	default:
+		if err := s.revert(ctx, a); err != nil {
+			return "", fmt.Errorf("revert %s to %s: %w", a.Branch, a.Base, err)
+		}
+	}
+	_, err := s.WQ.Decide(ctx, a.TaskID, "agent succeeded", func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
+		var drafts []eventlog.Draft
+		var err error
+		switch outcome {
+		case orchestrator.OutcomeDone:
+			drafts, err = workqueue.Done(st, s.WQ.Policy, a.TaskID, actor, "agent succeeded", s.Now)
+		case orchestrator.OutcomeFailed:
+			drafts, err = workqueue.Fail(st, s.WQ.Policy, a.TaskID, actor, orchestrator.FailureMessage(x, s.Policy), s.Now)
+		default:
+			var d eventlog.Draft
+			if d, err = workqueue.Release(st, s.WQ.Policy, a.TaskID, actor, s.Now); err == nil {
+				drafts = []eventlog.Draft{d}
+				if st.HasTask(a.TaskID) {
+					c, _ := workqueue.AddComment(st, a.TaskID, orchestrator.ReleaseComment(x))
+					drafts = append(drafts, c)
+				}
+			}
+		}
+		if err != nil {
+			// The claim is no longer ours (its lease ran out while spool
+			// was down, someone released it): the task is not ours to
+			// settle, only the orchestrator's record.
+			outcome = orchestrator.OutcomeDropped
+			return []eventlog.Draft{orchestrator.Finished(a, outcome, entry)}, nil
+		}
+		return append(drafts, orchestrator.Finished(a, outcome, entry)), nil
+	})
+	return outcome, err
+}
+
+// stop asks the supervisor to end the agent: SIGTERM first; SIGKILL to its
+// group once the grace (and a second for the supervisor to record the end)
+// has passed since the stop was recorded.
+func (s *Service) stop(a *orchestrator.Active, now time.Time) {
+	r := recordOf(a.Process)
+	if !a.StoppingAt.IsZero() && now.Sub(a.StoppingAt) > s.Policy.Grace+time.Second {
+		proc.KillGroup(r)
+		return
+	}
+	proc.Signal(r, syscall.SIGTERM)
+}
+
+func trim(s string) string {
+	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == '\r') {
+		s = s[:len(s)-1]
+	}
+	return s
+}

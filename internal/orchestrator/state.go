@@ -1,0 +1,176 @@
+package orchestrator
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/projections"
+)
+
+// Phases of the active task.
+const (
+	PhaseStarting  = "starting"  // claimed; the worktree and the agent are being set up
+	PhaseRunning   = "running"   // the agent runs under its supervisor
+	PhaseStopping  = "stopping"  // spool asked the agent to end (stalled, watch stopped)
+	PhaseFinishing = "finishing" // the agent ended; the task is being settled
+)
+
+// Active is the task an agent works on (seed 004 §2's active_task, plus
+// what recovery needs: where it works, where it started, its supervisor).
+type Active struct {
+	TaskID       string    `json:"task_id"`
+	Phase        string    `json:"phase"`
+	AgentPID     int       `json:"agent_pid"` // the supervisor's, which leads the agent's group
+	Branch       string    `json:"branch"`
+	StartedAt    time.Time `json:"started_at"`
+	LastOutputAt time.Time `json:"last_output_at"`
+	Attempt      int       `json:"attempt"`
+
+	Worktree       string      `json:"worktree"`
+	Base           string      `json:"base"`
+	RunDir         string      `json:"run_dir"`
+	Log            string      `json:"log,omitempty"`
+	Process        Process     `json:"process"`
+	FailureContext string      `json:"failure_context,omitempty"`
+	StopReason     string      `json:"stop_reason,omitempty"`
+	StoppingAt     time.Time   `json:"stopping_at,omitzero"`
+	Exit           *ExitedData `json:"exit,omitempty"`
+}
+
+// Feedback is feedback waiting for the planner to categorize it.
+type Feedback struct {
+	ID   string    `json:"id"`
+	Text string    `json:"text"`
+	At   time.Time `json:"at"`
+}
+
+// State is orchestrator-state.json.
+type State struct {
+	ActiveTask      *Active    `json:"active_task"`
+	LastWatchdogRun *time.Time `json:"last_watchdog_run"`
+	PendingFeedback []Feedback `json:"pending_feedback_categorizations"`
+	Attempts        int        `json:"attempts"` // attempts settled since the log began
+}
+
+// Name is the projection's name.
+const Name = "orchestrator"
+
+// File is the projection's file, relative to the repository root (gitignored).
+const File = ".spool/state/orchestrator-state.json"
+
+// Spec registers the projection.
+var Spec = projections.Spec{Name: Name, Version: 1, New: func() projections.Projection { return &Projection{s: NewState()} }}
+
+// NewState is an orchestrator that never ran.
+func NewState() *State { return &State{PendingFeedback: []Feedback{}} }
+
+// Projection folds the orchestrator's events.
+type Projection struct{ s *State }
+
+// State returns the folded state.
+func (p *Projection) State() *State { return p.s }
+
+func (p *Projection) Apply(e *eventlog.Event) error {
+	p.s.Apply(e)
+	return nil
+}
+
+// Apply folds one event; events out of place (a second claim while a task
+// is active, an exit of another task) are skipped.
+func (s *State) Apply(e *eventlog.Event) {
+	a := s.ActiveTask
+	mine := a != nil && a.TaskID == e.Subject
+	switch e.Type {
+	case TypeClaimed:
+		var d ClaimedData
+		if a != nil || json.Unmarshal(e.Data, &d) != nil {
+			return
+		}
+		s.ActiveTask = &Active{TaskID: e.Subject, Phase: PhaseStarting, Branch: d.Branch, StartedAt: e.At, LastOutputAt: e.At,
+			Attempt: d.Attempt, Worktree: d.Worktree, RunDir: d.RunDir, FailureContext: d.FailureContext}
+	case TypeAgentStarted:
+		var d StartedData
+		if !mine || a.Phase != PhaseStarting || json.Unmarshal(e.Data, &d) != nil {
+			return
+		}
+		a.Phase, a.Process, a.AgentPID, a.Log, a.Base, a.StartedAt, a.LastOutputAt = PhaseRunning, d.Process, d.Process.PID, d.Log, d.Base, e.At, e.At
+	case TypeAgentOutput:
+		var d OutputData
+		if mine && json.Unmarshal(e.Data, &d) == nil && d.At.After(a.LastOutputAt) {
+			a.LastOutputAt = d.At
+		}
+	case TypeStopping:
+		var d StoppingData
+		if !mine || (a.Phase != PhaseRunning && a.Phase != PhaseStarting) || json.Unmarshal(e.Data, &d) != nil {
+			return
+		}
+		a.Phase, a.StopReason, a.StoppingAt = PhaseStopping, d.Reason, e.At
+	case TypeAgentExited:
+		var d ExitedData
+		if !mine || a.Phase == PhaseFinishing || json.Unmarshal(e.Data, &d) != nil {
+			return
+		}
+		a.Phase, a.Exit = PhaseFinishing, &d
+	case TypeFinished:
+		if mine {
+			s.ActiveTask = nil
+			s.Attempts++
+		}
+	case TypeWatchdogRan:
+		at := e.At
+		s.LastWatchdogRun = &at
+	case TypeFeedbackAdded:
+		var d FeedbackData
+		if json.Unmarshal(e.Data, &d) != nil || d.ID == "" || slices.ContainsFunc(s.PendingFeedback, func(f Feedback) bool { return f.ID == d.ID }) {
+			return
+		}
+		s.PendingFeedback = append(s.PendingFeedback, Feedback{ID: d.ID, Text: d.Text, At: e.At})
+	case TypeFeedbackCategorized:
+		var d FeedbackData
+		if json.Unmarshal(e.Data, &d) == nil {
+			s.PendingFeedback = slices.DeleteFunc(s.PendingFeedback, func(f Feedback) bool { return f.ID == d.ID })
+		}
+	}
+}
+
+func (p *Projection) MarshalState() ([]byte, error) { return json.Marshal(p.s) }
+
+func (p *Projection) UnmarshalState(b []byte) error {
+	s := NewState()
+	if err := json.Unmarshal(b, s); err != nil {
+		return err
+	}
+	if s.PendingFeedback == nil {
+		s.PendingFeedback = []Feedback{}
+	}
+	p.s = s
+	return nil
+}
+
+// Files renders orchestrator-state.json; the engine writes it atomically.
+func (p *Projection) Files() ([]projections.File, error) {
+	b, err := json.MarshalIndent(p.s, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return []projections.File{{Path: File, Data: append(b, '\n')}}, nil
+}
+
+// Invariants: the active task's phase is one the fold produces.
+func (p *Projection) Invariants() []string {
+	a := p.s.ActiveTask
+	if a == nil {
+		return nil
+	}
+	switch a.Phase {
+	case PhaseStarting, PhaseRunning, PhaseStopping, PhaseFinishing:
+	default:
+		return []string{"active task " + a.TaskID + " has unknown phase " + a.Phase}
+	}
+	if a.Phase == PhaseFinishing && a.Exit == nil {
+		return []string{"active task " + a.TaskID + " is finishing with no exit recorded"}
+	}
+	return nil
+}
