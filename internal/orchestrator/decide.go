@@ -37,11 +37,11 @@ type Step struct {
 type StepKind int
 
 const (
-	StepNone    StepKind = iota // nothing changed: look again later
-	StepRecord                  // append Draft (started, output, exited)
-	StepStop                    // append Draft (stopping), then signal the supervisor
-	StepSignal                  // signal again: SIGTERM before the grace ends, SIGKILL after
-	StepSettle                  // settle the task by Outcome, then append finished
+	StepNone   StepKind = iota // nothing changed: look again later
+	StepRecord                 // append Draft (started, output, exited)
+	StepStop                   // append Draft (stopping), then signal the supervisor
+	StepSignal                 // signal again: SIGTERM before the grace ends, SIGKILL after
+	StepSettle                 // settle the task by Outcome, then append finished
 )
 
 // Monitor decides the next step for the active task a.
