@@ -5,7 +5,10 @@
 // Decide functions turn a command, the state and the clock into events.
 package workqueue
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Event types. Every event's subject is the task id.
 const (
@@ -178,12 +181,33 @@ type AbandonedData struct {
 	MaxFailures int    `json:"max_failures"`
 }
 
-// BlockedData is seed 004's task.blocked.
+// BlockedData is seed 004's task.blocked, with the payload's names
+// (taskId, totalAttempts, lastFailureReason) so that the event is what a
+// stream of task.blocked carries. Logs written before read as well.
 type BlockedData struct {
-	TaskID            string `json:"task_id"`
-	TotalAttempts     int    `json:"total_attempts"`
-	LastFailureReason string `json:"last_failure_reason"`
+	TaskID            string `json:"taskId"`
+	TotalAttempts     int    `json:"totalAttempts"`
+	LastFailureReason string `json:"lastFailureReason"`
 	Reason            string `json:"reason,omitempty"` // given by hand
+}
+
+// UnmarshalJSON reads both spellings: snake_case is what spool wrote first.
+func (d *BlockedData) UnmarshalJSON(b []byte) error {
+	type camel BlockedData
+	var v struct {
+		camel
+		TaskID            string `json:"task_id"`
+		TotalAttempts     int    `json:"total_attempts"`
+		LastFailureReason string `json:"last_failure_reason"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*d = BlockedData(v.camel)
+	if d.TaskID == "" {
+		d.TaskID, d.TotalAttempts, d.LastFailureReason = v.TaskID, v.TotalAttempts, v.LastFailureReason
+	}
+	return nil
 }
 
 type UnblockedData struct {

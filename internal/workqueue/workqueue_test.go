@@ -732,3 +732,22 @@ func TestClaimAfterCloseLeavesTaskClosed(t *testing.T) {
 		t.Fatalf("after a late claim: %+v", j)
 	}
 }
+
+func TestBlockedDataReadsBothSpellings(t *testing.T) {
+	for _, raw := range []string{
+		`{"task_id":"sp-1","total_attempts":6,"last_failure_reason":"e6"}`,
+		`{"taskId":"sp-1","totalAttempts":6,"lastFailureReason":"e6"}`,
+	} {
+		var d BlockedData
+		if err := json.Unmarshal([]byte(raw), &d); err != nil {
+			t.Fatal(err)
+		}
+		if d != (BlockedData{TaskID: "sp-1", TotalAttempts: 6, LastFailureReason: "e6"}) {
+			t.Errorf("%s read as %+v", raw, d)
+		}
+	}
+	b, _ := json.Marshal(BlockedData{TaskID: "sp-1", TotalAttempts: 6, LastFailureReason: "e6"})
+	if string(b) != `{"taskId":"sp-1","totalAttempts":6,"lastFailureReason":"e6"}` {
+		t.Errorf("written as %s", b)
+	}
+}

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"os"
 	"time"
 
 	"github.com/spoolhq/spool/internal/orchestrator"
@@ -14,8 +15,32 @@ import (
 type Driver struct {
 	Logf func(format string, args ...any)
 	// Poll is how often a running agent is looked at (default 500ms).
-	Poll     time.Duration
+	Poll time.Duration
+	// PauseAt and PauseFile let crash tests stop spool at a point (see
+	// Service.Pause): it writes PauseFile and blocks until killed. Set from
+	// SPOOL_TEST_ORCH_PAUSE(_FILE) by the CLI.
+	PauseAt, PauseFile string
+
 	lastBeat time.Time // the last heartbeat of the active claim, by this process
+}
+
+func (d *Driver) open(env store.Env) *Service {
+	s := Open(env)
+	s.Pause = d.pause
+	return s
+}
+
+// pause blocks for ever at the point a crash test asked for.
+func (d *Driver) pause(point string) {
+	if d.PauseAt == "" || point != d.PauseAt {
+		return
+	}
+	if d.PauseFile != "" {
+		os.WriteFile(d.PauseFile, []byte(point), 0o644)
+	}
+	for {
+		time.Sleep(time.Hour)
+	}
 }
 
 func (d *Driver) Name() string { return "orchestrator" }
@@ -42,7 +67,7 @@ func (d *Driver) Pass(ctx context.Context, env store.Env) (time.Time, bool, erro
 }
 
 func (d *Driver) pass(ctx context.Context, env store.Env, mayStart bool) (next time.Time, busy bool, err error) {
-	s := Open(env)
+	s := d.open(env)
 	st, err := s.Read(ctx)
 	if err != nil {
 		return time.Time{}, false, err
@@ -110,6 +135,7 @@ func (d *Driver) monitor(ctx context.Context, s *Service, st *orchestrator.State
 			if st, err = s.append(ctx, step.Draft); err != nil {
 				return nil, err
 			}
+			s.pause(step.Draft.Type)
 			if step.Kind == orchestrator.StepStop {
 				d.logf("orchestrator: stopping the agent for %s: no output for %s", a.TaskID, s.Policy.Stall)
 				s.stop(st.ActiveTask, now)
@@ -147,7 +173,7 @@ func (d *Driver) heartbeat(ctx context.Context, s *Service, a *orchestrator.Acti
 // signal), so it uses its own deadline.
 func (d *Driver) Stop(ctx context.Context, env store.Env) error {
 	ctx = context.WithoutCancel(ctx)
-	s := Open(env)
+	s := d.open(env)
 	st, err := s.Read(ctx)
 	if err != nil || st.ActiveTask == nil {
 		return err
@@ -164,7 +190,7 @@ func (d *Driver) Stop(ctx context.Context, env store.Env) error {
 	for {
 		e := env
 		e.Now = env.Now.Add(time.Since(began))
-		if st, err = d.monitor(ctx, Open(e), st); err != nil || st.ActiveTask == nil {
+		if st, err = d.monitor(ctx, d.open(e), st); err != nil || st.ActiveTask == nil {
 			return err
 		}
 		if time.Now().After(deadline) {

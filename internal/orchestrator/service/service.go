@@ -31,6 +31,15 @@ type Service struct {
 	store.Env
 	Policy orchestrator.Policy
 	WQ     *wqservice.Service
+	// Pause, when set, is called at the points crash tests stop spool at
+	// (claimed, launched, and after each event the monitor appends).
+	Pause func(point string)
+}
+
+func (s *Service) pause(point string) {
+	if s.Pause != nil {
+		s.Pause(point)
+	}
 }
 
 // Open reads the configuration; nothing is read from the log yet.
@@ -117,7 +126,11 @@ func (s *Service) start(ctx context.Context) (*orchestrator.Active, error) {
 	if a == nil || a.TaskID != claimed.ID {
 		return nil, fmt.Errorf("claimed %s, but the orchestrator's state does not show it", claimed.ID)
 	}
+	s.pause("claimed")
 	sup, base, err := s.launch(ctx, a, claimed)
+	if err == nil {
+		s.pause("launched")
+	}
 	if err != nil {
 		// spool's side failed (git, the run directory): a failed attempt,
 		// so that a task whose worktree cannot be made backs off.
