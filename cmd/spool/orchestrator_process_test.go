@@ -1,0 +1,263 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/internal/orchestrator"
+	"github.com/spoolhq/spool/internal/proc/proctest"
+)
+
+// These tests run the orchestrator as it runs for real: spool watch
+// processes, the fake agent (testdata/fakeagent/agent) under its
+// supervisor, kill -9 at each phase. Every wait has a deadline.
+
+// orchRepo is a repository with a first commit, one task, and the fake
+// agent configured in mode; it returns the directory, the env, the task id
+// and the file the agent's runs are written to.
+func orchRepo(t *testing.T, bin, mode string, priority int) (dir string, env []string, id, runs string) {
+	t.Helper()
+	dir, env = jobRepo(t, bin)
+	runs = filepath.Join(t.TempDir(), "runs")
+	env = append(env, "FAKE_AGENT_RUNS="+runs, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	git := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("add", "-A")
+	git("commit", "-qm", "start")
+	agent, err := filepath.Abs("../../testdata/fakeagent/agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv, _ := json.Marshal([]string{"sh", agent, mode})
+	jobSpool(t, bin, dir, env, "config", "set", "orchestrator.agent_command", string(argv))
+	out := jobSpool(t, bin, dir, env, "task", "add", "the task", "-p", strconv.Itoa(priority), "--silent")
+	return dir, env, strings.TrimSpace(out), runs
+}
+
+// finished returns the orchestrator.finished events' outcomes, in order.
+func finished(t *testing.T, bin, dir string, env []string) []string {
+	t.Helper()
+	var out []string
+	for _, e := range jobEvents(t, bin, dir, env, orchestrator.TypeFinished) {
+		var d orchestrator.FinishedData
+		json.Unmarshal(e.Data, &d)
+		out = append(out, d.Outcome)
+	}
+	return out
+}
+
+func taskStatus(t *testing.T, bin, dir string, env []string, id string) string {
+	t.Helper()
+	var got []struct {
+		Status string `json:"status"`
+	}
+	out := jobSpool(t, bin, dir, env, "--json", "task", "show", id)
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 {
+		t.Fatalf("task show: %v\n%s", err, out)
+	}
+	return got[0].Status
+}
+
+// noTwice fails when the fake agent saw another agent of its task alive.
+func noTwice(t *testing.T, runs string) {
+	t.Helper()
+	for _, l := range lines(runs) {
+		if strings.HasPrefix(l, "twice ") {
+			t.Errorf("two agents ran for one task at once: %s", l)
+		}
+	}
+}
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// An agent that succeeds: watch --once runs it in its worktree on
+// spool/<id>, closes the task, and the work is on the branch.
+func TestOrchestratorAgentSucceeds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, id, runs := orchRepo(t, bin, "succeed", 2)
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	if s := taskStatus(t, bin, dir, env, id); s != "closed" {
+		t.Fatalf("task is %s after the agent succeeded", s)
+	}
+	if got := finished(t, bin, dir, env); strings.Join(got, ",") != "done" {
+		t.Errorf("outcomes %v, want [done]", got)
+	}
+	if files := gitOut(t, dir, "ls-tree", "--name-only", "spool/"+id); !strings.Contains(files, "work-"+id+".txt") {
+		t.Errorf("branch spool/%s has %q, want the agent's commit", id, files)
+	}
+	log, err := os.ReadFile(filepath.Join(dir, ".spool", "runs", "task-"+id, "attempt-1.log"))
+	if err != nil || !strings.Contains(string(log), "committed") {
+		t.Errorf("attempt-1.log: %v\n%s", err, log)
+	}
+	var st struct {
+		CurrentTask *orchestrator.Active `json:"currentTask"`
+		QueueDepth  int                  `json:"queueDepth"`
+	}
+	if err := json.Unmarshal([]byte(jobSpool(t, bin, dir, env, "--json", "orchestrator", "status")), &st); err != nil || st.CurrentTask != nil || st.QueueDepth != 0 {
+		t.Errorf("status after: %+v, %v", st, err)
+	}
+	noTwice(t, runs)
+}
+
+// An agent that fails is retried at once with the failure as context
+// (progressive, the default with an agent), and a task at priority 4 is
+// Blocked after three failures with seed 004's payload.
+func TestOrchestratorFailingAgentBlocks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, id, runs := orchRepo(t, bin, "fail", 4)
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	if got := finished(t, bin, dir, env); strings.Join(got, ",") != "failed,failed,failed" {
+		t.Fatalf("outcomes %v, want three failed attempts", got)
+	}
+	blocked := jobEvents(t, bin, dir, env, "task.blocked")
+	if len(blocked) != 1 {
+		t.Fatalf("%d task.blocked events", len(blocked))
+	}
+	var d struct {
+		TaskID            string `json:"taskId"`
+		TotalAttempts     int    `json:"totalAttempts"`
+		LastFailureReason string `json:"lastFailureReason"`
+	}
+	json.Unmarshal(blocked[0].Data, &d)
+	if d.TaskID != id || d.TotalAttempts != 3 || !strings.Contains(d.LastFailureReason, "3 tests failed") {
+		t.Errorf("task.blocked = %s", blocked[0].Data)
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, ".spool", "runs", "task-"+id, "attempt-2.log"))
+	if !strings.Contains(string(log), "the last attempt failed: agent exited with status 1") {
+		t.Errorf("attempt 2 had no failure context:\n%s", log)
+	}
+	noTwice(t, runs)
+}
+
+// A stalled agent is stopped by the watchdog (SIGTERM, grace, SIGKILL) and
+// its attempt recorded as failed, "stalled".
+func TestOrchestratorStalledAgentStopped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, id, runs := orchRepo(t, bin, "stall", 2)
+	for k, v := range map[string]string{"orchestrator.stall_timeout": "1s", "orchestrator.watchdog_interval": "1s",
+		"orchestrator.kill_grace": "1s", "workqueue.policy": "exponential", "backoff.max_failures": "1"} {
+		jobSpool(t, bin, dir, env, "config", "set", k, v)
+	}
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	failed := jobEvents(t, bin, dir, env, "task.failed")
+	if len(failed) != 1 || !strings.Contains(string(failed[0].Data), "stalled: no output for 1s") {
+		t.Fatalf("task.failed events: %v", failed)
+	}
+	var pid int
+	for _, l := range lines(runs) {
+		if f := strings.Fields(l); f[0] == "start" {
+			pid, _ = strconv.Atoi(f[3])
+		}
+	}
+	proctest.WaitExited(t, pid)
+	if got := finished(t, bin, dir, env); strings.Join(got, ",") != "failed" {
+		t.Errorf("outcomes %v", got)
+	}
+	_ = id
+}
+
+// kill -9 of spool watch at each phase of an attempt, with the agent left
+// alive or killed too: the next watch monitors the agent to its end or
+// reverts the attempt and reopens the task, and never runs two agents for
+// the task at once. The task is done in the end.
+func TestOrchestratorKill9EachPhase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	cases := []struct {
+		pause     string
+		killAgent bool
+		outcomes  string // orchestrator.finished, in order
+	}{
+		{"claimed", false, "released,done"},
+		{"launched", false, "done"},
+		{"launched", true, "released,done"},
+		{orchestrator.TypeAgentStarted, false, "done"},
+		{orchestrator.TypeAgentStarted, true, "released,done"},
+		{orchestrator.TypeAgentExited, false, "done"},
+	}
+	for _, c := range cases {
+		name := strings.TrimPrefix(c.pause, "orchestrator.")
+		if c.killAgent {
+			name += "/agent killed"
+		}
+		t.Run(name, func(t *testing.T) {
+			dir, env, id, runs := orchRepo(t, bin, "wait", 2)
+			release := filepath.Join(t.TempDir(), "release")
+			paused := filepath.Join(t.TempDir(), "paused")
+			env = append(env, "FAKE_AGENT_RELEASE="+release)
+			if c.pause == orchestrator.TypeAgentExited {
+				os.WriteFile(release, []byte("0"), 0o644) // the agent ends at once
+			}
+			w := startSpool(t, bin, dir, append(env, "SPOOL_TEST_ORCH_PAUSE="+c.pause, "SPOOL_TEST_ORCH_PAUSE_FILE="+paused), "watch", "watch")
+			proctest.WaitFile(t, paused)
+			var agent int
+			if c.pause != "claimed" && c.pause != orchestrator.TypeAgentExited {
+				waitFor(t, 10*time.Second, "the agent started", func() bool { return len(lines(runs)) > 0 })
+				agent, _ = strconv.Atoi(strings.Fields(lines(runs)[0])[3])
+			}
+			w.kill(t)
+			var sup orchestrator.Process
+			if agent != 0 {
+				b, _ := os.ReadFile(orchestrator.SupervisorPath(filepath.Join(dir, ".spool", "runs", "task-"+id), 1))
+				json.Unmarshal(b, &sup)
+				if !proctest.Running(agent) || !proctest.Running(sup.PID) {
+					t.Fatalf("the agent (%d) or its supervisor (%d) died with watch", agent, sup.PID)
+				}
+			}
+			if c.killAgent {
+				syscall.Kill(sup.PID, syscall.SIGKILL)
+				proctest.WaitExited(t, agent) // the supervisor's guard ends the agent's group
+			}
+			if c.pause != orchestrator.TypeAgentExited {
+				os.WriteFile(release, []byte("0"), 0o644)
+			}
+			w2 := startSpool(t, bin, dir, env, "watch2", "watch", "--poll", "100ms")
+			waitFor(t, 30*time.Second, "the task was closed", func() bool { return taskStatus(t, bin, dir, env, id) == "closed" })
+			w2.stop(t)
+			if got := strings.Join(finished(t, bin, dir, env), ","); got != c.outcomes {
+				t.Errorf("outcomes %s, want %s", got, c.outcomes)
+			}
+			noTwice(t, runs)
+			if strings.HasPrefix(c.outcomes, "released") {
+				// The reverted attempt's partial commit is not on the branch.
+				if files := gitOut(t, dir, "ls-tree", "--name-only", "spool/"+id); strings.Contains(files, "partial-"+id+"-1.txt") {
+					t.Errorf("attempt 1's partial commit survived the revert: %s", files)
+				}
+				if out := jobSpool(t, bin, dir, env, "task", "show", id); !strings.Contains(out, "reverted and the task reopened") {
+					t.Errorf("no failure comment on the task:\n%s", out)
+				}
+			}
+		})
+	}
+}
