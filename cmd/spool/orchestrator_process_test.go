@@ -43,8 +43,14 @@ func orchRepo(t *testing.T, bin, mode string, priority int) (dir string, env []s
 	}
 	argv, _ := json.Marshal([]string{"sh", agent, mode})
 	jobSpool(t, bin, dir, env, "config", "set", "orchestrator.agent_command", string(argv))
-	out := jobSpool(t, bin, dir, env, "task", "add", "the task", "-p", strconv.Itoa(priority), "--silent")
-	return dir, env, strings.TrimSpace(out), runs
+	var task struct {
+		ID string `json:"id"`
+	}
+	out := jobSpool(t, bin, dir, env, "--json", "task", "add", "the task", "-p", strconv.Itoa(priority))
+	if err := json.Unmarshal([]byte(out), &task); err != nil || task.ID == "" {
+		t.Fatalf("task add: %v\n%s", err, out)
+	}
+	return dir, env, task.ID, runs
 }
 
 // finished returns the orchestrator.finished events' outcomes, in order.
