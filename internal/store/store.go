@@ -21,6 +21,7 @@ import (
 	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/jobs"
 	"github.com/spoolhq/spool/internal/mergequeue"
+	"github.com/spoolhq/spool/internal/plans"
 	"github.com/spoolhq/spool/internal/prdqueue"
 	"github.com/spoolhq/spool/internal/workqueue"
 	"github.com/spoolhq/spool/projections"
@@ -41,10 +42,11 @@ var Specs = []projections.Spec{
 	mergequeue.Spec,
 	prdqueue.Spec,
 	jobs.Spec,
+	plans.Spec,
 }
 
 // ReservedPrefixes are event namespaces only spool's own commands append.
-var ReservedPrefixes = []string{"spool.", "task.", "work.", "merge.", "job.", "prd.", "orch."}
+var ReservedPrefixes = []string{"spool.", "task.", "work.", "merge.", "job.", "prd.", "orch.", "plan.", "feedback."}
 
 // Store is an opened spool repository.
 type Store struct {
