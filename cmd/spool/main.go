@@ -49,6 +49,8 @@ type CLI struct {
 	Merge       MergeCmd       `cmd:"" help:"The merge queue: submit branches, run the merge train."`
 	Job         JobCmd         `cmd:"" help:"The job scheduler: priority tiers, slots, segments, quotas, off-peak, recurring jobs, workers."`
 	PRD         PRDCmd         `cmd:"" name:"prd" help:"The PRD queue: feature runs, approval gates, promotion to epics, reconciliation."`
+	Plan        PlanCmd        `cmd:"" help:"Plans and proposals: agents propose, spool validates and applies (seed 004 §5–7, §10–11)."`
+	Feedback    FeedbackCmd    `cmd:"" help:"Queue feedback for the planner to categorize."`
 	Demo        DemoCmd        `cmd:"" help:"Run spool in a throwaway repository and show what it wrote."`
 	Version     VersionCmd     `cmd:"" help:"Print the version."`
 	Completion  CompletionCmd  `cmd:"" help:"Print a shell completion script."`

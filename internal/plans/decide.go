@@ -122,12 +122,12 @@ func ApplyPlan(st *State, wq *workqueue.State, p PlanProposal, title string, c C
 	}
 	id := ShortID("plan", hash, func(id string) bool { return st.Plans[id] != nil })
 	b := &batch{c: c, index: workqueue.NewBatchIndex(wq)}
-	epic, err := b.add(workqueue.NewTask{Title: title, Type: "epic", Labels: []string{EpicLabel},
+	epic, err := b.add(workqueue.NewTask{Title: title, Type: "epic", Labels: []string{EpicLabel}, Priority: DefaultPriority,
 		Description: "Epic of plan " + id + "."})
 	if err != nil {
 		return nil, out, err
 	}
-	gate, err := b.add(workqueue.NewTask{Title: "Build plan " + title, Parent: epic, Labels: []string{GateLabel},
+	gate, err := b.add(workqueue.NewTask{Title: "Build plan " + title, Parent: epic, Labels: []string{GateLabel}, Priority: DefaultPriority,
 		Description: "Every task of plan " + id + " waits for this one: spool plan build " + id + " closes it."})
 	if err != nil {
 		return nil, out, err
@@ -161,15 +161,7 @@ func ApplyPlan(st *State, wq *workqueue.State, p PlanProposal, title string, c C
 	drafts = append(b.drafts, eventlog.Draft{Type: TypeCreated, Subject: PlanSubject(id),
 		Data: CreatedData{Title: title, Hash: hash, Epic: epic, Gate: gate, Tasks: refs, Proposal: c.Approving, Notify: out.Notify}})
 	out.PlanID, out.Epic, out.Gate, out.Tasks = id, epic, gate, refs
-	return c.approved(drafts), out, nil
-}
-
-// approved appends the approval of the proposal being applied.
-func (c Context) approved(drafts []eventlog.Draft) []eventlog.Draft {
-	if c.Approving == "" {
-		return drafts
-	}
-	return append(drafts, eventlog.Draft{Type: TypeProposalApproved, Subject: ProposalSubject(c.Approving), Data: DecisionData{}})
+	return drafts, out, nil
 }
 
 // ApplyFeedback makes a verify-phase proposal's tasks under its plan's epic,
@@ -221,7 +213,7 @@ func ApplyFeedback(st *State, wq *workqueue.State, p FeedbackProposal, c Context
 			Data: CategorizedData{ID: p.FeedbackID, Category: p.Category, PlanID: pl.ID}})
 	}
 	out.PlanID, out.TaskIDs = pl.ID, ids
-	return c.approved(drafts), out, nil
+	return drafts, out, nil
 }
 
 // Ship starts a build (seed §11): the gate closed, so the plan's tasks are
@@ -256,11 +248,11 @@ func Built(id string, d BuiltData) eventlog.Draft {
 }
 
 // PRDUpdated records section updates written and committed.
-func PRDUpdated(d PRDUpdatedData, c Context) []eventlog.Draft {
-	return c.approved([]eventlog.Draft{{Type: TypePRDUpdated, Subject: PRDSubject(d.File), Data: d}})
+func PRDUpdated(d PRDUpdatedData) eventlog.Draft {
+	return eventlog.Draft{Type: TypePRDUpdated, Subject: PRDSubject(d.File), Data: d}
 }
 
-// Decide a held proposal: it must still be held.
+// held is a proposal still waiting for a decision.
 func held(st *State, id string) (*Proposal, error) {
 	p := st.Proposals[id]
 	if p == nil {
@@ -272,8 +264,15 @@ func held(st *State, id string) (*Proposal, error) {
 	return p, nil
 }
 
-// Approving returns the held proposal to apply with c.Approving set.
-func Approving(st *State, id string) (*Proposal, error) { return held(st, id) }
+// Approve records the approval of a held proposal; it goes in the append
+// that applies the proposal (decided with Context.Approving set).
+func Approve(st *State, id string) (eventlog.Draft, *Proposal, error) {
+	p, err := held(st, id)
+	if err != nil {
+		return eventlog.Draft{}, nil, err
+	}
+	return eventlog.Draft{Type: TypeProposalApproved, Subject: ProposalSubject(id), Data: DecisionData{}}, p, nil
+}
 
 // Reject drops a held proposal.
 func Reject(st *State, id, reason string) (eventlog.Draft, error) {

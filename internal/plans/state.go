@@ -122,7 +122,6 @@ func (s *State) Apply(e *eventlog.Event) {
 		var d PRDUpdatedData
 		if json.Unmarshal(e.Data, &d) == nil && d.Hash != "" {
 			s.PRDUpdates[d.Hash] = &PRDUpdate{PRDUpdatedData: d, At: e.At}
-			s.decided(d.Proposal, Approved, e)
 		}
 	}
 }
@@ -135,7 +134,6 @@ func (s *State) applyPlan(e *eventlog.Event, id string) {
 		}
 		s.Plans[id] = &Plan{ID: id, Title: d.Title, Hash: d.Hash, Epic: d.Epic, Gate: d.Gate, Tasks: d.Tasks, CreatedAt: e.At}
 		s.Applied[d.Hash] = id
-		s.decided(d.Proposal, Approved, e)
 		return
 	}
 	p := s.Plans[id]
@@ -150,7 +148,6 @@ func (s *State) applyPlan(e *eventlog.Event, id string) {
 		}
 		p.Added = append(p.Added, d.Tasks...)
 		s.Applied[d.Hash] = id
-		s.decided(d.Proposal, Approved, e)
 	case TypeShipped:
 		var d ShippedData
 		if json.Unmarshal(e.Data, &d) != nil {
