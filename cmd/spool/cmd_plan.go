@@ -178,6 +178,10 @@ func (c *PlanListCmd) Run(e *env) error {
 		}
 		return writeJSON(e.stdout, vs)
 	}
+	if len(vs) == 0 {
+		fmt.Fprintln(e.stdout, "no plans")
+		return nil
+	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	for _, v := range vs {
 		fmt.Fprint(tw, row(v.ID, v.State, fmt.Sprintf("%d tasks", len(v.Tasks)+len(v.Added)), text(v.Title)))
@@ -228,6 +232,10 @@ func (c *PlanProposalsCmd) Run(e *env) error {
 			return err
 		}
 		return writeJSON(e.stdout, ps)
+	}
+	if len(ps) == 0 {
+		fmt.Fprintln(e.stdout, "no proposals waiting")
+		return nil
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	for _, p := range ps {
