@@ -258,8 +258,8 @@ func decode(data []byte) (any, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, Invalid("$", "not JSON: "+err.Error())
 	}
-	if _, err := dec.Token(); err == nil {
-		return nil, Invalid("$", fmt.Sprintf("more after the JSON value (offset %d)", dec.InputOffset()))
+	if off := dec.InputOffset(); len(bytes.TrimSpace(data[off:])) > 0 {
+		return nil, Invalid("$", fmt.Sprintf("more after the JSON value (offset %d)", off))
 	}
 	return v, nil
 }
