@@ -9,6 +9,7 @@ import (
 
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/plans"
+	planservice "github.com/spoolhq/spool/internal/plans/service"
 )
 
 // PlanCmd is the trust boundary: agents propose, spool executes.
@@ -43,6 +44,20 @@ func readProposal(file string) ([]byte, error) {
 	return b, nil
 }
 
+// applyProposal reads a proposal and hands it to the plans service.
+func applyProposal[T any](e *env, file string, apply func(*planservice.Service, []byte) (T, error)) (T, error) {
+	var zero T
+	data, err := readProposal(file)
+	if err != nil {
+		return zero, err
+	}
+	s, err := e.plans()
+	if err != nil {
+		return zero, err
+	}
+	return apply(s, data)
+}
+
 // printOutcome says what a proposal did.
 func printOutcome(e *env, o plans.Outcome, what string) error {
 	if e.JSON {
@@ -71,15 +86,7 @@ type PlanApplyCmd struct {
 }
 
 func (c *PlanApplyCmd) Run(e *env) error {
-	data, err := readProposal(c.File)
-	if err != nil {
-		return err
-	}
-	s, err := e.plans()
-	if err != nil {
-		return err
-	}
-	o, err := s.Apply(e.ctx, data, c.Title)
+	o, err := applyProposal(e, c.File, func(s *planservice.Service, data []byte) (plans.Outcome, error) { return s.Apply(e.ctx, data, c.Title) })
 	if err != nil {
 		return err
 	}
@@ -101,15 +108,7 @@ type PlanFeedbackCmd struct {
 }
 
 func (c *PlanFeedbackCmd) Run(e *env) error {
-	data, err := readProposal(c.File)
-	if err != nil {
-		return err
-	}
-	s, err := e.plans()
-	if err != nil {
-		return err
-	}
-	o, err := s.Feedback(e.ctx, data)
+	o, err := applyProposal(e, c.File, func(s *planservice.Service, data []byte) (plans.Outcome, error) { return s.Feedback(e.ctx, data) })
 	if err != nil {
 		return err
 	}
@@ -299,15 +298,9 @@ type PRDApplyUpdatesCmd struct {
 }
 
 func (c *PRDApplyUpdatesCmd) Run(e *env) error {
-	data, err := readProposal(c.File)
-	if err != nil {
-		return err
-	}
-	s, err := e.plans()
-	if err != nil {
-		return err
-	}
-	r, err := s.ApplyUpdates(e.ctx, data)
+	r, err := applyProposal(e, c.File, func(s *planservice.Service, data []byte) (planservice.PRDResult, error) {
+		return s.ApplyUpdates(e.ctx, data)
+	})
 	if err != nil {
 		return err
 	}
@@ -320,4 +313,3 @@ func (c *PRDApplyUpdatesCmd) Run(e *env) error {
 	fmt.Fprintf(e.stdout, "updated sections %s in %s, commit %s\n", strings.Join(r.Sections, ", "), r.File, r.Commit)
 	return nil
 }
-
