@@ -23,6 +23,8 @@ type PRDCmd struct {
 	Show     PRDShowCmd     `cmd:"" help:"One PRD's manifest entry and what its file says."`
 	List     PRDListCmd     `cmd:"" help:"The manifests of every feature run, or of one."`
 	Remove   PRDRemoveCmd   `cmd:"" help:"Take a PRD out of a feature run."`
+
+	ApplyUpdates PRDApplyUpdatesCmd `cmd:"" name:"apply-updates" help:"Apply a proposal's section updates to prd.json and commit that file alone."`
 }
 
 type PRDStartCmd struct {

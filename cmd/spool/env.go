@@ -13,6 +13,7 @@ import (
 	jobservice "github.com/spoolhq/spool/internal/jobs/service"
 	mqservice "github.com/spoolhq/spool/internal/mergequeue/service"
 	orchservice "github.com/spoolhq/spool/internal/orchestrator/service"
+	planservice "github.com/spoolhq/spool/internal/plans/service"
 	prdservice "github.com/spoolhq/spool/internal/prdqueue/service"
 	"github.com/spoolhq/spool/internal/store"
 	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
@@ -81,6 +82,15 @@ func (e *env) jobs() (*jobservice.Service, error) {
 		return nil, err
 	}
 	return jobservice.Open(env), nil
+}
+
+// plans opens the service of plans and proposals.
+func (e *env) plans() (*planservice.Service, error) {
+	env, err := e.storeEnv()
+	if err != nil {
+		return nil, err
+	}
+	return planservice.Open(env), nil
 }
 
 // mergequeue opens the merge queue's service.

@@ -50,6 +50,8 @@ type CLI struct {
 	Job          JobCmd          `cmd:"" help:"The job scheduler: priority tiers, slots, segments, quotas, off-peak, recurring jobs, workers."`
 	PRD          PRDCmd          `cmd:"" name:"prd" help:"The PRD queue: feature runs, approval gates, promotion to epics, reconciliation."`
 	Orchestrator OrchestratorCmd `cmd:"" help:"The always-on orchestrator's status (it runs inside spool watch)."`
+	Plan         PlanCmd         `cmd:"" help:"Plans and proposals: agents propose, spool validates and applies (seed 004 §5–7, §10–11)."`
+	Feedback     FeedbackCmd     `cmd:"" help:"Queue feedback for the planner to categorize."`
 	Supervise    SuperviseCmd    `cmd:"" name:"__supervise" hidden:"" help:"Run an agent for spool watch and record how it ended."`
 	Demo         DemoCmd         `cmd:"" help:"Run spool in a throwaway repository and show what it wrote."`
 	Version      VersionCmd      `cmd:"" help:"Print the version."`

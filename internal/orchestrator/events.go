@@ -12,10 +12,6 @@ const (
 	TypeAgentExited  = "orchestrator.agent_exited"  // ExitedData: how the agent ended
 	TypeFinished     = "orchestrator.finished"      // FinishedData: in the append that settles the task
 	TypeWatchdogRan  = "orchestrator.watchdog_ran"  // {}: last_watchdog_run
-
-	// Feedback waiting for the planner (the plans domain appends these).
-	TypeFeedbackAdded       = "feedback.added"       // FeedbackData
-	TypeFeedbackCategorized = "feedback.categorized" // FeedbackData (id, category, plan_id)
 )
 
 // ClaimedData is an attempt the orchestrator took on: where it works.
@@ -85,12 +81,4 @@ type FinishedData struct {
 	Attempt    int    `json:"attempt"`
 	Outcome    string `json:"outcome"`
 	MergeEntry string `json:"merge_entry,omitempty"`
-}
-
-// FeedbackData is feedback for the planner, and later its category.
-type FeedbackData struct {
-	ID       string `json:"id"`
-	Text     string `json:"text,omitempty"`
-	Category string `json:"category,omitempty"`
-	PlanID   string `json:"plan_id,omitempty"`
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/plans"
 )
 
 var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
@@ -56,10 +57,10 @@ func TestFoldPhases(t *testing.T) {
 	if s.LastWatchdogRun == nil || !s.LastWatchdogRun.Equal(t0.Add(6*time.Minute)) {
 		t.Fatalf("watchdog: %v", s.LastWatchdogRun)
 	}
-	s.Apply(ev(TypeFeedbackAdded, "fb-1", t0, FeedbackData{ID: "fb-1", Text: "slow"}))
-	s.Apply(ev(TypeFeedbackAdded, "fb-1", t0, FeedbackData{ID: "fb-1", Text: "slow"}))
-	s.Apply(ev(TypeFeedbackAdded, "fb-2", t0, FeedbackData{ID: "fb-2", Text: "ugly"}))
-	s.Apply(ev(TypeFeedbackCategorized, "fb-1", t0, FeedbackData{ID: "fb-1", Category: "bug"}))
+	s.Apply(ev(plans.TypeFeedbackAdded, "feedback/fb-1", t0, plans.FeedbackData{ID: "fb-1", Text: "slow"}))
+	s.Apply(ev(plans.TypeFeedbackAdded, "feedback/fb-1", t0, plans.FeedbackData{ID: "fb-1", Text: "slow"}))
+	s.Apply(ev(plans.TypeFeedbackAdded, "feedback/fb-2", t0, plans.FeedbackData{ID: "fb-2", Text: "ugly"}))
+	s.Apply(ev(plans.TypeFeedbackCategorized, "feedback/fb-1", t0, plans.CategorizedData{ID: "fb-1", Category: "bug"}))
 	if len(s.PendingFeedback) != 1 || s.PendingFeedback[0].ID != "fb-2" {
 		t.Fatalf("feedback: %+v", s.PendingFeedback)
 	}

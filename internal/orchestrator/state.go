@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/plans"
 	"github.com/spoolhq/spool/projections"
 )
 
@@ -121,14 +122,14 @@ func (s *State) Apply(e *eventlog.Event) {
 	case TypeWatchdogRan:
 		at := e.At
 		s.LastWatchdogRun = &at
-	case TypeFeedbackAdded:
-		var d FeedbackData
+	case plans.TypeFeedbackAdded: // pending_feedback_categorizations
+		var d plans.FeedbackData
 		if json.Unmarshal(e.Data, &d) != nil || d.ID == "" || slices.ContainsFunc(s.PendingFeedback, func(f Feedback) bool { return f.ID == d.ID }) {
 			return
 		}
 		s.PendingFeedback = append(s.PendingFeedback, Feedback{ID: d.ID, Text: d.Text, At: e.At})
-	case TypeFeedbackCategorized:
-		var d FeedbackData
+	case plans.TypeFeedbackCategorized:
+		var d plans.CategorizedData
 		if json.Unmarshal(e.Data, &d) == nil {
 			s.PendingFeedback = slices.DeleteFunc(s.PendingFeedback, func(f Feedback) bool { return f.ID == d.ID })
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/spoolhq/spool/internal/jobs"
 	"github.com/spoolhq/spool/internal/mergequeue"
 	"github.com/spoolhq/spool/internal/orchestrator"
+	"github.com/spoolhq/spool/internal/plans"
 	"github.com/spoolhq/spool/internal/prdqueue"
 	"github.com/spoolhq/spool/internal/workqueue"
 	"github.com/spoolhq/spool/projections"
@@ -42,11 +43,12 @@ var Specs = []projections.Spec{
 	mergequeue.Spec,
 	prdqueue.Spec,
 	jobs.Spec,
+	plans.Spec,
 	orchestrator.Spec,
 }
 
 // ReservedPrefixes are event namespaces only spool's own commands append.
-var ReservedPrefixes = []string{"spool.", "task.", "work.", "merge.", "job.", "prd.", "orch.", "orchestrator.", "feedback."}
+var ReservedPrefixes = []string{"spool.", "task.", "work.", "merge.", "job.", "prd.", "orch.", "orchestrator.", "plan.", "feedback."}
 
 // Store is an opened spool repository.
 type Store struct {

@@ -102,6 +102,23 @@ func AddTask(s TaskIndex, n NewTask, prefix, writer string, now time.Time) (even
 	return eventlog.Draft{Type: TypeCreated, Subject: id, Data: d}, id, nil
 }
 
+// BatchIndex is a task index with the ids one decision makes, so that
+// several AddTask calls in one append never reuse an id.
+type BatchIndex struct {
+	base TaskIndex
+	made map[string]bool
+}
+
+// NewBatchIndex wraps the index the decision reads.
+func NewBatchIndex(base TaskIndex) *BatchIndex {
+	return &BatchIndex{base: base, made: map[string]bool{}}
+}
+
+// Made records an id this decision created.
+func (b *BatchIndex) Made(id string)         { b.made[id] = true }
+func (b *BatchIndex) HasTask(id string) bool { return b.made[id] || b.base.HasTask(id) }
+func (b *BatchIndex) TaskCount() int         { return b.base.TaskCount() + len(b.made) }
+
 func (s *State) task(id string) (*Task, error) {
 	t := s.Tasks[id]
 	if t == nil {

@@ -66,7 +66,7 @@ func (s *Service) promoteNative(ctx context.Context, feature string) ([]Promoted
 			return nil, err
 		}
 		ids, _ := projections.As[*workqueue.IDsProjection](v, workqueue.IDsName)
-		index := &batchIndex{base: ids, made: map[string]bool{}}
+		index := workqueue.NewBatchIndex(ids)
 		var drafts []eventlog.Draft
 		for _, c := range cands {
 			epic := c.Epic
@@ -75,7 +75,7 @@ func (s *Service) promoteNative(ctx context.Context, feature string) ([]Promoted
 				if err != nil {
 					return nil, err
 				}
-				index.made[id] = true
+				index.Made(id)
 				drafts, epic = append(drafts, d), id
 			}
 			drafts = append(drafts, c.Enqueued(epic, 1))
@@ -85,15 +85,6 @@ func (s *Service) promoteNative(ctx context.Context, feature string) ([]Promoted
 	})
 	return out, err
 }
-
-// batchIndex is the task ids index with the epics this append makes.
-type batchIndex struct {
-	base workqueue.TaskIndex
-	made map[string]bool
-}
-
-func (b *batchIndex) HasTask(id string) bool { return b.made[id] || b.base.HasTask(id) }
-func (b *batchIndex) TaskCount() int         { return b.base.TaskCount() + len(b.made) }
 
 func epicTask(st *prdqueue.State, c prdqueue.Candidate) workqueue.NewTask {
 	p := st.PRDs[c.Item.PRD]

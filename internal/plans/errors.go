@@ -1,0 +1,35 @@
+package plans
+
+import (
+	"fmt"
+
+	"github.com/spoolhq/spool/internal/fault"
+)
+
+// Error codes of plans and proposals (not_found and
+// invalid_state_transition are fault's).
+var (
+	CodeInvalidProposal   = fault.Register(fault.Rejected, "invalid_proposal")
+	CodeInvalidPRDFile    = fault.Register(fault.Rejected, "invalid_prd_file")
+	CodePlannerFailed     = fault.Register(fault.Environment, "planner_failed")
+	CodeSourceUnsupported = fault.Register(fault.Environment, "plan_source_unsupported")
+	CodeEmptyFeedback     = fault.Register(fault.Usage, "empty_feedback")
+)
+
+// Invalid is a proposal refused whole; path is the offending JSON path
+// ("tasks[3].depends_on[0]", "$" for the document).
+func Invalid(path, msg string) error {
+	return fault.New(CodeInvalidProposal, nil, fmt.Sprintf("invalid proposal: %s: %s", path, msg), "path", path)
+}
+
+// SourceUnsupported refuses plans with a bd/br work source: their tasks
+// would have to be made through bd/br, which spool does not do yet.
+func SourceUnsupported(kind string) error {
+	return fault.New(CodeSourceUnsupported, nil, fmt.Sprintf(
+		"plans make their tasks in spool's own tracker; workqueue.source is %s, and creating a plan's tasks through %s is not supported yet", kind, kind),
+		"source", kind)
+}
+
+func invalidTransition(what, id, msg string) error {
+	return fault.New(fault.CodeInvalidStateTransition, fault.ErrInvalidTransition, fmt.Sprintf("%s %s %s", what, id, msg), "id", id)
+}

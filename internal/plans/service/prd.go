@@ -1,0 +1,155 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/durable"
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/git"
+	"github.com/spoolhq/spool/internal/plans"
+	"github.com/spoolhq/spool/internal/workqueue"
+)
+
+// PRDResult is what applying PRD section updates did.
+type PRDResult struct {
+	plans.Outcome
+	Hash     string   `json:"hash"`
+	File     string   `json:"file"`
+	Sections []string `json:"sections"`
+	Commit   string   `json:"commit,omitempty"`
+}
+
+// ApplyUpdates writes PRD section updates into prd.json and commits that
+// file alone (or holds them for approval), once.
+func (s *Service) ApplyUpdates(ctx context.Context, data []byte) (PRDResult, error) {
+	p, err := plans.ParsePRD(data)
+	if err != nil {
+		return PRDResult{}, err
+	}
+	return s.applyPRD(ctx, p, "", "", nil)
+}
+
+// applyPRD applies updates: HIL first (a held proposal is all the first
+// append records), then the file written and committed, then the
+// plan.prd_updated event. The file carries the proposal's hash, so a
+// command that died before recording finds its work done and records it.
+// then adds the caller's events (a build's outcome) to whichever append
+// ends the work; approving names the held proposal this applies.
+func (s *Service) applyPRD(ctx context.Context, p plans.PRDProposal, planID, approving string, then func(PRDResult) []eventlog.Draft) (PRDResult, error) {
+	if then == nil {
+		then = func(PRDResult) []eventlog.Draft { return nil }
+	}
+	unlock, ok, err := s.Store.Mutex(ctx, "prd-file", s.Store.Config.Duration("lock.timeout"))
+	if err != nil {
+		return PRDResult{}, err
+	}
+	if !ok {
+		return PRDResult{}, fmt.Errorf("another spool command is writing %s (%s): %w", s.prdFile, s.Store.MutexPath("prd-file"), eventlog.ErrLockTimeout)
+	}
+	defer unlock()
+	c, err := s.context(approving)
+	if err != nil {
+		return PRDResult{}, err
+	}
+	hash := plans.Hash(p)
+	res := PRDResult{Hash: hash, File: s.prdFile, Sections: p.Names()}
+	done := false
+	// recorded ends the work when the updates were recorded before.
+	recorded := func(st *plans.State) ([]eventlog.Draft, bool, error) {
+		u := st.PRDUpdates[hash]
+		if u == nil {
+			return nil, false, nil
+		}
+		res.Existing, res.Commit, done = true, u.Commit, true
+		drafts, err := approval(st, approving)
+		return append(drafts, then(res)...), true, err
+	}
+	_, err = s.write(ctx, []string{plans.Name}, func(st *plans.State, _ *workqueue.State) ([]eventlog.Draft, error) {
+		if drafts, ok, err := recorded(st); ok {
+			return drafts, err
+		}
+		if approving != "" {
+			if _, _, err := plans.Approve(st, approving); err != nil {
+				return nil, err
+			}
+		}
+		drafts, out, held, err := c.Hold(st, plans.KindPRD, plans.PRDCategories(p), hash, "", planID, p)
+		res.Outcome, done = out, held
+		if !held || err != nil {
+			return nil, err
+		}
+		return append(drafts, then(res)...), nil
+	})
+	if err != nil || done {
+		return res, err
+	}
+	if res.Commit, err = s.commitPRD(ctx, p, hash); err != nil {
+		return res, err
+	}
+	_, err = s.write(ctx, []string{plans.Name}, func(st *plans.State, _ *workqueue.State) ([]eventlog.Draft, error) {
+		if drafts, ok, err := recorded(st); ok {
+			return drafts, err
+		}
+		drafts, err := approval(st, approving)
+		d := plans.PRDUpdated(plans.PRDUpdatedData{Hash: hash, File: s.prdFile, Sections: res.Sections, Commit: res.Commit,
+			PlanID: planID, Proposal: approving, Notify: res.Notify})
+		return append(append([]eventlog.Draft{d}, drafts...), then(res)...), err
+	})
+	return res, err
+}
+
+// approval is the approval event of the proposal being applied, if any.
+func approval(st *plans.State, approving string) ([]eventlog.Draft, error) {
+	if approving == "" {
+		return nil, nil
+	}
+	d, _, err := plans.Approve(st, approving)
+	return []eventlog.Draft{d}, err
+}
+
+// commitPRD writes the updates into prd.json, unless the file has them
+// already, and commits that file alone: whatever else is staged stays
+// staged. It returns the last commit of the file.
+func (s *Service) commitPRD(ctx context.Context, p plans.PRDProposal, hash string) (string, error) {
+	dir := s.Store.Repo.WorkTree
+	path := filepath.Join(dir, filepath.FromSlash(s.prdFile))
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fault.New(fault.CodeStorage, err, "cannot read "+s.prdFile+": "+err.Error(), "file", s.prdFile)
+	}
+	f, err := plans.ParsePRDFile(data)
+	if err != nil {
+		return "", fault.New(plans.CodeInvalidPRDFile, err, s.prdFile+": "+err.Error(), "file", s.prdFile)
+	}
+	if f.LastUpdate != hash {
+		f.Apply(p, hash, s.Now)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return "", fault.New(fault.CodeStorage, err, "cannot write "+s.prdFile+": "+err.Error(), "file", s.prdFile)
+		}
+		if err := durable.WriteFile(path, f.Marshal(), 0o644); err != nil {
+			return "", fault.New(fault.CodeStorage, err, "cannot write "+s.prdFile+": "+err.Error(), "file", s.prdFile)
+		}
+	}
+	if _, err := git.Run(ctx, dir, "add", "--", s.prdFile); err != nil {
+		return "", err
+	}
+	status, err := git.Run(ctx, dir, "status", "--porcelain", "--", s.prdFile)
+	if err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(status) != "" {
+		msg := fmt.Sprintf("spool: update PRD sections %s\n\nProposal %s.", strings.Join(p.Names(), ", "), hash[:12])
+		if _, err := git.Run(ctx, dir, "commit", "--quiet", "--only", "-m", msg, "--", s.prdFile); err != nil {
+			return "", err
+		}
+	}
+	commit, err := git.Run(ctx, dir, "log", "-1", "--format=%H", "--", s.prdFile)
+	return strings.TrimSpace(commit), err
+}
