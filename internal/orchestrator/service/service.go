@@ -19,6 +19,7 @@ import (
 	"github.com/spoolhq/spool/internal/git"
 	mqservice "github.com/spoolhq/spool/internal/mergequeue/service"
 	"github.com/spoolhq/spool/internal/orchestrator"
+	"github.com/spoolhq/spool/internal/plans"
 	"github.com/spoolhq/spool/internal/proc"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/workqueue"
@@ -107,7 +108,10 @@ func (s *Service) start(ctx context.Context) (*orchestrator.Active, error) {
 		require = []string{s.Policy.Label}
 	}
 	root := s.Store.Repo.WorkTree
-	claimed, _, err := s.WQ.NextAnd(ctx, require, nil, orchestrator.Worker, func(st *workqueue.State, c *workqueue.Claim) []eventlog.Draft {
+	// A plan's epic and its gate are bookkeeping, never an agent's work:
+	// the gate closes when the plan is built (spool plan build).
+	exclude := []string{plans.EpicLabel, plans.GateLabel}
+	claimed, _, err := s.WQ.NextAnd(ctx, require, exclude, orchestrator.Worker, func(st *workqueue.State, c *workqueue.Claim) []eventlog.Draft {
 		id := c.Task.ID
 		d := orchestrator.ClaimedData{Attempt: c.Attempt, Branch: orchestrator.Branch(id), Worktree: s.Worktree(id), RunDir: orchestrator.RunDir(root, id)}
 		if h := st.History[id]; h != nil {
