@@ -49,6 +49,7 @@ type CLI struct {
 	Merge       MergeCmd       `cmd:"" help:"The merge queue: submit branches, run the merge train."`
 	Job         JobCmd         `cmd:"" help:"The job scheduler: priority tiers, slots, segments, quotas, off-peak, recurring jobs, workers."`
 	PRD         PRDCmd         `cmd:"" name:"prd" help:"The PRD queue: feature runs, approval gates, promotion to epics, reconciliation."`
+	Watch       WatchCmd       `cmd:"" help:"Keep the queues going: recovery, PRD promotion, scheduled jobs, merge train, job workers."`
 	Demo        DemoCmd        `cmd:"" help:"Run spool in a throwaway repository and show what it wrote."`
 	Version     VersionCmd     `cmd:"" help:"Print the version."`
 	Completion  CompletionCmd  `cmd:"" help:"Print a shell completion script."`
