@@ -30,10 +30,11 @@ func (c *WatchCmd) Run(e *env) error {
 		return err
 	}
 	defer unlock()
-	// Every pass acts as one actor: ask git once, and refuse to start
-	// without one rather than fail every pass.
-	actor, err := e.actor(e.ctx, st.Repo)
-	if err != nil {
+	// Refuse to start without an actor rather than fail every pass.
+	envs := e.envs(st)
+	if env, err := envs(); err != nil {
+		return err
+	} else if _, err := env.Actor(e.ctx); err != nil {
 		return err
 	}
 	out := e.watchOutput()
@@ -55,7 +56,7 @@ func (c *WatchCmd) Run(e *env) error {
 	defer cancel()
 	loop := &watch.Loop{
 		Drivers: drivers,
-		Env:     e.watchEnv(st, actor),
+		Env:     reloading(e, st, envs),
 		Wakes:   watch.Wakes(ctx, st.Repo, poll, e.warn),
 		Once:    c.Once,
 		Errorf:  out.errorf,
@@ -66,29 +67,28 @@ func (c *WatchCmd) Run(e *env) error {
 	return loop.Run(ctx)
 }
 
-// watchEnv returns a fresh env per pass: the clock read again, and the
-// configuration read again when its file changed (watch.* keys are read
-// only at start).
-func (e *env) watchEnv(st *store.Store, actor string) func() (store.Env, error) {
-	var mod time.Time
-	if fi, err := os.Stat(store.ConfigPath(st.Repo)); err == nil {
-		mod = fi.ModTime()
-	}
-	return func() (store.Env, error) {
-		now, err := e.now()
+// reloading is envs reading the configuration again when its file
+// changed (the watch.* keys themselves are read only at start).
+func reloading(e *env, st *store.Store, envs func() (store.Env, error)) func() (store.Env, error) {
+	path := store.ConfigPath(st.Repo)
+	modTime := func() time.Time {
+		fi, err := os.Stat(path)
 		if err != nil {
-			return store.Env{}, err
+			return time.Time{}
 		}
-		if fi, err := os.Stat(store.ConfigPath(st.Repo)); err == nil && !fi.ModTime().Equal(mod) {
-			if cfg, err := config.Load(store.ConfigPath(st.Repo)); err == nil {
-				st.Config, mod = cfg, fi.ModTime()
-			} else {
+		return fi.ModTime()
+	}
+	mod := modTime()
+	return func() (store.Env, error) {
+		if m := modTime(); !m.Equal(mod) {
+			mod = m
+			if cfg, err := config.Load(path); err != nil {
 				e.warn(fmt.Sprintf("configuration not reloaded: %v", err))
-				mod = fi.ModTime()
+			} else {
+				st.Config = cfg
 			}
 		}
-		return store.Env{Store: st, Now: now, Warn: e.warn,
-			Actor: func(context.Context) (string, error) { return actor, nil }}, nil
+		return envs()
 	}
 }
 
