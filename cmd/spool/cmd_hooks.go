@@ -9,6 +9,7 @@ import (
 	"github.com/spoolhq/spool/hooks"
 	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/store"
+	"github.com/spoolhq/spool/internal/watch"
 )
 
 // HooksCmd manages the git hook shims.
@@ -105,38 +106,37 @@ func (c *HookCmd) Run(e *env) error {
 		return nil
 	}
 	if c.Name != "post-rewrite" {
-		promotePRDs(e, c.Name)
+		hookPass(e, st, c.Name)
 	}
 	return nil
 }
 
-// prdHookTimeout bounds what a hook spends on the PRD queue.
-const prdHookTimeout = 30 * time.Second
+// hookTimeout bounds what a hook spends on its own pass.
+const hookTimeout = 30 * time.Second
 
-// promotePRDs syncs the PRD queue with the PRD files the commit, merge or
-// checkout changed and promotes what became runnable, so that committing an
-// approval promotes the PRD. It does nothing when there is no feature run.
-func promotePRDs(e *env, hook string) {
-	q, err := e.prdqueue()
-	if err != nil {
+// hookPass has a running spool watch do what the commit, merge or checkout
+// may have made due (it is pinged and does it at once), or, with no
+// watcher, does it here: recovery, PRD sync and promotion (so that
+// committing an approval promotes the PRD), the scheduler's clock; never
+// the merge train or job workers.
+func hookPass(e *env, st *store.Store, hook string) {
+	if running, err := watch.Running(e.ctx, st); err == nil && running {
+		if err := watch.Ping(st.Repo); err != nil {
+			fmt.Fprintf(e.stderr, "spool: %s hook: could not wake spool watch: %v\n", hook, err)
+		}
 		return
 	}
-	st, err := q.Read(e.ctx)
-	if err != nil || len(st.Features) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(e.ctx, prdHookTimeout)
+	ctx, cancel := context.WithTimeout(e.ctx, hookTimeout)
 	defer cancel()
 	e.ctx = ctx
-	done, err := q.Promote(ctx, "")
-	for _, p := range done {
-		if p.Failed {
-			fmt.Fprintf(e.stderr, "spool: %s hook: PRD %s could not be enqueued: %s\n", hook, text(p.PRD), text(p.Error))
-		} else {
-			fmt.Fprintf(e.stderr, "spool: %s hook: PRD %s queued as %s\n", hook, text(p.PRD), p.Epic)
-		}
+	say := func(_, msg string) { fmt.Fprintf(e.stderr, "spool: %s hook: %s\n", hook, text(msg)) }
+	loop := &watch.Loop{
+		Drivers: watch.Recovery(say),
+		Env:     e.envs(st),
+		Once:    true,
+		Errorf:  func(driver string, err error) { say(driver, driver+": "+err.Error()) },
 	}
-	if err != nil {
-		fmt.Fprintf(e.stderr, "spool: %s hook: prd: %v\n", hook, err)
+	if err := loop.Run(ctx); err != nil {
+		say("", err.Error())
 	}
 }

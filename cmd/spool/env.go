@@ -47,13 +47,30 @@ func (e *env) storeEnv() (store.Env, error) {
 	if err != nil {
 		return store.Env{}, err
 	}
+	return store.Env{Store: st, Now: now, Warn: e.warn, Actor: e.actorOnce(st)}, nil
+}
+
+// envs returns a fresh env on st for each pass of a loop (spool watch, a
+// hook's pass): the clock read again, the actor asked for once.
+func (e *env) envs(st *store.Store) func() (store.Env, error) {
+	actor := e.actorOnce(st)
+	return func() (store.Env, error) {
+		now, err := e.now()
+		return store.Env{Store: st, Now: now, Warn: e.warn, Actor: actor}, err
+	}
+}
+
+// actorOnce asks for the actor on its first call (it may run git) and
+// remembers the answer.
+func (e *env) actorOnce(st *store.Store) func(context.Context) (string, error) {
 	var actor string
-	return store.Env{Store: st, Now: now, Warn: e.warn, Actor: func(ctx context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		var err error
 		if actor == "" {
 			actor, err = e.actor(ctx, st.Repo)
 		}
 		return actor, err
-	}}, nil
+	}
 }
 
 // workqueue opens the work queue's service.

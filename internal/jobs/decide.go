@@ -366,6 +366,32 @@ func Tick(s *State, p Policy, now time.Time) []eventlog.Draft {
 	return out
 }
 
+// NextTick is the first time after now at which Tick has something to
+// decide (zero: nothing waits on the clock): a start_after reached, a lease
+// run out, a schedule's next occurrence.
+func NextTick(s *State, p Policy, now time.Time) time.Time {
+	var at time.Time
+	earliest := func(t time.Time) {
+		if t.After(now) && (at.IsZero() || t.Before(at)) {
+			at = t
+		}
+	}
+	for _, j := range s.Jobs {
+		switch {
+		case j.Status == Scheduled:
+			earliest(j.StartAfter)
+		case j.Status == Dispatched || j.Status == Running:
+			earliest(j.LeaseUntil.Add(time.Nanosecond)) // Tick requeues once now is after it
+		}
+	}
+	for _, sc := range s.Schedules {
+		if e, err := ParseEvery(sc.Every); err == nil {
+			earliest(e.Next(sc.base(), p.Zone))
+		}
+	}
+	return at
+}
+
 // occurrenceID names an occurrence in its job's id: to the minute, or to
 // the second for a schedule finer than a minute (@every 30s), whose
 // occurrences in one minute would otherwise share an id, and all but the

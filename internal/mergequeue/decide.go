@@ -464,6 +464,18 @@ func (s *State) Expired(now time.Time) []*Entry {
 	return out
 }
 
+// NextExpiry is when the first live lease of a processing entry runs out
+// (zero: none), the time Expired next lists something.
+func (s *State) NextExpiry(now time.Time) time.Time {
+	var at time.Time
+	for _, e := range s.Entries {
+		if e.Status.Processing() && e.LeaseUntil != nil && e.LeaseUntil.After(now) && (at.IsZero() || e.LeaseUntil.Before(at)) {
+			at = *e.LeaseUntil
+		}
+	}
+	return at
+}
+
 // DecideRecover recovers every entry whose lease expired. merged tells, for
 // entries in merging, whether the target already contains the tested commit
 // (the edge asks git); an entry in merging missing from it is left for the

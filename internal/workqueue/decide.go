@@ -423,6 +423,18 @@ func Expire(s *State, p Policy, now time.Time) []eventlog.Draft {
 	return drafts
 }
 
+// NextExpiry is when the first live claim's lease runs out (zero: none),
+// the time Expire next has something to record.
+func NextExpiry(s *State, now time.Time) time.Time {
+	var at time.Time
+	for _, h := range s.History {
+		if h.Status == HistWorking && h.LeaseUntil.After(now) && (at.IsZero() || h.LeaseUntil.Before(at)) {
+			at = h.LeaseUntil
+		}
+	}
+	return at
+}
+
 // Overlay returns the tasks and entries drafts touch, copied from s with
 // the drafts applied, leaving s as it was: next decides its claim on the
 // state after the expiries it records. Lookups try the overlay first.

@@ -229,3 +229,25 @@ func (s *Service) StoppedForCancel(ctx context.Context, id, worker string) error
 	})
 	return err
 }
+
+// Tick records what the clock alone decides (jobs.Tick: scheduled jobs
+// released, expired leases requeued, recurring occurrences submitted) and
+// returns the events and when the clock next decides something. When
+// nothing is due it reads only: no lock, no actor.
+func (s *Service) Tick(ctx context.Context) ([]eventlog.Event, time.Time, error) {
+	st, err := s.Read(ctx)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	now := s.now()
+	if len(jobs.Tick(st, s.Policy, now)) == 0 {
+		return nil, jobs.NextTick(st, s.Policy, now), nil
+	}
+	st, events, err := s.write(ctx, func(st *jobs.State, _ string, now time.Time) ([]eventlog.Draft, error) {
+		return jobs.Tick(st, s.Policy, now), nil
+	})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return events, jobs.NextTick(st, s.Policy, s.now()), nil
+}

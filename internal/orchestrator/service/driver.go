@@ -3,17 +3,19 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"time"
 
 	"github.com/spoolhq/spool/internal/orchestrator"
 	"github.com/spoolhq/spool/internal/store"
+	"github.com/spoolhq/spool/internal/watch"
 )
 
 // Driver runs the orchestrator in spool watch: passes run one at a time
 // (the watch's loop), so the watchdog and an event never start two agents.
 type Driver struct {
-	Logf func(format string, args ...any)
+	Say watch.Say
 	// Poll is how often a running agent is looked at (default 500ms).
 	Poll time.Duration
 	// PauseAt and PauseFile let crash tests stop spool at a point (see
@@ -46,8 +48,8 @@ func (d *Driver) pause(point string) {
 func (d *Driver) Name() string { return "orchestrator" }
 
 func (d *Driver) logf(format string, args ...any) {
-	if d.Logf != nil {
-		d.Logf(format, args...)
+	if d.Say != nil {
+		d.Say(d.Name(), fmt.Sprintf(format, args...))
 	}
 }
 
@@ -62,8 +64,9 @@ func (d *Driver) Recover(ctx context.Context, env store.Env) error {
 // Pass monitors the active agent and, with none, starts one for the most
 // urgent ready task. It returns when it next wants a pass and whether an
 // agent runs.
-func (d *Driver) Pass(ctx context.Context, env store.Env) (time.Time, bool, error) {
-	return d.pass(ctx, env, true)
+func (d *Driver) Pass(ctx context.Context, env store.Env) (watch.Result, error) {
+	next, busy, err := d.pass(ctx, env, true)
+	return watch.Result{Next: next, Busy: busy}, err
 }
 
 func (d *Driver) pass(ctx context.Context, env store.Env, mayStart bool) (next time.Time, busy bool, err error) {
@@ -81,7 +84,7 @@ func (d *Driver) pass(ctx context.Context, env store.Env, mayStart bool) (next t
 			a, err := s.start(ctx)
 			if a != nil {
 				d.lastBeat = env.Now
-				d.logf("orchestrator: started the agent for %s (attempt %d, supervisor pid %d)", a.TaskID, a.Attempt, a.AgentPID)
+				d.logf("started the agent for %s (attempt %d, supervisor pid %d)", a.TaskID, a.Attempt, a.AgentPID)
 			}
 			if err != nil {
 				return env.Now.Add(d.poll()), a != nil, err
@@ -137,7 +140,7 @@ func (d *Driver) monitor(ctx context.Context, s *Service, st *orchestrator.State
 			}
 			s.pause(step.Draft.Type)
 			if step.Kind == orchestrator.StepStop {
-				d.logf("orchestrator: stopping the agent for %s: no output for %s", a.TaskID, s.Policy.Stall)
+				d.logf("stopping the agent for %s: no output for %s", a.TaskID, s.Policy.Stall)
 				s.stop(st.ActiveTask, now)
 				return st, nil
 			}
@@ -146,7 +149,7 @@ func (d *Driver) monitor(ctx context.Context, s *Service, st *orchestrator.State
 			if err != nil {
 				return st, err
 			}
-			d.logf("orchestrator: %s attempt %d: %s", a.TaskID, a.Attempt, outcome)
+			d.logf("%s attempt %d: %s", a.TaskID, a.Attempt, outcome)
 			if st, err = s.Read(ctx); err != nil {
 				return nil, err
 			}
@@ -183,7 +186,7 @@ func (d *Driver) Stop(ctx context.Context, env store.Env) error {
 		if st, err = s.append(ctx, orchestrator.Stop(a, orchestrator.ReasonStopped)); err != nil {
 			return err
 		}
-		d.logf("orchestrator: stopping the agent for %s: watch stops", a.TaskID)
+		d.logf("stopping the agent for %s: watch stops", a.TaskID)
 	}
 	began := time.Now()
 	deadline := began.Add(s.Policy.Grace + 3*time.Second)

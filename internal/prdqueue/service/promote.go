@@ -52,6 +52,27 @@ func (s *Service) Promote(ctx context.Context, feature string) ([]Promoted, erro
 	return s.promoteSource(ctx, feature)
 }
 
+// PromoteDue is Promote of every feature when there is something to do: a
+// PRD runnable, or a promotion with an intent and no outcome (a crash). It
+// does nothing when there is no feature run, and takes no lock when
+// nothing changed.
+func (s *Service) PromoteDue(ctx context.Context) ([]Promoted, error) {
+	st, err := s.Read(ctx)
+	if err != nil || len(st.Features) == 0 {
+		return nil, err
+	}
+	if _, err := s.Sync(ctx, ""); err != nil {
+		return nil, err
+	}
+	if st, err = s.Read(ctx); err != nil {
+		return nil, err
+	}
+	if cands, err := prdqueue.Runnable(st, ""); err != nil || len(cands) == 0 && len(prdqueue.InFlight(st, "")) == 0 {
+		return nil, err
+	}
+	return s.Promote(ctx, "")
+}
+
 func (s *Service) promoteNative(ctx context.Context, feature string) ([]Promoted, error) {
 	writer, err := s.Store.Log.WriterID()
 	if err != nil {

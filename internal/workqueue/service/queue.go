@@ -208,3 +208,28 @@ func (s *Service) Stats(ctx context.Context) (workqueue.Stats, error) {
 	ready := len(s.Policy.Select(cands, workqueue.Lookup(st.History), gate, s.Now, workqueue.Unsorted))
 	return s.Policy.Stats(st.History, ready, s.Now), nil
 }
+
+// ExpireClaims records every claim whose lease ran out, as next would on
+// its way, and returns the tasks released and when the next lease runs out.
+// When none ran out it reads only: no lock, no actor.
+func (s *Service) ExpireClaims(ctx context.Context) (released []string, next time.Time, err error) {
+	st, err := s.Read(ctx, Both)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if len(workqueue.Expire(st, s.Policy, s.Now)) == 0 {
+		return nil, workqueue.NextExpiry(st, s.Now), nil
+	}
+	events, st, err := s.change(ctx, Both, "", func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+		return workqueue.Expire(st, s.Policy, s.Now), nil
+	})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	for _, e := range events {
+		if e.Type == workqueue.TypeLeaseExpired {
+			released = append(released, e.Subject)
+		}
+	}
+	return released, workqueue.NextExpiry(st, s.Now), nil
+}

@@ -1,0 +1,134 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/git"
+	"github.com/spoolhq/spool/internal/store"
+)
+
+// PingFile is the file git hooks write to wake a running watcher.
+func PingFile(r *git.Repo) string { return filepath.Join(r.PrivateDir(), "watch.ping") }
+
+// Ping wakes the watcher. The file is a signal, not data anyone reads back,
+// so a plain write does: no fsync on the commit's path.
+func Ping(r *git.Repo) error {
+	return os.WriteFile(PingFile(r), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
+}
+
+// Wakes returns a channel that receives when something may need a pass: a
+// writer file of the log, a branch (loose or packed) or the ping file
+// changed. Where the file system cannot be watched it ticks every poll
+// instead, after saying why through warn. It stops when ctx ends.
+func Wakes(ctx context.Context, r *git.Repo, poll time.Duration, warn func(string)) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	wake := func() {
+		select {
+		case ch <- struct{}{}:
+		default: // one pending wake is as good as many
+		}
+	}
+	w, err := watchRepo(r)
+	if err != nil {
+		warn(fmt.Sprintf("cannot watch the repository for changes (%v); polling every %s", err, poll))
+		fault.Go(func() {
+			t := time.NewTicker(poll)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					wake()
+				}
+			}
+		})
+		return ch
+	}
+	refs := filepath.Join(r.CommonDir, "refs", "heads")
+	fault.Go(func() {
+		defer w.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				if ev.Has(fsnotify.Create) && strings.HasPrefix(ev.Name, refs) {
+					addTree(w, ev.Name) // a new branch directory (feature/…)
+				}
+				if wanted(r, ev.Name) {
+					wake()
+				}
+			case _, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+				wake() // an overflow may have dropped what mattered
+			}
+		}
+	})
+	return ch
+}
+
+// watchRepo watches the log's directory, the branches and the two files
+// of interest in git's directories.
+func watchRepo(r *git.Repo) (*fsnotify.Watcher, error) {
+	if err := os.MkdirAll(r.PrivateDir(), 0o755); err != nil {
+		return nil, err
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	for _, dir := range []string{store.EventsDir(r), r.CommonDir, r.PrivateDir()} {
+		if err := w.Add(dir); err != nil {
+			w.Close()
+			return nil, err
+		}
+	}
+	if err := addTree(w, filepath.Join(r.CommonDir, "refs", "heads")); err != nil {
+		w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// addTree watches dir and the directories under it.
+func addTree(w *fsnotify.Watcher, dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		return w.Add(p)
+	})
+}
+
+// wanted filters out what changes in git's directories on every command
+// (the index, lock files, logs): only the log, branches, packed-refs and
+// the ping wake the watcher.
+func wanted(r *git.Repo, name string) bool {
+	if strings.HasSuffix(name, ".lock") {
+		return false
+	}
+	switch filepath.Dir(name) {
+	case store.EventsDir(r):
+		return true
+	case r.CommonDir:
+		return filepath.Base(name) == "packed-refs"
+	case r.PrivateDir():
+		return name == PingFile(r)
+	}
+	return strings.HasPrefix(name, filepath.Join(r.CommonDir, "refs", "heads")+string(filepath.Separator))
+}
