@@ -156,13 +156,21 @@ type jobWorker struct {
 // cleanup stops it if the test has not.
 func startWorker(t *testing.T, bin, dir string, env []string, name string, args ...string) *jobWorker {
 	t.Helper()
+	return startSpool(t, bin, dir, env, name, append([]string{"job", "worker", "--name", name}, args...)...)
+}
+
+// startSpool starts a long-running spool command (a worker, spool watch),
+// named name in the test's messages, with its output in a file; the test's
+// cleanup stops it if the test has not.
+func startSpool(t *testing.T, bin, dir string, env []string, name string, args ...string) *jobWorker {
+	t.Helper()
 	w := &jobWorker{name: name, log: filepath.Join(t.TempDir(), "worker-"+name+".log"), done: make(chan struct{})}
 	f, err := os.Create(w.log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	w.cmd = spoolCmd(bin, dir, env, append([]string{"job", "worker", "--name", name}, args...)...)
+	w.cmd = spoolCmd(bin, dir, env, args...)
 	w.cmd.Stdout, w.cmd.Stderr = f, f
 	w.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := w.cmd.Start(); err != nil {
