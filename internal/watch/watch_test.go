@@ -176,7 +176,11 @@ func TestAFailingDriverDoesNotStopTheLoop(t *testing.T) {
 	var mu sync.Mutex
 	var reported []string
 	l := &Loop{Drivers: []Driver{bad, good}, Env: noEnv, Wakes: wakes, Debounce: time.Millisecond,
-		Errorf: func(d string, err error) { mu.Lock(); reported = append(reported, fmt.Sprintf("%s: %v", d, err)); mu.Unlock() }}
+		Errorf: func(d string, err error) {
+			mu.Lock()
+			reported = append(reported, fmt.Sprintf("%s: %v", d, err))
+			mu.Unlock()
+		}}
 	stop, _ := run(t, l)
 	for i := 2; i <= 3; i++ {
 		waitUntil(t, fmt.Sprintf("pass %d of the good driver", i-1), func() bool { _, p, _ := good.count(); return p == i-1 })
