@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,34 +35,11 @@ func watchMain(args []string) error {
 }
 
 func benchWatch(bin string, nEvents, runs int, idle time.Duration, dir string) error {
-	var err error
-	if bin, err = filepath.Abs(bin); err != nil {
+	bin, dir, env, cleanup, err := queueDataset(bin, 10_000, nEvents, dir)
+	if err != nil {
 		return err
 	}
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "spool-bench-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	env := append(os.Environ(), "SPOOL_ACTOR=bench@spool.invalid", "SPOOL_NOW=")
-	for _, c := range [][]string{{"git", "init", "-q"}, {bin, "init"}} {
-		if _, err := run(dir, env, c[0], c[1:]...); err != nil {
-			return err
-		}
-	}
-	if err := generateQueue(dir, 10_000, nEvents); err != nil {
-		return err
-	}
-	if _, err := run(dir, env, bin, "replay"); err != nil {
-		return err
-	}
-	fmt.Printf("dataset: 10000 tasks, %d events in %s\n", nEvents, dir)
-	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
-		fmt.Printf("load average: %s", load)
-	}
+	defer cleanup()
 
 	// Claims made two hours ago, whose one-hour leases have run out.
 	past := append(slices.Clone(env), "SPOOL_NOW="+time.Now().Add(-2*time.Hour).UTC().Format(time.RFC3339))
