@@ -36,6 +36,10 @@ bench-jobs:
     go test -run '^$' -bench . ./internal/jobs/
     d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench jobs -spool "$d/spool" -runs 21; s=$?; rm -rf "$d"; exit $s
 
+# spool watch on 100,000 events: startup recovery, event-to-action latency (median of 20), idle CPU and RSS over 60 s
+bench-watch:
+    d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench watch -spool "$d/spool" -runs 20 -idle 60s; s=$?; rm -rf "$d"; exit $s
+
 # merge queue: whole-process medians with 1,000 entries in the log, and the train's own overhead
 bench-merge:
     go run ./cmd/spoolbench merge -n 30

@@ -159,8 +159,9 @@ func startWorker(t *testing.T, bin, dir string, env []string, name string, args 
 	return startSpool(t, bin, dir, env, name, append([]string{"job", "worker", "--name", name}, args...)...)
 }
 
-// startSpool starts a long-running spool command (a worker, watch) as the
-// leader of a process group; the test's cleanup stops it if the test has not.
+// startSpool starts a long-running spool command (a worker, spool watch),
+// named name in the test's messages, with its output in a file; the test's
+// cleanup stops it if the test has not.
 func startSpool(t *testing.T, bin, dir string, env []string, name string, args ...string) *jobWorker {
 	t.Helper()
 	w := &jobWorker{name: name, log: filepath.Join(t.TempDir(), "worker-"+name+".log"), done: make(chan struct{})}

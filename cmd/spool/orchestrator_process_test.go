@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/internal/orchestrator"
+	"github.com/spoolhq/spool/internal/proc"
 	"github.com/spoolhq/spool/internal/proc/proctest"
 )
 
@@ -37,6 +38,7 @@ func orchRepo(t *testing.T, bin, mode string, priority int) (dir string, env []s
 	}
 	git("add", "-A")
 	git("commit", "-qm", "start")
+	t.Cleanup(func() { killSupervisors(dir) })
 	agent, err := filepath.Abs("../../testdata/fakeagent/agent")
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +53,18 @@ func orchRepo(t *testing.T, bin, mode string, priority int) (dir string, env []s
 		t.Fatalf("task add: %v\n%s", err, out)
 	}
 	return dir, env, task.ID, runs
+}
+
+// killSupervisors ends the agents a failed test left running: their
+// supervisors outlive a killed watch by design.
+func killSupervisors(dir string) {
+	files, _ := filepath.Glob(filepath.Join(dir, ".spool", "runs", "*", "attempt-*.supervisor.json"))
+	for _, f := range files {
+		var p orchestrator.Process
+		if b, err := os.ReadFile(f); err == nil && json.Unmarshal(b, &p) == nil {
+			proc.KillGroup(proc.Record{PID: p.PID, PGID: p.PGID, Start: p.Start, Boot: p.Boot})
+		}
+	}
 }
 
 // finished returns the orchestrator.finished events' outcomes, in order.
@@ -266,4 +280,39 @@ func TestOrchestratorKill9EachPhase(t *testing.T) {
 			}
 		})
 	}
+}
+
+// kill -9 of spool watch after it recorded that it stops a stalled agent
+// and before it signalled it: the next watch stops the agent and records
+// the stalled attempt.
+func TestOrchestratorKill9WhileStopping(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, id, runs := orchRepo(t, bin, "stall", 2)
+	for k, v := range map[string]string{"orchestrator.stall_timeout": "1s", "orchestrator.kill_grace": "1s",
+		"workqueue.policy": "exponential", "backoff.max_failures": "1"} {
+		jobSpool(t, bin, dir, env, "config", "set", k, v)
+	}
+	paused := filepath.Join(t.TempDir(), "paused")
+	w := startSpool(t, bin, dir, append(env, "SPOOL_TEST_ORCH_PAUSE="+orchestrator.TypeStopping, "SPOOL_TEST_ORCH_PAUSE_FILE="+paused), "watch", "watch")
+	proctest.WaitFile(t, paused)
+	w.kill(t)
+	agent, _ := strconv.Atoi(strings.Fields(lines(runs)[0])[3])
+	if !proctest.Running(agent) {
+		t.Fatal("the agent died with watch")
+	}
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	proctest.WaitExited(t, agent)
+	if got := strings.Join(finished(t, bin, dir, env), ","); got != "failed" {
+		t.Errorf("outcomes %s, want failed", got)
+	}
+	if failed := jobEvents(t, bin, dir, env, "task.failed"); len(failed) != 1 || !strings.Contains(string(failed[0].Data), "stalled") {
+		t.Errorf("task.failed: %v", failed)
+	}
+	if s := taskStatus(t, bin, dir, env, id); s == "in_progress" {
+		t.Errorf("task still %s", s)
+	}
+	noTwice(t, runs)
 }

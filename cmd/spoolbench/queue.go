@@ -37,34 +37,11 @@ func queueMain(args []string) error {
 }
 
 func benchQueue(bin string, nTasks, nEvents, runs int, dir string) error {
-	var err error
-	if bin, err = filepath.Abs(bin); err != nil {
+	bin, dir, env, cleanup, err := queueDataset(bin, nTasks, nEvents, dir)
+	if err != nil {
 		return err
 	}
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "spool-bench-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-	}
-	env := append(os.Environ(), "SPOOL_ACTOR=bench@spool.invalid", "SPOOL_NOW=")
-	if _, err := run(dir, env, "git", "init", "-q"); err != nil {
-		return err
-	}
-	if _, err := run(dir, env, bin, "init"); err != nil {
-		return err
-	}
-	start := time.Now()
-	if err := generateQueue(dir, nTasks, nEvents); err != nil {
-		return err
-	}
-	if _, err := run(dir, env, bin, "replay"); err != nil {
-		return err
-	}
-	fmt.Printf("dataset: %d tasks, %d events in %s (built in %s)\n", nTasks, nEvents, dir, time.Since(start).Round(time.Millisecond))
-	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
-		fmt.Printf("load average: %s", load)
-	}
+	defer cleanup()
 	out, err := run(dir, env, bin, "ready", "--json", "--limit", "1")
 	if err != nil {
 		return err
@@ -102,6 +79,43 @@ func benchQueue(bin string, nTasks, nEvents, runs int, dir string) error {
 			fmt.Sprint(c), ms(t.wall[len(t.wall)/2]), ms(t.wall[0]), ms(t.wall[len(t.wall)-1]), ms(t.cpu[len(t.cpu)/2]), runs)
 	}
 	return nil
+}
+
+// queueDataset makes the work queue's dataset in dir (a temp dir when
+// empty, removed by cleanup), projections built, and prints what it made.
+// It returns bin made absolute and the environment spool runs with.
+func queueDataset(bin string, nTasks, nEvents int, dir string) (string, string, []string, func(), error) {
+	cleanup := func() {}
+	var err error
+	if bin, err = filepath.Abs(bin); err != nil {
+		return "", "", nil, cleanup, err
+	}
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "spool-bench-"); err != nil {
+			return "", "", nil, cleanup, err
+		}
+		cleanup = func() { os.RemoveAll(dir) }
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", nil, cleanup, err
+	}
+	env := append(os.Environ(), "SPOOL_ACTOR=bench@spool.invalid", "SPOOL_NOW=")
+	start := time.Now()
+	for _, c := range [][]string{{"git", "init", "-q"}, {bin, "init"}} {
+		if _, err := run(dir, env, c[0], c[1:]...); err != nil {
+			return "", "", nil, cleanup, err
+		}
+	}
+	if err := generateQueue(dir, nTasks, nEvents); err != nil {
+		return "", "", nil, cleanup, err
+	}
+	if _, err := run(dir, env, bin, "replay"); err != nil {
+		return "", "", nil, cleanup, err
+	}
+	fmt.Printf("dataset: %d tasks, %d events in %s (built in %s)\n", nTasks, nEvents, dir, time.Since(start).Round(time.Millisecond))
+	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Printf("load average: %s", load)
+	}
+	return bin, dir, env, cleanup, nil
 }
 
 // generateQueue appends the dataset straight through the event log: nTasks

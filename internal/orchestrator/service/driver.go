@@ -38,7 +38,7 @@ func (d *Driver) pause(point string) {
 		return
 	}
 	if d.PauseFile != "" {
-		os.WriteFile(d.PauseFile, []byte(point), 0o644)
+		os.WriteFile(d.PauseFile, []byte(point+"\n"), 0o644)
 	}
 	for {
 		time.Sleep(time.Hour)

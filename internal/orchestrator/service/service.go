@@ -147,6 +147,7 @@ func (s *Service) start(ctx context.Context) (*orchestrator.Active, error) {
 	if err != nil {
 		return a, err
 	}
+	s.pause(orchestrator.TypeAgentStarted)
 	return st.ActiveTask, nil
 }
 
