@@ -316,3 +316,48 @@ func TestOrchestratorKill9WhileStopping(t *testing.T) {
 	}
 	noTwice(t, runs)
 }
+
+// The watchdog firing every second while other processes append events
+// and ping the watcher: passes run one at a time, so one agent runs at a
+// time, and every task is done once.
+func TestOrchestratorWatchdogAndEventsStartOneAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, first, runs := orchRepo(t, bin, "wait", 2)
+	ids := []string{first}
+	for _, title := range []string{"second", "third"} {
+		var task struct {
+			ID string `json:"id"`
+		}
+		json.Unmarshal([]byte(jobSpool(t, bin, dir, env, "--json", "task", "add", title)), &task)
+		ids = append(ids, task.ID)
+	}
+	jobSpool(t, bin, dir, env, "config", "set", "orchestrator.watchdog_interval", "1s")
+	release := filepath.Join(t.TempDir(), "release")
+	env = append(env, "FAKE_AGENT_RELEASE="+release)
+	w := startSpool(t, bin, dir, env, "watch", "watch", "--poll", "50ms")
+	waitFor(t, 10*time.Second, "an agent started", func() bool { return len(lines(runs)) > 0 })
+	for i := range 20 { // events and the watchdog, together, for about 2.5 s
+		jobSpool(t, bin, dir, env, "task", "comment", ids[i%3], "poke "+strconv.Itoa(i))
+		time.Sleep(100 * time.Millisecond)
+	}
+	os.WriteFile(release, []byte("0"), 0o644)
+	waitFor(t, 30*time.Second, "every task was closed", func() bool {
+		for _, id := range ids {
+			if taskStatus(t, bin, dir, env, id) != "closed" {
+				return false
+			}
+		}
+		return true
+	})
+	w.stop(t)
+	if got := strings.Join(finished(t, bin, dir, env), ","); got != "done,done,done" {
+		t.Errorf("outcomes %s, want three done", got)
+	}
+	if n := len(jobEvents(t, bin, dir, env, orchestrator.TypeWatchdogRan)); n < 2 {
+		t.Errorf("the watchdog ran %d times in about 3 s at a 1 s interval", n)
+	}
+	noTwice(t, runs)
+}
