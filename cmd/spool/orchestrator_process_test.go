@@ -67,6 +67,16 @@ func killSupervisors(dir string) {
 	}
 }
 
+// stallFast makes a stall a 1 s affair that ends the task: the first
+// failure abandons it.
+func stallFast(t *testing.T, bin, dir string, env []string) {
+	t.Helper()
+	for _, kv := range [][2]string{{"orchestrator.stall_timeout", "1s"}, {"orchestrator.watchdog_interval", "1s"},
+		{"orchestrator.kill_grace", "1s"}, {"workqueue.policy", "exponential"}, {"backoff.max_failures", "1"}} {
+		jobSpool(t, bin, dir, env, "config", "set", kv[0], kv[1])
+	}
+}
+
 // finished returns the orchestrator.finished events' outcomes, in order.
 func finished(t *testing.T, bin, dir string, env []string) []string {
 	t.Helper()
@@ -183,10 +193,7 @@ func TestOrchestratorStalledAgentStopped(t *testing.T) {
 	}
 	bin := spoolBinary(t)
 	dir, env, id, runs := orchRepo(t, bin, "stall", 2)
-	for k, v := range map[string]string{"orchestrator.stall_timeout": "1s", "orchestrator.watchdog_interval": "1s",
-		"orchestrator.kill_grace": "1s", "workqueue.policy": "exponential", "backoff.max_failures": "1"} {
-		jobSpool(t, bin, dir, env, "config", "set", k, v)
-	}
+	stallFast(t, bin, dir, env)
 	jobSpool(t, bin, dir, env, "watch", "--once")
 	failed := jobEvents(t, bin, dir, env, "task.failed")
 	if len(failed) != 1 || !strings.Contains(string(failed[0].Data), "stalled: no output for 1s") {
@@ -291,10 +298,7 @@ func TestOrchestratorKill9WhileStopping(t *testing.T) {
 	}
 	bin := spoolBinary(t)
 	dir, env, id, runs := orchRepo(t, bin, "stall", 2)
-	for k, v := range map[string]string{"orchestrator.stall_timeout": "1s", "orchestrator.kill_grace": "1s",
-		"workqueue.policy": "exponential", "backoff.max_failures": "1"} {
-		jobSpool(t, bin, dir, env, "config", "set", k, v)
-	}
+	stallFast(t, bin, dir, env)
 	paused := filepath.Join(t.TempDir(), "paused")
 	w := startSpool(t, bin, dir, append(env, "SPOOL_TEST_ORCH_PAUSE="+orchestrator.TypeStopping, "SPOOL_TEST_ORCH_PAUSE_FILE="+paused), "watch", "watch")
 	proctest.WaitFile(t, paused)
