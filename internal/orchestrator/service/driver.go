@@ -80,9 +80,11 @@ func (d *Driver) pass(ctx context.Context, env store.Env, mayStart bool) (next t
 	}
 	p := s.Policy
 	if p.Enabled() && mayStart {
+		started := false
 		if st.ActiveTask == nil {
 			a, err := s.start(ctx)
 			if a != nil {
+				started = true
 				d.lastBeat = env.Now
 				d.logf("started the agent for %s (attempt %d, supervisor pid %d)", a.TaskID, a.Attempt, a.AgentPID)
 			}
@@ -90,12 +92,14 @@ func (d *Driver) pass(ctx context.Context, env store.Env, mayStart bool) (next t
 				return env.Now.Add(d.poll()), a != nil, err
 			}
 		}
-		if orchestrator.WatchdogDue(st, p, env.Now) {
-			if _, err := s.append(ctx, orchestrator.WatchdogRan()); err != nil {
-				return time.Time{}, false, err
-			}
+		// The watchdog's append returns the state after the start too.
+		switch {
+		case orchestrator.WatchdogDue(st, p, env.Now):
+			st, err = s.append(ctx, orchestrator.WatchdogRan())
+		case started:
+			st, err = s.Read(ctx)
 		}
-		if st, err = s.Read(ctx); err != nil {
+		if err != nil {
 			return time.Time{}, false, err
 		}
 	}

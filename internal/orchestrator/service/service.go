@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -192,7 +193,7 @@ func (s *Service) prepare(ctx context.Context, a *orchestrator.Active) (string, 
 			return "", err
 		}
 	}
-	base = trim(base)
+	base = strings.TrimSpace(base)
 	git.RemoveScratch(ctx, root, a.Worktree)
 	if err := os.MkdirAll(filepath.Dir(a.Worktree), 0o755); err != nil {
 		return "", err
@@ -277,11 +278,4 @@ func (s *Service) stop(a *orchestrator.Active, now time.Time) {
 		return
 	}
 	proc.Signal(r, syscall.SIGTERM)
-}
-
-func trim(s string) string {
-	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == '\r') {
-		s = s[:len(s)-1]
-	}
-	return s
 }
