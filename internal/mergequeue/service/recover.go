@@ -60,13 +60,14 @@ func recoverExpired(ctx context.Context, st *store.Store, actor string, now time
 	var scratch []string
 	events, v, err := st.Write(ctx, now, actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
 		q := queueOf(v)
+		drafts := mergequeue.DecideRecover(q, merged, pol, now)
 		scratch = scratch[:0]
-		for _, e := range q.Expired(now) {
-			if _, known := merged[e.ID]; known { // the ones DecideRecover recovers
-				scratch = append(scratch, e.ScratchDir)
+		for _, d := range drafts {
+			if d.Type == mergequeue.EvRecovered {
+				scratch = append(scratch, q.Entry(d.Data.(mergequeue.EntryData).EntryID).ScratchDir)
 			}
 		}
-		return mergequeue.DecideRecover(q, merged, pol, now), nil
+		return drafts, nil
 	})
 	if err != nil {
 		return nil, err
