@@ -38,11 +38,7 @@ func recoverExpired(ctx context.Context, st *store.Store, actor string, now time
 			merged[e.ID] = false
 			continue
 		}
-		target := e.Target
-		if target == "" {
-			target = st.Config.String("merge.target")
-		}
-		ok, err := git.Contains(ctx, st.Repo.Root, "refs/heads/"+target, e.TestedSHA)
+		ok, err := git.Contains(ctx, st.Repo.Root, "refs/heads/"+targetOf(st, e), e.TestedSHA)
 		switch {
 		case err == nil:
 			merged[e.ID] = ok
@@ -85,10 +81,7 @@ func recoverExpired(ctx context.Context, st *store.Store, actor string, now time
 		if e == nil || e.Status != mergequeue.Merged {
 			continue
 		}
-		target := e.Target
-		if target == "" {
-			target = st.Config.String("merge.target")
-		}
+		target := targetOf(st, e)
 		if err := git.SyncCheckout(ctx, st.Repo.Root, target, e.TestedAgainstSHA, e.TestedSHA); err != nil {
 			// The target moved and its checkout did not: that worktree shows
 			// the merge staged in reverse until it is brought along.
@@ -113,6 +106,14 @@ func killRecordedGroups(expired []*mergequeue.Entry) {
 			proc.KillGroup(proc.Record(*e.Proc)) // the same fields: the log's record of proc's
 		}
 	}
+}
+
+// targetOf is the branch e merges into: its own, else merge.target.
+func targetOf(st *store.Store, e *mergequeue.Entry) string {
+	if e.Target != "" {
+		return e.Target
+	}
+	return st.Config.String("merge.target")
 }
 
 func entryIDOf(ev eventlog.Event) int64 {
