@@ -128,7 +128,7 @@ func gitDirOfFile(worktree string) (string, error) {
 	}
 	line, ok := strings.CutPrefix(string(b), "gitdir: ")
 	if !ok {
-		return "", fmt.Errorf("%s/.git has no gitdir: prefix", worktree)
+		return "", errors.New(filepath.Join(worktree, ".git") + " has no gitdir: line")
 	}
 	line, _, _ = strings.Cut(line, "\n")
 	gitdir := strings.TrimSpace(line)

@@ -86,18 +86,9 @@ func WorktreeID(path string) (string, error) {
 	if fi.IsDir() {
 		return "", nil
 	}
-	b, err := os.ReadFile(dot)
+	gitDir, err := gitDirOfFile(path)
 	if err != nil {
 		return "", err
-	}
-	line, ok := strings.CutPrefix(string(b), "gitdir: ")
-	if !ok {
-		return "", errors.New(dot + " has no gitdir: line")
-	}
-	line, _, _ = strings.Cut(line, "\n")
-	gitDir := strings.TrimSpace(line)
-	if !filepath.IsAbs(gitDir) {
-		gitDir = filepath.Join(path, gitDir)
 	}
 	if _, err := os.Stat(filepath.Join(gitDir, "commondir")); err != nil {
 		return "", nil // a primary worktree whose git dir is elsewhere (--separate-git-dir, a submodule)

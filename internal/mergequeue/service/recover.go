@@ -38,11 +38,7 @@ func recoverExpired(ctx context.Context, st *store.Store, actor string, now time
 			merged[e.ID] = false
 			continue
 		}
-		target := e.Target
-		if target == "" {
-			target = st.Config.String("merge.target")
-		}
-		ok, err := git.Contains(ctx, st.Repo.Root, "refs/heads/"+target, e.TestedSHA)
+		ok, err := git.Contains(ctx, st.Repo.Root, "refs/heads/"+targetOf(st, e), e.TestedSHA)
 		switch {
 		case err == nil:
 			merged[e.ID] = ok
@@ -60,13 +56,14 @@ func recoverExpired(ctx context.Context, st *store.Store, actor string, now time
 	var scratch []string
 	events, v, err := st.Write(ctx, now, actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
 		q := queueOf(v)
+		drafts := mergequeue.DecideRecover(q, merged, pol, now)
 		scratch = scratch[:0]
-		for _, e := range q.Expired(now) {
-			if _, known := merged[e.ID]; known { // the ones DecideRecover recovers
-				scratch = append(scratch, e.ScratchDir)
+		for _, d := range drafts {
+			if d.Type == mergequeue.EvRecovered {
+				scratch = append(scratch, q.Entry(d.Data.(mergequeue.EntryData).EntryID).ScratchDir)
 			}
 		}
-		return mergequeue.DecideRecover(q, merged, pol, now), nil
+		return drafts, nil
 	})
 	if err != nil {
 		return nil, err
@@ -84,10 +81,7 @@ func recoverExpired(ctx context.Context, st *store.Store, actor string, now time
 		if e == nil || e.Status != mergequeue.Merged {
 			continue
 		}
-		target := e.Target
-		if target == "" {
-			target = st.Config.String("merge.target")
-		}
+		target := targetOf(st, e)
 		if err := git.SyncCheckout(ctx, st.Repo.Root, target, e.TestedAgainstSHA, e.TestedSHA); err != nil {
 			// The target moved and its checkout did not: that worktree shows
 			// the merge staged in reverse until it is brought along.
@@ -112,6 +106,14 @@ func killRecordedGroups(expired []*mergequeue.Entry) {
 			proc.KillGroup(proc.Record(*e.Proc)) // the same fields: the log's record of proc's
 		}
 	}
+}
+
+// targetOf is the branch e merges into: its own, else merge.target.
+func targetOf(st *store.Store, e *mergequeue.Entry) string {
+	if e.Target != "" {
+		return e.Target
+	}
+	return st.Config.String("merge.target")
 }
 
 func entryIDOf(ev eventlog.Event) int64 {

@@ -191,34 +191,43 @@ func TestTrainLosesCancelledEntry(t *testing.T) {
 	}
 }
 
+// deadInMerging has runner "dead" claim the entry for target and take it
+// through every step to merging, testing its head against target.SHA, as a
+// runner that died while merging leaves it; it returns the head.
+func (f *fixture) deadInMerging(id int64, target mergequeue.Target) (head string) {
+	f.t.Helper()
+	st := f.store(f.Root)
+	pol := mergequeue.PolicyFrom(st.Config)
+	drive := func(decide func(q *mergequeue.State) ([]eventlog.Draft, error)) {
+		f.t.Helper()
+		f.now = f.now.Add(time.Second)
+		if _, _, err := st.Write(context.Background(), f.now, "train", []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+			return decide(queueOf(v))
+		}); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	drive(func(q *mergequeue.State) ([]eventlog.Draft, error) {
+		drafts, _ := mergequeue.DecideClaim(q, "dead", target, pol, f.now)
+		return drafts, nil
+	})
+	head = f.queue().Entry(id).HeadSHA
+	for _, to := range []mergequeue.Status{mergequeue.Rebasing, mergequeue.Testing, mergequeue.ReadyToMerge, mergequeue.Merging} {
+		drive(func(q *mergequeue.State) ([]eventlog.Draft, error) {
+			e := q.Entry(id)
+			return mergequeue.DecideStep(q, mergequeue.Step{EntryID: e.ID, Runner: "dead", From: e.Status, To: to, HeadSHA: head, TestedSHA: head, TestedAgainstSHA: target.SHA}, pol, f.now)
+		})
+	}
+	return head
+}
+
 // A runner that died in merging, with a target git can no longer resolve,
 // must not leave its entry stuck: recovery puts it back to pending.
 func TestRecoverMergingWhenTargetIsGone(t *testing.T) {
 	f := newFixture(t)
 	ws := f.Worktree("feat", "f.txt", "f\n")
 	resp := f.mustSubmit(ws, SubmitOptions{NoPush: true})
-	st := f.store(f.Root)
-	pol := mergequeue.PolicyFrom(st.Config)
-	drive := func(decide func(q *mergequeue.State) ([]eventlog.Draft, error)) {
-		t.Helper()
-		f.now = f.now.Add(time.Second)
-		if _, _, err := st.Write(context.Background(), f.now, "train", []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
-			return decide(queueOf(v))
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	drive(func(q *mergequeue.State) ([]eventlog.Draft, error) {
-		drafts, _ := mergequeue.DecideClaim(q, "dead", mergequeue.Target{Branch: "gone"}, pol, f.now)
-		return drafts, nil
-	})
-	head := f.queue().Entry(resp.EntryID).HeadSHA
-	for _, to := range []mergequeue.Status{mergequeue.Rebasing, mergequeue.Testing, mergequeue.ReadyToMerge, mergequeue.Merging} {
-		drive(func(q *mergequeue.State) ([]eventlog.Draft, error) {
-			e := q.Entry(resp.EntryID)
-			return mergequeue.DecideStep(q, mergequeue.Step{EntryID: e.ID, Runner: "dead", From: e.Status, To: to, HeadSHA: head, TestedSHA: head}, pol, f.now)
-		})
-	}
+	f.deadInMerging(resp.EntryID, mergequeue.Target{Branch: "gone"})
 	if got := f.queue().Entry(resp.EntryID).Status; got != mergequeue.Merging {
 		t.Fatalf("set-up: entry is %s", got)
 	}
@@ -240,29 +249,8 @@ func TestRecoverWarnsWhenCheckoutStaysBehind(t *testing.T) {
 	ws := f.Worktree("feat", "f.txt", "f\n")
 	resp := f.mustSubmit(ws, SubmitOptions{NoPush: true})
 	f.Git(f.Root, "remote", "remove", "origin")
-	st := f.store(f.Root)
-	pol := mergequeue.PolicyFrom(st.Config)
-	drive := func(decide func(q *mergequeue.State) ([]eventlog.Draft, error)) {
-		t.Helper()
-		f.now = f.now.Add(time.Second)
-		if _, _, err := st.Write(context.Background(), f.now, "train", []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
-			return decide(queueOf(v))
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	old := f.Git(f.Root, "rev-parse", "main")
-	head := f.queue().Entry(resp.EntryID).HeadSHA
-	drive(func(q *mergequeue.State) ([]eventlog.Draft, error) {
-		drafts, _ := mergequeue.DecideClaim(q, "dead", mergequeue.Target{Branch: "main", SHA: old}, pol, f.now)
-		return drafts, nil
-	})
-	for _, to := range []mergequeue.Status{mergequeue.Rebasing, mergequeue.Testing, mergequeue.ReadyToMerge, mergequeue.Merging} {
-		drive(func(q *mergequeue.State) ([]eventlog.Draft, error) {
-			e := q.Entry(resp.EntryID)
-			return mergequeue.DecideStep(q, mergequeue.Step{EntryID: e.ID, Runner: "dead", From: e.Status, To: to, HeadSHA: head, TestedSHA: head, TestedAgainstSHA: old}, pol, f.now)
-		})
-	}
+	head := f.deadInMerging(resp.EntryID, mergequeue.Target{Branch: "main", SHA: old})
 	f.Git(f.Root, "update-ref", "refs/heads/main", head, old) // what the runner did before it died
 	f.Write(f.Root, "f.txt", "mine\n")                        // untracked, in the merge's way
 	var warnings []string
