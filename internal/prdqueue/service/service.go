@@ -167,9 +167,9 @@ func (s *Service) Submit(ctx context.Context, slug, feature string) (prdqueue.Ma
 func Gate(name string) (string, bool) {
 	switch name {
 	case "prd":
-		return "prd_approval", true
+		return prd.PRDGateKey, true
 	case "beads":
-		return "beads_approval", true
+		return prd.BeadsGateKey, true
 	}
 	return "", false
 }
