@@ -2,7 +2,9 @@ package jobs
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -351,7 +353,7 @@ func Tick(s *State, p Policy, now time.Time) []eventlog.Draft {
 		}
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Subject < out[b].Subject })
-	for _, id := range sortedKeys(s.Schedules) {
+	for _, id := range slices.Sorted(maps.Keys(s.Schedules)) {
 		sc := s.Schedules[id]
 		at, ok := sc.Due(p.Zone, now)
 		if !ok {

@@ -2,6 +2,8 @@ package jobs
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -167,7 +169,7 @@ func (s *State) Explain(p Policy, id string, now time.Time) (Explanation, error)
 	add := func(format string, a ...any) { reasons = append(reasons, fmt.Sprintf(format, a...)) }
 	if j.Status == Queued && me.reason == "" {
 		o := Offer{Free: v.most, Total: v.most}
-		for _, w := range sortedKeys(s.Workers) {
+		for _, w := range slices.Sorted(maps.Keys(s.Workers)) {
 			if s.Workers[w].Slots == v.most {
 				o.Worker = w
 				break

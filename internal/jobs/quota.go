@@ -46,7 +46,7 @@ func (s *State) usageSince(since, now time.Time) usage {
 // slotTime is the job's slot time in [since, now).
 func (j *Job) slotTime(since, now time.Time) time.Duration {
 	var d time.Duration
-	add := func(start, end time.Time) {
+	j.spans(now, func(start, end time.Time) {
 		if start.Before(since) {
 			start = since
 		}
@@ -56,17 +56,7 @@ func (j *Job) slotTime(since, now time.Time) time.Duration {
 		if end.After(start) {
 			d += end.Sub(start)
 		}
-	}
-	for _, r := range j.Runs {
-		add(r.Start, r.End)
-	}
-	if j.Status == Running {
-		for _, seg := range j.Segs {
-			if !seg.Started.IsZero() && seg.Ended.IsZero() {
-				add(seg.Started, now)
-			}
-		}
-	}
+	})
 	return d * time.Duration(j.Slots)
 }
 

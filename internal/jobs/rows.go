@@ -1,6 +1,10 @@
 package jobs
 
-import "time"
+import (
+	"maps"
+	"slices"
+	"time"
+)
 
 // QuotaRow is a quota and what has been used of it, in seconds of slot time.
 type QuotaRow struct {
@@ -17,7 +21,7 @@ type QuotaRow struct {
 func (s *State) QuotaUsage(p Policy, now time.Time) []QuotaRow {
 	q := s.quotas(p, now)
 	out := []QuotaRow{}
-	for _, k := range sortedKeys(s.Quotas) {
+	for _, k := range slices.Sorted(maps.Keys(s.Quotas)) {
 		x := *s.Quotas[k]
 		day, week := q.used("daily", x.Scope, x.Name), q.used("weekly", x.Scope, x.Name)
 		r := QuotaRow{Scope: x.Scope, Name: x.Name, Daily: x.Daily.Seconds(), Weekly: x.Weekly.Seconds(),
@@ -37,7 +41,7 @@ type ScheduleRow struct {
 // ScheduleRows lists the schedules by id.
 func (s *State) ScheduleRows(p Policy, now time.Time) []ScheduleRow {
 	out := []ScheduleRow{}
-	for _, id := range sortedKeys(s.Schedules) {
+	for _, id := range slices.Sorted(maps.Keys(s.Schedules)) {
 		sc := s.Schedules[id]
 		r := ScheduleRow{Schedule: *sc}
 		if e, err := ParseEvery(sc.Every); err == nil {

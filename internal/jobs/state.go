@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/gob"
 	"encoding/json"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -391,13 +392,13 @@ func (p *Projection) MarshalState() ([]byte, error) {
 			}
 		}
 	}
-	for _, k := range sortedKeys(s.Quotas) {
+	for _, k := range slices.Sorted(maps.Keys(s.Quotas)) {
 		snap.Quotas = append(snap.Quotas, s.Quotas[k])
 	}
-	for _, k := range sortedKeys(s.Schedules) {
+	for _, k := range slices.Sorted(maps.Keys(s.Schedules)) {
 		snap.Schedules = append(snap.Schedules, s.Schedules[k])
 	}
-	for _, k := range sortedKeys(s.Workers) {
+	for _, k := range slices.Sorted(maps.Keys(s.Workers)) {
 		snap.Workers = append(snap.Workers, s.Workers[k])
 	}
 	var buf bytes.Buffer
@@ -442,15 +443,6 @@ func (p *Projection) UnmarshalState(b []byte) error {
 func (p *Projection) Files() ([]projections.File, error) {
 	b, err := json.MarshalIndent(p.s.Sorted(), "", "  ")
 	return []projections.File{{Path: ".spool/state/jobs.json", Data: append(b, '\n')}}, err
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Overlay returns a copy of s with drafts applied, s left as it was: a

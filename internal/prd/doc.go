@@ -127,15 +127,18 @@ func Parse(data []byte) (doc Doc, err error) {
 			doc, err = Doc{}, fmt.Errorf("prd: internal error: %v", r)
 		}
 	}()
+	doc, _, err = parse(data)
+	return doc, err
+}
+
+// parse is Parse without the recover, also giving the front matter read.
+func parse(data []byte) (Doc, frontMatter, error) {
 	fm, err := readFrontMatter(data)
 	if err != nil {
-		return Doc{}, err
+		return Doc{}, fm, err
 	}
-	doc.PRDGate = fm.gates[0].value
-	doc.BeadsGate = fm.gates[1].value
-	doc.ContentHash = contentHash(data, &fm)
-	doc.OpenQuestions = openQuestions(data[fm.bodyStart:])
-	return doc, nil
+	return Doc{PRDGate: fm.gates[0].value, BeadsGate: fm.gates[1].value,
+		ContentHash: contentHash(data, &fm), OpenQuestions: openQuestions(data[fm.bodyStart:])}, fm, nil
 }
 
 // SetGate returns data with the gate key ("prd_approval" or
@@ -170,11 +173,7 @@ func SetGate(data []byte, key, value string) (out []byte, err error) {
 	if !utf8.ValidString(value) {
 		return nil, fmt.Errorf("prd: the value for %s is not valid UTF-8", key)
 	}
-	before, err := Parse(data)
-	if err != nil {
-		return nil, err
-	}
-	fm, err := readFrontMatter(data)
+	before, fm, err := parse(data)
 	if err != nil {
 		return nil, err
 	}

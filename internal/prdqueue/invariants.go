@@ -2,6 +2,8 @@ package prdqueue
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 )
 
@@ -13,7 +15,7 @@ func (p *Projection) Invariants() []string {
 	s := p.s
 	var out []string
 	epics := map[string]string{} // epic → PRD
-	for _, slug := range sortedKeys(s.PRDs) {
+	for _, slug := range slices.Sorted(maps.Keys(s.PRDs)) {
 		prd := s.PRDs[slug]
 		if prd.Epic == "" {
 			continue

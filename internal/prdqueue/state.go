@@ -2,6 +2,7 @@ package prdqueue
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -295,10 +296,10 @@ func (p *Projection) MarshalState() ([]byte, error) {
 			snap.Items = append(snap.Items, s.Items[ItemKey{slug, prd}])
 		}
 	}
-	for _, slug := range sortedKeys(s.PRDs) {
+	for _, slug := range slices.Sorted(maps.Keys(s.PRDs)) {
 		snap.PRDs = append(snap.PRDs, s.PRDs[slug])
 	}
-	for _, k := range sortedKeys(s.Keys) {
+	for _, k := range slices.Sorted(maps.Keys(s.Keys)) {
 		snap.Keys = append(snap.Keys, [2]string{k, s.Keys[k]})
 	}
 	return json.Marshal(snap)
@@ -325,13 +326,4 @@ func (p *Projection) UnmarshalState(b []byte) error {
 	}
 	p.s = s
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

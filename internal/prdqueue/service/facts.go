@@ -30,22 +30,17 @@ var errMissing = errors.New("PRD file missing")
 // is what the queue has recorded for it: when the file's stat and the
 // digest of known are what the cache holds, the file is not read.
 func (s *Service) facts(path string, known *prdqueue.Facts) (prdqueue.Facts, error) {
-	full := filepath.Join(s.Dir, filepath.FromSlash(path))
-	st, err := os.Stat(full)
-	if errors.Is(err, fs.ErrNotExist) {
-		return prdqueue.Facts{}, fault.New(prdqueue.CodePRDFileMissing, errMissing,
-			fmt.Sprintf("PRD file %s does not exist", path), "prd_path", path)
-	}
+	full, st, err := s.statPRD(path)
 	if err != nil {
-		return prdqueue.Facts{}, fault.New(fault.CodeStorage, err, fmt.Sprintf("cannot read %s: %v", path, err), "file", path)
+		return prdqueue.Facts{}, err
 	}
 	key := statKey(st)
 	if c, ok := s.cache.files[path]; ok && c.stat == key && known != nil && c.digest == digest(*known) {
 		return *known, nil
 	}
-	data, err := os.ReadFile(full)
+	data, err := readPRD(full, path)
 	if err != nil {
-		return prdqueue.Facts{}, fault.New(fault.CodeStorage, err, fmt.Sprintf("cannot read %s: %v", path, err), "file", path)
+		return prdqueue.Facts{}, err
 	}
 	f, err := parse(path, data)
 	if err != nil {
@@ -54,6 +49,29 @@ func (s *Service) facts(path string, known *prdqueue.Facts) (prdqueue.Facts, err
 	s.cache.files[path] = cached{stat: key, digest: digest(f)}
 	s.cache.dirty = true
 	return f, nil
+}
+
+// statPRD finds the PRD at path (relative to the work tree); a missing
+// file is prd_file_missing.
+func (s *Service) statPRD(path string) (string, fs.FileInfo, error) {
+	full := filepath.Join(s.Dir, filepath.FromSlash(path))
+	st, err := os.Stat(full)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil, fault.New(prdqueue.CodePRDFileMissing, errMissing,
+			fmt.Sprintf("PRD file %s does not exist", path), "prd_path", path)
+	}
+	if err != nil {
+		return "", nil, fault.New(fault.CodeStorage, err, fmt.Sprintf("cannot read %s: %v", path, err), "file", path)
+	}
+	return full, st, nil
+}
+
+func readPRD(full, path string) ([]byte, error) {
+	data, err := os.ReadFile(full)
+	if err != nil {
+		return nil, fault.New(fault.CodeStorage, err, fmt.Sprintf("cannot read %s: %v", path, err), "file", path)
+	}
+	return data, nil
 }
 
 // digest names facts in the cache: equal facts, equal digests.

@@ -38,6 +38,11 @@ func (s *Service) Promote(ctx context.Context, feature string) ([]Promoted, erro
 	if _, err := s.Sync(ctx, feature); err != nil {
 		return nil, err
 	}
+	return s.promote(ctx, feature)
+}
+
+// promote is Promote after its sync.
+func (s *Service) promote(ctx context.Context, feature string) ([]Promoted, error) {
 	unlock, ok, err := s.Store.Mutex(ctx, "prd-promote", s.Store.Config.Duration("lock.timeout"))
 	if err != nil {
 		return nil, err
@@ -70,7 +75,7 @@ func (s *Service) PromoteDue(ctx context.Context) ([]Promoted, error) {
 	if cands, err := prdqueue.Runnable(st, ""); err != nil || len(cands) == 0 && len(prdqueue.InFlight(st, "")) == 0 {
 		return nil, err
 	}
-	return s.Promote(ctx, "")
+	return s.promote(ctx, "") // synced above: a watch tick reads the files once
 }
 
 func (s *Service) promoteNative(ctx context.Context, feature string) ([]Promoted, error) {

@@ -7,8 +7,6 @@ package service
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/beads"
@@ -169,9 +167,9 @@ func (s *Service) Submit(ctx context.Context, slug, feature string) (prdqueue.Ma
 func Gate(name string) (string, bool) {
 	switch name {
 	case "prd":
-		return "prd_approval", true
+		return prd.PRDGateKey, true
 	case "beads":
-		return "beads_approval", true
+		return prd.BeadsGateKey, true
 	}
 	return "", false
 }
@@ -188,25 +186,23 @@ func (s *Service) Approve(ctx context.Context, slug, feature, gate string) (prdq
 	if err != nil {
 		return prdqueue.ManifestItem{}, err
 	}
-	if _, err := s.facts(path, nil); err != nil { // missing, or front matter that cannot take a value
+	full, info, err := s.statPRD(path)
+	if err != nil {
 		return prdqueue.ManifestItem{}, err
 	}
-	full := filepath.Join(s.Dir, filepath.FromSlash(path))
-	data, err := os.ReadFile(full)
+	data, err := readPRD(full, path)
 	if err != nil {
-		return prdqueue.ManifestItem{}, fault.New(fault.CodeStorage, err, "cannot read "+path, "file", path)
+		return prdqueue.ManifestItem{}, err
+	}
+	if _, err := parse(path, data); err != nil { // front matter that cannot take a value
+		return prdqueue.ManifestItem{}, err
 	}
 	changed, err := prd.SetGate(data, key, prdqueue.GateApproved)
 	if err != nil {
 		return prdqueue.ManifestItem{}, fault.New(prdqueue.CodeInvalidFrontMatter, err, path+": front matter: "+err.Error(), "file", path)
 	}
 	if string(changed) != string(data) {
-		info, _ := os.Stat(full)
-		mode := os.FileMode(0o644)
-		if info != nil {
-			mode = info.Mode().Perm()
-		}
-		if err := durable.WriteFile(full, changed, mode); err != nil {
+		if err := durable.WriteFile(full, changed, info.Mode().Perm()); err != nil {
 			return prdqueue.ManifestItem{}, fault.New(fault.CodeStorage, err, "cannot write "+path+": "+err.Error(), "file", path)
 		}
 	}

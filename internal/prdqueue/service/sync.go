@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/prdqueue"
@@ -41,7 +42,7 @@ func (s *Service) Sync(ctx context.Context, feature string) (int, error) {
 	}
 	facts := map[string]prdqueue.Facts{}
 	var changed []string
-	for _, slug := range sortedKeys(paths) {
+	for _, slug := range slices.Sorted(maps.Keys(paths)) {
 		var known *prdqueue.Facts
 		if p := st.PRDs[slug]; p.Read {
 			known = &prdqueue.Facts{PRDGate: p.PRDGate, BeadsGate: p.BeadsGate, OpenQuestions: p.OpenQuestions, Hash: p.Hash}
@@ -72,13 +73,4 @@ func (s *Service) Sync(ctx context.Context, feature string) (int, error) {
 		return drafts, nil
 	})
 	return len(events), err
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
