@@ -45,6 +45,16 @@ type Draft struct {
 	Data    any // marshalled with encoding/json; json.RawMessage is kept as is
 }
 
+// Event is the draft as an event at at by actor, without the log's
+// position: what a decision folds to see the state after its own drafts.
+func (d Draft) Event(actor string, at time.Time) (*Event, error) {
+	data, err := json.Marshal(d.Data)
+	if err != nil {
+		return nil, err
+	}
+	return &Event{Type: d.Type, Subject: d.Subject, Actor: actor, At: at, Data: data}, nil
+}
+
 // Before reports whether e sorts before o in the total replay order (lc, writer, seq).
 func (e *Event) Before(o *Event) bool {
 	if e.LC != o.LC {

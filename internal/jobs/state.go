@@ -468,11 +468,11 @@ func (s *State) Overlay(drafts []eventlog.Draft, actor string, now time.Time) (*
 			c.Segs, c.Runs, c.Trail = slices.Clone(j.Segs), slices.Clone(j.Runs), slices.Clone(j.Trail)
 			o.Jobs[d.Subject], copied[d.Subject] = &c, true
 		}
-		data, err := json.Marshal(d.Data)
+		e, err := d.Event(actor, now)
 		if err != nil {
 			return nil, err
 		}
-		o.Apply(&eventlog.Event{Type: d.Type, Subject: d.Subject, Actor: actor, At: now, Data: data})
+		o.Apply(e)
 	}
 	return o, nil
 }

@@ -1,7 +1,6 @@
 package prdqueue
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -171,8 +170,9 @@ func (m *sim) emit(d eventlog.Draft) {
 		m.o = m.base.cloneFor(m.prd)
 	}
 	m.drafts = append(m.drafts, d)
-	data, _ := json.Marshal(d.Data)
-	m.o.Apply(&eventlog.Event{Type: d.Type, Subject: d.Subject, At: m.now, Data: data})
+	if e, err := d.Event("", m.now); err == nil {
+		m.o.Apply(e)
+	}
 }
 
 func (m *sim) reconcile(f Facts, explicit bool) {

@@ -1,7 +1,6 @@
 package workqueue
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -450,11 +449,11 @@ func Overlay(s *State, drafts []eventlog.Draft, actor string, now time.Time) (*S
 			c := *h
 			o.History[d.Subject] = &c
 		}
-		data, err := json.Marshal(d.Data)
+		e, err := d.Event(actor, now)
 		if err != nil {
 			return nil, err
 		}
-		if err := o.Apply(&eventlog.Event{Type: d.Type, Subject: d.Subject, Actor: actor, At: now, Data: data}); err != nil {
+		if err := o.Apply(e); err != nil {
 			return nil, err
 		}
 	}

@@ -1,7 +1,6 @@
 package workqueue
 
 import (
-	"encoding/json"
 	"maps"
 	"slices"
 	"time"
@@ -69,11 +68,10 @@ func (f *Fork) apply(drafts []eventlog.Draft) error {
 				f.s.History[id] = &c
 			}
 		}
-		data, err := json.Marshal(d.Data)
+		e, err := d.Event(f.actor, f.now)
 		if err != nil {
 			return err
 		}
-		e := &eventlog.Event{Type: d.Type, Subject: id, Actor: f.actor, At: f.now, Data: data}
 		if f.s.Tasks != nil { // a side the command did not open stays unopened
 			f.s.applyTask(e)
 		}
