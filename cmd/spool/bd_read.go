@@ -129,10 +129,7 @@ func (c *bdListCmd) Run(b *bdEnv) error {
 		}
 	}
 	if b.JSON {
-		if out == nil {
-			out = []workqueue.ListItemJSON{}
-		}
-		return writeJSON(b.stdout, out)
+		return writeJSON(b.stdout, nonNil(out))
 	}
 	for _, t := range out {
 		fmt.Fprintln(b.stdout, bdLine(t.TaskJSON))

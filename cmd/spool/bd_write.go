@@ -311,10 +311,7 @@ func (c *bdLabelListCmd) Run(b *bdEnv) error {
 	if t == nil {
 		return workqueue.NoTask(ids[0])
 	}
-	labels := workqueue.Beads(st.View(t, q.Policy, q.Now)).Labels
-	if labels == nil {
-		labels = []string{}
-	}
+	labels := nonNil(workqueue.Beads(st.View(t, q.Policy, q.Now)).Labels)
 	if b.JSON {
 		return writeJSON(b.stdout, labels)
 	}

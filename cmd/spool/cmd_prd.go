@@ -349,10 +349,7 @@ func (c *PRDListCmd) Run(e *env) error {
 		}
 	}
 	if e.JSON {
-		if out == nil {
-			out = []prdqueue.Manifest{}
-		}
-		return writeJSON(e.stdout, out)
+		return writeJSON(e.stdout, nonNil(out))
 	}
 	if len(out) == 0 {
 		fmt.Fprintln(e.stdout, "no feature runs (spool prd start FEATURE)")
@@ -365,11 +362,4 @@ func (c *PRDListCmd) Run(e *env) error {
 		printPRDItems(e, m.Items)
 	}
 	return nil
-}
-
-func nonNil(ss []string) []string {
-	if ss == nil {
-		return []string{}
-	}
-	return ss
 }
