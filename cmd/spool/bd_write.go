@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"slices"
@@ -33,10 +34,7 @@ type bdCreateCmd struct {
 }
 
 func (c *bdCreateCmd) Run(b *bdEnv) error {
-	title := c.Title
-	if c.TitleFlag != "" {
-		title = c.TitleFlag
-	}
+	title := cmp.Or(c.TitleFlag, c.Title)
 	prio, err := bdPriority(c.Priority)
 	if err != nil {
 		return err
@@ -163,7 +161,7 @@ type bdCloseCmd struct {
 }
 
 func (c *bdCloseCmd) Run(b *bdEnv) error {
-	reason := firstNonEmpty(c.Reason, c.Resolution, c.Message, "Closed")
+	reason := cmp.Or(c.Reason, c.Resolution, c.Message, "Closed")
 	q, err := b.queue(true)
 	if err != nil {
 		return err
@@ -383,13 +381,4 @@ func changeDep(b *bdEnv, id, dependsOn string, add bool) error {
 		fmt.Fprintf(b.stdout, "✓ Removed dependency: %s no longer depends on %s\n", id, dependsOn)
 	}
 	return nil
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }
