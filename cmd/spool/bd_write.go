@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/spoolhq/spool/internal/fault"
-	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/workqueue"
 	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
 )
@@ -86,8 +85,7 @@ func bdOwner(b *bdEnv, q *wqservice.Service) string {
 	if email := strings.TrimSpace(os.Getenv("GIT_AUTHOR_EMAIL")); email != "" {
 		return email
 	}
-	out, _ := git.Run(b.ctx, q.Store.Repo.WorkTree, "config", "user.email")
-	return strings.TrimSpace(out)
+	return gitEmail(b.ctx, q.Store.Repo.WorkTree)
 }
 
 type bdUpdateCmd struct {
