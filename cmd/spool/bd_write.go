@@ -264,24 +264,20 @@ func changeLabel(b *bdEnv, args []string, add bool) error {
 	if err != nil {
 		return err
 	}
-	ids := make([]string, len(tasks))
-	for i, t := range tasks {
-		ids[i] = t.ID
-	}
 	type result struct {
 		IssueID string `json:"issue_id"`
 		Label   string `json:"label"`
 		Status  string `json:"status"`
 	}
 	var out []result
-	for _, id := range ids {
-		out = append(out, result{id, label, verb})
+	for _, t := range tasks {
+		out = append(out, result{t.ID, label, verb})
 	}
 	if b.JSON {
 		return writeJSON(b.stdout, out)
 	}
-	for _, id := range ids {
-		fmt.Fprintf(b.stdout, done+"\n", text(label), id)
+	for _, r := range out {
+		fmt.Fprintf(b.stdout, done+"\n", text(label), r.IssueID)
 	}
 	return nil
 }
