@@ -129,10 +129,7 @@ func (c *bdListCmd) Run(b *bdEnv) error {
 		}
 	}
 	if b.JSON {
-		if out == nil {
-			out = []workqueue.ListItemJSON{}
-		}
-		return writeJSON(b.stdout, out)
+		return writeJSON(b.stdout, nonNil(out))
 	}
 	for _, t := range out {
 		fmt.Fprintln(b.stdout, bdLine(t.TaskJSON))
@@ -164,16 +161,7 @@ func (c *bdShowCmd) Run(b *bdEnv) error {
 	if b.JSON {
 		return writeJSON(b.stdout, out)
 	}
-	for i, t := range out {
-		if i > 0 {
-			fmt.Fprintln(b.stdout)
-		}
-		printTask(b.env, t)
-		if h := st.History[t.ID]; h != nil {
-			fmt.Fprint(b.stdout, "queue        ")
-			printEntry(b.env, q.Policy.HistoryView(*h, q.Now), q.Now)
-		}
-	}
+	printTasksDetail(b.env, q, st, out)
 	return nil
 }
 

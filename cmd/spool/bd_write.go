@@ -1,13 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
 
 	"github.com/spoolhq/spool/internal/fault"
-	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/workqueue"
 	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
 )
@@ -33,10 +33,7 @@ type bdCreateCmd struct {
 }
 
 func (c *bdCreateCmd) Run(b *bdEnv) error {
-	title := c.Title
-	if c.TitleFlag != "" {
-		title = c.TitleFlag
-	}
+	title := cmp.Or(c.TitleFlag, c.Title)
 	prio, err := bdPriority(c.Priority)
 	if err != nil {
 		return err
@@ -88,8 +85,7 @@ func bdOwner(b *bdEnv, q *wqservice.Service) string {
 	if email := strings.TrimSpace(os.Getenv("GIT_AUTHOR_EMAIL")); email != "" {
 		return email
 	}
-	out, _ := git.Run(b.ctx, q.Store.Repo.WorkTree, "config", "user.email")
-	return strings.TrimSpace(out)
+	return gitEmail(b.ctx, q.Store.Repo.WorkTree)
 }
 
 type bdUpdateCmd struct {
@@ -163,7 +159,7 @@ type bdCloseCmd struct {
 }
 
 func (c *bdCloseCmd) Run(b *bdEnv) error {
-	reason := firstNonEmpty(c.Reason, c.Resolution, c.Message, "Closed")
+	reason := cmp.Or(c.Reason, c.Resolution, c.Message, "Closed")
 	q, err := b.queue(true)
 	if err != nil {
 		return err
@@ -268,24 +264,20 @@ func changeLabel(b *bdEnv, args []string, add bool) error {
 	if err != nil {
 		return err
 	}
-	ids := make([]string, len(tasks))
-	for i, t := range tasks {
-		ids[i] = t.ID
-	}
 	type result struct {
 		IssueID string `json:"issue_id"`
 		Label   string `json:"label"`
 		Status  string `json:"status"`
 	}
 	var out []result
-	for _, id := range ids {
-		out = append(out, result{id, label, verb})
+	for _, t := range tasks {
+		out = append(out, result{t.ID, label, verb})
 	}
 	if b.JSON {
 		return writeJSON(b.stdout, out)
 	}
-	for _, id := range ids {
-		fmt.Fprintf(b.stdout, done+"\n", text(label), id)
+	for _, r := range out {
+		fmt.Fprintf(b.stdout, done+"\n", text(label), r.IssueID)
 	}
 	return nil
 }
@@ -311,10 +303,7 @@ func (c *bdLabelListCmd) Run(b *bdEnv) error {
 	if t == nil {
 		return workqueue.NoTask(ids[0])
 	}
-	labels := workqueue.Beads(st.View(t, q.Policy, q.Now)).Labels
-	if labels == nil {
-		labels = []string{}
-	}
+	labels := nonNil(workqueue.Beads(st.View(t, q.Policy, q.Now)).Labels)
 	if b.JSON {
 		return writeJSON(b.stdout, labels)
 	}
@@ -386,13 +375,4 @@ func changeDep(b *bdEnv, id, dependsOn string, add bool) error {
 		fmt.Fprintf(b.stdout, "✓ Removed dependency: %s no longer depends on %s\n", id, dependsOn)
 	}
 	return nil
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }

@@ -46,7 +46,7 @@ func (c *DoctorCmd) Run(e *env) error {
 	if e.JSON {
 		out := map[string]any{"ok": failed == 0, "checks": checks}
 		if c.Repair {
-			out["repairs"] = nonNilRepairs(repairs)
+			out["repairs"] = nonNil(repairs)
 		}
 		if err := writeJSON(e.stdout, out); err != nil {
 			return err
@@ -209,11 +209,4 @@ func printRepairs(e *env, asked bool, repairs []eventlog.FileRepair) {
 			fmt.Fprintf(e.stdout, "repair: %s: the file as it was is in %s\n", r.Path, r.Backup)
 		}
 	}
-}
-
-func nonNilRepairs(r []eventlog.FileRepair) []eventlog.FileRepair {
-	if r == nil {
-		return []eventlog.FileRepair{}
-	}
-	return r
 }

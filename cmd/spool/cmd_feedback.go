@@ -41,10 +41,10 @@ func (c *FeedbackListCmd) Run(e *env) error {
 		return err
 	}
 	fs, err := s.FeedbackList(e.ctx, c.All)
-	if err != nil || e.JSON {
-		if err != nil {
-			return err
-		}
+	if err != nil {
+		return err
+	}
+	if e.JSON {
 		return writeJSON(e.stdout, fs)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)

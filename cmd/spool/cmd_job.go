@@ -476,10 +476,7 @@ func (c *JobWorkerCmd) Run(e *env) error {
 	}
 	ran, err := w.Run(e.ctx)
 	if e.JSON && err == nil {
-		if ran == nil {
-			ran = []jobservice.Ran{}
-		}
-		return writeJSON(e.stdout, ran)
+		return writeJSON(e.stdout, nonNil(ran))
 	}
 	return err
 }

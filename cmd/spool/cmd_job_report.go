@@ -19,10 +19,7 @@ func (c *JobListCmd) Run(e *env) error {
 	}
 	rows := st.List(q.Policy, q.Env.Now, c.All)
 	if e.JSON {
-		if rows == nil {
-			rows = []jobs.Row{}
-		}
-		return writeJSON(e.stdout, rows)
+		return writeJSON(e.stdout, nonNil(rows))
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(e.stdout, "no jobs")

@@ -327,11 +327,8 @@ func (c *MergeRunCmd) Run(e *env) (err error) {
 	if err != nil {
 		return err
 	}
-	if results == nil {
-		results = []mqservice.Result{}
-	}
 	if e.JSON {
-		if err := writeJSON(e.stdout, map[string]any{"processed": results}); err != nil {
+		if err := writeJSON(e.stdout, map[string]any{"processed": nonNil(results)}); err != nil {
 			return err
 		}
 		return notMerged(c.Once, results)

@@ -171,10 +171,10 @@ func (c *PlanListCmd) Run(e *env) error {
 		return err
 	}
 	vs, err := s.List(e.ctx)
-	if err != nil || e.JSON {
-		if err != nil {
-			return err
-		}
+	if err != nil {
+		return err
+	}
+	if e.JSON {
 		return writeJSON(e.stdout, vs)
 	}
 	if len(vs) == 0 {
@@ -198,10 +198,10 @@ func (c *PlanShowCmd) Run(e *env) error {
 		return err
 	}
 	v, err := s.Show(e.ctx, c.ID)
-	if err != nil || e.JSON {
-		if err != nil {
-			return err
-		}
+	if err != nil {
+		return err
+	}
+	if e.JSON {
 		return writeJSON(e.stdout, v)
 	}
 	fmt.Fprintf(e.stdout, "%s  %s  %s\nepic %s\n", v.ID, v.State, text(v.Title), v.Epic)
@@ -226,10 +226,10 @@ func (c *PlanProposalsCmd) Run(e *env) error {
 		return err
 	}
 	ps, err := s.Proposals(e.ctx, c.All)
-	if err != nil || e.JSON {
-		if err != nil {
-			return err
-		}
+	if err != nil {
+		return err
+	}
+	if e.JSON {
 		return writeJSON(e.stdout, ps)
 	}
 	if len(ps) == 0 {
@@ -253,10 +253,10 @@ func (c *PlanApproveCmd) Run(e *env) error {
 		return err
 	}
 	a, err := s.Approve(e.ctx, c.ID)
-	if err != nil || e.JSON {
-		if err != nil {
-			return err
-		}
+	if err != nil {
+		return err
+	}
+	if e.JSON {
 		return writeJSON(e.stdout, a)
 	}
 	switch {

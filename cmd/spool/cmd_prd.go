@@ -230,24 +230,31 @@ func (c *PRDCheckCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	var items []prdqueue.ManifestItem
+	type checked struct {
+		prdqueue.ManifestItem
+		ready bool
+	}
+	var items []checked
 	for _, slug := range st.FeatureSlugs() {
 		if c.Feature == "" || slug == c.Feature {
-			items = append(items, st.Manifest(slug).Items...)
+			for _, prd := range st.Features[slug].Items {
+				it := st.Items[prdqueue.ItemKey{Feature: slug, PRD: prd}]
+				items = append(items, checked{st.ManifestItem(it), st.QueueReady(it)})
+			}
 		}
 	}
 	if e.JSON {
 		out := make([]map[string]any, 0, len(items))
 		for _, it := range items {
 			out = append(out, map[string]any{"prd_slug": it.PRDSlug, "state": it.State, "epic_id": it.EpicID,
-				"readiness": it.Readiness, "queue_ready": it.State == prdqueue.Queued && it.EpicID != "" && it.Readiness.Selectable && it.Readiness.DoctorPass})
+				"readiness": it.Readiness, "queue_ready": it.ready})
 		}
 		return writeJSON(e.stdout, out)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	for _, it := range items {
 		ready := "not queue-ready"
-		if it.State == prdqueue.Queued && it.EpicID != "" && it.Readiness.Selectable && it.Readiness.DoctorPass {
+		if it.ready {
 			ready = "queue-ready"
 		}
 		fmt.Fprint(tw, row(text(it.PRDSlug), string(it.State), orDash(it.EpicID),
@@ -256,19 +263,25 @@ func (c *PRDCheckCmd) Run(e *env) error {
 	return tw.Flush()
 }
 
+// readPRDs reads the PRD queue (no lock); a feature named must exist.
+func readPRDs(e *env, feature string) (*prdqueue.State, error) {
+	q, err := e.prdqueue()
+	if err != nil {
+		return nil, err
+	}
+	st, err := q.Read(e.ctx)
+	if err == nil && feature != "" && st.Features[feature] == nil {
+		err = prdservice.NotFoundFeature(feature)
+	}
+	return st, err
+}
+
 type PRDReportCmd struct{ featureArg }
 
 func (c *PRDReportCmd) Run(e *env) error {
-	q, err := e.prdqueue()
+	st, err := readPRDs(e, c.Feature)
 	if err != nil {
 		return err
-	}
-	st, err := q.Read(e.ctx)
-	if err != nil {
-		return err
-	}
-	if c.Feature != "" && st.Features[c.Feature] == nil {
-		return prdservice.NotFoundFeature(c.Feature)
 	}
 	r := st.Report(c.Feature)
 	if e.JSON {
@@ -288,11 +301,7 @@ func (c *PRDReportCmd) Run(e *env) error {
 type PRDShowCmd struct{ prdRef }
 
 func (c *PRDShowCmd) Run(e *env) error {
-	q, err := e.prdqueue()
-	if err != nil {
-		return err
-	}
-	st, err := q.Read(e.ctx)
+	st, err := readPRDs(e, "") // FindItem checks the feature
 	if err != nil {
 		return err
 	}
@@ -331,16 +340,9 @@ func (c *PRDShowCmd) Run(e *env) error {
 type PRDListCmd struct{ featureArg }
 
 func (c *PRDListCmd) Run(e *env) error {
-	q, err := e.prdqueue()
+	st, err := readPRDs(e, c.Feature)
 	if err != nil {
 		return err
-	}
-	st, err := q.Read(e.ctx)
-	if err != nil {
-		return err
-	}
-	if c.Feature != "" && st.Features[c.Feature] == nil {
-		return prdservice.NotFoundFeature(c.Feature)
 	}
 	var out []prdqueue.Manifest
 	for _, slug := range st.FeatureSlugs() {
@@ -349,10 +351,7 @@ func (c *PRDListCmd) Run(e *env) error {
 		}
 	}
 	if e.JSON {
-		if out == nil {
-			out = []prdqueue.Manifest{}
-		}
-		return writeJSON(e.stdout, out)
+		return writeJSON(e.stdout, nonNil(out))
 	}
 	if len(out) == 0 {
 		fmt.Fprintln(e.stdout, "no feature runs (spool prd start FEATURE)")
@@ -365,11 +364,4 @@ func (c *PRDListCmd) Run(e *env) error {
 		printPRDItems(e, m.Items)
 	}
 	return nil
-}
-
-func nonNil(ss []string) []string {
-	if ss == nil {
-		return []string{}
-	}
-	return ss
 }

@@ -70,6 +70,12 @@ func (c *TaskShowCmd) Run(e *env) error {
 	if e.JSON {
 		return writeJSON(e.stdout, out)
 	}
+	printTasksDetail(e, q, s, out)
+	return nil
+}
+
+// printTasksDetail prints each task, then its queue history when it has one.
+func printTasksDetail(e *env, q *wqservice.Service, s *workqueue.State, out []workqueue.DetailJSON) {
 	for i, t := range out {
 		if i > 0 {
 			fmt.Fprintln(e.stdout)
@@ -80,7 +86,6 @@ func (c *TaskShowCmd) Run(e *env) error {
 			printEntry(e, q.Policy.HistoryView(*h, q.Now), q.Now)
 		}
 	}
-	return nil
 }
 
 func printTask(e *env, d workqueue.DetailJSON) {

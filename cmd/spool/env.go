@@ -73,51 +73,36 @@ func (e *env) actorOnce(st *store.Store) func(context.Context) (string, error) {
 	}
 }
 
-// workqueue opens the work queue's service.
-func (e *env) workqueue() (*wqservice.Service, error) {
+// openService opens a domain's service on a fresh storeEnv.
+func openService[S any](e *env, open func(store.Env) S) (S, error) {
 	env, err := e.storeEnv()
 	if err != nil {
-		return nil, err
+		var zero S
+		return zero, err
 	}
-	return wqservice.Open(env), nil
+	return open(env), nil
 }
+
+// workqueue opens the work queue's service.
+func (e *env) workqueue() (*wqservice.Service, error) { return openService(e, wqservice.Open) }
 
 // prdqueue opens the PRD queue's service, reading PRD files from the work
 // tree the command runs in.
 func (e *env) prdqueue() (*prdservice.Service, error) {
-	env, err := e.storeEnv()
-	if err != nil {
-		return nil, err
-	}
-	return prdservice.Open(env, env.Store.Repo.WorkTree), nil
+	return openService(e, func(env store.Env) *prdservice.Service { return prdservice.Open(env, env.Store.Repo.WorkTree) })
 }
 
 // jobs opens the job scheduler's service.
-func (e *env) jobs() (*jobservice.Service, error) {
-	env, err := e.storeEnv()
-	if err != nil {
-		return nil, err
-	}
-	return jobservice.Open(env), nil
-}
+func (e *env) jobs() (*jobservice.Service, error) { return openService(e, jobservice.Open) }
 
 // plans opens the service of plans and proposals.
-func (e *env) plans() (*planservice.Service, error) {
-	env, err := e.storeEnv()
-	if err != nil {
-		return nil, err
-	}
-	return planservice.Open(env), nil
-}
+func (e *env) plans() (*planservice.Service, error) { return openService(e, planservice.Open) }
 
 // mergequeue opens the merge queue's service.
-func (e *env) mergequeue() (*mqservice.Service, error) {
-	env, err := e.storeEnv()
-	if err != nil {
-		return nil, err
-	}
-	return mqservice.Open(env), nil
-}
+func (e *env) mergequeue() (*mqservice.Service, error) { return openService(e, mqservice.Open) }
+
+// orchestrator opens the orchestrator's service.
+func (e *env) orchestrator() (*orchservice.Service, error) { return openService(e, orchservice.Open) }
 
 // progress reports a rebuild on the terminal once it has taken a second.
 func (e *env) progress() func(applied int, done bool) {
@@ -171,11 +156,16 @@ func (e *env) actor(ctx context.Context, r *git.Repo) (string, error) {
 	if a := strings.TrimSpace(e.Actor); a != "" {
 		return a, nil
 	}
-	out, _ := git.Run(ctx, r.WorkTree, "config", "user.email")
-	if a := strings.TrimSpace(out); a != "" {
+	if a := gitEmail(ctx, r.WorkTree); a != "" {
 		return a, nil
 	}
 	return "", fault.Usagef(fault.CodeNoActor, "no actor: pass --actor, set SPOOL_ACTOR, or set git user.email")
+}
+
+// gitEmail is git's user.email in dir, or "".
+func gitEmail(ctx context.Context, dir string) string {
+	out, _ := git.Run(ctx, dir, "config", "user.email")
+	return strings.TrimSpace(out)
 }
 
 // interactive reports whether stderr is a terminal (for progress output).
@@ -186,13 +176,4 @@ func (e *env) interactive() bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// orchestrator opens the orchestrator's service.
-func (e *env) orchestrator() (*orchservice.Service, error) {
-	env, err := e.storeEnv()
-	if err != nil {
-		return nil, err
-	}
-	return orchservice.Open(env), nil
 }

@@ -68,3 +68,11 @@ func clip(s string, n int) string {
 	}
 	return s[:cut] + "..."
 }
+
+// nonNil is s, or an empty slice for nil: JSON's [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

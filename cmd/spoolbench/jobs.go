@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -35,23 +34,13 @@ func jobsMain(args []string) error {
 	if *bin == "" {
 		return fmt.Errorf("%w: -spool BIN is required", errUsage)
 	}
-	b, err := filepath.Abs(*bin)
+	start := time.Now()
+	b, dir, env, cleanup, err := benchRepo(*bin, *keep, "spool-bench-jobs-", "user0@spool.invalid")
+	defer cleanup()
 	if err != nil {
 		return err
 	}
-	dir := *keep
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "spool-bench-jobs-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-	}
-	env := append(os.Environ(), "SPOOL_ACTOR=user0@spool.invalid", "SPOOL_NOW=")
-	start := time.Now()
-	if _, err := run(dir, env, "git", "init", "-q"); err != nil {
-		return err
-	}
-	for _, args := range [][]string{{"init"}, {"config", "set", "scheduler.slots", "4"}, {"config", "set", "scheduler.admins", `["user0@spool.invalid"]`}} {
+	for _, args := range [][]string{{"config", "set", "scheduler.slots", "4"}, {"config", "set", "scheduler.admins", `["user0@spool.invalid"]`}} {
 		if _, err := run(dir, env, b, args...); err != nil {
 			return err
 		}
@@ -61,9 +50,7 @@ func jobsMain(args []string) error {
 		return err
 	}
 	fmt.Printf("dataset: %d queued jobs of 5 users in 3 tiers, after 300 finished ones, in %s (built in %s)\n", *n, dir, time.Since(start).Round(time.Millisecond))
-	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
-		fmt.Printf("load average: %s", load)
-	}
+	printLoad()
 	if err := timeCommands(b, dir, env, *runs, [][]string{
 		{"version"},
 		{"job", "submit", "--name", "bench", "--", "true"},

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -138,4 +139,38 @@ func timeCommands(bin, dir string, env []string, runs int, cmds [][]string) erro
 			strings.Join(c, " "), ms(t.wall[len(t.wall)/2]), ms(t.wall[0]), ms(t.wall[len(t.wall)-1]), ms(t.cpu[len(t.cpu)/2]), t.maxRSS/1024, runs)
 	}
 	return nil
+}
+
+// benchRepo makes the repository a benchmark fills: dir, or a temp dir
+// named by pattern that cleanup removes, with git init and spool init run
+// in it. It returns bin made absolute and the environment spool runs with
+// (actor as SPOOL_ACTOR, the real clock).
+func benchRepo(bin, dir, pattern, actor string) (string, string, []string, func(), error) {
+	cleanup := func() {}
+	var err error
+	if bin, err = filepath.Abs(bin); err != nil {
+		return "", "", nil, cleanup, err
+	}
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", pattern); err != nil {
+			return "", "", nil, cleanup, err
+		}
+		cleanup = func() { os.RemoveAll(dir) }
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", nil, cleanup, err
+	}
+	env := append(os.Environ(), "SPOOL_ACTOR="+actor, "SPOOL_NOW=")
+	for _, c := range [][]string{{"git", "init", "-q"}, {bin, "init"}} {
+		if _, err := run(dir, env, c[0], c[1:]...); err != nil {
+			return "", "", nil, cleanup, err
+		}
+	}
+	return bin, dir, env, cleanup, nil
+}
+
+// printLoad prints the load average, which says how far to trust timings.
+func printLoad() {
+	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Printf("load average: %s", load)
+	}
 }

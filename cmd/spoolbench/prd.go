@@ -26,27 +26,14 @@ func prdMain(args []string) error {
 	if *bin == "" {
 		return fmt.Errorf("%w: -spool BIN is required", errUsage)
 	}
-	b, err := filepath.Abs(*bin)
+	start := time.Now()
+	b, dir, env, cleanup, err := benchRepo(*bin, *keep, "spool-bench-prd-", "bench@spool.invalid")
+	defer cleanup()
 	if err != nil {
 		return err
 	}
-	dir := *keep
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "spool-bench-prd-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-	}
-	env := append(os.Environ(), "SPOOL_ACTOR=bench@spool.invalid", "SPOOL_NOW=")
 	spool := func(args ...string) error {
 		_, err := run(dir, env, b, args...)
-		return err
-	}
-	start := time.Now()
-	if _, err := run(dir, env, "git", "init", "-q"); err != nil {
-		return err
-	}
-	if err := spool("init"); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "docs", "prd"), 0o755); err != nil {
@@ -81,9 +68,7 @@ func prdMain(args []string) error {
 		return err
 	}
 	fmt.Printf("dataset: %d features × %d PRDs in %s (built in %s)\n", *features, *prds, dir, time.Since(start).Round(time.Millisecond))
-	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
-		fmt.Printf("load average: %s", load)
-	}
+	printLoad()
 	return timeCommands(b, dir, env, *runs, [][]string{
 		{"version"},
 		{"prd", "report", "--json"},

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -85,25 +83,10 @@ func benchQueue(bin string, nTasks, nEvents, runs int, dir string) error {
 // empty, removed by cleanup), projections built, and prints what it made.
 // It returns bin made absolute and the environment spool runs with.
 func queueDataset(bin string, nTasks, nEvents int, dir string) (string, string, []string, func(), error) {
-	cleanup := func() {}
-	var err error
-	if bin, err = filepath.Abs(bin); err != nil {
-		return "", "", nil, cleanup, err
-	}
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "spool-bench-"); err != nil {
-			return "", "", nil, cleanup, err
-		}
-		cleanup = func() { os.RemoveAll(dir) }
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", "", nil, cleanup, err
-	}
-	env := append(os.Environ(), "SPOOL_ACTOR=bench@spool.invalid", "SPOOL_NOW=")
 	start := time.Now()
-	for _, c := range [][]string{{"git", "init", "-q"}, {bin, "init"}} {
-		if _, err := run(dir, env, c[0], c[1:]...); err != nil {
-			return "", "", nil, cleanup, err
-		}
+	bin, dir, env, cleanup, err := benchRepo(bin, dir, "spool-bench-", "bench@spool.invalid")
+	if err != nil {
+		return "", "", nil, cleanup, err
 	}
 	if err := generateQueue(dir, nTasks, nEvents); err != nil {
 		return "", "", nil, cleanup, err
@@ -112,9 +95,7 @@ func queueDataset(bin string, nTasks, nEvents int, dir string) (string, string, 
 		return "", "", nil, cleanup, err
 	}
 	fmt.Printf("dataset: %d tasks, %d events in %s (built in %s)\n", nTasks, nEvents, dir, time.Since(start).Round(time.Millisecond))
-	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
-		fmt.Printf("load average: %s", load)
-	}
+	printLoad()
 	return bin, dir, env, cleanup, nil
 }
 
