@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -88,16 +87,10 @@ func (c *MergeListCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	var entries []*mergequeue.Entry
-	entries = append(entries, q.Queue()...)
-	for _, en := range q.Entries {
-		if en.Status != mergequeue.Pending && (c.All || en.Status.Active()) {
-			entries = append(entries, en)
-		}
-	}
+	entries := q.Listed(c.All)
 	if e.JSON {
-		return writeRows(e.stdout, map[string]any{"frozen": q.Frozen, "frozen_reason": q.FrozenReason,
-			"pending_count": q.PendingCount}, entries)
+		_, err := e.stdout.Write(q.ListJSON(entries))
+		return err
 	}
 	if q.Frozen {
 		fmt.Fprintf(e.stdout, "frozen by %s: %s\n", q.FrozenBy, q.FrozenReason)
@@ -202,18 +195,13 @@ func (c *MergePositionCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	var pos *int
-	if en.Position > 0 {
-		p := en.Position
-		pos = &p
-	}
 	if e.JSON {
-		return writeJSON(e.stdout, map[string]any{"entry_id": en.ID, "entry_ref": en.Ref, "status": en.Status, "position": pos, "pending_count": q.PendingCount})
+		return writeJSON(e.stdout, q.Placed(en))
 	}
-	if pos == nil {
+	if en.Position <= 0 {
 		fmt.Fprintf(e.stdout, "entry %d is %s: no position\n", en.ID, en.Status)
 	} else {
-		fmt.Fprintf(e.stdout, "entry %d: position %d of %d\n", en.ID, *pos, q.PendingCount)
+		fmt.Fprintf(e.stdout, "entry %d: position %d of %d\n", en.ID, en.Position, q.PendingCount)
 	}
 	return nil
 }
@@ -250,17 +238,10 @@ func changeEntry(e *env, done string, change func(*mqservice.Service) (*mergeque
 		return err
 	}
 	if e.JSON {
-		return writeJSON(e.stdout, map[string]any{"entry_id": en.ID, "entry_ref": en.Ref, "status": en.Status, "position": nullPos(en.Position), "pending_count": q.PendingCount})
+		return writeJSON(e.stdout, q.Placed(en))
 	}
 	fmt.Fprintf(e.stdout, "entry %d %s (%s), ref %s\n", en.ID, done, en.Status, mergequeue.ShortRef(en.Ref))
 	return nil
-}
-
-func nullPos(p int) *int {
-	if p <= 0 {
-		return nil
-	}
-	return &p
 }
 
 type MergeFreezeCmd struct {
@@ -364,34 +345,6 @@ func short(sha string) string {
 		return sha[:10]
 	}
 	return sha
-}
-
-// writeRows prints head's keys and then "entries", one compact row per line:
-// a thousand rows stay readable and cost a fraction of indenting them.
-func writeRows(w io.Writer, head map[string]any, entries []*mergequeue.Entry) error {
-	buf := bytes.NewBufferString("{")
-	for _, k := range sortedKeys(head) {
-		v, err := jsonCompact(head[k])
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(buf, "%q: %s, ", k, v)
-	}
-	buf.WriteString(`"entries": [`)
-	b := make([]byte, 0, 512)
-	for i, en := range entries {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.WriteString("\n  ")
-		buf.Write(en.AppendRow(b[:0]))
-	}
-	if len(entries) > 0 {
-		buf.WriteString("\n")
-	}
-	buf.WriteString("]}\n")
-	_, err := w.Write(buf.Bytes())
-	return err
 }
 
 // notMerged is exit 3 for merge run --once when an entry it processed did

@@ -185,12 +185,7 @@ func wantsJSON(args []string) bool {
 func report(w io.Writer, asJSON bool, err error) int {
 	f := fault.Classify(err)
 	if asJSON {
-		obj := map[string]any{}
-		for k, v := range f.Fields {
-			obj[k] = v
-		}
-		obj["code"], obj["message"] = f.Code, f.Message
-		b, _ := jsonCompact(map[string]any{"error": obj})
+		b, _ := jsonCompact(map[string]any{"error": f.Object()})
 		fmt.Fprintln(w, string(b))
 	} else {
 		fmt.Fprintf(w, "spool: %s\n", text(f.Message))

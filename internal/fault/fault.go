@@ -121,6 +121,17 @@ func (e *Error) Unwrap() error { return e.Err }
 // Has reports whether e has code c.
 func (e *Error) Has(c Code) bool { return e.Code == c.Name }
 
+// Object is the error as --json prints it (and spool serve's API sends it):
+// its fields, its code and its message.
+func (e *Error) Object() map[string]any {
+	obj := make(map[string]any, len(e.Fields)+2)
+	for k, v := range e.Fields {
+		obj[k] = v
+	}
+	obj["code"], obj["message"] = e.Code, e.Message
+	return obj
+}
+
 // New builds an Error of code c; fields alternate key and value.
 func New(c Code, cause error, msg string, fields ...any) *Error {
 	e := &Error{Kind: c.Kind, Code: c.Name, Message: msg, Err: cause}
