@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spoolhq/spool/internal/board"
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/proc"
+	"github.com/spoolhq/spool/internal/watch"
+)
+
+// Error codes of spool serve.
+var (
+	CodeTokenFileRequired = fault.Register(fault.Usage, "token_file_required")
+	CodeInvalidTokenFile  = fault.Register(fault.Usage, "invalid_token_file")
+	CodeListenFailed      = fault.Register(fault.Environment, "listen_failed")
+)
+
+// ServeCmd is the board (internal/board).
+type ServeCmd struct {
+	Addr      string `default:"127.0.0.1:7070" help:"Where to listen. An address other than loopback needs --token-file."`
+	ReadOnly  bool   `help:"Serve no writes."`
+	Open      bool   `help:"Open the board in the browser (xdg-open)."`
+	TokenFile string `placeholder:"FILE" help:"Read the write token from FILE instead of making one (at least 16 characters)."`
+}
+
+func (c *ServeCmd) Run(e *env) error {
+	longRunning()
+	host, _, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		return fault.Usagef(CodeInvalidFlag, "--addr %s: want HOST:PORT such as 127.0.0.1:7070 (%v)", c.Addr, err)
+	}
+	private := !loopback(host)
+	if private && c.TokenFile == "" {
+		return fault.Usagef(CodeTokenFileRequired, "--addr %s is not a loopback address: give --token-file, whose token every request then needs", c.Addr)
+	}
+	token := board.NewToken()
+	if c.TokenFile != "" {
+		b, err := os.ReadFile(c.TokenFile)
+		if err != nil {
+			return fault.New(CodeInvalidTokenFile, err, fmt.Sprintf("--token-file: %v", err), "path", c.TokenFile)
+		}
+		if token = strings.TrimSpace(string(b)); len(token) < 16 || strings.ContainsAny(token, " \t\r\n") {
+			return fault.New(CodeInvalidTokenFile, nil, "--token-file: the token must be one word of at least 16 characters", "path", c.TokenFile)
+		}
+	}
+	st, err := e.open()
+	if err != nil {
+		return err
+	}
+	actors, err := board.ParseTokens(st.Config.Strings("serve.tokens"))
+	if err != nil {
+		return err // config.Load checked it; kept for a file edited since
+	}
+	login := board.NewToken()[:24]
+	srv := board.New(board.Options{Env: reloading(e, st, e.envs(st)), ReadOnly: c.ReadOnly, Private: private,
+		Token: token, Login: login, Actors: actors, Warn: e.warn})
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return fault.New(CodeListenFailed, err, fmt.Sprintf("cannot listen on %s: %v", c.Addr, err), "addr", c.Addr)
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	follow := make(chan error, 1)
+	wakes := watch.Wakes(ctx, st.Repo, st.Config.Duration("watch.poll"), e.warn)
+	fault.Go(func() { follow <- srv.Follow(ctx, wakes) })
+
+	base := "http://" + ln.Addr().String()
+	url := base + "/login?code=" + login
+	if c.ReadOnly {
+		url = base + "/"
+	}
+	fmt.Fprintf(e.stdout, "spool serve: %s/\n", base)
+	if !c.ReadOnly {
+		fmt.Fprintf(e.stdout, "open this once to act from the browser: %s\n", url)
+	}
+	if c.Open {
+		openBrowser(ctx, e, url)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	served := make(chan error, 1)
+	fault.Go(func() { served <- hs.Serve(ln) })
+	select {
+	case err = <-served:
+	case err = <-follow:
+		if err == nil {
+			err = errors.New("stopped following the log")
+		}
+	case <-e.ctx.Done():
+		err = nil
+	}
+	cancel() // ends the event streams, whose requests use ctx
+	shut, done := context.WithTimeout(context.Background(), 5*time.Second)
+	defer done()
+	hs.Shutdown(shut)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// loopback says whether host names this machine only.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// openBrowser starts xdg-open on url; without one it says so.
+func openBrowser(ctx context.Context, e *env, url string) {
+	p, err := proc.Start(ctx, proc.Cmd{Argv: []string{"xdg-open", url}})
+	if err != nil {
+		e.warn(fmt.Sprintf("--open: cannot start xdg-open (%v); open %s yourself", err, url))
+		return
+	}
+	fault.Go(func() { p.Wait() })
+}

@@ -1,0 +1,415 @@
+package board
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/jobs"
+	jobservice "github.com/spoolhq/spool/internal/jobs/service"
+	"github.com/spoolhq/spool/internal/mergequeue"
+	mqservice "github.com/spoolhq/spool/internal/mergequeue/service"
+	orchservice "github.com/spoolhq/spool/internal/orchestrator/service"
+	prdservice "github.com/spoolhq/spool/internal/prdqueue/service"
+	"github.com/spoolhq/spool/internal/store"
+	"github.com/spoolhq/spool/internal/workqueue"
+	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
+)
+
+// call is an API endpoint: what it answers with, in the CLI's --json shape
+// (rawJSON when it is encoded already), or the error.
+type call func(ctx context.Context, env store.Env, r *http.Request) (any, error)
+
+// rawJSON is an answer that is JSON already.
+type rawJSON []byte
+
+// apiReads are the GET endpoints under /api/, each the JSON of a command.
+var apiReads = map[string]call{
+	"tasks":               apiTasks,       // task list --json
+	"tasks/{id}":          apiTask,        // task show ID --json
+	"ready":               apiReady,       // ready --json
+	"history":             apiHistory,     // history --json
+	"stats":               apiStats,       // stats --json
+	"merge":               apiMerge,       // merge list --json
+	"merge/{id}":          apiMergeEntry,  // merge show ID --json
+	"jobs":                apiJobs,        // job list --json
+	"jobs/stats":          apiJobStats,    // job stats --json
+	"jobs/{id}":           apiJob,         // job show ID --json
+	"prd":                 apiPRD,         // prd list --json
+	"prd/report":          apiPRDReport,   // prd report --json
+	"orchestrator/status": apiBuildStatus, // orchestrator status --json
+}
+
+// apiWrites are the POST endpoints: each runs the command of the same name.
+var apiWrites = map[string]call{
+	"tasks/{id}/unblock": func(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+		reset, err := boolParam(r, "reset_attempts")
+		if err != nil {
+			return nil, err
+		}
+		return wqservice.Open(env).Unblock(ctx, r.PathValue("id"), reset)
+	},
+	"tasks/{id}/retry": func(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+		return wqservice.Open(env).Retry(ctx, r.PathValue("id"))
+	},
+	"jobs/{id}/move": func(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+		var m jobs.Move
+		var err error
+		m.Before, m.After = param(r, "before"), param(r, "after")
+		if m.Top, err = boolParam(r, "top"); err != nil {
+			return nil, err
+		}
+		if m.Bottom, err = boolParam(r, "bottom"); err != nil {
+			return nil, err
+		}
+		return jobservice.Open(env).Move(ctx, r.PathValue("id"), m)
+	},
+	"jobs/{id}/cancel": jobChange((*jobservice.Service).Cancel),
+	"jobs/{id}/pause":  jobChange((*jobservice.Service).Pause),
+	"jobs/{id}/resume": jobChange((*jobservice.Service).Resume),
+	"merge/{id}/cancel": func(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+		return placed(mqservice.Open(env).Cancel(ctx, r.PathValue("id"), param(r, "reason")))
+	},
+	"merge/{id}/retry": func(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+		return placed(mqservice.Open(env).Retry(ctx, r.PathValue("id")))
+	},
+}
+
+func jobChange(do func(*jobservice.Service, context.Context, string) (*jobs.Job, error)) call {
+	return func(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+		return do(jobservice.Open(env), ctx, r.PathValue("id"))
+	}
+}
+
+func placed(q *mergequeue.State, en *mergequeue.Entry, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return q.Placed(en), nil
+}
+
+func apiTasks(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	f := workqueue.ListFilter{Status: param(r, "status"), Label: param(r, "label")}
+	switch f.Status {
+	case "", workqueue.StatusOpen, workqueue.StatusInProgress, workqueue.StatusDeferred, workqueue.StatusClosed:
+	default:
+		return nil, badRequest("status must be open, in_progress, deferred or closed, got %q", f.Status)
+	}
+	if f.Label != "" {
+		if err := workqueue.ValidateLabel(f.Label); err != nil {
+			return nil, err
+		}
+	}
+	if p := param(r, "priority"); p != "" {
+		n, err := priority(p)
+		if err != nil {
+			return nil, err
+		}
+		f.Priority = &n
+	}
+	q := wqservice.Open(env)
+	tasks, st, err := q.List(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	counts := st.DependentCounts()
+	out := make([]workqueue.ListItemJSON, 0, len(tasks))
+	for _, t := range tasks {
+		out = append(out, st.ListItem(t, q.Policy, q.Now, counts))
+	}
+	return out, nil
+}
+
+// priority parses a priority as the CLI's -p takes it.
+func priority(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > workqueue.MaxPriority {
+		return 0, fault.New(fault.CodeInvalidPriority, nil, fmt.Sprintf("priority must be 0 (most urgent) to 4, got %q", s), "priority", s)
+	}
+	return n, nil
+}
+
+func apiTask(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	out, _, err := wqservice.Open(env).Show(ctx, []string{r.PathValue("id")})
+	return out, err
+}
+
+func apiReady(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	limit := 10
+	if n := param(r, "n"); n != "" {
+		var err error
+		if limit, err = strconv.Atoi(n); err != nil || limit < 0 {
+			return nil, badRequest("n must be a whole number, 0 for all, got %q", n)
+		}
+	}
+	f := workqueue.ReadyFilter{All: r.URL.Query()["label"], Any: r.URL.Query()["label_any"]}
+	for _, l := range append(f.All[:len(f.All):len(f.All)], f.Any...) {
+		if err := workqueue.ValidateLabel(l); err != nil {
+			return nil, err
+		}
+	}
+	q := wqservice.Open(env)
+	tasks, st, err := q.Ready(ctx, f, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]workqueue.TaskJSON, 0, len(tasks))
+	for _, t := range tasks {
+		out = append(out, st.View(t, q.Policy, q.Now))
+	}
+	return out, nil
+}
+
+func apiHistory(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	return wqservice.Open(env).Histories(ctx)
+}
+
+func apiStats(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	return wqservice.Open(env).Stats(ctx)
+}
+
+func apiMerge(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	all, err := boolParam(r, "all")
+	if err != nil {
+		return nil, err
+	}
+	q, err := mqservice.Open(env).Queue(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return rawJSON(q.ListJSON(q.Listed(all))), nil
+}
+
+func apiMergeEntry(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	mq := mqservice.Open(env)
+	_, en, err := mq.Entry(ctx, r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	trail, err := mq.Trail(ctx, en)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		*mergequeue.Entry
+		History []mergequeue.AuditStep `json:"history"`
+	}{en, trail}, nil
+}
+
+func apiJobs(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	all, err := boolParam(r, "all")
+	if err != nil {
+		return nil, err
+	}
+	q := jobservice.Open(env)
+	st, err := q.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows := st.List(q.Policy, env.Now, all)
+	if rows == nil {
+		rows = []jobs.Row{}
+	}
+	return rows, nil
+}
+
+func apiJob(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	st, err := jobservice.Open(env).Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.Job(r.PathValue("id"))
+}
+
+func apiJobStats(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	q := jobservice.Open(env)
+	since := env.Now.Add(-7 * 24 * time.Hour)
+	if s := param(r, "since"); s != "" {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			d, derr := jobs.ParseDuration(s)
+			if derr != nil {
+				return nil, derr
+			}
+			t = env.Now.Add(-d)
+		}
+		since = t
+	}
+	st, err := q.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.Stats(q.Policy, since, env.Now), nil
+}
+
+func apiPRD(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	st, err := prdservice.Open(env, env.Store.Repo.WorkTree).Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []any{}
+	for _, slug := range st.FeatureSlugs() {
+		out = append(out, st.Manifest(slug))
+	}
+	return out, nil
+}
+
+func apiPRDReport(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	st, err := prdservice.Open(env, env.Store.Repo.WorkTree).Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.Report(param(r, "feature")), nil
+}
+
+func apiBuildStatus(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	status, _, err := orchservice.Open(env).Status(ctx)
+	return status, err
+}
+
+// api serves a call: the store to itself, the token's actor, JSON out.
+func (s *Server) api(fn call) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			if err := parseBody(r); err != nil {
+				s.fail(w, r, err)
+				return
+			}
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		env, err := s.env(r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		v, err := fn(r.Context(), env, r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if raw, ok := v.(rawJSON); ok {
+			w.Write(raw)
+			return
+		}
+		writeJSON(w, v)
+	})
+}
+
+// env is a request's store.Env: a fresh clock and, for a token of
+// serve.tokens, that token's actor.
+func (s *Server) env(r *http.Request) (store.Env, error) {
+	env, err := s.opt.Env()
+	if err != nil {
+		return env, err
+	}
+	if actor, _ := r.Context().Value(actorKey{}).(string); actor != "" {
+		env.Actor = func(context.Context) (string, error) { return actor, nil }
+	}
+	return env, nil
+}
+
+// fail answers with the error as the CLI's --json prints it and the HTTP
+// status of its kind.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	f := fault.Classify(err)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(Status(f))
+	writeJSON(w, map[string]any{"error": f.Object()})
+}
+
+// Status is the HTTP status of an error: its kind's (usage 400, rejected
+// 409, environment 503, unexpected 500), with 404 for what does not exist,
+// 403 for what the actor may not do and 401 for a missing token.
+func Status(f *fault.Error) int {
+	switch f.Code {
+	case fault.CodeNotFound.Name, mergequeue.CodeEntryNotFound.Name, mergequeue.CodeSessionNotFound.Name:
+		return http.StatusNotFound
+	case fault.CodeUnauthorized.Name, mergequeue.CodeUnauthorizedWorkspace.Name, mergequeue.CodeUnauthorizedEntryModified.Name,
+		CodeReadOnly.Name, CodeOriginRefused.Name:
+		return http.StatusForbidden
+	case CodeTokenRequired.Name:
+		return http.StatusUnauthorized
+	}
+	switch f.Kind {
+	case fault.Usage:
+		return http.StatusBadRequest
+	case fault.Rejected:
+		return http.StatusConflict
+	case fault.Environment:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// parseBody reads a JSON body into the request's form values, so that a
+// parameter can come as JSON, as a form or in the query.
+func parseBody(r *http.Request) error {
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if ct != "application/json" {
+		if err := r.ParseForm(); err != nil {
+			return fault.New(CodeBadRequest, err, "cannot read the form: "+err.Error())
+		}
+		return nil
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		return fault.New(CodeBadRequest, err, "cannot read the body: "+err.Error())
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		return fault.New(CodeBadRequest, err, "the body is not a JSON object: "+err.Error())
+	}
+	r.Form = map[string][]string{}
+	for k, v := range r.URL.Query() {
+		r.Form[k] = v
+	}
+	for k, v := range m {
+		switch v := v.(type) {
+		case string:
+			r.Form.Set(k, v)
+		case bool, float64:
+			r.Form.Set(k, fmt.Sprint(v))
+		default:
+			return fault.New(CodeBadRequest, nil, fmt.Sprintf("%s: want a string, a number or true/false", k), "field", k)
+		}
+	}
+	return nil
+}
+
+// param is a request's parameter: JSON body, form or query.
+func param(r *http.Request, name string) string {
+	if r.Form != nil {
+		return r.Form.Get(name)
+	}
+	return r.URL.Query().Get(name)
+}
+
+func boolParam(r *http.Request, name string) (bool, error) {
+	v := param(r, name)
+	switch v {
+	case "", "false", "0", "off":
+		return false, nil
+	case "true", "1", "on":
+		return true, nil
+	}
+	return false, fault.New(CodeBadRequest, nil, fmt.Sprintf("%s must be true or false, got %q", name, v), "field", name)
+}

@@ -1,0 +1,118 @@
+// spool serve's pages: live refresh over Server-Sent Events, the write
+// forms, and reordering jobs by dragging. No library.
+"use strict";
+
+(function () {
+  let dragging = false, timer = null, version = 0;
+
+  // refresh replaces <main> with the server's fresh rendering of this page.
+  async function refresh() {
+    if (dragging) { schedule(); return; }
+    const res = await fetch(location.pathname + location.search, { headers: { "X-Spool-Partial": "1" }, credentials: "same-origin" });
+    if (!res.ok) return;
+    const html = await res.text();
+    const main = document.getElementById("main");
+    if (dragging || !main) return;
+    const tmp = document.createElement("div");
+    tmp.innerHTML = html;
+    const fresh = tmp.querySelector("#main");
+    if (fresh) main.replaceWith(fresh);
+    document.body.dataset.version = String(++version);
+    poll();
+  }
+
+  function schedule() {
+    clearTimeout(timer);
+    timer = setTimeout(refresh, 100);
+  }
+
+  // A page with something that changes without events (an agent's output)
+  // asks to be polled through data-poll (milliseconds).
+  let pollTimer = null;
+  function poll() {
+    clearTimeout(pollTimer);
+    const main = document.getElementById("main");
+    const ms = main && Number(main.dataset.poll);
+    if (ms > 0) pollTimer = setTimeout(refresh, ms);
+  }
+
+  function live() {
+    const dot = document.getElementById("live");
+    const es = new EventSource("/api/events");
+    es.onopen = () => { dot.classList.add("on"); dot.title = "live updates: on"; };
+    es.onerror = () => { dot.classList.remove("on"); dot.title = "live updates: reconnecting"; };
+    es.onmessage = (m) => {
+      try { window.spoolLastEvent = JSON.parse(m.data); } catch (e) { /* keep going */ }
+      schedule();
+    };
+  }
+
+  function toast(text, ok) {
+    const t = document.getElementById("toast");
+    t.textContent = text;
+    t.className = ok ? "ok" : "";
+    t.hidden = false;
+    clearTimeout(t.timer);
+    t.timer = setTimeout(() => { t.hidden = true; }, ok ? 2000 : 8000);
+  }
+
+  async function post(url, params) {
+    const res = await fetch(url, { method: "POST", credentials: "same-origin", body: params,
+      headers: { "Content-Type": "application/x-www-form-urlencoded" } });
+    if (res.ok) { schedule(); return true; }
+    let msg = res.status + " " + res.statusText;
+    try { const j = await res.json(); if (j.error) msg = j.error.message + " (" + j.error.code + ")"; } catch (e) { /* not JSON */ }
+    toast(msg, false);
+    return false;
+  }
+
+  // Every write is a <form class="act" data-api="/api/...">.
+  document.addEventListener("submit", (ev) => {
+    const f = ev.target.closest("form.act");
+    if (!f) return;
+    ev.preventDefault();
+    post(f.dataset.api, new URLSearchParams(new FormData(f)));
+  });
+
+  // Jobs: press on a row's grip, move, release over another queued row.
+  // Pointer events rather than HTML drag and drop: they work with a mouse,
+  // a pen or a finger alike.
+  let src = null, target = null, after = false;
+  function clearMarks() {
+    document.querySelectorAll(".drop-before, .drop-after, .dragging").forEach((el) => el.classList.remove("drop-before", "drop-after", "dragging"));
+  }
+  document.addEventListener("pointerdown", (ev) => {
+    const grip = ev.target.closest("td.grip");
+    const row = grip && grip.closest("tr[data-movable]");
+    if (!row) return;
+    ev.preventDefault();
+    src = row; dragging = true; target = null;
+    row.classList.add("dragging");
+  });
+  document.addEventListener("pointermove", (ev) => {
+    if (!src) return;
+    const el = document.elementFromPoint(ev.clientX, ev.clientY);
+    const row = el && el.closest("tr[data-movable]");
+    clearMarks();
+    src.classList.add("dragging");
+    target = row && row !== src ? row : null;
+    if (!target) return;
+    const r = target.getBoundingClientRect();
+    after = ev.clientY > r.top + r.height / 2;
+    target.classList.add(after ? "drop-after" : "drop-before");
+  });
+  document.addEventListener("pointerup", async () => {
+    if (!src) return;
+    const from = src, to = target, where = after ? "after" : "before";
+    src = null; target = null;
+    clearMarks();
+    dragging = false;
+    if (!to) return;
+    const p = new URLSearchParams();
+    p.set(where, to.dataset.job);
+    if (await post("/api/jobs/" + encodeURIComponent(from.dataset.job) + "/move", p)) toast("moved " + from.dataset.job, true);
+  });
+
+  live();
+  poll();
+})();

@@ -1,0 +1,152 @@
+package board
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/spoolhq/spool/internal/fault"
+)
+
+// Error codes of the board.
+var (
+	CodeTokenRequired = fault.Register(fault.Rejected, "token_required")
+	CodeOriginRefused = fault.Register(fault.Rejected, "origin_refused")
+	CodeReadOnly      = fault.Register(fault.Rejected, "read_only")
+	CodeBadRequest    = fault.Register(fault.Usage, "invalid_request")
+)
+
+// cookieName holds the token in the browser.
+const cookieName = "spool_token"
+
+// NewToken is a random token: 32 bytes, hex.
+func NewToken() string {
+	b := make([]byte, 32)
+	rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
+}
+
+// HashToken is how serve.tokens names a token: its SHA-256 in hex.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// actorKey carries the actor a token maps to through a request's context.
+type actorKey struct{}
+
+// presented is the token a request carries: a bearer header (scripts) or
+// the cookie set at login (the browser).
+func presented(r *http.Request) string {
+	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
+		return strings.TrimSpace(h[len("Bearer "):])
+	}
+	if c, err := r.Cookie(cookieName); err == nil {
+		return c.Value
+	}
+	return ""
+}
+
+// check says whether token is valid and, for one of serve.tokens, the actor
+// it acts as ("" for the serving process's own).
+func (s *Server) check(token string) (actor string, ok bool) {
+	if token == "" {
+		return "", false
+	}
+	if s.opt.Token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(s.opt.Token)) == 1 {
+		return "", true
+	}
+	actor, ok = s.opt.Actors[HashToken(token)]
+	return actor, ok
+}
+
+// authorize passes a request that carries a valid token on, with the
+// token's actor in its context.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	actor, ok := s.check(presented(r))
+	if !ok {
+		s.fail(w, r, fault.New(CodeTokenRequired, nil,
+			"this needs the token: open the login URL spool serve printed, or send Authorization: Bearer TOKEN"))
+		return
+	}
+	next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, actor)))
+}
+
+// read guards what only reads: open on loopback, behind the token when the
+// board listens on other addresses.
+func (s *Server) read(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.opt.Private {
+			next.ServeHTTP(w, r)
+			return
+		}
+		s.authorize(w, r, next)
+	})
+}
+
+// write guards what appends: not in --read-only, only from the board's own
+// pages (Origin, Fetch Metadata), only with the token.
+func (s *Server) write(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.opt.ReadOnly {
+			s.fail(w, r, fault.New(CodeReadOnly, nil, "spool serve runs --read-only: it takes no writes"))
+			return
+		}
+		if !sameOrigin(r) {
+			s.fail(w, r, fault.New(CodeOriginRefused, nil, "refused a write from another site (Origin "+r.Header.Get("Origin")+")",
+				"origin", r.Header.Get("Origin")))
+			return
+		}
+		s.authorize(w, r, next)
+	})
+}
+
+// sameOrigin: a browser names the page a request comes from; a write must
+// come from the board itself. Scripts send no Origin and rely on the token.
+func sameOrigin(r *http.Request) bool {
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return false
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host == r.Host
+}
+
+// handleLogin trades the one-time code printed at start (or a token) for
+// the cookie, then goes to the board.
+func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
+	token := r.URL.Query().Get("token")
+	if code := r.URL.Query().Get("code"); code != "" {
+		s.mu.Lock()
+		if s.login != "" && subtle.ConstantTimeCompare([]byte(code), []byte(s.login)) == 1 {
+			token, s.login = s.opt.Token, "" // the code works once
+		}
+		s.mu.Unlock()
+	}
+	if _, ok := s.check(token); !ok {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusForbidden)
+		w.Write([]byte("This login link was used already or is not valid.\nRestart spool serve for a new one, or use /login?token=TOKEN with a token of serve.tokens or --token-file.\n"))
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: token, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.Redirect(w, r, "/tasks", http.StatusSeeOther)
+}
+
+// canWrite is whether the pages should offer writes to this request.
+func (s *Server) canWrite(r *http.Request) bool {
+	if s.opt.ReadOnly {
+		return false
+	}
+	_, ok := s.check(presented(r))
+	return ok
+}

@@ -1,0 +1,88 @@
+// Package board is spool serve: every queue as a web page and as JSON under
+// /api/, kept live by following the log. Reads take no lock; every write
+// goes through the domains' services, the decide → append path the CLI
+// takes, and its errors keep their codes, mapped to HTTP statuses.
+package board
+
+import (
+	"context"
+	"embed"
+	"net/http"
+	"sync"
+
+	"github.com/spoolhq/spool/internal/store"
+)
+
+//go:embed assets templates
+var files embed.FS
+
+// Options configure a Server.
+type Options struct {
+	// Env is what a request's services get: the store opened once, the
+	// clock read again for every request.
+	Env      func() (store.Env, error)
+	ReadOnly bool   // no writes at all
+	Private  bool   // reads need a token too (a non-loopback address)
+	Token    string // this start's write token
+	Login    string // the one-time code of the URL printed at start
+	// Actors maps a token's SHA-256 (hex) to the actor it acts as
+	// (serve.tokens); the start's token acts as the serving process.
+	Actors map[string]string
+	Warn   func(string)
+}
+
+// Server serves the board.
+type Server struct {
+	opt Options
+	mux *http.ServeMux
+	hub *hub
+
+	// mu lets one request at a time use the store: a state read from it is
+	// the store's own, caught up in place by the next read.
+	mu    sync.Mutex
+	login string // the one-time code, "" once used
+}
+
+// New makes a server; Follow must run for pages to update live.
+func New(opt Options) *Server {
+	s := &Server{opt: opt, mux: http.NewServeMux(), hub: newHub(), login: opt.Login}
+	s.routes()
+	return s
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'")
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) routes() {
+	m := s.mux
+	m.Handle("GET /assets/", http.FileServerFS(files))
+	m.HandleFunc("GET /login", s.handleLogin)
+	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/tasks", http.StatusFound) })
+
+	for _, p := range pages {
+		m.Handle("GET /"+p.Path, s.read(s.page(p)))
+	}
+	m.Handle("GET /tasks/{id}", s.read(s.page(taskPage)))
+	m.Handle("GET /merge/{id}", s.read(s.page(mergeEntryPage)))
+	m.Handle("GET /jobs/{id}", s.read(s.page(jobPage)))
+
+	m.Handle("GET /api/events", s.read(http.HandlerFunc(s.handleEvents)))
+	for path, fn := range apiReads {
+		m.Handle("GET /api/"+path, s.read(s.api(fn)))
+	}
+	for path, fn := range apiWrites {
+		m.Handle("POST /api/"+path, s.write(s.api(fn)))
+	}
+}
+
+// Follow keeps the pages live until ctx ends: it reads what any process
+// appends and sends it to every open stream.
+func (s *Server) Follow(ctx context.Context, wakes <-chan struct{}) error {
+	return s.follow(ctx, wakes)
+}

@@ -1,0 +1,119 @@
+package board
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/spoolhq/spool/internal/workqueue"
+)
+
+// Card is a task on the Tasks view.
+type Card struct {
+	ID           string
+	Title        string
+	Priority     int
+	Labels       []string
+	Worker       string
+	LeaseUntil   time.Time
+	NextEligible time.Time
+	Attempts     int
+	Failures     int
+	LastError    string
+	Abandoned    bool
+	ClosedAt     time.Time
+
+	created time.Time
+}
+
+// Column is one column of the Tasks view; More counts the cards past the
+// view's limit.
+type Column struct {
+	Key   string
+	Name  string
+	Cards []Card
+	More  int
+}
+
+// Column keys, in the board's order.
+const (
+	ColWaiting    = "waiting"
+	ColReady      = "ready"
+	ColInProgress = "in_progress"
+	ColBackoff    = "backoff"
+	ColBlocked    = "blocked"
+	ColDone       = "done"
+)
+
+// TaskFilter narrows the Tasks view.
+type TaskFilter struct {
+	Label    string
+	Priority *int
+}
+
+// Kanban sorts every task into its column at now: Done when closed, Blocked
+// when the queue blocked or abandoned it, In progress under a live claim,
+// Backoff while a failure's backoff runs, Ready when next could take it,
+// and Waiting for the rest (blockers, deferred). Ready keeps next's order,
+// Done shows the latest first, the others go by priority then age. Each
+// column shows at most limit cards.
+func Kanban(st *workqueue.State, p workqueue.Policy, f TaskFilter, now time.Time, limit int) []Column {
+	cols := []Column{{Key: ColWaiting, Name: "Waiting"}, {Key: ColReady, Name: "Ready"}, {Key: ColInProgress, Name: "In progress"},
+		{Key: ColBackoff, Name: "Backoff"}, {Key: ColBlocked, Name: "Blocked"}, {Key: ColDone, Name: "Done"}}
+	index := map[string]int{}
+	for i, c := range cols {
+		index[c.Key] = i
+	}
+	ready := map[string]int{}
+	for i, t := range st.Ready(p, workqueue.ReadyFilter{}, now, 0) {
+		ready[t.ID] = i
+	}
+	for _, t := range st.Tasks {
+		if f.Label != "" && !t.HasLabel(f.Label) || f.Priority != nil && t.Priority != *f.Priority {
+			continue
+		}
+		c := Card{ID: t.ID, Title: t.Title, Priority: t.Priority, Labels: t.Labels, created: t.CreatedAt}
+		var h workqueue.EntryJSON
+		if e := st.History[t.ID]; e != nil {
+			h = p.HistoryView(*e, now)
+			c.Attempts, c.Failures, c.LastError = h.Attempts, h.Failures, h.LastError
+		}
+		key := ColWaiting
+		switch {
+		case t.Status == workqueue.StatusClosed:
+			key, c.ClosedAt = ColDone, t.Detail().ClosedAt
+		case h.Status == workqueue.HistBlocked || h.Status == workqueue.HistAbandoned:
+			key, c.Abandoned = ColBlocked, h.Status == workqueue.HistAbandoned
+		case st.EffectiveStatus(t, p, now) == workqueue.StatusInProgress:
+			key, c.Worker, c.LeaseUntil = ColInProgress, h.Worker, t.LeaseUntil
+		case h.Status == workqueue.HistFailed && h.NextEligibleAt != nil && h.NextEligibleAt.After(now):
+			key, c.NextEligible = ColBackoff, *h.NextEligibleAt
+		default:
+			if _, ok := ready[t.ID]; ok {
+				key = ColReady
+			}
+		}
+		col := &cols[index[key]]
+		col.Cards = append(col.Cards, c)
+	}
+	for i := range cols {
+		cards := cols[i].Cards
+		switch cols[i].Key {
+		case ColReady:
+			slices.SortFunc(cards, func(a, b Card) int { return cmp.Compare(ready[a.ID], ready[b.ID]) })
+		case ColDone:
+			slices.SortFunc(cards, func(a, b Card) int {
+				return cmp.Or(b.ClosedAt.Compare(a.ClosedAt), cmp.Compare(a.ID, b.ID))
+			})
+		default:
+			slices.SortFunc(cards, func(a, b Card) int {
+				return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.created.Compare(b.created), cmp.Compare(a.ID, b.ID))
+			})
+		}
+		if limit > 0 && len(cards) > limit {
+			cols[i].More, cards = len(cards)-limit, cards[:limit]
+		}
+		cols[i].Cards = cards
+	}
+	return cols
+}

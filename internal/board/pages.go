@@ -1,0 +1,431 @@
+package board
+
+import (
+	"bytes"
+	"context"
+	"html/template"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/jobs"
+	jobservice "github.com/spoolhq/spool/internal/jobs/service"
+	"github.com/spoolhq/spool/internal/mergequeue"
+	mqservice "github.com/spoolhq/spool/internal/mergequeue/service"
+	"github.com/spoolhq/spool/internal/orchestrator"
+	orchservice "github.com/spoolhq/spool/internal/orchestrator/service"
+	"github.com/spoolhq/spool/internal/prdqueue"
+	prdservice "github.com/spoolhq/spool/internal/prdqueue/service"
+	"github.com/spoolhq/spool/internal/store"
+	"github.com/spoolhq/spool/internal/workqueue"
+	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
+)
+
+// page is one view: its path, its template and what it shows.
+type page struct {
+	Path  string
+	Title string
+	file  string // templates/FILE.html defines "main"
+	load  func(ctx context.Context, env store.Env, r *http.Request) (any, error)
+	tmpl  *template.Template
+}
+
+// cardLimit bounds each column of the Tasks view: the page stays fast with
+// 10,000 tasks, and the API lists them all.
+const cardLimit = 200
+
+// pages are the views in the menu's order.
+var pages = []*page{
+	{Path: "tasks", Title: "Tasks", file: "tasks", load: loadTasks},
+	{Path: "merge", Title: "Merge queue", file: "merge", load: loadMerge},
+	{Path: "jobs", Title: "Jobs", file: "jobs", load: loadJobs},
+	{Path: "prd", Title: "PRD queue", file: "prd", load: loadPRD},
+	{Path: "orchestrator", Title: "Orchestrator", file: "orchestrator", load: loadOrchestrator},
+	{Path: "activity", Title: "Activity", file: "activity"}, // loads from the server's hub
+	{Path: "analytics", Title: "Analytics", file: "analytics", load: loadAnalytics},
+}
+
+var (
+	taskPage       = &page{Path: "tasks", Title: "Task", file: "task", load: loadTask}
+	mergeEntryPage = &page{Path: "merge", Title: "Merge entry", file: "entry", load: loadMergeEntry}
+	jobPage        = &page{Path: "jobs", Title: "Job", file: "job", load: loadJob}
+)
+
+func init() {
+	for _, p := range append(pages[:len(pages):len(pages)], taskPage, mergeEntryPage, jobPage) {
+		p.tmpl = template.Must(template.Must(layout.Clone()).ParseFS(files, "templates/"+p.file+".html"))
+	}
+}
+
+// layout is the frame every page shares: templates/layout.html.
+var layout = template.Must(template.New("").Funcs(template.FuncMap{
+	"when":    when,
+	"ago":     ago,
+	"pct":     func(a, b int) int { return a * 100 / max(b, 1) },
+	"join":    strings.Join,
+	"short":   mergequeue.ShortRef,
+	"sha":     func(s string) string { return s[:min(len(s), 10)] },
+	"subject": subjectLink,
+	"data":    func(raw []byte) string { return clipString(string(raw), 300) },
+}).ParseFS(files, "templates/layout.html"))
+
+// view is what a page's template gets.
+type view struct {
+	Page     *page
+	Nav      []*page
+	CanWrite bool
+	ReadOnly bool
+	Now      time.Time
+	Data     any
+}
+
+// page serves a view: the whole page, or only its main part when the page's
+// script asks (X-Spool-Partial) to refresh it after an event.
+func (s *Server) page(p *page) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, err := s.render(r, p)
+		if err != nil {
+			s.failPage(w, r, p, err)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write(v)
+	})
+}
+
+func (s *Server) render(r *http.Request, p *page) ([]byte, error) {
+	load := p.load
+	if load == nil {
+		load = s.loadActivity
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	env, err := s.env(r)
+	if err != nil {
+		return nil, err
+	}
+	data, err := load(r.Context(), env, r)
+	if err != nil {
+		return nil, err
+	}
+	v := view{Page: p, Nav: pages, CanWrite: s.canWrite(r), ReadOnly: s.opt.ReadOnly, Now: env.Now, Data: data}
+	name := "page"
+	if r.Header.Get("X-Spool-Partial") != "" {
+		name = "main"
+	}
+	var buf bytes.Buffer
+	err = p.tmpl.ExecuteTemplate(&buf, name, v)
+	return buf.Bytes(), err
+}
+
+// failPage shows an error in the page's frame, with the API's status.
+func (s *Server) failPage(w http.ResponseWriter, r *http.Request, p *page, err error) {
+	f := faultOf(err)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(Status(f))
+	layout.ExecuteTemplate(w, "error", view{Page: p, Nav: pages, Data: f})
+}
+
+// TasksData is the Tasks view.
+type TasksData struct {
+	Columns  []Column
+	Label    string
+	Priority string
+	Native   bool
+}
+
+func loadTasks(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	f := TaskFilter{Label: r.URL.Query().Get("label")}
+	d := TasksData{Label: f.Label, Priority: r.URL.Query().Get("priority")}
+	if d.Priority != "" {
+		n, err := priority(d.Priority)
+		if err != nil {
+			return nil, err
+		}
+		f.Priority = &n
+	}
+	q := wqservice.Open(env)
+	d.Native = q.Native()
+	st, err := q.Read(ctx, wqservice.Both)
+	if err != nil {
+		return nil, err
+	}
+	d.Columns = Kanban(st, q.Policy, f, env.Now, cardLimit)
+	return d, nil
+}
+
+// TaskData is one task's page.
+type TaskData struct {
+	Task    workqueue.DetailJSON
+	History workqueue.EntryJSON
+}
+
+func loadTask(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	q := wqservice.Open(env)
+	out, _, err := q.Show(ctx, []string{r.PathValue("id")})
+	if err != nil {
+		return nil, err
+	}
+	h, err := q.Entry(ctx, out[0].ID)
+	return TaskData{Task: out[0], History: h}, err
+}
+
+// MergeData is the Merge queue view.
+type MergeData struct {
+	Queue   *mergequeue.State
+	Entries []*mergequeue.Entry
+	All     bool
+}
+
+func loadMerge(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	q, err := mqservice.Open(env).Queue(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all := r.URL.Query().Get("all") != ""
+	return MergeData{Queue: q, Entries: q.Listed(all), All: all}, nil
+}
+
+// EntryData is one merge entry's page.
+type EntryData struct {
+	Entry *mergequeue.Entry
+	Trail []mergequeue.AuditStep
+}
+
+func loadMergeEntry(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	mq := mqservice.Open(env)
+	_, en, err := mq.Entry(ctx, r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	trail, err := mq.Trail(ctx, en)
+	return EntryData{Entry: en, Trail: trail}, err
+}
+
+// JobsData is the Jobs view.
+type JobsData struct {
+	Rows  []jobs.Row
+	Admin bool
+	Depth template.HTML
+	Zone  *time.Location
+}
+
+func loadJobs(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	q := jobservice.Open(env)
+	st, err := q.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	actor, _ := env.Actor(ctx)
+	stats := st.Stats(q.Policy, env.Now.Add(-24*time.Hour), env.Now)
+	return JobsData{Rows: st.List(q.Policy, env.Now, r.URL.Query().Get("all") != ""), Admin: q.Policy.Admin(actor),
+		Depth: depthChart(stats.Depth, env.Now.Add(-24*time.Hour), env.Now), Zone: q.Policy.Zone}, nil
+}
+
+func loadJob(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	st, err := jobservice.Open(env).Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.Job(r.PathValue("id"))
+}
+
+// PRDData is the PRD queue view: each feature's reconciliation.
+type PRDData struct {
+	Features []prdqueue.Manifest
+	Reports  []prdqueue.Report
+}
+
+func loadPRD(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	st, err := prdservice.Open(env, env.Store.Repo.WorkTree).Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var d PRDData
+	for _, slug := range st.FeatureSlugs() {
+		d.Features = append(d.Features, st.Manifest(slug))
+		d.Reports = append(d.Reports, st.Report(slug))
+	}
+	return d, nil
+}
+
+// OrchestratorData is the Orchestrator view.
+type OrchestratorData struct {
+	Status  orchservice.Status
+	State   *orchestrator.State
+	Enabled bool
+	Tail    string // the end of the agent's output
+}
+
+// tailBytes is how much of the agent's output the view shows.
+const tailBytes = 8 << 10
+
+func loadOrchestrator(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	o := orchservice.Open(env)
+	status, st, err := o.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d := OrchestratorData{Status: status, State: st, Enabled: o.Policy.Enabled()}
+	if a := st.ActiveTask; a != nil && a.Log != "" {
+		path := a.Log
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(env.Store.Repo.WorkTree, path)
+		}
+		d.Tail = tail(path, tailBytes)
+	}
+	return d, nil
+}
+
+// tail is the end of a file, from its first whole line.
+func tail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := max(fi.Size()-n, 0)
+	b, _ := io.ReadAll(io.NewSectionReader(f, off, fi.Size()-off))
+	if off > 0 {
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:]
+		}
+	}
+	return string(b)
+}
+
+// ActivityData is the Activity view: the latest events that match.
+type ActivityData struct {
+	Events  []*eventlog.Event
+	Type    string
+	Subject string
+	Actor   string
+	Limit   int
+}
+
+// activityLimit is how many events the view lists.
+const activityLimit = 200
+
+func (s *Server) loadActivity(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	q := r.URL.Query()
+	d := ActivityData{Type: q.Get("type"), Subject: q.Get("subject"), Actor: q.Get("actor"), Limit: activityLimit}
+	d.Events = s.hub.latest(activityLimit, func(e *eventlog.Event) bool {
+		return strings.HasPrefix(e.Type, d.Type) && (d.Subject == "" || e.Subject == d.Subject) &&
+			(d.Actor == "" || e.Actor == d.Actor)
+	})
+	return d, nil
+}
+
+// AnalyticsData is the Analytics view.
+type AnalyticsData struct {
+	Days  int
+	Jobs  jobs.Stats
+	Queue workqueue.Stats
+	Depth template.HTML
+	Wait  template.HTML
+	Hours template.HTML
+}
+
+func loadAnalytics(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	days := 7
+	if s := r.URL.Query().Get("days"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 366 {
+			return nil, badRequest("days must be 1 to 366, got %q", s)
+		}
+		days = n
+	}
+	q := jobservice.Open(env)
+	st, err := q.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	since := env.Now.Add(-time.Duration(days) * 24 * time.Hour)
+	d := AnalyticsData{Days: days, Jobs: st.Stats(q.Policy, since, env.Now)}
+	if d.Queue, err = wqservice.Open(env).Stats(ctx); err != nil {
+		return nil, err
+	}
+	d.Depth = depthChart(d.Jobs.Depth, since, env.Now)
+	d.Wait = waitChart(d.Jobs.WaitAll)
+	d.Hours = hoursChart(d.Jobs.Hours)
+	return d, nil
+}
+
+// when is a time as the pages show it; the zero time is "-".
+func when(t any) string {
+	var tm time.Time
+	switch t := t.(type) {
+	case time.Time:
+		tm = t
+	case *time.Time:
+		if t != nil {
+			tm = *t
+		}
+	}
+	if tm.IsZero() {
+		return "-"
+	}
+	return tm.Local().Format("2006-01-02 15:04:05")
+}
+
+// ago is how long before now t was, roughly.
+func ago(t, now time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	d := now.Sub(t)
+	suffix := " ago"
+	if d < 0 {
+		d, suffix = -d, " from now"
+	}
+	switch {
+	case d < time.Minute:
+		return strconv.Itoa(int(d.Seconds())) + "s" + suffix
+	case d < time.Hour:
+		return strconv.Itoa(int(d.Minutes())) + "m" + suffix
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d.Hours())) + "h" + suffix
+	}
+	return strconv.Itoa(int(d.Hours()/24)) + "d" + suffix
+}
+
+// subjectLink is where an event's subject is shown: its item's page (the
+// subjects are the event catalogue's).
+func subjectLink(e *eventlog.Event) string {
+	kind, _, _ := strings.Cut(e.Type, ".")
+	switch {
+	case e.Subject == "":
+		return ""
+	case kind == "merge":
+		if id, ok := strings.CutPrefix(e.Subject, "merge/"); ok {
+			return "/merge/" + urlPath(id)
+		}
+		return "/merge"
+	case kind == "prd":
+		return "/prd"
+	case kind == "orchestrator" && e.Subject == "orchestrator":
+		return "/orchestrator"
+	case kind == "task" || kind == "queue" || kind == "orchestrator":
+		return "/tasks/" + urlPath(e.Subject)
+	case kind == "job" && !strings.Contains(e.Subject, "/"):
+		return "/jobs/" + urlPath(e.Subject)
+	}
+	return ""
+}
+
+func clipString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
