@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// The board end to end: spool serve on a real repository, driven in
+// headless Chromium as a person would use it, with every change made
+// either on the page or by the CLI in another process. Screenshots of each
+// view go to $SPOOL_ARTIFACTS (CI keeps them) or the test's temp dir.
+
+// browserPath finds Chromium; under CI=true its absence fails the test.
+func browserPath(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("no Chromium on PATH: .ci/run installs Debian's chromium; the board's browser test cannot run")
+	}
+	t.Skip("no Chromium on PATH (apt-get install chromium); CI=true makes this a failure")
+	return ""
+}
+
+// browser starts headless Chromium for the test; it ends with the test.
+func browser(t *testing.T) context.Context {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browserPath(t)),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.WindowSize(1500, 1000),
+		chromedp.Flag("disable-dev-shm-usage", true),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("cannot start Chromium: %v", err)
+		}
+		t.Skipf("cannot start Chromium: %v", err)
+	}
+	// An alert would mean a title ran as script.
+	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
+	go func() {
+		for ev, err := range dialogs {
+			if err != nil {
+				return
+			}
+			t.Errorf("the page opened a dialog (%q): something ran as script", ev.Message)
+			chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
+		}
+	}()
+	return ctx
+}
+
+// browse runs browser actions, at most 20 s.
+func browse(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Do(c, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// value runs a browser action that returns a value, at most 20 s.
+func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(c, a)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+// screenshot saves the page as NAME.png among the artifacts.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("SPOOL_ARTIFACTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	png := value(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
+	if err := os.WriteFile(filepath.Join(dir, "board-"+name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// serveURL waits for spool serve's login URL on its output.
+func serveURL(t *testing.T, w *jobWorker) (base, login string) {
+	t.Helper()
+	re := regexp.MustCompile(`(http://127\.0\.0\.1:\d+)/login\?code=\w+`)
+	waitFor(t, 20*time.Second, "spool serve to print its login URL", func() bool { return re.MatchString(w.output()) })
+	m := re.FindStringSubmatch(w.output())
+	return m[1], m[0]
+}
+
+func taskID(t *testing.T, out string) string {
+	t.Helper()
+	var task struct{ ID string }
+	if err := json.Unmarshal([]byte(out), &task); err != nil || task.ID == "" {
+		t.Fatalf("not a task: %v\n%s", err, out)
+	}
+	return task.ID
+}
+
+func TestBoardInBrowser(t *testing.T) {
+	ctx := browser(t)
+	bin := spoolBinary(t)
+	dir, env := jobRepo(t, bin)
+	jobSpool(t, bin, dir, env, "config", "set", "scheduler.admins", `["ada@example.com"]`)
+	jobSpool(t, bin, dir, env, "task", "add", "write the docs", "-l", "docs")
+	broken := taskID(t, jobSpool(t, bin, dir, env, "--json", "task", "add", "broken build", "-p", "0"))
+	jobSpool(t, bin, dir, env, "next")
+	jobSpool(t, bin, dir, env, "fail", broken, "-e", `<img src=x onerror=alert(2)>`)
+	evil := taskID(t, jobSpool(t, bin, dir, env, "--json", "task", "add", "<script>alert(1)</script>", "-p", "0"))
+	stuck := taskID(t, jobSpool(t, bin, dir, env, "--json", "task", "add", "flaky deploy", "-p", "1"))
+	jobSpool(t, bin, dir, env, "block", stuck, "--reason", "waits for the vendor")
+	var jobIDs []string
+	for _, name := range []string{"train", "eval", "report"} {
+		jobIDs = append(jobIDs, submitJob(t, bin, dir, env, "--name", name, "--", "/bin/true"))
+	}
+
+	srv := startSpool(t, bin, dir, env, "serve", "serve", "--addr", "127.0.0.1:0")
+	base, login := serveURL(t, srv)
+
+	// A write without the token is refused, from the browser as from curl.
+	browse(t, ctx, "open the board", chromedp.Navigate(base+"/tasks"), chromedp.WaitVisible(`#main`))
+	status := value(t, ctx, "a write without the token",
+		chromedp.Evaluate[int](fmt.Sprintf(`fetch("/api/tasks/%s/unblock", {method: "POST"}).then(r => r.status)`, stuck), chromedp.EvalAwaitPromise))
+	if status != 401 {
+		t.Errorf("POST unblock without the token: status %d, want 401", status)
+	}
+	if n := len(jobEvents(t, bin, dir, env, "task.unblocked")); n != 0 {
+		t.Fatalf("a refused write appended %d task.unblocked", n)
+	}
+
+	// The login URL sets the cookie; the page goes live.
+	browse(t, ctx, "log in", chromedp.Navigate(login), chromedp.WaitVisible(`#live.on`))
+
+	// The blocked task is in the Blocked column; the title with a script
+	// tag is shown as text.
+	blockedCard := fmt.Sprintf(`[data-col="blocked"] [data-task="%s"]`, stuck)
+	browse(t, ctx, "find the blocked task", chromedp.WaitVisible(blockedCard))
+	screenshot(t, ctx, "tasks")
+	title := value(t, ctx, "read a title", chromedp.Text(fmt.Sprintf(`[data-task="%s"] .title`, evil)))
+	lastError := value(t, ctx, "read an error", chromedp.Text(fmt.Sprintf(`[data-task="%s"] .error-text`, broken)))
+	if title != "<script>alert(1)</script>" {
+		t.Errorf("the title shows as %q, want the text <script>alert(1)</script>", title)
+	}
+	if lastError != "<img src=x onerror=alert(2)>" {
+		t.Errorf("the failure shows as %q, want the text <img src=x onerror=alert(2)>", lastError)
+	}
+
+	// Unblock moves it to Ready, through task.unblocked in the log.
+	browse(t, ctx, "unblock",
+		chromedp.Click(blockedCard+` button.unblock`),
+		chromedp.WaitVisible(fmt.Sprintf(`[data-col="ready"] [data-task="%s"]`, stuck)),
+	)
+	if evs := jobEvents(t, bin, dir, env, "task.unblocked"); len(evs) != 1 || evs[0].Subject != stuck {
+		t.Fatalf("task.unblocked events: %+v, want one for %s", evs, stuck)
+	}
+
+	// An append by another process shows on the open page.
+	start := time.Now()
+	added := taskID(t, jobSpool(t, bin, dir, env, "--json", "task", "add", "added from the CLI"))
+	browse(t, ctx, "the CLI's task on the page", chromedp.WaitVisible(fmt.Sprintf(`[data-col="ready"] [data-task="%s"]`, added)))
+	t.Logf("task add to the card on the page: %s", time.Since(start).Round(time.Millisecond))
+
+	// Drag the last job to the top: spool job list has it first.
+	browse(t, ctx, "open jobs", chromedp.Navigate(base+"/jobs"), chromedp.WaitVisible(`#live.on`))
+	screenshot(t, ctx, "jobs")
+	last, first := jobIDs[len(jobIDs)-1], jobIDs[0]
+	from := value(t, ctx, "find the last row", chromedp.Evaluate[[]float64](fmt.Sprintf(
+		`(r => [r.left + r.width/2, r.top + r.height/2])(document.querySelector('tr[data-job="%s"] td.grip').getBoundingClientRect())`, last)))
+	to := value(t, ctx, "find the first row", chromedp.Evaluate[[]float64](fmt.Sprintf(
+		`(r => [r.left + r.width/2, r.top + 3])(document.querySelector('tr[data-job="%s"]').getBoundingClientRect())`, first)))
+	left := func(p *input.DispatchMouseEventParams) { p.Button = input.MouseButtonLeft; p.Buttons = 1 }
+	browse(t, ctx, "drag",
+		chromedp.MouseEvent(chromedp.MousePressed, from[0], from[1], left, chromedp.ClickCount(1)),
+		chromedp.MouseEvent(chromedp.MouseMoved, from[0], (from[1]+to[1])/2, left),
+		chromedp.MouseEvent(chromedp.MouseMoved, to[0], to[1], left),
+		chromedp.WaitVisible(fmt.Sprintf(`tr[data-job="%s"].drop-before`, first)),
+	)
+	screenshot(t, ctx, "jobs-drag")
+	browse(t, ctx, "drop", chromedp.MouseEvent(chromedp.MouseReleased, to[0], to[1], left, chromedp.ClickCount(1)))
+	waitFor(t, 10*time.Second, "spool job list to put "+last+" first", func() bool {
+		var rows []struct{ ID string }
+		json.Unmarshal([]byte(jobSpool(t, bin, dir, env, "--json", "job", "list")), &rows)
+		return len(rows) == len(jobIDs) && rows[0].ID == last
+	})
+	browse(t, ctx, "the page follows the move", chromedp.WaitVisible(fmt.Sprintf(`#jobq tbody tr:first-child[data-job="%s"]`, last)))
+
+	// Every view renders; a screenshot of each.
+	for _, view := range []string{"merge", "prd", "orchestrator", "activity", "analytics", "tasks/" + stuck} {
+		browse(t, ctx, "open "+view, chromedp.Navigate(base+"/"+view), chromedp.WaitVisible(`#main`))
+		body := value(t, ctx, "read "+view, chromedp.OuterHTML(`#main`))
+		if strings.Contains(body, "<script>alert") || strings.Contains(body, "<img src=x") {
+			t.Errorf("%s shows markup from the log unescaped", view)
+		}
+		screenshot(t, ctx, strings.ReplaceAll(view, "/", "-"))
+	}
+}
