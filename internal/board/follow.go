@@ -41,8 +41,8 @@ func (h *hub) subscribe() (chan []byte, func()) {
 	}
 }
 
-// publish sends one message to every stream. A stream too slow to keep
-// 256 messages gets a "reload" instead of the rest: the page reloads.
+// publish sends one message to every stream. A stream 256 messages behind
+// misses the next ones: its page re-renders on the messages it does get.
 func (h *hub) publish(msg []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -79,8 +79,15 @@ func (h *hub) latest(n int, match func(*eventlog.Event) bool) []*eventlog.Event 
 // follow reads the log from the start, then again on every wake: each new
 // event goes to the streams, then build.status when it changed.
 func (s *Server) follow(ctx context.Context, wakes <-chan struct{}) error {
+	s.mu.Lock()
+	env, err := s.opt.Env()
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	log := env.Store.Log
 	from := map[string]eventlog.Start{}
-	if _, err := s.readNew(from); err != nil {
+	if _, err := s.readNew(log, from); err != nil {
 		return err
 	}
 	s.publishStatus(ctx)
@@ -90,7 +97,7 @@ func (s *Server) follow(ctx context.Context, wakes <-chan struct{}) error {
 			return nil
 		case <-wakes:
 		}
-		evs, err := s.readNew(from)
+		evs, err := s.readNew(log, from)
 		if err != nil {
 			s.opt.Warn(fmt.Sprintf("spool serve: reading the log: %v", err))
 			continue
@@ -108,12 +115,8 @@ func (s *Server) follow(ctx context.Context, wakes <-chan struct{}) error {
 }
 
 // readNew reads the events appended since from, and moves from past them.
-func (s *Server) readNew(from map[string]eventlog.Start) ([]*eventlog.Event, error) {
-	env, err := s.opt.Env()
-	if err != nil {
-		return nil, err
-	}
-	rd, err := env.Store.Log.Read(from)
+func (s *Server) readNew(log *eventlog.Log, from map[string]eventlog.Start) ([]*eventlog.Event, error) {
+	rd, err := log.Read(from)
 	if err != nil {
 		return nil, err
 	}
