@@ -40,6 +40,10 @@ bench-jobs:
 bench-watch:
     d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench watch -spool "$d/spool" -runs 20 -idle 60s; s=$?; rm -rf "$d"; exit $s
 
+# spool serve on 10,000 tasks and 1,000 queued jobs: page and API wall times (median of 21), task add → stream → page refresh (median of 50), idle CPU and RSS over 60 s
+bench-board:
+    d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench board -spool "$d/spool" -tasks 10000 -jobs 1000 -runs 21 -appends 50 -idle 60s; s=$?; rm -rf "$d"; exit $s
+
 # merge queue: whole-process medians with 1,000 entries in the log, and the train's own overhead
 bench-merge:
     go run ./cmd/spoolbench merge -n 30

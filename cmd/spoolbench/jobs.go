@@ -40,10 +40,8 @@ func jobsMain(args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, args := range [][]string{{"config", "set", "scheduler.slots", "4"}, {"config", "set", "scheduler.admins", `["user0@spool.invalid"]`}} {
-		if _, err := run(dir, env, b, args...); err != nil {
-			return err
-		}
+	if err := jobsConfig(b, dir, env); err != nil {
+		return err
 	}
 	first, err := buildJobs(dir, *n)
 	if err != nil {
@@ -62,6 +60,17 @@ func jobsMain(args []string) error {
 		return err
 	}
 	return jobLatencies(b, env)
+}
+
+// jobsConfig configures the scheduler buildJobs fills: four slots, and
+// user0 an admin (only admins submit urgent jobs).
+func jobsConfig(bin, dir string, env []string) error {
+	for _, args := range [][]string{{"config", "set", "scheduler.slots", "4"}, {"config", "set", "scheduler.admins", `["user0@spool.invalid"]`}} {
+		if _, err := run(dir, env, bin, args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // buildJobs submits n jobs through the service, one append each, after 300

@@ -7,7 +7,9 @@
 //	go run ./cmd/spoolbench queue -spool BIN [-tasks 10000] [-events 100000] [-runs 21]
 //	go run ./cmd/spoolbench merge [-n 30] [-entries 1000] [-train 10]
 //	go run ./cmd/spoolbench prd -spool BIN [-features 100] [-prds 10] [-runs 21]
+//	go run ./cmd/spoolbench jobs -spool BIN [-n 10000] [-runs 21]
 //	go run ./cmd/spoolbench watch -spool BIN [-events 100000] [-runs 20] [-idle 60s]
+//	go run ./cmd/spoolbench board -spool BIN [-tasks 10000] [-jobs 1000] [-runs 21] [-appends 50] [-idle 60s]
 //
 // The justfile's bench-* recipes run it.
 package main
@@ -35,9 +37,10 @@ var subcommands = map[string]func(args []string) error{
 	"prd":   prdMain,
 	"jobs":  jobsMain,
 	"watch": watchMain,
+	"board": boardMain,
 }
 
-const usage = `usage: spoolbench gen|time|queue|merge|prd|jobs|watch [flags]
+const usage = `usage: spoolbench gen|time|queue|merge|prd|jobs|watch|board [flags]
 
   gen    make a spool repository with a synthetic log
   time   run a command repeatedly and print its wall time and peak RSS
@@ -46,6 +49,7 @@ const usage = `usage: spoolbench gen|time|queue|merge|prd|jobs|watch [flags]
   prd    time spool's PRD-queue commands on 100 features × 10 PRDs
   jobs   time spool's job-scheduler commands on 10,000 queued jobs, and a worker's latencies
   watch  spool watch on 100,000 events: startup recovery, event-to-action latency, idle CPU and memory
+  board  spool serve on 10,000 tasks and 1,000 jobs: page and API times, append-to-stream/page latency, idle CPU and memory
 
 spoolbench SUBCOMMAND -h lists a subcommand's flags.
 `
