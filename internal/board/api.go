@@ -334,7 +334,7 @@ func Status(f *fault.Error) int {
 	case fault.CodeNotFound.Name, mergequeue.CodeEntryNotFound.Name, mergequeue.CodeSessionNotFound.Name:
 		return http.StatusNotFound
 	case fault.CodeUnauthorized.Name, mergequeue.CodeUnauthorizedWorkspace.Name, mergequeue.CodeUnauthorizedEntryModified.Name,
-		CodeReadOnly.Name, CodeOriginRefused.Name:
+		CodeReadOnly.Name, CodeOriginRefused.Name, CodeHostRefused.Name:
 		return http.StatusForbidden
 	case CodeTokenRequired.Name:
 		return http.StatusUnauthorized

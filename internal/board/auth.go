@@ -18,6 +18,7 @@ var (
 	CodeTokenRequired = fault.Register(fault.Rejected, "token_required")
 	CodeOriginRefused = fault.Register(fault.Rejected, "origin_refused")
 	CodeReadOnly      = fault.Register(fault.Rejected, "read_only")
+	CodeHostRefused   = fault.Register(fault.Rejected, "host_refused")
 	CodeBadRequest    = fault.Register(fault.Usage, "invalid_request")
 )
 

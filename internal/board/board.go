@@ -7,8 +7,11 @@ package board
 import (
 	"context"
 	"embed"
+	"net"
 	"net/http"
 	"sync"
+
+	"github.com/spoolhq/spool/internal/fault"
 
 	"github.com/spoolhq/spool/internal/store"
 )
@@ -51,6 +54,12 @@ func New(opt Options) *Server {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.opt.Private && !loopbackHost(r.Host) {
+		// On loopback the reads need no token; a page elsewhere whose name
+		// was rebound to 127.0.0.1 must not read them (DNS rebinding).
+		s.fail(w, r, fault.New(CodeHostRefused, nil, "refused a request for host "+r.Host+": spool serve answers to 127.0.0.1, ::1 and localhost", "host", r.Host))
+		return
+	}
 	h := w.Header()
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
@@ -85,4 +94,17 @@ func (s *Server) routes() {
 // appends and sends it to every open stream.
 func (s *Server) Follow(ctx context.Context, wakes <-chan struct{}) error {
 	return s.follow(ctx, wakes)
+}
+
+// loopbackHost says whether a request's Host names this machine.
+func loopbackHost(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
