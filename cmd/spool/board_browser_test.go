@@ -162,6 +162,9 @@ func TestBoardInBrowser(t *testing.T) {
 	blockedCard := fmt.Sprintf(`[data-col="blocked"] [data-task="%s"]`, stuck)
 	browse(t, ctx, "find the blocked task", chromedp.WaitVisible(blockedCard))
 	screenshot(t, ctx, "tasks")
+	if reason := value(t, ctx, "read the reason", chromedp.Text(blockedCard+` .reason`)); reason != "blocked: waits for the vendor" {
+		t.Errorf("the blocked card says %q, want the reason it was blocked for", reason)
+	}
 	title := value(t, ctx, "read a title", chromedp.Text(fmt.Sprintf(`[data-task="%s"] .title`, evil)))
 	lastError := value(t, ctx, "read an error", chromedp.Text(fmt.Sprintf(`[data-task="%s"] .error-text`, broken)))
 	if title != "<script>alert(1)</script>" {

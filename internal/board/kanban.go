@@ -20,6 +20,7 @@ type Card struct {
 	Attempts     int
 	Failures     int
 	LastError    string
+	BlockReason  string
 	Abandoned    bool
 	ClosedAt     time.Time
 
@@ -76,7 +77,7 @@ func Kanban(st *workqueue.State, p workqueue.Policy, f TaskFilter, now time.Time
 		var h workqueue.EntryJSON
 		if e := st.History[t.ID]; e != nil {
 			h = p.HistoryView(*e, now)
-			c.Attempts, c.Failures, c.LastError = h.Attempts, h.Failures, h.LastError
+			c.Attempts, c.Failures, c.LastError, c.BlockReason = h.Attempts, h.Failures, h.LastError, h.BlockReason
 		}
 		key := ColWaiting
 		switch {

@@ -151,6 +151,7 @@ type EntryJSON struct {
 	Worker         string     `json:"worker,omitempty"`
 	LeaseUntil     *time.Time `json:"lease_until,omitempty"`
 	NextEligibleAt *time.Time `json:"next_eligible_at,omitempty"`
+	BlockReason    string     `json:"block_reason,omitempty"`
 	PendingSync    []string   `json:"pending_sync,omitempty"` // requests to bd/br not yet done: close, label_add blocked, …
 	SyncFailed     []string   `json:"sync_failed,omitempty"`  // requests given up, each with its last error
 }
@@ -159,7 +160,8 @@ type EntryJSON struct {
 // Policy.View, which adds lease expiry and next_eligible_at.
 func (h *Entry) JSON() EntryJSON {
 	j := EntryJSON{ID: h.ID, Status: h.Status, Attempts: h.Attempts, Failures: h.Failures,
-		LastAttempt: timePtr(h.LastAttempt), LastError: h.LastError, Worker: h.Worker, LeaseUntil: timePtr(h.LeaseUntil)}
+		LastAttempt: timePtr(h.LastAttempt), LastError: h.LastError, Worker: h.Worker, LeaseUntil: timePtr(h.LeaseUntil),
+		BlockReason: h.BlockReason}
 	for _, p := range h.Pending {
 		j.PendingSync = append(j.PendingSync, p.String())
 	}

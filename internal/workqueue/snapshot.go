@@ -123,7 +123,7 @@ func (p *QueueProjection) MarshalState() ([]byte, error) {
 	w.uint(uint64(len(hids)))
 	for _, id := range hids {
 		h := s.History[id]
-		for _, str := range []string{h.ID, h.Status, h.LastError, h.Worker, h.Actor} {
+		for _, str := range []string{h.ID, h.Status, h.LastError, h.Worker, h.Actor, h.BlockReason} {
 			w.str(str)
 		}
 		w.int(int64(h.Attempts))
@@ -267,7 +267,7 @@ func (s *State) decodeHistory(r *reader) error {
 	entries := make([]Entry, n)
 	for i := range entries {
 		h := &entries[i]
-		for _, p := range []*string{&h.ID, &h.Status, &h.LastError, &h.Worker, &h.Actor} {
+		for _, p := range []*string{&h.ID, &h.Status, &h.LastError, &h.Worker, &h.Actor, &h.BlockReason} {
 			*p = r.str()
 		}
 		h.Attempts, h.Failures, h.Priority = int(r.int()), int(r.int()), int(r.int())

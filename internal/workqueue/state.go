@@ -109,6 +109,7 @@ type Entry struct {
 	QueuedAt      time.Time // set when the progressive policy requeues
 	Priority      int       // priority at the claim, lowered by demotion
 	Blocked       bool
+	BlockReason   string        // why it was blocked, while it is
 	Pending       []PendingSync // requests to a bd/br source not yet done, oldest first
 	SyncFailed    []PendingSync // requests given up after MaxSyncAttempts failures
 }
@@ -151,7 +152,7 @@ const (
 // projections.Spec.Amortize).
 var (
 	Spec      = projections.Spec{Name: Name, Version: 3, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
-	QueueSpec = projections.Spec{Name: QueueName, Version: 3, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
+	QueueSpec = projections.Spec{Name: QueueName, Version: 4, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
 // TasksProjection folds the tracker's side of every event. Read from a
@@ -530,7 +531,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		}
 		h := s.entry(id)
 		h.release(HistBlocked)
-		h.Blocked = true
+		h.Blocked, h.BlockReason = true, d.Reason
 	case TypeSyncRequested:
 		var d SyncData
 		if json.Unmarshal(e.Data, &d) == nil && d.Op != "" {
@@ -568,7 +569,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		}
 		h := s.entry(id)
 		h.release(HistPending)
-		h.Blocked = false
+		h.Blocked, h.BlockReason = false, ""
 		if reset {
 			h.Attempts, h.Failures, h.LastError = 0, 0, ""
 			h.LastFailureAt, h.QueuedAt = time.Time{}, time.Time{}

@@ -751,3 +751,34 @@ func TestBlockedDataReadsBothSpellings(t *testing.T) {
 		t.Errorf("written as %s", b)
 	}
 }
+
+// A task blocked by hand keeps the reason while it is blocked (the board
+// shows it), through a snapshot too; unblocking clears it.
+func TestBlockReasonUntilUnblocked(t *testing.T) {
+	w := newWorld(t)
+	id := w.add("deploy", 1, t0)
+	d, err := Block(w.s, id, "waits for the vendor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.apply("ada", t0, d)
+	if h := w.s.History[id]; h.BlockReason != "waits for the vendor" || h.JSON().BlockReason != "waits for the vendor" {
+		t.Fatalf("blocked: %+v", h)
+	}
+	b, err := NewQueueProjection(w.s).MarshalState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := NewQueueProjection(NewState())
+	if err := back.UnmarshalState(b); err != nil || back.State().History[id].BlockReason != "waits for the vendor" {
+		t.Fatalf("through a snapshot: %v %+v", err, back.State().History[id])
+	}
+	d, err = Unblock(w.s, id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.apply("ada", t0, d)
+	if h := w.s.History[id]; h.BlockReason != "" {
+		t.Fatalf("unblocked, still a reason: %+v", h)
+	}
+}
