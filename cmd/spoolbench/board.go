@@ -152,6 +152,9 @@ func benchBoard(srv *server, bin, dir string, env []string, runs, appends int, i
 	fmt.Printf("partial GET /tasks (X-Spool-Partial: 1) after that: %s  (%d runs)\n", spread(refetch), appends)
 	fmt.Printf("task add → event → partial GET /tasks done:         %s  (%d runs; the page waits %d ms more, its debounce)\n",
 		spread(total), appends, pageDebounce.Milliseconds())
+	if err := browserLatency(srv.base, bin, dir, env, appends); err != nil {
+		return err
+	}
 
 	// Idle: one stream open, nothing appended.
 	time.Sleep(2 * time.Second)
