@@ -369,3 +369,37 @@ func compact(s string) string {
 	}
 	return buf.String()
 }
+
+// follow runs the board's Follow until the test ends, on a wakes channel
+// the test holds. The returned caughtUp returns once Follow has read (and
+// sent to the streams) everything appended before it was called: the
+// second of two wakes is taken only after the first was handled.
+func (f *fixture) follow() (caughtUp func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	wakes := make(chan struct{})
+	stopped := make(chan struct{})
+	var ferr error
+	go func() {
+		defer close(stopped)
+		ferr = f.srv.Follow(ctx, wakes)
+	}()
+	f.t.Cleanup(func() {
+		cancel()
+		<-stopped
+	})
+	wake := func() {
+		f.t.Helper()
+		select {
+		case wakes <- struct{}{}:
+		case <-stopped:
+			f.t.Fatalf("Follow returned: %v", ferr)
+		case <-time.After(10 * time.Second):
+			f.t.Fatal("Follow takes no wakes")
+		}
+	}
+	return func() {
+		f.t.Helper()
+		wake()
+		wake()
+	}
+}
