@@ -373,7 +373,9 @@ func compact(s string) string {
 // follow runs the board's Follow until the test ends, on a wakes channel
 // the test holds. The returned caughtUp returns once Follow has read (and
 // sent to the streams) everything appended before it was called: the
-// second of two wakes is taken only after the first was handled.
+// second of two wakes is taken only after the first was handled. Follow
+// handles that second wake after caughtUp returned: what is appended then
+// may be read in that pass or the next.
 func (f *fixture) follow() (caughtUp func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	wakes := make(chan struct{})
