@@ -320,6 +320,47 @@ func TestAPIMergeQueue(t *testing.T) {
 	if len(list.Entries) != 1 {
 		t.Fatalf("/api/merge after the cancel: %+v", list)
 	}
+
+	// The train claims b and its tests fail: failed_retryable, which the
+	// board's Retry puts back in the queue.
+	train := mqservice.Open(f.env("train@example.com"))
+	if _, _, err := train.Change(ctx, func(q *mergequeue.State, _ string) ([]eventlog.Draft, error) {
+		claim, en := mergequeue.DecideClaim(q, "runner-1", mergequeue.Target{Branch: "main"}, train.Policy, train.Now)
+		if en == nil || en.ID != b.EntryID {
+			t.Fatalf("the train claimed %v, want entry %d", en, b.EntryID)
+		}
+		return claim, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	train = mqservice.Open(f.env("train@example.com"))
+	if _, _, err := train.Change(ctx, func(q *mergequeue.State, _ string) ([]eventlog.Draft, error) {
+		return mergequeue.DecideStep(q, mergequeue.Step{EntryID: b.EntryID, Runner: "runner-1", From: mergequeue.Claimed,
+			To: mergequeue.FailedRetryable, HeadSHA: b.HeadSHA, Reason: "tests failed"}, train.Policy, train.Now)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	page := f.do(request{path: "/merge", token: token})
+	if !strings.Contains(page.body, `data-api="/api/merge/2/retry"`) || !strings.Contains(page.body, "failed_retryable") {
+		t.Fatalf("/merge offers no retry of the failed entry:\n%s", page.body)
+	}
+	wantError(t, f.do(request{method: "POST", path: "/api/merge/2/retry", token: bobToken}), http.StatusForbidden, "unauthorized_entry_modification")
+	evs = f.appended(func() { r = f.post("/api/merge/"+b.EntryRef[:10]+"/retry", "") })
+	wantStatus(t, r, http.StatusOK)
+	decode(t, r, &placed)
+	if placed.EntryID != b.EntryID || placed.Status != mergequeue.Pending || placed.Position == nil || *placed.Position != 1 || placed.PendingCount != 1 {
+		t.Fatalf("retry answered %+v", placed)
+	}
+	if len(evs) != 1 || evs[0].Type != mergequeue.EvRetried || evs[0].Actor != alice || evs[0].Subject != mergequeue.Subject(b.EntryID) {
+		t.Fatalf("retry appended %v", evs)
+	}
+	// Its page shows the whole trail.
+	page = f.get("/merge/2")
+	for _, want := range []string{mergequeue.EvSubmitted, mergequeue.EvClaimed, mergequeue.EvTransitioned, mergequeue.EvRetried, "tests failed", "train@example.com"} {
+		if !strings.Contains(page.body, want) {
+			t.Errorf("/merge/2 has no %q", want)
+		}
+	}
 }
 
 // The task writes: each appends the event of its CLI command and answers
