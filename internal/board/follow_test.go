@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -216,5 +217,87 @@ func TestEventsPrivate(t *testing.T) {
 	}
 	if depth, _ := st.status(); depth != 0 {
 		t.Fatalf("build.status: depth %d", depth)
+	}
+}
+
+// Requests, the board's own writes, another process's writes and Follow
+// all at once: each request has the store to itself, Follow reads the log
+// beside them (go test -race checks they share nothing unguarded).
+func TestConcurrentRequests(t *testing.T) {
+	f := newFixture(t)
+	s := f.seed()
+	caughtUp := f.follow()
+	ts := httptest.NewServer(f.srv)
+	t.Cleanup(ts.Close)
+	st, _ := openStream(t, ts, nil)
+	st.status()
+
+	const rounds = 10
+	errs := make(chan error, 100)
+	done := make(chan struct{})
+	go func() { // the board's writes
+		defer func() { done <- struct{}{} }()
+		for i := range rounds {
+			what := []string{"pause", "resume"}[i%2]
+			req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/jobs/"+s.job1+"/"+what, nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			res, err := ts.Client().Do(req)
+			if err != nil {
+				errs <- err
+				return
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				errs <- fmt.Errorf("%s: %d", what, res.StatusCode)
+			}
+		}
+	}()
+	for _, path := range []string{"/api/tasks", "/tasks", "/jobs", "/api/orchestrator/status", "/activity"} {
+		go func() { // reads
+			defer func() { done <- struct{}{} }()
+			for range rounds {
+				res, err := ts.Client().Get(ts.URL + path)
+				if err != nil {
+					errs <- err
+					return
+				}
+				res.Body.Close()
+				if res.StatusCode != http.StatusOK {
+					errs <- fmt.Errorf("%s: %d", path, res.StatusCode)
+				}
+			}
+		}()
+	}
+	// Another process's writes, and wakes, meanwhile.
+	var added []string
+	for i := range rounds {
+		added = append(added, f.add(workqueue.NewTask{Title: fmt.Sprint("concurrent ", i), Priority: 3}))
+		caughtUp()
+	}
+	for range 6 {
+		<-done
+	}
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	caughtUp()
+	// The stream had every event, each once, in the log's order.
+	want := map[string]bool{}
+	for _, id := range added {
+		want[id] = true
+	}
+	var pauses int
+	for len(want) > 0 || pauses < rounds {
+		m := st.next()
+		switch {
+		case m.Type == workqueue.TypeCreated && want[m.Subject]:
+			delete(want, m.Subject)
+		case m.Type == jobs.TypePaused || m.Type == jobs.TypeResumed:
+			pauses++
+		case m.Type == "build.status":
+		default:
+			t.Fatalf("unexpected %s %s", m.Type, m.Subject)
+		}
 	}
 }
