@@ -532,3 +532,28 @@ func TestAPIJobWrites(t *testing.T) {
 	}
 	refused(as(token, "/api/jobs/"+s.job1+"/cancel", ""), http.StatusConflict, "invalid_state_transition")
 }
+
+// A repository with nothing in it: every list is [] (never null), every
+// view renders.
+func TestEmptyRepository(t *testing.T) {
+	f := newFixture(t)
+	for _, path := range []string{"/api/tasks", "/api/ready", "/api/history", "/api/jobs", "/api/jobs?all=1", "/api/prd"} {
+		r := f.get(path)
+		wantStatus(t, r, http.StatusOK)
+		if strings.TrimSpace(r.body) != "[]" {
+			t.Errorf("%s: %s, want []", path, r.body)
+		}
+	}
+	sameJSON(t, "/api/stats", f.get("/api/stats").body, workqueue.Stats{})
+	sameJSON(t, "/api/orchestrator/status", f.get("/api/orchestrator/status").body, map[string]any{"currentTask": nil, "queueDepth": 0})
+	sameJSON(t, "/api/merge", f.get("/api/merge").body, map[string]any{"frozen": false, "frozen_reason": "", "pending_count": 0, "entries": []any{}})
+	for _, path := range append(views, "/activity?type=task.") {
+		wantPage(t, f.get(path), http.StatusOK)
+	}
+	if r := f.get("/jobs"); !strings.Contains(r.body, "No jobs") {
+		t.Errorf("/jobs on an empty queue:\n%s", r.body)
+	}
+	if r := f.get("/merge"); !strings.Contains(r.body, "The merge queue is empty") {
+		t.Errorf("/merge on an empty queue:\n%s", r.body)
+	}
+}
