@@ -79,10 +79,15 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, next http.Han
 }
 
 // read guards what only reads: open on loopback, behind the token when the
-// board listens on other addresses.
+// board listens on other addresses. A valid token a loopback read carries
+// still names its actor: the pages offer what that actor may do (an
+// admin's drag on the Jobs view).
 func (s *Server) read(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.opt.Private {
+			if actor, ok := s.check(presented(r)); ok {
+				r = r.WithContext(context.WithValue(r.Context(), actorKey{}, actor))
+			}
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -1,0 +1,292 @@
+package board_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/spoolhq/spool/internal/board"
+	"github.com/spoolhq/spool/internal/workqueue"
+)
+
+// unblockFlaky is a write that succeeds with a valid token: flaky is
+// blocked (again) first.
+func unblockFlaky(f *fixture, s seed) request {
+	f.ensureBlocked(s.flaky)
+	return request{method: http.MethodPost, path: "/api/tasks/" + s.flaky + "/unblock"}
+}
+
+// ensureBlocked blocks id unless it is blocked.
+func (f *fixture) ensureBlocked(id string) {
+	f.t.Helper()
+	h, err := f.wq(alice).Entry(context.Background(), id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if h.Status != workqueue.HistBlocked {
+		f.block(id, "blocked for the test")
+	}
+}
+
+// refusedWrite checks that r is refused with status and code, and appends nothing.
+func refusedWrite(t *testing.T, f *fixture, r request, status int, code string) {
+	t.Helper()
+	var got response
+	if evs := f.appended(func() { got = f.do(r) }); len(evs) != 0 {
+		t.Fatalf("%s %s: refused (%d) but appended %v", r.method, r.path, got.code, evs)
+	}
+	wantError(t, got, status, code)
+}
+
+// acceptedWrite checks that r appends one event, by actor.
+func acceptedWrite(t *testing.T, f *fixture, r request, actor string) {
+	t.Helper()
+	var got response
+	evs := f.appended(func() { got = f.do(r) })
+	wantStatus(t, got, http.StatusOK)
+	if len(evs) != 1 || evs[0].Actor != actor {
+		t.Fatalf("%s %s appended %v, want one event by %s", r.method, r.path, evs, actor)
+	}
+}
+
+func TestWriteNeedsAValidToken(t *testing.T) {
+	f := newFixture(t)
+	s := f.seed()
+	path := "/api/tasks/" + s.flaky + "/unblock"
+
+	refusedWrite(t, f, request{method: "POST", path: path}, http.StatusUnauthorized, "token_required")
+	refusedWrite(t, f, request{method: "POST", path: path, token: "wrong-token"}, http.StatusUnauthorized, "token_required")
+	refusedWrite(t, f, request{method: "POST", path: path, token: token + "x"}, http.StatusUnauthorized, "token_required")
+	refusedWrite(t, f, request{method: "POST", path: path, header: map[string]string{"Authorization": token}}, http.StatusUnauthorized, "token_required")
+	refusedWrite(t, f, request{method: "POST", path: path, header: map[string]string{"Authorization": "Basic " + token}}, http.StatusUnauthorized, "token_required")
+	refusedWrite(t, f, request{method: "POST", path: path, header: map[string]string{"Cookie": "spool_token=nope"}}, http.StatusUnauthorized, "token_required")
+	// A token's hash is what serve.tokens holds, not a token.
+	refusedWrite(t, f, request{method: "POST", path: path, token: board.HashToken(bobToken)}, http.StatusUnauthorized, "token_required")
+	// GETs stay open on loopback.
+	wantStatus(t, f.get("/api/tasks"), http.StatusOK)
+
+	// The bearer token works, as the serving process's actor.
+	acceptedWrite(t, f, request{method: "POST", path: path, token: token}, alice)
+	// So does the cookie.
+	f.ensureBlocked(s.flaky)
+	acceptedWrite(t, f, request{method: "POST", path: path, header: map[string]string{"Cookie": "spool_token=" + token}}, alice)
+	// A token of serve.tokens acts as its actor, not as the process.
+	f.ensureBlocked(s.flaky)
+	acceptedWrite(t, f, request{method: "POST", path: path, token: bobToken}, bob)
+	f.ensureBlocked(s.flaky)
+	acceptedWrite(t, f, request{method: "POST", path: path, header: map[string]string{"Cookie": "spool_token=" + bossToken}}, boss)
+}
+
+// login does GET /login?query and returns the answer.
+func login(f *fixture, query string) *http.Response {
+	r := httptest.NewRequest(http.MethodGet, "/login?"+query, nil)
+	w := httptest.NewRecorder()
+	f.srv.ServeHTTP(w, r)
+	return w.Result()
+}
+
+func TestLogin(t *testing.T) {
+	f := newFixture(t)
+	s := f.seed()
+
+	// A wrong code gets nothing, and does not use up the right one.
+	if res := login(f, "code=wrong"); res.StatusCode != http.StatusForbidden || len(res.Cookies()) != 0 {
+		t.Fatalf("wrong code: %d %v", res.StatusCode, res.Cookies())
+	}
+	res := login(f, "code="+loginCode)
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/tasks" {
+		t.Fatalf("login: %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	cs := res.Cookies()
+	if len(cs) != 1 {
+		t.Fatalf("login set %v", cs)
+	}
+	c := cs[0]
+	if c.Name != "spool_token" || c.Value != token || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Secure {
+		t.Fatalf("login cookie %+v (Set-Cookie %q)", c, res.Header.Get("Set-Cookie"))
+	}
+	// The code works once.
+	if res := login(f, "code="+loginCode); res.StatusCode != http.StatusForbidden || len(res.Cookies()) != 0 {
+		t.Fatalf("second use of the code: %d %v", res.StatusCode, res.Cookies())
+	}
+	// The cookie it set is the token.
+	refusedWrite(t, f, unblockFlaky(f, s), http.StatusUnauthorized, "token_required")
+	r := request{method: http.MethodPost, path: "/api/tasks/" + s.flaky + "/unblock", header: map[string]string{"Cookie": c.String()}}
+	acceptedWrite(t, f, r, alice)
+
+	// /login?token= takes the start's token or one of serve.tokens.
+	for tok, actor := range map[string]string{token: alice, bobToken: bob} {
+		res := login(f, "token="+url.QueryEscape(tok))
+		if res.StatusCode != http.StatusSeeOther || len(res.Cookies()) != 1 || res.Cookies()[0].Value != tok {
+			t.Fatalf("login?token=%s: %d %v", tok, res.StatusCode, res.Cookies())
+		}
+		r := unblockFlaky(f, s)
+		r.header = map[string]string{"Cookie": res.Cookies()[0].String()}
+		acceptedWrite(t, f, r, actor)
+	}
+	for _, q := range []string{"token=wrong", "token=", "", "code=" + token, "token=" + board.HashToken(bobToken)} {
+		if res := login(f, q); res.StatusCode != http.StatusForbidden || len(res.Cookies()) != 0 {
+			t.Fatalf("login?%s: %d %v", q, res.StatusCode, res.Cookies())
+		}
+	}
+}
+
+// The browser's way in, over a real connection: the login URL, the cookie
+// jar, then a write from the board's own page.
+func TestLoginInABrowser(t *testing.T) {
+	f := newFixture(t)
+	s := f.seed()
+	ts := httptest.NewServer(f.srv)
+	defer ts.Close()
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar}
+
+	res, err := client.Get(ts.URL + "/login?code=" + loginCode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || res.Request.URL.Path != "/tasks" {
+		t.Fatalf("login ended at %s with %d", res.Request.URL, res.StatusCode)
+	}
+	post := func(origin string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/tasks/"+s.flaky+"/unblock", strings.NewReader("reset_attempts=on"))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	if res := post("http://evil.example"); res.StatusCode != http.StatusForbidden {
+		t.Fatalf("a write from another site: %d", res.StatusCode)
+	}
+	var res2 *http.Response
+	evs := f.appended(func() { res2 = post(ts.URL) })
+	if res2.StatusCode != http.StatusOK || len(evs) != 1 || evs[0].Type != workqueue.TypeUnblocked || evs[0].Actor != alice {
+		t.Fatalf("a write from the board: %d, %v", res2.StatusCode, evs)
+	}
+}
+
+// Writes come from the board's own pages, or from scripts (no Origin).
+func TestWriteOriginChecks(t *testing.T) {
+	f := newFixture(t)
+	s := f.seed()
+	with := func(h map[string]string) request {
+		r := unblockFlaky(f, s)
+		r.token, r.header = token, h
+		return r
+	}
+	// httptest requests are for Host example.com.
+	for _, h := range []map[string]string{
+		{"Origin": "http://evil.example"},
+		{"Origin": "http://example.com.evil.example"},
+		{"Origin": "http://example.com:8080"},
+		{"Origin": "null"},
+		{"Origin": "file://example.com"},
+		{"Origin": "http://evil.example", "Sec-Fetch-Site": "same-origin"},
+		{"Sec-Fetch-Site": "cross-site"},
+		{"Origin": "http://example.com", "Sec-Fetch-Site": "cross-site"},
+	} {
+		r := with(h)
+		refusedWrite(t, f, r, http.StatusForbidden, "origin_refused")
+		// The token does not matter: refused before it is asked for.
+		r.token = ""
+		refusedWrite(t, f, r, http.StatusForbidden, "origin_refused")
+		f.post("/api/tasks/"+s.flaky+"/unblock", "") // unblock for the next round
+	}
+	for _, h := range []map[string]string{
+		nil,
+		{"Origin": "http://example.com"},
+		{"Origin": "https://example.com"},
+		{"Origin": "http://example.com", "Sec-Fetch-Site": "same-origin"},
+		{"Sec-Fetch-Site": "none"},
+	} {
+		acceptedWrite(t, f, with(h), alice)
+	}
+}
+
+// --read-only takes no writes, whatever the token, and its pages offer none.
+func TestReadOnly(t *testing.T) {
+	f := newFixture(t, func(o *board.Options) { o.ReadOnly = true })
+	s := f.seed()
+	for _, path := range []string{
+		"/api/tasks/" + s.flaky + "/unblock", "/api/tasks/" + s.flaky + "/retry",
+		"/api/jobs/" + s.job1 + "/cancel", "/api/jobs/" + s.job1 + "/pause", "/api/jobs/" + s.job1 + "/resume",
+		"/api/jobs/" + s.job2 + "/move?top=true", "/api/merge/1/cancel", "/api/merge/1/retry",
+	} {
+		refusedWrite(t, f, request{method: http.MethodPost, path: path, token: token}, http.StatusForbidden, "read_only")
+		refusedWrite(t, f, request{method: http.MethodPost, path: path, token: bossToken}, http.StatusForbidden, "read_only")
+	}
+	for _, path := range []string{"/tasks", "/tasks/" + s.flaky, "/jobs", "/merge", "/activity"} {
+		r := f.do(request{path: path, token: token})
+		wantStatus(t, r, http.StatusOK)
+		if strings.Contains(r.body, "data-api=") || strings.Contains(r.body, "data-movable") {
+			t.Fatalf("%s offers writes in --read-only:\n%s", path, r.body)
+		}
+		if !strings.Contains(r.body, `<span class="badge">read-only</span>`) {
+			t.Fatalf("%s has no read-only badge", path)
+		}
+	}
+	// Reads go on.
+	wantStatus(t, f.get("/api/tasks"), http.StatusOK)
+}
+
+// Pages offer the writes to a request with the token, and only to it.
+func TestPagesOfferWritesWithTheToken(t *testing.T) {
+	f := newFixture(t)
+	s := f.seed()
+	for _, path := range []string{"/tasks", "/tasks/" + s.flaky, "/jobs"} {
+		r := f.get(path)
+		wantStatus(t, r, http.StatusOK)
+		if strings.Contains(r.body, "data-api=") {
+			t.Fatalf("%s without a token offers writes", path)
+		}
+		if !strings.Contains(r.body, "view only") {
+			t.Fatalf("%s without a token is not marked view only", path)
+		}
+		r = f.do(request{path: path, header: map[string]string{"Cookie": "spool_token=" + token}})
+		if !strings.Contains(r.body, "data-api=") {
+			t.Fatalf("%s with the token offers no writes:\n%s", path, r.body)
+		}
+		if strings.Contains(r.body, "view only") {
+			t.Fatalf("%s with the token is marked view only", path)
+		}
+	}
+	// Dragging jobs is for admins: alice (the start's token) is none, boss is.
+	if r := f.do(request{path: "/jobs", token: token}); strings.Contains(r.body, "data-movable") {
+		t.Fatalf("/jobs lets a non-admin drag")
+	}
+	if r := f.do(request{path: "/jobs", token: bossToken}); !strings.Contains(r.body, `data-job="`+s.job1+`" data-movable="true"`) {
+		t.Fatalf("/jobs does not let the admin drag:\n%s", r.body)
+	}
+}
+
+// Private (a non-loopback address): reads need the token too.
+func TestPrivateReadsNeedTheToken(t *testing.T) {
+	f := newFixture(t, func(o *board.Options) { o.Private = true })
+	s := f.seed()
+	paths := []string{"/api/tasks", "/api/tasks/" + s.docs, "/api/ready", "/api/jobs", "/api/merge", "/api/orchestrator/status",
+		"/tasks", "/tasks/" + s.docs, "/jobs", "/merge", "/prd", "/orchestrator", "/activity", "/analytics", "/api/events"}
+	for _, path := range paths {
+		wantError(t, f.get(path), http.StatusUnauthorized, "token_required")
+		wantError(t, f.do(request{path: path, token: "wrong"}), http.StatusUnauthorized, "token_required")
+	}
+	for _, path := range paths[:len(paths)-1] { // not the stream: it does not end
+		wantStatus(t, f.do(request{path: path, token: token}), http.StatusOK)
+		wantStatus(t, f.do(request{path: path, header: map[string]string{"Cookie": "spool_token=" + bobToken}}), http.StatusOK)
+	}
+	// The login URL itself needs no token.
+	if res := login(f, "code="+loginCode); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("login in private mode: %d", res.StatusCode)
+	}
+	refusedWrite(t, f, unblockFlaky(f, s), http.StatusUnauthorized, "token_required")
+}

@@ -1,0 +1,298 @@
+package board_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/spoolhq/spool/internal/workqueue"
+	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
+)
+
+// views are the menu's pages.
+var views = []string{"/tasks", "/merge", "/jobs", "/prd", "/orchestrator", "/activity", "/analytics"}
+
+func wantPage(t *testing.T, r response, status int) {
+	t.Helper()
+	wantStatus(t, r, status)
+	if ct := r.header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+}
+
+// section is the column data-col=key of the Tasks view.
+func section(t *testing.T, body, key string) string {
+	t.Helper()
+	re := regexp.MustCompile(`(?s)<section class="col col-` + key + `" data-col="` + key + `">.*?</section>`)
+	s := re.FindString(body)
+	if s == "" {
+		t.Fatalf("no column %s in:\n%s", key, body)
+	}
+	return s
+}
+
+var taskRE = regexp.MustCompile(`data-task="([^"]+)"`)
+
+// tasksIn lists the cards of a column, in order.
+func tasksIn(t *testing.T, body, key string) []string {
+	t.Helper()
+	var ids []string
+	for _, m := range taskRE.FindAllStringSubmatch(section(t, body, key), -1) {
+		ids = append(ids, m[1])
+	}
+	return ids
+}
+
+func TestPagesRender(t *testing.T) {
+	f := newFixture(t)
+	s := f.seed()
+	f.submitMerge("feat", alice)
+	f.follow()()
+
+	for _, path := range append(views, "/tasks/"+s.flaky, "/jobs/"+s.job1, "/merge/1", "/analytics?days=30", "/merge?all=1", "/jobs?all=1",
+		"/activity?type=task.&subject="+s.flaky) {
+		r := f.get(path)
+		wantPage(t, r, http.StatusOK)
+		for _, want := range []string{"<!doctype html>", "<html", `<main id="main"`, "</html>", `<link rel="stylesheet" href="/assets/style.css">`} {
+			if !strings.Contains(r.body, want) {
+				t.Fatalf("%s: no %q in\n%s", path, want, r.body)
+			}
+		}
+		for h, v := range map[string]string{"X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY", "Cache-Control": "no-store"} {
+			if r.header.Get(h) != v {
+				t.Fatalf("%s: %s %q", path, h, r.header.Get(h))
+			}
+		}
+		if csp := r.header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") {
+			t.Fatalf("%s: CSP %q", path, csp)
+		}
+
+		// The page's script asks for the main part only.
+		p := f.do(request{path: path, header: map[string]string{"X-Spool-Partial": "1"}})
+		wantPage(t, p, http.StatusOK)
+		if !strings.HasPrefix(p.body, `<main id="main"`) || !strings.HasSuffix(strings.TrimSpace(p.body), "</main>") ||
+			strings.Contains(p.body, "<html") || strings.Contains(p.body, "<header") {
+			t.Fatalf("%s partial:\n%s", path, p.body)
+		}
+	}
+
+	// What the views show of the fixture.
+	for path, want := range map[string][]string{
+		"/tasks/" + s.flaky:                 {"Flaky deploy", "queue: blocked"},
+		"/jobs":                             {s.job1, s.job2, "train", "eval"},
+		"/jobs/" + s.job1:                   {"train", "echo train"},
+		"/merge":                            {"feat", `href="/merge/1"`},
+		"/merge/1":                          {"Merge entry 1", "feat", "merge.submitted"},
+		"/activity":                         {"task.created", "job.submitted", "merge.submitted", `href="/tasks/` + s.flaky + `"`},
+		"/activity?subject=" + s.flaky:      {"task.blocked"},
+		"/orchestrator":                     {`<td id="queue-depth">2</td>`},
+		"/analytics":                        {"ready <b>2</b>", "blocked <b>1</b>", "working <b>1</b>"},
+		"/tasks?label=ops":                  {s.flaky},
+		"/activity?type=job.":               {"job.submitted"},
+		"/activity?actor=alice@example.com": {"task.created"},
+	} {
+		r := f.get(path)
+		for _, w := range want {
+			if !strings.Contains(r.body, w) {
+				t.Errorf("%s: no %q", path, w)
+			}
+		}
+	}
+	if r := f.get("/activity?type=job."); strings.Contains(r.body, ">task.created<") {
+		t.Errorf("/activity?type=job. lists task events")
+	}
+	if r := f.get("/activity?actor=bob@example.com"); strings.Contains(r.body, "task.created") {
+		t.Errorf("/activity?actor=bob lists alice's events")
+	}
+
+	// / goes to the Tasks view.
+	if r := f.get("/"); r.code != http.StatusFound || r.header.Get("Location") != "/tasks" {
+		t.Fatalf("/: %d to %q", r.code, r.header.Get("Location"))
+	}
+	// The assets are served.
+	for _, path := range []string{"/assets/app.js", "/assets/style.css"} {
+		wantStatus(t, f.get(path), http.StatusOK)
+	}
+}
+
+// A page's error is a page, with the API's status and the error's code.
+func TestPageErrors(t *testing.T) {
+	f := newFixture(t)
+	f.seed()
+	for path, want := range map[string]struct {
+		status int
+		code   string
+	}{
+		"/tasks/sp-nope":     {http.StatusNotFound, "not_found"},
+		"/jobs/job-nope":     {http.StatusNotFound, "not_found"},
+		"/merge/7":           {http.StatusNotFound, "entry_not_found"},
+		"/merge/zz-top":      {http.StatusBadRequest, "invalid_entry_ref"},
+		"/tasks?priority=9":  {http.StatusBadRequest, "invalid_priority"},
+		"/tasks?priority=-1": {http.StatusBadRequest, "invalid_priority"},
+		"/analytics?days=0":  {http.StatusBadRequest, "invalid_request"},
+		"/analytics?days=x":  {http.StatusBadRequest, "invalid_request"},
+	} {
+		r := f.get(path)
+		wantPage(t, r, want.status)
+		if !strings.Contains(r.body, "code "+want.code) || !strings.Contains(r.body, `<p class="error-text">`) || !strings.Contains(r.body, "<html") {
+			t.Errorf("%s: the error page does not say %s:\n%s", path, want.code, r.body)
+		}
+	}
+	if r := f.get("/nowhere"); r.code != http.StatusNotFound {
+		t.Fatalf("/nowhere: %d", r.code)
+	}
+	if r := f.do(request{method: http.MethodPost, path: "/tasks", token: token}); r.code != http.StatusMethodNotAllowed {
+		t.Fatalf("POST /tasks: %d", r.code)
+	}
+	if r := f.do(request{method: http.MethodGet, path: "/api/tasks/sp-x/unblock", token: token}); r.code != http.StatusMethodNotAllowed {
+		t.Fatalf("GET of a write: %d", r.code)
+	}
+}
+
+func TestTasksView(t *testing.T) {
+	f := newFixture(t)
+	k := f.kanbanSeed()
+	withToken := request{path: "/tasks", header: map[string]string{"Cookie": "spool_token=" + token}}
+	r := f.do(withToken)
+	wantPage(t, r, http.StatusOK)
+
+	for key, want := range map[string][]string{
+		"waiting":     {k.waiting, k.deferred},
+		"ready":       {k.readyB, k.readyA, k.readyC, k.once},
+		"in_progress": {k.working},
+		"backoff":     {k.backoff},
+		"blocked":     {k.abandoned, k.blocked},
+		"done":        {k.closed2, k.closed1},
+	} {
+		if got := tasksIn(t, r.body, key); strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("column %s: %v, want %v", key, got, want)
+		}
+	}
+	// The blocked task has an Unblock form, the abandoned one a Retry form,
+	// inside the Blocked column; no other column offers either.
+	blocked := section(t, r.body, "blocked")
+	for _, want := range []string{
+		`data-api="/api/tasks/` + k.blocked + `/unblock"`, `name="reset_attempts"`,
+		`data-api="/api/tasks/` + k.abandoned + `/retry"`,
+	} {
+		if !strings.Contains(blocked, want) {
+			t.Errorf("the Blocked column has no %s:\n%s", want, blocked)
+		}
+	}
+	if strings.Contains(blocked, `/api/tasks/`+k.abandoned+`/unblock`) || strings.Contains(blocked, `/api/tasks/`+k.blocked+`/retry`) {
+		t.Errorf("the Blocked column offers the wrong write:\n%s", blocked)
+	}
+	if strings.Count(r.body, "data-api=") != 2 {
+		t.Errorf("the Tasks view offers %d writes, want 2", strings.Count(r.body, "data-api="))
+	}
+	if !strings.Contains(section(t, r.body, "in_progress"), "w1 · lease until") {
+		t.Errorf("the working card does not name its worker:\n%s", section(t, r.body, "in_progress"))
+	}
+	if !strings.Contains(section(t, r.body, "backoff"), "eligible again") {
+		t.Errorf("the backoff card does not say when:\n%s", section(t, r.body, "backoff"))
+	}
+	// Without the token: the same cards, no forms.
+	r = f.get("/tasks")
+	if got := tasksIn(t, r.body, "blocked"); len(got) != 2 || strings.Contains(r.body, "data-api=") {
+		t.Errorf("without the token: blocked %v, forms %d", got, strings.Count(r.body, "data-api="))
+	}
+
+	// Filters narrow every column; the form keeps them.
+	r = f.do(request{path: "/tasks?label=ab", header: withToken.header})
+	if got := tasksIn(t, r.body, "blocked"); len(got) != 1 || got[0] != k.abandoned || len(taskRE.FindAllString(r.body, -1)) != 1 {
+		t.Errorf("?label=ab: %v", taskRE.FindAllString(r.body, -1))
+	}
+	if !strings.Contains(r.body, `name="label" value="ab"`) {
+		t.Errorf("?label=ab: the filter form forgot the label")
+	}
+	r = f.get("/tasks?priority=0")
+	if got := taskRE.FindAllStringSubmatch(r.body, -1); len(got) != 2 || tasksIn(t, r.body, "ready")[0] != k.readyB || tasksIn(t, r.body, "waiting")[0] != k.waiting {
+		t.Errorf("?priority=0: %v", got)
+	}
+	if !strings.Contains(r.body, `<option value="0" selected>`) {
+		t.Errorf("?priority=0: the filter form forgot the priority")
+	}
+	r = f.get("/tasks?priority=1&label=bo")
+	if got := taskRE.FindAllStringSubmatch(r.body, -1); len(got) != 1 || tasksIn(t, r.body, "backoff")[0] != k.backoff {
+		t.Errorf("?priority=1&label=bo: %v", got)
+	}
+	wantPage(t, f.get("/tasks?priority=9"), http.StatusBadRequest)
+}
+
+// What people typed is shown as text, never as markup; the API keeps it
+// exactly.
+func TestPagesEscape(t *testing.T) {
+	const (
+		title = `<script>alert(1)</script>`
+		msg   = `<img src=x onerror=alert(1)>`
+		desc  = `</pre><script>alert(2)</script>`
+	)
+	const actor = `<script>alert(4)</script>@example.com` // whoever git says
+	f := newFixture(t)
+	caughtUp := f.follow()
+	id := f.add(workqueue.NewTask{Title: title, Description: desc, Priority: 1, Labels: []string{"xss"}})
+	f.fail(f.claim("xss", "w1"), msg)
+	if _, err := wqservice.Open(f.env(actor)).Comment(context.Background(), id, msg); err != nil {
+		t.Fatal(err)
+	}
+	caughtUp()
+
+	for path, escaped := range map[string][]string{
+		"/tasks":       {"&lt;script&gt;alert(1)&lt;/script&gt;", "&lt;img src=x onerror=alert(1)&gt;"},
+		"/tasks/" + id: {"&lt;script&gt;alert(1)&lt;/script&gt;", "&lt;img src=x onerror=alert(1)&gt;", "&lt;/pre&gt;&lt;script&gt;alert(2)&lt;/script&gt;", "&lt;script&gt;alert(4)&lt;/script&gt;@example.com"},
+		"/activity":    {"&lt;script&gt;alert(4)&lt;/script&gt;@example.com"},
+		"/activity?actor=" + url.QueryEscape(actor):                        {`value="&lt;script&gt;alert(4)&lt;/script&gt;@example.com"`, "task.commented"},
+		"/activity?type=" + url.QueryEscape(`"><script>alert(5)</script>`): {`value="&#34;&gt;&lt;script&gt;alert(5)&lt;/script&gt;"`},
+		"/activity?subject=" + id:                                          {"task.failed"},
+		"/tasks?label=" + url.QueryEscape(`"><script>alert(6)</script>`):   {`value="&#34;&gt;&lt;script&gt;alert(6)&lt;/script&gt;"`},
+	} {
+		r := f.do(request{path: path, token: token})
+		wantPage(t, r, http.StatusOK)
+		for _, raw := range []string{"<script>alert", "<img src=x", "</pre><script>", `"><script>`} {
+			if strings.Contains(r.body, raw) {
+				t.Errorf("%s: raw %q in the page:\n%s", path, raw, r.body)
+			}
+		}
+		for _, e := range escaped {
+			if !strings.Contains(r.body, e) {
+				t.Errorf("%s: no %q:\n%s", path, e, r.body)
+			}
+		}
+	}
+	// The Activity view shows an event's data as the log has it (as spool
+	// log does): JSON, whose encoder wrote < and > as \u003c and \u003e.
+	if r := f.get("/activity?subject=" + id); !strings.Contains(r.body, `\u003cscript\u003ealert(1)\u003c/script\u003e`) ||
+		!strings.Contains(r.body, `\u003cimg src=x onerror=alert(1)\u003e`) {
+		t.Errorf("/activity: the events' data is not there:\n%s", r.body)
+	}
+
+	// The JSON API has the exact strings.
+	var shown []workqueue.DetailJSON
+	decode(t, f.get("/api/tasks/"+id), &shown)
+	if len(shown) != 1 || shown[0].Title != title || shown[0].Description != desc {
+		t.Fatalf("/api/tasks/{id}: %+v", shown)
+	}
+	r := f.get("/api/tasks")
+	if !strings.Contains(r.body, `"title": "`+title+`"`) {
+		t.Errorf("/api/tasks escapes the title:\n%s", r.body)
+	}
+	var hist []workqueue.EntryJSON
+	decode(t, f.get("/api/history"), &hist)
+	if len(hist) != 1 || hist[0].LastError != msg {
+		t.Fatalf("/api/history: %+v", hist)
+	}
+	var ready []workqueue.TaskJSON
+	decode(t, f.get("/api/ready"), &ready)
+	if len(ready) != 1 || ready[0].Title != title {
+		t.Fatalf("/api/ready: %+v", ready)
+	}
+	// An error message that quotes what was typed keeps it exact too.
+	e := wantError(t, f.get("/api/tasks?label="+strings.ReplaceAll(title, " ", "%20")+"%20x"), http.StatusBadRequest, "invalid_label")
+	if b, _ := json.Marshal(e); !strings.Contains(string(b), "script") {
+		t.Errorf("error %s", b)
+	}
+}
