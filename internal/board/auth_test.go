@@ -83,7 +83,7 @@ func TestWriteNeedsAValidToken(t *testing.T) {
 
 // login does GET /login?query and returns the answer.
 func login(f *fixture, query string) *http.Response {
-	r := httptest.NewRequest(http.MethodGet, "/login?"+query, nil)
+	r := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:7070/login?"+query, nil)
 	w := httptest.NewRecorder()
 	f.srv.ServeHTTP(w, r)
 	return w.Result()
@@ -185,16 +185,16 @@ func TestWriteOriginChecks(t *testing.T) {
 		r.token, r.header = token, h
 		return r
 	}
-	// httptest requests are for Host example.com.
+	// The fixture's requests are for Host 127.0.0.1:7070.
 	for _, h := range []map[string]string{
 		{"Origin": "http://evil.example"},
-		{"Origin": "http://example.com.evil.example"},
-		{"Origin": "http://example.com:8080"},
+		{"Origin": "http://127.0.0.1:7070.evil.example"},
+		{"Origin": "http://127.0.0.1:8080"},
 		{"Origin": "null"},
-		{"Origin": "file://example.com"},
+		{"Origin": "file://127.0.0.1:7070"},
 		{"Origin": "http://evil.example", "Sec-Fetch-Site": "same-origin"},
 		{"Sec-Fetch-Site": "cross-site"},
-		{"Origin": "http://example.com", "Sec-Fetch-Site": "cross-site"},
+		{"Origin": "http://127.0.0.1:7070", "Sec-Fetch-Site": "cross-site"},
 	} {
 		r := with(h)
 		refusedWrite(t, f, r, http.StatusForbidden, "origin_refused")
@@ -205,9 +205,9 @@ func TestWriteOriginChecks(t *testing.T) {
 	}
 	for _, h := range []map[string]string{
 		nil,
-		{"Origin": "http://example.com"},
-		{"Origin": "https://example.com"},
-		{"Origin": "http://example.com", "Sec-Fetch-Site": "same-origin"},
+		{"Origin": "http://127.0.0.1:7070"},
+		{"Origin": "https://127.0.0.1:7070"},
+		{"Origin": "http://127.0.0.1:7070", "Sec-Fetch-Site": "same-origin"},
 		{"Sec-Fetch-Site": "none"},
 	} {
 		acceptedWrite(t, f, with(h), alice)
@@ -289,4 +289,26 @@ func TestPrivateReadsNeedTheToken(t *testing.T) {
 		t.Fatalf("login in private mode: %d", res.StatusCode)
 	}
 	refusedWrite(t, f, unblockFlaky(f, s), http.StatusUnauthorized, "token_required")
+}
+
+// On loopback the board answers only to its own names: a page elsewhere
+// whose name resolves to 127.0.0.1 (DNS rebinding) reads nothing. Off
+// loopback the token guards every request instead, whatever the Host.
+func TestHostOnLoopback(t *testing.T) {
+	f := newFixture(t)
+	for _, host := range []string{"127.0.0.1:7070", "localhost:7070", "[::1]:7070", "127.0.0.2", "localhost"} {
+		if r := f.do(request{path: "/api/ready", host: host}); r.code != http.StatusOK {
+			t.Errorf("Host %s: status %d, want 200\n%s", host, r.code, r.body)
+		}
+	}
+	for _, host := range []string{"evil.example", "evil.example:7070", "127.0.0.1.evil.example:7070", "10.0.0.1:7070", "0.0.0.0:7070"} {
+		r := f.do(request{path: "/api/ready", host: host, token: token})
+		if r.code != http.StatusForbidden || !strings.Contains(r.body, `"host_refused"`) {
+			t.Errorf("Host %q: status %d, want 403 host_refused\n%s", host, r.code, r.body)
+		}
+	}
+	private := newFixture(t, func(o *board.Options) { o.Private = true })
+	if r := private.do(request{path: "/api/ready", host: "board.example:7070", token: token}); r.code != http.StatusOK {
+		t.Errorf("off loopback with the token: status %d, want 200\n%s", r.code, r.body)
+	}
 }

@@ -265,6 +265,7 @@ type request struct {
 	ctype  string // Content-Type; "application/json" when body starts with { and none is given
 	header map[string]string
 	token  string // sent as Authorization: Bearer
+	host   string // the Host header; "" is 127.0.0.1:7070
 }
 
 type response struct {
@@ -282,7 +283,7 @@ func (f *fixture) do(rq request) response {
 	if rq.body != "" {
 		body = strings.NewReader(rq.body)
 	}
-	r := httptest.NewRequest(rq.method, rq.path, body)
+	r := httptest.NewRequest(rq.method, "http://127.0.0.1:7070"+rq.path, body)
 	if rq.ctype == "" && strings.HasPrefix(rq.body, "{") {
 		rq.ctype = "application/json"
 	}
@@ -291,6 +292,9 @@ func (f *fixture) do(rq request) response {
 	}
 	if rq.token != "" {
 		r.Header.Set("Authorization", "Bearer "+rq.token)
+	}
+	if rq.host != "" {
+		r.Host = rq.host
 	}
 	for k, v := range rq.header {
 		r.Header.Set(k, v)

@@ -277,7 +277,7 @@ func TestPagesEscape(t *testing.T) {
 		t.Fatalf("/api/tasks/{id}: %+v", shown)
 	}
 	r := f.get("/api/tasks")
-	if !strings.Contains(r.body, `"title": "`+title+`"`) {
+	if !strings.Contains(r.body, `"title":"`+title+`"`) {
 		t.Errorf("/api/tasks escapes the title:\n%s", r.body)
 	}
 	var hist []workqueue.EntryJSON
