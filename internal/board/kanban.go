@@ -53,7 +53,8 @@ type TaskFilter struct {
 }
 
 // Kanban sorts every task into its column at now: Done when closed, Blocked
-// when the queue blocked or abandoned it, In progress under a live claim,
+// when the queue blocked or abandoned it (or it carries the blocked label,
+// as a task imported from bd does), In progress under a live claim,
 // Backoff while a failure's backoff runs, Ready when next could take it,
 // and Waiting for the rest (blockers, deferred). Ready keeps next's order,
 // Done shows the latest first, the others go by priority then age. Each
@@ -83,7 +84,7 @@ func Kanban(st *workqueue.State, p workqueue.Policy, f TaskFilter, now time.Time
 		switch {
 		case t.Status == workqueue.StatusClosed:
 			key, c.ClosedAt = ColDone, t.Detail().ClosedAt
-		case h.Status == workqueue.HistBlocked || h.Status == workqueue.HistAbandoned:
+		case h.Status == workqueue.HistBlocked || h.Status == workqueue.HistAbandoned || t.HasLabel(workqueue.BlockedLabel):
 			key, c.Abandoned = ColBlocked, h.Status == workqueue.HistAbandoned
 		case st.EffectiveStatus(t, p, now) == workqueue.StatusInProgress:
 			key, c.Worker, c.LeaseUntil = ColInProgress, h.Worker, t.LeaseUntil

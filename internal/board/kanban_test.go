@@ -246,3 +246,21 @@ func TestKanbanEmpty(t *testing.T) {
 		}
 	}
 }
+
+// A task imported from bd as blocked has the blocked label but no queue
+// history: it is in the Blocked column, where spool unblock takes it.
+func TestKanbanImportedBlocked(t *testing.T) {
+	f := newFixture(t)
+	now := f.clock()
+	if _, err := f.wq(alice).Import(context.Background(), []workqueue.TaskJSON{
+		{ID: "sp-imp1", Title: "imported blocked", Status: workqueue.StatusBlocked, Priority: 2, IssueType: "task", CreatedAt: now, UpdatedAt: now},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st, p := f.state()
+	cols := columns(board.Kanban(st, p, board.TaskFilter{}, f.clock(), 0))
+	card(t, cols[board.ColBlocked], "sp-imp1")
+	if ids := cardIDs(cols[board.ColWaiting]); len(ids) != 0 {
+		t.Errorf("waiting: %v", ids)
+	}
+}
