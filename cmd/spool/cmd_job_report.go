@@ -84,13 +84,9 @@ func (c *JobStatsCmd) Run(e *env) error {
 		return err
 	}
 	now := q.Env.Now
-	since, err := time.Parse(time.RFC3339, c.Since)
+	since, err := jobs.ParseSince(c.Since, now)
 	if err != nil {
-		d, derr := jobs.ParseDuration(c.Since)
-		if derr != nil {
-			return derr
-		}
-		since = now.Add(-d)
+		return err
 	}
 	st, err := q.Read(e.ctx)
 	if err != nil {

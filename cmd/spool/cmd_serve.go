@@ -37,7 +37,7 @@ func (c *ServeCmd) Run(e *env) error {
 	if err != nil {
 		return fault.Usagef(CodeInvalidFlag, "--addr %s: want HOST:PORT such as 127.0.0.1:7070 (%v)", c.Addr, err)
 	}
-	private := !loopback(host)
+	private := !board.Loopback(host)
 	if private && c.TokenFile == "" {
 		return fault.Usagef(CodeTokenFileRequired, "--addr %s is not a loopback address: give --token-file, whose token every request then needs", c.Addr)
 	}
@@ -104,15 +104,6 @@ func (c *ServeCmd) Run(e *env) error {
 		return nil
 	}
 	return err
-}
-
-// loopback says whether host names this machine only.
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // openBrowser starts xdg-open on url; without one it says so.

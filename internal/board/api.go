@@ -2,6 +2,7 @@ package board
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/jobs"
@@ -230,17 +230,9 @@ func apiJob(ctx context.Context, env store.Env, r *http.Request) (any, error) {
 
 func apiJobStats(ctx context.Context, env store.Env, r *http.Request) (any, error) {
 	q := jobservice.Open(env)
-	since := env.Now.Add(-7 * 24 * time.Hour)
-	if s := param(r, "since"); s != "" {
-		t, err := time.Parse(time.RFC3339, s)
-		if err != nil {
-			d, derr := jobs.ParseDuration(s)
-			if derr != nil {
-				return nil, derr
-			}
-			t = env.Now.Add(-d)
-		}
-		since = t
+	since, err := jobs.ParseSince(cmp.Or(param(r, "since"), "7d"), env.Now)
+	if err != nil {
+		return nil, err
 	}
 	st, err := q.Read(ctx)
 	if err != nil {

@@ -54,7 +54,7 @@ func New(opt Options) *Server {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !s.opt.Private && !loopbackHost(r.Host) {
+	if !s.opt.Private && !Loopback(r.Host) {
 		// On loopback the reads need no token; a page elsewhere whose name
 		// was rebound to 127.0.0.1 must not read them (DNS rebinding).
 		s.fail(w, r, fault.New(CodeHostRefused, nil, "refused a request for host "+r.Host+": spool serve answers to 127.0.0.1, ::1 and localhost", "host", r.Host))
@@ -96,8 +96,9 @@ func (s *Server) Follow(ctx context.Context, wakes <-chan struct{}) error {
 	return s.follow(ctx, wakes)
 }
 
-// loopbackHost says whether a request's Host names this machine.
-func loopbackHost(hostport string) bool {
+// Loopback says whether a host, or a Host header's host:port, names this
+// machine only.
+func Loopback(hostport string) bool {
 	host, _, err := net.SplitHostPort(hostport)
 	if err != nil {
 		host = hostport

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"html/template"
-	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -263,8 +261,8 @@ type OrchestratorData struct {
 	Tail    string // the end of the agent's output
 }
 
-// tailBytes is how much of the agent's output the view shows.
-const tailBytes = 8 << 10
+// The view shows the last 200 lines of the agent's output, at most 8 KiB.
+const tailLines, tailBytes = 200, 8 << 10
 
 func loadOrchestrator(ctx context.Context, env store.Env, r *http.Request) (any, error) {
 	o := orchservice.Open(env)
@@ -278,30 +276,9 @@ func loadOrchestrator(ctx context.Context, env store.Env, r *http.Request) (any,
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(env.Store.Repo.WorkTree, path)
 		}
-		d.Tail = tail(path, tailBytes)
+		d.Tail = orchservice.Tail(path, tailLines, tailBytes)
 	}
 	return d, nil
-}
-
-// tail is the end of a file, from its first whole line.
-func tail(path string, n int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	off := max(fi.Size()-n, 0)
-	b, _ := io.ReadAll(io.NewSectionReader(f, off, fi.Size()-off))
-	if off > 0 {
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			b = b[i+1:]
-		}
-	}
-	return string(b)
 }
 
 // ActivityData is the Activity view: the latest events that match.

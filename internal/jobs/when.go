@@ -35,6 +35,19 @@ func ParseTime(s string, now time.Time, zone *time.Location) (time.Time, error) 
 		fmt.Sprintf("%q is not a time: use RFC 3339 (2026-11-24T03:00:00Z), \"2026-11-24 03:00\" or \"03:00\" in %s, or a duration such as 2h", s, zone), "time", s)
 }
 
+// ParseSince is the start of a window (job stats --since): an RFC 3339
+// time, or a duration back from now (7d, 24h).
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	d, err := ParseDuration(s)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return now.Add(-d), nil
+}
+
 // ParseDuration is time.ParseDuration with days: 1d, 1d12h, 7d.
 func ParseDuration(s string) (time.Duration, error) {
 	orig := s

@@ -101,7 +101,7 @@ func observe(a *orchestrator.Active) orchestrator.Observation {
 		o.LastOutput = st.ModTime().UTC()
 	}
 	if o.Exit != nil || !o.Alive {
-		o.Tail = tail(orchestrator.LogPath(a.RunDir, a.Attempt), 20, 4096)
+		o.Tail = Tail(orchestrator.LogPath(a.RunDir, a.Attempt), 20, 4096)
 	}
 	return o
 }
@@ -114,8 +114,9 @@ func readJSON(path string, v any) error {
 	return json.Unmarshal(b, v)
 }
 
-// tail is the last lines of a file, at most max bytes.
-func tail(path string, lines, max int) string {
+// Tail is the last lines of a file (an agent's output), at most max bytes;
+// "" when it cannot be read.
+func Tail(path string, lines, max int) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return ""
