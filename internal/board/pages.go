@@ -5,6 +5,7 @@ import (
 	"context"
 	"html/template"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -271,14 +272,33 @@ func loadOrchestrator(ctx context.Context, env store.Env, r *http.Request) (any,
 		return nil, err
 	}
 	d := OrchestratorData{Status: status, State: st, Enabled: o.Policy.Enabled()}
-	if a := st.ActiveTask; a != nil && a.Log != "" {
-		path := a.Log
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(env.Store.Repo.WorkTree, path)
+	if a := st.ActiveTask; a != nil {
+		if path, ok := agentOutput(env.Store.Repo.WorkTree, a); ok {
+			d.Tail = orchservice.Tail(path, tailLines, tailBytes)
 		}
-		d.Tail = orchservice.Tail(path, tailLines, tailBytes)
 	}
 	return d, nil
+}
+
+// agentOutput is the active attempt's output file where spool watch puts
+// it, under .spool/runs: never the path the log names (anyone who can push
+// an event could name any file), and only a regular file inside runs once
+// links are resolved.
+func agentOutput(root string, a *orchestrator.Active) (string, bool) {
+	runs, err := filepath.EvalSymlinks(filepath.Join(root, ".spool", "runs"))
+	if err != nil {
+		return "", false
+	}
+	path, err := filepath.EvalSymlinks(orchestrator.LogPath(orchestrator.RunDir(root, a.TaskID), a.Attempt))
+	if err != nil {
+		return "", false
+	}
+	rel, err := filepath.Rel(runs, path)
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", false
+	}
+	fi, err := os.Stat(path)
+	return path, err == nil && fi.Mode().IsRegular()
 }
 
 // ActivityData is the Activity view: the latest events that match.

@@ -5,9 +5,15 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/orchestrator"
+	"github.com/spoolhq/spool/projections"
 
 	"github.com/spoolhq/spool/internal/workqueue"
 	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
@@ -294,5 +300,50 @@ func TestPagesEscape(t *testing.T) {
 	e := wantError(t, f.get("/api/tasks?label="+strings.ReplaceAll(title, " ", "%20")+"%20x"), http.StatusBadRequest, "invalid_label")
 	if b, _ := json.Marshal(e); !strings.Contains(string(b), "script") {
 		t.Errorf("error %s", b)
+	}
+}
+
+// The Orchestrator view shows the end of the running agent's output from
+// where spool watch writes it, never from a path the log names: an event
+// pointing at another file shows nothing of it.
+func TestOrchestratorOutputTail(t *testing.T) {
+	f := newFixture(t)
+	root := f.st.Repo.WorkTree
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("do not show this\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id := f.add(workqueue.NewTask{Title: "agent work"})
+	run := orchestrator.RunDir(root, id)
+	env := f.env(alice)
+	if _, _, err := env.Write(context.Background(), nil, func(*projections.View, string) ([]eventlog.Draft, error) {
+		return []eventlog.Draft{
+			{Type: orchestrator.TypeClaimed, Subject: id, Data: orchestrator.ClaimedData{Attempt: 1, Branch: "spool/" + id, RunDir: run}},
+			{Type: orchestrator.TypeAgentStarted, Subject: id, Data: orchestrator.StartedData{Attempt: 1, Log: secret}},
+		}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	page := f.get("/orchestrator")
+	if page.code != http.StatusOK || strings.Contains(page.body, "do not show this") {
+		t.Fatalf("the view shows the file the log names (status %d):\n%s", page.code, page.body)
+	}
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(orchestrator.LogPath(run, 1), []byte("compiling\ntests pass <b>\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	page = f.get("/orchestrator")
+	if !strings.Contains(page.body, "compiling\ntests pass &lt;b&gt;") || strings.Contains(page.body, "do not show this") {
+		t.Fatalf("the view lacks the agent's own output:\n%s", page.body)
+	}
+	// A link out of .spool/runs is not followed.
+	os.Remove(orchestrator.LogPath(run, 1))
+	if err := os.Symlink(secret, orchestrator.LogPath(run, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if page = f.get("/orchestrator"); strings.Contains(page.body, "do not show this") {
+		t.Fatalf("the view followed a link out of .spool/runs:\n%s", page.body)
 	}
 }
