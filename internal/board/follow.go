@@ -91,18 +91,19 @@ func (s *Server) follow(ctx context.Context, wakes <-chan struct{}) error {
 		return err
 	}
 	s.publishStatus(ctx)
+	tick := time.NewTicker(statusEvery)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-tick.C:
+			s.publishStatus(ctx) // a backoff or a lease ran out: time alone changes what is ready
+			continue
 		case <-wakes:
 		}
 		evs, err := s.readNew(log, from)
-		if err != nil {
-			s.opt.Warn(fmt.Sprintf("spool serve: reading the log: %v", err))
-			continue
-		}
-		for _, ev := range evs {
+		for _, ev := range evs { // what was read before an error too
 			line, err := json.Marshal(ev)
 			if err == nil {
 				s.hub.publish(line)
@@ -111,8 +112,17 @@ func (s *Server) follow(ctx context.Context, wakes <-chan struct{}) error {
 		if len(evs) > 0 {
 			s.publishStatus(ctx)
 		}
+		if errors.Is(err, eventlog.ErrCorrupt) {
+			return err // as every command would stop: spool doctor --repair
+		}
+		if err != nil {
+			s.opt.Warn(fmt.Sprintf("spool serve: reading the log: %v", err))
+		}
 	}
 }
+
+// statusEvery is how often build.status is computed without an event.
+const statusEvery = 30 * time.Second
 
 // readNew reads the events appended since from, and moves from past them.
 func (s *Server) readNew(log *eventlog.Log, from map[string]eventlog.Start) ([]*eventlog.Event, error) {
@@ -128,6 +138,7 @@ func (s *Server) readNew(log *eventlog.Log, from map[string]eventlog.Start) ([]*
 			break
 		}
 		if err != nil {
+			s.hub.remember(evs)
 			return evs, err
 		}
 		from[pos.Writer] = pos.Start()

@@ -2,15 +2,19 @@ package board_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/board"
 	"github.com/spoolhq/spool/internal/jobs"
 	"github.com/spoolhq/spool/internal/workqueue"
@@ -299,5 +303,46 @@ func TestConcurrentRequests(t *testing.T) {
 		default:
 			t.Fatalf("unexpected %s %s", m.Type, m.Subject)
 		}
+	}
+}
+
+// A log damaged under the board (a line it has read edited) stops Follow
+// with corrupt_log, as it stops every command; what it read before the
+// damage was sent.
+func TestFollowStopsOnACorruptLog(t *testing.T) {
+	f := newFixture(t)
+	f.add(workqueue.NewTask{Title: "first"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wakes := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() { done <- f.srv.Follow(ctx, wakes) }()
+	files, err := f.st.Log.Files()
+	if err != nil || len(files) != 1 {
+		t.Fatalf("writer files %v: %v", files, err)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the board has read the first line, then change it.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(f.get("/activity").body, "task.created") {
+		if time.Now().After(deadline) {
+			t.Fatal("the board never read the log")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := os.WriteFile(files[0], bytes.Replace(b, []byte(`"first"`), []byte(`"FIRST"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wakes <- struct{}{}
+	select {
+	case err := <-done:
+		if !errors.Is(err, eventlog.ErrCorrupt) {
+			t.Fatalf("Follow returned %v, want corrupt_log", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Follow went on over a damaged log")
 	}
 }
