@@ -269,11 +269,7 @@ func readPRDs(e *env, feature string) (*prdqueue.State, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := q.Read(e.ctx)
-	if err == nil && feature != "" && st.Features[feature] == nil {
-		err = prdservice.NotFoundFeature(feature)
-	}
-	return st, err
+	return q.ReadFeature(e.ctx, feature)
 }
 
 type PRDReportCmd struct{ featureArg }

@@ -17,6 +17,7 @@ import (
 	"github.com/spoolhq/spool/internal/mergequeue"
 	mqservice "github.com/spoolhq/spool/internal/mergequeue/service"
 	orchservice "github.com/spoolhq/spool/internal/orchestrator/service"
+	"github.com/spoolhq/spool/internal/prdqueue"
 	prdservice "github.com/spoolhq/spool/internal/prdqueue/service"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/workqueue"
@@ -242,19 +243,22 @@ func apiJobStats(ctx context.Context, env store.Env, r *http.Request) (any, erro
 }
 
 func apiPRD(ctx context.Context, env store.Env, r *http.Request) (any, error) {
-	st, err := prdservice.Open(env, env.Store.Repo.WorkTree).Read(ctx)
+	feature := param(r, "feature")
+	st, err := prdservice.Open(env, env.Store.Repo.WorkTree).ReadFeature(ctx, feature)
 	if err != nil {
 		return nil, err
 	}
-	out := []any{}
+	out := []prdqueue.Manifest{}
 	for _, slug := range st.FeatureSlugs() {
-		out = append(out, st.Manifest(slug))
+		if feature == "" || slug == feature {
+			out = append(out, st.Manifest(slug))
+		}
 	}
 	return out, nil
 }
 
 func apiPRDReport(ctx context.Context, env store.Env, r *http.Request) (any, error) {
-	st, err := prdservice.Open(env, env.Store.Repo.WorkTree).Read(ctx)
+	st, err := prdservice.Open(env, env.Store.Repo.WorkTree).ReadFeature(ctx, param(r, "feature"))
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +324,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 
 // Status is the HTTP status of an error: its kind's (usage 400, rejected
 // 409, environment 503, unexpected 500), with 404 for what does not exist,
-// 403 for what the actor may not do and 401 for a missing token.
+// 403 for what the actor may not do, 401 for a missing token and 503 for
+// no_actor (the server's setup).
 func Status(f *fault.Error) int {
 	switch f.Code {
 	case fault.CodeNotFound.Name, mergequeue.CodeEntryNotFound.Name, mergequeue.CodeSessionNotFound.Name:
@@ -330,6 +335,8 @@ func Status(f *fault.Error) int {
 		return http.StatusForbidden
 	case CodeTokenRequired.Name:
 		return http.StatusUnauthorized
+	case fault.CodeNoActor.Name: // the serving process has no actor: its setup, not the request
+		return http.StatusServiceUnavailable
 	}
 	switch f.Kind {
 	case fault.Usage:

@@ -218,6 +218,9 @@ func TestAPIReadsAnswerAsTheCLI(t *testing.T) {
 		}
 		sameJSON(t, "/api/prd", get("/api/prd"), []any{})
 		sameJSON(t, "/api/prd/report", get("/api/prd/report"), st.Report(""))
+		// A feature that has no run is not_found, as prd report says.
+		wantError(t, f.get("/api/prd/report?feature=nope"), http.StatusNotFound, "not_found")
+		wantError(t, f.get("/api/prd?feature=nope"), http.StatusNotFound, "not_found")
 	})
 	t.Run("orchestrator status", func(t *testing.T) {
 		want, _, err := orchservice.Open(env).Status(ctx)

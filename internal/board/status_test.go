@@ -49,6 +49,8 @@ func TestStatus(t *testing.T) {
 		{"origin_refused", fault.New(board.CodeOriginRefused, nil, "another site"), "origin_refused", http.StatusForbidden},
 		// A missing token.
 		{"token_required", fault.New(board.CodeTokenRequired, nil, "token"), "token_required", http.StatusUnauthorized},
+		// The server's own setup: 503.
+		{"no_actor", fault.Usagef(fault.CodeNoActor, "no actor"), "no_actor", http.StatusServiceUnavailable},
 		// Usage: 400.
 		{"invalid_request", fault.New(board.CodeBadRequest, nil, "bad"), "invalid_request", http.StatusBadRequest},
 		{"usage", fault.Usagef(fault.CodeUsage, "bad flag"), "usage", http.StatusBadRequest},

@@ -48,6 +48,16 @@ func (s *Service) Read(ctx context.Context) (*prdqueue.State, error) {
 	return stateOf(v), nil
 }
 
+// ReadFeature is Read for the commands that take a feature ("": all of
+// them): not_found when there is no such feature run.
+func (s *Service) ReadFeature(ctx context.Context, feature string) (*prdqueue.State, error) {
+	st, err := s.Read(ctx)
+	if err == nil && feature != "" && st.Features[feature] == nil {
+		err = NotFoundFeature(feature)
+	}
+	return st, err
+}
+
 func stateOf(v *projections.View) *prdqueue.State {
 	p, _ := projections.As[*prdqueue.Projection](v, prdqueue.Name)
 	return p.State()
