@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -22,8 +23,15 @@ var (
 	CodeBadRequest    = fault.Register(fault.Usage, "invalid_request")
 )
 
-// cookieName holds the token in the browser.
-const cookieName = "spool_token"
+// cookieName is the cookie that holds the token in the browser. Browsers
+// send a host's cookies to every port on it: the port in the name keeps two
+// boards on one machine from reading or overwriting each other's.
+func cookieName(r *http.Request) string {
+	if _, port, err := net.SplitHostPort(r.Host); err == nil && port != "" {
+		return "spool_token_" + port
+	}
+	return "spool_token"
+}
 
 // NewToken is a random token: 32 bytes, hex.
 func NewToken() string {
@@ -47,7 +55,7 @@ func presented(r *http.Request) string {
 	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
 		return strings.TrimSpace(h[len("Bearer "):])
 	}
-	if c, err := r.Cookie(cookieName); err == nil {
+	if c, err := r.Cookie(cookieName(r)); err == nil {
 		return c.Value
 	}
 	return ""
@@ -143,7 +151,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("This login link was used already or is not valid.\nRestart spool serve for a new one, or use /login?token=TOKEN with a token of serve.tokens or --token-file.\n"))
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: token, Path: "/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: token, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	http.Redirect(w, r, "/tasks", http.StatusSeeOther)
 }

@@ -63,7 +63,9 @@ func TestWriteNeedsAValidToken(t *testing.T) {
 	refusedWrite(t, f, request{method: "POST", path: path, token: token + "x"}, http.StatusUnauthorized, "token_required")
 	refusedWrite(t, f, request{method: "POST", path: path, header: map[string]string{"Authorization": token}}, http.StatusUnauthorized, "token_required")
 	refusedWrite(t, f, request{method: "POST", path: path, header: map[string]string{"Authorization": "Basic " + token}}, http.StatusUnauthorized, "token_required")
-	refusedWrite(t, f, request{method: "POST", path: path, header: map[string]string{"Cookie": "spool_token=nope"}}, http.StatusUnauthorized, "token_required")
+	refusedWrite(t, f, request{method: "POST", path: path, header: map[string]string{"Cookie": "spool_token_7070=nope"}}, http.StatusUnauthorized, "token_required")
+	// Another board's cookie (another port on this host) is not this one's.
+	refusedWrite(t, f, request{method: "POST", path: path, header: map[string]string{"Cookie": "spool_token_7071=" + token}}, http.StatusUnauthorized, "token_required")
 	// A token's hash is what serve.tokens holds, not a token.
 	refusedWrite(t, f, request{method: "POST", path: path, token: board.HashToken(bobToken)}, http.StatusUnauthorized, "token_required")
 	// GETs stay open on loopback.
@@ -73,12 +75,12 @@ func TestWriteNeedsAValidToken(t *testing.T) {
 	acceptedWrite(t, f, request{method: "POST", path: path, token: token}, alice)
 	// So does the cookie.
 	f.ensureBlocked(s.flaky)
-	acceptedWrite(t, f, request{method: "POST", path: path, header: map[string]string{"Cookie": "spool_token=" + token}}, alice)
+	acceptedWrite(t, f, request{method: "POST", path: path, header: map[string]string{"Cookie": "spool_token_7070=" + token}}, alice)
 	// A token of serve.tokens acts as its actor, not as the process.
 	f.ensureBlocked(s.flaky)
 	acceptedWrite(t, f, request{method: "POST", path: path, token: bobToken}, bob)
 	f.ensureBlocked(s.flaky)
-	acceptedWrite(t, f, request{method: "POST", path: path, header: map[string]string{"Cookie": "spool_token=" + bossToken}}, boss)
+	acceptedWrite(t, f, request{method: "POST", path: path, header: map[string]string{"Cookie": "spool_token_7070=" + bossToken}}, boss)
 }
 
 // login does GET /login?query and returns the answer.
@@ -106,7 +108,7 @@ func TestLogin(t *testing.T) {
 		t.Fatalf("login set %v", cs)
 	}
 	c := cs[0]
-	if c.Name != "spool_token" || c.Value != token || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Secure {
+	if c.Name != "spool_token_7070" || c.Value != token || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Secure {
 		t.Fatalf("login cookie %+v (Set-Cookie %q)", c, res.Header.Get("Set-Cookie"))
 	}
 	// The code works once.
@@ -253,7 +255,7 @@ func TestPagesOfferWritesWithTheToken(t *testing.T) {
 		if !strings.Contains(r.body, "view only") {
 			t.Fatalf("%s without a token is not marked view only", path)
 		}
-		r = f.do(request{path: path, header: map[string]string{"Cookie": "spool_token=" + token}})
+		r = f.do(request{path: path, header: map[string]string{"Cookie": "spool_token_7070=" + token}})
 		if !strings.Contains(r.body, "data-api=") {
 			t.Fatalf("%s with the token offers no writes:\n%s", path, r.body)
 		}
@@ -282,7 +284,7 @@ func TestPrivateReadsNeedTheToken(t *testing.T) {
 	}
 	for _, path := range paths[:len(paths)-1] { // not the stream: it does not end
 		wantStatus(t, f.do(request{path: path, token: token}), http.StatusOK)
-		wantStatus(t, f.do(request{path: path, header: map[string]string{"Cookie": "spool_token=" + bobToken}}), http.StatusOK)
+		wantStatus(t, f.do(request{path: path, header: map[string]string{"Cookie": "spool_token_7070=" + bobToken}}), http.StatusOK)
 	}
 	// The login URL itself needs no token.
 	if res := login(f, "code="+loginCode); res.StatusCode != http.StatusSeeOther {

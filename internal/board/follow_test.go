@@ -215,7 +215,8 @@ func TestEventsPrivate(t *testing.T) {
 	if res.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("/api/events without the token: %d", res.StatusCode)
 	}
-	st, res := openStream(t, ts, map[string]string{"Cookie": "spool_token=" + token})
+	port := ts.URL[strings.LastIndex(ts.URL, ":")+1:]
+	st, res := openStream(t, ts, map[string]string{"Cookie": "spool_token_" + port + "=" + token})
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("/api/events with the token: %d", res.StatusCode)
 	}

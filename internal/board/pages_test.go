@@ -162,7 +162,7 @@ func TestPageErrors(t *testing.T) {
 func TestTasksView(t *testing.T) {
 	f := newFixture(t)
 	k := f.kanbanSeed()
-	withToken := request{path: "/tasks", header: map[string]string{"Cookie": "spool_token=" + token}}
+	withToken := request{path: "/tasks", header: map[string]string{"Cookie": "spool_token_7070=" + token}}
 	r := f.do(withToken)
 	wantPage(t, r, http.StatusOK)
 
