@@ -84,22 +84,25 @@ func (c *ServeCmd) Run(e *env) error {
 	if c.Open {
 		openBrowser(ctx, e, url)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs.RegisterOnShutdown(srv.Close) // the event streams end; other requests finish
 	served := make(chan error, 1)
 	fault.Go(func() { served <- hs.Serve(ln) })
 	select {
+	case <-e.ctx.Done(): // first: a signal also ends the follower, with no error
+		err = nil
 	case err = <-served:
 	case err = <-follow:
-		if err == nil {
+		if err == nil && e.ctx.Err() == nil {
 			err = errors.New("stopped following the log")
 		}
-	case <-e.ctx.Done():
-		err = nil
 	}
-	cancel() // ends the event streams, whose requests use ctx
+	cancel()
 	shut, done := context.WithTimeout(context.Background(), 5*time.Second)
 	defer done()
-	hs.Shutdown(shut)
+	if hs.Shutdown(shut) != nil {
+		hs.Close() // a request that outlasted the grace
+	}
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

@@ -5,7 +5,6 @@
 package board
 
 import (
-	"context"
 	"embed"
 	"net"
 	"net/http"
@@ -44,11 +43,14 @@ type Server struct {
 	// the store's own, caught up in place by the next read.
 	mu    sync.Mutex
 	login string // the one-time code, "" once used
+
+	closing   chan struct{} // closed by Close: the event streams end
+	closeOnce sync.Once
 }
 
 // New makes a server; Follow must run for pages to update live.
 func New(opt Options) *Server {
-	s := &Server{opt: opt, mux: http.NewServeMux(), hub: newHub(), login: opt.Login}
+	s := &Server{opt: opt, mux: http.NewServeMux(), hub: newHub(), login: opt.Login, closing: make(chan struct{})}
 	s.routes()
 	return s
 }
@@ -90,11 +92,10 @@ func (s *Server) routes() {
 	}
 }
 
-// Follow keeps the pages live until ctx ends: it reads what any process
-// appends and sends it to every open stream.
-func (s *Server) Follow(ctx context.Context, wakes <-chan struct{}) error {
-	return s.follow(ctx, wakes)
-}
+// Close ends the event streams (for http.Server.RegisterOnShutdown): the
+// server's shutdown waits for the other requests, which a stream never
+// finishes by itself.
+func (s *Server) Close() { s.closeOnce.Do(func() { close(s.closing) }) }
 
 // Loopback says whether a host, or a Host header's host:port, names this
 // machine only.

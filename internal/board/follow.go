@@ -76,9 +76,10 @@ func (h *hub) latest(n int, match func(*eventlog.Event) bool) []*eventlog.Event 
 	return out
 }
 
-// follow reads the log from the start, then again on every wake: each new
-// event goes to the streams, then build.status when it changed.
-func (s *Server) follow(ctx context.Context, wakes <-chan struct{}) error {
+// Follow keeps the pages live until ctx ends: it reads the log from the
+// start, then again on every wake, and sends each new event to the
+// streams, then build.status when it changed.
+func (s *Server) Follow(ctx context.Context, wakes <-chan struct{}) error {
 	s.mu.Lock()
 	env, err := s.opt.Env()
 	s.mu.Unlock()
@@ -201,6 +202,8 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case <-r.Context().Done():
+			return
+		case <-s.closing:
 			return
 		case msg := <-ch:
 			fmt.Fprintf(w, "data: %s\n\n", msg)
