@@ -1,6 +1,7 @@
 package board
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -112,8 +113,8 @@ func (s *Server) write(next http.Handler) http.Handler {
 			return
 		}
 		if !sameOrigin(r) {
-			s.fail(w, r, fault.New(CodeOriginRefused, nil, "refused a write from another site (Origin "+r.Header.Get("Origin")+")",
-				"origin", r.Header.Get("Origin")))
+			from := cmp.Or(r.Header.Get("Origin"), "Sec-Fetch-Site: "+r.Header.Get("Sec-Fetch-Site"))
+			s.fail(w, r, fault.New(CodeOriginRefused, nil, "refused a write from another site ("+from+")", "origin", r.Header.Get("Origin")))
 			return
 		}
 		s.authorize(w, r, next)

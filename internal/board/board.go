@@ -1,7 +1,8 @@
 // Package board is spool serve: every queue as a web page and as JSON under
-// /api/, kept live by following the log. Reads take no lock; every write
-// goes through the domains' services, the decide → append path the CLI
-// takes, and its errors keep their codes, mapped to HTTP statuses.
+// /api/, kept live by following the log. Reads take no lock of the log (one
+// request at a time uses the board's store); every write goes through the
+// domains' services, the decide → append path the CLI takes, and its
+// errors keep their codes, mapped to HTTP statuses.
 package board
 
 import (

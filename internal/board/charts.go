@@ -3,7 +3,6 @@ package board
 import (
 	"fmt"
 	"html/template"
-	"net/url"
 	"strings"
 	"time"
 
@@ -131,10 +130,6 @@ func hoursChart(hs []jobs.HourUse) template.HTML {
 }
 
 func esc(s string) string { return template.HTMLEscapeString(s) }
-
-func urlPath(s string) string { return url.PathEscape(s) }
-
-func faultOf(err error) *fault.Error { return fault.Classify(err) }
 
 func badRequest(format string, args ...any) error {
 	return fault.New(CodeBadRequest, nil, fmt.Sprintf(format, args...))

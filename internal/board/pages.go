@@ -5,6 +5,7 @@ import (
 	"context"
 	"html/template"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/jobs"
 	jobservice "github.com/spoolhq/spool/internal/jobs/service"
 	"github.com/spoolhq/spool/internal/mergequeue"
@@ -125,10 +127,10 @@ func (s *Server) render(r *http.Request, p *page) ([]byte, error) {
 
 // failPage shows an error in the page's frame, with the API's status.
 func (s *Server) failPage(w http.ResponseWriter, r *http.Request, p *page, err error) {
-	f := faultOf(err)
+	f := fault.Classify(err)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(Status(f))
-	layout.ExecuteTemplate(w, "error", view{Page: p, Nav: pages, Data: f})
+	layout.ExecuteTemplate(w, "error", view{Page: p, Nav: pages, CanWrite: s.canWrite(r), ReadOnly: s.opt.ReadOnly, Data: f})
 }
 
 // TasksData is the Tasks view.
@@ -187,7 +189,10 @@ func loadMerge(ctx context.Context, env store.Env, r *http.Request) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	all := r.URL.Query().Get("all") != ""
+	all, err := boolParam(r, "all")
+	if err != nil {
+		return nil, err
+	}
 	return MergeData{Queue: q, Entries: q.Listed(all), All: all}, nil
 }
 
@@ -221,9 +226,13 @@ func loadJobs(ctx context.Context, env store.Env, r *http.Request) (any, error) 
 	if err != nil {
 		return nil, err
 	}
+	all, err := boolParam(r, "all")
+	if err != nil {
+		return nil, err
+	}
 	actor, _ := env.Actor(ctx)
 	stats := st.Stats(q.Policy, env.Now.Add(-24*time.Hour), env.Now)
-	return JobsData{Rows: st.List(q.Policy, env.Now, r.URL.Query().Get("all") != ""), Admin: q.Policy.Admin(actor),
+	return JobsData{Rows: st.List(q.Policy, env.Now, all), Admin: q.Policy.Admin(actor),
 		Depth: depthChart(stats.Depth, env.Now.Add(-24*time.Hour), env.Now), Zone: q.Policy.Zone}, nil
 }
 
@@ -405,7 +414,7 @@ func subjectLink(e *eventlog.Event) string {
 		return ""
 	case kind == "merge":
 		if id, ok := strings.CutPrefix(e.Subject, "merge/"); ok {
-			return "/merge/" + urlPath(id)
+			return "/merge/" + url.PathEscape(id)
 		}
 		return "/merge"
 	case kind == "prd":
@@ -413,9 +422,9 @@ func subjectLink(e *eventlog.Event) string {
 	case kind == "orchestrator" && e.Subject == "orchestrator":
 		return "/orchestrator"
 	case kind == "task" || kind == "queue" || kind == "orchestrator":
-		return "/tasks/" + urlPath(e.Subject)
+		return "/tasks/" + url.PathEscape(e.Subject)
 	case kind == "job" && !strings.Contains(e.Subject, "/"):
-		return "/jobs/" + urlPath(e.Subject)
+		return "/jobs/" + url.PathEscape(e.Subject)
 	}
 	return ""
 }

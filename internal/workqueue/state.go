@@ -469,7 +469,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 			h.release(HistPending)
 		}
 		if h.Blocked && d.Status != StatusBlocked && !slices.Contains(d.Labels, BlockedLabel) {
-			h.Blocked = false
+			h.Blocked, h.BlockReason = false, ""
 			if h.Status == HistBlocked {
 				h.Status = HistPending
 			}

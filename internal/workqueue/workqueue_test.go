@@ -781,4 +781,17 @@ func TestBlockReasonUntilUnblocked(t *testing.T) {
 	if h := w.s.History[id]; h.BlockReason != "" {
 		t.Fatalf("unblocked, still a reason: %+v", h)
 	}
+	// An import that says the task is no longer blocked clears it too.
+	d, _ = Block(w.s, id, "again")
+	w.apply("ada", t0, d)
+	rec := w.s.Tasks[id].Record()
+	rec.Status, rec.Labels = StatusOpen, nil
+	drafts, err := ImportTasks(w.s, []TaskJSON{rec})
+	if err != nil || len(drafts) == 0 {
+		t.Fatalf("import: %v %v", drafts, err)
+	}
+	w.apply("ada", t0, drafts...)
+	if h := w.s.History[id]; h.Blocked || h.BlockReason != "" {
+		t.Fatalf("imported as open, still blocked: %+v", h)
+	}
 }

@@ -6,19 +6,27 @@
   let dragging = false, timer = null, version = 0;
 
   // refresh replaces <main> with the server's fresh rendering of this page.
+  // Only the latest request's answer is used: answers can arrive out of order.
+  let asked = 0;
   async function refresh() {
     if (dragging) { schedule(); return; }
-    const res = await fetch(location.pathname + location.search, { headers: { "X-Spool-Partial": "1" }, credentials: "same-origin" });
-    if (!res.ok) return;
-    const html = await res.text();
-    const main = document.getElementById("main");
-    if (dragging || !main) return;
-    const tmp = document.createElement("div");
-    tmp.innerHTML = html;
-    const fresh = tmp.querySelector("#main");
-    if (fresh) main.replaceWith(fresh);
-    document.body.dataset.version = String(++version);
-    poll();
+    const n = ++asked;
+    try {
+      const res = await fetch(location.pathname + location.search, { headers: { "X-Spool-Partial": "1" }, credentials: "same-origin" });
+      if (!res.ok || n !== asked) return;
+      const html = await res.text();
+      const main = document.getElementById("main");
+      if (dragging || !main || n !== asked) return;
+      const tmp = document.createElement("div");
+      tmp.innerHTML = html;
+      const fresh = tmp.querySelector("#main");
+      if (fresh) main.replaceWith(fresh);
+      document.body.dataset.version = String(++version);
+    } catch (e) {
+      // the server is away for a moment: the next event or poll tries again
+    } finally {
+      if (n === asked) poll();
+    }
   }
 
   function schedule() {
@@ -100,6 +108,12 @@
     const r = target.getBoundingClientRect();
     after = ev.clientY > r.top + r.height / 2;
     target.classList.add(after ? "drop-after" : "drop-before");
+  });
+  // A drag the browser takes over (a scroll, a touch cancelled) ends here.
+  document.addEventListener("pointercancel", () => {
+    if (!src) return;
+    src = null; target = null; dragging = false;
+    clearMarks();
   });
   document.addEventListener("pointerup", async () => {
     if (!src) return;
