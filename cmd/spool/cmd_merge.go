@@ -142,10 +142,7 @@ func (c *MergeShowCmd) Run(e *env) error {
 		return err
 	}
 	if e.JSON {
-		return writeJSON(e.stdout, struct {
-			*mergequeue.Entry
-			History []mergequeue.AuditStep `json:"history"`
-		}{en, trail})
+		return writeJSON(e.stdout, mergequeue.Shown{Entry: en, History: trail})
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	pos := "-"

@@ -165,17 +165,17 @@ func (c *TaskListCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	tasks, s, err := q.List(e.ctx, workqueue.ListFilter{Status: c.Status, Label: c.Label, Priority: c.Priority})
-	if err != nil {
-		return err
-	}
+	f := workqueue.ListFilter{Status: c.Status, Label: c.Label, Priority: c.Priority}
 	if e.JSON {
-		counts := s.DependentCounts()
-		out := make([]workqueue.ListItemJSON, 0, len(tasks))
-		for _, t := range tasks {
-			out = append(out, s.ListItem(t, q.Policy, q.Now, counts))
+		out, err := q.ListItems(e.ctx, f)
+		if err != nil {
+			return err
 		}
 		return writeJSON(e.stdout, out)
+	}
+	tasks, s, err := q.List(e.ctx, f)
+	if err != nil {
+		return err
 	}
 	return printTasks(e, q, s, tasks)
 }

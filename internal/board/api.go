@@ -115,17 +115,7 @@ func apiTasks(ctx context.Context, env store.Env, r *http.Request) (any, error) 
 		}
 		f.Priority = &n
 	}
-	q := wqservice.Open(env)
-	tasks, st, err := q.List(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	counts := st.DependentCounts()
-	out := make([]workqueue.ListItemJSON, 0, len(tasks))
-	for _, t := range tasks {
-		out = append(out, st.ListItem(t, q.Policy, q.Now, counts))
-	}
-	return out, nil
+	return wqservice.Open(env).ListItems(ctx, f)
 }
 
 // priority parses a priority as the CLI's -p takes it.
@@ -198,10 +188,7 @@ func apiMergeEntry(ctx context.Context, env store.Env, r *http.Request) (any, er
 	if err != nil {
 		return nil, err
 	}
-	return struct {
-		*mergequeue.Entry
-		History []mergequeue.AuditStep `json:"history"`
-	}{en, trail}, nil
+	return mergequeue.Shown{Entry: en, History: trail}, nil
 }
 
 func apiJobs(ctx context.Context, env store.Env, r *http.Request) (any, error) {

@@ -68,3 +68,9 @@ func (q *State) Placed(en *Entry) Placed {
 	}
 	return p
 }
+
+// Shown is spool merge show --json: the entry and its whole audit trail.
+type Shown struct {
+	*Entry
+	History []AuditStep `json:"history"`
+}

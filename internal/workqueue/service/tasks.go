@@ -94,6 +94,21 @@ func (s *Service) List(ctx context.Context, f workqueue.ListFilter) ([]*workqueu
 	return st.List(s.Policy, f, s.Now), st, nil
 }
 
+// ListItems is task list --json (bd list's): the tasks that match, each
+// with its dependency counts.
+func (s *Service) ListItems(ctx context.Context, f workqueue.ListFilter) ([]workqueue.ListItemJSON, error) {
+	tasks, st, err := s.List(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	counts := st.DependentCounts()
+	out := make([]workqueue.ListItemJSON, 0, len(tasks))
+	for _, t := range tasks {
+		out = append(out, st.ListItem(t, s.Policy, s.Now, counts))
+	}
+	return out, nil
+}
+
 // Ready returns open tasks nothing blocks, most urgent first; limit 0 is all.
 func (s *Service) Ready(ctx context.Context, f workqueue.ReadyFilter, limit int) ([]*workqueue.Task, *workqueue.State, error) {
 	st, err := s.Read(ctx, Tracker)
