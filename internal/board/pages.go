@@ -53,8 +53,8 @@ var pages = []*page{
 
 var (
 	taskPage       = &page{Path: "tasks", Title: "Task", file: "task", load: loadTask}
-	mergeEntryPage = &page{Path: "merge", Title: "Merge entry", file: "entry", load: loadMergeEntry}
-	jobPage        = &page{Path: "jobs", Title: "Job", file: "job", load: loadJob}
+	mergeEntryPage = &page{Path: "merge", Title: "Merge entry", file: "entry", load: apiMergeEntry} // mergequeue.Shown
+	jobPage        = &page{Path: "jobs", Title: "Job", file: "job", load: apiJob}
 )
 
 func init() {
@@ -196,22 +196,6 @@ func loadMerge(ctx context.Context, env store.Env, r *http.Request) (any, error)
 	return MergeData{Queue: q, Entries: q.Listed(all), All: all}, nil
 }
 
-// EntryData is one merge entry's page.
-type EntryData struct {
-	Entry *mergequeue.Entry
-	Trail []mergequeue.AuditStep
-}
-
-func loadMergeEntry(ctx context.Context, env store.Env, r *http.Request) (any, error) {
-	mq := mqservice.Open(env)
-	_, en, err := mq.Entry(ctx, r.PathValue("id"))
-	if err != nil {
-		return nil, err
-	}
-	trail, err := mq.Trail(ctx, en)
-	return EntryData{Entry: en, Trail: trail}, err
-}
-
 // JobsData is the Jobs view.
 type JobsData struct {
 	Rows  []jobs.Row
@@ -234,14 +218,6 @@ func loadJobs(ctx context.Context, env store.Env, r *http.Request) (any, error) 
 	stats := st.Stats(q.Policy, env.Now.Add(-24*time.Hour), env.Now)
 	return JobsData{Rows: st.List(q.Policy, env.Now, all), Admin: q.Policy.Admin(actor),
 		Depth: depthChart(stats.Depth, env.Now.Add(-24*time.Hour), env.Now), Zone: q.Policy.Zone}, nil
-}
-
-func loadJob(ctx context.Context, env store.Env, r *http.Request) (any, error) {
-	st, err := jobservice.Open(env).Read(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return st.Job(r.PathValue("id"))
 }
 
 // PRDData is the PRD queue view: each feature's reconciliation.
