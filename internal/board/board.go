@@ -12,7 +12,6 @@ import (
 	"sync"
 
 	"github.com/spoolhq/spool/internal/fault"
-
 	"github.com/spoolhq/spool/internal/store"
 )
 

@@ -67,7 +67,6 @@ func init() {
 var layout = template.Must(template.New("").Funcs(template.FuncMap{
 	"when":    when,
 	"ago":     ago,
-	"pct":     func(a, b int) int { return a * 100 / max(b, 1) },
 	"join":    strings.Join,
 	"short":   mergequeue.ShortRef,
 	"sha":     func(s string) string { return s[:min(len(s), 10)] },
