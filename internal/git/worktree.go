@@ -174,10 +174,12 @@ func RemoteExists(ctx context.Context, dir, remote string) bool {
 	return err == nil
 }
 
-// PushError is a push that failed; Unreachable says the remote could not be reached.
+// PushError is a push (or fetch) that failed; Unreachable says the remote
+// could not be reached, Rejected that it refused the update (it moved).
 type PushError struct {
 	Remote      string
 	Unreachable bool
+	Rejected    bool
 	Message     string // git's stderr
 }
 
@@ -191,17 +193,8 @@ func PushBranch(ctx context.Context, dir, remote, branch string) error {
 	if err == nil {
 		return nil
 	}
-	msg := err.Error()
-	var gerr *GitError
-	if errors.As(err, &gerr) {
-		msg = strings.TrimSpace(gerr.Stderr)
-	}
-	perr := &PushError{Remote: remote, Message: msg}
-	for _, sign := range []string{"Could not read from remote", "unable to access", "does not appear to be a git repository",
-		"Connection refused", "Could not resolve host", "Connection timed out", "No such file or directory"} {
-		perr.Unreachable = perr.Unreachable || strings.Contains(msg, sign)
-	}
-	return perr
+	msg := stderrOf(err)
+	return &PushError{Remote: remote, Message: msg, Unreachable: unreachable(msg)}
 }
 
 // JJAvailable reports whether one of dirs is in a jj repository and jj is on PATH.

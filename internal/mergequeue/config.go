@@ -2,10 +2,8 @@ package mergequeue
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/spoolhq/spool/internal/config"
 	"github.com/spoolhq/spool/internal/refname"
@@ -29,13 +27,7 @@ func init() {
 func checkBranch(v any) error { return refname.CheckBranch(v.(string)) }
 
 // checkRemote accepts "" (no remote) or a name git could have configured.
-func checkRemote(v any) error {
-	name := v.(string)
-	if name != "" && (strings.HasPrefix(name, "-") || strings.ContainsFunc(name, unicode.IsSpace) || strings.ContainsAny(name, "\x00:")) {
-		return fmt.Errorf("%q is not a remote name", name)
-	}
-	return nil
-}
+func checkRemote(v any) error { return refname.CheckRemote(v.(string)) }
 
 func checkArgv(v any) error {
 	if argv := v.([]string); len(argv) > 0 && strings.TrimSpace(argv[0]) == "" {

@@ -5,6 +5,7 @@ package refname
 import (
 	"fmt"
 	"strings"
+	"unicode"
 )
 
 // CheckBranch applies git check-ref-format's rules to refs/heads/name, so
@@ -35,6 +36,15 @@ func CheckBranch(name string) error {
 		if r < 0x20 || r == 0x7f || strings.ContainsRune(" ~^:?*[\\", r) {
 			return bad(fmt.Sprintf("it contains %q", r))
 		}
+	}
+	return nil
+}
+
+// CheckRemote refuses what cannot be a git remote's name on spool's command
+// lines ("" is allowed: no remote).
+func CheckRemote(name string) error {
+	if name != "" && (strings.HasPrefix(name, "-") || strings.ContainsFunc(name, unicode.IsSpace) || strings.ContainsAny(name, "\x00:")) {
+		return fmt.Errorf("%q is not a remote name", name)
 	}
 	return nil
 }

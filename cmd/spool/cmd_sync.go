@@ -1,0 +1,32 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spoolhq/spool/internal/fleet"
+)
+
+// SyncCmd shares the log through the git remote (internal/fleet).
+type SyncCmd struct {
+	Remote string `placeholder:"REMOTE" help:"The git remote (default: sync.remote, then merge.remote)."`
+}
+
+func (c *SyncCmd) Run(e *env) error {
+	st, err := e.open()
+	if err != nil {
+		return err
+	}
+	res, err := fleet.Sync(e.ctx, st, fleet.OptionsFrom(st, c.Remote))
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return writeJSON(e.stdout, res)
+	}
+	if res.Received == 0 && res.Sent == 0 {
+		fmt.Fprintf(e.stdout, "up to date with %s/%s\n", res.Remote, res.Branch)
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "synced with %s/%s: received %d events, sent %d\n", res.Remote, res.Branch, res.Received, res.Sent)
+	return nil
+}

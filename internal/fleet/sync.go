@@ -1,0 +1,387 @@
+// Package fleet shares one log among machines through the git remote the
+// team already has: spool sync commits the writer files to a branch of
+// their own (sync.branch) with git plumbing, never touching the work tree,
+// the index or HEAD, and brings the other writers' files from it into the
+// local log.
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/durable"
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/git"
+	"github.com/spoolhq/spool/internal/store"
+)
+
+// Error codes of spool sync.
+var (
+	CodeRemoteUnreachable = fault.Register(fault.Environment, "remote_unreachable")
+	CodeSyncContended     = fault.Register(fault.Environment, "sync_contended")
+	CodeUnknownRemote     = fault.Register(fault.Usage, "unknown_remote")
+)
+
+// eventsDir is where the sync branch keeps the writer files.
+const eventsDir = "events"
+
+// Result is what one sync did.
+type Result struct {
+	Remote   string `json:"remote"`
+	Branch   string `json:"branch"`
+	Received int    `json:"received"` // events brought into the local log
+	Sent     int    `json:"sent"`     // events the remote did not have
+	Commit   string `json:"commit"`   // the branch's tip after the sync
+	Pushes   int    `json:"pushes"`   // attempts, retries included
+}
+
+// Options are a sync's settings.
+type Options struct {
+	Remote string
+	Branch string
+	// Attempts bounds the fetch → integrate → push rounds when other
+	// machines keep moving the branch.
+	Attempts int
+}
+
+// OptionsFrom reads sync.* (sync.remote defaults to merge.remote).
+func OptionsFrom(st *store.Store, remote string) Options {
+	if remote == "" {
+		remote = st.Config.String("sync.remote")
+	}
+	if remote == "" {
+		remote = st.Config.String("merge.remote")
+	}
+	return Options{Remote: remote, Branch: st.Config.String("sync.branch"), Attempts: 10}
+}
+
+// TrackingRef is spool's copy of the remote's sync branch as last seen.
+func TrackingRef(o Options) string { return "refs/spool/sync/" + o.Remote + "/" + o.Branch }
+
+// Sync shares the log through the remote's sync branch: fetch, bring the
+// other writers' events in, commit the local files on the fetched tip,
+// push without force; a push refused because the branch moved starts the
+// round again after a jittered pause.
+func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
+	res := Result{Remote: o.Remote, Branch: o.Branch}
+	dir := st.Repo.Root
+	if o.Remote == "" || !git.RemoteExists(ctx, dir, o.Remote) {
+		return res, fault.New(CodeUnknownRemote, nil, fmt.Sprintf("no git remote %q: set sync.remote (or merge.remote), or pass --remote", o.Remote), "remote", o.Remote)
+	}
+	cache := loadCache(st)
+	for attempt := range max(o.Attempts, 1) {
+		if attempt > 0 {
+			pause := time.Duration(rand.Int64N(int64(25*time.Millisecond) << min(attempt, 6)))
+			select {
+			case <-ctx.Done():
+				return res, ctx.Err()
+			case <-time.After(pause):
+			}
+		}
+		tip, err := git.RemoteTip(ctx, dir, o.Remote, o.Branch)
+		if err != nil {
+			return res, unreachable(o, err)
+		}
+		remote := map[string]git.Blob{}
+		if tip != "" {
+			if err := git.FetchRef(ctx, dir, o.Remote, o.Branch, TrackingRef(o)); err != nil {
+				return res, unreachable(o, err)
+			}
+			if remote, err = git.TreeFiles(ctx, dir, tip, eventsDir); err != nil {
+				return res, err
+			}
+		}
+		snap, received, err := integrate(ctx, st, remote, cache)
+		res.Received += received
+		if err != nil {
+			return res, err
+		}
+		tree, sent, err := writeTree(ctx, dir, snap, remote, cache)
+		if err != nil {
+			return res, err
+		}
+		cache.save()
+		if tip != "" {
+			if old, err := git.TreeOf(ctx, dir, tip); err == nil && old == tree {
+				res.Commit = tip
+				return res, nil // the remote has everything
+			}
+		}
+		commit, err := git.CommitTree(ctx, dir, tree, tip, fmt.Sprintf("spool sync: %d events", sent))
+		if err != nil {
+			return res, err
+		}
+		res.Pushes++
+		err = git.PushCommit(ctx, dir, o.Remote, commit, o.Branch)
+		var perr *git.PushError
+		switch {
+		case err == nil:
+			res.Sent, res.Commit = sent, commit
+			git.Run(ctx, dir, "update-ref", "-m", "spool sync", TrackingRef(o), commit)
+			return res, nil
+		case errors.As(err, &perr) && perr.Rejected:
+			continue // someone pushed first: fetch and integrate again
+		default:
+			return res, unreachable(o, err)
+		}
+	}
+	return res, fault.New(CodeSyncContended, nil, fmt.Sprintf("%s/%s kept moving: %d pushes refused; try again", o.Remote, o.Branch, res.Pushes),
+		"remote", o.Remote, "branch", o.Branch, "pushes", res.Pushes)
+}
+
+func unreachable(o Options, err error) error {
+	var perr *git.PushError
+	if errors.As(err, &perr) && perr.Unreachable {
+		return fault.New(CodeRemoteUnreachable, err, fmt.Sprintf("cannot reach %s (%s); the local log is unchanged and keeps every event", o.Remote, firstLine(perr.Message)),
+			"remote", o.Remote)
+	}
+	return err
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+// snapshot is a writer file's content as it is pushed: whole batches only.
+type snapshot struct {
+	dir     string
+	name    string
+	content []byte
+	hash    string // the blob's id when known (unchanged since the cache)
+	lines   int
+}
+
+// integrate brings the remote's writer files into the local log under the
+// log's lock, then reads every local file as it will be pushed. A file the
+// remote has more of is taken from the remote when the local one is a
+// prefix of it, and unioned by event id otherwise (as the merge driver
+// does); a file that only grows here is left alone.
+func integrate(ctx context.Context, st *store.Store, remote map[string]git.Blob, c *cache) ([]snapshot, int, error) {
+	unlock, err := st.Log.Lock(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer unlock()
+	dir := st.Log.Dir()
+	received := 0
+	for _, name := range sortedNames(remote) {
+		blob := remote[name]
+		path := filepath.Join(dir, name)
+		if !validFile(name) || c.known(path, blob) {
+			continue
+		}
+		theirs, err := git.ReadBlob(ctx, st.Repo.Root, blob.Hash)
+		if err != nil {
+			return nil, received, err
+		}
+		c.lines[blob.Hash] = bytes.Count(theirs, []byte{'\n'})
+		theirs = whole(theirs)
+		ours, err := os.ReadFile(path)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, received, err
+		}
+		merged := ours
+		switch {
+		case bytes.HasPrefix(ours, theirs):
+			// nothing new there
+		case bytes.HasPrefix(theirs, ours):
+			merged = theirs
+		default:
+			if merged, err = eventlog.Union(ours, theirs); err != nil {
+				return nil, received, fmt.Errorf("%s: %w", name, err)
+			}
+		}
+		if !bytes.Equal(merged, ours) {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, received, err
+			}
+			if err := durable.WriteFile(path, merged, 0o644); err != nil {
+				return nil, received, err
+			}
+			received += bytes.Count(merged, []byte{'\n'}) - bytes.Count(ours, []byte{'\n'})
+		}
+		if bytes.Equal(merged, theirs) {
+			c.remember(path, blob.Hash, c.lines[blob.Hash])
+		}
+	}
+	files, err := st.Log.Files()
+	if err != nil {
+		return nil, received, err
+	}
+	snaps := make([]snapshot, 0, len(files))
+	for _, path := range files {
+		s := snapshot{dir: dir, name: filepath.Base(path)}
+		if b, ok := c.unchanged(path); ok {
+			s.hash, s.lines = b.Hash, b.Lines
+			snaps = append(snaps, s)
+			continue
+		}
+		content, err := os.ReadFile(path)
+		if err != nil {
+			return nil, received, err
+		}
+		s.content = whole(content)
+		s.lines = bytes.Count(s.content, []byte{'\n'})
+		snaps = append(snaps, s)
+	}
+	return snaps, received, nil
+}
+
+// writeTree stores the snapshots as the sync branch's tree and counts the
+// events the remote did not have.
+func writeTree(ctx context.Context, repo string, snaps []snapshot, remote map[string]git.Blob, c *cache) (string, int, error) {
+	var files []git.TreeEntry
+	sent := 0
+	for i := range snaps {
+		s := &snaps[i]
+		if s.hash == "" {
+			h, err := git.WriteBlob(ctx, repo, s.content)
+			if err != nil {
+				return "", 0, err
+			}
+			s.hash = h
+			if path := filepath.Join(s.dir, s.name); fileSize(path) == int64(len(s.content)) {
+				c.remember(path, h, s.lines)
+			}
+		}
+		if r, ok := remote[s.name]; !ok || r.Hash != s.hash {
+			sent += s.lines - c.lines[r.Hash] // the lines the remote's version had, when it was read
+		}
+		files = append(files, git.TreeEntry{Name: s.name, Hash: s.hash})
+	}
+	// Files the remote has and this clone does not (never integrated: an
+	// invalid name) stay on the branch.
+	for name, r := range remote {
+		if !slices.ContainsFunc(snaps, func(s snapshot) bool { return s.name == name }) {
+			files = append(files, git.TreeEntry{Name: name, Hash: r.Hash})
+		}
+	}
+	slices.SortFunc(files, func(a, b git.TreeEntry) int { return strings.Compare(a.Name, b.Name) })
+	events, err := git.WriteTree(ctx, repo, files)
+	if err != nil {
+		return "", 0, err
+	}
+	root, err := git.WriteTree(ctx, repo, []git.TreeEntry{{Name: eventsDir, Hash: events, Tree: true}})
+	return root, max(sent, 0), err
+}
+
+func fileSize(path string) int64 {
+	_, size, _, _ := identity(path)
+	return size
+}
+
+// whole cuts a writer file to whole batches: a torn last line, or the
+// lines of an append that never finished (More on the last line), are not
+// shared; the writer repairs them on its next append.
+func whole(b []byte) []byte {
+	b = b[:bytes.LastIndexByte(b, '\n')+1]
+	for len(b) > 0 {
+		i := bytes.LastIndexByte(b[:len(b)-1], '\n') + 1
+		e, err := eventlog.Decode(b[i:])
+		if err != nil || !e.More {
+			return b
+		}
+		b = b[:i]
+	}
+	return b
+}
+
+func validFile(name string) bool {
+	w, ok := strings.CutSuffix(name, eventlog.Ext)
+	return ok && w != "" && !strings.ContainsAny(w, "/\\.") && len(w) <= 64
+}
+
+func sortedNames(m map[string]git.Blob) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// cache remembers, per writer file, the blob it was last equal to and the
+// file's identity then (inode, size, modification time): a file unchanged
+// since is neither read nor hashed again, so a sync with nothing new costs
+// a stat per file.
+type cache struct {
+	path  string
+	Files map[string]cached `json:"files"`
+	lines map[string]int    // events in a blob, by id, from the cache and the blobs read
+}
+
+type cached struct {
+	Hash  string `json:"hash"`
+	Size  int64  `json:"size"`
+	Lines int    `json:"lines"`
+	Inode uint64 `json:"inode"`
+	MTime int64  `json:"mtime"`
+}
+
+func loadCache(st *store.Store) *cache {
+	c := &cache{path: filepath.Join(st.Repo.PrivateDir(), "sync-cache.json"), Files: map[string]cached{}, lines: map[string]int{}}
+	if b, err := os.ReadFile(c.path); err == nil {
+		json.Unmarshal(b, c)
+		if c.Files == nil {
+			c.Files = map[string]cached{}
+		}
+	}
+	for _, e := range c.Files {
+		c.lines[e.Hash] = e.Lines
+	}
+	return c
+}
+
+func (c *cache) save() {
+	b, err := json.Marshal(c)
+	if err == nil {
+		durable.WriteFile(c.path, b, 0o644) // a lost cache costs a read, nothing else
+	}
+}
+
+func identity(path string) (inode uint64, size, mtime int64, ok bool) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	if sys, isUnix := fi.Sys().(*syscall.Stat_t); isUnix {
+		inode = sys.Ino
+	}
+	return inode, fi.Size(), fi.ModTime().UnixNano(), true
+}
+
+// unchanged is the cached blob of a file that has not changed since.
+func (c *cache) unchanged(path string) (cached, bool) {
+	e, ok := c.Files[filepath.Base(path)]
+	ino, size, mtime, exists := identity(path)
+	return e, ok && exists && e.Inode == ino && e.Size == size && e.MTime == mtime
+}
+
+// known says whether the local file holds the blob already: it was equal
+// to it, and has only grown since (an appended file keeps its inode).
+func (c *cache) known(path string, b git.Blob) bool {
+	e, ok := c.Files[filepath.Base(path)]
+	ino, size, _, exists := identity(path)
+	return ok && exists && e.Hash == b.Hash && e.Inode == ino && size >= e.Size
+}
+
+// remember records that the file at path is, as it is now, the blob hash
+// with lines events.
+func (c *cache) remember(path, hash string, lines int) {
+	if ino, size, mtime, ok := identity(path); ok {
+		c.Files[filepath.Base(path)] = cached{Hash: hash, Size: size, Lines: lines, Inode: ino, MTime: mtime}
+		c.lines[hash] = lines
+	}
+}

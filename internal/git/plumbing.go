@@ -1,0 +1,179 @@
+package git
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os/exec"
+	"strconv"
+	"strings"
+)
+
+// Plumbing for spool sync: objects and refs of a branch nobody checks out,
+// written without the work tree, the index or HEAD.
+
+// RunInput is Run with input on git's stdin.
+func RunInput(ctx context.Context, dir string, input []byte, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.Stdin = bytes.NewReader(input)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), &GitError{Args: args, Stderr: stderr.String(), Err: err}
+	}
+	return stdout.String(), nil
+}
+
+// unreachable says whether git's stderr means the remote could not be
+// reached (rather than refusing what was asked).
+func unreachable(stderr string) bool {
+	for _, sign := range []string{"Could not read from remote", "unable to access", "does not appear to be a git repository",
+		"Connection refused", "Could not resolve host", "Connection timed out", "No such file or directory", "unable to connect"} {
+		if strings.Contains(stderr, sign) {
+			return true
+		}
+	}
+	return false
+}
+
+func stderrOf(err error) string {
+	var gerr *GitError
+	if errors.As(err, &gerr) {
+		return strings.TrimSpace(gerr.Stderr)
+	}
+	return err.Error()
+}
+
+// RemoteTip is the commit the remote's branch points at; "" when the
+// remote has no such branch. An unreachable remote is a *PushError with
+// Unreachable set.
+func RemoteTip(ctx context.Context, dir, remote, branch string) (string, error) {
+	out, err := Run(ctx, dir, "ls-remote", "--exit-code", remote, "refs/heads/"+branch)
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 2 { // no such ref
+			return "", nil
+		}
+		msg := stderrOf(err)
+		return "", &PushError{Remote: remote, Unreachable: true, Message: msg}
+	}
+	sha, _, _ := strings.Cut(strings.TrimSpace(out), "\t")
+	return sha, nil
+}
+
+// FetchRef fetches the remote's branch into ref (forced: ref is spool's
+// copy of what the remote has).
+func FetchRef(ctx context.Context, dir, remote, branch, ref string) error {
+	_, err := Run(ctx, dir, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+branch+":"+ref)
+	if err != nil {
+		msg := stderrOf(err)
+		return &PushError{Remote: remote, Unreachable: unreachable(msg), Message: msg}
+	}
+	return nil
+}
+
+// Blob is a file of a tree: its object id and size.
+type Blob struct {
+	Hash string
+	Size int64
+}
+
+// TreeFiles lists the files directly in dir of commit's tree ("" for the
+// root) by name.
+func TreeFiles(ctx context.Context, repo, commit, dir string) (map[string]Blob, error) {
+	spec := commit
+	if dir != "" {
+		spec += ":" + dir
+	}
+	out, err := Run(ctx, repo, "ls-tree", "-l", "-z", spec)
+	if err != nil {
+		if strings.Contains(stderrOf(err), "Not a valid object name") {
+			return map[string]Blob{}, nil // no such directory yet
+		}
+		return nil, err
+	}
+	files := map[string]Blob{}
+	for _, rec := range strings.Split(out, "\x00") {
+		meta, name, ok := strings.Cut(rec, "\t")
+		f := strings.Fields(meta)
+		if !ok || len(f) != 4 || f[1] != "blob" {
+			continue
+		}
+		size, err := strconv.ParseInt(f[3], 10, 64)
+		if err != nil {
+			continue
+		}
+		files[name] = Blob{Hash: f[2], Size: size}
+	}
+	return files, nil
+}
+
+// ReadBlob is a blob's content.
+func ReadBlob(ctx context.Context, repo, hash string) ([]byte, error) {
+	out, err := Run(ctx, repo, "cat-file", "blob", hash)
+	return []byte(out), err
+}
+
+// WriteBlob stores content as a blob and returns its id.
+func WriteBlob(ctx context.Context, repo string, content []byte) (string, error) {
+	out, err := RunInput(ctx, repo, content, "hash-object", "-w", "--stdin")
+	return strings.TrimSpace(out), err
+}
+
+// TreeEntry is a line of git mktree: a file or a directory.
+type TreeEntry struct {
+	Name string
+	Hash string
+	Tree bool
+}
+
+// WriteTree stores a tree of entries and returns its id.
+func WriteTree(ctx context.Context, repo string, entries []TreeEntry) (string, error) {
+	var b bytes.Buffer
+	for _, e := range entries {
+		if e.Tree {
+			b.WriteString("040000 tree " + e.Hash + "\t" + e.Name + "\x00")
+		} else {
+			b.WriteString("100644 blob " + e.Hash + "\t" + e.Name + "\x00")
+		}
+	}
+	out, err := RunInput(ctx, repo, b.Bytes(), "mktree", "-z")
+	return strings.TrimSpace(out), err
+}
+
+// TreeOf is a commit's tree.
+func TreeOf(ctx context.Context, repo, commit string) (string, error) {
+	out, err := Run(ctx, repo, "rev-parse", commit+"^{tree}")
+	return strings.TrimSpace(out), err
+}
+
+// CommitTree makes a commit of tree on parent ("" for none) with the
+// committer git would use, or spool's own when none is configured.
+func CommitTree(ctx context.Context, repo, tree, parent, msg string) (string, error) {
+	args := []string{"-c", "user.useConfigOnly=false", "commit-tree", tree, "-m", msg}
+	if parent != "" {
+		args = append(args, "-p", parent)
+	}
+	out, err := Run(ctx, repo, args...)
+	if err != nil && strings.Contains(stderrOf(err), "tell me who you are") {
+		args = append([]string{"-c", "user.name=spool", "-c", "user.email=spool@localhost"}, args...)
+		out, err = Run(ctx, repo, args...)
+	}
+	return strings.TrimSpace(out), err
+}
+
+// PushCommit pushes commit to the remote's branch, never forced: a branch
+// that moved since is refused (Rejected), and the caller fetches again.
+func PushCommit(ctx context.Context, repo, remote, commit, branch string) error {
+	_, err := Run(ctx, repo, "push", "--quiet", "--no-verify", remote, commit+":refs/heads/"+branch)
+	if err == nil {
+		return nil
+	}
+	msg := stderrOf(err)
+	perr := &PushError{Remote: remote, Message: msg, Unreachable: unreachable(msg)}
+	for _, sign := range []string{"[rejected]", "non-fast-forward", "fetch first", "failed to update ref", "cannot lock ref", "stale info"} {
+		perr.Rejected = perr.Rejected || strings.Contains(msg, sign)
+	}
+	return perr
+}
