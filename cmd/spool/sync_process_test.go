@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// spool sync on real clones of one bare remote: each clone a writer of its
+// own, appending and syncing in parallel; then every clone holds every
+// event, its projections equal the others', and verify passes.
+
+// gitIn runs git in dir and returns its output.
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
+	}
+	return string(out)
+}
+
+// syncClones makes a bare remote and n clones of it, spool initialised and
+// committed by the first; each clone's commands run as its own actor.
+func syncClones(t *testing.T, bin string, n int) (remote string, clones []string, envs [][]string) {
+	t.Helper()
+	root := t.TempDir()
+	remote = filepath.Join(root, "remote.git")
+	gitIn(t, root, "init", "-q", "--bare", "-b", "main", remote)
+	first := filepath.Join(root, "clone0")
+	gitIn(t, root, "clone", "-q", remote, first)
+	gitIn(t, first, "commit", "-q", "--allow-empty", "-m", "init")
+	env0 := []string{"SPOOL_ACTOR=agent0@example.com", "SPOOL_NOW="}
+	jobSpool(t, bin, first, env0, "init")
+	gitIn(t, first, "add", ".spool", ".gitattributes")
+	gitIn(t, first, "commit", "-q", "-m", "spool: init")
+	gitIn(t, first, "push", "-q", "origin", "main")
+	clones, envs = []string{first}, [][]string{env0}
+	for i := 1; i < n; i++ {
+		dir := filepath.Join(root, fmt.Sprintf("clone%d", i))
+		gitIn(t, root, "clone", "-q", remote, dir)
+		clones = append(clones, dir)
+		envs = append(envs, []string{fmt.Sprintf("SPOOL_ACTOR=agent%d@example.com", i), "SPOOL_NOW="})
+	}
+	return remote, clones, envs
+}
+
+// untouched is what sync must leave alone: HEAD, the index, and the work
+// tree outside .spool/events.
+func untouched(t *testing.T, dir string) string {
+	t.Helper()
+	var keep []string
+	for _, l := range strings.Split(gitIn(t, dir, "status", "--porcelain", "--untracked-files=all"), "\n") {
+		if l != "" && !strings.Contains(l, ".spool/events/") {
+			keep = append(keep, l)
+		}
+	}
+	return gitIn(t, dir, "rev-parse", "HEAD") + gitIn(t, dir, "diff", "--cached", "--name-status") + strings.Join(keep, "\n")
+}
+
+func taskTitles(t *testing.T, bin, dir string, env []string) []string {
+	t.Helper()
+	var tasks []struct{ Title string }
+	if err := json.Unmarshal([]byte(jobSpool(t, bin, dir, env, "--json", "task", "list", "--status", "open")), &tasks); err != nil {
+		t.Fatal(err)
+	}
+	var titles []string
+	for _, x := range tasks {
+		titles = append(titles, x.Title)
+	}
+	slices.Sort(titles)
+	return titles
+}
+
+// Four clones add 25 tasks each, syncing every fifth add, all at once;
+// after a last round every clone has the 100 tasks, the same projections
+// and a log verify accepts, and sync touched nothing but .spool/events.
+func TestSyncFourClones(t *testing.T) {
+	if testing.Short() {
+		t.Skip("four clones")
+	}
+	bin := spoolBinary(t)
+	_, clones, envs := syncClones(t, bin, 4)
+	// A file staged in the first clone, and one changed: sync leaves both.
+	os.WriteFile(filepath.Join(clones[0], "staged.txt"), []byte("staged\n"), 0o644)
+	gitIn(t, clones[0], "add", "staged.txt")
+	os.WriteFile(filepath.Join(clones[0], "notes.txt"), []byte("mine\n"), 0o644)
+	before := make([]string, len(clones))
+	for i, dir := range clones {
+		jobSpool(t, bin, dir, envs[i], "status") // registers the merge driver, as any first command
+		before[i] = untouched(t, dir)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(clones))
+	for i, dir := range clones {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 25 {
+				if _, err := jobSpoolErr(bin, dir, envs[i], "task", "add", fmt.Sprintf("clone %d task %02d", i, k)); err != nil {
+					errs <- err
+					return
+				}
+				if k%5 == 4 {
+					if out, err := jobSpoolErr(bin, dir, envs[i], "sync"); err != nil {
+						errs <- fmt.Errorf("clone %d sync: %v\n%s", i, err, out)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for range 2 { // the first round brings everything to the remote, the second to every clone
+		for i, dir := range clones {
+			jobSpool(t, bin, dir, envs[i], "sync")
+		}
+	}
+	want := taskTitles(t, bin, clones[0], envs[0])
+	if len(want) != 100 {
+		t.Fatalf("clone 0 has %d tasks, want 100", len(want))
+	}
+	for i, dir := range clones {
+		if got := taskTitles(t, bin, dir, envs[i]); !slices.Equal(got, want) {
+			t.Errorf("clone %d has %d tasks, clone 0 %d", i, len(got), len(want))
+		}
+		jobSpool(t, bin, dir, envs[i], "verify")
+		if after := untouched(t, dir); after != before[i] {
+			t.Errorf("clone %d: sync changed HEAD, the index or the work tree:\nbefore %q\nafter  %q", i, before[i], after)
+		}
+		if out := jobSpool(t, bin, dir, envs[i], "sync"); !strings.Contains(out, "up to date") {
+			t.Errorf("clone %d, a sync with nothing new: %q", i, out)
+		}
+	}
+	// After a replay, every clone's public projection files are the same bytes.
+	state := func(i int) map[string][]byte {
+		jobSpool(t, bin, clones[i], envs[i], "replay")
+		files := map[string][]byte{}
+		paths, _ := filepath.Glob(filepath.Join(clones[i], ".spool", "state", "*.json"))
+		for _, p := range paths {
+			files[filepath.Base(p)] = must(os.ReadFile(p))
+		}
+		return files
+	}
+	ref := state(0)
+	if len(ref) == 0 {
+		t.Fatal("no projection files in .spool/state")
+	}
+	for i := 1; i < len(clones); i++ {
+		got := state(i)
+		for name, b := range ref {
+			if !bytes.Equal(got[name], b) {
+				t.Errorf("clone %d's %s differs from clone 0's", i, name)
+			}
+		}
+	}
+}
+
+// The same clone on two machines (one restored from the other's copy)
+// appends to one writer file on both: sync unions them by event id.
+func TestSyncUnionsADivergedWriterFile(t *testing.T) {
+	bin := spoolBinary(t)
+	_, clones, envs := syncClones(t, bin, 2)
+	jobSpool(t, bin, clones[0], envs[0], "task", "add", "before the copy")
+	jobSpool(t, bin, clones[0], envs[0], "sync")
+	jobSpool(t, bin, clones[1], envs[1], "sync")
+	// clone1 becomes clone0's writer, with clone0's file as it is now.
+	w0 := strings.TrimSpace(string(must(os.ReadFile(filepath.Join(clones[0], ".git", "spool", "writer")))))
+	os.WriteFile(filepath.Join(clones[1], ".git", "spool", "writer"), []byte(w0+"\n"), 0o644)
+	jobSpool(t, bin, clones[0], envs[0], "task", "add", "on machine one")
+	jobSpool(t, bin, clones[1], envs[1], "task", "add", "on machine two")
+	jobSpool(t, bin, clones[0], envs[0], "sync")
+	jobSpool(t, bin, clones[1], envs[1], "sync")
+	jobSpool(t, bin, clones[0], envs[0], "sync")
+	want := []string{"before the copy", "on machine one", "on machine two"}
+	for i, dir := range clones {
+		if got := taskTitles(t, bin, dir, envs[i]); !slices.Equal(got, want) {
+			t.Errorf("clone %d: %q, want %q", i, got, want)
+		}
+		jobSpool(t, bin, dir, envs[i], "verify")
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// kill -9 at any moment of a sync loses nothing: every acknowledged event
+// is in the local log, the log passes verify, and the next sync shares it.
+func TestSyncKilledMidway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills spool sync")
+	}
+	bin := spoolBinary(t)
+	_, clones, envs := syncClones(t, bin, 2)
+	a, b := clones[0], clones[1]
+	var added []string
+	for round := range 12 {
+		title := fmt.Sprintf("round %02d", round)
+		jobSpool(t, bin, a, envs[0], "task", "add", title) // acknowledged
+		added = append(added, title)
+		if round%3 == 0 {
+			jobSpool(t, bin, b, envs[1], "task", "add", "from b "+title)
+			jobSpool(t, bin, b, envs[1], "sync")
+		}
+		cmd := spoolCmd(bin, a, envs[0], "sync")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(rand.IntN(40)) * time.Millisecond)
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // spool and its git
+		cmd.Wait()
+		jobSpool(t, bin, a, envs[0], "verify")
+		if got := taskTitles(t, bin, a, envs[0]); !containsAll(got, added) {
+			t.Fatalf("round %d: the local log lost an acknowledged task: have %q", round, got)
+		}
+	}
+	jobSpool(t, bin, a, envs[0], "sync")
+	jobSpool(t, bin, b, envs[1], "sync")
+	if got := taskTitles(t, bin, b, envs[1]); !containsAll(got, added) {
+		t.Fatalf("after the kills, the other clone lacks tasks: %q", got)
+	}
+	jobSpool(t, bin, b, envs[1], "verify")
+}
+
+func containsAll(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// An unreachable remote is exit 4 remote_unreachable, and the local log is
+// as it was.
+func TestSyncUnreachableRemote(t *testing.T) {
+	bin := spoolBinary(t)
+	_, clones, envs := syncClones(t, bin, 1)
+	jobSpool(t, bin, clones[0], envs[0], "task", "add", "kept")
+	gitIn(t, clones[0], "remote", "set-url", "origin", filepath.Join(t.TempDir(), "gone.git"))
+	before := jobSpool(t, bin, clones[0], envs[0], "log", "--json")
+	out, err := jobSpoolErr(bin, clones[0], envs[0], "--json", "sync")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 4 || !strings.Contains(out, "remote_unreachable") {
+		t.Fatalf("sync to a missing remote: %v\n%s", err, out)
+	}
+	if after := jobSpool(t, bin, clones[0], envs[0], "log", "--json"); after != before {
+		t.Fatal("a failed sync changed the log")
+	}
+}
