@@ -95,8 +95,10 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 		}
 		remote := map[string]git.Blob{}
 		if tip != "" {
-			if err := git.FetchRef(ctx, dir, o.Remote, o.Branch, TrackingRef(o)); err != nil {
-				return res, unreachable(o, err)
+			if have, err := git.RevParse(ctx, dir, TrackingRef(o)); err != nil || have != tip {
+				if err := git.FetchRef(ctx, dir, o.Remote, o.Branch, TrackingRef(o)); err != nil {
+					return res, unreachable(o, err)
+				}
 			}
 			if remote, err = git.TreeFiles(ctx, dir, tip, eventsDir); err != nil {
 				return res, err
