@@ -183,3 +183,21 @@ func TestWatchdogDue(t *testing.T) {
 		t.Fatal("interval not honoured")
 	}
 }
+
+// A claim whose task id is not one path element is skipped: the run
+// directory, worktree and branch are derived from the id, and a pushed
+// event must not point them outside .spool/runs and .git/spool/worktrees.
+func TestFoldSkipsAClaimOfAnUnsafeID(t *testing.T) {
+	for _, id := range []string{"", ".", "..", "../../etc", "a/b", `a\b`, "a\x00b"} {
+		s := NewState()
+		s.Apply(ev(TypeClaimed, id, t0, ClaimedData{Attempt: 1}))
+		if s.ActiveTask != nil {
+			t.Errorf("a claim of %q was folded: %+v", id, s.ActiveTask)
+		}
+	}
+	s := NewState()
+	s.Apply(ev(TypeClaimed, "bd-a1.2", t0, ClaimedData{Attempt: 1}))
+	if s.ActiveTask == nil {
+		t.Error("a claim of an ordinary id (bd's dotted child) was skipped")
+	}
+}

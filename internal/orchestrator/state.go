@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -55,6 +56,13 @@ type State struct {
 	Attempts        int        `json:"attempts"` // attempts settled since the log began
 }
 
+// pathSafe says whether a task id can name the run directory, the worktree
+// and the branch derived from it: one path element, no separator. A claim
+// of any other subject is skipped.
+func pathSafe(id string) bool {
+	return id != "" && id != "." && id != ".." && !strings.ContainsAny(id, "/\\\x00")
+}
+
 // Name is the projection's name.
 const Name = "orchestrator"
 
@@ -62,7 +70,7 @@ const Name = "orchestrator"
 const File = ".spool/state/orchestrator-state.json"
 
 // Spec registers the projection.
-var Spec = projections.Spec{Name: Name, Version: 1, New: func() projections.Projection { return &Projection{s: NewState()} }}
+var Spec = projections.Spec{Name: Name, Version: 2, New: func() projections.Projection { return &Projection{s: NewState()} }}
 
 // NewState is an orchestrator that never ran.
 func NewState() *State { return &State{PendingFeedback: []Feedback{}} }
@@ -86,7 +94,7 @@ func (s *State) Apply(e *eventlog.Event) {
 	switch e.Type {
 	case TypeClaimed:
 		var d ClaimedData
-		if a != nil || json.Unmarshal(e.Data, &d) != nil {
+		if a != nil || !pathSafe(e.Subject) || json.Unmarshal(e.Data, &d) != nil {
 			return
 		}
 		s.ActiveTask = &Active{TaskID: e.Subject, Phase: PhaseStarting, Branch: d.Branch, StartedAt: e.At, LastOutputAt: e.At,

@@ -130,7 +130,7 @@ func (d *Driver) monitor(ctx context.Context, s *Service, st *orchestrator.State
 		if a == nil {
 			return st, nil
 		}
-		step := orchestrator.Monitor(a, observe(a), s.Policy, now)
+		step := orchestrator.Monitor(a, observe(a, s.runDir(a)), s.Policy, now)
 		var err error
 		switch step.Kind {
 		case orchestrator.StepNone:

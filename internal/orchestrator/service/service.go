@@ -101,6 +101,14 @@ func (s *Service) Worktree(id string) string {
 	return filepath.Join(s.Store.Repo.PrivateDir(), "worktrees", "task-"+id)
 }
 
+// runDir is where a's attempt keeps its files in this clone. It, the
+// worktree and the branch are derived from the task id, never taken from
+// the log: a claim another machine recorded names its paths, and anyone
+// who can push an event could name any.
+func (s *Service) runDir(a *orchestrator.Active) string {
+	return orchestrator.RunDir(s.Store.Repo.WorkTree, a.TaskID)
+}
+
 // start claims the most urgent ready task and starts its agent. It returns
 // nil when nothing is ready.
 func (s *Service) start(ctx context.Context) (*orchestrator.Active, error) {
@@ -144,7 +152,7 @@ func (s *Service) start(ctx context.Context) (*orchestrator.Active, error) {
 		return a, errors.Join(err, err2)
 	}
 	st, err = s.append(ctx, eventlog.Draft{Type: orchestrator.TypeAgentStarted, Subject: a.TaskID,
-		Data: orchestrator.StartedData{Attempt: a.Attempt, Process: processOf(sup), Log: orchestrator.LogPath(a.RunDir, a.Attempt), Base: base}})
+		Data: orchestrator.StartedData{Attempt: a.Attempt, Process: processOf(sup), Log: orchestrator.LogPath(s.runDir(a), a.Attempt), Base: base}})
 	if err != nil {
 		return a, err
 	}
@@ -154,10 +162,11 @@ func (s *Service) start(ctx context.Context) (*orchestrator.Active, error) {
 
 // launch prepares a's worktree and starts the supervisor.
 func (s *Service) launch(ctx context.Context, a *orchestrator.Active, task *wqservice.Claimed) (proc.Record, string, error) {
-	if err := os.MkdirAll(a.RunDir, 0o755); err != nil {
+	dir, worktree := s.runDir(a), s.Worktree(a.TaskID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return proc.Record{}, "", err
 	}
-	if err := writeJSON(orchestrator.TaskPath(a.RunDir, a.Attempt), task); err != nil {
+	if err := writeJSON(orchestrator.TaskPath(dir, a.Attempt), task); err != nil {
 		return proc.Record{}, "", err
 	}
 	base, err := s.prepare(ctx, a)
@@ -168,37 +177,37 @@ func (s *Service) launch(ctx context.Context, a *orchestrator.Active, task *wqse
 	if err != nil {
 		return proc.Record{}, "", err
 	}
-	argv := append([]string{exe, "__supervise", "--dir", a.RunDir, "--attempt", strconv.Itoa(a.Attempt),
-		"--workdir", a.Worktree, "--base", base, "--grace", s.Policy.Grace.String(), "--"}, s.Policy.Agent...)
+	argv := append([]string{exe, "__supervise", "--dir", dir, "--attempt", strconv.Itoa(a.Attempt),
+		"--workdir", worktree, "--base", base, "--grace", s.Policy.Grace.String(), "--"}, s.Policy.Agent...)
 	env := append(os.Environ(),
 		"SPOOL_TASK_ID="+a.TaskID,
-		"SPOOL_TASK_FILE="+orchestrator.TaskPath(a.RunDir, a.Attempt),
+		"SPOOL_TASK_FILE="+orchestrator.TaskPath(dir, a.Attempt),
 		"SPOOL_ATTEMPT="+strconv.Itoa(a.Attempt),
-		"SPOOL_RUN_DIR="+a.RunDir,
+		"SPOOL_RUN_DIR="+dir,
 		"SPOOL_REPO="+s.Store.Repo.WorkTree)
 	if a.FailureContext != "" {
 		env = append(env, "SPOOL_FAILURE_CONTEXT="+a.FailureContext)
 	}
-	rec, err := proc.StartDetached(proc.Cmd{Argv: argv, Dir: a.Worktree, Env: env})
+	rec, err := proc.StartDetached(proc.Cmd{Argv: argv, Dir: worktree, Env: env})
 	return rec, base, err
 }
 
 // prepare makes a's worktree on branch spool/<id>: where the branch is, or
 // at HEAD for a new branch. It returns the commit the attempt starts from.
 func (s *Service) prepare(ctx context.Context, a *orchestrator.Active) (string, error) {
-	root := s.Store.Repo.WorkTree
-	base, err := git.Run(ctx, root, "rev-parse", "--verify", "--quiet", "refs/heads/"+a.Branch+"^{commit}")
+	root, branch, worktree := s.Store.Repo.WorkTree, orchestrator.Branch(a.TaskID), s.Worktree(a.TaskID)
+	base, err := git.Run(ctx, root, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch+"^{commit}")
 	if err != nil {
 		if base, err = git.Run(ctx, root, "rev-parse", "--verify", "HEAD^{commit}"); err != nil {
 			return "", err
 		}
 	}
 	base = strings.TrimSpace(base)
-	git.RemoveScratch(ctx, root, a.Worktree)
-	if err := os.MkdirAll(filepath.Dir(a.Worktree), 0o755); err != nil {
+	git.RemoveScratch(ctx, root, worktree)
+	if err := os.MkdirAll(filepath.Dir(worktree), 0o755); err != nil {
 		return "", err
 	}
-	if _, err := git.Run(ctx, root, "worktree", "add", "--quiet", "--force", "-B", a.Branch, a.Worktree, base); err != nil {
+	if _, err := git.Run(ctx, root, "worktree", "add", "--quiet", "--force", "-B", branch, worktree, base); err != nil {
 		return "", err
 	}
 	return base, nil
@@ -208,11 +217,11 @@ func (s *Service) prepare(ctx context.Context, a *orchestrator.Active) (string, 
 // worktree: the next attempt starts clean.
 func (s *Service) revert(ctx context.Context, a *orchestrator.Active) error {
 	root := s.Store.Repo.WorkTree
-	git.RemoveScratch(ctx, root, a.Worktree)
+	git.RemoveScratch(ctx, root, s.Worktree(a.TaskID))
 	if a.Base == "" {
 		return nil
 	}
-	_, err := git.Run(ctx, root, "update-ref", "-m", "spool: revert attempt "+strconv.Itoa(a.Attempt), "refs/heads/"+a.Branch, a.Base)
+	_, err := git.Run(ctx, root, "update-ref", "-m", "spool: revert attempt "+strconv.Itoa(a.Attempt), "refs/heads/"+orchestrator.Branch(a.TaskID), a.Base)
 	return err
 }
 
@@ -225,17 +234,17 @@ func (s *Service) settle(ctx context.Context, a *orchestrator.Active) (string, e
 	switch outcome {
 	case orchestrator.OutcomeDone:
 		if s.Policy.SubmitMerge {
-			r, err := mqservice.Open(s.Env).Submit(ctx, mqservice.SubmitOptions{Workspace: a.Worktree, BeadID: a.TaskID})
+			r, err := mqservice.Open(s.Env).Submit(ctx, mqservice.SubmitOptions{Workspace: s.Worktree(a.TaskID), BeadID: a.TaskID})
 			if err != nil {
-				return "", fmt.Errorf("merge submit of %s: %w", a.Branch, err)
+				return "", fmt.Errorf("merge submit of %s: %w", orchestrator.Branch(a.TaskID), err)
 			}
 			entry = r.EntryRef
 		} else {
-			git.RemoveScratch(ctx, root, a.Worktree)
+			git.RemoveScratch(ctx, root, s.Worktree(a.TaskID))
 		}
 	default:
 		if err := s.revert(ctx, a); err != nil {
-			return "", fmt.Errorf("revert %s to %s: %w", a.Branch, a.Base, err)
+			return "", fmt.Errorf("revert %s to %s: %w", orchestrator.Branch(a.TaskID), a.Base, err)
 		}
 	}
 	_, err := s.WQ.Decide(ctx, a.TaskID, "agent succeeded", func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {

@@ -79,12 +79,12 @@ func recordOf(p orchestrator.Process) proc.Record {
 	return proc.Record{PID: p.PID, PGID: p.PGID, Start: p.Start, Boot: p.Boot}
 }
 
-// observe reads what the run directory and the process table say about a's agent.
-func observe(a *orchestrator.Active) orchestrator.Observation {
+// observe reads what the run directory dir and the process table say about a's agent.
+func observe(a *orchestrator.Active, dir string) orchestrator.Observation {
 	var o orchestrator.Observation
 	if a.Phase == orchestrator.PhaseStarting {
 		var f supervisorFile
-		if readJSON(orchestrator.SupervisorPath(a.RunDir, a.Attempt), &f) == nil && f.PID > 0 {
+		if readJSON(orchestrator.SupervisorPath(dir, a.Attempt), &f) == nil && f.PID > 0 {
 			o.Supervisor, o.Base = &f.Process, f.Base
 		}
 	} else {
@@ -94,14 +94,14 @@ func observe(a *orchestrator.Active) orchestrator.Observation {
 		o.Alive = proc.Alive(recordOf(*o.Supervisor))
 	}
 	var x orchestrator.ExitRecord
-	if readJSON(orchestrator.ExitPath(a.RunDir, a.Attempt), &x) == nil {
+	if readJSON(orchestrator.ExitPath(dir, a.Attempt), &x) == nil {
 		o.Exit = &x
 	}
-	if st, err := os.Stat(orchestrator.LogPath(a.RunDir, a.Attempt)); err == nil && st.Size() > 0 {
+	if st, err := os.Stat(orchestrator.LogPath(dir, a.Attempt)); err == nil && st.Size() > 0 {
 		o.LastOutput = st.ModTime().UTC()
 	}
 	if o.Exit != nil || !o.Alive {
-		o.Tail = Tail(orchestrator.LogPath(a.RunDir, a.Attempt), 20, 4096)
+		o.Tail = Tail(orchestrator.LogPath(dir, a.Attempt), 20, 4096)
 	}
 	return o
 }
