@@ -98,7 +98,7 @@ func (l *Log) WriterID() (string, error) {
 func (l *Log) loadWriterID() (string, error) {
 	path := filepath.Join(l.opt.PrivateDir, "writer")
 	b, err := os.ReadFile(path)
-	if err == nil && validWriter(strings.TrimSpace(string(b))) {
+	if err == nil && ValidWriter(strings.TrimSpace(string(b))) {
 		return strings.TrimSpace(string(b)), nil
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -149,7 +149,7 @@ func (l *Log) loadWriterID() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read writer id: %w", err)
 	}
-	if got := strings.TrimSpace(string(b)); validWriter(got) {
+	if got := strings.TrimSpace(string(b)); ValidWriter(got) {
 		return got, nil
 	}
 	return "", fmt.Errorf("%s holds no valid writer id", path)
@@ -170,7 +170,8 @@ func createExclusive(path, content string) error {
 	return err
 }
 
-func validWriter(s string) bool {
+// ValidWriter says whether s can be a writer id (and so name a writer file).
+func ValidWriter(s string) bool {
 	if s == "" || len(s) > 64 {
 		return false
 	}

@@ -531,7 +531,7 @@ func TestWriterID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !validWriter(a) || len(a) != 16 {
+	if !ValidWriter(a) || len(a) != 16 {
 		t.Fatalf("writer id %q", a)
 	}
 	if b, _ := l.WriterID(); b != a {
@@ -586,7 +586,7 @@ func TestWriterIDFileLeftEmptyByACrash(t *testing.T) {
 			t.Fatalf("content %q: Append hangs", content)
 		}
 		id, err := l.WriterID()
-		if err != nil || !validWriter(id) {
+		if err != nil || !ValidWriter(id) {
 			t.Fatalf("content %q: writer id %q, %v", content, id, err)
 		}
 		if again, _ := l.WriterID(); again != id {

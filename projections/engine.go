@@ -20,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/durable"
@@ -149,7 +148,7 @@ type stamp struct {
 }
 
 func stampOf(st fs.FileInfo) stamp {
-	return stamp{Inode: inodeOf(st), Size: st.Size(), MTime: st.ModTime().UnixNano()}
+	return stamp{Inode: durable.Inode(st), Size: st.Size(), MTime: st.ModTime().UnixNano()}
 }
 
 // checked reports whether this process checksummed writer w's prefix in
@@ -324,7 +323,7 @@ func (en *Engine) check(it *item) (status, error) {
 		if err != nil {
 			return 0, err
 		}
-		same := inodeOf(st) == m.Inode
+		same := durable.Inode(st) == m.Inode
 		w := eventlog.WriterOf(path)
 		switch {
 		case same && st.Size() == m.Size && st.ModTime().UnixNano() == m.MTime:
@@ -362,13 +361,6 @@ func (en *Engine) check(it *item) (status, error) {
 		}
 	}
 	return result, nil
-}
-
-func inodeOf(st fs.FileInfo) uint64 {
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		return sys.Ino
-	}
-	return 0
 }
 
 // lineMatches checks that the line before m.Offset is still the one applied.
@@ -604,11 +596,11 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([
 	for w, st := range stats {
 		for _, it := range live {
 			m := it.cp.Marks[w]
-			if m.Size != st.Size() || m.MTime != st.ModTime().UnixNano() || m.Inode != inodeOf(st) {
-				if m.Inode != 0 && m.Inode != inodeOf(st) {
+			if m.Size != st.Size() || m.MTime != st.ModTime().UnixNano() || m.Inode != durable.Inode(st) {
+				if m.Inode != 0 && m.Inode != durable.Inode(st) {
 					it.restat = true // a replaced file: save, or every command checks its prefix again
 				}
-				m.Size, m.MTime, m.Inode = st.Size(), st.ModTime().UnixNano(), inodeOf(st)
+				m.Size, m.MTime, m.Inode = st.Size(), st.ModTime().UnixNano(), durable.Inode(st)
 				it.cp.Marks[w] = m
 				it.dirty = true
 			}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 
 	"github.com/google/renameio/v2"
 )
@@ -122,4 +123,13 @@ func SyncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// Inode is a file's inode number (0 where the system has none): with its
+// size and modification time, what tells a file replaced from one appended to.
+func Inode(fi fs.FileInfo) uint64 {
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return sys.Ino
+	}
+	return 0
 }
