@@ -11,12 +11,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -178,7 +178,7 @@ func integrate(ctx context.Context, st *store.Store, remote map[string]git.Blob,
 	defer unlock()
 	dir := st.Log.Dir()
 	received := 0
-	for _, name := range sortedNames(remote) {
+	for _, name := range slices.Sorted(maps.Keys(remote)) {
 		blob := remote[name]
 		path := filepath.Join(dir, name)
 		if !validFile(name) || c.known(path, blob) {
@@ -265,8 +265,12 @@ func writeTree(ctx context.Context, repo string, snaps []snapshot, remote map[st
 	}
 	// Files the remote has and this clone does not (never integrated: an
 	// invalid name) stay on the branch.
+	local := make(map[string]bool, len(snaps))
+	for _, s := range snaps {
+		local[s.name] = true
+	}
 	for name, r := range remote {
-		if !slices.ContainsFunc(snaps, func(s snapshot) bool { return s.name == name }) {
+		if !local[name] {
 			files = append(files, git.TreeEntry{Name: name, Hash: r.Hash})
 		}
 	}
@@ -300,18 +304,10 @@ func whole(b []byte) []byte {
 	return b
 }
 
+// validFile is a writer file's name, as the log names them.
 func validFile(name string) bool {
 	w, ok := strings.CutSuffix(name, eventlog.Ext)
-	return ok && w != "" && !strings.ContainsAny(w, "/\\.") && len(w) <= 64
-}
-
-func sortedNames(m map[string]git.Blob) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return ok && eventlog.ValidWriter(w)
 }
 
 // cache remembers, per writer file, the blob it was last equal to and the
@@ -322,6 +318,7 @@ type cache struct {
 	path  string
 	Files map[string]cached `json:"files"`
 	lines map[string]int    // events in a blob, by id, from the cache and the blobs read
+	dirty bool              // Files changed since it was loaded
 }
 
 type cached struct {
@@ -346,10 +343,14 @@ func loadCache(st *store.Store) *cache {
 	return c
 }
 
+// save writes the cache when it changed: a sync with nothing new writes
+// nothing.
 func (c *cache) save() {
-	b, err := json.Marshal(c)
-	if err == nil {
-		durable.WriteFile(c.path, b, 0o644) // a lost cache costs a read, nothing else
+	if !c.dirty {
+		return
+	}
+	if b, err := json.Marshal(c); err == nil && durable.WriteFile(c.path, b, 0o644) == nil { // a lost cache costs a read, nothing else
+		c.dirty = false
 	}
 }
 
@@ -358,10 +359,7 @@ func identity(path string) (inode uint64, size, mtime int64, ok bool) {
 	if err != nil {
 		return 0, 0, 0, false
 	}
-	if sys, isUnix := fi.Sys().(*syscall.Stat_t); isUnix {
-		inode = sys.Ino
-	}
-	return inode, fi.Size(), fi.ModTime().UnixNano(), true
+	return durable.Inode(fi), fi.Size(), fi.ModTime().UnixNano(), true
 }
 
 // unchanged is the cached blob of a file that has not changed since.
@@ -383,7 +381,8 @@ func (c *cache) known(path string, b git.Blob) bool {
 // with lines events.
 func (c *cache) remember(path, hash string, lines int) {
 	if ino, size, mtime, ok := identity(path); ok {
-		c.Files[filepath.Base(path)] = cached{Hash: hash, Size: size, Lines: lines, Inode: ino, MTime: mtime}
-		c.lines[hash] = lines
+		e := cached{Hash: hash, Size: size, Lines: lines, Inode: ino, MTime: mtime}
+		c.dirty = c.dirty || c.Files[filepath.Base(path)] != e
+		c.Files[filepath.Base(path)], c.lines[hash] = e, lines
 	}
 }
