@@ -15,62 +15,46 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spoolhq/spool/internal/git/gittest"
 )
 
 // spool sync on real clones of one bare remote: each clone a writer of its
 // own, appending and syncing in parallel; then every clone holds every
 // event, its projections equal the others', and verify passes.
 
-// gitIn runs git in dir and returns its output.
-func gitIn(t *testing.T, dir string, args ...string) string {
+// syncClones makes a bare remote and n clones of it (gittest's repository
+// the first), spool initialised and committed by the first; each clone's
+// commands run as its own actor.
+func syncClones(t *testing.T, bin string, n int) (r *gittest.Repo, clones []string, envs [][]string) {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
-	}
-	return string(out)
-}
-
-// syncClones makes a bare remote and n clones of it, spool initialised and
-// committed by the first; each clone's commands run as its own actor.
-func syncClones(t *testing.T, bin string, n int) (remote string, clones []string, envs [][]string) {
-	t.Helper()
-	root := t.TempDir()
-	remote = filepath.Join(root, "remote.git")
-	gitIn(t, root, "init", "-q", "--bare", "-b", "main", remote)
-	first := filepath.Join(root, "clone0")
-	gitIn(t, root, "clone", "-q", remote, first)
-	gitIn(t, first, "commit", "-q", "--allow-empty", "-m", "init")
+	r = gittest.New(t, nil)
 	env0 := []string{"SPOOL_ACTOR=agent0@example.com", "SPOOL_NOW="}
-	jobSpool(t, bin, first, env0, "init")
-	gitIn(t, first, "add", ".spool", ".gitattributes")
-	gitIn(t, first, "commit", "-q", "-m", "spool: init")
-	gitIn(t, first, "push", "-q", "origin", "main")
-	clones, envs = []string{first}, [][]string{env0}
+	jobSpool(t, bin, r.Root, env0, "init")
+	r.Git(r.Root, "add", ".spool", ".gitattributes")
+	r.Git(r.Root, "commit", "-q", "-m", "spool: init")
+	r.Git(r.Root, "push", "-q", "origin", "main")
+	clones, envs = []string{r.Root}, [][]string{env0}
 	for i := 1; i < n; i++ {
-		dir := filepath.Join(root, fmt.Sprintf("clone%d", i))
-		gitIn(t, root, "clone", "-q", remote, dir)
+		dir := filepath.Join(filepath.Dir(r.Root), fmt.Sprintf("clone%d", i))
+		r.Git(filepath.Dir(dir), "clone", "-q", r.Remote, dir)
 		clones = append(clones, dir)
 		envs = append(envs, []string{fmt.Sprintf("SPOOL_ACTOR=agent%d@example.com", i), "SPOOL_NOW="})
 	}
-	return remote, clones, envs
+	return r, clones, envs
 }
 
 // untouched is what sync must leave alone: HEAD, the index, and the work
 // tree outside .spool/events.
-func untouched(t *testing.T, dir string) string {
-	t.Helper()
+func untouched(r *gittest.Repo, dir string) string {
+	r.T.Helper()
 	var keep []string
-	for _, l := range strings.Split(gitIn(t, dir, "status", "--porcelain", "--untracked-files=all"), "\n") {
+	for _, l := range strings.Split(r.Git(dir, "status", "--porcelain", "--untracked-files=all"), "\n") {
 		if l != "" && !strings.Contains(l, ".spool/events/") {
 			keep = append(keep, l)
 		}
 	}
-	return gitIn(t, dir, "rev-parse", "HEAD") + gitIn(t, dir, "diff", "--cached", "--name-status") + strings.Join(keep, "\n")
+	return r.Git(dir, "rev-parse", "HEAD") + "\n" + r.Git(dir, "diff", "--cached", "--name-status") + "\n" + strings.Join(keep, "\n")
 }
 
 func taskTitles(t *testing.T, bin, dir string, env []string) []string {
@@ -95,15 +79,15 @@ func TestSyncFourClones(t *testing.T) {
 		t.Skip("four clones")
 	}
 	bin := spoolBinary(t)
-	_, clones, envs := syncClones(t, bin, 4)
+	r, clones, envs := syncClones(t, bin, 4)
 	// A file staged in the first clone, and one changed: sync leaves both.
 	os.WriteFile(filepath.Join(clones[0], "staged.txt"), []byte("staged\n"), 0o644)
-	gitIn(t, clones[0], "add", "staged.txt")
+	r.Git(clones[0], "add", "staged.txt")
 	os.WriteFile(filepath.Join(clones[0], "notes.txt"), []byte("mine\n"), 0o644)
 	before := make([]string, len(clones))
 	for i, dir := range clones {
 		jobSpool(t, bin, dir, envs[i], "status") // registers the merge driver, as any first command
-		before[i] = untouched(t, dir)
+		before[i] = untouched(r, dir)
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, len(clones))
@@ -144,7 +128,7 @@ func TestSyncFourClones(t *testing.T) {
 			t.Errorf("clone %d has %d tasks, clone 0 %d", i, len(got), len(want))
 		}
 		jobSpool(t, bin, dir, envs[i], "verify")
-		if after := untouched(t, dir); after != before[i] {
+		if after := untouched(r, dir); after != before[i] {
 			t.Errorf("clone %d: sync changed HEAD, the index or the work tree:\nbefore %q\nafter  %q", i, before[i], after)
 		}
 		if out := jobSpool(t, bin, dir, envs[i], "sync"); !strings.Contains(out, "up to date") {
@@ -259,9 +243,9 @@ func containsAll(have, want []string) bool {
 // as it was.
 func TestSyncUnreachableRemote(t *testing.T) {
 	bin := spoolBinary(t)
-	_, clones, envs := syncClones(t, bin, 1)
+	r, clones, envs := syncClones(t, bin, 1)
 	jobSpool(t, bin, clones[0], envs[0], "task", "add", "kept")
-	gitIn(t, clones[0], "remote", "set-url", "origin", filepath.Join(t.TempDir(), "gone.git"))
+	r.Git(clones[0], "remote", "set-url", "origin", filepath.Join(t.TempDir(), "gone.git"))
 	before := jobSpool(t, bin, clones[0], envs[0], "log", "--json")
 	out, err := jobSpoolErr(bin, clones[0], envs[0], "--json", "sync")
 	var ee *exec.ExitError
