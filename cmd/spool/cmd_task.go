@@ -6,7 +6,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/workqueue"
 	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
 )
@@ -153,8 +152,10 @@ type TaskListCmd struct {
 }
 
 func (c *TaskListCmd) Run(e *env) error {
-	if c.Priority != nil && (*c.Priority < 0 || *c.Priority > workqueue.MaxPriority) {
-		return fault.New(fault.CodeInvalidPriority, nil, fmt.Sprintf("priority must be 0 (most urgent) to 4, got %d", *c.Priority), "priority", *c.Priority)
+	if c.Priority != nil {
+		if err := workqueue.ValidatePriority(*c.Priority); err != nil {
+			return err
+		}
 	}
 	if c.Label != "" {
 		if err := workqueue.ValidateLabel(c.Label); err != nil {

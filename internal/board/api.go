@@ -121,10 +121,10 @@ func apiTasks(ctx context.Context, env store.Env, r *http.Request) (any, error) 
 // priority parses a priority as the CLI's -p takes it.
 func priority(s string) (int, error) {
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 || n > workqueue.MaxPriority {
+	if err != nil {
 		return 0, fault.New(fault.CodeInvalidPriority, nil, fmt.Sprintf("priority must be 0 (most urgent) to 4, got %q", s), "priority", s)
 	}
-	return n, nil
+	return n, workqueue.ValidatePriority(n)
 }
 
 func apiTask(ctx context.Context, env store.Env, r *http.Request) (any, error) {

@@ -42,7 +42,8 @@ func ValidateLabel(l string) error {
 	return nil
 }
 
-func validatePriority(p int) error {
+// ValidatePriority refuses a priority outside 0 (most urgent) to 4.
+func ValidatePriority(p int) error {
 	if p < 0 || p > MaxPriority {
 		return fault.New(fault.CodeInvalidPriority, nil, fmt.Sprintf("priority must be 0 (most urgent) to 4, got %d", p), "priority", p)
 	}
@@ -66,7 +67,7 @@ func (n *NewTask) Validate() error {
 	if n.Title == "" {
 		return fault.Usagef(CodeEmptyTitle, "a task needs a non-empty title")
 	}
-	if err := validatePriority(n.Priority); err != nil {
+	if err := ValidatePriority(n.Priority); err != nil {
 		return err
 	}
 	if n.Type == "" {
@@ -169,7 +170,7 @@ func (u *Update) ValidateFields() error {
 		u.Title = &title
 	}
 	if u.Priority != nil {
-		if err := validatePriority(*u.Priority); err != nil {
+		if err := ValidatePriority(*u.Priority); err != nil {
 			return err
 		}
 	}
