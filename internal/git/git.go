@@ -119,8 +119,16 @@ func (e *GitError) FaultCode() fault.Code { return CodeGitFailed }
 // foreground group, or reading it would stop git (SIGTTIN), and most git
 // commands are too short for a guard process (see RunGroup) to pay off.
 func Run(ctx context.Context, dir string, args ...string) (string, error) {
+	return RunInput(ctx, dir, nil, args...)
+}
+
+// RunInput is Run with input on git's stdin (nil: none).
+func RunInput(ctx context.Context, dir string, input []byte, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
+	if input != nil {
+		cmd.Stdin = bytes.NewReader(input)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

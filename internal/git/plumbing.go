@@ -12,19 +12,6 @@ import (
 // Plumbing for spool sync: objects and refs of a branch nobody checks out,
 // written without the work tree, the index or HEAD.
 
-// RunInput is Run with input on git's stdin.
-func RunInput(ctx context.Context, dir string, input []byte, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	cmd.Stdin = bytes.NewReader(input)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), &GitError{Args: args, Stderr: stderr.String(), Err: err}
-	}
-	return stdout.String(), nil
-}
-
 // unreachable says whether git's stderr means the remote could not be
 // reached (rather than refusing what was asked).
 func unreachable(stderr string) bool {
