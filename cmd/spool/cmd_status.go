@@ -5,6 +5,7 @@ import (
 	"sort"
 	"text/tabwriter"
 
+	"github.com/spoolhq/spool/internal/fleet"
 	"github.com/spoolhq/spool/projections"
 )
 
@@ -25,10 +26,15 @@ func (c *StatusCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	synced, err := fleet.SyncStatus(e.ctx, st, stats.ByWriter)
+	if err != nil {
+		return err
+	}
 	if e.JSON {
 		return writeJSON(e.stdout, map[string]any{
 			"root": st.Repo.Root, "writer": writer, "events": stats.Events,
 			"by_type": stats.ByType, "by_writer": stats.ByWriter, "last_lc": stats.LastLC, "last_at": stats.LastAt,
+			"sync": synced,
 		})
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
@@ -42,7 +48,21 @@ func (c *StatusCmd) Run(e *env) error {
 	for _, t := range sortedKeys(stats.ByType) {
 		fmt.Fprintf(tw, "  %s\t%d\n", t, stats.ByType[t])
 	}
+	fmt.Fprintf(tw, "sync\t%s\n", syncLine(synced))
 	return tw.Flush()
+}
+
+// syncLine says how far the log is from the remote, as last synced.
+func syncLine(s fleet.Status) string {
+	switch {
+	case s.Branch == "":
+		return "inline mode, and HEAD is not on a branch"
+	case !s.Synced:
+		return fmt.Sprintf("%s/%s: never synced", s.Remote, s.Branch)
+	case *s.Ahead == 0 && *s.Behind == 0:
+		return fmt.Sprintf("%s/%s: up to date, as of the last sync", s.Remote, s.Branch)
+	}
+	return fmt.Sprintf("%s/%s: ahead %d, behind %d (events, as of the last sync)", s.Remote, s.Branch, *s.Ahead, *s.Behind)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

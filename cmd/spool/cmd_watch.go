@@ -55,6 +55,8 @@ func (c *WatchCmd) Run(e *env) error {
 	// The orchestrator last: its claims see the expiries recorded above.
 	drivers = append(drivers, &orchservice.Driver{Say: out.say,
 		PauseAt: os.Getenv("SPOOL_TEST_ORCH_PAUSE"), PauseFile: os.Getenv("SPOOL_TEST_ORCH_PAUSE_FILE")})
+	// Sync last: a pass's own appends are shared at once.
+	drivers = append(drivers, watch.Sync(out.say, out.errorf, c.Once))
 
 	poll := c.Poll
 	if poll <= 0 {

@@ -40,6 +40,7 @@ const eventsDir = "events"
 type Result struct {
 	Remote   string `json:"remote"`
 	Branch   string `json:"branch"`
+	Mode     string `json:"mode"`
 	Received int    `json:"received"` // events brought into the local log
 	Sent     int    `json:"sent"`     // events the remote did not have
 	Commit   string `json:"commit"`   // the branch's tip after the sync
@@ -49,7 +50,8 @@ type Result struct {
 // Options are a sync's settings.
 type Options struct {
 	Remote string
-	Branch string
+	Branch string // the sync branch; inline mode uses the current branch
+	Mode   string // ModeBranch or ModeInline
 	// Attempts bounds the fetch → integrate → push rounds when other
 	// machines keep moving the branch.
 	Attempts int
@@ -63,7 +65,7 @@ func OptionsFrom(st *store.Store, remote string) Options {
 	if remote == "" {
 		remote = st.Config.String("merge.remote")
 	}
-	return Options{Remote: remote, Branch: st.Config.String("sync.branch"), Attempts: 10}
+	return Options{Remote: remote, Branch: st.Config.String("sync.branch"), Mode: st.Config.String("sync.mode"), Attempts: 10}
 }
 
 // TrackingRef is spool's copy of the remote's sync branch as last seen.
@@ -74,20 +76,18 @@ func TrackingRef(o Options) string { return "refs/spool/sync/" + o.Remote + "/" 
 // push without force; a push refused because the branch moved starts the
 // round again after a jittered pause.
 func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
-	res := Result{Remote: o.Remote, Branch: o.Branch}
+	res := Result{Remote: o.Remote, Branch: o.Branch, Mode: ModeBranch}
 	dir := st.Repo.Root
 	if o.Remote == "" || !git.RemoteExists(ctx, dir, o.Remote) {
 		return res, fault.New(CodeUnknownRemote, nil, fmt.Sprintf("no git remote %q: set sync.remote (or merge.remote), or pass --remote", o.Remote), "remote", o.Remote)
 	}
+	if o.Mode == ModeInline {
+		return syncInline(ctx, st, o)
+	}
 	cache := loadCache(st)
 	for attempt := range max(o.Attempts, 1) {
-		if attempt > 0 {
-			pause := time.Duration(rand.Int64N(int64(25*time.Millisecond) << min(attempt, 6)))
-			select {
-			case <-ctx.Done():
-				return res, ctx.Err()
-			case <-time.After(pause):
-			}
+		if err := pause(ctx, attempt); err != nil {
+			return res, err
 		}
 		tip, err := git.RemoteTip(ctx, dir, o.Remote, o.Branch)
 		if err != nil {
@@ -109,6 +109,7 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 		if err != nil {
 			return res, err
 		}
+		cache.see(TrackingRef(o), tip, remoteLines(remote, cache))
 		tree, sent, err := writeTree(ctx, dir, snap, remote, cache)
 		if err != nil {
 			return res, err
@@ -131,6 +132,8 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 		case err == nil:
 			res.Sent, res.Commit = sent, commit
 			git.Run(ctx, dir, "update-ref", "-m", "spool sync", TrackingRef(o), commit)
+			cache.see(TrackingRef(o), commit, snapLines(snap))
+			cache.save()
 			return res, nil
 		case errors.As(err, &perr) && perr.Rejected:
 			continue // someone pushed first: fetch and integrate again
@@ -140,6 +143,20 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 	}
 	return res, fault.New(CodeSyncContended, nil, fmt.Sprintf("%s/%s kept moving: %d pushes refused; try again", o.Remote, o.Branch, res.Pushes),
 		"remote", o.Remote, "branch", o.Branch, "pushes", res.Pushes)
+}
+
+// pause waits before attempt (none before the first): jittered, growing,
+// so machines that collided do not collide again.
+func pause(ctx context.Context, attempt int) error {
+	if attempt == 0 {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Duration(rand.Int64N(int64(25*time.Millisecond) << min(attempt, 6)))):
+		return nil
+	}
 }
 
 func unreachable(o Options, err error) error {
@@ -176,6 +193,11 @@ func integrate(ctx context.Context, st *store.Store, remote map[string]git.Blob,
 		return nil, 0, err
 	}
 	defer unlock()
+	return integrateLocked(ctx, st, remote, c)
+}
+
+// integrateLocked is integrate with the log's lock held by the caller.
+func integrateLocked(ctx context.Context, st *store.Store, remote map[string]git.Blob, c *cache) ([]snapshot, int, error) {
 	dir := st.Log.Dir()
 	received := 0
 	for _, name := range slices.Sorted(maps.Keys(remote)) {
@@ -244,23 +266,12 @@ func integrate(ctx context.Context, st *store.Store, remote map[string]git.Blob,
 // writeTree stores the snapshots as the sync branch's tree and counts the
 // events the remote did not have.
 func writeTree(ctx context.Context, repo string, snaps []snapshot, remote map[string]git.Blob, c *cache) (string, int, error) {
+	sent, err := storeBlobs(ctx, repo, snaps, remote, c)
+	if err != nil {
+		return "", 0, err
+	}
 	var files []git.TreeEntry
-	sent := 0
-	for i := range snaps {
-		s := &snaps[i]
-		if s.hash == "" {
-			h, err := git.WriteBlob(ctx, repo, s.content)
-			if err != nil {
-				return "", 0, err
-			}
-			s.hash = h
-			if path := filepath.Join(s.dir, s.name); fileSize(path) == int64(len(s.content)) {
-				c.remember(path, h, s.lines)
-			}
-		}
-		if r, ok := remote[s.name]; !ok || r.Hash != s.hash {
-			sent += s.lines - c.lines[r.Hash] // the lines the remote's version had, when it was read
-		}
+	for _, s := range snaps {
 		files = append(files, git.TreeEntry{Name: s.name, Hash: s.hash})
 	}
 	// Files the remote has and this clone does not (never integrated: an
@@ -280,7 +291,30 @@ func writeTree(ctx context.Context, repo string, snaps []snapshot, remote map[st
 		return "", 0, err
 	}
 	root, err := git.WriteTree(ctx, repo, []git.TreeEntry{{Name: eventsDir, Hash: events, Tree: true}})
-	return root, max(sent, 0), err
+	return root, sent, err
+}
+
+// storeBlobs stores the snapshots git does not have yet as blobs, and
+// counts the events the remote did not have.
+func storeBlobs(ctx context.Context, repo string, snaps []snapshot, remote map[string]git.Blob, c *cache) (int, error) {
+	sent := 0
+	for i := range snaps {
+		s := &snaps[i]
+		if s.hash == "" {
+			h, err := git.WriteBlob(ctx, repo, s.content)
+			if err != nil {
+				return 0, err
+			}
+			s.hash = h
+			if path := filepath.Join(s.dir, s.name); fileSize(path) == int64(len(s.content)) {
+				c.remember(path, h, s.lines)
+			}
+		}
+		if r, ok := remote[s.name]; !ok || r.Hash != s.hash {
+			sent += s.lines - c.lines[r.Hash] // the lines the remote's version had, when it was read
+		}
+	}
+	return max(sent, 0), nil
 }
 
 func fileSize(path string) int64 {
@@ -317,6 +351,7 @@ func validFile(name string) bool {
 type cache struct {
 	path  string
 	Files map[string]cached `json:"files"`
+	Seen  map[string]seen   `json:"seen,omitempty"` // by tracking ref: what spool status compares with
 	lines map[string]int    // events in a blob, by id, from the cache and the blobs read
 	dirty bool              // Files changed since it was loaded
 }

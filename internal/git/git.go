@@ -124,8 +124,17 @@ func Run(ctx context.Context, dir string, args ...string) (string, error) {
 
 // RunInput is Run with input on git's stdin (nil: none).
 func RunInput(ctx context.Context, dir string, input []byte, args ...string) (string, error) {
+	return RunEnv(ctx, dir, nil, input, args...)
+}
+
+// RunEnv is RunInput with variables added to spool's environment (a
+// temporary index: GIT_INDEX_FILE).
+func RunEnv(ctx context.Context, dir string, env []string, input []byte, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if input != nil {
 		cmd.Stdin = bytes.NewReader(input)
 	}

@@ -138,9 +138,18 @@ func TreeOf(ctx context.Context, repo, commit string) (string, error) {
 // CommitTree makes a commit of tree on parent ("" for none) with the
 // committer git would use, or spool's own when none is configured.
 func CommitTree(ctx context.Context, repo, tree, parent, msg string) (string, error) {
-	args := []string{"-c", "user.useConfigOnly=false", "commit-tree", tree, "-m", msg}
+	var parents []string
 	if parent != "" {
-		args = append(args, "-p", parent)
+		parents = []string{parent}
+	}
+	return CommitTreeOn(ctx, repo, tree, msg, parents...)
+}
+
+// CommitTreeOn is CommitTree with any number of parents (two: a merge).
+func CommitTreeOn(ctx context.Context, repo, tree, msg string, parents ...string) (string, error) {
+	args := []string{"-c", "user.useConfigOnly=false", "commit-tree", tree, "-m", msg}
+	for _, p := range parents {
+		args = append(args, "-p", p)
 	}
 	out, err := Run(ctx, repo, args...)
 	if err != nil && strings.Contains(stderrOf(err), "tell me who you are") {
@@ -153,7 +162,17 @@ func CommitTree(ctx context.Context, repo, tree, parent, msg string) (string, er
 // PushCommit pushes commit to the remote's branch, never forced: a branch
 // that moved since is refused (Rejected), and the caller fetches again.
 func PushCommit(ctx context.Context, repo, remote, commit, branch string) error {
-	_, err := Run(ctx, repo, "push", "--quiet", "--no-verify", remote, commit+":refs/heads/"+branch)
+	return pushCommit(ctx, repo, remote, commit, branch, "--no-verify")
+}
+
+// PushCommitHooked is PushCommit with the pre-push hook run, for a branch
+// that is the user's own (inline sync).
+func PushCommitHooked(ctx context.Context, repo, remote, commit, branch string) error {
+	return pushCommit(ctx, repo, remote, commit, branch, "--verify")
+}
+
+func pushCommit(ctx context.Context, repo, remote, commit, branch, verify string) error {
+	_, err := Run(ctx, repo, "push", "--quiet", verify, remote, commit+":refs/heads/"+branch)
 	if err == nil {
 		return nil
 	}

@@ -1,0 +1,144 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"maps"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/git"
+	"github.com/spoolhq/spool/internal/store"
+)
+
+// Status is how far the local log is ahead of and behind the remote, as
+// the last sync saw the remote: spool status reads no network.
+type Status struct {
+	Remote string `json:"remote"`
+	Branch string `json:"branch"` // "" in inline mode with HEAD not on a branch
+	Mode   string `json:"mode"`
+	Synced bool   `json:"synced"`           // a sync has seen the remote's branch
+	Commit string `json:"commit,omitempty"` // the remote's tip then
+	Ahead  *int   `json:"ahead,omitempty"`  // events here the remote lacked
+	Behind *int   `json:"behind,omitempty"` // events there this log lacks
+}
+
+// seen is the remote's branch as a sync last saw it: its tip and the
+// events of each writer there, so that status counts without reading
+// a blob.
+type seen struct {
+	Commit string         `json:"commit"`
+	Lines  map[string]int `json:"lines"`
+}
+
+// see records the remote's tip and its files' events (nothing when the
+// remote has no branch yet).
+func (c *cache) see(ref, commit string, lines map[string]int) {
+	if commit == "" || lines == nil {
+		return
+	}
+	if old, ok := c.Seen[ref]; ok && old.Commit == commit && maps.Equal(old.Lines, lines) {
+		return
+	}
+	if c.Seen == nil {
+		c.Seen = map[string]seen{}
+	}
+	c.Seen[ref], c.dirty = seen{Commit: commit, Lines: lines}, true
+}
+
+// remoteLines counts the events of the remote's writer files from the
+// blobs read or cached; nil when one is unknown.
+func remoteLines(remote map[string]git.Blob, c *cache) map[string]int {
+	lines := map[string]int{}
+	for name, b := range remote {
+		if !validFile(name) {
+			continue
+		}
+		n, ok := c.lines[b.Hash]
+		if !ok {
+			return nil
+		}
+		lines[eventlog.WriterOf(name)] = n
+	}
+	return lines
+}
+
+func snapLines(snaps []snapshot) map[string]int {
+	lines := make(map[string]int, len(snaps))
+	for _, s := range snaps {
+		if validFile(s.name) {
+			lines[eventlog.WriterOf(s.name)] = s.lines
+		}
+	}
+	return lines
+}
+
+// SyncStatus compares local (events per writer, from the stats projection)
+// with the remote's branch as last fetched: the sync cache when it knows
+// that commit, otherwise the tracking ref's tree.
+func SyncStatus(ctx context.Context, st *store.Store, local map[string]int) (Status, error) {
+	o := OptionsFrom(st, "")
+	s := Status{Remote: o.Remote, Branch: o.Branch, Mode: o.Mode}
+	dir := eventsDir
+	if o.Mode == ModeInline {
+		branch, ok := git.HeadBranch(st.Repo)
+		if !ok {
+			s.Branch = ""
+			return s, nil
+		}
+		s.Branch, o.Branch, dir = branch, branch, inlineEventsDir
+	}
+	commit, err := git.RevParse(ctx, st.Repo.Root, TrackingRef(o))
+	if err != nil || commit == "" {
+		return s, nil // never synced (or the ref is gone): nothing to compare with
+	}
+	c := loadCache(st)
+	remote, err := linesAt(ctx, st.Repo.Root, commit, dir, c)
+	if err != nil {
+		return s, err
+	}
+	ahead, behind := aheadBehind(local, remote)
+	s.Synced, s.Commit, s.Ahead, s.Behind = true, commit, &ahead, &behind
+	return s, nil
+}
+
+// linesAt is the events per writer in commit's writer files under dir.
+func linesAt(ctx context.Context, repo, commit, dir string, c *cache) (map[string]int, error) {
+	for _, s := range c.Seen {
+		if s.Commit == commit {
+			return s.Lines, nil
+		}
+	}
+	files, err := git.TreeFiles(ctx, repo, commit, dir)
+	if err != nil {
+		return nil, err
+	}
+	lines := map[string]int{}
+	for name, b := range files {
+		if !validFile(name) {
+			continue
+		}
+		n, ok := c.lines[b.Hash]
+		if !ok {
+			content, err := git.ReadBlob(ctx, repo, b.Hash)
+			if err != nil {
+				return nil, err
+			}
+			n = bytes.Count(whole(content), []byte{'\n'})
+		}
+		lines[eventlog.WriterOf(name)] = n
+	}
+	return lines, nil
+}
+
+// aheadBehind sums, writer by writer, the events one side has beyond the
+// other. A writer file only grows, so counts tell; a diverged file (one
+// writer on two machines) counts as its longer side.
+func aheadBehind(local, remote map[string]int) (ahead, behind int) {
+	for w, n := range local {
+		ahead += max(n-remote[w], 0)
+	}
+	for w, n := range remote {
+		behind += max(n-local[w], 0)
+	}
+	return ahead, behind
+}
