@@ -255,7 +255,10 @@ func commitInline(ctx context.Context, st *store.Store, c *cache, o Options, p p
 // own (the user's index holds what they staged) and commits it.
 func commitOn(ctx context.Context, st *store.Store, p plan, changes []git.IndexEntry, msg string) (string, error) {
 	root := st.Repo.Root
-	index := filepath.Join(st.Repo.PrivateDir(), "sync-index") // under the log's lock: one sync at a time
+	index := filepath.Join(st.Repo.PrivateDir(), "sync-index")
+	// Under the log's lock no other sync uses it: a lock file there is a
+	// killed sync's, and would stop every later one.
+	os.Remove(index + ".lock")
 	defer os.Remove(index)
 	if err := git.ReadTreeIndex(ctx, root, index, p.base); err != nil {
 		return "", err
