@@ -23,7 +23,7 @@ func (c *SyncCmd) Run(e *env) error {
 	if e.JSON {
 		return writeJSON(e.stdout, res)
 	}
-	if res.Received == 0 && res.Sent == 0 {
+	if res.Received == 0 && res.Sent == 0 && res.Pushes == 0 {
 		fmt.Fprintf(e.stdout, "up to date with %s/%s\n", res.Remote, res.Branch)
 		return nil
 	}

@@ -87,8 +87,8 @@ func SyncStatus(ctx context.Context, st *store.Store, local map[string]int) (Sta
 		}
 		s.Branch, o.Branch, dir = branch, branch, inlineEventsDir
 	}
-	commit, err := git.RevParse(ctx, st.Repo.Root, TrackingRef(o))
-	if err != nil || commit == "" {
+	commit, ok := git.ReadRef(ctx, st.Repo, TrackingRef(o))
+	if !ok {
 		return s, nil // never synced (or the ref is gone): nothing to compare with
 	}
 	c := loadCache(st)

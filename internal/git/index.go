@@ -127,3 +127,28 @@ func WriteIndexTree(ctx context.Context, dir, index string) (string, error) {
 func IndexLocked(err error) bool {
 	return strings.Contains(stderrOf(err), "index.lock")
 }
+
+// ReadRef reads a ref's commit from the files git keeps it in (loose, then
+// packed-refs), without running git or opening the object store: for
+// spool status, which must stay a few milliseconds. ok is false when the
+// ref is in neither; a repository using reftable is asked through RevParse.
+func ReadRef(ctx context.Context, r *Repo, ref string) (commit string, ok bool) {
+	if _, err := os.Stat(filepath.Join(r.CommonDir, "reftable")); err == nil {
+		c, err := RevParse(ctx, r.Root, ref)
+		return c, err == nil && c != ""
+	}
+	if b, err := os.ReadFile(filepath.Join(r.CommonDir, filepath.FromSlash(ref))); err == nil {
+		c := strings.TrimSpace(string(b))
+		return c, isCommitID(c)
+	}
+	packed, err := os.ReadFile(filepath.Join(r.CommonDir, "packed-refs"))
+	if err != nil {
+		return "", false
+	}
+	for _, line := range strings.Split(string(packed), "\n") {
+		if c, name, found := strings.Cut(line, " "); found && name == ref && isCommitID(c) {
+			return c, true
+		}
+	}
+	return "", false
+}
