@@ -3,13 +3,16 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/spoolhq/spool/internal/git/gittest"
 )
@@ -249,5 +252,68 @@ func TestInlineSyncDivergedBranch(t *testing.T) {
 			t.Errorf("clone %d: %q", i, got)
 		}
 		jobSpool(t, bin, dir, envs[i], "verify")
+	}
+}
+
+// kill -9 at any moment of an inline sync (spool and its git) loses
+// nothing and leaves the branch usable: every acknowledged event is in the
+// log, HEAD only moves forward from where it was, no merge is left in
+// progress, and the next sync goes through. The locks git leaves on
+// spool's own index and refs are spool's to remove; those on the user's
+// index and branch are not.
+func TestInlineSyncKilledMidway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills spool sync")
+	}
+	bin := spoolBinary(t)
+	r, clones, envs := inlineClones(t, bin, 2)
+	a, b := clones[0], clones[1]
+	jobSpool(t, bin, a, envs[0], "sync")
+	start := r.Git(a, "rev-parse", "HEAD")
+	var added []string
+	for round := range 12 {
+		title := fmt.Sprintf("round %02d", round)
+		jobSpool(t, bin, a, envs[0], "task", "add", title)
+		added = append(added, title)
+		if round%3 == 0 {
+			jobSpool(t, bin, b, envs[1], "task", "add", "from b "+title)
+			jobSpool(t, bin, b, envs[1], "sync")
+		}
+		cmd := spoolCmd(bin, a, envs[0], "sync")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(rand.IntN(60)) * time.Millisecond)
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // spool and its git
+		cmd.Wait()
+		// What git tells its user to do after a crash; spool never removes
+		// a lock of the user's, which may be a live git's.
+		for _, lock := range []string{"index.lock", "HEAD.lock", "refs/heads/main.lock"} {
+			if os.Remove(filepath.Join(a, ".git", lock)) == nil {
+				t.Logf("round %d: git was killed holding %s", round, lock)
+			}
+		}
+		jobSpool(t, bin, a, envs[0], "verify")
+		if got := taskTitles(t, bin, a, envs[0]); !containsAll(got, added) {
+			t.Fatalf("round %d: the local log lost an acknowledged task: have %q", round, got)
+		}
+		if _, err := os.Stat(filepath.Join(a, ".git", "MERGE_HEAD")); err == nil {
+			t.Fatalf("round %d: a merge is in progress", round)
+		}
+		if out, err := exec.Command("git", "-C", a, "merge-base", "--is-ancestor", start, "HEAD").CombinedOutput(); err != nil {
+			t.Fatalf("round %d: HEAD no longer descends from %s: %v %s", round, start, err, out)
+		}
+	}
+	jobSpool(t, bin, a, envs[0], "sync")
+	jobSpool(t, bin, b, envs[1], "sync")
+	if got := taskTitles(t, bin, b, envs[1]); !containsAll(got, added) {
+		t.Fatalf("after the kills, the other clone lacks tasks: %q", got)
+	}
+	for i, dir := range clones {
+		jobSpool(t, bin, dir, envs[i], "verify")
+		if st := r.Git(dir, "status", "--porcelain", "--", ".spool/events"); st != "" {
+			t.Errorf("clone %d: git status shows the log as %q", i, st)
+		}
 	}
 }

@@ -81,6 +81,11 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 	if o.Remote == "" || !git.RemoteExists(ctx, dir, o.Remote) {
 		return res, fault.New(CodeUnknownRemote, nil, fmt.Sprintf("no git remote %q: set sync.remote (or merge.remote), or pass --remote", o.Remote), "remote", o.Remote)
 	}
+	unlock, err := lockRemote(ctx, st)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
 	if o.Mode == ModeInline {
 		return syncInline(ctx, st, o)
 	}
@@ -228,10 +233,16 @@ func integrateLocked(ctx context.Context, st *store.Store, remote map[string]git
 			}
 		}
 		if !bytes.Equal(merged, ours) {
+			// The temp file goes where projections keep theirs: ignored by
+			// git, and a killed sync's is swept under the lock we hold.
+			tmp := filepath.Join(store.StateDir(st.Repo), ".tmp")
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return nil, received, err
 			}
-			if err := durable.WriteFile(path, merged, 0o644); err != nil {
+			if err := os.MkdirAll(tmp, 0o755); err != nil {
+				return nil, received, err
+			}
+			if err := durable.WriteFileIn(path, merged, 0o644, tmp); err != nil {
 				return nil, received, err
 			}
 			received += bytes.Count(merged, []byte{'\n'}) - bytes.Count(ours, []byte{'\n'})

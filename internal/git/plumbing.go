@@ -50,9 +50,11 @@ func RemoteTip(ctx context.Context, dir, remote, branch string) (string, error) 
 }
 
 // FetchRef fetches the remote's branch into ref (forced: ref is spool's
-// copy of what the remote has).
+// copy of what the remote has), and into nothing else: --refmap= keeps git
+// from updating the remote-tracking branch too (refs/remotes/…), which is
+// the user's, and whose lock a killed git may have left.
 func FetchRef(ctx context.Context, dir, remote, branch, ref string) error {
-	_, err := Run(ctx, dir, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+branch+":"+ref)
+	_, err := Run(ctx, dir, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--refmap=", remote, "+refs/heads/"+branch+":"+ref)
 	if err != nil {
 		msg := stderrOf(err)
 		return &PushError{Remote: remote, Unreachable: unreachable(msg), Message: msg}
