@@ -204,6 +204,9 @@ func commitInline(ctx context.Context, st *store.Store, c *cache, o Options, p p
 	}
 	defer unlock()
 	defer c.save()
+	// A cancelled sync (SIGTERM to spool watch, ^C) finishes this local
+	// part rather than kill git holding the user's index or HEAD lock.
+	ctx = context.WithoutCancel(ctx)
 	var r round
 	if r.snaps, r.received, err = integrateLocked(ctx, st, remote, c); err != nil {
 		return r, err
