@@ -77,7 +77,7 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 	res := Result{Remote: o.Remote, Branch: o.Branch}
 	dir := st.Repo.Root
 	if o.Remote == "" || !git.RemoteExists(ctx, dir, o.Remote) {
-		return res, fault.New(CodeUnknownRemote, nil, fmt.Sprintf("no git remote %q: set sync.remote (or merge.remote), or pass --remote", o.Remote), "remote", o.Remote)
+		return res, unknownRemote(o.Remote)
 	}
 	cache := loadCache(st)
 	for attempt := range max(o.Attempts, 1) {
@@ -89,20 +89,9 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 			case <-time.After(pause):
 			}
 		}
-		tip, err := git.RemoteTip(ctx, dir, o.Remote, o.Branch)
+		tip, remote, err := fetch(ctx, dir, o)
 		if err != nil {
-			return res, unreachable(o, err)
-		}
-		remote := map[string]git.Blob{}
-		if tip != "" {
-			if have, err := git.RevParse(ctx, dir, TrackingRef(o)); err != nil || have != tip {
-				if err := git.FetchRef(ctx, dir, o.Remote, o.Branch, TrackingRef(o)); err != nil {
-					return res, unreachable(o, err)
-				}
-			}
-			if remote, err = git.TreeFiles(ctx, dir, tip, eventsDir); err != nil {
-				return res, err
-			}
+			return res, err
 		}
 		snap, received, err := integrate(ctx, st, remote, cache)
 		res.Received += received
@@ -120,29 +109,70 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 				return res, nil // the remote has everything
 			}
 		}
-		commit, err := git.CommitTree(ctx, dir, tree, tip, fmt.Sprintf("spool sync: %d events", sent))
-		if err != nil {
-			return res, err
-		}
 		res.Pushes++
-		err = git.PushCommit(ctx, dir, o.Remote, commit, o.Branch)
-		var perr *git.PushError
+		commit, err := push(ctx, dir, o, tree, tip, fmt.Sprintf("spool sync: %d events", sent))
 		switch {
 		case err == nil:
 			res.Sent, res.Commit = sent, commit
-			git.Run(ctx, dir, "update-ref", "-m", "spool sync", TrackingRef(o), commit)
 			return res, nil
-		case errors.As(err, &perr) && perr.Rejected:
+		case errors.Is(err, store.ErrRemoteMoved):
 			continue // someone pushed first: fetch and integrate again
 		default:
-			return res, unreachable(o, err)
+			return res, err
 		}
 	}
 	return res, fault.New(CodeSyncContended, nil, fmt.Sprintf("%s/%s kept moving: %d pushes refused; try again", o.Remote, o.Branch, res.Pushes),
 		"remote", o.Remote, "branch", o.Branch, "pushes", res.Pushes)
 }
 
+// fetch reads the remote's tip of the sync branch ("" when it has none),
+// fetches it into TrackingRef when spool's copy is behind, and lists its
+// writer files.
+func fetch(ctx context.Context, dir string, o Options) (string, map[string]git.Blob, error) {
+	remote := map[string]git.Blob{}
+	tip, err := git.RemoteTip(ctx, dir, o.Remote, o.Branch)
+	if err != nil || tip == "" {
+		return "", remote, unreachable(o, err)
+	}
+	if have, err := git.RevParse(ctx, dir, TrackingRef(o)); err != nil || have != tip {
+		if err := git.FetchRef(ctx, dir, o.Remote, o.Branch, TrackingRef(o)); err != nil {
+			return "", nil, unreachable(o, err)
+		}
+	}
+	remote, err = git.TreeFiles(ctx, dir, tip, eventsDir)
+	return tip, remote, err
+}
+
+// push commits tree on parent (the tip it was built from) and pushes it
+// without force; a push refused because the branch moved since is
+// store.ErrRemoteMoved.
+func push(ctx context.Context, dir string, o Options, tree, parent, msg string) (string, error) {
+	commit, err := git.CommitTree(ctx, dir, tree, parent, msg)
+	if err != nil {
+		return "", err
+	}
+	err = git.PushCommit(ctx, dir, o.Remote, commit, o.Branch)
+	var perr *git.PushError
+	switch {
+	case err == nil:
+		git.Run(ctx, dir, "update-ref", "-m", msg, TrackingRef(o), commit)
+		return commit, nil
+	case errors.As(err, &perr) && perr.Rejected:
+		return "", fault.New(CodeSyncContended, store.ErrRemoteMoved, fmt.Sprintf("%s/%s moved while spool pushed; try again", o.Remote, o.Branch),
+			"remote", o.Remote, "branch", o.Branch)
+	default:
+		return "", unreachable(o, err)
+	}
+}
+
+func unknownRemote(remote string) error {
+	return fault.New(CodeUnknownRemote, nil, fmt.Sprintf("no git remote %q: set sync.remote (or merge.remote), or pass --remote", remote), "remote", remote)
+}
+
 func unreachable(o Options, err error) error {
+	if err == nil {
+		return nil
+	}
 	var perr *git.PushError
 	if errors.As(err, &perr) && perr.Unreachable {
 		return fault.New(CodeRemoteUnreachable, err, fmt.Sprintf("cannot reach %s (%s); the local log is unchanged and keeps every event", o.Remote, firstLine(perr.Message)),
@@ -176,6 +206,11 @@ func integrate(ctx context.Context, st *store.Store, remote map[string]git.Blob,
 		return nil, 0, err
 	}
 	defer unlock()
+	return integrateLocked(ctx, st, remote, c)
+}
+
+// integrateLocked is integrate for a caller holding the log's lock.
+func integrateLocked(ctx context.Context, st *store.Store, remote map[string]git.Blob, c *cache) ([]snapshot, int, error) {
 	dir := st.Log.Dir()
 	received := 0
 	for _, name := range slices.Sorted(maps.Keys(remote)) {

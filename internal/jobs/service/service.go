@@ -61,8 +61,14 @@ func (s *Service) write(ctx context.Context, decide func(st *jobs.State, actor s
 
 // writeAs is write for a worker, whose events carry its name as the actor.
 func (s *Service) writeAs(ctx context.Context, actor string, decide func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, error)) (*jobs.State, []eventlog.Event, error) {
+	return s.writeBy(ctx, s.Store.Write, actor, decide)
+}
+
+// writeBy is writeAs through write: Store.Write, or Store.Claim for a
+// dispatch (which sync.claims = remote takes through the git remote).
+func (s *Service) writeBy(ctx context.Context, write store.WriteFunc, actor string, decide func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, error)) (*jobs.State, []eventlog.Event, error) {
 	now := s.now()
-	events, v, err := s.Store.Write(ctx, now, actor, []string{jobs.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+	events, v, err := write(ctx, now, actor, []string{jobs.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
 		return decide(stateOf(v), actor, now)
 	})
 	if err != nil {
@@ -160,7 +166,7 @@ func (s *Service) RemoveSchedule(ctx context.Context, id string) error {
 // Claim dispatches one job to worker, which has slots in all.
 func (s *Service) Claim(ctx context.Context, worker string, slots int) (*jobs.Claim, error) {
 	var c *jobs.Claim
-	_, _, err := s.writeAs(ctx, worker, func(st *jobs.State, _ string, now time.Time) ([]eventlog.Draft, error) {
+	_, _, err := s.writeBy(ctx, s.Store.Claim, worker, func(st *jobs.State, _ string, now time.Time) ([]eventlog.Draft, error) {
 		d, claim, err := jobs.ClaimJob(st, s.Policy, worker, slots, now)
 		c = claim
 		return d, err

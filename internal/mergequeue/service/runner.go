@@ -127,8 +127,9 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 	target.SHA, _ = git.RevParse(ctx, r.Store.Repo.Root, "refs/heads/"+r.Target) // the steps check it again
 	var claimed *mergequeue.Entry
 	pol := r.policy()
-	_, _, err = r.Store.Write(ctx, r.Now(), r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+	_, _, err = r.Store.Claim(ctx, r.Now(), r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
 		drafts, e := mergequeue.DecideClaim(queueOf(v), r.ID, target, pol, r.Now())
+		claimed = nil // a claim through the remote may decide again
 		if e != nil {
 			c := *e
 			claimed = &c

@@ -66,7 +66,7 @@ func (s *Service) NextAnd(ctx context.Context, require, exclude []string, worker
 		return nil, Idle{}, err
 	}
 	var claim *workqueue.Claim
-	_, st, err := s.change(ctx, Both, "", func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
+	_, st, err := s.changeBy(ctx, s.Env.Claim, Both, "", func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
 		w := worker
 		if w == "" {
 			w = actor
