@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
@@ -29,6 +30,7 @@ type Claims struct {
 	Offline, OfflineLocal bool
 	Warn                  func(string)
 	cache                 *cache
+	checked               bool // the remote exists
 }
 
 // ClaimsFrom reads sync.claims: nil when claims are local.
@@ -37,7 +39,6 @@ func ClaimsFrom(st *store.Store, offline bool, warn func(string)) *Claims {
 		return nil
 	}
 	o := OptionsFrom(st, "")
-	o.Attempts = 50 // a claim waits its turn longer than a sync: a worker has nothing else to do
 	return &Claims{st: st, o: o, Offline: offline, OfflineLocal: st.Config.String("sync.offline_claims") == OfflineLocal, Warn: warn}
 }
 
@@ -49,8 +50,9 @@ const (
 	OfflineLocal  = "local"
 )
 
-// Attempts bounds the rounds of a claim that keeps losing the race.
-func (c *Claims) Attempts() int { return c.o.Attempts }
+// Patience bounds how long a claim that keeps losing the race tries: a
+// worker has nothing better to do than wait its turn.
+func (c *Claims) Patience() time.Duration { return 30 * time.Second }
 
 // Prepare brings the remote's events into the local log (the caller holds
 // the log's lock) and returns what publishes the claim there.
@@ -60,13 +62,16 @@ func (c *Claims) Prepare(ctx context.Context) (func(writer string, lines []byte)
 		return nil, nil
 	}
 	dir := c.st.Repo.Root
-	if c.o.Remote == "" || !git.RemoteExists(ctx, dir, c.o.Remote) {
-		return nil, unknownRemote(c.o.Remote)
+	if !c.checked {
+		if c.o.Remote == "" || !git.RemoteExists(ctx, dir, c.o.Remote) {
+			return nil, unknownRemote(c.o.Remote)
+		}
+		c.checked = true // once: a worker claims many times
 	}
 	if c.cache == nil {
 		c.cache = loadCache(c.st)
 	}
-	tip, remote, err := fetch(ctx, dir, c.o)
+	tip, remote, err := fetch(ctx, c.st, c.o)
 	if err != nil {
 		return c.offline(err)
 	}
@@ -84,13 +89,15 @@ func (c *Claims) Prepare(ctx context.Context) (func(writer string, lines []byte)
 		if err != nil {
 			return err
 		}
-		_, err = push(ctx, dir, c.o, tree, tip, fmt.Sprintf("spool claim: %d events by %s", bytes.Count(lines, []byte{'\n'}), writer))
+		commit, err := push(ctx, dir, c.o, tree, tip, fmt.Sprintf("spool claim: %d events by %s", bytes.Count(lines, []byte{'\n'}), writer))
 		if err != nil {
 			if _, err := c.offline(err); err == nil {
 				return nil // claimed locally, with a warning
 			}
 			return err
 		}
+		track(ctx, c.st, c.o, commit)
+		c.cache.expect(snaps[len(snaps)-1])
 		c.cache.save()
 		return nil
 	}, nil

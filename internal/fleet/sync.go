@@ -89,7 +89,7 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 			case <-time.After(pause):
 			}
 		}
-		tip, remote, err := fetch(ctx, dir, o)
+		tip, remote, err := fetchLocked(ctx, st, o)
 		if err != nil {
 			return res, err
 		}
@@ -114,6 +114,10 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 		switch {
 		case err == nil:
 			res.Sent, res.Commit = sent, commit
+			if unlock, err := st.Log.Lock(ctx); err == nil {
+				track(ctx, st, o, commit)
+				unlock()
+			}
 			return res, nil
 		case errors.Is(err, store.ErrRemoteMoved):
 			continue // someone pushed first: fetch and integrate again
@@ -125,16 +129,28 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 		"remote", o.Remote, "branch", o.Branch, "pushes", res.Pushes)
 }
 
+// fetchLocked is fetch under the log's lock.
+func fetchLocked(ctx context.Context, st *store.Store, o Options) (string, map[string]git.Blob, error) {
+	unlock, err := st.Log.Lock(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	defer unlock()
+	return fetch(ctx, st, o)
+}
+
 // fetch reads the remote's tip of the sync branch ("" when it has none),
 // fetches it into TrackingRef when spool's copy is behind, and lists its
-// writer files.
-func fetch(ctx context.Context, dir string, o Options) (string, map[string]git.Blob, error) {
+// writer files. The caller holds the log's lock: it guards TrackingRef.
+func fetch(ctx context.Context, st *store.Store, o Options) (string, map[string]git.Blob, error) {
+	dir := st.Repo.Root
 	remote := map[string]git.Blob{}
 	tip, err := git.RemoteTip(ctx, dir, o.Remote, o.Branch)
 	if err != nil || tip == "" {
 		return "", remote, unreachable(o, err)
 	}
 	if have, err := git.RevParse(ctx, dir, TrackingRef(o)); err != nil || have != tip {
+		clearRefLock(st, o)
 		if err := git.FetchRef(ctx, dir, o.Remote, o.Branch, TrackingRef(o)); err != nil {
 			return "", nil, unreachable(o, err)
 		}
@@ -155,7 +171,6 @@ func push(ctx context.Context, dir string, o Options, tree, parent, msg string) 
 	var perr *git.PushError
 	switch {
 	case err == nil:
-		git.Run(ctx, dir, "update-ref", "-m", msg, TrackingRef(o), commit)
 		return commit, nil
 	case errors.As(err, &perr) && perr.Rejected:
 		return "", fault.New(CodeSyncContended, store.ErrRemoteMoved, fmt.Sprintf("%s/%s moved while spool pushed; try again", o.Remote, o.Branch),
@@ -163,6 +178,23 @@ func push(ctx context.Context, dir string, o Options, tree, parent, msg string) 
 	default:
 		return "", unreachable(o, err)
 	}
+}
+
+// track points TrackingRef at commit, the remote's tip after a push.
+// The caller holds the log's lock. Best effort: a stale TrackingRef costs
+// the next sync a fetch, nothing else.
+func track(ctx context.Context, st *store.Store, o Options, commit string) {
+	clearRefLock(st, o)
+	git.Run(ctx, st.Repo.Root, "update-ref", "-m", "spool sync", TrackingRef(o), commit)
+}
+
+// clearRefLock removes the lock file of TrackingRef that a git process
+// killed while writing the ref (kill -9 of spool, or a cancelled command)
+// left behind; git would refuse every later fetch into the ref. Only spool
+// writes the ref, and only under the log's lock, which the caller holds,
+// so a lock file there is stale.
+func clearRefLock(st *store.Store, o Options) {
+	os.Remove(filepath.Join(st.Repo.CommonDir, filepath.FromSlash(TrackingRef(o))+".lock"))
 }
 
 func unknownRemote(remote string) error {
@@ -410,6 +442,18 @@ func (c *cache) known(path string, b git.Blob) bool {
 	e, ok := c.Files[filepath.Base(path)]
 	ino, size, _, exists := identity(path)
 	return ok && exists && e.Hash == b.Hash && e.Inode == ino && size >= e.Size
+}
+
+// expect records that the writer file of s, about to be appended to, will
+// be s's blob: the next claim knows the remote's copy of it without
+// reading it (known checks the inode and size, not the time, and an
+// append keeps the inode).
+func (c *cache) expect(s snapshot) {
+	path := filepath.Join(s.dir, s.name)
+	if ino, _, _, ok := identity(path); ok {
+		c.Files[s.name] = cached{Hash: s.hash, Size: int64(len(s.content)), Lines: s.lines, Inode: ino}
+		c.lines[s.hash], c.dirty = s.lines, true
+	}
 }
 
 // remember records that the file at path is, as it is now, the blob hash

@@ -84,8 +84,8 @@ type Remote interface {
 	// publishes the claim's lines there. A nil publish claims locally (the
 	// remote is unreachable and offline claims are allowed).
 	Prepare(ctx context.Context) (publish func(writer string, lines []byte) error, err error)
-	// Attempts bounds the rounds of a claim that keeps losing the race.
-	Attempts() int
+	// Patience bounds how long a claim that keeps losing the race tries.
+	Patience() time.Duration
 }
 
 // ErrRemoteMoved is a claim's push refused because another machine moved
@@ -240,20 +240,23 @@ func (s *Store) Write(ctx context.Context, at time.Time, actor string, names []s
 // Claim is Write for a claim: with Claims set it decides on the log with
 // the remote's events brought in, and appends only what the remote
 // accepted; a push refused because another machine moved first decides
-// again, after a jittered pause, up to Claims.Attempts() times.
+// again, after a jittered pause, for up to Claims.Patience().
 func (s *Store) Claim(ctx context.Context, at time.Time, actor string, names []string, decide Decide) ([]eventlog.Event, *projections.View, error) {
 	if s.Claims == nil {
 		return s.Write(ctx, at, actor, names, decide)
 	}
+	deadline := time.Now().Add(s.Claims.Patience())
 	for attempt := 1; ; attempt++ {
 		events, v, err := s.write(ctx, at, actor, names, decide, s.Claims)
-		if !errors.Is(err, ErrRemoteMoved) || attempt >= s.Claims.Attempts() {
+		if !errors.Is(err, ErrRemoteMoved) || time.Now().After(deadline) {
 			return events, v, err
 		}
+		// A short, capped pause: a loser that waits long lets the winner,
+		// whose log is already fresh, win again and again.
 		select {
 		case <-ctx.Done():
 			return nil, nil, ctx.Err()
-		case <-time.After(time.Duration(rand.Int64N(int64(10*time.Millisecond) << min(attempt, 6)))):
+		case <-time.After(time.Duration(rand.Int64N(int64(5*time.Millisecond) << min(attempt, 4)))):
 		}
 	}
 }
