@@ -4,12 +4,16 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/spoolhq/spool/internal/git/gittest"
 	"github.com/spoolhq/spool/internal/jobs"
@@ -315,4 +319,79 @@ func TestRemoteClaimsFourClonesMergeEntries(t *testing.T) {
 	}
 	t.Logf("entries merged by %d trains", len(trains))
 	sameProjections(t, bin, clones, envs)
+}
+
+// claimIDs are the ids of the task.claimed events in a writer file's
+// content.
+func claimIDs(content string) []string {
+	var ids []string
+	for _, l := range strings.Split(content, "\n") {
+		var e struct{ ID, Type string }
+		if json.Unmarshal([]byte(l), &e) == nil && e.Type == workqueue.TypeClaimed {
+			ids = append(ids, e.ID)
+		}
+	}
+	return ids
+}
+
+// kill -9 at a random moment of spool sync or of a claim through the
+// remote, 50 times: every acknowledged event stays in the local log, the
+// log verifies, every claim in the local log is on the remote, and at the
+// end the other clone has everything and no task was held twice.
+func TestRemoteClaimsKilledMidway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills spool sync and spool next")
+	}
+	bin := spoolBinary(t)
+	r, clones, envs := claimClones(t, bin, 2)
+	a, b := clones[0], clones[1]
+	var added []string
+	for round := range 50 {
+		title := fmt.Sprintf("round %02d", round)
+		jobSpool(t, bin, a, envs[0], "task", "add", title) // acknowledged
+		added = append(added, title)
+		if round%5 == 0 {
+			jobSpool(t, bin, b, envs[1], "sync")
+			jobSpool(t, bin, b, envs[1], "next") // a claim that contends, acknowledged
+		}
+		verb := []string{"sync"}
+		if round%2 == 1 {
+			verb = []string{"next"}
+		}
+		cmd := spoolCmd(bin, a, envs[0], verb...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(rand.IntN(60)) * time.Millisecond)
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // spool and its git
+		cmd.Wait()
+		jobSpool(t, bin, a, envs[0], "verify")
+		if got := jobSpool(t, bin, a, envs[0], "--json", "task", "list"); !containsEvery(got, added) {
+			t.Fatalf("round %d (%s): the local log lost an acknowledged task", round, verb[0])
+		}
+		writer := strings.TrimSpace(string(must(os.ReadFile(filepath.Join(a, ".git", "spool", "writer")))))
+		local := string(must(os.ReadFile(filepath.Join(a, ".spool", "events", writer+".jsonl"))))
+		remote, _ := exec.Command("git", "--git-dir", r.Remote, "show", "spool:events/"+writer+".jsonl").Output()
+		for _, id := range claimIDs(local) {
+			if !strings.Contains(string(remote), id) {
+				t.Fatalf("round %d (%s): claim %s is in the local log and not on the remote", round, verb[0], id)
+			}
+		}
+	}
+	log := mergedLog(t, bin, clones, envs)
+	heldOnce(t, log, workqueue.TypeClaimed, workqueue.TypeSucceeded, workqueue.TypeFailed, workqueue.TypeReleased)
+	if got := jobSpool(t, bin, b, envs[1], "--json", "task", "list"); !containsEvery(got, added) {
+		t.Fatal("after the kills, the other clone lacks tasks")
+	}
+	sameProjections(t, bin, clones, envs)
+}
+
+func containsEvery(s string, subs []string) bool {
+	for _, x := range subs {
+		if !strings.Contains(s, x) {
+			return false
+		}
+	}
+	return true
 }
