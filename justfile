@@ -44,6 +44,10 @@ bench-watch:
 bench-board:
     d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench board -spool "$d/spool" -tasks 10000 -jobs 1000 -runs 21 -appends 50 -idle 60s; s=$?; rm -rf "$d"; exit $s
 
+# fleet: a claim through a local bare remote, a sync with nothing new, claims/s with 1, 2, 4, 8 contending clones
+bench-fleet:
+    d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench fleet -spool "$d/spool" -tasks 2000 -runs 21 -for 10s -clones 1,2,4,8; s=$?; rm -rf "$d"; exit $s
+
 # merge queue: whole-process medians with 1,000 entries in the log, and the train's own overhead
 bench-merge:
     go run ./cmd/spoolbench merge -n 30

@@ -451,6 +451,17 @@ func (s *Session) load() error {
 	return nil
 }
 
+// Reload reads the log's head again, for a session whose holder changed
+// the files under the lock (a claim bringing in the remote's events).
+func (s *Session) Reload() error {
+	if s.file != nil {
+		s.file.Close()
+		s.file = nil
+	}
+	s.ownInfo, s.tails, s.seq, s.lc = nil, nil, 0, 0
+	return s.load()
+}
+
 func (s *Session) path() string { return filepath.Join(s.log.opt.Dir, s.writer+Ext) }
 
 // Writer is this clone's writer id.
@@ -565,6 +576,10 @@ type AppendOptions struct {
 	// is at this version; a batch whose every draft repeats an idempotency
 	// key already in the log appends nothing and is not refused.
 	ExpectVersion *string
+	// Publish, when set, is given the encoded lines before they are
+	// written; an error appends nothing. A claim through the git remote
+	// pushes them there first: only what the remote accepted is written.
+	Publish func(writer string, lines []byte) error
 }
 
 // Append writes drafts as one batch and returns the events; it returns once
@@ -621,6 +636,11 @@ func (s *Session) Append(at time.Time, actor string, drafts []Draft, opt AppendO
 	}
 	if opt.ExpectVersion != nil && *opt.ExpectVersion != s.Version() {
 		return nil, &VersionError{Expected: *opt.ExpectVersion, Actual: s.Version()}
+	}
+	if opt.Publish != nil {
+		if err := opt.Publish(s.writer, lines); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.write(lines); err != nil {
 		return nil, err

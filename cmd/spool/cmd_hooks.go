@@ -78,6 +78,7 @@ func (c *HookCmd) Run(e *env) error {
 	if err != nil {
 		return nil // spool not initialized here
 	}
+	e.remoteClaims(st)
 	if c.Name == "pre-push" {
 		if !st.Config.Bool("hooks.verify_on_push") {
 			return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spoolhq/spool/internal/clock"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/fleet"
 	"github.com/spoolhq/spool/internal/git"
 	jobservice "github.com/spoolhq/spool/internal/jobs/service"
 	mqservice "github.com/spoolhq/spool/internal/mergequeue/service"
@@ -30,10 +31,22 @@ func (e *env) dir() string {
 // open opens the spool repository the command runs in.
 func (e *env) open() (*store.Store, error) {
 	st, err := store.Open(e.ctx, e.dir(), e.warn)
-	if err == nil && e.interactive() {
+	if err != nil {
+		return nil, err
+	}
+	if e.interactive() {
 		st.Engine.Progress = e.progress()
 	}
-	return st, err
+	e.remoteClaims(st)
+	return st, nil
+}
+
+// remoteClaims takes st's claims through the git remote when sync.claims
+// says so.
+func (e *env) remoteClaims(st *store.Store) {
+	if c := fleet.ClaimsFrom(st, e.Offline, e.warn); c != nil {
+		st.Claims = c
+	}
 }
 
 // storeEnv opens the repository and reads the clock: what every domain's

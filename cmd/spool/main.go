@@ -67,6 +67,8 @@ type Globals struct {
 	Dir   string `short:"C" name:"directory" placeholder:"DIR" help:"Run as if spool was started in DIR."`
 	Actor string `env:"SPOOL_ACTOR" help:"Who is acting (default: $SPOOL_ACTOR, then git user.email)."`
 	JSON  bool   `name:"json" help:"Machine-readable output; errors as one JSON object on stderr."`
+	// Offline matters only with sync.claims = remote.
+	Offline bool `help:"Claim locally, without the git remote (sync.claims = remote), with a warning."`
 }
 
 // env is what every command's Run receives.

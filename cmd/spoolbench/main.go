@@ -10,6 +10,7 @@
 //	go run ./cmd/spoolbench jobs -spool BIN [-n 10000] [-runs 21]
 //	go run ./cmd/spoolbench watch -spool BIN [-events 100000] [-runs 20] [-idle 60s]
 //	go run ./cmd/spoolbench board -spool BIN [-tasks 10000] [-jobs 1000] [-runs 21] [-appends 50] [-idle 60s]
+//	go run ./cmd/spoolbench fleet -spool BIN [-tasks 2000] [-runs 21] [-for 10s] [-clones 1,2,4,8]
 //
 // The justfile's bench-* recipes run it.
 package main
@@ -38,9 +39,10 @@ var subcommands = map[string]func(args []string) error{
 	"jobs":  jobsMain,
 	"watch": watchMain,
 	"board": boardMain,
+	"fleet": fleetMain,
 }
 
-const usage = `usage: spoolbench gen|time|queue|merge|prd|jobs|watch|board [flags]
+const usage = `usage: spoolbench gen|time|queue|merge|prd|jobs|watch|board|fleet [flags]
 
   gen    make a spool repository with a synthetic log
   time   run a command repeatedly and print its wall time and peak RSS
@@ -50,6 +52,7 @@ const usage = `usage: spoolbench gen|time|queue|merge|prd|jobs|watch|board [flag
   jobs   time spool's job-scheduler commands on 10,000 queued jobs, and a worker's latencies
   watch  spool watch on 100,000 events: startup recovery, event-to-action latency, idle CPU and memory
   board  spool serve on 10,000 tasks and 1,000 jobs: page and API times, append-to-stream/page latency, idle CPU and memory
+  fleet  claims through a local bare remote: one claim's latency, a sync with nothing new, claims/s with 1, 2, 4, 8 clones
 
 spoolbench SUBCOMMAND -h lists a subcommand's flags.
 `

@@ -12,5 +12,9 @@ func init() {
 			Help: "the git remote spool sync shares the log through (\"\": merge.remote's)"},
 		config.Key{Name: "sync.branch", Kind: config.String, Default: "spool", Check: func(v any) error { return refname.CheckBranch(v.(string)) },
 			Help: "the branch spool sync keeps the writer files on; nobody checks it out"},
+		config.Key{Name: "sync.claims", Kind: config.Enum, Default: ClaimsLocal, Enum: []string{ClaimsLocal, ClaimsRemote},
+			Help: "remote: next, the merge train, job dispatch and PRD promotion claim through the sync branch, so two machines never hold one claim"},
+		config.Key{Name: "sync.offline_claims", Kind: config.Enum, Default: OfflineRefuse, Enum: []string{OfflineRefuse, OfflineLocal},
+			Help: "with sync.claims = remote and the remote unreachable: refuse the claim (exit 4), or claim locally with a warning"},
 	)
 }

@@ -70,20 +70,9 @@ func syncInline(ctx context.Context, st *store.Store, o Options) (Result, error)
 		if made != "" && head == made {
 			local = from
 		}
-		tip, err := git.RemoteTip(ctx, root, o.Remote, branch)
+		tip, remote, err := fetchInline(ctx, st, o)
 		if err != nil {
-			return res, unreachable(o, err)
-		}
-		remote := map[string]git.Blob{}
-		if tip != "" {
-			if have, err := git.RevParse(ctx, root, TrackingRef(o)); err != nil || have != tip {
-				if err := git.FetchRef(ctx, root, o.Remote, branch, TrackingRef(o)); err != nil {
-					return res, unreachable(o, err)
-				}
-			}
-			if remote, err = git.TreeFiles(ctx, root, tip, inlineEventsDir); err != nil {
-				return res, err
-			}
+			return res, err
 		}
 		p, err := planInline(ctx, root, o, local, tip)
 		if err != nil {
@@ -107,7 +96,10 @@ func syncInline(ctx context.Context, st *store.Store, o Options) (Result, error)
 		switch {
 		case err == nil:
 			res.Sent = r.sent
-			git.Run(ctx, root, "update-ref", "-m", "spool sync", TrackingRef(o), r.commit)
+			if unlock, err := st.Log.Lock(ctx); err == nil {
+				track(ctx, st, o, r.commit)
+				unlock()
+			}
 			cache.see(TrackingRef(o), r.commit, snapLines(r.snaps))
 			cache.save()
 			return res, nil
@@ -121,6 +113,17 @@ func syncInline(ctx context.Context, st *store.Store, o Options) (Result, error)
 	}
 	return res, fault.New(CodeSyncContended, nil, fmt.Sprintf("%s/%s kept moving: %d pushes refused; try again", o.Remote, res.Branch, res.Pushes),
 		"remote", o.Remote, "branch", res.Branch, "pushes", res.Pushes)
+}
+
+// fetchInline is fetch of the current branch, under the log's lock (it
+// guards TrackingRef).
+func fetchInline(ctx context.Context, st *store.Store, o Options) (string, map[string]git.Blob, error) {
+	unlock, err := st.Log.Lock(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	defer unlock()
+	return fetchFiles(ctx, st, o, inlineEventsDir)
 }
 
 // currentBranch is the primary worktree's HEAD commit and branch; a

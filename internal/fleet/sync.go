@@ -79,13 +79,8 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 	res := Result{Remote: o.Remote, Branch: o.Branch, Mode: ModeBranch}
 	dir := st.Repo.Root
 	if o.Remote == "" || !git.RemoteExists(ctx, dir, o.Remote) {
-		return res, fault.New(CodeUnknownRemote, nil, fmt.Sprintf("no git remote %q: set sync.remote (or merge.remote), or pass --remote", o.Remote), "remote", o.Remote)
+		return res, unknownRemote(o.Remote)
 	}
-	unlock, err := lockRemote(ctx, st)
-	if err != nil {
-		return res, err
-	}
-	defer unlock()
 	if o.Mode == ModeInline {
 		return syncInline(ctx, st, o)
 	}
@@ -94,20 +89,9 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 		if err := pause(ctx, attempt); err != nil {
 			return res, err
 		}
-		tip, err := git.RemoteTip(ctx, dir, o.Remote, o.Branch)
+		tip, remote, err := fetchLocked(ctx, st, o)
 		if err != nil {
-			return res, unreachable(o, err)
-		}
-		remote := map[string]git.Blob{}
-		if tip != "" {
-			if have, err := git.RevParse(ctx, dir, TrackingRef(o)); err != nil || have != tip {
-				if err := git.FetchRef(ctx, dir, o.Remote, o.Branch, TrackingRef(o)); err != nil {
-					return res, unreachable(o, err)
-				}
-			}
-			if remote, err = git.TreeFiles(ctx, dir, tip, eventsDir); err != nil {
-				return res, err
-			}
+			return res, err
 		}
 		snap, received, err := integrate(ctx, st, remote, cache)
 		res.Received += received
@@ -126,24 +110,22 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 				return res, nil // the remote has everything
 			}
 		}
-		commit, err := git.CommitTree(ctx, dir, tree, tip, fmt.Sprintf("spool sync: %d events", sent))
-		if err != nil {
-			return res, err
-		}
 		res.Pushes++
-		err = git.PushCommit(ctx, dir, o.Remote, commit, o.Branch)
-		var perr *git.PushError
+		commit, err := push(ctx, dir, o, tree, tip, fmt.Sprintf("spool sync: %d events", sent))
 		switch {
 		case err == nil:
 			res.Sent, res.Commit = sent, commit
-			git.Run(ctx, dir, "update-ref", "-m", "spool sync", TrackingRef(o), commit)
+			if unlock, err := st.Log.Lock(ctx); err == nil {
+				track(ctx, st, o, commit)
+				unlock()
+			}
 			cache.see(TrackingRef(o), commit, snapLines(snap))
 			cache.save()
 			return res, nil
-		case errors.As(err, &perr) && perr.Rejected:
+		case errors.Is(err, store.ErrRemoteMoved):
 			continue // someone pushed first: fetch and integrate again
 		default:
-			return res, unreachable(o, err)
+			return res, err
 		}
 	}
 	return res, fault.New(CodeSyncContended, nil, fmt.Sprintf("%s/%s kept moving: %d pushes refused; try again", o.Remote, o.Branch, res.Pushes),
@@ -164,7 +146,88 @@ func pause(ctx context.Context, attempt int) error {
 	}
 }
 
+// fetchLocked is fetch under the log's lock.
+func fetchLocked(ctx context.Context, st *store.Store, o Options) (string, map[string]git.Blob, error) {
+	unlock, err := st.Log.Lock(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	defer unlock()
+	return fetch(ctx, st, o)
+}
+
+// fetch reads the remote's tip of the sync branch ("" when it has none),
+// fetches it into TrackingRef when spool's copy is behind, and lists its
+// writer files. The caller holds the log's lock: it guards TrackingRef.
+func fetch(ctx context.Context, st *store.Store, o Options) (string, map[string]git.Blob, error) {
+	return fetchFiles(ctx, st, o, eventsDir)
+}
+
+// fetchFiles is fetch of a branch that keeps the writer files in files
+// (inline mode: .spool/events).
+func fetchFiles(ctx context.Context, st *store.Store, o Options, files string) (string, map[string]git.Blob, error) {
+	dir := st.Repo.Root
+	remote := map[string]git.Blob{}
+	tip, err := git.RemoteTip(ctx, dir, o.Remote, o.Branch)
+	if err != nil || tip == "" {
+		return "", remote, unreachable(o, err)
+	}
+	if have, err := git.RevParse(ctx, dir, TrackingRef(o)); err != nil || have != tip {
+		clearRefLock(st, o)
+		if err := git.FetchRef(ctx, dir, o.Remote, o.Branch, TrackingRef(o)); err != nil {
+			return "", nil, unreachable(o, err)
+		}
+	}
+	remote, err = git.TreeFiles(ctx, dir, tip, files)
+	return tip, remote, err
+}
+
+// push commits tree on parent (the tip it was built from) and pushes it
+// without force; a push refused because the branch moved since is
+// store.ErrRemoteMoved.
+func push(ctx context.Context, dir string, o Options, tree, parent, msg string) (string, error) {
+	commit, err := git.CommitTree(ctx, dir, tree, parent, msg)
+	if err != nil {
+		return "", err
+	}
+	err = git.PushCommit(ctx, dir, o.Remote, commit, o.Branch)
+	var perr *git.PushError
+	switch {
+	case err == nil:
+		return commit, nil
+	case errors.As(err, &perr) && perr.Rejected:
+		return "", fault.New(CodeSyncContended, store.ErrRemoteMoved, fmt.Sprintf("%s/%s moved while spool pushed; try again", o.Remote, o.Branch),
+			"remote", o.Remote, "branch", o.Branch)
+	default:
+		return "", unreachable(o, err)
+	}
+}
+
+// track points TrackingRef at commit, the remote's tip after a push.
+// The caller holds the log's lock. Best effort: a stale TrackingRef costs
+// the next sync a fetch, nothing else.
+func track(ctx context.Context, st *store.Store, o Options, commit string) {
+	clearRefLock(st, o)
+	git.Run(ctx, st.Repo.Root, "update-ref", "-m", "spool sync", TrackingRef(o), commit)
+}
+
+// clearRefLock removes the lock file of TrackingRef that a git process
+// killed while writing the ref (kill -9 of spool, or a cancelled command)
+// left behind; git would refuse every later fetch into the ref. Only spool
+// writes the ref, and only under the log's lock, which the caller holds,
+// so a lock file there is stale.
+func clearRefLock(st *store.Store, o Options) {
+	os.Remove(filepath.Join(st.Repo.CommonDir, filepath.FromSlash(TrackingRef(o))+".lock"))
+}
+
+func unknownRemote(remote string) error {
+	return fault.New(CodeUnknownRemote, nil, fmt.Sprintf("no git remote %q: set sync.remote (or merge.remote), or pass --remote", remote), "remote", remote)
+}
+
 func unreachable(o Options, err error) error {
+	if err == nil {
+		return nil
+	}
 	var perr *git.PushError
 	if errors.As(err, &perr) && perr.Unreachable {
 		return fault.New(CodeRemoteUnreachable, err, fmt.Sprintf("cannot reach %s (%s); the local log is unchanged and keeps every event", o.Remote, firstLine(perr.Message)),
@@ -201,7 +264,7 @@ func integrate(ctx context.Context, st *store.Store, remote map[string]git.Blob,
 	return integrateLocked(ctx, st, remote, c)
 }
 
-// integrateLocked is integrate with the log's lock held by the caller.
+// integrateLocked is integrate for a caller holding the log's lock.
 func integrateLocked(ctx context.Context, st *store.Store, remote map[string]git.Blob, c *cache) ([]snapshot, int, error) {
 	dir := st.Log.Dir()
 	received := 0
@@ -421,6 +484,18 @@ func (c *cache) known(path string, b git.Blob) bool {
 	e, ok := c.Files[filepath.Base(path)]
 	ino, size, _, exists := identity(path)
 	return ok && exists && e.Hash == b.Hash && e.Inode == ino && size >= e.Size
+}
+
+// expect records that the writer file of s, about to be appended to, will
+// be s's blob: the next claim knows the remote's copy of it without
+// reading it (known checks the inode and size, not the time, and an
+// append keeps the inode).
+func (c *cache) expect(s snapshot) {
+	path := filepath.Join(s.dir, s.name)
+	if ino, _, _, ok := identity(path); ok {
+		c.Files[s.name] = cached{Hash: s.hash, Size: int64(len(s.content)), Lines: s.lines, Inode: ino}
+		c.lines[s.hash], c.dirty = s.lines, true
+	}
 }
 
 // remember records that the file at path is, as it is now, the blob hash

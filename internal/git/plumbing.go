@@ -1,7 +1,6 @@
 package git
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os/exec"
@@ -102,33 +101,6 @@ func TreeFiles(ctx context.Context, repo, commit, dir string) (map[string]Blob, 
 func ReadBlob(ctx context.Context, repo, hash string) ([]byte, error) {
 	out, err := Run(ctx, repo, "cat-file", "blob", hash)
 	return []byte(out), err
-}
-
-// WriteBlob stores content as a blob and returns its id.
-func WriteBlob(ctx context.Context, repo string, content []byte) (string, error) {
-	out, err := RunInput(ctx, repo, content, "hash-object", "-w", "--stdin")
-	return strings.TrimSpace(out), err
-}
-
-// TreeEntry is a line of git mktree: a file or a directory.
-type TreeEntry struct {
-	Name string
-	Hash string
-	Tree bool
-}
-
-// WriteTree stores a tree of entries and returns its id.
-func WriteTree(ctx context.Context, repo string, entries []TreeEntry) (string, error) {
-	var b bytes.Buffer
-	for _, e := range entries {
-		if e.Tree {
-			b.WriteString("040000 tree " + e.Hash + "\t" + e.Name + "\x00")
-		} else {
-			b.WriteString("100644 blob " + e.Hash + "\t" + e.Name + "\x00")
-		}
-	}
-	out, err := RunInput(ctx, repo, b.Bytes(), "mktree", "-z")
-	return strings.TrimSpace(out), err
 }
 
 // TreeOf is a commit's tree.

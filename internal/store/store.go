@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,7 +71,26 @@ type Store struct {
 	// reads it next. The merge train sets it: it writes several events per
 	// entry and saves once.
 	DeferSave bool
+
+	// Claims, when set, takes claims (Claim) through the git remote
+	// (internal/fleet, sync.claims = remote).
+	Claims Remote
 }
+
+// Remote takes claims through the git remote.
+type Remote interface {
+	// Prepare runs under the log's lock before a claim reads the log: it
+	// brings the remote's events into the local log and returns what
+	// publishes the claim's lines there. A nil publish claims locally (the
+	// remote is unreachable and offline claims are allowed).
+	Prepare(ctx context.Context) (publish func(writer string, lines []byte) error, err error)
+	// Patience bounds how long a claim that keeps losing the race tries.
+	Patience() time.Duration
+}
+
+// ErrRemoteMoved is a claim's push refused because another machine moved
+// the remote first: the claim decides again on what it fetches.
+var ErrRemoteMoved = errors.New("the remote moved first")
 
 // Flush saves projections a deferred Write left unsaved.
 func (s *Store) Flush(ctx context.Context) error {
@@ -214,6 +234,34 @@ type Decide func(v *projections.View) ([]eventlog.Draft, error)
 
 // Write runs the write path under the log's lock.
 func (s *Store) Write(ctx context.Context, at time.Time, actor string, names []string, decide Decide) ([]eventlog.Event, *projections.View, error) {
+	return s.write(ctx, at, actor, names, decide, nil)
+}
+
+// Claim is Write for a claim: with Claims set it decides on the log with
+// the remote's events brought in, and appends only what the remote
+// accepted; a push refused because another machine moved first decides
+// again, after a jittered pause, for up to Claims.Patience().
+func (s *Store) Claim(ctx context.Context, at time.Time, actor string, names []string, decide Decide) ([]eventlog.Event, *projections.View, error) {
+	if s.Claims == nil {
+		return s.Write(ctx, at, actor, names, decide)
+	}
+	deadline := time.Now().Add(s.Claims.Patience())
+	for attempt := 1; ; attempt++ {
+		events, v, err := s.write(ctx, at, actor, names, decide, s.Claims)
+		if !errors.Is(err, ErrRemoteMoved) || time.Now().After(deadline) {
+			return events, v, err
+		}
+		// A short, capped pause: a loser that waits long lets the winner,
+		// whose log is already fresh, win again and again.
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(time.Duration(rand.Int64N(int64(5*time.Millisecond) << min(attempt, 4)))):
+		}
+	}
+}
+
+func (s *Store) write(ctx context.Context, at time.Time, actor string, names []string, decide Decide, remote Remote) ([]eventlog.Event, *projections.View, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess, err := s.Log.Begin(ctx)
@@ -221,6 +269,15 @@ func (s *Store) Write(ctx context.Context, at time.Time, actor string, names []s
 		return nil, nil, err
 	}
 	defer sess.Close()
+	var opt eventlog.AppendOptions
+	if remote != nil {
+		if opt.Publish, err = remote.Prepare(ctx); err != nil {
+			return nil, nil, err
+		}
+		if err := sess.Reload(); err != nil {
+			return nil, nil, err
+		}
+	}
 	v, err := s.view(names)
 	if err != nil {
 		return nil, nil, err
@@ -235,7 +292,7 @@ func (s *Store) Write(ctx context.Context, at time.Time, actor string, names []s
 	if len(drafts) == 0 {
 		return nil, v, v.Save()
 	}
-	events, err := sess.Append(at, actor, drafts, eventlog.AppendOptions{})
+	events, err := sess.Append(at, actor, drafts, opt)
 	if err != nil {
 		return nil, v, err
 	}
@@ -282,9 +339,25 @@ type Env struct {
 
 // Write is Store.Write as the env's actor, at the env's time.
 func (e Env) Write(ctx context.Context, names []string, decide func(v *projections.View, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *projections.View, error) {
+	return e.as(ctx, e.Store.Write, names, decide)
+}
+
+// Claim is Store.Claim as the env's actor, at the env's time.
+func (e Env) Claim(ctx context.Context, names []string, decide func(v *projections.View, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *projections.View, error) {
+	return e.as(ctx, e.Store.Claim, names, decide)
+}
+
+// EnvWrite is Env.Write or Env.Claim: a service's one write path, told
+// whether its decision is a claim.
+type EnvWrite func(ctx context.Context, names []string, decide func(v *projections.View, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *projections.View, error)
+
+// WriteFunc is Store.Write or Store.Claim.
+type WriteFunc func(ctx context.Context, at time.Time, actor string, names []string, decide Decide) ([]eventlog.Event, *projections.View, error)
+
+func (e Env) as(ctx context.Context, write WriteFunc, names []string, decide func(v *projections.View, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *projections.View, error) {
 	actor, err := e.Actor(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	return e.Store.Write(ctx, e.Now, actor, names, func(v *projections.View) ([]eventlog.Draft, error) { return decide(v, actor) })
+	return write(ctx, e.Now, actor, names, func(v *projections.View) ([]eventlog.Draft, error) { return decide(v, actor) })
 }

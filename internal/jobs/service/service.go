@@ -56,13 +56,21 @@ func (s *Service) write(ctx context.Context, decide func(st *jobs.State, actor s
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.writeAs(ctx, actor, decide)
+	return s.writeBy(ctx, s.Store.Write, actor, decide)
 }
 
-// writeAs is write for a worker, whose events carry its name as the actor.
-func (s *Service) writeAs(ctx context.Context, actor string, decide func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, error)) (*jobs.State, []eventlog.Event, error) {
+// worker is write for a worker, whose events carry its name as the actor:
+// its dispatch and everything it records about the job while it holds it
+// (segments, heartbeats, the end) are a claim's, which sync.claims =
+// remote takes through the git remote, so other machines see the lease
+// held and the job finished.
+func (s *Service) worker(ctx context.Context, worker string, decide func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, error)) (*jobs.State, []eventlog.Event, error) {
+	return s.writeBy(ctx, s.Store.Claim, worker, decide)
+}
+
+func (s *Service) writeBy(ctx context.Context, write store.WriteFunc, actor string, decide func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, error)) (*jobs.State, []eventlog.Event, error) {
 	now := s.now()
-	events, v, err := s.Store.Write(ctx, now, actor, []string{jobs.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+	events, v, err := write(ctx, now, actor, []string{jobs.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
 		return decide(stateOf(v), actor, now)
 	})
 	if err != nil {
@@ -160,7 +168,7 @@ func (s *Service) RemoveSchedule(ctx context.Context, id string) error {
 // Claim dispatches one job to worker, which has slots in all.
 func (s *Service) Claim(ctx context.Context, worker string, slots int) (*jobs.Claim, error) {
 	var c *jobs.Claim
-	_, _, err := s.writeAs(ctx, worker, func(st *jobs.State, _ string, now time.Time) ([]eventlog.Draft, error) {
+	_, _, err := s.worker(ctx, worker, func(st *jobs.State, _ string, now time.Time) ([]eventlog.Draft, error) {
 		d, claim, err := jobs.ClaimJob(st, s.Policy, worker, slots, now)
 		c = claim
 		return d, err
@@ -176,7 +184,7 @@ func (s *Service) Claim(ctx context.Context, worker string, slots int) (*jobs.Cl
 // SegmentDone records a segment's end and what follows; next is the
 // segment the worker runs now, or -1.
 func (s *Service) SegmentDone(ctx context.Context, id, worker string, end jobs.SegmentEnd) (next int, job *jobs.Job, err error) {
-	st, _, err := s.writeAs(ctx, worker, func(st *jobs.State, _ string, _ time.Time) ([]eventlog.Draft, error) {
+	st, _, err := s.worker(ctx, worker, func(st *jobs.State, _ string, _ time.Time) ([]eventlog.Draft, error) {
 		d, n, err := jobs.SegmentDone(st, id, worker, end)
 		next = n
 		return d, err
@@ -191,7 +199,7 @@ func (s *Service) SegmentDone(ctx context.Context, id, worker string, end jobs.S
 // Heartbeat renews the worker's lease on a job and returns the job, whose
 // flags say whether it was asked to cancel, pause or yield.
 func (s *Service) Heartbeat(ctx context.Context, id, worker string) (*jobs.Job, error) {
-	st, _, err := s.writeAs(ctx, worker, func(st *jobs.State, _ string, now time.Time) ([]eventlog.Draft, error) {
+	st, _, err := s.worker(ctx, worker, func(st *jobs.State, _ string, now time.Time) ([]eventlog.Draft, error) {
 		d, _, err := jobs.Heartbeat(st, s.Policy, id, worker, now)
 		return []eventlog.Draft{d}, err
 	})
@@ -203,7 +211,7 @@ func (s *Service) Heartbeat(ctx context.Context, id, worker string) (*jobs.Job, 
 
 // Finish records an external engine's outcome.
 func (s *Service) Finish(ctx context.Context, id, worker string, status jobs.Status, msg string) (*jobs.Job, error) {
-	st, _, err := s.writeAs(ctx, worker, func(st *jobs.State, _ string, _ time.Time) ([]eventlog.Draft, error) {
+	st, _, err := s.worker(ctx, worker, func(st *jobs.State, _ string, _ time.Time) ([]eventlog.Draft, error) {
 		d, err := jobs.Finish(st, id, worker, status, msg)
 		return []eventlog.Draft{d}, err
 	})
@@ -215,7 +223,7 @@ func (s *Service) Finish(ctx context.Context, id, worker string, status jobs.Sta
 
 // Release gives back the jobs worker holds.
 func (s *Service) Release(ctx context.Context, worker string) (int, error) {
-	_, events, err := s.writeAs(ctx, worker, func(st *jobs.State, _ string, _ time.Time) ([]eventlog.Draft, error) {
+	_, events, err := s.worker(ctx, worker, func(st *jobs.State, _ string, _ time.Time) ([]eventlog.Draft, error) {
 		return jobs.Release(st, worker), nil
 	})
 	return len(events), err
@@ -223,7 +231,7 @@ func (s *Service) Release(ctx context.Context, worker string) (int, error) {
 
 // StoppedForCancel records that the worker stopped a cancelled job.
 func (s *Service) StoppedForCancel(ctx context.Context, id, worker string) error {
-	_, _, err := s.writeAs(ctx, worker, func(st *jobs.State, _ string, _ time.Time) ([]eventlog.Draft, error) {
+	_, _, err := s.worker(ctx, worker, func(st *jobs.State, _ string, _ time.Time) ([]eventlog.Draft, error) {
 		d, err := jobs.StoppedForCancel(st, id, worker)
 		return []eventlog.Draft{d}, err
 	})

@@ -54,7 +54,7 @@ func recoverExpired(ctx context.Context, st *store.Store, actor string, now time
 	}
 	pol := mergequeue.PolicyFrom(st.Config)
 	var scratch []string
-	events, v, err := st.Write(ctx, now, actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+	events, v, err := st.Claim(ctx, now, actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
 		q := queueOf(v)
 		drafts := mergequeue.DecideRecover(q, merged, pol, now)
 		scratch = scratch[:0]

@@ -127,8 +127,9 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 	target.SHA, _ = git.RevParse(ctx, r.Store.Repo.Root, "refs/heads/"+r.Target) // the steps check it again
 	var claimed *mergequeue.Entry
 	pol := r.policy()
-	_, _, err = r.Store.Write(ctx, r.Now(), r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+	_, _, err = r.Store.Claim(ctx, r.Now(), r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
 		drafts, e := mergequeue.DecideClaim(queueOf(v), r.ID, target, pol, r.Now())
+		claimed = nil // a claim through the remote may decide again
 		if e != nil {
 			c := *e
 			claimed = &c
@@ -186,7 +187,7 @@ func (j *job) step(ctx context.Context, to mergequeue.Status, reason string, pat
 	st := mergequeue.Step{EntryID: j.id, Runner: j.r.ID, From: j.status, To: to, HeadSHA: j.head, TestedSHA: j.tested,
 		TestedAgainstSHA: j.against, Reason: reason, Paths: paths, ExitCode: exitCode, RunDir: j.runDir, ScratchDir: j.scratch}
 	var final mergequeue.Status
-	_, _, err := j.r.Store.Write(context.WithoutCancel(ctx), j.r.Now(), j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+	_, _, err := j.r.Store.Claim(context.WithoutCancel(ctx), j.r.Now(), j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
 		drafts, err := mergequeue.DecideStep(queueOf(v), st, pol, j.r.Now())
 		if err == nil {
 			final = drafts[0].Data.(mergequeue.EntryData).To
@@ -453,7 +454,7 @@ func (j *job) test(ctx context.Context) (code int, reason string, err error) {
 // anyway; the record is for a group that survives it.
 func (j *job) recordProc(ctx context.Context, rec proc.Record) {
 	pol := j.r.policy()
-	_, _, err := j.r.Store.Write(context.WithoutCancel(ctx), j.r.Now(), j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+	_, _, err := j.r.Store.Claim(context.WithoutCancel(ctx), j.r.Now(), j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
 		return mergequeue.DecideProcStarted(queueOf(v), j.id, j.r.ID, mergequeue.ProcRecord(rec), pol, j.r.Now())
 	})
 	if err != nil {
@@ -478,7 +479,7 @@ func (j *job) renewWhile(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				_, _, err := j.r.Store.Write(ctx, j.r.Now(), j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+				_, _, err := j.r.Store.Claim(ctx, j.r.Now(), j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
 					return mergequeue.DecideRenew(queueOf(v), j.id, j.r.ID, pol, j.r.Now())
 				})
 				if f, ok := fault.As(err); ok && (f.Has(mergequeue.CodeConcurrentModification) || f.Has(mergequeue.CodeEntryNotFound)) {

@@ -85,7 +85,7 @@ func (s *Service) promoteNative(ctx context.Context, feature string) ([]Promoted
 	}
 	prefix := s.Store.Config.String("ids.prefix")
 	var out []Promoted
-	_, _, err = s.write(ctx, []string{workqueue.IDsName}, func(st *prdqueue.State, v *projections.View, _ string) ([]eventlog.Draft, error) {
+	_, _, err = s.claim(ctx, []string{workqueue.IDsName}, func(st *prdqueue.State, v *projections.View, _ string) ([]eventlog.Draft, error) {
 		out = out[:0]
 		cands, err := prdqueue.Runnable(st, feature)
 		if err != nil {
@@ -135,7 +135,7 @@ func (s *Service) promoteSource(ctx context.Context, feature string) ([]Promoted
 		jobs = append(jobs, job{c: c, recover: true, desc: "PRD " + st.PRDs[c.Item.PRD].Path})
 	}
 	var cands []prdqueue.Candidate
-	_, _, err = s.write(ctx, nil, func(st *prdqueue.State, _ *projections.View, _ string) ([]eventlog.Draft, error) {
+	_, _, err = s.claim(ctx, nil, func(st *prdqueue.State, _ *projections.View, _ string) ([]eventlog.Draft, error) {
 		var err error
 		if cands, err = prdqueue.Runnable(st, feature); err != nil {
 			return nil, err

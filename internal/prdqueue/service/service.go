@@ -66,7 +66,17 @@ func stateOf(v *projections.View) *prdqueue.State {
 // write decides under the log's lock and appends; it returns the state
 // after the events.
 func (s *Service) write(ctx context.Context, names []string, decide func(st *prdqueue.State, v *projections.View, actor string) ([]eventlog.Draft, error)) (*prdqueue.State, []eventlog.Event, error) {
-	events, v, err := s.Env.Write(ctx, append([]string{prdqueue.Name}, names...), func(v *projections.View, actor string) ([]eventlog.Draft, error) {
+	return s.writeBy(ctx, s.Env.Write, names, decide)
+}
+
+// claim is write for a promotion, which sync.claims = remote takes through
+// the git remote: two machines never promote the same PRD.
+func (s *Service) claim(ctx context.Context, names []string, decide func(st *prdqueue.State, v *projections.View, actor string) ([]eventlog.Draft, error)) (*prdqueue.State, []eventlog.Event, error) {
+	return s.writeBy(ctx, s.Env.Claim, names, decide)
+}
+
+func (s *Service) writeBy(ctx context.Context, write store.EnvWrite, names []string, decide func(st *prdqueue.State, v *projections.View, actor string) ([]eventlog.Draft, error)) (*prdqueue.State, []eventlog.Event, error) {
+	events, v, err := write(ctx, append([]string{prdqueue.Name}, names...), func(v *projections.View, actor string) ([]eventlog.Draft, error) {
 		return decide(stateOf(v), v, actor)
 	})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/workqueue"
 	"github.com/spoolhq/spool/projections"
 )
@@ -160,8 +161,13 @@ func (s *Service) Reopen(ctx context.Context, refs []string) ([]workqueue.TaskJS
 // under the lock), every one or none, and returns the tasks after it, one
 // for each ref.
 func (s *Service) tasksChange(ctx context.Context, refs []string, decide func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error)) ([]workqueue.TaskJSON, error) {
+	return s.tasksChangeBy(ctx, s.Env.Write, refs, decide)
+}
+
+// tasksChangeBy is tasksChange through write (Env.Write, or Env.Claim).
+func (s *Service) tasksChangeBy(ctx context.Context, write store.EnvWrite, refs []string, decide func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error)) ([]workqueue.TaskJSON, error) {
 	var ids []string
-	_, st, err := s.write(ctx, Both, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
+	_, st, err := s.writeBy(ctx, write, Both, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
 		var err error
 		if ids, err = s.Resolve(st, refs); err != nil {
 			return nil, err
@@ -245,7 +251,11 @@ func (s *Service) Change(ctx context.Context, refs []string, u workqueue.Update,
 	if err := u.ValidateFields(); err != nil {
 		return nil, err
 	}
-	return s.tasksChange(ctx, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
+	write := s.Env.Write
+	if status == workqueue.StatusInProgress {
+		write = s.Env.Claim // a claim, as next's
+	}
+	return s.tasksChangeBy(ctx, write, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
 		w := worker
 		if w == "" {
 			w = actor

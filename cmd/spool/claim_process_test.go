@@ -1,0 +1,397 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/internal/git/gittest"
+	"github.com/spoolhq/spool/internal/jobs"
+	"github.com/spoolhq/spool/internal/mergequeue"
+	"github.com/spoolhq/spool/internal/workqueue"
+)
+
+// Claims through the remote (sync.claims = remote) on real clones of one
+// bare remote, each clone a writer of its own and all of them contending:
+// every claim is held by one clone at a time, checked on the merged log.
+
+// claimClones is syncClones with sync.claims = remote committed and
+// pulled by every clone.
+func claimClones(t *testing.T, bin string, n int) (*gittest.Repo, []string, [][]string) {
+	t.Helper()
+	r, clones, envs := syncClones(t, bin, n)
+	jobSpool(t, bin, clones[0], envs[0], "config", "set", "sync.claims", "remote")
+	r.Git(clones[0], "commit", "-q", "-m", "spool: claims through the remote", ".spool/config.json")
+	r.Git(clones[0], "push", "-q", "origin", "main")
+	for _, dir := range clones[1:] {
+		r.Git(dir, "pull", "-q", "origin", "main")
+	}
+	return r, clones, envs
+}
+
+// mergedLog is clone dir's log after every clone synced twice (the first
+// round brings everything to the remote, the second to every clone).
+func mergedLog(t *testing.T, bin string, clones []string, envs [][]string) []logEvent {
+	t.Helper()
+	for range 2 {
+		for i, dir := range clones {
+			jobSpool(t, bin, dir, envs[i], "sync")
+		}
+	}
+	var out []logEvent
+	sc := bufio.NewScanner(strings.NewReader(jobSpool(t, bin, clones[0], envs[0], "--json", "log")))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var e logEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("log line %q: %v", sc.Text(), err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// sameProjections checks that every clone's log verifies and that, after
+// a replay, every clone's projection files are the first one's bytes.
+func sameProjections(t *testing.T, bin string, clones []string, envs [][]string) {
+	t.Helper()
+	state := func(i int) map[string]string {
+		jobSpool(t, bin, clones[i], envs[i], "verify")
+		jobSpool(t, bin, clones[i], envs[i], "replay")
+		files := map[string]string{}
+		paths, _ := filepath.Glob(filepath.Join(clones[i], ".spool", "state", "*.json"))
+		for _, p := range paths {
+			files[filepath.Base(p)] = string(must(os.ReadFile(p)))
+		}
+		return files
+	}
+	ref := state(0)
+	if len(ref) == 0 {
+		t.Fatal("no projection files in .spool/state")
+	}
+	for i := 1; i < len(clones); i++ {
+		got := state(i)
+		for name, b := range ref {
+			if got[name] != b {
+				t.Errorf("clone %d's %s differs from clone 0's", i, name)
+			}
+		}
+	}
+}
+
+// heldOnce walks the merged log in its order and fails the test when a
+// subject is claimed while another claim of it holds; it returns the
+// claims per subject.
+func heldOnce(t *testing.T, log []logEvent, claim string, release ...string) map[string]int {
+	t.Helper()
+	holder, claims := map[string]string{}, map[string]int{}
+	for _, e := range log {
+		switch {
+		case e.Type == claim:
+			if h := holder[e.Subject]; h != "" {
+				t.Errorf("%s claimed by %s while %s held it", e.Subject, e.Actor, h)
+			}
+			holder[e.Subject] = e.Actor
+			claims[e.Subject]++
+		case slices.Contains(release, e.Type):
+			holder[e.Subject] = ""
+		}
+	}
+	return claims
+}
+
+// Four clones run next/done loops over 200 tasks, all at once, each claim
+// through the remote: every task is claimed and completed exactly once,
+// never held by two clones, and afterwards the clones agree.
+func TestRemoteClaimsFourClonesNextDone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("four clones, 200 claims through a remote")
+	}
+	bin := spoolBinary(t)
+	r, clones, envs := claimClones(t, bin, 4)
+	const n = 200
+	for k := range n {
+		jobSpool(t, bin, clones[0], envs[0], "task", "add", fmt.Sprintf("task %03d", k))
+	}
+	jobSpool(t, bin, clones[0], envs[0], "sync")
+	before := make([]string, len(clones))
+	for i, dir := range clones {
+		before[i] = untouched(r, dir)
+	}
+	var wg sync.WaitGroup
+	done := make([][]string, len(clones))
+	for i, dir := range clones {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				out, err := jobSpoolErr(bin, dir, envs[i], "--json", "next")
+				if err != nil {
+					t.Errorf("clone %d next: %v\n%s", i, err, out)
+					return
+				}
+				var c struct{ ID string }
+				if strings.TrimSpace(out) == "null" || json.Unmarshal([]byte(out), &c) != nil || c.ID == "" {
+					return // every task is claimed
+				}
+				if out, err := jobSpoolErr(bin, dir, envs[i], "done", c.ID); err != nil {
+					t.Errorf("clone %d done %s: %v\n%s", i, c.ID, err, out)
+					return
+				}
+				done[i] = append(done[i], c.ID)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	total := 0
+	for i := range clones {
+		t.Logf("clone %d completed %d tasks", i, len(done[i]))
+		if len(done[i]) == 0 {
+			t.Errorf("clone %d claimed nothing: the clones did not contend", i)
+		}
+		total += len(done[i])
+	}
+	if total != n {
+		t.Errorf("%d tasks completed in all, want %d", total, n)
+	}
+	log := mergedLog(t, bin, clones, envs)
+	claims := heldOnce(t, log, workqueue.TypeClaimed, workqueue.TypeSucceeded, workqueue.TypeFailed, workqueue.TypeReleased)
+	succeeded := map[string]int{}
+	for _, e := range log {
+		if e.Type == workqueue.TypeSucceeded {
+			succeeded[e.Subject]++
+		}
+	}
+	if len(claims) != n || len(succeeded) != n {
+		t.Errorf("%d tasks claimed and %d succeeded, want %d", len(claims), len(succeeded), n)
+	}
+	for id, k := range claims {
+		if k != 1 || succeeded[id] != 1 {
+			t.Errorf("%s claimed %d times, succeeded %d times", id, k, succeeded[id])
+		}
+	}
+	sameProjections(t, bin, clones, envs)
+	for i, dir := range clones {
+		if after := untouched(r, dir); after != before[i] {
+			t.Errorf("clone %d: claims changed HEAD, the index or the work tree:\nbefore %q\nafter  %q", i, before[i], after)
+		}
+	}
+}
+
+// Four clones each run a job worker over 40 jobs of 2 segments submitted
+// in the first: every job is dispatched once, every segment runs once.
+func TestRemoteClaimsFourClonesJobs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("four job workers through a remote")
+	}
+	bin := spoolBinary(t)
+	_, clones, envs := claimClones(t, bin, 4)
+	const n = 40
+	shared := filepath.Join(t.TempDir(), "segments")
+	var ids []string
+	for range n {
+		ids = append(ids, submitJob(t, bin, clones[0], envs[0], "--segments", "2", "--", "sh", "-c", `echo "$SPOOL_JOB_ID $SPOOL_SEGMENT" >> "$0"`, shared))
+	}
+	jobSpool(t, bin, clones[0], envs[0], "sync")
+	var ws []*jobWorker
+	for i, dir := range clones {
+		ws = append(ws, startWorker(t, bin, dir, envs[i], fmt.Sprint("w", i), "--poll", "50ms", "--slots", "1"))
+	}
+	waitFor(t, 120e9, "every segment to run", func() bool { return len(lines(shared)) >= 2*n })
+	for _, w := range ws {
+		if err := w.stop(t); err != nil {
+			t.Errorf("worker %s: %v", w.name, err)
+		}
+	}
+	ran := map[string]int{}
+	for _, l := range lines(shared) {
+		ran[l]++
+	}
+	for _, id := range ids {
+		for seg := range 2 {
+			if k := fmt.Sprintf("%s %d", id, seg); ran[k] != 1 {
+				t.Errorf("segment %s ran %d times", k, ran[k])
+			}
+		}
+	}
+	log := mergedLog(t, bin, clones, envs)
+	dispatched := heldOnce(t, log, jobs.TypeDispatched, jobs.TypeFinished, jobs.TypeRequeued, jobs.TypePaused, jobs.TypeCancelled)
+	workers := map[string]bool{}
+	for _, e := range log {
+		if e.Type == jobs.TypeDispatched {
+			workers[e.Actor] = true
+		}
+	}
+	for _, id := range ids {
+		if dispatched[id] != 1 {
+			t.Errorf("job %s dispatched %d times", id, dispatched[id])
+		}
+	}
+	if t.Logf("jobs ran on %d workers", len(workers)); len(workers) < 2 {
+		t.Error("one worker ran every job: the clones did not contend")
+	}
+	sameProjections(t, bin, clones, envs)
+}
+
+// Four clones run the merge train at once, claiming through the remote,
+// for one entry queued in the first at a time: one train claims and
+// merges it, the others find it taken. Each train merges into its own
+// clone's main (merge.remote names no remote): what is under test is the
+// claim.
+func TestRemoteClaimsFourClonesMergeEntries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("four merge trains through a remote")
+	}
+	bin := spoolBinary(t)
+	r, clones, envs := claimClones(t, bin, 4)
+	const n = 6
+	for i, dir := range clones {
+		jobSpool(t, bin, dir, envs[i], "config", "set", "sync.remote", "origin")
+		jobSpool(t, bin, dir, envs[i], "config", "set", "merge.remote", "nowhere")
+	}
+	for k := range n {
+		name := fmt.Sprintf("feat%02d", k)
+		wt := filepath.Join(filepath.Dir(clones[0]), name)
+		r.Git(clones[0], "worktree", "add", "-q", wt, "-b", name)
+		os.WriteFile(filepath.Join(wt, name+".txt"), []byte(name+"\n"), 0o644)
+		r.Git(wt, "add", name+".txt")
+		r.Git(wt, "commit", "-q", "-m", name)
+		r.Git(clones[0], "push", "-q", "origin", name)
+		jobSpool(t, bin, wt, envs[0], "merge", "submit", "--no-push")
+		jobSpool(t, bin, clones[0], envs[0], "sync")
+		for i, dir := range clones[1:] {
+			r.Git(dir, "fetch", "-q", "origin") // the entry's commit
+			jobSpool(t, bin, dir, envs[i+1], "sync")
+		}
+		var wg sync.WaitGroup
+		for i, dir := range clones {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if out, err := jobSpoolErr(bin, dir, envs[i], "merge", "run", "--once"); err != nil {
+					t.Errorf("clone %d merge run: %v\n%s", i, err, out)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	log := mergedLog(t, bin, clones, envs)
+	var released []logEvent
+	merged := 0
+	for _, e := range log {
+		var d struct{ To mergequeue.Status }
+		json.Unmarshal(e.Data, &d)
+		if e.Type == mergequeue.EvTransitioned && d.To == mergequeue.Merged {
+			merged++
+		}
+		if e.Type == mergequeue.EvTransitioned && !d.To.Processing() {
+			e.Type = "released"
+		}
+		released = append(released, e)
+	}
+	claims := heldOnce(t, released, mergequeue.EvClaimed, "released", mergequeue.EvRecovered, mergequeue.EvCancelled)
+	trains := map[string]bool{}
+	for _, e := range released {
+		if e.Type == mergequeue.EvClaimed {
+			trains[e.Actor] = true
+		}
+	}
+	if len(claims) != n || merged != n {
+		t.Errorf("%d entries claimed, %d merged; want %d", len(claims), merged, n)
+	}
+	for id, k := range claims {
+		if k != 1 {
+			t.Errorf("entry %s claimed %d times", id, k)
+		}
+	}
+	t.Logf("entries merged by %d trains", len(trains))
+	sameProjections(t, bin, clones, envs)
+}
+
+// claimIDs are the ids of the task.claimed events in a writer file's
+// content.
+func claimIDs(content string) []string {
+	var ids []string
+	for _, l := range strings.Split(content, "\n") {
+		var e struct{ ID, Type string }
+		if json.Unmarshal([]byte(l), &e) == nil && e.Type == workqueue.TypeClaimed {
+			ids = append(ids, e.ID)
+		}
+	}
+	return ids
+}
+
+// kill -9 at a random moment of spool sync or of a claim through the
+// remote, 50 times: every acknowledged event stays in the local log, the
+// log verifies, every claim in the local log is on the remote, and at the
+// end the other clone has everything and no task was held twice.
+func TestRemoteClaimsKilledMidway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills spool sync and spool next")
+	}
+	bin := spoolBinary(t)
+	r, clones, envs := claimClones(t, bin, 2)
+	a, b := clones[0], clones[1]
+	var added []string
+	for round := range 50 {
+		title := fmt.Sprintf("round %02d", round)
+		jobSpool(t, bin, a, envs[0], "task", "add", title) // acknowledged
+		added = append(added, title)
+		if round%5 == 0 {
+			jobSpool(t, bin, b, envs[1], "sync")
+			jobSpool(t, bin, b, envs[1], "next") // a claim that contends, acknowledged
+		}
+		verb := []string{"sync"}
+		if round%2 == 1 {
+			verb = []string{"next"}
+		}
+		cmd := spoolCmd(bin, a, envs[0], verb...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(rand.IntN(60)) * time.Millisecond)
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // spool and its git
+		cmd.Wait()
+		jobSpool(t, bin, a, envs[0], "verify")
+		if got := jobSpool(t, bin, a, envs[0], "--json", "task", "list"); !containsEvery(got, added) {
+			t.Fatalf("round %d (%s): the local log lost an acknowledged task", round, verb[0])
+		}
+		writer := strings.TrimSpace(string(must(os.ReadFile(filepath.Join(a, ".git", "spool", "writer")))))
+		local := string(must(os.ReadFile(filepath.Join(a, ".spool", "events", writer+".jsonl"))))
+		remote, _ := exec.Command("git", "--git-dir", r.Remote, "show", "spool:events/"+writer+".jsonl").Output()
+		for _, id := range claimIDs(local) {
+			if !strings.Contains(string(remote), id) {
+				t.Fatalf("round %d (%s): claim %s is in the local log and not on the remote", round, verb[0], id)
+			}
+		}
+	}
+	log := mergedLog(t, bin, clones, envs)
+	heldOnce(t, log, workqueue.TypeClaimed, workqueue.TypeSucceeded, workqueue.TypeFailed, workqueue.TypeReleased)
+	if got := jobSpool(t, bin, b, envs[1], "--json", "task", "list"); !containsEvery(got, added) {
+		t.Fatal("after the kills, the other clone lacks tasks")
+	}
+	sameProjections(t, bin, clones, envs)
+}
+
+func containsEvery(s string, subs []string) bool {
+	for _, x := range subs {
+		if !strings.Contains(s, x) {
+			return false
+		}
+	}
+	return true
+}

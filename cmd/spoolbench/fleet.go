@@ -1,0 +1,172 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// fleetMain measures claims through a local bare remote (sync.claims =
+// remote): the latency of one uncontended claim and of a sync with nothing
+// new, then claims per second with 1, 2, 4 and 8 clones each running
+// spool next in a loop for a while:
+//
+//	spoolbench fleet -spool BIN [-tasks 2000] [-runs 21] [-for 10s] [-clones 1,2,4,8]
+func fleetMain(args []string) error {
+	fs := flag.NewFlagSet("spoolbench fleet", flag.ExitOnError)
+	bin := fs.String("spool", "", "the spool binary to time (required)")
+	tasks := fs.Int("tasks", 2000, "tasks in the log, more than the claims a run makes")
+	runs := fs.Int("runs", 21, "timed runs of the single claim and the sync")
+	dur := fs.Duration("for", 10*time.Second, "how long each contention run claims")
+	sizes := fs.String("clones", "1,2,4,8", "clone counts to contend")
+	fs.Parse(args)
+	if *bin == "" {
+		return fmt.Errorf("%w: -spool BIN is required", errUsage)
+	}
+	b, err := filepath.Abs(*bin)
+	if err != nil {
+		return err
+	}
+	top, err := os.MkdirTemp("", "spool-bench-fleet-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(top)
+	printLoad()
+
+	f, err := newFleet(b, filepath.Join(top, "one"), *tasks, 1)
+	if err != nil {
+		return err
+	}
+	for _, c := range [][]string{{"next"}, {"sync"}} {
+		t, err := repeat(1, *runs, func() *exec.Cmd {
+			cmd := exec.Command(b, c...)
+			cmd.Dir, cmd.Env = f.clones[0], f.env(0)
+			return cmd
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("spool %-5s through the remote (%d tasks): wall median %6.1f ms (min %6.1f, max %6.1f)  (%d runs)\n",
+			c[0], *tasks, ms(t.wall[len(t.wall)/2]), ms(t.wall[0]), ms(t.wall[len(t.wall)-1]), *runs)
+	}
+
+	for _, s := range strings.Split(*sizes, ",") {
+		var n int
+		if _, err := fmt.Sscan(s, &n); err != nil || n < 1 {
+			return fmt.Errorf("%w: -clones %q", errUsage, *sizes)
+		}
+		f, err := newFleet(b, filepath.Join(top, fmt.Sprint("c", n)), *tasks, n)
+		if err != nil {
+			return err
+		}
+		if err := f.contend(*dur); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fleet is a bare remote and clones of it with sync.claims = remote.
+type fleet struct {
+	bin    string
+	remote string
+	clones []string
+}
+
+func (f *fleet) env(i int) []string {
+	return append(os.Environ(), fmt.Sprintf("SPOOL_ACTOR=agent%d@spool.invalid", i), "SPOOL_NOW=",
+		"GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@spool.invalid", "GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=bench@spool.invalid")
+}
+
+// newFleet makes the remote and n clones; the first adds tasks (one
+// command, one fsynced append each, as the CLI writes them) and syncs.
+func newFleet(bin, dir string, tasks, n int) (*fleet, error) {
+	f := &fleet{bin: bin, remote: filepath.Join(dir, "remote.git")}
+	first := filepath.Join(dir, "clone0")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	steps := [][]string{
+		{"git", "init", "-q", "--bare", "-b", "main", f.remote},
+		{"git", "init", "-q", "-b", "main", first},
+	}
+	for _, s := range steps {
+		if _, err := run(dir, f.env(0), s[0], s[1:]...); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range [][]string{
+		{bin, "init"}, {bin, "config", "set", "sync.claims", "remote"},
+		{"git", "remote", "add", "origin", f.remote}, {bin, "config", "set", "merge.remote", "origin"},
+		{"git", "add", "-A"}, {"git", "commit", "-q", "-m", "spool"}, {"git", "push", "-q", "origin", "main"},
+	} {
+		if _, err := run(first, f.env(0), s[0], s[1:]...); err != nil {
+			return nil, err
+		}
+	}
+	for k := range tasks {
+		if _, err := run(first, f.env(0), bin, "task", "add", fmt.Sprintf("task %05d", k), "-p", fmt.Sprint(k%5)); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := run(first, f.env(0), bin, "sync"); err != nil {
+		return nil, err
+	}
+	f.clones = []string{first}
+	for i := 1; i < n; i++ {
+		c := filepath.Join(dir, fmt.Sprint("clone", i))
+		if _, err := run(dir, f.env(i), "git", "clone", "-q", f.remote, c); err != nil {
+			return nil, err
+		}
+		if _, err := run(c, f.env(i), bin, "sync"); err != nil {
+			return nil, err
+		}
+		f.clones = append(f.clones, c)
+	}
+	return f, nil
+}
+
+// contend runs spool next in a loop in every clone at once for d and
+// prints the claims per second in all and the claims' latencies.
+func (f *fleet) contend(d time.Duration) error {
+	var mu sync.Mutex
+	var lat []time.Duration
+	errs := make(chan error, len(f.clones))
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, dir := range f.clones {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				t := time.Now()
+				if _, err := run(dir, f.env(i), f.bin, "next"); err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				lat = append(lat, time.Since(t))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	slices.Sort(lat)
+	fmt.Printf("%d clone(s) contending: %4d claims in %.1f s = %5.1f claims/s; a claim's wall median %6.1f ms, p90 %6.1f ms, max %6.1f ms\n",
+		len(f.clones), len(lat), elapsed.Seconds(), float64(len(lat))/elapsed.Seconds(),
+		ms(lat[len(lat)/2]), ms(lat[len(lat)*9/10]), ms(lat[len(lat)-1]))
+	return nil
+}

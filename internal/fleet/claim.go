@@ -1,0 +1,133 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/git"
+	"github.com/spoolhq/spool/internal/store"
+)
+
+// Claims takes claims through the remote's sync branch (sync.claims =
+// remote): under the log's lock it fetches and brings the remote's events
+// in, the command decides on that log, and the claim's lines are pushed
+// on the fetched tip, without force, before they are written locally. A
+// refused push (another machine claimed first) is store.ErrRemoteMoved,
+// and store.Claim decides again. So two machines never hold one claim,
+// and no claim is in a local log that the remote does not have.
+type Claims struct {
+	st *store.Store
+	o  Options
+	// Offline claims locally without asking the remote (--offline);
+	// OfflineLocal does so when the remote cannot be reached
+	// (sync.offline_claims = local). Either warns.
+	Offline, OfflineLocal bool
+	Warn                  func(string)
+	cache                 *cache
+	checked               bool // the remote exists
+}
+
+// ClaimsFrom reads sync.claims: nil when claims are local.
+func ClaimsFrom(st *store.Store, offline bool, warn func(string)) *Claims {
+	if st.Config.String("sync.claims") != ClaimsRemote {
+		return nil
+	}
+	o := OptionsFrom(st, "")
+	return &Claims{st: st, o: o, Offline: offline, OfflineLocal: st.Config.String("sync.offline_claims") == OfflineLocal, Warn: warn}
+}
+
+// Values of sync.claims and sync.offline_claims.
+const (
+	ClaimsLocal   = "local"
+	ClaimsRemote  = "remote"
+	OfflineRefuse = "refuse"
+	OfflineLocal  = "local"
+)
+
+// Patience bounds how long a claim that keeps losing the race tries: a
+// worker has nothing better to do than wait its turn.
+func (c *Claims) Patience() time.Duration { return 30 * time.Second }
+
+// Prepare brings the remote's events into the local log (the caller holds
+// the log's lock) and returns what publishes the claim there.
+func (c *Claims) Prepare(ctx context.Context) (func(writer string, lines []byte) error, error) {
+	if c.Offline {
+		c.Warn(fmt.Sprintf("--offline: the claim is local, not taken through %s/%s; another machine may claim the same", c.o.Remote, c.o.Branch))
+		return nil, nil
+	}
+	dir := c.st.Repo.Root
+	if !c.checked {
+		if c.o.Remote == "" || !git.RemoteExists(ctx, dir, c.o.Remote) {
+			return nil, unknownRemote(c.o.Remote)
+		}
+		c.checked = true // once: a worker claims many times
+	}
+	if c.cache == nil {
+		c.cache = loadCache(c.st)
+	}
+	tip, remote, err := fetch(ctx, c.st, c.o)
+	if err != nil {
+		return c.offline(err)
+	}
+	snaps, _, err := integrateLocked(ctx, c.st, remote, c.cache)
+	if err != nil {
+		return nil, err
+	}
+	c.cache.save()
+	return func(writer string, lines []byte) error {
+		snaps, err := withLines(snaps, c.st.Log.Dir(), writer+eventlog.Ext, lines)
+		if err != nil {
+			return err
+		}
+		tree, _, err := writeTree(ctx, dir, snaps, remote, c.cache)
+		if err != nil {
+			return err
+		}
+		commit, err := push(ctx, dir, c.o, tree, tip, fmt.Sprintf("spool claim: %d events by %s", bytes.Count(lines, []byte{'\n'}), writer))
+		if err != nil {
+			if _, err := c.offline(err); err == nil {
+				return nil // claimed locally, with a warning
+			}
+			return err
+		}
+		track(ctx, c.st, c.o, commit)
+		c.cache.expect(snaps[len(snaps)-1])
+		c.cache.see(TrackingRef(c.o), commit, snapLines(snaps)) // spool status counts from it
+		c.cache.save()
+		return nil
+	}, nil
+}
+
+// offline is a claim's answer to err: local, with a warning, when the
+// remote is unreachable and sync.offline_claims allows it.
+func (c *Claims) offline(err error) (func(string, []byte) error, error) {
+	if f, ok := fault.As(err); ok && f.Has(CodeRemoteUnreachable) && c.OfflineLocal {
+		c.Warn(fmt.Sprintf("%s; the claim is local (sync.offline_claims = local): another machine may claim the same", err))
+		return nil, nil
+	}
+	return nil, err
+}
+
+// withLines is the snapshots with lines appended to the writer's file, as
+// the log will have it once they are written.
+func withLines(snaps []snapshot, dir, name string, lines []byte) ([]snapshot, error) {
+	content, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	own := snapshot{dir: dir, name: name, content: append(content, lines...)}
+	own.lines = bytes.Count(own.content, []byte{'\n'})
+	out := make([]snapshot, 0, len(snaps)+1)
+	for _, s := range snaps {
+		if s.name != name {
+			out = append(out, s)
+		}
+	}
+	return append(out, own), nil
+}
