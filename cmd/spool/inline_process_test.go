@@ -216,6 +216,14 @@ func TestInlineSyncDivergedBranch(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(a, ".git", "MERGE_HEAD")); err == nil {
 		t.Error("a refused sync left a merge in progress")
 	}
+	if st := jobSpool(t, bin, a, envs[0], "--json", "status"); !strings.Contains(st, `"ahead": 1,`) || !strings.Contains(st, `"behind": 1`) {
+		t.Errorf("status after the refused sync does not count b's event as behind, a's as ahead:\n%s", st)
+	}
+	// ... from the sync cache, which knows the tip it refused: status reads no blob.
+	seen := r.Git(a, "rev-parse", "refs/spool/sync/origin/main")
+	if c := string(must(os.ReadFile(filepath.Join(a, ".git", "spool", "sync-cache.json")))); !strings.Contains(c, seen) {
+		t.Errorf("the sync cache lacks the refused tip %s:\n%s", seen, c)
+	}
 
 	r.Git(a, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
 	jobSpool(t, bin, a, envs[0], "sync")

@@ -76,6 +76,10 @@ func syncInline(ctx context.Context, st *store.Store, o Options) (Result, error)
 		}
 		p, err := planInline(ctx, root, o, local, tip)
 		if err != nil {
+			if cache.count(ctx, root, remote) == nil { // status can say how far behind, without reading blobs
+				cache.see(TrackingRef(o), tip, remoteLines(remote, cache))
+				cache.save()
+			}
 			return res, err
 		}
 		r, err := commitInline(ctx, st, cache, o, p, head, tip, remote)

@@ -62,6 +62,21 @@ func remoteLines(remote map[string]git.Blob, c *cache) map[string]int {
 	return lines
 }
 
+// count reads the remote's writer files whose events it does not know.
+func (c *cache) count(ctx context.Context, repo string, remote map[string]git.Blob) error {
+	for name, b := range remote {
+		if _, ok := c.lines[b.Hash]; ok || !validFile(name) {
+			continue
+		}
+		content, err := git.ReadBlob(ctx, repo, b.Hash)
+		if err != nil {
+			return err
+		}
+		c.lines[b.Hash] = bytes.Count(content, []byte{'\n'})
+	}
+	return nil
+}
+
 func snapLines(snaps []snapshot) map[string]int {
 	lines := make(map[string]int, len(snaps))
 	for _, s := range snaps {
