@@ -54,15 +54,16 @@ func (c *StatusCmd) Run(e *env) error {
 
 // syncLine says how far the log is from the remote, as last synced.
 func syncLine(s fleet.Status) string {
+	remote := s.Remote + "/" + s.Branch
 	switch {
 	case s.Branch == "":
 		return "inline mode, and HEAD is not on a branch"
 	case !s.Synced:
-		return fmt.Sprintf("%s/%s: never synced", s.Remote, s.Branch)
+		return "never synced with " + remote
 	case *s.Ahead == 0 && *s.Behind == 0:
-		return fmt.Sprintf("%s/%s: up to date, as of the last sync", s.Remote, s.Branch)
+		return fmt.Sprintf("up to date with %s (as of the last sync)", remote)
 	}
-	return fmt.Sprintf("%s/%s: ahead %d, behind %d (events, as of the last sync)", s.Remote, s.Branch, *s.Ahead, *s.Behind)
+	return fmt.Sprintf("ahead of %s by %d, behind by %d (events, as of the last sync)", remote, *s.Ahead, *s.Behind)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
