@@ -92,8 +92,11 @@ func (s *EventSigner) SignEvent(e *eventlog.Event, hash [sha256.Size]byte) (stri
 	if err != nil {
 		return "", fault.New(CodeSigningKeyUnusable, err, fmt.Sprintf("signing key (%s): %v", source, err))
 	}
-	return base64.StdEncoding.EncodeToString(blob), nil
+	return encodeSig(blob), nil
 }
+
+// encodeSig is an SSHSIG blob as an event's sig: base64, unwrapped.
+func encodeSig(blob []byte) string { return base64.StdEncoding.EncodeToString(blob) }
 
 // load finds and loads the key once; a failure is tried again next time
 // (a long-running watch outlives an agent that was briefly away).

@@ -57,7 +57,7 @@ func (r *Report) Err() error {
 		counts[p.Code]++
 	}
 	return fault.New(CodeSignaturesInvalid, nil,
-		fmt.Sprintf("verify --signatures failed: %d problems (%s)", len(r.Problems), countsText(counts)), "counts", counts)
+		fmt.Sprintf("verify --signatures failed: %d %s (%s)", len(r.Problems), map[bool]string{true: "problem", false: "problems"}[len(r.Problems) == 1], countsText(counts)), "counts", counts)
 }
 
 func countsText(counts map[string]int) string {
