@@ -193,8 +193,9 @@ func (t *trust) signedByAdmin(c *git.Commit, before trustState) error {
 }
 
 // carried reports whether merge c's state came whole from another of its
-// parents than parent i, which branched off where parent i's state still
-// held: the change was made, and checked, on that side.
+// parents than parent i, and parent i's state is what every merge base of
+// the two had: the change was made on that side, where its own commits are
+// checked.
 func (t *trust) carried(c *git.Commit, i int, after trustState) (bool, error) {
 	before, err := t.state(c.Parents[i])
 	if err != nil {
@@ -218,14 +219,20 @@ func (t *trust) carried(c *git.Commit, i int, after trustState) (bool, error) {
 		if err != nil {
 			return false, err
 		}
+		held := len(bases) > 0
 		for _, b := range bases {
 			bs, err := t.state(b)
 			if err != nil {
 				return false, err
 			}
-			if same, err := t.same(bs, before); err != nil || same {
-				return same, err
+			same, err := t.same(bs, before)
+			if err != nil {
+				return false, err
 			}
+			held = held && same
+		}
+		if held {
+			return true, nil
 		}
 	}
 	return false, nil
