@@ -57,3 +57,8 @@ bench-merge:
 bench-foundation:
     go test -run '^$' -bench 'Append|Read' -benchtime 2s -count 3 ./eventlog/
     d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench gen -dir "$d/1m" -events 1000000 && "$d/spool" -C "$d/1m" init >/dev/null && go run ./cmd/spoolbench time -n 5 -warmup 1 -- "$d/spool" -C "$d/1m" replay && go run ./cmd/spoolbench gen -dir "$d/100k" -events 100000 && "$d/spool" -C "$d/100k" init >/dev/null && "$d/spool" -C "$d/100k" status >/dev/null && go run ./cmd/spoolbench time -n 31 -- "$d/spool" -C "$d/100k" status; s=$?; rm -rf "$d"; exit $s
+
+# signed events: signing and checking one event per key type, task add without and with a key, verify --signatures over 10,000 signed events
+bench-sign:
+    go test -run '^$' -bench . ./internal/sign/
+    d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench sign -spool "$d/spool" -runs 21; s=$?; rm -rf "$d"; exit $s

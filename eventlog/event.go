@@ -35,6 +35,9 @@ type Event struct {
 	// More is set on every event of a multi-event append but the last: a
 	// batch is all or nothing, and a file ending in More is an unfinished one.
 	More bool `json:"more,omitempty"`
+	// Sig is the signature of the content hash (Options.Signer). It is not
+	// part of the content, so signing leaves the id as it was.
+	Sig string `json:"sig,omitempty"`
 }
 
 // Draft is an event a command wants appended; the log fills in the rest.
@@ -100,18 +103,31 @@ func (e *Event) Encode() ([]byte, error) {
 // ContentID is the id e's content hashes to (what Append sets as e.ID).
 func (e *Event) ContentID() (string, error) { return e.computeID() }
 
-// computeID derives the id from the content; seq is left out so that a merge
-// driver may renumber a diverged writer file without changing ids.
-func (e *Event) computeID() (string, error) {
+// ContentHash is the SHA-256 of e's content: its id is the first 12 bytes
+// in hex, and a signature covers all 32.
+func (e *Event) ContentHash() ([sha256.Size]byte, error) {
 	c := *e
-	c.ID, c.Seq = "", 0
+	c.ID, c.Seq, c.Sig = "", 0, ""
 	b, err := c.Encode()
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	return sha256.Sum256(b), nil
+}
+
+// computeID derives the id from the content; seq is left out so that a merge
+// driver may renumber a diverged writer file without changing ids, and the
+// signature because it is made of the id's hash.
+func (e *Event) computeID() (string, error) {
+	sum, err := e.ContentHash()
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:12]), nil
+	return idOf(sum[:]), nil
 }
+
+// idOf is the id of a content hash.
+func idOf(sum []byte) string { return hex.EncodeToString(sum[:12]) }
 
 // Upcaster turns an event of an older envelope version into the next version.
 type Upcaster func(*Event) error
@@ -126,9 +142,14 @@ func Decode(line []byte) (*Event, error) {
 	return e, err
 }
 
-// spans are where the id and seq values sit in a line: enough to hash the
-// line as computeID would without encoding the event again.
-type spans struct{ idStart, idEnd, seqStart, seqEnd int }
+// spans are where the id and seq values and the sig member sit in a line:
+// enough to hash the line as computeID would without encoding the event
+// again. sigStart is the comma before "sig", -1 when the member is not
+// written as Encode writes it.
+type spans struct{ idStart, idEnd, seqStart, seqEnd, sigStart, sigEnd int }
+
+// sigKey is what precedes the sig value in a line Encode wrote.
+const sigKey = `,"sig":`
 
 func decode(line []byte) (*Event, spans, error) {
 	var sp spans
@@ -187,6 +208,13 @@ func decode(line []byte) (*Event, spans, error) {
 		case "data":
 			if raw != "null" {
 				e.Data = json.RawMessage(raw)
+			}
+		case "sig":
+			if e.Sig, err = stringValue("sig", raw); err == nil {
+				sp.sigStart, sp.sigEnd = start-len(sigKey), end
+				if sp.sigStart < 0 || s[sp.sigStart:start] != sigKey {
+					sp.sigStart = -1
+				}
 			}
 		case "more":
 			switch raw {

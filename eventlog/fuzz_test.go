@@ -19,6 +19,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"v":1,"id":"a","writer":"w","seq":1,"lc":1,"at":"2026-01-01T00:00:00+05:30","type":"a.b","data":{ "x" : [ 1 , 2 ] }}`))
 	f.Add([]byte(`{"v":1,"id":"a","writer":"w","seq":1,"lc":1,"at":"2026-01-01T00:00:00Z","type":"a.b","subject":"\u00e9\ud83d\ude00\n","data":"<&>"}`))
 	f.Add([]byte(`{"v":1,"v":2,"id":"a","writer":"w","seq":1,"lc":1,"at":"2026-01-01T00:00:00Z","type":"a.b"}`))
+	f.Add([]byte(`{"v":1,"id":"a","writer":"w","seq":1,"lc":1,"at":"2026-01-01T00:00:00Z","type":"a.b","more":true,"sig":"U1NIU0lH"}`))
+	f.Add([]byte(`{"v":1,"sig":"x","id":"a","writer":"w","seq":1,"lc":1,"at":"2026-01-01T00:00:00Z","type":"a.b","sig":1}`))
 	f.Add([]byte(`{"v":2}`))
 	f.Add([]byte(`{"v":0}`))
 	f.Add([]byte(`{}`))
@@ -51,7 +53,7 @@ func FuzzDecode(f *testing.F) {
 		}
 		if e.ID != again.ID || e.Writer != again.Writer || e.Seq != again.Seq || e.LC != again.LC ||
 			!e.At.Equal(again.At) || e.Actor != again.Actor || e.Type != again.Type ||
-			e.Subject != again.Subject || e.Idem != again.Idem {
+			e.Subject != again.Subject || e.Idem != again.Idem || e.Sig != again.Sig {
 			t.Fatalf("round trip changed the event:\n%+v\n%+v", e, again)
 		}
 	})

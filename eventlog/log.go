@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -33,6 +34,14 @@ type Options struct {
 	PrivateDir  string
 	LockTimeout time.Duration // 0 means 10 s
 	Warn        func(msg string)
+	Signer      Signer // signs every event appended; nil: none is signed
+}
+
+// Signer signs an event as it is appended, inside the lock: it gets the
+// event, id set, and its content hash, and returns the event's sig ("" to
+// leave it unsigned). An error refuses the append: nothing is written.
+type Signer interface {
+	SignEvent(e *Event, hash [sha256.Size]byte) (string, error)
 }
 
 // Log is a handle on the event log of one clone.
@@ -682,9 +691,17 @@ func (s *Session) build(d Draft, at time.Time, actor string, k int, more bool) (
 		}
 		e.Data = b
 	}
-	var err error
-	e.ID, err = e.computeID()
-	return e, err
+	sum, err := e.ContentHash()
+	if err != nil {
+		return nil, err
+	}
+	e.ID = idOf(sum[:])
+	if s.log.opt.Signer != nil {
+		if e.Sig, err = s.log.opt.Signer.SignEvent(e, sum); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
 }
 
 // write appends lines in one write and syncs; a new file also syncs its directory.

@@ -69,28 +69,56 @@ func (r *rules) accept(e *Event, n int) {
 
 var blankID, zeroSeq, newline = []byte(`""`), []byte{'0'}, []byte{'\n'}
 
-// idMatches reports whether e.ID is the hash computeID gives. A line spool
-// wrote is already the canonical encoding, so hashing it with the id and seq
-// values blanked is the same as encoding the event again, at a fraction of
-// the cost; any other line is encoded again to be sure.
+// idMatches reports whether e.ID is the hash computeID gives.
 func (r *rules) idMatches(line []byte, e *Event, sp spans) bool {
+	_, ok := r.contentHash(line, e, sp)
+	return ok
+}
+
+// contentHash returns e's content hash and whether e.ID is taken from it.
+// A line spool wrote is already the canonical encoding, so hashing it with
+// the id and seq values blanked and the sig member cut is the same as
+// encoding the event again, at a fraction of the cost; any other line is
+// encoded again to be sure. The hash is r's until the next call.
+func (r *rules) contentHash(line []byte, e *Event, sp spans) ([]byte, bool) {
 	line = bytes.TrimSuffix(line, []byte{'\n'})
-	if sp.idStart > 0 && sp.idEnd <= sp.seqStart && sp.seqEnd <= len(line) && len(e.ID) == 24 {
+	if fastPath(line, e, sp) {
 		h := r.hash
 		h.Reset()
 		h.Write(line[:sp.idStart])
 		h.Write(blankID)
 		h.Write(line[sp.idEnd:sp.seqStart])
 		h.Write(zeroSeq)
-		h.Write(line[sp.seqEnd:])
+		if sp.sigEnd > 0 {
+			h.Write(line[sp.seqEnd:sp.sigStart])
+			h.Write(line[sp.sigEnd:])
+		} else {
+			h.Write(line[sp.seqEnd:])
+		}
 		h.Write(newline)
 		r.sum = h.Sum(r.sum[:0])
 		var hexed [24]byte
 		hex.Encode(hexed[:], r.sum[:12])
 		if string(hexed[:]) == e.ID {
-			return true
+			return r.sum, true
 		}
 	}
-	want, err := e.computeID()
-	return err == nil && want == e.ID
+	sum, err := e.ContentHash()
+	if err != nil {
+		return nil, false
+	}
+	r.sum = append(r.sum[:0], sum[:]...)
+	return r.sum, idOf(sum[:]) == e.ID
+}
+
+// fastPath says whether the spans allow hashing the line in place: id before
+// seq, and a sig member, if any, after both as Encode writes it.
+func fastPath(line []byte, e *Event, sp spans) bool {
+	if sp.idStart <= 0 || sp.idEnd > sp.seqStart || sp.seqEnd > len(line) || len(e.ID) != 24 {
+		return false
+	}
+	if sp.sigEnd == 0 {
+		return true
+	}
+	return sp.sigStart >= sp.seqEnd && sp.sigEnd <= len(line)
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -80,24 +83,7 @@ func (c *HookCmd) Run(e *env) error {
 	}
 	e.remoteClaims(st)
 	if c.Name == "pre-push" {
-		if !st.Config.Bool("hooks.verify_on_push") {
-			return nil
-		}
-		rep, err := st.Verify(e.ctx)
-		if err != nil {
-			return err
-		}
-		if !rep.OK {
-			for _, p := range rep.Problems {
-				fmt.Fprintln(e.stderr, "spool: log:", p)
-			}
-			for _, d := range rep.Differences {
-				fmt.Fprintf(e.stderr, "spool: projection %s: %s: %s\n", d.Projection, d.Path, d.Problem)
-			}
-			fmt.Fprintln(e.stderr, "spool: push refused because spool verify fails; fix the log or set hooks.verify_on_push false")
-			return errVerifyFailed
-		}
-		return nil
+		return prePush(e, st)
 	}
 	// post-commit, post-merge, post-checkout, post-rewrite: git may have
 	// changed the log; bring projections up to date. A failure is reported
@@ -140,4 +126,58 @@ func hookPass(e *env, st *store.Store, hook string) {
 	if err := loop.Run(ctx); err != nil {
 		say("", err.Error())
 	}
+}
+
+// prePush refuses a push that spool verify refuses (hooks.verify_on_push),
+// or, with sign.required, verify --signatures over the commits pushed.
+func prePush(e *env, st *store.Store) error {
+	if st.Config.Bool("hooks.verify_on_push") {
+		rep, err := st.Verify(e.ctx)
+		if err != nil {
+			return err
+		}
+		if !rep.OK {
+			for _, p := range rep.Problems {
+				fmt.Fprintln(e.stderr, "spool: log:", p)
+			}
+			for _, d := range rep.Differences {
+				fmt.Fprintf(e.stderr, "spool: projection %s: %s: %s\n", d.Projection, d.Path, d.Problem)
+			}
+			fmt.Fprintln(e.stderr, "spool: push refused because spool verify fails; fix the log or set hooks.verify_on_push false")
+			return errVerifyFailed
+		}
+	}
+	if !st.Config.Bool("sign.required") {
+		return nil
+	}
+	sigs, err := st.VerifySignatures(e.ctx, pushedCommits(os.Stdin))
+	if err != nil {
+		return err
+	}
+	for _, p := range sigs.Problems {
+		fmt.Fprintln(e.stderr, "spool: signature:", text(p.String()))
+	}
+	if err := sigs.Err(); err != nil {
+		fmt.Fprintln(e.stderr, "spool: push refused because sign.required is true and spool verify --signatures fails")
+		return err
+	}
+	return nil
+}
+
+// pushedCommits reads git's pre-push lines ("<local ref> <local sha>
+// <remote ref> <remote sha>") for the commits pushed; none when stdin is a
+// terminal (the hook run by hand) or only deletes.
+func pushedCommits(stdin *os.File) []string {
+	if st, err := stdin.Stat(); err != nil || st.Mode()&os.ModeCharDevice != 0 {
+		return nil
+	}
+	var tips []string
+	sc := bufio.NewScanner(stdin)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 4 && strings.Trim(f[1], "0") != "" {
+			tips = append(tips, f[1])
+		}
+	}
+	return tips
 }

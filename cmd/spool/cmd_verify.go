@@ -5,12 +5,14 @@ import (
 	"strings"
 
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/sign"
 	"github.com/spoolhq/spool/internal/store"
 )
 
 // VerifyCmd checks the log and the projections; CI and pre-push run it.
 type VerifyCmd struct {
-	Verbose bool `short:"v" help:"Also say which projections were behind the log (normal: large ones save lazily)."`
+	Verbose    bool `short:"v" help:"Also say which projections were behind the log (normal: large ones save lazily)."`
+	Signatures bool `help:"Also check signatures: every event signed by a key .spool/allowed_signers lists for its actor, and every change to allowed_signers or an admins list signed by an admin."`
 }
 
 func (c *VerifyCmd) Run(e *env) error {
@@ -22,6 +24,13 @@ func (c *VerifyCmd) Run(e *env) error {
 	rep, err := st.Verify(e.ctx)
 	if err != nil {
 		return err
+	}
+	if c.Signatures && len(rep.Problems) == 0 {
+		// A log that breaks its rules is reported first: its lines are not
+		// the events their signatures were made for.
+		if rep.Signatures, err = st.VerifySignatures(e.ctx, nil); err != nil {
+			return err
+		}
 	}
 	if e.JSON {
 		if err := writeJSON(e.stdout, rep); err != nil {
@@ -42,15 +51,43 @@ func (c *VerifyCmd) Run(e *env) error {
 			fmt.Fprintf(e.stdout, "note: %s behind the log: state compared after catching up in memory; files not compared (spool replay writes them)\n",
 				strings.Join(rep.Stale, ", "))
 		}
+		if rep.Signatures != nil {
+			for _, p := range rep.Signatures.Problems {
+				fmt.Fprintln(e.stdout, "signature:", text(p.String()))
+			}
+		}
 		if rep.OK {
 			fmt.Fprintf(e.stdout, "ok: %d events in %d files; projections equal a fresh replay\n", rep.Events, rep.Files)
+		}
+		if sigs := rep.Signatures; sigs != nil && len(sigs.Problems) == 0 {
+			fmt.Fprintln(e.stdout, signaturesOK(sigs))
 		}
 	}
 	if !rep.OK {
 		return fault.New(CodeVerifyFailed, nil,
 			fmt.Sprintf("verify failed: %d log problems, %d projection differences%s", len(rep.Problems), len(rep.Differences), brokenInvariants(rep)))
 	}
+	if rep.Signatures != nil {
+		return rep.Signatures.Err()
+	}
 	return nil
+}
+
+// signaturesOK is the line verify --signatures ends with when all is well.
+func signaturesOK(r *sign.Report) string {
+	s := fmt.Sprintf("ok: signatures: %s, each by a key allowed for its actor", count(r.Signed, "signed event"))
+	if r.Exempt > 0 {
+		s += fmt.Sprintf("; %s from before %s was committed (%.12s)", count(r.Exempt, "event"), sign.AllowedSignersFile, r.Root)
+	}
+	return s + fmt.Sprintf("; %s to the allowed signers and admins, each signed by an admin", count(r.Commits, "change"))
+}
+
+// count is "1 event", "2 events".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func brokenInvariants(rep *store.VerifyReport) string {

@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/gofrs/flock"
 	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/crypto/ssh"
 )
 
 func TestMain(m *testing.M) {
@@ -81,6 +85,7 @@ func scriptParams(t *testing.T, dir string) testscript.Params {
 			"grab":        cmdGrab,
 			"replace":     cmdReplace,
 			"readonly":    cmdReadOnly,
+			"sshkey":      cmdSSHKey,
 		},
 		Setup: func(env *testscript.Env) error {
 			testdata, err := filepath.Abs(filepath.Join("..", "..", "testdata"))
@@ -459,4 +464,24 @@ func cmdReadOnly(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}()
 	cmdExit(ts, false, args[1:])
+}
+
+// cmdSSHKey writes a new ed25519 key as ssh-keygen would: NAME, the
+// OpenSSH private key (no passphrase), and NAME.pub.
+//
+//	sshkey $WORK/ada
+func cmdSSHKey(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sshkey PATH")
+	}
+	_, raw, err := ed25519.GenerateKey(rand.Reader)
+	ts.Check(err)
+	block, err := ssh.MarshalPrivateKey(raw, filepath.Base(args[0]))
+	ts.Check(err)
+	signer, err := ssh.NewSignerFromKey(raw)
+	ts.Check(err)
+	path := ts.MkAbs(args[0])
+	ts.Check(os.WriteFile(path, pem.EncodeToMemory(block), 0o600))
+	pub := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey())))
+	ts.Check(os.WriteFile(path+".pub", []byte(pub+" "+filepath.Base(args[0])+"\n"), 0o644))
 }

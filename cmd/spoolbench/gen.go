@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"encoding/base64"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"os"
@@ -10,17 +12,20 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/sign"
+	"golang.org/x/crypto/ssh"
 )
 
 // genMain makes a git repository whose spool log holds synthetic events,
 // for the whole-process timings (spool init it before use):
 //
-//	spoolbench gen -dir /tmp/big -events 1000000 -writers 2
+//	spoolbench gen -dir /tmp/big -events 1000000 -writers 2 [-sign KEY]
 func genMain(args []string) error {
 	fs := flag.NewFlagSet("spoolbench gen", flag.ExitOnError)
 	dir := fs.String("dir", "", "directory to create the repository in (must not exist)")
 	events := fs.Int("events", 100_000, "number of events in all")
 	writers := fs.Int("writers", 2, "number of writer files")
+	keyFile := fs.String("sign", "", "sign every event (actor bench@example.com) with this SSH private key")
 	fs.Parse(args)
 	if *dir == "" || *writers < 1 {
 		return fmt.Errorf("%w: -dir is required and -writers must be at least 1", errUsage)
@@ -31,13 +36,20 @@ func genMain(args []string) error {
 	if out, err := exec.Command("git", "init", "-q", *dir).CombinedOutput(); err != nil {
 		return fmt.Errorf("git init: %v: %s", err, out)
 	}
+	var signer ssh.Signer
+	if *keyFile != "" {
+		var err error
+		if signer, err = sign.LoadKey(*keyFile, "."); err != nil {
+			return err
+		}
+	}
 	eventsDir := filepath.Join(*dir, ".spool", "events")
 	for w := range *writers {
 		n := *events / *writers
 		if w < *events%*writers {
 			n++
 		}
-		if err := generate(eventsDir, fmt.Sprintf("bench%02d", w), n, w+1, *writers); err != nil {
+		if err := generate(eventsDir, fmt.Sprintf("bench%02d", w), n, w+1, *writers, signer); err != nil {
 			return err
 		}
 	}
@@ -45,10 +57,10 @@ func genMain(args []string) error {
 	return nil
 }
 
-// generate writes n synthetic events for writer into dir. Writer k of m
-// gets lc k, k+m, k+2m, ... so that several generated writers interleave in
-// replay order.
-func generate(dir, writer string, n, k, m int) error {
+// generate writes n synthetic events for writer into dir, signed when
+// signer is not nil. Writer k of m gets lc k, k+m, k+2m, ... so that
+// several generated writers interleave in replay order.
+func generate(dir, writer string, n, k, m int, signer ssh.Signer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -65,8 +77,17 @@ func generate(dir, writer string, n, k, m int) error {
 			At: start.Add(time.Duration(i) * time.Millisecond), Actor: "bench@example.com",
 			Type: types[i%len(types)], Subject: fmt.Sprintf("b-%d", i%10_000),
 			Data: []byte(fmt.Sprintf(`{"title":"synthetic event %d","priority":%d,"labels":["bench","load"]}`, i, i%5))}
-		if e.ID, err = e.ContentID(); err != nil {
+		hash, err := e.ContentHash()
+		if err != nil {
 			return err
+		}
+		e.ID = hex.EncodeToString(hash[:12])
+		if signer != nil {
+			blob, err := sign.Sign(signer, sign.NamespaceEvents, sign.EventMessage(hash))
+			if err != nil {
+				return err
+			}
+			e.Sig = base64.StdEncoding.EncodeToString(blob)
 		}
 		line, err := e.Encode()
 		if err != nil {

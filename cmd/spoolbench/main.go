@@ -11,6 +11,7 @@
 //	go run ./cmd/spoolbench watch -spool BIN [-events 100000] [-runs 20] [-idle 60s]
 //	go run ./cmd/spoolbench board -spool BIN [-tasks 10000] [-jobs 1000] [-runs 21] [-appends 50] [-idle 60s]
 //	go run ./cmd/spoolbench fleet -spool BIN [-tasks 2000] [-runs 21] [-for 10s] [-clones 1,2,4,8]
+//	go run ./cmd/spoolbench sign -spool BIN [-events 10000] [-runs 21]
 //
 // The justfile's bench-* recipes run it.
 package main
@@ -40,9 +41,10 @@ var subcommands = map[string]func(args []string) error{
 	"watch": watchMain,
 	"board": boardMain,
 	"fleet": fleetMain,
+	"sign":  signMain,
 }
 
-const usage = `usage: spoolbench gen|time|queue|merge|prd|jobs|watch|board|fleet [flags]
+const usage = `usage: spoolbench gen|time|queue|merge|prd|jobs|watch|board|fleet|sign [flags]
 
   gen    make a spool repository with a synthetic log
   time   run a command repeatedly and print its wall time and peak RSS
@@ -53,6 +55,7 @@ const usage = `usage: spoolbench gen|time|queue|merge|prd|jobs|watch|board|fleet
   watch  spool watch on 100,000 events: startup recovery, event-to-action latency, idle CPU and memory
   board  spool serve on 10,000 tasks and 1,000 jobs: page and API times, append-to-stream/page latency, idle CPU and memory
   fleet  claims through a local bare remote: one claim's latency, a sync with nothing new, claims/s with 1, 2, 4, 8 clones
+  sign   spool task add without and with a signing key; verify with and without --signatures over 10,000 signed events
 
 spoolbench SUBCOMMAND -h lists a subcommand's flags.
 `

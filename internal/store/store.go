@@ -25,6 +25,7 @@ import (
 	"github.com/spoolhq/spool/internal/orchestrator"
 	"github.com/spoolhq/spool/internal/plans"
 	"github.com/spoolhq/spool/internal/prdqueue"
+	"github.com/spoolhq/spool/internal/sign"
 	"github.com/spoolhq/spool/internal/workqueue"
 	"github.com/spoolhq/spool/projections"
 )
@@ -164,6 +165,7 @@ func OpenRepo(r *git.Repo, warn func(string)) (*Store, error) {
 		PrivateDir:  r.PrivateDir(),
 		LockTimeout: cfg.Duration("lock.timeout"),
 		Warn:        warn,
+		Signer:      &sign.EventSigner{Root: r.Root, Config: cfg},
 	})
 	if warn == nil {
 		warn = func(string) {}

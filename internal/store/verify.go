@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/sign"
 	"github.com/spoolhq/spool/projections"
 )
 
@@ -16,6 +17,7 @@ type VerifyReport struct {
 	Differences []projections.Difference `json:"differences"`
 	Stale       []string                 `json:"stale"`
 	Invariants  []string                 `json:"invariants,omitempty"` // "projection: rule" that a fresh replay breaks
+	Signatures  *sign.Report             `json:"signatures,omitempty"` // verify --signatures
 }
 
 // Verify checks the log's rules, that every projection on disk equals a
@@ -44,4 +46,10 @@ func (s *Store) Verify(ctx context.Context) (*VerifyReport, error) {
 	}
 	rep.OK = len(rep.Problems) == 0 && len(rep.Differences) == 0 && len(rep.Invariants) == 0
 	return rep, nil
+}
+
+// VerifySignatures is verify --signatures (sign.VerifyRepository): the
+// history of tips (HEAD when none) and every event of the log.
+func (s *Store) VerifySignatures(ctx context.Context, tips []string) (*sign.Report, error) {
+	return sign.VerifyRepository(ctx, s.Repo.Root, s.Log, tips)
 }

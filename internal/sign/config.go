@@ -1,0 +1,13 @@
+package sign
+
+import "github.com/spoolhq/spool/internal/config"
+
+func init() {
+	config.Register(
+		config.Key{Name: "sign.key", Kind: config.String, Default: "",
+			Help: "SSH key that signs this clone's events, as git's user.signingkey (a private key file, a .pub whose key ssh-agent holds, or key::…); " +
+				"this file is shared, so a person's key goes in git config spool.signingkey, which comes first"},
+		config.Key{Name: "sign.required", Kind: config.Bool, Default: false,
+			Help: "every append must be signed by a key .spool/allowed_signers lists for its actor, and the pre-push hook runs verify --signatures"},
+	)
+}
