@@ -99,7 +99,7 @@ func (w *Worker) Run(ctx context.Context) ([]Ran, error) {
 		for ctx.Err() == nil {
 			c, err := w.S.Claim(ctx, w.Name, w.Slots)
 			if err != nil {
-				if ctx.Err() != nil {
+				if stopping(ctx) {
 					break
 				}
 				if errors.Is(err, eventlog.ErrLockTimeout) {
@@ -134,6 +134,19 @@ func (w *Worker) Run(ctx context.Context) ([]Ran, error) {
 			running--
 		case <-time.After(w.Poll):
 		}
+	}
+}
+
+// stopping reports whether the worker is being stopped. A SIGTERM sent to
+// the worker's process group reaches the git a claim runs at the same time
+// as spool, so the claim can fail a moment before ctx says why: wait that
+// moment.
+func stopping(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return true
+	case <-time.After(200 * time.Millisecond):
+		return false
 	}
 }
 
