@@ -46,7 +46,7 @@ bench-board:
 
 # fleet: a claim through a local bare remote, a sync with nothing new, claims/s with 1, 2, 4, 8 contending clones
 bench-fleet:
-    d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench fleet -spool "$d/spool" -tasks 2000 -runs 21 -for 10s -clones 1,2,4,8; s=$?; rm -rf "$d"; exit $s
+    d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench fleet -spool "$d/spool" -tasks 1000 -runs 21 -for 8s -clones 1,2,4,8; s=$?; rm -rf "$d"; exit $s
 
 # merge queue: whole-process medians with 1,000 entries in the log, and the train's own overhead
 bench-merge:
