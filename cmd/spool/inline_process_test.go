@@ -296,9 +296,13 @@ func TestInlineSyncKilledMidway(t *testing.T) {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // spool and its git
 		cmd.Wait()
 		// What git tells its user to do after a crash; spool never removes
-		// a lock of the user's, which may be a live git's.
-		for _, lock := range []string{"index.lock", "HEAD.lock", "refs/heads/main.lock"} {
-			if os.Remove(filepath.Join(a, ".git", lock)) == nil {
+		// a lock of the user's, which may be a live git's. The remote's:
+		// with a path as the remote, git push runs its receive-pack in
+		// spool's process group, and the kill can take it mid-update (a
+		// server's is not killed with its client).
+		for _, lock := range []string{filepath.Join(a, ".git", "index.lock"), filepath.Join(a, ".git", "HEAD.lock"),
+			filepath.Join(a, ".git", "refs", "heads", "main.lock"), filepath.Join(r.Remote, "refs", "heads", "main.lock")} {
+			if os.Remove(lock) == nil {
 				t.Logf("round %d: git was killed holding %s", round, lock)
 			}
 		}
