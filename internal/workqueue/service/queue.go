@@ -67,7 +67,7 @@ func (s *Service) NextAnd(ctx context.Context, require, exclude []string, worker
 		return nil, Idle{}, err
 	}
 	var claim *workqueue.Claim
-	_, st, err := s.changeBy(ctx, s.Env.Claim, Both, "", func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
+	_, st, err := s.change(ctx, s.Env.Claim, Both, "", func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
 		w := worker
 		if w == "" {
 			w = actor
@@ -100,7 +100,7 @@ func (s *Service) NextAnd(ctx context.Context, require, exclude []string, worker
 // Heartbeat extends the lease of a claim the actor holds.
 func (s *Service) Heartbeat(ctx context.Context, id string) (time.Time, error) {
 	var until time.Time
-	_, _, err := s.writeBy(ctx, s.Env.Claim, History, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
+	_, _, err := s.write(ctx, s.Env.Claim, History, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
 		d, u, err := workqueue.Heartbeat(st, s.Policy, id, actor, s.Now)
 		until = u
 		return []eventlog.Draft{d}, err
@@ -110,21 +110,21 @@ func (s *Service) Heartbeat(ctx context.Context, id string) (time.Time, error) {
 
 // Done records a successful attempt and closes the task (bd close for a bead).
 func (s *Service) Done(ctx context.Context, id, reason string) (workqueue.EntryJSON, error) {
-	return s.claimChange(ctx, id, reason, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
+	return s.entryChange(ctx, s.Env.Claim, id, reason, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
 		return workqueue.Done(st, s.Policy, id, actor, reason, s.Now)
 	})
 }
 
 // Fail records a failed attempt and what the policy makes of it.
 func (s *Service) Fail(ctx context.Context, id, msg string) (workqueue.EntryJSON, error) {
-	return s.claimChange(ctx, id, "", func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
+	return s.entryChange(ctx, s.Env.Claim, id, "", func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
 		return workqueue.Fail(st, s.Policy, id, actor, msg, s.Now)
 	})
 }
 
 // Retry puts an abandoned, blocked or failed task back, attempts reset.
 func (s *Service) Retry(ctx context.Context, id string) (workqueue.EntryJSON, error) {
-	return s.entryChange(ctx, id, "", func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	return s.entryChange(ctx, s.Env.Write, id, "", func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		d, err := workqueue.Retry(st, s.Policy, id, s.Now)
 		return []eventlog.Draft{d}, err
 	})
@@ -132,7 +132,7 @@ func (s *Service) Retry(ctx context.Context, id string) (workqueue.EntryJSON, er
 
 // Block marks a task Blocked by hand.
 func (s *Service) Block(ctx context.Context, id, reason string) (workqueue.EntryJSON, error) {
-	return s.entryChange(ctx, id, "", func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	return s.entryChange(ctx, s.Env.Write, id, "", func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		d, err := workqueue.Block(st, id, reason)
 		return []eventlog.Draft{d}, err
 	})
@@ -140,7 +140,7 @@ func (s *Service) Block(ctx context.Context, id, reason string) (workqueue.Entry
 
 // Unblock clears Blocked, optionally resetting the attempt counters.
 func (s *Service) Unblock(ctx context.Context, id string, reset bool) (workqueue.EntryJSON, error) {
-	return s.entryChange(ctx, id, "", func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	return s.entryChange(ctx, s.Env.Write, id, "", func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		d, err := workqueue.Unblock(st, id, reset)
 		return []eventlog.Draft{d}, err
 	})
@@ -150,24 +150,15 @@ func (s *Service) Unblock(ctx context.Context, id string, reset bool) (workqueue
 // functions and its own events) as one append, as the queue's commands do,
 // and returns task id's history after it. reason is a close's, for bd/br.
 func (s *Service) Decide(ctx context.Context, id, reason string, decide func(st *workqueue.State, actor string) ([]eventlog.Draft, error)) (workqueue.EntryJSON, error) {
-	return s.claimChange(ctx, id, reason, decide)
+	return s.entryChange(ctx, s.Env.Claim, id, reason, decide)
 }
 
-// entryChange runs a queue decision and returns the task's history after it.
-func (s *Service) entryChange(ctx context.Context, id, reason string, decide func(*workqueue.State, string) ([]eventlog.Draft, error)) (workqueue.EntryJSON, error) {
-	return s.entryChangeBy(ctx, s.Env.Write, id, reason, decide)
-}
-
-// claimChange is entryChange for the claimant's own decisions (done, fail,
-// an orchestrator's outcome): with sync.claims = remote they go through
-// the git remote like the claim, so no other machine sees the task held
-// after it was finished, nor takes it again.
-func (s *Service) claimChange(ctx context.Context, id, reason string, decide func(*workqueue.State, string) ([]eventlog.Draft, error)) (workqueue.EntryJSON, error) {
-	return s.entryChangeBy(ctx, s.Env.Claim, id, reason, decide)
-}
-
-func (s *Service) entryChangeBy(ctx context.Context, write store.EnvWrite, id, reason string, decide func(*workqueue.State, string) ([]eventlog.Draft, error)) (workqueue.EntryJSON, error) {
-	_, st, err := s.changeBy(ctx, write, Both, reason, decide)
+// entryChange runs a queue decision and returns the task's history after
+// it. The claimant's own decisions (done, fail, an orchestrator's outcome)
+// go through Env.Claim like the claim, so no other machine sees the task
+// held after it was finished, nor takes it again.
+func (s *Service) entryChange(ctx context.Context, write store.EnvWrite, id, reason string, decide func(*workqueue.State, string) ([]eventlog.Draft, error)) (workqueue.EntryJSON, error) {
+	_, st, err := s.change(ctx, write, Both, reason, decide)
 	if err != nil {
 		return workqueue.EntryJSON{}, err
 	}
@@ -233,7 +224,7 @@ func (s *Service) ExpireClaims(ctx context.Context) (released []string, next tim
 	if len(workqueue.Expire(st, s.Policy, s.Now)) == 0 {
 		return nil, workqueue.NextExpiry(st, s.Now), nil
 	}
-	events, st, err := s.change(ctx, Both, "", func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	events, st, err := s.change(ctx, s.Env.Write, Both, "", func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		return workqueue.Expire(st, s.Policy, s.Now), nil
 	})
 	if err != nil {

@@ -72,15 +72,11 @@ func (s *Service) Read(ctx context.Context, names []string) (*workqueue.State, e
 	return stateOf(v), nil
 }
 
-// write decides under the log's lock and appends; it returns the events and
-// the state after them.
-func (s *Service) write(ctx context.Context, names []string, decide func(st *workqueue.State, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *workqueue.State, error) {
-	return s.writeBy(ctx, s.Env.Write, names, decide)
-}
-
-// writeBy is write through Env.Write, or Env.Claim for a claim (which
-// sync.claims = remote takes through the git remote).
-func (s *Service) writeBy(ctx context.Context, write store.EnvWrite, names []string, decide func(st *workqueue.State, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *workqueue.State, error) {
+// write decides under the log's lock and appends through write (Env.Write,
+// or Env.Claim for a claim and what its holder records, which sync.claims =
+// remote takes through the git remote); it returns the events and the state
+// after them.
+func (s *Service) write(ctx context.Context, write store.EnvWrite, names []string, decide func(st *workqueue.State, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *workqueue.State, error) {
 	events, v, err := write(ctx, names, func(v *projections.View, actor string) ([]eventlog.Draft, error) {
 		return decide(stateOf(v), actor)
 	})
@@ -92,13 +88,8 @@ func (s *Service) writeBy(ctx context.Context, write store.EnvWrite, names []str
 
 // change is write for the queue's decisions that a bd/br source must hear
 // of: the requests go into the same append, then run (see syncPending).
-func (s *Service) change(ctx context.Context, names []string, reason string, decide func(st *workqueue.State, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *workqueue.State, error) {
-	return s.changeBy(ctx, s.Env.Write, names, reason, decide)
-}
-
-// changeBy is change through write (Env.Write, or Env.Claim).
-func (s *Service) changeBy(ctx context.Context, write store.EnvWrite, names []string, reason string, decide func(st *workqueue.State, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *workqueue.State, error) {
-	events, st, err := s.writeBy(ctx, write, names, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
+func (s *Service) change(ctx context.Context, write store.EnvWrite, names []string, reason string, decide func(st *workqueue.State, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *workqueue.State, error) {
+	events, st, err := s.write(ctx, write, names, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
 		drafts, err := decide(st, actor)
 		if err != nil || s.Native() {
 			return drafts, err

@@ -129,7 +129,7 @@ func (s *Service) Update(ctx context.Context, id string, u workqueue.Update) (ta
 	if u.TouchesBlocked() {
 		names = Both // blocking and unblocking are the queue's too
 	}
-	events, st, err := s.write(ctx, names, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	events, st, err := s.write(ctx, s.Env.Write, names, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		return workqueue.UpdateTask(st, id, u)
 	})
 	if err != nil {
@@ -140,14 +140,14 @@ func (s *Service) Update(ctx context.Context, id string, u workqueue.Update) (ta
 
 // Close closes every task or none.
 func (s *Service) Close(ctx context.Context, refs []string, reason string) ([]workqueue.TaskJSON, error) {
-	return s.tasksChange(ctx, refs, func(st *workqueue.State, ids []string, _ string) ([]eventlog.Draft, error) {
+	return s.tasksChange(ctx, s.Env.Write, refs, func(st *workqueue.State, ids []string, _ string) ([]eventlog.Draft, error) {
 		return workqueue.CloseTasks(st, ids, reason)
 	})
 }
 
 // Reopen opens closed tasks again, every one or none.
 func (s *Service) Reopen(ctx context.Context, refs []string) ([]workqueue.TaskJSON, error) {
-	return s.tasksChange(ctx, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
+	return s.tasksChange(ctx, s.Env.Write, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
 		return workqueue.Each(st, ids, actor, s.Now, func(f *workqueue.Fork, id string) error {
 			return f.Decide(func(st *workqueue.State) ([]eventlog.Draft, error) {
 				d, err := workqueue.Reopen(st, id)
@@ -160,14 +160,9 @@ func (s *Service) Reopen(ctx context.Context, refs []string) ([]workqueue.TaskJS
 // tasksChange runs a tracker decision about the tasks refs name (resolved
 // under the lock), every one or none, and returns the tasks after it, one
 // for each ref.
-func (s *Service) tasksChange(ctx context.Context, refs []string, decide func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error)) ([]workqueue.TaskJSON, error) {
-	return s.tasksChangeBy(ctx, s.Env.Write, refs, decide)
-}
-
-// tasksChangeBy is tasksChange through write (Env.Write, or Env.Claim).
-func (s *Service) tasksChangeBy(ctx context.Context, write store.EnvWrite, refs []string, decide func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error)) ([]workqueue.TaskJSON, error) {
+func (s *Service) tasksChange(ctx context.Context, write store.EnvWrite, refs []string, decide func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error)) ([]workqueue.TaskJSON, error) {
 	var ids []string
-	_, st, err := s.writeBy(ctx, write, Both, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
+	_, st, err := s.write(ctx, write, Both, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
 		var err error
 		if ids, err = s.Resolve(st, refs); err != nil {
 			return nil, err
@@ -195,7 +190,7 @@ func (s *Service) RemoveDep(ctx context.Context, id, blocker string) (string, st
 }
 
 func (s *Service) dep(ctx context.Context, ref, blockerRef string, decide func(*workqueue.State, string, string) (eventlog.Draft, error)) (id, blocker string, err error) {
-	_, _, err = s.write(ctx, Tracker, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	_, _, err = s.write(ctx, s.Env.Write, Tracker, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		ids, err := s.Resolve(st, []string{ref, blockerRef})
 		if err != nil {
 			return nil, err
@@ -210,7 +205,7 @@ func (s *Service) dep(ctx context.Context, ref, blockerRef string, decide func(*
 // Comment notes text on a task and returns the comment.
 func (s *Service) Comment(ctx context.Context, ref, text string) (workqueue.CommentJSON, error) {
 	var id string
-	_, st, err := s.write(ctx, Tracker, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	_, st, err := s.write(ctx, s.Env.Write, Tracker, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		ids, err := s.Resolve(st, []string{ref})
 		if err != nil {
 			return nil, err
@@ -255,7 +250,7 @@ func (s *Service) Change(ctx context.Context, refs []string, u workqueue.Update,
 	if status == workqueue.StatusInProgress {
 		write = s.Env.Claim // a claim, as next's
 	}
-	return s.tasksChangeBy(ctx, write, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
+	return s.tasksChange(ctx, write, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
 		w := worker
 		if w == "" {
 			w = actor
@@ -280,7 +275,7 @@ func (s *Service) Change(ctx context.Context, refs []string, u workqueue.Update,
 // Finish is bd close: the actor's claim succeeds (done), any other task is
 // closed; a closed task is left as it is. Each task once, as Change.
 func (s *Service) Finish(ctx context.Context, refs []string, reason string) ([]workqueue.TaskJSON, error) {
-	return s.tasksChange(ctx, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
+	return s.tasksChange(ctx, s.Env.Write, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
 		return workqueue.Each(st, ids, actor, s.Now, func(f *workqueue.Fork, id string) error {
 			return f.Decide(func(st *workqueue.State) ([]eventlog.Draft, error) {
 				return workqueue.Finish(st, s.Policy, id, actor, reason, s.Now)
@@ -293,7 +288,7 @@ func (s *Service) Finish(ctx context.Context, refs []string, reason string) ([]w
 // bd's reason, and returns their ids.
 func (s *Service) CloseEpics(ctx context.Context) ([]string, error) {
 	var ids []string
-	_, _, err := s.write(ctx, Both, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	_, _, err := s.write(ctx, s.Env.Write, Both, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		ids = ids[:0]
 		for _, e := range st.EpicsEligible(s.Policy, s.Now) {
 			ids = append(ids, e.Epic.ID)
@@ -306,7 +301,7 @@ func (s *Service) CloseEpics(ctx context.Context) ([]string, error) {
 // Import records every task of recs that differs from spool's (one append)
 // and returns how many did.
 func (s *Service) Import(ctx context.Context, recs []workqueue.TaskJSON) (int, error) {
-	events, _, err := s.write(ctx, Tracker, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	events, _, err := s.write(ctx, s.Env.Write, Tracker, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		return workqueue.ImportTasks(st, recs)
 	})
 	return len(events), err
