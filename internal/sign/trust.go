@@ -53,15 +53,11 @@ func (t *trust) state(commit string) (trustState, error) {
 	if s, ok := t.states[commit]; ok {
 		return s, nil
 	}
-	signers, err := t.h.BlobAt(commit, AllowedSignersFile)
+	ids, err := t.h.BlobsAt(commit, AllowedSignersFile, configFile)
 	if err != nil {
 		return trustState{}, err
 	}
-	config, err := t.h.BlobAt(commit, configFile)
-	if err != nil {
-		return trustState{}, err
-	}
-	s := trustState{signers: signers, config: config}
+	s := trustState{signers: ids[0], config: ids[1]}
 	t.states[commit] = s
 	return s, nil
 }
@@ -245,8 +241,7 @@ func (t *trust) carried(c *git.Commit, i int, after trustState) (bool, error) {
 // allowed signers file trusts nobody yet: the commit that first adds one is
 // trusted on first use, as is the history before it.
 func CheckHistory(h *git.History, tips []string, rep *Report) error {
-	t := newTrust(h)
-	return t.checkHistory(tips, rep)
+	return newTrust(h).checkHistory(tips, rep)
 }
 
 func (t *trust) checkHistory(tips []string, rep *Report) error {
@@ -311,15 +306,17 @@ func short(commit string) string { return commit[:min(len(commit), 12)] }
 // Root returns the commit that first brought the allowed signers file into
 // the unbroken run of head's first parents that have one ("" when head has
 // none): the point trusted on first use.
-func Root(h *git.History, head string) (string, error) {
+func Root(h *git.History, head string) (string, error) { return newTrust(h).root(head) }
+
+func (t *trust) root(head string) (string, error) {
 	root := ""
 	for id := head; id != ""; {
-		blob, err := h.BlobAt(id, AllowedSignersFile)
-		if err != nil || blob == "" {
+		s, err := t.state(id)
+		if err != nil || s.signers == "" {
 			return root, err
 		}
 		root = id
-		c, err := h.Commit(id)
+		c, err := t.h.Commit(id)
 		if err != nil {
 			return "", err
 		}
@@ -355,7 +352,10 @@ func Exempt(h *git.History, commit string) (map[string]bool, error) {
 // CheckWorkTree reports an uncommitted change to the trust files: the work
 // tree's allowed signers or admins differ from head's, which has a file.
 func CheckWorkTree(h *git.History, head, root string, rep *Report) error {
-	t := newTrust(h)
+	return newTrust(h).checkWorkTree(head, root, rep)
+}
+
+func (t *trust) checkWorkTree(head, root string, rep *Report) error {
 	before, err := t.state(head)
 	if err != nil || before.signers == "" {
 		return err
