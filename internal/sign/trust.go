@@ -205,10 +205,11 @@ func (t *trust) carried(c *git.Commit, i int, after trustState) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if same, err := t.same(qs, after); err != nil || !same {
-			if err != nil {
-				return false, err
-			}
+		same, err := t.same(qs, after)
+		if err != nil {
+			return false, err
+		}
+		if !same {
 			continue
 		}
 		bases, err := t.h.MergeBases(c.Parents[i], q)
@@ -259,10 +260,11 @@ func (t *trust) checkHistory(tips []string, rep *Report) error {
 			if before.signers == "" {
 				continue
 			}
-			if same, err := t.same(before, after); err != nil || same {
-				if err != nil {
-					return err
-				}
+			same, err := t.same(before, after)
+			if err != nil {
+				return err
+			}
+			if same {
 				continue
 			}
 			if !counted {
@@ -273,10 +275,11 @@ func (t *trust) checkHistory(tips []string, rep *Report) error {
 			if why == nil {
 				continue
 			}
-			if ok, err := t.carried(c, i, after); err != nil || ok {
-				if err != nil {
-					return err
-				}
+			carried, err := t.carried(c, i, after)
+			if err != nil {
+				return err
+			}
+			if carried {
 				continue
 			}
 			rep.Problems = append(rep.Problems, Problem{Code: CodeUnsignedTrustChange.Name, Commit: c.Hash,
