@@ -235,16 +235,12 @@ func (t *trust) carried(c *git.Commit, i int, after trustState) (bool, error) {
 	return false, nil
 }
 
-// CheckHistory checks every commit reachable from tips that changes the
+// checkHistory checks every commit reachable from tips that changes the
 // allowed signers or an admins list from what one of its parents had: it
 // must be signed by an admin of that parent (signedByAdmin), or be a merge
 // that carries a change made on the other side (carried). A parent with no
 // allowed signers file trusts nobody yet: the commit that first adds one is
 // trusted on first use, as is the history before it.
-func CheckHistory(h *git.History, tips []string, rep *Report) error {
-	return newTrust(h).checkHistory(tips, rep)
-}
-
 func (t *trust) checkHistory(tips []string, rep *Report) error {
 	return t.h.Walk(tips, func(c *git.Commit) error {
 		after, err := t.state(c.Hash)
@@ -306,11 +302,9 @@ func (t *trust) whatChanged(before, after trustState) string {
 
 func short(commit string) string { return commit[:min(len(commit), 12)] }
 
-// Root returns the commit that first brought the allowed signers file into
+// root returns the commit that first brought the allowed signers file into
 // the unbroken run of head's first parents that have one ("" when head has
 // none): the point trusted on first use.
-func Root(h *git.History, head string) (string, error) { return newTrust(h).root(head) }
-
 func (t *trust) root(head string) (string, error) {
 	root := ""
 	for id := head; id != ""; {
@@ -352,12 +346,8 @@ func Exempt(h *git.History, commit string) (map[string]bool, error) {
 	return ids, nil
 }
 
-// CheckWorkTree reports an uncommitted change to the trust files: the work
+// checkWorkTree reports an uncommitted change to the trust files: the work
 // tree's allowed signers or admins differ from head's, which has a file.
-func CheckWorkTree(h *git.History, head, root string, rep *Report) error {
-	return newTrust(h).checkWorkTree(head, root, rep)
-}
-
 func (t *trust) checkWorkTree(head, root string, rep *Report) error {
 	before, err := t.state(head)
 	if err != nil || before.signers == "" {

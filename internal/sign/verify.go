@@ -168,7 +168,7 @@ func VerifyRepository(ctx context.Context, root string, log *eventlog.Log, tips 
 		if err != nil {
 			return err
 		}
-		t := newTrust(h) // one for all three: they read the states of the same commits
+		t := newTrust(h) // one for root, checkHistory and checkWorkTree: they read the states of the same commits
 		if rep.Root, err = t.root(head); err != nil {
 			return err
 		}
