@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 	"time"
 
@@ -45,7 +46,6 @@ type History struct {
 	r       *gitRepo
 	s       *filesystem.Storage
 	shallow map[plumbing.Hash]bool
-	blobs   map[string]string // commit + "\x00" + path → blob id
 }
 
 // ReadHistory runs fn with the history of the repository containing dir,
@@ -56,7 +56,7 @@ func ReadHistory(ctx context.Context, dir string, fn func(h *History) error) err
 		return fmt.Errorf("open %s: %w", dir, err)
 	}
 	return r.db.read(func(s *filesystem.Storage) error {
-		h := &History{ctx: ctx, r: r, s: s, shallow: map[plumbing.Hash]bool{}, blobs: map[string]string{}}
+		h := &History{ctx: ctx, r: r, s: s, shallow: map[plumbing.Hash]bool{}}
 		shallow, err := r.refs.Shallow()
 		if err != nil {
 			return err
@@ -201,31 +201,57 @@ func (h *History) Walk(tips []string, fn func(c *Commit) error) error {
 	return nil
 }
 
-// BlobAt returns the id of the blob at path in commit, "" when there is none.
-func (h *History) BlobAt(commit, path string) (string, error) {
-	key := commit + "\x00" + path
-	if id, ok := h.blobs[key]; ok {
-		return id, nil
-	}
+// BlobsAt returns the ids of the blobs at paths in commit, "" for a path
+// with none. Paths in one directory share one read of its tree: every read
+// of an object opens its pack again, and a check that walks the history
+// asks this of every commit.
+func (h *History) BlobsAt(commit string, paths ...string) ([]string, error) {
 	c, err := h.getCommit(commit)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	tree, err := c.Tree()
+	root, err := c.Tree()
 	if err != nil {
-		return "", fmt.Errorf("tree of %s: %w", commit, err)
+		return nil, fmt.Errorf("tree of %s: %w", commit, err)
 	}
-	id := ""
-	entry, err := tree.FindEntry(path)
-	switch {
-	case errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound):
-	case err != nil:
-		return "", fmt.Errorf("%s in %s: %w", path, commit, err)
-	case entry.Mode.IsFile():
-		id = entry.Hash.String()
+	dirs := map[string]*object.Tree{} // nil: no such directory
+	ids := make([]string, len(paths))
+	for i, p := range paths {
+		dir, name := path.Split(p)
+		tree, ok := root, dir == ""
+		if !ok {
+			if tree, ok = dirs[dir]; !ok {
+				if tree, err = subtree(h.s, root, strings.TrimSuffix(dir, "/")); err != nil {
+					return nil, fmt.Errorf("%s in %s: %w", p, commit, err)
+				}
+				dirs[dir] = tree
+			}
+		}
+		if tree == nil {
+			continue
+		}
+		entry, err := tree.FindEntry(name)
+		switch {
+		case errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("%s in %s: %w", p, commit, err)
+		case entry.Mode.IsFile():
+			ids[i] = entry.Hash.String()
+		}
 	}
-	h.blobs[key] = id
-	return id, nil
+	return ids, nil
+}
+
+// subtree is the tree at dir in root, nil when root has no entry there.
+func subtree(s *filesystem.Storage, root *object.Tree, dir string) (*object.Tree, error) {
+	entry, err := root.FindEntry(dir)
+	if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return object.GetTree(s, entry.Hash)
 }
 
 // ReadBlob returns a blob's content.

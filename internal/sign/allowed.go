@@ -26,6 +26,7 @@ type Entry struct {
 	ValidAfter  time.Time // zero: no bound
 	ValidBefore time.Time
 	Key         ssh.PublicKey
+	wire        string // Key.Marshal(), what a signature's key is compared with
 }
 
 // LineError is a line of the file that cannot be read.
@@ -85,7 +86,7 @@ func parseEntry(line string) (Entry, error) {
 	if len(bytes.TrimSpace(tail)) > 0 {
 		return e, fmt.Errorf("more than one line")
 	}
-	e.Key = key
+	e.Key, e.wire = key, string(key.Marshal())
 	for _, opt := range options {
 		if err := e.setOption(opt); err != nil {
 			return e, err
@@ -166,10 +167,10 @@ func parseTime(s string) (time.Time, error) {
 // Check says whether key may sign in namespace as principal at time at:
 // nil if a line allows it, else why not, from the line that came closest.
 func (a *AllowedSigners) Check(principal, namespace string, key ssh.PublicKey, at time.Time) error {
-	wire := key.Marshal()
-	why := fmt.Errorf("key %s is not in %s for %s", ssh.FingerprintSHA256(key), a.Path, principal)
+	wire := string(key.Marshal())
+	var why error
 	for _, e := range a.Entries {
-		if !bytes.Equal(e.Key.Marshal(), wire) || matchList(principal, e.Principals) != 1 {
+		if e.wire != wire || matchList(principal, e.Principals) != 1 {
 			continue
 		}
 		err := e.allows(namespace, at)
@@ -177,6 +178,9 @@ func (a *AllowedSigners) Check(principal, namespace string, key ssh.PublicKey, a
 			return nil
 		}
 		why = fmt.Errorf("%s:%d lists the key for %s, but %v", a.Path, e.Line, principal, err)
+	}
+	if why == nil {
+		why = fmt.Errorf("key %s is not in %s for %s", ssh.FingerprintSHA256(key), a.Path, principal)
 	}
 	return why
 }
@@ -198,9 +202,9 @@ func (e Entry) allows(namespace string, at time.Time) error {
 // Lists reports whether any line allows key in namespace at time at, for
 // whichever principal.
 func (a *AllowedSigners) Lists(namespace string, key ssh.PublicKey, at time.Time) bool {
-	wire := key.Marshal()
+	wire := string(key.Marshal())
 	for _, e := range a.Entries {
-		if bytes.Equal(e.Key.Marshal(), wire) && e.allows(namespace, at) == nil {
+		if e.wire == wire && e.allows(namespace, at) == nil {
 			return true
 		}
 	}

@@ -53,15 +53,11 @@ func (t *trust) state(commit string) (trustState, error) {
 	if s, ok := t.states[commit]; ok {
 		return s, nil
 	}
-	signers, err := t.h.BlobAt(commit, AllowedSignersFile)
+	ids, err := t.h.BlobsAt(commit, AllowedSignersFile, configFile)
 	if err != nil {
 		return trustState{}, err
 	}
-	config, err := t.h.BlobAt(commit, configFile)
-	if err != nil {
-		return trustState{}, err
-	}
-	s := trustState{signers: signers, config: config}
+	s := trustState{signers: ids[0], config: ids[1]}
 	t.states[commit] = s
 	return s, nil
 }
@@ -209,10 +205,11 @@ func (t *trust) carried(c *git.Commit, i int, after trustState) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if same, err := t.same(qs, after); err != nil || !same {
-			if err != nil {
-				return false, err
-			}
+		same, err := t.same(qs, after)
+		if err != nil {
+			return false, err
+		}
+		if !same {
 			continue
 		}
 		bases, err := t.h.MergeBases(c.Parents[i], q)
@@ -238,17 +235,12 @@ func (t *trust) carried(c *git.Commit, i int, after trustState) (bool, error) {
 	return false, nil
 }
 
-// CheckHistory checks every commit reachable from tips that changes the
+// checkHistory checks every commit reachable from tips that changes the
 // allowed signers or an admins list from what one of its parents had: it
 // must be signed by an admin of that parent (signedByAdmin), or be a merge
 // that carries a change made on the other side (carried). A parent with no
 // allowed signers file trusts nobody yet: the commit that first adds one is
 // trusted on first use, as is the history before it.
-func CheckHistory(h *git.History, tips []string, rep *Report) error {
-	t := newTrust(h)
-	return t.checkHistory(tips, rep)
-}
-
 func (t *trust) checkHistory(tips []string, rep *Report) error {
 	return t.h.Walk(tips, func(c *git.Commit) error {
 		after, err := t.state(c.Hash)
@@ -264,10 +256,11 @@ func (t *trust) checkHistory(tips []string, rep *Report) error {
 			if before.signers == "" {
 				continue
 			}
-			if same, err := t.same(before, after); err != nil || same {
-				if err != nil {
-					return err
-				}
+			same, err := t.same(before, after)
+			if err != nil {
+				return err
+			}
+			if same {
 				continue
 			}
 			if !counted {
@@ -278,10 +271,11 @@ func (t *trust) checkHistory(tips []string, rep *Report) error {
 			if why == nil {
 				continue
 			}
-			if ok, err := t.carried(c, i, after); err != nil || ok {
-				if err != nil {
-					return err
-				}
+			carried, err := t.carried(c, i, after)
+			if err != nil {
+				return err
+			}
+			if carried {
 				continue
 			}
 			rep.Problems = append(rep.Problems, Problem{Code: CodeUnsignedTrustChange.Name, Commit: c.Hash,
@@ -308,18 +302,18 @@ func (t *trust) whatChanged(before, after trustState) string {
 
 func short(commit string) string { return commit[:min(len(commit), 12)] }
 
-// Root returns the commit that first brought the allowed signers file into
+// root returns the commit that first brought the allowed signers file into
 // the unbroken run of head's first parents that have one ("" when head has
 // none): the point trusted on first use.
-func Root(h *git.History, head string) (string, error) {
+func (t *trust) root(head string) (string, error) {
 	root := ""
 	for id := head; id != ""; {
-		blob, err := h.BlobAt(id, AllowedSignersFile)
-		if err != nil || blob == "" {
+		s, err := t.state(id)
+		if err != nil || s.signers == "" {
 			return root, err
 		}
 		root = id
-		c, err := h.Commit(id)
+		c, err := t.h.Commit(id)
 		if err != nil {
 			return "", err
 		}
@@ -352,10 +346,9 @@ func Exempt(h *git.History, commit string) (map[string]bool, error) {
 	return ids, nil
 }
 
-// CheckWorkTree reports an uncommitted change to the trust files: the work
+// checkWorkTree reports an uncommitted change to the trust files: the work
 // tree's allowed signers or admins differ from head's, which has a file.
-func CheckWorkTree(h *git.History, head, root string, rep *Report) error {
-	t := newTrust(h)
+func (t *trust) checkWorkTree(head, root string, rep *Report) error {
 	before, err := t.state(head)
 	if err != nil || before.signers == "" {
 		return err

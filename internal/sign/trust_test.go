@@ -87,7 +87,7 @@ func checkHistory(t *testing.T, dir string, tips ...string) *Report {
 			}
 			tips = []string{head}
 		}
-		return CheckHistory(h, tips, rep)
+		return newTrust(h).checkHistory(tips, rep)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -266,7 +266,7 @@ func TestRootAndExempt(t *testing.T) {
 	change(t, r, dir, nil, map[string]string{".spool/events/w1.jsonl": eventLine(t, "w1", 1) + eventLine(t, "w1", 2) + eventLine(t, "w1", 3)})
 	err := git.ReadHistory(context.Background(), dir, func(h *git.History) error {
 		head, _ := h.Resolve("HEAD")
-		got, err := Root(h, head)
+		got, err := newTrust(h).root(head)
 		if err != nil || got != root {
 			t.Errorf("Root = %s, %v; want %s", got, err, root)
 		}
@@ -299,7 +299,7 @@ func TestCheckWorkTree(t *testing.T) {
 	head := tm.r.Git(dir, "rev-parse", "HEAD")
 	check := func() *Report {
 		rep := &Report{}
-		if err := git.ReadHistory(context.Background(), dir, func(h *git.History) error { return CheckWorkTree(h, head, dir, rep) }); err != nil {
+		if err := git.ReadHistory(context.Background(), dir, func(h *git.History) error { return newTrust(h).checkWorkTree(head, dir, rep) }); err != nil {
 			t.Fatal(err)
 		}
 		return rep

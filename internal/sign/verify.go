@@ -168,7 +168,8 @@ func VerifyRepository(ctx context.Context, root string, log *eventlog.Log, tips 
 		if err != nil {
 			return err
 		}
-		if rep.Root, err = Root(h, head); err != nil {
+		t := newTrust(h) // one for root, checkHistory and checkWorkTree: they read the states of the same commits
+		if rep.Root, err = t.root(head); err != nil {
 			return err
 		}
 		if rep.Root != "" {
@@ -179,10 +180,10 @@ func VerifyRepository(ctx context.Context, root string, log *eventlog.Log, tips 
 		if len(tips) == 0 {
 			tips = []string{head}
 		}
-		if err := CheckHistory(h, tips, rep); err != nil {
+		if err := t.checkHistory(tips, rep); err != nil {
 			return err
 		}
-		return CheckWorkTree(h, head, root, rep)
+		return t.checkWorkTree(head, root, rep)
 	})
 	if err != nil {
 		return nil, historyError(err)
