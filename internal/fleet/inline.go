@@ -70,7 +70,7 @@ func syncInline(ctx context.Context, st *store.Store, o Options) (Result, error)
 		if made != "" && head == made {
 			local = from
 		}
-		tip, remote, err := fetchInline(ctx, st, o)
+		tip, remote, err := fetchLocked(ctx, st, o, inlineEventsDir)
 		if err != nil {
 			return res, err
 		}
@@ -117,17 +117,6 @@ func syncInline(ctx context.Context, st *store.Store, o Options) (Result, error)
 	}
 	return res, fault.New(CodeSyncContended, nil, fmt.Sprintf("%s/%s kept moving: %d pushes refused; try again", o.Remote, res.Branch, res.Pushes),
 		"remote", o.Remote, "branch", res.Branch, "pushes", res.Pushes)
-}
-
-// fetchInline is fetch of the current branch, under the log's lock (it
-// guards TrackingRef).
-func fetchInline(ctx context.Context, st *store.Store, o Options) (string, map[string]git.Blob, error) {
-	unlock, err := st.Log.Lock(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	defer unlock()
-	return fetchFiles(ctx, st, o, inlineEventsDir)
 }
 
 // currentBranch is the primary worktree's HEAD commit and branch; a

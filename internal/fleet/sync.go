@@ -89,7 +89,7 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 		if err := pause(ctx, attempt); err != nil {
 			return res, err
 		}
-		tip, remote, err := fetchLocked(ctx, st, o)
+		tip, remote, err := fetchLocked(ctx, st, o, eventsDir)
 		if err != nil {
 			return res, err
 		}
@@ -147,30 +147,27 @@ func pause(ctx context.Context, attempt int) error {
 }
 
 // fetchLocked is fetch under the log's lock.
-func fetchLocked(ctx context.Context, st *store.Store, o Options) (string, map[string]git.Blob, error) {
+func fetchLocked(ctx context.Context, st *store.Store, o Options, files string) (string, map[string]git.Blob, error) {
 	unlock, err := st.Log.Lock(ctx)
 	if err != nil {
 		return "", nil, err
 	}
 	defer unlock()
-	return fetch(ctx, st, o)
+	return fetch(ctx, st, o, files)
 }
 
-// fetch reads the remote's tip of the sync branch ("" when it has none),
-// fetches it into TrackingRef when spool's copy is behind, and lists its
-// writer files. The caller holds the log's lock: it guards TrackingRef.
-func fetch(ctx context.Context, st *store.Store, o Options) (string, map[string]git.Blob, error) {
-	return fetchFiles(ctx, st, o, eventsDir)
-}
-
-// fetchFiles is fetch of a branch that keeps the writer files in files
-// (inline mode: .spool/events).
-func fetchFiles(ctx context.Context, st *store.Store, o Options, files string) (string, map[string]git.Blob, error) {
+// fetch reads the remote's tip of o.Branch ("" when it has none), fetches
+// it into TrackingRef when spool's copy is behind, and lists the writer
+// files in its directory files (eventsDir; inline mode: inlineEventsDir).
+// The caller holds the log's lock: it guards TrackingRef.
+func fetch(ctx context.Context, st *store.Store, o Options, files string) (string, map[string]git.Blob, error) {
 	dir := st.Repo.Root
-	remote := map[string]git.Blob{}
 	tip, err := git.RemoteTip(ctx, dir, o.Remote, o.Branch)
-	if err != nil || tip == "" {
-		return "", remote, unreachable(o, err)
+	if err != nil {
+		return "", nil, unreachable(o, err)
+	}
+	if tip == "" {
+		return "", map[string]git.Blob{}, nil // no such branch yet
 	}
 	if have, err := git.RevParse(ctx, dir, TrackingRef(o)); err != nil || have != tip {
 		clearRefLock(st, o)
@@ -178,7 +175,7 @@ func fetchFiles(ctx context.Context, st *store.Store, o Options, files string) (
 			return "", nil, unreachable(o, err)
 		}
 	}
-	remote, err = git.TreeFiles(ctx, dir, tip, files)
+	remote, err := git.TreeFiles(ctx, dir, tip, files)
 	return tip, remote, err
 }
 
@@ -225,9 +222,6 @@ func unknownRemote(remote string) error {
 }
 
 func unreachable(o Options, err error) error {
-	if err == nil {
-		return nil
-	}
 	var perr *git.PushError
 	if errors.As(err, &perr) && perr.Unreachable {
 		return fault.New(CodeRemoteUnreachable, err, fmt.Sprintf("cannot reach %s (%s); the local log is unchanged and keeps every event", o.Remote, firstLine(perr.Message)),
