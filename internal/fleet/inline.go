@@ -53,6 +53,7 @@ func syncInline(ctx context.Context, st *store.Store, o Options) (Result, error)
 	res := Result{Remote: o.Remote, Mode: ModeInline}
 	root := st.Repo.Root
 	cache := loadCache(st)
+	defer cache.save()
 	// A commit an earlier attempt put on the branch and could not push is
 	// spool's own, unpublished: the next attempt builds on where the branch
 	// was before it (from), so a contended sync leaves no merge behind.
@@ -78,7 +79,6 @@ func syncInline(ctx context.Context, st *store.Store, o Options) (Result, error)
 		if err != nil {
 			if cache.count(ctx, root, remote) == nil { // status can say how far behind, without reading blobs
 				cache.see(TrackingRef(o), tip, remoteLines(remote, cache))
-				cache.save()
 			}
 			return res, err
 		}
@@ -105,7 +105,6 @@ func syncInline(ctx context.Context, st *store.Store, o Options) (Result, error)
 				unlock()
 			}
 			cache.see(TrackingRef(o), r.commit, snapLines(r.snaps))
-			cache.save()
 			return res, nil
 		case errors.As(err, &perr) && perr.Rejected:
 			if r.commit != local {
@@ -199,7 +198,6 @@ func commitInline(ctx context.Context, st *store.Store, c *cache, o Options, p p
 		return round{}, err
 	}
 	defer unlock()
-	defer c.save()
 	// A cancelled sync (SIGTERM to spool watch, ^C) finishes this local
 	// part rather than kill git holding the user's index or HEAD lock.
 	ctx = context.WithoutCancel(ctx)

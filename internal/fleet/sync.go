@@ -85,6 +85,7 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 		return syncInline(ctx, st, o)
 	}
 	cache := loadCache(st)
+	defer cache.save()
 	for attempt := range max(o.Attempts, 1) {
 		if err := pause(ctx, attempt); err != nil {
 			return res, err
@@ -103,7 +104,6 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 		if err != nil {
 			return res, err
 		}
-		cache.save()
 		if tip != "" {
 			if old, err := git.TreeOf(ctx, dir, tip); err == nil && old == tree {
 				res.Commit = tip
@@ -120,7 +120,6 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 				unlock()
 			}
 			cache.see(TrackingRef(o), commit, snapLines(snap))
-			cache.save()
 			return res, nil
 		case errors.Is(err, store.ErrRemoteMoved):
 			continue // someone pushed first: fetch and integrate again
