@@ -112,23 +112,33 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 		}
 		res.Pushes++
 		commit, err := push(ctx, dir, o, tree, tip, fmt.Sprintf("spool sync: %d events", sent))
-		switch {
-		case err == nil:
-			res.Sent, res.Commit = sent, commit
-			if unlock, err := st.Log.Lock(ctx); err == nil {
-				track(ctx, st, o, commit)
-				unlock()
-			}
-			cache.see(TrackingRef(o), commit, snapLines(snap))
-			return res, nil
-		case errors.Is(err, store.ErrRemoteMoved):
+		if errors.Is(err, store.ErrRemoteMoved) {
 			continue // someone pushed first: fetch and integrate again
-		default:
+		}
+		if err != nil {
 			return res, err
 		}
+		res.Sent, res.Commit = sent, commit
+		accepted(ctx, st, o, cache, commit, snap)
+		return res, nil
 	}
-	return res, fault.New(CodeSyncContended, nil, fmt.Sprintf("%s/%s kept moving: %d pushes refused; try again", o.Remote, o.Branch, res.Pushes),
-		"remote", o.Remote, "branch", o.Branch, "pushes", res.Pushes)
+	return res, contended(o, res.Pushes)
+}
+
+// accepted records a push the remote took: TrackingRef (under the log's
+// lock, which guards it) and the events status counts there.
+func accepted(ctx context.Context, st *store.Store, o Options, c *cache, commit string, snaps []snapshot) {
+	if unlock, err := st.Log.Lock(ctx); err == nil {
+		track(ctx, st, o, commit)
+		unlock()
+	}
+	c.see(TrackingRef(o), commit, snapLines(snaps))
+}
+
+// contended is the error of a sync whose every push another machine beat.
+func contended(o Options, pushes int) error {
+	return fault.New(CodeSyncContended, nil, fmt.Sprintf("%s/%s kept moving: %d pushes refused; try again", o.Remote, o.Branch, pushes),
+		"remote", o.Remote, "branch", o.Branch, "pushes", pushes)
 }
 
 // pause waits before attempt (none before the first): jittered, growing,
@@ -186,17 +196,21 @@ func push(ctx context.Context, dir string, o Options, tree, parent, msg string) 
 	if err != nil {
 		return "", err
 	}
-	err = git.PushCommit(ctx, dir, o.Remote, commit, o.Branch)
-	var perr *git.PushError
-	switch {
-	case err == nil:
-		return commit, nil
-	case errors.As(err, &perr) && perr.Rejected:
-		return "", fault.New(CodeSyncContended, store.ErrRemoteMoved, fmt.Sprintf("%s/%s moved while spool pushed; try again", o.Remote, o.Branch),
-			"remote", o.Remote, "branch", o.Branch)
-	default:
-		return "", unreachable(o, err)
+	if err := git.PushCommit(ctx, dir, o.Remote, commit, o.Branch); err != nil {
+		return "", pushFailed(o, err)
 	}
+	return commit, nil
+}
+
+// pushFailed is what a failed push means: the branch moved since it was
+// fetched (store.ErrRemoteMoved), or the remote could not be reached.
+func pushFailed(o Options, err error) error {
+	var perr *git.PushError
+	if errors.As(err, &perr) && perr.Rejected {
+		return fault.New(CodeSyncContended, store.ErrRemoteMoved, fmt.Sprintf("%s/%s moved while spool pushed; try again", o.Remote, o.Branch),
+			"remote", o.Remote, "branch", o.Branch)
+	}
+	return unreachable(o, err)
 }
 
 // track points TrackingRef at commit, the remote's tip after a push.
