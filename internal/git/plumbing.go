@@ -30,6 +30,19 @@ func stderrOf(err error) string {
 	return err.Error()
 }
 
+// remoteInConfig says whether the repository's own config file names
+// remote, read in process: what git remote get-url finds in the common
+// case. A remote it does not find may still be in a worktree's config or
+// an included file, where only git looks.
+func remoteInConfig(dir, remote string) bool {
+	r, err := openRepo(dir)
+	if err != nil {
+		return false
+	}
+	cfg, err := r.refs.Config()
+	return err == nil && len(cfg.Raw.Section("remote").Subsection(remote).Options) > 0
+}
+
 // RemoteTip is the commit the remote's branch points at; "" when the
 // remote has no such branch. An unreachable remote is a *PushError with
 // Unreachable set.
