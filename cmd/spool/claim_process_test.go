@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -325,9 +324,6 @@ func TestRemoteClaimsKilledMidway(t *testing.T) {
 		if round%2 == 1 {
 			verb = []string{"next"}
 		}
-		// spool and the git it runs (its process group), but not the bare
-		// remote's receive-pack, which is a server's and would leave the
-		// remote's ref locked for every later push.
 		killMidway(t, bin, a, envs[0], 60*time.Millisecond, killGroupButRemote, verb...)
 		jobSpool(t, bin, a, envs[0], "verify")
 		if got := jobSpool(t, bin, a, envs[0], "--json", "task", "list"); !containsEvery(got, added) {
@@ -357,30 +353,4 @@ func containsEvery(s string, subs []string) bool {
 		}
 	}
 	return true
-}
-
-// killGroupButRemote sends SIGKILL to every process of group pgid except
-// git's receive-pack and upload-pack, the remote's side of a push or fetch
-// to a path.
-func killGroupButRemote(pgid int) {
-	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...
-		i := strings.LastIndexByte(string(b), ')')
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 3 || f[2] != fmt.Sprint(pgid) {
-			continue
-		}
-		comm := string(b[strings.IndexByte(string(b), '(')+1 : i])
-		if strings.Contains(comm, "receive-pack") || strings.Contains(comm, "upload-pack") || strings.Contains(comm, "pack-objects") || strings.Contains(comm, "unpack-objects") {
-			continue
-		}
-		var pid int
-		fmt.Sscan(string(b), &pid)
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
 }

@@ -155,8 +155,33 @@ func killMidway(t *testing.T, bin, dir string, env []string, within time.Duratio
 	cmd.Wait()
 }
 
-// killGroup kills every process of group pgid: spool and its git.
-func killGroup(pgid int) { syscall.Kill(-pgid, syscall.SIGKILL) }
+// killGroupButRemote sends SIGKILL to every process of group pgid (spool
+// and the git it runs) except git's receive-pack and upload-pack, the
+// remote's side of a push or fetch to a path: a server's is not killed
+// with its client, and a receive-pack killed mid-update would leave the
+// remote's ref locked for every later push.
+func killGroupButRemote(pgid int) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...
+		i := strings.LastIndexByte(string(b), ')')
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 3 || f[2] != fmt.Sprint(pgid) {
+			continue
+		}
+		comm := string(b[strings.IndexByte(string(b), '(')+1 : i])
+		if strings.Contains(comm, "receive-pack") || strings.Contains(comm, "upload-pack") || strings.Contains(comm, "pack-objects") || strings.Contains(comm, "unpack-objects") {
+			continue
+		}
+		var pid int
+		fmt.Sscan(string(b), &pid)
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
 
 // Four clones add 25 tasks each, syncing every fifth add, all at once;
 // after a last round every clone has the 100 tasks, the same projections
@@ -246,7 +271,7 @@ func TestSyncKilledMidway(t *testing.T) {
 			jobSpool(t, bin, b, envs[1], "task", "add", "from b "+title)
 			jobSpool(t, bin, b, envs[1], "sync")
 		}
-		killMidway(t, bin, a, envs[0], 40*time.Millisecond, killGroup, "sync")
+		killMidway(t, bin, a, envs[0], 40*time.Millisecond, killGroupButRemote, "sync")
 		jobSpool(t, bin, a, envs[0], "verify")
 		if got := taskTitles(t, bin, a, envs[0]); !containsAll(got, added) {
 			t.Fatalf("round %d: the local log lost an acknowledged task: have %q", round, got)
