@@ -173,8 +173,10 @@ func killGroupButRemote(pgid int) {
 		if len(f) < 3 || f[2] != fmt.Sprint(pgid) {
 			continue
 		}
-		comm := string(b[strings.IndexByte(string(b), '(')+1 : i])
-		if strings.Contains(comm, "receive-pack") || strings.Contains(comm, "upload-pack") || strings.Contains(comm, "pack-objects") || strings.Contains(comm, "unpack-objects") {
+		// The command line, not comm, which the kernel cuts to 15 bytes
+		// (git-receive-pac).
+		args, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
+		if slices.ContainsFunc([]string{"receive-pack", "upload-pack", "pack-objects"}, func(git string) bool { return strings.Contains(string(args), git) }) {
 			continue
 		}
 		var pid int
