@@ -176,7 +176,16 @@ func TestRemoteClaimsFourClonesJobs(t *testing.T) {
 	for i, dir := range clones {
 		ws = append(ws, startWorker(t, bin, dir, envs[i], fmt.Sprint("w", i), "--poll", "50ms", "--slots", "1"))
 	}
-	waitFor(t, 120e9, "every segment to run", func() bool { return len(lines(shared)) >= 2*n })
+	// Every job recorded complete, not only every segment run: a worker
+	// stopped between a segment's run and its record gives the job back,
+	// and a worker stopped after it runs the segment again.
+	waitFor(t, 120e9, "every segment to run and every job to complete", func() bool {
+		complete := 0
+		for _, w := range ws {
+			complete += strings.Count(w.output(), "; complete")
+		}
+		return len(lines(shared)) >= 2*n && complete >= n
+	})
 	for _, w := range ws {
 		if err := w.stop(t); err != nil {
 			t.Errorf("worker %s: %v", w.name, err)
