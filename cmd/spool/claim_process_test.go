@@ -4,14 +4,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -39,15 +37,11 @@ func claimClones(t *testing.T, bin string, n int) (*gittest.Repo, []string, [][]
 	return r, clones, envs
 }
 
-// mergedLog is clone dir's log after every clone synced twice (the first
-// round brings everything to the remote, the second to every clone).
+// mergedLog is the first clone's log once syncAll has brought every
+// clone's events to every clone.
 func mergedLog(t *testing.T, bin string, clones []string, envs [][]string) []logEvent {
 	t.Helper()
-	for range 2 {
-		for i, dir := range clones {
-			jobSpool(t, bin, dir, envs[i], "sync")
-		}
-	}
+	syncAll(t, bin, clones, envs)
 	var out []logEvent
 	sc := bufio.NewScanner(strings.NewReader(jobSpool(t, bin, clones[0], envs[0], "--json", "log")))
 	sc.Buffer(nil, 1<<20)
@@ -59,34 +53,6 @@ func mergedLog(t *testing.T, bin string, clones []string, envs [][]string) []log
 		out = append(out, e)
 	}
 	return out
-}
-
-// sameProjections checks that every clone's log verifies and that, after
-// a replay, every clone's projection files are the first one's bytes.
-func sameProjections(t *testing.T, bin string, clones []string, envs [][]string) {
-	t.Helper()
-	state := func(i int) map[string]string {
-		jobSpool(t, bin, clones[i], envs[i], "verify")
-		jobSpool(t, bin, clones[i], envs[i], "replay")
-		files := map[string]string{}
-		paths, _ := filepath.Glob(filepath.Join(clones[i], ".spool", "state", "*.json"))
-		for _, p := range paths {
-			files[filepath.Base(p)] = string(must(os.ReadFile(p)))
-		}
-		return files
-	}
-	ref := state(0)
-	if len(ref) == 0 {
-		t.Fatal("no projection files in .spool/state")
-	}
-	for i := 1; i < len(clones); i++ {
-		got := state(i)
-		for name, b := range ref {
-			if got[name] != b {
-				t.Errorf("clone %d's %s differs from clone 0's", i, name)
-			}
-		}
-	}
 }
 
 // heldOnce walks the merged log in its order and fails the test when a
@@ -210,7 +176,16 @@ func TestRemoteClaimsFourClonesJobs(t *testing.T) {
 	for i, dir := range clones {
 		ws = append(ws, startWorker(t, bin, dir, envs[i], fmt.Sprint("w", i), "--poll", "50ms", "--slots", "1"))
 	}
-	waitFor(t, 120e9, "every segment to run", func() bool { return len(lines(shared)) >= 2*n })
+	// Every job recorded complete, not only every segment run: a worker
+	// stopped between a segment's run and its record gives the job back,
+	// and a worker stopped after it runs the segment again.
+	waitFor(t, 120e9, "every segment to run and every job to complete", func() bool {
+		complete := 0
+		for _, w := range ws {
+			complete += strings.Count(w.output(), "; complete")
+		}
+		return len(lines(shared)) >= 2*n && complete >= n
+	})
 	for _, w := range ws {
 		if err := w.stop(t); err != nil {
 			t.Errorf("worker %s: %v", w.name, err)
@@ -358,17 +333,7 @@ func TestRemoteClaimsKilledMidway(t *testing.T) {
 		if round%2 == 1 {
 			verb = []string{"next"}
 		}
-		cmd := spoolCmd(bin, a, envs[0], verb...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Duration(rand.IntN(60)) * time.Millisecond)
-		// spool and the git it runs (its process group), but not the bare
-		// remote's receive-pack, which is a server's and would leave the
-		// remote's ref locked for every later push.
-		killGroupButRemote(cmd.Process.Pid)
-		cmd.Wait()
+		killMidway(t, bin, a, envs[0], 60*time.Millisecond, killGroupButRemote, verb...)
 		jobSpool(t, bin, a, envs[0], "verify")
 		if got := jobSpool(t, bin, a, envs[0], "--json", "task", "list"); !containsEvery(got, added) {
 			t.Fatalf("round %d (%s): the local log lost an acknowledged task", round, verb[0])
@@ -397,30 +362,4 @@ func containsEvery(s string, subs []string) bool {
 		}
 	}
 	return true
-}
-
-// killGroupButRemote sends SIGKILL to every process of group pgid except
-// git's receive-pack and upload-pack, the remote's side of a push or fetch
-// to a path.
-func killGroupButRemote(pgid int) {
-	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...
-		i := strings.LastIndexByte(string(b), ')')
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 3 || f[2] != fmt.Sprint(pgid) {
-			continue
-		}
-		comm := string(b[strings.IndexByte(string(b), '(')+1 : i])
-		if strings.Contains(comm, "receive-pack") || strings.Contains(comm, "upload-pack") || strings.Contains(comm, "pack-objects") || strings.Contains(comm, "unpack-objects") {
-			continue
-		}
-		var pid int
-		fmt.Sscan(string(b), &pid)
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
 }

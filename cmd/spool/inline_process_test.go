@@ -3,14 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -129,36 +126,8 @@ func TestInlineSyncTwoClonesConverge(t *testing.T) {
 	}
 	bin := spoolBinary(t)
 	r, clones, envs := inlineClones(t, bin, 2)
-	var wg sync.WaitGroup
-	errs := make(chan error, len(clones))
-	for i, dir := range clones {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range 8 {
-				if _, err := jobSpoolErr(bin, dir, envs[i], "task", "add", fmt.Sprintf("clone %d task %d", i, k)); err != nil {
-					errs <- err
-					return
-				}
-				if k%2 == 1 {
-					if out, err := jobSpoolErr(bin, dir, envs[i], "sync"); err != nil {
-						errs <- fmt.Errorf("clone %d sync: %v\n%s", i, err, out)
-						return
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	for range 2 {
-		for i, dir := range clones {
-			jobSpool(t, bin, dir, envs[i], "sync")
-		}
-	}
+	addAndSync(t, bin, clones, envs, 8, 2, "clone %d task %d")
+	syncAll(t, bin, clones, envs)
 	want := taskTitles(t, bin, clones[0], envs[0])
 	if len(want) != 16 {
 		t.Fatalf("clone 0 has %d tasks, want 16", len(want))
@@ -287,21 +256,11 @@ func TestInlineSyncKilledMidway(t *testing.T) {
 			jobSpool(t, bin, b, envs[1], "task", "add", "from b "+title)
 			jobSpool(t, bin, b, envs[1], "sync")
 		}
-		cmd := spoolCmd(bin, a, envs[0], "sync")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Duration(rand.IntN(60)) * time.Millisecond)
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // spool and its git
-		cmd.Wait()
+		killMidway(t, bin, a, envs[0], 60*time.Millisecond, killGroupButRemote, "sync")
 		// What git tells its user to do after a crash; spool never removes
-		// a lock of the user's, which may be a live git's. The remote's:
-		// with a path as the remote, git push runs its receive-pack in
-		// spool's process group, and the kill can take it mid-update (a
-		// server's is not killed with its client).
+		// a lock of the user's, which may be a live git's.
 		for _, lock := range []string{filepath.Join(a, ".git", "index.lock"), filepath.Join(a, ".git", "HEAD.lock"),
-			filepath.Join(a, ".git", "refs", "heads", "main.lock"), filepath.Join(r.Remote, "refs", "heads", "main.lock")} {
+			filepath.Join(a, ".git", "refs", "heads", "main.lock")} {
 			if os.Remove(lock) == nil {
 				t.Logf("round %d: git was killed holding %s", round, lock)
 			}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,6 +70,121 @@ func taskTitles(t *testing.T, bin, dir string, env []string) []string {
 	return titles
 }
 
+// addAndSync has every clone, all at once, add n tasks (titled by title
+// with the clone's index and the task's) and sync after every every-th.
+func addAndSync(t *testing.T, bin string, clones []string, envs [][]string, n, every int, title string) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(clones))
+	for i, dir := range clones {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range n {
+				if _, err := jobSpoolErr(bin, dir, envs[i], "task", "add", fmt.Sprintf(title, i, k)); err != nil {
+					errs <- err
+					return
+				}
+				if k%every == every-1 {
+					if out, err := jobSpoolErr(bin, dir, envs[i], "sync"); err != nil {
+						errs <- fmt.Errorf("clone %d sync: %v\n%s", i, err, out)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// syncAll syncs every clone, twice round: the first round brings
+// everything to the remote, the second to every clone.
+func syncAll(t *testing.T, bin string, clones []string, envs [][]string) {
+	t.Helper()
+	for range 2 {
+		for i, dir := range clones {
+			jobSpool(t, bin, dir, envs[i], "sync")
+		}
+	}
+}
+
+// sameProjections checks that every clone's log verifies and that, after
+// a replay, every clone's projection files are the first one's bytes.
+func sameProjections(t *testing.T, bin string, clones []string, envs [][]string) {
+	t.Helper()
+	state := func(i int) map[string]string {
+		jobSpool(t, bin, clones[i], envs[i], "verify")
+		jobSpool(t, bin, clones[i], envs[i], "replay")
+		files := map[string]string{}
+		paths, _ := filepath.Glob(filepath.Join(clones[i], ".spool", "state", "*.json"))
+		for _, p := range paths {
+			files[filepath.Base(p)] = string(must(os.ReadFile(p)))
+		}
+		return files
+	}
+	ref := state(0)
+	if len(ref) == 0 {
+		t.Fatal("no projection files in .spool/state")
+	}
+	for i := 1; i < len(clones); i++ {
+		got := state(i)
+		for name, b := range ref {
+			if got[name] != b {
+				t.Errorf("clone %d's %s differs from clone 0's", i, name)
+			}
+		}
+	}
+}
+
+// killMidway starts spool with args in dir, in a process group of its
+// own, and after a random pause shorter than within kills it with kill,
+// which is given the group's id.
+func killMidway(t *testing.T, bin, dir string, env []string, within time.Duration, kill func(pgid int), args ...string) {
+	t.Helper()
+	cmd := spoolCmd(bin, dir, env, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Duration(rand.IntN(int(within/time.Millisecond))) * time.Millisecond)
+	kill(cmd.Process.Pid)
+	cmd.Wait()
+}
+
+// killGroupButRemote sends SIGKILL to every process of group pgid (spool
+// and the git it runs) except git's receive-pack and upload-pack, the
+// remote's side of a push or fetch to a path: a server's is not killed
+// with its client, and a receive-pack killed mid-update would leave the
+// remote's ref locked for every later push.
+func killGroupButRemote(pgid int) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...
+		i := strings.LastIndexByte(string(b), ')')
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 3 || f[2] != fmt.Sprint(pgid) {
+			continue
+		}
+		// The command line, not comm, which the kernel cuts to 15 bytes
+		// (git-receive-pac).
+		args, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
+		if slices.ContainsFunc([]string{"receive-pack", "upload-pack", "pack-objects"}, func(git string) bool { return strings.Contains(string(args), git) }) {
+			continue
+		}
+		var pid int
+		fmt.Sscan(string(b), &pid)
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
 // Four clones add 25 tasks each, syncing every fifth add, all at once;
 // after a last round every clone has the 100 tasks, the same projections
 // and a log verify accepts, and sync touched nothing but .spool/events.
@@ -89,36 +203,8 @@ func TestSyncFourClones(t *testing.T) {
 		jobSpool(t, bin, dir, envs[i], "status") // registers the merge driver, as any first command
 		before[i] = untouched(r, dir)
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, len(clones))
-	for i, dir := range clones {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range 25 {
-				if _, err := jobSpoolErr(bin, dir, envs[i], "task", "add", fmt.Sprintf("clone %d task %02d", i, k)); err != nil {
-					errs <- err
-					return
-				}
-				if k%5 == 4 {
-					if out, err := jobSpoolErr(bin, dir, envs[i], "sync"); err != nil {
-						errs <- fmt.Errorf("clone %d sync: %v\n%s", i, err, out)
-						return
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	for range 2 { // the first round brings everything to the remote, the second to every clone
-		for i, dir := range clones {
-			jobSpool(t, bin, dir, envs[i], "sync")
-		}
-	}
+	addAndSync(t, bin, clones, envs, 25, 5, "clone %d task %02d")
+	syncAll(t, bin, clones, envs)
 	want := taskTitles(t, bin, clones[0], envs[0])
 	if len(want) != 100 {
 		t.Fatalf("clone 0 has %d tasks, want 100", len(want))
@@ -127,7 +213,6 @@ func TestSyncFourClones(t *testing.T) {
 		if got := taskTitles(t, bin, dir, envs[i]); !slices.Equal(got, want) {
 			t.Errorf("clone %d has %d tasks, clone 0 %d", i, len(got), len(want))
 		}
-		jobSpool(t, bin, dir, envs[i], "verify")
 		if after := untouched(r, dir); after != before[i] {
 			t.Errorf("clone %d: sync changed HEAD, the index or the work tree:\nbefore %q\nafter  %q", i, before[i], after)
 		}
@@ -135,28 +220,7 @@ func TestSyncFourClones(t *testing.T) {
 			t.Errorf("clone %d, a sync with nothing new: %q", i, out)
 		}
 	}
-	// After a replay, every clone's public projection files are the same bytes.
-	state := func(i int) map[string][]byte {
-		jobSpool(t, bin, clones[i], envs[i], "replay")
-		files := map[string][]byte{}
-		paths, _ := filepath.Glob(filepath.Join(clones[i], ".spool", "state", "*.json"))
-		for _, p := range paths {
-			files[filepath.Base(p)] = must(os.ReadFile(p))
-		}
-		return files
-	}
-	ref := state(0)
-	if len(ref) == 0 {
-		t.Fatal("no projection files in .spool/state")
-	}
-	for i := 1; i < len(clones); i++ {
-		got := state(i)
-		for name, b := range ref {
-			if !bytes.Equal(got[name], b) {
-				t.Errorf("clone %d's %s differs from clone 0's", i, name)
-			}
-		}
-	}
+	sameProjections(t, bin, clones, envs)
 }
 
 // The same clone on two machines (one restored from the other's copy)
@@ -209,14 +273,7 @@ func TestSyncKilledMidway(t *testing.T) {
 			jobSpool(t, bin, b, envs[1], "task", "add", "from b "+title)
 			jobSpool(t, bin, b, envs[1], "sync")
 		}
-		cmd := spoolCmd(bin, a, envs[0], "sync")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Duration(rand.IntN(40)) * time.Millisecond)
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // spool and its git
-		cmd.Wait()
+		killMidway(t, bin, a, envs[0], 40*time.Millisecond, killGroupButRemote, "sync")
 		jobSpool(t, bin, a, envs[0], "verify")
 		if got := taskTitles(t, bin, a, envs[0]); !containsAll(got, added) {
 			t.Fatalf("round %d: the local log lost an acknowledged task: have %q", round, got)

@@ -71,7 +71,7 @@ func (c *Claims) Prepare(ctx context.Context) (func(writer string, lines []byte)
 	if c.cache == nil {
 		c.cache = loadCache(c.st)
 	}
-	tip, remote, err := fetch(ctx, c.st, c.o)
+	tip, remote, err := fetch(ctx, c.st, c.o, eventsDir)
 	if err != nil {
 		return c.offline(err)
 	}

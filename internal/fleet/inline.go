@@ -30,6 +30,10 @@ var (
 	CodeSyncBusy      = fault.Register(fault.Environment, "sync_merge_in_progress")
 )
 
+// errHeadMoved is an attempt that found HEAD moved under it (the user
+// committed): the next one starts from there.
+var errHeadMoved = errors.New("HEAD moved during the sync")
+
 // inlineEventsDir is the log's directory in the branch's tree.
 const inlineEventsDir = ".spool/events"
 
@@ -43,7 +47,6 @@ type plan struct {
 // round is what one attempt committed.
 type round struct {
 	commit   string // the branch's new tip (the old one when nothing changed)
-	moved    bool   // false: HEAD moved under the attempt, which must start again
 	sent     int
 	received int
 	snaps    []snapshot
@@ -53,6 +56,7 @@ func syncInline(ctx context.Context, st *store.Store, o Options) (Result, error)
 	res := Result{Remote: o.Remote, Mode: ModeInline}
 	root := st.Repo.Root
 	cache := loadCache(st)
+	defer cache.save()
 	// A commit an earlier attempt put on the branch and could not push is
 	// spool's own, unpublished: the next attempt builds on where the branch
 	// was before it (from), so a contended sync leaves no merge behind.
@@ -70,7 +74,7 @@ func syncInline(ctx context.Context, st *store.Store, o Options) (Result, error)
 		if made != "" && head == made {
 			local = from
 		}
-		tip, remote, err := fetchInline(ctx, st, o)
+		tip, remote, err := fetchLocked(ctx, st, o, inlineEventsDir)
 		if err != nil {
 			return res, err
 		}
@@ -78,56 +82,36 @@ func syncInline(ctx context.Context, st *store.Store, o Options) (Result, error)
 		if err != nil {
 			if cache.count(ctx, root, remote) == nil { // status can say how far behind, without reading blobs
 				cache.see(TrackingRef(o), tip, remoteLines(remote, cache))
-				cache.save()
 			}
 			return res, err
 		}
 		r, err := commitInline(ctx, st, cache, o, p, head, tip, remote)
 		res.Received += r.received
+		if errors.Is(err, errHeadMoved) {
+			continue
+		}
 		if err != nil {
 			return res, err
-		}
-		if !r.moved {
-			continue
 		}
 		res.Commit = r.commit
 		if r.commit == tip {
 			return res, nil // the remote has everything
 		}
 		res.Pushes++
-		err = git.PushCommitHooked(ctx, root, o.Remote, r.commit, branch)
-		var perr *git.PushError
-		switch {
-		case err == nil:
-			res.Sent = r.sent
-			if unlock, err := st.Log.Lock(ctx); err == nil {
-				track(ctx, st, o, r.commit)
-				unlock()
+		if err := git.PushCommitHooked(ctx, root, o.Remote, r.commit, branch); err != nil {
+			if err := pushFailed(o, err); !errors.Is(err, store.ErrRemoteMoved) {
+				return res, err
 			}
-			cache.see(TrackingRef(o), r.commit, snapLines(r.snaps))
-			cache.save()
-			return res, nil
-		case errors.As(err, &perr) && perr.Rejected:
 			if r.commit != local {
 				made, from = r.commit, local
 			}
-		default:
-			return res, unreachable(o, err)
+			continue
 		}
+		res.Sent = r.sent
+		accepted(ctx, st, o, cache, r.commit, r.snaps)
+		return res, nil
 	}
-	return res, fault.New(CodeSyncContended, nil, fmt.Sprintf("%s/%s kept moving: %d pushes refused; try again", o.Remote, res.Branch, res.Pushes),
-		"remote", o.Remote, "branch", res.Branch, "pushes", res.Pushes)
-}
-
-// fetchInline is fetch of the current branch, under the log's lock (it
-// guards TrackingRef).
-func fetchInline(ctx context.Context, st *store.Store, o Options) (string, map[string]git.Blob, error) {
-	unlock, err := st.Log.Lock(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	defer unlock()
-	return fetchFiles(ctx, st, o, inlineEventsDir)
+	return res, contended(o, res.Pushes)
 }
 
 // currentBranch is the primary worktree's HEAD commit and branch; a
@@ -210,7 +194,6 @@ func commitInline(ctx context.Context, st *store.Store, c *cache, o Options, p p
 		return round{}, err
 	}
 	defer unlock()
-	defer c.save()
 	// A cancelled sync (SIGTERM to spool watch, ^C) finishes this local
 	// part rather than kill git holding the user's index or HEAD lock.
 	ctx = context.WithoutCancel(ctx)
@@ -245,7 +228,6 @@ func commitInline(ctx context.Context, st *store.Store, c *cache, o Options, p p
 		}
 	}
 	if r.commit == head {
-		r.moved = true
 		return r, nil
 	}
 	if err := agreeIndex(ctx, root, files, changes); err != nil {
@@ -253,11 +235,10 @@ func commitInline(ctx context.Context, st *store.Store, c *cache, o Options, p p
 	}
 	if err := git.UpdateRef(ctx, root, "HEAD", r.commit, head, "spool sync"); err != nil {
 		if now, _, herr := git.Head(ctx, root); herr == nil && now != head {
-			return r, nil // the user committed meanwhile: start again from there
+			return r, errHeadMoved // the user committed meanwhile: start again from there
 		}
 		return r, err
 	}
-	r.moved = true
 	return r, nil
 }
 

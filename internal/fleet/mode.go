@@ -3,7 +3,6 @@ package fleet
 import (
 	"time"
 
-	"github.com/spoolhq/spool/internal/config"
 	"github.com/spoolhq/spool/internal/store"
 )
 
@@ -12,17 +11,6 @@ const (
 	ModeBranch = "branch" // the writer files on a branch of their own (sync.branch)
 	ModeInline = "inline" // .spool/events committed on the current branch
 )
-
-// Configuration keys of inline sync and of spool watch's syncing
-// (README: Configuration).
-func init() {
-	config.Register(
-		config.Key{Name: "sync.mode", Kind: config.Enum, Default: ModeBranch, Enum: []string{ModeBranch, ModeInline},
-			Help: "branch: the log on a branch of its own (sync.branch); inline: .spool/events committed on the current branch"},
-		config.Key{Name: "sync.interval", Kind: config.Duration, Default: 30 * time.Second, Min: config.Min(1), Max: config.Max(86400),
-			Help: "how often spool watch syncs when sync.remote is set (and right after its own appends)"},
-	)
-}
 
 // WatchOptions are the options spool watch syncs with, and whether it
 // syncs at all: only when sync.remote is set, so a watch nobody configured

@@ -72,7 +72,7 @@ func (c *cache) count(ctx context.Context, repo string, remote map[string]git.Bl
 		if err != nil {
 			return err
 		}
-		c.lines[b.Hash] = bytes.Count(content, []byte{'\n'})
+		c.lines[b.Hash] = bytes.Count(whole(content), []byte{'\n'})
 	}
 	return nil
 }
@@ -127,22 +127,10 @@ func linesAt(ctx context.Context, repo, commit, dir string, c *cache) (map[strin
 	if err != nil {
 		return nil, err
 	}
-	lines := map[string]int{}
-	for name, b := range files {
-		if !validFile(name) {
-			continue
-		}
-		n, ok := c.lines[b.Hash]
-		if !ok {
-			content, err := git.ReadBlob(ctx, repo, b.Hash)
-			if err != nil {
-				return nil, err
-			}
-			n = bytes.Count(whole(content), []byte{'\n'})
-		}
-		lines[eventlog.WriterOf(name)] = n
+	if err := c.count(ctx, repo, files); err != nil {
+		return nil, err
 	}
-	return lines, nil
+	return remoteLines(files, c), nil
 }
 
 // aheadBehind sums, writer by writer, the events one side has beyond the

@@ -85,11 +85,12 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 		return syncInline(ctx, st, o)
 	}
 	cache := loadCache(st)
+	defer cache.save()
 	for attempt := range max(o.Attempts, 1) {
 		if err := pause(ctx, attempt); err != nil {
 			return res, err
 		}
-		tip, remote, err := fetchLocked(ctx, st, o)
+		tip, remote, err := fetchLocked(ctx, st, o, eventsDir)
 		if err != nil {
 			return res, err
 		}
@@ -103,7 +104,6 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 		if err != nil {
 			return res, err
 		}
-		cache.save()
 		if tip != "" {
 			if old, err := git.TreeOf(ctx, dir, tip); err == nil && old == tree {
 				res.Commit = tip
@@ -112,24 +112,33 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 		}
 		res.Pushes++
 		commit, err := push(ctx, dir, o, tree, tip, fmt.Sprintf("spool sync: %d events", sent))
-		switch {
-		case err == nil:
-			res.Sent, res.Commit = sent, commit
-			if unlock, err := st.Log.Lock(ctx); err == nil {
-				track(ctx, st, o, commit)
-				unlock()
-			}
-			cache.see(TrackingRef(o), commit, snapLines(snap))
-			cache.save()
-			return res, nil
-		case errors.Is(err, store.ErrRemoteMoved):
+		if errors.Is(err, store.ErrRemoteMoved) {
 			continue // someone pushed first: fetch and integrate again
-		default:
+		}
+		if err != nil {
 			return res, err
 		}
+		res.Sent, res.Commit = sent, commit
+		accepted(ctx, st, o, cache, commit, snap)
+		return res, nil
 	}
-	return res, fault.New(CodeSyncContended, nil, fmt.Sprintf("%s/%s kept moving: %d pushes refused; try again", o.Remote, o.Branch, res.Pushes),
-		"remote", o.Remote, "branch", o.Branch, "pushes", res.Pushes)
+	return res, contended(o, res.Pushes)
+}
+
+// accepted records a push the remote took: TrackingRef (under the log's
+// lock, which guards it) and the events status counts there.
+func accepted(ctx context.Context, st *store.Store, o Options, c *cache, commit string, snaps []snapshot) {
+	if unlock, err := st.Log.Lock(ctx); err == nil {
+		track(ctx, st, o, commit)
+		unlock()
+	}
+	c.see(TrackingRef(o), commit, snapLines(snaps))
+}
+
+// contended is the error of a sync whose every push another machine beat.
+func contended(o Options, pushes int) error {
+	return fault.New(CodeSyncContended, nil, fmt.Sprintf("%s/%s kept moving: %d pushes refused; try again", o.Remote, o.Branch, pushes),
+		"remote", o.Remote, "branch", o.Branch, "pushes", pushes)
 }
 
 // pause waits before attempt (none before the first): jittered, growing,
@@ -147,30 +156,27 @@ func pause(ctx context.Context, attempt int) error {
 }
 
 // fetchLocked is fetch under the log's lock.
-func fetchLocked(ctx context.Context, st *store.Store, o Options) (string, map[string]git.Blob, error) {
+func fetchLocked(ctx context.Context, st *store.Store, o Options, files string) (string, map[string]git.Blob, error) {
 	unlock, err := st.Log.Lock(ctx)
 	if err != nil {
 		return "", nil, err
 	}
 	defer unlock()
-	return fetch(ctx, st, o)
+	return fetch(ctx, st, o, files)
 }
 
-// fetch reads the remote's tip of the sync branch ("" when it has none),
-// fetches it into TrackingRef when spool's copy is behind, and lists its
-// writer files. The caller holds the log's lock: it guards TrackingRef.
-func fetch(ctx context.Context, st *store.Store, o Options) (string, map[string]git.Blob, error) {
-	return fetchFiles(ctx, st, o, eventsDir)
-}
-
-// fetchFiles is fetch of a branch that keeps the writer files in files
-// (inline mode: .spool/events).
-func fetchFiles(ctx context.Context, st *store.Store, o Options, files string) (string, map[string]git.Blob, error) {
+// fetch reads the remote's tip of o.Branch ("" when it has none), fetches
+// it into TrackingRef when spool's copy is behind, and lists the writer
+// files in its directory files (eventsDir; inline mode: inlineEventsDir).
+// The caller holds the log's lock: it guards TrackingRef.
+func fetch(ctx context.Context, st *store.Store, o Options, files string) (string, map[string]git.Blob, error) {
 	dir := st.Repo.Root
-	remote := map[string]git.Blob{}
 	tip, err := git.RemoteTip(ctx, dir, o.Remote, o.Branch)
-	if err != nil || tip == "" {
-		return "", remote, unreachable(o, err)
+	if err != nil {
+		return "", nil, unreachable(o, err)
+	}
+	if tip == "" {
+		return "", map[string]git.Blob{}, nil // no such branch yet
 	}
 	if have, err := git.RevParse(ctx, dir, TrackingRef(o)); err != nil || have != tip {
 		clearRefLock(st, o)
@@ -178,7 +184,7 @@ func fetchFiles(ctx context.Context, st *store.Store, o Options, files string) (
 			return "", nil, unreachable(o, err)
 		}
 	}
-	remote, err = git.TreeFiles(ctx, dir, tip, files)
+	remote, err := git.TreeFiles(ctx, dir, tip, files)
 	return tip, remote, err
 }
 
@@ -190,17 +196,21 @@ func push(ctx context.Context, dir string, o Options, tree, parent, msg string) 
 	if err != nil {
 		return "", err
 	}
-	err = git.PushCommit(ctx, dir, o.Remote, commit, o.Branch)
-	var perr *git.PushError
-	switch {
-	case err == nil:
-		return commit, nil
-	case errors.As(err, &perr) && perr.Rejected:
-		return "", fault.New(CodeSyncContended, store.ErrRemoteMoved, fmt.Sprintf("%s/%s moved while spool pushed; try again", o.Remote, o.Branch),
-			"remote", o.Remote, "branch", o.Branch)
-	default:
-		return "", unreachable(o, err)
+	if err := git.PushCommit(ctx, dir, o.Remote, commit, o.Branch); err != nil {
+		return "", pushFailed(o, err)
 	}
+	return commit, nil
+}
+
+// pushFailed is what a failed push means: the branch moved since it was
+// fetched (store.ErrRemoteMoved), or the remote could not be reached.
+func pushFailed(o Options, err error) error {
+	var perr *git.PushError
+	if errors.As(err, &perr) && perr.Rejected {
+		return fault.New(CodeSyncContended, store.ErrRemoteMoved, fmt.Sprintf("%s/%s moved while spool pushed; try again", o.Remote, o.Branch),
+			"remote", o.Remote, "branch", o.Branch)
+	}
+	return unreachable(o, err)
 }
 
 // track points TrackingRef at commit, the remote's tip after a push.
@@ -225,9 +235,6 @@ func unknownRemote(remote string) error {
 }
 
 func unreachable(o Options, err error) error {
-	if err == nil {
-		return nil
-	}
 	var perr *git.PushError
 	if errors.As(err, &perr) && perr.Unreachable {
 		return fault.New(CodeRemoteUnreachable, err, fmt.Sprintf("cannot reach %s (%s); the local log is unchanged and keeps every event", o.Remote, firstLine(perr.Message)),

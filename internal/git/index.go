@@ -7,6 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // Plumbing for inline sync: the current branch, an index of spool's own
@@ -128,27 +131,17 @@ func IndexLocked(err error) bool {
 	return strings.Contains(stderrOf(err), "index.lock")
 }
 
-// ReadRef reads a ref's commit from the files git keeps it in (loose, then
-// packed-refs), without running git or opening the object store: for
-// spool status, which must stay a few milliseconds. ok is false when the
-// ref is in neither; a repository using reftable is asked through RevParse.
+// ReadRef reads a ref's commit from git's ref files, without running git
+// or reading an object: for spool status, which must stay a few
+// milliseconds. ok is false when there is no such ref.
 func ReadRef(ctx context.Context, r *Repo, ref string) (commit string, ok bool) {
-	if _, err := os.Stat(filepath.Join(r.CommonDir, "reftable")); err == nil {
-		c, err := RevParse(ctx, r.Root, ref)
-		return c, err == nil && c != ""
+	repo, err := repoAt(r.CommonDir)
+	if err != nil || ctx.Err() != nil {
+		return "", false
 	}
-	if b, err := os.ReadFile(filepath.Join(r.CommonDir, filepath.FromSlash(ref))); err == nil {
-		c := strings.TrimSpace(string(b))
-		return c, isCommitID(c)
-	}
-	packed, err := os.ReadFile(filepath.Join(r.CommonDir, "packed-refs"))
+	resolved, err := storer.ResolveReference(repo.refs, plumbing.ReferenceName(ref))
 	if err != nil {
 		return "", false
 	}
-	for _, line := range strings.Split(string(packed), "\n") {
-		if c, name, found := strings.Cut(line, " "); found && name == ref && isCommitID(c) {
-			return c, true
-		}
-	}
-	return "", false
+	return resolved.Hash().String(), true
 }

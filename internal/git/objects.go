@@ -2,6 +2,8 @@ package git
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -10,8 +12,83 @@ import (
 )
 
 // Objects a sync or a claim writes (a blob per changed writer file and two
-// trees) go into the object database in process: three git processes per
-// claim cost more, on a busy machine, than the claim's push.
+// trees) go into the object database in process, and those it reads (the
+// fetched tip's tree and the writer files that changed) come from it: a
+// git process per object costs more, on a busy machine, than the claim's
+// push.
+
+// Blob is a file of a tree: its object id.
+type Blob struct {
+	Hash string
+}
+
+// TreeFiles lists the files directly in dir of commit's tree ("" for the
+// root) by name: none when commit has no such directory, or is not in the
+// repository.
+func TreeFiles(ctx context.Context, repo, commit, dir string) (map[string]Blob, error) {
+	files := map[string]Blob{}
+	err := readCommit(ctx, repo, commit, func(c *object.Commit) error {
+		tree, err := c.Tree()
+		if err == nil && dir != "" {
+			tree, err = tree.Tree(dir)
+		}
+		if errors.Is(err, object.ErrDirectoryNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, e := range tree.Entries {
+			if e.Mode.IsFile() {
+				files[e.Name] = Blob{Hash: e.Hash.String()}
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return map[string]Blob{}, nil
+	}
+	return files, err
+}
+
+// TreeOf is a commit's tree.
+func TreeOf(ctx context.Context, repo, commit string) (string, error) {
+	var tree string
+	err := readCommit(ctx, repo, commit, func(c *object.Commit) error {
+		tree = c.TreeHash.String()
+		return nil
+	})
+	return tree, err
+}
+
+// ReadBlob is a blob's content.
+func ReadBlob(ctx context.Context, repo, hash string) ([]byte, error) {
+	var content []byte
+	err := ReadHistory(ctx, repo, func(h *History) (err error) {
+		content, err = h.ReadBlob(hash)
+		return err
+	})
+	return content, err
+}
+
+// readCommit runs f with the commit rev names (as RevParse takes it), the
+// object database locked.
+func readCommit(ctx context.Context, repo, rev string, f func(c *object.Commit) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r, err := openRepo(repo)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", repo, err)
+	}
+	return r.db.read(func(s *filesystem.Storage) error {
+		c, err := r.commitAt(s, rev)
+		if err != nil {
+			return err
+		}
+		return f(c)
+	})
+}
 
 // WriteBlob stores content as a blob and returns its id.
 func WriteBlob(_ context.Context, repo string, content []byte) (string, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os/exec"
-	"strconv"
 	"strings"
 )
 
@@ -29,6 +28,19 @@ func stderrOf(err error) string {
 		return strings.TrimSpace(gerr.Stderr)
 	}
 	return err.Error()
+}
+
+// remoteInConfig says whether the repository's own config file names
+// remote, read in process: what git remote get-url finds in the common
+// case. A remote it does not find may still be in a worktree's config or
+// an included file, where only git looks.
+func remoteInConfig(dir, remote string) bool {
+	r, err := openRepo(dir)
+	if err != nil {
+		return false
+	}
+	cfg, err := r.refs.Config()
+	return err == nil && len(cfg.Raw.Section("remote").Subsection(remote).Options) > 0
 }
 
 // RemoteTip is the commit the remote's branch points at; "" when the
@@ -59,54 +71,6 @@ func FetchRef(ctx context.Context, dir, remote, branch, ref string) error {
 		return &PushError{Remote: remote, Unreachable: unreachable(msg), Message: msg}
 	}
 	return nil
-}
-
-// Blob is a file of a tree: its object id and size.
-type Blob struct {
-	Hash string
-	Size int64
-}
-
-// TreeFiles lists the files directly in dir of commit's tree ("" for the
-// root) by name.
-func TreeFiles(ctx context.Context, repo, commit, dir string) (map[string]Blob, error) {
-	spec := commit
-	if dir != "" {
-		spec += ":" + dir
-	}
-	out, err := Run(ctx, repo, "ls-tree", "-l", "-z", spec)
-	if err != nil {
-		if strings.Contains(stderrOf(err), "Not a valid object name") {
-			return map[string]Blob{}, nil // no such directory yet
-		}
-		return nil, err
-	}
-	files := map[string]Blob{}
-	for _, rec := range strings.Split(out, "\x00") {
-		meta, name, ok := strings.Cut(rec, "\t")
-		f := strings.Fields(meta)
-		if !ok || len(f) != 4 || f[1] != "blob" {
-			continue
-		}
-		size, err := strconv.ParseInt(f[3], 10, 64)
-		if err != nil {
-			continue
-		}
-		files[name] = Blob{Hash: f[2], Size: size}
-	}
-	return files, nil
-}
-
-// ReadBlob is a blob's content.
-func ReadBlob(ctx context.Context, repo, hash string) ([]byte, error) {
-	out, err := Run(ctx, repo, "cat-file", "blob", hash)
-	return []byte(out), err
-}
-
-// TreeOf is a commit's tree.
-func TreeOf(ctx context.Context, repo, commit string) (string, error) {
-	out, err := Run(ctx, repo, "rev-parse", commit+"^{tree}")
-	return strings.TrimSpace(out), err
 }
 
 // CommitTree makes a commit of tree on parent ("" for none) with the

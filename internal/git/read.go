@@ -67,14 +67,14 @@ func objectDBAt(commonDir string) *objectDB {
 	return db
 }
 
-// read runs f with the object database locked; when an object is missing
-// it looks again after rereading the list of packs, which git may have
-// changed (gc, repack) since they were loaded.
+// read runs f with the object database locked; when an object is missing,
+// or is in a pack that is gone, it looks again after rereading the list of
+// packs, which git may have changed (gc, repack) since they were loaded.
 func (db *objectDB) read(f func(s *filesystem.Storage) error) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	err := f(db.s)
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
+	if errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, dotgit.ErrPackfileNotFound) {
 		db.s.Reindex()
 		err = f(db.s)
 	}

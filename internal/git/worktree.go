@@ -168,8 +168,12 @@ func AutoCommit(ctx context.Context, dir, msg string) (string, error) {
 	return strings.TrimSpace(out), err
 }
 
-// RemoteExists reports whether remote is configured.
+// RemoteExists reports whether remote is configured (git remote get-url
+// finds it), without running git when the repository's config has it.
 func RemoteExists(ctx context.Context, dir, remote string) bool {
+	if remoteInConfig(dir, remote) {
+		return true
+	}
 	_, err := Run(ctx, dir, "remote", "get-url", remote)
 	return err == nil
 }

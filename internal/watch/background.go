@@ -68,6 +68,16 @@ func (b *background) Stop(ctx context.Context, _ store.Env) error {
 	b.mu.Lock()
 	done := b.done
 	b.mu.Unlock()
+	return awaitStop(b.name, done)
+}
+
+// stopWait bounds Stop: a test command or segment gets SIGTERM, a grace
+// and SIGKILL well within it.
+const stopWait = time.Minute
+
+// awaitStop waits, up to stopWait, for the goroutine of the driver name
+// to close done (nil: it never started).
+func awaitStop(name string, done <-chan struct{}) error {
 	if done == nil {
 		return nil
 	}
@@ -75,13 +85,9 @@ func (b *background) Stop(ctx context.Context, _ store.Env) error {
 	case <-done:
 		return nil
 	case <-time.After(stopWait):
-		return fmt.Errorf("%s did not stop within %s", b.name, stopWait)
+		return fmt.Errorf("%s did not stop within %s", name, stopWait)
 	}
 }
-
-// stopWait bounds Stop: a test command or segment gets SIGTERM, a grace
-// and SIGKILL well within it.
-const stopWait = time.Minute
 
 // ownStore opens the repository again for a background job: it keeps its
 // own projections and save policy, apart from the loop's passes.

@@ -90,15 +90,7 @@ func (s *syncer) Stop(context.Context, store.Env) error {
 	s.mu.Lock()
 	done := s.done
 	s.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	select {
-	case <-done:
-		return nil
-	case <-time.After(stopWait):
-		return fmt.Errorf("sync did not stop within %s", stopWait)
-	}
+	return awaitStop(s.Name(), done)
 }
 
 // run syncs when one is due, until ctx ends.

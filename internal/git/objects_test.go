@@ -1,0 +1,57 @@
+package git
+
+import (
+	"context"
+	"testing"
+
+	"github.com/spoolhq/spool/internal/git/gittest"
+)
+
+// A repack that deletes the packs the object database had loaded (git gc
+// does, and git fetch runs gc --auto) does not stop in-process reads: the
+// object is looked for again in the packs there are now.
+func TestReadAfterRepack(t *testing.T) {
+	r := gittest.New(t, nil)
+	ctx := context.Background()
+	r.Git(r.Root, "repack", "-a", "-d", "-q")
+	first := r.Git(r.Root, "rev-parse", "HEAD")
+	if _, err := RevParse(ctx, r.Root, first); err != nil {
+		t.Fatal(err)
+	}
+	r.Commit(r.Root, "b.txt", "b\n", "two")
+	r.Git(r.Root, "repack", "-a", "-d", "-q")
+	if got, err := RevParse(ctx, r.Root, first); err != nil || got != first {
+		t.Errorf("after the repack, RevParse(%s) = %q, %v", first, got, err)
+	}
+}
+
+// TreeFiles, TreeOf and ReadBlob read in process what git ls-tree,
+// rev-parse and cat-file read: the files of a directory (not its
+// subdirectories), none for a directory the commit lacks, and a blob's
+// bytes.
+func TestTreeReads(t *testing.T) {
+	r := gittest.New(t, map[string]string{"events/a.jsonl": "a\n", "events/b.jsonl": "b\nb\n", "events/sub/c.jsonl": "c\n"})
+	ctx := context.Background()
+	head := r.Git(r.Root, "rev-parse", "HEAD")
+	files, err := TreeFiles(ctx, r.Root, head, "events")
+	if err != nil || len(files) != 2 {
+		t.Fatalf("TreeFiles(events) = %v, %v; want a.jsonl and b.jsonl", files, err)
+	}
+	for name, b := range files {
+		if want := r.Git(r.Root, "rev-parse", head+":events/"+name); b.Hash != want {
+			t.Errorf("%s: %s, git says %s", name, b.Hash, want)
+		}
+		if got, err := ReadBlob(ctx, r.Root, b.Hash); err != nil || string(got) != r.Git(r.Root, "cat-file", "blob", b.Hash)+"\n" {
+			t.Errorf("ReadBlob(%s) = %q, %v", name, got, err)
+		}
+	}
+	if root, err := TreeFiles(ctx, r.Root, head, ""); err != nil || len(root) != 1 || root["README"].Hash == "" {
+		t.Errorf("TreeFiles of the root = %v, %v; want README alone", root, err)
+	}
+	if none, err := TreeFiles(ctx, r.Root, head, "nope"); err != nil || len(none) != 0 {
+		t.Errorf("TreeFiles of a missing directory = %v, %v", none, err)
+	}
+	if tree, err := TreeOf(ctx, r.Root, head); err != nil || tree != r.Git(r.Root, "rev-parse", head+"^{tree}") {
+		t.Errorf("TreeOf = %q, %v", tree, err)
+	}
+}
