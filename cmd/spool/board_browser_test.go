@@ -89,6 +89,33 @@ func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Act
 	return v
 }
 
+// pageText reads an element's text in one step in the page: a live update
+// re-renders <main> and can replace a node between a query and a read.
+func pageText(t *testing.T, ctx context.Context, what, sel string) string {
+	t.Helper()
+	return value(t, ctx, what, chromedp.Evaluate[string](fmt.Sprintf(
+		`new Promise(ok => { const f = () => { const e = document.querySelector(%q); e ? ok(e.innerText) : setTimeout(f, 50) }; f() })`, sel),
+		chromedp.EvalAwaitPromise))
+}
+
+// click clicks like a pointer, again if a live re-render replaced the node
+// between finding it and clicking it.
+func click(t *testing.T, ctx context.Context, what, sel string) {
+	t.Helper()
+	var err error
+	for range 5 {
+		c, cancel := context.WithTimeout(ctx, 20*time.Second)
+		err = chromedp.Do(c, chromedp.Click(sel))
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "No node with given id") {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
 // screenshot saves the page as NAME.png among the artifacts.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
@@ -162,11 +189,11 @@ func TestBoardInBrowser(t *testing.T) {
 	blockedCard := fmt.Sprintf(`[data-col="blocked"] [data-task="%s"]`, stuck)
 	browse(t, ctx, "find the blocked task", chromedp.WaitVisible(blockedCard))
 	screenshot(t, ctx, "tasks")
-	if reason := value(t, ctx, "read the reason", chromedp.Text(blockedCard+` .reason`)); reason != "blocked: waits for the vendor" {
+	if reason := pageText(t, ctx, "read the reason", blockedCard+` .reason`); reason != "blocked: waits for the vendor" {
 		t.Errorf("the blocked card says %q, want the reason it was blocked for", reason)
 	}
-	title := value(t, ctx, "read a title", chromedp.Text(fmt.Sprintf(`[data-task="%s"] .title`, evil)))
-	lastError := value(t, ctx, "read an error", chromedp.Text(fmt.Sprintf(`[data-task="%s"] .error-text`, broken)))
+	title := pageText(t, ctx, "read a title", fmt.Sprintf(`[data-task="%s"] .title`, evil))
+	lastError := pageText(t, ctx, "read an error", fmt.Sprintf(`[data-task="%s"] .error-text`, broken))
 	if title != "<script>alert(1)</script>" {
 		t.Errorf("the title shows as %q, want the text <script>alert(1)</script>", title)
 	}
@@ -175,10 +202,8 @@ func TestBoardInBrowser(t *testing.T) {
 	}
 
 	// Unblock moves it to Ready, through task.unblocked in the log.
-	browse(t, ctx, "unblock",
-		chromedp.Click(blockedCard+` button.unblock`),
-		chromedp.WaitVisible(fmt.Sprintf(`[data-col="ready"] [data-task="%s"]`, stuck)),
-	)
+	click(t, ctx, "unblock", blockedCard+` button.unblock`)
+	browse(t, ctx, "the unblocked task in Ready", chromedp.WaitVisible(fmt.Sprintf(`[data-col="ready"] [data-task="%s"]`, stuck)))
 	if evs := jobEvents(t, bin, dir, env, "task.unblocked"); len(evs) != 1 || evs[0].Subject != stuck {
 		t.Fatalf("task.unblocked events: %+v, want one for %s", evs, stuck)
 	}
