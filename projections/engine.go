@@ -207,13 +207,30 @@ func (en *Engine) snapshotPath(name string) string {
 	return filepath.Join(en.StateDir, name+".snap")
 }
 
+// Opener is a projection whose snapshot is read in part: it is handed the
+// open file and where its state begins (after the checkpoint line) instead
+// of the whole file, and keeps the file open as long as it reads from it.
+type Opener interface {
+	OpenState(f *os.File, off, size int64) error
+}
+
 func (en *Engine) loadSnapshot(it *item) bool {
-	b, err := os.ReadFile(en.snapshotPath(it.spec.Name))
+	f, err := os.Open(en.snapshotPath(it.spec.Name))
 	if err != nil {
 		return false
 	}
-	head, body, ok := bytes.Cut(b, []byte{'\n'})
-	if !ok {
+	keep := false
+	defer func() {
+		if !keep {
+			f.Close()
+		}
+	}()
+	st, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	head, err := bufio.NewReaderSize(f, 64<<10).ReadSlice('\n')
+	if err != nil {
 		return false
 	}
 	var cp Checkpoint
@@ -221,8 +238,16 @@ func (en *Engine) loadSnapshot(it *item) bool {
 		return false
 	}
 	p := it.spec.New()
-	if p.UnmarshalState(body) != nil {
-		return false
+	if o, ok := p.(Opener); ok {
+		if o.OpenState(f, int64(len(head)), st.Size()) != nil {
+			return false
+		}
+		keep = true
+	} else {
+		body := make([]byte, st.Size()-int64(len(head)))
+		if _, err := f.ReadAt(body, int64(len(head))); err != nil || p.UnmarshalState(body) != nil {
+			return false
+		}
 	}
 	it.proj, it.cp, it.saved = p, cp, cp.Events
 	return true

@@ -299,7 +299,7 @@ func (c *bdLabelListCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
-	t := st.Tasks[ids[0]]
+	t := st.Task(ids[0])
 	if t == nil {
 		return workqueue.NoTask(ids[0])
 	}

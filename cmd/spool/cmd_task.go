@@ -80,7 +80,7 @@ func printTasksDetail(e *env, q *wqservice.Service, s *workqueue.State, out []wo
 			fmt.Fprintln(e.stdout)
 		}
 		printTask(e, t)
-		if h := s.History[t.ID]; h != nil {
+		if h := s.Entry(t.ID); h != nil {
 			fmt.Fprint(e.stdout, "queue        ")
 			printEntry(e, q.Policy.HistoryView(*h, q.Now), q.Now)
 		}

@@ -70,13 +70,13 @@ func Kanban(st *workqueue.State, p workqueue.Policy, f TaskFilter, now time.Time
 	for i, t := range st.Ready(p, workqueue.ReadyFilter{}, now, 0) {
 		ready[t.ID] = i
 	}
-	for _, t := range st.Tasks {
+	for _, t := range st.AllTasks() {
 		if f.Label != "" && !t.HasLabel(f.Label) || f.Priority != nil && t.Priority != *f.Priority {
 			continue
 		}
 		c := Card{ID: t.ID, Title: t.Title, Priority: t.Priority, Labels: t.Labels, created: t.CreatedAt}
 		var h workqueue.EntryJSON
-		if e := st.History[t.ID]; e != nil {
+		if e := st.Entry(t.ID); e != nil {
 			h = p.HistoryView(*e, now)
 			c.Attempts, c.Failures, c.LastError, c.BlockReason = h.Attempts, h.Failures, h.LastError, h.BlockReason
 		}

@@ -232,7 +232,7 @@ func Ship(st *State, wq *workqueue.State, id string, rebuild bool, now time.Time
 		return nil, invalidTransition("plan", id, "is not built yet; run spool plan build "+id)
 	}
 	var drafts []eventlog.Draft
-	if g := wq.Tasks[p.Gate]; g != nil && g.Status != workqueue.StatusClosed {
+	if g := wq.Task(p.Gate); g != nil && g.Status != workqueue.StatusClosed {
 		d, err := workqueue.CloseTasks(wq, []string{p.Gate}, GateReason)
 		if err != nil {
 			return nil, err

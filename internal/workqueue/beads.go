@@ -47,16 +47,16 @@ var CodeAmbiguousID = fault.Register(fault.Usage, "ambiguous_id")
 // the task whose id's hash part (after its first "-") is ref, or the one
 // task whose hash part contains ref ("cka" and "sp-cka" find sp-ckaz).
 func (s *State) ResolveID(prefix, ref string) (string, error) {
-	if s.Tasks[ref] != nil {
+	if s.Task(ref) != nil {
 		return ref, nil
 	}
 	hash := strings.TrimPrefix(ref, prefix+"-")
-	if id := prefix + "-" + hash; s.Tasks[id] != nil {
+	if id := prefix + "-" + hash; s.Task(id) != nil {
 		return id, nil
 	}
 	var exact, found []string
 	if hash != "" {
-		for id := range s.Tasks {
+		for id := range s.AllTasks() {
 			h := id
 			if _, rest, ok := strings.Cut(id, "-"); ok {
 				h = rest
@@ -106,7 +106,8 @@ type EpicStatus struct {
 // are closed, by priority then age, as bd epic close-eligible does.
 func (s *State) EpicsEligible(p Policy, now time.Time) []EpicStatus {
 	total, closed := map[string]int{}, map[string]int{}
-	for _, t := range s.Tasks {
+	all := s.AllTasks()
+	for _, t := range all {
 		if t.Parent != "" {
 			total[t.Parent]++
 			if t.Status == StatusClosed {
@@ -115,7 +116,7 @@ func (s *State) EpicsEligible(p Policy, now time.Time) []EpicStatus {
 		}
 	}
 	var epics []*Task
-	for id, t := range s.Tasks {
+	for id, t := range all {
 		if t.Type == "epic" && t.Status != StatusClosed && total[id] > 0 && total[id] == closed[id] {
 			epics = append(epics, t)
 		}
@@ -135,9 +136,10 @@ func (s *State) EpicsEligible(p Policy, now time.Time) []EpicStatus {
 // Export is every task as bd's JSONL export has it, by id: whole, with
 // labels, dependencies and comments.
 func (s *State) Export() []TaskJSON {
-	out := make([]TaskJSON, 0, len(s.Tasks))
-	for _, id := range s.SortedIDs() {
-		out = append(out, Beads(s.Tasks[id].Record()))
+	ids := s.SortedIDs()
+	out := make([]TaskJSON, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, Beads(s.Task(id).Record()))
 	}
 	return out
 }
@@ -363,7 +365,7 @@ func ImportTasks(s *State, recs []TaskJSON) ([]eventlog.Draft, error) {
 		if err != nil {
 			return nil, err
 		}
-		if t := s.Tasks[r.ID]; t != nil {
+		if t := s.Task(r.ID); t != nil {
 			have, err := json.Marshal(Beads(t.Record()))
 			if err != nil {
 				return nil, err

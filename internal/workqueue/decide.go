@@ -120,7 +120,7 @@ func (b *BatchIndex) HasTask(id string) bool { return b.made[id] || b.base.HasTa
 func (b *BatchIndex) TaskCount() int         { return b.base.TaskCount() + len(b.made) }
 
 func (s *State) task(id string) (*Task, error) {
-	t := s.Tasks[id]
+	t := s.Task(id)
 	if t == nil {
 		return nil, NoTask(id)
 	}
@@ -398,7 +398,7 @@ func failure(p Policy, h Entry, prio int, first eventlog.Draft, msg string, now 
 
 // priorityOf is the task's current priority (native) or its priority at the claim.
 func (s *State) priorityOf(h Entry) int {
-	if t := s.Tasks[h.ID]; t != nil {
+	if t := s.Task(h.ID); t != nil {
 		return t.Priority
 	}
 	return h.Priority
@@ -407,15 +407,15 @@ func (s *State) priorityOf(h Entry) int {
 // Expire returns the events for every claim whose lease ran out by now, in id order.
 func Expire(s *State, p Policy, now time.Time) []eventlog.Draft {
 	var ids []string
-	for id, h := range s.History {
-		if h.Status == HistWorking && !now.Before(h.LeaseUntil) {
-			ids = append(ids, id)
+	for _, h := range s.working() {
+		if !now.Before(h.LeaseUntil) {
+			ids = append(ids, h.ID)
 		}
 	}
 	sort.Strings(ids)
 	var drafts []eventlog.Draft
 	for _, id := range ids {
-		h := *s.History[id]
+		h := *s.Entry(id)
 		first := eventlog.Draft{Type: TypeLeaseExpired, Subject: id,
 			Data: LeaseExpiredData{Attempt: h.Attempts, Worker: h.Worker, LeaseUntil: h.LeaseUntil}}
 		drafts = append(drafts, failure(p, h, s.priorityOf(h), first, LeaseExpiredError, now)...)
@@ -427,12 +427,33 @@ func Expire(s *State, p Policy, now time.Time) []eventlog.Draft {
 // the time Expire next has something to record.
 func NextExpiry(s *State, now time.Time) time.Time {
 	var at time.Time
-	for _, h := range s.History {
-		if h.Status == HistWorking && h.LeaseUntil.After(now) && (at.IsZero() || h.LeaseUntil.Before(at)) {
+	for _, h := range s.working() {
+		if h.LeaseUntil.After(now) && (at.IsZero() || h.LeaseUntil.Before(at)) {
 			at = h.LeaseUntil
 		}
 	}
 	return at
+}
+
+// working returns the entries that hold a claim: those the snapshot had,
+// as they are now, and those decoded or changed since.
+func (s *State) working() []*Entry {
+	var out []*Entry
+	seen := map[string]bool{}
+	for id, h := range s.History {
+		seen[id] = true
+		if h.Status == HistWorking {
+			out = append(out, h)
+		}
+	}
+	if s.history != nil {
+		for _, i := range s.history.working {
+			if id := s.history.ids[i]; !seen[id] {
+				out = append(out, s.Entry(id)) // unchanged since the snapshot, so still working
+			}
+		}
+	}
+	return out
 }
 
 // Overlay returns the tasks and entries drafts touch, copied from s with
@@ -441,12 +462,12 @@ func NextExpiry(s *State, now time.Time) time.Time {
 func Overlay(s *State, drafts []eventlog.Draft, actor string, now time.Time) (*State, error) {
 	o := NewState()
 	for _, d := range drafts {
-		if t := s.Tasks[d.Subject]; t != nil && o.Tasks[d.Subject] == nil {
+		if t := s.Task(d.Subject); t != nil && o.Tasks[d.Subject] == nil {
 			c := *t
 			c.Labels = slices.Clone(t.Labels)
 			o.Tasks[d.Subject] = &c
 		}
-		if h := s.History[d.Subject]; h != nil && o.History[d.Subject] == nil {
+		if h := s.Entry(d.Subject); h != nil && o.History[d.Subject] == nil {
 			c := *h
 			o.History[d.Subject] = &c
 		}
@@ -468,14 +489,14 @@ func (l layered) task(id string) *Task {
 	if t := l.over.Tasks[id]; t != nil {
 		return t
 	}
-	return l.base.Tasks[id]
+	return l.base.Task(id)
 }
 
 func (l layered) entry(id string) *Entry {
 	if h := l.over.History[id]; h != nil {
 		return h
 	}
-	return l.base.History[id]
+	return l.base.Entry(id)
 }
 
 func (l layered) isBlocked(id string) bool {
@@ -535,7 +556,7 @@ func Next(s *State, cands []Candidate, native bool, p Policy, g Gate, worker, ac
 // it was claimed for them (next -w, bd update -a), so that a worker an
 // orchestrator claimed for finishes its own attempt.
 func held(s *State, p Policy, id, actor string, now time.Time) (Entry, error) {
-	h := s.History[id]
+	h := s.Entry(id)
 	if h == nil {
 		if !s.HasTask(id) {
 			return Entry{}, NoTask(id)
@@ -580,7 +601,7 @@ func Done(s *State, p Policy, id, actor, reason string, now time.Time) ([]eventl
 		return nil, err
 	}
 	drafts := []eventlog.Draft{{Type: TypeSucceeded, Subject: id, Data: AttemptData{Attempt: h.Attempts}}}
-	if t := s.Tasks[id]; t != nil && t.Status != StatusClosed {
+	if t := s.Task(id); t != nil && t.Status != StatusClosed {
 		drafts = append(drafts, eventlog.Draft{Type: TypeClosed, Subject: id, Data: ClosedData{Reason: reason}})
 	}
 	return drafts, nil
@@ -602,12 +623,12 @@ func Fail(s *State, p Policy, id, actor, msg string, now time.Time) ([]eventlog.
 
 // Retry puts an abandoned, blocked or failed task back to pending, attempts reset.
 func Retry(s *State, p Policy, id string, now time.Time) (eventlog.Draft, error) {
-	h := s.History[id]
+	h := s.Entry(id)
 	if h == nil {
-		if s.Tasks[id] == nil {
+		if s.Task(id) == nil {
 			return eventlog.Draft{}, NoTask(id)
 		}
-		if s.Tasks[id].HasLabel(BlockedLabel) {
+		if s.Task(id).HasLabel(BlockedLabel) {
 			return eventlog.Draft{Type: TypeRetried, Subject: id, Data: RetriedData{PreviousStatus: HistBlocked}}, nil
 		}
 		return eventlog.Draft{}, invalidTransition(id, "has no failed attempts to retry")
@@ -625,10 +646,10 @@ func Retry(s *State, p Policy, id string, now time.Time) (eventlog.Draft, error)
 }
 
 func (s *State) isBlocked(id string) bool {
-	if h := s.History[id]; h != nil && h.Blocked {
+	if h := s.Entry(id); h != nil && h.Blocked {
 		return true
 	}
-	t := s.Tasks[id]
+	t := s.Task(id)
 	return t != nil && t.HasLabel(BlockedLabel)
 }
 
@@ -638,8 +659,8 @@ func Block(s *State, id, reason string) (eventlog.Draft, error) {
 	if reason == "" {
 		return eventlog.Draft{}, fault.Usagef(CodeEmptyReason, "--reason needs text")
 	}
-	h := s.History[id]
-	if h == nil && s.Tasks[id] == nil {
+	h := s.Entry(id)
+	if h == nil && s.Task(id) == nil {
 		return eventlog.Draft{}, NoTask(id)
 	}
 	if s.isBlocked(id) {
@@ -654,7 +675,7 @@ func Block(s *State, id, reason string) (eventlog.Draft, error) {
 
 // Unblock clears Blocked, optionally resetting the attempt counters.
 func Unblock(s *State, id string, reset bool) (eventlog.Draft, error) {
-	if s.History[id] == nil && s.Tasks[id] == nil {
+	if s.Entry(id) == nil && s.Task(id) == nil {
 		return eventlog.Draft{}, NoTask(id)
 	}
 	if !s.isBlocked(id) {
@@ -664,35 +685,38 @@ func Unblock(s *State, id string, reset bool) (eventlog.Draft, error) {
 }
 
 // firstEligible is Select over the tracker's ready tasks without building
-// the candidate list: one pass that keeps the best task.
+// the candidate list: it keeps the best task of a walk in ready's order
+// (openOrder), which stops at the first task that cannot beat it.
 func (l layered) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool) {
 	s := l.base
 	memo := map[string]bool{}
 	var best Candidate
 	found := false
-	for id, t := range s.Tasks {
-		if o := l.over.Tasks[id]; o != nil {
+	consider := func(t *Task) bool {
+		if o := l.over.Tasks[t.ID]; o != nil {
 			t = o
-		}
-		if s.EffectiveStatus(t, p, now) != StatusOpen || !g.Admits(t.Labels) {
-			continue
 		}
 		c := Candidate{ID: t.ID, Priority: t.Priority, Labels: t.Labels, CreatedAt: t.CreatedAt, queuedAt: t.CreatedAt}
 		if found && !candidateLess(c, best) {
-			continue // a requeue only moves a task later: it cannot beat the best
+			return false // a requeue only moves a task later: neither it nor any after it can beat the best
+		}
+		if s.EffectiveStatus(t, p, now) != StatusOpen || !g.Admits(t.Labels) {
+			return true
 		}
 		h := l.entry(t.ID)
 		if h != nil {
 			if p.Skip(c, h, g, now) != "" {
-				continue
+				return true
 			}
 			c.queuedAt = p.queuedAt(t.CreatedAt, h, now)
 		}
 		if found && !candidateLess(c, best) || s.blockedBy(t, memo, 0) {
-			continue
+			return true
 		}
 		best, found = c, true
+		return true
 	}
+	s.openOrder(l.over.Tasks, consider)
 	if found {
 		best = Candidates([]*Task{l.task(best.ID)})[0]
 	}

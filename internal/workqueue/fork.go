@@ -52,17 +52,18 @@ func (f *Fork) apply(drafts []eventlog.Draft) error {
 	}
 	if f.s == f.base {
 		b := f.base
-		f.s = &State{Tasks: maps.Clone(b.Tasks), History: maps.Clone(b.History), CommentSeq: b.CommentSeq, IDs: b.IDs}
+		f.s = &State{Tasks: maps.Clone(b.Tasks), History: maps.Clone(b.History), CommentSeq: b.CommentSeq, IDs: b.IDs,
+			tasks: b.tasks, history: b.history}
 		f.copied = map[string]bool{}
 	}
 	for _, d := range drafts {
 		id := d.Subject
 		if !f.copied[id] {
 			f.copied[id] = true
-			if t := f.s.Tasks[id]; t != nil {
+			if t := f.s.Task(id); t != nil {
 				f.s.Tasks[id] = t.clone()
 			}
-			if h := f.s.History[id]; h != nil {
+			if h := f.s.Entry(id); h != nil {
 				c := *h
 				c.Pending, c.SyncFailed = slices.Clone(h.Pending), slices.Clone(h.SyncFailed)
 				f.s.History[id] = &c

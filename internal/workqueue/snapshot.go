@@ -1,26 +1,26 @@
 package workqueue
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math"
+	"os"
 	"slices"
 	"sort"
 	"time"
-	"unsafe"
 
-	"github.com/spoolhq/spool/internal/fault"
 )
 
-// The snapshot is a compact binary encoding, not JSON: a command that opens
-// 10,000 tasks must decode them in about a millisecond. Strings are sliced out
-// of one string holding the whole body, so decoding allocates little.
+// The snapshots are tables (table.go) of compact binary records, not JSON:
+// a command opens the index and decodes only the tasks it touches.
 
 const (
-	tasksMagic = "spool-tasks-7\n"
-	queueMagic = "spool-history-3\n"
+	tasksMagic = "spool-tasks-8\n"
+	queueMagic = "spool-history-4\n"
 )
 
 var errSnapshot = errors.New("tasks snapshot is damaged")
@@ -64,166 +64,315 @@ func decodeDetail(raw string) *TaskDetail {
 	return x
 }
 
-// MarshalState encodes the sorted ids, then the tasks in that order.
+// MarshalState writes the tasks as a table (table.go): a record per task,
+// in id order, holding the ids of the tasks that name it (as parent,
+// blocker or link); the index adds the comment counter and the tasks not
+// closed, in ready's order, which ready and next walk from the top.
 func (p *TasksProjection) MarshalState() ([]byte, error) {
 	s := p.State()
-	w := &writer{buf: make([]byte, 0, 256*len(s.Tasks)+64)}
-	w.buf = append(w.buf, tasksMagic...)
-	w.int(s.CommentSeq)
+	all := s.AllTasks()
 	ids := s.SortedIDs()
-	w.strs(ids)
-	crcAt := len(w.buf)
-	w.buf = append(w.buf, 0, 0, 0, 0) // crc32c of the records, filled in below
-	for _, id := range ids {
-		t := s.Tasks[id]
-		for _, str := range []string{t.ID, t.Title, t.Status, t.Type, t.Parent} {
-			w.str(str)
+	refs := map[string][]string{}
+	for _, id := range ids { // in id order, so each list is sorted
+		t := all[id]
+		name := func(to string) {
+			if l := refs[to]; len(l) == 0 || l[len(l)-1] != id {
+				refs[to] = append(l, id)
+			}
 		}
-		w.int(int64(t.Priority))
-		w.time(t.CreatedAt)
-		w.time(t.LeaseUntil)
-		w.strs(t.Labels)
-		w.uint(uint64(len(t.Blockers)))
+		if t.Parent != "" {
+			name(t.Parent)
+		}
 		for _, d := range t.Blockers {
-			w.str(d.ID)
-			w.time(d.At)
-			w.str(d.By)
+			name(d.ID)
 		}
-		w.uint(uint64(len(t.Links)))
 		for _, l := range t.Links {
-			w.str(l.ID)
-			w.str(l.Type)
-			w.time(l.At)
-			w.str(l.By)
-		}
-		if t.detail == nil {
-			w.str(t.rawDetail) // never decoded: copy it as it was
-		} else {
-			w.str(encodeDetail(t.detail))
+			name(l.ID)
 		}
 	}
-	binary.LittleEndian.PutUint32(w.buf[crcAt:], crc32.Checksum(w.buf[crcAt+4:], castagnoli))
-	return w.buf, nil
+	tw := newTableWriter(tasksMagic, len(ids), 256*len(ids)+64)
+	var open []uint32
+	for i, id := range ids {
+		t := all[id]
+		tw.record(id, func(w *writer) { encodeTask(w, t, refs[id]) })
+		if t.Status != StatusClosed {
+			open = append(open, uint32(i))
+		}
+	}
+	slices.SortFunc(open, func(a, b uint32) int {
+		if taskLess(all[ids[a]], all[ids[b]]) {
+			return -1
+		}
+		return 1
+	})
+	return tw.finish(func(w *writer) {
+		w.int(s.CommentSeq)
+		w.uint(uint64(len(open)))
+		for _, i := range open {
+			w.uint(uint64(i))
+		}
+	}), nil
+}
+
+func encodeTask(w *writer, t *Task, refs []string) {
+	for _, str := range []string{t.ID, t.Title, t.Status, t.Type, t.Parent} {
+		w.str(str)
+	}
+	w.int(int64(t.Priority))
+	w.time(t.CreatedAt)
+	w.time(t.LeaseUntil)
+	w.strs(t.Labels)
+	w.uint(uint64(len(t.Blockers)))
+	for _, d := range t.Blockers {
+		w.str(d.ID)
+		w.time(d.At)
+		w.str(d.By)
+	}
+	w.uint(uint64(len(t.Links)))
+	for _, l := range t.Links {
+		w.str(l.ID)
+		w.str(l.Type)
+		w.time(l.At)
+		w.str(l.By)
+	}
+	w.strs(refs)
+	if t.detail == nil {
+		w.str(t.rawDetail) // never decoded: copy it as it was
+	} else {
+		w.str(encodeDetail(t.detail))
+	}
+}
+
+// decodeTask reads what encodeTask wrote, leaving the detail encoded; refs
+// are dropped (baseRefs reads them).
+func decodeTask(r *reader) *Task {
+	t := &Task{}
+	t.ID, t.Title, t.Status, t.Type, t.Parent = r.str(), r.str(), r.str(), r.str(), r.str()
+	t.Priority = int(r.int())
+	t.CreatedAt, t.LeaseUntil = r.time(), r.time()
+	t.Labels = r.strs()
+	if k := r.count(); k > 0 {
+		t.Blockers = make([]Dep, k)
+		for j := range t.Blockers {
+			t.Blockers[j] = Dep{ID: r.str(), At: r.time(), By: r.str()}
+		}
+	}
+	if k := r.count(); k > 0 {
+		t.Links = make([]Link, k)
+		for j := range t.Links {
+			t.Links[j] = Link{ID: r.str(), Type: r.str(), At: r.time(), By: r.str()}
+		}
+	}
+	for range r.count() {
+		r.str()
+	}
+	t.rawDetail = r.str() // decoded by Detail, if ever
+	if err := r.end(); err != nil {
+		panic(fmt.Sprintf("task %s in the snapshot: %v", t.ID, err))
+	}
+	return t
+}
+
+// recordRefs reads the referrers out of an encoded task.
+func recordRefs(r *reader) []string {
+	for range 5 {
+		r.str()
+	}
+	r.int()
+	r.pos += 16
+	r.strs()
+	for range r.count() {
+		r.str()
+		r.pos += 8
+		r.str()
+	}
+	for range r.count() {
+		r.str()
+		r.str()
+		r.pos += 8
+		r.str()
+	}
+	return r.strs()
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// MarshalState encodes the history in id order.
+// MarshalState writes the history as a table; the index adds the entries
+// holding a claim, which next's expiry looks at.
 func (p *QueueProjection) MarshalState() ([]byte, error) {
 	s := p.State()
-	w := &writer{buf: make([]byte, 0, 96*len(s.History)+64)}
-	w.buf = append(w.buf, queueMagic...)
-	crcAt := len(w.buf)
-	w.buf = append(w.buf, 0, 0, 0, 0) // crc32c of the entries, filled in below
-	hids := make([]string, 0, len(s.History))
-	for id := range s.History {
+	all := s.AllHistory()
+	hids := make([]string, 0, len(all))
+	for id := range all {
 		hids = append(hids, id)
 	}
 	sort.Strings(hids)
-	w.uint(uint64(len(hids)))
-	for _, id := range hids {
-		h := s.History[id]
-		for _, str := range []string{h.ID, h.Status, h.LastError, h.Worker, h.Actor, h.BlockReason} {
-			w.str(str)
+	tw := newTableWriter(queueMagic, len(hids), 96*len(hids)+64)
+	var working []uint32
+	for i, id := range hids {
+		h := all[id]
+		tw.record(id, func(w *writer) { encodeEntry(w, h) })
+		if h.Status == HistWorking {
+			working = append(working, uint32(i))
 		}
-		w.int(int64(h.Attempts))
-		w.int(int64(h.Failures))
-		w.int(int64(h.Priority))
-		w.time(h.LastAttempt)
-		w.time(h.LastFailureAt)
-		w.time(h.LeaseUntil)
-		w.time(h.QueuedAt)
-		w.bool(h.Blocked)
-		w.syncs(h.Pending)
-		w.syncs(h.SyncFailed)
 	}
-	binary.LittleEndian.PutUint32(w.buf[crcAt:], crc32.Checksum(w.buf[crcAt+4:], castagnoli))
-	return w.buf, nil
+	return tw.finish(func(w *writer) {
+		w.uint(uint64(len(working)))
+		for _, i := range working {
+			w.uint(uint64(i))
+		}
+	}), nil
 }
 
-// newReader checks the magic line. The state keeps substrings of b, which
-// the engine never reuses, so b is not copied.
-func newReader(b []byte, magic string) (*reader, error) {
-	if len(b) < len(magic) || string(b[:len(magic)]) != magic {
-		return nil, errSnapshot
+func encodeEntry(w *writer, h *Entry) {
+	for _, str := range []string{h.ID, h.Status, h.LastError, h.Worker, h.Actor, h.BlockReason} {
+		w.str(str)
 	}
-	return &reader{s: unsafe.String(&b[0], len(b)), pos: len(magic)}, nil
+	w.int(int64(h.Attempts))
+	w.int(int64(h.Failures))
+	w.int(int64(h.Priority))
+	w.time(h.LastAttempt)
+	w.time(h.LastFailureAt)
+	w.time(h.LeaseUntil)
+	w.time(h.QueuedAt)
+	w.bool(h.Blocked)
+	w.syncs(h.Pending)
+	w.syncs(h.SyncFailed)
 }
 
-// UnmarshalState reads the id list and keeps the tasks encoded until State
-// is called.
-func (p *TasksProjection) UnmarshalState(b []byte) error {
-	r, err := newReader(b, tasksMagic)
+func decodeEntry(r *reader) *Entry {
+	h := &Entry{}
+	for _, p := range []*string{&h.ID, &h.Status, &h.LastError, &h.Worker, &h.Actor, &h.BlockReason} {
+		*p = r.str()
+	}
+	h.Attempts, h.Failures, h.Priority = int(r.int()), int(r.int()), int(r.int())
+	h.LastAttempt, h.LastFailureAt, h.LeaseUntil, h.QueuedAt = r.time(), r.time(), r.time(), r.time()
+	h.Blocked = r.bool()
+	h.Pending, h.SyncFailed = r.syncs(), r.syncs()
+	if err := r.end(); err != nil {
+		panic(fmt.Sprintf("history entry %s in the snapshot: %v", h.ID, err))
+	}
+	return h
+}
+
+// positions reads a list of record positions below n.
+func positions(r *reader, n int) ([]uint32, error) {
+	k := r.count()
+	out := make([]uint32, k)
+	for i := range out {
+		v := r.uint()
+		if v >= uint64(n) {
+			return nil, errSnapshot
+		}
+		out[i] = uint32(v)
+	}
+	return out, r.err
+}
+
+// taskTable is the tasks' snapshot: the table, and the tasks not closed in
+// ready's order (positions in the table).
+type taskTable struct {
+	*table
+	open []uint32
+}
+
+// historyTable is the history's snapshot: the table, and the entries that
+// held a claim.
+type historyTable struct {
+	*table
+	working []uint32
+}
+
+func openTasks(r io.ReaderAt, size int64) (*taskTable, int64, error) {
+	var seq int64
+	var open []uint32
+	t, err := openTable(r, size, tasksMagic, func(rd *reader, n int) error {
+		seq = rd.int()
+		var err error
+		open, err = positions(rd, n)
+		return err
+	})
 	if err != nil {
+		return nil, 0, err
+	}
+	return &taskTable{t, open}, seq, nil
+}
+
+func openHistory(r io.ReaderAt, size int64) (*historyTable, error) {
+	var working []uint32
+	t, err := openTable(r, size, queueMagic, func(rd *reader, n int) error {
+		var err error
+		working, err = positions(rd, n)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &historyTable{t, working}, nil
+}
+
+// UnmarshalState opens the tasks' table on b; nothing is decoded yet.
+func (p *TasksProjection) UnmarshalState(b []byte) error {
+	return p.open(bytes.NewReader(b), int64(len(b)))
+}
+
+// OpenState opens the tasks' table on the snapshot file, reading its index alone.
+func (p *TasksProjection) OpenState(f *os.File, off, size int64) error {
+	if err := p.open(io.NewSectionReader(f, off, size-off), size-off); err != nil {
 		return err
 	}
-	seq := r.int()
-	ids := r.strs()
-	if r.err != nil || !slices.IsSorted(ids) || len(r.s)-r.pos < 4 {
-		return errSnapshot
+	if p.s.tasks == nil {
+		return f.Close() // empty: nothing to read later
 	}
-	// The checksum lets the records be decoded later, on demand, knowing
-	// they are what MarshalState wrote.
-	crc := binary.LittleEndian.Uint32(b[r.pos:])
-	records := b[r.pos+4:]
-	if crc32.Checksum(records, castagnoli) != crc {
-		return errSnapshot
-	}
-	st := p.s
-	if st == nil {
-		st = NewState()
-	}
-	*p = TasksProjection{s: st}
-	st.CommentSeq = seq
-	if len(ids) == 0 {
-		if len(records) != 0 {
-			return errSnapshot
-		}
-		st.Tasks = map[string]*Task{}
-		return nil
-	}
-	done := make(chan decodedTasks, 1)
-	p.ids, p.decoding = ids, done
-	raw, n := r.s[r.pos+4:], len(ids)
-	fault.Go(func() {
-		d := NewState()
-		err := d.decodeTasks(&reader{s: raw}, n)
-		done <- decodedTasks{d.Tasks, err}
-	})
+	keepOpen(p.s.tasks.table, f)
 	return nil
 }
 
-// decodeTasks reads n task records, which must fill r exactly.
-func (s *State) decodeTasks(r *reader, n int) error {
-	s.Tasks = make(map[string]*Task, n)
-	tasks := make([]Task, n)
-	r.pool = make([]string, 0, n) // labels of every task share one array
-	for i := range tasks {
-		t := &tasks[i]
-		t.ID, t.Title, t.Status, t.Type, t.Parent = r.str(), r.str(), r.str(), r.str(), r.str()
-		t.Priority = int(r.int())
-		t.CreatedAt, t.LeaseUntil = r.time(), r.time()
-		t.Labels = r.strs()
-		if k := r.count(); k > 0 {
-			t.Blockers = make([]Dep, k)
-			for j := range t.Blockers {
-				t.Blockers[j] = Dep{ID: r.str(), At: r.time(), By: r.str()}
-			}
-		}
-		if k := r.count(); k > 0 {
-			t.Links = make([]Link, k)
-			for j := range t.Links {
-				t.Links[j] = Link{ID: r.str(), Type: r.str(), At: r.time(), By: r.str()}
-			}
-		}
-		t.rawDetail = r.str() // decoded by Detail, if ever
-
-		if r.err != nil {
-			return r.err
-		}
-		s.Tasks[t.ID] = t
+func (p *TasksProjection) open(r io.ReaderAt, size int64) error {
+	t, seq, err := openTasks(r, size)
+	if err != nil {
+		return err
 	}
-	return r.end()
+	if p.s == nil {
+		p.s = NewState()
+	}
+	p.s.Tasks, p.s.CommentSeq, p.s.tasks = map[string]*Task{}, seq, t
+	if t.len() == 0 {
+		p.s.tasks = nil
+	}
+	return nil
+}
+
+// UnmarshalState opens the history's table on b.
+func (p *QueueProjection) UnmarshalState(b []byte) error {
+	return p.open(bytes.NewReader(b), int64(len(b)))
+}
+
+// OpenState opens the history's table on the snapshot file.
+func (p *QueueProjection) OpenState(f *os.File, off, size int64) error {
+	if err := p.open(io.NewSectionReader(f, off, size-off), size-off); err != nil {
+		return err
+	}
+	if p.s.history == nil {
+		return f.Close() // empty: nothing to read later
+	}
+	keepOpen(p.s.history.table, f)
+	return nil
+}
+
+func (p *QueueProjection) open(r io.ReaderAt, size int64) error {
+	t, err := openHistory(r, size)
+	if err != nil {
+		return err
+	}
+	if p.s == nil {
+		p.s = NewState()
+	}
+	p.s.History, p.s.history = map[string]*Entry{}, t
+	if t.len() == 0 {
+		p.s.history = nil
+	}
+	return nil
 }
 
 func (r *reader) end() error {
@@ -231,55 +380,6 @@ func (r *reader) end() error {
 		return errSnapshot
 	}
 	return r.err
-}
-
-// UnmarshalState checks the history's checksum and decodes it in the background.
-func (p *QueueProjection) UnmarshalState(b []byte) error {
-	r, err := newReader(b, queueMagic)
-	if err != nil {
-		return err
-	}
-	if len(r.s)-r.pos < 4 {
-		return errSnapshot
-	}
-	crc := binary.LittleEndian.Uint32(b[r.pos:])
-	if crc32.Checksum(b[r.pos+4:], castagnoli) != crc {
-		return errSnapshot
-	}
-	st := p.s
-	if st == nil {
-		st = NewState()
-	}
-	done := make(chan decodedHistory, 1)
-	*p = QueueProjection{s: st, decoding: done}
-	hr := &reader{s: r.s, pos: r.pos + 4}
-	fault.Go(func() {
-		d := NewState()
-		err := d.decodeHistory(hr)
-		done <- decodedHistory{d.History, err}
-	})
-	return nil
-}
-
-func (s *State) decodeHistory(r *reader) error {
-	n := r.count()
-	s.History = make(map[string]*Entry, n)
-	entries := make([]Entry, n)
-	for i := range entries {
-		h := &entries[i]
-		for _, p := range []*string{&h.ID, &h.Status, &h.LastError, &h.Worker, &h.Actor, &h.BlockReason} {
-			*p = r.str()
-		}
-		h.Attempts, h.Failures, h.Priority = int(r.int()), int(r.int()), int(r.int())
-		h.LastAttempt, h.LastFailureAt, h.LeaseUntil, h.QueuedAt = r.time(), r.time(), r.time(), r.time()
-		h.Blocked = r.bool()
-		h.Pending, h.SyncFailed = r.syncs(), r.syncs()
-		if r.err != nil {
-			return r.err
-		}
-		s.History[h.ID] = h
-	}
-	return r.end()
 }
 
 type writer struct{ buf []byte }

@@ -3,7 +3,6 @@ package workqueue
 import (
 	"cmp"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"sort"
 	"time"
@@ -131,8 +130,14 @@ type PendingSync struct {
 
 // State is what the Decide functions see: the tracker's tasks and the
 // queue's history. They are two projections ("tasks" and "queue"), so that a
-// command about tasks does not decode the history, and the other way round;
+// command about tasks does not read the history, and the other way round;
 // a command that needs one of them leaves the other nil.
+//
+// Read from a snapshot, a side keeps the snapshot's table open and decodes
+// a task or an entry when it is first asked for (Task, Entry): Tasks and
+// History hold what was decoded or changed since, and are whole only after
+// AllTasks and AllHistory. Code that looks something up goes through Task
+// and Entry; code that goes through everything calls AllTasks or AllHistory.
 type State struct {
 	Tasks      map[string]*Task
 	CommentSeq int64 // the last comment's id
@@ -140,6 +145,89 @@ type State struct {
 	// IDs answers whether a task exists when Tasks was not opened (the
 	// task-ids projection: a few bytes a task rather than the tasks).
 	IDs TaskIndex
+
+	tasks   *taskTable    // the snapshot's tasks not yet in Tasks; nil: Tasks is whole
+	history *historyTable // the same for History
+}
+
+// Combine is the state a command decides on: the tracker's side of tasks
+// and the queue's side of history; a side the command did not open is nil.
+func Combine(tasks, history *State, ids TaskIndex) *State {
+	s := &State{IDs: ids}
+	if tasks != nil {
+		s.Tasks, s.CommentSeq, s.tasks = tasks.Tasks, tasks.CommentSeq, tasks.tasks
+	}
+	if history != nil {
+		s.History, s.history = history.History, history.history
+	}
+	return s
+}
+
+// Task returns the task with this id, or nil.
+func (s *State) Task(id string) *Task {
+	if t, ok := s.Tasks[id]; ok || s.tasks == nil {
+		return t
+	}
+	i := s.tasks.find(id)
+	if i < 0 {
+		return nil
+	}
+	t := decodeTask(s.tasks.record(i))
+	s.Tasks[id] = t
+	return t
+}
+
+// Entry returns the task's history, or nil.
+func (s *State) Entry(id string) *Entry {
+	if h, ok := s.History[id]; ok || s.history == nil {
+		return h
+	}
+	i := s.history.find(id)
+	if i < 0 {
+		return nil
+	}
+	h := decodeEntry(s.history.record(i))
+	s.History[id] = h
+	return h
+}
+
+// AllTasks decodes every task and returns them all, by id.
+func (s *State) AllTasks() map[string]*Task {
+	if t := s.tasks; t != nil {
+		for i, r := range t.all() {
+			if _, ok := s.Tasks[t.ids[i]]; !ok {
+				s.Tasks[t.ids[i]] = decodeTask(r)
+			}
+		}
+		s.tasks = nil
+	}
+	return s.Tasks
+}
+
+// AllHistory decodes every entry and returns them all, by id.
+func (s *State) AllHistory() map[string]*Entry {
+	if t := s.history; t != nil {
+		for i, r := range t.all() {
+			if _, ok := s.History[t.ids[i]]; !ok {
+				s.History[t.ids[i]] = decodeEntry(r)
+			}
+		}
+		s.history = nil
+	}
+	return s.History
+}
+
+// baseRefs are the ids of the tasks that named id (as parent, blocker or
+// link) when the snapshot was written.
+func (s *State) baseRefs(id string) []string {
+	if s.tasks == nil {
+		return nil
+	}
+	i := s.tasks.find(id)
+	if i < 0 {
+		return nil
+	}
+	return recordRefs(s.tasks.record(i))
 }
 
 // Projection names.
@@ -151,89 +239,29 @@ const (
 // Their state grows with the number of tasks, so saves are amortized (see
 // projections.Spec.Amortize).
 var (
-	Spec      = projections.Spec{Name: Name, Version: 3, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
-	QueueSpec = projections.Spec{Name: QueueName, Version: 4, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
+	Spec      = projections.Spec{Name: Name, Version: 4, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
+	QueueSpec = projections.Spec{Name: QueueName, Version: 5, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
-// TasksProjection folds the tracker's side of every event. Read from a
-// snapshot, its tasks are decoded in the background while the command goes
-// on (catching up, opening other projections); events applied meanwhile are
-// queued, and whether an id exists is answered from the snapshot's sorted id
-// list. State waits for the decoding.
-type TasksProjection struct {
-	s        *State
-	ids      []string          // the snapshot's ids, sorted, while decoding
-	decoding chan decodedTasks // nil once decoded
-	pending  []*eventlog.Event
-}
+// TasksProjection folds the tracker's side of every event.
+type TasksProjection struct{ s *State }
 
-type decodedTasks struct {
-	tasks map[string]*Task
-	err   error
-}
-
-// NewTasksProjection wraps a decoded state.
+// NewTasksProjection wraps a state.
 func NewTasksProjection(s *State) *TasksProjection { return &TasksProjection{s: s} }
 
-// State waits for the snapshot's tasks and applies the queued events.
-func (p *TasksProjection) State() *State {
-	if p.decoding != nil {
-		d := <-p.decoding
-		if d.err != nil {
-			// UnmarshalState checked the records' checksum: damage here is a
-			// bug, and losing tasks silently would be worse.
-			panic(fmt.Sprintf("tasks snapshot: %v", d.err))
-		}
-		p.s.Tasks, p.ids, p.decoding = d.tasks, nil, nil
-		for _, e := range p.pending {
-			p.s.applyTask(e)
-		}
-		p.pending = nil
-	}
-	return p.s
-}
+// State is the tracker's state.
+func (p *TasksProjection) State() *State { return p.s }
 
 func (p *TasksProjection) Apply(e *eventlog.Event) error {
-	if p.decoding != nil {
-		if isTaskEvent(e) {
-			p.pending = append(p.pending, e)
-		}
-		return nil
-	}
 	p.s.applyTask(e)
 	return nil
 }
 
 // HasTask reports whether a task exists, decoding nothing.
-func (p *TasksProjection) HasTask(id string) bool {
-	if p.decoding == nil {
-		return p.s.HasTask(id)
-	}
-	if _, ok := slices.BinarySearch(p.ids, id); ok {
-		return true
-	}
-	for _, e := range p.pending {
-		if e.Type == TypeCreated && e.Subject == id {
-			return true
-		}
-	}
-	return false
-}
+func (p *TasksProjection) HasTask(id string) bool { return p.s.HasTask(id) }
 
-// TaskCount is how many tasks exist (about, while encoded: a duplicate
-// create in the queued events counts twice), decoding nothing.
-func (p *TasksProjection) TaskCount() int {
-	if p.decoding == nil {
-		return p.s.TaskCount()
-	}
-	n := len(p.ids)
-	for _, e := range p.pending {
-		if e.Type == TypeCreated {
-			n++
-		}
-	}
-	return n
-}
+// TaskCount is how many tasks exist, decoding nothing.
+func (p *TasksProjection) TaskCount() int { return p.s.TaskCount() }
 
 // TaskIndex answers what spool task add needs to know.
 type TaskIndex interface {
@@ -245,49 +273,35 @@ func (s *State) HasTask(id string) bool {
 	if s.Tasks == nil && s.IDs != nil {
 		return s.IDs.HasTask(id)
 	}
-	return s.Tasks[id] != nil
-}
-func (s *State) TaskCount() int { return len(s.Tasks) }
-
-// QueueProjection folds the queue's side of every event; like the tasks,
-// its snapshot is decoded in the background.
-type QueueProjection struct {
-	s        *State
-	decoding chan decodedHistory
-	pending  []*eventlog.Event
+	if _, ok := s.Tasks[id]; ok {
+		return true
+	}
+	return s.tasks != nil && s.tasks.find(id) >= 0
 }
 
-type decodedHistory struct {
-	history map[string]*Entry
-	err     error
+func (s *State) TaskCount() int {
+	if s.tasks == nil {
+		return len(s.Tasks)
+	}
+	n := s.tasks.len()
+	for id := range s.Tasks {
+		if s.tasks.find(id) < 0 {
+			n++
+		}
+	}
+	return n
 }
 
-// NewQueueProjection wraps a decoded state.
+// QueueProjection folds the queue's side of every event.
+type QueueProjection struct{ s *State }
+
+// NewQueueProjection wraps a state.
 func NewQueueProjection(s *State) *QueueProjection { return &QueueProjection{s: s} }
 
-// State waits for the snapshot's entries and applies the queued events.
-func (p *QueueProjection) State() *State {
-	if p.decoding != nil {
-		d := <-p.decoding
-		if d.err != nil {
-			panic(fmt.Sprintf("history snapshot: %v", d.err))
-		}
-		p.s.History, p.decoding = d.history, nil
-		for _, e := range p.pending {
-			p.s.applyEntry(e)
-		}
-		p.pending = nil
-	}
-	return p.s
-}
+// State is the queue's state.
+func (p *QueueProjection) State() *State { return p.s }
 
 func (p *QueueProjection) Apply(e *eventlog.Event) error {
-	if p.decoding != nil {
-		if isTaskEvent(e) {
-			p.pending = append(p.pending, e)
-		}
-		return nil
-	}
 	p.s.applyEntry(e)
 	return nil
 }
@@ -298,7 +312,7 @@ func NewState() *State {
 }
 
 func (s *State) entry(id string) *Entry {
-	h := s.History[id]
+	h := s.Entry(id)
 	if h == nil {
 		h = &Entry{ID: id, Status: HistPending}
 		s.History[id] = h
@@ -322,7 +336,7 @@ func (s *State) applyTask(e *eventlog.Event) {
 		return
 	}
 	id := e.Subject
-	t := s.Tasks[id]
+	t := s.Task(id)
 	if e.Type == TypeCreated {
 		var d CreatedData
 		if t != nil || json.Unmarshal(e.Data, &d) != nil {
@@ -449,18 +463,18 @@ func (s *State) applyEntry(e *eventlog.Event) {
 	id := e.Subject
 	switch e.Type {
 	case TypeClosed:
-		if h := s.History[id]; h != nil && h.Status == HistWorking {
+		if h := s.Entry(id); h != nil && h.Status == HistWorking {
 			h.release(HistPending) // closed under a worker: the claim ends
 		}
 	case TypeReopened:
-		if h := s.History[id]; h != nil && h.Status == HistCompleted {
+		if h := s.Entry(id); h != nil && h.Status == HistCompleted {
 			h.Status = HistPending
 		}
 	case TypeImported:
 		// An import sets the whole task, as the export had it: a live claim
 		// ends (the task is no longer the claimant's, and no attempt is
 		// counted), and Blocked is what the import says.
-		h := s.History[id]
+		h := s.Entry(id)
 		var d ImportedData
 		if h == nil || json.Unmarshal(e.Data, &d) != nil || d.Title == "" {
 			return
@@ -484,7 +498,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		h.Worker, h.Actor, h.LeaseUntil, h.Priority = d.Worker, e.Actor, d.LeaseUntil, d.Priority
 	case TypeHeartbeat:
 		var d HeartbeatData
-		if h := s.History[id]; h != nil && h.Status == HistWorking && json.Unmarshal(e.Data, &d) == nil {
+		if h := s.Entry(id); h != nil && h.Status == HistWorking && json.Unmarshal(e.Data, &d) == nil {
 			h.LeaseUntil = d.LeaseUntil
 		}
 	case TypeSucceeded:
@@ -521,7 +535,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 	case TypeAbandoned:
 		s.entry(id).release(HistAbandoned)
 	case TypeReleased:
-		if h := s.History[id]; h != nil && h.Status == HistWorking {
+		if h := s.Entry(id); h != nil && h.Status == HistWorking {
 			h.release(HistPending)
 		}
 	case TypeBlocked:
@@ -540,12 +554,12 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		}
 	case TypeSynced:
 		var d SyncedData
-		if h := s.History[id]; h != nil && json.Unmarshal(e.Data, &d) == nil {
+		if h := s.Entry(id); h != nil && json.Unmarshal(e.Data, &d) == nil {
 			h.dropPending(d.Request)
 		}
 	case TypeSyncFailed:
 		var d SyncFailedData
-		if h := s.History[id]; h != nil && json.Unmarshal(e.Data, &d) == nil {
+		if h := s.Entry(id); h != nil && json.Unmarshal(e.Data, &d) == nil {
 			i := slices.IndexFunc(h.Pending, func(p PendingSync) bool { return p.Request == d.Request })
 			if i < 0 {
 				return
@@ -635,8 +649,9 @@ func NormLabels(labels []string) []string {
 
 // SortedIDs returns the task ids in order.
 func (s *State) SortedIDs() []string {
-	ids := make([]string, 0, len(s.Tasks))
-	for id := range s.Tasks {
+	all := s.AllTasks()
+	ids := make([]string, 0, len(all))
+	for id := range all {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
@@ -649,7 +664,7 @@ func (p *TasksProjection) Files() ([]projections.File, error) {
 	ids := s.SortedIDs()
 	tasks := make([]TaskJSON, 0, len(ids))
 	for _, id := range ids {
-		tasks = append(tasks, s.Tasks[id].Record())
+		tasks = append(tasks, s.Task(id).Record())
 	}
 	b, err := marshalIndent(tasks)
 	return []projections.File{{Path: ".spool/state/tasks.json", Data: b}}, err
@@ -658,14 +673,15 @@ func (p *TasksProjection) Files() ([]projections.File, error) {
 // Files renders history.json, by id.
 func (p *QueueProjection) Files() ([]projections.File, error) {
 	s := p.State()
-	ids := make([]string, 0, len(s.History))
-	for id := range s.History {
+	all := s.AllHistory()
+	ids := make([]string, 0, len(all))
+	for id := range all {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	hist := make([]EntryJSON, 0, len(ids))
 	for _, id := range ids {
-		hist = append(hist, s.History[id].JSON())
+		hist = append(hist, all[id].JSON())
 	}
 	b, err := marshalIndent(hist)
 	return []projections.File{{Path: ".spool/state/history.json", Data: b}}, err

@@ -133,7 +133,7 @@ func SetStatus(s *State, p Policy, id, to, worker, actor, reason string, now tim
 			drafts = append(drafts, r)
 		}
 		d := BlockedData{TaskID: id, Reason: reason}
-		if h := s.History[id]; h != nil {
+		if h := s.Entry(id); h != nil {
 			d.TotalAttempts, d.LastFailureReason = h.Failures, h.LastError
 		}
 		return append(drafts, eventlog.Draft{Type: TypeBlocked, Subject: id, Data: d}), nil
@@ -175,6 +175,6 @@ func SetStatus(s *State, p Policy, id, to, worker, actor, reason string, now tim
 
 // claimed reports whether id has a live claim.
 func (s *State) claimed(id string, p Policy, now time.Time) bool {
-	h := s.History[id]
+	h := s.Entry(id)
 	return h != nil && h.Status == HistWorking && p.Effective(*h, now).Status == HistWorking
 }

@@ -22,7 +22,7 @@ func (s *State) blockedBy(t *Task, memo map[string]bool, depth int) bool {
 		return true
 	}
 	for _, d := range t.Blockers {
-		if b := s.Tasks[d.ID]; b != nil && b.Status != StatusClosed {
+		if b := s.Task(d.ID); b != nil && b.Status != StatusClosed {
 			return true
 		}
 	}
@@ -32,7 +32,7 @@ func (s *State) blockedBy(t *Task, memo map[string]bool, depth int) bool {
 	if v, ok := memo[t.Parent]; ok {
 		return v
 	}
-	p := s.Tasks[t.Parent]
+	p := s.Task(t.Parent)
 	v := p != nil && s.blockedBy(p, memo, depth+1)
 	memo[t.Parent] = v
 	return v
@@ -69,27 +69,61 @@ func (f ReadyFilter) Admits(t *Task) bool {
 // the blocked label, by priority then creation time (beads' bd ready); at
 // most limit of them when limit > 0.
 func (s *State) Ready(p Policy, f ReadyFilter, now time.Time, limit int) []*Task {
+	if limit <= 0 {
+		s.AllTasks() // every task: decoding them at once is cheaper than one at a time
+	}
 	memo := map[string]bool{}
 	var out []*Task
-	for _, t := range s.Tasks {
+	s.openOrder(nil, func(t *Task) bool {
+		if limit > 0 && len(out) == limit && !taskLess(t, out[limit-1]) {
+			return false // would not make the first limit
+		}
 		st := s.EffectiveStatus(t, p, now)
 		if st != StatusOpen && !(f.Claimed && st == StatusInProgress) || !f.Admits(t) ||
 			f.Unassigned && st == t.Status && t.Detail().Assignee != "" { // an expired claim's assignee is gone
-			continue
-		}
-		if limit > 0 && len(out) == limit && !taskLess(t, out[limit-1]) {
-			continue // would not make the first limit: skip the blocker walk
+			return true
 		}
 		if s.blockedBy(t, memo, 0) {
-			continue
+			return true
 		}
 		if limit > 0 {
 			out = insertTop(out, t, limit, taskLess)
 		} else {
 			out = append(out, t)
 		}
-	}
+		return true
+	})
 	return topK(out, limit, taskLess)
+}
+
+// openOrder calls f with every task that may be open. First come the
+// snapshot's tasks that were not closed and are unchanged since, in ready's
+// order (taskLess), for as long as f returns true; then, whatever f
+// returns, the tasks decoded or changed since and those in over (which
+// stand for tasks of the same id), in no order.
+func (s *State) openOrder(over map[string]*Task, f func(*Task) bool) {
+	rest := make([]*Task, 0, len(s.Tasks)+len(over))
+	skip := make(map[string]bool, len(s.Tasks)+len(over))
+	for id, t := range s.Tasks {
+		if over[id] == nil {
+			rest = append(rest, t)
+			skip[id] = true
+		}
+	}
+	for id, t := range over {
+		rest = append(rest, t)
+		skip[id] = true
+	}
+	if s.tasks != nil {
+		for _, i := range s.tasks.open {
+			if id := s.tasks.ids[i]; !skip[id] && !f(s.Task(id)) {
+				break
+			}
+		}
+	}
+	for _, t := range rest {
+		f(t)
+	}
 }
 
 // insertTop inserts it into top, kept sorted and at most k long.
@@ -160,7 +194,7 @@ type ListFilter struct {
 // List returns the matching tasks by priority then creation time.
 func (s *State) List(p Policy, f ListFilter, now time.Time) []*Task {
 	var out []*Task
-	for _, t := range s.Tasks {
+	for _, t := range s.AllTasks() {
 		if f.Status != "" && s.EffectiveStatus(t, p, now) != f.Status ||
 			f.Label != "" && !t.HasLabel(f.Label) ||
 			f.Priority != nil && t.Priority != *f.Priority {
@@ -187,7 +221,7 @@ func (s *State) reaches(from, to string) bool {
 			continue
 		}
 		seen[id] = true
-		t := s.Tasks[id]
+		t := s.Task(id)
 		if t == nil {
 			continue
 		}
@@ -223,7 +257,7 @@ func (s *State) ListItem(t *Task, p Policy, now time.Time, dependents map[string
 // each task: its children, the tasks it blocks, the tasks linked to it.
 func (s *State) DependentCounts() map[string]int {
 	n := map[string]int{}
-	for _, t := range s.Tasks {
+	for _, t := range s.AllTasks() {
 		if t.Parent != "" {
 			n[t.Parent]++
 		}
@@ -246,7 +280,7 @@ func (s *State) Show(t *Task, p Policy, now time.Time) DetailJSON {
 		j.Comments = nil
 	}
 	related := func(id, typ string) RelatedJSON {
-		if o := s.Tasks[id]; o != nil {
+		if o := s.Task(id); o != nil {
 			return RelatedJSON{TaskJSON: s.View(o, p, now), DependencyType: typ}
 		}
 		return RelatedJSON{TaskJSON: TaskJSON{ID: id}, DependencyType: typ} // imported with a dangling reference
@@ -268,12 +302,24 @@ func (s *State) Show(t *Task, p Policy, now time.Time) DetailJSON {
 	return j
 }
 
-// dependentsOf returns the tasks with a dependency record naming id, by id.
+// dependentsOf returns the tasks with a dependency record naming id, by id:
+// those decoded or changed since the snapshot, and those the snapshot
+// recorded as naming it that still do.
 func (s *State) dependentsOf(id string) []*Task {
+	names := func(t *Task) bool {
+		return t.Parent == id || slices.ContainsFunc(t.Blockers, func(d Dep) bool { return d.ID == id }) ||
+			slices.ContainsFunc(t.Links, func(l Link) bool { return l.ID == id })
+	}
 	var out []*Task
+	seen := map[string]bool{}
 	for _, t := range s.Tasks {
-		if t.Parent == id || slices.ContainsFunc(t.Blockers, func(d Dep) bool { return d.ID == id }) ||
-			slices.ContainsFunc(t.Links, func(l Link) bool { return l.ID == id }) {
+		seen[t.ID] = true
+		if names(t) {
+			out = append(out, t)
+		}
+	}
+	for _, r := range s.baseRefs(id) {
+		if t := s.Task(r); !seen[r] && t != nil && names(t) {
 			out = append(out, t)
 		}
 	}

@@ -582,10 +582,10 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 	backTasks.State()
 	backHistory.State()
-	if got := back.Tasks[a].Record().Comments; len(got) != 1 || got[0].Text != "looks good" {
+	if got := back.Task(a).Record().Comments; len(got) != 1 || got[0].Text != "looks good" {
 		t.Fatalf("comments %+v", got)
 	}
-	if back.Tasks[a].LeaseUntil != w.s.Tasks[a].LeaseUntil || back.History[a].LastError != "boom" {
+	if back.Task(a).LeaseUntil != w.s.Tasks[a].LeaseUntil || back.Entry(a).LastError != "boom" {
 		t.Fatal("lease or history lost")
 	}
 }
@@ -770,7 +770,7 @@ func TestBlockReasonUntilUnblocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	back := NewQueueProjection(NewState())
-	if err := back.UnmarshalState(b); err != nil || back.State().History[id].BlockReason != "waits for the vendor" {
+	if err := back.UnmarshalState(b); err != nil || back.State().Entry(id).BlockReason != "waits for the vendor" {
 		t.Fatalf("through a snapshot: %v %+v", err, back.State().History[id])
 	}
 	d, err = Unblock(w.s, id, false)

@@ -123,7 +123,7 @@ func (s *Service) start(ctx context.Context) (*orchestrator.Active, error) {
 	claimed, _, err := s.WQ.NextAnd(ctx, require, exclude, orchestrator.Worker, func(st *workqueue.State, c *workqueue.Claim) []eventlog.Draft {
 		id := c.Task.ID
 		d := orchestrator.ClaimedData{Attempt: c.Attempt, Branch: orchestrator.Branch(id), Worktree: s.Worktree(id), RunDir: orchestrator.RunDir(root, id)}
-		if h := st.History[id]; h != nil {
+		if h := st.Entry(id); h != nil {
 			d.FailureContext = h.LastError
 		}
 		return []eventlog.Draft{orchestrator.Claimed(id, d)}

@@ -64,7 +64,7 @@ func (s *Service) views(ctx context.Context, id string) ([]PlanView, error) {
 		return nil, err
 	}
 	title := func(id string) (string, string) {
-		if t := wq.Tasks[id]; t != nil {
+		if t := wq.Task(id); t != nil {
 			return t.Title, t.Status
 		}
 		return "", "missing"

@@ -84,7 +84,7 @@ func (s *Service) readySet(ctx context.Context) (map[string]bool, error) {
 	for _, t := range ts.Ready(s.Policy, workqueue.ReadyFilter{Claimed: true}, s.Now, workqueue.Unsorted) {
 		for id, depth := t.ID, 0; id != "" && !set[id] && depth < 64; depth++ {
 			set[id] = true
-			if p := ts.Tasks[id]; p != nil {
+			if p := ts.Task(id); p != nil {
 				id = p.Parent
 			} else {
 				id = ""

@@ -83,11 +83,11 @@ func (s *Service) NextAnd(ctx context.Context, require, exclude []string, worker
 		return nil, Idle{}, err
 	}
 	if claim == nil {
-		at, id := s.Policy.Wakeup(st.History, s.Now)
+		at, id := s.Policy.Wakeup(st.AllHistory(), s.Now)
 		return nil, Idle{At: at, Task: id}, nil
 	}
 	out := &Claimed{Attempt: claim.Attempt, Worker: claim.Worker, LeaseUntil: claim.LeaseUntil}
-	if t := st.Tasks[claim.Task.ID]; t != nil {
+	if t := st.Task(claim.Task.ID); t != nil {
 		out.TaskJSON = st.View(t, s.Policy, s.Now)
 	} else {
 		c := claim.Task
@@ -171,7 +171,7 @@ func (s *Service) Entry(ctx context.Context, id string) (workqueue.EntryJSON, er
 	if err != nil {
 		return workqueue.EntryJSON{}, err
 	}
-	if st.History[id] == nil && st.Tasks[id] == nil {
+	if st.Entry(id) == nil && st.Task(id) == nil {
 		return workqueue.EntryJSON{}, workqueue.NoTask(id)
 	}
 	return s.entryView(st, id), nil
@@ -183,8 +183,9 @@ func (s *Service) Histories(ctx context.Context) ([]workqueue.EntryJSON, error) 
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, 0, len(st.History))
-	for id := range st.History {
+	all := st.AllHistory()
+	ids := make([]string, 0, len(all))
+	for id := range all {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
@@ -209,8 +210,8 @@ func (s *Service) Stats(ctx context.Context) (workqueue.Stats, error) {
 	if s.Native() {
 		cands = workqueue.Candidates(st.Ready(s.Policy, workqueue.ReadyFilter{}, s.Now, workqueue.Unsorted))
 	}
-	ready := len(s.Policy.Select(cands, workqueue.Lookup(st.History), gate, s.Now, workqueue.Unsorted))
-	return s.Policy.Stats(st.History, ready, s.Now), nil
+	ready := len(s.Policy.Select(cands, workqueue.Lookup(st.AllHistory()), gate, s.Now, workqueue.Unsorted))
+	return s.Policy.Stats(st.AllHistory(), ready, s.Now), nil
 }
 
 // ExpireClaims records every claim whose lease ran out, as next would on

@@ -50,17 +50,18 @@ var (
 
 // stateOf assembles what the decide functions see; a side not opened is nil.
 func stateOf(v *projections.View) *workqueue.State {
-	s := &workqueue.State{}
+	var tasks, history *workqueue.State
+	var ids workqueue.TaskIndex
 	if p, ok := projections.As[*workqueue.TasksProjection](v, workqueue.Name); ok {
-		s.Tasks = p.State().Tasks
+		tasks = p.State()
 	}
 	if p, ok := projections.As[*workqueue.QueueProjection](v, workqueue.QueueName); ok {
-		s.History = p.State().History
+		history = p.State()
 	}
 	if p, ok := projections.As[*workqueue.IDsProjection](v, workqueue.IDsName); ok {
-		s.IDs = p
+		ids = p
 	}
-	return s
+	return workqueue.Combine(tasks, history, ids)
 }
 
 // Read returns the named projections up to date.
@@ -133,7 +134,7 @@ func (s *Service) Resolve(st *workqueue.State, refs []string) ([]string, error) 
 
 // entryView is a task's history as it stands now.
 func (s *Service) entryView(st *workqueue.State, id string) workqueue.EntryJSON {
-	if h := st.History[id]; h != nil {
+	if h := st.Entry(id); h != nil {
 		return s.Policy.HistoryView(*h, s.Now)
 	}
 	return workqueue.EntryJSON{ID: id, Status: workqueue.HistPending}

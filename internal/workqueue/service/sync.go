@@ -37,7 +37,7 @@ func (s *Service) syncPending(ctx context.Context, wait bool) {
 	}
 	// Copied: the writes below change the state they were read from.
 	pending := map[string][]workqueue.PendingSync{}
-	for id, h := range st.History {
+	for id, h := range st.AllHistory() {
 		if len(h.Pending) > 0 {
 			pending[id] = slices.Clone(h.Pending)
 		}

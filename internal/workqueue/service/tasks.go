@@ -62,7 +62,7 @@ func (s *Service) Add(ctx context.Context, n workqueue.NewTask) (workqueue.TaskJ
 	}
 	created := workqueue.NewState()
 	created.Apply(&events[0])
-	return created.View(created.Tasks[events[0].Subject], s.Policy, s.Now), nil
+	return created.View(created.Task(events[0].Subject), s.Policy, s.Now), nil
 }
 
 // Show returns the tasks named as bd show has them, and the state to read
@@ -77,7 +77,7 @@ func (s *Service) Show(ctx context.Context, ids []string) ([]workqueue.DetailJSO
 	}
 	out := make([]workqueue.DetailJSON, 0, len(ids))
 	for _, id := range ids {
-		t := st.Tasks[id]
+		t := st.Task(id)
 		if t == nil {
 			return nil, nil, workqueue.NoTask(id)
 		}
@@ -135,7 +135,7 @@ func (s *Service) Update(ctx context.Context, id string, u workqueue.Update) (ta
 	if err != nil {
 		return task, false, err
 	}
-	return st.View(st.Tasks[id], s.Policy, s.Now), len(events) > 0, nil
+	return st.View(st.Task(id), s.Policy, s.Now), len(events) > 0, nil
 }
 
 // Close closes every task or none.
@@ -174,7 +174,7 @@ func (s *Service) tasksChange(ctx context.Context, write store.EnvWrite, refs []
 	}
 	out := make([]workqueue.TaskJSON, 0, len(ids))
 	for _, id := range ids {
-		out = append(out, st.View(st.Tasks[id], s.Policy, s.Now))
+		out = append(out, st.View(st.Task(id), s.Policy, s.Now))
 	}
 	return out, nil
 }
@@ -217,7 +217,7 @@ func (s *Service) Comment(ctx context.Context, ref, text string) (workqueue.Comm
 	if err != nil {
 		return workqueue.CommentJSON{}, err
 	}
-	all := st.Tasks[id].Comments()
+	all := st.Task(id).Comments()
 	return all[len(all)-1], nil
 }
 
@@ -231,7 +231,7 @@ func (s *Service) Comments(ctx context.Context, ref string) (string, []workqueue
 	if err != nil {
 		return "", nil, err
 	}
-	t := st.Tasks[ids[0]]
+	t := st.Task(ids[0])
 	if t == nil {
 		return "", nil, workqueue.NoTask(ids[0])
 	}

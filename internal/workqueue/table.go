@@ -1,0 +1,172 @@
+package workqueue
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"unsafe"
+)
+
+// A table is a snapshot read in part: records sorted by id, each with its
+// own checksum, then an index (the ids, where each record starts, and what
+// the table's kind adds), then the index's offset. Opening reads the index
+// alone; a record is read and checked when a command first asks for it, so
+// a command about a few tasks costs the same at 100,000 tasks as at 1,000.
+//
+//	magic | record… | index | crc32c(index) | uint64 index offset
+//
+// A record is crc32c(payload) then the payload. The file is never changed
+// in place (a save renames a new one over it), so what an open table reads
+// stays what it indexed.
+type table struct {
+	r    io.ReaderAt
+	ids  []string
+	offs []int64 // len(ids)+1: record i is [offs[i], offs[i+1])
+}
+
+// tableWriter builds a table: records in id order, then the index.
+type tableWriter struct {
+	w    writer
+	ids  []string
+	offs []int64
+}
+
+func newTableWriter(magic string, n, size int) *tableWriter {
+	t := &tableWriter{ids: make([]string, 0, n), offs: make([]int64, 0, n+1)}
+	t.w.buf = make([]byte, 0, size)
+	t.w.buf = append(t.w.buf, magic...)
+	return t
+}
+
+// record appends id's record, which enc writes; ids come in sorted order.
+func (t *tableWriter) record(id string, enc func(w *writer)) {
+	t.ids = append(t.ids, id)
+	t.offs = append(t.offs, int64(len(t.w.buf)))
+	at := len(t.w.buf)
+	t.w.buf = append(t.w.buf, 0, 0, 0, 0)
+	enc(&t.w)
+	binary.LittleEndian.PutUint32(t.w.buf[at:], crc32.Checksum(t.w.buf[at+4:], castagnoli))
+}
+
+// finish writes the index, with extra's fields after the ids and offsets.
+func (t *tableWriter) finish(extra func(w *writer)) []byte {
+	w := &t.w
+	t.offs = append(t.offs, int64(len(w.buf)))
+	index := len(w.buf)
+	w.strs(t.ids)
+	prev := int64(0)
+	for _, o := range t.offs {
+		w.uint(uint64(o - prev))
+		prev = o
+	}
+	if extra != nil {
+		extra(w)
+	}
+	w.buf = binary.LittleEndian.AppendUint32(w.buf, crc32.Checksum(w.buf[index:], castagnoli))
+	w.buf = binary.LittleEndian.AppendUint64(w.buf, uint64(index))
+	return w.buf
+}
+
+// openTable reads a table's index from r (size bytes, beginning with
+// magic) and hands extra a reader positioned at the kind's own fields.
+func openTable(r io.ReaderAt, size int64, magic string, extra func(r *reader, n int) error) (*table, error) {
+	head := make([]byte, len(magic))
+	if size < int64(len(magic))+12 {
+		return nil, errSnapshot
+	}
+	if _, err := r.ReadAt(head, 0); err != nil || string(head) != magic {
+		return nil, errSnapshot
+	}
+	var tail [8]byte
+	if _, err := r.ReadAt(tail[:], size-8); err != nil {
+		return nil, errSnapshot
+	}
+	index := int64(binary.LittleEndian.Uint64(tail[:]))
+	if index < int64(len(magic)) || index > size-12 {
+		return nil, errSnapshot
+	}
+	b := make([]byte, size-8-index)
+	if _, err := r.ReadAt(b, index); err != nil {
+		return nil, errSnapshot
+	}
+	body := b[:len(b)-4]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
+		return nil, errSnapshot
+	}
+	rd := &reader{s: unsafe.String(&body[0], len(body))}
+	t := &table{r: r, ids: rd.strs()}
+	t.offs = make([]int64, 0, len(t.ids)+1)
+	at := int64(0)
+	for range len(t.ids) + 1 {
+		at += int64(rd.uint())
+		t.offs = append(t.offs, at)
+	}
+	if rd.err != nil || !slices.IsSorted(t.ids) || t.offs[0] != int64(len(magic)) || t.offs[len(t.ids)] != index ||
+		!slices.IsSorted(t.offs) {
+		return nil, errSnapshot
+	}
+	if extra != nil {
+		if err := extra(rd, len(t.ids)); err != nil {
+			return nil, err
+		}
+	}
+	if err := rd.end(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// keepOpen closes f once t is no longer used: t reads its records from f.
+func keepOpen(t *table, f *os.File) {
+	runtime.AddCleanup(t, func(f *os.File) { f.Close() }, f)
+}
+
+func (t *table) len() int { return len(t.ids) }
+
+// find returns the position of id, or -1.
+func (t *table) find(id string) int {
+	if i, ok := slices.BinarySearch(t.ids, id); ok {
+		return i
+	}
+	return -1
+}
+
+// record reads and checks record i's payload. The file was whole when
+// opened (its index checked out), so a record that does not is damage
+// after the fact, or a bug: it panics rather than lose a task.
+func (t *table) record(i int) *reader {
+	b := make([]byte, t.offs[i+1]-t.offs[i])
+	if _, err := t.r.ReadAt(b, t.offs[i]); err != nil || len(b) < 4 ||
+		crc32.Checksum(b[4:], castagnoli) != binary.LittleEndian.Uint32(b) {
+		panic(fmt.Sprintf("snapshot record %s is damaged (%v): run spool replay", t.ids[i], err))
+	}
+	return &reader{s: unsafe.String(unsafe.SliceData(b), len(b)), pos: 4}
+}
+
+// all reads every record at once, for a command that needs them all.
+func (t *table) all() []*reader {
+	if len(t.ids) == 0 {
+		return nil
+	}
+	start := t.offs[0]
+	b := make([]byte, t.offs[len(t.ids)]-start)
+	if _, err := t.r.ReadAt(b, start); err != nil {
+		panic(fmt.Sprintf("snapshot is damaged (%v): run spool replay", err))
+	}
+	s := unsafe.String(unsafe.SliceData(b), len(b))
+	out := make([]*reader, len(t.ids))
+	rs := make([]reader, len(t.ids))
+	for i := range t.ids {
+		lo, hi := t.offs[i]-start, t.offs[i+1]-start
+		if hi-lo < 4 || crc32.Checksum(b[lo+4:hi], castagnoli) != binary.LittleEndian.Uint32(b[lo:]) {
+			panic(fmt.Sprintf("snapshot record %s is damaged: run spool replay", t.ids[i]))
+		}
+		rs[i] = reader{s: s[:hi], pos: int(lo) + 4}
+		out[i] = &rs[i]
+	}
+	return out
+}
