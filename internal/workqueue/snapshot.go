@@ -12,7 +12,6 @@ import (
 	"slices"
 	"sort"
 	"time"
-
 )
 
 // The snapshots are tables (table.go) of compact binary records, not JSON:
