@@ -2,6 +2,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"reflect"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -222,12 +224,35 @@ func testPanic(where string) {
 	panic("SPOOL_TEST_PANIC=" + where)
 }
 
-// writeJSON prints v as indented JSON.
+// writeJSON prints v as indented JSON. A list is written an item at a
+// time, as json.Encoder would write it whole: a list of 100,000 tasks then
+// needs one item's buffer, not three copies of the output.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Slice || rv.Len() == 0 {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var item bytes.Buffer
+	enc := json.NewEncoder(&item)
 	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	enc.SetIndent("  ", "  ")
+	bw.WriteString("[\n  ")
+	for i := range rv.Len() {
+		if i > 0 {
+			bw.WriteString(",\n  ")
+		}
+		item.Reset()
+		if err := enc.Encode(rv.Index(i).Interface()); err != nil {
+			return err
+		}
+		bw.Write(bytes.TrimSuffix(item.Bytes(), []byte{'\n'}))
+	}
+	bw.WriteString("\n]\n")
+	return bw.Flush()
 }
 
 func jsonCompact(v any) ([]byte, error) {

@@ -414,7 +414,7 @@ type reader struct {
 	s    string
 	pos  int
 	err  error
-	pool []string
+	pool *[]string // shared by the readers of one table's records
 }
 
 func (r *reader) fail() { r.err, r.pos = errSnapshot, len(r.s) }
@@ -469,14 +469,23 @@ func (r *reader) strs() []string {
 	if n == 0 {
 		return nil
 	}
-	if cap(r.pool)-len(r.pool) < n {
-		r.pool = make([]string, 0, max(n, 1024))
+	if r.pool == nil {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = r.str()
+		}
+		return out
 	}
-	start := len(r.pool)
+	pool := *r.pool
+	if cap(pool)-len(pool) < n {
+		pool = make([]string, 0, max(n, 1024))
+	}
+	start := len(pool)
 	for range n {
-		r.pool = append(r.pool, r.str())
+		pool = append(pool, r.str())
 	}
-	return r.pool[start:len(r.pool):len(r.pool)] // full slice: appends copy
+	*r.pool = pool
+	return pool[start:len(pool):len(pool)] // full slice: appends copy
 }
 
 func (r *reader) bool() bool {

@@ -160,12 +160,13 @@ func (t *table) all() []*reader {
 	s := unsafe.String(unsafe.SliceData(b), len(b))
 	out := make([]*reader, len(t.ids))
 	rs := make([]reader, len(t.ids))
+	pool := new([]string) // labels of every record share one array
 	for i := range t.ids {
 		lo, hi := t.offs[i]-start, t.offs[i+1]-start
 		if hi-lo < 4 || crc32.Checksum(b[lo+4:hi], castagnoli) != binary.LittleEndian.Uint32(b[lo:]) {
 			panic(fmt.Sprintf("snapshot record %s is damaged: run spool replay", t.ids[i]))
 		}
-		rs[i] = reader{s: s[:hi], pos: int(lo) + 4}
+		rs[i] = reader{s: s[:hi], pos: int(lo) + 4, pool: pool}
 		out[i] = &rs[i]
 	}
 	return out
