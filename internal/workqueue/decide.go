@@ -463,9 +463,7 @@ func Overlay(s *State, drafts []eventlog.Draft, actor string, now time.Time) (*S
 	o := NewState()
 	for _, d := range drafts {
 		if t := s.Task(d.Subject); t != nil && o.Tasks[d.Subject] == nil {
-			c := *t
-			c.Labels = slices.Clone(t.Labels)
-			o.Tasks[d.Subject] = &c
+			o.Tasks[d.Subject] = t.clone() // deep: the drafts change the detail too (unassign)
 		}
 		if h := s.Entry(d.Subject); h != nil && o.History[d.Subject] == nil {
 			c := *h

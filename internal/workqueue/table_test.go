@@ -1,0 +1,170 @@
+package workqueue_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/workqueue"
+	"github.com/spoolhq/spool/projections"
+)
+
+// A state opened on its snapshot decodes tasks and entries as it is asked
+// for them, and ready and next walk its open tasks in ready's order,
+// stopping early. Every answer must be the one the whole state gives: on
+// the snapshot as written, and after more events changed some tasks (the
+// walk then merges what changed with what did not).
+func TestTablesAnswerAsTheWholeState(t *testing.T) {
+	for seed := range 30 {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(seed), 16))
+			c := newTaskClone(fmt.Sprintf("w%d", seed)).(*taskClone)
+			c.pol.Kind = []string{workqueue.Exponential, workqueue.Progressive}[seed%2]
+			now := start
+			seq := 0
+			var snap [2][]byte
+			var since []*eventlog.Event // applied after snap
+			// fresh opens a state on snap with the events since applied: each
+			// question gets one, so none is answered by what another decoded.
+			fresh := func() *workqueue.State {
+				s := open(t, snap)
+				for _, e := range since {
+					s.Apply(e)
+				}
+				return s
+			}
+			step := func() {
+				now = now.Add(time.Duration(r.IntN(900)) * time.Second)
+				actor, drafts, err := c.Command(r, now)
+				if err != nil {
+					return
+				}
+				for _, d := range drafts {
+					e, err := d.Event(actor, now)
+					if err != nil {
+						t.Fatal(err)
+					}
+					seq++
+					e.ID = fmt.Sprintf("ev-%d", seq)
+					c.s.Apply(e)
+					since = append(since, e)
+				}
+			}
+			for range 120 + 10*seed {
+				step()
+			}
+			snap, since = write(t, c.s), nil
+			sameAnswers(t, c, fresh, now)
+			for range 40 {
+				step()
+			}
+			sameAnswers(t, c, fresh, now)
+			snap, since = write(t, fresh()), nil
+			for range 40 {
+				step()
+			}
+			sameAnswers(t, c, fresh, now.Add(time.Hour))
+			if got := write(t, fresh()); string(got[0]) != string(write(t, c.s)[0]) || string(got[1]) != string(write(t, c.s)[1]) {
+				t.Fatal("the snapshots written from the opened state differ")
+			}
+		})
+	}
+}
+
+// write returns s's snapshots, tasks and history.
+func write(t *testing.T, s *workqueue.State) [2][]byte {
+	t.Helper()
+	var out [2][]byte
+	for i, p := range []projections.Projection{workqueue.NewTasksProjection(s), workqueue.NewQueueProjection(s)} {
+		b, err := p.MarshalState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = b
+	}
+	return out
+}
+
+// open opens a state on snapshots write returned.
+func open(t *testing.T, snap [2][]byte) *workqueue.State {
+	t.Helper()
+	s := workqueue.NewState()
+	for i, p := range []projections.Projection{workqueue.NewTasksProjection(s), workqueue.NewQueueProjection(s)} {
+		if err := p.UnmarshalState(snap[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func ids(ts []*workqueue.Task) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.ID
+	}
+	return out
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func sameAnswers(t *testing.T, c *taskClone, fresh func() *workqueue.State, now time.Time) {
+	t.Helper()
+	whole := c.s
+	for _, f := range []workqueue.ReadyFilter{{}, {All: []string{"backend"}}, {Any: []string{"ui", "urgent"}}, {Claimed: true}, {Unassigned: true}} {
+		for _, limit := range []int{1, 2, 5, 1000, 0} {
+			want, got := ids(whole.Ready(c.pol, f, now, limit)), ids(fresh().Ready(c.pol, f, now, limit))
+			if !slices.Equal(want, got) {
+				t.Fatalf("ready %+v limit %d: %v, want %v", f, limit, got, want)
+			}
+		}
+	}
+	for _, g := range []workqueue.Gate{{}, {Require: []string{"backend"}}, {Exclude: []string{"ui"}}} {
+		wd, wc, werr := workqueue.Next(whole, nil, true, c.pol, g, "agent-9", "ada@example.com", now)
+		gd, gc, gerr := workqueue.Next(fresh(), nil, true, c.pol, g, "agent-9", "ada@example.com", now)
+		if want, got := jsonOf(t, []any{wd, wc, fmt.Sprint(werr)}), jsonOf(t, []any{gd, gc, fmt.Sprint(gerr)}); want != got {
+			t.Fatalf("next %+v:\n%s\nwant\n%s", g, got, want)
+		}
+	}
+	if want, got := jsonOf(t, workqueue.Expire(whole, c.pol, now)), jsonOf(t, workqueue.Expire(fresh(), c.pol, now)); want != got {
+		t.Fatalf("expire: %s, want %s", got, want)
+	}
+	if want, got := workqueue.NextExpiry(whole, now), workqueue.NextExpiry(fresh(), now); !want.Equal(got) {
+		t.Fatalf("next expiry %v, want %v", got, want)
+	}
+	if want, got := whole.TaskCount(), fresh().TaskCount(); want != got {
+		t.Fatalf("%d tasks, want %d", got, want)
+	}
+	for _, id := range append(whole.SortedIDs(), "sp-none") {
+		if whole.HasTask(id) != fresh().HasTask(id) {
+			t.Fatalf("HasTask(%s) differs", id)
+		}
+		if want, got := jsonOf(t, whole.Entry(id)), jsonOf(t, fresh().Entry(id)); want != got {
+			t.Fatalf("Entry(%s): %s, want %s", id, got, want)
+		}
+		lazy := fresh()
+		wt, lt := whole.Task(id), lazy.Task(id)
+		if (wt == nil) != (lt == nil) {
+			t.Fatalf("Task(%s): %v, want %v", id, lt, wt)
+		}
+		if wt == nil {
+			continue
+		}
+		if want, got := jsonOf(t, whole.Show(wt, c.pol, now)), jsonOf(t, lazy.Show(lt, c.pol, now)); want != got {
+			t.Fatalf("show %s:\n%s\nwant\n%s", id, got, want)
+		}
+	}
+	if want, got := jsonOf(t, whole.Export()), jsonOf(t, fresh().Export()); want != got {
+		t.Fatal("export differs")
+	}
+}
