@@ -168,6 +168,10 @@ func guarded(args []string, stderr io.Writer, fn func(context.Context) int) (cod
 				code = int(c)
 				return
 			}
+			if err, ok := p.(*fault.Error); ok { // a typed error from where no error can be returned
+				code = report(stderr, jsonErrors, err)
+				return
+			}
 			code = reportPanic(stderr, jsonErrors, p, debug.Stack())
 		}
 	}()

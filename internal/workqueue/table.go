@@ -2,7 +2,6 @@ package workqueue
 
 import (
 	"encoding/binary"
-	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
@@ -135,14 +134,15 @@ func (t *table) find(id string) int {
 	return -1
 }
 
-// record reads and checks record i's payload. The file was whole when
-// opened (its index checked out), so a record that does not is damage
-// after the fact, or a bug: it panics rather than lose a task.
+// record reads and checks record i's payload; one that fails its checksum
+// panics with corruptSnapshot rather than lose a task.
 func (t *table) record(i int) *reader {
 	b := make([]byte, t.offs[i+1]-t.offs[i])
-	if _, err := t.r.ReadAt(b, t.offs[i]); err != nil || len(b) < 4 ||
-		crc32.Checksum(b[4:], castagnoli) != binary.LittleEndian.Uint32(b) {
-		panic(fmt.Sprintf("snapshot record %s is damaged (%v): run spool replay", t.ids[i], err))
+	if _, err := t.r.ReadAt(b, t.offs[i]); err != nil {
+		panic(corruptSnapshot(t.ids[i], err))
+	}
+	if len(b) < 4 || crc32.Checksum(b[4:], castagnoli) != binary.LittleEndian.Uint32(b) {
+		panic(corruptSnapshot(t.ids[i], errSnapshot))
 	}
 	return &reader{s: unsafe.String(unsafe.SliceData(b), len(b)), pos: 4}
 }
@@ -155,7 +155,7 @@ func (t *table) all() []*reader {
 	start := t.offs[0]
 	b := make([]byte, t.offs[len(t.ids)]-start)
 	if _, err := t.r.ReadAt(b, start); err != nil {
-		panic(fmt.Sprintf("snapshot is damaged (%v): run spool replay", err))
+		panic(corruptSnapshot(t.ids[0], err))
 	}
 	s := unsafe.String(unsafe.SliceData(b), len(b))
 	out := make([]*reader, len(t.ids))
@@ -164,7 +164,7 @@ func (t *table) all() []*reader {
 	for i := range t.ids {
 		lo, hi := t.offs[i]-start, t.offs[i+1]-start
 		if hi-lo < 4 || crc32.Checksum(b[lo+4:hi], castagnoli) != binary.LittleEndian.Uint32(b[lo:]) {
-			panic(fmt.Sprintf("snapshot record %s is damaged: run spool replay", t.ids[i]))
+			panic(corruptSnapshot(t.ids[i], errSnapshot))
 		}
 		rs[i] = reader{s: s[:hi], pos: int(lo) + 4, pool: pool}
 		out[i] = &rs[i]
