@@ -185,6 +185,24 @@ func TestOrchestratorFailingAgentBlocks(t *testing.T) {
 	noTwice(t, runs)
 }
 
+// An agent killed while git moved its branch leaves the ref's lock file:
+// the failed attempt's revert must not be refused for ever.
+func TestOrchestratorRevertsPastAStaleRefLock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, id, _ := orchRepo(t, bin, "lockfail", 4)
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	if got := finished(t, bin, dir, env); strings.Join(got, ",") != "failed,failed,failed" {
+		t.Fatalf("outcomes %v, want three failed attempts", got)
+	}
+	out, err := exec.Command("git", "-C", dir, "rev-parse", "main", "spool/"+id).Output()
+	if lines := strings.Fields(string(out)); err != nil || len(lines) != 2 || lines[0] != lines[1] {
+		t.Fatalf("spool/%s was not reverted to main: %v %s", id, err, out)
+	}
+}
+
 // A stalled agent is stopped by the watchdog (SIGTERM, grace, SIGKILL) and
 // its attempt recorded as failed, "stalled".
 func TestOrchestratorStalledAgentStopped(t *testing.T) {

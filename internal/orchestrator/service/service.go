@@ -221,7 +221,13 @@ func (s *Service) revert(ctx context.Context, a *orchestrator.Active) error {
 	if a.Base == "" {
 		return nil
 	}
-	_, err := git.Run(ctx, root, "update-ref", "-m", "spool: revert attempt "+strconv.Itoa(a.Attempt), "refs/heads/"+orchestrator.Branch(a.TaskID), a.Base)
+	// The attempt has ended (its exit is recorded) and this runs under
+	// watch's lock, so a lock file on the branch is one a git killed with
+	// its spool or its agent left behind: git would refuse the revert
+	// every time.
+	ref := "refs/heads/" + orchestrator.Branch(a.TaskID)
+	os.Remove(filepath.Join(s.Store.Repo.CommonDir, filepath.FromSlash(ref)+".lock"))
+	_, err := git.Run(ctx, root, "update-ref", "-m", "spool: revert attempt "+strconv.Itoa(a.Attempt), ref, a.Base)
 	return err
 }
 
