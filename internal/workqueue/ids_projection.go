@@ -38,7 +38,29 @@ func (p *IDsProjection) Apply(e *eventlog.Event) error {
 // data the tasks projection cannot use still takes its id here: ids are
 // never reused.)
 func (p *IDsProjection) HasTask(id string) bool {
-	return p.fresh[id] || strings.Contains(p.saved, "\n"+id+"\n")
+	return p.fresh[id] || p.saved != "" && sortedHas(p.saved[1:], id)
+}
+
+// sortedHas reports whether id is a line of s, sorted lines each ending in
+// "\n", by binary search: a catch-up asks once per task.created, and a
+// scan of 100,000 ids each time made a command with 700 of them to apply
+// take half a second.
+func sortedHas(s, id string) bool {
+	lo, hi := 0, len(s) // both at line starts: the lines left to search
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		start := lo + strings.LastIndexByte(s[lo:mid], '\n') + 1
+		end := start + strings.IndexByte(s[start:], '\n')
+		switch line := s[start:end]; {
+		case line == id:
+			return true
+		case line < id:
+			lo = end + 1
+		default:
+			hi = start
+		}
+	}
+	return false
 }
 
 func (p *IDsProjection) TaskCount() int { return p.count + len(p.fresh) }

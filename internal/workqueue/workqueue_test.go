@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -793,5 +796,32 @@ func TestBlockReasonUntilUnblocked(t *testing.T) {
 	w.apply("ada", t0, drafts...)
 	if h := w.s.History[id]; h.Blocked || h.BlockReason != "" {
 		t.Fatalf("imported as open, still blocked: %+v", h)
+	}
+}
+
+// sortedHas finds exactly the lines of a sorted list, as a scan would.
+func TestSortedHas(t *testing.T) {
+	lists := [][]string{nil, {"sp-a"}, {"sp-a", "sp-ab", "sp-b"}, {"a", "b", "c", "d", "e", "f", "g"}}
+	r := rand.New(rand.NewPCG(1, 2))
+	var big []string
+	for range 500 {
+		big = append(big, fmt.Sprintf("sp-%x", r.Uint32()%100000))
+	}
+	sort.Strings(big)
+	lists = append(lists, slices.Compact(big))
+	for _, l := range lists {
+		s := ""
+		for _, id := range l {
+			s += id + "\n"
+		}
+		probes := append(slices.Clone(l), "", "a0", "sp-", "sp-aa", "sp-abc", "sp-c", "zz", "sp-0")
+		for range 200 {
+			probes = append(probes, fmt.Sprintf("sp-%x", r.Uint32()%100000))
+		}
+		for _, id := range probes {
+			if want := strings.Contains("\n"+s, "\n"+id+"\n") && id != ""; sortedHas(s, id) != want {
+				t.Errorf("sortedHas(%q) in %d ids = %v, want %v", id, len(l), !want, want)
+			}
+		}
 	}
 }
