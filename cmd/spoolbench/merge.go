@@ -23,12 +23,16 @@ import (
 // the train over real entries and prints its own overhead per entry
 // (everything but rebase and test command):
 //
-//	spoolbench merge [-n 30] [-entries 1000] [-train 10] [-keep DIR]
+//	spoolbench merge [-n 30] [-entries 1000] [-active N] [-train 10] [-keep DIR]
+//
+// With -active N, all but the last N seeded entries have ended
+// (cancelled): a long-lived repository's log, whose history outgrows its queue.
 func mergeMain(args []string) error {
 	fs := flag.NewFlagSet("spoolbench merge", flag.ExitOnError)
 	runs := fs.Int("n", 30, "timed runs of each command")
 	entries := fs.Int("entries", 1000, "entries seeded into the log")
-	trainN := fs.Int("train", 10, "entries the train merges")
+	active := fs.Int("active", -1, "of the seeded entries, how many stay active (the others are cancelled); -1: all")
+	trainN := fs.Int("train", 10, "entries the train merges (0: no train run)")
 	keep := fs.String("keep", "", "build the repositories in this directory and keep them")
 	fs.Parse(args)
 	dir := *keep
@@ -51,8 +55,14 @@ func mergeMain(args []string) error {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	if err := b.commands(dir, *entries); err != nil {
+	if *active < 0 || *active > *entries {
+		*active = *entries
+	}
+	if err := b.commands(dir, *entries, *active); err != nil {
 		return err
+	}
+	if *trainN == 0 {
+		return nil
 	}
 	return b.train(dir, *entries, *trainN)
 }
@@ -65,13 +75,14 @@ type mergeBench struct {
 	env  []string
 }
 
-// commands times submit and list with entries pending entries in the log.
-func (b *mergeBench) commands(dir string, entries int) error {
+// commands times submit and list with entries entries in the log, the
+// last active of them pending.
+func (b *mergeBench) commands(dir string, entries, active int) error {
 	root, err := b.newRepo(dir, "repo")
 	if err != nil {
 		return err
 	}
-	if err := seed(root, entries, false); err != nil {
+	if err := seed(root, entries, entries-active); err != nil {
 		return err
 	}
 	ws, err := b.worktree(root, "bench-ws")
@@ -85,7 +96,7 @@ func (b *mergeBench) commands(dir string, entries int) error {
 	if err := b.run(root, b.bin, "merge", "list", "--json"); err != nil {
 		return err
 	}
-	fmt.Printf("log: %d merge queue entries (pending), %d timed runs each\n", entries, b.runs)
+	fmt.Printf("log: %d merge queue entries (%d pending, %d cancelled), %d timed runs each\n", entries, active, entries-active, b.runs)
 	for _, c := range []struct {
 		what, dir string
 		args      []string
@@ -106,6 +117,7 @@ func (b *mergeBench) commands(dir string, entries int) error {
 		// waited for) say what the command costs when the machine is busy.
 		report(c.what, t.wall)
 		report("  cpu time (user+sys, git children included)", t.cpu)
+		fmt.Printf("  %-48s %6.1f MiB\n", "peak RSS (largest run)", float64(t.maxRSS)/1024)
 	}
 	return nil
 }
@@ -117,7 +129,7 @@ func (b *mergeBench) train(dir string, entries, trainN int) error {
 	if err != nil {
 		return err
 	}
-	if err := seed(troot, entries, true); err != nil {
+	if err := seed(troot, entries, entries); err != nil {
 		return err
 	}
 	for i := range trainN {
@@ -203,9 +215,9 @@ func (b *mergeBench) worktree(root, name string) (string, error) {
 	return path, b.run(path, "git", "commit", "-q", "-m", name)
 }
 
-// seed appends n submitted entries (and cancels them when terminal) straight
-// to the log, in batches, as spool's own commands would have.
-func seed(root string, n int, terminal bool) error {
+// seed appends n submitted entries (and cancels the first ended of them)
+// straight to the log, in batches, as spool's own commands would have.
+func seed(root string, n, ended int) error {
 	st, err := store.Open(context.Background(), root, nil)
 	if err != nil {
 		return err
@@ -220,7 +232,7 @@ func seed(root string, n int, terminal bool) error {
 			drafts = append(drafts, eventlog.Draft{Type: mergequeue.EvSubmitted, Subject: mergequeue.Subject(id), Data: mergequeue.EntryData{
 				EntryID: id, To: mergequeue.Pending, Workspace: ws, Branch: ws, ChangeID: "I" + ws, ChangeIDSource: mergequeue.SourceTrailer,
 				DedupeKey: ws + ":I" + ws, HeadSHA: fmt.Sprintf("%040x", i+1), Priority: &prio}})
-			if terminal {
+			if i < ended {
 				drafts = append(drafts, eventlog.Draft{Type: mergequeue.EvCancelled, Subject: mergequeue.Subject(id),
 					Data: mergequeue.EntryData{EntryID: id, From: mergequeue.Pending, To: mergequeue.Cancelled, HeadSHA: fmt.Sprintf("%040x", i+1)}})
 			}
