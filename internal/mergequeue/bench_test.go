@@ -38,7 +38,7 @@ func BenchmarkApplySubmit1000(b *testing.B) {
 	cancel := []eventlog.Draft{{Type: EvCancelled, Subject: Subject(1001), Data: EntryData{EntryID: 1001, From: Pending, To: Cancelled}}}
 	for b.Loop() {
 		c := *s
-		c.Entries = s.Entries[:len(s.Entries):len(s.Entries)]
+		c.entries = s.entries[:s.Len():s.Len()]
 		fold(b, &c, t0, "ada", sub.Drafts)
 		fold(b, &c, t0, "ada", cancel)
 	}
@@ -145,8 +145,8 @@ func BenchmarkFold20000(b *testing.B) {
 		for i := range evs {
 			s.Apply(&evs[i])
 		}
-		if s.Skipped != 0 || len(s.Entries) != 20000 || s.PendingCount != 50 {
-			b.Fatalf("skipped %d of %d events; %d entries, %d pending", s.Skipped, len(evs), len(s.Entries), s.PendingCount)
+		if s.Skipped != 0 || s.Len() != 20000 || s.PendingCount != 50 {
+			b.Fatalf("skipped %d of %d events; %d entries, %d pending", s.Skipped, len(evs), s.Len(), s.PendingCount)
 		}
 	}
 	b.ReportMetric(float64(len(evs)), "events")

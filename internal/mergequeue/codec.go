@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"runtime"
 	"sort"
 	"strconv"
@@ -13,23 +15,42 @@ import (
 	"github.com/spoolhq/spool/internal/fault"
 )
 
-// The state is written once per command that changes it and read by every
-// merge command, so it has its own codec: plain JSON, one entry per line
-// (readable, diff-friendly), written by appending and read with gjson. With
-// 1,000 entries this is several times faster than reflection.
+// The state is read by every merge command, so it has its own codec: plain
+// JSON, one entry per line (readable, diff-friendly), written by appending
+// and read by a scanner of its own. With 1,000 entries this is several
+// times faster than reflection. The lines of ended entries are not decoded
+// at all until something asks for one of them (State.thaw): the history
+// grows with every entry ever queued, the queue does not.
 
-// encode renders the whole state; merge-queue.json and the snapshot are
-// these same bytes.
+// checksumTag begins the snapshot's last line: the CRC-32C of
+// merge-queue.json, which is all of the snapshot before it. An ended
+// entry's line is decoded long after the snapshot was read, when it can no
+// longer be refused (and the projection rebuilt from the log), so the
+// snapshot is checked whole as it is read.
+const checksumTag = "crc32c "
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// encode renders the whole state: merge-queue.json, then the line with its
+// checksum; the snapshot is these bytes, the public file their first
+// publicLen.
 func (s *State) encode() []byte {
 	if s.encoded != nil {
 		return s.encoded
 	}
-	s.encoded = s.render()
+	b := s.render()
+	s.publicLen = len(b)
+	b = append(b, checksumTag...)
+	b = fmt.Appendf(b, "%08x\n", crc32.Checksum(b[:s.publicLen], castagnoli))
+	s.encoded = b
 	return s.encoded
 }
 
+// render renders merge-queue.json. An undecoded entry's line is what
+// encoding it would give (the snapshot it comes from was written by this
+// encoder: Spec.Version), so it is copied as it is.
 func (s *State) render() []byte {
-	b := make([]byte, 0, 700*len(s.Entries)+512)
+	b := make([]byte, 0, 700*len(s.entries)+512)
 	b = append(b, `{"frozen":`...)
 	b = strconv.AppendBool(b, s.Frozen)
 	b = field(b, "frozen_reason", s.FrozenReason)
@@ -56,17 +77,21 @@ func (s *State) render() []byte {
 		b = appendString(b, s.Identities[k])
 	}
 	b = append(b, `},"entries":[`...)
-	for i, e := range s.Entries {
+	for i, e := range s.entries {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, '\n')
+		if e == nil {
+			b = append(b, s.cold[i]...)
+			continue
+		}
 		if e.encoded == nil || e.encodedPos != e.Position {
 			e.encoded, e.encodedPos = e.encode(nil), e.Position
 		}
 		b = append(b, e.encoded...)
 	}
-	if len(s.Entries) > 0 {
+	if len(s.entries) > 0 {
 		b = append(b, '\n')
 	}
 	return append(b, "]}\n"...)
@@ -198,11 +223,16 @@ func appendString(b []byte, s string) []byte {
 
 var errBadState = errors.New("merge queue state is not a JSON object")
 
-// decode reads what encode wrote, one entry per line, the lines shared out
-// among the CPUs. A line the fast reader does not take (escapes, non-ASCII)
-// is read by encoding/json through the struct tags; a snapshot that is not
-// what encode writes is refused, and the engine rebuilds it from the log.
+// decode reads what encode wrote, one entry per line: the active entries'
+// lines shared out among the CPUs, the ended ones kept as they are (see
+// thaw). A line the fast reader does not take (escapes, non-ASCII) is read
+// by encoding/json through the struct tags; a snapshot that is not what
+// encode writes is refused, and the engine rebuilds it from the log.
 func (s *State) decode(b []byte) error {
+	b, ok := checked(b)
+	if !ok {
+		return errBadState
+	}
 	const mark = `,"entries":[`
 	i := bytes.Index(b, []byte(mark))
 	body, ok := bytes.CutSuffix(b[max(i, 0):], []byte("]}\n"))
@@ -223,29 +253,32 @@ func (s *State) decode(b []byte) error {
 	if n := len(lines); n > 0 && len(lines[n-1]) == 0 {
 		lines = lines[:n-1]
 	}
-	s.Entries = make([]*Entry, len(lines))
-	workers := min(runtime.GOMAXPROCS(0), 1+len(lines)/200)
+	s.entries = make([]*Entry, len(lines))
+	var hot []int // the lines to decode now
+	for k, line := range lines {
+		line = bytes.TrimSuffix(line, []byte(","))
+		lines[k] = line
+		if ended(line, int64(k)+1) {
+			s.undecoded++
+		} else {
+			hot = append(hot, k)
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), 1+len(hot)/200)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		fault.Go(func() {
 			defer wg.Done()
-			for k := w; k < len(lines); k += workers {
-				line := bytes.TrimSuffix(lines[k], []byte(","))
-				e := &Entry{}
-				if !fastEntry(line, e) {
-					*e = Entry{}
-					if json.Unmarshal(line, e) != nil {
-						errs[w] = errBadState
-						return
-					}
+			for j := w; j < len(hot); j += workers {
+				k := hot[j]
+				e, ok := decodeLine(lines[k])
+				if !ok {
+					errs[w] = errBadState
+					return
 				}
-				e.LastStep.At = e.UpdatedAt
-				// A snapshot of this Spec.Version was written by this encoder,
-				// so the line is what encoding the entry again would give.
-				e.encoded, e.encodedPos = line, e.Position
-				s.Entries[k] = e
+				s.entries[k] = e
 			}
 		})
 	}
@@ -253,8 +286,142 @@ func (s *State) decode(b []byte) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	if s.undecoded > 0 {
+		for _, k := range hot {
+			lines[k] = nil
+		}
+		s.cold = lines
+	}
 	s.reindex()
 	return nil
+}
+
+// checked returns merge-queue.json from a snapshot whose checksum line
+// matches it.
+func checked(b []byte) ([]byte, bool) {
+	const line = len(checksumTag) + 8 + 1
+	if len(b) < line || b[len(b)-1] != '\n' || !bytes.HasPrefix(b[len(b)-line:], []byte(checksumTag)) {
+		return nil, false
+	}
+	sum, err := strconv.ParseUint(string(b[len(b)-line+len(checksumTag):len(b)-1]), 16, 32)
+	public := b[:len(b)-line]
+	return public, err == nil && uint32(sum) == crc32.Checksum(public, castagnoli)
+}
+
+// ended reports whether line, as encode writes it, begins with the entry
+// id and a terminal status: such an entry is left undecoded. Anything
+// else is decoded at once, and refused then if it does not read.
+func ended(line []byte, id int64) bool {
+	rest, ok := bytes.CutPrefix(line, []byte(`{"entry_id":`))
+	if !ok {
+		return false
+	}
+	n := 0
+	for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+		n++
+	}
+	if got, err := strconv.ParseInt(string(rest[:n]), 10, 64); err != nil || got != id || rest[0] == '0' {
+		return false
+	}
+	rest, ok = bytes.CutPrefix(rest[n:], []byte(`,"status":"`))
+	if !ok {
+		return false
+	}
+	end := bytes.IndexByte(rest, '"')
+	return end > 0 && Status(rest[:end]).Terminal()
+}
+
+// decodeLine reads one entry's line.
+func decodeLine(line []byte) (*Entry, bool) {
+	e := &Entry{}
+	if !fastEntry(line, e) {
+		*e = Entry{}
+		if json.Unmarshal(line, e) != nil {
+			return nil, false
+		}
+	}
+	e.LastStep.At = e.UpdatedAt
+	// A snapshot of this Spec.Version was written by this encoder, so the
+	// line is what encoding the entry again would give.
+	e.encoded, e.encodedPos = line, e.Position
+	return e, true
+}
+
+// thaw decodes the undecoded entry id and indexes it.
+func (s *State) thaw(id int64) *Entry {
+	e, ok := decodeLine(s.cold[id-1])
+	if !ok || e.ID != id || e.Status.Active() {
+		// The snapshot's checksum held, so encode wrote this line: a bug.
+		panic(fmt.Sprintf("merge queue snapshot: the line of entry %d does not read back: %.200s", id, s.cold[id-1]))
+	}
+	ix := s.index()
+	s.entries[id-1], s.cold[id-1] = e, nil
+	if s.undecoded--; s.undecoded == 0 {
+		s.cold, ix.cold = nil, nil
+	}
+	ix.byRef[e.Ref] = e
+	if l := ix.latestByKey[e.DedupeKey]; l == nil || l.ID < e.ID {
+		ix.latestByKey[e.DedupeKey] = e
+	}
+	return e
+}
+
+// coldIndex returns the index of the undecoded entries, reading their refs
+// and dedupe keys from their lines the first time; nil when every entry is
+// decoded.
+func (s *State) coldIndex() *coldIndex {
+	if s.undecoded == 0 {
+		return nil
+	}
+	ix := s.index()
+	if ix.cold != nil {
+		return ix.cold
+	}
+	c := &coldIndex{byRef: make(map[string]int64, s.undecoded), latestByKey: make(map[string]int64, s.undecoded)}
+	for i, line := range s.cold {
+		if line == nil {
+			continue
+		}
+		ref, ok := stringField(line, `,"entry_ref":`)
+		key, ok2 := stringField(line, `,"dedupe_key":`)
+		if !ok || !ok2 {
+			s.thaw(int64(i) + 1) // escapes: indexed as a decoded entry
+			continue
+		}
+		c.byRef[ref] = int64(i) + 1
+		c.latestByKey[key] = int64(i) + 1 // ids ascend: the last is the newest
+	}
+	if s.undecoded > 0 {
+		ix.cold = c
+	}
+	return ix.cold
+}
+
+// refOf is the entry_ref of entry id, read from its line if it is undecoded.
+func (s *State) refOf(id int64) string {
+	if e := s.entries[id-1]; e != nil {
+		return e.Ref
+	}
+	if ref, ok := stringField(s.cold[id-1], `,"entry_ref":`); ok {
+		return ref
+	}
+	return s.thaw(id).Ref
+}
+
+// stringField reads the string value of key (`,"name":`) in a line encode
+// wrote, false when it is missing or has escapes. Inside a JSON string
+// every quote is escaped, so the first match is the key itself.
+func stringField(line []byte, key string) (string, bool) {
+	i := bytes.Index(line, []byte(key))
+	if i < 0 || len(line) < i+len(key)+2 || line[i+len(key)] != '"' {
+		return "", false
+	}
+	v := line[i+len(key)+1:]
+	end := bytes.IndexByte(v, '"')
+	if end < 0 || bytes.IndexByte(v[:end], '\\') >= 0 {
+		return "", false
+	}
+	return string(v[:end]), true
 }
 
 // AppendRow appends the entry as one row of `spool merge list --json`
