@@ -22,7 +22,12 @@ const (
 // Bump Version whenever the encoding of the state changes: snapshots of
 // another version are rebuilt from the log, and decode reuses the lines of
 // a snapshot of this version as they are.
-var Spec = projections.Spec{Name: Name, Version: 8, New: func() projections.Projection { return New() }}
+//
+// The state grows with every entry ever queued, so saves are amortized (see
+// projections.Spec.Amortize): a command catches up in memory from a
+// snapshot a few events old rather than writing every entry's line twice
+// (the snapshot and merge-queue.json) for the one it changed.
+var Spec = projections.Spec{Name: Name, Version: 8, Amortize: 1000, New: func() projections.Projection { return New() }}
 
 // State is the merge queue folded from the log.
 type State struct {
