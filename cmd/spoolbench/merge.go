@@ -96,18 +96,30 @@ func (b *mergeBench) commands(dir string, entries, active int) error {
 	if err := b.run(root, b.bin, "merge", "list", "--json"); err != nil {
 		return err
 	}
+	// A worktree per timed run of a first submission: a new entry, whose
+	// dedupe key is looked for among every entry, ended ones included.
+	fresh := make([]string, b.runs)
+	for i := range fresh {
+		if fresh[i], err = b.worktree(root, fmt.Sprintf("new-%d", i)); err != nil {
+			return err
+		}
+	}
 	fmt.Printf("log: %d merge queue entries (%d pending, %d cancelled), %d timed runs each\n", entries, active, entries-active, b.runs)
 	for _, c := range []struct {
-		what, dir string
-		args      []string
+		what string
+		dirs []string // the runs take them in turn
+		args []string
 	}{
-		{"spool merge submit --no-push", ws, []string{"merge", "submit", "--no-push"}},
-		{"spool merge list --json", root, []string{"merge", "list", "--json"}},
-		{"spool merge list --all --json", root, []string{"merge", "list", "--all", "--json"}},
+		{"spool merge submit --no-push (queued: update)", []string{ws}, []string{"merge", "submit", "--no-push"}},
+		{"spool merge submit --no-push (new entry)", fresh, []string{"merge", "submit", "--no-push"}},
+		{"spool merge list --json", []string{root}, []string{"merge", "list", "--json"}},
+		{"spool merge list --all --json", []string{root}, []string{"merge", "list", "--all", "--json"}},
 	} {
+		run := 0
 		t, err := repeat(0, b.runs, func() *exec.Cmd {
 			cmd := exec.Command(b.bin, c.args...)
-			cmd.Dir, cmd.Env = c.dir, b.env
+			cmd.Dir, cmd.Env = c.dirs[run%len(c.dirs)], b.env
+			run++
 			return cmd
 		})
 		if err != nil {
