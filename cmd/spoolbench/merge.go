@@ -23,15 +23,19 @@ import (
 // the train over real entries and prints its own overhead per entry
 // (everything but rebase and test command):
 //
-//	spoolbench merge [-n 30] [-entries 1000] [-active N] [-train 10] [-keep DIR]
+//	spoolbench merge [-n 30] [-entries 1000] [-active N] [-generated] [-train 10] [-keep DIR]
 //
 // With -active N, all but the last N seeded entries have ended
-// (cancelled): a long-lived repository's log, whose history outgrows its queue.
+// (cancelled): a long-lived repository's log, whose history outgrows its
+// queue. With -generated the seeded entries have the change ids spool
+// generates in a git repository without Change-Id trailers (each
+// remembered in the queue's identities) rather than trailers' ids.
 func mergeMain(args []string) error {
 	fs := flag.NewFlagSet("spoolbench merge", flag.ExitOnError)
 	runs := fs.Int("n", 30, "timed runs of each command")
 	entries := fs.Int("entries", 1000, "entries seeded into the log")
 	active := fs.Int("active", -1, "of the seeded entries, how many stay active (the others are cancelled); -1: all")
+	generated := fs.Bool("generated", false, "seeded entries have generated change ids, not trailers'")
 	trainN := fs.Int("train", 10, "entries the train merges (0: no train run)")
 	keep := fs.String("keep", "", "build the repositories in this directory and keep them")
 	fs.Parse(args)
@@ -46,7 +50,7 @@ func mergeMain(args []string) error {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	b := &mergeBench{runs: *runs, env: append(os.Environ(), "SPOOL_ACTOR=bench@example.com", "GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@example.com",
+	b := &mergeBench{runs: *runs, generated: *generated, env: append(os.Environ(), "SPOOL_ACTOR=bench@example.com", "GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@example.com",
 		"GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=bench@example.com", "GIT_CONFIG_NOSYSTEM=1", "SPOOL_NOW=")}
 	b.bin = filepath.Join(dir, "spool")
 	if err := b.run(".", "go", "build", "-o", b.bin, "./cmd/spool"); err != nil {
@@ -70,9 +74,10 @@ func mergeMain(args []string) error {
 // mergeBench is one run of spoolbench merge: its spool binary and the
 // environment every command gets.
 type mergeBench struct {
-	runs int
-	bin  string
-	env  []string
+	runs      int
+	generated bool
+	bin       string
+	env       []string
 }
 
 // commands times submit and list with entries entries in the log, the
@@ -82,7 +87,7 @@ func (b *mergeBench) commands(dir string, entries, active int) error {
 	if err != nil {
 		return err
 	}
-	if err := seed(root, entries, entries-active); err != nil {
+	if err := seed(root, entries, entries-active, b.generated); err != nil {
 		return err
 	}
 	ws, err := b.worktree(root, "bench-ws")
@@ -141,7 +146,7 @@ func (b *mergeBench) train(dir string, entries, trainN int) error {
 	if err != nil {
 		return err
 	}
-	if err := seed(troot, entries, entries); err != nil {
+	if err := seed(troot, entries, entries, b.generated); err != nil {
 		return err
 	}
 	for i := range trainN {
@@ -228,9 +233,15 @@ func (b *mergeBench) worktree(root, name string) (string, error) {
 }
 
 // seed appends n submitted entries (and cancels the first ended of them)
-// straight to the log, in batches, as spool's own commands would have.
-func seed(root string, n, ended int) error {
+// straight to the log, in batches, as spool's own commands would have;
+// with generated, as spool submits in a repository without Change-Id
+// trailers (workspace ids of this clone, change ids generated).
+func seed(root string, n, ended int, generated bool) error {
 	st, err := store.Open(context.Background(), root, nil)
+	if err != nil {
+		return err
+	}
+	writer, err := st.Log.WriterID()
 	if err != nil {
 		return err
 	}
@@ -241,9 +252,16 @@ func seed(root string, n, ended int) error {
 			ws := fmt.Sprintf("seed-%04d", i)
 			prio := i % 5
 			id := int64(i + 1)
-			drafts = append(drafts, eventlog.Draft{Type: mergequeue.EvSubmitted, Subject: mergequeue.Subject(id), Data: mergequeue.EntryData{
-				EntryID: id, To: mergequeue.Pending, Workspace: ws, Branch: ws, ChangeID: "I" + ws, ChangeIDSource: mergequeue.SourceTrailer,
-				DedupeKey: ws + ":I" + ws, HeadSHA: fmt.Sprintf("%040x", i+1), Priority: &prio}})
+			d := mergequeue.EntryData{EntryID: id, To: mergequeue.Pending, Workspace: ws, Branch: ws, ChangeID: "I" + ws, ChangeIDSource: mergequeue.SourceTrailer,
+				DedupeKey: ws + ":I" + ws, HeadSHA: fmt.Sprintf("%040x", i+1), Priority: &prio}
+			if generated {
+				d.WorkspaceID = mergequeue.WorkspaceID(writer, ws)
+				d.Worktree = filepath.Join(filepath.Dir(root), ws)
+				d.ChangeID = mergequeue.GenerateChangeID(d.WorkspaceID, d.Branch, d.HeadSHA, at)
+				d.ChangeIDSource = mergequeue.SourceGenerated
+				d.DedupeKey = mergequeue.ComputeDedupeKey(d.ChangeID, d.WorkspaceID)
+			}
+			drafts = append(drafts, eventlog.Draft{Type: mergequeue.EvSubmitted, Subject: mergequeue.Subject(id), Data: d})
 			if i < ended {
 				drafts = append(drafts, eventlog.Draft{Type: mergequeue.EvCancelled, Subject: mergequeue.Subject(id),
 					Data: mergequeue.EntryData{EntryID: id, From: mergequeue.Pending, To: mergequeue.Cancelled, HeadSHA: fmt.Sprintf("%040x", i+1)}})

@@ -62,21 +62,28 @@ func (s *State) render() []byte {
 	b = intField(b, "active_count", s.ActiveCount())
 	b = intField(b, "applied", s.Applied)
 	b = intField(b, "skipped", s.Skipped)
-	b = append(b, `,"identities":{`...)
-	keys := make([]string, 0, len(s.Identities))
-	for k := range s.Identities {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
+	b = append(b, `,"identities":`...)
+	if s.identitiesRaw != nil && len(s.identities) == 0 {
+		b = append(b, s.identitiesRaw...) // as read: what rendering them would give
+	} else {
+		ids := s.allIdentities()
+		keys := make([]string, 0, len(ids))
+		for k := range ids {
+			keys = append(keys, k)
 		}
-		b = appendString(b, k)
-		b = append(b, ':')
-		b = appendString(b, s.Identities[k])
+		sort.Strings(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = appendString(b, ids[k])
+		}
+		b = append(b, '}')
 	}
-	b = append(b, `},"entries":[`...)
+	b = append(b, `,"entries":[`...)
 	for i, e := range s.entries {
 		if i > 0 {
 			b = append(b, ',')
@@ -239,13 +246,19 @@ func (s *State) decode(b []byte) error {
 	if i < 0 || !ok || bytes.Count(b[:i], []byte("\n")) > 0 {
 		return errBadState
 	}
-	*s = State{}
-	if err := json.Unmarshal(append(append([]byte(nil), b[:i]...), '}'), s); err != nil {
+	// The identities, as many as the branches ever queued without a
+	// change id of their own, are kept as they are (see identity); the
+	// rest of the first line is small.
+	const idMark = `,"identities":`
+	j := bytes.Index(b[:i], []byte(idMark))
+	if j < 0 || !bytes.HasPrefix(b[j+len(idMark):i], []byte("{")) || b[i-1] != '}' {
 		return errBadState
 	}
-	if s.Identities == nil {
-		s.Identities = map[string]string{}
+	*s = State{}
+	if err := json.Unmarshal(append(append([]byte(nil), b[:j]...), '}'), s); err != nil {
+		return errBadState
 	}
+	s.identities, s.identitiesRaw = map[string]string{}, b[j+len(idMark):i]
 	lines := bytes.Split(body[len(mark):], []byte("\n"))
 	if len(lines[0]) == 0 {
 		lines = lines[1:]
@@ -395,6 +408,72 @@ func (s *State) coldIndex() *coldIndex {
 		ix.cold = c
 	}
 	return ix.cold
+}
+
+// identity is the change id remembered for an identity key (IdentityKey),
+// looked for in the identities as the snapshot has them, undecoded, when
+// the fold has not set it since: the key quoted as render writes it, then
+// a colon, right after the brace or a comma. That quote is not escaped
+// (no backslash before it), so it begins or ends a string; it does not end
+// one, for after a closing quote comes a colon or a comma and then another
+// quote, while the key's text is longer than one character and holds no
+// quote unescaped; and it does not begin a value, which follows a colon.
+// It begins a key, then, and the key is this one.
+func (s *State) identity(key string) (string, bool) {
+	if id, ok := s.identities[key]; ok || s.identitiesRaw == nil {
+		return id, ok
+	}
+	quoted := append(appendString(nil, key), ':')
+	if len(quoted) < 5 { // "k": or "": (a key the fold never makes)
+		id, ok := s.allIdentities()[key]
+		return id, ok
+	}
+	raw, at := s.identitiesRaw, 0
+	for {
+		i := bytes.Index(raw[at:], quoted)
+		if i < 0 {
+			return "", false
+		}
+		if at += i; at > 0 && (raw[at-1] == '{' || raw[at-1] == ',') {
+			break
+		}
+		at++
+	}
+	v := raw[at+len(quoted):]
+	end, escaped := 1, false
+	for ; end < len(v) && v[end] != '"'; end++ {
+		if v[end] == '\\' {
+			end++
+			escaped = true
+		}
+	}
+	if len(v) == 0 || v[0] != '"' || end >= len(v) {
+		panic(fmt.Sprintf("merge queue snapshot: the identity of %q does not read back", key))
+	}
+	if !escaped {
+		return string(v[1:end]), true
+	}
+	var id string
+	if json.Unmarshal(v[:end+1], &id) != nil {
+		panic(fmt.Sprintf("merge queue snapshot: the identity of %q does not read back", key))
+	}
+	return id, true
+}
+
+// allIdentities decodes the snapshot's identities, if they are not yet,
+// under those the fold set since, and returns them all.
+func (s *State) allIdentities() map[string]string {
+	if s.identitiesRaw != nil {
+		all := map[string]string{}
+		if json.Unmarshal(s.identitiesRaw, &all) != nil {
+			panic("merge queue snapshot: the identities do not read back")
+		}
+		for k, id := range s.identities {
+			all[k] = id
+		}
+		s.identities, s.identitiesRaw = all, nil
+	}
+	return s.identities
 }
 
 // refOf is the entry_ref of entry id, read from its line if it is undecoded.

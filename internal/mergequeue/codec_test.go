@@ -117,7 +117,8 @@ func TestCodecRoundTrip(t *testing.T) {
 		checkIndex(t, s)
 		checkIndex(t, &back)
 		back.All()
-		if back.cold != nil || back.undecoded != 0 {
+		back.allIdentities()
+		if back.cold != nil || back.undecoded != 0 || back.identitiesRaw != nil {
 			t.Fatalf("seed %d: All left %d entries undecoded", seed, back.undecoded)
 		}
 		back.encoded = nil

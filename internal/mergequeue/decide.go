@@ -145,7 +145,7 @@ func (s *State) ResolveChangeID(req *SubmitRequest, now time.Time) {
 		return
 	}
 	req.ChangeIDSource = SourceGenerated
-	if id, ok := s.Identities[IdentityKey(req.WorkspaceID, req.Branch)]; ok {
+	if id, ok := s.identity(IdentityKey(req.WorkspaceID, req.Branch)); ok {
 		req.ChangeID = id
 		return
 	}

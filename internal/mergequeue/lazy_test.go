@@ -272,3 +272,66 @@ func TestFilesArePublicPart(t *testing.T) {
 		t.Fatalf("files %q\nsnapshot %q", files[0].Data, snap)
 	}
 }
+
+// TestIdentitiesStayUndecoded: read from a snapshot, the generated change
+// ids are looked up in the snapshot's bytes, escapes and all, and decoded
+// only to be rendered together with ids folded since.
+func TestIdentitiesStayUndecoded(t *testing.T) {
+	orig := New()
+	at := t0
+	generated := func(s *State, ws, branch string) {
+		r := req(ws, 1, "ada")
+		r.Branch, r.ChangeID, r.ChangeIDSource = branch, "", ""
+		at = at.Add(time.Second)
+		sub, err := DecideSubmit(s, r, pol, at)
+		if err != nil {
+			t.Fatalf("submit %s %s: %v", ws, branch, err)
+		}
+		fold(t, s, at, "ada", sub.Drafts)
+		drafts, err := DecideCancel(s, sub.EntryID, "ada", "", pol) // ended: the workspace is free again
+		if err != nil {
+			t.Fatal(err)
+		}
+		fold(t, s, at, "ada", drafts)
+	}
+	for _, k := range [][2]string{{"ws", "b"}, {"ws2", "b"}, {"aws", "b"}, {"ws", "b2"}, {`quote"ws`, "b"}, {`back\slash`, `b\"`}, {"wörk", "bränch"}} {
+		generated(orig, k[0], k[1])
+	}
+	lazy := restore(t, orig)
+	for _, k := range [][2]string{{"ws", "b"}, {"ws2", "b"}, {"aws", "b"}, {"ws", "b2"}, {`quote"ws`, "b"}, {`back\slash`, `b\"`}, {"wörk", "bränch"},
+		{"w", "b"}, {"s", "b"}, {"ws", ""}, {"", "b"}, {"", ""}, {"ws", `b","x`}, {"b", `":"x`}, {"nobody", "b"}} {
+		key := IdentityKey(k[0], k[1])
+		want, wantOK := orig.identity(key)
+		got, ok := lazy.identity(key)
+		if got != want || ok != wantOK {
+			t.Errorf("identity %q: read from the snapshot %q %v, never encoded %q %v", key, got, ok, want, wantOK)
+		}
+	}
+	if lazy.identitiesRaw == nil {
+		t.Fatal("lookups decoded the identities")
+	}
+	// a submission folded since: found, and rendered with the others
+	then := at
+	for _, s := range []*State{orig, lazy} {
+		at = then
+		generated(s, "new", "b")
+	}
+	if a, b := orig.identities[IdentityKey("new", "b")], lazy.identities[IdentityKey("new", "b")]; a == "" || a != b {
+		t.Fatalf("the new identity: %q, never encoded %q", b, a)
+	}
+	identities := func(s *State) string { // as rendered (entry refs differ: fold numbers events)
+		b, _ := s.MarshalState()
+		_, after, _ := bytes.Cut(b, []byte(`,"identities":`))
+		obj, _, _ := bytes.Cut(after, []byte(`,"entries":[`))
+		return string(obj)
+	}
+	want := identities(orig)
+	if got := identities(lazy); got != want || lazy.identitiesRaw != nil {
+		t.Fatalf("rendered:\n%s\nnever encoded:\n%s", got, want)
+	}
+	// as read from a snapshot without anything new, they are copied
+	again := restore(t, lazy)
+	if got := identities(again); got != want || again.identitiesRaw == nil {
+		t.Fatalf("re-rendered:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -31,14 +31,21 @@ var Spec = projections.Spec{Name: Name, Version: 8, Amortize: 1000, New: func() 
 
 // State is the merge queue folded from the log.
 type State struct {
-	Frozen       bool              `json:"frozen"`
-	FrozenReason string            `json:"frozen_reason,omitempty"`
-	FrozenBy     string            `json:"frozen_by,omitempty"`
-	FrozenAt     *time.Time        `json:"frozen_at,omitempty"`
-	PendingCount int               `json:"pending_count"`
-	Identities   map[string]string `json:"identities"` // workspace id + "\x00" + branch → generated change id
-	Skipped      int               `json:"skipped"`    // events the fold could not use (diverged history)
-	Applied      int               `json:"applied"`    // merge events folded; numbers the audit steps
+	Frozen       bool       `json:"frozen"`
+	FrozenReason string     `json:"frozen_reason,omitempty"`
+	FrozenBy     string     `json:"frozen_by,omitempty"`
+	FrozenAt     *time.Time `json:"frozen_at,omitempty"`
+	PendingCount int        `json:"pending_count"`
+	Skipped      int        `json:"skipped"` // events the fold could not use (diverged history)
+	Applied      int        `json:"applied"` // merge events folded; numbers the audit steps
+
+	// identities are the generated change ids by identity key (IdentityKey:
+	// workspace id + "\x00" + branch). Read from a snapshot they stay the
+	// bytes of its object (identitiesRaw), which identity searches, with
+	// what the fold set since in identities, until a save that has to
+	// render them together decodes them (allIdentities).
+	identities    map[string]string
+	identitiesRaw []byte
 
 	// entries are by id (entries[i].ID == i+1). A slot is nil while its
 	// entry is still the line cold[i] of the snapshot it was read from:
@@ -263,7 +270,7 @@ type AuditStep struct {
 
 // New returns an empty queue.
 func New() *State {
-	s := &State{entries: []*Entry{}, Identities: map[string]string{}}
+	s := &State{entries: []*Entry{}, identities: map[string]string{}}
 	s.reindex()
 	return s
 }
@@ -377,7 +384,7 @@ func (s *State) enter(e *Entry) {
 	s.PendingCount++
 }
 
-// IdentityKey is the key of State.Identities: a workspace identity and a branch.
+// IdentityKey is the key of the state's identities: a workspace identity and a branch.
 func IdentityKey(workspaceID, branch string) string { return workspaceID + "\x00" + branch }
 
 // Apply folds one event. Events of other namespaces and events whose data
@@ -433,7 +440,7 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 			e.Priority = *d.Priority
 		}
 		if d.ChangeIDSource == SourceGenerated {
-			s.Identities[IdentityKey(d.WorkspaceID, d.Branch)] = d.ChangeID
+			s.identities[IdentityKey(d.WorkspaceID, d.Branch)] = d.ChangeID
 		}
 		s.entries = append(s.entries, e)
 		if s.cold != nil {
