@@ -65,6 +65,51 @@ func BenchmarkUnmarshalState1000(b *testing.B) {
 	}
 }
 
+// history10000 is queueOf(10000) with all but the last 1,000 entries
+// cancelled: a queue of 1,000 with a history of 9,000.
+func history10000(b testing.TB) *State {
+	s := queueOf(b, 10000)
+	for id := int64(1); id <= 9000; id++ {
+		drafts, err := DecideCancel(s, id, "ada", "", pol)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fold(b, s, t0, "ada", drafts)
+	}
+	return s
+}
+
+// BenchmarkUnmarshalState10000 reads the snapshot of history10000: with
+// BenchmarkUnmarshalState1000 it shows what the 9,000 ended entries cost
+// a command that does not ask for them.
+func BenchmarkUnmarshalState10000(b *testing.B) {
+	data, _ := history10000(b).MarshalState()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		var s State
+		if err := s.UnmarshalState(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecideSubmit10000 decides a new entry's submission on the state
+// read from history10000's snapshot: its dedupe key is looked for among
+// the ended entries too, read from their lines (the first time).
+func BenchmarkDecideSubmit10000(b *testing.B) {
+	data, _ := history10000(b).MarshalState()
+	r := req("ws-new", 50000, "ada")
+	for b.Loop() {
+		var s State
+		if err := s.UnmarshalState(data); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := DecideSubmit(&s, r, pol, t0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkFiles1000(b *testing.B) {
 	s := queueOf(b, 1000)
 	for b.Loop() {

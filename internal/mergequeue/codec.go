@@ -370,7 +370,7 @@ func (s *State) thaw(id int64) *Entry {
 	ix := s.index()
 	s.entries[id-1], s.cold[id-1] = e, nil
 	if s.undecoded--; s.undecoded == 0 {
-		s.cold, ix.cold = nil, nil
+		s.cold, ix.coldByRef, ix.coldByKey = nil, nil, nil
 	}
 	ix.byRef[e.Ref] = e
 	if l := ix.latestByKey[e.DedupeKey]; l == nil || l.ID < e.ID {
@@ -379,35 +379,29 @@ func (s *State) thaw(id int64) *Entry {
 	return e
 }
 
-// coldIndex returns the index of the undecoded entries, reading their refs
-// and dedupe keys from their lines the first time; nil when every entry is
-// decoded.
-func (s *State) coldIndex() *coldIndex {
-	if s.undecoded == 0 {
-		return nil
+// coldIDs returns the undecoded entries' ids by the value of a string
+// field (the newest of equal values), kept in *ids: read from their lines
+// the first time; nil when every entry is decoded.
+func (s *State) coldIDs(name string, ids *map[string]int64) map[string]int64 {
+	if s.undecoded == 0 || *ids != nil {
+		return *ids
 	}
-	ix := s.index()
-	if ix.cold != nil {
-		return ix.cold
-	}
-	c := &coldIndex{byRef: make(map[string]int64, s.undecoded), latestByKey: make(map[string]int64, s.undecoded)}
+	key := `,"` + name + `":`
+	m := make(map[string]int64, s.undecoded)
 	for i, line := range s.cold {
 		if line == nil {
 			continue
 		}
-		ref, ok := stringField(line, `,"entry_ref":`)
-		key, ok2 := stringField(line, `,"dedupe_key":`)
-		if !ok || !ok2 {
+		if v, ok := stringField(line, key); ok {
+			m[v] = int64(i) + 1 // ids ascend: the last is the newest
+		} else {
 			s.thaw(int64(i) + 1) // escapes: indexed as a decoded entry
-			continue
 		}
-		c.byRef[ref] = int64(i) + 1
-		c.latestByKey[key] = int64(i) + 1 // ids ascend: the last is the newest
 	}
 	if s.undecoded > 0 {
-		ix.cold = c
+		*ids = m
 	}
-	return ix.cold
+	return m
 }
 
 // identity is the change id remembered for an identity key (IdentityKey),

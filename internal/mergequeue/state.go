@@ -67,8 +67,12 @@ type State struct {
 // dedupe key and by workspace (at most one each: INV-QUEUE-001, -002) and
 // by id, the decoded entries by ref and the newest of them by dedupe key,
 // and the pending entries in position order. It is derived from the
-// entries (reindex) and never encoded; the undecoded entries have an index
-// of their own, built when a lookup first needs it (coldIndex).
+// entries (reindex) and never encoded.
+//
+// The undecoded entries are found by ids: by ref, and the newest by dedupe
+// key, each map read from their lines (not decoded) when a lookup first
+// misses the decoded entries (coldIDs). An entry decoded since stays in
+// them, harmlessly: Entry finds it decoded.
 type index struct {
 	activeByKey map[string]*Entry
 	activeByWS  map[string]*Entry
@@ -76,15 +80,8 @@ type index struct {
 	byRef       map[string]*Entry
 	latestByKey map[string]*Entry
 	queue       []*Entry // pending: queue[i].Position == i+1
-	cold        *coldIndex
-}
-
-// coldIndex finds the undecoded entries: ids by ref, and the newest id by
-// dedupe key. Read from their lines without decoding them; an entry
-// decoded since stays listed, harmlessly (Entry finds it decoded).
-type coldIndex struct {
-	byRef       map[string]int64
-	latestByKey map[string]int64
+	coldByRef   map[string]int64
+	coldByKey   map[string]int64
 }
 
 // index returns the state's index, built from the entries when it has
@@ -311,22 +308,19 @@ func (s *State) ActiveByWorkspace(id string) *Entry { return s.index().activeByW
 
 // EntryByRef returns the entry whose merge.submitted event has id ref, or nil.
 func (s *State) EntryByRef(ref string) *Entry {
-	if e := s.index().byRef[ref]; e != nil {
+	ix := s.index()
+	if e := ix.byRef[ref]; e != nil {
 		return e
 	}
-	if c := s.coldIndex(); c != nil {
-		return s.Entry(c.byRef[ref])
-	}
-	return nil
+	return s.Entry(s.coldIDs("entry_ref", &ix.coldByRef)[ref])
 }
 
 // LatestByKey returns the newest entry with dedupe key, active or not.
 func (s *State) LatestByKey(key string) *Entry {
-	e := s.index().latestByKey[key]
-	if c := s.coldIndex(); c != nil {
-		if id := c.latestByKey[key]; id > 0 && (e == nil || id > e.ID) {
-			return s.Entry(id)
-		}
+	ix := s.index()
+	e := ix.latestByKey[key]
+	if id := s.coldIDs("dedupe_key", &ix.coldByKey)[key]; id > 0 && (e == nil || id > e.ID) {
+		return s.Entry(id)
 	}
 	return e
 }
