@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -277,27 +278,8 @@ func (s *State) decode(b []byte) error {
 			hot = append(hot, k)
 		}
 	}
-	workers := min(runtime.GOMAXPROCS(0), 1+len(hot)/200)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		fault.Go(func() {
-			defer wg.Done()
-			for j := w; j < len(hot); j += workers {
-				k := hot[j]
-				e, ok := decodeLine(lines[k])
-				if !ok {
-					errs[w] = errBadState
-					return
-				}
-				s.entries[k] = e
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
+	if !decodeLines(lines, hot, s.entries) {
+		return errBadState
 	}
 	if s.undecoded > 0 {
 		for _, k := range hot {
@@ -344,6 +326,30 @@ func ended(line []byte, id int64) bool {
 	return end > 0 && Status(rest[:end]).Terminal()
 }
 
+// decodeLines decodes lines[k] into into[k] for every k of ks, the lines
+// shared out among the CPUs; false when one does not read.
+func decodeLines(lines [][]byte, ks []int, into []*Entry) bool {
+	workers := min(runtime.GOMAXPROCS(0), 1+len(ks)/200)
+	failed := make([]bool, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		fault.Go(func() {
+			defer wg.Done()
+			for j := w; j < len(ks); j += workers {
+				e, ok := decodeLine(lines[ks[j]])
+				if !ok {
+					failed[w] = true
+					return
+				}
+				into[ks[j]] = e
+			}
+		})
+	}
+	wg.Wait()
+	return !slices.Contains(failed, true)
+}
+
 // decodeLine reads one entry's line.
 func decodeLine(line []byte) (*Entry, bool) {
 	e := &Entry{}
@@ -363,6 +369,26 @@ func decodeLine(line []byte) (*Entry, bool) {
 // thaw decodes the undecoded entry id and indexes it.
 func (s *State) thaw(id int64) *Entry {
 	e, ok := decodeLine(s.cold[id-1])
+	return s.thawed(id, e, ok)
+}
+
+// thawAll decodes every undecoded entry, as decode does the others.
+func (s *State) thawAll() {
+	var ks []int
+	for k, e := range s.entries {
+		if e == nil {
+			ks = append(ks, k)
+		}
+	}
+	into := make([]*Entry, len(s.entries))
+	ok := decodeLines(s.cold, ks, into)
+	for _, k := range ks {
+		s.thawed(int64(k)+1, into[k], ok && into[k] != nil)
+	}
+}
+
+// thawed puts e, decoded from the line of entry id, in its place.
+func (s *State) thawed(id int64, e *Entry, ok bool) *Entry {
 	if !ok || e.ID != id || e.Status.Active() {
 		// The snapshot's checksum held, so encode wrote this line: a bug.
 		panic(fmt.Sprintf("merge queue snapshot: the line of entry %d does not read back: %.200s", id, s.cold[id-1]))
