@@ -54,10 +54,8 @@ func (c *CompleteCmd) values(e *env) []string {
 		}
 		var out []string
 		q, _ := projections.As[*mergequeue.State](v, mergequeue.Name)
-		for _, en := range q.Entries {
-			if en.Status.Active() {
-				out = append(out, fmt.Sprint(en.ID))
-			}
+		for _, en := range q.Active() {
+			out = append(out, fmt.Sprint(en.ID))
 		}
 		return out
 	}

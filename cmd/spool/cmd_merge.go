@@ -324,8 +324,12 @@ func (c *MergeRunCmd) Run(e *env) (err error) {
 			return nil
 		}
 		waiting := 0
-		for i := 0; err == nil && i < len(q.Entries); i++ {
-			if en := q.Entries[i]; en.Status == mergequeue.Pending && en.Waiting != "" {
+		var active []*mergequeue.Entry
+		if err == nil {
+			active = q.Active()
+		}
+		for _, en := range active {
+			if en.Status == mergequeue.Pending && en.Waiting != "" {
 				fmt.Fprintf(e.stdout, "entry %d waits: %s\n", en.ID, en.Waiting)
 				waiting++
 			}

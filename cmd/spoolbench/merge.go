@@ -23,12 +23,20 @@ import (
 // the train over real entries and prints its own overhead per entry
 // (everything but rebase and test command):
 //
-//	spoolbench merge [-n 30] [-entries 1000] [-train 10] [-keep DIR]
+//	spoolbench merge [-n 30] [-entries 1000] [-active N] [-generated] [-train 10] [-keep DIR]
+//
+// With -active N, all but the last N seeded entries have ended
+// (cancelled): a long-lived repository's log, whose history outgrows its
+// queue. With -generated the seeded entries have the change ids spool
+// generates in a git repository without Change-Id trailers (each
+// remembered in the queue's identities) rather than trailers' ids.
 func mergeMain(args []string) error {
 	fs := flag.NewFlagSet("spoolbench merge", flag.ExitOnError)
 	runs := fs.Int("n", 30, "timed runs of each command")
 	entries := fs.Int("entries", 1000, "entries seeded into the log")
-	trainN := fs.Int("train", 10, "entries the train merges")
+	active := fs.Int("active", -1, "of the seeded entries, how many stay active (the others are cancelled); -1: all")
+	generated := fs.Bool("generated", false, "seeded entries have generated change ids, not trailers'")
+	trainN := fs.Int("train", 10, "entries the train merges (0: no train run)")
 	keep := fs.String("keep", "", "build the repositories in this directory and keep them")
 	fs.Parse(args)
 	dir := *keep
@@ -42,7 +50,7 @@ func mergeMain(args []string) error {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	b := &mergeBench{runs: *runs, env: append(os.Environ(), "SPOOL_ACTOR=bench@example.com", "GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@example.com",
+	b := &mergeBench{runs: *runs, generated: *generated, env: append(os.Environ(), "SPOOL_ACTOR=bench@example.com", "GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@example.com",
 		"GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=bench@example.com", "GIT_CONFIG_NOSYSTEM=1", "SPOOL_NOW=")}
 	b.bin = filepath.Join(dir, "spool")
 	if err := b.run(".", "go", "build", "-o", b.bin, "./cmd/spool"); err != nil {
@@ -51,8 +59,14 @@ func mergeMain(args []string) error {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	if err := b.commands(dir, *entries); err != nil {
+	if *active < 0 || *active > *entries {
+		*active = *entries
+	}
+	if err := b.commands(dir, *entries, *active); err != nil {
 		return err
+	}
+	if *trainN == 0 {
+		return nil
 	}
 	return b.train(dir, *entries, *trainN)
 }
@@ -60,18 +74,20 @@ func mergeMain(args []string) error {
 // mergeBench is one run of spoolbench merge: its spool binary and the
 // environment every command gets.
 type mergeBench struct {
-	runs int
-	bin  string
-	env  []string
+	runs      int
+	generated bool
+	bin       string
+	env       []string
 }
 
-// commands times submit and list with entries pending entries in the log.
-func (b *mergeBench) commands(dir string, entries int) error {
+// commands times submit and list with entries entries in the log, the
+// last active of them pending.
+func (b *mergeBench) commands(dir string, entries, active int) error {
 	root, err := b.newRepo(dir, "repo")
 	if err != nil {
 		return err
 	}
-	if err := seed(root, entries, false); err != nil {
+	if err := seed(root, entries, entries-active, b.generated); err != nil {
 		return err
 	}
 	ws, err := b.worktree(root, "bench-ws")
@@ -85,18 +101,30 @@ func (b *mergeBench) commands(dir string, entries int) error {
 	if err := b.run(root, b.bin, "merge", "list", "--json"); err != nil {
 		return err
 	}
-	fmt.Printf("log: %d merge queue entries (pending), %d timed runs each\n", entries, b.runs)
+	// A worktree per timed run of a first submission: a new entry, whose
+	// dedupe key is looked for among every entry, ended ones included.
+	fresh := make([]string, b.runs)
+	for i := range fresh {
+		if fresh[i], err = b.worktree(root, fmt.Sprintf("new-%d", i)); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("log: %d merge queue entries (%d pending, %d cancelled), %d timed runs each\n", entries, active, entries-active, b.runs)
 	for _, c := range []struct {
-		what, dir string
-		args      []string
+		what string
+		dirs []string // the runs take them in turn
+		args []string
 	}{
-		{"spool merge submit --no-push", ws, []string{"merge", "submit", "--no-push"}},
-		{"spool merge list --json", root, []string{"merge", "list", "--json"}},
-		{"spool merge list --all --json", root, []string{"merge", "list", "--all", "--json"}},
+		{"spool merge submit --no-push (queued: update)", []string{ws}, []string{"merge", "submit", "--no-push"}},
+		{"spool merge submit --no-push (new entry)", fresh, []string{"merge", "submit", "--no-push"}},
+		{"spool merge list --json", []string{root}, []string{"merge", "list", "--json"}},
+		{"spool merge list --all --json", []string{root}, []string{"merge", "list", "--all", "--json"}},
 	} {
+		run := 0
 		t, err := repeat(0, b.runs, func() *exec.Cmd {
 			cmd := exec.Command(b.bin, c.args...)
-			cmd.Dir, cmd.Env = c.dir, b.env
+			cmd.Dir, cmd.Env = c.dirs[run%len(c.dirs)], b.env
+			run++
 			return cmd
 		})
 		if err != nil {
@@ -106,6 +134,7 @@ func (b *mergeBench) commands(dir string, entries int) error {
 		// waited for) say what the command costs when the machine is busy.
 		report(c.what, t.wall)
 		report("  cpu time (user+sys, git children included)", t.cpu)
+		fmt.Printf("  %-48s %6.1f MiB\n", "peak RSS (largest run)", float64(t.maxRSS)/1024)
 	}
 	return nil
 }
@@ -117,7 +146,7 @@ func (b *mergeBench) train(dir string, entries, trainN int) error {
 	if err != nil {
 		return err
 	}
-	if err := seed(troot, entries, true); err != nil {
+	if err := seed(troot, entries, entries, b.generated); err != nil {
 		return err
 	}
 	for i := range trainN {
@@ -203,10 +232,16 @@ func (b *mergeBench) worktree(root, name string) (string, error) {
 	return path, b.run(path, "git", "commit", "-q", "-m", name)
 }
 
-// seed appends n submitted entries (and cancels them when terminal) straight
-// to the log, in batches, as spool's own commands would have.
-func seed(root string, n int, terminal bool) error {
+// seed appends n submitted entries (and cancels the first ended of them)
+// straight to the log, in batches, as spool's own commands would have;
+// with generated, as spool submits in a repository without Change-Id
+// trailers (workspace ids of this clone, change ids generated).
+func seed(root string, n, ended int, generated bool) error {
 	st, err := store.Open(context.Background(), root, nil)
+	if err != nil {
+		return err
+	}
+	writer, err := st.Log.WriterID()
 	if err != nil {
 		return err
 	}
@@ -217,10 +252,17 @@ func seed(root string, n int, terminal bool) error {
 			ws := fmt.Sprintf("seed-%04d", i)
 			prio := i % 5
 			id := int64(i + 1)
-			drafts = append(drafts, eventlog.Draft{Type: mergequeue.EvSubmitted, Subject: mergequeue.Subject(id), Data: mergequeue.EntryData{
-				EntryID: id, To: mergequeue.Pending, Workspace: ws, Branch: ws, ChangeID: "I" + ws, ChangeIDSource: mergequeue.SourceTrailer,
-				DedupeKey: ws + ":I" + ws, HeadSHA: fmt.Sprintf("%040x", i+1), Priority: &prio}})
-			if terminal {
+			d := mergequeue.EntryData{EntryID: id, To: mergequeue.Pending, Workspace: ws, Branch: ws, ChangeID: "I" + ws, ChangeIDSource: mergequeue.SourceTrailer,
+				DedupeKey: ws + ":I" + ws, HeadSHA: fmt.Sprintf("%040x", i+1), Priority: &prio}
+			if generated {
+				d.WorkspaceID = mergequeue.WorkspaceID(writer, ws)
+				d.Worktree = filepath.Join(filepath.Dir(root), ws)
+				d.ChangeID = mergequeue.GenerateChangeID(d.WorkspaceID, d.Branch, d.HeadSHA, at)
+				d.ChangeIDSource = mergequeue.SourceGenerated
+				d.DedupeKey = mergequeue.ComputeDedupeKey(d.ChangeID, d.WorkspaceID)
+			}
+			drafts = append(drafts, eventlog.Draft{Type: mergequeue.EvSubmitted, Subject: mergequeue.Subject(id), Data: d})
+			if i < ended {
 				drafts = append(drafts, eventlog.Draft{Type: mergequeue.EvCancelled, Subject: mergequeue.Subject(id),
 					Data: mergequeue.EntryData{EntryID: id, From: mergequeue.Pending, To: mergequeue.Cancelled, HeadSHA: fmt.Sprintf("%040x", i+1)}})
 			}

@@ -38,7 +38,7 @@ func BenchmarkApplySubmit1000(b *testing.B) {
 	cancel := []eventlog.Draft{{Type: EvCancelled, Subject: Subject(1001), Data: EntryData{EntryID: 1001, From: Pending, To: Cancelled}}}
 	for b.Loop() {
 		c := *s
-		c.Entries = s.Entries[:len(s.Entries):len(s.Entries)]
+		c.entries = s.entries[:s.Len():s.Len()]
 		fold(b, &c, t0, "ada", sub.Drafts)
 		fold(b, &c, t0, "ada", cancel)
 	}
@@ -60,6 +60,51 @@ func BenchmarkUnmarshalState1000(b *testing.B) {
 	for b.Loop() {
 		var s State
 		if err := s.UnmarshalState(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// history10000 is queueOf(10000) with all but the last 1,000 entries
+// cancelled: a queue of 1,000 with a history of 9,000.
+func history10000(b testing.TB) *State {
+	s := queueOf(b, 10000)
+	for id := int64(1); id <= 9000; id++ {
+		drafts, err := DecideCancel(s, id, "ada", "", pol)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fold(b, s, t0, "ada", drafts)
+	}
+	return s
+}
+
+// BenchmarkUnmarshalState10000 reads the snapshot of history10000: with
+// BenchmarkUnmarshalState1000 it shows what the 9,000 ended entries cost
+// a command that does not ask for them.
+func BenchmarkUnmarshalState10000(b *testing.B) {
+	data, _ := history10000(b).MarshalState()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		var s State
+		if err := s.UnmarshalState(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecideSubmit10000 decides a new entry's submission on the state
+// read from history10000's snapshot: its dedupe key is looked for among
+// the ended entries too, read from their lines (the first time).
+func BenchmarkDecideSubmit10000(b *testing.B) {
+	data, _ := history10000(b).MarshalState()
+	r := req("ws-new", 50000, "ada")
+	for b.Loop() {
+		var s State
+		if err := s.UnmarshalState(data); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := DecideSubmit(&s, r, pol, t0); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -145,8 +190,8 @@ func BenchmarkFold20000(b *testing.B) {
 		for i := range evs {
 			s.Apply(&evs[i])
 		}
-		if s.Skipped != 0 || len(s.Entries) != 20000 || s.PendingCount != 50 {
-			b.Fatalf("skipped %d of %d events; %d entries, %d pending", s.Skipped, len(evs), len(s.Entries), s.PendingCount)
+		if s.Skipped != 0 || s.Len() != 20000 || s.PendingCount != 50 {
+			b.Fatalf("skipped %d of %d events; %d entries, %d pending", s.Skipped, len(evs), s.Len(), s.PendingCount)
 		}
 	}
 	b.ReportMetric(float64(len(evs)), "events")

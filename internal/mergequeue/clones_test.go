@@ -156,13 +156,13 @@ func TestClonesConverge(t *testing.T) {
 		if bad := CheckInvariants(clones[0].state); len(bad) > 0 {
 			t.Fatalf("seed %d: %v", seed, bad)
 		}
-		for _, e := range clones[0].state.Entries {
+		for _, e := range clones[0].state.All() {
 			if len(e.Conflicts) > 0 {
 				conflicts++
 			}
 		}
 		t.Logf("seed %d: %d clones, %d entries, %d events skipped, %d entries with a resolved conflict",
-			seed, n, len(clones[0].state.Entries), clones[0].state.Skipped, conflicts)
+			seed, n, clones[0].state.Len(), clones[0].state.Skipped, conflicts)
 	}
 }
 
@@ -171,8 +171,8 @@ func TestClonesConverge(t *testing.T) {
 func randomOp(rng *rand.Rand, c *simClone, p Policy, actor string, now time.Time, i int) []eventlog.Draft {
 	s := c.state
 	var id int64
-	if len(s.Entries) > 0 {
-		id = int64(rng.Intn(len(s.Entries)) + 1)
+	if s.Len() > 0 {
+		id = int64(rng.Intn(s.Len()) + 1)
 	}
 	runner := c.writer + "/r" + fmt.Sprint(rng.Intn(2))
 	switch rng.Intn(11) {

@@ -44,7 +44,7 @@ var (
 
 func (c *mergeClone) Command(r *rand.Rand, now time.Time) (string, []eventlog.Draft, error) {
 	actor := pick(r, mergeActors)
-	id := int64(r.IntN(len(c.s.Entries)+1) + 1) // now and then one that does not exist
+	id := int64(r.IntN(c.s.Len()+1) + 1) // now and then one that does not exist
 	if e := c.s.Entry(id); e != nil && r.IntN(4) > 0 {
 		actor = e.Owner
 	}
@@ -106,7 +106,7 @@ func (c *mergeClone) submission(r *rand.Rand, actor string) mergequeue.SubmitReq
 // does not: a stale runner) along the transition table.
 func (c *mergeClone) step(r *rand.Rand, now time.Time) (string, []eventlog.Draft, error) {
 	var held []*mergequeue.Entry
-	for _, e := range c.s.Entries {
+	for _, e := range c.s.All() {
 		if e.Status.Processing() && (e.Runner == c.runner || r.IntN(10) == 0) {
 			held = append(held, e)
 		}
@@ -144,7 +144,7 @@ func (c *mergeClone) step(r *rand.Rand, now time.Time) (string, []eventlog.Draft
 
 // renew extends a held lease, sometimes recording the test's process group.
 func (c *mergeClone) renew(r *rand.Rand, now time.Time) (string, []eventlog.Draft, error) {
-	for _, e := range c.s.Entries {
+	for _, e := range c.s.All() {
 		if !e.Status.Processing() || e.Runner != c.runner {
 			continue
 		}

@@ -145,7 +145,7 @@ func (s *State) ResolveChangeID(req *SubmitRequest, now time.Time) {
 		return
 	}
 	req.ChangeIDSource = SourceGenerated
-	if id, ok := s.Identities[IdentityKey(req.WorkspaceID, req.Branch)]; ok {
+	if id, ok := s.identity(IdentityKey(req.WorkspaceID, req.Branch)); ok {
 		req.ChangeID = id
 		return
 	}
@@ -164,7 +164,7 @@ func (s *State) legacyEntry(req SubmitRequest) *Entry {
 		return nil
 	}
 	writer, _, _ := strings.Cut(req.WorkspaceID, "/")
-	for _, e := range s.Entries {
+	for _, e := range s.index().active {
 		if e.LegacyWriter != "" && e.LegacyWriter == writer && e.Worktree == req.Worktree && e.Status.Active() {
 			return e
 		}
@@ -257,7 +257,7 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 			EntryID: last.ID, Type: SubmissionResubmitted, DedupeKey: req.DedupeKey}, nil
 	}
 	// cases 1 and 3: a new entry (a terminal one of another workspace releases the key)
-	id := int64(len(s.Entries)) + 1
+	id := int64(s.Len()) + 1
 	data.EntryID, data.To = id, Pending
 	return Submission{Drafts: []eventlog.Draft{{Type: EvSubmitted, Subject: Subject(id), Data: data}},
 		EntryID: id, Type: SubmissionNew, DedupeKey: req.DedupeKey}, nil
@@ -344,7 +344,7 @@ func DecideClaim(s *State, runner string, target Target, pol Policy, now time.Ti
 	if s.Frozen {
 		return nil, nil
 	}
-	for _, e := range s.Entries {
+	for _, e := range s.index().active {
 		if e.Status.Processing() && e.LeaseUntil != nil && now.Before(*e.LeaseUntil) {
 			return nil, nil
 		}
@@ -456,7 +456,7 @@ func DecideProcStarted(s *State, id int64, runner string, p ProcRecord, pol Poli
 // Expired lists processing entries whose lease ran out at now.
 func (s *State) Expired(now time.Time) []*Entry {
 	var out []*Entry
-	for _, e := range s.Entries {
+	for _, e := range s.index().active {
 		if e.Status.Processing() && (e.LeaseUntil == nil || !now.Before(*e.LeaseUntil)) {
 			out = append(out, e)
 		}
@@ -468,7 +468,7 @@ func (s *State) Expired(now time.Time) []*Entry {
 // (zero: none), the time Expired next lists something.
 func (s *State) NextExpiry(now time.Time) time.Time {
 	var at time.Time
-	for _, e := range s.Entries {
+	for _, e := range s.index().active {
 		if e.Status.Processing() && e.LeaseUntil != nil && e.LeaseUntil.After(now) && (at.IsZero() || e.LeaseUntil.Before(at)) {
 			at = *e.LeaseUntil
 		}

@@ -62,8 +62,8 @@ func TestSubmitUpdatesActive(t *testing.T) {
 	if sub.Type != SubmissionUpdated || sub.EntryID != 1 || e.HeadSHA != sha(3) || !e.UpdatedAt.Equal(t0.Add(2*time.Second)) {
 		t.Fatalf("got %+v entry %+v", sub, e)
 	}
-	if len(s.Entries) != 2 || e.Position != 1 || e.Priority != 0 {
-		t.Errorf("entries %d, position %d, priority %d", len(s.Entries), e.Position, e.Priority)
+	if s.Len() != 2 || e.Position != 1 || e.Priority != 0 {
+		t.Errorf("entries %d, position %d, priority %d", s.Len(), e.Position, e.Priority)
 	}
 	if e.Steps != 2 || e.LastStep.Type != EvUpdated {
 		t.Error("POST-AUDIT-002: want an updated event")
@@ -128,7 +128,7 @@ func TestSubmitResubmitsTerminal(t *testing.T) {
 			}
 			sub := submit(t, s, req("ws-a", 2, "ada"), t0.Add(time.Hour))
 			e := s.Entry(1)
-			if sub.Type != SubmissionResubmitted || len(s.Entries) != 1 || e.Status != Pending || e.HeadSHA != sha(2) || e.Attempts != 0 {
+			if sub.Type != SubmissionResubmitted || s.Len() != 1 || e.Status != Pending || e.HeadSHA != sha(2) || e.Attempts != 0 {
 				t.Fatalf("got %+v, entry %+v", sub, e)
 			}
 			if !e.AddedAt.Equal(t0.Add(time.Hour)) || e.Position != 1 {
@@ -606,7 +606,7 @@ func TestEventsFindTheirEntryAfterClonesMerge(t *testing.T) {
 			}
 		}
 		var a, b *Entry
-		for _, e := range merged.Entries {
+		for _, e := range merged.All() {
 			switch e.Owner {
 			case "alice":
 				a = e

@@ -26,10 +26,10 @@ func (s *State) Lookup(handle string) (*Entry, error) {
 		}
 		return nil, InvalidEntryRef(handle)
 	}
-	var found []*Entry
-	for _, e := range s.Entries {
-		if strings.HasPrefix(e.Ref, prefix) {
-			found = append(found, e)
+	var found []int64 // ids; an entry is decoded only once it is the one
+	for id := int64(1); id <= int64(s.Len()); id++ {
+		if strings.HasPrefix(s.refOf(id), prefix) {
+			found = append(found, id)
 		}
 	}
 	switch len(found) {
@@ -39,11 +39,11 @@ func (s *State) Lookup(handle string) (*Entry, error) {
 		}
 		return nil, EntryRefNotFound(prefix)
 	case 1:
-		return found[0], nil
+		return s.Entry(found[0]), nil
 	}
 	refs := make([]string, len(found))
-	for i, e := range found {
-		refs[i] = e.Ref
+	for i, id := range found {
+		refs[i] = s.refOf(id)
 	}
 	return nil, AmbiguousEntryRef(prefix, refs)
 }

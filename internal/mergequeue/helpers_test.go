@@ -76,7 +76,7 @@ func checkInvariants(t testing.TB, s *State) {
 func checkIndex(t testing.TB, s *State) {
 	t.Helper()
 	kept := s.index()
-	fresh := (&State{Entries: s.Entries}).index()
+	fresh := (&State{entries: s.entries, cold: s.cold, undecoded: s.undecoded}).index()
 	same := func(a, b map[string]*Entry) bool {
 		if len(a) != len(b) {
 			return false
@@ -99,6 +99,8 @@ func checkIndex(t testing.TB, s *State) {
 		t.Fatal("latest by key differs")
 	case !slices.Equal(kept.queue, fresh.queue):
 		t.Fatalf("queue: kept %d entries, fresh %d", len(kept.queue), len(fresh.queue))
+	case !slices.Equal(kept.active, fresh.active):
+		t.Fatalf("active: kept %d entries, fresh %d", len(kept.active), len(fresh.active))
 	}
 	for i, e := range kept.queue {
 		if e.Position != i+1 || e.Status != Pending {

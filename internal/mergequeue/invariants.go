@@ -18,7 +18,7 @@ func CheckInvariants(s *State) []string {
 	positions := map[int]int64{}
 	pending := 0
 	lastN := 0
-	for i, e := range s.Entries {
+	for i, e := range s.All() {
 		if e.ID != int64(i)+1 {
 			fail("INV-ID", "entry at index %d has id %d", i, e.ID)
 		}

@@ -6,11 +6,16 @@ import (
 )
 
 // Listed is what spool merge list shows: the pending entries in queue
-// order, then the other active ones, and with all the ended ones too.
+// order, then the other active ones, and with all the ended ones too (the
+// only listing that decodes them).
 func (q *State) Listed(all bool) []*Entry {
 	entries := append([]*Entry(nil), q.Queue()...)
-	for _, en := range q.Entries {
-		if en.Status != Pending && (all || en.Status.Active()) {
+	others := q.index().active
+	if all {
+		others = q.All()
+	}
+	for _, en := range others {
+		if en.Status != Pending {
 			entries = append(entries, en)
 		}
 	}

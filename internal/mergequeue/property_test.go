@@ -41,7 +41,7 @@ func TestInvariantsProperty(t *testing.T) {
 			var drafts []eventlog.Draft
 			var err error
 			op := rng.Intn(10)
-			id := int64(rng.Intn(len(s.Entries) + 2)) // sometimes missing
+			id := int64(rng.Intn(s.Len() + 2)) // sometimes missing
 			switch op {
 			case 0, 1, 2:
 				ws := workspaces[rng.Intn(len(workspaces))]
@@ -105,7 +105,7 @@ func TestInvariantsProperty(t *testing.T) {
 			checkAudit(t, s, prev, fmt.Sprintf("seed %d step %d", seed, i))
 			if i%25 == 0 { // the render caches never go stale
 				cached := s.render()
-				for _, e := range s.Entries {
+				for _, e := range s.All() {
 					e.encoded = nil
 				}
 				if !bytes.Equal(cached, s.render()) {
@@ -123,8 +123,8 @@ type historyMark struct {
 }
 
 func snapshotHistory(s *State) []historyMark {
-	out := make([]historyMark, len(s.Entries))
-	for i, e := range s.Entries {
+	out := make([]historyMark, s.Len())
+	for i, e := range s.All() {
 		out[i] = historyMark{e.Status, e.Steps, e.LastStep}
 	}
 	return out
@@ -133,7 +133,7 @@ func snapshotHistory(s *State) []historyMark {
 func checkAudit(t *testing.T, s *State, prev []historyMark, where string) {
 	t.Helper()
 	for i, old := range prev {
-		e := s.Entries[i]
+		e := s.All()[i]
 		if e.Steps < old.steps {
 			t.Fatalf("%s: INV-AUDIT-003: entry %d trail shrank", where, e.ID)
 		}

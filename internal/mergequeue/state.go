@@ -1,6 +1,7 @@
 package mergequeue
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -21,39 +22,70 @@ const (
 // Bump Version whenever the encoding of the state changes: snapshots of
 // another version are rebuilt from the log, and decode reuses the lines of
 // a snapshot of this version as they are.
-var Spec = projections.Spec{Name: Name, Version: 7, New: func() projections.Projection { return New() }}
+//
+// The state grows with every entry ever queued, so saves are amortized (see
+// projections.Spec.Amortize): a command catches up in memory from a
+// snapshot a few events old rather than writing every entry's line twice
+// (the snapshot and merge-queue.json) for the one it changed.
+var Spec = projections.Spec{Name: Name, Version: 8, Amortize: 1000, New: func() projections.Projection { return New() }}
 
 // State is the merge queue folded from the log.
 type State struct {
-	Frozen       bool              `json:"frozen"`
-	FrozenReason string            `json:"frozen_reason,omitempty"`
-	FrozenBy     string            `json:"frozen_by,omitempty"`
-	FrozenAt     *time.Time        `json:"frozen_at,omitempty"`
-	PendingCount int               `json:"pending_count"`
-	Entries      []*Entry          `json:"entries"`    // by id: Entries[i].ID == i+1
-	Identities   map[string]string `json:"identities"` // workspace id + "\x00" + branch → generated change id
-	Skipped      int               `json:"skipped"`    // events the fold could not use (diverged history)
-	Applied      int               `json:"applied"`    // merge events folded; numbers the audit steps
+	Frozen       bool       `json:"frozen"`
+	FrozenReason string     `json:"frozen_reason,omitempty"`
+	FrozenBy     string     `json:"frozen_by,omitempty"`
+	FrozenAt     *time.Time `json:"frozen_at,omitempty"`
+	PendingCount int        `json:"pending_count"`
+	Skipped      int        `json:"skipped"` // events the fold could not use (diverged history)
+	Applied      int        `json:"applied"` // merge events folded; numbers the audit steps
 
-	encoded []byte // encode's result until the next Apply: Save asks for it twice
-	ix      *index // lookups the fold and the deciders need, kept along with Entries
+	// identities are the generated change ids by identity key (IdentityKey:
+	// workspace id + "\x00" + branch). Read from a snapshot they stay the
+	// bytes of its object (identitiesRaw), which identity searches, with
+	// what the fold set since in identities, until a save that has to
+	// render them together decodes them (allIdentities).
+	identities    map[string]string
+	identitiesRaw []byte
+
+	// entries are by id (entries[i].ID == i+1). A slot is nil while its
+	// entry is still the line cold[i] of the snapshot it was read from:
+	// decode leaves the ended entries (merged, failed_terminal, cancelled)
+	// as they are, and Entry, EntryByRef, LatestByKey, Lookup and All
+	// decode one when they need it (thaw). A command about the queue then
+	// pays for the active entries, not for every entry ever queued.
+	entries   []*Entry
+	cold      [][]byte // by id, the undecoded lines; nil when none are left
+	undecoded int      // nil slots of entries
+
+	encoded   []byte // encode's result until the next Apply: Save asks for it twice
+	publicLen int    // encoded[:publicLen] is merge-queue.json; the rest is the snapshot's checksum
+	ix        *index // lookups the fold and the deciders need, kept along with entries
 }
 
 // index holds what is otherwise a scan of every entry, so that a fold stays
 // linear in the log however many entries it has seen: active entries by
-// dedupe key and by workspace (at most one each: INV-QUEUE-001, -002),
-// every entry by ref, the newest by dedupe key, and the pending entries in
-// position order. It is derived from Entries (reindex) and never encoded.
+// dedupe key and by workspace (at most one each: INV-QUEUE-001, -002) and
+// by id, the decoded entries by ref and the newest of them by dedupe key,
+// and the pending entries in position order. It is derived from the
+// entries (reindex) and never encoded.
+//
+// The undecoded entries are found by ids: by ref, and the newest by dedupe
+// key, each map read from their lines (not decoded) when a lookup first
+// misses the decoded entries (coldIDs). An entry decoded since stays in
+// them, harmlessly: Entry finds it decoded.
 type index struct {
 	activeByKey map[string]*Entry
 	activeByWS  map[string]*Entry
+	active      []*Entry // active entries by id
 	byRef       map[string]*Entry
 	latestByKey map[string]*Entry
 	queue       []*Entry // pending: queue[i].Position == i+1
+	coldByRef   map[string]int64
+	coldByKey   map[string]int64
 }
 
-// index returns the state's index, built from Entries when it has none
-// (a State not made by New, Apply or UnmarshalState).
+// index returns the state's index, built from the entries when it has
+// none (a State not made by New, Apply or UnmarshalState).
 func (s *State) index() *index {
 	if s.ix == nil {
 		s.reindex()
@@ -61,12 +93,16 @@ func (s *State) index() *index {
 	return s.ix
 }
 
-// reindex builds the index from Entries: where two active entries share a
-// key or workspace (a state the fold never makes), the first is found, as
-// a scan would.
+// reindex builds the index from the decoded entries: where two active
+// entries share a key or workspace (a state the fold never makes), the
+// first is found, as a scan would. Undecoded entries have ended: no
+// position, not active.
 func (s *State) reindex() {
 	active, pending := 0, 0
-	for _, e := range s.Entries {
+	for _, e := range s.entries {
+		if e == nil {
+			continue
+		}
 		if e.Status.Active() {
 			active++
 		}
@@ -74,13 +110,18 @@ func (s *State) reindex() {
 			pending++
 		}
 	}
-	ix := &index{activeByKey: make(map[string]*Entry, active), activeByWS: make(map[string]*Entry, active),
-		byRef: make(map[string]*Entry, len(s.Entries)), latestByKey: make(map[string]*Entry, len(s.Entries)), queue: make([]*Entry, pending)}
+	decoded := len(s.entries) - s.undecoded
+	ix := &index{activeByKey: make(map[string]*Entry, active), activeByWS: make(map[string]*Entry, active), active: make([]*Entry, 0, active),
+		byRef: make(map[string]*Entry, decoded), latestByKey: make(map[string]*Entry, decoded), queue: make([]*Entry, pending)}
 	inOrder := true // positions 1..pending, each once: place each entry at its own
-	for _, e := range s.Entries {
+	for _, e := range s.entries {
+		if e == nil {
+			continue
+		}
 		ix.byRef[e.Ref] = e
 		ix.latestByKey[e.DedupeKey] = e
 		if e.Status.Active() {
+			ix.active = append(ix.active, e)
 			if _, ok := ix.activeByKey[e.DedupeKey]; !ok {
 				ix.activeByKey[e.DedupeKey] = e
 			}
@@ -98,8 +139,8 @@ func (s *State) reindex() {
 	}
 	if !inOrder { // a snapshot the fold did not write: order them by position as well as it can
 		ix.queue = ix.queue[:0]
-		for _, e := range s.Entries {
-			if e.Position > 0 {
+		for _, e := range s.entries {
+			if e != nil && e.Position > 0 {
 				ix.queue = append(ix.queue, e)
 			}
 		}
@@ -121,9 +162,22 @@ func (s *State) setStatus(e *Entry, to Status) {
 		if ix.activeByWS[e.WorkspaceID] == e {
 			delete(ix.activeByWS, e.WorkspaceID)
 		}
+		if i, ok := slices.BinarySearchFunc(ix.active, e.ID, byID); ok {
+			ix.active = slices.Delete(ix.active, i, i+1)
+		}
 	case !was && now:
 		ix.activeByKey[e.DedupeKey] = e
 		ix.activeByWS[e.WorkspaceID] = e
+		ix.addActive(e)
+	}
+}
+
+func byID(e *Entry, id int64) int { return cmp.Compare(e.ID, id) }
+
+// addActive puts e among the active entries, in id order.
+func (ix *index) addActive(e *Entry) {
+	if i, ok := slices.BinarySearchFunc(ix.active, e.ID, byID); !ok {
+		ix.active = slices.Insert(ix.active, i, e)
 	}
 }
 
@@ -213,18 +267,37 @@ type AuditStep struct {
 
 // New returns an empty queue.
 func New() *State {
-	s := &State{Entries: []*Entry{}, Identities: map[string]string{}}
+	s := &State{entries: []*Entry{}, identities: map[string]string{}}
 	s.reindex()
 	return s
 }
 
+// Len is the number of entries ever queued: their ids are 1 to Len.
+func (s *State) Len() int { return len(s.entries) }
+
 // Entry returns the entry with id, or nil.
 func (s *State) Entry(id int64) *Entry {
-	if id < 1 || id > int64(len(s.Entries)) {
+	if id < 1 || id > int64(len(s.entries)) {
 		return nil
 	}
-	return s.Entries[id-1]
+	if e := s.entries[id-1]; e != nil {
+		return e
+	}
+	return s.thaw(id)
 }
+
+// All returns every entry, by id (All()[i].ID == i+1), decoding those not
+// decoded yet: merge list --all, verify's invariants. The slice is the
+// state's own; the fold appends to it.
+func (s *State) All() []*Entry {
+	if s.undecoded > 0 {
+		s.thawAll()
+	}
+	return s.entries
+}
+
+// Active returns the active entries by id.
+func (s *State) Active() []*Entry { return slices.Clone(s.index().active) }
 
 // ActiveByKey returns the active entry holding dedupe key, or nil.
 func (s *State) ActiveByKey(key string) *Entry { return s.index().activeByKey[key] }
@@ -234,21 +307,26 @@ func (s *State) ActiveByKey(key string) *Entry { return s.index().activeByKey[ke
 func (s *State) ActiveByWorkspace(id string) *Entry { return s.index().activeByWS[id] }
 
 // EntryByRef returns the entry whose merge.submitted event has id ref, or nil.
-func (s *State) EntryByRef(ref string) *Entry { return s.index().byRef[ref] }
+func (s *State) EntryByRef(ref string) *Entry {
+	ix := s.index()
+	if e := ix.byRef[ref]; e != nil {
+		return e
+	}
+	return s.Entry(s.coldIDs("entry_ref", &ix.coldByRef)[ref])
+}
 
 // LatestByKey returns the newest entry with dedupe key, active or not.
-func (s *State) LatestByKey(key string) *Entry { return s.index().latestByKey[key] }
+func (s *State) LatestByKey(key string) *Entry {
+	ix := s.index()
+	e := ix.latestByKey[key]
+	if id := s.coldIDs("dedupe_key", &ix.coldByKey)[key]; id > 0 && (e == nil || id > e.ID) {
+		return s.Entry(id)
+	}
+	return e
+}
 
 // ActiveCount counts active entries.
-func (s *State) ActiveCount() int {
-	n := 0
-	for _, e := range s.Entries {
-		if e.Status.Active() {
-			n++
-		}
-	}
-	return n
-}
+func (s *State) ActiveCount() int { return len(s.index().active) }
 
 // Queue returns the pending entries in position order.
 func (s *State) Queue() []*Entry { return slices.Clone(s.index().queue) }
@@ -300,7 +378,7 @@ func (s *State) enter(e *Entry) {
 	s.PendingCount++
 }
 
-// IdentityKey is the key of State.Identities: a workspace identity and a branch.
+// IdentityKey is the key of the state's identities: a workspace identity and a branch.
 func IdentityKey(workspaceID, branch string) string { return workspaceID + "\x00" + branch }
 
 // Apply folds one event. Events of other namespaces and events whose data
@@ -349,16 +427,19 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		if d.WorkspaceID == "" { // an older spool's event: the name was the identity
 			d.WorkspaceID, legacy = d.Workspace, ev.Writer
 		}
-		e := &Entry{ID: int64(len(s.Entries)) + 1, Ref: ev.ID, Workspace: d.Workspace, WorkspaceID: d.WorkspaceID, LegacyWriter: legacy, Worktree: d.Worktree, Branch: d.Branch,
+		e := &Entry{ID: int64(len(s.entries)) + 1, Ref: ev.ID, Workspace: d.Workspace, WorkspaceID: d.WorkspaceID, LegacyWriter: legacy, Worktree: d.Worktree, Branch: d.Branch,
 			ChangeID: d.ChangeID, ChangeIDSource: d.ChangeIDSource, DedupeKey: d.DedupeKey, HeadSHA: d.HeadSHA,
 			BeadID: d.BeadID, Owner: ev.Actor, Status: Pending, AddedAt: ev.At, UpdatedAt: ev.At}
 		if d.Priority != nil {
 			e.Priority = *d.Priority
 		}
 		if d.ChangeIDSource == SourceGenerated {
-			s.Identities[IdentityKey(d.WorkspaceID, d.Branch)] = d.ChangeID
+			s.identities[IdentityKey(d.WorkspaceID, d.Branch)] = d.ChangeID
 		}
-		s.Entries = append(s.Entries, e)
+		s.entries = append(s.entries, e)
+		if s.cold != nil {
+			s.cold = append(s.cold, nil)
+		}
 		s.ix.byRef[e.Ref] = e
 		s.ix.latestByKey[e.DedupeKey] = e
 		if why := s.rival(e); why != "" {
@@ -373,6 +454,7 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 			return true
 		}
 		s.ix.activeByKey[e.DedupeKey], s.ix.activeByWS[e.WorkspaceID] = e, e // pending: active
+		s.ix.active = append(s.ix.active, e)                                 // the highest id
 		s.enter(e)
 		s.step(e, ev, d)
 		return true
@@ -593,11 +675,13 @@ func StepOf(ev *eventlog.Event, d *EntryData) AuditStep {
 		TestedSHA: d.TestedSHA, TestedAgainstSHA: d.TestedAgainstSHA, Reason: d.Reason, Runner: d.Runner}
 }
 
+// MarshalState is merge-queue.json and a line with its checksum.
 func (s *State) MarshalState() ([]byte, error) { return s.encode(), nil }
 
 func (s *State) UnmarshalState(b []byte) error { return s.decode(b) }
 
 // Files renders merge-queue.json: the whole state, one entry per line.
 func (s *State) Files() ([]projections.File, error) {
-	return []projections.File{{Path: FilePath, Data: s.encode()}}, nil
+	b := s.encode()
+	return []projections.File{{Path: FilePath, Data: b[:s.publicLen:s.publicLen]}}, nil
 }

@@ -394,7 +394,7 @@ func (j *job) wait(ctx context.Context, checkout string, paths []string) *Result
 // (git failed) is clean: the merge checks again before moving anything.
 func (r *Runner) dirtyCheckout(ctx context.Context, q *mergequeue.State) []string {
 	waiting := false
-	for _, e := range q.Entries {
+	for _, e := range q.Active() {
 		waiting = waiting || e.Status == mergequeue.Pending && e.Waiting != ""
 	}
 	if !waiting {

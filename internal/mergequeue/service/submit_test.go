@@ -404,8 +404,8 @@ func TestSubmitAfterUpgradeFindsLegacyEntry(t *testing.T) {
 	f.Git(feat, "commit", "-q", "--amend", "-m", "amended after the upgrade")
 	r := f.mustSubmit(feat, SubmitOptions{NoPush: true})
 	q := f.queue()
-	if r.EntryID != 1 || r.SubmissionType != mergequeue.SubmissionUpdated || r.DedupeKey != "feat:Iold" || q.ActiveCount() != 1 || len(q.Entries) != 1 {
-		t.Fatalf("after the upgrade: %+v; %d entries, %d active", r, len(q.Entries), q.ActiveCount())
+	if r.EntryID != 1 || r.SubmissionType != mergequeue.SubmissionUpdated || r.DedupeKey != "feat:Iold" || q.ActiveCount() != 1 || q.Len() != 1 {
+		t.Fatalf("after the upgrade: %+v; %d entries, %d active", r, q.Len(), q.ActiveCount())
 	}
 	if e := q.Entry(1); e.HeadSHA != f.Git(feat, "rev-parse", "HEAD") {
 		t.Fatalf("entry %+v", e)
