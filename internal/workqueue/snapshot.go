@@ -90,16 +90,20 @@ func (p *TasksProjection) MarshalState() ([]byte, error) {
 		}
 	}
 	tw := newTableWriter(tasksMagic, len(ids), 256*len(ids)+64)
-	var open []uint32
+	type key struct {
+		pos uint32
+		t   *Task
+	}
+	var open []key
 	for i, id := range ids {
 		t := all[id]
 		tw.record(id, func(w *writer) { encodeTask(w, t, refs[id]) })
 		if t.Status != StatusClosed {
-			open = append(open, uint32(i))
+			open = append(open, key{uint32(i), t})
 		}
 	}
-	slices.SortFunc(open, func(a, b uint32) int {
-		if taskLess(all[ids[a]], all[ids[b]]) {
+	slices.SortFunc(open, func(a, b key) int {
+		if taskLess(a.t, b.t) {
 			return -1
 		}
 		return 1
@@ -107,8 +111,8 @@ func (p *TasksProjection) MarshalState() ([]byte, error) {
 	return tw.finish(func(w *writer) {
 		w.int(s.CommentSeq)
 		w.uint(uint64(len(open)))
-		for _, i := range open {
-			w.uint(uint64(i))
+		for _, k := range open {
+			w.uint(uint64(k.pos))
 		}
 	}), nil
 }
