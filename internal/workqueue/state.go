@@ -708,7 +708,8 @@ func marshalIndent[T any](items []T) ([]byte, error) {
 			return nil, err
 		}
 		buf.Truncate(buf.Len() - 1) // Encode's newline
-		if i == 63 {                // grow once for the rest, by the first 64 items' size, not by doubling
+		// Grow once for the rest, by the first 64 items' size, not by doubling.
+		if i == 63 {
 			buf.Grow(buf.Len() / 64 * (len(items) - 64) * 9 / 8)
 		}
 	}
