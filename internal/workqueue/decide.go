@@ -435,22 +435,32 @@ func NextExpiry(s *State, now time.Time) time.Time {
 	return at
 }
 
-// working returns the entries that hold a claim: those the snapshot had,
-// as they are now, and those decoded or changed since.
+// working returns the entries that hold a claim.
 func (s *State) working() []*Entry {
 	var out []*Entry
-	seen := map[string]bool{}
-	for id, h := range s.History {
-		seen[id] = true
+	for _, h := range s.Waiting() {
 		if h.Status == HistWorking {
 			out = append(out, h)
 		}
 	}
-	if s.history != nil {
-		for _, i := range s.history.working {
-			if id := s.history.ids[i]; !seen[id] {
-				out = append(out, s.Entry(id)) // unchanged since the snapshot, so still working
-			}
+	return out
+}
+
+// Waiting returns every entry that holds a claim or failed (a lease or a
+// backoff to run out; Policy.Wakeup), with others: the entries decoded or
+// changed since the snapshot, whatever their status, and those the snapshot
+// recorded as waiting.
+func (s *State) Waiting() map[string]*Entry {
+	if s.history == nil {
+		return s.History
+	}
+	out := make(map[string]*Entry, len(s.History)+len(s.history.waiting))
+	for id, h := range s.History {
+		out[id] = h
+	}
+	for _, i := range s.history.waiting {
+		if id := s.history.ids[i]; out[id] == nil {
+			out[id] = s.Entry(id) // unchanged since the snapshot
 		}
 	}
 	return out

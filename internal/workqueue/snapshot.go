@@ -201,7 +201,8 @@ func recordRefs(r *reader) []string {
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // MarshalState writes the history as a table; the index adds the entries
-// holding a claim, which next's expiry looks at.
+// holding a claim or failed (waiting for a lease or a backoff to end), which
+// next's expiry and its wake-up time look at.
 func (p *QueueProjection) MarshalState() ([]byte, error) {
 	s := p.State()
 	all := s.AllHistory()
@@ -211,17 +212,17 @@ func (p *QueueProjection) MarshalState() ([]byte, error) {
 	}
 	sort.Strings(hids)
 	tw := newTableWriter(queueMagic, len(hids), 96*len(hids)+64)
-	var working []uint32
+	var waiting []uint32
 	for i, id := range hids {
 		h := all[id]
 		tw.record(id, func(w *writer) { encodeEntry(w, h) })
-		if h.Status == HistWorking {
-			working = append(working, uint32(i))
+		if h.Status == HistWorking || h.Status == HistFailed {
+			waiting = append(waiting, uint32(i))
 		}
 	}
 	return tw.finish(func(w *writer) {
-		w.uint(uint64(len(working)))
-		for _, i := range working {
+		w.uint(uint64(len(waiting)))
+		for _, i := range waiting {
 			w.uint(uint64(i))
 		}
 	}), nil
@@ -280,10 +281,10 @@ type taskTable struct {
 }
 
 // historyTable is the history's snapshot: the table, and the entries that
-// held a claim.
+// held a claim or had failed.
 type historyTable struct {
 	*table
-	working []uint32
+	waiting []uint32
 }
 
 func openTasks(r io.ReaderAt, size int64) (*taskTable, int64, error) {
@@ -302,16 +303,16 @@ func openTasks(r io.ReaderAt, size int64) (*taskTable, int64, error) {
 }
 
 func openHistory(r io.ReaderAt, size int64) (*historyTable, error) {
-	var working []uint32
+	var waiting []uint32
 	t, err := openTable(r, size, queueMagic, func(rd *reader, n int) error {
 		var err error
-		working, err = positions(rd, n)
+		waiting, err = positions(rd, n)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &historyTable{t, working}, nil
+	return &historyTable{t, waiting}, nil
 }
 
 // UnmarshalState opens the tasks' table on b; nothing is decoded yet.

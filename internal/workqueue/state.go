@@ -241,7 +241,7 @@ const (
 // projections.Spec.Amortize).
 var (
 	Spec      = projections.Spec{Name: Name, Version: 4, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
-	QueueSpec = projections.Spec{Name: QueueName, Version: 5, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
+	QueueSpec = projections.Spec{Name: QueueName, Version: 6, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
 // TasksProjection folds the tracker's side of every event.

@@ -83,7 +83,7 @@ func (s *Service) NextAnd(ctx context.Context, require, exclude []string, worker
 		return nil, Idle{}, err
 	}
 	if claim == nil {
-		at, id := s.Policy.Wakeup(st.AllHistory(), s.Now)
+		at, id := s.Policy.Wakeup(st.Waiting(), s.Now)
 		return nil, Idle{At: at, Task: id}, nil
 	}
 	out := &Claimed{Attempt: claim.Attempt, Worker: claim.Worker, LeaseUntil: claim.LeaseUntil}
