@@ -890,7 +890,9 @@ func scaleEncodeMain(args []string) error {
 // printScaleTable prints the results as a markdown table, a column per dataset.
 func printScaleTable(cols []scaleColumn, runs, slowRuns int) {
 	fmt.Println()
-	fmt.Printf("Whole-process medians (%d runs; replay and verify %d) and peak RSS, on the realistic log; clock at the log's end.\n\n", runs, slowRuns)
+	fmt.Printf("Whole-process medians (%d runs; replay and verify %d) and peak RSS, on the realistic log; clock at the log's end.\n", runs, slowRuns)
+	printLoad()
+	fmt.Println()
 	head, rule := "| command |", "| --- |"
 	for _, c := range cols {
 		head += fmt.Sprintf(" %s tasks / %s events |", count(c.meta.Tasks), count(c.meta.Events))
@@ -911,12 +913,16 @@ func printScaleTable(cols []scaleColumn, runs, slowRuns int) {
 	}
 }
 
-// msCell is a time in milliseconds for the table: one decimal below 100.
+// msCell is a time in milliseconds for the table: one decimal below 100 ms,
+// seconds from 1 s.
 func msCell(ms float64) string {
-	if ms < 100 {
+	switch {
+	case ms < 100:
 		return fmt.Sprintf("%.1f ms", ms)
+	case ms < 1000:
+		return fmt.Sprintf("%.0f ms", ms)
 	}
-	return fmt.Sprintf("%.0f ms", ms)
+	return fmt.Sprintf("%.2f s", ms/1000)
 }
 
 // count is n as 1k, 10k, 1.2M.
