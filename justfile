@@ -48,6 +48,10 @@ bench-board:
 bench-fleet:
     d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench fleet -spool "$d/spool" -tasks 1000 -runs 21 -for 8s -clones 1,2,4,8; s=$?; rm -rf "$d"; exit $s
 
+# scale: realistic logs (one fsynced append per CLI command) of 1k, 10k and 100k tasks, ~10 events each; a table of every command's median and peak RSS. With dir, the datasets are kept there and reused (e.g. just bench-scale artifacts/scale)
+bench-scale dir="":
+    d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench scale -spool "$d/spool" -tasks 1000,10000,100000 -runs 21 -slow-runs 3 -dir "{{dir}}"; s=$?; rm -rf "$d"; exit $s
+
 # merge queue: whole-process medians with 1,000 entries in the log, and the train's own overhead
 bench-merge:
     go run ./cmd/spoolbench merge -n 30

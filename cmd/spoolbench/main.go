@@ -12,6 +12,7 @@
 //	go run ./cmd/spoolbench board -spool BIN [-tasks 10000] [-jobs 1000] [-runs 21] [-appends 50] [-idle 60s]
 //	go run ./cmd/spoolbench fleet -spool BIN [-tasks 2000] [-runs 21] [-for 10s] [-clones 1,2,4,8]
 //	go run ./cmd/spoolbench sign -spool BIN [-events 10000] [-runs 21]
+//	go run ./cmd/spoolbench scale -spool BIN [-tasks 1000,10000,100000] [-runs 21] [-slow-runs 3] [-dir DIR]
 //
 // The justfile's bench-* recipes run it.
 package main
@@ -42,9 +43,13 @@ var subcommands = map[string]func(args []string) error{
 	"board": boardMain,
 	"fleet": fleetMain,
 	"sign":  signMain,
+	"scale": scaleMain,
+	// scale's children
+	"scale-gen":    scaleGenMain,
+	"scale-encode": scaleEncodeMain,
 }
 
-const usage = `usage: spoolbench gen|time|queue|merge|prd|jobs|watch|board|fleet|sign [flags]
+const usage = `usage: spoolbench gen|time|queue|merge|prd|jobs|watch|board|fleet|sign|scale [flags]
 
   gen    make a spool repository with a synthetic log
   time   run a command repeatedly and print its wall time and peak RSS
@@ -56,6 +61,7 @@ const usage = `usage: spoolbench gen|time|queue|merge|prd|jobs|watch|board|fleet
   board  spool serve on 10,000 tasks and 1,000 jobs: page and API times, append-to-stream/page latency, idle CPU and memory
   fleet  claims through a local bare remote: one claim's latency, a sync with nothing new, claims/s with 1, 2, 4, 8 clones
   sign   spool task add without and with a signing key; verify with and without --signatures over 10,000 signed events
+  scale  every work-queue command on realistic logs (CLI-shaped appends) of 1k, 10k and 100k tasks, about 10 events each
 
 spoolbench SUBCOMMAND -h lists a subcommand's flags.
 `
@@ -88,9 +94,19 @@ type timings struct {
 // timed. A command with no Stderr of its own has its output kept for the
 // error it returns when it fails; one with a Stderr has its output discarded.
 func repeat(warmup, n int, newCmd func() *exec.Cmd) (timings, error) {
+	return repeatPrepared(warmup, n, func() (*exec.Cmd, error) { return newCmd(), nil })
+}
+
+// repeatPrepared is repeat whose prepare runs before each run, untimed,
+// and returns the command to time: it may first run others (a claim for
+// spool done to finish, say).
+func repeatPrepared(warmup, n int, prepare func() (*exec.Cmd, error)) (timings, error) {
 	var t timings
 	for i := range warmup + n {
-		cmd := newCmd()
+		cmd, err := prepare()
+		if err != nil {
+			return t, err
+		}
 		var out bytes.Buffer
 		if cmd.Stderr == nil {
 			cmd.Stdout, cmd.Stderr = &out, &out
