@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"hash/crc32"
 	"io"
 	"math"
@@ -44,9 +43,9 @@ func encodeDetail(x *TaskDetail) string {
 	return string(w.buf)
 }
 
-// decodeDetail reads what encodeDetail wrote. The blob passed the
-// snapshot's checksum, so damage is a bug.
-func decodeDetail(raw string) *TaskDetail {
+// decodeDetail reads what encodeDetail wrote; the record it came from
+// passed its checksum, so damage here is a crafted file or a bug.
+func decodeDetail(id, raw string) *TaskDetail {
 	r := &reader{s: raw}
 	x := &TaskDetail{Description: r.str(), Design: r.str(), Acceptance: r.str(), Notes: r.str(), Assignee: r.str(),
 		CreatedBy: r.str(), Owner: r.str(), CloseReason: r.str(), ParentBy: r.str()}
@@ -58,7 +57,7 @@ func decodeDetail(raw string) *TaskDetail {
 		}
 	}
 	if err := r.end(); err != nil {
-		panic(fmt.Sprintf("task detail: %v", err))
+		panic(corruptSnapshot(id, err))
 	}
 	return x
 }
@@ -171,7 +170,7 @@ func decodeTask(r *reader) *Task {
 	}
 	t.rawDetail = r.str() // decoded by Detail, if ever
 	if err := r.end(); err != nil {
-		panic(fmt.Sprintf("task %s in the snapshot: %v", t.ID, err))
+		panic(corruptSnapshot(t.ID, err))
 	}
 	return t
 }
@@ -182,17 +181,18 @@ func recordRefs(r *reader) []string {
 		r.str()
 	}
 	r.int()
-	r.pos += 16
+	r.time()
+	r.time()
 	r.strs()
 	for range r.count() {
 		r.str()
-		r.pos += 8
+		r.time()
 		r.str()
 	}
 	for range r.count() {
 		r.str()
 		r.str()
-		r.pos += 8
+		r.time()
 		r.str()
 	}
 	return r.strs()
@@ -254,7 +254,7 @@ func decodeEntry(r *reader) *Entry {
 	h.Blocked = r.bool()
 	h.Pending, h.SyncFailed = r.syncs(), r.syncs()
 	if err := r.end(); err != nil {
-		panic(fmt.Sprintf("history entry %s in the snapshot: %v", h.ID, err))
+		panic(corruptSnapshot(h.ID, err))
 	}
 	return h
 }

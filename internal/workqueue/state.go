@@ -61,7 +61,7 @@ type Link struct {
 // Detail returns the task's detail, decoding it on first use.
 func (t *Task) Detail() *TaskDetail {
 	if t.detail == nil {
-		t.detail = decodeDetail(t.rawDetail)
+		t.detail = decodeDetail(t.ID, t.rawDetail)
 		t.rawDetail = ""
 	}
 	return t.detail

@@ -93,7 +93,7 @@ func openTable(r io.ReaderAt, size int64, magic string, extra func(r *reader, n 
 		return nil, errSnapshot
 	}
 	body := b[:len(b)-4]
-	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
+	if len(body) == 0 || crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
 		return nil, errSnapshot
 	}
 	rd := &reader{s: unsafe.String(&body[0], len(body))}

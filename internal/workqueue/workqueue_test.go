@@ -26,13 +26,13 @@ func DefaultPolicy() Policy {
 
 // world folds drafts the way the log would, numbering events.
 type world struct {
-	t   *testing.T
+	t   testing.TB
 	s   *State
 	seq uint64
 	log []eventlog.Event
 }
 
-func newWorld(t *testing.T) *world { return &world{t: t, s: NewState()} }
+func newWorld(t testing.TB) *world { return &world{t: t, s: NewState()} }
 
 func (w *world) apply(actor string, at time.Time, drafts ...eventlog.Draft) {
 	w.t.Helper()
@@ -842,4 +842,45 @@ func TestMarshalIndentAsTheLibrary(t *testing.T) {
 			t.Errorf("%d items: got\n%s\nwant\n%s", len(v), got, want)
 		}
 	}
+}
+
+// Whatever bytes a snapshot holds, opening it and reading every record
+// either works or is corrupt_snapshot: never another panic.
+func FuzzOpenSnapshot(f *testing.F) {
+	w := newWorld(f)
+	a := w.add("a", 1, t0, "x", "y")
+	b := w.add("b", 2, t0)
+	dep, _ := AddDep(w.s, b, a)
+	c, _ := AddComment(w.s, a, "looks good")
+	w.apply("ada", t0, dep, c)
+	w.next(DefaultPolicy(), Gate{}, "a", t0)
+	for _, p := range []projections.Projection{NewTasksProjection(w.s), NewQueueProjection(w.s)} {
+		snap, _ := p.MarshalState()
+		f.Add(snap)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		for _, p := range []interface {
+			projections.Projection
+			State() *State
+		}{NewTasksProjection(NewState()), NewQueueProjection(NewState())} {
+			if p.UnmarshalState(bytes.Clone(in)) != nil {
+				continue
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						if e, ok := r.(*fault.Error); !ok || !e.Has(CodeCorruptSnapshot) {
+							t.Fatalf("%T: panic %v", p, r)
+						}
+					}
+				}()
+				s := p.State()
+				for _, t := range s.AllTasks() {
+					t.Detail()
+				}
+				s.AllHistory()
+				p.MarshalState()
+			}()
+		}
+	})
 }
