@@ -317,65 +317,70 @@ func openHistory(r io.ReaderAt, size int64) (*historyTable, error) {
 
 // UnmarshalState opens the tasks' table on b; nothing is decoded yet.
 func (p *TasksProjection) UnmarshalState(b []byte) error {
-	return p.open(bytes.NewReader(b), int64(len(b)))
+	_, err := p.open(bytes.NewReader(b), int64(len(b)))
+	return err
 }
 
 // OpenState opens the tasks' table on the snapshot file, reading its index alone.
 func (p *TasksProjection) OpenState(f *os.File, off, size int64) error {
-	if err := p.open(io.NewSectionReader(f, off, size-off), size-off); err != nil {
-		return err
-	}
-	if p.s.tasks == nil {
-		return f.Close() // empty: nothing to read later
-	}
-	keepOpen(p.s.tasks.table, f)
-	return nil
+	return openOn(f, off, size, p.open)
 }
 
-func (p *TasksProjection) open(r io.ReaderAt, size int64) error {
+// open opens the table and returns it, nil when it is empty.
+func (p *TasksProjection) open(r io.ReaderAt, size int64) (*table, error) {
 	t, seq, err := openTasks(r, size)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if p.s == nil {
 		p.s = NewState()
 	}
-	p.s.Tasks, p.s.CommentSeq, p.s.tasks = map[string]*Task{}, seq, t
+	p.s.Tasks, p.s.CommentSeq, p.s.tasks = map[string]*Task{}, seq, nil
 	if t.len() == 0 {
-		p.s.tasks = nil
+		return nil, nil
 	}
-	return nil
+	p.s.tasks = t
+	return t.table, nil
 }
 
 // UnmarshalState opens the history's table on b.
 func (p *QueueProjection) UnmarshalState(b []byte) error {
-	return p.open(bytes.NewReader(b), int64(len(b)))
+	_, err := p.open(bytes.NewReader(b), int64(len(b)))
+	return err
 }
 
 // OpenState opens the history's table on the snapshot file.
 func (p *QueueProjection) OpenState(f *os.File, off, size int64) error {
-	if err := p.open(io.NewSectionReader(f, off, size-off), size-off); err != nil {
-		return err
-	}
-	if p.s.history == nil {
-		return f.Close() // empty: nothing to read later
-	}
-	keepOpen(p.s.history.table, f)
-	return nil
+	return openOn(f, off, size, p.open)
 }
 
-func (p *QueueProjection) open(r io.ReaderAt, size int64) error {
+func (p *QueueProjection) open(r io.ReaderAt, size int64) (*table, error) {
 	t, err := openHistory(r, size)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if p.s == nil {
 		p.s = NewState()
 	}
-	p.s.History, p.s.history = map[string]*Entry{}, t
+	p.s.History, p.s.history = map[string]*Entry{}, nil
 	if t.len() == 0 {
-		p.s.history = nil
+		return nil, nil
 	}
+	p.s.history = t
+	return t.table, nil
+}
+
+// openOn opens a table with open on a snapshot file whose state starts at
+// off, and keeps the file open while the table reads from it.
+func openOn(f *os.File, off, size int64, open func(io.ReaderAt, int64) (*table, error)) error {
+	t, err := open(io.NewSectionReader(f, off, size-off), size-off)
+	if err != nil {
+		return err
+	}
+	if t == nil {
+		return f.Close() // empty: nothing to read later
+	}
+	keepOpen(t, f)
 	return nil
 }
 
