@@ -116,3 +116,34 @@ func generate(dir, writer string, n, k, m int) error {
 	}
 	return os.WriteFile(filepath.Join(dir, writer+Ext), buf.Bytes(), 0o644)
 }
+
+// BenchmarkDecode measures decoding one line of a generated log and
+// checking it against the rules, as a reader does (the replay hot path).
+func BenchmarkDecode(b *testing.B) {
+	dir := b.TempDir()
+	if err := generate(dir, "w", 1000, 1, 1); err != nil {
+		b.Fatal(err)
+	}
+	content, err := os.ReadFile(filepath.Join(dir, "w"+Ext))
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.SplitAfter(bytes.TrimSuffix(content, []byte{'\n'}), []byte{'\n'})
+	b.SetBytes(int64(len(content) / len(lines)))
+	b.ReportAllocs()
+	d, r := newDecoder("w"), newRules("w")
+	i := 0
+	for b.Loop() {
+		if i == len(lines) {
+			i, r = 0, newRules("w")
+		}
+		e, sp, err := d.decode(lines[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		if br := r.check(lines[i], e, sp, i+1); br != nil {
+			b.Fatal(br.msg)
+		}
+		i++
+	}
+}

@@ -151,7 +151,51 @@ type spans struct{ idStart, idEnd, seqStart, seqEnd, sigStart, sigEnd int }
 // sigKey is what precedes the sig value in a line Encode wrote.
 const sigKey = `,"sig":`
 
-func decode(line []byte) (*Event, spans, error) {
+func decode(line []byte) (*Event, spans, error) { return (*decoder)(nil).decode(line) }
+
+// decoder decodes the lines of one reader. An event it returns holds no
+// bytes of its line: the strings that repeat from line to line (writer,
+// actor, type) are interned, the others are copied into one small string,
+// and data into a slice of its own, so a projection that keeps a task's id
+// or a comment's author keeps a few bytes, not the line it came from. A nil
+// decoder interns nothing.
+type decoder struct {
+	writer string            // the file's writer: its lines' writer field, shared
+	intern map[string]string // actors and types seen, at most maxInterned
+}
+
+// maxInterned bounds a decoder's interned strings (each at most maxInternLen
+// bytes): a log with more distinct actors or types than that is decoded
+// correctly, only with more allocation.
+const maxInterned, maxInternLen = 4096, 256
+
+func newDecoder(writer string) *decoder {
+	return &decoder{writer: writer, intern: map[string]string{}}
+}
+
+// str is b as a string, interned when d keeps strings.
+func (d *decoder) str(b []byte) string {
+	if d == nil {
+		return string(b)
+	}
+	if s, ok := d.intern[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(d.intern) < maxInterned && len(b) <= maxInternLen {
+		d.intern[s] = s
+	}
+	return s
+}
+
+// field is where a member's raw value sits in the line; set is false when
+// the line has no such member.
+type field struct {
+	start, end int
+	set        bool
+}
+
+func (d *decoder) decode(line []byte) (*Event, spans, error) {
 	var sp spans
 	line = bytes.TrimSuffix(line, []byte{'\n'})
 	if !gjson.ValidBytes(line) {
@@ -164,11 +208,14 @@ func decode(line []byte) (*Event, spans, error) {
 	e := &Event{}
 	var seen uint16
 	v := -1
-	s := string(line)
-	err := fieldsAt(s, func(key string, start, end int) error {
-		raw := s[start:end]
+	// Strings other than the interned ones are gathered here and copied
+	// once, after the walk: id, subject, idem and sig, in that order.
+	var id, subject, idem, sig field
+	var data []byte
+	err := fieldsAt(line, func(key []byte, start, end int) error {
+		raw := line[start:end]
 		var err error
-		switch key {
+		switch string(key) {
 		case "v":
 			seen |= 1
 			var n uint64
@@ -177,10 +224,20 @@ func decode(line []byte) (*Event, spans, error) {
 		case "id":
 			seen |= 2
 			sp.idStart, sp.idEnd = start, end
-			e.ID, err = stringValue("id", raw)
+			id, err = stringField("id", raw, start, end)
 		case "writer":
 			seen |= 4
-			e.Writer, err = stringValue("writer", raw)
+			var in []byte
+			var esc bool
+			switch in, esc, err = stringRaw("writer", raw); {
+			case err != nil:
+			case esc:
+				e.Writer = unquote(raw)
+			case d != nil && string(in) == d.writer:
+				e.Writer = d.writer
+			default:
+				e.Writer = d.str(in)
+			}
 		case "seq":
 			seen |= 8
 			sp.seqStart, sp.seqEnd = start, end
@@ -190,34 +247,29 @@ func decode(line []byte) (*Event, spans, error) {
 			e.LC, err = uintValue("lc", raw)
 		case "at":
 			seen |= 32
-			var t string
-			if t, err = stringValue("at", raw); err == nil {
-				if e.At, err = time.Parse(time.RFC3339Nano, t); err != nil {
-					err = fmt.Errorf("%w: field at: %q is not an RFC 3339 time", ErrCorrupt, t)
-				}
-			}
+			e.At, err = timeValue(raw)
 		case "actor":
-			e.Actor, err = stringValue("actor", raw)
+			e.Actor, err = d.stringValue("actor", raw)
 		case "type":
 			seen |= 64
-			e.Type, err = stringValue("type", raw)
+			e.Type, err = d.stringValue("type", raw)
 		case "subject":
-			e.Subject, err = stringValue("subject", raw)
+			subject, err = stringField("subject", raw, start, end)
 		case "idem":
-			e.Idem, err = stringValue("idem", raw)
+			idem, err = stringField("idem", raw, start, end)
 		case "data":
-			if raw != "null" {
-				e.Data = json.RawMessage(raw)
+			if string(raw) != "null" {
+				data = raw
 			}
 		case "sig":
-			if e.Sig, err = stringValue("sig", raw); err == nil {
+			if sig, err = stringField("sig", raw, start, end); err == nil {
 				sp.sigStart, sp.sigEnd = start-len(sigKey), end
-				if sp.sigStart < 0 || s[sp.sigStart:start] != sigKey {
+				if sp.sigStart < 0 || string(line[sp.sigStart:start]) != sigKey {
 					sp.sigStart = -1
 				}
 			}
 		case "more":
-			switch raw {
+			switch string(raw) {
 			case "true":
 				e.More = true
 			case "false":
@@ -238,6 +290,10 @@ func decode(line []byte) (*Event, spans, error) {
 	}
 	if v < 1 {
 		return nil, sp, fmt.Errorf("%w: envelope version %d", ErrCorrupt, v)
+	}
+	setStrings(line, []*string{&e.ID, &e.Subject, &e.Idem, &e.Sig}, []field{id, subject, idem, sig})
+	if data != nil {
+		e.Data = json.RawMessage(bytes.Clone(data))
 	}
 	e.V = v
 	for e.V < Version {
@@ -263,4 +319,133 @@ func decode(line []byte) (*Event, spans, error) {
 		return nil, sp, fmt.Errorf("%w: id, writer, type, seq and lc must be set", ErrCorrupt)
 	}
 	return e, sp, nil
+}
+
+// stringValue decodes raw as a JSON string, interned.
+func (d *decoder) stringValue(name string, raw []byte) (string, error) {
+	inner, esc, err := stringRaw(name, raw)
+	switch {
+	case err != nil:
+		return "", err
+	case esc:
+		return unquote(raw), nil
+	}
+	return d.str(inner), nil
+}
+
+// stringField checks that raw, at [start, end) of the line, is a JSON string.
+func stringField(name string, raw []byte, start, end int) (field, error) {
+	if _, _, err := stringRaw(name, raw); err != nil {
+		return field{}, err
+	}
+	return field{start: start, end: end, set: true}, nil
+}
+
+// setStrings sets each *dst to the string at fs[i] of line, copying all
+// those without escapes into one new string (one allocation, not one each).
+func setStrings(line []byte, dst []*string, fs []field) {
+	n := 0
+	for _, f := range fs {
+		if f.set {
+			n += f.end - f.start - 2
+		}
+	}
+	var b strings.Builder
+	b.Grow(n)
+	type span struct{ from, to int }
+	var at [4]span
+	for i, f := range fs {
+		if !f.set {
+			continue
+		}
+		raw := line[f.start:f.end]
+		if bytes.IndexByte(raw, '\\') >= 0 {
+			*dst[i] = unquote(raw)
+			at[i] = span{-1, -1}
+			continue
+		}
+		at[i].from = b.Len()
+		b.Write(raw[1 : len(raw)-1])
+		at[i].to = b.Len()
+	}
+	all := b.String()
+	for i, f := range fs {
+		if f.set && at[i].from >= 0 {
+			*dst[i] = all[at[i].from:at[i].to]
+		}
+	}
+}
+
+// timeValue decodes raw as an RFC 3339 time. The form Encode writes (UTC,
+// "Z", up to nine digits of fraction) is read directly, without a copy of
+// the text; any other is left to time.Parse.
+func timeValue(raw []byte) (time.Time, error) {
+	inner, esc, err := stringRaw("at", raw)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if !esc {
+		if t, ok := parseUTC(inner); ok {
+			return t, nil
+		}
+	}
+	s := string(inner)
+	if esc {
+		s = unquote(raw)
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: field at: %q is not an RFC 3339 time", ErrCorrupt, s)
+	}
+	return t, nil
+}
+
+// parseUTC reads YYYY-MM-DDTHH:MM:SS[.F{1,9}]Z as time.Parse would; ok is
+// false for anything else, out of range values included.
+func parseUTC(b []byte) (time.Time, bool) {
+	if len(b) < 20 || b[len(b)-1] != 'Z' || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' {
+		return time.Time{}, false
+	}
+	num := func(b []byte) (int, bool) {
+		n := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n, true
+	}
+	year, ok1 := num(b[0:4])
+	month, ok2 := num(b[5:7])
+	day, ok3 := num(b[8:10])
+	hour, ok4 := num(b[11:13])
+	minute, ok5 := num(b[14:16])
+	sec, ok6 := num(b[17:19])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) {
+		return time.Time{}, false
+	}
+	nsec := 0
+	switch frac := b[19 : len(b)-1]; {
+	case len(frac) == 0:
+	case len(frac) < 2 || len(frac) > 10 || frac[0] != '.':
+		return time.Time{}, false
+	default:
+		n, ok := num(frac[1:])
+		if !ok {
+			return time.Time{}, false
+		}
+		for range 10 - len(frac) {
+			n *= 10
+		}
+		nsec = n
+	}
+	if month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	t := time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC)
+	if t.Day() != day { // the 31st of a 30-day month, say
+		return time.Time{}, false
+	}
+	return t, true
 }

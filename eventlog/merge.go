@@ -73,16 +73,17 @@ func Union(ours, theirs []byte) ([]byte, error) {
 
 // spliceSeq replaces the value of the top-level "seq" member of a valid line.
 func spliceSeq(raw []byte, seq uint64) ([]byte, error) {
-	s := string(raw)
 	start, end := -1, -1
-	fieldsAt(s, func(key string, i, j int) error {
-		if key == "seq" {
+	fieldsAt(raw, func(key []byte, i, j int) error {
+		if string(key) == "seq" {
 			start, end = i, j
 		}
 		return nil
 	})
 	if start < 0 {
-		return nil, fmt.Errorf("%w: no seq in %q", ErrCorrupt, s)
+		return nil, fmt.Errorf("%w: no seq in %q", ErrCorrupt, raw)
 	}
-	return []byte(s[:start] + strconv.FormatUint(seq, 10) + s[end:]), nil
+	out := append([]byte(nil), raw[:start]...)
+	out = strconv.AppendUint(out, seq, 10)
+	return append(out, raw[end:]...), nil
 }

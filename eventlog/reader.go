@@ -52,6 +52,7 @@ type Reader struct {
 	cursors cursorHeap
 	all     []*cursor
 	torn    []string
+	dropped int // copies of the line before, dropped with a warning
 	done    chan struct{}
 	err     error // a bad line met while looking ahead, returned by the next call
 	warn    func(string)
@@ -73,9 +74,9 @@ func (l *Log) Read(from map[string]Start) (*Reader, error) {
 			r.Close()
 			return nil, err
 		}
-		c := &cursor{path: path, writer: p.writer, batches: make(chan []decoded, 2), warn: r.warn}
+		c := &cursor{path: path, writer: p.writer, batches: make(chan []decoded, 2), free: make(chan []decoded, 4), warn: r.warn, dropped: &r.dropped}
 		r.all = append(r.all, c)
-		go p.run(c.batches, r.done)
+		go p.run(c.batches, c.free, r.done)
 	}
 	for _, c := range r.all {
 		if err := c.advance(); err != nil {
@@ -118,8 +119,16 @@ func (r *Reader) Next() (*Event, Pos, error) {
 	return e, pos, nil
 }
 
-// Torn lists files that ended in a line without '\n' (left unread).
+// Torn lists files that ended in a line without '\n' or in an unfinished
+// batch (left unread), once read to their end.
 func (r *Reader) Torn() []string { return r.torn }
+
+// Dropped is how many lines were dropped so far as copies of the line
+// before them (each with a warning).
+func (r *Reader) Dropped() int { return r.dropped }
+
+// Files is how many writer files the reader reads.
+func (r *Reader) Files() int { return len(r.all) }
 
 // Close stops the read-ahead goroutines and closes the files.
 func (r *Reader) Close() error {
@@ -131,24 +140,32 @@ func (r *Reader) Close() error {
 	return nil
 }
 
-// decoded is one line as the producer saw it: an event, an error, a
+// decoded is one line as the producer saw it: an event and where it is
+// (Pos but the file's path and writer, which the cursor knows), an error, a
 // warning, or the marker that the file ends in a torn tail.
 type decoded struct {
-	e    *Event
-	pos  Pos
-	err  error
-	warn string
-	torn bool
+	e      *Event
+	offset int64
+	line   int
+	len    int64
+	crc    uint32
+	prefix uint32
+	err    error
+	warn   string // a copy of the line before, dropped
+	torn   bool
 }
 
 type cursor struct {
 	path, writer string
 	batches      chan []decoded
+	free         chan []decoded // batches read, for the producer to fill again
+	batch        []decoded      // the batch cur is the rest of
 	cur          []decoded
 	next         *Event
 	pos          Pos
 	torn         bool
 	warn         func(string)
+	dropped      *int
 }
 
 // advance moves to the next decoded event (c.next is nil at the end).
@@ -156,16 +173,27 @@ func (c *cursor) advance() error {
 	c.next = nil
 	for {
 		for len(c.cur) == 0 {
+			if c.batch != nil {
+				// Read to the end: hand it back, cleared so that it holds no
+				// event the caller may since have let go of.
+				clear(c.batch)
+				select {
+				case c.free <- c.batch[:0]:
+				default:
+				}
+				c.batch = nil
+			}
 			b, ok := <-c.batches
 			if !ok {
 				return nil
 			}
-			c.cur = b
+			c.batch, c.cur = b, b
 		}
 		d := c.cur[0]
 		c.cur = c.cur[1:]
 		switch {
 		case d.warn != "":
+			*c.dropped++
 			c.warn(d.warn) // warnings are given by the reading goroutine, in order
 			continue
 		case d.err != nil:
@@ -173,7 +201,8 @@ func (c *cursor) advance() error {
 		case d.torn:
 			c.torn = true
 		default:
-			c.next, c.pos = d.e, d.pos
+			c.next = d.e
+			c.pos = Pos{Path: c.path, Writer: c.writer, Offset: d.offset, Line: d.line, Len: d.len, CRC: d.crc, Prefix: d.prefix}
 		}
 		return nil
 	}
@@ -188,7 +217,9 @@ type producer struct {
 	line         int
 	prefix       uint32
 	rules        *rules
+	dec          *decoder
 	buf          []byte
+	d            decoded // what decodeNext returns, reused
 }
 
 // newProducer opens path at st. Resuming after a line, it reads that line
@@ -201,6 +232,7 @@ func newProducer(path string, st Start) (*producer, error) {
 	}
 	p := &producer{path: path, writer: WriterOf(path), f: f, offset: st.Offset, line: st.Line, prefix: st.Prefix}
 	p.rules = newRules(p.writer)
+	p.dec = newDecoder(p.writer)
 	if st.Offset > 0 {
 		if err := p.resume(st); err != nil {
 			f.Close()
@@ -225,7 +257,7 @@ func (p *producer) resume(st Start) error {
 	}
 	// The same length and still an event is not enough: an edit in place
 	// that kept the length would pass for the line read before.
-	e, err := Decode(line)
+	e, _, err := p.dec.decode(line)
 	if err != nil || line[len(line)-1] != '\n' || LineCRC(line) != st.CRC {
 		return &LineError{Path: p.path, Line: st.Line, Err: fmt.Errorf("%w: the line read before is no longer there", ErrCorrupt)}
 	}
@@ -233,7 +265,7 @@ func (p *producer) resume(st Start) error {
 	return nil
 }
 
-func (p *producer) run(out chan<- []decoded, done <-chan struct{}) {
+func (p *producer) run(out chan<- []decoded, free <-chan []decoded, done <-chan struct{}) {
 	defer fault.Recover() // a panic here exits 1, as JSON under --json, like one in main
 	defer close(out)
 	defer p.f.Close()
@@ -241,11 +273,15 @@ func (p *producer) run(out chan<- []decoded, done <-chan struct{}) {
 	send := func() bool {
 		select {
 		case out <- batch:
-			batch = make([]decoded, 0, batchSize)
-			return true
 		case <-done:
 			return false
 		}
+		select {
+		case batch = <-free: // one the cursor has read
+		default:
+			batch = make([]decoded, 0, batchSize)
+		}
+		return true
 	}
 	var held []decoded // events of a multi-event append, until its last one
 	for {
@@ -266,7 +302,8 @@ func (p *producer) run(out chan<- []decoded, done <-chan struct{}) {
 			held = append(held, *d)
 		default:
 			batch = append(append(batch, held...), *d)
-			held = nil
+			clear(held)
+			held = held[:0]
 		}
 		if end {
 			if len(batch) > 0 {
@@ -280,14 +317,15 @@ func (p *producer) run(out chan<- []decoded, done <-chan struct{}) {
 	}
 }
 
-// decodeNext reads one line; end is true at the end of the file.
+// decodeNext reads one line; end is true at the end of the file. The
+// decoded it returns is the producer's, until the next call.
 func (p *producer) decodeNext() (*decoded, bool) {
 	line, torn, err := p.readLine()
 	if err != nil {
-		return &decoded{err: err}, true
+		return p.set(decoded{err: err}), true
 	}
 	if torn {
-		return &decoded{torn: true}, true
+		return p.set(decoded{torn: true}), true
 	}
 	if line == nil {
 		return nil, true
@@ -295,18 +333,22 @@ func (p *producer) decodeNext() (*decoded, bool) {
 	p.line++
 	p.offset += int64(len(line))
 	p.prefix = crc32.Update(p.prefix, castagnoli, line)
-	e, sp, err := decode(line)
+	e, sp, err := p.dec.decode(line)
 	if err != nil {
-		return &decoded{err: &LineError{Path: p.path, Line: p.line, Err: err, Hint: hintFor(err)}}, true
+		return p.set(decoded{err: &LineError{Path: p.path, Line: p.line, Err: err, Hint: hintFor(err)}}), true
 	}
 	if b := p.rules.check(line, e, sp, p.line); b != nil {
 		if b.dup {
-			return &decoded{warn: fmt.Sprintf("%s:%d: dropped a copy of line %d (%s)", p.path, p.line, p.rules.line, RepairHint)}, false
+			return p.set(decoded{warn: fmt.Sprintf("%s:%d: dropped a copy of line %d (%s)", p.path, p.line, p.rules.line, RepairHint)}), false
 		}
-		return &decoded{err: &LineError{Path: p.path, Line: p.line, Err: fmt.Errorf("%w: %s", ErrCorrupt, b.msg), Hint: CorruptHint}}, true
+		return p.set(decoded{err: &LineError{Path: p.path, Line: p.line, Err: fmt.Errorf("%w: %s", ErrCorrupt, b.msg), Hint: CorruptHint}}), true
 	}
-	return &decoded{e: e, pos: Pos{Path: p.path, Writer: p.writer, Offset: p.offset, Line: p.line, Len: int64(len(line)),
-		CRC: LineCRC(line), Prefix: p.prefix}}, false
+	return p.set(decoded{e: e, offset: p.offset, line: p.line, len: int64(len(line)), crc: LineCRC(line), prefix: p.prefix}), false
+}
+
+func (p *producer) set(d decoded) *decoded {
+	p.d = d
+	return &p.d
 }
 
 // hintFor is the repair hint for a line that does not decode: none for an

@@ -1,16 +1,17 @@
 package eventlog
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 )
 
 // fieldsAt walks the members of a top-level JSON object that gjson.Valid has
 // already accepted, calling fn with each key and the byte range of its raw
-// value. It is the replay hot path: one pass, no float parsing, no
-// allocation for plain keys.
-func fieldsAt(s string, fn func(key string, start, end int) error) error {
+// value. It is the replay hot path: one pass over the line as read, no copy
+// of it, no float parsing. key is s's own bytes for a plain key (valid only
+// during the call) and decoded for one with escapes.
+func fieldsAt(s []byte, fn func(key []byte, start, end int) error) error {
 	i := skipSpace(s, 0)
 	if i >= len(s) || s[i] != '{' {
 		return fmt.Errorf("%w: not a JSON object", ErrCorrupt)
@@ -22,8 +23,8 @@ func fieldsAt(s string, fn func(key string, start, end int) error) error {
 	for i < len(s) {
 		end := skipString(s, i)
 		key := s[i:end]
-		if strings.IndexByte(key, '\\') >= 0 {
-			key = unquote(key)
+		if bytes.IndexByte(key, '\\') >= 0 {
+			key = []byte(unquote(key))
 		} else {
 			key = key[1 : len(key)-1]
 		}
@@ -42,7 +43,7 @@ func fieldsAt(s string, fn func(key string, start, end int) error) error {
 	return nil
 }
 
-func skipSpace(s string, i int) int {
+func skipSpace(s []byte, i int) int {
 	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
 		i++
 	}
@@ -50,9 +51,9 @@ func skipSpace(s string, i int) int {
 }
 
 // skipString returns the index after the string starting at s[i] == '"'.
-func skipString(s string, i int) int {
+func skipString(s []byte, i int) int {
 	for j := i + 1; j < len(s); {
-		k := strings.IndexByte(s[j:], '"')
+		k := bytes.IndexByte(s[j:], '"')
 		if k < 0 {
 			return len(s)
 		}
@@ -71,7 +72,7 @@ func skipString(s string, i int) int {
 }
 
 // skipValue returns the index after the value starting at s[i].
-func skipValue(s string, i int) int {
+func skipValue(s []byte, i int) int {
 	if i >= len(s) {
 		return i
 	}
@@ -103,28 +104,39 @@ func skipValue(s string, i int) int {
 }
 
 // unquote decodes a JSON string literal with escapes (rare in keys and values).
-func unquote(raw string) string {
+func unquote(raw []byte) string {
 	var s string
-	if json.Unmarshal([]byte(raw), &s) != nil {
-		return raw
+	if json.Unmarshal(raw, &s) != nil {
+		return string(raw)
 	}
 	return s
 }
 
-// stringValue decodes raw as a JSON string.
-func stringValue(name, raw string) (string, error) {
+// stringRaw checks that raw is a JSON string and returns its contents
+// between the quotes, and whether they hold escapes (then unquote the whole).
+func stringRaw(name string, raw []byte) (inner []byte, escaped bool, err error) {
 	if len(raw) < 2 || raw[0] != '"' {
-		return "", fmt.Errorf("%w: field %s must be a string", ErrCorrupt, name)
+		return nil, false, fmt.Errorf("%w: field %s must be a string", ErrCorrupt, name)
 	}
-	if strings.IndexByte(raw, '\\') >= 0 {
+	inner = raw[1 : len(raw)-1]
+	return inner, bytes.IndexByte(inner, '\\') >= 0, nil
+}
+
+// stringValue decodes raw as a JSON string.
+func stringValue(name string, raw []byte) (string, error) {
+	inner, escaped, err := stringRaw(name, raw)
+	switch {
+	case err != nil:
+		return "", err
+	case escaped:
 		return unquote(raw), nil
 	}
-	return raw[1 : len(raw)-1], nil
+	return string(inner), nil
 }
 
 // uintValue decodes raw as a non-negative JSON integer.
-func uintValue(name, raw string) (uint64, error) {
-	if raw == "" || len(raw) > 20 {
+func uintValue(name string, raw []byte) (uint64, error) {
+	if len(raw) == 0 || len(raw) > 20 {
 		return 0, fmt.Errorf("%w: field %s must be a non-negative integer", ErrCorrupt, name)
 	}
 	var n uint64

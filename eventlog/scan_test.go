@@ -37,12 +37,12 @@ func TestFieldsMatchesGJSON(t *testing.T) {
 
 func TestUintValue(t *testing.T) {
 	for raw, want := range map[string]uint64{"0": 0, "7": 7, "18446744073709551615": 1<<64 - 1} {
-		if got, err := uintValue("n", raw); err != nil || got != want {
+		if got, err := uintValue("n", []byte(raw)); err != nil || got != want {
 			t.Errorf("%s: got %d, %v", raw, got, err)
 		}
 	}
 	for _, raw := range []string{"", "-1", "01", "1.5", "1e3", "18446744073709551616", `"1"`} {
-		if _, err := uintValue("n", raw); err == nil {
+		if _, err := uintValue("n", []byte(raw)); err == nil {
 			t.Errorf("%s: accepted", raw)
 		}
 	}
@@ -50,5 +50,5 @@ func TestUintValue(t *testing.T) {
 
 // fields is fieldsAt with each raw value rather than its range.
 func fields(s string, fn func(key, raw string) error) error {
-	return fieldsAt(s, func(key string, start, end int) error { return fn(key, s[start:end]) })
+	return fieldsAt([]byte(s), func(key []byte, start, end int) error { return fn(string(key), s[start:end]) })
 }
