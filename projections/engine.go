@@ -19,6 +19,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -164,6 +165,12 @@ var ErrUnknownProjection = errors.New("unknown projection")
 // Open loads the named projections (all when none are named) from their
 // snapshots; a missing or unreadable snapshot starts empty and is rebuilt.
 func (en *Engine) Open(names ...string) (*View, error) {
+	return en.open(true, names)
+}
+
+// open is Open; without load, every projection starts empty (Replay:
+// decoding a snapshot only to drop it costs as much as a few projections).
+func (en *Engine) open(load bool, names []string) (*View, error) {
 	specs := en.Specs
 	if len(names) > 0 {
 		specs = nil
@@ -178,7 +185,7 @@ func (en *Engine) Open(names ...string) (*View, error) {
 	v := &View{en: en}
 	for _, s := range specs {
 		it := &item{spec: s}
-		if !en.loadSnapshot(it) {
+		if !load || !en.loadSnapshot(it) {
 			it.reset()
 		}
 		v.items = append(v.items, it)
@@ -566,8 +573,17 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([
 	}
 	defer r.Close()
 	live := append([]*item(nil), items...)
+	liveK := make([]int, len(items)) // live[i] is items[liveK[i]]
+	for k := range liveK {
+		liveK[k] = k
+	}
 	var broken []*item
 	applied := 0
+	// The marks, per item and writer, are kept in slices while the log is
+	// read (a map write per projection per event is a good part of the
+	// engine's own cost) and written back when the read ends, however it ends.
+	cur := newMarkTable(items)
+	defer cur.store()
 	for len(live) > 0 {
 		e, pos, err := r.Next()
 		if err == io.EOF {
@@ -581,10 +597,11 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([
 				return nil, err
 			}
 		}
+		w := cur.writer(pos.Writer)
 		for i := 0; i < len(live); i++ {
 			it := live[i]
-			m, seen := it.cp.Marks[pos.Writer]
-			if seen && pos.Offset <= m.Offset {
+			m := &cur.marks[liveK[i]][w]
+			if m.seen && pos.Offset <= m.Offset {
 				continue // applied before
 			}
 			if it.cp.Events > 0 && !it.cp.Last.before(e) {
@@ -596,6 +613,7 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([
 				}
 				broken = append(broken, it)
 				live = append(live[:i], live[i+1:]...)
+				liveK = append(liveK[:i], liveK[i+1:]...)
 				i--
 				continue
 			}
@@ -604,9 +622,9 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([
 			}
 			it.cp.Events++
 			it.cp.Last = keyOf(e)
-			old := it.cp.Marks[pos.Writer] // keeps the file's size, mtime and inode until they are read below
-			it.cp.Marks[pos.Writer] = Mark{Offset: pos.Offset, Line: pos.Line, Len: pos.Len, CRC: pos.CRC, Prefix: pos.Prefix,
-				Size: old.Size, MTime: old.MTime, Inode: old.Inode}
+			// The file's size, mtime and inode stay until they are read below.
+			m.Offset, m.Line, m.Len, m.CRC, m.Prefix = pos.Offset, pos.Line, pos.Len, pos.CRC, pos.Prefix
+			m.seen, m.changed = true, true
 			it.dirty = true
 		}
 		applied++
@@ -617,6 +635,7 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([
 	if fromScratch && en.Progress != nil {
 		en.Progress(applied, true)
 	}
+	cur.store()
 	// Record size, mtime and inode so an untouched file is recognised by a stat.
 	for w, st := range stats {
 		for _, it := range live {
@@ -632,6 +651,57 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([
 		}
 	}
 	return broken, nil
+}
+
+// markTable holds the marks of items while apply reads the log: per item,
+// one per writer met, in the order writers are met.
+type markTable struct {
+	items   []*item
+	writers []string
+	marks   [][]tableMark // [item][writer]
+	last    string        // the writer of the last event, and its index
+	lastIdx int
+}
+
+type tableMark struct {
+	Mark
+	seen    bool // the checkpoint has a mark for the writer
+	changed bool // an event was applied since the table was made
+}
+
+func newMarkTable(items []*item) *markTable {
+	return &markTable{items: items, marks: make([][]tableMark, len(items)), lastIdx: -1}
+}
+
+// writer returns w's index, adding it the first time.
+func (t *markTable) writer(w string) int {
+	if t.lastIdx >= 0 && w == t.last {
+		return t.lastIdx
+	}
+	i := slices.Index(t.writers, w)
+	if i < 0 {
+		i = len(t.writers)
+		t.writers = append(t.writers, w)
+		for k, it := range t.items {
+			m, seen := it.cp.Marks[w]
+			t.marks[k] = append(t.marks[k], tableMark{Mark: m, seen: seen})
+		}
+	}
+	t.last, t.lastIdx = w, i
+	return i
+}
+
+// store writes the changed marks back into the checkpoints; a second call
+// writes nothing.
+func (t *markTable) store() {
+	for k, it := range t.items {
+		for w := range t.marks[k] {
+			if m := &t.marks[k][w]; m.changed {
+				it.cp.Marks[t.writers[w]] = m.Mark
+				m.changed = false
+			}
+		}
+	}
 }
 
 func statFiles(l *eventlog.Log) (map[string]fs.FileInfo, error) {
@@ -725,12 +795,9 @@ func sweep(tmp string) {
 
 // Replay folds the whole log into fresh projections in memory.
 func (en *Engine) Replay(ctx context.Context, names ...string) (*View, error) {
-	v, err := en.Open(names...)
+	v, err := en.open(false, names)
 	if err != nil {
 		return nil, err
-	}
-	for _, it := range v.items {
-		it.reset()
 	}
 	if _, err := en.apply(ctx, v.items, true); err != nil {
 		return nil, err
