@@ -10,7 +10,6 @@ package projections
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -735,28 +734,41 @@ func (v *View) Save() error {
 		if !it.dirty || it.deferred() {
 			continue
 		}
-		files, err := it.proj.Files()
-		if err != nil {
-			return fmt.Errorf("render %s: %w", it.spec.Name, err)
-		}
-		for _, f := range files {
-			path := filepath.Join(v.en.Root, filepath.FromSlash(f.Path))
-			if f.Tracked {
-				// A tracked file is rewritten only when its bytes change: git
-				// and editors see no churn, and the work tree stays clean.
-				if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, f.Data) {
-					continue
-				}
+		// Files and snapshot are streamed to disk (a FileWriter's and a
+		// StateWriter's never whole in memory).
+		err := eachFile(it.spec.Name, it.proj, func(path string, tracked bool, write func(io.Writer) error) error {
+			full := filepath.Join(v.en.Root, filepath.FromSlash(path))
+			if !tracked {
+				return batch.WriteStream(full, 0o644, write, nil)
 			}
-			if err := batch.WriteFile(path, f.Data, 0o644); err != nil {
+			// A tracked file is rewritten only when its bytes change: git
+			// and editors see no churn, and the work tree stays clean.
+			same, err := compareWith(full)
+			if err != nil {
 				return err
 			}
-		}
-		snap, err := v.en.snapshot(it)
+			defer same.Close()
+			return batch.WriteStream(full, 0o644, func(w io.Writer) error {
+				return write(io.MultiWriter(w, same))
+			}, func() bool {
+				_, equal, _, err := same.result()
+				return err == nil && equal
+			})
+		})
 		if err != nil {
 			return err
 		}
-		if err := batch.WriteFile(v.en.snapshotPath(it.spec.Name), snap, 0o644); err != nil {
+		head, err := json.Marshal(it.cp)
+		if err != nil {
+			return err
+		}
+		err = batch.WriteStream(v.en.snapshotPath(it.spec.Name), 0o644, func(w io.Writer) error {
+			if _, err := w.Write(append(head, '\n')); err != nil {
+				return err
+			}
+			return writeState(it.spec.Name, it.proj, w)
+		}, nil)
+		if err != nil {
 			return err
 		}
 		it.dirty, it.restat = false, false
@@ -767,18 +779,6 @@ func (v *View) Save() error {
 	}
 	v.extras = nil // saved: the next command loads them from their snapshots
 	return nil
-}
-
-func (en *Engine) snapshot(it *item) ([]byte, error) {
-	head, err := json.Marshal(it.cp)
-	if err != nil {
-		return nil, err
-	}
-	body, err := it.proj.MarshalState()
-	if err != nil {
-		return nil, fmt.Errorf("marshal %s: %w", it.spec.Name, err)
-	}
-	return append(append(head, '\n'), body...), nil
 }
 
 // sweep removes temp files a crashed writer left; the caller holds the lock,

@@ -5,7 +5,9 @@
 package durable
 
 import (
+	"bufio"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -53,6 +55,40 @@ func (b *Batch) WriteFile(path string, data []byte, perm fs.FileMode) error {
 		opts = append(opts, renameio.WithTempDir(b.tmp))
 	}
 	if err := renameio.WriteFile(path, data, perm, opts...); err != nil {
+		return err
+	}
+	b.dirs[dir] = true
+	return nil
+}
+
+// WriteStream replaces path with what write writes, buffered: the file is
+// never held whole. When unchanged is given and says, once everything is
+// written, that the file would not change, the old one is left in place.
+func (b *Batch) WriteStream(path string, perm fs.FileMode, write func(w io.Writer) error, unchanged func() bool) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	opts := []renameio.Option{renameio.WithPermissions(perm), renameio.WithExistingPermissions()}
+	if b.tmp != "" {
+		opts = append(opts, renameio.WithTempDir(b.tmp))
+	}
+	t, err := renameio.NewPendingFile(path, opts...)
+	if err != nil {
+		return err
+	}
+	defer t.Cleanup()
+	bw := bufio.NewWriterSize(t, 256<<10)
+	if err := write(bw); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if unchanged != nil && unchanged() {
+		return nil
+	}
+	if err := t.CloseAtomicallyReplace(); err != nil {
 		return err
 	}
 	b.dirs[dir] = true

@@ -1,0 +1,166 @@
+package projections
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+)
+
+// StateWriter is a Projection that can write its state as a stream, the
+// same bytes MarshalState returns: Save and Verify then never hold the
+// encoded state whole, only the state itself.
+type StateWriter interface {
+	WriteState(w io.Writer) error
+}
+
+// FileWriter is a Projection that can write its public files as streams,
+// the same files, in the same order, with the same bytes as Files returns:
+// Save and Verify then never hold a file whole. WriteFiles calls emit once
+// per file; emit calls write at most once, with where the bytes go.
+type FileWriter interface {
+	WriteFiles(emit func(path string, tracked bool, write func(w io.Writer) error) error) error
+}
+
+// eachFile calls fn with each public file of p: streamed when p is a
+// FileWriter, else from Files. An error of p's is wrapped as a render error.
+func eachFile(name string, p Projection, fn func(path string, tracked bool, write func(w io.Writer) error) error) error {
+	var fnErr error // an error of fn's is returned as it is
+	call := func(path string, tracked bool, write func(w io.Writer) error) error {
+		fnErr = fn(path, tracked, write)
+		return fnErr
+	}
+	var err error
+	if fw, ok := p.(FileWriter); ok {
+		err = fw.WriteFiles(call)
+	} else {
+		var files []File
+		if files, err = p.Files(); err == nil {
+			for _, f := range files {
+				data := f.Data
+				if err = call(f.Path, f.Tracked, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+					break
+				}
+			}
+		}
+	}
+	if err != nil && (fnErr == nil || !errors.Is(err, fnErr)) {
+		return fmt.Errorf("render %s: %w", name, err)
+	}
+	return err
+}
+
+// writeState writes p's state to w: streamed when p is a StateWriter.
+func writeState(name string, p Projection, w io.Writer) error {
+	if sw, ok := p.(StateWriter); ok {
+		if err := sw.WriteState(w); err != nil {
+			return fmt.Errorf("marshal %s: %w", name, err)
+		}
+		return nil
+	}
+	b, err := p.MarshalState()
+	if err != nil {
+		return fmt.Errorf("marshal %s: %w", name, err)
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// sameFile compares the bytes written to it with a file on disk, reading the
+// file as they come: neither side is held whole.
+type sameFile struct {
+	f       *os.File // nil when the file does not exist
+	r       *bufio.Reader
+	buf     []byte
+	n       int64 // bytes written
+	diff    int64 // offset of the first difference, -1 while none
+	lines   int   // newlines before diff (or before n, while none)
+	readErr error // other than the file being shorter
+}
+
+// compareWith opens path for a comparison; a missing file compares as
+// missing, not as an error.
+func compareWith(path string) (*sameFile, error) {
+	s := &sameFile{diff: -1}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.f, s.r, s.buf = f, bufio.NewReaderSize(f, 256<<10), make([]byte, 64<<10)
+	return s, nil
+}
+
+func (s *sameFile) Write(p []byte) (int, error) {
+	written := len(p)
+	for s.f != nil && s.diff < 0 && len(p) > 0 {
+		k := min(len(p), len(s.buf))
+		m, err := io.ReadFull(s.r, s.buf[:k])
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			s.readErr = err
+			return 0, err
+		}
+		i := mismatch(p[:m], s.buf[:m])
+		if i < 0 && m < k {
+			i = m // the file ends first
+		}
+		if i >= 0 {
+			s.diff = s.n + int64(i)
+			s.lines += bytes.Count(p[:i], []byte{'\n'})
+			break
+		}
+		s.lines += bytes.Count(p[:k], []byte{'\n'})
+		s.n += int64(k)
+		p = p[k:]
+	}
+	if s.diff >= 0 || s.f == nil {
+		s.n += int64(len(p))
+	}
+	return written, nil
+}
+
+// mismatch is the index of the first byte where a and b differ, -1 if none.
+func mismatch(a, b []byte) int {
+	if bytes.Equal(a, b) {
+		return -1
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+// result says, once everything is written, whether the file is missing or
+// equal, and otherwise where it first differs.
+func (s *sameFile) result() (missing, equal bool, where string, err error) {
+	if s.f == nil {
+		return true, false, "", nil
+	}
+	if s.readErr != nil {
+		return false, false, "", s.readErr
+	}
+	if s.diff < 0 {
+		// Everything written matched: equal if the file ends there too.
+		if _, err := s.r.ReadByte(); errors.Is(err, io.EOF) {
+			return false, true, "", nil
+		} else if err != nil {
+			return false, false, "", err
+		}
+		s.diff = s.n
+	}
+	return false, false, fmt.Sprintf("first at line %d (byte %d)", s.lines+1, s.diff), nil
+}
+
+func (s *sameFile) Close() error {
+	if s.f == nil {
+		return nil
+	}
+	return s.f.Close()
+}
