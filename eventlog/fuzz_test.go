@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,6 +156,24 @@ func FuzzRead(f *testing.F) {
 		rep, err := l.Check()
 		if err != nil {
 			t.Fatal(err)
+		}
+		// What verify relies on to read the log once: a read that ends
+		// without error, torn file or dropped line means Check finds nothing.
+		quiet, quietErr := l.ReadQuiet(nil)
+		var torn []string
+		var dropped int
+		if quietErr == nil {
+			for quietErr == nil {
+				_, _, quietErr = quiet.Next()
+			}
+			quiet.Close()
+			torn, dropped = quiet.Torn(), quiet.Dropped()
+		}
+		if clean := quietErr == io.EOF && len(torn) == 0 && dropped == 0; clean != (len(rep.Problems) == 0) {
+			t.Fatalf("a read that ended in %v, torn %v, %d dropped; Check found %v", quietErr, torn, dropped, rep.Problems)
+		}
+		if quietErr != io.EOF && (readErr == nil || quietErr.Error() != readErr.Error()) {
+			t.Fatalf("ReadQuiet ended in %v, Read in %v", quietErr, readErr)
 		}
 		if readErr == nil {
 			if rep.Events != len(events) {

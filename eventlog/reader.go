@@ -62,12 +62,18 @@ type Reader struct {
 const batchSize = 512
 
 // Read opens every writer file, starting each at from[writer] (zero value: the beginning).
-func (l *Log) Read(from map[string]Start) (*Reader, error) {
+func (l *Log) Read(from map[string]Start) (*Reader, error) { return l.read(from, l.opt.Warn) }
+
+// ReadQuiet is Read without the warning for each copy of a line dropped,
+// for a caller that reports them itself (Dropped, then Check: verify).
+func (l *Log) ReadQuiet(from map[string]Start) (*Reader, error) { return l.read(from, func(string) {}) }
+
+func (l *Log) read(from map[string]Start, warn func(string)) (*Reader, error) {
 	files, err := l.Files()
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{done: make(chan struct{}), warn: l.opt.Warn}
+	r := &Reader{done: make(chan struct{}), warn: warn}
 	for _, path := range files {
 		p, err := newProducer(path, from[WriterOf(path)])
 		if err != nil {

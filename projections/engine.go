@@ -456,7 +456,7 @@ func (v *View) catchUp(ctx context.Context, items ...*item) (bool, error) {
 		}
 	}
 	if len(incremental) > 0 {
-		needRebuild, err := v.en.apply(ctx, incremental, false)
+		needRebuild, err := v.en.apply(ctx, incremental, false, nil)
 		if err != nil {
 			return false, err
 		}
@@ -471,7 +471,7 @@ func (v *View) catchUp(ctx context.Context, items ...*item) (bool, error) {
 			return false, err
 		}
 		v.extras = append(v.extras, extras...)
-		if _, err := v.en.apply(ctx, append(rebuild, extras...), true); err != nil {
+		if _, err := v.en.apply(ctx, append(rebuild, extras...), true, nil); err != nil {
 			return false, err
 		}
 	}
@@ -537,9 +537,18 @@ func (cp Checkpoint) valid(s Spec) bool {
 	return cp.Format == checkpointFormat && cp.Name == s.Name && cp.Version == s.Version && cp.Marks != nil
 }
 
+// readInfo is what a read of the log met besides events.
+type readInfo struct {
+	events  int      // events read
+	files   int      // writer files read
+	torn    []string // files ending in a torn tail or an unfinished batch
+	dropped int      // lines dropped as copies of the line before
+}
+
 // apply reads the log once for items and folds new events into them. An item
-// that meets an event sorting before its last applied one is returned for a rebuild.
-func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([]*item, error) {
+// that meets an event sorting before its last applied one is returned for a
+// rebuild. info, when not nil, is filled in when the read ends without error.
+func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool, info *readInfo) ([]*item, error) {
 	from := map[string]eventlog.Start{}
 	if !fromScratch {
 		// Start at the smallest mark of any item.
@@ -566,7 +575,11 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([
 	if err != nil {
 		return nil, err
 	}
-	r, err := en.Log.Read(from)
+	read := en.Log.Read
+	if info != nil {
+		read = en.Log.ReadQuiet // the caller reports dropped lines (verify)
+	}
+	r, err := read(from)
 	if err != nil {
 		return nil, err
 	}
@@ -635,6 +648,9 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool) ([
 		en.Progress(applied, true)
 	}
 	cur.store()
+	if info != nil {
+		*info = readInfo{events: applied, files: r.Files(), torn: r.Torn(), dropped: r.Dropped()}
+	}
 	// Record size, mtime and inode so an untouched file is recognised by a stat.
 	for w, st := range stats {
 		for _, it := range live {
@@ -799,7 +815,7 @@ func (en *Engine) Replay(ctx context.Context, names ...string) (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := en.apply(ctx, v.items, true); err != nil {
+	if _, err := en.apply(ctx, v.items, true, nil); err != nil {
 		return nil, err
 	}
 	return v, nil

@@ -3,6 +3,7 @@ package projections
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -67,6 +68,21 @@ func writeState(name string, p Projection, w io.Writer) error {
 	}
 	_, err = w.Write(b)
 	return err
+}
+
+// stateDigest is the SHA-256 of p's encoded state.
+func stateDigest(name string, p Projection) ([sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
+	h := sha256.New()
+	bw := bufio.NewWriterSize(h, 64<<10)
+	if err := writeState(name, p, bw); err != nil {
+		return sum, err
+	}
+	if err := bw.Flush(); err != nil {
+		return sum, err
+	}
+	h.Sum(sum[:0])
+	return sum, nil
 }
 
 // sameFile compares the bytes written to it with a file on disk, reading the
@@ -163,4 +179,22 @@ func (s *sameFile) Close() error {
 		return nil
 	}
 	return s.f.Close()
+}
+
+// capped keeps what is written to it while it stays within max bytes.
+type capped struct {
+	b    []byte
+	max  int
+	over bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if !c.over {
+		if len(c.b)+len(p) > c.max {
+			c.over, c.b = true, nil
+		} else {
+			c.b = append(c.b, p...)
+		}
+	}
+	return len(p), nil
 }

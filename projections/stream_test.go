@@ -1,11 +1,13 @@
 package projections
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -113,4 +115,63 @@ func TestSaveAndVerifyStream(t *testing.T) {
 	if diffs, stale, _, err := en.Verify(ctx); err != nil || len(stale) != 0 || len(diffs) != 1 || !strings.Contains(diffs[0].Problem, "30 events applied, replay has 31") {
 		t.Fatalf("Verify = %v, stale %v, %v", diffs, stale, err)
 	}
+}
+
+// Verify reads the log once: a snapshot that is missing or that would be
+// rebuilt from the whole log is reported stale, not rebuilt a second time
+// beside the fresh replay; one that is behind is still caught up and
+// compared (the incremental fold against the fresh one).
+func TestVerifyReplaysOnce(t *testing.T) {
+	f := newFixture(t)
+	f.add(f.writer("a", f.events), 6)
+	f.catchUp()
+	snap := filepath.Join(f.root, ".spool", "state", "ledger.snap")
+	good, _ := os.ReadFile(snap)
+
+	os.Remove(snap)
+	applied := 0
+	f.hookFor = func(*eventlog.Event) { applied++ }
+	diffs, stale, _, err := f.engine().Verify(context.Background())
+	if err != nil || len(diffs) != 0 || !slices.Equal(stale, []string{"ledger"}) {
+		t.Fatalf("Verify = %v, stale %v, %v", diffs, stale, err)
+	}
+	if applied != 6 {
+		t.Fatalf("the ledger applied %d events for a log of 6: the log was replayed more than once", applied)
+	}
+
+	// Behind, and tampered: caught up in memory, the difference found.
+	os.WriteFile(snap, bytes.Replace(good, []byte(`"s0":`), []byte(`"s0":1`), 1), 0o644)
+	f.add(f.writer("a", f.events), 1)
+	diffs, stale, _, err = f.engine().Verify(context.Background())
+	if err != nil || !slices.Contains(stale, "ledger") {
+		t.Fatalf("Verify = %v, stale %v, %v", diffs, stale, err)
+	}
+	found := false
+	for _, d := range diffs {
+		found = found || d.Projection == "ledger" && strings.Contains(d.Problem, "7 events applied, replay has 7")
+	}
+	if !found {
+		t.Fatalf("a tampered snapshot behind the log was not caught: %v", diffs)
+	}
+}
+
+// A file larger than what Verify decodes to name the first difference as a
+// JSON path is named by line and byte, read as it is compared.
+func TestVerifyLargeFileDifference(t *testing.T) {
+	f := newFixture(t)
+	f.add(f.writer("a", f.events), 6)
+	f.catchUp()
+	path := filepath.Join(f.root, "out", "ledger.json")
+	b, _ := os.ReadFile(path)
+	i := bytes.Index(b, []byte(`"s1"`))
+	line := bytes.Count(b[:i], []byte{'\n'}) + 1
+	os.WriteFile(path, bytes.Replace(b, []byte(`"s1"`), []byte(`"S1"`), 1), 0o644)
+	mustDiffer(t, f, "ledger", "out/ledger.json", `differs from a fresh replay: sums.S1 is`)
+	defer func(max int) { detailMax = max }(detailMax)
+	detailMax = 16
+	mustDiffer(t, f, "ledger", "out/ledger.json", fmt.Sprintf("differs from a fresh replay: first at line %d (byte %d)", line, i+1))
+	os.WriteFile(path, b[:len(b)-1], 0o644) // shorter
+	mustDiffer(t, f, "ledger", "out/ledger.json", fmt.Sprintf("first at line %d (byte %d)", bytes.Count(b, []byte{'\n'}), len(b)-1))
+	os.WriteFile(path, append(b, ' '), 0o644) // longer
+	mustDiffer(t, f, "ledger", "out/ledger.json", fmt.Sprintf("first at line %d (byte %d)", bytes.Count(b, []byte{'\n'})+1, len(b)))
 }

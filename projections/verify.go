@@ -1,9 +1,10 @@
 package projections
 
 import (
-	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -21,81 +22,165 @@ type Checker interface {
 	Invariants() []string
 }
 
-// Verify replays the log in memory and compares every projection on disk with
-// it, writing nothing. Tracked files are always compared. Derived state is
-// compared when its snapshot claims to be up to date; a stale or missing
-// snapshot is reported in stale (it is rebuilt by the next command).
-// broken lists the invariants the fresh replay breaks, "name: …" each.
+// Verification is what VerifyAll found.
+type Verification struct {
+	Events      int // events the fresh replay applied
+	Files       int // writer files it read
+	Differences []Difference
+	Stale       []string
+	Broken      []string // invariants the fresh replay breaks, "name: …" each
+	// Unclean is set when the replay met what eventlog.Check reports but
+	// readers pass over: a torn tail, an unfinished batch, a copy of a line
+	// dropped. The replay itself is good; the log is not clean.
+	Unclean bool
+}
+
+// detailMax bounds the files whose first difference is named as a JSON
+// path (both sides are decoded whole for it); a larger file's is named by
+// line and byte. A variable for tests.
+var detailMax = 4 << 20
+
+// Verify is VerifyAll's differences, stale projections and broken invariants.
 func (en *Engine) Verify(ctx context.Context) (diffs []Difference, stale, broken []string, err error) {
-	fresh, err := en.Replay(ctx)
+	v, err := en.VerifyAll(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	for _, it := range fresh.items {
+	return v.Differences, v.Stale, v.Broken, nil
+}
+
+// VerifyAll replays the log in memory and compares every projection on disk
+// with it, writing nothing. Tracked files are always compared. Derived state
+// is compared when its snapshot claims to be up to date, and when it is
+// behind, after catching it up in memory (comparing the incremental fold
+// with the fresh one); a snapshot that is missing, or that would be rebuilt
+// from the whole log (a file rewritten under it), has only the fresh
+// replay to compare with and is just reported stale, as are the others
+// behind the log (the next command brings them up to date).
+//
+// Memory stays within the projections' own: the snapshots are checked one
+// at a time before the replay, and only a digest of each is kept; files are
+// compared with the disk as they are rendered (streamed, for a FileWriter);
+// each fresh projection is let go once compared.
+func (en *Engine) VerifyAll(ctx context.Context) (*Verification, error) {
+	type diskSide struct {
+		current bool
+		state   bool // the snapshot caught up: compare its state
+		sum     [sha256.Size]byte
+		events  int
+	}
+	disk := make([]diskSide, len(en.Specs))
+	for i, s := range en.Specs {
+		it := &item{spec: s}
+		if !en.loadSnapshot(it) {
+			continue // missing: stale
+		}
+		st, err := en.check(it)
+		if err != nil {
+			return nil, err
+		}
+		switch st {
+		case rewritten:
+			continue // a rebuild from the whole log is what the fresh replay is
+		case behind:
+			// Bring the stale snapshot up to date in memory only: comparing
+			// it with the fresh replay still proves the incremental fold right.
+			needRebuild, err := en.apply(ctx, []*item{it}, false, nil)
+			if err != nil {
+				return nil, err
+			}
+			if len(needRebuild) > 0 {
+				continue // merged events sort before its checkpoint: the same
+			}
+		case upToDate:
+			disk[i].current = true
+		}
+		sum, err := stateDigest(s.Name, it.proj)
+		if err != nil {
+			return nil, err
+		}
+		disk[i].state, disk[i].sum, disk[i].events = true, sum, it.cp.Events
+	}
+
+	fresh, err := en.open(false, nil)
+	if err != nil {
+		return nil, err
+	}
+	var info readInfo
+	if _, err := en.apply(ctx, fresh.items, true, &info); err != nil {
+		return nil, err
+	}
+	res := &Verification{Events: info.events, Files: info.files, Unclean: len(info.torn) > 0 || info.dropped > 0}
+	for i, it := range fresh.items {
 		if c, ok := it.proj.(Checker); ok {
 			for _, inv := range c.Invariants() {
-				broken = append(broken, it.spec.Name+": "+inv)
+				res.Broken = append(res.Broken, it.spec.Name+": "+inv)
 			}
 		}
-	}
-	disk, err := en.Open()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	for i, it := range fresh.items {
-		want, err := it.proj.Files()
-		if err != nil {
-			return nil, nil, nil, err
+		d := disk[i]
+		if !d.current {
+			res.Stale = append(res.Stale, it.spec.Name)
 		}
-		d := disk.items[i]
-		current := !d.dirty
-		if current {
-			st, err := en.check(d)
+		err := eachFile(it.spec.Name, it.proj, func(path string, tracked bool, write func(io.Writer) error) error {
+			if !d.current && !tracked {
+				return nil
+			}
+			problem, err := en.compareFile(path, write)
+			if err == nil && problem != "" {
+				res.Differences = append(res.Differences, Difference{it.spec.Name, path, problem})
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if d.state {
+			sum, err := stateDigest(it.spec.Name, it.proj)
 			if err != nil {
-				return nil, nil, nil, err
+				return nil, err
 			}
-			current = st == upToDate
-		}
-		if !current {
-			stale = append(stale, it.spec.Name)
-		}
-		for _, f := range want {
-			if !current && !f.Tracked {
-				continue
-			}
-			got, err := os.ReadFile(filepath.Join(en.Root, filepath.FromSlash(f.Path)))
-			switch {
-			case os.IsNotExist(err):
-				diffs = append(diffs, Difference{it.spec.Name, f.Path, "missing"})
-			case err != nil:
-				return nil, nil, nil, err
-			case !bytes.Equal(got, f.Data):
-				problem := "differs from a fresh replay"
-				if where, ok := firstDifference(got, f.Data); ok {
-					problem += ": " + where
-				}
-				diffs = append(diffs, Difference{it.spec.Name, f.Path, problem})
+			if sum != d.sum || d.events != it.cp.Events {
+				res.Differences = append(res.Differences, Difference{it.spec.Name, en.snapshotPath(it.spec.Name),
+					fmt.Sprintf("snapshot state differs from a fresh replay (%d events applied, replay has %d)", d.events, it.cp.Events)})
 			}
 		}
-		if !current {
-			// Bring the stale snapshot up to date in memory only: comparing it
-			// with the fresh replay still proves the incremental fold right.
-			if _, err := disk.catchUp(ctx, d); err != nil {
-				return nil, nil, nil, err
-			}
-		}
-		a, err := it.proj.MarshalState()
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		b, err := d.proj.MarshalState()
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if !bytes.Equal(a, b) || d.cp.Events != it.cp.Events {
-			diffs = append(diffs, Difference{it.spec.Name, en.snapshotPath(it.spec.Name),
-				fmt.Sprintf("snapshot state differs from a fresh replay (%d events applied, replay has %d)", d.cp.Events, it.cp.Events)})
-		}
+		fresh.items[i] = nil // compared: let it go
 	}
-	return diffs, stale, broken, nil
+	return res, nil
+}
+
+// compareFile compares the file at path (relative to the root) with what
+// write writes: "" when equal, else the problem.
+func (en *Engine) compareFile(path string, write func(io.Writer) error) (string, error) {
+	full := filepath.Join(en.Root, filepath.FromSlash(path))
+	same, err := compareWith(full)
+	if err != nil {
+		return "", err
+	}
+	defer same.Close()
+	keep := &capped{max: detailMax}
+	if err := write(io.MultiWriter(same, keep)); err != nil {
+		return "", err
+	}
+	missing, equal, where, err := same.result()
+	switch {
+	case err != nil:
+		return "", err
+	case missing:
+		return "missing", nil
+	case equal:
+		return "", nil
+	}
+	problem := "differs from a fresh replay"
+	if st, err := os.Stat(full); err == nil && !keep.over && st.Size() <= int64(detailMax) {
+		got, err := os.ReadFile(full)
+		if err != nil {
+			return "", err
+		}
+		if w, ok := firstDifference(got, keep.b); ok {
+			return problem + ": " + w, nil
+		}
+		return problem, nil
+	}
+	return problem + ": " + where, nil
 }
