@@ -12,8 +12,6 @@ import (
 
 	"time"
 	"unicode/utf8"
-
-	"github.com/tidwall/gjson"
 )
 
 // Version is the envelope version this binary writes and understands.
@@ -160,8 +158,9 @@ func decode(line []byte) (*Event, spans, error) { return (*decoder)(nil).decode(
 // or a comment's author keeps a few bytes, not the line it came from. A nil
 // decoder interns nothing.
 type decoder struct {
-	writer string            // the file's writer: its lines' writer field, shared
-	intern map[string]string // actors and types seen, at most maxInterned
+	writer  string            // the file's writer: its lines' writer field, shared
+	intern  map[string]string // actors and types seen, at most maxInterned
+	members []member          // reused from line to line
 }
 
 // maxInterned bounds a decoder's interned strings (each at most maxInternLen
@@ -198,12 +197,23 @@ type field struct {
 func (d *decoder) decode(line []byte) (*Event, spans, error) {
 	var sp spans
 	line = bytes.TrimSuffix(line, []byte{'\n'})
-	if !gjson.ValidBytes(line) {
+	var buf []member
+	if d != nil {
+		buf = d.members[:0]
+	}
+	ms, valid, object := members(line, buf)
+	if d != nil {
+		d.members = ms[:0] // grown, for the next line
+	}
+	if !valid {
 		return nil, sp, fmt.Errorf("%w: not valid JSON", ErrCorrupt)
 	}
 	if !utf8.Valid(line) {
 		// Re-encoding would change such a line, and its id with it.
 		return nil, sp, fmt.Errorf("%w: not valid UTF-8", ErrCorrupt)
+	}
+	if !object {
+		return nil, sp, fmt.Errorf("%w: not a JSON object", ErrCorrupt)
 	}
 	e := &Event{}
 	var seen uint16
@@ -212,7 +222,12 @@ func (d *decoder) decode(line []byte) (*Event, spans, error) {
 	// once, after the walk: id, subject, idem and sig, in that order.
 	var id, subject, idem, sig field
 	var data []byte
-	err := fieldsAt(line, func(key []byte, start, end int) error {
+	for _, m := range ms {
+		key := line[m.keyStart+1 : m.keyEnd-1]
+		if m.escaped {
+			key = []byte(unquote(line[m.keyStart:m.keyEnd]))
+		}
+		start, end := m.valStart, m.valEnd
 		raw := line[start:end]
 		var err error
 		switch string(key) {
@@ -277,10 +292,9 @@ func (d *decoder) decode(line []byte) (*Event, spans, error) {
 				err = fmt.Errorf("%w: field more must be true or false", ErrCorrupt)
 			}
 		}
-		return err
-	})
-	if err != nil {
-		return nil, sp, err
+		if err != nil {
+			return nil, sp, err
+		}
 	}
 	if seen&1 == 0 {
 		return nil, sp, fmt.Errorf("%w: missing envelope version v", ErrCorrupt)
