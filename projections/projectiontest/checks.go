@@ -312,6 +312,11 @@ func checkReplayTwice(tb testing.TB, s Suite, seed uint64) error {
 		if d := again.diff(got); d != "" {
 			return fmt.Errorf("the same state rendered twice: %s", d)
 		}
+		if st, ok, err := streamed(p); err != nil {
+			return err
+		} else if d := st.diff(got); ok && d != "" {
+			return fmt.Errorf("streamed (StateWriter, FileWriter), not as MarshalState and Files give it: %s", d)
+		}
 		if i == 0 {
 			first = got
 		} else if d := got.diff(first); d != "" {

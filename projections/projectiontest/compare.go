@@ -3,6 +3,7 @@ package projectiontest
 import (
 	"bytes"
 	"fmt"
+	"io"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/projections"
@@ -42,6 +43,42 @@ func render(p projections.Projection, filesFirst bool) (rendering, error) {
 		}
 	}
 	return r, nil
+}
+
+// streamed is what p writes as a projections.StateWriter and FileWriter,
+// each in place of MarshalState and Files where p is not one; ok is false
+// when p is neither.
+func streamed(p projections.Projection) (r rendering, ok bool, err error) {
+	sw, isState := p.(projections.StateWriter)
+	fw, isFiles := p.(projections.FileWriter)
+	if !isState && !isFiles {
+		return r, false, nil
+	}
+	if r, err = render(p, false); err != nil {
+		return r, true, err
+	}
+	if isState {
+		var b bytes.Buffer
+		if err := sw.WriteState(&b); err != nil {
+			return r, true, err
+		}
+		r.state = b.Bytes()
+	}
+	if isFiles {
+		r.files = nil
+		err := fw.WriteFiles(func(path string, tracked bool, write func(io.Writer) error) error {
+			var b bytes.Buffer
+			if err := write(&b); err != nil {
+				return err
+			}
+			r.files = append(r.files, projections.File{Path: path, Data: b.Bytes(), Tracked: tracked})
+			return nil
+		})
+		if err != nil {
+			return r, true, err
+		}
+	}
+	return r, true, nil
 }
 
 // diff describes how got differs from want, or returns "".

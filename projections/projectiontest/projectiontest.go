@@ -31,7 +31,8 @@
 //     and <namespace>.frobnicated and <type>.v2 with the subject and data of
 //     the domain's own events) leave the state as the log without them gives.
 //   - replay-twice-identical: two replays of a log, and two renderings of
-//     one state, are the same bytes.
+//     one state, are the same bytes; so is what a projections.StateWriter
+//     or FileWriter streams.
 //   - order-independent-across-writers: clones that merged the same writer
 //     files in another order, and a copy of the files in another
 //     directory, replay to the same bytes.
