@@ -1,9 +1,11 @@
 package workqueue
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"io"
 	"slices"
 	"sort"
 	"time"
@@ -661,60 +663,73 @@ func (s *State) SortedIDs() []string {
 
 // Files renders tasks.json (beads' shape, by id).
 func (p *TasksProjection) Files() ([]projections.File, error) {
-	s := p.State()
-	ids := s.SortedIDs()
-	tasks := make([]TaskJSON, 0, len(ids))
-	for _, id := range ids {
-		tasks = append(tasks, s.Task(id).Record())
-	}
-	b, err := marshalIndent(tasks)
-	return []projections.File{{Path: ".spool/state/tasks.json", Data: b}}, err
+	return filesOf(p)
+}
+
+// WriteFiles streams tasks.json: at 100,000 tasks with their comments it
+// is 190 MB, which Save and Verify need never hold.
+func (p *TasksProjection) WriteFiles(emit func(path string, tracked bool, write func(w io.Writer) error) error) error {
+	return emit(".spool/state/tasks.json", false, func(w io.Writer) error {
+		s := p.State()
+		ids := s.SortedIDs()
+		return writeIndent(w, len(ids), func(i int) any { return s.Task(ids[i]).Record() })
+	})
 }
 
 // Files renders history.json, by id.
 func (p *QueueProjection) Files() ([]projections.File, error) {
-	s := p.State()
-	all := s.AllHistory()
-	ids := make([]string, 0, len(all))
-	for id := range all {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	hist := make([]EntryJSON, 0, len(ids))
-	for _, id := range ids {
-		hist = append(hist, all[id].JSON())
-	}
-	b, err := marshalIndent(hist)
-	return []projections.File{{Path: ".spool/state/history.json", Data: b}}, err
+	return filesOf(p)
 }
 
-// marshalIndent is json.MarshalIndent(items, "", "  ") and a newline,
-// written an item at a time into one buffer: at 100,000 tasks the whole
-// list marshalled and then indented held three copies of a 90 MB file.
-func marshalIndent[T any](items []T) ([]byte, error) {
-	if len(items) == 0 {
-		b, err := json.MarshalIndent(items, "", "  ")
-		return append(b, '\n'), err
+// WriteFiles streams history.json.
+func (p *QueueProjection) WriteFiles(emit func(path string, tracked bool, write func(w io.Writer) error) error) error {
+	return emit(".spool/state/history.json", false, func(w io.Writer) error {
+		all := p.State().AllHistory()
+		ids := make([]string, 0, len(all))
+		for id := range all {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		return writeIndent(w, len(ids), func(i int) any { return all[ids[i]].JSON() })
+	})
+}
+
+// filesOf renders what p's WriteFiles streams.
+func filesOf(p projections.FileWriter) ([]projections.File, error) {
+	var files []projections.File
+	err := p.WriteFiles(func(path string, tracked bool, write func(w io.Writer) error) error {
+		var buf bytes.Buffer
+		err := write(&buf)
+		files = append(files, projections.File{Path: path, Data: buf.Bytes(), Tracked: tracked})
+		return err
+	})
+	return files, err
+}
+
+// writeIndent writes n items as json.MarshalIndent(items, "", "  ") and a
+// newline would, an item at a time.
+func writeIndent(w io.Writer, n int, item func(i int) any) error {
+	if n == 0 {
+		_, err := io.WriteString(w, "[]\n")
+		return err
 	}
+	bw := bufio.NewWriterSize(w, 256<<10)
 	var buf bytes.Buffer
-	buf.WriteString("[\n  ")
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("  ", "  ")
-	for i := range items {
+	bw.WriteString("[\n  ")
+	for i := range n {
 		if i > 0 {
-			buf.WriteString(",\n  ")
+			bw.WriteString(",\n  ")
 		}
-		if err := enc.Encode(items[i]); err != nil {
-			return nil, err
+		buf.Reset()
+		if err := enc.Encode(item(i)); err != nil {
+			return err
 		}
-		buf.Truncate(buf.Len() - 1) // Encode's newline
-		// Grow once for the rest, by the first 64 items' size, not by doubling.
-		if i == 63 {
-			buf.Grow(buf.Len() / 64 * (len(items) - 64) * 9 / 8)
-		}
+		bw.Write(buf.Bytes()[:buf.Len()-1]) // without Encode's newline
 	}
-	buf.WriteString("\n]\n")
-	return buf.Bytes(), nil
+	bw.WriteString("\n]\n")
+	return bw.Flush()
 }
 
 // imported is the task an import event describes, whole.

@@ -826,20 +826,20 @@ func TestSortedHas(t *testing.T) {
 	}
 }
 
-// marshalIndent writes what json.MarshalIndent does, an item at a time.
-func TestMarshalIndentAsTheLibrary(t *testing.T) {
+// writeIndent writes what json.MarshalIndent does, an item at a time.
+func TestWriteIndentAsTheLibrary(t *testing.T) {
 	w := newWorld(t)
 	w.add("<b>html</b> & \"quotes\"", 1, t0, "x")
 	w.add("second", 2, t0)
-	var recs []TaskJSON
+	recs := []TaskJSON{}
 	for _, id := range w.s.SortedIDs() {
 		recs = append(recs, w.s.Task(id).Record())
 	}
-	for _, v := range [][]TaskJSON{nil, {}, recs[:1], recs} {
+	for _, v := range [][]TaskJSON{{}, recs[:1], recs} {
 		want, _ := json.MarshalIndent(v, "", "  ")
-		got, err := marshalIndent(v)
-		if err != nil || string(got) != string(want)+"\n" {
-			t.Errorf("%d items: got\n%s\nwant\n%s", len(v), got, want)
+		var got bytes.Buffer
+		if err := writeIndent(&got, len(v), func(i int) any { return v[i] }); err != nil || got.String() != string(want)+"\n" {
+			t.Errorf("%d items: got\n%s\nwant\n%s", len(v), got.String(), want)
 		}
 	}
 }
