@@ -21,7 +21,10 @@ const (
 	queueMagic = "spool-history-4\n"
 )
 
-var errSnapshot = errors.New("tasks snapshot is damaged")
+var (
+	errSnapshot = errors.New("snapshot is damaged")
+	errChecksum = errors.New("its checksum does not match")
+)
 
 // encodeDetail writes a task's detail as one blob, so that decoding a task
 // can keep it as a substring.

@@ -142,7 +142,7 @@ func (t *table) record(i int) *reader {
 		panic(corruptSnapshot(t.ids[i], err))
 	}
 	if len(b) < 4 || crc32.Checksum(b[4:], castagnoli) != binary.LittleEndian.Uint32(b) {
-		panic(corruptSnapshot(t.ids[i], errSnapshot))
+		panic(corruptSnapshot(t.ids[i], errChecksum))
 	}
 	return &reader{s: unsafe.String(unsafe.SliceData(b), len(b)), pos: 4}
 }
@@ -164,7 +164,7 @@ func (t *table) all() []*reader {
 	for i := range t.ids {
 		lo, hi := t.offs[i]-start, t.offs[i+1]-start
 		if hi-lo < 4 || crc32.Checksum(b[lo+4:hi], castagnoli) != binary.LittleEndian.Uint32(b[lo:]) {
-			panic(corruptSnapshot(t.ids[i], errSnapshot))
+			panic(corruptSnapshot(t.ids[i], errChecksum))
 		}
 		rs[i] = reader{s: s[:hi], pos: int(lo) + 4, pool: pool}
 		out[i] = &rs[i]
