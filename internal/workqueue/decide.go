@@ -476,8 +476,7 @@ func Overlay(s *State, drafts []eventlog.Draft, actor string, now time.Time) (*S
 			o.Tasks[d.Subject] = t.clone() // deep: the drafts change the detail too (unassign)
 		}
 		if h := s.Entry(d.Subject); h != nil && o.History[d.Subject] == nil {
-			c := *h
-			o.History[d.Subject] = &c
+			o.History[d.Subject] = h.clone()
 		}
 		e, err := d.Event(actor, now)
 		if err != nil {

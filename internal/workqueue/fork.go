@@ -64,9 +64,7 @@ func (f *Fork) apply(drafts []eventlog.Draft) error {
 				f.s.Tasks[id] = t.clone()
 			}
 			if h := f.s.Entry(id); h != nil {
-				c := *h
-				c.Pending, c.SyncFailed = slices.Clone(h.Pending), slices.Clone(h.SyncFailed)
-				f.s.History[id] = &c
+				f.s.History[id] = h.clone()
 			}
 		}
 		e, err := d.Event(f.actor, f.now)
@@ -81,6 +79,13 @@ func (f *Fork) apply(drafts []eventlog.Draft) error {
 		}
 	}
 	return nil
+}
+
+// clone copies h deeply enough that applying events to the copy leaves h as it was.
+func (h *Entry) clone() *Entry {
+	c := *h
+	c.Pending, c.SyncFailed = slices.Clone(h.Pending), slices.Clone(h.SyncFailed)
+	return &c
 }
 
 // clone copies t deeply enough that applying events to the copy leaves t as it was.
