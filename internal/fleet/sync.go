@@ -227,7 +227,7 @@ func track(ctx context.Context, st *store.Store, o Options, commit string) {
 // writes the ref, and only under the log's lock, which the caller holds,
 // so a lock file there is stale.
 func clearRefLock(st *store.Store, o Options) {
-	os.Remove(filepath.Join(st.Repo.CommonDir, filepath.FromSlash(TrackingRef(o))+".lock"))
+	st.Repo.RemoveRefLock(TrackingRef(o))
 }
 
 func unknownRemote(remote string) error {

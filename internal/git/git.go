@@ -33,6 +33,13 @@ type Repo struct {
 	CommonDir string // git dir shared by all worktrees
 }
 
+// RemoveRefLock removes ref's lock file, which a git killed while writing
+// the ref leaves behind: git then refuses every later update of it. Only a
+// caller that knows nothing else writes the ref now may call it.
+func (r *Repo) RemoveRefLock(ref string) {
+	os.Remove(filepath.Join(r.CommonDir, filepath.FromSlash(ref)+".lock"))
+}
+
 // Discover resolves the repository containing dir.
 func Discover(ctx context.Context, dir string) (*Repo, error) {
 	if r, ok := discoverPlain(dir); ok {

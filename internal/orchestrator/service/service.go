@@ -226,7 +226,7 @@ func (s *Service) revert(ctx context.Context, a *orchestrator.Active) error {
 	// its spool or its agent left behind: git would refuse the revert
 	// every time.
 	ref := "refs/heads/" + orchestrator.Branch(a.TaskID)
-	os.Remove(filepath.Join(s.Store.Repo.CommonDir, filepath.FromSlash(ref)+".lock"))
+	s.Store.Repo.RemoveRefLock(ref)
 	_, err := git.Run(ctx, root, "update-ref", "-m", "spool: revert attempt "+strconv.Itoa(a.Attempt), ref, a.Base)
 	return err
 }
