@@ -2,7 +2,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/alecthomas/kong"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/jsonout"
 )
 
 // CLI is the command tree; each command lives in cmd_<name>.go.
@@ -228,9 +228,7 @@ func testPanic(where string) {
 	panic("SPOOL_TEST_PANIC=" + where)
 }
 
-// writeJSON prints v as indented JSON. A list is written an item at a
-// time, as json.Encoder would write it whole: a list of 100,000 tasks then
-// needs one item's buffer, not three copies of the output.
+// writeJSON prints v as indented JSON; a list an item at a time (jsonout).
 func writeJSON(w io.Writer, v any) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Slice || rv.Len() == 0 {
@@ -239,24 +237,7 @@ func writeJSON(w io.Writer, v any) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	}
-	bw := bufio.NewWriterSize(w, 64<<10)
-	var item bytes.Buffer
-	enc := json.NewEncoder(&item)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("  ", "  ")
-	bw.WriteString("[\n  ")
-	for i := range rv.Len() {
-		if i > 0 {
-			bw.WriteString(",\n  ")
-		}
-		item.Reset()
-		if err := enc.Encode(rv.Index(i).Interface()); err != nil {
-			return err
-		}
-		bw.Write(bytes.TrimSuffix(item.Bytes(), []byte{'\n'}))
-	}
-	bw.WriteString("\n]\n")
-	return bw.Flush()
+	return jsonout.WriteList(w, rv.Len(), func(i int) any { return rv.Index(i).Interface() }, false)
 }
 
 func jsonCompact(v any) ([]byte, error) {

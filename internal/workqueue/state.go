@@ -1,7 +1,6 @@
 package workqueue
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"encoding/json"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/jsonout"
 	"github.com/spoolhq/spool/projections"
 )
 
@@ -672,7 +672,7 @@ func (p *TasksProjection) WriteFiles(emit func(path string, tracked bool, write 
 	return emit(".spool/state/tasks.json", false, func(w io.Writer) error {
 		s := p.State()
 		ids := s.SortedIDs()
-		return writeIndent(w, len(ids), func(i int) any { return s.Task(ids[i]).Record() })
+		return jsonout.WriteList(w, len(ids), func(i int) any { return s.Task(ids[i]).Record() }, true)
 	})
 }
 
@@ -690,7 +690,7 @@ func (p *QueueProjection) WriteFiles(emit func(path string, tracked bool, write 
 			ids = append(ids, id)
 		}
 		sort.Strings(ids)
-		return writeIndent(w, len(ids), func(i int) any { return all[ids[i]].JSON() })
+		return jsonout.WriteList(w, len(ids), func(i int) any { return all[ids[i]].JSON() }, true)
 	})
 }
 
@@ -704,32 +704,6 @@ func filesOf(p projections.FileWriter) ([]projections.File, error) {
 		return err
 	})
 	return files, err
-}
-
-// writeIndent writes n items as json.MarshalIndent(items, "", "  ") and a
-// newline would, an item at a time.
-func writeIndent(w io.Writer, n int, item func(i int) any) error {
-	if n == 0 {
-		_, err := io.WriteString(w, "[]\n")
-		return err
-	}
-	bw := bufio.NewWriterSize(w, 256<<10)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("  ", "  ")
-	bw.WriteString("[\n  ")
-	for i := range n {
-		if i > 0 {
-			bw.WriteString(",\n  ")
-		}
-		buf.Reset()
-		if err := enc.Encode(item(i)); err != nil {
-			return err
-		}
-		bw.Write(buf.Bytes()[:buf.Len()-1]) // without Encode's newline
-	}
-	bw.WriteString("\n]\n")
-	return bw.Flush()
 }
 
 // imported is the task an import event describes, whole.

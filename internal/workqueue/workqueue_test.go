@@ -826,24 +826,6 @@ func TestSortedHas(t *testing.T) {
 	}
 }
 
-// writeIndent writes what json.MarshalIndent does, an item at a time.
-func TestWriteIndentAsTheLibrary(t *testing.T) {
-	w := newWorld(t)
-	w.add("<b>html</b> & \"quotes\"", 1, t0, "x")
-	w.add("second", 2, t0)
-	recs := []TaskJSON{}
-	for _, id := range w.s.SortedIDs() {
-		recs = append(recs, w.s.Task(id).Record())
-	}
-	for _, v := range [][]TaskJSON{{}, recs[:1], recs} {
-		want, _ := json.MarshalIndent(v, "", "  ")
-		var got bytes.Buffer
-		if err := writeIndent(&got, len(v), func(i int) any { return v[i] }); err != nil || got.String() != string(want)+"\n" {
-			t.Errorf("%d items: got\n%s\nwant\n%s", len(v), got.String(), want)
-		}
-	}
-}
-
 // Whatever bytes a snapshot holds, opening it and reading every record
 // either works or is corrupt_snapshot: never another panic.
 func FuzzOpenSnapshot(f *testing.F) {

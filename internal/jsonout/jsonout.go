@@ -1,0 +1,39 @@
+// Package jsonout writes a long JSON list an item at a time, byte for byte
+// as encoding/json writes the whole list indented by two spaces: a list of
+// 100,000 tasks then needs one item's buffer, not the output three times
+// over (marshalled, indented, written).
+package jsonout
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+)
+
+// WriteList writes n items, item(i) each, as a json.Encoder with
+// SetIndent("", "  ") and escapeHTML writes the list, newline included.
+func WriteList(w io.Writer, n int, item func(i int) any, escapeHTML bool) error {
+	if n == 0 {
+		_, err := io.WriteString(w, "[]\n")
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 256<<10)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(escapeHTML)
+	enc.SetIndent("  ", "  ")
+	bw.WriteString("[\n  ")
+	for i := range n {
+		if i > 0 {
+			bw.WriteString(",\n  ")
+		}
+		buf.Reset()
+		if err := enc.Encode(item(i)); err != nil {
+			return err
+		}
+		bw.Write(buf.Bytes()[:buf.Len()-1]) // without Encode's newline
+	}
+	bw.WriteString("\n]\n")
+	return bw.Flush()
+}
