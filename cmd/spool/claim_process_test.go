@@ -186,22 +186,8 @@ func TestRemoteClaimsFourClonesJobs(t *testing.T) {
 		}
 		return len(lines(shared)) >= 2*n && complete >= n
 	})
-	for _, w := range ws {
-		if err := w.stop(t); err != nil {
-			t.Errorf("worker %s: %v", w.name, err)
-		}
-	}
-	ran := map[string]int{}
-	for _, l := range lines(shared) {
-		ran[l]++
-	}
-	for _, id := range ids {
-		for seg := range 2 {
-			if k := fmt.Sprintf("%s %d", id, seg); ran[k] != 1 {
-				t.Errorf("segment %s ran %d times", k, ran[k])
-			}
-		}
-	}
+	stopWorkers(t, ws)
+	segmentsRanOnce(t, shared, ids)
 	log := mergedLog(t, bin, clones, envs)
 	dispatched := heldOnce(t, log, jobs.TypeDispatched, jobs.TypeFinished, jobs.TypeRequeued, jobs.TypePaused, jobs.TypeCancelled)
 	workers := map[string]bool{}

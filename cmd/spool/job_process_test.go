@@ -432,25 +432,8 @@ func TestJobFourWorkersRunEachSegmentOnce(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("%d segments on %d workers: %s", 2*n, workers, time.Since(start).Round(time.Millisecond))
-	for _, w := range ws {
-		if err := w.stop(t); err != nil {
-			t.Errorf("worker %s: %v", w.name, err)
-		}
-	}
-
-	ran := map[string]int{}
-	for _, l := range lines(shared) {
-		ran[l]++
-	}
-	for _, id := range ids {
-		for seg := range 2 {
-			if k := fmt.Sprintf("%s %d", id, seg); ran[k] != 1 {
-				t.Errorf("%s ran %d times", k, ran[k])
-			}
-			delete(ran, fmt.Sprintf("%s %d", id, seg))
-		}
-	}
-	if len(ran) > 0 {
+	stopWorkers(t, ws)
+	if ran := segmentsRanOnce(t, shared, ids); len(ran) > 0 {
 		t.Errorf("segments of no job ran: %v", ran)
 	}
 	finished := map[string]bool{}
@@ -565,4 +548,35 @@ func TestJobFairShareTwoUsersOneSlot(t *testing.T) {
 	if bob := strings.Count(strings.Join(order[:10], " "), "bob"); bob < 5 {
 		t.Errorf("bob had %d of the first 10 dispatches, want at least half: %v", bob, order)
 	}
+}
+
+// stopWorkers stops every worker, reporting one that did not end cleanly.
+func stopWorkers(t *testing.T, ws []*jobWorker) {
+	t.Helper()
+	for _, w := range ws {
+		if err := w.stop(t); err != nil {
+			t.Errorf("worker %s: %v", w.name, err)
+		}
+	}
+}
+
+// segmentsRanOnce checks, from the lines the segments wrote to shared,
+// that both segments of every job in ids ran exactly once, and returns the
+// lines of no such segment, with their counts.
+func segmentsRanOnce(t *testing.T, shared string, ids []string) map[string]int {
+	t.Helper()
+	ran := map[string]int{}
+	for _, l := range lines(shared) {
+		ran[l]++
+	}
+	for _, id := range ids {
+		for seg := range 2 {
+			k := fmt.Sprintf("%s %d", id, seg)
+			if ran[k] != 1 {
+				t.Errorf("segment %s ran %d times", k, ran[k])
+			}
+			delete(ran, k)
+		}
+	}
+	return ran
 }
