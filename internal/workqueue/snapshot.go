@@ -148,9 +148,15 @@ func encodeTask(w *writer, t *Task, refs []string) {
 	}
 }
 
-// decodeTask reads what encodeTask wrote, leaving the detail encoded; refs
-// are dropped (baseRefs reads them).
+// decodeTask reads what encodeTask wrote, leaving the detail encoded.
 func decodeTask(r *reader) *Task {
+	t, _ := decodeRecord(r)
+	return t
+}
+
+// decodeRecord reads what encodeTask wrote: the task, and the ids of the
+// tasks that name it (baseRefs).
+func decodeRecord(r *reader) (*Task, []string) {
 	t := &Task{}
 	t.ID, t.Title, t.Status, t.Type, t.Parent = r.str(), r.str(), r.str(), r.str(), r.str()
 	t.Priority = int(r.int())
@@ -168,37 +174,12 @@ func decodeTask(r *reader) *Task {
 			t.Links[j] = Link{ID: r.str(), Type: r.str(), At: r.time(), By: r.str()}
 		}
 	}
-	for range r.count() {
-		r.str()
-	}
+	refs := r.strs()
 	t.rawDetail = r.str() // decoded by Detail, if ever
 	if err := r.end(); err != nil {
 		panic(corruptSnapshot(t.ID, err))
 	}
-	return t
-}
-
-// recordRefs reads the referrers out of an encoded task.
-func recordRefs(r *reader) []string {
-	for range 5 {
-		r.str()
-	}
-	r.int()
-	r.time()
-	r.time()
-	r.strs()
-	for range r.count() {
-		r.str()
-		r.time()
-		r.str()
-	}
-	for range r.count() {
-		r.str()
-		r.str()
-		r.time()
-		r.str()
-	}
-	return r.strs()
+	return t, refs
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -230,7 +230,8 @@ func (s *State) baseRefs(id string) []string {
 	if i < 0 {
 		return nil
 	}
-	return recordRefs(s.tasks.record(i))
+	_, refs := decodeRecord(s.tasks.record(i))
+	return refs
 }
 
 // Projection names.
