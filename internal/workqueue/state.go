@@ -343,7 +343,7 @@ func (s *State) applyTask(e *eventlog.Event) {
 	t := s.Task(id)
 	if e.Type == TypeCreated {
 		var d CreatedData
-		if t != nil || json.Unmarshal(e.Data, &d) != nil {
+		if t != nil || decodeCreated(e.Data, &d) != nil {
 			return // a duplicate id or bad data: the first create wins
 		}
 		t = &Task{ID: id, Title: d.Title, Status: StatusOpen, Priority: d.Priority, Type: d.IssueType,
@@ -370,7 +370,7 @@ func (s *State) applyTask(e *eventlog.Event) {
 	switch e.Type {
 	case TypeUpdated:
 		var d UpdatedData
-		if json.Unmarshal(e.Data, &d) != nil {
+		if decodeUpdated(e.Data, &d) != nil {
 			return
 		}
 		if d.Title != nil {
@@ -423,7 +423,7 @@ func (s *State) applyTask(e *eventlog.Event) {
 		return // as bd: a dependency, a comment or a label leaves updated_at
 	case TypeCommented:
 		var d CommentData
-		if json.Unmarshal(e.Data, &d) != nil {
+		if decodeComment(e.Data, &d) != nil {
 			return
 		}
 		s.CommentSeq++
