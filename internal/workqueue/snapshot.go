@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/spoolhq/spool/projections"
 )
 
 // The snapshots are tables (table.go) of compact binary records, not JSON:
@@ -65,11 +67,14 @@ func decodeDetail(id, raw string) *TaskDetail {
 	return x
 }
 
-// MarshalState writes the tasks as a table (table.go): a record per task,
-// in id order, holding the ids of the tasks that name it (as parent,
-// blocker or link); the index adds the comment counter and the tasks not
-// closed, in ready's order, which ready and next walk from the top.
-func (p *TasksProjection) MarshalState() ([]byte, error) {
+// MarshalState is what WriteState writes.
+func (p *TasksProjection) MarshalState() ([]byte, error) { return marshal(p) }
+
+// WriteState writes the tasks as a table (table.go): a record per task, in
+// id order, holding the ids of the tasks that name it (as parent, blocker
+// or link); the index adds the comment counter and the tasks not closed,
+// in ready's order, which ready and next walk from the top.
+func (p *TasksProjection) WriteState(out io.Writer) error {
 	s := p.State()
 	all := s.AllTasks()
 	ids := s.SortedIDs()
@@ -91,7 +96,7 @@ func (p *TasksProjection) MarshalState() ([]byte, error) {
 			name(l.ID)
 		}
 	}
-	tw := newTableWriter(tasksMagic, len(ids), 256*len(ids)+64)
+	tw := newTableWriter(out, tasksMagic, len(ids))
 	type key struct {
 		pos uint32
 		t   *Task
@@ -116,7 +121,7 @@ func (p *TasksProjection) MarshalState() ([]byte, error) {
 		for _, k := range open {
 			w.uint(uint64(k.pos))
 		}
-	}), nil
+	})
 }
 
 func encodeTask(w *writer, t *Task, refs []string) {
@@ -184,10 +189,20 @@ func decodeRecord(r *reader) (*Task, []string) {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// MarshalState writes the history as a table; the index adds the entries
+// MarshalState is what WriteState writes.
+func (p *QueueProjection) MarshalState() ([]byte, error) { return marshal(p) }
+
+// marshal returns what p writes.
+func marshal(p projections.StateWriter) ([]byte, error) {
+	var b bytes.Buffer
+	err := p.WriteState(&b)
+	return b.Bytes(), err
+}
+
+// WriteState writes the history as a table; the index adds the entries
 // holding a claim or failed (waiting for a lease or a backoff to end), which
 // next's expiry and its wake-up time look at.
-func (p *QueueProjection) MarshalState() ([]byte, error) {
+func (p *QueueProjection) WriteState(out io.Writer) error {
 	s := p.State()
 	all := s.AllHistory()
 	hids := make([]string, 0, len(all))
@@ -195,7 +210,7 @@ func (p *QueueProjection) MarshalState() ([]byte, error) {
 		hids = append(hids, id)
 	}
 	sort.Strings(hids)
-	tw := newTableWriter(queueMagic, len(hids), 96*len(hids)+64)
+	tw := newTableWriter(out, queueMagic, len(hids))
 	var waiting []uint32
 	for i, id := range hids {
 		h := all[id]
@@ -209,7 +224,7 @@ func (p *QueueProjection) MarshalState() ([]byte, error) {
 		for _, i := range waiting {
 			w.uint(uint64(i))
 		}
-	}), nil
+	})
 }
 
 func encodeEntry(w *writer, h *Entry) {

@@ -27,35 +27,46 @@ type table struct {
 	offs []int64 // len(ids)+1: record i is [offs[i], offs[i+1])
 }
 
-// tableWriter builds a table: records in id order, then the index.
+// tableWriter writes a table to out as it goes: only the record being
+// encoded and the index are held, not the table.
 type tableWriter struct {
-	w    writer
+	out  io.Writer
+	n    int64  // bytes written
+	rec  writer // the record (or, last, the index) being encoded
 	ids  []string
 	offs []int64
+	err  error
 }
 
-func newTableWriter(magic string, n, size int) *tableWriter {
-	t := &tableWriter{ids: make([]string, 0, n), offs: make([]int64, 0, n+1)}
-	t.w.buf = make([]byte, 0, size)
-	t.w.buf = append(t.w.buf, magic...)
+func newTableWriter(out io.Writer, magic string, n int) *tableWriter {
+	t := &tableWriter{out: out, ids: make([]string, 0, n), offs: make([]int64, 0, n+1)}
+	t.write([]byte(magic))
 	return t
 }
 
-// record appends id's record, which enc writes; ids come in sorted order.
+func (t *tableWriter) write(b []byte) {
+	if t.err == nil {
+		_, t.err = t.out.Write(b)
+		t.n += int64(len(b))
+	}
+}
+
+// record writes id's record, which enc encodes; ids come in sorted order.
 func (t *tableWriter) record(id string, enc func(w *writer)) {
 	t.ids = append(t.ids, id)
-	t.offs = append(t.offs, int64(len(t.w.buf)))
-	at := len(t.w.buf)
-	t.w.buf = append(t.w.buf, 0, 0, 0, 0)
-	enc(&t.w)
-	binary.LittleEndian.PutUint32(t.w.buf[at:], crc32.Checksum(t.w.buf[at+4:], castagnoli))
+	t.offs = append(t.offs, t.n)
+	t.rec.buf = append(t.rec.buf[:0], 0, 0, 0, 0)
+	enc(&t.rec)
+	binary.LittleEndian.PutUint32(t.rec.buf, crc32.Checksum(t.rec.buf[4:], castagnoli))
+	t.write(t.rec.buf)
 }
 
 // finish writes the index, with extra's fields after the ids and offsets.
-func (t *tableWriter) finish(extra func(w *writer)) []byte {
-	w := &t.w
-	t.offs = append(t.offs, int64(len(w.buf)))
-	index := len(w.buf)
+func (t *tableWriter) finish(extra func(w *writer)) error {
+	index := t.n
+	t.offs = append(t.offs, index)
+	w := &t.rec
+	w.buf = w.buf[:0]
 	w.strs(t.ids)
 	prev := int64(0)
 	for _, o := range t.offs {
@@ -65,9 +76,10 @@ func (t *tableWriter) finish(extra func(w *writer)) []byte {
 	if extra != nil {
 		extra(w)
 	}
-	w.buf = binary.LittleEndian.AppendUint32(w.buf, crc32.Checksum(w.buf[index:], castagnoli))
+	w.buf = binary.LittleEndian.AppendUint32(w.buf, crc32.Checksum(w.buf, castagnoli))
 	w.buf = binary.LittleEndian.AppendUint64(w.buf, uint64(index))
-	return w.buf
+	t.write(w.buf)
+	return t.err
 }
 
 // openTable reads a table's index from r (size bytes, beginning with
