@@ -276,7 +276,20 @@ func positions(r *reader, n int) ([]uint32, error) {
 // ready's order (positions in the table).
 type taskTable struct {
 	*table
-	open []uint32
+	open     []uint32
+	openBits []uint64 // open as a set, built on first use
+}
+
+// isOpen reports whether the task at position i was not closed when the
+// table was saved.
+func (t *taskTable) isOpen(i int) bool {
+	if t.openBits == nil {
+		t.openBits = make([]uint64, (t.len()+63)/64)
+		for _, p := range t.open {
+			t.openBits[p/64] |= 1 << (p % 64)
+		}
+	}
+	return t.openBits[i/64]&(1<<(i%64)) != 0
 }
 
 // historyTable is the history's snapshot: the table, and the entries that
@@ -298,7 +311,7 @@ func openTasks(r io.ReaderAt, size int64) (*taskTable, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	return &taskTable{t, open}, seq, nil
+	return &taskTable{table: t, open: open}, seq, nil
 }
 
 func openHistory(r io.ReaderAt, size int64) (*historyTable, error) {

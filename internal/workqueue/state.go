@@ -180,6 +180,18 @@ func (s *State) Task(id string) *Task {
 	return t
 }
 
+// notClosed reports whether task id exists and is not closed. A snapshot's
+// task is not decoded for it (its index lists the tasks not closed): ready
+// asks it of the blockers of every blocked task it passes, and in a queue
+// whose ready work is done first, the top of the open tasks is blocked.
+func (s *State) notClosed(id string) bool {
+	if t, ok := s.Tasks[id]; ok || s.tasks == nil {
+		return t != nil && t.Status != StatusClosed
+	}
+	i := s.tasks.find(id)
+	return i >= 0 && s.tasks.isOpen(i)
+}
+
 // Entry returns the task's history, or nil.
 func (s *State) Entry(id string) *Entry {
 	if h, ok := s.History[id]; ok || s.history == nil {

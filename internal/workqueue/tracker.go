@@ -22,7 +22,7 @@ func (s *State) blockedBy(t *Task, memo map[string]bool, depth int) bool {
 		return true
 	}
 	for _, d := range t.Blockers {
-		if b := s.Task(d.ID); b != nil && b.Status != StatusClosed {
+		if s.notClosed(d.ID) {
 			return true
 		}
 	}
