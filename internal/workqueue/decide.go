@@ -407,11 +407,11 @@ func (s *State) priorityOf(h Entry) int {
 // Expire returns the events for every claim whose lease ran out by now, in id order.
 func Expire(s *State, p Policy, now time.Time) []eventlog.Draft {
 	var ids []string
-	for _, h := range s.working() {
-		if !now.Before(h.LeaseUntil) {
-			ids = append(ids, h.ID)
+	s.claims(func(id string, until time.Time) {
+		if !now.Before(until) {
+			ids = append(ids, id)
 		}
-	}
+	})
 	sort.Strings(ids)
 	var drafts []eventlog.Draft
 	for _, id := range ids {
@@ -427,23 +427,31 @@ func Expire(s *State, p Policy, now time.Time) []eventlog.Draft {
 // the time Expire next has something to record.
 func NextExpiry(s *State, now time.Time) time.Time {
 	var at time.Time
-	for _, h := range s.working() {
-		if h.LeaseUntil.After(now) && (at.IsZero() || h.LeaseUntil.Before(at)) {
-			at = h.LeaseUntil
+	s.claims(func(_ string, until time.Time) {
+		if until.After(now) && (at.IsZero() || until.Before(at)) {
+			at = until
 		}
-	}
+	})
 	return at
 }
 
-// working returns the entries that hold a claim.
-func (s *State) working() []*Entry {
-	var out []*Entry
-	for _, h := range s.Waiting() {
+// claims calls f with every entry that holds a claim and its lease's end.
+// The snapshot's index has both: next looks at every claim to expire those
+// run out, and a busy queue holds hundreds.
+func (s *State) claims(f func(id string, until time.Time)) {
+	for id, h := range s.History {
 		if h.Status == HistWorking {
-			out = append(out, h)
+			f(id, h.LeaseUntil)
 		}
 	}
-	return out
+	if s.history == nil {
+		return
+	}
+	for k, i := range s.history.waiting {
+		if id := s.history.ids[i]; s.history.working[k] && s.History[id] == nil {
+			f(id, s.history.leases[k])
+		}
+	}
 }
 
 // Waiting returns every entry that holds a claim or failed (a lease or a
@@ -707,8 +715,8 @@ func (l layered) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool
 		if found && !candidateLess(c, best) {
 			return false // a requeue only moves a task later: neither it nor any after it can beat the best
 		}
-		if s.EffectiveStatus(t, p, now) != StatusOpen || !g.Admits(t.Labels) {
-			return true
+		if s.EffectiveStatus(t, p, now) != StatusOpen || !g.Admits(t.Labels) || s.blockedBy(t, memo, 0) {
+			return true // blocked first: it needs no history entry read
 		}
 		h := l.entry(t.ID)
 		if h != nil {
@@ -717,7 +725,7 @@ func (l layered) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool
 			}
 			c.queuedAt = p.queuedAt(t.CreatedAt, h, now)
 		}
-		if found && !candidateLess(c, best) || s.blockedBy(t, memo, 0) {
+		if found && !candidateLess(c, best) {
 			return true
 		}
 		best, found = c, true

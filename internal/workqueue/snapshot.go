@@ -19,8 +19,8 @@ import (
 // a command opens the index and decodes only the tasks it touches.
 
 const (
-	tasksMagic = "spool-tasks-8\n"
-	queueMagic = "spool-history-4\n"
+	tasksMagic = "spool-tasks-9\n"
+	queueMagic = "spool-history-5\n"
 )
 
 var (
@@ -121,7 +121,31 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 		for _, k := range open {
 			w.uint(uint64(k.pos))
 		}
+		// Which of them wait by themselves (the blocked label, a blocker
+		// not closed), a bit each: ready and next pass them unread.
+		bits := make([]byte, (len(open)+7)/8)
+		for j, k := range open {
+			if waitsItself(k.t, all) {
+				bits[j/8] |= 1 << (j % 8)
+			}
+		}
+		w.buf = append(w.buf, bits...)
 	})
+}
+
+// waitsItself reports whether t is blocked by its label or a blocker of
+// its own, not only through a parent: such a task stays blocked until it
+// changes or one of its blockers does.
+func waitsItself(t *Task, all map[string]*Task) bool {
+	if t.HasLabel(BlockedLabel) {
+		return true
+	}
+	for _, d := range t.Blockers {
+		if b := all[d.ID]; b != nil && b.Status != StatusClosed {
+			return true
+		}
+	}
+	return false
 }
 
 func encodeTask(w *writer, t *Task, refs []string) {
@@ -155,7 +179,8 @@ func encodeTask(w *writer, t *Task, refs []string) {
 
 // decodeTask reads what encodeTask wrote, leaving the detail encoded.
 func decodeTask(r *reader) *Task {
-	t, _ := decodeRecord(r)
+	t, refs := decodeRecord(r)
+	t.baseRefs = refs
 	return t
 }
 
@@ -224,6 +249,11 @@ func (p *QueueProjection) WriteState(out io.Writer) error {
 		for _, i := range waiting {
 			w.uint(uint64(i))
 		}
+		for _, i := range waiting { // what next's expiry asks, without a record read
+			h := all[hids[i]]
+			w.bool(h.Status == HistWorking)
+			w.time(h.LeaseUntil)
+		}
 	})
 }
 
@@ -277,8 +307,12 @@ func positions(r *reader, n int) ([]uint32, error) {
 type taskTable struct {
 	*table
 	open     []uint32
+	waits    string   // a bit per open task: waitsItself when saved
 	openBits []uint64 // open as a set, built on first use
 }
+
+// waitsAt reports whether open[k] waited by itself when the table was saved.
+func (t *taskTable) waitsAt(k int) bool { return t.waits[k/8]&(1<<(k%8)) != 0 }
 
 // isOpen reports whether the task at position i was not closed when the
 // table was saved.
@@ -297,34 +331,48 @@ func (t *taskTable) isOpen(i int) bool {
 type historyTable struct {
 	*table
 	waiting []uint32
+	working []bool      // waiting[k] held a claim
+	leases  []time.Time // until when
 }
 
 func openTasks(r io.ReaderAt, size int64) (*taskTable, int64, error) {
 	var seq int64
 	var open []uint32
+	var waits string
 	t, err := openTable(r, size, tasksMagic, func(rd *reader, n int) error {
 		seq = rd.int()
 		var err error
-		open, err = positions(rd, n)
-		return err
+		if open, err = positions(rd, n); err != nil {
+			return err
+		}
+		waits = rd.raw((len(open) + 7) / 8)
+		return rd.err
 	})
 	if err != nil {
 		return nil, 0, err
 	}
-	return &taskTable{table: t, open: open}, seq, nil
+	return &taskTable{table: t, open: open, waits: waits}, seq, nil
 }
 
 func openHistory(r io.ReaderAt, size int64) (*historyTable, error) {
-	var waiting []uint32
+	h := &historyTable{}
 	t, err := openTable(r, size, queueMagic, func(rd *reader, n int) error {
 		var err error
-		waiting, err = positions(rd, n)
-		return err
+		if h.waiting, err = positions(rd, n); err != nil {
+			return err
+		}
+		h.working = make([]bool, len(h.waiting))
+		h.leases = make([]time.Time, len(h.waiting))
+		for k := range h.waiting {
+			h.working[k], h.leases[k] = rd.bool(), rd.time()
+		}
+		return rd.err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &historyTable{t, waiting}, nil
+	h.table = t
+	return h, nil
 }
 
 // UnmarshalState opens the tasks' table on b; nothing is decoded yet.
@@ -508,6 +556,16 @@ func (r *reader) strs() []string {
 	}
 	*r.pool = pool
 	return pool[start:len(pool):len(pool)] // full slice: appends copy
+}
+
+// raw reads n bytes as they are.
+func (r *reader) raw(n int) string {
+	if len(r.s)-r.pos < n {
+		r.fail()
+		return ""
+	}
+	r.pos += n
+	return r.s[r.pos-n : r.pos]
 }
 
 func (r *reader) bool() bool {

@@ -33,6 +33,7 @@ type Task struct {
 
 	detail    *TaskDetail // nil until Detail is called on a task read from a snapshot
 	rawDetail string      // the encoded detail, while detail is nil
+	baseRefs  []string    // read from a snapshot: the tasks that named it then (as parent, blocker or link)
 }
 
 // TaskDetail holds the fields few commands need.
@@ -238,6 +239,9 @@ func (s *State) baseRefs(id string) []string {
 	if s.tasks == nil {
 		return nil
 	}
+	if t := s.Tasks[id]; t != nil {
+		return t.baseRefs
+	}
 	i := s.tasks.find(id)
 	if i < 0 {
 		return nil
@@ -255,8 +259,8 @@ const (
 // Their state grows with the number of tasks, so saves are amortized (see
 // projections.Spec.Amortize).
 var (
-	Spec      = projections.Spec{Name: Name, Version: 4, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
-	QueueSpec = projections.Spec{Name: QueueName, Version: 6, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
+	Spec      = projections.Spec{Name: Name, Version: 5, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
+	QueueSpec = projections.Spec{Name: QueueName, Version: 7, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
 // TasksProjection folds the tracker's side of every event.

@@ -115,8 +115,24 @@ func (s *State) openOrder(over map[string]*Task, f func(*Task) bool) {
 		skip[id] = true
 	}
 	if s.tasks != nil {
-		for _, i := range s.tasks.open {
-			if id := s.tasks.ids[i]; !skip[id] && !f(s.Task(id)) {
+		// A task that waited by itself when saved and is unchanged since
+		// still waits unless one of its blockers changed; those tasks name
+		// it (baseRefs), and only they are read.
+		var named map[string]bool
+		for k, i := range s.tasks.open {
+			id := s.tasks.ids[i]
+			if skip[id] {
+				continue
+			}
+			if s.tasks.waitsAt(k) {
+				if named == nil {
+					named = s.namedByChanged(over)
+				}
+				if !named[id] {
+					continue
+				}
+			}
+			if !f(s.Task(id)) {
 				break
 			}
 		}
@@ -124,6 +140,20 @@ func (s *State) openOrder(over map[string]*Task, f func(*Task) bool) {
 	for _, t := range rest {
 		f(t)
 	}
+}
+
+// namedByChanged returns the ids of the tasks that, when the snapshot was
+// written, named a task decoded or changed since (or one in over).
+func (s *State) namedByChanged(over map[string]*Task) map[string]bool {
+	named := map[string]bool{}
+	for _, m := range []map[string]*Task{s.Tasks, over} {
+		for id := range m {
+			for _, r := range s.baseRefs(id) {
+				named[r] = true
+			}
+		}
+	}
+	return named
 }
 
 // insertTop inserts it into top, kept sorted and at most k long.
