@@ -26,6 +26,13 @@ type FileWriter interface {
 	WriteFiles(emit func(path string, tracked bool, write func(w io.Writer) error) error) error
 }
 
+// Freezer is a Projection whose state Freeze makes safe to read from two
+// goroutines at once (nothing is decoded on first use afterwards): Save then
+// writes its files and its snapshot side by side.
+type Freezer interface {
+	Freeze()
+}
+
 // eachFile calls fn with each public file of p: streamed when p is a
 // FileWriter, else from Files. An error of p's is wrapped as a render error.
 func eachFile(name string, p Projection, fn func(path string, tracked bool, write func(w io.Writer) error) error) error {

@@ -678,6 +678,17 @@ func (s *State) SortedIDs() []string {
 	return ids
 }
 
+// Freeze decodes every task whole, so that tasks.json and the table can be
+// written side by side (projections.Freezer).
+func (p *TasksProjection) Freeze() {
+	for _, t := range p.State().AllTasks() {
+		t.Detail()
+	}
+}
+
+// Freeze decodes every entry (projections.Freezer).
+func (p *QueueProjection) Freeze() { p.State().AllHistory() }
+
 // Files renders tasks.json (beads' shape, by id).
 func (p *TasksProjection) Files() ([]projections.File, error) {
 	return filesOf(p)
