@@ -1,12 +1,15 @@
 package projections
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/spoolhq/spool/internal/fault"
 )
 
 // Difference is a projection file that does not equal a fresh replay.
@@ -121,24 +124,40 @@ func (en *Engine) VerifyAll(ctx context.Context) (*Verification, error) {
 		if !d.current {
 			res.Stale = append(res.Stale, it.spec.Name)
 		}
-		err := eachFile(it.spec.Name, it.proj, func(path string, tracked bool, write func(io.Writer) error) error {
-			if !d.current && !tracked {
-				return nil
+		var diffs []Difference
+		files := func() error {
+			return eachFile(it.spec.Name, it.proj, func(path string, tracked bool, write func(io.Writer) error) error {
+				if !d.current && !tracked {
+					return nil
+				}
+				problem, err := en.compareFile(path, write)
+				if err == nil && problem != "" {
+					diffs = append(diffs, Difference{it.spec.Name, path, problem})
+				}
+				return err
+			})
+		}
+		// As in Save, a Freezer's files are compared while its state is
+		// digested.
+		var sum [sha256.Size]byte
+		var sumErr error
+		if f, ok := it.proj.(Freezer); ok && d.state {
+			f.Freeze()
+			done := make(chan error, 1)
+			fault.Go(func() { done <- files() })
+			sum, sumErr = stateDigest(it.spec.Name, it.proj)
+			err = <-done
+		} else {
+			err = files()
+			if err == nil && d.state {
+				sum, sumErr = stateDigest(it.spec.Name, it.proj)
 			}
-			problem, err := en.compareFile(path, write)
-			if err == nil && problem != "" {
-				res.Differences = append(res.Differences, Difference{it.spec.Name, path, problem})
-			}
-			return err
-		})
-		if err != nil {
+		}
+		if err = cmp.Or(err, sumErr); err != nil {
 			return nil, err
 		}
+		res.Differences = append(res.Differences, diffs...)
 		if d.state {
-			sum, err := stateDigest(it.spec.Name, it.proj)
-			if err != nil {
-				return nil, err
-			}
 			if sum != d.sum || d.events != it.cp.Events {
 				res.Differences = append(res.Differences, Difference{it.spec.Name, en.snapshotPath(it.spec.Name),
 					fmt.Sprintf("snapshot state differs from a fresh replay (%d events applied, replay has %d)", d.events, it.cp.Events)})
