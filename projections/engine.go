@@ -137,7 +137,8 @@ type item struct {
 	// touched): save even if saves are amortized, so that the marks,
 	// stamped with the file's stat again, spare the next command the checksum.
 	restat bool
-	saved  int // events in the snapshot on disk; -1 when there is none
+	saved  int   // events in the snapshot on disk; -1 when there is none
+	body   int64 // where the state begins in the snapshot file (after its checkpoint line)
 	// verified is, per writer, the stat of a file whose prefix this
 	// process checksummed: until the marks are stamped with it, check
 	// needs not checksum the same file again.
@@ -258,7 +259,7 @@ func (en *Engine) loadSnapshot(it *item) bool {
 			return false
 		}
 	}
-	it.proj, it.cp, it.saved = p, cp, cp.Events
+	it.proj, it.cp, it.saved, it.body = p, cp, cp.Events, int64(len(head))
 	return true
 }
 

@@ -33,6 +33,15 @@ type Freezer interface {
 	Freeze()
 }
 
+// RecordChecker is an Opener whose snapshot is canonical: its bytes are
+// what encoding the state they hold writes. Verify hashes an up-to-date
+// one's bytes instead of decoding and encoding it again, once CheckRecords
+// (which panics as a read of a damaged record does) found every record whole.
+type RecordChecker interface {
+	Opener
+	CheckRecords()
+}
+
 // eachFile calls fn with each public file of p: streamed when p is a
 // FileWriter, else from Files. An error of p's is wrapped as a render error.
 func eachFile(name string, p Projection, fn func(path string, tracked bool, write func(w io.Writer) error) error) error {
@@ -86,6 +95,22 @@ func stateDigest(name string, p Projection) ([sha256.Size]byte, error) {
 		return sum, err
 	}
 	if err := bw.Flush(); err != nil {
+		return sum, err
+	}
+	h.Sum(sum[:0])
+	return sum, nil
+}
+
+// fileDigest is the SHA-256 of path's bytes from off on.
+func fileDigest(path string, off int64) ([sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
+	f, err := os.Open(path)
+	if err != nil {
+		return sum, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, off, 1<<62)); err != nil {
 		return sum, err
 	}
 	h.Sum(sum[:0])

@@ -98,7 +98,13 @@ func (en *Engine) VerifyAll(ctx context.Context) (*Verification, error) {
 		case upToDate:
 			disk[i].current = true
 		}
-		sum, err := stateDigest(s.Name, it.proj)
+		var sum [sha256.Size]byte
+		if rc, ok := it.proj.(RecordChecker); ok && st == upToDate {
+			rc.CheckRecords()
+			sum, err = fileDigest(en.snapshotPath(s.Name), it.body)
+		} else {
+			sum, err = stateDigest(s.Name, it.proj)
+		}
 		if err != nil {
 			return nil, err
 		}

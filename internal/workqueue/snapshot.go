@@ -403,6 +403,21 @@ func (p *TasksProjection) open(r io.ReaderAt, size int64) (*table, error) {
 	return t.table, nil
 }
 
+// CheckRecords checks the checksum of every task the table holds
+// (projections.RecordChecker).
+func (p *TasksProjection) CheckRecords() {
+	if p.s != nil && p.s.tasks != nil {
+		p.s.tasks.check()
+	}
+}
+
+// CheckRecords checks every entry the table holds.
+func (p *QueueProjection) CheckRecords() {
+	if p.s != nil && p.s.history != nil {
+		p.s.history.check()
+	}
+}
+
 // UnmarshalState opens the history's table on b.
 func (p *QueueProjection) UnmarshalState(b []byte) error {
 	_, err := p.open(bytes.NewReader(b), int64(len(b)))

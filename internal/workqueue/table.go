@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"bufio"
 	"encoding/binary"
 	"hash/crc32"
 	"io"
@@ -157,6 +158,22 @@ func (t *table) record(i int) *reader {
 		panic(corruptSnapshot(t.ids[i], errChecksum))
 	}
 	return &reader{s: unsafe.String(unsafe.SliceData(b), len(b)), pos: 4}
+}
+
+// check reads every record in file order and checks its checksum, decoding
+// nothing; a damaged one panics with corruptSnapshot, as reading it would.
+func (t *table) check() {
+	br := bufio.NewReaderSize(io.NewSectionReader(t.r, t.offs[0], t.offs[len(t.ids)]-t.offs[0]), 256<<10)
+	var b []byte
+	for i := range t.ids {
+		b = slices.Grow(b[:0], int(t.offs[i+1]-t.offs[i]))[:t.offs[i+1]-t.offs[i]]
+		if _, err := io.ReadFull(br, b); err != nil {
+			panic(corruptSnapshot(t.ids[i], err))
+		}
+		if len(b) < 4 || crc32.Checksum(b[4:], castagnoli) != binary.LittleEndian.Uint32(b) {
+			panic(corruptSnapshot(t.ids[i], errChecksum))
+		}
+	}
 }
 
 // all reads every record at once, for a command that needs them all.
