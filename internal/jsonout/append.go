@@ -23,7 +23,7 @@ type Appender interface {
 // Format is how a value is written: as encoding/json with indent "  "
 // (and any prefix of whole indents) and with or without SetEscapeHTML.
 type Format struct {
-	Level      int  // indents before the value's closing bracket, the line it ends on
+	Level      int  // the indent of the line the value starts on: its fields one more, its closing bracket this
 	EscapeHTML bool // <, > and & as \u003c, \u003e and \u0026
 }
 
