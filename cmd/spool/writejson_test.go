@@ -3,7 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"testing"
+
+	"github.com/spoolhq/spool/internal/jsonout/jsontest"
+	"github.com/spoolhq/spool/internal/workqueue"
 )
 
 // writeJSON writes a list an item at a time, byte for byte as json.Encoder writes it whole.
@@ -38,4 +42,37 @@ func TestWriteJSONStreamsLikeEncoder(t *testing.T) {
 			t.Errorf("%T: got\n%s\nwant\n%s", v, got.String(), want.String())
 		}
 	}
+}
+
+// The lists ready, task list, bd list and history print write themselves
+// (jsonout.Appender): still the bytes json.Encoder writes for the whole.
+func TestWriteJSONTaskLists(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for range 100 {
+		for _, v := range []any{
+			randSlice[workqueue.TaskJSON](r),
+			randSlice[workqueue.ListItemJSON](r),
+			randSlice[workqueue.EntryJSON](r),
+			randSlice[workqueue.DetailJSON](r),
+		} {
+			var want, got bytes.Buffer
+			enc := json.NewEncoder(&want)
+			enc.SetEscapeHTML(false)
+			enc.SetIndent("", "  ")
+			wantErr := enc.Encode(v)
+			err := writeJSON(&got, v)
+			if (err == nil) != (wantErr == nil) || err == nil && got.String() != want.String() {
+				t.Fatalf("%T: %v (encoding/json: %v), got\n%s\nwant\n%s", v, err, wantErr, got.String(), want.String())
+			}
+		}
+	}
+}
+
+// randSlice is one to three values of T with their fields filled at random.
+func randSlice[T any](r *rand.Rand) []T {
+	v := make([]T, 1+r.IntN(3))
+	for i := range v {
+		jsontest.Fill(r, &v[i], false)
+	}
+	return v
 }

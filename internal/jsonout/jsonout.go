@@ -13,6 +13,7 @@ import (
 
 // WriteList writes n items, item(i) each, as a json.Encoder with
 // SetIndent("", "  ") and escapeHTML writes the list, newline included.
+// An item that is an Appender writes itself; encoding/json writes the rest.
 func WriteList(w io.Writer, n int, item func(i int) any, escapeHTML bool) error {
 	if n == 0 {
 		_, err := io.WriteString(w, "[]\n")
@@ -23,13 +24,22 @@ func WriteList(w io.Writer, n int, item func(i int) any, escapeHTML bool) error 
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(escapeHTML)
 	enc.SetIndent("  ", "  ")
+	f := Format{Level: 1, EscapeHTML: escapeHTML} // as the prefix "  " indents each item
+	var b []byte
 	bw.WriteString("[\n  ")
 	for i := range n {
 		if i > 0 {
 			bw.WriteString(",\n  ")
 		}
+		v := item(i)
+		if a, ok := v.(Appender); ok {
+			if b, ok = a.AppendJSON(b[:0], f); ok {
+				bw.Write(b)
+				continue
+			}
+		}
 		buf.Reset()
-		if err := enc.Encode(item(i)); err != nil {
+		if err := enc.Encode(v); err != nil {
 			return err
 		}
 		bw.Write(buf.Bytes()[:buf.Len()-1]) // without Encode's newline

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/beads"
+	"github.com/spoolhq/spool/internal/jsonout"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/workqueue"
 )
@@ -43,6 +44,11 @@ type Claimed struct {
 	Worker     string    `json:"worker"`
 	LeaseUntil time.Time `json:"lease_until"`
 }
+
+// AppendJSON declines: encoding/json writes it. Declared so that Claimed
+// does not inherit TaskJSON's (jsonout.Appender), which would leave out
+// the claim's fields.
+func (Claimed) AppendJSON(dst []byte, _ jsonout.Format) ([]byte, bool) { return dst, false }
 
 // Idle says why next found nothing: when something may be claimable (a
 // backoff ending, a lease running out) and which task; zero when nothing waits.
