@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/jsonout"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/workqueue"
 )
@@ -622,7 +623,7 @@ var scaleRows = [][2]string{
 	{"version", "`version` (the process floor)"},
 	{"ready", "`ready --json` (first 10)"},
 	{"ready-all", "`ready --json -n 0` (all)"},
-	{"ready-all-enc", "… encoding its output alone (in process)"},
+	{"ready-all-enc", "… encoding its output alone (in process: encoding/json; spool's appenders)"},
 	{"next", "`next --json`"},
 	{"add", "`task add`"},
 	{"update", "`task update ID -p N`"},
@@ -630,7 +631,7 @@ var scaleRows = [][2]string{
 	{"done", "`done ID` (after an untimed `next`)"},
 	{"fail", "`fail ID -e …` (after an untimed `next`)"},
 	{"list", "`task list --json`"},
-	{"list-enc", "… encoding its output alone (in process)"},
+	{"list-enc", "… encoding its output alone (in process: encoding/json; spool's appenders)"},
 	{"status", "`status`"},
 	{"replay", "`replay`"},
 	{"verify", "`verify`"},
@@ -777,9 +778,10 @@ func scaleTimes(bin, repo string, meta scaleMeta, runs, slowRuns int, copy bool)
 			if !r.Same {
 				fmt.Fprintf(os.Stderr, "scale %d: note: the output of %s re-encoded differs from spool's\n", meta.Tasks, e.of)
 			}
-			col.cells[e.row] = fmt.Sprintf("%s (the process: %.1f×)", msCell(ms(r.Median)), float64(col.medians[e.of])/float64(r.Median))
-			fmt.Printf("%s: encoding the output of %s alone (%d bytes, %d items): median %.1f ms; identical to spool's: %v\n",
-				count(meta.Tasks), e.of, r.Bytes, r.Items, ms(r.Median), r.Same)
+			col.cells[e.row] = fmt.Sprintf("%s (the process: %.1f×); spool's appenders %s", msCell(ms(r.Median)),
+				float64(col.medians[e.of])/float64(r.Median), msCell(ms(r.Fast)))
+			fmt.Printf("%s: encoding the output of %s alone (%d bytes, %d items): encoding/json median %.1f ms, spool's appenders %.1f ms; identical to spool's: %v\n",
+				count(meta.Tasks), e.of, r.Bytes, r.Items, ms(r.Median), ms(r.Fast), r.Same)
 			return nil
 		}()
 		if err != nil {
@@ -837,7 +839,8 @@ func scaleTarget(cmd *exec.Cmd, half int) (string, int, error) {
 
 // scaleEncoded is what scale-encode prints.
 type scaleEncoded struct {
-	Median time.Duration `json:"median"`
+	Median time.Duration `json:"median"` // encoding/json
+	Fast   time.Duration `json:"fast"`   // spool's own appenders (jsonout.WriteList)
 	Bytes  int           `json:"bytes"`
 	Items  int           `json:"items"`
 	Same   bool          `json:"same"` // the encoding is the file again
@@ -883,8 +886,23 @@ func scaleEncodeMain(args []string) error {
 		ds = append(ds, time.Since(start))
 	}
 	slices.Sort(ds)
-	return json.NewEncoder(os.Stdout).Encode(scaleEncoded{Median: ds[len(ds)/2], Bytes: len(b), Items: len(ready) + len(list),
-		Same: bytes.Equal(buf.Bytes(), b)})
+	same := bytes.Equal(buf.Bytes(), b)
+	item := func(i int) any { return ready[i] }
+	if *kind == "list" {
+		item = func(i int) any { return list[i] }
+	}
+	var fast []time.Duration
+	for range 7 {
+		buf.Reset()
+		start := time.Now()
+		if err := jsonout.WriteList(&buf, len(ready)+len(list), item, false); err != nil {
+			return err
+		}
+		fast = append(fast, time.Since(start))
+	}
+	slices.Sort(fast)
+	return json.NewEncoder(os.Stdout).Encode(scaleEncoded{Median: ds[len(ds)/2], Fast: fast[len(fast)/2], Bytes: len(b),
+		Items: len(ready) + len(list), Same: same && bytes.Equal(buf.Bytes(), b)})
 }
 
 // printScaleTable prints the results as a markdown table, a column per dataset.
