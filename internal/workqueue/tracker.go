@@ -96,11 +96,11 @@ func (s *State) Ready(p Policy, f ReadyFilter, now time.Time, limit int) []*Task
 	return topK(out, limit, taskLess)
 }
 
-// openOrder calls f with every task that may be open. First come the
-// snapshot's tasks that were not closed and are unchanged since, in ready's
-// order (taskLess), for as long as f returns true; then, whatever f
-// returns, the tasks decoded or changed since and those in over (which
-// stand for tasks of the same id), in no order.
+// openOrder calls f with every task that may be open and not blocked. First
+// come the snapshot's tasks that were not closed and are unchanged since, in
+// ready's order (taskLess), for as long as f returns true, less those still
+// blocked for certain; then, whatever f returns, the tasks decoded or changed
+// since and those in over (which stand for tasks of the same id), in no order.
 func (s *State) openOrder(over map[string]*Task, f func(*Task) bool) {
 	rest := make([]*Task, 0, len(s.Tasks)+len(over))
 	skip := make(map[string]bool, len(s.Tasks)+len(over))
