@@ -154,9 +154,7 @@ func (t *table) record(i int) *reader {
 	if _, err := t.r.ReadAt(b, t.offs[i]); err != nil {
 		panic(corruptSnapshot(t.ids[i], err))
 	}
-	if len(b) < 4 || crc32.Checksum(b[4:], castagnoli) != binary.LittleEndian.Uint32(b) {
-		panic(corruptSnapshot(t.ids[i], errChecksum))
-	}
+	t.checkRecord(i, b)
 	return &reader{s: unsafe.String(unsafe.SliceData(b), len(b)), pos: 4}
 }
 
@@ -170,9 +168,15 @@ func (t *table) check() {
 		if _, err := io.ReadFull(br, b); err != nil {
 			panic(corruptSnapshot(t.ids[i], err))
 		}
-		if len(b) < 4 || crc32.Checksum(b[4:], castagnoli) != binary.LittleEndian.Uint32(b) {
-			panic(corruptSnapshot(t.ids[i], errChecksum))
-		}
+		t.checkRecord(i, b)
+	}
+}
+
+// checkRecord panics with corruptSnapshot unless b, record i, passes its
+// checksum.
+func (t *table) checkRecord(i int, b []byte) {
+	if len(b) < 4 || crc32.Checksum(b[4:], castagnoli) != binary.LittleEndian.Uint32(b) {
+		panic(corruptSnapshot(t.ids[i], errChecksum))
 	}
 }
 
@@ -192,9 +196,7 @@ func (t *table) all() []*reader {
 	pool := new([]string) // labels of every record share one array
 	for i := range t.ids {
 		lo, hi := t.offs[i]-start, t.offs[i+1]-start
-		if hi-lo < 4 || crc32.Checksum(b[lo+4:hi], castagnoli) != binary.LittleEndian.Uint32(b[lo:]) {
-			panic(corruptSnapshot(t.ids[i], errChecksum))
-		}
+		t.checkRecord(i, b[lo:hi])
 		rs[i] = reader{s: s[:hi], pos: int(lo) + 4, pool: pool}
 		out[i] = &rs[i]
 	}
