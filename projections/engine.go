@@ -20,12 +20,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/durable"
-	"github.com/spoolhq/spool/internal/fault"
 )
 
 // Projection is a pure fold of events into state.
@@ -785,14 +783,11 @@ func (v *View) Save() error {
 		// state's two halves (190 MB of tasks.json, 90 MB of table at
 		// 100,000 tasks) each take a core. The snapshot still replaces the
 		// old one last, once the files are in place.
-		filesDone := func() error { return nil }
-		if f, ok := it.proj.(Freezer); ok {
-			f.Freeze()
-			done := make(chan error, 1)
-			fault.Go(func() { done <- files() })
-			filesDone = sync.OnceValue(func() error { return <-done })
-		} else if err := files(); err != nil {
-			return err
+		filesDone := alongside(it.proj, files)
+		if _, frozen := it.proj.(Freezer); !frozen {
+			if err := filesDone(); err != nil {
+				return err
+			}
 		}
 		err = batch.WriteStream(v.en.snapshotPath(it.spec.Name), 0o644, func(w io.Writer) error {
 			_, err := w.Write(append(head, '\n'))

@@ -9,6 +9,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"sync"
+
+	"github.com/spoolhq/spool/internal/fault"
 )
 
 // StateWriter is a Projection that can write its state as a stream, the
@@ -31,6 +34,21 @@ type FileWriter interface {
 // writes its files and its snapshot side by side.
 type Freezer interface {
 	Freeze()
+}
+
+// alongside starts files on a second goroutine when p is a Freezer (frozen
+// first) and returns what waits for its result; otherwise files runs here,
+// before alongside returns.
+func alongside(p Projection, files func() error) (wait func() error) {
+	f, ok := p.(Freezer)
+	if !ok {
+		err := files()
+		return func() error { return err }
+	}
+	f.Freeze()
+	done := make(chan error, 1)
+	fault.Go(func() { done <- files() })
+	return sync.OnceValue(func() error { return <-done })
 }
 
 // RecordChecker is an Opener whose snapshot is canonical: its bytes are

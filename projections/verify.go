@@ -8,8 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-
-	"github.com/spoolhq/spool/internal/fault"
 )
 
 // Difference is a projection file that does not equal a fresh replay.
@@ -145,21 +143,13 @@ func (en *Engine) VerifyAll(ctx context.Context) (*Verification, error) {
 		}
 		// As in Save, a Freezer's files are compared while its state is
 		// digested.
+		filesDone := alongside(it.proj, files)
 		var sum [sha256.Size]byte
 		var sumErr error
-		if f, ok := it.proj.(Freezer); ok && d.state {
-			f.Freeze()
-			done := make(chan error, 1)
-			fault.Go(func() { done <- files() })
+		if d.state {
 			sum, sumErr = stateDigest(it.spec.Name, it.proj)
-			err = <-done
-		} else {
-			err = files()
-			if err == nil && d.state {
-				sum, sumErr = stateDigest(it.spec.Name, it.proj)
-			}
 		}
-		if err = cmp.Or(err, sumErr); err != nil {
+		if err := cmp.Or(filesDone(), sumErr); err != nil {
 			return nil, err
 		}
 		res.Differences = append(res.Differences, diffs...)
