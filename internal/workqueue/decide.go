@@ -448,7 +448,7 @@ func (s *State) claims(f func(id string, until time.Time)) {
 		return
 	}
 	for k, i := range s.history.waiting {
-		if id := s.history.ids[i]; s.history.working[k] && s.History[id] == nil {
+		if id := s.history.IDs[i]; s.history.working[k] && s.History[id] == nil {
 			f(id, s.history.leases[k])
 		}
 	}
@@ -467,7 +467,7 @@ func (s *State) Waiting() map[string]*Entry {
 		out[id] = h
 	}
 	for _, i := range s.history.waiting {
-		if id := s.history.ids[i]; out[id] == nil {
+		if id := s.history.IDs[i]; out[id] == nil {
 			out[id] = s.Entry(id) // unchanged since the snapshot
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/table"
 )
 
 // Error codes of the work queue (fault.CodeNotFound and the other shared
@@ -21,17 +22,8 @@ var (
 	CodeDependencyExists = fault.Register(fault.Rejected, "dependency_exists")
 	CodeNotClaimed       = fault.Register(fault.Rejected, "not_claimed")
 	CodeAlreadyClaimed   = fault.Register(fault.Rejected, "already_claimed")
-	CodeCorruptSnapshot  = fault.Register(fault.Environment, "corrupt_snapshot")
+	CodeCorruptSnapshot  = table.CodeCorruptSnapshot
 )
-
-// corruptSnapshot is the panic of a snapshot record that fails its
-// checksum when read: the table's index checked out when it was opened, so
-// the file changed under spool (it is only ever replaced) or the disk
-// failed. A panic, because the lookups that meet it return no error; the
-// command reports it as this error.
-func corruptSnapshot(id string, err error) *fault.Error {
-	return fault.New(CodeCorruptSnapshot, err, fmt.Sprintf("the snapshot's record of %s is damaged (%v): run spool replay", id, err), "id", id)
-}
 
 // ErrNoTask is wrapped by the not_found error of an id that names no task,
 // ErrNoDependency by that of a dependency that does not exist: both are

@@ -172,11 +172,11 @@ func (s *State) Task(id string) *Task {
 	if t, ok := s.Tasks[id]; ok || s.tasks == nil {
 		return t
 	}
-	i := s.tasks.find(id)
+	i := s.tasks.Find(id)
 	if i < 0 {
 		return nil
 	}
-	t := decodeTask(s.tasks.record(i))
+	t := decodeTask(s.tasks.Record(i))
 	s.Tasks[id] = t
 	return t
 }
@@ -189,7 +189,7 @@ func (s *State) notClosed(id string) bool {
 	if t, ok := s.Tasks[id]; ok || s.tasks == nil {
 		return t != nil && t.Status != StatusClosed
 	}
-	i := s.tasks.find(id)
+	i := s.tasks.Find(id)
 	return i >= 0 && s.tasks.isOpen(i)
 }
 
@@ -198,11 +198,11 @@ func (s *State) Entry(id string) *Entry {
 	if h, ok := s.History[id]; ok || s.history == nil {
 		return h
 	}
-	i := s.history.find(id)
+	i := s.history.Find(id)
 	if i < 0 {
 		return nil
 	}
-	h := decodeEntry(s.history.record(i))
+	h := decodeEntry(s.history.Record(i))
 	s.History[id] = h
 	return h
 }
@@ -210,9 +210,9 @@ func (s *State) Entry(id string) *Entry {
 // AllTasks decodes every task and returns them all, by id.
 func (s *State) AllTasks() map[string]*Task {
 	if t := s.tasks; t != nil {
-		for i, r := range t.all() {
-			if _, ok := s.Tasks[t.ids[i]]; !ok {
-				s.Tasks[t.ids[i]] = decodeTask(r)
+		for i, r := range t.All() {
+			if _, ok := s.Tasks[t.IDs[i]]; !ok {
+				s.Tasks[t.IDs[i]] = decodeTask(r)
 			}
 		}
 		s.tasks = nil
@@ -223,9 +223,9 @@ func (s *State) AllTasks() map[string]*Task {
 // AllHistory decodes every entry and returns them all, by id.
 func (s *State) AllHistory() map[string]*Entry {
 	if t := s.history; t != nil {
-		for i, r := range t.all() {
-			if _, ok := s.History[t.ids[i]]; !ok {
-				s.History[t.ids[i]] = decodeEntry(r)
+		for i, r := range t.All() {
+			if _, ok := s.History[t.IDs[i]]; !ok {
+				s.History[t.IDs[i]] = decodeEntry(r)
 			}
 		}
 		s.history = nil
@@ -242,11 +242,11 @@ func (s *State) baseRefs(id string) []string {
 	if t := s.Tasks[id]; t != nil {
 		return t.baseRefs
 	}
-	i := s.tasks.find(id)
+	i := s.tasks.Find(id)
 	if i < 0 {
 		return nil
 	}
-	_, refs := decodeRecord(s.tasks.record(i))
+	_, refs := decodeRecord(s.tasks.Record(i))
 	return refs
 }
 
@@ -296,16 +296,16 @@ func (s *State) HasTask(id string) bool {
 	if _, ok := s.Tasks[id]; ok {
 		return true
 	}
-	return s.tasks != nil && s.tasks.find(id) >= 0
+	return s.tasks != nil && s.tasks.Find(id) >= 0
 }
 
 func (s *State) TaskCount() int {
 	if s.tasks == nil {
 		return len(s.Tasks)
 	}
-	n := s.tasks.len()
+	n := s.tasks.Len()
 	for id := range s.Tasks {
-		if s.tasks.find(id) < 0 {
+		if s.tasks.Find(id) < 0 {
 			n++
 		}
 	}

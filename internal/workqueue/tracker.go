@@ -120,7 +120,7 @@ func (s *State) openOrder(over map[string]*Task, f func(*Task) bool) {
 		// it (baseRefs), and only they are read.
 		var named map[string]bool
 		for k, i := range s.tasks.open {
-			id := s.tasks.ids[i]
+			id := s.tasks.IDs[i]
 			if skip[id] {
 				continue
 			}

@@ -1,0 +1,248 @@
+// Package table is the file format of the snapshots read in part: records
+// sorted by id, each with its own checksum, then an index (the ids, where
+// each record starts, and what the snapshot's kind adds), then the index's
+// offset. Opening reads the index alone; a record is read and checked when
+// a command first asks for it, so a command about a few items costs the
+// same at 100,000 items as at 1,000.
+//
+//	magic | record… | index | crc32c(index) | uint64 index offset
+//
+// A record is crc32c(payload) then the payload. The file is never changed
+// in place (a save renames a new one over it), so what an open table reads
+// stays what it indexed.
+package table
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"unsafe"
+
+	"github.com/spoolhq/spool/internal/fault"
+)
+
+var (
+	// ErrDamaged is the error of a table or an index that does not read:
+	// the projection is rebuilt from the log.
+	ErrDamaged  = errors.New("snapshot is damaged")
+	errChecksum = errors.New("its checksum does not match")
+
+	// CodeCorruptSnapshot is the error of a record that fails its checksum
+	// when read (Corrupt).
+	CodeCorruptSnapshot = fault.Register(fault.Environment, "corrupt_snapshot")
+)
+
+// Corrupt is the panic of a record that fails its checksum when read: the
+// table's index checked out when it was opened, so the file changed under
+// spool (it is only ever replaced) or the disk failed. A panic, because
+// the lookups that meet it return no error; the command reports it as
+// this error.
+func Corrupt(id string, err error) *fault.Error {
+	return fault.New(CodeCorruptSnapshot, err, fmt.Sprintf("the snapshot's record of %s is damaged (%v): run spool replay", id, err), "id", id)
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Table is an open table.
+type Table struct {
+	r    io.ReaderAt
+	IDs  []string
+	offs []int64 // len(IDs)+1: record i is [offs[i], offs[i+1])
+}
+
+// Writer writes a table to out as it goes: only the record being encoded
+// and the index are held, not the table.
+type Writer struct {
+	out  io.Writer
+	n    int64 // bytes written
+	rec  Enc   // the record (or, last, the index) being encoded
+	ids  []string
+	offs []int64
+	err  error
+}
+
+// NewWriter starts a table of about n records.
+func NewWriter(out io.Writer, magic string, n int) *Writer {
+	t := &Writer{out: out, ids: make([]string, 0, n), offs: make([]int64, 0, n+1)}
+	t.write([]byte(magic))
+	return t
+}
+
+func (t *Writer) write(b []byte) {
+	if t.err == nil {
+		_, t.err = t.out.Write(b)
+		t.n += int64(len(b))
+	}
+}
+
+// Record writes id's record, which enc encodes; ids come in sorted order.
+func (t *Writer) Record(id string, enc func(w *Enc)) {
+	t.ids = append(t.ids, id)
+	t.offs = append(t.offs, t.n)
+	t.rec.Buf = append(t.rec.Buf[:0], 0, 0, 0, 0)
+	enc(&t.rec)
+	binary.LittleEndian.PutUint32(t.rec.Buf, crc32.Checksum(t.rec.Buf[4:], castagnoli))
+	t.write(t.rec.Buf)
+}
+
+// Finish writes the index, with extra's fields after the ids and offsets.
+func (t *Writer) Finish(extra func(w *Enc)) error {
+	index := t.n
+	t.offs = append(t.offs, index)
+	w := &t.rec
+	w.Buf = w.Buf[:0]
+	w.Strs(t.ids)
+	prev := int64(0)
+	for _, o := range t.offs {
+		w.Uint(uint64(o - prev))
+		prev = o
+	}
+	if extra != nil {
+		extra(w)
+	}
+	w.Buf = binary.LittleEndian.AppendUint32(w.Buf, crc32.Checksum(w.Buf, castagnoli))
+	w.Buf = binary.LittleEndian.AppendUint64(w.Buf, uint64(index))
+	t.write(w.Buf)
+	return t.err
+}
+
+// Open reads a table's index from r (size bytes, beginning with magic) and
+// hands extra a decoder positioned at the kind's own fields, with the
+// number of records.
+func Open(r io.ReaderAt, size int64, magic string, extra func(d *Dec, n int) error) (*Table, error) {
+	head := make([]byte, len(magic))
+	if size < int64(len(magic))+12 {
+		return nil, ErrDamaged
+	}
+	if _, err := r.ReadAt(head, 0); err != nil || string(head) != magic {
+		return nil, ErrDamaged
+	}
+	var tail [8]byte
+	if _, err := r.ReadAt(tail[:], size-8); err != nil {
+		return nil, ErrDamaged
+	}
+	index := int64(binary.LittleEndian.Uint64(tail[:]))
+	if index < int64(len(magic)) || index > size-12 {
+		return nil, ErrDamaged
+	}
+	b := make([]byte, size-8-index)
+	if _, err := r.ReadAt(b, index); err != nil {
+		return nil, ErrDamaged
+	}
+	body := b[:len(b)-4]
+	if len(body) == 0 || crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
+		return nil, ErrDamaged
+	}
+	rd := &Dec{s: unsafe.String(&body[0], len(body))}
+	t := &Table{r: r, IDs: rd.Strs()}
+	t.offs = make([]int64, 0, len(t.IDs)+1)
+	at := int64(0)
+	for range len(t.IDs) + 1 {
+		at += int64(rd.Uint())
+		t.offs = append(t.offs, at)
+	}
+	if rd.err != nil || !slices.IsSorted(t.IDs) || t.offs[0] != int64(len(magic)) || t.offs[len(t.IDs)] != index ||
+		!slices.IsSorted(t.offs) {
+		return nil, ErrDamaged
+	}
+	if extra != nil {
+		if err := extra(rd, len(t.IDs)); err != nil {
+			return nil, err
+		}
+	}
+	if err := rd.End(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// OpenOn opens a table with open on a snapshot file whose state starts at
+// off, and keeps the file open while the table reads from it; open
+// returns nil for an empty table, which reads nothing later.
+func OpenOn(f *os.File, off, size int64, open func(io.ReaderAt, int64) (*Table, error)) error {
+	t, err := open(io.NewSectionReader(f, off, size-off), size-off)
+	if err != nil {
+		return err
+	}
+	if t == nil {
+		return f.Close()
+	}
+	runtime.AddCleanup(t, func(f *os.File) { f.Close() }, f)
+	return nil
+}
+
+// Len is the number of records.
+func (t *Table) Len() int { return len(t.IDs) }
+
+// Find returns the position of id, or -1.
+func (t *Table) Find(id string) int {
+	if i, ok := slices.BinarySearch(t.IDs, id); ok {
+		return i
+	}
+	return -1
+}
+
+// Record reads and checks record i's payload; one that fails its checksum
+// panics with Corrupt rather than lose an item.
+func (t *Table) Record(i int) *Dec {
+	b := make([]byte, t.offs[i+1]-t.offs[i])
+	if _, err := t.r.ReadAt(b, t.offs[i]); err != nil {
+		panic(Corrupt(t.IDs[i], err))
+	}
+	t.checkRecord(i, b)
+	return &Dec{s: unsafe.String(unsafe.SliceData(b), len(b)), pos: 4}
+}
+
+// Check reads every record in file order and checks its checksum, decoding
+// nothing; a damaged one panics with Corrupt, as reading it would.
+func (t *Table) Check() {
+	br := bufio.NewReaderSize(io.NewSectionReader(t.r, t.offs[0], t.offs[len(t.IDs)]-t.offs[0]), 256<<10)
+	var b []byte
+	for i := range t.IDs {
+		b = slices.Grow(b[:0], int(t.offs[i+1]-t.offs[i]))[:t.offs[i+1]-t.offs[i]]
+		if _, err := io.ReadFull(br, b); err != nil {
+			panic(Corrupt(t.IDs[i], err))
+		}
+		t.checkRecord(i, b)
+	}
+}
+
+// checkRecord panics with Corrupt unless b, record i, passes its checksum.
+func (t *Table) checkRecord(i int, b []byte) {
+	if len(b) < 4 || crc32.Checksum(b[4:], castagnoli) != binary.LittleEndian.Uint32(b) {
+		panic(Corrupt(t.IDs[i], errChecksum))
+	}
+}
+
+// All reads every record at once, for a command that needs them all.
+func (t *Table) All() []*Dec { return t.Range(0, len(t.IDs)) }
+
+// Range reads records lo to hi-1 with one read, for a command that needs
+// them all.
+func (t *Table) Range(lo, hi int) []*Dec {
+	if lo >= hi {
+		return nil
+	}
+	start := t.offs[lo]
+	b := make([]byte, t.offs[hi]-start)
+	if _, err := t.r.ReadAt(b, start); err != nil {
+		panic(Corrupt(t.IDs[lo], err))
+	}
+	s := unsafe.String(unsafe.SliceData(b), len(b))
+	out := make([]*Dec, hi-lo)
+	rs := make([]Dec, hi-lo)
+	pool := new([]string) // string lists of every record share one array
+	for i := lo; i < hi; i++ {
+		a, z := t.offs[i]-start, t.offs[i+1]-start
+		t.checkRecord(i, b[a:z])
+		rs[i-lo] = Dec{s: s[:z], pos: int(a) + 4, pool: pool}
+		out[i-lo] = &rs[i-lo]
+	}
+	return out
+}

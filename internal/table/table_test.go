@@ -1,0 +1,132 @@
+package table_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/table"
+)
+
+const magic = "test-table-1\n"
+
+// build writes n records, record i holding its number, a string, a list
+// and a time; the index holds n again.
+func build(t *testing.T, n int) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	w := table.NewWriter(&out, magic, n)
+	for i := range n {
+		w.Record(fmt.Sprintf("id-%04d", i), func(e *table.Enc) {
+			e.Int(int64(-i))
+			e.Str(fmt.Sprint("text ", i))
+			e.Strs([]string{"a", fmt.Sprint(i)})
+			e.Bool(i%2 == 0)
+			e.Time(time.Unix(int64(i), 0))
+		})
+	}
+	if err := w.Finish(func(e *table.Enc) { e.Uint(uint64(n)) }); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+func open(b []byte) (*table.Table, error) {
+	return table.Open(bytes.NewReader(b), int64(len(b)), magic, func(d *table.Dec, n int) error {
+		if d.Uint() != uint64(n) {
+			return table.ErrDamaged
+		}
+		return d.Err()
+	})
+}
+
+func check(t *testing.T, i int, d *table.Dec) {
+	t.Helper()
+	n, s, l, b, at := d.Int(), d.Str(), d.Strs(), d.Bool(), d.Time()
+	if err := d.End(); err != nil || n != int64(-i) || s != fmt.Sprint("text ", i) || len(l) != 2 || l[1] != fmt.Sprint(i) ||
+		b != (i%2 == 0) || !at.Equal(time.Unix(int64(i), 0)) {
+		t.Fatalf("record %d: %d %q %q %v %v (%v)", i, n, s, l, b, at, err)
+	}
+}
+
+func TestRecordsReadBack(t *testing.T) {
+	b := build(t, 300)
+	tb, err := open(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb.Len() != 300 || tb.Find("id-0123") != 123 || tb.Find("id-9999") != -1 {
+		t.Fatalf("len %d, find %d", tb.Len(), tb.Find("id-0123"))
+	}
+	for _, i := range []int{0, 1, 150, 299} {
+		check(t, i, tb.Record(i))
+	}
+	for k, d := range tb.Range(100, 200) {
+		check(t, 100+k, d)
+	}
+	for k, d := range tb.All() {
+		check(t, k, d)
+	}
+	tb.Check()
+}
+
+// Every byte of the index, the offset and the magic is covered: changing
+// any makes Open refuse the table rather than read something else.
+func TestDamagedIndexIsRefused(t *testing.T) {
+	b := build(t, 5)
+	start := len(b) - 12 // the index's checksum and offset at least
+	for i := range len(magic) {
+		c := bytes.Clone(b)
+		c[i] ^= 1
+		if _, err := open(c); !errors.Is(err, table.ErrDamaged) {
+			t.Fatalf("magic byte %d: %v", i, err)
+		}
+	}
+	for i := start; i < len(b); i++ {
+		c := bytes.Clone(b)
+		c[i] ^= 0x10
+		if _, err := open(c); !errors.Is(err, table.ErrDamaged) {
+			t.Fatalf("byte %d of %d: %v", i, len(b), err)
+		}
+	}
+}
+
+// A damaged record opens (the index is whole) and panics with
+// corrupt_snapshot when it is read, by Record, Range or Check.
+func TestDamagedRecordPanics(t *testing.T) {
+	b := build(t, 5)
+	b[len(magic)+6] ^= 1 // inside record 0
+	tb, err := open(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, 1, tb.Record(1))
+	for name, read := range map[string]func(){"Record": func() { tb.Record(0) }, "Range": func() { tb.Range(0, 2) }, "Check": tb.Check} {
+		func() {
+			defer func() {
+				var fe *fault.Error
+				if err, _ := recover().(error); !errors.As(err, &fe) || fe.Code != table.CodeCorruptSnapshot.Name {
+					t.Errorf("%s: want a corrupt_snapshot panic, got %v", name, err)
+				}
+			}()
+			read()
+		}()
+	}
+}
+
+// A decoder fails, rather than reading past its bytes, on a length longer
+// than what is left.
+func TestDecoderFailsOnShortInput(t *testing.T) {
+	var e table.Enc
+	e.Str("hello")
+	d := table.NewDec(string(e.Buf[:3]))
+	if s := d.Str(); s != "" || !errors.Is(d.Err(), table.ErrDamaged) {
+		t.Fatalf("%q %v", s, d.Err())
+	}
+	if d.Uint() != 0 || d.Time() != (time.Time{}) || d.Bool() {
+		t.Fatal("reads after a failure return zero values")
+	}
+}
