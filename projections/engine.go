@@ -217,9 +217,16 @@ func (en *Engine) snapshotPath(name string) string {
 
 // Opener is a projection whose snapshot is read in part: it is handed the
 // open file and where its state begins (after the checkpoint line) instead
-// of the whole file, and keeps the file open as long as it reads from it.
+// of the whole file, and keeps the file open as long as it reads from it
+// (it closes it then).
 type Opener interface {
-	OpenState(f *os.File, off, size int64) error
+	OpenState(f SnapshotFile, off, size int64) error
+}
+
+// SnapshotFile is an open snapshot file, as an Opener reads it.
+type SnapshotFile interface {
+	io.ReaderAt
+	io.Closer
 }
 
 func (en *Engine) loadSnapshot(it *item) bool {

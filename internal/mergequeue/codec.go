@@ -3,9 +3,7 @@ package mergequeue
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"hash/crc32"
 	"runtime"
 	"slices"
 	"sort"
@@ -16,41 +14,19 @@ import (
 	"github.com/spoolhq/spool/internal/fault"
 )
 
-// The state is read by every merge command, so it has its own codec: plain
-// JSON, one entry per line (readable, diff-friendly), written by appending
-// and read by a scanner of its own. With 1,000 entries this is several
-// times faster than reflection. The lines of ended entries are not decoded
-// at all until something asks for one of them (State.thaw): the history
-// grows with every entry ever queued, the queue does not.
-
-// checksumTag begins the snapshot's last line: the CRC-32C of
-// merge-queue.json, which is all of the snapshot before it. An ended
-// entry's line is decoded long after the snapshot was read, when it can no
-// longer be refused (and the projection rebuilt from the log), so the
-// snapshot is checked whole as it is read.
-const checksumTag = "crc32c "
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// encode renders the whole state: merge-queue.json, then the line with its
-// checksum; the snapshot is these bytes, the public file their first
-// publicLen.
-func (s *State) encode() []byte {
-	if s.encoded != nil {
-		return s.encoded
-	}
-	b := s.render()
-	s.publicLen = len(b)
-	b = append(b, checksumTag...)
-	b = fmt.Appendf(b, "%08x\n", crc32.Checksum(b[:s.publicLen], castagnoli))
-	s.encoded = b
-	return s.encoded
-}
+// merge-queue.json is plain JSON, one entry per line (readable,
+// diff-friendly), written by appending; the snapshot (snapshot.go) keeps
+// the same lines as a table's records. Each is read by a scanner of its
+// own: with 1,000 entries this is several times faster than reflection.
+// The lines of ended entries are not read at all until something asks for
+// one of them (State.thaw): the history grows with every entry ever
+// queued, the queue does not.
 
 // render renders merge-queue.json. An undecoded entry's line is what
 // encoding it would give (the snapshot it comes from was written by this
 // encoder: Spec.Version), so it is copied as it is.
 func (s *State) render() []byte {
+	s.loadCold()
 	b := make([]byte, 0, 700*len(s.entries)+512)
 	b = append(b, `{"frozen":`...)
 	b = strconv.AppendBool(b, s.Frozen)
@@ -64,26 +40,7 @@ func (s *State) render() []byte {
 	b = intField(b, "applied", s.Applied)
 	b = intField(b, "skipped", s.Skipped)
 	b = append(b, `,"identities":`...)
-	if s.identitiesRaw != nil && len(s.identities) == 0 {
-		b = append(b, s.identitiesRaw...) // as read: what rendering them would give
-	} else {
-		ids := s.allIdentities()
-		keys := make([]string, 0, len(ids))
-		for k := range ids {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, k)
-			b = append(b, ':')
-			b = appendString(b, ids[k])
-		}
-		b = append(b, '}')
-	}
+	b = s.appendIdentities(b)
 	b = append(b, `,"entries":[`...)
 	for i, e := range s.entries {
 		if i > 0 {
@@ -94,15 +51,35 @@ func (s *State) render() []byte {
 			b = append(b, s.cold[i]...)
 			continue
 		}
-		if e.encoded == nil || e.encodedPos != e.Position {
-			e.encoded, e.encodedPos = e.encode(nil), e.Position
-		}
-		b = append(b, e.encoded...)
+		b = append(b, lineOf(e)...)
 	}
 	if len(s.entries) > 0 {
 		b = append(b, '\n')
 	}
 	return append(b, "]}\n"...)
+}
+
+// appendIdentities appends the identities as a JSON object, sorted by key.
+func (s *State) appendIdentities(b []byte) []byte {
+	if s.identitiesRaw != nil && len(s.identities) == 0 {
+		return append(b, s.identitiesRaw...) // as read: what rendering them would give
+	}
+	ids := s.allIdentities()
+	keys := make([]string, 0, len(ids))
+	for k := range ids {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		b = appendString(b, ids[k])
+	}
+	return append(b, '}')
 }
 
 func (e *Entry) encode(b []byte) []byte {
@@ -229,103 +206,6 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-var errBadState = errors.New("merge queue state is not a JSON object")
-
-// decode reads what encode wrote, one entry per line: the active entries'
-// lines shared out among the CPUs, the ended ones kept as they are (see
-// thaw). A line the fast reader does not take (escapes, non-ASCII) is read
-// by encoding/json through the struct tags; a snapshot that is not what
-// encode writes is refused, and the engine rebuilds it from the log.
-func (s *State) decode(b []byte) error {
-	b, ok := checked(b)
-	if !ok {
-		return errBadState
-	}
-	const mark = `,"entries":[`
-	i := bytes.Index(b, []byte(mark))
-	body, ok := bytes.CutSuffix(b[max(i, 0):], []byte("]}\n"))
-	if i < 0 || !ok || bytes.Count(b[:i], []byte("\n")) > 0 {
-		return errBadState
-	}
-	// The identities, as many as the branches ever queued without a
-	// change id of their own, are kept as they are (see identity); the
-	// rest of the first line is small.
-	const idMark = `,"identities":`
-	j := bytes.Index(b[:i], []byte(idMark))
-	if j < 0 || !bytes.HasPrefix(b[j+len(idMark):i], []byte("{")) || b[i-1] != '}' {
-		return errBadState
-	}
-	*s = State{}
-	if err := json.Unmarshal(append(append([]byte(nil), b[:j]...), '}'), s); err != nil {
-		return errBadState
-	}
-	s.identities, s.identitiesRaw = map[string]string{}, b[j+len(idMark):i]
-	lines := bytes.Split(body[len(mark):], []byte("\n"))
-	if len(lines[0]) == 0 {
-		lines = lines[1:]
-	}
-	if n := len(lines); n > 0 && len(lines[n-1]) == 0 {
-		lines = lines[:n-1]
-	}
-	s.entries = make([]*Entry, len(lines))
-	var hot []int // the lines to decode now
-	for k, line := range lines {
-		line = bytes.TrimSuffix(line, []byte(","))
-		lines[k] = line
-		if ended(line, int64(k)+1) {
-			s.undecoded++
-		} else {
-			hot = append(hot, k)
-		}
-	}
-	if !decodeLines(lines, hot, s.entries) {
-		return errBadState
-	}
-	if s.undecoded > 0 {
-		for _, k := range hot {
-			lines[k] = nil
-		}
-		s.cold = lines
-	}
-	s.reindex()
-	return nil
-}
-
-// checked returns merge-queue.json from a snapshot whose checksum line
-// matches it.
-func checked(b []byte) ([]byte, bool) {
-	const line = len(checksumTag) + 8 + 1
-	if len(b) < line || b[len(b)-1] != '\n' || !bytes.HasPrefix(b[len(b)-line:], []byte(checksumTag)) {
-		return nil, false
-	}
-	sum, err := strconv.ParseUint(string(b[len(b)-line+len(checksumTag):len(b)-1]), 16, 32)
-	public := b[:len(b)-line]
-	return public, err == nil && uint32(sum) == crc32.Checksum(public, castagnoli)
-}
-
-// ended reports whether line, as encode writes it, begins with the entry
-// id and a terminal status: such an entry is left undecoded. Anything
-// else is decoded at once, and refused then if it does not read.
-func ended(line []byte, id int64) bool {
-	rest, ok := bytes.CutPrefix(line, []byte(`{"entry_id":`))
-	if !ok {
-		return false
-	}
-	n := 0
-	for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
-		n++
-	}
-	if got, err := strconv.ParseInt(string(rest[:n]), 10, 64); err != nil || got != id || rest[0] == '0' {
-		return false
-	}
-	rest, ok = bytes.CutPrefix(rest[n:], []byte(`,"status":"`))
-	if !ok {
-		return false
-	}
-	end := bytes.IndexByte(rest, '"')
-	return end > 0 && Status(rest[:end]).Terminal()
-}
-
 // decodeLines decodes lines[k] into into[k] for every k of ks, the lines
 // shared out among the CPUs; false when one does not read.
 func decodeLines(lines [][]byte, ks []int, into []*Entry) bool {
@@ -368,12 +248,14 @@ func decodeLine(line []byte) (*Entry, bool) {
 
 // thaw decodes the undecoded entry id and indexes it.
 func (s *State) thaw(id int64) *Entry {
-	e, ok := decodeLine(s.cold[id-1])
-	return s.thawed(id, e, ok)
+	line := s.line(id)
+	e, ok := decodeLine(line)
+	return s.thawed(id, e, ok, line)
 }
 
 // thawAll decodes every undecoded entry, as decode does the others.
 func (s *State) thawAll() {
+	s.loadCold()
 	var ks []int
 	for k, e := range s.entries {
 		if e == nil {
@@ -383,51 +265,29 @@ func (s *State) thawAll() {
 	into := make([]*Entry, len(s.entries))
 	ok := decodeLines(s.cold, ks, into)
 	for _, k := range ks {
-		s.thawed(int64(k)+1, into[k], ok && into[k] != nil)
+		s.thawed(int64(k)+1, into[k], ok && into[k] != nil, s.cold[k])
 	}
 }
 
-// thawed puts e, decoded from the line of entry id, in its place.
-func (s *State) thawed(id int64, e *Entry, ok bool) *Entry {
+// thawed puts e, decoded from line, the line of entry id, in its place.
+func (s *State) thawed(id int64, e *Entry, ok bool, line []byte) *Entry {
 	if !ok || e.ID != id || e.Status.Active() {
-		// The snapshot's checksum held, so encode wrote this line: a bug.
-		panic(fmt.Sprintf("merge queue snapshot: the line of entry %d does not read back: %.200s", id, s.cold[id-1]))
+		// The record's checksum held, so encode wrote this line: a bug.
+		panic(fmt.Sprintf("merge queue snapshot: the line of entry %d does not read back: %.200s", id, line))
 	}
 	ix := s.index()
-	s.entries[id-1], s.cold[id-1] = e, nil
+	s.entries[id-1] = e
+	if s.cold != nil {
+		s.cold[id-1] = nil
+	}
 	if s.undecoded--; s.undecoded == 0 {
-		s.cold, ix.coldByRef, ix.coldByKey = nil, nil, nil
+		s.cold, s.tbl, s.ended, s.endedRaw, s.firstEnded = nil, nil, endedIndex{}, "", 0
 	}
 	ix.byRef[e.Ref] = e
 	if l := ix.latestByKey[e.DedupeKey]; l == nil || l.ID < e.ID {
 		ix.latestByKey[e.DedupeKey] = e
 	}
 	return e
-}
-
-// coldIDs returns the undecoded entries' ids by the value of a string
-// field (the newest of equal values), kept in *ids: read from their lines
-// the first time; nil when every entry is decoded.
-func (s *State) coldIDs(name string, ids *map[string]int64) map[string]int64 {
-	if s.undecoded == 0 || *ids != nil {
-		return *ids
-	}
-	key := `,"` + name + `":`
-	m := make(map[string]int64, s.undecoded)
-	for i, line := range s.cold {
-		if line == nil {
-			continue
-		}
-		if v, ok := stringField(line, key); ok {
-			m[v] = int64(i) + 1 // ids ascend: the last is the newest
-		} else {
-			s.thaw(int64(i) + 1) // escapes: indexed as a decoded entry
-		}
-	}
-	if s.undecoded > 0 {
-		*ids = m
-	}
-	return m
 }
 
 // identity is the change id remembered for an identity key (IdentityKey),
@@ -494,33 +354,6 @@ func (s *State) allIdentities() map[string]string {
 		s.identities, s.identitiesRaw = all, nil
 	}
 	return s.identities
-}
-
-// refOf is the entry_ref of entry id, read from its line if it is undecoded.
-func (s *State) refOf(id int64) string {
-	if e := s.entries[id-1]; e != nil {
-		return e.Ref
-	}
-	if ref, ok := stringField(s.cold[id-1], `,"entry_ref":`); ok {
-		return ref
-	}
-	return s.thaw(id).Ref
-}
-
-// stringField reads the string value of key (`,"name":`) in a line encode
-// wrote, false when it is missing or has escapes. Inside a JSON string
-// every quote is escaped, so the first match is the key itself.
-func stringField(line []byte, key string) (string, bool) {
-	i := bytes.Index(line, []byte(key))
-	if i < 0 || len(line) < i+len(key)+2 || line[i+len(key)] != '"' {
-		return "", false
-	}
-	v := line[i+len(key)+1:]
-	end := bytes.IndexByte(v, '"')
-	if end < 0 || bytes.IndexByte(v[:end], '\\') >= 0 {
-		return "", false
-	}
-	return string(v[:end]), true
 }
 
 // AppendRow appends the entry as one row of `spool merge list --json`

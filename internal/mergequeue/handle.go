@@ -26,12 +26,7 @@ func (s *State) Lookup(handle string) (*Entry, error) {
 		}
 		return nil, InvalidEntryRef(handle)
 	}
-	var found []int64 // ids; an entry is decoded only once it is the one
-	for id := int64(1); id <= int64(s.Len()); id++ {
-		if strings.HasPrefix(s.refOf(id), prefix) {
-			found = append(found, id)
-		}
-	}
+	found, refs := s.withRefPrefix(prefix) // an entry is decoded only once it is the one
 	switch len(found) {
 	case 0:
 		if numErr == nil {
@@ -40,10 +35,6 @@ func (s *State) Lookup(handle string) (*Entry, error) {
 		return nil, EntryRefNotFound(prefix)
 	case 1:
 		return s.Entry(found[0]), nil
-	}
-	refs := make([]string, len(found))
-	for i, id := range found {
-		refs[i] = s.refOf(id)
 	}
 	return nil, AmbiguousEntryRef(prefix, refs)
 }

@@ -76,7 +76,7 @@ func checkInvariants(t testing.TB, s *State) {
 func checkIndex(t testing.TB, s *State) {
 	t.Helper()
 	kept := s.index()
-	fresh := (&State{entries: s.entries, cold: s.cold, undecoded: s.undecoded}).index()
+	fresh := (&State{entries: s.entries, undecoded: s.undecoded}).index()
 	same := func(a, b map[string]*Entry) bool {
 		if len(a) != len(b) {
 			return false

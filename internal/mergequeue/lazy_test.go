@@ -3,12 +3,14 @@ package mergequeue
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/table"
 )
 
 // history is a queue with a history: entries merged, cancelled and failed
@@ -229,27 +231,31 @@ func TestEndedEntriesFoldAlike(t *testing.T) {
 	}
 }
 
-// TestSnapshotChecksum: a snapshot whose bytes are not what encode wrote
-// is refused (the engine rebuilds it from the log) rather than read, since
-// its ended entries' lines are decoded only later, when they can no longer be.
-func TestSnapshotChecksum(t *testing.T) {
-	good, _ := newHistory(t).s.MarshalState()
-	public := good[:bytes.LastIndex(good[:len(good)-1], []byte("\n"))+1]
+// TestSnapshotChecksums: a snapshot with a damaged index or active
+// entry is refused (the engine rebuilds it from the log); one with a
+// damaged ended entry opens, and reading that entry panics with
+// corrupt_snapshot rather than lose it.
+func TestSnapshotChecksums(t *testing.T) {
+	h := newHistory(t)
+	good, _ := h.s.MarshalState()
+	files, _ := h.s.Files()
 	flip := func(b []byte, at int) []byte { b = bytes.Clone(b); b[at] ^= 1; return b }
+	claimed := bytes.Index(good, []byte(`"status":"claimed"`))
 	merged := bytes.Index(good, []byte(`"status":"merged"`))
+	if claimed < 0 || merged < 0 || claimed > merged {
+		t.Fatalf("the active entries' records come first: claimed at %d, merged at %d", claimed, merged)
+	}
 	for _, c := range []struct {
 		name string
 		b    []byte
 		ok   bool
 	}{
 		{"as written", good, true},
-		{"a byte of an ended entry changed", flip(good, merged+12), false},
-		{"a byte of the header changed", flip(good, 3), false},
-		{"the checksum changed", flip(good, len(good)-2), false},
-		{"no checksum", public, false},
-		{"the checksum of something else", append(bytes.Clone(public), withChecksum(public[1:])[len(public)-1:]...), false},
-		{"a checksum that is not hex", append(bytes.Clone(public), checksumTag+"zzzzzzzz\n"...), false},
-		{"the public file with its own checksum", withChecksum(public), true},
+		{"a byte of an active entry changed", flip(good, claimed+12), false},
+		{"a byte of the index changed", flip(good, len(good)-20), false},
+		{"the index offset changed", flip(good, len(good)-8), false},
+		{"an ended entry changed", flip(good, merged+12), true},
+		{"the older format: merge-queue.json", files[0].Data, false},
 		{"empty", nil, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -260,16 +266,28 @@ func TestSnapshotChecksum(t *testing.T) {
 			}
 		})
 	}
+	var s State
+	if err := s.UnmarshalState(flip(good, merged+12)); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		var fe *fault.Error
+		if err, _ := recover().(error); !errors.As(err, &fe) || fe.Code != table.CodeCorruptSnapshot.Name {
+			t.Fatalf("reading the damaged entry: want a corrupt_snapshot panic, got %v", err)
+		}
+	}()
+	s.Entry(1)
+	t.Fatal("the damaged entry was read")
 }
 
-// TestFilesArePublicPart: merge-queue.json is the snapshot without its
-// checksum line, and JSON.
-func TestFilesArePublicPart(t *testing.T) {
+// TestFilesAreJSON: merge-queue.json is JSON, and the same whether its
+// ended entries' lines were decoded or copied from the snapshot.
+func TestFilesAreJSON(t *testing.T) {
 	s := newHistory(t).s
 	files, _ := s.Files()
-	snap, _ := s.MarshalState()
-	if len(files) != 1 || !bytes.HasPrefix(snap, files[0].Data) || !strings.HasPrefix(string(snap[len(files[0].Data):]), checksumTag) || !json.Valid(files[0].Data) {
-		t.Fatalf("files %q\nsnapshot %q", files[0].Data, snap)
+	lazy, _ := restore(t, s).Files()
+	if len(files) != 1 || !json.Valid(files[0].Data) || !bytes.Equal(files[0].Data, lazy[0].Data) {
+		t.Fatalf("files %q\nread back %q", files[0].Data, lazy[0].Data)
 	}
 }
 
@@ -320,8 +338,7 @@ func TestIdentitiesStayUndecoded(t *testing.T) {
 		t.Fatalf("the new identity: %q, never encoded %q", b, a)
 	}
 	identities := func(s *State) string { // as rendered (entry refs differ: fold numbers events)
-		b, _ := s.MarshalState()
-		_, after, _ := bytes.Cut(b, []byte(`,"identities":`))
+		_, after, _ := bytes.Cut(s.render(), []byte(`,"identities":`))
 		obj, _, _ := bytes.Cut(after, []byte(`,"entries":[`))
 		return string(obj)
 	}

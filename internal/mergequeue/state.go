@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/table"
 	"github.com/spoolhq/spool/projections"
 )
 
@@ -20,14 +21,14 @@ const (
 
 // Spec registers the projection (store.Specs lists it).
 // Bump Version whenever the encoding of the state changes: snapshots of
-// another version are rebuilt from the log, and decode reuses the lines of
+// another version are rebuilt from the log, and open reuses the lines of
 // a snapshot of this version as they are.
 //
 // The state grows with every entry ever queued, so saves are amortized (see
 // projections.Spec.Amortize): a command catches up in memory from a
 // snapshot a few events old rather than writing every entry's line twice
 // (the snapshot and merge-queue.json) for the one it changed.
-var Spec = projections.Spec{Name: Name, Version: 8, Amortize: 1000, New: func() projections.Projection { return New() }}
+var Spec = projections.Spec{Name: Name, Version: 9, Amortize: 1000, New: func() projections.Projection { return New() }}
 
 // State is the merge queue folded from the log.
 type State struct {
@@ -48,18 +49,20 @@ type State struct {
 	identitiesRaw []byte
 
 	// entries are by id (entries[i].ID == i+1). A slot is nil while its
-	// entry is still the line cold[i] of the snapshot it was read from:
-	// decode leaves the ended entries (merged, failed_terminal, cancelled)
-	// as they are, and Entry, EntryByRef, LatestByKey, Lookup and All
-	// decode one when they need it (thaw). A command about the queue then
-	// pays for the active entries, not for every entry ever queued.
-	entries   []*Entry
-	cold      [][]byte // by id, the undecoded lines; nil when none are left
-	undecoded int      // nil slots of entries
+	// entry is still a record of the snapshot it was read from (tbl): open
+	// leaves the ended entries (merged, failed_terminal, cancelled) unread,
+	// and Entry, EntryByRef, LatestByKey, Lookup and All decode one when
+	// they need it (thaw). A command about the queue then pays for the
+	// active entries, not for every entry ever queued.
+	entries    []*Entry
+	undecoded  int          // nil slots of entries
+	tbl        *table.Table // the snapshot; nil when no entry is left undecoded
+	firstEnded int          // tbl's records from here on are the ended entries'
+	ended      endedIndex   // tbl's refs and dedupe keys of those entries
+	endedRaw   string       // ended, still encoded (endedIndex)
+	cold       [][]byte     // by id, the undecoded entries' lines once loadCold read them all
 
-	encoded   []byte // encode's result until the next Apply: Save asks for it twice
-	publicLen int    // encoded[:publicLen] is merge-queue.json; the rest is the snapshot's checksum
-	ix        *index // lookups the fold and the deciders need, kept along with entries
+	ix *index // lookups the fold and the deciders need, kept along with entries
 }
 
 // index holds what is otherwise a scan of every entry, so that a fold stays
@@ -69,10 +72,10 @@ type State struct {
 // and the pending entries in position order. It is derived from the
 // entries (reindex) and never encoded.
 //
-// The undecoded entries are found by ids: by ref, and the newest by dedupe
-// key, each map read from their lines (not decoded) when a lookup first
-// misses the decoded entries (coldIDs). An entry decoded since stays in
-// them, harmlessly: Entry finds it decoded.
+// The undecoded entries are found through the snapshot's index, by ref
+// (coldRef) and the newest by dedupe key (coldKey), when a lookup misses
+// the decoded entries. An entry decoded since stays in it, harmlessly:
+// Entry finds it decoded.
 type index struct {
 	activeByKey map[string]*Entry
 	activeByWS  map[string]*Entry
@@ -80,8 +83,6 @@ type index struct {
 	byRef       map[string]*Entry
 	latestByKey map[string]*Entry
 	queue       []*Entry // pending: queue[i].Position == i+1
-	coldByRef   map[string]int64
-	coldByKey   map[string]int64
 }
 
 // index returns the state's index, built from the entries when it has
@@ -312,14 +313,14 @@ func (s *State) EntryByRef(ref string) *Entry {
 	if e := ix.byRef[ref]; e != nil {
 		return e
 	}
-	return s.Entry(s.coldIDs("entry_ref", &ix.coldByRef)[ref])
+	return s.Entry(s.coldRef(ref))
 }
 
 // LatestByKey returns the newest entry with dedupe key, active or not.
 func (s *State) LatestByKey(key string) *Entry {
 	ix := s.index()
 	e := ix.latestByKey[key]
-	if id := s.coldIDs("dedupe_key", &ix.coldByKey)[key]; id > 0 && (e == nil || id > e.ID) {
+	if id := s.coldKey(key); id > 0 && (e == nil || id > e.ID) {
 		return s.Entry(id)
 	}
 	return e
@@ -387,7 +388,6 @@ func IdentityKey(workspaceID, branch string) string { return workspaceID + "\x00
 // event that conflicts with what another clone did first (in replay order)
 // is skipped or applied otherwise, and recorded in the entry's Conflicts.
 func (s *State) Apply(ev *eventlog.Event) error {
-	s.encoded = nil
 	s.index()
 	switch ev.Type {
 	case EvFrozen:
@@ -673,15 +673,4 @@ func (s *State) step(e *Entry, ev *eventlog.Event, d *EntryData) {
 func StepOf(ev *eventlog.Event, d *EntryData) AuditStep {
 	return AuditStep{At: ev.At, Actor: ev.Actor, Type: ev.Type, From: d.From, To: d.To, HeadSHA: d.HeadSHA,
 		TestedSHA: d.TestedSHA, TestedAgainstSHA: d.TestedAgainstSHA, Reason: d.Reason, Runner: d.Runner}
-}
-
-// MarshalState is merge-queue.json and a line with its checksum.
-func (s *State) MarshalState() ([]byte, error) { return s.encode(), nil }
-
-func (s *State) UnmarshalState(b []byte) error { return s.decode(b) }
-
-// Files renders merge-queue.json: the whole state, one entry per line.
-func (s *State) Files() ([]projections.File, error) {
-	b := s.encode()
-	return []projections.File{{Path: FilePath, Data: b[:s.publicLen:s.publicLen]}}, nil
 }

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 	"runtime"
 	"slices"
 	"unsafe"
@@ -165,7 +164,10 @@ func Open(r io.ReaderAt, size int64, magic string, extra func(d *Dec, n int) err
 // OpenOn opens a table with open on a snapshot file whose state starts at
 // off, and keeps the file open while the table reads from it; open
 // returns nil for an empty table, which reads nothing later.
-func OpenOn(f *os.File, off, size int64, open func(io.ReaderAt, int64) (*Table, error)) error {
+func OpenOn(f interface {
+	io.ReaderAt
+	io.Closer
+}, off, size int64, open func(io.ReaderAt, int64) (*Table, error)) error {
 	t, err := open(io.NewSectionReader(f, off, size-off), size-off)
 	if err != nil {
 		return err
@@ -173,7 +175,7 @@ func OpenOn(f *os.File, off, size int64, open func(io.ReaderAt, int64) (*Table, 
 	if t == nil {
 		return f.Close()
 	}
-	runtime.AddCleanup(t, func(f *os.File) { f.Close() }, f)
+	runtime.AddCleanup(t, func(f io.Closer) { f.Close() }, io.Closer(f))
 	return nil
 }
 
@@ -215,24 +217,39 @@ func (t *Table) Check() {
 
 // checkRecord panics with Corrupt unless b, record i, passes its checksum.
 func (t *Table) checkRecord(i int, b []byte) {
-	if len(b) < 4 || crc32.Checksum(b[4:], castagnoli) != binary.LittleEndian.Uint32(b) {
+	if !checksumOK(b) {
 		panic(Corrupt(t.IDs[i], errChecksum))
 	}
+}
+
+// checksumOK reports whether b, a record, passes its checksum.
+func checksumOK(b []byte) bool {
+	return len(b) >= 4 && crc32.Checksum(b[4:], castagnoli) == binary.LittleEndian.Uint32(b)
 }
 
 // All reads every record at once, for a command that needs them all.
 func (t *Table) All() []*Dec { return t.Range(0, len(t.IDs)) }
 
-// Range reads records lo to hi-1 with one read, for a command that needs
-// them all.
+// Range reads records lo to hi-1 with one read; a damaged one panics with
+// Corrupt.
 func (t *Table) Range(lo, hi int) []*Dec {
+	out, err := t.ReadRange(lo, hi)
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// ReadRange is Range returning the Corrupt error rather than panicking,
+// for a reader that can still refuse the table.
+func (t *Table) ReadRange(lo, hi int) ([]*Dec, error) {
 	if lo >= hi {
-		return nil
+		return nil, nil
 	}
 	start := t.offs[lo]
 	b := make([]byte, t.offs[hi]-start)
 	if _, err := t.r.ReadAt(b, start); err != nil {
-		panic(Corrupt(t.IDs[lo], err))
+		return nil, Corrupt(t.IDs[lo], err)
 	}
 	s := unsafe.String(unsafe.SliceData(b), len(b))
 	out := make([]*Dec, hi-lo)
@@ -240,9 +257,11 @@ func (t *Table) Range(lo, hi int) []*Dec {
 	pool := new([]string) // string lists of every record share one array
 	for i := lo; i < hi; i++ {
 		a, z := t.offs[i]-start, t.offs[i+1]-start
-		t.checkRecord(i, b[a:z])
+		if !checksumOK(b[a:z]) {
+			return nil, Corrupt(t.IDs[i], errChecksum)
+		}
 		rs[i-lo] = Dec{s: s[:z], pos: int(a) + 4, pool: pool}
 		out[i-lo] = &rs[i-lo]
 	}
-	return out
+	return out, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"hash/crc32"
 	"io"
-	"os"
 	"slices"
 	"sort"
 	"time"
@@ -375,7 +374,7 @@ func (p *TasksProjection) UnmarshalState(b []byte) error {
 }
 
 // OpenState opens the tasks' table on the snapshot file, reading its index alone.
-func (p *TasksProjection) OpenState(f *os.File, off, size int64) error {
+func (p *TasksProjection) OpenState(f projections.SnapshotFile, off, size int64) error {
 	return table.OpenOn(f, off, size, p.open)
 }
 
@@ -418,7 +417,7 @@ func (p *QueueProjection) UnmarshalState(b []byte) error {
 }
 
 // OpenState opens the history's table on the snapshot file.
-func (p *QueueProjection) OpenState(f *os.File, off, size int64) error {
+func (p *QueueProjection) OpenState(f projections.SnapshotFile, off, size int64) error {
 	return table.OpenOn(f, off, size, p.open)
 }
 
