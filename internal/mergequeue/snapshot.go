@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"github.com/spoolhq/spool/internal/table"
 	"github.com/spoolhq/spool/projections"
@@ -140,7 +139,7 @@ func (s *State) line(id int64) []byte {
 	if i < 0 {
 		panic(table.Corrupt(rid, errors.New("the index lists no record of it")))
 	}
-	return bytesOf(s.tbl.Record(i).Rest())
+	return s.tbl.Record(i).RestBytes()
 }
 
 // loadCold reads the lines of every undecoded entry, with one read, for
@@ -152,13 +151,10 @@ func (s *State) loadCold() {
 	s.cold = make([][]byte, len(s.entries))
 	for k, d := range s.tbl.Range(s.firstEnded, s.tbl.Len()) {
 		if id := parseRecordID(endedRecord, s.tbl.IDs[s.firstEnded+k]); id > 0 && s.entries[id-1] == nil {
-			s.cold[id-1] = bytesOf(d.Rest())
+			s.cold[id-1] = d.RestBytes()
 		}
 	}
 }
-
-// bytesOf shares s's bytes: the lines of a record are only ever read.
-func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // lineOf is e's line of merge-queue.json, encoded again only when it changed.
 func lineOf(e *Entry) []byte {
@@ -289,7 +285,7 @@ func (s *State) open(r io.ReaderAt, size int64) (*table.Table, error) {
 		if id < 1 || id > int64(n) || lines[id-1] != nil {
 			return nil, table.ErrDamaged
 		}
-		lines[id-1] = bytesOf(d.Rest())
+		lines[id-1] = d.RestBytes()
 		hot = append(hot, int(id-1))
 	}
 	if !decodeLines(lines, hot, s.entries) {

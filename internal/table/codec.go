@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"time"
+	"unsafe"
 )
 
 // Enc encodes a record or an index: varints, strings with their length,
@@ -69,6 +70,13 @@ func (r *Dec) Rest() string {
 	s := r.s[r.pos:]
 	r.pos = len(r.s)
 	return s
+}
+
+// RestBytes is Rest as a byte slice sharing the decoder's bytes, which
+// must never be written: its capacity is its length, so an append copies.
+func (r *Dec) RestBytes() []byte {
+	s := r.Rest()
+	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
 func (r *Dec) Uint() uint64 {

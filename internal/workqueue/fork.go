@@ -93,7 +93,7 @@ func (t *Task) clone() *Task {
 	c := *t
 	c.Labels, c.Blockers, c.Links = slices.Clone(t.Labels), slices.Clone(t.Blockers), slices.Clone(t.Links)
 	x := *t.Detail()
-	x.Comments = slices.Clone(x.Comments)
+	x.comments = x.comments[:len(x.comments):len(x.comments)] // shared: an append copies
 	c.detail, c.rawDetail = &x, ""
 	return &c
 }

@@ -88,7 +88,7 @@ type RelatedJSON struct {
 func (t *Task) Record() TaskJSON {
 	j := t.base()
 	j.Dependencies = t.deps()
-	for _, c := range t.Detail().Comments {
+	for c := range t.Detail().Comments() {
 		j.Comments = append(j.Comments, t.comment(c))
 	}
 	return j
@@ -134,7 +134,7 @@ func (t *Task) comment(c Comment) CommentJSON {
 // Comments renders the task's comments.
 func (t *Task) Comments() []CommentJSON {
 	out := []CommentJSON{}
-	for _, c := range t.Detail().Comments {
+	for c := range t.Detail().Comments() {
 		out = append(out, t.comment(c))
 	}
 	return out

@@ -2,6 +2,7 @@ package workqueue
 
 import (
 	"bytes"
+	"cmp"
 	"hash/crc32"
 	"io"
 	"slices"
@@ -30,13 +31,8 @@ func encodeDetail(x *TaskDetail) string {
 	w.Time(x.UpdatedAt)
 	w.Time(x.ClosedAt)
 	w.Time(x.ParentAt)
-	w.Uint(uint64(len(x.Comments)))
-	for _, c := range x.Comments {
-		w.Int(c.ID)
-		w.Str(c.Author)
-		w.Str(c.Text)
-		w.Time(c.At)
-	}
+	w.Uint(uint64(x.numComments))
+	w.Buf = append(w.Buf, x.comments...) // as AddComment encoded them
 	return string(w.Buf)
 }
 
@@ -47,13 +43,17 @@ func decodeDetail(id, raw string) *TaskDetail {
 	x := &TaskDetail{Description: r.Str(), Design: r.Str(), Acceptance: r.Str(), Notes: r.Str(), Assignee: r.Str(),
 		CreatedBy: r.Str(), Owner: r.Str(), CloseReason: r.Str(), ParentBy: r.Str()}
 	x.UpdatedAt, x.ClosedAt, x.ParentAt = r.Time(), r.Time(), r.Time()
-	if n := r.Count(); n > 0 {
-		x.Comments = make([]Comment, n)
-		for i := range x.Comments {
-			x.Comments[i] = Comment{ID: r.Int(), Author: r.Str(), Text: r.Str(), At: r.Time()}
-		}
+	// The comments stay encoded; they are checked, not decoded.
+	x.numComments = r.Count()
+	rest := r.RestBytes()
+	if x.numComments > 0 {
+		x.comments = rest
 	}
-	if err := r.End(); err != nil {
+	c := table.NewDec(raw[len(raw)-len(rest):])
+	for range x.numComments {
+		readComment(c)
+	}
+	if err := cmp.Or(r.End(), c.End()); err != nil {
 		panic(table.Corrupt(id, err))
 	}
 	return x

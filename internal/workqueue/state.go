@@ -5,12 +5,15 @@ import (
 	"cmp"
 	"encoding/json"
 	"io"
+	"iter"
 	"slices"
 	"sort"
 	"time"
+	"unsafe"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/jsonout"
+	"github.com/spoolhq/spool/internal/table"
 	"github.com/spoolhq/spool/projections"
 )
 
@@ -50,7 +53,43 @@ type TaskDetail struct {
 	CloseReason string
 	ParentAt    time.Time // when the parent was set, if not at creation (an import)
 	ParentBy    string
-	Comments    []Comment
+
+	// comments are kept encoded, as the snapshot's records hold them:
+	// half a million comments as Go values were the largest part of a
+	// replay's heap, and most commands print none. Comments reads them.
+	comments    []byte
+	numComments int
+}
+
+// AddComment appends c to the task's comments.
+func (x *TaskDetail) AddComment(c Comment) {
+	w := table.Enc{Buf: x.comments}
+	w.Int(c.ID)
+	w.Str(c.Author)
+	w.Str(c.Text)
+	w.Time(c.At)
+	x.comments = w.Buf
+	x.numComments++
+}
+
+// NumComments is how many comments the task has.
+func (x *TaskDetail) NumComments() int { return x.numComments }
+
+// Comments yields the task's comments, oldest first.
+func (x *TaskDetail) Comments() iter.Seq[Comment] {
+	return func(yield func(Comment) bool) {
+		r := table.NewDec(unsafe.String(unsafe.SliceData(x.comments), len(x.comments)))
+		for range x.numComments {
+			if !yield(readComment(r)) {
+				return
+			}
+		}
+	}
+}
+
+// readComment reads what AddComment appended.
+func readComment(r *table.Dec) Comment {
+	return Comment{ID: r.Int(), Author: r.Str(), Text: r.Str(), At: r.Time()}
 }
 
 // Link is a dependency that does not block: related, discovered-from, …
@@ -443,7 +482,7 @@ func (s *State) applyTask(e *eventlog.Event) {
 			return
 		}
 		s.CommentSeq++
-		x.Comments = append(x.Comments, Comment{ID: s.CommentSeq, Author: e.Actor, Text: d.Text, At: e.At})
+		x.AddComment(Comment{ID: s.CommentSeq, Author: e.Actor, Text: d.Text, At: e.At})
 		return
 	case TypeClaimed:
 		var d ClaimedData
@@ -763,7 +802,7 @@ func (s *State) imported(id string, d *ImportedData) *Task {
 		x.ClosedAt = d.ClosedAt.UTC()
 	}
 	for _, c := range d.Comments {
-		x.Comments = append(x.Comments, Comment{ID: c.ID, Author: c.Author, Text: c.Text, At: c.At.UTC()})
+		x.AddComment(Comment{ID: c.ID, Author: c.Author, Text: c.Text, At: c.At.UTC()})
 		s.CommentSeq = max(s.CommentSeq, c.ID)
 	}
 	t.detail = x
