@@ -85,16 +85,29 @@ type env struct {
 func main() {
 	// Most commands live for milliseconds: collecting garbage costs them a
 	// third of their time and frees nothing that matters. Collect only when
-	// the heap nears a limit (unless GOGC says otherwise); long-running
+	// the heap nears a limit (unless GOGC or GOMEMLIMIT say otherwise); long-running
 	// commands turn the collector back on (see longRunning).
-	if os.Getenv("GOGC") == "" {
+	off, limit := collector(os.Getenv)
+	if off {
 		debug.SetGCPercent(-1)
+	}
+	if limit {
 		debug.SetMemoryLimit(512 << 20)
 	}
 	if name, ok := asBeads(os.Args[0]); ok {
 		os.Exit(runAsBeads(name, os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// collector says whether a command starts with the collector off and
+// whether with spool's 512 MiB limit: not when GOGC says otherwise, and the
+// limit not when GOMEMLIMIT sets one.
+func collector(getenv func(string) string) (off, limit bool) {
+	if getenv("GOGC") != "" {
+		return false, false
+	}
+	return true, getenv("GOMEMLIMIT") == ""
 }
 
 // longRunning restores the usual garbage collector for commands that keep

@@ -485,3 +485,22 @@ func cmdSSHKey(ts *testscript.TestScript, neg bool, args []string) {
 	pub := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey())))
 	ts.Check(os.WriteFile(path+".pub", []byte(pub+" "+filepath.Base(args[0])+"\n"), 0o644))
 }
+
+// The collector starts off with a 512 MiB limit unless the environment
+// sets GOGC (then the runtime's settings stand) or GOMEMLIMIT (its limit).
+func TestCollectorHonoursGoEnvironment(t *testing.T) {
+	for _, c := range []struct {
+		env        map[string]string
+		off, limit bool
+	}{
+		{nil, true, true},
+		{map[string]string{"GOMEMLIMIT": "300MiB"}, true, false},
+		{map[string]string{"GOGC": "100"}, false, false},
+		{map[string]string{"GOGC": "50", "GOMEMLIMIT": "1GiB"}, false, false},
+	} {
+		off, limit := collector(func(k string) string { return c.env[k] })
+		if off != c.off || limit != c.limit {
+			t.Errorf("%v: off %v limit %v, want %v %v", c.env, off, limit, c.off, c.limit)
+		}
+	}
+}
