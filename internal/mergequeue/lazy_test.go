@@ -272,7 +272,7 @@ func TestSnapshotChecksums(t *testing.T) {
 	}
 	defer func() {
 		var fe *fault.Error
-		if err, _ := recover().(error); !errors.As(err, &fe) || fe.Code != table.CodeCorruptSnapshot.Name {
+		if err, _ := recover().(error); !errors.As(err, &fe) || fe.Code != table.CodeCorruptSnapshot.Name || fe.Fields["id"] != "merge queue entry 1" {
 			t.Fatalf("reading the damaged entry: want a corrupt_snapshot panic, got %v", err)
 		}
 	}()

@@ -45,6 +45,9 @@ func parseRecordID(kind byte, s string) int64 {
 	return id
 }
 
+// entryName names entry id in the errors of a damaged snapshot.
+func entryName(id int64) string { return fmt.Sprintf("merge queue entry %d", id) }
+
 // endedIndex is what a snapshot's index says of the entries that had
 // ended when it was saved: each one's ref and dedupe key, sorted (then by
 // id) with its id.
@@ -134,10 +137,9 @@ func (s *State) line(id int64) []byte {
 	if s.cold != nil && s.cold[id-1] != nil {
 		return s.cold[id-1]
 	}
-	rid := recordID(endedRecord, id)
-	i := s.tbl.Find(rid)
+	i := s.tbl.Find(recordID(endedRecord, id))
 	if i < 0 {
-		panic(table.Corrupt(rid, errors.New("the index lists no record of it")))
+		panic(table.Corrupt(entryName(id), errors.New("the index lists no record of it")))
 	}
 	return s.tbl.Record(i).RestBytes()
 }
@@ -302,6 +304,7 @@ func (s *State) open(r io.ReaderAt, size int64) (*table.Table, error) {
 		return nil, nil
 	}
 	s.endedRaw = endedRaw
+	t.Name = func(id string) string { return entryName(parseRecordID(id[0], id)) }
 	s.tbl = t
 	return t, nil
 }

@@ -53,6 +53,17 @@ type Table struct {
 	r    io.ReaderAt
 	IDs  []string
 	offs []int64 // len(IDs)+1: record i is [offs[i], offs[i+1])
+	// Name, if set, names record id in errors (a merge queue entry
+	// rather than its record id).
+	Name func(id string) string
+}
+
+// corrupt is the Corrupt error of record i.
+func (t *Table) corrupt(i int, err error) error {
+	if t.Name != nil {
+		return Corrupt(t.Name(t.IDs[i]), err)
+	}
+	return Corrupt(t.IDs[i], err)
 }
 
 // Writer writes a table to out as it goes: only the record being encoded
@@ -195,7 +206,7 @@ func (t *Table) Find(id string) int {
 func (t *Table) Record(i int) *Dec {
 	b := make([]byte, t.offs[i+1]-t.offs[i])
 	if _, err := t.r.ReadAt(b, t.offs[i]); err != nil {
-		panic(Corrupt(t.IDs[i], err))
+		panic(t.corrupt(i, err))
 	}
 	t.checkRecord(i, b)
 	return &Dec{s: unsafe.String(unsafe.SliceData(b), len(b)), pos: 4}
@@ -209,7 +220,7 @@ func (t *Table) Check() {
 	for i := range t.IDs {
 		b = slices.Grow(b[:0], int(t.offs[i+1]-t.offs[i]))[:t.offs[i+1]-t.offs[i]]
 		if _, err := io.ReadFull(br, b); err != nil {
-			panic(Corrupt(t.IDs[i], err))
+			panic(t.corrupt(i, err))
 		}
 		t.checkRecord(i, b)
 	}
@@ -218,7 +229,7 @@ func (t *Table) Check() {
 // checkRecord panics with Corrupt unless b, record i, passes its checksum.
 func (t *Table) checkRecord(i int, b []byte) {
 	if !checksumOK(b) {
-		panic(Corrupt(t.IDs[i], errChecksum))
+		panic(t.corrupt(i, errChecksum))
 	}
 }
 
@@ -249,7 +260,7 @@ func (t *Table) ReadRange(lo, hi int) ([]*Dec, error) {
 	start := t.offs[lo]
 	b := make([]byte, t.offs[hi]-start)
 	if _, err := t.r.ReadAt(b, start); err != nil {
-		return nil, Corrupt(t.IDs[lo], err)
+		return nil, t.corrupt(lo, err)
 	}
 	s := unsafe.String(unsafe.SliceData(b), len(b))
 	out := make([]*Dec, hi-lo)
@@ -258,7 +269,7 @@ func (t *Table) ReadRange(lo, hi int) ([]*Dec, error) {
 	for i := lo; i < hi; i++ {
 		a, z := t.offs[i]-start, t.offs[i+1]-start
 		if !checksumOK(b[a:z]) {
-			return nil, Corrupt(t.IDs[i], errChecksum)
+			return nil, t.corrupt(i, errChecksum)
 		}
 		rs[i-lo] = Dec{s: s[:z], pos: int(a) + 4, pool: pool}
 		out[i-lo] = &rs[i-lo]
