@@ -31,9 +31,10 @@ type FileWriter interface {
 
 // Freezer is a Projection whose state Freeze makes safe to read from two
 // goroutines at once (nothing is decoded on first use afterwards): Save then
-// writes its files and its snapshot side by side.
+// writes its files and its snapshot side by side. thaw, if not nil, is
+// called once both are written.
 type Freezer interface {
-	Freeze()
+	Freeze() (thaw func())
 }
 
 // alongside starts files on a second goroutine when p is a Freezer (frozen
@@ -45,10 +46,16 @@ func alongside(p Projection, files func() error) (wait func() error) {
 		err := files()
 		return func() error { return err }
 	}
-	f.Freeze()
+	thaw := f.Freeze()
 	done := make(chan error, 1)
 	fault.Go(func() { done <- files() })
-	return sync.OnceValue(func() error { return <-done })
+	return sync.OnceValue(func() error {
+		err := <-done
+		if thaw != nil {
+			thaw()
+		}
+		return err
+	})
 }
 
 // RecordChecker is an Opener whose snapshot is canonical: its bytes are

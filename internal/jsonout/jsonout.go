@@ -9,16 +9,25 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"iter"
 )
 
 // WriteList writes n items, item(i) each, as a json.Encoder with
 // SetIndent("", "  ") and escapeHTML writes the list, newline included.
 // An item that is an Appender writes itself; encoding/json writes the rest.
 func WriteList(w io.Writer, n int, item func(i int) any, escapeHTML bool) error {
-	if n == 0 {
-		_, err := io.WriteString(w, "[]\n")
-		return err
-	}
+	return WriteSeq(w, func(yield func(any) bool) {
+		for i := range n {
+			if !yield(item(i)) {
+				return
+			}
+		}
+	}, escapeHTML)
+}
+
+// WriteSeq is WriteList for the items a sequence yields, each written
+// before the next is asked for.
+func WriteSeq(w io.Writer, items iter.Seq[any], escapeHTML bool) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -26,12 +35,13 @@ func WriteList(w io.Writer, n int, item func(i int) any, escapeHTML bool) error 
 	enc.SetIndent("  ", "  ")
 	f := Format{Level: 1, EscapeHTML: escapeHTML} // as the prefix "  " indents each item
 	var b []byte
-	bw.WriteString("[\n  ")
-	for i := range n {
-		if i > 0 {
+	n := 0
+	for v := range items {
+		if n++; n == 1 {
+			bw.WriteString("[\n  ")
+		} else {
 			bw.WriteString(",\n  ")
 		}
-		v := item(i)
 		if a, ok := v.(Appender); ok {
 			if b, ok = a.AppendJSON(b[:0], f); ok {
 				bw.Write(b)
@@ -44,6 +54,10 @@ func WriteList(w io.Writer, n int, item func(i int) any, escapeHTML bool) error 
 		}
 		bw.Write(buf.Bytes()[:buf.Len()-1]) // without Encode's newline
 	}
-	bw.WriteString("\n]\n")
+	if n == 0 {
+		bw.WriteString("[]\n")
+	} else {
+		bw.WriteString("\n]\n")
+	}
 	return bw.Flush()
 }

@@ -214,7 +214,13 @@ func (t *Table) Record(i int) *Dec {
 
 // Check reads every record in file order and checks its checksum, decoding
 // nothing; a damaged one panics with Corrupt, as reading it would.
-func (t *Table) Check() {
+func (t *Table) Check() { t.Scan(func(int, *Dec) bool { return true }) }
+
+// Scan reads the records in file order through one buffer, checks each
+// and hands it to fn until fn returns false. The decoder and the strings
+// it returns are valid only during the call. A damaged record panics with
+// Corrupt.
+func (t *Table) Scan(fn func(i int, d *Dec) bool) {
 	br := bufio.NewReaderSize(io.NewSectionReader(t.r, t.offs[0], t.offs[len(t.IDs)]-t.offs[0]), 256<<10)
 	var b []byte
 	for i := range t.IDs {
@@ -223,6 +229,9 @@ func (t *Table) Check() {
 			panic(t.corrupt(i, err))
 		}
 		t.checkRecord(i, b)
+		if !fn(i, &Dec{s: unsafe.String(unsafe.SliceData(b), len(b)), pos: 4}) {
+			return
+		}
 	}
 }
 

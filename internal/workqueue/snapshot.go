@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spoolhq/spool/internal/table"
@@ -65,17 +66,25 @@ func (p *TasksProjection) MarshalState() ([]byte, error) { return marshal(p) }
 // WriteState writes the tasks as a table (internal/table): a record per task, in
 // id order, holding the ids of the tasks that name it (as parent, blocker
 // or link); the index adds the comment counter and the tasks not closed,
-// in ready's order, which ready and next walk from the top.
+// in ready's order, which ready and next walk from the top. Tasks are
+// streamed (eachTask), twice: first for who names whom.
 func (p *TasksProjection) WriteState(out io.Writer) error {
 	s := p.State()
-	all := s.AllTasks()
-	ids := s.SortedIDs()
-	refs := map[string][]string{}
-	for _, id := range ids { // in id order, so each list is sorted
-		t := all[id]
+	// The lists are held by pointer: assigning to a map key that exists
+	// stores the new key string, and t's strings are the scan's.
+	refs := map[string]*[]string{}
+	n := 0
+	for t := range s.eachTask() { // in id order, so each list is sorted
+		n++
+		var id string // cloned once, if t names any task: t is the scan's
 		name := func(to string) {
-			if l := refs[to]; len(l) == 0 || l[len(l)-1] != id {
-				refs[to] = append(l, id)
+			if id == "" {
+				id = strings.Clone(t.ID)
+			}
+			if l := refs[to]; l == nil {
+				refs[strings.Clone(to)] = &[]string{id}
+			} else if (*l)[len(*l)-1] != id {
+				*l = append(*l, id)
 			}
 		}
 		if t.Parent != "" {
@@ -88,24 +97,32 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 			name(l.ID)
 		}
 	}
-	tw := table.NewWriter(out, tasksMagic, len(ids))
+	tw := table.NewWriter(out, tasksMagic, n)
 	type key struct {
-		pos uint32
-		t   *Task
+		pos       uint32
+		priority  int
+		createdAt time.Time
+		id        string
+		waits     bool
 	}
 	var open []key
-	for i, id := range ids {
-		t := all[id]
-		tw.Record(id, func(w *table.Enc) { encodeTask(w, t, refs[id]) })
+	i := 0
+	for t := range s.eachTask() {
+		id := strings.Clone(t.ID) // the writer keeps it for the index
+		var named []string
+		if l := refs[id]; l != nil {
+			named = *l
+		}
+		tw.Record(id, func(w *table.Enc) { encodeTask(w, t, named) })
 		if t.Status != StatusClosed {
-			open = append(open, key{uint32(i), t})
+			// Which of them wait by themselves (the blocked label, a
+			// blocker not closed), a bit each: ready and next pass them unread.
+			open = append(open, key{uint32(i), t.Priority, t.CreatedAt, id, waitsItself(t, s)})
 		}
+		i++
 	}
-	slices.SortFunc(open, func(a, b key) int {
-		if taskLess(a.t, b.t) {
-			return -1
-		}
-		return 1
+	slices.SortFunc(open, func(a, b key) int { // taskLess
+		return cmp.Or(cmp.Compare(a.priority, b.priority), a.createdAt.Compare(b.createdAt), strings.Compare(a.id, b.id))
 	})
 	return tw.Finish(func(w *table.Enc) {
 		w.Int(s.CommentSeq)
@@ -113,11 +130,9 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 		for _, k := range open {
 			w.Uint(uint64(k.pos))
 		}
-		// Which of them wait by themselves (the blocked label, a blocker
-		// not closed), a bit each: ready and next pass them unread.
 		bits := make([]byte, (len(open)+7)/8)
 		for j, k := range open {
-			if waitsItself(k.t, all) {
+			if k.waits {
 				bits[j/8] |= 1 << (j % 8)
 			}
 		}
@@ -128,12 +143,12 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 // waitsItself reports whether t is blocked by its label or a blocker of
 // its own, not only through a parent: such a task stays blocked until it
 // changes or one of its blockers does.
-func waitsItself(t *Task, all map[string]*Task) bool {
+func waitsItself(t *Task, s *State) bool {
 	if t.HasLabel(BlockedLabel) {
 		return true
 	}
 	for _, d := range t.Blockers {
-		if b := all[d.ID]; b != nil && b.Status != StatusClosed {
+		if s.notClosed(d.ID) {
 			return true
 		}
 	}

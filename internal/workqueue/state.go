@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"iter"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"time"
@@ -257,6 +258,40 @@ func (s *State) AllTasks() map[string]*Task {
 		s.tasks = nil
 	}
 	return s.Tasks
+}
+
+// eachTask yields every task in id order. A task the table holds and no
+// command decoded yet is decoded for the yield alone, out of a buffer the
+// next one reuses: the caller must not keep it or its strings. A save
+// thus holds one such task at a time, not the table.
+func (s *State) eachTask() iter.Seq[*Task] {
+	return func(yield func(*Task) bool) {
+		more := make([]string, 0, len(s.Tasks)) // decoded or new since the table
+		for id := range s.Tasks {
+			more = append(more, id)
+		}
+		sort.Strings(more)
+		k, ok := 0, true
+		if s.tasks != nil {
+			s.tasks.Scan(func(i int, d *table.Dec) bool {
+				id := s.tasks.IDs[i]
+				for ; ok && k < len(more) && more[k] < id; k++ {
+					ok = yield(s.Tasks[more[k]])
+				}
+				switch {
+				case !ok:
+				case k < len(more) && more[k] == id:
+					ok, k = yield(s.Tasks[id]), k+1
+				default:
+					ok = yield(decodeTask(d))
+				}
+				return ok
+			})
+		}
+		for ; ok && k < len(more); k++ {
+			ok = yield(s.Tasks[more[k]])
+		}
+	}
 }
 
 // AllHistory decodes every entry and returns them all, by id.
@@ -717,16 +752,35 @@ func (s *State) SortedIDs() []string {
 	return ids
 }
 
-// Freeze decodes every task whole, so that tasks.json and the table can be
-// written side by side (projections.Freezer).
-func (p *TasksProjection) Freeze() {
-	for _, t := range p.State().AllTasks() {
+// Freeze makes the tasks safe to write side by side, tasks.json and the
+// table (projections.Freezer): the decoded tasks' details are decoded now;
+// the others each writer decodes for itself as it streams (eachTask). A
+// save of a large table streams about a gigabyte of short-lived values
+// through the heap, so the collector, off for a short command, runs
+// until it is done.
+func (p *TasksProjection) Freeze() (thaw func()) {
+	s := p.State()
+	for _, t := range s.Tasks {
 		t.Detail()
 	}
+	if s.tasks == nil || s.tasks.Len() < largeTable {
+		return nil
+	}
+	if prev := debug.SetGCPercent(100); prev >= 0 { // GOGC set: as it says
+		debug.SetGCPercent(prev)
+		return nil
+	}
+	return func() { debug.SetGCPercent(-1) }
 }
 
+// largeTable is the size from which a save turns the collector on.
+const largeTable = 10_000
+
 // Freeze decodes every entry (projections.Freezer).
-func (p *QueueProjection) Freeze() { p.State().AllHistory() }
+func (p *QueueProjection) Freeze() (thaw func()) {
+	p.State().AllHistory()
+	return nil
+}
 
 // Files renders tasks.json (beads' shape, by id).
 func (p *TasksProjection) Files() ([]projections.File, error) {
@@ -737,9 +791,13 @@ func (p *TasksProjection) Files() ([]projections.File, error) {
 // is 190 MB, which Save and Verify need never hold.
 func (p *TasksProjection) WriteFiles(emit func(path string, tracked bool, write func(w io.Writer) error) error) error {
 	return emit(".spool/state/tasks.json", false, func(w io.Writer) error {
-		s := p.State()
-		ids := s.SortedIDs()
-		return jsonout.WriteList(w, len(ids), func(i int) any { return s.Task(ids[i]).Record() }, true)
+		return jsonout.WriteSeq(w, func(yield func(any) bool) {
+			for t := range p.State().eachTask() {
+				if !yield(t.Record()) {
+					return
+				}
+			}
+		}, true)
 	})
 }
 
