@@ -107,7 +107,8 @@ func click(t *testing.T, ctx context.Context, what, sel string) {
 		c, cancel := context.WithTimeout(ctx, 20*time.Second)
 		err = chromedp.Do(c, chromedp.Click(sel))
 		cancel()
-		if err == nil || !strings.Contains(err.Error(), "No node with given id") {
+		// Chromium words the node's going in two ways.
+		if err == nil || !strings.Contains(err.Error(), "No node with given id") && !strings.Contains(err.Error(), "Could not find node with given id") {
 			break
 		}
 	}
