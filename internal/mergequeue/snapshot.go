@@ -238,8 +238,7 @@ func (s *State) MarshalState() ([]byte, error) {
 
 // UnmarshalState opens the snapshot b.
 func (s *State) UnmarshalState(b []byte) error {
-	_, err := s.open(bytes.NewReader(b), int64(len(b)))
-	return err
+	return table.OpenBytes(b, s.open)
 }
 
 // OpenState opens the snapshot file, reading its index and the active

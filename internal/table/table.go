@@ -14,6 +14,7 @@ package table
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -188,6 +189,12 @@ func OpenOn(f interface {
 	}
 	runtime.AddCleanup(t, func(f io.Closer) { f.Close() }, io.Closer(f))
 	return nil
+}
+
+// OpenBytes opens a table with open on a whole snapshot held in memory.
+func OpenBytes(b []byte, open func(io.ReaderAt, int64) (*Table, error)) error {
+	_, err := open(bytes.NewReader(b), int64(len(b)))
+	return err
 }
 
 // Len is the number of records.

@@ -384,8 +384,7 @@ func openHistory(r io.ReaderAt, size int64) (*historyTable, error) {
 
 // UnmarshalState opens the tasks' table on b; nothing is decoded yet.
 func (p *TasksProjection) UnmarshalState(b []byte) error {
-	_, err := p.open(bytes.NewReader(b), int64(len(b)))
-	return err
+	return table.OpenBytes(b, p.open)
 }
 
 // OpenState opens the tasks' table on the snapshot file, reading its index alone.
@@ -427,8 +426,7 @@ func (p *QueueProjection) CheckRecords() {
 
 // UnmarshalState opens the history's table on b.
 func (p *QueueProjection) UnmarshalState(b []byte) error {
-	_, err := p.open(bytes.NewReader(b), int64(len(b)))
-	return err
+	return table.OpenBytes(b, p.open)
 }
 
 // OpenState opens the history's table on the snapshot file.
