@@ -31,11 +31,16 @@ type FileWriter interface {
 
 // Freezer is a Projection whose state Freeze makes safe to read from two
 // goroutines at once (nothing is decoded on first use afterwards): Save then
-// writes its files and its snapshot side by side. thaw, if not nil, is
-// called once both are written.
+// writes its files and its snapshot side by side. Freeze reports whether
+// the state is large (OnLargeSave).
 type Freezer interface {
-	Freeze() (thaw func())
+	Freeze() (large bool)
 }
+
+// OnLargeSave, if set, runs before a large Freezer's files and snapshot are
+// written (or verified) and returns what runs once both are: spool turns
+// the collector, off for a short command, on for them.
+var OnLargeSave func() (done func())
 
 // alongside starts files on a second goroutine when p is a Freezer (frozen
 // first) and returns what waits for its result; otherwise files runs here,
@@ -46,9 +51,25 @@ func alongside(p Projection, files func() error) (wait func() error) {
 		err := files()
 		return func() error { return err }
 	}
-	thaw := f.Freeze()
+	var thaw func()
+	if f.Freeze() && OnLargeSave != nil {
+		thaw = OnLargeSave()
+	}
 	done := make(chan error, 1)
-	fault.Go(func() { done <- files() })
+	fault.Go(func() {
+		// A record found damaged here (a table is read as it is written)
+		// is the command's error, as it is on the first goroutine.
+		defer func() {
+			if p := recover(); p != nil {
+				var fe *fault.Error
+				if err, ok := p.(error); !ok || !errors.As(err, &fe) {
+					panic(p)
+				}
+				done <- fe
+			}
+		}()
+		done <- files()
+	})
 	return sync.OnceValue(func() error {
 		err := <-done
 		if thaw != nil {

@@ -3,6 +3,7 @@ package projections
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/table"
 )
 
 // streamer writes its state and files as streams (StateWriter, FileWriter)
@@ -174,4 +176,33 @@ func TestVerifyLargeFileDifference(t *testing.T) {
 	mustDiffer(t, f, "ledger", "out/ledger.json", fmt.Sprintf("first at line %d (byte %d)", bytes.Count(b, []byte{'\n'}), len(b)-1))
 	os.WriteFile(path, append(b, ' '), 0o644) // longer
 	mustDiffer(t, f, "ledger", "out/ledger.json", fmt.Sprintf("first at line %d (byte %d)", bytes.Count(b, []byte{'\n'})+1, len(b)))
+}
+
+// frozen is a counter that is a Freezer, large as it says.
+type frozen struct {
+	counter
+	large bool
+}
+
+func (f *frozen) Freeze() bool { return f.large }
+
+// A Freezer's files run on a second goroutine: a damaged record they meet
+// (a *fault.Error panic, as a table read raises it) is the save's error,
+// as on the first goroutine, not a crash of the process; OnLargeSave's
+// done runs once they are written, for a large state only.
+func TestAlongsideReturnsAFaultAndThaws(t *testing.T) {
+	damaged := table.Corrupt("sp-1", errors.New("its checksum does not match"))
+	calls := 0
+	OnLargeSave = func() func() { calls++; return func() { calls += 10 } }
+	defer func() { OnLargeSave = nil }()
+	for _, large := range []bool{false, true} {
+		calls = 0
+		wait := alongside(&frozen{large: large}, func() error { panic(damaged) })
+		if err := wait(); !errors.Is(err, damaged) {
+			t.Fatalf("large %v: the files' panic: %v, want the fault itself", large, err)
+		}
+		if want := map[bool]int{false: 0, true: 11}[large]; calls != want {
+			t.Errorf("large %v: OnLargeSave and its done ran %d (1 + 10 each), want %d", large, calls, want)
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/jsonout"
+	"github.com/spoolhq/spool/projections"
 )
 
 // CLI is the command tree; each command lives in cmd_<name>.go.
@@ -90,6 +91,12 @@ func main() {
 	off, limit := collector(os.Getenv)
 	if off {
 		debug.SetGCPercent(-1)
+		// A large save streams hundreds of megabytes of short-lived values:
+		// collect them while it runs (longRunning's setting stays).
+		projections.OnLargeSave = func() func() {
+			prev := debug.SetGCPercent(100)
+			return func() { debug.SetGCPercent(prev) }
+		}
 	}
 	if limit {
 		debug.SetMemoryLimit(512 << 20)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/table"
 )
 
 // merge-queue.json is plain JSON, one entry per line (readable,
@@ -272,8 +273,8 @@ func (s *State) thawAll() {
 // thawed puts e, decoded from line, the line of entry id, in its place.
 func (s *State) thawed(id int64, e *Entry, ok bool, line []byte) *Entry {
 	if !ok || e.ID != id || e.Status.Active() {
-		// The record's checksum held, so encode wrote this line: a bug.
-		panic(fmt.Sprintf("merge queue snapshot: the line of entry %d does not read back: %.200s", id, line))
+		// The record's checksum held: a crafted file, or a bug.
+		panic(table.Corrupt(entryName(id), fmt.Errorf("its line does not read back: %.200s", line)))
 	}
 	ix := s.index()
 	s.entries[id-1] = e

@@ -62,21 +62,28 @@ func (s *State) endedIndex() *endedIndex {
 	if s.endedRaw == "" {
 		return &s.ended
 	}
-	d, n, x := table.NewDec(s.endedRaw), s.tbl.Len()-s.firstEnded, &s.ended
+	d, x := table.NewDec(s.endedRaw), &s.ended
 	s.endedRaw = ""
+	ended := map[int64]bool{} // the ids of the ended records: each list names each once
+	for _, rid := range s.tbl.IDs[s.firstEnded:] {
+		ended[parseRecordID(endedRecord, rid)] = true
+	}
 	for _, list := range []struct {
 		strs *[]string
 		ids  *[]int64
 	}{{&x.refs, &x.refIDs}, {&x.keys, &x.keyIDs}} {
 		m := d.Count()
 		*list.strs, *list.ids = make([]string, m), make([]int64, m)
+		seen := make(map[int64]bool, m)
 		for i := range m {
 			(*list.strs)[i], (*list.ids)[i] = d.Str(), int64(d.Uint())
-			if id := (*list.ids)[i]; id < 1 || id > int64(len(s.entries)) {
+			if id := (*list.ids)[i]; !ended[id] || seen[id] {
 				d.Fail()
+			} else {
+				seen[id] = true
 			}
 		}
-		if m != n || !slices.IsSorted(*list.strs) {
+		if m != len(ended) || !slices.IsSorted(*list.strs) {
 			d.Fail()
 		}
 	}
@@ -297,13 +304,28 @@ func (s *State) open(r io.ReaderAt, size int64) (*table.Table, error) {
 			return nil, table.ErrDamaged
 		}
 	}
+	// The ended records hold every other entry, each once: their ids
+	// ascend (the table is sorted) and none is an active one.
+	prev := int64(0)
+	for _, rid := range t.IDs[active:] {
+		id := parseRecordID(endedRecord, rid)
+		if id <= prev || id > int64(n) || lines[id-1] != nil {
+			return nil, table.ErrDamaged
+		}
+		prev = id
+	}
 	s.undecoded, s.firstEnded = n-active, active
 	s.reindex()
 	if s.undecoded == 0 {
 		return nil, nil
 	}
 	s.endedRaw = endedRaw
-	t.Name = func(id string) string { return entryName(parseRecordID(id[0], id)) }
+	t.Name = func(rid string) string { // of the ended records, read from now on
+		if id := parseRecordID(endedRecord, rid); id > 0 {
+			return entryName(id)
+		}
+		return rid
+	}
 	s.tbl = t
 	return t, nil
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"iter"
-	"runtime/debug"
 	"slices"
 	"sort"
 	"time"
@@ -754,32 +753,21 @@ func (s *State) SortedIDs() []string {
 
 // Freeze makes the tasks safe to write side by side, tasks.json and the
 // table (projections.Freezer): the decoded tasks' details are decoded now;
-// the others each writer decodes for itself as it streams (eachTask). A
-// save of a large table streams about a gigabyte of short-lived values
-// through the heap, so the collector, off for a short command, runs
-// until it is done.
-func (p *TasksProjection) Freeze() (thaw func()) {
+// the others each writer decodes for itself as it streams (eachTask). It
+// reports a table of 10,000 tasks or more as large: its save streams
+// hundreds of megabytes of short-lived values through the heap.
+func (p *TasksProjection) Freeze() (large bool) {
 	s := p.State()
 	for _, t := range s.Tasks {
 		t.Detail()
 	}
-	if s.tasks == nil || s.tasks.Len() < largeTable {
-		return nil
-	}
-	if prev := debug.SetGCPercent(100); prev >= 0 { // GOGC set: as it says
-		debug.SetGCPercent(prev)
-		return nil
-	}
-	return func() { debug.SetGCPercent(-1) }
+	return s.tasks != nil && s.tasks.Len() >= 10_000
 }
 
-// largeTable is the size from which a save turns the collector on.
-const largeTable = 10_000
-
 // Freeze decodes every entry (projections.Freezer).
-func (p *QueueProjection) Freeze() (thaw func()) {
+func (p *QueueProjection) Freeze() (large bool) {
 	p.State().AllHistory()
-	return nil
+	return false
 }
 
 // Files renders tasks.json (beads' shape, by id).
