@@ -54,6 +54,7 @@ type Table struct {
 	r    io.ReaderAt
 	IDs  []string
 	offs []int64 // len(IDs)+1: record i is [offs[i], offs[i+1])
+	pre  []*Dec  // every record, once Preload read them
 	// Name, if set, names record id in errors (a merge queue entry
 	// rather than its record id).
 	Name func(id string) string
@@ -208,9 +209,23 @@ func (t *Table) Find(id string) int {
 	return -1
 }
 
+// Preload reads every record with one read (each checked), so that Record
+// reads none again: for a command that reads most records, in another
+// order than the file's.
+func (t *Table) Preload() {
+	if t.pre == nil {
+		t.pre = t.All()
+	}
+}
+
 // Record reads and checks record i's payload; one that fails its checksum
 // panics with Corrupt rather than lose an item.
 func (t *Table) Record(i int) *Dec {
+	if t.pre != nil {
+		d := *t.pre[i]
+		d.pool = nil // the shared pool is All's caller's
+		return &d
+	}
 	b := make([]byte, t.offs[i+1]-t.offs[i])
 	if _, err := t.r.ReadAt(b, t.offs[i]); err != nil {
 		panic(t.corrupt(i, err))

@@ -130,3 +130,36 @@ func TestDecoderFailsOnShortInput(t *testing.T) {
 		t.Fatal("reads after a failure return zero values")
 	}
 }
+
+// countingReader counts the reads made of it.
+type countingReader struct {
+	r     *bytes.Reader
+	reads int
+}
+
+func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	c.reads++
+	return c.r.ReadAt(p, off)
+}
+
+// After Preload, Record reads nothing more, and each record reads back as
+// it did, however many times it is asked for.
+func TestPreloadReadsOnce(t *testing.T) {
+	b := build(t, 50)
+	cr := &countingReader{r: bytes.NewReader(b)}
+	tb, err := table.Open(cr, int64(len(b)), magic, func(d *table.Dec, n int) error {
+		d.Uint()
+		return d.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.Preload()
+	before := cr.reads
+	for _, i := range []int{49, 0, 7, 7, 30, 3, 3} {
+		check(t, i, tb.Record(i))
+	}
+	if cr.reads != before {
+		t.Fatalf("Record read %d more times after Preload", cr.reads-before)
+	}
+}

@@ -69,8 +69,8 @@ func (f ReadyFilter) Admits(t *Task) bool {
 // the blocked label, by priority then creation time (beads' bd ready); at
 // most limit of them when limit > 0.
 func (s *State) Ready(p Policy, f ReadyFilter, now time.Time, limit int) []*Task {
-	if limit <= 0 {
-		s.AllTasks() // every task: decoding them at once is cheaper than one at a time
+	if limit <= 0 && s.tasks != nil {
+		s.tasks.Preload() // most tasks: one read rather than one each
 	}
 	memo := map[string]bool{}
 	var out []*Task
