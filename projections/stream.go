@@ -61,8 +61,8 @@ func alongside(p Projection, files func() error) (wait func() error) {
 		// is the command's error, as it is on the first goroutine.
 		defer func() {
 			if p := recover(); p != nil {
-				var fe *fault.Error
-				if err, ok := p.(error); !ok || !errors.As(err, &fe) {
+				fe, ok := p.(*fault.Error) // a typed error, as guarded in cmd/spool takes it
+				if !ok {
 					panic(p)
 				}
 				done <- fe
