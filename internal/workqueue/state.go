@@ -211,13 +211,28 @@ func (s *State) Task(id string) *Task {
 	if t, ok := s.Tasks[id]; ok || s.tasks == nil {
 		return t
 	}
-	i := s.tasks.Find(id)
+	return decodeInto(s.Tasks, s.tasks.Table, id, decodeTask)
+}
+
+// decodeInto decodes id's record of t into m and returns it; nil when t
+// has none.
+func decodeInto[V any](m map[string]*V, t *table.Table, id string, decode func(*table.Dec) *V) *V {
+	i := t.Find(id)
 	if i < 0 {
 		return nil
 	}
-	t := decodeTask(s.tasks.Record(i))
-	s.Tasks[id] = t
-	return t
+	v := decode(t.Record(i))
+	m[id] = v
+	return v
+}
+
+// decodeAll decodes into m every record of t it does not hold yet.
+func decodeAll[V any](m map[string]*V, t *table.Table, decode func(*table.Dec) *V) {
+	for i, r := range t.All() {
+		if _, ok := m[t.IDs[i]]; !ok {
+			m[t.IDs[i]] = decode(r)
+		}
+	}
 }
 
 // notClosed reports whether task id exists and is not closed. A snapshot's
@@ -237,23 +252,13 @@ func (s *State) Entry(id string) *Entry {
 	if h, ok := s.History[id]; ok || s.history == nil {
 		return h
 	}
-	i := s.history.Find(id)
-	if i < 0 {
-		return nil
-	}
-	h := decodeEntry(s.history.Record(i))
-	s.History[id] = h
-	return h
+	return decodeInto(s.History, s.history.Table, id, decodeEntry)
 }
 
 // AllTasks decodes every task and returns them all, by id.
 func (s *State) AllTasks() map[string]*Task {
-	if t := s.tasks; t != nil {
-		for i, r := range t.All() {
-			if _, ok := s.Tasks[t.IDs[i]]; !ok {
-				s.Tasks[t.IDs[i]] = decodeTask(r)
-			}
-		}
+	if s.tasks != nil {
+		decodeAll(s.Tasks, s.tasks.Table, decodeTask)
 		s.tasks = nil
 	}
 	return s.Tasks
@@ -295,12 +300,8 @@ func (s *State) eachTask() iter.Seq[*Task] {
 
 // AllHistory decodes every entry and returns them all, by id.
 func (s *State) AllHistory() map[string]*Entry {
-	if t := s.history; t != nil {
-		for i, r := range t.All() {
-			if _, ok := s.History[t.IDs[i]]; !ok {
-				s.History[t.IDs[i]] = decodeEntry(r)
-			}
-		}
+	if s.history != nil {
+		decodeAll(s.History, s.history.Table, decodeEntry)
 		s.history = nil
 	}
 	return s.History
