@@ -282,7 +282,7 @@ func (s *State) thawed(id int64, e *Entry, ok bool, line []byte) *Entry {
 		s.cold[id-1] = nil
 	}
 	if s.undecoded--; s.undecoded == 0 {
-		s.cold, s.tbl, s.ended, s.endedRaw, s.firstEnded = nil, nil, endedIndex{}, "", 0
+		s.cold, s.tbl, s.ended, s.endedRaw, s.endedIDs = nil, nil, endedIndex{}, "", nil
 	}
 	ix.byRef[e.Ref] = e
 	if l := ix.latestByKey[e.DedupeKey]; l == nil || l.ID < e.ID {

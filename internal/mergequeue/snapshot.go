@@ -64,26 +64,22 @@ func (s *State) endedIndex() *endedIndex {
 	}
 	d, x := table.NewDec(s.endedRaw), &s.ended
 	s.endedRaw = ""
-	ended := map[int64]bool{} // the ids of the ended records: each list names each once
-	for _, rid := range s.tbl.IDs[s.firstEnded:] {
-		ended[parseRecordID(endedRecord, rid)] = true
-	}
 	for _, list := range []struct {
 		strs *[]string
 		ids  *[]int64
 	}{{&x.refs, &x.refIDs}, {&x.keys, &x.keyIDs}} {
 		m := d.Count()
 		*list.strs, *list.ids = make([]string, m), make([]int64, m)
-		seen := make(map[int64]bool, m)
+		seen := make([]bool, len(s.endedIDs)) // each list names each ended entry once
 		for i := range m {
 			(*list.strs)[i], (*list.ids)[i] = d.Str(), int64(d.Uint())
-			if id := (*list.ids)[i]; !ended[id] || seen[id] {
+			if k, ok := slices.BinarySearch(s.endedIDs, (*list.ids)[i]); !ok || seen[k] {
 				d.Fail()
 			} else {
-				seen[id] = true
+				seen[k] = true
 			}
 		}
-		if m != len(ended) || !slices.IsSorted(*list.strs) {
+		if m != len(s.endedIDs) || !slices.IsSorted(*list.strs) {
 			d.Fail()
 		}
 	}
@@ -144,12 +140,15 @@ func (s *State) line(id int64) []byte {
 	if s.cold != nil && s.cold[id-1] != nil {
 		return s.cold[id-1]
 	}
-	i := s.tbl.Find(recordID(endedRecord, id))
-	if i < 0 {
+	k, ok := slices.BinarySearch(s.endedIDs, id)
+	if !ok {
 		panic(table.Corrupt(entryName(id), errors.New("the index lists no record of it")))
 	}
-	return s.tbl.Record(i).RestBytes()
+	return s.tbl.Record(s.firstEnded() + k).RestBytes()
 }
+
+// firstEnded is where the ended entries' records begin in tbl.
+func (s *State) firstEnded() int { return s.tbl.Len() - len(s.endedIDs) }
 
 // loadCold reads the lines of every undecoded entry, with one read, for
 // a command that needs them all (a save, merge list --all).
@@ -158,8 +157,8 @@ func (s *State) loadCold() {
 		return
 	}
 	s.cold = make([][]byte, len(s.entries))
-	for k, d := range s.tbl.Range(s.firstEnded, s.tbl.Len()) {
-		if id := parseRecordID(endedRecord, s.tbl.IDs[s.firstEnded+k]); id > 0 && s.entries[id-1] == nil {
+	for k, d := range s.tbl.Range(s.firstEnded(), s.tbl.Len()) {
+		if id := s.endedIDs[k]; s.entries[id-1] == nil {
 			s.cold[id-1] = d.RestBytes()
 		}
 	}
@@ -306,20 +305,20 @@ func (s *State) open(r io.ReaderAt, size int64) (*table.Table, error) {
 	}
 	// The ended records hold every other entry, each once: their ids
 	// ascend (the table is sorted) and none is an active one.
-	prev := int64(0)
+	ended := make([]int64, 0, n-active)
 	for _, rid := range t.IDs[active:] {
 		id := parseRecordID(endedRecord, rid)
-		if id <= prev || id > int64(n) || lines[id-1] != nil {
+		if id < 1 || id > int64(n) || lines[id-1] != nil || len(ended) > 0 && id <= ended[len(ended)-1] {
 			return nil, table.ErrDamaged
 		}
-		prev = id
+		ended = append(ended, id)
 	}
-	s.undecoded, s.firstEnded = n-active, active
+	s.undecoded = n - active
 	s.reindex()
 	if s.undecoded == 0 {
 		return nil, nil
 	}
-	s.endedRaw = endedRaw
+	s.endedRaw, s.endedIDs = endedRaw, ended
 	t.Name = func(rid string) string { // of the ended records, read from now on
 		if id := parseRecordID(endedRecord, rid); id > 0 {
 			return entryName(id)

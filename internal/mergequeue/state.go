@@ -54,13 +54,13 @@ type State struct {
 	// and Entry, EntryByRef, LatestByKey, Lookup and All decode one when
 	// they need it (thaw). A command about the queue then pays for the
 	// active entries, not for every entry ever queued.
-	entries    []*Entry
-	undecoded  int          // nil slots of entries
-	tbl        *table.Table // the snapshot; nil when no entry is left undecoded
-	firstEnded int          // tbl's records from here on are the ended entries'
-	ended      endedIndex   // tbl's refs and dedupe keys of those entries
-	endedRaw   string       // ended, still encoded (endedIndex)
-	cold       [][]byte     // by id, the undecoded entries' lines once loadCold read them all
+	entries   []*Entry
+	undecoded int          // nil slots of entries
+	tbl       *table.Table // the snapshot; nil when no entry is left undecoded
+	endedIDs  []int64      // the entries of tbl's last records, its ended ones, in order
+	ended     endedIndex   // tbl's refs and dedupe keys of those entries
+	endedRaw  string       // ended, still encoded (endedIndex)
+	cold      [][]byte     // by id, the undecoded entries' lines once loadCold read them all
 
 	ix *index // lookups the fold and the deciders need, kept along with entries
 }
