@@ -74,7 +74,8 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 	// stores the new key string, and t's strings are the scan's.
 	refs := map[string]*[]string{}
 	n := 0
-	for t := range s.eachTask() { // in id order, so each list is sorted
+	more := s.decodedIDs()
+	for t := range s.eachTask(more) { // in id order, so each list is sorted
 		n++
 		var id string // cloned once, if t names any task: t is the scan's
 		name := func(to string) {
@@ -107,7 +108,7 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 	}
 	var open []key
 	i := 0
-	for t := range s.eachTask() {
+	for t := range s.eachTask(more) {
 		id := strings.Clone(t.ID) // the writer keeps it for the index
 		var named []string
 		if l := refs[id]; l != nil {

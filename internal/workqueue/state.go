@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"iter"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -264,17 +265,13 @@ func (s *State) AllTasks() map[string]*Task {
 	return s.Tasks
 }
 
-// eachTask yields every task in id order. A task the table holds and no
-// command decoded yet is decoded for the yield alone, out of a buffer the
-// next one reuses: the caller must not keep it or its strings. A save
-// thus holds one such task at a time, not the table.
-func (s *State) eachTask() iter.Seq[*Task] {
+// eachTask yields every task in id order, given more, the ids of Tasks
+// sorted (decodedIDs). A task the table holds and no command decoded yet
+// is decoded for the yield alone, out of a buffer the next one reuses: the
+// caller must not keep it or its strings. A save thus holds one such task
+// at a time, not the table.
+func (s *State) eachTask(more []string) iter.Seq[*Task] {
 	return func(yield func(*Task) bool) {
-		more := make([]string, 0, len(s.Tasks)) // decoded or new since the table
-		for id := range s.Tasks {
-			more = append(more, id)
-		}
-		sort.Strings(more)
 		k, ok := 0, true
 		if s.tasks != nil {
 			s.tasks.Scan(func(i int, d *table.Dec) bool {
@@ -296,6 +293,12 @@ func (s *State) eachTask() iter.Seq[*Task] {
 			ok = yield(s.Tasks[more[k]])
 		}
 	}
+}
+
+// decodedIDs are the ids of Tasks (decoded, changed or new since the
+// table), sorted.
+func (s *State) decodedIDs() []string {
+	return slices.Sorted(maps.Keys(s.Tasks))
 }
 
 // AllHistory decodes every entry and returns them all, by id.
@@ -743,13 +746,8 @@ func NormLabels(labels []string) []string {
 
 // SortedIDs returns the task ids in order.
 func (s *State) SortedIDs() []string {
-	all := s.AllTasks()
-	ids := make([]string, 0, len(all))
-	for id := range all {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
+	s.AllTasks()
+	return s.decodedIDs()
 }
 
 // Freeze makes the tasks safe to write side by side, tasks.json and the
@@ -781,7 +779,8 @@ func (p *TasksProjection) Files() ([]projections.File, error) {
 func (p *TasksProjection) WriteFiles(emit func(path string, tracked bool, write func(w io.Writer) error) error) error {
 	return emit(".spool/state/tasks.json", false, func(w io.Writer) error {
 		return jsonout.WriteSeq(w, func(yield func(any) bool) {
-			for t := range p.State().eachTask() {
+			s := p.State()
+			for t := range s.eachTask(s.decodedIDs()) {
 				if !yield(t.Record()) {
 					return
 				}
