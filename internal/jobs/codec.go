@@ -167,7 +167,7 @@ func decodeJob(r *table.Dec) *Job {
 // putTime keeps a UTC time of these centuries in 8 bytes; any other (a
 // zone, a far date) as time's binary form, zone included, as gob did.
 func putTime(w *table.Enc, t time.Time) {
-	if t.Location() == time.UTC && t.Year() > 1700 && t.Year() < 2200 || t.IsZero() && t.Location() == time.UTC {
+	if t.Location() == time.UTC && (t.IsZero() || t.Year() > 1700 && t.Year() < 2200) {
 		w.Bool(true)
 		w.Time(t)
 		return
