@@ -69,6 +69,31 @@ type Engine struct {
 	// Progress, when set, is called every progressEvery events of a rebuild,
 	// and once with done at its end.
 	Progress func(applied int, done bool)
+	// SpillDir, when set, is where a Spiller keeps the bulk of its state
+	// while Rebuild or Verify folds the whole log.
+	SpillDir string
+}
+
+// Spiller is a projection that can keep the bulk of its state in a file
+// in dir while a fold nobody decides on runs (Rebuild, Verify): its
+// writers still write the whole state, but its values no longer hold it.
+type Spiller interface {
+	Spill(dir string) error
+}
+
+// spill makes the Spillers among items spill, when the engine has a SpillDir.
+func (en *Engine) spill(items []*item) error {
+	if en.SpillDir == "" {
+		return nil
+	}
+	for _, it := range items {
+		if sp, ok := it.proj.(Spiller); ok {
+			if err := sp.Spill(en.SpillDir); err != nil {
+				return fmt.Errorf("%s: %w", it.spec.Name, err)
+			}
+		}
+	}
+	return nil
 }
 
 const progressEvery = 100_000
@@ -826,6 +851,23 @@ func sweep(tmp string) {
 	for _, e := range entries {
 		os.Remove(filepath.Join(tmp, e.Name()))
 	}
+}
+
+// Rebuild folds the whole log into fresh projections and saves them; it
+// returns how many events it applied. Unlike Replay's, its state is not
+// for deciding on: a Spiller's is on disk (SpillDir).
+func (en *Engine) Rebuild(ctx context.Context) (events int, err error) {
+	v, err := en.open(false, nil)
+	if err == nil {
+		err = en.spill(v.items)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if _, err := en.apply(ctx, v.items, true, nil); err != nil {
+		return 0, err
+	}
+	return v.Events(), v.Save()
 }
 
 // Replay folds the whole log into fresh projections in memory.

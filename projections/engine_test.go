@@ -762,3 +762,64 @@ func TestRebuildsEveryStaleProjectionInOnePass(t *testing.T) {
 	}
 	f.mustMatchReplay(v)
 }
+
+// spilling is a ledger that says where it was asked to spill.
+type spilling struct {
+	*ledger
+	dirs *[]string
+}
+
+func (s *spilling) Spill(dir string) error {
+	*s.dirs = append(*s.dirs, dir)
+	return nil
+}
+
+// Only a fold nobody decides on spills: Rebuild and Verify's fresh replay,
+// not Replay or a command's catching up; and only with a SpillDir.
+func TestOnlyRebuildAndVerifySpill(t *testing.T) {
+	f := newFixture(t)
+	f.add(f.writer("a", f.events), 5)
+	var dirs []string
+	en := f.engine()
+	en.Specs = []Spec{{Name: "ledger", Version: 1, New: func() Projection {
+		return &spilling{ledger: &ledger{Sums: map[string]int{}}, dirs: &dirs}
+	}}}
+	ctx := context.Background()
+	if _, err := en.Rebuild(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) != 0 {
+		t.Fatalf("spilled without a SpillDir: %v", dirs)
+	}
+	en.SpillDir = filepath.Join(f.root, "spill")
+	check := func(what string, want int) {
+		t.Helper()
+		if len(dirs) != want {
+			t.Fatalf("after %s: %d spills, want %d", what, len(dirs), want)
+		}
+	}
+	if _, err := en.Replay(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("Replay", 0)
+	if n, err := en.Rebuild(ctx); err != nil || n != 5 {
+		t.Fatalf("Rebuild: %d events, %v", n, err)
+	}
+	check("Rebuild", 1)
+	f.add(f.writer("a", f.events), 2)
+	v, err := en.Open()
+	if err == nil {
+		_, err = v.CatchUp(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("a catch-up", 1)
+	if _, err := en.VerifyAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("Verify", 2)
+	if dirs[0] != en.SpillDir || dirs[1] != en.SpillDir {
+		t.Fatalf("spilled to %v, want %s", dirs, en.SpillDir)
+	}
+}

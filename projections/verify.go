@@ -110,6 +110,9 @@ func (en *Engine) VerifyAll(ctx context.Context) (*Verification, error) {
 	}
 
 	fresh, err := en.open(false, nil)
+	if err == nil {
+		err = en.spill(fresh.items) // only compared: its state may spill
+	}
 	if err != nil {
 		return nil, err
 	}

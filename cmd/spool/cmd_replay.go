@@ -11,7 +11,7 @@ func (c *ReplayCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	v, err := st.Rebuild(e.ctx)
+	events, err := st.Rebuild(e.ctx)
 	if err != nil {
 		return err
 	}
@@ -20,8 +20,8 @@ func (c *ReplayCmd) Run(e *env) error {
 		names = append(names, s.Name)
 	}
 	if e.JSON {
-		return writeJSON(e.stdout, map[string]any{"events": v.Events(), "projections": names})
+		return writeJSON(e.stdout, map[string]any{"events": events, "projections": names})
 	}
-	fmt.Fprintf(e.stdout, "replayed %d events into %d projections\n", v.Events(), len(names))
+	fmt.Fprintf(e.stdout, "replayed %d events into %d projections\n", events, len(names))
 	return nil
 }

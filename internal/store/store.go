@@ -178,7 +178,8 @@ func OpenRepo(r *git.Repo, warn func(string)) (*Store, error) {
 		Config: cfg,
 		warn:   warn,
 		Log:    log,
-		Engine: &projections.Engine{Log: log, Root: r.Root, StateDir: StateDir(r), Specs: Specs},
+		Engine: &projections.Engine{Log: log, Root: r.Root, StateDir: StateDir(r), Specs: Specs,
+			SpillDir: filepath.Join(StateDir(r), ".tmp")},
 	}, nil
 }
 
@@ -315,18 +316,15 @@ func (s *Store) write(ctx context.Context, at time.Time, actor string, names []s
 	return events, v, nil
 }
 
-// Rebuild replays every projection from scratch and saves them.
-func (s *Store) Rebuild(ctx context.Context) (*projections.View, error) {
+// Rebuild replays every projection from scratch and saves them; it
+// returns how many events it applied.
+func (s *Store) Rebuild(ctx context.Context) (events int, err error) {
 	sess, err := s.Log.Begin(ctx)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	defer sess.Close()
-	v, err := s.Engine.Replay(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return v, v.Save()
+	return s.Engine.Rebuild(ctx)
 }
 
 // Env is what a domain's service needs for one command: the opened

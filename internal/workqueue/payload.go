@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -15,7 +16,7 @@ import (
 // events. The fast path takes the forms spool writes; anything else (a key
 // spelt otherwise, a null, a number with a fraction) goes to json.Unmarshal,
 // so the result is always what json.Unmarshal gives. Strings without escapes
-// share one copy of the payload.
+// share the payload's bytes (the fold copies the short ones it keeps; see own).
 
 func decodeComment(data []byte, d *CommentData) error {
 	return unmarshal(data, d, func(d *CommentData, key string, v gjson.Result) bool {
@@ -92,7 +93,7 @@ func decodeCreated(data []byte, d *CreatedData) error {
 // reports false for a member it does not take; then d is decoded again,
 // from zero, by encoding/json.
 func unmarshal[T any](data []byte, d *T, field func(d *T, key string, v gjson.Result) bool) error {
-	if r := gjson.ParseBytes(data); r.IsObject() {
+	if r := gjson.Parse(unsafe.String(unsafe.SliceData(data), len(data))); r.IsObject() {
 		ok := true
 		r.ForEach(func(k, v gjson.Result) bool {
 			key := k.Raw[1 : len(k.Raw)-1]

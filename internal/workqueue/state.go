@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -38,6 +39,7 @@ type Task struct {
 	detail    *TaskDetail // nil until Detail is called on a task read from a snapshot
 	rawDetail string      // the encoded detail, while detail is nil
 	baseRefs  []string    // read from a snapshot: the tasks that named it then (as parent, blocker or link)
+	ord       int32       // its records' ordinal in a spill
 }
 
 // TaskDetail holds the fields few commands need.
@@ -192,6 +194,7 @@ type State struct {
 
 	tasks   *taskTable    // the snapshot's tasks not yet in Tasks; nil: Tasks is whole
 	history *historyTable // the same for History
+	spill   *spill        // where the tasks' titles and details are, in a fold that spills
 }
 
 // Combine is the state a command decides on: the tracker's side of tasks
@@ -271,6 +274,15 @@ func (s *State) AllTasks() map[string]*Task {
 // caller must not keep it or its strings. A save thus holds one such task
 // at a time, not the table.
 func (s *State) eachTask(more []string) iter.Seq[*Task] {
+	return s.eachTaskOf(more, true)
+}
+
+// eachTaskOf is eachTask; without texts, a spilled task's texts and
+// comments may be left out.
+func (s *State) eachTaskOf(more []string, texts bool) iter.Seq[*Task] {
+	if s.spill != nil {
+		return s.spill.each(s, more, texts)
+	}
 	return func(yield func(*Task) bool) {
 		k, ok := 0, true
 		if s.tasks != nil {
@@ -350,6 +362,9 @@ func NewTasksProjection(s *State) *TasksProjection { return &TasksProjection{s: 
 func (p *TasksProjection) State() *State { return p.s }
 
 func (p *TasksProjection) Apply(e *eventlog.Event) error {
+	if p.s.spill != nil {
+		return p.s.spill.apply(p.s, e)
+	}
 	p.s.applyTask(e)
 	return nil
 }
@@ -429,22 +444,25 @@ func isTaskEvent(e *eventlog.Event) bool {
 }
 
 func (s *State) applyTask(e *eventlog.Event) {
-	if !isTaskEvent(e) {
-		return
+	if isTaskEvent(e) {
+		s.applyTaskTo(e, s.Task(e.Subject))
 	}
+}
+
+// applyTaskTo is applyTask, given the task's state before (nil: none).
+func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 	id := e.Subject
-	t := s.Task(id)
 	if e.Type == TypeCreated {
 		var d CreatedData
 		if t != nil || decodeCreated(e.Data, &d) != nil {
 			return // a duplicate id or bad data: the first create wins
 		}
-		t = &Task{ID: id, Title: d.Title, Status: StatusOpen, Priority: d.Priority, Type: d.IssueType,
-			Labels: NormLabels(d.Labels), CreatedAt: e.At, Parent: d.Parent,
+		t = &Task{ID: id, Title: d.Title, Status: StatusOpen, Priority: d.Priority, Type: own(d.IssueType),
+			Labels: ownAll(NormLabels(d.Labels)), CreatedAt: e.At, Parent: own(d.Parent),
 			detail: &TaskDetail{Description: d.Description, Design: d.Design, Acceptance: d.Acceptance, Notes: d.Notes,
 				Assignee: d.Assignee, CreatedBy: e.Actor, Owner: cmp.Or(d.Owner, e.Actor), UpdatedAt: e.At}}
 		for _, b := range d.Deps {
-			t.addBlocker(Dep{ID: b, At: e.At, By: e.Actor})
+			t.addBlocker(Dep{ID: own(b), At: e.At, By: e.Actor})
 		}
 		s.Tasks[id] = t
 		return
@@ -488,9 +506,9 @@ func (s *State) applyTask(e *eventlog.Event) {
 			t.Priority = *d.Priority
 		}
 		if d.Status != nil {
-			t.setStatus(*d.Status, e.At, "")
+			t.setStatus(own(*d.Status), e.At, "")
 		}
-		t.Labels = NormLabels(append(t.Labels, d.AddLabels...))
+		t.Labels = NormLabels(append(t.Labels, ownAll(d.AddLabels)...))
 		t.Labels = slices.DeleteFunc(t.Labels, func(l string) bool { return slices.Contains(d.RemoveLabels, l) })
 		if d.labelsOnly() {
 			return // labels are not the issue's row: bd leaves updated_at
@@ -702,6 +720,18 @@ func (t *Task) unassign() {
 	t.Detail().Assignee, t.LeaseUntil = "", time.Time{}
 }
 
+// own copies a string the fold keeps in a task out of its event's payload,
+// which it shares (see unmarshal): a status or a label must not keep the
+// payload, texts and all, for as long as the task lives.
+func own(s string) string { return strings.Clone(s) }
+
+func ownAll(ss []string) []string {
+	for i, s := range ss {
+		ss[i] = own(s)
+	}
+	return ss
+}
+
 func (t *Task) setStatus(status string, at time.Time, reason string) {
 	x := t.Detail()
 	t.Status = status
@@ -757,6 +787,10 @@ func (s *State) SortedIDs() []string {
 // hundreds of megabytes of short-lived values through the heap.
 func (p *TasksProjection) Freeze() (large bool) {
 	s := p.State()
+	if s.spill != nil {
+		s.spill.seal(s, s.decodedIDs())
+		return len(s.Tasks) >= 10_000
+	}
 	for _, t := range s.Tasks {
 		t.Detail()
 	}
