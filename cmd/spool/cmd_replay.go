@@ -6,7 +6,7 @@ import "fmt"
 type ReplayCmd struct{}
 
 func (c *ReplayCmd) Run(e *env) error {
-	longRunning() // reads the whole log: keep memory bounded
+	foldsWholeLog() // reads the whole log: keep memory bounded
 	st, err := e.open()
 	if err != nil {
 		return err

@@ -16,7 +16,7 @@ type VerifyCmd struct {
 }
 
 func (c *VerifyCmd) Run(e *env) error {
-	longRunning() // reads the whole log: keep memory bounded
+	foldsWholeLog() // reads the whole log: keep memory bounded
 	st, err := e.open()
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -501,6 +502,40 @@ func TestCollectorHonoursGoEnvironment(t *testing.T) {
 		off, limit := collector(func(k string) string { return c.env[k] })
 		if off != c.off || limit != c.limit {
 			t.Errorf("%v: off %v limit %v, want %v %v", c.env, off, limit, c.off, c.limit)
+		}
+	}
+}
+
+// replay and verify hold the heap to the budget while the state fits, and
+// to half again the live heap beyond it.
+func TestHeapLimit(t *testing.T) {
+	for _, c := range []struct{ live, want int64 }{
+		{0, heapBudget},
+		{heapBudget / 2, heapBudget},
+		{heapBudget, heapBudget + heapBudget/2},
+		{1 << 30, 3 << 29},
+	} {
+		if got := heapLimit(c.live); got != c.want {
+			t.Errorf("heapLimit(%d) = %d, want %d", c.live, got, c.want)
+		}
+	}
+}
+
+// afterEachGC's function runs after every collection, not just the first.
+func TestAfterEachGC(t *testing.T) {
+	ran := make(chan struct{}, 16)
+	afterEachGC(func() {
+		select {
+		case ran <- struct{}{}:
+		default:
+		}
+	})
+	for i := range 3 {
+		runtime.GC()
+		select {
+		case <-ran:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("collection %d: the function did not run", i+1)
 		}
 	}
 }
