@@ -86,12 +86,21 @@ type RelatedJSON struct {
 // Record renders the task as recorded, whole: dependencies and comments
 // included (tasks.json and spool export). Views at a time use State.View.
 func (t *Task) Record() TaskJSON {
-	j := t.base()
-	j.Dependencies = t.deps()
-	for c := range t.Detail().Comments() {
-		j.Comments = append(j.Comments, t.comment(c))
-	}
+	var j TaskJSON
+	t.recordInto(&j)
 	return j
+}
+
+// recordInto is Record into j, reusing the arrays of j's lists: a writer
+// of 100,000 records encodes each before the next.
+func (t *Task) recordInto(j *TaskJSON) {
+	deps, comments := j.Dependencies[:0], j.Comments[:0]
+	*j = t.base()
+	j.Dependencies = t.appendDeps(deps)
+	for c := range t.Detail().Comments() {
+		comments = append(comments, t.comment(c))
+	}
+	j.Comments = comments
 }
 
 // base is the task without dependencies or comments (bd ready's items).
@@ -108,8 +117,10 @@ func (t *Task) base() TaskJSON {
 }
 
 // deps are the task's dependency records: its parent, its blockers, its links.
-func (t *Task) deps() []DepJSON {
-	var out []DepJSON
+func (t *Task) deps() []DepJSON { return t.appendDeps(nil) }
+
+// appendDeps appends deps to out.
+func (t *Task) appendDeps(out []DepJSON) []DepJSON {
 	x := t.Detail()
 	if t.Parent != "" {
 		at, by := t.CreatedAt, x.CreatedBy

@@ -7,6 +7,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/jsonout"
 	"github.com/spoolhq/spool/internal/jsonout/jsontest"
 )
@@ -254,5 +256,43 @@ func TestEmbeddersDeclareAppendJSON(t *testing.T) {
 	}
 	if got := fmt.Sprint(seen); !strings.Contains(got, "ListItemJSON") || !strings.Contains(got, "Claimed") {
 		t.Errorf("found the embedders %s, want ListItemJSON and service's Claimed among them", got)
+	}
+}
+
+// tasks.json reuses one record's lists for the next: a task with fewer
+// dependencies and comments than the one before must not show the
+// other's. Each record must be what Record gives, encoded by the library.
+func TestTasksJSONRecordsShareNothing(t *testing.T) {
+	s := NewState()
+	at := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+	apply := func(typ, id string, data any) {
+		at = at.Add(time.Minute)
+		e, err := eventlog.Draft{Type: typ, Subject: id, Data: data}.Event("ada@example.com", at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Apply(e)
+	}
+	apply(TypeCreated, "sp-a", CreatedData{Title: "first", IssueType: "task", Labels: []string{"x", "y"}})
+	apply(TypeCreated, "sp-b", CreatedData{Title: "second", IssueType: "task", Deps: []string{"sp-a"}, Parent: "sp-a"})
+	apply(TypeCommented, "sp-b", CommentData{Text: "one"})
+	apply(TypeCommented, "sp-b", CommentData{Text: "two"})
+	apply(TypeCreated, "sp-c", CreatedData{Title: "third", IssueType: "bug"})
+	apply(TypeCreated, "sp-d", CreatedData{Title: "fourth", IssueType: "bug", Deps: []string{"sp-c"}})
+	var got bytes.Buffer
+	err := NewTasksProjection(s).WriteFiles(func(_ string, _ bool, write func(io.Writer) error) error { return write(&got) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []TaskJSON
+	for _, id := range s.SortedIDs() {
+		recs = append(recs, s.Tasks[id].Record())
+	}
+	want, err := json.MarshalIndent(recs, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != string(want)+"\n" {
+		t.Fatalf("tasks.json:\n%s\nwant\n%s", got.String(), want)
 	}
 }

@@ -814,8 +814,10 @@ func (p *TasksProjection) WriteFiles(emit func(path string, tracked bool, write 
 	return emit(".spool/state/tasks.json", false, func(w io.Writer) error {
 		return jsonout.WriteSeq(w, func(yield func(any) bool) {
 			s := p.State()
+			var j TaskJSON // each written before the next
 			for t := range s.eachTask(s.decodedIDs()) {
-				if !yield(t.Record()) {
+				t.recordInto(&j)
+				if !yield(&j) {
 					return
 				}
 			}
