@@ -113,6 +113,9 @@ func printTask(e *env, d workqueue.DetailJSON) {
 	}
 	for _, f := range []struct{ name, text string }{{"description", t.Description}, {"design", t.Design},
 		{"acceptance", t.AcceptanceCriteria}, {"notes", t.Notes}} {
+		if f.text == "" {
+			continue // no label for a field never written
+		}
 		for i, line := range textLines(f.text) {
 			label := ""
 			if i == 0 {
