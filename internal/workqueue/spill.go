@@ -9,6 +9,7 @@ import (
 	"iter"
 	"os"
 	"runtime"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -73,7 +74,7 @@ type spill struct {
 	buf     []byte        // a record's bytes, as they are put together
 	head    [2*binary.MaxVarintLen64 + 1]byte
 
-	sealed bool
+	sealed sync.Once
 	rank   []int32 // by ordinal: the task's place in id order; -1: replaced
 	ranked int     // tasks in rank
 	most   int64   // the longest window's bytes
@@ -210,17 +211,15 @@ func (sp *spill) put(ord int32, kind byte, b string) {
 }
 
 // seal groups the records by window of ids, in the order ids (every task,
-// sorted) gives, so that a save reads each window once. Save and verify
-// seal before their writers start (Freeze).
+// sorted) gives, so that a save reads each window once. The first writer
+// that needs the tasks whole does it; the table's writer meanwhile reads
+// who names whom, which needs no record.
 func (sp *spill) seal(s *State, ids []string) error {
-	if sp.sealed {
-		return sp.err
-	}
-	sp.sealed = true
-	if sp.err != nil {
-		return sp.err
-	}
-	sp.err = sp.sort(s, ids)
+	sp.sealed.Do(func() {
+		if sp.err == nil {
+			sp.err = sp.sort(s, ids)
+		}
+	})
 	return sp.err
 }
 
@@ -316,16 +315,19 @@ func readHeader(in *bufio.Reader, h []byte) (ord, n uint64, _ []byte, err error)
 // each is eachTask for a spilled state: more is every task, sorted.
 func (sp *spill) each(s *State, more []string, texts bool) iter.Seq[*Task] {
 	return func(yield func(*Task) bool) {
-		if err := sp.seal(s, more); err != nil {
-			panic(fault.New(fault.CodeStorage, err, "replay: "+err.Error()))
+		var h *hydrator
+		if texts {
+			if err := sp.seal(s, more); err != nil {
+				panic(fault.New(fault.CodeStorage, err, "replay: "+err.Error()))
+			}
+			if len(more) != sp.ranked {
+				panic(fmt.Sprintf("spill: %d tasks, %d sealed", len(more), sp.ranked))
+			}
+			h = &hydrator{sp: sp, k: -1}
 		}
-		if len(more) != sp.ranked {
-			panic(fmt.Sprintf("spill: %d tasks, %d sealed", len(more), sp.ranked))
-		}
-		h := &hydrator{sp: sp, k: -1}
 		for r, id := range more {
 			t := s.Tasks[id]
-			if texts {
+			if h != nil {
 				t = h.task(t, r)
 			}
 			if !yield(t) {

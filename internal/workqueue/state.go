@@ -788,8 +788,7 @@ func (s *State) SortedIDs() []string {
 func (p *TasksProjection) Freeze() (large bool) {
 	s := p.State()
 	if s.spill != nil {
-		s.spill.seal(s, s.decodedIDs())
-		return len(s.Tasks) >= 10_000
+		return len(s.Tasks) >= 10_000 // the first writer to need them whole seals the spill
 	}
 	for _, t := range s.Tasks {
 		t.Detail()
