@@ -101,6 +101,9 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 			name(l.ID)
 		}
 	}
+	if err := s.spill.seal(s, more); err != nil {
+		return err
+	}
 	tw := table.NewWriter(out, tasksMagic, n)
 	type key struct {
 		pos       uint32

@@ -15,7 +15,6 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
-	"github.com/spoolhq/spool/internal/table"
 )
 
 // A replay of 100,000 tasks holds their texts, details and half a million
@@ -173,25 +172,29 @@ func (sp *spill) apply(s *State, e *eventlog.Event) error {
 		}
 		*p = ""
 	}
-	enc := table.Enc{Buf: sp.buf[:0]}
+	b := sp.buf[:0]
 	for k, p := range spillTimes(x) {
 		switch {
 		case p.Location() == unchangedZone:
 		case !p.IsZero() || !fresh:
-			enc.Buf = enc.Buf[:0]
-			enc.Time(*p)
-			sp.put(t.ord, byte(spillNumStrings+k), unsafe.String(unsafe.SliceData(enc.Buf), len(enc.Buf)))
+			// As the event had it, offset and all: the fold in memory
+			// writes tasks.json from the time itself.
+			var err error
+			if b, err = p.AppendBinary(b[:0]); err != nil && sp.err == nil {
+				sp.err = fmt.Errorf("spill: %w", err)
+			}
+			sp.put(t.ord, byte(spillNumStrings+k), unsafe.String(unsafe.SliceData(b), len(b)))
 		}
 	}
 	if x.numComments > 0 {
-		enc.Buf = binary.AppendUvarint(enc.Buf[:0], uint64(x.numComments))
-		enc.Buf = append(enc.Buf, x.comments...)
-		sp.put(t.ord, spillComments, unsafe.String(unsafe.SliceData(enc.Buf), len(enc.Buf)))
+		b = binary.AppendUvarint(b[:0], uint64(x.numComments))
+		b = append(b, x.comments...)
+		sp.put(t.ord, spillComments, unsafe.String(unsafe.SliceData(b), len(b)))
 	}
 	if cap(x.comments) > cap(sp.scratch) {
 		sp.scratch = x.comments[:0]
 	}
-	sp.buf = enc.Buf[:0]
+	sp.buf = b[:0]
 	t.detail, sp.detail = nil, TaskDetail{}
 	return sp.err
 }
@@ -215,6 +218,9 @@ func (sp *spill) put(ord int32, kind byte, b string) {
 // that needs the tasks whole does it; the table's writer meanwhile reads
 // who names whom, which needs no record.
 func (sp *spill) seal(s *State, ids []string) error {
+	if sp == nil {
+		return nil
+	}
 	sp.sealed.Do(func() {
 		if sp.err == nil {
 			sp.err = sp.sort(s, ids)
@@ -255,9 +261,11 @@ func (sp *spill) sort(s *State, ids []string) error {
 		return fmt.Errorf("spill: %w", err)
 	}
 	sp.files.sorted = f
+	// A buffer per window, 4 MiB in all: the windows grow in number with the tasks.
 	out := make([]*bufio.Writer, len(sp.wins))
+	size := max(4<<10, min(64<<10, (4<<20)/max(1, len(sp.wins))))
 	for k, w := range sp.wins {
-		out[k] = bufio.NewWriterSize(io.NewOffsetWriter(f, w.off), 64<<10)
+		out[k] = bufio.NewWriterSize(io.NewOffsetWriter(f, w.off), size)
 	}
 	var scratch [2*binary.MaxVarintLen64 + 1]byte
 	in := bufio.NewReaderSize(io.NewSectionReader(sp.files.log, 0, 1<<62), 1<<20)
@@ -312,7 +320,9 @@ func readHeader(in *bufio.Reader, h []byte) (ord, n uint64, _ []byte, err error)
 	return ord, n, binary.AppendUvarint(h, n), nil
 }
 
-// each is eachTask for a spilled state: more is every task, sorted.
+// each is eachTask for a spilled state: more is every task, sorted. The
+// writers seal first, so that an error is theirs to return; a read that
+// fails later panics, as a damaged table record does.
 func (sp *spill) each(s *State, more []string, texts bool) iter.Seq[*Task] {
 	return func(yield func(*Task) bool) {
 		var h *hydrator
@@ -423,7 +433,9 @@ func (h *hydrator) load() error {
 			case kind < spillNumStrings:
 				g.strs[kind] = unsafe.String(unsafe.SliceData(body), len(body))
 			case kind < spillComments:
-				g.times[kind-spillNumStrings] = table.NewDec(unsafe.String(unsafe.SliceData(body), len(body))).Time()
+				if err := g.times[kind-spillNumStrings].UnmarshalBinary(body); err != nil {
+					return err
+				}
 			default:
 				c, k := binary.Uvarint(body)
 				if k <= 0 {

@@ -208,3 +208,31 @@ func firstDiff(a, b []byte) int {
 	}
 	return min(len(a), len(b))
 }
+
+// A spilled time comes back as the event had it: a log line may carry an
+// offset, or a year past what a nanosecond count holds, and the fold in
+// memory writes tasks.json from the time itself.
+func TestSpilledTimesAsTheEventsHadThem(t *testing.T) {
+	for _, at := range []time.Time{
+		time.Date(2026, 3, 1, 11, 0, 0, 0, time.FixedZone("", 2*3600)),
+		time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC),
+	} {
+		var events []*eventlog.Event
+		for _, d := range []eventlog.Draft{
+			{Type: workqueue.TypeCreated, Subject: "sp-1", Data: workqueue.CreatedData{Title: "one", IssueType: "task"}},
+			{Type: workqueue.TypeClosed, Subject: "sp-1", Data: map[string]string{"reason": "done"}},
+		} {
+			e, err := d.Event("ada@example.com", at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.At = at // as a line with this "at" decodes
+			events = append(events, e)
+		}
+		want := foldAndWrite(t, events, "")
+		got := foldAndWrite(t, events, t.TempDir())
+		if !bytes.Equal(got[1], want[1]) || !bytes.Equal(got[0], want[0]) {
+			t.Errorf("%v: the spilled fold writes\n%s\nwant\n%s", at, got[1], want[1])
+		}
+	}
+}

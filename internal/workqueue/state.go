@@ -811,10 +811,14 @@ func (p *TasksProjection) Files() ([]projections.File, error) {
 // is 190 MB, which Save and Verify need never hold.
 func (p *TasksProjection) WriteFiles(emit func(path string, tracked bool, write func(w io.Writer) error) error) error {
 	return emit(".spool/state/tasks.json", false, func(w io.Writer) error {
+		s := p.State()
+		ids := s.decodedIDs()
+		if err := s.spill.seal(s, ids); err != nil {
+			return err
+		}
 		return jsonout.WriteSeq(w, func(yield func(any) bool) {
-			s := p.State()
 			var j TaskJSON // each written before the next
-			for t := range s.eachTask(s.decodedIDs()) {
+			for t := range s.eachTask(ids) {
 				t.recordInto(&j)
 				if !yield(&j) {
 					return
