@@ -154,9 +154,10 @@ func TestWatchHookPing(t *testing.T) {
 	waitFor(t, 10*time.Second, "spool watch did not promote the approved PRD", func() bool {
 		return strings.Contains(jobSpool(t, bin, dir, env, "--json", "prd", "show", "prd-a"), `"state": "queued"`)
 	})
-	if !strings.Contains(w.output(), "spool watch: PRD prd-a queued as ") {
-		t.Errorf("spool watch's output lacks the promotion:\n%s", w.output())
-	}
+	// It says so after the append that records it, which prd show saw.
+	waitFor(t, 5*time.Second, "spool watch's output to tell the promotion", func() bool {
+		return strings.Contains(w.output(), "spool watch: PRD prd-a queued as ")
+	})
 	if err := w.stop(t); err != nil {
 		t.Errorf("spool watch after SIGTERM: %v\n%s", err, w.output())
 	}
