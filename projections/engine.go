@@ -81,21 +81,6 @@ type Spiller interface {
 	Spill(dir string) error
 }
 
-// spill makes the Spillers among items spill, when the engine has a SpillDir.
-func (en *Engine) spill(items []*item) error {
-	if en.SpillDir == "" {
-		return nil
-	}
-	for _, it := range items {
-		if sp, ok := it.proj.(Spiller); ok {
-			if err := sp.Spill(en.SpillDir); err != nil {
-				return fmt.Errorf("%s: %w", it.spec.Name, err)
-			}
-		}
-	}
-	return nil
-}
-
 const progressEvery = 100_000
 
 // Key is a position in replay order.
@@ -857,14 +842,8 @@ func sweep(tmp string) {
 // returns how many events it applied. Unlike Replay's, its state is not
 // for deciding on: a Spiller's is on disk (SpillDir).
 func (en *Engine) Rebuild(ctx context.Context) (events int, err error) {
-	v, err := en.open(false, nil)
-	if err == nil {
-		err = en.spill(v.items)
-	}
+	v, err := en.fold(ctx, nil, true, nil)
 	if err != nil {
-		return 0, err
-	}
-	if _, err := en.apply(ctx, v.items, true, nil); err != nil {
 		return 0, err
 	}
 	return v.Events(), v.Save()
@@ -872,11 +851,24 @@ func (en *Engine) Rebuild(ctx context.Context) (events int, err error) {
 
 // Replay folds the whole log into fresh projections in memory.
 func (en *Engine) Replay(ctx context.Context, names ...string) (*View, error) {
+	return en.fold(ctx, names, false, nil)
+}
+
+// fold folds the whole log into fresh projections. With spill (a state
+// nobody decides on) and a SpillDir, the Spillers keep their bulk there.
+func (en *Engine) fold(ctx context.Context, names []string, spill bool, info *readInfo) (*View, error) {
 	v, err := en.open(false, names)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := en.apply(ctx, v.items, true, nil); err != nil {
+	for _, it := range v.items {
+		if sp, ok := it.proj.(Spiller); ok && spill && en.SpillDir != "" {
+			if err := sp.Spill(en.SpillDir); err != nil {
+				return nil, fmt.Errorf("%s: %w", it.spec.Name, err)
+			}
+		}
+	}
+	if _, err := en.apply(ctx, v.items, true, info); err != nil {
 		return nil, err
 	}
 	return v, nil

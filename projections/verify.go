@@ -109,15 +109,9 @@ func (en *Engine) VerifyAll(ctx context.Context) (*Verification, error) {
 		disk[i].state, disk[i].sum, disk[i].events = true, sum, it.cp.Events
 	}
 
-	fresh, err := en.open(false, nil)
-	if err == nil {
-		err = en.spill(fresh.items) // only compared: its state may spill
-	}
-	if err != nil {
-		return nil, err
-	}
 	var info readInfo
-	if _, err := en.apply(ctx, fresh.items, true, &info); err != nil {
+	fresh, err := en.fold(ctx, nil, true, &info) // only compared: its state may spill
+	if err != nil {
 		return nil, err
 	}
 	res := &Verification{Events: info.events, Files: info.files, Unclean: len(info.torn) > 0 || info.dropped > 0}
