@@ -16,7 +16,7 @@ import (
 // events. The fast path takes the forms spool writes; anything else (a key
 // spelt otherwise, a null, a number with a fraction) goes to json.Unmarshal,
 // so the result is always what json.Unmarshal gives. Strings without escapes
-// share the payload's bytes (the fold copies the short ones it keeps; see own).
+// share the payload's bytes (the fold copies the short ones it keeps).
 
 func decodeComment(data []byte, d *CommentData) error {
 	return unmarshal(data, d, func(d *CommentData, key string, v gjson.Result) bool {

@@ -149,9 +149,6 @@ func (sp *spill) apply(s *State, e *eventlog.Event) error {
 	if e.Type == TypeCreated || e.Type == TypeImported { // the events that make a task
 		t = s.Tasks[e.Subject]
 	}
-	if old != nil {
-		old.detail = nil
-	}
 	if t == nil {
 		return nil
 	}
@@ -160,10 +157,7 @@ func (sp *spill) apply(s *State, e *eventlog.Event) error {
 		t.ord = int32(len(sp.size))
 		sp.size = append(sp.size, 0)
 	}
-	x := t.detail
-	if x == nil {
-		x = &sp.detail // old, given back
-	}
+	x := t.detail // sp.detail, or a new task's own
 	for k, p := range spillStrings(t, x) {
 		switch {
 		case isUnchanged(*p):
@@ -195,7 +189,7 @@ func (sp *spill) apply(s *State, e *eventlog.Event) error {
 		sp.scratch = x.comments[:0]
 	}
 	sp.buf = b[:0]
-	t.detail, sp.detail = nil, TaskDetail{}
+	t.detail = nil
 	return sp.err
 }
 

@@ -457,12 +457,12 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 		if t != nil || decodeCreated(e.Data, &d) != nil {
 			return // a duplicate id or bad data: the first create wins
 		}
-		t = &Task{ID: id, Title: d.Title, Status: StatusOpen, Priority: d.Priority, Type: own(d.IssueType),
-			Labels: ownAll(NormLabels(d.Labels)), CreatedAt: e.At, Parent: own(d.Parent),
+		t = &Task{ID: id, Title: d.Title, Status: StatusOpen, Priority: d.Priority, Type: strings.Clone(d.IssueType),
+			Labels: cloneAll(NormLabels(d.Labels)), CreatedAt: e.At, Parent: strings.Clone(d.Parent),
 			detail: &TaskDetail{Description: d.Description, Design: d.Design, Acceptance: d.Acceptance, Notes: d.Notes,
 				Assignee: d.Assignee, CreatedBy: e.Actor, Owner: cmp.Or(d.Owner, e.Actor), UpdatedAt: e.At}}
 		for _, b := range d.Deps {
-			t.addBlocker(Dep{ID: own(b), At: e.At, By: e.Actor})
+			t.addBlocker(Dep{ID: strings.Clone(b), At: e.At, By: e.Actor})
 		}
 		s.Tasks[id] = t
 		return
@@ -506,9 +506,9 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 			t.Priority = *d.Priority
 		}
 		if d.Status != nil {
-			t.setStatus(own(*d.Status), e.At, "")
+			t.setStatus(strings.Clone(*d.Status), e.At, "")
 		}
-		t.Labels = NormLabels(append(t.Labels, ownAll(d.AddLabels)...))
+		t.Labels = NormLabels(append(t.Labels, cloneAll(d.AddLabels)...))
 		t.Labels = slices.DeleteFunc(t.Labels, func(l string) bool { return slices.Contains(d.RemoveLabels, l) })
 		if d.labelsOnly() {
 			return // labels are not the issue's row: bd leaves updated_at
@@ -720,14 +720,12 @@ func (t *Task) unassign() {
 	t.Detail().Assignee, t.LeaseUntil = "", time.Time{}
 }
 
-// own copies a string the fold keeps in a task out of its event's payload,
-// which it shares (see unmarshal): a status or a label must not keep the
-// payload, texts and all, for as long as the task lives.
-func own(s string) string { return strings.Clone(s) }
-
-func ownAll(ss []string) []string {
+// cloneAll gives each string its own bytes: the fold's payload strings
+// share the payload's (see unmarshal), and a label kept for as long as
+// the task lives must not keep the payload, texts and all.
+func cloneAll(ss []string) []string {
 	for i, s := range ss {
-		ss[i] = own(s)
+		ss[i] = strings.Clone(s)
 	}
 	return ss
 }
