@@ -57,6 +57,11 @@ func checkFile(path string, rep *CheckReport) error {
 		return err
 	}
 	defer f.Close()
+	return checkLines(f, path, rep)
+}
+
+// checkLines judges the lines of the writer file named path, read from f.
+func checkLines(f io.Reader, path string, rep *CheckReport) error {
 	add := func(line int, format string, args ...any) {
 		rep.Problems = append(rep.Problems, Problem{Path: path, Line: line, Message: fmt.Sprintf(format, args...)})
 	}

@@ -1,4 +1,4 @@
-// Package eventlog is spool's append-only log: JSON Lines under .spool/events/,
+// Package eventlog is spool's append-only log: JSON Lines under .git/spool/events/,
 // one file per writer, appended under a file lock and acknowledged after fsync.
 package eventlog
 

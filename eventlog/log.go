@@ -372,6 +372,20 @@ func (l *Log) Begin(ctx context.Context) (*Session, error) {
 	return s, nil
 }
 
+// TryBegin is Begin when the lock is free at once; ok is false otherwise.
+func (l *Log) TryBegin() (s *Session, ok bool, err error) {
+	lock := flock.New(l.LockPath())
+	if ok, err = l.tryLock(lock); err != nil || !ok {
+		return nil, false, err
+	}
+	s = &Session{log: l, lock: lock}
+	if err := s.load(); err != nil {
+		s.Close()
+		return nil, false, err
+	}
+	return s, true, nil
+}
+
 // Lock takes the log's lock without reading the log, for readers that need
 // a still log (verify); the returned function releases it.
 func (l *Log) Lock(ctx context.Context) (func(), error) {
@@ -386,18 +400,22 @@ func (l *Log) Lock(ctx context.Context) (func(), error) {
 // left to the next command (a read saving its projections).
 func (l *Log) TryLock() (unlock func(), ok bool, err error) {
 	lock := flock.New(l.LockPath())
-	ok, err = lock.TryLock()
-	if errors.Is(err, fs.ErrNotExist) {
-		// First use in this clone (a fresh clone's first command is a read).
-		if err := os.MkdirAll(l.opt.PrivateDir, 0o755); err != nil {
-			return nil, false, err
-		}
-		ok, err = lock.TryLock()
-	}
-	if err != nil || !ok {
+	if ok, err = l.tryLock(lock); err != nil || !ok {
 		return nil, false, err
 	}
 	return func() { lock.Unlock() }, true, nil
+}
+
+func (l *Log) tryLock(lock *flock.Flock) (bool, error) {
+	ok, err := lock.TryLock()
+	if errors.Is(err, fs.ErrNotExist) {
+		// First use in this clone (a fresh clone's first command is a read).
+		if err := os.MkdirAll(l.opt.PrivateDir, 0o755); err != nil {
+			return false, err
+		}
+		ok, err = lock.TryLock()
+	}
+	return ok, err
 }
 
 func (l *Log) lock(ctx context.Context) (*flock.Flock, error) {

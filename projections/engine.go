@@ -34,13 +34,13 @@ type Projection interface {
 	// MarshalState and UnmarshalState persist the state between commands.
 	MarshalState() ([]byte, error)
 	UnmarshalState([]byte) error
-	// Files renders the public files, paths relative to the repository root.
+	// Files renders the public files (see File for where they go).
 	Files() ([]File, error)
 }
 
 // File is one rendered projection file.
 type File struct {
-	Path    string // slash-separated, relative to the repository root
+	Path    string // slash-separated: relative to Engine.Root when tracked, to Engine.FilesDir otherwise
 	Data    []byte
 	Tracked bool // committed to git (verify always compares it)
 }
@@ -63,7 +63,8 @@ type Spec struct {
 // Engine keeps projections up to date with the log.
 type Engine struct {
 	Log      *eventlog.Log
-	Root     string // repository root; File paths are relative to it
+	Root     string // repository root, where tracked files go
+	FilesDir string // where the files nobody commits go ("": Root)
 	StateDir string // where snapshots live
 	Specs    []Spec
 	// Progress, when set, is called every progressEvery events of a rebuild,
@@ -72,6 +73,14 @@ type Engine struct {
 	// SpillDir, when set, is where a Spiller keeps the bulk of its state
 	// while Rebuild or Verify folds the whole log.
 	SpillDir string
+}
+
+// FilePath is where the file at path goes.
+func (en *Engine) FilePath(path string, tracked bool) string {
+	if tracked || en.FilesDir == "" {
+		return filepath.Join(en.Root, filepath.FromSlash(path))
+	}
+	return filepath.Join(en.FilesDir, filepath.FromSlash(path))
 }
 
 // Spiller is a projection that can keep the bulk of its state in a file
@@ -773,7 +782,7 @@ func (v *View) Save() error {
 		// StateWriter's never whole in memory).
 		files := func() error {
 			return eachFile(it.spec.Name, it.proj, func(path string, tracked bool, write func(io.Writer) error) error {
-				full := filepath.Join(v.en.Root, filepath.FromSlash(path))
+				full := v.en.FilePath(path, tracked)
 				if !tracked {
 					return batch.WriteStream(full, 0o644, write, nil)
 				}

@@ -574,10 +574,10 @@ func TestVerify(t *testing.T) {
 	})
 	t.Run("hand-edited file", func(t *testing.T) {
 		f := setup(t)
-		path := filepath.Join(f.root, ".spool", "state", "stats.json")
+		path := filepath.Join(f.root, "stats.json")
 		b, _ := os.ReadFile(path)
 		os.WriteFile(path, bytes.Replace(b, []byte(`"events": 6`), []byte(`"events": 7`), 1), 0o644)
-		mustDiffer(t, f, "stats", ".spool/state/stats.json", "differs from a fresh replay")
+		mustDiffer(t, f, "stats", "stats.json", "differs from a fresh replay")
 	})
 	t.Run("deleted tracked file", func(t *testing.T) {
 		f := setup(t)

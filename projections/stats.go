@@ -56,5 +56,5 @@ func (s *Stats) Files() ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []File{{Path: ".spool/state/stats.json", Data: append(b, '\n')}}, nil
+	return []File{{Path: "stats.json", Data: append(b, '\n')}}, nil
 }

@@ -131,9 +131,10 @@ func (en *Engine) VerifyAll(ctx context.Context) (*Verification, error) {
 				if !d.current && !tracked {
 					return nil
 				}
-				problem, err := en.compareFile(path, write)
+				full := en.FilePath(path, tracked)
+				problem, err := en.compareFile(full, write)
 				if err == nil && problem != "" {
-					diffs = append(diffs, Difference{it.spec.Name, path, problem})
+					diffs = append(diffs, Difference{it.spec.Name, en.shown(full), problem})
 				}
 				return err
 			})
@@ -161,10 +162,18 @@ func (en *Engine) VerifyAll(ctx context.Context) (*Verification, error) {
 	return res, nil
 }
 
-// compareFile compares the file at path (relative to the root) with what
-// write writes: "" when equal, else the problem.
-func (en *Engine) compareFile(path string, write func(io.Writer) error) (string, error) {
-	full := filepath.Join(en.Root, filepath.FromSlash(path))
+// shown is a file's path as reports give it: relative to the repository
+// root when it is under it.
+func (en *Engine) shown(full string) string {
+	if rel, err := filepath.Rel(en.Root, full); err == nil && filepath.IsLocal(rel) {
+		return filepath.ToSlash(rel)
+	}
+	return full
+}
+
+// compareFile compares the file at full with what write writes: "" when
+// equal, else the problem.
+func (en *Engine) compareFile(full string, write func(io.Writer) error) (string, error) {
 	same, err := compareWith(full)
 	if err != nil {
 		return "", err

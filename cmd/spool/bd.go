@@ -125,7 +125,7 @@ func runBD(ctx context.Context, name string, args []string, dir, actor string, s
 	}
 	if cli.DB != "" {
 		return reportBD(stdout, stderr, cli.JSON, name, fault.Usagef(fault.CodeUsage,
-			"--db %s: spool keeps its tasks in its event log (.spool/events), not a database; drop --db", cli.DB))
+			"--db %s: spool keeps its tasks in its event log (.git/spool/events), not a database; drop --db", cli.DB))
 	}
 	// bd's --actor, spool's, $BD_ACTOR, $SPOOL_ACTOR; then git user.email.
 	actor = cmp.Or(strings.TrimSpace(cli.Actor), strings.TrimSpace(actor),

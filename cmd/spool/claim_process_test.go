@@ -325,8 +325,8 @@ func TestRemoteClaimsKilledMidway(t *testing.T) {
 			t.Fatalf("round %d (%s): the local log lost an acknowledged task", round, verb[0])
 		}
 		writer := strings.TrimSpace(string(must(os.ReadFile(filepath.Join(a, ".git", "spool", "writer")))))
-		local := string(must(os.ReadFile(filepath.Join(a, ".spool", "events", writer+".jsonl"))))
-		remote, _ := exec.Command("git", "--git-dir", r.Remote, "show", "spool:events/"+writer+".jsonl").Output()
+		local := string(must(os.ReadFile(filepath.Join(a, ".git", "spool", "events", writer+".jsonl"))))
+		remote, _ := exec.Command("git", "--git-dir", r.Remote, "show", "spool-log:events/"+writer+".jsonl").Output()
 		for _, id := range claimIDs(local) {
 			if !strings.Contains(string(remote), id) {
 				t.Fatalf("round %d (%s): claim %s is in the local log and not on the remote", round, verb[0], id)

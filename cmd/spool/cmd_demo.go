@@ -96,7 +96,7 @@ func (c *DemoCmd) Run(e *env) error {
 		fmt.Fprintf(e.stdout, "\n# done; %s is removed now (spool demo --keep DIR keeps it)\n", dir)
 		return nil
 	}
-	fmt.Fprintf(e.stdout, "\n# the log is in %s/.spool/events/, projections in %s/.spool/state/\n", root, root)
+	fmt.Fprintf(e.stdout, "\n# the log is in %s/.git/spool/events/ and on the branch spool-log (git log -p spool-log), projections in %s/.git/spool/state/\n", root, root)
 	fmt.Fprintf(e.stdout, "# look around: spool -C %s log --json\n", root)
 	return nil
 }

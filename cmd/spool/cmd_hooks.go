@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/hooks"
+	"github.com/spoolhq/spool/internal/fleet"
 	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/watch"
@@ -83,7 +84,11 @@ func (c *HookCmd) Run(e *env) error {
 	}
 	e.remoteClaims(st)
 	if c.Name == "pre-push" {
-		return prePush(e, st)
+		if err := prePush(e, st); err != nil {
+			return err
+		}
+		shareOnPush(e, st, c.Args)
+		return nil
 	}
 	// post-commit, post-merge, post-checkout, post-rewrite: git may have
 	// changed the log; bring projections up to date. A failure is reported
@@ -125,6 +130,22 @@ func hookPass(e *env, st *store.Store, hook string) {
 	}
 	if err := loop.Run(ctx); err != nil {
 		say("", err.Error())
+	}
+}
+
+// shareOnPush syncs the log with the remote git pushes to, when that is
+// the remote the log is shared through: a push of code shares the log too.
+// It never refuses the push: a sync that fails says so, and the next sync
+// (or claim, or spool watch) shares what this one could not.
+func shareOnPush(e *env, st *store.Store, args []string) {
+	o, err := fleet.OptionsFrom(e.ctx, st, "")
+	if err != nil || o.Remote == "" || len(args) == 0 || args[0] != o.Remote {
+		return
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, hookTimeout)
+	defer cancel()
+	if _, err := fleet.Sync(ctx, st, o); err != nil {
+		fmt.Fprintf(e.stderr, "spool: pre-push: the log was not shared (%v); spool sync shares it later\n", err)
 	}
 }
 

@@ -6,15 +6,14 @@ import (
 	"github.com/spoolhq/spool/internal/store"
 )
 
-// InitCmd creates .spool/ and registers the merge driver.
+// InitCmd creates .spool/config.json and this clone's log.
 type InitCmd struct{}
 
-// initNext tells a new user what to commit, once and from then on.
+// initNext tells a new user what to commit and how the log is shared.
 const initNext = `next:
-  commit spool's files once:  git add .spool .gitattributes && git commit -m "spool: init"
-  then commit .spool/events/ with your work: each clone appends only to its own
-  file there (.spool/events/<writer>.jsonl), so clones never conflict
-  optional: spool hooks install
+  commit the configuration once:  git add .spool && git commit -m "spool: init"
+  the log is not in your work tree: it lives in .git/spool/ and is committed on
+  the branch spool-log; spool sync shares it through origin (claims do too)
 `
 
 func (c *InitCmd) Run(e *env) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"text/tabwriter"
 
@@ -32,13 +33,14 @@ func (c *StatusCmd) Run(e *env) error {
 	}
 	if e.JSON {
 		return writeJSON(e.stdout, map[string]any{
-			"root": st.Repo.Root, "writer": writer, "events": stats.Events,
+			"root": st.Repo.Root, "log": st.Log.Dir(), "writer": writer, "events": stats.Events,
 			"by_type": stats.ByType, "by_writer": stats.ByWriter, "last_lc": stats.LastLC, "last_at": stats.LastAt,
 			"sync": synced,
 		})
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "repository\t%s\n", st.Repo.Root)
+	fmt.Fprintf(tw, "log\t%s\n", relTo(st.Repo.Root, st.Log.Dir()))
 	fmt.Fprintf(tw, "writer\t%s\n", writer)
 	last := "-"
 	if stats.LastAt != nil {
@@ -56,8 +58,8 @@ func (c *StatusCmd) Run(e *env) error {
 func syncLine(s fleet.Status) string {
 	remote := s.Remote + "/" + s.Branch
 	switch {
-	case s.Branch == "":
-		return "inline mode, and HEAD is not on a branch"
+	case s.Remote == "":
+		return "no remote: the log is committed on the local branch " + s.Branch + " (spool sync)"
 	case !s.Synced:
 		return "never synced with " + remote
 	case *s.Ahead == 0 && *s.Behind == 0:
@@ -73,4 +75,12 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// relTo is path relative to root when it is under it.
+func relTo(root, path string) string {
+	if rel, err := filepath.Rel(root, path); err == nil && filepath.IsLocal(rel) {
+		return rel
+	}
+	return path
 }

@@ -16,17 +16,24 @@ func (c *SyncCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	res, err := fleet.Sync(e.ctx, st, fleet.OptionsFrom(st, c.Remote))
+	o, err := fleet.OptionsFrom(e.ctx, st, c.Remote)
+	if err != nil {
+		return err
+	}
+	res, err := fleet.Sync(e.ctx, st, o)
 	if err != nil {
 		return err
 	}
 	if e.JSON {
 		return writeJSON(e.stdout, res)
 	}
-	if res.Received == 0 && res.Sent == 0 && res.Pushes == 0 {
+	switch {
+	case res.Remote == "" && res.Sent == 0:
+		fmt.Fprintf(e.stdout, "the local branch %s has every event (no remote to share it with)\n", res.Branch)
+	case res.Received == 0 && res.Sent == 0 && res.Pushes == 0:
 		fmt.Fprintf(e.stdout, "up to date with %s/%s\n", res.Remote, res.Branch)
-		return nil
+	default:
+		fmt.Fprintln(e.stdout, res.String())
 	}
-	fmt.Fprintf(e.stdout, "synced with %s/%s: received %d events, sent %d\n", res.Remote, res.Branch, res.Received, res.Sent)
 	return nil
 }

@@ -255,7 +255,7 @@ func TestJobCancelRunningKeepsDoneSegments(t *testing.T) {
 	}
 
 	s0 := j.Segs[0]
-	if want := ".spool/jobs/" + id + "/segment-0"; !s0.Done || s0.OutputDir != want || s0.ExitCode == nil || *s0.ExitCode != 0 {
+	if want := ".git/spool/jobs/" + id + "/segment-0"; !s0.Done || s0.OutputDir != want || s0.ExitCode == nil || *s0.ExitCode != 0 {
 		t.Errorf("segment 0 = %+v, want done with output_dir %s", s0, want)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(s0.OutputDir), "result")); err != nil || string(b) != "segment 0\n" {

@@ -306,15 +306,14 @@ func testKillRunner(t *testing.T, bin, at string) {
 	r.spool(r.root, later, "verify")
 }
 
-// Two clones each queue a worktree named wt, then pull each other's log:
-// two workspaces (each clone's own), two active entries, and spool verify
-// passes on both (the pre-push hook runs it), which fold to the same queue.
+// Two clones each queue a worktree named wt, then sync: two workspaces
+// (each clone's own), two active entries, and spool verify passes on
+// both, which fold to the same queue.
 func testClonesSameWorktreeName(t *testing.T, bin string) {
 	r := newProcRepo(t, bin)
 	a := r.root
 	b := filepath.Join(r.scratch, "clone-b")
 	r.git(r.scratch, "clone", "-q", r.remote, b)
-	r.spool(b, nil, "init") // registers the merge driver: git config is not cloned
 	for i, clone := range []string{a, b} {
 		wt := filepath.Join(r.scratch, fmt.Sprintf("wts-%d", i), "wt")
 		branch := fmt.Sprintf("wt-%d", i)
@@ -323,13 +322,9 @@ func testClonesSameWorktreeName(t *testing.T, bin string) {
 		r.git(wt, "add", "-A")
 		r.git(wt, "commit", "-q", "-m", branch+": change")
 		r.spool(wt, nil, "merge", "submit")
-		r.git(clone, "add", ".spool")
-		r.git(clone, "commit", "-q", "-m", "queue "+branch)
+		r.spool(clone, nil, "sync")
 	}
-	r.git(a, "push", "-q", "origin", "main")
-	r.git(b, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
-	r.git(b, "push", "-q", "origin", "main")
-	r.git(a, "pull", "-q", "--rebase", "origin", "main")
+	r.spool(a, nil, "sync")
 	lists := map[string]string{}
 	for _, clone := range []string{a, b} {
 		r.spool(clone, nil, "verify")

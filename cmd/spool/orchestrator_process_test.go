@@ -58,7 +58,7 @@ func orchRepo(t *testing.T, bin, mode string, priority int) (dir string, env []s
 // killSupervisors ends the agents a failed test left running: their
 // supervisors outlive a killed watch by design.
 func killSupervisors(dir string) {
-	files, _ := filepath.Glob(filepath.Join(dir, ".spool", "runs", "*", "attempt-*.supervisor.json"))
+	files, _ := filepath.Glob(filepath.Join(dir, ".git", "spool", "runs", "*", "attempt-*.supervisor.json"))
 	for _, f := range files {
 		var p orchestrator.Process
 		if b, err := os.ReadFile(f); err == nil && json.Unmarshal(b, &p) == nil {
@@ -138,7 +138,7 @@ func TestOrchestratorAgentSucceeds(t *testing.T) {
 	if files := gitOut(t, dir, "ls-tree", "--name-only", "spool/"+id); !strings.Contains(files, "work-"+id+".txt") {
 		t.Errorf("branch spool/%s has %q, want the agent's commit", id, files)
 	}
-	log, err := os.ReadFile(filepath.Join(dir, ".spool", "runs", "task-"+id, "attempt-1.log"))
+	log, err := os.ReadFile(filepath.Join(dir, ".git", "spool", "runs", "task-"+id, "attempt-1.log"))
 	if err != nil || !strings.Contains(string(log), "committed") {
 		t.Errorf("attempt-1.log: %v\n%s", err, log)
 	}
@@ -178,7 +178,7 @@ func TestOrchestratorFailingAgentBlocks(t *testing.T) {
 	if d.TaskID != id || d.TotalAttempts != 3 || !strings.Contains(d.LastFailureReason, "3 tests failed") {
 		t.Errorf("task.blocked = %s", blocked[0].Data)
 	}
-	log, _ := os.ReadFile(filepath.Join(dir, ".spool", "runs", "task-"+id, "attempt-2.log"))
+	log, _ := os.ReadFile(filepath.Join(dir, ".git", "spool", "runs", "task-"+id, "attempt-2.log"))
 	if !strings.Contains(string(log), "the last attempt failed: agent exited with status 1") {
 		t.Errorf("attempt 2 had no failure context:\n%s", log)
 	}
@@ -274,7 +274,7 @@ func TestOrchestratorKill9EachPhase(t *testing.T) {
 			w.kill(t)
 			var sup orchestrator.Process
 			if agent != 0 {
-				b, _ := os.ReadFile(orchestrator.SupervisorPath(filepath.Join(dir, ".spool", "runs", "task-"+id), 1))
+				b, _ := os.ReadFile(orchestrator.SupervisorPath(filepath.Join(dir, ".git", "spool", "runs", "task-"+id), 1))
 				json.Unmarshal(b, &sup)
 				if !proctest.Running(agent) || !proctest.Running(sup.PID) {
 					t.Fatalf("the agent (%d) or its supervisor (%d) died with watch", agent, sup.PID)

@@ -30,7 +30,7 @@ func syncClones(t *testing.T, bin string, n int) (r *gittest.Repo, clones []stri
 	r = gittest.New(t, nil)
 	env0 := []string{"SPOOL_ACTOR=agent0@example.com", "SPOOL_NOW="}
 	jobSpool(t, bin, r.Root, env0, "init")
-	r.Git(r.Root, "add", ".spool", ".gitattributes")
+	r.Git(r.Root, "add", ".spool")
 	r.Git(r.Root, "commit", "-q", "-m", "spool: init")
 	r.Git(r.Root, "push", "-q", "origin", "main")
 	clones, envs = []string{r.Root}, [][]string{env0}
@@ -43,17 +43,12 @@ func syncClones(t *testing.T, bin string, n int) (r *gittest.Repo, clones []stri
 	return r, clones, envs
 }
 
-// untouched is what sync must leave alone: HEAD, the index, and the work
-// tree outside .spool/events.
+// untouched is what sync must leave alone: HEAD, the index and the work
+// tree, where spool keeps nothing.
 func untouched(r *gittest.Repo, dir string) string {
 	r.T.Helper()
-	var keep []string
-	for _, l := range strings.Split(r.Git(dir, "status", "--porcelain", "--untracked-files=all"), "\n") {
-		if l != "" && !strings.Contains(l, ".spool/events/") {
-			keep = append(keep, l)
-		}
-	}
-	return r.Git(dir, "rev-parse", "HEAD") + "\n" + r.Git(dir, "diff", "--cached", "--name-status") + "\n" + strings.Join(keep, "\n")
+	return r.Git(dir, "rev-parse", "HEAD") + "\n" + r.Git(dir, "diff", "--cached", "--name-status") + "\n" +
+		r.Git(dir, "status", "--porcelain", "--untracked-files=all")
 }
 
 func taskTitles(t *testing.T, bin, dir string, env []string) []string {
@@ -120,7 +115,7 @@ func sameProjections(t *testing.T, bin string, clones []string, envs [][]string)
 		jobSpool(t, bin, clones[i], envs[i], "verify")
 		jobSpool(t, bin, clones[i], envs[i], "replay")
 		files := map[string]string{}
-		paths, _ := filepath.Glob(filepath.Join(clones[i], ".spool", "state", "*.json"))
+		paths, _ := filepath.Glob(filepath.Join(clones[i], ".git", "spool", "state", "*.json"))
 		for _, p := range paths {
 			files[filepath.Base(p)] = string(must(os.ReadFile(p)))
 		}
@@ -128,7 +123,7 @@ func sameProjections(t *testing.T, bin string, clones []string, envs [][]string)
 	}
 	ref := state(0)
 	if len(ref) == 0 {
-		t.Fatal("no projection files in .spool/state")
+		t.Fatal("no projection files in .git/spool/state")
 	}
 	for i := 1; i < len(clones); i++ {
 		got := state(i)
@@ -187,7 +182,7 @@ func killGroupButRemote(pgid int) {
 
 // Four clones add 25 tasks each, syncing every fifth add, all at once;
 // after a last round every clone has the 100 tasks, the same projections
-// and a log verify accepts, and sync touched nothing but .spool/events.
+// and a log verify accepts, and sync touched nothing in the work tree.
 func TestSyncFourClones(t *testing.T) {
 	if testing.Short() {
 		t.Skip("four clones")

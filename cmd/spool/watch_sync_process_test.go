@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// spool watch syncing on its own: only with sync.remote set, right after
-// an append, every sync.interval, and an unreachable remote is a warning.
+// spool watch syncing on its own: as it starts, right after an append,
+// every sync.interval; an unreachable remote is a warning.
 
 // remoteHas says whether the remote's branch holds text in dir's writer
 // file (path is the writer files' directory on that branch).
@@ -22,94 +22,73 @@ func remoteHas(remote, branch, path, dir, text string) bool {
 	return err == nil && strings.Contains(string(out), text)
 }
 
-// Without sync.remote, watch never syncs; with it, it syncs as it starts
-// and right after an append, long before sync.interval (an hour here).
-func TestWatchSyncOptIn(t *testing.T) {
+// A clone with a remote syncs as watch starts and right after an append,
+// long before sync.interval (an hour here); nobody configured anything.
+func TestWatchSyncs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}
 	bin := spoolBinary(t)
 	r, clones, envs := syncClones(t, bin, 1)
 	dir, env := clones[0], envs[0]
-	w := startWatch(t, bin, dir, env)
 	jobSpool(t, bin, dir, env, "task", "add", "kept here")
-	time.Sleep(1500 * time.Millisecond)
-	if err := w.stop(t); err != nil {
-		t.Fatalf("spool watch: %v\n%s", err, w.output())
-	}
-	if out, err := exec.Command("git", "-C", r.Remote, "branch", "--list", "spool").Output(); err != nil || len(out) > 0 {
-		t.Fatalf("watch without sync.remote made the sync branch: %q %v", out, err)
-	}
-
-	jobSpool(t, bin, dir, env, "config", "set", "sync.remote", "origin")
 	jobSpool(t, bin, dir, env, "config", "set", "sync.interval", "1h")
-	w = startWatch(t, bin, dir, env)
+	w := startWatch(t, bin, dir, env)
 	waitFor(t, 10*time.Second, "watch did not sync as it started", func() bool {
-		return remoteHas(r.Remote, "spool", "events", dir, "kept here")
+		return remoteHas(r.Remote, "spool-log", "events", dir, "kept here")
 	})
 	jobSpool(t, bin, dir, env, "task", "add", "shared at once")
 	waitFor(t, 10*time.Second, "watch did not sync after the append", func() bool {
-		return remoteHas(r.Remote, "spool", "events", dir, "shared at once")
+		return remoteHas(r.Remote, "spool-log", "events", dir, "shared at once")
 	})
 	if err := w.stop(t); err != nil {
 		t.Errorf("spool watch after SIGTERM: %v\n%s", err, w.output())
 	}
+	// The local branch follows what was pushed: the log is committed.
+	if local, remote := r.Git(dir, "rev-parse", "spool-log"), r.Git(r.Remote, "rev-parse", "spool-log"); local != remote {
+		t.Errorf("the local branch spool-log is at %s, the remote's at %s", local, remote)
+	}
 }
 
-// Two clones running spool watch with sync.remote set, each adding tasks:
-// both end with every task, and nobody ran spool sync. In branch mode and
-// in inline mode (where watch commits on the branch it runs on).
+// Two clones running spool watch, each adding tasks: both end with every
+// task, and nobody ran spool sync.
 func TestWatchSyncConverges(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}
 	bin := spoolBinary(t)
-	for _, mode := range []string{"branch", "inline"} {
-		t.Run(mode, func(t *testing.T) {
-			r, clones, envs := syncClones(t, bin, 2)
-			for i, dir := range clones {
-				for _, kv := range [][2]string{{"sync.remote", "origin"}, {"sync.interval", "1s"}, {"sync.mode", mode}} {
-					jobSpool(t, bin, dir, envs[i], "config", "set", kv[0], kv[1])
-				}
-			}
-			var watchers []*jobWorker
-			for i, dir := range clones {
-				watchers = append(watchers, startWatch(t, bin, dir, envs[i]))
-			}
-			var want []string
-			for k := range 3 {
-				for i, dir := range clones {
-					title := fmt.Sprintf("clone %d task %d", i, k)
-					jobSpool(t, bin, dir, envs[i], "task", "add", title)
-					want = append(want, title)
-				}
-			}
-			slices.Sort(want)
-			for i, dir := range clones {
-				waitFor(t, 30*time.Second, fmt.Sprintf("clone %d did not get every task", i), func() bool {
-					return slices.Equal(taskTitles(t, bin, dir, envs[i]), want)
-				})
-			}
-			for i, w := range watchers {
-				if err := w.stop(t); err != nil {
-					t.Errorf("clone %d's watch after SIGTERM: %v\n%s", i, err, w.output())
-				}
-				if out := w.output(); strings.Contains(out, "sync:") && !strings.Contains(out, "synced with") {
-					t.Errorf("clone %d's watch reported a failed sync:\n%s", i, out)
-				}
-			}
-			for i, dir := range clones {
-				jobSpool(t, bin, dir, envs[i], "verify")
-				if mode == "inline" {
-					if _, err := os.Stat(filepath.Join(dir, ".git", "MERGE_HEAD")); err == nil {
-						t.Errorf("clone %d has a merge in progress", i)
-					}
-					if changed := r.Git(dir, "diff", "--name-only", "HEAD~1", "HEAD"); !strings.HasPrefix(changed, ".spool/events/") {
-						t.Errorf("clone %d's last commit changed %q", i, changed)
-					}
-				}
-			}
+	_, clones, envs := syncClones(t, bin, 2)
+	for i, dir := range clones {
+		jobSpool(t, bin, dir, envs[i], "config", "set", "sync.interval", "1s")
+	}
+	var watchers []*jobWorker
+	for i, dir := range clones {
+		watchers = append(watchers, startWatch(t, bin, dir, envs[i]))
+	}
+	var want []string
+	for k := range 3 {
+		for i, dir := range clones {
+			title := fmt.Sprintf("clone %d task %d", i, k)
+			jobSpool(t, bin, dir, envs[i], "task", "add", title)
+			want = append(want, title)
+		}
+	}
+	slices.Sort(want)
+	for i, dir := range clones {
+		waitFor(t, 30*time.Second, fmt.Sprintf("clone %d did not get every task", i), func() bool {
+			return slices.Equal(taskTitles(t, bin, dir, envs[i]), want)
 		})
+	}
+	for i, w := range watchers {
+		if err := w.stop(t); err != nil {
+			t.Errorf("clone %d's watch after SIGTERM: %v\n%s", i, err, w.output())
+		}
+		if out := w.output(); strings.Contains(out, "sync:") && !strings.Contains(out, "synced with") {
+			t.Errorf("clone %d's watch reported a failed sync:\n%s", i, out)
+		}
+	}
+	for i, dir := range clones {
+		jobSpool(t, bin, dir, envs[i], "verify")
 	}
 }
 

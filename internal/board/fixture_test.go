@@ -74,10 +74,7 @@ func fixtureConfig() string {
 func newFixture(t *testing.T, change ...func(*board.Options)) *fixture {
 	t.Helper()
 	repo := gittest.New(t, map[string]string{
-		".spool/config.json":     fixtureConfig(),
-		".spool/.gitignore":      "state/\nruns/\njobs/\n",
-		".spool/events/.gitkeep": "",
-		".gitattributes":         ".spool/events/*.jsonl merge=spool\n",
+		".spool/config.json": fixtureConfig(),
 	})
 	f := &fixture{t: t, repo: repo, now: t0}
 	f.st = f.open()

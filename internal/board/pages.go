@@ -257,7 +257,7 @@ func loadOrchestrator(ctx context.Context, env store.Env, r *http.Request) (any,
 	}
 	d := OrchestratorData{Status: status, State: st, Enabled: o.Policy.Enabled()}
 	if a := st.ActiveTask; a != nil {
-		if path, ok := agentOutput(env.Store.Repo.WorkTree, a); ok {
+		if path, ok := agentOutput(store.RunsDir(env.Store.Repo), a); ok {
 			d.Tail = orchservice.Tail(path, tailLines, tailBytes)
 		}
 	}
@@ -265,15 +265,15 @@ func loadOrchestrator(ctx context.Context, env store.Env, r *http.Request) (any,
 }
 
 // agentOutput is the active attempt's output file where spool watch puts
-// it, under .spool/runs: never the path the log names (anyone who can push
-// an event could name any file), and only a regular file inside runs once
-// links are resolved.
-func agentOutput(root string, a *orchestrator.Active) (string, bool) {
-	runs, err := filepath.EvalSymlinks(filepath.Join(root, ".spool", "runs"))
+// it, under runs (store.RunsDir): never the path the log names (anyone who
+// can push an event could name any file), and only a regular file inside
+// runs once links are resolved.
+func agentOutput(runsDir string, a *orchestrator.Active) (string, bool) {
+	runs, err := filepath.EvalSymlinks(runsDir)
 	if err != nil {
 		return "", false
 	}
-	path, err := filepath.EvalSymlinks(orchestrator.LogPath(orchestrator.RunDir(root, a.TaskID), a.Attempt))
+	path, err := filepath.EvalSymlinks(orchestrator.LogPath(orchestrator.RunDir(runsDir, a.TaskID), a.Attempt))
 	if err != nil {
 		return "", false
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/orchestrator"
+	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/projections"
 
 	"github.com/spoolhq/spool/internal/workqueue"
@@ -308,13 +309,12 @@ func TestPagesEscape(t *testing.T) {
 // pointing at another file shows nothing of it.
 func TestOrchestratorOutputTail(t *testing.T) {
 	f := newFixture(t)
-	root := f.st.Repo.WorkTree
 	secret := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(secret, []byte("do not show this\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	id := f.add(workqueue.NewTask{Title: "agent work"})
-	run := orchestrator.RunDir(root, id)
+	run := orchestrator.RunDir(store.RunsDir(f.st.Repo), id)
 	env := f.env(alice)
 	if _, _, err := env.Write(context.Background(), nil, func(*projections.View, string) ([]eventlog.Draft, error) {
 		return []eventlog.Draft{
@@ -338,12 +338,12 @@ func TestOrchestratorOutputTail(t *testing.T) {
 	if !strings.Contains(page.body, "compiling\ntests pass &lt;b&gt;") || strings.Contains(page.body, "do not show this") {
 		t.Fatalf("the view lacks the agent's own output:\n%s", page.body)
 	}
-	// A link out of .spool/runs is not followed.
+	// A link out of the runs directory is not followed.
 	os.Remove(orchestrator.LogPath(run, 1))
 	if err := os.Symlink(secret, orchestrator.LogPath(run, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if page = f.get("/orchestrator"); strings.Contains(page.body, "do not show this") {
-		t.Fatalf("the view followed a link out of .spool/runs:\n%s", page.body)
+		t.Fatalf("the view followed a link out of the runs directory:\n%s", page.body)
 	}
 }

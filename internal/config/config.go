@@ -86,7 +86,7 @@ func init() {
 	Register(
 		Key{Name: "lock.timeout", Kind: Duration, Default: 10 * time.Second, Min: Min(0.001), Max: Max(3600),
 			Help: "how long a command waits for the log's lock"},
-		Key{Name: "hooks.verify_on_push", Kind: Bool, Default: true, Help: "pre-push refuses a push when spool verify fails"},
+		Key{Name: "hooks.verify_on_push", Kind: Bool, Default: false, Help: "pre-push refuses a push when spool verify fails (off: a log problem never stops a push of code; CI runs spool verify)"},
 	)
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
-	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/store"
 )
 
@@ -23,27 +22,47 @@ import (
 // and no claim is in a local log that the remote does not have.
 type Claims struct {
 	st *store.Store
-	o  Options
+	o  Options // resolved at the first claim
 	// Offline claims locally without asking the remote (--offline);
 	// OfflineLocal does so when the remote cannot be reached
 	// (sync.offline_claims = local). Either warns.
 	Offline, OfflineLocal bool
 	Warn                  func(string)
 	cache                 *cache
-	checked               bool // the remote exists
+	required              bool // sync.claims = remote: a clone without a remote cannot claim
+	resolved              bool
+	err                   error
 }
 
-// ClaimsFrom reads sync.claims: nil when claims are local.
+// ClaimsFrom reads sync.claims: nil when claims are local. The default,
+// auto, claims through the remote whenever the clone has one (sync.remote,
+// or merge.remote when git has it), so that two clones never both hold one
+// task, entry, job or promotion; a clone with no remote claims locally.
+// Which remote is worked out at the first claim: most commands claim
+// nothing.
 func ClaimsFrom(st *store.Store, offline bool, warn func(string)) *Claims {
-	if st.Config.String("sync.claims") != ClaimsRemote {
+	mode := st.Config.String("sync.claims")
+	if mode == ClaimsLocal {
 		return nil
 	}
-	o := OptionsFrom(st, "")
-	return &Claims{st: st, o: o, Offline: offline, OfflineLocal: st.Config.String("sync.offline_claims") == OfflineLocal, Warn: warn}
+	return &Claims{st: st, required: mode == ClaimsRemote, Offline: offline, OfflineLocal: st.Config.String("sync.offline_claims") == OfflineLocal, Warn: warn}
+}
+
+// options resolves the remote once: a worker claims many times.
+func (c *Claims) options(ctx context.Context) (Options, error) {
+	if !c.resolved {
+		c.o, c.err = OptionsFrom(ctx, c.st, "")
+		if c.err == nil && c.o.Remote == "" && c.required {
+			c.err = unknownRemote(c.st.Config.String("merge.remote"))
+		}
+		c.resolved = true
+	}
+	return c.o, c.err
 }
 
 // Values of sync.claims and sync.offline_claims.
 const (
+	ClaimsAuto    = "auto"
 	ClaimsLocal   = "local"
 	ClaimsRemote  = "remote"
 	OfflineRefuse = "refuse"
@@ -55,27 +74,28 @@ const (
 func (c *Claims) Patience() time.Duration { return 30 * time.Second }
 
 // Prepare brings the remote's events into the local log (the caller holds
-// the log's lock) and returns what publishes the claim there.
-func (c *Claims) Prepare(ctx context.Context) (func(writer string, lines []byte) error, error) {
+// the log's lock: sess) and returns what publishes the claim there.
+func (c *Claims) Prepare(ctx context.Context, sess *eventlog.Session) (func(writer string, lines []byte) error, error) {
+	if _, err := c.options(ctx); err != nil || c.o.Remote == "" {
+		return nil, err // no remote: the claim is local, and exclusive, since this clone is the only one
+	}
 	if c.Offline {
 		c.Warn(fmt.Sprintf("--offline: the claim is local, not taken through %s/%s; another machine may claim the same", c.o.Remote, c.o.Branch))
 		return nil, nil
 	}
 	dir := c.st.Repo.Root
-	if !c.checked {
-		if c.o.Remote == "" || !git.RemoteExists(ctx, dir, c.o.Remote) {
-			return nil, unknownRemote(c.o.Remote)
-		}
-		c.checked = true // once: a worker claims many times
-	}
 	if c.cache == nil {
 		c.cache = loadCache(c.st)
 	}
-	tip, remote, err := fetch(ctx, c.st, c.o, eventsDir)
+	tip, remote, err := fetch(ctx, c.st, c.o)
 	if err != nil {
 		return c.offline(err)
 	}
-	snaps, _, err := integrateLocked(ctx, c.st, remote, c.cache)
+	snaps, _, err := integrateIn(ctx, c.st, sess, c.o, remote, tip, c.cache)
+	if err != nil {
+		return nil, err
+	}
+	parents, err := parentsOf(ctx, c.st, c.o, tip)
 	if err != nil {
 		return nil, err
 	}
@@ -89,14 +109,17 @@ func (c *Claims) Prepare(ctx context.Context) (func(writer string, lines []byte)
 		if err != nil {
 			return err
 		}
-		commit, err := push(ctx, dir, c.o, tree, tip, fmt.Sprintf("spool claim: %d events by %s", bytes.Count(lines, []byte{'\n'}), writer))
+		commit, err := push(ctx, dir, c.o, tree, parents, fmt.Sprintf("spool claim: %d events by %s", bytes.Count(lines, []byte{'\n'}), writer))
 		if err != nil {
 			if _, err := c.offline(err); err == nil {
 				return nil // claimed locally, with a warning
 			}
 			return err
 		}
-		track(ctx, c.st, c.o, commit)
+		track(ctx, c.st, c.o, commit, snaps[:len(snaps)-1]) // the claim's own file is not on disk yet
+		if err := follow(ctx, c.st, c.o, commit); err != nil {
+			c.Warn(err.Error())
+		}
 		c.cache.expect(snaps[len(snaps)-1])
 		c.cache.see(TrackingRef(c.o), commit, snapLines(snaps)) // spool status counts from it
 		c.cache.save()

@@ -13,9 +13,8 @@ import (
 // Status is how far the local log is ahead of and behind the remote, as
 // the last sync saw the remote: spool status reads no network.
 type Status struct {
-	Remote string `json:"remote"`
-	Branch string `json:"branch"` // "" in inline mode with HEAD not on a branch
-	Mode   string `json:"mode"`
+	Remote string `json:"remote"` // "" when the clone has none
+	Branch string `json:"branch"`
 	Synced bool   `json:"synced"`           // a sync has seen the remote's branch
 	Commit string `json:"commit,omitempty"` // the remote's tip then
 	Ahead  *int   `json:"ahead,omitempty"`  // events here the remote lacked
@@ -72,7 +71,7 @@ func (c *cache) count(ctx context.Context, repo string, remote map[string]git.Bl
 		if err != nil {
 			return err
 		}
-		c.lines[b.Hash] = bytes.Count(whole(content), []byte{'\n'})
+		c.lines[b.Hash] = bytes.Count(eventlog.Whole(content), []byte{'\n'})
 	}
 	return nil
 }
@@ -91,25 +90,32 @@ func snapLines(snaps []snapshot) map[string]int {
 // with the remote's branch as last fetched: the sync cache when it knows
 // that commit, otherwise the tracking ref's tree.
 func SyncStatus(ctx context.Context, st *store.Store, local map[string]int) (Status, error) {
-	o := OptionsFrom(st, "")
-	s := Status{Remote: o.Remote, Branch: o.Branch, Mode: o.Mode}
-	dir := eventsDir
-	if o.Mode == ModeInline {
-		branch, ok := git.HeadBranch(st.Repo)
-		if !ok {
-			s.Branch = ""
-			return s, nil
-		}
-		s.Branch, o.Branch, dir = branch, branch, inlineEventsDir
-	}
-	commit, ok := git.ReadRef(ctx, st.Repo, TrackingRef(o))
-	if !ok {
-		return s, nil // never synced (or the ref is gone): nothing to compare with
-	}
-	c := loadCache(st)
-	remote, err := linesAt(ctx, st.Repo.Root, commit, dir, c)
-	if err != nil {
+	o, err := OptionsFrom(ctx, st, "")
+	s := Status{Remote: o.Remote, Branch: o.Branch}
+	if err != nil || o.Remote == "" {
 		return s, err
+	}
+	// spool's copy of the remote's branch (its last sync or claim), or git's
+	// (the user's last fetch or pull): the remote's branch only grows, so
+	// the copy with more events is the later one.
+	c := loadCache(st)
+	var commit string
+	var remote map[string]int
+	for _, ref := range []string{TrackingRef(o), "refs/remotes/" + o.Remote + "/" + o.Branch} {
+		tip, ok := git.ReadRef(ctx, st.Repo, ref)
+		if !ok || tip == commit {
+			continue
+		}
+		lines, err := linesAt(ctx, st.Repo.Root, tip, eventsDir, c)
+		if err != nil {
+			return s, err
+		}
+		if remote == nil || total(lines) > total(remote) {
+			commit, remote = tip, lines
+		}
+	}
+	if remote == nil {
+		return s, nil // never synced (or the refs are gone): nothing to compare with
 	}
 	ahead, behind := aheadBehind(local, remote)
 	s.Synced, s.Commit, s.Ahead, s.Behind = true, commit, &ahead, &behind
@@ -144,4 +150,11 @@ func aheadBehind(local, remote map[string]int) (ahead, behind int) {
 		behind += max(n-local[w], 0)
 	}
 	return ahead, behind
+}
+
+func total(lines map[string]int) (n int) {
+	for _, k := range lines {
+		n += k
+	}
+	return n
 }

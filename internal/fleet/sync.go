@@ -1,8 +1,10 @@
 // Package fleet shares one log among machines through the git remote the
-// team already has: spool sync commits the writer files to a branch of
-// their own (sync.branch) with git plumbing, never touching the work tree,
-// the index or HEAD, and brings the other writers' files from it into the
-// local log.
+// team already has. The log is committed on a branch of its own
+// (sync.branch, "spool-log": events/<writer>.jsonl) with git plumbing, never
+// touching the work tree, the index or HEAD; spool sync brings the other
+// writers' files from the remote's copy of that branch into the local log,
+// commits the local files on the fetched tip and pushes without force.
+// Without a remote, sync commits the local branch alone.
 package fleet
 
 import (
@@ -31,87 +33,110 @@ var (
 	CodeRemoteUnreachable = fault.Register(fault.Environment, "remote_unreachable")
 	CodeSyncContended     = fault.Register(fault.Environment, "sync_contended")
 	CodeUnknownRemote     = fault.Register(fault.Usage, "unknown_remote")
+	CodeSyncBranchForeign = fault.Register(fault.Environment, "sync_branch_not_spool")
 )
 
 // eventsDir is where the sync branch keeps the writer files.
-const eventsDir = "events"
+const eventsDir = store.SyncBranchDir
 
 // Result is what one sync did.
 type Result struct {
-	Remote   string `json:"remote"`
+	Remote   string `json:"remote"` // "" when there is none: the local branch alone
 	Branch   string `json:"branch"`
-	Mode     string `json:"mode"`
 	Received int    `json:"received"` // events brought into the local log
-	Sent     int    `json:"sent"`     // events the remote did not have
+	Sent     int    `json:"sent"`     // events the remote (or the local branch) did not have
 	Commit   string `json:"commit"`   // the branch's tip after the sync
 	Pushes   int    `json:"pushes"`   // attempts, retries included
 }
 
+// String says what the sync did, in a line.
+func (r Result) String() string {
+	if r.Remote == "" {
+		return fmt.Sprintf("committed %d events on the local branch %s (no remote to share it with)", r.Sent, r.Branch)
+	}
+	return fmt.Sprintf("synced with %s/%s: received %d events, sent %d", r.Remote, r.Branch, r.Received, r.Sent)
+}
+
 // Options are a sync's settings.
 type Options struct {
-	Remote string
-	Branch string // the sync branch; inline mode uses the current branch
-	Mode   string // ModeBranch or ModeInline
+	Remote string // "": none configured, the sync commits the local branch only
+	Branch string // the sync branch
 	// Attempts bounds the fetch → integrate → push rounds when other
 	// machines keep moving the branch.
 	Attempts int
 }
 
-// OptionsFrom reads sync.* (sync.remote defaults to merge.remote).
-func OptionsFrom(st *store.Store, remote string) Options {
-	if remote == "" {
-		remote = st.Config.String("sync.remote")
+// OptionsFrom reads sync.*: the remote is remote when given, else
+// sync.remote, else merge.remote when git has such a remote. Only a remote
+// someone named (remote or sync.remote) must exist.
+func OptionsFrom(ctx context.Context, st *store.Store, remote string) (Options, error) {
+	o := Options{Remote: remote, Branch: st.Config.String("sync.branch"), Attempts: 10}
+	if o.Remote == "" {
+		o.Remote = st.Config.String("sync.remote")
 	}
-	if remote == "" {
-		remote = st.Config.String("merge.remote")
+	if o.Remote != "" {
+		if !git.RemoteExists(ctx, st.Repo.Root, o.Remote) {
+			return o, unknownRemote(o.Remote)
+		}
+		return o, nil
 	}
-	return Options{Remote: remote, Branch: st.Config.String("sync.branch"), Mode: st.Config.String("sync.mode"), Attempts: 10}
+	if r := st.Config.String("merge.remote"); r != "" && git.RemoteExists(ctx, st.Repo.Root, r) {
+		o.Remote = r
+	}
+	return o, nil
 }
 
 // TrackingRef is spool's copy of the remote's sync branch as last seen.
 func TrackingRef(o Options) string { return "refs/spool/sync/" + o.Remote + "/" + o.Branch }
 
+// LocalRef is the local sync branch: the log as this clone last committed it.
+func LocalRef(o Options) string { return "refs/heads/" + o.Branch }
+
 // Sync shares the log through the remote's sync branch: fetch, bring the
 // other writers' events in, commit the local files on the fetched tip,
 // push without force; a push refused because the branch moved starts the
-// round again after a jittered pause.
+// round again after a jittered pause. The local branch follows what was
+// pushed. Without a remote it commits the local branch alone. The network
+// is used without the log's lock held; the lock is held only to bring
+// events in and to read the files to commit.
 func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
-	res := Result{Remote: o.Remote, Branch: o.Branch, Mode: ModeBranch}
-	dir := st.Repo.Root
-	if o.Remote == "" || !git.RemoteExists(ctx, dir, o.Remote) {
-		return res, unknownRemote(o.Remote)
-	}
-	if o.Mode == ModeInline {
-		return syncInline(ctx, st, o)
-	}
+	res := Result{Remote: o.Remote, Branch: o.Branch}
 	cache := loadCache(st)
 	defer cache.save()
+	if o.Remote == "" {
+		return commitLocal(ctx, st, o, cache)
+	}
+	dir := st.Repo.Root
 	for attempt := range max(o.Attempts, 1) {
 		if err := pause(ctx, attempt); err != nil {
 			return res, err
 		}
-		tip, remote, err := fetchLocked(ctx, st, o, eventsDir)
+		tip, remote, err := fetch(ctx, st, o)
 		if err != nil {
 			return res, err
 		}
-		snap, received, err := integrate(ctx, st, remote, cache)
+		snaps, received, err := integrate(ctx, st, o, remote, tip, cache)
 		res.Received += received
 		if err != nil {
 			return res, err
 		}
 		cache.see(TrackingRef(o), tip, remoteLines(remote, cache))
-		tree, sent, err := writeTree(ctx, dir, snap, remote, cache)
+		tree, sent, err := writeTree(ctx, dir, snaps, remote, cache)
 		if err != nil {
 			return res, err
 		}
-		if tip != "" {
+		parents, err := parentsOf(ctx, st, o, tip)
+		if err != nil {
+			return res, err
+		}
+		if tip != "" && len(parents) == 1 {
 			if old, err := git.TreeOf(ctx, dir, tip); err == nil && old == tree {
 				res.Commit = tip
-				return res, nil // the remote has everything
+				return res, follow(ctx, st, o, tip) // the remote has everything
 			}
 		}
 		res.Pushes++
-		commit, err := push(ctx, dir, o, tree, tip, fmt.Sprintf("spool sync: %d events", sent))
+		commit, err := push(ctx, dir, o, tree, parents, fmt.Sprintf("spool sync: %d events", sent))
 		if errors.Is(err, store.ErrRemoteMoved) {
 			continue // someone pushed first: fetch and integrate again
 		}
@@ -119,20 +144,81 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 			return res, err
 		}
 		res.Sent, res.Commit = sent, commit
-		accepted(ctx, st, o, cache, commit, snap)
-		return res, nil
+		return res, accepted(ctx, st, o, cache, commit, snaps)
 	}
 	return res, contended(o, res.Pushes)
 }
 
-// accepted records a push the remote took: TrackingRef (under the log's
-// lock, which guards it) and the events status counts there.
-func accepted(ctx context.Context, st *store.Store, o Options, c *cache, commit string, snaps []snapshot) {
-	if unlock, err := st.Log.Lock(ctx); err == nil {
-		track(ctx, st, o, commit)
-		unlock()
+// commitLocal commits the local files on the local sync branch: a clone
+// with no remote keeps its log committed all the same.
+func commitLocal(ctx context.Context, st *store.Store, o Options, c *cache) (Result, error) {
+	res := Result{Branch: o.Branch}
+	dir := st.Repo.Root
+	tip, _ := git.ReadRef(ctx, st.Repo, LocalRef(o))
+	files := map[string]git.Blob{}
+	if tip != "" {
+		var err error
+		if files, err = git.TreeFiles(ctx, dir, tip, eventsDir); err != nil {
+			return res, err
+		}
 	}
+	snaps, received, err := integrate(ctx, st, o, files, "", c)
+	res.Received = received
+	if err != nil {
+		return res, err
+	}
+	tree, sent, err := writeTree(ctx, dir, snaps, files, c)
+	if err != nil {
+		return res, err
+	}
+	res.Commit = tip
+	if tip != "" {
+		if old, err := git.TreeOf(ctx, dir, tip); err == nil && old == tree {
+			return res, nil
+		}
+	}
+	commit, err := git.CommitTree(ctx, dir, tree, tip, fmt.Sprintf("spool: %d events", sent))
+	if err != nil {
+		return res, err
+	}
+	if err := git.UpdateRef(ctx, dir, LocalRef(o), commit, tip, "spool sync"); err != nil {
+		return res, err
+	}
+	res.Sent, res.Commit = sent, commit
+	return res, nil
+}
+
+// accepted records a push the remote took: TrackingRef and the local
+// branch (under the log's lock, which guards them) and the events status
+// counts there.
+func accepted(ctx context.Context, st *store.Store, o Options, c *cache, commit string, snaps []snapshot) error {
 	c.see(TrackingRef(o), commit, snapLines(snaps))
+	unlock, err := st.Log.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	track(ctx, st, o, commit, snaps)
+	return follow(ctx, st, o, commit)
+}
+
+// follow moves the local sync branch to commit, the remote's tip, which
+// holds everything the local branch did: unless the branch was moved by
+// someone else to a commit that is not commit's ancestor, which is left as
+// it is with a warning (its files are in the log already).
+func follow(ctx context.Context, st *store.Store, o Options, commit string) error {
+	dir := st.Repo.Root
+	old, _ := git.ReadRef(ctx, st.Repo, LocalRef(o))
+	if old == commit {
+		return nil
+	}
+	if old != "" {
+		if ok, err := git.IsAncestor(ctx, dir, old, commit); err != nil || !ok {
+			return fault.New(CodeSyncBranchForeign, err, fmt.Sprintf("the local branch %s (%.12s) is not an ancestor of %s/%s (%.12s): spool keeps the log there and would not move it; rename your branch, or set sync.branch",
+				o.Branch, old, o.Remote, o.Branch, commit), "branch", o.Branch)
+		}
+	}
+	return git.UpdateRef(ctx, dir, LocalRef(o), commit, old, "spool sync")
 }
 
 // contended is the error of a sync whose every push another machine beat.
@@ -155,21 +241,10 @@ func pause(ctx context.Context, attempt int) error {
 	}
 }
 
-// fetchLocked is fetch under the log's lock.
-func fetchLocked(ctx context.Context, st *store.Store, o Options, files string) (string, map[string]git.Blob, error) {
-	unlock, err := st.Log.Lock(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	defer unlock()
-	return fetch(ctx, st, o, files)
-}
-
 // fetch reads the remote's tip of o.Branch ("" when it has none), fetches
-// it into TrackingRef when spool's copy is behind, and lists the writer
-// files in its directory files (eventsDir; inline mode: inlineEventsDir).
-// The caller holds the log's lock: it guards TrackingRef.
-func fetch(ctx context.Context, st *store.Store, o Options, files string) (string, map[string]git.Blob, error) {
+// it into TrackingRef when spool's copy is behind, and lists its writer
+// files.
+func fetch(ctx context.Context, st *store.Store, o Options) (string, map[string]git.Blob, error) {
 	dir := st.Repo.Root
 	tip, err := git.RemoteTip(ctx, dir, o.Remote, o.Branch)
 	if err != nil {
@@ -179,20 +254,40 @@ func fetch(ctx context.Context, st *store.Store, o Options, files string) (strin
 		return "", map[string]git.Blob{}, nil // no such branch yet
 	}
 	if have, err := git.RevParse(ctx, dir, TrackingRef(o)); err != nil || have != tip {
-		clearRefLock(st, o)
 		if err := git.FetchRef(ctx, dir, o.Remote, o.Branch, TrackingRef(o)); err != nil {
 			return "", nil, unreachable(o, err)
 		}
 	}
-	remote, err := git.TreeFiles(ctx, dir, tip, files)
+	remote, err := git.TreeFiles(ctx, dir, tip, eventsDir)
 	return tip, remote, err
 }
 
-// push commits tree on parent (the tip it was built from) and pushes it
-// without force; a push refused because the branch moved since is
-// store.ErrRemoteMoved.
-func push(ctx context.Context, dir string, o Options, tree, parent, msg string) (string, error) {
-	commit, err := git.CommitTree(ctx, dir, tree, parent, msg)
+// parentsOf is what a sync's commit goes on: the remote's tip, and the
+// local branch too when the remote's history lacks it (commits made before
+// the clone had a remote, or that a push never took), so that the local
+// branch can follow the remote's without losing a commit.
+func parentsOf(ctx context.Context, st *store.Store, o Options, tip string) ([]string, error) {
+	var parents []string
+	if tip != "" {
+		parents = append(parents, tip)
+	}
+	local, ok := git.ReadRef(ctx, st.Repo, LocalRef(o))
+	if !ok || local == tip {
+		return parents, nil
+	}
+	if tip != "" {
+		if in, err := git.IsAncestor(ctx, st.Repo.Root, local, tip); err != nil || in {
+			return parents, err
+		}
+	}
+	return append(parents, local), nil
+}
+
+// push commits tree on parents (the tip it was built from first) and
+// pushes it without force; a push refused because the branch moved since
+// is store.ErrRemoteMoved.
+func push(ctx context.Context, dir string, o Options, tree string, parents []string, msg string) (string, error) {
+	commit, err := git.CommitTreeOn(ctx, dir, tree, msg, parents...)
 	if err != nil {
 		return "", err
 	}
@@ -213,21 +308,17 @@ func pushFailed(o Options, err error) error {
 	return unreachable(o, err)
 }
 
-// track points TrackingRef at commit, the remote's tip after a push.
-// The caller holds the log's lock. Best effort: a stale TrackingRef costs
-// the next sync a fetch, nothing else.
-func track(ctx context.Context, st *store.Store, o Options, commit string) {
-	clearRefLock(st, o)
+// track points TrackingRef at commit, the remote's tip after a push, and
+// records that the log holds its files. The caller holds the log's lock.
+// Best effort: a stale TrackingRef costs the next sync a fetch, nothing
+// else.
+func track(ctx context.Context, st *store.Store, o Options, commit string, snaps []snapshot) {
 	git.Run(ctx, st.Repo.Root, "update-ref", "-m", "spool sync", TrackingRef(o), commit)
-}
-
-// clearRefLock removes the lock file of TrackingRef that a git process
-// killed while writing the ref (kill -9 of spool, or a cancelled command)
-// left behind; git would refuse every later fetch into the ref. Only spool
-// writes the ref, and only under the log's lock, which the caller holds,
-// so a lock file there is stale.
-func clearRefLock(st *store.Store, o Options) {
-	st.Repo.RemoveRefLock(TrackingRef(o))
+	blobs := make(map[string]string, len(snaps))
+	for _, s := range snaps {
+		blobs[s.name] = s.hash
+	}
+	st.MarkReceived(TrackingRef(o), commit, blobs)
 }
 
 func unknownRemote(remote string) error {
@@ -258,21 +349,19 @@ type snapshot struct {
 }
 
 // integrate brings the remote's writer files into the local log under the
-// log's lock, then reads every local file as it will be pushed. A file the
-// remote has more of is taken from the remote when the local one is a
-// prefix of it, and unioned by event id otherwise (as the merge driver
-// does); a file that only grows here is left alone.
-func integrate(ctx context.Context, st *store.Store, remote map[string]git.Blob, c *cache) ([]snapshot, int, error) {
-	unlock, err := st.Log.Lock(ctx)
+// log's lock (eventlog's Receive: checked, appended or unioned, a bad one
+// quarantined), then reads every local file as it will be pushed.
+func integrate(ctx context.Context, st *store.Store, o Options, remote map[string]git.Blob, tip string, c *cache) ([]snapshot, int, error) {
+	sess, err := st.Log.Begin(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer unlock()
-	return integrateLocked(ctx, st, remote, c)
+	defer sess.Close()
+	return integrateIn(ctx, st, sess, o, remote, tip, c)
 }
 
-// integrateLocked is integrate for a caller holding the log's lock.
-func integrateLocked(ctx context.Context, st *store.Store, remote map[string]git.Blob, c *cache) ([]snapshot, int, error) {
+// integrateIn is integrate for a caller holding the session.
+func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o Options, remote map[string]git.Blob, tip string, c *cache) ([]snapshot, int, error) {
 	dir := st.Log.Dir()
 	received := 0
 	for _, name := range slices.Sorted(maps.Keys(remote)) {
@@ -285,39 +374,13 @@ func integrateLocked(ctx context.Context, st *store.Store, remote map[string]git
 		if err != nil {
 			return nil, received, err
 		}
-		c.lines[blob.Hash] = bytes.Count(theirs, []byte{'\n'})
-		theirs = whole(theirs)
-		ours, err := os.ReadFile(path)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
+		c.lines[blob.Hash] = bytes.Count(eventlog.Whole(theirs), []byte{'\n'})
+		res, err := sess.Receive(name, theirs, o.Remote+"/"+o.Branch)
+		if err != nil {
 			return nil, received, err
 		}
-		merged := ours
-		switch {
-		case bytes.HasPrefix(ours, theirs):
-			// nothing new there
-		case bytes.HasPrefix(theirs, ours):
-			merged = theirs
-		default:
-			if merged, err = eventlog.Union(ours, theirs); err != nil {
-				return nil, received, fmt.Errorf("%s: %w", name, err)
-			}
-		}
-		if !bytes.Equal(merged, ours) {
-			// The temp file goes where projections keep theirs: ignored by
-			// git, and a killed sync's is swept under the lock we hold.
-			tmp := filepath.Join(store.StateDir(st.Repo), ".tmp")
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return nil, received, err
-			}
-			if err := os.MkdirAll(tmp, 0o755); err != nil {
-				return nil, received, err
-			}
-			if err := durable.WriteFileIn(path, merged, 0o644, tmp); err != nil {
-				return nil, received, err
-			}
-			received += bytes.Count(merged, []byte{'\n'}) - bytes.Count(ours, []byte{'\n'})
-		}
-		if bytes.Equal(merged, theirs) {
+		received += res.Added
+		if res.Quarantined == "" && fileSize(path) == int64(len(eventlog.Whole(theirs))) {
 			c.remember(path, blob.Hash, c.lines[blob.Hash])
 		}
 	}
@@ -337,7 +400,7 @@ func integrateLocked(ctx context.Context, st *store.Store, remote map[string]git
 		if err != nil {
 			return nil, received, err
 		}
-		s.content = whole(content)
+		s.content = eventlog.Whole(content)
 		s.lines = bytes.Count(s.content, []byte{'\n'})
 		snaps = append(snaps, s)
 	}
@@ -401,22 +464,6 @@ func storeBlobs(ctx context.Context, repo string, snaps []snapshot, remote map[s
 func fileSize(path string) int64 {
 	_, size, _, _ := identity(path)
 	return size
-}
-
-// whole cuts a writer file to whole batches: a torn last line, or the
-// lines of an append that never finished (More on the last line), are not
-// shared; the writer repairs them on its next append.
-func whole(b []byte) []byte {
-	b = b[:bytes.LastIndexByte(b, '\n')+1]
-	for len(b) > 0 {
-		i := bytes.LastIndexByte(b[:len(b)-1], '\n') + 1
-		e, err := eventlog.Decode(b[i:])
-		if err != nil || !e.More {
-			return b
-		}
-		b = b[:i]
-	}
-	return b
 }
 
 // validFile is a writer file's name, as the log names them.

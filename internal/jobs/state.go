@@ -382,10 +382,10 @@ func (p *Projection) UnmarshalState(b []byte) error {
 	return nil
 }
 
-// Files renders .spool/state/jobs.json: every job, by id.
+// Files renders jobs.json (under the state directory): every job, by id.
 func (p *Projection) Files() ([]projections.File, error) {
 	b, err := json.MarshalIndent(p.s.Sorted(), "", "  ")
-	return []projections.File{{Path: ".spool/state/jobs.json", Data: append(b, '\n')}}, err
+	return []projections.File{{Path: "jobs.json", Data: append(b, '\n')}}, err
 }
 
 // Overlay returns a copy of s with drafts applied, s left as it was: a

@@ -16,7 +16,7 @@ import (
 // Name is the projection's name; its public file is FilePath.
 const (
 	Name     = "merge-queue"
-	FilePath = ".spool/state/merge-queue.json"
+	FilePath = "merge-queue.json"
 )
 
 // Spec registers the projection (store.Specs lists it).

@@ -1,6 +1,6 @@
 // Package mergequeue is the merge queue's domain: entry states and the
 // transition table, the events, pure decide functions and the projection
-// written to .spool/state/merge-queue.json. Git and the test command are
+// written to merge-queue.json in the state directory. Git and the test command are
 // driven by the service (internal/mergequeue/service) through the edges
 // (internal/git, internal/proc); nothing here does I/O.
 package mergequeue

@@ -161,8 +161,8 @@ func WatchdogRan() eventlog.Draft {
 // Branch is the branch an agent works on for task id.
 func Branch(id string) string { return "spool/" + id }
 
-// Run directory layout: .spool/runs/task-<id>/attempt-<n>.{log,exit.json,supervisor.json,task.json}.
-func RunDir(root, id string) string { return filepath.Join(root, ".spool", "runs", "task-"+id) }
+// Run directory layout: .git/spool/runs/task-<id>/attempt-<n>.{log,exit.json,supervisor.json,task.json}.
+func RunDir(runs, id string) string { return filepath.Join(runs, "task-"+id) }
 
 func attemptFile(dir string, n int, suffix string) string {
 	return filepath.Join(dir, fmt.Sprintf("attempt-%d%s", n, suffix))

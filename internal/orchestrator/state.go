@@ -67,7 +67,7 @@ func pathSafe(id string) bool {
 const Name = "orchestrator"
 
 // File is the projection's file, relative to the repository root (gitignored).
-const File = ".spool/state/orchestrator-state.json"
+const File = "orchestrator-state.json"
 
 // Spec registers the projection.
 var Spec = projections.Spec{Name: Name, Version: 2, New: func() projections.Projection { return &Projection{s: NewState()} }}

@@ -7,6 +7,16 @@ func init() {
 		config.Key{Name: "sign.key", Kind: config.String, Default: "",
 			Help: "SSH key that signs this clone's events, as git's user.signingkey (a private key file, a .pub whose key ssh-agent holds, or key::…); " +
 				"this file is shared, so a person's key goes in git config spool.signingkey, which comes first"},
+		config.Key{Name: "sign.exempt", Kind: config.Strings, Default: []string{},
+			Check: func(v any) error {
+				for _, s := range v.([]string) {
+					if _, _, err := ParseExempt(s); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+			Help: "the events from before signing began, \"<writer>:<seq>\" each (spool sign start records them); read from the commit that first brings .spool/allowed_signers, and changed later only by an admin's signed commit"},
 		config.Key{Name: "sign.required", Kind: config.Bool, Default: false,
 			Help: "every append must be signed by a key .spool/allowed_signers lists for its actor, and the pre-push hook runs verify --signatures"},
 	)

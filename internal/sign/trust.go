@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -42,6 +43,7 @@ type trust struct {
 type admins struct {
 	canonical string // to compare
 	names     []string
+	exempt    string // sign.exempt as written: also a trust change
 }
 
 func newTrust(h *git.History) *trust {
@@ -83,7 +85,7 @@ func (t *trust) same(a, b trustState) (bool, error) {
 		return false, err
 	}
 	y, err := t.adminsOf(b)
-	return err == nil && x.canonical == y.canonical, err
+	return err == nil && x.canonical == y.canonical && x.exempt == y.exempt, err
 }
 
 func (t *trust) adminsOf(s trustState) (admins, error) {
@@ -117,6 +119,7 @@ func parseAdmins(b []byte) admins {
 	}
 	sort.Strings(keys)
 	var a admins
+	a.exempt = string(raw["sign.exempt"])
 	seen := map[string]bool{}
 	for _, k := range keys {
 		var names []string
@@ -296,6 +299,9 @@ func (t *trust) whatChanged(before, after trustState) string {
 		if a.canonical != b.canonical {
 			what = append(what, "the admins in "+configFile)
 		}
+		if a.exempt != b.exempt {
+			what = append(what, "sign.exempt in "+configFile)
+		}
 	}
 	return strings.Join(what, " and ")
 }
@@ -325,25 +331,63 @@ func (t *trust) root(head string) (string, error) {
 	return root, nil
 }
 
-// Exempt returns the ids of the events the log had at commit: those are
-// from before signing began and verify does not ask them for a signature.
-func Exempt(h *git.History, commit string) (map[string]bool, error) {
+// Exemption is the events from before signing began, which verify does
+// not ask for a signature: those a writer had appended up to the seq
+// sign.exempt names for it in the configuration of the commit that first
+// brought allowed_signers (spool sign start records it), and, in a
+// repository of the old layout, those committed in .spool/events then.
+type Exemption struct {
+	ids  map[string]bool
+	upTo map[string]uint64 // writer → last exempt seq
+}
+
+// Has says whether e is from before signing.
+func (x Exemption) Has(e *eventlog.Event) bool {
+	return x.ids[e.ID] || e.Seq <= x.upTo[e.Writer]
+}
+
+// Exempt reads the exemption that commit (the trust root) records.
+func Exempt(h *git.History, commit string) (Exemption, error) {
+	x := Exemption{ids: map[string]bool{}, upTo: map[string]uint64{}}
 	files, err := h.FilesUnder(commit, ".spool/events")
 	if err != nil {
-		return nil, err
+		return x, err
 	}
-	ids := map[string]bool{}
 	for name, b := range files {
 		if !strings.HasSuffix(name, eventlog.Ext) {
 			continue
 		}
 		for _, line := range bytes.Split(b, []byte{'\n'}) {
 			if e, err := eventlog.Decode(line); err == nil {
-				ids[e.ID] = true
+				x.ids[e.ID] = true
 			}
 		}
 	}
-	return ids, nil
+	cfg, err := h.FilesUnder(commit, ".spool")
+	if err != nil {
+		return x, err
+	}
+	var raw struct {
+		Exempt []string `json:"sign.exempt"`
+	}
+	json.Unmarshal(cfg["config.json"], &raw) // a config that does not read exempts nothing
+	for _, w := range raw.Exempt {
+		if writer, seq, err := ParseExempt(w); err == nil {
+			x.upTo[writer] = seq
+		}
+	}
+	return x, nil
+}
+
+// ParseExempt reads one entry of sign.exempt: "<writer>:<seq>".
+func ParseExempt(s string) (writer string, seq uint64, err error) {
+	writer, n, ok := strings.Cut(s, ":")
+	if ok && eventlog.ValidWriter(writer) {
+		if seq, err = strconv.ParseUint(n, 10, 64); err == nil {
+			return writer, seq, nil
+		}
+	}
+	return "", 0, fmt.Errorf("%q is not <writer>:<seq>", s)
 }
 
 // checkWorkTree reports an uncommitted change to the trust files: the work

@@ -271,7 +271,7 @@ func TestRootAndExempt(t *testing.T) {
 			t.Errorf("Root = %s, %v; want %s", got, err, root)
 		}
 		ids, err := Exempt(h, got)
-		if err != nil || len(ids) != 2 {
+		if err != nil || len(ids.ids) != 2 {
 			t.Errorf("Exempt: %v %v", ids, err)
 		}
 		return nil

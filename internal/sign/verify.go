@@ -78,9 +78,9 @@ func countsText(counts map[string]int) string {
 
 // VerifyEvents checks every event of the log: a signature in namespace
 // spool over its content hash, by a key allowed lists for its actor at the
-// event's time. Events whose id is in exempt are counted, not checked.
+// event's time. Events exempt names are counted, not checked.
 // Signatures are checked on every core.
-func VerifyEvents(log *eventlog.Log, allowed *AllowedSigners, exempt map[string]bool, rep *Report) error {
+func VerifyEvents(log *eventlog.Log, allowed *AllowedSigners, exempt Exemption, rep *Report) error {
 	jobs := make(chan eventlog.Hashed, 256)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -102,7 +102,7 @@ func VerifyEvents(log *eventlog.Log, allowed *AllowedSigners, exempt map[string]
 	}
 	err := log.EachHashed(func(h eventlog.Hashed) error {
 		rep.Events++
-		if exempt[h.Event.ID] {
+		if exempt.Has(h.Event) {
 			rep.Exempt++
 			return nil
 		}
@@ -159,7 +159,7 @@ func VerifyRepository(ctx context.Context, root string, log *eventlog.Log, tips 
 	if err != nil {
 		return nil, err
 	}
-	var exempt map[string]bool
+	var exempt Exemption
 	err = git.ReadHistory(ctx, root, func(h *git.History) error {
 		head, err := h.Resolve("HEAD")
 		if errors.Is(err, git.ErrRefNotFound) {

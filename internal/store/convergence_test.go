@@ -5,46 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/git"
 )
-
-var (
-	buildOnce sync.Once
-	spoolBin  string
-	buildErr  error
-)
-
-// spoolOnPath builds the spool binary once and puts it on PATH, for git to
-// run it as the merge driver.
-func spoolOnPath(t *testing.T) {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool to build spool for the merge driver")
-	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "spool-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		spoolBin = filepath.Join(dir, "spool")
-		out, err := exec.Command(goTool, "build", "-o", spoolBin, "github.com/spoolhq/spool/cmd/spool").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("%v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build spool: %v", buildErr)
-	}
-	t.Setenv("PATH", filepath.Dir(spoolBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
-}
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(crashChildEnv); dir != "" {
@@ -54,11 +22,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	code := m.Run()
-	if spoolBin != "" {
-		os.RemoveAll(filepath.Dir(spoolBin))
-	}
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 // clone is one working copy with its own writer id.
@@ -72,7 +36,6 @@ func newClone(t *testing.T, remote, name string) *clone {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
 	runGit(t, filepath.Dir(dir), "clone", "-q", remote, dir)
-	registerDriver(t, dir) // git config is not cloned
 	c := &clone{t: t, dir: dir}
 	c.s, _ = open(t, dir)
 	return c
@@ -83,26 +46,62 @@ func (c *clone) write(typ string, n int) {
 	writeN(c.t, c.s, typ, n)
 }
 
-func (c *clone) commit(msg string) {
-	c.t.Helper()
-	runGit(c.t, c.dir, "add", "-A")
-	runGit(c.t, c.dir, "commit", "-qm", msg)
-}
-
 func (c *clone) git(args ...string) string {
 	c.t.Helper()
 	return runGit(c.t, c.dir, args...)
 }
 
-// noConflicts checks the work tree holds no unmerged path.
-func (c *clone) noConflicts() {
+// publish does what spool sync does, with git alone: the log's files
+// committed on the remote's sync branch (on its tip, never forced).
+func (c *clone) publish() {
 	c.t.Helper()
-	if out := c.git("diff", "--name-only", "--diff-filter=U"); strings.TrimSpace(out) != "" {
-		c.t.Fatalf("%s: unmerged paths:\n%s", c.dir, out)
+	runGit(c.t, c.dir, "fetch", "-q", "origin")
+	if _, err := c.s.Read(context.Background()); err != nil { // brings the fetched events in first
+		c.t.Fatal(err)
 	}
-	if out := c.git("status", "--porcelain", "--", ".spool"); strings.TrimSpace(out) != "" {
-		c.t.Fatalf("%s: .spool not clean after the merge:\n%s", c.dir, out)
+	parent := ""
+	if out, err := runGitErr(c.dir, "rev-parse", "-q", "--verify", "refs/remotes/origin/spool-log"); err == nil {
+		parent = strings.TrimSpace(out)
 	}
+	commit := commitTree(c.t, c.dir, EventsDir(c.s.Repo), parent)
+	runGit(c.t, c.dir, "push", "-q", "origin", commit+":refs/heads/spool-log")
+}
+
+// commitLog commits the log's files as the sync branch's tree at ref.
+func commitLog(t *testing.T, dir, ref string) {
+	t.Helper()
+	commit := commitTree(t, dir, filepath.Join(dir, ".git", "spool", "events"), "")
+	runGit(t, dir, "update-ref", ref, commit)
+}
+
+// commitTree commits the writer files of logDir as events/<name> on parent.
+func commitTree(t *testing.T, dir, logDir, parent string) string {
+	t.Helper()
+	entries, _ := os.ReadDir(logDir)
+	var lines []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), eventlog.Ext) {
+			blob := strings.TrimSpace(runGit(t, dir, "hash-object", "-w", filepath.Join(logDir, e.Name())))
+			lines = append(lines, "100644 blob "+blob+"\t"+e.Name())
+		}
+	}
+	sort.Strings(lines)
+	events := mktree(t, dir, strings.Join(lines, "\n"))
+	root := mktree(t, dir, "040000 tree "+events+"\tevents")
+	args := []string{"commit-tree", root, "-m", "spool: events"}
+	if parent != "" {
+		args = append(args, "-p", parent)
+	}
+	return strings.TrimSpace(runGit(t, dir, args...))
+}
+
+func mktree(t *testing.T, dir, listing string) string {
+	t.Helper()
+	out, err := runGitInput(dir, listing+"\n", "mktree")
+	if err != nil {
+		t.Fatalf("mktree: %v", err)
+	}
+	return strings.TrimSpace(out)
 }
 
 // projected brings the projections up to date as a command would
@@ -121,7 +120,7 @@ func (c *clone) projected() map[string]string {
 			c.t.Fatal(err)
 		}
 		for _, f := range files {
-			b, err := os.ReadFile(filepath.Join(c.dir, filepath.FromSlash(f.Path)))
+			b, err := os.ReadFile(c.s.Engine.FilePath(f.Path, f.Tracked))
 			if err != nil {
 				c.t.Fatal(err)
 			}
@@ -135,7 +134,7 @@ func (c *clone) projected() map[string]string {
 		c.t.Fatal(err)
 	}
 	for path, data := range got {
-		b, _ := os.ReadFile(filepath.Join(c.dir, filepath.FromSlash(path)))
+		b, _ := os.ReadFile(c.s.Engine.FilePath(path, false))
 		if string(b) != data {
 			c.t.Fatalf("%s: %s after the incremental catch-up differs from a full replay:\n%s\n%s", c.dir, path, data, b)
 		}
@@ -167,16 +166,15 @@ func sameProjections(t *testing.T, a, b *clone, events int) {
 	}
 }
 
+// Clones meet through copies of the sync branch that git itself brings:
+// whatever fetched origin/spool-log (git fetch, git pull, a fresh clone), the
+// next read has its events, and the clones' projections are byte for
+// byte the same.
 func TestConvergence(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds spool and runs git")
-	}
 	isolateGit(t)
-	spoolOnPath(t)
 	remote := filepath.Join(t.TempDir(), "remote.git")
 	runGit(t, filepath.Dir(remote), "init", "-q", "--bare", "-b", "main", remote)
 
-	// The first clone initialises spool and publishes it.
 	seed := t.TempDir()
 	runGit(t, seed, "clone", "-q", remote, "a")
 	a := &clone{t: t, dir: filepath.Join(seed, "a")}
@@ -184,102 +182,141 @@ func TestConvergence(t *testing.T) {
 	initSpool(t, a.dir)
 	a.s, _ = open(t, a.dir)
 	a.write("task.created", 3)
-	a.commit("init spool")
+	a.git("add", "-A")
+	a.git("commit", "-qm", "init spool")
 	a.git("push", "-q", "-u", "origin", "main")
+	a.publish()
+
+	// A fresh clone reads the remote's log at its first command.
 	b := newClone(t, remote, "b")
 	if wa, _ := a.s.Log.WriterID(); func() bool { wb, _ := b.s.Log.WriterID(); return wa == wb }() {
 		t.Fatal("the clones share a writer id")
 	}
-	b.projected() // b has projections of a's events before its own
+	sameProjections(t, a, b, 3)
 
-	// Both append independently, each on its own branch, then each merges
-	// the other's: two merge commits, no conflict.
+	// Both append independently, and each publishes; a git pull, or a
+	// git fetch, brings the other's events.
 	a.write("task.created", 4)
-	a.commit("a: more")
 	b.write("task.claimed", 5)
-	b.commit("b: work")
-	a.git("push", "-q", "origin", "main")
-	b.git("push", "-q", "origin", "main:b-work")
-	a.git("fetch", "-q", "origin")
+	a.publish()
+	b.publish()
+	a.git("pull", "-q", "--no-rebase")
 	b.git("fetch", "-q", "origin")
-	a.git("merge", "-q", "--no-edit", "origin/b-work")
-	b.git("merge", "-q", "--no-edit", "origin/main")
-	a.noConflicts()
-	b.noConflicts()
 	sameProjections(t, a, b, 12)
 
-	// Then a plain pull (merge) one way...
+	// Nothing the work tree does touches the log: a branch switch, a hard
+	// reset and a clean of everything untracked and ignored.
+	a.git("switch", "-q", "-c", "topic")
 	a.write("task.done", 2)
-	a.commit("a: done")
-	b.write("task.done", 1)
-	b.commit("b: done")
-	a.git("push", "-q", "origin", "main")
-	b.git("pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
-	b.noConflicts()
-	b.git("push", "-q", "origin", "main")
-	a.git("pull", "-q", "--no-rebase", "origin", "main")
-	a.noConflicts()
-	sameProjections(t, a, b, 15)
+	a.git("switch", "-q", "main")
+	a.git("reset", "-q", "--hard")
+	a.git("clean", "-q", "-fdx")
+	a.git("branch", "-q", "-D", "topic")
+	if st := a.git("status", "--porcelain"); st != "" {
+		t.Fatalf("spool left the work tree dirty:\n%s", st)
+	}
+	a.publish()
+	b.git("fetch", "-q", "origin")
+	sameProjections(t, a, b, 14)
+}
 
-	// ...and once with rebase.
-	a.write("task.created", 2)
-	a.commit("a: again")
-	b.write("task.claimed", 3)
-	b.commit("b: again")
-	a.git("push", "-q", "origin", "main")
-	b.git("pull", "-q", "--rebase", "origin", "main")
-	b.noConflicts()
-	b.git("push", "-q", "origin", "main")
-	a.git("pull", "-q", "--rebase", "origin", "main")
-	a.noConflicts()
-	sameProjections(t, a, b, 20)
-	if a.git("rev-parse", "HEAD") != b.git("rev-parse", "HEAD") {
-		t.Fatal("the clones ended on different commits")
+// A repository of the old layout (.spool/events committed on branches)
+// moves at its first command: every event of every branch, of the work
+// tree and of a remote-tracking branch is kept; a writer whose file
+// diverged between branches is unioned, as the merge driver did.
+func TestMigrationKeepsEveryEvent(t *testing.T) {
+	isolateGit(t)
+	old := newRepo(t)
+	legacy := filepath.Join(old, ".spool", "events")
+	// Two writers of the old layout: their files, as an older spool wrote
+	// them, come from a scratch log.
+	scratch := t.TempDir()
+	mine := eventlog.Open(eventlog.Options{Dir: filepath.Join(scratch, "mine"), PrivateDir: filepath.Join(scratch, "p1")})
+	theirs := eventlog.Open(eventlog.Options{Dir: filepath.Join(scratch, "theirs"), PrivateDir: filepath.Join(scratch, "p2")})
+	appendTo := func(l *eventlog.Log, typ string, n int) {
+		for range n {
+			if _, err := l.Append(context.Background(), t0, "ada", []eventlog.Draft{{Type: typ}}, eventlog.AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	copyIn := func(l *eventlog.Log) {
+		files, _ := l.Files()
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			writeFile(t, filepath.Join(legacy, filepath.Base(f)), string(b))
+		}
+	}
+	appendTo(mine, "task.created", 3)
+	copyIn(mine)
+	runGit(t, old, "add", "-A")
+	runGit(t, old, "commit", "-qm", "base")
+	// The same writer on a second branch, from the same three events.
+	fork := eventlog.Open(eventlog.Options{Dir: filepath.Join(scratch, "fork"), PrivateDir: filepath.Join(scratch, "p3")})
+	copyDir(t, filepath.Join(scratch, "mine"), filepath.Join(scratch, "fork"))
+	copyDir(t, filepath.Join(scratch, "p1"), filepath.Join(scratch, "p3"))
+	runGit(t, old, "checkout", "-q", "-b", "side")
+	appendTo(mine, "task.side", 2)
+	copyIn(mine)
+	runGit(t, old, "commit", "-qam", "side")
+	// Another writer's events only on a remote-tracking branch.
+	runGit(t, old, "checkout", "-q", "-b", "feature", "main")
+	appendTo(theirs, "task.theirs", 4)
+	copyIn(theirs)
+	runGit(t, old, "add", "-A")
+	runGit(t, old, "commit", "-qm", "theirs")
+	runGit(t, old, "update-ref", "refs/remotes/origin/feature", "HEAD")
+	runGit(t, old, "checkout", "-q", "main")
+	runGit(t, old, "branch", "-q", "-D", "feature")
+	// On main, the file diverges in the work tree, uncommitted.
+	appendTo(fork, "task.main", 1)
+	copyIn(fork)
+
+	s, warns := open(t, old)
+	if _, err := s.Read(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	events := readEvents(t, s.Log)
+	if len(events) != 3+2+1+4 {
+		t.Fatalf("%d events after the move, want 10", len(events))
+	}
+	if len(*warns) != 1 || !strings.Contains((*warns)[0], "10 events") {
+		t.Fatalf("warnings %q", *warns)
+	}
+	if rep, _ := s.Log.Check(); len(rep.Problems) > 0 {
+		t.Fatalf("Check: %v", rep.Problems)
+	}
+	// Appending goes to .git/spool, and the work tree stays as it was.
+	status := runGit(t, old, "status", "--porcelain")
+	write(t, s, eventlog.Draft{Type: "task.after"})
+	if st := runGit(t, old, "status", "--porcelain"); st != status {
+		t.Fatalf("the work tree changed:\n%s", st)
+	}
+	if n := len(readEvents(t, s.Log)); n != 11 {
+		t.Fatalf("%d events, want 11", n)
 	}
 }
 
-func TestDivergedSameWriterMerge(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds spool and runs git")
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
 	}
-	isolateGit(t)
-	spoolOnPath(t)
-	dir := newRepo(t)
-	c := &clone{t: t, dir: dir}
-	c.s, _ = open(t, dir)
-	c.write("task.created", 3)
-	c.commit("base")
-
-	// One clone, one writer, two branches: the writer file diverges.
-	c.git("checkout", "-q", "-b", "side")
-	c.write("task.side", 2)
-	c.commit("side")
-	c.git("checkout", "-q", "main")
-	c.projected()
-	c.write("task.main", 3)
-	c.commit("main")
-	c.git("merge", "-q", "--no-edit", "side")
-	c.noConflicts()
-
-	ids := map[string]bool{}
-	events := readEvents(t, c.s.Log)
-	for i, e := range events {
-		if e.Seq != uint64(i+1) {
-			t.Fatalf("event %d has seq %d after the union", i, e.Seq)
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			b, _ := os.ReadFile(filepath.Join(from, e.Name()))
+			writeFile(t, filepath.Join(to, e.Name()), string(b))
 		}
-		ids[e.ID] = true
 	}
-	if len(events) != 8 || len(ids) != 8 {
-		t.Fatalf("%d events, %d ids after the merge, want 8", len(events), len(ids))
-	}
-	c.projected() // Check is clean, incremental equals full replay
+}
 
-	// Appending continues the renumbered file.
-	evs := write(t, c.s, eventlog.Draft{Type: "task.after"})
-	if evs[0].Seq != 9 {
-		t.Fatalf("next seq %d, want 9", evs[0].Seq)
-	}
-	c.projected()
+func runGitErr(dir string, args ...string) (string, error) {
+	return git.Run(context.Background(), dir, args...)
+}
+
+func runGitInput(dir, input string, args ...string) (string, error) {
+	return git.RunInput(context.Background(), dir, []byte(input), args...)
 }
 
 func readEvents(t *testing.T, l *eventlog.Log) []*eventlog.Event {

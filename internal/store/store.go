@@ -76,6 +76,8 @@ type Store struct {
 	// Claims, when set, takes claims (Claim) through the git remote
 	// (internal/fleet, sync.claims = remote).
 	Claims Remote
+
+	received *received // what the copies of the log held when last received
 }
 
 // Remote takes claims through the git remote.
@@ -84,7 +86,7 @@ type Remote interface {
 	// brings the remote's events into the local log and returns what
 	// publishes the claim's lines there. A nil publish claims locally (the
 	// remote is unreachable and offline claims are allowed).
-	Prepare(ctx context.Context) (publish func(writer string, lines []byte) error, err error)
+	Prepare(ctx context.Context, sess *eventlog.Session) (publish func(writer string, lines []byte) error, err error)
 	// Patience bounds how long a claim that keeps losing the race tries.
 	Patience() time.Duration
 }
@@ -130,10 +132,26 @@ func (s *Store) view(names []string) (*projections.View, error) {
 	return v, nil
 }
 
-// Paths under the primary worktree.
-func EventsDir(r *git.Repo) string  { return filepath.Join(r.SpoolDir(), "events") }
-func StateDir(r *git.Repo) string   { return filepath.Join(r.SpoolDir(), "state") }
+// What spool keeps for a clone lives under the git common dir (see
+// receive.go): the log, the projections, the outputs of test runs, agents
+// and jobs. Only the configuration is in the work tree, to be committed.
+func EventsDir(r *git.Repo) string  { return filepath.Join(r.PrivateDir(), "events") }
+func StateDir(r *git.Repo) string   { return filepath.Join(r.PrivateDir(), "state") }
+func RunsDir(r *git.Repo) string    { return filepath.Join(r.PrivateDir(), "runs") }
+func JobsDir(r *git.Repo) string    { return filepath.Join(r.PrivateDir(), "jobs") }
 func ConfigPath(r *git.Repo) string { return filepath.Join(r.SpoolDir(), "config.json") }
+
+// HasSpool says whether spool was set up in the repository: its
+// configuration is in the work tree, or this clone has a log (a branch
+// from before spool init is checked out).
+func HasSpool(r *git.Repo) bool {
+	for _, dir := range []string{r.SpoolDir(), EventsDir(r)} {
+		if _, err := os.Stat(dir); err == nil {
+			return true
+		}
+	}
+	return false
+}
 
 // Open finds the repository containing dir and requires spool init to have run.
 func Open(ctx context.Context, dir string, warn func(string)) (*Store, error) {
@@ -141,7 +159,7 @@ func Open(ctx context.Context, dir string, warn func(string)) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(r.SpoolDir()); errors.Is(err, fs.ErrNotExist) {
+	if !HasSpool(r) {
 		return nil, fault.New(CodeNotInitialized, ErrNotInitialized,
 			fmt.Sprintf("%s has no .spool directory; run spool init", r.Root), "root", r.Root)
 	}
@@ -151,7 +169,13 @@ func Open(ctx context.Context, dir string, warn func(string)) (*Store, error) {
 	if _, err := git.EnsureMergeDriver(ctx, r); err != nil && warn != nil {
 		warn(fmt.Sprintf("the merge driver is not registered (%v); spool init registers it", err))
 	}
-	return OpenRepo(r, warn)
+	s, err := OpenRepo(r, warn)
+	if err != nil {
+		return nil, err
+	}
+	// Whatever the command reads, it reads the events git brought since.
+	s.receive(ctx, nil)
+	return s, nil
 }
 
 // OpenRepo opens a discovered repository without requiring .spool/.
@@ -178,7 +202,7 @@ func OpenRepo(r *git.Repo, warn func(string)) (*Store, error) {
 		Config: cfg,
 		warn:   warn,
 		Log:    log,
-		Engine: &projections.Engine{Log: log, Root: r.Root, StateDir: StateDir(r), Specs: Specs,
+		Engine: &projections.Engine{Log: log, Root: r.Root, FilesDir: StateDir(r), StateDir: StateDir(r), Specs: Specs,
 			SpillDir: filepath.Join(StateDir(r), ".tmp")},
 	}, nil
 }
@@ -189,6 +213,7 @@ func OpenRepo(r *git.Repo, warn func(string)) (*Store, error) {
 func (s *Store) Read(ctx context.Context, names ...string) (*projections.View, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.receive(ctx, nil)
 	v, err := s.view(names)
 	if err != nil {
 		return nil, err
@@ -272,12 +297,10 @@ func (s *Store) write(ctx context.Context, at time.Time, actor string, names []s
 		return nil, nil, err
 	}
 	defer sess.Close()
+	s.receive(ctx, sess)
 	var opt eventlog.AppendOptions
 	if remote != nil {
-		if opt.Publish, err = remote.Prepare(ctx); err != nil {
-			return nil, nil, err
-		}
-		if err := sess.Reload(); err != nil {
+		if opt.Publish, err = remote.Prepare(ctx, sess); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -324,6 +347,7 @@ func (s *Store) Rebuild(ctx context.Context) (events int, err error) {
 		return 0, err
 	}
 	defer sess.Close()
+	s.receive(ctx, sess)
 	return s.Engine.Rebuild(ctx)
 }
 

@@ -44,31 +44,21 @@ func runGit(t *testing.T, dir string, args ...string) string {
 	return out
 }
 
-// initSpool does in dir what spool init does: .spool/ with its config and
-// gitignore, and the merge driver in .gitattributes and git config.
+// initSpool does in dir what spool init does: .spool/config.json.
 func initSpool(t *testing.T, dir string) {
 	t.Helper()
-	for path, content := range map[string]string{
-		".spool/config.json":     "{}\n",
-		".spool/.gitignore":      "state/\nruns/\n",
-		".spool/events/.gitkeep": "",
-		".gitattributes":         ".spool/events/*.jsonl merge=spool\n",
-	} {
-		path = filepath.Join(dir, path)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	registerDriver(t, dir)
+	writeFile(t, filepath.Join(dir, ".spool", "config.json"), "{}\n")
 }
 
-func registerDriver(t *testing.T, dir string) {
+// writeFile writes content at path, making its directory.
+func writeFile(t *testing.T, path, content string) {
 	t.Helper()
-	runGit(t, dir, "config", "merge.spool.name", "spool event log union")
-	runGit(t, dir, "config", "merge.spool.driver", "spool merge-driver %O %A %B")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func newRepo(t *testing.T) string {
@@ -188,7 +178,7 @@ func TestWriteAndRead(t *testing.T) {
 	if st := v.Get("stats").(*projections.Stats); st.Events != 3 || st.ByType["test.done"] != 3 {
 		t.Fatalf("stats = %+v", st)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".spool", "state", "stats.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, ".git", "spool", "state", "stats.json")); err != nil {
 		t.Fatal(err)
 	}
 	// A domain error appends nothing.
@@ -326,7 +316,7 @@ func TestWorktreesShareOneLog(t *testing.T) {
 
 	wt := filepath.Join(t.TempDir(), "linked")
 	runGit(t, dir, "worktree", "add", "-q", wt)
-	sub := filepath.Join(wt, ".spool", "events")
+	sub := filepath.Join(wt, ".spool")
 	linked, _ := open(t, sub)
 	if linked.Log.Dir() != main.Log.Dir() || linked.Log.LockPath() != main.Log.LockPath() {
 		t.Fatalf("linked worktree: log %s lock %s; primary: log %s lock %s",
@@ -339,8 +329,8 @@ func TestWorktreesShareOneLog(t *testing.T) {
 	if files, _ := main.Log.Files(); len(files) != 1 {
 		t.Fatalf("files %v", files)
 	}
-	if _, err := os.Stat(filepath.Join(wt, ".spool", "events", filepath.Base(ownFile(t, main)))); err == nil {
-		t.Fatal("the linked worktree got its own log")
+	if _, err := os.Stat(filepath.Join(wt, ".spool", "events")); err == nil {
+		t.Fatal("the linked worktree got a log in its work tree")
 	}
 }
 
@@ -351,20 +341,23 @@ func TestOpenInsideGitDir(t *testing.T) {
 	}
 }
 
-// A fresh clone's first command may be a read: it saves the projections it
-// rebuilt (the private dir does not exist yet), so the next read applies
-// only what is new.
+// A fresh clone's first read brings in the events of the sync branch and
+// saves its projections, so that the next read applies only what is new.
 func TestFreshCloneReadSaves(t *testing.T) {
 	dir := newRepo(t)
 	s, _ := open(t, dir)
 	writeN(t, s, "test.tick", 5)
+	commitLog(t, dir, "refs/remotes/origin/spool-log")
 	os.RemoveAll(filepath.Join(dir, ".git", "spool"))
-	os.RemoveAll(filepath.Join(dir, ".spool", "state"))
 	s, _ = open(t, dir)
-	if _, err := s.Read(context.Background(), "stats"); err != nil {
+	v, err := s.Read(context.Background(), "stats")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".spool", "state", "stats.snap")); err != nil {
+	if st := v.Get("stats").(*projections.Stats); st.Events != 5 {
+		t.Fatalf("the fresh clone reads %d events, want the 5 of origin/spool-log", st.Events)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git", "spool", "state", "stats.snap")); err != nil {
 		t.Fatalf("the first read of a fresh clone saved nothing: %v", err)
 	}
 }

@@ -30,6 +30,9 @@ type VerifyReport struct {
 // batch, a dropped copy of a line), is the log read again by Check, to list
 // every problem.
 func (s *Store) Verify(ctx context.Context) (*VerifyReport, error) {
+	if err := s.Receive(ctx, true); err != nil {
+		return nil, err
+	}
 	unlock, err := s.Log.Lock(ctx)
 	if err != nil {
 		return nil, err

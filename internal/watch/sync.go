@@ -25,8 +25,8 @@ const maxBackoff = 10 * time.Minute
 
 // Sync shares the log through the remote while watch runs (spool sync,
 // with the same settings): every sync.interval, and soon after this
-// clone's writer file grew. Only when sync.remote is set: a watch nobody
-// configured for it never touches the network. Syncs run one at a time in
+// clone's writer file grew; with no remote it commits the local sync
+// branch. Syncs run one at a time in
 // a goroutine of their own, since a remote can be slow or hang; a failed
 // one is reported (once until its message changes) and tried again later,
 // waiting longer each time. With once, one sync runs in the pass.
@@ -51,11 +51,12 @@ func (s *syncer) Name() string                             { return "sync" }
 func (s *syncer) Recover(context.Context, store.Env) error { return nil } // the first pass syncs
 
 func (s *syncer) Pass(ctx context.Context, env store.Env) (Result, error) {
-	opts, interval, on := fleet.WatchOptions(env.Store)
+	opts, interval, err := fleet.WatchOptions(ctx, env.Store)
+	if err != nil {
+		return Result{}, err
+	}
+	on := true
 	if s.once {
-		if !on {
-			return Result{}, nil
-		}
 		res, err := fleet.Sync(ctx, env.Store, opts)
 		if err == nil {
 			s.report(res)
@@ -138,7 +139,7 @@ func (s *syncer) run(ctx context.Context, st *store.Store) {
 
 func (s *syncer) report(res fleet.Result) {
 	if res.Received > 0 || res.Sent > 0 {
-		s.say("sync", fmt.Sprintf("synced with %s/%s: received %d events, sent %d", res.Remote, res.Branch, res.Received, res.Sent))
+		s.say("sync", res.String())
 	}
 }
 

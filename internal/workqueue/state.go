@@ -341,8 +341,8 @@ func (s *State) baseRefs(id string) []string {
 
 // Projection names.
 const (
-	Name      = "tasks"   // the tracker: .spool/state/tasks.json
-	QueueName = "history" // the queue's history: .spool/state/history.json
+	Name      = "tasks"   // the tracker: tasks.json in the state directory
+	QueueName = "history" // the queue's history: history.json
 )
 
 // Their state grows with the number of tasks, so saves are amortized (see
@@ -808,7 +808,7 @@ func (p *TasksProjection) Files() ([]projections.File, error) {
 // WriteFiles streams tasks.json: at 100,000 tasks with their comments it
 // is 190 MB, which Save and Verify need never hold.
 func (p *TasksProjection) WriteFiles(emit func(path string, tracked bool, write func(w io.Writer) error) error) error {
-	return emit(".spool/state/tasks.json", false, func(w io.Writer) error {
+	return emit("tasks.json", false, func(w io.Writer) error {
 		s := p.State()
 		ids := s.decodedIDs()
 		if err := s.spill.seal(s, ids); err != nil {
@@ -833,7 +833,7 @@ func (p *QueueProjection) Files() ([]projections.File, error) {
 
 // WriteFiles streams history.json.
 func (p *QueueProjection) WriteFiles(emit func(path string, tracked bool, write func(w io.Writer) error) error) error {
-	return emit(".spool/state/history.json", false, func(w io.Writer) error {
+	return emit("history.json", false, func(w io.Writer) error {
 		all := p.State().AllHistory()
 		ids := make([]string, 0, len(all))
 		for id := range all {

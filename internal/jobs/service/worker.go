@@ -42,9 +42,9 @@ type Ran struct {
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 
-// OutputDir is where a segment's outputs go (gitignored).
-func OutputDir(root, id string, segment int) string {
-	return filepath.Join(root, ".spool", "jobs", id, "segment-"+strconv.Itoa(segment))
+// OutputDir is where a segment's outputs go, under jobs (store.JobsDir).
+func OutputDir(jobs, id string, segment int) string {
+	return filepath.Join(jobs, id, "segment-"+strconv.Itoa(segment))
 }
 
 // Run works until ctx ends (or, with Once, until it is idle).
@@ -67,9 +67,6 @@ func (w *Worker) Run(ctx context.Context) ([]Ran, error) {
 			fmt.Sprintf("a worker named %s already runs in this clone (%s): give this one another --name", w.Name, w.S.Store.MutexPath(lock)), "worker", w.Name)
 	}
 	defer unlock()
-	if err := store.IgnoreJobOutputs(w.S.Store.Repo); err != nil {
-		return nil, err
-	}
 	if n, err := w.S.Release(ctx, w.Name); err != nil {
 		return nil, err
 	} else if n > 0 {
@@ -232,7 +229,7 @@ const (
 // flags while it runs.
 func (w *Worker) runSegment(ctx context.Context, j *jobs.Job, seg int) (jobs.SegmentEnd, ending) {
 	root := w.S.Store.Repo.Root
-	dir := OutputDir(root, j.ID, seg)
+	dir := OutputDir(store.JobsDir(w.S.Store.Repo), j.ID, seg)
 	end := jobs.SegmentEnd{Segment: seg, OutputDir: filepath.ToSlash(mustRel(root, dir))}
 	// A segment run again (after a crash or a yield) starts from an empty directory.
 	_ = os.RemoveAll(dir)

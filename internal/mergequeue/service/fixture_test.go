@@ -22,7 +22,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n", ".spool/.gitignore": "state/\nruns/\n", ".spool/events/.gitkeep": ""})
+	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n"})
 	return &fixture{Repo: r, t: t, now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 }
 

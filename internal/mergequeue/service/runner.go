@@ -228,7 +228,7 @@ func (j *job) fail(ctx context.Context, to mergequeue.Status, reason string, pat
 func (j *job) process(ctx context.Context) *Result {
 	root := j.r.Store.Repo.Root
 	targetRef := "refs/heads/" + j.r.Target
-	j.runDir = filepath.Join(".spool", "runs", strconv.FormatInt(j.id, 10), "attempt-"+strconv.Itoa(j.attempt))
+	j.runDir = filepath.Join(store.RunsDir(j.r.Store.Repo), strconv.FormatInt(j.id, 10), "attempt-"+strconv.Itoa(j.attempt))
 	for {
 		against, err := j.claimedAgainst, error(nil) // read just before the claim; ready_to_merge checks again
 		if against == "" || j.status != mergequeue.Claimed {
@@ -415,7 +415,7 @@ func (j *job) test(ctx context.Context) (code int, reason string, err error) {
 	if len(argv) == 0 {
 		return 0, "", nil
 	}
-	dir := filepath.Join(j.r.Store.Repo.Root, j.runDir)
+	dir := j.runDir
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, "", err
 	}

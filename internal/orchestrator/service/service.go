@@ -106,7 +106,7 @@ func (s *Service) Worktree(id string) string {
 // the log: a claim another machine recorded names its paths, and anyone
 // who can push an event could name any.
 func (s *Service) runDir(a *orchestrator.Active) string {
-	return orchestrator.RunDir(s.Store.Repo.WorkTree, a.TaskID)
+	return orchestrator.RunDir(store.RunsDir(s.Store.Repo), a.TaskID)
 }
 
 // start claims the most urgent ready task and starts its agent. It returns
@@ -116,13 +116,12 @@ func (s *Service) start(ctx context.Context) (*orchestrator.Active, error) {
 	if s.Policy.Label != "" {
 		require = []string{s.Policy.Label}
 	}
-	root := s.Store.Repo.WorkTree
 	// A plan's epic and its gate are bookkeeping, never an agent's work:
 	// the gate closes when the plan is built (spool plan build).
 	exclude := []string{plans.EpicLabel, plans.GateLabel}
 	claimed, _, err := s.WQ.NextAnd(ctx, require, exclude, orchestrator.Worker, func(st *workqueue.State, c *workqueue.Claim) []eventlog.Draft {
 		id := c.Task.ID
-		d := orchestrator.ClaimedData{Attempt: c.Attempt, Branch: orchestrator.Branch(id), Worktree: s.Worktree(id), RunDir: orchestrator.RunDir(root, id)}
+		d := orchestrator.ClaimedData{Attempt: c.Attempt, Branch: orchestrator.Branch(id), Worktree: s.Worktree(id), RunDir: orchestrator.RunDir(store.RunsDir(s.Store.Repo), id)}
 		if h := st.Entry(id); h != nil {
 			d.FailureContext = h.LastError
 		}

@@ -32,7 +32,7 @@ const pending = "---\nprd_approval: pending\nbeads_approval: approved\n---\n# P\
 // keeps the size and puts the mtime back is still seen (its ctime moved),
 // and a damaged cache is only a slower sync.
 func TestSyncSeesEveryEdit(t *testing.T) {
-	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n", ".spool/events/.gitkeep": "", "docs/prd/p.md": pending})
+	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n", "docs/prd/p.md": pending})
 	ctx := context.Background()
 	s := newService(t, r.Root, nil)
 	if _, _, err := s.Start(ctx, "f", "", 2); err != nil {
@@ -74,7 +74,7 @@ func TestSyncSeesEveryEdit(t *testing.T) {
 
 // A file that cannot be read is a warning, and the PRD is left as it was.
 func TestSyncWarnsAboutBrokenFiles(t *testing.T) {
-	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n", ".spool/events/.gitkeep": "", "docs/prd/p.md": pending})
+	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n", "docs/prd/p.md": pending})
 	ctx := context.Background()
 	s := newService(t, r.Root, nil)
 	s.Start(ctx, "f", "", 2)

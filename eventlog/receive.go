@@ -1,0 +1,171 @@
+package eventlog
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spoolhq/spool/internal/durable"
+)
+
+// Received is what Receive did with one copy of a writer file.
+type Received struct {
+	Writer string `json:"writer"`
+	Added  int    `json:"added"` // events new to this log
+	// Quarantined is where a copy that breaks the log's rules was kept
+	// aside instead of being folded; Problem says what it breaks.
+	Quarantined string `json:"quarantined,omitempty"`
+	Problem     string `json:"problem,omitempty"`
+}
+
+// Whole cuts a writer file to whole batches: a torn last line, or the lines
+// of an append that never finished (More on the last line), are left for
+// their writer to repair.
+func Whole(b []byte) []byte {
+	b = b[:bytes.LastIndexByte(b, '\n')+1]
+	for len(b) > 0 {
+		i := bytes.LastIndexByte(b[:len(b)-1], '\n') + 1
+		e, err := Decode(b[i:])
+		if err != nil || !e.More {
+			return b
+		}
+		b = b[:i]
+	}
+	return b
+}
+
+// Receive brings into the log a copy of writer file name that arrived from
+// elsewhere (source: the sync branch of a remote, a checked-out tree), under
+// the session's lock. Only whole batches count. A copy that breaks the
+// log's rules is kept aside under quarantine/ and nothing of it is folded,
+// so one bad file never stops anyone's work. A copy that extends the local
+// file is appended to it; one the local file extends adds nothing; one that
+// diverged (the same writer appending on two branches of the old layout) is
+// unioned by event id, as the merge driver does. No event the log has is
+// ever dropped.
+func (s *Session) Receive(name string, theirs []byte, source string) (Received, error) {
+	writer, ok := strings.CutSuffix(name, Ext)
+	if !ok || !ValidWriter(writer) {
+		return Received{}, fmt.Errorf("%w: %q from %s is not a writer file's name", ErrCorrupt, name, source)
+	}
+	res := Received{Writer: writer}
+	theirs = Whole(theirs)
+	if len(theirs) == 0 {
+		return res, nil
+	}
+	path := filepath.Join(s.log.opt.Dir, name)
+	ours, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return res, err
+	}
+	if bytes.HasPrefix(ours, theirs) {
+		return res, nil // nothing new: the common case, checked before the rules
+	}
+	rep := &CheckReport{}
+	if err := checkLines(bytes.NewReader(theirs), path, rep); err != nil {
+		return res, err
+	}
+	if len(rep.Problems) > 0 {
+		p := rep.Problems[0]
+		res.Problem = fmt.Sprintf("line %d: %s", p.Line, p.Message)
+		res.Quarantined, err = s.log.quarantine(writer, theirs, source, res.Problem)
+		return res, err
+	}
+	switch {
+	case bytes.HasPrefix(theirs, ours):
+		err = appendLines(path, s.log.opt.Dir, theirs[len(ours):])
+	default:
+		var merged []byte
+		if merged, err = Union(ours, theirs); err != nil {
+			return res, fmt.Errorf("%s from %s: %w", name, source, err)
+		}
+		if bytes.Equal(merged, ours) {
+			return res, nil
+		}
+		theirs = merged
+		if err = os.MkdirAll(s.log.tmpDir(), 0o755); err == nil {
+			err = durable.WriteFileIn(path, merged, 0o644, s.log.tmpDir())
+		}
+	}
+	if err != nil {
+		return res, err
+	}
+	res.Added = bytes.Count(theirs, newline) - bytes.Count(ours, newline)
+	return res, s.Reload() // tails, seq and lc changed, perhaps this writer's own file
+}
+
+// appendLines appends lines to path, creating it (and syncing dir) if new.
+func appendLines(path, dir string, lines []byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(lines)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && errors.Is(statErr, fs.ErrNotExist) {
+		err = durable.SyncDir(dir)
+	}
+	return err
+}
+
+// tmpDir is where whole-file rewrites of the log are staged: beside it, on
+// the same file system, never read as part of it.
+func (l *Log) tmpDir() string { return filepath.Join(l.opt.PrivateDir, "tmp") }
+
+// QuarantineDir holds copies of writer files that arrived breaking the
+// log's rules.
+func (l *Log) QuarantineDir() string { return filepath.Join(l.opt.PrivateDir, "quarantine") }
+
+// quarantine keeps a refused copy aside, named by writer and content, with
+// a note of where it came from and why; the same copy is kept once.
+func (l *Log) quarantine(writer string, content []byte, source, problem string) (string, error) {
+	sum := sha256.Sum256(content)
+	base := filepath.Join(l.QuarantineDir(), writer+"."+hex.EncodeToString(sum[:6]))
+	if _, err := os.Stat(base + Ext); err == nil {
+		return base + Ext, nil
+	}
+	if err := os.MkdirAll(l.QuarantineDir(), 0o755); err != nil {
+		return "", err
+	}
+	note := fmt.Sprintf("source: %s\nproblem: %s\n", source, problem)
+	if err := durable.WriteFile(base+".why", []byte(note), 0o644); err != nil {
+		return "", err
+	}
+	if err := durable.WriteFile(base+Ext, content, 0o644); err != nil {
+		return "", err
+	}
+	l.opt.Warn(fmt.Sprintf("quarantined %s's events from %s (%s): kept aside in %s, not folded; spool doctor says what to do", writer, source, problem, base+Ext))
+	return base + Ext, nil
+}
+
+// Quarantined lists the copies kept aside, sorted.
+func (l *Log) Quarantined() ([]string, error) {
+	entries, err := os.ReadDir(l.QuarantineDir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	var out []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), Ext) {
+			out = append(out, filepath.Join(l.QuarantineDir(), e.Name()))
+		}
+	}
+	sort.Strings(out)
+	return out, err
+}

@@ -1,0 +1,312 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/config"
+	"github.com/spoolhq/spool/internal/durable"
+	"github.com/spoolhq/spool/internal/git"
+	"github.com/spoolhq/spool/internal/refname"
+)
+
+// The log belongs to the repository, not to a branch: this clone's copy
+// lives in .git/spool/events, which no checkout, stash, reset, rebase or
+// clean touches and every worktree shares. What is committed and shared is
+// the sync branch (sync.branch, "spool-log"): a branch nobody checks out whose
+// tree is events/<writer>.jsonl, written by spool sync and claims through
+// the remote. Events arrive from the copies of that branch a clone has
+// (its own, and each remote's as git fetch or git pull left it), and, from
+// repositories of the old layout, from .spool/events in a work tree or on
+// any branch. Every command brings in what changed there before it reads.
+
+// SyncBranchDir is where the sync branch's tree keeps the writer files.
+const SyncBranchDir = "events"
+
+// LegacyEventsDir is where the log lived in the work tree before it moved
+// under .git: read, never written.
+func LegacyEventsDir(worktree string) string { return filepath.Join(worktree, ".spool", "events") }
+
+// copyOf is a copy of writer files that may hold events this log lacks.
+type copyOf struct {
+	source string            // a ref or a directory, for messages
+	key    string            // what received.json remembers it by
+	ident  string            // its identity now: a commit, or a file's inode, size and time
+	files  map[string]string // name → blob id (refs) or path (directories)
+	commit string            // the commit files come from ("": a directory)
+}
+
+// received is what this clone has brought in, by copy, so that a copy that
+// has not changed costs a comparison (.git/spool/received.json).
+type received struct {
+	Copies map[string]string `json:"copies"` // key → identity when last received
+	Blobs  map[string]string `json:"blobs"`  // writer file → the blob last received for it
+}
+
+func (s *Store) receivedPath() string { return filepath.Join(s.Repo.PrivateDir(), "received.json") }
+
+func (s *Store) loadReceived() *received {
+	if s.received != nil {
+		return s.received
+	}
+	rc := &received{}
+	if b, err := os.ReadFile(s.receivedPath()); err == nil {
+		json.Unmarshal(b, rc) // a damaged file costs one more look at every copy
+	}
+	if rc.Copies == nil {
+		rc.Copies = map[string]string{}
+	}
+	if rc.Blobs == nil {
+		rc.Blobs = map[string]string{}
+	}
+	s.received = rc
+	return rc
+}
+
+// changedCopies lists the copies that changed since they were last
+// received; all of them, and every branch's .spool/events, when this clone
+// has no log yet (a fresh clone, or the first command after the move).
+func (s *Store) changedCopies(ctx context.Context) (out []copyOf, first bool, err error) {
+	// received.json is written once a receive went through: until then
+	// (a fresh clone, the first command after the move, or one that
+	// failed) every copy is looked at.
+	if _, err := os.Stat(s.receivedPath()); errors.Is(err, fs.ErrNotExist) {
+		first = true
+	}
+	rc := s.loadReceived()
+	branch := s.Config.String("sync.branch")
+	refs, err := git.BranchCopies(ctx, s.Repo.CommonDir, branch)
+	if err != nil {
+		return nil, first, err
+	}
+	for _, ref := range slices.Sorted(maps.Keys(refs)) {
+		if first || rc.Copies[ref] != refs[ref] {
+			out = append(out, copyOf{source: ref, key: ref, ident: refs[ref], commit: refs[ref]})
+		}
+	}
+	dirs := []string{LegacyEventsDir(s.Repo.Root)}
+	if !git.SamePath(s.Repo.WorkTree, s.Repo.Root) {
+		dirs = append(dirs, LegacyEventsDir(s.Repo.WorkTree))
+	}
+	for _, dir := range dirs {
+		for name, path := range legacyFiles(dir) {
+			if id := fileIdentity(path); first || rc.Copies[path] != id {
+				out = append(out, copyOf{source: path, key: path, ident: id, files: map[string]string{name: path}})
+			}
+		}
+	}
+	if first {
+		more, err := branchesWithLegacyLog(ctx, s.Repo)
+		if err != nil {
+			return nil, first, err
+		}
+		out = append(out, more...)
+	}
+	return out, first, nil
+}
+
+// legacyFiles lists the writer files in a work tree's .spool/events.
+func legacyFiles(dir string) map[string]string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	files := map[string]string{}
+	for _, e := range entries {
+		if name := e.Name(); e.Type().IsRegular() && isWriterFile(name) {
+			files[name] = filepath.Join(dir, name)
+		}
+	}
+	return files
+}
+
+func isWriterFile(name string) bool {
+	w, ok := strings.CutSuffix(name, eventlog.Ext)
+	return ok && eventlog.ValidWriter(w)
+}
+
+func fileIdentity(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d:%d", durable.Inode(fi), fi.Size(), fi.ModTime().UnixNano())
+}
+
+// branchesWithLegacyLog is every local and remote-tracking branch whose
+// tree has .spool/events: where the old layout kept the log.
+func branchesWithLegacyLog(ctx context.Context, r *git.Repo) ([]copyOf, error) {
+	refs, err := git.AllBranches(ctx, r.Root)
+	if err != nil {
+		return nil, err
+	}
+	var out []copyOf
+	for _, ref := range slices.Sorted(maps.Keys(refs)) {
+		files, err := git.TreeFiles(ctx, r.Root, refs[ref], ".spool/events")
+		if err != nil {
+			return nil, err
+		}
+		if len(files) > 0 {
+			c := copyOf{source: ref + ":.spool/events", key: ref + ":.spool/events", ident: refs[ref], commit: refs[ref], files: map[string]string{}}
+			for name, b := range files {
+				c.files[name] = b.Hash
+			}
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// Receive brings into the log what changed in the copies of it this clone
+// has (see above). Without wait it gives up at once when the log's lock is
+// taken (a read does not wait: the holder, or the next command, brings
+// them in), unless this clone has no log yet.
+func (s *Store) Receive(ctx context.Context, wait bool) error {
+	copies, first, err := s.changedCopies(ctx)
+	if err != nil || len(copies) == 0 && !first {
+		return err
+	}
+	var sess *eventlog.Session
+	if wait || first {
+		sess, err = s.Log.Begin(ctx)
+	} else {
+		var ok bool
+		if sess, ok, err = s.Log.TryBegin(); err == nil && !ok {
+			return nil
+		}
+	}
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	return s.receiveIn(ctx, sess, copies, first)
+}
+
+// receive is Receive (sess nil) or receiveIn for every copy that changed,
+// whose failure is a warning: the copies are the others' events, and not
+// getting them now must not stop this clone's own work.
+func (s *Store) receive(ctx context.Context, sess *eventlog.Session) {
+	var err error
+	if sess == nil {
+		err = s.Receive(ctx, false)
+	} else {
+		var copies []copyOf
+		var first bool
+		if copies, first, err = s.changedCopies(ctx); err == nil && (len(copies) > 0 || first) {
+			err = s.receiveIn(ctx, sess, copies, first)
+		}
+	}
+	if err != nil {
+		s.warn(fmt.Sprintf("events from other copies of the log not brought in: %v", err))
+	}
+}
+
+// receiveIn is Receive for a caller that holds the session.
+func (s *Store) receiveIn(ctx context.Context, sess *eventlog.Session, copies []copyOf, first bool) error {
+	rc := s.loadReceived()
+	legacy := 0
+	var errs []error
+	for _, c := range copies {
+		n, err := s.receiveCopy(ctx, sess, c)
+		if err != nil {
+			// The others' copies still come in; this one is looked at again.
+			errs = append(errs, fmt.Errorf("receive events from %s: %w", c.source, err))
+			continue
+		}
+		if !strings.HasPrefix(c.key, "refs/") || strings.HasSuffix(c.key, ":.spool/events") {
+			legacy += n
+		}
+		rc.Copies[c.key] = c.ident
+	}
+	if err := errors.Join(errs...); err != nil {
+		if !first {
+			s.saveReceived()
+		}
+		return err
+	}
+	if first {
+		if err := os.MkdirAll(EventsDir(s.Repo), 0o755); err != nil {
+			return err
+		}
+		if legacy > 0 {
+			s.warn(fmt.Sprintf("the event log now lives in %s and is shared on the %s branch (spool sync); %d events from .spool/events on your branches and work tree were brought in, and .spool/events is no longer written (git rm -r --cached .spool/events when everyone has upgraded)",
+				EventsDir(s.Repo), s.Config.String("sync.branch"), legacy))
+		}
+	}
+	s.saveReceived()
+	return nil
+}
+
+// saveReceived writes received.json under the log's lock.
+func (s *Store) saveReceived() {
+	if b, err := json.Marshal(s.loadReceived()); err == nil {
+		durable.WriteFile(s.receivedPath(), b, 0o644) // lost, it costs a comparison per copy
+	}
+}
+
+// MarkReceived records that the log holds every writer file of commit, the
+// tip of ref, as blobs (name → blob id) says: what a sync pushed or
+// fetched need not be read again. The caller holds the log's lock.
+func (s *Store) MarkReceived(ref, commit string, blobs map[string]string) {
+	rc := s.loadReceived()
+	rc.Copies[ref] = commit
+	maps.Copy(rc.Blobs, blobs)
+	s.saveReceived()
+}
+
+// receiveCopy brings one copy's writer files in and returns the events added.
+func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyOf) (int, error) {
+	files := c.files
+	if files == nil {
+		blobs, err := git.TreeFiles(ctx, s.Repo.Root, c.commit, SyncBranchDir)
+		if err != nil {
+			return 0, err
+		}
+		files = map[string]string{}
+		for name, b := range blobs {
+			files[name] = b.Hash
+		}
+	}
+	added, rc := 0, s.loadReceived()
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if !isWriterFile(name) || c.commit != "" && rc.Blobs[name] == files[name] {
+			continue // not spool's (left where it is, never read), or received already
+		}
+		var content []byte
+		var err error
+		if c.commit == "" {
+			content, err = os.ReadFile(files[name])
+		} else {
+			content, err = git.ReadBlob(ctx, s.Repo.Root, files[name])
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed by a checkout meanwhile
+		}
+		if err != nil {
+			return added, err
+		}
+		res, err := sess.Receive(name, content, c.source)
+		if err != nil {
+			return added, err
+		}
+		added += res.Added
+		if c.commit != "" {
+			rc.Blobs[name] = files[name]
+		}
+	}
+	return added, nil
+}
+
+func init() {
+	config.Register(config.Key{Name: "sync.branch", Kind: config.String, Default: "spool-log", Check: func(v any) error { return refname.CheckBranch(v.(string)) },
+		Help: "the branch the log is committed and shared on (events/<writer>.jsonl); nobody checks it out"})
+}
