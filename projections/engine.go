@@ -40,9 +40,9 @@ type Projection interface {
 
 // File is one rendered projection file.
 type File struct {
-	Path    string // slash-separated: relative to Engine.Root when tracked, to Engine.FilesDir otherwise
+	Path    string // slash-separated: relative to Engine.Root in the work tree, to Engine.FilesDir otherwise
 	Data    []byte
-	Tracked bool // committed to git (verify always compares it)
+	WorkTree bool // in the work tree, for people and tools to read there (verify always compares it)
 }
 
 // Spec registers a projection.
@@ -63,7 +63,7 @@ type Spec struct {
 // Engine keeps projections up to date with the log.
 type Engine struct {
 	Log      *eventlog.Log
-	Root     string // repository root, where tracked files go
+	Root     string // repository root, where work-tree files go
 	FilesDir string // where the files nobody commits go ("": Root)
 	StateDir string // where snapshots live
 	Specs    []Spec
@@ -76,8 +76,8 @@ type Engine struct {
 }
 
 // FilePath is where the file at path goes.
-func (en *Engine) FilePath(path string, tracked bool) string {
-	if tracked || en.FilesDir == "" {
+func (en *Engine) FilePath(path string, workTree bool) string {
+	if workTree || en.FilesDir == "" {
 		return filepath.Join(en.Root, filepath.FromSlash(path))
 	}
 	return filepath.Join(en.FilesDir, filepath.FromSlash(path))
@@ -781,12 +781,12 @@ func (v *View) Save() error {
 		// Files and snapshot are streamed to disk (a FileWriter's and a
 		// StateWriter's never whole in memory).
 		files := func() error {
-			return eachFile(it.spec.Name, it.proj, func(path string, tracked bool, write func(io.Writer) error) error {
-				full := v.en.FilePath(path, tracked)
-				if !tracked {
+			return eachFile(it.spec.Name, it.proj, func(path string, workTree bool, write func(io.Writer) error) error {
+				full := v.en.FilePath(path, workTree)
+				if !workTree {
 					return batch.WriteStream(full, 0o644, write, nil)
 				}
-				// A tracked file is rewritten only when its bytes change: git
+				// A work-tree file is rewritten only when its bytes change: git
 				// and editors see no churn, and the work tree stays clean.
 				same, err := compareWith(full)
 				if err != nil {

@@ -53,7 +53,7 @@ func (l *ledger) Files() ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []File{{Path: "out/ledger.json", Data: append(b, '\n'), Tracked: true}}, nil
+	return []File{{Path: "out/ledger.json", Data: append(b, '\n'), WorkTree: true}}, nil
 }
 
 // fixture is a repository root with one engine over a shared events dir;

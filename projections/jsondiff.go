@@ -10,7 +10,7 @@ import (
 
 // firstDifference names where two JSON documents first differ, as a path
 // ("items[2].state") with both values, so that verify can say which field
-// of a hand-edited tracked file is wrong. ok is false when either side is
+// of a hand-edited work-tree file is wrong. ok is false when either side is
 // not JSON.
 func firstDifference(disk, want []byte) (where string, ok bool) {
 	var a, b any

@@ -26,7 +26,7 @@ type StateWriter interface {
 // Save and Verify then never hold a file whole. WriteFiles calls emit once
 // per file; emit calls write at most once, with where the bytes go.
 type FileWriter interface {
-	WriteFiles(emit func(path string, tracked bool, write func(w io.Writer) error) error) error
+	WriteFiles(emit func(path string, workTree bool, write func(w io.Writer) error) error) error
 }
 
 // Freezer is a Projection whose state Freeze makes safe to read from two
@@ -90,10 +90,10 @@ type RecordChecker interface {
 
 // eachFile calls fn with each public file of p: streamed when p is a
 // FileWriter, else from Files. An error of p's is wrapped as a render error.
-func eachFile(name string, p Projection, fn func(path string, tracked bool, write func(w io.Writer) error) error) error {
+func eachFile(name string, p Projection, fn func(path string, workTree bool, write func(w io.Writer) error) error) error {
 	var fnErr error // an error of fn's is returned as it is
-	call := func(path string, tracked bool, write func(w io.Writer) error) error {
-		fnErr = fn(path, tracked, write)
+	call := func(path string, workTree bool, write func(w io.Writer) error) error {
+		fnErr = fn(path, workTree, write)
 		return fnErr
 	}
 	var err error
@@ -104,7 +104,7 @@ func eachFile(name string, p Projection, fn func(path string, tracked bool, writ
 		if files, err = p.Files(); err == nil {
 			for _, f := range files {
 				data := f.Data
-				if err = call(f.Path, f.Tracked, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+				if err = call(f.Path, f.WorkTree, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
 					break
 				}
 			}

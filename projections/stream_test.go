@@ -45,10 +45,10 @@ func (s *streamer) WriteState(w io.Writer) error {
 }
 
 func (s *streamer) Files() ([]File, error) {
-	return []File{{Path: "out/ids.txt", Data: []byte(s.list()), Tracked: true}, {Path: ".spool/state/n.txt", Data: []byte(s.count())}}, nil
+	return []File{{Path: "out/ids.txt", Data: []byte(s.list()), WorkTree: true}, {Path: ".spool/state/n.txt", Data: []byte(s.count())}}, nil
 }
 
-func (s *streamer) WriteFiles(emit func(path string, tracked bool, write func(io.Writer) error) error) error {
+func (s *streamer) WriteFiles(emit func(path string, workTree bool, write func(io.Writer) error) error) error {
 	*s.calls++
 	if err := emit("out/ids.txt", true, func(w io.Writer) error { _, err := io.WriteString(w, s.list()); return err }); err != nil {
 		return err

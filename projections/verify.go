@@ -51,7 +51,7 @@ func (en *Engine) Verify(ctx context.Context) (diffs []Difference, stale, broken
 }
 
 // VerifyAll replays the log in memory and compares every projection on disk
-// with it, writing nothing. Tracked files are always compared. Derived state
+// with it, writing nothing. WorkTree files are always compared. Derived state
 // is compared when its snapshot claims to be up to date, and when it is
 // behind, after catching it up in memory (comparing the incremental fold
 // with the fresh one); a snapshot that is missing, or that would be rebuilt
@@ -127,11 +127,11 @@ func (en *Engine) VerifyAll(ctx context.Context) (*Verification, error) {
 		}
 		var diffs []Difference
 		files := func() error {
-			return eachFile(it.spec.Name, it.proj, func(path string, tracked bool, write func(io.Writer) error) error {
-				if !d.current && !tracked {
+			return eachFile(it.spec.Name, it.proj, func(path string, workTree bool, write func(io.Writer) error) error {
+				if !d.current && !workTree {
 					return nil
 				}
-				full := en.FilePath(path, tracked)
+				full := en.FilePath(path, workTree)
 				problem, err := en.compareFile(full, write)
 				if err == nil && problem != "" {
 					diffs = append(diffs, Difference{it.spec.Name, en.shown(full), problem})

@@ -21,6 +21,14 @@ func Length(n int) int {
 	return length
 }
 
+// ForKey derives the id of the item one idempotency key makes (a PRD's
+// epic): every clone that makes it gives it the same id, so two clones
+// that both made it made one item, and the log keeps its first creation.
+func ForKey(prefix, key string) string {
+	sum := sha256.Sum256([]byte("spool key\x00" + key))
+	return prefix + "-" + new(big.Int).SetBytes(sum[:16]).Text(36)[:8]
+}
+
 // New derives an id from the writer (a random id per clone), the time,
 // the title and a nonce, so clones never coordinate; exists reports ids taken
 // in this clone, which lengthen the id until it is free.

@@ -26,3 +26,15 @@ func TestNew(t *testing.T) {
 		t.Fatalf("two clones made the same id %s", a)
 	}
 }
+
+// ForKey is a function of the key alone: every clone derives the same id,
+// and two keys two ids.
+func TestForKey(t *testing.T) {
+	a, b := ForKey("sp", "prd-a:1"), ForKey("sp", "prd-a:2")
+	if a != ForKey("sp", "prd-a:1") || a == b {
+		t.Fatalf("ForKey: %s, %s", a, b)
+	}
+	if len(a) != len("sp-")+8 || a[:3] != "sp-" {
+		t.Fatalf("ForKey = %q, want sp- and 8 characters", a)
+	}
+}

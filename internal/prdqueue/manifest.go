@@ -73,7 +73,9 @@ func (s *State) BlockedReason(it *Item) string {
 	return ""
 }
 
-// Files renders every feature's manifest, tracked in git.
+// Files renders every feature's manifest, in the work tree, which git
+// ignores (store adds them to .git/info/exclude): views of the repository's
+// log, they never conflict on a merge and never keep a checkout from working.
 func (p *Projection) Files() ([]projections.File, error) {
 	var out []projections.File
 	for _, slug := range p.s.FeatureSlugs() {
@@ -81,7 +83,7 @@ func (p *Projection) Files() ([]projections.File, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, projections.File{Path: ManifestDir + "/" + slug + ".json", Data: append(b, '\n'), Tracked: true})
+		out = append(out, projections.File{Path: ManifestDir + "/" + slug + ".json", Data: append(b, '\n'), WorkTree: true})
 	}
 	return out, nil
 }

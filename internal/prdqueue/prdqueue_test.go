@@ -227,6 +227,25 @@ func TestDuplicates(t *testing.T) {
 	})
 }
 
+// Two clones that promoted one PRD apart each record an outcome: the
+// key's first epic stays, whatever the second names.
+func TestOneEpicPerKey(t *testing.T) {
+	w := newWorld(t)
+	w.feature("f1", "p")
+	w.submit("f1", "p", Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"})
+	cands, err := Runnable(w.s, "f1")
+	if err != nil || len(cands) != 1 {
+		t.Fatal(cands, err)
+	}
+	w.apply(cands[0].Enqueued("first", 1), cands[0].Enqueued("second", 1))
+	if epic := w.s.PRDs["p"].Epic; epic != "first" || w.s.Keys["p:1"] != "first" {
+		t.Fatalf("epic %q, key %q; want the first", epic, w.s.Keys["p:1"])
+	}
+	if m := w.s.ManifestItem(w.s.Items[ItemKey{"f1", "p"}]); m.EpicID != "first" || m.State != Queued {
+		t.Fatalf("%+v", m)
+	}
+}
+
 func TestRetryPolicyEvents(t *testing.T) {
 	w := newWorld(t)
 	w.feature("f", "p")

@@ -75,7 +75,7 @@ func NewState() *State {
 // Name is the projection's name.
 const Name = "prd"
 
-// Spec registers the projection: the manifests are tracked files.
+// Spec registers the projection: the manifests are work-tree files.
 var Spec = projections.Spec{Name: Name, Version: 1, New: func() projections.Projection { return &Projection{s: NewState()} }}
 
 // Projection folds the PRD queue's events.
@@ -209,8 +209,8 @@ func (s *State) Apply(e *eventlog.Event) {
 		case TypeEnqueueStarted:
 			it.InFlight, it.Key = true, d.IdempotencyKey
 		case TypeEnqueued:
-			if d.EpicID == "" {
-				return
+			if d.EpicID == "" || s.Keys[d.IdempotencyKey] != "" && s.Keys[d.IdempotencyKey] != d.EpicID {
+				return // the key's first epic stays: one key, one epic
 			}
 			it.InFlight, it.Key, it.EnqueuedKey, it.LastError = false, d.IdempotencyKey, d.IdempotencyKey, ""
 			it.RetryCount = max(it.RetryCount, d.Attempt-1)

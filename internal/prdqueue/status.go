@@ -1,7 +1,7 @@
 // Package prdqueue is the PRD queue's domain (seed 000): feature runs and
 // their PRD items, the approval gates read from each PRD's front matter,
 // the promotion rule, idempotent enqueueing and the per-feature manifests
-// under docs/prd/_queue, which are tracked projections. Reading PRD files
+// under docs/prd/_queue, which are projections people read there (git ignores them). Reading PRD files
 // and creating epics happen at the edge (internal/prdqueue/service); nothing
 // here does I/O.
 package prdqueue

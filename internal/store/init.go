@@ -78,3 +78,24 @@ func ensureLine(path, line string) (bool, error) {
 	b = append(b, line+"\n"...)
 	return true, durable.WriteFile(path, b, 0o644)
 }
+
+// workTreeFiles are the files spool writes in the work tree (the PRD
+// queue's manifests, which the seed puts there): views of the log, for
+// people and tools to read, that git must neither list nor merge.
+var workTreeFiles = []string{"/docs/prd/_queue/*.json"}
+
+// exclude adds patterns to the clone's .git/info/exclude (git's own,
+// never committed) unless they are there. It reads one small file when
+// they are.
+func exclude(r *git.Repo, patterns []string) error {
+	path := filepath.Join(r.CommonDir, "info", "exclude")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	for _, p := range patterns {
+		if _, err := ensureLine(path, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -194,6 +194,9 @@ func OpenRepo(r *git.Repo, warn func(string)) (*Store, error) {
 	if warn == nil {
 		warn = func(string) {}
 	}
+	if err := exclude(r, workTreeFiles); err != nil && !storageError(err) { // a read-only clone reads on
+		warn(fmt.Sprintf("git may list spool's files in the work tree: %v", err))
+	}
 	for _, p := range cfg.Defaulted() {
 		warn(fmt.Sprintf("%s: %s", ConfigPath(r), p))
 	}

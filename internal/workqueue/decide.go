@@ -31,6 +31,9 @@ type NewTask struct {
 	Labels      []string
 	Deps        []string
 	Parent      string
+	// ID is the id to give the task; "" derives a new one. A PRD's epic
+	// takes its key's (ids.ForKey).
+	ID string
 }
 
 // ValidateLabel refuses labels people cannot type back: empty, whitespace or commas.
@@ -93,7 +96,12 @@ func AddTask(s TaskIndex, n NewTask, prefix, writer string, now time.Time) (even
 			return eventlog.Draft{}, "", NoTask(id)
 		}
 	}
-	id := ids.New(prefix, writer, n.Title, now, s.TaskCount(), s.HasTask)
+	id := n.ID
+	if id == "" {
+		id = ids.New(prefix, writer, n.Title, now, s.TaskCount(), s.HasTask)
+	} else if s.HasTask(id) {
+		return eventlog.Draft{}, "", TaskExists(id)
+	}
 	deps := slices.Clone(n.Deps)
 	sort.Strings(deps)
 	d := CreatedData{Title: n.Title, Description: n.Description, Design: n.Design, Acceptance: n.Acceptance, Notes: n.Notes,

@@ -22,6 +22,7 @@ var (
 	CodeDependencyExists = fault.Register(fault.Rejected, "dependency_exists")
 	CodeNotClaimed       = fault.Register(fault.Rejected, "not_claimed")
 	CodeAlreadyClaimed   = fault.Register(fault.Rejected, "already_claimed")
+	CodeTaskExists       = fault.Register(fault.Rejected, "task_exists")
 	CodeCorruptSnapshot  = table.CodeCorruptSnapshot
 )
 
@@ -32,6 +33,11 @@ var (
 	ErrNoTask       = fmt.Errorf("task %w", fault.ErrNotFound)
 	ErrNoDependency = fmt.Errorf("dependency %w", fault.ErrNotFound)
 )
+
+// TaskExists is the error for a new task's id that names one already.
+func TaskExists(id string) error {
+	return fault.New(CodeTaskExists, nil, fmt.Sprintf("task %s exists already", id), "id", id)
+}
 
 // NoTask is the error for an id that names no task.
 func NoTask(id string) error {

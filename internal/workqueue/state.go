@@ -807,7 +807,7 @@ func (p *TasksProjection) Files() ([]projections.File, error) {
 
 // WriteFiles streams tasks.json: at 100,000 tasks with their comments it
 // is 190 MB, which Save and Verify need never hold.
-func (p *TasksProjection) WriteFiles(emit func(path string, tracked bool, write func(w io.Writer) error) error) error {
+func (p *TasksProjection) WriteFiles(emit func(path string, workTree bool, write func(w io.Writer) error) error) error {
 	return emit("tasks.json", false, func(w io.Writer) error {
 		s := p.State()
 		ids := s.decodedIDs()
@@ -832,7 +832,7 @@ func (p *QueueProjection) Files() ([]projections.File, error) {
 }
 
 // WriteFiles streams history.json.
-func (p *QueueProjection) WriteFiles(emit func(path string, tracked bool, write func(w io.Writer) error) error) error {
+func (p *QueueProjection) WriteFiles(emit func(path string, workTree bool, write func(w io.Writer) error) error) error {
 	return emit("history.json", false, func(w io.Writer) error {
 		all := p.State().AllHistory()
 		ids := make([]string, 0, len(all))
@@ -847,10 +847,10 @@ func (p *QueueProjection) WriteFiles(emit func(path string, tracked bool, write 
 // filesOf renders what p's WriteFiles streams.
 func filesOf(p projections.FileWriter) ([]projections.File, error) {
 	var files []projections.File
-	err := p.WriteFiles(func(path string, tracked bool, write func(w io.Writer) error) error {
+	err := p.WriteFiles(func(path string, workTree bool, write func(w io.Writer) error) error {
 		var buf bytes.Buffer
 		err := write(&buf)
-		files = append(files, projections.File{Path: path, Data: buf.Bytes(), Tracked: tracked})
+		files = append(files, projections.File{Path: path, Data: buf.Bytes(), WorkTree: workTree})
 		return err
 	})
 	return files, err

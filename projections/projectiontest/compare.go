@@ -66,12 +66,12 @@ func streamed(p projections.Projection) (r rendering, ok bool, err error) {
 	}
 	if isFiles {
 		r.files = nil
-		err := fw.WriteFiles(func(path string, tracked bool, write func(io.Writer) error) error {
+		err := fw.WriteFiles(func(path string, workTree bool, write func(io.Writer) error) error {
 			var b bytes.Buffer
 			if err := write(&b); err != nil {
 				return err
 			}
-			r.files = append(r.files, projections.File{Path: path, Data: b.Bytes(), Tracked: tracked})
+			r.files = append(r.files, projections.File{Path: path, Data: b.Bytes(), WorkTree: workTree})
 			return nil
 		})
 		if err != nil {
@@ -94,8 +94,8 @@ func (got rendering) diff(want rendering) string {
 		switch {
 		case f.Path != w.Path:
 			return fmt.Sprintf("file %d is %s, want %s", i, f.Path, w.Path)
-		case f.Tracked != w.Tracked:
-			return fmt.Sprintf("%s tracked %v, want %v", f.Path, f.Tracked, w.Tracked)
+		case f.WorkTree != w.WorkTree:
+			return fmt.Sprintf("%s in the work tree %v, want %v", f.Path, f.WorkTree, w.WorkTree)
 		case !bytes.Equal(f.Data, w.Data):
 			return f.Path + " " + bytesDiff(f.Data, w.Data)
 		}

@@ -89,7 +89,7 @@ func (p *tally) Files() ([]projections.File, error) {
 		fmt.Fprintf(&b, "%s %d\n", k, p.Sums[k])
 	}
 	fmt.Fprintf(&b, "last %s\n", p.Last)
-	return []projections.File{{Path: "out/tally.txt", Data: []byte(b.String()), Tracked: true}}, nil
+	return []projections.File{{Path: "out/tally.txt", Data: []byte(b.String()), WorkTree: true}}, nil
 }
 
 // streamTally is a tally that also streams its state and file
@@ -104,7 +104,7 @@ func (p streamTally) WriteState(w io.Writer) error {
 	return err
 }
 
-func (p streamTally) WriteFiles(emit func(path string, tracked bool, write func(io.Writer) error) error) error {
+func (p streamTally) WriteFiles(emit func(path string, workTree bool, write func(io.Writer) error) error) error {
 	files, err := p.Files()
 	if err != nil {
 		return err
@@ -114,7 +114,7 @@ func (p streamTally) WriteFiles(emit func(path string, tracked bool, write func(
 		if p.bug == streamsLess {
 			data = data[:bytes.LastIndexByte(data[:len(data)-1], '\n')+1]
 		}
-		if err := emit(f.Path, f.Tracked, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+		if err := emit(f.Path, f.WorkTree, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/ids"
 	"github.com/spoolhq/spool/internal/prdqueue"
 	"github.com/spoolhq/spool/internal/workqueue"
 	"github.com/spoolhq/spool/projections"
@@ -16,7 +17,9 @@ import (
 // the feature's worker_cap enqueue workers, with one automatic retry.
 //
 // With spool's own tracker an epic is a task.created in the same append as
-// the prd.enqueued that records it: there is nothing to recover. With bd/br
+// the prd.enqueued that records it: there is nothing to recover. Its id is
+// its key's (ids.ForKey), so two clones that promoted one PRD apart (claims
+// kept local, or offline) made one epic: the log keeps its first creation. With bd/br
 // the epic is made by `<bin> create` between prd.enqueue_started (appended
 // first, for every PRD taken) and the outcome; the epic carries the
 // idempotency key as its external_ref, so a promote after a crash finds
@@ -91,13 +94,17 @@ func (s *Service) promoteNative(ctx context.Context, feature string) ([]Promoted
 		if err != nil {
 			return nil, err
 		}
-		ids, _ := projections.As[*workqueue.IDsProjection](v, workqueue.IDsName)
-		index := workqueue.NewBatchIndex(ids)
+		taken, _ := projections.As[*workqueue.IDsProjection](v, workqueue.IDsName)
+		index := workqueue.NewBatchIndex(taken)
 		var drafts []eventlog.Draft
 		for _, c := range cands {
 			epic := c.Epic
-			if epic == "" {
-				d, id, err := workqueue.AddTask(index, epicTask(st, c), prefix, writer, s.Now)
+			if id := ids.ForKey(prefix, c.Key); epic == "" && index.HasTask(id) {
+				epic = id // made by another clone, whose promotion this one has now
+			} else if epic == "" {
+				task := epicTask(st, c)
+				task.ID = id
+				d, id, err := workqueue.AddTask(index, task, prefix, writer, s.Now)
 				if err != nil {
 					return nil, err
 				}
