@@ -330,7 +330,8 @@ func (v *View) Events() int {
 // Stale reports whether any projection is behind the log (or was never saved).
 func (v *View) Stale() (bool, error) {
 	for _, it := range v.items {
-		if it.dirty {
+		if it.dirty || v.en.missingWorkTreeFile(it) {
+			it.dirty = true // written again by the next save
 			return true, nil
 		}
 		st, err := v.en.check(it)
@@ -342,6 +343,27 @@ func (v *View) Stale() (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// WorkTreePaths is implemented by a projection with files in the work
+// tree: their paths, relative to the root. Nothing keeps git from removing
+// them (git clean -x, a checkout of a branch that tracked them), so a view
+// that finds one missing writes them again.
+type WorkTreePaths interface {
+	WorkTreePaths() []string
+}
+
+func (en *Engine) missingWorkTreeFile(it *item) bool {
+	wp, ok := it.proj.(WorkTreePaths)
+	if !ok {
+		return false
+	}
+	for _, p := range wp.WorkTreePaths() {
+		if _, err := os.Stat(en.FilePath(p, true)); errors.Is(err, fs.ErrNotExist) {
+			return true
+		}
+	}
+	return false
 }
 
 type status int

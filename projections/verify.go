@@ -51,9 +51,11 @@ func (en *Engine) Verify(ctx context.Context) (diffs []Difference, stale, broken
 }
 
 // VerifyAll replays the log in memory and compares every projection on disk
-// with it, writing nothing. WorkTree files are always compared. Derived state
-// is compared when its snapshot claims to be up to date, and when it is
-// behind, after catching it up in memory (comparing the incremental fold
+// with it, writing nothing. A work-tree file that is missing (git clean -x
+// took it) only makes its projection stale: the next view of it writes it
+// again (WorkTreePaths). Files are compared when their projection's
+// snapshot is up to date; derived state is compared then too, and when it
+// is behind, after catching it up in memory (comparing the incremental fold
 // with the fresh one); a snapshot that is missing, or that would be rebuilt
 // from the whole log (a file rewritten under it), has only the fresh
 // replay to compare with and is just reported stale, as are the others
@@ -122,17 +124,19 @@ func (en *Engine) VerifyAll(ctx context.Context) (*Verification, error) {
 			}
 		}
 		d := disk[i]
-		if !d.current {
-			res.Stale = append(res.Stale, it.spec.Name)
-		}
+		stale := !d.current
 		var diffs []Difference
 		files := func() error {
 			return eachFile(it.spec.Name, it.proj, func(path string, workTree bool, write func(io.Writer) error) error {
-				if !d.current && !workTree {
-					return nil
+				if !d.current {
+					return nil // behind the log: the next command writes it
 				}
 				full := en.FilePath(path, workTree)
 				problem, err := en.compareFile(full, write)
+				if err == nil && problem == missingFile && workTree {
+					stale = true
+					return nil
+				}
 				if err == nil && problem != "" {
 					diffs = append(diffs, Difference{it.spec.Name, en.shown(full), problem})
 				}
@@ -151,6 +155,9 @@ func (en *Engine) VerifyAll(ctx context.Context) (*Verification, error) {
 			return nil, err
 		}
 		res.Differences = append(res.Differences, diffs...)
+		if stale {
+			res.Stale = append(res.Stale, it.spec.Name)
+		}
 		if d.state {
 			if sum != d.sum || d.events != it.cp.Events {
 				res.Differences = append(res.Differences, Difference{it.spec.Name, en.snapshotPath(it.spec.Name),
@@ -161,6 +168,9 @@ func (en *Engine) VerifyAll(ctx context.Context) (*Verification, error) {
 	}
 	return res, nil
 }
+
+// missingFile is compareFile's problem with a file that is not there.
+const missingFile = "missing"
 
 // shown is a file's path as reports give it: relative to the repository
 // root when it is under it.
@@ -188,7 +198,7 @@ func (en *Engine) compareFile(full string, write func(io.Writer) error) (string,
 	case err != nil:
 		return "", err
 	case missing:
-		return "missing", nil
+		return missingFile, nil
 	case equal:
 		return "", nil
 	}

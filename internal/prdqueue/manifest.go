@@ -73,6 +73,16 @@ func (s *State) BlockedReason(it *Item) string {
 	return ""
 }
 
+// WorkTreePaths are the manifests' paths.
+func (p *Projection) WorkTreePaths() []string {
+	slugs := p.s.FeatureSlugs()
+	paths := make([]string, len(slugs))
+	for i, slug := range slugs {
+		paths[i] = ManifestDir + "/" + slug + ".json"
+	}
+	return paths
+}
+
 // Files renders every feature's manifest, in the work tree, which git
 // ignores (store adds them to .git/info/exclude): views of the repository's
 // log, they never conflict on a merge and never keep a checkout from working.

@@ -120,7 +120,7 @@ func (c *clone) projected() map[string]string {
 			c.t.Fatal(err)
 		}
 		for _, f := range files {
-			b, err := os.ReadFile(c.s.Engine.FilePath(f.Path, f.Tracked))
+			b, err := os.ReadFile(c.s.Engine.FilePath(f.Path, f.WorkTree))
 			if err != nil {
 				c.t.Fatal(err)
 			}
