@@ -11,8 +11,10 @@ import (
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/hooks"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/fleet"
 	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/store"
+	"github.com/spoolhq/spool/projections"
 )
 
 // DoctorCmd is a preflight: one line per check.
@@ -119,8 +121,12 @@ func doctor(e *env, verbose bool) []check {
 	case len(rep.Problems) > 0:
 		add("log", "fail", "%d problems, first: %s (run spool verify)", len(rep.Problems), rep.Problems[0])
 	default:
-		add("log", "ok", "%d events in %d writer files", rep.Events, rep.Files)
+		add("log", "ok", "%d events in %d writer files in %s", rep.Events, rep.Files, relTo(r.Root, st.Log.Dir()))
 	}
+	if q, _ := st.Log.Quarantined(); len(q) > 0 {
+		add("quarantine", "warn", "%d copies of writer files kept aside, not folded (why: the .why file beside each): %s", len(q), strings.Join(q, ", "))
+	}
+	sharing(e, st, add)
 	if v, err := st.Engine.Open(); err == nil {
 		// Behind the log is normal (commands catch up what they read, and
 		// large projections save lazily): only a failure is worth a line's alarm.
@@ -151,17 +157,51 @@ func doctor(e *env, verbose bool) []check {
 			add("hooks", "ok", "installed in %s", dir)
 		}
 	}
-	if out, _ := git.Run(e.ctx, r.Root, "config", "--get", "merge.spool.driver"); strings.TrimSpace(out) == "" {
-		add("merge-driver", "warn", "not registered (run spool init)")
-	} else {
-		add("merge-driver", "ok", "%s", strings.TrimSpace(out))
-	}
+	legacy(e, r, add)
 	if a, err := e.actor(e.ctx, r); err != nil {
 		add("actor", "warn", "%v", err)
 	} else {
 		add("actor", "ok", "%s", a)
 	}
 	return checks
+}
+
+// sharing says where the log is committed and shared, as the last sync saw
+// the remote.
+func sharing(e *env, st *store.Store, add func(name, status, format string, args ...any)) {
+	v, err := st.Read(e.ctx, "stats")
+	if err != nil {
+		return // the log check says why
+	}
+	stats, _ := projections.As[*projections.Stats](v, projections.StatsSpec.Name)
+	s, err := fleet.SyncStatus(e.ctx, st, stats.ByWriter)
+	switch {
+	case err != nil:
+		add("sharing", "warn", "%v", err)
+	case s.Remote == "":
+		add("sharing", "ok", "no remote: the log is committed on the local branch %s by spool sync", s.Branch)
+	case !s.Synced:
+		add("sharing", "warn", "never synced with %s/%s: spool sync shares the log (or spool watch, or git push with the hooks)", s.Remote, s.Branch)
+	default:
+		add("sharing", "ok", "%s/%s: %s", s.Remote, s.Branch, strings.TrimPrefix(syncLine(s), "ahead of "+s.Remote+"/"+s.Branch+" "))
+	}
+}
+
+// legacy tells a repository of the old layout what is left to tidy: writer
+// files or PRD manifests still tracked on the branch, and the merge driver
+// the old writer files need while they are.
+func legacy(e *env, r *git.Repo, add func(name, status, format string, args ...any)) {
+	out, _ := git.Run(e.ctx, r.Root, "ls-files", "--", ".spool/events/*.jsonl", "docs/prd/_queue/*.json")
+	if tracked := strings.Fields(out); len(tracked) > 0 {
+		add("layout", "warn", "%d files of the old layout are still committed on this branch (%s): spool reads them, never writes them; "+
+			"when everyone runs this spool, git rm -r --cached .spool/events docs/prd/_queue and drop '.spool/events/*.jsonl merge=spool' from .gitattributes",
+			len(tracked), clip(strings.Join(tracked, ", "), 120))
+		if driver, _ := git.Run(e.ctx, r.Root, "config", "--get", "merge.spool.driver"); strings.TrimSpace(driver) == "" {
+			add("merge-driver", "warn", "not registered, and the old writer files need it to merge (run spool init)")
+		} else {
+			add("merge-driver", "ok", "%s", strings.TrimSpace(driver))
+		}
+	}
 }
 
 // repair fixes the log and, when it changed a file, rebuilds the projections.

@@ -43,7 +43,7 @@ func genMain(args []string) error {
 			return err
 		}
 	}
-	eventsDir := filepath.Join(*dir, ".spool", "events")
+	eventsDir := filepath.Join(*dir, ".git", "spool", "events")
 	for w := range *writers {
 		n := *events / *writers
 		if w < *events%*writers {

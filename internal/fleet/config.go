@@ -16,7 +16,7 @@ func init() {
 			Help: "how next, the merge train, job dispatch and PRD promotion claim: auto is through the remote's sync branch when the clone has a remote (two machines never hold one claim), locally otherwise; remote requires one; local never asks it"},
 		config.Key{Name: "sync.offline_claims", Kind: config.Enum, Default: OfflineRefuse, Enum: []string{OfflineRefuse, OfflineLocal},
 			Help: "with sync.claims = remote and the remote unreachable: refuse the claim (exit 4), or claim locally with a warning"},
-		config.Key{Name: "sync.interval", Kind: config.Duration, Default: 30 * time.Second, Min: config.Min(1), Max: config.Max(86400),
+		config.Key{Name: "sync.interval", Kind: config.Duration, Default: 10 * time.Second, Min: config.Min(1), Max: config.Max(86400),
 			Help: "how often spool watch syncs (and soon after this clone's appends)"},
 	)
 }

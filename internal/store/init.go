@@ -55,6 +55,13 @@ func Init(ctx context.Context, dir string, warn func(string)) (*Initialized, err
 		}
 		out.Created = append(out.Created, rel)
 	}
+	if legacyAttributes(r) {
+		if registered, err := git.EnsureMergeDriver(ctx, r); err != nil {
+			return nil, err
+		} else if registered {
+			out.Created = append(out.Created, "git config merge.spool.driver")
+		}
+	}
 	if out.Writer, err = st.Log.WriterID(); err != nil {
 		return nil, err
 	}
@@ -98,4 +105,12 @@ func exclude(r *git.Repo, patterns []string) error {
 		}
 	}
 	return nil
+}
+
+// legacyAttributes says whether the work tree's .gitattributes names
+// spool's merge driver, as spool init wrote it before the log left the
+// work tree.
+func legacyAttributes(r *git.Repo) bool {
+	b, err := os.ReadFile(filepath.Join(r.Root, ".gitattributes"))
+	return err == nil && bytes.Contains(b, []byte("merge=spool"))
 }

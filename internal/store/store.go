@@ -163,11 +163,14 @@ func Open(ctx context.Context, dir string, warn func(string)) (*Store, error) {
 		return nil, fault.New(CodeNotInitialized, ErrNotInitialized,
 			fmt.Sprintf("%s has no .spool directory; run spool init", r.Root), "root", r.Root)
 	}
-	// A fresh clone brings .spool/ but not the merge driver: register it
-	// before anything can merge a writer file as text. Best effort: a
-	// read-only .git must not stop a read.
-	if _, err := git.EnsureMergeDriver(ctx, r); err != nil && warn != nil {
-		warn(fmt.Sprintf("the merge driver is not registered (%v); spool init registers it", err))
+	// A branch of the old layout still commits writer files: a fresh clone
+	// brings .gitattributes but not the merge driver, so register it before
+	// anything can merge a writer file as text. Best effort: a read-only
+	// .git must not stop a read.
+	if legacyAttributes(r) {
+		if _, err := git.EnsureMergeDriver(ctx, r); err != nil && warn != nil {
+			warn(fmt.Sprintf("the merge driver is not registered (%v); spool init registers it", err))
+		}
 	}
 	s, err := OpenRepo(r, warn)
 	if err != nil {
