@@ -259,6 +259,12 @@ func TestOrchestratorKill9EachPhase(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir, env, id, runs := orchRepo(t, bin, "wait", 2)
 			release := filepath.Join(t.TempDir(), "release")
+			// Released at the end whatever happened: the agent then ends, and
+			// its supervisor with it, even when the test failed halfway.
+			t.Cleanup(func() {
+				os.WriteFile(release, []byte("0"), 0o644)
+				time.Sleep(500 * time.Millisecond) // the agent looks every 0.2 s
+			})
 			paused := filepath.Join(t.TempDir(), "paused")
 			env = append(env, "FAKE_AGENT_RELEASE="+release)
 			if c.pause == orchestrator.TypeAgentExited {

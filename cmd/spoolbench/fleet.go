@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"math/rand/v2"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,9 +16,11 @@ import (
 // fleetMain measures claims through a local bare remote (sync.claims =
 // remote): the latency of one uncontended claim and of a sync with nothing
 // new, then claims per second with 1, 2, 4 and 8 clones each running
-// spool next in a loop for a while:
+// spool next in a loop for a while; and how long an event takes from one
+// clone's spool sync to another clone's log with spool watch running, at
+// each sync.interval of -propagate:
 //
-//	spoolbench fleet -spool BIN [-tasks 2000] [-runs 21] [-for 10s] [-clones 1,2,4,8]
+//	spoolbench fleet -spool BIN [-tasks 2000] [-runs 21] [-for 10s] [-clones 1,2,4,8] [-propagate 10s,1s] [-events 11]
 func fleetMain(args []string) error {
 	fs := flag.NewFlagSet("spoolbench fleet", flag.ExitOnError)
 	bin := fs.String("spool", "", "the spool binary to time (required)")
@@ -25,6 +28,8 @@ func fleetMain(args []string) error {
 	runs := fs.Int("runs", 21, "timed runs of the single claim and the sync")
 	dur := fs.Duration("for", 10*time.Second, "how long each contention run claims")
 	sizes := fs.String("clones", "1,2,4,8", "clone counts to contend")
+	intervals := fs.String("propagate", "10s,1s", "sync.interval values of the watching clone (\"\": skip)")
+	events := fs.Int("events", 11, "events timed from one clone to the other, at each interval")
 	fs.Parse(args)
 	if *bin == "" {
 		return fmt.Errorf("%w: -spool BIN is required", errUsage)
@@ -70,6 +75,75 @@ func fleetMain(args []string) error {
 			return err
 		}
 	}
+	for _, s := range strings.Split(*intervals, ",") {
+		if s == "" {
+			continue
+		}
+		interval, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("%w: -propagate %q", errUsage, *intervals)
+		}
+		f, err := newFleet(b, filepath.Join(top, "p"+s), 10, 2)
+		if err != nil {
+			return err
+		}
+		if err := f.propagate(interval, *events); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// propagate starts spool watch in the second clone with sync.interval set
+// to interval, then n times, at a random point of the interval, adds a
+// task in the first and syncs it, and times from the sync's end until the
+// second clone's log has the task.
+func (f *fleet) propagate(interval time.Duration, n int) error {
+	a, b := f.clones[0], f.clones[1]
+	if _, err := run(b, f.env(1), f.bin, "config", "set", "sync.interval", interval.String()); err != nil {
+		return err
+	}
+	writer, err := os.ReadFile(filepath.Join(a, ".git", "spool", "writer"))
+	if err != nil {
+		return err
+	}
+	theirs := filepath.Join(b, ".git", "spool", "events", strings.TrimSpace(string(writer))+".jsonl")
+	watch := exec.Command(f.bin, "watch")
+	watch.Dir, watch.Env = b, f.env(1)
+	if err := watch.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		watch.Process.Signal(os.Interrupt)
+		watch.Wait()
+	}()
+	time.Sleep(time.Second) // its first sync
+	var lat []time.Duration
+	for k := range n {
+		// At a random point of the watcher's interval, as a teammate's push.
+		time.Sleep(rand.N(interval))
+		title := fmt.Sprintf("propagated %d", k)
+		if _, err := run(a, f.env(0), f.bin, "task", "add", title); err != nil {
+			return err
+		}
+		if _, err := run(a, f.env(0), f.bin, "sync"); err != nil {
+			return err
+		}
+		start := time.Now()
+		for {
+			if b, _ := os.ReadFile(theirs); strings.Contains(string(b), title) {
+				break
+			}
+			if time.Since(start) > 3*interval+10*time.Second {
+				return fmt.Errorf("%s never reached the watching clone", title)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	slices.Sort(lat)
+	fmt.Printf("an event from one clone's spool sync to another's log, spool watch running with sync.interval %s: median %6.0f ms, min %6.0f ms, max %6.0f ms (%d events)\n",
+		interval, ms(lat[len(lat)/2]), ms(lat[0]), ms(lat[len(lat)-1]), n)
 	return nil
 }
 

@@ -169,3 +169,28 @@ func Inode(fi fs.FileInfo) uint64 {
 	}
 	return 0
 }
+
+// WriteCache replaces path with data, for a cache whose loss only costs
+// work (it is rebuilt): written aside and renamed into place, so never
+// seen torn, but not fsynced, since a crash may keep the old one.
+func WriteCache(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}

@@ -116,8 +116,7 @@ func (c *Claims) Prepare(ctx context.Context, sess *eventlog.Session) (func(writ
 			}
 			return err
 		}
-		track(ctx, c.st, c.o, commit, snaps[:len(snaps)-1]) // the claim's own file is not on disk yet
-		if err := follow(ctx, c.st, c.o, commit); err != nil {
+		if err := track(ctx, c.st, c.o, commit, parents, snaps); err != nil {
 			c.Warn(err.Error())
 		}
 		c.cache.expect(snaps[len(snaps)-1])

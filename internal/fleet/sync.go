@@ -9,6 +9,7 @@ package fleet
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -144,7 +145,7 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 			return res, err
 		}
 		res.Sent, res.Commit = sent, commit
-		return res, accepted(ctx, st, o, cache, commit, snaps)
+		return res, accepted(ctx, st, o, cache, commit, parents, snaps)
 	}
 	return res, contended(o, res.Pushes)
 }
@@ -191,15 +192,14 @@ func commitLocal(ctx context.Context, st *store.Store, o Options, c *cache) (Res
 // accepted records a push the remote took: TrackingRef and the local
 // branch (under the log's lock, which guards them) and the events status
 // counts there.
-func accepted(ctx context.Context, st *store.Store, o Options, c *cache, commit string, snaps []snapshot) error {
+func accepted(ctx context.Context, st *store.Store, o Options, c *cache, commit string, parents []string, snaps []snapshot) error {
 	c.see(TrackingRef(o), commit, snapLines(snaps))
 	unlock, err := st.Log.Lock(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	track(ctx, st, o, commit, snaps)
-	return follow(ctx, st, o, commit)
+	return track(ctx, st, o, commit, parents, snaps)
 }
 
 // follow moves the local sync branch to commit, the remote's tip, which
@@ -308,17 +308,28 @@ func pushFailed(o Options, err error) error {
 	return unreachable(o, err)
 }
 
-// track points TrackingRef at commit, the remote's tip after a push, and
-// records that the log holds its files. The caller holds the log's lock.
-// Best effort: a stale TrackingRef costs the next sync a fetch, nothing
-// else.
-func track(ctx context.Context, st *store.Store, o Options, commit string, snaps []snapshot) {
-	git.Run(ctx, st.Repo.Root, "update-ref", "-m", "spool sync", TrackingRef(o), commit)
+// track points TrackingRef and the local branch at commit, the remote's
+// tip after a push built on parents, and records that the log holds its
+// files. The caller holds the log's lock. When the local branch was one of
+// the parents (the common case) both refs move in one git transaction;
+// otherwise the local branch follows as follow says.
+func track(ctx context.Context, st *store.Store, o Options, commit string, parents []string, snaps []snapshot) error {
 	blobs := make(map[string]string, len(snaps))
 	for _, s := range snaps {
 		blobs[s.name] = s.hash
 	}
 	st.MarkReceived(TrackingRef(o), commit, blobs)
+	updates := []git.RefUpdate{{Ref: TrackingRef(o), New: commit}}
+	old, ok := git.ReadRef(ctx, st.Repo, LocalRef(o))
+	if !ok || slices.Contains(parents, old) {
+		updates = append(updates, git.RefUpdate{Ref: LocalRef(o), New: commit, Old: cmp.Or(old, git.ZeroID)})
+		if git.UpdateRefs(ctx, st.Repo.Root, "spool sync", updates) == nil {
+			return nil
+		}
+	}
+	// A stale TrackingRef costs the next sync a fetch, nothing else.
+	git.UpdateRefs(ctx, st.Repo.Root, "spool sync", updates[:1])
+	return follow(ctx, st, o, commit)
 }
 
 func unknownRemote(remote string) error {
@@ -512,7 +523,7 @@ func (c *cache) save() {
 	if !c.dirty {
 		return
 	}
-	if b, err := json.Marshal(c); err == nil && durable.WriteFile(c.path, b, 0o644) == nil { // a lost cache costs a read, nothing else
+	if b, err := json.Marshal(c); err == nil && durable.WriteCache(c.path, b) == nil { // a lost cache costs a read, nothing else
 		c.dirty = false
 	}
 }

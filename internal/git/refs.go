@@ -127,3 +127,26 @@ func IsAncestor(ctx context.Context, dir, a, b string) (bool, error) {
 	}
 	return err == nil, err
 }
+
+// RefUpdate is one ref moved by UpdateRefs: to New, and only from Old
+// when Old is set (ZeroID: only if the ref does not exist).
+type RefUpdate struct {
+	Ref, New, Old string
+}
+
+// ZeroID is the object id git reads as "no such ref".
+const ZeroID = "0000000000000000000000000000000000000000"
+
+// UpdateRefs moves refs in one transaction: all or none.
+func UpdateRefs(ctx context.Context, dir, msg string, updates []RefUpdate) error {
+	var in strings.Builder
+	for _, u := range updates {
+		in.WriteString("update " + u.Ref + " " + u.New)
+		if u.Old != "" {
+			in.WriteString(" " + u.Old)
+		}
+		in.WriteString("\n")
+	}
+	_, err := RunInput(ctx, dir, []byte(in.String()), "update-ref", "-m", msg, "--stdin")
+	return err
+}

@@ -68,14 +68,14 @@ func (c *clone) publish() {
 }
 
 // commitLog commits the log's files as the sync branch's tree at ref.
-func commitLog(t *testing.T, dir, ref string) {
+func commitLog(t testing.TB, dir, ref string) {
 	t.Helper()
 	commit := commitTree(t, dir, filepath.Join(dir, ".git", "spool", "events"), "")
 	runGit(t, dir, "update-ref", ref, commit)
 }
 
 // commitTree commits the writer files of logDir as events/<name> on parent.
-func commitTree(t *testing.T, dir, logDir, parent string) string {
+func commitTree(t testing.TB, dir, logDir, parent string) string {
 	t.Helper()
 	entries, _ := os.ReadDir(logDir)
 	var lines []string
@@ -95,7 +95,7 @@ func commitTree(t *testing.T, dir, logDir, parent string) string {
 	return strings.TrimSpace(runGit(t, dir, args...))
 }
 
-func mktree(t *testing.T, dir, listing string) string {
+func mktree(t testing.TB, dir, listing string) string {
 	t.Helper()
 	out, err := runGitInput(dir, listing+"\n", "mktree")
 	if err != nil {

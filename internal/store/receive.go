@@ -249,7 +249,7 @@ func (s *Store) receiveIn(ctx context.Context, sess *eventlog.Session, copies []
 // saveReceived writes received.json under the log's lock.
 func (s *Store) saveReceived() {
 	if b, err := json.Marshal(s.loadReceived()); err == nil {
-		durable.WriteFile(s.receivedPath(), b, 0o644) // lost, it costs a comparison per copy
+		durable.WriteCache(s.receivedPath(), b) // lost, it costs a look at each copy
 	}
 }
 

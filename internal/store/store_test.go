@@ -22,7 +22,7 @@ var t0 = time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC)
 
 // isolateGit keeps the user's git configuration out of the tests and gives
 // commits an identity.
-func isolateGit(t *testing.T) {
+func isolateGit(t testing.TB) {
 	t.Helper()
 	for k, v := range map[string]string{
 		"GIT_CONFIG_GLOBAL":   os.DevNull,
@@ -35,7 +35,7 @@ func isolateGit(t *testing.T) {
 	}
 }
 
-func runGit(t *testing.T, dir string, args ...string) string {
+func runGit(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	out, err := git.Run(context.Background(), dir, args...)
 	if err != nil {
@@ -51,7 +51,7 @@ func initSpool(t *testing.T, dir string) {
 }
 
 // writeFile writes content at path, making its directory.
-func writeFile(t *testing.T, path, content string) {
+func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -81,7 +81,7 @@ func open(t *testing.T, dir string) (*Store, *[]string) {
 }
 
 // write appends drafts through the one write path.
-func write(t *testing.T, s *Store, drafts ...eventlog.Draft) []eventlog.Event {
+func write(t testing.TB, s *Store, drafts ...eventlog.Draft) []eventlog.Event {
 	t.Helper()
 	evs, _, err := s.Write(context.Background(), t0, "ada", nil, func(*projections.View) ([]eventlog.Draft, error) {
 		return drafts, nil
@@ -92,7 +92,7 @@ func write(t *testing.T, s *Store, drafts ...eventlog.Draft) []eventlog.Event {
 	return evs
 }
 
-func writeN(t *testing.T, s *Store, typ string, n int) {
+func writeN(t testing.TB, s *Store, typ string, n int) {
 	t.Helper()
 	for i := range n {
 		write(t, s, eventlog.Draft{Type: typ, Subject: fmt.Sprint(i), Data: map[string]int{"i": i}})

@@ -26,8 +26,9 @@ func Ping(r *git.Repo) error {
 }
 
 // Wakes returns a channel that receives when something may need a pass: a
-// writer file of the log, a branch (loose or packed) or the ping file
-// changed. Where the file system cannot be watched it ticks every poll
+// writer file of the log, a branch or a remote-tracking branch (loose or
+// packed: git fetch and git pull bring other clones' events) or the ping
+// file changed. Where the file system cannot be watched it ticks every poll
 // instead, after saying why through warn. It stops when ctx ends.
 func Wakes(ctx context.Context, r *git.Repo, poll time.Duration, warn func(string)) <-chan struct{} {
 	ch := make(chan struct{}, 1)
@@ -54,7 +55,6 @@ func Wakes(ctx context.Context, r *git.Repo, poll time.Duration, warn func(strin
 		})
 		return ch
 	}
-	refs := filepath.Join(r.CommonDir, "refs", "heads")
 	fault.Go(func() {
 		defer w.Close()
 		for {
@@ -65,8 +65,8 @@ func Wakes(ctx context.Context, r *git.Repo, poll time.Duration, warn func(strin
 				if !ok {
 					return
 				}
-				if ev.Has(fsnotify.Create) && strings.HasPrefix(ev.Name, refs) {
-					addTree(w, ev.Name) // a new branch directory (feature/…)
+				if ev.Has(fsnotify.Create) && underRefs(r, ev.Name) {
+					addTree(w, ev.Name) // a new branch directory (feature/…, a new remote)
 				}
 				if wanted(r, ev.Name) {
 					wake()
@@ -98,9 +98,15 @@ func watchRepo(r *git.Repo) (*fsnotify.Watcher, error) {
 			return nil, err
 		}
 	}
-	if err := addTree(w, filepath.Join(r.CommonDir, "refs", "heads")); err != nil {
-		w.Close()
-		return nil, err
+	for _, dir := range watchedRefs(r) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			w.Close()
+			return nil, err
+		}
+		if err := addTree(w, dir); err != nil {
+			w.Close()
+			return nil, err
+		}
 	}
 	return w, nil
 }
@@ -130,5 +136,19 @@ func wanted(r *git.Repo, name string) bool {
 	case r.PrivateDir():
 		return name == PingFile(r)
 	}
-	return strings.HasPrefix(name, filepath.Join(r.CommonDir, "refs", "heads")+string(filepath.Separator))
+	return underRefs(r, name)
+}
+
+// watchedRefs are the ref directories whose changes wake the watcher.
+func watchedRefs(r *git.Repo) []string {
+	return []string{filepath.Join(r.CommonDir, "refs", "heads"), filepath.Join(r.CommonDir, "refs", "remotes")}
+}
+
+func underRefs(r *git.Repo, name string) bool {
+	for _, dir := range watchedRefs(r) {
+		if strings.HasPrefix(name, dir+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
 }
