@@ -2,8 +2,8 @@ package main
 
 import (
 	"flag"
-	"math/rand/v2"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
