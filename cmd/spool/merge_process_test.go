@@ -220,8 +220,10 @@ func testConcurrentSubmit(t *testing.T, bin string) {
 	r.spool(r.root, nil, "verify")
 }
 
-// The runner is killed with SIGKILL right after each step; the next run
-// recovers the entry and merges it exactly once, losing nothing.
+// The runner is killed with SIGKILL right after each step; while it lived
+// nobody took its entry, and once it is dead the next run recovers the
+// entry at once (its lease still runs: the runner's recorded process is
+// gone from this machine) and merges it exactly once, losing nothing.
 func testKillRunner(t *testing.T, bin, at string) {
 	r := newProcRepo(t, bin)
 	feat := r.worktree("feat")
@@ -229,6 +231,7 @@ func testKillRunner(t *testing.T, bin, at string) {
 	release := filepath.Join(r.scratch, "release")
 	r.spool(r.root, nil, "config", "set", "merge.test_command",
 		fmt.Sprintf(`["sh","-c","touch %s; while [ ! -f %s ]; do sleep 0.05; done"]`, started, release))
+	r.spool(r.root, nil, "config", "set", "merge.lease", "1h") // recovery must not owe anything to the lease
 	r.spool(feat, nil, "merge", "submit")
 	var env []string
 	pauseFile := started
@@ -252,25 +255,26 @@ func testKillRunner(t *testing.T, bin, at string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	runner.Process.Kill() // SIGKILL
-	runner.Wait()
-	os.WriteFile(release, nil, 0o644)
-
 	want := mergequeue.Status(at)
 	if at == "ref_updated" {
 		want = mergequeue.Merging
 	}
-	if e := r.entry(1, nil); e.Status != want {
-		t.Fatalf("after kill: %s, want %s", e.Status, want)
-	}
-	// The lease has not expired yet: another runner must leave the entry alone.
+	// The runner lives (paused, or waiting for its test): another runner,
+	// and any merge command, must leave its entry alone.
 	if out := r.spool(r.root, nil, "merge", "run", "--once", "--json"); !strings.Contains(out, `"processed": []`) {
-		t.Fatalf("a live lease was taken over: %s", out)
+		t.Fatalf("a live runner's entry was taken over: %s", out)
 	}
-	// Later, the lease has expired: recovery, then the train finishes the job.
-	later := []string{"SPOOL_NOW=" + time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
-	r.spool(r.root, later, "merge", "run", "--once")
-	e := r.entry(1, later)
+	if e := r.entry(1, nil); e.Status != want {
+		t.Fatalf("with its runner alive: %s, want %s", e.Status, want)
+	}
+	runner.Process.Kill() // SIGKILL
+	runner.Wait()
+	os.WriteFile(release, nil, 0o644)
+
+	// Its lease runs for minutes yet, but its process is gone from this
+	// machine: the next run recovers the entry at once and finishes the job.
+	r.spool(r.root, nil, "merge", "run", "--once")
+	e := r.entry(1, nil)
 	if e.Status != mergequeue.Merged {
 		t.Fatalf("after recovery: %s (%s)", e.Status, e.LastError)
 	}
@@ -281,6 +285,9 @@ func testKillRunner(t *testing.T, bin, at string) {
 		}
 		if h.Type == mergequeue.EvRecovered {
 			recovered++
+			if !strings.Contains(h.Reason, "died in "+string(want)) {
+				t.Errorf("recovered because %q, want its runner's death", h.Reason)
+			}
 		}
 	}
 	wantAttempts := 2
@@ -303,7 +310,7 @@ func testKillRunner(t *testing.T, bin, at string) {
 	if _, err := os.Stat(filepath.Join(r.root, "feat.txt")); err != nil {
 		t.Error("primary worktree not updated")
 	}
-	r.spool(r.root, later, "verify")
+	r.spool(r.root, nil, "verify")
 }
 
 // Two clones each queue a worktree named wt, then sync: two workspaces

@@ -114,15 +114,8 @@ func (e *Entry) encode(b []byte) []byte {
 	}
 	b = field(b, "scratch_dir", e.ScratchDir)
 	b = field(b, "run_dir", e.RunDir)
-	if p := e.Proc; p != nil {
-		b = append(b, `,"proc":{"pid":`...)
-		b = strconv.AppendInt(b, int64(p.PID), 10)
-		b = intField(b, "pgid", p.PGID)
-		b = append(b, `,"start":`...)
-		b = strconv.AppendUint(b, p.Start, 10)
-		b = field(b, "boot", p.Boot)
-		b = append(b, '}')
-	}
+	b = procField(b, "proc", e.Proc)
+	b = procField(b, "holder", e.Holder)
 	b = field(b, "last_error", e.LastError)
 	b = field(b, "waiting", e.Waiting)
 	if len(e.ConflictPaths) > 0 {
@@ -162,6 +155,22 @@ func (e *Entry) encode(b []byte) []byte {
 	b = field(b, "from", string(st.From))
 	b = field(b, "to", string(st.To))
 	return append(b, "}}"...)
+}
+
+// procField appends ,"name":{"pid":…} unless p is nil.
+func procField(b []byte, name string, p *ProcRecord) []byte {
+	if p == nil {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, `":{"pid":`...)
+	b = strconv.AppendInt(b, int64(p.PID), 10)
+	b = intField(b, "pgid", p.PGID)
+	b = append(b, `,"start":`...)
+	b = strconv.AppendUint(b, p.Start, 10)
+	b = field(b, "boot", p.Boot)
+	return append(b, '}')
 }
 
 // field appends ,"name":"value" unless value is empty.

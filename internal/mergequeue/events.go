@@ -22,7 +22,7 @@ const (
 	EvClaimed      = "merge.claimed"       // pending → claimed by a train runner, with a lease; counts an attempt
 	EvTransitioned = "merge.transitioned"  // one step of the train: rebasing, testing, ready_to_merge, merging, merged, failed_*
 	EvLeaseRenewed = "merge.lease_renewed" // the runner is still working on the entry (and started proc, when given)
-	EvRecovered    = "merge.recovered"     // a lease expired: processing → failed_* (or merging → merged when the target has the tested commit)
+	EvRecovered    = "merge.recovered"     // a lease expired or the runner died: processing → failed_* (or merging → merged when the target has the tested commit)
 	EvRetried      = "merge.retried"       // failed_retryable → pending (spool merge retry, or after recovery)
 	EvCancelled    = "merge.cancelled"     // → cancelled
 	EvFrozen       = "merge.frozen"        // the train stops claiming; submissions continue
@@ -77,6 +77,11 @@ type EntryData struct {
 	// for the entry's current step (the test command), so that recovery can
 	// kill it if it outlived its runner.
 	Proc *ProcRecord `json:"proc,omitempty"`
+	// Holder, on a claim, is the runner's own process, so that recovery
+	// need not wait for the lease of a runner that is certainly dead on
+	// this machine (DecideRecover's dead). Absent in older logs and for a
+	// runner that could not identify itself: then only the lease tells.
+	Holder *ProcRecord `json:"holder,omitempty"`
 }
 
 // ProcRecord is a started process group as the log records it, for a later

@@ -91,23 +91,11 @@ func fastEntry(b []byte, e *Entry) bool {
 		case "conflict_paths":
 			return p.strings(&e.ConflictPaths)
 		case "proc":
-			r := &ProcRecord{}
-			e.Proc = r
-			return p.object(func(key []byte) bool {
-				switch string(key) {
-				case "pid":
-					return p.intTo(&r.PID)
-				case "pgid":
-					return p.intTo(&r.PGID)
-				case "start":
-					n, ok := p.int()
-					r.Start = uint64(n)
-					return ok && n >= 0
-				case "boot":
-					return p.strTo(&r.Boot)
-				}
-				return false
-			})
+			e.Proc = &ProcRecord{}
+			return p.procRecord(e.Proc)
+		case "holder":
+			e.Holder = &ProcRecord{}
+			return p.procRecord(e.Holder)
 		case "conflicts":
 			return p.resolutions(&e.Conflicts)
 		case "last_step":
@@ -319,3 +307,22 @@ var internTable = func() []string {
 	}
 	return t
 }()
+
+// procRecord reads a ProcRecord object as encode writes it (procField).
+func (p *scanner) procRecord(r *ProcRecord) bool {
+	return p.object(func(key []byte) bool {
+		switch string(key) {
+		case "pid":
+			return p.intTo(&r.PID)
+		case "pgid":
+			return p.intTo(&r.PGID)
+		case "start":
+			n, ok := p.int()
+			r.Start = uint64(n)
+			return ok && n >= 0
+		case "boot":
+			return p.strTo(&r.Boot)
+		}
+		return false
+	})
+}

@@ -28,7 +28,7 @@ const (
 // projections.Spec.Amortize): a command catches up in memory from a
 // snapshot a few events old rather than writing every entry's line twice
 // (the snapshot and merge-queue.json) for the one it changed.
-var Spec = projections.Spec{Name: Name, Version: 9, Amortize: 1000, New: func() projections.Projection { return New() }}
+var Spec = projections.Spec{Name: Name, Version: 10, Amortize: 1000, New: func() projections.Projection { return New() }}
 
 // State is the merge queue folded from the log.
 type State struct {
@@ -213,7 +213,8 @@ type Entry struct {
 	LeaseUntil       *time.Time     `json:"lease_until,omitempty"`
 	ScratchDir       string         `json:"scratch_dir,omitempty"`
 	RunDir           string         `json:"run_dir,omitempty"`
-	Proc             *ProcRecord    `json:"proc,omitempty"` // the process group of the current step (the test command), until the status changes
+	Proc             *ProcRecord    `json:"proc,omitempty"`   // the process group of the current step (the test command), until the status changes
+	Holder           *ProcRecord    `json:"holder,omitempty"` // the runner's process, from its claim, while it holds the entry
 	LastError        string         `json:"last_error,omitempty"`
 	ConflictPaths    []string       `json:"conflict_paths,omitempty"` // a rebase's conflicts; a waiting entry's dirty paths
 	Waiting          string         `json:"waiting,omitempty"`        // why a pending entry the train gave back waits (WaitCheckoutDirty …)
@@ -506,7 +507,11 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		e.setRequest(d)
 	case EvClaimed:
 		e.Attempts++
-		e.Runner, e.Target = d.Runner, d.Target
+		e.Runner, e.Target, e.Holder = d.Runner, d.Target, nil
+		if d.Holder != nil {
+			h := *d.Holder
+			e.Holder = &h
+		}
 		e.TestedSHA, e.TestedAgainstSHA, e.LastError, e.ConflictPaths = "", d.TestedAgainstSHA, "", nil
 	case EvTransitioned, EvRecovered:
 		if d.TestedSHA != "" {
@@ -540,7 +545,7 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 			e.LeaseUntil = &lease
 		}
 	} else {
-		e.Runner, e.LeaseUntil, e.ScratchDir = "", nil, ""
+		e.Runner, e.LeaseUntil, e.ScratchDir, e.Holder = "", nil, "", nil
 	}
 	s.step(e, ev, d)
 	return true

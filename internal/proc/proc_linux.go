@@ -212,6 +212,24 @@ func Alive(r Record) bool {
 	return markedMember(r)
 }
 
+// Gone reports whether the process r recorded has certainly ended: r was
+// recorded on this boot of this machine and no process has its pid with
+// its start time any more (it exited, or the pid now belongs to another
+// process), or it is a zombie. Unknown is not gone: a record of another
+// machine or boot, one without a start time, or a pid that exists but
+// whose start time cannot be read (another user's, under hidepid) is left
+// to its lease. Unlike Alive it asks about the process, not its group.
+func Gone(r Record) bool {
+	if r.PID <= 0 || r.Start == 0 || r.Boot == "" || r.Boot != bootID() {
+		return false
+	}
+	if err := syscall.Kill(r.PID, 0); errors.Is(err, syscall.ESRCH) {
+		return true // no process has the pid
+	}
+	st, ok := readStat(r.PID)
+	return ok && (st.start != r.Start || st.state == 'Z')
+}
+
 // mark is the value of markEnv for the group r leads.
 func (r Record) mark() string { return fmt.Sprintf("%s:%d:%d", r.Boot, r.PID, r.Start) }
 
@@ -249,6 +267,7 @@ func markedMember(r Record) bool {
 }
 
 type stat struct {
+	state byte // field 3: R, S, D, Z (zombie) …
 	pgid  int
 	start uint64
 }
@@ -271,7 +290,7 @@ func readStat(pid int) (stat, bool) {
 	}
 	pgid, err1 := strconv.Atoi(fields[5-3])
 	start, err2 := strconv.ParseUint(fields[22-3], 10, 64)
-	return stat{pgid: pgid, start: start}, err1 == nil && err2 == nil
+	return stat{state: fields[0][0], pgid: pgid, start: start}, err1 == nil && err2 == nil
 }
 
 // StartDetached starts c as a daemon does: in a session of its own (no

@@ -239,3 +239,51 @@ func TestAliveWithoutLeader(t *testing.T) {
 		t.Fatal("alive after KillGroup")
 	}
 }
+
+// Gone is certain death only: the process itself (not its group) exited or
+// its pid went to another process, on this boot. What cannot be known (a
+// record of another boot, one without a start time) is never gone, and
+// neither is this process nor a live child.
+func TestGone(t *testing.T) {
+	cmd := exec.Command("sleep", "300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	live := identify(cmd.Process.Pid)
+	reused := live
+	reused.Start++
+	otherBoot := live
+	otherBoot.Boot = "another-boot"
+	for _, c := range []struct {
+		name string
+		r    Record
+		want bool
+	}{
+		{"this process", Self(), false},
+		{"a live child", live, false},
+		{"its pid with another start time (reused)", reused, true},
+		{"another boot (another machine)", otherBoot, false},
+		{"no start time", Record{PID: live.PID, Boot: live.Boot}, false},
+		{"no boot", Record{PID: live.PID, Start: live.Start}, false},
+		{"empty", Record{}, false},
+	} {
+		if got := Gone(c.r); got != c.want {
+			t.Errorf("%s: Gone(%+v) = %v, want %v", c.name, c.r, got, c.want)
+		}
+	}
+	// Killed, a zombie until reaped, then no process at all: gone both times.
+	cmd.Process.Signal(syscall.SIGKILL)
+	for deadline := time.Now().Add(10 * time.Second); !Gone(live); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a killed, unreaped child is not gone")
+		}
+	}
+	cmd.Wait()
+	if !Gone(live) {
+		t.Fatal("a reaped child is not gone")
+	}
+	if Gone(otherBoot) {
+		t.Fatal("a record of another boot is gone")
+	}
+}

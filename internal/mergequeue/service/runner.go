@@ -127,8 +127,15 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 	target.SHA, _ = git.RevParse(ctx, r.Store.Repo.Root, "refs/heads/"+r.Target) // the steps check it again
 	var claimed *mergequeue.Entry
 	pol := r.policy()
+	// This process, in the claim: should it die, recovery on this machine
+	// sees it gone and need not wait for the lease.
+	var holder *mergequeue.ProcRecord
+	if self := proc.Self(); self.Start != 0 {
+		h := mergequeue.ProcRecord(self)
+		holder = &h
+	}
 	_, _, err = r.Store.Claim(ctx, r.Now(), r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
-		drafts, e := mergequeue.DecideClaim(queueOf(v), r.ID, target, pol, r.Now())
+		drafts, e := mergequeue.DecideClaimHeld(queueOf(v), r.ID, holder, target, pol, r.Now())
 		claimed = nil // a claim through the remote may decide again
 		if e != nil {
 			c := *e
