@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -108,6 +109,95 @@ func TestMergeProcesses(t *testing.T) {
 	}
 	t.Run("kill -9 ends the test command", func(t *testing.T) { testKillEndsTestCommand(t, bin) })
 	t.Run("recovery ends a test command that survived", func(t *testing.T) { testRecoveryEndsSurvivor(t, bin) })
+	t.Run("kill -9 ends the push of the target", func(t *testing.T) { testKillEndsPush(t, bin) })
+}
+
+// childrenOf lists the processes whose parent is pid and whose argv starts
+// with argv.
+func childrenOf(pid int, argv ...string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, d := range entries {
+		child, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		cmdline, _ := os.ReadFile("/proc/" + d.Name() + "/cmdline")
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) && strings.HasPrefix(string(cmdline), strings.Join(argv, "\x00")+"\x00") {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// The train killed with kill -9 while it pushes the target (the remote's
+// pre-receive hook holds the push): its git push dies with it rather than
+// landing behind recovery's back. Once the hook lets go, the next run
+// recovers the entry at once, merged exactly once, and local and remote
+// agree.
+func testKillEndsPush(t *testing.T, bin string) {
+	r := newProcRepo(t, bin)
+	feat := r.worktree("feat")
+	pushing, release := filepath.Join(r.scratch, "pushing"), filepath.Join(r.scratch, "release")
+	// The first push of main waits (at most 60 s) for the test; other pushes pass.
+	hook := fmt.Sprintf(`#!/bin/sh
+grep -q ' refs/heads/main$' || exit 0
+if [ ! -f %[1]s ]; then
+	touch %[1]s
+	i=0; while [ ! -f %[2]s ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done
+fi
+`, pushing, release)
+	if err := os.WriteFile(filepath.Join(r.remote, "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.WriteFile(release, nil, 0o644) })
+	r.spool(r.root, nil, "config", "set", "merge.lease", "1h")
+	r.spool(feat, nil, "merge", "submit")
+	before := r.git(r.remote, "rev-parse", "main")
+	runner := r.cmd(r.root, nil, bin, "merge", "run", "--once")
+	if err := runner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { runner.Process.Kill(); runner.Wait() })
+	var push []int
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(pushing); err == nil {
+			if push = childrenOf(runner.Process.Pid, "git", "push"); len(push) == 1 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the train never pushed (git push children: %v)", push)
+		}
+	}
+	if e := r.entry(1, nil); e.Status != mergequeue.Merging {
+		t.Fatalf("pushing, the entry is %s", e.Status)
+	}
+	runner.Process.Kill() // SIGKILL
+	runner.Wait()
+	proctest.WaitExited(t, push[0])
+	if got := r.git(r.remote, "rev-parse", "main"); got != before {
+		t.Fatal("the remote moved while its hook held the push")
+	}
+
+	os.WriteFile(release, nil, 0o644)
+	r.spool(r.root, nil, "merge", "run", "--once")
+	e := r.entry(1, nil)
+	if e.Status != mergequeue.Merged || e.Attempts != 1 {
+		t.Fatalf("after recovery: %s, %d attempts (%s)", e.Status, e.Attempts, e.LastError)
+	}
+	local := r.git(r.root, "rev-parse", "main")
+	if local != e.TestedSHA || r.git(r.remote, "rev-parse", "main") != local {
+		t.Fatalf("local main %s, remote %s, tested %s", local, r.git(r.remote, "rev-parse", "main"), e.TestedSHA)
+	}
+	if n := strings.Count(r.git(r.root, "log", "--format=%s", "main"), "feat: change"); n != 1 {
+		t.Fatalf("main has the change %d times", n)
+	}
 }
 
 // startTesting submits a worktree and starts merge run --once with a test

@@ -115,7 +115,7 @@ func recoverExpired(ctx context.Context, st *store.Store, actor string, now time
 				"once those paths are clean, run there: git read-tree -m -u %s %s", e.ID, target, err, e.TestedAgainstSHA, e.TestedSHA))
 		}
 		if remote := st.Config.String("merge.remote"); git.RemoteExists(ctx, st.Repo.Root, remote) {
-			if _, err := git.Run(ctx, st.Repo.Root, "push", "--quiet", remote, "refs/heads/"+target+":refs/heads/"+target); err != nil {
+			if err := git.PushRef(ctx, st.Repo.Root, remote, "refs/heads/"+target); err != nil {
 				warn(fmt.Sprintf("merge entry %d: recovered as merged, but pushing %s to %s failed (%v); push it by hand", e.ID, target, remote, err))
 			}
 		}

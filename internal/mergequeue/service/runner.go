@@ -349,7 +349,7 @@ func (j *job) merge(ctx context.Context, targetRef string) *Result {
 		}
 	}
 	if remote := j.r.remote(ctx); remote != "" {
-		if _, err := git.Run(ctx, root, "push", "--quiet", remote, targetRef+":"+targetRef); err != nil {
+		if err := git.PushRef(ctx, root, remote, targetRef); err != nil {
 			// Put the target back so local and remote agree, then give up
 			// this attempt; the checkout goes back first, or the target stays.
 			reason := "push of " + j.r.Target + " failed: " + err.Error()
