@@ -103,6 +103,7 @@ func (e *Entry) encode(b []byte) []byte {
 	b = field(b, "head_sha", e.HeadSHA)
 	b = field(b, "tested_sha", e.TestedSHA)
 	b = field(b, "tested_against_sha", e.TestedAgainstSHA)
+	b = field(b, "target_from_sha", e.TargetFromSHA)
 	b = field(b, "target", e.Target)
 	b = field(b, "bead_id", e.BeadID)
 	b = field(b, "owner", e.Owner)

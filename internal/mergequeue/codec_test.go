@@ -40,7 +40,13 @@ func randomState(t testing.TB, seed int64) *State {
 					t.Fatal(err)
 				}
 				fold(t, s, now, "train", d)
-				switch rng.Intn(3) {
+				switch rng.Intn(5) {
+				case 3: // merging from a local target behind the tested base
+					for _, to := range []Status{Testing, ReadyToMerge, Merging} {
+						d, _ = DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: s.Entry(c.ID).Status, To: to, HeadSHA: c.HeadSHA,
+							TestedSHA: sha(8), TestedAgainstSHA: sha(7), TargetFromSHA: sha(6)}, pol, now)
+						fold(t, s, now, "train", d)
+					}
 				case 0:
 					d, _ = DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: Rebasing, To: FailedTerminal, HeadSHA: c.HeadSHA, Reason: "conflict", Paths: []string{"a", "b\tc"}}, pol, now)
 					fold(t, s, now, "train", d)
@@ -84,10 +90,10 @@ func randomState(t testing.TB, seed int64) *State {
 }
 
 func TestCodecRoundTrip(t *testing.T) {
-	procs, holders := 0, 0
+	procs, holders, froms := 0, 0, 0
 	defer func() {
-		if procs == 0 || holders == 0 {
-			t.Errorf("%d entries with a recorded process, %d with a recorded holder: want some of each", procs, holders)
+		if procs == 0 || holders == 0 || froms == 0 {
+			t.Errorf("%d entries with a recorded process, %d with a recorded holder, %d with target_from_sha: want some of each", procs, holders, froms)
 		}
 	}()
 	for seed := int64(1); seed <= 20; seed++ {
@@ -98,6 +104,9 @@ func TestCodecRoundTrip(t *testing.T) {
 			}
 			if e.Holder != nil {
 				holders++
+			}
+			if e.TargetFromSHA != "" {
+				froms++
 			}
 		}
 		b, _ := s.MarshalState()

@@ -333,13 +333,41 @@ type Target struct {
 	// Dirty are the uncommitted paths of the worktree that has the target
 	// checked out, when an entry waits for them (WaitCheckoutDirty).
 	Dirty []string
+	// Diverged says that the local target still lacks the remote tip the
+	// train last saw, when an entry waits for it (WaitTargetDiverged).
+	Diverged bool
+	// Locked are the lock files entries wait for (WaitTargetLocked) that
+	// still exist.
+	Locked []string
+	// Passed are entries to pass over whatever they wait for: those this
+	// run of the train gave back already (merge run --once takes an entry
+	// once, and so never loops on a condition it cannot see end).
+	Passed map[int64]bool
+}
+
+// waits reports whether e, given back by the train, still waits for what
+// it waited for (its reason's prefix).
+func (t Target) waits(e *Entry) bool {
+	switch {
+	case t.Passed[e.ID]:
+		return true
+	case e.Waiting == "":
+		return false
+	case strings.HasPrefix(e.Waiting, WaitTargetDiverged):
+		return t.Diverged
+	case strings.HasPrefix(e.Waiting, WaitTargetLocked):
+		return Overlap(e.ConflictPaths, t.Locked)
+	}
+	return Overlap(e.ConflictPaths, t.Dirty) // WaitCheckoutDirty
 }
 
 // DecideClaim gives the first pending entry to runner with a lease. It
 // claims nothing when the queue is frozen or empty, or while another entry
 // is being processed: the train takes one entry at a time, whoever runs it.
-// An entry waiting for the target's checkout is passed over while any of
-// its paths is still among target.Dirty.
+// An entry the train gave back is passed over while what it waits for
+// holds: any of its paths still among target.Dirty (WaitCheckoutDirty),
+// target.Diverged (WaitTargetDiverged), its lock file among target.Locked
+// (WaitTargetLocked); and so is any entry in target.Passed.
 func DecideClaim(s *State, runner string, target Target, pol Policy, now time.Time) ([]eventlog.Draft, *Entry) {
 	return DecideClaimHeld(s, runner, nil, target, pol, now)
 }
@@ -357,7 +385,7 @@ func DecideClaimHeld(s *State, runner string, holder *ProcRecord, target Target,
 	}
 	var e *Entry
 	for _, p := range s.Queue() {
-		if p.Waiting == "" || !Overlap(p.ConflictPaths, target.Dirty) {
+		if !target.waits(p) {
 			e = p
 			break
 		}
@@ -398,6 +426,7 @@ type Step struct {
 	HeadSHA          string // the head the runner claimed: a resubmitted head makes the step stale
 	TestedSHA        string
 	TestedAgainstSHA string
+	TargetFromSHA    string // to merging: the local target's commit, when not TestedAgainstSHA
 	Reason           string
 	Paths            []string
 	ExitCode         *int
@@ -426,7 +455,8 @@ func DecideStep(s *State, st Step, pol Policy, now time.Time) ([]eventlog.Draft,
 		reason += " (attempts used up)"
 	}
 	d := EntryData{EntryID: st.EntryID, EntryRef: e.Ref, From: st.From, To: to, Runner: st.Runner, HeadSHA: st.HeadSHA, TestedSHA: st.TestedSHA,
-		TestedAgainstSHA: st.TestedAgainstSHA, Reason: reason, Paths: st.Paths, ExitCode: st.ExitCode, RunDir: st.RunDir, ScratchDir: st.ScratchDir}
+		TestedAgainstSHA: st.TestedAgainstSHA, TargetFromSHA: st.TargetFromSHA, Reason: reason, Paths: st.Paths, ExitCode: st.ExitCode, RunDir: st.RunDir,
+		ScratchDir: st.ScratchDir}
 	if to.Processing() {
 		lease := now.Add(pol.Lease).UTC()
 		d.LeaseUntil = &lease
@@ -538,6 +568,7 @@ func DecideRecover(s *State, merged map[int64]bool, dead map[string]bool, pol Po
 			if contained {
 				d := base
 				d.To, d.Reason = Merged, reason+"; the target already contains the tested commit"
+				d.TargetFromSHA = e.TargetFromSHA // where recovery brings the checkout along from
 				drafts = append(drafts, eventlog.Draft{Type: EvRecovered, Subject: Subject(e.ID), Data: d})
 				continue
 			}

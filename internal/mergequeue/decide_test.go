@@ -813,3 +813,55 @@ func TestWaitForTheTargetCheckout(t *testing.T) {
 		t.Error("Overlap")
 	}
 }
+
+// An entry the train gave back waits for what its reason names: a diverged
+// target until the local target has the remote's tip, a lock file until it
+// is gone. An entry a run already gave back is passed over in that run,
+// whatever it waits for. Otherwise it is claimed in its turn.
+func TestWaitsForWhatItWaitsFor(t *testing.T) {
+	lock := "/repo/.git/refs/heads/main.lock"
+	for _, c := range []struct {
+		name    string
+		wait    string
+		paths   []string
+		target  Target
+		claimed int64 // 2: the entry behind it
+	}{
+		{"diverged, still", WaitTargetDiverged + ": pull", nil, Target{Diverged: true, Dirty: []string{"README"}}, 2},
+		{"diverged, pulled", WaitTargetDiverged + ": pull", nil, Target{Dirty: []string{"README"}}, 1},
+		{"locked, still", WaitTargetLocked + ": " + lock, []string{lock}, Target{Locked: []string{lock}}, 2},
+		{"locked, another lock file", WaitTargetLocked + ": " + lock, []string{lock}, Target{Locked: []string{"/repo/.git/HEAD.lock"}, Diverged: true}, 1},
+		{"locked, gone", WaitTargetLocked + ": " + lock, []string{lock}, Target{}, 1},
+		{"dirty checkout, other paths", WaitCheckoutDirty + ": edits", []string{"README"}, Target{Locked: []string{"README"}, Diverged: true}, 1},
+		{"given back in this run", WaitTargetLocked + ": " + lock, []string{lock}, Target{Passed: map[int64]bool{1: true}}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := New()
+			submit(t, s, req("ws-a", 1, "ada"), t0)
+			submit(t, s, req("ws-b", 2, "ada"), t0.Add(time.Second))
+			drive(t, s, 1, []Status{Rebasing, Testing, ReadyToMerge, Merging}, t0)
+			fold(t, s, t0, "train", must(DecideStep(s, Step{EntryID: 1, Runner: "r1", From: Merging, To: Pending, HeadSHA: sha(1),
+				Reason: c.wait, Paths: c.paths}, pol, t0)))
+			if e := s.Entry(1); e.Status != Pending || e.Attempts != 0 || e.Waiting != c.wait {
+				t.Fatalf("given back: %s, %d attempts, waiting %q", e.Status, e.Attempts, e.Waiting)
+			}
+			c.target.Branch = "main"
+			if _, e := DecideClaim(s, "r1", c.target, pol, t0); e == nil || e.ID != c.claimed {
+				t.Fatalf("claimed %v, want entry %d", e, c.claimed)
+			}
+		})
+	}
+}
+
+// The remote refused the push because its target moved: from merging the
+// train goes back to rebasing, holding the entry, its attempt still the
+// claim's.
+func TestMergingBackToRebasing(t *testing.T) {
+	s := New()
+	submit(t, s, req("ws-a", 1, "ada"), t0)
+	drive(t, s, 1, []Status{Rebasing, Testing, ReadyToMerge, Merging, Rebasing, Testing}, t0)
+	if e := s.Entry(1); e.Status != Testing || e.Attempts != 1 || e.Runner != "r1" {
+		t.Fatalf("%s, %d attempts, runner %q", e.Status, e.Attempts, e.Runner)
+	}
+	checkInvariants(t, s)
+}

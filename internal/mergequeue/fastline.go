@@ -60,6 +60,8 @@ func fastEntry(b []byte, e *Entry) bool {
 			return p.strTo(&e.TestedSHA)
 		case "tested_against_sha":
 			return p.strTo(&e.TestedAgainstSHA)
+		case "target_from_sha":
+			return p.strTo(&e.TargetFromSHA)
 		case "target":
 			return p.strTo(&e.Target)
 		case "bead_id":

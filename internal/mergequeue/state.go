@@ -28,7 +28,7 @@ const (
 // projections.Spec.Amortize): a command catches up in memory from a
 // snapshot a few events old rather than writing every entry's line twice
 // (the snapshot and merge-queue.json) for the one it changed.
-var Spec = projections.Spec{Name: Name, Version: 10, Amortize: 1000, New: func() projections.Projection { return New() }}
+var Spec = projections.Spec{Name: Name, Version: 11, Amortize: 1000, New: func() projections.Projection { return New() }}
 
 // State is the merge queue folded from the log.
 type State struct {
@@ -201,6 +201,7 @@ type Entry struct {
 	HeadSHA          string         `json:"head_sha"`
 	TestedSHA        string         `json:"tested_sha,omitempty"`
 	TestedAgainstSHA string         `json:"tested_against_sha,omitempty"`
+	TargetFromSHA    string         `json:"target_from_sha,omitempty"` // in merging: the local target's commit, when not tested_against_sha
 	Target           string         `json:"target,omitempty"`
 	Priority         int            `json:"priority"`
 	BeadID           string         `json:"bead_id,omitempty"`
@@ -513,7 +514,9 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 			e.Holder = &h
 		}
 		e.TestedSHA, e.TestedAgainstSHA, e.LastError, e.ConflictPaths = "", d.TestedAgainstSHA, "", nil
+		e.TargetFromSHA = ""
 	case EvTransitioned, EvRecovered:
+		e.TargetFromSHA = d.TargetFromSHA // only the step to merging has one
 		if d.TestedSHA != "" {
 			e.TestedSHA = d.TestedSHA
 		}
@@ -529,7 +532,7 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		if d.To == FailedRetryable || d.To == FailedTerminal {
 			e.LastError, e.ConflictPaths = d.Reason, d.Paths
 		}
-		if d.To == Pending { // the train gave the entry back (WaitCheckoutDirty): the attempt does not count
+		if d.To == Pending { // the train gave the entry back (WaitCheckoutDirty …): the attempt does not count
 			e.Waiting, e.ConflictPaths = d.Reason, d.Paths
 			e.Attempts = max(e.Attempts-1, 0)
 		}
