@@ -110,6 +110,85 @@ func TestMergeProcesses(t *testing.T) {
 	t.Run("kill -9 ends the test command", func(t *testing.T) { testKillEndsTestCommand(t, bin) })
 	t.Run("recovery ends a test command that survived", func(t *testing.T) { testRecoveryEndsSurvivor(t, bin) })
 	t.Run("kill -9 ends the push of the target", func(t *testing.T) { testKillEndsPush(t, bin) })
+	t.Run("another clone pushed to the target", func(t *testing.T) { testAnotherClonePushed(t, bin) })
+	t.Run("another clone pushes while the entry is tested", func(t *testing.T) { testAnotherClonePushesDuringTest(t, bin) })
+}
+
+// cloneB clones the remote: another developer's clone, which pushes to
+// the remote's main behind the train's back.
+func (r *procRepo) cloneB() string {
+	b := filepath.Join(r.scratch, "clone-b")
+	r.git(r.scratch, "clone", "-q", r.remote, b)
+	return b
+}
+
+// Clone B pushes to origin/main after clone A's entry was submitted: A's
+// train fetches origin's main, rebases the entry onto it and pushes it on
+// top, merged in its first attempt, where it used to be refused ("fetch
+// first") attempt after attempt.
+func testAnotherClonePushed(t *testing.T, bin string) {
+	r := newProcRepo(t, bin)
+	feat := r.worktree("feat")
+	r.spool(feat, nil, "merge", "submit")
+	b := r.cloneB()
+	os.WriteFile(filepath.Join(b, "b.txt"), []byte("b\n"), 0o644)
+	r.git(b, "add", "b.txt")
+	r.git(b, "commit", "-q", "-m", "b: change")
+	r.git(b, "push", "-q", "origin", "main")
+	theirs := r.git(b, "rev-parse", "HEAD")
+
+	r.spool(r.root, nil, "merge", "run", "--once")
+	e := r.entry(1, nil)
+	if e.Status != mergequeue.Merged || e.Attempts != 1 {
+		t.Fatalf("entry %s after %d attempts: %s", e.Status, e.Attempts, e.LastError)
+	}
+	remote := r.git(r.remote, "rev-parse", "main")
+	if remote != e.TestedSHA || r.git(r.root, "rev-parse", "main") != remote {
+		t.Fatalf("origin/main %s, local main %s, tested %s", remote, r.git(r.root, "rev-parse", "main"), e.TestedSHA)
+	}
+	log := r.git(r.remote, "log", "--format=%s", "main")
+	if !strings.HasPrefix(log, "feat: change\nb: change\n") {
+		t.Fatalf("origin/main's history:\n%s", log)
+	}
+	if r.git(r.remote, "merge-base", "--is-ancestor", theirs, "main") != "" {
+		t.Fatal("origin/main lost clone B's commit")
+	}
+	for _, file := range []string{"feat.txt", "b.txt"} {
+		if _, err := os.Stat(filepath.Join(r.root, file)); err != nil {
+			t.Errorf("clone A's checkout of main lacks %s", file)
+		}
+	}
+	r.spool(r.root, nil, "verify")
+}
+
+// Clone B pushes to origin/main while A's train runs the entry's test (the
+// test command itself pushes, the first time): before moving anything the
+// train fetches again, sees origin's main moved, rebases onto it and tests
+// again, and merges in the same attempt rather than failing it.
+func testAnotherClonePushesDuringTest(t *testing.T, bin string) {
+	r := newProcRepo(t, bin)
+	feat := r.worktree("feat")
+	b := r.cloneB()
+	mark := filepath.Join(r.scratch, "pushed")
+	r.spool(r.root, nil, "config", "set", "merge.test_command", fmt.Sprintf(
+		`["sh","-c","[ -f %[1]s ] && exit 0; touch %[1]s; cd %[2]s && echo b > b.txt && git add b.txt && git commit -qm 'b: change' && git push -q origin main"]`, mark, b))
+	r.spool(feat, nil, "merge", "submit")
+	r.spool(r.root, nil, "merge", "run", "--once")
+	e := r.entry(1, nil)
+	theirs := r.git(b, "rev-parse", "HEAD")
+	if e.Status != mergequeue.Merged || e.Attempts != 1 || e.TestedAgainstSHA != theirs {
+		t.Fatalf("entry %s after %d attempts, tested against %s (clone B's %s): %s", e.Status, e.Attempts, e.TestedAgainstSHA, theirs, e.LastError)
+	}
+	var path []string
+	for _, h := range e.History {
+		path = append(path, string(h.To))
+	}
+	if !strings.Contains(strings.Join(path, " "), "testing ready_to_merge rebasing testing ready_to_merge merging merged") {
+		t.Errorf("history %v: want tested twice", path)
+	}
+	if remote := r.git(r.remote, "rev-parse", "main"); remote != e.TestedSHA || r.git(r.remote, "rev-parse", "main~1") != theirs {
+		t.Fatalf("origin/main %s, tested %s", remote, e.TestedSHA)
+	}
 }
 
 // childrenOf lists the processes whose parent is pid and whose argv starts

@@ -190,6 +190,9 @@ func RunTied(ctx context.Context, dir string, args ...string) (string, error) {
 // ("Unable to create '<path>.lock': File exists": another git command
 // holds it, or one that crashed left it), or "" when that is not why.
 func LockFile(err error) string {
+	if err == nil {
+		return ""
+	}
 	msg := stderrOf(err)
 	const before, after = "Unable to create '", ".lock': File exists"
 	i := strings.Index(msg, after)
@@ -200,7 +203,7 @@ func LockFile(err error) string {
 	if j < 0 {
 		return ""
 	}
-	return msg[j+len(before) : i+len(".lock")]
+	return filepath.Clean(msg[j+len(before) : i+len(".lock")]) // git may print "repo.git/./refs/…"
 }
 
 // RunGroup is Run through internal/proc, for the merge train's long,

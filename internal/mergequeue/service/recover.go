@@ -108,11 +108,15 @@ func recoverExpired(ctx context.Context, st *store.Store, actor string, now time
 			continue
 		}
 		target := targetOf(st, e)
-		if err := git.SyncCheckout(ctx, st.Repo.Root, target, e.TestedAgainstSHA, e.TestedSHA); err != nil {
+		from := e.TestedAgainstSHA // where the runner moved the target from
+		if e.TargetFromSHA != "" {
+			from = e.TargetFromSHA // the local target lagged behind the remote's tip, the base
+		}
+		if err := git.SyncCheckout(ctx, st.Repo.Root, target, from, e.TestedSHA); err != nil {
 			// The target moved and its checkout did not: that worktree shows
 			// the merge staged in reverse until it is brought along.
 			warn(fmt.Sprintf("merge entry %d: recovered as merged, but the worktree with %s checked out was not brought along (%v); "+
-				"once those paths are clean, run there: git read-tree -m -u %s %s", e.ID, target, err, e.TestedAgainstSHA, e.TestedSHA))
+				"once those paths are clean, run there: git read-tree -m -u %s %s", e.ID, target, err, from, e.TestedSHA))
 		}
 		if remote := st.Config.String("merge.remote"); git.RemoteExists(ctx, st.Repo.Root, remote) {
 			if err := git.PushRef(ctx, st.Repo.Root, remote, "refs/heads/"+target); err != nil {
