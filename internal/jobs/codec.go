@@ -130,6 +130,7 @@ func encodeJob(w *table.Enc, j *Job) {
 		w.Int(int64(h.PGID))
 		w.Uint(h.Start)
 		w.Str(h.Boot)
+		w.Str(h.NS)
 	}
 }
 
@@ -169,7 +170,7 @@ func decodeJob(r *table.Dec) *Job {
 		}
 	}
 	if r.Bool() {
-		j.Holder = &ProcRecord{PID: int(r.Int()), PGID: int(r.Int()), Start: r.Uint(), Boot: r.Str()}
+		j.Holder = &ProcRecord{PID: int(r.Int()), PGID: int(r.Int()), Start: r.Uint(), Boot: r.Str(), NS: r.Str()}
 	}
 	return j
 }

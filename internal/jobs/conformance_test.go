@@ -72,8 +72,8 @@ func (c *clone) Command(r *rand.Rand, now time.Time) (string, []eventlog.Draft, 
 			return w, d, err
 		}
 		// a worker process of its own, which may find another one dead
-		holder := &jobs.ProcRecord{PID: 100 + r.IntN(5), PGID: 1, Start: 7, Boot: "b"}
-		d, _, err := jobs.ClaimJobHeld(c.s, p, w, holder, jobs.Gone{{PID: 100 + r.IntN(5), PGID: 1, Start: 7, Boot: "b"}: true}, 2, now)
+		holder := &jobs.ProcRecord{PID: 100 + r.IntN(5), PGID: 1, Start: 7, Boot: "b", NS: "pid:[9]"}
+		d, _, err := jobs.ClaimJobHeld(c.s, p, w, holder, jobs.Gone{{PID: 100 + r.IntN(5), PGID: 1, Start: 7, Boot: "b", NS: "pid:[9]"}: true}, 2, now)
 		return w, d, err
 	case 5, 6:
 		id := c.anyJob(r)

@@ -81,6 +81,7 @@ type ProcRecord struct {
 	PGID  int    `json:"pgid"`
 	Start uint64 `json:"start"`
 	Boot  string `json:"boot,omitempty"`
+	NS    string `json:"ns,omitempty"` // the pid namespace; absent in older logs
 }
 
 // Gone are the worker processes the service found certainly dead on this

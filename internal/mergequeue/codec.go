@@ -171,6 +171,7 @@ func procField(b []byte, name string, p *ProcRecord) []byte {
 	b = append(b, `,"start":`...)
 	b = strconv.AppendUint(b, p.Start, 10)
 	b = field(b, "boot", p.Boot)
+	b = field(b, "ns", p.NS)
 	return append(b, '}')
 }
 

@@ -30,7 +30,7 @@ func randomState(t testing.TB, seed int64) *State {
 		if e := s.Entry(int64(rng.Intn(s.Len()) + 1)); e != nil && e.Status == Pending && rng.Intn(2) == 0 {
 			var holder *ProcRecord
 			if rng.Intn(2) == 0 {
-				holder = &ProcRecord{PID: rng.Intn(1 << 22), PGID: 3, Start: rng.Uint64() >> 2, Boot: "b\u00f6\"t"}
+				holder = &ProcRecord{PID: rng.Intn(1 << 22), PGID: 3, Start: rng.Uint64() >> 2, Boot: "b\u00f6\"t", NS: "pid:[4026531836]"}
 			}
 			drafts, c := DecideClaimHeld(s, "r\u00e9", holder, Target{Branch: "main"}, pol, now)
 			fold(t, s, now, "train", drafts)

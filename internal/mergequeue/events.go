@@ -113,6 +113,7 @@ type ProcRecord struct {
 	PGID  int    `json:"pgid"`
 	Start uint64 `json:"start"`
 	Boot  string `json:"boot,omitempty"`
+	NS    string `json:"ns,omitempty"` // the pid namespace; absent in older logs
 }
 
 // FreezeData is the data of merge.frozen.

@@ -324,6 +324,8 @@ func (p *scanner) procRecord(r *ProcRecord) bool {
 			return ok && n >= 0
 		case "boot":
 			return p.strTo(&r.Boot)
+		case "ns":
+			return p.strTo(&r.NS)
 		}
 		return false
 	})

@@ -45,14 +45,17 @@ const DefaultGrace = 2 * time.Second
 
 // Record identifies a started process group for a later process, which may
 // run after a crash: the group leader's pid, the group, the leader's start
-// time in clock ticks since boot (/proc/<pid>/stat field 22) and the boot's
-// id (another machine or a reboot is never ours). Start is 0 where the start
-// time cannot be read (not Linux); such a record is never Alive.
+// time in clock ticks since boot (/proc/<pid>/stat field 22), the boot's
+// id (another machine or a reboot is never ours) and the pid namespace the
+// pid is a number of (a container on the same machine shares its boot id,
+// not its pids). Start is 0 where the start time cannot be read (not
+// Linux); such a record is never Alive. NS is empty in older records.
 type Record struct {
 	PID   int    `json:"pid"`
 	PGID  int    `json:"pgid"`
 	Start uint64 `json:"start"`
 	Boot  string `json:"boot,omitempty"`
+	NS    string `json:"ns,omitempty"`
 }
 
 // Cmd is a command to start.

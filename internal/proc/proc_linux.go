@@ -188,9 +188,16 @@ var bootID = sync.OnceValue(func() string {
 	return string(bytes.TrimSpace(b))
 })
 
+// pidNS names this process's pid namespace ("pid:[4026531836]"): the
+// processes spool starts are in it too.
+var pidNS = sync.OnceValue(func() string {
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	return ns
+})
+
 // identify reads pid's record from /proc.
 func identify(pid int) Record {
-	r := Record{PID: pid, PGID: pid, Boot: bootID()}
+	r := Record{PID: pid, PGID: pid, Boot: bootID(), NS: pidNS()}
 	if st, ok := readStat(pid); ok {
 		r.PGID, r.Start = st.pgid, st.start
 	}
@@ -203,7 +210,7 @@ func identify(pid int) Record {
 // leader's mark in its environment. The group's number cannot be given to
 // another group while any member lives, so a marked member proves it ours.
 func Alive(r Record) bool {
-	if r.PID <= 0 || r.PGID <= 0 || r.Start == 0 || r.Boot == "" || r.Boot != bootID() {
+	if r.PID <= 0 || r.PGID <= 0 || r.Start == 0 || r.Boot == "" || r.Boot != bootID() || r.NS != "" && r.NS != pidNS() {
 		return false
 	}
 	if st, ok := readStat(r.PID); ok && st.start == r.Start {
@@ -213,14 +220,16 @@ func Alive(r Record) bool {
 }
 
 // Gone reports whether the process r recorded has certainly ended: r was
-// recorded on this boot of this machine and no process has its pid with
-// its start time any more (it exited, or the pid now belongs to another
-// process), or it is a zombie. Unknown is not gone: a record of another
-// machine or boot, one without a start time, or a pid that exists but
-// whose start time cannot be read (another user's, under hidepid) is left
-// to its lease. Unlike Alive it asks about the process, not its group.
+// recorded on this boot of this machine, in this pid namespace, and no
+// process has its pid with its start time any more (it exited, or the pid
+// now belongs to another process), or it is a zombie. Unknown is not gone:
+// a record of another machine, boot or pid namespace (a container sharing
+// the repository), one without a start time or namespace (an older
+// spool's), or a pid that exists but whose start time cannot be read
+// (another user's, under hidepid) is left to its lease. Unlike Alive it
+// asks about the process, not its group.
 func Gone(r Record) bool {
-	if r.PID <= 0 || r.Start == 0 || r.Boot == "" || r.Boot != bootID() {
+	if r.PID <= 0 || r.Start == 0 || r.Boot == "" || r.Boot != bootID() || r.NS == "" || r.NS != pidNS() {
 		return false
 	}
 	if err := syscall.Kill(r.PID, 0); errors.Is(err, syscall.ESRCH) {

@@ -172,6 +172,7 @@ func TestAliveAndKillGroup(t *testing.T) {
 	for _, other := range []Record{
 		{PID: rec.PID, PGID: rec.PGID, Start: rec.Start + 1, Boot: rec.Boot}, // the pid reused
 		{PID: rec.PID, PGID: rec.PGID, Start: rec.Start, Boot: "another-boot"},
+		{PID: rec.PID, PGID: rec.PGID, Start: rec.Start, Boot: rec.Boot, NS: "pid:[1]"}, // another pid namespace
 		{PID: rec.PID, PGID: rec.PGID + 1, Start: rec.Start, Boot: rec.Boot},
 		{PID: rec.PID, PGID: rec.PGID},
 		{},
@@ -255,6 +256,10 @@ func TestGone(t *testing.T) {
 	reused.Start++
 	otherBoot := live
 	otherBoot.Boot = "another-boot"
+	otherNS := reused
+	otherNS.NS = "pid:[1]"
+	noNS := reused
+	noNS.NS = ""
 	for _, c := range []struct {
 		name string
 		r    Record
@@ -264,8 +269,10 @@ func TestGone(t *testing.T) {
 		{"a live child", live, false},
 		{"its pid with another start time (reused)", reused, true},
 		{"another boot (another machine)", otherBoot, false},
-		{"no start time", Record{PID: live.PID, Boot: live.Boot}, false},
-		{"no boot", Record{PID: live.PID, Start: live.Start}, false},
+		{"its pid reused, but in another pid namespace (a container)", otherNS, false},
+		{"its pid reused, no namespace (an older record)", noNS, false},
+		{"no start time", Record{PID: live.PID, Boot: live.Boot, NS: live.NS}, false},
+		{"no boot", Record{PID: live.PID, Start: live.Start, NS: live.NS}, false},
 		{"empty", Record{}, false},
 	} {
 		if got := Gone(c.r); got != c.want {
@@ -283,7 +290,7 @@ func TestGone(t *testing.T) {
 	if !Gone(live) {
 		t.Fatal("a reaped child is not gone")
 	}
-	if Gone(otherBoot) {
-		t.Fatal("a record of another boot is gone")
+	if Gone(otherBoot) || Gone(otherNS) {
+		t.Fatal("a record of another boot or pid namespace is gone")
 	}
 }
