@@ -325,3 +325,26 @@ func TestRecoverMergingFromALaggingTarget(t *testing.T) {
 		t.Error("recovery did not push main")
 	}
 }
+
+// Rebasing onto the remote's tip, the merge moves the local main across the
+// other clone's changes too: a checkout whose uncommitted files those
+// changes touch keeps main where it is, and the entry waits for it.
+func TestTrainFromALaggingTargetWaitsForItsCheckout(t *testing.T) {
+	f := newFixture(t)
+	f.mustSubmit(f.Worktree("feat", "f.txt", "f\n"), SubmitOptions{NoPush: true})
+	f.pushFrom(f.otherClone(), "theirs.txt")
+	f.Write(f.Root, "theirs.txt", "my own, untracked\n")
+	before := f.Git(f.Root, "rev-parse", "main")
+	f.run()
+	e := f.queue().Entry(1)
+	if e.Status != mergequeue.Pending || e.Attempts != 0 || !strings.HasPrefix(e.Waiting, mergequeue.WaitCheckoutDirty) ||
+		strings.Join(e.ConflictPaths, ",") != "theirs.txt" {
+		t.Fatalf("entry %s, %d attempts, waiting %q, paths %v", e.Status, e.Attempts, e.Waiting, e.ConflictPaths)
+	}
+	if f.Git(f.Root, "rev-parse", "main") != before {
+		t.Fatal("main moved under a checkout in the way")
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.Root, "theirs.txt")); string(b) != "my own, untracked\n" {
+		t.Fatalf("theirs.txt: %q", b)
+	}
+}
