@@ -14,12 +14,15 @@
 //     running. When the command exits, the guard kills what it left behind.
 //   - Cancelling the context (a timeout, an interrupt) ends the group the
 //     same way.
-//   - Start returns a Record (pid, process group, start time, boot) that
-//     callers put in the log, so that recovery after a crash can kill a
-//     group that somehow survived (KillGroup), and only if it is still ours:
-//     a pid reused by another process has another start time, and when the
-//     leader is gone the group's members carry its Record in their
-//     environment (SPOOL_PROC_GROUP).
+//   - Start returns a Record (pid, process group, start time, boot, pid
+//     namespace) that callers put in the log, so that recovery after a
+//     crash can kill a group that somehow survived (KillGroup), and only if
+//     it is still ours: a pid reused by another process has another start
+//     time, and when the leader is gone the group's members carry its
+//     Record in their environment (SPOOL_PROC_GROUP). Self is such a record
+//     of spool itself, which a lease's holder puts in the log so that
+//     recovery on the same machine can tell it dead (Gone) before the lease
+//     runs out.
 //
 // A command that must outlive spool (a daemon) has to leave the group
 // itself, with setsid, as daemons do.
