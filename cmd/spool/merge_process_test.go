@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -108,6 +109,174 @@ func TestMergeProcesses(t *testing.T) {
 	}
 	t.Run("kill -9 ends the test command", func(t *testing.T) { testKillEndsTestCommand(t, bin) })
 	t.Run("recovery ends a test command that survived", func(t *testing.T) { testRecoveryEndsSurvivor(t, bin) })
+	t.Run("kill -9 ends the push of the target", func(t *testing.T) { testKillEndsPush(t, bin) })
+	t.Run("another clone pushed to the target", func(t *testing.T) { testAnotherClonePushed(t, bin) })
+	t.Run("another clone pushes while the entry is tested", func(t *testing.T) { testAnotherClonePushesDuringTest(t, bin) })
+}
+
+// cloneB clones the remote: another developer's clone, which pushes to
+// the remote's main behind the train's back.
+func (r *procRepo) cloneB() string {
+	b := filepath.Join(r.scratch, "clone-b")
+	r.git(r.scratch, "clone", "-q", r.remote, b)
+	return b
+}
+
+// Clone B pushes to origin/main after clone A's entry was submitted: A's
+// train fetches origin's main, rebases the entry onto it and pushes it on
+// top, merged in its first attempt, where it used to be refused ("fetch
+// first") attempt after attempt.
+func testAnotherClonePushed(t *testing.T, bin string) {
+	r := newProcRepo(t, bin)
+	feat := r.worktree("feat")
+	r.spool(feat, nil, "merge", "submit")
+	b := r.cloneB()
+	os.WriteFile(filepath.Join(b, "b.txt"), []byte("b\n"), 0o644)
+	r.git(b, "add", "b.txt")
+	r.git(b, "commit", "-q", "-m", "b: change")
+	r.git(b, "push", "-q", "origin", "main")
+	theirs := r.git(b, "rev-parse", "HEAD")
+
+	r.spool(r.root, nil, "merge", "run", "--once")
+	e := r.entry(1, nil)
+	if e.Status != mergequeue.Merged || e.Attempts != 1 {
+		t.Fatalf("entry %s after %d attempts: %s", e.Status, e.Attempts, e.LastError)
+	}
+	remote := r.git(r.remote, "rev-parse", "main")
+	if remote != e.TestedSHA || r.git(r.root, "rev-parse", "main") != remote {
+		t.Fatalf("origin/main %s, local main %s, tested %s", remote, r.git(r.root, "rev-parse", "main"), e.TestedSHA)
+	}
+	log := r.git(r.remote, "log", "--format=%s", "main")
+	if !strings.HasPrefix(log, "feat: change\nb: change\n") {
+		t.Fatalf("origin/main's history:\n%s", log)
+	}
+	if r.git(r.remote, "merge-base", "--is-ancestor", theirs, "main") != "" {
+		t.Fatal("origin/main lost clone B's commit")
+	}
+	for _, file := range []string{"feat.txt", "b.txt"} {
+		if _, err := os.Stat(filepath.Join(r.root, file)); err != nil {
+			t.Errorf("clone A's checkout of main lacks %s", file)
+		}
+	}
+	r.spool(r.root, nil, "verify")
+}
+
+// Clone B pushes to origin/main while A's train runs the entry's test (the
+// test command itself pushes, the first time): before moving anything the
+// train fetches again, sees origin's main moved, rebases onto it and tests
+// again, and merges in the same attempt rather than failing it.
+func testAnotherClonePushesDuringTest(t *testing.T, bin string) {
+	r := newProcRepo(t, bin)
+	feat := r.worktree("feat")
+	b := r.cloneB()
+	mark := filepath.Join(r.scratch, "pushed")
+	r.spool(r.root, nil, "config", "set", "merge.test_command", fmt.Sprintf(
+		`["sh","-c","[ -f %[1]s ] && exit 0; touch %[1]s; cd %[2]s && echo b > b.txt && git add b.txt && git commit -qm 'b: change' && git push -q origin main"]`, mark, b))
+	r.spool(feat, nil, "merge", "submit")
+	r.spool(r.root, nil, "merge", "run", "--once")
+	e := r.entry(1, nil)
+	theirs := r.git(b, "rev-parse", "HEAD")
+	if e.Status != mergequeue.Merged || e.Attempts != 1 || e.TestedAgainstSHA != theirs {
+		t.Fatalf("entry %s after %d attempts, tested against %s (clone B's %s): %s", e.Status, e.Attempts, e.TestedAgainstSHA, theirs, e.LastError)
+	}
+	var path []string
+	for _, h := range e.History {
+		path = append(path, string(h.To))
+	}
+	if !strings.Contains(strings.Join(path, " "), "testing ready_to_merge rebasing testing ready_to_merge merging merged") {
+		t.Errorf("history %v: want tested twice", path)
+	}
+	if remote := r.git(r.remote, "rev-parse", "main"); remote != e.TestedSHA || r.git(r.remote, "rev-parse", "main~1") != theirs {
+		t.Fatalf("origin/main %s, tested %s", remote, e.TestedSHA)
+	}
+}
+
+// childrenOf lists the processes whose parent is pid and whose argv starts
+// with argv.
+func childrenOf(pid int, argv ...string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, d := range entries {
+		child, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		cmdline, _ := os.ReadFile("/proc/" + d.Name() + "/cmdline")
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) && strings.HasPrefix(string(cmdline), strings.Join(argv, "\x00")+"\x00") {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// The train killed with kill -9 while it pushes the target (the remote's
+// pre-receive hook holds the push): its git push dies with it rather than
+// landing behind recovery's back. Once the hook lets go, the next run
+// recovers the entry at once, merged exactly once, and local and remote
+// agree.
+func testKillEndsPush(t *testing.T, bin string) {
+	r := newProcRepo(t, bin)
+	feat := r.worktree("feat")
+	pushing, release := filepath.Join(r.scratch, "pushing"), filepath.Join(r.scratch, "release")
+	// The first push of main waits (at most 60 s) for the test; other pushes pass.
+	hook := fmt.Sprintf(`#!/bin/sh
+grep -q ' refs/heads/main$' || exit 0
+if [ ! -f %[1]s ]; then
+	touch %[1]s
+	i=0; while [ ! -f %[2]s ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done
+fi
+`, pushing, release)
+	if err := os.WriteFile(filepath.Join(r.remote, "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.WriteFile(release, nil, 0o644) })
+	r.spool(r.root, nil, "config", "set", "merge.lease", "1h")
+	r.spool(feat, nil, "merge", "submit")
+	before := r.git(r.remote, "rev-parse", "main")
+	runner := r.cmd(r.root, nil, bin, "merge", "run", "--once")
+	if err := runner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { runner.Process.Kill(); runner.Wait() })
+	var push []int
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(pushing); err == nil {
+			if push = childrenOf(runner.Process.Pid, "git", "push"); len(push) == 1 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the train never pushed (git push children: %v)", push)
+		}
+	}
+	if e := r.entry(1, nil); e.Status != mergequeue.Merging {
+		t.Fatalf("pushing, the entry is %s", e.Status)
+	}
+	runner.Process.Kill() // SIGKILL
+	runner.Wait()
+	proctest.WaitExited(t, push[0])
+	if got := r.git(r.remote, "rev-parse", "main"); got != before {
+		t.Fatal("the remote moved while its hook held the push")
+	}
+
+	os.WriteFile(release, nil, 0o644)
+	r.spool(r.root, nil, "merge", "run", "--once")
+	e := r.entry(1, nil)
+	if e.Status != mergequeue.Merged || e.Attempts != 1 {
+		t.Fatalf("after recovery: %s, %d attempts (%s)", e.Status, e.Attempts, e.LastError)
+	}
+	local := r.git(r.root, "rev-parse", "main")
+	if local != e.TestedSHA || r.git(r.remote, "rev-parse", "main") != local {
+		t.Fatalf("local main %s, remote %s, tested %s", local, r.git(r.remote, "rev-parse", "main"), e.TestedSHA)
+	}
+	if n := strings.Count(r.git(r.root, "log", "--format=%s", "main"), "feat: change"); n != 1 {
+		t.Fatalf("main has the change %d times", n)
+	}
 }
 
 // startTesting submits a worktree and starts merge run --once with a test
@@ -220,8 +389,10 @@ func testConcurrentSubmit(t *testing.T, bin string) {
 	r.spool(r.root, nil, "verify")
 }
 
-// The runner is killed with SIGKILL right after each step; the next run
-// recovers the entry and merges it exactly once, losing nothing.
+// The runner is killed with SIGKILL right after each step; while it lived
+// nobody took its entry, and once it is dead the next run recovers the
+// entry at once (its lease still runs: the runner's recorded process is
+// gone from this machine) and merges it exactly once, losing nothing.
 func testKillRunner(t *testing.T, bin, at string) {
 	r := newProcRepo(t, bin)
 	feat := r.worktree("feat")
@@ -229,6 +400,7 @@ func testKillRunner(t *testing.T, bin, at string) {
 	release := filepath.Join(r.scratch, "release")
 	r.spool(r.root, nil, "config", "set", "merge.test_command",
 		fmt.Sprintf(`["sh","-c","touch %s; while [ ! -f %s ]; do sleep 0.05; done"]`, started, release))
+	r.spool(r.root, nil, "config", "set", "merge.lease", "1h") // recovery must not owe anything to the lease
 	r.spool(feat, nil, "merge", "submit")
 	var env []string
 	pauseFile := started
@@ -252,25 +424,26 @@ func testKillRunner(t *testing.T, bin, at string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	runner.Process.Kill() // SIGKILL
-	runner.Wait()
-	os.WriteFile(release, nil, 0o644)
-
 	want := mergequeue.Status(at)
 	if at == "ref_updated" {
 		want = mergequeue.Merging
 	}
-	if e := r.entry(1, nil); e.Status != want {
-		t.Fatalf("after kill: %s, want %s", e.Status, want)
-	}
-	// The lease has not expired yet: another runner must leave the entry alone.
+	// The runner lives (paused, or waiting for its test): another runner,
+	// and any merge command, must leave its entry alone.
 	if out := r.spool(r.root, nil, "merge", "run", "--once", "--json"); !strings.Contains(out, `"processed": []`) {
-		t.Fatalf("a live lease was taken over: %s", out)
+		t.Fatalf("a live runner's entry was taken over: %s", out)
 	}
-	// Later, the lease has expired: recovery, then the train finishes the job.
-	later := []string{"SPOOL_NOW=" + time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
-	r.spool(r.root, later, "merge", "run", "--once")
-	e := r.entry(1, later)
+	if e := r.entry(1, nil); e.Status != want {
+		t.Fatalf("with its runner alive: %s, want %s", e.Status, want)
+	}
+	runner.Process.Kill() // SIGKILL
+	runner.Wait()
+	os.WriteFile(release, nil, 0o644)
+
+	// Its lease runs for minutes yet, but its process is gone from this
+	// machine: the next run recovers the entry at once and finishes the job.
+	r.spool(r.root, nil, "merge", "run", "--once")
+	e := r.entry(1, nil)
 	if e.Status != mergequeue.Merged {
 		t.Fatalf("after recovery: %s (%s)", e.Status, e.LastError)
 	}
@@ -281,6 +454,9 @@ func testKillRunner(t *testing.T, bin, at string) {
 		}
 		if h.Type == mergequeue.EvRecovered {
 			recovered++
+			if !strings.Contains(h.Reason, "died in "+string(want)) {
+				t.Errorf("recovered because %q, want its runner's death", h.Reason)
+			}
 		}
 	}
 	wantAttempts := 2
@@ -303,7 +479,7 @@ func testKillRunner(t *testing.T, bin, at string) {
 	if _, err := os.Stat(filepath.Join(r.root, "feat.txt")); err != nil {
 		t.Error("primary worktree not updated")
 	}
-	r.spool(r.root, later, "verify")
+	r.spool(r.root, nil, "verify")
 }
 
 // Two clones each queue a worktree named wt, then sync: two workspaces

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -137,8 +138,13 @@ func RunInput(ctx context.Context, dir string, input []byte, args ...string) (st
 // RunEnv is RunInput with variables added to spool's environment (a
 // temporary index: GIT_INDEX_FILE).
 func RunEnv(ctx context.Context, dir string, env []string, input []byte, args ...string) (string, error) {
+	return run(ctx, dir, env, input, nil, args...)
+}
+
+func run(ctx context.Context, dir string, env []string, input []byte, attr *syscall.SysProcAttr, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
+	cmd.SysProcAttr = attr
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}
@@ -151,6 +157,53 @@ func RunEnv(ctx context.Context, dir string, env []string, input []byte, args ..
 		return stdout.String(), &GitError{Args: args, Stderr: stderr.String(), Err: err}
 	}
 	return stdout.String(), nil
+}
+
+// RunTied is Run for a git command that must not outlive spool: the merge
+// train's push of the target, which a killed train must not leave to land
+// behind recovery's back. It stays spool's child in spool's process group,
+// so it can still ask for credentials on the terminal, but the kernel
+// kills it (SIGKILL) when spool dies, even by SIGKILL (Linux's
+// parent-death signal; elsewhere it is Run). What git itself started (ssh,
+// a local remote's receive-pack) is not killed with it: it sees its pipe
+// to git close.
+func RunTied(ctx context.Context, dir string, args ...string) (string, error) {
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	fault.Go(func() {
+		// The parent-death signal is tied to the thread that forked, not to
+		// the process (see internal/proc): keep this goroutine on its
+		// thread until git is reaped, so Go cannot end the thread first.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		out, err := run(ctx, dir, nil, nil, tiedAttr(), args...)
+		done <- result{out, err}
+	})
+	r := <-done
+	return r.out, r.err
+}
+
+// LockFile is the lock file whose existence made a git command fail
+// ("Unable to create '<path>.lock': File exists": another git command
+// holds it, or one that crashed left it), or "" when that is not why.
+func LockFile(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := stderrOf(err)
+	const before, after = "Unable to create '", ".lock': File exists"
+	i := strings.Index(msg, after)
+	if i < 0 {
+		return ""
+	}
+	j := strings.LastIndex(msg[:i], before)
+	if j < 0 {
+		return ""
+	}
+	return filepath.Clean(msg[j+len(before) : i+len(".lock")]) // git may print "repo.git/./refs/…"
 }
 
 // RunGroup is Run through internal/proc, for the merge train's long,

@@ -121,3 +121,20 @@ func pushCommit(ctx context.Context, repo, remote, commit, branch, verify string
 	}
 	return perr
 }
+
+// PushRef pushes the local ref to the same ref on remote, never forced,
+// for the merge train: the push dies with spool (RunTied). A remote whose
+// ref moved since (another clone pushed) refuses it: Rejected. A lock
+// file in the way, here or on the remote, is Lock.
+func PushRef(ctx context.Context, repo, remote, ref string) error {
+	_, err := RunTied(ctx, repo, "push", "--quiet", remote, ref+":"+ref)
+	if err == nil {
+		return nil
+	}
+	msg := stderrOf(err)
+	perr := &PushError{Remote: remote, Message: msg, Unreachable: unreachable(msg), Lock: LockFile(err)}
+	for _, sign := range []string{"[rejected]", "non-fast-forward", "fetch first", "stale info"} {
+		perr.Rejected = perr.Rejected || strings.Contains(msg, sign)
+	}
+	return perr
+}

@@ -184,6 +184,7 @@ type PushError struct {
 	Remote      string
 	Unreachable bool
 	Rejected    bool
+	Lock        string // a lock file in the way (PushRef), or ""
 	Message     string // git's stderr
 }
 

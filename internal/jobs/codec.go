@@ -17,7 +17,7 @@ import (
 // as gob.
 //
 //	magic | uvarint jobs | job… | gob(rest)
-const snapshotMagic = "spool-jobs-3\n"
+const snapshotMagic = "spool-jobs-4\n"
 
 var errSnapshot = errors.New("jobs snapshot is damaged")
 
@@ -124,6 +124,14 @@ func encodeJob(w *table.Enc, j *Job) {
 		w.Str(t.By)
 		w.Str(t.Reason)
 	}
+	w.Bool(j.Holder != nil)
+	if h := j.Holder; h != nil {
+		w.Int(int64(h.PID))
+		w.Int(int64(h.PGID))
+		w.Uint(h.Start)
+		w.Str(h.Boot)
+		w.Str(h.NS)
+	}
 }
 
 // decodeJob reads what encodeJob wrote; a damaged job leaves r failed.
@@ -160,6 +168,9 @@ func decodeJob(r *table.Dec) *Job {
 		for i := range j.Trail {
 			j.Trail[i] = Transition{At: getTime(r), From: Status(r.Str()), To: Status(r.Str()), By: r.Str(), Reason: r.Str()}
 		}
+	}
+	if r.Bool() {
+		j.Holder = &ProcRecord{PID: int(r.Int()), PGID: int(r.Int()), Start: r.Uint(), Boot: r.Str(), NS: r.Str()}
 	}
 	return j
 }

@@ -67,7 +67,13 @@ func (c *clone) Command(r *rand.Rand, now time.Time) (string, []eventlog.Draft, 
 		return actor, d, err
 	case 3, 4:
 		w := pick(r, workers)
-		d, _, err := jobs.ClaimJob(c.s, p, w, 2, now)
+		if r.IntN(2) == 0 {
+			d, _, err := jobs.ClaimJob(c.s, p, w, 2, now)
+			return w, d, err
+		}
+		// a worker process of its own, which may find another one dead
+		holder := &jobs.ProcRecord{PID: 100 + r.IntN(5), PGID: 1, Start: 7, Boot: "b", NS: "pid:[9]"}
+		d, _, err := jobs.ClaimJobHeld(c.s, p, w, holder, jobs.Gone{{PID: 100 + r.IntN(5), PGID: 1, Start: 7, Boot: "b", NS: "pid:[9]"}: true}, 2, now)
 		return w, d, err
 	case 5, 6:
 		id := c.anyJob(r)
@@ -93,6 +99,6 @@ func (c *clone) Command(r *rand.Rand, now time.Time) (string, []eventlog.Draft, 
 	case 10:
 		return one(jobs.SetQuota(c.s, p, jobs.Quota{Scope: "user", Name: pick(r, users), Daily: time.Duration(1+r.IntN(3)) * time.Hour}, "root"))
 	default:
-		return actor, jobs.Tick(c.s, p, now), nil
+		return actor, jobs.Tick(c.s, p, now, nil), nil
 	}
 }

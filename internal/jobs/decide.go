@@ -335,20 +335,26 @@ func ResumeJob(s *State, p Policy, id, actor string) ([]eventlog.Draft, error) {
 }
 
 // Tick is what the clock alone decides: scheduled jobs whose time came
-// enter the queue, jobs whose worker's lease ran out go back to it (or end,
-// when cancelled), and due occurrences of schedules are submitted, once
-// each however many processes tick.
-func Tick(s *State, p Policy, now time.Time) []eventlog.Draft {
+// enter the queue, jobs whose worker's lease ran out, or whose worker's
+// process is in gone (the service found it dead on this machine), go back
+// to it (or end, when cancelled), and due occurrences of schedules are
+// submitted, once each however many processes tick.
+func Tick(s *State, p Policy, now time.Time, gone Gone) []eventlog.Draft {
 	var out []eventlog.Draft
 	for _, j := range s.Jobs {
+		held := j.Status == Dispatched || j.Status == Running
 		switch {
 		case j.Status == Scheduled && !j.StartAfter.After(now):
 			out = append(out, draft(TypeReleased, j, nil))
-		case (j.Status == Dispatched || j.Status == Running) && now.After(j.LeaseUntil):
+		case held && (now.After(j.LeaseUntil) || j.Holder != nil && gone[*j.Holder]):
+			reason := ReasonLeaseExpired
+			if !now.After(j.LeaseUntil) {
+				reason = ReasonWorkerGone // dead before its lease ran out
+			}
 			if j.CancelRequested {
 				out = append(out, draft(TypeCancelled, j, nil))
 			} else {
-				out = append(out, draft(TypeRequeued, j, RequeuedData{Reason: ReasonLeaseExpired}))
+				out = append(out, draft(TypeRequeued, j, RequeuedData{Reason: reason}))
 			}
 		}
 	}
@@ -419,10 +425,17 @@ type Claim struct {
 // next job for a worker with total slots, its first unfinished segment
 // started. A nil claim means nothing fits now.
 func ClaimJob(s *State, p Policy, worker string, total int, now time.Time) ([]eventlog.Draft, *Claim, error) {
+	return ClaimJobHeld(s, p, worker, nil, nil, total, now)
+}
+
+// ClaimJobHeld is ClaimJob by a worker whose process is holder (nil: not
+// recorded, as for a process that does not run the job itself), ticking
+// with gone, the worker processes known dead (Tick).
+func ClaimJobHeld(s *State, p Policy, worker string, holder *ProcRecord, gone Gone, total int, now time.Time) ([]eventlog.Draft, *Claim, error) {
 	if total < 1 {
 		return nil, nil, InvalidGPUs(total, 0)
 	}
-	drafts := Tick(s, p, now)
+	drafts := Tick(s, p, now, gone)
 	if w := s.Workers[worker]; w == nil || w.Slots != total {
 		drafts = append(drafts, eventlog.Draft{Type: TypeWorkerSeen, Subject: "worker/" + worker, Data: WorkerData{Slots: total}})
 	}
@@ -443,7 +456,7 @@ func ClaimJob(s *State, p Policy, worker string, total int, now time.Time) ([]ev
 	j := dec.Job
 	c := &Claim{Job: j, Segment: j.NextSegment(), Attempt: j.Attempts + 1, Worker: worker, LeaseUntil: now.Add(p.Lease).UTC()}
 	drafts = append(drafts,
-		draft(TypeDispatched, j, DispatchedData{Worker: worker, LeaseUntil: c.LeaseUntil, Attempt: c.Attempt}),
+		draft(TypeDispatched, j, DispatchedData{Worker: worker, LeaseUntil: c.LeaseUntil, Attempt: c.Attempt, Holder: holder}),
 		draft(TypeSegmentStarted, j, SegmentData{Segment: c.Segment, Worker: worker}))
 	return drafts, c, nil
 }

@@ -384,6 +384,60 @@ func TestLeaseExpiry(t *testing.T) {
 	wantCode(t, err, "unauthorized")
 }
 
+// A worker process the service found dead (gone) loses its job at the next
+// tick, lease or not; a live one, an unrecorded one (spool job claim) and
+// one merely of the same name keep it until the lease runs out.
+func TestDeadWorkerRequeuedAtOnce(t *testing.T) {
+	a := ProcRecord{PID: 10, PGID: 10, Start: 5, Boot: "b"}
+	aAgain := a
+	aAgain.Start = 6 // another process with a's pid
+	for _, c := range []struct {
+		name   string
+		holder *ProcRecord
+		gone   Gone
+		later  time.Duration
+		cancel bool
+		want   Status
+		reason string
+	}{
+		{name: "live worker", holder: &a, gone: nil, want: Running},
+		{name: "another process dead", holder: &a, gone: Gone{aAgain: true}, want: Running},
+		{name: "no record", holder: nil, gone: Gone{a: true}, want: Running},
+		{name: "its process dead", holder: &a, gone: Gone{a: true}, want: Queued, reason: ReasonWorkerGone},
+		{name: "its process dead, cancel asked", holder: &a, gone: Gone{a: true}, cancel: true, want: Cancelled},
+		{name: "lease ran out", holder: &a, later: time.Hour, want: Queued, reason: ReasonLeaseExpired},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t)
+			id := w.submit("ada", Submit{Segments: 2})
+			d, cl, err := ClaimJobHeld(w.s, w.p, "w1", c.holder, nil, 1, w.now)
+			w.apply("w1", d, err)
+			if cl == nil || (w.s.Jobs[id].Holder == nil) != (c.holder == nil) {
+				t.Fatalf("claim %v, holder %v", cl, w.s.Jobs[id].Holder)
+			}
+			if c.cancel {
+				d, err := CancelJob(w.s, w.p, id, "ada", w.now)
+				w.apply("ada", d, err)
+			}
+			w.now = w.now.Add(time.Minute + c.later)
+			w.apply("w2", Tick(w.s, w.p, w.now, c.gone), nil)
+			j := w.s.Jobs[id]
+			if j.Status != c.want {
+				t.Fatalf("job %s, want %s", j.Status, c.want)
+			}
+			if c.want == Running {
+				return
+			}
+			if j.Holder != nil || j.Worker != "" {
+				t.Fatalf("worker %q, holder %v kept", j.Worker, j.Holder)
+			}
+			if tr := j.Trail[len(j.Trail)-1]; c.reason != "" && tr.Reason != c.reason {
+				t.Fatalf("trail %+v, want reason %s", j.Trail, c.reason)
+			}
+		})
+	}
+}
+
 func TestPauseResumeKeepsPlace(t *testing.T) {
 	w := newWorld(t)
 	w.p.Fair = false
@@ -534,19 +588,19 @@ func TestRecurringOneSubmissionPerOccurrence(t *testing.T) {
 	if want := time.Date(2026, 3, 3, 0, 0, 0, 0, w.p.Zone); !out.NextAt.Equal(want) {
 		t.Fatalf("next at %s, want %s", out.NextAt, want)
 	}
-	if drafts := Tick(w.s, w.p, w.now); len(drafts) != 0 {
+	if drafts := Tick(w.s, w.p, w.now, nil); len(drafts) != 0 {
 		t.Fatalf("ticked before the first occurrence: %v", drafts)
 	}
 	w.now = out.NextAt.Add(time.Minute)
-	first := Tick(w.s, w.p, w.now)
-	again := Tick(w.s, w.p, w.now) // another worker, same state
+	first := Tick(w.s, w.p, w.now, nil)
+	again := Tick(w.s, w.p, w.now, nil) // another worker, same state
 	if len(first) != 1 || first[0].Idem != again[0].Idem || first[0].Subject != again[0].Subject {
 		t.Fatalf("ticks %v / %v", first, again)
 	}
 	w.apply("ada", first, nil)
 	w.apply("ada", again, nil) // folded twice: one job
-	if len(w.s.Jobs) != 1 || Tick(w.s, w.p, w.now) != nil {
-		t.Fatalf("%d jobs; then %v", len(w.s.Jobs), Tick(w.s, w.p, w.now))
+	if len(w.s.Jobs) != 1 || Tick(w.s, w.p, w.now, nil) != nil {
+		t.Fatalf("%d jobs; then %v", len(w.s.Jobs), Tick(w.s, w.p, w.now, nil))
 	}
 	// Its failure is flagged and does not stop the next occurrence.
 	id := w.claim("w", 1)
@@ -555,7 +609,7 @@ func TestRecurringOneSubmissionPerOccurrence(t *testing.T) {
 		t.Fatal("the failed occurrence is not flagged")
 	}
 	w.now = w.now.Add(24 * time.Hour)
-	if d := Tick(w.s, w.p, w.now); len(d) != 1 || d[0].Type != TypeSubmitted {
+	if d := Tick(w.s, w.p, w.now, nil); len(d) != 1 || d[0].Type != TypeSubmitted {
 		t.Fatalf("next day: %v", d)
 	}
 }
@@ -572,7 +626,7 @@ func TestRecurringEverySecondsDistinctJobs(t *testing.T) {
 	ids := map[string]bool{}
 	for i := range 6 { // two minutes: three occurrences in each
 		w.now = out.NextAt.Add(time.Duration(i) * 20 * time.Second)
-		ticked := Tick(w.s, w.p, w.now)
+		ticked := Tick(w.s, w.p, w.now, nil)
 		if len(ticked) != 1 || ids[ticked[0].Subject] {
 			t.Fatalf("tick %d at %s: %v (ids so far %v)", i, w.now, ticked, ids)
 		}

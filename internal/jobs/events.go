@@ -65,7 +65,29 @@ type DispatchedData struct {
 	Worker     string    `json:"worker"`
 	LeaseUntil time.Time `json:"lease_until"`
 	Attempt    int       `json:"attempt"`
+	// Holder is the worker's process (spool job worker, spool watch), so
+	// that a claim on this machine need not wait for the lease of a worker
+	// that is certainly dead (Tick's gone). Absent in older logs and for a
+	// claim by a process that does not run the job (spool job claim).
+	Holder *ProcRecord `json:"holder,omitempty"`
 }
+
+// ProcRecord is a process as the log records it: pid, process group, start
+// time in clock ticks since boot and the boot's id, the fields of
+// internal/proc's Record, which the service converts to and from it; the
+// domain never looks at processes itself.
+type ProcRecord struct {
+	PID   int    `json:"pid"`
+	PGID  int    `json:"pgid"`
+	Start uint64 `json:"start"`
+	Boot  string `json:"boot,omitempty"`
+	NS    string `json:"ns,omitempty"` // the pid namespace; absent in older logs
+}
+
+// Gone are the worker processes the service found certainly dead on this
+// machine (internal/proc's Gone): their jobs go back to the queue without
+// waiting for the lease. Nil knows of none: only leases tell.
+type Gone map[ProcRecord]bool
 
 // SegmentData is one segment's start or end.
 type SegmentData struct {
@@ -116,5 +138,5 @@ type WorkerData struct {
 const (
 	ReasonYield        = "yield"
 	ReasonLeaseExpired = "lease_expired"
-	ReasonWorkerGone   = "worker_stopped" // its worker stopped or restarted mid-segment
+	ReasonWorkerGone   = "worker_stopped" // its worker stopped, restarted or died mid-segment
 )

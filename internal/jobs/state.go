@@ -13,29 +13,30 @@ import (
 
 // Job is one job.
 type Job struct {
-	ID         string    `json:"id"`
-	Name       string    `json:"name"`
-	Owner      string    `json:"owner"`
-	Project    string    `json:"project,omitempty"`
-	Tier       Tier      `json:"priority"`
-	Slots      int       `json:"gpus"`
-	Segments   int       `json:"segments"`
-	Argv       []string  `json:"argv"`
-	StartAfter time.Time `json:"start_after,omitzero"`
-	OffPeak    bool      `json:"off_peak,omitempty"`
-	Schedule   string    `json:"schedule,omitempty"`
-	Occurrence time.Time `json:"occurrence,omitzero"`
-	Status     Status    `json:"status"`
-	Submitted  time.Time `json:"submitted_at"`
-	Entered    time.Time `json:"entered_queue_at,omitzero"` // when it (last) entered the queue
-	Order      int64     `json:"order"`                     // place in its tier: FIFO, or where an admin moved it
-	Moved      bool      `json:"moved,omitempty"`
-	Worker     string    `json:"worker,omitempty"`
-	LeaseUntil time.Time `json:"lease_until,omitzero"`
-	Attempts   int       `json:"attempts,omitempty"`
-	FirstStart time.Time `json:"first_dispatched_at,omitzero"`
-	Ended      time.Time `json:"ended_at,omitzero"`
-	Error      string    `json:"error,omitempty"`
+	ID         string      `json:"id"`
+	Name       string      `json:"name"`
+	Owner      string      `json:"owner"`
+	Project    string      `json:"project,omitempty"`
+	Tier       Tier        `json:"priority"`
+	Slots      int         `json:"gpus"`
+	Segments   int         `json:"segments"`
+	Argv       []string    `json:"argv"`
+	StartAfter time.Time   `json:"start_after,omitzero"`
+	OffPeak    bool        `json:"off_peak,omitempty"`
+	Schedule   string      `json:"schedule,omitempty"`
+	Occurrence time.Time   `json:"occurrence,omitzero"`
+	Status     Status      `json:"status"`
+	Submitted  time.Time   `json:"submitted_at"`
+	Entered    time.Time   `json:"entered_queue_at,omitzero"` // when it (last) entered the queue
+	Order      int64       `json:"order"`                     // place in its tier: FIFO, or where an admin moved it
+	Moved      bool        `json:"moved,omitempty"`
+	Worker     string      `json:"worker,omitempty"`
+	LeaseUntil time.Time   `json:"lease_until,omitzero"`
+	Holder     *ProcRecord `json:"holder,omitempty"` // the worker's process, from its claim, while it holds the job
+	Attempts   int         `json:"attempts,omitempty"`
+	FirstStart time.Time   `json:"first_dispatched_at,omitzero"`
+	Ended      time.Time   `json:"ended_at,omitzero"`
+	Error      string      `json:"error,omitempty"`
 
 	PauseRequested  bool      `json:"pause_requested,omitempty"`
 	YieldRequested  bool      `json:"yield_requested,omitempty"`
@@ -141,7 +142,7 @@ func NewState() *State {
 const Name = "jobs"
 
 // Spec registers the projection.
-var Spec = projections.Spec{Name: Name, Version: 3, Amortize: 1000, New: func() projections.Projection { return &Projection{s: NewState()} }}
+var Spec = projections.Spec{Name: Name, Version: 4, Amortize: 1000, New: func() projections.Projection { return &Projection{s: NewState()} }}
 
 // Projection folds the scheduler's events.
 type Projection struct{ s *State }
@@ -256,7 +257,11 @@ func (s *State) Apply(e *eventlog.Event) {
 		if json.Unmarshal(e.Data, &d) != nil || !s.move(j, Dispatched, e, "") {
 			return
 		}
-		j.Worker, j.LeaseUntil, j.Attempts = d.Worker, d.LeaseUntil, d.Attempt
+		j.Worker, j.LeaseUntil, j.Attempts, j.Holder = d.Worker, d.LeaseUntil, d.Attempt, nil
+		if d.Holder != nil {
+			h := *d.Holder
+			j.Holder = &h
+		}
 		if j.FirstStart.IsZero() {
 			j.FirstStart = e.At
 		}
@@ -333,7 +338,7 @@ func (s *State) move(j *Job, to Status, e *eventlog.Event, reason string) bool {
 	j.Trail = append(j.Trail, Transition{At: e.At, From: from, To: to, By: e.Actor, Reason: reason})
 	j.Status = to
 	if (from == Dispatched || from == Running) && to != Running { // dispatched → running keeps its worker
-		j.Worker, j.LeaseUntil = "", time.Time{}
+		j.Worker, j.LeaseUntil, j.Holder = "", time.Time{}, nil
 		j.PauseRequested, j.YieldRequested, j.CancelRequested, j.GraceUntil = false, false, false, time.Time{}
 		for i := range j.Segs { // a segment cut short is run again
 			if seg := &j.Segs[i]; !seg.Done && !seg.Started.IsZero() && seg.Ended.IsZero() {

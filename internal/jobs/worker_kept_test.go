@@ -20,7 +20,7 @@ func TestRunningKeepsItsWorker(t *testing.T) {
 	if _, _, err := jobs.Heartbeat(l.s, basePolicy(), "a", "w", noon.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if drafts := jobs.Tick(l.s, basePolicy(), noon.Add(time.Minute)); len(drafts) != 0 {
+	if drafts := jobs.Tick(l.s, basePolicy(), noon.Add(time.Minute), nil); len(drafts) != 0 {
 		t.Fatalf("tick within the lease: %v", drafts)
 	}
 }

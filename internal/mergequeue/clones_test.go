@@ -215,7 +215,7 @@ func randomOp(rng *rand.Rand, c *simClone, p Policy, actor string, now time.Time
 		for _, e := range s.Expired(now) {
 			merged[e.ID] = rng.Intn(2) == 0
 		}
-		return DecideRecover(s, merged, p, now)
+		return DecideRecover(s, merged, nil, p, now)
 	default:
 		if e := s.Entry(id); e != nil && strings.HasPrefix(e.Runner, c.writer+"/") {
 			d, _ := DecideRenew(s, id, e.Runner, p, now)

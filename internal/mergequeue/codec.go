@@ -103,6 +103,7 @@ func (e *Entry) encode(b []byte) []byte {
 	b = field(b, "head_sha", e.HeadSHA)
 	b = field(b, "tested_sha", e.TestedSHA)
 	b = field(b, "tested_against_sha", e.TestedAgainstSHA)
+	b = field(b, "target_from_sha", e.TargetFromSHA)
 	b = field(b, "target", e.Target)
 	b = field(b, "bead_id", e.BeadID)
 	b = field(b, "owner", e.Owner)
@@ -114,15 +115,8 @@ func (e *Entry) encode(b []byte) []byte {
 	}
 	b = field(b, "scratch_dir", e.ScratchDir)
 	b = field(b, "run_dir", e.RunDir)
-	if p := e.Proc; p != nil {
-		b = append(b, `,"proc":{"pid":`...)
-		b = strconv.AppendInt(b, int64(p.PID), 10)
-		b = intField(b, "pgid", p.PGID)
-		b = append(b, `,"start":`...)
-		b = strconv.AppendUint(b, p.Start, 10)
-		b = field(b, "boot", p.Boot)
-		b = append(b, '}')
-	}
+	b = procField(b, "proc", e.Proc)
+	b = procField(b, "holder", e.Holder)
 	b = field(b, "last_error", e.LastError)
 	b = field(b, "waiting", e.Waiting)
 	if len(e.ConflictPaths) > 0 {
@@ -162,6 +156,23 @@ func (e *Entry) encode(b []byte) []byte {
 	b = field(b, "from", string(st.From))
 	b = field(b, "to", string(st.To))
 	return append(b, "}}"...)
+}
+
+// procField appends ,"name":{"pid":…} unless p is nil.
+func procField(b []byte, name string, p *ProcRecord) []byte {
+	if p == nil {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, `":{"pid":`...)
+	b = strconv.AppendInt(b, int64(p.PID), 10)
+	b = intField(b, "pgid", p.PGID)
+	b = append(b, `,"start":`...)
+	b = strconv.AppendUint(b, p.Start, 10)
+	b = field(b, "boot", p.Boot)
+	b = field(b, "ns", p.NS)
+	return append(b, '}')
 }
 
 // field appends ,"name":"value" unless value is empty.

@@ -28,7 +28,11 @@ func randomState(t testing.TB, seed int64) *State {
 			fold(t, s, now, r.Actor, sub.Drafts)
 		}
 		if e := s.Entry(int64(rng.Intn(s.Len()) + 1)); e != nil && e.Status == Pending && rng.Intn(2) == 0 {
-			drafts, c := DecideClaim(s, "r\u00e9", Target{Branch: "main"}, pol, now)
+			var holder *ProcRecord
+			if rng.Intn(2) == 0 {
+				holder = &ProcRecord{PID: rng.Intn(1 << 22), PGID: 3, Start: rng.Uint64() >> 2, Boot: "b\u00f6\"t", NS: "pid:[4026531836]"}
+			}
+			drafts, c := DecideClaimHeld(s, "r\u00e9", holder, Target{Branch: "main"}, pol, now)
 			fold(t, s, now, "train", drafts)
 			if c != nil {
 				d, err := DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: Claimed, To: Rebasing, HeadSHA: c.HeadSHA, TestedAgainstSHA: sha(7), ScratchDir: "/tmp/x"}, pol, now)
@@ -36,7 +40,13 @@ func randomState(t testing.TB, seed int64) *State {
 					t.Fatal(err)
 				}
 				fold(t, s, now, "train", d)
-				switch rng.Intn(3) {
+				switch rng.Intn(5) {
+				case 3: // merging from a local target behind the tested base
+					for _, to := range []Status{Testing, ReadyToMerge, Merging} {
+						d, _ = DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: s.Entry(c.ID).Status, To: to, HeadSHA: c.HeadSHA,
+							TestedSHA: sha(8), TestedAgainstSHA: sha(7), TargetFromSHA: sha(6)}, pol, now)
+						fold(t, s, now, "train", d)
+					}
 				case 0:
 					d, _ = DecideStep(s, Step{EntryID: c.ID, Runner: "r\u00e9", From: Rebasing, To: FailedTerminal, HeadSHA: c.HeadSHA, Reason: "conflict", Paths: []string{"a", "b\tc"}}, pol, now)
 					fold(t, s, now, "train", d)
@@ -80,10 +90,10 @@ func randomState(t testing.TB, seed int64) *State {
 }
 
 func TestCodecRoundTrip(t *testing.T) {
-	procs := 0
+	procs, holders, froms := 0, 0, 0
 	defer func() {
-		if procs == 0 {
-			t.Error("no state has an entry with a recorded process")
+		if procs == 0 || holders == 0 || froms == 0 {
+			t.Errorf("%d entries with a recorded process, %d with a recorded holder, %d with target_from_sha: want some of each", procs, holders, froms)
 		}
 	}()
 	for seed := int64(1); seed <= 20; seed++ {
@@ -91,6 +101,12 @@ func TestCodecRoundTrip(t *testing.T) {
 		for _, e := range s.All() {
 			if e.Proc != nil {
 				procs++
+			}
+			if e.Holder != nil {
+				holders++
+			}
+			if e.TargetFromSHA != "" {
+				froms++
 			}
 		}
 		b, _ := s.MarshalState()

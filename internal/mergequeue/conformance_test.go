@@ -63,18 +63,26 @@ func (c *mergeClone) Command(r *rand.Rand, now time.Time) (string, []eventlog.Dr
 		if r.IntN(3) == 0 {
 			target.Dirty = []string{pick(r, mergePaths)}
 		}
-		drafts, _ := mergequeue.DecideClaim(c.s, c.runner, target, c.pol, now)
+		var holder *mergequeue.ProcRecord
+		if r.IntN(2) == 0 {
+			holder = &mergequeue.ProcRecord{PID: 1000 + r.IntN(9000), PGID: 1000 + r.IntN(9000), Start: uint64(r.IntN(1 << 30)), Boot: "boot-" + c.writer[:4]}
+		}
+		drafts, _ := mergequeue.DecideClaimHeld(c.s, c.runner, holder, target, c.pol, now)
 		return c.runner, drafts, nil
 	case op < 12:
 		return c.step(r, now)
 	case op == 12:
 		return c.renew(r, now)
 	case op == 13:
+		var dead map[string]bool
+		if r.IntN(3) == 0 {
+			dead = map[string]bool{c.runner: true} // its process found gone
+		}
 		merged := map[int64]bool{}
-		for _, e := range c.s.Expired(now) {
+		for _, e := range c.s.Recoverable(now, dead) {
 			merged[e.ID] = r.IntN(2) == 0
 		}
-		return "watch", mergequeue.DecideRecover(c.s, merged, c.pol, now), nil
+		return "watch", mergequeue.DecideRecover(c.s, merged, dead, c.pol, now), nil
 	case op == 14 && r.IntN(3) == 0:
 		return actor, mergequeue.DecideFreeze(c.s, pick(r, reasons)), nil
 	}

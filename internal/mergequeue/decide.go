@@ -333,14 +333,48 @@ type Target struct {
 	// Dirty are the uncommitted paths of the worktree that has the target
 	// checked out, when an entry waits for them (WaitCheckoutDirty).
 	Dirty []string
+	// Diverged says that the local target still lacks the remote tip the
+	// train last saw, when an entry waits for it (WaitTargetDiverged).
+	Diverged bool
+	// Locked are the lock files entries wait for (WaitTargetLocked) that
+	// still exist.
+	Locked []string
+	// Passed are entries to pass over whatever they wait for: those this
+	// run of the train gave back already (merge run --once takes an entry
+	// once, and so never loops on a condition it cannot see end).
+	Passed map[int64]bool
+}
+
+// waits reports whether e, given back by the train, still waits for what
+// it waited for (its reason's prefix).
+func (t Target) waits(e *Entry) bool {
+	switch {
+	case t.Passed[e.ID]:
+		return true
+	case e.Waiting == "":
+		return false
+	case strings.HasPrefix(e.Waiting, WaitTargetDiverged):
+		return t.Diverged
+	case strings.HasPrefix(e.Waiting, WaitTargetLocked):
+		return Overlap(e.ConflictPaths, t.Locked)
+	}
+	return Overlap(e.ConflictPaths, t.Dirty) // WaitCheckoutDirty
 }
 
 // DecideClaim gives the first pending entry to runner with a lease. It
 // claims nothing when the queue is frozen or empty, or while another entry
 // is being processed: the train takes one entry at a time, whoever runs it.
-// An entry waiting for the target's checkout is passed over while any of
-// its paths is still among target.Dirty.
+// An entry the train gave back is passed over while what it waits for
+// holds: any of its paths still among target.Dirty (WaitCheckoutDirty),
+// target.Diverged (WaitTargetDiverged), its lock file among target.Locked
+// (WaitTargetLocked); and so is any entry in target.Passed.
 func DecideClaim(s *State, runner string, target Target, pol Policy, now time.Time) ([]eventlog.Draft, *Entry) {
+	return DecideClaimHeld(s, runner, nil, target, pol, now)
+}
+
+// DecideClaimHeld is DecideClaim recording the runner's process (holder,
+// nil when unknown) in the claim, for DecideRecover's dead runners.
+func DecideClaimHeld(s *State, runner string, holder *ProcRecord, target Target, pol Policy, now time.Time) ([]eventlog.Draft, *Entry) {
 	if s.Frozen {
 		return nil, nil
 	}
@@ -351,7 +385,7 @@ func DecideClaim(s *State, runner string, target Target, pol Policy, now time.Ti
 	}
 	var e *Entry
 	for _, p := range s.Queue() {
-		if p.Waiting == "" || !Overlap(p.ConflictPaths, target.Dirty) {
+		if !target.waits(p) {
 			e = p
 			break
 		}
@@ -361,7 +395,8 @@ func DecideClaim(s *State, runner string, target Target, pol Policy, now time.Ti
 	}
 	lease := now.Add(pol.Lease).UTC()
 	return []eventlog.Draft{{Type: EvClaimed, Subject: Subject(e.ID), Data: EntryData{EntryID: e.ID, EntryRef: e.Ref, From: Pending, To: Claimed,
-		HeadSHA: e.HeadSHA, TestedAgainstSHA: target.SHA, Target: target.Branch, Attempt: e.Attempts + 1, Runner: runner, LeaseUntil: &lease}}}, e
+		HeadSHA: e.HeadSHA, TestedAgainstSHA: target.SHA, Target: target.Branch, Attempt: e.Attempts + 1, Runner: runner, LeaseUntil: &lease,
+		Holder: holder}}}, e
 }
 
 // Overlap reports whether a path in a is, contains or is inside a path in b.
@@ -391,6 +426,7 @@ type Step struct {
 	HeadSHA          string // the head the runner claimed: a resubmitted head makes the step stale
 	TestedSHA        string
 	TestedAgainstSHA string
+	TargetFromSHA    string // to merging: the local target's commit, when not TestedAgainstSHA
 	Reason           string
 	Paths            []string
 	ExitCode         *int
@@ -419,7 +455,8 @@ func DecideStep(s *State, st Step, pol Policy, now time.Time) ([]eventlog.Draft,
 		reason += " (attempts used up)"
 	}
 	d := EntryData{EntryID: st.EntryID, EntryRef: e.Ref, From: st.From, To: to, Runner: st.Runner, HeadSHA: st.HeadSHA, TestedSHA: st.TestedSHA,
-		TestedAgainstSHA: st.TestedAgainstSHA, Reason: reason, Paths: st.Paths, ExitCode: st.ExitCode, RunDir: st.RunDir, ScratchDir: st.ScratchDir}
+		TestedAgainstSHA: st.TestedAgainstSHA, TargetFromSHA: st.TargetFromSHA, Reason: reason, Paths: st.Paths, ExitCode: st.ExitCode, RunDir: st.RunDir,
+		ScratchDir: st.ScratchDir}
 	if to.Processing() {
 		lease := now.Add(pol.Lease).UTC()
 		d.LeaseUntil = &lease
@@ -464,6 +501,36 @@ func (s *State) Expired(now time.Time) []*Entry {
 	return out
 }
 
+// Recoverable lists the processing entries recovery takes now: those whose
+// lease ran out at now (Expired) and those held by a runner in dead, the
+// runners the caller knows to be dead (their process on this machine
+// ended), whatever their lease says.
+func (s *State) Recoverable(now time.Time, dead map[string]bool) []*Entry {
+	var out []*Entry
+	for _, e := range s.index().active {
+		if e.Status.Processing() && (e.LeaseUntil == nil || !now.Before(*e.LeaseUntil) || e.Runner != "" && dead[e.Runner]) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Holders are the runners of processing entries whose process their claim
+// recorded, with that record: what the service asks the machine about
+// (proc.Gone) to tell DecideRecover which runners are dead.
+func (s *State) Holders() map[string]ProcRecord {
+	var out map[string]ProcRecord
+	for _, e := range s.index().active {
+		if e.Status.Processing() && e.Holder != nil && e.Runner != "" {
+			if out == nil {
+				out = map[string]ProcRecord{}
+			}
+			out[e.Runner] = *e.Holder
+		}
+	}
+	return out
+}
+
 // NextExpiry is when the first live lease of a processing entry runs out
 // (zero: none), the time Expired next lists something.
 func (s *State) NextExpiry(now time.Time) time.Time {
@@ -476,18 +543,23 @@ func (s *State) NextExpiry(now time.Time) time.Time {
 	return at
 }
 
-// DecideRecover recovers every entry whose lease expired. merged tells, for
-// entries in merging, whether the target already contains the tested commit
-// (the edge asks git); an entry in merging missing from it is left for the
-// next recovery. Every other expired entry goes to failed_retryable, its
-// claim having counted the attempt, and straight back to pending; or to
-// failed_terminal when its attempts are used up. Each move is its own event
-// and each is in the transition table.
-func DecideRecover(s *State, merged map[int64]bool, pol Policy, now time.Time) []eventlog.Draft {
+// DecideRecover recovers every entry whose lease expired, and every entry
+// held by a runner in dead (runner ids the service found certainly dead:
+// their recorded process on this machine ended) without waiting for its
+// lease. merged tells, for entries in merging, whether the target already
+// contains the tested commit (the edge asks git); an entry in merging
+// missing from it is left for the next recovery. Every other such entry
+// goes to failed_retryable, its claim having counted the attempt, and
+// straight back to pending; or to failed_terminal when its attempts are
+// used up. Each move is its own event and each is in the transition table.
+func DecideRecover(s *State, merged map[int64]bool, dead map[string]bool, pol Policy, now time.Time) []eventlog.Draft {
 	var drafts []eventlog.Draft
-	for _, e := range s.Expired(now) {
+	for _, e := range s.Recoverable(now, dead) {
 		base := EntryData{EntryID: e.ID, EntryRef: e.Ref, From: e.Status, HeadSHA: e.HeadSHA, TestedSHA: e.TestedSHA, TestedAgainstSHA: e.TestedAgainstSHA, Runner: e.Runner}
 		reason := "lease of runner " + e.Runner + " expired in " + string(e.Status)
+		if e.LeaseUntil != nil && now.Before(*e.LeaseUntil) {
+			reason = "runner " + e.Runner + " died in " + string(e.Status) + " (its process on this machine is gone)"
+		}
 		if e.Status == Merging {
 			contained, known := merged[e.ID]
 			if !known {
@@ -496,6 +568,7 @@ func DecideRecover(s *State, merged map[int64]bool, pol Policy, now time.Time) [
 			if contained {
 				d := base
 				d.To, d.Reason = Merged, reason+"; the target already contains the tested commit"
+				d.TargetFromSHA = e.TargetFromSHA // where recovery brings the checkout along from
 				drafts = append(drafts, eventlog.Draft{Type: EvRecovered, Subject: Subject(e.ID), Data: d})
 				continue
 			}

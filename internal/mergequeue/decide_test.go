@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -423,7 +424,7 @@ func TestRecover(t *testing.T) {
 		s := New()
 		submit(t, s, req("ws-a", 1, "ada"), t0)
 		drive(t, s, 1, []Status{Rebasing}, t0)
-		if d := DecideRecover(s, nil, pol, t0.Add(time.Minute)); len(d) != 0 {
+		if d := DecideRecover(s, nil, nil, pol, t0.Add(time.Minute)); len(d) != 0 {
 			t.Fatalf("recovered a live lease: %v", d)
 		}
 	})
@@ -435,10 +436,10 @@ func TestRecover(t *testing.T) {
 				ReadyToMerge: {Rebasing, Testing, ReadyToMerge}, Merging: {Rebasing, Testing, ReadyToMerge, Merging}}[at]
 			drive(t, s, 1, path, t0)
 			known := map[int64]bool{1: false}
-			if at == Merging && len(DecideRecover(s, nil, pol, later)) != 0 {
+			if at == Merging && len(DecideRecover(s, nil, nil, pol, later)) != 0 {
 				t.Fatal("recovered merging without asking git")
 			}
-			d := DecideRecover(s, known, pol, later)
+			d := DecideRecover(s, known, nil, pol, later)
 			fold(t, s, later, "train", d)
 			e := s.Entry(1)
 			if e.Status != Pending || e.Attempts != 1 || e.Position != 1 || e.Runner != "" || e.LeaseUntil != nil {
@@ -454,7 +455,7 @@ func TestRecover(t *testing.T) {
 		s := New()
 		submit(t, s, req("ws-a", 1, "ada"), t0)
 		drive(t, s, 1, []Status{Rebasing, Testing, ReadyToMerge, Merging}, t0)
-		fold(t, s, later, "train", DecideRecover(s, map[int64]bool{1: true}, pol, later))
+		fold(t, s, later, "train", DecideRecover(s, map[int64]bool{1: true}, nil, pol, later))
 		if s.Entry(1).Status != Merged {
 			t.Fatalf("status %s", s.Entry(1).Status)
 		}
@@ -465,13 +466,74 @@ func TestRecover(t *testing.T) {
 		submit(t, s, req("ws-a", 1, "ada"), t0)
 		for i := 0; i < pol.MaxAttempts; i++ {
 			drive(t, s, 1, []Status{Rebasing}, t0)
-			fold(t, s, later, "train", DecideRecover(s, nil, pol, later))
+			fold(t, s, later, "train", DecideRecover(s, nil, nil, pol, later))
 		}
 		if e := s.Entry(1); e.Status != FailedTerminal || e.Attempts != pol.MaxAttempts {
 			t.Fatalf("status %s after %d attempts", e.Status, e.Attempts)
 		}
 		checkInvariants(t, s)
 	})
+}
+
+// A runner known dead (the service found its recorded process gone) loses
+// its entries at once, lease or not; a live runner's entry, or one held by
+// a runner the set does not name, waits for its lease; a dead runner's
+// entry in merging still waits for git's answer.
+func TestRecoverDeadHolder(t *testing.T) {
+	holder := &ProcRecord{PID: 4242, PGID: 4242, Start: 99, Boot: "boot-a"}
+	soon := t0.Add(time.Minute) // well within the lease
+	for _, c := range []struct {
+		name   string
+		at     Status
+		dead   map[string]bool
+		merged map[int64]bool
+		now    time.Time
+		want   Status // "" : not recovered
+		reason string
+	}{
+		{name: "live lease, nobody dead", at: Testing, now: soon},
+		{name: "live lease, another runner dead", at: Testing, dead: map[string]bool{"r9": true}, now: soon},
+		{name: "dead runner in claimed", at: Claimed, dead: map[string]bool{"r1": true}, now: soon, want: Pending, reason: "runner r1 died in claimed"},
+		{name: "dead runner in testing", at: Testing, dead: map[string]bool{"r1": true}, now: soon, want: Pending, reason: "runner r1 died in testing"},
+		{name: "dead runner in merging, git not asked", at: Merging, dead: map[string]bool{"r1": true}, now: soon},
+		{name: "dead runner in merging, target has it", at: Merging, dead: map[string]bool{"r1": true}, merged: map[int64]bool{1: true}, now: soon, want: Merged},
+		{name: "dead runner in merging, target lacks it", at: Merging, dead: map[string]bool{"r1": true}, merged: map[int64]bool{1: false}, now: soon, want: Pending},
+		{name: "expired lease, not known dead", at: Testing, now: t0.Add(pol.Lease + time.Second), want: Pending, reason: "lease of runner r1 expired in testing"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := New()
+			submit(t, s, req("ws-a", 1, "ada"), t0)
+			claim, _ := DecideClaimHeld(s, "r1", holder, Target{Branch: "main"}, pol, t0)
+			fold(t, s, t0, "train", claim)
+			if got := s.Holders()["r1"]; got != *holder {
+				t.Fatalf("holders %v", s.Holders())
+			}
+			path := map[Status][]Status{Claimed: nil, Testing: {Rebasing, Testing}, Merging: {Rebasing, Testing, ReadyToMerge, Merging}}[c.at]
+			drive(t, s, 1, path, t0)
+			d := DecideRecover(s, c.merged, c.dead, pol, c.now)
+			if c.want == "" {
+				if len(d) != 0 {
+					t.Fatalf("recovered: %+v", d)
+				}
+				if s.Entry(1).Holder == nil {
+					t.Fatal("the holder was lost")
+				}
+				return
+			}
+			if len(d) == 0 || !strings.Contains(d[0].Data.(EntryData).Reason, c.reason) {
+				t.Fatalf("drafts %+v, want a reason with %q", d, c.reason)
+			}
+			fold(t, s, c.now, "train", d)
+			e := s.Entry(1)
+			if e.Status != c.want || e.Holder != nil || e.Runner != "" || e.Attempts != 1 {
+				t.Fatalf("after recovery: %s, holder %v, runner %q, %d attempts", e.Status, e.Holder, e.Runner, e.Attempts)
+			}
+			if len(s.Holders()) != 0 {
+				t.Fatalf("holders after recovery %v", s.Holders())
+			}
+			checkInvariants(t, s)
+		})
+	}
 }
 
 // The fold skips what it cannot use and never fails; replay is deterministic.
@@ -543,7 +605,7 @@ func TestClaimOneAtATime(t *testing.T) {
 		t.Fatal("claimed a second entry while the first is processed")
 	}
 	later := t0.Add(pol.Lease + time.Second)
-	fold(t, s, later, "train", DecideRecover(s, nil, pol, later))
+	fold(t, s, later, "train", DecideRecover(s, nil, nil, pol, later))
 	if _, e := DecideClaim(s, "r2", Target{Branch: "main"}, pol, later); e == nil {
 		t.Fatal("nothing claimed after the first entry was recovered")
 	}
@@ -750,4 +812,56 @@ func TestWaitForTheTargetCheckout(t *testing.T) {
 	if !Overlap([]string{"d"}, []string{"d/f"}) || !Overlap([]string{"d/f"}, []string{"d"}) || Overlap([]string{"d"}, []string{"dx"}) {
 		t.Error("Overlap")
 	}
+}
+
+// An entry the train gave back waits for what its reason names: a diverged
+// target until the local target has the remote's tip, a lock file until it
+// is gone. An entry a run already gave back is passed over in that run,
+// whatever it waits for. Otherwise it is claimed in its turn.
+func TestWaitsForWhatItWaitsFor(t *testing.T) {
+	lock := "/repo/.git/refs/heads/main.lock"
+	for _, c := range []struct {
+		name    string
+		wait    string
+		paths   []string
+		target  Target
+		claimed int64 // 2: the entry behind it
+	}{
+		{"diverged, still", WaitTargetDiverged + ": pull", nil, Target{Diverged: true, Dirty: []string{"README"}}, 2},
+		{"diverged, pulled", WaitTargetDiverged + ": pull", nil, Target{Dirty: []string{"README"}}, 1},
+		{"locked, still", WaitTargetLocked + ": " + lock, []string{lock}, Target{Locked: []string{lock}}, 2},
+		{"locked, another lock file", WaitTargetLocked + ": " + lock, []string{lock}, Target{Locked: []string{"/repo/.git/HEAD.lock"}, Diverged: true}, 1},
+		{"locked, gone", WaitTargetLocked + ": " + lock, []string{lock}, Target{}, 1},
+		{"dirty checkout, other paths", WaitCheckoutDirty + ": edits", []string{"README"}, Target{Locked: []string{"README"}, Diverged: true}, 1},
+		{"given back in this run", WaitTargetLocked + ": " + lock, []string{lock}, Target{Passed: map[int64]bool{1: true}}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := New()
+			submit(t, s, req("ws-a", 1, "ada"), t0)
+			submit(t, s, req("ws-b", 2, "ada"), t0.Add(time.Second))
+			drive(t, s, 1, []Status{Rebasing, Testing, ReadyToMerge, Merging}, t0)
+			fold(t, s, t0, "train", must(DecideStep(s, Step{EntryID: 1, Runner: "r1", From: Merging, To: Pending, HeadSHA: sha(1),
+				Reason: c.wait, Paths: c.paths}, pol, t0)))
+			if e := s.Entry(1); e.Status != Pending || e.Attempts != 0 || e.Waiting != c.wait {
+				t.Fatalf("given back: %s, %d attempts, waiting %q", e.Status, e.Attempts, e.Waiting)
+			}
+			c.target.Branch = "main"
+			if _, e := DecideClaim(s, "r1", c.target, pol, t0); e == nil || e.ID != c.claimed {
+				t.Fatalf("claimed %v, want entry %d", e, c.claimed)
+			}
+		})
+	}
+}
+
+// The remote refused the push because its target moved: from merging the
+// train goes back to rebasing, holding the entry, its attempt still the
+// claim's.
+func TestMergingBackToRebasing(t *testing.T) {
+	s := New()
+	submit(t, s, req("ws-a", 1, "ada"), t0)
+	drive(t, s, 1, []Status{Rebasing, Testing, ReadyToMerge, Merging, Rebasing, Testing}, t0)
+	if e := s.Entry(1); e.Status != Testing || e.Attempts != 1 || e.Runner != "r1" {
+		t.Fatalf("%s, %d attempts, runner %q", e.Status, e.Attempts, e.Runner)
+	}
+	checkInvariants(t, s)
 }

@@ -22,7 +22,7 @@ const (
 	EvClaimed      = "merge.claimed"       // pending → claimed by a train runner, with a lease; counts an attempt
 	EvTransitioned = "merge.transitioned"  // one step of the train: rebasing, testing, ready_to_merge, merging, merged, failed_*
 	EvLeaseRenewed = "merge.lease_renewed" // the runner is still working on the entry (and started proc, when given)
-	EvRecovered    = "merge.recovered"     // a lease expired: processing → failed_* (or merging → merged when the target has the tested commit)
+	EvRecovered    = "merge.recovered"     // a lease expired or the runner died: processing → failed_* (or merging → merged when the target has the tested commit)
 	EvRetried      = "merge.retried"       // failed_retryable → pending (spool merge retry, or after recovery)
 	EvCancelled    = "merge.cancelled"     // → cancelled
 	EvFrozen       = "merge.frozen"        // the train stops claiming; submissions continue
@@ -35,6 +35,20 @@ const (
 // Moving the target would leave that checkout with the merge staged in
 // reverse; the train tries again once those paths are clean.
 const WaitCheckoutDirty = "target_checkout_dirty"
+
+// WaitTargetDiverged starts the reason of a train step back to pending
+// because the local target and the remote's have diverged (each has commits
+// the other lacks): the train would have to choose one and drop the other's.
+// It waits until the local target contains the remote tip it saw (the user
+// pulled: Target.Diverged).
+const WaitTargetDiverged = "target_diverged"
+
+// WaitTargetLocked starts the reason of a train step back to pending because
+// a lock file of git's (the step's one path) stood in the way of moving or
+// pushing the target for longer than the train waits: another git command
+// holds it, or one that crashed left it. The target is where it was; the
+// train tries again once the file is gone (Target.Locked).
+const WaitTargetLocked = "target_locked"
 
 // ChangeIDSource says where an entry's change id came from.
 const (
@@ -49,34 +63,44 @@ type EntryData struct {
 	// EntryRef names the entry for good: the id of its merge.submitted event.
 	// Entry ids are numbered in replay order, so the number another clone
 	// decided on may name another entry once the logs are merged.
-	EntryRef         string     `json:"entry_ref,omitempty"`
-	From             Status     `json:"from,omitempty"`
-	To               Status     `json:"to,omitempty"`
-	Workspace        string     `json:"workspace,omitempty"`    // display name
-	WorkspaceID      string     `json:"workspace_id,omitempty"` // identity; absent in older logs, where it is the display name
-	Worktree         string     `json:"worktree,omitempty"`
-	Branch           string     `json:"branch,omitempty"`
-	ChangeID         string     `json:"change_id,omitempty"`
-	ChangeIDSource   string     `json:"change_id_source,omitempty"`
-	DedupeKey        string     `json:"dedupe_key,omitempty"`
-	HeadSHA          string     `json:"head_sha,omitempty"`
-	TestedSHA        string     `json:"tested_sha,omitempty"`
-	TestedAgainstSHA string     `json:"tested_against_sha,omitempty"`
-	Target           string     `json:"target,omitempty"`
-	Priority         *int       `json:"priority,omitempty"`
-	BeadID           string     `json:"bead_id,omitempty"`
-	Attempt          int        `json:"attempt,omitempty"`
-	Runner           string     `json:"runner,omitempty"`
-	LeaseUntil       *time.Time `json:"lease_until,omitempty"`
-	Reason           string     `json:"reason,omitempty"`
-	Paths            []string   `json:"paths,omitempty"`
-	ExitCode         *int       `json:"exit_code,omitempty"`
-	RunDir           string     `json:"run_dir,omitempty"`
-	ScratchDir       string     `json:"scratch_dir,omitempty"` // the runner's temporary worktree, removed on recovery
+	EntryRef         string `json:"entry_ref,omitempty"`
+	From             Status `json:"from,omitempty"`
+	To               Status `json:"to,omitempty"`
+	Workspace        string `json:"workspace,omitempty"`    // display name
+	WorkspaceID      string `json:"workspace_id,omitempty"` // identity; absent in older logs, where it is the display name
+	Worktree         string `json:"worktree,omitempty"`
+	Branch           string `json:"branch,omitempty"`
+	ChangeID         string `json:"change_id,omitempty"`
+	ChangeIDSource   string `json:"change_id_source,omitempty"`
+	DedupeKey        string `json:"dedupe_key,omitempty"`
+	HeadSHA          string `json:"head_sha,omitempty"`
+	TestedSHA        string `json:"tested_sha,omitempty"`
+	TestedAgainstSHA string `json:"tested_against_sha,omitempty"`
+	// TargetFromSHA, on the step to merging, is the commit the local target
+	// moves from when it is not tested_against_sha: the train rebased onto
+	// the remote's tip, which the local target lagged behind. Recovery
+	// brings the target's checkout along from it.
+	TargetFromSHA string     `json:"target_from_sha,omitempty"`
+	Target        string     `json:"target,omitempty"`
+	Priority      *int       `json:"priority,omitempty"`
+	BeadID        string     `json:"bead_id,omitempty"`
+	Attempt       int        `json:"attempt,omitempty"`
+	Runner        string     `json:"runner,omitempty"`
+	LeaseUntil    *time.Time `json:"lease_until,omitempty"`
+	Reason        string     `json:"reason,omitempty"`
+	Paths         []string   `json:"paths,omitempty"`
+	ExitCode      *int       `json:"exit_code,omitempty"`
+	RunDir        string     `json:"run_dir,omitempty"`
+	ScratchDir    string     `json:"scratch_dir,omitempty"` // the runner's temporary worktree, removed on recovery
 	// Proc, on a lease renewal, is the process group the runner started
 	// for the entry's current step (the test command), so that recovery can
 	// kill it if it outlived its runner.
 	Proc *ProcRecord `json:"proc,omitempty"`
+	// Holder, on a claim, is the runner's own process, so that recovery
+	// need not wait for the lease of a runner that is certainly dead on
+	// this machine (DecideRecover's dead). Absent in older logs and for a
+	// runner that could not identify itself: then only the lease tells.
+	Holder *ProcRecord `json:"holder,omitempty"`
 }
 
 // ProcRecord is a started process group as the log records it, for a later
@@ -89,6 +113,7 @@ type ProcRecord struct {
 	PGID  int    `json:"pgid"`
 	Start uint64 `json:"start"`
 	Boot  string `json:"boot,omitempty"`
+	NS    string `json:"ns,omitempty"` // the pid namespace; absent in older logs
 }
 
 // FreezeData is the data of merge.frozen.

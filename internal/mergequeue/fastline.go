@@ -60,6 +60,8 @@ func fastEntry(b []byte, e *Entry) bool {
 			return p.strTo(&e.TestedSHA)
 		case "tested_against_sha":
 			return p.strTo(&e.TestedAgainstSHA)
+		case "target_from_sha":
+			return p.strTo(&e.TargetFromSHA)
 		case "target":
 			return p.strTo(&e.Target)
 		case "bead_id":
@@ -91,23 +93,11 @@ func fastEntry(b []byte, e *Entry) bool {
 		case "conflict_paths":
 			return p.strings(&e.ConflictPaths)
 		case "proc":
-			r := &ProcRecord{}
-			e.Proc = r
-			return p.object(func(key []byte) bool {
-				switch string(key) {
-				case "pid":
-					return p.intTo(&r.PID)
-				case "pgid":
-					return p.intTo(&r.PGID)
-				case "start":
-					n, ok := p.int()
-					r.Start = uint64(n)
-					return ok && n >= 0
-				case "boot":
-					return p.strTo(&r.Boot)
-				}
-				return false
-			})
+			e.Proc = &ProcRecord{}
+			return p.procRecord(e.Proc)
+		case "holder":
+			e.Holder = &ProcRecord{}
+			return p.procRecord(e.Holder)
 		case "conflicts":
 			return p.resolutions(&e.Conflicts)
 		case "last_step":
@@ -319,3 +309,24 @@ var internTable = func() []string {
 	}
 	return t
 }()
+
+// procRecord reads a ProcRecord object as encode writes it (procField).
+func (p *scanner) procRecord(r *ProcRecord) bool {
+	return p.object(func(key []byte) bool {
+		switch string(key) {
+		case "pid":
+			return p.intTo(&r.PID)
+		case "pgid":
+			return p.intTo(&r.PGID)
+		case "start":
+			n, ok := p.int()
+			r.Start = uint64(n)
+			return ok && n >= 0
+		case "boot":
+			return p.strTo(&r.Boot)
+		case "ns":
+			return p.strTo(&r.NS)
+		}
+		return false
+	})
+}

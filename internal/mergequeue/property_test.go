@@ -77,7 +77,7 @@ func TestInvariantsProperty(t *testing.T) {
 				for _, e := range s.Expired(now) {
 					merged[e.ID] = rng.Intn(2) == 0
 				}
-				drafts = DecideRecover(s, merged, p, now)
+				drafts = DecideRecover(s, merged, nil, p, now)
 			case 9:
 				if rng.Intn(2) == 0 {
 					drafts = DecideFreeze(s, "x")

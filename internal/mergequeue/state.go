@@ -28,7 +28,7 @@ const (
 // projections.Spec.Amortize): a command catches up in memory from a
 // snapshot a few events old rather than writing every entry's line twice
 // (the snapshot and merge-queue.json) for the one it changed.
-var Spec = projections.Spec{Name: Name, Version: 9, Amortize: 1000, New: func() projections.Projection { return New() }}
+var Spec = projections.Spec{Name: Name, Version: 11, Amortize: 1000, New: func() projections.Projection { return New() }}
 
 // State is the merge queue folded from the log.
 type State struct {
@@ -201,6 +201,7 @@ type Entry struct {
 	HeadSHA          string         `json:"head_sha"`
 	TestedSHA        string         `json:"tested_sha,omitempty"`
 	TestedAgainstSHA string         `json:"tested_against_sha,omitempty"`
+	TargetFromSHA    string         `json:"target_from_sha,omitempty"` // in merging: the local target's commit, when not tested_against_sha
 	Target           string         `json:"target,omitempty"`
 	Priority         int            `json:"priority"`
 	BeadID           string         `json:"bead_id,omitempty"`
@@ -213,7 +214,8 @@ type Entry struct {
 	LeaseUntil       *time.Time     `json:"lease_until,omitempty"`
 	ScratchDir       string         `json:"scratch_dir,omitempty"`
 	RunDir           string         `json:"run_dir,omitempty"`
-	Proc             *ProcRecord    `json:"proc,omitempty"` // the process group of the current step (the test command), until the status changes
+	Proc             *ProcRecord    `json:"proc,omitempty"`   // the process group of the current step (the test command), until the status changes
+	Holder           *ProcRecord    `json:"holder,omitempty"` // the runner's process, from its claim, while it holds the entry
 	LastError        string         `json:"last_error,omitempty"`
 	ConflictPaths    []string       `json:"conflict_paths,omitempty"` // a rebase's conflicts; a waiting entry's dirty paths
 	Waiting          string         `json:"waiting,omitempty"`        // why a pending entry the train gave back waits (WaitCheckoutDirty …)
@@ -506,9 +508,15 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		e.setRequest(d)
 	case EvClaimed:
 		e.Attempts++
-		e.Runner, e.Target = d.Runner, d.Target
+		e.Runner, e.Target, e.Holder = d.Runner, d.Target, nil
+		if d.Holder != nil {
+			h := *d.Holder
+			e.Holder = &h
+		}
 		e.TestedSHA, e.TestedAgainstSHA, e.LastError, e.ConflictPaths = "", d.TestedAgainstSHA, "", nil
+		e.TargetFromSHA = ""
 	case EvTransitioned, EvRecovered:
+		e.TargetFromSHA = d.TargetFromSHA // only the step to merging has one
 		if d.TestedSHA != "" {
 			e.TestedSHA = d.TestedSHA
 		}
@@ -524,7 +532,7 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		if d.To == FailedRetryable || d.To == FailedTerminal {
 			e.LastError, e.ConflictPaths = d.Reason, d.Paths
 		}
-		if d.To == Pending { // the train gave the entry back (WaitCheckoutDirty): the attempt does not count
+		if d.To == Pending { // the train gave the entry back (WaitCheckoutDirty …): the attempt does not count
 			e.Waiting, e.ConflictPaths = d.Reason, d.Paths
 			e.Attempts = max(e.Attempts-1, 0)
 		}
@@ -540,7 +548,7 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 			e.LeaseUntil = &lease
 		}
 	} else {
-		e.Runner, e.LeaseUntil, e.ScratchDir = "", nil, ""
+		e.Runner, e.LeaseUntil, e.ScratchDir, e.Holder = "", nil, "", nil
 	}
 	s.step(e, ev, d)
 	return true

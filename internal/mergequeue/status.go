@@ -31,6 +31,9 @@ var Statuses = []Status{Pending, Claimed, Rebasing, Testing, ReadyToMerge, Mergi
 // the target alone because the worktree that has it checked out has
 // uncommitted changes to paths the merge changes (WaitCheckoutDirty);
 // merging → pending the same, found only once the target had moved (it is
+// put back first), or a lock file of git's in the way of moving or pushing
+// it (WaitTargetLocked). merging → rebasing is the train going back when
+// the remote refused the push because its target moved (the local target is
 // put back first). Terminal states have no way out except
 // resubmission, which is a separate, explicit reset (CanResubmit).
 var transitions = map[Status][]Status{
@@ -39,7 +42,7 @@ var transitions = map[Status][]Status{
 	Rebasing:        {Testing, FailedRetryable, FailedTerminal, Cancelled},
 	Testing:         {ReadyToMerge, FailedRetryable, FailedTerminal, Cancelled},
 	ReadyToMerge:    {Merging, Rebasing, Pending, FailedRetryable, FailedTerminal, Cancelled},
-	Merging:         {Merged, Pending, FailedRetryable, FailedTerminal},
+	Merging:         {Merged, Rebasing, Pending, FailedRetryable, FailedTerminal},
 	FailedRetryable: {Pending, Cancelled},
 	Merged:          nil,
 	FailedTerminal:  nil,

@@ -9,7 +9,7 @@ func TestTransitionTable(t *testing.T) {
 		Rebasing:        {Testing, FailedRetryable, FailedTerminal, Cancelled},
 		Testing:         {ReadyToMerge, FailedRetryable, FailedTerminal, Cancelled},
 		ReadyToMerge:    {Merging, Rebasing, Pending, FailedRetryable, FailedTerminal, Cancelled},
-		Merging:         {Merged, Pending, FailedRetryable, FailedTerminal},
+		Merging:         {Merged, Rebasing, Pending, FailedRetryable, FailedTerminal},
 		FailedRetryable: {Pending, Cancelled},
 	}
 	for _, from := range Statuses {

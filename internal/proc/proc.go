@@ -14,12 +14,15 @@
 //     running. When the command exits, the guard kills what it left behind.
 //   - Cancelling the context (a timeout, an interrupt) ends the group the
 //     same way.
-//   - Start returns a Record (pid, process group, start time, boot) that
-//     callers put in the log, so that recovery after a crash can kill a
-//     group that somehow survived (KillGroup), and only if it is still ours:
-//     a pid reused by another process has another start time, and when the
-//     leader is gone the group's members carry its Record in their
-//     environment (SPOOL_PROC_GROUP).
+//   - Start returns a Record (pid, process group, start time, boot, pid
+//     namespace) that callers put in the log, so that recovery after a
+//     crash can kill a group that somehow survived (KillGroup), and only if
+//     it is still ours: a pid reused by another process has another start
+//     time, and when the leader is gone the group's members carry its
+//     Record in their environment (SPOOL_PROC_GROUP). Self is such a record
+//     of spool itself, which a lease's holder puts in the log so that
+//     recovery on the same machine can tell it dead (Gone) before the lease
+//     runs out.
 //
 // A command that must outlive spool (a daemon) has to leave the group
 // itself, with setsid, as daemons do.
@@ -45,14 +48,17 @@ const DefaultGrace = 2 * time.Second
 
 // Record identifies a started process group for a later process, which may
 // run after a crash: the group leader's pid, the group, the leader's start
-// time in clock ticks since boot (/proc/<pid>/stat field 22) and the boot's
-// id (another machine or a reboot is never ours). Start is 0 where the start
-// time cannot be read (not Linux); such a record is never Alive.
+// time in clock ticks since boot (/proc/<pid>/stat field 22), the boot's
+// id (another machine or a reboot is never ours) and the pid namespace the
+// pid is a number of (a container on the same machine shares its boot id,
+// not its pids). Start is 0 where the start time cannot be read (not
+// Linux); such a record is never Alive. NS is empty in older records.
 type Record struct {
 	PID   int    `json:"pid"`
 	PGID  int    `json:"pgid"`
 	Start uint64 `json:"start"`
 	Boot  string `json:"boot,omitempty"`
+	NS    string `json:"ns,omitempty"`
 }
 
 // Cmd is a command to start.

@@ -188,9 +188,16 @@ var bootID = sync.OnceValue(func() string {
 	return string(bytes.TrimSpace(b))
 })
 
+// pidNS names this process's pid namespace ("pid:[4026531836]"): the
+// processes spool starts are in it too.
+var pidNS = sync.OnceValue(func() string {
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	return ns
+})
+
 // identify reads pid's record from /proc.
 func identify(pid int) Record {
-	r := Record{PID: pid, PGID: pid, Boot: bootID()}
+	r := Record{PID: pid, PGID: pid, Boot: bootID(), NS: pidNS()}
 	if st, ok := readStat(pid); ok {
 		r.PGID, r.Start = st.pgid, st.start
 	}
@@ -203,13 +210,33 @@ func identify(pid int) Record {
 // leader's mark in its environment. The group's number cannot be given to
 // another group while any member lives, so a marked member proves it ours.
 func Alive(r Record) bool {
-	if r.PID <= 0 || r.PGID <= 0 || r.Start == 0 || r.Boot == "" || r.Boot != bootID() {
+	if r.PID <= 0 || r.PGID <= 0 || r.Start == 0 || r.Boot == "" || r.Boot != bootID() || r.NS != "" && r.NS != pidNS() {
 		return false
 	}
 	if st, ok := readStat(r.PID); ok && st.start == r.Start {
 		return st.pgid == r.PGID
 	}
 	return markedMember(r)
+}
+
+// Gone reports whether the process r recorded has certainly ended: r was
+// recorded on this boot of this machine, in this pid namespace, and no
+// process has its pid with its start time any more (it exited, or the pid
+// now belongs to another process), or it is a zombie. Unknown is not gone:
+// a record of another machine, boot or pid namespace (a container sharing
+// the repository), one without a start time or namespace (an older
+// spool's), or a pid that exists but whose start time cannot be read
+// (another user's, under hidepid) is left to its lease. Unlike Alive it
+// asks about the process, not its group.
+func Gone(r Record) bool {
+	if r.PID <= 0 || r.Start == 0 || r.Boot == "" || r.Boot != bootID() || r.NS == "" || r.NS != pidNS() {
+		return false
+	}
+	if err := syscall.Kill(r.PID, 0); errors.Is(err, syscall.ESRCH) {
+		return true // no process has the pid
+	}
+	st, ok := readStat(r.PID)
+	return ok && (st.start != r.Start || st.state == 'Z')
 }
 
 // mark is the value of markEnv for the group r leads.
@@ -249,6 +276,7 @@ func markedMember(r Record) bool {
 }
 
 type stat struct {
+	state byte // field 3: R, S, D, Z (zombie) …
 	pgid  int
 	start uint64
 }
@@ -271,7 +299,7 @@ func readStat(pid int) (stat, bool) {
 	}
 	pgid, err1 := strconv.Atoi(fields[5-3])
 	start, err2 := strconv.ParseUint(fields[22-3], 10, 64)
-	return stat{pgid: pgid, start: start}, err1 == nil && err2 == nil
+	return stat{state: fields[0][0], pgid: pgid, start: start}, err1 == nil && err2 == nil
 }
 
 // StartDetached starts c as a daemon does: in a session of its own (no

@@ -172,6 +172,7 @@ func TestAliveAndKillGroup(t *testing.T) {
 	for _, other := range []Record{
 		{PID: rec.PID, PGID: rec.PGID, Start: rec.Start + 1, Boot: rec.Boot}, // the pid reused
 		{PID: rec.PID, PGID: rec.PGID, Start: rec.Start, Boot: "another-boot"},
+		{PID: rec.PID, PGID: rec.PGID, Start: rec.Start, Boot: rec.Boot, NS: "pid:[1]"}, // another pid namespace
 		{PID: rec.PID, PGID: rec.PGID + 1, Start: rec.Start, Boot: rec.Boot},
 		{PID: rec.PID, PGID: rec.PGID},
 		{},
@@ -237,5 +238,59 @@ func TestAliveWithoutLeader(t *testing.T) {
 	proctest.WaitExited(t, sleeper)
 	if Alive(rec) {
 		t.Fatal("alive after KillGroup")
+	}
+}
+
+// Gone is certain death only: the process itself (not its group) exited or
+// its pid went to another process, on this boot. What cannot be known (a
+// record of another boot, one without a start time) is never gone, and
+// neither is this process nor a live child.
+func TestGone(t *testing.T) {
+	cmd := exec.Command("sleep", "300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	live := identify(cmd.Process.Pid)
+	reused := live
+	reused.Start++
+	otherBoot := live
+	otherBoot.Boot = "another-boot"
+	otherNS := reused
+	otherNS.NS = "pid:[1]"
+	noNS := reused
+	noNS.NS = ""
+	for _, c := range []struct {
+		name string
+		r    Record
+		want bool
+	}{
+		{"this process", Self(), false},
+		{"a live child", live, false},
+		{"its pid with another start time (reused)", reused, true},
+		{"another boot (another machine)", otherBoot, false},
+		{"its pid reused, but in another pid namespace (a container)", otherNS, false},
+		{"its pid reused, no namespace (an older record)", noNS, false},
+		{"no start time", Record{PID: live.PID, Boot: live.Boot, NS: live.NS}, false},
+		{"no boot", Record{PID: live.PID, Start: live.Start, NS: live.NS}, false},
+		{"empty", Record{}, false},
+	} {
+		if got := Gone(c.r); got != c.want {
+			t.Errorf("%s: Gone(%+v) = %v, want %v", c.name, c.r, got, c.want)
+		}
+	}
+	// Killed, a zombie until reaped, then no process at all: gone both times.
+	cmd.Process.Signal(syscall.SIGKILL)
+	for deadline := time.Now().Add(10 * time.Second); !Gone(live); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a killed, unreaped child is not gone")
+		}
+	}
+	cmd.Wait()
+	if !Gone(live) {
+		t.Fatal("a reaped child is not gone")
+	}
+	if Gone(otherBoot) || Gone(otherNS) {
+		t.Fatal("a record of another boot or pid namespace is gone")
 	}
 }

@@ -44,6 +44,10 @@ func identify(pid int) Record { return Record{PID: pid, PGID: pid} }
 // Alive is false: without a start time a reused pid cannot be told apart.
 func Alive(r Record) bool { return false }
 
+// Gone is false: without a start time a reused pid cannot be told apart,
+// so only a lease tells that a process is gone.
+func Gone(r Record) bool { return false }
+
 // StartDetached is not supported without Linux's /proc: a later spool
 // could not tell the daemon from a reused pid.
 func StartDetached(c Cmd) (Record, error) {

@@ -48,11 +48,12 @@ func Tasks(say Say) Driver {
 }
 
 // MergeRecovery recovers merge entries whose runner is gone (its lease ran
-// out), as every merge command does; the train itself is Train.
+// out, or its process on this machine ended), as every merge command does;
+// the train itself is Train.
 func MergeRecovery(say Say) Driver {
 	return quick{"merge", func(ctx context.Context, env store.Env) (Result, error) {
 		q, err := mergeQueue(ctx, env.Store)
-		if err != nil || len(q.Expired(env.Now)) == 0 {
+		if err != nil || !mqservice.NeedsRecovery(q, env.Now) {
 			return Result{Next: nextExpiry(q, env.Now)}, err
 		}
 		events, err := mqservice.Open(env).Recover(ctx)

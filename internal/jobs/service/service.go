@@ -10,6 +10,7 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/jobs"
+	"github.com/spoolhq/spool/internal/proc"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/projections"
 )
@@ -165,11 +166,30 @@ func (s *Service) RemoveSchedule(ctx context.Context, id string) error {
 	return err
 }
 
-// Claim dispatches one job to worker, which has slots in all.
+// Claim dispatches one job to worker, which has slots in all: for a
+// process that does not run the job itself (spool job claim), whose own
+// end says nothing about the job's.
 func (s *Service) Claim(ctx context.Context, worker string, slots int) (*jobs.Claim, error) {
+	return s.claim(ctx, worker, slots, nil)
+}
+
+// ClaimHere is Claim by a worker that runs the job in this process (spool
+// job worker, spool watch): the claim records this process, so that should
+// it die, a claim or tick on this machine gives the job back without
+// waiting for the lease.
+func (s *Service) ClaimHere(ctx context.Context, worker string, slots int) (*jobs.Claim, error) {
+	var holder *jobs.ProcRecord
+	if self := proc.Self(); self.Start != 0 {
+		h := jobs.ProcRecord(self)
+		holder = &h
+	}
+	return s.claim(ctx, worker, slots, holder)
+}
+
+func (s *Service) claim(ctx context.Context, worker string, slots int, holder *jobs.ProcRecord) (*jobs.Claim, error) {
 	var c *jobs.Claim
 	_, _, err := s.worker(ctx, worker, func(st *jobs.State, _ string, now time.Time) ([]eventlog.Draft, error) {
-		d, claim, err := jobs.ClaimJob(st, s.Policy, worker, slots, now)
+		d, claim, err := jobs.ClaimJobHeld(st, s.Policy, worker, holder, gone(st), slots, now)
 		c = claim
 		return d, err
 	})
@@ -239,23 +259,41 @@ func (s *Service) StoppedForCancel(ctx context.Context, id, worker string) error
 }
 
 // Tick records what the clock alone decides (jobs.Tick: scheduled jobs
-// released, expired leases requeued, recurring occurrences submitted) and
-// returns the events and when the clock next decides something. When
-// nothing is due it reads only: no lock, no actor.
+// released, expired leases and dead workers' jobs requeued, recurring
+// occurrences submitted) and returns the events and when the clock next
+// decides something. When nothing is due it reads only: no lock, no actor.
 func (s *Service) Tick(ctx context.Context) ([]eventlog.Event, time.Time, error) {
 	st, err := s.Read(ctx)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	now := s.now()
-	if len(jobs.Tick(st, s.Policy, now)) == 0 {
+	if len(jobs.Tick(st, s.Policy, now, gone(st))) == 0 {
 		return nil, jobs.NextTick(st, s.Policy, now), nil
 	}
 	st, events, err := s.write(ctx, func(st *jobs.State, _ string, now time.Time) ([]eventlog.Draft, error) {
-		return jobs.Tick(st, s.Policy, now), nil
+		return jobs.Tick(st, s.Policy, now, gone(st)), nil
 	})
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	return events, jobs.NextTick(st, s.Policy, s.now()), nil
+}
+
+// gone are the recorded worker processes of held jobs that are certainly
+// dead on this machine (proc.Gone): what jobs.Tick needs to know of the
+// machine. A worker of another machine or boot, a live one (this process
+// included) and a claim that recorded no process are never among them.
+func gone(st *jobs.State) jobs.Gone {
+	var out jobs.Gone
+	for _, j := range st.Jobs {
+		if (j.Status == jobs.Dispatched || j.Status == jobs.Running) && j.Holder != nil && !out[*j.Holder] &&
+			proc.Gone(proc.Record(*j.Holder)) { // the same fields: the log's record of proc's
+			if out == nil {
+				out = jobs.Gone{}
+			}
+			out[*j.Holder] = true
+		}
+	}
+	return out
 }

@@ -94,7 +94,7 @@ func (w *Worker) Run(ctx context.Context) ([]Ran, error) {
 	}
 	for {
 		for ctx.Err() == nil {
-			c, err := w.S.Claim(ctx, w.Name, w.Slots)
+			c, err := w.S.ClaimHere(ctx, w.Name, w.Slots)
 			if err != nil {
 				if stopping(ctx) {
 					break

@@ -14,11 +14,36 @@ import (
 	"github.com/spoolhq/spool/projections"
 )
 
-// recoverExpired recovers every entry whose lease has expired (see
-// DecideRecover). It asks git whether the target contains the tested commit
-// of entries that died in merging, and afterwards cleans up their scratch
-// worktrees and ends test commands that outlived their runner. What it
-// cannot finish of a merge the runner began goes to warn (nil: dropped).
+// deadRunners are the runners of processing entries whose process, as
+// their claim recorded it, is certainly gone from this machine
+// (proc.Gone): their entries need not wait for the lease. A runner of
+// another machine or boot, a live one (this process included) and one
+// whose claim recorded no process are never among them.
+func deadRunners(q *mergequeue.State) map[string]bool {
+	var dead map[string]bool
+	for runner, rec := range q.Holders() {
+		if proc.Gone(proc.Record(rec)) { // the same fields: the log's record of proc's
+			if dead == nil {
+				dead = map[string]bool{}
+			}
+			dead[runner] = true
+		}
+	}
+	return dead
+}
+
+// NeedsRecovery reports whether recoverExpired has something to do: an
+// entry whose lease ran out, or whose runner died on this machine.
+func NeedsRecovery(q *mergequeue.State, now time.Time) bool {
+	return len(q.Recoverable(now, deadRunners(q))) > 0
+}
+
+// recoverExpired recovers every entry whose lease has expired, or whose
+// runner is certainly dead (deadRunners; see DecideRecover). It asks git
+// whether the target contains the tested commit of entries that died in
+// merging, and afterwards cleans up their scratch worktrees and ends test
+// commands that outlived their runner. What it cannot finish of a merge
+// the runner began goes to warn (nil: dropped).
 func recoverExpired(ctx context.Context, st *store.Store, actor string, now time.Time, warn func(string)) ([]eventlog.Event, error) {
 	if warn == nil {
 		warn = func(string) {}
@@ -27,7 +52,8 @@ func recoverExpired(ctx context.Context, st *store.Store, actor string, now time
 	if err != nil {
 		return nil, err
 	}
-	expired := queueOf(v).Expired(now)
+	dead := deadRunners(queueOf(v))
+	expired := queueOf(v).Recoverable(now, dead)
 	if len(expired) == 0 {
 		return nil, nil
 	}
@@ -56,7 +82,7 @@ func recoverExpired(ctx context.Context, st *store.Store, actor string, now time
 	var scratch []string
 	events, v, err := st.Claim(ctx, now, actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
 		q := queueOf(v)
-		drafts := mergequeue.DecideRecover(q, merged, pol, now)
+		drafts := mergequeue.DecideRecover(q, merged, dead, pol, now)
 		scratch = scratch[:0]
 		for _, d := range drafts {
 			if d.Type == mergequeue.EvRecovered {
@@ -82,14 +108,18 @@ func recoverExpired(ctx context.Context, st *store.Store, actor string, now time
 			continue
 		}
 		target := targetOf(st, e)
-		if err := git.SyncCheckout(ctx, st.Repo.Root, target, e.TestedAgainstSHA, e.TestedSHA); err != nil {
+		from := e.TestedAgainstSHA // where the runner moved the target from
+		if e.TargetFromSHA != "" {
+			from = e.TargetFromSHA // the local target lagged behind the remote's tip, the base
+		}
+		if err := git.SyncCheckout(ctx, st.Repo.Root, target, from, e.TestedSHA); err != nil {
 			// The target moved and its checkout did not: that worktree shows
 			// the merge staged in reverse until it is brought along.
 			warn(fmt.Sprintf("merge entry %d: recovered as merged, but the worktree with %s checked out was not brought along (%v); "+
-				"once those paths are clean, run there: git read-tree -m -u %s %s", e.ID, target, err, e.TestedAgainstSHA, e.TestedSHA))
+				"once those paths are clean, run there: git read-tree -m -u %s %s", e.ID, target, err, from, e.TestedSHA))
 		}
 		if remote := st.Config.String("merge.remote"); git.RemoteExists(ctx, st.Repo.Root, remote) {
-			if _, err := git.Run(ctx, st.Repo.Root, "push", "--quiet", remote, "refs/heads/"+target+":refs/heads/"+target); err != nil {
+			if err := git.PushRef(ctx, st.Repo.Root, remote, "refs/heads/"+target); err != nil {
 				warn(fmt.Sprintf("merge entry %d: recovered as merged, but pushing %s to %s failed (%v); push it by hand", e.ID, target, remote, err))
 			}
 		}

@@ -35,6 +35,11 @@ type Runner struct {
 	ID     string       // identifies this runner's leases
 	Warn   func(string) // what recovery could not finish; nil drops it
 
+	// LockPatience is how long a lock file of git's may stand in the way
+	// of moving or pushing the target before the entry is given back
+	// (WaitTargetLocked); 0 is 10 s.
+	LockPatience time.Duration
+
 	// PauseAt and PauseFile let crash tests stop the runner right after a
 	// step: it writes PauseFile and blocks until killed. Set from the
 	// SPOOL_TEST_MERGE_PAUSE(_FILE) environment variables by the CLI.
@@ -44,6 +49,8 @@ type Runner struct {
 
 	remoteOnce sync.Once
 	remoteName string // merge.remote when it exists, else ""
+
+	passed map[int64]bool // entries this --once run gave back (Target.Passed)
 }
 
 // remote is the remote the target is pushed to, or "" when there is none;
@@ -92,6 +99,7 @@ func (r *Runner) logf(format string, args ...any) {
 // the queue is empty (or frozen); otherwise it waits for more until ctx ends.
 func (r *Runner) Run(ctx context.Context, once bool) ([]Result, error) {
 	var results []Result
+	r.passed = nil
 	for {
 		if _, err := recoverExpired(ctx, r.Store, r.Actor, r.Now(), r.Warn); err != nil {
 			return results, err
@@ -102,6 +110,14 @@ func (r *Runner) Run(ctx context.Context, once bool) ([]Result, error) {
 		}
 		if res != nil {
 			results = append(results, *res)
+			if once && res.Status == mergequeue.Pending {
+				// Given back to wait: not again in this run, whatever it
+				// waits for (a lock on the remote cannot be looked at).
+				if r.passed == nil {
+					r.passed = map[int64]bool{}
+				}
+				r.passed[res.EntryID] = true
+			}
 			continue
 		}
 		if once {
@@ -123,12 +139,20 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 	if err != nil || queueOf(v).PendingCount == 0 || queueOf(v).Frozen {
 		return nil, err
 	}
-	target := mergequeue.Target{Branch: r.Target, Dirty: r.dirtyCheckout(ctx, queueOf(v))}
+	target := mergequeue.Target{Branch: r.Target, Passed: r.passed}
 	target.SHA, _ = git.RevParse(ctx, r.Store.Repo.Root, "refs/heads/"+r.Target) // the steps check it again
+	r.waits(ctx, queueOf(v), &target)
 	var claimed *mergequeue.Entry
 	pol := r.policy()
+	// This process, in the claim: should it die, recovery on this machine
+	// sees it gone and need not wait for the lease.
+	var holder *mergequeue.ProcRecord
+	if self := proc.Self(); self.Start != 0 {
+		h := mergequeue.ProcRecord(self)
+		holder = &h
+	}
 	_, _, err = r.Store.Claim(ctx, r.Now(), r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
-		drafts, e := mergequeue.DecideClaim(queueOf(v), r.ID, target, pol, r.Now())
+		drafts, e := mergequeue.DecideClaimHeld(queueOf(v), r.ID, holder, target, pol, r.Now())
 		claimed = nil // a claim through the remote may decide again
 		if e != nil {
 			c := *e
@@ -172,7 +196,13 @@ type job struct {
 	runDir  string
 	tested  string // the rebased commit
 	against string // the target commit it was rebased onto and tested against
+	local   string // the local target's commit the merge moves from: against, or behind it (the remote's tip is against)
+	from    string // on the step to merging: local, when it is not against
 	lost    bool   // another process changed the entry: stop touching it
+
+	fetched      bool   // the remote's target was fetched in this claim
+	remoteTip    string // what the last fetch found
+	remoteRounds int    // rebases again because the remote's target moved (maxRemoteRounds)
 
 	start                time.Time
 	rebaseTime, testTime time.Duration
@@ -186,6 +216,9 @@ func (j *job) step(ctx context.Context, to mergequeue.Status, reason string, pat
 	pol := j.r.policy()
 	st := mergequeue.Step{EntryID: j.id, Runner: j.r.ID, From: j.status, To: to, HeadSHA: j.head, TestedSHA: j.tested,
 		TestedAgainstSHA: j.against, Reason: reason, Paths: paths, ExitCode: exitCode, RunDir: j.runDir, ScratchDir: j.scratch}
+	if to == mergequeue.Merging {
+		st.TargetFromSHA = j.from
+	}
 	var final mergequeue.Status
 	_, _, err := j.r.Store.Claim(context.WithoutCancel(ctx), j.r.Now(), j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
 		drafts, err := mergequeue.DecideStep(queueOf(v), st, pol, j.r.Now())
@@ -226,139 +259,332 @@ func (j *job) fail(ctx context.Context, to mergequeue.Status, reason string, pat
 }
 
 func (j *job) process(ctx context.Context) *Result {
-	root := j.r.Store.Repo.Root
-	targetRef := "refs/heads/" + j.r.Target
 	j.runDir = filepath.Join(store.RunsDir(j.r.Store.Repo), strconv.FormatInt(j.id, 10), "attempt-"+strconv.Itoa(j.attempt))
-	for {
-		against, err := j.claimedAgainst, error(nil) // read just before the claim; ready_to_merge checks again
-		if against == "" || j.status != mergequeue.Claimed {
-			against, err = git.RevParse(ctx, root, targetRef)
+	b, res := j.base(ctx)
+	for res == nil {
+		j.against, j.local, j.tested = b.against, b.local, ""
+		if res = j.rebaseAndTest(ctx); res != nil {
+			break
 		}
-		if err != nil {
-			return j.fail(ctx, mergequeue.FailedRetryable, "target "+j.r.Target+" not found: "+err.Error(), nil, nil)
+		// Before moving anything, the target again, here and on the remote.
+		if b, res = j.base(ctx); res != nil {
+			break
 		}
-		j.against, j.tested = against, ""
-		if j.scratch == "" {
-			dir, err := os.MkdirTemp("", fmt.Sprintf("spool-merge-%d-", j.id))
-			if err != nil {
-				return j.fail(ctx, mergequeue.FailedRetryable, "scratch worktree: "+err.Error(), nil, nil)
+		if b.against != j.against {
+			j.r.logf("entry %d: %s moved from %s to %s since it was tested; rebasing again", j.id, j.r.Target, short(j.against), short(b.against))
+			if b.remoteMoved {
+				res = j.remoteRound(ctx)
 			}
-			j.scratch = dir
-		}
-		// intent: rebasing onto against, in the scratch worktree
-		if err := j.step(ctx, mergequeue.Rebasing, "onto "+j.r.Target+" at "+short(against), nil, nil); err != nil {
-			return j.lostResult(err)
-		}
-		t := time.Now()
-		git.RemoveScratch(ctx, root, j.scratch)
-		if err := git.AddScratch(ctx, root, j.scratch, j.head); err != nil {
-			return j.fail(ctx, mergequeue.FailedRetryable, "scratch worktree: "+err.Error(), nil, nil)
-		}
-		conflicts, err := git.Rebase(ctx, j.scratch, against)
-		if err == nil && len(conflicts) == 0 {
-			j.tested, err = git.RevParse(ctx, j.scratch, "HEAD")
-		}
-		j.rebaseTime += time.Since(t)
-		if len(conflicts) > 0 {
-			return j.fail(ctx, mergequeue.FailedTerminal, "rebase conflict", conflicts, nil)
-		}
-		if err != nil {
-			return j.fail(ctx, mergequeue.FailedRetryable, "rebase failed: "+err.Error(), nil, nil)
-		}
-		// outcome of the rebase, intent of the test
-		if err := j.step(ctx, mergequeue.Testing, "", nil, nil); err != nil {
-			return j.lostResult(err)
-		}
-		t = time.Now()
-		code, reason, err := j.test(ctx)
-		j.testTime += time.Since(t)
-		if err != nil {
-			return j.fail(ctx, mergequeue.FailedRetryable, "test command: "+err.Error(), nil, nil)
-		}
-		if code != 0 {
-			return j.fail(ctx, mergequeue.FailedRetryable, reason, nil, &code)
-		}
-		if err := j.step(ctx, mergequeue.ReadyToMerge, "", nil, &code); err != nil {
-			return j.lostResult(err)
-		}
-		now, err := git.RevParse(ctx, root, targetRef)
-		if err != nil {
-			return j.fail(ctx, mergequeue.FailedRetryable, "target "+j.r.Target+" not found: "+err.Error(), nil, nil)
-		}
-		if now != j.against {
-			j.r.logf("entry %d: %s moved from %s to %s since it was tested; rebasing again", j.id, j.r.Target, short(j.against), short(now))
 			continue // ready_to_merge → rebasing
 		}
-		return j.merge(ctx, targetRef)
+		j.local = b.local
+		var again bool
+		if res, again = j.merge(ctx); !again {
+			break
+		}
+		// The remote refused the push, its target having moved: the local
+		// target is back where it was; look again and rebase onto it.
+		if res = j.remoteRound(ctx); res == nil {
+			b, res = j.base(ctx)
+		}
 	}
+	return res
+}
+
+// maxRemoteRounds is how many times, within one claim, the train rebases
+// and tests an entry again because the remote's target moved under it
+// (before the push, or refusing it) before it fails the attempt.
+const maxRemoteRounds = 5
+
+// remoteRound counts one more round lost to the remote's target moving;
+// past maxRemoteRounds it fails the attempt.
+func (j *job) remoteRound(ctx context.Context) *Result {
+	if j.remoteRounds++; j.remoteRounds <= maxRemoteRounds {
+		return nil
+	}
+	return j.fail(ctx, mergequeue.FailedRetryable, fmt.Sprintf("%s on %s kept moving: rebased and tested %d times within one claim, "+
+		"each time the remote's target moved before the push landed", j.r.Target, j.r.remote(ctx), j.remoteRounds), nil, nil)
+}
+
+// rebaseAndTest rebases the head onto j.against in the scratch worktree
+// and runs the test command there: claimed, ready_to_merge or merging →
+// rebasing → testing → ready_to_merge, or a failure.
+func (j *job) rebaseAndTest(ctx context.Context) *Result {
+	root := j.r.Store.Repo.Root
+	if j.scratch == "" {
+		dir, err := os.MkdirTemp("", fmt.Sprintf("spool-merge-%d-", j.id))
+		if err != nil {
+			return j.fail(ctx, mergequeue.FailedRetryable, "scratch worktree: "+err.Error(), nil, nil)
+		}
+		j.scratch = dir
+	}
+	// intent: rebasing onto against, in the scratch worktree
+	if err := j.step(ctx, mergequeue.Rebasing, "onto "+j.r.Target+" at "+short(j.against), nil, nil); err != nil {
+		return j.lostResult(err)
+	}
+	t := time.Now()
+	git.RemoveScratch(ctx, root, j.scratch)
+	if err := git.AddScratch(ctx, root, j.scratch, j.head); err != nil {
+		return j.fail(ctx, mergequeue.FailedRetryable, "scratch worktree: "+err.Error(), nil, nil)
+	}
+	conflicts, err := git.Rebase(ctx, j.scratch, j.against)
+	if err == nil && len(conflicts) == 0 {
+		j.tested, err = git.RevParse(ctx, j.scratch, "HEAD")
+	}
+	j.rebaseTime += time.Since(t)
+	if len(conflicts) > 0 {
+		return j.fail(ctx, mergequeue.FailedTerminal, "rebase conflict", conflicts, nil)
+	}
+	if err != nil {
+		return j.fail(ctx, mergequeue.FailedRetryable, "rebase failed: "+err.Error(), nil, nil)
+	}
+	// outcome of the rebase, intent of the test
+	if err := j.step(ctx, mergequeue.Testing, "", nil, nil); err != nil {
+		return j.lostResult(err)
+	}
+	t = time.Now()
+	code, reason, err := j.test(ctx)
+	j.testTime += time.Since(t)
+	if err != nil {
+		return j.fail(ctx, mergequeue.FailedRetryable, "test command: "+err.Error(), nil, nil)
+	}
+	if code != 0 {
+		return j.fail(ctx, mergequeue.FailedRetryable, reason, nil, &code)
+	}
+	if err := j.step(ctx, mergequeue.ReadyToMerge, "", nil, &code); err != nil {
+		return j.lostResult(err)
+	}
+	return nil
+}
+
+// base is what the train rebases onto and what it moves.
+type base struct {
+	against     string // the commit to rebase onto and test against
+	local       string // the local target's commit, which the merge moves (a compare-and-swap)
+	remoteMoved bool   // the remote's tip differs from the one the last base saw
+}
+
+// base reads the local target and, with a remote, fetches the remote's
+// target (into a ref of spool's own, never the user's remote-tracking
+// refs), and chooses what to rebase onto: the local target, unless it is
+// behind the remote's tip (an ancestor of it), then the remote's tip. A
+// local target ahead of the remote's is kept: its commits get pushed with
+// the entry. When they have diverged the entry goes back to pending
+// (WaitTargetDiverged), its attempt not charged: which side to keep is the
+// user's call. A non-nil result ends the job.
+func (j *job) base(ctx context.Context) (base, *Result) {
+	root := j.r.Store.Repo.Root
+	local, err := j.claimedAgainst, error(nil) // read just before the claim; the merge checks again
+	if local == "" || j.status != mergequeue.Claimed {
+		local, err = git.RevParse(ctx, root, "refs/heads/"+j.r.Target)
+	}
+	if err != nil {
+		return base{}, j.fail(ctx, mergequeue.FailedRetryable, "target "+j.r.Target+" not found: "+err.Error(), nil, nil)
+	}
+	b := base{against: local, local: local}
+	remote := j.r.remote(ctx)
+	if remote == "" {
+		return b, nil
+	}
+	tip, res := j.fetch(ctx, remote)
+	if res != nil {
+		return base{}, res
+	}
+	b.remoteMoved = j.fetched && tip != j.remoteTip
+	j.fetched, j.remoteTip = true, tip
+	if tip == "" || tip == local {
+		return b, nil // the remote has no target yet (the push makes it), or has this one
+	}
+	if ahead, err := git.IsAncestor(ctx, root, tip, local); err != nil {
+		return base{}, j.fail(ctx, mergequeue.FailedRetryable, "comparing "+j.r.Target+" with "+remote+"'s: "+err.Error(), nil, nil)
+	} else if ahead {
+		return b, nil
+	}
+	behind, err := git.IsAncestor(ctx, root, local, tip)
+	if err != nil {
+		return base{}, j.fail(ctx, mergequeue.FailedRetryable, "comparing "+j.r.Target+" with "+remote+"'s: "+err.Error(), nil, nil)
+	}
+	if !behind {
+		return base{}, j.giveBack(ctx, fmt.Sprintf("%s: %s (at %s) and %s/%s (at %s) have diverged; pull (merge or rebase %s onto %s/%s) and the train merges it",
+			mergequeue.WaitTargetDiverged, j.r.Target, short(local), remote, j.r.Target, short(tip), j.r.Target, remote, j.r.Target), nil)
+	}
+	b.against = tip
+	return b, nil
+}
+
+// trainRef is spool's copy of the remote's target, which the train fetches
+// before it rebases and before it pushes. It is not the user's
+// remote-tracking ref (refs/remotes/…), which only the user's own fetch
+// and pull move.
+func trainRef(remote, target string) string { return "refs/spool/train/" + remote + "/" + target }
+
+// fetch fetches the remote's target into trainRef and returns its commit,
+// "" when the remote has no such branch.
+func (j *job) fetch(ctx context.Context, remote string) (string, *Result) {
+	root := j.r.Store.Repo.Root
+	ref := trainRef(remote, j.r.Target)
+	own := filepath.Join(j.r.Store.Repo.CommonDir, filepath.FromSlash(ref)+".lock")
+	err := j.whileLocked(ctx, func() error {
+		err := git.FetchRef(ctx, root, remote, j.r.Target, ref)
+		if lock := git.LockFile(err); lock != "" && git.SamePath(lock, own) {
+			// spool's own ref, which only the runner holding an entry
+			// writes: a fetch that died with an earlier train left it.
+			j.r.Store.Repo.RemoveRefLock(ref)
+			err = git.FetchRef(ctx, root, remote, j.r.Target, ref)
+		}
+		return err
+	})
+	var perr *git.PushError
+	switch {
+	case err == nil:
+	case git.LockFile(err) != "":
+		return "", j.waitLocked(ctx, git.LockFile(err))
+	case errors.As(err, &perr) && strings.Contains(perr.Message, "couldn't find remote ref"):
+		return "", nil
+	case errors.As(err, &perr):
+		return "", j.fail(ctx, mergequeue.FailedRetryable, "fetching "+j.r.Target+" from "+remote+" failed: "+perr.Message, nil, nil)
+	default:
+		return "", j.fail(ctx, mergequeue.FailedRetryable, "fetching "+j.r.Target+" from "+remote+" failed: "+err.Error(), nil, nil)
+	}
+	tip, err := git.RevParse(ctx, root, ref)
+	if err != nil {
+		return "", j.fail(ctx, mergequeue.FailedRetryable, "reading "+ref+" after the fetch: "+err.Error(), nil, nil)
+	}
+	return tip, nil
+}
+
+// whileLocked runs op, and again while it fails because a lock file of
+// git's exists (a user's git commit at the wrong moment holds HEAD.lock or
+// the branch's lock for a moment), for up to the runner's LockPatience; it
+// returns op's last error.
+func (j *job) whileLocked(ctx context.Context, op func() error) error {
+	patience := j.r.LockPatience
+	if patience <= 0 {
+		patience = defaultLockPatience
+	}
+	deadline := time.Now().Add(patience)
+	wait := 50 * time.Millisecond
+	for {
+		err := op()
+		left := time.Until(deadline)
+		if err == nil || git.LockFile(err) == "" || left <= 0 {
+			return err
+		}
+		j.r.logf("entry %d: %s is locked; trying again", j.id, git.LockFile(err))
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(min(wait, left)):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// defaultLockPatience is how long a lock file of git's may stand in the
+// train's way before it gives the entry back.
+const defaultLockPatience = 10 * time.Second
+
+// waitLocked gives the entry back (pending, its attempt not charged)
+// because lock stood in the way for the whole LockPatience: git's lock
+// contention is never the entry's fault. The train claims it again once
+// the file is gone (Runner.locked).
+func (j *job) waitLocked(ctx context.Context, lock string) *Result {
+	return j.giveBack(ctx, fmt.Sprintf("%s: git's lock file %s stayed in the way of %s; another git command holds it, or one that crashed left it "+
+		"(remove it if no git command runs), and the train merges the entry once it is gone", mergequeue.WaitTargetLocked, lock, j.r.Target), []string{lock})
 }
 
 func (j *job) lostResult(err error) *Result {
 	return &Result{EntryID: j.id, Status: j.status, Reason: "stopped: " + err.Error()}
 }
 
-// merge moves the target with a compare-and-swap, brings the worktree that
-// has it checked out along (as git merge --ff-only would) and pushes it.
-// It never leaves that checkout with the merge staged in reverse: when the
-// checkout has uncommitted changes to paths the merge changes, the target
-// stays where it is and the entry waits (WaitCheckoutDirty).
-func (j *job) merge(ctx context.Context, targetRef string) *Result {
+// merge moves the target from j.local to j.tested with a compare-and-swap,
+// brings the worktree that has it checked out along (as git merge
+// --ff-only would) and pushes it. It never leaves that checkout with the
+// merge staged in reverse: when the checkout has uncommitted changes to
+// paths the merge changes, the target stays where it is and the entry
+// waits (WaitCheckoutDirty). again is a push the remote refused because its
+// target moved: the local target is back at j.local, and the caller
+// rebases again.
+func (j *job) merge(ctx context.Context) (res *Result, again bool) {
 	root := j.r.Store.Repo.Root
+	targetRef := "refs/heads/" + j.r.Target
 	checkout, err := git.CheckoutOf(ctx, root, j.r.Target)
 	if err != nil {
-		return j.fail(ctx, mergequeue.FailedRetryable, "git worktree list: "+err.Error(), nil, nil)
+		return j.fail(ctx, mergequeue.FailedRetryable, "git worktree list: "+err.Error(), nil, nil), false
 	}
 	if checkout != "" {
 		blocked, err := j.blockedBy(ctx, checkout)
 		if err != nil {
-			return j.fail(ctx, mergequeue.FailedRetryable, "reading the checkout of "+j.r.Target+": "+err.Error(), nil, nil)
+			return j.fail(ctx, mergequeue.FailedRetryable, "reading the checkout of "+j.r.Target+": "+err.Error(), nil, nil), false
 		}
 		if len(blocked) > 0 {
-			return j.wait(ctx, checkout, blocked) // ready_to_merge → pending
+			return j.wait(ctx, checkout, blocked), false // ready_to_merge → pending
 		}
 	}
-	// intent: the target will move from against to tested
+	// intent: the target will move from local (the base, or behind it) to tested
+	j.from = ""
+	if j.local != j.against {
+		j.from = j.local
+	}
 	if err := j.step(ctx, mergequeue.Merging, "", nil, nil); err != nil {
-		return j.lostResult(err)
+		return j.lostResult(err), false
 	}
 	msg := fmt.Sprintf("spool merge: entry %d", j.id)
-	if err := git.UpdateRef(ctx, root, targetRef, j.tested, j.against, msg); err != nil {
-		return j.fail(ctx, mergequeue.FailedRetryable, "target moved during the merge: "+err.Error(), nil, nil)
+	if err := j.whileLocked(ctx, func() error { return git.UpdateRef(ctx, root, targetRef, j.tested, j.local, msg) }); err != nil {
+		if lock := git.LockFile(err); lock != "" {
+			return j.waitLocked(ctx, lock), false // merging → pending, the target unmoved
+		}
+		return j.fail(ctx, mergequeue.FailedRetryable, "target moved during the merge: "+err.Error(), nil, nil), false
 	}
 	j.r.pause("ref_updated")
 	undo := context.WithoutCancel(ctx)
+	putBack := func(why string) error {
+		return j.whileLocked(undo, func() error { return git.UpdateRef(undo, root, targetRef, j.local, j.tested, msg+" ("+why+", undone)") })
+	}
 	if checkout != "" {
-		if err := git.FastForward(ctx, checkout, j.against, j.tested); err != nil {
+		if err := git.FastForward(ctx, checkout, j.local, j.tested); err != nil {
 			// The checkout changed since it was read: put the target back.
-			if uerr := git.UpdateRef(undo, root, targetRef, j.against, j.tested, msg+" (checkout not updated, undone)"); uerr != nil {
+			if uerr := putBack("checkout not updated"); uerr != nil {
 				return j.fail(ctx, mergequeue.FailedRetryable, "the checkout of "+j.r.Target+" was not updated ("+err.Error()+
-					") and the target moved again before it could be put back: "+uerr.Error(), nil, nil)
+					") and the target moved again before it could be put back: "+uerr.Error(), nil, nil), false
 			}
 			blocked, _ := j.blockedBy(undo, checkout)
 			if len(blocked) == 0 {
 				blocked = []string{"(" + strings.TrimSpace(err.Error()) + ")"}
 			}
-			return j.wait(ctx, checkout, blocked) // merging → pending
+			return j.wait(ctx, checkout, blocked), false // merging → pending
 		}
 	}
 	if remote := j.r.remote(ctx); remote != "" {
-		if _, err := git.Run(ctx, root, "push", "--quiet", remote, targetRef+":"+targetRef); err != nil {
+		err := j.whileLocked(ctx, func() error { return git.PushRef(ctx, root, remote, targetRef) })
+		if err != nil {
 			// Put the target back so local and remote agree, then give up
-			// this attempt; the checkout goes back first, or the target stays.
+			// this attempt (or rebase again, or wait for the lock); the
+			// checkout goes back first, or the target stays.
 			reason := "push of " + j.r.Target + " failed: " + err.Error()
 			if checkout != "" {
-				if uerr := git.FastForward(undo, checkout, j.tested, j.against); uerr != nil {
-					return j.fail(ctx, mergequeue.FailedRetryable, reason+"; "+j.r.Target+" keeps the merge locally, its checkout changed meanwhile", nil, nil)
+				if uerr := git.FastForward(undo, checkout, j.tested, j.local); uerr != nil {
+					return j.fail(ctx, mergequeue.FailedRetryable, reason+"; "+j.r.Target+" keeps the merge locally, its checkout changed meanwhile", nil, nil), false
 				}
 			}
-			git.UpdateRef(undo, root, targetRef, j.against, j.tested, msg+" (push failed, undone)")
-			return j.fail(ctx, mergequeue.FailedRetryable, reason, nil, nil)
+			if uerr := putBack("push failed"); uerr != nil {
+				return j.fail(ctx, mergequeue.FailedRetryable, reason+"; "+j.r.Target+" keeps the merge locally: "+uerr.Error(), nil, nil), false
+			}
+			var perr *git.PushError
+			switch {
+			case errors.As(err, &perr) && perr.Rejected:
+				j.r.logf("entry %d: %s refused the push, its %s having moved; rebasing again", j.id, remote, j.r.Target)
+				return nil, true // merging → rebasing
+			case errors.As(err, &perr) && perr.Lock != "":
+				return j.waitLocked(ctx, perr.Lock), false // merging → pending
+			}
+			return j.fail(ctx, mergequeue.FailedRetryable, reason, nil, nil), false
 		}
 	}
 	if err := j.step(ctx, mergequeue.Merged, "", nil, nil); err != nil {
-		return j.lostResult(err)
+		return j.lostResult(err), false
 	}
-	return &Result{EntryID: j.id, Status: mergequeue.Merged, TestedSHA: j.tested}
+	return &Result{EntryID: j.id, Status: mergequeue.Merged, TestedSHA: j.tested}, false
 }
 
 // blockedBy lists the checkout's uncommitted paths that the merge changes.
@@ -367,7 +593,7 @@ func (j *job) blockedBy(ctx context.Context, checkout string) ([]string, error) 
 	if err != nil || len(dirty) == 0 {
 		return nil, err
 	}
-	changed, err := git.ChangedPaths(ctx, j.r.Store.Repo.Root, j.against, j.tested)
+	changed, err := git.ChangedPaths(ctx, j.r.Store.Repo.Root, j.local, j.tested)
 	if err != nil {
 		return nil, err
 	}
@@ -383,29 +609,60 @@ func (j *job) wait(ctx context.Context, checkout string, paths []string) *Result
 	}
 	reason := fmt.Sprintf("%s: %s has uncommitted changes to %s, which the merge changes; commit or stash them and the train merges it",
 		mergequeue.WaitCheckoutDirty, checkout, strings.Join(shown, ", "))
+	return j.giveBack(ctx, reason, paths)
+}
+
+// giveBack returns the entry to the queue, pending, without its attempt
+// charged and with the target where it was: it waits for what reason
+// (one of mergequeue's Wait… kinds, then why) names, and DecideClaim
+// passes it over until that is gone.
+func (j *job) giveBack(ctx context.Context, reason string, paths []string) *Result {
 	if err := j.step(ctx, mergequeue.Pending, reason, paths, nil); err != nil {
 		return j.lostResult(err)
 	}
 	return &Result{EntryID: j.id, Status: mergequeue.Pending, Reason: reason}
 }
 
-// dirtyCheckout is target.Dirty for DecideClaim: the uncommitted paths of
-// the target's checkout, read only when an entry waits for it. Unknown
-// (git failed) is clean: the merge checks again before moving anything.
-func (r *Runner) dirtyCheckout(ctx context.Context, q *mergequeue.State) []string {
-	waiting := false
+// waits fills in what DecideClaim needs to know about what entries the
+// train gave back wait for, read only when one waits for it: the
+// uncommitted paths of the target's checkout (WaitCheckoutDirty), whether
+// the local target still lacks the remote tip the train last fetched
+// (WaitTargetDiverged), which of their lock files still exist
+// (WaitTargetLocked). Unknown (git failed) is not waiting: the train
+// checks again before moving anything.
+func (r *Runner) waits(ctx context.Context, q *mergequeue.State, target *mergequeue.Target) {
+	var dirty, diverged bool
+	var locks []string
 	for _, e := range q.Active() {
-		waiting = waiting || e.Status == mergequeue.Pending && e.Waiting != ""
+		if e.Status != mergequeue.Pending || e.Waiting == "" {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(e.Waiting, mergequeue.WaitTargetDiverged):
+			diverged = true
+		case strings.HasPrefix(e.Waiting, mergequeue.WaitTargetLocked):
+			locks = append(locks, e.ConflictPaths...)
+		default:
+			dirty = true
+		}
 	}
-	if !waiting {
-		return nil
+	root := r.Store.Repo.Root
+	if dirty {
+		if checkout, err := git.CheckoutOf(ctx, root, r.Target); err == nil && checkout != "" {
+			target.Dirty, _ = git.Uncommitted(ctx, checkout)
+		}
 	}
-	checkout, err := git.CheckoutOf(ctx, r.Store.Repo.Root, r.Target)
-	if err != nil || checkout == "" {
-		return nil
+	if remote := r.remote(ctx); diverged && remote != "" && target.SHA != "" {
+		if tip, err := git.RevParse(ctx, root, trainRef(remote, r.Target)); err == nil {
+			has, err := git.IsAncestor(ctx, root, tip, target.SHA)
+			target.Diverged = err == nil && !has
+		}
 	}
-	dirty, _ := git.Uncommitted(ctx, checkout)
-	return dirty
+	for _, lock := range locks {
+		if _, err := os.Lstat(lock); err == nil {
+			target.Locked = append(target.Locked, lock)
+		}
+	}
 }
 
 // test runs the configured test command in the scratch worktree, renewing

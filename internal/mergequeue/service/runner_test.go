@@ -517,3 +517,68 @@ func TestTrainPutsTargetBackWhenCheckoutUpdateFails(t *testing.T) {
 		t.Fatal("the remote got main")
 	}
 }
+
+// Recovery takes an entry before its lease runs out only when its runner's
+// recorded process is certainly gone from this machine: never one held by
+// this process, by a live process, or by a process of another boot (another
+// machine), nor one whose claim recorded no process (an older spool).
+func TestRecoverDeadHolder(t *testing.T) {
+	self := mergequeue.ProcRecord(proc.Self())
+	if self.Start == 0 {
+		t.Skip("no start times here: only leases tell")
+	}
+	started := func(argv ...string) (*proc.Process, *mergequeue.ProcRecord) {
+		p, err := proc.Start(context.Background(), proc.Cmd{Argv: argv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := mergequeue.ProcRecord(p.Record())
+		return p, &r
+	}
+	live, liveRec := started("sleep", "300")
+	t.Cleanup(func() { proc.KillGroup(live.Record()); live.Wait() })
+	exited, deadRec := started("sleep", "300") // alive while Start reads its start time
+	proc.KillGroup(exited.Record())
+	exited.Wait()
+	otherBoot := *liveRec
+	otherBoot.Boot = "another-machine"
+	for _, c := range []struct {
+		name      string
+		holder    *mergequeue.ProcRecord
+		recovered bool
+	}{
+		{"this process", &self, false},
+		{"a live process", liveRec, false},
+		{"a process of another boot", &otherBoot, false},
+		{"no record", nil, false},
+		{"a process that exited", deadRec, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			resp := f.mustSubmit(f.Worktree("feat", "f.txt", "f\n"), SubmitOptions{NoPush: true})
+			st := f.store(f.Root)
+			pol := mergequeue.PolicyFrom(st.Config)
+			if _, _, err := st.Write(context.Background(), f.now, "train", []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+				drafts, _ := mergequeue.DecideClaimHeld(queueOf(v), "r1", c.holder, mergequeue.Target{Branch: "main"}, pol, f.now)
+				return drafts, nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			// a minute in: the lease (five) runs for a while yet
+			events, err := recoverExpired(context.Background(), f.store(f.Root), "ada@example.com", f.now.Add(time.Minute), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := f.queue().Entry(resp.EntryID)
+			if got := e.Status == mergequeue.Pending; got != c.recovered || (len(events) > 0) != c.recovered {
+				t.Fatalf("entry %s after %d recovery events, want recovered %v", e.Status, len(events), c.recovered)
+			}
+			if c.recovered && (e.Attempts != 1 || !strings.Contains(e.LastError, "died in claimed")) {
+				t.Fatalf("attempts %d, last error %q", e.Attempts, e.LastError)
+			}
+			if got := NeedsRecovery(f.queue(), f.now.Add(time.Minute)); got {
+				t.Fatal("still needs recovery")
+			}
+		})
+	}
+}

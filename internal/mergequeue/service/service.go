@@ -26,15 +26,16 @@ func queueOf(v *projections.View) *mergequeue.State {
 	return q
 }
 
-// Queue reads the merge queue, recovering expired entries first (every
-// merge command does: no daemon is needed for a dead runner's entry).
+// Queue reads the merge queue, recovering expired entries and those of a
+// dead runner first (every merge command does: no daemon is needed for a
+// dead runner's entry).
 func (s *Service) Queue(ctx context.Context) (*mergequeue.State, error) {
 	v, err := s.Store.Read(ctx, mergequeue.Name)
 	if err != nil {
 		return nil, err
 	}
 	q := queueOf(v)
-	if len(q.Expired(s.Now)) == 0 {
+	if !NeedsRecovery(q, s.Now) {
 		return q, nil
 	}
 	if _, err := s.Recover(ctx); err != nil {
