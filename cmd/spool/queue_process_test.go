@@ -176,15 +176,17 @@ func TestKilledWorkerTaskReturnsAfterLease(t *testing.T) {
 	}
 }
 
-// Agents starting together in a clone whose merge driver is not registered
-// (a fresh clone): every command works without a warning, and the driver
-// is registered once.
+// Agents starting together in a clone of the old layout (writer files
+// committed, so .gitattributes names the merge driver) whose driver is not
+// registered (a fresh clone): every command works without a warning, and
+// the driver is registered once.
 func TestConcurrentFirstCommandsRegisterTheDriver(t *testing.T) {
 	bin := spoolBinary(t)
 	dir := queueRepo(t, bin, 1)
-	if out, err := exec.Command("git", "-C", dir, "config", "--remove-section", "merge.spool").CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
+	if err := os.WriteFile(filepath.Join(dir, ".gitattributes"), []byte(".spool/events/*.jsonl merge=spool\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
+	exec.Command("git", "-C", dir, "config", "--remove-section", "merge.spool").Run() // not registered yet
 	const n = 40
 	var wg sync.WaitGroup
 	outs := make([][]byte, n)

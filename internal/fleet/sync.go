@@ -254,12 +254,33 @@ func fetch(ctx context.Context, st *store.Store, o Options) (string, map[string]
 		return "", map[string]git.Blob{}, nil // no such branch yet
 	}
 	if have, err := git.RevParse(ctx, dir, TrackingRef(o)); err != nil || have != tip {
-		if err := git.FetchRef(ctx, dir, o.Remote, o.Branch, TrackingRef(o)); err != nil {
+		err := withTrackingRef(ctx, st, o, func() error {
+			return git.FetchRef(ctx, dir, o.Remote, o.Branch, TrackingRef(o))
+		})
+		if err != nil {
 			return "", nil, unreachable(o, err)
 		}
 	}
 	remote, err := git.TreeFiles(ctx, dir, tip, eventsDir)
 	return tip, remote, err
+}
+
+// withTrackingRef runs fn, which writes TrackingRef, holding the clone's
+// lock on that ref (.git/spool/sync-ref.lock): spool writes the ref only
+// under it, so a git lock file on the ref found then was left by a git
+// killed while writing it (kill -9 of spool), and git would refuse every
+// later update of the ref: it is removed.
+func withTrackingRef(ctx context.Context, st *store.Store, o Options, fn func() error) error {
+	unlock, ok, err := st.Mutex(ctx, "sync-ref", st.Config.Duration("lock.timeout"))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s held for more than %s", eventlog.ErrLockTimeout, st.MutexPath("sync-ref"), st.Config.Duration("lock.timeout"))
+	}
+	defer unlock()
+	st.Repo.RemoveRefLock(TrackingRef(o))
+	return fn()
 }
 
 // parentsOf is what a sync's commit goes on: the remote's tip, and the
@@ -321,14 +342,21 @@ func track(ctx context.Context, st *store.Store, o Options, commit string, paren
 	st.MarkReceived(TrackingRef(o), commit, blobs)
 	updates := []git.RefUpdate{{Ref: TrackingRef(o), New: commit}}
 	old, ok := git.ReadRef(ctx, st.Repo, LocalRef(o))
-	if !ok || slices.Contains(parents, old) {
-		updates = append(updates, git.RefUpdate{Ref: LocalRef(o), New: commit, Old: cmp.Or(old, git.ZeroID)})
-		if git.UpdateRefs(ctx, st.Repo.Root, "spool sync", updates) == nil {
-			return nil
+	done := false
+	err := withTrackingRef(ctx, st, o, func() error {
+		if !ok || slices.Contains(parents, old) {
+			updates = append(updates, git.RefUpdate{Ref: LocalRef(o), New: commit, Old: cmp.Or(old, git.ZeroID)})
+			if done = git.UpdateRefs(ctx, st.Repo.Root, "spool sync", updates) == nil; done {
+				return nil
+			}
 		}
+		// A stale TrackingRef costs the next sync a fetch, nothing else.
+		git.UpdateRefs(ctx, st.Repo.Root, "spool sync", updates[:1])
+		return nil
+	})
+	if err != nil || done {
+		return err
 	}
-	// A stale TrackingRef costs the next sync a fetch, nothing else.
-	git.UpdateRefs(ctx, st.Repo.Root, "spool sync", updates[:1])
 	return follow(ctx, st, o, commit)
 }
 
