@@ -40,8 +40,8 @@ type Projection interface {
 
 // File is one rendered projection file.
 type File struct {
-	Path    string // slash-separated: relative to Engine.Root in the work tree, to Engine.FilesDir otherwise
-	Data    []byte
+	Path     string // slash-separated: relative to Engine.Root in the work tree, to Engine.FilesDir otherwise
+	Data     []byte
 	WorkTree bool // in the work tree, for people and tools to read there (verify always compares it)
 }
 

@@ -48,7 +48,7 @@ func (l *ledger) Apply(e *eventlog.Event) error {
 
 func (l *ledger) MarshalState() ([]byte, error) { return json.Marshal(l) }
 func (l *ledger) UnmarshalState(b []byte) error { return json.Unmarshal(b, l) }
-func (l *ledger) WorkTreePaths() []string { return []string{"out/ledger.json"} }
+func (l *ledger) WorkTreePaths() []string       { return []string{"out/ledger.json"} }
 func (l *ledger) Files() ([]File, error) {
 	b, err := json.MarshalIndent(l, "", " ")
 	if err != nil {
