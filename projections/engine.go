@@ -42,7 +42,7 @@ type Projection interface {
 type File struct {
 	Path     string // slash-separated: relative to Engine.Root in the work tree, to Engine.FilesDir otherwise
 	Data     []byte
-	WorkTree bool // in the work tree, for people and tools to read there (verify always compares it)
+	WorkTree bool // in the work tree, for people and tools to read there (git ignores it)
 }
 
 // Spec registers a projection.
