@@ -81,7 +81,10 @@ func OptionsFrom(ctx context.Context, st *store.Store, remote string) (Options, 
 		}
 		return o, nil
 	}
-	if r := st.Config.String("merge.remote"); r != "" && git.RemoteExists(ctx, st.Repo.Root, r) {
+	// The default remote counts when the repository's own config has it:
+	// read in process, so that a clone without one (where every claim
+	// asks) pays no git process for the question.
+	if r := st.Config.String("merge.remote"); r != "" && git.RemoteInConfig(st.Repo.Root, r) {
 		o.Remote = r
 	}
 	return o, nil

@@ -30,11 +30,11 @@ func stderrOf(err error) string {
 	return err.Error()
 }
 
-// remoteInConfig says whether the repository's own config file names
+// RemoteInConfig says whether the repository's own config file names
 // remote, read in process: what git remote get-url finds in the common
 // case. A remote it does not find may still be in a worktree's config or
-// an included file, where only git looks.
-func remoteInConfig(dir, remote string) bool {
+// an included file, where only git looks (RemoteExists asks it).
+func RemoteInConfig(dir, remote string) bool {
 	r, err := openRepo(dir)
 	if err != nil {
 		return false

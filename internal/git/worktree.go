@@ -171,7 +171,7 @@ func AutoCommit(ctx context.Context, dir, msg string) (string, error) {
 // RemoteExists reports whether remote is configured (git remote get-url
 // finds it), without running git when the repository's config has it.
 func RemoteExists(ctx context.Context, dir, remote string) bool {
-	if remoteInConfig(dir, remote) {
+	if RemoteInConfig(dir, remote) {
 		return true
 	}
 	_, err := Run(ctx, dir, "remote", "get-url", remote)
