@@ -12,6 +12,8 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,6 +75,14 @@ type Engine struct {
 	// SpillDir, when set, is where a Spiller keeps the bulk of its state
 	// while Rebuild or Verify folds the whole log.
 	SpillDir string
+	// Warn, when set, is told of a snapshot rebuilt because it was damaged.
+	Warn func(string)
+}
+
+func (en *Engine) warn(msg string) {
+	if en.Warn != nil {
+		en.Warn(msg)
+	}
 }
 
 // FilePath is where the file at path goes.
@@ -129,11 +139,17 @@ type Checkpoint struct {
 	Events  int             `json:"events"`
 	Last    Key             `json:"last"`
 	Marks   map[string]Mark `json:"marks"`
+	// Sum is the SHA-256 of the state after the checkpoint line, for a
+	// state loaded whole (an Opener's records carry checksums of their
+	// own): a snapshot edited by hand, or by anything but spool, is not
+	// loaded but rebuilt from the log.
+	Sum string `json:"sum,omitempty"`
 }
 
 // checkpointFormat is the Checkpoint's own version: snapshots of another
-// format are rebuilt (format 1 had no prefix checksums or inodes).
-const checkpointFormat = 2
+// format are rebuilt (format 1 had no prefix checksums or inodes, format 2
+// no checksum of the state).
+const checkpointFormat = 3
 
 // View is a set of projections loaded for one command.
 type View struct {
@@ -154,8 +170,10 @@ type item struct {
 	// touched): save even if saves are amortized, so that the marks,
 	// stamped with the file's stat again, spare the next command the checksum.
 	restat bool
-	saved  int   // events in the snapshot on disk; -1 when there is none
-	body   int64 // where the state begins in the snapshot file (after its checkpoint line)
+	saved  int // events in the snapshot on disk; -1 when there is none
+	// damaged: the snapshot on disk failed its checksum and was not loaded.
+	damaged bool
+	body    int64 // where the state begins in the snapshot file (after its checkpoint line)
 	// verified is, per writer, the stat of a file whose prefix this
 	// process checksummed: until the marks are stamped with it, check
 	// needs not checksum the same file again.
@@ -279,7 +297,15 @@ func (en *Engine) loadSnapshot(it *item) bool {
 		keep = true
 	} else {
 		body := make([]byte, st.Size()-int64(len(head)))
-		if _, err := f.ReadAt(body, int64(len(head))); err != nil || p.UnmarshalState(body) != nil {
+		if _, err := f.ReadAt(body, int64(len(head))); err != nil {
+			return false
+		}
+		if sum := sha256.Sum256(body); cp.Sum != hex.EncodeToString(sum[:]) {
+			it.damaged = true
+			en.warn(fmt.Sprintf("%s does not match its checksum (changed by something other than spool): rebuilt from the log", en.snapshotPath(it.spec.Name)))
+			return false
+		}
+		if p.UnmarshalState(body) != nil {
 			return false
 		}
 	}
@@ -823,6 +849,23 @@ func (v *View) Save() error {
 				})
 			})
 		}
+		// A state loaded whole is encoded first, for its checksum to go in
+		// the checkpoint line before it.
+		var state []byte
+		it.cp.Sum = ""
+		if _, opened := it.proj.(Opener); !opened {
+			var sum [sha256.Size]byte
+			var err error
+			if _, streamed := it.proj.(StateWriter); streamed {
+				sum, err = stateDigest(it.spec.Name, it.proj) // a pass to hash, one to write: never whole
+			} else if state, err = it.proj.MarshalState(); err == nil {
+				sum = sha256.Sum256(state)
+			}
+			if err != nil {
+				return fmt.Errorf("marshal %s: %w", it.spec.Name, err)
+			}
+			it.cp.Sum = hex.EncodeToString(sum[:])
+		}
 		head, err := json.Marshal(it.cp)
 		if err != nil {
 			return err
@@ -839,7 +882,10 @@ func (v *View) Save() error {
 		}
 		err = batch.WriteStream(v.en.snapshotPath(it.spec.Name), 0o644, func(w io.Writer) error {
 			_, err := w.Write(append(head, '\n'))
-			if err == nil {
+			switch {
+			case err == nil && state != nil:
+				_, err = w.Write(state)
+			case err == nil:
 				err = writeState(it.spec.Name, it.proj, w)
 			}
 			return cmp.Or(filesDone(), err)

@@ -3,6 +3,8 @@ package projections
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -606,11 +608,30 @@ func TestVerify(t *testing.T) {
 		}
 	})
 	t.Run("tampered snapshot state", func(t *testing.T) {
+		// Edited by hand: the checksum says so, and commands rebuild it.
 		f := setup(t)
 		path := filepath.Join(f.root, ".spool", "state", "ledger.snap")
 		b, _ := os.ReadFile(path)
 		os.WriteFile(path, bytes.Replace(b, []byte(`"s0":`), []byte(`"s0":1`), 1), 0o644)
-		mustDiffer(t, f, "ledger", filepath.Join(f.root, ".spool", "state", "ledger.snap"), "snapshot state differs")
+		mustDiffer(t, f, "ledger", path, "does not match its checksum")
+		var warned []string
+		en := f.engine()
+		en.Warn = func(m string) { warned = append(warned, m) }
+		v, err := en.Open("ledger")
+		if err != nil || len(warned) != 1 || !strings.Contains(warned[0], "rebuilt from the log") {
+			t.Fatalf("open: %v, warnings %q", err, warned)
+		}
+		if stale, _ := v.Stale(); !stale {
+			t.Fatal("the damaged snapshot was loaded")
+		}
+	})
+	t.Run("wrong snapshot state, checksum and all", func(t *testing.T) {
+		// What a bug in a fold would write: only the fresh replay tells.
+		f := setup(t)
+		path := filepath.Join(f.root, ".spool", "state", "ledger.snap")
+		b, _ := os.ReadFile(path)
+		os.WriteFile(path, resum(t, bytes.Replace(b, []byte(`"s0":`), []byte(`"s0":1`), 1)), 0o644)
+		mustDiffer(t, f, "ledger", path, "snapshot state differs")
 	})
 	t.Run("tampered checkpoint count", func(t *testing.T) {
 		f := setup(t)
@@ -844,4 +865,19 @@ func TestOnlyRebuildAndVerifySpill(t *testing.T) {
 	if dirs[0] != en.SpillDir || dirs[1] != en.SpillDir {
 		t.Fatalf("spilled to %v, want %s", dirs, en.SpillDir)
 	}
+}
+
+// resum gives a snapshot whose state was changed the checksum of its new
+// state, as spool would have written it.
+func resum(t *testing.T, snap []byte) []byte {
+	t.Helper()
+	head, body, _ := bytes.Cut(snap, []byte{'\n'})
+	var cp Checkpoint
+	if err := json.Unmarshal(head, &cp); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(body)
+	cp.Sum = hex.EncodeToString(sum[:])
+	head, _ = json.Marshal(cp)
+	return append(append(head, '\n'), body...)
 }

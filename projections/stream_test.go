@@ -76,8 +76,8 @@ func TestSaveAndVerifyStream(t *testing.T) {
 	if err := v.Save(); err != nil {
 		t.Fatal(err)
 	}
-	if calls != 2 {
-		t.Fatalf("%d streamed writes, want the state's and the files'", calls)
+	if calls != 3 {
+		t.Fatalf("%d streamed writes, want the state's (hashed, then written) and the files'", calls)
 	}
 	want, _ := v.Get("ids").(*streamer).Files()
 	for _, f := range want {
@@ -142,7 +142,7 @@ func TestVerifyReplaysOnce(t *testing.T) {
 	}
 
 	// Behind, and tampered: caught up in memory, the difference found.
-	os.WriteFile(snap, bytes.Replace(good, []byte(`"s0":`), []byte(`"s0":1`), 1), 0o644)
+	os.WriteFile(snap, resum(t, bytes.Replace(good, []byte(`"s0":`), []byte(`"s0":1`), 1)), 0o644)
 	f.add(f.writer("a", f.events), 1)
 	diffs, stale, _, err = f.engine().Verify(context.Background())
 	if err != nil || !slices.Contains(stale, "ledger") {

@@ -73,9 +73,14 @@ func (en *Engine) VerifyAll(ctx context.Context) (*Verification, error) {
 		events  int
 	}
 	disk := make([]diskSide, len(en.Specs))
+	var damaged []Difference
 	for i, s := range en.Specs {
 		it := &item{spec: s}
 		if !en.loadSnapshot(it) {
+			if it.damaged {
+				damaged = append(damaged, Difference{s.Name, en.snapshotPath(s.Name),
+					"does not match its checksum: changed by something other than spool (the next command rebuilds it from the log)"})
+			}
 			continue // missing: stale
 		}
 		st, err := en.check(it)
@@ -116,7 +121,7 @@ func (en *Engine) VerifyAll(ctx context.Context) (*Verification, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Verification{Events: info.events, Files: info.files, Unclean: len(info.torn) > 0 || info.dropped > 0}
+	res := &Verification{Events: info.events, Files: info.files, Unclean: len(info.torn) > 0 || info.dropped > 0, Differences: damaged}
 	for i, it := range fresh.items {
 		if c, ok := it.proj.(Checker); ok {
 			for _, inv := range c.Invariants() {
@@ -214,4 +219,44 @@ func (en *Engine) compareFile(full string, write func(io.Writer) error) (string,
 		return problem, nil
 	}
 	return problem + ": " + where, nil
+}
+
+// DamagedSnapshots says which snapshots on disk fail their checks, and
+// why: a state loaded whole whose checksum is not its content's, or a
+// table whose records fail theirs. The next command rebuilds the first
+// kind from the log; spool replay the second.
+func (en *Engine) DamagedSnapshots() []Difference {
+	quiet := *en
+	quiet.Warn = nil
+	var out []Difference
+	for _, s := range en.Specs {
+		it := &item{spec: s}
+		if !quiet.loadSnapshot(it) {
+			if it.damaged {
+				out = append(out, Difference{s.Name, en.snapshotPath(s.Name), "does not match its checksum (the next command rebuilds it from the log)"})
+			}
+			continue
+		}
+		if rc, ok := it.proj.(RecordChecker); ok {
+			if err := checkRecords(rc); err != nil {
+				out = append(out, Difference{s.Name, en.snapshotPath(s.Name), err.Error()})
+			}
+		}
+	}
+	return out
+}
+
+// checkRecords is CheckRecords with a damaged record's panic as an error.
+func checkRecords(rc RecordChecker) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(error); ok {
+				err = e
+				return
+			}
+			panic(r)
+		}
+	}()
+	rc.CheckRecords()
+	return nil
 }

@@ -124,9 +124,20 @@ func doctor(e *env, verbose bool) []check {
 		add("log", "ok", "%d events in %d writer files in %s", rep.Events, rep.Files, relTo(r.Root, st.Log.Dir()))
 	}
 	if q, _ := st.Log.Quarantined(); len(q) > 0 {
-		add("quarantine", "warn", "%d copies of writer files kept aside, not folded (why: the .why file beside each): %s", len(q), strings.Join(q, ", "))
+		add("quarantine", "warn", "%d copies of writer files kept aside, not folded: %s. Why each was refused, and where it came from, is in the .why file beside it. "+
+			"The rest of the log is unaffected; the writer whose file it is repairs it (spool doctor --repair in their clone) and syncs, or, if it is not a teammate's, remove it from the branch "+
+			"(git push a commit of spool-log without it); then delete the copy here", len(q), strings.Join(q, ", "))
 	}
 	sharing(e, st, add)
+	if damaged := st.Engine.DamagedSnapshots(); len(damaged) > 0 {
+		var what []string
+		for _, d := range damaged {
+			what = append(what, relTo(r.Root, d.Path)+": "+d.Problem)
+		}
+		add("snapshots", "warn", "%s", strings.Join(what, "; "))
+	} else {
+		add("snapshots", "ok", "every checksum matches")
+	}
 	if v, err := st.Engine.Open(); err == nil {
 		// Behind the log is normal (commands catch up what they read, and
 		// large projections save lazily): only a failure is worth a line's alarm.

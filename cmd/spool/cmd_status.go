@@ -31,11 +31,15 @@ func (c *StatusCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	quarantined, err := st.Log.Quarantined()
+	if err != nil {
+		return err
+	}
 	if e.JSON {
 		return writeJSON(e.stdout, map[string]any{
 			"root": st.Repo.Root, "log": st.Log.Dir(), "writer": writer, "events": stats.Events,
 			"by_type": stats.ByType, "by_writer": stats.ByWriter, "last_lc": stats.LastLC, "last_at": stats.LastAt,
-			"sync": synced,
+			"sync": synced, "quarantined": nonNil(quarantined),
 		})
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
@@ -51,6 +55,9 @@ func (c *StatusCmd) Run(e *env) error {
 		fmt.Fprintf(tw, "  %s\t%d\n", t, stats.ByType[t])
 	}
 	fmt.Fprintf(tw, "sync\t%s\n", syncLine(synced))
+	if len(quarantined) > 0 {
+		fmt.Fprintf(tw, "quarantine\t%d copies of writer files kept aside, not folded (spool doctor lists them)\n", len(quarantined))
+	}
 	return tw.Flush()
 }
 

@@ -247,6 +247,7 @@ func (c *TaskUpdateCmd) Run(e *env) error {
 type TaskCloseCmd struct {
 	IDs    []string `arg:"" name:"id" complete:"task" help:"Task ids."`
 	Reason string   `short:"r" help:"Why it is closed."`
+	Force  bool     `help:"Close a task another actor holds under a live claim (admins only)."`
 }
 
 func (c *TaskCloseCmd) Run(e *env) error {
@@ -254,7 +255,7 @@ func (c *TaskCloseCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	out, err := q.Close(e.ctx, c.IDs, c.Reason)
+	out, err := q.Close(e.ctx, c.IDs, c.Reason, c.Force)
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,12 @@ func (c *VerifyCmd) Run(e *env) error {
 			}
 		}
 		if rep.OK {
-			fmt.Fprintf(e.stdout, "ok: %d events in %d files; projections equal a fresh replay\n", rep.Events, rep.Files)
+			skipped := ""
+			if len(rep.Stale) > 0 && !c.Verbose && rep.Events > 0 {
+				// Said even without -v: "equal" must not hide what was not compared.
+				skipped = fmt.Sprintf(" (%s behind the log: files not compared; -v names them)", count(len(rep.Stale), "projection"))
+			}
+			fmt.Fprintf(e.stdout, "ok: %d events in %d files; projections equal a fresh replay%s\n", rep.Events, rep.Files, skipped)
 		}
 		if sigs := rep.Signatures; sigs != nil && len(sigs.Problems) == 0 {
 			fmt.Fprintln(e.stdout, signaturesOK(sigs))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/spoolhq/spool/internal/git"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -205,7 +206,7 @@ func TestConcurrentFirstCommandsRegisterTheDriver(t *testing.T) {
 		}
 	}
 	out, err := exec.Command("git", "-C", dir, "config", "--get-all", "merge.spool.driver").Output()
-	if err != nil || strings.TrimSpace(string(out)) != "spool merge-driver %O %A %B" {
+	if err != nil || strings.TrimSpace(string(out)) != git.MergeDriver {
 		t.Fatalf("merge.spool.driver = %q, %v", out, err)
 	}
 }

@@ -215,7 +215,7 @@ func buildTasks(dir string, n int) (taskMix, error) {
 	ids := make([]string, 0, n)
 	closeTask := func(j int) error {
 		q.Now = at
-		if _, err := q.Close(ctx, []string{ids[j]}, "done"); err != nil {
+		if _, err := q.Close(ctx, []string{ids[j]}, "done", false); err != nil {
 			return err
 		}
 		mix.closed++

@@ -191,7 +191,7 @@ func (f *fixture) block(id, reason string) {
 
 func (f *fixture) closeTask(id string) {
 	f.t.Helper()
-	if _, err := f.wq(alice).Close(context.Background(), []string{id}, "done"); err != nil {
+	if _, err := f.wq(alice).Close(context.Background(), []string{id}, "done", false); err != nil {
 		f.t.Fatalf("close %s: %v", id, err)
 	}
 }

@@ -86,6 +86,8 @@ func init() {
 	Register(
 		Key{Name: "lock.timeout", Kind: Duration, Default: 10 * time.Second, Min: Min(0.001), Max: Max(3600),
 			Help: "how long a command waits for the log's lock"},
+		Key{Name: "admins", Kind: Strings, Default: []string{}, Check: CheckActors,
+			Help: "actors who may act on anyone's work: merge entries and workspaces, a task another holds (task close --force)"},
 		Key{Name: "hooks.verify_on_push", Kind: Bool, Default: false, Help: "pre-push refuses a push when spool verify fails (off: a log problem never stops a push of code; CI runs spool verify)"},
 	)
 }
@@ -393,4 +395,14 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// CheckActors refuses a list of actors with an empty one.
+func CheckActors(v any) error {
+	for _, a := range v.([]string) {
+		if strings.TrimSpace(a) == "" {
+			return errors.New("an actor is empty")
+		}
+	}
+	return nil
 }

@@ -281,8 +281,14 @@ func plainGitDir(gitDir string, st fs.FileInfo) bool {
 		!bytes.Contains(lower, []byte("bare=true"))
 }
 
-// MergeDriver is the git config value of spool's merge driver for writer files.
-const MergeDriver = "spool merge-driver %O %A %B"
+// MergeDriver is the git config value of spool's merge driver for writer
+// files (of the old layout, which committed them). Without spool on PATH it
+// never keeps one side only: it writes both sides' lines into %A (git
+// merge-file --union) and reports a conflict, so the merge stops loudly,
+// nothing is lost, and spool doctor --repair puts the lines in order later.
+const MergeDriver = `sh -c 'command -v spool >/dev/null 2>&1 && exec spool merge-driver "$0" "$1" "$2"; ` +
+	`echo "spool merge driver: spool is not on PATH: $3 keeps both sides, in conflict; install spool, resolve the conflict as it is, then run spool doctor --repair" >&2; ` +
+	`git merge-file --union "$1" "$0" "$2"; exit 1' %O %A %B %P`
 
 // EnsureMergeDriver registers spool's merge driver in the clone's config
 // unless its section is there already. A fresh clone of a repository that
@@ -291,8 +297,7 @@ const MergeDriver = "spool merge-driver %O %A %B"
 // as text. It reads one small file in the common case.
 func EnsureMergeDriver(ctx context.Context, r *Repo) (registered bool, err error) {
 	for try := 0; ; try++ {
-		b, err := os.ReadFile(filepath.Join(r.CommonDir, "config"))
-		if err == nil && bytes.Contains(b, []byte(`[merge "spool"]`)) && bytes.Contains(b, []byte("= "+MergeDriver)) {
+		if configuredDriver(r.Root) == MergeDriver {
 			return registered, nil
 		}
 		_, err = Run(ctx, r.Root, "config", "merge.spool.name", "spool event log union")
@@ -310,4 +315,18 @@ func EnsureMergeDriver(ctx context.Context, r *Repo) (registered bool, err error
 		}
 		time.Sleep(time.Duration(5+try) * time.Millisecond)
 	}
+}
+
+// configuredDriver is merge.spool.driver as the repository's own config
+// file has it, read in process ("" when it has none).
+func configuredDriver(dir string) string {
+	r, err := openRepo(dir)
+	if err != nil {
+		return ""
+	}
+	cfg, err := r.refs.Config()
+	if err != nil {
+		return ""
+	}
+	return cfg.Raw.Section("merge").Subsection("spool").Option("driver")
 }

@@ -20,7 +20,6 @@ func init() {
 		config.Key{Name: "merge.max_attempts", Kind: config.Int, Default: 3, Min: config.Min(1), Help: "attempts (claims) before a failing entry becomes failed_terminal"},
 		config.Key{Name: "merge.lease", Kind: config.Duration, Default: 5 * time.Minute, Min: config.Min(1), Help: "a runner's hold on an entry; renewed while it works, recovered when it expires"},
 		config.Key{Name: "merge.capacity", Kind: config.Int, Default: 0, Min: config.Min(0), Help: "most active entries in the merge queue; 0 is unlimited"},
-		config.Key{Name: "admins", Kind: config.Strings, Default: []string{}, Check: checkActors, Help: "actors who may act on anyone's queue entries and workspaces"},
 	)
 }
 
@@ -32,15 +31,6 @@ func checkRemote(v any) error { return refname.CheckRemote(v.(string)) }
 func checkArgv(v any) error {
 	if argv := v.([]string); len(argv) > 0 && strings.TrimSpace(argv[0]) == "" {
 		return errors.New("the program (the first word) is empty")
-	}
-	return nil
-}
-
-func checkActors(v any) error {
-	for _, a := range v.([]string) {
-		if strings.TrimSpace(a) == "" {
-			return errors.New("an actor is empty")
-		}
 	}
 	return nil
 }

@@ -29,6 +29,9 @@ import (
 // repositories of the old layout, from .spool/events in a work tree or on
 // any branch. Every command brings in what changed there before it reads.
 
+// DefaultSyncBranch is sync.branch's default.
+const DefaultSyncBranch = "spool-log"
+
 // SyncBranchDir is where the sync branch's tree keeps the writer files.
 const SyncBranchDir = "events"
 
@@ -307,6 +310,6 @@ func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyO
 }
 
 func init() {
-	config.Register(config.Key{Name: "sync.branch", Kind: config.String, Default: "spool-log", Check: func(v any) error { return refname.CheckBranch(v.(string)) },
+	config.Register(config.Key{Name: "sync.branch", Kind: config.String, Default: DefaultSyncBranch, Check: func(v any) error { return refname.CheckBranch(v.(string)) },
 		Help: "the branch the log is committed and shared on (events/<writer>.jsonl); nobody checks it out"})
 }

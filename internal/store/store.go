@@ -142,15 +142,18 @@ func JobsDir(r *git.Repo) string    { return filepath.Join(r.PrivateDir(), "jobs
 func ConfigPath(r *git.Repo) string { return filepath.Join(r.SpoolDir(), "config.json") }
 
 // HasSpool says whether spool was set up in the repository: its
-// configuration is in the work tree, or this clone has a log (a branch
-// from before spool init is checked out).
-func HasSpool(r *git.Repo) bool {
+// configuration is in the work tree, this clone has a log (a branch from
+// before spool init is checked out), or git brought a copy of the shared
+// log (a fresh clone of a repository whose configuration was never
+// committed on this branch).
+func HasSpool(ctx context.Context, r *git.Repo) bool {
 	for _, dir := range []string{r.SpoolDir(), EventsDir(r)} {
 		if _, err := os.Stat(dir); err == nil {
 			return true
 		}
 	}
-	return false
+	refs, err := git.BranchCopies(ctx, r.CommonDir, DefaultSyncBranch)
+	return err == nil && len(refs) > 0
 }
 
 // Open finds the repository containing dir and requires spool init to have run.
@@ -159,7 +162,7 @@ func Open(ctx context.Context, dir string, warn func(string)) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !HasSpool(r) {
+	if !HasSpool(ctx, r) {
 		return nil, fault.New(CodeNotInitialized, ErrNotInitialized,
 			fmt.Sprintf("%s has no .spool directory; run spool init", r.Root), "root", r.Root)
 	}
@@ -209,7 +212,7 @@ func OpenRepo(r *git.Repo, warn func(string)) (*Store, error) {
 		warn:   warn,
 		Log:    log,
 		Engine: &projections.Engine{Log: log, Root: r.Root, FilesDir: StateDir(r), StateDir: StateDir(r), Specs: Specs,
-			SpillDir: filepath.Join(StateDir(r), ".tmp")},
+			SpillDir: filepath.Join(StateDir(r), ".tmp"), Warn: warn},
 	}, nil
 }
 

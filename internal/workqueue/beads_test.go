@@ -58,9 +58,10 @@ func TestSetStatus(t *testing.T) {
 			{"ada", StatusOpen, []string{TypeReleased}, "", StatusOpen, HistPending},
 			{"bob", StatusInProgress, []string{TypeClaimed}, "", StatusInProgress, HistWorking},
 		}},
-		{"close by someone else: a plain close that ends the claim", []step{
+		{"close by someone else, under a live claim: refused", []step{
 			{"ada", StatusInProgress, []string{TypeClaimed}, "", StatusInProgress, HistWorking},
-			{"bob", StatusClosed, []string{TypeClosed}, "", StatusClosed, HistPending},
+			{"bob", StatusClosed, nil, fault.CodeUnauthorized.Name, StatusInProgress, HistWorking},
+			{"ada", StatusClosed, []string{TypeSucceeded, TypeClosed}, "", StatusClosed, HistCompleted},
 		}},
 		{"blocked is the Blocked label; open or a claim lifts it", []step{
 			{"ada", StatusBlocked, []string{TypeBlocked}, "", StatusBlocked, HistBlocked},

@@ -320,6 +320,23 @@ func CloseTasks(s *State, ids []string, reason string) ([]eventlog.Draft, error)
 	return drafts, nil
 }
 
+// MayClose refuses to close a task another actor holds under a live claim:
+// its claimant finishes it (done), or an admin closes it on purpose
+// (override: task close --force by one of admins), so that a typo in an
+// id never pulls work from under an agent.
+func MayClose(s *State, p Policy, id, actor string, override bool, now time.Time) error {
+	h := s.Entry(id)
+	if override || h == nil || h.Status != HistWorking || h.Actor == actor || h.Worker == actor {
+		return nil
+	}
+	if e := p.Effective(*h, now); e.Status != HistWorking {
+		return nil
+	}
+	return fault.New(fault.CodeUnauthorized, fault.ErrUnauthorized,
+		fmt.Sprintf("task %s is claimed by %s until %s: they finish it (spool done), or an admin closes it with --force", id, h.Actor, h.LeaseUntil.Format(time.RFC3339)),
+		"id", id, "claimant", h.Actor, "actor", actor)
+}
+
 // Reopen opens a closed task again.
 func Reopen(s *State, id string) (eventlog.Draft, error) {
 	t, err := s.task(id)

@@ -236,3 +236,32 @@ func TestSpilledTimesAsTheEventsHadThem(t *testing.T) {
 		}
 	}
 }
+
+// A task id created twice (a forged event, or two writers' hashes
+// colliding): the first creation stands, in a fold that spills and one
+// that does not, and verify hears of the second.
+func TestDuplicateCreateIsReported(t *testing.T) {
+	first := &eventlog.Event{ID: "e1", Writer: "w1", Seq: 1, At: start, Type: workqueue.TypeCreated, Subject: "sp-dup",
+		Data: []byte(`{"title":"the first"}`)}
+	second := &eventlog.Event{ID: "e2", Writer: "w2", Seq: 1, At: start, Type: workqueue.TypeCreated, Subject: "sp-dup",
+		Data: []byte(`{"title":"the second"}`)}
+	for _, spill := range []bool{false, true} {
+		p := workqueue.NewTasksProjection(workqueue.NewState())
+		if spill {
+			if err := p.Spill(t.TempDir()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.Apply(first)
+		p.Apply(second)
+		inv := p.Invariants()
+		if len(inv) != 1 || !strings.Contains(inv[0], "task sp-dup created again by event e2 (writer w2, seq 1)") {
+			t.Fatalf("spill %v: invariants %q", spill, inv)
+		}
+		if !spill {
+			if got := p.State().Task("sp-dup").Title; got != "the first" {
+				t.Fatalf("title %q, want the first's", got)
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"io"
 	"iter"
 	"maps"
@@ -353,7 +354,12 @@ var (
 )
 
 // TasksProjection folds the tracker's side of every event.
-type TasksProjection struct{ s *State }
+type TasksProjection struct {
+	s *State
+	// dups are creations of a task id that exists (forged, or two writers'
+	// hashes colliding): the first creation stands and verify reports them.
+	dups []string
+}
 
 // NewTasksProjection wraps a state.
 func NewTasksProjection(s *State) *TasksProjection { return &TasksProjection{s: s} }
@@ -362,6 +368,9 @@ func NewTasksProjection(s *State) *TasksProjection { return &TasksProjection{s: 
 func (p *TasksProjection) State() *State { return p.s }
 
 func (p *TasksProjection) Apply(e *eventlog.Event) error {
+	if e.Type == TypeCreated && e.Idem != KeyedCreation(e.Subject) && len(p.dups) < maxReported && p.s.HasTask(e.Subject) {
+		p.dups = append(p.dups, fmt.Sprintf("task %s created again by event %s (writer %s, seq %d): the first creation stands", e.Subject, e.ID, e.Writer, e.Seq))
+	}
 	if p.s.spill != nil {
 		return p.s.spill.apply(p.s, e)
 	}
@@ -371,6 +380,18 @@ func (p *TasksProjection) Apply(e *eventlog.Event) error {
 
 // HasTask reports whether a task exists, decoding nothing.
 func (p *TasksProjection) HasTask(id string) bool { return p.s.HasTask(id) }
+
+// KeyedCreation is the idempotency key of a task whose id is derived from
+// a key (ids.ForKey: a PRD's epic): every clone that makes it makes the
+// same creation, so a second one is expected, not reported.
+func KeyedCreation(id string) string { return "task:" + id }
+
+// maxReported bounds what a fold keeps to report: a flood of bad events
+// costs a line, not memory.
+const maxReported = 100
+
+// Invariants are what verify reports of a fresh replay: tasks created twice.
+func (p *TasksProjection) Invariants() []string { return p.dups }
 
 // TaskCount is how many tasks exist, decoding nothing.
 func (p *TasksProjection) TaskCount() int { return p.s.TaskCount() }

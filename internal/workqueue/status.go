@@ -88,6 +88,9 @@ func Finish(s *State, p Policy, id, actor, reason string, now time.Time) ([]even
 	if _, err := held(s, p, id, actor, now); err == nil {
 		return Done(s, p, id, actor, reason, now)
 	}
+	if err := MayClose(s, p, id, actor, false, now); err != nil {
+		return nil, err
+	}
 	return CloseTasks(s, []string{id}, reason)
 }
 

@@ -108,6 +108,7 @@ func (s *Service) promoteNative(ctx context.Context, feature string) ([]Promoted
 				if err != nil {
 					return nil, err
 				}
+				d.Idem = workqueue.KeyedCreation(id) // another clone's is the same creation
 				index.Made(id)
 				drafts, epic = append(drafts, d), id
 			}

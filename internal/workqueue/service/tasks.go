@@ -2,9 +2,11 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/workqueue"
 	"github.com/spoolhq/spool/projections"
@@ -138,9 +140,20 @@ func (s *Service) Update(ctx context.Context, id string, u workqueue.Update) (ta
 	return st.View(st.Task(id), s.Policy, s.Now), len(events) > 0, nil
 }
 
-// Close closes every task or none.
-func (s *Service) Close(ctx context.Context, refs []string, reason string) ([]workqueue.TaskJSON, error) {
-	return s.tasksChange(ctx, s.Env.Write, refs, func(st *workqueue.State, ids []string, _ string) ([]eventlog.Draft, error) {
+// Close closes every task or none. A task another actor holds under a
+// live claim is refused, unless force and the actor is an admin.
+func (s *Service) Close(ctx context.Context, refs []string, reason string, force bool) ([]workqueue.TaskJSON, error) {
+	return s.tasksChange(ctx, s.Env.Write, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
+		override := force && slices.Contains(s.Store.Config.Strings("admins"), actor)
+		if force && !override {
+			return nil, fault.New(fault.CodeUnauthorized, fault.ErrUnauthorized,
+				fmt.Sprintf("--force is for admins (the admins key of .spool/config.json); %s is not one", actor), "actor", actor)
+		}
+		for _, id := range ids {
+			if err := workqueue.MayClose(st, s.Policy, id, actor, override, s.Now); err != nil {
+				return nil, err
+			}
+		}
 		return workqueue.CloseTasks(st, ids, reason)
 	})
 }
