@@ -21,7 +21,7 @@ type ConfigGetCmd struct {
 }
 
 func (c *ConfigGetCmd) Run(e *env) error {
-	st, err := e.open()
+	st, err := e.openLenient()
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func (c *ConfigUnsetCmd) Run(e *env) error {
 // changeConfig edits the file under the log's lock so two edits never lose one.
 // People get no output (as git config); --json prints the key's new value.
 func changeConfig(e *env, key string, change func(*config.Config) error) error {
-	st, err := e.open()
+	st, err := e.openLenient()
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ type configRow struct {
 }
 
 func (c *ConfigListCmd) Run(e *env) error {
-	st, err := e.open()
+	st, err := e.openLenient()
 	if err != nil {
 		return err
 	}

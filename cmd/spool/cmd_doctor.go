@@ -84,16 +84,18 @@ func doctor(e *env, verbose bool) []check {
 		return checks
 	}
 	add("repository", "ok", "%s", r.Root)
-	st, err := store.Open(e.ctx, e.dir(), e.warn)
+	st, err := store.OpenLenient(e.ctx, e.dir(), e.warn)
 	if err != nil {
 		add("spool", "fail", "%v", err)
 		return checks
 	}
 	add("spool", "ok", "%s", r.SpoolDir())
-	if problems := st.Config.Problems(); len(problems) > 0 {
+	if err := st.Config.Check(); err != nil {
+		add("config", "fail", "%s", fault.Classify(err).Message)
+	} else if problems := st.Config.Problems(); len(problems) > 0 {
 		add("config", "fail", "%s (fix with spool config set)", strings.Join(problems, "; "))
 	} else if unknown := st.Config.Unknown(); len(unknown) > 0 {
-		add("config", "warn", "unknown keys ignored: %s", strings.Join(unknown, ", "))
+		add("config", "warn", "written for a newer spool; its keys are ignored: %s", strings.Join(unknown, ", "))
 	} else {
 		add("config", "ok", "%s", store.ConfigPath(r))
 	}

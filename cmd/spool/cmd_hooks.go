@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/hooks"
+	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/fleet"
 	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/store"
@@ -80,7 +81,10 @@ func (c *HookCmd) Run(e *env) error {
 	}
 	st, err := store.Open(e.ctx, r.WorkTree, e.warn)
 	if err != nil {
-		return nil // spool not initialized here
+		if f := fault.Classify(err); f.Code != store.CodeNotInitialized.Name {
+			fmt.Fprintf(e.stderr, "spool: %s hook: %s\n", c.Name, f.Message) // one line; git goes on
+		}
+		return nil
 	}
 	e.remoteClaims(st)
 	if c.Name == "pre-push" {

@@ -30,7 +30,17 @@ func (e *env) dir() string {
 
 // open opens the spool repository the command runs in.
 func (e *env) open() (*store.Store, error) {
-	st, err := store.Open(e.ctx, e.dir(), e.warn)
+	return e.openWith(store.Open)
+}
+
+// openLenient is open for the commands that show and fix the
+// configuration: a key spool does not know does not stop them.
+func (e *env) openLenient() (*store.Store, error) {
+	return e.openWith(store.OpenLenient)
+}
+
+func (e *env) openWith(open func(context.Context, string, func(string)) (*store.Store, error)) (*store.Store, error) {
+	st, err := open(e.ctx, e.dir(), e.warn)
 	if err != nil {
 		return nil, err
 	}

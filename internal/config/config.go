@@ -116,7 +116,7 @@ func Load(path string) (*Config, error) {
 	for name, raw := range c.raw {
 		k, ok := registry[name]
 		if !ok {
-			continue // from a newer spool, or a typo: doctor reports it
+			continue // a typo, or a newer spool's: Check refuses the first
 		}
 		v, err := k.parseKind(raw)
 		if err != nil {
@@ -135,11 +135,18 @@ func Load(path string) (*Config, error) {
 	return c, nil
 }
 
-// Unknown lists keys in the file that no one registered.
+// Version is the configuration's format as this spool knows it. A file
+// that says it is of a later one ("version": N) was written for a newer
+// spool: keys this one does not know are then that spool's, ignored with a
+// warning, not typos.
+const Version = 1
+
+// Unknown lists keys in the file that no one registered, but the version
+// and the keys of one's own ("x-" prefixed, which spool never reads).
 func (c *Config) Unknown() []string {
 	var names []string
 	for name := range c.raw {
-		if _, ok := registry[name]; !ok {
+		if _, ok := registry[name]; !ok && name != "version" && !strings.HasPrefix(name, "x-") {
 			names = append(names, name)
 		}
 	}
@@ -147,14 +154,65 @@ func (c *Config) Unknown() []string {
 	return names
 }
 
-func unknownKey(name string) error {
-	names := make([]string, 0, len(registry))
-	for _, k := range Keys() {
-		names = append(names, k.Name)
+// Newer says whether the file was written for a newer spool.
+func (c *Config) Newer() bool {
+	var v int
+	return json.Unmarshal(c.raw["version"], &v) == nil && v > Version
+}
+
+// Check refuses a file with a key spool does not know (a typo would be
+// silently ignored, and its setting not applied: a misspelt test command
+// merges untested code), unless the file says it is for a newer spool.
+func (c *Config) Check() error {
+	unknown := c.Unknown()
+	if len(unknown) == 0 || c.Newer() {
+		return nil
 	}
+	name := unknown[0]
 	return fault.New(CodeUnknownConfigKey, nil,
-		fmt.Sprintf("unknown config key %q; valid keys: %s", name, strings.Join(names, ", ")),
-		"key", name, "valid_keys", names)
+		fmt.Sprintf("%s: unknown key %q%s: fix it, or remove it (spool config unset %s); keys of your own start with \"x-\", and a newer spool's keys come with its \"version\"",
+			c.path, name, suggestion(name), name), "file", c.path, "key", name, "unknown", unknown)
+}
+
+func unknownKey(name string) error {
+	return fault.New(CodeUnknownConfigKey, nil,
+		fmt.Sprintf("unknown config key %q%s; spool config list shows every key", name, suggestion(name)), "key", name)
+}
+
+// suggestion is " (did you mean K?)" for the registered key K closest to
+// name, when one is close enough to be a typo of it.
+func suggestion(name string) string {
+	best, dist := "", len(name)/3+1
+	for _, k := range Keys() {
+		if d := editDistance(name, k.Name); d < dist {
+			best, dist = k.Name, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return " (did you mean " + best + "?)"
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // Set validates and stores a value given on the command line: text that

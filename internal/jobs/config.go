@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,8 +13,8 @@ import (
 // Configuration keys (README: Configuration).
 func init() {
 	config.Register(
-		config.Key{Name: "scheduler.admins", Kind: config.Strings, Default: []string{},
-			Help: "actors who may reorder, set quotas, raise a job to urgent, and act on any job"},
+		config.Key{Name: "scheduler.admins", Kind: config.Strings, Default: []string{}, Check: config.CheckActors,
+			Help: "admins of the scheduler only, besides the repository's (admins): they may reorder, set quotas, raise a job to urgent, and act on any job"},
 		config.Key{Name: "scheduler.fairness", Kind: config.Enum, Default: FairShare, Enum: []string{FairShare, FIFO},
 			Help: "fair: within a tier the next job goes to the user with the least recent slot time; fifo: strict order"},
 		config.Key{Name: "scheduler.fair_share_half_life", Kind: config.Duration, Default: 24 * time.Hour, Min: config.Min(60),
@@ -59,7 +60,7 @@ func PolicyFrom(cfg *config.Config) Policy {
 		zone = time.UTC // refused by checkZone; a file from elsewhere falls back
 	}
 	w, _ := ParseWindow(cfg.String("scheduler.off_peak"))
-	return Policy{Admins: cfg.Strings("scheduler.admins"), Fair: cfg.String("scheduler.fairness") == FairShare,
+	return Policy{Admins: slices.Concat(cfg.Strings("admins"), cfg.Strings("scheduler.admins")), Fair: cfg.String("scheduler.fairness") == FairShare,
 		HalfLife: cfg.Duration("scheduler.fair_share_half_life"), Zone: zone, OffPeak: w,
 		CancelGrace: cfg.Duration("scheduler.cancel_grace"), Lease: cfg.Duration("scheduler.lease"),
 		DefaultSegment: cfg.Duration("scheduler.default_segment_time"), Slots: cfg.Int("scheduler.slots")}

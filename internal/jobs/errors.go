@@ -30,13 +30,13 @@ func invalidTransition(j *Job, to Status) error {
 
 func unauthorized(j *Job, actor, what string) error {
 	return fault.New(fault.CodeUnauthorized, fault.ErrUnauthorized,
-		fmt.Sprintf("%s may not %s job %s (owned by %s): only its owner or an admin (scheduler.admins) may", actor, what, j.ID, j.Owner),
+		fmt.Sprintf("%s may not %s job %s (owned by %s): only its owner or an admin (admins, or scheduler.admins) may", actor, what, j.ID, j.Owner),
 		"job_id", j.ID, "owner", j.Owner, "actor", actor)
 }
 
 func adminOnly(actor, what string) error {
 	return fault.New(fault.CodeUnauthorized, fault.ErrUnauthorized,
-		fmt.Sprintf("%s may not %s: only admins (scheduler.admins) may", actor, what), "actor", actor)
+		fmt.Sprintf("%s may not %s: only admins (admins, or scheduler.admins) may", actor, what), "actor", actor)
 }
 
 func notYours(j *Job, worker string) error {

@@ -156,8 +156,23 @@ func HasSpool(ctx context.Context, r *git.Repo) bool {
 	return err == nil && len(refs) > 0
 }
 
-// Open finds the repository containing dir and requires spool init to have run.
+// Open finds the repository containing dir and requires spool init to have
+// run and its configuration to name only keys this spool knows (a typo is
+// never a setting silently not applied).
 func Open(ctx context.Context, dir string, warn func(string)) (*Store, error) {
+	s, err := OpenLenient(ctx, dir, warn)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Config.Check(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// OpenLenient is Open that accepts a configuration with unknown keys: for
+// the commands that show and fix it (spool config, spool doctor).
+func OpenLenient(ctx context.Context, dir string, warn func(string)) (*Store, error) {
 	r, err := git.Discover(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -205,6 +220,9 @@ func OpenRepo(r *git.Repo, warn func(string)) (*Store, error) {
 	}
 	for _, p := range cfg.Defaulted() {
 		warn(fmt.Sprintf("%s: %s", ConfigPath(r), p))
+	}
+	if unknown := cfg.Unknown(); len(unknown) > 0 && cfg.Newer() {
+		warn(fmt.Sprintf("%s is for a newer spool: %s ignored", ConfigPath(r), strings.Join(unknown, ", ")))
 	}
 	return &Store{
 		Repo:   r,
