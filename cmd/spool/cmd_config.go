@@ -93,6 +93,7 @@ type configRow struct {
 	Value   any      `json:"value"`
 	Set     bool     `json:"set"`
 	Default any      `json:"default"`
+	Because string   `json:"because,omitempty"` // why the value, unset, is not the default
 	Kind    string   `json:"kind"`
 	Enum    []string `json:"enum,omitempty"`
 	Help    string   `json:"help"`
@@ -106,7 +107,7 @@ func (c *ConfigListCmd) Run(e *env) error {
 	var rows []configRow
 	for _, k := range config.Keys() {
 		v, set, _ := st.Config.Value(k.Name)
-		rows = append(rows, configRow{k.Name, config.Display(v), set, config.Display(k.Default), string(k.Kind), k.Enum, k.Help})
+		rows = append(rows, configRow{k.Name, config.Display(v), set, config.Display(k.Default), st.Config.Why(k.Name), string(k.Kind), k.Enum, k.Help})
 	}
 	if e.JSON {
 		return writeJSON(e.stdout, rows)
@@ -114,7 +115,10 @@ func (c *ConfigListCmd) Run(e *env) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	for _, r := range rows {
 		mark := ""
-		if !r.Set {
+		switch {
+		case r.Because != "":
+			mark = " (default, as " + r.Because + ")"
+		case !r.Set:
 			mark = " (default)"
 		}
 		fmt.Fprintf(tw, "%s\t%s%s\t%s\n", r.Key, displayText(r.Value), mark, r.Help)

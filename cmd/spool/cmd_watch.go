@@ -78,7 +78,9 @@ func (c *WatchCmd) Run(e *env) error {
 }
 
 // reloading is envs reading the configuration again when its file
-// changed (the watch.* keys themselves are read only at start).
+// changed (a change wakes the loop: Wakes), so a setting takes effect at
+// the next pass; the watch.* keys themselves are read only at start. A
+// file with a key spool does not know is not taken.
 func reloading(e *env, st *store.Store, envs func() (store.Env, error)) func() (store.Env, error) {
 	path := store.ConfigPath(st.Repo)
 	modTime := func() time.Time {
@@ -92,8 +94,12 @@ func reloading(e *env, st *store.Store, envs func() (store.Env, error)) func() (
 	return func() (store.Env, error) {
 		if m := modTime(); !m.Equal(mod) {
 			mod = m
-			if cfg, err := config.Load(path); err != nil {
-				e.warn(fmt.Sprintf("configuration not reloaded: %v", err))
+			cfg, err := config.Load(path)
+			if err == nil {
+				err = cfg.Check()
+			}
+			if err != nil {
+				e.warn(fmt.Sprintf("configuration not reloaded, the one before stays: %v", err))
 			} else {
 				st.Config = cfg
 			}

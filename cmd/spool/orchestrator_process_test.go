@@ -389,3 +389,30 @@ func TestOrchestratorWatchdogAndEventsStartOneAgent(t *testing.T) {
 	}
 	noTwice(t, runs)
 }
+
+// A setting changed while spool watch runs takes effect at once: with the
+// watchdog an hour away, configuring the agent command starts the agent for
+// the waiting task within seconds, because the configuration's change
+// wakes the watcher.
+func TestOrchestratorConfiguredWhileWatchRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, id, _ := orchRepo(t, bin, "succeed", 2)
+	argv := jobSpool(t, bin, dir, env, "config", "get", "orchestrator.agent_command")
+	jobSpool(t, bin, dir, env, "config", "unset", "orchestrator.agent_command")
+	jobSpool(t, bin, dir, env, "config", "set", "orchestrator.watchdog_interval", "1h")
+	w := startWatch(t, bin, dir, env)
+	time.Sleep(500 * time.Millisecond) // its first pass: nothing to run
+	if s := taskStatus(t, bin, dir, env, id); s != "open" {
+		t.Fatalf("task is %s before the agent command was set", s)
+	}
+	jobSpool(t, bin, dir, env, "config", "set", "orchestrator.agent_command", strings.TrimSpace(argv))
+	waitFor(t, 20*time.Second, "the agent did not run after the setting changed", func() bool {
+		return taskStatus(t, bin, dir, env, id) == "closed"
+	})
+	if err := w.stop(t); err != nil {
+		t.Errorf("spool watch: %v\n%s", err, w.output())
+	}
+}

@@ -42,6 +42,9 @@ type Key struct {
 	// (an id prefix spool cannot use, a branch name git refuses).
 	Check func(v any) error
 	Help  string
+	// Derived, when set, is the value unset takes from other keys, and why
+	// ("" when it is Default): config list shows what holds, not Default.
+	Derived func(c *Config) (v any, why string)
 }
 
 // Rule is a check across keys, such as backoff.initial ≤ backoff.max.
@@ -297,7 +300,22 @@ func (c *Config) Value(name string) (any, bool, error) {
 	if v, ok := c.values[name]; ok {
 		return v, true, nil
 	}
+	if k.Derived != nil {
+		if v, why := k.Derived(c); why != "" {
+			return v, false, nil
+		}
+	}
 	return k.Default, false, nil
+}
+
+// Why says why an unset key's value is not its default ("" when it is).
+func (c *Config) Why(name string) string {
+	k, ok := registry[name]
+	if _, set := c.values[name]; !ok || set || k.Derived == nil {
+		return ""
+	}
+	_, why := k.Derived(c)
+	return why
 }
 
 func (c *Config) get(name string) any {

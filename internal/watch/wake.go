@@ -27,8 +27,8 @@ func Ping(r *git.Repo) error {
 
 // Wakes returns a channel that receives when something may need a pass: a
 // writer file of the log, a branch or a remote-tracking branch (loose or
-// packed: git fetch and git pull bring other clones' events) or the ping
-// file changed. Where the file system cannot be watched it ticks every poll
+// packed: git fetch and git pull bring other clones' events), the ping
+// file or the configuration (a setting takes effect at once) changed. Where the file system cannot be watched it ticks every poll
 // instead, after saying why through warn. It stops when ctx ends.
 func Wakes(ctx context.Context, r *git.Repo, poll time.Duration, warn func(string)) <-chan struct{} {
 	ch := make(chan struct{}, 1)
@@ -92,7 +92,11 @@ func watchRepo(r *git.Repo) (*fsnotify.Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, dir := range []string{store.EventsDir(r), r.CommonDir, r.PrivateDir()} {
+	for _, dir := range []string{store.EventsDir(r), r.CommonDir, r.PrivateDir(), r.SpoolDir()} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			w.Close()
+			return nil, err
+		}
 		if err := w.Add(dir); err != nil {
 			w.Close()
 			return nil, err
@@ -135,6 +139,8 @@ func wanted(r *git.Repo, name string) bool {
 		return filepath.Base(name) == "packed-refs"
 	case r.PrivateDir():
 		return name == PingFile(r)
+	case r.SpoolDir():
+		return name == store.ConfigPath(r)
 	}
 	return underRefs(r, name)
 }

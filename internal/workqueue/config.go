@@ -28,7 +28,8 @@ func init() {
 		config.Key{Name: "workqueue.lease", Kind: config.Duration, Default: time.Hour, Min: config.Min(1),
 			Help: "how long a claim lasts without a heartbeat; an expired claim is a failed attempt"},
 		config.Key{Name: "workqueue.policy", Kind: config.Enum, Default: Exponential, Enum: []string{Exponential, Progressive},
-			Help: "what a failure does: exponential backoff and abandonment, or progressive demotion and Blocked (unset: progressive when orchestrator.agent_command is set)"},
+			Help:    "what a failure does: exponential backoff and abandonment, or progressive demotion and Blocked (unset: progressive when orchestrator.agent_command is set)",
+			Derived: derivedPolicy},
 		config.Key{Name: "backoff.initial", Kind: config.Duration, Default: time.Minute,
 			Help: "exponential: the wait after the second attempt fails"},
 		config.Key{Name: "backoff.max", Kind: config.Duration, Default: time.Hour,
@@ -83,15 +84,17 @@ func PolicyFrom(cfg *config.Config) Policy {
 	}
 }
 
-// policyKind is workqueue.policy; unset, it is progressive when an
-// orchestrator runs agents (seed 004 §8) and exponential otherwise.
-func policyKind(cfg *config.Config) string {
-	if _, set, _ := cfg.Value("workqueue.policy"); !set {
-		if v, _, err := cfg.Value("orchestrator.agent_command"); err == nil {
-			if argv, _ := v.([]string); len(argv) > 0 {
-				return Progressive
-			}
+// policyKind is workqueue.policy (derivedPolicy when unset).
+func policyKind(cfg *config.Config) string { return cfg.String("workqueue.policy") }
+
+// derivedPolicy is workqueue.policy unset: progressive when an orchestrator
+// runs agents (their failures demote rather than back off), exponential
+// otherwise.
+func derivedPolicy(cfg *config.Config) (any, string) {
+	if v, _, err := cfg.Value("orchestrator.agent_command"); err == nil {
+		if argv, _ := v.([]string); len(argv) > 0 {
+			return Progressive, "orchestrator.agent_command is set"
 		}
 	}
-	return cfg.String("workqueue.policy")
+	return Exponential, ""
 }
