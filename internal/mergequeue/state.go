@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/refname"
 	"github.com/spoolhq/spool/internal/table"
 	"github.com/spoolhq/spool/projections"
 )
@@ -28,7 +29,7 @@ const (
 // projections.Spec.Amortize): a command catches up in memory from a
 // snapshot a few events old rather than writing every entry's line twice
 // (the snapshot and merge-queue.json) for the one it changed.
-var Spec = projections.Spec{Name: Name, Version: 11, Amortize: 1000, New: func() projections.Projection { return New() }}
+var Spec = projections.Spec{Name: Name, Version: 12, Amortize: 1000, New: func() projections.Projection { return New() }}
 
 // State is the merge queue folded from the log.
 type State struct {
@@ -422,7 +423,7 @@ func (s *State) Apply(ev *eventlog.Event) error {
 
 func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 	if ev.Type == EvSubmitted {
-		if d.Workspace == "" || d.DedupeKey == "" {
+		if d.Workspace == "" || d.DedupeKey == "" || !ObjectID(d.HeadSHA) {
 			return false
 		}
 		legacy := ""
@@ -483,7 +484,11 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		}
 		return false
 	}
-	if why := s.refusal(e, ev.Type, d); why != "" {
+	why := unsafeData(d)
+	if why == "" {
+		why = s.refusal(e, ev.Type, d)
+	}
+	if why != "" {
 		e.Conflicts = append(e.Conflicts, Resolution{Event: ev.ID, Reason: why})
 		return false
 	}
@@ -610,6 +615,38 @@ func (s *State) refusal(e *Entry, typ string, d *EntryData) string {
 		}
 	}
 	return ""
+}
+
+// unsafeData says why an event's values cannot be handed to git: the
+// train and recovery pass its commits and its target branch to git (a
+// commit "--index-output=…" would be an option), and anyone who can push
+// can write an event. The deciders only ever record commit ids and a
+// branch merge.target's check allows.
+func unsafeData(d *EntryData) string {
+	for _, c := range []struct{ name, sha string }{{"head_sha", d.HeadSHA}, {"tested_sha", d.TestedSHA},
+		{"tested_against_sha", d.TestedAgainstSHA}, {"target_from_sha", d.TargetFromSHA}} {
+		if c.sha != "" && !ObjectID(c.sha) {
+			return c.name + " is not a commit id"
+		}
+	}
+	if d.Target != "" && refname.CheckBranch(d.Target) != nil {
+		return "target is not a branch name"
+	}
+	return ""
+}
+
+// ObjectID reports whether s is a git object id: 40 lowercase hex digits
+// (SHA-1), or 64 (SHA-256).
+func ObjectID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // ShortRef is the first 12 characters of an entry ref, as output shows it.
