@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -81,6 +82,38 @@ func (en *Engine) FilePath(path string, workTree bool) string {
 		return filepath.Join(en.Root, filepath.FromSlash(path))
 	}
 	return filepath.Join(en.FilesDir, filepath.FromSlash(path))
+}
+
+// inWorkTree reports whether full, a work-tree file's path, stays inside
+// the work tree once the links on the way are resolved (the file itself is
+// replaced, never written through). A projection names its work-tree files
+// from the log (a feature's slug), and the directories on the way are
+// whatever was committed: a docs/prd/_queue that is a link to a directory
+// outside must not have spool write there. Such a file is neither written
+// nor read; verify reports it.
+func (en *Engine) inWorkTree(full string) bool {
+	root, err := filepath.EvalSymlinks(en.Root)
+	if err != nil {
+		return false
+	}
+	dir, rest := filepath.Dir(full), ""
+	for i := 0; i < 256; i++ { // the deepest directory on the way that exists
+		resolved, err := filepath.EvalSymlinks(dir)
+		if err == nil {
+			rel, err := filepath.Rel(root, filepath.Join(resolved, rest))
+			if err != nil || rel == "." {
+				return err == nil
+			}
+			first, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
+			return filepath.IsLocal(rel) && first != ".git"
+		}
+		parent := filepath.Dir(dir)
+		if !errors.Is(err, fs.ErrNotExist) || parent == dir {
+			return false
+		}
+		dir, rest = parent, filepath.Join(filepath.Base(dir), rest)
+	}
+	return false
 }
 
 // Spiller is a projection that can keep the bulk of its state in a file
@@ -359,7 +392,8 @@ func (en *Engine) missingWorkTreeFile(it *item) bool {
 		return false
 	}
 	for _, p := range wp.WorkTreePaths() {
-		if _, err := os.Stat(en.FilePath(p, true)); errors.Is(err, fs.ErrNotExist) {
+		full := en.FilePath(p, true)
+		if _, err := os.Stat(full); errors.Is(err, fs.ErrNotExist) && en.inWorkTree(full) {
 			return true
 		}
 	}
@@ -807,6 +841,9 @@ func (v *View) Save() error {
 				full := v.en.FilePath(path, workTree)
 				if !workTree {
 					return batch.WriteStream(full, 0o644, write, nil)
+				}
+				if !v.en.inWorkTree(full) {
+					return nil // a link leads it outside: see inWorkTree
 				}
 				// A work-tree file is rewritten only when its bytes change: git
 				// and editors see no churn, and the work tree stays clean.

@@ -845,3 +845,49 @@ func TestOnlyRebuildAndVerifySpill(t *testing.T) {
 		t.Fatalf("spilled to %v, want %s", dirs, en.SpillDir)
 	}
 }
+
+// A work-tree file whose directory is a committed link leading outside the
+// work tree (or into .git) is not written there, nor taken for missing on
+// every command; verify reports it. A link that stays inside is followed.
+func TestWorkTreeFilesStayInTheWorkTree(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		target func(root, outside string) string // where out/ leads
+		inside bool
+	}{
+		{"outside", func(root, outside string) string { return outside }, false},
+		{"into .git", func(root, outside string) string {
+			os.MkdirAll(filepath.Join(root, ".git", "o"), 0o755)
+			return ".git/o"
+		}, false},
+		{"inside", func(root, outside string) string { os.MkdirAll(filepath.Join(root, "real"), 0o755); return "real" }, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			outside := t.TempDir()
+			target := c.target(f.root, outside)
+			if err := os.Symlink(target, filepath.Join(f.root, "out")); err != nil {
+				t.Fatal(err)
+			}
+			f.add(f.writer("a", f.events), 3)
+			f.catchUp("ledger")
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(f.root, target)
+			}
+			_, err := os.Stat(filepath.Join(target, "ledger.json"))
+			if written := err == nil; written != c.inside {
+				t.Fatalf("written through out -> %s: %v", target, written)
+			}
+			if v, err := f.engine().Open("ledger"); err != nil || v.en.missingWorkTreeFile(v.items[0]) {
+				t.Fatalf("taken for missing (%v): every command would rewrite it", err)
+			}
+			diffs, _, _, err := f.engine().Verify(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reported := len(diffs) == 1 && strings.Contains(diffs[0].Problem, "outside the work tree"); reported == c.inside || !c.inside && len(diffs) != 1 {
+				t.Fatalf("verify: %+v", diffs)
+			}
+		})
+	}
+}
