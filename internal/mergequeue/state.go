@@ -635,19 +635,8 @@ func unsafeData(d *EntryData) string {
 	return ""
 }
 
-// ObjectID reports whether s is a git object id: 40 lowercase hex digits
-// (SHA-1), or 64 (SHA-256).
-func ObjectID(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+// ObjectID reports whether s is a commit id spool records (refname.ObjectID).
+func ObjectID(s string) bool { return refname.ObjectID(s) }
 
 // ShortRef is the first 12 characters of an entry ref, as output shows it.
 func ShortRef(ref string) string {

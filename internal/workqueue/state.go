@@ -348,8 +348,8 @@ const (
 // Their state grows with the number of tasks, so saves are amortized (see
 // projections.Spec.Amortize).
 var (
-	Spec      = projections.Spec{Name: Name, Version: 5, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
-	QueueSpec = projections.Spec{Name: QueueName, Version: 7, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
+	Spec      = projections.Spec{Name: Name, Version: 6, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
+	QueueSpec = projections.Spec{Name: QueueName, Version: 8, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
 // TasksProjection folds the tracker's side of every event.
@@ -439,8 +439,10 @@ func (s *State) Apply(e *eventlog.Event) error {
 	return nil
 }
 
+// isTaskEvent reports whether e is a task's event, about a task id the
+// fold takes (ValidID): an event about any other subject is skipped.
 func isTaskEvent(e *eventlog.Event) bool {
-	return e.Subject != "" && len(e.Type) > 5 && e.Type[:5] == "task."
+	return len(e.Type) > 5 && e.Type[:5] == "task." && ValidID(e.Subject)
 }
 
 func (s *State) applyTask(e *eventlog.Event) {
@@ -461,9 +463,11 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 			Labels: cloneAll(NormLabels(d.Labels)), CreatedAt: e.At, Parent: strings.Clone(d.Parent),
 			detail: &TaskDetail{Description: d.Description, Design: d.Design, Acceptance: d.Acceptance, Notes: d.Notes,
 				Assignee: d.Assignee, CreatedBy: e.Actor, Owner: cmp.Or(d.Owner, e.Actor), UpdatedAt: e.At}}
-		for _, b := range d.Deps {
-			t.addBlocker(Dep{ID: strings.Clone(b), At: e.At, By: e.Actor})
+		deps := make([]Dep, len(d.Deps))
+		for i, b := range d.Deps {
+			deps[i] = Dep{ID: strings.Clone(b), At: e.At, By: e.Actor}
 		}
+		t.addBlockers(deps)
 		s.Tasks[id] = t
 		return
 	}
@@ -509,7 +513,7 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 			t.setStatus(strings.Clone(*d.Status), e.At, "")
 		}
 		t.Labels = NormLabels(append(t.Labels, cloneAll(d.AddLabels)...))
-		t.Labels = slices.DeleteFunc(t.Labels, func(l string) bool { return slices.Contains(d.RemoveLabels, l) })
+		t.Labels = removeLabels(t.Labels, d.RemoveLabels)
 		if d.labelsOnly() {
 			return // labels are not the row: bd leaves updated_at
 		}
@@ -750,6 +754,37 @@ func (t *Task) addBlocker(d Dep) {
 	}
 }
 
+// addBlockers adds many blockers at once, as addBlocker would one by one
+// (the first of an id wins), in O(n log n): an event's list, however long
+// and in whatever order, never costs a fold n² moves.
+func (t *Task) addBlockers(deps []Dep) {
+	if len(deps) < 8 {
+		for _, d := range deps {
+			t.addBlocker(d)
+		}
+		return
+	}
+	all := append(slices.Clip(t.Blockers), deps...) // the existing ones first: they win
+	slices.SortStableFunc(all, func(a, b Dep) int { return cmpString(a.ID, b.ID) })
+	all = slices.CompactFunc(all, func(a, b Dep) bool { return a.ID == b.ID })
+	if t.Blockers = slices.DeleteFunc(all, func(d Dep) bool { return d.ID == t.ID }); len(t.Blockers) == 0 {
+		t.Blockers = nil // as addBlocker leaves a task with none
+	}
+}
+
+// removeLabels drops the labels in remove, by a set when remove is long:
+// one event's list never costs a fold labels × removals comparisons.
+func removeLabels(labels, remove []string) []string {
+	if len(remove) <= 8 {
+		return slices.DeleteFunc(labels, func(l string) bool { return slices.Contains(remove, l) })
+	}
+	set := make(map[string]bool, len(remove))
+	for _, r := range remove {
+		set[r] = true
+	}
+	return slices.DeleteFunc(labels, func(l string) bool { return set[l] })
+}
+
 func cmpString(a, b string) int {
 	switch {
 	case a < b:
@@ -866,9 +901,11 @@ func (s *State) imported(id string, d *ImportedData) *Task {
 	if d.Parent != nil {
 		t.Parent = d.Parent.ID
 	}
-	for _, b := range d.Blockers {
-		t.addBlocker(Dep{ID: b.ID, At: b.At.UTC(), By: b.By})
+	deps := make([]Dep, len(d.Blockers))
+	for i, b := range d.Blockers {
+		deps[i] = Dep{ID: b.ID, At: b.At.UTC(), By: b.By}
 	}
+	t.addBlockers(deps)
 	x := &TaskDetail{Description: d.Description, Design: d.Design, Acceptance: d.AcceptanceCriteria, Notes: d.Notes,
 		Assignee: d.Assignee, CreatedBy: d.CreatedBy, Owner: d.CreatedBy, UpdatedAt: d.UpdatedAt.UTC(), CloseReason: d.CloseReason}
 	if d.Owner != nil { // recorded as the export had it; before owner was kept, the creator stood for it
