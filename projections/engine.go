@@ -20,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync/atomic"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -85,35 +84,14 @@ func (en *Engine) FilePath(path string, workTree bool) string {
 }
 
 // inWorkTree reports whether full, a work-tree file's path, stays inside
-// the work tree once the links on the way are resolved (the file itself is
-// replaced, never written through). A projection names its work-tree files
-// from the log (a feature's slug), and the directories on the way are
-// whatever was committed: a docs/prd/_queue that is a link to a directory
-// outside must not have spool write there. Such a file is neither written
-// nor read; verify reports it.
+// the work tree once the links on the way are resolved (durable.Within). A
+// projection names its work-tree files from the log (a feature's slug), and
+// the directories on the way are whatever was committed: a docs/prd/_queue
+// that is a link to a directory outside must not have spool write there.
+// Such a file is neither written nor read; verify reports it.
 func (en *Engine) inWorkTree(full string) bool {
-	root, err := filepath.EvalSymlinks(en.Root)
-	if err != nil {
-		return false
-	}
-	dir, rest := filepath.Dir(full), ""
-	for i := 0; i < 256; i++ { // the deepest directory on the way that exists
-		resolved, err := filepath.EvalSymlinks(dir)
-		if err == nil {
-			rel, err := filepath.Rel(root, filepath.Join(resolved, rest))
-			if err != nil || rel == "." {
-				return err == nil
-			}
-			first, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
-			return filepath.IsLocal(rel) && first != ".git"
-		}
-		parent := filepath.Dir(dir)
-		if !errors.Is(err, fs.ErrNotExist) || parent == dir {
-			return false
-		}
-		dir, rest = parent, filepath.Join(filepath.Base(dir), rest)
-	}
-	return false
+	_, err := durable.Within(en.Root, full)
+	return err == nil
 }
 
 // Spiller is a projection that can keep the bulk of its state in a file

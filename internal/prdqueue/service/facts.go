@@ -66,22 +66,18 @@ func (s *Service) statPRD(path string) (string, fs.FileInfo, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	root, err := filepath.EvalSymlinks(s.Dir)
+	full, err := durable.Within(s.Dir, filepath.Join(s.Dir, filepath.FromSlash(clean)))
+	if errors.Is(err, durable.ErrOutside) {
+		return "", nil, fault.New(prdqueue.CodePRDFileOutside, err,
+			fmt.Sprintf("PRD file %s: %v; spool reads and writes PRDs only inside the work tree, never through a symbolic link out of it", path, err),
+			"prd_path", path)
+	}
 	if err != nil {
 		return storage(err)
 	}
-	full, err := filepath.EvalSymlinks(filepath.Join(root, filepath.FromSlash(clean)))
-	if errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(full); errors.Is(err, fs.ErrNotExist) {
 		return "", nil, fault.New(prdqueue.CodePRDFileMissing, errMissing,
 			fmt.Sprintf("PRD file %s does not exist", path), "prd_path", path)
-	}
-	if err != nil {
-		return storage(err)
-	}
-	if rel, err := filepath.Rel(root, full); err != nil || !filepath.IsLocal(rel) || gitDir(rel) {
-		return "", nil, fault.New(prdqueue.CodePRDFileOutside, nil,
-			fmt.Sprintf("PRD file %s leads outside the work tree (to %s) through a symbolic link; spool reads and writes PRDs only inside it", path, full),
-			"prd_path", path, "target", full)
 	}
 	st, err := os.Stat(full)
 	if err != nil {
@@ -91,12 +87,6 @@ func (s *Service) statPRD(path string) (string, fs.FileInfo, error) {
 		return storage(errors.New("not a regular file"))
 	}
 	return full, st, nil
-}
-
-// gitDir reports whether rel, relative to the work tree, is in .git.
-func gitDir(rel string) bool {
-	first, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
-	return first == ".git"
 }
 
 func readPRD(full, path string) ([]byte, error) {
