@@ -179,7 +179,9 @@ func (p *Projection) Apply(e *eventlog.Event) error {
 // Apply folds one event. Unknown types, unknown jobs, moves the table
 // forbids and bad data are skipped.
 func (s *State) Apply(e *eventlog.Event) {
-	if !strings.HasPrefix(e.Type, "job.") {
+	// The zero time means "not yet" in a job (ended_at, entered_queue_at):
+	// an event at it is of no use, whoever wrote it.
+	if !strings.HasPrefix(e.Type, "job.") || e.At.IsZero() {
 		return
 	}
 	switch e.Type {
@@ -277,7 +279,9 @@ func (s *State) Apply(e *eventlog.Event) {
 		j.Order, j.Tier, j.Moved = d.Order, d.Tier, true
 	case TypeDispatched:
 		var d DispatchedData
-		if json.Unmarshal(e.Data, &d) != nil || !s.move(j, Dispatched, e, "") {
+		// A claim names its worker and lease (the invariants hold a held
+		// job to them): one without is no claim.
+		if json.Unmarshal(e.Data, &d) != nil || d.Worker == "" || d.LeaseUntil.IsZero() || !s.move(j, Dispatched, e, "") {
 			return
 		}
 		j.Worker, j.LeaseUntil, j.Attempts, j.Holder = d.Worker, d.LeaseUntil, d.Attempt, nil
@@ -314,7 +318,7 @@ func (s *State) Apply(e *eventlog.Event) {
 		j.Runs = append(j.Runs, Run{Start: seg.Started, End: e.At})
 	case TypeHeartbeat:
 		var d LeaseData
-		if (j.Status == Dispatched || j.Status == Running) && json.Unmarshal(e.Data, &d) == nil {
+		if (j.Status == Dispatched || j.Status == Running) && json.Unmarshal(e.Data, &d) == nil && !d.LeaseUntil.IsZero() {
 			j.LeaseUntil = d.LeaseUntil
 		}
 	case TypeFinished:

@@ -70,6 +70,22 @@ func TestFoldRefusesWhatNoCommandMakes(t *testing.T) {
 	if err != nil || strings.Count(string(b), `"done":`) != SegmentLimit {
 		t.Fatalf("segment_runs is not one per segment (%v)", err)
 	}
+	// What the fuzzer found: a lease renewal without a lease, and a
+	// finish at the zero time (which means "not ended"), broke invariants.
+	w.apply("mallory", []eventlog.Draft{{Type: TypeHeartbeat, Subject: "job-most", Data: struct{}{}}}, nil)
+	at := w.now
+	w.now = time.Time{}
+	w.apply("mallory", []eventlog.Draft{{Type: TypeFinished, Subject: "job-most", Data: FinishedData{Status: Complete}}}, nil)
+	w.now = at
+	if j.LeaseUntil.IsZero() || j.Status != Running {
+		t.Fatalf("lease %v, %s", j.LeaseUntil, j.Status)
+	}
+	w.apply("mallory", []eventlog.Draft{{Type: TypeSubmitted, Subject: "job-nowork", Data: job},
+		{Type: TypeDispatched, Subject: "job-nowork", Data: DispatchedData{LeaseUntil: w.now.Add(time.Hour)}},
+		{Type: TypeDispatched, Subject: "job-nowork", Data: DispatchedData{Worker: "w"}}}, nil)
+	if st := w.s.Jobs["job-nowork"].Status; st != Queued {
+		t.Fatalf("a claim without a worker or a lease was folded: %s", st)
+	}
 	if bad := (&Projection{s: w.s}).Invariants(); len(bad) != 0 {
 		t.Fatalf("invariants: %q", bad)
 	}
