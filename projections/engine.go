@@ -17,10 +17,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/durable"
@@ -81,6 +83,41 @@ func (en *Engine) FilePath(path string, workTree bool) string {
 		return filepath.Join(en.Root, filepath.FromSlash(path))
 	}
 	return filepath.Join(en.FilesDir, filepath.FromSlash(path))
+}
+
+// The times a projection keeps: nanoseconds since 1970 in an int64 (the
+// tables' encoding), as spool import's checkTimes allows.
+var (
+	minTime = time.Unix(0, math.MinInt64+1)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
+// Usable is e as every projection folds it, or false when no projection
+// can: an event whose time is zero, or before 1678 or after 2262, which no
+// snapshot can keep (spool writes the time it appends; anyone who can push
+// can write any). A time with an offset is folded as the same instant in
+// UTC, as spool writes it. The engine applies only what Usable gives.
+func Usable(e *eventlog.Event) (*eventlog.Event, bool) {
+	if e.At.IsZero() || e.At.Before(minTime) || e.At.After(maxTime) {
+		return nil, false
+	}
+	if e.At.Location() != time.UTC {
+		c := *e
+		c.At = c.At.UTC()
+		return &c, true
+	}
+	return e, true
+}
+
+// KeptTime is t as a projection keeps a time from an event's data: in
+// UTC, and false when no snapshot can keep it (before 1678 or after 2262;
+// the zero time, "none", is kept). A fold skips an event whose times it
+// cannot keep.
+func KeptTime(t time.Time) (time.Time, bool) {
+	if t.IsZero() {
+		return t, true
+	}
+	return t.UTC(), !t.Before(minTime) && !t.After(maxTime)
 }
 
 // inWorkTree reports whether full, a work-tree file's path, stays inside
@@ -672,6 +709,7 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool, in
 			}
 		}
 		w := cur.writer(pos.Writer)
+		folded, usable := Usable(e)
 		for i := 0; i < len(live); i++ {
 			it := live[i]
 			m := &cur.marks[liveK[i]][w]
@@ -691,7 +729,9 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool, in
 				i--
 				continue
 			}
-			if err := it.proj.Apply(e); err != nil {
+			if !usable {
+				// skipped by every projection, its place still marked
+			} else if err := it.proj.Apply(folded); err != nil {
 				return nil, fmt.Errorf("%s: apply %s (%s:%d): %w", it.spec.Name, e.Type, pos.Path, pos.Line, err)
 			}
 			it.cp.Events++

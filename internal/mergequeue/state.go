@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -423,9 +424,13 @@ func (s *State) Apply(ev *eventlog.Event) error {
 
 func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 	if ev.Type == EvSubmitted {
-		if d.Workspace == "" || d.DedupeKey == "" || !ObjectID(d.HeadSHA) {
+		// Only what DecideSubmit records: the identity the invariants
+		// hold every entry to (INV-ID-001 to 004).
+		if d.Workspace == "" || d.Branch == "" || d.ChangeID == "" || ValidateDedupeKey(d.DedupeKey) != nil ||
+			!strings.HasSuffix(d.DedupeKey, ":"+d.ChangeID) || !ValidHeadSHA(d.HeadSHA) {
 			return false
 		}
+		d.From, d.To = "", Pending // a new entry is pending, whatever the data says (INV-AUDIT-001)
 		legacy := ""
 		if d.WorkspaceID == "" { // an older spool's event: the name was the identity
 			d.WorkspaceID, legacy = d.Workspace, ev.Writer
@@ -625,7 +630,7 @@ func (s *State) refusal(e *Entry, typ string, d *EntryData) string {
 func unsafeData(d *EntryData) string {
 	for _, c := range []struct{ name, sha string }{{"head_sha", d.HeadSHA}, {"tested_sha", d.TestedSHA},
 		{"tested_against_sha", d.TestedAgainstSHA}, {"target_from_sha", d.TargetFromSHA}} {
-		if c.sha != "" && !ObjectID(c.sha) {
+		if c.sha != "" && !ValidHeadSHA(c.sha) {
 			return c.name + " is not a commit id"
 		}
 	}
@@ -634,9 +639,6 @@ func unsafeData(d *EntryData) string {
 	}
 	return ""
 }
-
-// ObjectID reports whether s is a commit id spool records (refname.ObjectID).
-func ObjectID(s string) bool { return refname.ObjectID(s) }
 
 // ShortRef is the first 12 characters of an entry ref, as output shows it.
 func ShortRef(ref string) string {

@@ -473,7 +473,7 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 	}
 	if e.Type == TypeImported {
 		var d ImportedData
-		if json.Unmarshal(e.Data, &d) == nil && d.Title != "" {
+		if json.Unmarshal(e.Data, &d) == nil && d.Title != "" && d.keptTimes() {
 			s.Tasks[id] = s.imported(id, &d)
 		}
 		return
@@ -546,13 +546,13 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 		return
 	case TypeClaimed:
 		var d ClaimedData
-		if t.Status == StatusClosed || json.Unmarshal(e.Data, &d) != nil {
+		if t.Status == StatusClosed || json.Unmarshal(e.Data, &d) != nil || !kept(&d.LeaseUntil) {
 			return // a claim made in another clone as this task was closed: closed wins
 		}
 		t.Status, x.Assignee, t.LeaseUntil = StatusInProgress, d.Worker, d.LeaseUntil
 	case TypeHeartbeat:
 		var d HeartbeatData
-		if t.Status != StatusInProgress || t.LeaseUntil.IsZero() || json.Unmarshal(e.Data, &d) != nil {
+		if t.Status != StatusInProgress || t.LeaseUntil.IsZero() || json.Unmarshal(e.Data, &d) != nil || !kept(&d.LeaseUntil) {
 			return
 		}
 		t.LeaseUntil = d.LeaseUntil
@@ -595,7 +595,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		// counted), and Blocked is what the import says.
 		h := s.Entry(id)
 		var d ImportedData
-		if h == nil || json.Unmarshal(e.Data, &d) != nil || d.Title == "" {
+		if h == nil || json.Unmarshal(e.Data, &d) != nil || d.Title == "" || !d.keptTimes() {
 			return
 		}
 		if h.Status == HistWorking {
@@ -609,7 +609,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		}
 	case TypeClaimed:
 		var d ClaimedData
-		if json.Unmarshal(e.Data, &d) != nil {
+		if json.Unmarshal(e.Data, &d) != nil || !kept(&d.LeaseUntil) {
 			return
 		}
 		h := s.entry(id)
@@ -617,7 +617,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		h.Worker, h.Actor, h.LeaseUntil, h.Priority = d.Worker, e.Actor, d.LeaseUntil, d.Priority
 	case TypeHeartbeat:
 		var d HeartbeatData
-		if h := s.Entry(id); h != nil && h.Status == HistWorking && json.Unmarshal(e.Data, &d) == nil {
+		if h := s.Entry(id); h != nil && h.Status == HistWorking && json.Unmarshal(e.Data, &d) == nil && kept(&d.LeaseUntil) {
 			h.LeaseUntil = d.LeaseUntil
 		}
 	case TypeSucceeded:
@@ -634,7 +634,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 			msg = d.Error
 		} else {
 			var d LeaseExpiredData
-			if json.Unmarshal(e.Data, &d) != nil {
+			if json.Unmarshal(e.Data, &d) != nil || !kept(&d.LeaseUntil) {
 				return
 			}
 			at, msg = d.LeaseUntil, LeaseExpiredError
@@ -708,6 +708,42 @@ func (s *State) applyEntry(e *eventlog.Event) {
 			h.LastFailureAt, h.QueuedAt = time.Time{}, time.Time{}
 		}
 	}
+}
+
+// kept puts each time in UTC and reports whether a snapshot keeps them all
+// (projections.KeptTime): an event with a time no snapshot keeps is
+// skipped, so that a fold restored from its snapshot is the fold.
+func kept(ts ...*time.Time) bool {
+	for _, t := range ts {
+		v, ok := projections.KeptTime(*t)
+		if !ok {
+			return false
+		}
+		*t = v
+	}
+	return true
+}
+
+// keptTimes is kept for every time of an import, as spool import's
+// checkTimes refuses the others.
+func (d *ImportedData) keptTimes() bool {
+	ts := []*time.Time{&d.CreatedAt, &d.UpdatedAt}
+	if d.ClosedAt != nil {
+		ts = append(ts, d.ClosedAt)
+	}
+	if d.Parent != nil {
+		ts = append(ts, &d.Parent.At)
+	}
+	for i := range d.Blockers {
+		ts = append(ts, &d.Blockers[i].At)
+	}
+	for i := range d.Links {
+		ts = append(ts, &d.Links[i].At)
+	}
+	for i := range d.Comments {
+		ts = append(ts, &d.Comments[i].At)
+	}
+	return kept(ts...)
 }
 
 // LeaseExpiredError is the last_error of an attempt whose lease ran out.
