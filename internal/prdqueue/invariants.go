@@ -31,8 +31,8 @@ func (p *Projection) Invariants() []string {
 		}
 	}
 	for _, slug := range slices.Sorted(maps.Keys(s.Features)) {
-		if CheckSlug("feature", slug) != nil {
-			out = append(out, fmt.Sprintf("feature %q has a slug no command takes", slug))
+		if f := s.Features[slug]; CheckSlug("feature", slug) != nil || f.WorkerCap < 1 || f.WorkerCap > MaxWorkerCap {
+			out = append(out, fmt.Sprintf("feature %q has a slug or a worker cap (%d) no command takes", slug, f.WorkerCap))
 		}
 	}
 	for k, it := range s.Items {

@@ -348,6 +348,8 @@ func TestFoldTakesOnlySafeSlugsAndPaths(t *testing.T) {
 	w.apply(w.must(StartFeature(w.s, "f", "", 2))...)
 	w.apply(
 		eventlog.Draft{Type: TypeFeatureStarted, Subject: FeatureSubject("../x"), Data: FeatureData{FeatureSlug: "../x", Mode: ModeSequential, WorkerCap: 1}},
+		eventlog.Draft{Type: TypeFeatureStarted, Subject: FeatureSubject("g"), Data: FeatureData{FeatureSlug: "g", Mode: ModeSequential, WorkerCap: 1 << 40}},
+		eventlog.Draft{Type: TypeFeatureStarted, Subject: FeatureSubject("h"), Data: FeatureData{FeatureSlug: "h", Mode: "parallel", WorkerCap: 2}},
 		eventlog.Draft{Type: TypeAdded, Subject: PRDSubject("../../x"), Data: AddedData{FeatureSlug: "f", PRDPath: "docs/prd/x.md"}},
 		eventlog.Draft{Type: TypeAdded, Subject: PRDSubject("a"), Data: AddedData{FeatureSlug: "f", PRDPath: "../a.md"}},
 		eventlog.Draft{Type: TypeAdded, Subject: PRDSubject("b"), Data: AddedData{FeatureSlug: "f", PRDPath: "docs//b.md"}},

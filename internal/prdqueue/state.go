@@ -126,8 +126,11 @@ func (s *State) Apply(e *eventlog.Event) {
 	switch e.Type {
 	case TypeFeatureStarted:
 		var d FeatureData
+		// The slug names its manifest's file, and promote runs up to the
+		// cap's workers at once: only what prd start takes.
 		if json.Unmarshal(e.Data, &d) != nil || s.Features[d.FeatureSlug] != nil || e.Subject != FeatureSubject(d.FeatureSlug) ||
-			CheckSlug("feature", d.FeatureSlug) != nil { // it names its manifest's file
+			CheckSlug("feature", d.FeatureSlug) != nil || d.WorkerCap < 1 || d.WorkerCap > MaxWorkerCap ||
+			d.Mode != ModeConflictAware && d.Mode != ModeSequential {
 			return
 		}
 		s.Features[d.FeatureSlug] = &Feature{Slug: d.FeatureSlug, Mode: d.Mode, WorkerCap: d.WorkerCap, CreatedAt: e.At, UpdatedAt: e.At}
