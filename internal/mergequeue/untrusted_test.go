@@ -64,3 +64,33 @@ func TestFoldRefusesValuesGitCannotTake(t *testing.T) {
 	}
 	checkInvariants(t, s)
 }
+
+// What the fuzzer found: a submission the deciders never write (no change
+// id, a dedupe key not of it, no branch, "to" other than pending) made an
+// entry that broke the identity and audit invariants.
+func TestFoldTakesOnlySubmissionsDecideSubmitMakes(t *testing.T) {
+	s := New()
+	ok := EntryData{Workspace: "w", WorkspaceID: "w", Worktree: "/w", Branch: "b", ChangeID: "C", DedupeKey: "w:C", HeadSHA: sha(1)}
+	for i, change := range []func(*EntryData){
+		func(d *EntryData) { d.ChangeID = "" },
+		func(d *EntryData) { d.DedupeKey = "w:other" },
+		func(d *EntryData) { d.DedupeKey = "w C" },
+		func(d *EntryData) { d.Branch = "" },
+	} {
+		d := ok
+		change(&d)
+		b, _ := json.Marshal(d)
+		s.Apply(&eventlog.Event{V: 1, ID: fmt.Sprintf("bad%d", i), Type: EvSubmitted, Subject: "merge/1", At: t0, Actor: "mallory", Data: b})
+	}
+	if len(s.All()) != 0 {
+		t.Fatalf("%d entries from submissions no decider makes", len(s.All()))
+	}
+	d := ok
+	d.To = Merged
+	b, _ := json.Marshal(d)
+	s.Apply(&eventlog.Event{V: 1, ID: "good", Type: EvSubmitted, Subject: "merge/1", At: t0, Actor: "mallory", Data: b})
+	if e := s.Entry(1); e == nil || e.Status != Pending || e.LastStep.To != Pending {
+		t.Fatalf("a submission saying to=merged: %+v", e)
+	}
+	checkInvariants(t, s)
+}

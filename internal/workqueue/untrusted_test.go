@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spoolhq/spool/eventlog"
 )
@@ -75,5 +76,25 @@ func TestAddBlockersIsAddBlocker(t *testing.T) {
 	got := removeLabels([]string{"a", "b", "c", "d"}, []string{"x", "b", "y", "z", "w", "v", "u", "t", "d", "s"})
 	if !slices.Equal(got, []string{"a", "c"}) {
 		t.Fatalf("removeLabels: %v", got)
+	}
+}
+
+// What the fuzzer found: a lease written with an offset, or at a time the
+// tables cannot keep (nanoseconds in an int64), did not survive the
+// snapshot, so history.json differed after a reload. Such a time is
+// folded in UTC, and an event with one out of range is skipped.
+func TestFoldKeepsOnlyTimesASnapshotKeeps(t *testing.T) {
+	w := newWorld(t)
+	id := w.add("t", 2, t0)
+	offset := t0.Add(time.Hour).In(time.FixedZone("", -7*3600))
+	w.apply("ada", t0, eventlog.Draft{Type: TypeClaimed, Subject: id, Data: ClaimedData{Worker: "w", Attempt: 1, LeaseUntil: offset}})
+	if h := w.s.Entry(id); h == nil || h.LeaseUntil.Location() != time.UTC || !h.LeaseUntil.Equal(offset) {
+		t.Fatalf("lease %v", w.s.Entry(id))
+	}
+	far := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+	w.apply("ada", t0, eventlog.Draft{Type: TypeHeartbeat, Subject: id, Data: HeartbeatData{LeaseUntil: far}},
+		eventlog.Draft{Type: TypeImported, Subject: "bd-far", Data: ImportedData{Title: "far", Status: StatusOpen, IssueType: "task", CreatedAt: far}})
+	if h := w.s.Entry(id); !h.LeaseUntil.Equal(offset) || w.s.HasTask("bd-far") {
+		t.Fatalf("a time no snapshot keeps was folded: lease %v, bd-far %v", h.LeaseUntil, w.s.HasTask("bd-far"))
 	}
 }
