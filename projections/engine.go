@@ -19,10 +19,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/durable"
@@ -91,6 +93,52 @@ func (en *Engine) FilePath(path string, workTree bool) string {
 		return filepath.Join(en.Root, filepath.FromSlash(path))
 	}
 	return filepath.Join(en.FilesDir, filepath.FromSlash(path))
+}
+
+// The times a projection keeps: nanoseconds since 1970 in an int64 (the
+// tables' encoding), as spool import's checkTimes allows.
+var (
+	minTime = time.Unix(0, math.MinInt64+1)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
+// Usable is e as every projection folds it, or false when no projection
+// can: an event whose time is zero, or before 1678 or after 2262, which no
+// snapshot can keep (spool writes the time it appends; anyone who can push
+// can write any). A time with an offset is folded as the same instant in
+// UTC, as spool writes it. The engine applies only what Usable gives.
+func Usable(e *eventlog.Event) (*eventlog.Event, bool) {
+	if e.At.IsZero() || e.At.Before(minTime) || e.At.After(maxTime) {
+		return nil, false
+	}
+	if e.At.Location() != time.UTC {
+		c := *e
+		c.At = c.At.UTC()
+		return &c, true
+	}
+	return e, true
+}
+
+// KeptTime is t as a projection keeps a time from an event's data: in
+// UTC, and false when no snapshot can keep it (before 1678 or after 2262;
+// the zero time, "none", is kept). A fold skips an event whose times it
+// cannot keep.
+func KeptTime(t time.Time) (time.Time, bool) {
+	if t.IsZero() {
+		return t, true
+	}
+	return t.UTC(), !t.Before(minTime) && !t.After(maxTime)
+}
+
+// inWorkTree reports whether full, a work-tree file's path, stays inside
+// the work tree once the links on the way are resolved (durable.Within). A
+// projection names its work-tree files from the log (a feature's slug), and
+// the directories on the way are whatever was committed: a docs/prd/_queue
+// that is a link to a directory outside must not have spool write there.
+// Such a file is neither written nor read; verify reports it.
+func (en *Engine) inWorkTree(full string) bool {
+	_, err := durable.Within(en.Root, full)
+	return err == nil
 }
 
 // Spiller is a projection that can keep the bulk of its state in a file
@@ -385,7 +433,8 @@ func (en *Engine) missingWorkTreeFile(it *item) bool {
 		return false
 	}
 	for _, p := range wp.WorkTreePaths() {
-		if _, err := os.Stat(en.FilePath(p, true)); errors.Is(err, fs.ErrNotExist) {
+		full := en.FilePath(p, true)
+		if _, err := os.Stat(full); errors.Is(err, fs.ErrNotExist) && en.inWorkTree(full) {
 			return true
 		}
 	}
@@ -686,6 +735,7 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool, in
 			}
 		}
 		w := cur.writer(pos.Writer)
+		folded, usable := Usable(e)
 		for i := 0; i < len(live); i++ {
 			it := live[i]
 			m := &cur.marks[liveK[i]][w]
@@ -705,7 +755,9 @@ func (en *Engine) apply(ctx context.Context, items []*item, fromScratch bool, in
 				i--
 				continue
 			}
-			if err := it.proj.Apply(e); err != nil {
+			if !usable {
+				// skipped by every projection, its place still marked
+			} else if err := it.proj.Apply(folded); err != nil {
 				return nil, fmt.Errorf("%s: apply %s (%s:%d): %w", it.spec.Name, e.Type, pos.Path, pos.Line, err)
 			}
 			it.cp.Events++
@@ -833,6 +885,9 @@ func (v *View) Save() error {
 				full := v.en.FilePath(path, workTree)
 				if !workTree {
 					return batch.WriteStream(full, 0o644, write, nil)
+				}
+				if !v.en.inWorkTree(full) {
+					return nil // a link leads it outside: see inWorkTree
 				}
 				// A work-tree file is rewritten only when its bytes change: git
 				// and editors see no churn, and the work tree stays clean.

@@ -881,3 +881,106 @@ func resum(t *testing.T, snap []byte) []byte {
 	head, _ = json.Marshal(cp)
 	return append(append(head, '\n'), body...)
 }
+
+// A work-tree file whose directory is a committed link leading outside the
+// work tree (or into .git) is not written there, nor taken for missing on
+// every command; verify reports it. A link that stays inside is followed.
+func TestWorkTreeFilesStayInTheWorkTree(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		target func(root, outside string) string // where out/ leads
+		inside bool
+	}{
+		{"outside", func(root, outside string) string { return outside }, false},
+		{"into .git", func(root, outside string) string {
+			os.MkdirAll(filepath.Join(root, ".git", "o"), 0o755)
+			return ".git/o"
+		}, false},
+		{"inside", func(root, outside string) string { os.MkdirAll(filepath.Join(root, "real"), 0o755); return "real" }, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			outside := t.TempDir()
+			target := c.target(f.root, outside)
+			if err := os.Symlink(target, filepath.Join(f.root, "out")); err != nil {
+				t.Fatal(err)
+			}
+			f.add(f.writer("a", f.events), 3)
+			f.catchUp("ledger")
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(f.root, target)
+			}
+			_, err := os.Stat(filepath.Join(target, "ledger.json"))
+			if written := err == nil; written != c.inside {
+				t.Fatalf("written through out -> %s: %v", target, written)
+			}
+			if v, err := f.engine().Open("ledger"); err != nil || v.en.missingWorkTreeFile(v.items[0]) {
+				t.Fatalf("taken for missing (%v): every command would rewrite it", err)
+			}
+			diffs, _, _, err := f.engine().Verify(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reported := len(diffs) == 1 && strings.Contains(diffs[0].Problem, "outside the work tree"); reported == c.inside || !c.inside && len(diffs) != 1 {
+				t.Fatalf("verify: %+v", diffs)
+			}
+		})
+	}
+}
+
+// An event at a time no snapshot keeps (before 1678, after 2262, the zero
+// time: anyone who can push can write any) is skipped by every
+// projection, its place in the log still marked; one with an offset is
+// folded as the same instant in UTC. A fresh replay and a snapshot agree.
+func TestEventsAtTimesNoSnapshotKeepsAreSkipped(t *testing.T) {
+	f := newFixture(t)
+	l := f.writer("a", f.events)
+	for _, at := range []time.Time{t0, time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC), t0.In(time.FixedZone("", 13*3600))} {
+		d := eventlog.Draft{Type: "ledger.added", Subject: "s", Data: map[string]int{"n": 1}}
+		// Append writes UTC: write the forged line's time by hand.
+		if _, err := l.Append(context.Background(), at, "ada", []eventlog.Draft{d}, eventlog.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(f.events, mustWriter(t, l)+eventlog.Ext)
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	for i, want := range []string{"", "2300-01-01T00:00:00Z", "0001-01-01T00:00:00Z", "1600-01-01T00:00:00Z", "2026-07-02T01:00:00+13:00"} {
+		if want == "" {
+			continue
+		}
+		e, err := eventlog.Decode([]byte(lines[i]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.At, _ = time.Parse(time.RFC3339, want)
+		if e.ID, err = e.ContentID(); err != nil {
+			t.Fatal(err)
+		}
+		line, _ := e.Encode()
+		if !strings.Contains(string(line), want) {
+			t.Fatalf("set-up: %s", line)
+		}
+		lines[i] = strings.TrimSuffix(string(line), "\n")
+	}
+	os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	v := f.catchUp("ledger")
+	l2, _ := As[*hooked](v, "ledger")
+	if got := l2.Sums["s"]; got != 2 || len(l2.IDs) != 2 {
+		t.Fatalf("folded %d events summing %d, want the two at 2026", len(l2.IDs), got)
+	}
+	diffs, _, _, err := f.engine().Verify(context.Background())
+	if err != nil || len(diffs) != 0 {
+		t.Fatalf("verify: %v %v", diffs, err)
+	}
+	for at, want := range map[time.Time]bool{t0: true, {}: false, time.Date(2263, 1, 1, 0, 0, 0, 0, time.UTC): false,
+		time.Date(1677, 1, 1, 0, 0, 0, 0, time.UTC): false, time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC): true} {
+		if _, ok := KeptTime(at); ok != want && !at.IsZero() {
+			t.Errorf("KeptTime(%v) = %v", at, ok)
+		}
+		if _, ok := Usable(&eventlog.Event{At: at}); ok != want {
+			t.Errorf("Usable at %v = %v", at, ok)
+		}
+	}
+}

@@ -137,6 +137,10 @@ func (en *Engine) VerifyAll(ctx context.Context) (*Verification, error) {
 					return nil // behind the log: the next command writes it
 				}
 				full := en.FilePath(path, workTree)
+				if workTree && !en.inWorkTree(full) {
+					diffs = append(diffs, Difference{it.spec.Name, en.shown(full), "not written: a symbolic link on the way leads outside the work tree"})
+					return nil
+				}
 				problem, err := en.compareFile(full, write)
 				if err == nil && problem == missingFile && workTree {
 					stale = true

@@ -56,10 +56,10 @@ func (c *JobSubmitCmd) Run(e *env) error {
 	}
 	n := jobs.Submit{Name: c.Name, Project: c.Project, Tier: jobs.Tier(c.Priority), Slots: c.GPUs, Segments: c.Segments,
 		Argv: argv, OffPeak: c.OffPeak, Every: c.Every}
-	if c.GPUs < 1 { // before the service, whose 0 means the default
+	if c.GPUs < 1 || c.GPUs > jobs.SlotLimit { // before the service, whose 0 means the default
 		return jobs.InvalidGPUs(c.GPUs, 0)
 	}
-	if c.Segments < 1 {
+	if c.Segments < 1 || c.Segments > jobs.SegmentLimit {
 		return jobs.InvalidSegments(c.Segments)
 	}
 	if c.StartAfter != "" {
@@ -158,7 +158,7 @@ func printJob(e *env, j *jobs.Job, zone *time.Location) {
 	tw.Flush()
 	fmt.Fprintln(e.stdout, "segments:")
 	tw = tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	for i, s := range j.Segs {
+	for i, s := range j.SegmentRuns() {
 		switch {
 		case s.Done:
 			fmt.Fprintf(tw, "  %d\tdone\t%s\t%s\t%s\n", i, s.Ended.Sub(s.Started).Round(time.Millisecond), text(s.Worker), text(s.OutputDir))
@@ -457,7 +457,7 @@ func (c *JobWorkerCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	if c.Slots < 1 {
+	if c.Slots < 1 || c.Slots > jobs.SlotLimit {
 		return jobs.InvalidGPUs(c.Slots, 0)
 	}
 	name := c.Name

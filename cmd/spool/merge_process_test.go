@@ -473,7 +473,7 @@ func testKillRunner(t *testing.T, bin, at string) {
 	if r.git(r.remote, "rev-parse", "main") != r.git(r.root, "rev-parse", "main") {
 		t.Error("remote main differs from local main")
 	}
-	if wt := r.git(r.root, "worktree", "list"); strings.Contains(wt, "spool-merge-") {
+	if wt := r.git(r.root, "worktree", "list"); strings.Contains(wt, "/scratch/merge-") {
 		t.Errorf("scratch worktree left:\n%s", wt)
 	}
 	if _, err := os.Stat(filepath.Join(r.root, "feat.txt")); err != nil {

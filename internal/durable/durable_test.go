@@ -1,6 +1,7 @@
 package durable
 
 import (
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -77,5 +78,60 @@ func TestWriteStream(t *testing.T) {
 	entries, _ := os.ReadDir(filepath.Dir(path))
 	if got, _ := os.ReadFile(path); string(got) != "three" || len(entries) != 1 {
 		t.Fatalf("%q, %d entries", got, len(entries))
+	}
+}
+
+// Within follows links only as far as the root: a file or a directory on
+// the way that is a link leading outside, or into .git, is ErrOutside; one
+// that stays inside resolves to its target; what does not exist yet
+// resolves as far as it does.
+func TestWithin(t *testing.T) {
+	top := t.TempDir()
+	root, outside := filepath.Join(top, "root"), filepath.Join(top, "outside")
+	for _, d := range []string{filepath.Join(root, ".git"), filepath.Join(root, "real"), outside} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.WriteFile(filepath.Join(outside, "secret"), []byte("x"), 0o600)
+	os.WriteFile(filepath.Join(root, "real", "p.md"), []byte("x"), 0o600)
+	links := map[string]string{
+		"out":      outside,
+		"out.md":   filepath.Join(outside, "secret"),
+		"rel.md":   "../outside/secret",
+		"git":      ".git",
+		"in":       "real",
+		"in.md":    "real/p.md",
+		"dangling": "real/nothing/here",
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		path, want string // want "" for ErrOutside
+	}{
+		{"real/p.md", "real/p.md"},
+		{"in.md", "real/p.md"},
+		{"in/p.md", "real/p.md"},
+		{"in/new/x.json", "real/new/x.json"},
+		{"new/deeper/x.json", "new/deeper/x.json"},
+		{"out/secret", ""},
+		{"out/new.json", ""},
+		{"out.md", ""},
+		{"rel.md", ""},
+		{"git/config", ""},
+		{".git/config", ""},
+		{"dangling", ""},
+		{"dangling/x", ""},
+		{"../outside/secret", ""},
+	} {
+		got, err := Within(root, filepath.Join(root, filepath.FromSlash(c.path)))
+		rroot, _ := filepath.EvalSymlinks(root)
+		switch {
+		case c.want == "" && !errors.Is(err, ErrOutside):
+			t.Errorf("%s: %s, %v; want ErrOutside", c.path, got, err)
+		case c.want != "" && (err != nil || got != filepath.Join(rroot, filepath.FromSlash(c.want))):
+			t.Errorf("%s: %s, %v; want %s", c.path, got, err, c.want)
+		}
 	}
 }

@@ -65,3 +65,19 @@ func TestDiscoverPlainAgreesWithGit(t *testing.T) {
 		t.Fatal("GIT_DIR must be left to git")
 	}
 }
+
+// Recovery brings a checkout along between commits read from the log: a
+// "commit" that is an option (read-tree's --index-output writes a file
+// anywhere) is refused before git runs.
+func TestFastForwardRefusesOptions(t *testing.T) {
+	dir := t.TempDir()
+	runGit(t, dir, "init", "-q", "-b", "main")
+	runGit(t, dir, "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "--allow-empty", "-m", "x")
+	out := filepath.Join(t.TempDir(), "written")
+	if err := FastForward(context.Background(), dir, "--index-output="+out, "HEAD"); err == nil {
+		t.Fatal("an option was taken for a commit")
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Fatal("git wrote the file the option named")
+	}
+}

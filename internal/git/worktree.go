@@ -3,6 +3,7 @@ package git
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -351,6 +352,10 @@ func ChangedPaths(ctx context.Context, dir, from, to string) ([]string, error) {
 func FastForward(ctx context.Context, checkout, from, to string) error {
 	if from == to {
 		return nil
+	}
+	if strings.HasPrefix(from, "-") || strings.HasPrefix(to, "-") {
+		// Recovery passes commits read from the log: never an option.
+		return fmt.Errorf("git read-tree: %q or %q is not a commit", from, to)
 	}
 	Run(ctx, checkout, "update-index", "-q", "--refresh") // stat changes alone are not edits
 	_, err := Run(ctx, checkout, "read-tree", "-m", "-u", from, to)

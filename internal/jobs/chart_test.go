@@ -12,11 +12,11 @@ import (
 
 func TestRenderChart(t *testing.T) {
 	l := newLedger(t)
-	l.submit(utc(10, 14, 20), spec{id: "a", project: "film", slots: 2})
-	l.done(utc(10, 14, 30), "a", "w", 105*time.Minute)
-	l.submit(utc(10, 16, 50), spec{id: "b", owner: "bob", tier: jobs.Urgent})
-	l.start(utc(10, 17, 0), "b", "w")
-	l.submit(utc(10, 16, 55), spec{id: "c", owner: "cy", tier: jobs.Background})
+	l.submit(utc(10, 14, 20), spec{id: "job-a", project: "film", slots: 2})
+	l.done(utc(10, 14, 30), "job-a", "w", 105*time.Minute)
+	l.submit(utc(10, 16, 50), spec{id: "job-b", owner: "bob", tier: jobs.Urgent})
+	l.start(utc(10, 17, 0), "job-b", "w")
+	l.submit(utc(10, 16, 55), spec{id: "job-c", owner: "cy", tier: jobs.Background})
 	p := basePolicy()
 	p.Zone = zone(t, "America/New_York")
 	st := l.s.Stats(p, utc(10, 6, 0), utc(10, 17, 30))

@@ -29,7 +29,7 @@ func init() {
 			Help: "a worker's hold on a job; renewed while it runs, recovered when it runs out"},
 		config.Key{Name: "scheduler.default_segment_time", Kind: config.Duration, Default: 10 * time.Minute, Min: config.Min(1),
 			Help: "a segment's expected time for estimates, until jobs of that name have finished segments"},
-		config.Key{Name: "scheduler.slots", Kind: config.Int, Default: 1, Min: config.Min(1),
+		config.Key{Name: "scheduler.slots", Kind: config.Int, Default: 1, Min: config.Min(1), Max: config.Max(SlotLimit),
 			Help: "slots assumed for estimates and --gpus checks while no worker has announced its own"},
 	)
 }

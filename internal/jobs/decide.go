@@ -53,7 +53,7 @@ func ValidateTier(t string) (Tier, error) {
 }
 
 func (s *State) validateSlots(p Policy, n int) error {
-	if most := s.MaxSlots(p); n < 1 || n > most {
+	if most := min(s.MaxSlots(p), SlotLimit); n < 1 || n > most {
 		return InvalidGPUs(n, most)
 	}
 	return nil
@@ -74,7 +74,7 @@ func SubmitJob(s *State, p Policy, n Submit, actor, writer string, now time.Time
 	switch {
 	case len(n.Argv) == 0 || n.Argv[0] == "":
 		return nil, Submitted{}, fault.Usagef(CodeEmptyArgv, "a job needs a command: spool job submit [flags] -- PROGRAM [ARGS...]")
-	case n.Segments < 1:
+	case n.Segments < 1 || n.Segments > SegmentLimit:
 		return nil, Submitted{}, InvalidSegments(n.Segments)
 	case tier == Urgent && !p.Admin(actor):
 		return nil, Submitted{}, adminOnly(actor, "submit an urgent job")
@@ -432,7 +432,7 @@ func ClaimJob(s *State, p Policy, worker string, total int, now time.Time) ([]ev
 // recorded, as for a process that does not run the job itself), ticking
 // with gone, the worker processes known dead (Tick).
 func ClaimJobHeld(s *State, p Policy, worker string, holder *ProcRecord, gone Gone, total int, now time.Time) ([]eventlog.Draft, *Claim, error) {
-	if total < 1 {
+	if total < 1 || total > SlotLimit {
 		return nil, nil, InvalidGPUs(total, 0)
 	}
 	drafts := Tick(s, p, now, gone)
@@ -520,7 +520,7 @@ func SegmentDone(s *State, id, worker string, end SegmentEnd) (drafts []eventlog
 	if err != nil {
 		return nil, -1, err
 	}
-	if j.Status != Running || end.Segment != j.NextSegment() || j.Segs[end.Segment].Started.IsZero() {
+	if j.Status != Running || end.Segment != j.NextSegment() || end.Segment >= len(j.Segs) || j.Segs[end.Segment].Started.IsZero() {
 		return nil, -1, fault.New(CodeNotRunning, nil, fmt.Sprintf("segment %d of job %s is not running (segment %d is next)", end.Segment, j.ID, j.NextSegment()),
 			"job_id", j.ID, "segment", end.Segment)
 	}

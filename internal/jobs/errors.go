@@ -45,15 +45,15 @@ func notYours(j *Job, worker string) error {
 }
 
 // InvalidGPUs refuses a slot count; most is the largest worker's, or 0 when
-// only the lower bound was checked.
+// only the bounds were checked (1 to SlotLimit).
 func InvalidGPUs(n, most int) error {
 	if most > 0 {
 		return fault.New(CodeInvalidGPUs, nil, fmt.Sprintf("--gpus must be 1 to %d (the most slots a worker offers), got %d; until a worker with more has run, scheduler.slots sets it (spool config set scheduler.slots N)", most, n), "gpus", n, "max", most)
 	}
-	return fault.New(CodeInvalidGPUs, nil, fmt.Sprintf("--gpus must be at least 1, got %d", n), "gpus", n)
+	return fault.New(CodeInvalidGPUs, nil, fmt.Sprintf("--gpus must be 1 to %d, got %d", SlotLimit, n), "gpus", n, "max", SlotLimit)
 }
 
 // InvalidSegments refuses a segment count.
 func InvalidSegments(n int) error {
-	return fault.New(CodeInvalidSegments, nil, fmt.Sprintf("--segments must be at least 1, got %d", n), "segments", n)
+	return fault.New(CodeInvalidSegments, nil, fmt.Sprintf("--segments must be 1 to %d, got %d", SegmentLimit, n), "segments", n, "max", SegmentLimit)
 }

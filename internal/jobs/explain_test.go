@@ -33,11 +33,11 @@ func TestExplain(t *testing.T) {
 		name: "quota hold",
 		setup: func(l *ledger, now time.Time) {
 			l.apply(now.Add(-time.Hour), "root", jobs.TypeQuotaSet, "quota/user/bob", jobs.QuotaData{Scope: "user", Name: "bob", Daily: time.Minute})
-			l.submit(now.Add(-30*time.Minute), spec{id: "bob-old", owner: "bob"})
-			l.done(now.Add(-30*time.Minute), "bob-old", "w", 2*time.Minute)
-			l.submit(now, spec{id: "bob", owner: "bob"})
+			l.submit(now.Add(-30*time.Minute), spec{id: "job-bobold", owner: "bob"})
+			l.done(now.Add(-30*time.Minute), "job-bobold", "w", 2*time.Minute)
+			l.submit(now, spec{id: "job-bob", owner: "bob"})
 		},
-		id:      "bob",
+		id:      "job-bob",
 		reasons: []string{"held by quota: user bob used 2m0s of its daily 1m0s; it resets at 2026-03-11T00:00:00Z"},
 		check: func(t *testing.T, e jobs.Explanation, now time.Time) {
 			q := e.Quota
@@ -53,9 +53,9 @@ func TestExplain(t *testing.T) {
 		name: "off-peak, outside the window",
 		p:    func(p *jobs.Policy) { p.OffPeak = window },
 		setup: func(l *ledger, now time.Time) {
-			l.submit(now, spec{id: "night", offPeak: true})
+			l.submit(now, spec{id: "job-night", offPeak: true})
 		},
-		id:      "night",
+		id:      "job-night",
 		reasons: []string{"off-peak only: outside the window 22:00-08:00, which opens at 2026-03-10T22:00:00Z"},
 		check: func(t *testing.T, e jobs.Explanation, now time.Time) {
 			if o := e.OffPeak; o == nil || o.State != jobs.OffPeakOutside || !o.Opens.Equal(now.Add(10*time.Hour)) || e.Next {
@@ -67,10 +67,10 @@ func TestExplain(t *testing.T) {
 		p:    func(p *jobs.Policy) { p.OffPeak = window },
 		now:  night,
 		setup: func(l *ledger, now time.Time) {
-			l.submit(now, spec{id: "night", offPeak: true})
-			l.submit(now.Add(time.Second), spec{id: "urg", tier: jobs.Urgent, owner: "root"})
+			l.submit(now, spec{id: "job-night", offPeak: true})
+			l.submit(now.Add(time.Second), spec{id: "job-urg", tier: jobs.Urgent, owner: "root"})
 		},
-		id: "night",
+		id: "job-night",
 		reasons: []string{"off-peak only: it waits while urgent work is queued (1 urgent job)",
 			"1 job of higher tiers is ahead (1 urgent)"},
 		check: func(t *testing.T, e jobs.Explanation, now time.Time) {
@@ -83,9 +83,9 @@ func TestExplain(t *testing.T) {
 		p:    func(p *jobs.Policy) { p.OffPeak = window },
 		now:  night,
 		setup: func(l *ledger, now time.Time) {
-			l.submit(now, spec{id: "night", offPeak: true})
+			l.submit(now, spec{id: "job-night", offPeak: true})
 		},
-		id:      "night",
+		id:      "job-night",
 		reasons: []string{"it is next: the next worker to ask for work dispatches it", "expected to start between"},
 		check: func(t *testing.T, e jobs.Explanation, now time.Time) {
 			if o := e.OffPeak; o == nil || o.State != jobs.OffPeakInside || !e.Next || !e.LikelyStart.Equal(now) {
@@ -95,20 +95,20 @@ func TestExplain(t *testing.T) {
 	}, {
 		name: "off-peak, no window set",
 		setup: func(l *ledger, now time.Time) {
-			l.submit(now, spec{id: "night", offPeak: true})
+			l.submit(now, spec{id: "job-night", offPeak: true})
 		},
-		id:      "night",
+		id:      "job-night",
 		reasons: []string{"off-peak only, and no off-peak window is set (scheduler.off_peak): it never dispatches"},
 	}, {
 		name: "fair share: another owner has less recent slot time",
 		p:    func(p *jobs.Policy) { p.Fair = true },
 		setup: func(l *ledger, now time.Time) {
-			l.submit(now.Add(-2*time.Hour), spec{id: "ada-old"})
-			l.done(now.Add(-time.Hour), "ada-old", "w", time.Hour)
-			l.submit(now.Add(-time.Minute), spec{id: "ada"})
-			l.submit(now, spec{id: "bob", owner: "bob"})
+			l.submit(now.Add(-2*time.Hour), spec{id: "job-adaold"})
+			l.done(now.Add(-time.Hour), "job-adaold", "w", time.Hour)
+			l.submit(now.Add(-time.Minute), spec{id: "job-ada"})
+			l.submit(now, spec{id: "job-bob", owner: "bob"})
 		},
-		id: "ada",
+		id: "job-ada",
 		reasons: []string{"fair share: ada has used 1.0 slot-h of recent slot time, bob the least (0.0 slot-h); bob's jobs go first in the normal tier",
 			"expected to start"},
 		check: func(t *testing.T, e jobs.Explanation, now time.Time) {
@@ -121,12 +121,12 @@ func TestExplain(t *testing.T) {
 		name: "fair share: the owner with the least goes first, past the queue's order",
 		p:    func(p *jobs.Policy) { p.Fair = true },
 		setup: func(l *ledger, now time.Time) {
-			l.submit(now.Add(-2*time.Hour), spec{id: "ada-old"})
-			l.done(now.Add(-time.Hour), "ada-old", "w", time.Hour)
-			l.submit(now.Add(-time.Minute), spec{id: "ada"})
-			l.submit(now, spec{id: "bob", owner: "bob"})
+			l.submit(now.Add(-2*time.Hour), spec{id: "job-adaold"})
+			l.done(now.Add(-time.Hour), "job-adaold", "w", time.Hour)
+			l.submit(now.Add(-time.Minute), spec{id: "job-ada"})
+			l.submit(now, spec{id: "job-bob", owner: "bob"})
 		},
-		id: "bob",
+		id: "job-bob",
 		reasons: []string{"it is next: the next worker to ask for work dispatches it", "1 normal job is ahead of it",
 			"fair share: bob has the least recent slot time (0.0 slot-h) of the owners waiting in the normal tier, so their jobs go first"},
 		check: func(t *testing.T, e jobs.Explanation, now time.Time) {
@@ -138,12 +138,12 @@ func TestExplain(t *testing.T) {
 		name: "urgent work ahead",
 		setup: func(l *ledger, now time.Time) {
 			l.worker(now, "w", 1)
-			l.submit(now.Add(-time.Minute), spec{id: "n1"})
-			l.submit(now, spec{id: "urg", tier: jobs.Urgent, owner: "root"})
-			l.submit(now, spec{id: "urg2", tier: jobs.Urgent, owner: "root"})
-			l.submit(now.Add(time.Second), spec{id: "n2"})
+			l.submit(now.Add(-time.Minute), spec{id: "job-n1"})
+			l.submit(now, spec{id: "job-urg", tier: jobs.Urgent, owner: "root"})
+			l.submit(now, spec{id: "job-urg2", tier: jobs.Urgent, owner: "root"})
+			l.submit(now.Add(time.Second), spec{id: "job-n2"})
 		},
-		id:      "n2",
+		id:      "job-n2",
 		reasons: []string{"2 jobs of higher tiers are ahead (2 urgent)", "1 normal job is ahead of it", "expected to start between"},
 		check: func(t *testing.T, e jobs.Explanation, now time.Time) {
 			if e.AheadHigherTiers != 2 || e.AheadSameTier != 1 || e.AheadByTier[jobs.Urgent] != 2 || e.Position != 4 || e.Queued != 4 || e.Next ||
@@ -155,11 +155,11 @@ func TestExplain(t *testing.T) {
 		name: "next, waiting for slots",
 		setup: func(l *ledger, now time.Time) {
 			l.worker(now.Add(-time.Hour), "w", 2)
-			l.submit(now.Add(-time.Hour), spec{id: "run"})
-			l.start(now.Add(-4*time.Minute), "run", "w")
-			l.submit(now, spec{id: "wide", slots: 2})
+			l.submit(now.Add(-time.Hour), spec{id: "job-run"})
+			l.start(now.Add(-4*time.Minute), "job-run", "w")
+			l.submit(now, spec{id: "job-wide", slots: 2})
 		},
-		id: "wide",
+		id: "job-wide",
 		reasons: []string{"it is next in line and waits for 2 free slots", "it needs 2 slots and at most 1 is free on a worker now",
 			"expected to start between 2026-03-10T12:06:00Z and 2026-03-10T12:06:00Z"},
 		check: func(t *testing.T, e jobs.Explanation, now time.Time) {
@@ -171,18 +171,18 @@ func TestExplain(t *testing.T) {
 		name: "wider than any worker",
 		setup: func(l *ledger, now time.Time) {
 			l.worker(now, "w", 2)
-			l.submit(now, spec{id: "wide", slots: 3})
+			l.submit(now, spec{id: "job-wide", slots: 3})
 		},
-		id:      "wide",
+		id:      "job-wide",
 		reasons: []string{"it needs 3 slots and the largest worker has 2: it cannot run until a larger worker starts"},
 	}, {
 		name: "scheduled",
 		setup: func(l *ledger, now time.Time) {
-			l.submit(now.Add(-time.Hour), spec{id: "later", startAfter: now.Add(time.Hour)})
-			l.submit(now, spec{id: "bg", tier: jobs.Background})
-			l.submit(now, spec{id: "n", segments: 12})
+			l.submit(now.Add(-time.Hour), spec{id: "job-later", startAfter: now.Add(time.Hour)})
+			l.submit(now, spec{id: "job-bg", tier: jobs.Background})
+			l.submit(now, spec{id: "job-n", segments: 12})
 		},
-		id: "later",
+		id: "job-later",
 		reasons: []string{"scheduled: it enters the queue at 2026-03-10T13:00:00Z (start_after), at the end of the normal tier",
 			"1 normal job is ahead of it", "expected to start between 2026-03-10T14:00:00Z and 2026-03-10T14:00:00Z"},
 		check: func(t *testing.T, e jobs.Explanation, now time.Time) {
@@ -193,12 +193,12 @@ func TestExplain(t *testing.T) {
 	}, {
 		name: "paused",
 		setup: func(l *ledger, now time.Time) {
-			l.submit(now.Add(-time.Minute), spec{id: "a"})
-			l.submit(now, spec{id: "p"})
-			l.apply(now, "ada", jobs.TypePaused, "p", nil)
+			l.submit(now.Add(-time.Minute), spec{id: "job-a"})
+			l.submit(now, spec{id: "job-p"})
+			l.apply(now, "ada", jobs.TypePaused, "job-p", nil)
 		},
-		id:      "p",
-		reasons: []string{"paused: it keeps its place in the queue; spool job resume p puts it back", "1 normal job is ahead of it"},
+		id:      "job-p",
+		reasons: []string{"paused: it keeps its place in the queue; spool job resume job-p puts it back", "1 normal job is ahead of it"},
 		check: func(t *testing.T, e jobs.Explanation, now time.Time) {
 			if e.Position != 0 || e.Queued != 1 || e.Next || !e.LikelyStart.IsZero() {
 				t.Fatalf("%+v", e)
@@ -207,38 +207,38 @@ func TestExplain(t *testing.T) {
 	}, {
 		name: "running",
 		setup: func(l *ledger, now time.Time) {
-			l.submit(now.Add(-time.Hour), spec{id: "r", segments: 2})
-			l.start(now.Add(-5*time.Minute), "r", "w")
-			l.apply(now, "ada", jobs.TypePauseRequested, "r", nil)
+			l.submit(now.Add(-time.Hour), spec{id: "job-r", segments: 2})
+			l.start(now.Add(-5*time.Minute), "job-r", "w")
+			l.apply(now, "ada", jobs.TypePauseRequested, "job-r", nil)
 		},
-		id:      "r",
+		id:      "job-r",
 		reasons: []string{"running on worker w since 2026-03-10T11:55:00Z (segment 1 of 2); pausing after this segment"},
 	}, {
 		name: "complete",
 		setup: func(l *ledger, now time.Time) {
-			l.submit(now.Add(-time.Hour), spec{id: "c"})
-			l.done(now.Add(-time.Hour), "c", "w", time.Minute)
+			l.submit(now.Add(-time.Hour), spec{id: "job-c"})
+			l.done(now.Add(-time.Hour), "job-c", "w", time.Minute)
 		},
-		id:      "c",
+		id:      "job-c",
 		reasons: []string{"complete at 2026-03-10T11:01:00Z"},
 	}, {
 		name: "failed",
 		setup: func(l *ledger, now time.Time) {
-			l.submit(now.Add(-time.Hour), spec{id: "f"})
-			l.start(now.Add(-time.Hour), "f", "w")
+			l.submit(now.Add(-time.Hour), spec{id: "job-f"})
+			l.start(now.Add(-time.Hour), "job-f", "w")
 			code := 3
-			l.apply(now, "", jobs.TypeSegmentDone, "f", jobs.SegmentData{Segment: 0, ExitCode: &code})
-			l.apply(now, "", jobs.TypeFinished, "f", jobs.FinishedData{Status: jobs.Failed, Error: "segment 0 exited with code 3"})
+			l.apply(now, "", jobs.TypeSegmentDone, "job-f", jobs.SegmentData{Segment: 0, ExitCode: &code})
+			l.apply(now, "", jobs.TypeFinished, "job-f", jobs.FinishedData{Status: jobs.Failed, Error: "segment 0 exited with code 3"})
 		},
-		id:      "f",
+		id:      "job-f",
 		reasons: []string{"failed at 2026-03-10T12:00:00Z: segment 0 exited with code 3"},
 	}, {
 		name: "cancelled",
 		setup: func(l *ledger, now time.Time) {
-			l.submit(now.Add(-time.Hour), spec{id: "x", segments: 3})
-			l.apply(now, "ada", jobs.TypeCancelled, "x", nil)
+			l.submit(now.Add(-time.Hour), spec{id: "job-x", segments: 3})
+			l.apply(now, "ada", jobs.TypeCancelled, "job-x", nil)
 		},
-		id:      "x",
+		id:      "job-x",
 		reasons: []string{"cancelled at 2026-03-10T12:00:00Z (0 of 3 segments done)"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {

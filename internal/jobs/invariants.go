@@ -21,8 +21,10 @@ func (p *Projection) Invariants() []string {
 			out = append(out, fmt.Sprintf("job %s is %s but its trail does not end there", j.ID, j.Status))
 		case j.Status.Terminal() != !j.Ended.IsZero():
 			out = append(out, fmt.Sprintf("job %s is %s with end time %v", j.ID, j.Status, j.Ended))
-		case len(j.Segs) != j.Segments:
+		case len(j.Segs) > j.Segments:
 			out = append(out, fmt.Sprintf("job %s has %d segments and %d records", j.ID, j.Segments, len(j.Segs)))
+		case !ValidJobID(j.ID) || j.Segments < 1 || j.Segments > SegmentLimit || j.Slots < 1 || j.Slots > SlotLimit:
+			out = append(out, fmt.Sprintf("job %q asks for what no command takes: %d segments, %d slots", j.ID, j.Segments, j.Slots))
 		}
 	}
 	return out

@@ -16,24 +16,24 @@ func TestListOrder(t *testing.T) {
 	l := newLedger(t)
 	at := noon.Add(-3 * time.Hour)
 	l.worker(at, "w", 4)
-	l.submit(at, spec{id: "old-done"})
-	l.done(at, "old-done", "w", time.Minute)
-	l.submit(at.Add(time.Minute), spec{id: "new-done"})
-	l.done(at.Add(time.Minute), "new-done", "w", time.Minute)
-	l.submit(at.Add(2*time.Minute), spec{id: "gone"})
-	l.apply(at.Add(3*time.Minute), "ada", jobs.TypeCancelled, "gone", nil)
-	l.submit(at.Add(4*time.Minute), spec{id: "run-b"})
-	l.submit(at.Add(5*time.Minute), spec{id: "run-a"})
-	l.start(at.Add(6*time.Minute), "run-b", "w")
-	l.start(at.Add(7*time.Minute), "run-a", "w")
-	l.submit(at.Add(10*time.Minute), spec{id: "bg", tier: jobs.Background})
-	l.submit(at.Add(11*time.Minute), spec{id: "n1"})
-	l.submit(at.Add(12*time.Minute), spec{id: "n2"})
-	l.submit(at.Add(13*time.Minute), spec{id: "n3"})
-	l.submit(at.Add(14*time.Minute), spec{id: "urg", tier: jobs.Urgent, owner: "root"})
-	l.apply(at.Add(15*time.Minute), "ada", jobs.TypePaused, "n2", nil)
-	l.submit(at.Add(16*time.Minute), spec{id: "later", startAfter: noon.Add(2 * time.Hour)})
-	l.submit(at.Add(17*time.Minute), spec{id: "sooner", startAfter: noon.Add(time.Hour)})
+	l.submit(at, spec{id: "job-olddone"})
+	l.done(at, "job-olddone", "w", time.Minute)
+	l.submit(at.Add(time.Minute), spec{id: "job-newdone"})
+	l.done(at.Add(time.Minute), "job-newdone", "w", time.Minute)
+	l.submit(at.Add(2*time.Minute), spec{id: "job-gone"})
+	l.apply(at.Add(3*time.Minute), "ada", jobs.TypeCancelled, "job-gone", nil)
+	l.submit(at.Add(4*time.Minute), spec{id: "job-runb"})
+	l.submit(at.Add(5*time.Minute), spec{id: "job-runa"})
+	l.start(at.Add(6*time.Minute), "job-runb", "w")
+	l.start(at.Add(7*time.Minute), "job-runa", "w")
+	l.submit(at.Add(10*time.Minute), spec{id: "job-bg", tier: jobs.Background})
+	l.submit(at.Add(11*time.Minute), spec{id: "job-n1"})
+	l.submit(at.Add(12*time.Minute), spec{id: "job-n2"})
+	l.submit(at.Add(13*time.Minute), spec{id: "job-n3"})
+	l.submit(at.Add(14*time.Minute), spec{id: "job-urg", tier: jobs.Urgent, owner: "root"})
+	l.apply(at.Add(15*time.Minute), "ada", jobs.TypePaused, "job-n2", nil)
+	l.submit(at.Add(16*time.Minute), spec{id: "job-later", startAfter: noon.Add(2 * time.Hour)})
+	l.submit(at.Add(17*time.Minute), spec{id: "job-sooner", startAfter: noon.Add(time.Hour)})
 
 	type want struct {
 		id     string
@@ -44,13 +44,13 @@ func TestListOrder(t *testing.T) {
 		all  bool
 		want []want
 	}{
-		{false, []want{{"run-b", 0, ""}, {"run-a", 0, ""}, {"urg", 1, ""}, {"n1", 2, ""}, {"n2", 0, "paused"}, {"n3", 3, ""},
-			{"bg", 4, ""}, {"sooner", 0, "scheduled: enters the queue at 2026-03-10T13:00:00Z"},
-			{"later", 0, "scheduled: enters the queue at 2026-03-10T14:00:00Z"}}},
-		{true, []want{{"run-b", 0, ""}, {"run-a", 0, ""}, {"urg", 1, ""}, {"n1", 2, ""}, {"n2", 0, "paused"}, {"n3", 3, ""},
-			{"bg", 4, ""}, {"sooner", 0, "scheduled: enters the queue at 2026-03-10T13:00:00Z"},
-			{"later", 0, "scheduled: enters the queue at 2026-03-10T14:00:00Z"},
-			{"gone", 0, ""}, {"new-done", 0, ""}, {"old-done", 0, ""}}},
+		{false, []want{{"job-runb", 0, ""}, {"job-runa", 0, ""}, {"job-urg", 1, ""}, {"job-n1", 2, ""}, {"job-n2", 0, "paused"}, {"job-n3", 3, ""},
+			{"job-bg", 4, ""}, {"job-sooner", 0, "scheduled: enters the queue at 2026-03-10T13:00:00Z"},
+			{"job-later", 0, "scheduled: enters the queue at 2026-03-10T14:00:00Z"}}},
+		{true, []want{{"job-runb", 0, ""}, {"job-runa", 0, ""}, {"job-urg", 1, ""}, {"job-n1", 2, ""}, {"job-n2", 0, "paused"}, {"job-n3", 3, ""},
+			{"job-bg", 4, ""}, {"job-sooner", 0, "scheduled: enters the queue at 2026-03-10T13:00:00Z"},
+			{"job-later", 0, "scheduled: enters the queue at 2026-03-10T14:00:00Z"},
+			{"job-gone", 0, ""}, {"job-newdone", 0, ""}, {"job-olddone", 0, ""}}},
 	} {
 		t.Run(fmt.Sprint("all=", tc.all), func(t *testing.T) {
 			var got []want
@@ -82,8 +82,8 @@ func TestListEstimates(t *testing.T) {
 	window, _ := jobs.ParseWindow("22:00-08:00")
 	quota := func(l *ledger) {
 		l.apply(noon.Add(-time.Hour), "root", jobs.TypeQuotaSet, "quota/user/bob", jobs.QuotaData{Scope: "user", Name: "bob", Daily: time.Minute})
-		l.submit(noon.Add(-30*time.Minute), spec{id: "bob-old", owner: "bob", name: "other"})
-		l.done(noon.Add(-30*time.Minute), "bob-old", "w", min(2))
+		l.submit(noon.Add(-30*time.Minute), spec{id: "job-bobold", owner: "bob", name: "other"})
+		l.done(noon.Add(-30*time.Minute), "job-bobold", "w", min(2))
 	}
 	type est struct {
 		earliest, likely time.Duration // after now; -1: none
@@ -99,118 +99,118 @@ func TestListEstimates(t *testing.T) {
 		name: "behind a 2-slot job on a 2-slot worker, the job waits for its expected end",
 		setup: func(l *ledger, now time.Time) {
 			l.worker(now.Add(-time.Hour), "w", 2)
-			l.submit(now.Add(-time.Hour), spec{id: "big", slots: 2, segments: 3})
-			l.start(now.Add(-5*time.Minute), "big", "w")
-			l.submit(now.Add(-time.Minute), spec{id: "small"})
+			l.submit(now.Add(-time.Hour), spec{id: "job-big", slots: 2, segments: 3})
+			l.start(now.Add(-5*time.Minute), "job-big", "w")
+			l.submit(now.Add(-time.Minute), spec{id: "job-small"})
 		},
-		want: map[string]est{"small": {min(25), min(25), ""}}, // 3 segments × 10m default − 5m run
+		want: map[string]est{"job-small": {min(25), min(25), ""}}, // 3 segments × 10m default − 5m run
 	}, {
 		name: "median and shortest finished segment of the name; the default for other names",
 		setup: func(l *ledger, now time.Time) {
 			l.worker(now.Add(-3*time.Hour), "w", 1)
 			for i, d := range []time.Duration{min(9), min(2), min(4)} {
-				id := fmt.Sprint("past", i)
+				id := fmt.Sprint("job-past", i)
 				l.submit(now.Add(-3*time.Hour), spec{id: id})
 				l.done(now.Add(-3*time.Hour+time.Duration(i)*20*time.Minute), id, "w", d)
 			}
-			l.submit(now.Add(-time.Hour), spec{id: "cur", segments: 2})
-			l.start(now.Add(-time.Minute), "cur", "w")
-			l.submit(now, spec{id: "r1"})
-			l.submit(now.Add(time.Second), spec{id: "x", name: "unknown"})
-			l.submit(now.Add(2*time.Second), spec{id: "r2"})
+			l.submit(now.Add(-time.Hour), spec{id: "job-cur", segments: 2})
+			l.start(now.Add(-time.Minute), "job-cur", "w")
+			l.submit(now, spec{id: "job-r1"})
+			l.submit(now.Add(time.Second), spec{id: "job-x", name: "unknown"})
+			l.submit(now.Add(2*time.Second), spec{id: "job-r2"})
 		},
 		want: map[string]est{
-			"r1": {min(3), min(7), ""},   // 2×2m−1m, 2×4m−1m
-			"x":  {min(5), min(11), ""},  // + a render segment
-			"r2": {min(15), min(21), ""}, // + an unknown one at the default
+			"job-r1": {min(3), min(7), ""},   // 2×2m−1m, 2×4m−1m
+			"job-x":  {min(5), min(11), ""},  // + a render segment
+			"job-r2": {min(15), min(21), ""}, // + an unknown one at the default
 		},
 	}, {
 		name: "an even count's median is the middle two's mean",
 		setup: func(l *ledger, now time.Time) {
-			l.submit(now.Add(-3*time.Hour), spec{id: "a"})
-			l.done(now.Add(-3*time.Hour), "a", "w", min(2))
-			l.submit(now.Add(-3*time.Hour), spec{id: "b"})
-			l.done(now.Add(-2*time.Hour), "b", "w", min(4))
-			l.submit(now.Add(-time.Hour), spec{id: "cur"})
-			l.start(now, "cur", "w")
-			l.submit(now, spec{id: "next"})
+			l.submit(now.Add(-3*time.Hour), spec{id: "job-a"})
+			l.done(now.Add(-3*time.Hour), "job-a", "w", min(2))
+			l.submit(now.Add(-3*time.Hour), spec{id: "job-b"})
+			l.done(now.Add(-2*time.Hour), "job-b", "w", min(4))
+			l.submit(now.Add(-time.Hour), spec{id: "job-cur"})
+			l.start(now, "job-cur", "w")
+			l.submit(now, spec{id: "job-next"})
 		},
-		want: map[string]est{"next": {min(2), min(3), ""}},
+		want: map[string]est{"job-next": {min(2), min(3), ""}},
 	}, {
 		name: "nothing overtakes the first in line: a 1-slot job waits behind a 2-slot one",
 		setup: func(l *ledger, now time.Time) {
 			l.worker(now.Add(-time.Hour), "w", 2)
-			l.submit(now.Add(-time.Hour), spec{id: "run"})
-			l.start(now, "run", "w")
-			l.submit(now, spec{id: "wide", slots: 2})
-			l.submit(now.Add(time.Second), spec{id: "narrow"})
+			l.submit(now.Add(-time.Hour), spec{id: "job-run"})
+			l.start(now, "job-run", "w")
+			l.submit(now, spec{id: "job-wide", slots: 2})
+			l.submit(now.Add(time.Second), spec{id: "job-narrow"})
 		},
-		want: map[string]est{"wide": {min(10), min(10), ""}, "narrow": {min(20), min(20), ""}},
+		want: map[string]est{"job-wide": {min(10), min(10), ""}, "job-narrow": {min(20), min(20), ""}},
 	}, {
 		name: "free slots now: starts now; no worker: the policy's slots",
 		p:    func(p *jobs.Policy) { p.Slots = 2 },
 		setup: func(l *ledger, now time.Time) {
-			l.submit(now, spec{id: "a"})
-			l.submit(now.Add(time.Second), spec{id: "b"})
-			l.submit(now.Add(2*time.Second), spec{id: "c"})
+			l.submit(now, spec{id: "job-a"})
+			l.submit(now.Add(time.Second), spec{id: "job-b"})
+			l.submit(now.Add(2*time.Second), spec{id: "job-c"})
 		},
-		want: map[string]est{"a": {0, 0, ""}, "b": {0, 0, ""}, "c": {min(10), min(10), ""}},
+		want: map[string]est{"job-a": {0, 0, ""}, "job-b": {0, 0, ""}, "job-c": {min(10), min(10), ""}},
 	}, {
 		name: "start_after moves the estimate; a released job goes to its tier's end",
 		setup: func(l *ledger, now time.Time) {
-			l.submit(now.Add(-time.Minute), spec{id: "later", startAfter: now.Add(time.Hour)})
-			l.submit(now.Add(-10*time.Second), spec{id: "q1", segments: 9}) // 90m
-			l.submit(now.Add(-5*time.Second), spec{id: "q2", tier: jobs.Background})
-			l.submit(now.Add(-2*time.Minute), spec{id: "past", startAfter: now.Add(-time.Minute)}) // due: queued at the next tick
+			l.submit(now.Add(-time.Minute), spec{id: "job-later", startAfter: now.Add(time.Hour)})
+			l.submit(now.Add(-10*time.Second), spec{id: "job-q1", segments: 9}) // 90m
+			l.submit(now.Add(-5*time.Second), spec{id: "job-q2", tier: jobs.Background})
+			l.submit(now.Add(-2*time.Minute), spec{id: "job-past", startAfter: now.Add(-time.Minute)}) // due: queued at the next tick
 		},
 		// q1 ends at 90m; at 60m "later" entered the normal tier, ahead of
 		// the background q2, behind "past" (released at once).
-		want: map[string]est{"q1": {0, 0, ""}, "past": {min(90), min(90), "scheduled: enters the queue at 2026-03-10T11:59:00Z"},
-			"later": {min(100), min(100), "scheduled: enters the queue at 2026-03-10T13:00:00Z"}, "q2": {min(110), min(110), ""}},
+		want: map[string]est{"job-q1": {0, 0, ""}, "job-past": {min(90), min(90), "scheduled: enters the queue at 2026-03-10T11:59:00Z"},
+			"job-later": {min(100), min(100), "scheduled: enters the queue at 2026-03-10T13:00:00Z"}, "job-q2": {min(110), min(110), ""}},
 	}, {
 		name: "off-peak: a job inside the window that would start after it closes waits for the next opening",
 		p:    func(p *jobs.Policy) { p.OffPeak = window },
 		now:  time.Date(2026, 3, 10, 7, 30, 0, 0, time.UTC),
 		setup: func(l *ledger, now time.Time) {
-			l.submit(now.Add(-time.Hour), spec{id: "run", segments: 4})
-			l.start(now, "run", "w") // 40m: until 08:10
-			l.submit(now, spec{id: "night", offPeak: true})
-			l.submit(now.Add(time.Second), spec{id: "day"})
+			l.submit(now.Add(-time.Hour), spec{id: "job-run", segments: 4})
+			l.start(now, "job-run", "w") // 40m: until 08:10
+			l.submit(now, spec{id: "job-night", offPeak: true})
+			l.submit(now.Add(time.Second), spec{id: "job-day"})
 		},
-		want: map[string]est{"day": {min(40), min(40), ""}, "night": {14*time.Hour + min(30), 14*time.Hour + min(30), ""}},
+		want: map[string]est{"job-day": {min(40), min(40), ""}, "job-night": {14*time.Hour + min(30), 14*time.Hour + min(30), ""}},
 	}, {
 		name: "off-peak: outside the window, or with urgent work queued, no estimate",
 		p:    func(p *jobs.Policy) { p.OffPeak = window },
 		setup: func(l *ledger, now time.Time) {
-			l.submit(now, spec{id: "night", offPeak: true})
+			l.submit(now, spec{id: "job-night", offPeak: true})
 		},
-		want: map[string]est{"night": {-1, -1, "off-peak: outside the window"}},
+		want: map[string]est{"job-night": {-1, -1, "off-peak: outside the window"}},
 	}, {
 		name: "off-peak: urgent work queued",
 		p:    func(p *jobs.Policy) { p.OffPeak = window },
 		now:  time.Date(2026, 3, 10, 23, 0, 0, 0, time.UTC),
 		setup: func(l *ledger, now time.Time) {
-			l.submit(now, spec{id: "night", offPeak: true})
-			l.submit(now, spec{id: "urg", tier: jobs.Urgent, owner: "root"})
+			l.submit(now, spec{id: "job-night", offPeak: true})
+			l.submit(now, spec{id: "job-urg", tier: jobs.Urgent, owner: "root"})
 		},
-		want: map[string]est{"urg": {0, 0, ""}, "night": {-1, -1, "off-peak: urgent work is queued"}},
+		want: map[string]est{"job-urg": {0, 0, ""}, "job-night": {-1, -1, "off-peak: urgent work is queued"}},
 	}, {
 		name: "a job over quota is skipped: no estimate, and it holds nothing back",
 		setup: func(l *ledger, now time.Time) {
 			quota(l)
-			l.submit(now, spec{id: "bob", owner: "bob"})
-			l.submit(now.Add(time.Second), spec{id: "ada"})
+			l.submit(now, spec{id: "job-bob", owner: "bob"})
+			l.submit(now.Add(time.Second), spec{id: "job-ada"})
 		},
-		want: map[string]est{"ada": {0, 0, ""},
-			"bob": {-1, -1, "quota_exceeded: user bob used 2m0s of its daily 1m0s, until 2026-03-11T00:00:00Z"}},
+		want: map[string]est{"job-ada": {0, 0, ""},
+			"job-bob": {-1, -1, "quota_exceeded: user bob used 2m0s of its daily 1m0s, until 2026-03-11T00:00:00Z"}},
 	}, {
 		name: "a job needing more slots than any worker has",
 		setup: func(l *ledger, now time.Time) {
 			l.worker(now, "w", 1)
-			l.submit(now, spec{id: "huge", slots: 3})
-			l.submit(now.Add(time.Second), spec{id: "a"})
+			l.submit(now, spec{id: "job-huge", slots: 3})
+			l.submit(now.Add(time.Second), spec{id: "job-a"})
 		},
-		want: map[string]est{"huge": {-1, -1, "needs more slots than the worker has"}, "a": {0, 0, ""}},
+		want: map[string]est{"job-huge": {-1, -1, "needs more slots than the worker has"}, "job-a": {0, 0, ""}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := basePolicy()
@@ -275,12 +275,12 @@ func bigLedger(tb testing.TB, n int) *ledger {
 	l.worker(start, "w2", 4)
 	names := []string{"render", "train", "encode"}
 	for i := range 12 {
-		id := fmt.Sprint("done-", i)
+		id := fmt.Sprint("job-done", i)
 		l.submit(start, spec{id: id, name: names[i%3], segments: 3, owner: fmt.Sprint("user", i%5)})
 		l.done(start.Add(time.Duration(i)*10*time.Minute), id, "w1", time.Duration(3+i)*time.Minute, time.Duration(5+i%4)*time.Minute)
 	}
 	for i := range 2 {
-		id := fmt.Sprint("running-", i)
+		id := fmt.Sprint("job-running", i)
 		l.submit(start, spec{id: id, name: names[i], segments: 5, slots: 2})
 		l.start(noon.Add(-time.Duration(i+1)*time.Minute), id, "w2")
 	}
@@ -291,7 +291,7 @@ func bigLedger(tb testing.TB, n int) *ledger {
 		if i%3 == 0 && i%2 == 0 {
 			tier = jobs.Normal // fewer urgent ones
 		}
-		l.submit(start.Add(time.Duration(i)*time.Millisecond), spec{id: fmt.Sprintf("q%05d", i), name: names[i%3], owner: owner,
+		l.submit(start.Add(time.Duration(i)*time.Millisecond), spec{id: fmt.Sprintf("job-q%05d", i), name: names[i%3], owner: owner,
 			project: fmt.Sprint("p", i%7), tier: tier, slots: 1 + i%4/3, segments: 1 + i%5, offPeak: i%11 == 0})
 	}
 	return l

@@ -43,7 +43,12 @@ type Job struct {
 	CancelRequested bool      `json:"cancel_requested,omitempty"`
 	GraceUntil      time.Time `json:"grace_until,omitzero"`
 
-	Segs  []Segment    `json:"segment_runs"`   // one per segment, in order
+	// Segs are the segments that have started, in order: the first
+	// len(Segs) of Segments (they start in order, each after the one before
+	// it is done); the rest have not, and JSON writes them as such
+	// (SegmentRuns). Kept no longer than what ran, so that the state grows
+	// with the events, not with a count an event names.
+	Segs  []Segment    `json:"segment_runs"`
 	Runs  []Run        `json:"runs,omitempty"` // every stretch of slot time it used, cut-short runs included
 	Trail []Transition `json:"trail"`          // every change of status
 }
@@ -71,6 +76,22 @@ type Transition struct {
 	To     Status    `json:"to"`
 	By     string    `json:"by"`
 	Reason string    `json:"reason,omitempty"`
+}
+
+// SegmentRuns is every segment, one per segment in order: Segs, then
+// those that have not started.
+func (j *Job) SegmentRuns() []Segment {
+	if len(j.Segs) >= j.Segments {
+		return j.Segs
+	}
+	return append(slices.Clip(j.Segs), make([]Segment, j.Segments-len(j.Segs))...)
+}
+
+// MarshalJSON writes segment_runs whole (SegmentRuns), one per segment.
+func (j Job) MarshalJSON() ([]byte, error) {
+	type plain Job // without this method
+	j.Segs = j.SegmentRuns()
+	return json.Marshal(plain(j))
 }
 
 // NextSegment is the first segment not done, or Segments when all are.
@@ -142,7 +163,7 @@ func NewState() *State {
 const Name = "jobs"
 
 // Spec registers the projection.
-var Spec = projections.Spec{Name: Name, Version: 4, Amortize: 1000, New: func() projections.Projection { return &Projection{s: NewState()} }}
+var Spec = projections.Spec{Name: Name, Version: 5, Amortize: 1000, New: func() projections.Projection { return &Projection{s: NewState()} }}
 
 // Projection folds the scheduler's events.
 type Projection struct{ s *State }
@@ -158,13 +179,15 @@ func (p *Projection) Apply(e *eventlog.Event) error {
 // Apply folds one event. Unknown types, unknown jobs, moves the table
 // forbids and bad data are skipped.
 func (s *State) Apply(e *eventlog.Event) {
-	if !strings.HasPrefix(e.Type, "job.") {
+	// The zero time means "not yet" in a job (ended_at, entered_queue_at):
+	// an event at it is of no use, whoever wrote it.
+	if !strings.HasPrefix(e.Type, "job.") || e.At.IsZero() {
 		return
 	}
 	switch e.Type {
 	case TypeSubmitted:
 		var d SubmittedData
-		if s.Jobs[e.Subject] != nil || json.Unmarshal(e.Data, &d) != nil || d.Segments < 1 || d.Slots < 1 || len(d.Argv) == 0 {
+		if s.Jobs[e.Subject] != nil || !ValidJobID(e.Subject) || json.Unmarshal(e.Data, &d) != nil || !d.usable() {
 			return
 		}
 		owner := e.Actor
@@ -173,7 +196,7 @@ func (s *State) Apply(e *eventlog.Event) {
 		}
 		j := &Job{ID: e.Subject, Name: d.Name, Owner: owner, Project: d.Project, Tier: d.Tier, Slots: d.Slots,
 			Segments: d.Segments, Argv: d.Argv, StartAfter: d.StartAfter, OffPeak: d.OffPeak, Schedule: d.Schedule,
-			Occurrence: d.Occurrence, Status: d.Status, Submitted: e.At, Order: e.At.UnixNano(), Segs: make([]Segment, d.Segments)}
+			Occurrence: d.Occurrence, Status: d.Status, Submitted: e.At, Order: e.At.UnixNano()}
 		if j.Status != Scheduled {
 			j.Status, j.Entered = Queued, e.At
 		}
@@ -197,7 +220,9 @@ func (s *State) Apply(e *eventlog.Event) {
 		return
 	case TypeScheduleCreated:
 		var d ScheduleData
-		if s.Schedules[e.Subject] != nil || json.Unmarshal(e.Data, &d) != nil {
+		// An occurrence's job id is made of the schedule's: it must be one
+		// that makes job ids the fold takes.
+		if s.Schedules[e.Subject] != nil || !validScheduleID(e.Subject) || json.Unmarshal(e.Data, &d) != nil || !d.Job.usable() {
 			return
 		}
 		s.Schedules[e.Subject] = &Schedule{ID: e.Subject, Every: d.Every, Job: d.Job, Owner: e.Actor, Created: e.At}
@@ -208,7 +233,7 @@ func (s *State) Apply(e *eventlog.Event) {
 	case TypeWorkerSeen:
 		var d WorkerData
 		name, ok := strings.CutPrefix(e.Subject, "worker/")
-		if !ok || json.Unmarshal(e.Data, &d) != nil || d.Slots < 1 {
+		if !ok || json.Unmarshal(e.Data, &d) != nil || d.Slots < 1 || d.Slots > SlotLimit {
 			return
 		}
 		s.Workers[name] = &Worker{Name: name, Slots: d.Slots, Seen: e.At}
@@ -235,7 +260,7 @@ func (s *State) Apply(e *eventlog.Event) {
 		if d.OffPeak != nil {
 			j.OffPeak = *d.OffPeak
 		}
-		if d.Slots != nil && *d.Slots > 0 {
+		if d.Slots != nil && *d.Slots > 0 && *d.Slots <= SlotLimit {
 			j.Slots = *d.Slots
 		}
 		if d.Status != nil && *d.Status != j.Status {
@@ -254,7 +279,9 @@ func (s *State) Apply(e *eventlog.Event) {
 		j.Order, j.Tier, j.Moved = d.Order, d.Tier, true
 	case TypeDispatched:
 		var d DispatchedData
-		if json.Unmarshal(e.Data, &d) != nil || !s.move(j, Dispatched, e, "") {
+		// A claim names its worker and lease (the invariants hold a held
+		// job to them): one without is no claim.
+		if json.Unmarshal(e.Data, &d) != nil || d.Worker == "" || d.LeaseUntil.IsZero() || !s.move(j, Dispatched, e, "") {
 			return
 		}
 		j.Worker, j.LeaseUntil, j.Attempts, j.Holder = d.Worker, d.LeaseUntil, d.Attempt, nil
@@ -267,26 +294,31 @@ func (s *State) Apply(e *eventlog.Event) {
 		}
 	case TypeSegmentStarted, TypeSegmentDone:
 		var d SegmentData
-		if json.Unmarshal(e.Data, &d) != nil || d.Segment < 0 || d.Segment >= len(j.Segs) {
+		// Segments start in order: a start is of a segment that ran
+		// before or of the next one, an end of one that started.
+		if json.Unmarshal(e.Data, &d) != nil || d.Segment < 0 || d.Segment >= j.Segments || d.Segment > len(j.Segs) {
 			return
 		}
-		seg := &j.Segs[d.Segment]
 		if e.Type == TypeSegmentStarted {
 			if j.Status == Dispatched && !s.move(j, Running, e, "") || j.Status != Running {
 				return
 			}
-			*seg = Segment{Started: e.At, Worker: d.Worker}
+			if d.Segment == len(j.Segs) {
+				j.Segs = append(j.Segs, Segment{})
+			}
+			j.Segs[d.Segment] = Segment{Started: e.At, Worker: d.Worker}
 			return
 		}
-		if j.Status != Running || seg.Started.IsZero() {
+		if d.Segment == len(j.Segs) || j.Status != Running || j.Segs[d.Segment].Started.IsZero() {
 			return
 		}
+		seg := &j.Segs[d.Segment]
 		seg.Ended, seg.ExitCode, seg.OutputDir = e.At, d.ExitCode, d.OutputDir
 		seg.Done = d.ExitCode != nil && *d.ExitCode == 0
 		j.Runs = append(j.Runs, Run{Start: seg.Started, End: e.At})
 	case TypeHeartbeat:
 		var d LeaseData
-		if (j.Status == Dispatched || j.Status == Running) && json.Unmarshal(e.Data, &d) == nil {
+		if (j.Status == Dispatched || j.Status == Running) && json.Unmarshal(e.Data, &d) == nil && !d.LeaseUntil.IsZero() {
 			j.LeaseUntil = d.LeaseUntil
 		}
 	case TypeFinished:

@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,20 +29,20 @@ func utc(day, hour, minute int) time.Time {
 // evening dispatch is the day before UTC's.
 func TestStatsWaitByTierAndDay(t *testing.T) {
 	l := newLedger(t)
-	l.submit(utc(10, 13, 30), spec{id: "n3"})
-	l.start(utc(10, 14, 0), "n3", "w") // 10:00 EDT on the 10th, 30m
-	l.submit(utc(11, 1, 0), spec{id: "u1", tier: jobs.Urgent, owner: "root"})
-	l.start(utc(11, 2, 0), "u1", "w") // 22:00 EDT on the 10th, 1h
-	l.submit(utc(11, 3, 0), spec{id: "n1"})
-	l.start(utc(11, 5, 0), "n1", "w") // 01:00 EDT on the 11th, 2h
-	l.apply(utc(11, 5, 30), "", jobs.TypeRequeued, "n1", jobs.RequeuedData{Reason: jobs.ReasonLeaseExpired})
-	l.start(utc(11, 9, 0), "n1", "w") // a second dispatch: not a wait
-	l.submit(utc(11, 2, 0), spec{id: "n2", startAfter: utc(11, 3, 30)})
-	l.apply(utc(11, 3, 30), "", jobs.TypeReleased, "n2", nil) // enters the queue now
-	l.start(utc(11, 7, 30), "n2", "w")                        // 03:30 EDT on the 11th, 4h
-	l.submit(utc(9, 10, 0), spec{id: "early"})
-	l.start(utc(9, 11, 0), "early", "w") // before the window
-	l.submit(utc(11, 8, 0), spec{id: "still"})
+	l.submit(utc(10, 13, 30), spec{id: "job-n3"})
+	l.start(utc(10, 14, 0), "job-n3", "w") // 10:00 EDT on the 10th, 30m
+	l.submit(utc(11, 1, 0), spec{id: "job-u1", tier: jobs.Urgent, owner: "root"})
+	l.start(utc(11, 2, 0), "job-u1", "w") // 22:00 EDT on the 10th, 1h
+	l.submit(utc(11, 3, 0), spec{id: "job-n1"})
+	l.start(utc(11, 5, 0), "job-n1", "w") // 01:00 EDT on the 11th, 2h
+	l.apply(utc(11, 5, 30), "", jobs.TypeRequeued, "job-n1", jobs.RequeuedData{Reason: jobs.ReasonLeaseExpired})
+	l.start(utc(11, 9, 0), "job-n1", "w") // a second dispatch: not a wait
+	l.submit(utc(11, 2, 0), spec{id: "job-n2", startAfter: utc(11, 3, 30)})
+	l.apply(utc(11, 3, 30), "", jobs.TypeReleased, "job-n2", nil) // enters the queue now
+	l.start(utc(11, 7, 30), "job-n2", "w")                        // 03:30 EDT on the 11th, 4h
+	l.submit(utc(9, 10, 0), spec{id: "job-early"})
+	l.start(utc(9, 11, 0), "job-early", "w") // before the window
+	l.submit(utc(11, 8, 0), spec{id: "job-still"})
 
 	h := time.Hour
 	w := func(day string, tier jobs.Tier, n int, avg, longest time.Duration) jobs.TierWait {
@@ -89,15 +90,15 @@ func TestStatsQueueDepth(t *testing.T) {
 	}{{
 		name: "each change",
 		setup: func(l *ledger) {
-			l.submit(m(0), spec{id: "a"})
-			l.submit(m(2), spec{id: "b"})
-			l.submit(m(3), spec{id: "c"})
-			l.submit(m(3), spec{id: "d", startAfter: m(30)}) // scheduled: not queued
-			l.start(m(4), "a", "w")
-			l.apply(m(5), "ada", jobs.TypePaused, "b", nil)
-			l.apply(m(6), "ada", jobs.TypeResumed, "b", nil)
-			l.apply(m(7), "ada", jobs.TypeCancelled, "c", nil)
-			l.apply(m(30), "", jobs.TypeReleased, "d", nil)
+			l.submit(m(0), spec{id: "job-a"})
+			l.submit(m(2), spec{id: "job-b"})
+			l.submit(m(3), spec{id: "job-c"})
+			l.submit(m(3), spec{id: "job-d", startAfter: m(30)}) // scheduled: not queued
+			l.start(m(4), "job-a", "w")
+			l.apply(m(5), "ada", jobs.TypePaused, "job-b", nil)
+			l.apply(m(6), "ada", jobs.TypeResumed, "job-b", nil)
+			l.apply(m(7), "ada", jobs.TypeCancelled, "job-c", nil)
+			l.apply(m(30), "", jobs.TypeReleased, "job-d", nil)
 		},
 		since: m(1),
 		want: []jobs.DepthPoint{{At: m(1), Depth: 1}, {At: m(2), Depth: 2}, {At: m(3), Depth: 3}, {At: m(4), Depth: 2},
@@ -118,11 +119,11 @@ func TestStatsQueueDepth(t *testing.T) {
 	t.Run("bucketed", func(t *testing.T) {
 		l := newLedger(t)
 		for i := range 1200 { // 1200 jobs in 20h, each queued for 30s: peaks of 1
-			id := "j" + string(rune('a'+i%26)) + strings.Repeat("x", i/26)
+			id := "job-" + strconv.Itoa(i)
 			l.submit(noon.Add(time.Duration(i)*time.Minute), spec{id: id})
 			l.apply(noon.Add(time.Duration(i)*time.Minute+30*time.Second), "ada", jobs.TypeCancelled, id, nil)
 		}
-		l.submit(noon.Add(10*time.Hour+15*time.Second), spec{id: "peak"})
+		l.submit(noon.Add(10*time.Hour+15*time.Second), spec{id: "job-peak"})
 		st := l.s.Stats(basePolicy(), noon, noon.Add(20*time.Hour))
 		if len(st.Depth) > jobs.MaxDepthPoints || st.Bucket.Duration() != 20*time.Hour/jobs.MaxDepthPoints {
 			t.Fatalf("%d points, bucket %v", len(st.Depth), st.Bucket)
@@ -144,12 +145,12 @@ func TestStatsQueueDepth(t *testing.T) {
 // is slot time per user and project in the window.
 func TestStatsHoursAndUsage(t *testing.T) {
 	l := newLedger(t)
-	l.submit(utc(10, 14, 20), spec{id: "a", project: "film", slots: 2})
-	l.done(utc(10, 14, 30), "a", "w", 105*time.Minute) // 14:30–16:15 UTC
-	l.submit(utc(10, 16, 50), spec{id: "b", owner: "bob"})
-	l.start(utc(10, 17, 0), "b", "w") // still running at 17:30
-	l.submit(utc(10, 5, 0), spec{id: "old", owner: "bob", project: "film"})
-	l.done(utc(10, 5, 30), "old", "w", time.Hour) // 05:30–06:30, half before since
+	l.submit(utc(10, 14, 20), spec{id: "job-a", project: "film", slots: 2})
+	l.done(utc(10, 14, 30), "job-a", "w", 105*time.Minute) // 14:30–16:15 UTC
+	l.submit(utc(10, 16, 50), spec{id: "job-b", owner: "bob"})
+	l.start(utc(10, 17, 0), "job-b", "w") // still running at 17:30
+	l.submit(utc(10, 5, 0), spec{id: "job-old", owner: "bob", project: "film"})
+	l.done(utc(10, 5, 30), "job-old", "w", time.Hour) // 05:30–06:30, half before since
 	since, now := utc(10, 6, 0), utc(10, 17, 30)
 	h := func(d float64) jobs.Seconds { return jobs.Seconds(d * float64(time.Hour)) }
 	for _, tc := range []struct {
@@ -190,8 +191,8 @@ func TestStatsHoursAndUsage(t *testing.T) {
 // Durations are seconds in JSON, and read back.
 func TestStatsJSON(t *testing.T) {
 	l := newLedger(t)
-	l.submit(noon, spec{id: "a"})
-	l.done(noon.Add(90*time.Second), "a", "w", time.Hour)
+	l.submit(noon, spec{id: "job-a"})
+	l.done(noon.Add(90*time.Second), "job-a", "w", time.Hour)
 	st := l.s.Stats(basePolicy(), noon.Add(-time.Hour), noon.Add(2*time.Hour))
 	b, err := json.Marshal(st)
 	if err != nil {

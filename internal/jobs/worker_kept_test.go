@@ -11,13 +11,13 @@ import (
 // worker's heartbeats and segment ends are its own, and its slots are busy.
 func TestRunningKeepsItsWorker(t *testing.T) {
 	l := newLedger(t)
-	l.submit(noon, spec{id: "a", slots: 2})
-	l.start(noon, "a", "w")
-	j := l.s.Jobs["a"]
+	l.submit(noon, spec{id: "job-a", slots: 2})
+	l.start(noon, "job-a", "w")
+	j := l.s.Jobs["job-a"]
 	if j.Worker != "w" || !j.LeaseUntil.Equal(noon.Add(time.Hour)) || l.s.Busy("w") != 2 {
 		t.Fatalf("running job: worker %q, lease %v, busy %d", j.Worker, j.LeaseUntil, l.s.Busy("w"))
 	}
-	if _, _, err := jobs.Heartbeat(l.s, basePolicy(), "a", "w", noon.Add(time.Minute)); err != nil {
+	if _, _, err := jobs.Heartbeat(l.s, basePolicy(), "job-a", "w", noon.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if drafts := jobs.Tick(l.s, basePolicy(), noon.Add(time.Minute), nil); len(drafts) != 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/refname"
 )
 
 // Policy is the configuration the deciders need.
@@ -98,17 +99,7 @@ func ValidateWorkspaceID(id string) error {
 }
 
 // ValidHeadSHA reports whether s is a full commit id (SHA-1 or SHA-256, lowercase hex).
-func ValidHeadSHA(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+func ValidHeadSHA(s string) bool { return refname.ObjectID(s) }
 
 // ComputeDedupeKey is "workspace:change_id", the workspace being its identity
 // (WorkspaceID, which holds no ':'): the same inputs always give the same key.

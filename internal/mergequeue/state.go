@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/refname"
 	"github.com/spoolhq/spool/internal/table"
 	"github.com/spoolhq/spool/projections"
 )
@@ -28,7 +30,7 @@ const (
 // projections.Spec.Amortize): a command catches up in memory from a
 // snapshot a few events old rather than writing every entry's line twice
 // (the snapshot and merge-queue.json) for the one it changed.
-var Spec = projections.Spec{Name: Name, Version: 11, Amortize: 1000, New: func() projections.Projection { return New() }}
+var Spec = projections.Spec{Name: Name, Version: 12, Amortize: 1000, New: func() projections.Projection { return New() }}
 
 // State is the merge queue folded from the log.
 type State struct {
@@ -422,9 +424,13 @@ func (s *State) Apply(ev *eventlog.Event) error {
 
 func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 	if ev.Type == EvSubmitted {
-		if d.Workspace == "" || d.DedupeKey == "" {
+		// Only what DecideSubmit records: the identity the invariants
+		// hold every entry to (INV-ID-001 to 004).
+		if d.Workspace == "" || d.Branch == "" || d.ChangeID == "" || ValidateDedupeKey(d.DedupeKey) != nil ||
+			!strings.HasSuffix(d.DedupeKey, ":"+d.ChangeID) || !ValidHeadSHA(d.HeadSHA) {
 			return false
 		}
+		d.From, d.To = "", Pending // a new entry is pending, whatever the data says (INV-AUDIT-001)
 		legacy := ""
 		if d.WorkspaceID == "" { // an older spool's event: the name was the identity
 			d.WorkspaceID, legacy = d.Workspace, ev.Writer
@@ -483,7 +489,11 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		}
 		return false
 	}
-	if why := s.refusal(e, ev.Type, d); why != "" {
+	why := unsafeData(d)
+	if why == "" {
+		why = s.refusal(e, ev.Type, d)
+	}
+	if why != "" {
 		e.Conflicts = append(e.Conflicts, Resolution{Event: ev.ID, Reason: why})
 		return false
 	}
@@ -608,6 +618,24 @@ func (s *State) refusal(e *Entry, typ string, d *EntryData) string {
 		if why := s.rival(e); why != "" {
 			return why
 		}
+	}
+	return ""
+}
+
+// unsafeData says why an event's values cannot be handed to git: the
+// train and recovery pass its commits and its target branch to git (a
+// commit "--index-output=…" would be an option), and anyone who can push
+// can write an event. The deciders only ever record commit ids and a
+// branch merge.target's check allows.
+func unsafeData(d *EntryData) string {
+	for _, c := range []struct{ name, sha string }{{"head_sha", d.HeadSHA}, {"tested_sha", d.TestedSHA},
+		{"tested_against_sha", d.TestedAgainstSHA}, {"target_from_sha", d.TargetFromSHA}} {
+		if c.sha != "" && !ValidHeadSHA(c.sha) {
+			return c.name + " is not a commit id"
+		}
+	}
+	if d.Target != "" && refname.CheckBranch(d.Target) != nil {
+		return "target is not a branch name"
 	}
 	return ""
 }

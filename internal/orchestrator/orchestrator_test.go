@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,8 +33,14 @@ func TestFoldPhases(t *testing.T) {
 	if s.ActiveTask.TaskID != "sp-1" {
 		t.Fatalf("second claim replaced the active task: %+v", s.ActiveTask)
 	}
-	s.Apply(ev(TypeAgentStarted, "sp-1", t0.Add(time.Second), StartedData{Attempt: 2, Process: Process{PID: 42, PGID: 42}, Base: "abc"}))
-	if a.Phase != PhaseRunning || a.AgentPID != 42 || a.Base != "abc" || !a.LastOutputAt.Equal(t0.Add(time.Second)) {
+	// A base that is not a commit id (a revert hands it to git) is skipped.
+	s.Apply(ev(TypeAgentStarted, "sp-1", t0.Add(time.Second), StartedData{Attempt: 2, Process: Process{PID: 42, PGID: 42}, Base: "-d"}))
+	if a.Phase != PhaseStarting {
+		t.Fatalf("a start with base -d was folded: %+v", a)
+	}
+	base := strings.Repeat("ab", 20)
+	s.Apply(ev(TypeAgentStarted, "sp-1", t0.Add(time.Second), StartedData{Attempt: 2, Process: Process{PID: 42, PGID: 42}, Base: base}))
+	if a.Phase != PhaseRunning || a.AgentPID != 42 || a.Base != base || !a.LastOutputAt.Equal(t0.Add(time.Second)) {
 		t.Fatalf("after start: %+v", a)
 	}
 	s.Apply(ev(TypeAgentOutput, "sp-1", t0.Add(2*time.Minute), OutputData{At: t0.Add(90 * time.Second)}))
@@ -188,7 +195,7 @@ func TestWatchdogDue(t *testing.T) {
 // directory, worktree and branch are derived from the id, and a pushed
 // event must not point them outside .spool/runs and .git/spool/worktrees.
 func TestFoldSkipsAClaimOfAnUnsafeID(t *testing.T) {
-	for _, id := range []string{"", ".", "..", "../../etc", "a/b", `a\b`, "a\x00b"} {
+	for _, id := range []string{"", ".", "..", "../../etc", "a/b", `a\b`, "a\x00b", ".hidden", "-rf", "--upload-pack=x", strings.Repeat("a", 129)} {
 		s := NewState()
 		s.Apply(ev(TypeClaimed, id, t0, ClaimedData{Attempt: 1}))
 		if s.ActiveTask != nil {

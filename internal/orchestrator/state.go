@@ -3,11 +3,12 @@ package orchestrator
 import (
 	"encoding/json"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/plans"
+	"github.com/spoolhq/spool/internal/refname"
+	"github.com/spoolhq/spool/internal/workqueue"
 	"github.com/spoolhq/spool/projections"
 )
 
@@ -57,11 +58,10 @@ type State struct {
 }
 
 // pathSafe says whether a task id can name the run directory, the worktree
-// and the branch derived from it: one path element, no separator. A claim
-// of any other subject is skipped.
-func pathSafe(id string) bool {
-	return id != "" && id != "." && id != ".." && !strings.ContainsAny(id, "/\\\x00")
-}
+// and the branch derived from it: a task id the work queue takes
+// (workqueue.ValidID: one path element, no separator, no leading dot or
+// dash). A claim of any other subject is skipped.
+func pathSafe(id string) bool { return workqueue.ValidID(id) }
 
 // Name is the projection's name.
 const Name = "orchestrator"
@@ -70,7 +70,7 @@ const Name = "orchestrator"
 const File = "orchestrator-state.json"
 
 // Spec registers the projection.
-var Spec = projections.Spec{Name: Name, Version: 2, New: func() projections.Projection { return &Projection{s: NewState()} }}
+var Spec = projections.Spec{Name: Name, Version: 3, New: func() projections.Projection { return &Projection{s: NewState()} }}
 
 // NewState is an orchestrator that never ran.
 func NewState() *State { return &State{PendingFeedback: []Feedback{}} }
@@ -101,7 +101,8 @@ func (s *State) Apply(e *eventlog.Event) {
 			Attempt: d.Attempt, Worktree: d.Worktree, RunDir: d.RunDir, FailureContext: d.FailureContext}
 	case TypeAgentStarted:
 		var d StartedData
-		if !mine || a.Phase != PhaseStarting || json.Unmarshal(e.Data, &d) != nil {
+		// A revert hands base to git: a commit id, never an option.
+		if !mine || a.Phase != PhaseStarting || json.Unmarshal(e.Data, &d) != nil || d.Base != "" && !refname.ObjectID(d.Base) {
 			return
 		}
 		a.Phase, a.Process, a.AgentPID, a.Log, a.Base, a.StartedAt, a.LastOutputAt = PhaseRunning, d.Process, d.Process.PID, d.Log, d.Base, e.At, e.At

@@ -35,8 +35,8 @@ func StartFeature(s *State, slug, mode string, workerCap int) ([]eventlog.Draft,
 	if mode != ModeConflictAware && mode != ModeSequential {
 		return nil, fault.New(CodeInvalidMode, nil, fmt.Sprintf("mode must be %s or %s, got %q", ModeConflictAware, ModeSequential, mode), "mode", mode)
 	}
-	if workerCap < 1 || workerCap > 64 {
-		return nil, fault.Usagef(fault.CodeUsage, "--worker-cap must be 1 to 64, got %d", workerCap)
+	if workerCap < 1 || workerCap > MaxWorkerCap {
+		return nil, fault.Usagef(fault.CodeUsage, "--worker-cap must be 1 to %d, got %d", MaxWorkerCap, workerCap)
 	}
 	if f := s.Features[slug]; f != nil {
 		if f.Mode == mode && f.WorkerCap == workerCap {

@@ -13,6 +13,7 @@ var (
 	CodeInvalidPath             = fault.Register(fault.Usage, "invalid_path")
 	CodeInvalidMode             = fault.Register(fault.Usage, "invalid_mode")
 	CodePRDFileMissing          = fault.Register(fault.Rejected, "prd_file_missing")
+	CodePRDFileOutside          = fault.Register(fault.Rejected, "prd_file_outside")
 	CodeInvalidFrontMatter      = fault.Register(fault.Rejected, "invalid_front_matter")
 	CodeDuplicateIdempotencyKey = fault.Register(fault.Rejected, "duplicate_idempotency_key")
 	CodeDuplicateActiveEntry    = fault.Register(fault.Rejected, "duplicate_active_entry")

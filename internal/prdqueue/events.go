@@ -26,8 +26,12 @@ const (
 	ModeSequential    = "sequential"
 )
 
-// DefaultWorkerCap is the seed's required number of enqueue workers.
-const DefaultWorkerCap = 2
+// DefaultWorkerCap is the seed's required number of enqueue workers;
+// MaxWorkerCap the most a feature run may have.
+const (
+	DefaultWorkerCap = 2
+	MaxWorkerCap     = 64
+)
 
 type FeatureData struct {
 	FeatureSlug string `json:"feature_slug"`

@@ -25,6 +25,16 @@ func (p *Projection) Invariants() []string {
 		}
 		epics[prd.Epic] = slug
 	}
+	for _, slug := range slices.Sorted(maps.Keys(s.PRDs)) {
+		if p := s.PRDs[slug]; CheckSlug("PRD", slug) != nil || !SafePath(p.Path) {
+			out = append(out, fmt.Sprintf("PRD %q has a path no command takes (%q)", slug, p.Path))
+		}
+	}
+	for _, slug := range slices.Sorted(maps.Keys(s.Features)) {
+		if f := s.Features[slug]; CheckSlug("feature", slug) != nil || f.WorkerCap < 1 || f.WorkerCap > MaxWorkerCap {
+			out = append(out, fmt.Sprintf("feature %q has a slug or a worker cap (%d) no command takes", slug, f.WorkerCap))
+		}
+	}
 	for k, it := range s.Items {
 		p := s.PRDs[k.PRD]
 		switch {

@@ -339,3 +339,33 @@ func TestInvariants(t *testing.T) {
 		t.Fatalf("%v", got)
 	}
 }
+
+// Slugs and paths from the log name files: the fold takes only what the
+// commands take, and the invariants say so of any state (an old snapshot)
+// that holds another.
+func TestFoldTakesOnlySafeSlugsAndPaths(t *testing.T) {
+	w := newWorld(t)
+	w.apply(w.must(StartFeature(w.s, "f", "", 2))...)
+	w.apply(
+		eventlog.Draft{Type: TypeFeatureStarted, Subject: FeatureSubject("../x"), Data: FeatureData{FeatureSlug: "../x", Mode: ModeSequential, WorkerCap: 1}},
+		eventlog.Draft{Type: TypeFeatureStarted, Subject: FeatureSubject("g"), Data: FeatureData{FeatureSlug: "g", Mode: ModeSequential, WorkerCap: 1 << 40}},
+		eventlog.Draft{Type: TypeFeatureStarted, Subject: FeatureSubject("h"), Data: FeatureData{FeatureSlug: "h", Mode: "parallel", WorkerCap: 2}},
+		eventlog.Draft{Type: TypeAdded, Subject: PRDSubject("../../x"), Data: AddedData{FeatureSlug: "f", PRDPath: "docs/prd/x.md"}},
+		eventlog.Draft{Type: TypeAdded, Subject: PRDSubject("a"), Data: AddedData{FeatureSlug: "f", PRDPath: "../a.md"}},
+		eventlog.Draft{Type: TypeAdded, Subject: PRDSubject("b"), Data: AddedData{FeatureSlug: "f", PRDPath: "docs//b.md"}},
+		eventlog.Draft{Type: TypeAdded, Subject: PRDSubject("c"), Data: AddedData{FeatureSlug: "f", PRDPath: ".git/hooks/c.md"}},
+	)
+	if len(w.s.Features) != 1 || len(w.s.PRDs) != 0 || len(w.s.Items) != 0 {
+		t.Fatalf("the fold took %d features, %d PRDs, %d items", len(w.s.Features), len(w.s.PRDs), len(w.s.Items))
+	}
+	w.apply(w.must(AddItem(w.s, "f", "a", "docs/a.md"))...)
+	p := &Projection{s: w.s}
+	if bad := p.Invariants(); len(bad) != 0 {
+		t.Fatalf("invariants: %q", bad)
+	}
+	w.s.PRDs["a"].Path = "../a.md" // as a snapshot of an older spool could hold it
+	w.s.Features["../x"] = &Feature{Slug: "../x"}
+	if bad := p.Invariants(); len(bad) != 2 || !strings.Contains(bad[0]+bad[1], `"../a.md"`) || !strings.Contains(bad[0]+bad[1], `"../x"`) {
+		t.Fatalf("invariants: %q", bad)
+	}
+}

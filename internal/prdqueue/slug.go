@@ -56,3 +56,11 @@ func CheckPath(p string) (string, error) {
 	}
 	return clean, nil
 }
+
+// SafePath reports whether p is a PRD path as prd add records it: CheckPath
+// takes it and it is already clean. The fold takes no other (an event's
+// path is written into by spool prd approve).
+func SafePath(p string) bool {
+	clean, err := CheckPath(p)
+	return err == nil && clean == p
+}

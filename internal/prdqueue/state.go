@@ -76,7 +76,7 @@ func NewState() *State {
 const Name = "prd"
 
 // Spec registers the projection: the manifests are work-tree files.
-var Spec = projections.Spec{Name: Name, Version: 1, New: func() projections.Projection { return &Projection{s: NewState()} }}
+var Spec = projections.Spec{Name: Name, Version: 2, New: func() projections.Projection { return &Projection{s: NewState()} }}
 
 // Projection folds the PRD queue's events.
 type Projection struct{ s *State }
@@ -126,7 +126,11 @@ func (s *State) Apply(e *eventlog.Event) {
 	switch e.Type {
 	case TypeFeatureStarted:
 		var d FeatureData
-		if json.Unmarshal(e.Data, &d) != nil || s.Features[d.FeatureSlug] != nil || e.Subject != FeatureSubject(d.FeatureSlug) {
+		// The slug names its manifest's file, and promote runs up to the
+		// cap's workers at once: only what prd start takes.
+		if json.Unmarshal(e.Data, &d) != nil || s.Features[d.FeatureSlug] != nil || e.Subject != FeatureSubject(d.FeatureSlug) ||
+			CheckSlug("feature", d.FeatureSlug) != nil || d.WorkerCap < 1 || d.WorkerCap > MaxWorkerCap ||
+			d.Mode != ModeConflictAware && d.Mode != ModeSequential {
 			return
 		}
 		s.Features[d.FeatureSlug] = &Feature{Slug: d.FeatureSlug, Mode: d.Mode, WorkerCap: d.WorkerCap, CreatedAt: e.At, UpdatedAt: e.At}
@@ -148,6 +152,9 @@ func (s *State) Apply(e *eventlog.Event) {
 			return
 		}
 		if s.PRDs[slug] == nil {
+			if !SafePath(d.PRDPath) { // spool prd approve writes into it: only what prd add takes
+				return
+			}
 			s.PRDs[slug] = &PRD{Slug: slug, Path: d.PRDPath, Version: 1}
 		}
 		it := &Item{Feature: d.FeatureSlug, PRD: slug, State: Pending}
@@ -241,8 +248,10 @@ func (s *State) Apply(e *eventlog.Event) {
 	}
 }
 
+// prdSlug is the PRD a subject names, when it is a slug prd add takes:
+// anyone who can push writes events, and a slug names files.
 func prdSlug(subject string) (string, bool) {
-	if len(subject) > 4 && subject[:4] == "prd/" {
+	if len(subject) > 4 && subject[:4] == "prd/" && CheckSlug("PRD", subject[4:]) == nil {
 		return subject[4:], true
 	}
 	return "", false

@@ -210,13 +210,23 @@ func identify(pid int) Record {
 // leader's mark in its environment. The group's number cannot be given to
 // another group while any member lives, so a marked member proves it ours.
 func Alive(r Record) bool {
-	if r.PID <= 0 || r.PGID <= 0 || r.Start == 0 || r.Boot == "" || r.Boot != bootID() || r.NS != "" && r.NS != pidNS() {
+	if !killable(r) || r.Start == 0 || r.Boot == "" || r.Boot != bootID() || r.NS != "" && r.NS != pidNS() {
 		return false
 	}
 	if st, ok := readStat(r.PID); ok && st.start == r.Start {
 		return st.pgid == r.PGID
 	}
 	return markedMember(r)
+}
+
+// killable refuses a record no group spool started can have, whatever the
+// log says: kill(-1) signals every process the user may signal, kill(0)
+// spool's own group, and init (pid 1) is never spool's. spool's own group
+// is never one it started either (each child gets a group of its own), so
+// a record naming it (its shell's job, say) is refused too. The record
+// comes from the log, which anyone who can push writes.
+func killable(r Record) bool {
+	return r.PID > 1 && r.PGID > 1 && r.PGID != syscall.Getpgrp()
 }
 
 // Gone reports whether the process r recorded has certainly ended: r was

@@ -294,3 +294,27 @@ func TestGone(t *testing.T) {
 		t.Fatal("a record of another boot or pid namespace is gone")
 	}
 }
+
+// A record is read from the log, which anyone who can push writes: one
+// that names init, group 0 or 1 (kill(-1) signals every process the user
+// may signal) or spool's own group is never alive, so never signalled,
+// whatever its start time and boot say. Only Alive is asked here: a
+// failure must not kill the test's own processes.
+func TestAliveRefusesRecordsNoChildHas(t *testing.T) {
+	self := identify(os.Getpid())
+	if self.Start == 0 || self.PGID != syscall.Getpgrp() {
+		t.Fatalf("set-up: own record %+v", self)
+	}
+	init := identify(1)
+	for _, r := range []Record{
+		self, // this process, in its own group: matches on every field
+		{PID: self.PID, PGID: 1, Start: self.Start, Boot: self.Boot, NS: self.NS},
+		{PID: self.PID, PGID: 0, Start: self.Start, Boot: self.Boot, NS: self.NS},
+		{PID: 1, PGID: 1, Start: init.Start, Boot: init.Boot, NS: init.NS},
+		{PID: 1, PGID: init.PGID, Start: init.Start, Boot: init.Boot, NS: init.NS},
+	} {
+		if Alive(r) {
+			t.Errorf("%+v is alive: a forged record would be signalled", r)
+		}
+	}
+}

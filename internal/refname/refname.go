@@ -48,3 +48,19 @@ func CheckRemote(name string) error {
 	}
 	return nil
 }
+
+// ObjectID reports whether s is a git object id as spool records commits:
+// 40 lowercase hex digits (SHA-1) or 64 (SHA-256). A commit read from the
+// log is handed to git only if it is one, never as an option or a
+// revision expression.
+func ObjectID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

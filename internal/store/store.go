@@ -139,6 +139,7 @@ func EventsDir(r *git.Repo) string  { return filepath.Join(r.PrivateDir(), "even
 func StateDir(r *git.Repo) string   { return filepath.Join(r.PrivateDir(), "state") }
 func RunsDir(r *git.Repo) string    { return filepath.Join(r.PrivateDir(), "runs") }
 func JobsDir(r *git.Repo) string    { return filepath.Join(r.PrivateDir(), "jobs") }
+func ScratchDir(r *git.Repo) string { return filepath.Join(r.PrivateDir(), "scratch") } // the merge train's worktrees
 func ConfigPath(r *git.Repo) string { return filepath.Join(r.SpoolDir(), "config.json") }
 
 // HasSpool says whether spool was set up in the repository: its

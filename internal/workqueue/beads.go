@@ -223,16 +223,13 @@ func ParseJSONL(r io.Reader) (recs []TaskJSON, rep ImportReport, err error) {
 	return recs, rep, nil
 }
 
-var (
-	importID   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
-	importType = regexp.MustCompile(`^[a-z][a-z-]*$`)
-)
+var importType = regexp.MustCompile(`^[a-z][a-z-]*$`)
 
 // checkImported refuses what spool could not show or claim.
 func checkImported(r *TaskJSON) error {
 	switch {
-	case !importID.MatchString(r.ID):
-		return fmt.Errorf("id %q is not an id", r.ID)
+	case !ValidID(r.ID):
+		return fmt.Errorf("id %q is not an id (letters, digits, '.', '_' and '-', starting with a letter or digit, at most %d)", r.ID, MaxIDLength)
 	case strings.TrimSpace(r.Title) == "":
 		return fmt.Errorf("%s has no title", r.ID)
 	case r.Priority < 0 || r.Priority > MaxPriority:
@@ -265,7 +262,7 @@ func checkImported(r *TaskJSON) error {
 		switch {
 		case d.IssueID != "" && d.IssueID != r.ID:
 			return fmt.Errorf("%s: a dependency of %s is listed under it", r.ID, d.IssueID)
-		case !importID.MatchString(d.DependsOnID) || d.DependsOnID == r.ID:
+		case !ValidID(d.DependsOnID) || d.DependsOnID == r.ID:
 			return fmt.Errorf("%s: dependency on %q", r.ID, d.DependsOnID)
 		case !importType.MatchString(d.Type):
 			return fmt.Errorf("%s: dependency type %q is not a type", r.ID, d.Type)

@@ -14,7 +14,7 @@ import (
 const IDsName = "task-ids"
 
 // IDsSpec registers it; saves are amortized like the tasks'.
-var IDsSpec = projections.Spec{Name: IDsName, Version: 1, Amortize: 1000, New: func() projections.Projection { return &IDsProjection{} }}
+var IDsSpec = projections.Spec{Name: IDsName, Version: 2, Amortize: 1000, New: func() projections.Projection { return &IDsProjection{} }}
 
 // IDsProjection holds the snapshot's ids, newline-separated and sorted, as
 // read, plus ids created since.
@@ -25,7 +25,7 @@ type IDsProjection struct {
 }
 
 func (p *IDsProjection) Apply(e *eventlog.Event) error {
-	if e.Type == TypeCreated && e.Subject != "" && !strings.Contains(e.Subject, "\n") && !p.HasTask(e.Subject) {
+	if e.Type == TypeCreated && ValidID(e.Subject) && !p.HasTask(e.Subject) {
 		if p.fresh == nil {
 			p.fresh = map[string]bool{}
 		}

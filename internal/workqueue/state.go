@@ -349,8 +349,8 @@ const (
 // Their state grows with the number of tasks, so saves are amortized (see
 // projections.Spec.Amortize).
 var (
-	Spec      = projections.Spec{Name: Name, Version: 5, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
-	QueueSpec = projections.Spec{Name: QueueName, Version: 7, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
+	Spec      = projections.Spec{Name: Name, Version: 6, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
+	QueueSpec = projections.Spec{Name: QueueName, Version: 8, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
 // TasksProjection folds the tracker's side of every event.
@@ -460,8 +460,10 @@ func (s *State) Apply(e *eventlog.Event) error {
 	return nil
 }
 
+// isTaskEvent reports whether e is a task's event, about a task id the
+// fold takes (ValidID): an event about any other subject is skipped.
 func isTaskEvent(e *eventlog.Event) bool {
-	return e.Subject != "" && len(e.Type) > 5 && e.Type[:5] == "task."
+	return len(e.Type) > 5 && e.Type[:5] == "task." && ValidID(e.Subject)
 }
 
 func (s *State) applyTask(e *eventlog.Event) {
@@ -482,15 +484,17 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 			Labels: cloneAll(NormLabels(d.Labels)), CreatedAt: e.At, Parent: strings.Clone(d.Parent),
 			detail: &TaskDetail{Description: d.Description, Design: d.Design, Acceptance: d.Acceptance, Notes: d.Notes,
 				Assignee: d.Assignee, CreatedBy: e.Actor, Owner: cmp.Or(d.Owner, e.Actor), UpdatedAt: e.At}}
-		for _, b := range d.Deps {
-			t.addBlocker(Dep{ID: strings.Clone(b), At: e.At, By: e.Actor})
+		deps := make([]Dep, len(d.Deps))
+		for i, b := range d.Deps {
+			deps[i] = Dep{ID: strings.Clone(b), At: e.At, By: e.Actor}
 		}
+		t.addBlockers(deps)
 		s.Tasks[id] = t
 		return
 	}
 	if e.Type == TypeImported {
 		var d ImportedData
-		if json.Unmarshal(e.Data, &d) == nil && d.Title != "" {
+		if json.Unmarshal(e.Data, &d) == nil && d.Title != "" && d.keptTimes() {
 			s.Tasks[id] = s.imported(id, &d)
 		}
 		return
@@ -530,7 +534,7 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 			t.setStatus(strings.Clone(*d.Status), e.At, "")
 		}
 		t.Labels = NormLabels(append(t.Labels, cloneAll(d.AddLabels)...))
-		t.Labels = slices.DeleteFunc(t.Labels, func(l string) bool { return slices.Contains(d.RemoveLabels, l) })
+		t.Labels = removeLabels(t.Labels, d.RemoveLabels)
 		if d.labelsOnly() {
 			return // labels are not the row: bd leaves updated_at
 		}
@@ -563,13 +567,13 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 		return
 	case TypeClaimed:
 		var d ClaimedData
-		if t.Status == StatusClosed || json.Unmarshal(e.Data, &d) != nil {
+		if t.Status == StatusClosed || json.Unmarshal(e.Data, &d) != nil || !kept(&d.LeaseUntil) {
 			return // a claim made in another clone as this task was closed: closed wins
 		}
 		t.Status, x.Assignee, t.LeaseUntil = StatusInProgress, d.Worker, d.LeaseUntil
 	case TypeHeartbeat:
 		var d HeartbeatData
-		if t.Status != StatusInProgress || t.LeaseUntil.IsZero() || json.Unmarshal(e.Data, &d) != nil {
+		if t.Status != StatusInProgress || t.LeaseUntil.IsZero() || json.Unmarshal(e.Data, &d) != nil || !kept(&d.LeaseUntil) {
 			return
 		}
 		t.LeaseUntil = d.LeaseUntil
@@ -612,7 +616,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		// counted), and Blocked is what the import says.
 		h := s.Entry(id)
 		var d ImportedData
-		if h == nil || json.Unmarshal(e.Data, &d) != nil || d.Title == "" {
+		if h == nil || json.Unmarshal(e.Data, &d) != nil || d.Title == "" || !d.keptTimes() {
 			return
 		}
 		if h.Status == HistWorking {
@@ -626,7 +630,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		}
 	case TypeClaimed:
 		var d ClaimedData
-		if json.Unmarshal(e.Data, &d) != nil {
+		if json.Unmarshal(e.Data, &d) != nil || !kept(&d.LeaseUntil) {
 			return
 		}
 		h := s.entry(id)
@@ -634,7 +638,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		h.Worker, h.Actor, h.LeaseUntil, h.Priority = d.Worker, e.Actor, d.LeaseUntil, d.Priority
 	case TypeHeartbeat:
 		var d HeartbeatData
-		if h := s.Entry(id); h != nil && h.Status == HistWorking && json.Unmarshal(e.Data, &d) == nil {
+		if h := s.Entry(id); h != nil && h.Status == HistWorking && json.Unmarshal(e.Data, &d) == nil && kept(&d.LeaseUntil) {
 			h.LeaseUntil = d.LeaseUntil
 		}
 	case TypeSucceeded:
@@ -651,7 +655,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 			msg = d.Error
 		} else {
 			var d LeaseExpiredData
-			if json.Unmarshal(e.Data, &d) != nil {
+			if json.Unmarshal(e.Data, &d) != nil || !kept(&d.LeaseUntil) {
 				return
 			}
 			at, msg = d.LeaseUntil, LeaseExpiredError
@@ -727,6 +731,42 @@ func (s *State) applyEntry(e *eventlog.Event) {
 	}
 }
 
+// kept puts each time in UTC and reports whether a snapshot keeps them all
+// (projections.KeptTime): an event with a time no snapshot keeps is
+// skipped, so that a fold restored from its snapshot is the fold.
+func kept(ts ...*time.Time) bool {
+	for _, t := range ts {
+		v, ok := projections.KeptTime(*t)
+		if !ok {
+			return false
+		}
+		*t = v
+	}
+	return true
+}
+
+// keptTimes is kept for every time of an import, as spool import's
+// checkTimes refuses the others.
+func (d *ImportedData) keptTimes() bool {
+	ts := []*time.Time{&d.CreatedAt, &d.UpdatedAt}
+	if d.ClosedAt != nil {
+		ts = append(ts, d.ClosedAt)
+	}
+	if d.Parent != nil {
+		ts = append(ts, &d.Parent.At)
+	}
+	for i := range d.Blockers {
+		ts = append(ts, &d.Blockers[i].At)
+	}
+	for i := range d.Links {
+		ts = append(ts, &d.Links[i].At)
+	}
+	for i := range d.Comments {
+		ts = append(ts, &d.Comments[i].At)
+	}
+	return kept(ts...)
+}
+
 // LeaseExpiredError is the last_error of an attempt whose lease ran out.
 const LeaseExpiredError = "lease expired"
 
@@ -769,6 +809,37 @@ func (t *Task) addBlocker(d Dep) {
 	if !found && d.ID != t.ID {
 		t.Blockers = slices.Insert(t.Blockers, i, d)
 	}
+}
+
+// addBlockers adds many blockers at once, as addBlocker would one by one
+// (the first of an id wins), in O(n log n): an event's list, however long
+// and in whatever order, never costs a fold n² moves.
+func (t *Task) addBlockers(deps []Dep) {
+	if len(deps) < 8 {
+		for _, d := range deps {
+			t.addBlocker(d)
+		}
+		return
+	}
+	all := append(slices.Clip(t.Blockers), deps...) // the existing ones first: they win
+	slices.SortStableFunc(all, func(a, b Dep) int { return cmpString(a.ID, b.ID) })
+	all = slices.CompactFunc(all, func(a, b Dep) bool { return a.ID == b.ID })
+	if t.Blockers = slices.DeleteFunc(all, func(d Dep) bool { return d.ID == t.ID }); len(t.Blockers) == 0 {
+		t.Blockers = nil // as addBlocker leaves a task with none
+	}
+}
+
+// removeLabels drops the labels in remove, by a set when remove is long:
+// one event's list never costs a fold labels × removals comparisons.
+func removeLabels(labels, remove []string) []string {
+	if len(remove) <= 8 {
+		return slices.DeleteFunc(labels, func(l string) bool { return slices.Contains(remove, l) })
+	}
+	set := make(map[string]bool, len(remove))
+	for _, r := range remove {
+		set[r] = true
+	}
+	return slices.DeleteFunc(labels, func(l string) bool { return set[l] })
 }
 
 func cmpString(a, b string) int {
@@ -887,9 +958,11 @@ func (s *State) imported(id string, d *ImportedData) *Task {
 	if d.Parent != nil {
 		t.Parent = d.Parent.ID
 	}
-	for _, b := range d.Blockers {
-		t.addBlocker(Dep{ID: b.ID, At: b.At.UTC(), By: b.By})
+	deps := make([]Dep, len(d.Blockers))
+	for i, b := range d.Blockers {
+		deps[i] = Dep{ID: b.ID, At: b.At.UTC(), By: b.By}
 	}
+	t.addBlockers(deps)
 	x := &TaskDetail{Description: d.Description, Design: d.Design, Acceptance: d.AcceptanceCriteria, Notes: d.Notes,
 		Assignee: d.Assignee, CreatedBy: d.CreatedBy, Owner: d.CreatedBy, UpdatedAt: d.UpdatedAt.UTC(), CloseReason: d.CloseReason}
 	if d.Owner != nil { // recorded as the export had it; before owner was kept, the creator stood for it

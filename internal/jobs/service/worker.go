@@ -42,9 +42,15 @@ type Ran struct {
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 
-// OutputDir is where a segment's outputs go, under jobs (store.JobsDir).
-func OutputDir(jobs, id string, segment int) string {
-	return filepath.Join(jobs, id, "segment-"+strconv.Itoa(segment))
+// OutputDir is where a segment's outputs go, under jobs (store.JobsDir):
+// jobs/<id>/segment-<n>. The id comes from the log, whose fold takes only
+// ids spool makes (jobs.ValidJobID); any other is refused here as well,
+// since the worker empties the directory before a segment runs.
+func OutputDir(jobsDir, id string, segment int) (string, error) {
+	if !jobs.ValidJobID(id) || segment < 0 {
+		return "", fmt.Errorf("job id %q, segment %d: not a job's output directory", id, segment)
+	}
+	return filepath.Join(jobsDir, id, "segment-"+strconv.Itoa(segment)), nil
 }
 
 // Run works until ctx ends (or, with Once, until it is idle).
@@ -229,8 +235,14 @@ const (
 // flags while it runs.
 func (w *Worker) runSegment(ctx context.Context, j *jobs.Job, seg int) (jobs.SegmentEnd, ending) {
 	root := w.S.Store.Repo.Root
-	dir := OutputDir(store.JobsDir(w.S.Store.Repo), j.ID, seg)
-	end := jobs.SegmentEnd{Segment: seg, OutputDir: filepath.ToSlash(mustRel(root, dir))}
+	end := jobs.SegmentEnd{Segment: seg}
+	dir, err := OutputDir(store.JobsDir(w.S.Store.Repo), j.ID, seg)
+	if err != nil {
+		w.logf("%s: %v", j.ID, err)
+		end.ExitCode = 127
+		return end, exited
+	}
+	end.OutputDir = filepath.ToSlash(mustRel(root, dir))
 	// A segment run again (after a crash or a yield) starts from an empty directory.
 	_ = os.RemoveAll(dir)
 	logFile, err := createLog(dir)

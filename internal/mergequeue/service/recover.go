@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -86,7 +89,11 @@ func recoverExpired(ctx context.Context, st *store.Store, actor string, now time
 		scratch = scratch[:0]
 		for _, d := range drafts {
 			if d.Type == mergequeue.EvRecovered {
-				scratch = append(scratch, q.Entry(d.Data.(mergequeue.EntryData).EntryID).ScratchDir)
+				e := q.Entry(d.Data.(mergequeue.EntryData).EntryID)
+				// The path this clone's train would have used, never the
+				// scratch_dir the event names: anyone who can push writes
+				// events, and recovery removes what it is given.
+				scratch = append(scratch, ScratchPath(st.Repo, e.ID, e.Ref))
 			}
 		}
 		return drafts, nil
@@ -95,7 +102,9 @@ func recoverExpired(ctx context.Context, st *store.Store, actor string, now time
 		return nil, err
 	}
 	for _, dir := range scratch {
-		git.RemoveScratch(ctx, st.Repo.Root, dir)
+		if _, err := os.Lstat(dir); err == nil { // a runner of another clone left none here
+			git.RemoveScratch(ctx, st.Repo.Root, dir)
+		}
 	}
 	// A runner that died after moving the target but before pushing it or
 	// updating the checked-out worktree: finish those, best effort.
@@ -125,6 +134,32 @@ func recoverExpired(ctx context.Context, st *store.Store, actor string, now time
 		}
 	}
 	return events, nil
+}
+
+// ScratchPath is the train's temporary worktree for an entry:
+// .git/spool/scratch/merge-<ref>, the ref (the id of the entry's
+// merge.submitted event, hex, as the log's reader checks every id) naming
+// the entry for good even when merged logs renumber it; an entry whose ref
+// is not hex is named by its number. Derived from what spool controls, so
+// that removing it can only ever remove spool's own scratch.
+func ScratchPath(r *git.Repo, id int64, ref string) string {
+	name := "merge-" + strconv.FormatInt(id, 10)
+	if isHex(ref) {
+		name = "merge-" + ref
+	}
+	return filepath.Join(store.ScratchDir(r), name)
+}
+
+func isHex(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // killRecordedGroups ends the test commands that outlived their runner:

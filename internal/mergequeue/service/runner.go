@@ -164,7 +164,7 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	r.logf("entry %d: claimed (%s, %s)", claimed.ID, claimed.Workspace, short(claimed.HeadSHA))
-	j := &job{start: start, r: r, id: claimed.ID, head: claimed.HeadSHA, status: mergequeue.Claimed, attempt: claimed.Attempts + 1,
+	j := &job{start: start, r: r, id: claimed.ID, ref: claimed.Ref, head: claimed.HeadSHA, status: mergequeue.Claimed, attempt: claimed.Attempts + 1,
 		claimedAgainst: target.SHA}
 	r.pause(mergequeue.Claimed)
 	// Hold the lease through every step (worktree, rebase, test, push), not
@@ -189,6 +189,7 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 type job struct {
 	r       *Runner
 	id      int64
+	ref     string // the entry's ref, which names its scratch worktree
 	head    string
 	status  mergequeue.Status
 	attempt int
@@ -312,8 +313,8 @@ func (j *job) remoteRound(ctx context.Context) *Result {
 func (j *job) rebaseAndTest(ctx context.Context) *Result {
 	root := j.r.Store.Repo.Root
 	if j.scratch == "" {
-		dir, err := os.MkdirTemp("", fmt.Sprintf("spool-merge-%d-", j.id))
-		if err != nil {
+		dir := ScratchPath(j.r.Store.Repo, j.id, j.ref)
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 			return j.fail(ctx, mergequeue.FailedRetryable, "scratch worktree: "+err.Error(), nil, nil)
 		}
 		j.scratch = dir

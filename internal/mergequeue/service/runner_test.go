@@ -71,7 +71,7 @@ func TestTrainMergesInOrder(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(f.Root, ".git/spool/runs/1/attempt-1/test.log")); err != nil {
 		t.Error("no test output kept")
 	}
-	if out := f.Git(f.Root, "worktree", "list"); strings.Contains(out, "spool-merge-") {
+	if out := f.Git(f.Root, "worktree", "list"); strings.Contains(out, "/scratch/merge-") {
 		t.Errorf("scratch worktree left behind:\n%s", out)
 	}
 	if f.Git(f.Root, "status", "--porcelain", "--", ".", ":(exclude).spool") != "" {
@@ -580,5 +580,91 @@ func TestRecoverDeadHolder(t *testing.T) {
 				t.Fatal("still needs recovery")
 			}
 		})
+	}
+}
+
+// The train's scratch worktree is spool's own path, derived from the
+// entry (.git/spool/scratch/merge-<ref>), made while the entry is tested
+// and gone once it merged.
+func TestTrainScratchIsDerivedFromTheEntry(t *testing.T) {
+	f := newFixture(t)
+	ws := f.Worktree("feat", "f.txt", "f\n")
+	resp := f.mustSubmit(ws, SubmitOptions{NoPush: true})
+	want := ScratchPath(f.store(f.Root).Repo, resp.EntryID, resp.EntryRef)
+	if !strings.HasPrefix(want, filepath.Join(f.Root, ".git", "spool", "scratch", "merge-")) || !strings.HasSuffix(want, resp.EntryRef) {
+		t.Fatalf("scratch path %s", want)
+	}
+	r := f.runner()
+	seen := false
+	r.afterStep = func(s mergequeue.Status) {
+		if s == mergequeue.Testing {
+			_, err := os.Stat(filepath.Join(want, "f.txt"))
+			seen = err == nil && strings.Contains(f.Git(f.Root, "worktree", "list"), want)
+		}
+	}
+	if res, err := r.Run(context.Background(), true); err != nil || len(res) != 1 || res[0].Status != mergequeue.Merged {
+		t.Fatalf("run: %+v %v", res, err)
+	}
+	if !seen {
+		t.Fatalf("no scratch worktree at %s while testing", want)
+	}
+	if e := f.queue().Entry(resp.EntryID); e.ScratchDir != "" {
+		t.Fatalf("a merged entry keeps scratch_dir %q", e.ScratchDir)
+	}
+	if _, err := os.Lstat(want); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("scratch left behind: %v", err)
+	}
+}
+
+// Recovery removes the scratch worktree this clone's train would have made
+// for the entry, never the scratch_dir an event names: a forged
+// merge.transitioned naming another directory must leave it whole.
+func TestRecoverRemovesOnlyTheDerivedScratch(t *testing.T) {
+	f := newFixture(t)
+	ws := f.Worktree("feat", "f.txt", "f\n")
+	resp := f.mustSubmit(ws, SubmitOptions{NoPush: true})
+	victim := filepath.Join(t.TempDir(), "victim")
+	f.Write(victim, "keep.txt", "precious\n")
+	st := f.store(f.Root)
+	pol := mergequeue.PolicyFrom(st.Config)
+	decide := func(decide func(q *mergequeue.State, e *mergequeue.Entry) ([]eventlog.Draft, error)) {
+		t.Helper()
+		f.now = f.now.Add(time.Second)
+		if _, _, err := st.Write(context.Background(), f.now, "mallory", []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+			return decide(queueOf(v), queueOf(v).Entry(resp.EntryID))
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	decide(func(q *mergequeue.State, _ *mergequeue.Entry) ([]eventlog.Draft, error) {
+		drafts, _ := mergequeue.DecideClaim(q, "dead", mergequeue.Target{Branch: "main"}, pol, f.now)
+		return drafts, nil
+	})
+	decide(func(q *mergequeue.State, e *mergequeue.Entry) ([]eventlog.Draft, error) {
+		return mergequeue.DecideStep(q, mergequeue.Step{EntryID: e.ID, Runner: "dead", From: e.Status, To: mergequeue.Rebasing,
+			HeadSHA: e.HeadSHA, ScratchDir: victim}, pol, f.now)
+	})
+	if e := f.queue().Entry(resp.EntryID); e.ScratchDir != victim {
+		t.Fatalf("set-up: scratch_dir %q", e.ScratchDir)
+	}
+	// What the dead runner made: its scratch worktree, at the derived path.
+	own := ScratchPath(st.Repo, resp.EntryID, resp.EntryRef)
+	os.MkdirAll(filepath.Dir(own), 0o755)
+	f.Git(f.Root, "worktree", "add", "-q", "--detach", own, "HEAD")
+
+	if _, err := recoverExpired(context.Background(), f.store(f.Root), "ada@example.com", f.now.Add(time.Hour), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.queue().Entry(resp.EntryID).Status; got != mergequeue.Pending {
+		t.Fatalf("after recovery: %s", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(victim, "keep.txt")); err != nil || string(b) != "precious\n" {
+		t.Fatalf("recovery removed the directory the event named: %q %v", b, err)
+	}
+	if _, err := os.Lstat(own); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the dead runner's scratch is left: %v", err)
+	}
+	if out := f.Git(f.Root, "worktree", "list"); strings.Contains(out, own) {
+		t.Fatalf("still registered:\n%s", out)
 	}
 }

@@ -96,16 +96,26 @@ func (s *Service) Status(ctx context.Context) (Status, *orchestrator.State, erro
 }
 
 // Worktree is where the agent works on task id: in the git common
-// directory, outside every work tree.
+// directory, outside every work tree. An id no task can have (the folds
+// take none: workqueue.ValidID) has none, "", which every use refuses (git
+// worktree add, MkdirAll) or skips (git.RemoveScratch): never a path
+// outside .git/spool/worktrees.
 func (s *Service) Worktree(id string) string {
+	if !workqueue.ValidID(id) {
+		return ""
+	}
 	return filepath.Join(s.Store.Repo.PrivateDir(), "worktrees", "task-"+id)
 }
 
 // runDir is where a's attempt keeps its files in this clone. It, the
 // worktree and the branch are derived from the task id, never taken from
 // the log: a claim another machine recorded names its paths, and anyone
-// who can push an event could name any.
+// who can push an event could name any. Like Worktree, it is "" for an id
+// no task can have.
 func (s *Service) runDir(a *orchestrator.Active) string {
+	if !workqueue.ValidID(a.TaskID) {
+		return ""
+	}
 	return orchestrator.RunDir(store.RunsDir(s.Store.Repo), a.TaskID)
 }
 
@@ -121,7 +131,7 @@ func (s *Service) start(ctx context.Context) (*orchestrator.Active, error) {
 	exclude := []string{plans.EpicLabel, plans.GateLabel}
 	claimed, _, err := s.WQ.NextAnd(ctx, require, exclude, orchestrator.Worker, func(st *workqueue.State, c *workqueue.Claim) []eventlog.Draft {
 		id := c.Task.ID
-		d := orchestrator.ClaimedData{Attempt: c.Attempt, Branch: orchestrator.Branch(id), Worktree: s.Worktree(id), RunDir: orchestrator.RunDir(store.RunsDir(s.Store.Repo), id)}
+		d := orchestrator.ClaimedData{Attempt: c.Attempt, Branch: orchestrator.Branch(id), Worktree: s.Worktree(id), RunDir: s.runDir(&orchestrator.Active{TaskID: id})}
 		if h := st.Entry(id); h != nil {
 			d.FailureContext = h.LastError
 		}
@@ -162,6 +172,9 @@ func (s *Service) start(ctx context.Context) (*orchestrator.Active, error) {
 // launch prepares a's worktree and starts the supervisor.
 func (s *Service) launch(ctx context.Context, a *orchestrator.Active, task *wqservice.Claimed) (proc.Record, string, error) {
 	dir, worktree := s.runDir(a), s.Worktree(a.TaskID)
+	if dir == "" || worktree == "" {
+		return proc.Record{}, "", fmt.Errorf("task id %q cannot name a worktree", a.TaskID)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return proc.Record{}, "", err
 	}

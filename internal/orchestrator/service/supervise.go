@@ -82,6 +82,9 @@ func recordOf(p orchestrator.Process) proc.Record {
 // observe reads what the run directory dir and the process table say about a's agent.
 func observe(a *orchestrator.Active, dir string) orchestrator.Observation {
 	var o orchestrator.Observation
+	if dir == "" {
+		return o // no run directory (a task id none can have): nothing to read
+	}
 	if a.Phase == orchestrator.PhaseStarting {
 		var f supervisorFile
 		if readJSON(orchestrator.SupervisorPath(dir, a.Attempt), &f) == nil && f.PID > 0 {

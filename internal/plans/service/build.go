@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
@@ -155,7 +154,10 @@ func (s *Service) runPlanner(ctx context.Context, id string) ([]byte, error) {
 		return nil, err
 	}
 	dir := s.Store.Repo.WorkTree
-	prdPath := filepath.Join(dir, filepath.FromSlash(s.prdFile))
+	prdPath, err := s.prdPath()
+	if err != nil {
+		return nil, err
+	}
 	in := PlannerInput{Plan: view.Plan, Tasks: view.Items, PRDFile: s.prdFile, PRD: json.RawMessage("null")}
 	if b, err := os.ReadFile(prdPath); err == nil && json.Valid(b) {
 		in.PRD = b

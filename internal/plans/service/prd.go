@@ -105,6 +105,23 @@ func (s *Service) applyPRD(ctx context.Context, p plans.PRDProposal, planID, app
 	return res, err
 }
 
+// prdPath is where orchestrator.prd_file is once links are resolved, in
+// the work tree (durable.Within): a committed link (prd.json ->
+// ~/.docker/config.json, docs -> ~) would otherwise have spool write there,
+// or hand what it reads to the planner. One that leads outside, into .git
+// or nowhere is invalid_prd_file.
+func (s *Service) prdPath() (string, error) {
+	dir := s.Store.Repo.WorkTree
+	path, err := durable.Within(dir, filepath.Join(dir, filepath.FromSlash(s.prdFile)))
+	if errors.Is(err, durable.ErrOutside) {
+		return "", fault.New(plans.CodeInvalidPRDFile, err, fmt.Sprintf("%s: %v; spool reads and writes it only inside the work tree", s.prdFile, err), "file", s.prdFile)
+	}
+	if err != nil {
+		return "", fault.New(fault.CodeStorage, err, "cannot read "+s.prdFile+": "+err.Error(), "file", s.prdFile)
+	}
+	return path, nil
+}
+
 // approval is the approval event of the proposal being applied, if any.
 func approval(st *plans.State, approving string) ([]eventlog.Draft, error) {
 	if approving == "" {
@@ -119,7 +136,10 @@ func approval(st *plans.State, approving string) ([]eventlog.Draft, error) {
 // staged. It returns the last commit of the file.
 func (s *Service) commitPRD(ctx context.Context, p plans.PRDProposal, hash string) (string, error) {
 	dir := s.Store.Repo.WorkTree
-	path := filepath.Join(dir, filepath.FromSlash(s.prdFile))
+	path, err := s.prdPath()
+	if err != nil {
+		return "", err
+	}
 	data, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", fault.New(fault.CodeStorage, err, "cannot read "+s.prdFile+": "+err.Error(), "file", s.prdFile)

@@ -51,17 +51,40 @@ func (s *Service) facts(path string, known *prdqueue.Facts) (prdqueue.Facts, err
 	return f, nil
 }
 
-// statPRD finds the PRD at path (relative to the work tree); a missing
-// file is prd_file_missing.
+// statPRD finds the PRD at path (relative to the work tree): the file it
+// names once links are resolved, which must be a regular file inside the
+// work tree. A missing file is prd_file_missing; one a link (the file's
+// own or a directory's on the way) leads outside is prd_file_outside. The
+// path comes from the log and the links from whatever was committed:
+// spool prd approve writes into what this returns, so it never leaves the
+// work tree.
 func (s *Service) statPRD(path string) (string, fs.FileInfo, error) {
-	full := filepath.Join(s.Dir, filepath.FromSlash(path))
-	st, err := os.Stat(full)
-	if errors.Is(err, fs.ErrNotExist) {
+	storage := func(err error) (string, fs.FileInfo, error) {
+		return "", nil, fault.New(fault.CodeStorage, err, fmt.Sprintf("cannot read %s: %v", path, err), "file", path)
+	}
+	clean, err := prdqueue.CheckPath(path)
+	if err != nil {
+		return "", nil, err
+	}
+	full, err := durable.Within(s.Dir, filepath.Join(s.Dir, filepath.FromSlash(clean)))
+	if errors.Is(err, durable.ErrOutside) {
+		return "", nil, fault.New(prdqueue.CodePRDFileOutside, err,
+			fmt.Sprintf("PRD file %s: %v; spool reads and writes PRDs only inside the work tree, never through a symbolic link out of it", path, err),
+			"prd_path", path)
+	}
+	if err != nil {
+		return storage(err)
+	}
+	if _, err := os.Lstat(full); errors.Is(err, fs.ErrNotExist) {
 		return "", nil, fault.New(prdqueue.CodePRDFileMissing, errMissing,
 			fmt.Sprintf("PRD file %s does not exist", path), "prd_path", path)
 	}
+	st, err := os.Stat(full)
 	if err != nil {
-		return "", nil, fault.New(fault.CodeStorage, err, fmt.Sprintf("cannot read %s: %v", path, err), "file", path)
+		return storage(err)
+	}
+	if !st.Mode().IsRegular() {
+		return storage(errors.New("not a regular file"))
 	}
 	return full, st, nil
 }
