@@ -41,12 +41,12 @@ func TestWatchSyncs(t *testing.T) {
 	waitFor(t, 10*time.Second, "watch did not sync after the append", func() bool {
 		return remoteHas(r.Remote, "spool-log", "events", dir, "shared at once")
 	})
+	// The local branch follows what was pushed: the log is committed.
+	waitFor(t, 10*time.Second, "the local branch spool-log did not follow the remote's", func() bool {
+		return r.Git(dir, "rev-parse", "spool-log") == r.Git(r.Remote, "rev-parse", "spool-log")
+	})
 	if err := w.stop(t); err != nil {
 		t.Errorf("spool watch after SIGTERM: %v\n%s", err, w.output())
-	}
-	// The local branch follows what was pushed: the log is committed.
-	if local, remote := r.Git(dir, "rev-parse", "spool-log"), r.Git(r.Remote, "rev-parse", "spool-log"); local != remote {
-		t.Errorf("the local branch spool-log is at %s, the remote's at %s", local, remote)
 	}
 }
 

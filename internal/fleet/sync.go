@@ -148,7 +148,9 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 			return res, err
 		}
 		res.Sent, res.Commit = sent, commit
-		return res, accepted(ctx, st, o, cache, commit, parents, snaps)
+		// The remote took it: record that even when the sync is being
+		// cancelled (a watch stopping), or the local branch lags behind.
+		return res, accepted(context.WithoutCancel(ctx), st, o, cache, commit, parents, snaps)
 	}
 	return res, contended(o, res.Pushes)
 }
