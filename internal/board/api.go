@@ -267,25 +267,36 @@ func (s *Server) api(fn call) http.Handler {
 				return
 			}
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		env, err := s.env(r)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		v, err := fn(r.Context(), env, r)
+		body, err := s.answer(r, fn)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		if raw, ok := v.(rawJSON); ok {
-			w.Write(raw)
-			return
-		}
-		writeJSON(w, v)
+		s.send(w, http.StatusOK, body)
 	})
+}
+
+// answer runs a call with the store to itself and encodes what it returns
+// before letting the store go: the values may be the store's own, which
+// the next request catches up in place.
+func (s *Server) answer(r *http.Request, fn call) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	env, err := s.env(r)
+	if err != nil {
+		return nil, err
+	}
+	v, err := fn(r.Context(), env, r)
+	if err != nil {
+		return nil, err
+	}
+	if raw, ok := v.(rawJSON); ok {
+		return raw, nil
+	}
+	var buf bytes.Buffer
+	err = writeJSON(&buf, v)
+	return buf.Bytes(), err
 }
 
 // env is a request's store.Env: a fresh clock and, for a token of
@@ -305,9 +316,10 @@ func (s *Server) env(r *http.Request) (store.Env, error) {
 // status of its kind.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	f := fault.Classify(err)
+	var buf bytes.Buffer
+	writeJSON(&buf, map[string]any{"error": f.Object()})
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(Status(f))
-	writeJSON(w, map[string]any{"error": f.Object()})
+	s.send(w, Status(f), buf.Bytes())
 }
 
 // Status is the HTTP status of an error: its kind's (usage 400, rejected
