@@ -60,9 +60,22 @@ func Discover(ctx context.Context, dir string) (*Repo, error) {
 		}
 		return nil, err
 	}
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	if len(lines) > 0 && lines[0] == "true" {
 		return nil, fmt.Errorf("%s is a bare repository; spool needs a work tree: %w", dir, ErrNotGitRepo)
+	}
+	if len(lines) > 4 {
+		// A path with a newline in it: git prints each path on a line, so
+		// the lines cannot say where one ends. Asked alone, a path is all
+		// of the output but its last newline.
+		lines = lines[:1]
+		for _, ask := range []string{"--show-toplevel", "--git-dir", "--git-common-dir"} {
+			out, err := Run(ctx, dir, "rev-parse", "--path-format=absolute", ask)
+			if err != nil {
+				return nil, err
+			}
+			lines = append(lines, strings.TrimSuffix(out, "\n"))
+		}
 	}
 	if len(lines) != 4 || lines[1] == "" {
 		return nil, fmt.Errorf("%s is not inside a work tree: %w", dir, ErrNotGitRepo)
@@ -84,13 +97,12 @@ func primaryWorktree(ctx context.Context, r *Repo) (string, error) {
 	if r.GitDir == r.CommonDir {
 		return r.WorkTree, nil
 	}
-	out, err := Run(ctx, r.WorkTree, "worktree", "list", "--porcelain")
+	list, err := ListWorktrees(ctx, r.WorkTree) // -z: a path may hold a newline
 	if err != nil {
 		return "", err
 	}
-	first, _, _ := strings.Cut(out, "\n")
-	if path, ok := strings.CutPrefix(first, "worktree "); ok {
-		return path, nil
+	if len(list) > 0 && list[0].Path != "" {
+		return list[0].Path, nil
 	}
 	return "", fmt.Errorf("cannot find the primary worktree of %s", r.WorkTree)
 }
