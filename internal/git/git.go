@@ -154,6 +154,9 @@ func RunEnv(ctx context.Context, dir string, env []string, input []byte, args ..
 }
 
 func run(ctx context.Context, dir string, env []string, input []byte, attr *syscall.SysProcAttr, args ...string) (string, error) {
+	if ctx.Value(unattendedKey{}) != nil && attr == nil {
+		return runUnattended(ctx, dir, env, input, args...)
+	}
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
 	cmd.SysProcAttr = attr
@@ -166,6 +169,58 @@ func run(ctx context.Context, dir string, env []string, input []byte, attr *sysc
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
+		return stdout.String(), &GitError{Args: args, Stderr: stderr.String(), Err: err}
+	}
+	return stdout.String(), nil
+}
+
+type unattendedKey struct{}
+
+// Unattended marks ctx for git commands that must end with ctx, whole:
+// those a claim runs against the remote while it holds the log's lock,
+// under a deadline. Run with such a context, git runs in a session of its
+// own, with no terminal (it cannot ask for a password or passphrase,
+// which nobody could answer in time: GIT_TERMINAL_PROMPT=0 too), and
+// when ctx ends the whole session is killed (git and whatever it started:
+// ssh, a local remote's upload-pack) and Run returns at once, whatever
+// still holds git's output. git is also killed when spool dies (Linux's
+// parent-death signal, as RunTied).
+func Unattended(ctx context.Context) context.Context {
+	return context.WithValue(ctx, unattendedKey{}, true)
+}
+
+// unattendedWait is how long Run waits for git's output to close once git
+// exited or ctx ended (and the session was killed): a process git left in
+// the background, outside its session, may hold it.
+const unattendedWait = time.Second
+
+func runUnattended(ctx context.Context, dir string, env []string, input []byte, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.SysProcAttr = unattendedAttr()
+	cmd.Env = append(append(os.Environ(), env...), "GIT_TERMINAL_PROMPT=0")
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = unattendedWait
+	if input != nil {
+		cmd.Stdin = bytes.NewReader(input)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	done := make(chan error, 1)
+	fault.Go(func() {
+		// The parent-death signal is tied to the thread that forked (see
+		// RunTied).
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		done <- cmd.Run()
+	})
+	err := <-done
+	if errors.Is(err, exec.ErrWaitDelay) && ctx.Err() == nil && cmd.ProcessState.Success() {
+		// git exited 0 and said all it had to; what still held its output
+		// (a process it left in the background) is not its answer.
+		err = nil
+	}
+	if err != nil {
 		return stdout.String(), &GitError{Args: args, Stderr: stderr.String(), Err: err}
 	}
 	return stdout.String(), nil
