@@ -84,8 +84,7 @@ func (c *ServeCmd) Run(e *env) error {
 	if c.Open {
 		openBrowser(ctx, e, url)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	hs.RegisterOnShutdown(srv.Close) // the event streams end; other requests finish
+	hs := srv.HTTPServer() // its Shutdown ends the event streams; other requests finish
 	served := make(chan error, 1)
 	fault.Go(func() { served <- hs.Serve(ln) })
 	select {

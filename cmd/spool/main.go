@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"reflect"
@@ -104,6 +105,7 @@ func main() {
 	if limit {
 		debug.SetMemoryLimit(512 << 20)
 	}
+	crashBySignal(os.Getenv)
 	if name, ok := asBeads(os.Args[0]); ok {
 		os.Exit(runAsBeads(name, os.Args[1:], os.Stdout, os.Stderr))
 	}
@@ -118,6 +120,17 @@ func collector(getenv func(string) string) (off, limit bool) {
 		return false, false
 	}
 	return true, getenv("GOMEMLIMIT") == ""
+}
+
+// crashBySignal makes a runtime crash (out of memory, a fatal error of
+// Go's runtime) end spool by SIGABRT rather than Go's exit 2, which means
+// usage here: as GOTRACEBACK=crash does, unless GOTRACEBACK says
+// otherwise. Go cannot be made to exit with another code from inside, and
+// a signal is how a crash is told apart from an answer.
+func crashBySignal(getenv func(string) string) {
+	if getenv("GOTRACEBACK") == "" {
+		debug.SetTraceback("crash")
+	}
 }
 
 // longRunning restores the usual garbage collector for commands that keep
@@ -168,6 +181,9 @@ func afterEachGC(f func()) {
 }
 
 type exitPanic int
+
+// testHeap keeps SPOOL_TEST_PANIC=oom's allocation.
+var testHeap []byte
 
 func run(args []string, stdout, stderr io.Writer) int {
 	return guarded(args, stderr, func(ctx context.Context) int {
@@ -280,8 +296,11 @@ func reportPanic(w io.Writer, asJSON bool, p any, stack []byte) int {
 
 // testPanic lets tests see how a panic is reported (SPOOL_TEST_PANIC):
 // "main" panics in the command's goroutine, "goroutine" in one started with
-// fault.Go, as a bug in either would.
+// fault.Go, as a bug in either would; "oom" runs out of memory.
 func testPanic(where string) {
+	if where == "oom" { // a runtime crash: more memory than a heap can have
+		testHeap = make([]byte, math.MaxInt>>15)
+	}
 	if where == "goroutine" {
 		fault.Go(func() { panic("SPOOL_TEST_PANIC=goroutine") })
 		time.Sleep(time.Minute) // the panic ends the process long before

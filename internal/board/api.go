@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -261,30 +262,41 @@ func apiBuildStatus(ctx context.Context, env store.Env, r *http.Request) (any, e
 func (s *Server) api(fn call) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
-			if err := parseBody(r); err != nil {
+			if err := parseBody(w, r); err != nil {
 				s.fail(w, r, err)
 				return
 			}
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		env, err := s.env(r)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		v, err := fn(r.Context(), env, r)
+		body, err := s.answer(r, fn)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		if raw, ok := v.(rawJSON); ok {
-			w.Write(raw)
-			return
-		}
-		writeJSON(w, v)
+		s.send(w, http.StatusOK, body)
 	})
+}
+
+// answer runs a call with the store to itself and encodes what it returns
+// before letting the store go: the values may be the store's own, which
+// the next request catches up in place.
+func (s *Server) answer(r *http.Request, fn call) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	env, err := s.env(r)
+	if err != nil {
+		return nil, err
+	}
+	v, err := fn(r.Context(), env, r)
+	if err != nil {
+		return nil, err
+	}
+	if raw, ok := v.(rawJSON); ok {
+		return raw, nil
+	}
+	var buf bytes.Buffer
+	err = writeJSON(&buf, v)
+	return buf.Bytes(), err
 }
 
 // env is a request's store.Env: a fresh clock and, for a token of
@@ -304,15 +316,16 @@ func (s *Server) env(r *http.Request) (store.Env, error) {
 // status of its kind.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	f := fault.Classify(err)
+	var buf bytes.Buffer
+	writeJSON(&buf, map[string]any{"error": f.Object()})
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(Status(f))
-	writeJSON(w, map[string]any{"error": f.Object()})
+	s.send(w, Status(f), buf.Bytes())
 }
 
 // Status is the HTTP status of an error: its kind's (usage 400, rejected
 // 409, environment 503, unexpected 500), with 404 for what does not exist,
-// 403 for what the actor may not do, 401 for a missing token and 503 for
-// no_actor (the server's setup).
+// 403 for what the actor may not do, 401 for a missing token, 413 for a
+// body over the limit and 503 for no_actor (the server's setup).
 func Status(f *fault.Error) int {
 	switch f.Code {
 	case fault.CodeNotFound.Name, mergequeue.CodeEntryNotFound.Name, mergequeue.CodeSessionNotFound.Name:
@@ -322,6 +335,8 @@ func Status(f *fault.Error) int {
 		return http.StatusForbidden
 	case CodeTokenRequired.Name:
 		return http.StatusUnauthorized
+	case CodeBodyTooLarge.Name:
+		return http.StatusRequestEntityTooLarge
 	case fault.CodeNoActor.Name: // the serving process has no actor: its setup, not the request
 		return http.StatusServiceUnavailable
 	}
@@ -344,19 +359,26 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// maxBody is the most a write's body may carry: its parameters are a few
+// short strings.
+const maxBody = 1 << 20
+
 // parseBody reads a JSON body into the request's form values, so that a
-// parameter can come as JSON, as a form or in the query.
-func parseBody(r *http.Request) error {
+// parameter can come as JSON, as a form or in the query. A body over
+// maxBody is refused whole: cut at the limit it would read as broken JSON
+// (or a short form), which says nothing of why.
+func parseBody(w http.ResponseWriter, r *http.Request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if ct != "application/json" {
 		if err := r.ParseForm(); err != nil {
-			return fault.New(CodeBadRequest, err, "cannot read the form: "+err.Error())
+			return bodyError(err, "cannot read the form: ")
 		}
 		return nil
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		return fault.New(CodeBadRequest, err, "cannot read the body: "+err.Error())
+		return bodyError(err, "cannot read the body: ")
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
@@ -380,6 +402,16 @@ func parseBody(r *http.Request) error {
 		}
 	}
 	return nil
+}
+
+// bodyError is why a body could not be read: over maxBody (body_too_large,
+// HTTP 413), or what the reader said.
+func bodyError(err error, what string) error {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return fault.New(CodeBodyTooLarge, err, fmt.Sprintf("the request body is over the limit of %d bytes (1 MiB)", tooLarge.Limit), "limit", tooLarge.Limit)
+	}
+	return fault.New(CodeBadRequest, err, what+err.Error())
 }
 
 // param is a request's parameter: JSON body, form or query.

@@ -404,6 +404,26 @@ func TestAPITaskWrites(t *testing.T) {
 	refused(r, http.StatusBadRequest, "invalid_request")
 	refused(post("/api/tasks/"+s.flaky+"/unblock", `{"reset_attempts":null}`), http.StatusBadRequest, "invalid_request")
 	refused(post("/api/tasks/"+s.flaky+"/unblock", `{"reset_attempts":{"x":1}}`), http.StatusBadRequest, "invalid_request")
+	// A body over 1 MiB, JSON or a form, is refused as too large, saying
+	// the limit (cut at the limit it would read as broken JSON).
+	over := strings.Repeat("x", 1<<20)
+	for _, r := range []request{
+		post("/api/tasks/"+s.flaky+"/unblock", `{"reset_attempts":"true","pad":"`+over+`"}`),
+		{method: http.MethodPost, path: "/api/tasks/" + s.flaky + "/unblock", body: "reset_attempts=true&pad=" + over, ctype: "application/x-www-form-urlencoded", token: token},
+	} {
+		var got response
+		if evs := f.appended(func() { got = f.do(r) }); len(evs) != 0 {
+			t.Fatalf("a body over the limit appended %v", evs)
+		}
+		e := wantError(t, got, http.StatusRequestEntityTooLarge, "body_too_large")
+		if msg := e["message"].(string); !strings.Contains(msg, "over the limit of 1048576 bytes (1 MiB)") || e["limit"] != float64(1<<20) {
+			t.Fatalf("%s body over the limit: %v", r.ctype, e)
+		}
+	}
+	// At the limit it is read.
+	atLimit := `{"reset_attempts":"perhaps","pad":"`
+	atLimit += strings.Repeat("x", 1<<20-len(atLimit)-2) + `"}`
+	wantError(t, f.do(post("/api/tasks/"+s.flaky+"/unblock", atLimit)), http.StatusBadRequest, "invalid_request")
 
 	// Unblock with reset_attempts as the pages send it: a form, "on".
 	var got response

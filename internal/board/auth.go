@@ -22,6 +22,7 @@ var (
 	CodeReadOnly      = fault.Register(fault.Rejected, "read_only")
 	CodeHostRefused   = fault.Register(fault.Rejected, "host_refused")
 	CodeBadRequest    = fault.Register(fault.Usage, "invalid_request")
+	CodeBodyTooLarge  = fault.Register(fault.Usage, "body_too_large")
 )
 
 // cookieName is the cookie that holds the token in the browser. Browsers

@@ -31,16 +31,21 @@ type Options struct {
 	// (serve.tokens); the start's token acts as the serving process.
 	Actors map[string]string
 	Warn   func(string)
+	// Timeouts of HTTPServer; a zero field is DefaultTimeouts'.
+	Timeouts Timeouts
 }
 
 // Server serves the board.
 type Server struct {
-	opt Options
-	mux *http.ServeMux
-	hub *hub
+	opt      Options
+	timeouts Timeouts
+	mux      *http.ServeMux
+	hub      *hub
 
 	// mu lets one request at a time use the store: a state read from it is
-	// the store's own, caught up in place by the next read.
+	// the store's own, caught up in place by the next read. A response is
+	// rendered under it and written without it, so a client that reads
+	// slowly, or not at all, holds up nobody else.
 	mu    sync.Mutex
 	login string // the one-time code, "" once used
 
@@ -50,7 +55,7 @@ type Server struct {
 
 // New makes a server; Follow must run for pages to update live.
 func New(opt Options) *Server {
-	s := &Server{opt: opt, mux: http.NewServeMux(), hub: newHub(), login: opt.Login, closing: make(chan struct{})}
+	s := &Server{opt: opt, timeouts: opt.Timeouts.withDefaults(), mux: http.NewServeMux(), hub: newHub(), login: opt.Login, closing: make(chan struct{})}
 	s.routes()
 	return s
 }

@@ -22,33 +22,63 @@ const recentMax = 2000
 // latest events for the Activity view.
 type hub struct {
 	mu     sync.Mutex
-	subs   map[chan []byte]struct{}
+	subs   map[*sub]struct{}
 	recent []*eventlog.Event // oldest first, at most recentMax
 	status []byte            // the last build.status sent
 }
 
-func newHub() *hub { return &hub{subs: map[chan []byte]struct{}{}} }
+// A stream queues at most streamQueue messages and streamBytes bytes (two
+// of the largest lines the log takes) that its client has not taken yet.
+const (
+	streamQueue = 256
+	streamBytes = 8 << 20
+)
 
-func (h *hub) subscribe() (chan []byte, func()) {
-	ch := make(chan []byte, 256)
+// sub is one stream's queue.
+type sub struct {
+	ready  chan struct{} // holds a value while queue may have messages
+	queue  [][]byte      // guarded by hub.mu
+	queued int           // bytes in queue
+}
+
+func newHub() *hub { return &hub{subs: map[*sub]struct{}{}} }
+
+func (h *hub) subscribe() (*sub, func()) {
+	sb := &sub{ready: make(chan struct{}, 1)}
 	h.mu.Lock()
-	h.subs[ch] = struct{}{}
+	h.subs[sb] = struct{}{}
 	h.mu.Unlock()
-	return ch, func() {
+	return sb, func() {
 		h.mu.Lock()
-		delete(h.subs, ch)
+		delete(h.subs, sb)
 		h.mu.Unlock()
 	}
 }
 
-// publish sends one message to every stream. A stream 256 messages behind
-// misses the next ones: its page re-renders on the messages it does get.
+// takeAll empties sb's queue.
+func (h *hub) takeAll(sb *sub) [][]byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	msgs := sb.queue
+	sb.queue, sb.queued = nil, 0
+	return msgs
+}
+
+// publish sends one message to every stream. A stream whose queue is full
+// (by count or bytes) misses the next ones: its page re-renders on the
+// messages it does get, and a client that stopped reading is cut off by
+// the write timeout.
 func (h *hub) publish(msg []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for ch := range h.subs {
+	for sb := range h.subs {
+		if len(sb.queue) >= streamQueue || sb.queued > 0 && sb.queued+len(msg) > streamBytes {
+			continue
+		}
+		sb.queue = append(sb.queue, msg)
+		sb.queued += len(msg)
 		select {
-		case ch <- msg:
+		case sb.ready <- struct{}{}:
 		default:
 		}
 	}
@@ -178,25 +208,37 @@ const keepAlive = 25 * time.Second
 // handleEvents is /api/events: Server-Sent Events, one event of the log
 // per message, as the log has it (type, subject, data, …), and build.status
 // as {"type":"build.status","data":{"currentTask":…,"queueDepth":…}}.
+// Each write has Timeouts.Write to go through; a client that stopped
+// reading is cut off then, and its queue (bounded, see publish) let go.
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
-		return
-	}
-	ch, done := s.hub.subscribe()
+	rc := http.NewResponseController(w)
+	sb, done := s.hub.subscribe()
 	defer done()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
+	// Each write and each flush gets Timeouts.Write afresh.
+	deadline := func() { rc.SetWriteDeadline(time.Now().Add(s.timeouts.Write)) }
+	message := func(msg []byte) bool {
+		deadline()
+		_, err := fmt.Fprintf(w, "data: %s\n\n", msg)
+		return err == nil
+	}
+	flush := func() bool {
+		deadline()
+		return rc.Flush() == nil
+	}
+	deadline()
 	w.WriteHeader(http.StatusOK)
 	s.hub.mu.Lock()
 	status := s.hub.status
 	s.hub.mu.Unlock()
-	if status != nil {
-		fmt.Fprintf(w, "data: %s\n\n", status)
+	if status != nil && !message(status) {
+		return
 	}
-	fl.Flush()
+	if !flush() {
+		return
+	}
 	t := time.NewTicker(keepAlive)
 	defer t.Stop()
 	for {
@@ -205,15 +247,20 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-s.closing:
 			return
-		case msg := <-ch:
-			fmt.Fprintf(w, "data: %s\n\n", msg)
-			for n := len(ch); n > 0; n-- { // what queued up goes in one write
-				fmt.Fprintf(w, "data: %s\n\n", <-ch)
+		case <-sb.ready:
+			for _, msg := range s.hub.takeAll(sb) { // what queued up goes in one flush
+				if !message(msg) {
+					return
+				}
 			}
-			fl.Flush()
 		case <-t.C:
-			io.WriteString(w, ": keep-alive\n\n")
-			fl.Flush()
+			deadline()
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+		}
+		if !flush() {
+			return
 		}
 	}
 }

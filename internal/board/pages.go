@@ -95,7 +95,7 @@ func (s *Server) page(p *page) http.Handler {
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		w.Write(v)
+		s.send(w, http.StatusOK, v)
 	})
 }
 
@@ -127,9 +127,10 @@ func (s *Server) render(r *http.Request, p *page) ([]byte, error) {
 // failPage shows an error in the page's frame, with the API's status.
 func (s *Server) failPage(w http.ResponseWriter, r *http.Request, p *page, err error) {
 	f := fault.Classify(err)
+	var buf bytes.Buffer
+	layout.ExecuteTemplate(&buf, "error", view{Page: p, Nav: pages, CanWrite: s.canWrite(r), ReadOnly: s.opt.ReadOnly, Data: f})
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(Status(f))
-	layout.ExecuteTemplate(w, "error", view{Page: p, Nav: pages, CanWrite: s.canWrite(r), ReadOnly: s.opt.ReadOnly, Data: f})
+	s.send(w, Status(f), buf.Bytes())
 }
 
 // TasksData is the Tasks view.

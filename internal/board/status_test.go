@@ -54,6 +54,8 @@ func TestStatus(t *testing.T) {
 		// Usage: 400.
 		{"invalid_request", fault.New(board.CodeBadRequest, nil, "bad"), "invalid_request", http.StatusBadRequest},
 		{"usage", fault.Usagef(fault.CodeUsage, "bad flag"), "usage", http.StatusBadRequest},
+		// A body over the limit: 413.
+		{"body_too_large", fault.New(board.CodeBodyTooLarge, nil, "too large"), "body_too_large", http.StatusRequestEntityTooLarge},
 		{"invalid_priority", fault.New(fault.CodeInvalidPriority, nil, "p9"), "invalid_priority", http.StatusBadRequest},
 		{"invalid_move", fault.Usagef(jobs.CodeInvalidMove, "where"), "invalid_move", http.StatusBadRequest},
 		{"invalid_label", workqueue.ValidateLabel("a b"), "invalid_label", http.StatusBadRequest},

@@ -3,6 +3,7 @@ package fleet
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/store"
 )
 
@@ -87,7 +89,15 @@ func (c *Claims) Prepare(ctx context.Context, sess *eventlog.Session) (func(writ
 	if c.cache == nil {
 		c.cache = loadCache(c.st)
 	}
-	tip, remote, err := fetch(ctx, c.st, c.o)
+	// The fetch and the push share one deadline: the log's lock is held
+	// throughout, and another command waits for it only lock.timeout.
+	deadline := time.Now().Add(c.Timeout())
+	var tip string
+	var remote map[string]git.Blob
+	err := c.network(ctx, deadline, "fetch", func(ctx context.Context) (err error) {
+		tip, remote, err = fetch(ctx, c.st, c.o)
+		return err
+	})
 	if err != nil {
 		return c.offline(err)
 	}
@@ -109,7 +119,11 @@ func (c *Claims) Prepare(ctx context.Context, sess *eventlog.Session) (func(writ
 		if err != nil {
 			return err
 		}
-		commit, err := push(ctx, dir, c.o, tree, parents, fmt.Sprintf("spool claim: %d events by %s", bytes.Count(lines, []byte{'\n'}), writer))
+		var commit string
+		err = c.network(ctx, deadline, "push", func(ctx context.Context) (err error) {
+			commit, err = push(ctx, dir, c.o, tree, parents, fmt.Sprintf("spool claim: %d events by %s", bytes.Count(lines, []byte{'\n'}), writer))
+			return err
+		})
 		if err != nil {
 			if _, err := c.offline(err); err == nil {
 				return nil // claimed locally, with a warning
@@ -124,6 +138,30 @@ func (c *Claims) Prepare(ctx context.Context, sess *eventlog.Session) (func(writ
 		c.cache.save()
 		return nil
 	}, nil
+}
+
+// Timeout is how long a claim may wait on the remote, its fetch and its
+// push together: half of lock.timeout, since it holds the log's lock
+// meanwhile and another command waits for the lock only lock.timeout.
+func (c *Claims) Timeout() time.Duration { return c.st.Config.Duration("lock.timeout") / 2 }
+
+// network runs a claim's fetch or push (what) against the remote until
+// deadline: git is then killed, with whatever it started (git.Unattended),
+// and the claim fails as remote_unreachable, saying so.
+func (c *Claims) network(ctx context.Context, deadline time.Time, what string, fn func(context.Context) error) error {
+	nctx, cancel := context.WithDeadline(git.Unattended(ctx), deadline)
+	defer cancel()
+	err := fn(nctx)
+	if err == nil || ctx.Err() != nil || !errors.Is(nctx.Err(), context.DeadlineExceeded) || errors.Is(err, eventlog.ErrLockTimeout) {
+		return err
+	}
+	timeout := c.Timeout()
+	msg := fmt.Sprintf("%s did not answer the claim's %s within %s (half of lock.timeout: a claim holds the log's lock meanwhile); nothing was claimed and the local log is unchanged",
+		c.o.Remote, what, timeout)
+	if what == "push" {
+		msg += fmt.Sprintf(" (if %s took the push after all, the next sync brings the claim in and its lease runs out unused)", c.o.Remote)
+	}
+	return fault.New(CodeRemoteUnreachable, err, msg, "remote", c.o.Remote, "timeout", timeout.String())
 }
 
 // offline is a claim's answer to err: local, with a warning, when the

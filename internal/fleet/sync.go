@@ -277,6 +277,10 @@ func fetch(ctx context.Context, st *store.Store, o Options) (string, map[string]
 // later update of the ref: it is removed.
 func withTrackingRef(ctx context.Context, st *store.Store, o Options, fn func() error) error {
 	unlock, ok, err := st.Mutex(ctx, "sync-ref", st.Config.Duration("lock.timeout"))
+	if errors.Is(err, context.DeadlineExceeded) {
+		// A claim's deadline (Claims.network): another spool's fetch holds it.
+		return fmt.Errorf("%w: %s held by another spool command past this claim's deadline", eventlog.ErrLockTimeout, st.MutexPath("sync-ref"))
+	}
 	if err != nil {
 		return err
 	}

@@ -60,9 +60,22 @@ func Discover(ctx context.Context, dir string) (*Repo, error) {
 		}
 		return nil, err
 	}
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	if len(lines) > 0 && lines[0] == "true" {
 		return nil, fmt.Errorf("%s is a bare repository; spool needs a work tree: %w", dir, ErrNotGitRepo)
+	}
+	if len(lines) > 4 {
+		// A path with a newline in it: git prints each path on a line, so
+		// the lines cannot say where one ends. Asked alone, a path is all
+		// of the output but its last newline.
+		lines = lines[:1]
+		for _, ask := range []string{"--show-toplevel", "--git-dir", "--git-common-dir"} {
+			out, err := Run(ctx, dir, "rev-parse", "--path-format=absolute", ask)
+			if err != nil {
+				return nil, err
+			}
+			lines = append(lines, strings.TrimSuffix(out, "\n"))
+		}
 	}
 	if len(lines) != 4 || lines[1] == "" {
 		return nil, fmt.Errorf("%s is not inside a work tree: %w", dir, ErrNotGitRepo)
@@ -84,13 +97,12 @@ func primaryWorktree(ctx context.Context, r *Repo) (string, error) {
 	if r.GitDir == r.CommonDir {
 		return r.WorkTree, nil
 	}
-	out, err := Run(ctx, r.WorkTree, "worktree", "list", "--porcelain")
+	list, err := ListWorktrees(ctx, r.WorkTree) // -z: a path may hold a newline
 	if err != nil {
 		return "", err
 	}
-	first, _, _ := strings.Cut(out, "\n")
-	if path, ok := strings.CutPrefix(first, "worktree "); ok {
-		return path, nil
+	if len(list) > 0 && list[0].Path != "" {
+		return list[0].Path, nil
 	}
 	return "", fmt.Errorf("cannot find the primary worktree of %s", r.WorkTree)
 }
@@ -142,6 +154,9 @@ func RunEnv(ctx context.Context, dir string, env []string, input []byte, args ..
 }
 
 func run(ctx context.Context, dir string, env []string, input []byte, attr *syscall.SysProcAttr, args ...string) (string, error) {
+	if ctx.Value(unattendedKey{}) != nil && attr == nil {
+		return runUnattended(ctx, dir, env, input, args...)
+	}
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
 	cmd.SysProcAttr = attr
@@ -154,6 +169,58 @@ func run(ctx context.Context, dir string, env []string, input []byte, attr *sysc
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
+		return stdout.String(), &GitError{Args: args, Stderr: stderr.String(), Err: err}
+	}
+	return stdout.String(), nil
+}
+
+type unattendedKey struct{}
+
+// Unattended marks ctx for git commands that must end with ctx, whole:
+// those a claim runs against the remote while it holds the log's lock,
+// under a deadline. Run with such a context, git runs in a session of its
+// own, with no terminal (it cannot ask for a password or passphrase,
+// which nobody could answer in time: GIT_TERMINAL_PROMPT=0 too), and
+// when ctx ends the whole session is killed (git and whatever it started:
+// ssh, a local remote's upload-pack) and Run returns at once, whatever
+// still holds git's output. git is also killed when spool dies (Linux's
+// parent-death signal, as RunTied).
+func Unattended(ctx context.Context) context.Context {
+	return context.WithValue(ctx, unattendedKey{}, true)
+}
+
+// unattendedWait is how long Run waits for git's output to close once git
+// exited or ctx ended (and the session was killed): a process git left in
+// the background, outside its session, may hold it.
+const unattendedWait = time.Second
+
+func runUnattended(ctx context.Context, dir string, env []string, input []byte, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.SysProcAttr = unattendedAttr()
+	cmd.Env = append(append(os.Environ(), env...), "GIT_TERMINAL_PROMPT=0")
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = unattendedWait
+	if input != nil {
+		cmd.Stdin = bytes.NewReader(input)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	done := make(chan error, 1)
+	fault.Go(func() {
+		// The parent-death signal is tied to the thread that forked (see
+		// RunTied).
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		done <- cmd.Run()
+	})
+	err := <-done
+	if errors.Is(err, exec.ErrWaitDelay) && ctx.Err() == nil && cmd.ProcessState.Success() {
+		// git exited 0 and said all it had to; what still held its output
+		// (a process it left in the background) is not its answer.
+		err = nil
+	}
+	if err != nil {
 		return stdout.String(), &GitError{Args: args, Stderr: stderr.String(), Err: err}
 	}
 	return stdout.String(), nil

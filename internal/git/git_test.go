@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -79,5 +80,54 @@ func TestFastForwardRefusesOptions(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Fatal("git wrote the file the option named")
+	}
+}
+
+// A repository and a linked worktree in directories whose names hold a
+// newline (and end in one): git takes them, and so does Discover, with
+// the paths whole.
+func TestDiscoverPathsWithNewlines(t *testing.T) {
+	top := t.TempDir()
+	main := filepath.Join(top, "main\nrepo")
+	os.MkdirAll(main, 0o755)
+	runGit(t, main, "init", "-q", "-b", "main")
+	runGit(t, main, "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "--allow-empty", "-m", "x")
+	for _, wt := range []string{filepath.Join(top, "wt\nx"), filepath.Join(top, "wt\n/y\n")} {
+		runGit(t, main, "worktree", "add", "-q", "--detach", wt)
+		sub := filepath.Join(wt, "a\nb")
+		os.MkdirAll(sub, 0o755)
+		for _, dir := range []string{wt, sub} {
+			r, err := Discover(context.Background(), dir)
+			if err != nil {
+				t.Fatalf("%q: %v", dir, err)
+			}
+			want := Repo{Root: main, WorkTree: wt, GitDir: filepath.Join(main, ".git", "worktrees", filepath.Base(wt)), CommonDir: filepath.Join(main, ".git")}
+			if r.GitDir != want.GitDir {
+				// git names the worktree's git dir after the directory, as it sees fit
+				want.GitDir = r.GitDir
+			}
+			if *r != want {
+				t.Fatalf("%q:\n got %+v\nwant %+v", dir, *r, want)
+			}
+			if _, err := os.Stat(filepath.Join(r.GitDir, "HEAD")); err != nil {
+				t.Fatalf("%q: git dir %q: %v", dir, r.GitDir, err)
+			}
+		}
+	}
+	// A separated git dir: the primary worktree is the first entry of git
+	// worktree list, whole.
+	sep := filepath.Join(top, "sep\nwork")
+	runGit(t, top, "init", "-q", "-b", "main", "--separate-git-dir", filepath.Join(top, "sep\ngit"), sep)
+	runGit(t, sep, "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "--allow-empty", "-m", "x")
+	wt := filepath.Join(top, "sep\nwt")
+	runGit(t, sep, "worktree", "add", "-q", "--detach", wt)
+	out, err := exec.Command("git", "-C", wt, "worktree", "list", "--porcelain", "-z").Output()
+	first, _, _ := strings.Cut(string(out), "\x00")
+	if err != nil || !strings.Contains(first, "\n") {
+		t.Fatalf("git worktree list: %q %v", first, err)
+	}
+	r, err := Discover(context.Background(), wt)
+	if err != nil || r.Root != strings.TrimPrefix(first, "worktree ") || r.WorkTree != wt || r.CommonDir != filepath.Join(top, "sep\ngit") {
+		t.Fatalf("separated git dir: %+v %v", r, err)
 	}
 }

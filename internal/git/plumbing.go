@@ -25,7 +25,10 @@ func unreachable(stderr string) bool {
 func stderrOf(err error) string {
 	var gerr *GitError
 	if errors.As(err, &gerr) {
-		return strings.TrimSpace(gerr.Stderr)
+		if msg := strings.TrimSpace(gerr.Stderr); msg != "" {
+			return msg
+		}
+		return gerr.Err.Error() // killed, or an exit with nothing said
 	}
 	return err.Error()
 }

@@ -3,11 +3,13 @@ package git
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/spoolhq/spool/internal/proc/proctest"
 )
@@ -60,5 +62,55 @@ func TestLockFile(t *testing.T) {
 		if got := LockFile(&GitError{Stderr: c.stderr, Err: errors.New("exit status 128")}); got != c.want {
 			t.Errorf("LockFile(%q) = %q, want %q", c.stderr, got, c.want)
 		}
+	}
+}
+
+// A git command run Unattended is in a session of its own (no terminal
+// to ask on, GIT_TERMINAL_PROMPT=0), and when its context ends Run
+// returns with everything git started killed, although that still held
+// git's output. git runs an alias that records its session and sleeps.
+func TestUnattendedEndsWhole(t *testing.T) {
+	dir := t.TempDir()
+	alias := `!read _ _ _ _ _ sid _ < /proc/$$/stat; echo "$sid $GIT_TERMINAL_PROMPT" > sid.tmp; mv sid.tmp sid; sleep 300 & echo $! > sleeper.tmp; mv sleeper.tmp sleeper; wait`
+	ctx, cancel := context.WithCancel(Unattended(context.Background()))
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, dir, "-c", "alias.hang="+alias, "hang")
+		done <- err
+	}()
+	sleeper := proctest.ReadPID(t, filepath.Join(dir, "sleeper"))
+	t.Cleanup(func() { syscall.Kill(sleeper, syscall.SIGKILL) })
+	var sid int
+	var prompt string
+	if _, err := fmt.Sscan(proctest.WaitFile(t, filepath.Join(dir, "sid")), &sid, &prompt); err != nil {
+		t.Fatal(err)
+	}
+	own, _, _ := syscall.RawSyscall(syscall.SYS_GETSID, 0, 0, 0)
+	if sid == int(own) || prompt != "0" {
+		t.Fatalf("git ran in session %d (spool's is %d) with GIT_TERMINAL_PROMPT=%q", sid, own, prompt)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a git command killed midway succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return in 10s once its context ended")
+	}
+	proctest.WaitExited(t, sleeper)
+}
+
+// A git command run Unattended that exits 0 but leaves a process holding
+// its output (a detached background job) succeeds, with what it printed.
+func TestUnattendedSucceedsPastALingeringChild(t *testing.T) {
+	dir := t.TempDir()
+	alias := `!echo answer; setsid sleep 300 & echo $! > sleeper.tmp; mv sleeper.tmp sleeper`
+	out, err := Run(Unattended(context.Background()), dir, "-c", "alias.linger="+alias, "linger")
+	sleeper := proctest.ReadPID(t, filepath.Join(dir, "sleeper"))
+	syscall.Kill(sleeper, syscall.SIGKILL)
+	if err != nil || out != "answer\n" {
+		t.Fatalf("got %q, %v", out, err)
 	}
 }
