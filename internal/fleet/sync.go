@@ -259,11 +259,17 @@ func fetch(ctx context.Context, st *store.Store, o Options) (string, map[string]
 		return "", map[string]git.Blob{}, nil // no such branch yet
 	}
 	if have, err := git.RevParse(ctx, dir, TrackingRef(o)); err != nil || have != tip {
+		// The objects first, into no ref: the network is used without the
+		// ref's lock held, so a slow remote holds up no one else's claim.
+		if err := git.FetchRef(ctx, dir, o.Remote, o.Branch, ""); err != nil {
+			return "", nil, unreachable(o, err)
+		}
 		err := withTrackingRef(ctx, st, o, func() error {
-			return git.FetchRef(ctx, dir, o.Remote, o.Branch, TrackingRef(o))
+			_, err := git.Run(ctx, dir, "update-ref", "-m", "spool fetch", TrackingRef(o), tip)
+			return err
 		})
 		if err != nil {
-			return "", nil, unreachable(o, err)
+			return "", nil, err
 		}
 	}
 	remote, err := git.TreeFiles(ctx, dir, tip, eventsDir)

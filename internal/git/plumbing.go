@@ -68,7 +68,11 @@ func RemoteTip(ctx context.Context, dir, remote, branch string) (string, error) 
 // from updating the remote-tracking branch too (refs/remotes/…), which is
 // the user's, and whose lock a killed git may have left.
 func FetchRef(ctx context.Context, dir, remote, branch, ref string) error {
-	_, err := Run(ctx, dir, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--refmap=", remote, "+refs/heads/"+branch+":"+ref)
+	spec := "+refs/heads/" + branch
+	if ref != "" {
+		spec += ":" + ref
+	}
+	_, err := Run(ctx, dir, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--refmap=", remote, spec)
 	if err != nil {
 		msg := stderrOf(err)
 		return &PushError{Remote: remote, Unreachable: unreachable(msg), Message: msg}
