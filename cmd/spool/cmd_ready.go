@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"text/tabwriter"
+
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/workqueue"
 )
@@ -23,11 +26,41 @@ func (c *ReadyCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	tasks, s, err := q.Ready(e.ctx, workqueue.ReadyFilter{All: c.Label, Any: c.LabelAny}, c.Limit)
+	f := workqueue.ReadyFilter{All: c.Label, Any: c.LabelAny}
+	if !q.Native() {
+		beads, err := q.ReadyBeads(e.ctx, f, c.Limit)
+		if err != nil {
+			return err
+		}
+		return printBeads(e, beads)
+	}
+	tasks, s, err := q.Ready(e.ctx, f, c.Limit)
 	if err != nil {
 		return err
 	}
 	return printTasks(e, q, s, tasks)
+}
+
+// printBeads prints a bd/br source's ready work as ready prints tasks: bd's
+// issues under --json, aligned rows otherwise.
+func printBeads(e *env, beads []workqueue.Candidate) error {
+	if e.JSON {
+		out := make([]workqueue.TaskJSON, 0, len(beads))
+		for _, b := range beads {
+			out = append(out, workqueue.TaskJSON{ID: b.ID, Title: b.Title, Description: b.Description, Status: workqueue.StatusOpen,
+				Priority: b.Priority, IssueType: b.IssueType, Labels: b.Labels, CreatedAt: b.CreatedAt})
+		}
+		return writeJSON(e.stdout, out)
+	}
+	if len(beads) == 0 {
+		fmt.Fprintln(e.stdout, "no tasks")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	for _, b := range beads {
+		fmt.Fprint(tw, row(text(b.ID), fmt.Sprintf("P%d", b.Priority), workqueue.StatusOpen, text(orDash(b.IssueType)), text(b.Title), labelList(b.Labels)))
+	}
+	return tw.Flush()
 }
 
 func validateLabelFlags(lists ...[]string) error {

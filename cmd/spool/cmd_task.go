@@ -199,13 +199,17 @@ func printTasks(e *env, q *wqservice.Service, s *workqueue.State, tasks []*workq
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	for _, t := range tasks {
-		labels := ""
-		if len(t.Labels) > 0 {
-			labels = "[" + text(strings.Join(t.Labels, ",")) + "]"
-		}
-		fmt.Fprint(tw, row(text(t.ID), fmt.Sprintf("P%d", t.Priority), s.EffectiveStatus(t, q.Policy, q.Now), text(t.Type), text(t.Title), labels))
+		fmt.Fprint(tw, row(text(t.ID), fmt.Sprintf("P%d", t.Priority), s.EffectiveStatus(t, q.Policy, q.Now), text(t.Type), text(t.Title), labelList(t.Labels)))
 	}
 	return tw.Flush()
+}
+
+// labelList is labels as a row shows them: [a,b], or "" for none.
+func labelList(labels []string) string {
+	if len(labels) == 0 {
+		return ""
+	}
+	return "[" + text(strings.Join(labels, ",")) + "]"
 }
 
 type TaskUpdateCmd struct {

@@ -121,6 +121,28 @@ func (s *Service) Ready(ctx context.Context, f workqueue.ReadyFilter, limit int)
 	return st.Ready(s.Policy, f, s.Now, limit), st, nil
 }
 
+// ReadyBeads is ready with a bd/br source: the beads it offers that next
+// could claim now, gated as next is (workqueue.label and the labels of f.All
+// asked of the source, workqueue.exclude_labels, the queue's history), with
+// f.Any on top, in next's order; limit 0 is all.
+func (s *Service) ReadyBeads(ctx context.Context, f workqueue.ReadyFilter, limit int) ([]workqueue.Candidate, error) {
+	gate := s.Policy.Gate(f.All, nil)
+	cands, err := s.candidates(ctx, gate.Require)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.Read(ctx, History)
+	if err != nil {
+		return nil, err
+	}
+	if len(f.Any) > 0 {
+		cands = slices.DeleteFunc(cands, func(c workqueue.Candidate) bool {
+			return !slices.ContainsFunc(f.Any, func(l string) bool { return slices.Contains(c.Labels, l) })
+		})
+	}
+	return s.Policy.Select(cands, st.Entry, gate, s.Now, limit), nil
+}
+
 // Update changes a task's fields; changed is false when it already had them
 // (and nothing was appended).
 func (s *Service) Update(ctx context.Context, id string, u workqueue.Update) (task workqueue.TaskJSON, changed bool, err error) {
