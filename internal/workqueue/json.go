@@ -157,7 +157,8 @@ type EntryJSON struct {
 	Status         string     `json:"status"`
 	Attempts       int        `json:"attempts"`
 	Failures       int        `json:"failures"`
-	LastAttempt    *time.Time `json:"last_attempt,omitempty"`
+	LastAttempt    *time.Time `json:"last_attempt,omitempty"`          // when the last attempt was claimed
+	LastEndedAt    *time.Time `json:"last_attempt_ended_at,omitempty"` // when it ended (absent while it runs)
 	LastError      string     `json:"last_error,omitempty"`
 	Worker         string     `json:"worker,omitempty"`
 	LeaseUntil     *time.Time `json:"lease_until,omitempty"`
@@ -173,6 +174,9 @@ func (h *Entry) JSON() EntryJSON {
 	j := EntryJSON{ID: h.ID, Status: h.Status, Attempts: h.Attempts, Failures: h.Failures,
 		LastAttempt: timePtr(h.LastAttempt), LastError: h.LastError, Worker: h.Worker, LeaseUntil: timePtr(h.LeaseUntil),
 		BlockReason: h.BlockReason}
+	if h.Status != HistWorking {
+		j.LastEndedAt = timePtr(h.LastEndedAt)
+	}
 	for _, p := range h.Pending {
 		j.PendingSync = append(j.PendingSync, p.String())
 	}

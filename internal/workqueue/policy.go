@@ -43,7 +43,7 @@ func (p Policy) Backoff(attempts int) time.Duration {
 func (p Policy) Effective(h Entry, now time.Time) Entry {
 	if h.Status == HistWorking && !now.Before(h.LeaseUntil) {
 		h.Failures++
-		h.LastFailureAt, h.LastError = h.LeaseUntil, LeaseExpiredError
+		h.LastFailureAt, h.LastEndedAt, h.LastError = h.LeaseUntil, h.LeaseUntil, LeaseExpiredError
 		if h.Failures%2 == 0 {
 			h.QueuedAt = h.LeaseUntil
 		}

@@ -20,7 +20,7 @@ import (
 
 const (
 	tasksMagic = "spool-tasks-9\n"
-	queueMagic = "spool-history-5\n"
+	queueMagic = "spool-history-6\n"
 )
 
 // encodeDetail writes a task's detail as one string (w.Str's form), so
@@ -279,6 +279,7 @@ func encodeEntry(w *table.Enc, h *Entry) {
 	w.Int(int64(h.Failures))
 	w.Int(int64(h.Priority))
 	w.Time(h.LastAttempt)
+	w.Time(h.LastEndedAt)
 	w.Time(h.LastFailureAt)
 	w.Time(h.LeaseUntil)
 	w.Time(h.QueuedAt)
@@ -293,7 +294,7 @@ func decodeEntry(r *table.Dec) *Entry {
 		*p = r.Str()
 	}
 	h.Attempts, h.Failures, h.Priority = int(r.Int()), int(r.Int()), int(r.Int())
-	h.LastAttempt, h.LastFailureAt, h.LeaseUntil, h.QueuedAt = r.Time(), r.Time(), r.Time(), r.Time()
+	h.LastAttempt, h.LastEndedAt, h.LastFailureAt, h.LeaseUntil, h.QueuedAt = r.Time(), r.Time(), r.Time(), r.Time(), r.Time()
 	h.Blocked = r.Bool()
 	h.Pending, h.SyncFailed = decodeSyncs(r), decodeSyncs(r)
 	if err := r.End(); err != nil {

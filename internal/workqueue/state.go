@@ -143,10 +143,11 @@ func (t *Task) HasLabel(l string) bool {
 // native tasks and for tasks of an external source alike.
 type Entry struct {
 	ID            string
-	Status        string // Hist*
-	Attempts      int    // claims, reset by retry and unblock --reset-attempts
-	Failures      int    // failed attempts (progressive policy's counter)
-	LastAttempt   time.Time
+	Status        string    // Hist*
+	Attempts      int       // claims, reset by retry and unblock --reset-attempts
+	Failures      int       // failed attempts (progressive policy's counter)
+	LastAttempt   time.Time // when the last attempt was claimed
+	LastEndedAt   time.Time // when it ended: succeeded, failed, lease expired, released
 	LastFailureAt time.Time
 	LastError     string
 	Worker        string
@@ -350,7 +351,7 @@ const (
 // projections.Spec.Amortize).
 var (
 	Spec      = projections.Spec{Name: Name, Version: 5, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
-	QueueSpec = projections.Spec{Name: QueueName, Version: 7, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
+	QueueSpec = projections.Spec{Name: QueueName, Version: 8, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
 // TasksProjection folds the tracker's side of every event.
@@ -601,6 +602,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 	case TypeClosed:
 		if h := s.Entry(id); h != nil && h.Status == HistWorking {
 			h.release(HistPending) // closed under a worker: the claim ends
+			h.LastEndedAt = e.At
 		}
 	case TypeReopened:
 		if h := s.Entry(id); h != nil && h.Status == HistCompleted {
@@ -617,6 +619,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		}
 		if h.Status == HistWorking {
 			h.release(HistPending)
+			h.LastEndedAt = e.At
 		}
 		if h.Blocked && d.Status != StatusBlocked && !slices.Contains(d.Labels, BlockedLabel) {
 			h.Blocked, h.BlockReason = false, ""
@@ -640,7 +643,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 	case TypeSucceeded:
 		h := s.entry(id)
 		h.release(HistCompleted)
-		h.LastError = ""
+		h.LastError, h.LastEndedAt = "", e.At
 	case TypeFailed, TypeLeaseExpired:
 		at, msg := e.At, ""
 		if e.Type == TypeFailed {
@@ -659,7 +662,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		h := s.entry(id)
 		h.release(HistFailed)
 		h.Failures++
-		h.LastFailureAt, h.LastError = at, msg
+		h.LastFailureAt, h.LastEndedAt, h.LastError = at, at, msg
 		if h.Failures%2 == 0 {
 			h.QueuedAt = at // progressive: even attempts go to the back of the queue
 		}
@@ -673,6 +676,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 	case TypeReleased:
 		if h := s.Entry(id); h != nil && h.Status == HistWorking {
 			h.release(HistPending)
+			h.LastEndedAt = e.At
 		}
 	case TypeBlocked:
 		var d BlockedData

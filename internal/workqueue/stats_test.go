@@ -103,3 +103,42 @@ func TestStatsPartitionEveryTask(t *testing.T) {
 		t.Fatalf("with a source: %+v (history has %d entries)", got, entries)
 	}
 }
+
+// An entry records when its last attempt ended, whichever way it ended,
+// apart from when it was claimed; history shows the end.
+func TestLastAttemptEnded(t *testing.T) {
+	p := DefaultPolicy()
+	claimed, ended, late := t0.Add(time.Minute), t0.Add(20*time.Minute), t0.Add(3*time.Hour)
+	one := func(d eventlog.Draft, err error) ([]eventlog.Draft, error) { return []eventlog.Draft{d}, err }
+	for _, tc := range []struct {
+		name  string
+		end   func(s *State, id string) ([]eventlog.Draft, error)
+		asked time.Time // when history is asked
+		want  time.Time // when the attempt ended
+	}{
+		{"succeeded", func(s *State, id string) ([]eventlog.Draft, error) { return Done(s, p, id, "a", "", ended) }, ended, ended},
+		{"failed", func(s *State, id string) ([]eventlog.Draft, error) { return Fail(s, p, id, "a", "boom", ended) }, ended, ended},
+		{"released", func(s *State, id string) ([]eventlog.Draft, error) { return one(Release(s, p, id, "a", ended)) }, ended, ended},
+		{"closed under the claim", func(s *State, id string) ([]eventlog.Draft, error) { return CloseTasks(s, []string{id}, "") }, ended, ended},
+		{"lease ran out, not recorded", func(*State, string) ([]eventlog.Draft, error) { return nil, nil }, late, claimed.Add(p.Lease)},
+		{"lease ran out, recorded", func(s *State, _ string) ([]eventlog.Draft, error) { return Expire(s, p, late), nil }, late, claimed.Add(p.Lease)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			id := w.add("t", 2, t0)
+			w.claim(p, id, "a", claimed)
+			if j := p.HistoryView(*w.s.Entry(id), claimed); j.LastEndedAt != nil {
+				t.Fatalf("while the attempt runs, it has not ended: %v", j.LastEndedAt)
+			}
+			d, err := tc.end(w.s, id)
+			w.must("a", ended, d, err)
+			j := p.HistoryView(*w.s.Entry(id), tc.asked)
+			if j.LastAttempt == nil || !j.LastAttempt.Equal(claimed) {
+				t.Errorf("last_attempt %v, want the claim at %v", j.LastAttempt, claimed)
+			}
+			if j.LastEndedAt == nil || !j.LastEndedAt.Equal(tc.want) {
+				t.Errorf("last_attempt_ended_at %v, want %v", j.LastEndedAt, tc.want)
+			}
+		})
+	}
+}
