@@ -199,9 +199,31 @@ func printTasks(e *env, q *wqservice.Service, s *workqueue.State, tasks []*workq
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	for _, t := range tasks {
-		fmt.Fprint(tw, row(text(t.ID), fmt.Sprintf("P%d", t.Priority), s.EffectiveStatus(t, q.Policy, q.Now), text(t.Type), text(t.Title), labelList(t.Labels)))
+		status := s.EffectiveStatus(t, q.Policy, q.Now)
+		fmt.Fprint(tw, row(text(t.ID), fmt.Sprintf("P%d", t.Priority), status, text(t.Type), text(t.Title), labelList(t.Labels),
+			taskNote(s, t, status)))
 	}
 	return tw.Flush()
+}
+
+// taskNote is what a row says beyond the task's fields: who holds a claimed
+// task, what an open one waits for (its open blockers, or a parent that waits).
+func taskNote(s *workqueue.State, t *workqueue.Task, status string) string {
+	switch status {
+	case workqueue.StatusInProgress:
+		if a := t.Detail().Assignee; a != "" {
+			return "by " + text(a)
+		}
+	case workqueue.StatusOpen:
+		blockers, parent := s.Waits(t)
+		switch {
+		case len(blockers) > 0:
+			return "waits for " + text(strings.Join(blockers, ", "))
+		case parent != "":
+			return "parent " + text(parent) + " waits"
+		}
+	}
+	return ""
 }
 
 // labelList is labels as a row shows them: [a,b], or "" for none.

@@ -38,6 +38,22 @@ func (s *State) blockedBy(t *Task, memo map[string]bool, depth int) bool {
 	return v
 }
 
+// Waits says what t waits for: its blockers not closed, by id, or, when it
+// has none, its parent when the parent waits (parent is "" otherwise).
+func (s *State) Waits(t *Task) (blockers []string, parent string) {
+	for _, d := range t.Blockers {
+		if s.notClosed(d.ID) {
+			blockers = append(blockers, d.ID)
+		}
+	}
+	if len(blockers) == 0 && t.Parent != "" {
+		if p := s.Task(t.Parent); p != nil && s.blockedBy(p, map[string]bool{}, 1) {
+			parent = p.ID
+		}
+	}
+	return blockers, parent
+}
+
 // ReadyFilter narrows spool ready: every label in All, at least one in Any.
 // Claimed lets claimed tasks in as well (bd ready lists in_progress work);
 // Unassigned keeps only tasks nobody is assigned.
