@@ -246,6 +246,7 @@ type TaskUpdateCmd struct {
 	Status      *string  `help:"open, in_progress, deferred or closed."`
 	AddLabel    []string `sep:"none" placeholder:"LABEL" help:"Add a label (repeatable)."`
 	RemoveLabel []string `sep:"none" placeholder:"LABEL" help:"Remove a label (repeatable)."`
+	Parent      *string  `placeholder:"ID" complete:"task" help:"Move it under this parent (an epic, say); \"\" removes its parent."`
 }
 
 func (c *TaskUpdateCmd) Run(e *env) error {
@@ -255,7 +256,7 @@ func (c *TaskUpdateCmd) Run(e *env) error {
 	}
 	t, changed, err := q.Update(e.ctx, c.ID, workqueue.Update{Title: c.Title, Description: c.Description, Design: c.Design,
 		Acceptance: c.Acceptance, Notes: c.Notes, Assignee: c.Assignee, Priority: c.Priority, Status: c.Status,
-		AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel})
+		AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel, Parent: c.Parent})
 	if err != nil {
 		return err
 	}

@@ -78,10 +78,19 @@ func (c *taskClone) Command(r *rand.Rand, now time.Time) (string, []eventlog.Dra
 	case 3:
 		one(workqueue.Reopen(c.s, id))
 	case 4:
-		if r.IntN(2) == 0 {
+		switch r.IntN(3) {
+		case 0:
 			one(workqueue.AddDep(c.s, id, pick(r, ids)))
-		} else if t := c.s.Tasks[id]; len(t.Blockers) > 0 {
-			one(workqueue.RemoveDep(c.s, id, t.Blockers[0].ID))
+		case 1:
+			if t := c.s.Tasks[id]; len(t.Blockers) > 0 {
+				one(workqueue.RemoveDep(c.s, id, t.Blockers[0].ID))
+			}
+		default:
+			parent := "" // re-parenting, or no parent any more
+			if r.IntN(3) > 0 {
+				parent = pick(r, ids)
+			}
+			drafts, err = workqueue.UpdateTask(c.s, id, workqueue.Update{Parent: &parent})
 		}
 	case 5:
 		one(workqueue.AddComment(c.s, id, pick(r, taskTexts[1:])))

@@ -20,6 +20,7 @@ const (
 	TypeDepAdded   = "task.dep_added"   // DepData
 	TypeDepRemoved = "task.dep_removed" // DepData
 	TypeCommented  = "task.commented"   // CommentData
+	TypeReparented = "task.reparented"  // ParentData
 	TypeImported   = "task.imported"    // ImportedData: a whole task from a beads export
 
 	// The queue.
@@ -130,6 +131,11 @@ type ClosedData struct {
 
 type DepData struct {
 	Blocker string `json:"blocker"`
+}
+
+// ParentData is a task's new parent; "" is none.
+type ParentData struct {
+	Parent string `json:"parent"`
 }
 
 type CommentData struct {

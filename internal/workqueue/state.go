@@ -554,6 +554,17 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 			t.Blockers = slices.DeleteFunc(t.Blockers, func(b Dep) bool { return b.ID == d.Blocker })
 		}
 		return // as bd: a dependency, a comment or a label leaves updated_at
+	case TypeReparented:
+		var d ParentData
+		if json.Unmarshal(e.Data, &d) != nil || d.Parent == id {
+			return
+		}
+		t.Parent = strings.Clone(d.Parent)
+		x.ParentAt, x.ParentBy = e.At, e.Actor // the parent-child dependency's time and author
+		if d.Parent == "" {
+			x.ParentAt, x.ParentBy = time.Time{}, ""
+		}
+		return // a dependency, as bd has it: updated_at stays
 	case TypeCommented:
 		var d CommentData
 		if decodeComment(e.Data, &d) != nil {

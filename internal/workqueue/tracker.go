@@ -281,6 +281,19 @@ func (s *State) reaches(from, to string) bool {
 	return false
 }
 
+// descends reports whether task id has ancestor among its parents, its
+// parents' parents, and so on.
+func (s *State) descends(id, ancestor string) bool {
+	seen := map[string]bool{}
+	for t := s.Task(id); t != nil && t.Parent != "" && !seen[t.ID]; t = s.Task(t.Parent) {
+		if t.Parent == ancestor {
+			return true
+		}
+		seen[t.ID] = true
+	}
+	return false
+}
+
 // View renders a task at now (its effective status), without dependencies
 // or comments: bd ready's items, and what commands that change a task print.
 func (s *State) View(t *Task, p Policy, now time.Time) TaskJSON {

@@ -290,6 +290,14 @@ func (s *Service) Change(ctx context.Context, refs []string, u workqueue.Update,
 		if w == "" {
 			w = actor
 		}
+		u := u
+		if u.Parent != nil && *u.Parent != "" { // an id as bd takes it, as the tasks' own
+			got, err := s.Resolve(st, []string{*u.Parent})
+			if err != nil {
+				return nil, err
+			}
+			u.Parent = &got[0]
+		}
 		return workqueue.Each(st, ids, actor, s.Now, func(f *workqueue.Fork, id string) error {
 			if !u.Empty() {
 				err := f.Decide(func(st *workqueue.State) ([]eventlog.Draft, error) { return workqueue.UpdateTask(st, id, u) })
