@@ -38,6 +38,12 @@ func init() {
 			Help: "exponential: each further failure multiplies the wait by this"},
 		config.Key{Name: "backoff.max_failures", Kind: config.Int, Default: 5, Min: config.Min(0),
 			Help: "exponential: abandon a task after this many attempts (0: never)"},
+		config.Key{Name: HookKey(HookAbandoned), Kind: config.Strings, Default: []string{},
+			Help: "argv run once after a task is abandoned, with the task.abandoned event as JSON on stdin (empty: none)"},
+		config.Key{Name: HookKey(HookBlocked), Kind: config.Strings, Default: []string{},
+			Help: "argv run once after a task is Blocked, with the task.blocked event as JSON on stdin (empty: none)"},
+		config.Key{Name: "workqueue.hook_timeout", Kind: config.Duration, Default: time.Minute, Min: config.Min(1), Max: config.Max(3600),
+			Help: "a notification hook still running after this long is stopped (its outcome says so)"},
 		config.Key{Name: "ids.prefix", Kind: config.String, Default: "sp", Check: checkPrefix,
 			Help: "prefix of new task ids, such as sp in sp-a3f8"},
 	)

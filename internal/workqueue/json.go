@@ -164,8 +164,9 @@ type EntryJSON struct {
 	LeaseUntil     *time.Time `json:"lease_until,omitempty"`
 	NextEligibleAt *time.Time `json:"next_eligible_at,omitempty"`
 	BlockReason    string     `json:"block_reason,omitempty"`
-	PendingSync    []string   `json:"pending_sync,omitempty"` // requests to bd/br not yet done: close, label_add blocked, …
-	SyncFailed     []string   `json:"sync_failed,omitempty"`  // requests given up, each with its last error
+	PendingSync    []string   `json:"pending_sync,omitempty"`  // requests to bd/br not yet done: close, label_add blocked, …
+	SyncFailed     []string   `json:"sync_failed,omitempty"`   // requests given up, each with its last error
+	PendingHooks   []string   `json:"pending_hooks,omitempty"` // notification hooks requested and not finished: on_abandoned, on_blocked (started)
 }
 
 // JSON renders the entry as recorded (history.json); views at a time use
@@ -182,6 +183,9 @@ func (h *Entry) JSON() EntryJSON {
 	}
 	for _, p := range h.SyncFailed {
 		j.SyncFailed = append(j.SyncFailed, fmt.Sprintf("%s: %s", p, p.LastError))
+	}
+	for _, p := range h.Hooks {
+		j.PendingHooks = append(j.PendingHooks, p.String())
 	}
 	return j
 }

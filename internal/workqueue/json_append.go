@@ -97,5 +97,6 @@ func (h EntryJSON) AppendJSON(dst []byte, f jsonout.Format) ([]byte, bool) {
 	o.StringOmitEmpty("block_reason", h.BlockReason)
 	o.StringsOmitEmpty("pending_sync", h.PendingSync)
 	o.StringsOmitEmpty("sync_failed", h.SyncFailed)
+	o.StringsOmitEmpty("pending_hooks", h.PendingHooks)
 	return o.End()
 }

@@ -135,7 +135,7 @@ func FuzzAppendTask(f *testing.F) {
 		}
 		item := ListItemJSON{TaskJSON: task, DependencyCount: int(sec), DependentCount: int(nsec)}
 		entry := EntryJSON{ID: id, Status: title, Attempts: int(n), Failures: int(sec), LastAttempt: task.ClosedAt, LastEndedAt: task.ClosedAt,
-			LastError: text, Worker: title, LeaseUntil: &at, BlockReason: text, PendingSync: task.Labels, SyncFailed: []string{title}}
+			LastError: text, Worker: title, LeaseUntil: &at, BlockReason: text, PendingSync: task.Labels, SyncFailed: []string{title}, PendingHooks: task.Labels}
 		for _, v := range []jsonout.Appender{task, item, entry} {
 			for _, escape := range []bool{true, false} {
 				want, err := jsontest.Std(v, 1, escape)

@@ -159,6 +159,7 @@ type Entry struct {
 	BlockReason   string        // why it was blocked, while it is
 	Pending       []PendingSync // requests to a bd/br source not yet done, oldest first
 	SyncFailed    []PendingSync // requests given up after MaxSyncAttempts failures
+	Hooks         []PendingHook // notification hooks not finished, oldest first
 }
 
 func (h *Entry) dropPending(request string) {
@@ -723,6 +724,8 @@ func (s *State) applyEntry(e *eventlog.Event) {
 				h.dropPending(d.Request)
 			}
 		}
+	case TypeHookRequested, TypeHookStarted, TypeHookFinished:
+		s.applyHook(e)
 	case TypeUnblocked, TypeRetried:
 		reset := true
 		if e.Type == TypeUnblocked {
