@@ -21,6 +21,8 @@ func init() {
 			Help: "where ready work comes from: spool's own tasks, or bd/br ready --json"},
 		config.Key{Name: "workqueue.source_bin", Kind: config.String, Default: "",
 			Help: "path of the bd/br binary (default: found on PATH)"},
+		config.Key{Name: "workqueue.poll_interval", Kind: config.Duration, Default: 10 * time.Second, Min: config.Min(0.1), Max: config.Max(3600),
+			Help: "with a bd/br source: how often spool watch's orchestrator and spool next --wait ask it for ready work"},
 		config.Key{Name: "workqueue.label", Kind: config.String, Default: "", Check: checkLabels,
 			Help: "next only hands out tasks with this label (race-free gating)"},
 		config.Key{Name: "workqueue.exclude_labels", Kind: config.Strings, Default: []string{}, Check: checkLabels,

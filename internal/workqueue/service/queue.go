@@ -230,6 +230,18 @@ func (s *Service) Stats(ctx context.Context) (workqueue.Stats, error) {
 	return s.Policy.Stats(st, s.Native(), offered, ready, s.Now), nil
 }
 
+// Wakeup is when something in the queue may next become claimable (a
+// backoff ending, a lease running out; zero: nothing waits): what waits for
+// work sleeps until then, as no event says so.
+func (s *Service) Wakeup(ctx context.Context) (time.Time, error) {
+	st, err := s.Read(ctx, []string{workqueue.QueueName})
+	if err != nil {
+		return time.Time{}, err
+	}
+	at, _ := s.Policy.Wakeup(st.Waiting(), s.Now)
+	return at, nil
+}
+
 // ExpireClaims records every claim whose lease ran out, as next would on
 // its way, and returns the tasks released and when the next lease runs out.
 // When none ran out it reads only: no lock, no actor.

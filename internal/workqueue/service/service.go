@@ -9,6 +9,7 @@ package service
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/beads"
@@ -40,6 +41,16 @@ func Open(env store.Env) *Service {
 
 // Native reports whether ready work comes from spool's own tracker.
 func (s *Service) Native() bool { return s.source == nil }
+
+// PollInterval is how often a bd/br source is asked for ready work by what
+// waits for it (seed 001's poll interval): its ready work changes without
+// the log knowing. Zero for spool's own tracker, whose log says when.
+func (s *Service) PollInterval() time.Duration {
+	if s.Native() {
+		return 0
+	}
+	return s.Store.Config.Duration("workqueue.poll_interval")
+}
 
 // Which projections a command opens: a command about tasks does not decode
 // the queue's history, and the other way round.
