@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/spoolhq/spool/internal/beads"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/workqueue"
 )
@@ -41,24 +43,24 @@ func (c *ReadyCmd) Run(e *env) error {
 	return printTasks(e, q, s, tasks)
 }
 
-// printBeads prints a bd/br source's ready work as ready prints tasks: bd's
-// issues under --json, aligned rows otherwise.
-func printBeads(e *env, beads []workqueue.Candidate) error {
+// printBeads prints a bd/br source's ready work as ready prints tasks:
+// under --json each issue as the source printed it, aligned rows otherwise.
+func printBeads(e *env, issues []beads.Issue) error {
 	if e.JSON {
-		out := make([]workqueue.TaskJSON, 0, len(beads))
-		for _, b := range beads {
-			out = append(out, workqueue.TaskJSON{ID: b.ID, Title: b.Title, Description: b.Description, Status: workqueue.StatusOpen,
-				Priority: b.Priority, IssueType: b.IssueType, Labels: b.Labels, CreatedAt: b.CreatedAt})
+		out := make([]json.RawMessage, 0, len(issues))
+		for _, b := range issues {
+			out = append(out, json.RawMessage(b.Raw))
 		}
 		return writeJSON(e.stdout, out)
 	}
-	if len(beads) == 0 {
+	if len(issues) == 0 {
 		fmt.Fprintln(e.stdout, "no tasks")
 		return nil
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	for _, b := range beads {
-		fmt.Fprint(tw, row(text(b.ID), fmt.Sprintf("P%d", b.Priority), workqueue.StatusOpen, text(orDash(b.IssueType)), text(b.Title), labelList(b.Labels)))
+	for _, b := range issues {
+		fmt.Fprint(tw, row(text(b.ID), fmt.Sprintf("P%d", b.Priority), workqueue.StatusOpen, text(orDash(b.IssueType)), text(b.Title),
+			labelList(workqueue.NormLabels(b.Labels))))
 	}
 	return tw.Flush()
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/beads"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/workqueue"
@@ -124,13 +125,18 @@ func (s *Service) Ready(ctx context.Context, f workqueue.ReadyFilter, limit int)
 // ReadyBeads is ready with a bd/br source: the beads it offers that next
 // could claim now, gated as next is (workqueue.label and the labels of f.All
 // asked of the source, workqueue.exclude_labels, the queue's history), with
-// f.Any on top, in next's order; limit 0 is all.
-func (s *Service) ReadyBeads(ctx context.Context, f workqueue.ReadyFilter, limit int) ([]workqueue.Candidate, error) {
+// f.Any on top, in next's order, as the source printed them; limit 0 is all.
+func (s *Service) ReadyBeads(ctx context.Context, f workqueue.ReadyFilter, limit int) ([]beads.Issue, error) {
 	gate := s.Policy.Gate(f.All, nil)
-	cands, err := s.candidates(ctx, gate.Require)
+	issues, err := s.source.Ready(ctx, gate.Require)
 	if err != nil {
 		return nil, err
 	}
+	byID := make(map[string]beads.Issue, len(issues))
+	for _, i := range issues {
+		byID[i.ID] = i
+	}
+	cands := candidatesOf(issues)
 	st, err := s.Read(ctx, History)
 	if err != nil {
 		return nil, err
@@ -140,7 +146,12 @@ func (s *Service) ReadyBeads(ctx context.Context, f workqueue.ReadyFilter, limit
 			return !slices.ContainsFunc(f.Any, func(l string) bool { return slices.Contains(c.Labels, l) })
 		})
 	}
-	return s.Policy.Select(cands, st.Entry, gate, s.Now, limit), nil
+	sel := s.Policy.Select(cands, st.Entry, gate, s.Now, limit)
+	out := make([]beads.Issue, len(sel))
+	for i, c := range sel {
+		out[i] = byID[c.ID]
+	}
+	return out, nil
 }
 
 // Update changes a task's fields; changed is false when it already had them
