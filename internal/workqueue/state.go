@@ -696,6 +696,9 @@ func (s *State) applyEntry(e *eventlog.Event) {
 			return
 		}
 		h := s.entry(id)
+		if h.Status == HistWorking {
+			h.LastEndedAt = e.At // blocked under its claim: the attempt ends
+		}
 		h.release(HistBlocked)
 		h.Blocked, h.BlockReason = true, d.Reason
 	case TypeSyncRequested:

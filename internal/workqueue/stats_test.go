@@ -120,6 +120,7 @@ func TestLastAttemptEnded(t *testing.T) {
 		{"failed", func(s *State, id string) ([]eventlog.Draft, error) { return Fail(s, p, id, "a", "boom", ended) }, ended, ended},
 		{"released", func(s *State, id string) ([]eventlog.Draft, error) { return one(Release(s, p, id, "a", ended)) }, ended, ended},
 		{"closed under the claim", func(s *State, id string) ([]eventlog.Draft, error) { return CloseTasks(s, []string{id}, "") }, ended, ended},
+		{"blocked under the claim", func(s *State, id string) ([]eventlog.Draft, error) { return one(Block(s, id, "needs a human")) }, ended, ended},
 		{"lease ran out, not recorded", func(*State, string) ([]eventlog.Draft, error) { return nil, nil }, late, claimed.Add(p.Lease)},
 		{"lease ran out, recorded", func(s *State, _ string) ([]eventlog.Draft, error) { return Expire(s, p, late), nil }, late, claimed.Add(p.Lease)},
 	} {
