@@ -47,6 +47,7 @@ type Issue struct {
 	Labels      []string
 	CreatedAt   time.Time
 	ExternalRef string
+	Raw         string // the issue's JSON as bd/br printed it
 }
 
 // MaxPriority is beads' least urgent priority.
@@ -243,7 +244,7 @@ func issueOf(v gjson.Result) (Issue, error) {
 		return Issue{}, errors.New("no string id")
 	}
 	c := Issue{ID: id.Str, Title: v.Get("title").String(), Description: v.Get("description").String(),
-		IssueType: v.Get("issue_type").String(), Priority: 2, ExternalRef: v.Get("external_ref").String()}
+		IssueType: v.Get("issue_type").String(), Priority: 2, ExternalRef: v.Get("external_ref").String(), Raw: v.Raw}
 	if p := v.Get("priority"); p.Exists() {
 		if p.Type != gjson.Number || p.Int() < 0 || p.Int() > MaxPriority {
 			return Issue{}, fmt.Errorf("%s: priority %s is not 0-4", c.ID, p.Raw)

@@ -36,12 +36,17 @@ func (q quick) Recover(ctx context.Context, env store.Env) error {
 func (q quick) Pass(ctx context.Context, env store.Env) (Result, error) { return q.pass(ctx, env) }
 func (q quick) Stop(context.Context, store.Env) error                   { return nil }
 
-// Tasks records the task claims whose lease ran out, when it runs out.
+// Tasks records the task claims whose lease ran out, when it runs out,
+// and runs the notification hooks a command of this clone left to run.
 func Tasks(say Say) Driver {
 	return quick{"tasks", func(ctx context.Context, env store.Env) (Result, error) {
-		released, next, err := wqservice.Open(env).ExpireClaims(ctx)
+		q := wqservice.Open(env)
+		released, next, err := q.ExpireClaims(ctx)
 		if len(released) > 0 {
 			say("tasks", fmt.Sprintf("released %d expired task claim(s): %s", len(released), strings.Join(released, ", ")))
+		}
+		if err == nil {
+			err = q.RunHooks(ctx)
 		}
 		return Result{Next: next}, err
 	}}
