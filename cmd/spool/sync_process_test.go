@@ -219,10 +219,14 @@ func TestSyncFourClones(t *testing.T) {
 }
 
 // The same clone on two machines (one restored from the other's copy)
-// appends to one writer file on both: sync unions them by event id.
-func TestSyncUnionsADivergedWriterFile(t *testing.T) {
+// appends to one writer file on both: the file forked, and neither copy is
+// unioned with the other. The copy that reached the remote first stays
+// there: the second machine keeps its own events in its local log, keeps
+// the remote's copy aside, and its syncs never put its copy over the
+// remote's (no turns taken); its claims say what to do.
+func TestSyncKeepsTheFirstOfAForkedWriterFile(t *testing.T) {
 	bin := spoolBinary(t)
-	_, clones, envs := syncClones(t, bin, 2)
+	r, clones, envs := syncClones(t, bin, 2)
 	jobSpool(t, bin, clones[0], envs[0], "task", "add", "before the copy")
 	jobSpool(t, bin, clones[0], envs[0], "sync")
 	jobSpool(t, bin, clones[1], envs[1], "sync")
@@ -233,13 +237,21 @@ func TestSyncUnionsADivergedWriterFile(t *testing.T) {
 	jobSpool(t, bin, clones[1], envs[1], "task", "add", "on machine two")
 	jobSpool(t, bin, clones[0], envs[0], "sync")
 	jobSpool(t, bin, clones[1], envs[1], "sync")
+	tip := r.Git(clones[0], "ls-remote", "origin", "spool-log")
+	jobSpool(t, bin, clones[1], envs[1], "sync")
 	jobSpool(t, bin, clones[0], envs[0], "sync")
-	want := []string{"before the copy", "on machine one", "on machine two"}
-	for i, dir := range clones {
-		if got := taskTitles(t, bin, dir, envs[i]); !slices.Equal(got, want) {
+	if now := r.Git(clones[0], "ls-remote", "origin", "spool-log"); now != tip {
+		t.Fatalf("the remote moved from %s to %s: the machines take turns", tip, now)
+	}
+	for i, want := range [][]string{{"before the copy", "on machine one"}, {"before the copy", "on machine two"}} {
+		if got := taskTitles(t, bin, clones[i], envs[i]); !slices.Equal(got, want) {
 			t.Errorf("clone %d: %q, want %q", i, got, want)
 		}
-		jobSpool(t, bin, dir, envs[i], "verify")
+	}
+	jobSpool(t, bin, clones[0], envs[0], "verify")
+	out, err := jobSpoolErr(bin, clones[1], envs[1], "next")
+	if err == nil || !strings.Contains(out, "two machines write as this writer") || !strings.Contains(out, "spool doctor --repair") {
+		t.Fatalf("a claim on the second machine: %v\n%s", err, out)
 	}
 }
 
