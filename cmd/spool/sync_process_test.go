@@ -223,7 +223,7 @@ func TestSyncFourClones(t *testing.T) {
 // unioned with the other. The copy that reached the remote first stays
 // there: the second machine keeps its own events in its local log, keeps
 // the remote's copy aside, and its syncs never put its copy over the
-// remote's (no turns taken); its claims say what to do.
+// remote's (no turns taken); its verify, and its claims, say what to do.
 func TestSyncKeepsTheFirstOfAForkedWriterFile(t *testing.T) {
 	bin := spoolBinary(t)
 	r, clones, envs := syncClones(t, bin, 2)
@@ -249,7 +249,11 @@ func TestSyncKeepsTheFirstOfAForkedWriterFile(t *testing.T) {
 		}
 	}
 	jobSpool(t, bin, clones[0], envs[0], "verify")
-	out, err := jobSpoolErr(bin, clones[1], envs[1], "next")
+	out, err := jobSpoolErr(bin, clones[1], envs[1], "verify")
+	if err == nil || !strings.Contains(out, w0+".jsonl:2: ") || !strings.Contains(out, "spool doctor --repair gives this clone a new writer id") {
+		t.Fatalf("verify on the second machine: %v\n%s", err, out)
+	}
+	out, err = jobSpoolErr(bin, clones[1], envs[1], "next")
 	if err == nil || !strings.Contains(out, "two machines write as this writer") || !strings.Contains(out, "spool doctor --repair") {
 		t.Fatalf("a claim on the second machine: %v\n%s", err, out)
 	}
