@@ -3,6 +3,7 @@ package eventlog
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -429,4 +430,103 @@ func TestUnionRefusesAForkedChain(t *testing.T) {
 	if got, err := Union(join(base), a); err != nil || !bytes.Equal(got, a) {
 		t.Fatalf("union of a chain and its prefix: %v", err)
 	}
+}
+
+// TestRehome: a clone whose own file forked takes a new writer id; what it
+// wrote after the shared lines is written again as the new writer's, in
+// order and chained, and the old file is cut back to the shared lines.
+func TestRehome(t *testing.T) {
+	tl, s := receiver(t)
+	signer := &hexSigner{}
+	tl.opt.Signer = signer
+	if _, err := s.Append(testAt, "bob", []Draft{{Type: "t.a"}}, AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(tl.Dir(), "b"+Ext)
+	shared, _ := os.ReadFile(old)
+	mine, err := s.Append(testAt.Add(time.Minute), "bob", []Draft{{Type: "t.b", Subject: "x", Idem: "k"}, {Type: "t.c", Data: map[string]int{"n": 1}}}, AppendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer.calls = 0
+	done, err := s.Rehome(int64(len(shared)), testAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.From != "b" || done.To == "b" || s.Writer() != done.To || done.Moved != 2 || signer.calls != 2 {
+		t.Fatalf("rehomed %+v, writer now %s, %d signatures", done, s.Writer(), signer.calls)
+	}
+	if got, _ := os.ReadFile(old); !bytes.Equal(got, shared) {
+		t.Fatal("the old file was not cut back to the shared lines")
+	}
+	if b, _ := os.ReadFile(done.Backup); !bytes.HasPrefix(b, shared) || len(b) == len(shared) {
+		t.Fatal("no backup of the old file")
+	}
+	moved := readAll(t, tl.Log)[1:]
+	for i, e := range moved {
+		want := mine[i]
+		if e.Writer != done.To || e.Seq != uint64(i+1) || e.Type != want.Type || e.Subject != want.Subject || e.Idem != want.Idem ||
+			string(e.Data) != string(want.Data) || !e.At.Equal(want.At) || e.Actor != want.Actor || e.More != want.More || e.Sig == "" {
+			t.Fatalf("moved event %d: %+v, was %+v", i, e, want)
+		}
+	}
+	if moved[0].Prev != "" || moved[1].Prev != moved[0].ID {
+		t.Fatal("the moved events are not chained")
+	}
+	// The next append is the new writer's, and so is a new session's.
+	evs, err := s.Append(testAt, "bob", []Draft{{Type: "t.d"}}, AppendOptions{})
+	if err != nil || evs[0].Writer != done.To || evs[0].Prev != moved[1].ID {
+		t.Fatalf("append after: %+v %v", evs, err)
+	}
+	s.Close()
+	evs, err = openTestLog(tl.Dir(), tl.opt.PrivateDir).Append(context.Background(), testAt, "bob", []Draft{{Type: "t.e"}}, AppendOptions{})
+	if err != nil || evs[0].Writer != done.To || evs[0].Seq != 4 {
+		t.Fatalf("append in another process: %+v %v", evs, err)
+	}
+	mustCheckClean(t, tl.Log)
+}
+
+// TestRehomeFinishesAfterACrash: killed after its journal was written, a
+// Rehome is finished by the next session, before it reads a tail.
+func TestRehomeFinishesAfterACrash(t *testing.T) {
+	tl, s := receiver(t)
+	if _, err := s.Append(testAt, "bob", []Draft{{Type: "t.a"}}, AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(tl.Dir(), "b"+Ext)
+	shared, _ := os.ReadFile(old)
+	if _, err := s.Append(testAt, "bob", []Draft{{Type: "t.b"}, {Type: "t.c"}}, AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(old)
+	if _, err := s.Rehome(int64(len(shared)), testAt); err != nil {
+		t.Fatal(err)
+	}
+	done, _ := os.ReadFile(filepath.Join(tl.opt.PrivateDir, "writer"))
+	to := strings.TrimSpace(string(done))
+	moved, _ := os.ReadFile(filepath.Join(tl.Dir(), to+Ext))
+	s.Close()
+	// The crash: the journal written, nothing carried out.
+	os.WriteFile(old, before, 0o644)
+	os.Remove(filepath.Join(tl.Dir(), to+Ext))
+	os.WriteFile(filepath.Join(tl.opt.PrivateDir, "writer"), []byte("b\n"), 0o644)
+	j, _ := json.Marshal(rehomeJournal{From: "b", To: to, Keep: int64(len(shared)), Lines: string(moved)})
+	os.WriteFile(filepath.Join(tl.opt.PrivateDir, "rehome.json"), j, 0o644)
+	evs, err := tl.Append(context.Background(), testAt, "bob", []Draft{{Type: "t.after"}}, AppendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs[0].Writer != to || evs[0].Seq != 3 {
+		t.Fatalf("the append after the crash: %+v", evs[0])
+	}
+	if got, _ := os.ReadFile(old); !bytes.Equal(got, shared) {
+		t.Fatal("the old file was not cut back")
+	}
+	if _, err := os.Stat(filepath.Join(tl.opt.PrivateDir, "rehome.json")); err == nil {
+		t.Fatal("the journal is still there")
+	}
+	if n := len(readAll(t, tl.Log)); n != 4 {
+		t.Fatalf("%d events, want 4 (none twice)", n)
+	}
+	mustCheckClean(t, tl.Log)
 }

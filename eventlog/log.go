@@ -46,9 +46,10 @@ type Signer interface {
 
 // Log is a handle on the event log of one clone.
 type Log struct {
-	opt    Options
-	mu     sync.Mutex // guards writer: a Log may be shared by goroutines
-	writer string     // cached writer id
+	opt        Options
+	mu         sync.Mutex  // guards writer: a Log may be shared by goroutines
+	writer     string      // cached writer id
+	writerFile os.FileInfo // the file it was read from, to notice a new id (Rehome)
 }
 
 // Open returns a handle; nothing is created until the first append.
@@ -94,12 +95,15 @@ func WriterOf(path string) string { return strings.TrimSuffix(filepath.Base(path
 func (l *Log) WriterID() (string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.writer != "" {
-		return l.writer, nil
+	path := filepath.Join(l.opt.PrivateDir, "writer")
+	st, statErr := os.Stat(path)
+	if l.writer != "" && statErr == nil && os.SameFile(st, l.writerFile) {
+		return l.writer, nil // a long-running process learns of a new id (Rehome) at its next session
 	}
 	id, err := l.loadWriterID()
 	if err == nil {
 		l.writer = id
+		l.writerFile, _ = os.Stat(path)
 	}
 	return id, err
 }
@@ -442,6 +446,9 @@ func (l *Log) lock(ctx context.Context) (*flock.Flock, error) {
 }
 
 func (s *Session) load() error {
+	if err := s.log.finishRehome(); err != nil {
+		return err
+	}
 	var err error
 	if s.writer, err = s.log.WriterID(); err != nil {
 		return err

@@ -178,6 +178,17 @@ func testRewrittenHistory(t *testing.T, signed bool) {
 		t.Fatalf("carol's verify: %v\n%s", err, out)
 	}
 
+	// doctor --repair on ada's clone does not take the rewrite for a copy of
+	// the clone on another machine: her claim was on the branch before.
+	r.Git(ada, "fetch", "-q", "origin")
+	out = jobSpool(t, bin, ada, envs[0], "doctor", "--repair")
+	if !strings.Contains(out, "not repaired: ") || !strings.Contains(out, "so the copy that differs rewrote it") {
+		t.Fatalf("doctor --repair on the victim's clone:\n%s", out)
+	}
+	if now := strings.TrimSpace(string(must(os.ReadFile(filepath.Join(ada, ".git", "spool", "writer"))))); now != writer {
+		t.Fatal("ada's clone changed its writer id")
+	}
+
 	// Ada syncs: she keeps her file, and the sync puts it back on the branch.
 	jobSpool(t, bin, ada, envs[0], "sync")
 	if !bytes.Equal(adaFile(ada), original) {

@@ -20,7 +20,7 @@ import (
 // DoctorCmd is a preflight: one line per check.
 type DoctorCmd struct {
 	Verbose bool `short:"v" help:"Say more about checks that pass (which projections are behind the log, by design)."`
-	Repair  bool `help:"First fix what can be fixed without losing an event: torn tails, duplicated and reordered lines (backups in .git/spool/repair/)."`
+	Repair  bool `help:"First fix what can be fixed without losing an event: torn tails, duplicated and reordered lines, and this clone's file forked by a copy of the clone on another machine (a new writer id; backups in .git/spool/repair/)."`
 }
 
 type check struct {
@@ -224,6 +224,19 @@ func repair(e *env) ([]eventlog.FileRepair, error) {
 			return repairs, nil // the log is still unreadable: the checks below say where
 		}
 		rewrote = rewrote || r.Backup != ""
+	}
+	// This clone's own file forked on the sync branch (its files copied to
+	// another machine): it takes a new writer id.
+	fork, err := st.RepairFork(e.ctx, now)
+	if err != nil {
+		return repairs, err
+	}
+	if fork != nil {
+		repairs = append(repairs, *fork)
+		if len(fork.Left) > 0 {
+			return repairs, nil
+		}
+		rewrote = true
 	}
 	if rewrote {
 		_, err = st.Rebuild(e.ctx)

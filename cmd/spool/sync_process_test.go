@@ -223,7 +223,8 @@ func TestSyncFourClones(t *testing.T) {
 // unioned with the other. The copy that reached the remote first stays
 // there: the second machine keeps its own events in its local log, keeps
 // the remote's copy aside, and its syncs never put its copy over the
-// remote's (no turns taken); its verify, and its claims, say what to do.
+// remote's (no turns taken); its verify, and its claims, say what to do:
+// doctor --repair gives it a writer of its own, and then nothing is lost.
 func TestSyncKeepsTheFirstOfAForkedWriterFile(t *testing.T) {
 	bin := spoolBinary(t)
 	r, clones, envs := syncClones(t, bin, 2)
@@ -257,6 +258,25 @@ func TestSyncKeepsTheFirstOfAForkedWriterFile(t *testing.T) {
 	if err == nil || !strings.Contains(out, "two machines write as this writer") || !strings.Contains(out, "spool doctor --repair") {
 		t.Fatalf("a claim on the second machine: %v\n%s", err, out)
 	}
+
+	// doctor --repair on the second machine: a writer of its own, its event
+	// written again as that writer's; then both machines have every task.
+	out = jobSpool(t, bin, clones[1], envs[1], "doctor", "--repair")
+	if !strings.Contains(out, "this clone now writes as writer") || !strings.Contains(out, "its 1 events after that line are written again") {
+		t.Fatalf("doctor --repair:\n%s", out)
+	}
+	if w1 := strings.TrimSpace(string(must(os.ReadFile(filepath.Join(clones[1], ".git", "spool", "writer"))))); w1 == w0 {
+		t.Fatal("the second machine kept its writer id")
+	}
+	syncAll(t, bin, clones, envs)
+	want := []string{"before the copy", "on machine one", "on machine two"}
+	for i := range clones {
+		if got := taskTitles(t, bin, clones[i], envs[i]); !slices.Equal(got, want) {
+			t.Errorf("clone %d after the repair: %q, want %q", i, got, want)
+		}
+	}
+	sameProjections(t, bin, clones, envs)
+	jobSpool(t, bin, clones[1], envs[1], "next")
 }
 
 func must[T any](v T, err error) T {
