@@ -457,13 +457,13 @@ func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o
 	snaps := make([]snapshot, 0, len(files))
 	for _, path := range files {
 		s := snapshot{dir: dir, name: filepath.Base(path)}
-		if b, ok := c.unchanged(path); ok {
-			s.hash, s.lines = b.Hash, b.Lines
+		if k, ok := keep[s.name]; ok {
+			s.hash, s.lines, s.kept, s.forked = remote[s.name].Hash, c.lines[remote[s.name].Hash], true, k.Forked
 			snaps = append(snaps, s)
 			continue
 		}
-		if k, ok := keep[s.name]; ok {
-			s.hash, s.lines, s.kept, s.forked = remote[s.name].Hash, c.lines[remote[s.name].Hash], true, k.Forked
+		if b, ok := c.unchanged(path); ok {
+			s.hash, s.lines = b.Hash, b.Lines
 			snaps = append(snaps, s)
 			continue
 		}
@@ -484,12 +484,12 @@ func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o
 // a line the remote's copy has, unless that copy itself lost or changed a
 // line the branch had before (had: the file as this clone last pushed it,
 // or took it whole, on its local branch) that the local file still has:
-// then the sync puts the history back. So a
-// rewritten history is restored by every clone that holds the original,
-// and two machines writing as one writer (a copied clone) do not take
-// turns overwriting each other: the copy that reached the remote first
-// stays, and the other's own events wait in its local file (spool doctor
-// --repair gives that clone a new writer id).
+// then the sync puts the history back. So a rewritten history is restored
+// by every clone that holds the original, and two machines writing as one
+// writer (a copied clone) do not take turns overwriting each other: the
+// copy that reached the remote first stays, and the other's own events
+// wait in its local file (spool doctor --repair gives that clone a new
+// writer id).
 func keepRemote(ctx context.Context, st *store.Store, res eventlog.Received, path string, theirs []byte, had git.Blob) (bool, error) {
 	if !res.Forked || had.Hash == "" {
 		return true, nil // the local file is a prefix of the copy, or nothing says the copy lost a line
