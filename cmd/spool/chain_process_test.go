@@ -21,8 +21,8 @@ import (
 // (and prev) after it, and pushes that, takes nothing from anyone: the
 // clones that hold the original keep it and quarantine the rewrite, a fresh
 // clone of the rewritten branch fails verify naming the writer, and the
-// victim's next sync puts the history back. So does a push that removed
-// the writer's file.
+// victim's next sync puts the history back (the writer alone restores its
+// file). A push that removed the writer's file is undone by anyone's sync.
 
 // rewriteWithout is a writer file without its events of type typ, seq
 // renumbered and each later line's prev and id made to match again (its
@@ -176,6 +176,13 @@ func testRewrittenHistory(t *testing.T, signed bool) {
 	out, err = jobSpoolErr(bin, carol, envs[2], verifyArgs...)
 	if err == nil || !strings.Contains(out, name) || !strings.Contains(out, "origin/spool-log") || !strings.Contains(out, "holds a copy that lost or changed line 2") {
 		t.Fatalf("carol's verify: %v\n%s", err, out)
+	}
+
+	// Carol's sync does not push her copy back: ada's file is ada's to
+	// restore (a clone that took the rewrite first would push that back).
+	jobSpool(t, bin, carol, envs[2], "sync")
+	if got := r.Git(carol, "show", "origin/spool-log:events/"+name); got+"\n" != string(forged) {
+		t.Fatalf("after carol's sync the branch holds\n%s", got)
 	}
 
 	// doctor --repair on ada's clone does not take the rewrite for a copy of

@@ -431,7 +431,8 @@ func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o
 			c.remember(path, blob.Hash, c.lines[blob.Hash])
 		}
 		if res.Quarantined != "" {
-			if had == nil && res.Forked {
+			own := name == sess.Writer()+eventlog.Ext
+			if had == nil && res.Forked && own {
 				// What this clone last pushed, or took whole from the remote:
 				// the branch as it last knew it good.
 				had = map[string]git.Blob{}
@@ -441,7 +442,7 @@ func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o
 					}
 				}
 			}
-			ok, err := keepRemote(ctx, st, res, path, theirs, had[name])
+			ok, err := keepRemote(ctx, st, res, own, path, theirs, had[name])
 			if err != nil {
 				return nil, received, err
 			}
@@ -481,18 +482,20 @@ func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o
 // keepRemote decides, for a copy of a writer file that Receive refused,
 // whether the branch keeps that copy rather than the local file: a writer
 // file on the branch only grows, so a sync never pushes a file that lacks
-// a line the remote's copy has, unless that copy itself lost or changed a
-// line the branch had before (had: the file as this clone last pushed it,
-// or took it whole, on its local branch) that the local file still has:
-// then the sync puts the history back. So a rewritten history is restored
-// by every clone that holds the original, and two machines writing as one
-// writer (a copied clone) do not take turns overwriting each other: the
-// copy that reached the remote first stays, and the other's own events
-// wait in its local file (spool doctor --repair gives that clone a new
-// writer id).
-func keepRemote(ctx context.Context, st *store.Store, res eventlog.Received, path string, theirs []byte, had git.Blob) (bool, error) {
-	if !res.Forked || had.Hash == "" {
-		return true, nil // the local file is a prefix of the copy, or nothing says the copy lost a line
+// a line the remote's copy has, unless the file is this clone's own and
+// the copy lost or changed a line the branch had before (had: the file as
+// this clone last pushed it, or took it whole, on its local branch) that
+// the local file still has: then the sync puts the history back. A writer
+// is the one authority on its file: another clone that holds the original
+// keeps it in its log, and verify there says the branch lost a line, but
+// it does not push it back, or a clone that took the rewrite first would
+// push that back in turn. And two machines writing as one writer (a copied
+// clone) do not take turns overwriting each other: the copy that reached
+// the remote first stays, and the other's own events wait in its local
+// file (spool doctor --repair gives that clone a new writer id).
+func keepRemote(ctx context.Context, st *store.Store, res eventlog.Received, own bool, path string, theirs []byte, had git.Blob) (bool, error) {
+	if !res.Forked || !own || had.Hash == "" {
+		return true, nil // the local file is a prefix of the copy, or not this clone's to restore, or nothing says the copy lost a line
 	}
 	before, err := git.ReadBlob(ctx, st.Repo.Root, had.Hash)
 	if err != nil {
