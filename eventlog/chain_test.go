@@ -288,6 +288,13 @@ func TestReceiveRefusesWhatLostOrChangedALine(t *testing.T) {
 		fork[i] = reencode(t, fork[i], func(e *Event) { e.Subject = "elsewhere" })
 	}
 	fork = rechain(t, fork, 2)
+	// An older spool's lines 1, 2 and 4 unioned (seq renumbered), then one
+	// of this spool's; and a branch's copy of lines 1 and 4 as it wrote them.
+	old := splitLines(unchain(t, join(a[:2], a[3:4])))
+	old[2] = reencode(t, old[2], func(e *Event) { e.Seq = 3 })
+	merged := join(rechain(t, append(old, a[4]), 3))
+	branch := splitLines(unchain(t, join(a[:1], a[3:4])))
+	branch[1] = reencode(t, branch[1], func(e *Event) { e.Seq = 2 })
 	cases := []struct {
 		name    string
 		local   []byte // writer a's file before
@@ -306,6 +313,9 @@ func TestReceiveRefusesWhatLostOrChangedALine(t *testing.T) {
 		{"a copy that breaks the rules", join(a[:3]), join(a[:2], a[3:]), join(a[:3]), "seq 4 follows 2"},
 		{"a chained copy of an older spool's file", unchain(t, join(a[:3])), join(a), unchain(t, join(a[:3])), "line 2 differs"},
 		{"an older spool's copy of a chained file", join(a[:3]), unchain(t, join(a)), join(a[:3]), "line 2 differs"},
+		// The old layout's branches after the move: their copies were
+		// unioned in (seq renumbered), and this spool appended since.
+		{"an older spool's copy, its events all here", merged, join(branch), merged, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

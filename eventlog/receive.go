@@ -88,6 +88,12 @@ func (s *Session) Receive(name string, theirs []byte, source string) (Received, 
 		res.Quarantined, err = s.log.quarantine(writer, theirs, source, res.Problem)
 		return res, err
 	}
+	if !extends && !Chained(theirs) && holdsAll(ours, theirs) {
+		// An older spool's copy whose events are all here, in another
+		// order or with seq renumbered (the old layout's branches, after
+		// the union that brought them in): nothing new.
+		return res, nil
+	}
 	if !extends && (Chained(ours) || Chained(theirs)) {
 		res.Problem = s.forkProblem(writer, ours, theirs)
 		res.Quarantined, err = s.log.quarantine(writer, theirs, source, res.Problem)
@@ -130,6 +136,22 @@ func Chained(b []byte) bool {
 		b = b[min(i+1, len(b)):]
 	}
 	return false
+}
+
+// holdsAll says whether every event of writer file b is in writer file a.
+func holdsAll(a, b []byte) bool {
+	have := map[string]bool{}
+	for _, line := range bytes.SplitAfter(a, newline) {
+		if e, err := Decode(line); err == nil {
+			have[e.ID] = true
+		}
+	}
+	for _, line := range bytes.SplitAfter(b, newline) {
+		if e, err := Decode(line); err == nil && !have[e.ID] {
+			return false
+		}
+	}
+	return true
 }
 
 // forkProblem says how a copy that is not an extension of the local file
