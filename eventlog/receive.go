@@ -163,8 +163,8 @@ func (s *Session) forkProblem(writer string, ours, theirs []byte) string {
 		return at + ": this is this clone's own file, changed elsewhere; spool never takes its own events back changed or removed " +
 			"(if this clone's files were copied to another machine, both write as writer " + writer + ": run spool doctor --repair on one of them to give it a new writer id)"
 	}
-	return at + ": the copy lost or changed a line this clone has (a rewritten history: this clone keeps the original, and spool sync " +
-		"shares it), or two machines write as writer " + writer + " (a copied clone: one of them must take a new writer id with spool doctor --repair)"
+	return at + ": the copy lost or changed a line this clone has (a rewritten history: this clone keeps the original, and the writer's " +
+		"next spool sync puts it back), or two machines write as writer " + writer + " (a copied clone: one of them must take a new writer id with spool doctor --repair)"
 }
 
 // FirstDifference is the first line (1, 2, …) at which two writer files

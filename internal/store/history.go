@@ -445,7 +445,7 @@ func (c *historyCheck) problems(refs map[string]string) ([]eventlog.Problem, err
 			atTip[v] = true
 			switch info := c.versions[v]; info.state {
 			case forked:
-				what := "a rewritten history (this log's is kept, and the next spool sync of a clone that has it puts it back), " +
+				what := "a rewritten history (this log's is kept, and the writer's next spool sync puts it back), " +
 					"or two machines writing as this writer (a copied clone: one of them must take a new writer id, spool doctor --repair there)"
 				if name == c.own {
 					what = "this clone's own file: if this clone's files were copied to another machine, both write as this writer, " +
@@ -481,7 +481,7 @@ func (c *historyCheck) problems(refs map[string]string) ([]eventlog.Problem, err
 		}
 		info := c.versions[v]
 		add(v.name, info.line, "commit %.12s of the sync branch had %s at line %d, and this log has %s there: the log lost or changed a line that was shared "+
-			"(a history rewritten before this clone took it: a clone that has the original restores it)", info.commit, info.there, info.line, info.here)
+			"(a history rewritten before this clone took it: the writer's next spool sync restores the branch, and spool doctor lists what this clone quarantined)", info.commit, info.there, info.line, info.here)
 	}
 	return out, nil
 }
