@@ -216,6 +216,25 @@ func testRewrittenHistory(t *testing.T, signed bool) {
 		}
 	}
 
+	// The clone that took the rewrite first keeps it, and its sync leaves
+	// the branch alone (no turns); verify there fails, and doctor --repair
+	// takes the branch's copy, which holds every line the history had.
+	jobSpool(t, bin, fresh, envs[1], "sync")
+	if got := r.Git(r.Remote, "show", "spool-log:events/"+name); got+"\n" != string(original) {
+		t.Fatal("the clone that took the rewrite pushed it back")
+	}
+	if out, err := jobSpoolErr(bin, fresh, envs[1], verifyArgs...); err == nil || !strings.Contains(out, name) {
+		t.Fatalf("verify on the clone that took the rewrite: %v\n%s", err, out)
+	}
+	out = jobSpool(t, bin, fresh, envs[1], "doctor", "--repair")
+	if !strings.Contains(out, "this clone had taken this writer's file rewritten") {
+		t.Fatalf("doctor --repair on the clone that took the rewrite:\n%s", out)
+	}
+	jobSpool(t, bin, fresh, envs[1], verifyArgs...)
+	if !bytes.Equal(adaFile(fresh), original) {
+		t.Fatal("the clone that took the rewrite does not have the original now")
+	}
+
 	// Bob removes ada's file from the branch: nobody loses it, a clone that
 	// takes the branch then fails verify, and the next sync (carol's) puts
 	// the file back.

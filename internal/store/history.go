@@ -16,8 +16,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/durable"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/git"
 )
@@ -84,34 +86,146 @@ type historyCheck struct {
 	versions map[version]*versionInfo
 	trees    map[string]map[string]string // by commit, the last few: events/ of its tree
 	local    map[string][]byte            // whole local files read, by name
+	lost     map[string][]version         // by file: versions with a line the local file lacks (problems)
 }
 
 // CheckHistory reports every line the copies of the sync branch show the
 // log lost (see above), each as a problem of the local writer file.
 func (s *Store) CheckHistory(ctx context.Context) ([]eventlog.Problem, error) {
+	var problems []eventlog.Problem
+	err := s.checkHistory(ctx, func(c *historyCheck, refs map[string]string) error {
+		var err error
+		problems, err = c.problems(refs)
+		return err
+	})
+	return problems, err
+}
+
+// checkHistory judges the history of the sync branch's copies and calls fn
+// (not at all when the clone has none).
+func (s *Store) checkHistory(ctx context.Context, fn func(c *historyCheck, refs map[string]string) error) error {
 	refs, err := git.BranchCopies(ctx, s.Repo.CommonDir, s.Config.String("sync.branch"))
 	if err != nil || len(refs) == 0 {
-		return nil, err
+		return err
 	}
 	writer, err := s.Log.WriterID()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var problems []eventlog.Problem
-	err = git.ReadHistory(ctx, s.Repo.Root, func(h *git.History) error {
+	return git.ReadHistory(ctx, s.Repo.Root, func(h *git.History) error {
 		c := &historyCheck{h: h, dir: s.Log.Dir(), own: writer + eventlog.Ext, commits: map[string][]string{}, added: map[string][]version{},
-			versions: map[version]*versionInfo{}, trees: map[string]map[string]string{}, local: map[string][]byte{}}
+			versions: map[version]*versionInfo{}, trees: map[string]map[string]string{}, local: map[string][]byte{}, lost: map[string][]version{}}
 		if err := c.walk(ctx, refs); err != nil {
 			return err
 		}
 		if err := c.classify(); err != nil {
 			return err
 		}
-		var err error
-		problems, err = c.problems(refs)
-		return err
+		return fn(c, refs)
 	})
-	return problems, err
+}
+
+// RepairTaken replaces this clone's copy of another writer's file when it
+// took a rewritten history (a fresh clone of a branch whose file was
+// rewritten: it has nothing else) and a copy of the branch now holds that
+// writer's file whole again, every line the history had included (the
+// writer's sync put it back): the local copy is kept in
+// <private>/repair/<time>/, and the events it had that the branch's lacks
+// were the rewrite's. Its own file, this clone never replaces.
+func (s *Store) RepairTaken(ctx context.Context, now time.Time) ([]eventlog.FileRepair, error) {
+	sess, err := s.Log.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	var out []eventlog.FileRepair
+	err = s.checkHistory(ctx, func(c *historyCheck, refs map[string]string) error {
+		if _, err := c.problems(refs); err != nil {
+			return err
+		}
+		takes, err := c.restorable(refs)
+		if err != nil {
+			return err
+		}
+		backups := filepath.Join(s.Repo.PrivateDir(), "repair", fmt.Sprint(now.UnixNano()))
+		for _, name := range slices.Sorted(maps.Keys(takes)) {
+			t := takes[name]
+			path := filepath.Join(s.Log.Dir(), name)
+			old, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			rep := eventlog.FileRepair{Path: path, Backup: filepath.Join(backups, name), Left: []string{}}
+			if err := os.MkdirAll(backups, 0o755); err != nil {
+				return err
+			}
+			if err := durable.WriteFile(rep.Backup, old, 0o644); err != nil {
+				return err
+			}
+			if err := durable.WriteFile(path, t.content, 0o644); err != nil {
+				return err
+			}
+			rep.Fixed = []string{fmt.Sprintf("this clone had taken this writer's file rewritten (commit %.12s had line %d, which it lacked): "+
+				"now %s's copy, which holds every line the history had", t.lost.commit, t.lost.line, t.ref)}
+			out = append(out, rep)
+		}
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	return out, sess.Reload()
+}
+
+// taken is a writer file a copy of the branch holds whole again.
+type taken struct {
+	content []byte
+	ref     string
+	lost    *versionInfo // a version the local file lost, for the message
+}
+
+// restorable finds, for each writer file (not this clone's own) whose
+// local copy lacks lines a version of the history had, a copy's tip that
+// holds that file keeping the rules and every such version.
+func (c *historyCheck) restorable(refs map[string]string) (map[string]taken, error) {
+	out := map[string]taken{}
+	for name, lost := range c.lost {
+		if name == c.own {
+			continue
+		}
+		for _, ref := range slices.Sorted(maps.Keys(refs)) {
+			tip := refs[ref]
+			files, err := c.files(tip)
+			if err != nil {
+				return nil, err
+			}
+			blob, ok := files[name]
+			if !ok {
+				continue
+			}
+			content, err := c.h.ReadBlob(blob)
+			if err != nil {
+				return nil, err
+			}
+			content = eventlog.Whole(content)
+			if len(eventlog.CheckCopy(name, content)) > 0 {
+				continue
+			}
+			whole := true
+			for _, v := range lost {
+				b, err := c.h.ReadBlob(v.blob)
+				if err != nil {
+					return nil, err
+				}
+				whole = whole && covers(content, eventlog.Whole(b))
+			}
+			if whole {
+				out[name] = taken{content: content, ref: shortRef(ref), lost: c.versions[lost[0]]}
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 // files is events/ of commit's tree, writer files only.
@@ -479,6 +593,7 @@ func (c *historyCheck) problems(refs map[string]string) ([]eventlog.Problem, err
 		if rewrite {
 			continue // the version it rewrote is held to the log instead
 		}
+		c.lost[v.name] = append(c.lost[v.name], v)
 		info := c.versions[v]
 		add(v.name, info.line, "commit %.12s of the sync branch had %s at line %d, and this log has %s there: the log lost or changed a line that was shared "+
 			"(a history rewritten before this clone took it: the writer's next spool sync restores the branch, and spool doctor lists what this clone quarantined)", info.commit, info.there, info.line, info.here)
