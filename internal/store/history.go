@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -48,9 +49,11 @@ import (
 // a clone whose copy of the branch lost what it has; a rewrite that the
 // next sync undid passes. Versions of files without prev (an older spool's)
 // are held by event id rather than bytes: the merge driver renumbered them.
-// The cost is the hashing of one prefix of a local file per version the
-// history holds (about 2 GB/s a core with SHA instructions); a shallow
-// history is checked as far as it goes.
+// The first check's cost is the hashing of one prefix of a local file per
+// version the history holds (about 2 GB/s a core with SHA instructions);
+// the versions found to be prefixes are kept (knownPrefixes), so a later
+// check hashes one prefix of each file and the versions new since. A
+// shallow history is checked as far as it goes.
 
 // version is one writer file's content as one commit holds it.
 type version struct {
@@ -87,6 +90,22 @@ type historyCheck struct {
 	trees    map[string]map[string]string // by commit, the last few: events/ of its tree
 	local    map[string][]byte            // whole local files read, by name
 	lost     map[string][]version         // by file: versions with a line the local file lacks (problems)
+	known    map[string]*knownPrefixes    // by file: what earlier checks proved (historyCachePath)
+	changed  bool                         // known gained a version
+}
+
+// knownPrefixes is what earlier checks of this clone proved of one local
+// writer file: the blobs that are prefixes of it. They all still are while
+// the local file's prefix of Size still hashes to Blob (the longest), so a
+// check after the first hashes one prefix and the versions new since.
+type knownPrefixes struct {
+	Size  int64          `json:"size"`
+	Blob  string         `json:"blob"`
+	Lines map[string]int `json:"lines"` // blob → its lines
+}
+
+func (s *Store) historyCachePath() string {
+	return filepath.Join(s.Repo.PrivateDir(), "history-prefixes.json")
 }
 
 // CheckHistory reports every line the copies of the sync branch show the
@@ -114,12 +133,25 @@ func (s *Store) checkHistory(ctx context.Context, fn func(c *historyCheck, refs 
 	}
 	return git.ReadHistory(ctx, s.Repo.Root, func(h *git.History) error {
 		c := &historyCheck{h: h, dir: s.Log.Dir(), own: writer + eventlog.Ext, commits: map[string][]string{}, added: map[string][]version{},
-			versions: map[version]*versionInfo{}, trees: map[string]map[string]string{}, local: map[string][]byte{}, lost: map[string][]version{}}
+			versions: map[version]*versionInfo{}, trees: map[string]map[string]string{}, local: map[string][]byte{}, lost: map[string][]version{},
+			known: map[string]*knownPrefixes{}}
+		if b, err := os.ReadFile(s.historyCachePath()); err == nil {
+			json.Unmarshal(b, &c.known) // a damaged cache costs one full check
+		}
 		if err := c.walk(ctx, refs); err != nil {
 			return err
 		}
 		if err := c.classify(); err != nil {
 			return err
+		}
+		if c.changed {
+			b, err := json.Marshal(c.known)
+			if err != nil {
+				return err
+			}
+			if err := durable.WriteCache(s.historyCachePath(), b); err != nil {
+				return err
+			}
 		}
 		return fn(c, refs)
 	})
@@ -342,7 +374,15 @@ func (c *historyCheck) classifyFile(name string, vs []version) error {
 	if f != nil {
 		defer f.Close()
 	}
+	known, err := c.stillKnown(name, f, whole)
+	if err != nil {
+		return err
+	}
 	for _, v := range vs {
+		if n, ok := known.Lines[v.blob]; ok {
+			c.versions[v].state, c.versions[v].lines = covered, n
+			continue
+		}
 		size, err := c.h.BlobSize(v.blob)
 		if err != nil {
 			return err
@@ -372,6 +412,11 @@ func (c *historyCheck) classifyFile(name string, vs []version) error {
 		for i, k := range cands {
 			if ids[i] == k.v.blob {
 				*c.versions[k.v] = versionInfo{state: covered, lines: lines[i], commit: c.versions[k.v].commit, parents: c.versions[k.v].parents}
+				known.Lines[k.v.blob] = lines[i]
+				if k.size >= known.Size {
+					known.Size, known.Blob = k.size, k.v.blob
+				}
+				c.changed = true
 			} else {
 				rest = append(rest, k.v)
 			}
@@ -390,6 +435,27 @@ func (c *historyCheck) classifyFile(name string, vs []version) error {
 		judge(info, name, eventlog.Whole(content), local)
 	}
 	return nil
+}
+
+// stillKnown is what earlier checks proved of the local file name, when its
+// prefix they were proved against is unchanged; otherwise nothing.
+func (c *historyCheck) stillKnown(name string, f *os.File, whole int64) (*knownPrefixes, error) {
+	k := c.known[name]
+	if k != nil && f != nil && k.Size <= whole && k.Lines != nil {
+		ids, _, err := prefixIDs(io.NewSectionReader(f, 0, whole), []int64{k.Size})
+		if err != nil {
+			return nil, err
+		}
+		if ids[0] == k.Blob {
+			return k, nil
+		}
+	}
+	if k != nil {
+		c.changed = true
+	}
+	k = &knownPrefixes{Lines: map[string]int{}}
+	c.known[name] = k
+	return k, nil
 }
 
 // prefixIDs hashes r's prefix of each size (ascending) as git would name a

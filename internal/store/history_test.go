@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sort"
@@ -146,6 +147,14 @@ func TestCheckHistory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A second check, from what the first proved, finds the same.
+			again, err := s.CheckHistory(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(again) != len(problems) {
+				t.Fatalf("first check %v, second %v", problems, again)
+			}
 			if len(problems) != len(c.want) {
 				t.Fatalf("problems %v, want %d", problems, len(c.want))
 			}
@@ -156,6 +165,48 @@ func TestCheckHistory(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCheckHistoryRemembersOnlyWhatStillHolds: a later check trusts the
+// versions an earlier one proved only while the local file still begins as
+// it did.
+func TestCheckHistoryRemembersOnlyWhatStillHolds(t *testing.T) {
+	a := writerLines(t, "a", 5)[:4] // whole lines (the last has no newline)
+	dir := newRepo(t)
+	var tip string
+	for n := 1; n <= 4; n++ {
+		var parents []string
+		if tip != "" {
+			parents = append(parents, tip)
+		}
+		tip = commitFiles(t, dir, map[string][]byte{"a.jsonl": bytes.Join(a[:n], nil)}, parents...)
+	}
+	runGit(t, dir, "update-ref", "refs/heads/spool-log", tip)
+	local := filepath.Join(dir, ".git", "spool", "events", "a"+eventlog.Ext)
+	writeFile(t, local, string(bytes.Join(a, nil)))
+	s, _ := open(t, dir)
+	if problems, err := s.CheckHistory(context.Background()); err != nil || len(problems) > 0 {
+		t.Fatalf("whole log: %v %v", problems, err)
+	}
+	var known map[string]*knownPrefixes
+	b, err := os.ReadFile(s.historyCachePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &known); err != nil || len(known["a.jsonl"].Lines) != 4 {
+		t.Fatalf("cache %s: %v", b, err)
+	}
+	// The local file's first line replaced (same length, so every size
+	// still ends a line): the versions proved before are prefixes no more.
+	changed := bytes.Replace(bytes.Join(a, nil), a[0][:20], bytes.Repeat([]byte{' '}, 20), 1)
+	writeFile(t, local, string(changed))
+	problems, err := s.CheckHistory(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(problems) == 0 {
+		t.Fatal("a local file that no longer begins as the branch's copies passes the check")
 	}
 }
 
