@@ -430,6 +430,33 @@ func TestReceiveUnionsAnOlderSpoolsCopies(t *testing.T) {
 	}
 }
 
+// TestReceiveRepairsAnOlderSpoolsTextMerge: git merged an older spool's
+// file without the merge driver (git merge-file --union: one side's lines
+// after the other's, seq repeated). That breaks the rules as it stands, but
+// put in order as doctor --repair would it keeps them: taken, not
+// quarantined.
+func TestReceiveRepairsAnOlderSpoolsTextMerge(t *testing.T) {
+	base, ours, theirs := forked(t, 2, 2, 2)
+	local, text := unchain(t, join(base, ours)), unchain(t, join(base, ours, theirs))
+	tl, s := receiver(t)
+	path := filepath.Join(tl.Dir(), "w"+Ext)
+	os.MkdirAll(tl.Dir(), 0o755)
+	os.WriteFile(path, local, 0o644)
+	if rep := (&CheckReport{}); checkLines(bytes.NewReader(text), "w"+Ext, rep) != nil || len(rep.Problems) == 0 {
+		t.Fatal("set-up: the text merge keeps the rules")
+	}
+	res, err := s.Receive("w"+Ext, text, "refs/heads/main:.spool/events")
+	if err != nil || res.Quarantined != "" || res.Added != 2 {
+		t.Fatalf("received %+v, %v", res, err)
+	}
+	got, _ := os.ReadFile(path)
+	want, err := Union(local, unchain(t, join(base, theirs)))
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the file is not the union (%v):\n%s", err, got)
+	}
+	mustCheckClean(t, tl.Log)
+}
+
 func TestUnionRefusesAForkedChain(t *testing.T) {
 	base, ours, theirs := forked(t, 2, 2, 1)
 	a, b := join(base, ours), join(base, theirs)

@@ -76,12 +76,26 @@ func (s *Session) Receive(name string, theirs []byte, source string) (Received, 
 	if bytes.HasPrefix(ours, theirs) {
 		return res, nil // nothing new: the common case, checked before the rules
 	}
-	extends := bytes.HasPrefix(theirs, ours)
-	res.Forked = !extends
 	rep := &CheckReport{}
 	if err := checkLines(bytes.NewReader(theirs), path, rep); err != nil {
 		return res, err
 	}
+	if len(rep.Problems) > 0 && !Chained(theirs) {
+		// An older spool's copy that git merged without the driver holds
+		// both sides' lines one after the other: put in order as doctor
+		// --repair would, it keeps the rules.
+		if fixed, r := repairLines(theirs, writer); len(r.Left) == 0 {
+			theirs, rep = fixed, &CheckReport{}
+			if err := checkLines(bytes.NewReader(theirs), path, rep); err != nil {
+				return res, err
+			}
+			if bytes.HasPrefix(ours, theirs) {
+				return res, nil
+			}
+		}
+	}
+	extends := bytes.HasPrefix(theirs, ours)
+	res.Forked = !extends
 	if len(rep.Problems) > 0 {
 		p := rep.Problems[0]
 		res.Problem = fmt.Sprintf("line %d: %s", p.Line, p.Message)
