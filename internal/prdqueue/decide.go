@@ -257,50 +257,89 @@ type Candidate struct {
 	Title string
 }
 
+// Refusal is why promote leaves an entry that is otherwise runnable where it
+// is: its code (duplicate_active_entry, duplicate_idempotency_key) and a
+// message that says what to do. It concerns that entry alone: the others
+// are promoted, and the entry's blocked_reason and last_error say it.
+type Refusal struct {
+	Item    *Item
+	Code    fault.Code
+	Message string
+	fields  []any
+}
+
+// Err is the refusal as an error, with the code's fields.
+func (r Refusal) Err() error {
+	return fault.New(r.Code, fault.ErrConflict, r.Message, r.fields...)
+}
+
 // Runnable returns the items promote enqueues, in manifest order (features
-// by slug, items in the order added): approved, no open questions, no
-// enqueue in flight. It refuses, for all, when one's key was enqueued
-// already or another feature's item of the same PRD is active.
-func Runnable(s *State, feature string) ([]Candidate, error) {
+// by slug, items in the order added): approved, nothing holding them, no
+// enqueue in flight; and the items it refuses (Refusal), in the same order.
+func Runnable(s *State, feature string) ([]Candidate, []Refusal, error) {
 	slugs := s.FeatureSlugs()
 	if feature != "" {
 		if s.Features[feature] == nil {
-			return nil, fault.NotFound("feature", feature)
+			return nil, nil, fault.NotFound("feature", feature)
 		}
 		slugs = []string{feature}
 	}
-	active := map[string]*Item{} // by PRD: queued, in flight, or runnable
-	for _, slug := range s.FeatureSlugs() {
-		for _, prd := range s.Features[slug].Items {
-			it := s.Items[ItemKey{slug, prd}]
-			if it.State == Queued || it.InFlight {
-				active[prd] = it
-			}
-		}
-	}
 	var out []Candidate
+	var refused []Refusal
 	for _, slug := range slugs {
 		for _, prd := range s.Features[slug].Items {
 			it := s.Items[ItemKey{slug, prd}]
-			if it.State != Approved || it.InFlight || s.BlockedReason(it) != "" {
+			if it.State != Approved || it.InFlight || s.waitReason(it) != "" {
+				continue
+			}
+			if r := s.refusal(it); r != nil {
+				refused = append(refused, *r)
 				continue
 			}
 			p := s.PRDs[prd]
-			if other := active[prd]; other != nil && other != it {
-				return nil, fault.New(CodeDuplicateActiveEntry, fault.ErrConflict,
-					fmt.Sprintf("PRD %s is active in feature %s already (%s); remove one: spool prd remove %s --feature %s",
-						prd, other.Feature, other.State, prd, slug), "prd_slug", prd, "feature_slug", slug, "active_in", other.Feature)
-			}
-			if epic, ok := s.Keys[p.Key()]; ok {
-				return nil, fault.New(CodeDuplicateIdempotencyKey, fault.ErrConflict,
-					fmt.Sprintf("idempotency key %s was enqueued already (epic %s)", p.Key(), epic),
-					"prd_slug", prd, "feature_slug", slug, "idempotency_key", p.Key(), "epic_id", epic)
-			}
-			active[prd] = it
 			out = append(out, Candidate{Item: it, Key: p.Key(), Epic: p.Epic, Title: prd})
 		}
 	}
-	return out, nil
+	return out, refused, nil
+}
+
+// refusal is why promote refuses an approved entry nothing else holds: the
+// PRD is active in another feature run (queued or being enqueued there, or
+// runnable in a feature before this one), or its key was enqueued already.
+// It is a function of the state, so that every view (manifest, report,
+// board) says it, and it lifts itself when the other entry is removed or a
+// new approval gives a new key.
+func (s *State) refusal(it *Item) *Refusal {
+	p := s.PRDs[it.PRD]
+	active := func(other *Item, how string) *Refusal {
+		return &Refusal{Item: it, Code: CodeDuplicateActiveEntry,
+			Message: fmt.Sprintf("PRD %s is active in feature %s already (%s); this entry waits: take one out with spool prd remove %s --feature %s",
+				it.PRD, other.Feature, how, it.PRD, it.Feature),
+			fields: []any{"prd_slug", it.PRD, "feature_slug", it.Feature, "active_in", other.Feature}}
+	}
+	others := s.ItemsOf(it.PRD)
+	for _, other := range others {
+		switch {
+		case other == it:
+		case other.InFlight:
+			return active(other, "being enqueued")
+		case other.State == Queued:
+			return active(other, string(Queued))
+		}
+	}
+	if epic, ok := s.Keys[p.Key()]; ok {
+		return &Refusal{Item: it, Code: CodeDuplicateIdempotencyKey,
+			Message: fmt.Sprintf("idempotency key %s was enqueued already (epic %s), and a key is enqueued once; this entry waits: "+
+				"take it out (spool prd remove %s --feature %s), or edit the PRD and approve it again (a new approval_version)",
+				p.Key(), epic, it.PRD, it.Feature),
+			fields: []any{"prd_slug", it.PRD, "feature_slug", it.Feature, "idempotency_key", p.Key(), "epic_id", epic}}
+	}
+	for _, other := range others {
+		if other != it && other.State == Approved && other.Feature < it.Feature {
+			return active(other, "runnable") // the first in manifest order goes
+		}
+	}
+	return nil
 }
 
 // InFlight returns the items whose enqueue recorded its intent and no

@@ -3,6 +3,7 @@ package prdqueue
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,19 @@ func (w *world) sync(prd string, f Facts) []eventlog.Draft {
 	return d
 }
 
+// enqueue promotes one submitted, runnable item onto epic.
+func (w *world) enqueue(feature, prd, epic string) {
+	w.t.Helper()
+	cands, _, err := Runnable(w.s, feature)
+	for _, c := range cands {
+		if c.Item.PRD == prd {
+			w.apply(c.Enqueued(epic, 1))
+			return
+		}
+	}
+	w.t.Fatalf("%s/%s is not runnable (%v)", feature, prd, err)
+}
+
 func (w *world) state(feature, prd string) Status { return w.s.Items[ItemKey{feature, prd}].State }
 
 func facts(prdGate, beadsGate string, questions ...string) Facts {
@@ -99,7 +113,7 @@ func TestPromotionRule(t *testing.T) {
 					if it.State != want || w.s.BlockedReason(it) != reason {
 						t.Fatalf("%s, blocked %q; want %s, %q", it.State, w.s.BlockedReason(it), want, reason)
 					}
-					runnable, err := Runnable(w.s, "f")
+					runnable, _, err := Runnable(w.s, "f")
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -123,7 +137,7 @@ func TestEditReapprove(t *testing.T) {
 	if w.state("f", "p") != Approved || p.Version != 1 || p.Key() != "p:1" {
 		t.Fatalf("%s v%d %s", w.state("f", "p"), p.Version, p.Key())
 	}
-	cands, err := Runnable(w.s, "f")
+	cands, _, err := Runnable(w.s, "f")
 	if err != nil || len(cands) != 1 || cands[0].Key != "p:1" {
 		t.Fatalf("%v %v", cands, err)
 	}
@@ -150,7 +164,7 @@ func TestEditReapprove(t *testing.T) {
 	if p.Version != 2 || p.Key() != "p:2" || w.state("f", "p") != Approved {
 		t.Fatalf("re-approved: v%d %s %s", p.Version, p.Key(), w.state("f", "p"))
 	}
-	cands, err = Runnable(w.s, "f")
+	cands, _, err = Runnable(w.s, "f")
 	if err != nil || len(cands) != 1 || cands[0].Key != "p:2" || cands[0].Epic != "sp-epic" {
 		t.Fatalf("the re-approved PRD reuses its epic: %+v %v", cands, err)
 	}
@@ -175,7 +189,7 @@ func TestGateBackWithoutEditRequeues(t *testing.T) {
 	w.feature("f", "p")
 	ok := Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"}
 	w.submit("f", "p", ok)
-	cands, _ := Runnable(w.s, "f")
+	cands, _, _ := Runnable(w.s, "f")
 	w.apply(cands[0].Enqueued("sp-epic", 1))
 	w.sync("p", Facts{PRDGate: "approved", BeadsGate: "no", Hash: "h1"})
 	if w.state("f", "p") != AwaitingBeadsApproval {
@@ -185,46 +199,158 @@ func TestGateBackWithoutEditRequeues(t *testing.T) {
 	if w.state("f", "p") != Queued || len(d) != 3 { // read, → approved, → queued
 		t.Fatalf("%s after %d events", w.state("f", "p"), len(d))
 	}
-	if cands, _ := Runnable(w.s, "f"); len(cands) != 0 {
+	if cands, _, _ := Runnable(w.s, "f"); len(cands) != 0 {
 		t.Fatal("a queued PRD is runnable")
 	}
 }
 
-func TestDuplicates(t *testing.T) {
+// A refusal concerns its own entry: promote refuses an entry whose PRD is
+// active in another feature run, or whose key was enqueued already, and
+// every other entry, of any feature, goes on. The refusal is the entry's
+// blocked_reason and last_error, and lifts when its cause does.
+func TestRefusalsArePerEntry(t *testing.T) {
 	ok := Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"}
-	t.Run("active", func(t *testing.T) {
-		w := newWorld(t)
-		w.feature("f1", "p")
-		w.feature("f2", "p")
-		w.submit("f1", "p", ok)
-		w.submit("f2", "p", ok)
-		_, err := Runnable(w.s, "")
-		if fault.Classify(err).Code != CodeDuplicateActiveEntry.Name {
-			t.Fatalf("%v", err)
-		}
-		cands, err := Runnable(w.s, "f1")
-		if err != nil || len(cands) != 1 {
-			t.Fatal(cands, err)
-		}
-		w.apply(cands[0].Enqueued("e", 1))
-		if _, err := Runnable(w.s, "f2"); fault.Classify(err).Code != CodeDuplicateActiveEntry.Name {
-			t.Fatalf("%v", err)
-		}
-	})
-	t.Run("key", func(t *testing.T) {
-		w := newWorld(t)
-		w.feature("f1", "p")
-		w.submit("f1", "p", ok)
-		cands, _ := Runnable(w.s, "f1")
-		w.apply(cands[0].Enqueued("e", 1))
-		w.apply(Remove(w.s.Items[ItemKey{"f1", "p"}]))
-		w.feature("f2", "p")
-		w.submit("f2", "p", ok)
-		_, err := Runnable(w.s, "f2")
-		if fault.Classify(err).Code != CodeDuplicateIdempotencyKey.Name || !strings.Contains(err.Error(), "p:1") {
-			t.Fatalf("%v", err)
-		}
-	})
+	type want struct {
+		feature, prd, reason, error string // error: a part of last_error
+	}
+	for _, tc := range []struct {
+		name    string
+		setup   func(w *world)
+		promote string // the feature promoted: "" all
+		queued  []string
+		refused []want
+	}{{
+		name: "runnable in two features: the first in manifest order goes",
+		setup: func(w *world) {
+			w.submit("f1", "p", ok)
+			w.submit("f2", "p", ok)
+		},
+		queued:  []string{"f1/p", "f1/q", "f2/r"},
+		refused: []want{{"f2", "p", CodeDuplicateActiveEntry.Name, "PRD p is active in feature f1 already (queued); this entry waits: take one out with spool prd remove p --feature f2"}},
+	}, {
+		name: "runnable in an earlier feature: the later one waits even when promoted alone",
+		setup: func(w *world) {
+			w.submit("f1", "p", ok)
+			w.submit("f2", "p", ok)
+		},
+		promote: "f2",
+		queued:  []string{"f2/r"}, // and f1/p, runnable, stays the one that goes
+		refused: []want{{"f2", "p", CodeDuplicateActiveEntry.Name, "active in feature f1 already (runnable)"}},
+	}, {
+		name: "queued in another feature",
+		setup: func(w *world) {
+			w.submit("f2", "p", ok)
+			w.enqueue("f2", "p", "e-p")
+			w.submit("f1", "p", ok)
+		},
+		queued:  []string{"f1/q", "f2/p", "f2/r"},
+		refused: []want{{"f1", "p", CodeDuplicateActiveEntry.Name, "active in feature f2 already (queued)"}},
+	}, {
+		name: "being enqueued in another feature",
+		setup: func(w *world) {
+			w.submit("f2", "p", ok)
+			cands, _, _ := Runnable(w.s, "f2")
+			w.apply(cands[0].Started())
+			w.submit("f1", "p", ok)
+		},
+		queued:  []string{"f1/q", "f2/r"},
+		refused: []want{{"f1", "p", CodeDuplicateActiveEntry.Name, "active in feature f2 already (being enqueued)"}},
+	}, {
+		name: "its key enqueued by an entry since removed (issue 27)",
+		setup: func(w *world) {
+			w.submit("f1", "p", ok)
+			w.enqueue("f1", "p", "e-p")
+			w.submit("f2", "p", ok)
+			w.apply(Remove(w.s.Items[ItemKey{"f1", "p"}]))
+		},
+		queued: []string{"f1/q", "f2/r"},
+		refused: []want{{"f2", "p", CodeDuplicateIdempotencyKey.Name,
+			"idempotency key p:1 was enqueued already (epic e-p), and a key is enqueued once; this entry waits: take it out (spool prd remove p --feature f2), or edit the PRD and approve it again"}},
+	}, {
+		name: "open questions hold it first: no refusal",
+		setup: func(w *world) {
+			w.submit("f1", "p", ok)
+			w.enqueue("f1", "p", "e-p")
+			w.submit("f2", "p", ok)
+			w.sync("p", Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1", OpenQuestions: []string{"why?"}})
+		},
+		queued:  []string{"f1/p", "f1/q", "f2/r"},
+		refused: []want{{"f2", "p", BlockedOpenQuestions, ""}},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.feature("f1", "p", "q")
+			w.feature("f2", "p", "r")
+			tc.setup(w)
+			w.submit("f1", "q", ok)
+			w.submit("f2", "r", ok)
+			cands, refusals, err := Runnable(w.s, tc.promote)
+			if err != nil {
+				t.Fatalf("a refusal stopped the promotion: %v", err)
+			}
+			for _, c := range cands {
+				w.apply(c.Enqueued("e-"+c.Item.PRD, 1))
+			}
+			var queued []string
+			for _, slug := range w.s.FeatureSlugs() {
+				for _, prd := range w.s.Features[slug].Items {
+					if w.state(slug, prd) == Queued {
+						queued = append(queued, slug+"/"+prd)
+					}
+				}
+			}
+			if strings.Join(queued, " ") != strings.Join(tc.queued, " ") {
+				t.Errorf("queued %v, want %v", queued, tc.queued)
+			}
+			for _, r := range tc.refused {
+				m := w.s.ManifestItem(w.s.Items[ItemKey{r.feature, r.prd}])
+				if m.State != Approved || m.BlockedReason != r.reason || !strings.Contains(m.LastError, r.error) {
+					t.Errorf("%s/%s: %s, blocked %q, last_error %q; want approved, %q, %q", r.feature, r.prd, m.State, m.BlockedReason, m.LastError, r.reason, r.error)
+				}
+				row := w.s.Report(r.feature).Rows
+				if i := slices.IndexFunc(row, func(x Row) bool { return x.PRDSlug == r.prd }); row[i].BlockedReason != m.BlockedReason || row[i].LastError != m.LastError {
+					t.Errorf("the report says %+v, the manifest %+v", row[i], m)
+				}
+			}
+			var got []string
+			for _, r := range refusals {
+				got = append(got, r.Item.Feature+"/"+r.Item.PRD+" "+r.Code.Name)
+				if f := fault.Classify(r.Err()); f.Code != r.Code.Name || f.Kind != fault.Rejected || f.Fields["prd_slug"] != r.Item.PRD || f.Fields["feature_slug"] != r.Item.Feature {
+					t.Errorf("the refusal's error: %+v", f)
+				}
+			}
+			var want []string
+			for _, r := range tc.refused {
+				if r.reason != BlockedOpenQuestions {
+					want = append(want, r.feature+"/"+r.prd+" "+r.reason)
+				}
+			}
+			if strings.Join(got, ",") != strings.Join(want, ",") {
+				t.Errorf("refused %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// A refusal lifts when its cause does: the other entry removed.
+func TestRefusalLifts(t *testing.T) {
+	ok := Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"}
+	w := newWorld(t)
+	w.feature("f1", "p")
+	w.feature("f2", "p")
+	w.submit("f1", "p", ok)
+	w.submit("f2", "p", ok)
+	if _, refusals, _ := Runnable(w.s, ""); len(refusals) != 1 {
+		t.Fatalf("refusals %v", refusals)
+	}
+	w.apply(Remove(w.s.Items[ItemKey{"f1", "p"}]))
+	cands, refusals, err := Runnable(w.s, "")
+	if err != nil || len(refusals) != 0 || len(cands) != 1 || cands[0].Item.Feature != "f2" {
+		t.Fatalf("%v %v %v", cands, refusals, err)
+	}
+	if m := w.s.ManifestItem(cands[0].Item); m.BlockedReason != "" || m.LastError != "" {
+		t.Fatalf("%+v", m)
+	}
 }
 
 // Two clones that promoted one PRD apart each record an outcome: the
@@ -233,7 +359,7 @@ func TestOneEpicPerKey(t *testing.T) {
 	w := newWorld(t)
 	w.feature("f1", "p")
 	w.submit("f1", "p", Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"})
-	cands, err := Runnable(w.s, "f1")
+	cands, _, err := Runnable(w.s, "f1")
 	if err != nil || len(cands) != 1 {
 		t.Fatal(cands, err)
 	}
@@ -250,7 +376,7 @@ func TestRetryPolicyEvents(t *testing.T) {
 	w := newWorld(t)
 	w.feature("f", "p")
 	w.submit("f", "p", Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"})
-	cands, _ := Runnable(w.s, "f")
+	cands, _, _ := Runnable(w.s, "f")
 	c := cands[0]
 	w.apply(c.Started(), c.Failed(1, "boom", false))
 	it := w.s.Items[ItemKey{"f", "p"}]
@@ -326,7 +452,7 @@ func TestInvariants(t *testing.T) {
 	ok := Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"}
 	w.submit("f", "p", ok)
 	w.submit("f", "q", ok)
-	cands, _ := Runnable(w.s, "f")
+	cands, _, _ := Runnable(w.s, "f")
 	w.apply(cands[0].Enqueued("e1", 1), cands[1].Enqueued("e2", 1))
 	p := &Projection{s: w.s}
 	if got := p.Invariants(); len(got) != 0 {

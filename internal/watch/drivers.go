@@ -122,9 +122,12 @@ func PRD(say Say) Driver {
 	return quick{"prd", func(ctx context.Context, env store.Env) (Result, error) {
 		done, err := prdservice.Open(env, env.Store.Repo.WorkTree).PromoteDue(ctx)
 		for _, p := range done {
-			if p.Failed {
+			switch {
+			case p.Refused:
+				say("prd", fmt.Sprintf("PRD %s (feature %s) is not promoted: %s", p.PRD, p.Feature, p.Error))
+			case p.Failed:
 				say("prd", fmt.Sprintf("PRD %s could not be enqueued: %s", p.PRD, p.Error))
-			} else {
+			default:
 				say("prd", fmt.Sprintf("PRD %s queued as %s", p.PRD, p.Epic))
 			}
 		}

@@ -25,18 +25,32 @@ import (
 // idempotency key as its external_ref, so a promote after a crash finds
 // the epic an earlier run made instead of making a second.
 
-// Promoted is what one promote did to one PRD.
+// Promoted is what one promote did to one PRD: queued it onto Epic, or it
+// failed (queue_failed) or refused it (Refused), Error saying why and Err
+// being that as an error with its code and fields.
 type Promoted struct {
 	Feature, PRD, Key, Epic string
-	Failed                  bool
+	Failed, Refused         bool
 	Error                   string
+	Err                     error
+}
+
+// refused are a promote's refusals as its outcomes.
+func refused(rs []prdqueue.Refusal) []Promoted {
+	out := make([]Promoted, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, Promoted{Feature: r.Item.Feature, PRD: r.Item.PRD, Refused: true, Error: r.Message, Err: r.Err()})
+	}
+	return out
 }
 
 // ExternalRef is the external_ref an epic made for key carries.
 func ExternalRef(key string) string { return "spool:" + key }
 
 // Promote syncs, then enqueues the runnable PRDs of one feature (or all).
-// Promotions of one clone take turns (.git/spool/prd-promote.lock).
+// Promotions of one clone take turns (.git/spool/prd-promote.lock). An
+// entry promote refuses is among the outcomes, after the others: it stops
+// no other entry.
 func (s *Service) Promote(ctx context.Context, feature string) ([]Promoted, error) {
 	if _, err := s.Sync(ctx, feature); err != nil {
 		return nil, err
@@ -75,8 +89,8 @@ func (s *Service) PromoteDue(ctx context.Context) ([]Promoted, error) {
 	if st, err = s.Read(ctx); err != nil {
 		return nil, err
 	}
-	if cands, err := prdqueue.Runnable(st, ""); err != nil || len(cands) == 0 && len(prdqueue.InFlight(st, "")) == 0 {
-		return nil, err
+	if cands, _, err := prdqueue.Runnable(st, ""); err != nil || len(cands) == 0 && len(prdqueue.InFlight(st, "")) == 0 {
+		return nil, err // a refusal alone is no promotion to run: the manifests say it
 	}
 	return s.promote(ctx, "") // synced above: a watch tick reads the files once
 }
@@ -87,13 +101,14 @@ func (s *Service) promoteNative(ctx context.Context, feature string) ([]Promoted
 		return nil, err
 	}
 	prefix := s.Store.Config.String("ids.prefix")
-	var out []Promoted
+	var out, refusals []Promoted
 	_, _, err = s.claim(ctx, []string{workqueue.IDsName}, func(st *prdqueue.State, v *projections.View, _ string) ([]eventlog.Draft, error) {
 		out = out[:0]
-		cands, err := prdqueue.Runnable(st, feature)
+		cands, rs, err := prdqueue.Runnable(st, feature)
 		if err != nil {
 			return nil, err
 		}
+		refusals = refused(rs)
 		taken, _ := projections.As[*workqueue.IDsProjection](v, workqueue.IDsName)
 		index := workqueue.NewBatchIndex(taken)
 		var drafts []eventlog.Draft
@@ -117,7 +132,10 @@ func (s *Service) promoteNative(ctx context.Context, feature string) ([]Promoted
 		}
 		return drafts, nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return append(out, refusals...), nil
 }
 
 func epicTask(st *prdqueue.State, c prdqueue.Candidate) workqueue.NewTask {
@@ -143,9 +161,10 @@ func (s *Service) promoteSource(ctx context.Context, feature string) ([]Promoted
 		jobs = append(jobs, job{c: c, recover: true, desc: "PRD " + st.PRDs[c.Item.PRD].Path})
 	}
 	var cands []prdqueue.Candidate
+	var refusals []prdqueue.Refusal
 	_, _, err = s.claim(ctx, nil, func(st *prdqueue.State, _ *projections.View, _ string) ([]eventlog.Draft, error) {
 		var err error
-		if cands, err = prdqueue.Runnable(st, feature); err != nil {
+		if cands, refusals, err = prdqueue.Runnable(st, feature); err != nil {
 			return nil, err
 		}
 		drafts := make([]eventlog.Draft, 0, len(cands))
@@ -179,7 +198,7 @@ func (s *Service) promoteSource(ctx context.Context, feature string) ([]Promoted
 		}
 		jobs = jobs[n:]
 	}
-	return out, nil
+	return append(out, refused(refusals)...), nil
 }
 
 // runJobs runs jobs with at most workers at a time, taking them in order,
