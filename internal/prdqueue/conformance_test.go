@@ -113,8 +113,8 @@ func (c *clone) Command(r *rand.Rand, now time.Time) (string, []eventlog.Draft, 
 			return actor, nil, err
 		}
 		if r.IntN(2) == 0 {
-			d, err := prdqueue.Retry(it)
-			return actor, []eventlog.Draft{d}, err
+			d, err := prdqueue.Retry(c.s, it, now)
+			return actor, d, err
 		}
 		return actor, prdqueue.Check(it, r.IntN(2) == 0, r.IntN(2) == 0), nil
 	default:

@@ -115,9 +115,44 @@ func Remove(it *Item) eventlog.Draft {
 // Discover starts discovery: pending → in_discovery.
 func Discover(it *Item) (eventlog.Draft, error) { return move(it, InDiscovery) }
 
-// Retry is the manual intervention after queue_failed: back to approved,
-// for the next promote.
-func Retry(it *Item) (eventlog.Draft, error) { return move(it, Approved) }
+// Retry is the manual intervention after queue_failed, and only that: the
+// entry goes to the state its gates give now (approved, for the next
+// promote, when both pass), so a retry never passes a gate.
+func Retry(s *State, it *Item, now time.Time) ([]eventlog.Draft, error) {
+	if it.State != QueueFailed {
+		return nil, fault.New(fault.CodeInvalidStateTransition, fault.ErrInvalidTransition,
+			fmt.Sprintf("prd retry is only for a queue_failed PRD; %s is %s: %s", it.PRD, it.State, notRetried(s, it)),
+			"prd_slug", it.PRD, "current_state", string(it.State), "target_state", string(Approved))
+	}
+	to := target(it, s.PRDs[it.PRD])
+	if to == QueueFailed {
+		to = Approved
+	}
+	sim := newSim(s, it.PRD, now)
+	if !CanTransition(it.State, to) { // queued again with this key: through approved
+		sim.emit(transition(it, Approved))
+	}
+	sim.emit(transition(sim.o.Items[ItemKey{it.Feature, it.PRD}], to))
+	return sim.drafts, nil
+}
+
+// notRetried says what moves an entry prd retry does not.
+func notRetried(s *State, it *Item) string {
+	switch it.State {
+	case Pending, InDiscovery:
+		return "submit it (spool prd submit " + it.PRD + ")"
+	case AwaitingPRDApproval:
+		return "it goes on when its PRD gate is approved (spool prd approve " + it.PRD + " --gate prd, or commit the front matter)"
+	case AwaitingBeadsApproval:
+		return "it goes on when its beads gate is approved (spool prd approve " + it.PRD + " --gate beads, or commit the front matter)"
+	case Queued:
+		return "it is queued already"
+	}
+	if reason, _ := s.Blocked(it); reason != "" {
+		return "it waits: " + reason + " (spool prd show " + it.PRD + ")"
+	}
+	return "spool prd promote enqueues it"
+}
 
 func move(it *Item, to Status) (eventlog.Draft, error) {
 	if !CanTransition(it.State, to) {

@@ -390,10 +390,77 @@ func TestRetryPolicyEvents(t *testing.T) {
 	if _, err := Discover(it); fault.Classify(err).Code != fault.CodeInvalidStateTransition.Name {
 		t.Fatal(err)
 	}
-	w.must(func() ([]eventlog.Draft, error) { d, err := Retry(it); return []eventlog.Draft{d}, err }())
+	w.must(Retry(w.s, it, t0))
 	if it.State != Approved || it.RetryCount != 0 || it.LastError != "" {
 		t.Fatalf("%+v", it)
 	}
+}
+
+// prd retry is for queue_failed alone, and passes no gate: from any other
+// state it is refused (the gates move those entries on, through sync), and
+// from queue_failed it goes where the gates say now.
+func TestRetryOnlyAfterQueueFailed(t *testing.T) {
+	pending := Facts{PRDGate: "pending", BeadsGate: "pending", Hash: "h1"}
+	ok := Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"}
+	failed := func(w *world) {
+		w.submit("f", "p", ok)
+		cands, _, _ := Runnable(w.s, "f")
+		w.apply(cands[0].Started(), cands[0].Failed(1, "boom", false), cands[0].Failed(2, "boom", true))
+	}
+	for _, tc := range []struct {
+		name  string
+		setup func(w *world)
+		want  Status // "": refused
+		hint  string // a part of the refusal's message
+	}{
+		{"pending", func(w *world) {}, "", "submit it (spool prd submit p)"},
+		{"in_discovery", func(w *world) { w.must([]eventlog.Draft{must(Discover(w.s.Items[ItemKey{"f", "p"}]))}, nil) }, "", "submit it"},
+		{"awaiting_prd_approval, both gates pending", func(w *world) { w.submit("f", "p", pending) }, "",
+			"it goes on when its PRD gate is approved (spool prd approve p --gate prd, or commit the front matter)"},
+		{"awaiting_beads_approval", func(w *world) { w.submit("f", "p", Facts{PRDGate: "approved", BeadsGate: "pending", Hash: "h1"}) }, "",
+			"--gate beads"},
+		{"approved", func(w *world) { w.submit("f", "p", ok) }, "", "spool prd promote enqueues it"},
+		{"approved with open questions", func(w *world) { w.submit("f", "p", facts("approved", "approved", "why?")) }, "", "it waits: open_questions"},
+		{"queued", func(w *world) { w.submit("f", "p", ok); w.enqueue("f", "p", "e") }, "", "it is queued already"},
+		{"queue_failed", failed, Approved, ""},
+		{"queue_failed, its PRD gate since withdrawn (a merged clone's log)", func(w *world) {
+			failed(w)
+			w.apply(eventlog.Draft{Type: TypeRead, Subject: PRDSubject("p"), Data: ReadData{PRDGate: "pending", BeadsGate: "approved", ContentHash: "h1"}})
+		}, AwaitingPRDApproval, ""},
+		{"queue_failed, its beads gate since withdrawn", func(w *world) {
+			failed(w)
+			w.apply(eventlog.Draft{Type: TypeRead, Subject: PRDSubject("p"), Data: ReadData{PRDGate: "approved", BeadsGate: "no", ContentHash: "h1"}})
+		}, AwaitingBeadsApproval, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.feature("f", "p")
+			tc.setup(w)
+			it := w.s.Items[ItemKey{"f", "p"}]
+			from := it.State
+			d, err := Retry(w.s, it, t0)
+			if tc.want == "" {
+				f := fault.Classify(err)
+				if err == nil || len(d) != 0 || f.Code != fault.CodeInvalidStateTransition.Name || f.Kind != fault.Rejected ||
+					f.Fields["current_state"] != string(from) || !strings.Contains(f.Message, "prd retry is only for a queue_failed PRD; p is "+string(from)) ||
+					!strings.Contains(f.Message, tc.hint) {
+					t.Fatalf("retry from %s: %v, %v; want refused, saying %q", from, d, err, tc.hint)
+				}
+				return
+			}
+			w.must(d, err)
+			if it.State != tc.want {
+				t.Fatalf("retry from %s: %s, want %s", from, it.State, tc.want)
+			}
+		})
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 // The fold refuses what the table forbids.
