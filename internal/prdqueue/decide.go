@@ -188,6 +188,29 @@ func Reconcile(s *State, prd string, f Facts, explicit bool, now time.Time) []ev
 	return sim.drafts
 }
 
+// unreadableReasons are the reasons a prd.unreadable event gives: what is
+// wrong with the file as committed (another checkout reads it the same way),
+// never a failure of this machine's storage.
+var unreadableReasons = map[string]bool{CodePRDFileMissing.Name: true, CodePRDFileOutside.Name: true, CodeInvalidFrontMatter.Name: true}
+
+// Unreadable records that a submitted PRD's file could not be read (reason,
+// an error code of unreadableReasons, and its message), unless that is
+// recorded already. What the file said before stays, and nothing acts on
+// it: the PRD's entries wait (Blocked) until a sync reads the file again.
+// A PRD not yet submitted may have no file: nothing is recorded.
+func Unreadable(s *State, prd, reason, msg string) []eventlog.Draft {
+	p := s.PRDs[prd]
+	if p == nil || !unreadableReasons[reason] || p.Unreadable == reason && p.UnreadableError == msg {
+		return nil
+	}
+	for _, it := range s.ItemsOf(prd) {
+		if it.State.Submitted() {
+			return []eventlog.Draft{{Type: TypeUnreadable, Subject: PRDSubject(prd), Data: UnreadableData{Reason: reason, Error: msg}}}
+		}
+	}
+	return nil
+}
+
 // sim applies the drafts it emits to a copy of the PRD's part of the state,
 // so that each step decides on the state after the previous ones; the copy
 // is made at the first emit (most reconciles emit nothing).
@@ -212,7 +235,7 @@ func (m *sim) emit(d eventlog.Draft) {
 
 func (m *sim) reconcile(f Facts, explicit bool) {
 	p := m.o.PRDs[m.prd]
-	if !p.Read || p.PRDGate != f.PRDGate || p.BeadsGate != f.BeadsGate || p.Hash != f.Hash || !slices.Equal(p.OpenQuestions, f.OpenQuestions) {
+	if !p.Read || p.Unreadable != "" || p.PRDGate != f.PRDGate || p.BeadsGate != f.BeadsGate || p.Hash != f.Hash || !slices.Equal(p.OpenQuestions, f.OpenQuestions) {
 		m.emit(eventlog.Draft{Type: TypeRead, Subject: PRDSubject(m.prd),
 			Data: ReadData{PRDGate: f.PRDGate, BeadsGate: f.BeadsGate, OpenQuestions: f.OpenQuestions, ContentHash: f.Hash}})
 		p = m.o.PRDs[m.prd]

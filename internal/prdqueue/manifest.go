@@ -62,7 +62,8 @@ func (s *State) ManifestItem(it *Item) ManifestItem {
 }
 
 // lastError is the manifest's last_error: why the entry does not go on
-// when something is wrong (a refusal), else the last enqueue's error.
+// when something is wrong (a refusal, a file that cannot be read), else
+// the last enqueue's error.
 func lastError(it *Item, why string) string {
 	if why != "" {
 		return why
@@ -78,12 +79,15 @@ func (s *State) BlockedReason(it *Item) string {
 
 // Blocked says why an item that could move on does not: a reason (the
 // manifest's blocked_reason) and, when it is something wrong rather than
-// something awaited, a message that says what to do. In order: open
-// questions, an approval the PRD's edit invalidated, a refusal of
-// promote's (Refusal).
+// something awaited, a message that says what to do. In order: its file
+// cannot be read, open questions, an approval the PRD's edit invalidated,
+// a refusal of promote's (Refusal).
 func (s *State) Blocked(it *Item) (reason, why string) {
 	if reason := s.waitReason(it); reason != "" {
-		return reason, ""
+		if p := s.PRDs[it.PRD]; reason == p.Unreadable {
+			why = p.UnreadableError + "; the entry waits until a sync reads the file again (or spool prd remove " + it.PRD + " --feature " + it.Feature + ")"
+		}
+		return reason, why
 	}
 	if it.State == Approved && !it.InFlight {
 		if r := s.refusal(it); r != nil {
@@ -93,11 +97,14 @@ func (s *State) Blocked(it *Item) (reason, why string) {
 	return "", ""
 }
 
-// waitReason is what an entry waits for: the open questions' answers
-// (approved), an approval again after an edit (awaiting_prd_approval).
+// waitReason is what an entry waits for: a file that can be read (in any
+// submitted state but queued), the open questions' answers (approved), an
+// approval again after an edit (awaiting_prd_approval).
 func (s *State) waitReason(it *Item) string {
 	p := s.PRDs[it.PRD]
 	switch {
+	case p.Unreadable != "" && it.State.Submitted() && it.State != Queued:
+		return p.Unreadable
 	case it.State == Approved && len(p.OpenQuestions) > 0:
 		return BlockedOpenQuestions
 	case it.State == AwaitingPRDApproval && p.Invalidated:

@@ -396,6 +396,80 @@ func TestRetryPolicyEvents(t *testing.T) {
 	}
 }
 
+// A PRD whose file is gone (or cannot be read as a PRD) is not promoted on
+// what it said before: its entries wait with the reason, whatever their
+// state, and go on when the file is read again. A queued entry stays
+// queued; a PRD not yet submitted records nothing.
+func TestUnreadableFileWaits(t *testing.T) {
+	ok := Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"}
+	const gone = "PRD file docs/prd/p.md does not exist"
+	waiting := Facts{PRDGate: "pending", BeadsGate: "approved", Hash: "h1"}
+	for _, tc := range []struct {
+		name    string
+		setup   func(w *world)
+		reason  string // recorded: the blocked_reason while the file is gone
+		back    Status // the state once it is back
+		runs    bool   // runnable once it is back
+		records bool
+	}{
+		{"pending", func(w *world) {}, "", Pending, false, false},
+		{"awaiting approval", func(w *world) { w.submit("f", "p", waiting) },
+			CodePRDFileMissing.Name, AwaitingPRDApproval, false, true},
+		{"approved", func(w *world) { w.submit("f", "p", ok) }, CodePRDFileMissing.Name, Approved, true, true},
+		{"queued", func(w *world) { w.submit("f", "p", ok); w.enqueue("f", "p", "e") }, "", Queued, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.feature("f", "p")
+			tc.setup(w)
+			d := Unreadable(w.s, "p", CodePRDFileMissing.Name, gone)
+			if (len(d) > 0) != tc.records {
+				t.Fatalf("recorded %v", d)
+			}
+			w.apply(d...)
+			it := w.s.Items[ItemKey{"f", "p"}]
+			m := w.s.ManifestItem(it)
+			if m.State != tc.back || m.BlockedReason != tc.reason || (tc.reason != "") != strings.HasPrefix(m.LastError, gone+"; the entry waits") {
+				t.Fatalf("while gone: %+v", m)
+			}
+			if cands, _, _ := Runnable(w.s, ""); len(cands) != 0 {
+				t.Fatalf("runnable while its file is gone: %v", cands)
+			}
+			if again := Unreadable(w.s, "p", CodePRDFileMissing.Name, gone); len(again) != 0 {
+				t.Fatalf("recorded twice: %v", again)
+			}
+			if it.State.Submitted() { // the file is back, as it was
+				if it.State == AwaitingPRDApproval {
+					w.sync("p", waiting)
+				} else {
+					w.sync("p", ok)
+				}
+			}
+			m = w.s.ManifestItem(it)
+			cands, _, _ := Runnable(w.s, "")
+			if m.State != tc.back || m.BlockedReason != "" || m.LastError != "" || (len(cands) == 1) != tc.runs {
+				t.Fatalf("back: %+v, runnable %v", m, cands)
+			}
+		})
+	}
+	// Only the reasons that describe the file as committed are recorded or
+	// folded: not this machine's storage failing.
+	w := newWorld(t)
+	w.feature("f", "p")
+	w.submit("f", "p", ok)
+	if d := Unreadable(w.s, "p", fault.CodeStorage.Name, "permission denied"); len(d) != 0 {
+		t.Fatalf("recorded %v", d)
+	}
+	w.apply(eventlog.Draft{Type: TypeUnreadable, Subject: PRDSubject("p"), Data: UnreadableData{Reason: "storage", Error: "x"}})
+	if r := w.s.BlockedReason(w.s.Items[ItemKey{"f", "p"}]); r != "" {
+		t.Fatalf("folded an unknown reason: %q", r)
+	}
+	w.apply(Unreadable(w.s, "p", CodeInvalidFrontMatter.Name, "docs/prd/p.md: front matter: line 2")...)
+	if r := w.s.BlockedReason(w.s.Items[ItemKey{"f", "p"}]); r != CodeInvalidFrontMatter.Name {
+		t.Fatalf("blocked %q", r)
+	}
+}
+
 // prd retry is for queue_failed alone, and passes no gate: from any other
 // state it is refused (the gates move those entries on, through sync), and
 // from queue_failed it goes where the gates say now.
