@@ -311,8 +311,22 @@ func (s *State) cloneFor(prd string) *State {
 type Candidate struct {
 	Item  *Item
 	Key   string // the idempotency key
-	Epic  string // the PRD's epic when it has one already (one PRD, one epic)
+	Epic  string // the PRD's epic when it has one already (see EpicFor)
 	Title string
+}
+
+// EpicFor is the epic a candidate is queued onto, given what the tracker
+// says of the PRD's epic (its status, and whether it has it at all): the
+// PRD's own while it is open, so that a new approval version's work joins
+// the work under way; "" for a new one when the PRD has none or the
+// tracker has it closed or not at all, so that a new version of a finished
+// PRD gets work someone can take (an epic of its own, whose id is its
+// key's: two clones promoting that key make one).
+func (c Candidate) EpicFor(status string, found bool) string {
+	if c.Epic == "" || !found || status == "closed" || status == "tombstone" {
+		return ""
+	}
+	return c.Epic
 }
 
 // Refusal is why promote leaves an entry that is otherwise runnable where it

@@ -182,6 +182,55 @@ func TestEditReapprove(t *testing.T) {
 	}
 }
 
+// A new approval version is queued onto the PRD's epic while the tracker
+// has it open, and onto an epic of its own once it is closed (or gone), so
+// that it has work someone can take; the manifest names the new one, and
+// each key keeps the epic it was enqueued with.
+func TestNewVersionEpic(t *testing.T) {
+	for _, tc := range []struct {
+		status string
+		found  bool
+		keeps  bool
+	}{
+		{"open", true, true}, {"in_progress", true, true}, {"blocked", true, true}, {"deferred", true, true},
+		{"closed", true, false}, {"tombstone", true, false}, {"", false, false},
+	} {
+		t.Run(fmt.Sprintf("%s %v", tc.status, tc.found), func(t *testing.T) {
+			w := newWorld(t)
+			w.feature("f", "p")
+			ok := Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"}
+			w.submit("f", "p", ok)
+			w.enqueue("f", "p", "e1")
+			if c := (Candidate{Key: "p:1"}); c.EpicFor(tc.status, tc.found) != "" {
+				t.Fatal("a PRD with no epic kept one")
+			}
+			edited := ok
+			edited.Hash = "h2"
+			w.sync("p", edited)
+			w.apply(Reconcile(w.s, "p", edited, true, t0)...)
+			cands, _, _ := Runnable(w.s, "f")
+			if len(cands) != 1 || cands[0].Key != "p:2" || cands[0].Epic != "e1" {
+				t.Fatalf("%+v", cands)
+			}
+			epic := cands[0].EpicFor(tc.status, tc.found)
+			if (epic == "e1") != tc.keeps || !tc.keeps && epic != "" {
+				t.Fatalf("epic %q", epic)
+			}
+			if epic == "" {
+				epic = "e2"
+			}
+			w.apply(cands[0].Enqueued(epic, 1))
+			m := w.s.ManifestItem(w.s.Items[ItemKey{"f", "p"}])
+			if m.State != Queued || m.EpicID != epic || w.s.Keys["p:1"] != "e1" || w.s.Keys["p:2"] != epic {
+				t.Fatalf("%+v, keys %v", m, w.s.Keys)
+			}
+			if bad := (&Projection{s: w.s}).Invariants(); len(bad) != 0 {
+				t.Fatal(bad)
+			}
+		})
+	}
+}
+
 // A gate revoked and given back without an edit returns the PRD to
 // queued under the same key: no second enqueue.
 func TestGateBackWithoutEditRequeues(t *testing.T) {

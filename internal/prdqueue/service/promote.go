@@ -12,9 +12,11 @@ import (
 	"github.com/spoolhq/spool/projections"
 )
 
-// Promotion: every runnable PRD gets its epic (one per PRD, reused by a
-// later approval_version) and moves to queued, in manifest order, by at most
-// the feature's worker_cap enqueue workers, with one automatic retry.
+// Promotion: every runnable PRD gets its epic and moves to queued, in
+// manifest order, by at most the feature's worker_cap enqueue workers, with
+// one automatic retry. A later approval_version is queued onto the PRD's
+// epic while the tracker has it open, and onto a new one once it is closed
+// (prdqueue.Candidate.EpicFor): a new version always has work to take.
 //
 // With spool's own tracker an epic is a task.created in the same append as
 // the prd.enqueued that records it: there is nothing to recover. Its id is
@@ -102,7 +104,8 @@ func (s *Service) promoteNative(ctx context.Context, feature string) ([]Promoted
 	}
 	prefix := s.Store.Config.String("ids.prefix")
 	var out, refusals []Promoted
-	_, _, err = s.claim(ctx, []string{workqueue.IDsName}, func(st *prdqueue.State, v *projections.View, _ string) ([]eventlog.Draft, error) {
+	// The tracker's tasks: whether a PRD's epic is still open (EpicFor).
+	_, _, err = s.claim(ctx, []string{workqueue.IDsName, workqueue.Name}, func(st *prdqueue.State, v *projections.View, _ string) ([]eventlog.Draft, error) {
 		out = out[:0]
 		cands, rs, err := prdqueue.Runnable(st, feature)
 		if err != nil {
@@ -110,10 +113,15 @@ func (s *Service) promoteNative(ctx context.Context, feature string) ([]Promoted
 		}
 		refusals = refused(rs)
 		taken, _ := projections.As[*workqueue.IDsProjection](v, workqueue.IDsName)
+		tasks, _ := projections.As[*workqueue.TasksProjection](v, workqueue.Name)
 		index := workqueue.NewBatchIndex(taken)
 		var drafts []eventlog.Draft
 		for _, c := range cands {
 			epic := c.Epic
+			if epic != "" {
+				t := tasks.State().Task(epic)
+				epic = c.EpicFor(taskStatus(t), t != nil)
+			}
 			if id := ids.ForKey(prefix, c.Key); epic == "" && index.HasTask(id) {
 				epic = id // made by another clone, whose promotion this one has now
 			} else if epic == "" {
@@ -136,6 +144,13 @@ func (s *Service) promoteNative(ctx context.Context, feature string) ([]Promoted
 		return nil, err
 	}
 	return append(out, refusals...), nil
+}
+
+func taskStatus(t *workqueue.Task) string {
+	if t == nil {
+		return ""
+	}
+	return t.Status
 }
 
 func epicTask(st *prdqueue.State, c prdqueue.Candidate) workqueue.NewTask {
@@ -241,14 +256,11 @@ func (s *Service) runJobs(ctx context.Context, jobs []job, workers int) ([]Promo
 	return out, nil
 }
 
-// enqueue makes the job's epic: the PRD's own when it has one, the one an
-// interrupted run made, or a new one, with one retry. It returns the
+// enqueue makes the job's epic: the one an interrupted run made, the PRD's
+// own while bd has it open, or a new one, with one retry. It returns the
 // outcome's events.
 func (s *Service) enqueue(ctx context.Context, j job) []eventlog.Draft {
 	c := j.c
-	if c.Epic != "" {
-		return []eventlog.Draft{c.Enqueued(c.Epic, 1)}
-	}
 	ref := ExternalRef(c.Key)
 	find := func() (string, bool) {
 		id, found, err := s.source.FindByExternalRef(ctx, ref)
@@ -261,7 +273,7 @@ func (s *Service) enqueue(ctx context.Context, j job) []eventlog.Draft {
 	}
 	var drafts []eventlog.Draft
 	for attempt := 1; attempt <= 2; attempt++ {
-		id, err := s.source.CreateEpic(ctx, "PRD "+c.Item.PRD, "Epic of the "+j.desc+" ("+c.Key+").", ref)
+		id, err := s.epicFor(ctx, j, ref)
 		if err == nil {
 			return append(drafts, c.Enqueued(id, attempt))
 		}
@@ -278,6 +290,22 @@ func (s *Service) enqueue(ctx context.Context, j job) []eventlog.Draft {
 		}
 	}
 	return drafts
+}
+
+// epicFor is the PRD's epic while bd has it open (prdqueue's EpicFor), else
+// a new one, carrying the key as its external_ref.
+func (s *Service) epicFor(ctx context.Context, j job, ref string) (string, error) {
+	c := j.c
+	if c.Epic != "" {
+		status, found, err := s.source.Status(ctx, c.Epic)
+		if err != nil {
+			return "", err
+		}
+		if epic := c.EpicFor(status, found); epic != "" {
+			return epic, nil
+		}
+	}
+	return s.source.CreateEpic(ctx, "PRD "+c.Item.PRD, "Epic of the "+j.desc+" ("+c.Key+").", ref)
 }
 
 func promoted(c prdqueue.Candidate, drafts []eventlog.Draft) Promoted {
