@@ -460,6 +460,23 @@ func Check(it *Item, selectable, doctorPass bool) []eventlog.Draft {
 		Data: CheckData{FeatureSlug: it.Feature, Selectable: selectable, DoctorPass: doctorPass}}}
 }
 
+// Rechecks are the queued items whose readiness, as recorded, says a check
+// passes: watch and the git hooks check again whether their epic still has
+// ready work and record what changed (Check, with the doctor_pass the last
+// prd check found), so that a readiness that no longer holds is withdrawn
+// without anyone running prd check.
+func Rechecks(s *State) []*Item {
+	var out []*Item
+	for _, slug := range s.FeatureSlugs() {
+		for _, prd := range s.Features[slug].Items {
+			if it := s.Items[ItemKey{slug, prd}]; it.State == Queued && (it.Selectable || it.DoctorPass) && s.PRDs[prd].Epic != "" {
+				out = append(out, it)
+			}
+		}
+	}
+	return out
+}
+
 // QueueReady reports the seed's queue-ready definition: queued, with a
 // handle, and both readiness checks passing.
 func (s *State) QueueReady(it *Item) bool {

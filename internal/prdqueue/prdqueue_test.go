@@ -231,6 +231,56 @@ func TestNewVersionEpic(t *testing.T) {
 	}
 }
 
+// Watch and the hooks check again the readiness of a queued PRD that a
+// check passed, and record it when it changed: a withdrawn selectable ends
+// its queue-readiness; doctor_pass stays what prd check found.
+func TestRechecks(t *testing.T) {
+	ok := Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"}
+	for _, tc := range []struct {
+		name               string
+		selectable, doctor bool // as prd check recorded them
+		queued             bool
+		rechecked          bool
+	}{
+		{"ready", true, true, true, true},
+		{"selectable, doctor failed", true, false, true, true},
+		{"doctor passed, nothing selectable", false, true, true, true},
+		{"never passed a check", false, false, true, false},
+		{"not queued", false, false, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.feature("f", "p")
+			w.submit("f", "p", ok)
+			if tc.queued {
+				w.enqueue("f", "p", "e")
+			}
+			it := w.s.Items[ItemKey{"f", "p"}]
+			if tc.queued {
+				w.apply(Check(it, tc.selectable, tc.doctor)...)
+			}
+			got := Rechecks(w.s)
+			if (len(got) == 1) != tc.rechecked {
+				t.Fatalf("rechecks %v", got)
+			}
+			if !tc.rechecked {
+				return
+			}
+			if d := Check(it, tc.selectable, it.DoctorPass); len(d) != 0 {
+				t.Fatalf("nothing changed, yet %v", d)
+			}
+			w.apply(Check(it, false, it.DoctorPass)...) // the epic closed
+			if it.Selectable || it.DoctorPass != tc.doctor || w.s.QueueReady(it) {
+				t.Fatalf("%+v, queue-ready %v", it, w.s.QueueReady(it))
+			}
+			w.apply(Check(it, true, it.DoctorPass)...) // work under it again
+			if !it.Selectable || w.s.QueueReady(it) != tc.doctor {
+				t.Fatalf("%+v", it)
+			}
+		})
+	}
+}
+
 // A gate revoked and given back without an edit returns the PRD to
 // queued under the same key: no second enqueue.
 func TestGateBackWithoutEditRequeues(t *testing.T) {
