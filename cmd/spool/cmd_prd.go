@@ -201,7 +201,10 @@ func (c *PRDPromoteCmd) Run(e *env) error {
 			row := map[string]any{"feature_slug": p.Feature, "prd_slug": p.PRD, "idempotency_key": p.Key,
 				"epic_id": p.Epic, "failed": p.Failed, "error": p.Error}
 			if p.Refused {
-				row["refused"], row["code"] = true, fault.Classify(p.Err).Code
+				row["refused"] = true
+			}
+			if p.Refused || p.Failed {
+				row["code"] = fault.Classify(p.Err).Code
 			}
 			out = append(out, row)
 		}
@@ -230,23 +233,29 @@ func (c *PRDPromoteCmd) Run(e *env) error {
 }
 
 // notQueued is the error of a promote that left entries it was asked to
-// promote where they were: refused. The others went on; this names every
-// one left, with its code and what to do. The error's code and fields are
-// the first one's; not_queued lists them all.
+// promote unqueued: refused, or queue_failed after both attempts. The
+// others went on; this names every one left, with its code (a refusal's,
+// or the error of the failed enqueue) and what to do. The error's code and
+// fields are the first one's; not_queued lists them all.
 func notQueued(done []prdservice.Promoted) error {
 	var first *fault.Error
 	var lines []string
 	var list []map[string]any
 	for _, p := range done {
-		if !p.Refused {
+		if !p.Refused && !p.Failed {
 			continue
 		}
 		f := fault.Classify(p.Err)
+		state, msg := prdqueue.Approved, f.Message
+		if p.Failed {
+			state = prdqueue.QueueFailed
+			msg = fmt.Sprintf("queue_failed after two attempts: %s; when the cause is fixed: spool prd retry %s --feature %s", p.Error, p.PRD, p.Feature)
+		}
 		if first == nil {
 			first = f
 		}
-		lines = append(lines, fmt.Sprintf("%s (feature %s): %s: %s", p.PRD, p.Feature, f.Code, f.Message))
-		list = append(list, map[string]any{"feature_slug": p.Feature, "prd_slug": p.PRD, "code": f.Code, "message": f.Message})
+		lines = append(lines, fmt.Sprintf("%s (feature %s): %s: %s", p.PRD, p.Feature, f.Code, msg))
+		list = append(list, map[string]any{"feature_slug": p.Feature, "prd_slug": p.PRD, "state": state, "code": f.Code, "message": msg})
 	}
 	if first == nil {
 		return nil

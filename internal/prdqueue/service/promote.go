@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -220,9 +221,9 @@ func (s *Service) promoteSource(ctx context.Context, feature string) ([]Promoted
 // and appends each job's outcome in the jobs' order, whatever order they
 // finish in: the log reads the same however the workers were timed.
 func (s *Service) runJobs(ctx context.Context, jobs []job, workers int) ([]Promoted, error) {
-	results := make([]chan []eventlog.Draft, len(jobs))
+	results := make([]chan outcome, len(jobs))
 	for i := range results {
-		results[i] = make(chan []eventlog.Draft, 1)
+		results[i] = make(chan outcome, 1)
 	}
 	sem := make(chan struct{}, max(workers, 1))
 	fault.Go(func() {
@@ -240,26 +241,33 @@ func (s *Service) runJobs(ctx context.Context, jobs []job, workers int) ([]Promo
 	})
 	var out []Promoted
 	for i, j := range jobs {
-		var drafts []eventlog.Draft
+		var o outcome
 		select {
-		case drafts = <-results[i]:
+		case o = <-results[i]:
 		case <-ctx.Done():
 			return out, ctx.Err() // what is not recorded stays in flight: the next promote recovers it
 		}
 		if _, _, err := s.write(ctx, nil, func(*prdqueue.State, *projections.View, string) ([]eventlog.Draft, error) {
-			return drafts, nil
+			return o.drafts, nil
 		}); err != nil {
 			return out, err
 		}
-		out = append(out, promoted(j.c, drafts))
+		out = append(out, promoted(j.c, o))
 	}
 	return out, nil
 }
 
+// outcome is an enqueue's events and, when it ended queue_failed, the last
+// attempt's error.
+type outcome struct {
+	drafts []eventlog.Draft
+	err    error
+}
+
 // enqueue makes the job's epic: the one an interrupted run made, the PRD's
 // own while bd has it open, or a new one, with one retry. It returns the
-// outcome's events.
-func (s *Service) enqueue(ctx context.Context, j job) []eventlog.Draft {
+// outcome.
+func (s *Service) enqueue(ctx context.Context, j job) outcome {
 	c := j.c
 	ref := ExternalRef(c.Key)
 	find := func() (string, bool) {
@@ -268,28 +276,29 @@ func (s *Service) enqueue(ctx context.Context, j job) []eventlog.Draft {
 	}
 	if j.recover {
 		if id, ok := find(); ok {
-			return []eventlog.Draft{c.Enqueued(id, 1)}
+			return outcome{drafts: []eventlog.Draft{c.Enqueued(id, 1)}}
 		}
 	}
 	var drafts []eventlog.Draft
+	var err error
 	for attempt := 1; attempt <= 2; attempt++ {
-		id, err := s.epicFor(ctx, j, ref)
-		if err == nil {
-			return append(drafts, c.Enqueued(id, attempt))
+		var id string
+		if id, err = s.epicFor(ctx, j, ref); err == nil {
+			return outcome{drafts: append(drafts, c.Enqueued(id, attempt))}
 		}
 		if ctx.Err() != nil {
-			return drafts // interrupted: leave it in flight
+			return outcome{drafts: drafts} // interrupted: leave it in flight
 		}
 		drafts = append(drafts, c.Failed(attempt, fault.Classify(err).Message, attempt == 2))
 		if attempt == 1 {
 			// The failure may have come after the epic was made (a timeout):
 			// look before trying again.
 			if id, ok := find(); ok {
-				return append(drafts, c.Enqueued(id, 1))
+				return outcome{drafts: append(drafts, c.Enqueued(id, 1))}
 			}
 		}
 	}
-	return drafts
+	return outcome{drafts: drafts, err: err}
 }
 
 // epicFor is the PRD's epic while bd has it open (prdqueue's EpicFor), else
@@ -308,16 +317,19 @@ func (s *Service) epicFor(ctx context.Context, j job, ref string) (string, error
 	return s.source.CreateEpic(ctx, "PRD "+c.Item.PRD, "Epic of the "+j.desc+" ("+c.Key+").", ref)
 }
 
-func promoted(c prdqueue.Candidate, drafts []eventlog.Draft) Promoted {
+func promoted(c prdqueue.Candidate, o outcome) Promoted {
 	p := Promoted{Feature: c.Item.Feature, PRD: c.Item.PRD, Key: c.Key}
-	if len(drafts) == 0 {
+	if len(o.drafts) == 0 {
 		return p
 	}
-	switch d := drafts[len(drafts)-1].Data.(prdqueue.EnqueueData); {
+	switch d := o.drafts[len(o.drafts)-1].Data.(prdqueue.EnqueueData); {
 	case d.EpicID != "":
 		p.Epic = d.EpicID
 	default:
-		p.Failed, p.Error = true, d.Error
+		p.Failed, p.Error, p.Err = true, d.Error, o.err
+		if p.Err == nil {
+			p.Err = errors.New(d.Error)
+		}
 	}
 	return p
 }
