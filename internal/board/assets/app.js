@@ -3,6 +3,20 @@
 "use strict";
 
 (function () {
+  // The token lives in localStorage, which only this board's origin
+  // (scheme, host and port) can read; cookies go to every port of the host.
+  // The login page hands it over once.
+  const tokenKey = "spool_token";
+  const handed = document.querySelector('meta[name="spool-token"]');
+  if (handed) {
+    try { localStorage.setItem(tokenKey, handed.content); } catch (e) { /* private mode: writes will say so */ }
+    location.replace("/tasks");
+    return;
+  }
+  function token() {
+    try { return localStorage.getItem(tokenKey) || ""; } catch (e) { return ""; }
+  }
+
   let dragging = false, timer = null, version = 0;
 
   // refresh replaces <main> with the server's fresh rendering of this page.
@@ -65,11 +79,13 @@
   }
 
   async function post(url, params) {
-    const res = await fetch(url, { method: "POST", credentials: "same-origin", body: params,
-      headers: { "Content-Type": "application/x-www-form-urlencoded" } });
+    const headers = { "Content-Type": "application/x-www-form-urlencoded" };
+    if (token()) headers.Authorization = "Bearer " + token();
+    const res = await fetch(url, { method: "POST", credentials: "same-origin", body: params, headers });
     if (res.ok) { schedule(); return true; }
     let msg = res.status + " " + res.statusText;
     try { const j = await res.json(); if (j.error) msg = j.error.message + " (" + j.error.code + ")"; } catch (e) { /* not JSON */ }
+    if (res.status === 401) msg = "This browser holds no valid token (spool serve restarted?): open the login URL it printed. " + msg;
     toast(msg, false);
     return false;
   }
