@@ -206,11 +206,25 @@ func TestBoardInBrowser(t *testing.T) {
 		t.Errorf("the failure shows as %q, want the text <img src=x onerror=alert(2)>", lastError)
 	}
 
-	// Unblock moves it to Ready, through task.unblocked in the log.
+	// A live update keeps what the user was doing: a ticked box, text
+	// typed into a filter, and the focus there.
+	click(t, ctx, "tick reset attempts", blockedCard+` input[name="reset_attempts"]`)
+	browse(t, ctx, "type into the label filter", chromedp.SendKeys(`input[name="label"]`, "doc"))
+	before := value(t, ctx, "read the page's version", chromedp.Evaluate[string](`document.body.dataset.version || "0"`))
+	jobSpool(t, bin, dir, env, "task", "add", "a change while the user works")
+	browse(t, ctx, "a live update", chromedp.Poll[chromedp.Void](fmt.Sprintf(`(document.body.dataset.version || "0") !== %q`, before)))
+	state := value(t, ctx, "read the form state", chromedp.Evaluate[[]any](fmt.Sprintf(
+		`[document.querySelector('%s input[name="reset_attempts"]').checked, document.querySelector('input[name="label"]').value, document.activeElement.name]`, blockedCard)))
+	if len(state) != 3 || state[0] != true || state[1] != "doc" || state[2] != "label" {
+		t.Errorf("after a live update: reset attempts ticked, label filter, focus = %v, want [true doc label]", state)
+	}
+
+	// Unblock moves it to Ready, through task.unblocked in the log, with
+	// the box as the user left it.
 	click(t, ctx, "unblock", blockedCard+` button.unblock`)
 	browse(t, ctx, "the unblocked task in Ready", chromedp.WaitVisible(fmt.Sprintf(`[data-col="ready"] [data-task="%s"]`, stuck)))
-	if evs := jobEvents(t, bin, dir, env, "task.unblocked"); len(evs) != 1 || evs[0].Subject != stuck {
-		t.Fatalf("task.unblocked events: %+v, want one for %s", evs, stuck)
+	if evs := jobEvents(t, bin, dir, env, "task.unblocked"); len(evs) != 1 || evs[0].Subject != stuck || !strings.Contains(string(evs[0].Data), `"reset_attempts":true`) {
+		t.Fatalf("task.unblocked events: %+v, want one for %s with reset_attempts true", evs, stuck)
 	}
 
 	// An append by another process shows on the open page.
