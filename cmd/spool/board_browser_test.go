@@ -257,6 +257,16 @@ func TestBoardInBrowser(t *testing.T) {
 	})
 	browse(t, ctx, "the page follows the move", chromedp.WaitVisible(fmt.Sprintf(`#jobq tbody tr:first-child[data-job="%s"]`, last)))
 
+	// Cancel is final: the first click asks, only the second cancels.
+	cancel := fmt.Sprintf(`tr[data-job="%s"] form[data-api$="/cancel"] button`, jobIDs[1])
+	click(t, ctx, "cancel once", cancel)
+	browse(t, ctx, "the cancel asks", chromedp.WaitVisible(cancel+`.armed`))
+	if n := len(jobEvents(t, bin, dir, env, "job.cancelled")); n != 0 {
+		t.Fatalf("one click on Cancel cancelled (%d job.cancelled)", n)
+	}
+	click(t, ctx, "confirm the cancel", cancel+`.armed`)
+	waitFor(t, 10*time.Second, "job.cancelled", func() bool { return len(jobEvents(t, bin, dir, env, "job.cancelled")) == 1 })
+
 	// Every view renders; a screenshot of each.
 	for _, view := range []string{"merge", "prd", "orchestrator", "activity", "analytics", "tasks/" + stuck} {
 		browse(t, ctx, "open "+view, chromedp.Navigate(base+"/"+view), chromedp.WaitVisible(`#main`))

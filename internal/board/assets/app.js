@@ -142,6 +142,19 @@
     const f = ev.target.closest("form.act");
     if (!f) return;
     ev.preventDefault();
+    // A final action (cancel) asks first: the button turns into its
+    // confirmation for a few seconds. No dialog: nothing modal, no script
+    // prompt a page could imitate.
+    const b = f.querySelector("button");
+    if (f.dataset.confirm && !f.dataset.armed) {
+      f.dataset.armed = "1";
+      b.dataset.label = b.textContent;
+      b.textContent = "Confirm " + b.textContent.toLowerCase();
+      b.title = f.dataset.confirm;
+      b.classList.add("armed");
+      setTimeout(() => { delete f.dataset.armed; b.textContent = b.dataset.label; b.classList.remove("armed"); }, 5000);
+      return;
+    }
     post(f.dataset.api, new URLSearchParams(new FormData(f)));
   });
 
