@@ -10,10 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -275,6 +277,43 @@ func TestBoardInBrowser(t *testing.T) {
 			t.Errorf("%s shows markup from the log unescaped", view)
 		}
 		screenshot(t, ctx, strings.ReplaceAll(view, "/", "-"))
+	}
+	narrowAndDark(t, ctx, base, stuck)
+}
+
+// narrowAndDark: at a phone's 400 px no view scrolls sideways and the
+// Tasks view shows Blocked first; in dark mode the page is dark. A
+// screenshot of every view in each.
+func narrowAndDark(t *testing.T, ctx context.Context, base, task string) {
+	t.Helper()
+	views := []string{"tasks", "jobs", "merge", "prd", "orchestrator", "activity", "analytics", "tasks/" + task}
+	browse(t, ctx, "a phone's width", chromedp.EmulateViewport(400, 850))
+	for _, view := range views {
+		browse(t, ctx, "open "+view+" at 400 px", chromedp.Navigate(base+"/"+view), chromedp.WaitVisible(`#main`))
+		if w := value(t, ctx, "measure "+view, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 400 {
+			t.Errorf("%s at 400 px is %d px wide: it scrolls sideways", view, w)
+		}
+		screenshot(t, ctx, strings.ReplaceAll(view, "/", "-")+"-400")
+	}
+	browse(t, ctx, "open tasks at 400 px", chromedp.Navigate(base+"/tasks"), chromedp.WaitVisible(`#main`))
+	if top := value(t, ctx, "find Blocked", chromedp.Evaluate[[]float64](
+		`[...document.querySelectorAll("[data-col]")].map(c => c.getBoundingClientRect().top)`)); len(top) == 0 {
+		t.Error("no columns on the Tasks view")
+	} else if blocked := value(t, ctx, "find Blocked", chromedp.Evaluate[float64](`document.querySelector('[data-col="blocked"]').getBoundingClientRect().top`)); blocked > slices.Min(top) {
+		t.Errorf("at 400 px Blocked is at %.0f px, below another column at %.0f", blocked, slices.Min(top))
+	}
+	browse(t, ctx, "a desktop's width", chromedp.EmulateViewport(1400, 1000))
+	if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, view := range views {
+		browse(t, ctx, "open "+view+" dark", chromedp.Navigate(base+"/"+view), chromedp.WaitVisible(`#main`))
+		screenshot(t, ctx, strings.ReplaceAll(view, "/", "-")+"-dark")
+	}
+	bg := value(t, ctx, "read the background", chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`))
+	if bg != "rgb(20, 23, 28)" {
+		t.Errorf("in dark mode the page's background is %s", bg)
 	}
 }
 
