@@ -357,7 +357,7 @@ func when(t any) string {
 	if tm.IsZero() {
 		return "-"
 	}
-	return tm.Local().Format("2006-01-02 15:04:05")
+	return tm.Local().Format("2006-01-02 15:04:05 MST") // with its zone: the log is UTC, the page local
 }
 
 // ago is how long before now t was, roughly.

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/orchestrator"
@@ -373,5 +374,21 @@ func TestOnlyAssetFilesAreServed(t *testing.T) {
 		if res, err := ts.Client().Get(ts.URL + path); err != nil || res.StatusCode != http.StatusOK {
 			t.Fatalf("%s: %v %v", path, res.StatusCode, err)
 		}
+	}
+}
+
+// A time on a page says its zone: the log's times are UTC, the pages'
+// local, and a reader must not have to guess which.
+func TestTimesSayTheirZone(t *testing.T) {
+	f := newFixture(t)
+	s := f.seed()
+	zone := time.Now().Local().Format("MST")
+	r := f.get("/tasks/" + s.working)
+	wantPage(t, r, http.StatusOK)
+	if !regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ` + regexp.QuoteMeta(zone)).MatchString(r.body) {
+		t.Errorf("/tasks/%s shows no time with its zone %s:\n%s", s.working, zone, r.body)
+	}
+	if r := f.get("/analytics"); !strings.Contains(r.body, "per hour of day, ") {
+		t.Errorf("/analytics does not say which zone its hours are in")
 	}
 }
