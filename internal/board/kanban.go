@@ -23,6 +23,8 @@ type Card struct {
 	BlockReason  string
 	Abandoned    bool
 	ClosedAt     time.Time
+	WaitsFor     []string // open blockers, on a Waiting card
+	WaitsParent  string   // or the parent that waits, when it has none
 
 	created time.Time
 }
@@ -93,6 +95,8 @@ func Kanban(st *workqueue.State, p workqueue.Policy, f TaskFilter, now time.Time
 		default:
 			if _, ok := ready[t.ID]; ok {
 				key = ColReady
+			} else {
+				c.WaitsFor, c.WaitsParent = st.Waits(t)
 			}
 		}
 		col := &cols[index[key]]

@@ -170,6 +170,13 @@ func TestKanban(t *testing.T) {
 	if c := card(t, m[board.ColReady], k.readyB); c.Title != "ready b" || c.Priority != 0 || c.Worker != "" || c.Failures != 0 {
 		t.Errorf("ready card %+v", c)
 	}
+	// A waiting card names what it waits for; a deferred one waits for none.
+	if c := card(t, m[board.ColWaiting], k.waiting); !slices.Equal(c.WaitsFor, []string{k.readyA}) || c.WaitsParent != "" {
+		t.Errorf("waiting card %+v, want it to wait for %s", c, k.readyA)
+	}
+	if c := card(t, m[board.ColWaiting], k.deferred); len(c.WaitsFor) != 0 || c.WaitsParent != "" {
+		t.Errorf("deferred card %+v waits for something", c)
+	}
 
 	// Two hours on: the claim's lease ran out and the backoff ended; both
 	// are ready, in st.Ready's order at that time.
