@@ -54,7 +54,7 @@ func (c *MCPServeCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	srv := mcpserver.New(mcpserver.Options{Env: reloading(e, st, e.envs(st)), Tools: tools, Version: spoolVersion(), Warn: e.warn})
+	srv := newMCP(e, st, tools)
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
 	followed := followMCP(ctx, e, st, srv)
@@ -85,6 +85,12 @@ func (c *MCPServeCmd) Run(e *env) error {
 		fmt.Fprintf(e.stdout, "token (Authorization: Bearer …): %s\n", token)
 	}
 	return serveMCP(ctx, ln, srv.HTTPHandler(mcpserver.HTTPOptions{Private: private, Token: token, Actors: actors}))
+}
+
+// newMCP is spool mcp's server on st: the store kept open, the clock read
+// again and the configuration reloaded (as spool serve) for every call.
+func newMCP(e *env, st *store.Store, tools []string) *mcpserver.Server {
+	return mcpserver.New(mcpserver.Options{Env: reloading(e, st, e.envs(st)), Tools: tools, Version: spoolVersion(), Warn: e.warn})
 }
 
 // followMCP runs the server's Follow (subscriptions) until ctx ends; the
