@@ -18,6 +18,7 @@ import (
 	"github.com/spoolhq/spool/internal/mcpserver"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/watch"
+	"github.com/spoolhq/spool/internal/workqueue"
 )
 
 // MCPCmd is spool mcp: the queues as tools for coding agents
@@ -32,13 +33,18 @@ type MCPServeCmd struct {
 	Tools     []string `placeholder:"LIST" help:"The tools to offer: names and the sets read, agent, all (default all; comma-separated or repeated)."`
 	HTTP      string   `name:"http" placeholder:"ADDR" help:"Serve streamable HTTP on ADDR (such as 127.0.0.1:7071) instead of stdio, with spool serve's token rules."`
 	TokenFile string   `placeholder:"FILE" help:"With --http: the token (at least 16 characters) instead of one made at start; needed off loopback."`
+	Agent     string   `placeholder:"TASK" env:"SPOOL_TASK_ID" help:"Serve the agent the orchestrator started for TASK (default: $SPOOL_TASK_ID, which it sets): the agent tools alone (read, comment, heartbeat, propose); --tools may only narrow them."`
+	Attempt   int      `env:"SPOOL_ATTEMPT" hidden:"" help:"With --agent: the attempt, for the workflow prompt."`
 }
 
 func (c *MCPServeCmd) Run(e *env) error {
 	longRunning()
-	tools, err := mcpserver.Resolve(splitList(c.Tools))
+	tools, err := c.tools()
 	if err != nil {
 		return err
+	}
+	if c.TokenFile != "" && c.HTTP == "" {
+		return fault.Usagef(CodeInvalidFlag, "--token-file is for --http: over stdio the client that started spool mcp is the only one it serves")
 	}
 	var private bool
 	if c.HTTP != "" {
@@ -54,7 +60,7 @@ func (c *MCPServeCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	srv := newMCP(e, st, tools)
+	srv := newMCP(e, st, tools, c.Agent, c.Attempt)
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
 	followed := followMCP(ctx, e, st, srv)
@@ -87,10 +93,26 @@ func (c *MCPServeCmd) Run(e *env) error {
 	return serveMCP(ctx, ln, srv.HTTPHandler(mcpserver.HTTPOptions{Private: private, Token: token, Actors: actors}))
 }
 
+// tools is the allow-list: --tools, within the agent set for an agent the
+// orchestrator started (the trust boundary: it reads, comments,
+// heartbeats and proposes; its exit status closes or fails its task).
+func (c *MCPServeCmd) tools() ([]string, error) {
+	list := splitList(c.Tools)
+	if c.Agent == "" {
+		return mcpserver.Resolve(list)
+	}
+	if !workqueue.ValidID(c.Agent) {
+		return nil, fault.Usagef(CodeInvalidFlag, "--agent %q (or $SPOOL_TASK_ID): not a task id", c.Agent)
+	}
+	return mcpserver.ResolveAgent(list, c.Agent)
+}
+
 // newMCP is spool mcp's server on st: the store kept open, the clock read
 // again and the configuration reloaded (as spool serve) for every call.
-func newMCP(e *env, st *store.Store, tools []string) *mcpserver.Server {
-	return mcpserver.New(mcpserver.Options{Env: reloading(e, st, e.envs(st)), Tools: tools, Version: spoolVersion(), Warn: e.warn})
+// task and attempt name the task of an agent the orchestrator started.
+func newMCP(e *env, st *store.Store, tools []string, task string, attempt int) *mcpserver.Server {
+	return mcpserver.New(mcpserver.Options{Env: reloading(e, st, e.envs(st)), Tools: tools, Task: task, Attempt: attempt,
+		Version: spoolVersion(), Warn: e.warn})
 }
 
 // followMCP runs the server's Follow (subscriptions) until ctx ends; the

@@ -197,7 +197,7 @@ func scriptEnv(ts *testscript.TestScript) []string {
 	}
 	for _, k := range []string{"GIT_CONFIG_NOSYSTEM", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
 		"GIT_COMMITTER_EMAIL", "SPOOL_ACTOR", "SPOOL_NOW", "SPOOL_BIN", "SPOOL_TEST_PANIC",
-		"SPOOL_FAKEBD_LOG", "SPOOL_FAKEBD_READY", "SPOOL_FAKEBD_FAIL"} {
+		"SPOOL_FAKEBD_LOG", "SPOOL_FAKEBD_READY", "SPOOL_FAKEBD_FAIL", "SPOOL_TASK_ID", "SPOOL_ATTEMPT"} {
 		names[k] = true
 	}
 	var env []string

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -47,7 +48,7 @@ func mcpSession(t *testing.T, dir string, tools []string) *mcp.ClientSession {
 		cancel()
 		t.Fatal(err)
 	}
-	srv := newMCP(e, st, tools)
+	srv := newMCP(e, st, tools, "", 0)
 	server, client := mcp.NewInMemoryTransports()
 	ss, err := srv.Session("", nil).Connect(ctx, server, nil)
 	if err != nil {
@@ -333,4 +334,106 @@ func TestMCPStdioClaimsAcrossProcesses(t *testing.T) {
 	if byProc["proc-a"] == 0 || byProc["proc-b"] == 0 {
 		t.Errorf("claims by process %v: the two servers did not contend", byProc)
 	}
+}
+
+// The trust boundary over MCP: the orchestrator hands its agent an MCP
+// configuration (SPOOL_MCP_CONFIG) whose spool mcp has the agent tools
+// alone. Started from that file alone, with none of the agent's
+// environment (as the TypeScript SDK's clients start a server), it reads,
+// heartbeats the claim and comments as the claimant; done, next and create
+// are not there, and calling them appends nothing.
+func TestMCPOrchestratedAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch and an agent")
+	}
+	bin := spoolBinary(t)
+	dir, env, id, _ := orchRepo(t, bin, "wait", 2)
+	tmp := t.TempDir()
+	release, config := filepath.Join(tmp, "release"), filepath.Join(tmp, "mcp.json")
+	env = append(env, "FAKE_AGENT_RELEASE="+release, "FAKE_AGENT_MCP="+config)
+	w := startWatch(t, bin, dir, env, "--poll", "50ms")
+	waitFor(t, 20*time.Second, "the agent got no MCP configuration", func() bool {
+		_, err := os.Stat(config)
+		return err == nil
+	})
+	var cfg struct {
+		MCPServers map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	b, _ := os.ReadFile(config)
+	if err := json.Unmarshal(b, &cfg); err != nil || len(cfg.MCPServers) != 1 {
+		t.Fatalf("SPOOL_MCP_CONFIG: %v\n%s", err, b)
+	}
+	entry := cfg.MCPServers["spool"]
+	cmd := exec.Command(entry.Command, entry.Args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + tmp}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx,
+		&mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("spool mcp from %s: %v\n%s", b, err, stderr.String())
+	}
+	defer cs.Close()
+
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, tool := range res.Tools {
+		listed = append(listed, tool.Name)
+	}
+	want := slices.Clone(mcpserver.Sets["agent"])
+	slices.Sort(want)
+	if !slices.Equal(listed, want) {
+		t.Errorf("the agent's tools: %v, want %v", listed, want)
+	}
+	p, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "workflow"})
+	if err != nil || !strings.Contains(p.Messages[0].Content.(*mcp.TextContent).Text, "started for task "+id+" (attempt 1)") {
+		t.Errorf("the workflow prompt does not name the agent's task: %v %+v", err, p)
+	}
+	before := len(logLines(t, bin, dir, env))
+	for _, c := range []struct {
+		name string
+		args map[string]any
+	}{{"done", map[string]any{"id": id}}, {"next", map[string]any{}}, {"create", map[string]any{"title": "mine"}},
+		{"update", map[string]any{"id": id, "status": "closed"}}} {
+		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.name, Arguments: c.args})
+		if err == nil && !r.IsError {
+			t.Errorf("the agent's %s answered %+v", c.name, r.StructuredContent)
+		}
+	}
+	if after := len(logLines(t, bin, dir, env)); after != before {
+		t.Errorf("the agent's refused calls appended %d events", after-before)
+	}
+	for _, c := range []struct {
+		name string
+		args map[string]any
+	}{{"heartbeat", map[string]any{"id": id}}, {"comment", map[string]any{"id": id, "text": "halfway"}}, {"show", map[string]any{"ids": []string{id}}}} {
+		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.name, Arguments: c.args})
+		if err != nil || r.IsError {
+			t.Errorf("the agent's %s: %v %+v", c.name, err, r)
+		}
+	}
+	comments := cliJSONProc(t, bin, dir, env, "task", "show", id)
+	if !strings.Contains(comments, `"author": "ada@example.com"`) || !strings.Contains(comments, "halfway") {
+		t.Errorf("the agent's comment is not the claimant's:\n%s", comments)
+	}
+	os.WriteFile(release, []byte("0"), 0o644)
+	waitFor(t, 30*time.Second, "the task was not closed by the agent's exit", func() bool {
+		return taskStatus(t, bin, dir, env, id) == "closed"
+	})
+	if err := w.stop(t); err != nil {
+		t.Errorf("spool watch: %v\n%s", err, w.output())
+	}
+}
+
+// cliJSONProc is spool --json ARGS in a process of its own.
+func cliJSONProc(t *testing.T, bin, dir string, env []string, args ...string) string {
+	t.Helper()
+	return jobSpool(t, bin, dir, env, append([]string{"--json"}, args...)...)
 }

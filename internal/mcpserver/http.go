@@ -21,8 +21,8 @@ import (
 // HTTPOptions are the board's token rules (spool serve), for MCP's
 // streamable HTTP.
 type HTTPOptions struct {
-	// Private: every request needs a token (an address off loopback, or
-	// the server spool gives an orchestrated agent). Otherwise a request
+	// Private: every request needs a token (an address off loopback).
+	// Otherwise a request
 	// without one gets the read tools only, as the board's pages read
 	// without a token on loopback.
 	Private bool

@@ -23,6 +23,7 @@ import (
 var (
 	CodeInvalidArguments = fault.Register(fault.Usage, "invalid_arguments")
 	CodeUnknownTool      = fault.Register(fault.Usage, "unknown_tool")
+	CodeToolNotAllowed   = fault.Register(fault.Usage, "tool_not_allowed")
 )
 
 // tool is one of spool's tools: a name, what it does, whether it appends,
@@ -204,6 +205,28 @@ func Resolve(list []string) ([]string, error) {
 	}
 	// In the table's order, whatever the list's.
 	return slices.DeleteFunc(ToolNames(), func(n string) bool { return !slices.Contains(out, n) }), nil
+}
+
+// ResolveAgent is Resolve for the agent the orchestrator started for task:
+// the trust boundary's set (read, comment, heartbeat, propose), or the
+// part of list inside it. A tool outside it is refused, not dropped: the
+// one who asked for it learns why.
+func ResolveAgent(list []string, task string) ([]string, error) {
+	if len(list) == 0 {
+		list = []string{"agent"}
+	}
+	tools, err := Resolve(list)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range tools {
+		if !slices.Contains(Sets["agent"], n) {
+			return nil, fault.New(CodeToolNotAllowed, nil, fmt.Sprintf("--tools: %s is not for the agent the orchestrator started for %s, "+
+				"which has the agent tools alone (%s): spool closes its task by the agent's exit status", n, task,
+				strings.Join(Sets["agent"], ", ")), "tool", n, "task", task)
+		}
+	}
+	return tools, nil
 }
 
 func setNames() []string {
