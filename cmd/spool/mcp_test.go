@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -436,4 +438,83 @@ func TestMCPOrchestratedAgent(t *testing.T) {
 func cliJSONProc(t *testing.T, bin, dir string, env []string, args ...string) string {
 	t.Helper()
 	return jobSpool(t, bin, dir, env, append([]string{"--json"}, args...)...)
+}
+
+// bearer adds the token to every request of an MCP client over HTTP.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// spool mcp --http as a process: it prints its address and token; a client
+// with the token has every tool and acts as the server's actor, one without
+// has the read tools; SIGTERM ends it with exit 0.
+func TestMCPHTTPProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool mcp --http")
+	}
+	bin := spoolBinary(t)
+	dir, env := jobRepo(t, bin)
+	w := startSpool(t, bin, dir, env, "mcp", "mcp", "--http", "127.0.0.1:0")
+	var url, token string
+	waitFor(t, 10*time.Second, "spool mcp --http printed no address and token", func() bool {
+		m := regexp.MustCompile(`(?m)^spool mcp: (http://127\.0\.0\.1:\d+/)\ntoken \(Authorization: Bearer …\): (\S+)$`).FindStringSubmatch(w.output())
+		if m != nil {
+			url, token = m[1], m[2]
+		}
+		return m != nil
+	})
+	ctx := context.Background()
+	var sessions []*mcp.ClientSession
+	connect := func(rt http.RoundTripper) *mcp.ClientSession {
+		t.Helper()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rt}, MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatalf("connect to %s: %v\n%s", url, err, w.output())
+		}
+		sessions = append(sessions, cs)
+		return cs
+	}
+	defer func() {
+		for _, cs := range sessions {
+			cs.Close()
+		}
+	}()
+	names := func(cs *mcp.ClientSession) []string {
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tool := range res.Tools {
+			out = append(out, tool.Name)
+		}
+		return out
+	}
+	withToken := connect(bearer{token})
+	all, read := mcpserver.ToolNames(), slices.Clone(mcpserver.Sets["read"])
+	slices.Sort(all)
+	slices.Sort(read)
+	if got := names(withToken); !slices.Equal(got, all) {
+		t.Errorf("with the token: %v, want %v", got, all)
+	}
+	r, err := withToken.CallTool(ctx, &mcp.CallToolParams{Name: "create", Arguments: map[string]any{"title": "over http"}})
+	if err != nil || r.IsError || !strings.Contains(fmt.Sprint(r.StructuredContent), "created_by:ada@example.com") {
+		t.Errorf("create with the token: %v %+v", err, r)
+	}
+	if got := names(connect(http.DefaultTransport)); !slices.Equal(got, read) {
+		t.Errorf("without a token: %v, want %v", got, read)
+	}
+	for _, cs := range sessions {
+		cs.Close()
+	}
+	start := time.Now()
+	if err := w.stop(t); err != nil {
+		t.Errorf("spool mcp --http after SIGTERM: %v\n%s", err, w.output())
+	}
+	t.Logf("stopped in %s", time.Since(start))
 }
