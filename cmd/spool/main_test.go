@@ -188,7 +188,8 @@ func cmdReplace(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func scriptEnv(ts *testscript.TestScript) []string {
-	names := map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "WORK": true, "NO_COLOR": true, "BD_ACTOR": true}
+	names := map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "WORK": true, "NO_COLOR": true, "BD_ACTOR": true,
+		"SPOOL_TASK_ID": true, "SPOOL_ATTEMPT": true}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(k, "GIT_") || strings.HasPrefix(k, "SPOOL_") {
@@ -197,7 +198,7 @@ func scriptEnv(ts *testscript.TestScript) []string {
 	}
 	for _, k := range []string{"GIT_CONFIG_NOSYSTEM", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
 		"GIT_COMMITTER_EMAIL", "SPOOL_ACTOR", "SPOOL_NOW", "SPOOL_BIN", "SPOOL_TEST_PANIC",
-		"SPOOL_FAKEBD_LOG", "SPOOL_FAKEBD_READY", "SPOOL_FAKEBD_FAIL", "SPOOL_TASK_ID", "SPOOL_ATTEMPT"} {
+		"SPOOL_FAKEBD_LOG", "SPOOL_FAKEBD_READY", "SPOOL_FAKEBD_FAIL"} {
 		names[k] = true
 	}
 	var env []string
