@@ -48,6 +48,10 @@ board-screenshots dir="artifacts/board":
 bench-board:
     d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench board -spool "$d/spool" -tasks 10000 -jobs 1000 -runs 21 -appends 50 -idle 60s; s=$?; rm -rf "$d"; exit $s
 
+# spool mcp on 10,000 tasks over stdio: ready and next round trips, idle CPU and memory
+bench-mcp:
+    d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench mcp -spool "$d/spool" -runs 201 -idle 30s; s=$?; rm -rf "$d"; exit $s
+
 # fleet: a claim through a local bare remote, a sync with nothing new, claims/s with 1, 2, 4, 8 contending clones, an event from one clone to another running watch
 bench-fleet:
     d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench fleet -spool "$d/spool" -tasks 1000 -runs 21 -for 8s -clones 1,2,4,8 -propagate 10s,1s -events 11; s=$?; rm -rf "$d"; exit $s
