@@ -230,6 +230,11 @@ func TestKanban(t *testing.T) {
 		{board.TaskFilter{Priority: &one}, map[string][]string{board.ColReady: {k.readyA, k.readyC}, board.ColWaiting: {k.deferred}, board.ColBackoff: {k.backoff}}},
 		{board.TaskFilter{Label: "wk", Priority: &one}, map[string][]string{}},
 		{board.TaskFilter{Label: "none"}, map[string][]string{}},
+		// Text: an id, a title or a label, ignoring case.
+		{board.TaskFilter{Text: "Ready B"}, map[string][]string{board.ColReady: {k.readyB}}},
+		{board.TaskFilter{Text: "WK"}, map[string][]string{board.ColInProgress: {k.working}}},
+		{board.TaskFilter{Text: k.backoff}, map[string][]string{board.ColBackoff: {k.backoff}}},
+		{board.TaskFilter{Text: "ready", Priority: &zero}, map[string][]string{board.ColReady: {k.readyB}}},
 	} {
 		for _, c := range board.Kanban(st, p, tc.f, now, 0) {
 			if got := cardIDs(c); !slices.Equal(got, tc.want[c.Key]) {

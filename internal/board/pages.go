@@ -138,12 +138,22 @@ type TasksData struct {
 	Columns  []Column
 	Label    string
 	Priority string
+	Text     string
+	All      bool   // every card, not cardLimit a column
+	AllURL   string // this view with all=1
 	Native   bool
 }
 
 func loadTasks(ctx context.Context, env store.Env, r *http.Request) (any, error) {
-	f := TaskFilter{Label: r.URL.Query().Get("label")}
-	d := TasksData{Label: f.Label, Priority: r.URL.Query().Get("priority")}
+	f := TaskFilter{Label: r.URL.Query().Get("label"), Text: strings.TrimSpace(r.URL.Query().Get("q"))}
+	d := TasksData{Label: f.Label, Priority: r.URL.Query().Get("priority"), Text: f.Text}
+	all, err := boolParam(r, "all")
+	if err != nil {
+		return nil, err
+	}
+	query := r.URL.Query()
+	query.Set("all", "1")
+	d.All, d.AllURL = all, "/tasks?"+query.Encode()
 	if d.Priority != "" {
 		n, err := priority(d.Priority)
 		if err != nil {
@@ -157,7 +167,11 @@ func loadTasks(ctx context.Context, env store.Env, r *http.Request) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	d.Columns = Kanban(st, q.Policy, f, env.Now, cardLimit)
+	limit := cardLimit
+	if all {
+		limit = 0
+	}
+	d.Columns = Kanban(st, q.Policy, f, env.Now, limit)
 	return d, nil
 }
 

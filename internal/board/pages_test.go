@@ -392,3 +392,21 @@ func TestTimesSayTheirZone(t *testing.T) {
 		t.Errorf("/analytics does not say which zone its hours are in")
 	}
 }
+
+// The Tasks view's search and its all=1 (every card, the "+N more" link).
+func TestTasksSearchAndAll(t *testing.T) {
+	f := newFixture(t)
+	s := f.seed()
+	r := f.get("/tasks?q=write+THE")
+	wantPage(t, r, http.StatusOK)
+	if !strings.Contains(r.body, `data-task="`+s.docs+`"`) || strings.Contains(r.body, `data-task="`+s.urgent+`"`) {
+		t.Errorf("q=write THE shows other tasks or misses %s", s.docs)
+	}
+	if !strings.Contains(r.body, `name="q" type="search" value="write THE"`) {
+		t.Errorf("the search box does not keep its text")
+	}
+	wantPage(t, f.get("/tasks?all=1&q=docs"), http.StatusOK)
+	if r := f.get("/tasks?all=perhaps"); r.code != http.StatusBadRequest || !strings.Contains(r.body, "invalid_request") {
+		t.Errorf("all=perhaps: %d\n%s", r.code, r.body)
+	}
+}
