@@ -278,7 +278,31 @@ func TestBoardInBrowser(t *testing.T) {
 		}
 		screenshot(t, ctx, strings.ReplaceAll(view, "/", "-"))
 	}
+	keyboard(t, ctx, base)
 	narrowAndDark(t, ctx, base, stuck)
+}
+
+// keyboard: / goes to the search box, j and k move through the cards,
+// Enter opens the selected one.
+func keyboard(t *testing.T, ctx context.Context, base string) {
+	t.Helper()
+	browse(t, ctx, "open tasks", chromedp.Navigate(base+"/tasks"), chromedp.WaitVisible(`#live.on`))
+	browse(t, ctx, "press /", chromedp.KeyEvent("/"))
+	if name := value(t, ctx, "read the focus", chromedp.Evaluate[string](`document.activeElement.name || ""`)); name != "q" {
+		t.Errorf("/ focused %q, want the search box", name)
+	}
+	browse(t, ctx, "leave the box", chromedp.Evaluate[chromedp.Void](`document.activeElement.blur()`))
+	browse(t, ctx, "press j j k j", chromedp.KeyEvent("j"), chromedp.KeyEvent("j"), chromedp.KeyEvent("k"), chromedp.KeyEvent("j"))
+	cards := value(t, ctx, "read the selection", chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll("#main article.card")].map(c => c.dataset.task + (c.classList.contains("selected") ? "*" : ""))`))
+	if len(cards) < 2 || !strings.HasSuffix(cards[1], "*") || strings.Count(strings.Join(cards, " "), "*") != 1 {
+		t.Fatalf("after j j k j the cards are %v, want the second selected", cards)
+	}
+	want := strings.TrimSuffix(cards[1], "*")
+	browse(t, ctx, "press Enter", chromedp.KeyEvent("\r"), chromedp.WaitVisible(`#main[data-page="task"]`))
+	if path := value(t, ctx, "read the URL", chromedp.Evaluate[string](`location.pathname`)); path != "/tasks/"+want {
+		t.Errorf("Enter opened %s, want /tasks/%s", path, want)
+	}
 }
 
 // narrowAndDark: at a phone's 400 px no view scrolls sideways and the

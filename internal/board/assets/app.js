@@ -58,7 +58,9 @@
   // which field has focus (and its selection), the scroll positions, and
   // whether each output tail was followed (scrolled to its end).
   function keep(main) {
-    const k = { values: new Map(), focus: null, sel: null, x: window.scrollX, y: window.scrollY, tails: [] };
+    const chosen = main.querySelector(".selected a[href]");
+    const k = { values: new Map(), focus: null, sel: null, x: window.scrollX, y: window.scrollY, tails: [],
+      selected: chosen && chosen.getAttribute("href") };
     main.querySelectorAll(fields).forEach((el) => {
       k.values.set(fieldKey(el), el.type === "checkbox" || el.type === "radio" ? el.checked : el.value);
     });
@@ -87,6 +89,11 @@
       const at = k.tails[i];
       el.scrollTop = at === undefined || at < 0 ? el.scrollHeight : at;
     });
+    if (k.selected) {
+      const a = [...main.querySelectorAll("a[href]")].find((a) => a.getAttribute("href") === k.selected);
+      const item = a && a.closest("article.card, tr");
+      if (item) item.classList.add("selected");
+    }
     window.scrollTo(k.x, k.y);
   }
 
@@ -201,6 +208,34 @@
     const p = new URLSearchParams();
     p.set(where, to.dataset.job);
     if (await post("/api/jobs/" + encodeURIComponent(from.dataset.job) + "/move", p)) toast("moved " + from.dataset.job, true);
+  });
+
+  // Keys: / searches (or filters), j and k move through the cards or rows,
+  // Enter opens the one selected. Not while typing in a field.
+  function items() {
+    return [...document.querySelectorAll("#main article.card, #main table.rows tbody tr")].filter((el) => el.querySelector("a[href]"));
+  }
+  function select(i) {
+    const all = items();
+    if (!all.length) return;
+    const at = Math.max(0, Math.min(all.length - 1, i));
+    all.forEach((el) => el.classList.remove("selected"));
+    all[at].classList.add("selected");
+    all[at].scrollIntoView({ block: "nearest" });
+  }
+  document.addEventListener("keydown", (ev) => {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.target.matches("input, select, textarea")) return;
+    if (ev.key === "/") {
+      const f = document.querySelector('#main input[type="search"], #main .filters input');
+      if (f) { ev.preventDefault(); f.focus(); f.select(); }
+    } else if (ev.key === "j" || ev.key === "k") {
+      const cur = document.querySelector("#main .selected");
+      const at = cur ? items().indexOf(cur) : -1;
+      select(at < 0 ? 0 : at + (ev.key === "j" ? 1 : -1));
+    } else if (ev.key === "Enter") {
+      const cur = document.querySelector("#main .selected a[href]");
+      if (cur) { ev.preventDefault(); location.href = cur.href; }
+    }
   });
 
   // An output tail starts at its end, the latest lines.
