@@ -117,7 +117,7 @@ func (s *Server) render(r *http.Request, p *page) ([]byte, error) {
 	v := view{Page: p, Nav: pages, CanWrite: s.canWrite(r), ReadOnly: s.opt.ReadOnly, Now: env.Now, Data: data}
 	name := "page"
 	if r.Header.Get("X-Spool-Partial") != "" {
-		name = "main"
+		name = "partial" // main, and what this browser may do (a restart with a new token takes it away)
 	}
 	var buf bytes.Buffer
 	err = p.tmpl.ExecuteTemplate(&buf, name, v)

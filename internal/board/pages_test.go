@@ -81,11 +81,12 @@ func TestPagesRender(t *testing.T) {
 			t.Fatalf("%s: CSP %q", path, csp)
 		}
 
-		// The page's script asks for the main part only.
+		// The page's script asks for the main part only, and what this
+		// browser may do (view only without the token's cookie).
 		p := f.do(request{path: path, header: map[string]string{"X-Spool-Partial": "1"}})
 		wantPage(t, p, http.StatusOK)
-		if !strings.HasPrefix(p.body, `<main id="main"`) || !strings.HasSuffix(strings.TrimSpace(p.body), "</main>") ||
-			strings.Contains(p.body, "<html") || strings.Contains(p.body, "<header") {
+		if !strings.HasPrefix(p.body, `<span id="access"><span class="badge" title="open the login URL spool serve printed">view only</span></span><main id="main"`) ||
+			!strings.HasSuffix(strings.TrimSpace(p.body), "</main>") || strings.Contains(p.body, "<html") || strings.Contains(p.body, "<header") {
 			t.Fatalf("%s partial:\n%s", path, p.body)
 		}
 	}

@@ -33,6 +33,8 @@
       if (dragging || !main || n !== asked) return;
       const tmp = document.createElement("div");
       tmp.innerHTML = html;
+      const access = tmp.querySelector("#access"), was = document.getElementById("access");
+      if (access && was) was.replaceWith(access);
       const fresh = tmp.querySelector("#main");
       if (fresh) {
         const kept = keep(main);
