@@ -269,6 +269,17 @@ func TestBoardInBrowser(t *testing.T) {
 	click(t, ctx, "confirm the cancel", cancel+`.armed`)
 	waitFor(t, 10*time.Second, "job.cancelled", func() bool { return len(jobEvents(t, bin, dir, env, "job.cancelled")) == 1 })
 
+	// The keyboard reorders too: select the second row, K moves it up.
+	browse(t, ctx, "the page follows the cancel", chromedp.WaitNotPresent(fmt.Sprintf(`tr[data-job="%s"]`, jobIDs[1])))
+	browse(t, ctx, "select the second row", chromedp.KeyEvent("j"), chromedp.KeyEvent("j"),
+		chromedp.WaitVisible(fmt.Sprintf(`tr.selected[data-job="%s"]`, first)))
+	browse(t, ctx, "press K", chromedp.KeyEvent("K"))
+	waitFor(t, 10*time.Second, "spool job list to put "+first+" first again", func() bool {
+		var rows []struct{ ID string }
+		json.Unmarshal([]byte(jobSpool(t, bin, dir, env, "--json", "job", "list")), &rows)
+		return len(rows) == 2 && rows[0].ID == first
+	})
+
 	// Every view renders; a screenshot of each.
 	for _, view := range []string{"merge", "prd", "orchestrator", "activity", "analytics", "tasks/" + stuck} {
 		browse(t, ctx, "open "+view, chromedp.Navigate(base+"/"+view), chromedp.WaitVisible(`#main`))

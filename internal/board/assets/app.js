@@ -170,7 +170,7 @@
   // Jobs: press on a row's grip, move, release over another queued row.
   // Pointer events rather than HTML drag and drop: they work with a mouse,
   // a pen or a finger alike.
-  let src = null, target = null, after = false;
+  let src = null, target = null, after = false, edgeTimer = null, lastY = 0;
   function clearMarks() {
     document.querySelectorAll(".drop-before, .drop-after, .dragging").forEach((el) => el.classList.remove("drop-before", "drop-after", "dragging"));
   }
@@ -181,9 +181,18 @@
     ev.preventDefault();
     src = row; dragging = true; target = null;
     row.classList.add("dragging");
+    // Near the window's top or bottom edge the page scrolls, so a row can
+    // be dragged to one off screen.
+    clearInterval(edgeTimer);
+    edgeTimer = setInterval(() => {
+      if (!src) { clearInterval(edgeTimer); return; }
+      if (lastY < 48) window.scrollBy(0, -24);
+      else if (lastY > window.innerHeight - 48) window.scrollBy(0, 24);
+    }, 50);
   });
   document.addEventListener("pointermove", (ev) => {
     if (!src) return;
+    lastY = ev.clientY;
     const el = document.elementFromPoint(ev.clientX, ev.clientY);
     const row = el && el.closest("tr[data-movable]");
     clearMarks();
@@ -230,6 +239,14 @@
     if (ev.key === "/") {
       const f = document.querySelector('#main input[type="search"], #main .filters input');
       if (f) { ev.preventDefault(); f.focus(); f.select(); }
+    } else if ((ev.key === "J" || ev.key === "K") && document.querySelector("#main tr.selected[data-movable]")) {
+      // An admin moves the selected job past its neighbour: J down, K up.
+      const row = document.querySelector("#main tr.selected[data-movable]");
+      const next = ev.key === "J" ? row.nextElementSibling : row.previousElementSibling;
+      if (!next || !next.dataset.job) return;
+      const p = new URLSearchParams();
+      p.set(ev.key === "J" ? "after" : "before", next.dataset.job);
+      post("/api/jobs/" + encodeURIComponent(row.dataset.job) + "/move", p).then((ok) => { if (ok) toast("moved " + row.dataset.job, true); });
     } else if (ev.key === "j" || ev.key === "k") {
       const cur = document.querySelector("#main .selected");
       const at = cur ? items().indexOf(cur) : -1;
