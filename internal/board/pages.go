@@ -55,10 +55,11 @@ var (
 	taskPage       = &page{Path: "tasks", Title: "Task", file: "task", load: loadTask}
 	mergeEntryPage = &page{Path: "merge", Title: "Merge entry", file: "entry", load: apiMergeEntry} // mergequeue.Shown
 	jobPage        = &page{Path: "jobs", Title: "Job", file: "job", load: apiJob}
+	prdPage        = &page{Path: "prd", Title: "PRD", file: "prdentry", load: loadPRDItem}
 )
 
 func init() {
-	for _, p := range append(pages[:len(pages):len(pages)], taskPage, mergeEntryPage, jobPage) {
+	for _, p := range append(pages[:len(pages):len(pages)], taskPage, mergeEntryPage, jobPage, prdPage) {
 		p.tmpl = template.Must(template.Must(layout.Clone()).ParseFS(files, "templates/"+p.file+".html"))
 	}
 }
@@ -238,6 +239,27 @@ func loadJobs(ctx context.Context, env store.Env, r *http.Request) (any, error) 
 type PRDData struct {
 	Features []prdqueue.Manifest
 	Reports  []prdqueue.Report
+}
+
+// PRDItemData is one PRD of one feature run: its manifest entry, gates and
+// open questions, as spool prd show says them.
+type PRDItemData struct {
+	Feature    string
+	Item       prdqueue.ManifestItem
+	PRD        prdqueue.PRD
+	QueueReady bool
+}
+
+func loadPRDItem(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	st, err := prdservice.Open(env, env.Store.Repo.WorkTree).Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	it, err := st.FindItem(r.PathValue("prd"), r.PathValue("feature"))
+	if err != nil {
+		return nil, err
+	}
+	return PRDItemData{Feature: it.Feature, Item: st.ManifestItem(it), PRD: *st.PRDs[it.PRD], QueueReady: st.QueueReady(it)}, nil
 }
 
 func loadPRD(ctx context.Context, env store.Env, r *http.Request) (any, error) {

@@ -3,6 +3,7 @@ package board_test
 import (
 	"context"
 	"encoding/json"
+	prdservice "github.com/spoolhq/spool/internal/prdqueue/service"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -410,4 +411,36 @@ func TestTasksSearchAndAll(t *testing.T) {
 	if r := f.get("/tasks?all=perhaps"); r.code != http.StatusBadRequest || !strings.Contains(r.body, "invalid_request") {
 		t.Errorf("all=perhaps: %d\n%s", r.code, r.body)
 	}
+}
+
+// A PRD has a page: its state, gates, epic and open questions, linked from
+// the PRD queue view.
+func TestPRDPage(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	os.MkdirAll(filepath.Join(f.repo.Root, "docs", "prd"), 0o755)
+	os.WriteFile(filepath.Join(f.repo.Root, "docs", "prd", "checkout.md"), []byte(
+		"---\nprd_approval: approved\nbeads_approval: pending\n---\n# Checkout\n\n## Open Questions\n- Which <b>provider</b>?\n"), 0o644)
+	q := prdservice.Open(f.env(alice), f.repo.Root)
+	if _, _, err := q.Start(ctx, "f1", "conflict-aware", 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := q.Add(ctx, "f1", "checkout", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prdservice.Open(f.env(alice), f.repo.Root).Submit(ctx, "checkout", ""); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.get("/prd"); !strings.Contains(r.body, `<a href="/prd/f1/checkout">checkout</a>`) {
+		t.Errorf("/prd does not link the PRD's page:\n%s", r.body)
+	}
+	r := f.get("/prd/f1/checkout")
+	wantPage(t, r, http.StatusOK)
+	for _, want := range []string{"awaiting_", "prd_approval <b>approved</b>", "beads_approval <b>pending</b>", "<li>Which provider?</li>", "docs/prd/checkout.md"} {
+		if !strings.Contains(r.body, want) {
+			t.Errorf("/prd/f1/checkout lacks %q:\n%s", want, r.body)
+		}
+	}
+	wantPage(t, f.get("/prd/f1/nope"), http.StatusNotFound)
+	wantPage(t, f.get("/prd/nope/checkout"), http.StatusNotFound)
 }
