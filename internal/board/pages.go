@@ -67,6 +67,7 @@ func init() {
 // layout is the frame every page shares: templates/layout.html.
 var layout = template.Must(template.New("").Funcs(template.FuncMap{
 	"when":    when,
+	"graph":   depGraph,
 	"ago":     ago,
 	"join":    strings.Join,
 	"short":   mergequeue.ShortRef,

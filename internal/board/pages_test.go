@@ -444,3 +444,25 @@ func TestPRDPage(t *testing.T) {
 	wantPage(t, f.get("/prd/f1/nope"), http.StatusNotFound)
 	wantPage(t, f.get("/prd/nope/checkout"), http.StatusNotFound)
 }
+
+// A task's page draws its dependencies and dependents, each a link.
+func TestTaskGraph(t *testing.T) {
+	f := newFixture(t)
+	base := f.add(workqueue.NewTask{Title: "the <base> layer", Priority: 1})
+	mid := f.add(workqueue.NewTask{Title: "middle", Priority: 1})
+	top := f.add(workqueue.NewTask{Title: "top", Priority: 1})
+	f.dep(mid, base)
+	f.dep(top, mid)
+	r := f.get("/tasks/" + mid)
+	wantPage(t, r, http.StatusOK)
+	graph := regexp.MustCompile(`(?s)<svg class="graph".*?</svg>`).FindString(r.body)
+	for _, want := range []string{`<a href="/tasks/` + base + `">`, `<a href="/tasks/` + top + `">`, `<a href="/tasks/` + mid + `">`,
+		"the &lt;base&gt; layer", "<title>blocks: the &lt;base&gt; layer (open)</title>"} {
+		if !strings.Contains(graph, want) {
+			t.Errorf("the graph lacks %q:\n%s", want, graph)
+		}
+	}
+	if r := f.get("/tasks/" + f.add(workqueue.NewTask{Title: "alone"})); strings.Contains(r.body, `<svg class="graph"`) {
+		t.Error("a task without dependencies has a graph")
+	}
+}
