@@ -363,3 +363,24 @@ func TestHostOnLoopback(t *testing.T) {
 		t.Errorf("off loopback with the token: status %d, want 200\n%s", r.code, r.body)
 	}
 }
+
+// Pages offer an action only to who may take it: a job's or an entry's
+// owner, or an admin of that queue; anyone else sees none (the server
+// would refuse it). boss is in scheduler.admins, not in admins.
+func TestPagesOfferOnlyWhatTheViewerMay(t *testing.T) {
+	f := newFixture(t)
+	s := f.seed()
+	f.submitMerge("feat-a", alice)
+	jobForm, mergeForm := `data-api="/api/jobs/`+s.job1+`/cancel"`, `data-api="/api/merge/1/cancel"`
+	for _, c := range []struct {
+		token     string
+		job, merg bool
+	}{{token, true, true}, {bossToken, true, false}, {bobToken, false, false}} {
+		if got := strings.Contains(f.do(request{path: "/jobs", token: c.token}).body, jobForm); got != c.job {
+			t.Errorf("/jobs as %s offers cancel: %v, want %v", c.token, got, c.job)
+		}
+		if got := strings.Contains(f.do(request{path: "/merge", token: c.token}).body, mergeForm); got != c.merg {
+			t.Errorf("/merge as %s offers cancel: %v, want %v", c.token, got, c.merg)
+		}
+	}
+}

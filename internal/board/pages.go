@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,6 +83,7 @@ type view struct {
 	Nav      []*page
 	CanWrite bool
 	ReadOnly bool
+	Actor    string // who the page's writes act as: buttons only for what they may do
 	Now      time.Time
 	Data     any
 }
@@ -116,7 +118,8 @@ func (s *Server) render(r *http.Request, p *page) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := view{Page: p, Nav: pages, CanWrite: s.canWrite(r), ReadOnly: s.opt.ReadOnly, Now: env.Now, Data: data}
+	actor, _ := env.Actor(r.Context())
+	v := view{Page: p, Nav: pages, CanWrite: s.canWrite(r), ReadOnly: s.opt.ReadOnly, Actor: actor, Now: env.Now, Data: data}
 	name := "page"
 	if r.Header.Get("X-Spool-Partial") != "" {
 		name = "partial" // main, and what this browser may do (a restart with a new token takes it away)
@@ -198,10 +201,12 @@ type MergeData struct {
 	Queue   *mergequeue.State
 	Entries []*mergequeue.Entry
 	All     bool
+	Admin   bool // the viewer may act on anyone's entry
 }
 
 func loadMerge(ctx context.Context, env store.Env, r *http.Request) (any, error) {
-	q, err := mqservice.Open(env).Queue(ctx)
+	mq := mqservice.Open(env)
+	q, err := mq.Queue(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +214,8 @@ func loadMerge(ctx context.Context, env store.Env, r *http.Request) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	return MergeData{Queue: q, Entries: q.Listed(all), All: all}, nil
+	actor, _ := env.Actor(ctx)
+	return MergeData{Queue: q, Entries: q.Listed(all), All: all, Admin: slices.Contains(mq.Policy.Admins, actor)}, nil
 }
 
 // JobsData is the Jobs view.
