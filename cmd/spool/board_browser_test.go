@@ -290,6 +290,7 @@ func TestBoardInBrowser(t *testing.T) {
 		screenshot(t, ctx, strings.ReplaceAll(view, "/", "-"))
 	}
 	keyboard(t, ctx, base)
+	bulkCancel(t, ctx, base, bin, dir, env)
 	narrowAndDark(t, ctx, base, stuck)
 }
 
@@ -385,4 +386,22 @@ func leakedCookiesWriteNothing(t *testing.T, ctx context.Context, base, task str
 		}
 	}
 	browse(t, ctx, "back to the board", chromedp.Navigate(base+"/tasks"), chromedp.WaitVisible(`#live.on`))
+}
+
+// bulkCancel: tick every job, Cancel asks, then cancels each.
+func bulkCancel(t *testing.T, ctx context.Context, base, bin, dir string, env []string) {
+	t.Helper()
+	before := len(jobEvents(t, bin, dir, env, "job.cancelled"))
+	browse(t, ctx, "open jobs", chromedp.Navigate(base+"/jobs"), chromedp.WaitVisible(`#live.on`))
+	n := value(t, ctx, "tick every job", chromedp.Evaluate[int](`(() => { const p = document.querySelectorAll("#jobq input.pick"); p.forEach(c => c.click()); return p.length })()`))
+	if n < 2 {
+		t.Fatalf("%d jobs to pick, want 2 or more", n)
+	}
+	click(t, ctx, "cancel selected", `.bulk button[data-bulk="cancel"]`)
+	browse(t, ctx, "the bulk cancel asks", chromedp.WaitVisible(`.bulk button[data-bulk="cancel"].armed`))
+	if got := len(jobEvents(t, bin, dir, env, "job.cancelled")); got != before {
+		t.Fatalf("one click cancelled %d jobs", got-before)
+	}
+	click(t, ctx, "confirm", `.bulk button[data-bulk="cancel"].armed`)
+	waitFor(t, 10*time.Second, "every ticked job cancelled", func() bool { return len(jobEvents(t, bin, dir, env, "job.cancelled")) == before+n })
 }

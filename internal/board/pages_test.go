@@ -198,8 +198,13 @@ func TestTasksView(t *testing.T) {
 	if strings.Contains(blocked, `/api/tasks/`+k.abandoned+`/unblock`) || strings.Contains(blocked, `/api/tasks/`+k.blocked+`/retry`) {
 		t.Errorf("the Blocked column offers the wrong write:\n%s", blocked)
 	}
-	if strings.Count(r.body, "data-api=") != 2 {
-		t.Errorf("the Tasks view offers %d writes, want 2", strings.Count(r.body, "data-api="))
+	if strings.Count(r.body, "data-api=") != 3 || !strings.Contains(blocked, `<div class="bulk" data-api="/api/tasks/">`) {
+		t.Errorf("the Tasks view offers %d writes, want 2 and the Blocked column's bulk bar", strings.Count(r.body, "data-api="))
+	}
+	for _, id := range []string{k.blocked, k.abandoned} {
+		if !strings.Contains(blocked, `class="pick" name="pick-`+id+`" data-id="`+id+`"`) {
+			t.Errorf("the Blocked card %s cannot be selected", id)
+		}
 	}
 	if !strings.Contains(section(t, r.body, "in_progress"), "w1 · lease until") {
 		t.Errorf("the working card does not name its worker:\n%s", section(t, r.body, "in_progress"))

@@ -167,6 +167,27 @@
     post(f.dataset.api, new URLSearchParams(new FormData(f)));
   });
 
+  // Bulk: a .bulk bar's button applies its action to every ticked .pick of
+  // its column or table, one write each; a final one asks first.
+  document.addEventListener("click", async (ev) => {
+    const b = ev.target.closest(".bulk button[data-bulk]");
+    if (!b) return;
+    const bar = b.closest(".bulk"), scope = bar.closest("section, main");
+    const ids = [...scope.querySelectorAll("input.pick:checked")].map((el) => el.dataset.id);
+    if (!ids.length) { toast("select some first", false); return; }
+    if (b.dataset.confirm && !b.dataset.armed) {
+      b.dataset.armed = "1"; b.dataset.label = b.textContent;
+      b.textContent = "Confirm " + b.textContent.toLowerCase() + " of " + ids.length; b.classList.add("armed"); b.title = b.dataset.confirm;
+      setTimeout(() => { delete b.dataset.armed; b.textContent = b.dataset.label; b.classList.remove("armed"); }, 5000);
+      return;
+    }
+    let done = 0;
+    for (const id of ids) {
+      if (await post(bar.dataset.api + encodeURIComponent(id) + "/" + b.dataset.bulk, new URLSearchParams())) done++;
+    }
+    if (done === ids.length) toast(b.dataset.bulk + ": " + done + " done", true);
+  });
+
   // Jobs: press on a row's grip, move, release over another queued row.
   // Pointer events rather than HTML drag and drop: they work with a mouse,
   // a pen or a finger alike.
