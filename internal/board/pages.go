@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"html/template"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -336,6 +337,7 @@ type ActivityData struct {
 	Subject string
 	Actor   string
 	Limit   int
+	Whole   bool // read from the whole log (one subject's timeline)
 }
 
 // activityLimit is how many events the view lists.
@@ -344,11 +346,57 @@ const activityLimit = 200
 func (s *Server) loadActivity(ctx context.Context, env store.Env, r *http.Request) (any, error) {
 	q := r.URL.Query()
 	d := ActivityData{Type: q.Get("type"), Subject: q.Get("subject"), Actor: q.Get("actor"), Limit: activityLimit}
-	d.Events = s.hub.latest(activityLimit, func(e *eventlog.Event) bool {
+	match := func(e *eventlog.Event) bool {
 		return strings.HasPrefix(e.Type, d.Type) && (d.Subject == "" || e.Subject == d.Subject) &&
 			(d.Actor == "" || e.Actor == d.Actor)
-	})
-	return d, nil
+	}
+	if d.Subject == "" {
+		d.Events = s.hub.latest(activityLimit, match)
+		return d, nil
+	}
+	// One item's timeline: the whole log, not only what the server keeps.
+	d.Whole = true
+	var err error
+	d.Events, err = latestInLog(ctx, env.Store.Log, activityLimit, match)
+	return d, err
+}
+
+// latestInLog is up to n of the log's latest events that match, newest
+// first, read from the whole log.
+func latestInLog(ctx context.Context, l *eventlog.Log, n int, match func(*eventlog.Event) bool) ([]*eventlog.Event, error) {
+	r, err := l.Read(nil)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	ring := make([]*eventlog.Event, 0, n)
+	next := 0
+	for i := 1; ; i++ {
+		e, _, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if i%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !match(e) {
+			continue
+		}
+		if len(ring) < n {
+			ring = append(ring, e)
+		} else {
+			ring[next] = e
+			next = (next + 1) % n
+		}
+	}
+	out := make([]*eventlog.Event, 0, len(ring))
+	for i := len(ring) - 1; i >= 0; i-- {
+		out = append(out, ring[(next+i)%len(ring)])
+	}
+	return out, nil
 }
 
 // AnalyticsData is the Analytics view.

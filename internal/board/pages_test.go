@@ -471,3 +471,19 @@ func TestTaskGraph(t *testing.T) {
 		t.Error("a task without dependencies has a graph")
 	}
 }
+
+// A subject's timeline reads the whole log: here no follower fed the
+// server's recent events at all.
+func TestActivityTimelineOfASubject(t *testing.T) {
+	f := newFixture(t)
+	s := f.seed()
+	r := f.get("/activity?subject=" + s.flaky)
+	wantPage(t, r, http.StatusOK)
+	created, blocked := strings.Index(r.body, ">task.created<"), strings.Index(r.body, ">task.blocked<")
+	if created < 0 || blocked < 0 || blocked > created || !strings.Contains(r.body, "The timeline of "+s.flaky) {
+		t.Fatalf("the timeline of %s lacks its events, newest first:\n%s", s.flaky, r.body)
+	}
+	if strings.Contains(r.body, `>`+s.docs+`<`) {
+		t.Errorf("the timeline of %s shows %s", s.flaky, s.docs)
+	}
+}
