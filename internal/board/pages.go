@@ -5,6 +5,7 @@ import (
 	"context"
 	"html/template"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -501,4 +502,40 @@ func clipString(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
+// segmentLogBytes is how much of a segment's log its page shows: the end.
+const segmentLogBytes = 256 << 10
+
+// handleSegmentLog shows the end of one job segment's output, as text. The
+// path is the worker's own (jobservice.OutputDir: a job id spool makes, a
+// segment number), never one an event names.
+func (s *Server) handleSegmentLog(w http.ResponseWriter, r *http.Request) {
+	n, err := strconv.Atoi(r.PathValue("n"))
+	if err != nil {
+		s.fail(w, r, badRequest("segment %q is not a number", r.PathValue("n")))
+		return
+	}
+	s.mu.Lock()
+	env, err := s.env(r)
+	s.mu.Unlock()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	dir, err := jobservice.OutputDir(store.JobsDir(env.Store.Repo), r.PathValue("id"), n)
+	if err != nil {
+		s.fail(w, r, fault.NotFound("job", r.PathValue("id")))
+		return
+	}
+	text := orchservice.Tail(dir+".log", math.MaxInt, segmentLogBytes)
+	if text == "" {
+		if _, err := os.Stat(dir + ".log"); err != nil {
+			s.fail(w, r, fault.NotFound("segment log", r.PathValue("id")+"/"+r.PathValue("n")))
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	s.send(w, http.StatusOK, []byte(text+"\n"))
 }

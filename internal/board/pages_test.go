@@ -487,3 +487,32 @@ func TestActivityTimelineOfASubject(t *testing.T) {
 		t.Errorf("the timeline of %s shows %s", s.flaky, s.docs)
 	}
 }
+
+// A job segment's log is served from the worker's own path for it, as
+// text; nothing else is.
+func TestSegmentLog(t *testing.T) {
+	f := newFixture(t)
+	s := f.seed()
+	path := "/jobs/" + s.job1 + "/segments/0/log"
+	if r := f.get(path); r.code != http.StatusNotFound {
+		t.Fatalf("%s before the segment ran: %d", path, r.code)
+	}
+	dir := filepath.Join(store.JobsDir(f.st.Repo), s.job1)
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "segment-0.log"), []byte("epoch 1\n<b>loss</b> 0.5\n"), 0o644)
+	r := f.get(path)
+	if r.code != http.StatusOK || r.header.Get("Content-Type") != "text/plain; charset=utf-8" || r.body != "epoch 1\n<b>loss</b> 0.5\n" {
+		t.Fatalf("%s: %d %q %q", path, r.code, r.header.Get("Content-Type"), r.body)
+	}
+	for p, code := range map[string]int{
+		"/jobs/" + s.job1 + "/segments/x/log":   http.StatusBadRequest,
+		"/jobs/" + s.job1 + "/segments/-1/log":  http.StatusNotFound,
+		"/jobs/not-a-job/segments/0/log":        http.StatusNotFound,
+		"/jobs/..%2f..%2fconfig/segments/0/log": http.StatusNotFound,
+		"/jobs/" + s.job1 + "/segments/1/log":   http.StatusNotFound,
+	} {
+		if r := f.get(p); r.code != code {
+			t.Errorf("%s: %d, want %d", p, r.code, code)
+		}
+	}
+}
