@@ -141,10 +141,16 @@ func serveMCP(ctx context.Context, ln net.Listener, h http.Handler) error {
 	case <-ctx.Done():
 	case err = <-served:
 	}
+	return shutdown(hs, err)
+}
+
+// shutdown stops hs, giving the requests in flight 5 s, and returns why it
+// stopped serving: err, or nil for a shutdown.
+func shutdown(hs *http.Server, err error) error {
 	shut, done := context.WithTimeout(context.Background(), 5*time.Second)
 	defer done()
 	if hs.Shutdown(shut) != nil {
-		hs.Close() // a stream that outlasted the grace
+		hs.Close() // a request or stream that outlasted the grace
 	}
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spoolhq/spool/internal/board"
 	"github.com/spoolhq/spool/internal/fault"
@@ -101,15 +99,7 @@ func (c *ServeCmd) Run(e *env) error {
 		}
 	}
 	cancel()
-	shut, done := context.WithTimeout(context.Background(), 5*time.Second)
-	defer done()
-	if hs.Shutdown(shut) != nil {
-		hs.Close() // a request that outlasted the grace
-	}
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return err
+	return shutdown(hs, err)
 }
 
 // baseURL is the board's URL for a listener: on every address (0.0.0.0,

@@ -152,7 +152,7 @@ func (s *Server) write(next http.Handler) http.Handler {
 			s.fail(w, r, fault.New(CodeReadOnly, nil, "spool serve runs --read-only: it takes no writes"))
 			return
 		}
-		if !sameOrigin(r) {
+		if !SameOrigin(r) {
 			from := cmp.Or(r.Header.Get("Origin"), "Sec-Fetch-Site: "+r.Header.Get("Sec-Fetch-Site"))
 			s.fail(w, r, fault.New(CodeOriginRefused, nil, "refused a write from another site ("+from+")", "origin", r.Header.Get("Origin")))
 			return
@@ -161,9 +161,10 @@ func (s *Server) write(next http.Handler) http.Handler {
 	})
 }
 
-// sameOrigin: a browser names the page a request comes from; a write must
-// come from the board itself. Scripts send no Origin and rely on the token.
-func sameOrigin(r *http.Request) bool {
+// SameOrigin: a browser names the page a request comes from; a write must
+// come from the server's own pages. Scripts (and MCP clients) send no
+// Origin and rely on the token.
+func SameOrigin(r *http.Request) bool {
 	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
 		return false
 	}

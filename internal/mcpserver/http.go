@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -67,7 +66,7 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 			httpError(w, fault.New(board.CodeHostRefused, nil, "refused a request for host "+r.Host+": spool mcp answers to 127.0.0.1, ::1 and localhost", "host", r.Host))
 			return
 		}
-		if !sameOrigin(r) {
+		if !board.SameOrigin(r) { // a page may not drive spool's tools (the MCP specification asks servers to check it)
 			from := cmp.Or(r.Header.Get("Origin"), "Sec-Fetch-Site: "+r.Header.Get("Sec-Fetch-Site"))
 			httpError(w, fault.New(board.CodeOriginRefused, nil, "refused a request from a web page ("+from+")", "origin", r.Header.Get("Origin")))
 			return
@@ -106,21 +105,6 @@ func (o HTTPOptions) identify(r *http.Request) (identity, bool) {
 func tag(id identity) string {
 	sum := sha256.Sum256([]byte("spool mcp\x00" + id.actor + "\x00" + joinNames(id.tools)))
 	return hex.EncodeToString(sum[:8])
-}
-
-// sameOrigin: MCP clients send no Origin; a browser names the page a
-// request comes from, and a page may not drive spool's tools (the MCP
-// specification asks servers to check it).
-func sameOrigin(r *http.Request) bool {
-	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		return false
-	}
-	o := r.Header.Get("Origin")
-	if o == "" {
-		return true
-	}
-	u, err := url.Parse(o)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host == r.Host
 }
 
 // httpError answers with the error as the board does: the CLI's --json error
