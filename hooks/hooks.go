@@ -58,7 +58,7 @@ const markerPrefix = "# spool-hook-shim "
 const shimTemplate = `#!/bin/sh
 ` + marker + `
 # Installed by spool: runs any original hook (@NAME@` + origSuffix + `), then
-# "spool hook @NAME@". Remove with spool's hook uninstall, which restores the original.
+# "spool hook @NAME@". Remove with: spool hooks uninstall (it restores the original).
 hook='@NAME@'
 spool=${SPOOL_BIN:-spool}
 orig=$0` + origSuffix + `

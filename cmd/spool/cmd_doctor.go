@@ -62,7 +62,11 @@ func (c *DoctorCmd) Run(e *env) error {
 		tw.Flush()
 	}
 	if failed > 0 {
-		return fault.New(CodeDoctorFailed, nil, fmt.Sprintf("doctor: %d checks failed", failed))
+		what := "1 check failed"
+		if failed > 1 {
+			what = fmt.Sprintf("%d checks failed", failed)
+		}
+		return fault.New(CodeDoctorFailed, nil, "doctor: "+what+": see the fail lines above")
 	}
 	return nil
 }

@@ -41,6 +41,14 @@ func (r *Repo) RemoveRefLock(ref string) {
 	os.Remove(filepath.Join(r.CommonDir, filepath.FromSlash(ref)+".lock"))
 }
 
+// absPath is dir made absolute for a message ("." says nothing).
+func absPath(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
+}
+
 // Discover resolves the repository containing dir.
 func Discover(ctx context.Context, dir string) (*Repo, error) {
 	if r, ok := discoverPlain(dir); ok {
@@ -51,7 +59,7 @@ func Discover(ctx context.Context, dir string) (*Repo, error) {
 	if err != nil {
 		var gerr *GitError
 		if errors.As(err, &gerr) && strings.Contains(gerr.Stderr, "not a git repository") {
-			return nil, fmt.Errorf("%s: %w", dir, ErrNotGitRepo)
+			return nil, fmt.Errorf("%s is %w (nor inside one): run spool in a clone, give -C DIR, or git init there first", absPath(dir), ErrNotGitRepo)
 		}
 		// --show-toplevel fails (before anything is printed) in a bare
 		// repository and inside a .git directory.
