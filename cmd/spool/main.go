@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,6 +15,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"strings"
 	"syscall"
 	"time"
 
@@ -189,21 +191,35 @@ var testHeap []byte
 func run(args []string, stdout, stderr io.Writer) int {
 	return guarded(args, stderr, func(ctx context.Context) int {
 		var cli CLI
-		parser, err := kong.New(&cli,
-			kong.Name("spool"),
-			kong.Description("spool keeps a team's work queues as an event log in its git repository."),
-			kong.Writers(stdout, stderr),
-			kong.Exit(func(c int) { panic(exitPanic(c)) }),
-			kong.UsageOnError(),
-			kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
-		)
-		if err != nil {
+		parse := func(opts ...kong.Option) (*kong.Kong, *kong.Context, error) {
+			parser, err := kong.New(&cli, append([]kong.Option{
+				kong.Name("spool"),
+				kong.Description("spool keeps a team's work queues as an event log in its git repository."),
+				kong.Writers(stdout, stderr),
+				kong.Exit(func(c int) { panic(exitPanic(c)) }),
+				kong.UsageOnError(),
+				kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+			}, opts...)...)
+			if err != nil {
+				return nil, nil, err
+			}
+			kctx, err := parser.Parse(args)
+			return parser, kctx, err
+		}
+		parser, kctx, err := parse()
+		if err != nil && strings.Contains(err.Error(), "(short flag)") {
+			// -n -1: a negative number is the flag's value, which spool
+			// then checks, not a flag. Only then: a value-less flag at the
+			// end must stay an error.
+			cli = CLI{}
+			parser, kctx, err = parse(kong.WithHyphenPrefixedParameters(true))
+		}
+		if parser == nil {
 			fmt.Fprintln(stderr, "spool:", err)
 			return 1
 		}
-		kctx, err := parser.Parse(args)
 		if err != nil {
-			return report(stderr, wantsJSON(args), fault.Usagef(fault.CodeUsage, "%v", err))
+			return report(stderr, wantsJSON(args), fault.Usagef(fault.CodeUsage, "%s", parseMessage(err)))
 		}
 		if cli.Dir != "" {
 			if st, err := os.Stat(cli.Dir); err != nil || !st.IsDir() {
@@ -220,6 +236,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	})
+}
+
+// parseMessage is kong's message for a command line it cannot parse; an
+// unknown flag kong has no suggestion for says where the flags are listed.
+func parseMessage(err error) string {
+	msg := err.Error()
+	var perr *kong.ParseError
+	if !strings.HasPrefix(msg, "unknown flag ") || strings.Contains(msg, "did you mean") || !errors.As(err, &perr) || perr.Context == nil {
+		return msg
+	}
+	cmd := []string{"spool"}
+	for _, p := range perr.Context.Path {
+		if p.Command != nil {
+			cmd = append(cmd, p.Command.Name)
+		}
+	}
+	return msg + "; " + strings.Join(cmd, " ") + " --help lists its flags"
 }
 
 // runAsBeads is spool invoked as bd or br: args are bd's.
