@@ -66,6 +66,14 @@ func PolicyFrom(cfg *config.Config) Policy {
 		DefaultSegment: cfg.Duration("scheduler.default_segment_time"), Slots: cfg.Int("scheduler.slots")}
 }
 
+// zone is the scheduler's time zone, UTC for a Policy built without one.
+func (p Policy) zone() *time.Location {
+	if p.Zone == nil {
+		return time.UTC
+	}
+	return p.Zone
+}
+
 // Admin reports whether actor is an admin.
 func (p Policy) Admin(actor string) bool {
 	for _, a := range p.Admins {

@@ -3,6 +3,7 @@ package jobs
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -147,25 +148,52 @@ func (q *quotas) hold(owner, project string) (Hold, bool) {
 	return Hold{}, false
 }
 
-// warnings says which quotas owner or project have used 80% or more of.
+// warnings says which quotas owner or project have used 80% or more of,
+// in slot time of one human unit (SlotTime): below the limit with the
+// share used, rounded down (never 100% while room is left); at or past it
+// as over quota, with when new jobs may run again.
 func (q *quotas) warnings(owner, project string) []string {
 	var out []string
 	for _, x := range q.applying(owner, project) {
 		for _, w := range []struct {
 			window string
 			limit  time.Duration
-		}{{"daily", x.Daily}, {"weekly", x.Weekly}} {
+			reset  time.Time
+		}{{"daily", x.Daily, q.dayStart.AddDate(0, 0, 1)}, {"weekly", x.Weekly, q.weekStart.AddDate(0, 0, 7)}} {
 			if w.limit <= 0 {
 				continue
 			}
 			used := q.used(w.window, x.Scope, x.Name)
-			if pct := float64(used) / float64(w.limit); pct >= 0.8 {
-				out = append(out, fmt.Sprintf("%s %s has used %d%% of its %s quota (%s of %s)",
-					x.Scope, x.Name, int(math.Round(pct*100)), w.window, round(used), round(w.limit)))
+			u, l := SlotTimePair(used, w.limit)
+			switch share := float64(used) / float64(w.limit); {
+			case used >= w.limit:
+				out = append(out, fmt.Sprintf("%s %s is over its %s quota: %s of %s used; its new jobs wait until %s",
+					x.Scope, x.Name, w.window, u, l, w.reset.In(q.p.zone()).Format(time.RFC3339)))
+			case share >= 0.8:
+				out = append(out, fmt.Sprintf("%s %s has used %d%% of its %s quota: %s of %s",
+					x.Scope, x.Name, int(math.Floor(share*100)), w.window, u, l))
 			}
 		}
 	}
 	return out
+}
+
+// SlotTimePair says a usage and its limit in the limit's unit: slot-s
+// under 2 minutes, slot-min under 2 hours, slot-h beyond; at most one
+// decimal ("5 slot-s", "59.8 slot-min", "1.2 slot-h").
+func SlotTimePair(used, limit time.Duration) (string, string) {
+	unit, name := time.Hour, "slot-h"
+	switch {
+	case limit < 2*time.Minute:
+		unit, name = time.Second, "slot-s"
+	case limit < 2*time.Hour:
+		unit, name = time.Minute, "slot-min"
+	}
+	f := func(d time.Duration) string {
+		v := strconv.FormatFloat(math.Round(float64(d)/float64(unit)*10)/10, 'f', -1, 64)
+		return v + " " + name
+	}
+	return f(used), f(limit)
 }
 
 // FairUsage is each user's recent slot time for fair share: every run
