@@ -35,7 +35,7 @@ type JobCmd struct {
 
 type JobSubmitCmd struct {
 	Name       string   `help:"A name (default: the program's); estimates learn segment times per name."`
-	Priority   string   `default:"normal" help:"urgent (admins), normal or background."`
+	Priority   string   `default:"normal" help:"urgent (up to scheduler.urgent_limit not ended; admins without limit), normal or background."`
 	Project    string   `help:"The project its slot time counts against."`
 	GPUs       int      `name:"gpus" default:"1" help:"Slots it needs."`
 	Segments   int      `default:"1" help:"Segments: it can be paused, cancelled or yield between them."`
@@ -192,7 +192,7 @@ func printJob(e *env, j *jobs.Job, zone *time.Location) {
 type JobEditCmd struct {
 	jobRef
 	StartAfter *string `name:"start-after" help:"A new start_after (as submit's)."`
-	Priority   *string `help:"urgent (admins), normal or background."`
+	Priority   *string `help:"urgent (up to scheduler.urgent_limit not ended; admins without limit), normal or background."`
 	OffPeak    *bool   `name:"off-peak" negatable:"" help:"Off-peak only, or --no-off-peak."`
 	GPUs       *int    `name:"gpus" help:"Slots it needs."`
 }

@@ -14,7 +14,9 @@ import (
 func init() {
 	config.Register(
 		config.Key{Name: "scheduler.admins", Kind: config.Strings, Default: []string{}, Check: config.CheckActors,
-			Help: "admins of the scheduler only, besides the repository's (admins): they may reorder, set quotas, raise a job to urgent, and act on any job"},
+			Help: "admins of the scheduler only, besides the repository's (admins): they may reorder, set quotas, submit urgent work past scheduler.urgent_limit, and act on any job"},
+		config.Key{Name: "scheduler.urgent_limit", Kind: config.Int, Default: 1, Min: config.Min(0), Max: config.Max(SlotLimit),
+			Help: "how many urgent jobs not yet ended a user who is not an admin may have (submitted or raised to urgent); 0: urgent is for admins only"},
 		config.Key{Name: "scheduler.fairness", Kind: config.Enum, Default: FairShare, Enum: []string{FairShare, FIFO},
 			Help: "fair: within a tier the next job goes to the user with the least recent slot time; fifo: strict order"},
 		config.Key{Name: "scheduler.fair_share_half_life", Kind: config.Duration, Default: 24 * time.Hour, Min: config.Min(60),
@@ -50,6 +52,7 @@ const (
 // Policy is the scheduler's configuration, read once per command.
 type Policy struct {
 	Admins         []string
+	UrgentLimit    int // urgent jobs not ended a user who is not an admin may have; 0: admins only
 	Fair           bool
 	HalfLife       time.Duration
 	Zone           *time.Location
@@ -67,7 +70,7 @@ func PolicyFrom(cfg *config.Config) Policy {
 		zone = time.UTC // refused by checkZone; a file from elsewhere falls back
 	}
 	w, _ := ParseWindow(cfg.String("scheduler.off_peak"))
-	return Policy{Admins: slices.Concat(cfg.Strings("admins"), cfg.Strings("scheduler.admins")), Fair: cfg.String("scheduler.fairness") == FairShare,
+	return Policy{Admins: slices.Concat(cfg.Strings("admins"), cfg.Strings("scheduler.admins")), UrgentLimit: cfg.Int("scheduler.urgent_limit"), Fair: cfg.String("scheduler.fairness") == FairShare,
 		HalfLife: cfg.Duration("scheduler.fair_share_half_life"), Zone: zone, OffPeak: w,
 		CancelGrace: cfg.Duration("scheduler.cancel_grace"), Lease: cfg.Duration("scheduler.lease"),
 		DefaultSegment: cfg.Duration("scheduler.default_segment_time"), Slots: cfg.Int("scheduler.slots")}

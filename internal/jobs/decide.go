@@ -76,8 +76,13 @@ func SubmitJob(s *State, p Policy, n Submit, actor, writer string, now time.Time
 		return nil, Submitted{}, fault.Usagef(CodeEmptyArgv, "a job needs a command: spool job submit [flags] -- PROGRAM [ARGS...]")
 	case n.Segments < 1 || n.Segments > SegmentLimit:
 		return nil, Submitted{}, InvalidSegments(n.Segments)
-	case tier == Urgent && !p.Admin(actor):
-		return nil, Submitted{}, adminOnly(actor, "submit an urgent job")
+	case tier == Urgent && n.Every != "" && !p.Admin(actor):
+		return nil, Submitted{}, adminOnly(actor, "schedule recurring urgent work")
+	}
+	if tier == Urgent {
+		if err := s.mayUrgent(p, actor, "", "submit an urgent job"); err != nil {
+			return nil, Submitted{}, err
+		}
 	}
 	if err := s.validateSlots(p, n.Slots); err != nil {
 		return nil, Submitted{}, err
@@ -161,8 +166,10 @@ func EditJob(s *State, p Policy, id string, e Edit, actor string, now time.Time)
 		if err != nil {
 			return nil, err
 		}
-		if t == Urgent && j.Tier != Urgent && !p.Admin(actor) {
-			return nil, adminOnly(actor, "raise a job to urgent")
+		if t == Urgent && j.Tier != Urgent {
+			if err := s.mayUrgent(p, actor, j.ID, "raise a job to urgent"); err != nil {
+				return nil, err
+			}
 		}
 		d.Tier = &t
 	}
