@@ -23,6 +23,7 @@ type JobCmd struct {
 	Cancel      JobCancelCmd      `cmd:"" help:"Cancel a job; a running one after its segment's grace."`
 	Pause       JobPauseCmd       `cmd:"" help:"Pause a job; a running one stops after its current segment."`
 	Resume      JobResumeCmd      `cmd:"" help:"Put a paused job back in its place."`
+	Retry       JobRetryCmd       `cmd:"" help:"Put a failed job back in the queue: it resumes at its first unfinished segment."`
 	Stats       JobStatsCmd       `cmd:"" help:"Waits per tier, queue depth, peak hours, slot usage."`
 	Quota       JobQuotaCmd       `cmd:"" help:"Quotas on slot time per user or project (admins set them)."`
 	Schedule    JobScheduleCmd    `cmd:"" help:"Recurring jobs (submit --every)."`
@@ -274,6 +275,22 @@ type JobResumeCmd struct{ jobRef }
 
 func (c *JobResumeCmd) Run(e *env) error {
 	return jobChanged(e, "resume", func(q *jobservice.Service) (*jobs.Job, error) { return q.Resume(e.ctx, c.ID) })
+}
+
+type JobRetryCmd struct{ jobRef }
+
+func (c *JobRetryCmd) Run(e *env) error {
+	q, err := e.jobs()
+	if err != nil {
+		return err
+	}
+	j, err := q.Retry(e.ctx, c.ID)
+	if err != nil || e.JSON {
+		return printChanged(e, q, "retry", j, err)
+	}
+	fmt.Fprintf(e.stdout, "retry %s: %s at its tier's end; it resumes at segment %d (%d of %d done, kept)\n",
+		j.ID, j.Status, j.NextSegment(), j.DoneSegments(), j.Segments)
+	return nil
 }
 
 type JobQuotaCmd struct {

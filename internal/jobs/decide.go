@@ -341,6 +341,28 @@ func ResumeJob(s *State, p Policy, id, actor string) ([]eventlog.Draft, error) {
 	return []eventlog.Draft{draft(TypeResumed, j, nil)}, nil
 }
 
+// RetryJob is spool job retry: a failed job goes back to the queue, at its
+// tier's end, keeping its completed segments; its next dispatch starts the
+// first unfinished one (the one that failed). Its owner or an admin; an
+// urgent job counts against scheduler.urgent_limit again.
+func RetryJob(s *State, p Policy, id, actor string) ([]eventlog.Draft, error) {
+	j, err := s.mayAct(p, id, actor, "retry")
+	if err != nil {
+		return nil, err
+	}
+	if j.Status != Failed {
+		return nil, fault.New(fault.CodeInvalidStateTransition, fault.ErrInvalidTransition,
+			fmt.Sprintf("job %s is %s: only a failed job is retried", j.ID, j.Status),
+			"job_id", j.ID, "current_state", string(j.Status), "target_state", string(Queued))
+	}
+	if j.Tier == Urgent {
+		if err := s.mayUrgent(p, actor, j.ID, "retry an urgent job"); err != nil {
+			return nil, err
+		}
+	}
+	return []eventlog.Draft{draft(TypeRetried, j, RetriedData{Segment: j.NextSegment(), Done: j.DoneSegments()})}, nil
+}
+
 // Tick is what the clock alone decides: scheduled jobs whose time came
 // enter the queue, jobs whose worker's lease ran out, or whose worker's
 // process is in gone (the service found it dead on this machine), go back

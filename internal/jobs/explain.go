@@ -115,6 +115,7 @@ func (s *State) Explain(p Policy, id string, now time.Time) (Explanation, error)
 		if j.Error != "" {
 			r += ": " + j.Error
 		}
+		r += fmt.Sprintf("; spool job retry %s puts it back in the queue, to resume at segment %d (%d of %d done, kept)", j.ID, j.NextSegment(), j.DoneSegments(), j.Segments)
 		e.Reasons = append(e.Reasons, r)
 		return e, nil
 	case Cancelled:
