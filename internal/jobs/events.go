@@ -111,7 +111,7 @@ type CancelData struct {
 	GraceUntil time.Time `json:"grace_until"`
 }
 
-// RequeuedData says why a job went back to queued: it yielded to urgent
+// RequeuedData says why a job went back to queued: it yielded to higher-priority
 // work, or its worker's lease ran out.
 type RequeuedData struct {
 	Reason string `json:"reason"` // yield, lease_expired, worker_stopped

@@ -103,7 +103,7 @@ func (s *State) Explain(p Policy, id string, now time.Time) (Explanation, error)
 		case j.PauseRequested:
 			r += "; pausing after this segment"
 		case j.YieldRequested:
-			r += "; yielding to urgent work after this segment"
+			r += "; yielding to higher-priority work after this segment"
 		}
 		e.Reasons = append(e.Reasons, r)
 		return e, nil

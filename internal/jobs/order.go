@@ -16,9 +16,9 @@ import (
 //  4. Fair share (scheduler.fairness fair): of the tier's runnable jobs the
 //     next is the first one an admin moved, or the first of the user with
 //     the least recent slot time (FairUsage); fifo takes the first.
-//  5. That job waits for enough free slots: nothing overtakes it. When it
-//     is urgent, running off-peak jobs are asked to yield at their next
-//     segment boundary, as many as it needs slots.
+//  5. That job waits for enough free slots: nothing overtakes it. Running
+//     off-peak jobs of lower tiers than its own are asked to yield at their
+//     next segment boundary, as many as it needs slots (seed 003 §1.6).
 
 // Offer is what a worker offers: its free slots now, and all it has.
 type Offer struct {
@@ -106,11 +106,7 @@ func (s *State) Decide(p Policy, o Offer, now time.Time) Decision {
 			if next.Slots <= o.Free {
 				return Decision{Job: next}
 			}
-			d := Decision{Next: next}
-			if tier == Urgent {
-				d.Yield = s.yielders(next.Slots - o.Free)
-			}
-			return d
+			return Decision{Next: next, Yield: s.yielders(next, o.Free)}
 		}
 		i = end
 	}
@@ -139,16 +135,22 @@ func pick(runnable []*Job, fair bool, usage map[string]float64) *Job {
 	return runnable[0]
 }
 
-// yielders returns running off-peak jobs, latest started first, holding at
-// least need slots (those asked already count).
-func (s *State) yielders(need int) []*Job {
+// yielders returns the running off-peak jobs of lower tiers than next,
+// which waits for slots with free of them free: lowest tier first, then
+// latest started first, as many as hold the slots it lacks (those asked
+// already count). None when next is off-peak itself or of the lowest tier.
+func (s *State) yielders(next *Job, free int) []*Job {
+	need := next.Slots - free
 	var running []*Job
 	for _, j := range s.Jobs {
-		if j.OffPeak && (j.Status == Running || j.Status == Dispatched) {
+		if j.OffPeak && (j.Status == Running || j.Status == Dispatched) && j.Tier.Rank() > next.Tier.Rank() {
 			running = append(running, j)
 		}
 	}
 	sort.Slice(running, func(a, b int) bool {
+		if ra, rb := running[a].Tier.Rank(), running[b].Tier.Rank(); ra != rb {
+			return ra > rb
+		}
 		if !running[a].FirstStart.Equal(running[b].FirstStart) {
 			return running[a].FirstStart.After(running[b].FirstStart)
 		}
