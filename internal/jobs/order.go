@@ -27,8 +27,9 @@ type Offer struct {
 	Total  int
 }
 
-// Queue returns the queued jobs in dispatch order by tier and order (the
-// list's positions; fair share may take a later one first).
+// Queue returns the queued jobs by tier and order: the queue's order,
+// which rules 3 to 5 (choose, dispatch.go) apply; the list's positions are
+// the order choose takes them in.
 func (s *State) Queue() []*Job {
 	var out []*Job
 	for _, j := range s.Jobs {
@@ -54,9 +55,6 @@ func jobLess(a, b *Job) bool {
 	return a.ID < b.ID
 }
 
-// urgentQueued reports whether urgent work waits (off-peak jobs yield to it).
-func urgentQueued(queue []*Job) bool { return len(queue) > 0 && queue[0].Tier == Urgent }
-
 // skip says why a queued job cannot be dispatched now ("" when it can, slots aside).
 func (s *State) skip(j *Job, p Policy, q *quotas, urgent bool, total int, now time.Time) string {
 	switch {
@@ -80,59 +78,35 @@ type Decision struct {
 	Yield []*Job // running off-peak jobs to ask to make room for urgent work
 }
 
-// Decide picks the job a worker with offer o dispatches now (rule above).
+// Decide picks the job a worker with offer o dispatches now (rule above):
+// the first step of the order job list shows (choose, dispatch.go).
 func (s *State) Decide(p Policy, o Offer, now time.Time) Decision {
-	queue := s.Queue()
-	urgent := urgentQueued(queue)
-	q := s.quotas(p, now)
-	var fair map[string]float64
-	for i := 0; i < len(queue); {
-		tier := queue[i].Tier
-		end := i
-		for end < len(queue) && queue[end].Tier == tier {
-			end++
-		}
-		var runnable []*Job
-		for _, j := range queue[i:end] {
-			if s.skip(j, p, q, urgent, o.Total, now) == "" {
-				runnable = append(runnable, j)
-			}
-		}
-		if len(runnable) > 0 {
-			if p.Fair && fair == nil {
-				fair = s.FairUsage(p, now)
-			}
-			next := pick(runnable, p.Fair, fair)
-			if next.Slots <= o.Free {
-				return Decision{Job: next}
-			}
-			return Decision{Next: next, Yield: s.yielders(next, o.Free)}
-		}
-		i = end
+	pl := s.queuePool(p, now, o.Total)
+	l := pl.choose(now)
+	if l == nil {
+		return Decision{}
 	}
-	return Decision{}
+	next := l.top().j
+	if next.Slots <= o.Free {
+		return Decision{Job: next}
+	}
+	return Decision{Next: next, Yield: s.yielders(next, o.Free)}
 }
 
-// pick is rule 4.
-func pick(runnable []*Job, fair bool, usage map[string]float64) *Job {
-	if !fair {
-		return runnable[0]
-	}
-	least, found := "", false
-	for _, j := range runnable { // in order: on a tie the earlier head wins
-		if j.Moved {
-			continue
+// queuePool is the queued jobs in lanes, those needing more than most
+// slots left out (rule 3: they are skipped; an urgent one still counts as
+// urgent work queued).
+func (s *State) queuePool(p Policy, now time.Time, most int) *pool {
+	pl := s.newPool(p, now)
+	for _, j := range s.Queue() {
+		if j.Tier == Urgent {
+			pl.urgent++
 		}
-		if !found || usage[j.Owner] < usage[least] {
-			least, found = j.Owner, true
-		}
-	}
-	for _, j := range runnable {
-		if j.Moved || j.Owner == least {
-			return j
+		if j.Slots <= most {
+			pl.add(place{j: j, rank: j.Tier.Rank(), order: j.Order}, true)
 		}
 	}
-	return runnable[0]
+	return pl
 }
 
 // yielders returns the running off-peak jobs of lower tiers than next,

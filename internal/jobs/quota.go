@@ -148,6 +148,26 @@ func (q *quotas) hold(owner, project string) (Hold, bool) {
 	return Hold{}, false
 }
 
+// holdUntil is when the quotas on owner and project all have room again:
+// the latest reset of the windows they are over (zero when none is).
+// Usage to come is not foreseen: a window is open again at its reset.
+func (q *quotas) holdUntil(owner, project string) time.Time {
+	var until time.Time
+	for _, x := range q.applying(owner, project) {
+		if x.Daily > 0 && q.used("daily", x.Scope, x.Name) >= x.Daily {
+			if r := q.dayStart.AddDate(0, 0, 1); r.After(until) {
+				until = r
+			}
+		}
+		if x.Weekly > 0 && q.used("weekly", x.Scope, x.Name) >= x.Weekly {
+			if r := q.weekStart.AddDate(0, 0, 7); r.After(until) {
+				until = r
+			}
+		}
+	}
+	return until
+}
+
 // warnings says which quotas owner or project have used 80% or more of,
 // in slot time of one human unit (SlotTime): below the limit with the
 // share used, rounded down (never 100% while room is left); at or past it
@@ -194,32 +214,4 @@ func SlotTimePair(used, limit time.Duration) (string, string) {
 		return v + " " + name
 	}
 	return f(used), f(limit)
-}
-
-// FairUsage is each user's recent slot time for fair share: every run
-// weighed down by half for each half-life since it ended.
-func (s *State) FairUsage(p Policy, now time.Time) map[string]float64 {
-	out := map[string]float64{}
-	hl := p.HalfLife.Seconds()
-	for _, j := range s.Jobs {
-		var sum float64
-		for _, r := range j.Runs {
-			age := now.Sub(r.End).Seconds()
-			if age < 0 {
-				age = 0
-			}
-			sum += r.End.Sub(r.Start).Seconds() * math.Exp2(-age/hl)
-		}
-		if j.Status == Running {
-			for _, seg := range j.Segs {
-				if !seg.Started.IsZero() && seg.Ended.IsZero() && now.After(seg.Started) {
-					sum += now.Sub(seg.Started).Seconds()
-				}
-			}
-		}
-		if sum > 0 {
-			out[j.Owner] += sum * float64(j.Slots)
-		}
-	}
-	return out
 }
