@@ -224,8 +224,9 @@ func (s *State) Explain(p Policy, id string, now time.Time) (Explanation, error)
 		}
 		e.Quota = &QuotaHold{Hold: h.String(), Scope: h.Quota.Scope, Name: h.Quota.Name, Window: h.Window,
 			Used: Seconds(h.Used), Limit: Seconds(limit), ResetAt: h.ResetAt}
+		used, of := SlotTimePair(h.Used, limit)
 		add("held by quota: %s %s used %s of its %s %s; it resets at %s", h.Quota.Scope, h.Quota.Name,
-			round(h.Used), h.Window, round(limit), at(h.ResetAt))
+			used, h.Window, of, at(h.ResetAt))
 	}
 	if j.OffPeak {
 		op := &OffPeakState{Window: p.OffPeak.String()}

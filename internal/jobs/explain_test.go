@@ -38,7 +38,7 @@ func TestExplain(t *testing.T) {
 			l.submit(now, spec{id: "job-bob", owner: "bob"})
 		},
 		id:      "job-bob",
-		reasons: []string{"held by quota: user bob used 2m0s of its daily 1m0s; it resets at 2026-03-11T00:00:00Z"},
+		reasons: []string{"held by quota: user bob used 120 slot-s of its daily 60 slot-s; it resets at 2026-03-11T00:00:00Z"},
 		check: func(t *testing.T, e jobs.Explanation, now time.Time) {
 			q := e.Quota
 			if q == nil || q.Window != "daily" || q.Used.Duration() != 2*time.Minute || q.Limit.Duration() != time.Minute ||

@@ -209,7 +209,7 @@ func TestListEstimates(t *testing.T) {
 			l.submit(now.Add(time.Second), spec{id: "job-ada"})
 		},
 		want: map[string]est{"job-ada": {0, 0, ""},
-			"job-bob": {12 * time.Hour, 12 * time.Hour, "quota_exceeded: user bob used 2m0s of its daily 1m0s, until 2026-03-11T00:00:00Z"}},
+			"job-bob": {12 * time.Hour, 12 * time.Hour, "quota_exceeded: user bob used 120 slot-s of its daily 60 slot-s, until 2026-03-11T00:00:00Z"}},
 	}, {
 		name: "a job needing more slots than any worker has",
 		setup: func(l *ledger, now time.Time) {

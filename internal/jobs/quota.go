@@ -75,11 +75,10 @@ func (h Hold) String() string {
 	if h.Window == "weekly" {
 		limit = h.Quota.Weekly
 	}
+	used, of := SlotTimePair(h.Used, limit)
 	return fmt.Sprintf("quota_exceeded: %s %s used %s of its %s %s, until %s", h.Quota.Scope, h.Quota.Name,
-		round(h.Used), h.Window, round(limit), h.ResetAt.Format(time.RFC3339))
+		used, h.Window, of, h.ResetAt.Format(time.RFC3339))
 }
-
-func round(d time.Duration) time.Duration { return d.Round(time.Second) }
 
 // quotas answers quota questions for one decision: usage is summed once.
 type quotas struct {
