@@ -36,6 +36,9 @@ type place struct {
 	w     *waiting // the list's row; nil for a claim
 	rank  int
 	order int64
+	done  int       // segments done (in a simulation: of a job that yielded, more than the state's)
+	again bool      // a simulated job back in the queue after it yielded: its start was said
+	first time.Time // when such a job was first dispatched
 }
 
 func placeLess(a, b place) bool {

@@ -146,36 +146,53 @@ func TestListOrderIsTheDispatchOrder(t *testing.T) {
 	}
 }
 
-// Whatever the queue (owners, tiers, widths, off-peak jobs, start_after,
-// jobs running already), when every segment takes its expected time the
-// worker dispatches the queued jobs in the list's order, and every waiting
-// job at the time the list said.
+// Whatever the queue (owners, tiers, widths, off-peak jobs and their
+// yields, start_after, jobs running already), when every segment takes its
+// expected time the worker dispatches the queued jobs in the list's order,
+// and every waiting job at the time the list said. Under fair share the
+// jobs have one segment: the simulation counts a job's slot time from its
+// start to its end, where the dispatcher decays each segment from its own.
 func TestForecastIsTheDispatcher(t *testing.T) {
-	for seed := range 60 {
+	yields := 0
+	defer func() {
+		t.Logf("%d yields", yields)
+		if yields == 0 && !t.Failed() {
+			t.Error("no case made an off-peak job yield")
+		}
+	}()
+	for seed := range 90 {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(seed), 28))
 			w := newWorld(t)
 			w.p.Lease = 24 * time.Hour
 			w.p.UrgentLimit = 1000
 			w.p.OffPeak, _ = ParseWindow("22:00-08:00")
-			w.p.Fair = seed%5 != 0
+			w.p.Fair = seed%3 != 0
 			w.now = time.Date(2026, 3, 2, 20, 0, 0, 0, time.UTC)
+			segments := 1
+			if !w.p.Fair {
+				w.now = time.Date(2026, 3, 2, 21, 40, 0, 0, time.UTC) // the window opens soon
+				segments = 4
+			}
 			slots := 1 + rng.IntN(3)
 			w.s.Workers["w"] = &Worker{Name: "w", Slots: slots, Seen: w.now}
 			owners := []string{"ada", "bob", "cy"}
 			tiers := []Tier{Urgent, Normal, Normal, Background}
-			submit := func(n int) {
+			submit := func(n, offPeak int) { // one in offPeak is off-peak
 				for range n {
-					s := Submit{Tier: tiers[rng.IntN(len(tiers))], Slots: 1 + rng.IntN(slots), OffPeak: rng.IntN(5) == 0}
+					s := Submit{Tier: tiers[rng.IntN(len(tiers))], Slots: 1 + rng.IntN(slots), OffPeak: rng.IntN(offPeak) == 0, Segments: 1 + rng.IntN(segments)}
+					if s.OffPeak && rng.IntN(2) == 0 {
+						s.Tier = Background // the likeliest to yield
+					}
 					if rng.IntN(5) == 0 {
 						s.StartAfter = w.now.Add(time.Duration(rng.IntN(180)) * time.Minute)
 					}
 					w.submit(owners[rng.IntN(len(owners))], s)
 				}
 			}
-			submit(4 + rng.IntN(6))
-			w.drive("w", slots, w.now.Add(time.Duration(rng.IntN(30))*time.Minute)) // some done, some running
-			submit(3 + rng.IntN(8))
+			submit(4+rng.IntN(6), 2)
+			w.drive("w", slots, w.now.Add(time.Duration(rng.IntN(50))*time.Minute)) // some done, some running
+			submit(3+rng.IntN(8), 5)
 
 			likely := map[string]time.Time{}
 			var listed []string
@@ -188,6 +205,13 @@ func TestForecastIsTheDispatcher(t *testing.T) {
 				}
 			}
 			order, started := w.drive("w", slots, time.Time{})
+			for _, j := range w.s.Jobs {
+				for _, tr := range j.Trail {
+					if tr.Reason == ReasonYield {
+						yields++
+					}
+				}
+			}
 			var ran []string
 			for _, id := range order {
 				if slices.Contains(listed, id) {

@@ -272,9 +272,11 @@ const minSamples = 3
 // workers' slots are one pool (a job needing more than one worker has is
 // left out beforehand). Running jobs free their slots when their remaining
 // segments are expected to end. The chosen job waits until enough slots
-// are free and nothing overtakes it (rule 5); an off-peak job asked to
-// yield is expected to run on to its end. Every step starts a job or moves
-// the clock to the next release, window edge, hold's end or start_after.
+// are free and nothing overtakes it; meanwhile off-peak jobs of lower tiers
+// are asked to yield as a claim asks them (rule 5, pickYielders), and do at
+// the end of their segment, back in the queue with the rest of theirs.
+// Every step starts a job or moves the clock to the next release, window
+// edge, hold's end or start_after.
 type forecast struct {
 	s         *State
 	p         Policy
@@ -286,11 +288,31 @@ type forecast struct {
 	scheduled []*waiting // by start_after
 }
 
+// simRun is a job holding slots in the simulation.
+type simRun struct {
+	x      place     // the job, as it goes back to the queue if it yields
+	first  time.Time // first dispatched: yielders go latest first
+	segEnd time.Time // when its current segment is expected to end
+	left   int       // segments not done, the current one included
+	seg    time.Duration
+	owner  int       // fair share's index of the owner, -1 when it does not count
+	since  time.Time // since when it counts
+	yield  bool      // asked to yield: it lets go at segEnd
+	ver    int       // its release in the heap (an earlier one is stale)
+}
+
+// end is when it lets its slots go.
+func (r *simRun) end() time.Time {
+	if r.yield {
+		return r.segEnd
+	}
+	return r.segEnd.Add(time.Duration(r.left-1) * r.seg)
+}
+
 type release struct {
-	at    time.Time
-	slots int
-	owner int       // fair share's index of the owner, -1 when it does not count
-	start time.Time // since when it counts
+	at  time.Time
+	run *simRun
+	ver int
 }
 
 // run simulates with segments taking seg, and calls set with each start.
@@ -300,24 +322,38 @@ func (f *forecast) run(seg func(*Job) time.Duration, set func(*waiting, time.Tim
 	pl := f.s.newPool(p, f.now)
 	rel := newMinHeap(func(a, b release) bool { return a.at.Before(b.at) })
 	rel.items = make([]release, 0, len(f.running)+len(f.queue)+len(f.scheduled))
+	var runs []*simRun // off-peak ones: those that may be asked to yield
+	hold := func(r *simRun) {
+		free -= r.x.j.Slots
+		rel.push(release{at: r.end(), run: r, ver: r.ver})
+		if r.x.j.OffPeak {
+			runs = append(runs, r)
+		}
+	}
 	for _, j := range f.running {
-		free -= j.Slots
-		r := release{at: f.now.Add(remaining(j, seg(j), f.now)), slots: j.Slots, owner: -1}
+		d := seg(j)
+		r := &simRun{x: place{j: j, rank: j.Tier.Rank(), order: j.Order, done: j.DoneSegments()}, first: j.FirstStart,
+			seg: d, left: max(j.Segments-j.DoneSegments(), 1), owner: -1, yield: j.YieldRequested}
+		end := f.now.Add(remaining(j, d, f.now))
+		r.segEnd = end.Add(-time.Duration(r.left-1) * d)
+		if r.segEnd.Before(f.now) { // late: its segment may end any moment
+			r.segEnd = f.now
+		}
 		if pl.fair != nil && j.Status == Running {
 			for _, sg := range j.Segs { // the segment fairTrack counts as running
 				if !sg.Started.IsZero() && sg.Ended.IsZero() && f.now.After(sg.Started) {
-					r.owner, r.start = pl.fair.index(j.Owner), sg.Started
+					r.owner, r.since = pl.fair.index(j.Owner), sg.Started
 				}
 			}
 		}
-		rel.push(r)
+		hold(r)
 	}
 	for _, w := range f.queue {
 		if w.j.Tier == Urgent {
 			pl.urgent++
 		}
 		if w.j.Slots <= f.most {
-			pl.add(place{j: w.j, w: w, rank: w.j.Tier.Rank(), order: w.j.Order}, true)
+			pl.add(place{j: w.j, w: w, rank: w.j.Tier.Rank(), order: w.j.Order, done: w.done}, true)
 		}
 	}
 	var pending []*waiting
@@ -337,30 +373,68 @@ func (f *forecast) run(seg func(*Job) time.Duration, set func(*waiting, time.Tim
 			if w.j.Tier == Urgent {
 				pl.urgent++
 			}
-			pl.add(place{j: w.j, w: w, rank: w.j.Tier.Rank(), order: at.UnixNano()}, false)
+			pl.add(place{j: w.j, w: w, rank: w.j.Tier.Rank(), order: at.UnixNano(), done: w.done}, false)
 		}
 		for rel.len() > 0 && !rel.top().at.After(cur) {
-			r := rel.pop()
-			free += r.slots
+			e := rel.pop()
+			r := e.run
+			if e.ver != r.ver {
+				continue // moved earlier by a yield
+			}
+			free += r.x.j.Slots
 			if r.owner >= 0 {
-				pl.fair.end(r.owner, r.slots, r.start, r.at)
+				pl.fair.end(r.owner, r.x.j.Slots, r.since, e.at)
+			}
+			r.ver = -1                 // gone
+			if r.yield && r.left > 1 { // back in the queue, its place kept
+				x := r.x
+				x.done, x.again, x.first = x.j.Segments-r.left+1, true, r.first
+				if x.j.Tier == Urgent {
+					pl.urgent++
+				}
+				pl.add(x, false)
 			}
 		}
-		if l := pl.choose(cur); l != nil && l.top().j.Slots <= free {
+		l := pl.choose(cur)
+		if l != nil && l.top().j.Slots <= free {
 			x := l.pop()
 			j := x.j
-			set(x.w, cur)
-			free -= j.Slots
+			if !x.again && x.w != nil {
+				set(x.w, cur)
+			}
 			if j.Tier == Urgent {
 				pl.urgent--
 			}
-			r := release{at: cur.Add(time.Duration(j.Segments-x.w.done) * seg(j)), slots: j.Slots, owner: -1}
+			d := seg(j)
+			first := cur
+			if x.again {
+				first = x.first
+			}
+			r := &simRun{x: x, first: first, seg: d, left: j.Segments - x.done, segEnd: cur.Add(d), owner: -1}
 			if pl.fair != nil {
-				r.owner, r.start = l.owner, cur
+				r.owner, r.since = l.owner, cur
 				pl.fair.run(l.owner, j.Slots, cur)
 			}
-			rel.push(r)
+			hold(r)
 			continue
+		}
+		if l != nil { // the chosen job waits for slots: off-peak jobs of lower tiers yield
+			runs = slices.DeleteFunc(runs, func(r *simRun) bool { return r.ver < 0 })
+			cands := make([]yieldCand, len(runs))
+			for i, r := range runs {
+				cands[i] = yieldCand{rank: r.x.rank, first: r.first, id: r.x.j.ID, slots: r.x.j.Slots, asked: r.yield}
+			}
+			head := l.top().j
+			for _, i := range pickYielders(cands, head.Tier.Rank(), head.Slots-free) {
+				r := runs[i]
+				if r.seg > 0 && !r.segEnd.After(cur) { // its segment ended: the one running now is a later one
+					n := cur.Sub(r.segEnd)/r.seg + 1
+					r.segEnd, r.left = r.segEnd.Add(n*r.seg), r.left-int(n)
+				}
+				r.yield = true
+				r.ver++
+				rel.push(release{at: r.end(), run: r, ver: r.ver})
+			}
 		}
 		// Nothing starts now: on to the next moment something changes.
 		var then time.Time
@@ -368,6 +442,9 @@ func (f *forecast) run(seg func(*Job) time.Duration, set func(*waiting, time.Tim
 			if t.After(cur) && (then.IsZero() || t.Before(then)) {
 				then = t
 			}
+		}
+		for rel.len() > 0 && rel.top().ver != rel.top().run.ver {
+			rel.pop() // stale
 		}
 		if rel.len() > 0 {
 			soonest(rel.top().at)

@@ -185,6 +185,21 @@ func TestListEstimates(t *testing.T) {
 		// the off-peak job, first in the queue, starts then.
 		want: map[string]est{"job-day": {min(25), min(40), ""}, "job-night": {min(20), 14*time.Hour + min(30), ""}},
 	}, {
+		name: "an off-peak job of a lower tier yields at its segment's end to a job waiting for its slot",
+		p:    func(p *jobs.Policy) { p.OffPeak = window },
+		now:  time.Date(2026, 3, 10, 23, 0, 0, 0, time.UTC),
+		setup: func(l *ledger, now time.Time) {
+			l.worker(now.Add(-time.Hour), "w", 1)
+			l.submit(now.Add(-time.Hour), spec{id: "job-night", tier: jobs.Background, offPeak: true, segments: 6})
+			l.start(now.Add(-4*time.Minute), "job-night", "w")
+			l.submit(now, spec{id: "job-day"})
+			l.submit(now.Add(time.Second), spec{id: "job-bg", tier: jobs.Background})
+		},
+		// Not after its 56 minutes left: at the end of its segment (6m;
+		// 1m at the earliest). The yielded job keeps its place, ahead of the
+		// other background job: it runs its 5 segments left first.
+		want: map[string]est{"job-day": {min(1), min(6), ""}, "job-bg": {min(31), min(66), ""}},
+	}, {
 		name: "off-peak: outside the window, from its opening",
 		p:    func(p *jobs.Policy) { p.OffPeak = window },
 		setup: func(l *ledger, now time.Time) {

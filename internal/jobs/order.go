@@ -109,35 +109,65 @@ func (s *State) queuePool(p Policy, now time.Time, most int) *pool {
 	return pl
 }
 
-// yielders returns the running off-peak jobs of lower tiers than next,
-// which waits for slots with free of them free: lowest tier first, then
-// latest started first, as many as hold the slots it lacks (those asked
-// already count). None when next is off-peak itself or of the lowest tier.
+// yielders returns the running off-peak jobs to ask to yield for next,
+// which waits for slots with free of them free (pickYielders).
 func (s *State) yielders(next *Job, free int) []*Job {
-	need := next.Slots - free
-	var running []*Job
+	var (
+		running []*Job
+		cands   []yieldCand
+	)
 	for _, j := range s.Jobs {
-		if j.OffPeak && (j.Status == Running || j.Status == Dispatched) && j.Tier.Rank() > next.Tier.Rank() {
+		if j.OffPeak && (j.Status == Running || j.Status == Dispatched) {
 			running = append(running, j)
+			cands = append(cands, yieldCand{rank: j.Tier.Rank(), first: j.FirstStart, id: j.ID, slots: j.Slots, asked: j.YieldRequested})
 		}
 	}
-	sort.Slice(running, func(a, b int) bool {
-		if ra, rb := running[a].Tier.Rank(), running[b].Tier.Rank(); ra != rb {
-			return ra > rb
-		}
-		if !running[a].FirstStart.Equal(running[b].FirstStart) {
-			return running[a].FirstStart.After(running[b].FirstStart)
-		}
-		return running[a].ID < running[b].ID
-	})
 	var out []*Job
-	for _, j := range running {
+	for _, i := range pickYielders(cands, next.Tier.Rank(), next.Slots-free) {
+		out = append(out, running[i])
+	}
+	return out
+}
+
+// yieldCand is a running off-peak job as rule 5 sees it.
+type yieldCand struct {
+	rank  int
+	first time.Time // first dispatched
+	id    string
+	slots int
+	asked bool // asked to yield already
+}
+
+// pickYielders is rule 5's yield, for a worker's claim and the list's
+// simulation alike: of the running off-peak jobs of lower tiers than rank,
+// the lowest tier first, then the latest started first, as many as hold
+// the need slots the waiting job lacks (those asked already count); it
+// returns the indexes of those to ask now.
+func pickYielders(cands []yieldCand, rank, need int) []int {
+	var idx []int
+	for i, c := range cands {
+		if c.rank > rank {
+			idx = append(idx, i)
+		}
+	}
+	sort.Slice(idx, func(a, b int) bool {
+		x, y := cands[idx[a]], cands[idx[b]]
+		if x.rank != y.rank {
+			return x.rank > y.rank
+		}
+		if !x.first.Equal(y.first) {
+			return x.first.After(y.first)
+		}
+		return x.id < y.id
+	})
+	var out []int
+	for _, i := range idx {
 		if need <= 0 {
 			break
 		}
-		need -= j.Slots
-		if !j.YieldRequested {
-			out = append(out, j)
+		need -= cands[i].slots
+		if !cands[i].asked {
+			out = append(out, i)
 		}
 	}
 	return out
