@@ -41,7 +41,7 @@ type JobSubmitCmd struct {
 	GPUs       int      `name:"gpus" default:"1" help:"Slots it needs."`
 	Segments   int      `default:"1" help:"Segments: it can be paused, cancelled or yield between them."`
 	StartAfter string   `name:"start-after" help:"Not before this time (RFC 3339, \"2026-11-24 03:00\", \"03:00\", or a duration such as 2h)."`
-	OffPeak    bool     `name:"off-peak" help:"Only run inside scheduler.off_peak, and never while urgent work waits."`
+	OffPeak    bool     `name:"off-peak" help:"Only run inside scheduler.off_peak, never while urgent work waits, and yield to higher-priority work at a segment boundary."`
 	Every      string   `help:"Recurring: daily, weekly or a cron expression (\"0 3 * * 1-5\")."`
 	Argv       []string `arg:"" optional:"" passthrough:"" name:"argv" help:"The program and its arguments, after --."`
 }
