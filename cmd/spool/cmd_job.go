@@ -23,6 +23,7 @@ type JobCmd struct {
 	Cancel      JobCancelCmd      `cmd:"" help:"Cancel a job; a running one after its segment's grace."`
 	Pause       JobPauseCmd       `cmd:"" help:"Pause a job; a running one stops after its current segment."`
 	Resume      JobResumeCmd      `cmd:"" help:"Put a paused job back in its place."`
+	Retry       JobRetryCmd       `cmd:"" help:"Put a failed job back in the queue: it resumes at its first unfinished segment."`
 	Stats       JobStatsCmd       `cmd:"" help:"Waits per tier, queue depth, peak hours, slot usage."`
 	Quota       JobQuotaCmd       `cmd:"" help:"Quotas on slot time per user or project (admins set them)."`
 	Schedule    JobScheduleCmd    `cmd:"" help:"Recurring jobs (submit --every)."`
@@ -35,12 +36,12 @@ type JobCmd struct {
 
 type JobSubmitCmd struct {
 	Name       string   `help:"A name (default: the program's); estimates learn segment times per name."`
-	Priority   string   `default:"normal" help:"urgent (admins), normal or background."`
+	Priority   string   `default:"normal" help:"urgent (up to scheduler.urgent_limit not ended; admins without limit), normal or background."`
 	Project    string   `help:"The project its slot time counts against."`
 	GPUs       int      `name:"gpus" default:"1" help:"Slots it needs."`
 	Segments   int      `default:"1" help:"Segments: it can be paused, cancelled or yield between them."`
 	StartAfter string   `name:"start-after" help:"Not before this time (RFC 3339, \"2026-11-24 03:00\", \"03:00\", or a duration such as 2h)."`
-	OffPeak    bool     `name:"off-peak" help:"Only run inside scheduler.off_peak, and never while urgent work waits."`
+	OffPeak    bool     `name:"off-peak" help:"Only run inside scheduler.off_peak, never while urgent work waits, and yield to higher-priority work at a segment boundary."`
 	Every      string   `help:"Recurring: daily, weekly or a cron expression (\"0 3 * * 1-5\")."`
 	Argv       []string `arg:"" optional:"" passthrough:"" name:"argv" help:"The program and its arguments, after --."`
 }
@@ -192,7 +193,7 @@ func printJob(e *env, j *jobs.Job, zone *time.Location) {
 type JobEditCmd struct {
 	jobRef
 	StartAfter *string `name:"start-after" help:"A new start_after (as submit's)."`
-	Priority   *string `help:"urgent (admins), normal or background."`
+	Priority   *string `help:"urgent (up to scheduler.urgent_limit not ended; admins without limit), normal or background."`
 	OffPeak    *bool   `name:"off-peak" negatable:"" help:"Off-peak only, or --no-off-peak."`
 	GPUs       *int    `name:"gpus" help:"Slots it needs."`
 }
@@ -274,6 +275,22 @@ type JobResumeCmd struct{ jobRef }
 
 func (c *JobResumeCmd) Run(e *env) error {
 	return jobChanged(e, "resume", func(q *jobservice.Service) (*jobs.Job, error) { return q.Resume(e.ctx, c.ID) })
+}
+
+type JobRetryCmd struct{ jobRef }
+
+func (c *JobRetryCmd) Run(e *env) error {
+	q, err := e.jobs()
+	if err != nil {
+		return err
+	}
+	j, err := q.Retry(e.ctx, c.ID)
+	if err != nil || e.JSON {
+		return printChanged(e, q, "retry", j, err)
+	}
+	fmt.Fprintf(e.stdout, "retry %s: %s at its tier's end; it resumes at segment %d (%d of %d done, kept)\n",
+		j.ID, j.Status, j.NextSegment(), j.DoneSegments(), j.Segments)
+	return nil
 }
 
 type JobQuotaCmd struct {

@@ -39,7 +39,11 @@ func (c *JobListCmd) Run(e *env) error {
 			pos = fmt.Sprint(r.Position)
 		}
 		starts := "-"
-		if !r.LikelyStart.IsZero() {
+		switch {
+		case r.LikelyStart.IsZero():
+		case at(r.EarliestStart) == at(r.LikelyStart): // known to the minute: once
+			starts = at(r.LikelyStart)
+		default:
 			starts = at(r.EarliestStart) + " – " + at(r.LikelyStart)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\n", pos, r.ID, r.Tier, r.Status, text(r.Owner), text(r.Name),

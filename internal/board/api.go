@@ -76,6 +76,7 @@ var apiWrites = map[string]call{
 	"jobs/{id}/cancel": jobChange((*jobservice.Service).Cancel),
 	"jobs/{id}/pause":  jobChange((*jobservice.Service).Pause),
 	"jobs/{id}/resume": jobChange((*jobservice.Service).Resume),
+	"jobs/{id}/retry":  jobChange((*jobservice.Service).Retry),
 	"merge/{id}/cancel": func(ctx context.Context, env store.Env, r *http.Request) (any, error) {
 		return placed(mqservice.Open(env).Cancel(ctx, r.PathValue("id"), param(r, "reason")))
 	},

@@ -536,12 +536,13 @@ func TestAPIJobWrites(t *testing.T) {
 		t.Fatalf("after the second move: %+v", rows)
 	}
 
-	// Bob may not pause, resume or cancel alice's jobs.
-	for _, what := range []string{"pause", "resume", "cancel"} {
+	// Bob may not pause, resume, retry or cancel alice's jobs.
+	for _, what := range []string{"pause", "resume", "retry", "cancel"} {
 		refused(as(bobToken, "/api/jobs/"+s.job1+"/"+what, ""), http.StatusForbidden, "unauthorized")
 		refused(as(token, "/api/jobs/job-nope/"+what, ""), http.StatusNotFound, "not_found")
 	}
 	refused(as(token, "/api/jobs/"+s.job1+"/resume", ""), http.StatusConflict, "invalid_state_transition")
+	refused(as(token, "/api/jobs/"+s.job1+"/retry", ""), http.StatusConflict, "invalid_state_transition") // only a failed job
 	if j := ok(as(token, "/api/jobs/"+s.job1+"/pause", ""), jobs.TypePaused, alice); j.ID != s.job1 || j.Status != jobs.Paused {
 		t.Fatalf("pause answered %+v", j)
 	}

@@ -272,7 +272,7 @@ func TestReadOnly(t *testing.T) {
 	for _, path := range []string{
 		"/api/tasks/" + s.flaky + "/unblock", "/api/tasks/" + s.flaky + "/retry",
 		"/api/jobs/" + s.job1 + "/cancel", "/api/jobs/" + s.job1 + "/pause", "/api/jobs/" + s.job1 + "/resume",
-		"/api/jobs/" + s.job2 + "/move?top=true", "/api/merge/1/cancel", "/api/merge/1/retry",
+		"/api/jobs/" + s.job1 + "/retry", "/api/jobs/" + s.job2 + "/move?top=true", "/api/merge/1/cancel", "/api/merge/1/retry",
 	} {
 		refusedWrite(t, f, request{method: http.MethodPost, path: path, token: token}, http.StatusForbidden, "read_only")
 		refusedWrite(t, f, request{method: http.MethodPost, path: path, token: bossToken}, http.StatusForbidden, "read_only")

@@ -516,3 +516,22 @@ func TestSegmentLog(t *testing.T) {
 		}
 	}
 }
+
+// The Jobs view's "starts (earliest – likely)" is a real range: the job
+// behind another shows two different times; a job known to start at one
+// time shows it once, never the same time twice.
+func TestJobsViewStartRange(t *testing.T) {
+	f := newFixture(t)
+	s := f.seed()
+	body := f.get("/jobs").body
+	rangeCell := regexp.MustCompile(`<td>([0-9-]+ [0-9:]+ [^ <]+) – ([0-9-]+ [0-9:]+ [^ <]+)</td>`)
+	for _, m := range rangeCell.FindAllStringSubmatch(body, -1) {
+		if m[1] == m[2] {
+			t.Errorf("the same time twice: %s", m[0])
+		}
+	}
+	row := regexp.MustCompile(`(?s)data-job="` + s.job2 + `".*?</tr>`).FindString(body)
+	if !rangeCell.MatchString(row) {
+		t.Errorf("job %s, second in line, shows no range:\n%s", s.job2, row)
+	}
+}

@@ -14,7 +14,9 @@ import (
 func init() {
 	config.Register(
 		config.Key{Name: "scheduler.admins", Kind: config.Strings, Default: []string{}, Check: config.CheckActors,
-			Help: "admins of the scheduler only, besides the repository's (admins): they may reorder, set quotas, raise a job to urgent, and act on any job"},
+			Help: "admins of the scheduler only, besides the repository's (admins): they may reorder, set quotas, submit urgent work past scheduler.urgent_limit, and act on any job"},
+		config.Key{Name: "scheduler.urgent_limit", Kind: config.Int, Default: 1, Min: config.Min(0), Max: config.Max(SlotLimit),
+			Help: "how many urgent jobs not yet ended a user who is not an admin may have (submitted or raised to urgent); 0: urgent is for admins only"},
 		config.Key{Name: "scheduler.fairness", Kind: config.Enum, Default: FairShare, Enum: []string{FairShare, FIFO},
 			Help: "fair: within a tier the next job goes to the user with the least recent slot time; fifo: strict order"},
 		config.Key{Name: "scheduler.fair_share_half_life", Kind: config.Duration, Default: 24 * time.Hour, Min: config.Min(60),
@@ -23,8 +25,8 @@ func init() {
 			Help: "IANA time zone of quota windows (local midnight, Monday 00:00) and of the off-peak window"},
 		config.Key{Name: "scheduler.off_peak", Kind: config.String, Default: "", Check: checkWindow,
 			Help: "the off-peak window, e.g. 22:00-08:00 (may wrap midnight); empty: off-peak jobs never dispatch"},
-		config.Key{Name: "scheduler.cancel_grace", Kind: config.Duration, Default: 60 * time.Second, Min: config.Min(0),
-			Help: "how long a cancelled running job's current segment may go on before SIGTERM"},
+		config.Key{Name: "scheduler.cancel_grace", Kind: config.Duration, Default: DefaultCancelGrace, Min: config.Min(0),
+			Help: "how long a cancelled running job's current segment may go on before SIGTERM (2s: with the worker's 1s poll and 2s from SIGTERM to SIGKILL, a cancel ends the job within seed 003's 5 s)"},
 		config.Key{Name: "scheduler.lease", Kind: config.Duration, Default: 5 * time.Minute, Min: config.Min(1),
 			Help: "a worker's hold on a job; renewed while it runs, recovered when it runs out"},
 		config.Key{Name: "scheduler.default_segment_time", Kind: config.Duration, Default: 10 * time.Minute, Min: config.Min(1),
@@ -33,6 +35,13 @@ func init() {
 			Help: "slots assumed for estimates and --gpus checks while no worker has announced its own"},
 	)
 }
+
+// DefaultCancelGrace is scheduler.cancel_grace's default: how long a
+// cancelled running job's segment may go on before its worker sends
+// SIGTERM. With the worker's poll (service.DefaultPoll) and its SIGTERM to
+// SIGKILL (service.DefaultKillGrace), a cancelled job has ended within
+// seed 003's 5 seconds (§10).
+const DefaultCancelGrace = 2 * time.Second
 
 // Fairness policies.
 const (
@@ -43,6 +52,7 @@ const (
 // Policy is the scheduler's configuration, read once per command.
 type Policy struct {
 	Admins         []string
+	UrgentLimit    int // urgent jobs not ended a user who is not an admin may have; 0: admins only
 	Fair           bool
 	HalfLife       time.Duration
 	Zone           *time.Location
@@ -60,10 +70,18 @@ func PolicyFrom(cfg *config.Config) Policy {
 		zone = time.UTC // refused by checkZone; a file from elsewhere falls back
 	}
 	w, _ := ParseWindow(cfg.String("scheduler.off_peak"))
-	return Policy{Admins: slices.Concat(cfg.Strings("admins"), cfg.Strings("scheduler.admins")), Fair: cfg.String("scheduler.fairness") == FairShare,
+	return Policy{Admins: slices.Concat(cfg.Strings("admins"), cfg.Strings("scheduler.admins")), UrgentLimit: cfg.Int("scheduler.urgent_limit"), Fair: cfg.String("scheduler.fairness") == FairShare,
 		HalfLife: cfg.Duration("scheduler.fair_share_half_life"), Zone: zone, OffPeak: w,
 		CancelGrace: cfg.Duration("scheduler.cancel_grace"), Lease: cfg.Duration("scheduler.lease"),
 		DefaultSegment: cfg.Duration("scheduler.default_segment_time"), Slots: cfg.Int("scheduler.slots")}
+}
+
+// zone is the scheduler's time zone, UTC for a Policy built without one.
+func (p Policy) zone() *time.Location {
+	if p.Zone == nil {
+		return time.UTC
+	}
+	return p.Zone
 }
 
 // Admin reports whether actor is an admin.

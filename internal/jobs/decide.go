@@ -76,8 +76,13 @@ func SubmitJob(s *State, p Policy, n Submit, actor, writer string, now time.Time
 		return nil, Submitted{}, fault.Usagef(CodeEmptyArgv, "a job needs a command: spool job submit [flags] -- PROGRAM [ARGS...]")
 	case n.Segments < 1 || n.Segments > SegmentLimit:
 		return nil, Submitted{}, InvalidSegments(n.Segments)
-	case tier == Urgent && !p.Admin(actor):
-		return nil, Submitted{}, adminOnly(actor, "submit an urgent job")
+	case tier == Urgent && n.Every != "" && !p.Admin(actor):
+		return nil, Submitted{}, adminOnly(actor, "schedule recurring urgent work")
+	}
+	if tier == Urgent {
+		if err := s.mayUrgent(p, actor, "", "submit an urgent job"); err != nil {
+			return nil, Submitted{}, err
+		}
 	}
 	if err := s.validateSlots(p, n.Slots); err != nil {
 		return nil, Submitted{}, err
@@ -161,8 +166,10 @@ func EditJob(s *State, p Policy, id string, e Edit, actor string, now time.Time)
 		if err != nil {
 			return nil, err
 		}
-		if t == Urgent && j.Tier != Urgent && !p.Admin(actor) {
-			return nil, adminOnly(actor, "raise a job to urgent")
+		if t == Urgent && j.Tier != Urgent {
+			if err := s.mayUrgent(p, actor, j.ID, "raise a job to urgent"); err != nil {
+				return nil, err
+			}
 		}
 		d.Tier = &t
 	}
@@ -332,6 +339,28 @@ func ResumeJob(s *State, p Policy, id, actor string) ([]eventlog.Draft, error) {
 		return nil, invalidTransition(j, Queued)
 	}
 	return []eventlog.Draft{draft(TypeResumed, j, nil)}, nil
+}
+
+// RetryJob is spool job retry: a failed job goes back to the queue, at its
+// tier's end, keeping its completed segments; its next dispatch starts the
+// first unfinished one (the one that failed). Its owner or an admin; an
+// urgent job counts against scheduler.urgent_limit again.
+func RetryJob(s *State, p Policy, id, actor string) ([]eventlog.Draft, error) {
+	j, err := s.mayAct(p, id, actor, "retry")
+	if err != nil {
+		return nil, err
+	}
+	if j.Status != Failed {
+		return nil, fault.New(fault.CodeInvalidStateTransition, fault.ErrInvalidTransition,
+			fmt.Sprintf("job %s is %s: only a failed job is retried", j.ID, j.Status),
+			"job_id", j.ID, "current_state", string(j.Status), "target_state", string(Queued))
+	}
+	if j.Tier == Urgent {
+		if err := s.mayUrgent(p, actor, j.ID, "retry an urgent job"); err != nil {
+			return nil, err
+		}
+	}
+	return []eventlog.Draft{draft(TypeRetried, j, RetriedData{Segment: j.NextSegment(), Done: j.DoneSegments()})}, nil
 }
 
 // Tick is what the clock alone decides: scheduled jobs whose time came

@@ -93,6 +93,7 @@ func TestTransitionTable(t *testing.T) {
 		Dispatched: "running queued paused cancelled failed",
 		Running:    "complete failed cancelled paused queued",
 		Paused:     "queued cancelled",
+		Failed:     "queued", // job retry
 	}
 	for _, from := range Statuses {
 		for _, to := range Statuses {

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spoolhq/spool/internal/fault"
 )
@@ -20,6 +21,7 @@ var (
 	CodeNothingToEdit   = fault.Register(fault.Usage, "nothing_to_edit")
 	CodeInvalidStatus   = fault.Register(fault.Usage, "invalid_status")
 	CodeNotRunning      = fault.Register(fault.Rejected, "not_running")
+	CodeUrgentLimit     = fault.Register(fault.Rejected, "urgent_limit_reached")
 )
 
 func invalidTransition(j *Job, to Status) error {
@@ -56,4 +58,31 @@ func InvalidGPUs(n, most int) error {
 // InvalidSegments refuses a segment count.
 func InvalidSegments(n int) error {
 	return fault.New(CodeInvalidSegments, nil, fmt.Sprintf("--segments must be 1 to %d, got %d", SegmentLimit, n), "segments", n, "max", SegmentLimit)
+}
+
+// mayUrgent is the rule on urgent work (seed 003 §1.1: review re-renders
+// and interactive requests): admins always; anyone else while they have
+// fewer than scheduler.urgent_limit urgent jobs not ended (except, for
+// edit, the job being raised); with a limit of 0, admins only.
+func (s *State) mayUrgent(p Policy, actor, except, what string) error {
+	if p.Admin(actor) {
+		return nil
+	}
+	if p.UrgentLimit <= 0 {
+		return fault.New(fault.CodeUnauthorized, fault.ErrUnauthorized,
+			fmt.Sprintf("%s may not %s: scheduler.urgent_limit is 0, so only admins (admins, or scheduler.admins) may", actor, what), "actor", actor)
+	}
+	var mine []string
+	for _, j := range s.Sorted() {
+		if j.Owner == actor && j.Tier == Urgent && !j.Status.Terminal() && j.ID != except {
+			mine = append(mine, j.ID)
+		}
+	}
+	if len(mine) < p.UrgentLimit {
+		return nil
+	}
+	return fault.New(CodeUrgentLimit, nil,
+		fmt.Sprintf("%s may not %s: %s has %d urgent %s not ended (%s) and scheduler.urgent_limit is %d; wait for one to end, or ask an admin",
+			actor, what, actor, len(mine), plural(len(mine), "job", "jobs"), strings.Join(mine, ", "), p.UrgentLimit),
+		"actor", actor, "limit", p.UrgentLimit, "urgent_jobs", mine)
 }

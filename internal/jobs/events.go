@@ -21,6 +21,7 @@ const (
 	TypeCancelled       = "job.cancelled"        // {}
 	TypeYieldRequested  = "job.yield_requested"  // {}: an off-peak job makes room at its next segment boundary
 	TypeRequeued        = "job.requeued"         // RequeuedData: back to queued, segments and place kept
+	TypeRetried         = "job.retried"          // RetriedData: a failed job back to queued, its done segments kept
 	TypeQuotaSet        = "job.quota_set"        // QuotaData
 	TypeQuotaRemoved    = "job.quota_removed"    // QuotaData (scope and name)
 	TypeScheduleCreated = "job.schedule_created" // ScheduleData
@@ -110,10 +111,17 @@ type CancelData struct {
 	GraceUntil time.Time `json:"grace_until"`
 }
 
-// RequeuedData says why a job went back to queued: it yielded to urgent
+// RequeuedData says why a job went back to queued: it yielded to higher-priority
 // work, or its worker's lease ran out.
 type RequeuedData struct {
 	Reason string `json:"reason"` // yield, lease_expired, worker_stopped
+}
+
+// RetriedData is job retry: the segment the job resumes at (its first
+// unfinished one) and how many were done.
+type RetriedData struct {
+	Segment int `json:"segment"`
+	Done    int `json:"segments_done"`
 }
 
 // QuotaData is a quota on slot time, per user or per project.

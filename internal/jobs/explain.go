@@ -16,12 +16,13 @@ type Explanation struct {
 	ID       string `json:"id"`
 	Status   Status `json:"status"`
 	Tier     Tier   `json:"priority"`
-	Position int    `json:"position"` // 1.. among queued jobs; 0 when not queued
+	Position int    `json:"position"` // 1.. among queued jobs, in dispatch order (job list's); 0 when not queued
 	Queued   int    `json:"queued"`   // how many jobs are queued
 
 	AheadHigherTiers int           `json:"ahead_higher_tiers"` // queued jobs of higher tiers
 	AheadByTier      map[Tier]int  `json:"ahead_by_tier"`      // every tier ahead, its own included
 	AheadSameTier    int           `json:"ahead_same_tier"`
+	AheadLowerTiers  int           `json:"ahead_lower_tiers"`    // expected to start before it while it cannot run
 	Fair             *FairStanding `json:"fair_share,omitempty"` // scheduler.fairness fair
 	Quota            *QuotaHold    `json:"quota_hold,omitempty"`
 	OffPeak          *OffPeakState `json:"off_peak,omitempty"` // off-peak jobs only
@@ -41,9 +42,10 @@ type FairStanding struct {
 	Usage      float64 `json:"usage_slot_seconds"` // decayed (FairUsage)
 	LeastOwner string  `json:"least_owner,omitempty"`
 	Least      float64 `json:"least_slot_seconds"`
-	Owners     int     `json:"owners_waiting"`     // owners with runnable jobs in the tier
-	Next       bool    `json:"next_by_fair_share"` // the owner is the one fair share serves next
-	Moved      bool    `json:"moved,omitempty"`    // an admin placed the job: fair share leaves it there
+	Owners     int     `json:"owners_waiting"`      // owners with runnable jobs in the tier
+	Next       bool    `json:"next_by_fair_share"`  // the owner is the one fair share serves next
+	TiedWith   string  `json:"tied_with,omitempty"` // another waiting owner with the same usage (the earlier job goes first)
+	Moved      bool    `json:"moved,omitempty"`     // an admin placed the job: fair share leaves it there
 }
 
 // QuotaHold is the quota that keeps the job back.
@@ -103,7 +105,7 @@ func (s *State) Explain(p Policy, id string, now time.Time) (Explanation, error)
 		case j.PauseRequested:
 			r += "; pausing after this segment"
 		case j.YieldRequested:
-			r += "; yielding to urgent work after this segment"
+			r += "; yielding to higher-priority work after this segment"
 		}
 		e.Reasons = append(e.Reasons, r)
 		return e, nil
@@ -115,6 +117,7 @@ func (s *State) Explain(p Policy, id string, now time.Time) (Explanation, error)
 		if j.Error != "" {
 			r += ": " + j.Error
 		}
+		r += fmt.Sprintf("; spool job retry %s puts it back in the queue, to resume at segment %d (%d of %d done, kept)", j.ID, j.NextSegment(), j.DoneSegments(), j.Segments)
 		e.Reasons = append(e.Reasons, r)
 		return e, nil
 	case Cancelled:
@@ -130,24 +133,46 @@ func (s *State) Explain(p Policy, id string, now time.Time) (Explanation, error)
 	}
 	e.Queued = len(v.queue)
 	e.EarliestStart, e.LikelyStart = me.earliest, me.likely
-	blocked := 0 // ahead of it but skipped now
-	for i, o := range v.queue {
-		if o.j == j {
-			e.Position = i + 1
-			continue
-		}
-		// A scheduled job enters at its tier's end: all its tier is ahead.
-		if j.Status == Scheduled && o.j.Tier.Rank() > j.Tier.Rank() || j.Status != Scheduled && !jobLess(o.j, j) {
-			continue
-		}
+	// Ahead of it: what the dispatcher takes before it (the list's order,
+	// choose's simulation): the queued jobs before it in that order, and
+	// the scheduled ones expected to start before it. A scheduled job is
+	// not in the queue yet: ahead of it is what is expected to start first.
+	ahead := map[string]int{} // same tier, by owner
+	count := func(o *waiting) {
 		e.AheadByTier[o.j.Tier]++
-		if o.j.Tier == j.Tier {
-			e.AheadSameTier++
-		} else {
+		switch r, mine := o.j.Tier.Rank(), j.Tier.Rank(); {
+		case r < mine:
 			e.AheadHigherTiers++
+		case r == mine:
+			e.AheadSameTier++
+			ahead[o.j.Owner]++
+		default:
+			e.AheadLowerTiers++
 		}
-		if o.reason != "" {
-			blocked++
+	}
+	before := func(o *waiting) bool { return o.j != j && o.seq >= 0 && (me.seq < 0 || o.seq < me.seq) }
+	if j.Status == Scheduled {
+		for _, o := range v.queue {
+			if before(o) {
+				count(o)
+			}
+		}
+	} else {
+		for i, o := range v.order {
+			if o.j == j {
+				if j.Status == Queued {
+					e.Position = i + 1
+				}
+				break
+			}
+			if o.j.Status == Queued {
+				count(o)
+			}
+		}
+	}
+	for i := range v.scheduled {
+		if o := &v.scheduled[i]; before(o) {
+			count(o)
 		}
 	}
 
@@ -199,8 +224,9 @@ func (s *State) Explain(p Policy, id string, now time.Time) (Explanation, error)
 		}
 		e.Quota = &QuotaHold{Hold: h.String(), Scope: h.Quota.Scope, Name: h.Quota.Name, Window: h.Window,
 			Used: Seconds(h.Used), Limit: Seconds(limit), ResetAt: h.ResetAt}
+		used, of := SlotTimePair(h.Used, limit)
 		add("held by quota: %s %s used %s of its %s %s; it resets at %s", h.Quota.Scope, h.Quota.Name,
-			round(h.Used), h.Window, round(limit), at(h.ResetAt))
+			used, h.Window, of, at(h.ResetAt))
 	}
 	if j.OffPeak {
 		op := &OffPeakState{Window: p.OffPeak.String()}
@@ -235,10 +261,24 @@ func (s *State) Explain(p Policy, id string, now time.Time) (Explanation, error)
 			plural(e.AheadHigherTiers, "is", "are"), strings.Join(parts, ", "))
 	}
 	if e.AheadSameTier > 0 {
-		add("%d %s %s %s ahead of it", e.AheadSameTier, j.Tier, plural(e.AheadSameTier, "job", "jobs"), plural(e.AheadSameTier, "is", "are"))
+		r := fmt.Sprintf("%d %s %s %s ahead of it", e.AheadSameTier, j.Tier, plural(e.AheadSameTier, "job", "jobs"), plural(e.AheadSameTier, "is", "are"))
+		if own := ahead[j.Owner]; own < e.AheadSameTier {
+			var parts []string
+			for _, o := range slices.Sorted(maps.Keys(ahead)) {
+				if o != j.Owner {
+					parts = append(parts, fmt.Sprintf("%d of %s's", ahead[o], o))
+				}
+			}
+			if own > 0 {
+				parts = append(parts, fmt.Sprintf("%d of %s's own, submitted before it", own, j.Owner))
+			}
+			r += ": " + strings.Join(parts, ", ")
+		}
+		add("%s", r)
 	}
-	if blocked > 0 && e.AheadHigherTiers+e.AheadSameTier > 0 {
-		add("%d of the jobs ahead cannot run now and do not hold it back", blocked)
+	if e.AheadLowerTiers > 0 {
+		add("%d %s of lower tiers %s expected to start before it, while it cannot run", e.AheadLowerTiers,
+			plural(e.AheadLowerTiers, "job", "jobs"), plural(e.AheadLowerTiers, "is", "are"))
 	}
 	if p.Fair && j.Status != Scheduled {
 		e.Fair = s.fairStanding(p, v, me, now)
@@ -247,11 +287,17 @@ func (s *State) Explain(p Policy, id string, now time.Time) (Explanation, error)
 		case f.Moved:
 			add("an admin placed it in the queue: fair share does not move it")
 		case f.LeastOwner == "" || f.Owners < 2 && f.Next: // nobody to share with
+		case f.Next && f.TiedWith != "":
+			add("fair share: %s and %s have the least recent slot time (%s) of the owners waiting in the %s tier; on a tie the job that came first in the queue goes first, then owners take turns by recent slot time",
+				j.Owner, f.TiedWith, slotHours(f.Usage), j.Tier)
 		case f.Next:
 			add("fair share: %s has the least recent slot time (%s) of the owners waiting in the %s tier, so their jobs go first",
 				j.Owner, slotHours(f.Usage), j.Tier)
+		case !fairLess(f.Least, f.Usage):
+			add("fair share: %s and %s have the same recent slot time (%s); on a tie the job that came first in the queue goes first, then owners take turns by recent slot time",
+				j.Owner, f.LeastOwner, slotHours(f.Usage))
 		default:
-			add("fair share: %s has used %s of recent slot time, %s the least (%s); %s's jobs go first in the %s tier",
+			add("fair share: %s has used %s of recent slot time, %s the least (%s); %s's jobs go first in the %s tier, owners taking turns by recent slot time",
 				j.Owner, slotHours(f.Usage), f.LeastOwner, slotHours(f.Least), f.LeastOwner, j.Tier)
 		}
 	}
@@ -259,7 +305,11 @@ func (s *State) Explain(p Policy, id string, now time.Time) (Explanation, error)
 		add("it needs %d %s and at most %d %s free on a worker now", j.Slots, plural(j.Slots, "slot", "slots"),
 			e.Slots.MostFreeNow, plural(e.Slots.MostFreeNow, "is", "are"))
 	}
-	if !e.LikelyStart.IsZero() {
+	switch {
+	case e.LikelyStart.IsZero():
+	case e.EarliestStart.Equal(e.LikelyStart):
+		add("expected to start at %s", at(e.LikelyStart))
+	default:
 		add("expected to start between %s and %s", at(e.EarliestStart), at(e.LikelyStart))
 	}
 	e.Reasons = append(e.Reasons, reasons...)
@@ -279,14 +329,19 @@ func (s *State) fairStanding(p Policy, v *view, me *waiting, now time.Time) *Fai
 			continue
 		}
 		owners[o.j.Owner] = true
-		if !found || usage[o.j.Owner] < usage[f.LeastOwner] {
+		if !found || fairLess(usage[o.j.Owner], usage[f.LeastOwner]) {
 			f.LeastOwner, found = o.j.Owner, true
 		}
 	}
 	f.Owners = len(owners)
+	for o := range owners {
+		if o != j.Owner && !fairLess(usage[j.Owner], usage[o]) && !fairLess(usage[o], usage[j.Owner]) && (f.TiedWith == "" || o < f.TiedWith) {
+			f.TiedWith = o
+		}
+	}
 	if j.Status == Paused || me.reason != "" {
 		// It does not compete now; still say where its owner would stand.
-		if !found || usage[j.Owner] < usage[f.LeastOwner] {
+		if !found || fairLess(usage[j.Owner], usage[f.LeastOwner]) {
 			f.LeastOwner = j.Owner
 		}
 	}

@@ -38,14 +38,14 @@ func TestExplain(t *testing.T) {
 			l.submit(now, spec{id: "job-bob", owner: "bob"})
 		},
 		id:      "job-bob",
-		reasons: []string{"held by quota: user bob used 2m0s of its daily 1m0s; it resets at 2026-03-11T00:00:00Z"},
+		reasons: []string{"held by quota: user bob used 120 slot-s of its daily 60 slot-s; it resets at 2026-03-11T00:00:00Z"},
 		check: func(t *testing.T, e jobs.Explanation, now time.Time) {
 			q := e.Quota
 			if q == nil || q.Window != "daily" || q.Used.Duration() != 2*time.Minute || q.Limit.Duration() != time.Minute ||
 				!q.ResetAt.Equal(time.Date(2026, 3, 11, 0, 0, 0, 0, time.UTC)) || !strings.HasPrefix(q.Hold, "quota_exceeded: user bob") {
 				t.Fatalf("quota %+v", q)
 			}
-			if e.Next || !e.LikelyStart.IsZero() || e.Position != 1 || e.Queued != 1 {
+			if e.Next || !e.LikelyStart.Equal(q.ResetAt) || e.Position != 1 || e.Queued != 1 {
 				t.Fatalf("%+v", e)
 			}
 		},
@@ -86,7 +86,7 @@ func TestExplain(t *testing.T) {
 			l.submit(now, spec{id: "job-night", offPeak: true})
 		},
 		id:      "job-night",
-		reasons: []string{"it is next: the next worker to ask for work dispatches it", "expected to start between"},
+		reasons: []string{"it is next: the next worker to ask for work dispatches it", "expected to start at 2026-03-10T23:00:00Z"},
 		check: func(t *testing.T, e jobs.Explanation, now time.Time) {
 			if o := e.OffPeak; o == nil || o.State != jobs.OffPeakInside || !e.Next || !e.LikelyStart.Equal(now) {
 				t.Fatalf("%+v %+v", e, o)
@@ -109,11 +109,12 @@ func TestExplain(t *testing.T) {
 			l.submit(now, spec{id: "job-bob", owner: "bob"})
 		},
 		id: "job-ada",
-		reasons: []string{"fair share: ada has used 1.0 slot-h of recent slot time, bob the least (0.0 slot-h); bob's jobs go first in the normal tier",
+		reasons: []string{"1 normal job is ahead of it: 1 of bob's",
+			"fair share: ada has used 1.0 slot-h of recent slot time, bob the least (0.0 slot-h); bob's jobs go first in the normal tier",
 			"expected to start"},
 		check: func(t *testing.T, e jobs.Explanation, now time.Time) {
 			f := e.Fair
-			if f == nil || f.Next || f.LeastOwner != "bob" || f.Least != 0 || f.Usage != 3600 || f.Owners != 2 || e.Next || e.Position != 1 {
+			if f == nil || f.Next || f.LeastOwner != "bob" || f.Least != 0 || f.Usage != 3600 || f.Owners != 2 || e.Next || e.Position != 2 || e.AheadSameTier != 1 {
 				t.Fatalf("%+v %+v", e, f)
 			}
 		},
@@ -127,10 +128,12 @@ func TestExplain(t *testing.T) {
 			l.submit(now, spec{id: "job-bob", owner: "bob"})
 		},
 		id: "job-bob",
-		reasons: []string{"it is next: the next worker to ask for work dispatches it", "1 normal job is ahead of it",
-			"fair share: bob has the least recent slot time (0.0 slot-h) of the owners waiting in the normal tier, so their jobs go first"},
+		// Its position is the dispatcher's: first, whatever the queue's order.
+		reasons: []string{"it is next: the next worker to ask for work dispatches it",
+			"fair share: bob has the least recent slot time (0.0 slot-h) of the owners waiting in the normal tier, so their jobs go first",
+			"expected to start at 2026-03-10T12:00:00Z"},
 		check: func(t *testing.T, e jobs.Explanation, now time.Time) {
-			if f := e.Fair; f == nil || !f.Next || f.Owners != 2 || !e.Next || e.Position != 2 || e.AheadSameTier != 1 {
+			if f := e.Fair; f == nil || !f.Next || f.Owners != 2 || !e.Next || e.Position != 1 || e.AheadSameTier != 0 {
 				t.Fatalf("%+v %+v", e, f)
 			}
 		},
@@ -161,7 +164,7 @@ func TestExplain(t *testing.T) {
 		},
 		id: "job-wide",
 		reasons: []string{"it is next in line and waits for 2 free slots", "it needs 2 slots and at most 1 is free on a worker now",
-			"expected to start between 2026-03-10T12:06:00Z and 2026-03-10T12:06:00Z"},
+			"expected to start between 2026-03-10T12:01:00Z and 2026-03-10T12:06:00Z"},
 		check: func(t *testing.T, e jobs.Explanation, now time.Time) {
 			if e.Slots != (jobs.SlotsStanding{Needed: 2, MostOnWorker: 2, FreeNow: 1, MostFreeNow: 1}) || !e.Next {
 				t.Fatalf("%+v", e)
@@ -184,7 +187,7 @@ func TestExplain(t *testing.T) {
 		},
 		id: "job-later",
 		reasons: []string{"scheduled: it enters the queue at 2026-03-10T13:00:00Z (start_after), at the end of the normal tier",
-			"1 normal job is ahead of it", "expected to start between 2026-03-10T14:00:00Z and 2026-03-10T14:00:00Z"},
+			"1 normal job is ahead of it", "expected to start between 2026-03-10T13:00:00Z and 2026-03-10T14:00:00Z"},
 		check: func(t *testing.T, e jobs.Explanation, now time.Time) {
 			if e.Position != 0 || e.AheadSameTier != 1 || e.AheadHigherTiers != 0 || !e.StartAfter.Equal(now.Add(time.Hour)) {
 				t.Fatalf("%+v", e)

@@ -23,7 +23,7 @@ func FuzzFold(f *testing.F) {
 			jobs.TypeSegmentStarted, jobs.TypeSegmentDone, jobs.TypeHeartbeat, jobs.TypeFinished, jobs.TypePauseRequested,
 			jobs.TypePaused, jobs.TypeResumed, jobs.TypeCancelRequested, jobs.TypeCancelled, jobs.TypeYieldRequested,
 			jobs.TypeRequeued, jobs.TypeQuotaSet, jobs.TypeQuotaRemoved, jobs.TypeScheduleCreated, jobs.TypeScheduleRemoved,
-			jobs.TypeWorkerSeen},
+			jobs.TypeWorkerSeen, jobs.TypeRetried},
 		Samples: map[string][]any{
 			jobs.TypeSubmitted:       {job},
 			jobs.TypeDispatched:      {jobs.DispatchedData{Worker: "w1", LeaseUntil: t0.Add(time.Hour), Attempt: 1, Holder: &jobs.ProcRecord{PID: 100, PGID: 100, Start: 7, Boot: "b"}}},
@@ -37,6 +37,7 @@ func FuzzFold(f *testing.F) {
 			jobs.TypeFinished:        {jobs.FinishedData{Status: jobs.Complete}},
 			jobs.TypeCancelRequested: {jobs.CancelData{GraceUntil: t0}},
 			jobs.TypeRequeued:        {jobs.RequeuedData{Reason: jobs.ReasonYield}},
+			jobs.TypeRetried:         {jobs.RetriedData{Segment: 1, Done: 1}},
 		},
 		Subjects: []string{"job-4mx5", "sched-4mx5", "worker/w1", "quota/user/ada"},
 	}

@@ -25,11 +25,12 @@ type Row struct {
 	WaitReason    string    `json:"wait_reason"` // "" when it waits its turn
 }
 
-// List is spool job list: running and dispatched jobs first, then queued
-// and paused jobs in queue order (paused ones keep their place), then
-// scheduled jobs by start_after, and with all the ended ones, latest
-// first. Waiting jobs get a start range from a simulated dispatch (see
-// forecast).
+// List is spool job list: running and dispatched jobs first, then the
+// queued jobs in the order the dispatcher will take them (positions 1..,
+// simulated with the same rule as a worker's claim, fair share included:
+// see forecast), then paused jobs in queue order, then scheduled jobs by
+// start_after, and with all the ended ones, latest first. Waiting jobs get
+// a start range from that simulation.
 func (s *State) List(p Policy, now time.Time, all bool) []Row {
 	p = withZone(p)
 	v := s.view(p, now)
@@ -46,12 +47,10 @@ func (s *State) List(p Policy, now time.Time, all bool) []Row {
 	for _, j := range v.running {
 		out = append(out, row(j, j.DoneSegments()))
 	}
-	pos := 0
-	for i := range v.line {
-		r := waits(&v.line[i])
+	for i, w := range v.order {
+		r := waits(w)
 		if r.Status == Queued {
-			pos++
-			r.Position = pos
+			r.Position = i + 1
 		}
 		out = append(out, r)
 	}
@@ -81,6 +80,7 @@ type waiting struct {
 	done             int // segments done
 	reason           string
 	earliest, likely time.Time
+	seq              int // its place among the simulated (likely) starts; -1: none
 }
 
 // view is the state sorted the way list and explain read it, with the
@@ -88,7 +88,8 @@ type waiting struct {
 type view struct {
 	running   []*Job     // dispatched and running, by dispatch time
 	line      []waiting  // queued and paused, in queue order
-	queue     []*waiting // the queued ones of line
+	queue     []*waiting // the queued ones of line, in queue order
+	order     []*waiting // the queued ones in dispatch order (positions), then the paused ones
 	scheduled []waiting  // by start_after
 	ended     []*Job     // latest first
 
@@ -158,27 +159,41 @@ func (s *State) view(p Policy, now time.Time) *view {
 	})
 	v.line = make([]waiting, len(line))
 	v.queue = make([]*waiting, 0, len(line))
-	f := forecast{p: p, now: now, total: v.total, most: v.most, running: v.running}
+	f := forecast{s: s, p: p, now: now, total: v.total, most: v.most, running: v.running}
+	var paused []*waiting
 	for i, j := range line {
 		w := &v.line[i]
-		w.j, w.done = j, j.DoneSegments()
+		w.j, w.done, w.seq = j, j.DoneSegments(), -1
 		if j.Status == Paused {
 			w.reason = "paused"
+			paused = append(paused, w)
 			continue
 		}
 		v.queue = append(v.queue, w)
-		if w.reason = s.skip(j, p, v.q, v.urgent, v.most, now); w.reason == "" {
-			f.queue = append(f.queue, w)
-		}
+		w.reason = s.skip(j, p, v.q, v.urgent, v.most, now)
+		f.queue = append(f.queue, w) // held and off-peak ones too: they get an estimate
 	}
 	v.scheduled = make([]waiting, len(scheduled))
 	for i, j := range scheduled {
-		v.scheduled[i] = waiting{j: j, done: j.DoneSegments(), reason: "scheduled: enters the queue at " + j.StartAfter.In(p.Zone).Format(time.RFC3339)}
+		v.scheduled[i] = waiting{j: j, done: j.DoneSegments(), seq: -1, reason: "scheduled: enters the queue at " + j.StartAfter.In(p.Zone).Format(time.RFC3339)}
 		f.scheduled = append(f.scheduled, &v.scheduled[i])
 	}
 	st := s.segmentTimes()
-	f.run(func(j *Job) time.Duration { return st.of(j.Name, p).likely }, func(w *waiting, t time.Time) { w.likely = t })
+	seq := 0
+	f.run(func(j *Job) time.Duration { return st.of(j.Name, p).likely }, func(w *waiting, t time.Time) { w.likely, w.seq = t, seq; seq++ })
 	f.run(func(j *Job) time.Duration { return st.of(j.Name, p).earliest }, func(w *waiting, t time.Time) { w.earliest = t })
+	// Dispatch order: the simulated starts, then the queued jobs that cannot
+	// be estimated in queue order, then the paused ones.
+	v.order = make([]*waiting, 0, len(line))
+	v.order = append(v.order, v.queue...)
+	sort.SliceStable(v.order, func(a, b int) bool {
+		x, y := v.order[a], v.order[b]
+		if (x.seq < 0) != (y.seq < 0) {
+			return x.seq >= 0
+		}
+		return x.seq < y.seq
+	})
+	v.order = append(v.order, paused...)
 	for _, ws := range [][]waiting{v.line, v.scheduled} {
 		for i := range ws {
 			// Shorter runs can reorder an off-peak window or a release and
@@ -222,115 +237,123 @@ func (s *State) segmentTimes() segmentTimes {
 	return out
 }
 
-// of is the shortest and the median finished segment of that name, or the
-// policy's default for both while none has finished.
+// of is what a segment of that name is expected to take: likely the
+// median finished segment of the name, or the policy's default while none
+// has finished; earliest the shortest of them once three have, and half
+// the likely time before (one or two runs say little of how short it can
+// be: the range is a range, not the same time twice).
 func (st segmentTimes) of(name string, p Policy) segTime {
 	d := st[name]
 	if len(d) == 0 {
-		return segTime{p.DefaultSegment, p.DefaultSegment}
+		return segTime{p.DefaultSegment / 2, p.DefaultSegment}
 	}
 	m := d[len(d)/2]
 	if len(d)%2 == 0 {
 		m = (d[len(d)/2-1] + d[len(d)/2]) / 2
 	}
+	if len(d) < minSamples {
+		return segTime{earliest: m / 2, likely: m}
+	}
 	return segTime{earliest: d[0], likely: m}
 }
+
+// minSamples is how many finished segments of a name make their shortest
+// the earliest estimate.
+const minSamples = 3
 
 // forecast simulates dispatch from now on, with every job's segments
 // taking an expected time, and says when each waiting job would start.
 //
-// The workers' slots are one pool (a job needing more than one worker has
-// is skipped beforehand). Running jobs free their slots when their
-// remaining segments are expected to end. Queued jobs go in queue order,
-// strictly: the first waits until enough slots are free and nothing
-// overtakes it (rule 5; fair share is not simulated, as it only swaps
-// owners within a tier). Off-peak jobs keep their place but count only
-// inside the window and while no urgent job waits, as Decide skips them
-// otherwise. Scheduled jobs enter at start_after, at their tier's end.
+// Each step asks choose (dispatch.go), as a worker's claim does, at the
+// simulated time: fair share's usage grows with the jobs simulated, the
+// off-peak window opens and closes, a quota hold ends at its window's
+// reset (usage to come is not foreseen), urgent work leaves the queue as it
+// starts, and scheduled jobs enter at start_after, at their tier's end. The
+// workers' slots are one pool (a job needing more than one worker has is
+// left out beforehand). Running jobs free their slots when their remaining
+// segments are expected to end. The chosen job waits until enough slots
+// are free and nothing overtakes it; meanwhile off-peak jobs of lower tiers
+// are asked to yield as a claim asks them (rule 5, pickYielders), and do at
+// the end of their segment, back in the queue with the rest of theirs.
 // Every step starts a job or moves the clock to the next release, window
-// edge or start_after, so the whole is O(n log n).
+// edge, hold's end or start_after.
 type forecast struct {
+	s         *State
 	p         Policy
 	now       time.Time
 	total     int
 	most      int
 	running   []*Job
-	queue     []*waiting // queued jobs skip does not rule out, in queue order
+	queue     []*waiting // queued jobs in queue order
 	scheduled []*waiting // by start_after
 }
 
-// place is a job's key in the simulated queue: its tier and order, the
-// order of a scheduled job being its release.
-type place struct {
-	w     *waiting
-	rank  int
-	order int64
+// simRun is a job holding slots in the simulation.
+type simRun struct {
+	x      place     // the job, as it goes back to the queue if it yields
+	first  time.Time // first dispatched: yielders go latest first
+	segEnd time.Time // when its current segment is expected to end
+	left   int       // segments not done, the current one included
+	seg    time.Duration
+	owner  int       // fair share's index of the owner, -1 when it does not count
+	since  time.Time // since when it counts
+	yield  bool      // asked to yield: it lets go at segEnd
+	ver    int       // its release in the heap (an earlier one is stale)
 }
 
-func placeLess(a, b place) bool {
-	if a.rank != b.rank {
-		return a.rank < b.rank
+// end is when it lets its slots go.
+func (r *simRun) end() time.Time {
+	if r.yield {
+		return r.segEnd
 	}
-	if a.order != b.order {
-		return a.order < b.order
-	}
-	return a.w.j.ID < b.w.j.ID
-}
-
-// lane is a simulated queue: the queued jobs, sorted already, merged with
-// the scheduled ones as they are released.
-type lane struct {
-	sorted []place
-	i      int
-	late   *minHeap[place]
-}
-
-func newLane() *lane { return &lane{late: newMinHeap(placeLess)} }
-
-func (l *lane) len() int { return len(l.sorted) - l.i + l.late.len() }
-
-func (l *lane) fromSorted() bool {
-	return l.i < len(l.sorted) && (l.late.len() == 0 || placeLess(l.sorted[l.i], l.late.top()))
-}
-
-func (l *lane) top() place {
-	if l.fromSorted() {
-		return l.sorted[l.i]
-	}
-	return l.late.top()
-}
-
-func (l *lane) pop() {
-	if l.fromSorted() {
-		l.i++
-	} else {
-		l.late.pop()
-	}
+	return r.segEnd.Add(time.Duration(r.left-1) * r.seg)
 }
 
 type release struct {
-	at    time.Time
-	slots int
+	at  time.Time
+	run *simRun
+	ver int
 }
 
 // run simulates with segments taking seg, and calls set with each start.
 func (f *forecast) run(seg func(*Job) time.Duration, set func(*waiting, time.Time)) {
 	p, cur := f.p, f.now
 	free := f.total
+	pl := f.s.newPool(p, f.now)
 	rel := newMinHeap(func(a, b release) bool { return a.at.Before(b.at) })
 	rel.items = make([]release, 0, len(f.running)+len(f.queue)+len(f.scheduled))
-	for _, j := range f.running {
-		free -= j.Slots
-		rel.push(release{at: f.now.Add(remaining(j, seg(j), f.now)), slots: j.Slots})
+	var runs []*simRun // off-peak ones: those that may be asked to yield
+	hold := func(r *simRun) {
+		free -= r.x.j.Slots
+		rel.push(release{at: r.end(), run: r, ver: r.ver})
+		if r.x.j.OffPeak {
+			runs = append(runs, r)
+		}
 	}
-	regular, offPeak := newLane(), newLane()
-	regular.sorted = make([]place, 0, len(f.queue))
+	for _, j := range f.running {
+		d := seg(j)
+		r := &simRun{x: place{j: j, rank: j.Tier.Rank(), order: j.Order, done: j.DoneSegments()}, first: j.FirstStart,
+			seg: d, left: max(j.Segments-j.DoneSegments(), 1), owner: -1, yield: j.YieldRequested}
+		end := f.now.Add(remaining(j, d, f.now))
+		r.segEnd = end.Add(-time.Duration(r.left-1) * d)
+		if r.segEnd.Before(f.now) { // late: its segment may end any moment
+			r.segEnd = f.now
+		}
+		if pl.fair != nil && j.Status == Running {
+			for _, sg := range j.Segs { // the segment fairTrack counts as running
+				if !sg.Started.IsZero() && sg.Ended.IsZero() && f.now.After(sg.Started) {
+					r.owner, r.since = pl.fair.index(j.Owner), sg.Started
+				}
+			}
+		}
+		hold(r)
+	}
 	for _, w := range f.queue {
-		x := place{w: w, rank: w.j.Tier.Rank(), order: w.j.Order}
-		if w.j.OffPeak {
-			offPeak.sorted = append(offPeak.sorted, x)
-		} else {
-			regular.sorted = append(regular.sorted, x)
+		if w.j.Tier == Urgent {
+			pl.urgent++
+		}
+		if w.j.Slots <= f.most {
+			pl.add(place{j: w.j, w: w, rank: w.j.Tier.Rank(), order: w.j.Order, done: w.done}, true)
 		}
 	}
 	var pending []*waiting
@@ -347,33 +370,71 @@ func (f *forecast) run(seg func(*Job) time.Duration, set func(*waiting, time.Tim
 			if at.Before(f.now) {
 				at = f.now // Tick releases it at the next command
 			}
-			x := place{w: w, rank: w.j.Tier.Rank(), order: at.UnixNano()}
-			if w.j.OffPeak {
-				offPeak.late.push(x)
-			} else {
-				regular.late.push(x)
+			if w.j.Tier == Urgent {
+				pl.urgent++
 			}
+			pl.add(place{j: w.j, w: w, rank: w.j.Tier.Rank(), order: at.UnixNano(), done: w.done}, false)
 		}
 		for rel.len() > 0 && !rel.top().at.After(cur) {
-			free += rel.pop().slots
-		}
-		head, h := place{}, (*lane)(nil)
-		if regular.len() > 0 {
-			head, h = regular.top(), regular
-		}
-		open := offPeak.len() > 0 && p.OffPeak.Contains(cur, p.Zone)
-		if open && (h == nil || head.rank != Urgent.Rank()) {
-			if o := offPeak.top(); h == nil || placeLess(o, head) {
-				head, h = o, offPeak
+			e := rel.pop()
+			r := e.run
+			if e.ver != r.ver {
+				continue // moved earlier by a yield
+			}
+			free += r.x.j.Slots
+			if r.owner >= 0 {
+				pl.fair.end(r.owner, r.x.j.Slots, r.since, e.at)
+			}
+			r.ver = -1                 // gone
+			if r.yield && r.left > 1 { // back in the queue, its place kept
+				x := r.x
+				x.done, x.again, x.first = x.j.Segments-r.left+1, true, r.first
+				if x.j.Tier == Urgent {
+					pl.urgent++
+				}
+				pl.add(x, false)
 			}
 		}
-		if h != nil && head.w.j.Slots <= free {
-			j := head.w.j
-			h.pop()
-			set(head.w, cur)
-			free -= j.Slots
-			rel.push(release{at: cur.Add(time.Duration(j.Segments-head.w.done) * seg(j)), slots: j.Slots})
+		l := pl.choose(cur)
+		if l != nil && l.top().j.Slots <= free {
+			x := l.pop()
+			j := x.j
+			if !x.again && x.w != nil {
+				set(x.w, cur)
+			}
+			if j.Tier == Urgent {
+				pl.urgent--
+			}
+			d := seg(j)
+			first := cur
+			if x.again {
+				first = x.first
+			}
+			r := &simRun{x: x, first: first, seg: d, left: j.Segments - x.done, segEnd: cur.Add(d), owner: -1}
+			if pl.fair != nil {
+				r.owner, r.since = l.owner, cur
+				pl.fair.run(l.owner, j.Slots, cur)
+			}
+			hold(r)
 			continue
+		}
+		if l != nil { // the chosen job waits for slots: off-peak jobs of lower tiers yield
+			runs = slices.DeleteFunc(runs, func(r *simRun) bool { return r.ver < 0 })
+			cands := make([]yieldCand, len(runs))
+			for i, r := range runs {
+				cands[i] = yieldCand{rank: r.x.rank, first: r.first, id: r.x.j.ID, slots: r.x.j.Slots, asked: r.yield}
+			}
+			head := l.top().j
+			for _, i := range pickYielders(cands, head.Tier.Rank(), head.Slots-free) {
+				r := runs[i]
+				if r.seg > 0 && !r.segEnd.After(cur) { // its segment ended: the one running now is a later one
+					n := cur.Sub(r.segEnd)/r.seg + 1
+					r.segEnd, r.left = r.segEnd.Add(n*r.seg), r.left-int(n)
+				}
+				r.yield = true
+				r.ver++
+				rel.push(release{at: r.end(), run: r, ver: r.ver})
+			}
 		}
 		// Nothing starts now: on to the next moment something changes.
 		var then time.Time
@@ -382,14 +443,24 @@ func (f *forecast) run(seg func(*Job) time.Duration, set func(*waiting, time.Tim
 				then = t
 			}
 		}
+		for rel.len() > 0 && rel.top().ver != rel.top().run.ver {
+			rel.pop() // stale
+		}
 		if rel.len() > 0 {
 			soonest(rel.top().at)
 		}
 		if next < len(pending) {
 			soonest(pending[next].j.StartAfter)
 		}
-		if offPeak.len() > 0 && p.OffPeak.Set {
-			if open {
+		offPeak := false
+		for rank := range pl.tiers {
+			for _, l := range pl.waiting(rank) {
+				soonest(l.until)
+				offPeak = offPeak || l.key.offPeak
+			}
+		}
+		if offPeak && p.OffPeak.Set {
+			if p.OffPeak.Contains(cur, p.Zone) {
 				soonest(windowCloses(p.OffPeak, cur, p.Zone))
 			} else {
 				soonest(p.OffPeak.Next(cur, p.Zone))

@@ -9,9 +9,9 @@ import (
 	"github.com/spoolhq/spool/internal/jobs"
 )
 
-// Rows come in dispatch order: running, then queued and paused in queue
-// order (positions for the queued ones), then scheduled by start_after,
-// then with all the ended ones, latest first.
+// Rows come in dispatch order: running, then queued in the order the
+// dispatcher takes them (positions), then paused in queue order, then
+// scheduled by start_after, then with all the ended ones, latest first.
 func TestListOrder(t *testing.T) {
 	l := newLedger(t)
 	at := noon.Add(-3 * time.Hour)
@@ -44,11 +44,11 @@ func TestListOrder(t *testing.T) {
 		all  bool
 		want []want
 	}{
-		{false, []want{{"job-runb", 0, ""}, {"job-runa", 0, ""}, {"job-urg", 1, ""}, {"job-n1", 2, ""}, {"job-n2", 0, "paused"}, {"job-n3", 3, ""},
-			{"job-bg", 4, ""}, {"job-sooner", 0, "scheduled: enters the queue at 2026-03-10T13:00:00Z"},
+		{false, []want{{"job-runb", 0, ""}, {"job-runa", 0, ""}, {"job-urg", 1, ""}, {"job-n1", 2, ""}, {"job-n3", 3, ""},
+			{"job-bg", 4, ""}, {"job-n2", 0, "paused"}, {"job-sooner", 0, "scheduled: enters the queue at 2026-03-10T13:00:00Z"},
 			{"job-later", 0, "scheduled: enters the queue at 2026-03-10T14:00:00Z"}}},
-		{true, []want{{"job-runb", 0, ""}, {"job-runa", 0, ""}, {"job-urg", 1, ""}, {"job-n1", 2, ""}, {"job-n2", 0, "paused"}, {"job-n3", 3, ""},
-			{"job-bg", 4, ""}, {"job-sooner", 0, "scheduled: enters the queue at 2026-03-10T13:00:00Z"},
+		{true, []want{{"job-runb", 0, ""}, {"job-runa", 0, ""}, {"job-urg", 1, ""}, {"job-n1", 2, ""}, {"job-n3", 3, ""},
+			{"job-bg", 4, ""}, {"job-n2", 0, "paused"}, {"job-sooner", 0, "scheduled: enters the queue at 2026-03-10T13:00:00Z"},
 			{"job-later", 0, "scheduled: enters the queue at 2026-03-10T14:00:00Z"},
 			{"job-gone", 0, ""}, {"job-newdone", 0, ""}, {"job-olddone", 0, ""}}},
 	} {
@@ -76,7 +76,9 @@ func TestListOrder(t *testing.T) {
 
 // The start range: a simulated dispatch over the slots, segments taking
 // the median (likely) or the shortest (earliest) finished segment of the
-// job's name, the default while there is none.
+// job's name, the default while there is none; earliest half the likely
+// while fewer than three have finished. Jobs held by a quota or an
+// off-peak window are estimated from when it opens.
 func TestListEstimates(t *testing.T) {
 	min := func(n int) time.Duration { return time.Duration(n) * time.Minute }
 	window, _ := jobs.ParseWindow("22:00-08:00")
@@ -103,7 +105,7 @@ func TestListEstimates(t *testing.T) {
 			l.start(now.Add(-5*time.Minute), "job-big", "w")
 			l.submit(now.Add(-time.Minute), spec{id: "job-small"})
 		},
-		want: map[string]est{"job-small": {min(25), min(25), ""}}, // 3 segments × 10m default − 5m run
+		want: map[string]est{"job-small": {min(10), min(25), ""}}, // 3 segments × 10m default − 5m run; × 5m (half) for earliest
 	}, {
 		name: "median and shortest finished segment of the name; the default for other names",
 		setup: func(l *ledger, now time.Time) {
@@ -122,7 +124,7 @@ func TestListEstimates(t *testing.T) {
 		want: map[string]est{
 			"job-r1": {min(3), min(7), ""},   // 2×2m−1m, 2×4m−1m
 			"job-x":  {min(5), min(11), ""},  // + a render segment
-			"job-r2": {min(15), min(21), ""}, // + an unknown one at the default
+			"job-r2": {min(10), min(21), ""}, // + an unknown one at the default (half of it for earliest)
 		},
 	}, {
 		name: "an even count's median is the middle two's mean",
@@ -135,7 +137,7 @@ func TestListEstimates(t *testing.T) {
 			l.start(now, "job-cur", "w")
 			l.submit(now, spec{id: "job-next"})
 		},
-		want: map[string]est{"job-next": {min(2), min(3), ""}},
+		want: map[string]est{"job-next": {90 * time.Second, min(3), ""}}, // two finished: half the median for earliest
 	}, {
 		name: "nothing overtakes the first in line: a 1-slot job waits behind a 2-slot one",
 		setup: func(l *ledger, now time.Time) {
@@ -145,7 +147,7 @@ func TestListEstimates(t *testing.T) {
 			l.submit(now, spec{id: "job-wide", slots: 2})
 			l.submit(now.Add(time.Second), spec{id: "job-narrow"})
 		},
-		want: map[string]est{"job-wide": {min(10), min(10), ""}, "job-narrow": {min(20), min(20), ""}},
+		want: map[string]est{"job-wide": {min(5), min(10), ""}, "job-narrow": {min(10), min(20), ""}},
 	}, {
 		name: "free slots now: starts now; no worker: the policy's slots",
 		p:    func(p *jobs.Policy) { p.Slots = 2 },
@@ -154,7 +156,7 @@ func TestListEstimates(t *testing.T) {
 			l.submit(now.Add(time.Second), spec{id: "job-b"})
 			l.submit(now.Add(2*time.Second), spec{id: "job-c"})
 		},
-		want: map[string]est{"job-a": {0, 0, ""}, "job-b": {0, 0, ""}, "job-c": {min(10), min(10), ""}},
+		want: map[string]est{"job-a": {0, 0, ""}, "job-b": {0, 0, ""}, "job-c": {min(5), min(10), ""}},
 	}, {
 		name: "start_after moves the estimate; a released job goes to its tier's end",
 		setup: func(l *ledger, now time.Time) {
@@ -164,9 +166,11 @@ func TestListEstimates(t *testing.T) {
 			l.submit(now.Add(-2*time.Minute), spec{id: "job-past", startAfter: now.Add(-time.Minute)}) // due: queued at the next tick
 		},
 		// q1 ends at 90m; at 60m "later" entered the normal tier, ahead of
-		// the background q2, behind "past" (released at once).
-		want: map[string]est{"job-q1": {0, 0, ""}, "job-past": {min(90), min(90), "scheduled: enters the queue at 2026-03-10T11:59:00Z"},
-			"job-later": {min(100), min(100), "scheduled: enters the queue at 2026-03-10T13:00:00Z"}, "job-q2": {min(110), min(110), ""}},
+		// the background q2, behind "past" (released at once). At the
+		// earliest, q1 ends at 45m, past runs to 50m, q2 then, and later
+		// enters at 60m.
+		want: map[string]est{"job-q1": {0, 0, ""}, "job-past": {min(45), min(90), "scheduled: enters the queue at 2026-03-10T11:59:00Z"},
+			"job-later": {min(60), min(100), "scheduled: enters the queue at 2026-03-10T13:00:00Z"}, "job-q2": {min(50), min(110), ""}},
 	}, {
 		name: "off-peak: a job inside the window that would start after it closes waits for the next opening",
 		p:    func(p *jobs.Policy) { p.OffPeak = window },
@@ -177,14 +181,31 @@ func TestListEstimates(t *testing.T) {
 			l.submit(now, spec{id: "job-night", offPeak: true})
 			l.submit(now.Add(time.Second), spec{id: "job-day"})
 		},
-		want: map[string]est{"job-day": {min(40), min(40), ""}, "job-night": {14*time.Hour + min(30), 14*time.Hour + min(30), ""}},
+		// At the earliest the running job ends at 07:50, inside the window:
+		// the off-peak job, first in the queue, starts then.
+		want: map[string]est{"job-day": {min(25), min(40), ""}, "job-night": {min(20), 14*time.Hour + min(30), ""}},
 	}, {
-		name: "off-peak: outside the window, or with urgent work queued, no estimate",
+		name: "an off-peak job of a lower tier yields at its segment's end to a job waiting for its slot",
+		p:    func(p *jobs.Policy) { p.OffPeak = window },
+		now:  time.Date(2026, 3, 10, 23, 0, 0, 0, time.UTC),
+		setup: func(l *ledger, now time.Time) {
+			l.worker(now.Add(-time.Hour), "w", 1)
+			l.submit(now.Add(-time.Hour), spec{id: "job-night", tier: jobs.Background, offPeak: true, segments: 6})
+			l.start(now.Add(-4*time.Minute), "job-night", "w")
+			l.submit(now, spec{id: "job-day"})
+			l.submit(now.Add(time.Second), spec{id: "job-bg", tier: jobs.Background})
+		},
+		// Not after its 56 minutes left: at the end of its segment (6m;
+		// 1m at the earliest). The yielded job keeps its place, ahead of the
+		// other background job: it runs its 5 segments left first.
+		want: map[string]est{"job-day": {min(1), min(6), ""}, "job-bg": {min(31), min(66), ""}},
+	}, {
+		name: "off-peak: outside the window, from its opening",
 		p:    func(p *jobs.Policy) { p.OffPeak = window },
 		setup: func(l *ledger, now time.Time) {
 			l.submit(now, spec{id: "job-night", offPeak: true})
 		},
-		want: map[string]est{"job-night": {-1, -1, "off-peak: outside the window"}},
+		want: map[string]est{"job-night": {10 * time.Hour, 10 * time.Hour, "off-peak: outside the window"}},
 	}, {
 		name: "off-peak: urgent work queued",
 		p:    func(p *jobs.Policy) { p.OffPeak = window },
@@ -193,16 +214,17 @@ func TestListEstimates(t *testing.T) {
 			l.submit(now, spec{id: "job-night", offPeak: true})
 			l.submit(now, spec{id: "job-urg", tier: jobs.Urgent, owner: "root"})
 		},
-		want: map[string]est{"job-urg": {0, 0, ""}, "job-night": {-1, -1, "off-peak: urgent work is queued"}},
+		// Once the urgent job has started, nothing urgent is queued.
+		want: map[string]est{"job-urg": {0, 0, ""}, "job-night": {min(5), min(10), "off-peak: urgent work is queued"}},
 	}, {
-		name: "a job over quota is skipped: no estimate, and it holds nothing back",
+		name: "a job over quota is skipped, holding nothing back, until its window resets",
 		setup: func(l *ledger, now time.Time) {
 			quota(l)
 			l.submit(now, spec{id: "job-bob", owner: "bob"})
 			l.submit(now.Add(time.Second), spec{id: "job-ada"})
 		},
 		want: map[string]est{"job-ada": {0, 0, ""},
-			"job-bob": {-1, -1, "quota_exceeded: user bob used 2m0s of its daily 1m0s, until 2026-03-11T00:00:00Z"}},
+			"job-bob": {12 * time.Hour, 12 * time.Hour, "quota_exceeded: user bob used 120 slot-s of its daily 60 slot-s, until 2026-03-11T00:00:00Z"}},
 	}, {
 		name: "a job needing more slots than any worker has",
 		setup: func(l *ledger, now time.Time) {

@@ -16,9 +16,9 @@ import (
 //  4. Fair share (scheduler.fairness fair): of the tier's runnable jobs the
 //     next is the first one an admin moved, or the first of the user with
 //     the least recent slot time (FairUsage); fifo takes the first.
-//  5. That job waits for enough free slots: nothing overtakes it. When it
-//     is urgent, running off-peak jobs are asked to yield at their next
-//     segment boundary, as many as it needs slots.
+//  5. That job waits for enough free slots: nothing overtakes it. Running
+//     off-peak jobs of lower tiers than its own are asked to yield at their
+//     next segment boundary, as many as it needs slots (seed 003 §1.6).
 
 // Offer is what a worker offers: its free slots now, and all it has.
 type Offer struct {
@@ -27,8 +27,9 @@ type Offer struct {
 	Total  int
 }
 
-// Queue returns the queued jobs in dispatch order by tier and order (the
-// list's positions; fair share may take a later one first).
+// Queue returns the queued jobs by tier and order: the queue's order,
+// which rules 3 to 5 (choose, dispatch.go) apply; the list's positions are
+// the order choose takes them in.
 func (s *State) Queue() []*Job {
 	var out []*Job
 	for _, j := range s.Jobs {
@@ -54,9 +55,6 @@ func jobLess(a, b *Job) bool {
 	return a.ID < b.ID
 }
 
-// urgentQueued reports whether urgent work waits (off-peak jobs yield to it).
-func urgentQueued(queue []*Job) bool { return len(queue) > 0 && queue[0].Tier == Urgent }
-
 // skip says why a queued job cannot be dispatched now ("" when it can, slots aside).
 func (s *State) skip(j *Job, p Policy, q *quotas, urgent bool, total int, now time.Time) string {
 	switch {
@@ -80,88 +78,96 @@ type Decision struct {
 	Yield []*Job // running off-peak jobs to ask to make room for urgent work
 }
 
-// Decide picks the job a worker with offer o dispatches now (rule above).
+// Decide picks the job a worker with offer o dispatches now (rule above):
+// the first step of the order job list shows (choose, dispatch.go).
 func (s *State) Decide(p Policy, o Offer, now time.Time) Decision {
-	queue := s.Queue()
-	urgent := urgentQueued(queue)
-	q := s.quotas(p, now)
-	var fair map[string]float64
-	for i := 0; i < len(queue); {
-		tier := queue[i].Tier
-		end := i
-		for end < len(queue) && queue[end].Tier == tier {
-			end++
-		}
-		var runnable []*Job
-		for _, j := range queue[i:end] {
-			if s.skip(j, p, q, urgent, o.Total, now) == "" {
-				runnable = append(runnable, j)
-			}
-		}
-		if len(runnable) > 0 {
-			if p.Fair && fair == nil {
-				fair = s.FairUsage(p, now)
-			}
-			next := pick(runnable, p.Fair, fair)
-			if next.Slots <= o.Free {
-				return Decision{Job: next}
-			}
-			d := Decision{Next: next}
-			if tier == Urgent {
-				d.Yield = s.yielders(next.Slots - o.Free)
-			}
-			return d
-		}
-		i = end
+	pl := s.queuePool(p, now, o.Total)
+	l := pl.choose(now)
+	if l == nil {
+		return Decision{}
 	}
-	return Decision{}
+	next := l.top().j
+	if next.Slots <= o.Free {
+		return Decision{Job: next}
+	}
+	return Decision{Next: next, Yield: s.yielders(next, o.Free)}
 }
 
-// pick is rule 4.
-func pick(runnable []*Job, fair bool, usage map[string]float64) *Job {
-	if !fair {
-		return runnable[0]
-	}
-	least, found := "", false
-	for _, j := range runnable { // in order: on a tie the earlier head wins
-		if j.Moved {
-			continue
+// queuePool is the queued jobs in lanes, those needing more than most
+// slots left out (rule 3: they are skipped; an urgent one still counts as
+// urgent work queued).
+func (s *State) queuePool(p Policy, now time.Time, most int) *pool {
+	pl := s.newPool(p, now)
+	for _, j := range s.Queue() {
+		if j.Tier == Urgent {
+			pl.urgent++
 		}
-		if !found || usage[j.Owner] < usage[least] {
-			least, found = j.Owner, true
-		}
-	}
-	for _, j := range runnable {
-		if j.Moved || j.Owner == least {
-			return j
+		if j.Slots <= most {
+			pl.add(place{j: j, rank: j.Tier.Rank(), order: j.Order}, true)
 		}
 	}
-	return runnable[0]
+	return pl
 }
 
-// yielders returns running off-peak jobs, latest started first, holding at
-// least need slots (those asked already count).
-func (s *State) yielders(need int) []*Job {
-	var running []*Job
+// yielders returns the running off-peak jobs to ask to yield for next,
+// which waits for slots with free of them free (pickYielders).
+func (s *State) yielders(next *Job, free int) []*Job {
+	var (
+		running []*Job
+		cands   []yieldCand
+	)
 	for _, j := range s.Jobs {
 		if j.OffPeak && (j.Status == Running || j.Status == Dispatched) {
 			running = append(running, j)
+			cands = append(cands, yieldCand{rank: j.Tier.Rank(), first: j.FirstStart, id: j.ID, slots: j.Slots, asked: j.YieldRequested})
 		}
 	}
-	sort.Slice(running, func(a, b int) bool {
-		if !running[a].FirstStart.Equal(running[b].FirstStart) {
-			return running[a].FirstStart.After(running[b].FirstStart)
-		}
-		return running[a].ID < running[b].ID
-	})
 	var out []*Job
-	for _, j := range running {
+	for _, i := range pickYielders(cands, next.Tier.Rank(), next.Slots-free) {
+		out = append(out, running[i])
+	}
+	return out
+}
+
+// yieldCand is a running off-peak job as rule 5 sees it.
+type yieldCand struct {
+	rank  int
+	first time.Time // first dispatched
+	id    string
+	slots int
+	asked bool // asked to yield already
+}
+
+// pickYielders is rule 5's yield, for a worker's claim and the list's
+// simulation alike: of the running off-peak jobs of lower tiers than rank,
+// the lowest tier first, then the latest started first, as many as hold
+// the need slots the waiting job lacks (those asked already count); it
+// returns the indexes of those to ask now.
+func pickYielders(cands []yieldCand, rank, need int) []int {
+	var idx []int
+	for i, c := range cands {
+		if c.rank > rank {
+			idx = append(idx, i)
+		}
+	}
+	sort.Slice(idx, func(a, b int) bool {
+		x, y := cands[idx[a]], cands[idx[b]]
+		if x.rank != y.rank {
+			return x.rank > y.rank
+		}
+		if !x.first.Equal(y.first) {
+			return x.first.After(y.first)
+		}
+		return x.id < y.id
+	})
+	var out []int
+	for _, i := range idx {
 		if need <= 0 {
 			break
 		}
-		need -= j.Slots
-		if !j.YieldRequested {
-			out = append(out, j)
+		need -= cands[i].slots
+		if !cands[i].asked {
+			out = append(out, i)
 		}
 	}
 	return out

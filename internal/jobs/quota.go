@@ -3,6 +3,7 @@ package jobs
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -74,11 +75,10 @@ func (h Hold) String() string {
 	if h.Window == "weekly" {
 		limit = h.Quota.Weekly
 	}
+	used, of := SlotTimePair(h.Used, limit)
 	return fmt.Sprintf("quota_exceeded: %s %s used %s of its %s %s, until %s", h.Quota.Scope, h.Quota.Name,
-		round(h.Used), h.Window, round(limit), h.ResetAt.Format(time.RFC3339))
+		used, h.Window, of, h.ResetAt.Format(time.RFC3339))
 }
-
-func round(d time.Duration) time.Duration { return d.Round(time.Second) }
 
 // quotas answers quota questions for one decision: usage is summed once.
 type quotas struct {
@@ -147,51 +147,70 @@ func (q *quotas) hold(owner, project string) (Hold, bool) {
 	return Hold{}, false
 }
 
-// warnings says which quotas owner or project have used 80% or more of.
+// holdUntil is when the quotas on owner and project all have room again:
+// the latest reset of the windows they are over (zero when none is).
+// Usage to come is not foreseen: a window is open again at its reset.
+func (q *quotas) holdUntil(owner, project string) time.Time {
+	var until time.Time
+	for _, x := range q.applying(owner, project) {
+		if x.Daily > 0 && q.used("daily", x.Scope, x.Name) >= x.Daily {
+			if r := q.dayStart.AddDate(0, 0, 1); r.After(until) {
+				until = r
+			}
+		}
+		if x.Weekly > 0 && q.used("weekly", x.Scope, x.Name) >= x.Weekly {
+			if r := q.weekStart.AddDate(0, 0, 7); r.After(until) {
+				until = r
+			}
+		}
+	}
+	return until
+}
+
+// warnings says which quotas owner or project have used 80% or more of,
+// in slot time of one human unit (SlotTime): below the limit with the
+// share used, rounded down (never 100% while room is left); at or past it
+// as over quota, with when new jobs may run again.
 func (q *quotas) warnings(owner, project string) []string {
 	var out []string
 	for _, x := range q.applying(owner, project) {
 		for _, w := range []struct {
 			window string
 			limit  time.Duration
-		}{{"daily", x.Daily}, {"weekly", x.Weekly}} {
+			reset  time.Time
+		}{{"daily", x.Daily, q.dayStart.AddDate(0, 0, 1)}, {"weekly", x.Weekly, q.weekStart.AddDate(0, 0, 7)}} {
 			if w.limit <= 0 {
 				continue
 			}
 			used := q.used(w.window, x.Scope, x.Name)
-			if pct := float64(used) / float64(w.limit); pct >= 0.8 {
-				out = append(out, fmt.Sprintf("%s %s has used %d%% of its %s quota (%s of %s)",
-					x.Scope, x.Name, int(math.Round(pct*100)), w.window, round(used), round(w.limit)))
+			u, l := SlotTimePair(used, w.limit)
+			switch share := float64(used) / float64(w.limit); {
+			case used >= w.limit:
+				out = append(out, fmt.Sprintf("%s %s is over its %s quota: %s of %s used; its new jobs wait until %s",
+					x.Scope, x.Name, w.window, u, l, w.reset.In(q.p.zone()).Format(time.RFC3339)))
+			case share >= 0.8:
+				out = append(out, fmt.Sprintf("%s %s has used %d%% of its %s quota: %s of %s",
+					x.Scope, x.Name, int(math.Floor(share*100)), w.window, u, l))
 			}
 		}
 	}
 	return out
 }
 
-// FairUsage is each user's recent slot time for fair share: every run
-// weighed down by half for each half-life since it ended.
-func (s *State) FairUsage(p Policy, now time.Time) map[string]float64 {
-	out := map[string]float64{}
-	hl := p.HalfLife.Seconds()
-	for _, j := range s.Jobs {
-		var sum float64
-		for _, r := range j.Runs {
-			age := now.Sub(r.End).Seconds()
-			if age < 0 {
-				age = 0
-			}
-			sum += r.End.Sub(r.Start).Seconds() * math.Exp2(-age/hl)
-		}
-		if j.Status == Running {
-			for _, seg := range j.Segs {
-				if !seg.Started.IsZero() && seg.Ended.IsZero() && now.After(seg.Started) {
-					sum += now.Sub(seg.Started).Seconds()
-				}
-			}
-		}
-		if sum > 0 {
-			out[j.Owner] += sum * float64(j.Slots)
-		}
+// SlotTimePair says a usage and its limit in the limit's unit: slot-s
+// under 2 minutes, slot-min under 2 hours, slot-h beyond; at most one
+// decimal ("5 slot-s", "59.8 slot-min", "1.2 slot-h").
+func SlotTimePair(used, limit time.Duration) (string, string) {
+	unit, name := time.Hour, "slot-h"
+	switch {
+	case limit < 2*time.Minute:
+		unit, name = time.Second, "slot-s"
+	case limit < 2*time.Hour:
+		unit, name = time.Minute, "slot-min"
 	}
-	return out
+	f := func(d time.Duration) string {
+		v := strconv.FormatFloat(math.Round(float64(d)/float64(unit)*10)/10, 'f', -1, 64)
+		return v + " " + name
+	}
+	return f(used), f(limit)
 }

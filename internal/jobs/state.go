@@ -163,7 +163,7 @@ func NewState() *State {
 const Name = "jobs"
 
 // Spec registers the projection.
-var Spec = projections.Spec{Name: Name, Version: 5, Amortize: 1000, New: func() projections.Projection { return &Projection{s: NewState()} }}
+var Spec = projections.Spec{Name: Name, Version: 6, Amortize: 1000, New: func() projections.Projection { return &Projection{s: NewState()} }}
 
 // Projection folds the scheduler's events.
 type Projection struct{ s *State }
@@ -352,6 +352,10 @@ func (s *State) Apply(e *eventlog.Event) {
 		if j.Status == Running || j.Status == Dispatched {
 			j.YieldRequested = true
 		}
+	case TypeRetried:
+		if j.Status == Failed {
+			s.move(j, Queued, e, "retry")
+		}
 	case TypeRequeued:
 		var d RequeuedData
 		if json.Unmarshal(e.Data, &d) == nil {
@@ -380,8 +384,13 @@ func (s *State) move(j *Job, to Status, e *eventlog.Event, reason string) bool {
 		}
 	}
 	switch {
-	case to == Queued && from == Scheduled:
-		j.Entered, j.Order = e.At, e.At.UnixNano() // enters the queue now, at its tier's end
+	case to == Queued && (from == Scheduled || from == Failed):
+		// It enters the queue now, at its tier's end; a retried job is no
+		// longer ended, and its place is a new one.
+		j.Entered, j.Order = e.At, e.At.UnixNano()
+		if from == Failed {
+			j.Ended, j.Error, j.Moved = time.Time{}, "", false
+		}
 	case to == Queued && j.Entered.IsZero():
 		j.Entered = e.At
 	case to.Terminal():

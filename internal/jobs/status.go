@@ -32,7 +32,7 @@ var transitions = map[Status][]Status{
 	Running:    {Complete, Failed, Cancelled, Paused, Queued},
 	Paused:     {Queued, Cancelled},
 	Cancelled:  nil,
-	Failed:     nil,
+	Failed:     {Queued}, // job retry: it resumes at its first unfinished segment
 	Complete:   nil,
 }
 
@@ -46,7 +46,7 @@ func CanTransition(from, to Status) bool {
 	return false
 }
 
-// Terminal statuses end a job.
+// Terminal statuses end a job (a failed one until job retry puts it back).
 func (s Status) Terminal() bool { return s == Cancelled || s == Failed || s == Complete }
 
 // Tier is a priority tier; lower dispatches first.

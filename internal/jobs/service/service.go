@@ -139,6 +139,13 @@ func (s *Service) Resume(ctx context.Context, id string) (*jobs.Job, error) {
 	})
 }
 
+// Retry puts a failed job back in the queue, at its first unfinished segment.
+func (s *Service) Retry(ctx context.Context, id string) (*jobs.Job, error) {
+	return s.change(ctx, id, func(st *jobs.State, actor string, _ time.Time) ([]eventlog.Draft, error) {
+		return jobs.RetryJob(st, s.Policy, id, actor)
+	})
+}
+
 // SetQuota sets a quota.
 func (s *Service) SetQuota(ctx context.Context, q jobs.Quota) error {
 	_, _, err := s.write(ctx, func(st *jobs.State, actor string, _ time.Time) ([]eventlog.Draft, error) {

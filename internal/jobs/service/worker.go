@@ -33,6 +33,21 @@ type Worker struct {
 	KillGrace time.Duration
 }
 
+// A worker's defaults. A cancelled running job ends at most
+// scheduler.cancel_grace after the cancel, plus a poll (when the worker
+// looks at its flags), plus the kill grace (SIGTERM to SIGKILL): with the
+// defaults, 2 + 1 + 2 = 5 seconds, seed 003's cancellation metric (§10).
+const (
+	DefaultPoll      = time.Second
+	DefaultKillGrace = proc.DefaultGrace
+)
+
+// CancelBudget is the longest a cancelled running job may take to end on a
+// worker polling every poll: the grace, a poll, the kill grace.
+func CancelBudget(grace, poll time.Duration) time.Duration {
+	return grace + poll + DefaultKillGrace
+}
+
 // Ran is one job a worker let go of, and how.
 type Ran struct {
 	Job      string      `json:"id"`
@@ -58,10 +73,10 @@ func OutputDir(jobsDir, id string, segment int) (string, error) {
 // jobs its name held before (a killed worker) go back to the queue at once.
 func (w *Worker) Run(ctx context.Context) ([]Ran, error) {
 	if w.Poll <= 0 {
-		w.Poll = time.Second
+		w.Poll = DefaultPoll
 	}
 	if w.KillGrace <= 0 {
-		w.KillGrace = 5 * time.Second
+		w.KillGrace = DefaultKillGrace
 	}
 	lock := "worker-" + unsafeName.ReplaceAllString(w.Name, "_")
 	unlock, ok, err := w.S.Store.Mutex(ctx, lock, 0)

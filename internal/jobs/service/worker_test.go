@@ -3,6 +3,10 @@ package service
 import (
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/internal/config"
+	"github.com/spoolhq/spool/internal/jobs"
 )
 
 // The worker empties a segment's output directory before it runs: only a
@@ -19,5 +23,22 @@ func TestOutputDirIsConfined(t *testing.T) {
 	}
 	if _, err := OutputDir(jobs, "job-4mx5", -1); err == nil {
 		t.Error("segment -1")
+	}
+}
+
+// Seed 003 §10: a job cancellation completes within 5 seconds. With the
+// defaults (scheduler.cancel_grace, the worker's poll and its kill grace)
+// the worst case is within it. Arithmetic on the defaults, not a timing.
+func TestDefaultCancelWithinFiveSeconds(t *testing.T) {
+	cfg, err := config.Load(filepath.Join(t.TempDir(), "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	grace := jobs.PolicyFrom(cfg).CancelGrace
+	if grace != jobs.DefaultCancelGrace || grace <= 0 {
+		t.Fatalf("a new configuration's cancel_grace is %s", grace)
+	}
+	if b := CancelBudget(grace, DefaultPoll); b > 5*time.Second {
+		t.Fatalf("default cancel_grace %s + poll %s + kill grace %s = %s, over seed 003's 5 s", grace, DefaultPoll, DefaultKillGrace, b)
 	}
 }
