@@ -128,8 +128,13 @@ type ClosedData struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// DepData is a dependency of the subject on Blocker. Type is bd's
+// dependency type: "" is blocks (all that events before types had);
+// parent-child makes Blocker the parent; any other (related,
+// discovered-from, …) is a link that does not block.
 type DepData struct {
 	Blocker string `json:"blocker"`
+	Type    string `json:"type,omitempty"`
 }
 
 type CommentData struct {

@@ -544,14 +544,10 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 		t.setStatus(StatusOpen, e.At, "")
 	case TypeDepAdded, TypeDepRemoved:
 		var d DepData
-		if json.Unmarshal(e.Data, &d) != nil || d.Blocker == "" {
+		if json.Unmarshal(e.Data, &d) != nil || d.Blocker == "" || d.Blocker == id {
 			return
 		}
-		if e.Type == TypeDepAdded {
-			t.addBlocker(Dep{ID: d.Blocker, At: e.At, By: e.Actor})
-		} else {
-			t.Blockers = slices.DeleteFunc(t.Blockers, func(b Dep) bool { return b.ID == d.Blocker })
-		}
+		t.applyDep(x, d, e.Type == TypeDepAdded, e.At, e.Actor)
 		return // as bd: a dependency, a comment or a label leaves updated_at
 	case TypeCommented:
 		var d CommentData
@@ -761,6 +757,34 @@ func (t *Task) setStatus(status string, at time.Time, reason string) {
 	}
 	if status != StatusInProgress {
 		x.Assignee, t.LeaseUntil = "", time.Time{}
+	}
+}
+
+// applyDep adds or removes one dependency of t on d.Blocker, of d's type.
+func (t *Task) applyDep(x *TaskDetail, d DepData, add bool, at time.Time, by string) {
+	other := strings.Clone(d.Blocker)
+	switch d.Type {
+	case "", DepBlocks:
+		if add {
+			t.addBlocker(Dep{ID: other, At: at, By: by})
+		} else {
+			t.Blockers = slices.DeleteFunc(t.Blockers, func(b Dep) bool { return b.ID == other })
+		}
+	case DepParentChild:
+		switch {
+		case add:
+			t.Parent, x.ParentAt, x.ParentBy = other, at, by
+		case t.Parent == other:
+			t.Parent, x.ParentAt, x.ParentBy = "", time.Time{}, ""
+		}
+	default:
+		i := slices.IndexFunc(t.Links, func(l Link) bool { return l.ID == other && l.Type == d.Type })
+		switch {
+		case add && i < 0:
+			t.Links = append(t.Links, Link{ID: other, Type: strings.Clone(d.Type), At: at, By: by})
+		case !add && i >= 0:
+			t.Links = slices.Delete(t.Links, i, i+1)
+		}
 	}
 }
 
