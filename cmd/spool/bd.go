@@ -25,7 +25,7 @@ import (
 
 // BDCmd is spool bd: every argument after "bd" is bd's.
 type BDCmd struct {
-	Args []string `arg:"" optional:"" help:"bd's command and flags: ready, list, show, create, update, close, reopen, comments, label, dep, epic, export, import."`
+	Args []string `arg:"" optional:"" help:"bd's command and flags (spool bd --help lists them)."`
 }
 
 func (c *BDCmd) Run(e *env, kctx *kong.Context) error {
@@ -85,11 +85,14 @@ type bdCLI struct {
 	Comments bdCommentsCmd `cmd:"" help:"List an issue's comments, or add one (comments add ID TEXT)."`
 	Comment  bdCommentCmd  `cmd:"" hidden:"" help:"Add a comment (comments add)."`
 	Label    bdLabelCmd    `cmd:"" help:"Add, remove or list labels."`
-	Dep      bdDepCmd      `cmd:"" help:"Add or remove a blocking dependency."`
-	Epic     bdEpicCmd     `cmd:"" help:"Epics: close-eligible."`
+	Dep      bdDepCmd      `cmd:"" help:"Dependencies: add, remove, tree, cycles."`
+	Epic     bdEpicCmd     `cmd:"" help:"Epics: status, close-eligible."`
 	Export   bdExportCmd   `cmd:"" help:"Write every issue as bd's JSONL."`
 	Import   bdImportCmd   `cmd:"" help:"Read issues from bd's JSONL."`
 	Version  bdVersionCmd  `cmd:"" help:"Print the version."`
+	Blocked  bdBlockedCmd  `cmd:"" help:"Show blocked issues."`
+	Stats    bdStatsCmd    `cmd:"" aliases:"status" help:"Show statistics: issues by status, blocked, ready."`
+	Search   bdSearchCmd   `cmd:"" help:"Search issues by text in their id, title or description."`
 }
 
 // bdEnv is what a bd command's Run receives.
@@ -221,9 +224,4 @@ func bdMark(status string) string {
 		return "❄"
 	}
 	return "○"
-}
-
-// bdLine is one issue as bd list prints it.
-func bdLine(t workqueue.TaskJSON) string {
-	return fmt.Sprintf("%s %s [● P%d] [%s] - %s", bdMark(t.Status), text(t.ID), t.Priority, text(t.IssueType), text(t.Title))
 }

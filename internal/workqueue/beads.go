@@ -105,6 +105,12 @@ type EpicStatus struct {
 // EpicsEligible lists the open epics all of whose children (one at least)
 // are closed, by priority then age, as bd epic close-eligible does.
 func (s *State) EpicsEligible(p Policy, now time.Time) []EpicStatus {
+	return slices.DeleteFunc(s.Epics(p, now), func(e EpicStatus) bool { return !e.EligibleForClose })
+}
+
+// Epics is bd epic status: every open epic with how many of its children
+// are closed, by priority then age.
+func (s *State) Epics(p Policy, now time.Time) []EpicStatus {
 	total, closed := map[string]int{}, map[string]int{}
 	all := s.AllTasks()
 	for _, t := range all {
@@ -116,8 +122,8 @@ func (s *State) EpicsEligible(p Policy, now time.Time) []EpicStatus {
 		}
 	}
 	var epics []*Task
-	for id, t := range all {
-		if t.Type == "epic" && t.Status != StatusClosed && total[id] > 0 && total[id] == closed[id] {
+	for _, t := range all {
+		if t.Type == "epic" && t.Status != StatusClosed {
 			epics = append(epics, t)
 		}
 	}
@@ -128,7 +134,8 @@ func (s *State) EpicsEligible(p Policy, now time.Time) []EpicStatus {
 		epic := TaskJSON{ID: v.ID, Title: v.Title, Description: v.Description, Design: v.Design,
 			AcceptanceCriteria: v.AcceptanceCriteria, Notes: v.Notes, Status: v.Status, Priority: v.Priority,
 			IssueType: v.IssueType, Assignee: v.Assignee, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, ClosedAt: v.ClosedAt}
-		out = append(out, EpicStatus{Epic: epic, TotalChildren: total[t.ID], ClosedChildren: closed[t.ID], EligibleForClose: true})
+		out = append(out, EpicStatus{Epic: epic, TotalChildren: total[t.ID], ClosedChildren: closed[t.ID],
+			EligibleForClose: total[t.ID] > 0 && total[t.ID] == closed[t.ID]})
 	}
 	return out
 }
@@ -421,6 +428,8 @@ func BeadsDetail(d DetailJSON) DetailJSON {
 		for i := range list {
 			list[i].TaskJSON = Beads(list[i].TaskJSON)
 		}
+		// bd orders each by priority (its ORDER BY i.priority)
+		sort.SliceStable(list, func(i, j int) bool { return list[i].Priority < list[j].Priority })
 	}
 	return d
 }

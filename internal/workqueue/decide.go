@@ -424,6 +424,10 @@ func CheckDepType(typ string) error {
 // dependencies is refused, but relates-to, which goes both ways.
 func AddDepOf(s *State, id, other, typ string) (eventlog.Draft, error) {
 	if typ == "" || typ == DepBlocks {
+		if id != other && s.Task(id) != nil && s.Task(other) != nil && s.reachesAny(other, id) {
+			return eventlog.Draft{}, fault.New(CodeDependencyCycle, fault.ErrConflict,
+				fmt.Sprintf("cannot add dependency: would create a cycle (%s → %s → ... → %s)", id, other, id), "id", id, "blocker", other)
+		}
 		return AddDep(s, id, other)
 	}
 	if err := CheckDepType(typ); err != nil {

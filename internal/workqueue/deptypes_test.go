@@ -77,8 +77,8 @@ func TestDependencyTypes(t *testing.T) {
 	}
 }
 
-// A link closes a cycle as bd sees one (but relates-to, which goes both
-// ways); a second parent is refused.
+// A link closes a cycle as bd sees one, whatever the new dependency's type
+// (but relates-to, which goes both ways); a second parent is refused.
 func TestDependencyTypeCycles(t *testing.T) {
 	w := newWorld(t)
 	a := w.add("a", 2, t0)
@@ -88,6 +88,9 @@ func TestDependencyTypeCycles(t *testing.T) {
 	w.apply("ada", t0, d)
 	if _, err := AddDepOf(w.s, a, b, "discovered-from"); code(err) != "dependency_cycle" {
 		t.Fatalf("cycle through a link: %v", err)
+	}
+	if _, err := AddDepOf(w.s, a, b, DepBlocks); code(err) != "dependency_cycle" {
+		t.Fatalf("blocks closing a cycle through a link: %v", err)
 	}
 	if _, err := AddDepOf(w.s, a, b, DepRelatesTo); err != nil {
 		t.Fatalf("relates-to both ways: %v", err)

@@ -16,7 +16,7 @@ const (
 	TypeCreated    = "task.created"     // CreatedData
 	TypeUpdated    = "task.updated"     // UpdatedData
 	TypeClosed     = "task.closed"      // ClosedData
-	TypeReopened   = "task.reopened"    // {}
+	TypeReopened   = "task.reopened"    // ReopenedData
 	TypeDepAdded   = "task.dep_added"   // DepData
 	TypeDepRemoved = "task.dep_removed" // DepData
 	TypeCommented  = "task.commented"   // CommentData
@@ -125,6 +125,12 @@ type ImportedNote struct {
 }
 
 type ClosedData struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// ReopenedData says why a task was reopened (bd reopen --reason), when
+// someone said.
+type ReopenedData struct {
 	Reason string `json:"reason,omitempty"`
 }
 

@@ -171,11 +171,14 @@ func (s *Service) Close(ctx context.Context, refs []string, reason string, force
 }
 
 // Reopen opens closed tasks again, every one or none.
-func (s *Service) Reopen(ctx context.Context, refs []string) ([]workqueue.TaskJSON, error) {
+func (s *Service) Reopen(ctx context.Context, refs []string, reason string) ([]workqueue.TaskJSON, error) {
 	return s.tasksChange(ctx, s.Env.Write, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
 		return workqueue.Each(st, ids, actor, s.Now, func(f *workqueue.Fork, id string) error {
 			return f.Decide(func(st *workqueue.State) ([]eventlog.Draft, error) {
 				d, err := workqueue.Reopen(st, id)
+				if reason != "" {
+					d.Data = workqueue.ReopenedData{Reason: reason} // recorded; the fold has no use for it
+				}
 				return []eventlog.Draft{d}, err
 			})
 		})
