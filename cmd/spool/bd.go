@@ -25,7 +25,7 @@ import (
 
 // BDCmd is spool bd: every argument after "bd" is bd's.
 type BDCmd struct {
-	Args []string `arg:"" optional:"" help:"bd's command and flags (spool bd --help lists them)."`
+	Args []string `arg:"" optional:"" help:"bd's command and flags (spool bd help lists them)."`
 }
 
 func (c *BDCmd) Run(e *env, kctx *kong.Context) error {
@@ -59,7 +59,7 @@ func asBeads(argv0 string) (string, bool) {
 // spool does not have: refused.
 type bdCLI struct {
 	JSON     bool   `name:"json" help:"Output in JSON format."`
-	Actor    string `help:"Who is acting (default: spool's --actor, $BD_ACTOR, $SPOOL_ACTOR, git user.email)."`
+	Actor    string `help:"Who is acting (default: spool's --actor, $BD_ACTOR, $BEADS_ACTOR, $SPOOL_ACTOR, git user.email, $USER)."`
 	Readonly bool   `help:"Refuse every command that changes a task."`
 	DB       string `name:"db" hidden:"" help:"Refused: spool keeps its tasks in its log."`
 
@@ -75,24 +75,47 @@ type bdCLI struct {
 	Verbose        bool   `short:"v" hidden:""`
 	Quiet          bool   `short:"q" hidden:""`
 
-	Ready    bdReadyCmd    `cmd:"" help:"Show work with no open blockers."`
-	List     bdListCmd     `cmd:"" help:"List issues."`
-	Show     bdShowCmd     `cmd:"" help:"Show issues with what they depend on and what depends on them."`
-	Create   bdCreateCmd   `cmd:"" aliases:"new" help:"Create an issue."`
-	Update   bdUpdateCmd   `cmd:"" help:"Update issues; --status in_progress claims them under a lease."`
-	Close    bdCloseCmd    `cmd:"" aliases:"done" help:"Close issues."`
-	Reopen   bdReopenCmd   `cmd:"" help:"Reopen closed issues."`
-	Comments bdCommentsCmd `cmd:"" help:"List an issue's comments, or add one (comments add ID TEXT)."`
-	Comment  bdCommentCmd  `cmd:"" hidden:"" help:"Add a comment (comments add)."`
-	Label    bdLabelCmd    `cmd:"" help:"Add, remove or list labels."`
-	Dep      bdDepCmd      `cmd:"" help:"Dependencies: add, remove, tree, cycles."`
-	Epic     bdEpicCmd     `cmd:"" help:"Epics: status, close-eligible."`
-	Export   bdExportCmd   `cmd:"" help:"Write every issue as bd's JSONL."`
-	Import   bdImportCmd   `cmd:"" help:"Read issues from bd's JSONL."`
-	Version  bdVersionCmd  `cmd:"" help:"Print the version."`
-	Blocked  bdBlockedCmd  `cmd:"" help:"Show blocked issues."`
-	Stats    bdStatsCmd    `cmd:"" aliases:"status" help:"Show statistics: issues by status, blocked, ready."`
-	Search   bdSearchCmd   `cmd:"" help:"Search issues by text in their id, title or description."`
+	Ready      bdReadyCmd      `cmd:"" help:"Show work with no open blockers."`
+	List       bdListCmd       `cmd:"" help:"List issues."`
+	Show       bdShowCmd       `cmd:"" help:"Show issues with what they depend on and what depends on them."`
+	Create     bdCreateCmd     `cmd:"" aliases:"new" help:"Create an issue."`
+	Update     bdUpdateCmd     `cmd:"" help:"Update issues; --status in_progress claims them under a lease."`
+	Close      bdCloseCmd      `cmd:"" aliases:"done" help:"Close issues."`
+	Reopen     bdReopenCmd     `cmd:"" help:"Reopen closed issues."`
+	Comments   bdCommentsCmd   `cmd:"" help:"List an issue's comments, or add one (comments add ID TEXT)."`
+	Comment    bdCommentCmd    `cmd:"" hidden:"" help:"Add a comment (comments add)."`
+	Label      bdLabelCmd      `cmd:"" help:"Add, remove or list labels."`
+	Dep        bdDepCmd        `cmd:"" help:"Dependencies: add, remove, tree, cycles."`
+	Epic       bdEpicCmd       `cmd:"" help:"Epics: status, close-eligible."`
+	Export     bdExportCmd     `cmd:"" help:"Write every issue as bd's JSONL."`
+	Import     bdImportCmd     `cmd:"" help:"Read issues from bd's JSONL."`
+	Version    bdVersionCmd    `cmd:"" help:"Print the version."`
+	Init       bdInitCmd       `cmd:"" help:"Initialize spool here (git init first if this is no repository), with the issue prefix."`
+	Blocked    bdBlockedCmd    `cmd:"" help:"Show blocked issues."`
+	Stats      bdStatsCmd      `cmd:"" aliases:"status" help:"Show statistics: issues by status, blocked, ready."`
+	Search     bdSearchCmd     `cmd:"" help:"Search issues by text in their id, title or description."`
+	Prime      bdPrimeCmd      `cmd:"" help:"An agent's context: what the tracker holds, the workflow, the rules."`
+	Onboard    bdOnboardCmd    `cmd:"" help:"What to put in AGENTS.md."`
+	Help       bdHelpCmd       `cmd:"" help:"Help about any command."`
+	Quickstart bdQuickstartCmd `cmd:"" help:"A quick start guide."`
+
+	// Refused, saying why and what to use (bd_refused.go).
+	Info            bdRefusedCmd `cmd:"" hidden:""`
+	Validate        bdRefusedCmd `cmd:"" hidden:""`
+	RepairDeps      bdRefusedCmd `cmd:"" name:"repair-deps" hidden:""`
+	DetectPollution bdRefusedCmd `cmd:"" name:"detect-pollution" hidden:""`
+	Migrate         bdRefusedCmd `cmd:"" hidden:""`
+	Delete          bdRefusedCmd `cmd:"" hidden:""`
+	Edit            bdRefusedCmd `cmd:"" hidden:""`
+	RenamePrefix    bdRefusedCmd `cmd:"" name:"rename-prefix" hidden:""`
+	Sync            bdRefusedCmd `cmd:"" hidden:""`
+	Daemon          bdRefusedCmd `cmd:"" hidden:""`
+	Daemons         bdRefusedCmd `cmd:"" hidden:""`
+	Compact         bdRefusedCmd `cmd:"" hidden:""`
+	Admin           bdRefusedCmd `cmd:"" hidden:""`
+	Restore         bdRefusedCmd `cmd:"" hidden:""`
+	Template        bdRefusedCmd `cmd:"" hidden:""`
+	Audit           bdRefusedCmd `cmd:"" hidden:""`
 }
 
 // bdEnv is what a bd command's Run receives.
@@ -117,6 +140,9 @@ func runBD(ctx context.Context, name string, args []string, dir, actor string, s
 		return 1
 	}
 	jsonOut := wantsJSON(args)
+	if len(args) == 0 || len(args) == 1 && (args[0] == "--help" || args[0] == "-h") {
+		args = []string{"help"} // cobra's root help, as bd prints it
+	}
 	kctx, err := parser.Parse(args)
 	if err != nil {
 		msg := err.Error()
@@ -130,13 +156,15 @@ func runBD(ctx context.Context, name string, args []string, dir, actor string, s
 		return reportBD(stdout, stderr, cli.JSON, name, fault.Usagef(fault.CodeUsage,
 			"--db %s: spool keeps its tasks in its event log (.git/spool/events), not a database; drop --db", cli.DB))
 	}
-	// bd's --actor, spool's, $BD_ACTOR, $SPOOL_ACTOR; then git user.email.
-	actor = cmp.Or(strings.TrimSpace(cli.Actor), strings.TrimSpace(actor),
-		strings.TrimSpace(os.Getenv("BD_ACTOR")), strings.TrimSpace(os.Getenv("SPOOL_ACTOR")))
+	// bd's --actor, spool's, $BD_ACTOR, $BEADS_ACTOR, $SPOOL_ACTOR; then git
+	// user.email, then (as bd) $USER, then "unknown".
+	actor = cmp.Or(strings.TrimSpace(cli.Actor), strings.TrimSpace(actor), strings.TrimSpace(os.Getenv("BD_ACTOR")),
+		strings.TrimSpace(os.Getenv("BEADS_ACTOR")), strings.TrimSpace(os.Getenv("SPOOL_ACTOR")))
 	g := &Globals{Dir: dir, Actor: actor, JSON: cli.JSON}
-	b := &bdEnv{env: &env{Globals: g, ctx: ctx, stdout: stdout, stderr: stderr, app: parser}, cli: &cli}
+	last := func() string { return cmp.Or(strings.TrimSpace(os.Getenv("USER")), "unknown") }
+	b := &bdEnv{env: &env{Globals: g, ctx: ctx, stdout: stdout, stderr: stderr, app: parser, lastActor: last}, cli: &cli}
 	if err := kctx.Run(b); err != nil {
-		return reportBD(stdout, stderr, cli.JSON, name, err)
+		return reportBD(stdout, stderr, cli.JSON || jsonOut, name, err) // a refused command takes --json among its arguments
 	}
 	return 0
 }

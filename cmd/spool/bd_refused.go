@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/alecthomas/kong"
 	"github.com/spoolhq/spool/internal/fault"
 )
 
@@ -37,4 +38,15 @@ var bdRefusals = map[string]string{
 	"restore":       "nothing is compacted; bd show ID and spool log -s ID have the whole history",
 	"template":      "spool has no issue templates; give the fields to bd create",
 	"audit":         "spool log lists every event with who made it; spool append TYPE records your own",
+}
+
+// bdRefusedCmd is one refused command: it takes any arguments and flags,
+// and refuses.
+type bdRefusedCmd struct {
+	Args []string `arg:"" optional:"" passthrough:""`
+}
+
+func (c *bdRefusedCmd) Run(b *bdEnv, kctx *kong.Context) error {
+	name := kctx.Selected().Name
+	return notSupported("bd "+name, bdRefusals[name])
 }
