@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/internal/workqueue"
+	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
 )
 
 // bd list and bd search: the same filters over the tracker, bd's order
@@ -77,69 +78,83 @@ func (f bdFilter) compile() (*compiled, error) {
 	return c, nil
 }
 
-// admits reports whether the issue, as bd shows it, passes every filter.
-func (c *compiled) admits(t *workqueue.Task, v workqueue.TaskJSON) bool {
+// admits is the part of the filters a task's own fields answer, with its
+// status as bd shows it: most tasks are turned away undecoded.
+func (c *compiled) admits(t *workqueue.Task, status string) bool {
 	if !(workqueue.ReadyFilter{All: c.Label, Any: c.LabelAny}).Admits(t) {
 		return false
 	}
-	has := func(s, sub string) bool { return strings.Contains(strings.ToLower(s), strings.ToLower(sub)) }
 	switch {
-	case c.Status != "" && c.Status != "all" && v.Status != c.Status,
-		c.prio != nil && v.Priority != *c.prio,
-		c.prioMin != nil && v.Priority < *c.prioMin,
-		c.prioMax != nil && v.Priority > *c.prioMax,
-		c.Assignee != "" && v.Assignee != c.Assignee,
-		c.NoAssignee && v.Assignee != "",
-		c.Type != "" && v.IssueType != c.Type,
-		c.NoLabels && len(v.Labels) > 0,
-		c.TitleContains != "" && !has(v.Title, c.TitleContains),
-		c.DescContains != "" && !has(v.Description, c.DescContains),
-		c.NotesContains != "" && !has(v.Notes, c.NotesContains),
-		c.EmptyDescription && v.Description != "":
+	case c.Status != "" && c.Status != "all" && status != c.Status,
+		c.prio != nil && t.Priority != *c.prio,
+		c.prioMin != nil && t.Priority < *c.prioMin,
+		c.prioMax != nil && t.Priority > *c.prioMax,
+		c.Type != "" && t.Type != c.Type,
+		c.NoLabels && slices.ContainsFunc(t.Labels, func(l string) bool { return l != workqueue.BlockedLabel }),
+		c.TitleContains != "" && !anyCase(t.Title, c.TitleContains),
+		c.times[0] != nil && !t.CreatedAt.After(*c.times[0]),
+		c.times[1] != nil && !t.CreatedAt.Before(*c.times[1]):
 		return false
-	}
-	closed := time.Time{}
-	if v.ClosedAt != nil {
-		closed = *v.ClosedAt
-	}
-	for i, at := range []time.Time{v.CreatedAt, v.CreatedAt, v.UpdatedAt, v.UpdatedAt, closed, closed} {
-		lim := c.times[i]
-		if lim == nil {
-			continue
-		}
-		if at.IsZero() || i%2 == 0 && !at.After(*lim) || i%2 == 1 && !at.Before(*lim) {
-			return false
-		}
 	}
 	return true
 }
 
+// viewFilter is the rest, on the whole issue; nil when no filter needs it.
+func (c *compiled) viewFilter() func(workqueue.TaskJSON) bool {
+	if c.Assignee == "" && !c.NoAssignee && c.DescContains == "" && c.NotesContains == "" && !c.EmptyDescription &&
+		c.times[2] == nil && c.times[3] == nil && c.times[4] == nil && c.times[5] == nil {
+		return nil
+	}
+	return func(v workqueue.TaskJSON) bool {
+		switch {
+		case c.Assignee != "" && v.Assignee != c.Assignee,
+			c.NoAssignee && v.Assignee != "",
+			c.DescContains != "" && !anyCase(v.Description, c.DescContains),
+			c.NotesContains != "" && !anyCase(v.Notes, c.NotesContains),
+			c.EmptyDescription && v.Description != "":
+			return false
+		}
+		closed := time.Time{}
+		if v.ClosedAt != nil {
+			closed = *v.ClosedAt
+		}
+		for i, at := range []time.Time{v.UpdatedAt, v.UpdatedAt, closed, closed} {
+			lim := c.times[i+2]
+			if lim == nil {
+				continue
+			}
+			if at.IsZero() || i%2 == 0 && !at.After(*lim) || i%2 == 1 && !at.Before(*lim) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// anyCase reports whether s contains sub, in any case.
+func anyCase(s, sub string) bool { return strings.Contains(strings.ToLower(s), strings.ToLower(sub)) }
+
 // matching returns the issues that pass, as bd list --json has them, in
-// bd's order, at most limit (0: all); keep says which statuses count.
-func (b *bdEnv) matching(c *compiled, limit int, keep func(workqueue.TaskJSON) bool) ([]workqueue.ListItemJSON, error) {
+// bd's order, at most limit (0: all); keep says which statuses count and
+// query, when set, what search looks for.
+func (b *bdEnv) matching(c *compiled, limit int, keep func(status string) bool, query string) ([]workqueue.ListItemJSON, error) {
 	q, err := b.queue(false)
 	if err != nil {
 		return nil, err
 	}
-	tasks, st, err := q.List(b.ctx, workqueue.ListFilter{})
+	st, err := q.Read(b.ctx, wqservice.Tracker)
 	if err != nil {
 		return nil, err
 	}
-	counts := st.DependentCounts()
-	workqueue.BeadsListOrder(tasks)
-	var out []workqueue.ListItemJSON
-	for _, t := range tasks {
-		item := st.ListItem(t, q.Policy, q.Now, counts)
-		item.TaskJSON = workqueue.Beads(item.TaskJSON)
-		if !keep(item.TaskJSON) || !c.admits(t, item.TaskJSON) {
-			continue
-		}
-		out = append(out, item)
-		if limit > 0 && len(out) == limit {
-			break
+	admit := func(t *workqueue.Task, status string) bool { return keep(status) && c.admits(t, status) }
+	view := c.viewFilter()
+	if query != "" { // an id, a title or a description: the last needs the whole issue
+		rest := view
+		view = func(v workqueue.TaskJSON) bool {
+			return (anyCase(v.ID, query) || anyCase(v.Title, query) || anyCase(v.Description, query)) && (rest == nil || rest(v))
 		}
 	}
-	return out, nil
+	return st.BeadsList(q.Policy, q.Now, admit, view, limit), nil
 }
 
 type bdListCmd struct {
@@ -171,9 +186,9 @@ func (c *bdListCmd) Run(b *bdEnv) error {
 	if c.Title != "" {
 		f.TitleContains = c.Title
 	}
-	out, err := b.matching(f, limit, func(v workqueue.TaskJSON) bool {
-		return c.Status != "" || c.All || v.Status != workqueue.StatusClosed
-	})
+	out, err := b.matching(f, limit, func(status string) bool {
+		return c.Status != "" || c.All || status != workqueue.StatusClosed
+	}, "")
 	if err != nil {
 		return err
 	}
@@ -229,11 +244,7 @@ func (c *bdSearchCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
-	lower := strings.ToLower(query)
-	out, err := b.matching(f, c.Limit, func(v workqueue.TaskJSON) bool {
-		return strings.Contains(strings.ToLower(v.ID), lower) || strings.Contains(strings.ToLower(v.Title), lower) ||
-			strings.Contains(strings.ToLower(v.Description), lower)
-	})
+	out, err := b.matching(f, c.Limit, func(string) bool { return true }, query)
 	if err != nil {
 		return err
 	}

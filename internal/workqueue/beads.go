@@ -469,17 +469,3 @@ func BeadsOrder(ts []*Task, policy string, now time.Time, limit int) ([]*Task, e
 	}
 	return topK(ts, limit, less), nil
 }
-
-// BeadsListOrder sorts tasks as bd list does: by priority, newest first.
-func BeadsListOrder(ts []*Task) {
-	sort.Slice(ts, func(i, j int) bool {
-		a, b := ts[i], ts[j]
-		if a.Priority != b.Priority {
-			return a.Priority < b.Priority
-		}
-		if !a.CreatedAt.Equal(b.CreatedAt) {
-			return a.CreatedAt.After(b.CreatedAt)
-		}
-		return a.ID < b.ID
-	})
-}

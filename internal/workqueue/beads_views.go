@@ -332,3 +332,134 @@ func (s *State) LabelCounts() []LabelCount {
 	sort.Slice(out, func(i, j int) bool { return out[i].Label < out[j].Label })
 	return out
 }
+
+// BeadsList is bd list (and search): the tasks that pass, as bd list --json
+// has them, in bd's order (priority, newest first), at most limit of them
+// (0: all). admit is asked first, with the task and its status as bd
+// shows it (it must read only Task's own fields, and keep nothing of the
+// task: it may be decoded for that call alone); view, when not nil, then
+// with the whole issue. Without view only the first limit are rendered,
+// picked in one pass over the tasks without keeping or sorting them all.
+func (s *State) BeadsList(p Policy, now time.Time, admit func(t *Task, status string) bool, view func(TaskJSON) bool, limit int) []ListItemJSON {
+	var picked []*Task
+	var counts map[string]int
+	if view == nil && limit > 0 {
+		picked, counts = s.topListed(p, now, admit, limit)
+	} else {
+		for _, t := range s.AllTasks() {
+			if admit(t, s.BeadsStatus(t, p, now)) {
+				picked = append(picked, t)
+			}
+		}
+		picked = topK(picked, 0, beadsListLess)
+	}
+	var out []ListItemJSON
+	for _, t := range picked {
+		v := Beads(s.View(t, p, now))
+		if view != nil && !view(v) {
+			continue
+		}
+		v.Dependencies = t.deps()
+		out = append(out, ListItemJSON{TaskJSON: v, DependencyCount: len(v.Dependencies)})
+		if limit > 0 && len(out) == limit {
+			break
+		}
+	}
+	if counts == nil {
+		counts = s.dependentCountsOf(out)
+	}
+	for i := range out {
+		out[i].DependentCount = counts[out[i].ID]
+	}
+	return out
+}
+
+// listed is what topListed keeps of a task it passes over.
+type listed struct {
+	id       string
+	priority int
+	created  time.Time
+}
+
+// topListed streams every task once: it keeps the first limit that admit
+// passes, in bd list's order, and counts the dependency records naming
+// each task. A 10,000-task list decodes each task for the pass alone and
+// keeps neither the tasks nor a map of them.
+func (s *State) topListed(p Policy, now time.Time, admit func(t *Task, status string) bool, limit int) ([]*Task, map[string]int) {
+	less := func(a, b listed) bool {
+		if a.priority != b.priority {
+			return a.priority < b.priority
+		}
+		if !a.created.Equal(b.created) {
+			return a.created.After(b.created)
+		}
+		return a.id < b.id
+	}
+	var top []listed
+	counts := map[string]int{}
+	count := func(id string) {
+		if n, ok := counts[id]; ok {
+			counts[id] = n + 1
+		} else {
+			counts[strings.Clone(id)] = 1
+		}
+	}
+	for t := range s.eachTaskOf(s.decodedIDs(), false) {
+		if t.Parent != "" {
+			count(t.Parent)
+		}
+		for _, d := range t.Blockers {
+			count(d.ID)
+		}
+		for _, l := range t.Links {
+			count(l.ID)
+		}
+		it := listed{t.ID, t.Priority, t.CreatedAt}
+		if len(top) == limit && !less(it, top[limit-1]) || !admit(t, s.BeadsStatus(t, p, now)) {
+			continue
+		}
+		it.id = strings.Clone(it.id)
+		top = insertTop(top, it, limit, less)
+	}
+	out := make([]*Task, 0, len(top))
+	for _, it := range top {
+		out = append(out, s.Task(it.id))
+	}
+	return out, counts
+}
+
+// beadsListLess is bd list's order: by priority, newest first.
+func beadsListLess(a, b *Task) bool {
+	if a.Priority != b.Priority {
+		return a.Priority < b.Priority
+	}
+	if !a.CreatedAt.Equal(b.CreatedAt) {
+		return a.CreatedAt.After(b.CreatedAt)
+	}
+	return a.ID < b.ID
+}
+
+// dependentCountsOf is DependentCounts for the items alone.
+func (s *State) dependentCountsOf(items []ListItemJSON) map[string]int {
+	n := make(map[string]int, len(items))
+	for _, it := range items {
+		n[it.ID] = 0
+	}
+	count := func(id string) {
+		if _, ok := n[id]; ok {
+			n[id]++
+		}
+	}
+	for _, t := range s.AllTasks() {
+		if t.Parent != "" {
+			count(t.Parent)
+		}
+		for _, d := range t.Blockers {
+			count(d.ID)
+		}
+		for _, l := range t.Links {
+			count(l.ID)
+		}
+	}
+	return n
+}
