@@ -353,7 +353,11 @@ func (s *State) BeadsList(p Policy, now time.Time, admit func(t *Task, status st
 		}
 		picked = topK(picked, 0, beadsListLess)
 	}
-	var out []ListItemJSON
+	n := len(picked)
+	if limit > 0 {
+		n = min(n, limit)
+	}
+	out := make([]ListItemJSON, 0, n) // each item is large: grown by appends, the copies cost more than the rest
 	for _, t := range picked {
 		v := Beads(s.View(t, p, now))
 		if view != nil && !view(v) {
