@@ -45,7 +45,7 @@ func (c *bdPrimeCmd) Run(b *bdEnv) error {
 	}
 	n := s.BeadsStats(q.Policy, q.Now)
 	ctx := prime.Context{Bin: b.app.Model.Name,
-		Counts: prime.Counts{Open: n.OpenIssues, InProgress: n.InProgressIssues, Blocked: n.BlockedIssues, Ready: n.ReadyIssues, Closed: n.ClosedIssues}}
+		Counts: prime.Counts{Open: n.TotalIssues - n.ClosedIssues, InProgress: n.InProgressIssues, Blocked: n.BlockedIssues, Ready: n.ReadyIssues, Closed: n.ClosedIssues}}
 	if id := os.Getenv("SPOOL_TASK_ID"); id != "" {
 		if t := s.Task(id); t != nil {
 			ctx.Task = &prime.Issue{ID: t.ID, Title: t.Title, Priority: t.Priority}

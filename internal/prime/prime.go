@@ -11,7 +11,9 @@ import (
 	"strings"
 )
 
-// Counts is what the tracker holds now, as bd stats counts it.
+// Counts is what the tracker holds now, as bd stats counts it: Open is
+// every issue not closed; Ready, InProgress and Blocked (waiting for a
+// blocker) are among them.
 type Counts struct {
 	Open, InProgress, Blocked, Ready, Closed int
 }
@@ -59,7 +61,7 @@ func Write(w io.Writer, c Context, m Mode) error {
 	if m != MCP {
 		p("`%s` here is spool: bd's commands and JSON over a task log kept in git.\n", bin)
 		n := c.Counts
-		p("Now: %d open (%d ready, %d in progress, %d blocked), %d closed.\n", n.Open+n.InProgress+n.Blocked, n.Ready, n.InProgress, n.Blocked, n.Closed)
+		p("Now: %d open (%d ready, %d in progress, %d blocked), %d closed.\n", n.Open, n.Ready, n.InProgress, n.Blocked, n.Closed)
 		if c.Task != nil {
 			p("Your task: %s %q (attempt %d).\n", c.Task.ID, oneLine(c.Task.Title), c.Attempt)
 		}

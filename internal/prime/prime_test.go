@@ -8,7 +8,7 @@ import (
 
 func TestWrite(t *testing.T) {
 	long := strings.Repeat("A very long title, ", 40)
-	busy := Context{Bin: "spool bd", Counts: Counts{Open: 123456, InProgress: 98765, Blocked: 4321, Ready: 55555, Closed: 999999},
+	busy := Context{Bin: "spool bd", Counts: Counts{Open: 226542, InProgress: 98765, Blocked: 4321, Ready: 55555, Closed: 999999},
 		Task: &Issue{ID: "sp-a3f8x", Title: long, Priority: 0}, Attempt: 12,
 		Ready: []Issue{{"sp-1111", long, 0}, {"sp-2222", long, 1}, {"sp-3333", "tab\tand\nnewline \x1b[31m", 2}}}
 	for _, tc := range []struct {
