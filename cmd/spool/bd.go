@@ -99,23 +99,25 @@ type bdCLI struct {
 	Help       bdHelpCmd       `cmd:"" help:"Help about any command."`
 	Quickstart bdQuickstartCmd `cmd:"" help:"A quick start guide."`
 
+	// Inspection and maintenance, as beads' MCP server runs them (bd_maint.go).
+	Info            bdInfoCmd            `cmd:"" help:"Where the tracker is, its prefix and issue count (--schema: sample ids)."`
+	Validate        bdValidateCmd        `cmd:"" help:"Check for orphaned dependencies, duplicates and test issues."`
+	RepairDeps      bdRepairDepsCmd      `cmd:"" name:"repair-deps" help:"Find (and with --fix remove) dependencies on missing issues."`
+	DetectPollution bdDetectPollutionCmd `cmd:"" name:"detect-pollution" help:"Find issues that look like test data."`
+	Migrate         bdMigrateCmd         `cmd:"" help:"--inspect: the migration plan (spool has none to run)."`
+
 	// Refused, saying why and what to use (bd_refused.go).
-	Info            bdRefusedCmd `cmd:"" hidden:""`
-	Validate        bdRefusedCmd `cmd:"" hidden:""`
-	RepairDeps      bdRefusedCmd `cmd:"" name:"repair-deps" hidden:""`
-	DetectPollution bdRefusedCmd `cmd:"" name:"detect-pollution" hidden:""`
-	Migrate         bdRefusedCmd `cmd:"" hidden:""`
-	Delete          bdRefusedCmd `cmd:"" hidden:""`
-	Edit            bdRefusedCmd `cmd:"" hidden:""`
-	RenamePrefix    bdRefusedCmd `cmd:"" name:"rename-prefix" hidden:""`
-	Sync            bdRefusedCmd `cmd:"" hidden:""`
-	Daemon          bdRefusedCmd `cmd:"" hidden:""`
-	Daemons         bdRefusedCmd `cmd:"" hidden:""`
-	Compact         bdRefusedCmd `cmd:"" hidden:""`
-	Admin           bdRefusedCmd `cmd:"" hidden:""`
-	Restore         bdRefusedCmd `cmd:"" hidden:""`
-	Template        bdRefusedCmd `cmd:"" hidden:""`
-	Audit           bdRefusedCmd `cmd:"" hidden:""`
+	Delete       bdRefusedCmd `cmd:"" hidden:""`
+	Edit         bdRefusedCmd `cmd:"" hidden:""`
+	RenamePrefix bdRefusedCmd `cmd:"" name:"rename-prefix" hidden:""`
+	Sync         bdRefusedCmd `cmd:"" hidden:""`
+	Daemon       bdRefusedCmd `cmd:"" hidden:""`
+	Daemons      bdRefusedCmd `cmd:"" hidden:""`
+	Compact      bdRefusedCmd `cmd:"" hidden:""`
+	Admin        bdRefusedCmd `cmd:"" hidden:""`
+	Restore      bdRefusedCmd `cmd:"" hidden:""`
+	Template     bdRefusedCmd `cmd:"" hidden:""`
+	Audit        bdRefusedCmd `cmd:"" hidden:""`
 }
 
 // bdEnv is what a bd command's Run receives.
@@ -163,11 +165,17 @@ func runBD(ctx context.Context, name string, args []string, dir, actor string, s
 	g := &Globals{Dir: dir, Actor: actor, JSON: cli.JSON}
 	last := func() string { return cmp.Or(strings.TrimSpace(os.Getenv("USER")), "unknown") }
 	b := &bdEnv{env: &env{Globals: g, ctx: ctx, stdout: stdout, stderr: stderr, app: parser, lastActor: last}, cli: &cli}
-	if err := kctx.Run(b); err != nil {
+	if err := kctx.Run(b); errors.Is(err, errBDStatus1) {
+		return 1 // the command has said what it found
+	} else if err != nil {
 		return reportBD(stdout, stderr, cli.JSON || jsonOut, name, err) // a refused command takes --json among its arguments
 	}
 	return 0
 }
+
+// errBDStatus1 is a command's exit 1 when its output has said why (bd
+// validate finding problems), with nothing more to print.
+var errBDStatus1 = errors.New("exit status 1")
 
 // reportBD prints err as bd does: {"error": "…"} on stdout under --json
 // (with spool's code), "Error: …" on stderr otherwise; the status is 1.

@@ -18,15 +18,7 @@ func notSupported(what, why string) error {
 
 // bdRefusals are the refused commands, by name: why, and what to use.
 var bdRefusals = map[string]string{
-	"info": "spool has no database or schema to inspect; spool status shows the log, " +
-		"README's event catalogue its events, spool config list the configuration",
-	"validate": "spool has no database to validate; spool verify checks the log, every projection " +
-		"against a fresh replay and their invariants",
-	"repair-deps": "spool refuses a dependency on a missing issue when it is made; " +
-		"spool verify checks the rest, and bd dep remove drops one an import left dangling",
-	"detect-pollution": "spool does not tell test issues from others; " +
-		"list them (bd list --title test) and close them (bd close ID --reason ...)",
-	"migrate":       "spool has no database schema to migrate; its projections are rebuilt from the log (spool replay)",
+	"migrate":       "spool has no database schema to migrate (bd migrate --inspect shows the empty plan); its projections are rebuilt from the log (spool replay)",
 	"delete":        "the log is append-only and keeps every issue; close it instead (bd close ID --reason ...)",
 	"edit":          "it opens $EDITOR, which blocks an agent; use bd update ID --title/--description/--design/--notes/--acceptance",
 	"rename-prefix": "ids are recorded in the log's events; new issues take ids.prefix (spool config set ids.prefix P), and spool export --prefix P renames an export",

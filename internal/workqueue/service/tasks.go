@@ -354,3 +354,14 @@ func (s *Service) Import(ctx context.Context, recs []workqueue.TaskJSON) (int, e
 	})
 	return len(events), err
 }
+
+// RemoveOrphanDeps removes every dependency on an issue the tracker does
+// not have (workqueue.OrphanDeps), in one append, and returns them.
+func (s *Service) RemoveOrphanDeps(ctx context.Context) ([]workqueue.DepJSON, error) {
+	var removed []workqueue.DepJSON
+	_, _, err := s.write(ctx, s.Env.Write, Tracker, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+		removed = st.OrphanDeps()
+		return workqueue.RemoveOrphanDeps(st), nil
+	})
+	return removed, err
+}
