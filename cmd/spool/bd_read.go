@@ -142,6 +142,9 @@ func printBDShow(w io.Writer, t workqueue.DetailJSON) {
 	if t.Status == workqueue.StatusClosed && t.CloseReason != "" {
 		fmt.Fprintf(w, "Close reason: %s\n", text(t.CloseReason))
 	}
+	if t.ExternalRef != "" {
+		fmt.Fprintf(w, "External: %s\n", text(t.ExternalRef))
+	}
 	for _, sec := range []struct{ name, body string }{{"DESCRIPTION", t.Description}, {"DESIGN", t.Design},
 		{"NOTES", t.Notes}, {"ACCEPTANCE CRITERIA", t.AcceptanceCriteria}} {
 		if sec.body != "" {

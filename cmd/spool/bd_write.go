@@ -30,15 +30,13 @@ type bdCreateCmd struct {
 	Parent      string   `help:"Parent issue (an epic, say)."`
 	Deps        []string `help:"Dependencies, comma-separated: ID (blocks), or TYPE:ID (blocks, parent-child, related, discovered-from, …)."`
 	Silent      bool     `help:"Print only the new issue's id."`
-	ExternalRef string   `name:"external-ref" help:"Refused: not supported by spool."`
+	ExternalRef string   `name:"external-ref" help:"A reference to the issue in another system (gh-9, jira-ABC)."`
 	ID          string   `name:"id" help:"Refused: not supported by spool."`
 	Template    string   `name:"from-template" help:"Refused: not supported by spool."`
 }
 
 func (c *bdCreateCmd) Run(b *bdEnv) error {
 	switch {
-	case c.ExternalRef != "":
-		return notSupported("create --external-ref", externalRefWhy)
 	case c.Template != "":
 		return notSupported("create --from-template", bdRefusals["template"])
 	case c.ID != "":
@@ -81,7 +79,7 @@ func (c *bdCreateCmd) Run(b *bdEnv) error {
 		return err
 	}
 	n := workqueue.NewTask{Title: title, Description: c.Description, Design: c.Design, Acceptance: c.Acceptance, Notes: c.Notes,
-		Assignee: c.Assignee, Owner: bdOwner(b, q), Priority: prio, Type: c.Type, Labels: append(c.Labels, c.Label...),
+		ExternalRef: c.ExternalRef, Assignee: c.Assignee, Owner: bdOwner(b, q), Priority: prio, Type: c.Type, Labels: append(c.Labels, c.Label...),
 		Deps: deps, Parent: parent, Links: links}
 	t, err := q.Add(b.ctx, n)
 	if err != nil {
@@ -128,16 +126,10 @@ type bdUpdateCmd struct {
 	RemoveLabel []string `name:"remove-label" help:"Remove labels."`
 	SetLabels   []string `name:"set-labels" help:"Replace every label."`
 	Reason      string   `help:"Why: the close reason with --status closed, the block reason with blocked."`
-	ExternalRef string   `name:"external-ref" help:"Refused: not supported by spool."`
+	ExternalRef *string  `name:"external-ref" help:"New reference to the issue in another system (\"\" clears it)."`
 }
 
-// externalRefWhy is why --external-ref is refused.
-const externalRefWhy = "spool keeps no external reference field; put the reference in the notes (--notes) or a label"
-
 func (c *bdUpdateCmd) Run(b *bdEnv) error {
-	if c.ExternalRef != "" {
-		return notSupported("update --external-ref", externalRefWhy)
-	}
 	status := c.Status
 	if c.Claim {
 		if status != "" && status != workqueue.StatusInProgress {
@@ -149,7 +141,7 @@ func (c *bdUpdateCmd) Run(b *bdEnv) error {
 		return fault.New(workqueue.CodeInvalidStatus, nil, fmt.Sprintf("invalid status: %s", status), "status", status)
 	}
 	u := workqueue.Update{Title: c.Title, Description: c.Description, Design: c.Design, Acceptance: c.Acceptance, Notes: c.Notes,
-		AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel, SetLabels: c.SetLabels}
+		ExternalRef: c.ExternalRef, AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel, SetLabels: c.SetLabels}
 	if u.Acceptance == nil {
 		u.Acceptance = c.AcceptCrit
 	}
@@ -206,7 +198,7 @@ func (c *bdCloseCmd) Run(b *bdEnv) error {
 
 type bdReopenCmd struct {
 	IDs    []string `arg:"" name:"id" help:"Issue ids."`
-	Reason string   `short:"r" help:"Why it is reopened (accepted; spool records no reason)."`
+	Reason string   `short:"r" help:"Why it is reopened (recorded in task.reopened)."`
 }
 
 func (c *bdReopenCmd) Run(b *bdEnv) error {

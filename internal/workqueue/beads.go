@@ -133,7 +133,8 @@ func (s *State) Epics(p Policy, now time.Time) []EpicStatus {
 		v := Beads(s.View(t, p, now))
 		epic := TaskJSON{ID: v.ID, Title: v.Title, Description: v.Description, Design: v.Design,
 			AcceptanceCriteria: v.AcceptanceCriteria, Notes: v.Notes, Status: v.Status, Priority: v.Priority,
-			IssueType: v.IssueType, Assignee: v.Assignee, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, ClosedAt: v.ClosedAt}
+			IssueType: v.IssueType, Assignee: v.Assignee, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, ClosedAt: v.ClosedAt,
+			ExternalRef: v.ExternalRef}
 		out = append(out, EpicStatus{Epic: epic, TotalChildren: total[t.ID], ClosedChildren: closed[t.ID],
 			EligibleForClose: total[t.ID] > 0 && total[t.ID] == closed[t.ID]})
 	}
@@ -159,7 +160,7 @@ var knownFields = map[string]bool{}
 
 func init() {
 	for _, f := range []string{"id", "title", "description", "design", "acceptance_criteria", "notes", "status", "priority",
-		"issue_type", "assignee", "owner", "created_at", "created_by", "updated_at", "closed_at", "close_reason", "labels",
+		"issue_type", "assignee", "owner", "created_at", "created_by", "updated_at", "closed_at", "close_reason", "external_ref", "labels",
 		"dependencies", "comments"} {
 		knownFields[f] = true
 	}
@@ -390,7 +391,7 @@ func importedData(r TaskJSON) ImportedData {
 	d := ImportedData{Title: r.Title, Description: r.Description, Design: r.Design, AcceptanceCriteria: r.AcceptanceCriteria,
 		Notes: r.Notes, Status: r.Status, Priority: r.Priority, IssueType: r.IssueType, Assignee: r.Assignee,
 		Owner: &r.Owner, CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy, UpdatedAt: r.UpdatedAt.UTC(),
-		CloseReason: r.CloseReason, Labels: NormLabels(r.Labels)}
+		CloseReason: r.CloseReason, ExternalRef: r.ExternalRef, Labels: NormLabels(r.Labels)}
 	if d.UpdatedAt.IsZero() {
 		d.UpdatedAt = d.CreatedAt
 	}

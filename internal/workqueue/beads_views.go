@@ -141,11 +141,12 @@ func (s *State) BeadsBlocked(p Policy, now time.Time, parent string) []BlockedJS
 
 // selected is an issue as bd's own queries select it for blocked, the
 // dependency tree and epics: without owner, creator, labels or close
-// reason.
+// reason, with the external reference.
 func selected(v TaskJSON) TaskJSON {
 	return TaskJSON{ID: v.ID, Title: v.Title, Description: v.Description, Design: v.Design,
 		AcceptanceCriteria: v.AcceptanceCriteria, Notes: v.Notes, Status: v.Status, Priority: v.Priority,
-		IssueType: v.IssueType, Assignee: v.Assignee, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, ClosedAt: v.ClosedAt}
+		IssueType: v.IssueType, Assignee: v.Assignee, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, ClosedAt: v.ClosedAt,
+		ExternalRef: v.ExternalRef}
 }
 
 // Descendants are the tasks under id, through parents (bd's --parent of

@@ -24,6 +24,7 @@ type NewTask struct {
 	Design      string
 	Acceptance  string
 	Notes       string
+	ExternalRef string // bd's reference to another system's issue
 	Assignee    string
 	Owner       string // bd's owner, when not the actor (bd create: git user.email)
 	Priority    int
@@ -118,7 +119,7 @@ func AddTask(s TaskIndex, n NewTask, prefix, writer string, now time.Time) (even
 	deps := slices.Clone(n.Deps)
 	sort.Strings(deps)
 	d := CreatedData{Title: n.Title, Description: n.Description, Design: n.Design, Acceptance: n.Acceptance, Notes: n.Notes,
-		Assignee: n.Assignee, Owner: n.Owner, Priority: n.Priority, IssueType: n.Type,
+		ExternalRef: n.ExternalRef, Assignee: n.Assignee, Owner: n.Owner, Priority: n.Priority, IssueType: n.Type,
 		Labels: NormLabels(n.Labels), Parent: n.Parent, Deps: slices.Compact(deps)}
 	return eventlog.Draft{Type: TypeCreated, Subject: id, Data: d}, id, nil
 }
@@ -159,6 +160,7 @@ type Update struct {
 	Design       *string
 	Acceptance   *string
 	Notes        *string
+	ExternalRef  *string
 	Assignee     *string
 	Priority     *int
 	Status       *string
@@ -205,7 +207,7 @@ func (u *Update) ValidateFields() error {
 // Empty reports whether the update sets nothing.
 func (u *Update) Empty() bool {
 	return u.Title == nil && u.Description == nil && u.Design == nil && u.Acceptance == nil && u.Notes == nil &&
-		u.Assignee == nil && u.Priority == nil && u.Status == nil && len(u.AddLabels)+len(u.RemoveLabels) == 0 &&
+		u.ExternalRef == nil && u.Assignee == nil && u.Priority == nil && u.Status == nil && len(u.AddLabels)+len(u.RemoveLabels) == 0 &&
 		u.SetLabels == nil
 }
 
@@ -263,6 +265,7 @@ func UpdateTask(s *State, id string, u Update) ([]eventlog.Draft, error) {
 	d := UpdatedData{Status: status, Title: changed(u.Title, t.Title)}
 	d.Description, d.Design, d.Acceptance = changed(u.Description, x.Description), changed(u.Design, x.Design), changed(u.Acceptance, x.Acceptance)
 	d.Notes, d.Assignee = changed(u.Notes, x.Notes), changed(u.Assignee, x.Assignee)
+	d.ExternalRef = changed(u.ExternalRef, x.ExternalRef)
 	if u.Priority != nil && *u.Priority != t.Priority {
 		d.Priority = u.Priority
 	}

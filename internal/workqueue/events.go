@@ -50,6 +50,7 @@ type CreatedData struct {
 	Design      string   `json:"design,omitempty"`
 	Acceptance  string   `json:"acceptance_criteria,omitempty"`
 	Notes       string   `json:"notes,omitempty"`
+	ExternalRef string   `json:"external_ref,omitempty"` // bd's reference to another system's issue (gh-9, jira-ABC)
 	Assignee    string   `json:"assignee,omitempty"`
 	Owner       string   `json:"owner,omitempty"` // when not the actor (bd create: git user.email)
 	Priority    int      `json:"priority"`
@@ -66,6 +67,7 @@ type UpdatedData struct {
 	Design       *string  `json:"design,omitempty"`
 	Acceptance   *string  `json:"acceptance_criteria,omitempty"`
 	Notes        *string  `json:"notes,omitempty"`
+	ExternalRef  *string  `json:"external_ref,omitempty"`
 	Assignee     *string  `json:"assignee,omitempty"`
 	Priority     *int     `json:"priority,omitempty"`
 	Status       *string  `json:"status,omitempty"`
@@ -80,7 +82,7 @@ func (d UpdatedData) empty() bool {
 // labelsOnly reports whether d changes nothing but labels.
 func (d UpdatedData) labelsOnly() bool {
 	return d.Title == nil && d.Description == nil && d.Design == nil && d.Acceptance == nil && d.Notes == nil &&
-		d.Assignee == nil && d.Priority == nil && d.Status == nil
+		d.ExternalRef == nil && d.Assignee == nil && d.Priority == nil && d.Status == nil
 }
 
 // ImportedData is a task as a beads export (JSONL) has it, whole: importing
@@ -102,6 +104,7 @@ type ImportedData struct {
 	UpdatedAt          time.Time      `json:"updated_at"`
 	ClosedAt           *time.Time     `json:"closed_at,omitempty"`
 	CloseReason        string         `json:"close_reason,omitempty"`
+	ExternalRef        string         `json:"external_ref,omitempty"`
 	Labels             []string       `json:"labels,omitempty"`
 	Parent             *ImportedDep   `json:"parent,omitempty"`
 	Blockers           []ImportedDep  `json:"blockers,omitempty"`

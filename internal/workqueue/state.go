@@ -49,6 +49,7 @@ type TaskDetail struct {
 	Design      string
 	Acceptance  string
 	Notes       string
+	ExternalRef string // bd's reference to another system's issue (gh-9, jira-ABC)
 	Assignee    string
 	CreatedBy   string
 	Owner       string // bd's owner: the human responsible (bd: git user.email); spool task add: the creator
@@ -349,7 +350,7 @@ const (
 // Their state grows with the number of tasks, so saves are amortized (see
 // projections.Spec.Amortize).
 var (
-	Spec      = projections.Spec{Name: Name, Version: 5, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
+	Spec      = projections.Spec{Name: Name, Version: 6, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
 	QueueSpec = projections.Spec{Name: QueueName, Version: 7, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
@@ -481,7 +482,7 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 		t = &Task{ID: id, Title: d.Title, Status: StatusOpen, Priority: d.Priority, Type: strings.Clone(d.IssueType),
 			Labels: cloneAll(NormLabels(d.Labels)), CreatedAt: e.At, Parent: strings.Clone(d.Parent),
 			detail: &TaskDetail{Description: d.Description, Design: d.Design, Acceptance: d.Acceptance, Notes: d.Notes,
-				Assignee: d.Assignee, CreatedBy: e.Actor, Owner: cmp.Or(d.Owner, e.Actor), UpdatedAt: e.At}}
+				ExternalRef: d.ExternalRef, Assignee: d.Assignee, CreatedBy: e.Actor, Owner: cmp.Or(d.Owner, e.Actor), UpdatedAt: e.At}}
 		for _, b := range d.Deps {
 			t.addBlocker(Dep{ID: strings.Clone(b), At: e.At, By: e.Actor})
 		}
@@ -519,6 +520,9 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 		}
 		if d.Notes != nil {
 			x.Notes = *d.Notes
+		}
+		if d.ExternalRef != nil {
+			x.ExternalRef = *d.ExternalRef
 		}
 		if d.Assignee != nil {
 			x.Assignee = *d.Assignee
@@ -915,7 +919,7 @@ func (s *State) imported(id string, d *ImportedData) *Task {
 		t.addBlocker(Dep{ID: b.ID, At: b.At.UTC(), By: b.By})
 	}
 	x := &TaskDetail{Description: d.Description, Design: d.Design, Acceptance: d.AcceptanceCriteria, Notes: d.Notes,
-		Assignee: d.Assignee, CreatedBy: d.CreatedBy, Owner: d.CreatedBy, UpdatedAt: d.UpdatedAt.UTC(), CloseReason: d.CloseReason}
+		ExternalRef: d.ExternalRef, Assignee: d.Assignee, CreatedBy: d.CreatedBy, Owner: d.CreatedBy, UpdatedAt: d.UpdatedAt.UTC(), CloseReason: d.CloseReason}
 	if d.Owner != nil { // recorded as the export had it; before owner was kept, the creator stood for it
 		x.Owner = *d.Owner
 	}
