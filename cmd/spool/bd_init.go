@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -12,38 +13,63 @@ import (
 	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/workqueue"
+	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
+	"github.com/tidwall/gjson"
 )
 
 // bd init: spool init, with bd's prefix as ids.prefix. bd initializes any
 // directory; spool keeps its log in .git/spool, so a directory that is in
 // no git repository gets one (git init), as bd would have made its .beads
 // there. It is idempotent, where bd refuses a second init: spool init is.
+// A project that has bd's .beads/issues.jsonl gets its issues, as bd init
+// imports them, while the tracker has none.
 
 type bdInitCmd struct {
-	Prefix string `short:"p" help:"Id prefix for new issues (default: the directory's name)."`
-	// bd's other init flags set up bd's storage, hooks and wizards: accepted
-	// as bd's storage flags are, they change nothing here.
-	Branch          string `short:"b" hidden:""`
-	Backend         string `hidden:""`
-	Contributor     bool   `hidden:""`
-	Team            bool   `hidden:""`
-	Stealth         bool   `hidden:""`
-	SetupExclude    bool   `name:"setup-exclude" hidden:""`
-	SkipHooks       bool   `name:"skip-hooks" hidden:""`
-	SkipMergeDriver bool   `name:"skip-merge-driver" hidden:""`
-	Force           bool   `hidden:""`
-	FromJSONL       bool   `name:"from-jsonl" hidden:""`
+	Prefix    string `short:"p" help:"Id prefix for new issues (default: that of .beads/issues.jsonl's issues, else the directory's name)."`
+	FromJSONL bool   `name:"from-jsonl" help:"Import .beads/issues.jsonl (done anyway while the tracker has no issues)."`
+	// Nothing to skip or force: spool init installs no hooks or merge
+	// driver, and a second init changes only what differs.
+	SkipHooks       bool `name:"skip-hooks" hidden:""`
+	SkipMergeDriver bool `name:"skip-merge-driver" hidden:""`
+	Force           bool `hidden:""`
+	// bd's storage, its sync branch and its setup wizards: refused in Run.
+	Branch       string `short:"b" hidden:""`
+	Backend      string `hidden:""`
+	Contributor  bool   `hidden:""`
+	Team         bool   `hidden:""`
+	Stealth      bool   `hidden:""`
+	SetupExclude bool   `name:"setup-exclude" hidden:""`
+}
+
+// refused is the first of bd's init flags that spool cannot honour.
+func (c *bdInitCmd) refused() error {
+	switch {
+	case c.Backend != "" && c.Backend != "spool":
+		return notSupported("init --backend "+c.Backend, "spool keeps the issues as events in its log (.git/spool), in no sqlite or dolt database; drop --backend")
+	case c.Branch != "":
+		return notSupported("init --branch", "spool commits nothing to a branch: spool sync shares its log on a ref of its own; drop --branch")
+	case c.Contributor || c.Team:
+		return notSupported("init --contributor and --team", "they are bd's interactive setup wizards; run bd init, then spool sync and spool hooks install to share the log")
+	case c.Stealth || c.SetupExclude:
+		return notSupported("init --stealth and --setup-exclude", "spool keeps its log in .git/spool, out of the work tree already; "+
+			"to keep .spool/ and .beads/ out of git too, add them to .git/info/exclude")
+	}
+	return nil
 }
 
 // bdInitResult is bd init --json.
 type bdInitResult struct {
-	Prefix  string   `json:"prefix"`
-	Backend string   `json:"backend"`
-	Root    string   `json:"root"`
-	Created []string `json:"created"`
+	Prefix   string   `json:"prefix"`
+	Backend  string   `json:"backend"`
+	Root     string   `json:"root"`
+	Created  []string `json:"created"`
+	Imported int      `json:"imported"`
 }
 
 func (c *bdInitCmd) Run(b *bdEnv) error {
+	if err := c.refused(); err != nil {
+		return err
+	}
 	if b.cli.Readonly {
 		return bdUsage("operation blocked: --readonly mode")
 	}
@@ -69,11 +95,25 @@ func (c *bdInitCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
-	prefix, changed, err := setPrefix(b, r, c.Prefix)
+	jsonl := filepath.Join(r.Root, ".beads", "issues.jsonl")
+	data, err := os.ReadFile(jsonl)
+	if err != nil && (c.FromJSONL || !errors.Is(err, os.ErrNotExist)) {
+		return bdUsage("reading %s: %v", jsonl, err)
+	}
+	prefix, changed, err := setPrefix(b, r, c.Prefix, jsonlPrefix(data))
 	if err != nil {
 		return err
 	} else if changed {
 		created = append(created, "ids.prefix "+prefix+" in .spool/config.json")
+	}
+	imported := 0
+	if data != nil {
+		if imported, err = c.importIssues(b, data); err != nil {
+			return err
+		}
+		if imported > 0 {
+			created = append(created, fmt.Sprintf("%d issues from .beads/issues.jsonl", imported))
+		}
 	}
 	marker, err := beadsMarker(r.Root)
 	if err != nil {
@@ -81,7 +121,7 @@ func (c *bdInitCmd) Run(b *bdEnv) error {
 	}
 	created = append(created, marker...)
 	if b.JSON {
-		return writeJSON(b.stdout, bdInitResult{Prefix: prefix, Backend: "spool", Root: r.Root, Created: nonNil(created)})
+		return writeJSON(b.stdout, bdInitResult{Prefix: prefix, Backend: "spool", Root: r.Root, Created: nonNil(created), Imported: imported})
 	}
 	if b.cli.Quiet {
 		return nil
@@ -95,6 +135,9 @@ func (c *bdInitCmd) Run(b *bdEnv) error {
 	fmt.Fprintf(b.stdout, "  Configuration: .spool/config.json (commit it)\n")
 	fmt.Fprintf(b.stdout, "  Issue prefix: %s\n", prefix)
 	fmt.Fprintf(b.stdout, "  Issues will be named: %s-<hash> (e.g., %s-a3f2)\n", prefix, prefix)
+	if imported > 0 {
+		fmt.Fprintf(b.stdout, "  Imported: %d issues from .beads/issues.jsonl\n", imported)
+	}
 	if len(created) == 0 {
 		fmt.Fprintf(b.stdout, "  Already initialized: nothing changed\n")
 	}
@@ -102,10 +145,47 @@ func (c *bdInitCmd) Run(b *bdEnv) error {
 	return nil
 }
 
+// importIssues imports bd's JSONL into a tracker that has no issues yet:
+// once there are some, they are spool's, and an import would set them back
+// as the file has them. It returns how many it recorded.
+func (c *bdInitCmd) importIssues(b *bdEnv, data []byte) (int, error) {
+	q, err := b.queue(true)
+	if err != nil {
+		return 0, err
+	}
+	st, err := q.Read(b.ctx, wqservice.Tracker)
+	if err != nil {
+		return 0, err
+	}
+	if st.TaskCount() > 0 {
+		if c.FromJSONL {
+			return 0, bdUsage("--from-jsonl: the tracker has issues already, which an import would set back as the file has them; run bd import -i .beads/issues.jsonl to do that")
+		}
+		return 0, nil
+	}
+	n, _, err := importFrom(b.env, bytes.NewReader(data), "")
+	return n, err
+}
+
+// jsonlPrefix is the prefix of the first issue's id in bd's JSONL (what is
+// before its last hyphen), "" if there is none.
+func jsonlPrefix(data []byte) string {
+	line, _, _ := bytes.Cut(bytes.TrimSpace(data), []byte("\n"))
+	id := gjson.GetBytes(line, "id").Str
+	if i := strings.LastIndexByte(id, '-'); i > 0 {
+		return id[:i]
+	}
+	return ""
+}
+
 // bdInitPrefix is the prefix bd init would take: --prefix without its
-// trailing hyphens, else the directory's name made into a prefix spool
-// accepts (lowercase letters and digits), else spool's default.
-func bdInitPrefix(flag, root string) (string, error) {
+// trailing hyphens, else that of the issues it imports if spool can spell
+// it, else the directory's name made into a prefix spool accepts
+// (lowercase letters and digits), else spool's default.
+func bdInitPrefix(flag, imported, root string) (string, error) {
+	if flag == "" && workqueue.ValidPrefix(imported) {
+		return imported, nil
+	}
 	if flag != "" {
 		p := strings.TrimRight(flag, "-")
 		if !workqueue.ValidPrefix(p) {
@@ -131,9 +211,9 @@ func bdInitPrefix(flag, root string) (string, error) {
 
 // setPrefix records ids.prefix under the log's lock, as spool config set
 // does: --prefix, else the prefix set already (bd: flag, then config), else
-// one from the directory's name. It reports the prefix and whether it
-// changed.
-func setPrefix(b *bdEnv, r *git.Repo, flag string) (string, bool, error) {
+// that of the issues imported, else one from the directory's name. It
+// reports the prefix and whether it changed.
+func setPrefix(b *bdEnv, r *git.Repo, flag, imported string) (string, bool, error) {
 	st, err := b.openLenient()
 	if err != nil {
 		return "", false, err
@@ -151,7 +231,7 @@ func setPrefix(b *bdEnv, r *git.Repo, flag string) (string, bool, error) {
 	if set && flag == "" {
 		return fmt.Sprint(v), false, nil
 	}
-	prefix, err := bdInitPrefix(flag, r.Root)
+	prefix, err := bdInitPrefix(flag, imported, r.Root)
 	if err != nil || set && v == prefix {
 		return prefix, false, err
 	}

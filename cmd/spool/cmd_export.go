@@ -108,18 +108,33 @@ func importTasks(e *env, file, prefix string) error {
 		defer f.Close()
 		r = f
 	}
-	recs, rep, err := workqueue.ParseJSONL(r)
+	n, total, err := importFrom(e, r, prefix)
 	if err != nil {
 		return err
 	}
+	if e.JSON {
+		return writeJSON(e.stdout, map[string]int{"imported": n, "unchanged": total - n})
+	}
+	fmt.Fprintf(e.stdout, "imported %d tasks (%d unchanged)\n", n, total-n)
+	return nil
+}
+
+// importFrom records the issues of a bd JSONL stream that differ from the
+// tracker's, warning of what it leaves out; it returns how many it
+// recorded, and how many the stream had.
+func importFrom(e *env, r io.Reader, prefix string) (int, int, error) {
+	recs, rep, err := workqueue.ParseJSONL(r)
+	if err != nil {
+		return 0, 0, err
+	}
 	if prefix != "" {
 		if err := workqueue.RenamePrefix(recs, prefix); err != nil {
-			return err
+			return 0, 0, err
 		}
 	}
 	q, err := e.workqueue()
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	if len(rep.Dropped) > 0 {
 		e.warn(fmt.Sprintf("spool keeps no %s: those fields are not imported", strings.Join(rep.Dropped, ", ")))
@@ -131,12 +146,5 @@ func importTasks(e *env, file, prefix string) error {
 		e.warn(fmt.Sprintf("imported %s as open: spool has no pinned or hooked status", strings.Join(rep.AsOpen, ", ")))
 	}
 	n, err := q.Import(e.ctx, recs)
-	if err != nil {
-		return err
-	}
-	if e.JSON {
-		return writeJSON(e.stdout, map[string]int{"imported": n, "unchanged": len(recs) - n})
-	}
-	fmt.Fprintf(e.stdout, "imported %d tasks (%d unchanged)\n", n, len(recs)-n)
-	return nil
+	return n, len(recs), err
 }
