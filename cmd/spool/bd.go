@@ -13,6 +13,8 @@ import (
 
 	"github.com/alecthomas/kong"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/git"
+	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/workqueue"
 	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
 )
@@ -183,15 +185,22 @@ var errBDStatus1 = errors.New("exit status 1")
 // match on.
 func reportBD(stdout, stderr io.Writer, asJSON bool, name string, err error) int {
 	f := fault.Classify(err)
-	msg := f.Message
+	msg, hint := f.Message, ""
 	id, _ := f.Fields["id"].(string)
 	switch {
 	case errors.Is(err, workqueue.ErrNoTask):
 		msg = fmt.Sprintf("resolving ID %s: operation failed: failed to resolve ID: no issue found matching %q", id, id)
 	case errors.Is(err, workqueue.ErrNoDependency):
 		msg = fmt.Sprintf("operation failed: failed to dep remove: dependency from %s to %s does not exist", id, f.Fields["blocker"])
+	case errors.Is(err, git.ErrNotGitRepo), errors.Is(err, store.ErrNotInitialized):
+		// bd's words, which agents and scripts match, with what to run.
+		msg = "no beads database found"
+		hint = "run '" + name + " init' to create one here (spool keeps the issues in .git/spool; it imports a .beads/issues.jsonl)"
 	}
 	if asJSON {
+		if hint != "" {
+			msg += ": " + hint
+		}
 		writeJSON(stdout, struct {
 			Error string `json:"error"`
 			Code  string `json:"code"`
@@ -199,6 +208,9 @@ func reportBD(stdout, stderr io.Writer, asJSON bool, name string, err error) int
 		return 1
 	}
 	fmt.Fprintf(stderr, "Error: %s\n", text(msg))
+	if hint != "" {
+		fmt.Fprintf(stderr, "Hint: %s\n", hint)
+	}
 	if f.Code == fault.CodeUsage.Name {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", name)
 	}
