@@ -22,11 +22,13 @@ import (
 // no git repository gets one (git init), as bd would have made its .beads
 // there. It is idempotent, where bd refuses a second init: spool init is.
 // A project that has bd's .beads/issues.jsonl gets its issues, as bd init
-// imports them, while the tracker has none.
+// imports them, when this init is what sets spool up there: in a clone of
+// a project already on spool, they come with its log (spool sync), and a
+// left-over export imported before that would set them back.
 
 type bdInitCmd struct {
 	Prefix    string `short:"p" help:"Id prefix for new issues (default: that of .beads/issues.jsonl's issues, else the directory's name)."`
-	FromJSONL bool   `name:"from-jsonl" help:"Import .beads/issues.jsonl (done anyway while the tracker has no issues)."`
+	FromJSONL bool   `name:"from-jsonl" help:"Import .beads/issues.jsonl into a tracker with no issues (done anyway when this init sets spool up)."`
 	// Nothing to skip or force: spool init installs no hooks or merge
 	// driver, and a second init changes only what differs.
 	SkipHooks       bool `name:"skip-hooks" hidden:""`
@@ -86,19 +88,22 @@ func (c *bdInitCmd) Run(b *bdEnv) error {
 	} else if err != nil {
 		return err
 	}
+	r, err := git.Discover(b.ctx, dir)
+	if err != nil {
+		return err
+	}
+	fresh := !store.HasSpool(b.ctx, r) // spool is set up here by this init
 	init, err := store.Init(b.ctx, dir, b.warn)
 	if err != nil {
 		return err
 	}
 	created = append(created, init.Created...)
-	r, err := git.Discover(b.ctx, dir)
-	if err != nil {
-		return err
-	}
-	jsonl := filepath.Join(r.Root, ".beads", "issues.jsonl")
-	data, err := os.ReadFile(jsonl)
-	if err != nil && (c.FromJSONL || !errors.Is(err, os.ErrNotExist)) {
-		return bdUsage("reading %s: %v", jsonl, err)
+	var data []byte
+	if fresh || c.FromJSONL {
+		jsonl := filepath.Join(r.Root, ".beads", "issues.jsonl")
+		if data, err = os.ReadFile(jsonl); err != nil && (c.FromJSONL || !errors.Is(err, os.ErrNotExist)) {
+			return bdUsage("reading %s: %v", jsonl, err)
+		}
 	}
 	prefix, changed, err := setPrefix(b, r, c.Prefix, jsonlPrefix(data))
 	if err != nil {
