@@ -105,7 +105,7 @@ func (c *bdInitCmd) Run(b *bdEnv) error {
 			return bdUsage("reading %s: %v", jsonl, err)
 		}
 	}
-	prefix, changed, err := setPrefix(b, r, c.Prefix, jsonlPrefix(data))
+	prefix, changed, err := setPrefix(b, r, c.Prefix, jsonlPrefix(data), fresh)
 	if err != nil {
 		return err
 	} else if changed {
@@ -215,10 +215,12 @@ func bdInitPrefix(flag, imported, root string) (string, error) {
 }
 
 // setPrefix records ids.prefix under the log's lock, as spool config set
-// does: --prefix, else the prefix set already (bd: flag, then config), else
-// that of the issues imported, else one from the directory's name. It
-// reports the prefix and whether it changed.
-func setPrefix(b *bdEnv, r *git.Repo, flag, imported string) (string, bool, error) {
+// does: --prefix, else the prefix set already (bd: flag, then config);
+// where this init sets spool up, that of the issues imported, else one
+// from the directory's name (in a project already on spool, its prefix
+// stays as it is, spool's default included). It reports the prefix and
+// whether it changed.
+func setPrefix(b *bdEnv, r *git.Repo, flag, imported string, fresh bool) (string, bool, error) {
 	st, err := b.openLenient()
 	if err != nil {
 		return "", false, err
@@ -233,8 +235,8 @@ func setPrefix(b *bdEnv, r *git.Repo, flag, imported string) (string, bool, erro
 		return "", false, err
 	}
 	v, set, _ := cfg.Value("ids.prefix")
-	if set && flag == "" {
-		return fmt.Sprint(v), false, nil
+	if (set || !fresh) && flag == "" {
+		return cfg.String("ids.prefix"), false, nil
 	}
 	prefix, err := bdInitPrefix(flag, imported, r.Root)
 	if err != nil || set && v == prefix {
