@@ -258,7 +258,10 @@ func runBD(ctx context.Context, name string, args []string, dir, actor string, s
 var errBDStatus1 = errors.New("exit status 1")
 
 // reportBD prints err as bd does: {"error": "…"} on stdout under --json
-// (with spool's code), "Error: …" on stderr otherwise; the status is 1.
+// (with spool's code), and "Error: …" on stderr, under --json too: beads'
+// MCP server reports a failed command by its stderr alone, and bd leaves
+// it empty for most errors, so that the agent learnt nothing of why. The
+// status is 1.
 // A missing issue and a missing dependency read as bd's, which clients
 // match on.
 func reportBD(stdout, stderr io.Writer, asJSON bool, name string, err error) int {
@@ -276,20 +279,20 @@ func reportBD(stdout, stderr io.Writer, asJSON bool, name string, err error) int
 		hint = "run '" + name + " init' to create one here (spool keeps the issues in .git/spool; it imports a .beads/issues.jsonl)"
 	}
 	if asJSON {
+		one := msg
 		if hint != "" {
-			msg += ": " + hint
+			one += ": " + hint
 		}
 		writeJSON(stdout, struct {
 			Error string `json:"error"`
 			Code  string `json:"code"`
-		}{msg, f.Code})
-		return 1
+		}{one, f.Code})
 	}
 	fmt.Fprintf(stderr, "Error: %s\n", text(msg))
 	if hint != "" {
 		fmt.Fprintf(stderr, "Hint: %s\n", hint)
 	}
-	if f.Code == fault.CodeUsage.Name {
+	if f.Code == fault.CodeUsage.Name && !asJSON {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", name)
 	}
 	return 1
