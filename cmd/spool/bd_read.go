@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -23,6 +24,7 @@ type bdReadyCmd struct {
 	Label      []string `short:"l" help:"Only issues with all of these labels."`
 	LabelAny   []string `name:"label-any" help:"Only issues with at least one of these labels."`
 	Type       string   `short:"t" help:"Only issues of this type."`
+	Parent     string   `help:"Only the descendants of this issue (an epic)."`
 }
 
 func (c *bdReadyCmd) Run(b *bdEnv) error {
@@ -45,8 +47,16 @@ func (c *bdReadyCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
+	var under map[string]bool
+	if c.Parent != "" {
+		ids, err := q.Resolve(st, []string{c.Parent})
+		if err != nil {
+			return err
+		}
+		under = st.Descendants(ids[0])
+	}
 	tasks = slices.DeleteFunc(tasks, func(t *workqueue.Task) bool {
-		return prio != nil && t.Priority != *prio || c.Type != "" && t.Type != c.Type ||
+		return under != nil && !under[t.ID] || prio != nil && t.Priority != *prio || c.Type != "" && t.Type != c.Type ||
 			c.Type == "" && workqueue.BeadsWorkflow(t) || // as bd: its workflow's items only by --type
 			c.Assignee != "" && st.View(t, q.Policy, q.Now).Assignee != c.Assignee
 	})
@@ -61,79 +71,21 @@ func (c *bdReadyCmd) Run(b *bdEnv) error {
 		return writeJSON(b.stdout, out)
 	}
 	if len(out) == 0 {
-		fmt.Fprintln(b.stdout, "\n✨ No ready work found (all issues have blocking dependencies or are closed)")
+		if n := st.BeadsStats(q.Policy, q.Now); n.OpenIssues+n.InProgressIssues > 0 {
+			fmt.Fprintf(b.stdout, "\n✨ No ready work found (all issues have blocking dependencies)\n\n")
+		} else {
+			fmt.Fprintf(b.stdout, "\n✨ No open issues\n\n")
+		}
 		return nil
 	}
 	fmt.Fprintf(b.stdout, "\n📋 Ready work (%d issues with no blockers):\n\n", len(out))
 	for i, t := range out {
 		fmt.Fprintf(b.stdout, "%d. [● P%d] [%s] %s: %s\n", i+1, t.Priority, text(t.IssueType), text(t.ID), text(t.Title))
+		if t.Assignee != "" {
+			fmt.Fprintf(b.stdout, "   Assignee: %s\n", text(t.Assignee))
+		}
 	}
 	fmt.Fprintln(b.stdout)
-	return nil
-}
-
-type bdListCmd struct {
-	Status   string   `short:"s" help:"Only this status: open, in_progress, blocked, deferred, closed, or all."`
-	Priority *string  `short:"p" help:"Only this priority."`
-	Assignee string   `short:"a" help:"Only issues assigned to this actor."`
-	Type     string   `short:"t" help:"Only issues of this type."`
-	Label    []string `short:"l" help:"Only issues with all of these labels."`
-	LabelAny []string `name:"label-any" help:"Only issues with at least one of these labels."`
-	Title    string   `help:"Only issues whose title contains this (any case)."`
-	Limit    int      `short:"n" default:"50" help:"Maximum issues to show (0: all)."`
-	All      bool     `help:"Closed issues too."`
-}
-
-func (c *bdListCmd) Run(b *bdEnv) error {
-	if c.Limit < 0 {
-		return bdUsage("--limit must not be negative, got %d", c.Limit)
-	}
-	if c.Status != "" && c.Status != "all" && !slices.Contains(workqueue.BeadsStatuses, c.Status) {
-		return bdUsage("invalid status %q (expected %s)", c.Status, strings.Join(workqueue.BeadsStatuses, ", "))
-	}
-	if err := validateLabelFlags(c.Label, c.LabelAny); err != nil {
-		return err
-	}
-	prio, err := optPriority(c.Priority)
-	if err != nil {
-		return err
-	}
-	q, err := b.queue(false)
-	if err != nil {
-		return err
-	}
-	tasks, st, err := q.List(b.ctx, workqueue.ListFilter{})
-	if err != nil {
-		return err
-	}
-	f := workqueue.ReadyFilter{All: c.Label, Any: c.LabelAny}
-	var out []workqueue.ListItemJSON
-	counts := st.DependentCounts()
-	workqueue.BeadsListOrder(tasks)
-	for _, t := range tasks {
-		if !f.Admits(t) || prio != nil && t.Priority != *prio || c.Type != "" && t.Type != c.Type ||
-			c.Title != "" && !strings.Contains(strings.ToLower(t.Title), strings.ToLower(c.Title)) {
-			continue
-		}
-		item := st.ListItem(t, q.Policy, q.Now, counts)
-		item.TaskJSON = workqueue.Beads(item.TaskJSON)
-		switch {
-		case c.Status == "" && !c.All && item.Status == workqueue.StatusClosed,
-			c.Status != "" && c.Status != "all" && item.Status != c.Status,
-			c.Assignee != "" && item.Assignee != c.Assignee:
-			continue
-		}
-		out = append(out, item)
-		if c.Limit > 0 && len(out) == c.Limit {
-			break
-		}
-	}
-	if b.JSON {
-		return writeJSON(b.stdout, nonNil(out))
-	}
-	for _, t := range out {
-		fmt.Fprintln(b.stdout, bdLine(t.TaskJSON))
-	}
 	return nil
 }
 
@@ -151,7 +103,7 @@ func (c *bdShowCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
-	out, st, err := q.Show(b.ctx, refs)
+	out, _, err := q.Show(b.ctx, refs)
 	if err != nil {
 		return err
 	}
@@ -161,8 +113,95 @@ func (c *bdShowCmd) Run(b *bdEnv) error {
 	if b.JSON {
 		return writeJSON(b.stdout, out)
 	}
-	printTasksDetail(b.env, q, st, out)
+	for i, t := range out {
+		if i > 0 {
+			fmt.Fprintf(b.stdout, "\n%s\n", strings.Repeat("─", 60))
+		}
+		printBDShow(b.stdout, t)
+	}
 	return nil
+}
+
+// printBDShow prints an issue as bd show does (bd 0.49.1's show.go): the
+// header, who and when, the texts, labels, what it depends on and what
+// depends on it grouped by type, the comments.
+func printBDShow(w io.Writer, t workqueue.DetailJSON) {
+	badge := map[string]string{"epic": " [EPIC]", "bug": " [BUG]"}[t.IssueType]
+	fmt.Fprintf(w, "\n%s %s%s · %s   [● P%d · %s]\n", bdMark(t.Status), text(t.ID), badge, text(t.Title), t.Priority,
+		strings.ToUpper(text(t.Status)))
+	var meta []string
+	if t.CreatedBy != "" {
+		meta = append(meta, "Owner: "+text(t.CreatedBy))
+	}
+	if t.Assignee != "" {
+		meta = append(meta, "Assignee: "+text(t.Assignee))
+	}
+	meta = append(meta, "Type: "+text(t.IssueType))
+	fmt.Fprintln(w, strings.Join(meta, " · "))
+	fmt.Fprintf(w, "Created: %s · Updated: %s\n", t.CreatedAt.Format("2006-01-02"), t.UpdatedAt.Format("2006-01-02"))
+	if t.Status == workqueue.StatusClosed && t.CloseReason != "" {
+		fmt.Fprintf(w, "Close reason: %s\n", text(t.CloseReason))
+	}
+	if t.ExternalRef != "" {
+		fmt.Fprintf(w, "External: %s\n", text(t.ExternalRef))
+	}
+	for _, sec := range []struct{ name, body string }{{"DESCRIPTION", t.Description}, {"DESIGN", t.Design},
+		{"NOTES", t.Notes}, {"ACCEPTANCE CRITERIA", t.AcceptanceCriteria}} {
+		if sec.body != "" {
+			fmt.Fprintf(w, "\n%s\n%s\n", sec.name, strings.Join(textLines(sec.body), "\n"))
+		}
+	}
+	if len(t.Labels) > 0 {
+		labels := make([]string, len(t.Labels))
+		for i, l := range t.Labels {
+			labels[i] = text(l)
+		}
+		fmt.Fprintf(w, "\nLABELS: %s\n", strings.Join(labels, ", "))
+	}
+	// bd groups what the issue depends on, then what depends on it; a type
+	// it has no heading for is shown with blocks.
+	group := func(deps []workqueue.RelatedJSON, headings [][3]string) {
+		byType := map[string][]workqueue.RelatedJSON{}
+		for _, d := range deps {
+			typ := d.DependencyType
+			if !slices.ContainsFunc(headings, func(h [3]string) bool { return h[0] == typ }) {
+				typ = workqueue.DepBlocks
+			}
+			byType[typ] = append(byType[typ], d)
+		}
+		for _, h := range headings {
+			if len(byType[h[0]]) == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "\n%s\n", h[1])
+			for _, d := range byType[h[0]] {
+				fmt.Fprintln(w, bdDepLine(h[2], d.TaskJSON))
+			}
+		}
+	}
+	group(t.Dependencies, [][3]string{{workqueue.DepParentChild, "PARENT", "↑"}, {workqueue.DepBlocks, "DEPENDS ON", "→"},
+		{"related", "RELATED", "↔"}, {"discovered-from", "DISCOVERED FROM", "◊"}})
+	group(t.Dependents, [][3]string{{workqueue.DepParentChild, "CHILDREN", "↳"}, {workqueue.DepBlocks, "BLOCKS", "←"},
+		{"related", "RELATED", "↔"}, {"discovered-from", "DISCOVERED", "◊"}})
+	if len(t.Comments) > 0 {
+		fmt.Fprintf(w, "\nCOMMENTS\n")
+		for _, c := range t.Comments {
+			fmt.Fprintf(w, "  %s %s\n", c.CreatedAt.Format("2006-01-02"), text(c.Author))
+			for _, line := range textLines(c.Text) {
+				fmt.Fprintf(w, "    %s\n", line)
+			}
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+// bdDepLine is a related issue under a heading of bd show.
+func bdDepLine(arrow string, t workqueue.TaskJSON) string {
+	if t.Status == workqueue.StatusClosed {
+		return fmt.Sprintf("  %s %s %s: %s ● P%d", arrow, bdMark(t.Status), text(t.ID), text(t.Title), t.Priority)
+	}
+	badge := map[string]string{"epic": "(EPIC) ", "bug": "(BUG) "}[t.IssueType]
+	return fmt.Sprintf("  %s %s %s: %s%s ● P%d", arrow, bdMark(t.Status), text(t.ID), badge, text(t.Title), t.Priority)
 }
 
 // bdCommentsCmd is "comments ID" (list) and "comments add ID TEXT".
@@ -205,7 +244,8 @@ func (c *bdCommentsCmd) Run(b *bdEnv) error {
 }
 
 type bdEpicCmd struct {
-	CloseEligible bdEpicCloseCmd `cmd:"" name:"close-eligible" help:"Close open epics whose children are all closed."`
+	Status        bdEpicStatusCmd `cmd:"" help:"Show each open epic's progress."`
+	CloseEligible bdEpicCloseCmd  `cmd:"" name:"close-eligible" help:"Close open epics whose children are all closed."`
 }
 
 type bdEpicCloseCmd struct {

@@ -28,11 +28,21 @@ type bdCreateCmd struct {
 	Labels      []string `short:"l" help:"Labels (comma-separated)."`
 	Label       []string `hidden:"" help:"Alias for --labels."`
 	Parent      string   `help:"Parent issue (an epic, say)."`
-	Deps        []string `help:"Issues this one waits for: ID or blocks:ID (comma-separated)."`
+	Deps        []string `help:"Dependencies, comma-separated: ID (blocks), or TYPE:ID (blocks, parent-child, related, discovered-from, …)."`
 	Silent      bool     `help:"Print only the new issue's id."`
+	ExternalRef string   `name:"external-ref" help:"A reference to the issue in another system (gh-9, jira-ABC)."`
+	ID          string   `name:"id" help:"Refused: not supported by spool."`
+	Template    string   `name:"from-template" help:"Refused: not supported by spool."`
 }
 
 func (c *bdCreateCmd) Run(b *bdEnv) error {
+	switch {
+	case c.Template != "":
+		return notSupported("create --from-template", bdRefusals["template"])
+	case c.ID != "":
+		return notSupported("create --id", "ids are hashes of this clone's writer id, the time and the title, so that clones create issues offline without colliding; "+
+			"one given by hand could collide (bd import of a JSONL file keeps the ids it has)")
+	}
 	title := cmp.Or(c.TitleFlag, c.Title)
 	prio, err := bdPriority(c.Priority)
 	if err != nil {
@@ -42,23 +52,35 @@ func (c *bdCreateCmd) Run(b *bdEnv) error {
 		c.Type = "feature"
 	}
 	var deps []string
+	var links []workqueue.Link
+	parent := c.Parent
 	for _, d := range c.Deps {
-		kind, id, ok := strings.Cut(d, ":")
+		kind, id, ok := strings.Cut(strings.TrimSpace(d), ":")
 		if !ok {
-			kind, id = workqueue.DepBlocks, d
+			kind, id = workqueue.DepBlocks, kind
 		}
-		if kind != workqueue.DepBlocks {
-			return bdUsage("--deps %s: spool keeps blocks dependencies only (and --parent); %s is not supported", d, kind)
+		switch kind {
+		case workqueue.DepBlocks:
+			deps = append(deps, id)
+		case workqueue.DepParentChild:
+			if parent != "" && parent != id {
+				return bdUsage("--deps %s: a task has one parent in spool, and it is %s", d, parent)
+			}
+			parent = id
+		default:
+			if err := workqueue.CheckDepType(kind); err != nil {
+				return err
+			}
+			links = append(links, workqueue.Link{ID: id, Type: kind})
 		}
-		deps = append(deps, id)
 	}
 	q, err := b.queue(true)
 	if err != nil {
 		return err
 	}
 	n := workqueue.NewTask{Title: title, Description: c.Description, Design: c.Design, Acceptance: c.Acceptance, Notes: c.Notes,
-		Assignee: c.Assignee, Owner: bdOwner(b, q), Priority: prio, Type: c.Type, Labels: append(c.Labels, c.Label...),
-		Deps: deps, Parent: c.Parent}
+		ExternalRef: c.ExternalRef, Assignee: c.Assignee, Owner: bdOwner(b, q), Priority: prio, Type: c.Type, Labels: append(c.Labels, c.Label...),
+		Deps: deps, Parent: parent, Links: links}
 	t, err := q.Add(b.ctx, n)
 	if err != nil {
 		return err
@@ -105,6 +127,7 @@ type bdUpdateCmd struct {
 	SetLabels   []string `name:"set-labels" help:"Replace every label."`
 	Parent      *string  `help:"New parent issue ID (reparents the issue; \"\" removes its parent)."`
 	Reason      string   `help:"Why: the close reason with --status closed, the block reason with blocked."`
+	ExternalRef *string  `name:"external-ref" help:"New reference to the issue in another system (\"\" clears it)."`
 }
 
 func (c *bdUpdateCmd) Run(b *bdEnv) error {
@@ -119,7 +142,7 @@ func (c *bdUpdateCmd) Run(b *bdEnv) error {
 		return fault.New(workqueue.CodeInvalidStatus, nil, fmt.Sprintf("invalid status: %s", status), "status", status)
 	}
 	u := workqueue.Update{Title: c.Title, Description: c.Description, Design: c.Design, Acceptance: c.Acceptance, Notes: c.Notes,
-		AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel, SetLabels: c.SetLabels, Parent: c.Parent}
+		ExternalRef: c.ExternalRef, AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel, SetLabels: c.SetLabels, Parent: c.Parent}
 	if u.Acceptance == nil {
 		u.Acceptance = c.AcceptCrit
 	}
@@ -176,7 +199,7 @@ func (c *bdCloseCmd) Run(b *bdEnv) error {
 
 type bdReopenCmd struct {
 	IDs    []string `arg:"" name:"id" help:"Issue ids."`
-	Reason string   `short:"r" help:"Why it is reopened (accepted; spool records no reason)."`
+	Reason string   `short:"r" help:"Why it is reopened (recorded in task.reopened)."`
 }
 
 func (c *bdReopenCmd) Run(b *bdEnv) error {
@@ -184,7 +207,7 @@ func (c *bdReopenCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
-	out, err := q.Reopen(b.ctx, c.IDs)
+	out, err := q.Reopen(b.ctx, c.IDs, c.Reason)
 	if err != nil {
 		return err
 	}
@@ -227,9 +250,10 @@ func addComment(b *bdEnv, args []string, file string) error {
 }
 
 type bdLabelCmd struct {
-	Add    bdLabelAddCmd    `cmd:"" help:"Add a label: add ID... LABEL."`
-	Remove bdLabelRemoveCmd `cmd:"" help:"Remove a label: remove ID... LABEL."`
-	List   bdLabelListCmd   `cmd:"" help:"List an issue's labels."`
+	Add     bdLabelAddCmd     `cmd:"" help:"Add a label: add ID... LABEL."`
+	Remove  bdLabelRemoveCmd  `cmd:"" help:"Remove a label: remove ID... LABEL."`
+	List    bdLabelListCmd    `cmd:"" help:"List an issue's labels."`
+	ListAll bdLabelListAllCmd `cmd:"" name:"list-all" help:"List every label with how many issues have it."`
 }
 
 type bdLabelAddCmd struct {
@@ -320,47 +344,47 @@ func (c *bdLabelListCmd) Run(b *bdEnv) error {
 }
 
 type bdDepCmd struct {
-	Add    bdDepAddCmd    `cmd:"" help:"ISSUE waits for DEPENDS-ON."`
-	Remove bdDepRemoveCmd `cmd:"" aliases:"rm" help:"Remove that dependency."`
+	Add    bdDepAddCmd    `cmd:"" help:"ISSUE depends on DEPENDS-ON (blocks, or another --type)."`
+	Remove bdDepRemoveCmd `cmd:"" aliases:"rm" help:"Remove every dependency of ISSUE on DEPENDS-ON."`
+	Tree   bdDepTreeCmd   `cmd:"" help:"Show the dependency tree of an issue."`
+	Cycles bdDepCyclesCmd `cmd:"" help:"Detect dependency cycles."`
 }
 
 type bdDepAddCmd struct {
-	ID        string `arg:"" help:"The issue that waits."`
-	DependsOn string `arg:"" name:"depends-on" help:"The issue it waits for."`
-	Type      string `short:"t" default:"blocks" help:"Dependency type: blocks (the only one spool keeps; --parent at create makes a parent-child one)."`
+	ID        string `arg:"" help:"The issue that depends."`
+	DependsOn string `arg:"" name:"depends-on" help:"The issue it depends on."`
+	Type      string `short:"t" default:"blocks" help:"blocks (waits for it), parent-child (its child), or a link that blocks nothing: related, discovered-from, duplicates, supersedes, …"`
 }
 
-func (c *bdDepAddCmd) Run(b *bdEnv) error {
-	if c.Type != workqueue.DepBlocks {
-		return bdUsage("dependency type %q is not supported: spool keeps blocks dependencies (and parents, set at create)", c.Type)
-	}
-	return changeDep(b, c.ID, c.DependsOn, true)
-}
+func (c *bdDepAddCmd) Run(b *bdEnv) error { return changeDep(b, c.ID, c.DependsOn, c.Type, true) }
 
 type bdDepRemoveCmd struct {
-	ID        string `arg:"" help:"The issue that waits."`
-	DependsOn string `arg:"" name:"depends-on" help:"The issue it waits for."`
+	ID        string `arg:"" help:"The issue that depends."`
+	DependsOn string `arg:"" name:"depends-on" help:"The issue it depends on."`
 }
 
-func (c *bdDepRemoveCmd) Run(b *bdEnv) error { return changeDep(b, c.ID, c.DependsOn, false) }
+func (c *bdDepRemoveCmd) Run(b *bdEnv) error { return changeDep(b, c.ID, c.DependsOn, "", false) }
 
-// changeDep adds or removes "id waits for dependsOn".
-func changeDep(b *bdEnv, id, dependsOn string, add bool) error {
+// changeDep adds "id depends on dependsOn" of type typ, or removes every
+// dependency of id on dependsOn.
+func changeDep(b *bdEnv, id, dependsOn, typ string, add bool) error {
 	q, err := b.queue(true)
 	if err != nil {
 		return err
 	}
-	change, status := q.RemoveDep, "removed"
+	status := "removed"
 	if add {
-		change, status = q.AddDep, "added"
+		status = "added"
+		id, dependsOn, err = q.AddDepOf(b.ctx, id, dependsOn, typ)
+	} else {
+		id, dependsOn, err = q.RemoveDeps(b.ctx, id, dependsOn)
 	}
-	id, dependsOn, err = change(b.ctx, id, dependsOn)
 	if err != nil {
 		return err
 	}
 	result := map[string]string{"issue_id": id, "depends_on_id": dependsOn, "status": status}
 	if add {
-		result["type"] = workqueue.DepBlocks
+		result["type"] = typ
 	}
 	if b.JSON {
 		out, err := jsonCompact(result)
@@ -371,7 +395,7 @@ func changeDep(b *bdEnv, id, dependsOn string, add bool) error {
 		return nil
 	}
 	if add {
-		fmt.Fprintf(b.stdout, "✓ Added dependency: %s depends on %s (blocks)\n", id, dependsOn)
+		fmt.Fprintf(b.stdout, "✓ Added dependency: %s depends on %s (%s)\n", id, dependsOn, text(typ))
 	} else {
 		fmt.Fprintf(b.stdout, "✓ Removed dependency: %s no longer depends on %s\n", id, dependsOn)
 	}

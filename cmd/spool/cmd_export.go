@@ -34,15 +34,28 @@ func (c *ImportCmd) Run(e *env) error { return importTasks(e, c.File, c.Prefix) 
 // bd export -o FILE and bd import -i FILE.
 type bdExportCmd struct {
 	Output string `short:"o" help:"Write to this file rather than stdout."`
+	Status string `short:"s" help:"Refused: not supported by spool."`
 }
 
-func (c *bdExportCmd) Run(b *bdEnv) error { return exportTasks(b.env, c.Output, "") }
+func (c *bdExportCmd) Run(b *bdEnv) error {
+	if c.Status != "" {
+		return notSupported("export --status", "bd export through spool writes every issue; filter the lines, e.g. jq -c 'select(.status == \"open\")'")
+	}
+	return exportTasks(b.env, c.Output, "")
+}
 
 type bdImportCmd struct {
-	Input string `short:"i" required:"" help:"The JSONL file to read; - reads stdin."`
+	Input        string `short:"i" default:"-" help:"The JSONL file to read; - (the default) reads stdin."`
+	DryRun       bool   `name:"dry-run" help:"Refused: not supported by spool."`
+	SkipExisting bool   `name:"skip-existing" help:"Refused: not supported by spool."`
+	Strict       bool   `help:"Refused: not supported by spool."`
 }
 
 func (c *bdImportCmd) Run(b *bdEnv) error {
+	if c.DryRun || c.SkipExisting || c.Strict {
+		return notSupported("import --dry-run, --skip-existing and --strict",
+			"spool import checks the whole file first (a bad line refuses it all, with its number) and then records each issue that differs from the tracker, whole; run it as it is")
+	}
 	if b.cli.Readonly {
 		return bdUsage("operation blocked: --readonly mode")
 	}
@@ -95,18 +108,33 @@ func importTasks(e *env, file, prefix string) error {
 		defer f.Close()
 		r = f
 	}
-	recs, rep, err := workqueue.ParseJSONL(r)
+	n, total, err := importFrom(e, r, prefix)
 	if err != nil {
 		return err
 	}
+	if e.JSON {
+		return writeJSON(e.stdout, map[string]int{"imported": n, "unchanged": total - n})
+	}
+	fmt.Fprintf(e.stdout, "imported %d tasks (%d unchanged)\n", n, total-n)
+	return nil
+}
+
+// importFrom records the issues of a bd JSONL stream that differ from the
+// tracker's, warning of what it leaves out; it returns how many it
+// recorded, and how many the stream had.
+func importFrom(e *env, r io.Reader, prefix string) (int, int, error) {
+	recs, rep, err := workqueue.ParseJSONL(r)
+	if err != nil {
+		return 0, 0, err
+	}
 	if prefix != "" {
 		if err := workqueue.RenamePrefix(recs, prefix); err != nil {
-			return err
+			return 0, 0, err
 		}
 	}
 	q, err := e.workqueue()
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	if len(rep.Dropped) > 0 {
 		e.warn(fmt.Sprintf("spool keeps no %s: those fields are not imported", strings.Join(rep.Dropped, ", ")))
@@ -118,12 +146,5 @@ func importTasks(e *env, file, prefix string) error {
 		e.warn(fmt.Sprintf("imported %s as open: spool has no pinned or hooked status", strings.Join(rep.AsOpen, ", ")))
 	}
 	n, err := q.Import(e.ctx, recs)
-	if err != nil {
-		return err
-	}
-	if e.JSON {
-		return writeJSON(e.stdout, map[string]int{"imported": n, "unchanged": len(recs) - n})
-	}
-	fmt.Fprintf(e.stdout, "imported %d tasks (%d unchanged)\n", n, len(recs)-n)
-	return nil
+	return n, len(recs), err
 }

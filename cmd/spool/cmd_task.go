@@ -304,7 +304,7 @@ func (c *TaskReopenCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	t, err := q.Reopen(e.ctx, []string{c.ID})
+	t, err := q.Reopen(e.ctx, []string{c.ID}, "")
 	if err != nil {
 		return err
 	}

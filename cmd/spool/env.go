@@ -182,6 +182,9 @@ func (e *env) actor(ctx context.Context, r *git.Repo) (string, error) {
 	if a := gitEmail(ctx, r.WorkTree); a != "" {
 		return a, nil
 	}
+	if e.lastActor != nil {
+		return e.lastActor(), nil
+	}
 	return "", fault.Usagef(fault.CodeNoActor, "no actor: pass --actor, set SPOOL_ACTOR, or set git user.email")
 }
 

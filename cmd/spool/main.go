@@ -88,6 +88,9 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	app    *kong.Kong
+	// lastActor, when set, names the actor when nothing else does (bd's
+	// $USER, then "unknown") rather than no_actor.
+	lastActor func() string
 }
 
 func main() {

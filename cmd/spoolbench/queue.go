@@ -59,6 +59,7 @@ func benchQueue(bin string, nTasks, nEvents, runs int, dir string) error {
 		// The beads front end, with the argv a bd client uses.
 		{"bd", "ready", "--json"},
 		{"bd", "ready", "--json", "--limit", "0"},
+		{"bd", "list", "--json"},
 		{"bd", "list", "--json", "--limit", "0"},
 		{"bd", "show", first[0].ID, "--json"},
 		{"bd", "create", "benchmark task", "-p", "1", "--silent"},

@@ -105,6 +105,12 @@ type EpicStatus struct {
 // EpicsEligible lists the open epics all of whose children (one at least)
 // are closed, by priority then age, as bd epic close-eligible does.
 func (s *State) EpicsEligible(p Policy, now time.Time) []EpicStatus {
+	return slices.DeleteFunc(s.Epics(p, now), func(e EpicStatus) bool { return !e.EligibleForClose })
+}
+
+// Epics is bd epic status: every open epic with how many of its children
+// are closed, by priority then age.
+func (s *State) Epics(p Policy, now time.Time) []EpicStatus {
 	total, closed := map[string]int{}, map[string]int{}
 	all := s.AllTasks()
 	for _, t := range all {
@@ -116,8 +122,8 @@ func (s *State) EpicsEligible(p Policy, now time.Time) []EpicStatus {
 		}
 	}
 	var epics []*Task
-	for id, t := range all {
-		if t.Type == "epic" && t.Status != StatusClosed && total[id] > 0 && total[id] == closed[id] {
+	for _, t := range all {
+		if t.Type == "epic" && t.Status != StatusClosed {
 			epics = append(epics, t)
 		}
 	}
@@ -127,8 +133,10 @@ func (s *State) EpicsEligible(p Policy, now time.Time) []EpicStatus {
 		v := Beads(s.View(t, p, now))
 		epic := TaskJSON{ID: v.ID, Title: v.Title, Description: v.Description, Design: v.Design,
 			AcceptanceCriteria: v.AcceptanceCriteria, Notes: v.Notes, Status: v.Status, Priority: v.Priority,
-			IssueType: v.IssueType, Assignee: v.Assignee, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, ClosedAt: v.ClosedAt}
-		out = append(out, EpicStatus{Epic: epic, TotalChildren: total[t.ID], ClosedChildren: closed[t.ID], EligibleForClose: true})
+			IssueType: v.IssueType, Assignee: v.Assignee, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, ClosedAt: v.ClosedAt,
+			ExternalRef: v.ExternalRef}
+		out = append(out, EpicStatus{Epic: epic, TotalChildren: total[t.ID], ClosedChildren: closed[t.ID],
+			EligibleForClose: total[t.ID] > 0 && total[t.ID] == closed[t.ID]})
 	}
 	return out
 }
@@ -152,7 +160,7 @@ var knownFields = map[string]bool{}
 
 func init() {
 	for _, f := range []string{"id", "title", "description", "design", "acceptance_criteria", "notes", "status", "priority",
-		"issue_type", "assignee", "owner", "created_at", "created_by", "updated_at", "closed_at", "close_reason", "labels",
+		"issue_type", "assignee", "owner", "created_at", "created_by", "updated_at", "closed_at", "close_reason", "external_ref", "labels",
 		"dependencies", "comments"} {
 		knownFields[f] = true
 	}
@@ -380,7 +388,7 @@ func importedData(r TaskJSON) ImportedData {
 	d := ImportedData{Title: r.Title, Description: r.Description, Design: r.Design, AcceptanceCriteria: r.AcceptanceCriteria,
 		Notes: r.Notes, Status: r.Status, Priority: r.Priority, IssueType: r.IssueType, Assignee: r.Assignee,
 		Owner: &r.Owner, CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy, UpdatedAt: r.UpdatedAt.UTC(),
-		CloseReason: r.CloseReason, Labels: NormLabels(r.Labels)}
+		CloseReason: r.CloseReason, ExternalRef: r.ExternalRef, Labels: NormLabels(r.Labels)}
 	if d.UpdatedAt.IsZero() {
 		d.UpdatedAt = d.CreatedAt
 	}
@@ -418,6 +426,8 @@ func BeadsDetail(d DetailJSON) DetailJSON {
 		for i := range list {
 			list[i].TaskJSON = Beads(list[i].TaskJSON)
 		}
+		// bd orders each by priority (its ORDER BY i.priority)
+		sort.SliceStable(list, func(i, j int) bool { return list[i].Priority < list[j].Priority })
 	}
 	return d
 }
@@ -456,18 +466,4 @@ func BeadsOrder(ts []*Task, policy string, now time.Time, limit int) ([]*Task, e
 		return nil, fault.Usagef(fault.CodeUsage, "sort policy %q is not one of hybrid, priority, oldest", policy)
 	}
 	return topK(ts, limit, less), nil
-}
-
-// BeadsListOrder sorts tasks as bd list does: by priority, newest first.
-func BeadsListOrder(ts []*Task) {
-	sort.Slice(ts, func(i, j int) bool {
-		a, b := ts[i], ts[j]
-		if a.Priority != b.Priority {
-			return a.Priority < b.Priority
-		}
-		if !a.CreatedAt.Equal(b.CreatedAt) {
-			return a.CreatedAt.After(b.CreatedAt)
-		}
-		return a.ID < b.ID
-	})
 }

@@ -55,6 +55,7 @@ var (
 	taskTitles  = []string{"Fix the login page", "Ünïcode títle ✓", `Quote "this" and \ that`, "  padded  ", "<b>html</b> & more"}
 	taskLabels  = []string{"backend", "ui", "urgent", "blocked", "good-first-issue", "ünï"}
 	taskTexts   = []string{"", "one line", "two\nlines\n", "tab\there, emoji 🚀"}
+	depTypes    = []string{"related", "discovered-from", "parent-child", "duplicates", "blocks"}
 	externalIDs = []string{"bd-1", "bd-2", "bd-3", "bd-4", "bd-5", "bd-6", "bd-7", "bd-8"}
 )
 
@@ -78,19 +79,28 @@ func (c *taskClone) Command(r *rand.Rand, now time.Time) (string, []eventlog.Dra
 	case 3:
 		one(workqueue.Reopen(c.s, id))
 	case 4:
-		switch r.IntN(3) {
+		t := c.s.Tasks[id]
+		switch r.IntN(5) {
 		case 0:
 			one(workqueue.AddDep(c.s, id, pick(r, ids)))
 		case 1:
-			if t := c.s.Tasks[id]; len(t.Blockers) > 0 {
+			one(workqueue.AddDepOf(c.s, id, pick(r, ids), pick(r, depTypes)))
+		case 2:
+			if len(t.Blockers) > 0 {
 				one(workqueue.RemoveDep(c.s, id, t.Blockers[0].ID))
 			}
-		default:
+		case 3:
 			parent := "" // re-parenting, or no parent any more
 			if r.IntN(3) > 0 {
 				parent = pick(r, ids)
 			}
 			drafts, err = workqueue.UpdateTask(c.s, id, workqueue.Update{Parent: &parent})
+		default:
+			if len(t.Links) > 0 {
+				drafts, err = workqueue.RemoveDeps(c.s, id, t.Links[0].ID)
+			} else if t.Parent != "" {
+				drafts, err = workqueue.RemoveDeps(c.s, id, t.Parent)
+			}
 		}
 	case 5:
 		one(workqueue.AddComment(c.s, id, pick(r, taskTexts[1:])))

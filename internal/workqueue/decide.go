@@ -24,6 +24,7 @@ type NewTask struct {
 	Design      string
 	Acceptance  string
 	Notes       string
+	ExternalRef string // bd's reference to another system's issue
 	Assignee    string
 	Owner       string // bd's owner, when not the actor (bd create: git user.email)
 	Priority    int
@@ -31,6 +32,7 @@ type NewTask struct {
 	Labels      []string
 	Deps        []string
 	Parent      string
+	Links       []Link // dependencies that do not block (bd create --deps related:ID): ID and Type
 	// ID is the id to give the task; "" derives a new one. A PRD's epic
 	// takes its key's (ids.ForKey).
 	ID string
@@ -79,6 +81,14 @@ func (n *NewTask) Validate() error {
 	if !slices.Contains(IssueTypes, n.Type) {
 		return fault.New(CodeInvalidType, nil, fmt.Sprintf("type must be one of %s, got %q", strings.Join(IssueTypes, ", "), n.Type), "type", n.Type)
 	}
+	for _, l := range n.Links {
+		if err := CheckDepType(l.Type); err != nil {
+			return err
+		}
+		if l.Type == DepBlocks || l.Type == DepParentChild {
+			return fault.Usagef(CodeUnsupportedDependency, "a link's type is not %s: that is a blocker or the parent", l.Type)
+		}
+	}
 	return validateLabels(n.Labels)
 }
 
@@ -91,7 +101,11 @@ func AddTask(s TaskIndex, n NewTask, prefix, writer string, now time.Time) (even
 		return eventlog.Draft{}, "", fault.New(config.CodeInvalidConfigValue, nil,
 			fmt.Sprintf("ids.prefix %q must be 1-16 lowercase letters and digits, starting with a letter", prefix), "key", "ids.prefix")
 	}
-	for _, id := range append(slices.Clone(n.Deps), n.Parent) {
+	refs := append(slices.Clone(n.Deps), n.Parent)
+	for _, l := range n.Links {
+		refs = append(refs, l.ID)
+	}
+	for _, id := range refs {
 		if id != "" && !s.HasTask(id) {
 			return eventlog.Draft{}, "", NoTask(id)
 		}
@@ -105,7 +119,7 @@ func AddTask(s TaskIndex, n NewTask, prefix, writer string, now time.Time) (even
 	deps := slices.Clone(n.Deps)
 	sort.Strings(deps)
 	d := CreatedData{Title: n.Title, Description: n.Description, Design: n.Design, Acceptance: n.Acceptance, Notes: n.Notes,
-		Assignee: n.Assignee, Owner: n.Owner, Priority: n.Priority, IssueType: n.Type,
+		ExternalRef: n.ExternalRef, Assignee: n.Assignee, Owner: n.Owner, Priority: n.Priority, IssueType: n.Type,
 		Labels: NormLabels(n.Labels), Parent: n.Parent, Deps: slices.Compact(deps)}
 	return eventlog.Draft{Type: TypeCreated, Subject: id, Data: d}, id, nil
 }
@@ -146,6 +160,7 @@ type Update struct {
 	Design       *string
 	Acceptance   *string
 	Notes        *string
+	ExternalRef  *string
 	Assignee     *string
 	Priority     *int
 	Status       *string
@@ -193,7 +208,7 @@ func (u *Update) ValidateFields() error {
 // Empty reports whether the update sets nothing.
 func (u *Update) Empty() bool {
 	return u.Title == nil && u.Description == nil && u.Design == nil && u.Acceptance == nil && u.Notes == nil &&
-		u.Assignee == nil && u.Priority == nil && u.Status == nil && len(u.AddLabels)+len(u.RemoveLabels) == 0 &&
+		u.ExternalRef == nil && u.Assignee == nil && u.Priority == nil && u.Status == nil && len(u.AddLabels)+len(u.RemoveLabels) == 0 &&
 		u.SetLabels == nil && u.Parent == nil
 }
 
@@ -251,6 +266,7 @@ func UpdateTask(s *State, id string, u Update) ([]eventlog.Draft, error) {
 	d := UpdatedData{Status: status, Title: changed(u.Title, t.Title)}
 	d.Description, d.Design, d.Acceptance = changed(u.Description, x.Description), changed(u.Design, x.Design), changed(u.Acceptance, x.Acceptance)
 	d.Notes, d.Assignee = changed(u.Notes, x.Notes), changed(u.Assignee, x.Assignee)
+	d.ExternalRef = changed(u.ExternalRef, x.ExternalRef)
 	if u.Priority != nil && *u.Priority != t.Priority {
 		d.Priority = u.Priority
 	}
@@ -404,6 +420,107 @@ func AddDep(s *State, id, blocker string) (eventlog.Draft, error) {
 			fmt.Sprintf("%s cannot depend on %s: %s already waits for %s", id, blocker, blocker, id), "id", id, "blocker", blocker)
 	}
 	return eventlog.Draft{Type: TypeDepAdded, Subject: id, Data: DepData{Blocker: blocker}}, nil
+}
+
+// Dependency types as bd 0.49.1 has them (its internal/types): blocks and
+// parent-child are spool's blockers and parents; conditional-blocks and
+// waits-for gate bd's ready work in ways spool does not (a blocker closed
+// as a failure; a spawner's children), so they are refused rather than
+// kept as links that would not block; every other type is a link, shown
+// and exported, that blocks nothing.
+const (
+	DepConditionalBlocks = "conditional-blocks"
+	DepWaitsFor          = "waits-for"
+	DepRelatesTo         = "relates-to"
+)
+
+// CodeUnsupportedDependency is a dependency type spool does not keep.
+var CodeUnsupportedDependency = fault.Register(fault.Usage, "unsupported_dependency_type")
+
+// CheckDepType refuses a dependency type spool does not keep: bd's gates,
+// and what bd would refuse (empty, over 50 characters), or spool could not
+// print back (whitespace, a comma or colon, which --deps uses).
+func CheckDepType(typ string) error {
+	switch {
+	case typ == DepConditionalBlocks, typ == DepWaitsFor:
+		return fault.New(CodeUnsupportedDependency, nil,
+			fmt.Sprintf("dependency type %s is not supported by spool: in bd it gates ready work on how or whether other issues close, which spool's ready does not do; use blocks", typ),
+			"type", typ)
+	case typ == "", len(typ) > 50, strings.ContainsFunc(typ, func(r rune) bool { return unicode.IsSpace(r) || r == ',' || r == ':' }):
+		return fault.New(CodeUnsupportedDependency, nil,
+			fmt.Sprintf("dependency type %q must be 1-50 characters without whitespace, commas or colons", typ), "type", typ)
+	}
+	return nil
+}
+
+// AddDepOf makes id depend on other with bd's dependency type typ ("" is
+// blocks). As bd, a dependency that would close a cycle through any
+// dependencies is refused, but relates-to, which goes both ways.
+func AddDepOf(s *State, id, other, typ string) (eventlog.Draft, error) {
+	if typ == "" || typ == DepBlocks {
+		if id != other && s.Task(id) != nil && s.Task(other) != nil && s.reachesAny(other, id) {
+			return eventlog.Draft{}, fault.New(CodeDependencyCycle, fault.ErrConflict,
+				fmt.Sprintf("cannot add dependency: would create a cycle (%s → %s → ... → %s)", id, other, id), "id", id, "blocker", other)
+		}
+		return AddDep(s, id, other)
+	}
+	if err := CheckDepType(typ); err != nil {
+		return eventlog.Draft{}, err
+	}
+	t, err := s.task(id)
+	if err != nil {
+		return eventlog.Draft{}, err
+	}
+	if _, err := s.task(other); err != nil {
+		return eventlog.Draft{}, err
+	}
+	exists := func() error {
+		return fault.New(CodeDependencyExists, fault.ErrConflict,
+			fmt.Sprintf("%s already depends on %s (%s)", id, other, typ), "id", id, "blocker", other, "type", typ)
+	}
+	if typ == DepParentChild && t.Parent == other || slices.ContainsFunc(t.Links, func(l Link) bool { return l.ID == other && l.Type == typ }) {
+		return eventlog.Draft{}, exists()
+	}
+	if id == other {
+		return eventlog.Draft{}, fault.New(CodeDependencyCycle, fault.ErrConflict,
+			fmt.Sprintf("%s cannot depend on itself", id), "id", id, "blocker", other)
+	}
+	if typ == DepParentChild && t.Parent != "" {
+		return eventlog.Draft{}, fault.New(CodeDependencyExists, fault.ErrConflict,
+			fmt.Sprintf("%s has a parent already, %s: a task has one parent in spool (remove that dependency first)", id, t.Parent),
+			"id", id, "blocker", other, "parent", t.Parent)
+	}
+	if typ != DepRelatesTo && s.reachesAny(other, id) {
+		return eventlog.Draft{}, fault.New(CodeDependencyCycle, fault.ErrConflict,
+			fmt.Sprintf("cannot add dependency: would create a cycle (%s → %s → ... → %s)", id, other, id), "id", id, "blocker", other)
+	}
+	return eventlog.Draft{Type: TypeDepAdded, Subject: id, Data: DepData{Blocker: other, Type: typ}}, nil
+}
+
+// RemoveDeps removes every dependency of id on other, whatever its type,
+// as bd dep remove does: one event each.
+func RemoveDeps(s *State, id, other string) ([]eventlog.Draft, error) {
+	t, err := s.task(id)
+	if err != nil {
+		return nil, err
+	}
+	var drafts []eventlog.Draft
+	if t.Parent == other {
+		drafts = append(drafts, eventlog.Draft{Type: TypeDepRemoved, Subject: id, Data: DepData{Blocker: other, Type: DepParentChild}})
+	}
+	if slices.ContainsFunc(t.Blockers, func(d Dep) bool { return d.ID == other }) {
+		drafts = append(drafts, eventlog.Draft{Type: TypeDepRemoved, Subject: id, Data: DepData{Blocker: other}})
+	}
+	for _, l := range t.Links {
+		if l.ID == other {
+			drafts = append(drafts, eventlog.Draft{Type: TypeDepRemoved, Subject: id, Data: DepData{Blocker: other, Type: l.Type}})
+		}
+	}
+	if len(drafts) == 0 {
+		return nil, fault.New(fault.CodeNotFound, ErrNoDependency,
+			fmt.Sprintf("%s does not depend on %s", id, other), "id", id, "blocker", other)
+	}
+	return drafts, nil
 }
 
 // RemoveDep removes a dependency.

@@ -16,7 +16,7 @@ const (
 	TypeCreated    = "task.created"     // CreatedData
 	TypeUpdated    = "task.updated"     // UpdatedData
 	TypeClosed     = "task.closed"      // ClosedData
-	TypeReopened   = "task.reopened"    // {}
+	TypeReopened   = "task.reopened"    // ReopenedData
 	TypeDepAdded   = "task.dep_added"   // DepData
 	TypeDepRemoved = "task.dep_removed" // DepData
 	TypeCommented  = "task.commented"   // CommentData
@@ -58,6 +58,7 @@ type CreatedData struct {
 	Design      string   `json:"design,omitempty"`
 	Acceptance  string   `json:"acceptance_criteria,omitempty"`
 	Notes       string   `json:"notes,omitempty"`
+	ExternalRef string   `json:"external_ref,omitempty"` // bd's reference to another system's issue (gh-9, jira-ABC)
 	Assignee    string   `json:"assignee,omitempty"`
 	Owner       string   `json:"owner,omitempty"` // when not the actor (bd create: git user.email)
 	Priority    int      `json:"priority"`
@@ -74,6 +75,7 @@ type UpdatedData struct {
 	Design       *string  `json:"design,omitempty"`
 	Acceptance   *string  `json:"acceptance_criteria,omitempty"`
 	Notes        *string  `json:"notes,omitempty"`
+	ExternalRef  *string  `json:"external_ref,omitempty"`
 	Assignee     *string  `json:"assignee,omitempty"`
 	Priority     *int     `json:"priority,omitempty"`
 	Status       *string  `json:"status,omitempty"`
@@ -88,7 +90,7 @@ func (d UpdatedData) empty() bool {
 // labelsOnly reports whether d changes nothing but labels.
 func (d UpdatedData) labelsOnly() bool {
 	return d.Title == nil && d.Description == nil && d.Design == nil && d.Acceptance == nil && d.Notes == nil &&
-		d.Assignee == nil && d.Priority == nil && d.Status == nil
+		d.ExternalRef == nil && d.Assignee == nil && d.Priority == nil && d.Status == nil
 }
 
 // ImportedData is a task as a beads export (JSONL) has it, whole: importing
@@ -110,6 +112,7 @@ type ImportedData struct {
 	UpdatedAt          time.Time      `json:"updated_at"`
 	ClosedAt           *time.Time     `json:"closed_at,omitempty"`
 	CloseReason        string         `json:"close_reason,omitempty"`
+	ExternalRef        string         `json:"external_ref,omitempty"`
 	Labels             []string       `json:"labels,omitempty"`
 	Parent             *ImportedDep   `json:"parent,omitempty"`
 	Blockers           []ImportedDep  `json:"blockers,omitempty"`
@@ -136,8 +139,19 @@ type ClosedData struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// ReopenedData says why a task was reopened (bd reopen --reason), when
+// someone said.
+type ReopenedData struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// DepData is a dependency of the subject on Blocker. Type is bd's
+// dependency type: "" is blocks (all that events before types had);
+// parent-child makes Blocker the parent; any other (related,
+// discovered-from, …) is a link that does not block.
 type DepData struct {
 	Blocker string `json:"blocker"`
+	Type    string `json:"type,omitempty"`
 }
 
 // ParentData is a task's new parent; "" is none.

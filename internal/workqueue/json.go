@@ -27,6 +27,7 @@ type TaskJSON struct {
 	UpdatedAt          time.Time     `json:"updated_at"`
 	ClosedAt           *time.Time    `json:"closed_at,omitempty"`
 	CloseReason        string        `json:"close_reason,omitempty"`
+	ExternalRef        string        `json:"external_ref,omitempty"`
 	Labels             []string      `json:"labels,omitempty"`
 	Dependencies       []DepJSON     `json:"dependencies,omitempty"`
 	Comments           []CommentJSON `json:"comments,omitempty"`
@@ -109,7 +110,7 @@ func (t *Task) base() TaskJSON {
 	j := TaskJSON{ID: t.ID, Title: t.Title, Description: x.Description, Design: x.Design, AcceptanceCriteria: x.Acceptance,
 		Notes: x.Notes, Status: t.Status, Priority: t.Priority, IssueType: t.Type, Assignee: x.Assignee, Owner: x.Owner,
 		CreatedAt: t.CreatedAt, CreatedBy: x.CreatedBy, UpdatedAt: x.UpdatedAt, CloseReason: x.CloseReason,
-		ClosedAt: timePtr(x.ClosedAt)}
+		ClosedAt: timePtr(x.ClosedAt), ExternalRef: x.ExternalRef}
 	if len(t.Labels) > 0 {
 		j.Labels = slices.Clone(t.Labels)
 	}

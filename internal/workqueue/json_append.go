@@ -34,6 +34,7 @@ func (t *TaskJSON) appendFields(o *jsonout.Object) {
 	o.Time("updated_at", t.UpdatedAt)
 	o.TimeOmitNil("closed_at", t.ClosedAt)
 	o.StringOmitEmpty("close_reason", t.CloseReason)
+	o.StringOmitEmpty("external_ref", t.ExternalRef)
 	o.StringsOmitEmpty("labels", t.Labels)
 	jsonout.ListOmitEmpty(o, "dependencies", t.Dependencies)
 	jsonout.ListOmitEmpty(o, "comments", t.Comments)

@@ -125,7 +125,7 @@ func FuzzAppendTask(f *testing.F) {
 		closed := at.Add(time.Duration(n))
 		task := TaskJSON{ID: id, Title: title, Description: text, Notes: title + text, Status: id, Priority: int(n),
 			IssueType: text, Assignee: title, Owner: id, CreatedAt: at, CreatedBy: text, UpdatedAt: closed,
-			CloseReason: title, Labels: strings.Split(text, ",")}
+			CloseReason: title, ExternalRef: text, Labels: strings.Split(text, ",")}
 		if n%2 == 0 {
 			task.ClosedAt = &closed
 		}

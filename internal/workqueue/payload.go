@@ -37,6 +37,8 @@ func decodeUpdated(data []byte, d *UpdatedData) error {
 			return setStringPtr(&d.Acceptance, v)
 		case "notes":
 			return setStringPtr(&d.Notes, v)
+		case "external_ref":
+			return setStringPtr(&d.ExternalRef, v)
 		case "assignee":
 			return setStringPtr(&d.Assignee, v)
 		case "status":
@@ -70,6 +72,8 @@ func decodeCreated(data []byte, d *CreatedData) error {
 			return setString(&d.Acceptance, v)
 		case "notes":
 			return setString(&d.Notes, v)
+		case "external_ref":
+			return setString(&d.ExternalRef, v)
 		case "assignee":
 			return setString(&d.Assignee, v)
 		case "owner":

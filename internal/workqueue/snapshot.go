@@ -19,7 +19,7 @@ import (
 // a command opens the index and decodes only the tasks it touches.
 
 const (
-	tasksMagic = "spool-tasks-9\n"
+	tasksMagic = "spool-tasks-10\n"
 	queueMagic = "spool-history-6\n"
 )
 
@@ -28,7 +28,7 @@ const (
 // place, its length put before it after: a save writes 100,000 of them.
 func encodeDetail(w *table.Enc, x *TaskDetail) {
 	start := len(w.Buf)
-	for _, s := range []string{x.Description, x.Design, x.Acceptance, x.Notes, x.Assignee, x.CreatedBy, x.Owner, x.CloseReason, x.ParentBy} {
+	for _, s := range []string{x.Description, x.Design, x.Acceptance, x.Notes, x.Assignee, x.CreatedBy, x.Owner, x.CloseReason, x.ParentBy, x.ExternalRef} {
 		w.Str(s)
 	}
 	w.Time(x.UpdatedAt)
@@ -45,7 +45,7 @@ func encodeDetail(w *table.Enc, x *TaskDetail) {
 func decodeDetail(id, raw string) *TaskDetail {
 	r := table.NewDec(raw)
 	x := &TaskDetail{Description: r.Str(), Design: r.Str(), Acceptance: r.Str(), Notes: r.Str(), Assignee: r.Str(),
-		CreatedBy: r.Str(), Owner: r.Str(), CloseReason: r.Str(), ParentBy: r.Str()}
+		CreatedBy: r.Str(), Owner: r.Str(), CloseReason: r.Str(), ParentBy: r.Str(), ExternalRef: r.Str()}
 	x.UpdatedAt, x.ClosedAt, x.ParentAt = r.Time(), r.Time(), r.Time()
 	// The comments stay encoded; they are checked, not decoded.
 	x.numComments = r.Count()

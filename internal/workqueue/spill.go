@@ -33,13 +33,13 @@ import (
 // spillTimes', then comments (a count, then the comments as AddComment
 // encodes them).
 const (
-	spillNumStrings = 10
+	spillNumStrings = 11
 	spillNumTimes   = 3
 	spillComments   = spillNumStrings + spillNumTimes
 )
 
 func spillStrings(t *Task, x *TaskDetail) [spillNumStrings]*string {
-	return [...]*string{&t.Title, &x.Description, &x.Design, &x.Acceptance, &x.Notes, &x.Assignee, &x.CreatedBy, &x.Owner, &x.CloseReason, &x.ParentBy}
+	return [...]*string{&t.Title, &x.Description, &x.Design, &x.Acceptance, &x.Notes, &x.Assignee, &x.CreatedBy, &x.Owner, &x.CloseReason, &x.ParentBy, &x.ExternalRef}
 }
 
 func spillTimes(x *TaskDetail) [spillNumTimes]*time.Time {

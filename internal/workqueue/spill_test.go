@@ -162,9 +162,9 @@ func spillHistory(t *testing.T, r *rand.Rand, n int) []*eventlog.Event {
 				title = "untitled"
 			}
 			add(workqueue.TypeCreated, id, workqueue.CreatedData{Title: title, Description: text(), Design: text(), Acceptance: text(), Notes: text(),
-				Priority: r.IntN(5), IssueType: "task", Labels: []string{"a", "b"}[:r.IntN(3)%2]})
+				ExternalRef: text(), Priority: r.IntN(5), IssueType: "task", Labels: []string{"a", "b"}[:r.IntN(3)%2]})
 		case op < 5:
-			add(workqueue.TypeUpdated, some(), workqueue.UpdatedData{Title: maybe(), Description: maybe(), Design: maybe(), Acceptance: maybe(), Notes: maybe()})
+			add(workqueue.TypeUpdated, some(), workqueue.UpdatedData{Title: maybe(), Description: maybe(), Design: maybe(), Acceptance: maybe(), Notes: maybe(), ExternalRef: maybe()})
 		case op < 8:
 			add(workqueue.TypeCommented, some(), workqueue.CommentData{Text: text() + "!"})
 		case op < 11:
@@ -186,7 +186,7 @@ func spillHistory(t *testing.T, r *rand.Rand, n int) []*eventlog.Event {
 				ids = append(ids, id)
 			}
 			owner := text()
-			d := workqueue.ImportedData{Title: "imported " + text(), Description: text(), Notes: text(), Status: workqueue.StatusOpen, IssueType: "bug",
+			d := workqueue.ImportedData{Title: "imported " + text(), Description: text(), Notes: text(), ExternalRef: text(), Status: workqueue.StatusOpen, IssueType: "bug",
 				Assignee: text(), Owner: &owner, CreatedBy: text(), CreatedAt: at, UpdatedAt: at, CloseReason: text()}
 			if r.IntN(2) == 0 {
 				d.Parent = &workqueue.ImportedDep{ID: ids[0], At: at.Add(-time.Hour), By: text()}

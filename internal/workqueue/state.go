@@ -49,6 +49,7 @@ type TaskDetail struct {
 	Design      string
 	Acceptance  string
 	Notes       string
+	ExternalRef string // bd's reference to another system's issue (gh-9, jira-ABC)
 	Assignee    string
 	CreatedBy   string
 	Owner       string // bd's owner: the human responsible (bd: git user.email); spool task add: the creator
@@ -351,7 +352,7 @@ const (
 // Their state grows with the number of tasks, so saves are amortized (see
 // projections.Spec.Amortize).
 var (
-	Spec      = projections.Spec{Name: Name, Version: 7, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
+	Spec      = projections.Spec{Name: Name, Version: 8, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
 	QueueSpec = projections.Spec{Name: QueueName, Version: 8, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
@@ -485,7 +486,7 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 		t = &Task{ID: id, Title: d.Title, Status: StatusOpen, Priority: d.Priority, Type: strings.Clone(d.IssueType),
 			Labels: cloneAll(NormLabels(d.Labels)), CreatedAt: e.At, Parent: strings.Clone(d.Parent),
 			detail: &TaskDetail{Description: d.Description, Design: d.Design, Acceptance: d.Acceptance, Notes: d.Notes,
-				Assignee: d.Assignee, CreatedBy: e.Actor, Owner: cmp.Or(d.Owner, e.Actor), UpdatedAt: e.At}}
+				ExternalRef: d.ExternalRef, Assignee: d.Assignee, CreatedBy: e.Actor, Owner: cmp.Or(d.Owner, e.Actor), UpdatedAt: e.At}}
 		deps := make([]Dep, len(d.Deps))
 		for i, b := range d.Deps {
 			deps[i] = Dep{ID: strings.Clone(b), At: e.At, By: e.Actor}
@@ -526,6 +527,9 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 		if d.Notes != nil {
 			x.Notes = *d.Notes
 		}
+		if d.ExternalRef != nil {
+			x.ExternalRef = *d.ExternalRef
+		}
 		if d.Assignee != nil {
 			x.Assignee = *d.Assignee
 		}
@@ -550,14 +554,10 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 		t.setStatus(StatusOpen, e.At, "")
 	case TypeDepAdded, TypeDepRemoved:
 		var d DepData
-		if json.Unmarshal(e.Data, &d) != nil || d.Blocker == "" {
+		if json.Unmarshal(e.Data, &d) != nil || d.Blocker == "" || d.Blocker == id {
 			return
 		}
-		if e.Type == TypeDepAdded {
-			t.addBlocker(Dep{ID: d.Blocker, At: e.At, By: e.Actor})
-		} else {
-			t.Blockers = slices.DeleteFunc(t.Blockers, func(b Dep) bool { return b.ID == d.Blocker })
-		}
+		t.applyDep(x, d, e.Type == TypeDepAdded, e.At, e.Actor)
 		return // as bd: a dependency, a comment or a label leaves updated_at
 	case TypeReparented:
 		var d ParentData
@@ -825,6 +825,34 @@ func (t *Task) setStatus(status string, at time.Time, reason string) {
 	}
 }
 
+// applyDep adds or removes one dependency of t on d.Blocker, of d's type.
+func (t *Task) applyDep(x *TaskDetail, d DepData, add bool, at time.Time, by string) {
+	other := strings.Clone(d.Blocker)
+	switch d.Type {
+	case "", DepBlocks:
+		if add {
+			t.addBlocker(Dep{ID: other, At: at, By: by})
+		} else {
+			t.Blockers = slices.DeleteFunc(t.Blockers, func(b Dep) bool { return b.ID == other })
+		}
+	case DepParentChild:
+		switch {
+		case add:
+			t.Parent, x.ParentAt, x.ParentBy = other, at, by
+		case t.Parent == other:
+			t.Parent, x.ParentAt, x.ParentBy = "", time.Time{}, ""
+		}
+	default:
+		i := slices.IndexFunc(t.Links, func(l Link) bool { return l.ID == other && l.Type == d.Type })
+		switch {
+		case add && i < 0:
+			t.Links = append(t.Links, Link{ID: other, Type: strings.Clone(d.Type), At: at, By: by})
+		case !add && i >= 0:
+			t.Links = slices.Delete(t.Links, i, i+1)
+		}
+	}
+}
+
 func (t *Task) addBlocker(d Dep) {
 	i, found := slices.BinarySearchFunc(t.Blockers, d.ID, func(a Dep, id string) int { return cmpString(a.ID, id) })
 	if !found && d.ID != t.ID {
@@ -985,7 +1013,7 @@ func (s *State) imported(id string, d *ImportedData) *Task {
 	}
 	t.addBlockers(deps)
 	x := &TaskDetail{Description: d.Description, Design: d.Design, Acceptance: d.AcceptanceCriteria, Notes: d.Notes,
-		Assignee: d.Assignee, CreatedBy: d.CreatedBy, Owner: d.CreatedBy, UpdatedAt: d.UpdatedAt.UTC(), CloseReason: d.CloseReason}
+		ExternalRef: d.ExternalRef, Assignee: d.Assignee, CreatedBy: d.CreatedBy, Owner: d.CreatedBy, UpdatedAt: d.UpdatedAt.UTC(), CloseReason: d.CloseReason}
 	if d.Owner != nil { // recorded as the export had it; before owner was kept, the creator stood for it
 		x.Owner = *d.Owner
 	}

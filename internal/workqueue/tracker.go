@@ -294,6 +294,38 @@ func (s *State) descends(id, ancestor string) bool {
 	return false
 }
 
+// reachesAny is reaches through links too: bd refuses a dependency that
+// would close a cycle through dependencies of any type.
+func (s *State) reachesAny(from, to string) bool {
+	seen := map[string]bool{}
+	stack := []string{from}
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if id == to {
+			return true
+		}
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		t := s.Task(id)
+		if t == nil {
+			continue
+		}
+		for _, d := range t.Blockers {
+			stack = append(stack, d.ID)
+		}
+		for _, l := range t.Links {
+			stack = append(stack, l.ID)
+		}
+		if t.Parent != "" {
+			stack = append(stack, t.Parent)
+		}
+	}
+	return false
+}
+
 // View renders a task at now (its effective status), without dependencies
 // or comments: bd ready's items, and what commands that change a task print.
 func (s *State) View(t *Task, p Policy, now time.Time) TaskJSON {

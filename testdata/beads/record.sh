@@ -7,7 +7,10 @@
 # initialized, with "bd" on PATH:
 #   git init -q -b main && git config user.name 'Ada Lovelace' &&
 #   git config user.email ada@example.com && export BD_ACTOR=ada &&
-#   bd init --quiet --prefix bd && sh record.sh OUTDIR
+#   export BEADS_NO_DAEMON=1 && bd init --quiet --prefix bd && sh record.sh OUTDIR
+# Files NAME.json are --json output (compared key by key), NAME.txt the text
+# a person or a prompt reads (compared line by line once ids and dates are
+# made neutral).
 set -eu
 out=$1
 run() { # run NAME ARGS...: stdout to OUTDIR/NAME, and the exit status to OUTDIR/NAME.status
@@ -65,4 +68,48 @@ run show-blocked.json show "$B" --json
 run update-open.json update "$B" --status open --json
 run reopen.json reopen "$D" --json
 run epic-close.json epic close-eligible --json
+
+# Text, as prompts and scripts read it.
+txt() { # txt NAME ARGS...: stdout to OUTDIR/NAME.txt, the exit status to OUTDIR/NAME.txt.status
+	name=$1
+	shift
+	set +e
+	bd "$@" >"$out/$name.txt" 2>/dev/null
+	echo $? >"$out/$name.txt.status"
+	set -e
+}
+txt create create 'Triage the crash' -p 3 -t bug -d 'Seen on start.'
+H=$(sed -n 's/^✓ Created issue: //p' "$out/create.txt")
+printf 'H=%s\n' "$H" >>"$out/ids"
+txt dep-add-related dep add "$H" "$A" --type related
+run dep-add-discovered.json dep add "$H" "$D" --type discovered-from --json
+txt dep-add-blocks dep add "$B" "$H"
+txt show show "$A" "$B" "$H"
+run show-typed.json show "$H" "$B" --json
+txt show-child show "$C" "$G"
+txt show-epic show "$E"
+txt dep-tree dep tree "$B"
+run dep-tree.json dep tree "$B" --json
+txt dep-tree-up dep tree "$A" --direction up
+txt dep-remove dep remove "$B" "$H"
+txt list list
+txt list-all list --all
+txt ready ready
+txt blocked blocked
+run blocked.json blocked --json
+txt stats stats
+run stats.json stats --json
+txt comments comments "$A"
+txt comment-add comments add "$H" 'Reproduced on main'
+txt label-add label add "$H" triage
+txt label-list label list "$A"
+txt label-list-all label list-all
+run label-list-all.json label list-all --json
+txt update update "$H" --priority 1
+txt close close "$H" --reason 'not a bug'
+txt reopen reopen "$H"
+txt epic-status epic status
+run epic-status.json epic status --json
+txt search search parser
+run search.json search parser --json
 bd export -o "$out/export.jsonl" >/dev/null 2>&1

@@ -29,7 +29,7 @@ func (s *Service) Add(ctx context.Context, n workqueue.NewTask) (workqueue.TaskJ
 	}
 	prefix := s.Store.Config.String("ids.prefix")
 	names := []string{workqueue.IDsName}
-	resolve := s.PartialIDs && (len(n.Deps) > 0 || n.Parent != "")
+	resolve := s.PartialIDs && (len(n.Deps) > 0 || n.Parent != "" || len(n.Links) > 0)
 	if resolve {
 		names = Tracker
 	}
@@ -41,24 +41,36 @@ func (s *Service) Add(ctx context.Context, n workqueue.NewTask) (workqueue.TaskJ
 		var ids workqueue.TaskIndex
 		if resolve {
 			st := stateOf(v)
-			refs := n.Deps
+			refs := slices.Clone(n.Deps)
+			for _, l := range n.Links {
+				refs = append(refs, l.ID)
+			}
 			if n.Parent != "" {
-				refs = append(slices.Clone(refs), n.Parent)
+				refs = append(refs, n.Parent)
 			}
 			got, err := s.Resolve(st, refs)
 			if err != nil {
 				return nil, err
 			}
 			n.Deps = got[:len(n.Deps):len(n.Deps)]
+			n.Links = slices.Clone(n.Links)
+			for i := range n.Links {
+				n.Links[i].ID = got[len(n.Deps)+i]
+			}
 			if n.Parent != "" {
-				n.Parent = got[len(n.Deps)]
+				n.Parent = got[len(got)-1]
 			}
 			ids = st
 		} else {
 			ids, _ = projections.As[*workqueue.IDsProjection](v, workqueue.IDsName)
 		}
-		d, _, err := workqueue.AddTask(ids, n, prefix, writer, s.Now)
-		return []eventlog.Draft{d}, err
+		d, id, err := workqueue.AddTask(ids, n, prefix, writer, s.Now)
+		drafts := []eventlog.Draft{d}
+		for _, l := range n.Links { // in the same append: the task is made with its links
+			drafts = append(drafts, eventlog.Draft{Type: workqueue.TypeDepAdded, Subject: id,
+				Data: workqueue.DepData{Blocker: l.ID, Type: l.Type}})
+		}
+		return drafts, err
 	})
 	if err != nil {
 		return workqueue.TaskJSON{}, err
@@ -192,11 +204,14 @@ func (s *Service) Close(ctx context.Context, refs []string, reason string, force
 }
 
 // Reopen opens closed tasks again, every one or none.
-func (s *Service) Reopen(ctx context.Context, refs []string) ([]workqueue.TaskJSON, error) {
+func (s *Service) Reopen(ctx context.Context, refs []string, reason string) ([]workqueue.TaskJSON, error) {
 	return s.tasksChange(ctx, s.Env.Write, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
 		return workqueue.Each(st, ids, actor, s.Now, func(f *workqueue.Fork, id string) error {
 			return f.Decide(func(st *workqueue.State) ([]eventlog.Draft, error) {
 				d, err := workqueue.Reopen(st, id)
+				if reason != "" {
+					d.Data = workqueue.ReopenedData{Reason: reason} // recorded; the fold has no use for it
+				}
 				return []eventlog.Draft{d}, err
 			})
 		})
@@ -235,15 +250,35 @@ func (s *Service) RemoveDep(ctx context.Context, id, blocker string) (string, st
 	return s.dep(ctx, id, blocker, workqueue.RemoveDep)
 }
 
+// AddDepOf makes id depend on other with bd's dependency type typ
+// (workqueue.AddDepOf).
+func (s *Service) AddDepOf(ctx context.Context, id, other, typ string) (string, string, error) {
+	return s.deps(ctx, id, other, func(st *workqueue.State, id, other string) ([]eventlog.Draft, error) {
+		d, err := workqueue.AddDepOf(st, id, other, typ)
+		return []eventlog.Draft{d}, err
+	})
+}
+
+// RemoveDeps removes every dependency of id on other, as bd dep remove.
+func (s *Service) RemoveDeps(ctx context.Context, id, other string) (string, string, error) {
+	return s.deps(ctx, id, other, workqueue.RemoveDeps)
+}
+
 func (s *Service) dep(ctx context.Context, ref, blockerRef string, decide func(*workqueue.State, string, string) (eventlog.Draft, error)) (id, blocker string, err error) {
+	return s.deps(ctx, ref, blockerRef, func(st *workqueue.State, id, blocker string) ([]eventlog.Draft, error) {
+		d, err := decide(st, id, blocker)
+		return []eventlog.Draft{d}, err
+	})
+}
+
+func (s *Service) deps(ctx context.Context, ref, blockerRef string, decide func(*workqueue.State, string, string) ([]eventlog.Draft, error)) (id, blocker string, err error) {
 	_, _, err = s.write(ctx, s.Env.Write, Tracker, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		ids, err := s.Resolve(st, []string{ref, blockerRef})
 		if err != nil {
 			return nil, err
 		}
 		id, blocker = ids[0], ids[1]
-		d, err := decide(st, id, blocker)
-		return []eventlog.Draft{d}, err
+		return decide(st, id, blocker)
 	})
 	return id, blocker, err
 }
@@ -359,4 +394,15 @@ func (s *Service) Import(ctx context.Context, recs []workqueue.TaskJSON) (int, e
 		return workqueue.ImportTasks(st, recs)
 	})
 	return len(events), err
+}
+
+// RemoveOrphanDeps removes every dependency on an issue the tracker does
+// not have (workqueue.OrphanDeps), in one append, and returns them.
+func (s *Service) RemoveOrphanDeps(ctx context.Context) ([]workqueue.DepJSON, error) {
+	var removed []workqueue.DepJSON
+	_, _, err := s.write(ctx, s.Env.Write, Tracker, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+		removed = st.OrphanDeps()
+		return workqueue.RemoveOrphanDeps(st), nil
+	})
+	return removed, err
 }

@@ -1,0 +1,326 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spoolhq/spool/internal/workqueue"
+	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
+)
+
+// bd list and bd search: the same filters over the tracker, bd's order
+// (priority, newest first) and its lines.
+
+// bdFilter is what list and search filter on.
+type bdFilter struct {
+	Status           string   `short:"s" help:"Only this status: open, in_progress, blocked, deferred, closed (list: or all)."`
+	Priority         *string  `short:"p" help:"Only this priority."`
+	PriorityMin      *string  `name:"priority-min" help:"Priority at least this urgent's number (0-4)."`
+	PriorityMax      *string  `name:"priority-max" help:"Priority at most this number (0-4)."`
+	Assignee         string   `short:"a" help:"Only issues assigned to this actor."`
+	NoAssignee       bool     `name:"no-assignee" help:"Only unassigned issues."`
+	Type             string   `short:"t" help:"Only issues of this type."`
+	Label            []string `short:"l" help:"Only issues with all of these labels."`
+	LabelAny         []string `name:"label-any" help:"Only issues with at least one of these labels."`
+	NoLabels         bool     `name:"no-labels" help:"Only issues without labels."`
+	TitleContains    string   `name:"title-contains" help:"Title contains this (any case)."`
+	DescContains     string   `name:"desc-contains" help:"Description contains this (any case)."`
+	NotesContains    string   `name:"notes-contains" help:"Notes contain this (any case)."`
+	EmptyDescription bool     `name:"empty-description" help:"Only issues without a description."`
+	CreatedAfter     string   `name:"created-after" help:"Created after this date (YYYY-MM-DD or RFC 3339)."`
+	CreatedBefore    string   `name:"created-before" help:"Created before this date."`
+	UpdatedAfter     string   `name:"updated-after" help:"Updated after this date."`
+	UpdatedBefore    string   `name:"updated-before" help:"Updated before this date."`
+	ClosedAfter      string   `name:"closed-after" help:"Closed after this date."`
+	ClosedBefore     string   `name:"closed-before" help:"Closed before this date."`
+	Long             bool     `help:"Several lines an issue."`
+}
+
+// compiled is a bdFilter checked and parsed.
+type compiled struct {
+	bdFilter
+	prio, prioMin, prioMax *int
+	times                  [6]*time.Time // created, updated, closed: after, before
+}
+
+func (f bdFilter) compile() (*compiled, error) {
+	c := &compiled{bdFilter: f}
+	if f.Status != "" && f.Status != "all" && !slices.Contains(workqueue.BeadsStatuses, f.Status) {
+		return nil, bdUsage("invalid status %q (expected %s)", f.Status, strings.Join(workqueue.BeadsStatuses, ", "))
+	}
+	if err := validateLabelFlags(f.Label, f.LabelAny); err != nil {
+		return nil, err
+	}
+	var err error
+	for _, p := range []struct {
+		in  *string
+		out **int
+	}{{f.Priority, &c.prio}, {f.PriorityMin, &c.prioMin}, {f.PriorityMax, &c.prioMax}} {
+		if *p.out, err = optPriority(p.in); err != nil {
+			return nil, err
+		}
+	}
+	for i, s := range []string{f.CreatedAfter, f.CreatedBefore, f.UpdatedAfter, f.UpdatedBefore, f.ClosedAfter, f.ClosedBefore} {
+		if s == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			if t, err = time.Parse("2006-01-02", s); err != nil {
+				return nil, bdUsage("invalid date %q: use YYYY-MM-DD or RFC 3339", s)
+			}
+		}
+		c.times[i] = &t
+	}
+	return c, nil
+}
+
+// admits is the part of the filters a task's own fields answer, with its
+// status as bd shows it: most tasks are turned away undecoded.
+func (c *compiled) admits(t *workqueue.Task, status string) bool {
+	if !(workqueue.ReadyFilter{All: c.Label, Any: c.LabelAny}).Admits(t) {
+		return false
+	}
+	switch {
+	case c.Status != "" && c.Status != "all" && status != c.Status,
+		c.prio != nil && t.Priority != *c.prio,
+		c.prioMin != nil && t.Priority < *c.prioMin,
+		c.prioMax != nil && t.Priority > *c.prioMax,
+		c.Type != "" && t.Type != c.Type,
+		c.NoLabels && slices.ContainsFunc(t.Labels, func(l string) bool { return l != workqueue.BlockedLabel }),
+		c.TitleContains != "" && !anyCase(t.Title, c.TitleContains),
+		c.times[0] != nil && !t.CreatedAt.After(*c.times[0]),
+		c.times[1] != nil && !t.CreatedAt.Before(*c.times[1]):
+		return false
+	}
+	return true
+}
+
+// viewFilter is the rest, on the whole issue; nil when no filter needs it.
+func (c *compiled) viewFilter() func(workqueue.TaskJSON) bool {
+	if c.Assignee == "" && !c.NoAssignee && c.DescContains == "" && c.NotesContains == "" && !c.EmptyDescription &&
+		c.times[2] == nil && c.times[3] == nil && c.times[4] == nil && c.times[5] == nil {
+		return nil
+	}
+	return func(v workqueue.TaskJSON) bool {
+		switch {
+		case c.Assignee != "" && v.Assignee != c.Assignee,
+			c.NoAssignee && v.Assignee != "",
+			c.DescContains != "" && !anyCase(v.Description, c.DescContains),
+			c.NotesContains != "" && !anyCase(v.Notes, c.NotesContains),
+			c.EmptyDescription && v.Description != "":
+			return false
+		}
+		closed := time.Time{}
+		if v.ClosedAt != nil {
+			closed = *v.ClosedAt
+		}
+		for i, at := range []time.Time{v.UpdatedAt, v.UpdatedAt, closed, closed} {
+			lim := c.times[i+2]
+			if lim == nil {
+				continue
+			}
+			if at.IsZero() || i%2 == 0 && !at.After(*lim) || i%2 == 1 && !at.Before(*lim) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// anyCase reports whether s contains sub, in any case.
+func anyCase(s, sub string) bool { return strings.Contains(strings.ToLower(s), strings.ToLower(sub)) }
+
+// matching returns the issues that pass, as bd list --json has them, in
+// bd's order, at most limit (0: all); keep says which statuses count and
+// query, when set, what search looks for.
+func (b *bdEnv) matching(c *compiled, limit int, keep func(status string) bool, query string) ([]workqueue.ListItemJSON, error) {
+	q, err := b.queue(false)
+	if err != nil {
+		return nil, err
+	}
+	st, err := q.Read(b.ctx, wqservice.Tracker)
+	if err != nil {
+		return nil, err
+	}
+	admit := func(t *workqueue.Task, status string) bool { return keep(status) && c.admits(t, status) }
+	view := c.viewFilter()
+	if query != "" { // an id, a title or a description: the last needs the whole issue
+		rest := view
+		view = func(v workqueue.TaskJSON) bool {
+			return (anyCase(v.ID, query) || anyCase(v.Title, query) || anyCase(v.Description, query)) && (rest == nil || rest(v))
+		}
+	}
+	return st.BeadsList(q.Policy, q.Now, admit, view, limit), nil
+}
+
+type bdListCmd struct {
+	bdFilter `embed:""`
+	Title    string `help:"Only issues whose title contains this (any case)."`
+	Limit    *int   `short:"n" help:"Maximum issues to show (default 50, 20 for an agent; 0: all)."`
+	All      bool   `help:"Closed issues too."`
+	Format   string `help:"Refused: not supported by spool."`
+}
+
+func (c *bdListCmd) Run(b *bdEnv) error {
+	if c.Format != "" {
+		return notSupported("list --format "+c.Format, "spool prints bd's lines and JSON only; bd list --json has every dependency to draw a graph from")
+	}
+	limit := 50
+	if bdAgentMode() {
+		limit = 20 // as bd, for an agent's context
+	}
+	if c.Limit != nil {
+		limit = *c.Limit
+	}
+	if limit < 0 {
+		return bdUsage("--limit must not be negative, got %d", limit)
+	}
+	f, err := c.bdFilter.compile()
+	if err != nil {
+		return err
+	}
+	if c.Title != "" {
+		f.TitleContains = c.Title
+	}
+	out, err := b.matching(f, limit, func(status string) bool {
+		return c.Status != "" || c.All || status != workqueue.StatusClosed
+	}, "")
+	if err != nil {
+		return err
+	}
+	if b.JSON {
+		return writeJSON(b.stdout, nonNil(out))
+	}
+	switch {
+	case bdAgentMode():
+		for _, t := range out {
+			fmt.Fprintf(b.stdout, "%s: %s\n", text(t.ID), text(t.Title))
+		}
+		return nil
+	case c.Long:
+		fmt.Fprintf(b.stdout, "\nFound %d issues:\n\n", len(out))
+		for _, t := range out {
+			printBDLong(b, t.TaskJSON, false)
+		}
+	default:
+		for _, t := range out {
+			fmt.Fprintln(b.stdout, bdLine(t.TaskJSON))
+		}
+	}
+	if limit > 0 && len(out) == limit {
+		fmt.Fprintf(b.stderr, "\nShowing %d issues (use --limit 0 for all)\n", limit)
+	}
+	return nil
+}
+
+type bdSearchCmd struct {
+	bdFilter `embed:""`
+	Query    []string `arg:"" optional:"" help:"Text to find in an id, title or description (any case)."`
+	QueryF   string   `name:"query" help:"The text (instead of the argument)."`
+	Limit    int      `short:"n" default:"50" help:"Maximum issues to show (0: all)."`
+	Sort     string   `help:"Refused: not supported by spool."`
+	Reverse  bool     `short:"r" help:"Refused: not supported by spool."`
+}
+
+func (c *bdSearchCmd) Run(b *bdEnv) error {
+	if c.Sort != "" || c.Reverse {
+		return notSupported("search --sort and --reverse", "results come in bd list's order, by priority then newest first; --json and jq sort them otherwise")
+	}
+	query := strings.Join(c.Query, " ")
+	if query == "" {
+		query = c.QueryF
+	}
+	if query == "" {
+		return bdUsage("search query is required")
+	}
+	if c.Limit < 0 {
+		return bdUsage("--limit must not be negative, got %d", c.Limit)
+	}
+	f, err := c.bdFilter.compile()
+	if err != nil {
+		return err
+	}
+	out, err := b.matching(f, c.Limit, func(string) bool { return true }, query)
+	if err != nil {
+		return err
+	}
+	if b.JSON {
+		return writeJSON(b.stdout, nonNil(out))
+	}
+	if len(out) == 0 {
+		fmt.Fprintf(b.stdout, "No issues found matching '%s'\n", text(query))
+		return nil
+	}
+	if c.Long {
+		fmt.Fprintf(b.stdout, "\nFound %d issues matching '%s':\n\n", len(out), text(query))
+		for _, t := range out {
+			printBDLong(b, t.TaskJSON, true)
+		}
+		return nil
+	}
+	fmt.Fprintf(b.stdout, "Found %d issues matching '%s':\n", len(out), text(query))
+	for _, t := range out {
+		fmt.Fprintf(b.stdout, "%s [P%d] [%s] %s%s%s - %s\n", text(t.ID), t.Priority, text(t.IssueType), t.Status,
+			bdAssignee(t.TaskJSON), bdLabels(t.TaskJSON), text(t.Title))
+	}
+	return nil
+}
+
+// bdLine is one issue as bd list prints it; a closed one without the
+// priority's dot.
+func bdLine(t workqueue.TaskJSON) string {
+	prio := fmt.Sprintf("● P%d", t.Priority)
+	if t.Status == workqueue.StatusClosed {
+		prio = fmt.Sprintf("P%d", t.Priority)
+	}
+	return fmt.Sprintf("%s %s [%s] [%s]%s%s - %s", bdMark(t.Status), text(t.ID), prio, text(t.IssueType),
+		bdAssignee(t), bdLabels(t), text(t.Title))
+}
+
+// printBDLong is an issue as bd list --long (or search --long) prints it.
+func printBDLong(b *bdEnv, t workqueue.TaskJSON, search bool) {
+	switch {
+	case search:
+		fmt.Fprintf(b.stdout, "%s [P%d] [%s] %s\n  %s\n", text(t.ID), t.Priority, text(t.IssueType), t.Status, text(t.Title))
+	case t.Status == workqueue.StatusClosed:
+		fmt.Fprintf(b.stdout, "%s [P%d] [%s] %s\n  %s\n", text(t.ID), t.Priority, text(t.IssueType), t.Status, text(t.Title))
+	default:
+		fmt.Fprintf(b.stdout, "%s [● P%d] [%s] %s\n  %s\n", text(t.ID), t.Priority, text(t.IssueType), t.Status, text(t.Title))
+	}
+	if t.Assignee != "" {
+		fmt.Fprintf(b.stdout, "  Assignee: %s\n", text(t.Assignee))
+	}
+	if len(t.Labels) > 0 {
+		fmt.Fprintf(b.stdout, "  Labels:%s\n", bdLabels(t))
+	}
+	fmt.Fprintln(b.stdout)
+}
+
+func bdAssignee(t workqueue.TaskJSON) string {
+	if t.Assignee == "" {
+		return ""
+	}
+	return " @" + text(t.Assignee)
+}
+
+// bdLabels is Go's %v of the labels, as bd prints them: " [a b]".
+func bdLabels(t workqueue.TaskJSON) string {
+	if len(t.Labels) == 0 {
+		return ""
+	}
+	labels := make([]string, len(t.Labels))
+	for i, l := range t.Labels {
+		labels[i] = text(l)
+	}
+	return " [" + strings.Join(labels, " ") + "]"
+}
+
+// bdAgentMode is bd's agent mode (BD_AGENT_MODE=1, or inside Claude Code):
+// list prints "ID: Title" lines, 20 by default.
+func bdAgentMode() bool {
+	return os.Getenv("BD_AGENT_MODE") == "1" || os.Getenv("CLAUDE_CODE") != ""
+}

@@ -1,0 +1,470 @@
+package workqueue
+
+import (
+	"slices"
+
+	"github.com/spoolhq/spool/internal/jsonout"
+	"sort"
+	"strings"
+	"time"
+)
+
+// bd's views over the whole tracker: stats, blocked, the dependency tree,
+// cycles and label counts, with bd 0.49.1's JSON and its rules for what
+// counts (its SQL, read in internal/storage/sqlite).
+
+// BeadsStatus is the status bd shows for t at now: Blocked (the blocked
+// label) is bd's blocked, an expired claim open.
+func (s *State) BeadsStatus(t *Task, p Policy, now time.Time) string {
+	st := s.EffectiveStatus(t, p, now)
+	if st == StatusOpen && t.HasLabel(BlockedLabel) {
+		return StatusBlocked
+	}
+	return st
+}
+
+// blocksOpen reports whether t waits for a blocker that is not closed (bd:
+// a "blocks" dependency on an issue open, in progress, blocked or deferred).
+func (s *State) blocksOpen(t *Task) bool {
+	for _, d := range t.Blockers {
+		if s.notClosed(d.ID) {
+			return true
+		}
+	}
+	return false
+}
+
+// Statistics is bd stats --json's summary (beads' types.Statistics).
+type Statistics struct {
+	TotalIssues             int     `json:"total_issues"`
+	OpenIssues              int     `json:"open_issues"`
+	InProgressIssues        int     `json:"in_progress_issues"`
+	ClosedIssues            int     `json:"closed_issues"`
+	BlockedIssues           int     `json:"blocked_issues"`
+	DeferredIssues          int     `json:"deferred_issues"`
+	ReadyIssues             int     `json:"ready_issues"`
+	TombstoneIssues         int     `json:"tombstone_issues"`
+	PinnedIssues            int     `json:"pinned_issues"`
+	EpicsEligibleForClosure int     `json:"epics_eligible_for_closure"`
+	AverageLeadTime         float64 `json:"average_lead_time_hours"`
+}
+
+// BeadsStats counts as bd stats does: by status; blocked, the issues not
+// closed with a blocker not closed; ready, the open ones without (bd
+// ready's further rules, parents and claims, are not stats'); the mean
+// hours from creation to close of the closed ones.
+func (s *State) BeadsStats(p Policy, now time.Time) Statistics {
+	var st Statistics
+	var lead time.Duration
+	var closed int
+	for _, t := range s.AllTasks() {
+		st.TotalIssues++
+		status := s.BeadsStatus(t, p, now)
+		switch status {
+		case StatusOpen:
+			st.OpenIssues++
+		case StatusInProgress:
+			st.InProgressIssues++
+		case StatusClosed:
+			st.ClosedIssues++
+		case StatusDeferred:
+			st.DeferredIssues++
+		}
+		waits := status != StatusClosed && s.blocksOpen(t)
+		if waits {
+			st.BlockedIssues++
+		}
+		if status == StatusOpen && !waits {
+			st.ReadyIssues++
+		}
+		if x := t.Detail(); !x.ClosedAt.IsZero() {
+			lead += x.ClosedAt.Sub(t.CreatedAt)
+			closed++
+		}
+	}
+	if closed > 0 {
+		st.AverageLeadTime = lead.Hours() / float64(closed)
+	}
+	st.EpicsEligibleForClosure = len(s.EpicsEligible(p, now))
+	return st
+}
+
+// BlockedJSON is an item of bd blocked --json (beads' BlockedIssue): the
+// issue as bd's query selects it (no owner, labels or close reason) and
+// the blockers not closed.
+type BlockedJSON struct {
+	TaskJSON
+	BlockedByCount int      `json:"blocked_by_count"`
+	BlockedBy      []string `json:"blocked_by"`
+}
+
+// AppendJSON declines: encoding/json writes it, not the embedded task's
+// AppendJSON (which would leave the counts out).
+func (BlockedJSON) AppendJSON(dst []byte, _ jsonout.Format) ([]byte, bool) { return dst, false }
+
+// BeadsBlocked lists what bd blocked lists, by priority then id: the issues
+// not closed that are Blocked or deferred or wait for a blocker not closed;
+// with parent, only its descendants.
+func (s *State) BeadsBlocked(p Policy, now time.Time, parent string) []BlockedJSON {
+	all := s.AllTasks()
+	var under map[string]bool
+	if parent != "" {
+		under = s.descendants(parent)
+	}
+	var out []BlockedJSON
+	for _, t := range all {
+		status := s.BeadsStatus(t, p, now)
+		if status == StatusClosed || under != nil && !under[t.ID] {
+			continue
+		}
+		by := []string{}
+		for _, d := range t.Blockers {
+			if s.notClosed(d.ID) {
+				by = append(by, d.ID)
+			}
+		}
+		if len(by) == 0 && status != StatusBlocked && status != StatusDeferred {
+			continue
+		}
+		j := selected(Beads(s.View(t, p, now)))
+		j.CreatedBy = t.Detail().CreatedBy
+		out = append(out, BlockedJSON{TaskJSON: j, BlockedByCount: len(by), BlockedBy: by})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Priority != out[j].Priority {
+			return out[i].Priority < out[j].Priority
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// selected is an issue as bd's own queries select it for blocked, the
+// dependency tree and epics: without owner, creator, labels or close
+// reason, with the external reference.
+func selected(v TaskJSON) TaskJSON {
+	return TaskJSON{ID: v.ID, Title: v.Title, Description: v.Description, Design: v.Design,
+		AcceptanceCriteria: v.AcceptanceCriteria, Notes: v.Notes, Status: v.Status, Priority: v.Priority,
+		IssueType: v.IssueType, Assignee: v.Assignee, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, ClosedAt: v.ClosedAt,
+		ExternalRef: v.ExternalRef}
+}
+
+// Descendants are the tasks under id, through parents (bd's --parent of
+// ready and blocked).
+func (s *State) Descendants(id string) map[string]bool { return s.descendants(id) }
+
+// descendants are the tasks under id, through parents.
+func (s *State) descendants(id string) map[string]bool {
+	children := map[string][]string{}
+	for _, t := range s.AllTasks() {
+		if t.Parent != "" {
+			children[t.Parent] = append(children[t.Parent], t.ID)
+		}
+	}
+	out := map[string]bool{}
+	stack := slices.Clone(children[id])
+	for len(stack) > 0 {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if !out[c] {
+			out[c] = true
+			stack = append(stack, children[c]...)
+		}
+	}
+	return out
+}
+
+// TreeNodeJSON is an item of bd dep tree --json (beads' TreeNode).
+type TreeNodeJSON struct {
+	TaskJSON
+	Depth     int    `json:"depth"`
+	ParentID  string `json:"parent_id"`
+	Truncated bool   `json:"truncated"`
+}
+
+// AppendJSON declines: encoding/json writes it, with depth and parent.
+func (TreeNodeJSON) AppendJSON(dst []byte, _ jsonout.Format) ([]byte, bool) { return dst, false }
+
+// dependsOn are the ids t depends on, whatever the type: what bd's tree
+// walks.
+func (t *Task) dependsOn() []string {
+	var out []string
+	if t.Parent != "" {
+		out = append(out, t.Parent)
+	}
+	for _, d := range t.Blockers {
+		out = append(out, d.ID)
+	}
+	for _, l := range t.Links {
+		out = append(out, l.ID)
+	}
+	return out
+}
+
+// DepTree is bd dep tree from root: what it depends on (up: what depends
+// on it), through dependencies of every type, down to maxDepth levels.
+// Each task appears once, at its shallowest depth, under the first of its
+// parents there; a level is ordered by priority, then id (bd's ORDER BY
+// depth, priority, id).
+func (s *State) DepTree(root string, maxDepth int, up bool, p Policy, now time.Time) []TreeNodeJSON {
+	r := s.Task(root)
+	if r == nil {
+		return nil
+	}
+	node := func(t *Task, depth int, parent string) TreeNodeJSON {
+		return TreeNodeJSON{TaskJSON: selected(Beads(s.View(t, p, now))), Depth: depth, ParentID: parent, Truncated: depth == maxDepth}
+	}
+	out := []TreeNodeJSON{node(r, 0, root)}
+	seen := map[string]bool{root: true}
+	level := []*Task{r}
+	for depth := 1; depth <= maxDepth && len(level) > 0; depth++ {
+		type edge struct {
+			t      *Task
+			parent string
+		}
+		var next []edge
+		for _, t := range level {
+			var ids []string
+			if up {
+				for _, o := range s.dependentsOf(t.ID) {
+					ids = append(ids, o.ID)
+				}
+			} else {
+				ids = t.dependsOn()
+			}
+			for _, id := range ids {
+				if o := s.Task(id); o != nil && !seen[id] {
+					next = append(next, edge{o, t.ID})
+				}
+			}
+		}
+		sort.SliceStable(next, func(i, j int) bool {
+			a, b := next[i].t, next[j].t
+			if a.Priority != b.Priority {
+				return a.Priority < b.Priority
+			}
+			return a.ID < b.ID
+		})
+		level = level[:0:0]
+		for _, e := range next {
+			if !seen[e.t.ID] {
+				seen[e.t.ID] = true
+				out = append(out, node(e.t, depth, e.parent))
+				level = append(level, e.t)
+			}
+		}
+	}
+	return out
+}
+
+// Cycles finds the cycles through dependencies of every type but
+// relates-to, as bd dep cycles: each from its smallest id, once.
+func (s *State) Cycles() [][]string {
+	all := s.AllTasks()
+	ids := make([]string, 0, len(all))
+	for id := range all {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	visited, onStack := map[string]bool{}, map[string]bool{}
+	seen := map[string]bool{}
+	var out [][]string
+	var path []string
+	var dfs func(id string)
+	dfs = func(id string) {
+		visited[id], onStack[id] = true, true
+		path = append(path, id)
+		t := all[id]
+		next := t.dependsOn()
+		for _, l := range t.Links {
+			if l.Type == DepRelatesTo {
+				next = slices.DeleteFunc(next, func(n string) bool { return n == l.ID })
+			}
+		}
+		for _, n := range next {
+			if all[n] == nil {
+				continue
+			}
+			if !visited[n] {
+				dfs(n)
+			} else if onStack[n] {
+				i := slices.Index(path, n)
+				c := slices.Clone(path[i:])
+				m := slices.Index(c, slices.Min(c))
+				c = append(c[m:], c[:m]...)
+				if key := strings.Join(c, "→"); !seen[key] {
+					seen[key] = true
+					out = append(out, c)
+				}
+			}
+		}
+		path = path[:len(path)-1]
+		onStack[id] = false
+	}
+	for _, id := range ids {
+		if !visited[id] {
+			dfs(id)
+		}
+	}
+	return out
+}
+
+// LabelCount is an item of bd label list-all --json.
+type LabelCount struct {
+	Label string `json:"label"`
+	Count int    `json:"count"`
+}
+
+// LabelCounts counts each label's issues, by label; the blocked label is
+// bd's blocked status, not a label.
+func (s *State) LabelCounts() []LabelCount {
+	n := map[string]int{}
+	for _, t := range s.AllTasks() {
+		for _, l := range t.Labels {
+			if l != BlockedLabel {
+				n[l]++
+			}
+		}
+	}
+	out := make([]LabelCount, 0, len(n))
+	for l, c := range n {
+		out = append(out, LabelCount{l, c})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Label < out[j].Label })
+	return out
+}
+
+// BeadsList is bd list (and search): the tasks that pass, as bd list --json
+// has them, in bd's order (priority, newest first), at most limit of them
+// (0: all). admit is asked first, with the task and its status as bd
+// shows it (it must read only Task's own fields, and keep nothing of the
+// task: it may be decoded for that call alone); view, when not nil, then
+// with the whole issue. Without view only the first limit are rendered,
+// picked in one pass over the tasks without keeping or sorting them all.
+func (s *State) BeadsList(p Policy, now time.Time, admit func(t *Task, status string) bool, view func(TaskJSON) bool, limit int) []ListItemJSON {
+	var picked []*Task
+	var counts map[string]int
+	if view == nil && limit > 0 {
+		picked, counts = s.topListed(p, now, admit, limit)
+	} else {
+		for _, t := range s.AllTasks() {
+			if admit(t, s.BeadsStatus(t, p, now)) {
+				picked = append(picked, t)
+			}
+		}
+		picked = topK(picked, 0, beadsListLess)
+	}
+	n := len(picked)
+	if limit > 0 {
+		n = min(n, limit)
+	}
+	out := make([]ListItemJSON, 0, n) // each item is large: grown by appends, the copies cost more than the rest
+	for _, t := range picked {
+		v := Beads(s.View(t, p, now))
+		if view != nil && !view(v) {
+			continue
+		}
+		v.Dependencies = t.deps()
+		out = append(out, ListItemJSON{TaskJSON: v, DependencyCount: len(v.Dependencies)})
+		if limit > 0 && len(out) == limit {
+			break
+		}
+	}
+	if counts == nil {
+		counts = s.dependentCountsOf(out)
+	}
+	for i := range out {
+		out[i].DependentCount = counts[out[i].ID]
+	}
+	return out
+}
+
+// listed is what topListed keeps of a task it passes over.
+type listed struct {
+	id       string
+	priority int
+	created  time.Time
+}
+
+// topListed streams every task once: it keeps the first limit that admit
+// passes, in bd list's order, and counts the dependency records naming
+// each task. A 10,000-task list decodes each task for the pass alone and
+// keeps neither the tasks nor a map of them.
+func (s *State) topListed(p Policy, now time.Time, admit func(t *Task, status string) bool, limit int) ([]*Task, map[string]int) {
+	less := func(a, b listed) bool {
+		if a.priority != b.priority {
+			return a.priority < b.priority
+		}
+		if !a.created.Equal(b.created) {
+			return a.created.After(b.created)
+		}
+		return a.id < b.id
+	}
+	var top []listed
+	counts := map[string]int{}
+	count := func(id string) {
+		if n, ok := counts[id]; ok {
+			counts[id] = n + 1
+		} else {
+			counts[strings.Clone(id)] = 1
+		}
+	}
+	for t := range s.eachTaskOf(s.decodedIDs(), false) {
+		if t.Parent != "" {
+			count(t.Parent)
+		}
+		for _, d := range t.Blockers {
+			count(d.ID)
+		}
+		for _, l := range t.Links {
+			count(l.ID)
+		}
+		it := listed{t.ID, t.Priority, t.CreatedAt}
+		if len(top) == limit && !less(it, top[limit-1]) || !admit(t, s.BeadsStatus(t, p, now)) {
+			continue
+		}
+		it.id = strings.Clone(it.id)
+		top = insertTop(top, it, limit, less)
+	}
+	out := make([]*Task, 0, len(top))
+	for _, it := range top {
+		out = append(out, s.Task(it.id))
+	}
+	return out, counts
+}
+
+// beadsListLess is bd list's order: by priority, newest first.
+func beadsListLess(a, b *Task) bool {
+	if a.Priority != b.Priority {
+		return a.Priority < b.Priority
+	}
+	if !a.CreatedAt.Equal(b.CreatedAt) {
+		return a.CreatedAt.After(b.CreatedAt)
+	}
+	return a.ID < b.ID
+}
+
+// dependentCountsOf is DependentCounts for the items alone.
+func (s *State) dependentCountsOf(items []ListItemJSON) map[string]int {
+	n := make(map[string]int, len(items))
+	for _, it := range items {
+		n[it.ID] = 0
+	}
+	count := func(id string) {
+		if _, ok := n[id]; ok {
+			n[id]++
+		}
+	}
+	for _, t := range s.AllTasks() {
+		if t.Parent != "" {
+			count(t.Parent)
+		}
+		for _, d := range t.Blockers {
+			count(d.ID)
+		}
+		for _, l := range t.Links {
+			count(l.ID)
+		}
+	}
+	return n
+}
