@@ -416,3 +416,46 @@ func TestOrchestratorConfiguredWhileWatchRuns(t *testing.T) {
 		t.Errorf("spool watch: %v\n%s", err, w.output())
 	}
 }
+
+// An epic (a PRD's queue handle, label prd) is never handed to the agent,
+// however urgent: watch --once runs the task and leaves the epic open. With
+// orchestrator.epics the epic is agent work too; a plan's epic never is.
+func TestOrchestratorLeavesEpicsAlone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, task, runs := orchRepo(t, bin, "succeed", 2)
+	add := func(args ...string) string {
+		var got struct {
+			ID string `json:"id"`
+		}
+		out := jobSpool(t, bin, dir, env, append([]string{"--json", "task", "add"}, args...)...)
+		if err := json.Unmarshal([]byte(out), &got); err != nil || got.ID == "" {
+			t.Fatalf("task add: %v\n%s", err, out)
+		}
+		return got.ID
+	}
+	prd := add("PRD checkout", "-t", "epic", "-l", "prd", "-p", "0")
+	plan := add("Plan epic", "-t", "epic", "-l", "plan", "-p", "0")
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	if s := taskStatus(t, bin, dir, env, task); s != "closed" {
+		t.Fatalf("task is %s", s)
+	}
+	for _, l := range lines(runs) {
+		if strings.Contains(l, prd) || strings.Contains(l, plan) {
+			t.Fatalf("an agent ran for an epic: %s", l)
+		}
+	}
+	if s := taskStatus(t, bin, dir, env, prd); s != "open" {
+		t.Fatalf("the PRD epic is %s", s)
+	}
+	jobSpool(t, bin, dir, env, "config", "set", "orchestrator.epics", "true")
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	if s := taskStatus(t, bin, dir, env, prd); s != "closed" {
+		t.Errorf("with orchestrator.epics the PRD epic is %s", s)
+	}
+	if s := taskStatus(t, bin, dir, env, plan); s != "open" {
+		t.Errorf("a plan's epic went to the agent: %s", s)
+	}
+}

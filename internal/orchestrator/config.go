@@ -21,6 +21,8 @@ func init() {
 			Help: "after an agent succeeds, submit its branch spool/<task-id> to the merge queue"},
 		config.Key{Name: "orchestrator.label", Kind: config.String, Default: "",
 			Help: "the orchestrator only takes tasks with this label (empty: any ready task)"},
+		config.Key{Name: "orchestrator.epics", Kind: config.Bool, Default: false,
+			Help: "hand epics (issue type epic: a PRD's queue handle, a plan's epic) to the agent too; off, an epic is never agent work"},
 	)
 }
 
@@ -35,6 +37,7 @@ type Policy struct {
 	Grace        time.Duration
 	SubmitMerge  bool
 	Label        string
+	Epics        bool // epics are agent work too (orchestrator.epics)
 	OutputRecord time.Duration // how often output activity is recorded, at most
 }
 
@@ -47,6 +50,7 @@ func PolicyFrom(cfg *config.Config) Policy {
 		Grace:        cfg.Duration("orchestrator.kill_grace"),
 		SubmitMerge:  cfg.Bool("orchestrator.submit_merge"),
 		Label:        cfg.String("orchestrator.label"),
+		Epics:        cfg.Bool("orchestrator.epics"),
 		OutputRecord: time.Minute,
 	}
 }

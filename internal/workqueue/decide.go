@@ -740,7 +740,7 @@ func (l layered) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool
 		if found && !candidateLess(c, best) {
 			return false // a requeue only moves a task later: neither it nor any after it can beat the best
 		}
-		if s.EffectiveStatus(t, p, now) != StatusOpen || !g.Admits(t.Labels) || s.blockedBy(t, memo, 0) {
+		if s.EffectiveStatus(t, p, now) != StatusOpen || !g.Admits(t.Labels) || !g.AdmitsType(t.Type) || s.blockedBy(t, memo, 0) {
 			return true // blocked first: it needs no history entry read
 		}
 		h := l.entry(t.ID)

@@ -866,3 +866,38 @@ func FuzzOpenSnapshot(f *testing.F) {
 		}
 	})
 }
+
+// The orchestrator's gate keeps epics from its agents (ExcludeTypes), from
+// spool's own tracker and from a bd/br source's candidates alike.
+func TestTypeGating(t *testing.T) {
+	p := DefaultPolicy()
+	for _, c := range []struct {
+		name    string
+		exclude []string
+		want    string // the title claimed
+	}{
+		{"epics excluded", []string{"epic"}, "the work"},
+		{"nothing excluded", nil, "the epic"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t)
+			d, _, err := AddTask(w.s, NewTask{Title: "the epic", Type: "epic", Priority: 0, Labels: []string{"prd"}}, "sp", "writer1", t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.apply("ada", t0, d)
+			w.add("the work", 2, t0)
+			g := Gate{ExcludeTypes: c.exclude}
+			id := w.next(p, g, "a", t0)
+			if got := w.s.Tasks[id]; got == nil || got.Title != c.want {
+				t.Fatalf("native: claimed %q, want %q", id, c.want)
+			}
+			cands := []Candidate{{ID: "bd-1", Title: "the epic", IssueType: "epic", Priority: 0, CreatedAt: t0},
+				{ID: "bd-2", Title: "the work", IssueType: "task", Priority: 2, CreatedAt: t0}}
+			_, claim, err := Next(NewState(), cands, false, p, g, "a", "a", t0)
+			if err != nil || claim == nil || claim.Task.Title != c.want {
+				t.Fatalf("bd source: claimed %+v (%v), want %q", claim, err, c.want)
+			}
+		})
+	}
+}

@@ -127,8 +127,13 @@ func (s *Service) start(ctx context.Context) (*orchestrator.Active, error) {
 		require = []string{s.Policy.Label}
 	}
 	// A plan's epic and its gate are bookkeeping, never an agent's work:
-	// the gate closes when the plan is built (spool plan build).
+	// the gate closes when the plan is built (spool plan build). An epic
+	// (a PRD's queue handle) is closed by its children's work, not by one
+	// run, unless orchestrator.epics says otherwise.
 	exclude := []string{plans.EpicLabel, plans.GateLabel}
+	if !s.Policy.Epics {
+		s.WQ.ExcludeTypes = []string{"epic"}
+	}
 	claimed, _, err := s.WQ.NextAnd(ctx, require, exclude, orchestrator.Worker, func(st *workqueue.State, c *workqueue.Claim) []eventlog.Draft {
 		id := c.Task.ID
 		d := orchestrator.ClaimedData{Attempt: c.Attempt, Branch: orchestrator.Branch(id), Worktree: s.Worktree(id), RunDir: s.runDir(&orchestrator.Active{TaskID: id})}

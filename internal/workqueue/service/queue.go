@@ -68,6 +68,7 @@ func (s *Service) Next(ctx context.Context, require, exclude []string, worker st
 // append: another domain records what it does with the claim atomically.
 func (s *Service) NextAnd(ctx context.Context, require, exclude []string, worker string, also func(*workqueue.State, *workqueue.Claim) []eventlog.Draft) (*Claimed, Idle, error) {
 	gate := s.Policy.Gate(require, exclude)
+	gate.ExcludeTypes = s.ExcludeTypes
 	cands, err := s.candidates(ctx, gate.Require)
 	if err != nil {
 		return nil, Idle{}, err

@@ -24,7 +24,10 @@ type Service struct {
 	// PartialIDs has the tracker's commands take ids as bd does (see
 	// workqueue.State.ResolveID), resolved on the state they decide on.
 	PartialIDs bool
-	source     *beads.Source // nil: spool's own tracker
+	// ExcludeTypes are issue types next never hands out (the orchestrator
+	// keeps epics from its agents).
+	ExcludeTypes []string
+	source       *beads.Source // nil: spool's own tracker
 }
 
 // Open reads the queue's configuration; nothing is read from the log yet.
