@@ -57,6 +57,7 @@ type SuperviseCmd struct {
 	Workdir string        `required:"" help:"Where the agent runs."`
 	Base    string        `help:"The commit the attempt starts from."`
 	Grace   time.Duration `default:"10s" help:"SIGTERM to SIGKILL."`
+	Confine string        `help:"The private directory (.git/spool) of the repository the agent may not change."`
 	Argv    []string      `arg:"" passthrough:"" help:"The agent's argv."`
 }
 
@@ -65,5 +66,5 @@ func (c *SuperviseCmd) Run(e *env) error {
 	if len(argv) > 0 && argv[0] == "--" {
 		argv = argv[1:]
 	}
-	return orchservice.Supervise(e.ctx, c.Dir, c.Attempt, c.Workdir, c.Base, argv, c.Grace)
+	return orchservice.Supervise(e.ctx, c.Dir, c.Attempt, c.Workdir, c.Base, c.Confine, argv, c.Grace)
 }

@@ -459,3 +459,52 @@ func TestOrchestratorLeavesEpicsAlone(t *testing.T) {
 		t.Errorf("a plan's epic went to the agent: %s", s)
 	}
 }
+
+// A rogue agent, its marker variable unset, tries to change the log: task
+// add, done of its own task, and the same from a double-forked process in a
+// session of its own. spool refuses each (exit 3, agent_may_not_write) and
+// appends nothing; reading still works; and the daemon the rogue left ends
+// with the attempt. The task's fate is its exit status: failed, then
+// Blocked at priority 4.
+func TestOrchestratorAgentCannotWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, id, runs := orchRepo(t, bin, "rogue", 4)
+	env = append(env, "FAKE_AGENT_SPOOL="+bin)
+	created := len(jobEvents(t, bin, dir, env, "task.created"))
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	got := map[string]int{}
+	for _, l := range lines(runs + ".rogue") {
+		got[l]++
+	}
+	if got["add 3"] != 3 || got["done 3"] != 3 || got["orphan 3"] != 3 || got["show 0"] != 3 || len(got) != 4 {
+		t.Errorf("the rogue's exit statuses over three attempts: %v", got)
+	}
+	if n := len(jobEvents(t, bin, dir, env, "task.created")); n != created {
+		t.Errorf("%d tasks created by the agent", n-created)
+	}
+	if s := jobEvents(t, bin, dir, env, "task.succeeded"); len(s) != 0 {
+		t.Errorf("the agent closed its own task: %v", s)
+	}
+	if got := strings.Join(finished(t, bin, dir, env), ","); got != "failed,failed,failed" {
+		t.Errorf("outcomes %s", got)
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, ".git", "spool", "runs", "task-"+id, "attempt-1.log"))
+	if !strings.Contains(string(log), "spool does not change the log for an agent") {
+		t.Errorf("the refusal does not say why:\n%s", log)
+	}
+	daemons := lines(runs + ".rogue.daemon")
+	if len(daemons) != 3 {
+		t.Fatalf("the rogue's daemons recorded %d pids, want 3", len(daemons))
+	}
+	for _, l := range daemons {
+		pid, err := strconv.Atoi(l)
+		if err != nil || pid <= 1 {
+			t.Fatalf("daemon pid %q", l)
+		}
+		proctest.WaitExited(t, pid) // killed with its attempt, not left to run 600 s
+	}
+	noTwice(t, runs)
+}

@@ -195,7 +195,7 @@ func (s *Service) launch(ctx context.Context, a *orchestrator.Active, task *wqse
 		return proc.Record{}, "", err
 	}
 	argv := append([]string{exe, "__supervise", "--dir", dir, "--attempt", strconv.Itoa(a.Attempt),
-		"--workdir", worktree, "--base", base, "--grace", s.Policy.Grace.String(), "--"}, s.Policy.Agent...)
+		"--workdir", worktree, "--base", base, "--grace", s.Policy.Grace.String(), "--confine", s.Store.Repo.PrivateDir(), "--"}, s.Policy.Agent...)
 	env := append(os.Environ(),
 		"SPOOL_TASK_ID="+a.TaskID,
 		"SPOOL_TASK_FILE="+orchestrator.TaskPath(dir, a.Attempt),

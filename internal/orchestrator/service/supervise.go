@@ -22,8 +22,11 @@ import (
 // (supervisor.json), the agent's output (the log, whose modification time
 // is the last output), and the agent's end (exit.json). The agent runs in a
 // group that dies with the supervisor; ctx ending (SIGTERM) ends the agent:
-// SIGTERM, grace, SIGKILL.
-func Supervise(ctx context.Context, dir string, n int, workdir, base string, argv []string, grace time.Duration) error {
+// SIGTERM, grace, SIGKILL. It runs confined to the repository whose private
+// directory is confine (proc.Cmd.Confine): neither the agent nor anything
+// it starts may change that repository's log, and what it leaves running
+// ends with it.
+func Supervise(ctx context.Context, dir string, n int, workdir, base, confine string, argv []string, grace time.Duration) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -36,7 +39,7 @@ func Supervise(ctx context.Context, dir string, n int, workdir, base string, arg
 	}
 	defer log.Close()
 	rec := orchestrator.ExitRecord{ExitCode: -1}
-	p, err := proc.Start(ctx, proc.Cmd{Argv: argv, Dir: workdir, Stdout: log, Stderr: log, Grace: grace})
+	p, err := proc.Start(ctx, proc.Cmd{Argv: argv, Dir: workdir, Stdout: log, Stderr: log, Grace: grace, Confine: confine})
 	if err == nil {
 		err = p.Wait()
 	} else {
