@@ -37,7 +37,7 @@ type Policy struct {
 	Grace        time.Duration
 	SubmitMerge  bool
 	Label        string
-	Epics        bool // epics are agent work too (orchestrator.epics)
+	Epics        bool          // epics are agent work too (orchestrator.epics)
 	OutputRecord time.Duration // how often output activity is recorded, at most
 }
 
