@@ -508,3 +508,163 @@ func TestOrchestratorAgentCannotWrite(t *testing.T) {
 	}
 	noTwice(t, runs)
 }
+
+// storm is a repository with five ready tasks at priority 1 and the agent
+// command argv; it returns the directory, the env and the task ids.
+func storm(t *testing.T, bin string, mode string, argv []string) (string, []string, []string) {
+	t.Helper()
+	dir, env, first, _ := orchRepo(t, bin, mode, 1)
+	ids := []string{first}
+	for i := range 4 {
+		var task struct {
+			ID string `json:"id"`
+		}
+		json.Unmarshal([]byte(jobSpool(t, bin, dir, env, "--json", "task", "add", "task "+strconv.Itoa(i), "-p", "1")), &task)
+		ids = append(ids, task.ID)
+	}
+	if argv != nil {
+		b, _ := json.Marshal(argv)
+		jobSpool(t, bin, dir, env, "config", "set", "orchestrator.agent_command", string(b))
+	}
+	return dir, env, ids
+}
+
+// uncharged fails unless every task is open at priority 1 with no failure
+// counted, demoted or Blocked: the breaker's runs are not the tasks'.
+func uncharged(t *testing.T, bin, dir string, env []string, ids []string) {
+	t.Helper()
+	for _, typ := range []string{"task.failed", "task.demoted", "task.blocked", "task.abandoned"} {
+		if evs := jobEvents(t, bin, dir, env, typ); len(evs) > 0 {
+			t.Errorf("%d %s events: %s", len(evs), typ, evs[0].Data)
+		}
+	}
+	for _, id := range ids {
+		var got []struct {
+			Status   string `json:"status"`
+			Priority int    `json:"priority"`
+		}
+		json.Unmarshal([]byte(jobSpool(t, bin, dir, env, "--json", "task", "show", id)), &got)
+		if len(got) != 1 || got[0].Status != "open" || got[0].Priority != 1 {
+			t.Errorf("task %s after the storm: %+v", id, got)
+		}
+	}
+}
+
+// paused returns the orchestrator's pause as orchestrator status --json
+// shows it, checking that the text status, doctor and the board's data say
+// it too.
+func paused(t *testing.T, bin, dir string, env []string) *orchestrator.Pause {
+	t.Helper()
+	var st struct {
+		Paused *orchestrator.Pause `json:"paused"`
+	}
+	if err := json.Unmarshal([]byte(jobSpool(t, bin, dir, env, "--json", "orchestrator", "status")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Paused == nil {
+		return nil
+	}
+	if out := jobSpool(t, bin, dir, env, "orchestrator", "status"); !strings.Contains(out, "PAUSED:") || !strings.Contains(out, "spool orchestrator resume") {
+		t.Errorf("orchestrator status does not say it is paused, nor what to do:\n%s", out)
+	}
+	if out, err := jobSpoolErr(bin, dir, env, "doctor"); err == nil || !strings.Contains(out, "orchestrator") || !strings.Contains(out, "paused since") {
+		t.Errorf("doctor: %v\n%s", err, out)
+	}
+	return st.Paused
+}
+
+// A wrong agent command (not found) used to run every ready task and, in
+// seconds, demote and Block them all. The first run that cannot start
+// pauses the orchestrator: nothing is charged, watch --once returns, and
+// status, doctor say why. spool orchestrator resume tries again (and trips
+// again); fixing the command resumes it by itself, and the work gets done.
+func TestOrchestratorBreakerCommandNotFound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, ids := storm(t, bin, "succeed", []string{filepath.Join(t.TempDir(), "no-such-agent")})
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	if got := strings.Join(finished(t, bin, dir, env), ","); got != "released" {
+		t.Errorf("outcomes %s, want one released run", got)
+	}
+	p := paused(t, bin, dir, env)
+	if p == nil || p.Kind != orchestrator.BreakCannotStart || !strings.Contains(p.Reason, "could not start") {
+		t.Fatalf("pause %+v", p)
+	}
+	uncharged(t, bin, dir, env, ids)
+	if out := jobSpool(t, bin, dir, env, "task", "show", p.Tasks[0]); !strings.Contains(out, "not counted: the agent could not start") {
+		t.Errorf("no comment on the task says why:\n%s", out)
+	}
+
+	jobSpool(t, bin, dir, env, "orchestrator", "resume")
+	if p := paused(t, bin, dir, env); p != nil {
+		t.Fatalf("still paused after resume: %+v", p)
+	}
+	if _, err := jobSpoolErr(bin, dir, env, "orchestrator", "resume"); err == nil {
+		t.Error("resume of an orchestrator that is not paused succeeded")
+	}
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	if got := strings.Join(finished(t, bin, dir, env), ","); got != "released,released" {
+		t.Errorf("after resume: outcomes %s, want one more released run", got)
+	}
+	if paused(t, bin, dir, env) == nil {
+		t.Fatal("the same broken command did not pause it again")
+	}
+
+	agent, _ := filepath.Abs("../../testdata/fakeagent/agent")
+	argv, _ := json.Marshal([]string{"sh", agent, "succeed"})
+	jobSpool(t, bin, dir, env, "config", "set", "orchestrator.agent_command", string(argv))
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	for _, id := range ids {
+		if s := taskStatus(t, bin, dir, env, id); s != "closed" {
+			t.Errorf("task %s is %s after the command was fixed", id, s)
+		}
+	}
+	if len(jobEvents(t, bin, dir, env, orchestrator.TypeResumed)) != 2 {
+		t.Error("want two resumes: by hand, then by the changed command")
+	}
+}
+
+// An agent command that exits at once having done nothing (a wrong
+// script path under sh, say): each run is released uncounted, and the
+// third in a row pauses the orchestrator.
+func TestOrchestratorBreakerQuickExits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, ids := storm(t, bin, "quick", nil)
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	if got := strings.Join(finished(t, bin, dir, env), ","); got != "released,released,released" {
+		t.Errorf("outcomes %s, want three released runs", got)
+	}
+	p := paused(t, bin, dir, env)
+	if p == nil || p.Kind != orchestrator.BreakQuickExit || !strings.Contains(p.Reason, "3 times in a row") {
+		t.Fatalf("pause %+v", p)
+	}
+	uncharged(t, bin, dir, env, ids)
+}
+
+// The same error for three different tasks in a row (a failing agent that
+// did change its worktree): the third task's run is released and the
+// orchestrator paused; the two before were failures of their own tasks,
+// two each, neither demoted.
+func TestOrchestratorBreakerSameError(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, _ := storm(t, bin, "fail", nil)
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	if got := strings.Join(finished(t, bin, dir, env), ","); got != "failed,failed,failed,failed,released" {
+		t.Errorf("outcomes %s", got)
+	}
+	p := paused(t, bin, dir, env)
+	if p == nil || p.Kind != orchestrator.BreakSameError || len(p.Tasks) != 3 || !strings.Contains(p.Reason, "3 tests failed") {
+		t.Fatalf("pause %+v", p)
+	}
+	if d := jobEvents(t, bin, dir, env, "task.demoted"); len(d) != 0 {
+		t.Errorf("demoted: %v", d)
+	}
+}

@@ -49,7 +49,7 @@ func (c *clone) Command(r *rand.Rand, now time.Time) (string, []eventlog.Draft, 
 	case orchestrator.StepRecord, orchestrator.StepStop:
 		return "spool", []eventlog.Draft{step.Draft}, nil
 	case orchestrator.StepSettle:
-		return "spool", []eventlog.Draft{orchestrator.Finished(a, orchestrator.Outcome(*a.Exit), "")}, nil
+		return "spool", []eventlog.Draft{orchestrator.Finished(a, orchestrator.Outcome(*a.Exit, p), orchestrator.FinishedData{})}, nil
 	}
 	return "spool", []eventlog.Draft{orchestrator.Stop(a, orchestrator.ReasonStopped)}, nil
 }

@@ -55,6 +55,25 @@ type State struct {
 	LastWatchdogRun *time.Time `json:"last_watchdog_run"`
 	PendingFeedback []Feedback `json:"pending_feedback_categorizations"`
 	Attempts        int        `json:"attempts"` // attempts settled since the log began
+	// Paused is the breaker's trip, while it holds: no agent starts.
+	Paused *Pause `json:"paused,omitempty"`
+	// Breaker counts the runs in a row that were not the tasks' fault.
+	Breaker Streaks `json:"breaker"`
+}
+
+// Pause is a trip of the breaker, and when it happened.
+type Pause struct {
+	PausedData
+	At time.Time `json:"at"`
+}
+
+// Streaks are what the breaker has seen since the last run that ended
+// them: runs that could not start or exited at once untouched, in a row;
+// and the tasks whose failures in a row had the same error.
+type Streaks struct {
+	QuickExits int      `json:"quick_exits"`
+	Signature  string   `json:"signature,omitempty"`
+	SameError  []string `json:"same_error_tasks,omitempty"`
 }
 
 // pathSafe says whether a task id can name the run directory, the worktree
@@ -70,7 +89,7 @@ const Name = "orchestrator"
 const File = "orchestrator-state.json"
 
 // Spec registers the projection.
-var Spec = projections.Spec{Name: Name, Version: 3, New: func() projections.Projection { return &Projection{s: NewState()} }}
+var Spec = projections.Spec{Name: Name, Version: 4, New: func() projections.Projection { return &Projection{s: NewState()} }}
 
 // NewState is an orchestrator that never ran.
 func NewState() *State { return &State{PendingFeedback: []Feedback{}} }
@@ -124,10 +143,19 @@ func (s *State) Apply(e *eventlog.Event) {
 		}
 		a.Phase, a.Exit = PhaseFinishing, &d
 	case TypeFinished:
-		if mine {
+		var d FinishedData
+		if mine && json.Unmarshal(e.Data, &d) == nil {
 			s.ActiveTask = nil
 			s.Attempts++
+			s.Breaker = s.Breaker.after(e.Subject, d)
 		}
+	case TypePaused:
+		var d PausedData
+		if json.Unmarshal(e.Data, &d) == nil && d.Kind != "" {
+			s.Paused = &Pause{PausedData: d, At: e.At}
+		}
+	case TypeResumed:
+		s.Paused, s.Breaker = nil, Streaks{}
 	case TypeWatchdogRan:
 		at := e.At
 		s.LastWatchdogRun = &at
@@ -143,6 +171,28 @@ func (s *State) Apply(e *eventlog.Event) {
 			s.PendingFeedback = slices.DeleteFunc(s.PendingFeedback, func(f Feedback) bool { return f.ID == d.ID })
 		}
 	}
+}
+
+// after is the streaks once task's attempt finished as d: a success ends
+// them; a run that was not the task's lengthens the first; a failure ends
+// the first and joins or starts the second.
+func (b Streaks) after(task string, d FinishedData) Streaks {
+	switch {
+	case d.Outcome == OutcomeDone:
+		return Streaks{}
+	case d.Breaker != "":
+		b.QuickExits++
+	case d.Outcome == OutcomeFailed:
+		b.QuickExits = 0
+		if d.Signature == "" {
+			b.Signature, b.SameError = "", nil
+		} else if d.Signature != b.Signature {
+			b.Signature, b.SameError = d.Signature, []string{task}
+		} else if !slices.Contains(b.SameError, task) {
+			b.SameError = append(slices.Clone(b.SameError), task)
+		}
+	}
+	return b
 }
 
 func (p *Projection) MarshalState() ([]byte, error) { return json.Marshal(p.s) }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
+	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/orchestrator"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/watch"
@@ -79,9 +81,17 @@ func (d *Driver) pass(ctx context.Context, env store.Env, mayStart bool) (next t
 		return time.Time{}, st != nil && st.ActiveTask != nil, err
 	}
 	p := s.Policy
+	if st.Paused != nil && p.Enabled() && !slices.Equal(st.Paused.Agent, p.Agent) {
+		// The command it tripped with was changed: that is the fix.
+		if st, err = s.append(ctx, eventlog.Draft{Type: orchestrator.TypeResumed, Subject: orchestrator.Worker,
+			Data: orchestrator.ResumedData{Reason: "orchestrator.agent_command changed"}}); err != nil {
+			return time.Time{}, false, err
+		}
+		d.logf("resumed: orchestrator.agent_command changed")
+	}
 	if p.Enabled() && mayStart {
 		started := false
-		if st.ActiveTask == nil {
+		if st.ActiveTask == nil && st.Paused == nil {
 			a, err := s.start(ctx)
 			if a != nil {
 				started = true
@@ -130,7 +140,7 @@ func (d *Driver) monitor(ctx context.Context, s *Service, st *orchestrator.State
 		if a == nil {
 			return st, nil
 		}
-		step := orchestrator.Monitor(a, observe(a, s.runDir(a)), s.Policy, now)
+		step := orchestrator.Monitor(a, observe(ctx, a, s.runDir(a), s.Worktree(a.TaskID)), s.Policy, now)
 		var err error
 		switch step.Kind {
 		case orchestrator.StepNone:
@@ -149,11 +159,14 @@ func (d *Driver) monitor(ctx context.Context, s *Service, st *orchestrator.State
 				return st, nil
 			}
 		case orchestrator.StepSettle:
-			outcome, err := s.settle(ctx, a)
+			outcome, pause, err := s.settle(ctx, st, a)
 			if err != nil {
 				return st, err
 			}
 			d.logf("%s attempt %d: %s", a.TaskID, a.Attempt, outcome)
+			if pause != nil {
+				d.logf("paused: %s", pause.Reason)
+			}
 			if st, err = s.Read(ctx); err != nil {
 				return nil, err
 			}

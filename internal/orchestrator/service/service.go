@@ -76,10 +76,12 @@ func (s *Service) append(ctx context.Context, drafts ...eventlog.Draft) (*orches
 	return stateOf(v), nil
 }
 
-// Status is seed 004's build.status payload.
+// Status is seed 004's build.status payload, and the breaker's pause
+// while it holds.
 type Status struct {
 	CurrentTask *orchestrator.Active `json:"currentTask"`
 	QueueDepth  int                  `json:"queueDepth"`
+	Paused      *orchestrator.Pause  `json:"paused,omitempty"`
 }
 
 // Status reads the active task and how many tasks are ready.
@@ -92,7 +94,7 @@ func (s *Service) Status(ctx context.Context) (Status, *orchestrator.State, erro
 	if err != nil {
 		return Status{}, nil, err
 	}
-	return Status{CurrentTask: st.ActiveTask, QueueDepth: len(ready)}, st, nil
+	return Status{CurrentTask: st.ActiveTask, QueueDepth: len(ready), Paused: st.Paused}, st, nil
 }
 
 // Worktree is where the agent works on task id: in the git common
@@ -162,7 +164,7 @@ func (s *Service) start(ctx context.Context) (*orchestrator.Active, error) {
 		// spool's side failed (git, the run directory): a failed attempt,
 		// so that a task whose worktree cannot be made backs off.
 		_, err2 := s.append(ctx, eventlog.Draft{Type: orchestrator.TypeAgentExited, Subject: a.TaskID,
-			Data: orchestrator.ExitedData{Attempt: a.Attempt, ExitCode: -1, Tail: "could not start the agent: " + err.Error()}})
+			Data: orchestrator.ExitedData{Attempt: a.Attempt, ExitCode: -1, Reason: orchestrator.ReasonNoLaunch, Tail: "could not start the agent: " + err.Error()}})
 		return a, errors.Join(err, err2)
 	}
 	st, err = s.append(ctx, eventlog.Draft{Type: orchestrator.TypeAgentStarted, Subject: a.TaskID,
@@ -248,10 +250,21 @@ func (s *Service) revert(ctx context.Context, a *orchestrator.Active) error {
 	return err
 }
 
-// settle ends the active task by how its agent ended (phase finishing).
-func (s *Service) settle(ctx context.Context, a *orchestrator.Active) (string, error) {
+// settle ends the active task by how its agent ended (phase finishing),
+// given the orchestrator's state st; it returns the outcome and, when the
+// run tripped the breaker, the pause recorded with it.
+func (s *Service) settle(ctx context.Context, st *orchestrator.State, a *orchestrator.Active) (string, *orchestrator.PausedData, error) {
 	x := *a.Exit
-	outcome := orchestrator.Outcome(x)
+	outcome := orchestrator.Outcome(x, s.Policy)
+	fin := orchestrator.FinishedData{Breaker: orchestrator.Classify(x, s.Policy)}
+	if outcome == orchestrator.OutcomeFailed {
+		fin.Signature = orchestrator.Signature(x, a.TaskID, s.Worktree(a.TaskID), s.runDir(a))
+	}
+	// A run that trips the breaker is not the task's: not counted.
+	pause := orchestrator.Trip(st, a, x, outcome, fin.Signature, s.Policy)
+	if pause != nil && outcome == orchestrator.OutcomeFailed {
+		outcome = orchestrator.OutcomeReleased
+	}
 	var entry string
 	root := s.Store.Repo.WorkTree
 	switch outcome {
@@ -259,7 +272,7 @@ func (s *Service) settle(ctx context.Context, a *orchestrator.Active) (string, e
 		if s.Policy.SubmitMerge {
 			r, err := mqservice.Open(s.Env).Submit(ctx, mqservice.SubmitOptions{Workspace: s.Worktree(a.TaskID), BeadID: a.TaskID})
 			if err != nil {
-				return "", fmt.Errorf("merge submit of %s: %w", orchestrator.Branch(a.TaskID), err)
+				return "", nil, fmt.Errorf("merge submit of %s: %w", orchestrator.Branch(a.TaskID), err)
 			}
 			entry = r.EntryRef
 		} else {
@@ -267,7 +280,7 @@ func (s *Service) settle(ctx context.Context, a *orchestrator.Active) (string, e
 		}
 	default:
 		if err := s.revert(ctx, a); err != nil {
-			return "", fmt.Errorf("revert %s to %s: %w", orchestrator.Branch(a.TaskID), a.Base, err)
+			return "", nil, fmt.Errorf("revert %s to %s: %w", orchestrator.Branch(a.TaskID), a.Base, err)
 		}
 	}
 	_, err := s.WQ.Decide(ctx, a.TaskID, "agent succeeded", func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
@@ -283,21 +296,42 @@ func (s *Service) settle(ctx context.Context, a *orchestrator.Active) (string, e
 			if d, err = workqueue.Release(st, s.WQ.Policy, a.TaskID, actor, s.Now); err == nil {
 				drafts = []eventlog.Draft{d}
 				if st.HasTask(a.TaskID) {
-					c, _ := workqueue.AddComment(st, a.TaskID, orchestrator.ReleaseComment(x))
+					c, _ := workqueue.AddComment(st, a.TaskID, orchestrator.ReleaseComment(x, s.Policy))
 					drafts = append(drafts, c)
 				}
 			}
 		}
+		fin.MergeEntry = entry
 		if err != nil {
 			// The claim is no longer ours (its lease ran out while spool
 			// was down, someone released it): the task is not ours to
 			// settle, only the orchestrator's record.
 			outcome = orchestrator.OutcomeDropped
-			return []eventlog.Draft{orchestrator.Finished(a, outcome, entry)}, nil
+			drafts = nil
 		}
-		return append(drafts, orchestrator.Finished(a, outcome, entry)), nil
+		drafts = append(drafts, orchestrator.Finished(a, outcome, fin))
+		if pause != nil {
+			drafts = append(drafts, orchestrator.Paused(*pause))
+		}
+		return drafts, nil
 	})
-	return outcome, err
+	return outcome, pause, err
+}
+
+// Resume lifts the breaker's pause (spool orchestrator resume).
+func (s *Service) Resume(ctx context.Context) (*orchestrator.State, error) {
+	actor, err := s.Actor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	_, v, err := s.Env.Write(ctx, []string{orchestrator.Name}, func(v *projections.View, _ string) ([]eventlog.Draft, error) {
+		d, err := orchestrator.Resume(stateOf(v), "resumed by "+actor)
+		return []eventlog.Draft{d}, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return stateOf(v), nil
 }
 
 // stop asks the supervisor to end the agent: SIGTERM first; SIGKILL to its
