@@ -680,7 +680,8 @@ func Retry(s *State, p Policy, id string, now time.Time) (eventlog.Draft, error)
 	}
 	switch status {
 	case HistAbandoned, HistBlocked, HistFailed:
-		return eventlog.Draft{Type: TypeRetried, Subject: id, Data: RetriedData{PreviousStatus: status, PreviousAttempts: e.Attempts}}, nil
+		return eventlog.Draft{Type: TypeRetried, Subject: id, Data: RetriedData{PreviousStatus: status, PreviousAttempts: e.Attempts,
+			RestorePriority: s.restorable(id)}}, nil
 	}
 	return eventlog.Draft{}, invalidTransition(id, "is "+status+"; only abandoned, blocked or failed tasks can be retried")
 }
@@ -721,7 +722,23 @@ func Unblock(s *State, id string, reset bool) (eventlog.Draft, error) {
 	if !s.isBlocked(id) {
 		return eventlog.Draft{}, invalidTransition(id, "is not blocked")
 	}
-	return eventlog.Draft{Type: TypeUnblocked, Subject: id, Data: UnblockedData{ResetAttempts: reset}}, nil
+	return eventlog.Draft{Type: TypeUnblocked, Subject: id, Data: UnblockedData{ResetAttempts: reset, RestorePriority: s.restorable(id)}}, nil
+}
+
+// restorable is the priority retry and unblock put back: the one the task
+// had before the progressive policy demoted it, unless someone set another
+// since (spool's own tracker: its priority is no longer the policy's). A
+// bd/br source's priority spool does not see; there it always puts it back.
+func (s *State) restorable(id string) *int {
+	h := s.Entry(id)
+	if h == nil || !h.Demoted {
+		return nil
+	}
+	if t := s.Task(id); t != nil && t.Priority != h.DemotedTo {
+		return nil
+	}
+	p := h.PriorityBefore
+	return &p
 }
 
 // firstEligible is Select over the tracker's ready tasks without building
@@ -783,9 +800,15 @@ func SyncRequests(drafts []eventlog.Draft, reason string) []eventlog.Draft {
 			req(d.Subject, SyncData{Op: SyncLabelAdd, Label: BlockedLabel})
 		case UnblockedData:
 			req(d.Subject, SyncData{Op: SyncLabelRemove, Label: BlockedLabel})
+			if data.RestorePriority != nil {
+				req(d.Subject, SyncData{Op: SyncPriority, Priority: data.RestorePriority})
+			}
 		case RetriedData:
 			if data.PreviousStatus == HistBlocked {
 				req(d.Subject, SyncData{Op: SyncLabelRemove, Label: BlockedLabel})
+			}
+			if data.RestorePriority != nil {
+				req(d.Subject, SyncData{Op: SyncPriority, Priority: data.RestorePriority})
 			}
 		case DemotedData:
 			to := data.To

@@ -210,13 +210,18 @@ func (d *BlockedData) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// UnblockedData and RetriedData carry, when the progressive policy had
+// demoted the task, the priority it had before (RestorePriority): the fold
+// sets it back.
 type UnblockedData struct {
-	ResetAttempts bool `json:"reset_attempts"`
+	ResetAttempts   bool `json:"reset_attempts"`
+	RestorePriority *int `json:"restore_priority,omitempty"`
 }
 
 type RetriedData struct {
 	PreviousStatus   string `json:"previous_status"`
 	PreviousAttempts int    `json:"previous_attempts"`
+	RestorePriority  *int   `json:"restore_priority,omitempty"`
 }
 
 // SyncData asks the source to close a bead, add or remove a label, or set

@@ -20,7 +20,7 @@ import (
 
 const (
 	tasksMagic = "spool-tasks-9\n"
-	queueMagic = "spool-history-5\n"
+	queueMagic = "spool-history-6\n"
 )
 
 // encodeDetail writes a task's detail as one string (w.Str's form), so
@@ -285,6 +285,9 @@ func encodeEntry(w *table.Enc, h *Entry) {
 	w.Bool(h.Blocked)
 	encodeSyncs(w, h.Pending)
 	encodeSyncs(w, h.SyncFailed)
+	w.Bool(h.Demoted)
+	w.Int(int64(h.PriorityBefore))
+	w.Int(int64(h.DemotedTo))
 }
 
 func decodeEntry(r *table.Dec) *Entry {
@@ -296,6 +299,7 @@ func decodeEntry(r *table.Dec) *Entry {
 	h.LastAttempt, h.LastFailureAt, h.LeaseUntil, h.QueuedAt = r.Time(), r.Time(), r.Time(), r.Time()
 	h.Blocked = r.Bool()
 	h.Pending, h.SyncFailed = decodeSyncs(r), decodeSyncs(r)
+	h.Demoted, h.PriorityBefore, h.DemotedTo = r.Bool(), int(r.Int()), int(r.Int())
 	if err := r.End(); err != nil {
 		panic(table.Corrupt(h.ID, err))
 	}

@@ -155,9 +155,15 @@ type Entry struct {
 	QueuedAt      time.Time // set when the progressive policy requeues
 	Priority      int       // priority at the claim, lowered by demotion
 	Blocked       bool
-	BlockReason   string        // why it was blocked, while it is
-	Pending       []PendingSync // requests to a bd/br source not yet done, oldest first
-	SyncFailed    []PendingSync // requests given up after MaxSyncAttempts failures
+	// Demoted says the progressive policy lowered the priority since the
+	// last retry or unblock: from PriorityBefore (where retry and unblock
+	// put it back) to DemotedTo, its last demotion.
+	Demoted        bool
+	PriorityBefore int
+	DemotedTo      int
+	BlockReason    string        // why it was blocked, while it is
+	Pending        []PendingSync // requests to a bd/br source not yet done, oldest first
+	SyncFailed     []PendingSync // requests given up after MaxSyncAttempts failures
 }
 
 func (h *Entry) dropPending(request string) {
@@ -350,7 +356,7 @@ const (
 // projections.Spec.Amortize).
 var (
 	Spec      = projections.Spec{Name: Name, Version: 6, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
-	QueueSpec = projections.Spec{Name: QueueName, Version: 8, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
+	QueueSpec = projections.Spec{Name: QueueName, Version: 9, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
 // TasksProjection folds the tracker's side of every event.
@@ -590,6 +596,9 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 		t.Labels = NormLabels(append(t.Labels, BlockedLabel))
 	case TypeUnblocked, TypeRetried:
 		t.Labels = slices.DeleteFunc(t.Labels, func(l string) bool { return l == BlockedLabel })
+		if restore, ok := restoreOf(e); ok && restore != nil {
+			t.Priority = *restore
+		}
 	default:
 		return // a type from a newer spool: the task is unchanged
 	}
@@ -670,7 +679,11 @@ func (s *State) applyEntry(e *eventlog.Event) {
 	case TypeDemoted:
 		var d DemotedData
 		if json.Unmarshal(e.Data, &d) == nil {
-			s.entry(id).Priority = d.To
+			h := s.entry(id)
+			if !h.Demoted {
+				h.Demoted, h.PriorityBefore = true, d.From
+			}
+			h.Priority, h.DemotedTo = d.To, d.To
 		}
 	case TypeAbandoned:
 		s.entry(id).release(HistAbandoned)
@@ -714,6 +727,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		}
 	case TypeUnblocked, TypeRetried:
 		reset := true
+		restore, _ := restoreOf(e)
 		if e.Type == TypeUnblocked {
 			var d UnblockedData
 			if json.Unmarshal(e.Data, &d) != nil {
@@ -724,11 +738,30 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		h := s.entry(id)
 		h.release(HistPending)
 		h.Blocked, h.BlockReason = false, ""
+		if restore != nil {
+			h.Priority = *restore
+		}
+		h.Demoted, h.PriorityBefore, h.DemotedTo = false, 0, 0
 		if reset {
 			h.Attempts, h.Failures, h.LastError = 0, 0, ""
 			h.LastFailureAt, h.QueuedAt = time.Time{}, time.Time{}
 		}
 	}
+}
+
+// restoreOf reads the priority an unblock or a retry puts back (nil:
+// none); ok is false for data that cannot be read.
+func restoreOf(e *eventlog.Event) (restore *int, ok bool) {
+	var d struct {
+		RestorePriority *int `json:"restore_priority"`
+	}
+	if json.Unmarshal(e.Data, &d) != nil {
+		return nil, false
+	}
+	if p := d.RestorePriority; p != nil && (*p < 0 || *p > MaxPriority) {
+		return nil, true // a priority no task can have: the rest of the event stands
+	}
+	return d.RestorePriority, true
 }
 
 // kept puts each time in UTC and reports whether a snapshot keeps them all

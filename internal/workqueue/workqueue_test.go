@@ -901,3 +901,72 @@ func TestTypeGating(t *testing.T) {
 		})
 	}
 }
+
+// retry and unblock put back the priority the task had before the
+// progressive policy demoted it, unless someone set another since.
+func TestRestoreDemotedPriority(t *testing.T) {
+	p := DefaultPolicy()
+	p.Kind = Progressive
+	for _, c := range []struct {
+		name  string
+		undo  func(s *State, id string) (eventlog.Draft, error)
+		touch *int // a priority set by hand before the undo
+		want  int
+	}{
+		{"retry", func(s *State, id string) (eventlog.Draft, error) { return Retry(s, p, id, t0) }, nil, 1},
+		{"unblock --reset-attempts", func(s *State, id string) (eventlog.Draft, error) { return Unblock(s, id, true) }, nil, 1},
+		{"unblock", func(s *State, id string) (eventlog.Draft, error) { return Unblock(s, id, false) }, nil, 1},
+		{"blocked label removed", func(s *State, id string) (eventlog.Draft, error) {
+			d, err := UpdateTask(s, id, Update{RemoveLabels: []string{BlockedLabel}})
+			if err != nil {
+				return eventlog.Draft{}, err
+			}
+			return d[0], nil
+		}, nil, 1},
+		{"set by hand since", func(s *State, id string) (eventlog.Draft, error) { return Retry(s, p, id, t0) }, ptr(0), 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t)
+			id := w.add("stubborn", 1, t0)
+			at := t0
+			for range 12 { // 1 → 2 → 3 → 4, then Blocked
+				if got := w.next(p, Gate{}, "a", at); got != id {
+					t.Fatalf("next = %q", got)
+				}
+				w.fail(p, id, "a", "still broken", at)
+				at = at.Add(time.Second)
+			}
+			if h := w.s.History[id]; !h.Blocked || w.s.Tasks[id].Priority != 4 || !h.Demoted || h.PriorityBefore != 1 {
+				t.Fatalf("after the ladder: %+v, priority %d", h, w.s.Tasks[id].Priority)
+			}
+			if c.touch != nil {
+				d, err := UpdateTask(w.s, id, Update{Priority: c.touch})
+				if err != nil {
+					t.Fatal(err)
+				}
+				w.apply("ada", at, d...)
+			}
+			d, err := c.undo(w.s, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.apply("ada", at, d)
+			if got := w.s.Tasks[id].Priority; got != c.want {
+				t.Errorf("priority %d after %s, want %d", got, c.name, c.want)
+			}
+			if h := w.s.History[id]; h.Demoted || h.Blocked {
+				t.Errorf("after %s: %+v", c.name, h)
+			}
+			// Demoted again from the restored priority, the record starts over.
+			for range 3 {
+				w.next(p, Gate{}, "a", at)
+				w.fail(p, id, "a", "still broken", at)
+			}
+			if h := w.s.History[id]; c.touch == nil && (!h.Demoted || h.PriorityBefore != c.want) {
+				t.Errorf("demoted again: %+v", h)
+			}
+		})
+	}
+}
+
+func ptr(n int) *int { return &n }
