@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -666,5 +669,137 @@ func TestOrchestratorBreakerSameError(t *testing.T) {
 	}
 	if d := jobEvents(t, bin, dir, env, "task.demoted"); len(d) != 0 {
 		t.Errorf("demoted: %v", d)
+	}
+}
+
+// bdOrch is orchRepo with a bd source: the fake bd offers one bead at
+// priority 1 (its ready output in the returned file) and records its argv.
+func bdOrch(t *testing.T, bin, mode string) (dir string, env []string, ready, argv string) {
+	t.Helper()
+	dir, env, _, _ = orchRepo(t, bin, mode, 2)
+	fake, _ := filepath.Abs("../../testdata/fakebd/bd")
+	ready, argv = filepath.Join(t.TempDir(), "ready.json"), filepath.Join(t.TempDir(), "argv.log")
+	bdReady(t, ready, "")
+	env = append(env, "SPOOL_FAKEBD_READY="+ready, "SPOOL_FAKEBD_LOG="+argv)
+	jobSpool(t, bin, dir, env, "config", "set", "workqueue.source", "bd")
+	jobSpool(t, bin, dir, env, "config", "set", "workqueue.source_bin", fake)
+	return dir, env, ready, argv
+}
+
+// bdReady writes what the fake bd's ready prints: bd-7 at priority 1, with
+// the labels given.
+func bdReady(t *testing.T, path string, labels string) {
+	t.Helper()
+	b := fmt.Sprintf(`[{"id":"bd-7","title":"Fix it","priority":1,"issue_type":"task","labels":[%s],"created_at":"2026-01-01T00:00:00Z"}]`, labels)
+	if err := os.WriteFile(path, []byte(b), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// With a bd source whose update --priority always fails, a failing agent
+// used to run again at once, for ever: bd kept the bead at priority 1, so
+// the policy never reached priority 4, and watch --once never returned.
+// The demotion holds in spool whatever bd does: four demotions' worth of
+// failures later the bead is Blocked and watch --once returns; bd's refusal
+// is reported once and not retried in a loop. Once bd takes writes again,
+// the label reaches it; removing the label in bd unblocks the bead in
+// spool, its priority put back.
+func TestOrchestratorBdRefusingWrites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, ready, argv := bdOrch(t, bin, "fail")
+	refusing := append(slices.Clone(env), "SPOOL_FAKEBD_FAIL=Error: database is read-only", "SPOOL_FAKEBD_FAIL_CMD=update")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-C", dir, "watch", "--once")
+	cmd.Env, cmd.WaitDelay = append(os.Environ(), refusing...), 5*time.Second
+	outb, err := cmd.CombinedOutput()
+	out := string(outb)
+	if err != nil {
+		t.Fatalf("watch --once: %v\n%s", err, out)
+	}
+	if n := len(jobEvents(t, bin, dir, env, orchestrator.TypeFinished)); n != 12 {
+		t.Errorf("%d runs, want 12 (three at each of priorities 1 to 4)", n)
+	}
+	blocked := jobEvents(t, bin, dir, env, "task.blocked")
+	if len(blocked) != 1 || blocked[0].Subject != "bd-7" {
+		t.Fatalf("task.blocked: %v", blocked)
+	}
+	var demoted []string
+	for _, e := range jobEvents(t, bin, dir, env, "task.demoted") {
+		demoted = append(demoted, string(e.Data))
+	}
+	if len(demoted) != 3 || !strings.Contains(demoted[2], `"from":3,"to":4`) {
+		t.Errorf("demotions: %v", demoted)
+	}
+	var updates int
+	for _, l := range lines(argv) {
+		if strings.HasPrefix(l, "bd update") {
+			updates++
+		}
+	}
+	if updates == 0 || updates > 2 {
+		t.Errorf("bd update ran %d times: refused, it waits before it is tried again", updates)
+	}
+	if n := strings.Count(out, "bd refused priority"); n != 1 || !strings.Contains(out, "database is read-only") {
+		t.Errorf("the refusal was reported %d times, want once:\n%s", n, out)
+	}
+
+	// bd takes writes again: the next queue command, once the wait is over
+	// (an hour on), runs the bead's requests in order, the blocked label
+	// after the priorities; bd now shows the label.
+	later := append(slices.Clone(env), "SPOOL_NOW="+time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	bdReady(t, ready, `"blocked"`)
+	if out := jobSpool(t, bin, dir, later, "--json", "next"); strings.TrimSpace(out) != "null" {
+		t.Fatalf("a Blocked bead was claimed: %s", out)
+	}
+	if !slices.Contains(lines(argv), "bd label add -- bd-7 blocked") {
+		t.Fatalf("the blocked label never reached bd:\n%s", strings.Join(lines(argv), "\n"))
+	}
+	// Someone removes the label in bd: the next poll unblocks the bead, at
+	// the priority it had before the policy demoted it.
+	bdReady(t, ready, "")
+	var claimed struct {
+		ID       string `json:"id"`
+		Priority int    `json:"priority"`
+	}
+	if err := json.Unmarshal([]byte(jobSpool(t, bin, dir, later, "--json", "next")), &claimed); err != nil || claimed.ID != "bd-7" || claimed.Priority != 1 {
+		t.Fatalf("after the label was removed in bd: %+v, %v", claimed, err)
+	}
+	if un := jobEvents(t, bin, dir, env, "task.unblocked"); len(un) != 1 || !strings.Contains(string(un[0].Data), `"restore_priority":1`) {
+		t.Errorf("task.unblocked: %v", un)
+	}
+	if !slices.Contains(lines(argv), "bd update --priority=1 -- bd-7") {
+		t.Errorf("the priority was not put back in bd:\n%s", strings.Join(lines(argv), "\n"))
+	}
+}
+
+// Crash recovery with a bd source: spool watch killed after it claimed a
+// bead and before its agent started; the next watch reverts the attempt,
+// reopens the bead uncounted, and the comment saying why goes to the bead.
+func TestOrchestratorBdRecoveryComment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, _, argv := bdOrch(t, bin, "succeed")
+	paused := filepath.Join(t.TempDir(), "paused")
+	w := startSpool(t, bin, dir, append(slices.Clone(env), "SPOOL_TEST_ORCH_PAUSE=claimed", "SPOOL_TEST_ORCH_PAUSE_FILE="+paused), "watch", "watch")
+	proctest.WaitFile(t, paused)
+	w.kill(t)
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	if got := strings.Join(finished(t, bin, dir, env), ","); got != "released,done" {
+		t.Errorf("outcomes %s", got)
+	}
+	var comment string
+	for _, l := range lines(argv) {
+		if strings.HasPrefix(l, "bd comments add -- bd-7 ") {
+			comment = l
+		}
+	}
+	if !strings.Contains(comment, "reverted and the task reopened: spool stopped before the agent started") {
+		t.Errorf("no recovery comment on the bead:\n%s", strings.Join(lines(argv), "\n"))
 	}
 }

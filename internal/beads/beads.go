@@ -125,6 +125,18 @@ func (b Source) SetPriority(ctx context.Context, id string, priority int) error 
 	return err
 }
 
+// Comment adds a comment to a bead: `<bin> comments add -- ID TEXT`.
+func (b Source) Comment(ctx context.Context, id, text string) error {
+	_, err := b.Run(ctx, "comments", "add", "--", id, text)
+	return err
+}
+
+// Reopen opens a closed bead again: `<bin> reopen -- ID`.
+func (b Source) Reopen(ctx context.Context, id string) error {
+	_, err := b.Run(ctx, "reopen", "--", id)
+	return err
+}
+
 // CreateEpic runs `<bin> create --type=epic --json --title=T
 // --description=D --external-ref=REF` and returns the new epic's id. REF
 // lets FindByExternalRef find it again after a crash.

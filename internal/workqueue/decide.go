@@ -390,6 +390,13 @@ func RemoveDep(s *State, id, blocker string) (eventlog.Draft, error) {
 		fmt.Sprintf("%s does not depend on %s", id, blocker), "id", id, "blocker", blocker)
 }
 
+// Note is a comment spool itself leaves on a task, whichever tracker has
+// it: with a bd/br source the comment goes to the bead (SyncRequests), and
+// spool's tracker, which has no such task, passes it over.
+func Note(id, text string) eventlog.Draft {
+	return eventlog.Draft{Type: TypeCommented, Subject: id, Data: CommentData{Text: text}}
+}
+
 // AddComment notes text on a task.
 func AddComment(s *State, id, text string) (eventlog.Draft, error) {
 	if strings.TrimSpace(text) == "" {
@@ -560,6 +567,9 @@ type Claim struct {
 // nothing is eligible (the expiries are still returned).
 func Next(s *State, cands []Candidate, native bool, p Policy, g Gate, worker, actor string, now time.Time) ([]eventlog.Draft, *Claim, error) {
 	drafts := Expire(s, p, now)
+	if !native {
+		drafts = append(drafts, UnblockedAtSource(s, cands)...)
+	}
 	over, err := Overlay(s, drafts, actor, now)
 	if err != nil {
 		return nil, nil, err
@@ -572,6 +582,15 @@ func Next(s *State, cands []Candidate, native bool, p Policy, g Gate, worker, ac
 			return drafts, nil, nil
 		}
 	} else {
+		// The policy's demotion holds whatever the source reports (its
+		// update may have failed): a bead is never more urgent in spool's
+		// queue than the priority the policy last gave it.
+		cands = slices.Clone(cands)
+		for i := range cands {
+			if h := view.entry(cands[i].ID); h != nil && h.Demoted && cands[i].Priority < h.DemotedTo {
+				cands[i].Priority = h.DemotedTo
+			}
+		}
 		eligible := p.Select(cands, view.entry, g, now, 1)
 		if len(eligible) == 0 {
 			return drafts, nil, nil
@@ -741,6 +760,28 @@ func (s *State) restorable(id string) *int {
 	return &p
 }
 
+// UnblockedAtSource returns the unblocks of every Blocked task a bd/br
+// source offers as ready again, its blocked label gone, when spool's own
+// request to add the label reached the source: someone removed it there,
+// which is an unblock (seed 004 §9). A label spool's request has not put
+// on the bead yet (pending, or given up) is not one someone took off.
+func UnblockedAtSource(s *State, cands []Candidate) []eventlog.Draft {
+	var out []eventlog.Draft
+	for _, c := range cands {
+		h := s.Entry(c.ID)
+		if h == nil || !h.Blocked || slices.Contains(c.Labels, BlockedLabel) {
+			continue
+		}
+		labelled := func(p PendingSync) bool { return p.Op == SyncLabelAdd && p.Label == BlockedLabel }
+		if slices.ContainsFunc(h.Pending, labelled) || slices.ContainsFunc(h.SyncFailed, labelled) {
+			continue
+		}
+		out = append(out, eventlog.Draft{Type: TypeUnblocked, Subject: c.ID,
+			Data: UnblockedData{RestorePriority: s.restorable(c.ID), FromSource: true}})
+	}
+	return out
+}
+
 // firstEligible is Select over the tracker's ready tasks without building
 // the candidate list: it keeps the best task of a walk in ready's order
 // (openOrder), which stops at the first task that cannot beat it.
@@ -799,7 +840,9 @@ func SyncRequests(drafts []eventlog.Draft, reason string) []eventlog.Draft {
 		case BlockedData:
 			req(d.Subject, SyncData{Op: SyncLabelAdd, Label: BlockedLabel})
 		case UnblockedData:
-			req(d.Subject, SyncData{Op: SyncLabelRemove, Label: BlockedLabel})
+			if !data.FromSource {
+				req(d.Subject, SyncData{Op: SyncLabelRemove, Label: BlockedLabel})
+			}
 			if data.RestorePriority != nil {
 				req(d.Subject, SyncData{Op: SyncPriority, Priority: data.RestorePriority})
 			}
@@ -810,6 +853,8 @@ func SyncRequests(drafts []eventlog.Draft, reason string) []eventlog.Draft {
 			if data.RestorePriority != nil {
 				req(d.Subject, SyncData{Op: SyncPriority, Priority: data.RestorePriority})
 			}
+		case CommentData:
+			req(d.Subject, SyncData{Op: SyncComment, Reason: data.Text})
 		case DemotedData:
 			to := data.To
 			req(d.Subject, SyncData{Op: SyncPriority, Priority: &to})

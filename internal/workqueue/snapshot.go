@@ -20,7 +20,7 @@ import (
 
 const (
 	tasksMagic = "spool-tasks-9\n"
-	queueMagic = "spool-history-6\n"
+	queueMagic = "spool-history-7\n"
 )
 
 // encodeDetail writes a task's detail as one string (w.Str's form), so
@@ -468,6 +468,7 @@ func encodeSyncs(w *table.Enc, list []PendingSync) {
 			w.Str(str)
 		}
 		w.Int(int64(p.Failures))
+		w.Time(p.LastFailedAt)
 		w.Bool(p.Priority != nil)
 		if p.Priority != nil {
 			w.Int(int64(*p.Priority))
@@ -485,6 +486,7 @@ func decodeSyncs(r *table.Dec) []PendingSync {
 		p := &list[i]
 		p.Request, p.Op, p.Reason, p.Label, p.LastError = r.Str(), r.Str(), r.Str(), r.Str(), r.Str()
 		p.Failures = int(r.Int())
+		p.LastFailedAt = r.Time()
 		if r.Bool() {
 			prio := int(r.Int())
 			p.Priority = &prio

@@ -175,9 +175,10 @@ func (h *Entry) dropPending(request string) {
 
 // PendingSync is a task.sync_requested without its task.synced.
 type PendingSync struct {
-	Request   string // the request's event id
-	Failures  int
-	LastError string
+	Request      string // the request's event id
+	Failures     int
+	LastError    string
+	LastFailedAt time.Time // when the source last refused it: the next try waits (SyncWait)
 	SyncData
 }
 
@@ -356,7 +357,7 @@ const (
 // projections.Spec.Amortize).
 var (
 	Spec      = projections.Spec{Name: Name, Version: 6, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
-	QueueSpec = projections.Spec{Name: QueueName, Version: 9, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
+	QueueSpec = projections.Spec{Name: QueueName, Version: 10, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
 // TasksProjection folds the tracker's side of every event.
@@ -719,7 +720,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 			}
 			p := &h.Pending[i]
 			p.Failures++
-			p.LastError = d.Error
+			p.LastError, p.LastFailedAt = d.Error, e.At
 			if d.GaveUp {
 				h.SyncFailed = append(h.SyncFailed, *p)
 				h.dropPending(d.Request)

@@ -970,3 +970,118 @@ func TestRestoreDemotedPriority(t *testing.T) {
 }
 
 func ptr(n int) *int { return &n }
+
+// With a bd/br source whose update --priority fails, bd keeps offering the
+// bead at its old priority: the policy's demotion holds in spool all the
+// same, so the ladder reaches priority 4 and Blocked, not a loop for ever.
+// A retry puts the priority back, in spool and as a request to the source.
+func TestSourceDemotionHoldsAndBlocks(t *testing.T) {
+	p := DefaultPolicy()
+	p.Kind = Progressive
+	s := NewState()
+	cands := []Candidate{{ID: "bd-1", Title: "t", IssueType: "task", Priority: 1, CreatedAt: t0}} // never demoted in bd
+	at := t0
+	runs := 0
+	for ; runs < 100; runs++ {
+		drafts, claim, err := Next(s, cands, false, p, Gate{}, "a", "a", at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		applyAll(t, s, at, append(drafts, SyncRequests(drafts, "")...))
+		if claim == nil {
+			break
+		}
+		d, err := Fail(s, p, "bd-1", "a", "boom", at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		applyAll(t, s, at, append(d, SyncRequests(d, "")...)) // none reaches bd: they stay pending
+		at = at.Add(time.Second)
+	}
+	if h := s.Entry("bd-1"); runs != 12 || !h.Blocked || h.Priority != 4 || h.PriorityBefore != 1 {
+		t.Fatalf("after %d runs: %+v", runs, h)
+	}
+	d, err := Retry(s, p, "bd-1", at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := SyncRequests([]eventlog.Draft{d}, "")
+	if len(reqs) != 2 || reqs[1].Data.(SyncData).Op != SyncPriority || *reqs[1].Data.(SyncData).Priority != 1 {
+		t.Fatalf("retry's requests: %+v", reqs)
+	}
+	applyAll(t, s, at, []eventlog.Draft{d})
+	if _, claim, _ := Next(s, cands, false, p, Gate{}, "a", "a", at); claim == nil || claim.Task.Priority != 1 {
+		t.Fatalf("after retry: %+v", claim)
+	}
+}
+
+// A bead spool Blocked comes back from bd ready without its blocked label:
+// someone removed it in bd, and that unblocks it in spool, unless the label
+// never reached bd (its request pending or given up).
+func TestUnblockedAtSource(t *testing.T) {
+	p := DefaultPolicy()
+	for _, c := range []struct {
+		name    string
+		outcome string // of the label's request: synced, failed, gave_up
+		labels  []string
+		want    bool
+	}{
+		{"label removed in bd", TypeSynced, nil, true},
+		{"label still on the bead", TypeSynced, []string{BlockedLabel}, false},
+		{"label never reached bd", TypeSyncFailed, nil, false},
+		{"label given up", "gave_up", nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := NewState()
+			cands := []Candidate{{ID: "bd-1", IssueType: "task", Priority: 2, CreatedAt: t0}}
+			drafts, _, err := Next(s, cands, false, p, Gate{}, "a", "a", t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			applyAll(t, s, t0, drafts)
+			d, err := Block(s, "bd-1", "by hand")
+			if err != nil {
+				t.Fatal(err)
+			}
+			events := applyAll(t, s, t0, append([]eventlog.Draft{d}, SyncRequests([]eventlog.Draft{d}, "")...))
+			req := events[1].ID
+			switch c.outcome {
+			case TypeSynced:
+				applyAll(t, s, t0, []eventlog.Draft{{Type: TypeSynced, Subject: "bd-1", Data: SyncedData{Request: req}}})
+			default:
+				applyAll(t, s, t0, []eventlog.Draft{{Type: TypeSyncFailed, Subject: "bd-1", Data: SyncFailedData{Request: req, Error: "no", GaveUp: c.outcome == "gave_up"}}})
+			}
+			cands[0].Labels = c.labels
+			_, claim, err := Next(s, cands, false, p, Gate{}, "a", "a", t0)
+			if err != nil || (claim != nil) != c.want {
+				t.Fatalf("claim %+v (%v), want one: %v", claim, err, c.want)
+			}
+		})
+	}
+}
+
+func TestSyncWait(t *testing.T) {
+	for failures, want := range map[int]time.Duration{0: 0, 1: 10 * time.Second, 2: 20 * time.Second, 4: 80 * time.Second, 6: 5 * time.Minute, 60: 5 * time.Minute} {
+		if got := SyncWait(failures); got != want {
+			t.Errorf("SyncWait(%d) = %s, want %s", failures, got, want)
+		}
+	}
+}
+
+// applyAll folds drafts into s as one append would and returns the events.
+func applyAll(t *testing.T, s *State, at time.Time, drafts []eventlog.Draft) []eventlog.Event {
+	t.Helper()
+	var out []eventlog.Event
+	for i, d := range drafts {
+		e, err := d.Event("a", at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.ID = fmt.Sprintf("%s-%d-%d", d.Type, at.UnixNano(), i)
+		if err := s.Apply(e); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, *e)
+	}
+	return out
+}

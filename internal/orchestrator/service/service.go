@@ -294,11 +294,8 @@ func (s *Service) settle(ctx context.Context, st *orchestrator.State, a *orchest
 		default:
 			var d eventlog.Draft
 			if d, err = workqueue.Release(st, s.WQ.Policy, a.TaskID, actor, s.Now); err == nil {
-				drafts = []eventlog.Draft{d}
-				if st.HasTask(a.TaskID) {
-					c, _ := workqueue.AddComment(st, a.TaskID, orchestrator.ReleaseComment(x, s.Policy))
-					drafts = append(drafts, c)
-				}
+				// On the task in spool's tracker, or on the bead (seed 004 §3).
+				drafts = []eventlog.Draft{d, workqueue.Note(a.TaskID, orchestrator.ReleaseComment(x, s.Policy))}
 			}
 		}
 		fin.MergeEntry = entry
