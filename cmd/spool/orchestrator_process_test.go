@@ -803,3 +803,61 @@ func TestOrchestratorBdRecoveryComment(t *testing.T) {
 		t.Errorf("no recovery comment on the bead:\n%s", strings.Join(lines(argv), "\n"))
 	}
 }
+
+// Done is not merged: with orchestrator.submit_merge, a branch the train
+// refuses for good (failed_terminal: its test fails, one attempt allowed)
+// reopens the task and counts as a failed attempt with the train's reason,
+// which the next attempt gets as its context; that attempt's branch, tested
+// again, merges. (spool watch, not --once: a train run --once drains the
+// queue as it stood when watch started.)
+func TestOrchestratorMergeRejectionReopens(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, id, runs := orchRepo(t, bin, "succeed", 2)
+	marker := filepath.Join(t.TempDir(), "tested-once")
+	test, _ := json.Marshal([]string{"sh", "-c", `test -e "$0" || { touch "$0"; echo "FAIL: TestLogin redirects twice"; exit 1; }`, marker})
+	jobSpool(t, bin, dir, env, "config", "set", "merge.test_command", string(test))
+	jobSpool(t, bin, dir, env, "config", "set", "merge.max_attempts", "1")
+	jobSpool(t, bin, dir, env, "config", "set", "merge.remote", `""`)
+	jobSpool(t, bin, dir, env, "config", "set", "watch.merge_train", "true")
+	jobSpool(t, bin, dir, env, "config", "set", "orchestrator.submit_merge", "true")
+	w := startWatch(t, bin, dir, env)
+	waitFor(t, 30*time.Second, "the second attempt was never merged", func() bool {
+		return strings.Contains(gitOut(t, dir, "ls-tree", "--name-only", "main"), "work-"+id+".txt")
+	})
+	if err := w.stop(t); err != nil {
+		t.Errorf("spool watch: %v\n%s", err, w.output())
+	}
+	if got := strings.Join(finished(t, bin, dir, env), ","); got != "done,done" {
+		t.Fatalf("outcomes %s, want done,done\n%s", got, w.output())
+	}
+	rejected := jobEvents(t, bin, dir, env, orchestrator.TypeMergeRejected)
+	if len(rejected) != 1 || rejected[0].Subject != id || !strings.Contains(string(rejected[0].Data), `"outcome":"failed"`) {
+		t.Fatalf("merge_rejected: %v", rejected)
+	}
+	failed := jobEvents(t, bin, dir, env, "task.failed")
+	if len(failed) != 1 || !strings.Contains(string(failed[0].Data), "merge rejected") || !strings.Contains(string(failed[0].Data), "attempts used up") {
+		t.Fatalf("task.failed: %v", failed)
+	}
+	if r := jobEvents(t, bin, dir, env, "task.reopened"); len(r) != 1 {
+		t.Errorf("task.reopened: %v", r)
+	}
+	var h struct {
+		Status   string `json:"status"`
+		Attempts int    `json:"attempts"`
+		Failures int    `json:"failures"`
+	}
+	if err := json.Unmarshal([]byte(jobSpool(t, bin, dir, env, "--json", "history", id)), &h); err != nil || h.Status != "completed" || h.Attempts != 2 || h.Failures != 1 {
+		t.Errorf("history: %+v, %v", h, err)
+	}
+	if s := taskStatus(t, bin, dir, env, id); s != "closed" {
+		t.Errorf("task is %s after the second attempt merged", s)
+	}
+	log, err := os.ReadFile(filepath.Join(dir, ".git", "spool", "runs", "task-"+id, "attempt-2.log"))
+	if err != nil || !strings.Contains(string(log), "the last attempt failed: merge rejected") {
+		t.Errorf("attempt 2 was not told why: %v\n%s", err, log)
+	}
+	noTwice(t, runs)
+}

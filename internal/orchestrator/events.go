@@ -5,15 +5,16 @@ import "time"
 // The orchestrator's events (README: Event catalogue). The subject of each
 // agent event is the task it works on.
 const (
-	TypeClaimed      = "orchestrator.claimed"       // ClaimedData: in the append that claims the task
-	TypeAgentStarted = "orchestrator.agent_started" // StartedData: the supervisor runs
-	TypeAgentOutput  = "orchestrator.agent_output"  // OutputData: output seen, at most once a minute
-	TypeStopping     = "orchestrator.stopping"      // StoppingData: spool asked the agent to end
-	TypeAgentExited  = "orchestrator.agent_exited"  // ExitedData: how the agent ended
-	TypeFinished     = "orchestrator.finished"      // FinishedData: in the append that settles the task
-	TypeWatchdogRan  = "orchestrator.watchdog_ran"  // {}: last_watchdog_run
-	TypePaused       = "orchestrator.paused"        // PausedData: the breaker tripped; no agent starts
-	TypeResumed      = "orchestrator.resumed"       // ResumedData: agents start again
+	TypeClaimed       = "orchestrator.claimed"        // ClaimedData: in the append that claims the task
+	TypeAgentStarted  = "orchestrator.agent_started"  // StartedData: the supervisor runs
+	TypeAgentOutput   = "orchestrator.agent_output"   // OutputData: output seen, at most once a minute
+	TypeStopping      = "orchestrator.stopping"       // StoppingData: spool asked the agent to end
+	TypeAgentExited   = "orchestrator.agent_exited"   // ExitedData: how the agent ended
+	TypeFinished      = "orchestrator.finished"       // FinishedData: in the append that settles the task
+	TypeWatchdogRan   = "orchestrator.watchdog_ran"   // {}: last_watchdog_run
+	TypePaused        = "orchestrator.paused"         // PausedData: the breaker tripped; no agent starts
+	TypeResumed       = "orchestrator.resumed"        // ResumedData: agents start again
+	TypeMergeRejected = "orchestrator.merge_rejected" // MergeRejectedData: the train refused a done attempt's branch
 )
 
 // ClaimedData is an attempt the orchestrator took on: where it works.
@@ -117,4 +118,16 @@ type PausedData struct {
 // ResumedData lifts a pause.
 type ResumedData struct {
 	Reason string `json:"reason"`
+}
+
+// MergeRejectedData settles a done attempt whose branch the merge train
+// refused for good (failed_terminal): with Outcome failed, the task was
+// reopened and the attempt counted as failed (workqueue.Rejected), in the
+// same append; dropped, the task was no longer that done (reopened by hand
+// meanwhile) and is left alone.
+type MergeRejectedData struct {
+	Attempt    int    `json:"attempt"`
+	MergeEntry string `json:"merge_entry"`
+	Reason     string `json:"reason"`
+	Outcome    string `json:"outcome"`
 }

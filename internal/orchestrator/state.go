@@ -1,11 +1,14 @@
 package orchestrator
 
 import (
+	"cmp"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/mergequeue"
 	"github.com/spoolhq/spool/internal/plans"
 	"github.com/spoolhq/spool/internal/refname"
 	"github.com/spoolhq/spool/internal/workqueue"
@@ -59,6 +62,43 @@ type State struct {
 	Paused *Pause `json:"paused,omitempty"`
 	// Breaker counts the runs in a row that were not the tasks' fault.
 	Breaker Streaks `json:"breaker"`
+	// Submitted are the merge entries of done attempts (submit_merge)
+	// that the train has neither merged nor cancelled yet.
+	Submitted []Submission `json:"merge_submissions,omitempty"`
+}
+
+// Submission is a done attempt's branch in the merge queue. The watch's
+// pass looks its entry up in the merge queue: failed_terminal, the train
+// refused it for good, and the task is reopened and the attempt counted as
+// failed (workqueue.Rejected, orchestrator.merge_rejected).
+type Submission struct {
+	TaskID     string `json:"task_id"`
+	Attempt    int    `json:"attempt"`
+	MergeEntry string `json:"merge_entry"`
+}
+
+// RejectedMessage is the failed attempt's error: the train's reason.
+func RejectedMessage(sub Submission, reason string) string {
+	return fmt.Sprintf("merge rejected: the merge train refused %s (entry %s, failed_terminal): %s",
+		Branch(sub.TaskID), mergequeue.ShortRef(sub.MergeEntry), cmp.Or(reason, "no reason given"))
+}
+
+// applyMerge drops from Submitted the entries the train merged or that
+// were cancelled: they are no longer the orchestrator's to watch.
+func (s *State) applyMerge(e *eventlog.Event) {
+	if len(s.Submitted) == 0 {
+		return
+	}
+	var d struct {
+		Ref string            `json:"entry_ref"`
+		To  mergequeue.Status `json:"to"`
+	}
+	if json.Unmarshal(e.Data, &d) != nil || d.Ref == "" {
+		return
+	}
+	if d.To == mergequeue.Merged || d.To == mergequeue.Cancelled {
+		s.Submitted = slices.DeleteFunc(slices.Clone(s.Submitted), func(sub Submission) bool { return sub.MergeEntry == d.Ref })
+	}
 }
 
 // Pause is a trip of the breaker, and when it happened.
@@ -89,7 +129,7 @@ const Name = "orchestrator"
 const File = "orchestrator-state.json"
 
 // Spec registers the projection.
-var Spec = projections.Spec{Name: Name, Version: 4, New: func() projections.Projection { return &Projection{s: NewState()} }}
+var Spec = projections.Spec{Name: Name, Version: 5, New: func() projections.Projection { return &Projection{s: NewState()} }}
 
 // NewState is an orchestrator that never ran.
 func NewState() *State { return &State{PendingFeedback: []Feedback{}} }
@@ -148,7 +188,18 @@ func (s *State) Apply(e *eventlog.Event) {
 			s.ActiveTask = nil
 			s.Attempts++
 			s.Breaker = s.Breaker.after(e.Subject, d)
+			if d.Outcome == OutcomeDone && d.MergeEntry != "" {
+				s.Submitted = append(slices.DeleteFunc(slices.Clone(s.Submitted), func(sub Submission) bool { return sub.MergeEntry == d.MergeEntry }),
+					Submission{TaskID: e.Subject, Attempt: d.Attempt, MergeEntry: d.MergeEntry})
+			}
 		}
+	case TypeMergeRejected:
+		var d MergeRejectedData
+		if json.Unmarshal(e.Data, &d) == nil {
+			s.Submitted = slices.DeleteFunc(slices.Clone(s.Submitted), func(sub Submission) bool { return sub.MergeEntry == d.MergeEntry })
+		}
+	case mergequeue.EvTransitioned, mergequeue.EvRecovered, mergequeue.EvCancelled:
+		s.applyMerge(e)
 	case TypePaused:
 		var d PausedData
 		if json.Unmarshal(e.Data, &d) == nil && d.Kind != "" {

@@ -680,6 +680,27 @@ func Fail(s *State, p Policy, id, actor, msg string, now time.Time) ([]eventlog.
 	return failure(p, h, s.priorityOf(h), first, msg, now), nil
 }
 
+// Rejected is done that did not merge: the merge train refused the branch
+// of id's successful attempt for good (failed_terminal). The task is
+// reopened and that attempt counts as failed with the train's reason msg,
+// under the policy (retry, demotion, Blocked) as an agent's failure would.
+// Only a completed task can be: one reopened since is no longer that done.
+func Rejected(s *State, p Policy, id, msg string, now time.Time) ([]eventlog.Draft, error) {
+	h := s.Entry(id)
+	if h == nil {
+		if !s.HasTask(id) {
+			return nil, NoTask(id)
+		}
+		return nil, invalidTransition(id, "was never claimed")
+	}
+	if h.Status != HistCompleted {
+		return nil, invalidTransition(id, "is "+h.Status+", not completed")
+	}
+	drafts := []eventlog.Draft{{Type: TypeReopened, Subject: id, Data: ReopenedData{Reason: msg}}}
+	first := eventlog.Draft{Type: TypeFailed, Subject: id, Data: FailedData{Attempt: h.Attempts, Error: msg}}
+	return append(drafts, failure(p, *h, s.priorityOf(*h), first, msg, now)...), nil
+}
+
 // Retry puts an abandoned, blocked or failed task back to pending, attempts reset.
 func Retry(s *State, p Policy, id string, now time.Time) (eventlog.Draft, error) {
 	h := s.Entry(id)
@@ -822,9 +843,10 @@ func (l layered) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool
 }
 
 // SyncRequests are the requests a bd/br source must be told of for drafts
-// the queue decided: done closes the bead (with reason), Blocked adds the
-// blocked label, unblock and retry of a blocked task remove it, demotion
-// sets the priority. Appended with the drafts, they are the intent the
+// the queue decided: done closes the bead (with reason), a rejected done
+// reopens it, Blocked adds the blocked label, unblock and retry of a
+// blocked task remove it, demotion (and its undoing) sets the priority,
+// spool's own notes are comments. Appended with the drafts, they are the intent the
 // service carries out afterwards.
 func SyncRequests(drafts []eventlog.Draft, reason string) []eventlog.Draft {
 	var out []eventlog.Draft
@@ -855,6 +877,8 @@ func SyncRequests(drafts []eventlog.Draft, reason string) []eventlog.Draft {
 			}
 		case CommentData:
 			req(d.Subject, SyncData{Op: SyncComment, Reason: data.Text})
+		case ReopenedData:
+			req(d.Subject, SyncData{Op: SyncReopen})
 		case DemotedData:
 			to := data.To
 			req(d.Subject, SyncData{Op: SyncPriority, Priority: &to})

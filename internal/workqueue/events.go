@@ -16,7 +16,7 @@ const (
 	TypeCreated    = "task.created"     // CreatedData
 	TypeUpdated    = "task.updated"     // UpdatedData
 	TypeClosed     = "task.closed"      // ClosedData
-	TypeReopened   = "task.reopened"    // {}
+	TypeReopened   = "task.reopened"    // ReopenedData ({} by hand)
 	TypeDepAdded   = "task.dep_added"   // DepData
 	TypeDepRemoved = "task.dep_removed" // DepData
 	TypeCommented  = "task.commented"   // CommentData
@@ -208,6 +208,12 @@ func (d *BlockedData) UnmarshalJSON(b []byte) error {
 		d.TaskID, d.TotalAttempts, d.LastFailureReason = v.TaskID, v.TotalAttempts, v.LastFailureReason
 	}
 	return nil
+}
+
+// ReopenedData is a reopen spool decided (Rejected: the merge train
+// refused the branch of a done attempt); a reopen by hand carries {}.
+type ReopenedData struct {
+	Reason string `json:"reason,omitempty"`
 }
 
 // UnblockedData and RetriedData carry, when the progressive policy had

@@ -1085,3 +1085,55 @@ func applyAll(t *testing.T, s *State, at time.Time, drafts []eventlog.Draft) []e
 	}
 	return out
 }
+
+// Done is not merged: a done whose branch the merge train refused for good
+// reopens the task and counts as a failed attempt with the train's reason,
+// under the policy; the third such demotes it, as agents' failures do. A
+// task reopened (or rejected) since is not that done any more.
+func TestRejected(t *testing.T) {
+	p := DefaultPolicy()
+	p.Kind = Progressive
+	w := newWorld(t)
+	id := w.add("merge me", 1, t0)
+	at := t0
+	for i := 1; i <= 3; i++ {
+		if got := w.next(p, Gate{}, "orchestrator", at); got != id {
+			t.Fatalf("round %d: next = %q", i, got)
+		}
+		d, err := Done(w.s, p, id, "orchestrator", "agent succeeded", at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.apply("orchestrator", at, d...)
+		rej, err := Rejected(w.s, p, id, "merge rejected: tests failed", at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.apply("orchestrator", at, rej...)
+		if _, err := Rejected(w.s, p, id, "again", at); code(err) != "invalid_state_transition" {
+			t.Fatalf("a second rejection of the same done: %v", err)
+		}
+		h, task := w.s.History[id], w.s.Tasks[id]
+		if task.Status != StatusOpen || h.Status != HistFailed || h.Attempts != i || h.Failures != i || h.LastError != "merge rejected: tests failed" {
+			t.Fatalf("round %d: task %s, history %+v", i, task.Status, h)
+		}
+		at = at.Add(time.Hour)
+	}
+	if got := w.s.Tasks[id].Priority; got != 2 {
+		t.Errorf("priority %d after three rejections, want 2 (demoted)", got)
+	}
+	// With a bd/br source the bead is reopened, before the demotion.
+	w.next(p, Gate{}, "orchestrator", at)
+	d, _ := Done(w.s, p, id, "orchestrator", "ok", at)
+	w.apply("orchestrator", at, d...)
+	rej, _ := Rejected(w.s, p, id, "merge rejected", at)
+	reqs := SyncRequests(rej, "")
+	if len(reqs) == 0 || reqs[0].Data.(SyncData).Op != SyncReopen {
+		t.Errorf("requests to the source: %+v", reqs)
+	}
+	// Reopened by hand since: not the train's to charge.
+	w.apply("ada", at, eventlog.Draft{Type: TypeReopened, Subject: id, Data: struct{}{}})
+	if _, err := Rejected(w.s, p, id, "late", at); code(err) != "invalid_state_transition" {
+		t.Errorf("rejection after a reopen by hand: %v", err)
+	}
+}

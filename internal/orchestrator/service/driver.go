@@ -80,6 +80,23 @@ func (d *Driver) pass(ctx context.Context, env store.Env, mayStart bool) (next t
 	if st, err = d.monitor(ctx, s, st); err != nil {
 		return time.Time{}, st != nil && st.ActiveTask != nil, err
 	}
+	// Done is not merged: a branch the train refused reopens its task,
+	// before the next claim, which may be that task again.
+	if rej, err := s.rejected(ctx, st); len(rej) > 0 || err != nil {
+		for _, r := range rej {
+			if r.Outcome == orchestrator.OutcomeFailed {
+				d.logf("%s attempt %d: the merge train refused %s: reopened, counted as failed: %s", r.TaskID, r.Attempt, orchestrator.Branch(r.TaskID), r.Reason)
+			} else {
+				d.logf("%s attempt %d: the merge train refused %s, but the task is no longer done: left as it is", r.TaskID, r.Attempt, orchestrator.Branch(r.TaskID))
+			}
+		}
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		if st, err = s.Read(ctx); err != nil {
+			return time.Time{}, false, err
+		}
+	}
 	p := s.Policy
 	if st.Paused != nil && p.Enabled() && !slices.Equal(st.Paused.Agent, p.Agent) {
 		// The command it tripped with was changed: that is the fix.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/git"
+	"github.com/spoolhq/spool/internal/mergequeue"
 	mqservice "github.com/spoolhq/spool/internal/mergequeue/service"
 	"github.com/spoolhq/spool/internal/orchestrator"
 	"github.com/spoolhq/spool/internal/plans"
@@ -313,6 +314,58 @@ func (s *Service) settle(ctx context.Context, st *orchestrator.State, a *orchest
 		return drafts, nil
 	})
 	return outcome, pause, err
+}
+
+// Rejection is a done attempt the merge train refused, as settled.
+type Rejection struct {
+	orchestrator.Submission
+	Reason  string
+	Outcome string // failed: reopened and counted; dropped: the task was no longer that done
+}
+
+// rejected settles the done attempts whose branch the merge train refused
+// for good (failed_terminal): done is not merged. Each task is reopened
+// and its attempt counted as failed with the train's reason, under the
+// queue's policy, with a comment saying why (on the bead too, with a bd/br
+// source), and orchestrator.merge_rejected in the same append; a task
+// reopened by hand meanwhile is left alone (dropped). Entries the train
+// has not finished with are looked at again at the next pass.
+func (s *Service) rejected(ctx context.Context, st *orchestrator.State) ([]Rejection, error) {
+	if len(st.Submitted) == 0 {
+		return nil, nil
+	}
+	v, err := s.Store.Read(ctx, mergequeue.Name)
+	if err != nil {
+		return nil, err
+	}
+	q, ok := projections.As[*mergequeue.State](v, mergequeue.Name)
+	if !ok {
+		return nil, nil
+	}
+	var out []Rejection
+	for _, sub := range st.Submitted {
+		e := q.EntryByRef(sub.MergeEntry)
+		if e == nil || e.Status != mergequeue.FailedTerminal {
+			continue
+		}
+		r := Rejection{Submission: sub, Reason: e.LastError, Outcome: orchestrator.OutcomeFailed}
+		msg := orchestrator.RejectedMessage(sub, e.LastError)
+		_, err := s.WQ.Decide(ctx, sub.TaskID, msg, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
+			drafts, err := workqueue.Rejected(st, s.WQ.Policy, sub.TaskID, msg, s.Now)
+			if err != nil {
+				r.Outcome, drafts = orchestrator.OutcomeDropped, nil
+			} else {
+				drafts = append(drafts, workqueue.Note(sub.TaskID, msg+"; the task is reopened and the attempt counted as failed"))
+			}
+			return append(drafts, eventlog.Draft{Type: orchestrator.TypeMergeRejected, Subject: sub.TaskID,
+				Data: orchestrator.MergeRejectedData{Attempt: sub.Attempt, MergeEntry: sub.MergeEntry, Reason: e.LastError, Outcome: r.Outcome}}), nil
+		})
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // Resume lifts the breaker's pause (spool orchestrator resume).
