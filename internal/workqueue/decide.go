@@ -789,18 +789,23 @@ func (s *State) restorable(id string) *int {
 func UnblockedAtSource(s *State, cands []Candidate) []eventlog.Draft {
 	var out []eventlog.Draft
 	for _, c := range cands {
-		h := s.Entry(c.ID)
-		if h == nil || !h.Blocked || slices.Contains(c.Labels, BlockedLabel) {
-			continue
-		}
-		labelled := func(p PendingSync) bool { return p.Op == SyncLabelAdd && p.Label == BlockedLabel }
-		if slices.ContainsFunc(h.Pending, labelled) || slices.ContainsFunc(h.SyncFailed, labelled) {
+		if slices.Contains(c.Labels, BlockedLabel) || !LabelledAtSource(s.Entry(c.ID)) {
 			continue
 		}
 		out = append(out, eventlog.Draft{Type: TypeUnblocked, Subject: c.ID,
 			Data: UnblockedData{RestorePriority: s.restorable(c.ID), FromSource: true}})
 	}
 	return out
+}
+
+// LabelledAtSource says whether h is Blocked with its blocked label on the
+// bead, as far as spool knows: its request to add it was carried out.
+func LabelledAtSource(h *Entry) bool {
+	if h == nil || !h.Blocked {
+		return false
+	}
+	labelled := func(p PendingSync) bool { return p.Op == SyncLabelAdd && p.Label == BlockedLabel }
+	return !slices.ContainsFunc(h.Pending, labelled) && !slices.ContainsFunc(h.SyncFailed, labelled)
 }
 
 // firstEligible is Select over the tracker's ready tasks without building
