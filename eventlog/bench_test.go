@@ -98,8 +98,9 @@ func generate(dir, writer string, n, k, m int) error {
 	var buf bytes.Buffer
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	types := []string{"bench.created", "bench.updated", "bench.closed"}
+	prev := ""
 	for i := range n {
-		e := &Event{V: Version, Writer: writer, Seq: uint64(i + 1), LC: uint64(k + i*m),
+		e := &Event{V: Version, Writer: writer, Seq: uint64(i + 1), Prev: prev, LC: uint64(k + i*m),
 			At: start.Add(time.Duration(i) * time.Millisecond), Actor: "bench@example.com",
 			Type: types[i%len(types)], Subject: fmt.Sprintf("b-%d", i%10_000),
 			Data: fmt.Appendf(nil, `{"title":"synthetic event %d","priority":%d,"labels":["bench","load"]}`, i, i%5)}
@@ -107,7 +108,7 @@ func generate(dir, writer string, n, k, m int) error {
 		if err != nil {
 			return err
 		}
-		e.ID = id
+		e.ID, prev = id, id
 		line, err := e.Encode()
 		if err != nil {
 			return err

@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -45,6 +46,33 @@ func (l *Log) Check() (*CheckReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// CheckCopy reports what a copy of a writer file (named by its path, its
+// content given) breaks of the log's rules, as Check would.
+func CheckCopy(path string, content []byte) []Problem {
+	rep := &CheckReport{Problems: []Problem{}}
+	checkLines(bytes.NewReader(content), path, rep) // a reader of bytes does not fail
+	return rep.Problems
+}
+
+// WholeLength is how much of the writer file at path holds whole batches:
+// what Whole would keep of it, found from its end.
+func WholeLength(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	end, _, err := tornTail(f, st.Size())
+	if err != nil {
+		return 0, err
+	}
+	return unfinishedBatch(f, end)
 }
 
 // RepairHint is what the log's messages say about a problem spool doctor

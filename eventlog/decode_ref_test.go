@@ -188,6 +188,8 @@ func decodeRef(line []byte) (*Event, spans, error) {
 			seen |= 8
 			sp.seqStart, sp.seqEnd = start, end
 			e.Seq, err = uintValueRef("seq", raw)
+		case "prev":
+			e.Prev, err = stringValueRef("prev", raw)
 		case "lc":
 			seen |= 16
 			e.LC, err = uintValueRef("lc", raw)
@@ -319,6 +321,10 @@ var decodeSeeds = []string{
 	`{"v":1,"id":"a","writer":"w","seq":1,"lc":1,"at":"0000-01-01T00:00:00Z","type":"a.b"}`,
 	`{"v":1,"id":"a","writer":"w","seq":1,"lc":1,"at":7,"type":"a.b"}`,
 	`{"v":1,"id":"a","writer":"w","seq":1,"lc":1,"at":"2026-01-01T00:00:00Z","type":"a.b","more":1}`,
+	`{"v":1,"id":"a","writer":"w","seq":2,"prev":"0123456789abcdef01234567","lc":2,"at":"2026-01-01T00:00:00Z","type":"a.b"}`,
+	`{"v":1,"id":"a","writer":"w","seq":2,"prev":"","lc":2,"at":"2026-01-01T00:00:00Z","type":"a.b"}`,
+	`{"v":1,"id":"a","writer":"w","seq":2,"prev":null,"lc":2,"at":"2026-01-01T00:00:00Z","type":"a.b"}`,
+	`{"v":1,"prev":"p\u0041","id":"a","writer":"w","seq":2,"lc":2,"at":"2026-01-01T00:00:00Z","type":"a.b","prev":"q"}`,
 	`{"v":2}`,
 	`{"v":0}`,
 	`{}`,

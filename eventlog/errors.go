@@ -17,6 +17,10 @@ var (
 	ErrLockTimeout = fault.Sentinel(fault.Register(fault.Environment, "lock_timeout"), errors.New("event log is locked by another process"))
 	// ErrVersionMismatch is an append whose expected version is not the log's.
 	ErrVersionMismatch = fault.Sentinel(fault.Register(fault.Rejected, "version_conflict"), errors.New("event log changed since it was read"))
+	// ErrForked is two copies of one writer's chained file that each have
+	// events the other lacks: a rewritten history, or one clone's files
+	// written on two machines. It is a corrupt log to whoever meets it.
+	ErrForked = fmt.Errorf("%w: writer file forked", ErrCorrupt)
 	// ErrInvalidDraft is a draft the log refuses to append.
 	ErrInvalidDraft = fault.Sentinel(fault.Register(fault.Usage, "invalid_event"), errors.New("invalid event"))
 )

@@ -19,10 +19,15 @@ const Version = 1
 
 // Event is one line of the log. The field names are a public format.
 type Event struct {
-	V       int             `json:"v"`
-	ID      string          `json:"id"`
-	Writer  string          `json:"writer"`
-	Seq     uint64          `json:"seq"`
+	V      int    `json:"v"`
+	ID     string `json:"id"`
+	Writer string `json:"writer"`
+	Seq    uint64 `json:"seq"`
+	// Prev is the id of the writer's event before this one ("" for its
+	// first): part of the content, so an id, and a signature, pin the
+	// event's place in its writer's history (a hash chain per writer).
+	// Lines written before spool chained its events have none.
+	Prev    string          `json:"prev,omitempty"`
 	LC      uint64          `json:"lc"`
 	At      time.Time       `json:"at"`
 	Actor   string          `json:"actor"`
@@ -113,9 +118,11 @@ func (e *Event) ContentHash() ([sha256.Size]byte, error) {
 	return sha256.Sum256(b), nil
 }
 
-// computeID derives the id from the content; seq is left out so that a merge
-// driver may renumber a diverged writer file without changing ids, and the
-// signature because it is made of the id's hash.
+// computeID derives the id from the content. The signature is left out
+// because it is made of the id's hash, and seq so that the merge driver may
+// renumber an unchained file (lines without prev: the old layout) without
+// changing ids; prev is in, and it pins a chained line's place, and so its
+// seq, as well as seq would.
 func (e *Event) computeID() (string, error) {
 	sum, err := e.ContentHash()
 	if err != nil {
@@ -219,8 +226,8 @@ func (d *decoder) decode(line []byte) (*Event, spans, error) {
 	var seen uint16
 	v := -1
 	// Strings other than the interned ones are gathered here and copied
-	// once, after the walk: id, subject, idem and sig, in that order.
-	var id, subject, idem, sig field
+	// once, after the walk: id, subject, idem, sig and prev, in that order.
+	var id, subject, idem, sig, prev field
 	var data []byte
 	for _, m := range ms {
 		key := line[m.keyStart+1 : m.keyEnd-1]
@@ -257,6 +264,8 @@ func (d *decoder) decode(line []byte) (*Event, spans, error) {
 			seen |= 8
 			sp.seqStart, sp.seqEnd = start, end
 			e.Seq, err = uintValue("seq", raw)
+		case "prev":
+			prev, err = stringField("prev", raw, start, end)
 		case "lc":
 			seen |= 16
 			e.LC, err = uintValue("lc", raw)
@@ -305,7 +314,7 @@ func (d *decoder) decode(line []byte) (*Event, spans, error) {
 	if v < 1 {
 		return nil, sp, fmt.Errorf("%w: envelope version %d", ErrCorrupt, v)
 	}
-	setStrings(line, []*string{&e.ID, &e.Subject, &e.Idem, &e.Sig}, []field{id, subject, idem, sig})
+	setStrings(line, []*string{&e.ID, &e.Subject, &e.Idem, &e.Sig, &e.Prev}, []field{id, subject, idem, sig, prev})
 	if data != nil {
 		e.Data = json.RawMessage(bytes.Clone(data))
 	}
@@ -367,7 +376,7 @@ func setStrings(line []byte, dst []*string, fs []field) {
 	var b strings.Builder
 	b.Grow(n)
 	type span struct{ from, to int }
-	var at [4]span
+	var at [5]span
 	for i, f := range fs {
 		if !f.set {
 			continue

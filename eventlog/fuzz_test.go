@@ -22,6 +22,10 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"v":1,"v":2,"id":"a","writer":"w","seq":1,"lc":1,"at":"2026-01-01T00:00:00Z","type":"a.b"}`))
 	f.Add([]byte(`{"v":1,"id":"a","writer":"w","seq":1,"lc":1,"at":"2026-01-01T00:00:00Z","type":"a.b","more":true,"sig":"U1NIU0lH"}`))
 	f.Add([]byte(`{"v":1,"sig":"x","id":"a","writer":"w","seq":1,"lc":1,"at":"2026-01-01T00:00:00Z","type":"a.b","sig":1}`))
+	f.Add([]byte(`{"v":1,"id":"a","writer":"w","seq":2,"prev":"0123456789abcdef01234567","lc":2,"at":"2026-01-01T00:00:00Z","type":"a.b"}`))
+	f.Add([]byte(`{"v":1,"id":"a","writer":"w","seq":2,"prev":"","lc":2,"at":"2026-01-01T00:00:00Z","type":"a.b"}`))
+	f.Add([]byte(`{"v":1,"id":"a","writer":"w","seq":2,"prev":7,"lc":2,"at":"2026-01-01T00:00:00Z","type":"a.b"}`))
+	f.Add([]byte(`{"v":1,"prev":"x\u0041","id":"a","writer":"w","seq":2,"lc":2,"at":"2026-01-01T00:00:00Z","type":"a.b","prev":"y"}`))
 	f.Add([]byte(`{"v":2}`))
 	f.Add([]byte(`{"v":0}`))
 	f.Add([]byte(`{}`))
@@ -54,7 +58,7 @@ func FuzzDecode(f *testing.F) {
 		}
 		if e.ID != again.ID || e.Writer != again.Writer || e.Seq != again.Seq || e.LC != again.LC ||
 			!e.At.Equal(again.At) || e.Actor != again.Actor || e.Type != again.Type ||
-			e.Subject != again.Subject || e.Idem != again.Idem || e.Sig != again.Sig {
+			e.Subject != again.Subject || e.Idem != again.Idem || e.Sig != again.Sig || e.Prev != again.Prev {
 			t.Fatalf("round trip changed the event:\n%+v\n%+v", e, again)
 		}
 	})
@@ -140,12 +144,16 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte(validLine + "\n"))
 	f.Add([]byte("\n\n"))
 	f.Add([]byte(good + "\r\n"))
-	// Valid lines of writer w, then the same duplicated, reordered and dropped.
+	// Valid lines of writer w, chained by prev, then the same duplicated,
+	// reordered and dropped, with a forged prev, and with prev taken off.
 	lines := validFile(f, 3)
 	f.Add(bytes.Join(lines, nil))
 	f.Add(bytes.Join([][]byte{lines[0], lines[1], lines[1], lines[2]}, nil))
 	f.Add(bytes.Join([][]byte{lines[0], lines[2], lines[1]}, nil))
 	f.Add(bytes.Join([][]byte{lines[0], lines[2]}, nil))
+	f.Add(bytes.Join([][]byte{lines[0], lines[1], bytes.Replace(lines[2], []byte(`"prev":"`), []byte(`"prev":"0`), 1)}, nil))
+	f.Add(bytes.Join([][]byte{lines[0], lines[1], bytes.Replace(lines[2], []byte(`"prev":"`), []byte(`"prex":"`), 1)}, nil))
+	f.Add(bytes.Join([][]byte{lines[1], lines[2]}, nil))
 	f.Fuzz(func(t *testing.T, content []byte) {
 		dir := t.TempDir()
 		l := Open(Options{Dir: dir, PrivateDir: filepath.Join(dir, "private")})
@@ -235,6 +243,8 @@ func FuzzRepair(f *testing.F) {
 	f.Add(bytes.Join([][]byte{lines[0], lines[1], lines[1], lines[2], lines[3], lines[2]}, nil))
 	f.Add(bytes.Join([][]byte{lines[0], lines[3], lines[2], lines[1]}, nil))
 	f.Add(bytes.Join([][]byte{lines[0], lines[2], []byte(`{"v":1,`)}, nil))
+	f.Add(bytes.Join([][]byte{lines[0], lines[2], lines[1], lines[3], lines[3]}, nil))
+	f.Add(bytes.Join([][]byte{lines[2], lines[3]}, nil))
 	f.Fuzz(func(t *testing.T, content []byte) {
 		out, rep := repairLines(content, "w")
 		if len(rep.Left) > 0 {
@@ -262,6 +272,63 @@ func FuzzRepair(f *testing.F) {
 			}
 			if !got[e.ID] {
 				t.Fatalf("repair lost event %s", e.ID)
+			}
+		}
+	})
+}
+
+// FuzzReceive: whatever a copy of a writer file holds, Receive leaves the
+// local file keeping every rule, and a chained local file only ever grows:
+// what it had stays, byte for byte, at its start.
+func FuzzReceive(f *testing.F) {
+	lines := validFile(f, 4)
+	f.Add(bytes.Join(lines[:3], nil), bytes.Join(lines, nil))
+	f.Add(bytes.Join(lines, nil), bytes.Join(lines[:2], nil))
+	f.Add(bytes.Join(lines, nil), bytes.Join([][]byte{lines[0], lines[1], lines[3]}, nil))
+	f.Add(bytes.Join(lines[:2], nil), bytes.Join([][]byte{lines[0], lines[1], lines[3]}, nil))
+	f.Add(bytes.Join(lines[:2], nil), bytes.Join([][]byte{lines[0], bytes.Replace(lines[1], []byte(`"prev":"`), []byte(`"prex":"`), 1)}, nil))
+	f.Add([]byte{}, bytes.Join(lines, nil))
+	f.Fuzz(func(t *testing.T, local, copy []byte) {
+		dir := t.TempDir()
+		private := filepath.Join(dir, "private")
+		os.MkdirAll(private, 0o755)
+		os.WriteFile(filepath.Join(private, "writer"), []byte("v\n"), 0o644)
+		l := Open(Options{Dir: filepath.Join(dir, "events"), PrivateDir: private})
+		os.MkdirAll(l.Dir(), 0o755)
+		path := filepath.Join(l.Dir(), "w"+Ext)
+		if err := os.WriteFile(path, local, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if rep, err := l.Check(); err != nil || len(rep.Problems) > 0 {
+			return // a local file that breaks the rules is repair's business
+		}
+		s, err := l.Begin(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if _, err := s.Receive("w"+Ext, copy, "fuzz"); err != nil {
+			return
+		}
+		after, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep, err := l.Check(); err != nil || len(rep.Problems) > 0 {
+			t.Fatalf("after Receive the file breaks the rules: %v %v", err, rep.Problems)
+		}
+		if Chained(local) && !bytes.HasPrefix(after, local) {
+			t.Fatalf("a chained file changed:\n%s\nbecame\n%s", local, after)
+		}
+		had := map[string]bool{}
+		for _, raw := range bytes.SplitAfter(after, []byte{'\n'}) {
+			if e, err := Decode(raw); err == nil {
+				had[e.ID] = true
+			}
+		}
+		for _, raw := range bytes.SplitAfter(local, []byte{'\n'}) {
+			if e, err := Decode(raw); err == nil && !had[e.ID] {
+				t.Fatalf("event %s lost", e.ID)
 			}
 		}
 	})

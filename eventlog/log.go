@@ -50,9 +50,10 @@ type Signer interface {
 
 // Log is a handle on the event log of one clone.
 type Log struct {
-	opt    Options
-	mu     sync.Mutex // guards writer: a Log may be shared by goroutines
-	writer string     // cached writer id
+	opt        Options
+	mu         sync.Mutex  // guards writer: a Log may be shared by goroutines
+	writer     string      // cached writer id
+	writerFile os.FileInfo // the file it was read from, to notice a new id (Rehome)
 }
 
 // Open returns a handle; nothing is created until the first append.
@@ -98,12 +99,15 @@ func WriterOf(path string) string { return strings.TrimSuffix(filepath.Base(path
 func (l *Log) WriterID() (string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.writer != "" {
-		return l.writer, nil
+	path := filepath.Join(l.opt.PrivateDir, "writer")
+	st, statErr := os.Stat(path)
+	if l.writer != "" && statErr == nil && os.SameFile(st, l.writerFile) {
+		return l.writer, nil // a long-running process learns of a new id (Rehome) at its next session
 	}
 	id, err := l.loadWriterID()
 	if err == nil {
 		l.writer = id
+		l.writerFile, _ = os.Stat(path)
 	}
 	return id, err
 }
@@ -201,6 +205,7 @@ type Tail struct {
 	Writer string
 	Seq    uint64
 	LC     uint64
+	ID     string // the id the writer's next event names as prev
 	Size   int64
 }
 
@@ -257,7 +262,7 @@ func tailOf(f *os.File, path string) (Tail, error) {
 	if err != nil {
 		return t, &LineError{Path: path, Line: lineNumber(f, start), Err: err, Hint: hintFor(err)}
 	}
-	t.Seq, t.LC = e.Seq, e.LC
+	t.Seq, t.LC, t.ID = e.Seq, e.LC, e.ID
 	return t, nil
 }
 
@@ -346,7 +351,7 @@ func quickTail(f *os.File, path string, size int64) (Tail, bool) {
 	if err != nil || e.More {
 		return t, false // let the slow path report it, or drop an unfinished batch
 	}
-	t.Seq, t.LC = e.Seq, e.LC
+	t.Seq, t.LC, t.ID = e.Seq, e.LC, e.ID
 	return t, true
 }
 
@@ -359,6 +364,7 @@ type Session struct {
 	writer  string
 	tails   []Tail
 	seq     uint64 // last seq of this writer
+	prev    string // and the id of its last event
 	lc      uint64 // largest lc in the log
 }
 
@@ -457,6 +463,9 @@ func (l *Log) lock(ctx context.Context) (*flock.Flock, error) {
 }
 
 func (s *Session) load() error {
+	if err := s.log.finishRehome(); err != nil {
+		return err
+	}
 	var err error
 	if s.writer, err = s.log.WriterID(); err != nil {
 		return err
@@ -489,7 +498,7 @@ func (s *Session) load() error {
 		s.tails = append(s.tails, t)
 		s.lc = max(s.lc, t.LC)
 		if t.Writer == s.writer {
-			s.seq = t.Seq
+			s.seq, s.prev = t.Seq, t.ID
 		}
 	}
 	return nil
@@ -502,7 +511,7 @@ func (s *Session) Reload() error {
 		s.file.Close()
 		s.file = nil
 	}
-	s.ownInfo, s.tails, s.seq, s.lc = nil, nil, 0, 0
+	s.ownInfo, s.tails, s.seq, s.prev, s.lc = nil, nil, 0, "", 0
 	return s.load()
 }
 
@@ -653,13 +662,15 @@ func (s *Session) Append(at time.Time, actor string, drafts []Draft, opt AppendO
 		}
 		fresh = append(fresh, i)
 	}
+	prev := s.prev
 	for k, i := range fresh {
 		// Every event of a batch but the last says more follows, so a crash
 		// that leaves part of the batch is recognised and the part dropped.
-		e, err := s.build(drafts[i], at, actor, k, k < len(fresh)-1)
+		e, err := s.build(drafts[i], at, actor, k, prev, k < len(fresh)-1)
 		if err != nil {
 			return nil, err
 		}
+		prev = e.ID
 		line, err := e.Encode()
 		if err != nil {
 			return nil, err
@@ -691,11 +702,12 @@ func (s *Session) Append(at time.Time, actor string, drafts []Draft, opt AppendO
 	}
 	s.seq += uint64(len(fresh))
 	s.lc += uint64(len(fresh))
+	s.prev = prev
 	s.updateTail()
 	return out, nil
 }
 
-func (s *Session) build(d Draft, at time.Time, actor string, k int, more bool) (*Event, error) {
+func (s *Session) build(d Draft, at time.Time, actor string, k int, prev string, more bool) (*Event, error) {
 	if !ValidType(d.Type) {
 		return nil, fmt.Errorf("%w: type %q is not dotted lowercase words like task.created", ErrInvalidDraft, d.Type)
 	}
@@ -706,7 +718,7 @@ func (s *Session) build(d Draft, at time.Time, actor string, k int, more bool) (
 			return nil, fmt.Errorf("%w: %s of %s is not valid UTF-8", ErrInvalidDraft, f[0], d.Type)
 		}
 	}
-	e := &Event{V: Version, Writer: s.writer, Seq: s.seq + uint64(k) + 1, LC: s.lc + uint64(k) + 1,
+	e := &Event{V: Version, Writer: s.writer, Seq: s.seq + uint64(k) + 1, Prev: prev, LC: s.lc + uint64(k) + 1,
 		At: at.UTC(), Actor: actor, Type: d.Type, Subject: d.Subject, Idem: d.Idem, More: more}
 	switch data := d.Data.(type) {
 	case nil:
@@ -803,11 +815,11 @@ func replacedError(path string) error {
 func (s *Session) updateTail() {
 	for i := range s.tails {
 		if s.tails[i].Writer == s.writer {
-			s.tails[i].Seq, s.tails[i].LC = s.seq, s.lc
+			s.tails[i].Seq, s.tails[i].LC, s.tails[i].ID = s.seq, s.lc, s.prev
 			return
 		}
 	}
-	s.tails = append(s.tails, Tail{Writer: s.writer, Seq: s.seq, LC: s.lc})
+	s.tails = append(s.tails, Tail{Writer: s.writer, Seq: s.seq, LC: s.lc, ID: s.prev})
 	sort.Slice(s.tails, func(i, j int) bool { return s.tails[i].Writer < s.tails[j].Writer })
 }
 

@@ -8,12 +8,14 @@ import (
 )
 
 // Union merges two versions of one writer file, as git's merge driver does
-// when the same writer appended on two branches: every event of either side is
-// kept once (by id), ordered by (lc, id), and seq is renumbered from 1 so the
-// file stays contiguous. Lines are kept byte for byte (fields a newer spool
-// added survive) except for a renumbered seq. Ids leave seq out, so
-// renumbering keeps them, and any two clones that union the same events
-// produce the same bytes.
+// when the same writer appended on two branches of the old layout: every
+// event of either side is kept once (by id), ordered by (lc, id), and seq is
+// renumbered from 1 so the file stays contiguous. Lines are kept byte for
+// byte (fields a newer spool added survive) except for a renumbered seq. Ids
+// leave seq out, so renumbering keeps them, and any two clones that union
+// the same events produce the same bytes. Lines with prev are not unioned
+// into a file their chain does not run through: sides that forked there
+// are ErrForked (one side is a prefix of the other, or both are unchained).
 func Union(ours, theirs []byte) ([]byte, error) {
 	type line struct {
 		e   *Event
@@ -55,6 +57,16 @@ func Union(ours, theirs []byte) ([]byte, error) {
 		}
 		return lines[i].e.ID < lines[j].e.ID
 	})
+	for i, l := range lines {
+		prev := ""
+		if i > 0 {
+			prev = lines[i-1].e.ID
+		}
+		if l.e.Prev != prev && (l.e.Prev != "" || i > 0 && lines[i-1].e.Prev != "") {
+			return nil, fmt.Errorf("%w: event %s (lc %d) does not follow %q in writer %s's chain of prev, and a chained file is never unioned "+
+				"(were this clone's files copied to another machine? one of the two must take a new writer id)", ErrForked, l.e.ID, l.e.LC, prev, l.e.Writer)
+		}
+	}
 	var out bytes.Buffer
 	for i, l := range lines {
 		seq := uint64(i + 1)

@@ -81,7 +81,8 @@ func TestUnionDiverged(t *testing.T) {
 	ours, theirs := cloneLog(t, base), cloneLog(t, base)
 	appendTyped(t, ours.Log, "ours.made", 2, testAt.Add(time.Hour))
 	appendTyped(t, theirs.Log, "theirs.made", 3, testAt.Add(2*time.Hour))
-	a, b := fileBytes(t, ours.Log), fileBytes(t, theirs.Log)
+	// The old layout's writer files, which an older spool wrote: unchained.
+	a, b := unchain(t, fileBytes(t, ours.Log)), unchain(t, fileBytes(t, theirs.Log))
 
 	ab, err := Union(a, b)
 	if err != nil {
@@ -113,7 +114,7 @@ func TestUnionDiverged(t *testing.T) {
 	}
 	checkUnion(t, ours, ab)
 
-	// The merged file can be appended to and merged again.
+	// The merged file can be appended to (chained, by this spool) and merged again.
 	appendTyped(t, ours.Log, "after.merge", 1, testAt.Add(3*time.Hour))
 	again, err := Union(fileBytes(t, ours.Log), b)
 	if err != nil {
@@ -150,7 +151,7 @@ func TestUnionDisjoint(t *testing.T) {
 	b := cloneLog(t, a)
 	os.Remove(writerFile(t, b.Log))
 	appendTyped(t, b.Log, "right.made", 2, testAt.Add(time.Minute))
-	left, right := fileBytes(t, a.Log), fileBytes(t, b.Log)
+	left, right := unchain(t, fileBytes(t, a.Log)), unchain(t, fileBytes(t, b.Log))
 	ab, err := Union(left, right)
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +211,7 @@ func TestUnionProperties(t *testing.T) {
 		for i := range sides {
 			c := cloneLog(t, base)
 			appendTyped(t, c.Log, fmt.Sprintf("side%d.made", i), 1+rng.IntN(4), testAt.Add(time.Duration(rng.IntN(1000))*time.Second))
-			sides[i] = fileBytes(t, c.Log)
+			sides[i] = unchain(t, fileBytes(t, c.Log))
 		}
 		u := func(a, b []byte) []byte {
 			t.Helper()

@@ -19,10 +19,15 @@ import (
 type Received struct {
 	Writer string `json:"writer"`
 	Added  int    `json:"added"` // events new to this log
-	// Quarantined is where a copy that breaks the log's rules was kept
-	// aside instead of being folded; Problem says what it breaks.
+	// Quarantined is where a copy that breaks the log's rules, or that lost
+	// or changed a line the local file has, was kept aside instead of being
+	// folded; Problem says why.
 	Quarantined string `json:"quarantined,omitempty"`
 	Problem     string `json:"problem,omitempty"`
+	// Forked is a quarantined copy that is not an extension of the local
+	// file (else the local file is a prefix of it): a sync must not let
+	// either replace the other unseen.
+	Forked bool `json:"forked,omitempty"`
 }
 
 // Whole cuts a writer file to whole batches: a torn last line, or the lines
@@ -43,13 +48,16 @@ func Whole(b []byte) []byte {
 
 // Receive brings into the log a copy of writer file name that arrived from
 // elsewhere (source: the sync branch of a remote, a checked-out tree), under
-// the session's lock. Only whole batches count. A copy that breaks the
-// log's rules is kept aside under quarantine/ and nothing of it is folded,
-// so one bad file never stops anyone's work. A copy that extends the local
-// file is appended to it; one the local file extends adds nothing; one that
-// diverged (the same writer appending on two branches of the old layout) is
-// unioned by event id, as the merge driver does. No event the log has is
-// ever dropped.
+// the session's lock. Only whole batches count. A copy that extends the
+// local file is appended to it; one the local file extends adds nothing.
+// A writer file only grows: a copy that neither extends the local file nor
+// is a prefix of it lost or changed a line, and is refused unless neither
+// holds a chained line (prev): the old layout, where the same writer
+// appended on two branches, whose copies are unioned by event id as the
+// merge driver does. A refused copy, and one that breaks the log's rules,
+// is kept aside under quarantine/ and nothing of it is folded, so one bad
+// file never stops anyone's work. No event the log has is ever dropped or
+// changed, least of all this clone's own.
 func (s *Session) Receive(name string, theirs []byte, source string) (Received, error) {
 	writer, ok := strings.CutSuffix(name, Ext)
 	if !ok || !ValidWriter(writer) {
@@ -72,14 +80,41 @@ func (s *Session) Receive(name string, theirs []byte, source string) (Received, 
 	if err := checkLines(bytes.NewReader(theirs), path, rep); err != nil {
 		return res, err
 	}
+	if len(rep.Problems) > 0 && !Chained(theirs) {
+		// An older spool's copy that git merged without the driver holds
+		// both sides' lines one after the other: put in order as doctor
+		// --repair would, it keeps the rules.
+		if fixed, r := repairLines(theirs, writer); len(r.Left) == 0 {
+			theirs, rep = fixed, &CheckReport{}
+			if err := checkLines(bytes.NewReader(theirs), path, rep); err != nil {
+				return res, err
+			}
+			if bytes.HasPrefix(ours, theirs) {
+				return res, nil
+			}
+		}
+	}
+	extends := bytes.HasPrefix(theirs, ours)
+	res.Forked = !extends
 	if len(rep.Problems) > 0 {
 		p := rep.Problems[0]
 		res.Problem = fmt.Sprintf("line %d: %s", p.Line, p.Message)
 		res.Quarantined, err = s.log.quarantine(writer, theirs, source, res.Problem)
 		return res, err
 	}
+	if !extends && !Chained(theirs) && holdsAll(ours, theirs) {
+		// An older spool's copy whose events are all here, in another
+		// order or with seq renumbered (the old layout's branches, after
+		// the union that brought them in): nothing new.
+		return res, nil
+	}
+	if !extends && (Chained(ours) || Chained(theirs)) {
+		res.Problem = s.forkProblem(writer, ours, theirs)
+		res.Quarantined, err = s.log.quarantine(writer, theirs, source, res.Problem)
+		return res, err
+	}
 	switch {
-	case bytes.HasPrefix(theirs, ours):
+	case extends:
 		err = appendLines(path, s.log.opt.Dir, theirs[len(ours):])
 	default:
 		var merged []byte
@@ -99,6 +134,74 @@ func (s *Session) Receive(name string, theirs []byte, source string) (Received, 
 	}
 	res.Added = bytes.Count(theirs, newline) - bytes.Count(ours, newline)
 	return res, s.Reload() // tails, seq and lc changed, perhaps this writer's own file
+}
+
+// Chained reports whether a writer file holds a line with prev (this
+// spool's files do from their second line on; an older spool's never do).
+func Chained(b []byte) bool {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			i = len(b)
+		}
+		if e, err := Decode(b[:i]); err == nil && e.Prev != "" {
+			return true
+		}
+		b = b[min(i+1, len(b)):]
+	}
+	return false
+}
+
+// holdsAll says whether every event of writer file b is in writer file a.
+func holdsAll(a, b []byte) bool {
+	have := map[string]bool{}
+	for _, line := range bytes.SplitAfter(a, newline) {
+		if e, err := Decode(line); err == nil {
+			have[e.ID] = true
+		}
+	}
+	for _, line := range bytes.SplitAfter(b, newline) {
+		if e, err := Decode(line); err == nil && !have[e.ID] {
+			return false
+		}
+	}
+	return true
+}
+
+// forkProblem says how a copy that is not an extension of the local file
+// differs from it, and what to do.
+func (s *Session) forkProblem(writer string, ours, theirs []byte) string {
+	n, here, there := FirstDifference(ours, theirs)
+	at := fmt.Sprintf("line %d differs from this clone's copy (here %s, there %s)", n, here, there)
+	if writer == s.writer {
+		return at + ": this is this clone's own file, changed elsewhere; spool never takes its own events back changed or removed " +
+			"(if this clone's files were copied to another machine, both write as writer " + writer + ": run spool doctor --repair on one of them to give it a new writer id)"
+	}
+	return at + ": the copy lost or changed a line this clone has (a rewritten history: this clone keeps the original, and the writer's " +
+		"next spool sync puts it back), or two machines write as writer " + writer + " (a copied clone: one of them must take a new writer id with spool doctor --repair)"
+}
+
+// FirstDifference is the first line (1, 2, …) at which two writer files
+// differ and what each has there: "event <id>", or "nothing".
+func FirstDifference(a, b []byte) (line int, inA, inB string) {
+	n := 1
+	for {
+		i, j := bytes.IndexByte(a, '\n'), bytes.IndexByte(b, '\n')
+		if i < 0 || j < 0 || !bytes.Equal(a[:i], b[:j]) {
+			return n, lineID(a, i), lineID(b, j)
+		}
+		a, b, n = a[i+1:], b[j+1:], n+1
+	}
+}
+
+func lineID(b []byte, end int) string {
+	if end < 0 {
+		return "nothing"
+	}
+	if e, err := Decode(b[:end]); err == nil {
+		return "event " + e.ID
+	}
+	return "a line that does not parse"
 }
 
 // appendLines appends lines to path, creating it (and syncing dir) if new.

@@ -69,6 +69,14 @@ func (l *Log) Repair(ctx context.Context, now time.Time) ([]FileRepair, error) {
 	return out, nil
 }
 
+// line is one line of a file being repaired: its bytes, event and number.
+type line struct {
+	raw []byte
+	e   *Event
+	sp  spans
+	n   int
+}
+
 // repairLines returns the repaired content of one writer file and what was
 // done; with anything in Left the content must not be used.
 func repairLines(b []byte, writer string) ([]byte, FileRepair) {
@@ -76,12 +84,6 @@ func repairLines(b []byte, writer string) ([]byte, FileRepair) {
 	if i := bytes.LastIndexByte(b, '\n'); i+1 < len(b) {
 		rep.Fixed = append(rep.Fixed, fmt.Sprintf("removed a torn tail of %d bytes (never acknowledged)", len(b)-i-1))
 		b = b[:i+1]
-	}
-	type line struct {
-		raw []byte
-		e   *Event
-		sp  spans
-		n   int
 	}
 	var lines []line
 	seen := map[string]bool{} // lines kept, by their bytes
@@ -144,15 +146,20 @@ func repairLines(b []byte, writer string) ([]byte, FileRepair) {
 	// missing seq is a deleted line, whose event only git still has).
 	have := map[uint64]bool{}
 	var top uint64
+	chained := false
 	for _, l := range lines {
 		have[l.e.Seq] = true
 		top = max(top, l.e.Seq)
+		chained = chained || l.e.Prev != ""
 	}
 	for seq := uint64(1); seq <= top; seq++ {
 		if !have[seq] {
 			rep.Left = append(rep.Left, fmt.Sprintf("seq %d is missing: a line was deleted; restore it from git (git log -p -- FILE)", seq))
 			return nil, rep
 		}
+	}
+	if chained {
+		return chainOrder(lines, writer, rep)
 	}
 	// Every seq is there, but a seq one side lost may be held by another
 	// side's line. So the file must also be what git leaves when it merges
@@ -208,6 +215,56 @@ func repairLines(b []byte, writer string) ([]byte, FileRepair) {
 	}
 	rep.Fixed = append(rep.Fixed, fmt.Sprintf("put %d lines in order as the merge driver would (seq renumbered, ids unchanged)", len(lines)))
 	return union, rep
+}
+
+// chainOrder puts lines that carry prev in the order of their chain, which
+// the ids pin: the lines without prev first, as they are (an older spool's,
+// then the first line of the chain), then, from the last of them, each line
+// whose prev is the id of the one before. The result must then keep every
+// rule; a chain with a gap (a deleted line) or a fork (two lines naming one
+// prev: two machines writing as one writer) is left for a person.
+func chainOrder(lines []line, writer string, rep FileRepair) ([]byte, FileRepair) {
+	next := map[string]int{} // prev → index
+	var order []int
+	for i, l := range lines {
+		e := l.e
+		if e.Prev == "" {
+			order = append(order, i)
+			continue
+		}
+		if j, dup := next[e.Prev]; dup {
+			rep.Left = append(rep.Left, fmt.Sprintf("events %s and %s both follow %s: the file forked (two copies of one clone wrote as this writer?); "+
+				"restore it from git (git log -p -- FILE)", lines[j].e.ID, e.ID, e.Prev))
+			return nil, rep
+		}
+		next[e.Prev] = i
+	}
+	last := ""
+	if len(order) > 0 {
+		last = lines[order[len(order)-1]].e.ID
+	}
+	for len(order) < len(lines) {
+		i, ok := next[last]
+		if !ok {
+			rep.Left = append(rep.Left, fmt.Sprintf("no line follows %s in the chain of prev, yet %d lines are not placed: a line was deleted; "+
+				"restore it from git (git log -p -- FILE)", last, len(lines)-len(order)))
+			return nil, rep
+		}
+		order = append(order, i)
+		last = lines[i].e.ID
+	}
+	var out bytes.Buffer
+	r := newRules(writer)
+	for n, i := range order {
+		l := lines[i]
+		if b := r.check(l.raw, l.e, l.sp, n+1); b != nil {
+			rep.Left = append(rep.Left, fmt.Sprintf("line %d, in the order of the chain of prev: %s; restore the file from git (git log -p -- FILE)", l.n, b.msg))
+			return nil, rep
+		}
+		out.Write(l.raw)
+	}
+	rep.Fixed = append(rep.Fixed, fmt.Sprintf("put %d lines in the order of their chain of prev (ids and seq unchanged)", len(lines)))
+	return out.Bytes(), rep
 }
 
 // sortsBefore reports whether a comes before b in a writer file's (lc, id) order.

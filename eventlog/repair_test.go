@@ -54,6 +54,29 @@ func forked(t *testing.T, base, a, b int) (common, ours, theirs [][]byte) {
 	return o[:base], o[base:], th[base:]
 }
 
+func mustDecode(t *testing.T, line []byte) *Event {
+	t.Helper()
+	e, err := Decode(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// legacyFork is forked's lines as a spool from before the chain wrote them
+// (no prev): the old layout, whose files git merged.
+func legacyFork(t *testing.T, base, a, b int) (common, ours, theirs [][]byte) {
+	t.Helper()
+	c, o, th := forked(t, base, a, b)
+	un := func(lines [][]byte) [][]byte {
+		if len(lines) == 0 {
+			return lines
+		}
+		return splitLines(unchain(t, join(lines)))
+	}
+	return un(c), un(o), un(th)
+}
+
 // withMore is line as the first event of a multi-event append.
 func withMore(t *testing.T, line []byte) []byte {
 	t.Helper()
@@ -103,9 +126,12 @@ func containsInt(ns []int, n int) bool {
 // TestRepairLines: what repair fixes, and what it leaves for a person. A
 // repaired file breaks no rule and keeps every complete event it had.
 func TestRepairLines(t *testing.T) {
-	base, ours, theirs := forked(t, 3, 2, 2)
-	_, ours3, theirs3 := forked(t, 3, 3, 3)
-	_, own, other := forked(t, 0, 2, 2)
+	base, ours, theirs := legacyFork(t, 3, 2, 2)
+	_, ours3, theirs3 := legacyFork(t, 3, 3, 3)
+	_, own, other := legacyFork(t, 0, 2, 2)
+	// This spool's lines: chained by prev.
+	cbase, cours, ctheirs := forked(t, 3, 2, 2)
+	mixed := append(splitLines(unchain(t, join(cbase))), rechain(t, append(splitLines(unchain(t, join(cbase))), cours...), 3)[3:]...)
 	cases := []struct {
 		name    string
 		content []byte
@@ -134,6 +160,21 @@ func TestRepairLines(t *testing.T) {
 		{"an edited line", join(base[:1], [][]byte{bytes.Replace(base[1], []byte("base1"), []byte("base7"), 1)}, base[2:]), "", "line 2: id"},
 		{"a line longer than MaxLine", join(base[:1], [][]byte{overlongEvent(t, "w", 2, 1)}, base[:1]), "", "line 2: 4194305 bytes, longer than 4194304"},
 		{"a line of MaxLine bytes", join(base[:1], [][]byte{overlongEvent(t, "w", 2, 0)}, base[:1]), "dropped 1 exact copies", ""},
+		{"chained, in order", join(cbase, cours), "", ""},
+		{"chained, a copy", join(cbase, cours[:1], cbase[2:], cours[1:]), "dropped 1 exact copies", ""},
+		{"chained, lines out of order", join(cbase[:1], cbase[2:], cours, cbase[1:2]), "put 5 lines in the order of their chain of prev", ""},
+		{"an older spool's lines, then chained ones out of order", join(mixed[:3], mixed[4:], mixed[3:4]), "put 5 lines in the order of their chain", ""},
+		{"chained, a line deleted", join(without(cbase, 1), cours), "", "seq 2 is missing: a line was deleted"},
+		{"chained, a line deleted, seq renumbered, lines out of order", join(cbase[:1], [][]byte{
+			reencode(t, cours[0], func(e *Event) { e.Seq = 3 }), reencode(t, cbase[2], func(e *Event) { e.Seq = 2 })}),
+			"", "no line follows " + mustDecode(t, cbase[0]).ID + " in the chain of prev, yet 2 lines are not placed"},
+		{"chained, the last line before the chain deleted, seq renumbered", join(mixed[:2],
+			[][]byte{reencode(t, mixed[4], func(e *Event) { e.Seq = 3 }), reencode(t, mixed[3], func(e *Event) { e.Seq = 4 })}), "", "no line follows"},
+		{"chained, merged without the driver", join(cbase, cours, ctheirs), "", "both follow"},
+		{"chained, both whole sides, one after the other", join(cbase, cours, cbase, ctheirs), "", "both follow"},
+		{"chained, out of order and seq renumbered", join(cbase[:1], [][]byte{
+			reencode(t, cbase[2], func(e *Event) { e.Seq = 2 }), reencode(t, cbase[1], func(e *Event) { e.Seq = 3 })}),
+			"", "line 3, in the order of the chain of prev: seq 3 follows 1"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

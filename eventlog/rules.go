@@ -10,18 +10,24 @@ import (
 
 // rules follows one writer file line by line and enforces what every line
 // must be: of the file's writer, seq 1, 2, 3, … without a gap, (lc, id)
-// strictly increasing, and its id the hash of its content. An id hashes
-// the writer and the lc, so the order rule also means no id twice in a
-// file, and the writer rule no id twice in the log. Readers, Check and
-// Repair share these rules, so a read never folds what verify would refuse.
+// strictly increasing, its prev, when it has one, the id of the line before
+// (none on the first line), no line without prev after one with it, and its
+// id the hash of its content. An id hashes the writer and the lc, so the
+// order rule also means no id twice in a file, and the writer rule no id
+// twice in the log; it hashes prev, so a line cannot be removed, added or
+// moved without changing the id (and breaking the signature) of the line
+// after it. Lines without prev are those of an older spool: nothing links
+// them. Readers, Check and Repair share these rules, so a read never folds
+// what verify would refuse.
 type rules struct {
-	writer string
-	seq    uint64 // of the last line accepted
-	lc     uint64
-	id     string
-	line   int // its line number
-	hash   hash.Hash
-	sum    []byte
+	writer  string
+	seq     uint64 // of the last line accepted
+	lc      uint64
+	id      string
+	line    int  // its line number
+	chained bool // a line accepted so far had prev: every later one must
+	hash    hash.Hash
+	sum     []byte
 }
 
 // breach is one broken rule.
@@ -54,6 +60,8 @@ func (r *rules) check(line []byte, e *Event, sp spans, n int) *breach {
 		return &breach{msg: fmt.Sprintf("id %s already used at line %d", e.ID, r.line)}
 	case e.LC == r.lc && e.ID < r.id:
 		return &breach{msg: fmt.Sprintf("out of order: lc %d, id %s after id %s", e.LC, e.ID, r.id)}
+	case e.Prev != r.id && (e.Prev != "" || r.chained):
+		return &breach{msg: r.prevBreach(e)}
 	case !r.idMatches(line, e, sp):
 		want, _ := e.computeID()
 		return &breach{msg: fmt.Sprintf("id %s does not match the content (want %s): the line was edited", e.ID, want)}
@@ -62,9 +70,21 @@ func (r *rules) check(line []byte, e *Event, sp spans, n int) *breach {
 	return nil
 }
 
+// prevBreach says how e's prev breaks the chain.
+func (r *rules) prevBreach(e *Event) string {
+	switch {
+	case r.line == 0:
+		return fmt.Sprintf("prev %s on the first line: the lines before it were removed", e.Prev)
+	case e.Prev == "":
+		return fmt.Sprintf("no prev after line %d, which has one: a writer never goes back to lines without it (did an older spool append?)", r.line)
+	}
+	return fmt.Sprintf("prev %s is not the id of line %d (%s): a line was removed, added or moved before this one", e.Prev, r.line, r.id)
+}
+
 // accept makes e, at line n, the line the next one must follow.
 func (r *rules) accept(e *Event, n int) {
 	r.seq, r.lc, r.id, r.line = e.Seq, e.LC, e.ID, n
+	r.chained = r.chained || e.Prev != ""
 }
 
 var blankID, zeroSeq, newline = []byte(`""`), []byte{'0'}, []byte{'\n'}

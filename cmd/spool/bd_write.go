@@ -103,6 +103,7 @@ type bdUpdateCmd struct {
 	AddLabel    []string `name:"add-label" help:"Add labels."`
 	RemoveLabel []string `name:"remove-label" help:"Remove labels."`
 	SetLabels   []string `name:"set-labels" help:"Replace every label."`
+	Parent      *string  `help:"New parent issue ID (reparents the issue; \"\" removes its parent)."`
 	Reason      string   `help:"Why: the close reason with --status closed, the block reason with blocked."`
 }
 
@@ -118,7 +119,7 @@ func (c *bdUpdateCmd) Run(b *bdEnv) error {
 		return fault.New(workqueue.CodeInvalidStatus, nil, fmt.Sprintf("invalid status: %s", status), "status", status)
 	}
 	u := workqueue.Update{Title: c.Title, Description: c.Description, Design: c.Design, Acceptance: c.Acceptance, Notes: c.Notes,
-		AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel, SetLabels: c.SetLabels}
+		AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel, SetLabels: c.SetLabels, Parent: c.Parent}
 	if u.Acceptance == nil {
 		u.Acceptance = c.AcceptCrit
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -182,8 +184,10 @@ func TestBoardInBrowser(t *testing.T) {
 		t.Fatalf("a refused write appended %d task.unblocked", n)
 	}
 
-	// The login URL sets the cookie; the page goes live.
+	// The login URL hands the token to the page and sets the read cookie;
+	// the page goes live.
 	browse(t, ctx, "log in", chromedp.Navigate(login), chromedp.WaitVisible(`#live.on`))
+	leakedCookiesWriteNothing(t, ctx, base, stuck)
 
 	// The blocked task is in the Blocked column; the title with a script
 	// tag is shown as text.
@@ -202,11 +206,25 @@ func TestBoardInBrowser(t *testing.T) {
 		t.Errorf("the failure shows as %q, want the text <img src=x onerror=alert(2)>", lastError)
 	}
 
-	// Unblock moves it to Ready, through task.unblocked in the log.
+	// A live update keeps what the user was doing: a ticked box, text
+	// typed into a filter, and the focus there.
+	click(t, ctx, "tick reset attempts", blockedCard+` input[name="reset_attempts"]`)
+	browse(t, ctx, "type into the label filter", chromedp.SendKeys(`input[name="label"]`, "doc"))
+	before := value(t, ctx, "read the page's version", chromedp.Evaluate[string](`document.body.dataset.version || "0"`))
+	jobSpool(t, bin, dir, env, "task", "add", "a change while the user works")
+	browse(t, ctx, "a live update", chromedp.Poll[chromedp.Void](fmt.Sprintf(`(document.body.dataset.version || "0") !== %q`, before)))
+	state := value(t, ctx, "read the form state", chromedp.Evaluate[[]any](fmt.Sprintf(
+		`[document.querySelector('%s input[name="reset_attempts"]').checked, document.querySelector('input[name="label"]').value, document.activeElement.name]`, blockedCard)))
+	if len(state) != 3 || state[0] != true || state[1] != "doc" || state[2] != "label" {
+		t.Errorf("after a live update: reset attempts ticked, label filter, focus = %v, want [true doc label]", state)
+	}
+
+	// Unblock moves it to Ready, through task.unblocked in the log, with
+	// the box as the user left it.
 	click(t, ctx, "unblock", blockedCard+` button.unblock`)
 	browse(t, ctx, "the unblocked task in Ready", chromedp.WaitVisible(fmt.Sprintf(`[data-col="ready"] [data-task="%s"]`, stuck)))
-	if evs := jobEvents(t, bin, dir, env, "task.unblocked"); len(evs) != 1 || evs[0].Subject != stuck {
-		t.Fatalf("task.unblocked events: %+v, want one for %s", evs, stuck)
+	if evs := jobEvents(t, bin, dir, env, "task.unblocked"); len(evs) != 1 || evs[0].Subject != stuck || !strings.Contains(string(evs[0].Data), `"reset_attempts":true`) {
+		t.Fatalf("task.unblocked events: %+v, want one for %s with reset_attempts true", evs, stuck)
 	}
 
 	// An append by another process shows on the open page.
@@ -248,4 +266,39 @@ func TestBoardInBrowser(t *testing.T) {
 		}
 		screenshot(t, ctx, strings.ReplaceAll(view, "/", "-"))
 	}
+}
+
+// leakedCookiesWriteNothing: browsers send a host's cookies to every port
+// on it, so another web server on 127.0.0.1 that the browser visits after
+// login gets the board's cookies. Nothing it gets lets it write: not as
+// cookies, not as a token.
+func leakedCookiesWriteNothing(t *testing.T, ctx context.Context, base, task string) {
+	t.Helper()
+	got := make(chan string, 10)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("Cookie")
+		fmt.Fprint(w, "<!doctype html><title>another local service</title><p>hello")
+	}))
+	defer other.Close()
+	browse(t, ctx, "visit another local server", chromedp.Navigate(other.URL+"/"), chromedp.WaitVisible(`p`))
+	cookies := <-got
+	if !strings.Contains(cookies, "spool_read_") {
+		t.Errorf("set-up: the other server got no board cookie (%q)", cookies)
+	}
+	for _, c := range strings.Split(cookies, "; ") {
+		_, v, _ := strings.Cut(c, "=")
+		for name, h := range map[string]http.Header{"cookie " + c: {"Cookie": {c}}, "bearer " + v: {"Authorization": {"Bearer " + v}}} {
+			req, _ := http.NewRequest(http.MethodPost, base+"/api/tasks/"+task+"/unblock", nil)
+			req.Header = h
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusUnauthorized {
+				t.Errorf("a write with the leaked %s: status %d, want 401", name, res.StatusCode)
+			}
+		}
+	}
+	browse(t, ctx, "back to the board", chromedp.Navigate(base+"/tasks"), chromedp.WaitVisible(`#live.on`))
 }

@@ -21,7 +21,7 @@ import (
 // DoctorCmd is a preflight: one line per check.
 type DoctorCmd struct {
 	Verbose bool `short:"v" help:"Say more about checks that pass (which projections are behind the log, by design)."`
-	Repair  bool `help:"First fix what can be fixed without losing an event: torn tails, duplicated and reordered lines (backups in .git/spool/repair/)."`
+	Repair  bool `help:"First fix what can be fixed without losing an event: torn tails, duplicated and reordered lines, this clone's file forked by a copy of the clone on another machine (a new writer id), and another writer's file taken rewritten that the sync branch holds whole again (backups in .git/spool/repair/)."`
 }
 
 type check struct {
@@ -259,6 +259,27 @@ func repair(e *env) ([]eventlog.FileRepair, error) {
 		}
 		rewrote = rewrote || r.Backup != ""
 	}
+	// This clone's own file forked on the sync branch (its files copied to
+	// another machine): it takes a new writer id.
+	fork, err := st.RepairFork(e.ctx, now)
+	if err != nil {
+		return repairs, err
+	}
+	if fork != nil {
+		repairs = append(repairs, *fork)
+		if len(fork.Left) > 0 {
+			return repairs, nil
+		}
+		rewrote = true
+	}
+	// Another writer's file taken rewritten (a fresh clone of a rewritten
+	// branch), which a copy of the branch now holds whole again.
+	taken, err := st.RepairTaken(e.ctx, now)
+	if err != nil {
+		return repairs, err
+	}
+	repairs = append(repairs, taken...)
+	rewrote = rewrote || len(taken) > 0
 	if rewrote {
 		_, err = st.Rebuild(e.ctx)
 	}

@@ -34,9 +34,12 @@ func (c *HistoryCmd) Run(e *env) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tATTEMPTS\tLAST ATTEMPT\tNEXT ELIGIBLE\tLAST ERROR")
+	// LAST ATTEMPT is when the last attempt ended ("-" while it runs: WORKER
+	// and LEASE say who holds it, until when); --json has the claim's time too.
+	fmt.Fprintln(tw, "ID\tSTATUS\tATTEMPTS\tLAST ATTEMPT\tWORKER\tLEASE\tNEXT ELIGIBLE\tLAST ERROR")
 	for _, h := range out {
-		fmt.Fprint(tw, row(text(h.ID), h.Status, fmt.Sprint(h.Attempts), fmtTime(h.LastAttempt), fmtTime(h.NextEligibleAt), text(orDash(h.LastError))))
+		fmt.Fprint(tw, row(text(h.ID), h.Status, fmt.Sprint(h.Attempts), fmtTime(h.LastEndedAt), text(orDash(h.Worker)), fmtTime(h.LeaseUntil),
+			fmtTime(h.NextEligibleAt), text(orDash(h.LastError))))
 	}
 	return tw.Flush()
 }

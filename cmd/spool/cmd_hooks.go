@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -107,14 +108,16 @@ func (c *HookCmd) Run(e *env) error {
 	return nil
 }
 
-// hookTimeout bounds what a hook spends on its own pass.
-const hookTimeout = 30 * time.Second
+// hookTimeout bounds what a hook spends on its own pass (hooks.timeout):
+// git waits for it, and a slow bd would hold every commit.
+func hookTimeout(st *store.Store) time.Duration { return st.Config.Duration("hooks.timeout") }
 
 // hookPass has a running spool watch do what the commit, merge or checkout
 // may have made due (it is pinged and does it at once), or, with no
 // watcher, does it here: recovery, PRD sync and promotion (so that
 // committing an approval promotes the PRD), the scheduler's clock; never
-// the merge train or job workers.
+// the merge train or job workers. When it runs out of time it says, in one
+// line, what was cut short and what finishes it.
 func hookPass(e *env, st *store.Store, hook string) {
 	if running, err := watch.Running(e.ctx, st); err == nil && running {
 		if err := watch.Ping(st.Repo); err != nil {
@@ -122,19 +125,65 @@ func hookPass(e *env, st *store.Store, hook string) {
 		}
 		return
 	}
-	ctx, cancel := context.WithTimeout(e.ctx, hookTimeout)
+	parent, timeout := e.ctx, hookTimeout(st)
+	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	e.ctx = ctx
 	say := func(_, msg string) { fmt.Fprintf(e.stderr, "spool: %s hook: %s\n", hook, text(msg)) }
+	var current string // the driver running: what a timeout cuts short
+	drivers := watch.Recovery(say)
+	for i, d := range drivers {
+		drivers[i] = noting{d, &current}
+	}
 	loop := &watch.Loop{
-		Drivers: watch.Recovery(say),
+		Drivers: drivers,
 		Env:     e.envs(st),
 		Once:    true,
 		Errorf:  func(driver string, err error) { say(driver, driver+": "+err.Error()) },
 	}
-	if err := loop.Run(ctx); err != nil {
+	err := loop.Run(ctx)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && parent.Err() == nil {
+		fmt.Fprintln(e.stderr, cutShort(hook, current, timeout))
+		return
+	}
+	if err != nil {
 		say("", err.Error())
 	}
+}
+
+// noting is a driver that notes, in current, that it runs.
+type noting struct {
+	watch.Driver
+	current *string
+}
+
+func (d noting) Recover(ctx context.Context, env store.Env) error {
+	*d.current = d.Name()
+	return d.Driver.Recover(ctx, env)
+}
+
+func (d noting) Pass(ctx context.Context, env store.Env) (watch.Result, error) {
+	*d.current = d.Name()
+	return d.Driver.Pass(ctx, env)
+}
+
+// cutShort is the line a hook prints when its pass ran out of time: what
+// was cut short, that git's own work is done, and the command that
+// finishes it (every step is an event, so nothing is lost in between).
+func cutShort(hook, driver string, timeout time.Duration) string {
+	what, finish := "its pass", "spool watch --once"
+	switch driver {
+	case "prd":
+		what, finish = "PRD sync and promotion", "spool prd promote"
+	case "tasks":
+		what = "releasing expired task claims"
+	case "merge":
+		what = "recovering merge entries"
+	case "jobs":
+		what = "the scheduler's clock"
+	}
+	return fmt.Sprintf("spool: %s hook: %s was cut short after %s (hooks.timeout); git's work is done and nothing is lost: run %s to finish it",
+		hook, what, timeout, finish)
 }
 
 // shareOnPush syncs the log with the remote git pushes to, when that is
@@ -146,7 +195,7 @@ func shareOnPush(e *env, st *store.Store, args []string) {
 	if err != nil || o.Remote == "" || len(args) == 0 || args[0] != o.Remote {
 		return
 	}
-	ctx, cancel := context.WithTimeout(e.ctx, hookTimeout)
+	ctx, cancel := context.WithTimeout(e.ctx, hookTimeout(st))
 	defer cancel()
 	if _, err := fleet.Sync(ctx, st, o); err != nil {
 		fmt.Fprintf(e.stderr, "spool: pre-push: the log was not shared (%v); spool sync shares it later\n", err)

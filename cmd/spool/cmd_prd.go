@@ -2,8 +2,11 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"strings"
 	"text/tabwriter"
 
+	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/prdqueue"
 	prdservice "github.com/spoolhq/spool/internal/prdqueue/service"
 )
@@ -195,22 +198,76 @@ func (c *PRDPromoteCmd) Run(e *env) error {
 	if e.JSON && err == nil {
 		out := make([]map[string]any, 0, len(done))
 		for _, p := range done {
-			out = append(out, map[string]any{"feature_slug": p.Feature, "prd_slug": p.PRD, "idempotency_key": p.Key,
-				"epic_id": p.Epic, "failed": p.Failed, "error": p.Error})
+			row := map[string]any{"feature_slug": p.Feature, "prd_slug": p.PRD, "idempotency_key": p.Key,
+				"epic_id": p.Epic, "failed": p.Failed, "error": p.Error}
+			if p.Refused {
+				row["refused"] = true
+			}
+			if p.Refused || p.Failed {
+				row["code"] = fault.Classify(p.Err).Code
+			}
+			out = append(out, row)
 		}
-		return writeJSON(e.stdout, out)
+		if err := writeJSON(e.stdout, out); err != nil {
+			return err
+		}
+		return notQueued(done)
 	}
 	for _, p := range done {
-		if p.Failed {
+		switch {
+		case p.Refused:
+			fmt.Fprintf(e.stdout, "%s  refused  %s\n", text(p.PRD), text(fault.Classify(p.Err).Code))
+		case p.Failed:
 			fmt.Fprintf(e.stdout, "%s  queue_failed  %s\n", text(p.PRD), text(p.Error))
-		} else {
+		default:
 			fmt.Fprintf(e.stdout, "%s  queued  %s  (%s)\n", text(p.PRD), p.Epic, text(p.Key))
 		}
 	}
-	if err == nil && len(done) == 0 && !e.JSON {
+	if err != nil {
+		return err // what was done is printed: the rest stays in flight for the next promote
+	}
+	if len(done) == 0 {
 		fmt.Fprintln(e.stdout, "nothing runnable")
 	}
-	return err
+	return notQueued(done)
+}
+
+// notQueued is the error of a promote that left entries it was asked to
+// promote unqueued: refused, or queue_failed after both attempts. The
+// others went on; this names every one left, with its code (a refusal's,
+// or the error of the failed enqueue) and what to do. The error's code and
+// fields are the first one's; not_queued lists them all.
+func notQueued(done []prdservice.Promoted) error {
+	var first *fault.Error
+	var lines []string
+	var list []map[string]any
+	for _, p := range done {
+		if !p.Refused && !p.Failed {
+			continue
+		}
+		f := fault.Classify(p.Err)
+		state, msg := prdqueue.Approved, f.Message
+		if p.Failed {
+			state = prdqueue.QueueFailed
+			msg = fmt.Sprintf("queue_failed after two attempts: %s; when the cause is fixed: spool prd retry %s --feature %s", p.Error, p.PRD, p.Feature)
+		}
+		if first == nil {
+			first = f
+		}
+		lines = append(lines, fmt.Sprintf("%s (feature %s): %s: %s", p.PRD, p.Feature, f.Code, msg))
+		list = append(list, map[string]any{"feature_slug": p.Feature, "prd_slug": p.PRD, "state": state, "code": f.Code, "message": msg})
+	}
+	if first == nil {
+		return nil
+	}
+	out := *first
+	out.Fields = maps.Clone(first.Fields)
+	if out.Fields == nil {
+		out.Fields = map[string]any{}
+	}
+	out.Fields["not_queued"] = list
+	out.Message = fmt.Sprintf("%d not queued: %s", len(list), strings.Join(lines, "; "))
+	return &out
 }
 
 type PRDCheckCmd struct{ featureArg }

@@ -1,6 +1,11 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spoolhq/spool/internal/beads"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/workqueue"
 )
@@ -23,11 +28,41 @@ func (c *ReadyCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	tasks, s, err := q.Ready(e.ctx, workqueue.ReadyFilter{All: c.Label, Any: c.LabelAny}, c.Limit)
+	f := workqueue.ReadyFilter{All: c.Label, Any: c.LabelAny}
+	if !q.Native() {
+		beads, err := q.ReadyBeads(e.ctx, f, c.Limit)
+		if err != nil {
+			return err
+		}
+		return printBeads(e, beads)
+	}
+	tasks, s, err := q.Ready(e.ctx, f, c.Limit)
 	if err != nil {
 		return err
 	}
 	return printTasks(e, q, s, tasks)
+}
+
+// printBeads prints a bd/br source's ready work as ready prints tasks:
+// under --json each issue as the source printed it, aligned rows otherwise.
+func printBeads(e *env, issues []beads.Issue) error {
+	if e.JSON {
+		out := make([]json.RawMessage, 0, len(issues))
+		for _, b := range issues {
+			out = append(out, json.RawMessage(b.Raw))
+		}
+		return writeJSON(e.stdout, out)
+	}
+	if len(issues) == 0 {
+		fmt.Fprintln(e.stdout, "no tasks")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	for _, b := range issues {
+		fmt.Fprint(tw, row(text(b.ID), fmt.Sprintf("P%d", b.Priority), workqueue.StatusOpen, text(orDash(b.IssueType)), text(b.Title),
+			labelList(workqueue.NormLabels(b.Labels))))
+	}
+	return tw.Flush()
 }
 
 func validateLabelFlags(lists ...[]string) error {

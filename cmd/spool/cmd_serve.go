@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,6 +51,9 @@ func (c *ServeCmd) Run(e *env) error {
 		if token = strings.TrimSpace(string(b)); len(token) < 16 || strings.ContainsAny(token, " \t\r\n") {
 			return fault.New(CodeInvalidTokenFile, nil, "--token-file: the token must be one word of at least 16 characters", "path", c.TokenFile)
 		}
+		if fi, err := os.Stat(c.TokenFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			e.warn(fmt.Sprintf("--token-file %s can be read by other users (mode %#o): chmod 600 %s", c.TokenFile, fi.Mode().Perm(), c.TokenFile))
+		}
 	}
 	st, err := e.open()
 	if err != nil {
@@ -72,7 +76,7 @@ func (c *ServeCmd) Run(e *env) error {
 	wakes := watch.Wakes(ctx, st.Repo, st.Config.Duration("watch.poll"), e.warn)
 	fault.Go(func() { follow <- srv.Follow(ctx, wakes) })
 
-	base := "http://" + ln.Addr().String()
+	base := baseURL(ln.Addr())
 	url := base + "/login?code=" + login
 	if c.ReadOnly {
 		url = base + "/"
@@ -106,6 +110,20 @@ func (c *ServeCmd) Run(e *env) error {
 		return nil
 	}
 	return err
+}
+
+// baseURL is the board's URL for a listener: on every address (0.0.0.0,
+// ::), the machine's name rather than an address nobody can open.
+func baseURL(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return "http://" + a.String()
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port))
 }
 
 // openBrowser starts xdg-open on url; without one it says so.

@@ -25,7 +25,8 @@ func (c *StatsCmd) Run(e *env) error {
 		name string
 		n    int
 	}{{"total seen", st.TotalSeen}, {"completed", st.Completed}, {"failed", st.Failed}, {"in backoff", st.InBackoff},
-		{"abandoned", st.Abandoned}, {"blocked", st.Blocked}, {"working", st.Working}, {"currently ready", st.CurrentlyReady}} {
+		{"abandoned", st.Abandoned}, {"blocked", st.Blocked}, {"working", st.Working}, {"pending", st.Pending},
+		{"currently ready", st.CurrentlyReady}} {
 		fmt.Fprintf(tw, "%s\t%d\n", row.name, row.n)
 	}
 	return tw.Flush()

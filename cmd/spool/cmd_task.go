@@ -199,13 +199,39 @@ func printTasks(e *env, q *wqservice.Service, s *workqueue.State, tasks []*workq
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	for _, t := range tasks {
-		labels := ""
-		if len(t.Labels) > 0 {
-			labels = "[" + text(strings.Join(t.Labels, ",")) + "]"
-		}
-		fmt.Fprint(tw, row(text(t.ID), fmt.Sprintf("P%d", t.Priority), s.EffectiveStatus(t, q.Policy, q.Now), text(t.Type), text(t.Title), labels))
+		status := s.EffectiveStatus(t, q.Policy, q.Now)
+		fmt.Fprint(tw, row(text(t.ID), fmt.Sprintf("P%d", t.Priority), status, text(t.Type), text(t.Title), labelList(t.Labels),
+			taskNote(s, t, status)))
 	}
 	return tw.Flush()
+}
+
+// taskNote is what a row says beyond the task's fields: who holds a claimed
+// task, what an open one waits for (its open blockers, or a parent that waits).
+func taskNote(s *workqueue.State, t *workqueue.Task, status string) string {
+	switch status {
+	case workqueue.StatusInProgress:
+		if a := t.Detail().Assignee; a != "" {
+			return "by " + text(a)
+		}
+	case workqueue.StatusOpen:
+		blockers, parent := s.Waits(t)
+		switch {
+		case len(blockers) > 0:
+			return "waits for " + text(strings.Join(blockers, ", "))
+		case parent != "":
+			return "parent " + text(parent) + " waits"
+		}
+	}
+	return ""
+}
+
+// labelList is labels as a row shows them: [a,b], or "" for none.
+func labelList(labels []string) string {
+	if len(labels) == 0 {
+		return ""
+	}
+	return "[" + text(strings.Join(labels, ",")) + "]"
 }
 
 type TaskUpdateCmd struct {
@@ -220,6 +246,7 @@ type TaskUpdateCmd struct {
 	Status      *string  `help:"open, in_progress, deferred or closed."`
 	AddLabel    []string `sep:"none" placeholder:"LABEL" help:"Add a label (repeatable)."`
 	RemoveLabel []string `sep:"none" placeholder:"LABEL" help:"Remove a label (repeatable)."`
+	Parent      *string  `placeholder:"ID" complete:"task" help:"Move it under this parent (an epic, say); \"\" removes its parent."`
 }
 
 func (c *TaskUpdateCmd) Run(e *env) error {
@@ -229,7 +256,7 @@ func (c *TaskUpdateCmd) Run(e *env) error {
 	}
 	t, changed, err := q.Update(e.ctx, c.ID, workqueue.Update{Title: c.Title, Description: c.Description, Design: c.Design,
 		Acceptance: c.Acceptance, Notes: c.Notes, Assignee: c.Assignee, Priority: c.Priority, Status: c.Status,
-		AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel})
+		AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel, Parent: c.Parent})
 	if err != nil {
 		return err
 	}

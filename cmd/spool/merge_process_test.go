@@ -31,6 +31,7 @@ type procRepo struct {
 
 func newProcRepo(t *testing.T, bin string) *procRepo {
 	dir := t.TempDir()
+	t.Cleanup(func() { proctest.WaitDirFree(t, dir) }) // runs before TempDir's removal
 	r := &procRepo{t: t, bin: bin, root: filepath.Join(dir, "repo"), remote: filepath.Join(dir, "remote.git"), scratch: dir}
 	home := filepath.Join(dir, "home")
 	os.MkdirAll(home, 0o755)

@@ -42,6 +42,9 @@ func printEntry(e *env, h workqueue.EntryJSON, now time.Time) {
 	if len(h.SyncFailed) > 0 {
 		fmt.Fprintf(e.stdout, "  gave up: %s", text(strings.Join(h.SyncFailed, "; ")))
 	}
+	if len(h.PendingHooks) > 0 {
+		fmt.Fprintf(e.stdout, "  hook pending: %s", text(strings.Join(h.PendingHooks, ", ")))
+	}
 	fmt.Fprintln(e.stdout)
 }
 

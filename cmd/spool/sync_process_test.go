@@ -219,10 +219,15 @@ func TestSyncFourClones(t *testing.T) {
 }
 
 // The same clone on two machines (one restored from the other's copy)
-// appends to one writer file on both: sync unions them by event id.
-func TestSyncUnionsADivergedWriterFile(t *testing.T) {
+// appends to one writer file on both: the file forked, and neither copy is
+// unioned with the other. The copy that reached the remote first stays
+// there: the second machine keeps its own events in its local log, keeps
+// the remote's copy aside, and its syncs never put its copy over the
+// remote's (no turns taken); its verify, and its claims, say what to do:
+// doctor --repair gives it a writer of its own, and then nothing is lost.
+func TestSyncKeepsTheFirstOfAForkedWriterFile(t *testing.T) {
 	bin := spoolBinary(t)
-	_, clones, envs := syncClones(t, bin, 2)
+	r, clones, envs := syncClones(t, bin, 2)
 	jobSpool(t, bin, clones[0], envs[0], "task", "add", "before the copy")
 	jobSpool(t, bin, clones[0], envs[0], "sync")
 	jobSpool(t, bin, clones[1], envs[1], "sync")
@@ -233,14 +238,45 @@ func TestSyncUnionsADivergedWriterFile(t *testing.T) {
 	jobSpool(t, bin, clones[1], envs[1], "task", "add", "on machine two")
 	jobSpool(t, bin, clones[0], envs[0], "sync")
 	jobSpool(t, bin, clones[1], envs[1], "sync")
+	tip := r.Git(clones[0], "ls-remote", "origin", "spool-log")
+	jobSpool(t, bin, clones[1], envs[1], "sync")
 	jobSpool(t, bin, clones[0], envs[0], "sync")
-	want := []string{"before the copy", "on machine one", "on machine two"}
-	for i, dir := range clones {
-		if got := taskTitles(t, bin, dir, envs[i]); !slices.Equal(got, want) {
+	if now := r.Git(clones[0], "ls-remote", "origin", "spool-log"); now != tip {
+		t.Fatalf("the remote moved from %s to %s: the machines take turns", tip, now)
+	}
+	for i, want := range [][]string{{"before the copy", "on machine one"}, {"before the copy", "on machine two"}} {
+		if got := taskTitles(t, bin, clones[i], envs[i]); !slices.Equal(got, want) {
 			t.Errorf("clone %d: %q, want %q", i, got, want)
 		}
-		jobSpool(t, bin, dir, envs[i], "verify")
 	}
+	jobSpool(t, bin, clones[0], envs[0], "verify")
+	out, err := jobSpoolErr(bin, clones[1], envs[1], "verify")
+	if err == nil || !strings.Contains(out, w0+".jsonl:2: ") || !strings.Contains(out, "spool doctor --repair gives this clone a new writer id") {
+		t.Fatalf("verify on the second machine: %v\n%s", err, out)
+	}
+	out, err = jobSpoolErr(bin, clones[1], envs[1], "next")
+	if err == nil || !strings.Contains(out, "two machines write as this writer") || !strings.Contains(out, "spool doctor --repair") {
+		t.Fatalf("a claim on the second machine: %v\n%s", err, out)
+	}
+
+	// doctor --repair on the second machine: a writer of its own, its event
+	// written again as that writer's; then both machines have every task.
+	out = jobSpool(t, bin, clones[1], envs[1], "doctor", "--repair")
+	if !strings.Contains(out, "this clone now writes as writer") || !strings.Contains(out, "its 1 events after that line are written again") {
+		t.Fatalf("doctor --repair:\n%s", out)
+	}
+	if w1 := strings.TrimSpace(string(must(os.ReadFile(filepath.Join(clones[1], ".git", "spool", "writer"))))); w1 == w0 {
+		t.Fatal("the second machine kept its writer id")
+	}
+	syncAll(t, bin, clones, envs)
+	want := []string{"before the copy", "on machine one", "on machine two"}
+	for i := range clones {
+		if got := taskTitles(t, bin, clones[i], envs[i]); !slices.Equal(got, want) {
+			t.Errorf("clone %d after the repair: %q, want %q", i, got, want)
+		}
+	}
+	sameProjections(t, bin, clones, envs)
+	jobSpool(t, bin, clones[1], envs[1], "next")
 }
 
 func must[T any](v T, err error) T {

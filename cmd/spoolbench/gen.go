@@ -72,8 +72,9 @@ func generate(dir, writer string, n, k, m int, signer ssh.Signer) error {
 	w := bufio.NewWriterSize(f, 1<<20)
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	types := []string{"bench.created", "bench.updated", "bench.closed"}
+	prev := ""
 	for i := range n {
-		e := &eventlog.Event{V: eventlog.Version, Writer: writer, Seq: uint64(i + 1), LC: uint64(k + i*m),
+		e := &eventlog.Event{V: eventlog.Version, Writer: writer, Seq: uint64(i + 1), Prev: prev, LC: uint64(k + i*m),
 			At: start.Add(time.Duration(i) * time.Millisecond), Actor: "bench@example.com",
 			Type: types[i%len(types)], Subject: fmt.Sprintf("b-%d", i%10_000),
 			Data: []byte(fmt.Sprintf(`{"title":"synthetic event %d","priority":%d,"labels":["bench","load"]}`, i, i%5))}
@@ -82,6 +83,7 @@ func generate(dir, writer string, n, k, m int, signer ssh.Signer) error {
 			return err
 		}
 		e.ID = hex.EncodeToString(hash[:12])
+		prev = e.ID
 		if signer != nil {
 			blob, err := sign.Sign(signer, sign.NamespaceEvents, sign.EventMessage(hash))
 			if err != nil {

@@ -48,6 +48,8 @@ type Issue struct {
 	Labels      []string
 	CreatedAt   time.Time
 	ExternalRef string
+	Raw         string // the issue's JSON as bd/br printed it
+	Status      string // as bd shows it: open, in_progress, closed, …
 }
 
 // MaxPriority is beads' least urgent priority.
@@ -172,20 +174,33 @@ func (b Source) CreateEpic(ctx context.Context, title, description, ref string) 
 // FindByExternalRef returns the id of the issue whose external_ref is ref,
 // if there is one: `<bin> list --json --all --limit 0`.
 func (b Source) FindByExternalRef(ctx context.Context, ref string) (string, bool, error) {
+	i, found, err := b.find(ctx, func(i Issue) bool { return i.ExternalRef == ref })
+	return i.ID, found, err
+}
+
+// Status returns the status of the issue id, and whether there is one:
+// `<bin> list --json --all --limit 0`.
+func (b Source) Status(ctx context.Context, id string) (string, bool, error) {
+	i, found, err := b.find(ctx, func(i Issue) bool { return i.ID == id })
+	return i.Status, found, err
+}
+
+// find returns the first issue, closed ones included, that match takes.
+func (b Source) find(ctx context.Context, match func(Issue) bool) (Issue, bool, error) {
 	out, err := b.Run(ctx, "list", "--json", "--all", "--limit", "0")
 	if err != nil {
-		return "", false, err
+		return Issue{}, false, err
 	}
 	issues, err := ParseReady(out)
 	if err != nil {
-		return "", false, b.parseError("list --json", out, err)
+		return Issue{}, false, b.parseError("list --json", out, err)
 	}
 	for _, i := range issues {
-		if i.ExternalRef == ref {
-			return i.ID, true, nil
+		if match(i) {
+			return i, true, nil
 		}
 	}
-	return "", false, nil
+	return Issue{}, false, nil
 }
 
 // ReadyUnder reports whether any descendant of parent is ready:
@@ -269,7 +284,8 @@ func issueOf(v gjson.Result) (Issue, error) {
 		return Issue{}, errors.New("no string id")
 	}
 	c := Issue{ID: id.Str, Title: v.Get("title").String(), Description: v.Get("description").String(),
-		IssueType: v.Get("issue_type").String(), Priority: 2, ExternalRef: v.Get("external_ref").String()}
+		IssueType: v.Get("issue_type").String(), Priority: 2, ExternalRef: v.Get("external_ref").String(), Raw: v.Raw,
+		Status: v.Get("status").String()}
 	if p := v.Get("priority"); p.Exists() {
 		if p.Type != gjson.Number || p.Int() < 0 || p.Int() > MaxPriority {
 			return Issue{}, fmt.Errorf("%s: priority %s is not 0-4", c.ID, p.Raw)

@@ -3,6 +3,7 @@ package board
 import (
 	"cmp"
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -25,14 +26,26 @@ var (
 	CodeBodyTooLarge  = fault.Register(fault.Usage, "body_too_large")
 )
 
-// cookieName is the cookie that holds the token in the browser. Browsers
-// send a host's cookies to every port on it: the port in the name keeps two
-// boards on one machine from reading or overwriting each other's.
+// cookieName is the browser's read session. Browsers send a host's
+// cookies to every port on it, so any other server on 127.0.0.1 the
+// browser visits receives it: it never holds the token and never writes.
+// The page keeps the token in localStorage, which is per origin (scheme,
+// host and port), and sends it as a header with each write. The port in
+// the name keeps two boards on one machine apart.
 func cookieName(r *http.Request) string {
 	if _, port, err := net.SplitHostPort(r.Host); err == nil && port != "" {
-		return "spool_token_" + port
+		return "spool_read_" + port
 	}
-	return "spool_token"
+	return "spool_read"
+}
+
+// session is the read cookie's value for a token: a MAC of the token's
+// hash under a key only this server holds, so the cookie names the
+// token's actor without being the token, and nobody can make one.
+func (s *Server) session(tokenHash string) string {
+	m := hmac.New(sha256.New, s.secret)
+	m.Write([]byte("spool board read session\x00" + tokenHash))
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // NewToken is a random token: 32 bytes, hex.
@@ -51,16 +64,31 @@ func HashToken(token string) string {
 // actorKey carries the actor a token maps to through a request's context.
 type actorKey struct{}
 
-// presented is the token a request carries: a bearer header (scripts) or
-// the cookie set at login (the browser).
-func presented(r *http.Request) string {
+// bearer is the token a request carries in its Authorization header: a
+// script's, or the page's for a write.
+func bearer(r *http.Request) string {
 	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
 		return strings.TrimSpace(h[len("Bearer "):])
 	}
-	if c, err := r.Cookie(cookieName(r)); err == nil {
-		return c.Value
-	}
 	return ""
+}
+
+// reader says who a read comes from: the bearer token's actor, or the read
+// cookie's ("" for the serving process's own).
+func (s *Server) reader(r *http.Request) (actor string, ok bool) {
+	if actor, ok := s.check(bearer(r)); ok {
+		return actor, true
+	}
+	c, err := r.Cookie(cookieName(r))
+	if err != nil || c.Value == "" {
+		return "", false
+	}
+	for session, actor := range s.sessions {
+		if subtle.ConstantTimeCompare([]byte(c.Value), []byte(session)) == 1 {
+			return actor, true
+		}
+	}
+	return "", false
 }
 
 // check says whether token is valid and, for one of serve.tokens, the actor
@@ -79,7 +107,18 @@ func (s *Server) check(token string) (actor string, ok bool) {
 // authorize passes a request that carries a valid token on, with the
 // token's actor in its context.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	actor, ok := s.check(presented(r))
+	actor, ok := s.check(bearer(r))
+	if !ok {
+		s.fail(w, r, fault.New(CodeTokenRequired, nil,
+			"this needs the token: open the login URL spool serve printed, or send Authorization: Bearer TOKEN"))
+		return
+	}
+	next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, actor)))
+}
+
+// authorizeRead is authorize for a read: the read cookie will do.
+func (s *Server) authorizeRead(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	actor, ok := s.reader(r)
 	if !ok {
 		s.fail(w, r, fault.New(CodeTokenRequired, nil,
 			"this needs the token: open the login URL spool serve printed, or send Authorization: Bearer TOKEN"))
@@ -95,13 +134,13 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, next http.Han
 func (s *Server) read(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.opt.Private {
-			if actor, ok := s.check(presented(r)); ok {
+			if actor, ok := s.reader(r); ok {
 				r = r.WithContext(context.WithValue(r.Context(), actorKey{}, actor))
 			}
 			next.ServeHTTP(w, r)
 			return
 		}
-		s.authorize(w, r, next)
+		s.authorizeRead(w, r, next)
 	})
 }
 
@@ -137,7 +176,8 @@ func sameOrigin(r *http.Request) bool {
 }
 
 // handleLogin trades the one-time code printed at start (or a token) for
-// the cookie, then goes to the board.
+// the read cookie and a page whose script keeps the token in the origin's
+// localStorage, then goes to the board.
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	token := r.URL.Query().Get("token")
 	if code := r.URL.Query().Get("code"); code != "" {
@@ -153,9 +193,29 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("This login link was used already or is not valid.\nRestart spool serve for a new one, or use /login?token=TOKEN with a token of serve.tokens or --token-file.\n"))
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: token, Path: "/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: s.session(HashToken(token)), Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
-	http.Redirect(w, r, "/tasks", http.StatusSeeOther)
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	layout.ExecuteTemplate(w, "login", token)
+}
+
+// newSessions keys the read cookies: by the start's token, or a random key
+// when there is none. A cookie of an earlier start with another token is
+// worth nothing.
+func newSessions(s *Server) {
+	s.secret = []byte(s.opt.Token)
+	if len(s.secret) == 0 {
+		s.secret = make([]byte, 32)
+		rand.Read(s.secret)
+	}
+	s.sessions = map[string]string{}
+	for hash, actor := range s.opt.Actors {
+		s.sessions[s.session(hash)] = actor
+	}
+	if s.opt.Token != "" {
+		s.sessions[s.session(HashToken(s.opt.Token))] = ""
+	}
 }
 
 // canWrite is whether the pages should offer writes to this request.
@@ -163,6 +223,6 @@ func (s *Server) canWrite(r *http.Request) bool {
 	if s.opt.ReadOnly {
 		return false
 	}
-	_, ok := s.check(presented(r))
+	_, ok := s.reader(r)
 	return ok
 }

@@ -2,10 +2,12 @@ package board_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -73,14 +75,33 @@ func TestWriteNeedsAValidToken(t *testing.T) {
 
 	// The bearer token works, as the serving process's actor.
 	acceptedWrite(t, f, request{method: "POST", path: path, token: token}, alice)
-	// So does the cookie.
-	f.ensureBlocked(s.flaky)
-	acceptedWrite(t, f, request{method: "POST", path: path, header: map[string]string{"Cookie": "spool_token_7070=" + token}}, alice)
 	// A token of serve.tokens acts as its actor, not as the process.
 	f.ensureBlocked(s.flaky)
 	acceptedWrite(t, f, request{method: "POST", path: path, token: bobToken}, bob)
 	f.ensureBlocked(s.flaky)
-	acceptedWrite(t, f, request{method: "POST", path: path, header: map[string]string{"Cookie": "spool_token_7070=" + bossToken}}, boss)
+	acceptedWrite(t, f, request{method: "POST", path: path, token: bossToken}, boss)
+
+	// No cookie writes: browsers send a host's cookies to every port on it,
+	// so any other local server the browser visits has them. Not the read
+	// cookie, not its value as a token, not a cookie holding the token.
+	f.ensureBlocked(s.flaky)
+	read := readCookie(f, token)
+	refusedWrite(t, f, request{method: "POST", path: path, header: map[string]string{"Cookie": read}}, http.StatusUnauthorized, "token_required")
+	refusedWrite(t, f, request{method: "POST", path: path, token: read[strings.IndexByte(read, '=')+1:]}, http.StatusUnauthorized, "token_required")
+	for _, name := range []string{"spool_token_7070", "spool_read_7070", "spool_token"} {
+		refusedWrite(t, f, request{method: "POST", path: path, header: map[string]string{"Cookie": name + "=" + token}}, http.StatusUnauthorized, "token_required")
+	}
+}
+
+// readCookie logs in with tok and returns the read cookie it sets, as a
+// Cookie header's value.
+func readCookie(f *fixture, tok string) string {
+	f.t.Helper()
+	res := login(f, "token="+url.QueryEscape(tok))
+	if res.StatusCode != http.StatusOK || len(res.Cookies()) != 1 {
+		f.t.Fatalf("login?token=: %d %v", res.StatusCode, res.Cookies())
+	}
+	return res.Cookies()[0].Name + "=" + res.Cookies()[0].Value
 }
 
 // login does GET /login?query and returns the answer.
@@ -99,36 +120,44 @@ func TestLogin(t *testing.T) {
 	if res := login(f, "code=wrong"); res.StatusCode != http.StatusForbidden || len(res.Cookies()) != 0 {
 		t.Fatalf("wrong code: %d %v", res.StatusCode, res.Cookies())
 	}
+	// The right one gets the read cookie and a page that hands the token to
+	// the board's script, never stored on the way.
 	res := login(f, "code="+loginCode)
-	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/tasks" {
-		t.Fatalf("login: %d to %q", res.StatusCode, res.Header.Get("Location"))
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK || res.Header.Get("Cache-Control") != "no-store" ||
+		!strings.Contains(string(body), `<meta name="spool-token" content="`+token+`">`) {
+		t.Fatalf("login: %d %q\n%s", res.StatusCode, res.Header, body)
 	}
 	cs := res.Cookies()
 	if len(cs) != 1 {
 		t.Fatalf("login set %v", cs)
 	}
 	c := cs[0]
-	if c.Name != "spool_token_7070" || c.Value != token || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Secure {
+	if c.Name != "spool_read_7070" || strings.Contains(c.Value, token) || len(c.Value) != 64 || !c.HttpOnly ||
+		c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Secure {
 		t.Fatalf("login cookie %+v (Set-Cookie %q)", c, res.Header.Get("Set-Cookie"))
 	}
 	// The code works once.
 	if res := login(f, "code="+loginCode); res.StatusCode != http.StatusForbidden || len(res.Cookies()) != 0 {
 		t.Fatalf("second use of the code: %d %v", res.StatusCode, res.Cookies())
 	}
-	// The cookie it set is the token.
-	refusedWrite(t, f, unblockFlaky(f, s), http.StatusUnauthorized, "token_required")
-	r := request{method: http.MethodPost, path: "/api/tasks/" + s.flaky + "/unblock", header: map[string]string{"Cookie": c.String()}}
-	acceptedWrite(t, f, r, alice)
+	// The cookie lets the pages offer writes; the writes need the token.
+	if r := f.do(request{path: "/tasks", header: map[string]string{"Cookie": c.String()}}); !strings.Contains(r.body, "data-api=") {
+		t.Fatal("the read cookie's pages offer no writes")
+	}
+	r := unblockFlaky(f, s)
+	r.header = map[string]string{"Cookie": c.String()}
+	refusedWrite(t, f, r, http.StatusUnauthorized, "token_required")
 
-	// /login?token= takes the start's token or one of serve.tokens.
-	for tok, actor := range map[string]string{token: alice, bobToken: bob} {
-		res := login(f, "token="+url.QueryEscape(tok))
-		if res.StatusCode != http.StatusSeeOther || len(res.Cookies()) != 1 || res.Cookies()[0].Value != tok {
-			t.Fatalf("login?token=%s: %d %v", tok, res.StatusCode, res.Cookies())
+	// /login?token= takes the start's token or one of serve.tokens; each
+	// token's cookie is its own.
+	seen := map[string]bool{}
+	for _, tok := range []string{token, bobToken, bossToken} {
+		c := readCookie(f, tok)
+		if seen[c] || readCookie(f, tok) != c {
+			t.Fatalf("read cookie of %s: %s, not one per token", tok, c)
 		}
-		r := unblockFlaky(f, s)
-		r.header = map[string]string{"Cookie": res.Cookies()[0].String()}
-		acceptedWrite(t, f, r, actor)
+		seen[c] = true
 	}
 	for _, q := range []string{"token=wrong", "token=", "", "code=" + token, "token=" + board.HashToken(bobToken)} {
 		if res := login(f, q); res.StatusCode != http.StatusForbidden || len(res.Cookies()) != 0 {
@@ -137,8 +166,20 @@ func TestLogin(t *testing.T) {
 	}
 }
 
+// A read cookie made by anyone but this server (of a token's hash, which
+// serve.tokens publishes, or of another start's key) is worth nothing.
+func TestReadCookieCannotBeMade(t *testing.T) {
+	f := newFixture(t, func(o *board.Options) { o.Private = true })
+	other := newFixture(t, func(o *board.Options) { o.Private = true; o.Token = "another-start" })
+	for _, v := range []string{board.HashToken(bobToken), board.HashToken(token), readCookie(other, bobToken)} {
+		v = v[strings.IndexByte(v, '=')+1:]
+		wantError(t, f.do(request{path: "/tasks", header: map[string]string{"Cookie": "spool_read_7070=" + v}}), http.StatusUnauthorized, "token_required")
+	}
+	wantStatus(t, f.do(request{path: "/tasks", header: map[string]string{"Cookie": readCookie(f, bobToken)}}), http.StatusOK)
+}
+
 // The browser's way in, over a real connection: the login URL, the cookie
-// jar, then a write from the board's own page.
+// jar, the token from the login page, then a write from the board's page.
 func TestLoginInABrowser(t *testing.T) {
 	f := newFixture(t)
 	s := f.seed()
@@ -151,16 +192,21 @@ func TestLoginInABrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	page, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if res.StatusCode != http.StatusOK || res.Request.URL.Path != "/tasks" {
-		t.Fatalf("login ended at %s with %d", res.Request.URL, res.StatusCode)
+	m := regexp.MustCompile(`<meta name="spool-token" content="([^"]+)">`).FindSubmatch(page)
+	if res.StatusCode != http.StatusOK || m == nil {
+		t.Fatalf("login: %d\n%s", res.StatusCode, page)
 	}
-	post := func(origin string) *http.Response {
+	post := func(origin, bearer string) *http.Response {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/tasks/"+s.flaky+"/unblock", strings.NewReader("reset_attempts=on"))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("Origin", origin)
 		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
 		res, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -168,11 +214,14 @@ func TestLoginInABrowser(t *testing.T) {
 		res.Body.Close()
 		return res
 	}
-	if res := post("http://evil.example"); res.StatusCode != http.StatusForbidden {
+	if res := post("http://evil.example", string(m[1])); res.StatusCode != http.StatusForbidden {
 		t.Fatalf("a write from another site: %d", res.StatusCode)
 	}
+	if res := post(ts.URL, ""); res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a write with the cookies alone: %d", res.StatusCode)
+	}
 	var res2 *http.Response
-	evs := f.appended(func() { res2 = post(ts.URL) })
+	evs := f.appended(func() { res2 = post(ts.URL, string(m[1])) })
 	if res2.StatusCode != http.StatusOK || len(evs) != 1 || evs[0].Type != workqueue.TypeUnblocked || evs[0].Actor != alice {
 		t.Fatalf("a write from the board: %d, %v", res2.StatusCode, evs)
 	}
@@ -255,7 +304,7 @@ func TestPagesOfferWritesWithTheToken(t *testing.T) {
 		if !strings.Contains(r.body, "view only") {
 			t.Fatalf("%s without a token is not marked view only", path)
 		}
-		r = f.do(request{path: path, header: map[string]string{"Cookie": "spool_token_7070=" + token}})
+		r = f.do(request{path: path, header: map[string]string{"Cookie": readCookie(f, token)}})
 		if !strings.Contains(r.body, "data-api=") {
 			t.Fatalf("%s with the token offers no writes:\n%s", path, r.body)
 		}
@@ -284,10 +333,10 @@ func TestPrivateReadsNeedTheToken(t *testing.T) {
 	}
 	for _, path := range paths[:len(paths)-1] { // not the stream: it does not end
 		wantStatus(t, f.do(request{path: path, token: token}), http.StatusOK)
-		wantStatus(t, f.do(request{path: path, header: map[string]string{"Cookie": "spool_token_7070=" + bobToken}}), http.StatusOK)
+		wantStatus(t, f.do(request{path: path, header: map[string]string{"Cookie": readCookie(f, bobToken)}}), http.StatusOK)
 	}
 	// The login URL itself needs no token.
-	if res := login(f, "code="+loginCode); res.StatusCode != http.StatusSeeOther {
+	if res := login(f, "code="+loginCode); res.StatusCode != http.StatusOK {
 		t.Fatalf("login in private mode: %d", res.StatusCode)
 	}
 	refusedWrite(t, f, unblockFlaky(f, s), http.StatusUnauthorized, "token_required")

@@ -6,10 +6,13 @@
 package board
 
 import (
+	"bytes"
 	"embed"
+	"io/fs"
 	"net"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/store"
@@ -49,6 +52,9 @@ type Server struct {
 	mu    sync.Mutex
 	login string // the one-time code, "" once used
 
+	secret   []byte            // the read cookies' key
+	sessions map[string]string // read cookie → the actor of its token
+
 	closing   chan struct{} // closed by Close: the event streams end
 	closeOnce sync.Once
 }
@@ -56,6 +62,7 @@ type Server struct {
 // New makes a server; Follow must run for pages to update live.
 func New(opt Options) *Server {
 	s := &Server{opt: opt, timeouts: opt.Timeouts.withDefaults(), mux: http.NewServeMux(), hub: newHub(), login: opt.Login, closing: make(chan struct{})}
+	newSessions(s)
 	s.routes()
 	return s
 }
@@ -77,7 +84,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) routes() {
 	m := s.mux
-	m.Handle("GET /assets/", http.FileServerFS(files))
+	m.HandleFunc("GET /assets/{name}", serveAsset)
 	m.HandleFunc("GET /login", s.handleLogin)
 	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/tasks", http.StatusFound) })
 
@@ -114,4 +121,31 @@ func Loopback(hostport string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// assets are the files under assets/, by name.
+var assets = func() map[string][]byte {
+	m := map[string][]byte{}
+	entries, _ := fs.ReadDir(files, "assets")
+	for _, e := range entries {
+		b, err := fs.ReadFile(files, "assets/"+e.Name())
+		if err != nil {
+			panic(err) // embedded at build time
+		}
+		m[e.Name()] = b
+	}
+	return m
+}()
+
+// serveAsset serves one of assets by its exact name, and nothing else: no
+// directory listing, no path that walks out of assets/ however it is
+// spelled (the templates stay unseen).
+func serveAsset(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	b, ok := assets[name]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(b))
 }

@@ -3,6 +3,8 @@ package board
 import (
 	"fmt"
 	"html/template"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,15 +34,17 @@ func bars(bs []Bar, unit string) template.HTML {
 	for _, x := range bs {
 		top = max(top, x.Value)
 	}
-	axes(&b, top, unit)
 	if len(bs) == 0 || top == 0 {
+		axes(&b, padL, 0, unit)
 		fmt.Fprintf(&b, `<text x="%d" y="%d" class="empty">no data</text></svg>`, chartW/2, chartH/2)
 		return template.HTML(b.String())
 	}
-	w := float64(chartW-padL) / float64(len(bs))
+	top = niceCeil(top)
+	left := axes(&b, padL, top, unit)
+	w := float64(chartW-left) / float64(len(bs))
 	for i, x := range bs {
 		h := x.Value / top * float64(chartH-padB-10)
-		xpos := float64(padL) + float64(i)*w
+		xpos := float64(left) + float64(i)*w
 		fmt.Fprintf(&b, `<rect class="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s</title></rect>`,
 			esc(x.Class), xpos+1, float64(chartH-padB)-h, max(w-2, 1), h, esc(x.Title))
 		if len(bs) <= 24 {
@@ -59,10 +63,11 @@ func chart(at []time.Time, vals []float64, since, until time.Time) template.HTML
 	for _, v := range vals {
 		top = max(top, v)
 	}
-	axes(&b, top, "")
+	top = niceCeil(top)
+	left := axes(&b, padL, top, "")
 	span := until.Sub(since).Seconds()
 	x := func(t time.Time) float64 {
-		return float64(padL) + max(0, min(1, t.Sub(since).Seconds()/span))*float64(chartW-padL)
+		return float64(left) + max(0, min(1, t.Sub(since).Seconds()/span))*float64(chartW-left)
 	}
 	y := func(v float64) float64 { return float64(chartH-padB) - v/top*float64(chartH-padB-10) }
 	var pts []string
@@ -75,11 +80,11 @@ func chart(at []time.Time, vals []float64, since, until time.Time) template.HTML
 		pts = append(pts, fmt.Sprintf("%.1f,%.1f %.1f,%.1f", x(t), y(last), x(t), y(vals[i])))
 		last = vals[i]
 	}
-	pts = append([]string{fmt.Sprintf("%d,%.1f", padL, y(firstBefore(at, vals, since)))}, pts...)
+	pts = append([]string{fmt.Sprintf("%d,%.1f", left, y(firstBefore(at, vals, since)))}, pts...)
 	pts = append(pts, fmt.Sprintf("%d,%.1f", chartW, y(last)))
 	fmt.Fprintf(&b, `<polyline class="line" points="%s"/>`, strings.Join(pts, " "))
 	fmt.Fprintf(&b, `<text x="%d" y="%d" class="label">%s</text><text x="%d" y="%d" class="label end">%s</text></svg>`,
-		padL, chartH-8, esc(since.Local().Format("01-02 15:04")), chartW-2, chartH-8, esc(until.Local().Format("01-02 15:04")))
+		left, chartH-8, esc(since.Local().Format("01-02 15:04")), chartW-2, chartH-8, esc(until.Local().Format("01-02 15:04")))
 	return template.HTML(b.String())
 }
 
@@ -95,11 +100,42 @@ func firstBefore(at []time.Time, vals []float64, since time.Time) float64 {
 	return v
 }
 
-func axes(b *strings.Builder, top float64, unit string) {
-	fmt.Fprintf(b, `<line class="axis" x1="%d" y1="%d" x2="%d" y2="%d"/>`, padL, chartH-padB, chartW, chartH-padB)
-	fmt.Fprintf(b, `<line class="axis" x1="%d" y1="10" x2="%d" y2="%d"/>`, padL, padL, chartH-padB)
-	fmt.Fprintf(b, `<text x="%d" y="16" class="label end">%s</text>`, padL-4, esc(fmt.Sprintf("%.4g%s", top, unit)))
+// axes draws the axes with the y axis labelled at top and half of it, and
+// returns where the plot starts: far enough right for the labels to fit
+// (at 10 px, a character is at most about 6.5 px wide).
+func axes(b *strings.Builder, minLeft int, top float64, unit string) (left int) {
+	labels := []string{axisNumber(top) + unit, axisNumber(top/2) + unit}
+	left = minLeft
+	for _, l := range labels {
+		left = max(left, len(l)*13/2+8)
+	}
+	fmt.Fprintf(b, `<line class="axis" x1="%d" y1="%d" x2="%d" y2="%d"/>`, left, chartH-padB, chartW, chartH-padB)
+	fmt.Fprintf(b, `<line class="axis" x1="%d" y1="10" x2="%d" y2="%d"/>`, left, left, chartH-padB)
+	if top > 0 {
+		mid := float64(chartH-padB) - float64(chartH-padB-10)/2
+		fmt.Fprintf(b, `<text x="%d" y="14" class="label end">%s</text>`, left-4, esc(labels[0]))
+		fmt.Fprintf(b, `<text x="%d" y="%.0f" class="label end">%s</text>`, left-4, mid+4, esc(labels[1]))
+	}
+	return left
 }
+
+// niceCeil is the least of 1, 2, 2.5, 5 times a power of ten that is at
+// least v: an axis top whose label is short and whose half is round too.
+func niceCeil(v float64) float64 {
+	if v <= 0 {
+		return 0
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*p >= v*(1-1e-12) {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+// axisNumber formats an axis value without noise: 300, 2.5, 0.05.
+func axisNumber(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 func depthChart(pts []jobs.DepthPoint, since, until time.Time) template.HTML {
 	at := make([]time.Time, len(pts))
@@ -110,14 +146,22 @@ func depthChart(pts []jobs.DepthPoint, since, until time.Time) template.HTML {
 	return chart(at, vals, since, until)
 }
 
+// waitChart shows average waits in minutes, or in hours when the longest
+// is two hours or more.
 func waitChart(ws []jobs.TierWait) template.HTML {
+	unit, per := " min", time.Minute
+	for _, w := range ws {
+		if time.Duration(w.Average) >= 2*time.Hour {
+			unit, per = " h", time.Hour
+		}
+	}
 	var bs []Bar
 	for _, w := range ws {
 		avg := time.Duration(w.Average)
-		bs = append(bs, Bar{Label: string(w.Tier), Value: avg.Minutes(), Class: "tier-" + string(w.Tier),
+		bs = append(bs, Bar{Label: string(w.Tier), Value: float64(avg) / float64(per), Class: "tier-" + string(w.Tier),
 			Title: fmt.Sprintf("%s: %d jobs, average wait %s", w.Tier, w.Jobs, avg.Round(time.Second))})
 	}
-	return bars(bs, " min")
+	return bars(bs, unit)
 }
 
 func hoursChart(hs []jobs.HourUse) template.HTML {

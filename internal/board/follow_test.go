@@ -200,8 +200,8 @@ func TestEvents(t *testing.T) {
 	}
 }
 
-// In private mode the stream needs the token, which a browser's
-// EventSource sends as the cookie.
+// In private mode the stream needs the token, or the read cookie that a
+// browser's EventSource sends.
 func TestEventsPrivate(t *testing.T) {
 	f := newFixture(t, func(o *board.Options) { o.Private = true })
 	f.follow()()
@@ -216,7 +216,8 @@ func TestEventsPrivate(t *testing.T) {
 		t.Fatalf("/api/events without the token: %d", res.StatusCode)
 	}
 	port := ts.URL[strings.LastIndex(ts.URL, ":")+1:]
-	st, res := openStream(t, ts, map[string]string{"Cookie": "spool_token_" + port + "=" + token})
+	read := readCookie(f, token) // the fixture's Host is 127.0.0.1:7070
+	st, res := openStream(t, ts, map[string]string{"Cookie": "spool_read_" + port + read[strings.IndexByte(read, '='):]})
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("/api/events with the token: %d", res.StatusCode)
 	}

@@ -3,7 +3,9 @@ package board_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -163,7 +165,7 @@ func TestPageErrors(t *testing.T) {
 func TestTasksView(t *testing.T) {
 	f := newFixture(t)
 	k := f.kanbanSeed()
-	withToken := request{path: "/tasks", header: map[string]string{"Cookie": "spool_token_7070=" + token}}
+	withToken := request{path: "/tasks", header: map[string]string{"Cookie": readCookie(f, token)}}
 	r := f.do(withToken)
 	wantPage(t, r, http.StatusOK)
 
@@ -369,5 +371,31 @@ func TestOrchestratorPausedLine(t *testing.T) {
 	write(eventlog.Draft{Type: orchestrator.TypeResumed, Subject: orchestrator.Worker, Data: orchestrator.ResumedData{Reason: "by hand"}})
 	if page := f.get("/orchestrator"); strings.Contains(page.body, `id="paused"`) {
 		t.Fatalf("a paused line after resume:\n%s", page.body)
+	}
+}
+
+// Only the asset files are served, however a path is spelled: no directory
+// listing, nothing outside assets/ (the templates' source).
+func TestOnlyAssetFilesAreServed(t *testing.T) {
+	f := newFixture(t)
+	ts := httptest.NewServer(f.srv)
+	defer ts.Close()
+	for _, path := range []string{"/assets/", "/assets/%2e%2e/templates/layout.html", "/assets/../templates/layout.html",
+		"/assets/..%2ftemplates%2flayout.html", "/assets/%2e%2e%2ftemplates%2flayout.html", "/assets/./", "/assets//",
+		"/templates/layout.html", "/assets/templates/layout.html"} {
+		res, err := ts.Client().Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode == http.StatusOK || strings.Contains(string(body), "{{define") || strings.Contains(string(body), "app.js") {
+			t.Errorf("%s: %d\n%.200s", path, res.StatusCode, body)
+		}
+	}
+	for _, path := range []string{"/assets/app.js", "/assets/style.css"} {
+		if res, err := ts.Client().Get(ts.URL + path); err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %v %v", path, res.StatusCode, err)
+		}
 	}
 }

@@ -92,6 +92,8 @@ func init() {
 		Key{Name: "admins", Kind: Strings, Default: []string{}, Check: CheckActors,
 			Help: "actors who may act on anyone's work: merge entries and workspaces, a task another holds (task close --force)"},
 		Key{Name: "hooks.verify_on_push", Kind: Bool, Default: false, Help: "pre-push refuses a push when spool verify fails (off: a log problem never stops a push of code; CI runs spool verify)"},
+		Key{Name: "hooks.timeout", Kind: Duration, Default: 30 * time.Second, Min: Min(1), Max: Max(600),
+			Help: "how long a git hook's own pass may take (recovery, PRD sync and promotion, the pre-push sync); one line says what was cut short"},
 	)
 }
 

@@ -3,13 +3,16 @@ package fleet
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/durable"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/store"
@@ -101,9 +104,17 @@ func (c *Claims) Prepare(ctx context.Context, sess *eventlog.Session) (func(writ
 	if err != nil {
 		return c.offline(err)
 	}
-	snaps, _, err := integrateIn(ctx, c.st, sess, c.o, remote, tip, c.cache)
+	snaps, _, err := integrateIn(ctx, c.st, sess, c.o, remote, c.cache)
 	if err != nil {
 		return nil, err
+	}
+	for _, s := range snaps {
+		if s.forked && s.name == sess.Writer()+eventlog.Ext {
+			// Pushing the claim would put this clone's file over the copy
+			// another machine writing as this writer pushed first.
+			return nil, fmt.Errorf("%w: %s/%s holds this clone's file (writer %s) as another machine wrote it: two machines write as this writer, "+
+				"and a claim cannot be shared until this clone takes a new writer id (spool doctor --repair)", eventlog.ErrForked, c.o.Remote, c.o.Branch, sess.Writer())
+		}
 	}
 	parents, err := parentsOf(ctx, c.st, c.o, tip)
 	if err != nil {
@@ -119,11 +130,19 @@ func (c *Claims) Prepare(ctx context.Context, sess *eventlog.Session) (func(writ
 		if err != nil {
 			return err
 		}
+		own := snaps[len(snaps)-1]
+		p := pendingClaim{Remote: c.o.Remote, Branch: c.o.Branch, File: own.name, Size: int64(len(own.content) - len(lines)), Lines: string(lines)}
+		if err := c.savePending(p); err != nil {
+			return err
+		}
 		var commit string
 		err = c.network(ctx, deadline, "push", func(ctx context.Context) (err error) {
 			commit, err = push(ctx, dir, c.o, tree, parents, fmt.Sprintf("spool claim: %d events by %s", bytes.Count(lines, []byte{'\n'}), writer))
 			return err
 		})
+		if f, ok := fault.As(err); errors.Is(err, store.ErrRemoteMoved) || ok && f.Has(CodeRemoteUnreachable) && !pushTimedOut(err) {
+			c.clearPending() // refused, or never reached: the lines are not on the remote
+		}
 		if err != nil {
 			if _, err := c.offline(err); err == nil {
 				return nil // claimed locally, with a warning
@@ -139,6 +158,12 @@ func (c *Claims) Prepare(ctx context.Context, sess *eventlog.Session) (func(writ
 		return nil
 	}, nil
 }
+
+// errTimedOut is a claim's fetch or push cut off at its deadline: a push
+// may have reached the remote all the same.
+var errTimedOut = errors.New("the claim's deadline passed")
+
+func pushTimedOut(err error) bool { return errors.Is(err, errTimedOut) }
 
 // Timeout is how long a claim may wait on the remote, its fetch and its
 // push together: half of lock.timeout, since it holds the log's lock
@@ -161,7 +186,87 @@ func (c *Claims) network(ctx context.Context, deadline time.Time, what string, f
 	if what == "push" {
 		msg += fmt.Sprintf(" (if %s took the push after all, the next sync brings the claim in and its lease runs out unused)", c.o.Remote)
 	}
-	return fault.New(CodeRemoteUnreachable, err, msg, "remote", c.o.Remote, "timeout", timeout.String())
+	return fault.New(CodeRemoteUnreachable, errors.Join(errTimedOut, err), msg, "remote", c.o.Remote, "timeout", timeout.String())
+}
+
+// A claim's lines reach the remote before the local file. Killed in
+// between, spool would not know whether the remote took them, and an
+// append here before it learns would fork this clone's file (two lines
+// after one). So the lines are recorded before the push, and the next
+// write (Settle) finds them in the local file, or asks the remote and
+// brings them in (or learns they never landed), before anything is
+// appended.
+type pendingClaim struct {
+	Remote string `json:"remote"`
+	Branch string `json:"branch"`
+	File   string `json:"file"`  // this clone's writer file
+	Size   int64  `json:"size"`  // its length before the lines
+	Lines  string `json:"lines"` // what the claim appends
+}
+
+func (c *Claims) pendingPath() string {
+	return filepath.Join(c.st.Repo.PrivateDir(), "claim-pending.json")
+}
+
+func (c *Claims) savePending(p pendingClaim) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return durable.WriteFile(c.pendingPath(), b, 0o644)
+}
+
+func (c *Claims) clearPending() { os.Remove(c.pendingPath()) }
+
+// Settle runs under the log's lock before a write appends: a claim killed
+// while its lines were pushed (see pendingClaim) is settled first. The
+// local file holding the lines settles it; else the remote is asked, and
+// its copy brought in when it took them. A remote that cannot be reached
+// leaves it unsettled, and the write refused: appending could fork this
+// clone's file.
+func (c *Claims) Settle(ctx context.Context, sess *eventlog.Session) error {
+	b, err := os.ReadFile(c.pendingPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	var p pendingClaim
+	if err != nil || json.Unmarshal(b, &p) != nil {
+		c.clearPending() // unreadable: written whole or not at all, so never a real one
+		return nil
+	}
+	path := filepath.Join(c.st.Log.Dir(), p.File)
+	local, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if int64(len(local)) != p.Size {
+		// The lines are there (the claim finished), or the file moved on
+		// some other way: nothing to wait for.
+		c.clearPending()
+		return nil
+	}
+	o := Options{Remote: p.Remote, Branch: p.Branch}
+	_, remote, err := fetch(ctx, c.st, o)
+	if f, ok := fault.As(err); ok && f.Has(CodeRemoteUnreachable) {
+		return fault.New(CodeRemoteUnreachable, err, fmt.Sprintf("a claim was being pushed to %s/%s when spool stopped, and whether the remote took it "+
+			"is unknown until it answers: nothing is appended until then (%s)", p.Remote, p.Branch, f.Message), "remote", p.Remote)
+	}
+	if err != nil {
+		return err
+	}
+	if blob, ok := remote[p.File]; ok {
+		theirs, err := git.ReadBlob(ctx, c.st.Repo.Root, blob.Hash)
+		if err != nil {
+			return err
+		}
+		if bytes.HasPrefix(eventlog.Whole(theirs), append(local, p.Lines...)) {
+			if _, err := sess.Receive(p.File, theirs, p.Remote+"/"+p.Branch); err != nil {
+				return err
+			}
+		}
+	}
+	c.clearPending()
+	return nil
 }
 
 // offline is a claim's answer to err: local, with a warning, when the

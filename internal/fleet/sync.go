@@ -119,7 +119,7 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 		if err != nil {
 			return res, err
 		}
-		snaps, received, err := integrate(ctx, st, o, remote, tip, cache)
+		snaps, received, err := integrate(ctx, st, o, remote, cache)
 		res.Received += received
 		if err != nil {
 			return res, err
@@ -168,7 +168,7 @@ func commitLocal(ctx context.Context, st *store.Store, o Options, c *cache) (Res
 			return res, err
 		}
 	}
-	snaps, received, err := integrate(ctx, st, o, files, "", c)
+	snaps, received, err := integrate(ctx, st, o, files, c)
 	res.Received = received
 	if err != nil {
 		return res, err
@@ -400,24 +400,29 @@ type snapshot struct {
 	content []byte
 	hash    string // the blob's id when known (unchanged since the cache)
 	lines   int
+	kept    bool // the remote's copy, kept rather than the local file (keepRemote)
+	forked  bool // and neither is a prefix of the other
 }
 
 // integrate brings the remote's writer files into the local log under the
 // log's lock (eventlog's Receive: checked, appended or unioned, a bad one
-// quarantined), then reads every local file as it will be pushed.
-func integrate(ctx context.Context, st *store.Store, o Options, remote map[string]git.Blob, tip string, c *cache) ([]snapshot, int, error) {
+// quarantined), then reads every local file as it will be pushed, or, where
+// the remote's copy must stay, names that copy instead (see keepRemote).
+func integrate(ctx context.Context, st *store.Store, o Options, remote map[string]git.Blob, c *cache) ([]snapshot, int, error) {
 	sess, err := st.Log.Begin(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer sess.Close()
-	return integrateIn(ctx, st, sess, o, remote, tip, c)
+	return integrateIn(ctx, st, sess, o, remote, c)
 }
 
 // integrateIn is integrate for a caller holding the session.
-func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o Options, remote map[string]git.Blob, tip string, c *cache) ([]snapshot, int, error) {
+func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o Options, remote map[string]git.Blob, c *cache) ([]snapshot, int, error) {
 	dir := st.Log.Dir()
 	received := 0
+	keep := map[string]eventlog.Received{} // the remote's copy stays on the branch
+	var had map[string]git.Blob            // the local branch's files, read once if needed
 	for _, name := range slices.Sorted(maps.Keys(remote)) {
 		blob := remote[name]
 		path := filepath.Join(dir, name)
@@ -437,6 +442,26 @@ func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o
 		if res.Quarantined == "" && fileSize(path) == int64(len(eventlog.Whole(theirs))) {
 			c.remember(path, blob.Hash, c.lines[blob.Hash])
 		}
+		if res.Quarantined != "" {
+			own := name == sess.Writer()+eventlog.Ext
+			if had == nil && res.Forked && own {
+				// What this clone last pushed, or took whole from the remote:
+				// the branch as it last knew it good.
+				had = map[string]git.Blob{}
+				if local, ok := git.ReadRef(ctx, st.Repo, LocalRef(o)); ok {
+					if had, err = git.TreeFiles(ctx, st.Repo.Root, local, eventsDir); err != nil {
+						return nil, received, err
+					}
+				}
+			}
+			ok, err := keepRemote(ctx, st, res, own, path, theirs, had[name])
+			if err != nil {
+				return nil, received, err
+			}
+			if ok {
+				keep[name] = res
+			}
+		}
 	}
 	files, err := st.Log.Files()
 	if err != nil {
@@ -445,6 +470,11 @@ func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o
 	snaps := make([]snapshot, 0, len(files))
 	for _, path := range files {
 		s := snapshot{dir: dir, name: filepath.Base(path)}
+		if k, ok := keep[s.name]; ok {
+			s.hash, s.lines, s.kept, s.forked = remote[s.name].Hash, c.lines[remote[s.name].Hash], true, k.Forked
+			snaps = append(snaps, s)
+			continue
+		}
 		if b, ok := c.unchanged(path); ok {
 			s.hash, s.lines = b.Hash, b.Lines
 			snaps = append(snaps, s)
@@ -459,6 +489,39 @@ func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o
 		snaps = append(snaps, s)
 	}
 	return snaps, received, nil
+}
+
+// keepRemote decides, for a copy of a writer file that Receive refused,
+// whether the branch keeps that copy rather than the local file: a writer
+// file on the branch only grows, so a sync never pushes a file that lacks
+// a line the remote's copy has, unless the file is this clone's own and
+// the copy lost or changed a line the branch had before (had: the file as
+// this clone last pushed it, or took it whole, on its local branch) that
+// the local file still has: then the sync puts the history back. A writer
+// is the one authority on its file: another clone that holds the original
+// keeps it in its log, and verify there says the branch lost a line, but
+// it does not push it back, or a clone that took the rewrite first would
+// push that back in turn. And two machines writing as one writer (a copied
+// clone) do not take turns overwriting each other: the copy that reached
+// the remote first stays, and the other's own events wait in its local
+// file (spool doctor --repair gives that clone a new writer id).
+func keepRemote(ctx context.Context, st *store.Store, res eventlog.Received, own bool, path string, theirs []byte, had git.Blob) (bool, error) {
+	if !res.Forked || !own || had.Hash == "" {
+		return true, nil // the local file is a prefix of the copy, or not this clone's to restore, or nothing says the copy lost a line
+	}
+	before, err := git.ReadBlob(ctx, st.Repo.Root, had.Hash)
+	if err != nil {
+		return true, err
+	}
+	before = eventlog.Whole(before)
+	if bytes.HasPrefix(eventlog.Whole(theirs), before) {
+		return true, nil // the remote lost nothing: another machine appended as this writer
+	}
+	local, err := os.ReadFile(path)
+	if err != nil {
+		return true, err
+	}
+	return !bytes.HasPrefix(local, before), nil
 }
 
 // writeTree stores the snapshots as the sync branch's tree and counts the

@@ -3,8 +3,10 @@ package git
 import (
 	"bytes"
 	"context"
+	"crypto/sha1"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"path"
 	"strings"
@@ -318,6 +320,66 @@ func (h *History) MergeBases(a, b string) ([]string, error) {
 		out[i] = c.Hash.String()
 	}
 	return out, nil
+}
+
+// Shallow says whether commit's parents are missing from this clone.
+func (h *History) Shallow(commit string) bool { return h.shallow[plumbing.NewHash(commit)] }
+
+// TreeDir is the tree of dir at commit ("" for the root): the ids of its
+// files by name, with the tree's own id ("" and no files when there is no
+// such directory). Reading a tree reads no blob.
+func (h *History) TreeDir(commit, dir string) (string, map[string]string, error) {
+	c, err := h.getCommit(commit)
+	if err != nil {
+		return "", nil, err
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		return "", nil, fmt.Errorf("tree of %s: %w", commit, err)
+	}
+	if dir != "" {
+		if tree, err = subtree(h.s, tree, dir); err != nil || tree == nil {
+			return "", map[string]string{}, err
+		}
+	}
+	files := make(map[string]string, len(tree.Entries))
+	for _, e := range tree.Entries {
+		if e.Mode.IsFile() {
+			files[e.Name] = e.Hash.String()
+		}
+	}
+	return tree.Hash.String(), files, nil
+}
+
+// BlobSize is a blob's size, read from its header: the blob is not
+// inflated.
+func (h *History) BlobSize(id string) (int64, error) {
+	n, err := h.s.EncodedObjectSize(plumbing.NewHash(id))
+	if err != nil {
+		return 0, fmt.Errorf("blob %s: %w", id, err)
+	}
+	return n, nil
+}
+
+// Parents are a commit's parents.
+func (h *History) Parents(commit string) ([]string, error) {
+	c, err := h.getCommit(commit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(c.ParentHashes))
+	for i, p := range c.ParentHashes {
+		out[i] = p.String()
+	}
+	return out, nil
+}
+
+// NewBlobHasher hashes a blob of size bytes as git names it: write the
+// content, and the sum in hex is its id.
+func NewBlobHasher(size int64) hash.Hash {
+	h := sha1.New()
+	fmt.Fprintf(h, "blob %d\x00", size)
+	return h
 }
 
 // BlobID is the id git gives a blob of this content.

@@ -87,7 +87,7 @@ func (c *clone) Command(r *rand.Rand, now time.Time) (string, []eventlog.Draft, 
 		}
 		return actor, prdqueue.Reconcile(c.s, prd, c.facts(r), r.IntN(3) == 0, now), nil
 	case 6, 7:
-		cands, err := prdqueue.Runnable(c.s, feature)
+		cands, _, err := prdqueue.Runnable(c.s, feature)
 		if err != nil || len(cands) == 0 {
 			return actor, nil, fmt.Errorf("nothing runnable: %v", err)
 		}
@@ -113,8 +113,8 @@ func (c *clone) Command(r *rand.Rand, now time.Time) (string, []eventlog.Draft, 
 			return actor, nil, err
 		}
 		if r.IntN(2) == 0 {
-			d, err := prdqueue.Retry(it)
-			return actor, []eventlog.Draft{d}, err
+			d, err := prdqueue.Retry(c.s, it, now)
+			return actor, d, err
 		}
 		return actor, prdqueue.Check(it, r.IntN(2) == 0, r.IntN(2) == 0), nil
 	default:

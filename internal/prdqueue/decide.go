@@ -115,9 +115,44 @@ func Remove(it *Item) eventlog.Draft {
 // Discover starts discovery: pending → in_discovery.
 func Discover(it *Item) (eventlog.Draft, error) { return move(it, InDiscovery) }
 
-// Retry is the manual intervention after queue_failed: back to approved,
-// for the next promote.
-func Retry(it *Item) (eventlog.Draft, error) { return move(it, Approved) }
+// Retry is the manual intervention after queue_failed, and only that: the
+// entry goes to the state its gates give now (approved, for the next
+// promote, when both pass), so a retry never passes a gate.
+func Retry(s *State, it *Item, now time.Time) ([]eventlog.Draft, error) {
+	if it.State != QueueFailed {
+		return nil, fault.New(fault.CodeInvalidStateTransition, fault.ErrInvalidTransition,
+			fmt.Sprintf("prd retry is only for a queue_failed PRD; %s is %s: %s", it.PRD, it.State, notRetried(s, it)),
+			"prd_slug", it.PRD, "current_state", string(it.State), "target_state", string(Approved))
+	}
+	to := target(it, s.PRDs[it.PRD])
+	if to == QueueFailed {
+		to = Approved
+	}
+	sim := newSim(s, it.PRD, now)
+	if !CanTransition(it.State, to) { // queued again with this key: through approved
+		sim.emit(transition(it, Approved))
+	}
+	sim.emit(transition(sim.o.Items[ItemKey{it.Feature, it.PRD}], to))
+	return sim.drafts, nil
+}
+
+// notRetried says what moves an entry prd retry does not.
+func notRetried(s *State, it *Item) string {
+	switch it.State {
+	case Pending, InDiscovery:
+		return "submit it (spool prd submit " + it.PRD + ")"
+	case AwaitingPRDApproval:
+		return "it goes on when its PRD gate is approved (spool prd approve " + it.PRD + " --gate prd, or commit the front matter)"
+	case AwaitingBeadsApproval:
+		return "it goes on when its beads gate is approved (spool prd approve " + it.PRD + " --gate beads, or commit the front matter)"
+	case Queued:
+		return "it is queued already"
+	}
+	if reason, _ := s.Blocked(it); reason != "" {
+		return "it waits: " + reason + " (spool prd show " + it.PRD + ")"
+	}
+	return "spool prd promote enqueues it"
+}
 
 func move(it *Item, to Status) (eventlog.Draft, error) {
 	if !CanTransition(it.State, to) {
@@ -153,6 +188,29 @@ func Reconcile(s *State, prd string, f Facts, explicit bool, now time.Time) []ev
 	return sim.drafts
 }
 
+// unreadableReasons are the reasons a prd.unreadable event gives: what is
+// wrong with the file as committed (another checkout reads it the same way),
+// never a failure of this machine's storage.
+var unreadableReasons = map[string]bool{CodePRDFileMissing.Name: true, CodePRDFileOutside.Name: true, CodeInvalidFrontMatter.Name: true}
+
+// Unreadable records that a submitted PRD's file could not be read (reason,
+// an error code of unreadableReasons, and its message), unless that is
+// recorded already. What the file said before stays, and nothing acts on
+// it: the PRD's entries wait (Blocked) until a sync reads the file again.
+// A PRD not yet submitted may have no file: nothing is recorded.
+func Unreadable(s *State, prd, reason, msg string) []eventlog.Draft {
+	p := s.PRDs[prd]
+	if p == nil || !unreadableReasons[reason] || p.Unreadable == reason && p.UnreadableError == msg {
+		return nil
+	}
+	for _, it := range s.ItemsOf(prd) {
+		if it.State.Submitted() {
+			return []eventlog.Draft{{Type: TypeUnreadable, Subject: PRDSubject(prd), Data: UnreadableData{Reason: reason, Error: msg}}}
+		}
+	}
+	return nil
+}
+
 // sim applies the drafts it emits to a copy of the PRD's part of the state,
 // so that each step decides on the state after the previous ones; the copy
 // is made at the first emit (most reconciles emit nothing).
@@ -177,7 +235,7 @@ func (m *sim) emit(d eventlog.Draft) {
 
 func (m *sim) reconcile(f Facts, explicit bool) {
 	p := m.o.PRDs[m.prd]
-	if !p.Read || p.PRDGate != f.PRDGate || p.BeadsGate != f.BeadsGate || p.Hash != f.Hash || !slices.Equal(p.OpenQuestions, f.OpenQuestions) {
+	if !p.Read || p.Unreadable != "" || p.PRDGate != f.PRDGate || p.BeadsGate != f.BeadsGate || p.Hash != f.Hash || !slices.Equal(p.OpenQuestions, f.OpenQuestions) {
 		m.emit(eventlog.Draft{Type: TypeRead, Subject: PRDSubject(m.prd),
 			Data: ReadData{PRDGate: f.PRDGate, BeadsGate: f.BeadsGate, OpenQuestions: f.OpenQuestions, ContentHash: f.Hash}})
 		p = m.o.PRDs[m.prd]
@@ -253,54 +311,107 @@ func (s *State) cloneFor(prd string) *State {
 type Candidate struct {
 	Item  *Item
 	Key   string // the idempotency key
-	Epic  string // the PRD's epic when it has one already (one PRD, one epic)
+	Epic  string // the PRD's epic when it has one already (see EpicFor)
 	Title string
 }
 
+// EpicFor is the epic a candidate is queued onto, given what the tracker
+// says of the PRD's epic (its status, and whether it has it at all): the
+// PRD's own while it is open, so that a new approval version's work joins
+// the work under way; "" for a new one when the PRD has none or the
+// tracker has it closed or not at all, so that a new version of a finished
+// PRD gets work someone can take (an epic of its own, whose id is its
+// key's: two clones promoting that key make one).
+func (c Candidate) EpicFor(status string, found bool) string {
+	if c.Epic == "" || !found || status == "closed" || status == "tombstone" {
+		return ""
+	}
+	return c.Epic
+}
+
+// Refusal is why promote leaves an entry that is otherwise runnable where it
+// is: its code (duplicate_active_entry, duplicate_idempotency_key) and a
+// message that says what to do. It concerns that entry alone: the others
+// are promoted, and the entry's blocked_reason and last_error say it.
+type Refusal struct {
+	Item    *Item
+	Code    fault.Code
+	Message string
+	fields  []any
+}
+
+// Err is the refusal as an error, with the code's fields.
+func (r Refusal) Err() error {
+	return fault.New(r.Code, fault.ErrConflict, r.Message, r.fields...)
+}
+
 // Runnable returns the items promote enqueues, in manifest order (features
-// by slug, items in the order added): approved, no open questions, no
-// enqueue in flight. It refuses, for all, when one's key was enqueued
-// already or another feature's item of the same PRD is active.
-func Runnable(s *State, feature string) ([]Candidate, error) {
+// by slug, items in the order added): approved, nothing holding them, no
+// enqueue in flight; and the items it refuses (Refusal), in the same order.
+func Runnable(s *State, feature string) ([]Candidate, []Refusal, error) {
 	slugs := s.FeatureSlugs()
 	if feature != "" {
 		if s.Features[feature] == nil {
-			return nil, fault.NotFound("feature", feature)
+			return nil, nil, fault.NotFound("feature", feature)
 		}
 		slugs = []string{feature}
 	}
-	active := map[string]*Item{} // by PRD: queued, in flight, or runnable
-	for _, slug := range s.FeatureSlugs() {
-		for _, prd := range s.Features[slug].Items {
-			it := s.Items[ItemKey{slug, prd}]
-			if it.State == Queued || it.InFlight {
-				active[prd] = it
-			}
-		}
-	}
 	var out []Candidate
+	var refused []Refusal
 	for _, slug := range slugs {
 		for _, prd := range s.Features[slug].Items {
 			it := s.Items[ItemKey{slug, prd}]
-			if it.State != Approved || it.InFlight || s.BlockedReason(it) != "" {
+			if it.State != Approved || it.InFlight || s.waitReason(it) != "" {
+				continue
+			}
+			if r := s.refusal(it); r != nil {
+				refused = append(refused, *r)
 				continue
 			}
 			p := s.PRDs[prd]
-			if other := active[prd]; other != nil && other != it {
-				return nil, fault.New(CodeDuplicateActiveEntry, fault.ErrConflict,
-					fmt.Sprintf("PRD %s is active in feature %s already (%s); remove one: spool prd remove %s --feature %s",
-						prd, other.Feature, other.State, prd, slug), "prd_slug", prd, "feature_slug", slug, "active_in", other.Feature)
-			}
-			if epic, ok := s.Keys[p.Key()]; ok {
-				return nil, fault.New(CodeDuplicateIdempotencyKey, fault.ErrConflict,
-					fmt.Sprintf("idempotency key %s was enqueued already (epic %s)", p.Key(), epic),
-					"prd_slug", prd, "feature_slug", slug, "idempotency_key", p.Key(), "epic_id", epic)
-			}
-			active[prd] = it
 			out = append(out, Candidate{Item: it, Key: p.Key(), Epic: p.Epic, Title: prd})
 		}
 	}
-	return out, nil
+	return out, refused, nil
+}
+
+// refusal is why promote refuses an approved entry nothing else holds: the
+// PRD is active in another feature run (queued or being enqueued there, or
+// runnable in a feature before this one), or its key was enqueued already.
+// It is a function of the state, so that every view (manifest, report,
+// board) says it, and it lifts itself when the other entry is removed or a
+// new approval gives a new key.
+func (s *State) refusal(it *Item) *Refusal {
+	p := s.PRDs[it.PRD]
+	active := func(other *Item, how string) *Refusal {
+		return &Refusal{Item: it, Code: CodeDuplicateActiveEntry,
+			Message: fmt.Sprintf("PRD %s is active in feature %s already (%s); this entry waits: take one out with spool prd remove %s --feature %s",
+				it.PRD, other.Feature, how, it.PRD, it.Feature),
+			fields: []any{"prd_slug", it.PRD, "feature_slug", it.Feature, "active_in", other.Feature}}
+	}
+	others := s.ItemsOf(it.PRD)
+	for _, other := range others {
+		switch {
+		case other == it:
+		case other.InFlight:
+			return active(other, "being enqueued")
+		case other.State == Queued:
+			return active(other, string(Queued))
+		}
+	}
+	if epic, ok := s.Keys[p.Key()]; ok {
+		return &Refusal{Item: it, Code: CodeDuplicateIdempotencyKey,
+			Message: fmt.Sprintf("idempotency key %s was enqueued already (epic %s), and a key is enqueued once; this entry waits: "+
+				"take it out (spool prd remove %s --feature %s), or edit the PRD and approve it again (a new approval_version)",
+				p.Key(), epic, it.PRD, it.Feature),
+			fields: []any{"prd_slug", it.PRD, "feature_slug", it.Feature, "idempotency_key", p.Key(), "epic_id", epic}}
+	}
+	for _, other := range others {
+		if other != it && other.State == Approved && other.Feature < it.Feature {
+			return active(other, "runnable") // the first in manifest order goes
+		}
+	}
+	return nil
 }
 
 // InFlight returns the items whose enqueue recorded its intent and no
@@ -347,6 +458,23 @@ func Check(it *Item, selectable, doctorPass bool) []eventlog.Draft {
 	}
 	return []eventlog.Draft{{Type: TypeChecked, Subject: PRDSubject(it.PRD),
 		Data: CheckData{FeatureSlug: it.Feature, Selectable: selectable, DoctorPass: doctorPass}}}
+}
+
+// Rechecks are the queued items whose readiness, as recorded, says a check
+// passes: watch and the git hooks check again whether their epic still has
+// ready work and record what changed (Check, with the doctor_pass the last
+// prd check found), so that a readiness that no longer holds is withdrawn
+// without anyone running prd check.
+func Rechecks(s *State) []*Item {
+	var out []*Item
+	for _, slug := range s.FeatureSlugs() {
+		for _, prd := range s.Features[slug].Items {
+			if it := s.Items[ItemKey{slug, prd}]; it.State == Queued && (it.Selectable || it.DoctorPass) && s.PRDs[prd].Epic != "" {
+				out = append(out, it)
+			}
+		}
+	}
+	return out
 }
 
 // QueueReady reports the seed's queue-ready definition: queued, with a

@@ -8,6 +8,7 @@ const (
 	TypeRemoved             = "prd.removed"              // ItemData: the item leaves its feature's manifest
 	TypeTransitioned        = "prd.transitioned"         // TransitionData: discover, submit, sync, retry
 	TypeRead                = "prd.read"                 // ReadData: what the PRD file says, when it changed
+	TypeUnreadable          = "prd.unreadable"           // UnreadableData: the file is gone or cannot be read as a PRD
 	TypeApproved            = "prd.approved"             // ApprovalData: the PRD gate approved for this content
 	TypeApprovalInvalidated = "prd.approval_invalidated" // ApprovalData: the PRD changed after its approval
 	TypeEnqueueStarted      = "prd.enqueue_started"      // EnqueueData: intent, before the work source is asked
@@ -62,6 +63,15 @@ type ReadData struct {
 	BeadsGate     string   `json:"beads_approval"`
 	OpenQuestions []string `json:"open_questions,omitempty"`
 	ContentHash   string   `json:"content_hash"`
+}
+
+// UnreadableData says why a submitted PRD's file could not be read: Reason
+// is prd_file_missing, prd_file_outside or invalid_front_matter, Error the
+// message. What the file said before is kept, and not acted on, until a
+// prd.read.
+type UnreadableData struct {
+	Reason string `json:"reason"`
+	Error  string `json:"error"`
 }
 
 type ApprovalData struct {

@@ -55,16 +55,56 @@ func (s *State) Manifest(slug string) Manifest {
 // ManifestItem renders one item.
 func (s *State) ManifestItem(it *Item) ManifestItem {
 	p := s.PRDs[it.PRD]
+	reason, why := s.Blocked(it)
 	return ManifestItem{PRDSlug: it.PRD, PRDPath: p.Path, EpicID: p.Epic, State: it.State, ApprovalVersion: p.Version,
-		IdempotencyKey: p.Key(), RetryCount: it.RetryCount, BlockedReason: s.BlockedReason(it), LastError: it.LastError,
+		IdempotencyKey: p.Key(), RetryCount: it.RetryCount, BlockedReason: reason, LastError: lastError(it, why),
 		Readiness: Readiness{Selectable: it.Selectable, DoctorPass: it.DoctorPass}}
 }
 
-// BlockedReason says why an item that could move on does not: an approved
-// PRD with open questions, or one edited after its approval.
+// lastError is the manifest's last_error: why the entry does not go on
+// when something is wrong (a refusal, a file that cannot be read), else
+// the last enqueue's error.
+func lastError(it *Item, why string) string {
+	if why != "" {
+		return why
+	}
+	return it.LastError
+}
+
+// BlockedReason says why an item that could move on does not (Blocked).
 func (s *State) BlockedReason(it *Item) string {
+	reason, _ := s.Blocked(it)
+	return reason
+}
+
+// Blocked says why an item that could move on does not: a reason (the
+// manifest's blocked_reason) and, when it is something wrong rather than
+// something awaited, a message that says what to do. In order: its file
+// cannot be read, open questions, an approval the PRD's edit invalidated,
+// a refusal of promote's (Refusal).
+func (s *State) Blocked(it *Item) (reason, why string) {
+	if reason := s.waitReason(it); reason != "" {
+		if p := s.PRDs[it.PRD]; reason == p.Unreadable {
+			why = p.UnreadableError + "; the entry waits until a sync reads the file again (or spool prd remove " + it.PRD + " --feature " + it.Feature + ")"
+		}
+		return reason, why
+	}
+	if it.State == Approved && !it.InFlight {
+		if r := s.refusal(it); r != nil {
+			return r.Code.Name, r.Message
+		}
+	}
+	return "", ""
+}
+
+// waitReason is what an entry waits for: a file that can be read (in any
+// submitted state but queued), the open questions' answers (approved), an
+// approval again after an edit (awaiting_prd_approval).
+func (s *State) waitReason(it *Item) string {
 	p := s.PRDs[it.PRD]
 	switch {
+	case p.Unreadable != "" && it.State.Submitted() && it.State != Queued:
+		return p.Unreadable
 	case it.State == Approved && len(p.OpenQuestions) > 0:
 		return BlockedOpenQuestions
 	case it.State == AwaitingPRDApproval && p.Invalidated:
@@ -134,8 +174,9 @@ func (s *State) Report(feature string) Report {
 		for _, prd := range s.Features[slug].Items {
 			it := s.Items[ItemKey{slug, prd}]
 			p := s.PRDs[prd]
+			reason, why := s.Blocked(it)
 			r.Rows = append(r.Rows, Row{Feature: slug, PRDSlug: prd, State: it.State, EpicID: p.Epic,
-				BlockedReason: s.BlockedReason(it), LastError: it.LastError})
+				BlockedReason: reason, LastError: lastError(it, why)})
 			if it.State != Pending {
 				r.Counts.Discovered++
 			}

@@ -51,6 +51,10 @@ type PRD struct {
 	Invalidated    bool     `json:"invalidated,omitempty"`   // edited after its approval, not approved since
 	SeenUnapproved bool     `json:"seen_unapproved,omitempty"`
 	Epic           string   `json:"epic,omitempty"`
+	// Unreadable is why the file could not be read at the last sync (a
+	// code, with its message in UnreadableError); "" once it is read again.
+	Unreadable      string `json:"unreadable,omitempty"`
+	UnreadableError string `json:"unreadable_error,omitempty"`
 }
 
 // ItemKey names an item.
@@ -76,7 +80,7 @@ func NewState() *State {
 const Name = "prd"
 
 // Spec registers the projection: the manifests are work-tree files.
-var Spec = projections.Spec{Name: Name, Version: 2, New: func() projections.Projection { return &Projection{s: NewState()} }}
+var Spec = projections.Spec{Name: Name, Version: 3, New: func() projections.Projection { return &Projection{s: NewState()} }}
 
 // Projection folds the PRD queue's events.
 type Projection struct{ s *State }
@@ -189,9 +193,18 @@ func (s *State) Apply(e *eventlog.Event) {
 			return
 		}
 		p.Read, p.PRDGate, p.BeadsGate, p.OpenQuestions, p.Hash = true, d.PRDGate, d.BeadsGate, d.OpenQuestions, d.ContentHash
+		p.Unreadable, p.UnreadableError = "", ""
 		if p.Invalidated && p.PRDGate != GateApproved {
 			p.SeenUnapproved = true
 		}
+		s.touch(slug, e.At)
+	case TypeUnreadable:
+		var d UnreadableData
+		p := s.PRDs[slug]
+		if p == nil || json.Unmarshal(e.Data, &d) != nil || !unreadableReasons[d.Reason] {
+			return
+		}
+		p.Unreadable, p.UnreadableError = d.Reason, d.Error
 		s.touch(slug, e.At)
 	case TypeApproved, TypeApprovalInvalidated:
 		var d ApprovalData

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -244,7 +245,7 @@ func TestMigrationKeepsEveryEvent(t *testing.T) {
 		files, _ := l.Files()
 		for _, f := range files {
 			b, _ := os.ReadFile(f)
-			writeFile(t, filepath.Join(legacy, filepath.Base(f)), string(b))
+			writeFile(t, filepath.Join(legacy, filepath.Base(f)), string(unchained(t, b)))
 		}
 	}
 	appendTo(mine, "task.created", 3)
@@ -295,6 +296,32 @@ func TestMigrationKeepsEveryEvent(t *testing.T) {
 	if n := len(readEvents(t, s.Log)); n != 11 {
 		t.Fatalf("%d events, want 11", n)
 	}
+}
+
+// unchained is a writer file as a spool from before the chain wrote it: no
+// prev, ids hashed without it.
+func unchained(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var out []byte
+	for _, line := range bytes.SplitAfter(b, []byte{'\n'}) {
+		if len(line) == 0 {
+			continue
+		}
+		e, err := eventlog.Decode(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Prev = ""
+		if e.ID, err = e.ContentID(); err != nil {
+			t.Fatal(err)
+		}
+		enc, err := e.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, enc...)
+	}
+	return out
 }
 
 func copyDir(t *testing.T, from, to string) {

@@ -129,8 +129,9 @@ func TestSignedEvents(t *testing.T) {
 	path := ownFile(t, s)
 	good, _ := os.ReadFile(path)
 
-	// A forged event: its content changed and its id made to match again
-	// (the log's own checks pass), its signature kept.
+	// A forged event: its content changed and its id made to match again,
+	// and the next event's prev and id too (the log's own checks pass),
+	// their signatures kept: both signatures fail.
 	line := strings.SplitAfter(string(good), "\n")[1]
 	forged, err := eventlog.Decode([]byte(line))
 	if err != nil {
@@ -142,6 +143,7 @@ func TestSignedEvents(t *testing.T) {
 	}
 	forgedLine, _ := forged.Encode()
 	replaceLine(t, path, 2, string(forgedLine))
+	replaceLine(t, path, 3, string(rechained(t, strings.SplitAfter(string(good), "\n")[2], forged.ID, 3)))
 	if check, err := s.Log.Check(); err != nil || len(check.Problems) != 0 {
 		t.Fatalf("the forged line breaks the log's rules: %v %v", err, check)
 	}
@@ -149,10 +151,11 @@ func TestSignedEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Problems) < 1 || rep.Problems[0].Line != 2 || rep.Problems[0].Code != "bad_signature" ||
+	if got := problemCodes(rep); len(got) != 2 || got[0] != "2:bad_signature" || got[1] != "3:bad_signature" ||
 		!strings.Contains(rep.Problems[0].Message, "does not match the content") || rep.Problems[0].ID != forged.ID {
 		t.Fatalf("forged: %+v", rep.Problems)
 	}
+	os.WriteFile(path, good, 0o644)
 	// A signature moved from another event.
 	other := strings.SplitAfter(string(good), "\n")[0]
 	first, _ := eventlog.Decode([]byte(other))
@@ -175,6 +178,75 @@ func TestSignedEvents(t *testing.T) {
 	// Signing keeps ids: the unsigned line has the signed one's id.
 	if moved.ID != evs[1].ID {
 		t.Fatalf("id changed: %s, %s", moved.ID, evs[1].ID)
+	}
+}
+
+// rechained is line after an edit of the line before: prev and seq set, the
+// id made to match again, the signature kept.
+func rechained(t *testing.T, line, prev string, seq uint64) []byte {
+	t.Helper()
+	e, err := eventlog.Decode([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Prev, e.Seq = prev, seq
+	if e.ID, err = e.ContentID(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := e.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestSignaturesCoverTheChain is issue 26: Bob deletes Ada's signed
+// task.claimed from her file and renumbers seq. The chain breaks (the next
+// line names the deleted one as prev); made whole again (prev and ids
+// recomputed), the signatures break, since they cover prev.
+func TestSignaturesCoverTheChain(t *testing.T) {
+	r := newSignedRepo(t)
+	s, _ := open(t, r.dir)
+	var evs []eventlog.Event
+	for _, typ := range []string{"task.created", "task.claimed", "task.failed"} {
+		e, err := writeAs(s, "ada@example.com", eventlog.Draft{Type: typ, Subject: "sp-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, e...)
+	}
+	if rep := verifySignatures(t, s); len(rep.Problems) != 0 || rep.Signed != 3 {
+		t.Fatalf("signed appends: %+v", rep)
+	}
+	path := ownFile(t, s)
+	good, _ := os.ReadFile(path)
+	lines := strings.SplitAfter(string(good), "\n")
+
+	// Deleted, seq renumbered: the log's rules refuse it.
+	renumbered := strings.Replace(lines[2], `"seq":3`, `"seq":2`, 1)
+	os.WriteFile(path, []byte(lines[0]+renumbered), 0o644)
+	check, err := s.Log.Check()
+	if err != nil || len(check.Problems) != 1 || check.Problems[0].Line != 2 ||
+		!strings.Contains(check.Problems[0].Message, "prev "+evs[1].ID+" is not the id of line 1") {
+		t.Fatalf("Check: %v %+v", err, check)
+	}
+	vrep, err := s.Verify(context.Background())
+	if err != nil || vrep.OK || len(vrep.Problems) == 0 || vrep.Problems[0].Line != 2 {
+		t.Fatalf("verify: %v %+v", err, vrep)
+	}
+
+	// Deleted, renumbered, prev and id recomputed: the rules pass, the
+	// signature of the line that followed the deleted one does not.
+	os.WriteFile(path, append([]byte(lines[0]), rechained(t, lines[2], evs[0].ID, 2)...), 0o644)
+	if check, err := s.Log.Check(); err != nil || len(check.Problems) != 0 {
+		t.Fatalf("the rewritten file breaks the rules: %v %+v", err, check)
+	}
+	rep, err := s.VerifySignatures(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := problemCodes(rep); len(got) != 1 || got[0] != "2:bad_signature" || rep.Problems[0].Actor != "ada@example.com" {
+		t.Fatalf("rewritten: %+v", rep.Problems)
 	}
 }
 

@@ -89,6 +89,10 @@ type Remote interface {
 	Prepare(ctx context.Context, sess *eventlog.Session) (publish func(writer string, lines []byte) error, err error)
 	// Patience bounds how long a claim that keeps losing the race tries.
 	Patience() time.Duration
+	// Settle runs under the log's lock before any write appends: a claim
+	// killed while it published its lines must be settled (are they on the
+	// remote?) before this clone's file grows, or it would fork.
+	Settle(ctx context.Context, sess *eventlog.Session) error
 }
 
 // ErrRemoteMoved is a claim's push refused because another machine moved
@@ -327,6 +331,11 @@ func (s *Store) write(ctx context.Context, at time.Time, actor string, names []s
 	}
 	defer sess.Close()
 	s.receive(ctx, sess)
+	if s.Claims != nil {
+		if err := s.Claims.Settle(ctx, sess); err != nil {
+			return nil, nil, err
+		}
+	}
 	var opt eventlog.AppendOptions
 	if remote != nil {
 		if opt.Publish, err = remote.Prepare(ctx, sess); err != nil {

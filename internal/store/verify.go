@@ -21,7 +21,9 @@ type VerifyReport struct {
 }
 
 // Verify checks the log's rules, that every projection on disk equals a
-// fresh replay, and that the replay keeps every projection's invariants. It
+// fresh replay, that the replay keeps every projection's invariants, and
+// that the log holds every line the sync branch's history ever held of it
+// (CheckHistory). It
 // holds the lock, so no append lands between the replay and the comparison.
 //
 // The log is read once: the replay's reader holds every line to the rules
@@ -52,9 +54,15 @@ func (s *Store) Verify(ctx context.Context) (*VerifyReport, error) {
 			return nil, verr // not a broken rule of the log
 		}
 	}
-	rep := &VerifyReport{Events: v.Events, Files: v.Files, Problems: []eventlog.Problem{},
+	// The log keeps its rules; what the copies of the sync branch once held
+	// must still be in it.
+	lost, err := s.CheckHistory(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep := &VerifyReport{Events: v.Events, Files: v.Files, Problems: append([]eventlog.Problem{}, lost...),
 		Differences: append([]projections.Difference{}, v.Differences...), Stale: append([]string{}, v.Stale...), Invariants: v.Broken}
-	rep.OK = len(rep.Differences) == 0 && len(rep.Invariants) == 0
+	rep.OK = len(rep.Problems) == 0 && len(rep.Differences) == 0 && len(rep.Invariants) == 0
 	return rep, nil
 }
 

@@ -36,12 +36,17 @@ func (q quick) Recover(ctx context.Context, env store.Env) error {
 func (q quick) Pass(ctx context.Context, env store.Env) (Result, error) { return q.pass(ctx, env) }
 func (q quick) Stop(context.Context, store.Env) error                   { return nil }
 
-// Tasks records the task claims whose lease ran out, when it runs out.
+// Tasks records the task claims whose lease ran out, when it runs out,
+// and runs the notification hooks a command of this clone left to run.
 func Tasks(say Say) Driver {
 	return quick{"tasks", func(ctx context.Context, env store.Env) (Result, error) {
-		released, next, err := wqservice.Open(env).ExpireClaims(ctx)
+		q := wqservice.Open(env)
+		released, next, err := q.ExpireClaims(ctx)
 		if len(released) > 0 {
 			say("tasks", fmt.Sprintf("released %d expired task claim(s): %s", len(released), strings.Join(released, ", ")))
+		}
+		if err == nil {
+			err = q.RunHooks(ctx)
 		}
 		return Result{Next: next}, err
 	}}
@@ -116,20 +121,48 @@ func tickNote(ev eventlog.Event) string {
 }
 
 // PRD syncs the PRD queue with its files and promotes what became runnable,
-// finishing promotions a crash left between intent and outcome. It does
-// nothing while there is no feature run.
-func PRD(say Say) Driver {
-	return quick{"prd", func(ctx context.Context, env store.Env) (Result, error) {
-		done, err := prdservice.Open(env, env.Store.Repo.WorkTree).PromoteDue(ctx)
-		for _, p := range done {
-			if p.Failed {
-				say("prd", fmt.Sprintf("PRD %s could not be enqueued: %s", p.PRD, p.Error))
-			} else {
-				say("prd", fmt.Sprintf("PRD %s queued as %s", p.PRD, p.Epic))
-			}
-		}
+// finishing promotions a crash left between intent and outcome; each pass
+// then checks again the readiness of queued PRDs that a check passed (a
+// closed epic is no longer selectable). It does nothing while there is no
+// feature run.
+func PRD(say Say) Driver { return prdDriver{say} }
+
+type prdDriver struct{ say Say }
+
+func (prdDriver) Name() string                          { return "prd" }
+func (prdDriver) Stop(context.Context, store.Env) error { return nil }
+
+// Recover finishes promotions; the readiness waits for the first pass,
+// which follows at once: the tracker is asked once.
+func (d prdDriver) Recover(ctx context.Context, env store.Env) error {
+	return d.promote(ctx, prdservice.Open(env, env.Store.Repo.WorkTree))
+}
+
+func (d prdDriver) Pass(ctx context.Context, env store.Env) (Result, error) {
+	q := prdservice.Open(env, env.Store.Repo.WorkTree)
+	if err := d.promote(ctx, q); err != nil {
 		return Result{}, err
-	}}
+	}
+	checked, err := q.Recheck(ctx)
+	for _, it := range checked {
+		d.say("prd", fmt.Sprintf("PRD %s readiness re-checked: selectable=%v doctor_pass=%v", it.PRDSlug, it.Readiness.Selectable, it.Readiness.DoctorPass))
+	}
+	return Result{}, err
+}
+
+func (d prdDriver) promote(ctx context.Context, q *prdservice.Service) error {
+	done, err := q.PromoteDue(ctx)
+	for _, p := range done {
+		switch {
+		case p.Refused:
+			d.say("prd", fmt.Sprintf("PRD %s (feature %s) is not promoted: %s", p.PRD, p.Feature, p.Error))
+		case p.Failed:
+			d.say("prd", fmt.Sprintf("PRD %s could not be enqueued: %s", p.PRD, p.Error))
+		default:
+			d.say("prd", fmt.Sprintf("PRD %s queued as %s", p.PRD, p.Epic))
+		}
+	}
+	return err
 }
 
 // Recovery is what a crash could have left and the clock decides: what a

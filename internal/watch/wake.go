@@ -31,6 +31,32 @@ func Ping(r *git.Repo) error {
 // file or the configuration (a setting takes effect at once) changed. Where the file system cannot be watched it ticks every poll
 // instead, after saying why through warn. It stops when ctx ends.
 func Wakes(ctx context.Context, r *git.Repo, poll time.Duration, warn func(string)) <-chan struct{} {
+	return wakes(ctx, r, poll, warn, watchRepo, func(name string) bool { return wanted(r, name) })
+}
+
+// LogWakes is Wakes for the log alone: it receives when a writer file of
+// the log changed (an append here, or events another clone's sync or a
+// fetch brought in). What a command does that appends nothing (a read, a
+// claim through the remote that fetched its branch) does not wake it, so a
+// command that waits for the log to change and then looks again never
+// wakes itself (spool next --wait).
+func LogWakes(ctx context.Context, r *git.Repo, poll time.Duration, warn func(string)) <-chan struct{} {
+	dir := store.EventsDir(r)
+	return wakes(ctx, r, poll, warn, func(*git.Repo) (*fsnotify.Watcher, error) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		w, err := fsnotify.NewWatcher()
+		if err == nil {
+			if err = w.Add(dir); err != nil {
+				w.Close()
+			}
+		}
+		return w, err
+	}, func(name string) bool { return filepath.Dir(name) == dir && !strings.HasSuffix(name, ".lock") })
+}
+
+func wakes(ctx context.Context, r *git.Repo, poll time.Duration, warn func(string), open func(*git.Repo) (*fsnotify.Watcher, error), wanted func(string) bool) <-chan struct{} {
 	ch := make(chan struct{}, 1)
 	wake := func() {
 		select {
@@ -38,7 +64,7 @@ func Wakes(ctx context.Context, r *git.Repo, poll time.Duration, warn func(strin
 		default: // one pending wake is as good as many
 		}
 	}
-	w, err := watchRepo(r)
+	w, err := open(r)
 	if err != nil {
 		warn(fmt.Sprintf("cannot watch the repository for changes (%v); polling every %s", err, poll))
 		fault.Go(func() {
@@ -68,7 +94,7 @@ func Wakes(ctx context.Context, r *git.Repo, poll time.Duration, warn func(strin
 				if ev.Has(fsnotify.Create) && underRefs(r, ev.Name) {
 					addTree(w, ev.Name) // a new branch directory (feature/…, a new remote)
 				}
-				if wanted(r, ev.Name) {
+				if wanted(ev.Name) {
 					wake()
 				}
 			case _, ok := <-w.Errors:

@@ -78,17 +78,28 @@ func (c *taskClone) Command(r *rand.Rand, now time.Time) (string, []eventlog.Dra
 	case 3:
 		one(workqueue.Reopen(c.s, id))
 	case 4:
-		if r.IntN(2) == 0 {
+		switch r.IntN(3) {
+		case 0:
 			one(workqueue.AddDep(c.s, id, pick(r, ids)))
-		} else if t := c.s.Tasks[id]; len(t.Blockers) > 0 {
-			one(workqueue.RemoveDep(c.s, id, t.Blockers[0].ID))
+		case 1:
+			if t := c.s.Tasks[id]; len(t.Blockers) > 0 {
+				one(workqueue.RemoveDep(c.s, id, t.Blockers[0].ID))
+			}
+		default:
+			parent := "" // re-parenting, or no parent any more
+			if r.IntN(3) > 0 {
+				parent = pick(r, ids)
+			}
+			drafts, err = workqueue.UpdateTask(c.s, id, workqueue.Update{Parent: &parent})
 		}
 	case 5:
 		one(workqueue.AddComment(c.s, id, pick(r, taskTexts[1:])))
 	case 6, 7, 8:
 		drafts, err = c.next(r, actor, now)
 	case 9:
-		drafts = c.synced(r)
+		if drafts = c.synced(r); drafts == nil {
+			drafts = c.hookRan(r)
+		}
 	default:
 		return c.finish(r, now)
 	}
@@ -177,7 +188,27 @@ func (c *taskClone) finish(r *rand.Rand, now time.Time) (string, []eventlog.Draf
 		// tell bd/br, in the same append (workqueue/service).
 		drafts = append(drafts, workqueue.SyncRequests(drafts, reason)...)
 	}
+	if err == nil {
+		// And an abandonment or a Blocked the request for its hook.
+		var reqs []eventlog.Draft
+		reqs, err = workqueue.HookRequests(drafts, workqueue.Hooks{workqueue.HookAbandoned: {"notify"}, workqueue.HookBlocked: {"notify"}})
+		drafts = append(drafts, reqs...)
+	}
 	return actor, drafts, err
+}
+
+// hookRan records that a hook request started, or how it finished, as the
+// service does around running it.
+func (c *taskClone) hookRan(r *rand.Rand) []eventlog.Draft {
+	for _, id := range c.s.WithHooks() {
+		p := c.s.History[id].Hooks[0]
+		if r.IntN(2) == 0 && !p.Started {
+			return []eventlog.Draft{{Type: workqueue.TypeHookStarted, Subject: id, Data: workqueue.HookRequestData{Request: p.Request}}}
+		}
+		code := r.IntN(3)
+		return []eventlog.Draft{{Type: workqueue.TypeHookFinished, Subject: id, Data: workqueue.HookFinishedData{Request: p.Request, ExitCode: &code}}}
+	}
+	return nil
 }
 
 func (c *taskClone) decideOn(r *rand.Rand, h *workqueue.Entry, actor, reason string, now time.Time) ([]eventlog.Draft, error) {

@@ -152,6 +152,7 @@ type Update struct {
 	AddLabels    []string
 	RemoveLabels []string
 	SetLabels    []string
+	Parent       *string // the new parent; "" removes it
 }
 
 // Statuses spool task update accepts.
@@ -163,7 +164,7 @@ func (u *Update) Validate() error {
 		return err
 	}
 	if u.Empty() {
-		return fault.Usagef(CodeNothingToUpdate, "give at least one of --title, -d, --design, --acceptance, --notes, --assignee, -p, --status, --add-label, --remove-label")
+		return fault.Usagef(CodeNothingToUpdate, "give at least one of --title, -d, --design, --acceptance, --notes, --assignee, -p, --status, --add-label, --remove-label, --parent")
 	}
 	return nil
 }
@@ -193,7 +194,7 @@ func (u *Update) ValidateFields() error {
 func (u *Update) Empty() bool {
 	return u.Title == nil && u.Description == nil && u.Design == nil && u.Acceptance == nil && u.Notes == nil &&
 		u.Assignee == nil && u.Priority == nil && u.Status == nil && len(u.AddLabels)+len(u.RemoveLabels) == 0 &&
-		u.SetLabels == nil
+		u.SetLabels == nil && u.Parent == nil
 }
 
 // TouchesBlocked reports whether the update adds or removes the blocked
@@ -291,11 +292,41 @@ func UpdateTask(s *State, id string, u Update) ([]eventlog.Draft, error) {
 			block = append(block, b)
 		}
 	}
-	drafts = append(block, drafts...)
+	reparent, err := reparent(s, t, u.Parent)
+	if err != nil {
+		return nil, err
+	}
+	drafts = append(append(block, reparent...), drafts...)
 	if !d.empty() {
 		drafts = append([]eventlog.Draft{{Type: TypeUpdated, Subject: id, Data: d}}, drafts...)
 	}
 	return drafts, nil
+}
+
+// reparent moves t under parent ("": under none). A task cannot be its
+// own ancestor, nor wait for itself through its parents and blockers (as
+// AddDep refuses): its parent waits for it, or is it.
+func reparent(s *State, t *Task, parent *string) ([]eventlog.Draft, error) {
+	if parent == nil || *parent == t.Parent {
+		return nil, nil
+	}
+	p := *parent
+	if p != "" {
+		if _, err := s.task(p); err != nil {
+			return nil, err
+		}
+		if p == t.ID || s.reaches(p, t.ID) {
+			why := fmt.Sprintf("%s already waits for %s (through its parents or blockers)", p, t.ID)
+			if p == t.ID {
+				why = "a task cannot be its own parent"
+			} else if s.descends(p, t.ID) {
+				why = fmt.Sprintf("%s is under %s, and a task cannot be its own ancestor", p, t.ID)
+			}
+			return nil, fault.New(CodeDependencyCycle, fault.ErrConflict,
+				fmt.Sprintf("%s cannot be a child of %s: %s", t.ID, p, why), "id", t.ID, "parent", p)
+		}
+	}
+	return []eventlog.Draft{{Type: TypeReparented, Subject: t.ID, Data: ParentData{Parent: p}}}, nil
 }
 
 func invalidTransition(id, msg string) error {

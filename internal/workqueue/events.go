@@ -20,6 +20,7 @@ const (
 	TypeDepAdded   = "task.dep_added"   // DepData
 	TypeDepRemoved = "task.dep_removed" // DepData
 	TypeCommented  = "task.commented"   // CommentData
+	TypeReparented = "task.reparented"  // ParentData
 	TypeImported   = "task.imported"    // ImportedData: a whole task from a beads export
 
 	// The queue.
@@ -41,6 +42,13 @@ const (
 	TypeSyncRequested = "task.sync_requested" // SyncData
 	TypeSynced        = "task.synced"         // SyncedData
 	TypeSyncFailed    = "task.sync_failed"    // SyncFailedData
+
+	// Running a notification hook (hooks.go): the request is appended with
+	// the abandonment or Blocked it follows, the start before it runs, the
+	// outcome after.
+	TypeHookRequested = "task.hook_requested" // HookRequestedData
+	TypeHookStarted   = "task.hook_started"   // HookRequestData
+	TypeHookFinished  = "task.hook_finished"  // HookFinishedData
 )
 
 // CreatedData is a new task; its id is the event's subject.
@@ -130,6 +138,11 @@ type ClosedData struct {
 
 type DepData struct {
 	Blocker string `json:"blocker"`
+}
+
+// ParentData is a task's new parent; "" is none.
+type ParentData struct {
+	Parent string `json:"parent"`
 }
 
 type CommentData struct {
@@ -263,6 +276,27 @@ type SyncFailedData struct {
 	Request string `json:"request"`
 	Error   string `json:"error"`
 	GaveUp  bool   `json:"gave_up,omitempty"`
+}
+
+// HookRequestedData asks for Hook to run after the event of type Event
+// whose data is Data (the event recorded with it).
+type HookRequestedData struct {
+	Hook  string          `json:"hook"`
+	Event string          `json:"event"`
+	Data  json.RawMessage `json:"data"`
+}
+
+// HookRequestData names a task.hook_requested by its event id.
+type HookRequestData struct {
+	Request string `json:"request"`
+}
+
+// HookFinishedData is how a hook ended: its exit status, or why it has
+// none (it could not start, it timed out, spool stopped while it ran).
+type HookFinishedData struct {
+	Request  string `json:"request"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // MaxSyncAttempts is how often a request to the source is tried before it

@@ -84,7 +84,7 @@ func (f *Fork) apply(drafts []eventlog.Draft) error {
 // clone copies h deeply enough that applying events to the copy leaves h as it was.
 func (h *Entry) clone() *Entry {
 	c := *h
-	c.Pending, c.SyncFailed = slices.Clone(h.Pending), slices.Clone(h.SyncFailed)
+	c.Pending, c.SyncFailed, c.Hooks = slices.Clone(h.Pending), slices.Clone(h.SyncFailed), slices.Clone(h.Hooks)
 	return &c
 }
 

@@ -157,14 +157,16 @@ type EntryJSON struct {
 	Status         string     `json:"status"`
 	Attempts       int        `json:"attempts"`
 	Failures       int        `json:"failures"`
-	LastAttempt    *time.Time `json:"last_attempt,omitempty"`
+	LastAttempt    *time.Time `json:"last_attempt,omitempty"`          // when the last attempt was claimed
+	LastEndedAt    *time.Time `json:"last_attempt_ended_at,omitempty"` // when it ended (absent while it runs)
 	LastError      string     `json:"last_error,omitempty"`
 	Worker         string     `json:"worker,omitempty"`
 	LeaseUntil     *time.Time `json:"lease_until,omitempty"`
 	NextEligibleAt *time.Time `json:"next_eligible_at,omitempty"`
 	BlockReason    string     `json:"block_reason,omitempty"`
-	PendingSync    []string   `json:"pending_sync,omitempty"` // requests to bd/br not yet done: close, label_add blocked, …
-	SyncFailed     []string   `json:"sync_failed,omitempty"`  // requests given up, each with its last error
+	PendingSync    []string   `json:"pending_sync,omitempty"`  // requests to bd/br not yet done: close, label_add blocked, …
+	SyncFailed     []string   `json:"sync_failed,omitempty"`   // requests given up, each with its last error
+	PendingHooks   []string   `json:"pending_hooks,omitempty"` // notification hooks requested and not finished: on_abandoned, on_blocked (started)
 }
 
 // JSON renders the entry as recorded (history.json); views at a time use
@@ -173,11 +175,17 @@ func (h *Entry) JSON() EntryJSON {
 	j := EntryJSON{ID: h.ID, Status: h.Status, Attempts: h.Attempts, Failures: h.Failures,
 		LastAttempt: timePtr(h.LastAttempt), LastError: h.LastError, Worker: h.Worker, LeaseUntil: timePtr(h.LeaseUntil),
 		BlockReason: h.BlockReason}
+	if h.Status != HistWorking {
+		j.LastEndedAt = timePtr(h.LastEndedAt)
+	}
 	for _, p := range h.Pending {
 		j.PendingSync = append(j.PendingSync, p.String())
 	}
 	for _, p := range h.SyncFailed {
 		j.SyncFailed = append(j.SyncFailed, fmt.Sprintf("%s: %s", p, p.LastError))
+	}
+	for _, p := range h.Hooks {
+		j.PendingHooks = append(j.PendingHooks, p.String())
 	}
 	return j
 }

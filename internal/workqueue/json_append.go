@@ -89,6 +89,7 @@ func (h EntryJSON) AppendJSON(dst []byte, f jsonout.Format) ([]byte, bool) {
 	o.Int("attempts", int64(h.Attempts))
 	o.Int("failures", int64(h.Failures))
 	o.TimeOmitNil("last_attempt", h.LastAttempt)
+	o.TimeOmitNil("last_attempt_ended_at", h.LastEndedAt)
 	o.StringOmitEmpty("last_error", h.LastError)
 	o.StringOmitEmpty("worker", h.Worker)
 	o.TimeOmitNil("lease_until", h.LeaseUntil)
@@ -96,5 +97,6 @@ func (h EntryJSON) AppendJSON(dst []byte, f jsonout.Format) ([]byte, bool) {
 	o.StringOmitEmpty("block_reason", h.BlockReason)
 	o.StringsOmitEmpty("pending_sync", h.PendingSync)
 	o.StringsOmitEmpty("sync_failed", h.SyncFailed)
+	o.StringsOmitEmpty("pending_hooks", h.PendingHooks)
 	return o.End()
 }

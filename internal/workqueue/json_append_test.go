@@ -134,8 +134,8 @@ func FuzzAppendTask(f *testing.F) {
 			task.Comments = append(task.Comments, CommentJSON{ID: n + i, IssueID: id, Author: title, Text: text, CreatedAt: closed})
 		}
 		item := ListItemJSON{TaskJSON: task, DependencyCount: int(sec), DependentCount: int(nsec)}
-		entry := EntryJSON{ID: id, Status: title, Attempts: int(n), Failures: int(sec), LastAttempt: task.ClosedAt,
-			LastError: text, Worker: title, LeaseUntil: &at, BlockReason: text, PendingSync: task.Labels, SyncFailed: []string{title}}
+		entry := EntryJSON{ID: id, Status: title, Attempts: int(n), Failures: int(sec), LastAttempt: task.ClosedAt, LastEndedAt: task.ClosedAt,
+			LastError: text, Worker: title, LeaseUntil: &at, BlockReason: text, PendingSync: task.Labels, SyncFailed: []string{title}, PendingHooks: task.Labels}
 		for _, v := range []jsonout.Appender{task, item, entry} {
 			for _, escape := range []bool{true, false} {
 				want, err := jsontest.Std(v, 1, escape)

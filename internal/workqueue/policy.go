@@ -43,7 +43,7 @@ func (p Policy) Backoff(attempts int) time.Duration {
 func (p Policy) Effective(h Entry, now time.Time) Entry {
 	if h.Status == HistWorking && !now.Before(h.LeaseUntil) {
 		h.Failures++
-		h.LastFailureAt, h.LastError = h.LeaseUntil, LeaseExpiredError
+		h.LastFailureAt, h.LastEndedAt, h.LastError = h.LeaseUntil, h.LeaseUntil, LeaseExpiredError
 		if h.Failures%2 == 0 {
 			h.QueuedAt = h.LeaseUntil
 		}
@@ -232,7 +232,11 @@ func (p Policy) HistoryView(h Entry, now time.Time) EntryJSON {
 	return j
 }
 
-// Stats is seed 001's QueueStats, plus abandoned, blocked and working.
+// Stats is seed 001's QueueStats, plus abandoned, blocked, working and
+// pending. Completed, failed, abandoned, blocked, working and pending
+// partition TotalSeen (each task counts under exactly one of them, the
+// status QueueStatus gives it); InBackoff is a part of Failed, and
+// CurrentlyReady the tasks next could claim now.
 type Stats struct {
 	TotalSeen      int `json:"total_seen"`
 	Completed      int `json:"completed"`
@@ -241,33 +245,81 @@ type Stats struct {
 	Abandoned      int `json:"abandoned"`
 	Blocked        int `json:"blocked"`
 	Working        int `json:"working"`
+	Pending        int `json:"pending"`
 	CurrentlyReady int `json:"currently_ready"`
 }
 
-// Stats counts the history at now; ready is the number of eligible candidates.
-func (p Policy) Stats(history map[string]*Entry, ready int, now time.Time) Stats {
-	var s Stats
-	for _, h := range history {
-		e := p.Effective(*h, now)
-		s.TotalSeen++
-		switch {
+// QueueStatus is where a task stands in the queue at now, one of the
+// history statuses: t is the tracker's task (nil for a bd/br bead), h its
+// history (nil when never claimed). A closed task is completed however it
+// closed; a failed one that reached max_failures is abandoned, as next
+// treats it; one never claimed, released, retried or unblocked is pending.
+func (p Policy) QueueStatus(t *Task, h *Entry, now time.Time) string {
+	if t != nil && t.Status == StatusClosed {
+		return HistCompleted
+	}
+	if h != nil {
+		switch e := p.Effective(*h, now); {
 		case e.Status == HistBlocked || e.Blocked:
-			s.Blocked++
-		case e.Status == HistCompleted:
-			s.Completed++
-		case e.Status == HistAbandoned:
-			s.Abandoned++
-		case e.Status == HistWorking:
-			s.Working++
-		case e.Status == HistFailed:
-			s.Failed++
-			if now.Before(p.NextEligible(e)) {
-				s.InBackoff++
-			}
+			return HistBlocked
+		case e.Status == HistFailed && p.abandons(e):
+			return HistAbandoned
+		case e.Status != HistPending:
+			return e.Status
 		}
 	}
-	s.CurrentlyReady = ready
-	return s
+	if t != nil && t.HasLabel(BlockedLabel) {
+		return HistBlocked
+	}
+	return HistPending
+}
+
+// Stats counts every task the queue has seen at now: with native, the
+// tracker's tasks and every task with a history; otherwise the tasks with
+// a history and those the source offers (offered). ready is the number of
+// eligible candidates.
+func (p Policy) Stats(s *State, native bool, offered []Candidate, ready int, now time.Time) Stats {
+	var st Stats
+	count := func(t *Task, h *Entry) {
+		st.TotalSeen++
+		switch p.QueueStatus(t, h, now) {
+		case HistCompleted:
+			st.Completed++
+		case HistAbandoned:
+			st.Abandoned++
+		case HistBlocked:
+			st.Blocked++
+		case HistWorking:
+			st.Working++
+		case HistFailed:
+			st.Failed++
+			if now.Before(p.NextEligible(p.Effective(*h, now))) {
+				st.InBackoff++
+			}
+		default:
+			st.Pending++
+		}
+	}
+	history := s.AllHistory()
+	if native {
+		for id, t := range s.AllTasks() {
+			count(t, history[id])
+		}
+	}
+	for id, h := range history {
+		if !native || s.Task(id) == nil {
+			count(nil, h)
+		}
+	}
+	seen := map[string]bool{}
+	for _, c := range offered {
+		if history[c.ID] == nil && !seen[c.ID] {
+			seen[c.ID] = true
+			count(nil, nil)
+		}
+	}
+	st.CurrentlyReady = ready
+	return st
 }
 
 func (p Policy) abandons(h Entry) bool {

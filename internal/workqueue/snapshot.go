@@ -20,7 +20,7 @@ import (
 
 const (
 	tasksMagic = "spool-tasks-9\n"
-	queueMagic = "spool-history-7\n"
+	queueMagic = "spool-history-8\n"
 )
 
 // encodeDetail writes a task's detail as one string (w.Str's form), so
@@ -250,12 +250,15 @@ func (p *QueueProjection) WriteState(out io.Writer) error {
 	}
 	sort.Strings(hids)
 	tw := table.NewWriter(out, queueMagic, len(hids))
-	var waiting []uint32
+	var waiting, hooks []uint32
 	for i, id := range hids {
 		h := all[id]
 		tw.Record(id, func(w *table.Enc) { encodeEntry(w, h) })
 		if h.Status == HistWorking || h.Status == HistFailed {
 			waiting = append(waiting, uint32(i))
+		}
+		if len(h.Hooks) > 0 {
+			hooks = append(hooks, uint32(i))
 		}
 	}
 	return tw.Finish(func(w *table.Enc) {
@@ -268,6 +271,10 @@ func (p *QueueProjection) WriteState(out io.Writer) error {
 			w.Bool(h.Status == HistWorking)
 			w.Time(h.LeaseUntil)
 		}
+		w.Uint(uint64(len(hooks))) // what a command asks after its append: any hook left to run?
+		for _, i := range hooks {
+			w.Uint(uint64(i))
+		}
 	})
 }
 
@@ -279,12 +286,21 @@ func encodeEntry(w *table.Enc, h *Entry) {
 	w.Int(int64(h.Failures))
 	w.Int(int64(h.Priority))
 	w.Time(h.LastAttempt)
+	w.Time(h.LastEndedAt)
 	w.Time(h.LastFailureAt)
 	w.Time(h.LeaseUntil)
 	w.Time(h.QueuedAt)
 	w.Bool(h.Blocked)
 	encodeSyncs(w, h.Pending)
 	encodeSyncs(w, h.SyncFailed)
+	w.Uint(uint64(len(h.Hooks)))
+	for _, p := range h.Hooks {
+		for _, str := range []string{p.Request, p.Writer, p.Hook, p.Event, p.Data, p.Actor} {
+			w.Str(str)
+		}
+		w.Time(p.At)
+		w.Bool(p.Started)
+	}
 	w.Bool(h.Demoted)
 	w.Int(int64(h.PriorityBefore))
 	w.Int(int64(h.DemotedTo))
@@ -296,9 +312,17 @@ func decodeEntry(r *table.Dec) *Entry {
 		*p = r.Str()
 	}
 	h.Attempts, h.Failures, h.Priority = int(r.Int()), int(r.Int()), int(r.Int())
-	h.LastAttempt, h.LastFailureAt, h.LeaseUntil, h.QueuedAt = r.Time(), r.Time(), r.Time(), r.Time()
+	h.LastAttempt, h.LastEndedAt, h.LastFailureAt, h.LeaseUntil, h.QueuedAt = r.Time(), r.Time(), r.Time(), r.Time(), r.Time()
 	h.Blocked = r.Bool()
 	h.Pending, h.SyncFailed = decodeSyncs(r), decodeSyncs(r)
+	if n := r.Count(); n > 0 {
+		h.Hooks = make([]PendingHook, n)
+		for i := range h.Hooks {
+			p := &h.Hooks[i]
+			p.Request, p.Writer, p.Hook, p.Event, p.Data, p.Actor = r.Str(), r.Str(), r.Str(), r.Str(), r.Str(), r.Str()
+			p.At, p.Started = r.Time(), r.Bool()
+		}
+	}
 	h.Demoted, h.PriorityBefore, h.DemotedTo = r.Bool(), int(r.Int()), int(r.Int())
 	if err := r.End(); err != nil {
 		panic(table.Corrupt(h.ID, err))
@@ -351,6 +375,7 @@ type historyTable struct {
 	waiting []uint32
 	working []bool      // waiting[k] held a claim
 	leases  []time.Time // until when
+	hooks   []uint32    // the entries with hook requests not finished
 }
 
 func openTasks(r io.ReaderAt, size int64) (*taskTable, int64, error) {
@@ -383,6 +408,9 @@ func openHistory(r io.ReaderAt, size int64) (*historyTable, error) {
 		h.leases = make([]time.Time, len(h.waiting))
 		for k := range h.waiting {
 			h.working[k], h.leases[k] = rd.Bool(), rd.Time()
+		}
+		if h.hooks, err = positions(rd, n); err != nil {
+			return err
 		}
 		return rd.Err()
 	})

@@ -143,10 +143,11 @@ func (t *Task) HasLabel(l string) bool {
 // native tasks and for tasks of an external source alike.
 type Entry struct {
 	ID            string
-	Status        string // Hist*
-	Attempts      int    // claims, reset by retry and unblock --reset-attempts
-	Failures      int    // failed attempts (progressive policy's counter)
-	LastAttempt   time.Time
+	Status        string    // Hist*
+	Attempts      int       // claims, reset by retry and unblock --reset-attempts
+	Failures      int       // failed attempts (progressive policy's counter)
+	LastAttempt   time.Time // when the last attempt was claimed
+	LastEndedAt   time.Time // when it ended: succeeded, failed, lease expired, released
 	LastFailureAt time.Time
 	LastError     string
 	Worker        string
@@ -155,15 +156,16 @@ type Entry struct {
 	QueuedAt      time.Time // set when the progressive policy requeues
 	Priority      int       // priority at the claim, lowered by demotion
 	Blocked       bool
+	BlockReason   string        // why it was blocked, while it is
+	Pending       []PendingSync // requests to a bd/br source not yet done, oldest first
+	SyncFailed    []PendingSync // requests given up after MaxSyncAttempts failures
+	Hooks         []PendingHook // notification hooks not finished, oldest first
 	// Demoted says the progressive policy lowered the priority since the
 	// last retry or unblock: from PriorityBefore (where retry and unblock
 	// put it back) to DemotedTo, its last demotion.
 	Demoted        bool
 	PriorityBefore int
 	DemotedTo      int
-	BlockReason    string        // why it was blocked, while it is
-	Pending        []PendingSync // requests to a bd/br source not yet done, oldest first
-	SyncFailed     []PendingSync // requests given up after MaxSyncAttempts failures
 }
 
 func (h *Entry) dropPending(request string) {
@@ -356,8 +358,8 @@ const (
 // Their state grows with the number of tasks, so saves are amortized (see
 // projections.Spec.Amortize).
 var (
-	Spec      = projections.Spec{Name: Name, Version: 6, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
-	QueueSpec = projections.Spec{Name: QueueName, Version: 10, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
+	Spec      = projections.Spec{Name: Name, Version: 7, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
+	QueueSpec = projections.Spec{Name: QueueName, Version: 11, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
 // TasksProjection folds the tracker's side of every event.
@@ -564,6 +566,17 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 			t.Blockers = slices.DeleteFunc(t.Blockers, func(b Dep) bool { return b.ID == d.Blocker })
 		}
 		return // as bd: a dependency, a comment or a label leaves updated_at
+	case TypeReparented:
+		var d ParentData
+		if json.Unmarshal(e.Data, &d) != nil || d.Parent == id {
+			return
+		}
+		t.Parent = strings.Clone(d.Parent)
+		x.ParentAt, x.ParentBy = e.At, e.Actor // the parent-child dependency's time and author
+		if d.Parent == "" {
+			x.ParentAt, x.ParentBy = time.Time{}, ""
+		}
+		return // a dependency, as bd has it: updated_at stays
 	case TypeCommented:
 		var d CommentData
 		if decodeComment(e.Data, &d) != nil {
@@ -615,6 +628,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 	case TypeClosed:
 		if h := s.Entry(id); h != nil && h.Status == HistWorking {
 			h.release(HistPending) // closed under a worker: the claim ends
+			h.LastEndedAt = e.At
 		}
 	case TypeReopened:
 		if h := s.Entry(id); h != nil && h.Status == HistCompleted {
@@ -631,6 +645,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		}
 		if h.Status == HistWorking {
 			h.release(HistPending)
+			h.LastEndedAt = e.At
 		}
 		if h.Blocked && d.Status != StatusBlocked && !slices.Contains(d.Labels, BlockedLabel) {
 			h.Blocked, h.BlockReason = false, ""
@@ -654,7 +669,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 	case TypeSucceeded:
 		h := s.entry(id)
 		h.release(HistCompleted)
-		h.LastError = ""
+		h.LastError, h.LastEndedAt = "", e.At
 	case TypeFailed, TypeLeaseExpired:
 		at, msg := e.At, ""
 		if e.Type == TypeFailed {
@@ -673,7 +688,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		h := s.entry(id)
 		h.release(HistFailed)
 		h.Failures++
-		h.LastFailureAt, h.LastError = at, msg
+		h.LastFailureAt, h.LastEndedAt, h.LastError = at, at, msg
 		if h.Failures%2 == 0 {
 			h.QueuedAt = at // progressive: even attempts go to the back of the queue
 		}
@@ -691,6 +706,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 	case TypeReleased:
 		if h := s.Entry(id); h != nil && h.Status == HistWorking {
 			h.release(HistPending)
+			h.LastEndedAt = e.At
 		}
 	case TypeBlocked:
 		var d BlockedData
@@ -698,6 +714,9 @@ func (s *State) applyEntry(e *eventlog.Event) {
 			return
 		}
 		h := s.entry(id)
+		if h.Status == HistWorking {
+			h.LastEndedAt = e.At // blocked under its claim: the attempt ends
+		}
 		h.release(HistBlocked)
 		h.Blocked, h.BlockReason = true, d.Reason
 	case TypeSyncRequested:
@@ -726,6 +745,8 @@ func (s *State) applyEntry(e *eventlog.Event) {
 				h.dropPending(d.Request)
 			}
 		}
+	case TypeHookRequested, TypeHookStarted, TypeHookFinished:
+		s.applyHook(e)
 	case TypeUnblocked, TypeRetried:
 		reset := true
 		restore, _ := restoreOf(e)

@@ -38,6 +38,22 @@ func (s *State) blockedBy(t *Task, memo map[string]bool, depth int) bool {
 	return v
 }
 
+// Waits says what t waits for: its blockers not closed, by id, or, when it
+// has none, its parent when the parent waits (parent is "" otherwise).
+func (s *State) Waits(t *Task) (blockers []string, parent string) {
+	for _, d := range t.Blockers {
+		if s.notClosed(d.ID) {
+			blockers = append(blockers, d.ID)
+		}
+	}
+	if len(blockers) == 0 && t.Parent != "" {
+		if p := s.Task(t.Parent); p != nil && s.blockedBy(p, map[string]bool{}, 1) {
+			parent = p.ID
+		}
+	}
+	return blockers, parent
+}
+
 // ReadyFilter narrows spool ready: every label in All, at least one in Any.
 // Claimed lets claimed tasks in as well (bd ready lists in_progress work);
 // Unassigned keeps only tasks nobody is assigned.
@@ -261,6 +277,19 @@ func (s *State) reaches(from, to string) bool {
 		if t.Parent != "" {
 			stack = append(stack, t.Parent)
 		}
+	}
+	return false
+}
+
+// descends reports whether task id has ancestor among its parents, its
+// parents' parents, and so on.
+func (s *State) descends(id, ancestor string) bool {
+	seen := map[string]bool{}
+	for t := s.Task(id); t != nil && t.Parent != "" && !seen[t.ID]; t = s.Task(t.Parent) {
+		if t.Parent == ancestor {
+			return true
+		}
+		seen[t.ID] = true
 	}
 	return false
 }

@@ -206,7 +206,7 @@ func TestBackoffFiltering(t *testing.T) {
 			if h.NextEligibleAt == nil || !h.NextEligibleAt.Equal(at.Add(wait)) {
 				t.Fatalf("next_eligible_at = %v, want %v", h.NextEligibleAt, at.Add(wait))
 			}
-			if st := p.Stats(w.s.History, 0, at); st.InBackoff != 1 || st.Failed != 1 {
+			if st := p.Stats(w.s, true, nil, 0, at); st.InBackoff != 1 || st.Failed != 1 {
 				t.Fatalf("stats %+v", st)
 			}
 			if wake, wid := p.Wakeup(w.s.History, at); wid != id || !wake.Equal(at.Add(wait)) {

@@ -3,6 +3,20 @@
 "use strict";
 
 (function () {
+  // The token lives in localStorage, which only this board's origin
+  // (scheme, host and port) can read; cookies go to every port of the host.
+  // The login page hands it over once.
+  const tokenKey = "spool_token";
+  const handed = document.querySelector('meta[name="spool-token"]');
+  if (handed) {
+    try { localStorage.setItem(tokenKey, handed.content); } catch (e) { /* private mode: writes will say so */ }
+    location.replace("/tasks");
+    return;
+  }
+  function token() {
+    try { return localStorage.getItem(tokenKey) || ""; } catch (e) { return ""; }
+  }
+
   let dragging = false, timer = null, version = 0;
 
   // refresh replaces <main> with the server's fresh rendering of this page.
@@ -20,13 +34,60 @@
       const tmp = document.createElement("div");
       tmp.innerHTML = html;
       const fresh = tmp.querySelector("#main");
-      if (fresh) main.replaceWith(fresh);
+      if (fresh) {
+        const kept = keep(main);
+        main.replaceWith(fresh);
+        restore(fresh, kept);
+      }
       document.body.dataset.version = String(++version);
     } catch (e) {
       // the server is away for a moment: the next event or poll tries again
     } finally {
       if (n === asked) poll();
     }
+  }
+
+  // A field's key: its form (the write it makes, or where it goes) and name.
+  function fieldKey(el) {
+    const f = el.form || el.closest("form");
+    const where = f ? (f.dataset.api || f.getAttribute("action") || "") : "";
+    return where + "|" + (el.name || el.id || "");
+  }
+  const fields = "input, select, textarea";
+  // keep reads what the user was doing on the page: the fields' values,
+  // which field has focus (and its selection), the scroll positions, and
+  // whether each output tail was followed (scrolled to its end).
+  function keep(main) {
+    const k = { values: new Map(), focus: null, sel: null, x: window.scrollX, y: window.scrollY, tails: [] };
+    main.querySelectorAll(fields).forEach((el) => {
+      k.values.set(fieldKey(el), el.type === "checkbox" || el.type === "radio" ? el.checked : el.value);
+    });
+    const a = document.activeElement;
+    if (a && main.contains(a) && a.matches(fields)) {
+      k.focus = fieldKey(a);
+      try { k.sel = [a.selectionStart, a.selectionEnd]; } catch (e) { /* no selection here */ }
+    }
+    main.querySelectorAll("pre.tail").forEach((el, i) => {
+      k.tails[i] = el.scrollTop + el.clientHeight >= el.scrollHeight - 4 ? -1 : el.scrollTop;
+    });
+    return k;
+  }
+  function restore(main, k) {
+    main.querySelectorAll(fields).forEach((el) => {
+      const key = fieldKey(el);
+      if (!k.values.has(key)) return;
+      const v = k.values.get(key);
+      if (el.type === "checkbox" || el.type === "radio") el.checked = v; else el.value = v;
+      if (key === k.focus) {
+        el.focus({ preventScroll: true });
+        if (k.sel && k.sel[0] !== null) try { el.setSelectionRange(k.sel[0], k.sel[1]); } catch (e) { /* not text */ }
+      }
+    });
+    main.querySelectorAll("pre.tail").forEach((el, i) => {
+      const at = k.tails[i];
+      el.scrollTop = at === undefined || at < 0 ? el.scrollHeight : at;
+    });
+    window.scrollTo(k.x, k.y);
   }
 
   function schedule() {
@@ -65,11 +126,13 @@
   }
 
   async function post(url, params) {
-    const res = await fetch(url, { method: "POST", credentials: "same-origin", body: params,
-      headers: { "Content-Type": "application/x-www-form-urlencoded" } });
+    const headers = { "Content-Type": "application/x-www-form-urlencoded" };
+    if (token()) headers.Authorization = "Bearer " + token();
+    const res = await fetch(url, { method: "POST", credentials: "same-origin", body: params, headers });
     if (res.ok) { schedule(); return true; }
     let msg = res.status + " " + res.statusText;
     try { const j = await res.json(); if (j.error) msg = j.error.message + " (" + j.error.code + ")"; } catch (e) { /* not JSON */ }
+    if (res.status === 401) msg = "This browser holds no valid token (spool serve restarted?): open the login URL it printed. " + msg;
     toast(msg, false);
     return false;
   }
@@ -127,6 +190,8 @@
     if (await post("/api/jobs/" + encodeURIComponent(from.dataset.job) + "/move", p)) toast("moved " + from.dataset.job, true);
   });
 
+  // An output tail starts at its end, the latest lines.
+  document.querySelectorAll("pre.tail").forEach((el) => { el.scrollTop = el.scrollHeight; });
   live();
   poll();
 })();

@@ -133,6 +133,21 @@ func (d *Driver) pass(ctx context.Context, env store.Env, mayStart bool) (next t
 	if p.Enabled() && st.LastWatchdogRun != nil {
 		next = st.LastWatchdogRun.Add(p.Watchdog)
 	}
+	// With no agent running, look again when a task's backoff ends, which
+	// no event says, and with a bd/br source, whose new work changes
+	// nothing spool watches, after workqueue.poll_interval (each pass with
+	// room for an agent asks the source, through next): not only at the
+	// watchdog.
+	if p.Enabled() && st.ActiveTask == nil {
+		wake, err := s.WQ.Wakeup(ctx)
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		if poll := s.WQ.PollInterval(); poll > 0 {
+			wake = earliest(wake, env.Now.Add(poll))
+		}
+		next = earliest(next, wake)
+	}
 	if st.ActiveTask != nil {
 		busy = true
 		if at := env.Now.Add(d.poll()); next.IsZero() || at.Before(next) {
@@ -140,6 +155,14 @@ func (d *Driver) pass(ctx context.Context, env store.Env, mayStart bool) (next t
 		}
 	}
 	return next, busy, nil
+}
+
+// earliest is the earlier of two times, zero being none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func (d *Driver) poll() time.Duration {

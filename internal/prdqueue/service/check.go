@@ -60,6 +60,54 @@ func (s *Service) Check(ctx context.Context, feature string, doctorPass bool) (*
 	return st, err
 }
 
+// Recheck keeps readiness current without prd check: it checks again
+// whether the epic of every queued PRD whose readiness says a check passes
+// (prdqueue.Rechecks) still has ready work, and records what changed, with
+// the doctor_pass the last prd check found. watch and the git hooks run it
+// on every pass, so a closed epic stops being queue-ready there and then.
+// It returns the items whose readiness it changed, and does nothing (no
+// lock, no tracker read) when no readiness says a check passes.
+func (s *Service) Recheck(ctx context.Context) ([]prdqueue.ManifestItem, error) {
+	st, err := s.Read(ctx)
+	if err != nil || len(prdqueue.Rechecks(st)) == 0 {
+		return nil, err
+	}
+	ready, err := s.readySet(ctx)
+	if err != nil {
+		return nil, err
+	}
+	selectable := map[string]bool{} // by epic
+	for _, it := range prdqueue.Rechecks(st) {
+		epic := st.PRDs[it.PRD].Epic
+		if _, done := selectable[epic]; !done {
+			if selectable[epic], err = s.selectable(ctx, epic, ready); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var changed []prdqueue.ItemKey
+	st, _, err = s.write(ctx, nil, func(st *prdqueue.State, _ *projections.View, _ string) ([]eventlog.Draft, error) {
+		changed = changed[:0]
+		var drafts []eventlog.Draft
+		for _, it := range prdqueue.Rechecks(st) {
+			sel, known := selectable[st.PRDs[it.PRD].Epic]
+			if d := prdqueue.Check(it, sel, it.DoctorPass); known && len(d) > 0 {
+				drafts = append(drafts, d...)
+				changed = append(changed, prdqueue.ItemKey{Feature: it.Feature, PRD: it.PRD})
+			}
+		}
+		return drafts, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]prdqueue.ManifestItem, 0, len(changed))
+	for _, k := range changed {
+		out = append(out, st.ManifestItem(st.Items[k]))
+	}
+	return out, nil
+}
+
 // readySet is the ids of ready work with their ancestors: for spool's
 // tracker, every ready task and the parents above it; for bd/br, the ids
 // bd ready lists (descendants are asked for per epic).

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -12,9 +13,11 @@ import (
 	"github.com/spoolhq/spool/projections"
 )
 
-// Promotion: every runnable PRD gets its epic (one per PRD, reused by a
-// later approval_version) and moves to queued, in manifest order, by at most
-// the feature's worker_cap enqueue workers, with one automatic retry.
+// Promotion: every runnable PRD gets its epic and moves to queued, in
+// manifest order, by at most the feature's worker_cap enqueue workers, with
+// one automatic retry. A later approval_version is queued onto the PRD's
+// epic while the tracker has it open, and onto a new one once it is closed
+// (prdqueue.Candidate.EpicFor): a new version always has work to take.
 //
 // With spool's own tracker an epic is a task.created in the same append as
 // the prd.enqueued that records it: there is nothing to recover. Its id is
@@ -25,18 +28,32 @@ import (
 // idempotency key as its external_ref, so a promote after a crash finds
 // the epic an earlier run made instead of making a second.
 
-// Promoted is what one promote did to one PRD.
+// Promoted is what one promote did to one PRD: queued it onto Epic, or it
+// failed (queue_failed) or refused it (Refused), Error saying why and Err
+// being that as an error with its code and fields.
 type Promoted struct {
 	Feature, PRD, Key, Epic string
-	Failed                  bool
+	Failed, Refused         bool
 	Error                   string
+	Err                     error
+}
+
+// refused are a promote's refusals as its outcomes.
+func refused(rs []prdqueue.Refusal) []Promoted {
+	out := make([]Promoted, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, Promoted{Feature: r.Item.Feature, PRD: r.Item.PRD, Refused: true, Error: r.Message, Err: r.Err()})
+	}
+	return out
 }
 
 // ExternalRef is the external_ref an epic made for key carries.
 func ExternalRef(key string) string { return "spool:" + key }
 
 // Promote syncs, then enqueues the runnable PRDs of one feature (or all).
-// Promotions of one clone take turns (.git/spool/prd-promote.lock).
+// Promotions of one clone take turns (.git/spool/prd-promote.lock). An
+// entry promote refuses is among the outcomes, after the others: it stops
+// no other entry.
 func (s *Service) Promote(ctx context.Context, feature string) ([]Promoted, error) {
 	if _, err := s.Sync(ctx, feature); err != nil {
 		return nil, err
@@ -75,8 +92,8 @@ func (s *Service) PromoteDue(ctx context.Context) ([]Promoted, error) {
 	if st, err = s.Read(ctx); err != nil {
 		return nil, err
 	}
-	if cands, err := prdqueue.Runnable(st, ""); err != nil || len(cands) == 0 && len(prdqueue.InFlight(st, "")) == 0 {
-		return nil, err
+	if cands, _, err := prdqueue.Runnable(st, ""); err != nil || len(cands) == 0 && len(prdqueue.InFlight(st, "")) == 0 {
+		return nil, err // a refusal alone is no promotion to run: the manifests say it
 	}
 	return s.promote(ctx, "") // synced above: a watch tick reads the files once
 }
@@ -87,18 +104,25 @@ func (s *Service) promoteNative(ctx context.Context, feature string) ([]Promoted
 		return nil, err
 	}
 	prefix := s.Store.Config.String("ids.prefix")
-	var out []Promoted
-	_, _, err = s.claim(ctx, []string{workqueue.IDsName}, func(st *prdqueue.State, v *projections.View, _ string) ([]eventlog.Draft, error) {
+	var out, refusals []Promoted
+	// The tracker's tasks: whether a PRD's epic is still open (EpicFor).
+	_, _, err = s.claim(ctx, []string{workqueue.IDsName, workqueue.Name}, func(st *prdqueue.State, v *projections.View, _ string) ([]eventlog.Draft, error) {
 		out = out[:0]
-		cands, err := prdqueue.Runnable(st, feature)
+		cands, rs, err := prdqueue.Runnable(st, feature)
 		if err != nil {
 			return nil, err
 		}
+		refusals = refused(rs)
 		taken, _ := projections.As[*workqueue.IDsProjection](v, workqueue.IDsName)
+		tasks, _ := projections.As[*workqueue.TasksProjection](v, workqueue.Name)
 		index := workqueue.NewBatchIndex(taken)
 		var drafts []eventlog.Draft
 		for _, c := range cands {
 			epic := c.Epic
+			if epic != "" {
+				t := tasks.State().Task(epic)
+				epic = c.EpicFor(taskStatus(t), t != nil)
+			}
 			if id := ids.ForKey(prefix, c.Key); epic == "" && index.HasTask(id) {
 				epic = id // made by another clone, whose promotion this one has now
 			} else if epic == "" {
@@ -117,7 +141,17 @@ func (s *Service) promoteNative(ctx context.Context, feature string) ([]Promoted
 		}
 		return drafts, nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return append(out, refusals...), nil
+}
+
+func taskStatus(t *workqueue.Task) string {
+	if t == nil {
+		return ""
+	}
+	return t.Status
 }
 
 func epicTask(st *prdqueue.State, c prdqueue.Candidate) workqueue.NewTask {
@@ -143,9 +177,10 @@ func (s *Service) promoteSource(ctx context.Context, feature string) ([]Promoted
 		jobs = append(jobs, job{c: c, recover: true, desc: "PRD " + st.PRDs[c.Item.PRD].Path})
 	}
 	var cands []prdqueue.Candidate
+	var refusals []prdqueue.Refusal
 	_, _, err = s.claim(ctx, nil, func(st *prdqueue.State, _ *projections.View, _ string) ([]eventlog.Draft, error) {
 		var err error
-		if cands, err = prdqueue.Runnable(st, feature); err != nil {
+		if cands, refusals, err = prdqueue.Runnable(st, feature); err != nil {
 			return nil, err
 		}
 		drafts := make([]eventlog.Draft, 0, len(cands))
@@ -179,16 +214,16 @@ func (s *Service) promoteSource(ctx context.Context, feature string) ([]Promoted
 		}
 		jobs = jobs[n:]
 	}
-	return out, nil
+	return append(out, refused(refusals)...), nil
 }
 
 // runJobs runs jobs with at most workers at a time, taking them in order,
 // and appends each job's outcome in the jobs' order, whatever order they
 // finish in: the log reads the same however the workers were timed.
 func (s *Service) runJobs(ctx context.Context, jobs []job, workers int) ([]Promoted, error) {
-	results := make([]chan []eventlog.Draft, len(jobs))
+	results := make([]chan outcome, len(jobs))
 	for i := range results {
-		results[i] = make(chan []eventlog.Draft, 1)
+		results[i] = make(chan outcome, 1)
 	}
 	sem := make(chan struct{}, max(workers, 1))
 	fault.Go(func() {
@@ -206,30 +241,34 @@ func (s *Service) runJobs(ctx context.Context, jobs []job, workers int) ([]Promo
 	})
 	var out []Promoted
 	for i, j := range jobs {
-		var drafts []eventlog.Draft
+		var o outcome
 		select {
-		case drafts = <-results[i]:
+		case o = <-results[i]:
 		case <-ctx.Done():
 			return out, ctx.Err() // what is not recorded stays in flight: the next promote recovers it
 		}
 		if _, _, err := s.write(ctx, nil, func(*prdqueue.State, *projections.View, string) ([]eventlog.Draft, error) {
-			return drafts, nil
+			return o.drafts, nil
 		}); err != nil {
 			return out, err
 		}
-		out = append(out, promoted(j.c, drafts))
+		out = append(out, promoted(j.c, o))
 	}
 	return out, nil
 }
 
-// enqueue makes the job's epic: the PRD's own when it has one, the one an
-// interrupted run made, or a new one, with one retry. It returns the
-// outcome's events.
-func (s *Service) enqueue(ctx context.Context, j job) []eventlog.Draft {
+// outcome is an enqueue's events and, when it ended queue_failed, the last
+// attempt's error.
+type outcome struct {
+	drafts []eventlog.Draft
+	err    error
+}
+
+// enqueue makes the job's epic: the one an interrupted run made, the PRD's
+// own while bd has it open, or a new one, with one retry. It returns the
+// outcome.
+func (s *Service) enqueue(ctx context.Context, j job) outcome {
 	c := j.c
-	if c.Epic != "" {
-		return []eventlog.Draft{c.Enqueued(c.Epic, 1)}
-	}
 	ref := ExternalRef(c.Key)
 	find := func() (string, bool) {
 		id, found, err := s.source.FindByExternalRef(ctx, ref)
@@ -237,40 +276,60 @@ func (s *Service) enqueue(ctx context.Context, j job) []eventlog.Draft {
 	}
 	if j.recover {
 		if id, ok := find(); ok {
-			return []eventlog.Draft{c.Enqueued(id, 1)}
+			return outcome{drafts: []eventlog.Draft{c.Enqueued(id, 1)}}
 		}
 	}
 	var drafts []eventlog.Draft
+	var err error
 	for attempt := 1; attempt <= 2; attempt++ {
-		id, err := s.source.CreateEpic(ctx, "PRD "+c.Item.PRD, "Epic of the "+j.desc+" ("+c.Key+").", ref)
-		if err == nil {
-			return append(drafts, c.Enqueued(id, attempt))
+		var id string
+		if id, err = s.epicFor(ctx, j, ref); err == nil {
+			return outcome{drafts: append(drafts, c.Enqueued(id, attempt))}
 		}
 		if ctx.Err() != nil {
-			return drafts // interrupted: leave it in flight
+			return outcome{drafts: drafts} // interrupted: leave it in flight
 		}
 		drafts = append(drafts, c.Failed(attempt, fault.Classify(err).Message, attempt == 2))
 		if attempt == 1 {
 			// The failure may have come after the epic was made (a timeout):
 			// look before trying again.
 			if id, ok := find(); ok {
-				return append(drafts, c.Enqueued(id, 1))
+				return outcome{drafts: append(drafts, c.Enqueued(id, 1))}
 			}
 		}
 	}
-	return drafts
+	return outcome{drafts: drafts, err: err}
 }
 
-func promoted(c prdqueue.Candidate, drafts []eventlog.Draft) Promoted {
+// epicFor is the PRD's epic while bd has it open (prdqueue's EpicFor), else
+// a new one, carrying the key as its external_ref.
+func (s *Service) epicFor(ctx context.Context, j job, ref string) (string, error) {
+	c := j.c
+	if c.Epic != "" {
+		status, found, err := s.source.Status(ctx, c.Epic)
+		if err != nil {
+			return "", err
+		}
+		if epic := c.EpicFor(status, found); epic != "" {
+			return epic, nil
+		}
+	}
+	return s.source.CreateEpic(ctx, "PRD "+c.Item.PRD, "Epic of the "+j.desc+" ("+c.Key+").", ref)
+}
+
+func promoted(c prdqueue.Candidate, o outcome) Promoted {
 	p := Promoted{Feature: c.Item.Feature, PRD: c.Item.PRD, Key: c.Key}
-	if len(drafts) == 0 {
+	if len(o.drafts) == 0 {
 		return p
 	}
-	switch d := drafts[len(drafts)-1].Data.(prdqueue.EnqueueData); {
+	switch d := o.drafts[len(o.drafts)-1].Data.(prdqueue.EnqueueData); {
 	case d.EpicID != "":
 		p.Epic = d.EpicID
 	default:
-		p.Failed, p.Error = true, d.Error
+		p.Failed, p.Error, p.Err = true, d.Error, o.err
+		if p.Err == nil {
+			p.Err = errors.New(d.Error)
+		}
 	}
 	return p
 }

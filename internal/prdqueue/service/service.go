@@ -135,11 +135,11 @@ func (s *Service) Discover(ctx context.Context, slug, feature string) (prdqueue.
 	})
 }
 
-// Retry puts a queue_failed PRD back to approved, for the next promote.
+// Retry puts a queue_failed PRD back, for the next promote: to approved, or
+// to the state its gates give now.
 func (s *Service) Retry(ctx context.Context, slug, feature string) (prdqueue.ManifestItem, error) {
-	return s.itemChange(ctx, slug, feature, func(_ *prdqueue.State, it *prdqueue.Item) ([]eventlog.Draft, error) {
-		d, err := prdqueue.Retry(it)
-		return []eventlog.Draft{d}, err
+	return s.itemChange(ctx, slug, feature, func(st *prdqueue.State, it *prdqueue.Item) ([]eventlog.Draft, error) {
+		return prdqueue.Retry(st, it, s.Now)
 	})
 }
 

@@ -72,9 +72,13 @@ func TestSyncSeesEveryEdit(t *testing.T) {
 	}
 }
 
-// A file that cannot be read is a warning, and the PRD is left as it was.
-func TestSyncWarnsAboutBrokenFiles(t *testing.T) {
-	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n", "docs/prd/p.md": pending})
+// A submitted PRD whose file is gone or has front matter spool cannot read
+// is recorded so, with one warning, and its entry waits until the file is
+// back; a file this machine cannot read for another reason (a directory
+// where the file was) is a warning, and the PRD is left as it was.
+func TestSyncRecordsUnreadableFiles(t *testing.T) {
+	approved := "---\nprd_approval: approved\nbeads_approval: approved\n---\n# P\n"
+	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n", "docs/prd/p.md": approved})
 	ctx := context.Background()
 	s := newService(t, r.Root, nil)
 	s.Start(ctx, "f", "", 2)
@@ -83,10 +87,55 @@ func TestSyncWarnsAboutBrokenFiles(t *testing.T) {
 	if _, err := s.Submit(ctx, "p", ""); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(r.Root, "docs", "prd", "p.md"), []byte("---\nprd_approval: [\n---\n"), 0o644)
-	var warnings []string
-	n, err := newService(t, r.Root, func(w string) { warnings = append(warnings, w) }).Sync(ctx, "")
-	if n != 0 || err != nil || len(warnings) != 1 || !strings.Contains(warnings[0], "PRD p left as it was") {
-		t.Fatalf("%d %v %q", n, err, warnings) // later has no file yet, and is not submitted: no warning
+	path := filepath.Join(r.Root, "docs", "prd", "p.md")
+	sync := func() (int, []string) {
+		t.Helper()
+		var warnings []string
+		n, err := newService(t, r.Root, func(w string) { warnings = append(warnings, w) }).Sync(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n, warnings
+	}
+	entry := func() prdqueue.ManifestItem {
+		q, _ := newService(t, r.Root, nil).Read(ctx)
+		return q.ManifestItem(q.Items[prdqueue.ItemKey{Feature: "f", PRD: "p"}])
+	}
+	for _, tc := range []struct {
+		name, reason, warning string
+		break_                func()
+	}{
+		{"deleted", prdqueue.CodePRDFileMissing.Name, "PRD p waits: PRD file docs/prd/p.md does not exist", func() { os.Remove(path) }},
+		{"bad front matter", prdqueue.CodeInvalidFrontMatter.Name, "PRD p waits: docs/prd/p.md: front matter: line 2",
+			func() { os.WriteFile(path, []byte("---\nprd_approval: [\n---\n"), 0o644) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.break_()
+			n, warnings := sync() // later has no file yet, and is not submitted: no warning
+			if n != 1 || len(warnings) != 1 || !strings.HasPrefix(warnings[0], tc.warning) {
+				t.Fatalf("%d events, warnings %q", n, warnings)
+			}
+			m := entry()
+			if m.State != prdqueue.Approved || m.BlockedReason != tc.reason ||
+				!strings.HasSuffix(m.LastError, "; the entry waits until a sync reads the file again (or spool prd remove p --feature f)") {
+				t.Fatalf("%+v", m)
+			}
+			if n, warnings := sync(); n != 0 || len(warnings) != 0 {
+				t.Fatalf("again: %d events, warnings %q", n, warnings)
+			}
+			os.WriteFile(path, []byte(approved), 0o644)
+			if n, warnings := sync(); n != 1 || len(warnings) != 0 {
+				t.Fatalf("back: %d events, warnings %q", n, warnings)
+			}
+			if m := entry(); m.State != prdqueue.Approved || m.BlockedReason != "" || m.LastError != "" {
+				t.Fatalf("back: %+v", m)
+			}
+		})
+	}
+	os.Remove(path)
+	os.Mkdir(path, 0o755)
+	n, warnings := sync()
+	if n != 0 || len(warnings) != 1 || !strings.Contains(warnings[0], "PRD p left as it was") {
+		t.Fatalf("%d %q", n, warnings)
 	}
 }

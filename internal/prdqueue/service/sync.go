@@ -8,16 +8,21 @@ import (
 	"slices"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/prdqueue"
 	"github.com/spoolhq/spool/projections"
 )
 
 // Sync reads every PRD file the queue's features name (one feature's when
 // feature is set) and records what changed: gates, open questions, content,
-// approvals, and the moves of submitted PRDs that follow. A file that
-// cannot be read is a warning, and that PRD is left as it was; a PRD not
-// yet submitted may have no file. It returns the events appended. When
-// nothing changed it takes no lock and, with the cache, reads no file.
+// approvals, and the moves of submitted PRDs that follow. A submitted PRD
+// whose file is gone, leads outside the work tree or has front matter
+// spool cannot read is recorded so (prd.unreadable, with a warning the
+// first time): its entries wait, and go on when a sync reads it again.
+// Another file that cannot be read is a warning, and that PRD is left as
+// it was; a PRD not yet submitted may have no file. It returns the events
+// appended. When nothing changed it takes no lock and, with the cache,
+// reads no file.
 func (s *Service) Sync(ctx context.Context, feature string) (int, error) {
 	s.loadCache()
 	defer s.saveCache()
@@ -41,6 +46,7 @@ func (s *Service) Sync(ctx context.Context, feature string) (int, error) {
 		}
 	}
 	facts := map[string]prdqueue.Facts{}
+	unreadable := map[string]*fault.Error{}
 	var changed []string
 	for _, slug := range slices.Sorted(maps.Keys(paths)) {
 		var known *prdqueue.Facts
@@ -49,10 +55,19 @@ func (s *Service) Sync(ctx context.Context, feature string) (int, error) {
 		}
 		f, err := s.facts(paths[slug], known)
 		if err != nil {
-			if errors.Is(err, errMissing) && !submitted[slug] {
-				continue // not written yet
+			bad := fault.Classify(err)
+			switch {
+			case len(prdqueue.Unreadable(st, slug, bad.Code, bad.Message)) > 0:
+				unreadable[slug] = bad
+				changed = append(changed, slug)
+				s.Warn(fmt.Sprintf("PRD %s waits: %s", slug, bad.Message))
+			case st.PRDs[slug].Unreadable == bad.Code:
+				// recorded already: the manifest says it
+			case errors.Is(err, errMissing) && !submitted[slug]:
+				// not written yet
+			default:
+				s.Warn(fmt.Sprintf("PRD %s left as it was: %v", slug, err))
 			}
-			s.Warn(fmt.Sprintf("PRD %s left as it was: %v", slug, err))
 			continue
 		}
 		facts[slug] = f
@@ -66,7 +81,11 @@ func (s *Service) Sync(ctx context.Context, feature string) (int, error) {
 	_, events, err := s.write(ctx, nil, func(st *prdqueue.State, _ *projections.View, _ string) ([]eventlog.Draft, error) {
 		var drafts []eventlog.Draft
 		for _, slug := range changed {
-			if st.PRDs[slug] != nil {
+			switch bad := unreadable[slug]; {
+			case st.PRDs[slug] == nil:
+			case bad != nil:
+				drafts = append(drafts, prdqueue.Unreadable(st, slug, bad.Code, bad.Message)...)
+			default:
 				drafts = append(drafts, prdqueue.Reconcile(st, slug, facts[slug], false, s.Now)...)
 			}
 		}

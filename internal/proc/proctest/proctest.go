@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -91,4 +92,36 @@ func stopped(pid int) bool {
 		}
 	}
 	return true
+}
+
+// WaitDirFree waits, at most 10 s, until no running process works in dir
+// or below it (its current directory). A process a killed spool left
+// behind, such as a local remote's receive-pack still writing objects,
+// would otherwise race the removal of t.TempDir.
+func WaitDirFree(t testing.TB, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		busy := 0
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || !Running(pid) {
+				continue
+			}
+			cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd")
+			if err == nil && (cwd == dir || strings.HasPrefix(cwd, dir+string(filepath.Separator))) {
+				busy = pid
+				break
+			}
+		}
+		if busy == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("process %d still works in %s", busy, dir)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -234,14 +234,20 @@ func (s *Service) Histories(ctx context.Context) ([]workqueue.EntryJSON, error) 
 	return out, nil
 }
 
-// Stats counts the queue (seed 001's QueueStats).
+// Stats counts the queue (seed 001's QueueStats): with spool's tracker
+// every task, with a bd/br source the tasks it offers now and every task
+// with a history.
 func (s *Service) Stats(ctx context.Context) (workqueue.Stats, error) {
 	gate := s.Policy.Gate(nil, nil)
 	cands, err := s.candidates(ctx, gate.Require)
 	if err != nil {
 		return workqueue.Stats{}, err
 	}
-	st, err := s.Read(ctx, Both)
+	names := History
+	if s.Native() {
+		names = Both
+	}
+	st, err := s.Read(ctx, names)
 	if err != nil {
 		return workqueue.Stats{}, err
 	}
@@ -249,7 +255,23 @@ func (s *Service) Stats(ctx context.Context) (workqueue.Stats, error) {
 		cands = workqueue.Candidates(st.Ready(s.Policy, workqueue.ReadyFilter{}, s.Now, workqueue.Unsorted))
 	}
 	ready := len(s.Policy.Select(cands, workqueue.Lookup(st.AllHistory()), gate, s.Now, workqueue.Unsorted))
-	return s.Policy.Stats(st.AllHistory(), ready, s.Now), nil
+	offered := cands
+	if s.Native() {
+		offered = nil
+	}
+	return s.Policy.Stats(st, s.Native(), offered, ready, s.Now), nil
+}
+
+// Wakeup is when something in the queue may next become claimable (a
+// backoff ending, a lease running out; zero: nothing waits): what waits for
+// work sleeps until then, as no event says so.
+func (s *Service) Wakeup(ctx context.Context) (time.Time, error) {
+	st, err := s.Read(ctx, []string{workqueue.QueueName})
+	if err != nil {
+		return time.Time{}, err
+	}
+	at, _ := s.Policy.Wakeup(st.Waiting(), s.Now)
+	return at, nil
 }
 
 // ExpireClaims records every claim whose lease ran out, as next would on

@@ -9,6 +9,7 @@ package service
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/beads"
@@ -27,13 +28,14 @@ type Service struct {
 	// ExcludeTypes are issue types next never hands out (the orchestrator
 	// keeps epics from its agents).
 	ExcludeTypes []string
-	source       *beads.Source // nil: spool's own tracker
+	source       *beads.Source   // nil: spool's own tracker
+	hooks        workqueue.Hooks // the notification hooks configured
 }
 
 // Open reads the queue's configuration; nothing is read from the log yet.
 func Open(env store.Env) *Service {
 	cfg := env.Store.Config
-	s := &Service{Env: env, Policy: workqueue.PolicyFrom(cfg)}
+	s := &Service{Env: env, Policy: workqueue.PolicyFrom(cfg), hooks: workqueue.HooksFrom(cfg)}
 	if kind := cfg.String("workqueue.source"); kind != workqueue.SourceNative {
 		s.source = &beads.Source{Kind: kind, Bin: cfg.String("workqueue.source_bin"), Dir: env.Store.Repo.WorkTree}
 	}
@@ -42,6 +44,16 @@ func Open(env store.Env) *Service {
 
 // Native reports whether ready work comes from spool's own tracker.
 func (s *Service) Native() bool { return s.source == nil }
+
+// PollInterval is how often a bd/br source is asked for ready work by what
+// waits for it (seed 001's poll interval): its ready work changes without
+// the log knowing. Zero for spool's own tracker, whose log says when.
+func (s *Service) PollInterval() time.Duration {
+	if s.Native() {
+		return 0
+	}
+	return s.Store.Config.Duration("workqueue.poll_interval")
+}
 
 // Which projections a command opens: a command about tasks does not decode
 // the queue's history, and the other way round.
@@ -79,15 +91,30 @@ func (s *Service) Read(ctx context.Context, names []string) (*workqueue.State, e
 // write decides under the log's lock and appends through write (Env.Write,
 // or Env.Claim for a claim and what its holder records, which sync.claims =
 // remote takes through the git remote); it returns the events and the state
-// after them.
+// after them. An abandonment or a Blocked it decides carries the request
+// for its notification hook, which runs after the append (runHooks), with
+// any an earlier command of this clone left.
 func (s *Service) write(ctx context.Context, write store.EnvWrite, names []string, decide func(st *workqueue.State, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *workqueue.State, error) {
 	events, v, err := write(ctx, names, func(v *projections.View, actor string) ([]eventlog.Draft, error) {
-		return decide(stateOf(v), actor)
+		drafts, err := decide(stateOf(v), actor)
+		if err != nil || len(s.hooks) == 0 {
+			return drafts, err
+		}
+		reqs, err := workqueue.HookRequests(drafts, s.hooks)
+		return append(drafts, reqs...), err
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	return events, stateOf(v), nil
+	st := stateOf(v)
+	if made := slices.ContainsFunc(events, func(e eventlog.Event) bool { return e.Type == workqueue.TypeHookRequested }); made || s.ownHooks(st) {
+		s.runHooks(ctx, made)
+		// The state after the outcomes too, for what the command prints.
+		if st2, err := s.Read(ctx, names); err == nil {
+			st = st2
+		}
+	}
+	return events, st, nil
 }
 
 // change is write for the queue's decisions that a bd/br source must hear

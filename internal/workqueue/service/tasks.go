@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/beads"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/workqueue"
@@ -119,6 +120,38 @@ func (s *Service) Ready(ctx context.Context, f workqueue.ReadyFilter, limit int)
 		return nil, nil, err
 	}
 	return st.Ready(s.Policy, f, s.Now, limit), st, nil
+}
+
+// ReadyBeads is ready with a bd/br source: the beads it offers that next
+// could claim now, gated as next is (workqueue.label and the labels of f.All
+// asked of the source, workqueue.exclude_labels, the queue's history), with
+// f.Any on top, in next's order, as the source printed them; limit 0 is all.
+func (s *Service) ReadyBeads(ctx context.Context, f workqueue.ReadyFilter, limit int) ([]beads.Issue, error) {
+	gate := s.Policy.Gate(f.All, nil)
+	issues, err := s.source.Ready(ctx, gate.Require)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]beads.Issue, len(issues))
+	for _, i := range issues {
+		byID[i.ID] = i
+	}
+	cands := candidatesOf(issues)
+	st, err := s.Read(ctx, History)
+	if err != nil {
+		return nil, err
+	}
+	if len(f.Any) > 0 {
+		cands = slices.DeleteFunc(cands, func(c workqueue.Candidate) bool {
+			return !slices.ContainsFunc(f.Any, func(l string) bool { return slices.Contains(c.Labels, l) })
+		})
+	}
+	sel := s.Policy.Select(cands, st.Entry, gate, s.Now, limit)
+	out := make([]beads.Issue, len(sel))
+	for i, c := range sel {
+		out[i] = byID[c.ID]
+	}
+	return out, nil
 }
 
 // Update changes a task's fields; changed is false when it already had them
@@ -267,6 +300,14 @@ func (s *Service) Change(ctx context.Context, refs []string, u workqueue.Update,
 		w := worker
 		if w == "" {
 			w = actor
+		}
+		u := u
+		if u.Parent != nil && *u.Parent != "" { // an id as bd takes it, as the tasks' own
+			got, err := s.Resolve(st, []string{*u.Parent})
+			if err != nil {
+				return nil, err
+			}
+			u.Parent = &got[0]
 		}
 		return workqueue.Each(st, ids, actor, s.Now, func(f *workqueue.Fork, id string) error {
 			if !u.Empty() {
