@@ -40,9 +40,17 @@ bench-jobs:
 bench-watch:
     d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench watch -spool "$d/spool" -runs 20 -idle 60s; s=$?; rm -rf "$d"; exit $s
 
+# screenshots of every board view at 1400 px and 400 px, light and dark, into dir (needs Chromium); not committed
+board-screenshots dir="artifacts/board":
+    mkdir -p "{{dir}}" && SPOOL_ARTIFACTS="$(cd "{{dir}}" && pwd)" go test -count=1 -run 'TestBoardInBrowser$' ./cmd/spool/ && ls "{{dir}}"
+
 # spool serve on 10,000 tasks and 1,000 queued jobs: page and API wall times (median of 21), task add → stream → page refresh (median of 50), idle CPU and RSS over 60 s
 bench-board:
     d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench board -spool "$d/spool" -tasks 10000 -jobs 1000 -runs 21 -appends 50 -idle 60s; s=$?; rm -rf "$d"; exit $s
+
+# spool mcp on 10,000 tasks over stdio: ready and next round trips, idle CPU and memory
+bench-mcp:
+    d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench mcp -spool "$d/spool" -runs 201 -idle 30s; s=$?; rm -rf "$d"; exit $s
 
 # fleet: a claim through a local bare remote, a sync with nothing new, claims/s with 1, 2, 4, 8 contending clones, an event from one clone to another running watch
 bench-fleet:

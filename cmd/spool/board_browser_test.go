@@ -10,10 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -257,6 +259,27 @@ func TestBoardInBrowser(t *testing.T) {
 	})
 	browse(t, ctx, "the page follows the move", chromedp.WaitVisible(fmt.Sprintf(`#jobq tbody tr:first-child[data-job="%s"]`, last)))
 
+	// Cancel is final: the first click asks, only the second cancels.
+	cancel := fmt.Sprintf(`tr[data-job="%s"] form[data-api$="/cancel"] button`, jobIDs[1])
+	click(t, ctx, "cancel once", cancel)
+	browse(t, ctx, "the cancel asks", chromedp.WaitVisible(cancel+`.armed`))
+	if n := len(jobEvents(t, bin, dir, env, "job.cancelled")); n != 0 {
+		t.Fatalf("one click on Cancel cancelled (%d job.cancelled)", n)
+	}
+	click(t, ctx, "confirm the cancel", cancel+`.armed`)
+	waitFor(t, 10*time.Second, "job.cancelled", func() bool { return len(jobEvents(t, bin, dir, env, "job.cancelled")) == 1 })
+
+	// The keyboard reorders too: select the second row, K moves it up.
+	browse(t, ctx, "the page follows the cancel", chromedp.WaitNotPresent(fmt.Sprintf(`tr[data-job="%s"]`, jobIDs[1])))
+	browse(t, ctx, "select the second row", chromedp.KeyEvent("j"), chromedp.KeyEvent("j"),
+		chromedp.WaitVisible(fmt.Sprintf(`tr.selected[data-job="%s"]`, first)))
+	browse(t, ctx, "press K", chromedp.KeyEvent("K"))
+	waitFor(t, 10*time.Second, "spool job list to put "+first+" first again", func() bool {
+		var rows []struct{ ID string }
+		json.Unmarshal([]byte(jobSpool(t, bin, dir, env, "--json", "job", "list")), &rows)
+		return len(rows) == 2 && rows[0].ID == first
+	})
+
 	// Every view renders; a screenshot of each.
 	for _, view := range []string{"merge", "prd", "orchestrator", "activity", "analytics", "tasks/" + stuck} {
 		browse(t, ctx, "open "+view, chromedp.Navigate(base+"/"+view), chromedp.WaitVisible(`#main`))
@@ -265,6 +288,68 @@ func TestBoardInBrowser(t *testing.T) {
 			t.Errorf("%s shows markup from the log unescaped", view)
 		}
 		screenshot(t, ctx, strings.ReplaceAll(view, "/", "-"))
+	}
+	keyboard(t, ctx, base)
+	bulkCancel(t, ctx, base, bin, dir, env)
+	narrowAndDark(t, ctx, base, stuck)
+}
+
+// keyboard: / goes to the search box, j and k move through the cards,
+// Enter opens the selected one.
+func keyboard(t *testing.T, ctx context.Context, base string) {
+	t.Helper()
+	browse(t, ctx, "open tasks", chromedp.Navigate(base+"/tasks"), chromedp.WaitVisible(`#live.on`))
+	browse(t, ctx, "press /", chromedp.KeyEvent("/"))
+	if name := value(t, ctx, "read the focus", chromedp.Evaluate[string](`document.activeElement.name || ""`)); name != "q" {
+		t.Errorf("/ focused %q, want the search box", name)
+	}
+	browse(t, ctx, "leave the box", chromedp.Evaluate[chromedp.Void](`document.activeElement.blur()`))
+	browse(t, ctx, "press j j k j", chromedp.KeyEvent("j"), chromedp.KeyEvent("j"), chromedp.KeyEvent("k"), chromedp.KeyEvent("j"))
+	cards := value(t, ctx, "read the selection", chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll("#main article.card")].map(c => c.dataset.task + (c.classList.contains("selected") ? "*" : ""))`))
+	if len(cards) < 2 || !strings.HasSuffix(cards[1], "*") || strings.Count(strings.Join(cards, " "), "*") != 1 {
+		t.Fatalf("after j j k j the cards are %v, want the second selected", cards)
+	}
+	want := strings.TrimSuffix(cards[1], "*")
+	browse(t, ctx, "press Enter", chromedp.KeyEvent("\r"), chromedp.WaitVisible(`#main[data-page="task"]`))
+	if path := value(t, ctx, "read the URL", chromedp.Evaluate[string](`location.pathname`)); path != "/tasks/"+want {
+		t.Errorf("Enter opened %s, want /tasks/%s", path, want)
+	}
+}
+
+// narrowAndDark: at a phone's 400 px no view scrolls sideways and the
+// Tasks view shows Blocked first; in dark mode the page is dark. A
+// screenshot of every view in each.
+func narrowAndDark(t *testing.T, ctx context.Context, base, task string) {
+	t.Helper()
+	views := []string{"tasks", "jobs", "merge", "prd", "orchestrator", "activity", "analytics", "tasks/" + task}
+	browse(t, ctx, "a phone's width", chromedp.EmulateViewport(400, 850))
+	for _, view := range views {
+		browse(t, ctx, "open "+view+" at 400 px", chromedp.Navigate(base+"/"+view), chromedp.WaitVisible(`#main`))
+		if w := value(t, ctx, "measure "+view, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 400 {
+			t.Errorf("%s at 400 px is %d px wide: it scrolls sideways", view, w)
+		}
+		screenshot(t, ctx, strings.ReplaceAll(view, "/", "-")+"-400")
+	}
+	browse(t, ctx, "open tasks at 400 px", chromedp.Navigate(base+"/tasks"), chromedp.WaitVisible(`#main`))
+	if top := value(t, ctx, "find Blocked", chromedp.Evaluate[[]float64](
+		`[...document.querySelectorAll("[data-col]")].map(c => c.getBoundingClientRect().top)`)); len(top) == 0 {
+		t.Error("no columns on the Tasks view")
+	} else if blocked := value(t, ctx, "find Blocked", chromedp.Evaluate[float64](`document.querySelector('[data-col="blocked"]').getBoundingClientRect().top`)); blocked > slices.Min(top) {
+		t.Errorf("at 400 px Blocked is at %.0f px, below another column at %.0f", blocked, slices.Min(top))
+	}
+	browse(t, ctx, "a desktop's width", chromedp.EmulateViewport(1400, 1000))
+	if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, view := range views {
+		browse(t, ctx, "open "+view+" dark", chromedp.Navigate(base+"/"+view), chromedp.WaitVisible(`#main`))
+		screenshot(t, ctx, strings.ReplaceAll(view, "/", "-")+"-dark")
+	}
+	bg := value(t, ctx, "read the background", chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`))
+	if bg != "rgb(20, 23, 28)" {
+		t.Errorf("in dark mode the page's background is %s", bg)
 	}
 }
 
@@ -301,4 +386,22 @@ func leakedCookiesWriteNothing(t *testing.T, ctx context.Context, base, task str
 		}
 	}
 	browse(t, ctx, "back to the board", chromedp.Navigate(base+"/tasks"), chromedp.WaitVisible(`#live.on`))
+}
+
+// bulkCancel: tick every job, Cancel asks, then cancels each.
+func bulkCancel(t *testing.T, ctx context.Context, base, bin, dir string, env []string) {
+	t.Helper()
+	before := len(jobEvents(t, bin, dir, env, "job.cancelled"))
+	browse(t, ctx, "open jobs", chromedp.Navigate(base+"/jobs"), chromedp.WaitVisible(`#live.on`))
+	n := value(t, ctx, "tick every job", chromedp.Evaluate[int](`(() => { const p = document.querySelectorAll("#jobq input.pick"); p.forEach(c => c.click()); return p.length })()`))
+	if n < 2 {
+		t.Fatalf("%d jobs to pick, want 2 or more", n)
+	}
+	click(t, ctx, "cancel selected", `.bulk button[data-bulk="cancel"]`)
+	browse(t, ctx, "the bulk cancel asks", chromedp.WaitVisible(`.bulk button[data-bulk="cancel"].armed`))
+	if got := len(jobEvents(t, bin, dir, env, "job.cancelled")); got != before {
+		t.Fatalf("one click cancelled %d jobs", got-before)
+	}
+	click(t, ctx, "confirm", `.bulk button[data-bulk="cancel"].armed`)
+	waitFor(t, 10*time.Second, "every ticked job cancelled", func() bool { return len(jobEvents(t, bin, dir, env, "job.cancelled")) == before+n })
 }

@@ -57,6 +57,7 @@ type CLI struct {
 	PRD          PRDCmd          `cmd:"" name:"prd" help:"The PRD queue: feature runs, approval gates, promotion to epics, reconciliation."`
 	Watch        WatchCmd        `cmd:"" help:"Keep the queues going: recovery, PRD promotion, scheduled jobs, merge train, job workers, the orchestrator."`
 	Serve        ServeCmd        `cmd:"" help:"The board: every queue as a live web page and JSON under /api/ (127.0.0.1:7070)."`
+	MCP          MCPCmd          `cmd:"" name:"mcp" help:"Every queue as tools for coding agents over the Model Context Protocol (stdio, or --http)."`
 	Sign         SignCmd         `cmd:"" help:"Signed events: record where signing starts."`
 	Sync         SyncCmd         `cmd:"" help:"Share the log through the git remote: fetch the other writers' events, push this clone's (branch sync.branch; work tree, index and HEAD untouched)."`
 	Orchestrator OrchestratorCmd `cmd:"" help:"The always-on orchestrator's status (it runs inside spool watch)."`

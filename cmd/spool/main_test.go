@@ -188,7 +188,8 @@ func cmdReplace(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func scriptEnv(ts *testscript.TestScript) []string {
-	names := map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "WORK": true, "NO_COLOR": true, "BD_ACTOR": true}
+	names := map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "WORK": true, "NO_COLOR": true, "BD_ACTOR": true,
+		"SPOOL_TASK_ID": true, "SPOOL_ATTEMPT": true}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(k, "GIT_") || strings.HasPrefix(k, "SPOOL_") {

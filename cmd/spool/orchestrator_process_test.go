@@ -861,3 +861,38 @@ func TestOrchestratorMergeRejectionReopens(t *testing.T) {
 	}
 	noTwice(t, runs)
 }
+
+// An agent's MCP server is started by the agent (its client), under the
+// agent's guard: its read tools answer, its comment is refused
+// agent_may_not_write as the command would be, and nothing is appended.
+func TestOrchestratorAgentMCPCannotWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, id, runs := orchRepo(t, bin, "mcp", 2)
+	env = append(env, "FAKE_AGENT_SPOOL="+bin)
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	answers := make(map[string]string)
+	for _, l := range lines(runs + ".mcp") {
+		var m struct {
+			ID     int             `json:"id"`
+			Result json.RawMessage `json:"result"`
+		}
+		if json.Unmarshal([]byte(l), &m) == nil && m.ID > 0 {
+			answers[strconv.Itoa(m.ID)] = string(m.Result)
+		}
+	}
+	if c := answers["2"]; !strings.Contains(c, `"isError":true`) || !strings.Contains(c, "agent_may_not_write") {
+		t.Errorf("the agent's comment over MCP: %s\n%s", c, strings.Join(lines(runs+".mcp"), "\n"))
+	}
+	if s := answers["3"]; !strings.Contains(s, id) || strings.Contains(s, `"isError":true`) {
+		t.Errorf("the agent's show over MCP: %s", s)
+	}
+	if c := jobEvents(t, bin, dir, env, "task.commented"); len(c) != 0 {
+		t.Errorf("the agent commented: %v", c)
+	}
+	if got := strings.Join(finished(t, bin, dir, env), ","); got != "done" {
+		t.Errorf("outcomes %s", got)
+	}
+}

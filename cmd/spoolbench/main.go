@@ -12,6 +12,7 @@
 //	go run ./cmd/spoolbench board -spool BIN [-tasks 10000] [-jobs 1000] [-runs 21] [-appends 50] [-idle 60s]
 //	go run ./cmd/spoolbench fleet -spool BIN [-tasks 2000] [-runs 21] [-for 10s] [-clones 1,2,4,8]
 //	go run ./cmd/spoolbench sign -spool BIN [-events 10000] [-runs 21]
+//	go run ./cmd/spoolbench mcp -spool BIN [-tasks 10000] [-events 100000] [-runs 201] [-idle 30s]
 //	go run ./cmd/spoolbench scale -spool BIN [-tasks 1000,10000,100000] [-runs 21] [-slow-runs 3] [-dir DIR]
 //
 // The justfile's bench-* recipes run it.
@@ -44,12 +45,13 @@ var subcommands = map[string]func(args []string) error{
 	"fleet": fleetMain,
 	"sign":  signMain,
 	"scale": scaleMain,
+	"mcp":   mcpMain,
 	// scale's children
 	"scale-gen":    scaleGenMain,
 	"scale-encode": scaleEncodeMain,
 }
 
-const usage = `usage: spoolbench gen|time|queue|merge|prd|jobs|watch|board|fleet|sign|scale [flags]
+const usage = `usage: spoolbench gen|time|queue|merge|prd|jobs|watch|board|fleet|sign|scale|mcp [flags]
 
   gen    make a spool repository with a synthetic log
   time   run a command repeatedly and print its wall time and peak RSS
@@ -62,6 +64,7 @@ const usage = `usage: spoolbench gen|time|queue|merge|prd|jobs|watch|board|fleet
   fleet  claims through a local bare remote: one claim's latency, a sync with nothing new, claims/s with 1, 2, 4, 8 clones
   sign   spool task add without and with a signing key; verify with and without --signatures over 10,000 signed events
   scale  every work-queue command on realistic logs (CLI-shaped appends) of 1k, 10k and 100k tasks, about 10 events each
+  mcp    spool mcp over stdio on 10,000 tasks: ready and next round trips, idle CPU and memory
 
 spoolbench SUBCOMMAND -h lists a subcommand's flags.
 `

@@ -82,6 +82,20 @@ var apiWrites = map[string]call{
 	"merge/{id}/retry": func(ctx context.Context, env store.Env, r *http.Request) (any, error) {
 		return placed(mqservice.Open(env).Retry(ctx, r.PathValue("id")))
 	},
+	"merge/freeze":   mergeFreeze(true),
+	"merge/unfreeze": mergeFreeze(false),
+}
+
+// mergeFreeze is merge freeze (on) or unfreeze: the queue as merge list
+// --json shows it.
+func mergeFreeze(on bool) call {
+	return func(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+		q, _, err := mqservice.Open(env).Freeze(ctx, on, param(r, "reason"))
+		if err != nil {
+			return nil, err
+		}
+		return rawJSON(q.ListJSON(q.Listed(false))), nil
+	}
 }
 
 func jobChange(do func(*jobservice.Service, context.Context, string) (*jobs.Job, error)) call {

@@ -363,3 +363,45 @@ func TestHostOnLoopback(t *testing.T) {
 		t.Errorf("off loopback with the token: status %d, want 200\n%s", r.code, r.body)
 	}
 }
+
+// Pages offer an action only to who may take it: a job's or an entry's
+// owner, or an admin of that queue; anyone else sees none (the server
+// would refuse it). boss is in admins.
+func TestPagesOfferOnlyWhatTheViewerMay(t *testing.T) {
+	f := newFixture(t)
+	s := f.seed()
+	f.submitMerge("feat-a", alice)
+	jobForm, mergeForm := `data-api="/api/jobs/`+s.job1+`/cancel"`, `data-api="/api/merge/1/cancel"`
+	for _, c := range []struct {
+		token     string
+		job, merg bool
+	}{{token, true, true}, {bossToken, true, true}, {bobToken, false, false}} {
+		if got := strings.Contains(f.do(request{path: "/jobs", token: c.token}).body, jobForm); got != c.job {
+			t.Errorf("/jobs as %s offers cancel: %v, want %v", c.token, got, c.job)
+		}
+		if got := strings.Contains(f.do(request{path: "/merge", token: c.token}).body, mergeForm); got != c.merg {
+			t.Errorf("/merge as %s offers cancel: %v, want %v", c.token, got, c.merg)
+		}
+	}
+}
+
+// An admin freezes and unfreezes the merge train from its page.
+func TestMergeFreezeFromThePage(t *testing.T) {
+	f := newFixture(t)
+	if r := f.do(request{path: "/merge", token: token}); strings.Contains(r.body, "/api/merge/freeze") {
+		t.Error("/merge offers a freeze to a non-admin")
+	}
+	if r := f.do(request{path: "/merge", token: bossToken}); !strings.Contains(r.body, `data-api="/api/merge/freeze"`) {
+		t.Fatalf("/merge offers no freeze to an admin:\n%s", r.body)
+	}
+	acceptedWrite(t, f, request{method: "POST", path: "/api/merge/freeze", body: "reason=release+day", ctype: "application/x-www-form-urlencoded", token: bossToken}, boss)
+	r := f.do(request{path: "/merge", token: bossToken})
+	if !strings.Contains(r.body, "frozen by "+boss+": release day") || !strings.Contains(r.body, `data-api="/api/merge/unfreeze"`) {
+		t.Fatalf("after the freeze:\n%s", r.body)
+	}
+	// Again: nothing to append.
+	if evs := f.appended(func() { f.do(request{method: "POST", path: "/api/merge/freeze", token: bossToken}) }); len(evs) != 0 {
+		t.Fatalf("a second freeze appended %v", evs)
+	}
+	acceptedWrite(t, f, request{method: "POST", path: "/api/merge/unfreeze", token: bossToken}, boss)
+}

@@ -94,6 +94,7 @@ func (s *Server) routes() {
 	m.Handle("GET /tasks/{id}", s.read(s.page(taskPage)))
 	m.Handle("GET /merge/{id}", s.read(s.page(mergeEntryPage)))
 	m.Handle("GET /jobs/{id}", s.read(s.page(jobPage)))
+	m.Handle("GET /prd/{feature}/{prd}", s.read(s.page(prdPage)))
 
 	m.Handle("GET /api/events", s.read(http.HandlerFunc(s.handleEvents)))
 	for path, fn := range apiReads {

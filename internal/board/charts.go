@@ -84,7 +84,7 @@ func chart(at []time.Time, vals []float64, since, until time.Time) template.HTML
 	pts = append(pts, fmt.Sprintf("%d,%.1f", chartW, y(last)))
 	fmt.Fprintf(&b, `<polyline class="line" points="%s"/>`, strings.Join(pts, " "))
 	fmt.Fprintf(&b, `<text x="%d" y="%d" class="label">%s</text><text x="%d" y="%d" class="label end">%s</text></svg>`,
-		left, chartH-8, esc(since.Local().Format("01-02 15:04")), chartW-2, chartH-8, esc(until.Local().Format("01-02 15:04")))
+		left, chartH-8, esc(since.Local().Format("01-02 15:04")), chartW-2, chartH-8, esc(until.Local().Format("01-02 15:04 MST")))
 	return template.HTML(b.String())
 }
 

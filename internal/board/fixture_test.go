@@ -61,7 +61,7 @@ type fixture struct {
 // and abandonment after three attempts.
 func fixtureConfig() string {
 	cfg := map[string]any{
-		"scheduler.admins":     []string{boss},
+		"admins":               []string{boss},
 		"serve.tokens":         []string{board.HashToken(bobToken) + "=" + bob, strings.ToUpper(board.HashToken(bossToken)) + " = " + boss},
 		"backoff.max_failures": 3,
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	orchservice "github.com/spoolhq/spool/internal/orchestrator/service"
+	"github.com/spoolhq/spool/internal/watch"
 )
 
 // recentMax is how many of the latest events the Activity view can show.
@@ -107,8 +107,8 @@ func (h *hub) latest(n int, match func(*eventlog.Event) bool) []*eventlog.Event 
 }
 
 // Follow keeps the pages live until ctx ends: it reads the log from the
-// start, then again on every wake, and sends each new event to the
-// streams, then build.status when it changed.
+// start, then again on every wake (watch.Follow), and sends each new event
+// to the streams, then build.status when it changed.
 func (s *Server) Follow(ctx context.Context, wakes <-chan struct{}) error {
 	s.mu.Lock()
 	env, err := s.opt.Env()
@@ -116,68 +116,25 @@ func (s *Server) Follow(ctx context.Context, wakes <-chan struct{}) error {
 	if err != nil {
 		return err
 	}
-	log := env.Store.Log
-	from := map[string]eventlog.Start{}
-	if _, err := s.readNew(log, from); err != nil {
-		return err
-	}
-	s.publishStatus(ctx)
-	tick := time.NewTicker(statusEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-			s.publishStatus(ctx) // a backoff or a lease ran out: time alone changes what is ready
-			continue
-		case <-wakes:
+	warn := func(msg string) { s.opt.Warn("spool serve: " + msg) }
+	return watch.Follow(ctx, env.Store.Log, wakes, statusEvery, warn, func(b watch.Batch) {
+		s.hub.remember(b.Events)
+		if b.First {
+			s.publishStatus(ctx)
+			return
 		}
-		evs, err := s.readNew(log, from)
-		for _, ev := range evs { // what was read before an error too
-			line, err := json.Marshal(ev)
-			if err == nil {
+		for _, ev := range b.Events {
+			if line, err := json.Marshal(ev); err == nil {
 				s.hub.publish(line)
 			}
 		}
-		if len(evs) > 0 {
-			s.publishStatus(ctx)
-		}
-		if errors.Is(err, eventlog.ErrCorrupt) {
-			return err // as every command would stop: spool doctor --repair
-		}
-		if err != nil {
-			s.opt.Warn(fmt.Sprintf("spool serve: reading the log: %v", err))
-		}
-	}
+		// A backoff or a lease ran out (a tick): time alone changes what is ready.
+		s.publishStatus(ctx)
+	})
 }
 
 // statusEvery is how often build.status is computed without an event.
 const statusEvery = 30 * time.Second
-
-// readNew reads the events appended since from, and moves from past them.
-func (s *Server) readNew(log *eventlog.Log, from map[string]eventlog.Start) ([]*eventlog.Event, error) {
-	rd, err := log.Read(from)
-	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
-	var evs []*eventlog.Event
-	for {
-		ev, pos, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			s.hub.remember(evs)
-			return evs, err
-		}
-		from[pos.Writer] = pos.Start()
-		evs = append(evs, ev)
-	}
-	s.hub.remember(evs)
-	return evs, nil
-}
 
 // publishStatus sends seed 004's build.status when it changed.
 func (s *Server) publishStatus(ctx context.Context) {

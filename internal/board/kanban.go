@@ -3,6 +3,7 @@ package board
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spoolhq/spool/internal/workqueue"
@@ -23,6 +24,8 @@ type Card struct {
 	BlockReason  string
 	Abandoned    bool
 	ClosedAt     time.Time
+	WaitsFor     []string // open blockers, on a Waiting card
+	WaitsParent  string   // or the parent that waits, when it has none
 
 	created time.Time
 }
@@ -46,10 +49,27 @@ const (
 	ColDone       = "done"
 )
 
-// TaskFilter narrows the Tasks view.
+// TaskFilter narrows the Tasks view. Text matches a task's id, title or
+// a label, ignoring case.
 type TaskFilter struct {
 	Label    string
 	Priority *int
+	Text     string
+}
+
+// matches says whether t passes f.
+func (f TaskFilter) matches(t *workqueue.Task) bool {
+	if f.Label != "" && !t.HasLabel(f.Label) || f.Priority != nil && t.Priority != *f.Priority {
+		return false
+	}
+	if f.Text == "" {
+		return true
+	}
+	text := strings.ToLower(f.Text)
+	if strings.Contains(strings.ToLower(t.ID), text) || strings.Contains(strings.ToLower(t.Title), text) {
+		return true
+	}
+	return slices.ContainsFunc(t.Labels, func(l string) bool { return strings.Contains(strings.ToLower(l), text) })
 }
 
 // Kanban sorts every task into its column at now: Done when closed, Blocked
@@ -71,7 +91,7 @@ func Kanban(st *workqueue.State, p workqueue.Policy, f TaskFilter, now time.Time
 		ready[t.ID] = i
 	}
 	for _, t := range st.AllTasks() {
-		if f.Label != "" && !t.HasLabel(f.Label) || f.Priority != nil && t.Priority != *f.Priority {
+		if !f.matches(t) {
 			continue
 		}
 		c := Card{ID: t.ID, Title: t.Title, Priority: t.Priority, Labels: t.Labels, created: t.CreatedAt}
@@ -93,6 +113,8 @@ func Kanban(st *workqueue.State, p workqueue.Policy, f TaskFilter, now time.Time
 		default:
 			if _, ok := ready[t.ID]; ok {
 				key = ColReady
+			} else {
+				c.WaitsFor, c.WaitsParent = st.Waits(t)
 			}
 		}
 		col := &cols[index[key]]

@@ -170,6 +170,13 @@ func TestKanban(t *testing.T) {
 	if c := card(t, m[board.ColReady], k.readyB); c.Title != "ready b" || c.Priority != 0 || c.Worker != "" || c.Failures != 0 {
 		t.Errorf("ready card %+v", c)
 	}
+	// A waiting card names what it waits for; a deferred one waits for none.
+	if c := card(t, m[board.ColWaiting], k.waiting); !slices.Equal(c.WaitsFor, []string{k.readyA}) || c.WaitsParent != "" {
+		t.Errorf("waiting card %+v, want it to wait for %s", c, k.readyA)
+	}
+	if c := card(t, m[board.ColWaiting], k.deferred); len(c.WaitsFor) != 0 || c.WaitsParent != "" {
+		t.Errorf("deferred card %+v waits for something", c)
+	}
 
 	// Two hours on: the claim's lease ran out and the backoff ended; both
 	// are ready, in st.Ready's order at that time.
@@ -223,6 +230,11 @@ func TestKanban(t *testing.T) {
 		{board.TaskFilter{Priority: &one}, map[string][]string{board.ColReady: {k.readyA, k.readyC}, board.ColWaiting: {k.deferred}, board.ColBackoff: {k.backoff}}},
 		{board.TaskFilter{Label: "wk", Priority: &one}, map[string][]string{}},
 		{board.TaskFilter{Label: "none"}, map[string][]string{}},
+		// Text: an id, a title or a label, ignoring case.
+		{board.TaskFilter{Text: "Ready B"}, map[string][]string{board.ColReady: {k.readyB}}},
+		{board.TaskFilter{Text: "WK"}, map[string][]string{board.ColInProgress: {k.working}}},
+		{board.TaskFilter{Text: k.backoff}, map[string][]string{board.ColBackoff: {k.backoff}}},
+		{board.TaskFilter{Text: "ready", Priority: &zero}, map[string][]string{board.ColReady: {k.readyB}}},
 	} {
 		for _, c := range board.Kanban(st, p, tc.f, now, 0) {
 			if got := cardIDs(c); !slices.Equal(got, tc.want[c.Key]) {

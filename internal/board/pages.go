@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,10 +56,11 @@ var (
 	taskPage       = &page{Path: "tasks", Title: "Task", file: "task", load: loadTask}
 	mergeEntryPage = &page{Path: "merge", Title: "Merge entry", file: "entry", load: apiMergeEntry} // mergequeue.Shown
 	jobPage        = &page{Path: "jobs", Title: "Job", file: "job", load: apiJob}
+	prdPage        = &page{Path: "prd", Title: "PRD", file: "prdentry", load: loadPRDItem}
 )
 
 func init() {
-	for _, p := range append(pages[:len(pages):len(pages)], taskPage, mergeEntryPage, jobPage) {
+	for _, p := range append(pages[:len(pages):len(pages)], taskPage, mergeEntryPage, jobPage, prdPage) {
 		p.tmpl = template.Must(template.Must(layout.Clone()).ParseFS(files, "templates/"+p.file+".html"))
 	}
 }
@@ -66,6 +68,7 @@ func init() {
 // layout is the frame every page shares: templates/layout.html.
 var layout = template.Must(template.New("").Funcs(template.FuncMap{
 	"when":    when,
+	"graph":   depGraph,
 	"ago":     ago,
 	"join":    strings.Join,
 	"short":   mergequeue.ShortRef,
@@ -80,6 +83,7 @@ type view struct {
 	Nav      []*page
 	CanWrite bool
 	ReadOnly bool
+	Actor    string // who the page's writes act as: buttons only for what they may do
 	Now      time.Time
 	Data     any
 }
@@ -114,10 +118,11 @@ func (s *Server) render(r *http.Request, p *page) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := view{Page: p, Nav: pages, CanWrite: s.canWrite(r), ReadOnly: s.opt.ReadOnly, Now: env.Now, Data: data}
+	actor, _ := env.Actor(r.Context())
+	v := view{Page: p, Nav: pages, CanWrite: s.canWrite(r), ReadOnly: s.opt.ReadOnly, Actor: actor, Now: env.Now, Data: data}
 	name := "page"
 	if r.Header.Get("X-Spool-Partial") != "" {
-		name = "main"
+		name = "partial" // main, and what this browser may do (a restart with a new token takes it away)
 	}
 	var buf bytes.Buffer
 	err = p.tmpl.ExecuteTemplate(&buf, name, v)
@@ -138,12 +143,22 @@ type TasksData struct {
 	Columns  []Column
 	Label    string
 	Priority string
+	Text     string
+	All      bool   // every card, not cardLimit a column
+	AllURL   string // this view with all=1
 	Native   bool
 }
 
 func loadTasks(ctx context.Context, env store.Env, r *http.Request) (any, error) {
-	f := TaskFilter{Label: r.URL.Query().Get("label")}
-	d := TasksData{Label: f.Label, Priority: r.URL.Query().Get("priority")}
+	f := TaskFilter{Label: r.URL.Query().Get("label"), Text: strings.TrimSpace(r.URL.Query().Get("q"))}
+	d := TasksData{Label: f.Label, Priority: r.URL.Query().Get("priority"), Text: f.Text}
+	all, err := boolParam(r, "all")
+	if err != nil {
+		return nil, err
+	}
+	query := r.URL.Query()
+	query.Set("all", "1")
+	d.All, d.AllURL = all, "/tasks?"+query.Encode()
 	if d.Priority != "" {
 		n, err := priority(d.Priority)
 		if err != nil {
@@ -157,7 +172,11 @@ func loadTasks(ctx context.Context, env store.Env, r *http.Request) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	d.Columns = Kanban(st, q.Policy, f, env.Now, cardLimit)
+	limit := cardLimit
+	if all {
+		limit = 0
+	}
+	d.Columns = Kanban(st, q.Policy, f, env.Now, limit)
 	return d, nil
 }
 
@@ -182,10 +201,12 @@ type MergeData struct {
 	Queue   *mergequeue.State
 	Entries []*mergequeue.Entry
 	All     bool
+	Admin   bool // the viewer may act on anyone's entry
 }
 
 func loadMerge(ctx context.Context, env store.Env, r *http.Request) (any, error) {
-	q, err := mqservice.Open(env).Queue(ctx)
+	mq := mqservice.Open(env)
+	q, err := mq.Queue(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +214,8 @@ func loadMerge(ctx context.Context, env store.Env, r *http.Request) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	return MergeData{Queue: q, Entries: q.Listed(all), All: all}, nil
+	actor, _ := env.Actor(ctx)
+	return MergeData{Queue: q, Entries: q.Listed(all), All: all, Admin: slices.Contains(mq.Policy.Admins, actor)}, nil
 }
 
 // JobsData is the Jobs view.
@@ -224,6 +246,27 @@ func loadJobs(ctx context.Context, env store.Env, r *http.Request) (any, error) 
 type PRDData struct {
 	Features []prdqueue.Manifest
 	Reports  []prdqueue.Report
+}
+
+// PRDItemData is one PRD of one feature run: its manifest entry, gates and
+// open questions, as spool prd show says them.
+type PRDItemData struct {
+	Feature    string
+	Item       prdqueue.ManifestItem
+	PRD        prdqueue.PRD
+	QueueReady bool
+}
+
+func loadPRDItem(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	st, err := prdservice.Open(env, env.Store.Repo.WorkTree).Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	it, err := st.FindItem(r.PathValue("prd"), r.PathValue("feature"))
+	if err != nil {
+		return nil, err
+	}
+	return PRDItemData{Feature: it.Feature, Item: st.ManifestItem(it), PRD: *st.PRDs[it.PRD], QueueReady: st.QueueReady(it)}, nil
 }
 
 func loadPRD(ctx context.Context, env store.Env, r *http.Request) (any, error) {
@@ -357,7 +400,7 @@ func when(t any) string {
 	if tm.IsZero() {
 		return "-"
 	}
-	return tm.Local().Format("2006-01-02 15:04:05")
+	return tm.Local().Format("2006-01-02 15:04:05 MST") // with its zone: the log is UTC, the page local
 }
 
 // ago is how long before now t was, roughly.

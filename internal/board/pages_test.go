@@ -3,6 +3,7 @@ package board_test
 import (
 	"context"
 	"encoding/json"
+	prdservice "github.com/spoolhq/spool/internal/prdqueue/service"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/orchestrator"
@@ -80,11 +82,12 @@ func TestPagesRender(t *testing.T) {
 			t.Fatalf("%s: CSP %q", path, csp)
 		}
 
-		// The page's script asks for the main part only.
+		// The page's script asks for the main part only, and what this
+		// browser may do (view only without the token's cookie).
 		p := f.do(request{path: path, header: map[string]string{"X-Spool-Partial": "1"}})
 		wantPage(t, p, http.StatusOK)
-		if !strings.HasPrefix(p.body, `<main id="main"`) || !strings.HasSuffix(strings.TrimSpace(p.body), "</main>") ||
-			strings.Contains(p.body, "<html") || strings.Contains(p.body, "<header") {
+		if !strings.HasPrefix(p.body, `<span id="access"><span class="badge" title="open the login URL spool serve printed">view only</span></span><main id="main"`) ||
+			!strings.HasSuffix(strings.TrimSpace(p.body), "</main>") || strings.Contains(p.body, "<html") || strings.Contains(p.body, "<header") {
 			t.Fatalf("%s partial:\n%s", path, p.body)
 		}
 	}
@@ -195,8 +198,13 @@ func TestTasksView(t *testing.T) {
 	if strings.Contains(blocked, `/api/tasks/`+k.abandoned+`/unblock`) || strings.Contains(blocked, `/api/tasks/`+k.blocked+`/retry`) {
 		t.Errorf("the Blocked column offers the wrong write:\n%s", blocked)
 	}
-	if strings.Count(r.body, "data-api=") != 2 {
-		t.Errorf("the Tasks view offers %d writes, want 2", strings.Count(r.body, "data-api="))
+	if strings.Count(r.body, "data-api=") != 3 || !strings.Contains(blocked, `<div class="bulk" data-api="/api/tasks/">`) {
+		t.Errorf("the Tasks view offers %d writes, want 2 and the Blocked column's bulk bar", strings.Count(r.body, "data-api="))
+	}
+	for _, id := range []string{k.blocked, k.abandoned} {
+		if !strings.Contains(blocked, `class="pick" name="pick-`+id+`" data-id="`+id+`"`) {
+			t.Errorf("the Blocked card %s cannot be selected", id)
+		}
 	}
 	if !strings.Contains(section(t, r.body, "in_progress"), "w1 · lease until") {
 		t.Errorf("the working card does not name its worker:\n%s", section(t, r.body, "in_progress"))
@@ -397,5 +405,93 @@ func TestOnlyAssetFilesAreServed(t *testing.T) {
 		if res, err := ts.Client().Get(ts.URL + path); err != nil || res.StatusCode != http.StatusOK {
 			t.Fatalf("%s: %v %v", path, res.StatusCode, err)
 		}
+	}
+}
+
+// A time on a page says its zone: the log's times are UTC, the pages'
+// local, and a reader must not have to guess which.
+func TestTimesSayTheirZone(t *testing.T) {
+	f := newFixture(t)
+	s := f.seed()
+	zone := time.Now().Local().Format("MST")
+	r := f.get("/tasks/" + s.working)
+	wantPage(t, r, http.StatusOK)
+	if !regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ` + regexp.QuoteMeta(zone)).MatchString(r.body) {
+		t.Errorf("/tasks/%s shows no time with its zone %s:\n%s", s.working, zone, r.body)
+	}
+	if r := f.get("/analytics"); !strings.Contains(r.body, "per hour of day, ") {
+		t.Errorf("/analytics does not say which zone its hours are in")
+	}
+}
+
+// The Tasks view's search and its all=1 (every card, the "+N more" link).
+func TestTasksSearchAndAll(t *testing.T) {
+	f := newFixture(t)
+	s := f.seed()
+	r := f.get("/tasks?q=write+THE")
+	wantPage(t, r, http.StatusOK)
+	if !strings.Contains(r.body, `data-task="`+s.docs+`"`) || strings.Contains(r.body, `data-task="`+s.urgent+`"`) {
+		t.Errorf("q=write THE shows other tasks or misses %s", s.docs)
+	}
+	if !strings.Contains(r.body, `name="q" type="search" value="write THE"`) {
+		t.Errorf("the search box does not keep its text")
+	}
+	wantPage(t, f.get("/tasks?all=1&q=docs"), http.StatusOK)
+	if r := f.get("/tasks?all=perhaps"); r.code != http.StatusBadRequest || !strings.Contains(r.body, "invalid_request") {
+		t.Errorf("all=perhaps: %d\n%s", r.code, r.body)
+	}
+}
+
+// A PRD has a page: its state, gates, epic and open questions, linked from
+// the PRD queue view.
+func TestPRDPage(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	os.MkdirAll(filepath.Join(f.repo.Root, "docs", "prd"), 0o755)
+	os.WriteFile(filepath.Join(f.repo.Root, "docs", "prd", "checkout.md"), []byte(
+		"---\nprd_approval: approved\nbeads_approval: pending\n---\n# Checkout\n\n## Open Questions\n- Which <b>provider</b>?\n"), 0o644)
+	q := prdservice.Open(f.env(alice), f.repo.Root)
+	if _, _, err := q.Start(ctx, "f1", "conflict-aware", 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := q.Add(ctx, "f1", "checkout", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prdservice.Open(f.env(alice), f.repo.Root).Submit(ctx, "checkout", ""); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.get("/prd"); !strings.Contains(r.body, `<a href="/prd/f1/checkout">checkout</a>`) {
+		t.Errorf("/prd does not link the PRD's page:\n%s", r.body)
+	}
+	r := f.get("/prd/f1/checkout")
+	wantPage(t, r, http.StatusOK)
+	for _, want := range []string{"awaiting_", "prd_approval <b>approved</b>", "beads_approval <b>pending</b>", "<li>Which provider?</li>", "docs/prd/checkout.md"} {
+		if !strings.Contains(r.body, want) {
+			t.Errorf("/prd/f1/checkout lacks %q:\n%s", want, r.body)
+		}
+	}
+	wantPage(t, f.get("/prd/f1/nope"), http.StatusNotFound)
+	wantPage(t, f.get("/prd/nope/checkout"), http.StatusNotFound)
+}
+
+// A task's page draws its dependencies and dependents, each a link.
+func TestTaskGraph(t *testing.T) {
+	f := newFixture(t)
+	base := f.add(workqueue.NewTask{Title: "the <base> layer", Priority: 1})
+	mid := f.add(workqueue.NewTask{Title: "middle", Priority: 1})
+	top := f.add(workqueue.NewTask{Title: "top", Priority: 1})
+	f.dep(mid, base)
+	f.dep(top, mid)
+	r := f.get("/tasks/" + mid)
+	wantPage(t, r, http.StatusOK)
+	graph := regexp.MustCompile(`(?s)<svg class="graph".*?</svg>`).FindString(r.body)
+	for _, want := range []string{`<a href="/tasks/` + base + `">`, `<a href="/tasks/` + top + `">`, `<a href="/tasks/` + mid + `">`,
+		"the &lt;base&gt; layer", "<title>blocks: the &lt;base&gt; layer (open)</title>"} {
+		if !strings.Contains(graph, want) {
+			t.Errorf("the graph lacks %q:\n%s", want, graph)
+		}
+	}
+	if r := f.get("/tasks/" + f.add(workqueue.NewTask{Title: "alone"})); strings.Contains(r.body, `<svg class="graph"`) {
+		t.Error("a task without dependencies has a graph")
 	}
 }

@@ -315,5 +315,9 @@ func ExitPath(dir string, n int) string { return attemptFile(dir, n, ".exit.json
 // SupervisorPath is the supervisor's record of itself.
 func SupervisorPath(dir string, n int) string { return attemptFile(dir, n, ".supervisor.json") }
 
+// MCPConfigPath is the MCP configuration for the agent (SPOOL_MCP_CONFIG):
+// spool mcp limited to what the trust boundary lets an agent do.
+func MCPConfigPath(dir string, n int) string { return attemptFile(dir, n, ".mcp.json") }
+
 // TaskPath is the task as JSON, for the agent (SPOOL_TASK_FILE).
 func TaskPath(dir string, n int) string { return attemptFile(dir, n, ".task.json") }

@@ -33,6 +33,8 @@
       if (dragging || !main || n !== asked) return;
       const tmp = document.createElement("div");
       tmp.innerHTML = html;
+      const access = tmp.querySelector("#access"), was = document.getElementById("access");
+      if (access && was) was.replaceWith(access);
       const fresh = tmp.querySelector("#main");
       if (fresh) {
         const kept = keep(main);
@@ -58,7 +60,9 @@
   // which field has focus (and its selection), the scroll positions, and
   // whether each output tail was followed (scrolled to its end).
   function keep(main) {
-    const k = { values: new Map(), focus: null, sel: null, x: window.scrollX, y: window.scrollY, tails: [] };
+    const chosen = main.querySelector(".selected a[href]");
+    const k = { values: new Map(), focus: null, sel: null, x: window.scrollX, y: window.scrollY, tails: [],
+      selected: chosen && chosen.getAttribute("href") };
     main.querySelectorAll(fields).forEach((el) => {
       k.values.set(fieldKey(el), el.type === "checkbox" || el.type === "radio" ? el.checked : el.value);
     });
@@ -87,6 +91,11 @@
       const at = k.tails[i];
       el.scrollTop = at === undefined || at < 0 ? el.scrollHeight : at;
     });
+    if (k.selected) {
+      const a = [...main.querySelectorAll("a[href]")].find((a) => a.getAttribute("href") === k.selected);
+      const item = a && a.closest("article.card, tr");
+      if (item) item.classList.add("selected");
+    }
     window.scrollTo(k.x, k.y);
   }
 
@@ -142,13 +151,47 @@
     const f = ev.target.closest("form.act");
     if (!f) return;
     ev.preventDefault();
+    // A final action (cancel) asks first: the button turns into its
+    // confirmation for a few seconds. No dialog: nothing modal, no script
+    // prompt a page could imitate.
+    const b = f.querySelector("button");
+    if (f.dataset.confirm && !f.dataset.armed) {
+      f.dataset.armed = "1";
+      b.dataset.label = b.textContent;
+      b.textContent = "Confirm " + b.textContent.toLowerCase();
+      b.title = f.dataset.confirm;
+      b.classList.add("armed");
+      setTimeout(() => { delete f.dataset.armed; b.textContent = b.dataset.label; b.classList.remove("armed"); }, 5000);
+      return;
+    }
     post(f.dataset.api, new URLSearchParams(new FormData(f)));
+  });
+
+  // Bulk: a .bulk bar's button applies its action to every ticked .pick of
+  // its column or table, one write each; a final one asks first.
+  document.addEventListener("click", async (ev) => {
+    const b = ev.target.closest(".bulk button[data-bulk]");
+    if (!b) return;
+    const bar = b.closest(".bulk"), scope = bar.closest("section, main");
+    const ids = [...scope.querySelectorAll("input.pick:checked")].map((el) => el.dataset.id);
+    if (!ids.length) { toast("select some first", false); return; }
+    if (b.dataset.confirm && !b.dataset.armed) {
+      b.dataset.armed = "1"; b.dataset.label = b.textContent;
+      b.textContent = "Confirm " + b.textContent.toLowerCase() + " of " + ids.length; b.classList.add("armed"); b.title = b.dataset.confirm;
+      setTimeout(() => { delete b.dataset.armed; b.textContent = b.dataset.label; b.classList.remove("armed"); }, 5000);
+      return;
+    }
+    let done = 0;
+    for (const id of ids) {
+      if (await post(bar.dataset.api + encodeURIComponent(id) + "/" + b.dataset.bulk, new URLSearchParams())) done++;
+    }
+    if (done === ids.length) toast(b.dataset.bulk + ": " + done + " done", true);
   });
 
   // Jobs: press on a row's grip, move, release over another queued row.
   // Pointer events rather than HTML drag and drop: they work with a mouse,
   // a pen or a finger alike.
-  let src = null, target = null, after = false;
+  let src = null, target = null, after = false, edgeTimer = null, lastY = 0;
   function clearMarks() {
     document.querySelectorAll(".drop-before, .drop-after, .dragging").forEach((el) => el.classList.remove("drop-before", "drop-after", "dragging"));
   }
@@ -159,9 +202,18 @@
     ev.preventDefault();
     src = row; dragging = true; target = null;
     row.classList.add("dragging");
+    // Near the window's top or bottom edge the page scrolls, so a row can
+    // be dragged to one off screen.
+    clearInterval(edgeTimer);
+    edgeTimer = setInterval(() => {
+      if (!src) { clearInterval(edgeTimer); return; }
+      if (lastY < 48) window.scrollBy(0, -24);
+      else if (lastY > window.innerHeight - 48) window.scrollBy(0, 24);
+    }, 50);
   });
   document.addEventListener("pointermove", (ev) => {
     if (!src) return;
+    lastY = ev.clientY;
     const el = document.elementFromPoint(ev.clientX, ev.clientY);
     const row = el && el.closest("tr[data-movable]");
     clearMarks();
@@ -188,6 +240,42 @@
     const p = new URLSearchParams();
     p.set(where, to.dataset.job);
     if (await post("/api/jobs/" + encodeURIComponent(from.dataset.job) + "/move", p)) toast("moved " + from.dataset.job, true);
+  });
+
+  // Keys: / searches (or filters), j and k move through the cards or rows,
+  // Enter opens the one selected. Not while typing in a field.
+  function items() {
+    return [...document.querySelectorAll("#main article.card, #main table.rows tbody tr")].filter((el) => el.querySelector("a[href]"));
+  }
+  function select(i) {
+    const all = items();
+    if (!all.length) return;
+    const at = Math.max(0, Math.min(all.length - 1, i));
+    all.forEach((el) => el.classList.remove("selected"));
+    all[at].classList.add("selected");
+    all[at].scrollIntoView({ block: "nearest" });
+  }
+  document.addEventListener("keydown", (ev) => {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.target.matches("input, select, textarea")) return;
+    if (ev.key === "/") {
+      const f = document.querySelector('#main input[type="search"], #main .filters input');
+      if (f) { ev.preventDefault(); f.focus(); f.select(); }
+    } else if ((ev.key === "J" || ev.key === "K") && document.querySelector("#main tr.selected[data-movable]")) {
+      // An admin moves the selected job past its neighbour: J down, K up.
+      const row = document.querySelector("#main tr.selected[data-movable]");
+      const next = ev.key === "J" ? row.nextElementSibling : row.previousElementSibling;
+      if (!next || !next.dataset.job) return;
+      const p = new URLSearchParams();
+      p.set(ev.key === "J" ? "after" : "before", next.dataset.job);
+      post("/api/jobs/" + encodeURIComponent(row.dataset.job) + "/move", p).then((ok) => { if (ok) toast("moved " + row.dataset.job, true); });
+    } else if (ev.key === "j" || ev.key === "k") {
+      const cur = document.querySelector("#main .selected");
+      const at = cur ? items().indexOf(cur) : -1;
+      select(at < 0 ? 0 : at + (ev.key === "j" ? 1 : -1));
+    } else if (ev.key === "Enter") {
+      const cur = document.querySelector("#main .selected a[href]");
+      if (cur) { ev.preventDefault(); location.href = cur.href; }
+    }
   });
 
   // An output tail starts at its end, the latest lines.

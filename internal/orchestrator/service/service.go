@@ -197,6 +197,10 @@ func (s *Service) launch(ctx context.Context, a *orchestrator.Active, task *wqse
 	if err != nil {
 		return proc.Record{}, "", err
 	}
+	mcpConfig := orchestrator.MCPConfigPath(dir, a.Attempt)
+	if err := writeJSON(mcpConfig, s.mcpConfig(ctx, exe, a)); err != nil {
+		return proc.Record{}, "", err
+	}
 	argv := append([]string{exe, "__supervise", "--dir", dir, "--attempt", strconv.Itoa(a.Attempt),
 		"--workdir", worktree, "--base", base, "--grace", s.Policy.Grace.String(), "--confine", s.Store.Repo.PrivateDir(), "--"}, s.Policy.Agent...)
 	env := append(os.Environ(),
@@ -204,12 +208,29 @@ func (s *Service) launch(ctx context.Context, a *orchestrator.Active, task *wqse
 		"SPOOL_TASK_FILE="+orchestrator.TaskPath(dir, a.Attempt),
 		"SPOOL_ATTEMPT="+strconv.Itoa(a.Attempt),
 		"SPOOL_RUN_DIR="+dir,
-		"SPOOL_REPO="+s.Store.Repo.WorkTree)
+		"SPOOL_REPO="+s.Store.Repo.WorkTree,
+		"SPOOL_MCP_CONFIG="+mcpConfig)
 	if a.FailureContext != "" {
 		env = append(env, "SPOOL_FAILURE_CONTEXT="+a.FailureContext)
 	}
 	rec, err := proc.StartDetached(proc.Cmd{Argv: argv, Dir: worktree, Env: env})
 	return rec, base, err
+}
+
+// mcpConfig is the MCP configuration the agent gets (SPOOL_MCP_CONFIG, in
+// the format of Claude Code's --mcp-config and Cursor's mcp.json): spool mcp
+// on the repository for a's task, acting as the claim's actor (so that its
+// heartbeats are the claimant's), with the agent tools alone (read,
+// comment, heartbeat, propose: the agent's exit status settles its task).
+func (s *Service) mcpConfig(ctx context.Context, exe string, a *orchestrator.Active) any {
+	args := []string{"-C", s.Store.Repo.WorkTree}
+	if s.Env.Actor != nil {
+		if actor, err := s.Env.Actor(ctx); err == nil && actor != "" {
+			args = append(args, "--actor", actor)
+		}
+	}
+	args = append(args, "mcp", "--agent", a.TaskID, "--attempt", strconv.Itoa(a.Attempt))
+	return map[string]any{"mcpServers": map[string]any{"spool": map[string]any{"command": exe, "args": args}}}
 }
 
 // prepare makes a's worktree on branch spool/<id>: where the branch is, or
