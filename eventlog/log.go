@@ -35,6 +35,10 @@ type Options struct {
 	LockTimeout time.Duration // 0 means 10 s
 	Warn        func(msg string)
 	Signer      Signer // signs every event appended; nil: none is signed
+	// MayWrite, when set, is asked by Begin and TryBegin before they take
+	// the lock: an error refuses the session, so nothing is appended or
+	// received (internal/store refuses an agent's commands so).
+	MayWrite func() error
 }
 
 // Signer signs an event as it is appended, inside the lock: it gets the
@@ -366,6 +370,9 @@ type Session struct {
 
 // Begin takes the lock, repairs a torn tail of this clone's file and reads the log's head.
 func (l *Log) Begin(ctx context.Context) (*Session, error) {
+	if err := l.mayWrite(); err != nil {
+		return nil, err
+	}
 	lock, err := l.lock(ctx)
 	if err != nil {
 		return nil, err
@@ -380,6 +387,9 @@ func (l *Log) Begin(ctx context.Context) (*Session, error) {
 
 // TryBegin is Begin when the lock is free at once; ok is false otherwise.
 func (l *Log) TryBegin() (s *Session, ok bool, err error) {
+	if err := l.mayWrite(); err != nil {
+		return nil, false, err
+	}
 	lock := flock.New(l.LockPath())
 	if ok, err = l.tryLock(lock); err != nil || !ok {
 		return nil, false, err
@@ -390,6 +400,13 @@ func (l *Log) TryBegin() (s *Session, ok bool, err error) {
 		return nil, false, err
 	}
 	return s, true, nil
+}
+
+func (l *Log) mayWrite() error {
+	if l.opt.MayWrite == nil {
+		return nil
+	}
+	return l.opt.MayWrite()
 }
 
 // Lock takes the log's lock without reading the log, for readers that need

@@ -328,7 +328,9 @@ func (c *bdLabelListCmd) Run(b *bdEnv) error {
 	if t == nil {
 		return workqueue.NoTask(ids[0])
 	}
-	labels := nonNil(workqueue.Beads(st.View(t, q.Policy, q.Now)).Labels)
+	// As the task has them: bd's view turns the blocked label into the
+	// blocked status, and a label list must still show it.
+	labels := nonNil(st.View(t, q.Policy, q.Now).Labels)
 	if b.JSON {
 		return writeJSON(b.stdout, labels)
 	}

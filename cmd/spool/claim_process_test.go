@@ -222,6 +222,7 @@ func TestRemoteClaimsFourClonesMergeEntries(t *testing.T) {
 	for i, dir := range clones {
 		jobSpool(t, bin, dir, envs[i], "config", "set", "sync.remote", "origin")
 		jobSpool(t, bin, dir, envs[i], "config", "set", "merge.remote", "nowhere")
+		jobSpool(t, bin, dir, envs[i], "config", "set", "merge.untested", "true")
 	}
 	for k := range n {
 		name := fmt.Sprintf("feat%02d", k)

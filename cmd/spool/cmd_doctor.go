@@ -13,6 +13,7 @@ import (
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/fleet"
 	"github.com/spoolhq/spool/internal/git"
+	"github.com/spoolhq/spool/internal/orchestrator"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/projections"
 )
@@ -174,6 +175,7 @@ func doctor(e *env, verbose bool) []check {
 			add("hooks", "ok", "installed in %s", dir)
 		}
 	}
+	orchestratorCheck(e, st, add)
 	legacy(e, r, add)
 	if a, err := e.actor(e.ctx, r); err != nil {
 		add("actor", "warn", "%v", err)
@@ -181,6 +183,25 @@ func doctor(e *env, verbose bool) []check {
 		add("actor", "ok", "%s", a)
 	}
 	return checks
+}
+
+// orchestratorCheck reports the breaker's pause: no agent runs until it is
+// lifted.
+func orchestratorCheck(e *env, st *store.Store, add func(name, status, format string, args ...any)) {
+	v, err := st.Read(e.ctx, orchestrator.Name)
+	if err != nil {
+		return // the log's own check says why
+	}
+	p, ok := projections.As[*orchestrator.Projection](v, orchestrator.Name)
+	if !ok {
+		return
+	}
+	switch s := p.State(); {
+	case s.Paused != nil:
+		add("orchestrator", "fail", "paused since %s: %s", s.Paused.At.Format(time.RFC3339), text(s.Paused.Reason))
+	case len(st.Config.Strings("orchestrator.agent_command")) > 0:
+		add("orchestrator", "ok", "agents start for ready tasks under spool watch")
+	}
 }
 
 // sharing says where the log is committed and shared, as the last sync saw

@@ -33,7 +33,7 @@ type MCPServeCmd struct {
 	Tools     []string `placeholder:"LIST" help:"The tools to offer: names and the sets read, agent, all (default all; comma-separated or repeated)."`
 	HTTP      string   `name:"http" placeholder:"ADDR" help:"Serve streamable HTTP on ADDR (such as 127.0.0.1:7071) instead of stdio, with spool serve's token rules."`
 	TokenFile string   `placeholder:"FILE" help:"With --http: the token (at least 16 characters) instead of one made at start; needed off loopback."`
-	Agent     string   `placeholder:"TASK" env:"SPOOL_TASK_ID" help:"Serve the agent the orchestrator started for TASK (default: $SPOOL_TASK_ID, which it sets): the agent tools alone (read, comment, heartbeat, propose); --tools may only narrow them."`
+	Agent     string   `placeholder:"TASK" env:"SPOOL_TASK_ID" help:"Serve the agent the orchestrator started for TASK (default: $SPOOL_TASK_ID, which it sets): the agent tools alone (read only: its exit status and output are its report); --tools may only narrow them."`
 	Attempt   int      `env:"SPOOL_ATTEMPT" hidden:"" help:"With --agent: the attempt, for the workflow prompt."`
 }
 

@@ -149,12 +149,16 @@ func (c *MergeShowCmd) Run(e *env) error {
 	if en.Position > 0 {
 		pos = fmt.Sprintf("%d of %d", en.Position, q.PendingCount)
 	}
+	tested := en.TestedSHA
+	if tested != "" && untestedIn(trail) {
+		tested += " (" + mergequeue.UntestedReason + ")"
+	}
 	for _, kv := range [][2]string{
 		{"entry", fmt.Sprint(en.ID)}, {"ref", en.Ref}, {"status", string(en.Status)}, {"position", pos},
 		{"workspace", en.Workspace + " (" + en.Worktree + ")"}, {"workspace id", en.WorkspaceID}, {"branch", en.Branch}, {"head", en.HeadSHA},
 		{"change id", en.ChangeID + " (" + en.ChangeIDSource + ")"}, {"dedupe key", en.DedupeKey},
 		{"priority", fmt.Sprint(en.Priority)}, {"owner", en.Owner}, {"attempts", fmt.Sprint(en.Attempts)},
-		{"bead", en.BeadID}, {"tested", en.TestedSHA}, {"tested against", en.TestedAgainstSHA},
+		{"bead", en.BeadID}, {"tested", tested}, {"tested against", en.TestedAgainstSHA},
 		{"last error", en.LastError}, {"waiting", en.Waiting}, {"conflicts", strings.Join(en.ConflictPaths, ", ")}, {"run output", en.RunDir},
 		{"between clones", en.Conflict()},
 	} {
@@ -177,6 +181,17 @@ func (c *MergeShowCmd) Run(e *env) error {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", s.At.Format(time.RFC3339), s.Type, move, s.Actor, note)
 	}
 	return tw.Flush()
+}
+
+// untestedIn reports whether the last test of an entry's trail was skipped
+// because merge.untested said so.
+func untestedIn(trail []mergequeue.AuditStep) bool {
+	for i := len(trail) - 1; i >= 0; i-- {
+		if trail[i].To == mergequeue.Testing && trail[i].Skipped == "" {
+			return trail[i].Reason == mergequeue.UntestedReason
+		}
+	}
+	return false
 }
 
 type MergePositionCmd struct {

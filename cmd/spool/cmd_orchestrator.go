@@ -10,7 +10,27 @@ import (
 // OrchestratorCmd groups the orchestrator's commands. It has no start or
 // pause (seed 004 §1): it runs whenever spool watch runs.
 type OrchestratorCmd struct {
-	Status OrchestratorStatusCmd `cmd:"" help:"The active task and the queue's depth (seed 004's build.status)."`
+	Status OrchestratorStatusCmd `cmd:"" help:"The active task and the queue's depth (seed 004's build.status), and why it is paused."`
+	Resume OrchestratorResumeCmd `cmd:"" help:"Start agents again after the breaker paused the orchestrator."`
+}
+
+// OrchestratorResumeCmd lifts the breaker's pause.
+type OrchestratorResumeCmd struct{}
+
+func (c *OrchestratorResumeCmd) Run(e *env) error {
+	o, err := e.orchestrator()
+	if err != nil {
+		return err
+	}
+	st, err := o.Resume(e.ctx)
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return writeJSON(e.stdout, map[string]any{"paused": st.Paused})
+	}
+	fmt.Fprintln(e.stdout, "the orchestrator is resumed: spool watch starts agents again")
+	return nil
 }
 
 // OrchestratorStatusCmd prints build.status.
@@ -30,6 +50,9 @@ func (c *OrchestratorStatusCmd) Run(e *env) error {
 	}
 	if !o.Policy.Enabled() {
 		fmt.Fprintln(e.stdout, "agent command: not set (spool config set orchestrator.agent_command '[\"path/to/agent\"]')")
+	}
+	if p := status.Paused; p != nil {
+		fmt.Fprintf(e.stdout, "PAUSED:       since %s: %s\n", p.At.Format(time.RFC3339), text(p.Reason))
 	}
 	if a := status.CurrentTask; a != nil {
 		fmt.Fprintf(e.stdout, "current task: %s, attempt %d, %s, branch %s, supervisor pid %d\n", a.TaskID, a.Attempt, a.Phase, text(a.Branch), a.AgentPID)
@@ -57,6 +80,7 @@ type SuperviseCmd struct {
 	Workdir string        `required:"" help:"Where the agent runs."`
 	Base    string        `help:"The commit the attempt starts from."`
 	Grace   time.Duration `default:"10s" help:"SIGTERM to SIGKILL."`
+	Confine string        `help:"The private directory (.git/spool) of the repository the agent may not change."`
 	Argv    []string      `arg:"" passthrough:"" help:"The agent's argv."`
 }
 
@@ -65,5 +89,5 @@ func (c *SuperviseCmd) Run(e *env) error {
 	if len(argv) > 0 && argv[0] == "--" {
 		argv = argv[1:]
 	}
-	return orchservice.Supervise(e.ctx, c.Dir, c.Attempt, c.Workdir, c.Base, argv, c.Grace)
+	return orchservice.Supervise(e.ctx, c.Dir, c.Attempt, c.Workdir, c.Base, c.Confine, argv, c.Grace)
 }

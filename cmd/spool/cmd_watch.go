@@ -10,6 +10,7 @@ import (
 
 	"github.com/spoolhq/spool/internal/config"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/mergequeue"
 	orchservice "github.com/spoolhq/spool/internal/orchestrator/service"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/watch"
@@ -47,6 +48,10 @@ func (c *WatchCmd) Run(e *env) error {
 	out := e.watchOutput()
 	drivers := watch.Recovery(out.say)
 	if st.Config.Bool("watch.merge_train") {
+		// Refused at start, as merge run is, rather than reported every pass.
+		if _, _, err := mergequeue.TestPlan(st.Config); err != nil {
+			return err
+		}
 		drivers = append(drivers, watch.Train(c.Once, out.say))
 	}
 	if n := st.Config.Int("watch.job_slots"); n > 0 {

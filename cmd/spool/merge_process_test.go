@@ -41,6 +41,7 @@ func newProcRepo(t *testing.T, bin string) *procRepo {
 	r.git(dir, "init", "-q", "-b", "main", r.root)
 	os.WriteFile(filepath.Join(r.root, "README"), []byte("hello\n"), 0o644)
 	r.spool(r.root, nil, "init")
+	r.spool(r.root, nil, "config", "set", "merge.untested", "true") // a test that tests says so (testWith)
 	r.git(r.root, "add", "-A")
 	r.git(r.root, "commit", "-q", "-m", "init")
 	r.git(r.root, "remote", "add", "origin", r.remote)
@@ -74,6 +75,13 @@ func (r *procRepo) spool(dir string, env []string, args ...string) string {
 		r.t.Fatalf("spool %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
 	}
 	return string(out)
+}
+
+// testWith has the train test with argv (JSON) rather than merge untested.
+func (r *procRepo) testWith(argv string) {
+	r.t.Helper()
+	r.spool(r.root, nil, "config", "unset", "merge.untested")
+	r.spool(r.root, nil, "config", "set", "merge.test_command", argv)
 }
 
 func (r *procRepo) worktree(name string) string {
@@ -171,7 +179,7 @@ func testAnotherClonePushesDuringTest(t *testing.T, bin string) {
 	feat := r.worktree("feat")
 	b := r.cloneB()
 	mark := filepath.Join(r.scratch, "pushed")
-	r.spool(r.root, nil, "config", "set", "merge.test_command", fmt.Sprintf(
+	r.testWith(fmt.Sprintf(
 		`["sh","-c","[ -f %[1]s ] && exit 0; touch %[1]s; cd %[2]s && echo b > b.txt && git add b.txt && git commit -qm 'b: change' && git push -q origin main"]`, mark, b))
 	r.spool(feat, nil, "merge", "submit")
 	r.spool(r.root, nil, "merge", "run", "--once")
@@ -287,7 +295,7 @@ func startTesting(t *testing.T, bin string) (r *procRepo, runner *exec.Cmd, shel
 	r = newProcRepo(t, bin)
 	feat := r.worktree("feat")
 	shellFile, childFile := filepath.Join(r.scratch, "shell"), filepath.Join(r.scratch, "grandchild")
-	r.spool(r.root, nil, "config", "set", "merge.test_command",
+	r.testWith(
 		fmt.Sprintf(`["sh","-c","sleep 300 & echo $! > %s.tmp; mv %s.tmp %s; echo $$ > %s.tmp; mv %s.tmp %s; wait"]`,
 			childFile, childFile, childFile, shellFile, shellFile, shellFile))
 	r.spool(feat, nil, "merge", "submit")
@@ -399,7 +407,7 @@ func testKillRunner(t *testing.T, bin, at string) {
 	feat := r.worktree("feat")
 	started := filepath.Join(r.scratch, "started")
 	release := filepath.Join(r.scratch, "release")
-	r.spool(r.root, nil, "config", "set", "merge.test_command",
+	r.testWith(
 		fmt.Sprintf(`["sh","-c","touch %s; while [ ! -f %s ]; do sleep 0.05; done"]`, started, release))
 	r.spool(r.root, nil, "config", "set", "merge.lease", "1h") // recovery must not owe anything to the lease
 	r.spool(feat, nil, "merge", "submit")

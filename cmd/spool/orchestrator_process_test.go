@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -414,5 +417,484 @@ func TestOrchestratorConfiguredWhileWatchRuns(t *testing.T) {
 	})
 	if err := w.stop(t); err != nil {
 		t.Errorf("spool watch: %v\n%s", err, w.output())
+	}
+}
+
+// An epic (a PRD's queue handle, label prd) is never handed to the agent,
+// however urgent: watch --once runs the task and leaves the epic open. With
+// orchestrator.epics the epic is agent work too; a plan's epic never is.
+func TestOrchestratorLeavesEpicsAlone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, task, runs := orchRepo(t, bin, "succeed", 2)
+	add := func(args ...string) string {
+		var got struct {
+			ID string `json:"id"`
+		}
+		out := jobSpool(t, bin, dir, env, append([]string{"--json", "task", "add"}, args...)...)
+		if err := json.Unmarshal([]byte(out), &got); err != nil || got.ID == "" {
+			t.Fatalf("task add: %v\n%s", err, out)
+		}
+		return got.ID
+	}
+	prd := add("PRD checkout", "-t", "epic", "-l", "prd", "-p", "0")
+	plan := add("Plan epic", "-t", "epic", "-l", "plan", "-p", "0")
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	if s := taskStatus(t, bin, dir, env, task); s != "closed" {
+		t.Fatalf("task is %s", s)
+	}
+	for _, l := range lines(runs) {
+		if strings.Contains(l, prd) || strings.Contains(l, plan) {
+			t.Fatalf("an agent ran for an epic: %s", l)
+		}
+	}
+	if s := taskStatus(t, bin, dir, env, prd); s != "open" {
+		t.Fatalf("the PRD epic is %s", s)
+	}
+	jobSpool(t, bin, dir, env, "config", "set", "orchestrator.epics", "true")
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	if s := taskStatus(t, bin, dir, env, prd); s != "closed" {
+		t.Errorf("with orchestrator.epics the PRD epic is %s", s)
+	}
+	if s := taskStatus(t, bin, dir, env, plan); s != "open" {
+		t.Errorf("a plan's epic went to the agent: %s", s)
+	}
+}
+
+// A rogue agent, its marker variable unset, tries to change the log: task
+// add, done of its own task, and the same from a double-forked process in a
+// session of its own. spool refuses each (exit 3, agent_may_not_write) and
+// appends nothing; reading still works; and the daemon the rogue left ends
+// with the attempt. The task's fate is its exit status: failed, then
+// Blocked at priority 4.
+func TestOrchestratorAgentCannotWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, id, runs := orchRepo(t, bin, "rogue", 4)
+	env = append(env, "FAKE_AGENT_SPOOL="+bin)
+	created := len(jobEvents(t, bin, dir, env, "task.created"))
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	got := map[string]int{}
+	for _, l := range lines(runs + ".rogue") {
+		got[l]++
+	}
+	if got["add 3"] != 3 || got["done 3"] != 3 || got["orphan 3"] != 3 || got["show 0"] != 3 || len(got) != 4 {
+		t.Errorf("the rogue's exit statuses over three attempts: %v", got)
+	}
+	if n := len(jobEvents(t, bin, dir, env, "task.created")); n != created {
+		t.Errorf("%d tasks created by the agent", n-created)
+	}
+	if s := jobEvents(t, bin, dir, env, "task.succeeded"); len(s) != 0 {
+		t.Errorf("the agent closed its own task: %v", s)
+	}
+	if got := strings.Join(finished(t, bin, dir, env), ","); got != "failed,failed,failed" {
+		t.Errorf("outcomes %s", got)
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, ".git", "spool", "runs", "task-"+id, "attempt-1.log"))
+	if !strings.Contains(string(log), "spool does not change the log for an agent") {
+		t.Errorf("the refusal does not say why:\n%s", log)
+	}
+	daemons := lines(runs + ".rogue.daemon")
+	if len(daemons) != 3 {
+		t.Fatalf("the rogue's daemons recorded %d pids, want 3", len(daemons))
+	}
+	for _, l := range daemons {
+		pid, err := strconv.Atoi(l)
+		if err != nil || pid <= 1 {
+			t.Fatalf("daemon pid %q", l)
+		}
+		proctest.WaitExited(t, pid) // killed with its attempt, not left to run 600 s
+	}
+	noTwice(t, runs)
+}
+
+// storm is a repository with five ready tasks at priority 1 and the agent
+// command argv; it returns the directory, the env and the task ids.
+func storm(t *testing.T, bin string, mode string, argv []string) (string, []string, []string) {
+	t.Helper()
+	dir, env, first, _ := orchRepo(t, bin, mode, 1)
+	ids := []string{first}
+	for i := range 4 {
+		var task struct {
+			ID string `json:"id"`
+		}
+		json.Unmarshal([]byte(jobSpool(t, bin, dir, env, "--json", "task", "add", "task "+strconv.Itoa(i), "-p", "1")), &task)
+		ids = append(ids, task.ID)
+	}
+	if argv != nil {
+		b, _ := json.Marshal(argv)
+		jobSpool(t, bin, dir, env, "config", "set", "orchestrator.agent_command", string(b))
+	}
+	return dir, env, ids
+}
+
+// uncharged fails unless every task is open at priority 1 with no failure
+// counted, demoted or Blocked: the breaker's runs are not the tasks'.
+func uncharged(t *testing.T, bin, dir string, env []string, ids []string) {
+	t.Helper()
+	for _, typ := range []string{"task.failed", "task.demoted", "task.blocked", "task.abandoned"} {
+		if evs := jobEvents(t, bin, dir, env, typ); len(evs) > 0 {
+			t.Errorf("%d %s events: %s", len(evs), typ, evs[0].Data)
+		}
+	}
+	for _, id := range ids {
+		var got []struct {
+			Status   string `json:"status"`
+			Priority int    `json:"priority"`
+		}
+		json.Unmarshal([]byte(jobSpool(t, bin, dir, env, "--json", "task", "show", id)), &got)
+		if len(got) != 1 || got[0].Status != "open" || got[0].Priority != 1 {
+			t.Errorf("task %s after the storm: %+v", id, got)
+		}
+	}
+}
+
+// paused returns the orchestrator's pause as orchestrator status --json
+// shows it, checking that the text status, doctor and the board's data say
+// it too.
+func paused(t *testing.T, bin, dir string, env []string) *orchestrator.Pause {
+	t.Helper()
+	var st struct {
+		Paused *orchestrator.Pause `json:"paused"`
+	}
+	if err := json.Unmarshal([]byte(jobSpool(t, bin, dir, env, "--json", "orchestrator", "status")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Paused == nil {
+		return nil
+	}
+	if out := jobSpool(t, bin, dir, env, "orchestrator", "status"); !strings.Contains(out, "PAUSED:") || !strings.Contains(out, "spool orchestrator resume") {
+		t.Errorf("orchestrator status does not say it is paused, nor what to do:\n%s", out)
+	}
+	if out, err := jobSpoolErr(bin, dir, env, "doctor"); err == nil || !strings.Contains(out, "orchestrator") || !strings.Contains(out, "paused since") {
+		t.Errorf("doctor: %v\n%s", err, out)
+	}
+	return st.Paused
+}
+
+// A wrong agent command (not found) used to run every ready task and, in
+// seconds, demote and Block them all. The first run that cannot start
+// pauses the orchestrator: nothing is charged, watch --once returns, and
+// status, doctor say why. spool orchestrator resume tries again (and trips
+// again); fixing the command resumes it by itself, and the work gets done.
+func TestOrchestratorBreakerCommandNotFound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, ids := storm(t, bin, "succeed", []string{filepath.Join(t.TempDir(), "no-such-agent")})
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	if got := strings.Join(finished(t, bin, dir, env), ","); got != "released" {
+		t.Errorf("outcomes %s, want one released run", got)
+	}
+	p := paused(t, bin, dir, env)
+	if p == nil || p.Kind != orchestrator.BreakCannotStart || !strings.Contains(p.Reason, "could not start") {
+		t.Fatalf("pause %+v", p)
+	}
+	uncharged(t, bin, dir, env, ids)
+	if out := jobSpool(t, bin, dir, env, "task", "show", p.Tasks[0]); !strings.Contains(out, "not counted: the agent could not start") {
+		t.Errorf("no comment on the task says why:\n%s", out)
+	}
+
+	jobSpool(t, bin, dir, env, "orchestrator", "resume")
+	if p := paused(t, bin, dir, env); p != nil {
+		t.Fatalf("still paused after resume: %+v", p)
+	}
+	if _, err := jobSpoolErr(bin, dir, env, "orchestrator", "resume"); err == nil {
+		t.Error("resume of an orchestrator that is not paused succeeded")
+	}
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	if got := strings.Join(finished(t, bin, dir, env), ","); got != "released,released" {
+		t.Errorf("after resume: outcomes %s, want one more released run", got)
+	}
+	if paused(t, bin, dir, env) == nil {
+		t.Fatal("the same broken command did not pause it again")
+	}
+
+	agent, _ := filepath.Abs("../../testdata/fakeagent/agent")
+	argv, _ := json.Marshal([]string{"sh", agent, "succeed"})
+	jobSpool(t, bin, dir, env, "config", "set", "orchestrator.agent_command", string(argv))
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	for _, id := range ids {
+		if s := taskStatus(t, bin, dir, env, id); s != "closed" {
+			t.Errorf("task %s is %s after the command was fixed", id, s)
+		}
+	}
+	if len(jobEvents(t, bin, dir, env, orchestrator.TypeResumed)) != 2 {
+		t.Error("want two resumes: by hand, then by the changed command")
+	}
+}
+
+// An agent command that exits at once having done nothing (a wrong
+// script path under sh, say): each run is released uncounted, and the
+// third in a row pauses the orchestrator.
+func TestOrchestratorBreakerQuickExits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, ids := storm(t, bin, "quick", nil)
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	if got := strings.Join(finished(t, bin, dir, env), ","); got != "released,released,released" {
+		t.Errorf("outcomes %s, want three released runs", got)
+	}
+	p := paused(t, bin, dir, env)
+	if p == nil || p.Kind != orchestrator.BreakQuickExit || !strings.Contains(p.Reason, "3 times in a row") {
+		t.Fatalf("pause %+v", p)
+	}
+	uncharged(t, bin, dir, env, ids)
+}
+
+// The same error for three different tasks in a row (a failing agent that
+// did change its worktree): the third task's run is released and the
+// orchestrator paused; the two before were failures of their own tasks,
+// two each, neither demoted.
+func TestOrchestratorBreakerSameError(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, _ := storm(t, bin, "fail", nil)
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	if got := strings.Join(finished(t, bin, dir, env), ","); got != "failed,failed,failed,failed,released" {
+		t.Errorf("outcomes %s", got)
+	}
+	p := paused(t, bin, dir, env)
+	if p == nil || p.Kind != orchestrator.BreakSameError || len(p.Tasks) != 3 || !strings.Contains(p.Reason, "3 tests failed") {
+		t.Fatalf("pause %+v", p)
+	}
+	if d := jobEvents(t, bin, dir, env, "task.demoted"); len(d) != 0 {
+		t.Errorf("demoted: %v", d)
+	}
+}
+
+// bdOrch is orchRepo with a bd source: the fake bd offers one bead at
+// priority 1 (its ready output in the returned file) and records its argv.
+func bdOrch(t *testing.T, bin, mode string) (dir string, env []string, ready, argv string) {
+	t.Helper()
+	dir, env, _, _ = orchRepo(t, bin, mode, 2)
+	fake, _ := filepath.Abs("../../testdata/fakebd/bd")
+	ready, argv = filepath.Join(t.TempDir(), "ready.json"), filepath.Join(t.TempDir(), "argv.log")
+	bdReady(t, ready, "")
+	env = append(env, "SPOOL_FAKEBD_READY="+ready, "SPOOL_FAKEBD_LOG="+argv)
+	jobSpool(t, bin, dir, env, "config", "set", "workqueue.source", "bd")
+	jobSpool(t, bin, dir, env, "config", "set", "workqueue.source_bin", fake)
+	return dir, env, ready, argv
+}
+
+// bdReady writes what the fake bd's ready prints: bd-7 at priority 1, with
+// the labels given.
+func bdReady(t *testing.T, path string, labels string) {
+	t.Helper()
+	b := fmt.Sprintf(`[{"id":"bd-7","title":"Fix it","priority":1,"issue_type":"task","labels":[%s],"created_at":"2026-01-01T00:00:00Z"}]`, labels)
+	if err := os.WriteFile(path, []byte(b), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// With a bd source whose update --priority always fails, a failing agent
+// used to run again at once, for ever: bd kept the bead at priority 1, so
+// the policy never reached priority 4, and watch --once never returned.
+// The demotion holds in spool whatever bd does: four demotions' worth of
+// failures later the bead is Blocked and watch --once returns; bd's refusal
+// is reported once and not retried in a loop. Once bd takes writes again,
+// the label reaches it; removing the label in bd unblocks the bead in
+// spool, its priority put back.
+func TestOrchestratorBdRefusingWrites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, ready, argv := bdOrch(t, bin, "fail")
+	refusing := append(slices.Clone(env), "SPOOL_FAKEBD_FAIL=Error: database is read-only", "SPOOL_FAKEBD_FAIL_CMD=update")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-C", dir, "watch", "--once")
+	cmd.Env, cmd.WaitDelay = append(os.Environ(), refusing...), 5*time.Second
+	outb, err := cmd.CombinedOutput()
+	out := string(outb)
+	if err != nil {
+		t.Fatalf("watch --once: %v\n%s", err, out)
+	}
+	if n := len(jobEvents(t, bin, dir, env, orchestrator.TypeFinished)); n != 12 {
+		t.Errorf("%d runs, want 12 (three at each of priorities 1 to 4)", n)
+	}
+	blocked := jobEvents(t, bin, dir, env, "task.blocked")
+	if len(blocked) != 1 || blocked[0].Subject != "bd-7" {
+		t.Fatalf("task.blocked: %v", blocked)
+	}
+	var demoted []string
+	for _, e := range jobEvents(t, bin, dir, env, "task.demoted") {
+		demoted = append(demoted, string(e.Data))
+	}
+	if len(demoted) != 3 || !strings.Contains(demoted[2], `"from":3,"to":4`) {
+		t.Errorf("demotions: %v", demoted)
+	}
+	var updates int
+	for _, l := range lines(argv) {
+		if strings.HasPrefix(l, "bd update") {
+			updates++
+		}
+	}
+	if updates == 0 || updates > 2 {
+		t.Errorf("bd update ran %d times: refused, it waits before it is tried again", updates)
+	}
+	if n := strings.Count(out, "bd refused priority"); n != 1 || !strings.Contains(out, "database is read-only") {
+		t.Errorf("the refusal was reported %d times, want once:\n%s", n, out)
+	}
+
+	// bd takes writes again: the next queue command, once the wait is over
+	// (an hour on), runs the bead's requests in order, the blocked label
+	// after the priorities; bd now shows the label.
+	later := append(slices.Clone(env), "SPOOL_NOW="+time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	bdReady(t, ready, `"blocked"`)
+	if out := jobSpool(t, bin, dir, later, "--json", "next"); strings.TrimSpace(out) != "null" {
+		t.Fatalf("a Blocked bead was claimed: %s", out)
+	}
+	if !slices.Contains(lines(argv), "bd label add -- bd-7 blocked") {
+		t.Fatalf("the blocked label never reached bd:\n%s", strings.Join(lines(argv), "\n"))
+	}
+	// Someone removes the label in bd: the next poll unblocks the bead, at
+	// the priority it had before the policy demoted it.
+	bdReady(t, ready, "")
+	var claimed struct {
+		ID       string `json:"id"`
+		Priority int    `json:"priority"`
+	}
+	if err := json.Unmarshal([]byte(jobSpool(t, bin, dir, later, "--json", "next")), &claimed); err != nil || claimed.ID != "bd-7" || claimed.Priority != 1 {
+		t.Fatalf("after the label was removed in bd: %+v, %v", claimed, err)
+	}
+	if un := jobEvents(t, bin, dir, env, "task.unblocked"); len(un) != 1 || !strings.Contains(string(un[0].Data), `"restore_priority":1`) {
+		t.Errorf("task.unblocked: %v", un)
+	}
+	if !slices.Contains(lines(argv), "bd update --priority=1 -- bd-7") {
+		t.Errorf("the priority was not put back in bd:\n%s", strings.Join(lines(argv), "\n"))
+	}
+}
+
+// Crash recovery with a bd source: spool watch killed after it claimed a
+// bead and before its agent started; the next watch reverts the attempt,
+// reopens the bead uncounted, and the comment saying why goes to the bead.
+func TestOrchestratorBdRecoveryComment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, _, argv := bdOrch(t, bin, "succeed")
+	paused := filepath.Join(t.TempDir(), "paused")
+	w := startSpool(t, bin, dir, append(slices.Clone(env), "SPOOL_TEST_ORCH_PAUSE=claimed", "SPOOL_TEST_ORCH_PAUSE_FILE="+paused), "watch", "watch")
+	proctest.WaitFile(t, paused)
+	w.kill(t)
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	if got := strings.Join(finished(t, bin, dir, env), ","); got != "released,done" {
+		t.Errorf("outcomes %s", got)
+	}
+	var comment string
+	for _, l := range lines(argv) {
+		if strings.HasPrefix(l, "bd comments add -- bd-7 ") {
+			comment = l
+		}
+	}
+	if !strings.Contains(comment, "reverted and the task reopened: spool stopped before the agent started") {
+		t.Errorf("no recovery comment on the bead:\n%s", strings.Join(lines(argv), "\n"))
+	}
+}
+
+// Done is not merged: with orchestrator.submit_merge, a branch the train
+// refuses for good (failed_terminal: its test fails, one attempt allowed)
+// reopens the task and counts as a failed attempt with the train's reason,
+// which the next attempt gets as its context; that attempt's branch, tested
+// again, merges. (spool watch, not --once: a train run --once drains the
+// queue as it stood when watch started.)
+func TestOrchestratorMergeRejectionReopens(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, id, runs := orchRepo(t, bin, "succeed", 2)
+	marker := filepath.Join(t.TempDir(), "tested-once")
+	test, _ := json.Marshal([]string{"sh", "-c", `test -e "$0" || { touch "$0"; echo "FAIL: TestLogin redirects twice"; exit 1; }`, marker})
+	jobSpool(t, bin, dir, env, "config", "set", "merge.test_command", string(test))
+	jobSpool(t, bin, dir, env, "config", "set", "merge.max_attempts", "1")
+	jobSpool(t, bin, dir, env, "config", "set", "merge.remote", `""`)
+	jobSpool(t, bin, dir, env, "config", "set", "watch.merge_train", "true")
+	jobSpool(t, bin, dir, env, "config", "set", "orchestrator.submit_merge", "true")
+	w := startWatch(t, bin, dir, env)
+	waitFor(t, 30*time.Second, "the second attempt was never merged", func() bool {
+		return strings.Contains(gitOut(t, dir, "ls-tree", "--name-only", "main"), "work-"+id+".txt")
+	})
+	if err := w.stop(t); err != nil {
+		t.Errorf("spool watch: %v\n%s", err, w.output())
+	}
+	if got := strings.Join(finished(t, bin, dir, env), ","); got != "done,done" {
+		t.Fatalf("outcomes %s, want done,done\n%s", got, w.output())
+	}
+	rejected := jobEvents(t, bin, dir, env, orchestrator.TypeMergeRejected)
+	if len(rejected) != 1 || rejected[0].Subject != id || !strings.Contains(string(rejected[0].Data), `"outcome":"failed"`) {
+		t.Fatalf("merge_rejected: %v", rejected)
+	}
+	failed := jobEvents(t, bin, dir, env, "task.failed")
+	if len(failed) != 1 || !strings.Contains(string(failed[0].Data), "merge rejected") || !strings.Contains(string(failed[0].Data), "attempts used up") {
+		t.Fatalf("task.failed: %v", failed)
+	}
+	if r := jobEvents(t, bin, dir, env, "task.reopened"); len(r) != 1 {
+		t.Errorf("task.reopened: %v", r)
+	}
+	var h struct {
+		Status   string `json:"status"`
+		Attempts int    `json:"attempts"`
+		Failures int    `json:"failures"`
+	}
+	if err := json.Unmarshal([]byte(jobSpool(t, bin, dir, env, "--json", "history", id)), &h); err != nil || h.Status != "completed" || h.Attempts != 2 || h.Failures != 1 {
+		t.Errorf("history: %+v, %v", h, err)
+	}
+	if s := taskStatus(t, bin, dir, env, id); s != "closed" {
+		t.Errorf("task is %s after the second attempt merged", s)
+	}
+	log, err := os.ReadFile(filepath.Join(dir, ".git", "spool", "runs", "task-"+id, "attempt-2.log"))
+	if err != nil || !strings.Contains(string(log), "the last attempt failed: merge rejected") {
+		t.Errorf("attempt 2 was not told why: %v\n%s", err, log)
+	}
+	noTwice(t, runs)
+}
+
+// An agent's MCP server is started by the agent (its client), under the
+// agent's guard: its read tools answer, its comment is refused
+// agent_may_not_write as the command would be, and nothing is appended.
+func TestOrchestratorAgentMCPCannotWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spool watch")
+	}
+	bin := spoolBinary(t)
+	dir, env, id, runs := orchRepo(t, bin, "mcp", 2)
+	env = append(env, "FAKE_AGENT_SPOOL="+bin)
+	jobSpool(t, bin, dir, env, "watch", "--once")
+	answers := make(map[string]string)
+	for _, l := range lines(runs + ".mcp") {
+		var m struct {
+			ID     int             `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal([]byte(l), &m) == nil && m.ID > 0 {
+			answers[strconv.Itoa(m.ID)] = string(m.Result) + string(m.Error)
+		}
+	}
+	// Its server offers an agent no tool that writes: comment is unknown.
+	if c := answers["2"]; !strings.Contains(c, "comment") || !strings.Contains(strings.ToLower(c), "unknown tool") {
+		t.Errorf("the agent's comment over MCP: %s\n%s", c, strings.Join(lines(runs+".mcp"), "\n"))
+	}
+	if s := answers["3"]; !strings.Contains(s, id) || strings.Contains(s, `"isError":true`) {
+		t.Errorf("the agent's show over MCP: %s", s)
+	}
+	if c := jobEvents(t, bin, dir, env, "task.commented"); len(c) != 0 {
+		t.Errorf("the agent commented: %v", c)
+	}
+	if got := strings.Join(finished(t, bin, dir, env), ","); got != "done" {
+		t.Errorf("outcomes %s", got)
 	}
 }

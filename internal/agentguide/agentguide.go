@@ -1,8 +1,8 @@
 // Package agentguide holds the workflow a coding agent follows on spool's
 // queues, as one short text (under 2 KB, so that it costs an agent little
 // of its context): what spool mcp serves as its prompt. It names the MCP
-// tools, and the rules of the orchestrator's trust boundary: an agent
-// reads, comments, heartbeats and proposes; spool decides.
+// tools, and the rules of the orchestrator's trust boundary: an agent it
+// started reads, and reports by its exit status and output; spool decides.
 package agentguide
 
 import (
@@ -42,8 +42,8 @@ func Text(c Context) string {
 	p("- Change only what you claimed. A task someone else holds is theirs.\n")
 	p("- Found more work? propose it: {category, mapped_plan_id, proposed_tasks:[{title, description, dependencies:[existing ids]}]}. ")
 	p("spool validates the proposal whole and applies it, or holds it for a person to approve.\n")
-	p("- Started by spool's orchestrator? Your exit status is your result (0 closes your task, anything else fails it): ")
-	p("never close your own task and create no tasks but through propose. Your tools are read, comment, heartbeat and propose.\n")
+	p("- Started by spool's orchestrator? Your tools only read, and spool refuses any write from you. ")
+	p("Your exit status is your result (0 closes your task, anything else fails it); your output is its log and the next attempt's context.\n")
 	p("- Subscribe to spool://ready or spool://task/{id} to hear when they change.\n")
 	return b.String()
 }

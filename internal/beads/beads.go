@@ -8,6 +8,7 @@ package beads
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -124,6 +125,31 @@ func (b Source) LabelRemove(ctx context.Context, id, label string) error {
 
 func (b Source) SetPriority(ctx context.Context, id string, priority int) error {
 	_, err := b.Run(ctx, "update", "--priority="+strconv.Itoa(priority), "--", id)
+	return err
+}
+
+// Comment adds a comment to a bead: `<bin> comments add -- ID TEXT`.
+func (b Source) Comment(ctx context.Context, id, text string) error {
+	_, err := b.Run(ctx, "comments", "add", "--", id, text)
+	return err
+}
+
+// Labels runs `<bin> label list --json -- ID`: the bead's labels.
+func (b Source) Labels(ctx context.Context, id string) ([]string, error) {
+	out, err := b.Run(ctx, "label", "list", "--json", "--", id)
+	if err != nil {
+		return nil, err
+	}
+	var labels []string
+	if err := json.Unmarshal(out, &labels); err != nil {
+		return nil, b.parseError("label list --json", out, err)
+	}
+	return labels, nil
+}
+
+// Reopen opens a closed bead again: `<bin> reopen -- ID`.
+func (b Source) Reopen(ctx context.Context, id string) error {
+	_, err := b.Run(ctx, "reopen", "--", id)
 	return err
 }
 

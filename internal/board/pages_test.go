@@ -358,6 +358,30 @@ func TestOrchestratorOutputTail(t *testing.T) {
 	}
 }
 
+// The Orchestrator view says when the breaker paused it, why, and what to
+// do; a resume takes the line away.
+func TestOrchestratorPausedLine(t *testing.T) {
+	f := newFixture(t)
+	env := f.env(alice)
+	write := func(d eventlog.Draft) {
+		if _, _, err := env.Write(context.Background(), nil, func(*projections.View, string) ([]eventlog.Draft, error) {
+			return []eventlog.Draft{d}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(orchestrator.Paused(orchestrator.PausedData{Kind: orchestrator.BreakCannotStart, Tasks: []string{"sp-1"},
+		Reason: "the agent command could not start (exit 127); run spool orchestrator resume"}))
+	page := f.get("/orchestrator")
+	if !strings.Contains(page.body, `id="paused"`) || !strings.Contains(page.body, "could not start (exit 127); run spool orchestrator resume") {
+		t.Fatalf("no paused line:\n%s", page.body)
+	}
+	write(eventlog.Draft{Type: orchestrator.TypeResumed, Subject: orchestrator.Worker, Data: orchestrator.ResumedData{Reason: "by hand"}})
+	if page := f.get("/orchestrator"); strings.Contains(page.body, `id="paused"`) {
+		t.Fatalf("a paused line after resume:\n%s", page.body)
+	}
+}
+
 // Only the asset files are served, however a path is spelled: no directory
 // listing, nothing outside assets/ (the templates' source).
 func TestOnlyAssetFilesAreServed(t *testing.T) {

@@ -29,11 +29,12 @@ import (
 )
 
 // Sets are the allow-lists --tools names: read (what changes nothing),
-// agent (what the orchestrator's trust boundary lets an agent do: read,
-// comment, heartbeat, propose) and all.
+// agent (what the orchestrator's trust boundary lets an agent do: read; it
+// reports by its exit status and output, and its guard refuses any append)
+// and all.
 var Sets = map[string][]string{
 	"read":  {"ready", "show", "stats", "merge_list", "merge_status", "job_list", "job_explain", "prd_show", "prd_report", "orchestrator_status", "status", "log"},
-	"agent": {"ready", "show", "stats", "merge_list", "merge_status", "job_list", "job_explain", "prd_show", "prd_report", "orchestrator_status", "status", "log", "comment", "heartbeat", "propose"},
+	"agent": {"ready", "show", "stats", "merge_list", "merge_status", "job_list", "job_explain", "prd_show", "prd_report", "orchestrator_status", "status", "log"},
 	"all":   nil, // filled from the table
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/internal/config"
+	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/refname"
 )
 
@@ -15,12 +16,47 @@ func init() {
 		config.Key{Name: "merge.remote", Kind: config.String, Default: "origin", Check: checkRemote,
 			Help: `remote branches are pushed to; "" for none (a remote that does not exist is skipped, with a note)`},
 		config.Key{Name: "merge.test_command", Kind: config.Strings, Default: []string{}, Check: checkArgv,
-			Help: `argv the train runs in the rebased worktree, e.g. ["go","test","./..."]; empty runs no test`},
+			Help: `argv the train runs in the rebased worktree, e.g. ["go","test","./..."]; the train refuses to run until this or merge.untested is set`},
+		config.Key{Name: "merge.untested", Kind: config.Bool, Default: false,
+			Help: "true: the train merges without testing (no merge.test_command); the entry's testing step says so"},
 		config.Key{Name: "merge.test_timeout", Kind: config.Duration, Default: 30 * time.Minute, Min: config.Min(1), Help: "the test command is killed after this long"},
 		config.Key{Name: "merge.max_attempts", Kind: config.Int, Default: 3, Min: config.Min(1), Help: "attempts (claims) before a failing entry becomes failed_terminal"},
 		config.Key{Name: "merge.lease", Kind: config.Duration, Default: 5 * time.Minute, Min: config.Min(1), Help: "a runner's hold on an entry; renewed while it works, recovered when it expires"},
 		config.Key{Name: "merge.capacity", Kind: config.Int, Default: 0, Min: config.Min(0), Help: "most active entries in the merge queue; 0 is unlimited"},
 	)
+}
+
+// The train merges untested only when told to: an empty test command is
+// not a choice anyone made, so both unset is refused where the train
+// starts (TestPlan), and both set here.
+func init() {
+	config.RegisterRule(func(c *config.Config) error {
+		if c.Bool("merge.untested") && len(c.Strings("merge.test_command")) > 0 {
+			return errors.New("merge.untested is true and merge.test_command is set: choose one (spool config unset merge.untested, or spool config unset merge.test_command)")
+		}
+		return nil
+	})
+}
+
+// UntestedReason is the testing step's reason when the train merges
+// without a test (merge.untested).
+const UntestedReason = "untested: merge.untested is true"
+
+// CodeNoTestCommand is a train started with neither merge.test_command nor
+// merge.untested set.
+var CodeNoTestCommand = fault.Register(fault.Usage, "no_test_command")
+
+// TestPlan is what the train runs to test an entry: the test command's
+// argv, or nothing when merge.untested says so. Neither set is refused:
+// the train does not start, and claims nothing.
+func TestPlan(cfg *config.Config) (argv []string, untested bool, err error) {
+	argv, untested = cfg.Strings("merge.test_command"), cfg.Bool("merge.untested")
+	if len(argv) == 0 && !untested {
+		return nil, false, fault.New(CodeNoTestCommand, nil,
+			`the merge train needs to know how to test an entry: spool config set merge.test_command '["go","test","./..."]' (your test command), `+
+				"or spool config set merge.untested true to merge without testing")
+	}
+	return argv, untested, nil
 }
 
 func checkBranch(v any) error { return refname.CheckBranch(v.(string)) }

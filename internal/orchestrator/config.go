@@ -21,6 +21,12 @@ func init() {
 			Help: "after an agent succeeds, submit its branch spool/<task-id> to the merge queue"},
 		config.Key{Name: "orchestrator.label", Kind: config.String, Default: "",
 			Help: "the orchestrator only takes tasks with this label (empty: any ready task)"},
+		config.Key{Name: "orchestrator.breaker_quick_exits", Kind: config.Int, Default: 3, Min: config.Min(0),
+			Help: "the orchestrator pauses after this many runs in a row that exit within a second without changing anything (0: never); each is released, not counted"},
+		config.Key{Name: "orchestrator.breaker_same_error", Kind: config.Int, Default: 3, Min: config.Min(0),
+			Help: "the orchestrator pauses when this many different tasks in a row fail with the same error (0: never)"},
+		config.Key{Name: "orchestrator.epics", Kind: config.Bool, Default: false,
+			Help: "hand epics (issue type epic: a PRD's queue handle, a plan's epic) to the agent too; off, an epic is never agent work"},
 	)
 }
 
@@ -35,6 +41,9 @@ type Policy struct {
 	Grace        time.Duration
 	SubmitMerge  bool
 	Label        string
+	Epics        bool          // epics are agent work too (orchestrator.epics)
+	QuickExits   int           // the breaker: runs in a row not the task's
+	SameErrors   int           // the breaker: different tasks in a row with the same error
 	OutputRecord time.Duration // how often output activity is recorded, at most
 }
 
@@ -47,6 +56,9 @@ func PolicyFrom(cfg *config.Config) Policy {
 		Grace:        cfg.Duration("orchestrator.kill_grace"),
 		SubmitMerge:  cfg.Bool("orchestrator.submit_merge"),
 		Label:        cfg.String("orchestrator.label"),
+		Epics:        cfg.Bool("orchestrator.epics"),
+		QuickExits:   cfg.Int("orchestrator.breaker_quick_exits"),
+		SameErrors:   cfg.Int("orchestrator.breaker_same_error"),
 		OutputRecord: time.Minute,
 	}
 }

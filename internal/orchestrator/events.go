@@ -5,13 +5,16 @@ import "time"
 // The orchestrator's events (README: Event catalogue). The subject of each
 // agent event is the task it works on.
 const (
-	TypeClaimed      = "orchestrator.claimed"       // ClaimedData: in the append that claims the task
-	TypeAgentStarted = "orchestrator.agent_started" // StartedData: the supervisor runs
-	TypeAgentOutput  = "orchestrator.agent_output"  // OutputData: output seen, at most once a minute
-	TypeStopping     = "orchestrator.stopping"      // StoppingData: spool asked the agent to end
-	TypeAgentExited  = "orchestrator.agent_exited"  // ExitedData: how the agent ended
-	TypeFinished     = "orchestrator.finished"      // FinishedData: in the append that settles the task
-	TypeWatchdogRan  = "orchestrator.watchdog_ran"  // {}: last_watchdog_run
+	TypeClaimed       = "orchestrator.claimed"        // ClaimedData: in the append that claims the task
+	TypeAgentStarted  = "orchestrator.agent_started"  // StartedData: the supervisor runs
+	TypeAgentOutput   = "orchestrator.agent_output"   // OutputData: output seen, at most once a minute
+	TypeStopping      = "orchestrator.stopping"       // StoppingData: spool asked the agent to end
+	TypeAgentExited   = "orchestrator.agent_exited"   // ExitedData: how the agent ended
+	TypeFinished      = "orchestrator.finished"       // FinishedData: in the append that settles the task
+	TypeWatchdogRan   = "orchestrator.watchdog_ran"   // {}: last_watchdog_run
+	TypePaused        = "orchestrator.paused"         // PausedData: the breaker tripped; no agent starts
+	TypeResumed       = "orchestrator.resumed"        // ResumedData: agents start again
+	TypeMergeRejected = "orchestrator.merge_rejected" // MergeRejectedData: the train refused a done attempt's branch
 )
 
 // ClaimedData is an attempt the orchestrator took on: where it works.
@@ -51,6 +54,7 @@ const (
 	ReasonStopped  = "watch_stopped" // spool watch was stopped
 	ReasonLost     = "agent_lost"    // the supervisor died without recording an exit
 	ReasonNotStart = "not_started"   // spool died before the agent started
+	ReasonNoLaunch = "launch_failed" // spool could not set the agent up or start it
 )
 
 // StoppingData is a stop spool asked for.
@@ -66,6 +70,11 @@ type ExitedData struct {
 	Signal   string `json:"signal,omitempty"`
 	Reason   string `json:"reason,omitempty"`
 	Tail     string `json:"tail,omitempty"` // the output's last lines
+	// RanMS is how long the agent ran, as its supervisor timed it (0:
+	// unknown); Untouched, that its worktree was as the attempt started
+	// (no commit, nothing changed). Both are what the breaker reads.
+	RanMS     int64 `json:"ran_ms,omitempty"`
+	Untouched bool  `json:"untouched,omitempty"`
 }
 
 // Outcomes of an attempt.
@@ -81,4 +90,44 @@ type FinishedData struct {
 	Attempt    int    `json:"attempt"`
 	Outcome    string `json:"outcome"`
 	MergeEntry string `json:"merge_entry,omitempty"`
+	// Breaker is the kind of run that was not the task's (cannot_start,
+	// quick_exit), released uncounted; Signature names a failed run's
+	// error, the same for the same error on any task. The breaker's
+	// streaks are folded from them.
+	Breaker   string `json:"breaker,omitempty"`
+	Signature string `json:"signature,omitempty"`
+}
+
+// Kinds of runs that are not the task's, and of the breaker's trips.
+const (
+	BreakCannotStart = "cannot_start" // the agent could not start (exit 126, 127; spool could not launch it)
+	BreakQuickExit   = "quick_exit"   // it exited at once (under QuickExit) with its worktree untouched
+	BreakSameError   = "same_error"   // different tasks failed in a row with the same error
+)
+
+// PausedData is the breaker tripping: no agent starts until the
+// orchestrator is resumed (spool orchestrator resume), or the agent
+// command changes.
+type PausedData struct {
+	Kind   string   `json:"kind"`
+	Reason string   `json:"reason"`        // what happened and what to do, for people
+	Tasks  []string `json:"tasks"`         // the tasks whose runs tripped it
+	Agent  []string `json:"agent_command"` // the command it tripped with
+}
+
+// ResumedData lifts a pause.
+type ResumedData struct {
+	Reason string `json:"reason"`
+}
+
+// MergeRejectedData settles a done attempt whose branch the merge train
+// refused for good (failed_terminal): with Outcome failed, the task was
+// reopened and the attempt counted as failed (workqueue.Rejected), in the
+// same append; dropped, the task was no longer that done (reopened by hand
+// meanwhile) and is left alone.
+type MergeRejectedData struct {
+	Attempt    int    `json:"attempt"`
+	MergeEntry string `json:"merge_entry"`
+	Reason     string `json:"reason"`
+	Outcome    string `json:"outcome"`
 }

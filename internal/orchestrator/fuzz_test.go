@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/mergequeue"
 	"github.com/spoolhq/spool/internal/orchestrator"
 	"github.com/spoolhq/spool/internal/plans"
 	"github.com/spoolhq/spool/projections"
@@ -49,7 +50,7 @@ func (c *clone) Command(r *rand.Rand, now time.Time) (string, []eventlog.Draft, 
 	case orchestrator.StepRecord, orchestrator.StepStop:
 		return "spool", []eventlog.Draft{step.Draft}, nil
 	case orchestrator.StepSettle:
-		return "spool", []eventlog.Draft{orchestrator.Finished(a, orchestrator.Outcome(*a.Exit), "")}, nil
+		return "spool", []eventlog.Draft{orchestrator.Finished(a, orchestrator.Outcome(*a.Exit, p), orchestrator.FinishedData{})}, nil
 	}
 	return "spool", []eventlog.Draft{orchestrator.Stop(a, orchestrator.ReasonStopped)}, nil
 }
@@ -64,12 +65,15 @@ func FuzzFold(f *testing.F) {
 		NewClone: newClone,
 		Types: []string{orchestrator.TypeClaimed, orchestrator.TypeAgentStarted, orchestrator.TypeAgentOutput, orchestrator.TypeStopping,
 			orchestrator.TypeAgentExited, orchestrator.TypeFinished, orchestrator.TypeWatchdogRan, plans.TypeFeedbackAdded,
-			plans.TypeFeedbackCategorized},
+			plans.TypeFeedbackCategorized, orchestrator.TypeMergeRejected, mergequeue.EvTransitioned, mergequeue.EvCancelled},
 		Samples: map[string][]any{
 			orchestrator.TypeAgentStarted: {orchestrator.StartedData{Attempt: 1, Process: orchestrator.Process{PID: 100, PGID: 100, Start: 7, Boot: "b"},
 				Log: "/r/.git/spool/runs/task-sp-1/attempt-1.log", Base: strings.Repeat("ab", 20)}},
-			orchestrator.TypeAgentExited:  {orchestrator.ExitedData{Attempt: 1, ExitCode: 1, Tail: "boom"}},
-			plans.TypeFeedbackCategorized: {plans.CategorizedData{ID: "fb-1", Category: "bug", PlanID: "plan-1"}},
+			orchestrator.TypeAgentExited:   {orchestrator.ExitedData{Attempt: 1, ExitCode: 1, Tail: "boom"}},
+			plans.TypeFeedbackCategorized:  {plans.CategorizedData{ID: "fb-1", Category: "bug", PlanID: "plan-1"}},
+			orchestrator.TypeFinished:      {orchestrator.FinishedData{Attempt: 1, Outcome: orchestrator.OutcomeDone, MergeEntry: "e1"}},
+			orchestrator.TypeMergeRejected: {orchestrator.MergeRejectedData{Attempt: 1, MergeEntry: "e1", Reason: "rebase conflict", Outcome: orchestrator.OutcomeFailed}},
+			mergequeue.EvTransitioned:      {mergequeue.EntryData{EntryID: 1, EntryRef: "e1", From: mergequeue.Merging, To: mergequeue.Merged}},
 		},
 		Subjects: []string{"sp-1", "orchestrator", "feedback/fb-1"},
 	}

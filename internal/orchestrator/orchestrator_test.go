@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,8 @@ func ev(typ, subject string, at time.Time, data any) *eventlog.Event {
 }
 
 func policy() Policy {
-	return Policy{Agent: []string{"agent"}, Watchdog: 5 * time.Minute, Stall: 5 * time.Minute, Grace: time.Second, OutputRecord: time.Minute}
+	return Policy{Agent: []string{"agent"}, Watchdog: 5 * time.Minute, Stall: 5 * time.Minute, Grace: time.Second, OutputRecord: time.Minute,
+		QuickExits: 3, SameErrors: 3}
 }
 
 func TestFoldPhases(t *testing.T) {
@@ -170,9 +172,17 @@ func TestOutcome(t *testing.T) {
 		{ExitedData{ExitCode: -1, Reason: ReasonStopped}, OutcomeReleased},
 		{ExitedData{ExitCode: -1, Reason: ReasonLost}, OutcomeReleased},
 		{ExitedData{ExitCode: -1, Reason: ReasonNotStart}, OutcomeReleased},
+		// Not the task's: released, not counted.
+		{ExitedData{ExitCode: 127}, OutcomeReleased},
+		{ExitedData{ExitCode: -1, Reason: ReasonNoLaunch}, OutcomeReleased},
+		{ExitedData{ExitCode: 1, RanMS: 40, Untouched: true}, OutcomeReleased},
+		// A quick exit that changed something, or a slow one, is the task's.
+		{ExitedData{ExitCode: 1, RanMS: 40}, OutcomeFailed},
+		{ExitedData{ExitCode: 1, RanMS: 1500, Untouched: true}, OutcomeFailed},
+		{ExitedData{ExitCode: 1, Untouched: true}, OutcomeFailed}, // no time: an older supervisor's record
 	}
 	for _, tt := range tests {
-		if got := Outcome(tt.x); got != tt.want {
+		if got := Outcome(tt.x, policy()); got != tt.want {
 			t.Errorf("Outcome(%+v) = %s, want %s", tt.x, got, tt.want)
 		}
 	}
@@ -206,5 +216,77 @@ func TestFoldSkipsAClaimOfAnUnsafeID(t *testing.T) {
 	s.Apply(ev(TypeClaimed, "bd-a1.2", t0, ClaimedData{Attempt: 1}))
 	if s.ActiveTask == nil {
 		t.Error("a claim of an ordinary id (bd's dotted child) was skipped")
+	}
+}
+
+// The breaker, run by run: which run trips it, how, and that the streaks
+// it reads are the fold's (a success, or a resume, ends them).
+func TestBreaker(t *testing.T) {
+	quick := ExitedData{ExitCode: 2, RanMS: 30, Untouched: true, Tail: "sh: cannot open agent.sh"}
+	notFound := ExitedData{ExitCode: 127, Tail: "spool: could not start the agent: not found"}
+	fail := func(task string) ExitedData {
+		return ExitedData{ExitCode: 1, RanMS: 5000, Tail: "agent: " + task + " attempt 3\nerror: 401 unauthorized"}
+	}
+	ok := ExitedData{ExitCode: 0, RanMS: 5000}
+	type run struct {
+		task string
+		x    ExitedData
+	}
+	for _, c := range []struct {
+		name string
+		runs []run
+		trip int    // the run (1-based) that trips it; 0: none
+		kind string // its kind
+	}{
+		{"cannot start trips at once", []run{{"sp-a", notFound}}, 1, BreakCannotStart},
+		{"three quick exits in a row", []run{{"sp-a", quick}, {"sp-a", quick}, {"sp-b", quick}}, 3, BreakQuickExit},
+		{"a success ends the quick streak", []run{{"sp-a", quick}, {"sp-a", quick}, {"sp-b", ok}, {"sp-a", quick}, {"sp-a", quick}}, 0, ""},
+		{"a real failure ends the quick streak", []run{{"sp-a", quick}, {"sp-a", quick}, {"sp-b", fail("sp-b")}, {"sp-a", quick}}, 0, ""},
+		{"the same error on three tasks", []run{{"sp-a", fail("sp-a")}, {"sp-a", fail("sp-a")}, {"sp-b", fail("sp-b")}, {"sp-c", fail("sp-c")}}, 4, BreakSameError},
+		{"one task failing alike is its own", []run{{"sp-a", fail("sp-a")}, {"sp-a", fail("sp-a")}, {"sp-a", fail("sp-a")}, {"sp-a", fail("sp-a")}}, 0, ""},
+		{"another error breaks the run", []run{{"sp-a", fail("sp-a")}, {"sp-b", fail("sp-b")},
+			{"sp-c", ExitedData{ExitCode: 1, RanMS: 5000, Tail: "tests failed"}}, {"sp-d", fail("sp-d")}}, 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, p := NewState(), policy()
+			for i, r := range c.runs {
+				a := &Active{TaskID: r.task, Attempt: i + 1}
+				outcome := Outcome(r.x, p)
+				fin := FinishedData{Breaker: Classify(r.x, p)}
+				if outcome == OutcomeFailed {
+					fin.Signature = Signature(r.x, r.task)
+				}
+				got := Trip(s, a, r.x, outcome, fin.Signature, p)
+				if (got != nil) != (i+1 == c.trip) {
+					t.Fatalf("run %d: trip %+v, want a trip at run %d", i+1, got, c.trip)
+				}
+				if got != nil {
+					if got.Kind != c.kind || !strings.Contains(got.Reason, "spool orchestrator resume") || !slices.Contains(got.Tasks, r.task) {
+						t.Fatalf("trip %+v, want kind %s with what to do", got, c.kind)
+					}
+					s.Apply(ev(TypeClaimed, r.task, t0, ClaimedData{Attempt: i + 1}))
+					s.Apply(ev(TypeFinished, r.task, t0, FinishedData{Attempt: i + 1, Outcome: OutcomeReleased}))
+					s.Apply(ev(TypePaused, Worker, t0, *got))
+					if s.Paused == nil || s.Paused.Kind != c.kind {
+						t.Fatalf("paused: %+v", s.Paused)
+					}
+					d, err := Resume(s, "by hand")
+					if err != nil {
+						t.Fatal(err)
+					}
+					s.Apply(ev(d.Type, d.Subject, t0, d.Data))
+					if s.Paused != nil || s.Breaker.QuickExits != 0 || s.Breaker.SameError != nil {
+						t.Fatalf("after resume: %+v", s)
+					}
+					if _, err := Resume(s, "again"); err == nil {
+						t.Fatal("resuming an orchestrator that is not paused")
+					}
+					return
+				}
+				s.Apply(ev(TypeClaimed, r.task, t0, ClaimedData{Attempt: i + 1}))
+				fin.Attempt, fin.Outcome = i+1, outcome
+				s.Apply(ev(TypeFinished, r.task, t0, fin))
+			}
+		})
 	}
 }

@@ -1,11 +1,14 @@
 package orchestrator
 
 import (
+	"cmp"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/mergequeue"
 	"github.com/spoolhq/spool/internal/plans"
 	"github.com/spoolhq/spool/internal/refname"
 	"github.com/spoolhq/spool/internal/workqueue"
@@ -55,6 +58,62 @@ type State struct {
 	LastWatchdogRun *time.Time `json:"last_watchdog_run"`
 	PendingFeedback []Feedback `json:"pending_feedback_categorizations"`
 	Attempts        int        `json:"attempts"` // attempts settled since the log began
+	// Paused is the breaker's trip, while it holds: no agent starts.
+	Paused *Pause `json:"paused,omitempty"`
+	// Breaker counts the runs in a row that were not the tasks' fault.
+	Breaker Streaks `json:"breaker"`
+	// Submitted are the merge entries of done attempts (submit_merge)
+	// that the train has neither merged nor cancelled yet.
+	Submitted []Submission `json:"merge_submissions,omitempty"`
+}
+
+// Submission is a done attempt's branch in the merge queue. The watch's
+// pass looks its entry up in the merge queue: failed_terminal, the train
+// refused it for good, and the task is reopened and the attempt counted as
+// failed (workqueue.Rejected, orchestrator.merge_rejected).
+type Submission struct {
+	TaskID     string `json:"task_id"`
+	Attempt    int    `json:"attempt"`
+	MergeEntry string `json:"merge_entry"`
+}
+
+// RejectedMessage is the failed attempt's error: the train's reason.
+func RejectedMessage(sub Submission, reason string) string {
+	return fmt.Sprintf("merge rejected: the merge train refused %s (entry %s, failed_terminal): %s",
+		Branch(sub.TaskID), mergequeue.ShortRef(sub.MergeEntry), cmp.Or(reason, "no reason given"))
+}
+
+// applyMerge drops from Submitted the entries the train merged or that
+// were cancelled: they are no longer the orchestrator's to watch.
+func (s *State) applyMerge(e *eventlog.Event) {
+	if len(s.Submitted) == 0 {
+		return
+	}
+	var d struct {
+		Ref string            `json:"entry_ref"`
+		To  mergequeue.Status `json:"to"`
+	}
+	if json.Unmarshal(e.Data, &d) != nil || d.Ref == "" {
+		return
+	}
+	if d.To == mergequeue.Merged || d.To == mergequeue.Cancelled {
+		s.Submitted = slices.DeleteFunc(slices.Clone(s.Submitted), func(sub Submission) bool { return sub.MergeEntry == d.Ref })
+	}
+}
+
+// Pause is a trip of the breaker, and when it happened.
+type Pause struct {
+	PausedData
+	At time.Time `json:"at"`
+}
+
+// Streaks are what the breaker has seen since the last run that ended
+// them: runs that could not start or exited at once untouched, in a row;
+// and the tasks whose failures in a row had the same error.
+type Streaks struct {
+	QuickExits int      `json:"quick_exits"`
+	Signature  string   `json:"signature,omitempty"`
+	SameError  []string `json:"same_error_tasks,omitempty"`
 }
 
 // pathSafe says whether a task id can name the run directory, the worktree
@@ -70,7 +129,7 @@ const Name = "orchestrator"
 const File = "orchestrator-state.json"
 
 // Spec registers the projection.
-var Spec = projections.Spec{Name: Name, Version: 3, New: func() projections.Projection { return &Projection{s: NewState()} }}
+var Spec = projections.Spec{Name: Name, Version: 5, New: func() projections.Projection { return &Projection{s: NewState()} }}
 
 // NewState is an orchestrator that never ran.
 func NewState() *State { return &State{PendingFeedback: []Feedback{}} }
@@ -124,10 +183,30 @@ func (s *State) Apply(e *eventlog.Event) {
 		}
 		a.Phase, a.Exit = PhaseFinishing, &d
 	case TypeFinished:
-		if mine {
+		var d FinishedData
+		if mine && json.Unmarshal(e.Data, &d) == nil {
 			s.ActiveTask = nil
 			s.Attempts++
+			s.Breaker = s.Breaker.after(e.Subject, d)
+			if d.Outcome == OutcomeDone && d.MergeEntry != "" {
+				s.Submitted = append(slices.DeleteFunc(slices.Clone(s.Submitted), func(sub Submission) bool { return sub.MergeEntry == d.MergeEntry }),
+					Submission{TaskID: e.Subject, Attempt: d.Attempt, MergeEntry: d.MergeEntry})
+			}
 		}
+	case TypeMergeRejected:
+		var d MergeRejectedData
+		if json.Unmarshal(e.Data, &d) == nil {
+			s.Submitted = slices.DeleteFunc(slices.Clone(s.Submitted), func(sub Submission) bool { return sub.MergeEntry == d.MergeEntry })
+		}
+	case mergequeue.EvTransitioned, mergequeue.EvRecovered, mergequeue.EvCancelled:
+		s.applyMerge(e)
+	case TypePaused:
+		var d PausedData
+		if json.Unmarshal(e.Data, &d) == nil && d.Kind != "" {
+			s.Paused = &Pause{PausedData: d, At: e.At}
+		}
+	case TypeResumed:
+		s.Paused, s.Breaker = nil, Streaks{}
 	case TypeWatchdogRan:
 		at := e.At
 		s.LastWatchdogRun = &at
@@ -143,6 +222,28 @@ func (s *State) Apply(e *eventlog.Event) {
 			s.PendingFeedback = slices.DeleteFunc(s.PendingFeedback, func(f Feedback) bool { return f.ID == d.ID })
 		}
 	}
+}
+
+// after is the streaks once task's attempt finished as d: a success ends
+// them; a run that was not the task's lengthens the first; a failure ends
+// the first and joins or starts the second.
+func (b Streaks) after(task string, d FinishedData) Streaks {
+	switch {
+	case d.Outcome == OutcomeDone:
+		return Streaks{}
+	case d.Breaker != "":
+		b.QuickExits++
+	case d.Outcome == OutcomeFailed:
+		b.QuickExits = 0
+		if d.Signature == "" {
+			b.Signature, b.SameError = "", nil
+		} else if d.Signature != b.Signature {
+			b.Signature, b.SameError = d.Signature, []string{task}
+		} else if !slices.Contains(b.SameError, task) {
+			b.SameError = append(slices.Clone(b.SameError), task)
+		}
+	}
+	return b
 }
 
 func (p *Projection) MarshalState() ([]byte, error) { return json.Marshal(p.s) }

@@ -22,11 +22,12 @@ func Invalid(path, msg string) error {
 	return fault.New(CodeInvalidProposal, nil, fmt.Sprintf("invalid proposal: %s: %s", path, msg), "path", path)
 }
 
-// SourceUnsupported refuses plans with a bd/br work source: their tasks
-// would have to be made through bd/br, which spool does not do yet.
+// SourceUnsupported refuses plan apply, feedback and build with a bd/br
+// work source (README: Plans and proposals says why).
 func SourceUnsupported(kind string) error {
 	return fault.New(CodeSourceUnsupported, nil, fmt.Sprintf(
-		"plans make their tasks in spool's own tracker; workqueue.source is %s, and creating a plan's tasks through %s is not supported yet", kind, kind),
+		"workqueue.source is %[1]s: a plan's epic, gate, tasks and dependencies are made in one append, all or nothing, in spool's own tracker; "+
+			"%[1]s's beads would take one %[1]s create per task and one %[1]s dep add per dependency, which no append covers, and spool does not do that (README: Plans and proposals)", kind),
 		"source", kind)
 }
 

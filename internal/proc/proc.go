@@ -69,6 +69,10 @@ type Cmd struct {
 	Stdin          io.Reader // nil is /dev/null
 	Stdout, Stderr io.Writer // nil is /dev/null
 	Grace          time.Duration
+	// Confine, when set, runs an agent: the command and everything it
+	// starts may not change the spool repository whose private directory
+	// (.git/spool) this names, and end with it (see Confined; Linux only).
+	Confine string
 }
 
 // ExitError is a command that did not exit 0.

@@ -20,7 +20,8 @@ import (
 
 // The guard's variable (guardEnv) is "v1:<grace in ms>:<parent pid>". The
 // guard removes it from the command's environment, and a stray copy of it
-// (another parent pid) is ignored.
+// (another parent pid) is ignored. A confined command's guard (Cmd.Confine)
+// is started as agentGuardName + ":" + the repository it guards.
 
 // The guard's argv[0], for ps.
 const guardName = "spool-proc-guard"
@@ -42,7 +43,13 @@ func init() {
 		os.Exit(1) // spool died before the guard began: start nothing
 	}
 	runtime.LockOSThread() // the command's parent-death signal follows the thread that forks it
-	os.Exit(guard(os.Args[1:], grace))
+	scope, confined := strings.CutPrefix(os.Args[0], agentGuardName+":")
+	if confined {
+		if err := confine(); err != nil {
+			os.Exit(1) // no confinement, no agent
+		}
+	}
+	os.Exit(guard(os.Args[1:], grace, scope, confined))
 }
 
 func parseGuardEnv(v string) (grace time.Duration, parent int, ok bool) {
@@ -65,7 +72,7 @@ const stopSignal = syscall.SIGUSR1
 // group: SIGTERM, grace, SIGKILL. When the command exits, it kills what the
 // command left running in the group, itself included, after the report.
 // SIGTERM, SIGINT and SIGHUP are for the command: the guard ignores them.
-func guard(argv []string, grace time.Duration) int {
+func guard(argv []string, grace time.Duration, scope string, confined bool) int {
 	status := os.NewFile(3, "status")
 	syscall.CloseOnExec(3)
 	// Handled, not ignored: an ignored signal would stay ignored in the command.
@@ -77,6 +84,9 @@ func guard(argv []string, grace time.Duration) int {
 		return 1
 	}
 	env := append(environ(Cmd{}), markEnv+"="+identify(os.Getpid()).mark())
+	if confined {
+		env = append(env, AgentEnv+"="+scope)
+	}
 	cmd := &exec.Cmd{Path: argv[0], Args: argv, Env: env, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}}
 	if err := cmd.Start(); err != nil {
@@ -90,6 +100,11 @@ func guard(argv []string, grace time.Duration) int {
 		state = cmd.ProcessState
 		close(done)
 	})
+	var orphans chan os.Signal // a confined guard reaps what is reparented to it
+	if confined {
+		orphans = make(chan os.Signal, 1)
+		signal.Notify(orphans, syscall.SIGCHLD)
+	}
 	var expired <-chan time.Time
 wait:
 	for {
@@ -98,6 +113,8 @@ wait:
 			break wait
 		case <-expired:
 			break wait
+		case <-orphans:
+			reapOrphans(cmd.Process.Pid)
 		case sig := <-sigs:
 			if sig == stopSignal && expired == nil {
 				syscall.Kill(-group, syscall.SIGTERM) // the command and whatever it started
@@ -117,6 +134,9 @@ wait:
 		fmt.Fprintf(status, "signal %d", int(syscall.SIGKILL))
 	}
 	status.Close()
+	if confined {
+		killDescendants(group) // what left the group (setsid) and stayed among ours
+	}
 	syscall.Kill(-group, syscall.SIGKILL) // what is left, this guard included
 	return 1
 }
@@ -134,7 +154,11 @@ func newLaunch(c Cmd, path string, grace time.Duration) (*launch, error) {
 		return nil, err
 	}
 	env := append(environ(c), fmt.Sprintf("%s=v1:%d:%d", guardEnv, grace.Milliseconds(), os.Getpid()))
-	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: append([]string{guardName, path}, c.Argv[1:]...), Dir: c.Dir, Env: env,
+	name := guardName
+	if c.Confine != "" {
+		name = agentGuardName + ":" + c.Confine
+	}
+	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: append([]string{name, path}, c.Argv[1:]...), Dir: c.Dir, Env: env,
 		Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr, ExtraFiles: []*os.File{w},
 		// The guard gets stopSignal when this process dies.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: stopSignal},

@@ -4,6 +4,7 @@ package proc
 
 import (
 	"errors"
+	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -56,3 +57,14 @@ func StartDetached(c Cmd) (Record, error) {
 
 // Signal never signals: Alive is false without Linux.
 func Signal(r Record, sig syscall.Signal) bool { return false }
+
+// AgentEnv holds, in an agent's environment, the private directory of the
+// repository it may not change (see agent_linux.go).
+const AgentEnv = "SPOOL_AGENT_OF"
+
+// Confined knows only the environment without Linux's /proc: no agent runs
+// there (StartDetached needs Linux), so nothing else can say otherwise.
+func Confined(dir string) (guard int, confined bool) {
+	v, ok := os.LookupEnv(AgentEnv)
+	return 0, ok && v != "" && v == dir
+}

@@ -200,6 +200,9 @@ func (s *Store) Receive(ctx context.Context, wait bool) error {
 func (s *Store) receive(ctx context.Context, sess *eventlog.Session) {
 	var err error
 	if sess == nil {
+		if _, agent := confined(s.Repo.PrivateDir()); agent {
+			return // an agent's read: the log as it is, nothing brought in
+		}
 		err = s.Receive(ctx, false)
 	} else {
 		var copies []copyOf

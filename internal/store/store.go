@@ -216,6 +216,7 @@ func OpenRepo(r *git.Repo, warn func(string)) (*Store, error) {
 		LockTimeout: cfg.Duration("lock.timeout"),
 		Warn:        warn,
 		Signer:      &sign.EventSigner{Root: r.Root, Config: cfg},
+		MayWrite:    func() error { return mayWrite(r.PrivateDir()) },
 	})
 	if warn == nil {
 		warn = func(string) {}

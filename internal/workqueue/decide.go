@@ -538,6 +538,13 @@ func RemoveDep(s *State, id, blocker string) (eventlog.Draft, error) {
 		fmt.Sprintf("%s does not depend on %s", id, blocker), "id", id, "blocker", blocker)
 }
 
+// Note is a comment spool itself leaves on a task, whichever tracker has
+// it: with a bd/br source the comment goes to the bead (SyncRequests), and
+// spool's tracker, which has no such task, passes it over.
+func Note(id, text string) eventlog.Draft {
+	return eventlog.Draft{Type: TypeCommented, Subject: id, Data: CommentData{Text: text}}
+}
+
 // AddComment notes text on a task.
 func AddComment(s *State, id, text string) (eventlog.Draft, error) {
 	if strings.TrimSpace(text) == "" {
@@ -708,6 +715,9 @@ type Claim struct {
 // nothing is eligible (the expiries are still returned).
 func Next(s *State, cands []Candidate, native bool, p Policy, g Gate, worker, actor string, now time.Time) ([]eventlog.Draft, *Claim, error) {
 	drafts := Expire(s, p, now)
+	if !native {
+		drafts = append(drafts, UnblockedAtSource(s, cands)...)
+	}
 	over, err := Overlay(s, drafts, actor, now)
 	if err != nil {
 		return nil, nil, err
@@ -720,6 +730,15 @@ func Next(s *State, cands []Candidate, native bool, p Policy, g Gate, worker, ac
 			return drafts, nil, nil
 		}
 	} else {
+		// The policy's demotion holds whatever the source reports (its
+		// update may have failed): a bead is never more urgent in spool's
+		// queue than the priority the policy last gave it.
+		cands = slices.Clone(cands)
+		for i := range cands {
+			if h := view.entry(cands[i].ID); h != nil && h.Demoted && cands[i].Priority < h.DemotedTo {
+				cands[i].Priority = h.DemotedTo
+			}
+		}
 		eligible := p.Select(cands, view.entry, g, now, 1)
 		if len(eligible) == 0 {
 			return drafts, nil, nil
@@ -809,6 +828,27 @@ func Fail(s *State, p Policy, id, actor, msg string, now time.Time) ([]eventlog.
 	return failure(p, h, s.priorityOf(h), first, msg, now), nil
 }
 
+// Rejected is done that did not merge: the merge train refused the branch
+// of id's successful attempt for good (failed_terminal). The task is
+// reopened and that attempt counts as failed with the train's reason msg,
+// under the policy (retry, demotion, Blocked) as an agent's failure would.
+// Only a completed task can be: one reopened since is no longer that done.
+func Rejected(s *State, p Policy, id, msg string, now time.Time) ([]eventlog.Draft, error) {
+	h := s.Entry(id)
+	if h == nil {
+		if !s.HasTask(id) {
+			return nil, NoTask(id)
+		}
+		return nil, invalidTransition(id, "was never claimed")
+	}
+	if h.Status != HistCompleted {
+		return nil, invalidTransition(id, "is "+h.Status+", not completed")
+	}
+	drafts := []eventlog.Draft{{Type: TypeReopened, Subject: id, Data: ReopenedData{Reason: msg}}}
+	first := eventlog.Draft{Type: TypeFailed, Subject: id, Data: FailedData{Attempt: h.Attempts, Error: msg}}
+	return append(drafts, failure(p, *h, s.priorityOf(*h), first, msg, now)...), nil
+}
+
 // Retry puts an abandoned, blocked or failed task back to pending, attempts reset.
 func Retry(s *State, p Policy, id string, now time.Time) (eventlog.Draft, error) {
 	h := s.Entry(id)
@@ -828,7 +868,8 @@ func Retry(s *State, p Policy, id string, now time.Time) (eventlog.Draft, error)
 	}
 	switch status {
 	case HistAbandoned, HistBlocked, HistFailed:
-		return eventlog.Draft{Type: TypeRetried, Subject: id, Data: RetriedData{PreviousStatus: status, PreviousAttempts: e.Attempts}}, nil
+		return eventlog.Draft{Type: TypeRetried, Subject: id, Data: RetriedData{PreviousStatus: status, PreviousAttempts: e.Attempts,
+			RestorePriority: s.restorable(id)}}, nil
 	}
 	return eventlog.Draft{}, invalidTransition(id, "is "+status+"; only abandoned, blocked or failed tasks can be retried")
 }
@@ -869,7 +910,50 @@ func Unblock(s *State, id string, reset bool) (eventlog.Draft, error) {
 	if !s.isBlocked(id) {
 		return eventlog.Draft{}, invalidTransition(id, "is not blocked")
 	}
-	return eventlog.Draft{Type: TypeUnblocked, Subject: id, Data: UnblockedData{ResetAttempts: reset}}, nil
+	return eventlog.Draft{Type: TypeUnblocked, Subject: id, Data: UnblockedData{ResetAttempts: reset, RestorePriority: s.restorable(id)}}, nil
+}
+
+// restorable is the priority retry and unblock put back: the one the task
+// had before the progressive policy demoted it, unless someone set another
+// since (spool's own tracker: its priority is no longer the policy's). A
+// bd/br source's priority spool does not see; there it always puts it back.
+func (s *State) restorable(id string) *int {
+	h := s.Entry(id)
+	if h == nil || !h.Demoted {
+		return nil
+	}
+	if t := s.Task(id); t != nil && t.Priority != h.DemotedTo {
+		return nil
+	}
+	p := h.PriorityBefore
+	return &p
+}
+
+// UnblockedAtSource returns the unblocks of every Blocked task a bd/br
+// source offers as ready again, its blocked label gone, when spool's own
+// request to add the label reached the source: someone removed it there,
+// which is an unblock (seed 004 §9). A label spool's request has not put
+// on the bead yet (pending, or given up) is not one someone took off.
+func UnblockedAtSource(s *State, cands []Candidate) []eventlog.Draft {
+	var out []eventlog.Draft
+	for _, c := range cands {
+		if slices.Contains(c.Labels, BlockedLabel) || !LabelledAtSource(s.Entry(c.ID)) {
+			continue
+		}
+		out = append(out, eventlog.Draft{Type: TypeUnblocked, Subject: c.ID,
+			Data: UnblockedData{RestorePriority: s.restorable(c.ID), FromSource: true}})
+	}
+	return out
+}
+
+// LabelledAtSource says whether h is Blocked with its blocked label on the
+// bead, as far as spool knows: its request to add it was carried out.
+func LabelledAtSource(h *Entry) bool {
+	if h == nil || !h.Blocked {
+		return false
+	}
+	labelled := func(p PendingSync) bool { return p.Op == SyncLabelAdd && p.Label == BlockedLabel }
+	return !slices.ContainsFunc(h.Pending, labelled) && !slices.ContainsFunc(h.SyncFailed, labelled)
 }
 
 // firstEligible is Select over the tracker's ready tasks without building
@@ -888,7 +972,7 @@ func (l layered) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool
 		if found && !candidateLess(c, best) {
 			return false // a requeue only moves a task later: neither it nor any after it can beat the best
 		}
-		if s.EffectiveStatus(t, p, now) != StatusOpen || !g.Admits(t.Labels) || s.blockedBy(t, memo, 0) {
+		if s.EffectiveStatus(t, p, now) != StatusOpen || !g.Admits(t.Labels) || !g.AdmitsType(t.Type) || s.blockedBy(t, memo, 0) {
 			return true // blocked first: it needs no history entry read
 		}
 		h := l.entry(t.ID)
@@ -912,9 +996,10 @@ func (l layered) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool
 }
 
 // SyncRequests are the requests a bd/br source must be told of for drafts
-// the queue decided: done closes the bead (with reason), Blocked adds the
-// blocked label, unblock and retry of a blocked task remove it, demotion
-// sets the priority. Appended with the drafts, they are the intent the
+// the queue decided: done closes the bead (with reason), a rejected done
+// reopens it, Blocked adds the blocked label, unblock and retry of a
+// blocked task remove it, demotion (and its undoing) sets the priority,
+// spool's own notes are comments. Appended with the drafts, they are the intent the
 // service carries out afterwards.
 func SyncRequests(drafts []eventlog.Draft, reason string) []eventlog.Draft {
 	var out []eventlog.Draft
@@ -930,11 +1015,23 @@ func SyncRequests(drafts []eventlog.Draft, reason string) []eventlog.Draft {
 		case BlockedData:
 			req(d.Subject, SyncData{Op: SyncLabelAdd, Label: BlockedLabel})
 		case UnblockedData:
-			req(d.Subject, SyncData{Op: SyncLabelRemove, Label: BlockedLabel})
+			if !data.FromSource {
+				req(d.Subject, SyncData{Op: SyncLabelRemove, Label: BlockedLabel})
+			}
+			if data.RestorePriority != nil {
+				req(d.Subject, SyncData{Op: SyncPriority, Priority: data.RestorePriority})
+			}
 		case RetriedData:
 			if data.PreviousStatus == HistBlocked {
 				req(d.Subject, SyncData{Op: SyncLabelRemove, Label: BlockedLabel})
 			}
+			if data.RestorePriority != nil {
+				req(d.Subject, SyncData{Op: SyncPriority, Priority: data.RestorePriority})
+			}
+		case CommentData:
+			req(d.Subject, SyncData{Op: SyncComment, Reason: data.Text})
+		case ReopenedData:
+			req(d.Subject, SyncData{Op: SyncReopen})
 		case DemotedData:
 			to := data.To
 			req(d.Subject, SyncData{Op: SyncPriority, Priority: &to})

@@ -139,8 +139,9 @@ type ClosedData struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// ReopenedData says why a task was reopened (bd reopen --reason), when
-// someone said.
+// ReopenedData says why a task was reopened, when someone said (bd reopen
+// --reason), or spool did (Rejected: the merge train refused the branch of
+// a done attempt).
 type ReopenedData struct {
 	Reason string `json:"reason,omitempty"`
 }
@@ -237,20 +238,28 @@ func (d *BlockedData) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// UnblockedData and RetriedData carry, when the progressive policy had
+// demoted the task, the priority it had before (RestorePriority): the fold
+// sets it back.
 type UnblockedData struct {
-	ResetAttempts bool `json:"reset_attempts"`
+	ResetAttempts   bool `json:"reset_attempts"`
+	RestorePriority *int `json:"restore_priority,omitempty"`
+	// FromSource: a bd/br source's bead lost its blocked label there (by
+	// hand): nothing to ask of the source.
+	FromSource bool `json:"from_source,omitempty"`
 }
 
 type RetriedData struct {
 	PreviousStatus   string `json:"previous_status"`
 	PreviousAttempts int    `json:"previous_attempts"`
+	RestorePriority  *int   `json:"restore_priority,omitempty"`
 }
 
-// SyncData asks the source to close a bead, add or remove a label, or set
-// its priority.
+// SyncData asks the source to close or reopen a bead, add or remove a
+// label, set its priority, or comment on it.
 type SyncData struct {
-	Op       string `json:"op"` // Sync*
-	Reason   string `json:"reason,omitempty"`
+	Op       string `json:"op"`               // Sync*
+	Reason   string `json:"reason,omitempty"` // a close's reason, a comment's text
 	Label    string `json:"label,omitempty"`
 	Priority *int   `json:"priority,omitempty"`
 }
@@ -261,6 +270,8 @@ const (
 	SyncLabelAdd    = "label_add"
 	SyncLabelRemove = "label_remove"
 	SyncPriority    = "priority"
+	SyncComment     = "comment"
+	SyncReopen      = "reopen"
 )
 
 // SyncedData says the source did the request whose event id it names.
@@ -301,6 +312,16 @@ type HookFinishedData struct {
 // is given up, so that one the source always refuses (a bead deleted by
 // hand) does not run again on every command.
 const MaxSyncAttempts = 5
+
+// SyncWait is how long a request the source refused failures times waits
+// before it is tried again: 10 s, doubling, at most 5 min. A source that
+// refuses every write is not asked in a loop as fast as commands come.
+func SyncWait(failures int) time.Duration {
+	if failures <= 0 {
+		return 0
+	}
+	return min(10*time.Second<<min(failures-1, 10), 5*time.Minute)
+}
 
 // BlockedLabel marks a Blocked task (seed 004 §9).
 const BlockedLabel = "blocked"

@@ -110,13 +110,19 @@ const (
 	SkipWorking   = "claimed"
 	SkipBackoff   = "backoff"
 	SkipLabel     = "label"
+	SkipType      = "type"
 )
 
-// Gate is the label gating of one next: every label in Require, none in Exclude.
+// Gate is the gating of one next: every label in Require, none in
+// Exclude, and no issue type in ExcludeTypes (the orchestrator's: epics).
 type Gate struct {
-	Require []string
-	Exclude []string
+	Require      []string
+	Exclude      []string
+	ExcludeTypes []string
 }
+
+// AdmitsType reports whether a task of issue type typ may be handed out.
+func (g Gate) AdmitsType(typ string) bool { return !slices.Contains(g.ExcludeTypes, typ) }
 
 // Gate combines the configured gating with a command's flags.
 func (p Policy) Gate(require, exclude []string) Gate {
@@ -157,6 +163,9 @@ type Candidate struct {
 func (p Policy) Skip(c Candidate, h *Entry, g Gate, now time.Time) string {
 	if !g.Admits(c.Labels) {
 		return SkipLabel
+	}
+	if !g.AdmitsType(c.IssueType) {
+		return SkipType
 	}
 	if h == nil {
 		return ""

@@ -20,7 +20,7 @@ import (
 
 const (
 	tasksMagic = "spool-tasks-10\n"
-	queueMagic = "spool-history-6\n"
+	queueMagic = "spool-history-8\n"
 )
 
 // encodeDetail writes a task's detail as one string (w.Str's form), so
@@ -301,6 +301,9 @@ func encodeEntry(w *table.Enc, h *Entry) {
 		w.Time(p.At)
 		w.Bool(p.Started)
 	}
+	w.Bool(h.Demoted)
+	w.Int(int64(h.PriorityBefore))
+	w.Int(int64(h.DemotedTo))
 }
 
 func decodeEntry(r *table.Dec) *Entry {
@@ -320,6 +323,7 @@ func decodeEntry(r *table.Dec) *Entry {
 			p.At, p.Started = r.Time(), r.Bool()
 		}
 	}
+	h.Demoted, h.PriorityBefore, h.DemotedTo = r.Bool(), int(r.Int()), int(r.Int())
 	if err := r.End(); err != nil {
 		panic(table.Corrupt(h.ID, err))
 	}
@@ -492,6 +496,7 @@ func encodeSyncs(w *table.Enc, list []PendingSync) {
 			w.Str(str)
 		}
 		w.Int(int64(p.Failures))
+		w.Time(p.LastFailedAt)
 		w.Bool(p.Priority != nil)
 		if p.Priority != nil {
 			w.Int(int64(*p.Priority))
@@ -509,6 +514,7 @@ func decodeSyncs(r *table.Dec) []PendingSync {
 		p := &list[i]
 		p.Request, p.Op, p.Reason, p.Label, p.LastError = r.Str(), r.Str(), r.Str(), r.Str(), r.Str()
 		p.Failures = int(r.Int())
+		p.LastFailedAt = r.Time()
 		if r.Bool() {
 			prio := int(r.Int())
 			p.Priority = &prio

@@ -161,6 +161,12 @@ type Entry struct {
 	Pending       []PendingSync // requests to a bd/br source not yet done, oldest first
 	SyncFailed    []PendingSync // requests given up after MaxSyncAttempts failures
 	Hooks         []PendingHook // notification hooks not finished, oldest first
+	// Demoted says the progressive policy lowered the priority since the
+	// last retry or unblock: from PriorityBefore (where retry and unblock
+	// put it back) to DemotedTo, its last demotion.
+	Demoted        bool
+	PriorityBefore int
+	DemotedTo      int
 }
 
 func (h *Entry) dropPending(request string) {
@@ -172,9 +178,10 @@ func (h *Entry) dropPending(request string) {
 
 // PendingSync is a task.sync_requested without its task.synced.
 type PendingSync struct {
-	Request   string // the request's event id
-	Failures  int
-	LastError string
+	Request      string // the request's event id
+	Failures     int
+	LastError    string
+	LastFailedAt time.Time // when the source last refused it: the next try waits (SyncWait)
 	SyncData
 }
 
@@ -353,7 +360,7 @@ const (
 // projections.Spec.Amortize).
 var (
 	Spec      = projections.Spec{Name: Name, Version: 8, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
-	QueueSpec = projections.Spec{Name: QueueName, Version: 8, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
+	QueueSpec = projections.Spec{Name: QueueName, Version: 11, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
 // TasksProjection folds the tracker's side of every event.
@@ -603,6 +610,9 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 		t.Labels = NormLabels(append(t.Labels, BlockedLabel))
 	case TypeUnblocked, TypeRetried:
 		t.Labels = slices.DeleteFunc(t.Labels, func(l string) bool { return l == BlockedLabel })
+		if restore, ok := restoreOf(e); ok && restore != nil {
+			t.Priority = *restore
+		}
 	default:
 		return // a type from a newer spool: the task is unchanged
 	}
@@ -685,7 +695,11 @@ func (s *State) applyEntry(e *eventlog.Event) {
 	case TypeDemoted:
 		var d DemotedData
 		if json.Unmarshal(e.Data, &d) == nil {
-			s.entry(id).Priority = d.To
+			h := s.entry(id)
+			if !h.Demoted {
+				h.Demoted, h.PriorityBefore = true, d.From
+			}
+			h.Priority, h.DemotedTo = d.To, d.To
 		}
 	case TypeAbandoned:
 		s.entry(id).release(HistAbandoned)
@@ -725,7 +739,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 			}
 			p := &h.Pending[i]
 			p.Failures++
-			p.LastError = d.Error
+			p.LastError, p.LastFailedAt = d.Error, e.At
 			if d.GaveUp {
 				h.SyncFailed = append(h.SyncFailed, *p)
 				h.dropPending(d.Request)
@@ -735,6 +749,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		s.applyHook(e)
 	case TypeUnblocked, TypeRetried:
 		reset := true
+		restore, _ := restoreOf(e)
 		if e.Type == TypeUnblocked {
 			var d UnblockedData
 			if json.Unmarshal(e.Data, &d) != nil {
@@ -745,11 +760,30 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		h := s.entry(id)
 		h.release(HistPending)
 		h.Blocked, h.BlockReason = false, ""
+		if restore != nil {
+			h.Priority = *restore
+		}
+		h.Demoted, h.PriorityBefore, h.DemotedTo = false, 0, 0
 		if reset {
 			h.Attempts, h.Failures, h.LastError = 0, 0, ""
 			h.LastFailureAt, h.QueuedAt = time.Time{}, time.Time{}
 		}
 	}
+}
+
+// restoreOf reads the priority an unblock or a retry puts back (nil:
+// none); ok is false for data that cannot be read.
+func restoreOf(e *eventlog.Event) (restore *int, ok bool) {
+	var d struct {
+		RestorePriority *int `json:"restore_priority"`
+	}
+	if json.Unmarshal(e.Data, &d) != nil {
+		return nil, false
+	}
+	if p := d.RestorePriority; p != nil && (*p < 0 || *p > MaxPriority) {
+		return nil, true // a priority no task can have: the rest of the event stands
+	}
+	return d.RestorePriority, true
 }
 
 // kept puts each time in UTC and reports whether a snapshot keeps them all

@@ -866,3 +866,272 @@ func FuzzOpenSnapshot(f *testing.F) {
 		}
 	})
 }
+
+// The orchestrator's gate keeps epics from its agents (ExcludeTypes), from
+// spool's own tracker and from a bd/br source's candidates alike.
+func TestTypeGating(t *testing.T) {
+	p := DefaultPolicy()
+	for _, c := range []struct {
+		name    string
+		exclude []string
+		want    string // the title claimed
+	}{
+		{"epics excluded", []string{"epic"}, "the work"},
+		{"nothing excluded", nil, "the epic"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t)
+			d, _, err := AddTask(w.s, NewTask{Title: "the epic", Type: "epic", Priority: 0, Labels: []string{"prd"}}, "sp", "writer1", t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.apply("ada", t0, d)
+			w.add("the work", 2, t0)
+			g := Gate{ExcludeTypes: c.exclude}
+			id := w.next(p, g, "a", t0)
+			if got := w.s.Tasks[id]; got == nil || got.Title != c.want {
+				t.Fatalf("native: claimed %q, want %q", id, c.want)
+			}
+			cands := []Candidate{{ID: "bd-1", Title: "the epic", IssueType: "epic", Priority: 0, CreatedAt: t0},
+				{ID: "bd-2", Title: "the work", IssueType: "task", Priority: 2, CreatedAt: t0}}
+			_, claim, err := Next(NewState(), cands, false, p, g, "a", "a", t0)
+			if err != nil || claim == nil || claim.Task.Title != c.want {
+				t.Fatalf("bd source: claimed %+v (%v), want %q", claim, err, c.want)
+			}
+		})
+	}
+}
+
+// retry and unblock put back the priority the task had before the
+// progressive policy demoted it, unless someone set another since.
+func TestRestoreDemotedPriority(t *testing.T) {
+	p := DefaultPolicy()
+	p.Kind = Progressive
+	for _, c := range []struct {
+		name  string
+		undo  func(s *State, id string) (eventlog.Draft, error)
+		touch *int // a priority set by hand before the undo
+		want  int
+	}{
+		{"retry", func(s *State, id string) (eventlog.Draft, error) { return Retry(s, p, id, t0) }, nil, 1},
+		{"unblock --reset-attempts", func(s *State, id string) (eventlog.Draft, error) { return Unblock(s, id, true) }, nil, 1},
+		{"unblock", func(s *State, id string) (eventlog.Draft, error) { return Unblock(s, id, false) }, nil, 1},
+		{"blocked label removed", func(s *State, id string) (eventlog.Draft, error) {
+			d, err := UpdateTask(s, id, Update{RemoveLabels: []string{BlockedLabel}})
+			if err != nil {
+				return eventlog.Draft{}, err
+			}
+			return d[0], nil
+		}, nil, 1},
+		{"set by hand since", func(s *State, id string) (eventlog.Draft, error) { return Retry(s, p, id, t0) }, ptr(0), 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t)
+			id := w.add("stubborn", 1, t0)
+			at := t0
+			for range 12 { // 1 → 2 → 3 → 4, then Blocked
+				if got := w.next(p, Gate{}, "a", at); got != id {
+					t.Fatalf("next = %q", got)
+				}
+				w.fail(p, id, "a", "still broken", at)
+				at = at.Add(time.Second)
+			}
+			if h := w.s.History[id]; !h.Blocked || w.s.Tasks[id].Priority != 4 || !h.Demoted || h.PriorityBefore != 1 {
+				t.Fatalf("after the ladder: %+v, priority %d", h, w.s.Tasks[id].Priority)
+			}
+			if c.touch != nil {
+				d, err := UpdateTask(w.s, id, Update{Priority: c.touch})
+				if err != nil {
+					t.Fatal(err)
+				}
+				w.apply("ada", at, d...)
+			}
+			d, err := c.undo(w.s, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.apply("ada", at, d)
+			if got := w.s.Tasks[id].Priority; got != c.want {
+				t.Errorf("priority %d after %s, want %d", got, c.name, c.want)
+			}
+			if h := w.s.History[id]; h.Demoted || h.Blocked {
+				t.Errorf("after %s: %+v", c.name, h)
+			}
+			// Demoted again from the restored priority, the record starts over.
+			for range 3 {
+				w.next(p, Gate{}, "a", at)
+				w.fail(p, id, "a", "still broken", at)
+			}
+			if h := w.s.History[id]; c.touch == nil && (!h.Demoted || h.PriorityBefore != c.want) {
+				t.Errorf("demoted again: %+v", h)
+			}
+		})
+	}
+}
+
+// With a bd/br source whose update --priority fails, bd keeps offering the
+// bead at its old priority: the policy's demotion holds in spool all the
+// same, so the ladder reaches priority 4 and Blocked, not a loop for ever.
+// A retry puts the priority back, in spool and as a request to the source.
+func TestSourceDemotionHoldsAndBlocks(t *testing.T) {
+	p := DefaultPolicy()
+	p.Kind = Progressive
+	s := NewState()
+	cands := []Candidate{{ID: "bd-1", Title: "t", IssueType: "task", Priority: 1, CreatedAt: t0}} // never demoted in bd
+	at := t0
+	runs := 0
+	for ; runs < 100; runs++ {
+		drafts, claim, err := Next(s, cands, false, p, Gate{}, "a", "a", at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		applyAll(t, s, at, append(drafts, SyncRequests(drafts, "")...))
+		if claim == nil {
+			break
+		}
+		d, err := Fail(s, p, "bd-1", "a", "boom", at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		applyAll(t, s, at, append(d, SyncRequests(d, "")...)) // none reaches bd: they stay pending
+		at = at.Add(time.Second)
+	}
+	if h := s.Entry("bd-1"); runs != 12 || !h.Blocked || h.Priority != 4 || h.PriorityBefore != 1 {
+		t.Fatalf("after %d runs: %+v", runs, h)
+	}
+	d, err := Retry(s, p, "bd-1", at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := SyncRequests([]eventlog.Draft{d}, "")
+	if len(reqs) != 2 || reqs[1].Data.(SyncData).Op != SyncPriority || *reqs[1].Data.(SyncData).Priority != 1 {
+		t.Fatalf("retry's requests: %+v", reqs)
+	}
+	applyAll(t, s, at, []eventlog.Draft{d})
+	if _, claim, _ := Next(s, cands, false, p, Gate{}, "a", "a", at); claim == nil || claim.Task.Priority != 1 {
+		t.Fatalf("after retry: %+v", claim)
+	}
+}
+
+// A bead spool Blocked comes back from bd ready without its blocked label:
+// someone removed it in bd, and that unblocks it in spool, unless the label
+// never reached bd (its request pending or given up).
+func TestUnblockedAtSource(t *testing.T) {
+	p := DefaultPolicy()
+	for _, c := range []struct {
+		name    string
+		outcome string // of the label's request: synced, failed, gave_up
+		labels  []string
+		want    bool
+	}{
+		{"label removed in bd", TypeSynced, nil, true},
+		{"label still on the bead", TypeSynced, []string{BlockedLabel}, false},
+		{"label never reached bd", TypeSyncFailed, nil, false},
+		{"label given up", "gave_up", nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := NewState()
+			cands := []Candidate{{ID: "bd-1", IssueType: "task", Priority: 2, CreatedAt: t0}}
+			drafts, _, err := Next(s, cands, false, p, Gate{}, "a", "a", t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			applyAll(t, s, t0, drafts)
+			d, err := Block(s, "bd-1", "by hand")
+			if err != nil {
+				t.Fatal(err)
+			}
+			events := applyAll(t, s, t0, append([]eventlog.Draft{d}, SyncRequests([]eventlog.Draft{d}, "")...))
+			req := events[1].ID
+			switch c.outcome {
+			case TypeSynced:
+				applyAll(t, s, t0, []eventlog.Draft{{Type: TypeSynced, Subject: "bd-1", Data: SyncedData{Request: req}}})
+			default:
+				applyAll(t, s, t0, []eventlog.Draft{{Type: TypeSyncFailed, Subject: "bd-1", Data: SyncFailedData{Request: req, Error: "no", GaveUp: c.outcome == "gave_up"}}})
+			}
+			cands[0].Labels = c.labels
+			_, claim, err := Next(s, cands, false, p, Gate{}, "a", "a", t0)
+			if err != nil || (claim != nil) != c.want {
+				t.Fatalf("claim %+v (%v), want one: %v", claim, err, c.want)
+			}
+		})
+	}
+}
+
+func TestSyncWait(t *testing.T) {
+	for failures, want := range map[int]time.Duration{0: 0, 1: 10 * time.Second, 2: 20 * time.Second, 4: 80 * time.Second, 6: 5 * time.Minute, 60: 5 * time.Minute} {
+		if got := SyncWait(failures); got != want {
+			t.Errorf("SyncWait(%d) = %s, want %s", failures, got, want)
+		}
+	}
+}
+
+// applyAll folds drafts into s as one append would and returns the events.
+func applyAll(t *testing.T, s *State, at time.Time, drafts []eventlog.Draft) []eventlog.Event {
+	t.Helper()
+	var out []eventlog.Event
+	for i, d := range drafts {
+		e, err := d.Event("a", at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.ID = fmt.Sprintf("%s-%d-%d", d.Type, at.UnixNano(), i)
+		if err := s.Apply(e); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, *e)
+	}
+	return out
+}
+
+// Done is not merged: a done whose branch the merge train refused for good
+// reopens the task and counts as a failed attempt with the train's reason,
+// under the policy; the third such demotes it, as agents' failures do. A
+// task reopened (or rejected) since is not that done any more.
+func TestRejected(t *testing.T) {
+	p := DefaultPolicy()
+	p.Kind = Progressive
+	w := newWorld(t)
+	id := w.add("merge me", 1, t0)
+	at := t0
+	for i := 1; i <= 3; i++ {
+		if got := w.next(p, Gate{}, "orchestrator", at); got != id {
+			t.Fatalf("round %d: next = %q", i, got)
+		}
+		d, err := Done(w.s, p, id, "orchestrator", "agent succeeded", at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.apply("orchestrator", at, d...)
+		rej, err := Rejected(w.s, p, id, "merge rejected: tests failed", at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.apply("orchestrator", at, rej...)
+		if _, err := Rejected(w.s, p, id, "again", at); code(err) != "invalid_state_transition" {
+			t.Fatalf("a second rejection of the same done: %v", err)
+		}
+		h, task := w.s.History[id], w.s.Tasks[id]
+		if task.Status != StatusOpen || h.Status != HistFailed || h.Attempts != i || h.Failures != i || h.LastError != "merge rejected: tests failed" {
+			t.Fatalf("round %d: task %s, history %+v", i, task.Status, h)
+		}
+		at = at.Add(time.Hour)
+	}
+	if got := w.s.Tasks[id].Priority; got != 2 {
+		t.Errorf("priority %d after three rejections, want 2 (demoted)", got)
+	}
+	// With a bd/br source the bead is reopened, before the demotion.
+	w.next(p, Gate{}, "orchestrator", at)
+	d, _ := Done(w.s, p, id, "orchestrator", "ok", at)
+	w.apply("orchestrator", at, d...)
+	rej, _ := Rejected(w.s, p, id, "merge rejected", at)
+	reqs := SyncRequests(rej, "")
+	if len(reqs) == 0 || reqs[0].Data.(SyncData).Op != SyncReopen {
+		t.Errorf("requests to the source: %+v", reqs)
+	}
+	// Reopened by hand since: not the train's to charge.
+	w.apply("ada", at, eventlog.Draft{Type: TypeReopened, Subject: id, Data: struct{}{}})
+	if _, err := Rejected(w.s, p, id, "late", at); code(err) != "invalid_state_transition" {
+		t.Errorf("rejection after a reopen by hand: %v", err)
+	}
+}

@@ -22,7 +22,8 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n"})
+	// Untested unless a test sets merge.test_command (config).
+	r := gittest.New(t, map[string]string{".spool/config.json": `{"merge.untested": true}` + "\n"})
 	return &fixture{Repo: r, t: t, now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 }
 
@@ -44,6 +45,9 @@ func (f *fixture) store(dir string) *store.Store {
 func (f *fixture) config(key, value string) {
 	f.t.Helper()
 	st := f.store(f.Root)
+	if key == "merge.test_command" {
+		st.Config.Unset("merge.untested") // the two are exclusive
+	}
 	if err := st.Config.Set(key, value); err != nil {
 		f.t.Fatal(err)
 	}

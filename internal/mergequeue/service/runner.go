@@ -135,6 +135,11 @@ func (r *Runner) Run(ctx context.Context, once bool) ([]Result, error) {
 // It returns nil when there was nothing to claim.
 func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 	start := time.Now()
+	// Read again for every claim: the configuration may have changed since
+	// the train started (spool watch rereads it).
+	if _, _, err := mergequeue.TestPlan(r.Store.Config); err != nil {
+		return nil, err
+	}
 	v, err := r.Store.Read(ctx, mergequeue.Name)
 	if err != nil || queueOf(v).PendingCount == 0 || queueOf(v).Frozen {
 		return nil, err
@@ -312,6 +317,12 @@ func (j *job) remoteRound(ctx context.Context) *Result {
 // rebasing → testing → ready_to_merge, or a failure.
 func (j *job) rebaseAndTest(ctx context.Context) *Result {
 	root := j.r.Store.Repo.Root
+	argv, untested, err := mergequeue.TestPlan(j.r.Store.Config)
+	if err != nil {
+		// The configuration changed since the claim: nothing to test with,
+		// and no choice to merge untested. The entry goes back, not charged.
+		return j.giveBack(ctx, fault.Classify(err).Message, nil)
+	}
 	if j.scratch == "" {
 		dir := ScratchPath(j.r.Store.Repo, j.id, j.ref)
 		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
@@ -339,12 +350,17 @@ func (j *job) rebaseAndTest(ctx context.Context) *Result {
 	if err != nil {
 		return j.fail(ctx, mergequeue.FailedRetryable, "rebase failed: "+err.Error(), nil, nil)
 	}
-	// outcome of the rebase, intent of the test
-	if err := j.step(ctx, mergequeue.Testing, "", nil, nil); err != nil {
+	// outcome of the rebase, intent of the test: an untested merge says so
+	// in the entry's trail.
+	why := ""
+	if untested {
+		why = mergequeue.UntestedReason
+	}
+	if err := j.step(ctx, mergequeue.Testing, why, nil, nil); err != nil {
 		return j.lostResult(err)
 	}
 	t = time.Now()
-	code, reason, err := j.test(ctx)
+	code, reason, err := j.test(ctx, argv)
 	j.testTime += time.Since(t)
 	if err != nil {
 		return j.fail(ctx, mergequeue.FailedRetryable, "test command: "+err.Error(), nil, nil)
@@ -668,9 +684,8 @@ func (r *Runner) waits(ctx context.Context, q *mergequeue.State, target *mergequ
 
 // test runs the configured test command in the scratch worktree, renewing
 // the lease while it runs; output goes to <run dir>/test.log.
-func (j *job) test(ctx context.Context) (code int, reason string, err error) {
-	argv := j.r.Store.Config.Strings("merge.test_command")
-	if len(argv) == 0 {
+func (j *job) test(ctx context.Context, argv []string) (code int, reason string, err error) {
+	if len(argv) == 0 { // merge.untested
 		return 0, "", nil
 	}
 	dir := j.runDir

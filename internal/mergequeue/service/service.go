@@ -135,6 +135,9 @@ func (s *Service) Trail(ctx context.Context, e *mergequeue.Entry) ([]mergequeue.
 
 // Train makes the merge train's runner for target (merge.target when empty).
 func (s *Service) Train(ctx context.Context, target string, out io.Writer) (*Runner, error) {
+	if _, _, err := mergequeue.TestPlan(s.Store.Config); err != nil {
+		return nil, err
+	}
 	actor, err := s.Actor(ctx)
 	if err != nil {
 		return nil, err

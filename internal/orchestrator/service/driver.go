@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
+	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/orchestrator"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/watch"
@@ -78,10 +80,35 @@ func (d *Driver) pass(ctx context.Context, env store.Env, mayStart bool) (next t
 	if st, err = d.monitor(ctx, s, st); err != nil {
 		return time.Time{}, st != nil && st.ActiveTask != nil, err
 	}
+	// Done is not merged: a branch the train refused reopens its task,
+	// before the next claim, which may be that task again.
+	if rej, err := s.rejected(ctx, st); len(rej) > 0 || err != nil {
+		for _, r := range rej {
+			if r.Outcome == orchestrator.OutcomeFailed {
+				d.logf("%s attempt %d: the merge train refused %s: reopened, counted as failed: %s", r.TaskID, r.Attempt, orchestrator.Branch(r.TaskID), r.Reason)
+			} else {
+				d.logf("%s attempt %d: the merge train refused %s, but the task is no longer done: left as it is", r.TaskID, r.Attempt, orchestrator.Branch(r.TaskID))
+			}
+		}
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		if st, err = s.Read(ctx); err != nil {
+			return time.Time{}, false, err
+		}
+	}
 	p := s.Policy
+	if st.Paused != nil && p.Enabled() && !slices.Equal(st.Paused.Agent, p.Agent) {
+		// The command it tripped with was changed: that is the fix.
+		if st, err = s.append(ctx, eventlog.Draft{Type: orchestrator.TypeResumed, Subject: orchestrator.Worker,
+			Data: orchestrator.ResumedData{Reason: "orchestrator.agent_command changed"}}); err != nil {
+			return time.Time{}, false, err
+		}
+		d.logf("resumed: orchestrator.agent_command changed")
+	}
 	if p.Enabled() && mayStart {
 		started := false
-		if st.ActiveTask == nil {
+		if st.ActiveTask == nil && st.Paused == nil {
 			a, err := s.start(ctx)
 			if a != nil {
 				started = true
@@ -153,7 +180,7 @@ func (d *Driver) monitor(ctx context.Context, s *Service, st *orchestrator.State
 		if a == nil {
 			return st, nil
 		}
-		step := orchestrator.Monitor(a, observe(a, s.runDir(a)), s.Policy, now)
+		step := orchestrator.Monitor(a, observe(ctx, a, s.runDir(a), s.Worktree(a.TaskID)), s.Policy, now)
 		var err error
 		switch step.Kind {
 		case orchestrator.StepNone:
@@ -172,11 +199,14 @@ func (d *Driver) monitor(ctx context.Context, s *Service, st *orchestrator.State
 				return st, nil
 			}
 		case orchestrator.StepSettle:
-			outcome, err := s.settle(ctx, a)
+			outcome, pause, err := s.settle(ctx, st, a)
 			if err != nil {
 				return st, err
 			}
 			d.logf("%s attempt %d: %s", a.TaskID, a.Attempt, outcome)
+			if pause != nil {
+				d.logf("paused: %s", pause.Reason)
+			}
 			if st, err = s.Read(ctx); err != nil {
 				return nil, err
 			}

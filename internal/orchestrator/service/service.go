@@ -18,6 +18,7 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/git"
+	"github.com/spoolhq/spool/internal/mergequeue"
 	mqservice "github.com/spoolhq/spool/internal/mergequeue/service"
 	"github.com/spoolhq/spool/internal/orchestrator"
 	"github.com/spoolhq/spool/internal/plans"
@@ -76,10 +77,12 @@ func (s *Service) append(ctx context.Context, drafts ...eventlog.Draft) (*orches
 	return stateOf(v), nil
 }
 
-// Status is seed 004's build.status payload.
+// Status is seed 004's build.status payload, and the breaker's pause
+// while it holds.
 type Status struct {
 	CurrentTask *orchestrator.Active `json:"currentTask"`
 	QueueDepth  int                  `json:"queueDepth"`
+	Paused      *orchestrator.Pause  `json:"paused,omitempty"`
 }
 
 // Status reads the active task and how many tasks are ready.
@@ -92,7 +95,7 @@ func (s *Service) Status(ctx context.Context) (Status, *orchestrator.State, erro
 	if err != nil {
 		return Status{}, nil, err
 	}
-	return Status{CurrentTask: st.ActiveTask, QueueDepth: len(ready)}, st, nil
+	return Status{CurrentTask: st.ActiveTask, QueueDepth: len(ready), Paused: st.Paused}, st, nil
 }
 
 // Worktree is where the agent works on task id: in the git common
@@ -127,8 +130,13 @@ func (s *Service) start(ctx context.Context) (*orchestrator.Active, error) {
 		require = []string{s.Policy.Label}
 	}
 	// A plan's epic and its gate are bookkeeping, never an agent's work:
-	// the gate closes when the plan is built (spool plan build).
+	// the gate closes when the plan is built (spool plan build). An epic
+	// (a PRD's queue handle) is closed by its children's work, not by one
+	// run, unless orchestrator.epics says otherwise.
 	exclude := []string{plans.EpicLabel, plans.GateLabel}
+	if !s.Policy.Epics {
+		s.WQ.ExcludeTypes = []string{"epic"}
+	}
 	claimed, _, err := s.WQ.NextAnd(ctx, require, exclude, orchestrator.Worker, func(st *workqueue.State, c *workqueue.Claim) []eventlog.Draft {
 		id := c.Task.ID
 		d := orchestrator.ClaimedData{Attempt: c.Attempt, Branch: orchestrator.Branch(id), Worktree: s.Worktree(id), RunDir: s.runDir(&orchestrator.Active{TaskID: id})}
@@ -157,7 +165,7 @@ func (s *Service) start(ctx context.Context) (*orchestrator.Active, error) {
 		// spool's side failed (git, the run directory): a failed attempt,
 		// so that a task whose worktree cannot be made backs off.
 		_, err2 := s.append(ctx, eventlog.Draft{Type: orchestrator.TypeAgentExited, Subject: a.TaskID,
-			Data: orchestrator.ExitedData{Attempt: a.Attempt, ExitCode: -1, Tail: "could not start the agent: " + err.Error()}})
+			Data: orchestrator.ExitedData{Attempt: a.Attempt, ExitCode: -1, Reason: orchestrator.ReasonNoLaunch, Tail: "could not start the agent: " + err.Error()}})
 		return a, errors.Join(err, err2)
 	}
 	st, err = s.append(ctx, eventlog.Draft{Type: orchestrator.TypeAgentStarted, Subject: a.TaskID,
@@ -194,7 +202,7 @@ func (s *Service) launch(ctx context.Context, a *orchestrator.Active, task *wqse
 		return proc.Record{}, "", err
 	}
 	argv := append([]string{exe, "__supervise", "--dir", dir, "--attempt", strconv.Itoa(a.Attempt),
-		"--workdir", worktree, "--base", base, "--grace", s.Policy.Grace.String(), "--"}, s.Policy.Agent...)
+		"--workdir", worktree, "--base", base, "--grace", s.Policy.Grace.String(), "--confine", s.Store.Repo.PrivateDir(), "--"}, s.Policy.Agent...)
 	env := append(os.Environ(),
 		"SPOOL_TASK_ID="+a.TaskID,
 		"SPOOL_TASK_FILE="+orchestrator.TaskPath(dir, a.Attempt),
@@ -264,10 +272,21 @@ func (s *Service) revert(ctx context.Context, a *orchestrator.Active) error {
 	return err
 }
 
-// settle ends the active task by how its agent ended (phase finishing).
-func (s *Service) settle(ctx context.Context, a *orchestrator.Active) (string, error) {
+// settle ends the active task by how its agent ended (phase finishing),
+// given the orchestrator's state st; it returns the outcome and, when the
+// run tripped the breaker, the pause recorded with it.
+func (s *Service) settle(ctx context.Context, st *orchestrator.State, a *orchestrator.Active) (string, *orchestrator.PausedData, error) {
 	x := *a.Exit
-	outcome := orchestrator.Outcome(x)
+	outcome := orchestrator.Outcome(x, s.Policy)
+	fin := orchestrator.FinishedData{Breaker: orchestrator.Classify(x, s.Policy)}
+	if outcome == orchestrator.OutcomeFailed {
+		fin.Signature = orchestrator.Signature(x, a.TaskID, s.Worktree(a.TaskID), s.runDir(a))
+	}
+	// A run that trips the breaker is not the task's: not counted.
+	pause := orchestrator.Trip(st, a, x, outcome, fin.Signature, s.Policy)
+	if pause != nil && outcome == orchestrator.OutcomeFailed {
+		outcome = orchestrator.OutcomeReleased
+	}
 	var entry string
 	root := s.Store.Repo.WorkTree
 	switch outcome {
@@ -275,7 +294,7 @@ func (s *Service) settle(ctx context.Context, a *orchestrator.Active) (string, e
 		if s.Policy.SubmitMerge {
 			r, err := mqservice.Open(s.Env).Submit(ctx, mqservice.SubmitOptions{Workspace: s.Worktree(a.TaskID), BeadID: a.TaskID})
 			if err != nil {
-				return "", fmt.Errorf("merge submit of %s: %w", orchestrator.Branch(a.TaskID), err)
+				return "", nil, fmt.Errorf("merge submit of %s: %w", orchestrator.Branch(a.TaskID), err)
 			}
 			entry = r.EntryRef
 		} else {
@@ -283,7 +302,7 @@ func (s *Service) settle(ctx context.Context, a *orchestrator.Active) (string, e
 		}
 	default:
 		if err := s.revert(ctx, a); err != nil {
-			return "", fmt.Errorf("revert %s to %s: %w", orchestrator.Branch(a.TaskID), a.Base, err)
+			return "", nil, fmt.Errorf("revert %s to %s: %w", orchestrator.Branch(a.TaskID), a.Base, err)
 		}
 	}
 	_, err := s.WQ.Decide(ctx, a.TaskID, "agent succeeded", func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
@@ -297,23 +316,93 @@ func (s *Service) settle(ctx context.Context, a *orchestrator.Active) (string, e
 		default:
 			var d eventlog.Draft
 			if d, err = workqueue.Release(st, s.WQ.Policy, a.TaskID, actor, s.Now); err == nil {
-				drafts = []eventlog.Draft{d}
-				if st.HasTask(a.TaskID) {
-					c, _ := workqueue.AddComment(st, a.TaskID, orchestrator.ReleaseComment(x))
-					drafts = append(drafts, c)
-				}
+				// On the task in spool's tracker, or on the bead (seed 004 §3).
+				drafts = []eventlog.Draft{d, workqueue.Note(a.TaskID, orchestrator.ReleaseComment(x, s.Policy))}
 			}
 		}
+		fin.MergeEntry = entry
 		if err != nil {
 			// The claim is no longer ours (its lease ran out while spool
 			// was down, someone released it): the task is not ours to
 			// settle, only the orchestrator's record.
 			outcome = orchestrator.OutcomeDropped
-			return []eventlog.Draft{orchestrator.Finished(a, outcome, entry)}, nil
+			drafts = nil
 		}
-		return append(drafts, orchestrator.Finished(a, outcome, entry)), nil
+		drafts = append(drafts, orchestrator.Finished(a, outcome, fin))
+		if pause != nil {
+			drafts = append(drafts, orchestrator.Paused(*pause))
+		}
+		return drafts, nil
 	})
-	return outcome, err
+	return outcome, pause, err
+}
+
+// Rejection is a done attempt the merge train refused, as settled.
+type Rejection struct {
+	orchestrator.Submission
+	Reason  string
+	Outcome string // failed: reopened and counted; dropped: the task was no longer that done
+}
+
+// rejected settles the done attempts whose branch the merge train refused
+// for good (failed_terminal): done is not merged. Each task is reopened
+// and its attempt counted as failed with the train's reason, under the
+// queue's policy, with a comment saying why (on the bead too, with a bd/br
+// source), and orchestrator.merge_rejected in the same append; a task
+// reopened by hand meanwhile is left alone (dropped). Entries the train
+// has not finished with are looked at again at the next pass.
+func (s *Service) rejected(ctx context.Context, st *orchestrator.State) ([]Rejection, error) {
+	if len(st.Submitted) == 0 {
+		return nil, nil
+	}
+	v, err := s.Store.Read(ctx, mergequeue.Name)
+	if err != nil {
+		return nil, err
+	}
+	q, ok := projections.As[*mergequeue.State](v, mergequeue.Name)
+	if !ok {
+		return nil, nil
+	}
+	var out []Rejection
+	for _, sub := range st.Submitted {
+		e := q.EntryByRef(sub.MergeEntry)
+		if e == nil || e.Status != mergequeue.FailedTerminal {
+			continue
+		}
+		r := Rejection{Submission: sub, Reason: e.LastError, Outcome: orchestrator.OutcomeFailed}
+		msg := orchestrator.RejectedMessage(sub, e.LastError)
+		_, err := s.WQ.Decide(ctx, sub.TaskID, msg, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
+			drafts, err := workqueue.Rejected(st, s.WQ.Policy, sub.TaskID, msg, s.Now)
+			if err != nil {
+				r.Outcome, drafts = orchestrator.OutcomeDropped, nil
+			} else {
+				drafts = append(drafts, workqueue.Note(sub.TaskID, msg+"; the task is reopened and the attempt counted as failed"))
+			}
+			return append(drafts, eventlog.Draft{Type: orchestrator.TypeMergeRejected, Subject: sub.TaskID,
+				Data: orchestrator.MergeRejectedData{Attempt: sub.Attempt, MergeEntry: sub.MergeEntry, Reason: e.LastError, Outcome: r.Outcome}}), nil
+		})
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Resume lifts the breaker's pause (spool orchestrator resume).
+func (s *Service) Resume(ctx context.Context) (*orchestrator.State, error) {
+	actor, err := s.Actor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	_, v, err := s.Env.Write(ctx, []string{orchestrator.Name}, func(v *projections.View, _ string) ([]eventlog.Draft, error) {
+		d, err := orchestrator.Resume(stateOf(v), "resumed by "+actor)
+		return []eventlog.Draft{d}, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return stateOf(v), nil
 }
 
 // stop asks the supervisor to end the agent: SIGTERM first; SIGKILL to its

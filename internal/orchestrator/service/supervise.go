@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/internal/durable"
+	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/orchestrator"
 	"github.com/spoolhq/spool/internal/proc"
 )
@@ -22,8 +23,11 @@ import (
 // (supervisor.json), the agent's output (the log, whose modification time
 // is the last output), and the agent's end (exit.json). The agent runs in a
 // group that dies with the supervisor; ctx ending (SIGTERM) ends the agent:
-// SIGTERM, grace, SIGKILL.
-func Supervise(ctx context.Context, dir string, n int, workdir, base string, argv []string, grace time.Duration) error {
+// SIGTERM, grace, SIGKILL. It runs confined to the repository whose private
+// directory is confine (proc.Cmd.Confine): neither the agent nor anything
+// it starts may change that repository's log, and what it leaves running
+// ends with it.
+func Supervise(ctx context.Context, dir string, n int, workdir, base, confine string, argv []string, grace time.Duration) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -35,8 +39,8 @@ func Supervise(ctx context.Context, dir string, n int, workdir, base string, arg
 		return err
 	}
 	defer log.Close()
-	rec := orchestrator.ExitRecord{ExitCode: -1}
-	p, err := proc.Start(ctx, proc.Cmd{Argv: argv, Dir: workdir, Stdout: log, Stderr: log, Grace: grace})
+	rec := orchestrator.ExitRecord{ExitCode: -1, StartedAt: time.Now().UTC()}
+	p, err := proc.Start(ctx, proc.Cmd{Argv: argv, Dir: workdir, Stdout: log, Stderr: log, Grace: grace, Confine: confine})
 	if err == nil {
 		err = p.Wait()
 	} else {
@@ -52,6 +56,11 @@ func Supervise(ctx context.Context, dir string, n int, workdir, base string, arg
 		if exit.Code < 0 {
 			rec.Signal = exit.Signal.String()
 		}
+	case rec.ExitCode != 127:
+		// The guard could not start it (no such file, not executable): a
+		// shell's "command not found", which the breaker reads.
+		fmt.Fprintf(log, "spool: could not start the agent: %v\n", err)
+		rec.ExitCode = 127
 	}
 	rec.EndedAt = time.Now().UTC()
 	return writeJSON(orchestrator.ExitPath(dir, n), rec)
@@ -79,8 +88,9 @@ func recordOf(p orchestrator.Process) proc.Record {
 	return proc.Record{PID: p.PID, PGID: p.PGID, Start: p.Start, Boot: p.Boot}
 }
 
-// observe reads what the run directory dir and the process table say about a's agent.
-func observe(a *orchestrator.Active, dir string) orchestrator.Observation {
+// observe reads what the run directory dir and the process table say about
+// a's agent, and once it ended, whether its worktree is as it started.
+func observe(ctx context.Context, a *orchestrator.Active, dir, worktree string) orchestrator.Observation {
 	var o orchestrator.Observation
 	if dir == "" {
 		return o // no run directory (a task id none can have): nothing to read
@@ -106,7 +116,24 @@ func observe(a *orchestrator.Active, dir string) orchestrator.Observation {
 	if o.Exit != nil || !o.Alive {
 		o.Tail = Tail(orchestrator.LogPath(dir, a.Attempt), 20, 4096)
 	}
+	if o.Exit != nil && a.Phase == orchestrator.PhaseRunning {
+		o.Untouched = untouched(ctx, worktree, a.Base)
+	}
 	return o
+}
+
+// untouched reports whether the worktree is at base with nothing changed
+// (untracked files included); false when git cannot tell.
+func untouched(ctx context.Context, worktree, base string) bool {
+	if worktree == "" || base == "" {
+		return false
+	}
+	head, err := git.Run(ctx, worktree, "rev-parse", "--verify", "HEAD")
+	if err != nil || strings.TrimSpace(head) != base {
+		return false
+	}
+	status, err := git.Run(ctx, worktree, "status", "--porcelain", "--untracked-files=all")
+	return err == nil && strings.TrimSpace(status) == ""
 }
 
 func readJSON(path string, v any) error {

@@ -172,8 +172,10 @@ func (s *Service) runPlanner(ctx context.Context, id string) ([]byte, error) {
 	defer cancel()
 	stdout := &capped{max: plans.MaxBytes + 1}
 	stderr := &capped{max: 4096, keepTail: true}
+	// Confined as a coding agent is: it proposes on stdout, and neither it
+	// nor what it starts may change the log.
 	err = proc.Run(ctx, proc.Cmd{Argv: s.planner, Dir: dir, Stdin: bytes.NewReader(stdin), Stdout: stdout, Stderr: stderr,
-		Env: append(os.Environ(), "SPOOL_PLAN_ID="+id, "SPOOL_PRD_FILE="+prdPath)})
+		Env: append(os.Environ(), "SPOOL_PLAN_ID="+id, "SPOOL_PRD_FILE="+prdPath), Confine: s.Store.Repo.PrivateDir()})
 	if err != nil {
 		why := err.Error()
 		if ctx.Err() == context.DeadlineExceeded {

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"time"
 
@@ -25,7 +26,37 @@ func (s *Service) candidates(ctx context.Context, labels []string) ([]workqueue.
 	if err != nil {
 		return nil, err
 	}
-	return candidatesOf(issues), nil
+	cands := candidatesOf(issues)
+	return cands, s.confirmUnlabelled(ctx, cands)
+}
+
+// confirmUnlabelled asks the source for the labels of each bead spool holds
+// Blocked that ready lists without the blocked label: a ready that shows no
+// labels at all (a br, a bd of another version) must not read as the label
+// removed by hand (workqueue.UnblockedAtSource), which would hand Blocked
+// beads out again. A bead whose labels cannot be read keeps it. With bd
+// 0.49.1, whose ready shows labels, this runs once, for a label removed.
+func (s *Service) confirmUnlabelled(ctx context.Context, cands []workqueue.Candidate) error {
+	var st *workqueue.State
+	for i := range cands {
+		c := &cands[i]
+		if slices.Contains(c.Labels, workqueue.BlockedLabel) {
+			continue
+		}
+		if st == nil {
+			var err error
+			if st, err = s.Read(ctx, History); err != nil {
+				return err
+			}
+		}
+		if !workqueue.LabelledAtSource(st.Entry(c.ID)) {
+			continue
+		}
+		if labels, err := s.source.Labels(ctx, c.ID); err != nil || slices.Contains(labels, workqueue.BlockedLabel) {
+			c.Labels = workqueue.NormLabels(append(slices.Clone(c.Labels), workqueue.BlockedLabel))
+		}
+	}
+	return nil
 }
 
 func candidatesOf(issues []beads.Issue) []workqueue.Candidate {
@@ -68,6 +99,7 @@ func (s *Service) Next(ctx context.Context, require, exclude []string, worker st
 // append: another domain records what it does with the claim atomically.
 func (s *Service) NextAnd(ctx context.Context, require, exclude []string, worker string, also func(*workqueue.State, *workqueue.Claim) []eventlog.Draft) (*Claimed, Idle, error) {
 	gate := s.Policy.Gate(require, exclude)
+	gate.ExcludeTypes = s.ExcludeTypes
 	cands, err := s.candidates(ctx, gate.Require)
 	if err != nil {
 		return nil, Idle{}, err

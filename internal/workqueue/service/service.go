@@ -25,8 +25,11 @@ type Service struct {
 	// PartialIDs has the tracker's commands take ids as bd does (see
 	// workqueue.State.ResolveID), resolved on the state they decide on.
 	PartialIDs bool
-	source     *beads.Source   // nil: spool's own tracker
-	hooks      workqueue.Hooks // the notification hooks configured
+	// ExcludeTypes are issue types next never hands out (the orchestrator
+	// keeps epics from its agents).
+	ExcludeTypes []string
+	source       *beads.Source   // nil: spool's own tracker
+	hooks        workqueue.Hooks // the notification hooks configured
 }
 
 // Open reads the queue's configuration; nothing is read from the log yet.

@@ -42,10 +42,14 @@ func (s *Service) syncPending(ctx context.Context, wait bool) {
 			pending[id] = slices.Clone(h.Pending)
 		}
 	}
+	reported := map[string]bool{} // one warning per error a command meets
 	for _, id := range slices.Sorted(maps.Keys(pending)) {
 		for _, p := range pending[id] {
 			if ctx.Err() != nil {
 				return
+			}
+			if p.Failures > 0 && s.Now.Before(p.LastFailedAt.Add(workqueue.SyncWait(p.Failures))) {
+				break // refused lately: not again before its wait, nor what follows it
 			}
 			runErr := s.run(ctx, id, p.SyncData)
 			var outcome eventlog.Draft
@@ -67,12 +71,17 @@ func (s *Service) syncPending(ctx context.Context, wait bool) {
 				continue
 			}
 			if gaveUp {
-				s.Warn(fmt.Sprintf("%s %s for %s failed %d times; spool gave up on it (spool queue history %s shows it): %v",
+				s.Warn(fmt.Sprintf("%s %s for %s failed %d times; spool gave up on it (spool history %s shows it): %v",
 					s.source.Kind, p, id, workqueue.MaxSyncAttempts, id, runErr))
 				continue
 			}
-			s.Warn(fmt.Sprintf("%s %s for %s failed (attempt %d of %d; it stays pending and the next command retries it): %v",
-				s.source.Kind, p, id, p.Failures+1, workqueue.MaxSyncAttempts, runErr))
+			// Said once, when the source first refuses it; the queue's own
+			// decision stands meanwhile (a demotion, Blocked hold in spool).
+			if p.Failures == 0 && !reported[runErr.Error()] {
+				reported[runErr.Error()] = true
+				s.Warn(fmt.Sprintf("%s refused %s for %s: %v; spool's queue keeps its decision, and the request is tried again in %s, %d times at most (spool history shows it pending)",
+					s.source.Kind, p, id, runErr, workqueue.SyncWait(1), workqueue.MaxSyncAttempts-1))
+			}
 			break
 		}
 	}
@@ -110,6 +119,10 @@ func (s *Service) run(ctx context.Context, id string, d workqueue.SyncData) erro
 		if d.Priority != nil {
 			return s.source.SetPriority(ctx, id, *d.Priority)
 		}
+	case workqueue.SyncComment:
+		return s.source.Comment(ctx, id, d.Reason)
+	case workqueue.SyncReopen:
+		return s.source.Reopen(ctx, id)
 	}
 	return fmt.Errorf("unknown sync request %q for %s", d.Op, id)
 }
