@@ -42,5 +42,6 @@ func PolicyFrom(cfg *config.Config) Policy {
 		Capacity:    cfg.Int("merge.capacity"),
 		Lease:       cfg.Duration("merge.lease"),
 		Admins:      cfg.Strings("admins"),
+		Target:      cfg.String("merge.target"),
 	}
 }

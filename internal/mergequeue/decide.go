@@ -20,6 +20,17 @@ type Policy struct {
 	Capacity    int           // merge.capacity; 0 is unlimited
 	Lease       time.Duration // merge.lease
 	Admins      []string      // admins: may act on anyone's entries and workspaces
+	Target      string        // merge.target: a submission of this branch is refused; "" checks nothing
+}
+
+// CheckBranch refuses a submission of the target branch itself
+// (BranchIsTarget); the service asks it before touching the worktree, and
+// DecideSubmit again.
+func (p Policy) CheckBranch(workspace, branch string) error {
+	if p.Target != "" && branch == p.Target {
+		return BranchIsTarget(workspace, branch)
+	}
+	return nil
 }
 
 func (p Policy) admin(actor string) bool { return slices.Contains(p.Admins, actor) }
@@ -185,6 +196,9 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 	}
 	if req.Branch == "" {
 		return Submission{}, IdentityExtractionFailed(req.Workspace, "HEAD is detached; check out a branch")
+	}
+	if err := pol.CheckBranch(req.Workspace, req.Branch); err != nil {
+		return Submission{}, err
 	}
 	if !ValidHeadSHA(req.HeadSHA) {
 		return Submission{}, InvalidHeadSHA(req.HeadSHA, "not a full lowercase hex commit id")

@@ -580,9 +580,9 @@ func TestErrorVariants(t *testing.T) {
 		}
 	}
 	// The seed's 21 but database_open_failed, schema_initialization_failed and
-	// transaction_failed (spool has no database), and spool's 6.
-	if len(seen) != 24 {
-		t.Errorf("%d variants, want the seed's 18 that apply and spool's 6", len(seen))
+	// transaction_failed (spool has no database), and spool's 7.
+	if len(seen) != 25 {
+		t.Errorf("%d variants, want the seed's 18 that apply and spool's 7", len(seen))
 	}
 }
 
@@ -864,4 +864,20 @@ func TestMergingBackToRebasing(t *testing.T) {
 		t.Fatalf("%s, %d attempts, runner %q", e.Status, e.Attempts, e.Runner)
 	}
 	checkInvariants(t, s)
+}
+
+// The target branch itself is refused: queued, it would be rebased onto
+// itself and "merged" with nothing to merge.
+func TestSubmitTargetBranchRefused(t *testing.T) {
+	s := New()
+	p := pol
+	p.Target = "main"
+	r := req("ws", 1, "ada")
+	r.Branch = "main"
+	_, err := DecideSubmit(s, r, p, t0)
+	wantCode(t, err, CodeBranchIsTarget.Name)
+	r.Branch = "feature"
+	if _, err := DecideSubmit(s, r, p, t0); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -157,6 +157,9 @@ func (s *Service) Submit(ctx context.Context, opt SubmitOptions) (*Response, err
 	if err := CheckWorkspace(w); err != nil {
 		return nil, err
 	}
+	if err := s.Policy.CheckBranch(w.Name, w.Branch); err != nil {
+		return nil, err
+	}
 	if len(dirty) > 0 && !opt.AutoCommit {
 		return nil, mergequeue.WorkspaceNotClean(w.Name, dirty)
 	}
