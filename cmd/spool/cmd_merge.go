@@ -137,12 +137,13 @@ func (c *MergeShowCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	trail, err := mq.Trail(e.ctx, en)
+	shown, err := mq.Show(e.ctx, en)
 	if err != nil {
 		return err
 	}
+	trail := shown.History
 	if e.JSON {
-		return writeJSON(e.stdout, mergequeue.Shown{Entry: en, History: trail})
+		return writeJSON(e.stdout, shown)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	pos := "-"
@@ -163,6 +164,18 @@ func (c *MergeShowCmd) Run(e *env) error {
 		}
 	}
 	tw.Flush()
+	if len(shown.Logs) > 0 {
+		fmt.Fprintln(e.stdout, "test logs:")
+		tw = tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		for _, l := range shown.Logs {
+			where := l.Path
+			if !l.Exists {
+				where += " (none here: no test ran in this clone)"
+			}
+			fmt.Fprintf(tw, "  attempt %d\t%s\t%s\n", l.Attempt, l.At.Format(time.RFC3339), where)
+		}
+		tw.Flush()
+	}
 	fmt.Fprintln(e.stdout, "history:")
 	tw = tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	for _, s := range trail {

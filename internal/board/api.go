@@ -185,11 +185,7 @@ func apiMergeEntry(ctx context.Context, env store.Env, r *http.Request) (any, er
 	if err != nil {
 		return nil, err
 	}
-	trail, err := mq.Trail(ctx, en)
-	if err != nil {
-		return nil, err
-	}
-	return mergequeue.Shown{Entry: en, History: trail}, nil
+	return mq.Show(ctx, en)
 }
 
 func apiJobs(ctx context.Context, env store.Env, r *http.Request) (any, error) {

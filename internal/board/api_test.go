@@ -278,8 +278,9 @@ func TestAPIMergeQueue(t *testing.T) {
 	}
 	want := struct {
 		*mergequeue.Entry
-		History []mergequeue.AuditStep `json:"history"`
-	}{en, trail}
+		History []mergequeue.AuditStep  `json:"history"`
+		Logs    []mergequeue.AttemptLog `json:"logs"`
+	}{en, trail, []mergequeue.AttemptLog{}}
 	sameJSON(t, "/api/merge/1", f.get("/api/merge/1").body, want)
 	sameJSON(t, "/api/merge/{ref prefix}", f.get("/api/merge/"+a.EntryRef[:8]).body, want)
 

@@ -53,7 +53,7 @@ var pages = []*page{
 
 var (
 	taskPage       = &page{Path: "tasks", Title: "Task", file: "task", load: loadTask}
-	mergeEntryPage = &page{Path: "merge", Title: "Merge entry", file: "entry", load: apiMergeEntry} // mergequeue.Shown
+	mergeEntryPage = &page{Path: "merge", Title: "Merge entry", file: "entry", load: loadMergeEntry}
 	jobPage        = &page{Path: "jobs", Title: "Job", file: "job", load: apiJob}
 )
 
@@ -263,6 +263,65 @@ func loadOrchestrator(ctx context.Context, env store.Env, r *http.Request) (any,
 		}
 	}
 	return d, nil
+}
+
+// MergeEntryData is the merge entry view: merge show, with the end of each
+// attempt's test output.
+type MergeEntryData struct {
+	mergequeue.Shown
+	Attempts []AttemptOutput
+}
+
+// AttemptOutput is one attempt's test log and its last lines ("" when this
+// clone has none).
+type AttemptOutput struct {
+	mergequeue.AttemptLog
+	Tail string
+	Open bool // the latest attempt's output is shown unfolded
+}
+
+func loadMergeEntry(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	mq := mqservice.Open(env)
+	_, en, err := mq.Entry(ctx, r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	shown, err := mq.Show(ctx, en)
+	if err != nil {
+		return nil, err
+	}
+	d := MergeEntryData{Shown: shown}
+	runs := store.RunsDir(env.Store.Repo)
+	for _, l := range shown.Logs {
+		a := AttemptOutput{AttemptLog: l}
+		if path, ok := underRuns(runs, l.Path); ok {
+			a.Tail = orchservice.Tail(path, tailLines, tailBytes)
+		}
+		d.Attempts = append(d.Attempts, a)
+	}
+	if n := len(d.Attempts); n > 0 {
+		d.Attempts[n-1].Open = true
+	}
+	return d, nil
+}
+
+// underRuns resolves path's links and reports whether it is a regular file
+// inside runs: the board shows no other file, whatever an event names.
+func underRuns(runsDir, path string) (string, bool) {
+	runs, err := filepath.EvalSymlinks(runsDir)
+	if err != nil {
+		return "", false
+	}
+	path, err = filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", false
+	}
+	rel, err := filepath.Rel(runs, path)
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", false
+	}
+	fi, err := os.Stat(path)
+	return path, err == nil && fi.Mode().IsRegular()
 }
 
 // agentOutput is the active attempt's output file where spool watch puts

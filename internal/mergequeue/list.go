@@ -3,6 +3,9 @@ package mergequeue
 import (
 	"bytes"
 	"encoding/json"
+	"path/filepath"
+	"strings"
+	"time"
 )
 
 // Listed is what spool merge list shows: the pending entries in queue
@@ -74,8 +77,57 @@ func (q *State) Placed(en *Entry) Placed {
 	return p
 }
 
-// Shown is spool merge show --json: the entry and its whole audit trail.
+// Shown is spool merge show --json: the entry, its whole audit trail and
+// where each of its attempts' test output is.
 type Shown struct {
 	*Entry
-	History []AuditStep `json:"history"`
+	History []AuditStep  `json:"history"`
+	Logs    []AttemptLog `json:"logs"`
+}
+
+// AttemptLog is where the train wrote one attempt's test output: a
+// directory of its own per claim (RunDir), so a later attempt, a
+// resubmission or entries renumbered by a merge of clones' logs never
+// write over an earlier one.
+type AttemptLog struct {
+	Attempt int       `json:"attempt"` // 1, 2, … over the entry's whole life (resubmissions do not start again)
+	Claim   string    `json:"claim"`   // the id of the merge.claimed event that began it
+	At      time.Time `json:"at"`
+	Path    string    `json:"path"`   // RunDir's test.log
+	Exists  bool      `json:"exists"` // the file is here (the train of another clone writes in that clone)
+}
+
+// RunDir is the directory of the attempt that the claim event with id
+// claim began, on the entry with ref, under runs (.git/spool/runs): both
+// are event ids, which never repeat. "" when either is not plain hex (an
+// event anyone could write names no other path).
+func RunDir(runs, ref, claim string) string {
+	if !hexID(ref) || !hexID(claim) {
+		return ""
+	}
+	return filepath.Join(runs, "merge", ref, claim)
+}
+
+// TestLog is the test command's output file in a run directory.
+const TestLog = "test.log"
+
+func hexID(s string) bool {
+	return s != "" && len(s) <= 64 && strings.Trim(s, "0123456789abcdef") == ""
+}
+
+// AttemptLogs lists the test output of every attempt in trail (the claims
+// the fold applied), oldest first; Exists is left for the caller to fill.
+func AttemptLogs(runs string, e *Entry, trail []AuditStep) []AttemptLog {
+	logs := []AttemptLog{}
+	for _, st := range trail {
+		if st.Type != EvClaimed || st.Skipped != "" {
+			continue
+		}
+		dir := RunDir(runs, e.Ref, st.Event)
+		if dir == "" {
+			continue
+		}
+		logs = append(logs, AttemptLog{Attempt: len(logs) + 1, Claim: st.Event, At: st.At, Path: filepath.Join(dir, TestLog)})
+	}
+	return logs
 }

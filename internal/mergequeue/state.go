@@ -268,6 +268,8 @@ type AuditStep struct {
 	Reason           string    `json:"reason,omitempty"`
 	Runner           string    `json:"runner,omitempty"`
 	Skipped          string    `json:"skipped,omitempty"` // why the fold skipped this event (Trail)
+	Event            string    `json:"event,omitempty"`   // the event's id (Trail)
+	RunDir           string    `json:"run_dir,omitempty"` // the attempt's run directory, as the event recorded it (Trail)
 }
 
 // New returns an empty queue.
@@ -708,5 +710,5 @@ func (s *State) step(e *Entry, ev *eventlog.Event, d *EntryData) {
 // StepOf is the audit step an entry event records.
 func StepOf(ev *eventlog.Event, d *EntryData) AuditStep {
 	return AuditStep{At: ev.At, Actor: ev.Actor, Type: ev.Type, From: d.From, To: d.To, HeadSHA: d.HeadSHA,
-		TestedSHA: d.TestedSHA, TestedAgainstSHA: d.TestedAgainstSHA, Reason: d.Reason, Runner: d.Runner}
+		TestedSHA: d.TestedSHA, TestedAgainstSHA: d.TestedAgainstSHA, Reason: d.Reason, Runner: d.Runner, Event: ev.ID, RunDir: d.RunDir}
 }

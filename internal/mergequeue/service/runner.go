@@ -151,7 +151,7 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 		h := mergequeue.ProcRecord(self)
 		holder = &h
 	}
-	_, _, err = r.Store.Claim(ctx, r.Now(), r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+	events, _, err := r.Store.Claim(ctx, r.Now(), r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
 		drafts, e := mergequeue.DecideClaimHeld(queueOf(v), r.ID, holder, target, pol, r.Now())
 		claimed = nil // a claim through the remote may decide again
 		if e != nil {
@@ -166,6 +166,9 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 	r.logf("entry %d: claimed (%s, %s)", claimed.ID, claimed.Workspace, short(claimed.HeadSHA))
 	j := &job{start: start, r: r, id: claimed.ID, ref: claimed.Ref, head: claimed.HeadSHA, status: mergequeue.Claimed, attempt: claimed.Attempts + 1,
 		claimedAgainst: target.SHA}
+	if len(events) > 0 {
+		j.claim = events[len(events)-1].ID
+	}
 	r.pause(mergequeue.Claimed)
 	// Hold the lease through every step (worktree, rebase, test, push), not
 	// only the test: a slow rebase or push must not look like a dead runner.
@@ -190,6 +193,7 @@ type job struct {
 	r       *Runner
 	id      int64
 	ref     string // the entry's ref, which names its scratch worktree
+	claim   string // the id of the claim's event, which names the attempt's run directory
 	head    string
 	status  mergequeue.Status
 	attempt int
@@ -260,7 +264,13 @@ func (j *job) fail(ctx context.Context, to mergequeue.Status, reason string, pat
 }
 
 func (j *job) process(ctx context.Context) *Result {
-	j.runDir = filepath.Join(store.RunsDir(j.r.Store.Repo), strconv.FormatInt(j.id, 10), "attempt-"+strconv.Itoa(j.attempt))
+	// A directory of the attempt's own: the claim's event id never repeats,
+	// whatever resubmissions or a merge of clones' logs do to the entry's
+	// number and attempt count.
+	j.runDir = mergequeue.RunDir(store.RunsDir(j.r.Store.Repo), j.ref, j.claim)
+	if j.runDir == "" { // never: both are ids the log gave
+		j.runDir = filepath.Join(store.RunsDir(j.r.Store.Repo), "merge", "entry-"+strconv.FormatInt(j.id, 10), "attempt-"+strconv.Itoa(j.attempt))
+	}
 	b, res := j.base(ctx)
 	for res == nil {
 		j.against, j.local, j.tested = b.against, b.local, ""
@@ -677,11 +687,16 @@ func (j *job) test(ctx context.Context) (code int, reason string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, "", err
 	}
-	logFile, err := os.Create(filepath.Join(dir, "test.log"))
+	logFile, err := os.OpenFile(filepath.Join(dir, mergequeue.TestLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return 0, "", err
 	}
 	defer logFile.Close()
+	if fi, err := logFile.Stat(); err == nil && fi.Size() > 0 {
+		// The same attempt tests again (the remote's target moved): keep
+		// the earlier round's output above.
+		fmt.Fprintf(logFile, "\n=== spool: testing again, %s rebased onto %s ===\n", short(j.tested), short(j.against))
+	}
 	timeout := j.r.Store.Config.Duration("merge.test_timeout")
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -700,9 +715,9 @@ func (j *job) test(ctx context.Context) (code int, reason string, err error) {
 	case err == nil:
 		return 0, "", nil
 	case tctx.Err() == context.DeadlineExceeded:
-		return -1, fmt.Sprintf("test command timed out after %s (output in %s/test.log)", timeout, j.runDir), nil
+		return -1, fmt.Sprintf("test command timed out after %s (output in %s)", timeout, filepath.Join(j.runDir, mergequeue.TestLog)), nil
 	case errors.As(err, &exitErr):
-		return exitErr.ExitCode(), fmt.Sprintf("test command exited %d (output in %s/test.log)", exitErr.ExitCode(), j.runDir), nil
+		return exitErr.ExitCode(), fmt.Sprintf("test command exited %d (output in %s)", exitErr.ExitCode(), filepath.Join(j.runDir, mergequeue.TestLog)), nil
 	}
 	return 0, "", err
 }

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"io"
+	"os"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/mergequeue"
@@ -131,6 +132,21 @@ func (s *Service) Freeze(ctx context.Context, on bool, reason string) (q *mergeq
 // Trail is an entry's audit trail, read from the log.
 func (s *Service) Trail(ctx context.Context, e *mergequeue.Entry) ([]mergequeue.AuditStep, error) {
 	return trail(ctx, s.Store, e)
+}
+
+// Show is merge show: the entry, its audit trail and where each attempt's
+// test output is (mergequeue.AttemptLogs), saying which files this clone has.
+func (s *Service) Show(ctx context.Context, e *mergequeue.Entry) (mergequeue.Shown, error) {
+	steps, err := trail(ctx, s.Store, e)
+	if err != nil {
+		return mergequeue.Shown{}, err
+	}
+	logs := mergequeue.AttemptLogs(store.RunsDir(s.Store.Repo), e, steps)
+	for i := range logs {
+		fi, err := os.Lstat(logs[i].Path)
+		logs[i].Exists = err == nil && fi.Mode().IsRegular()
+	}
+	return mergequeue.Shown{Entry: e, History: steps, Logs: logs}, nil
 }
 
 // Train makes the merge train's runner for target (merge.target when empty).
