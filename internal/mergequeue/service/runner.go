@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -34,6 +35,13 @@ type Runner struct {
 	Out    io.Writer    // one line per step, for people
 	ID     string       // identifies this runner's leases
 	Warn   func(string) // what recovery could not finish; nil drops it
+
+	// WatchEvery is how often, while an entry's test command runs, the
+	// runner reads the queue to see whether the entry is still its own (a
+	// merge cancel, a recovery by another process): if not, it ends the
+	// test command's process group at once rather than at merge.test_timeout.
+	// 0 is DefaultWatchEvery.
+	WatchEvery time.Duration
 
 	// LockPatience is how long a lock file of git's may stand in the way
 	// of moving or pushing the target before the entry is given back
@@ -170,9 +178,13 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 		j.claim = events[len(events)-1].ID
 	}
 	r.pause(mergequeue.Claimed)
+	var abort context.CancelCauseFunc
+	j.abortable, abort = context.WithCancelCause(ctx)
+	defer abort(nil)
 	// Hold the lease through every step (worktree, rebase, test, push), not
 	// only the test: a slow rebase or push must not look like a dead runner.
-	stop := j.renewWhile(ctx)
+	// While the test runs, watch that the entry is still ours (abort).
+	stop := j.renewWhile(ctx, abort)
 	res := j.process(ctx)
 	stop()
 	t := time.Now()
@@ -208,6 +220,12 @@ type job struct {
 	fetched      bool   // the remote's target was fetched in this claim
 	remoteTip    string // what the last fetch found
 	remoteRounds int    // rebases again because the remote's target moved (maxRemoteRounds)
+
+	// abortable is the context of the test command: cancelled, with the
+	// cause, when the entry stops being this job's while it runs (watch).
+	abortable context.Context
+	testing   atomic.Bool // the test command runs: watch the entry
+	watchMu   sync.Mutex  // held by a look at the queue while the test runs
 
 	start                time.Time
 	rebaseTime, testTime time.Duration
@@ -356,6 +374,11 @@ func (j *job) rebaseAndTest(ctx context.Context) *Result {
 	t = time.Now()
 	code, reason, err := j.test(ctx)
 	j.testTime += time.Since(t)
+	if a, ok := err.(*abortedError); ok {
+		j.lost = true
+		j.r.logf("entry %d: test command stopped: %v", j.id, a.cause)
+		return &Result{EntryID: j.id, Status: a.status(), Reason: "stopped: " + a.cause.Error()}
+	}
 	if err != nil {
 		return j.fail(ctx, mergequeue.FailedRetryable, "test command: "+err.Error(), nil, nil)
 	}
@@ -698,7 +721,11 @@ func (j *job) test(ctx context.Context) (code int, reason string, err error) {
 		fmt.Fprintf(logFile, "\n=== spool: testing again, %s rebased onto %s ===\n", short(j.tested), short(j.against))
 	}
 	timeout := j.r.Store.Config.Duration("merge.test_timeout")
-	tctx, cancel := context.WithTimeout(ctx, timeout)
+	parent := ctx
+	if j.abortable != nil {
+		parent = j.abortable
+	}
+	tctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	// Its own process group, which dies with this process and on timeout;
 	// recorded in the log so that recovery can end it should it survive.
@@ -709,9 +736,15 @@ func (j *job) test(ctx context.Context) (code int, reason string, err error) {
 		return 0, "", err
 	}
 	j.recordProc(ctx, p.Record())
+	j.testing.Store(true)
 	err = p.Wait()
+	j.watchMu.Lock() // a look at the queue under way ends before the job uses the store again
+	j.testing.Store(false)
+	j.watchMu.Unlock()
 	var exitErr *proc.ExitError
 	switch {
+	case j.abortable != nil && context.Cause(j.abortable) != nil && ctx.Err() == nil:
+		return 0, "", &abortedError{context.Cause(j.abortable)}
 	case err == nil:
 		return 0, "", nil
 	case tctx.Err() == context.DeadlineExceeded:
@@ -735,22 +768,90 @@ func (j *job) recordProc(ctx context.Context, rec proc.Record) {
 	}
 }
 
-// renewWhile renews the lease every third of its length until stopped.
-func (j *job) renewWhile(ctx context.Context) (stop func()) {
+// DefaultWatchEvery is how often the runner looks whether the entry whose
+// test command runs is still its own (Runner.WatchEvery).
+const DefaultWatchEvery = 500 * time.Millisecond
+
+// abortedError is a test command ended because the entry stopped being the
+// job's while it ran (a merge cancel, another runner's recovery).
+type abortedError struct{ cause error }
+
+func (a *abortedError) Error() string { return a.cause.Error() }
+
+// status is what the watch saw the entry become.
+func (a *abortedError) status() mergequeue.Status {
+	var lost *lostEntry
+	if errors.As(a.cause, &lost) {
+		return lost.status
+	}
+	return mergequeue.Testing
+}
+
+// lostEntry is the cause of an aborted test: the entry is no longer in
+// testing with this runner and head.
+type lostEntry struct {
+	id     int64
+	status mergequeue.Status
+	runner string
+}
+
+func (l *lostEntry) Error() string {
+	if l.status == mergequeue.Cancelled {
+		return fmt.Sprintf("entry %d was cancelled while its test ran", l.id)
+	}
+	return fmt.Sprintf("entry %d is %s (runner %q) while its test ran: no longer this runner's", l.id, l.status, l.runner)
+}
+
+// stillOurs reads the queue and says why the entry stopped being this
+// job's (nil while it is still in testing, held by this runner, at this head).
+func (j *job) stillOurs(ctx context.Context) error {
+	v, err := j.r.Store.Read(ctx, mergequeue.Name)
+	if err != nil {
+		return nil // cannot tell: the test goes on; the next step's compare-and-set decides
+	}
+	e := queueOf(v).EntryByRef(j.ref)
+	if e == nil {
+		return &lostEntry{id: j.id}
+	}
+	if e.Status != mergequeue.Testing || e.Runner != j.r.ID || e.HeadSHA != j.head {
+		return &lostEntry{id: j.id, status: e.Status, runner: e.Runner}
+	}
+	return nil
+}
+
+// renewWhile renews the lease every third of its length until stopped and,
+// while the test command runs, looks every WatchEvery whether the entry is
+// still the job's, calling abort with why when it is not. Both run in this
+// one goroutine: the store is never used by two of the job's at once.
+func (j *job) renewWhile(ctx context.Context, abort context.CancelCauseFunc) (stop func()) {
 	pol := j.r.policy()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
+	every := j.r.WatchEvery
+	if every <= 0 {
+		every = DefaultWatchEvery
+	}
 	fault.Go(func() {
 		defer wg.Done()
 		tick := time.NewTicker(max(pol.Lease/3, time.Second))
 		defer tick.Stop()
+		watch := time.NewTicker(every)
+		defer watch.Stop()
 		for {
 			select {
 			case <-done:
 				return
 			case <-ctx.Done():
 				return
+			case <-watch.C:
+				j.watchMu.Lock()
+				if j.testing.Load() && abort != nil {
+					if why := j.stillOurs(ctx); why != nil {
+						abort(why)
+					}
+				}
+				j.watchMu.Unlock()
 			case <-tick.C:
 				_, _, err := j.r.Store.Claim(ctx, j.r.Now(), j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
 					return mergequeue.DecideRenew(queueOf(v), j.id, j.r.ID, pol, j.r.Now())
@@ -759,6 +860,9 @@ func (j *job) renewWhile(ctx context.Context) (stop func()) {
 					// The entry was recovered or changed: the next step's
 					// compare-and-set fails and the job stops there.
 					j.r.logf("entry %d: lease not renewed: %v", j.id, err)
+					if abort != nil {
+						abort(fmt.Errorf("entry %d: lease not renewed: %w", j.id, err)) // not ours: a test still running stops
+					}
 					return
 				}
 				// Anything else (the lock busy for a while) is retried next tick.
