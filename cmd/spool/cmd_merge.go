@@ -87,9 +87,10 @@ func (c *MergeListCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	entries := q.Listed(c.All)
+	o := mq.Order(q)
+	entries := q.Listed(c.All, o)
 	if e.JSON {
-		_, err := e.stdout.Write(q.ListJSON(entries))
+		_, err := e.stdout.Write(q.ListJSON(entries, o))
 		return err
 	}
 	if q.Frozen {
@@ -114,7 +115,11 @@ func (c *MergeListCmd) Run(e *env) error {
 		if en.Position > 0 {
 			pos = fmt.Sprint(en.Position)
 		}
-		cells := []string{pos, fmt.Sprint(en.ID), mergequeue.ShortRef(en.Ref), string(en.Status), fmt.Sprint(en.Priority),
+		prio := fmt.Sprint(en.Priority)
+		if st, ok := o.Of(en); ok && st.Aging(en.Priority) != "" {
+			prio = st.Aging(en.Priority) // the effective priority and why, e.g. P4→P3 aged 7d
+		}
+		cells := []string{pos, fmt.Sprint(en.ID), mergequeue.ShortRef(en.Ref), string(en.Status), prio,
 			text(en.Workspace), text(en.Branch), short(en.HeadSHA), text(en.Owner)}
 		if notes {
 			cells = append(cells, text(note(en)))
@@ -137,11 +142,11 @@ func (c *MergeShowCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	shown, err := mq.Show(e.ctx, en)
+	shown, err := mq.Show(e.ctx, q, en)
 	if err != nil {
 		return err
 	}
-	trail := shown.History
+	en, trail := shown.Entry, shown.History // en at its position, aging counted
 	if e.JSON {
 		return writeJSON(e.stdout, shown)
 	}
@@ -154,7 +159,7 @@ func (c *MergeShowCmd) Run(e *env) error {
 		{"entry", fmt.Sprint(en.ID)}, {"ref", en.Ref}, {"status", string(en.Status)}, {"position", pos},
 		{"workspace", en.Workspace + " (" + en.Worktree + ")"}, {"workspace id", en.WorkspaceID}, {"branch", en.Branch}, {"head", en.HeadSHA},
 		{"change id", en.ChangeID + " (" + en.ChangeIDSource + ")"}, {"dedupe key", en.DedupeKey},
-		{"priority", fmt.Sprint(en.Priority)}, {"owner", en.Owner}, {"attempts", fmt.Sprint(en.Attempts)},
+		{"priority", priorityText(shown)}, {"owner", en.Owner}, {"attempts", fmt.Sprint(en.Attempts)},
 		{"bead", en.BeadID}, {"tested", en.TestedSHA}, {"tested against", en.TestedAgainstSHA},
 		{"last error", en.LastError}, {"waiting", en.Waiting}, {"conflicts", strings.Join(en.ConflictPaths, ", ")}, {"run output", en.RunDir},
 		{"between clones", en.Conflict()},
@@ -192,6 +197,15 @@ func (c *MergeShowCmd) Run(e *env) error {
 	return tw.Flush()
 }
 
+// priorityText is an entry's priority and, when aging changed it, the
+// effective one and why: "4 (effective 3: P4→P3 aged 7d)".
+func priorityText(s mergequeue.Shown) string {
+	if s.Aging != "" && s.EffectivePriority != nil {
+		return fmt.Sprintf("%d (effective %d: %s)", s.Priority, *s.EffectivePriority, s.Aging)
+	}
+	return fmt.Sprint(s.Priority)
+}
+
 type MergePositionCmd struct {
 	ID string `arg:"" placeholder:"ENTRY" complete:"merge-entry" help:"Entry number, or a unique prefix (4+ characters) of its entry_ref (numbers change when clones' logs merge; refs do not)."`
 }
@@ -205,13 +219,17 @@ func (c *MergePositionCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	p := q.PlacedIn(en, mq.Order(q))
 	if e.JSON {
-		return writeJSON(e.stdout, q.Placed(en))
+		return writeJSON(e.stdout, p)
 	}
-	if en.Position <= 0 {
+	switch {
+	case p.Position == nil:
 		fmt.Fprintf(e.stdout, "entry %d is %s: no position\n", en.ID, en.Status)
-	} else {
-		fmt.Fprintf(e.stdout, "entry %d: position %d of %d\n", en.ID, en.Position, q.PendingCount)
+	case p.Aging != "":
+		fmt.Fprintf(e.stdout, "entry %d: position %d of %d (%s)\n", en.ID, *p.Position, q.PendingCount, p.Aging)
+	default:
+		fmt.Fprintf(e.stdout, "entry %d: position %d of %d\n", en.ID, *p.Position, q.PendingCount)
 	}
 	return nil
 }
@@ -248,7 +266,7 @@ func changeEntry(e *env, done string, change func(*mqservice.Service) (*mergeque
 		return err
 	}
 	if e.JSON {
-		return writeJSON(e.stdout, q.Placed(en))
+		return writeJSON(e.stdout, q.PlacedIn(en, mq.Order(q)))
 	}
 	fmt.Fprintf(e.stdout, "entry %d %s (%s), ref %s\n", en.ID, done, en.Status, mergequeue.ShortRef(en.Ref))
 	return nil

@@ -77,10 +77,10 @@ var apiWrites = map[string]call{
 	"jobs/{id}/pause":  jobChange((*jobservice.Service).Pause),
 	"jobs/{id}/resume": jobChange((*jobservice.Service).Resume),
 	"merge/{id}/cancel": func(ctx context.Context, env store.Env, r *http.Request) (any, error) {
-		return placed(mqservice.Open(env).Cancel(ctx, r.PathValue("id"), param(r, "reason")))
+		return placed(env)(mqservice.Open(env).Cancel(ctx, r.PathValue("id"), param(r, "reason")))
 	},
 	"merge/{id}/retry": func(ctx context.Context, env store.Env, r *http.Request) (any, error) {
-		return placed(mqservice.Open(env).Retry(ctx, r.PathValue("id")))
+		return placed(env)(mqservice.Open(env).Retry(ctx, r.PathValue("id")))
 	},
 }
 
@@ -90,11 +90,14 @@ func jobChange(do func(*jobservice.Service, context.Context, string) (*jobs.Job,
 	}
 }
 
-func placed(q *mergequeue.State, en *mergequeue.Entry, err error) (any, error) {
-	if err != nil {
-		return nil, err
+// placed is where a changed entry stands, aging counted, at env's time.
+func placed(env store.Env) func(q *mergequeue.State, en *mergequeue.Entry, err error) (any, error) {
+	return func(q *mergequeue.State, en *mergequeue.Entry, err error) (any, error) {
+		if err != nil {
+			return nil, err
+		}
+		return q.PlacedIn(en, mqservice.Open(env).Order(q)), nil
 	}
-	return q.Placed(en), nil
 }
 
 func apiTasks(ctx context.Context, env store.Env, r *http.Request) (any, error) {
@@ -176,16 +179,17 @@ func apiMerge(ctx context.Context, env store.Env, r *http.Request) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	return rawJSON(q.ListJSON(q.Listed(all))), nil
+	o := mqservice.Open(env).Order(q)
+	return rawJSON(q.ListJSON(q.Listed(all, o), o)), nil
 }
 
 func apiMergeEntry(ctx context.Context, env store.Env, r *http.Request) (any, error) {
 	mq := mqservice.Open(env)
-	_, en, err := mq.Entry(ctx, r.PathValue("id"))
+	q, en, err := mq.Entry(ctx, r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
-	return mq.Show(ctx, en)
+	return mq.Show(ctx, q, en)
 }
 
 func apiJobs(ctx context.Context, env store.Env, r *http.Request) (any, error) {

@@ -180,8 +180,17 @@ func loadTask(ctx context.Context, env store.Env, r *http.Request) (any, error) 
 // MergeData is the Merge queue view.
 type MergeData struct {
 	Queue   *mergequeue.State
-	Entries []*mergequeue.Entry
+	Entries []*mergequeue.Entry // pending ones at their effective positions (aging counted)
 	All     bool
+	Order   mergequeue.Order
+}
+
+// Aging is why e's effective priority is not its own ("P4→P3 aged 7d"), or "".
+func (d MergeData) Aging(e *mergequeue.Entry) string {
+	if st, ok := d.Order.Of(e); ok {
+		return st.Aging(e.Priority)
+	}
+	return ""
 }
 
 func loadMerge(ctx context.Context, env store.Env, r *http.Request) (any, error) {
@@ -193,7 +202,8 @@ func loadMerge(ctx context.Context, env store.Env, r *http.Request) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	return MergeData{Queue: q, Entries: q.Listed(all), All: all}, nil
+	o := mqservice.Open(env).Order(q)
+	return MergeData{Queue: q, Entries: q.Listed(all, o), All: all, Order: o}, nil
 }
 
 // JobsData is the Jobs view.
@@ -282,11 +292,11 @@ type AttemptOutput struct {
 
 func loadMergeEntry(ctx context.Context, env store.Env, r *http.Request) (any, error) {
 	mq := mqservice.Open(env)
-	_, en, err := mq.Entry(ctx, r.PathValue("id"))
+	q, en, err := mq.Entry(ctx, r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
-	shown, err := mq.Show(ctx, en)
+	shown, err := mq.Show(ctx, q, en)
 	if err != nil {
 		return nil, err
 	}

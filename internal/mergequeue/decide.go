@@ -21,6 +21,7 @@ type Policy struct {
 	Lease       time.Duration // merge.lease
 	Admins      []string      // admins: may act on anyone's entries and workspaces
 	Target      string        // merge.target: a submission of this branch is refused; "" checks nothing
+	Aging       time.Duration // merge.aging: a pending entry's priority improves a level per this much waiting (OrderAt); 0 is off
 }
 
 // CheckBranch refuses a submission of the target branch itself
@@ -389,7 +390,7 @@ func DecideClaimHeld(s *State, runner string, holder *ProcRecord, target Target,
 		}
 	}
 	var e *Entry
-	for _, p := range s.Queue() {
+	for _, p := range s.OrderAt(now, pol.Aging).Queue { // aging counted (§7.1)
 		if !target.waits(p) {
 			e = p
 			break

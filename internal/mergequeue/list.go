@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -11,8 +12,14 @@ import (
 // Listed is what spool merge list shows: the pending entries in queue
 // order, then the other active ones, and with all the ended ones too (the
 // only listing that decodes them).
-func (q *State) Listed(all bool) []*Entry {
-	entries := append([]*Entry(nil), q.Queue()...)
+//
+// The pending entries are in o's order (OrderAt: aging counted), each a
+// copy whose position is the one in o.
+func (q *State) Listed(all bool, o Order) []*Entry {
+	entries := make([]*Entry, 0, len(o.Queue))
+	for _, en := range o.Queue {
+		entries = append(entries, o.Standing(en))
+	}
 	others := q.index().active
 	if all {
 		others = q.All()
@@ -28,7 +35,7 @@ func (q *State) Listed(all bool) []*Entry {
 // ListJSON is spool merge list --json: the queue's flags, then a compact
 // row per entry on a line of its own (a thousand rows stay readable and cost
 // a fraction of indenting them).
-func (q *State) ListJSON(entries []*Entry) []byte {
+func (q *State) ListJSON(entries []*Entry, o Order) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -48,7 +55,15 @@ func (q *State) ListJSON(entries []*Entry) []byte {
 			buf.WriteByte(',')
 		}
 		buf.WriteString("\n  ")
-		buf.Write(en.AppendRow(b[:0]))
+		row := en.AppendRow(b[:0])
+		if st, ok := o.Of(en); ok && en.Status == Pending {
+			row = row[:len(row)-1] // the closing brace: the standing's fields go before it
+			row = append(row, `,"effective_priority":`...)
+			row = strconv.AppendInt(row, int64(st.Effective), 10)
+			row = field(row, "aging", st.Aging(en.Priority))
+			row = append(row, '}')
+		}
+		buf.Write(row)
 	}
 	if len(entries) > 0 {
 		buf.WriteString("\n")
@@ -60,29 +75,23 @@ func (q *State) ListJSON(entries []*Entry) []byte {
 // Placed is where an entry stands after a change (merge cancel, retry,
 // position --json); Position is null when it is not pending.
 type Placed struct {
-	EntryID      int64  `json:"entry_id"`
-	EntryRef     string `json:"entry_ref"`
-	PendingCount int    `json:"pending_count"`
-	Position     *int   `json:"position"`
-	Status       Status `json:"status"`
-}
-
-// Placed says where en stands in q.
-func (q *State) Placed(en *Entry) Placed {
-	p := Placed{EntryID: en.ID, EntryRef: en.Ref, PendingCount: q.PendingCount, Status: en.Status}
-	if en.Position > 0 {
-		pos := en.Position
-		p.Position = &pos
-	}
-	return p
+	EntryID           int64  `json:"entry_id"`
+	EntryRef          string `json:"entry_ref"`
+	PendingCount      int    `json:"pending_count"`
+	Position          *int   `json:"position"`
+	Status            Status `json:"status"`
+	EffectivePriority *int   `json:"effective_priority,omitempty"` // pending: the priority after aging (OrderAt)
+	Aging             string `json:"aging,omitempty"`              // why it differs from the entry's own, e.g. "P4→P3 aged 7d"
 }
 
 // Shown is spool merge show --json: the entry, its whole audit trail and
 // where each of its attempts' test output is.
 type Shown struct {
 	*Entry
-	History []AuditStep  `json:"history"`
-	Logs    []AttemptLog `json:"logs"`
+	EffectivePriority *int         `json:"effective_priority,omitempty"` // pending: the priority after aging (OrderAt)
+	Aging             string       `json:"aging,omitempty"`              // why it differs from the entry's own, e.g. "P4→P3 aged 7d"
+	History           []AuditStep  `json:"history"`
+	Logs              []AttemptLog `json:"logs"`
 }
 
 // AttemptLog is where the train wrote one attempt's test output: a

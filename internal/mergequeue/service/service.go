@@ -49,6 +49,13 @@ func (s *Service) Queue(ctx context.Context) (*mergequeue.State, error) {
 	return queueOf(v), nil
 }
 
+// Order is the pending entries in the order the train claims them now,
+// aging counted (mergequeue.State.OrderAt with merge.aging and the
+// command's clock).
+func (s *Service) Order(q *mergequeue.State) mergequeue.Order {
+	return q.OrderAt(s.Now, s.Policy.Aging)
+}
+
 // Entry reads the queue and finds the entry a command names (see
 // mergequeue.State.Lookup).
 func (s *Service) Entry(ctx context.Context, handle string) (*mergequeue.State, *mergequeue.Entry, error) {
@@ -136,7 +143,12 @@ func (s *Service) Trail(ctx context.Context, e *mergequeue.Entry) ([]mergequeue.
 
 // Show is merge show: the entry, its audit trail and where each attempt's
 // test output is (mergequeue.AttemptLogs), saying which files this clone has.
-func (s *Service) Show(ctx context.Context, e *mergequeue.Entry) (mergequeue.Shown, error) {
+// A pending entry is shown at its position in Order, with its effective
+// priority and why.
+func (s *Service) Show(ctx context.Context, q *mergequeue.State, e *mergequeue.Entry) (mergequeue.Shown, error) {
+	o := s.Order(q)
+	st, pending := o.Of(e)
+	e = o.Standing(e)
 	steps, err := trail(ctx, s.Store, e)
 	if err != nil {
 		return mergequeue.Shown{}, err
@@ -146,7 +158,11 @@ func (s *Service) Show(ctx context.Context, e *mergequeue.Entry) (mergequeue.Sho
 		fi, err := os.Lstat(logs[i].Path)
 		logs[i].Exists = err == nil && fi.Mode().IsRegular()
 	}
-	return mergequeue.Shown{Entry: e, History: steps, Logs: logs}, nil
+	shown := mergequeue.Shown{Entry: e, History: steps, Logs: logs}
+	if pending {
+		shown.EffectivePriority, shown.Aging = &st.Effective, st.Aging(e.Priority)
+	}
+	return shown, nil
 }
 
 // Train makes the merge train's runner for target (merge.target when empty).

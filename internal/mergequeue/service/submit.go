@@ -239,8 +239,8 @@ func (s *Service) Submit(ctx context.Context, opt SubmitOptions) (*Response, err
 	resp := &Response{EntryID: e.ID, EntryRef: e.Ref, Workspace: e.Workspace, WorkspaceID: e.WorkspaceID, Status: e.Status, PendingCount: queueOf(v).PendingCount,
 		SubmissionType: sub.Type, SubmittedAt: now.UTC(), DedupeKey: e.DedupeKey, HeadSHA: e.HeadSHA,
 		ChangeID: e.ChangeID, Branch: e.Branch, Pushed: pushed, PushNote: note}
-	if e.Position > 0 {
-		p := e.Position
+	if st, ok := s.Order(queueOf(v)).Of(e); ok {
+		p := st.Position
 		resp.Position = &p
 	}
 	if e.BeadID != "" {
