@@ -66,7 +66,8 @@ func (c *MergeSubmitCmd) Run(e *env) error {
 }
 
 type MergeListCmd struct {
-	All bool `help:"Include merged, failed_terminal and cancelled entries."`
+	All     bool `help:"Include merged, failed_terminal and cancelled entries."`
+	Refused bool `help:"List the refused submissions the log records instead (push failed, remote unreachable, worktree not clean, already in queue)."`
 }
 
 // note is what merge list says about an entry: why it waits, else the
@@ -82,6 +83,9 @@ func (c *MergeListCmd) Run(e *env) error {
 	mq, err := e.mergequeue()
 	if err != nil {
 		return err
+	}
+	if c.Refused {
+		return listRefused(e, mq)
 	}
 	q, err := mq.Queue(e.ctx)
 	if err != nil {
@@ -125,6 +129,28 @@ func (c *MergeListCmd) Run(e *env) error {
 			cells = append(cells, text(note(en)))
 		}
 		fmt.Fprint(tw, row(cells...))
+	}
+	return tw.Flush()
+}
+
+// listRefused is merge list --refused: the submissions refused for a
+// reason the log audits (mergequeue.Audited), oldest first.
+func listRefused(e *env, mq *mqservice.Service) error {
+	refused, err := mq.Refused(e.ctx)
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return writeJSON(e.stdout, map[string]any{"refused": refused})
+	}
+	if len(refused) == 0 {
+		fmt.Fprintln(e.stdout, "no refused submissions")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AT\tACTOR\tWORKSPACE\tBRANCH\tHEAD\tCODE\tMESSAGE")
+	for _, r := range refused {
+		fmt.Fprint(tw, row(r.At.Format(time.RFC3339), text(r.Actor), text(r.Workspace), text(r.Branch), short(r.HeadSHA), r.Code, text(r.Message)))
 	}
 	return tw.Flush()
 }

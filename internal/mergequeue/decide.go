@@ -592,3 +592,27 @@ func DecideRecover(s *State, merged map[int64]bool, dead map[string]bool, pol Po
 	}
 	return drafts
 }
+
+// Audited are the refusals of a submission the log records (seed 002
+// SR-005: failed submissions are logged with full context), each as a
+// merge.refused event that creates no entry: the workspace could not be
+// pushed or was not clean, or already has another change queued. Every
+// other refusal (bad flags and values, an unknown workspace, the target
+// branch) appends nothing, as a rejected command does.
+var Audited = []fault.Code{CodeRemoteUnreachable, CodeBookmarkPushFailed, CodeWorkspaceNotClean, CodeAlreadyInQueue}
+
+// Refusal is the workspace a refused submission was about.
+type Refusal struct {
+	Workspace, WorkspaceID, Worktree, Branch, HeadSHA string
+}
+
+// DecideRefused records a refused submission when err is one the log
+// audits (Audited), and nothing otherwise.
+func DecideRefused(r Refusal, err error) []eventlog.Draft {
+	f, ok := fault.As(err)
+	if !ok || !slices.ContainsFunc(Audited, func(c fault.Code) bool { return f.Has(c) }) {
+		return nil
+	}
+	return []eventlog.Draft{{Type: EvRefused, Subject: SubjectRefused, Data: RefusedData{Code: f.Code, Message: f.Message,
+		Workspace: r.Workspace, WorkspaceID: r.WorkspaceID, Worktree: r.Worktree, Branch: r.Branch, HeadSHA: r.HeadSHA, Fields: f.Fields}}}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
 )
 
 // §9.4 case 1 and POST-ENTRY-001..008, POST-POS-001, POST-AUDIT-001..004.
@@ -879,5 +880,48 @@ func TestSubmitTargetBranchRefused(t *testing.T) {
 	r.Branch = "feature"
 	if _, err := DecideSubmit(s, r, p, t0); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// SR-005: only the seed's audited refusals become merge.refused; bad input
+// and every other refusal append nothing.
+func TestDecideRefused(t *testing.T) {
+	about := Refusal{Workspace: "ws", WorkspaceID: "w1/ws", Branch: "feat", HeadSHA: sha(1)}
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{RemoteUnreachable("origin", "no route"), true},
+		{BookmarkPushFailed("ws", "feat", "hook declined"), true},
+		{WorkspaceNotClean("ws", []string{"a"}), true},
+		{AlreadyInQueue("ws", "w1/ws:I1", "w1/ws:I2", 3), true},
+		{InvalidPriority(7), false},
+		{SessionNotFound("ws"), false},
+		{BranchIsTarget("ws", "main"), false},
+		{UnauthorizedWorkspace("bob", "ws"), false},
+		{DedupeKeyConflict("k:c", "a", "b"), false},
+		{fmt.Errorf("plain"), false},
+	} {
+		drafts := DecideRefused(about, c.err)
+		if got := len(drafts) == 1; got != c.want {
+			t.Errorf("%v: recorded %v, want %v", c.err, got, c.want)
+			continue
+		}
+		if !c.want {
+			continue
+		}
+		d := drafts[0].Data.(RefusedData)
+		f, _ := fault.As(c.err)
+		if drafts[0].Type != EvRefused || drafts[0].Subject != SubjectRefused || d.Code != f.Code || d.Message != f.Message ||
+			d.Workspace != "ws" || d.WorkspaceID != "w1/ws" || d.HeadSHA != sha(1) || len(d.Fields) == 0 {
+			t.Errorf("%v: %+v", c.err, drafts[0])
+		}
+		// The fold creates no entry for it.
+		s := New()
+		b, _ := json.Marshal(d)
+		s.Apply(&eventlog.Event{V: 1, ID: "r1", Type: EvRefused, Subject: SubjectRefused, At: t0, Actor: "ada", Data: b})
+		if s.Len() != 0 || s.Skipped != 0 {
+			t.Errorf("the fold made %d entries, skipped %d", s.Len(), s.Skipped)
+		}
 	}
 }

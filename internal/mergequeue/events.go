@@ -27,7 +27,11 @@ const (
 	EvCancelled    = "merge.cancelled"     // → cancelled
 	EvFrozen       = "merge.frozen"        // the train stops claiming; submissions continue
 	EvUnfrozen     = "merge.unfrozen"
+	EvRefused      = "merge.refused" // a submission refused for a reason the seed audits (SR-005); no entry, the fold skips it
 )
+
+// SubjectRefused is the subject of merge.refused events.
+const SubjectRefused = "merge/refused"
 
 // WaitCheckoutDirty starts the reason of a train step back to pending that
 // left the target alone: the worktree with the target checked out has
@@ -114,6 +118,28 @@ type ProcRecord struct {
 	Start uint64 `json:"start"`
 	Boot  string `json:"boot,omitempty"`
 	NS    string `json:"ns,omitempty"` // the pid namespace; absent in older logs
+}
+
+// RefusedData is the data of merge.refused: who (the envelope's actor)
+// submitted what, and why it was refused: the error's code, message and
+// fields, as the command reported them.
+type RefusedData struct {
+	Code        string         `json:"code"`
+	Message     string         `json:"message"`
+	Workspace   string         `json:"workspace"`
+	WorkspaceID string         `json:"workspace_id,omitempty"`
+	Worktree    string         `json:"worktree,omitempty"`
+	Branch      string         `json:"branch,omitempty"`
+	HeadSHA     string         `json:"head_sha,omitempty"`
+	Fields      map[string]any `json:"fields,omitempty"`
+}
+
+// Refused is a merge.refused event as merge list --refused shows it.
+type Refused struct {
+	At    time.Time `json:"at"`
+	Actor string    `json:"actor"`
+	Event string    `json:"event"`
+	RefusedData
 }
 
 // FreezeData is the data of merge.frozen.

@@ -129,8 +129,33 @@ type Response struct {
 
 // Submit validates the workspace, reads its identity, pushes its branch and
 // queues it. Everything that can fail does so before the one append, so a
-// failed submission leaves nothing behind (INV-CONC-001, -003).
+// failed submission leaves no entry behind (INV-CONC-001, -003); one
+// refused for a reason the seed audits (mergequeue.Audited: the push, a
+// dirty worktree, another change queued) is recorded as merge.refused
+// (SR-005).
 func (s *Service) Submit(ctx context.Context, opt SubmitOptions) (*Response, error) {
+	var about mergequeue.Refusal
+	resp, err := s.submit(ctx, opt, &about)
+	if err == nil || about.Workspace == "" {
+		return resp, err
+	}
+	drafts := mergequeue.DecideRefused(about, err)
+	if drafts == nil {
+		return nil, err
+	}
+	actor, aerr := s.Actor(ctx)
+	if aerr == nil {
+		_, _, aerr = s.Store.Write(context.WithoutCancel(ctx), s.Now, actor, []string{mergequeue.Name}, func(*projections.View) ([]eventlog.Draft, error) {
+			return drafts, nil
+		})
+	}
+	if aerr != nil && s.Warn != nil {
+		s.Warn("the refused submission was not recorded in the log: " + aerr.Error())
+	}
+	return nil, err
+}
+
+func (s *Service) submit(ctx context.Context, opt SubmitOptions, about *mergequeue.Refusal) (*Response, error) {
 	st, now := s.Store, s.Now
 	actor, err := s.Actor(ctx)
 	if err != nil {
@@ -160,15 +185,16 @@ func (s *Service) Submit(ctx context.Context, opt SubmitOptions) (*Response, err
 	if err := s.Policy.CheckBranch(w.Name, w.Branch); err != nil {
 		return nil, err
 	}
+	wsID, err := workspaceID(st, w)
+	if err != nil {
+		return nil, err
+	}
+	*about = mergequeue.Refusal{Workspace: w.Name, WorkspaceID: wsID, Worktree: w.Path, Branch: w.Branch, HeadSHA: w.HEAD}
 	if len(dirty) > 0 && !opt.AutoCommit {
 		return nil, mergequeue.WorkspaceNotClean(w.Name, dirty)
 	}
 	// Like every merge command, recover entries whose runner died first.
 	if _, err := recoverExpired(ctx, st, actor, now, s.Warn); err != nil {
-		return nil, err
-	}
-	wsID, err := workspaceID(st, w)
-	if err != nil {
 		return nil, err
 	}
 	pol := s.Policy
@@ -209,6 +235,7 @@ func (s *Service) Submit(ctx context.Context, opt SubmitOptions) (*Response, err
 		return nil, got.IdentErr
 	}
 	req := request(got)
+	about.HeadSHA = w.HEAD // after an auto-commit, the commit it made
 	// Before pushing.
 	if err := askQueue(req); err != nil {
 		return nil, err
