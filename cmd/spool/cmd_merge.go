@@ -30,6 +30,7 @@ type MergeSubmitCmd struct {
 	Workspace  string `placeholder:"NAME" help:"Worktree to submit, by directory name or path (default: the current one)."`
 	Priority   *int   `placeholder:"N" help:"0 (most urgent) to 4; default 2 for a new entry, unchanged for one already queued."`
 	Bead       string `placeholder:"ID" help:"Bead or task id, for traceability."`
+	DedupeKey  string `placeholder:"WS:CHANGE" help:"Dedupe key naming the change, workspace:change_id (default: this worktree's identity and the commit's change id); the same key from another worktree is the same change (seed 002 §9.4 cases 3 and 5)."`
 	NoPush     bool   `help:"Do not push the branch to merge.remote first."`
 	AutoCommit bool   `help:"Commit uncommitted changes instead of refusing."`
 }
@@ -38,7 +39,12 @@ func (c *MergeSubmitCmd) Run(e *env) error {
 	if p := c.Priority; p != nil && (*p < mergequeue.MinPriority || *p > mergequeue.MaxPriority) {
 		return mergequeue.InvalidPriority(*p)
 	}
-	opt := mqservice.SubmitOptions{Workspace: c.Workspace, Priority: c.Priority, BeadID: c.Bead, NoPush: c.NoPush, AutoCommit: c.AutoCommit}
+	if c.DedupeKey != "" {
+		if err := mergequeue.ValidateDedupeKey(c.DedupeKey); err != nil {
+			return err
+		}
+	}
+	opt := mqservice.SubmitOptions{Workspace: c.Workspace, Priority: c.Priority, BeadID: c.Bead, DedupeKey: c.DedupeKey, NoPush: c.NoPush, AutoCommit: c.AutoCommit}
 	if c.Workspace == "" {
 		opt.Prefetched = mqservice.Prefetch(e.ctx, e.dir()) // git reads the worktree while the store opens
 	}

@@ -204,11 +204,20 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 	if !ValidHeadSHA(req.HeadSHA) {
 		return Submission{}, InvalidHeadSHA(req.HeadSHA, "not a full lowercase hex commit id")
 	}
+	if req.DedupeKey == "" {
+		// A workspace whose active entry was queued under a key given
+		// (--dedupe-key) keeps it: submitting again without it updates
+		// that entry rather than meeting it as another change.
+		if held := s.ActiveByWorkspace(req.WorkspaceID); held != nil && held.ChangeIDSource == SourceDedupeKey {
+			req.DedupeKey = held.DedupeKey
+		}
+	}
 	if req.DedupeKey != "" { // given: the key names the change (INV-ID-003)
 		if err := ValidateDedupeKey(req.DedupeKey); err != nil {
 			return Submission{}, err
 		}
 		_, req.ChangeID, _ = strings.Cut(req.DedupeKey, ":")
+		req.ChangeIDSource = SourceDedupeKey
 	} else {
 		if err := ValidateWorkspaceID(req.WorkspaceID); err != nil {
 			return Submission{}, err

@@ -925,3 +925,24 @@ func TestDecideRefused(t *testing.T) {
 		}
 	}
 }
+
+// A key given with --dedupe-key names the change whichever workspace
+// submits it, and the workspace's active entry keeps it.
+func TestSubmitGivenDedupeKey(t *testing.T) {
+	s := New()
+	a := req("a", 1, "ada")
+	a.DedupeKey = "team:c1"
+	sub := submit(t, s, a, t0)
+	if e := s.Entry(sub.EntryID); e.ChangeID != "c1" || e.ChangeIDSource != SourceDedupeKey || e.DedupeKey != "team:c1" {
+		t.Fatalf("entry %+v", e)
+	}
+	again := req("a", 2, "ada") // no key: the active entry's
+	if sub := submit(t, s, again, t0.Add(time.Minute)); sub.Type != SubmissionUpdated || sub.DedupeKey != "team:c1" {
+		t.Fatalf("again: %+v", sub)
+	}
+	b := req("b", 3, "ada")
+	b.DedupeKey = "team:c1"
+	_, err := DecideSubmit(s, b, pol, t0)
+	wantCode(t, err, CodeDedupeKeyConflict.Name)
+	checkInvariants(t, s)
+}

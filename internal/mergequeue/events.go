@@ -56,9 +56,10 @@ const WaitTargetLocked = "target_locked"
 
 // ChangeIDSource says where an entry's change id came from.
 const (
-	SourceJJ        = "jj"        // jj's change id
-	SourceTrailer   = "trailer"   // a Change-Id: trailer in the commit message
-	SourceGenerated = "generated" // generated on the first submission of workspace+branch, remembered in the log
+	SourceJJ        = "jj"         // jj's change id
+	SourceTrailer   = "trailer"    // a Change-Id: trailer in the commit message
+	SourceGenerated = "generated"  // generated on the first submission of workspace+branch, remembered in the log
+	SourceDedupeKey = "dedupe_key" // the second part of a dedupe key given with merge submit --dedupe-key
 )
 
 // EntryData is the data of every entry event; fields a type does not use are omitted.

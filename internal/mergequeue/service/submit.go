@@ -27,6 +27,7 @@ type SubmitOptions struct {
 	Workspace  string // name or path; empty is the worktree the command runs in
 	Priority   *int   // nil: the default for a new entry, unchanged for one in the queue
 	BeadID     string
+	DedupeKey  string // "workspace:change_id" naming the change across workspaces; empty: computed (workspace identity:change id)
 	NoPush     bool
 	AutoCommit bool
 	// Prefetched, when set, is Prefetch's reading of the current worktree,
@@ -200,7 +201,7 @@ func (s *Service) submit(ctx context.Context, opt SubmitOptions, about *mergeque
 	pol := s.Policy
 	request := func(id Reading) mergequeue.SubmitRequest {
 		return mergequeue.SubmitRequest{Workspace: w.Name, WorkspaceID: wsID, Worktree: w.Path, Branch: w.Branch, HeadSHA: w.HEAD,
-			ChangeID: id.ChangeID, ChangeIDSource: id.Source, Priority: opt.Priority, BeadID: opt.BeadID, Actor: actor}
+			ChangeID: id.ChangeID, ChangeIDSource: id.Source, DedupeKey: opt.DedupeKey, Priority: opt.Priority, BeadID: opt.BeadID, Actor: actor}
 	}
 	// askQueue decides without appending, so that a submission the queue
 	// refuses changes nothing; the decision that counts is the one under the lock.
