@@ -52,6 +52,10 @@ type SubmitRequest struct {
 	Priority       *int // nil: DefaultPriority for a new entry, unchanged otherwise
 	BeadID         string
 	Actor          string
+	// PendingPush, when set, is why the branch could not be pushed (the
+	// remote did not answer): the entry is queued waiting for the push
+	// (WaitPushPending), which the train retries.
+	PendingPush string
 }
 
 // SubmissionType is the seed's SubmissionType.
@@ -247,6 +251,9 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 	}
 	data := EntryData{Workspace: req.Workspace, WorkspaceID: req.WorkspaceID, Worktree: req.Worktree, Branch: req.Branch, ChangeID: req.ChangeID,
 		ChangeIDSource: req.ChangeIDSource, DedupeKey: req.DedupeKey, HeadSHA: req.HeadSHA, Priority: &prio, BeadID: req.BeadID}
+	if req.PendingPush != "" {
+		data.Reason = WaitPushPending + ": " + req.PendingPush
+	}
 	if active != nil { // case 4: same workspace, update head and time
 		if active.Status.Processing() && active.HeadSHA != req.HeadSHA {
 			return Submission{}, ConcurrentModification(active.ID, "merge submit (the train is processing the previous head; wait or cancel it)")
@@ -368,6 +375,8 @@ func (t Target) waits(e *Entry) bool {
 		return true
 	case e.Waiting == "":
 		return false
+	case strings.HasPrefix(e.Waiting, WaitPushPending):
+		return true // until merge.pushed
 	case strings.HasPrefix(e.Waiting, WaitTargetDiverged):
 		return t.Diverged
 	case strings.HasPrefix(e.Waiting, WaitTargetLocked):
@@ -624,4 +633,33 @@ func DecideRefused(r Refusal, err error) []eventlog.Draft {
 	}
 	return []eventlog.Draft{{Type: EvRefused, Subject: SubjectRefused, Data: RefusedData{Code: f.Code, Message: f.Message,
 		Workspace: r.Workspace, WorkspaceID: r.WorkspaceID, Worktree: r.Worktree, Branch: r.Branch, HeadSHA: r.HeadSHA, Fields: f.Fields}}}
+}
+
+// PushWaiting lists the pending entries whose branch waits to be pushed
+// (WaitPushPending), by id.
+func (s *State) PushWaiting() []*Entry {
+	var out []*Entry
+	for _, e := range s.index().active {
+		if e.Status == Pending && strings.HasPrefix(e.Waiting, WaitPushPending) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// DecidePushed records that the branch of an entry waiting for its push
+// reached the remote at head (or that there is no remote to push to any
+// more, note saying so): the entry stays pending and no longer waits. A
+// compare-and-set on the head: an entry updated meanwhile waits for the
+// push of its new head.
+func DecidePushed(s *State, ref, head, note string) ([]eventlog.Draft, error) {
+	e := s.EntryByRef(ref)
+	if e == nil {
+		return nil, EntryRefNotFound(ref)
+	}
+	if e.Status != Pending || !strings.HasPrefix(e.Waiting, WaitPushPending) || e.HeadSHA != head {
+		return nil, ConcurrentModification(e.ID, "merge run: push of a pending_push entry")
+	}
+	return []eventlog.Draft{{Type: EvPushed, Subject: Subject(e.ID),
+		Data: EntryData{EntryID: e.ID, EntryRef: e.Ref, From: Pending, To: Pending, HeadSHA: head, Branch: e.Branch, Reason: note}}}, nil
 }

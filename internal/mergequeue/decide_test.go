@@ -946,3 +946,44 @@ func TestSubmitGivenDedupeKey(t *testing.T) {
 	wantCode(t, err, CodeDedupeKeyConflict.Name)
 	checkInvariants(t, s)
 }
+
+// Offline (§6.1): an entry queued while the remote did not answer waits as
+// pending_push, passed over by the train, until merge.pushed of its head.
+func TestPendingPush(t *testing.T) {
+	s := New()
+	r := req("off", 1, "ada")
+	r.PendingPush = "remote origin did not answer"
+	submit(t, s, r, t0)
+	submit(t, s, req("on", 2, "ada"), t0.Add(time.Second))
+	off := s.ActiveByWorkspace("off")
+	if off.Status != Pending || !strings.HasPrefix(off.Waiting, WaitPushPending) || len(s.PushWaiting()) != 1 {
+		t.Fatalf("entry %s waiting %q", off.Status, off.Waiting)
+	}
+	checkInvariants(t, s)
+	if _, claimed := DecideClaim(s, "r1", Target{Branch: "main"}, pol, t0); claimed == nil || claimed.Workspace != "on" {
+		t.Fatalf("claimed %v, want the entry that was pushed", claimed)
+	}
+	// a stale head is refused; the right one clears the wait
+	if _, err := DecidePushed(s, off.Ref, sha(9), "pushed"); err == nil {
+		t.Fatal("pushed a head the entry does not have")
+	}
+	fold(t, s, t0, "train", must(DecidePushed(s, off.Ref, sha(1), "pushed b-off to origin")))
+	if off.Waiting != "" || off.Status != Pending || len(s.PushWaiting()) != 0 {
+		t.Fatalf("after the push: %s waiting %q", off.Status, off.Waiting)
+	}
+	if _, err := DecidePushed(s, off.Ref, sha(1), "again"); err == nil {
+		t.Fatal("pushed twice")
+	}
+	// an update that could not be pushed either waits again; one that was does not
+	again := req("off", 3, "ada")
+	again.PendingPush = "still offline"
+	submit(t, s, again, t0.Add(time.Minute))
+	if !strings.HasPrefix(off.Waiting, WaitPushPending) {
+		t.Fatalf("updated offline: waiting %q", off.Waiting)
+	}
+	submit(t, s, req("off", 4, "ada"), t0.Add(2*time.Minute))
+	if off.Waiting != "" {
+		t.Fatalf("updated and pushed: waiting %q", off.Waiting)
+	}
+	checkInvariants(t, s)
+}

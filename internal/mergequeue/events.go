@@ -28,6 +28,7 @@ const (
 	EvFrozen       = "merge.frozen"        // the train stops claiming; submissions continue
 	EvUnfrozen     = "merge.unfrozen"
 	EvRefused      = "merge.refused" // a submission refused for a reason the seed audits (SR-005); no entry, the fold skips it
+	EvPushed       = "merge.pushed"  // a pending_push entry's branch reached the remote: pending, no longer waiting
 )
 
 // SubjectRefused is the subject of merge.refused events.
@@ -53,6 +54,12 @@ const WaitTargetDiverged = "target_diverged"
 // holds it, or one that crashed left it. The target is where it was; the
 // train tries again once the file is gone (Target.Locked).
 const WaitTargetLocked = "target_locked"
+
+// WaitPushPending starts the reason of a submission queued while the remote
+// could not be reached (seed 002 §6.1: "queue entry in 'offline' state,
+// retry later"): the entry is pending but waits, passed over by the train,
+// until the train or watch pushes its branch (merge.pushed).
+const WaitPushPending = "pending_push"
 
 // ChangeIDSource says where an entry's change id came from.
 const (

@@ -59,6 +59,68 @@ type Runner struct {
 	remoteName string // merge.remote when it exists, else ""
 
 	passed map[int64]bool // entries this --once run gave back (Target.Passed)
+
+	pushTries map[string]pushTry // pending_push entries by ref: the push's backoff
+}
+
+// pushTry is the backoff of an offline entry's push: tries so far, and when
+// the next one is due (this process's own clock: when to retry a side
+// effect, never a decision).
+type pushTry struct {
+	tries int
+	next  time.Time
+}
+
+// PushBackoff is the wait after the first failed retry of an offline
+// entry's push; it doubles with each failure, up to MaxPushBackoff.
+const (
+	PushBackoff    = 5 * time.Second
+	MaxPushBackoff = 5 * time.Minute
+)
+
+// pushWaiting pushes the branch of each entry queued offline
+// (mergequeue.WaitPushPending) whose backoff is due, and records each that
+// reached the remote (merge.pushed): the train then takes it in its turn.
+// It reports whether it recorded one.
+func (r *Runner) pushWaiting(ctx context.Context, q *mergequeue.State) bool {
+	waiting := q.PushWaiting()
+	if len(waiting) == 0 {
+		return false
+	}
+	remote := r.remote(ctx)
+	recorded := false
+	for _, e := range waiting {
+		t := r.pushTries[e.Ref]
+		if time.Now().Before(t.next) {
+			continue
+		}
+		note := "pushed " + e.Branch + " to " + remote
+		if remote == "" {
+			note = "not pushed: no remote to push to (merge.remote is \"\" or does not exist)"
+		} else if err := git.PushBranchAt(ctx, r.Store.Repo.Root, remote, e.HeadSHA, e.Branch); err != nil {
+			t.tries++
+			wait := min(PushBackoff<<min(t.tries-1, 16), MaxPushBackoff)
+			t.next = time.Now().Add(wait)
+			if r.pushTries == nil {
+				r.pushTries = map[string]pushTry{}
+			}
+			r.pushTries[e.Ref] = t
+			r.logf("entry %d: %s: push of %s to %s failed (try %d: %s); next try in %s", e.ID, mergequeue.WaitPushPending, e.Branch, remote, t.tries,
+				firstLine(err.Error()), wait)
+			continue
+		}
+		_, _, err := r.Store.Write(context.WithoutCancel(ctx), r.Now(), r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+			return mergequeue.DecidePushed(queueOf(v), e.Ref, e.HeadSHA, note)
+		})
+		delete(r.pushTries, e.Ref)
+		if err != nil {
+			r.logf("entry %d: %s, but not recorded: %v", e.ID, note, err) // updated meanwhile: its new head waits, or was pushed
+			continue
+		}
+		r.logf("entry %d: %s", e.ID, note)
+		recorded = true
+	}
+	return recorded
 }
 
 // remote is the remote the target is pushed to, or "" when there is none;
@@ -144,6 +206,9 @@ func (r *Runner) Run(ctx context.Context, once bool) ([]Result, error) {
 func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 	start := time.Now()
 	v, err := r.Store.Read(ctx, mergequeue.Name)
+	if err == nil && r.pushWaiting(ctx, queueOf(v)) {
+		v, err = r.Store.Read(ctx, mergequeue.Name)
+	}
 	if err != nil || queueOf(v).PendingCount == 0 || queueOf(v).Frozen {
 		return nil, err
 	}
@@ -152,6 +217,12 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 	r.waits(ctx, queueOf(v), &target)
 	var claimed *mergequeue.Entry
 	pol := r.policy()
+	if _, e := mergequeue.DecideClaim(queueOf(v), r.ID, target, pol, r.Now()); e == nil {
+		// Nothing this clone sees can be claimed (every pending entry
+		// waits: for a push, a clean checkout …): no claim, and so no trip
+		// to the remote, which may be the very thing that does not answer.
+		return nil, nil
+	}
 	// This process, in the claim: should it die, recovery on this machine
 	// sees it gone and need not wait for the lease.
 	var holder *mergequeue.ProcRecord
@@ -672,6 +743,8 @@ func (r *Runner) waits(ctx context.Context, q *mergequeue.State, target *mergequ
 			continue
 		}
 		switch {
+		case strings.HasPrefix(e.Waiting, mergequeue.WaitPushPending):
+			// waits for merge.pushed (pushWaiting)
 		case strings.HasPrefix(e.Waiting, mergequeue.WaitTargetDiverged):
 			diverged = true
 		case strings.HasPrefix(e.Waiting, mergequeue.WaitTargetLocked):

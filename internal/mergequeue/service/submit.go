@@ -126,6 +126,13 @@ type Response struct {
 	Branch         string                    `json:"branch"`
 	Pushed         bool                      `json:"pushed"`
 	PushNote       string                    `json:"push_note,omitempty"` // why the branch was not pushed
+	PendingPush    bool                      `json:"pending_push"`        // queued offline: waiting until the train pushes the branch
+}
+
+// firstLine is the first line of git's message.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
 }
 
 // Submit validates the workspace, reads its identity, pushes its branch and
@@ -250,7 +257,15 @@ func (s *Service) submit(ctx context.Context, opt SubmitOptions, about *mergeque
 	case !git.RemoteExists(ctx, w.Path, remote):
 		note = fmt.Sprintf(`not pushed: remote %q does not exist (add it, or set merge.remote "" for no remote)`, remote)
 	default:
-		if err := pushBranch(ctx, w, remote); err != nil {
+		err := pushBranch(ctx, w, remote)
+		if f, ok := fault.As(err); ok && f.Has(mergequeue.CodeRemoteUnreachable) && st.Config.Bool("merge.offline") {
+			// Offline (seed 002 §6.1): queued, waiting for the push, which
+			// the train retries with backoff until the remote answers.
+			req.PendingPush = fmt.Sprintf("remote %s did not answer (%s); the merge train pushes %s when it does", remote, firstLine(f.Message), w.Branch)
+			note = "not pushed: " + mergequeue.WaitPushPending + ": " + req.PendingPush
+			break
+		}
+		if err != nil {
 			return nil, err
 		}
 		pushed = true
@@ -266,7 +281,7 @@ func (s *Service) submit(ctx context.Context, opt SubmitOptions, about *mergeque
 	e := queueOf(v).Entry(sub.EntryID)
 	resp := &Response{EntryID: e.ID, EntryRef: e.Ref, Workspace: e.Workspace, WorkspaceID: e.WorkspaceID, Status: e.Status, PendingCount: queueOf(v).PendingCount,
 		SubmissionType: sub.Type, SubmittedAt: now.UTC(), DedupeKey: e.DedupeKey, HeadSHA: e.HeadSHA,
-		ChangeID: e.ChangeID, Branch: e.Branch, Pushed: pushed, PushNote: note}
+		ChangeID: e.ChangeID, Branch: e.Branch, Pushed: pushed, PushNote: note, PendingPush: strings.HasPrefix(e.Waiting, mergequeue.WaitPushPending)}
 	if st, ok := s.Order(queueOf(v)).Of(e); ok {
 		p := st.Position
 		resp.Position = &p
