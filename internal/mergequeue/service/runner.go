@@ -78,6 +78,19 @@ const (
 	MaxPushBackoff = 5 * time.Minute
 )
 
+// PushTimeout bounds one retry of an offline entry's push: a remote that
+// does not answer (a host down, a firewall dropping packets) must not hold
+// the train for a TCP timeout.
+const PushTimeout = time.Minute
+
+// pushAt pushes e's head to its branch on remote, unattended: no terminal
+// to ask for a password on, killed whole at PushTimeout or when spool dies.
+func (r *Runner) pushAt(ctx context.Context, remote string, e *mergequeue.Entry) error {
+	pctx, cancel := context.WithTimeout(ctx, PushTimeout)
+	defer cancel()
+	return git.PushBranchAt(git.Unattended(pctx), r.Store.Repo.Root, remote, e.HeadSHA, e.Branch)
+}
+
 // pushWaiting pushes the branch of each entry queued offline
 // (mergequeue.WaitPushPending) whose backoff is due, and records each that
 // reached the remote (merge.pushed): the train then takes it in its turn.
@@ -97,7 +110,7 @@ func (r *Runner) pushWaiting(ctx context.Context, q *mergequeue.State) bool {
 		note := "pushed " + e.Branch + " to " + remote
 		if remote == "" {
 			note = "not pushed: no remote to push to (merge.remote is \"\" or does not exist)"
-		} else if err := git.PushBranchAt(ctx, r.Store.Repo.Root, remote, e.HeadSHA, e.Branch); err != nil {
+		} else if err := r.pushAt(ctx, remote, e); err != nil {
 			t.tries++
 			wait := min(PushBackoff<<min(t.tries-1, 16), MaxPushBackoff)
 			t.next = time.Now().Add(wait)
