@@ -98,9 +98,9 @@ func (c *MergeListCmd) Run(e *env) error {
 		return err
 	}
 	o := mq.Order(q)
-	entries := q.Listed(c.All, o)
+	entries := q.ListedIn(c.All, o)
 	if e.JSON {
-		_, err := e.stdout.Write(q.ListJSON(entries, o))
+		_, err := e.stdout.Write(q.ListJSONIn(entries, o))
 		return err
 	}
 	if q.Frozen {

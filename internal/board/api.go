@@ -180,7 +180,7 @@ func apiMerge(ctx context.Context, env store.Env, r *http.Request) (any, error) 
 		return nil, err
 	}
 	o := mqservice.Open(env).Order(q)
-	return rawJSON(q.ListJSON(q.Listed(all, o), o)), nil
+	return rawJSON(q.ListJSONIn(q.ListedIn(all, o), o)), nil
 }
 
 func apiMergeEntry(ctx context.Context, env store.Env, r *http.Request) (any, error) {

@@ -254,8 +254,8 @@ func TestAPIMergeQueue(t *testing.T) {
 	r := f.get("/api/merge")
 	wantStatus(t, r, http.StatusOK)
 	o := mqservice.Open(f.readEnv()).Order(q)
-	if r.body != string(q.ListJSON(q.Listed(false, o), o)) {
-		t.Fatalf("/api/merge:\n%s\nwant\n%s", r.body, q.ListJSON(q.Listed(false, o), o))
+	if r.body != string(q.ListJSONIn(q.ListedIn(false, o), o)) {
+		t.Fatalf("/api/merge:\n%s\nwant\n%s", r.body, q.ListJSONIn(q.ListedIn(false, o), o))
 	}
 	var list struct {
 		Frozen       bool             `json:"frozen"`

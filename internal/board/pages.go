@@ -203,7 +203,7 @@ func loadMerge(ctx context.Context, env store.Env, r *http.Request) (any, error)
 		return nil, err
 	}
 	o := mqservice.Open(env).Order(q)
-	return MergeData{Queue: q, Entries: q.Listed(all, o), All: all, Order: o}, nil
+	return MergeData{Queue: q, Entries: q.ListedIn(all, o), All: all, Order: o}, nil
 }
 
 // JobsData is the Jobs view.

@@ -15,7 +15,7 @@ import (
 //
 // The pending entries are in o's order (OrderAt: aging counted), each a
 // copy whose position is the one in o.
-func (q *State) Listed(all bool, o Order) []*Entry {
+func (q *State) ListedIn(all bool, o Order) []*Entry {
 	entries := make([]*Entry, 0, len(o.Queue))
 	for _, en := range o.Queue {
 		entries = append(entries, o.Standing(en))
@@ -35,7 +35,7 @@ func (q *State) Listed(all bool, o Order) []*Entry {
 // ListJSON is spool merge list --json: the queue's flags, then a compact
 // row per entry on a line of its own (a thousand rows stay readable and cost
 // a fraction of indenting them).
-func (q *State) ListJSON(entries []*Entry, o Order) []byte {
+func (q *State) ListJSONIn(entries []*Entry, o Order) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -71,6 +71,16 @@ func (q *State) ListJSON(entries []*Entry, o Order) []byte {
 	buf.WriteString("]}\n")
 	return buf.Bytes()
 }
+
+// Listed is ListedIn without aging: the positions the projection keeps.
+// Commands show ListedIn with their Order (the service's Order).
+func (q *State) Listed(all bool) []*Entry { return q.ListedIn(all, q.OrderAt(time.Time{}, 0)) }
+
+// ListJSON is ListJSONIn without the standing's fields.
+func (q *State) ListJSON(entries []*Entry) []byte { return q.ListJSONIn(entries, Order{}) }
+
+// Placed is PlacedIn without aging: the position the projection keeps.
+func (q *State) Placed(en *Entry) Placed { return q.PlacedIn(en, q.OrderAt(time.Time{}, 0)) }
 
 // Placed is where an entry stands after a change (merge cancel, retry,
 // position --json); Position is null when it is not pending.
