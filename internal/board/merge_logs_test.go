@@ -45,3 +45,24 @@ func TestMergeEntryShowsEachAttemptsLog(t *testing.T) {
 		t.Errorf("want two attempts, the latest open:\n%s", r.body)
 	}
 }
+
+// The merge page and an entry's page show aging as the CLI does: the
+// effective priority and why.
+func TestMergePagesShowAging(t *testing.T) {
+	f := newFixture(t)
+	f.submitMerge("feat", alice)
+	f.follow()()
+	if r := f.get("/merge"); strings.Contains(r.body, "aged") {
+		t.Fatalf("aged at once:\n%s", r.body)
+	}
+	f.advance(3 * 24 * time.Hour)
+	r := f.get("/merge")
+	wantPage(t, r, 200)
+	if !strings.Contains(r.body, "P2→P0 aged 3d") {
+		t.Errorf("no aging on the merge page:\n%s", r.body)
+	}
+	r = f.get("/merge/1")
+	if !strings.Contains(r.body, "(effective 0: P2→P0 aged 3d)") {
+		t.Errorf("no aging on the entry page:\n%s", r.body)
+	}
+}
