@@ -207,6 +207,7 @@ type Tail struct {
 	LC     uint64
 	ID     string // the id the writer's next event names as prev
 	Size   int64
+	At     time.Time // the time of the writer's last event
 }
 
 // Tails reads the last complete line of every writer file.
@@ -262,7 +263,7 @@ func tailOf(f *os.File, path string) (Tail, error) {
 	if err != nil {
 		return t, &LineError{Path: path, Line: lineNumber(f, start), Err: err, Hint: hintFor(err)}
 	}
-	t.Seq, t.LC, t.ID = e.Seq, e.LC, e.ID
+	t.Seq, t.LC, t.ID, t.At = e.Seq, e.LC, e.ID, e.At
 	return t, nil
 }
 
@@ -351,7 +352,7 @@ func quickTail(f *os.File, path string, size int64) (Tail, bool) {
 	if err != nil || e.More {
 		return t, false // let the slow path report it, or drop an unfinished batch
 	}
-	t.Seq, t.LC, t.ID = e.Seq, e.LC, e.ID
+	t.Seq, t.LC, t.ID, t.At = e.Seq, e.LC, e.ID, e.At
 	return t, true
 }
 
@@ -363,9 +364,10 @@ type Session struct {
 	ownInfo os.FileInfo // its identity when opened, to notice git replacing it
 	writer  string
 	tails   []Tail
-	seq     uint64 // last seq of this writer
-	prev    string // and the id of its last event
-	lc      uint64 // largest lc in the log
+	seq     uint64    // last seq of this writer
+	prev    string    // and the id of its last event
+	last    time.Time // and its time: the next is never before it (Append)
+	lc      uint64    // largest lc in the log
 }
 
 // Begin takes the lock, repairs a torn tail of this clone's file and reads the log's head.
@@ -498,7 +500,7 @@ func (s *Session) load() error {
 		s.tails = append(s.tails, t)
 		s.lc = max(s.lc, t.LC)
 		if t.Writer == s.writer {
-			s.seq, s.prev = t.Seq, t.ID
+			s.seq, s.prev, s.last = t.Seq, t.ID, t.At
 		}
 	}
 	return nil
@@ -511,7 +513,7 @@ func (s *Session) Reload() error {
 		s.file.Close()
 		s.file = nil
 	}
-	s.ownInfo, s.tails, s.seq, s.prev, s.lc = nil, nil, 0, "", 0
+	s.ownInfo, s.tails, s.seq, s.prev, s.lc, s.last = nil, nil, 0, "", 0, time.Time{}
 	return s.load()
 }
 
@@ -638,7 +640,16 @@ type AppendOptions struct {
 // Append writes drafts as one batch and returns the events; it returns once
 // they are on disk (fsync). A draft whose idempotency key is already in the log
 // appends nothing and yields the first event with that key instead.
+//
+// An event's time is at, or the time of this writer's last event when at
+// is before it (a clock stepped back, SPOOL_NOW set back): as a hybrid
+// logical clock, the times of one writer's file never go backwards
+// (seed 002 INV-AUDIT-004), and an append is never refused for it. The
+// caller's decisions keep their own clock; only the record is held.
 func (s *Session) Append(at time.Time, actor string, drafts []Draft, opt AppendOptions) ([]Event, error) {
+	if at.Before(s.last) {
+		at = s.last
+	}
 	out := make([]Event, len(drafts))
 	var lines []byte
 	var fresh []int // indexes of events to write
@@ -703,6 +714,7 @@ func (s *Session) Append(at time.Time, actor string, drafts []Draft, opt AppendO
 	s.seq += uint64(len(fresh))
 	s.lc += uint64(len(fresh))
 	s.prev = prev
+	s.last = at.UTC()
 	s.updateTail()
 	return out, nil
 }
@@ -815,11 +827,11 @@ func replacedError(path string) error {
 func (s *Session) updateTail() {
 	for i := range s.tails {
 		if s.tails[i].Writer == s.writer {
-			s.tails[i].Seq, s.tails[i].LC, s.tails[i].ID = s.seq, s.lc, s.prev
+			s.tails[i].Seq, s.tails[i].LC, s.tails[i].ID, s.tails[i].At = s.seq, s.lc, s.prev, s.last
 			return
 		}
 	}
-	s.tails = append(s.tails, Tail{Writer: s.writer, Seq: s.seq, LC: s.lc, ID: s.prev})
+	s.tails = append(s.tails, Tail{Writer: s.writer, Seq: s.seq, LC: s.lc, ID: s.prev, At: s.last})
 	sort.Slice(s.tails, func(i, j int) bool { return s.tails[i].Writer < s.tails[j].Writer })
 }
 

@@ -946,18 +946,25 @@ func TestEventsAtTimesNoSnapshotKeepsAreSkipped(t *testing.T) {
 	path := filepath.Join(f.events, mustWriter(t, l)+eventlog.Ext)
 	b, _ := os.ReadFile(path)
 	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	// Append holds a writer's times (never before the last), so the times
+	// that go back are forged too, each line chained to the forged one
+	// before it.
+	prev := ""
 	for i, want := range []string{"", "2300-01-01T00:00:00Z", "0001-01-01T00:00:00Z", "1600-01-01T00:00:00Z", "2026-07-02T01:00:00+13:00"} {
-		if want == "" {
-			continue
-		}
 		e, err := eventlog.Decode([]byte(lines[i]))
 		if err != nil {
 			t.Fatal(err)
 		}
+		if want == "" {
+			prev = e.ID
+			continue
+		}
 		e.At, _ = time.Parse(time.RFC3339, want)
+		e.Prev = prev
 		if e.ID, err = e.ContentID(); err != nil {
 			t.Fatal(err)
 		}
+		prev = e.ID
 		line, _ := e.Encode()
 		if !strings.Contains(string(line), want) {
 			t.Fatalf("set-up: %s", line)

@@ -30,6 +30,7 @@ type MergeSubmitCmd struct {
 	Workspace  string `placeholder:"NAME" help:"Worktree to submit, by directory name or path (default: the current one)."`
 	Priority   *int   `placeholder:"N" help:"0 (most urgent) to 4; default 2 for a new entry, unchanged for one already queued."`
 	Bead       string `placeholder:"ID" help:"Bead or task id, for traceability."`
+	DedupeKey  string `placeholder:"WS:CHANGE" help:"Dedupe key naming the change, workspace:change_id (default: this worktree's identity and the commit's change id); the same key from another worktree is the same change (seed 002 §9.4 cases 3 and 5)."`
 	NoPush     bool   `help:"Do not push the branch to merge.remote first."`
 	AutoCommit bool   `help:"Commit uncommitted changes instead of refusing."`
 }
@@ -38,7 +39,12 @@ func (c *MergeSubmitCmd) Run(e *env) error {
 	if p := c.Priority; p != nil && (*p < mergequeue.MinPriority || *p > mergequeue.MaxPriority) {
 		return mergequeue.InvalidPriority(*p)
 	}
-	opt := mqservice.SubmitOptions{Workspace: c.Workspace, Priority: c.Priority, BeadID: c.Bead, NoPush: c.NoPush, AutoCommit: c.AutoCommit}
+	if c.DedupeKey != "" {
+		if err := mergequeue.ValidateDedupeKey(c.DedupeKey); err != nil {
+			return err
+		}
+	}
+	opt := mqservice.SubmitOptions{Workspace: c.Workspace, Priority: c.Priority, BeadID: c.Bead, DedupeKey: c.DedupeKey, NoPush: c.NoPush, AutoCommit: c.AutoCommit}
 	if c.Workspace == "" {
 		opt.Prefetched = mqservice.Prefetch(e.ctx, e.dir()) // git reads the worktree while the store opens
 	}
@@ -66,7 +72,8 @@ func (c *MergeSubmitCmd) Run(e *env) error {
 }
 
 type MergeListCmd struct {
-	All bool `help:"Include merged, failed_terminal and cancelled entries."`
+	All     bool `help:"Include merged, failed_terminal and cancelled entries."`
+	Refused bool `help:"List the refused submissions the log records instead (push failed, remote unreachable, worktree not clean, already in queue)."`
 }
 
 // note is what merge list says about an entry: why it waits, else the
@@ -83,13 +90,17 @@ func (c *MergeListCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	if c.Refused {
+		return listRefused(e, mq)
+	}
 	q, err := mq.Queue(e.ctx)
 	if err != nil {
 		return err
 	}
-	entries := q.Listed(c.All)
+	o := mq.Order(q)
+	entries := q.ListedIn(c.All, o)
 	if e.JSON {
-		_, err := e.stdout.Write(q.ListJSON(entries))
+		_, err := e.stdout.Write(q.ListJSONIn(entries, o))
 		return err
 	}
 	if q.Frozen {
@@ -114,12 +125,38 @@ func (c *MergeListCmd) Run(e *env) error {
 		if en.Position > 0 {
 			pos = fmt.Sprint(en.Position)
 		}
-		cells := []string{pos, fmt.Sprint(en.ID), mergequeue.ShortRef(en.Ref), string(en.Status), fmt.Sprint(en.Priority),
+		prio := fmt.Sprint(en.Priority)
+		if st, ok := o.Of(en); ok && st.Aging(en.Priority) != "" {
+			prio = st.Aging(en.Priority) // the effective priority and why, e.g. P4→P3 aged 7d
+		}
+		cells := []string{pos, fmt.Sprint(en.ID), mergequeue.ShortRef(en.Ref), string(en.Status), prio,
 			text(en.Workspace), text(en.Branch), short(en.HeadSHA), text(en.Owner)}
 		if notes {
 			cells = append(cells, text(note(en)))
 		}
 		fmt.Fprint(tw, row(cells...))
+	}
+	return tw.Flush()
+}
+
+// listRefused is merge list --refused: the submissions refused for a
+// reason the log audits (mergequeue.Audited), oldest first.
+func listRefused(e *env, mq *mqservice.Service) error {
+	refused, err := mq.Refused(e.ctx)
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return writeJSON(e.stdout, map[string]any{"refused": refused})
+	}
+	if len(refused) == 0 {
+		fmt.Fprintln(e.stdout, "no refused submissions")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AT\tACTOR\tWORKSPACE\tBRANCH\tHEAD\tCODE\tMESSAGE")
+	for _, r := range refused {
+		fmt.Fprint(tw, row(r.At.Format(time.RFC3339), text(r.Actor), text(r.Workspace), text(r.Branch), short(r.HeadSHA), r.Code, text(r.Message)))
 	}
 	return tw.Flush()
 }
@@ -137,12 +174,13 @@ func (c *MergeShowCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	trail, err := mq.Trail(e.ctx, en)
+	shown, err := mq.Show(e.ctx, q, en)
 	if err != nil {
 		return err
 	}
+	en, trail := shown.Entry, shown.History // en at its position, aging counted
 	if e.JSON {
-		return writeJSON(e.stdout, mergequeue.Shown{Entry: en, History: trail})
+		return writeJSON(e.stdout, shown)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	pos := "-"
@@ -157,7 +195,7 @@ func (c *MergeShowCmd) Run(e *env) error {
 		{"entry", fmt.Sprint(en.ID)}, {"ref", en.Ref}, {"status", string(en.Status)}, {"position", pos},
 		{"workspace", en.Workspace + " (" + en.Worktree + ")"}, {"workspace id", en.WorkspaceID}, {"branch", en.Branch}, {"head", en.HeadSHA},
 		{"change id", en.ChangeID + " (" + en.ChangeIDSource + ")"}, {"dedupe key", en.DedupeKey},
-		{"priority", fmt.Sprint(en.Priority)}, {"owner", en.Owner}, {"attempts", fmt.Sprint(en.Attempts)},
+		{"priority", priorityText(shown)}, {"owner", en.Owner}, {"attempts", fmt.Sprint(en.Attempts)},
 		{"bead", en.BeadID}, {"tested", tested}, {"tested against", en.TestedAgainstSHA},
 		{"last error", en.LastError}, {"waiting", en.Waiting}, {"conflicts", strings.Join(en.ConflictPaths, ", ")}, {"run output", en.RunDir},
 		{"between clones", en.Conflict()},
@@ -167,6 +205,18 @@ func (c *MergeShowCmd) Run(e *env) error {
 		}
 	}
 	tw.Flush()
+	if len(shown.Logs) > 0 {
+		fmt.Fprintln(e.stdout, "test logs:")
+		tw = tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		for _, l := range shown.Logs {
+			where := l.Path
+			if !l.Exists {
+				where += " (none here: no test ran in this clone)"
+			}
+			fmt.Fprintf(tw, "  attempt %d\t%s\t%s\n", l.Attempt, l.At.Format(time.RFC3339), where)
+		}
+		tw.Flush()
+	}
 	fmt.Fprintln(e.stdout, "history:")
 	tw = tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	for _, s := range trail {
@@ -194,6 +244,15 @@ func untestedIn(trail []mergequeue.AuditStep) bool {
 	return false
 }
 
+// priorityText is an entry's priority and, when aging changed it, the
+// effective one and why: "4 (effective 3: P4→P3 aged 7d)".
+func priorityText(s mergequeue.Shown) string {
+	if s.Aging != "" && s.EffectivePriority != nil {
+		return fmt.Sprintf("%d (effective %d: %s)", s.Priority, *s.EffectivePriority, s.Aging)
+	}
+	return fmt.Sprint(s.Priority)
+}
+
 type MergePositionCmd struct {
 	ID string `arg:"" placeholder:"ENTRY" complete:"merge-entry" help:"Entry number, or a unique prefix (4+ characters) of its entry_ref (numbers change when clones' logs merge; refs do not)."`
 }
@@ -207,13 +266,17 @@ func (c *MergePositionCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	p := q.PlacedIn(en, mq.Order(q))
 	if e.JSON {
-		return writeJSON(e.stdout, q.Placed(en))
+		return writeJSON(e.stdout, p)
 	}
-	if en.Position <= 0 {
+	switch {
+	case p.Position == nil:
 		fmt.Fprintf(e.stdout, "entry %d is %s: no position\n", en.ID, en.Status)
-	} else {
-		fmt.Fprintf(e.stdout, "entry %d: position %d of %d\n", en.ID, en.Position, q.PendingCount)
+	case p.Aging != "":
+		fmt.Fprintf(e.stdout, "entry %d: position %d of %d (%s)\n", en.ID, *p.Position, q.PendingCount, p.Aging)
+	default:
+		fmt.Fprintf(e.stdout, "entry %d: position %d of %d\n", en.ID, *p.Position, q.PendingCount)
 	}
 	return nil
 }
@@ -250,7 +313,7 @@ func changeEntry(e *env, done string, change func(*mqservice.Service) (*mergeque
 		return err
 	}
 	if e.JSON {
-		return writeJSON(e.stdout, q.Placed(en))
+		return writeJSON(e.stdout, q.PlacedIn(en, mq.Order(q)))
 	}
 	fmt.Fprintf(e.stdout, "entry %d %s (%s), ref %s\n", en.ID, done, en.Status, mergequeue.ShortRef(en.Ref))
 	return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/sign"
@@ -45,6 +46,10 @@ func (c *VerifyCmd) Run(e *env) error {
 		}
 		for _, inv := range rep.Invariants {
 			fmt.Fprintln(e.stdout, "invariant:", inv)
+		}
+		for _, b := range rep.ClockBackwards {
+			fmt.Fprintf(e.stdout, "clock: writer %s: %s dated before the event before it (first: %s line %d, %s after %s); spool now holds a writer's times, these stay as written\n",
+				b.Writer, count(b.Count, "event"), b.File, b.Line, b.At.Format(time.RFC3339), b.After.Format(time.RFC3339))
 		}
 		if len(rep.Stale) > 0 && c.Verbose {
 			// Normal: commands update only the projections they use.

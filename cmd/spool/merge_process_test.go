@@ -117,6 +117,7 @@ func TestMergeProcesses(t *testing.T) {
 		t.Run("kill -9 in "+at, func(t *testing.T) { testKillRunner(t, bin, at) })
 	}
 	t.Run("kill -9 ends the test command", func(t *testing.T) { testKillEndsTestCommand(t, bin) })
+	t.Run("merge cancel ends the test command", func(t *testing.T) { testCancelEndsTestCommand(t, bin) })
 	t.Run("recovery ends a test command that survived", func(t *testing.T) { testRecoveryEndsSurvivor(t, bin) })
 	t.Run("kill -9 ends the push of the target", func(t *testing.T) { testKillEndsPush(t, bin) })
 	t.Run("another clone pushed to the target", func(t *testing.T) { testAnotherClonePushed(t, bin) })
@@ -316,6 +317,34 @@ func testKillEndsTestCommand(t *testing.T, bin string) {
 	runner.Process.Kill() // SIGKILL
 	runner.Wait()
 	proctest.WaitExited(t, shell, grandchild)
+}
+
+// merge cancel of an entry in testing stops its test command (and what
+// that started) within seconds, not at merge.test_timeout (30 minutes): the
+// runner watches the entry while the test runs. The train goes on, and the
+// entry stays cancelled.
+func testCancelEndsTestCommand(t *testing.T, bin string) {
+	r, runner, shell, grandchild := startTesting(t, bin)
+	start := time.Now()
+	r.spool(r.root, nil, "merge", "cancel", "1", "--reason", "not needed")
+	proctest.WaitExited(t, shell, grandchild) // 10 s at most
+	if took := time.Since(start); took > 8*time.Second {
+		t.Errorf("the test command ended %s after the cancel", took)
+	}
+	done := make(chan error, 1)
+	go func() { done <- runner.Wait() }()
+	select {
+	case err := <-done:
+		if code := runner.ProcessState.ExitCode(); code != 3 {
+			t.Errorf("merge run --once exited %d (%v), want 3 (not merged)", code, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("merge run --once still running after the cancel")
+	}
+	if e := r.entry(1, nil); e.Status != mergequeue.Cancelled {
+		t.Fatalf("entry %s, want cancelled", e.Status)
+	}
+	r.spool(r.root, nil, "verify")
 }
 
 // A test command whose group survived its runner is killed by the recovery

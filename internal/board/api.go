@@ -78,10 +78,10 @@ var apiWrites = map[string]call{
 	"jobs/{id}/resume": jobChange((*jobservice.Service).Resume),
 	"jobs/{id}/retry":  jobChange((*jobservice.Service).Retry),
 	"merge/{id}/cancel": func(ctx context.Context, env store.Env, r *http.Request) (any, error) {
-		return placed(mqservice.Open(env).Cancel(ctx, r.PathValue("id"), param(r, "reason")))
+		return placed(env)(mqservice.Open(env).Cancel(ctx, r.PathValue("id"), param(r, "reason")))
 	},
 	"merge/{id}/retry": func(ctx context.Context, env store.Env, r *http.Request) (any, error) {
-		return placed(mqservice.Open(env).Retry(ctx, r.PathValue("id")))
+		return placed(env)(mqservice.Open(env).Retry(ctx, r.PathValue("id")))
 	},
 	"merge/freeze":   mergeFreeze(true),
 	"merge/unfreeze": mergeFreeze(false),
@@ -91,11 +91,13 @@ var apiWrites = map[string]call{
 // --json shows it.
 func mergeFreeze(on bool) call {
 	return func(ctx context.Context, env store.Env, r *http.Request) (any, error) {
-		q, _, err := mqservice.Open(env).Freeze(ctx, on, param(r, "reason"))
+		mq := mqservice.Open(env)
+		q, _, err := mq.Freeze(ctx, on, param(r, "reason"))
 		if err != nil {
 			return nil, err
 		}
-		return rawJSON(q.ListJSON(q.Listed(false))), nil
+		o := mq.Order(q)
+		return rawJSON(q.ListJSONIn(q.ListedIn(false, o), o)), nil
 	}
 }
 
@@ -105,11 +107,14 @@ func jobChange(do func(*jobservice.Service, context.Context, string) (*jobs.Job,
 	}
 }
 
-func placed(q *mergequeue.State, en *mergequeue.Entry, err error) (any, error) {
-	if err != nil {
-		return nil, err
+// placed is where a changed entry stands, aging counted, at env's time.
+func placed(env store.Env) func(q *mergequeue.State, en *mergequeue.Entry, err error) (any, error) {
+	return func(q *mergequeue.State, en *mergequeue.Entry, err error) (any, error) {
+		if err != nil {
+			return nil, err
+		}
+		return q.PlacedIn(en, mqservice.Open(env).Order(q)), nil
 	}
-	return q.Placed(en), nil
 }
 
 func apiTasks(ctx context.Context, env store.Env, r *http.Request) (any, error) {
@@ -191,20 +196,17 @@ func apiMerge(ctx context.Context, env store.Env, r *http.Request) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	return rawJSON(q.ListJSON(q.Listed(all))), nil
+	o := mqservice.Open(env).Order(q)
+	return rawJSON(q.ListJSONIn(q.ListedIn(all, o), o)), nil
 }
 
 func apiMergeEntry(ctx context.Context, env store.Env, r *http.Request) (any, error) {
 	mq := mqservice.Open(env)
-	_, en, err := mq.Entry(ctx, r.PathValue("id"))
+	q, en, err := mq.Entry(ctx, r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
-	trail, err := mq.Trail(ctx, en)
-	if err != nil {
-		return nil, err
-	}
-	return mergequeue.Shown{Entry: en, History: trail}, nil
+	return mq.Show(ctx, q, en)
 }
 
 func apiJobs(ctx context.Context, env store.Env, r *http.Request) (any, error) {

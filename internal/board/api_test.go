@@ -253,8 +253,9 @@ func TestAPIMergeQueue(t *testing.T) {
 	}
 	r := f.get("/api/merge")
 	wantStatus(t, r, http.StatusOK)
-	if r.body != string(q.ListJSON(q.Listed(false))) {
-		t.Fatalf("/api/merge:\n%s\nwant\n%s", r.body, q.ListJSON(q.Listed(false)))
+	o := mqservice.Open(f.readEnv()).Order(q)
+	if r.body != string(q.ListJSONIn(q.ListedIn(false, o), o)) {
+		t.Fatalf("/api/merge:\n%s\nwant\n%s", r.body, q.ListJSONIn(q.ListedIn(false, o), o))
 	}
 	var list struct {
 		Frozen       bool             `json:"frozen"`
@@ -268,18 +269,17 @@ func TestAPIMergeQueue(t *testing.T) {
 	}
 
 	mq := mqservice.Open(f.readEnv())
-	_, en, err := mq.Entry(ctx, "1")
+	q1, en, err := mq.Entry(ctx, "1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	trail, err := mq.Trail(ctx, en)
+	want, err := mq.Show(ctx, q1, en) // merge show 1 --json
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := struct {
-		*mergequeue.Entry
-		History []mergequeue.AuditStep `json:"history"`
-	}{en, trail}
+	if want.EffectivePriority == nil || *want.EffectivePriority != 2 || want.Logs == nil {
+		t.Fatalf("shown: %+v", want)
+	}
 	sameJSON(t, "/api/merge/1", f.get("/api/merge/1").body, want)
 	sameJSON(t, "/api/merge/{ref prefix}", f.get("/api/merge/"+a.EntryRef[:8]).body, want)
 

@@ -56,7 +56,7 @@ var pages = []*page{
 
 var (
 	taskPage       = &page{Path: "tasks", Title: "Task", file: "task", load: loadTask}
-	mergeEntryPage = &page{Path: "merge", Title: "Merge entry", file: "entry", load: apiMergeEntry} // mergequeue.Shown
+	mergeEntryPage = &page{Path: "merge", Title: "Merge entry", file: "entry", load: loadMergeEntry}
 	jobPage        = &page{Path: "jobs", Title: "Job", file: "job", load: apiJob}
 	prdPage        = &page{Path: "prd", Title: "PRD", file: "prdentry", load: loadPRDItem}
 )
@@ -201,9 +201,18 @@ func loadTask(ctx context.Context, env store.Env, r *http.Request) (any, error) 
 // MergeData is the Merge queue view.
 type MergeData struct {
 	Queue   *mergequeue.State
-	Entries []*mergequeue.Entry
+	Entries []*mergequeue.Entry // pending ones at their effective positions (aging counted)
 	All     bool
 	Admin   bool // the viewer may act on anyone's entry
+	Order   mergequeue.Order
+}
+
+// Aging is why e's effective priority is not its own ("P4→P3 aged 7d"), or "".
+func (d MergeData) Aging(e *mergequeue.Entry) string {
+	if st, ok := d.Order.Of(e); ok {
+		return st.Aging(e.Priority)
+	}
+	return ""
 }
 
 func loadMerge(ctx context.Context, env store.Env, r *http.Request) (any, error) {
@@ -216,8 +225,9 @@ func loadMerge(ctx context.Context, env store.Env, r *http.Request) (any, error)
 	if err != nil {
 		return nil, err
 	}
+	o := mq.Order(q)
 	actor, _ := env.Actor(ctx)
-	return MergeData{Queue: q, Entries: q.Listed(all), All: all, Admin: slices.Contains(mq.Policy.Admins, actor)}, nil
+	return MergeData{Queue: q, Entries: q.ListedIn(all, o), All: all, Order: o, Admin: slices.Contains(mq.Policy.Admins, actor)}, nil
 }
 
 // JobsData is the Jobs view.
@@ -308,6 +318,65 @@ func loadOrchestrator(ctx context.Context, env store.Env, r *http.Request) (any,
 		}
 	}
 	return d, nil
+}
+
+// MergeEntryData is the merge entry view: merge show, with the end of each
+// attempt's test output.
+type MergeEntryData struct {
+	mergequeue.Shown
+	Attempts []AttemptOutput
+}
+
+// AttemptOutput is one attempt's test log and its last lines ("" when this
+// clone has none).
+type AttemptOutput struct {
+	mergequeue.AttemptLog
+	Tail string
+	Open bool // the latest attempt's output is shown unfolded
+}
+
+func loadMergeEntry(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+	mq := mqservice.Open(env)
+	q, en, err := mq.Entry(ctx, r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	shown, err := mq.Show(ctx, q, en)
+	if err != nil {
+		return nil, err
+	}
+	d := MergeEntryData{Shown: shown}
+	runs := store.RunsDir(env.Store.Repo)
+	for _, l := range shown.Logs {
+		a := AttemptOutput{AttemptLog: l}
+		if path, ok := underRuns(runs, l.Path); ok {
+			a.Tail = orchservice.Tail(path, tailLines, tailBytes)
+		}
+		d.Attempts = append(d.Attempts, a)
+	}
+	if n := len(d.Attempts); n > 0 {
+		d.Attempts[n-1].Open = true
+	}
+	return d, nil
+}
+
+// underRuns resolves path's links and reports whether it is a regular file
+// inside runs: the board shows no other file, whatever an event names.
+func underRuns(runsDir, path string) (string, bool) {
+	runs, err := filepath.EvalSymlinks(runsDir)
+	if err != nil {
+		return "", false
+	}
+	path, err = filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", false
+	}
+	rel, err := filepath.Rel(runs, path)
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", false
+	}
+	fi, err := os.Stat(path)
+	return path, err == nil && fi.Mode().IsRegular()
 }
 
 // agentOutput is the active attempt's output file where spool watch puts

@@ -203,6 +203,19 @@ func PushBranch(ctx context.Context, dir, remote, branch string) error {
 	return &PushError{Remote: remote, Message: msg, Unreachable: unreachable(msg)}
 }
 
+// PushBranchAt pushes commit to remote's branch with a lease on what the
+// remote had, as PushBranch does, from any worktree of the repository:
+// the merge train pushing the head of an entry that was queued offline.
+func PushBranchAt(ctx context.Context, dir, remote, commit, branch string) error {
+	ref := "refs/heads/" + branch
+	_, err := Run(ctx, dir, "push", "--quiet", "--force-with-lease="+ref, remote, commit+":"+ref)
+	if err == nil {
+		return nil
+	}
+	msg := stderrOf(err)
+	return &PushError{Remote: remote, Message: msg, Unreachable: unreachable(msg)}
+}
+
 // JJAvailable reports whether one of dirs is in a jj repository and jj is on PATH.
 func JJAvailable(dirs ...string) bool {
 	found := false

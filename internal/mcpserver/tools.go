@@ -398,15 +398,15 @@ type entryIn struct {
 
 func mergeStatus(ctx context.Context, env store.Env, in entryIn) (any, string, error) {
 	mq := mqservice.Open(env)
-	_, en, err := mq.Entry(ctx, in.Entry)
+	q, en, err := mq.Entry(ctx, in.Entry)
 	if err != nil {
 		return nil, "", err
 	}
-	trail, err := mq.Trail(ctx, en)
+	shown, err := mq.Show(ctx, q, en) // as merge show: aging and every attempt's log
 	if err != nil {
 		return nil, "", err
 	}
-	return mergequeue.Shown{Entry: en, History: trail}, fmt.Sprintf("entry %d %s: %s", en.ID, en.Status, en.Branch), nil
+	return shown, fmt.Sprintf("entry %d %s: %s", en.ID, en.Status, en.Branch), nil
 }
 
 type mergeListIn struct {
@@ -414,16 +414,18 @@ type mergeListIn struct {
 }
 
 func mergeList(ctx context.Context, env store.Env, in mergeListIn) (any, string, error) {
-	q, err := mqservice.Open(env).Queue(ctx)
+	mq := mqservice.Open(env)
+	q, err := mq.Queue(ctx)
 	if err != nil {
 		return nil, "", err
 	}
-	entries := q.Listed(in.All)
+	o := mq.Order(q) // aging counted, as merge list
+	entries := q.ListedIn(in.All, o)
 	text := fmt.Sprintf("%d entries, %d pending", len(entries), q.PendingCount)
 	if q.Frozen {
 		text += "; frozen: " + oneLine(q.FrozenReason)
 	}
-	return rawJSON(q.ListJSON(entries)), text, nil
+	return rawJSON(q.ListJSONIn(entries, o)), text, nil
 }
 
 type mergeCancelIn struct {
@@ -432,11 +434,12 @@ type mergeCancelIn struct {
 }
 
 func mergeCancel(ctx context.Context, env store.Env, in mergeCancelIn) (any, string, error) {
-	q, en, err := mqservice.Open(env).Cancel(ctx, in.Entry, in.Reason)
+	mq := mqservice.Open(env)
+	q, en, err := mq.Cancel(ctx, in.Entry, in.Reason)
 	if err != nil {
 		return nil, "", err
 	}
-	return q.Placed(en), fmt.Sprintf("entry %d cancelled (%s)", en.ID, en.Status), nil
+	return q.PlacedIn(en, mq.Order(q)), fmt.Sprintf("entry %d cancelled (%s)", en.ID, en.Status), nil
 }
 
 // The job scheduler.

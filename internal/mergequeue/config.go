@@ -22,6 +22,10 @@ func init() {
 		config.Key{Name: "merge.test_timeout", Kind: config.Duration, Default: 30 * time.Minute, Min: config.Min(1), Help: "the test command is killed after this long"},
 		config.Key{Name: "merge.max_attempts", Kind: config.Int, Default: 3, Min: config.Min(1), Help: "attempts (claims) before a failing entry becomes failed_terminal"},
 		config.Key{Name: "merge.lease", Kind: config.Duration, Default: 5 * time.Minute, Min: config.Min(1), Help: "a runner's hold on an entry; renewed while it works, recovered when it expires"},
+		config.Key{Name: "merge.offline", Kind: config.Bool, Default: true,
+			Help: "an unreachable merge.remote queues a submission as pending_push, pushed by the train when the remote answers; false refuses it (remote_unreachable)"},
+		config.Key{Name: "merge.aging", Kind: config.Duration, Default: 24 * time.Hour, Min: config.Min(0),
+			Help: "a pending entry's priority improves one level (toward 0) per this much waiting, so low priorities never starve; 0 turns aging off"},
 		config.Key{Name: "merge.capacity", Kind: config.Int, Default: 0, Min: config.Min(0), Help: "most active entries in the merge queue; 0 is unlimited"},
 	)
 }
@@ -78,5 +82,7 @@ func PolicyFrom(cfg *config.Config) Policy {
 		Capacity:    cfg.Int("merge.capacity"),
 		Lease:       cfg.Duration("merge.lease"),
 		Admins:      cfg.Strings("admins"),
+		Target:      cfg.String("merge.target"),
+		Aging:       cfg.Duration("merge.aging"),
 	}
 }

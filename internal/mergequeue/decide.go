@@ -20,6 +20,18 @@ type Policy struct {
 	Capacity    int           // merge.capacity; 0 is unlimited
 	Lease       time.Duration // merge.lease
 	Admins      []string      // admins: may act on anyone's entries and workspaces
+	Target      string        // merge.target: a submission of this branch is refused; "" checks nothing
+	Aging       time.Duration // merge.aging: a pending entry's priority improves a level per this much waiting (OrderAt); 0 is off
+}
+
+// CheckBranch refuses a submission of the target branch itself
+// (BranchIsTarget); the service asks it before touching the worktree, and
+// DecideSubmit again.
+func (p Policy) CheckBranch(workspace, branch string) error {
+	if p.Target != "" && branch == p.Target {
+		return BranchIsTarget(workspace, branch)
+	}
+	return nil
 }
 
 func (p Policy) admin(actor string) bool { return slices.Contains(p.Admins, actor) }
@@ -40,6 +52,10 @@ type SubmitRequest struct {
 	Priority       *int // nil: DefaultPriority for a new entry, unchanged otherwise
 	BeadID         string
 	Actor          string
+	// PendingPush, when set, is why the branch could not be pushed (the
+	// remote did not answer): the entry is queued waiting for the push
+	// (WaitPushPending), which the train retries.
+	PendingPush string
 }
 
 // SubmissionType is the seed's SubmissionType.
@@ -186,14 +202,26 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 	if req.Branch == "" {
 		return Submission{}, IdentityExtractionFailed(req.Workspace, "HEAD is detached; check out a branch")
 	}
+	if err := pol.CheckBranch(req.Workspace, req.Branch); err != nil {
+		return Submission{}, err
+	}
 	if !ValidHeadSHA(req.HeadSHA) {
 		return Submission{}, InvalidHeadSHA(req.HeadSHA, "not a full lowercase hex commit id")
+	}
+	if req.DedupeKey == "" {
+		// A workspace whose active entry was queued under a key given
+		// (--dedupe-key) keeps it: submitting again without it updates
+		// that entry rather than meeting it as another change.
+		if held := s.ActiveByWorkspace(req.WorkspaceID); held != nil && held.ChangeIDSource == SourceDedupeKey {
+			req.DedupeKey = held.DedupeKey
+		}
 	}
 	if req.DedupeKey != "" { // given: the key names the change (INV-ID-003)
 		if err := ValidateDedupeKey(req.DedupeKey); err != nil {
 			return Submission{}, err
 		}
 		_, req.ChangeID, _ = strings.Cut(req.DedupeKey, ":")
+		req.ChangeIDSource = SourceDedupeKey
 	} else {
 		if err := ValidateWorkspaceID(req.WorkspaceID); err != nil {
 			return Submission{}, err
@@ -223,6 +251,9 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 	}
 	data := EntryData{Workspace: req.Workspace, WorkspaceID: req.WorkspaceID, Worktree: req.Worktree, Branch: req.Branch, ChangeID: req.ChangeID,
 		ChangeIDSource: req.ChangeIDSource, DedupeKey: req.DedupeKey, HeadSHA: req.HeadSHA, Priority: &prio, BeadID: req.BeadID}
+	if req.PendingPush != "" {
+		data.Reason = WaitPushPending + ": " + req.PendingPush
+	}
 	if active != nil { // case 4: same workspace, update head and time
 		if active.Status.Processing() && active.HeadSHA != req.HeadSHA {
 			return Submission{}, ConcurrentModification(active.ID, "merge submit (the train is processing the previous head; wait or cancel it)")
@@ -344,6 +375,8 @@ func (t Target) waits(e *Entry) bool {
 		return true
 	case e.Waiting == "":
 		return false
+	case strings.HasPrefix(e.Waiting, WaitPushPending):
+		return true // until merge.pushed
 	case strings.HasPrefix(e.Waiting, WaitTargetDiverged):
 		return t.Diverged
 	case strings.HasPrefix(e.Waiting, WaitTargetLocked):
@@ -375,7 +408,7 @@ func DecideClaimHeld(s *State, runner string, holder *ProcRecord, target Target,
 		}
 	}
 	var e *Entry
-	for _, p := range s.Queue() {
+	for _, p := range s.OrderAt(now, pol.Aging).Queue { // aging counted (§7.1)
 		if !target.waits(p) {
 			e = p
 			break
@@ -576,4 +609,57 @@ func DecideRecover(s *State, merged map[int64]bool, dead map[string]bool, pol Po
 		}
 	}
 	return drafts
+}
+
+// Audited are the refusals of a submission the log records (seed 002
+// SR-005: failed submissions are logged with full context), each as a
+// merge.refused event that creates no entry: the workspace could not be
+// pushed or was not clean, or already has another change queued. Every
+// other refusal (bad flags and values, an unknown workspace, the target
+// branch) appends nothing, as a rejected command does.
+var Audited = []fault.Code{CodeRemoteUnreachable, CodeBookmarkPushFailed, CodeWorkspaceNotClean, CodeAlreadyInQueue}
+
+// Refusal is the workspace a refused submission was about.
+type Refusal struct {
+	Workspace, WorkspaceID, Worktree, Branch, HeadSHA string
+}
+
+// DecideRefused records a refused submission when err is one the log
+// audits (Audited), and nothing otherwise.
+func DecideRefused(r Refusal, err error) []eventlog.Draft {
+	f, ok := fault.As(err)
+	if !ok || !slices.ContainsFunc(Audited, func(c fault.Code) bool { return f.Has(c) }) {
+		return nil
+	}
+	return []eventlog.Draft{{Type: EvRefused, Subject: SubjectRefused, Data: RefusedData{Code: f.Code, Message: f.Message,
+		Workspace: r.Workspace, WorkspaceID: r.WorkspaceID, Worktree: r.Worktree, Branch: r.Branch, HeadSHA: r.HeadSHA, Fields: f.Fields}}}
+}
+
+// PushWaiting lists the pending entries whose branch waits to be pushed
+// (WaitPushPending), by id.
+func (s *State) PushWaiting() []*Entry {
+	var out []*Entry
+	for _, e := range s.index().active {
+		if e.Status == Pending && strings.HasPrefix(e.Waiting, WaitPushPending) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// DecidePushed records that the branch of an entry waiting for its push
+// reached the remote at head (or that there is no remote to push to any
+// more, note saying so): the entry stays pending and no longer waits. A
+// compare-and-set on the head: an entry updated meanwhile waits for the
+// push of its new head.
+func DecidePushed(s *State, ref, head, note string) ([]eventlog.Draft, error) {
+	e := s.EntryByRef(ref)
+	if e == nil {
+		return nil, EntryRefNotFound(ref)
+	}
+	if e.Status != Pending || !strings.HasPrefix(e.Waiting, WaitPushPending) || e.HeadSHA != head {
+		return nil, ConcurrentModification(e.ID, "merge run: push of a pending_push entry")
+	}
+	return []eventlog.Draft{{Type: EvPushed, Subject: Subject(e.ID),
+		Data: EntryData{EntryID: e.ID, EntryRef: e.Ref, From: Pending, To: Pending, HeadSHA: head, Branch: e.Branch, Reason: note}}}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
 )
 
 // §9.4 case 1 and POST-ENTRY-001..008, POST-POS-001, POST-AUDIT-001..004.
@@ -580,9 +581,9 @@ func TestErrorVariants(t *testing.T) {
 		}
 	}
 	// The seed's 21 but database_open_failed, schema_initialization_failed and
-	// transaction_failed (spool has no database), and spool's 6.
-	if len(seen) != 24 {
-		t.Errorf("%d variants, want the seed's 18 that apply and spool's 6", len(seen))
+	// transaction_failed (spool has no database), and spool's 7.
+	if len(seen) != 25 {
+		t.Errorf("%d variants, want the seed's 18 that apply and spool's 7", len(seen))
 	}
 }
 
@@ -862,6 +863,127 @@ func TestMergingBackToRebasing(t *testing.T) {
 	drive(t, s, 1, []Status{Rebasing, Testing, ReadyToMerge, Merging, Rebasing, Testing}, t0)
 	if e := s.Entry(1); e.Status != Testing || e.Attempts != 1 || e.Runner != "r1" {
 		t.Fatalf("%s, %d attempts, runner %q", e.Status, e.Attempts, e.Runner)
+	}
+	checkInvariants(t, s)
+}
+
+// The target branch itself is refused: queued, it would be rebased onto
+// itself and "merged" with nothing to merge.
+func TestSubmitTargetBranchRefused(t *testing.T) {
+	s := New()
+	p := pol
+	p.Target = "main"
+	r := req("ws", 1, "ada")
+	r.Branch = "main"
+	_, err := DecideSubmit(s, r, p, t0)
+	wantCode(t, err, CodeBranchIsTarget.Name)
+	r.Branch = "feature"
+	if _, err := DecideSubmit(s, r, p, t0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// SR-005: only the seed's audited refusals become merge.refused; bad input
+// and every other refusal append nothing.
+func TestDecideRefused(t *testing.T) {
+	about := Refusal{Workspace: "ws", WorkspaceID: "w1/ws", Branch: "feat", HeadSHA: sha(1)}
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{RemoteUnreachable("origin", "no route"), true},
+		{BookmarkPushFailed("ws", "feat", "hook declined"), true},
+		{WorkspaceNotClean("ws", []string{"a"}), true},
+		{AlreadyInQueue("ws", "w1/ws:I1", "w1/ws:I2", 3), true},
+		{InvalidPriority(7), false},
+		{SessionNotFound("ws"), false},
+		{BranchIsTarget("ws", "main"), false},
+		{UnauthorizedWorkspace("bob", "ws"), false},
+		{DedupeKeyConflict("k:c", "a", "b"), false},
+		{fmt.Errorf("plain"), false},
+	} {
+		drafts := DecideRefused(about, c.err)
+		if got := len(drafts) == 1; got != c.want {
+			t.Errorf("%v: recorded %v, want %v", c.err, got, c.want)
+			continue
+		}
+		if !c.want {
+			continue
+		}
+		d := drafts[0].Data.(RefusedData)
+		f, _ := fault.As(c.err)
+		if drafts[0].Type != EvRefused || drafts[0].Subject != SubjectRefused || d.Code != f.Code || d.Message != f.Message ||
+			d.Workspace != "ws" || d.WorkspaceID != "w1/ws" || d.HeadSHA != sha(1) || len(d.Fields) == 0 {
+			t.Errorf("%v: %+v", c.err, drafts[0])
+		}
+		// The fold creates no entry for it.
+		s := New()
+		b, _ := json.Marshal(d)
+		s.Apply(&eventlog.Event{V: 1, ID: "r1", Type: EvRefused, Subject: SubjectRefused, At: t0, Actor: "ada", Data: b})
+		if s.Len() != 0 || s.Skipped != 0 {
+			t.Errorf("the fold made %d entries, skipped %d", s.Len(), s.Skipped)
+		}
+	}
+}
+
+// A key given with --dedupe-key names the change whichever workspace
+// submits it, and the workspace's active entry keeps it.
+func TestSubmitGivenDedupeKey(t *testing.T) {
+	s := New()
+	a := req("a", 1, "ada")
+	a.DedupeKey = "team:c1"
+	sub := submit(t, s, a, t0)
+	if e := s.Entry(sub.EntryID); e.ChangeID != "c1" || e.ChangeIDSource != SourceDedupeKey || e.DedupeKey != "team:c1" {
+		t.Fatalf("entry %+v", e)
+	}
+	again := req("a", 2, "ada") // no key: the active entry's
+	if sub := submit(t, s, again, t0.Add(time.Minute)); sub.Type != SubmissionUpdated || sub.DedupeKey != "team:c1" {
+		t.Fatalf("again: %+v", sub)
+	}
+	b := req("b", 3, "ada")
+	b.DedupeKey = "team:c1"
+	_, err := DecideSubmit(s, b, pol, t0)
+	wantCode(t, err, CodeDedupeKeyConflict.Name)
+	checkInvariants(t, s)
+}
+
+// Offline (§6.1): an entry queued while the remote did not answer waits as
+// pending_push, passed over by the train, until merge.pushed of its head.
+func TestPendingPush(t *testing.T) {
+	s := New()
+	r := req("off", 1, "ada")
+	r.PendingPush = "remote origin did not answer"
+	submit(t, s, r, t0)
+	submit(t, s, req("on", 2, "ada"), t0.Add(time.Second))
+	off := s.ActiveByWorkspace("off")
+	if off.Status != Pending || !strings.HasPrefix(off.Waiting, WaitPushPending) || len(s.PushWaiting()) != 1 {
+		t.Fatalf("entry %s waiting %q", off.Status, off.Waiting)
+	}
+	checkInvariants(t, s)
+	if _, claimed := DecideClaim(s, "r1", Target{Branch: "main"}, pol, t0); claimed == nil || claimed.Workspace != "on" {
+		t.Fatalf("claimed %v, want the entry that was pushed", claimed)
+	}
+	// a stale head is refused; the right one clears the wait
+	if _, err := DecidePushed(s, off.Ref, sha(9), "pushed"); err == nil {
+		t.Fatal("pushed a head the entry does not have")
+	}
+	fold(t, s, t0, "train", must(DecidePushed(s, off.Ref, sha(1), "pushed b-off to origin")))
+	if off.Waiting != "" || off.Status != Pending || len(s.PushWaiting()) != 0 {
+		t.Fatalf("after the push: %s waiting %q", off.Status, off.Waiting)
+	}
+	if _, err := DecidePushed(s, off.Ref, sha(1), "again"); err == nil {
+		t.Fatal("pushed twice")
+	}
+	// an update that could not be pushed either waits again; one that was does not
+	again := req("off", 3, "ada")
+	again.PendingPush = "still offline"
+	submit(t, s, again, t0.Add(time.Minute))
+	if !strings.HasPrefix(off.Waiting, WaitPushPending) {
+		t.Fatalf("updated offline: waiting %q", off.Waiting)
+	}
+	submit(t, s, req("off", 4, "ada"), t0.Add(2*time.Minute))
+	if off.Waiting != "" {
+		t.Fatalf("updated and pushed: waiting %q", off.Waiting)
 	}
 	checkInvariants(t, s)
 }

@@ -48,6 +48,7 @@ var (
 	CodeEntryNotFound     = fault.Register(fault.Rejected, "entry_not_found")
 	CodeInvalidEntryRef   = fault.Register(fault.Usage, "invalid_entry_ref")
 	CodeAmbiguousEntryRef = fault.Register(fault.Usage, "ambiguous_entry_ref")
+	CodeBranchIsTarget    = fault.Register(fault.Rejected, "branch_is_target")
 )
 
 func SessionNotFound(session string) *fault.Error {
@@ -173,6 +174,15 @@ func WorkspaceNotClean(workspace string, paths []string) *fault.Error {
 		"workspace", workspace, "paths", paths)
 }
 
+// BranchIsTarget refuses a submission of the branch the train merges into:
+// rebasing it onto itself and "merging" it would queue, test and record a
+// merge of nothing.
+func BranchIsTarget(workspace, branch string) *fault.Error {
+	return fault.New(CodeBranchIsTarget, ErrSubmission,
+		fmt.Sprintf("workspace %q has %s checked out, the branch the merge train merges into (merge.target); create a branch for the change (git switch -c NAME) and submit that", workspace, branch),
+		"workspace", workspace, "branch", branch)
+}
+
 func AttemptsExhausted(entryID int64, attempts, maxAttempts int) *fault.Error {
 	return fault.New(CodeAttemptsExhausted, fault.ErrInvalidTransition,
 		fmt.Sprintf("entry %d has used %d of %d attempts; fix the change and submit it again, or raise merge.max_attempts", entryID, attempts, maxAttempts),
@@ -252,6 +262,7 @@ func Variants() []*fault.Error {
 		UnauthorizedEntryModification("bob@example.com", 7, "ada@example.com"),
 		WorkspaceNotClean("ws-a", []string{"a.txt"}),
 		AttemptsExhausted(7, 3, 3),
+		BranchIsTarget("ws-a", "main"),
 		InvalidPriority(9),
 		EntryNotFound(7),
 		InvalidEntryRef("x"),

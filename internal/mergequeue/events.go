@@ -27,7 +27,12 @@ const (
 	EvCancelled    = "merge.cancelled"     // → cancelled
 	EvFrozen       = "merge.frozen"        // the train stops claiming; submissions continue
 	EvUnfrozen     = "merge.unfrozen"
+	EvRefused      = "merge.refused" // a submission refused for a reason the seed audits (SR-005); no entry, the fold skips it
+	EvPushed       = "merge.pushed"  // a pending_push entry's branch reached the remote: pending, no longer waiting
 )
+
+// SubjectRefused is the subject of merge.refused events.
+const SubjectRefused = "merge/refused"
 
 // WaitCheckoutDirty starts the reason of a train step back to pending that
 // left the target alone: the worktree with the target checked out has
@@ -50,11 +55,18 @@ const WaitTargetDiverged = "target_diverged"
 // train tries again once the file is gone (Target.Locked).
 const WaitTargetLocked = "target_locked"
 
+// WaitPushPending starts the reason of a submission queued while the remote
+// could not be reached (seed 002 §6.1: "queue entry in 'offline' state,
+// retry later"): the entry is pending but waits, passed over by the train,
+// until the train or watch pushes its branch (merge.pushed).
+const WaitPushPending = "pending_push"
+
 // ChangeIDSource says where an entry's change id came from.
 const (
-	SourceJJ        = "jj"        // jj's change id
-	SourceTrailer   = "trailer"   // a Change-Id: trailer in the commit message
-	SourceGenerated = "generated" // generated on the first submission of workspace+branch, remembered in the log
+	SourceJJ        = "jj"         // jj's change id
+	SourceTrailer   = "trailer"    // a Change-Id: trailer in the commit message
+	SourceGenerated = "generated"  // generated on the first submission of workspace+branch, remembered in the log
+	SourceDedupeKey = "dedupe_key" // the second part of a dedupe key given with merge submit --dedupe-key
 )
 
 // EntryData is the data of every entry event; fields a type does not use are omitted.
@@ -114,6 +126,28 @@ type ProcRecord struct {
 	Start uint64 `json:"start"`
 	Boot  string `json:"boot,omitempty"`
 	NS    string `json:"ns,omitempty"` // the pid namespace; absent in older logs
+}
+
+// RefusedData is the data of merge.refused: who (the envelope's actor)
+// submitted what, and why it was refused: the error's code, message and
+// fields, as the command reported them.
+type RefusedData struct {
+	Code        string         `json:"code"`
+	Message     string         `json:"message"`
+	Workspace   string         `json:"workspace"`
+	WorkspaceID string         `json:"workspace_id,omitempty"`
+	Worktree    string         `json:"worktree,omitempty"`
+	Branch      string         `json:"branch,omitempty"`
+	HeadSHA     string         `json:"head_sha,omitempty"`
+	Fields      map[string]any `json:"fields,omitempty"`
+}
+
+// Refused is a merge.refused event as merge list --refused shows it.
+type Refused struct {
+	At    time.Time `json:"at"`
+	Actor string    `json:"actor"`
+	Event string    `json:"event"`
+	RefusedData
 }
 
 // FreezeData is the data of merge.frozen.

@@ -268,6 +268,8 @@ type AuditStep struct {
 	Reason           string    `json:"reason,omitempty"`
 	Runner           string    `json:"runner,omitempty"`
 	Skipped          string    `json:"skipped,omitempty"` // why the fold skipped this event (Trail)
+	Event            string    `json:"event,omitempty"`   // the event's id (Trail)
+	RunDir           string    `json:"run_dir,omitempty"` // the attempt's run directory, as the event recorded it (Trail)
 }
 
 // New returns an empty queue.
@@ -405,7 +407,7 @@ func (s *State) Apply(ev *eventlog.Event) error {
 		s.Frozen, s.FrozenReason, s.FrozenBy, s.FrozenAt = false, "", "", nil
 		s.Applied++
 		return nil
-	case EvSubmitted, EvResubmitted, EvUpdated, EvClaimed, EvTransitioned, EvLeaseRenewed, EvRecovered, EvRetried, EvCancelled:
+	case EvSubmitted, EvResubmitted, EvUpdated, EvClaimed, EvTransitioned, EvLeaseRenewed, EvRecovered, EvRetried, EvCancelled, EvPushed:
 	default:
 		return nil
 	}
@@ -437,7 +439,7 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		}
 		e := &Entry{ID: int64(len(s.entries)) + 1, Ref: ev.ID, Workspace: d.Workspace, WorkspaceID: d.WorkspaceID, LegacyWriter: legacy, Worktree: d.Worktree, Branch: d.Branch,
 			ChangeID: d.ChangeID, ChangeIDSource: d.ChangeIDSource, DedupeKey: d.DedupeKey, HeadSHA: d.HeadSHA,
-			BeadID: d.BeadID, Owner: ev.Actor, Status: Pending, AddedAt: ev.At, UpdatedAt: ev.At}
+			BeadID: d.BeadID, Owner: ev.Actor, Status: Pending, AddedAt: ev.At, UpdatedAt: ev.At, Waiting: pushWait(d)}
 		if d.Priority != nil {
 			e.Priority = *d.Priority
 		}
@@ -454,7 +456,7 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 			// Queued concurrently with an active entry of the same key or
 			// workspace (on another clone): the later one in replay order
 			// ends cancelled, saying so, and INV-QUEUE-001/002 hold.
-			e.Status = Cancelled
+			e.Status, e.Waiting = Cancelled, "" // only pending entries wait
 			e.Conflicts = append(e.Conflicts, Resolution{Event: ev.ID, To: Cancelled, Reason: why})
 			instead := *d
 			instead.To = Cancelled
@@ -511,11 +513,15 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		e.HeadSHA, e.Attempts, e.AddedAt = d.HeadSHA, 0, ev.At
 		e.TestedSHA, e.TestedAgainstSHA, e.LastError, e.ConflictPaths = "", "", "", nil
 		e.setRequest(d)
+		e.Waiting = pushWait(d)
 	case EvUpdated:
 		if d.HeadSHA != "" && d.HeadSHA != e.HeadSHA {
 			e.HeadSHA, e.Attempts = d.HeadSHA, 0
 		}
 		e.setRequest(d)
+		if d.To == Pending {
+			e.Waiting = pushWait(d)
+		}
 	case EvClaimed:
 		e.Attempts++
 		e.Runner, e.Target, e.Holder = d.Runner, d.Target, nil
@@ -564,6 +570,15 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 	return true
 }
 
+// pushWait is the wait a submission records when its branch could not be
+// pushed (WaitPushPending), or "".
+func pushWait(d *EntryData) string {
+	if strings.HasPrefix(d.Reason, WaitPushPending) {
+		return d.Reason
+	}
+	return ""
+}
+
 // rival describes another active entry holding e's dedupe key or
 // workspace, or returns "": of two, the one with the lower id (the first
 // a scan of the entries would meet), by key when one holds both.
@@ -604,7 +619,7 @@ func (s *State) refusal(e *Entry, typ string, d *EntryData) string {
 		return string(d.From) + " → " + string(d.To) + " is not a move the table allows"
 	}
 	switch typ {
-	case EvClaimed, EvTransitioned:
+	case EvClaimed, EvTransitioned, EvPushed:
 		if d.HeadSHA != "" && d.HeadSHA != e.HeadSHA {
 			return "the entry's head is " + shortSHA(e.HeadSHA) + ", not " + shortSHA(d.HeadSHA)
 		}
@@ -667,6 +682,8 @@ func allowed(typ string, from, to Status) bool {
 		return from == Pending && to == Claimed
 	case EvRetried:
 		return from == FailedRetryable && to == Pending
+	case EvPushed:
+		return from == Pending && to == Pending
 	case EvCancelled:
 		return to == Cancelled && CanTransition(from, to)
 	case EvRecovered:
@@ -708,5 +725,5 @@ func (s *State) step(e *Entry, ev *eventlog.Event, d *EntryData) {
 // StepOf is the audit step an entry event records.
 func StepOf(ev *eventlog.Event, d *EntryData) AuditStep {
 	return AuditStep{At: ev.At, Actor: ev.Actor, Type: ev.Type, From: d.From, To: d.To, HeadSHA: d.HeadSHA,
-		TestedSHA: d.TestedSHA, TestedAgainstSHA: d.TestedAgainstSHA, Reason: d.Reason, Runner: d.Runner}
+		TestedSHA: d.TestedSHA, TestedAgainstSHA: d.TestedAgainstSHA, Reason: d.Reason, Runner: d.Runner, Event: ev.ID, RunDir: d.RunDir}
 }

@@ -348,3 +348,48 @@ func TestTrainFromALaggingTargetWaitsForItsCheckout(t *testing.T) {
 		t.Fatalf("theirs.txt: %q", b)
 	}
 }
+
+// Offline (§6.1): a submission whose remote does not answer is queued as
+// pending_push; the train retries the push with backoff (not again before
+// it is due) and, once the remote answers, records merge.pushed and merges.
+func TestOfflineSubmissionPushedWithBackoff(t *testing.T) {
+	f := newFixture(t)
+	feat := f.Worktree("feat", "f.txt", "f\n")
+	f.Git(f.Root, "remote", "set-url", "origin", filepath.Join(t.TempDir(), "away.git"))
+	resp := f.mustSubmit(feat, SubmitOptions{})
+	if !resp.PendingPush || resp.Pushed || resp.Status != mergequeue.Pending {
+		t.Fatalf("response %+v", resp)
+	}
+	r := f.runner()
+	var out strings.Builder
+	r.Out = &out
+	for range 3 {
+		if res, err := r.RunOne(context.Background()); err != nil || res != nil {
+			t.Fatalf("offline: claimed %+v, %v", res, err)
+		}
+	}
+	if n := strings.Count(out.String(), "pending_push: push of feat"); n != 1 {
+		t.Fatalf("%d tries before the backoff was due:\n%s", n, out.String())
+	}
+	if tr := r.pushTries[f.queue().Entry(1).Ref]; tr.tries != 1 || time.Until(tr.next) < PushBackoff/2 {
+		t.Fatalf("backoff %+v", tr)
+	}
+	f.Git(f.Root, "remote", "set-url", "origin", f.Remote)
+	if res, err := r.RunOne(context.Background()); err != nil || res != nil {
+		t.Fatalf("before the backoff was due: %+v, %v", res, err)
+	}
+	for ref, tr := range r.pushTries { // due now
+		tr.next = time.Time{}
+		r.pushTries[ref] = tr
+	}
+	res, err := r.RunOne(context.Background())
+	if err != nil || res == nil || res.Status != mergequeue.Merged {
+		t.Fatalf("online: %+v, %v\n%s", res, err, out.String())
+	}
+	if got := f.Git(f.Remote, "rev-parse", "refs/heads/feat"); got != resp.HeadSHA {
+		t.Fatalf("remote feat %s, want %s", got, resp.HeadSHA)
+	}
+	if !strings.Contains(f.statuses(1), "pending pending claimed") {
+		t.Fatalf("trail %s", f.statuses(1))
+	}
+}

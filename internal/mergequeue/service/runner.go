@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -35,6 +36,13 @@ type Runner struct {
 	ID     string       // identifies this runner's leases
 	Warn   func(string) // what recovery could not finish; nil drops it
 
+	// WatchEvery is how often, while an entry's test command runs, the
+	// runner reads the queue to see whether the entry is still its own (a
+	// merge cancel, a recovery by another process): if not, it ends the
+	// test command's process group at once rather than at merge.test_timeout.
+	// 0 is DefaultWatchEvery.
+	WatchEvery time.Duration
+
 	// LockPatience is how long a lock file of git's may stand in the way
 	// of moving or pushing the target before the entry is given back
 	// (WaitTargetLocked); 0 is 10 s.
@@ -51,6 +59,81 @@ type Runner struct {
 	remoteName string // merge.remote when it exists, else ""
 
 	passed map[int64]bool // entries this --once run gave back (Target.Passed)
+
+	pushTries map[string]pushTry // pending_push entries by ref: the push's backoff
+}
+
+// pushTry is the backoff of an offline entry's push: tries so far, and when
+// the next one is due (this process's own clock: when to retry a side
+// effect, never a decision).
+type pushTry struct {
+	tries int
+	next  time.Time
+}
+
+// PushBackoff is the wait after the first failed retry of an offline
+// entry's push; it doubles with each failure, up to MaxPushBackoff.
+const (
+	PushBackoff    = 5 * time.Second
+	MaxPushBackoff = 5 * time.Minute
+)
+
+// PushTimeout bounds one retry of an offline entry's push: a remote that
+// does not answer (a host down, a firewall dropping packets) must not hold
+// the train for a TCP timeout.
+const PushTimeout = time.Minute
+
+// pushAt pushes e's head to its branch on remote, unattended: no terminal
+// to ask for a password on, killed whole at PushTimeout or when spool dies.
+func (r *Runner) pushAt(ctx context.Context, remote string, e *mergequeue.Entry) error {
+	pctx, cancel := context.WithTimeout(ctx, PushTimeout)
+	defer cancel()
+	return git.PushBranchAt(git.Unattended(pctx), r.Store.Repo.Root, remote, e.HeadSHA, e.Branch)
+}
+
+// pushWaiting pushes the branch of each entry queued offline
+// (mergequeue.WaitPushPending) whose backoff is due, and records each that
+// reached the remote (merge.pushed): the train then takes it in its turn.
+// It reports whether it recorded one.
+func (r *Runner) pushWaiting(ctx context.Context, q *mergequeue.State) bool {
+	waiting := q.PushWaiting()
+	if len(waiting) == 0 {
+		return false
+	}
+	remote := r.remote(ctx)
+	recorded := false
+	for _, e := range waiting {
+		t := r.pushTries[e.Ref]
+		if time.Now().Before(t.next) {
+			continue
+		}
+		note := "pushed " + e.Branch + " to " + remote
+		if remote == "" {
+			note = "not pushed: no remote to push to (merge.remote is \"\" or does not exist)"
+		} else if err := r.pushAt(ctx, remote, e); err != nil {
+			t.tries++
+			wait := min(PushBackoff<<min(t.tries-1, 16), MaxPushBackoff)
+			t.next = time.Now().Add(wait)
+			if r.pushTries == nil {
+				r.pushTries = map[string]pushTry{}
+			}
+			r.pushTries[e.Ref] = t
+			r.logf("entry %d: %s: push of %s to %s failed (try %d: %s); next try in %s", e.ID, mergequeue.WaitPushPending, e.Branch, remote, t.tries,
+				firstLine(err.Error()), wait)
+			continue
+		}
+		_, _, err := r.Store.Write(context.WithoutCancel(ctx), r.Now(), r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+			return mergequeue.DecidePushed(queueOf(v), e.Ref, e.HeadSHA, note)
+		})
+		delete(r.pushTries, e.Ref)
+		if err != nil {
+			r.logf("entry %d: %s, but not recorded: %v", e.ID, note, err) // updated meanwhile: its new head waits, or was pushed
+			continue
+		}
+		r.logf("entry %d: %s", e.ID, note)
+		recorded = true
+	}
+	return recorded
 }
 
 // remote is the remote the target is pushed to, or "" when there is none;
@@ -141,6 +224,9 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	v, err := r.Store.Read(ctx, mergequeue.Name)
+	if err == nil && r.pushWaiting(ctx, queueOf(v)) {
+		v, err = r.Store.Read(ctx, mergequeue.Name)
+	}
 	if err != nil || queueOf(v).PendingCount == 0 || queueOf(v).Frozen {
 		return nil, err
 	}
@@ -149,6 +235,12 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 	r.waits(ctx, queueOf(v), &target)
 	var claimed *mergequeue.Entry
 	pol := r.policy()
+	if _, e := mergequeue.DecideClaim(queueOf(v), r.ID, target, pol, r.Now()); e == nil {
+		// Nothing this clone sees can be claimed (every pending entry
+		// waits: for a push, a clean checkout …): no claim, and so no trip
+		// to the remote, which may be the very thing that does not answer.
+		return nil, nil
+	}
 	// This process, in the claim: should it die, recovery on this machine
 	// sees it gone and need not wait for the lease.
 	var holder *mergequeue.ProcRecord
@@ -156,7 +248,7 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 		h := mergequeue.ProcRecord(self)
 		holder = &h
 	}
-	_, _, err = r.Store.Claim(ctx, r.Now(), r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+	events, _, err := r.Store.Claim(ctx, r.Now(), r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
 		drafts, e := mergequeue.DecideClaimHeld(queueOf(v), r.ID, holder, target, pol, r.Now())
 		claimed = nil // a claim through the remote may decide again
 		if e != nil {
@@ -171,10 +263,17 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 	r.logf("entry %d: claimed (%s, %s)", claimed.ID, claimed.Workspace, short(claimed.HeadSHA))
 	j := &job{start: start, r: r, id: claimed.ID, ref: claimed.Ref, head: claimed.HeadSHA, status: mergequeue.Claimed, attempt: claimed.Attempts + 1,
 		claimedAgainst: target.SHA}
+	if len(events) > 0 {
+		j.claim = events[len(events)-1].ID
+	}
 	r.pause(mergequeue.Claimed)
+	var abort context.CancelCauseFunc
+	j.abortable, abort = context.WithCancelCause(ctx)
+	defer abort(nil)
 	// Hold the lease through every step (worktree, rebase, test, push), not
 	// only the test: a slow rebase or push must not look like a dead runner.
-	stop := j.renewWhile(ctx)
+	// While the test runs, watch that the entry is still ours (abort).
+	stop := j.renewWhile(ctx, abort)
 	res := j.process(ctx)
 	stop()
 	t := time.Now()
@@ -195,6 +294,7 @@ type job struct {
 	r       *Runner
 	id      int64
 	ref     string // the entry's ref, which names its scratch worktree
+	claim   string // the id of the claim's event, which names the attempt's run directory
 	head    string
 	status  mergequeue.Status
 	attempt int
@@ -209,6 +309,12 @@ type job struct {
 	fetched      bool   // the remote's target was fetched in this claim
 	remoteTip    string // what the last fetch found
 	remoteRounds int    // rebases again because the remote's target moved (maxRemoteRounds)
+
+	// abortable is the context of the test command: cancelled, with the
+	// cause, when the entry stops being this job's while it runs (watch).
+	abortable context.Context
+	testing   atomic.Bool // the test command runs: watch the entry
+	watchMu   sync.Mutex  // held by a look at the queue while the test runs
 
 	start                time.Time
 	rebaseTime, testTime time.Duration
@@ -265,7 +371,13 @@ func (j *job) fail(ctx context.Context, to mergequeue.Status, reason string, pat
 }
 
 func (j *job) process(ctx context.Context) *Result {
-	j.runDir = filepath.Join(store.RunsDir(j.r.Store.Repo), strconv.FormatInt(j.id, 10), "attempt-"+strconv.Itoa(j.attempt))
+	// A directory of the attempt's own: the claim's event id never repeats,
+	// whatever resubmissions or a merge of clones' logs do to the entry's
+	// number and attempt count.
+	j.runDir = mergequeue.RunDir(store.RunsDir(j.r.Store.Repo), j.ref, j.claim)
+	if j.runDir == "" { // never: both are ids the log gave
+		j.runDir = filepath.Join(store.RunsDir(j.r.Store.Repo), "merge", "entry-"+strconv.FormatInt(j.id, 10), "attempt-"+strconv.Itoa(j.attempt))
+	}
 	b, res := j.base(ctx)
 	for res == nil {
 		j.against, j.local, j.tested = b.against, b.local, ""
@@ -362,6 +474,11 @@ func (j *job) rebaseAndTest(ctx context.Context) *Result {
 	t = time.Now()
 	code, reason, err := j.test(ctx, argv)
 	j.testTime += time.Since(t)
+	if a, ok := err.(*abortedError); ok {
+		j.lost = true
+		j.r.logf("entry %d: test command stopped: %v", j.id, a.cause)
+		return &Result{EntryID: j.id, Status: a.status(), Reason: "stopped: " + a.cause.Error()}
+	}
 	if err != nil {
 		return j.fail(ctx, mergequeue.FailedRetryable, "test command: "+err.Error(), nil, nil)
 	}
@@ -655,6 +772,8 @@ func (r *Runner) waits(ctx context.Context, q *mergequeue.State, target *mergequ
 			continue
 		}
 		switch {
+		case strings.HasPrefix(e.Waiting, mergequeue.WaitPushPending):
+			// waits for merge.pushed (pushWaiting)
 		case strings.HasPrefix(e.Waiting, mergequeue.WaitTargetDiverged):
 			diverged = true
 		case strings.HasPrefix(e.Waiting, mergequeue.WaitTargetLocked):
@@ -692,13 +811,22 @@ func (j *job) test(ctx context.Context, argv []string) (code int, reason string,
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, "", err
 	}
-	logFile, err := os.Create(filepath.Join(dir, "test.log"))
+	logFile, err := os.OpenFile(filepath.Join(dir, mergequeue.TestLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return 0, "", err
 	}
 	defer logFile.Close()
+	if fi, err := logFile.Stat(); err == nil && fi.Size() > 0 {
+		// The same attempt tests again (the remote's target moved): keep
+		// the earlier round's output above.
+		fmt.Fprintf(logFile, "\n=== spool: testing again, %s rebased onto %s ===\n", short(j.tested), short(j.against))
+	}
 	timeout := j.r.Store.Config.Duration("merge.test_timeout")
-	tctx, cancel := context.WithTimeout(ctx, timeout)
+	parent := ctx
+	if j.abortable != nil {
+		parent = j.abortable
+	}
+	tctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	// Its own process group, which dies with this process and on timeout;
 	// recorded in the log so that recovery can end it should it survive.
@@ -709,15 +837,21 @@ func (j *job) test(ctx context.Context, argv []string) (code int, reason string,
 		return 0, "", err
 	}
 	j.recordProc(ctx, p.Record())
+	j.testing.Store(true)
 	err = p.Wait()
+	j.watchMu.Lock() // a look at the queue under way ends before the job uses the store again
+	j.testing.Store(false)
+	j.watchMu.Unlock()
 	var exitErr *proc.ExitError
 	switch {
+	case j.abortable != nil && context.Cause(j.abortable) != nil && ctx.Err() == nil:
+		return 0, "", &abortedError{context.Cause(j.abortable)}
 	case err == nil:
 		return 0, "", nil
 	case tctx.Err() == context.DeadlineExceeded:
-		return -1, fmt.Sprintf("test command timed out after %s (output in %s/test.log)", timeout, j.runDir), nil
+		return -1, fmt.Sprintf("test command timed out after %s (output in %s)", timeout, filepath.Join(j.runDir, mergequeue.TestLog)), nil
 	case errors.As(err, &exitErr):
-		return exitErr.ExitCode(), fmt.Sprintf("test command exited %d (output in %s/test.log)", exitErr.ExitCode(), j.runDir), nil
+		return exitErr.ExitCode(), fmt.Sprintf("test command exited %d (output in %s)", exitErr.ExitCode(), filepath.Join(j.runDir, mergequeue.TestLog)), nil
 	}
 	return 0, "", err
 }
@@ -735,22 +869,90 @@ func (j *job) recordProc(ctx context.Context, rec proc.Record) {
 	}
 }
 
-// renewWhile renews the lease every third of its length until stopped.
-func (j *job) renewWhile(ctx context.Context) (stop func()) {
+// DefaultWatchEvery is how often the runner looks whether the entry whose
+// test command runs is still its own (Runner.WatchEvery).
+const DefaultWatchEvery = 500 * time.Millisecond
+
+// abortedError is a test command ended because the entry stopped being the
+// job's while it ran (a merge cancel, another runner's recovery).
+type abortedError struct{ cause error }
+
+func (a *abortedError) Error() string { return a.cause.Error() }
+
+// status is what the watch saw the entry become.
+func (a *abortedError) status() mergequeue.Status {
+	var lost *lostEntry
+	if errors.As(a.cause, &lost) {
+		return lost.status
+	}
+	return mergequeue.Testing
+}
+
+// lostEntry is the cause of an aborted test: the entry is no longer in
+// testing with this runner and head.
+type lostEntry struct {
+	id     int64
+	status mergequeue.Status
+	runner string
+}
+
+func (l *lostEntry) Error() string {
+	if l.status == mergequeue.Cancelled {
+		return fmt.Sprintf("entry %d was cancelled while its test ran", l.id)
+	}
+	return fmt.Sprintf("entry %d is %s (runner %q) while its test ran: no longer this runner's", l.id, l.status, l.runner)
+}
+
+// stillOurs reads the queue and says why the entry stopped being this
+// job's (nil while it is still in testing, held by this runner, at this head).
+func (j *job) stillOurs(ctx context.Context) error {
+	v, err := j.r.Store.Read(ctx, mergequeue.Name)
+	if err != nil {
+		return nil // cannot tell: the test goes on; the next step's compare-and-set decides
+	}
+	e := queueOf(v).EntryByRef(j.ref)
+	if e == nil {
+		return &lostEntry{id: j.id}
+	}
+	if e.Status != mergequeue.Testing || e.Runner != j.r.ID || e.HeadSHA != j.head {
+		return &lostEntry{id: j.id, status: e.Status, runner: e.Runner}
+	}
+	return nil
+}
+
+// renewWhile renews the lease every third of its length until stopped and,
+// while the test command runs, looks every WatchEvery whether the entry is
+// still the job's, calling abort with why when it is not. Both run in this
+// one goroutine: the store is never used by two of the job's at once.
+func (j *job) renewWhile(ctx context.Context, abort context.CancelCauseFunc) (stop func()) {
 	pol := j.r.policy()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
+	every := j.r.WatchEvery
+	if every <= 0 {
+		every = DefaultWatchEvery
+	}
 	fault.Go(func() {
 		defer wg.Done()
 		tick := time.NewTicker(max(pol.Lease/3, time.Second))
 		defer tick.Stop()
+		watch := time.NewTicker(every)
+		defer watch.Stop()
 		for {
 			select {
 			case <-done:
 				return
 			case <-ctx.Done():
 				return
+			case <-watch.C:
+				j.watchMu.Lock()
+				if j.testing.Load() && abort != nil {
+					if why := j.stillOurs(ctx); why != nil {
+						abort(why)
+					}
+				}
+				j.watchMu.Unlock()
 			case <-tick.C:
 				_, _, err := j.r.Store.Claim(ctx, j.r.Now(), j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
 					return mergequeue.DecideRenew(queueOf(v), j.id, j.r.ID, pol, j.r.Now())
@@ -759,6 +961,9 @@ func (j *job) renewWhile(ctx context.Context) (stop func()) {
 					// The entry was recovered or changed: the next step's
 					// compare-and-set fails and the job stops there.
 					j.r.logf("entry %d: lease not renewed: %v", j.id, err)
+					if abort != nil {
+						abort(fmt.Errorf("entry %d: lease not renewed: %w", j.id, err)) // not ours: a test still running stops
+					}
 					return
 				}
 				// Anything else (the lock busy for a while) is retried next tick.

@@ -68,7 +68,7 @@ func TestTrainMergesInOrder(t *testing.T) {
 			t.Errorf("step %s lacks tested_against_sha", h.To)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(f.Root, ".git/spool/runs/1/attempt-1/test.log")); err != nil {
+	if _, err := os.Stat(filepath.Join(q.Entry(1).RunDir, mergequeue.TestLog)); err != nil || !strings.Contains(q.Entry(1).RunDir, "/runs/merge/"+q.Entry(1).Ref+"/") {
 		t.Error("no test output kept")
 	}
 	if out := f.Git(f.Root, "worktree", "list"); strings.Contains(out, "/scratch/merge-") {
@@ -109,7 +109,7 @@ func TestTrainFailingThenPassingTest(t *testing.T) {
 	if e.Status != mergequeue.FailedRetryable || e.Attempts != 1 || !strings.Contains(e.LastError, "exited 1") {
 		t.Fatalf("first run: %s %d %q", e.Status, e.Attempts, e.LastError)
 	}
-	log, _ := os.ReadFile(filepath.Join(f.Root, ".git/spool/runs/1/attempt-1/test.log"))
+	log, _ := os.ReadFile(filepath.Join(e.RunDir, mergequeue.TestLog))
 	if strings.TrimSpace(string(log)) != "broken" {
 		t.Errorf("test.log %q", log)
 	}

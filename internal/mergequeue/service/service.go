@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"io"
+	"os"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/mergequeue"
@@ -46,6 +47,13 @@ func (s *Service) Queue(ctx context.Context) (*mergequeue.State, error) {
 		return nil, err
 	}
 	return queueOf(v), nil
+}
+
+// Order is the pending entries in the order the train claims them now,
+// aging counted (mergequeue.State.OrderAt with merge.aging and the
+// command's clock).
+func (s *Service) Order(q *mergequeue.State) mergequeue.Order {
+	return q.OrderAt(s.Now, s.Policy.Aging)
 }
 
 // Entry reads the queue and finds the entry a command names (see
@@ -131,6 +139,30 @@ func (s *Service) Freeze(ctx context.Context, on bool, reason string) (q *mergeq
 // Trail is an entry's audit trail, read from the log.
 func (s *Service) Trail(ctx context.Context, e *mergequeue.Entry) ([]mergequeue.AuditStep, error) {
 	return trail(ctx, s.Store, e)
+}
+
+// Show is merge show: the entry, its audit trail and where each attempt's
+// test output is (mergequeue.AttemptLogs), saying which files this clone has.
+// A pending entry is shown at its position in Order, with its effective
+// priority and why.
+func (s *Service) Show(ctx context.Context, q *mergequeue.State, e *mergequeue.Entry) (mergequeue.Shown, error) {
+	o := s.Order(q)
+	st, pending := o.Of(e)
+	e = o.Standing(e)
+	steps, err := trail(ctx, s.Store, e)
+	if err != nil {
+		return mergequeue.Shown{}, err
+	}
+	logs := mergequeue.AttemptLogs(store.RunsDir(s.Store.Repo), e, steps)
+	for i := range logs {
+		fi, err := os.Lstat(logs[i].Path)
+		logs[i].Exists = err == nil && fi.Mode().IsRegular()
+	}
+	shown := mergequeue.Shown{Entry: e, History: steps, Logs: logs}
+	if pending {
+		shown.EffectivePriority, shown.Aging = &st.Effective, st.Aging(e.Priority)
+	}
+	return shown, nil
 }
 
 // Train makes the merge train's runner for target (merge.target when empty).

@@ -27,6 +27,7 @@ type SubmitOptions struct {
 	Workspace  string // name or path; empty is the worktree the command runs in
 	Priority   *int   // nil: the default for a new entry, unchanged for one in the queue
 	BeadID     string
+	DedupeKey  string // "workspace:change_id" naming the change across workspaces; empty: computed (workspace identity:change id)
 	NoPush     bool
 	AutoCommit bool
 	// Prefetched, when set, is Prefetch's reading of the current worktree,
@@ -125,12 +126,44 @@ type Response struct {
 	Branch         string                    `json:"branch"`
 	Pushed         bool                      `json:"pushed"`
 	PushNote       string                    `json:"push_note,omitempty"` // why the branch was not pushed
+	PendingPush    bool                      `json:"pending_push"`        // queued offline: waiting until the train pushes the branch
+}
+
+// firstLine is the first line of git's message.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
 }
 
 // Submit validates the workspace, reads its identity, pushes its branch and
 // queues it. Everything that can fail does so before the one append, so a
-// failed submission leaves nothing behind (INV-CONC-001, -003).
+// failed submission leaves no entry behind (INV-CONC-001, -003); one
+// refused for a reason the seed audits (mergequeue.Audited: the push, a
+// dirty worktree, another change queued) is recorded as merge.refused
+// (SR-005).
 func (s *Service) Submit(ctx context.Context, opt SubmitOptions) (*Response, error) {
+	var about mergequeue.Refusal
+	resp, err := s.submit(ctx, opt, &about)
+	if err == nil || about.Workspace == "" {
+		return resp, err
+	}
+	drafts := mergequeue.DecideRefused(about, err)
+	if drafts == nil {
+		return nil, err
+	}
+	actor, aerr := s.Actor(ctx)
+	if aerr == nil {
+		_, _, aerr = s.Store.Write(context.WithoutCancel(ctx), s.Now, actor, []string{mergequeue.Name}, func(*projections.View) ([]eventlog.Draft, error) {
+			return drafts, nil
+		})
+	}
+	if aerr != nil && s.Warn != nil {
+		s.Warn("the refused submission was not recorded in the log: " + aerr.Error())
+	}
+	return nil, err
+}
+
+func (s *Service) submit(ctx context.Context, opt SubmitOptions, about *mergequeue.Refusal) (*Response, error) {
 	st, now := s.Store, s.Now
 	actor, err := s.Actor(ctx)
 	if err != nil {
@@ -157,6 +190,14 @@ func (s *Service) Submit(ctx context.Context, opt SubmitOptions) (*Response, err
 	if err := CheckWorkspace(w); err != nil {
 		return nil, err
 	}
+	if err := s.Policy.CheckBranch(w.Name, w.Branch); err != nil {
+		return nil, err
+	}
+	wsID, err := workspaceID(st, w)
+	if err != nil {
+		return nil, err
+	}
+	*about = mergequeue.Refusal{Workspace: w.Name, WorkspaceID: wsID, Worktree: w.Path, Branch: w.Branch, HeadSHA: w.HEAD}
 	if len(dirty) > 0 && !opt.AutoCommit {
 		return nil, mergequeue.WorkspaceNotClean(w.Name, dirty)
 	}
@@ -164,14 +205,10 @@ func (s *Service) Submit(ctx context.Context, opt SubmitOptions) (*Response, err
 	if _, err := recoverExpired(ctx, st, actor, now, s.Warn); err != nil {
 		return nil, err
 	}
-	wsID, err := workspaceID(st, w)
-	if err != nil {
-		return nil, err
-	}
 	pol := s.Policy
 	request := func(id Reading) mergequeue.SubmitRequest {
 		return mergequeue.SubmitRequest{Workspace: w.Name, WorkspaceID: wsID, Worktree: w.Path, Branch: w.Branch, HeadSHA: w.HEAD,
-			ChangeID: id.ChangeID, ChangeIDSource: id.Source, Priority: opt.Priority, BeadID: opt.BeadID, Actor: actor}
+			ChangeID: id.ChangeID, ChangeIDSource: id.Source, DedupeKey: opt.DedupeKey, Priority: opt.Priority, BeadID: opt.BeadID, Actor: actor}
 	}
 	// askQueue decides without appending, so that a submission the queue
 	// refuses changes nothing; the decision that counts is the one under the lock.
@@ -206,6 +243,7 @@ func (s *Service) Submit(ctx context.Context, opt SubmitOptions) (*Response, err
 		return nil, got.IdentErr
 	}
 	req := request(got)
+	about.HeadSHA = w.HEAD // after an auto-commit, the commit it made
 	// Before pushing.
 	if err := askQueue(req); err != nil {
 		return nil, err
@@ -219,7 +257,15 @@ func (s *Service) Submit(ctx context.Context, opt SubmitOptions) (*Response, err
 	case !git.RemoteExists(ctx, w.Path, remote):
 		note = fmt.Sprintf(`not pushed: remote %q does not exist (add it, or set merge.remote "" for no remote)`, remote)
 	default:
-		if err := pushBranch(ctx, w, remote); err != nil {
+		err := pushBranch(ctx, w, remote)
+		if f, ok := fault.As(err); ok && f.Has(mergequeue.CodeRemoteUnreachable) && st.Config.Bool("merge.offline") {
+			// Offline (seed 002 §6.1): queued, waiting for the push, which
+			// the train retries with backoff until the remote answers.
+			req.PendingPush = fmt.Sprintf("remote %s did not answer (%s); the merge train pushes %s when it does", remote, firstLine(f.Message), w.Branch)
+			note = "not pushed: " + mergequeue.WaitPushPending + ": " + req.PendingPush
+			break
+		}
+		if err != nil {
 			return nil, err
 		}
 		pushed = true
@@ -235,9 +281,9 @@ func (s *Service) Submit(ctx context.Context, opt SubmitOptions) (*Response, err
 	e := queueOf(v).Entry(sub.EntryID)
 	resp := &Response{EntryID: e.ID, EntryRef: e.Ref, Workspace: e.Workspace, WorkspaceID: e.WorkspaceID, Status: e.Status, PendingCount: queueOf(v).PendingCount,
 		SubmissionType: sub.Type, SubmittedAt: now.UTC(), DedupeKey: e.DedupeKey, HeadSHA: e.HeadSHA,
-		ChangeID: e.ChangeID, Branch: e.Branch, Pushed: pushed, PushNote: note}
-	if e.Position > 0 {
-		p := e.Position
+		ChangeID: e.ChangeID, Branch: e.Branch, Pushed: pushed, PushNote: note, PendingPush: strings.HasPrefix(e.Waiting, mergequeue.WaitPushPending)}
+	if st, ok := s.Order(queueOf(v)).Of(e); ok {
+		p := st.Position
 		resp.Position = &p
 	}
 	if e.BeadID != "" {

@@ -98,7 +98,10 @@ func TestSubmitPush(t *testing.T) {
 	_, err := f.submit(third, SubmitOptions{}, "ada@example.com")
 	wantCode(t, err, mergequeue.CodeBookmarkPushFailed.Name)
 	os.Remove(hook)
-	// PRE-REMOTE-002: an unreachable remote queues nothing.
+	// PRE-REMOTE-002: an unreachable remote queues nothing when offline
+	// submissions are off (by default it queues the entry as pending_push:
+	// merge_offline.txtar).
+	f.config("merge.offline", "false")
 	f.Git(f.Root, "remote", "set-url", "origin", filepath.Join(t.TempDir(), "missing.git"))
 	_, err = f.submit(third, SubmitOptions{}, "ada@example.com")
 	wantCode(t, err, mergequeue.CodeRemoteUnreachable.Name)

@@ -76,3 +76,33 @@ func trail(ctx context.Context, st *store.Store, e *mergequeue.Entry) ([]mergequ
 		steps = append(steps, step)
 	}
 }
+
+// Refused reads the refused submissions (merge.refused) from the log, oldest first.
+func (s *Service) Refused(ctx context.Context) ([]mergequeue.Refused, error) {
+	r, err := s.Store.Log.Read(nil)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	out := []mergequeue.Refused{}
+	for n := 1; ; n++ {
+		ev, _, err := r.Next()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if ev.Type != mergequeue.EvRefused {
+			continue
+		}
+		var d mergequeue.RefusedData
+		if json.Unmarshal(ev.Data, &d) != nil || d.Code == "" {
+			continue
+		}
+		out = append(out, mergequeue.Refused{At: ev.At, Actor: ev.Actor, Event: ev.ID, RefusedData: d})
+	}
+}
