@@ -276,3 +276,29 @@ func TestKanbanImportedBlocked(t *testing.T) {
 		t.Errorf("waiting: %v", ids)
 	}
 }
+
+// Ready means one thing on every page and answer: what next could claim
+// now. The orchestrator's queue depth, stats' currently_ready and the
+// Tasks view's Ready column agree, with tasks in backoff, Blocked and
+// abandoned in the queue.
+func TestOneReady(t *testing.T) {
+	f := newFixture(t)
+	f.kanbanSeed()
+	st, p := f.state()
+	cols := columns(board.Kanban(st, p, board.TaskFilter{}, f.clock(), 0))
+	var status struct {
+		QueueDepth int `json:"queueDepth"`
+	}
+	var stats struct {
+		CurrentlyReady int `json:"currently_ready"`
+	}
+	decode(t, f.get("/api/orchestrator/status"), &status)
+	decode(t, f.get("/api/stats"), &stats)
+	ready := len(cols[board.ColReady].Cards)
+	if len(cols[board.ColBackoff].Cards) == 0 || len(cols[board.ColBlocked].Cards) == 0 {
+		t.Fatal("set-up: no task in backoff or Blocked")
+	}
+	if status.QueueDepth != ready || stats.CurrentlyReady != ready {
+		t.Errorf("queue depth %d, currently_ready %d, Ready column %d: one definition, please", status.QueueDepth, stats.CurrentlyReady, ready)
+	}
+}

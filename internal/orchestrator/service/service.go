@@ -85,17 +85,20 @@ type Status struct {
 	Paused      *orchestrator.Pause  `json:"paused,omitempty"`
 }
 
-// Status reads the active task and how many tasks are ready.
+// Status reads the active task and how many tasks next could claim now.
 func (s *Service) Status(ctx context.Context) (Status, *orchestrator.State, error) {
 	st, err := s.Read(ctx)
 	if err != nil {
 		return Status{}, nil, err
 	}
-	ready, _, err := s.WQ.Ready(ctx, workqueue.ReadyFilter{}, 0)
+	// Ready has one meaning everywhere: what next could claim now (stats'
+	// currently_ready, the board's Ready column), not a task waiting out
+	// its backoff nor a Blocked or abandoned one.
+	qs, err := s.WQ.Stats(ctx)
 	if err != nil {
 		return Status{}, nil, err
 	}
-	return Status{CurrentTask: st.ActiveTask, QueueDepth: len(ready), Paused: st.Paused}, st, nil
+	return Status{CurrentTask: st.ActiveTask, QueueDepth: qs.CurrentlyReady, Paused: st.Paused}, st, nil
 }
 
 // Worktree is where the agent works on task id: in the git common
