@@ -19,6 +19,8 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/spoolhq/spool/internal/jobs"
 )
 
 // The board end to end: spool serve on a real repository, driven in
@@ -290,6 +292,7 @@ func TestBoardInBrowser(t *testing.T) {
 		screenshot(t, ctx, strings.ReplaceAll(view, "/", "-"))
 	}
 	keyboard(t, ctx, base)
+	tierChangeAsks(t, ctx, base, bin, dir, env)
 	bulkCancel(t, ctx, base, bin, dir, env)
 	narrowAndDark(t, ctx, base, stuck)
 }
@@ -402,6 +405,33 @@ func bulkCancel(t *testing.T, ctx context.Context, base, bin, dir string, env []
 	if got := len(jobEvents(t, bin, dir, env, "job.cancelled")); got != before {
 		t.Fatalf("one click cancelled %d jobs", got-before)
 	}
+	// A live update meanwhile keeps the question asked (and the ticks).
+	version := value(t, ctx, "read the page's version", chromedp.Evaluate[string](`document.body.dataset.version || "0"`))
+	jobSpool(t, bin, dir, env, "task", "add", "a change while the user confirms")
+	browse(t, ctx, "a live update", chromedp.Poll[chromedp.Void](fmt.Sprintf(`(document.body.dataset.version || "0") !== %q`, version)))
 	click(t, ctx, "confirm", `.bulk button[data-bulk="cancel"].armed`)
 	waitFor(t, 10*time.Second, "every ticked job cancelled", func() bool { return len(jobEvents(t, bin, dir, env, "job.cancelled")) == before+n })
+}
+
+// tierChangeAsks: a move that would change a job's tier (a background job
+// put among normal ones) asks first, and happens when made again.
+func tierChangeAsks(t *testing.T, ctx context.Context, base, bin, dir string, env []string) {
+	t.Helper()
+	bg := submitJob(t, bin, dir, env, "--name", "nightly", "--priority", "background", "--", "/bin/true")
+	browse(t, ctx, "open jobs", chromedp.Navigate(base+"/jobs"), chromedp.WaitVisible(fmt.Sprintf(`tr[data-job="%s"]`, bg)))
+	n := value(t, ctx, "count rows", chromedp.Evaluate[int](`document.querySelectorAll("#jobq tbody tr").length`))
+	for range n {
+		browse(t, ctx, "press j", chromedp.KeyEvent("j"))
+	}
+	browse(t, ctx, "select the background job", chromedp.WaitVisible(fmt.Sprintf(`tr.selected[data-job="%s"]`, bg)))
+	browse(t, ctx, "press K", chromedp.KeyEvent("K"))
+	browse(t, ctx, "the page asks", chromedp.WaitVisible(`#toast`))
+	if msg := pageText(t, ctx, "read the question", "#toast"); !strings.Contains(msg, "would become normal") {
+		t.Errorf("the page says %q, want it to ask before %s becomes normal", msg, bg)
+	}
+	if j := showJob(t, bin, dir, env, bg); j.Tier != jobs.Background {
+		t.Fatalf("one K moved %s into %s", bg, j.Tier)
+	}
+	browse(t, ctx, "press K again", chromedp.KeyEvent("K"))
+	waitFor(t, 10*time.Second, bg+" to become normal", func() bool { return showJob(t, bin, dir, env, bg).Tier == jobs.Normal })
 }

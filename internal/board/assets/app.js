@@ -40,6 +40,7 @@
         const kept = keep(main);
         main.replaceWith(fresh);
         restore(fresh, kept);
+        rearm(fresh);
       }
       document.body.dataset.version = String(++version);
     } catch (e) {
@@ -146,24 +147,46 @@
     return false;
   }
 
+  // A final action (cancel) asks first: its button turns into its
+  // confirmation for 5 s. No dialog: nothing modal, no prompt a page could
+  // imitate. armed maps a button's key to when it was armed, so a live
+  // update that replaces the button keeps it armed.
+  const armed = new Map();
+  function armKey(b) {
+    const f = b.closest("form");
+    return (f ? f.dataset.api : "") + "|" + (b.dataset.bulk || "");
+  }
+  function armedNow(b) {
+    const at = armed.get(armKey(b));
+    return at !== undefined && Date.now() - at < 5000;
+  }
+  function arm(b, text, why, at) {
+    armed.set(armKey(b), at);
+    const label = b.textContent;
+    b.textContent = text; b.title = why; b.classList.add("armed");
+    setTimeout(() => {
+      if (armed.get(armKey(b)) === at) armed.delete(armKey(b));
+      if (b.isConnected) { b.textContent = label; b.classList.remove("armed"); }
+    }, Math.max(0, 5000 - (Date.now() - at)));
+  }
+  function rearm(main) {
+    main.querySelectorAll("form[data-confirm] button, .bulk button[data-confirm]").forEach((b) => {
+      const at = armed.get(armKey(b));
+      if (at !== undefined && Date.now() - at < 5000) arm(b, "Confirm " + b.textContent.toLowerCase(), (b.closest("form") || b).dataset.confirm, at);
+    });
+  }
+
   // Every write is a <form class="act" data-api="/api/...">.
   document.addEventListener("submit", (ev) => {
     const f = ev.target.closest("form.act");
     if (!f) return;
     ev.preventDefault();
-    // A final action (cancel) asks first: the button turns into its
-    // confirmation for a few seconds. No dialog: nothing modal, no script
-    // prompt a page could imitate.
     const b = f.querySelector("button");
-    if (f.dataset.confirm && !f.dataset.armed) {
-      f.dataset.armed = "1";
-      b.dataset.label = b.textContent;
-      b.textContent = "Confirm " + b.textContent.toLowerCase();
-      b.title = f.dataset.confirm;
-      b.classList.add("armed");
-      setTimeout(() => { delete f.dataset.armed; b.textContent = b.dataset.label; b.classList.remove("armed"); }, 5000);
+    if (f.dataset.confirm && !armedNow(b)) {
+      arm(b, "Confirm " + b.textContent.toLowerCase(), f.dataset.confirm, Date.now());
       return;
     }
+    armed.delete(armKey(b));
     post(f.dataset.api, new URLSearchParams(new FormData(f)));
   });
 
@@ -175,12 +198,11 @@
     const bar = b.closest(".bulk"), scope = bar.closest("section, main");
     const ids = [...scope.querySelectorAll("input.pick:checked")].map((el) => el.dataset.id);
     if (!ids.length) { toast("select some first", false); return; }
-    if (b.dataset.confirm && !b.dataset.armed) {
-      b.dataset.armed = "1"; b.dataset.label = b.textContent;
-      b.textContent = "Confirm " + b.textContent.toLowerCase() + " of " + ids.length; b.classList.add("armed"); b.title = b.dataset.confirm;
-      setTimeout(() => { delete b.dataset.armed; b.textContent = b.dataset.label; b.classList.remove("armed"); }, 5000);
+    if (b.dataset.confirm && !armedNow(b)) {
+      arm(b, "Confirm " + b.textContent.toLowerCase() + " of " + ids.length, b.dataset.confirm, Date.now());
       return;
     }
+    armed.delete(armKey(b));
     let done = 0;
     for (const id of ids) {
       if (await post(bar.dataset.api + encodeURIComponent(id) + "/" + b.dataset.bulk, new URLSearchParams())) done++;
@@ -237,10 +259,26 @@
     clearMarks();
     dragging = false;
     if (!to) return;
+    move(from, to, where);
+  });
+
+  // move places a job before or after another, which gives it that job's
+  // tier: a move that changes the tier asks first, and happens when the
+  // same move is made again within 10 s.
+  let askedMove = null;
+  async function move(from, to, where) {
+    const tier = (el) => (el.className.match(/tier-row-(\w+)/) || [])[1];
+    const key = from.dataset.job + " " + where + " " + to.dataset.job;
+    if (tier(from) !== tier(to) && !(askedMove && askedMove.key === key && Date.now() - askedMove.at < 10000)) {
+      askedMove = { key, at: Date.now() };
+      toast(from.dataset.job + " would become " + tier(to) + " (the tier of " + to.dataset.job + "): do the same move again to confirm", false);
+      return;
+    }
+    askedMove = null;
     const p = new URLSearchParams();
     p.set(where, to.dataset.job);
     if (await post("/api/jobs/" + encodeURIComponent(from.dataset.job) + "/move", p)) toast("moved " + from.dataset.job, true);
-  });
+  }
 
   // Keys: / searches (or filters), j and k move through the cards or rows,
   // Enter opens the one selected. Not while typing in a field.
@@ -265,9 +303,7 @@
       const row = document.querySelector("#main tr.selected[data-movable]");
       const next = ev.key === "J" ? row.nextElementSibling : row.previousElementSibling;
       if (!next || !next.dataset.job) return;
-      const p = new URLSearchParams();
-      p.set(ev.key === "J" ? "after" : "before", next.dataset.job);
-      post("/api/jobs/" + encodeURIComponent(row.dataset.job) + "/move", p).then((ok) => { if (ok) toast("moved " + row.dataset.job, true); });
+      move(row, next, ev.key === "J" ? "after" : "before");
     } else if (ev.key === "j" || ev.key === "k") {
       const cur = document.querySelector("#main .selected");
       const at = cur ? items().indexOf(cur) : -1;
