@@ -185,7 +185,7 @@ func benchBoard(srv *server, bin, dir string, env []string, runs, appends int, i
 
 // pageDebounce is how long the board's script (internal/board/assets/app.js)
 // waits after an event before it fetches the page again.
-const pageDebounce = 100 * time.Millisecond
+const pageDebounce = 25 * time.Millisecond
 
 // taskMix is what buildTasks made.
 type taskMix struct{ closed, labelled, deps, claimed, blocked int }

@@ -102,7 +102,7 @@
 
   function schedule() {
     clearTimeout(timer);
-    timer = setTimeout(refresh, 100);
+    timer = setTimeout(refresh, 25); // coalesces a burst of events into one refetch
   }
 
   // A page with something that changes without events (an agent's output)
