@@ -384,20 +384,7 @@ func underRuns(runsDir, path string) (string, bool) {
 // can push an event could name any file), and only a regular file inside
 // runs once links are resolved.
 func agentOutput(runsDir string, a *orchestrator.Active) (string, bool) {
-	runs, err := filepath.EvalSymlinks(runsDir)
-	if err != nil {
-		return "", false
-	}
-	path, err := filepath.EvalSymlinks(orchestrator.LogPath(orchestrator.RunDir(runsDir, a.TaskID), a.Attempt))
-	if err != nil {
-		return "", false
-	}
-	rel, err := filepath.Rel(runs, path)
-	if err != nil || !filepath.IsLocal(rel) {
-		return "", false
-	}
-	fi, err := os.Stat(path)
-	return path, err == nil && fi.Mode().IsRegular()
+	return underRuns(runsDir, orchestrator.LogPath(orchestrator.RunDir(runsDir, a.TaskID), a.Attempt))
 }
 
 // ActivityData is the Activity view: the latest events that match.

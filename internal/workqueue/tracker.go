@@ -254,7 +254,10 @@ func (s *State) List(p Policy, f ListFilter, now time.Time) []*Task {
 
 // reaches reports whether from waits, directly or not, on to (through
 // blockers and parents).
-func (s *State) reaches(from, to string) bool {
+func (s *State) reaches(from, to string) bool { return s.reachesThrough(from, to, false) }
+
+// reachesThrough is reaches, and with links through links too.
+func (s *State) reachesThrough(from, to string, links bool) bool {
 	seen := map[string]bool{}
 	stack := []string{from}
 	for len(stack) > 0 {
@@ -273,6 +276,11 @@ func (s *State) reaches(from, to string) bool {
 		}
 		for _, d := range t.Blockers {
 			stack = append(stack, d.ID)
+		}
+		if links {
+			for _, l := range t.Links {
+				stack = append(stack, l.ID)
+			}
 		}
 		if t.Parent != "" {
 			stack = append(stack, t.Parent)
@@ -296,35 +304,7 @@ func (s *State) descends(id, ancestor string) bool {
 
 // reachesAny is reaches through links too: bd refuses a dependency that
 // would close a cycle through dependencies of any type.
-func (s *State) reachesAny(from, to string) bool {
-	seen := map[string]bool{}
-	stack := []string{from}
-	for len(stack) > 0 {
-		id := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if id == to {
-			return true
-		}
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		t := s.Task(id)
-		if t == nil {
-			continue
-		}
-		for _, d := range t.Blockers {
-			stack = append(stack, d.ID)
-		}
-		for _, l := range t.Links {
-			stack = append(stack, l.ID)
-		}
-		if t.Parent != "" {
-			stack = append(stack, t.Parent)
-		}
-	}
-	return false
-}
+func (s *State) reachesAny(from, to string) bool { return s.reachesThrough(from, to, true) }
 
 // View renders a task at now (its effective status), without dependencies
 // or comments: bd ready's items, and what commands that change a task print.
