@@ -17,6 +17,7 @@ import (
 	jobservice "github.com/spoolhq/spool/internal/jobs/service"
 	"github.com/spoolhq/spool/internal/mergequeue"
 	mqservice "github.com/spoolhq/spool/internal/mergequeue/service"
+	"github.com/spoolhq/spool/internal/orchestrator"
 	orchservice "github.com/spoolhq/spool/internal/orchestrator/service"
 	"github.com/spoolhq/spool/internal/prdqueue"
 	prdservice "github.com/spoolhq/spool/internal/prdqueue/service"
@@ -85,6 +86,25 @@ var apiWrites = map[string]call{
 	},
 	"merge/freeze":   mergeFreeze(true),
 	"merge/unfreeze": mergeFreeze(false),
+	"orchestrator/pause": func(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+		return orchestratorChange(ctx, env, func(o *orchservice.Service) (*orchestrator.State, error) {
+			return o.PauseAgents(ctx, param(r, "reason"))
+		})
+	},
+	"orchestrator/resume": func(ctx context.Context, env store.Env, r *http.Request) (any, error) {
+		return orchestratorChange(ctx, env, func(o *orchservice.Service) (*orchestrator.State, error) { return o.Resume(ctx) })
+	},
+}
+
+// orchestratorChange pauses or resumes the orchestrator and answers its
+// status, as spool orchestrator status --json.
+func orchestratorChange(ctx context.Context, env store.Env, change func(*orchservice.Service) (*orchestrator.State, error)) (any, error) {
+	o := orchservice.Open(env)
+	if _, err := change(o); err != nil {
+		return nil, err
+	}
+	status, _, err := o.Status(ctx)
+	return status, err
 }
 
 // mergeFreeze is merge freeze (on) or unfreeze: the queue as merge list

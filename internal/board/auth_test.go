@@ -405,3 +405,16 @@ func TestMergeFreezeFromThePage(t *testing.T) {
 	}
 	acceptedWrite(t, f, request{method: "POST", path: "/api/merge/unfreeze", token: bossToken}, boss)
 }
+
+// The orchestrator is paused and resumed from the board as from the CLI.
+func TestOrchestratorPauseFromTheBoard(t *testing.T) {
+	f := newFixture(t)
+	acceptedWrite(t, f, request{method: "POST", path: "/api/orchestrator/pause", body: "reason=release+day", ctype: "application/x-www-form-urlencoded", token: token}, alice)
+	r := f.do(request{path: "/orchestrator", token: token})
+	if !strings.Contains(r.body, "paused by "+alice+": release day") || !strings.Contains(r.body, `data-api="/api/orchestrator/resume"`) {
+		t.Fatalf("the paused orchestrator's page:\n%s", r.body)
+	}
+	refusedWrite(t, f, request{method: "POST", path: "/api/orchestrator/pause", token: token}, http.StatusConflict, "invalid_state_transition")
+	acceptedWrite(t, f, request{method: "POST", path: "/api/orchestrator/resume", token: token}, alice)
+	refusedWrite(t, f, request{method: "POST", path: "/api/orchestrator/resume", token: token}, http.StatusConflict, "invalid_state_transition")
+}

@@ -392,14 +392,34 @@ func (s *Service) rejected(ctx context.Context, st *orchestrator.State) ([]Rejec
 	return out, nil
 }
 
-// Resume lifts the breaker's pause (spool orchestrator resume).
+// Resume lifts a pause, the breaker's or a person's (spool orchestrator
+// resume).
 func (s *Service) Resume(ctx context.Context) (*orchestrator.State, error) {
+	return s.change(ctx, func(st *orchestrator.State, actor string) (eventlog.Draft, error) {
+		return orchestrator.Resume(st, "resumed by "+actor)
+	})
+}
+
+// PauseAgents stops agents starting until Resume (spool orchestrator
+// pause); the one running finishes.
+func (s *Service) PauseAgents(ctx context.Context, why string) (*orchestrator.State, error) {
+	return s.change(ctx, func(st *orchestrator.State, actor string) (eventlog.Draft, error) {
+		reason := "paused by " + actor
+		if why != "" {
+			reason += ": " + why
+		}
+		return orchestrator.PauseByHand(st, s.Policy, reason+" (spool orchestrator resume, or the board, starts agents again)")
+	})
+}
+
+// change appends the one event decide makes of the state, as the actor.
+func (s *Service) change(ctx context.Context, decide func(*orchestrator.State, string) (eventlog.Draft, error)) (*orchestrator.State, error) {
 	actor, err := s.Actor(ctx)
 	if err != nil {
 		return nil, err
 	}
 	_, v, err := s.Env.Write(ctx, []string{orchestrator.Name}, func(v *projections.View, _ string) ([]eventlog.Draft, error) {
-		d, err := orchestrator.Resume(stateOf(v), "resumed by "+actor)
+		d, err := decide(stateOf(v), actor)
 		return []eventlog.Draft{d}, err
 	})
 	if err != nil {
