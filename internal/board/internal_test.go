@@ -95,3 +95,16 @@ func TestLatestInLog(t *testing.T) {
 		}
 	}
 }
+
+func TestWholeRunes(t *testing.T) {
+	check := "✓" // 3 bytes
+	for _, c := range []struct{ in, want string }{
+		{"", ""}, {"abc", "abc"}, {"a" + check, "a" + check},
+		{"a" + check[:1], "a"}, {"a" + check[:2], "a"}, {"é"[:1], ""}, {"é", "é"},
+		{"ok\n", "ok\n"}, {"a\xff", "a\xff"}, // not a cut sequence: kept as it is
+	} {
+		if got := string(wholeRunes([]byte(c.in))); got != c.want {
+			t.Errorf("wholeRunes(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -41,6 +41,7 @@
         main.replaceWith(fresh);
         restore(fresh, kept);
         rearm(fresh);
+        showOutput();
       }
       document.body.dataset.version = String(++version);
     } catch (e) {
@@ -313,6 +314,28 @@
       if (cur) { ev.preventDefault(); location.href = cur.href; }
     }
   });
+
+  // The Orchestrator view follows the agent's output as it is written
+  // (/api/orchestrator/output): the stream's text replaces the rendered
+  // tail, also after a live update, and stays at its end unless the user
+  // scrolled up. At most the last 256 KiB are kept.
+  let output = null;
+  function showOutput() {
+    const pre = document.querySelector("#main pre.tail");
+    if (!pre || output === null) return;
+    const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+    pre.textContent = output;
+    if (atEnd) pre.scrollTop = pre.scrollHeight;
+  }
+  if (document.body.querySelector('#main[data-page="orchestrator"]')) {
+    const es = new EventSource("/api/orchestrator/output");
+    es.addEventListener("reset", (m) => { output = JSON.parse(m.data); showOutput(); });
+    es.addEventListener("append", (m) => {
+      output = (output || "") + JSON.parse(m.data);
+      if (output.length > 256 << 10) output = output.slice(-(256 << 10));
+      showOutput();
+    });
+  }
 
   // An output tail starts at its end, the latest lines.
   document.querySelectorAll("pre.tail").forEach((el) => { el.scrollTop = el.scrollHeight; });
