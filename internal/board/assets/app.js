@@ -106,7 +106,7 @@
     timer = setTimeout(refresh, 25); // coalesces a burst of events into one refetch
   }
 
-  // A page with something that changes without events (an agent's output)
+  // A page with something that changes without events (a running agent's status)
   // asks to be polled through data-poll (milliseconds).
   let pollTimer = null;
   function poll() {
