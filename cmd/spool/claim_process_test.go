@@ -158,7 +158,7 @@ func TestRemoteClaimsFourClonesNextDone(t *testing.T) {
 	}
 }
 
-// Four clones each run a job worker over 40 jobs of 2 segments submitted
+// Four clones each run a job worker over 20 jobs of 2 segments submitted
 // in the first: every job is dispatched once, every segment runs once.
 func TestRemoteClaimsFourClonesJobs(t *testing.T) {
 	if testing.Short() {
@@ -166,7 +166,7 @@ func TestRemoteClaimsFourClonesJobs(t *testing.T) {
 	}
 	bin := spoolBinary(t)
 	_, clones, envs := claimClones(t, bin, 4)
-	const n = 40
+	const n = 20
 	shared := filepath.Join(t.TempDir(), "segments")
 	var ids []string
 	for range n {

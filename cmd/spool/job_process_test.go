@@ -375,15 +375,15 @@ func TestJobWorkerOutlastsABusyLog(t *testing.T) {
 	}
 }
 
-// Four workers and 200 jobs of two segments: each segment runs exactly
+// Four workers and 80 jobs of two segments: each segment runs exactly
 // once, as claims and segment ends are decided under the log's lock.
 func TestJobFourWorkersRunEachSegmentOnce(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs 400 segments on 4 workers")
+		t.Skip("runs 160 segments on 4 workers")
 	}
 	bin := spoolBinary(t)
 	dir, env := jobRepo(t, bin)
-	const n, workers = 200, 4
+	const n, workers = 80, 4
 	shared := filepath.Join(t.TempDir(), "segments")
 
 	start := time.Now()
