@@ -293,6 +293,7 @@ func TestBoardInBrowser(t *testing.T) {
 	}
 	keyboard(t, ctx, base)
 	tierChangeAsks(t, ctx, base, bin, dir, env)
+	dragScrolls(t, ctx, base)
 	bulkCancel(t, ctx, base, bin, dir, env)
 	narrowAndDark(t, ctx, base, stuck)
 }
@@ -434,4 +435,25 @@ func tierChangeAsks(t *testing.T, ctx context.Context, base, bin, dir string, en
 	}
 	browse(t, ctx, "press K again", chromedp.KeyEvent("K"))
 	waitFor(t, 10*time.Second, bg+" to become normal", func() bool { return showJob(t, bin, dir, env, bg).Tier == jobs.Normal })
+}
+
+// dragScrolls: a drag held near the window's bottom edge scrolls the page,
+// so a row off screen can be reached.
+func dragScrolls(t *testing.T, ctx context.Context, base string) {
+	t.Helper()
+	browse(t, ctx, "a short window", chromedp.EmulateViewport(1400, 260))
+	defer browse(t, ctx, "a desktop's window", chromedp.EmulateViewport(1400, 1000))
+	browse(t, ctx, "open jobs", chromedp.Navigate(base+"/jobs"), chromedp.WaitVisible(`#live.on`))
+	if h := value(t, ctx, "measure", chromedp.Evaluate[int](`document.documentElement.scrollHeight - window.innerHeight`)); h < 50 {
+		t.Fatalf("set-up: the page scrolls only %d px", h)
+	}
+	from := value(t, ctx, "find a grip", chromedp.Evaluate[[]float64](
+		`(r => [r.left + r.width/2, r.top + r.height/2])(document.querySelector('tr[data-movable] td.grip').getBoundingClientRect())`))
+	left := func(p *input.DispatchMouseEventParams) { p.Button = input.MouseButtonLeft; p.Buttons = 1 }
+	browse(t, ctx, "drag to the bottom edge",
+		chromedp.MouseEvent(chromedp.MousePressed, from[0], from[1], left, chromedp.ClickCount(1)),
+		chromedp.MouseEvent(chromedp.MouseMoved, from[0], 250, left),
+		chromedp.Poll[chromedp.Void](`window.scrollY > 20`))
+	browse(t, ctx, "let go outside any row", chromedp.MouseEvent(chromedp.MouseMoved, 5, 250, left),
+		chromedp.MouseEvent(chromedp.MouseReleased, 5, 250, left, chromedp.ClickCount(1)))
 }
