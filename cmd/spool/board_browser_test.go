@@ -213,7 +213,10 @@ func TestBoardInBrowser(t *testing.T) {
 	// A live update keeps what the user was doing: a ticked box, text
 	// typed into a filter, and the focus there.
 	click(t, ctx, "tick reset attempts", blockedCard+` input[name="reset_attempts"]`)
-	browse(t, ctx, "type into the label filter", chromedp.SendKeys(`input[name="label"]`, "doc"))
+	// Typed as a person types: to the field that has focus, which a live
+	// update replacing the node keeps.
+	click(t, ctx, "focus the label filter", `input[name="label"]`)
+	browse(t, ctx, "type into the label filter", chromedp.KeyEvent("doc"))
 	before := value(t, ctx, "read the page's version", chromedp.Evaluate[string](`document.body.dataset.version || "0"`))
 	jobSpool(t, bin, dir, env, "task", "add", "a change while the user works")
 	browse(t, ctx, "a live update", chromedp.Poll[chromedp.Void](fmt.Sprintf(`(document.body.dataset.version || "0") !== %q`, before)))
