@@ -30,7 +30,7 @@ type MergeSubmitCmd struct {
 	Workspace  string `placeholder:"NAME" help:"Worktree to submit, by directory name or path (default: the current one)."`
 	Priority   *int   `placeholder:"N" help:"0 (most urgent) to 4; default 2 for a new entry, unchanged for one already queued."`
 	Bead       string `placeholder:"ID" help:"Bead or task id, for traceability."`
-	DedupeKey  string `placeholder:"WS:CHANGE" help:"Dedupe key naming the change, workspace:change_id (default: this worktree's identity and the commit's change id); the same key from another worktree is the same change (seed 002 §9.4 cases 3 and 5)."`
+	DedupeKey  string `placeholder:"WS:CHANGE" help:"Dedupe key naming the change, workspace:change_id (default: this worktree's identity and the commit's change id); the same key from another worktree is the same change: refused while its entry is active, a new entry once it has ended."`
 	NoPush     bool   `help:"Do not push the branch to merge.remote first."`
 	AutoCommit bool   `help:"Commit uncommitted changes instead of refusing."`
 }
@@ -358,6 +358,7 @@ func freeze(e *env, on bool, reason string) error {
 type MergeRunCmd struct {
 	Once   bool   `help:"Process what is pending, then exit (default: keep watching)."`
 	Target string `placeholder:"BRANCH" help:"Branch to merge into (default: merge.target)."`
+	OfflineFlag
 }
 
 func (c *MergeRunCmd) Run(e *env) (err error) {

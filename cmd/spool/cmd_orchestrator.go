@@ -10,7 +10,7 @@ import (
 // OrchestratorCmd groups the orchestrator's commands. It has no start or
 // pause (seed 004 §1): it runs whenever spool watch runs.
 type OrchestratorCmd struct {
-	Status OrchestratorStatusCmd `cmd:"" help:"The active task and the queue's depth (seed 004's build.status), and why it is paused."`
+	Status OrchestratorStatusCmd `cmd:"" help:"What the orchestrator is doing: the task an agent works on, how many tasks wait, and why it is paused."`
 	Resume OrchestratorResumeCmd `cmd:"" help:"Start agents again after the breaker paused the orchestrator."`
 }
 
