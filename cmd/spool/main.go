@@ -200,6 +200,8 @@ func afterEachGC(f func()) {
 type exitPanic int
 
 // testHeap keeps SPOOL_TEST_PANIC=oom's allocation.
+//
+//lint:ignore U1000 written, never read: it keeps the allocation from being optimized away
 var testHeap []byte
 
 func run(args []string, stdout, stderr io.Writer) int {

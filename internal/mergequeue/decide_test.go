@@ -245,7 +245,7 @@ func TestGeneratedChangeIDIsStable(t *testing.T) {
 	if first.DedupeKey != again.DedupeKey || again.Type != SubmissionUpdated {
 		t.Fatalf("keys %s then %s (%s)", first.DedupeKey, again.DedupeKey, again.Type)
 	}
-	if ComputeDedupeKey("C", "ws") != "ws:C" || ComputeDedupeKey("C", "ws") != ComputeDedupeKey("C", "ws") {
+	if ComputeDedupeKey("C", "ws") != "ws:C" {
 		t.Error("ComputeDedupeKey")
 	}
 	if s.Entry(1).ChangeIDSource != SourceGenerated {
