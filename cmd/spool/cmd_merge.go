@@ -76,13 +76,34 @@ type MergeListCmd struct {
 	Refused bool `help:"List the refused submissions the log records instead (push failed, remote unreachable, worktree not clean, already in queue)."`
 }
 
-// note is what merge list says about an entry: why it waits, else the
-// latest conflict between clones the fold resolved on it.
+// note is what merge list says about an entry: why it waits, what to do
+// about a failed one, else the latest conflict between clones the fold
+// resolved on it.
 func note(en *mergequeue.Entry) string {
 	if en.Waiting != "" {
 		return "waiting: " + en.Waiting
 	}
+	if next := nextStep(en); next != "" {
+		return "next: " + next
+	}
 	return en.Conflict()
+}
+
+// nextStep is what to do about a failed entry: retry it while attempts
+// are left, or fix its branch and submit it again, which puts the entry
+// back in the queue ("" for an entry that has not failed).
+func nextStep(en *mergequeue.Entry) string {
+	fix := "fix the branch and run spool merge submit in its worktree"
+	if len(en.ConflictPaths) > 0 {
+		fix = "rebase the branch onto the target, resolve the conflicts, and run spool merge submit in its worktree"
+	}
+	switch en.Status {
+	case mergequeue.FailedRetryable:
+		return fmt.Sprintf("spool merge retry %d, or %s", en.ID, fix)
+	case mergequeue.FailedTerminal:
+		return fix
+	}
+	return ""
 }
 
 func (c *MergeListCmd) Run(e *env) error {
@@ -197,7 +218,7 @@ func (c *MergeShowCmd) Run(e *env) error {
 		{"change id", en.ChangeID + " (" + en.ChangeIDSource + ")"}, {"dedupe key", en.DedupeKey},
 		{"priority", priorityText(shown)}, {"owner", en.Owner}, {"attempts", fmt.Sprint(en.Attempts)},
 		{"bead", en.BeadID}, {"tested", tested}, {"tested against", en.TestedAgainstSHA},
-		{"last error", en.LastError}, {"waiting", en.Waiting}, {"conflicts", strings.Join(en.ConflictPaths, ", ")}, {"run output", en.RunDir},
+		{"last error", en.LastError}, {"next step", nextStep(en)}, {"waiting", en.Waiting}, {"conflicts", strings.Join(en.ConflictPaths, ", ")}, {"run output", en.RunDir},
 		{"between clones", en.Conflict()},
 	} {
 		if kv[1] != "" {
