@@ -308,10 +308,16 @@ func (s *Server) answer(r *http.Request, fn call) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if raw, ok := v.(rawJSON); ok {
-		return raw, nil
-	}
 	var buf bytes.Buffer
+	if raw, ok := v.(rawJSON); ok {
+		// merge list --json's shape has a row a line, for a terminal; the
+		// API answers compact JSON, a line ending it, as every endpoint.
+		if err := json.Compact(&buf, raw); err != nil {
+			return nil, err
+		}
+		buf.WriteByte('\n')
+		return buf.Bytes(), nil
+	}
 	err = writeJSON(&buf, v)
 	return buf.Bytes(), err
 }
