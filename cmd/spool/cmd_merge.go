@@ -24,6 +24,9 @@ type MergeCmd struct {
 	Freeze   MergeFreezeCmd   `cmd:"" help:"Stop the train claiming entries; submissions continue."`
 	Unfreeze MergeUnfreezeCmd `cmd:"" help:"Let the train claim entries again."`
 	Run      MergeRunCmd      `cmd:"" help:"Run the merge train: rebase, test and merge entries in order."`
+	// Every merge command first recovers entries whose runner died, which
+	// is a claim.
+	OfflineFlag
 }
 
 type MergeSubmitCmd struct {
@@ -379,7 +382,6 @@ func freeze(e *env, on bool, reason string) error {
 type MergeRunCmd struct {
 	Once   bool   `help:"Process what is pending, then exit (default: keep watching)."`
 	Target string `placeholder:"BRANCH" help:"Branch to merge into (default: merge.target)."`
-	OfflineFlag
 }
 
 func (c *MergeRunCmd) Run(e *env) (err error) {

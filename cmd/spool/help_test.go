@@ -62,7 +62,8 @@ func TestHelpGroupsAndFlags(t *testing.T) {
 	}{
 		{[]string{"next"}, true}, {[]string{"done"}, true}, {[]string{"merge", "run"}, true},
 		{[]string{"job", "worker"}, true}, {[]string{"prd", "promote"}, true}, {[]string{"watch"}, true},
-		{[]string{"task", "add"}, false}, {[]string{"status"}, false}, {[]string{"merge", "submit"}, false}, {[]string{"log"}, false},
+		{[]string{"merge", "list"}, true}, {[]string{"serve"}, true}, {[]string{"mcp", "serve"}, true},
+		{[]string{"task", "add"}, false}, {[]string{"status"}, false}, {[]string{"log"}, false}, {[]string{"config", "set"}, false},
 	} {
 		stdout.Reset()
 		run(append(c.args, "--help"), &stdout, &stderr)
