@@ -122,18 +122,6 @@ func stringRaw(name string, raw []byte) (inner []byte, escaped bool, err error) 
 	return inner, bytes.IndexByte(inner, '\\') >= 0, nil
 }
 
-// stringValue decodes raw as a JSON string.
-func stringValue(name string, raw []byte) (string, error) {
-	inner, escaped, err := stringRaw(name, raw)
-	switch {
-	case err != nil:
-		return "", err
-	case escaped:
-		return unquote(raw), nil
-	}
-	return string(inner), nil
-}
-
 // uintValue decodes raw as a non-negative JSON integer.
 func uintValue(name string, raw []byte) (uint64, error) {
 	if len(raw) == 0 || len(raw) > 20 {

@@ -124,7 +124,7 @@ func TestClaimOnAHangingRemote(t *testing.T) {
 		// Meanwhile the clone's other commands wait for the lock no longer
 		// than the claim's deadline, less than lock.timeout.
 		jobSpool(t, bin, dir, env, "task", "add", "added while a claim hangs")
-		if out := jobSpool(t, bin, dir, env, "--offline", "next"); !strings.Contains(out, "claimed") {
+		if out := jobSpool(t, bin, dir, env, "next", "--offline"); !strings.Contains(out, "claimed") {
 			t.Fatalf("--offline next while a claim hangs: %s", out)
 		}
 		claimTimedOut(t, waitClaim(t, claim), "fetch")

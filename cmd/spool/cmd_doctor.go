@@ -20,7 +20,7 @@ import (
 
 // DoctorCmd is a preflight: one line per check.
 type DoctorCmd struct {
-	Verbose bool `short:"v" help:"Say more about checks that pass (which projections are behind the log, by design)."`
+	Verbose bool `short:"v" help:"Say more about checks that pass (which of the queues' saved states are behind the log, as they may be)."`
 	Repair  bool `help:"First fix what can be fixed without losing an event: torn tails, duplicated and reordered lines, this clone's file forked by a copy of the clone on another machine (a new writer id), and another writer's file taken rewritten that the sync branch holds whole again (backups in .git/spool/repair/)."`
 }
 

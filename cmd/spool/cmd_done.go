@@ -4,6 +4,7 @@ package main
 type DoneCmd struct {
 	ID     string `arg:"" complete:"task" help:"A task you claimed."`
 	Reason string `short:"r" default:"done" help:"Close reason."`
+	OfflineFlag
 }
 
 func (c *DoneCmd) Run(e *env) error {

@@ -5,6 +5,7 @@ package main
 type FailCmd struct {
 	ID    string `arg:"" complete:"task" help:"A task you claimed."`
 	Error string `short:"e" required:"" help:"What went wrong."`
+	OfflineFlag
 }
 
 func (c *FailCmd) Run(e *env) error {

@@ -7,7 +7,7 @@ import (
 
 // FeedbackCmd queues feedback for the planner (seed §6).
 type FeedbackCmd struct {
-	Add  FeedbackAddCmd  `cmd:"" help:"Queue feedback; it waits in pending_feedback_categorizations until a proposal maps it."`
+	Add  FeedbackAddCmd  `cmd:"" help:"Queue feedback; it waits until a proposal from the planning agent sorts it into tasks."`
 	List FeedbackListCmd `cmd:"" help:"List pending feedback (--all: categorized too)."`
 }
 

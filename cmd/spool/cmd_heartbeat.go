@@ -8,6 +8,7 @@ import (
 // HeartbeatCmd extends the lease of a claim.
 type HeartbeatCmd struct {
 	ID string `arg:"" complete:"task" help:"A task you claimed."`
+	OfflineFlag
 }
 
 func (c *HeartbeatCmd) Run(e *env) error {

@@ -467,6 +467,7 @@ type JobWorkerCmd struct {
 	Name  string        `help:"The worker's name, unique among running workers (default: the host's name)."`
 	Once  bool          `help:"Run until nothing is left that it can run now, then exit (for cron and CI)."`
 	Poll  time.Duration `default:"1s" help:"How often it looks for work and at its jobs' flags."`
+	OfflineFlag
 }
 
 func (c *JobWorkerCmd) Run(e *env) error {
@@ -501,6 +502,7 @@ func (c *JobWorkerCmd) Run(e *env) error {
 type JobClaimCmd struct {
 	Slots int    `required:"" help:"Slots the caller has."`
 	Name  string `help:"The caller's worker name (default: the actor)."`
+	OfflineFlag
 }
 
 func (c *JobClaimCmd) Run(e *env) error {
@@ -540,6 +542,7 @@ type JobSegmentDoneCmd struct {
 	ExitCode  int    `name:"exit-code" help:"Its exit status (0: done)."`
 	OutputDir string `name:"output-dir" help:"Where its outputs are."`
 	Name      string `help:"The worker name that claimed it (default: the actor)."`
+	OfflineFlag
 }
 
 func (c *JobSegmentDoneCmd) Run(e *env) error {
@@ -567,6 +570,7 @@ type JobFinishCmd struct {
 	Status string `required:"" enum:"complete,failed" help:"complete or failed."`
 	Error  string `help:"What went wrong."`
 	Name   string `help:"The worker name that claimed it (default: the actor)."`
+	OfflineFlag
 }
 
 func (c *JobFinishCmd) Run(e *env) error {
@@ -581,6 +585,7 @@ func (c *JobFinishCmd) Run(e *env) error {
 type JobHeartbeatCmd struct {
 	jobRef
 	Name string `help:"The worker name that claimed it (default: the actor)."`
+	OfflineFlag
 }
 
 func (c *JobHeartbeatCmd) Run(e *env) error {

@@ -35,6 +35,7 @@ type MCPServeCmd struct {
 	TokenFile string   `placeholder:"FILE" help:"With --http: the token (at least 16 characters) instead of one made at start; needed off loopback."`
 	Agent     string   `placeholder:"TASK" env:"SPOOL_TASK_ID" help:"Serve the agent the orchestrator started for TASK (default: $SPOOL_TASK_ID, which it sets): the agent tools alone (read only: its exit status and output are its report); --tools may only narrow them."`
 	Attempt   int      `env:"SPOOL_ATTEMPT" hidden:"" help:"With --agent: the attempt, for the workflow prompt."`
+	OfflineFlag
 }
 
 func (c *MCPServeCmd) Run(e *env) error {

@@ -24,13 +24,16 @@ type MergeCmd struct {
 	Freeze   MergeFreezeCmd   `cmd:"" help:"Stop the train claiming entries; submissions continue."`
 	Unfreeze MergeUnfreezeCmd `cmd:"" help:"Let the train claim entries again."`
 	Run      MergeRunCmd      `cmd:"" help:"Run the merge train: rebase, test and merge entries in order."`
+	// Every merge command first recovers entries whose runner died, which
+	// is a claim.
+	OfflineFlag
 }
 
 type MergeSubmitCmd struct {
 	Workspace  string `placeholder:"NAME" help:"Worktree to submit, by directory name or path (default: the current one)."`
 	Priority   *int   `placeholder:"N" help:"0 (most urgent) to 4; default 2 for a new entry, unchanged for one already queued."`
 	Bead       string `placeholder:"ID" help:"Bead or task id, for traceability."`
-	DedupeKey  string `placeholder:"WS:CHANGE" help:"Dedupe key naming the change, workspace:change_id (default: this worktree's identity and the commit's change id); the same key from another worktree is the same change (seed 002 §9.4 cases 3 and 5)."`
+	DedupeKey  string `placeholder:"WS:CHANGE" help:"Dedupe key naming the change, workspace:change_id (default: this worktree's identity and the commit's change id); the same key from another worktree is the same change: refused while its entry is active, a new entry once it has ended."`
 	NoPush     bool   `help:"Do not push the branch to merge.remote first."`
 	AutoCommit bool   `help:"Commit uncommitted changes instead of refusing."`
 }
@@ -76,13 +79,34 @@ type MergeListCmd struct {
 	Refused bool `help:"List the refused submissions the log records instead (push failed, remote unreachable, worktree not clean, already in queue)."`
 }
 
-// note is what merge list says about an entry: why it waits, else the
-// latest conflict between clones the fold resolved on it.
+// note is what merge list says about an entry: why it waits, what to do
+// about a failed one, else the latest conflict between clones the fold
+// resolved on it.
 func note(en *mergequeue.Entry) string {
 	if en.Waiting != "" {
 		return "waiting: " + en.Waiting
 	}
+	if next := nextStep(en); next != "" {
+		return "next: " + next
+	}
 	return en.Conflict()
+}
+
+// nextStep is what to do about a failed entry: retry it while attempts
+// are left, or fix its branch and submit it again, which puts the entry
+// back in the queue ("" for an entry that has not failed).
+func nextStep(en *mergequeue.Entry) string {
+	fix := "fix the branch and run spool merge submit in its worktree"
+	if len(en.ConflictPaths) > 0 {
+		fix = "rebase the branch onto the target, resolve the conflicts, and run spool merge submit in its worktree"
+	}
+	switch en.Status {
+	case mergequeue.FailedRetryable:
+		return fmt.Sprintf("spool merge retry %d, or %s", en.ID, fix)
+	case mergequeue.FailedTerminal:
+		return fix
+	}
+	return ""
 }
 
 func (c *MergeListCmd) Run(e *env) error {
@@ -197,7 +221,7 @@ func (c *MergeShowCmd) Run(e *env) error {
 		{"change id", en.ChangeID + " (" + en.ChangeIDSource + ")"}, {"dedupe key", en.DedupeKey},
 		{"priority", priorityText(shown)}, {"owner", en.Owner}, {"attempts", fmt.Sprint(en.Attempts)},
 		{"bead", en.BeadID}, {"tested", tested}, {"tested against", en.TestedAgainstSHA},
-		{"last error", en.LastError}, {"waiting", en.Waiting}, {"conflicts", strings.Join(en.ConflictPaths, ", ")}, {"run output", en.RunDir},
+		{"last error", en.LastError}, {"next step", nextStep(en)}, {"waiting", en.Waiting}, {"conflicts", strings.Join(en.ConflictPaths, ", ")}, {"run output", en.RunDir},
 		{"between clones", en.Conflict()},
 	} {
 		if kv[1] != "" {

@@ -17,6 +17,7 @@ type NextCmd struct {
 	Worker       string        `short:"w" help:"Who works on it (default: the actor)."`
 	Wait         bool          `help:"With nothing eligible, wait until a task is and claim it: the log changing (a new task, a blocker closed), a backoff or lease ending, a bd/br source every workqueue.poll_interval."`
 	Timeout      time.Duration `placeholder:"D" help:"Wait at most D (implies --wait), then exit 0 with nothing claimed (null under --json)."`
+	OfflineFlag
 }
 
 func (c *NextCmd) Run(e *env) error {

@@ -10,30 +10,8 @@ import (
 // OrchestratorCmd groups the orchestrator's commands. It has no start or
 // pause (seed 004 §1): it runs whenever spool watch runs.
 type OrchestratorCmd struct {
-	Status OrchestratorStatusCmd `cmd:"" help:"The active task and the queue's depth (seed 004's build.status), and why it is paused."`
-	Pause  OrchestratorPauseCmd  `cmd:"" help:"Start no agent until resumed (the one running finishes)."`
-	Resume OrchestratorResumeCmd `cmd:"" help:"Start agents again after a pause (the breaker's or a person's)."`
-}
-
-// OrchestratorPauseCmd is a person's pause.
-type OrchestratorPauseCmd struct {
-	Reason string `short:"r" help:"Why, for orchestrator status and the board."`
-}
-
-func (c *OrchestratorPauseCmd) Run(e *env) error {
-	o, err := e.orchestrator()
-	if err != nil {
-		return err
-	}
-	st, err := o.PauseAgents(e.ctx, c.Reason)
-	if err != nil {
-		return err
-	}
-	if e.JSON {
-		return writeJSON(e.stdout, map[string]any{"paused": st.Paused})
-	}
-	fmt.Fprintln(e.stdout, "the orchestrator is paused: spool watch starts no agent until spool orchestrator resume")
-	return nil
+	Status OrchestratorStatusCmd `cmd:"" help:"What the orchestrator is doing: the task an agent works on, how many tasks wait, and why it is paused."`
+	Resume OrchestratorResumeCmd `cmd:"" help:"Start agents again after the breaker paused the orchestrator."`
 }
 
 // OrchestratorResumeCmd lifts the breaker's pause.

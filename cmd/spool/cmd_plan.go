@@ -20,7 +20,7 @@ type PlanCmd struct {
 	Rebuild   PlanRebuildCmd   `cmd:"" help:"Run a built plan's build again."`
 	List      PlanListCmd      `cmd:"" help:"List plans."`
 	Show      PlanShowCmd      `cmd:"" help:"Show a plan and its tasks."`
-	Proposals PlanProposalsCmd `cmd:"" help:"List proposals waiting for approval (HIL requires_approval)."`
+	Proposals PlanProposalsCmd `cmd:"" help:"List proposals waiting for a person's approval (orchestrator.hil.* set to requires_approval)."`
 	Approve   PlanApproveCmd   `cmd:"" help:"Apply a waiting proposal."`
 	Reject    PlanRejectCmd    `cmd:"" help:"Drop a waiting proposal."`
 }

@@ -33,7 +33,7 @@ type PRDCmd struct {
 type PRDStartCmd struct {
 	Feature   string `arg:"" help:"The feature's slug."`
 	Mode      string `default:"conflict-aware" enum:"conflict-aware,sequential" help:"conflict-aware or sequential."`
-	WorkerCap int    `default:"2" help:"Concurrent enqueue workers (the seed's 2)."`
+	WorkerCap int    `default:"2" help:"How many PRDs of the run are enqueued at once."`
 }
 
 func (c *PRDStartCmd) Run(e *env) error {
@@ -187,7 +187,10 @@ func (c *PRDSyncCmd) Run(e *env) error {
 	return nil
 }
 
-type PRDPromoteCmd struct{ featureArg }
+type PRDPromoteCmd struct {
+	featureArg
+	OfflineFlag
+}
 
 func (c *PRDPromoteCmd) Run(e *env) error {
 	q, err := e.prdqueue()

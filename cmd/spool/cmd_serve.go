@@ -24,10 +24,11 @@ var (
 
 // ServeCmd is the board (internal/board).
 type ServeCmd struct {
-	Addr      string `default:"127.0.0.1:7070" help:"Where to listen. An address other than loopback needs --token-file."`
-	ReadOnly  bool   `help:"Serve no writes."`
-	Open      bool   `help:"Open the board in the browser (xdg-open)."`
-	TokenFile string `placeholder:"FILE" help:"Read the write token from FILE instead of making one (at least 16 characters)."`
+	Addr        string `default:"127.0.0.1:7070" help:"Where to listen. An address other than loopback needs --token-file."`
+	ReadOnly    bool   `help:"Serve no writes."`
+	Open        bool   `help:"Open the board in the browser (xdg-open)."`
+	TokenFile   string `placeholder:"FILE" help:"Read the write token from FILE instead of making one (at least 16 characters)."`
+	OfflineFlag        // the merge queue's reads recover entries whose runner died: a claim
 }
 
 func (c *ServeCmd) Run(e *env) error {

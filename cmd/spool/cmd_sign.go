@@ -12,7 +12,7 @@ import (
 
 // SignCmd is what signing needs beyond keys and .spool/allowed_signers.
 type SignCmd struct {
-	Start SignStartCmd `cmd:"" help:"Record that the events the log has now are from before signing (sign.exempt), to commit with .spool/allowed_signers."`
+	Start SignStartCmd `cmd:"" help:"Record that the events the log has now are from before signing, so verify --signatures asks no signature of them; commit it with .spool/allowed_signers."`
 }
 
 // SignStartCmd sets sign.exempt to every writer's last seq: verify

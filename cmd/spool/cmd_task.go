@@ -79,15 +79,17 @@ func printTasksDetail(e *env, q *wqservice.Service, s *workqueue.State, out []wo
 		if i > 0 {
 			fmt.Fprintln(e.stdout)
 		}
-		printTask(e, t)
+		queue := ""
 		if h := s.Entry(t.ID); h != nil {
-			fmt.Fprint(e.stdout, "queue        ")
-			printEntry(e, q.Policy.HistoryView(*h, q.Now), q.Now)
+			queue = entrySummary(q.Policy.HistoryView(*h, q.Now), q.Now)
 		}
+		printTask(e, t, queue)
 	}
 }
 
-func printTask(e *env, d workqueue.DetailJSON) {
+// printTask prints a task's fields aligned, with queue (its history
+// entry's summary, when it has one) after its creation.
+func printTask(e *env, d workqueue.DetailJSON, queue string) {
 	t := d.TaskJSON
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprint(tw, row(t.ID, text(t.Title)))
@@ -103,6 +105,9 @@ func printTask(e *env, d workqueue.DetailJSON) {
 	fmt.Fprint(tw, row("created", fmtTime(&t.CreatedAt)+" by "+text(orDash(t.CreatedBy))))
 	if t.ClosedAt != nil {
 		fmt.Fprint(tw, row("closed", strings.TrimSpace(fmtTime(t.ClosedAt)+" "+text(t.CloseReason))))
+	}
+	if queue != "" {
+		fmt.Fprint(tw, row("queue", queue))
 	}
 	// A "blocks" dependency: the task it depends on blocks this one.
 	for _, r := range d.Dependencies {

@@ -12,7 +12,7 @@ import (
 
 // VerifyCmd checks the log and the projections; CI and pre-push run it.
 type VerifyCmd struct {
-	Verbose    bool `short:"v" help:"Also say which projections were behind the log (normal: large ones save lazily)."`
+	Verbose    bool `short:"v" help:"Also say which of the queues' saved states were behind the log (normal: large ones are saved lazily)."`
 	Signatures bool `help:"Also check signatures: every event signed by a key .spool/allowed_signers lists for its actor, and every change to allowed_signers or an admins list signed by an admin."`
 }
 

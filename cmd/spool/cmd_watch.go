@@ -20,6 +20,7 @@ import (
 type WatchCmd struct {
 	Once bool          `help:"Recover, make one pass, wait for what it started (merge train, job worker), then exit: for cron and CI."`
 	Poll time.Duration `placeholder:"D" help:"How often to look for changes where the file system cannot report them (default: watch.poll)."`
+	OfflineFlag
 }
 
 func (c *WatchCmd) Run(e *env) error {

@@ -25,60 +25,71 @@ import (
 	"github.com/spoolhq/spool/projections"
 )
 
-// CLI is the command tree; each command lives in cmd_<name>.go.
+// CLI is the command tree; each command lives in cmd_<name>.go. spool
+// --help lists the commands in groups, in the order of their fields here
+// (kong orders groups by first appearance): daily work first, plumbing last.
 type CLI struct {
 	Globals
 
-	Init         InitCmd         `cmd:"" help:"Create .spool/ in this repository (idempotent)."`
-	Status       StatusCmd       `cmd:"" help:"Show the log and projections at a glance."`
-	Append       AppendCmd       `cmd:"" help:"Append an event of your own type (plumbing for scripts)."`
-	Log          LogCmd          `cmd:"" help:"Print events, oldest first."`
-	Task         TaskCmd         `cmd:"" help:"The task tracker: add, show, list, update, close, reopen, dep, comment."`
-	Ready        ReadyCmd        `cmd:"" help:"List open tasks nothing blocks, most urgent first."`
-	Next         NextCmd         `cmd:"" help:"Claim the most urgent eligible task under a lease."`
-	Heartbeat    HeartbeatCmd    `cmd:"" help:"Extend the lease of a task you claimed."`
-	Done         DoneCmd         `cmd:"" help:"Record a successful attempt and close the task."`
-	Fail         FailCmd         `cmd:"" help:"Record a failed attempt (backoff, abandonment or Blocked)."`
-	Retry        RetryCmd        `cmd:"" help:"Put an abandoned, blocked or failed task back, attempts reset."`
-	Block        BlockCmd        `cmd:"" help:"Mark a task Blocked by hand."`
-	Unblock      UnblockCmd      `cmd:"" help:"Clear Blocked."`
-	History      HistoryCmd      `cmd:"" help:"The queue's history: attempts, last error, next eligible time."`
-	Stats        StatsCmd        `cmd:"" help:"Count the queue: completed, failed, in backoff, abandoned, blocked, ready."`
-	Export       ExportCmd       `cmd:"" help:"Write every task as beads' JSONL (bd import reads it)."`
-	Import       ImportCmd       `cmd:"" help:"Read tasks from beads' JSONL (bd export); importing twice changes nothing."`
-	BD           BDCmd           `cmd:"" name:"bd" passthrough:"" help:"Run a beads (bd) command over spool's tracker: spool bd ready --json."`
-	Config       ConfigCmd       `cmd:"" help:"Read and change .spool/config.json."`
-	Replay       ReplayCmd       `cmd:"" help:"Rebuild every projection from the log."`
-	Verify       VerifyCmd       `cmd:"" help:"Check the log and that projections equal a fresh replay."`
-	Doctor       DoctorCmd       `cmd:"" help:"Check git, repository, lock, log, hooks and config."`
-	Hooks        HooksCmd        `cmd:"" help:"Install, remove or inspect spool's git hooks."`
-	Hook         HookCmd         `cmd:"" hidden:"" help:"Run by git hooks."`
-	MergeDriver  MergeDriverCmd  `cmd:"" name:"merge-driver" hidden:"" help:"Git merge driver for writer files."`
-	Merge        MergeCmd        `cmd:"" help:"The merge queue: submit branches, run the merge train."`
-	Job          JobCmd          `cmd:"" help:"The job scheduler: priority tiers, slots, segments, quotas, off-peak, recurring jobs, workers."`
-	PRD          PRDCmd          `cmd:"" name:"prd" help:"The PRD queue: feature runs, approval gates, promotion to epics, reconciliation."`
-	Watch        WatchCmd        `cmd:"" help:"Keep the queues going: recovery, PRD promotion, scheduled jobs, merge train, job workers, the orchestrator."`
-	Serve        ServeCmd        `cmd:"" help:"The board: every queue as a live web page and JSON under /api/ (127.0.0.1:7070)."`
-	MCP          MCPCmd          `cmd:"" name:"mcp" help:"Every queue as tools for coding agents over the Model Context Protocol (stdio, or --http)."`
-	Sign         SignCmd         `cmd:"" help:"Signed events: record where signing starts."`
-	Sync         SyncCmd         `cmd:"" help:"Share the log through the git remote: fetch the other writers' events, push this clone's (branch sync.branch; work tree, index and HEAD untouched)."`
-	Orchestrator OrchestratorCmd `cmd:"" help:"The always-on orchestrator's status (it runs inside spool watch)."`
-	Plan         PlanCmd         `cmd:"" help:"Plans and proposals: agents propose, spool validates and applies (seed 004 §5–7, §10–11)."`
-	Feedback     FeedbackCmd     `cmd:"" help:"Queue feedback for the planner to categorize."`
-	Supervise    SuperviseCmd    `cmd:"" name:"__supervise" hidden:"" help:"Run an agent for spool watch and record how it ended."`
-	Demo         DemoCmd         `cmd:"" help:"Run spool in a throwaway repository and show what it wrote."`
-	Version      VersionCmd      `cmd:"" help:"Print the version."`
-	Completion   CompletionCmd   `cmd:"" help:"Print a shell completion script."`
-	Complete     CompleteCmd     `cmd:"" name:"__complete" hidden:"" help:"List values for the completion scripts."`
+	Init      InitCmd      `cmd:"" group:"Daily work:" help:"Create .spool/ in this repository (idempotent)."`
+	Demo      DemoCmd      `cmd:"" group:"Daily work:" help:"Run spool in a throwaway repository and show what it wrote."`
+	Status    StatusCmd    `cmd:"" group:"Daily work:" help:"Show the log and the queues at a glance."`
+	Task      TaskCmd      `cmd:"" group:"Daily work:" help:"The task tracker: add, show, list, update, close, reopen, dep, comment."`
+	Ready     ReadyCmd     `cmd:"" group:"Daily work:" help:"List open tasks nothing blocks, most urgent first."`
+	Next      NextCmd      `cmd:"" group:"Daily work:" help:"Claim the most urgent eligible task under a lease."`
+	Heartbeat HeartbeatCmd `cmd:"" group:"Daily work:" help:"Extend the lease of a task you claimed."`
+	Done      DoneCmd      `cmd:"" group:"Daily work:" help:"Record a successful attempt and close the task."`
+	Fail      FailCmd      `cmd:"" group:"Daily work:" help:"Record a failed attempt (backoff, abandonment or Blocked)."`
+	Retry     RetryCmd     `cmd:"" group:"Daily work:" help:"Put an abandoned, blocked or failed task back, attempts reset."`
+	Block     BlockCmd     `cmd:"" group:"Daily work:" help:"Mark a task Blocked by hand."`
+	Unblock   UnblockCmd   `cmd:"" group:"Daily work:" help:"Clear Blocked."`
+	History   HistoryCmd   `cmd:"" group:"Daily work:" help:"The queue's history: attempts, last error, next eligible time."`
+	Stats     StatsCmd     `cmd:"" group:"Daily work:" help:"Count the queue: completed, failed, in backoff, abandoned, blocked, ready."`
+
+	Merge MergeCmd `cmd:"" group:"Merge queue:" help:"The merge queue: submit branches, run the merge train."`
+
+	Job JobCmd `cmd:"" group:"Jobs:" help:"The job scheduler: priority tiers, slots, segments, quotas, off-peak, recurring jobs, workers."`
+
+	PRD PRDCmd `cmd:"" name:"prd" group:"PRDs:" help:"The PRD queue: feature runs, approval gates, promotion to epics, reconciliation."`
+
+	Watch        WatchCmd        `cmd:"" group:"Orchestrator:" help:"Keep the queues going: recovery, PRD promotion, scheduled jobs, merge train, job workers, the orchestrator."`
+	Orchestrator OrchestratorCmd `cmd:"" group:"Orchestrator:" help:"The orchestrator's status: it runs an agent on the most urgent ready task, inside spool watch."`
+	Plan         PlanCmd         `cmd:"" group:"Orchestrator:" help:"Plans and proposals: agents propose tasks and PRD updates, spool checks and applies them."`
+	Feedback     FeedbackCmd     `cmd:"" group:"Orchestrator:" help:"Queue feedback for the planning agent to sort into proposals."`
+	MCP          MCPCmd          `cmd:"" name:"mcp" group:"Orchestrator:" help:"Every queue as tools for coding agents over the Model Context Protocol (stdio, or --http)."`
+
+	Sync   SyncCmd   `cmd:"" group:"Sharing:" help:"Share the log through the git remote: fetch the other writers' events, push this clone's (branch sync.branch; work tree, index and HEAD untouched)."`
+	Serve  ServeCmd  `cmd:"" group:"Sharing:" help:"The board: every queue as a live web page and JSON under /api/ (127.0.0.1:7070)."`
+	Sign   SignCmd   `cmd:"" group:"Sharing:" help:"Signed events: record where signing starts."`
+	Export ExportCmd `cmd:"" group:"Sharing:" help:"Write every task as beads' JSONL (bd import reads it)."`
+	Import ImportCmd `cmd:"" group:"Sharing:" help:"Read tasks from beads' JSONL (bd export); importing twice changes nothing."`
+	BD     BDCmd     `cmd:"" name:"bd" passthrough:"" group:"Sharing:" help:"Run a beads (bd) command over spool's tracker: spool bd ready --json."`
+
+	Config     ConfigCmd     `cmd:"" group:"Maintenance:" help:"Read and change .spool/config.json."`
+	Doctor     DoctorCmd     `cmd:"" group:"Maintenance:" help:"Check git, repository, lock, log, hooks and config."`
+	Hooks      HooksCmd      `cmd:"" group:"Maintenance:" help:"Install, remove or inspect spool's git hooks."`
+	Log        LogCmd        `cmd:"" group:"Maintenance:" help:"Print events, oldest first."`
+	Verify     VerifyCmd     `cmd:"" group:"Maintenance:" help:"Check the log and that the queues' saved state equals a fresh replay."`
+	Replay     ReplayCmd     `cmd:"" group:"Maintenance:" help:"Rebuild the queues' saved state from the log."`
+	Version    VersionCmd    `cmd:"" group:"Maintenance:" help:"Print the version."`
+	Completion CompletionCmd `cmd:"" group:"Maintenance:" help:"Print a shell completion script."`
+
+	Append AppendCmd `cmd:"" group:"Plumbing:" help:"Append an event of your own type (for scripts)."`
+
+	Hook        HookCmd        `cmd:"" hidden:"" help:"Run by git hooks."`
+	MergeDriver MergeDriverCmd `cmd:"" name:"merge-driver" hidden:"" help:"Git merge driver for writer files."`
+	Supervise   SuperviseCmd   `cmd:"" name:"__supervise" hidden:"" help:"Run an agent for spool watch and record how it ended."`
+	Complete    CompleteCmd    `cmd:"" name:"__complete" hidden:"" help:"List values for the completion scripts."`
 }
 
-// Globals are accepted by every command.
+// Globals are accepted by every command; help lists them after the
+// command's own flags.
 type Globals struct {
-	Dir   string `short:"C" name:"directory" placeholder:"DIR" help:"Run as if spool was started in DIR."`
-	Actor string `env:"SPOOL_ACTOR" help:"Who is acting (default: $SPOOL_ACTOR, then git user.email)."`
-	JSON  bool   `name:"json" help:"Machine-readable output; errors as one JSON object on stderr."`
-	// Offline matters only with sync.claims = remote.
-	Offline bool `help:"Claim locally, without the git remote (sync.claims = remote), with a warning."`
+	Dir   string `short:"C" name:"directory" placeholder:"DIR" group:"Global flags:" help:"Run as if spool was started in DIR."`
+	Actor string `env:"SPOOL_ACTOR" group:"Global flags:" help:"Who is acting (default: $$${env}, then git user.email)."`
+	JSON  bool   `name:"json" group:"Global flags:" help:"Machine-readable output; errors as one JSON object on stderr."`
+	// Offline is --offline of the commands that claim (OfflineFlag).
+	Offline bool `kong:"-"`
 }
 
 // env is what every command's Run receives.
@@ -189,9 +200,14 @@ func afterEachGC(f func()) {
 type exitPanic int
 
 // testHeap keeps SPOOL_TEST_PANIC=oom's allocation.
+//
+//lint:ignore U1000 written, never read: it keeps the allocation from being optimized away
 var testHeap []byte
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		return printStartUsage(stdout) // not kong's "expected one of …"
+	}
 	return guarded(args, stderr, func(ctx context.Context) int {
 		var cli CLI
 		parse := func(opts ...kong.Option) (*kong.Kong, *kong.Context, error) {

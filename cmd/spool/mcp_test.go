@@ -425,12 +425,6 @@ func TestMCPOrchestratedAgent(t *testing.T) {
 	}
 }
 
-// cliJSONProc is spool --json ARGS in a process of its own.
-func cliJSONProc(t *testing.T, bin, dir string, env []string, args ...string) string {
-	t.Helper()
-	return jobSpool(t, bin, dir, env, append([]string{"--json"}, args...)...)
-}
-
 // bearer adds the token to every request of an MCP client over HTTP.
 type bearer struct{ token string }
 

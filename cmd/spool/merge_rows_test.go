@@ -68,3 +68,22 @@ func TestAppendRowMatchesListRow(t *testing.T) {
 		}
 	}
 }
+
+// A failed entry names what to do next: retry while attempts are left,
+// else fix (or rebase, after a conflict) and submit again.
+func TestMergeNextStep(t *testing.T) {
+	for _, c := range []struct {
+		en   mergequeue.Entry
+		want string
+	}{
+		{mergequeue.Entry{ID: 2, Status: mergequeue.FailedRetryable}, "spool merge retry 2, or fix the branch and run spool merge submit in its worktree"},
+		{mergequeue.Entry{ID: 2, Status: mergequeue.FailedTerminal}, "fix the branch and run spool merge submit in its worktree"},
+		{mergequeue.Entry{ID: 2, Status: mergequeue.FailedTerminal, ConflictPaths: []string{"a.txt"}}, "rebase the branch onto the target, resolve the conflicts, and run spool merge submit in its worktree"},
+		{mergequeue.Entry{ID: 2, Status: mergequeue.Pending}, ""},
+		{mergequeue.Entry{ID: 2, Status: mergequeue.Merged}, ""},
+	} {
+		if got := nextStep(&c.en); got != c.want {
+			t.Errorf("%s: %q, want %q", c.en.Status, got, c.want)
+		}
+	}
+}

@@ -898,34 +898,3 @@ func TestOrchestratorAgentMCPCannotWrite(t *testing.T) {
 		t.Errorf("outcomes %s", got)
 	}
 }
-
-// A person pauses the orchestrator: watch starts no agent, a second pause
-// is refused and appends nothing; resume lets the work be done.
-func TestOrchestratorPausedByHand(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs spool watch")
-	}
-	bin := spoolBinary(t)
-	dir, env, _, _ := orchRepo(t, bin, "succeed", 1)
-	jobSpool(t, bin, dir, env, "orchestrator", "pause", "-r", "release day")
-	p := paused(t, bin, dir, env)
-	if p == nil || p.Kind != orchestrator.BreakManual || !strings.Contains(p.Reason, "paused by ada@example.com: release day") {
-		t.Fatalf("pause %+v", p)
-	}
-	before := len(logLines(t, bin, dir, env))
-	if out, err := jobSpoolErr(bin, dir, env, "--json", "orchestrator", "pause"); err == nil || !strings.Contains(out, "invalid_state_transition") {
-		t.Errorf("a second pause: %v\n%s", err, out)
-	}
-	if after := len(logLines(t, bin, dir, env)); after != before {
-		t.Errorf("the refused pause appended %d events", after-before)
-	}
-	jobSpool(t, bin, dir, env, "watch", "--once")
-	if got := finished(t, bin, dir, env); len(got) != 0 || len(jobEvents(t, bin, dir, env, orchestrator.TypeClaimed)) != 0 {
-		t.Fatalf("paused, watch ran an agent: %v", got)
-	}
-	jobSpool(t, bin, dir, env, "orchestrator", "resume")
-	jobSpool(t, bin, dir, env, "watch", "--once")
-	if got := strings.Join(finished(t, bin, dir, env), ","); got != "done" {
-		t.Errorf("after resume: outcomes %q, want done", got)
-	}
-}

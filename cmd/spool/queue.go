@@ -26,26 +26,33 @@ func orDash(s string) string {
 
 // printEntry is the one-line human summary of a history entry at now.
 func printEntry(e *env, h workqueue.EntryJSON, now time.Time) {
-	fmt.Fprintf(e.stdout, "%s  %s  attempts %d", text(h.ID), h.Status, h.Attempts)
+	fmt.Fprintf(e.stdout, "%s  %s\n", text(h.ID), entrySummary(h, now))
+}
+
+// entrySummary is a history entry at now, without its id: its status,
+// attempts, last error, when it is eligible again and what is pending.
+func entrySummary(h workqueue.EntryJSON, now time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s  attempts %d", h.Status, h.Attempts)
 	if h.LastError != "" {
-		fmt.Fprintf(e.stdout, "  last error: %s", text(h.LastError))
+		fmt.Fprintf(&b, "  last error: %s", text(h.LastError))
 	}
 	switch {
 	case h.NextEligibleAt != nil && h.NextEligibleAt.After(now):
-		fmt.Fprintf(e.stdout, "  next eligible at %s", fmtTime(h.NextEligibleAt))
+		fmt.Fprintf(&b, "  next eligible at %s", fmtTime(h.NextEligibleAt))
 	case h.NextEligibleAt != nil:
-		fmt.Fprint(e.stdout, "  eligible again now")
+		b.WriteString("  eligible again now")
 	}
 	if len(h.PendingSync) > 0 {
-		fmt.Fprintf(e.stdout, "  pending: %s", text(strings.Join(h.PendingSync, ", ")))
+		fmt.Fprintf(&b, "  pending: %s", text(strings.Join(h.PendingSync, ", ")))
 	}
 	if len(h.SyncFailed) > 0 {
-		fmt.Fprintf(e.stdout, "  gave up: %s", text(strings.Join(h.SyncFailed, "; ")))
+		fmt.Fprintf(&b, "  gave up: %s", text(strings.Join(h.SyncFailed, "; ")))
 	}
 	if len(h.PendingHooks) > 0 {
-		fmt.Fprintf(e.stdout, "  hook pending: %s", text(strings.Join(h.PendingHooks, ", ")))
+		fmt.Fprintf(&b, "  hook pending: %s", text(strings.Join(h.PendingHooks, ", ")))
 	}
-	fmt.Fprintln(e.stdout)
+	return b.String()
 }
 
 // printHistory prints an entry, as JSON or as one line.

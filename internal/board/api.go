@@ -17,7 +17,6 @@ import (
 	jobservice "github.com/spoolhq/spool/internal/jobs/service"
 	"github.com/spoolhq/spool/internal/mergequeue"
 	mqservice "github.com/spoolhq/spool/internal/mergequeue/service"
-	"github.com/spoolhq/spool/internal/orchestrator"
 	orchservice "github.com/spoolhq/spool/internal/orchestrator/service"
 	"github.com/spoolhq/spool/internal/prdqueue"
 	prdservice "github.com/spoolhq/spool/internal/prdqueue/service"
@@ -86,25 +85,16 @@ var apiWrites = map[string]call{
 	},
 	"merge/freeze":   mergeFreeze(true),
 	"merge/unfreeze": mergeFreeze(false),
-	"orchestrator/pause": func(ctx context.Context, env store.Env, r *http.Request) (any, error) {
-		return orchestratorChange(ctx, env, func(o *orchservice.Service) (*orchestrator.State, error) {
-			return o.PauseAgents(ctx, param(r, "reason"))
-		})
-	},
+	// The breaker's pause only: seed 004's orchestrator has no start or
+	// pause a person uses.
 	"orchestrator/resume": func(ctx context.Context, env store.Env, r *http.Request) (any, error) {
-		return orchestratorChange(ctx, env, func(o *orchservice.Service) (*orchestrator.State, error) { return o.Resume(ctx) })
+		o := orchservice.Open(env)
+		if _, err := o.Resume(ctx); err != nil {
+			return nil, err
+		}
+		status, _, err := o.Status(ctx)
+		return status, err
 	},
-}
-
-// orchestratorChange pauses or resumes the orchestrator and answers its
-// status, as spool orchestrator status --json.
-func orchestratorChange(ctx context.Context, env store.Env, change func(*orchservice.Service) (*orchestrator.State, error)) (any, error) {
-	o := orchservice.Open(env)
-	if _, err := change(o); err != nil {
-		return nil, err
-	}
-	status, _, err := o.Status(ctx)
-	return status, err
 }
 
 // mergeFreeze is merge freeze (on) or unfreeze: the queue as merge list
@@ -328,10 +318,16 @@ func (s *Server) answer(r *http.Request, fn call) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if raw, ok := v.(rawJSON); ok {
-		return raw, nil
-	}
 	var buf bytes.Buffer
+	if raw, ok := v.(rawJSON); ok {
+		// merge list --json's shape has a row a line, for a terminal; the
+		// API answers compact JSON, a line ending it, as every endpoint.
+		if err := json.Compact(&buf, raw); err != nil {
+			return nil, err
+		}
+		buf.WriteByte('\n')
+		return buf.Bytes(), nil
+	}
 	err = writeJSON(&buf, v)
 	return buf.Bytes(), err
 }

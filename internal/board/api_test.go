@@ -1,7 +1,9 @@
 package board_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -60,6 +62,9 @@ func TestAPIReadsAnswerAsTheCLI(t *testing.T) {
 		wantStatus(t, r, http.StatusOK)
 		if ct := r.header.Get("Content-Type"); ct != "application/json" {
 			t.Fatalf("%s: Content-Type %q", path, ct)
+		}
+		if strings.Count(r.body, "\n") != 1 || !strings.HasSuffix(r.body, "\n") { // every answer compact, one line
+			t.Fatalf("%s: not one line of compact JSON:\n%s", path, r.body)
 		}
 		return r.body
 	}
@@ -254,8 +259,12 @@ func TestAPIMergeQueue(t *testing.T) {
 	r := f.get("/api/merge")
 	wantStatus(t, r, http.StatusOK)
 	o := mqservice.Open(f.readEnv()).Order(q)
-	if r.body != string(q.ListJSONIn(q.ListedIn(false, o), o)) {
-		t.Fatalf("/api/merge:\n%s\nwant\n%s", r.body, q.ListJSONIn(q.ListedIn(false, o), o))
+	// merge list --json's content, compact as every endpoint's answer is:
+	// one line.
+	var compact bytes.Buffer
+	json.Compact(&compact, q.ListJSONIn(q.ListedIn(false, o), o))
+	if r.body != compact.String()+"\n" {
+		t.Fatalf("/api/merge:\n%s\nwant\n%s", r.body, compact.String())
 	}
 	var list struct {
 		Frozen       bool             `json:"frozen"`

@@ -2,6 +2,9 @@ package board_test
 
 import (
 	"context"
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/orchestrator"
+	"github.com/spoolhq/spool/projections"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -406,15 +409,26 @@ func TestMergeFreezeFromThePage(t *testing.T) {
 	acceptedWrite(t, f, request{method: "POST", path: "/api/merge/unfreeze", token: bossToken}, boss)
 }
 
-// The orchestrator is paused and resumed from the board as from the CLI.
-func TestOrchestratorPauseFromTheBoard(t *testing.T) {
+// The breaker's pause is lifted from the board as from the CLI; there is
+// no pause a person starts (seed 004): the page offers none, the API has
+// none.
+func TestOrchestratorResumeFromTheBoard(t *testing.T) {
 	f := newFixture(t)
-	acceptedWrite(t, f, request{method: "POST", path: "/api/orchestrator/pause", body: "reason=release+day", ctype: "application/x-www-form-urlencoded", token: token}, alice)
+	if r := f.do(request{path: "/orchestrator", token: token}); strings.Contains(r.body, "/api/orchestrator/") {
+		t.Fatalf("a running orchestrator's page offers a control:\n%s", r.body)
+	}
+	if r := f.do(request{method: "POST", path: "/api/orchestrator/pause", token: token}); r.code != http.StatusNotFound && r.code != http.StatusMethodNotAllowed {
+		t.Fatalf("POST /api/orchestrator/pause: %d", r.code)
+	}
+	if _, _, err := f.env(alice).Write(context.Background(), nil, func(*projections.View, string) ([]eventlog.Draft, error) {
+		return []eventlog.Draft{orchestrator.Paused(orchestrator.PausedData{Kind: orchestrator.BreakCannotStart, Reason: "the agent could not start", Tasks: []string{}})}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	r := f.do(request{path: "/orchestrator", token: token})
-	if !strings.Contains(r.body, "paused by "+alice+": release day") || !strings.Contains(r.body, `data-api="/api/orchestrator/resume"`) {
+	if !strings.Contains(r.body, "the agent could not start") || !strings.Contains(r.body, `data-api="/api/orchestrator/resume"`) {
 		t.Fatalf("the paused orchestrator's page:\n%s", r.body)
 	}
-	refusedWrite(t, f, request{method: "POST", path: "/api/orchestrator/pause", token: token}, http.StatusConflict, "invalid_state_transition")
 	acceptedWrite(t, f, request{method: "POST", path: "/api/orchestrator/resume", token: token}, alice)
 	refusedWrite(t, f, request{method: "POST", path: "/api/orchestrator/resume", token: token}, http.StatusConflict, "invalid_state_transition")
 }

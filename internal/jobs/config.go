@@ -26,7 +26,7 @@ func init() {
 		config.Key{Name: "scheduler.off_peak", Kind: config.String, Default: "", Check: checkWindow,
 			Help: "the off-peak window, e.g. 22:00-08:00 (may wrap midnight); empty: off-peak jobs never dispatch"},
 		config.Key{Name: "scheduler.cancel_grace", Kind: config.Duration, Default: DefaultCancelGrace, Min: config.Min(0),
-			Help: "how long a cancelled running job's current segment may go on before SIGTERM (2s: with the worker's 1s poll and 2s from SIGTERM to SIGKILL, a cancel ends the job within seed 003's 5 s)"},
+			Help: "how long a cancelled running job's current segment may go on before SIGTERM (2s: with the worker's 1s poll and 2s from SIGTERM to SIGKILL, a cancelled job has ended within 5 s)"},
 		config.Key{Name: "scheduler.lease", Kind: config.Duration, Default: 5 * time.Minute, Min: config.Min(1),
 			Help: "a worker's hold on a job; renewed while it runs, recovered when it runs out"},
 		config.Key{Name: "scheduler.default_segment_time", Kind: config.Duration, Default: 10 * time.Minute, Min: config.Min(1),

@@ -268,7 +268,7 @@ func MoveJob(s *State, p Policy, id string, m Move, actor string) ([]eventlog.Dr
 		}
 	}
 	ref := line[at]
-	order := ref.Order
+	var order int64
 	if before {
 		if at > 0 && line[at-1].Tier == ref.Tier {
 			order = mid(line[at-1].Order, ref.Order)

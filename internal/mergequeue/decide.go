@@ -200,7 +200,7 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 		return Submission{}, fault.Usagef(fault.CodeNoActor, "no actor: pass --actor, set SPOOL_ACTOR, or set git user.email")
 	}
 	if req.Branch == "" {
-		return Submission{}, IdentityExtractionFailed(req.Workspace, "HEAD is detached; check out a branch")
+		return Submission{}, DetachedHead(req.Workspace)
 	}
 	if err := pol.CheckBranch(req.Workspace, req.Branch); err != nil {
 		return Submission{}, err

@@ -49,6 +49,7 @@ var (
 	CodeInvalidEntryRef   = fault.Register(fault.Usage, "invalid_entry_ref")
 	CodeAmbiguousEntryRef = fault.Register(fault.Usage, "ambiguous_entry_ref")
 	CodeBranchIsTarget    = fault.Register(fault.Rejected, "branch_is_target")
+	CodeDetachedHead      = fault.Register(fault.Rejected, "detached_head")
 )
 
 func SessionNotFound(session string) *fault.Error {
@@ -112,6 +113,14 @@ func IdentityExtractionFailed(workspace, reason string) *fault.Error {
 	return fault.New(CodeIdentityExtractionFailed, ErrSubmission,
 		fmt.Sprintf("cannot read the identity of workspace %q: %s", workspace, reason),
 		"workspace", workspace, "reason", reason)
+}
+
+// DetachedHead refuses a submission from a worktree whose HEAD is detached:
+// a state of the user's worktree (exit 3), not a failure to read it.
+func DetachedHead(workspace string) *fault.Error {
+	return fault.New(CodeDetachedHead, ErrSubmission,
+		fmt.Sprintf("workspace %q has a detached HEAD, so there is no branch to merge; check out a branch there (git switch -c NAME keeps the commits) and submit again", workspace),
+		"workspace", workspace)
 }
 
 func ChangeIDExtractionFailed(workspace, reason string) *fault.Error {
@@ -250,7 +259,8 @@ func Variants() []*fault.Error {
 		DedupeKeyConflict("ws-a:I1", "ws-a", "ws-b"),
 		QueueFull(10, 10),
 		ConcurrentModification(7, "merge run"),
-		IdentityExtractionFailed("ws-a", "HEAD is detached"),
+		IdentityExtractionFailed("ws-a", "git worktree id: exit status 128"),
+		DetachedHead("ws-a"),
 		ChangeIDExtractionFailed("ws-a", "jj log failed"),
 		HeadSHAExtractionFailed("ws-a", "rev-parse failed"),
 		BookmarkPushFailed("ws-a", "feature", "rejected"),

@@ -16,19 +16,19 @@ import (
 // own log, because they run under the log's lock against the caught-up
 // projection, which makes every transition a compare-and-set.
 const (
-	EvSubmitted    = "merge.submitted"     // a new entry, pending (§9.4 cases 1 and 3)
-	EvResubmitted  = "merge.resubmitted"   // a terminal entry reset to pending (case 2)
-	EvUpdated      = "merge.updated"       // an active entry's head/priority updated (case 4); failed_retryable → pending
-	EvClaimed      = "merge.claimed"       // pending → claimed by a train runner, with a lease; counts an attempt
-	EvTransitioned = "merge.transitioned"  // one step of the train: rebasing, testing, ready_to_merge, merging, merged, failed_*
-	EvLeaseRenewed = "merge.lease_renewed" // the runner is still working on the entry (and started proc, when given)
-	EvRecovered    = "merge.recovered"     // a lease expired or the runner died: processing → failed_* (or merging → merged when the target has the tested commit)
-	EvRetried      = "merge.retried"       // failed_retryable → pending (spool merge retry, or after recovery)
-	EvCancelled    = "merge.cancelled"     // → cancelled
-	EvFrozen       = "merge.frozen"        // the train stops claiming; submissions continue
-	EvUnfrozen     = "merge.unfrozen"
-	EvRefused      = "merge.refused" // a submission refused for a reason the seed audits (SR-005); no entry, the fold skips it
-	EvPushed       = "merge.pushed"  // a pending_push entry's branch reached the remote: pending, no longer waiting
+	EvSubmitted    = "merge.submitted"     // EntryData: a new entry, pending (the dedupe key is new, or its entry ended and another worktree submits it)
+	EvResubmitted  = "merge.resubmitted"   // EntryData: an ended entry (merged, failed_terminal, cancelled) back to pending
+	EvUpdated      = "merge.updated"       // EntryData: an active entry's head or priority updated; failed_retryable → pending
+	EvClaimed      = "merge.claimed"       // EntryData: pending → claimed by a train runner, with a lease; counts an attempt
+	EvTransitioned = "merge.transitioned"  // EntryData: one step of the train: rebasing, testing, ready_to_merge, merging, merged, failed_*
+	EvLeaseRenewed = "merge.lease_renewed" // EntryData: the runner is still working on the entry (and started proc, when given)
+	EvRecovered    = "merge.recovered"     // EntryData: a lease expired or the runner died: processing → failed_* (or merging → merged when the target has the tested commit)
+	EvRetried      = "merge.retried"       // EntryData: failed_retryable → pending (spool merge retry, or after recovery)
+	EvCancelled    = "merge.cancelled"     // EntryData: → cancelled
+	EvFrozen       = "merge.frozen"        // FreezeData: the train stops claiming; submissions continue
+	EvUnfrozen     = "merge.unfrozen"      // {}: the train claims again
+	EvRefused      = "merge.refused"       // RefusedData: a submission refused, recorded for the audit; no entry, the fold skips it
+	EvPushed       = "merge.pushed"        // EntryData: a pending_push entry's branch reached the remote: pending, no longer waiting
 )
 
 // SubjectRefused is the subject of merge.refused events.

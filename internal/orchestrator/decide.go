@@ -273,18 +273,6 @@ func Paused(d PausedData) eventlog.Draft {
 	return eventlog.Draft{Type: TypePaused, Subject: Worker, Data: d}
 }
 
-// PauseByHand is a person's pause: no agent starts until it is resumed (the
-// one running finishes). It refuses when the orchestrator is paused
-// already. It names the agent command in force, as the breaker does, so
-// changing the command lifts it too.
-func PauseByHand(s *State, p Policy, reason string) (eventlog.Draft, error) {
-	if s.Paused != nil {
-		return eventlog.Draft{}, fault.New(fault.CodeInvalidStateTransition, fault.ErrInvalidTransition,
-			"the orchestrator is paused already: "+s.Paused.Reason)
-	}
-	return Paused(PausedData{Kind: BreakManual, Reason: reason, Tasks: []string{}, Agent: slices.Clone(p.Agent)}), nil
-}
-
 // Resume lifts a pause; it refuses when the orchestrator is not paused.
 func Resume(s *State, reason string) (eventlog.Draft, error) {
 	if s.Paused == nil {

@@ -100,7 +100,6 @@ type FinishedData struct {
 
 // Kinds of runs that are not the task's, and of the breaker's trips.
 const (
-	BreakManual      = "manual"       // a person paused it (spool orchestrator pause, the board)
 	BreakCannotStart = "cannot_start" // the agent could not start (exit 126, 127; spool could not launch it)
 	BreakQuickExit   = "quick_exit"   // it exited at once (under QuickExit) with its worktree untouched
 	BreakSameError   = "same_error"   // different tasks failed in a row with the same error

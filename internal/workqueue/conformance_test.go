@@ -210,15 +210,17 @@ func (c *taskClone) finish(r *rand.Rand, now time.Time) (string, []eventlog.Draf
 // hookRan records that a hook request started, or how it finished, as the
 // service does around running it.
 func (c *taskClone) hookRan(r *rand.Rand) []eventlog.Draft {
-	for _, id := range c.s.WithHooks() {
-		p := c.s.History[id].Hooks[0]
-		if r.IntN(2) == 0 && !p.Started {
-			return []eventlog.Draft{{Type: workqueue.TypeHookStarted, Subject: id, Data: workqueue.HookRequestData{Request: p.Request}}}
-		}
-		code := r.IntN(3)
-		return []eventlog.Draft{{Type: workqueue.TypeHookFinished, Subject: id, Data: workqueue.HookFinishedData{Request: p.Request, ExitCode: &code}}}
+	ids := c.s.WithHooks()
+	if len(ids) == 0 {
+		return nil
 	}
-	return nil
+	id := ids[0] // the first task with a hook to run
+	p := c.s.History[id].Hooks[0]
+	if r.IntN(2) == 0 && !p.Started {
+		return []eventlog.Draft{{Type: workqueue.TypeHookStarted, Subject: id, Data: workqueue.HookRequestData{Request: p.Request}}}
+	}
+	code := r.IntN(3)
+	return []eventlog.Draft{{Type: workqueue.TypeHookFinished, Subject: id, Data: workqueue.HookFinishedData{Request: p.Request, ExitCode: &code}}}
 }
 
 func (c *taskClone) decideOn(r *rand.Rand, h *workqueue.Entry, actor, reason string, now time.Time) ([]eventlog.Draft, error) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
-	"hash/crc32"
 	"io"
 	"slices"
 	"sort"
@@ -225,8 +224,6 @@ func decodeRecord(r *table.Dec) (*Task, []string) {
 	}
 	return t, refs
 }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // MarshalState is what WriteState writes.
 func (p *QueueProjection) MarshalState() ([]byte, error) { return marshal(p) }

@@ -135,9 +135,8 @@ func TestPriorityThenFIFO(t *testing.T) {
 
 func TestReadyOrderAndLimit(t *testing.T) {
 	w := newWorld(t)
-	var ids []string
 	for i := 0; i < 30; i++ {
-		ids = append(ids, w.add(fmt.Sprint("t", i), 4-i%5, t0.Add(time.Duration(i)*time.Second)))
+		w.add(fmt.Sprint("t", i), 4-i%5, t0.Add(time.Duration(i)*time.Second))
 	}
 	all := w.s.Ready(DefaultPolicy(), ReadyFilter{}, t0, 0)
 	top := w.s.Ready(DefaultPolicy(), ReadyFilter{}, t0, 7)

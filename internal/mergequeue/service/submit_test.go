@@ -59,7 +59,7 @@ func TestSubmitPreconditions(t *testing.T) {
 	// PRE-WS-003: a detached HEAD has no branch.
 	det := filepath.Join(filepath.Dir(f.Root), "det")
 	f.Git(f.Root, "worktree", "add", "-q", "--detach", det, "main")
-	reject(det, SubmitOptions{NoPush: true}, mergequeue.CodeIdentityExtractionFailed.Name)
+	reject(det, SubmitOptions{NoPush: true}, mergequeue.CodeDetachedHead.Name)
 	// PRE-WS-004: an unborn branch has no commit.
 	f.Git(det, "checkout", "-q", "--orphan", "empty")
 	reject(det, SubmitOptions{NoPush: true}, mergequeue.CodeInvalidHeadSHA.Name)

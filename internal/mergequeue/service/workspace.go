@@ -53,7 +53,7 @@ func CheckWorkspace(w git.Worktree) error {
 	case w.Bare:
 		return mergequeue.InvalidWorkspaceName(w.Name, "it is the bare repository, not a worktree")
 	case w.Detached || w.Branch == "":
-		return mergequeue.IdentityExtractionFailed(w.Name, "HEAD is detached, so there is no branch to merge; check out a branch")
+		return mergequeue.DetachedHead(w.Name)
 	case strings.Trim(w.HEAD, "0") == "":
 		return mergequeue.InvalidHeadSHA(w.HEAD, "branch "+w.Branch+" has no commits yet")
 	case !mergequeue.ValidHeadSHA(w.HEAD):

@@ -392,23 +392,10 @@ func (s *Service) rejected(ctx context.Context, st *orchestrator.State) ([]Rejec
 	return out, nil
 }
 
-// Resume lifts a pause, the breaker's or a person's (spool orchestrator
-// resume).
+// Resume lifts the breaker's pause (spool orchestrator resume).
 func (s *Service) Resume(ctx context.Context) (*orchestrator.State, error) {
 	return s.change(ctx, func(st *orchestrator.State, actor string) (eventlog.Draft, error) {
 		return orchestrator.Resume(st, "resumed by "+actor)
-	})
-}
-
-// PauseAgents stops agents starting until Resume (spool orchestrator
-// pause); the one running finishes.
-func (s *Service) PauseAgents(ctx context.Context, why string) (*orchestrator.State, error) {
-	return s.change(ctx, func(st *orchestrator.State, actor string) (eventlog.Draft, error) {
-		reason := "paused by " + actor
-		if why != "" {
-			reason += ": " + why
-		}
-		return orchestrator.PauseByHand(st, s.Policy, reason+" (spool orchestrator resume, or the board, starts agents again)")
 	})
 }
 
