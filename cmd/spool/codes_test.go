@@ -17,11 +17,11 @@ import (
 	"github.com/spoolhq/spool/internal/fault"
 )
 
-// The README's error tables list every code spool can produce, with its
-// exit status, and no code it cannot: codes are registered where they arise
-// (fault.Register), so the registry is what spool can produce.
+// The error tables of docs/errors.md list every code spool can produce,
+// with its exit status, and no code it cannot: codes are registered where
+// they arise (fault.Register), so the registry is what spool can produce.
 func TestREADMEListsEveryErrorCode(t *testing.T) {
-	documented := readmeCodes(t, filepath.Join("..", "..", "README.md"))
+	documented := readmeCodes(t, filepath.Join("..", "..", "docs", "errors.md"))
 	registered := map[string]fault.Kind{}
 	for _, c := range fault.Codes() {
 		registered[c.Name] = c.Kind
@@ -58,8 +58,8 @@ func readmeCodes(t *testing.T, path string) map[string]int {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.HasPrefix(line, "## ") {
-			in = line == "## Exit codes and errors"
+		if strings.HasPrefix(line, "# ") {
+			in = line == "# Exit codes and errors"
 			continue
 		}
 		m := row.FindStringSubmatch(line)

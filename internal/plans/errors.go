@@ -27,7 +27,7 @@ func Invalid(path, msg string) error {
 func SourceUnsupported(kind string) error {
 	return fault.New(CodeSourceUnsupported, nil, fmt.Sprintf(
 		"workqueue.source is %[1]s: a plan's epic, gate, tasks and dependencies are made in one append, all or nothing, in spool's own tracker; "+
-			"%[1]s's beads would take one %[1]s create per task and one %[1]s dep add per dependency, which no append covers, and spool does not do that (README: Plans and proposals)", kind),
+			"%[1]s's beads would take one %[1]s create per task and one %[1]s dep add per dependency, which no append covers, and spool does not do that (docs/orchestrator.md: Plans and proposals)", kind),
 		"source", kind)
 }
 

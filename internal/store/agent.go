@@ -59,6 +59,6 @@ func mayWrite(dir string) error {
 		by = fmt.Sprintf("process %d, its guard, is among its ancestors", pid)
 	}
 	return fault.New(CodeAgentMayNotWrite, ErrAgentMayNotWrite,
-		fmt.Sprintf("spool does not change the log for an agent (%s): an agent reports by its exit status and output, and proposes work as the planner's JSON; see the README's Orchestrator section", by),
+		fmt.Sprintf("spool does not change the log for an agent (%s): an agent reports by its exit status and output, and proposes work as the planner's JSON; see docs/orchestrator.md", by),
 		"guard_pid", pid)
 }
