@@ -203,12 +203,14 @@ func PushBranch(ctx context.Context, dir, remote, branch string) error {
 	return &PushError{Remote: remote, Message: msg, Unreachable: unreachable(msg)}
 }
 
-// PushBranchAt pushes commit to remote's branch with a lease on what the
-// remote had, as PushBranch does, from any worktree of the repository:
-// the merge train pushing the head of an entry that was queued offline.
+// PushBranchAt pushes commit to remote's branch, never forced (a branch
+// the remote has must be an ancestor of commit), from any worktree of the
+// repository: the merge train pushing the head of an entry that was
+// queued offline. What it pushes comes from the log, which anyone who can
+// push may write: it must not be able to rewind or replace a branch.
 func PushBranchAt(ctx context.Context, dir, remote, commit, branch string) error {
 	ref := "refs/heads/" + branch
-	_, err := Run(ctx, dir, "push", "--quiet", "--force-with-lease="+ref, remote, commit+":"+ref)
+	_, err := Run(ctx, dir, "push", "--quiet", remote, commit+":"+ref)
 	if err == nil {
 		return nil
 	}

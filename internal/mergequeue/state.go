@@ -428,7 +428,7 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 	if ev.Type == EvSubmitted {
 		// Only what DecideSubmit records: the identity the invariants
 		// hold every entry to (INV-ID-001 to 004).
-		if d.Workspace == "" || d.Branch == "" || d.ChangeID == "" || ValidateDedupeKey(d.DedupeKey) != nil ||
+		if d.Workspace == "" || refname.CheckBranch(d.Branch) != nil || d.ChangeID == "" || ValidateDedupeKey(d.DedupeKey) != nil ||
 			!strings.HasSuffix(d.DedupeKey, ":"+d.ChangeID) || !ValidHeadSHA(d.HeadSHA) {
 			return false
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -391,5 +392,46 @@ func TestOfflineSubmissionPushedWithBackoff(t *testing.T) {
 	}
 	if !strings.Contains(f.statuses(1), "pending pending claimed") {
 		t.Fatalf("trail %s", f.statuses(1))
+	}
+}
+
+// An offline entry's push comes from the log, which anyone who can push
+// writes: a forged one must not rewind or replace a branch. The train never
+// pushes its target but by merging, never forces, and the fold refuses a
+// branch name git would take for something else.
+func TestForgedPendingPushChangesNoBranch(t *testing.T) {
+	f := newFixture(t)
+	old := f.Git(f.Root, "rev-parse", "HEAD")
+	f.Write(f.Root, "new.txt", "new\n")
+	f.Git(f.Root, "add", "-A")
+	f.Git(f.Root, "commit", "-q", "-m", "new")
+	f.Git(f.Root, "branch", "release")
+	f.Git(f.Root, "push", "-q", "origin", "main", "release")
+	mainAt, releaseAt := f.Git(f.Remote, "rev-parse", "main"), f.Git(f.Remote, "rev-parse", "release")
+	st := f.store(f.Root)
+	for i, branch := range []string{"main", "release", "--force", "a..b"} {
+		change := fmt.Sprintf("I%039x", i+1)
+		f.now = f.now.Add(time.Second)
+		if _, _, err := st.Write(context.Background(), f.now, "mallory", []string{mergequeue.Name}, func(*projections.View) ([]eventlog.Draft, error) {
+			return []eventlog.Draft{{Type: mergequeue.EvSubmitted, Subject: mergequeue.Subject(int64(i + 1)), Data: mergequeue.EntryData{
+				Workspace: "ws" + strconv.Itoa(i), WorkspaceID: "ws" + strconv.Itoa(i), Branch: branch, ChangeID: change,
+				ChangeIDSource: "generated", DedupeKey: "ws" + strconv.Itoa(i) + ":" + change, HeadSHA: old,
+				Reason: mergequeue.WaitPushPending + ": forged"}}}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(f.queue().PushWaiting()); n != 2 {
+		t.Fatalf("%d entries wait for a push, want the two with branch names git takes as branches", n)
+	}
+	r := f.runner()
+	var out strings.Builder
+	r.Out = &out
+	r.RunOne(context.Background())
+	if got := f.Git(f.Remote, "rev-parse", "main"); got != mainAt {
+		t.Errorf("the remote's main moved to %s (was %s):\n%s", got, mainAt, out.String())
+	}
+	if got := f.Git(f.Remote, "rev-parse", "release"); got != releaseAt {
+		t.Errorf("the remote's release moved to %s (was %s):\n%s", got, releaseAt, out.String())
 	}
 }

@@ -107,6 +107,12 @@ func (r *Runner) pushWaiting(ctx context.Context, q *mergequeue.State) bool {
 		if time.Now().Before(t.next) {
 			continue
 		}
+		if e.Branch == r.Target {
+			continue // the log names it; the train never pushes its target but by merging
+		}
+		if _, err := git.RevParse(ctx, r.Store.Repo.Root, e.HeadSHA); err != nil {
+			continue // a commit only the submitting clone has: its own train or watch pushes it
+		}
 		note := "pushed " + e.Branch + " to " + remote
 		if remote == "" {
 			note = "not pushed: no remote to push to (merge.remote is \"\" or does not exist)"
