@@ -397,7 +397,10 @@ func TestMergeFreezeFromThePage(t *testing.T) {
 	if r := f.do(request{path: "/merge", token: bossToken}); !strings.Contains(r.body, `data-api="/api/merge/freeze"`) {
 		t.Fatalf("/merge offers no freeze to an admin:\n%s", r.body)
 	}
+	// With admins set, only they freeze: the server refuses anyone else.
+	refusedWrite(t, f, request{method: "POST", path: "/api/merge/freeze", token: bobToken}, http.StatusForbidden, "unauthorized")
 	acceptedWrite(t, f, request{method: "POST", path: "/api/merge/freeze", body: "reason=release+day", ctype: "application/x-www-form-urlencoded", token: bossToken}, boss)
+	refusedWrite(t, f, request{method: "POST", path: "/api/merge/unfreeze", token: bobToken}, http.StatusForbidden, "unauthorized")
 	r := f.do(request{path: "/merge", token: bossToken})
 	if !strings.Contains(r.body, "frozen by "+boss+": release day") || !strings.Contains(r.body, `data-api="/api/merge/unfreeze"`) {
 		t.Fatalf("after the freeze:\n%s", r.body)

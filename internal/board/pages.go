@@ -200,11 +200,12 @@ func loadTask(ctx context.Context, env store.Env, r *http.Request) (any, error) 
 
 // MergeData is the Merge queue view.
 type MergeData struct {
-	Queue   *mergequeue.State
-	Entries []*mergequeue.Entry // pending ones at their effective positions (aging counted)
-	All     bool
-	Admin   bool // the viewer may act on anyone's entry
-	Order   mergequeue.Order
+	Queue     *mergequeue.State
+	Entries   []*mergequeue.Entry // pending ones at their effective positions (aging counted)
+	All       bool
+	Admin     bool // the viewer may act on anyone's entry
+	MayFreeze bool // the viewer may freeze and unfreeze the train
+	Order     mergequeue.Order
 }
 
 // Aging is why e's effective priority is not its own ("P4→P3 aged 7d"), or "".
@@ -227,7 +228,8 @@ func loadMerge(ctx context.Context, env store.Env, r *http.Request) (any, error)
 	}
 	o := mq.Order(q)
 	actor, _ := env.Actor(ctx)
-	return MergeData{Queue: q, Entries: q.ListedIn(all, o), All: all, Order: o, Admin: slices.Contains(mq.Policy.Admins, actor)}, nil
+	return MergeData{Queue: q, Entries: q.ListedIn(all, o), All: all, Order: o, Admin: slices.Contains(mq.Policy.Admins, actor),
+		MayFreeze: mergequeue.MayFreeze(mq.Policy, actor) == nil}, nil
 }
 
 // JobsData is the Jobs view.

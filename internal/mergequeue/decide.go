@@ -3,6 +3,7 @@ package mergequeue
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -330,6 +331,16 @@ func DecideRetry(s *State, id int64, actor string, pol Policy) ([]eventlog.Draft
 	}
 	return []eventlog.Draft{{Type: EvRetried, Subject: Subject(id),
 		Data: EntryData{EntryID: id, EntryRef: e.Ref, From: FailedRetryable, To: Pending, HeadSHA: e.HeadSHA, Reason: "retry"}}}, nil
+}
+
+// MayFreeze is who may freeze and unfreeze the train: with admins set,
+// only they (it stops everyone's merges); with none, anyone.
+func MayFreeze(p Policy, actor string) error {
+	if len(p.Admins) == 0 || p.admin(actor) {
+		return nil
+	}
+	return fault.New(fault.CodeUnauthorized, fault.ErrUnauthorized,
+		fmt.Sprintf("%s may not freeze or unfreeze the merge train: only admins may (config key admins)", actor), "actor", actor)
 }
 
 // DecideFreeze stops the train claiming; freezing a frozen queue appends nothing.

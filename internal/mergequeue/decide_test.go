@@ -987,3 +987,16 @@ func TestPendingPush(t *testing.T) {
 	}
 	checkInvariants(t, s)
 }
+
+func TestMayFreeze(t *testing.T) {
+	for _, c := range []struct {
+		admins []string
+		actor  string
+		may    bool
+	}{{nil, "anyone", true}, {[]string{"boss"}, "boss", true}, {[]string{"boss"}, "bob", false}} {
+		err := MayFreeze(Policy{Admins: c.admins}, c.actor)
+		if (err == nil) != c.may {
+			t.Errorf("admins %v, %s: %v", c.admins, c.actor, err)
+		}
+	}
+}

@@ -127,7 +127,10 @@ func (s *Service) Retry(ctx context.Context, handle string) (*mergequeue.State, 
 // Freeze stops the train claiming (on) or lets it claim again; changed is
 // false when the queue already was so.
 func (s *Service) Freeze(ctx context.Context, on bool, reason string) (q *mergequeue.State, changed bool, err error) {
-	events, q, err := s.Change(ctx, func(q *mergequeue.State, _ string) ([]eventlog.Draft, error) {
+	events, q, err := s.Change(ctx, func(q *mergequeue.State, actor string) ([]eventlog.Draft, error) {
+		if err := mergequeue.MayFreeze(s.Policy, actor); err != nil {
+			return nil, err
+		}
 		if on {
 			return mergequeue.DecideFreeze(q, reason), nil
 		}
