@@ -108,3 +108,42 @@ func TestWholeRunes(t *testing.T) {
 		}
 	}
 }
+
+// endOf is the file's last lines, whole, with the last newline, and the
+// offset right after what it returned.
+func TestEndOf(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, content, want string
+	}{
+		{"empty", "", ""},
+		{"short", "a\nb\n", "a\nb\n"},
+		{"no final newline", "a\nb", "a\nb"},
+		{"a cut rune at the end", "a\n✓"[:4], "a\n"},
+		{"more lines than shown", strings.Repeat("x\n", tailLines+5), strings.Repeat("x\n", tailLines)},
+		{"more bytes than shown", "first line is cut\n" + strings.Repeat("y", tailBytes-3) + "\n", ""},
+	} {
+		p := filepath.Join(dir, c.name)
+		os.WriteFile(p, []byte(c.content), 0o644)
+		f := openRegular(p)
+		if f == nil {
+			t.Fatalf("%s: not opened", c.name)
+		}
+		got, off := endOf(f)
+		f.Close()
+		want := c.want
+		if c.name == "more bytes than shown" {
+			want = strings.Repeat("y", tailBytes-3) + "\n"
+		}
+		if string(got) != want {
+			t.Errorf("%s: %q", c.name, got)
+		}
+		wantOff := int64(len(c.content))
+		if c.name == "a cut rune at the end" {
+			wantOff = 2 // the cut rune comes with the next read
+		}
+		if off != wantOff {
+			t.Errorf("%s: offset %d, want %d", c.name, off, wantOff)
+		}
+	}
+}

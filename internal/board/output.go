@@ -1,11 +1,13 @@
 package board
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -53,26 +55,40 @@ func (s *Server) handleOutput(w http.ResponseWriter, r *http.Request) {
 	defer t.Stop()
 	for first := true; ; first = false {
 		cur := s.agentOutputPath(r)
-		st, err := os.Stat(cur)
-		switch {
-		case first || cur != path || err != nil && f != nil || err == nil && st.Size() < off:
-			// Another attempt, the file gone, or truncated: start again.
-			if f != nil {
+		size := int64(-1)
+		if f != nil {
+			if st, err := f.Stat(); err == nil {
+				size = st.Size()
+			}
+		}
+		again := first || cur != path || size >= 0 && size < off
+		if !again && f == nil && cur != "" {
+			// The attempt's file did not exist (or was no regular file) yet.
+			if f = openRegular(cur); f != nil {
+				again = true
+			}
+		}
+		if again {
+			// Another attempt, the file there at last, or truncated: start
+			// again, from one open file (its end and the offset after it
+			// read from the same file).
+			if f != nil && (cur != path || size >= 0 && size < off) {
 				f.Close()
 				f = nil
 			}
-			path, off = cur, 0
-			tail := ""
-			if err == nil {
-				tail = orchservice.Tail(cur, tailLines, tailBytes)
-				off = st.Size()
-				f, _ = os.Open(cur)
+			if f == nil && cur != "" {
+				f = openRegular(cur)
 			}
-			if !send("reset", []byte(tail)) {
+			path, off = cur, 0
+			tail := []byte{}
+			if f != nil {
+				tail, off = endOf(f)
+			}
+			if !send("reset", tail) {
 				return
 			}
-		case f != nil && st.Size() > off:
-			buf := make([]byte, min(st.Size()-off, outputChunk))
+		} else if f != nil && size > off {
+			buf := make([]byte, min(size-off, outputChunk))
 			n, err := f.ReadAt(buf, off)
 			if err != nil && err != io.EOF {
 				return
@@ -93,6 +109,45 @@ func (s *Server) handleOutput(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// openRegular opens path for reading only if it is a regular file, without
+// blocking on anything else (a FIFO put in the log's place would hold the
+// stream forever); nil otherwise.
+func openRegular(path string) *os.File {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil
+	}
+	return f
+}
+
+// endOf is the end of f as the page shows it (the last tailLines lines, at
+// most tailBytes, starting at a line), with its last newline, and the
+// offset the next read starts at.
+func endOf(f *os.File) ([]byte, int64) {
+	st, err := f.Stat()
+	if err != nil {
+		return []byte{}, 0
+	}
+	size := st.Size()
+	from := max(0, size-tailBytes)
+	b := make([]byte, size-from)
+	n, _ := f.ReadAt(b, from)
+	b = b[:n]
+	if from > 0 {
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:] // the first line is cut
+		}
+	}
+	for lines := bytes.Count(b, []byte{'\n'}); lines > tailLines; lines-- {
+		b = b[bytes.IndexByte(b, '\n')+1:]
+	}
+	return wholeRunes(b), from + int64(n) - int64(len(b)-len(wholeRunes(b)))
+}
+
 // agentOutputPath is the running agent's output file, or "" when none runs.
 func (s *Server) agentOutputPath(r *http.Request) string {
 	s.mu.Lock()
@@ -105,8 +160,10 @@ func (s *Server) agentOutputPath(r *http.Request) string {
 	if err != nil || st.ActiveTask == nil {
 		return ""
 	}
-	path, _ := agentOutput(store.RunsDir(env.Store.Repo), st.ActiveTask)
-	return path
+	if path, ok := agentOutput(store.RunsDir(env.Store.Repo), st.ActiveTask); ok {
+		return path
+	}
+	return ""
 }
 
 // wholeRunes is b without a UTF-8 sequence its end cuts in two: the rest

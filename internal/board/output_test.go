@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -72,7 +73,8 @@ func TestOrchestratorOutputStream(t *testing.T) {
 			return [2]string{}
 		}
 	}
-	if m := next(); m != [2]string{"reset", "compiling"} {
+	// The page appends what follows to what it has: the newline stays.
+	if m := next(); m != [2]string{"reset", "compiling\n"} {
 		t.Fatalf("first message %q", m)
 	}
 	file, _ := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0)
@@ -82,7 +84,16 @@ func TestOrchestratorOutputStream(t *testing.T) {
 		t.Fatalf("then %q", m)
 	}
 	os.WriteFile(log, []byte("again\n"), 0o644) // truncated: start again
-	if m := next(); m != [2]string{"reset", "again"} {
+	if m := next(); m != [2]string{"reset", "again\n"} {
 		t.Fatalf("after a truncation %q", m)
+	}
+	// A FIFO in the log's place is never opened: reading it would block
+	// the stream for good.
+	os.Remove(log)
+	if err := syscall.Mkfifo(log, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(); m != [2]string{"reset", ""} {
+		t.Fatalf("with a FIFO in its place %q", m)
 	}
 }
