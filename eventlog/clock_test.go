@@ -15,32 +15,29 @@ import (
 func TestAppendHoldsAWritersTimes(t *testing.T) {
 	l := newTestLog(t)
 	nov := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
-	mar := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	ctx := context.Background()
-	for _, c := range []struct {
-		at, want time.Time
-	}{
-		{nov, nov},
-		{mar, nov},                               // the clock went back: held at the last time
-		{nov.Add(time.Hour), nov.Add(time.Hour)}, // forward again
-		{nov, nov.Add(time.Hour)},
-	} {
-		evs, err := l.Append(ctx, c.at, "ada", []Draft{{Type: "test.appended", Subject: "x"}, {Type: "test.appended", Subject: "y"}}, AppendOptions{})
+	appendAt := func(at, want time.Time) {
+		t.Helper()
+		evs, err := l.Append(ctx, at, "ada", []Draft{{Type: "test.appended", Subject: "x"}, {Type: "test.appended", Subject: "y"}}, AppendOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range evs {
-			if !e.At.Equal(c.want) {
-				t.Fatalf("appended at %s: event dated %s, want %s", c.at, e.At, c.want)
+			if !e.At.Equal(want) {
+				t.Fatalf("appended at %s: event dated %s, want %s", at, e.At, want)
 			}
 		}
 	}
+	appendAt(nov, nov)
+	appendAt(nov.Add(-5*time.Minute), nov) // a clock stepped back: held at the last time
+	appendAt(nov.Add(time.Hour), nov.Add(time.Hour))
+	appendAt(nov.Add(time.Hour-MaxClockStep), nov.Add(time.Hour))
 	// a new session (another command) reads the last time from the file
 	s, err := l.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs, err := s.Append(mar, "ada", []Draft{{Type: "test.appended"}}, AppendOptions{})
+	evs, err := s.Append(nov.Add(time.Hour-time.Minute), "ada", []Draft{{Type: "test.appended"}}, AppendOptions{})
 	s.Close()
 	if err != nil || !evs[0].At.Equal(nov.Add(time.Hour)) {
 		t.Fatalf("new session: %v, %v", evs, err)
@@ -48,7 +45,19 @@ func TestAppendHoldsAWritersTimes(t *testing.T) {
 	if check, err := l.Check(); err != nil || len(check.Problems) > 0 {
 		t.Fatalf("check: %v %v", check.Problems, err)
 	}
-	if back, err := l.ClockBackwards(); err != nil || len(back) != 0 {
+	if back, err := l.ClockBackwards(); err != nil || len(back) != 0 || len(l.warnings()) != 0 {
+		t.Fatalf("backwards: %v %v %q", back, err, l.warnings())
+	}
+	// Further back than a clock steps: the last event was dated ahead (a
+	// SPOOL_NOW set in the future once). Holding every later event there
+	// would date them all in the future: the event keeps its own time, says
+	// so, and verify reports the file.
+	mar := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	appendAt(mar, mar)
+	if w := l.warnings(); len(w) != 1 || !strings.Contains(w[0], "after now: the clock ran ahead or SPOOL_NOW was set ahead") {
+		t.Fatalf("warnings %q", w)
+	}
+	if back, err := l.ClockBackwards(); err != nil || len(back) != 1 {
 		t.Fatalf("backwards: %v %v", back, err)
 	}
 }

@@ -637,18 +637,32 @@ type AppendOptions struct {
 	Publish func(writer string, lines []byte) error
 }
 
+// MaxClockStep is how far behind the writer's last event a clock may be
+// and still be held to that event's time (see Append).
+const MaxClockStep = 10 * time.Minute
+
 // Append writes drafts as one batch and returns the events; it returns once
 // they are on disk (fsync). A draft whose idempotency key is already in the log
 // appends nothing and yields the first event with that key instead.
 //
 // An event's time is at, or the time of this writer's last event when at
-// is before it (a clock stepped back, SPOOL_NOW set back): as a hybrid
-// logical clock, the times of one writer's file never go backwards
-// (seed 002 INV-AUDIT-004), and an append is never refused for it. The
-// caller's decisions keep their own clock; only the record is held.
+// is before it by at most MaxClockStep (a clock stepped back by NTP, a VM
+// resumed): as a hybrid logical clock, the times of one writer's file do
+// not go backwards (seed 002 INV-AUDIT-004), and an append is never
+// refused for it. The caller's decisions keep their own clock; only the
+// record is held. A step back further than that is no clock's jitter but
+// a last event dated in the future (SPOOL_NOW set ahead once, a clock that
+// ran ahead): holding every later event to it would date them all there
+// (quotas, leases, aging read those times), so the event keeps its own time,
+// with a warning, and verify reports the file.
 func (s *Session) Append(at time.Time, actor string, drafts []Draft, opt AppendOptions) ([]Event, error) {
 	if at.Before(s.last) {
-		at = s.last
+		if back := s.last.Sub(at); back <= MaxClockStep {
+			at = s.last
+		} else {
+			s.log.opt.Warn(fmt.Sprintf("this clone's last event is dated %s, %s after now: the clock ran ahead or SPOOL_NOW was set ahead; recorded at now (spool verify reports it)",
+				s.last.UTC().Format(time.RFC3339), back.Round(time.Second)))
+		}
 	}
 	out := make([]Event, len(drafts))
 	var lines []byte
