@@ -131,17 +131,20 @@ func Outcome(x ExitedData, p Policy) string {
 const QuickExit = time.Second
 
 // Classify says whether a run's end is not the task's fault: the agent
-// could not start (spool could not launch it; exit 127, not found, or 126,
-// not executable, as a shell reports them) or it exited non-zero within
-// QuickExit with its worktree as the attempt started. "" is a run like
-// any other.
+// could not start (spool could not launch it; or exit 127, not found, or
+// 126, not executable, as a shell reports them, within QuickExit) or it
+// exited non-zero within QuickExit with its worktree as the attempt
+// started. "" is a run like any other.
 func Classify(x ExitedData, p Policy) string {
 	switch {
 	case x.Reason == ReasonNoLaunch:
 		return BreakCannotStart
 	case x.Reason != "" || x.Signal != "" || x.ExitCode == 0:
 		return ""
-	case x.ExitCode == 126 || x.ExitCode == 127:
+	case (x.ExitCode == 126 || x.ExitCode == 127) && time.Duration(x.RanMS)*time.Millisecond < QuickExit:
+		// As a shell reports a command it could not run: at once. An agent
+		// that worked a while and then exits 127 (its last step's tool
+		// missing) failed like any other run.
 		return BreakCannotStart
 	case x.Untouched && x.RanMS > 0 && time.Duration(x.RanMS)*time.Millisecond < QuickExit:
 		return BreakQuickExit

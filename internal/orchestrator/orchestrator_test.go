@@ -180,6 +180,10 @@ func TestOutcome(t *testing.T) {
 		{ExitedData{ExitCode: 1, RanMS: 40}, OutcomeFailed},
 		{ExitedData{ExitCode: 1, RanMS: 1500, Untouched: true}, OutcomeFailed},
 		{ExitedData{ExitCode: 1, Untouched: true}, OutcomeFailed}, // no time: an older supervisor's record
+		// 127 after working a while: its last step's tool was missing, the
+		// run is the task's like any other.
+		{ExitedData{ExitCode: 127, RanMS: 40 * 60 * 1000}, OutcomeFailed},
+		{ExitedData{ExitCode: 126, RanMS: 1500, Untouched: true}, OutcomeFailed},
 	}
 	for _, tt := range tests {
 		if got := Outcome(tt.x, policy()); got != tt.want {
