@@ -95,8 +95,8 @@ func (c *MCPServeCmd) Run(e *env) error {
 }
 
 // tools is the allow-list: --tools, within the agent set for an agent the
-// orchestrator started (the trust boundary: it reads, comments,
-// heartbeats and proposes; its exit status closes or fails its task).
+// orchestrator started (the trust boundary: it reads; its exit status
+// closes or fails its task).
 func (c *MCPServeCmd) tools() ([]string, error) {
 	list := splitList(c.Tools)
 	if c.Agent == "" {

@@ -53,8 +53,12 @@ func (s *Server) handleOutput(w http.ResponseWriter, r *http.Request) {
 	}()
 	t := time.NewTicker(outputPoll)
 	defer t.Stop()
-	for first := true; ; first = false {
-		cur := s.agentOutputPath(r)
+	cur := ""
+	for tick := 0; ; tick++ {
+		first := tick == 0
+		if tick%4 == 0 {
+			cur = s.agentOutputPath(r) // under the board's lock: once a second, not at each look
+		}
 		size := int64(-1)
 		if f != nil {
 			if st, err := f.Stat(); err == nil {

@@ -106,17 +106,23 @@ func (s *Server) page(p *page) http.Handler {
 }
 
 func (s *Server) render(r *http.Request, p *page) ([]byte, error) {
-	load := p.load
-	if load == nil {
-		load = s.loadActivity
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	env, err := s.env(r)
 	if err != nil {
 		return nil, err
 	}
-	data, err := load(r.Context(), env, r)
+	var data any
+	if p.load != nil {
+		data, err = p.load(r.Context(), env, r)
+	} else {
+		// The activity view reads the server's recent events, or for one
+		// subject the whole log: neither is the store's, so other requests
+		// need not wait for it.
+		s.mu.Unlock()
+		data, err = s.loadActivity(r.Context(), env, r)
+		s.mu.Lock()
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -208,7 +208,7 @@ func Resolve(list []string) ([]string, error) {
 }
 
 // ResolveAgent is Resolve for the agent the orchestrator started for task:
-// the trust boundary's set (read, comment, heartbeat, propose), or the
+// the trust boundary's set (the read tools: the guard refuses its writes), or the
 // part of list inside it. A tool outside it is refused, not dropped: the
 // one who asked for it learns why.
 func ResolveAgent(list []string, task string) ([]string, error) {

@@ -222,9 +222,9 @@ func (s *Service) launch(ctx context.Context, a *orchestrator.Active, task *wqse
 
 // mcpConfig is the MCP configuration the agent gets (SPOOL_MCP_CONFIG, in
 // the format of Claude Code's --mcp-config and Cursor's mcp.json): spool mcp
-// on the repository for a's task, acting as the claim's actor (so that its
-// heartbeats are the claimant's), with the agent tools alone (read,
-// comment, heartbeat, propose: the agent's exit status settles its task).
+// on the repository for a's task, acting as the claim's actor, with the
+// agent tools alone (the read tools: the agent reports by its exit status
+// and output, and the guard refuses any write).
 func (s *Service) mcpConfig(ctx context.Context, exe string, a *orchestrator.Active) any {
 	args := []string{"-C", s.Store.Repo.WorkTree}
 	if s.Env.Actor != nil {
