@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/spoolhq/spool/internal/fault"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,6 +115,13 @@ func (c *bdInitCmd) Run(b *bdEnv) error {
 	imported := 0
 	if data != nil {
 		if imported, err = c.importIssues(b, data); err != nil {
+			if fresh && !c.FromJSONL {
+				// spool is set up now, so a plain bd init again would not
+				// import: say how to.
+				if f, ok := fault.As(err); ok {
+					f.Message += " (spool is set up: fix .beads/issues.jsonl and import it with bd init --from-jsonl)"
+				}
+			}
 			return err
 		}
 		if imported > 0 {
