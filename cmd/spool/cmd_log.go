@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"path"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -24,53 +23,21 @@ type LogCmd struct {
 	Poll    time.Duration `default:"200ms" hidden:"" help:"How often --follow looks for new events."`
 }
 
-type logFilter struct {
-	types          []string
-	subject, actor string
-	since          time.Time
-}
-
-func (f *logFilter) match(e *eventlog.Event) bool {
-	if f.subject != "" && e.Subject != f.subject || f.actor != "" && e.Actor != f.actor {
-		return false
-	}
-	if !f.since.IsZero() && e.At.Before(f.since) {
-		return false
-	}
-	if len(f.types) == 0 {
-		return true
-	}
-	for _, t := range f.types {
-		if ok, _ := path.Match(t, e.Type); ok {
-			return true
-		}
-	}
-	return false
-}
-
 // filter checks the flags; now is read only for a --since duration.
-func (c *LogCmd) filter(now func() (time.Time, error)) (*logFilter, error) {
-	f := &logFilter{types: c.Type, subject: c.Subject, actor: c.ByActor}
-	for _, t := range c.Type {
-		if _, err := path.Match(t, ""); err != nil {
-			return nil, fault.Usagef(CodeInvalidFlag, "--type %q is not a valid pattern", t)
-		}
-	}
+func (c *LogCmd) filter(now func() (time.Time, error)) (eventlog.Filter, error) {
 	if c.N < 0 {
-		return nil, fault.Usagef(CodeInvalidFlag, "-n must not be negative, got %d", c.N)
+		return eventlog.Filter{}, fault.Usagef(CodeInvalidFlag, "-n must not be negative, got %d", c.N)
 	}
-	if c.Since != "" {
-		if t, err := time.Parse(time.RFC3339Nano, c.Since); err == nil {
-			f.since = t
-		} else if d, err := time.ParseDuration(c.Since); err == nil && d >= 0 {
-			t, err := now()
-			if err != nil {
-				return nil, err
-			}
-			f.since = t.Add(-d)
-		} else {
-			return nil, fault.Usagef(CodeInvalidFlag, "--since %q is neither an RFC 3339 time nor a duration such as 2h", c.Since)
+	var at time.Time
+	if _, err := time.Parse(time.RFC3339Nano, c.Since); c.Since != "" && err != nil {
+		var nerr error
+		if at, nerr = now(); nerr != nil {
+			return eventlog.Filter{}, nerr
 		}
+	}
+	f, err := eventlog.ParseFilter(c.Type, c.Subject, c.ByActor, c.Since, at)
+	if err != nil {
+		return f, fault.Usagef(CodeInvalidFlag, "--%s", strings.TrimPrefix(err.Error(), eventlog.ErrFilter.Error()+": "))
 	}
 	return f, nil
 }
@@ -89,7 +56,7 @@ func (c *LogCmd) Run(e *env) error {
 	from := map[string]eventlog.Start{}
 	var last []*eventlog.Event // ring of the last N
 	err = readEvents(st.Log, from, func(ev *eventlog.Event) error {
-		if !f.match(ev) {
+		if !f.Match(ev) {
 			return nil
 		}
 		if c.N == 0 {
@@ -123,7 +90,7 @@ func (c *LogCmd) Run(e *env) error {
 		}
 		var batch []*eventlog.Event
 		if err := readEvents(st.Log, from, func(ev *eventlog.Event) error {
-			if f.match(ev) {
+			if f.Match(ev) {
 				batch = append(batch, ev)
 			}
 			return nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"html/template"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -429,39 +428,9 @@ func (s *Server) loadActivity(ctx context.Context, env store.Env, r *http.Reques
 // latestInLog is up to n of the log's latest events that match, newest
 // first, read from the whole log.
 func latestInLog(ctx context.Context, l *eventlog.Log, n int, match func(*eventlog.Event) bool) ([]*eventlog.Event, error) {
-	r, err := l.Read(nil)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	ring := make([]*eventlog.Event, 0, n)
-	next := 0
-	for i := 1; ; i++ {
-		e, _, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if i%4096 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if !match(e) {
-			continue
-		}
-		if len(ring) < n {
-			ring = append(ring, e)
-		} else {
-			ring[next] = e
-			next = (next + 1) % n
-		}
-	}
-	out := make([]*eventlog.Event, 0, len(ring))
-	for i := len(ring) - 1; i >= 0; i-- {
-		out = append(out, ring[(next+i)%len(ring)])
-	}
-	return out, nil
+	evs, err := eventlog.Latest(ctx, l, n, match)
+	slices.Reverse(evs)
+	return evs, err
 }
 
 // AnalyticsData is the Analytics view.

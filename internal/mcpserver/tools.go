@@ -3,11 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"path"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -665,60 +661,14 @@ func logEvents(ctx context.Context, env store.Env, in logIn) (any, string, error
 	if n < 0 {
 		return nil, "", fault.New(CodeInvalidArguments, nil, fmt.Sprintf("n must not be negative, got %d", n), "tool", "log")
 	}
-	for _, t := range in.Types {
-		if _, err := path.Match(t, ""); err != nil {
-			return nil, "", fault.New(CodeInvalidArguments, err, fmt.Sprintf("types: %q is not a valid pattern", t), "tool", "log")
-		}
+	f, err := eventlog.ParseFilter(in.Types, in.Subject, in.By, in.Since, env.Now)
+	if err != nil {
+		return nil, "", fault.New(CodeInvalidArguments, err, strings.TrimPrefix(err.Error(), eventlog.ErrFilter.Error()+": "), "tool", "log")
 	}
-	var since time.Time
-	if in.Since != "" {
-		if t, err := time.Parse(time.RFC3339Nano, in.Since); err == nil {
-			since = t
-		} else if d, err := time.ParseDuration(in.Since); err == nil && d >= 0 {
-			since = env.Now.Add(-d)
-		} else {
-			return nil, "", fault.New(CodeInvalidArguments, nil, fmt.Sprintf("since %q is neither an RFC 3339 time nor a duration such as 2h", in.Since), "tool", "log")
-		}
-	}
-	match := func(e *eventlog.Event) bool {
-		if in.Subject != "" && e.Subject != in.Subject || in.By != "" && e.Actor != in.By || !since.IsZero() && e.At.Before(since) {
-			return false
-		}
-		if len(in.Types) == 0 {
-			return true
-		}
-		for _, t := range in.Types {
-			if ok, _ := path.Match(t, e.Type); ok {
-				return true
-			}
-		}
-		return false
-	}
-	rd, err := env.Store.Log.Read(map[string]eventlog.Start{})
+	out, err := eventlog.Latest(ctx, env.Store.Log, n, f.Match)
 	if err != nil {
 		return nil, "", err
 	}
-	defer rd.Close()
-	var out []*eventlog.Event // with n, a ring of the last n from first
-	first := 0
-	for {
-		ev, _, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, "", err
-		}
-		switch {
-		case !match(ev):
-		case n > 0 && len(out) == n:
-			out[first] = ev
-			first = (first + 1) % n
-		default:
-			out = append(out, ev)
-		}
-	}
-	out = slices.Concat(out[first:], out[:first])
 	return out, fmt.Sprintf("%d events", len(out)), nil
 }
 
