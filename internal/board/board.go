@@ -98,7 +98,6 @@ func (s *Server) routes() {
 	m.Handle("GET /prd/{feature}/{prd}", s.read(s.page(prdPage)))
 
 	m.Handle("GET /api/events", s.read(http.HandlerFunc(s.handleEvents)))
-	m.Handle("GET /api/orchestrator/output", s.read(http.HandlerFunc(s.handleOutput)))
 	for path, fn := range apiReads {
 		m.Handle("GET /api/"+path, s.read(s.api(fn)))
 	}

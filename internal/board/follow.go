@@ -198,12 +198,30 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	t := time.NewTicker(keepAlive)
 	defer t.Stop()
+	// ?output=1 (the Orchestrator view): the running agent's output on the
+	// same stream, so a page holds one connection, not two.
+	var output <-chan time.Time
+	var out *outputFollower
+	if r.URL.Query().Get("output") == "1" {
+		out = &outputFollower{s: s, r: r}
+		defer out.close()
+		ot := time.NewTicker(outputPoll)
+		defer ot.Stop()
+		output = ot.C
+		if !s.sendOutput(w, out, deadline) || !flush() {
+			return
+		}
+	}
 	for {
 		select {
 		case <-r.Context().Done():
 			return
 		case <-s.closing:
 			return
+		case <-output:
+			if !s.sendOutput(w, out, deadline) {
+				return
+			}
 		case <-sb.ready:
 			for _, msg := range s.hub.takeAll(sb) { // what queued up goes in one flush
 				if !message(msg) {
@@ -220,4 +238,18 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// sendOutput writes the output follower's next message, if it has one.
+func (s *Server) sendOutput(w http.ResponseWriter, out *outputFollower, deadline func()) bool {
+	event, text, err := out.step()
+	if err != nil {
+		return false
+	}
+	if event == "" {
+		return true
+	}
+	deadline()
+	_, err = w.Write(outputMessage(event, text))
+	return err == nil
 }

@@ -22,95 +22,87 @@ const (
 	outputChunk = 64 << 10
 )
 
-// handleOutput streams the running agent's output as it grows (Server-Sent
-// Events): a "reset" with the end of the file when the page connects or
-// another attempt starts (an empty one when no agent runs), then "append"
-// with what was written since. Each message's data is a JSON string. The
-// file is the one spool watch writes under runs, never one the log names
-// (agentOutput).
-func (s *Server) handleOutput(w http.ResponseWriter, r *http.Request) {
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	send := func(event string, text []byte) bool {
-		data, _ := json.Marshal(string(text))
-		rc.SetWriteDeadline(time.Now().Add(s.timeouts.Write))
-		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
+// outputFollower follows the running agent's output for one event stream
+// (/api/events?output=1): at its first step a "reset" with the end of the
+// file (empty when no agent runs), then an "append" with what was written
+// since at each step, and a "reset" again when another attempt starts or
+// the file is truncated. The file is the one spool watch writes under
+// runs, never one the log names (agentOutput).
+type outputFollower struct {
+	s     *Server
+	r     *http.Request
+	steps int
+	cur   string // the running attempt's file, looked up once a second
+	path  string // the file f is
+	f     *os.File
+	off   int64
+}
+
+func (o *outputFollower) close() {
+	if o.f != nil {
+		o.f.Close()
 	}
-	w.WriteHeader(http.StatusOK)
-	var (
-		path string
-		f    *os.File
-		off  int64
-	)
-	defer func() {
-		if f != nil {
-			f.Close()
-		}
-	}()
-	t := time.NewTicker(outputPoll)
-	defer t.Stop()
-	cur := ""
-	for tick := 0; ; tick++ {
-		first := tick == 0
-		if tick%4 == 0 {
-			cur = s.agentOutputPath(r) // under the board's lock: once a second, not at each look
-		}
-		size := int64(-1)
-		if f != nil {
-			if st, err := f.Stat(); err == nil {
-				size = st.Size()
-			}
-		}
-		again := first || cur != path || size >= 0 && size < off
-		if !again && f == nil && cur != "" {
-			// The attempt's file did not exist (or was no regular file) yet.
-			if f = openRegular(cur); f != nil {
-				again = true
-			}
-		}
-		if again {
-			// Another attempt, the file there at last, or truncated: start
-			// again, from one open file (its end and the offset after it
-			// read from the same file).
-			if f != nil && (cur != path || size >= 0 && size < off) {
-				f.Close()
-				f = nil
-			}
-			if f == nil && cur != "" {
-				f = openRegular(cur)
-			}
-			path, off = cur, 0
-			tail := []byte{}
-			if f != nil {
-				tail, off = endOf(f)
-			}
-			if !send("reset", tail) {
-				return
-			}
-		} else if f != nil && size > off {
-			buf := make([]byte, min(size-off, outputChunk))
-			n, err := f.ReadAt(buf, off)
-			if err != nil && err != io.EOF {
-				return
-			}
-			buf = wholeRunes(buf[:n])
-			off += int64(len(buf))
-			if len(buf) > 0 && !send("append", buf) {
-				return
-			}
-		}
-		select {
-		case <-r.Context().Done():
-			return
-		case <-s.closing:
-			return
-		case <-t.C:
+}
+
+// step is the message to send now: its event ("" for none) and data.
+func (o *outputFollower) step() (event string, text []byte, err error) {
+	first := o.steps == 0
+	if o.steps%4 == 0 {
+		o.cur = o.s.agentOutputPath(o.r) // under the board's lock: once a second, not at each look
+	}
+	o.steps++
+	size := int64(-1)
+	if o.f != nil {
+		if st, err := o.f.Stat(); err == nil {
+			size = st.Size()
 		}
 	}
+	again := first || o.cur != o.path || size >= 0 && size < o.off
+	if !again && o.f == nil && o.cur != "" {
+		// The attempt's file did not exist (or was no regular file) yet.
+		if o.f = openRegular(o.cur); o.f != nil {
+			again = true
+		}
+	}
+	if again {
+		// Another attempt, the file there at last, or truncated: start
+		// again, from one open file (its end and the offset after it read
+		// from the same file).
+		if o.f != nil && (o.cur != o.path || size >= 0 && size < o.off) {
+			o.f.Close()
+			o.f = nil
+		}
+		if o.f == nil && o.cur != "" {
+			o.f = openRegular(o.cur)
+		}
+		o.path, o.off = o.cur, 0
+		tail := []byte{}
+		if o.f != nil {
+			tail, o.off = endOf(o.f)
+		}
+		return "reset", tail, nil
+	}
+	if o.f == nil || size <= o.off {
+		return "", nil, nil
+	}
+	buf := make([]byte, min(size-o.off, outputChunk))
+	n, err := o.f.ReadAt(buf, o.off)
+	if err != nil && err != io.EOF {
+		return "", nil, err
+	}
+	buf = wholeRunes(buf[:n])
+	o.off += int64(len(buf))
+	if len(buf) == 0 {
+		return "", nil, nil
+	}
+	return "append", buf, nil
+}
+
+// outputMessage is one of outputFollower's messages on the wire: its data
+// a JSON string.
+func outputMessage(event string, text []byte) []byte {
+	data, _ := json.Marshal(string(text))
+	return fmt.Appendf(nil, "event: %s\ndata: %s\n\n", event, data)
 }
 
 // openRegular opens path for reading only if it is a regular file, without

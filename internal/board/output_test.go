@@ -20,9 +20,10 @@ import (
 	"github.com/spoolhq/spool/projections"
 )
 
-// The agent's output streams as it is written: the end of the file first,
-// then what is appended, from where spool watch writes it (never the path
-// the log names).
+// The agent's output streams as it is written, on the page's one event
+// stream (/api/events?output=1): the end of the file first, then what is
+// appended, from where spool watch writes it (never the path the log
+// names).
 func TestOrchestratorOutputStream(t *testing.T) {
 	f := newFixture(t)
 	id := f.add(workqueue.NewTask{Title: "agent work"})
@@ -42,7 +43,7 @@ func TestOrchestratorOutputStream(t *testing.T) {
 	defer ts.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/api/orchestrator/output", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/api/events?output=1", nil)
 	res, err := ts.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -56,10 +57,12 @@ func TestOrchestratorOutputStream(t *testing.T) {
 		for sc.Scan() {
 			if e, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
 				event = e
-			} else if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			} else if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok && event != "" {
 				var text string
 				json.Unmarshal([]byte(d), &text)
 				msgs <- [2]string{event, text}
+			} else if sc.Text() == "" {
+				event = "" // the log's own events are unnamed messages
 			}
 		}
 	}()

@@ -118,7 +118,10 @@
 
   function live() {
     const dot = document.getElementById("live");
-    const es = new EventSource("/api/events");
+    // The Orchestrator view asks the same stream for the agent's output.
+    const withOutput = !!document.querySelector('#main[data-page="orchestrator"]');
+    const es = new EventSource("/api/events" + (withOutput ? "?output=1" : ""));
+    if (withOutput) followOutput(es);
     es.onopen = () => { dot.classList.add("on"); dot.title = "live updates: on"; };
     es.onerror = () => { dot.classList.remove("on"); dot.title = "live updates: reconnecting"; };
     es.onmessage = (m) => {
@@ -316,7 +319,7 @@
   });
 
   // The Orchestrator view follows the agent's output as it is written
-  // (/api/orchestrator/output): the stream's text replaces the rendered
+  // (/api/events?output=1): the stream's text replaces the rendered
   // tail, also after a live update, and stays at its end unless the user
   // scrolled up. At most the last 256 KiB are kept.
   let output = null;
@@ -327,8 +330,7 @@
     pre.textContent = output;
     if (atEnd) pre.scrollTop = pre.scrollHeight;
   }
-  if (document.body.querySelector('#main[data-page="orchestrator"]')) {
-    const es = new EventSource("/api/orchestrator/output");
+  function followOutput(es) {
     es.addEventListener("reset", (m) => { output = JSON.parse(m.data); showOutput(); });
     es.addEventListener("append", (m) => {
       output = (output || "") + JSON.parse(m.data);
