@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// The domain is pure (ARCHITECTURE.md): it reaches no edge, however
+// The domain is pure (docs/internals.md): it reaches no edge, however
 // indirectly, and its own files touch no process, file or network. Read
 // from the sources (every non-test file, whatever its build tags), the
 // module's packages followed transitively, as `go list -deps` would.

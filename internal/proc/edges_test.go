@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// ARCHITECTURE.md: child processes start through this package, or, for
+// docs/internals.md: child processes start through this package, or, for
 // short git and jj calls, through internal/git. No other package of spool
 // imports os/exec (cmd/spoolbench, the benchmark driver, runs spool itself
 // as a user would; internal/beads only looks bd up on PATH).
