@@ -69,7 +69,9 @@ func CLI(app *kong.Application) []byte {
 		if c.Help != "" {
 			b.WriteString(strings.TrimSpace(c.Help) + "\n\n")
 		}
-		if c.Detail != "" {
+		if line, ok := strings.CutPrefix(c.Detail, "Example:\n  $ "); ok {
+			fmt.Fprintf(&b, "Example:\n\n```sh\n%s\n```\n\n", line)
+		} else if c.Detail != "" {
 			b.WriteString(strings.TrimSpace(c.Detail) + "\n\n")
 		}
 		if len(c.Positional) > 0 {
