@@ -2,6 +2,7 @@ package workqueue
 
 import (
 	"math/bits"
+	"slices"
 	"time"
 )
 
@@ -36,7 +37,6 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 			set(changed, i)
 		}
 	}
-	history := s.AllHistory()
 	var named map[string]bool
 	counted := newSet() // plain tasks counted ready, before their history is looked at
 	kOf := make([]int32, n)
@@ -44,7 +44,7 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 	ready := 0
 	readyNow := func(t *Task, memo map[string]bool) bool {
 		return s.EffectiveStatus(t, p, now) == StatusOpen && !s.blockedBy(t, memo, 0) &&
-			p.Skip(Candidates([]*Task{t})[0], history[t.ID], g, now) == ""
+			p.Skip(Candidates([]*Task{t})[0], s.Entry(t.ID), g, now) == ""
 	}
 	memo := map[string]bool{}
 	var read []*Task // unchanged tasks that must be read: a blocker changed, or not plain
@@ -88,13 +88,12 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 	// index says (closed: completed; open: blocked by its label, or
 	// pending), unless it has a history entry.
 	entry := newSet()
-	for id, h := range history {
-		i := tt.Find(id)
+	one := func(id string, i int, h *Entry) {
 		switch {
 		case i >= 0 && !has(changed, i):
 			set(entry, i)
 			if !tt.isOpen(i) {
-				continue // closed: completed, counted below
+				return // closed: completed, counted below
 			}
 			stub := &Task{Status: StatusOpen}
 			if tt.labelledAt(int(kOf[i])) {
@@ -106,6 +105,26 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 			}
 		case s.Tasks[id] == nil:
 			p.count(&st, nil, h, now) // no such task
+		}
+	}
+	// The history: what was decoded or changed, then the table's other
+	// entries, in id order as the tasks are (found by a search from the
+	// last one found), each decoded for the moment.
+	for id, h := range s.History {
+		one(id, tt.Find(id), h)
+	}
+	if ht := s.history; ht != nil {
+		from := 0
+		for j, r := range ht.All() {
+			id := ht.IDs[j]
+			if _, ok := s.History[id]; ok {
+				continue
+			}
+			i := findFrom(tt.IDs, from, id)
+			if i >= 0 {
+				from = i + 1
+			}
+			one(id, i, decodeEntry(r))
 		}
 	}
 	for k, i := range tt.open {
@@ -126,7 +145,7 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 	st.TotalSeen += closed
 	st.Completed += closed
 	for _, t := range rest { // not what the walk decoded since: counted by the index
-		p.count(&st, t, history[t.ID], now)
+		p.count(&st, t, s.Entry(t.ID), now)
 	}
 	st.CurrentlyReady = ready
 	return st
@@ -138,4 +157,19 @@ func openMask(t *taskTable, w int) uint64 {
 		t.isOpen(0) // builds openBits
 	}
 	return t.openBits[w]
+}
+
+// findFrom is the position of id in ids (sorted), or -1; id sorts after
+// ids[from-1]. It gallops from there: the ids looked up in order are found
+// in a few comparisons each.
+func findFrom(ids []string, from int, id string) int {
+	hi, step := from, 1
+	for hi < len(ids) && ids[hi] < id {
+		from, hi, step = hi+1, hi+step, step*2
+	}
+	hi = min(hi+1, len(ids))
+	if i, ok := slices.BinarySearch(ids[from:hi], id); ok {
+		return from + i
+	}
+	return -1
 }
