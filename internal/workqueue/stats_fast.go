@@ -123,6 +123,9 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 			i := findFrom(tt.IDs, from, id)
 			if i >= 0 {
 				from = i + 1
+				if !tt.isOpen(i) && !has(changed, i) {
+					continue // a closed task is completed whatever its history says: not decoded
+				}
 			}
 			one(id, i, decodeEntry(r))
 		}
