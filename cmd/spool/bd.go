@@ -8,8 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -124,79 +122,9 @@ type bdCLI struct {
 	Audit        bdRefusedCmd `cmd:"" hidden:""`
 }
 
-// bdTarget is what kong parses args into. kong reads the tags of every
-// field of the tree it is given, 10,000 allocations and about 2 ms for
-// bd's whole tree, at each run: when args name a command (not help), the
-// tree is a struct made at run time of bdCLI's global flags and that
-// command's field, tags and all; fill then copies the global flags into
-// cli. Help, an unknown command and no command get bdCLI itself.
-func bdTarget(cli *bdCLI, args []string) (target any, fill func()) {
-	whole := func() (any, func()) { return cli, func() {} }
-	cmd, ok := bdCommandField(args)
-	if !ok {
-		return whole()
-	}
-	fields := append(slices.Clip(bdTree.global), cmd)
-	v := reflect.New(reflect.StructOf(fields))
-	return v.Interface(), func() {
-		into := reflect.ValueOf(cli).Elem()
-		for _, f := range bdTree.global {
-			into.FieldByIndex(f.Index).Set(v.Elem().FieldByName(f.Name))
-		}
-	}
-}
-
-// bdTree is bdCLI's fields: the global flags, and the commands by their
-// names and aliases; valueFlags are the global flags that take a value.
-var bdTree = func() (t struct {
-	global     []reflect.StructField
-	commands   map[string]reflect.StructField
-	valueFlags map[string]bool
-}) {
-	t.commands, t.valueFlags = map[string]reflect.StructField{}, map[string]bool{}
-	typ := reflect.TypeFor[bdCLI]()
-	for i := range typ.NumField() {
-		f := typ.Field(i)
-		if _, isCmd := f.Tag.Lookup("cmd"); !isCmd {
-			name := cmp.Or(f.Tag.Get("name"), strings.ToLower(f.Name))
-			if f.Type.Kind() != reflect.Bool {
-				t.valueFlags["--"+name] = true
-			}
-			t.global = append(t.global, f)
-			continue
-		}
-		for _, n := range append([]string{cmp.Or(f.Tag.Get("name"), strings.ToLower(f.Name))}, strings.Split(f.Tag.Get("aliases"), ",")...) {
-			if n != "" {
-				t.commands[n] = f
-			}
-		}
-	}
-	return t
-}()
-
-// bdCommandField is the field of the command args name, if that is clear
-// without kong: the first argument that is no flag nor a global flag's
-// value, and not help.
-func bdCommandField(args []string) (reflect.StructField, bool) {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--" || a == "-h" || a == "--help" || a == "help":
-			return reflect.StructField{}, false
-		case strings.HasPrefix(a, "-"):
-			if bdTree.valueFlags[a] {
-				i++ // its value
-			}
-		default:
-			f, ok := bdTree.commands[a]
-			if ok && slices.ContainsFunc(args[i+1:], func(a string) bool { return a == "-h" || a == "--help" }) {
-				ok = false // help for a command: kong's, with the whole tree
-			}
-			return f, ok
-		}
-	}
-	return reflect.StructField{}, false
-}
+// bdTree is bdCLI's commands and global flags: each bd command line is
+// parsed through a tree of its command alone (commandTree).
+var bdTree = newCommandTree[bdCLI]()
 
 // bdEnv is what a bd command's Run receives.
 type bdEnv struct {
@@ -208,7 +136,7 @@ type bdEnv struct {
 // spool's --actor, when given on spool's command line.
 func runBD(ctx context.Context, name string, args []string, dir, actor string, stdout, stderr io.Writer) int {
 	var cli bdCLI
-	target, fill := bdTarget(&cli, args)
+	target, fill := bdTree.target(&cli, args)
 	parser, err := kong.New(target,
 		kong.Name(name),
 		kong.Description(name+" over spool's tracker: beads' commands, flags and JSON (bd 0.49)."),

@@ -43,7 +43,7 @@ func (c *bdReadyCmd) Run(b *bdEnv) error {
 		return err
 	}
 	f := workqueue.ReadyFilter{All: c.Label, Any: c.LabelAny, Claimed: true, Unassigned: c.Unassigned}
-	tasks, st, err := q.Ready(b.ctx, f, workqueue.Unsorted)
+	st, err := q.Read(b.ctx, wqservice.Tracker)
 	if err != nil {
 		return err
 	}
@@ -55,12 +55,13 @@ func (c *bdReadyCmd) Run(b *bdEnv) error {
 		}
 		under = st.Descendants(ids[0])
 	}
-	tasks = slices.DeleteFunc(tasks, func(t *workqueue.Task) bool {
-		return under != nil && !under[t.ID] || prio != nil && t.Priority != *prio || c.Type != "" && t.Type != c.Type ||
+	// In the order of --sort, walked only until the first --limit are found.
+	tasks, err := st.ReadyBeads(q.Policy, f, q.Now, func(t *workqueue.Task) bool {
+		return !(under != nil && !under[t.ID] || prio != nil && t.Priority != *prio || c.Type != "" && t.Type != c.Type ||
 			c.Type == "" && workqueue.BeadsWorkflow(t) || // as bd: its workflow's items only by --type
-			c.Assignee != "" && st.View(t, q.Policy, q.Now).Assignee != c.Assignee
-	})
-	if tasks, err = workqueue.BeadsOrder(tasks, c.Sort, q.Now, c.Limit); err != nil {
+			c.Assignee != "" && st.View(t, q.Policy, q.Now).Assignee != c.Assignee)
+	}, c.Sort, c.Limit)
+	if err != nil {
 		return err
 	}
 	out := make([]workqueue.TaskJSON, 0, len(tasks))

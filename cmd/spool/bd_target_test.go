@@ -8,7 +8,7 @@ import (
 	"github.com/alecthomas/kong"
 )
 
-// Each command parsed through bdTarget's one-command tree sets what the
+// Each command parsed through bdTree.target's one-command tree sets what the
 // whole tree sets: the global flags wherever they stand, the command.
 func TestBDTargetParsesAsTheWholeTree(t *testing.T) {
 	for name := range bdTree.commands {
@@ -17,7 +17,7 @@ func TestBDTargetParsesAsTheWholeTree(t *testing.T) {
 		}
 		args := []string{"--actor", "a", name, "--json", "--readonly"}
 		var cli bdCLI
-		target, fill := bdTarget(&cli, args)
+		target, fill := bdTree.target(&cli, args)
 		if _, ok := target.(*bdCLI); ok {
 			t.Fatalf("%s: the whole tree, not the command's", name)
 		}
@@ -47,15 +47,15 @@ func TestBDTargetParsesAsTheWholeTree(t *testing.T) {
 	}
 	for _, args := range [][]string{nil, {"help"}, {"ready", "--help"}, {"nope"}, {"--json"}, {"--", "ready"}} {
 		var cli bdCLI
-		if target, _ := bdTarget(&cli, args); target != &cli {
+		if target, _ := bdTree.target(&cli, args); target != &cli {
 			t.Errorf("%q: want the whole tree", args)
 		}
 	}
 	// A global flag's value is not the command.
 	var cli bdCLI
-	if target, _ := bdTarget(&cli, []string{"--actor", "ready", "list"}); target == &cli {
+	if target, _ := bdTree.target(&cli, []string{"--actor", "ready", "list"}); target == &cli {
 		t.Errorf("--actor ready list: want list's tree")
-	} else if f, _ := bdCommandField([]string{"--actor", "ready", "list"}); f.Name != "List" {
+	} else if f, _ := bdTree.commandField([]string{"--actor", "ready", "list"}); f.Name != "List" {
 		t.Errorf("--actor ready list: got %s", f.Name)
 	}
 }

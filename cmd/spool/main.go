@@ -210,19 +210,34 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	return guarded(args, stderr, func(ctx context.Context) int {
 		var cli CLI
+		var fill func()
+		// parse parses args through the tree of the command they name
+		// (spoolTree); a command line it refuses is parsed again through
+		// the whole tree, whose messages and suggestions name every command.
 		parse := func(opts ...kong.Option) (*kong.Kong, *kong.Context, error) {
-			parser, err := kong.New(&cli, append([]kong.Option{
-				kong.Name("spool"),
-				kong.Description("spool keeps a team's work queues as an event log in its git repository."),
-				kong.Writers(stdout, stderr),
-				kong.Exit(func(c int) { panic(exitPanic(c)) }),
-				kong.UsageOnError(),
-				kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
-			}, opts...)...)
-			if err != nil {
-				return nil, nil, err
+			try := func(target any) (*kong.Kong, *kong.Context, error) {
+				parser, err := kong.New(target, append([]kong.Option{
+					kong.Name("spool"),
+					kong.Description("spool keeps a team's work queues as an event log in its git repository."),
+					kong.Writers(stdout, stderr),
+					kong.Exit(func(c int) { panic(exitPanic(c)) }),
+					kong.UsageOnError(),
+					kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+				}, opts...)...)
+				if err != nil {
+					return nil, nil, err
+				}
+				kctx, err := parser.Parse(args)
+				return parser, kctx, err
 			}
-			kctx, err := parser.Parse(args)
+			cli = CLI{}
+			var target any
+			target, fill = spoolTree.target(&cli, args)
+			parser, kctx, err := try(target)
+			if err != nil && target != any(&cli) {
+				cli, fill = CLI{}, func() {}
+				parser, kctx, err = try(&cli)
+			}
 			return parser, kctx, err
 		}
 		parser, kctx, err := parse()
@@ -230,7 +245,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 			// -n -1: a negative number is the flag's value, which spool
 			// then checks, not a flag. Only then: a value-less flag at the
 			// end must stay an error.
-			cli = CLI{}
 			parser, kctx, err = parse(kong.WithHyphenPrefixedParameters(true))
 		}
 		if parser == nil {
@@ -240,6 +254,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return report(stderr, wantsJSON(args), fault.Usagef(fault.CodeUsage, "%s", parseMessage(err)))
 		}
+		fill()
 		if cli.Dir != "" {
 			if st, err := os.Stat(cli.Dir); err != nil || !st.IsDir() {
 				return report(stderr, cli.JSON, fault.New(CodeInvalidDirectory, err,
@@ -256,6 +271,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	})
 }
+
+// spoolTree is CLI's commands and global flags: a command line is parsed
+// through a tree of its command alone, but for completion's script, which
+// lists every command.
+var spoolTree = newCommandTree[CLI]("completion")
 
 // parseMessage is kong's message for a command line it cannot parse; an
 // unknown flag kong has no suggestion for says where the flags are listed.

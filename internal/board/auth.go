@@ -198,7 +198,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	layout.ExecuteTemplate(w, "login", token)
+	layout().ExecuteTemplate(w, "login", token)
 }
 
 // newSessions keys the read cookies: by the start's token, or a random key

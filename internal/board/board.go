@@ -62,6 +62,7 @@ type Server struct {
 // New makes a server; Follow must run for pages to update live.
 func New(opt Options) *Server {
 	s := &Server{opt: opt, timeouts: opt.Timeouts.withDefaults(), mux: http.NewServeMux(), hub: newHub(), login: opt.Login, closing: make(chan struct{})}
+	parseTemplates() // a template that does not parse stops spool serve at its start
 	newSessions(s)
 	s.routes()
 	return s
@@ -125,8 +126,8 @@ func Loopback(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// assets are the files under assets/, by name.
-var assets = func() map[string][]byte {
+// assets are the files under assets/, by name, read at the first request.
+var assets = sync.OnceValue(func() map[string][]byte {
 	m := map[string][]byte{}
 	entries, _ := fs.ReadDir(files, "assets")
 	for _, e := range entries {
@@ -137,14 +138,14 @@ var assets = func() map[string][]byte {
 		m[e.Name()] = b
 	}
 	return m
-}()
+})
 
 // serveAsset serves one of assets by its exact name, and nothing else: no
 // directory listing, no path that walks out of assets/ however it is
 // spelled (the templates stay unseen).
 func serveAsset(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	b, ok := assets[name]
+	b, ok := assets()[name]
 	if !ok {
 		http.NotFound(w, r)
 		return

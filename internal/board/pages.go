@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -60,23 +61,27 @@ var (
 	prdPage        = &page{Path: "prd", Title: "PRD", file: "prdentry", load: loadPRDItem}
 )
 
-func init() {
+// parseTemplates parses every page's template, once: when the board is
+// made (New), not at every spool command's start.
+var parseTemplates = sync.OnceFunc(func() {
 	for _, p := range append(pages[:len(pages):len(pages)], taskPage, mergeEntryPage, jobPage, prdPage) {
-		p.tmpl = template.Must(template.Must(layout.Clone()).ParseFS(files, "templates/"+p.file+".html"))
+		p.tmpl = template.Must(template.Must(layout().Clone()).ParseFS(files, "templates/"+p.file+".html"))
 	}
-}
+})
 
 // layout is the frame every page shares: templates/layout.html.
-var layout = template.Must(template.New("").Funcs(template.FuncMap{
-	"when":    when,
-	"graph":   depGraph,
-	"ago":     ago,
-	"join":    strings.Join,
-	"short":   mergequeue.ShortRef,
-	"sha":     func(s string) string { return s[:min(len(s), 10)] },
-	"subject": subjectLink,
-	"data":    func(raw []byte) string { return clipString(string(raw), 300) },
-}).ParseFS(files, "templates/layout.html"))
+var layout = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(template.FuncMap{
+		"when":    when,
+		"graph":   depGraph,
+		"ago":     ago,
+		"join":    strings.Join,
+		"short":   mergequeue.ShortRef,
+		"sha":     func(s string) string { return s[:min(len(s), 10)] },
+		"subject": subjectLink,
+		"data":    func(raw []byte) string { return clipString(string(raw), 300) },
+	}).ParseFS(files, "templates/layout.html"))
+})
 
 // view is what a page's template gets.
 type view struct {
@@ -132,6 +137,7 @@ func (s *Server) render(r *http.Request, p *page) ([]byte, error) {
 		name = "partial" // main, and what this browser may do (a restart with a new token takes it away)
 	}
 	var buf bytes.Buffer
+	parseTemplates()
 	err = p.tmpl.ExecuteTemplate(&buf, name, v)
 	return buf.Bytes(), err
 }
@@ -140,7 +146,7 @@ func (s *Server) render(r *http.Request, p *page) ([]byte, error) {
 func (s *Server) failPage(w http.ResponseWriter, r *http.Request, p *page, err error) {
 	f := fault.Classify(err)
 	var buf bytes.Buffer
-	layout.ExecuteTemplate(&buf, "error", view{Page: p, Nav: pages, CanWrite: s.canWrite(r), ReadOnly: s.opt.ReadOnly, Data: f})
+	layout().ExecuteTemplate(&buf, "error", view{Page: p, Nav: pages, CanWrite: s.canWrite(r), ReadOnly: s.opt.ReadOnly, Data: f})
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	s.send(w, Status(f), buf.Bytes())
 }

@@ -23,12 +23,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	extast "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
 	yaml "go.yaml.in/yaml/v3"
@@ -815,8 +817,11 @@ func contentHash(data []byte, fm *frontMatter) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// md parses PRD bodies.
-var md = goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.TaskList)).Parser()
+// md parses PRD bodies; it is made at the first body parsed, not at every
+// spool command's start.
+var md = sync.OnceValue(func() parser.Parser {
+	return goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.TaskList)).Parser()
+})
 
 // openQuestions returns the open questions of a markdown body.
 //
@@ -830,7 +835,7 @@ func openQuestions(body []byte) []string {
 		return nil
 	}
 	src := body[parseStart(body, q):]
-	return questionsIn(md.Parse(text.NewReader(src)), src)
+	return questionsIn(md().Parse(text.NewReader(src)), src)
 }
 
 // questionsIn collects the open questions of a parsed document.

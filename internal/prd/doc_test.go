@@ -14,7 +14,7 @@ import (
 
 // parseWhole is openQuestions without the cut: goldmark over the whole body.
 func parseWhole(body []byte) []string {
-	return questionsIn(md.Parse(text.NewReader(body)), body)
+	return questionsIn(md().Parse(text.NewReader(body)), body)
 }
 
 func TestApproved(t *testing.T) {

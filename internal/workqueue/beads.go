@@ -438,6 +438,15 @@ func BeadsDetail(d DetailJSON) DetailJSON {
 // created in the 48 hours before now first, by priority, then the older
 // ones by age.
 func BeadsOrder(ts []*Task, policy string, now time.Time, limit int) ([]*Task, error) {
+	less, err := beadsLess(policy, now)
+	if err != nil {
+		return nil, err
+	}
+	return topK(ts, limit, less), nil
+}
+
+// beadsLess is the order of one of bd ready's sort policies (BeadsOrder).
+func beadsLess(policy string, now time.Time) (func(a, b *Task) bool, error) {
 	var less func(a, b *Task) bool
 	oldest := func(a, b *Task) bool {
 		if !a.CreatedAt.Equal(b.CreatedAt) {
@@ -465,5 +474,5 @@ func BeadsOrder(ts []*Task, policy string, now time.Time, limit int) ([]*Task, e
 	default:
 		return nil, fault.Usagef(fault.CodeUsage, "sort policy %q is not one of hybrid, priority, oldest", policy)
 	}
-	return topK(ts, limit, less), nil
+	return less, nil
 }

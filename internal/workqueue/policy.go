@@ -280,26 +280,7 @@ func (p Policy) QueueStatus(t *Task, h *Entry, now time.Time) string {
 // eligible candidates.
 func (p Policy) Stats(s *State, native bool, offered []Candidate, ready int, now time.Time) Stats {
 	var st Stats
-	count := func(t *Task, h *Entry) {
-		st.TotalSeen++
-		switch p.QueueStatus(t, h, now) {
-		case HistCompleted:
-			st.Completed++
-		case HistAbandoned:
-			st.Abandoned++
-		case HistBlocked:
-			st.Blocked++
-		case HistWorking:
-			st.Working++
-		case HistFailed:
-			st.Failed++
-			if now.Before(p.NextEligible(p.Effective(*h, now))) {
-				st.InBackoff++
-			}
-		default:
-			st.Pending++
-		}
-	}
+	count := func(t *Task, h *Entry) { p.count(&st, t, h, now) }
 	history := s.AllHistory()
 	if native {
 		for id, t := range s.AllTasks() {
@@ -320,6 +301,28 @@ func (p Policy) Stats(s *State, native bool, offered []Candidate, ready int, now
 	}
 	st.CurrentlyReady = ready
 	return st
+}
+
+// count counts one task the queue has seen into st (Stats).
+func (p Policy) count(st *Stats, t *Task, h *Entry, now time.Time) {
+	st.TotalSeen++
+	switch p.QueueStatus(t, h, now) {
+	case HistCompleted:
+		st.Completed++
+	case HistAbandoned:
+		st.Abandoned++
+	case HistBlocked:
+		st.Blocked++
+	case HistWorking:
+		st.Working++
+	case HistFailed:
+		st.Failed++
+		if now.Before(p.NextEligible(p.Effective(*h, now))) {
+			st.InBackoff++
+		}
+	default:
+		st.Pending++
+	}
 }
 
 func (p Policy) abandons(h Entry) bool {

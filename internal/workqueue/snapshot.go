@@ -18,7 +18,7 @@ import (
 // a command opens the index and decodes only the tasks it touches.
 
 const (
-	tasksMagic = "spool-tasks-10\n"
+	tasksMagic = "spool-tasks-11\n"
 	queueMagic = "spool-history-8\n"
 )
 
@@ -110,6 +110,8 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 		createdAt time.Time
 		id        string
 		waits     bool
+		labelled  bool // the blocked label
+		plain     bool // plainReady
 	}
 	var open []key
 	i := 0
@@ -123,7 +125,7 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 		if t.Status != StatusClosed {
 			// Which of them wait by themselves (the blocked label, a
 			// blocker not closed), a bit each: ready and next pass them unread.
-			open = append(open, key{uint32(i), t.Priority, t.CreatedAt, id, waitsItself(t, s)})
+			open = append(open, key{uint32(i), t.Priority, t.CreatedAt, id, waitsItself(t, s), t.HasLabel(BlockedLabel), plainReady(t, s)})
 		}
 		i++
 	}
@@ -136,14 +138,39 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 		for _, k := range open {
 			w.Uint(uint64(k.pos))
 		}
-		bits := make([]byte, (len(open)+7)/8)
-		for j, k := range open {
-			if k.waits {
-				bits[j/8] |= 1 << (j % 8)
+		for _, bit := range []func(key) bool{
+			func(k key) bool { return k.waits },
+			func(k key) bool { return k.labelled }, // stats counts them without a record read
+			func(k key) bool { return k.plain },
+		} {
+			bits := make([]byte, (len(open)+7)/8)
+			for j, k := range open {
+				if bit(k) {
+					bits[j/8] |= 1 << (j % 8)
+				}
 			}
+			w.Buf = append(w.Buf, bits...)
 		}
-		w.Buf = append(w.Buf, bits...)
+		for _, k := range open { // bd ready's orders by age, without a record read
+			w.Time(k.createdAt)
+		}
 	})
+}
+
+// plainReady reports whether t is ready by itself, for as long as neither it
+// nor one of its blockers changes: open, with no parent, no blocked label,
+// and every blocker a task that is closed (a blocker that is not a task
+// yet may become one).
+func plainReady(t *Task, s *State) bool {
+	if t.Status != StatusOpen || t.Parent != "" || t.HasLabel(BlockedLabel) {
+		return false
+	}
+	for _, d := range t.Blockers {
+		if !s.closedTask(d.ID) {
+			return false
+		}
+	}
+	return true
 }
 
 // waitsItself reports whether t is blocked by its label or a blocker of
@@ -347,11 +374,26 @@ type taskTable struct {
 	*table.Table
 	open     []uint32
 	waits    string   // a bit per open task: waitsItself when saved
+	labelled string   // a bit per open task: the blocked label
+	plain    string   // a bit per open task: plainReady when saved
+	created  string   // each open task's creation time, 8 bytes each (table.Enc.Time)
 	openBits []uint64 // open as a set, built on first use
+}
+
+// createdAt is open[k]'s creation time, as an int64 that orders as the
+// times do (the zero time first); it is read only by the orders that need it.
+func (t *taskTable) createdAt(k int) int64 {
+	return int64(binary.LittleEndian.Uint64([]byte(t.created[8*k : 8*k+8])))
 }
 
 // waitsAt reports whether open[k] waited by itself when the table was saved.
 func (t *taskTable) waitsAt(k int) bool { return t.waits[k/8]&(1<<(k%8)) != 0 }
+
+// labelledAt reports whether open[k] had the blocked label when saved.
+func (t *taskTable) labelledAt(k int) bool { return t.labelled[k/8]&(1<<(k%8)) != 0 }
+
+// plainAt reports whether open[k] was plainReady when saved.
+func (t *taskTable) plainAt(k int) bool { return t.plain[k/8]&(1<<(k%8)) != 0 }
 
 // isOpen reports whether the task at position i was not closed when the
 // table was saved.
@@ -378,7 +420,7 @@ type historyTable struct {
 func openTasks(r io.ReaderAt, size int64) (*taskTable, int64, error) {
 	var seq int64
 	var open []uint32
-	var waits string
+	var waits, labelled, plain, created string
 	t, err := table.Open(r, size, tasksMagic, func(rd *table.Dec, n int) error {
 		seq = rd.Int()
 		var err error
@@ -386,12 +428,15 @@ func openTasks(r io.ReaderAt, size int64) (*taskTable, int64, error) {
 			return err
 		}
 		waits = rd.Raw((len(open) + 7) / 8)
+		labelled = rd.Raw((len(open) + 7) / 8)
+		plain = rd.Raw((len(open) + 7) / 8)
+		created = rd.Raw(8 * len(open))
 		return rd.Err()
 	})
 	if err != nil {
 		return nil, 0, err
 	}
-	return &taskTable{Table: t, open: open, waits: waits}, seq, nil
+	return &taskTable{Table: t, open: open, waits: waits, labelled: labelled, plain: plain, created: created}, seq, nil
 }
 
 func openHistory(r io.ReaderAt, size int64) (*historyTable, error) {

@@ -262,6 +262,16 @@ func (s *State) notClosed(id string) bool {
 	return i >= 0 && s.tasks.isOpen(i)
 }
 
+// closedTask reports whether task id exists and is closed, as notClosed
+// does, without decoding a snapshot's task.
+func (s *State) closedTask(id string) bool {
+	if t, ok := s.Tasks[id]; ok || s.tasks == nil {
+		return t != nil && t.Status == StatusClosed
+	}
+	i := s.tasks.Find(id)
+	return i >= 0 && !s.tasks.isOpen(i)
+}
+
 // Entry returns the task's history, or nil.
 func (s *State) Entry(id string) *Entry {
 	if h, ok := s.History[id]; ok || s.history == nil {

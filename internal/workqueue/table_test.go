@@ -129,6 +129,33 @@ func sameAnswers(t *testing.T, c *taskClone, fresh func() *workqueue.State, now 
 			}
 		}
 	}
+	// bd ready's orders walk the snapshot by creation time (its index) and
+	// stop early: the same as ready's every task put in order.
+	for _, at := range []time.Time{now, now.Add(30 * time.Hour), now.Add(60 * time.Hour)} {
+		for _, sort := range []string{"hybrid", "priority", "oldest"} {
+			for _, f := range []workqueue.ReadyFilter{{}, {Claimed: true}, {Any: []string{"ui", "urgent"}, Claimed: true}} {
+				for _, keep := range []func(*workqueue.Task) bool{nil, func(t *workqueue.Task) bool { return t.Priority != 2 }} {
+					for _, limit := range []int{1, 3, 10, 0} {
+						all := whole.Ready(c.pol, f, at, workqueue.Unsorted)
+						if keep != nil {
+							all = slices.DeleteFunc(all, func(t *workqueue.Task) bool { return !keep(t) })
+						}
+						w, err := workqueue.BeadsOrder(all, sort, at, limit)
+						if err != nil {
+							t.Fatal(err)
+						}
+						g, err := fresh().ReadyBeads(c.pol, f, at, keep, sort, limit)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if want, got := ids(w), ids(g); !slices.Equal(want, got) {
+							t.Fatalf("bd ready %s %+v limit %d at %v: %v, want %v", sort, f, limit, at, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
 	for _, g := range []workqueue.Gate{{}, {Require: []string{"backend"}}, {Exclude: []string{"ui"}}} {
 		wd, wc, werr := workqueue.Next(whole, nil, true, c.pol, g, "agent-9", "ada@example.com", now)
 		gd, gc, gerr := workqueue.Next(fresh(), nil, true, c.pol, g, "agent-9", "ada@example.com", now)

@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"iter"
 	"slices"
 	"sort"
 	"time"
@@ -85,13 +86,20 @@ func (f ReadyFilter) Admits(t *Task) bool {
 // the blocked label, by priority then creation time (beads' bd ready); at
 // most limit of them when limit > 0.
 func (s *State) Ready(p Policy, f ReadyFilter, now time.Time, limit int) []*Task {
+	return s.readyBy(p, f, now, nil, taskLess, nil, limit)
+}
+
+// readyBy is Ready for the tasks keep admits (all when nil), in the order
+// of less, given order: the snapshot's open tasks (positions in
+// taskTable.open) in that order, nil for ready's own (taskLess).
+func (s *State) readyBy(p Policy, f ReadyFilter, now time.Time, keep func(*Task) bool, less func(a, b *Task) bool, order func(*taskTable) iter.Seq[int], limit int) []*Task {
 	if limit <= 0 && s.tasks != nil {
 		s.tasks.Preload() // most tasks: one read rather than one each
 	}
 	memo := map[string]bool{}
 	var out []*Task
-	s.openOrder(nil, func(t *Task) bool {
-		if limit > 0 && len(out) == limit && !taskLess(t, out[limit-1]) {
+	s.openOrderBy(nil, order, func(t *Task) bool {
+		if limit > 0 && len(out) == limit && !less(t, out[limit-1]) {
 			return false // would not make the first limit
 		}
 		st := s.EffectiveStatus(t, p, now)
@@ -99,17 +107,101 @@ func (s *State) Ready(p Policy, f ReadyFilter, now time.Time, limit int) []*Task
 			f.Unassigned && st == t.Status && t.Detail().Assignee != "" { // an expired claim's assignee is gone
 			return true
 		}
-		if s.blockedBy(t, memo, 0) {
+		if s.blockedBy(t, memo, 0) || keep != nil && !keep(t) {
 			return true
 		}
 		if limit > 0 {
-			out = insertTop(out, t, limit, taskLess)
+			out = insertTop(out, t, limit, less)
 		} else {
 			out = append(out, t)
 		}
 		return true
 	})
-	return topK(out, limit, taskLess)
+	return topK(out, limit, less)
+}
+
+// ReadyBeads is Ready for bd ready: the tasks keep admits, in the order of
+// one of its sort policies (BeadsOrder), the first limit of them when
+// limit > 0. The snapshot's open tasks are walked in that order (by their
+// creation times in its index) and only until the first limit are found.
+func (s *State) ReadyBeads(p Policy, f ReadyFilter, now time.Time, keep func(*Task) bool, policy string, limit int) ([]*Task, error) {
+	less, err := beadsLess(policy, now)
+	if err != nil {
+		return nil, err
+	}
+	var order func(*taskTable) iter.Seq[int]
+	switch policy {
+	case "oldest":
+		order = func(t *taskTable) iter.Seq[int] { return t.byAge(func(int) bool { return true }) }
+	case "hybrid", "":
+		recent := now.Add(-48 * time.Hour)
+		order = func(t *taskTable) iter.Seq[int] {
+			cut := recent.UnixNano()
+			return func(yield func(int) bool) {
+				for k := range t.open { // recent ones by priority: ready's order
+					if t.createdAt(k) >= cut && !yield(k) {
+						return
+					}
+				}
+				for k := range t.byAge(func(k int) bool { return t.createdAt(k) < cut }) {
+					if !yield(k) {
+						return
+					}
+				}
+			}
+		}
+	}
+	return s.readyBy(p, f, now, keep, less, order, limit), nil
+}
+
+// byAge yields the open tasks that in admits by creation time, then id;
+// sorted as they are taken (a heap), since a walk that finds its first few
+// stops early.
+func (t *taskTable) byAge(in func(k int) bool) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		type item struct {
+			at int64
+			k  int
+		}
+		h := make([]item, 0, len(t.open))
+		for k := range t.open {
+			if in(k) {
+				h = append(h, item{t.createdAt(k), k})
+			}
+		}
+		less := func(a, b item) bool {
+			if a.at != b.at {
+				return a.at < b.at
+			}
+			return t.IDs[t.open[a.k]] < t.IDs[t.open[b.k]]
+		}
+		down := func(i, n int) {
+			for {
+				c := 2*i + 1
+				if c >= n {
+					return
+				}
+				if c+1 < n && less(h[c+1], h[c]) {
+					c++
+				}
+				if !less(h[c], h[i]) {
+					return
+				}
+				h[i], h[c] = h[c], h[i]
+				i = c
+			}
+		}
+		for i := len(h)/2 - 1; i >= 0; i-- {
+			down(i, len(h))
+		}
+		for n := len(h); n > 0; n-- {
+			if !yield(h[0].k) {
+				return
+			}
+			h[0] = h[n-1]
+			down(0, n-1)
+		}
+	}
 }
 
 // openOrder calls f with every task that may be open and not blocked. First
@@ -118,6 +210,12 @@ func (s *State) Ready(p Policy, f ReadyFilter, now time.Time, limit int) []*Task
 // blocked for certain; then, whatever f returns, the tasks decoded or changed
 // since and those in over (which stand for tasks of the same id), in no order.
 func (s *State) openOrder(over map[string]*Task, f func(*Task) bool) {
+	s.openOrderBy(over, nil, f)
+}
+
+// openOrderBy is openOrder with the snapshot's tasks in order (nil:
+// ready's own); f's answer stops it as it does openOrder's.
+func (s *State) openOrderBy(over map[string]*Task, order func(*taskTable) iter.Seq[int], f func(*Task) bool) {
 	rest := make([]*Task, 0, len(s.Tasks)+len(over))
 	skip := make(map[string]bool, len(s.Tasks)+len(over))
 	for id, t := range s.Tasks {
@@ -135,8 +233,18 @@ func (s *State) openOrder(over map[string]*Task, f func(*Task) bool) {
 		// still waits unless one of its blockers changed; those tasks name
 		// it (baseRefs), and only they are read.
 		var named map[string]bool
-		for k, i := range s.tasks.open {
-			id := s.tasks.IDs[i]
+		ks := func(yield func(int) bool) {
+			for k := range s.tasks.open {
+				if !yield(k) {
+					return
+				}
+			}
+		}
+		if order != nil {
+			ks = order(s.tasks)
+		}
+		for k := range ks {
+			id := s.tasks.IDs[s.tasks.open[k]]
 			if skip[id] {
 				continue
 			}

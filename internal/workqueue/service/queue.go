@@ -252,14 +252,10 @@ func (s *Service) Stats(ctx context.Context) (workqueue.Stats, error) {
 		return workqueue.Stats{}, err
 	}
 	if s.Native() {
-		cands = workqueue.Candidates(st.Ready(s.Policy, workqueue.ReadyFilter{}, s.Now, workqueue.Unsorted))
+		return st.NativeStats(s.Policy, gate, s.Now), nil
 	}
 	ready := len(s.Policy.Select(cands, workqueue.Lookup(st.AllHistory()), gate, s.Now, workqueue.Unsorted))
-	offered := cands
-	if s.Native() {
-		offered = nil
-	}
-	return s.Policy.Stats(st, s.Native(), offered, ready, s.Now), nil
+	return s.Policy.Stats(st, false, cands, ready, s.Now), nil
 }
 
 // Wakeup is when something in the queue may next become claimable (a

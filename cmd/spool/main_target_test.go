@@ -1,0 +1,86 @@
+package main
+
+import (
+	"io"
+	"slices"
+	"testing"
+
+	"github.com/alecthomas/kong"
+)
+
+// Each command line parsed through spoolTree's one-command tree does what
+// the whole tree does: the same command selected (every command and
+// subcommand, with global flags before and after it), the same error, the
+// global flags copied back into CLI.
+func TestSpoolTargetParsesAsTheWholeTree(t *testing.T) {
+	opts := []kong.Option{kong.Name("spool"), kong.Writers(io.Discard, io.Discard), kong.Exit(func(int) { panic("exit") })}
+	whole, err := kong.New(&CLI{}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths [][]string
+	var walk func(n *kong.Node, path []string)
+	walk = func(n *kong.Node, path []string) {
+		for _, c := range n.Children {
+			if c.Type != kong.CommandNode {
+				continue
+			}
+			p := append(slices.Clip(path), c.Name)
+			paths = append(paths, p)
+			walk(c, p)
+		}
+	}
+	walk(whole.Model.Node, nil)
+	if len(paths) < 100 {
+		t.Fatalf("%d commands", len(paths))
+	}
+	for _, path := range paths {
+		for _, args := range [][]string{
+			append(append([]string{"--actor", "a", "-C", "d"}, path...), "--json"),
+			append(append([]string{"--json"}, path...), "--offline", "--directory=d", "x"),
+		} {
+			var cli CLI
+			target, fill := spoolTree.target(&cli, args)
+			if path[0] == "completion" {
+				if target != &cli {
+					t.Errorf("%q: want the whole tree", args)
+				}
+				continue
+			}
+			if target == &cli {
+				t.Fatalf("%q: the whole tree, not the command's", args)
+			}
+			p, err := kong.New(target, opts...)
+			if err != nil {
+				t.Fatalf("%q: %v", args, err)
+			}
+			kctx, err := p.Parse(args)
+			var w CLI
+			wp, _ := kong.New(&w, opts...)
+			wctx, werr := wp.Parse(args)
+			if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
+				t.Fatalf("%q: %v, the whole tree %v", args, err, werr)
+			}
+			if err != nil {
+				continue
+			}
+			fill()
+			if cli.Globals != w.Globals || cli.Dir != "d" && path[0] != "bd" {
+				t.Errorf("%q: global flags %+v, the whole tree %+v", args, cli.Globals, w.Globals)
+			}
+			if kctx.Command() != wctx.Command() {
+				t.Errorf("%q: command %q, the whole tree %q", args, kctx.Command(), wctx.Command())
+			}
+		}
+	}
+	for _, args := range [][]string{nil, {"--json"}, {"nope"}, {"task", "--help"}, {"-h"}, {"completion", "bash"}, {"--", "ready"}, {"tsak", "add"}} {
+		var cli CLI
+		if target, _ := spoolTree.target(&cli, args); target != &cli {
+			t.Errorf("%q: want the whole tree", args)
+		}
+	}
+	// A global flag's value is not the command.
+	if f, ok := spoolTree.commandField([]string{"-C", "ready", "--actor", "next", "task", "list"}); !ok || f.Name != "Task" {
+		t.Errorf("-C ready --actor next task list: got %s", f.Name)
+	}
+}

@@ -1,0 +1,178 @@
+package workqueue
+
+import (
+	"math/bits"
+	"slices"
+	"time"
+)
+
+// NativeStats is Policy.Stats for spool's own tracker, with ready counted as
+// next would (gate g, the configured one): what spool stats prints. On a
+// state read from the snapshots it decodes no task it need not: the index
+// of the task table says which tasks are closed, which carry the blocked
+// label and which were ready by themselves when it was saved (open, no
+// parent, every blocker closed); only the history's entries, the tasks
+// changed since and those whose blockers changed are read. Otherwise (a
+// state held whole, or a gate that looks at labels or types), every task.
+func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
+	if s.tasks == nil || len(g.Require) > 0 || len(g.Exclude) > 0 || len(g.ExcludeTypes) > 0 {
+		cands := Candidates(s.Ready(p, ReadyFilter{}, now, Unsorted))
+		ready := len(p.Select(cands, Lookup(s.AllHistory()), g, now, Unsorted))
+		return p.Stats(s, true, nil, ready, now)
+	}
+	tt := s.tasks
+	n := tt.Len()
+	type bitset []uint64
+	newSet := func() bitset { return make(bitset, (n+63)/64) }
+	set := func(b bitset, i int) { b[i/64] |= 1 << (i % 64) }
+	has := func(b bitset, i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
+
+	// What Ready and Select would count: first the tasks decoded or
+	// changed since the table was saved (rest), read whole below.
+	rest := make([]*Task, 0, len(s.Tasks))
+	changed := newSet() // their positions in the table
+	for id, t := range s.Tasks {
+		rest = append(rest, t)
+		if i := tt.Find(id); i >= 0 {
+			set(changed, i)
+		}
+	}
+	var named map[string]bool
+	counted := newSet() // plain tasks counted ready, before their history is looked at
+	kOf := make([]int32, n)
+	var st Stats
+	ready := 0
+	readyNow := func(t *Task, memo map[string]bool) bool {
+		return s.EffectiveStatus(t, p, now) == StatusOpen && !s.blockedBy(t, memo, 0) &&
+			p.Skip(Candidates([]*Task{t})[0], s.Entry(t.ID), g, now) == ""
+	}
+	memo := map[string]bool{}
+	var read []*Task // unchanged tasks that must be read: a blocker changed, or not plain
+	for k, i := range tt.open {
+		kOf[i] = int32(k)
+		if has(changed, int(i)) {
+			continue
+		}
+		id := tt.IDs[i]
+		waits, plain := tt.waitsAt(k), tt.plainAt(k)
+		if waits || plain {
+			if named == nil {
+				named = s.namedByChanged(nil)
+			}
+			if named[id] {
+				read = append(read, s.Task(id))
+				continue
+			}
+		}
+		switch {
+		case waits:
+		case plain:
+			ready++
+			set(counted, int(i))
+		default:
+			read = append(read, s.Task(id))
+		}
+	}
+	for _, t := range read {
+		if readyNow(t, memo) {
+			ready++
+		}
+	}
+	for _, t := range rest {
+		if readyNow(t, memo) {
+			ready++
+		}
+	}
+
+	// The statuses: every task not changed since the table by what the
+	// index says (closed: completed; open: blocked by its label, or
+	// pending), unless it has a history entry.
+	entry := newSet()
+	one := func(id string, i int, h *Entry) {
+		switch {
+		case i >= 0 && !has(changed, i):
+			set(entry, i)
+			if !tt.isOpen(i) {
+				return // closed: completed, counted below
+			}
+			stub := &Task{Status: StatusOpen}
+			if tt.labelledAt(int(kOf[i])) {
+				stub.Labels = []string{BlockedLabel}
+			}
+			p.count(&st, stub, h, now)
+			if has(counted, i) && p.Skip(Candidate{}, h, g, now) != "" {
+				ready-- // plain, but its history holds it back
+			}
+		case s.Tasks[id] == nil:
+			p.count(&st, nil, h, now) // no such task
+		}
+	}
+	// The history: what was decoded or changed, then the table's other
+	// entries, in id order as the tasks are (found by a search from the
+	// last one found), each decoded for the moment.
+	for id, h := range s.History {
+		one(id, tt.Find(id), h)
+	}
+	if ht := s.history; ht != nil {
+		from := 0
+		for j, r := range ht.All() {
+			id := ht.IDs[j]
+			if _, ok := s.History[id]; ok {
+				continue
+			}
+			i := findFrom(tt.IDs, from, id)
+			if i >= 0 {
+				from = i + 1
+				if !tt.isOpen(i) && !has(changed, i) {
+					continue // a closed task is completed whatever its history says: not decoded
+				}
+			}
+			one(id, i, decodeEntry(r))
+		}
+	}
+	for k, i := range tt.open {
+		if has(changed, int(i)) || has(entry, int(i)) {
+			continue
+		}
+		st.TotalSeen++
+		if tt.labelledAt(k) {
+			st.Blocked++
+		} else {
+			st.Pending++
+		}
+	}
+	closed := n - len(tt.open)
+	for w, c := range changed {
+		closed -= bits.OnesCount64(c &^ openMask(tt, w))
+	}
+	st.TotalSeen += closed
+	st.Completed += closed
+	for _, t := range rest { // not what the walk decoded since: counted by the index
+		p.count(&st, t, s.Entry(t.ID), now)
+	}
+	st.CurrentlyReady = ready
+	return st
+}
+
+// openMask is word w of the table's open tasks as a set (isOpen).
+func openMask(t *taskTable, w int) uint64 {
+	if t.Len() > 0 {
+		t.isOpen(0) // builds openBits
+	}
+	return t.openBits[w]
+}
+
+// findFrom is the position of id in ids (sorted), or -1; id sorts after
+// ids[from-1]. It gallops from there: the ids looked up in order are found
+// in a few comparisons each.
+func findFrom(ids []string, from int, id string) int {
+	hi, step := from, 1
+	for hi < len(ids) && ids[hi] < id {
+		from, hi, step = hi+1, hi+step, step*2
+	}
+	hi = min(hi+1, len(ids))
+	if i, ok := slices.BinarySearch(ids[from:hi], id); ok {
+		return from + i
+	}
+	return -1
+}
