@@ -65,7 +65,8 @@ func TestSpoolTargetParsesAsTheWholeTree(t *testing.T) {
 				continue
 			}
 			fill()
-			if cli.Globals != w.Globals || cli.Dir != "d" && path[0] != "bd" {
+			passthrough := path[0] == "bd" || slices.Equal(path, []string{"job", "submit"}) // what follows is the command's argv
+			if cli.Globals != w.Globals || cli.Dir != "d" && !passthrough {
 				t.Errorf("%q: global flags %+v, the whole tree %+v", args, cli.Globals, w.Globals)
 			}
 			if kctx.Command() != wctx.Command() {

@@ -12,10 +12,13 @@ type OfflineFlag struct {
 }
 
 // AfterApply hands the flag to the env: every command's store is opened
-// with Globals.Offline (env.remoteClaims).
+// with Globals.Offline (env.remoteClaims). The tree parsed is CLI, or the
+// struct of its globals and one command (commandTree): both hold Globals.
 func (o *OfflineFlag) AfterApply(kctx *kong.Context) error {
-	if cli, ok := kctx.Model.Target.Addr().Interface().(*CLI); ok {
-		cli.Offline = o.Offline
+	if g := kctx.Model.Target.FieldByName("Globals"); g.IsValid() {
+		if p, ok := g.Addr().Interface().(*Globals); ok {
+			p.Offline = o.Offline
+		}
 	}
 	return nil
 }
