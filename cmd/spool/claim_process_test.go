@@ -322,7 +322,11 @@ func TestRemoteClaimsKilledMidway(t *testing.T) {
 			verb = []string{"next"}
 		}
 		killMidway(t, bin, a, envs[0], 60*time.Millisecond, killGroupButRemote, verb...)
-		jobSpool(t, bin, a, envs[0], "verify")
+		if out, err := jobSpoolErr(bin, a, envs[0], "verify"); err != nil {
+			fsck, _ := exec.Command("git", "-C", a, "fsck", "--no-dangling").CombinedOutput()
+			refs, _ := exec.Command("git", "-C", a, "for-each-ref").CombinedOutput()
+			t.Fatalf("round %d (%s): spool verify: %v\n%s\ngit fsck:\n%s\nrefs:\n%s", round, verb[0], err, out, fsck, refs)
+		}
 		if got := jobSpool(t, bin, a, envs[0], "--json", "task", "list"); !containsEvery(got, added) {
 			t.Fatalf("round %d (%s): the local log lost an acknowledged task", round, verb[0])
 		}

@@ -187,7 +187,7 @@ func commitLocal(ctx context.Context, st *store.Store, o Options, c *cache) (Res
 	if err != nil {
 		return res, err
 	}
-	if err := git.UpdateRef(ctx, dir, LocalRef(o), commit, tip, "spool sync"); err != nil {
+	if err := withTrackingRef(ctx, st, o, func() error { return git.UpdateRef(ctx, dir, LocalRef(o), commit, tip, "spool sync") }); err != nil {
 		return res, err
 	}
 	res.Sent, res.Commit = sent, commit
@@ -223,7 +223,7 @@ func follow(ctx context.Context, st *store.Store, o Options, commit string) erro
 				o.Branch, old, o.Remote, o.Branch, commit), "branch", o.Branch)
 		}
 	}
-	return git.UpdateRef(ctx, dir, LocalRef(o), commit, old, "spool sync")
+	return withTrackingRef(ctx, st, o, func() error { return git.UpdateRef(ctx, dir, LocalRef(o), commit, old, "spool sync") })
 }
 
 // contended is the error of a sync whose every push another machine beat.
@@ -276,11 +276,11 @@ func fetch(ctx context.Context, st *store.Store, o Options) (string, map[string]
 	return tip, remote, err
 }
 
-// withTrackingRef runs fn, which writes TrackingRef, holding the clone's
-// lock on that ref (.git/spool/sync-ref.lock): spool writes the ref only
-// under it, so a git lock file on the ref found then was left by a git
-// killed while writing it (kill -9 of spool), and git would refuse every
-// later update of the ref: it is removed.
+// withTrackingRef runs fn, which writes TrackingRef or the local sync
+// branch, holding the clone's lock on them (.git/spool/sync-ref.lock):
+// spool writes them only under it, so a git lock file on either found then
+// was left by a git killed while writing it (kill -9 of spool), and git
+// would refuse every later update of the ref: it is removed.
 func withTrackingRef(ctx context.Context, st *store.Store, o Options, fn func() error) error {
 	unlock, ok, err := st.Mutex(ctx, "sync-ref", st.Config.Duration("lock.timeout"))
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -295,6 +295,7 @@ func withTrackingRef(ctx context.Context, st *store.Store, o Options, fn func() 
 	}
 	defer unlock()
 	st.Repo.RemoveRefLock(TrackingRef(o))
+	st.Repo.RemoveRefLock(LocalRef(o))
 	return fn()
 }
 
