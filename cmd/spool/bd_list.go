@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/internal/workqueue"
-	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
 )
 
 // bd list and bd search: the same filters over the tracker, bd's order
@@ -138,11 +137,7 @@ func anyCase(s, sub string) bool { return strings.Contains(strings.ToLower(s), s
 // bd's order, at most limit (0: all); keep says which statuses count and
 // query, when set, what search looks for.
 func (b *bdEnv) matching(c *compiled, limit int, keep func(status string) bool, query string) ([]workqueue.ListItemJSON, error) {
-	q, err := b.queue(false)
-	if err != nil {
-		return nil, err
-	}
-	st, err := q.Read(b.ctx, wqservice.Tracker)
+	q, st, err := b.tracker(false)
 	if err != nil {
 		return nil, err
 	}

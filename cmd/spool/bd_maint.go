@@ -176,11 +176,7 @@ func (c *bdDetectPollutionCmd) Run(b *bdEnv) error {
 	if c.Clean {
 		return notSupported("detect-pollution --clean", "it deletes issues, and spool's log is append-only; close them instead: bd close ID... --reason 'test data'")
 	}
-	q, err := b.queue(false)
-	if err != nil {
-		return err
-	}
-	st, err := q.Read(b.ctx, wqservice.Tracker)
+	_, st, err := b.tracker(false)
 	if err != nil {
 		return err
 	}
@@ -253,11 +249,7 @@ func (c *bdValidateCmd) Run(b *bdEnv) error {
 		return err
 	}
 	fix := c.FixAll && slices.Contains(checks, "orphans")
-	q, err := b.queue(fix)
-	if err != nil {
-		return err
-	}
-	st, err := q.Read(b.ctx, wqservice.Tracker)
+	q, st, err := b.tracker(fix)
 	if err != nil {
 		return err
 	}

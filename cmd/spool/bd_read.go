@@ -254,11 +254,7 @@ type bdEpicCloseCmd struct {
 }
 
 func (c *bdEpicCloseCmd) Run(b *bdEnv) error {
-	q, err := b.queue(!c.DryRun)
-	if err != nil {
-		return err
-	}
-	st, err := q.Read(b.ctx, wqservice.Tracker)
+	q, st, err := b.tracker(!c.DryRun)
 	if err != nil {
 		return err
 	}

@@ -11,9 +11,9 @@ import (
 // bd's views over the whole tracker: blocked, stats, dep tree, dep cycles,
 // label list-all and epic status, in bd 0.49.1's words and JSON.
 
-// tracker reads the tracker for a bd view.
-func (b *bdEnv) tracker() (*wqservice.Service, *workqueue.State, error) {
-	q, err := b.queue(false)
+// tracker is queue and the tracker's state read from it.
+func (b *bdEnv) tracker(change bool) (*wqservice.Service, *workqueue.State, error) {
+	q, err := b.queue(change)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -26,7 +26,7 @@ type bdBlockedCmd struct {
 }
 
 func (c *bdBlockedCmd) Run(b *bdEnv) error {
-	q, st, err := b.tracker()
+	q, st, err := b.tracker(false)
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ type bdStatsOutput struct {
 }
 
 func (c *bdStatsCmd) Run(b *bdEnv) error {
-	q, st, err := b.tracker()
+	q, st, err := b.tracker(false)
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func (c *bdDepTreeCmd) Run(b *bdEnv) error {
 		return bdUsage("--max-depth must be >= 1")
 	}
 	up := c.Direction == "up" || c.Direction == "" && c.Reverse
-	q, st, err := b.tracker()
+	q, st, err := b.tracker(false)
 	if err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func (c *bdDepTreeCmd) Run(b *bdEnv) error {
 type bdDepCyclesCmd struct{}
 
 func (c *bdDepCyclesCmd) Run(b *bdEnv) error {
-	q, st, err := b.tracker()
+	q, st, err := b.tracker(false)
 	if err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func (c *bdDepCyclesCmd) Run(b *bdEnv) error {
 type bdLabelListAllCmd struct{}
 
 func (c *bdLabelListAllCmd) Run(b *bdEnv) error {
-	_, st, err := b.tracker()
+	_, st, err := b.tracker(false)
 	if err != nil {
 		return err
 	}
@@ -243,7 +243,7 @@ type bdEpicStatusCmd struct {
 }
 
 func (c *bdEpicStatusCmd) Run(b *bdEnv) error {
-	q, st, err := b.tracker()
+	q, st, err := b.tracker(false)
 	if err != nil {
 		return err
 	}

@@ -312,11 +312,7 @@ type bdLabelListCmd struct {
 }
 
 func (c *bdLabelListCmd) Run(b *bdEnv) error {
-	q, err := b.queue(false)
-	if err != nil {
-		return err
-	}
-	st, err := q.Read(b.ctx, wqservice.Tracker)
+	q, st, err := b.tracker(false)
 	if err != nil {
 		return err
 	}
