@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"iter"
 	"slices"
 
 	"github.com/spoolhq/spool/internal/jsonout"
@@ -187,18 +188,26 @@ func (TreeNodeJSON) AppendJSON(dst []byte, _ jsonout.Format) ([]byte, bool) { re
 
 // dependsOn are the ids t depends on, whatever the type: what bd's tree
 // walks.
-func (t *Task) dependsOn() []string {
-	var out []string
-	if t.Parent != "" {
-		out = append(out, t.Parent)
+func (t *Task) dependsOn() []string { return slices.Collect(t.dependsOnIDs()) }
+
+// dependsOnIDs yields the ids t depends on, whatever the type: its parent,
+// its blockers, its links.
+func (t *Task) dependsOnIDs() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		if t.Parent != "" && !yield(t.Parent) {
+			return
+		}
+		for _, d := range t.Blockers {
+			if !yield(d.ID) {
+				return
+			}
+		}
+		for _, l := range t.Links {
+			if !yield(l.ID) {
+				return
+			}
+		}
 	}
-	for _, d := range t.Blockers {
-		out = append(out, d.ID)
-	}
-	for _, l := range t.Links {
-		out = append(out, l.ID)
-	}
-	return out
 }
 
 // DepTree is bd dep tree from root: what it depends on (up: what depends
@@ -410,14 +419,8 @@ func (s *State) topListed(p Policy, now time.Time, admit func(t *Task, status st
 		}
 	}
 	for t := range s.eachTaskOf(s.decodedIDs(), false) {
-		if t.Parent != "" {
-			count(t.Parent)
-		}
-		for _, d := range t.Blockers {
-			count(d.ID)
-		}
-		for _, l := range t.Links {
-			count(l.ID)
+		for id := range t.dependsOnIDs() {
+			count(id)
 		}
 		it := listed{t.ID, t.Priority, t.CreatedAt}
 		if len(top) == limit && !less(it, top[limit-1]) || !admit(t, s.BeadsStatus(t, p, now)) {
@@ -456,14 +459,8 @@ func (s *State) dependentCountsOf(items []ListItemJSON) map[string]int {
 		}
 	}
 	for _, t := range s.AllTasks() {
-		if t.Parent != "" {
-			count(t.Parent)
-		}
-		for _, d := range t.Blockers {
-			count(d.ID)
-		}
-		for _, l := range t.Links {
-			count(l.ID)
+		for id := range t.dependsOnIDs() {
+			count(id)
 		}
 	}
 	return n
