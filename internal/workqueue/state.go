@@ -379,23 +379,86 @@ type TasksProjection struct {
 	// dups are creations of a task id that exists (forged, or two writers'
 	// hashes colliding): the first creation stands and verify reports them.
 	dups []string
+	cow  copyOnWrite
 }
 
 // NewTasksProjection wraps a state.
 func NewTasksProjection(s *State) *TasksProjection { return &TasksProjection{s: s} }
 
-// State is the tracker's state.
+// State is the tracker's state as the fold has it: what a decision reads
+// under the log's lock. The next event changes it.
 func (p *TasksProjection) State() *State { return p.s }
+
+// Snapshot is the tracker's state now, for a reader to keep: later events
+// fold into a copy, never into it.
+func (p *TasksProjection) Snapshot() *State { return p.cow.share(p.s) }
 
 func (p *TasksProjection) Apply(e *eventlog.Event) error {
 	if e.Type == TypeCreated && e.Idem != KeyedCreation(e.Subject) && len(p.dups) < maxReported && p.s.HasTask(e.Subject) {
 		p.dups = append(p.dups, fmt.Sprintf("task %s created again by event %s (writer %s, seq %d): the first creation stands", e.Subject, e.ID, e.Writer, e.Seq))
 	}
 	if p.s.spill != nil {
-		return p.s.spill.apply(p.s, e)
+		return p.s.spill.apply(p.s, e) // a spilling fold is a rebuild's, never shared
+	}
+	if isTaskEvent(e) {
+		p.s = p.cow.own(p.s, e.Subject)
 	}
 	p.s.applyTask(e)
 	return nil
+}
+
+// copyOnWrite folds events into a copy of a state that was handed out, so
+// that what a reader holds never changes under it (git-bug's snapshots
+// under a read lock are the model): the maps are copied when the first
+// event after the hand-out arrives, a task or an entry when an event first
+// changes it. Until a state is handed out it costs nothing.
+type copyOnWrite struct {
+	shared bool            // the state was handed out and not yet copied
+	copied map[string]bool // ids the copy owns since; nil: no copy made
+}
+
+// share marks s handed out and returns it.
+func (c *copyOnWrite) share(s *State) *State {
+	c.shared, c.copied = true, nil
+	return s
+}
+
+// own returns the state to fold an event about id into: s itself, or the
+// copy made when s was handed out, which then owns id's task and entry.
+func (c *copyOnWrite) own(s *State, id string) *State {
+	if c.shared {
+		s, c.shared, c.copied = s.copyMaps(), false, map[string]bool{}
+	}
+	if c.copied == nil || c.copied[id] {
+		return s
+	}
+	c.copied[id] = true
+	s.ownRecords(id)
+	return s
+}
+
+// copyMaps returns a copy of s whose maps are its own; the tasks and
+// entries in them are still s's (ownRecords copies one).
+func (s *State) copyMaps() *State {
+	c := *s
+	c.Tasks, c.History = maps.Clone(s.Tasks), maps.Clone(s.History)
+	return &c
+}
+
+// ownRecords copies id's task and entry into s's maps, deeply enough that
+// folding events into the copies leaves the originals as they were. A side
+// the state did not open stays unopened.
+func (s *State) ownRecords(id string) {
+	if s.Tasks != nil {
+		if t := s.Task(id); t != nil {
+			s.Tasks[id] = t.clone()
+		}
+	}
+	if s.History != nil {
+		if h := s.Entry(id); h != nil {
+			s.History[id] = h.clone()
+		}
+	}
 }
 
 // HasTask reports whether a task exists, decoding nothing.
@@ -446,15 +509,25 @@ func (s *State) TaskCount() int {
 }
 
 // QueueProjection folds the queue's side of every event.
-type QueueProjection struct{ s *State }
+type QueueProjection struct {
+	s   *State
+	cow copyOnWrite
+}
 
 // NewQueueProjection wraps a state.
 func NewQueueProjection(s *State) *QueueProjection { return &QueueProjection{s: s} }
 
-// State is the queue's state.
+// State is the queue's state as the fold has it (TasksProjection.State).
 func (p *QueueProjection) State() *State { return p.s }
 
+// Snapshot is the queue's state now, for a reader to keep
+// (TasksProjection.Snapshot).
+func (p *QueueProjection) Snapshot() *State { return p.cow.share(p.s) }
+
 func (p *QueueProjection) Apply(e *eventlog.Event) error {
+	if isTaskEvent(e) {
+		p.s = p.cow.own(p.s, e.Subject)
+	}
 	p.s.applyEntry(e)
 	return nil
 }

@@ -51,3 +51,50 @@ func TestNextAndSeesTheExpiries(t *testing.T) {
 		t.Fatalf("also saw %+v; want the expiry's last error and the new claim (attempt 2, w2)", seen)
 	}
 }
+
+// A state read is a snapshot: the writes the same process makes after it
+// (a long-running command's next step) change neither the tasks nor the
+// history it holds, whether they were decoded before the write or after.
+func TestReadIsASnapshot(t *testing.T) {
+	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n"})
+	ctx := context.Background()
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	s := newService(t, r.Root, t0, "ada@example.com")
+	a, err := s.Add(ctx, workqueue.NewTask{Title: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Add(ctx, workqueue.NewTask{Title: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = newService(t, r.Root, t0, "ada@example.com") // the tasks read from the saved snapshot, decoded on demand
+	held, err := s.Read(ctx, Both)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held.Task(a.ID).Status != workqueue.StatusOpen { // decoded before the writes
+		t.Fatal("a is not open")
+	}
+	if c, _, err := s.Next(ctx, nil, nil, "w1"); err != nil || c == nil {
+		t.Fatalf("claim: %v %v", c, err)
+	}
+	if _, err := s.Close(ctx, []string{a.ID, b.ID}, "done", false); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{a.ID, b.ID} {
+		if got := held.Task(id).Status; got != workqueue.StatusOpen {
+			t.Errorf("%s: the held state shows %s after later writes", id, got)
+		}
+		if h := held.Entry(id); h != nil && h.Status != workqueue.HistPending {
+			t.Errorf("%s: the held history shows %s after later writes", id, h.Status)
+		}
+	}
+	now, err := s.Read(ctx, Both)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now.Task(a.ID).Status != workqueue.StatusClosed || now.Task(b.ID).Status != workqueue.StatusClosed {
+		t.Fatal("a state read after the writes does not show them")
+	}
+}

@@ -63,7 +63,8 @@ var (
 	Both    = []string{workqueue.Name, workqueue.QueueName}
 )
 
-// stateOf assembles what the decide functions see; a side not opened is nil.
+// stateOf assembles what the decide functions see under the log's lock,
+// the fold's own state; a side not opened is nil.
 func stateOf(v *projections.View) *workqueue.State {
 	var tasks, history *workqueue.State
 	var ids workqueue.TaskIndex
@@ -79,13 +80,31 @@ func stateOf(v *projections.View) *workqueue.State {
 	return workqueue.Combine(tasks, history, ids)
 }
 
-// Read returns the named projections up to date.
+// snapshotOf is stateOf for a reader to keep: later writes of this
+// process (a long-running command's next step) do not change it.
+func snapshotOf(v *projections.View) *workqueue.State {
+	var tasks, history *workqueue.State
+	var ids workqueue.TaskIndex
+	if p, ok := projections.As[*workqueue.TasksProjection](v, workqueue.Name); ok {
+		tasks = p.Snapshot()
+	}
+	if p, ok := projections.As[*workqueue.QueueProjection](v, workqueue.QueueName); ok {
+		history = p.Snapshot()
+	}
+	if p, ok := projections.As[*workqueue.IDsProjection](v, workqueue.IDsName); ok {
+		ids = p.Snapshot()
+	}
+	return workqueue.Combine(tasks, history, ids)
+}
+
+// Read returns the named projections up to date, as a snapshot later
+// writes do not change.
 func (s *Service) Read(ctx context.Context, names []string) (*workqueue.State, error) {
 	v, err := s.Store.Read(ctx, names...)
 	if err != nil {
 		return nil, err
 	}
-	return stateOf(v), nil
+	return snapshotOf(v), nil
 }
 
 // decision is a queue decision: the drafts to append and the command's
@@ -118,7 +137,7 @@ func write[R any](ctx context.Context, s *Service, mode store.Mode, names []stri
 	if err != nil {
 		return written[R]{}, err
 	}
-	out := written[R]{Events: w.Events, State: stateOf(w.View), Result: w.Result}
+	out := written[R]{Events: w.Events, State: snapshotOf(w.View), Result: w.Result}
 	if made := slices.ContainsFunc(w.Events, func(e eventlog.Event) bool { return e.Type == workqueue.TypeHookRequested }); made || s.ownHooks(out.State) {
 		s.runHooks(ctx, made)
 		// The state after the outcomes too, for what the command prints.
