@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The dispatch rule (README: "Job scheduler"):
+// The dispatch rule (docs/jobs.md):
 //  1. Tiers in order: urgent, normal, background.
 //  2. Within a tier, jobs in order: the time each entered the queue, or
 //     where an admin moved it.
@@ -18,7 +18,8 @@ import (
 //     the least recent slot time (FairUsage); fifo takes the first.
 //  5. That job waits for enough free slots: nothing overtakes it. Running
 //     off-peak jobs of lower tiers than its own are asked to yield at their
-//     next segment boundary, as many as it needs slots (seed 003 §1.6).
+//     next segment boundary, as many as it needs slots (off-peak work
+//     always yields to higher-priority work).
 
 // Offer is what a worker offers: its free slots now, and all it has.
 type Offer struct {

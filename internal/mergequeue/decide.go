@@ -37,10 +37,11 @@ func (p Policy) CheckBranch(workspace, branch string) error {
 
 func (p Policy) admin(actor string) bool { return slices.Contains(p.Admins, actor) }
 
-// SubmitRequest is the seed's QueueSubmissionRequest, with the identity the
-// edge read from git. ChangeID empty means "generate one" (a plain git
-// repository whose commit has no Change-Id trailer); DedupeKey empty means
-// "compute it from the workspace identity and change id".
+// SubmitRequest is a submission (QueueSubmissionRequest's fields, as
+// merge-queue clients already send them), with the identity the edge read from
+// git. ChangeID empty means "generate one" (a plain git repository whose
+// commit has no Change-Id trailer); DedupeKey empty means "compute it from the
+// workspace identity and change id".
 type SubmitRequest struct {
 	Workspace      string // display name: the worktree directory's base name
 	WorkspaceID    string // identity (WorkspaceID); empty: the display name, as entries of older logs
@@ -59,7 +60,8 @@ type SubmitRequest struct {
 	PendingPush string
 }
 
-// SubmissionType is the seed's SubmissionType.
+// SubmissionType says what a submission did: a new entry, an update of the
+// active one, or a terminal one resubmitted.
 type SubmissionType string
 
 const (
@@ -180,8 +182,11 @@ func (s *State) legacyEntry(req SubmitRequest) *Entry {
 	return nil
 }
 
-// DecideSubmit is the idempotent upsert of seed 002 §9.4. The workspace in
-// its cases is the identity (req.WorkspaceID), which is also the dedupe
+// DecideSubmit is the idempotent upsert, by dedupe key: no entry, a new one; a
+// terminal entry of the same workspace is reset to pending, of another
+// workspace releases the key to a new entry; an active entry of the same
+// workspace is updated, of another workspace is a conflict. The workspace in
+// these cases is the identity (req.WorkspaceID), which is also the dedupe
 // key's first part; the display name only labels the entry.
 func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submission, error) {
 	if err := ValidateWorkspaceName(req.Workspace); err != nil {
@@ -217,7 +222,7 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 			req.DedupeKey = held.DedupeKey
 		}
 	}
-	if req.DedupeKey != "" { // given: the key names the change (INV-ID-003)
+	if req.DedupeKey != "" { // given: the key is workspace:change_id, so it names the change
 		if err := ValidateDedupeKey(req.DedupeKey); err != nil {
 			return Submission{}, err
 		}
@@ -419,7 +424,7 @@ func DecideClaimHeld(s *State, runner string, holder *ProcRecord, target Target,
 		}
 	}
 	var e *Entry
-	for _, p := range s.OrderAt(now, pol.Aging).Queue { // aging counted (§7.1)
+	for _, p := range s.OrderAt(now, pol.Aging).Queue { // aging counted, so nothing starves
 		if !target.waits(p) {
 			e = p
 			break
@@ -622,12 +627,12 @@ func DecideRecover(s *State, merged map[int64]bool, dead map[string]bool, pol Po
 	return drafts
 }
 
-// Audited are the refusals of a submission the log records (seed 002
-// SR-005: failed submissions are logged with full context), each as a
-// merge.refused event that creates no entry: the workspace could not be
-// pushed or was not clean, or already has another change queued. Every
-// other refusal (bad flags and values, an unknown workspace, the target
-// branch) appends nothing, as a rejected command does.
+// Audited are the refusals of a submission the log records (a failed
+// submission is logged with its full context, for the audit trail), each as a
+// merge.refused event that creates no entry: the workspace could not be pushed
+// or was not clean, or already has another change queued. Every other refusal
+// (bad flags and values, an unknown workspace, the target branch) appends
+// nothing, as a rejected command does.
 var Audited = []fault.Code{CodeRemoteUnreachable, CodeBookmarkPushFailed, CodeWorkspaceNotClean, CodeAlreadyInQueue}
 
 // Refusal is the workspace a refused submission was about.

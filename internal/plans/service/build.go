@@ -16,8 +16,8 @@ import (
 	"github.com/spoolhq/spool/internal/workqueue"
 )
 
-// A build (seed §11): the gate closed and shipped_at recorded in one append
-// (plan.shipped, the intent), so the plan's tasks are ready; then the
+// A build, in a fixed order: the gate closed and shipped_at recorded in one
+// append (plan.shipped, the intent), so the plan's tasks are ready; then the
 // planner proposes PRD updates, which are applied and committed; then
 // plan.built records how that ended. A build whose outcome is missing (spool
 // died in between) is finished by the next plan build or rebuild, or by

@@ -14,7 +14,7 @@ import (
 )
 
 // The queue's commands: next, heartbeat, done, fail, retry, block, unblock,
-// history and stats (seed 001), over spool's tracker or a bd/br source.
+// history and stats, over spool's tracker or a bd/br source.
 
 // candidates polls the bd/br source; nil for the native tracker. It runs
 // before the lock is taken: the claim itself is decided under it.
@@ -239,7 +239,7 @@ func (s *Service) Histories(ctx context.Context) ([]workqueue.EntryJSON, error) 
 	return out, nil
 }
 
-// Stats counts the queue (seed 001's QueueStats): with spool's tracker
+// Stats counts the queue's tasks by where they are: with spool's tracker
 // every task, with a bd/br source the tasks it offers now and every task
 // with a history.
 func (s *Service) Stats(ctx context.Context) (workqueue.Stats, error) {

@@ -46,7 +46,7 @@ func Open(env store.Env) *Service {
 func (s *Service) Native() bool { return s.source == nil }
 
 // PollInterval is how often a bd/br source is asked for ready work by what
-// waits for it (seed 001's poll interval): its ready work changes without
+// waits for it: its ready work changes without
 // the log knowing. Zero for spool's own tracker, whose log says when.
 func (s *Service) PollInterval() time.Duration {
 	if s.Native() {
