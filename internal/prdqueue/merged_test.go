@@ -242,3 +242,19 @@ func TestRefusals(t *testing.T) {
 		}
 	}
 }
+
+// The manifest's invariants: a feature lists each of its PRDs once, and
+// only PRDs that are its items (as an old snapshot could hold otherwise).
+func TestManifestListInvariants(t *testing.T) {
+	w := newWorld(t)
+	w.feature("f", "p", "q")
+	p := &Projection{s: w.s}
+	if bad := p.Invariants(); len(bad) != 0 {
+		t.Fatal(bad)
+	}
+	w.s.Features["f"].Items = []string{"p", "q", "p", "r"}
+	bad := p.Invariants()
+	if strings.Join(bad, "\n") != "feature f lists p twice\nfeature f lists r, which is not one of its items" {
+		t.Fatalf("%q", bad)
+	}
+}
