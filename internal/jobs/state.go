@@ -163,7 +163,7 @@ func NewState() *State {
 const Name = "jobs"
 
 // Spec registers the projection.
-var Spec = projections.Spec{Name: Name, Version: 6, Amortize: 1000, New: func() projections.Projection { return &Projection{s: NewState()} }}
+var Spec = projections.Spec{Name: Name, Version: 7, Amortize: 1000, New: func() projections.Projection { return &Projection{s: NewState()} }}
 
 // Projection folds the scheduler's events.
 type Projection struct{ s *State }
@@ -358,7 +358,14 @@ func (s *State) Apply(e *eventlog.Event) {
 		}
 	case TypeRequeued:
 		var d RequeuedData
-		if json.Unmarshal(e.Data, &d) == nil {
+		switch {
+		case json.Unmarshal(e.Data, &d) != nil:
+		case j.CancelRequested:
+			// Its cancel was asked: a clone that had not seen that when it
+			// let the job go (its worker lost) ends it, as Tick and Release
+			// would have had they known.
+			s.move(j, Cancelled, e, "")
+		default:
 			s.move(j, Queued, e, d.Reason)
 		}
 	}
