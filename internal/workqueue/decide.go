@@ -358,7 +358,10 @@ func CloseTasks(s *State, ids []string, reason string) ([]eventlog.Draft, error)
 		if err != nil {
 			return nil, err
 		}
-		if t.Status == StatusClosed || seen[id] {
+		if seen[id] {
+			continue // named twice: closed once, as bd close does
+		}
+		if t.Status == StatusClosed {
 			return nil, invalidTransition(id, "already closed")
 		}
 		seen[id] = true
