@@ -373,10 +373,7 @@ func CloseTasks(s *State, ids []string, reason string) ([]eventlog.Draft, error)
 // id never pulls work from under an agent.
 func MayClose(s *State, p Policy, id, actor string, override bool, now time.Time) error {
 	h := s.Entry(id)
-	if override || h == nil || h.Status != HistWorking || h.Actor == actor || h.Worker == actor {
-		return nil
-	}
-	if e := p.Effective(*h, now); e.Status != HistWorking {
+	if override || h == nil || !h.leaseHeld(now) || h.Actor == actor || h.Worker == actor {
 		return nil
 	}
 	return fault.New(fault.CodeUnauthorized, fault.ErrUnauthorized,
@@ -584,11 +581,12 @@ func (s *State) priorityOf(h Entry) int {
 	return h.Priority
 }
 
-// Expire returns the events for every claim whose lease ran out by now, in id order.
+// Expire returns the events for every claim whose lease ran out by now
+// (leaseRunOut), in id order.
 func Expire(s *State, p Policy, now time.Time) []eventlog.Draft {
 	var ids []string
 	s.claims(func(id string, until time.Time) {
-		if !now.Before(until) {
+		if leaseRunOut(until, now) {
 			ids = append(ids, id)
 		}
 	})
@@ -596,11 +594,19 @@ func Expire(s *State, p Policy, now time.Time) []eventlog.Draft {
 	var drafts []eventlog.Draft
 	for _, id := range ids {
 		h := *s.Entry(id)
-		first := eventlog.Draft{Type: TypeLeaseExpired, Subject: id,
-			Data: LeaseExpiredData{Attempt: h.Attempts, Worker: h.Worker, LeaseUntil: h.LeaseUntil}}
-		drafts = append(drafts, failure(p, h, s.priorityOf(h), first, LeaseExpiredError, now)...)
+		drafts = append(drafts, p.expiry(h, s.priorityOf(h), now)...)
 	}
 	return drafts
+}
+
+// expiry is the events of h's lease running out, for a task at priority
+// prio: the attempt failed ("lease expired", dated at the lease's end),
+// with the policy's consequences. The one place they are made: Expire
+// records them, Effective folds them.
+func (p Policy) expiry(h Entry, prio int, now time.Time) []eventlog.Draft {
+	first := eventlog.Draft{Type: TypeLeaseExpired, Subject: h.ID,
+		Data: LeaseExpiredData{Attempt: h.Attempts, Worker: h.Worker, LeaseUntil: h.LeaseUntil}}
+	return failure(p, h, prio, first, LeaseExpiredError, now)
 }
 
 // NextExpiry is when the first live claim's lease runs out (zero: none),
@@ -608,7 +614,7 @@ func Expire(s *State, p Policy, now time.Time) []eventlog.Draft {
 func NextExpiry(s *State, now time.Time) time.Time {
 	var at time.Time
 	s.claims(func(_ string, until time.Time) {
-		if until.After(now) && (at.IsZero() || until.Before(at)) {
+		if !leaseRunOut(until, now) && (at.IsZero() || until.Before(at)) {
 			at = until
 		}
 	})
@@ -773,7 +779,7 @@ func held(s *State, p Policy, id, actor string, now time.Time) (Entry, error) {
 	if h.Status != HistWorking {
 		return Entry{}, notClaimed(id, "it is "+h.Status)
 	}
-	if e := p.Effective(*h, now); e.Status != HistWorking {
+	if h.leaseExpired(now) {
 		return Entry{}, notClaimed(id, "its lease expired at "+h.LeaseUntil.Format(time.RFC3339))
 	}
 	if h.Actor != actor && h.Worker != actor {

@@ -10,7 +10,7 @@ import (
 // EffectiveStatus is the tracker status at now: a task whose claim's lease
 // ran out is open again (the queue counts the lost attempt).
 func (s *State) EffectiveStatus(t *Task, p Policy, now time.Time) string {
-	if t.Status == StatusInProgress && !t.LeaseUntil.IsZero() && !now.Before(t.LeaseUntil) {
+	if t.leaseExpired(now) {
 		return StatusOpen
 	}
 	return t.Status
