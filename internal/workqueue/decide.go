@@ -700,13 +700,7 @@ func (l layered) entry(id string) *Entry {
 	return l.base.Entry(id)
 }
 
-func (l layered) isBlocked(id string) bool {
-	if h := l.entry(id); h != nil && h.Blocked {
-		return true
-	}
-	t := l.task(id)
-	return t != nil && t.HasLabel(BlockedLabel)
-}
+func (l layered) isBlocked(id string) bool { return blockedIn(id, l.entry, l.task) }
 
 // Claim is what next decided.
 type Claim struct {
@@ -869,7 +863,7 @@ func Retry(s *State, p Policy, id string, now time.Time) (eventlog.Draft, error)
 	}
 	e := p.Effective(*h, now)
 	status := e.Status
-	if e.Blocked {
+	if e.blocked() {
 		status = HistBlocked
 	}
 	switch status {
@@ -880,13 +874,22 @@ func Retry(s *State, p Policy, id string, now time.Time) (eventlog.Draft, error)
 	return eventlog.Draft{}, invalidTransition(id, "is "+status+"; only abandoned, blocked or failed tasks can be retried")
 }
 
-func (s *State) isBlocked(id string) bool {
-	if h := s.Entry(id); h != nil && h.Blocked {
+func (s *State) isBlocked(id string) bool { return blockedIn(id, s.Entry, s.Task) }
+
+// blockedIn is the rule of a Blocked task, given where to look it up: the
+// queue holds it Blocked, or the task carries the blocked label (an
+// import's, or bd's). The task is not looked up when the entry says so.
+func blockedIn(id string, entry func(string) *Entry, task func(string) *Task) bool {
+	if h := entry(id); h != nil && h.blocked() {
 		return true
 	}
-	t := s.Task(id)
+	t := task(id)
 	return t != nil && t.HasLabel(BlockedLabel)
 }
+
+// blocked reports whether the queue holds h Blocked. (The fold sets the
+// status blocked only with the flag; Effective's view of an entry does too.)
+func (h *Entry) blocked() bool { return h.Blocked || h.Status == HistBlocked }
 
 // Block marks a task Blocked by hand.
 func Block(s *State, id, reason string) (eventlog.Draft, error) {

@@ -226,7 +226,7 @@ func (p Policy) Skip(c Candidate, h *Entry, g Gate, now time.Time) string {
 		return SkipCompleted
 	case e.Status == HistAbandoned:
 		return SkipAbandoned
-	case e.Status == HistBlocked || e.Blocked:
+	case e.blocked():
 		return SkipBlocked
 	case e.Status == HistWorking:
 		return SkipWorking
@@ -276,7 +276,7 @@ func (p Policy) HistoryView(h Entry, now time.Time) EntryJSON {
 		}
 		j.NextEligibleAt = timePtr(next)
 	}
-	if e.Status == HistBlocked || e.Blocked {
+	if e.blocked() {
 		j.Status = HistBlocked
 	}
 	return j
@@ -310,7 +310,7 @@ func (p Policy) QueueStatus(t *Task, h *Entry, now time.Time) string {
 	}
 	if h != nil {
 		switch e := p.Effective(*h, now); {
-		case e.Status == HistBlocked || e.Blocked:
+		case e.blocked():
 			return HistBlocked
 		case e.Status == HistFailed && p.abandons(e):
 			return HistAbandoned

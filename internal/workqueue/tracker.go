@@ -16,16 +16,12 @@ func (s *State) EffectiveStatus(t *Task, p Policy, now time.Time) string {
 	return t.Status
 }
 
-// blockedBy reports whether t waits: an open blocker, the blocked label, or
-// a parent that waits. memo holds the answers for parents already walked.
+// blockedBy reports whether t waits: by itself (waitsItself: the blocked
+// label, a blocker not closed), or through a parent that waits. memo holds
+// the answers for parents already walked.
 func (s *State) blockedBy(t *Task, memo map[string]bool, depth int) bool {
-	if t.HasLabel(BlockedLabel) {
+	if waitsItself(t, s) {
 		return true
-	}
-	for _, d := range t.Blockers {
-		if s.notClosed(d.ID) {
-			return true
-		}
 	}
 	if t.Parent == "" || depth >= 64 {
 		return false
