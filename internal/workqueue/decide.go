@@ -771,7 +771,7 @@ func held(s *State, p Policy, id, actor string, now time.Time) (Entry, error) {
 		return Entry{}, notClaimed(id, "it was never claimed")
 	}
 	if h.Status != HistWorking {
-		return Entry{}, notClaimed(id, "it is "+h.Status)
+		return Entry{}, notClaimed(id, "it is "+string(h.Status))
 	}
 	if h.leaseExpired(now) {
 		return Entry{}, notClaimed(id, "its lease expired at "+h.LeaseUntil.Format(time.RFC3339))
@@ -841,8 +841,8 @@ func Rejected(s *State, p Policy, id, msg string, now time.Time) ([]eventlog.Dra
 		}
 		return nil, invalidTransition(id, "was never claimed")
 	}
-	if h.Status != HistCompleted {
-		return nil, invalidTransition(id, "is "+h.Status+", not completed")
+	if _, ok := h.Status.after(TypeReopened); !ok { // only a completed entry is reopened
+		return nil, invalidTransition(id, "is "+string(h.Status)+", not completed")
 	}
 	drafts := []eventlog.Draft{{Type: TypeReopened, Subject: id, Data: ReopenedData{Reason: msg}}}
 	first := eventlog.Draft{Type: TypeFailed, Subject: id, Data: FailedData{Attempt: h.Attempts, Error: msg}}
@@ -866,12 +866,11 @@ func Retry(s *State, p Policy, id string, now time.Time) (eventlog.Draft, error)
 	if e.blocked() {
 		status = HistBlocked
 	}
-	switch status {
-	case HistAbandoned, HistBlocked, HistFailed:
+	if slices.Contains(retriedFrom, status) {
 		return eventlog.Draft{Type: TypeRetried, Subject: id, Data: RetriedData{PreviousStatus: status, PreviousAttempts: e.Attempts,
 			RestorePriority: s.restorable(id)}}, nil
 	}
-	return eventlog.Draft{}, invalidTransition(id, "is "+status+"; only abandoned, blocked or failed tasks can be retried")
+	return eventlog.Draft{}, invalidTransition(id, "is "+string(status)+"; only abandoned, blocked or failed tasks can be retried")
 }
 
 func (s *State) isBlocked(id string) bool { return blockedIn(id, s.Entry, s.Task) }

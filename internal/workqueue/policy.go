@@ -315,7 +315,7 @@ func (p Policy) QueueStatus(t *Task, h *Entry, now time.Time) string {
 		case e.Status == HistFailed && p.abandons(e):
 			return HistAbandoned
 		case e.Status != HistPending:
-			return e.Status
+			return string(e.Status)
 		}
 	}
 	if t != nil && t.HasLabel(BlockedLabel) {

@@ -144,7 +144,7 @@ func (t *Task) HasLabel(l string) bool {
 // native tasks and for tasks of an external source alike.
 type Entry struct {
 	ID            string
-	Status        string    // Hist*
+	Status        HistStatus
 	Attempts      int       // claims, reset by retry and unblock --reset-attempts
 	Failures      int       // failed attempts (progressive policy's counter)
 	LastAttempt   time.Time // when the last attempt was claimed
@@ -636,13 +636,13 @@ func (s *State) applyEntry(e *eventlog.Event) {
 	id := e.Subject
 	switch e.Type {
 	case TypeClosed:
-		if h := s.Entry(id); h != nil && h.Status == HistWorking {
-			h.release(HistPending) // closed under a worker: the claim ends
+		if h := s.Entry(id); h != nil && h.move(TypeClosed) {
+			h.release() // closed under a worker: the claim ends
 			h.LastEndedAt = e.At
 		}
 	case TypeReopened:
-		if h := s.Entry(id); h != nil && h.Status == HistCompleted {
-			h.Status = HistPending
+		if h := s.Entry(id); h != nil {
+			h.move(TypeReopened)
 		}
 	case TypeImported:
 		// An import sets the whole task, as the export had it: a live claim
@@ -653,15 +653,17 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		if h == nil || json.Unmarshal(e.Data, &d) != nil || d.Title == "" || !d.keptTimes() {
 			return
 		}
-		if h.Status == HistWorking {
-			h.release(HistPending)
+		claimEnds := h.Status == HistWorking
+		unblocks := h.Blocked && d.Status != StatusBlocked && !slices.Contains(d.Labels, BlockedLabel)
+		if claimEnds || unblocks {
+			h.move(TypeImported) // working or blocked: pending; the flag alone goes from another
+		}
+		if claimEnds {
+			h.release()
 			h.LastEndedAt = e.At
 		}
-		if h.Blocked && d.Status != StatusBlocked && !slices.Contains(d.Labels, BlockedLabel) {
+		if unblocks {
 			h.Blocked, h.BlockReason = false, ""
-			if h.Status == HistBlocked {
-				h.Status = HistPending
-			}
 		}
 	case TypeClaimed:
 		var d ClaimedData
@@ -669,16 +671,18 @@ func (s *State) applyEntry(e *eventlog.Event) {
 			return
 		}
 		h := s.entry(id)
-		h.Status, h.Attempts, h.LastAttempt = HistWorking, d.Attempt, e.At
+		h.move(TypeClaimed)
+		h.Attempts, h.LastAttempt = d.Attempt, e.At
 		h.Worker, h.Actor, h.LeaseUntil, h.Priority = d.Worker, e.Actor, d.LeaseUntil, d.Priority
 	case TypeHeartbeat:
 		var d HeartbeatData
-		if h := s.Entry(id); h != nil && h.Status == HistWorking && json.Unmarshal(e.Data, &d) == nil && kept(&d.LeaseUntil) {
+		if h := s.Entry(id); h != nil && json.Unmarshal(e.Data, &d) == nil && kept(&d.LeaseUntil) && h.move(TypeHeartbeat) {
 			h.LeaseUntil = d.LeaseUntil
 		}
 	case TypeSucceeded:
 		h := s.entry(id)
-		h.release(HistCompleted)
+		h.move(TypeSucceeded)
+		h.release()
 		h.LastError, h.LastEndedAt = "", e.At
 	case TypeFailed, TypeLeaseExpired:
 		at, msg := e.At, ""
@@ -695,7 +699,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 			}
 			at, msg = d.LeaseUntil, LeaseExpiredError
 		}
-		s.entry(id).fail(at, msg)
+		s.entry(id).fail(e.Type, at, msg)
 	case TypeDemoted:
 		var d DemotedData
 		if json.Unmarshal(e.Data, &d) == nil {
@@ -704,8 +708,8 @@ func (s *State) applyEntry(e *eventlog.Event) {
 	case TypeAbandoned:
 		s.entry(id).abandon()
 	case TypeReleased:
-		if h := s.Entry(id); h != nil && h.Status == HistWorking {
-			h.release(HistPending)
+		if h := s.Entry(id); h != nil && h.move(TypeReleased) {
+			h.release()
 			h.LastEndedAt = e.At
 		}
 	case TypeBlocked:
@@ -753,7 +757,8 @@ func (s *State) applyEntry(e *eventlog.Event) {
 			reset = d.ResetAttempts
 		}
 		h := s.entry(id)
-		h.release(HistPending)
+		h.move(e.Type)
+		h.release()
 		h.Blocked, h.BlockReason = false, ""
 		if restore != nil {
 			h.Priority = *restore
@@ -766,10 +771,11 @@ func (s *State) applyEntry(e *eventlog.Event) {
 	}
 }
 
-// fail records a failed attempt (task.failed, task.lease_expired) that
-// ended at at with error msg.
-func (h *Entry) fail(at time.Time, msg string) {
-	h.release(HistFailed)
+// fail records a failed attempt, by event typ (task.failed,
+// task.lease_expired), that ended at at with error msg.
+func (h *Entry) fail(typ string, at time.Time, msg string) {
+	h.move(typ)
+	h.release()
 	h.Failures++
 	h.LastFailureAt, h.LastEndedAt, h.LastError = at, at, msg
 	if requeuedAfter(h.Failures) {
@@ -786,14 +792,18 @@ func (h *Entry) demote(d DemotedData) {
 }
 
 // abandon records task.abandoned.
-func (h *Entry) abandon() { h.release(HistAbandoned) }
+func (h *Entry) abandon() {
+	h.move(TypeAbandoned)
+	h.release()
+}
 
 // block records task.blocked, at at.
 func (h *Entry) block(d BlockedData, at time.Time) {
 	if h.Status == HistWorking {
 		h.LastEndedAt = at // blocked under its claim: the attempt ends
 	}
-	h.release(HistBlocked)
+	h.move(TypeBlocked)
+	h.release()
 	h.Blocked, h.BlockReason = true, d.Reason
 }
 
@@ -806,7 +816,7 @@ func (h *Entry) block(d BlockedData, at time.Time) {
 func (h *Entry) foldDecided(d eventlog.Draft, at time.Time) bool {
 	switch data := d.Data.(type) {
 	case LeaseExpiredData:
-		h.fail(data.LeaseUntil, LeaseExpiredError)
+		h.fail(TypeLeaseExpired, data.LeaseUntil, LeaseExpiredError)
 	case AbandonedData:
 		h.abandon()
 	case BlockedData:
@@ -873,8 +883,10 @@ func (d *ImportedData) keptTimes() bool {
 // LeaseExpiredError is the last_error of an attempt whose lease ran out.
 const LeaseExpiredError = "lease expired"
 
-func (h *Entry) release(status string) {
-	h.Status, h.Worker, h.Actor, h.LeaseUntil = status, "", "", time.Time{}
+// release clears what belongs to a claim, as every move out of working
+// (and into any status but working) does.
+func (h *Entry) release() {
+	h.Worker, h.Actor, h.LeaseUntil = "", "", time.Time{}
 }
 
 func (t *Task) unassign() {
