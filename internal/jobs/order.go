@@ -118,7 +118,7 @@ func (s *State) yielders(next *Job, free int) []*Job {
 		cands   []yieldCand
 	)
 	for _, j := range s.Jobs {
-		if j.OffPeak && (j.Status == Running || j.Status == Dispatched) {
+		if j.OffPeak && j.Status.Held() {
 			running = append(running, j)
 			cands = append(cands, yieldCand{rank: j.Tier.Rank(), first: j.FirstStart, id: j.ID, slots: j.Slots, asked: j.YieldRequested})
 		}
@@ -178,7 +178,7 @@ func pickYielders(cands []yieldCand, rank, need int) []int {
 func (s *State) Busy(worker string) int {
 	n := 0
 	for _, j := range s.Jobs {
-		if j.Worker == worker && (j.Status == Dispatched || j.Status == Running) {
+		if j.Worker == worker && j.Status.Held() {
 			n += j.Slots
 		}
 	}

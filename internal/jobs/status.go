@@ -48,6 +48,11 @@ func CanTransition(from, to Status) bool {
 	return false
 }
 
+// Held statuses are those a worker holds the job in, under a lease
+// (dispatched, running): the lease runs out (Job.leaseRunOut), a pause,
+// a cancel or a yield is asked of the worker.
+func (s Status) Held() bool { return s == Dispatched || s == Running }
+
 // Terminal statuses end a job (a failed one until job retry puts it back).
 func (s Status) Terminal() bool { return s == Cancelled || s == Failed || s == Complete }
 

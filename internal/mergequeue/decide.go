@@ -419,7 +419,7 @@ func DecideClaimHeld(s *State, runner string, holder *ProcRecord, target Target,
 		return nil, nil
 	}
 	for _, e := range s.index().active {
-		if e.Status.Processing() && e.LeaseUntil != nil && now.Before(*e.LeaseUntil) {
+		if e.Status.Processing() && e.leaseLive(now) {
 			return nil, nil
 		}
 	}
@@ -534,11 +534,25 @@ func DecideProcStarted(s *State, id int64, runner string, p ProcRecord, pol Poli
 func (s *State) Expired(now time.Time) []*Entry {
 	var out []*Entry
 	for _, e := range s.index().active {
-		if e.Status.Processing() && (e.LeaseUntil == nil || !now.Before(*e.LeaseUntil)) {
+		if e.leaseExpired(now) {
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// leaseLive reports whether e holds a lease that has not run out at now.
+// It is the one rule of a lease: it runs out at its end (at LeaseUntil
+// itself, it has), for the claim that waits on it, for Expired and
+// recovery that take it, and for NextExpiry that says when.
+func (e *Entry) leaseLive(now time.Time) bool {
+	return e.LeaseUntil != nil && now.Before(*e.LeaseUntil)
+}
+
+// leaseExpired reports whether e is processing with no live lease: what
+// Expired lists and recovery takes.
+func (e *Entry) leaseExpired(now time.Time) bool {
+	return e.Status.Processing() && !e.leaseLive(now)
 }
 
 // Recoverable lists the processing entries recovery takes now: those whose
@@ -548,7 +562,7 @@ func (s *State) Expired(now time.Time) []*Entry {
 func (s *State) Recoverable(now time.Time, dead map[string]bool) []*Entry {
 	var out []*Entry
 	for _, e := range s.index().active {
-		if e.Status.Processing() && (e.LeaseUntil == nil || !now.Before(*e.LeaseUntil) || e.Runner != "" && dead[e.Runner]) {
+		if e.leaseExpired(now) || e.Status.Processing() && e.Runner != "" && dead[e.Runner] {
 			out = append(out, e)
 		}
 	}
@@ -576,7 +590,7 @@ func (s *State) Holders() map[string]ProcRecord {
 func (s *State) NextExpiry(now time.Time) time.Time {
 	var at time.Time
 	for _, e := range s.index().active {
-		if e.Status.Processing() && e.LeaseUntil != nil && e.LeaseUntil.After(now) && (at.IsZero() || e.LeaseUntil.Before(at)) {
+		if e.Status.Processing() && e.leaseLive(now) && (at.IsZero() || e.LeaseUntil.Before(at)) {
 			at = *e.LeaseUntil
 		}
 	}
@@ -597,7 +611,7 @@ func DecideRecover(s *State, merged map[int64]bool, dead map[string]bool, pol Po
 	for _, e := range s.Recoverable(now, dead) {
 		base := EntryData{EntryID: e.ID, EntryRef: e.Ref, From: e.Status, HeadSHA: e.HeadSHA, TestedSHA: e.TestedSHA, TestedAgainstSHA: e.TestedAgainstSHA, Runner: e.Runner}
 		reason := "lease of runner " + e.Runner + " expired in " + string(e.Status)
-		if e.LeaseUntil != nil && now.Before(*e.LeaseUntil) {
+		if e.leaseLive(now) {
 			reason = "runner " + e.Runner + " died in " + string(e.Status) + " (its process on this machine is gone)"
 		}
 		if e.Status == Merging {

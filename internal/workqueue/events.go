@@ -250,9 +250,9 @@ type UnblockedData struct {
 }
 
 type RetriedData struct {
-	PreviousStatus   string `json:"previous_status"`
-	PreviousAttempts int    `json:"previous_attempts"`
-	RestorePriority  *int   `json:"restore_priority,omitempty"`
+	PreviousStatus   HistStatus `json:"previous_status"`
+	PreviousAttempts int        `json:"previous_attempts"`
+	RestorePriority  *int       `json:"restore_priority,omitempty"`
 }
 
 // SyncData asks the source to close or reopen a bead, add or remove a
@@ -334,15 +334,7 @@ const (
 	StatusClosed     = "closed"
 )
 
-// Queue (history) statuses.
-const (
-	HistPending   = "pending"
-	HistWorking   = "working"
-	HistCompleted = "completed"
-	HistFailed    = "failed"
-	HistAbandoned = "abandoned"
-	HistBlocked   = "blocked"
-)
+// Queue (history) statuses: HistStatus, in histstatus.go.
 
 // IssueTypes are the accepted task types.
 var IssueTypes = []string{"task", "bug", "feature", "epic", "chore"}
