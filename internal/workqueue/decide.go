@@ -943,7 +943,7 @@ func (s *State) restorable(id string) *int {
 // UnblockedAtSource returns the unblocks of every Blocked task a bd/br
 // source offers as ready again, its blocked label gone, when spool's own
 // request to add the label reached the source: someone removed it there,
-// which is an unblock (seed 004 §9). A label spool's request has not put
+// which is an unblock (removing the label is how a person unblocks a task). A label spool's request has not put
 // on the bead yet (pending, or given up) is not one someone took off.
 func UnblockedAtSource(s *State, cands []Candidate) []eventlog.Draft {
 	var out []eventlog.Draft

@@ -8,8 +8,8 @@ import (
 
 // Policy names.
 const (
-	Exponential = "exponential" // seed 001
-	Progressive = "progressive" // seed 004 §8
+	Exponential = "exponential" // the wait doubles after each failure up to a cap; abandoned after max failures
+	Progressive = "progressive" // retry at once, then requeue; demote every 3 failures, Blocked after 3 at P4
 )
 
 // Policy is the queue's configuration, read once per command.
@@ -197,7 +197,7 @@ func (g Gate) Admits(labels []string) bool {
 	return !slices.Contains(labels, BlockedLabel)
 }
 
-// Candidate is ready work offered by a source (seed 001's Bead).
+// Candidate is ready work offered by a bd/br source: one item of bd ready --json.
 type Candidate struct {
 	ID          string    `json:"id"`
 	Title       string    `json:"title"`
@@ -282,8 +282,8 @@ func (p Policy) HistoryView(h Entry, now time.Time) EntryJSON {
 	return j
 }
 
-// Stats is seed 001's QueueStats, plus abandoned, blocked, working and
-// pending. Completed, failed, abandoned, blocked, working and pending
+// Stats counts the queue's tasks: total seen, completed, failed, in backoff
+// and currently ready, plus abandoned, blocked, working and pending. Completed, failed, abandoned, blocked, working and pending
 // partition TotalSeen (each task counts under exactly one of them, the
 // status QueueStatus gives it); InBackoff is a part of Failed, and
 // CurrentlyReady the tasks next could claim now.
@@ -387,7 +387,7 @@ func Lookup(history map[string]*Entry) func(string) *Entry {
 // Wakeup is the earliest time after now at which something in the history
 // may become claimable: a backoff ending or a lease running out. Zero when
 // nothing is waiting. A worker with nothing to do can sleep until then
-// rather than poll (seed 001's daemon spun when all ready work was in backoff).
+// rather than poll (a polling loop spins when all ready work is in backoff).
 func (p Policy) Wakeup(history map[string]*Entry, now time.Time) (time.Time, string) {
 	var at time.Time
 	var id string
@@ -408,7 +408,8 @@ func (p Policy) Wakeup(history map[string]*Entry, now time.Time) (time.Time, str
 
 // queuedAt is where a task stands in its priority: its creation time, or,
 // under the progressive policy only, when an even failure requeued it.
-// Exponential keeps seed 001's order (priority, then creation time).
+// Exponential keeps the queue's order (priority, then creation time): a
+// failure never moves a task back.
 func (p Policy) queuedAt(created time.Time, h *Entry, now time.Time) time.Time {
 	if p.Kind != Progressive || h == nil {
 		return created

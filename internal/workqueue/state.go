@@ -140,8 +140,8 @@ func (t *Task) HasLabel(l string) bool {
 	return false
 }
 
-// Entry is the queue's history of one task (seed 001's BeadHistory), for
-// native tasks and for tasks of an external source alike.
+// Entry is the queue's history of one task (status, attempts, the last
+// attempt and its error), for native tasks and for tasks of an external source alike.
 type Entry struct {
 	ID            string
 	Status        HistStatus
