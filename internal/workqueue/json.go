@@ -2,7 +2,6 @@ package workqueue
 
 import (
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -104,18 +103,8 @@ func (t *Task) recordInto(j *TaskJSON) {
 	j.Comments = comments
 }
 
-// base is the task without dependencies or comments (bd ready's items).
-func (t *Task) base() TaskJSON {
-	x := t.Detail()
-	j := TaskJSON{ID: t.ID, Title: t.Title, Description: x.Description, Design: x.Design, AcceptanceCriteria: x.Acceptance,
-		Notes: x.Notes, Status: t.Status, Priority: t.Priority, IssueType: t.Type, Assignee: x.Assignee, Owner: x.Owner,
-		CreatedAt: t.CreatedAt, CreatedBy: x.CreatedBy, UpdatedAt: x.UpdatedAt, CloseReason: x.CloseReason,
-		ClosedAt: timePtr(x.ClosedAt), ExternalRef: x.ExternalRef}
-	if len(t.Labels) > 0 {
-		j.Labels = slices.Clone(t.Labels)
-	}
-	return j
-}
+// Task.base, the task without dependencies or comments (bd ready's
+// items), is generated from the field table (fields_gen.go).
 
 // deps are the task's dependency records: its parent, its blockers, its links.
 func (t *Task) deps() []DepJSON { return t.appendDeps(nil) }

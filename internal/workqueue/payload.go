@@ -18,80 +18,9 @@ import (
 // so the result is always what json.Unmarshal gives. Strings without escapes
 // share the payload's bytes (the fold copies the short ones it keeps).
 
-func decodeComment(data []byte, d *CommentData) error {
-	return unmarshal(data, d, func(d *CommentData, key string, v gjson.Result) bool {
-		return key == "text" && setString(&d.Text, v)
-	})
-}
-
-func decodeUpdated(data []byte, d *UpdatedData) error {
-	return unmarshal(data, d, func(d *UpdatedData, key string, v gjson.Result) bool {
-		switch key {
-		case "title":
-			return setStringPtr(&d.Title, v)
-		case "description":
-			return setStringPtr(&d.Description, v)
-		case "design":
-			return setStringPtr(&d.Design, v)
-		case "acceptance_criteria":
-			return setStringPtr(&d.Acceptance, v)
-		case "notes":
-			return setStringPtr(&d.Notes, v)
-		case "external_ref":
-			return setStringPtr(&d.ExternalRef, v)
-		case "assignee":
-			return setStringPtr(&d.Assignee, v)
-		case "status":
-			return setStringPtr(&d.Status, v)
-		case "priority":
-			var n int
-			if !setInt(&n, v) {
-				return false
-			}
-			d.Priority = &n
-			return true
-		case "add_labels":
-			return setStrings(&d.AddLabels, v)
-		case "remove_labels":
-			return setStrings(&d.RemoveLabels, v)
-		}
-		return false
-	})
-}
-
-func decodeCreated(data []byte, d *CreatedData) error {
-	return unmarshal(data, d, func(d *CreatedData, key string, v gjson.Result) bool {
-		switch key {
-		case "title":
-			return setString(&d.Title, v)
-		case "description":
-			return setString(&d.Description, v)
-		case "design":
-			return setString(&d.Design, v)
-		case "acceptance_criteria":
-			return setString(&d.Acceptance, v)
-		case "notes":
-			return setString(&d.Notes, v)
-		case "external_ref":
-			return setString(&d.ExternalRef, v)
-		case "assignee":
-			return setString(&d.Assignee, v)
-		case "owner":
-			return setString(&d.Owner, v)
-		case "priority":
-			return setInt(&d.Priority, v)
-		case "issue_type":
-			return setString(&d.IssueType, v)
-		case "labels":
-			return setStrings(&d.Labels, v)
-		case "parent":
-			return setString(&d.Parent, v)
-		case "deps":
-			return setStrings(&d.Deps, v)
-		}
-		return false
-	})
-}
+// decodeComment, decodeUpdated and decodeCreated are generated from the
+// payloads' declarations (fields_gen.go): a member of a type with a setter
+// below is taken here, any other goes to json.Unmarshal.
 
 // unmarshal sets d's fields from data's members through field, which
 // reports false for a member it does not take; then d is decoded again,
@@ -131,6 +60,15 @@ func setStringPtr(p **string, v gjson.Result) bool {
 		return false
 	}
 	*p = &s
+	return true
+}
+
+func setIntPtr(p **int, v gjson.Result) bool {
+	var n int
+	if !setInt(&n, v) {
+		return false
+	}
+	*p = &n
 	return true
 }
 

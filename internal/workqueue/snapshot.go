@@ -27,12 +27,7 @@ const (
 // place, its length put before it after: a save writes 100,000 of them.
 func encodeDetail(w *table.Enc, x *TaskDetail) {
 	start := len(w.Buf)
-	for _, s := range []string{x.Description, x.Design, x.Acceptance, x.Notes, x.Assignee, x.CreatedBy, x.Owner, x.CloseReason, x.ParentBy, x.ExternalRef} {
-		w.Str(s)
-	}
-	w.Time(x.UpdatedAt)
-	w.Time(x.ClosedAt)
-	w.Time(x.ParentAt)
+	encodeDetailFields(w, x) // fields_gen.go
 	w.Uint(uint64(x.numComments))
 	w.Buf = append(w.Buf, x.comments...) // as AddComment encoded them
 	var n [binary.MaxVarintLen64]byte
@@ -43,9 +38,8 @@ func encodeDetail(w *table.Enc, x *TaskDetail) {
 // passed its checksum, so damage here is a crafted file or a bug.
 func decodeDetail(id, raw string) *TaskDetail {
 	r := table.NewDec(raw)
-	x := &TaskDetail{Description: r.Str(), Design: r.Str(), Acceptance: r.Str(), Notes: r.Str(), Assignee: r.Str(),
-		CreatedBy: r.Str(), Owner: r.Str(), CloseReason: r.Str(), ParentBy: r.Str(), ExternalRef: r.Str()}
-	x.UpdatedAt, x.ClosedAt, x.ParentAt = r.Time(), r.Time(), r.Time()
+	x := &TaskDetail{}
+	decodeDetailFields(r, x) // fields_gen.go
 	// The comments stay encoded; they are checked, not decoded.
 	x.numComments = r.Count()
 	rest := r.RestBytes()
@@ -188,14 +182,10 @@ func waitsItself(t *Task, s *State) bool {
 	return false
 }
 
+// encodeTask writes a task's record: the table's fields (fields_gen.go),
+// then the dependencies, the ids of the tasks naming it, and the detail.
 func encodeTask(w *table.Enc, t *Task, refs []string) {
-	for _, str := range []string{t.ID, t.Title, t.Status, t.Type, t.Parent} {
-		w.Str(str)
-	}
-	w.Int(int64(t.Priority))
-	w.Time(t.CreatedAt)
-	w.Time(t.LeaseUntil)
-	w.Strs(t.Labels)
+	encodeTaskFields(w, t)
 	w.Uint(uint64(len(t.Blockers)))
 	for _, d := range t.Blockers {
 		w.Str(d.ID)
@@ -228,10 +218,7 @@ func decodeTask(r *table.Dec) *Task {
 // tasks that name it (baseRefs).
 func decodeRecord(r *table.Dec) (*Task, []string) {
 	t := &Task{}
-	t.ID, t.Title, t.Status, t.Type, t.Parent = r.Str(), r.Str(), r.Str(), r.Str(), r.Str()
-	t.Priority = int(r.Int())
-	t.CreatedAt, t.LeaseUntil = r.Time(), r.Time()
-	t.Labels = r.Strs()
+	decodeTaskFields(r, t) // fields_gen.go
 	if k := r.Count(); k > 0 {
 		t.Blockers = make([]Dep, k)
 		for j := range t.Blockers {

@@ -31,20 +31,9 @@ import (
 
 // Record kinds: the strings, in spillStrings' order, the times, in
 // spillTimes', then comments (a count, then the comments as AddComment
-// encodes them).
-const (
-	spillNumStrings = 11
-	spillNumTimes   = 3
-	spillComments   = spillNumStrings + spillNumTimes
-)
-
-func spillStrings(t *Task, x *TaskDetail) [spillNumStrings]*string {
-	return [...]*string{&t.Title, &x.Description, &x.Design, &x.Acceptance, &x.Notes, &x.Assignee, &x.CreatedBy, &x.Owner, &x.CloseReason, &x.ParentBy, &x.ExternalRef}
-}
-
-func spillTimes(x *TaskDetail) [spillNumTimes]*time.Time {
-	return [...]*time.Time{&x.UpdatedAt, &x.ClosedAt, &x.ParentAt}
-}
+// encodes them). The lists and their lengths are generated from the
+// field table (fields_gen.go): every field of TaskDetail, and Title.
+const spillComments = spillNumStrings + spillNumTimes
 
 // spillWindow bounds the bytes of records a save holds at a time (a
 // task's own records may be more). A variable for tests.
