@@ -263,11 +263,11 @@ func (g *scaleGen) commit(actor string, drafts []eventlog.Draft, err error) erro
 	}
 	for i := range evs {
 		before := -1
-		if t := g.st.Tasks[evs[i].Subject]; t != nil {
+		if t := g.st.Task(evs[i].Subject); t != nil {
 			before = t.Priority
 		}
 		g.st.Apply(&evs[i])
-		g.order.track(g.st.Tasks[evs[i].Subject], before)
+		g.order.track(g.st.Task(evs[i].Subject), before)
 	}
 	g.events += len(evs)
 	g.commands++
@@ -326,7 +326,7 @@ func (g *scaleGen) add(i int, actor string) error {
 // title, the description or the assignee.
 func (g *scaleGen) update(actor string) error {
 	id := g.pick(g.ids)
-	t := g.st.Tasks[id]
+	t := g.st.Task(id)
 	var u workqueue.Update
 	switch r := g.rng.IntN(10); {
 	case r < 4:
@@ -438,10 +438,19 @@ func scaleCmp(a, b *workqueue.Task) int {
 // the agents' claims, whose leases next expires. more says whether tasks
 // were left out.
 func (o *scaleOrder) part(g *scaleGen, k int) (*workqueue.State, bool) {
-	part := workqueue.NewState()
+	var tasks []*workqueue.Task
+	var entries []*workqueue.Entry
+	keep := func(id string) {
+		if t := g.st.Task(id); t != nil {
+			tasks = append(tasks, t)
+		}
+		if h := g.st.Entry(id); h != nil {
+			entries = append(entries, h)
+		}
+	}
 	for _, a := range g.agents {
 		if a.task != "" {
-			part.Tasks[a.task], part.History[a.task] = g.st.Tasks[a.task], g.st.History[a.task]
+			keep(a.task)
 		}
 	}
 	n := 0
@@ -452,26 +461,23 @@ func (o *scaleOrder) part(g *scaleGen, k int) (*workqueue.State, bool) {
 				continue
 			}
 			for _, d := range t.Blockers {
-				if b := g.st.Tasks[d.ID]; b != nil && b.Status != workqueue.StatusClosed {
+				if b := g.st.Task(d.ID); b != nil && b.Status != workqueue.StatusClosed {
 					continue tasks
 				}
 			}
 			if n == k {
-				return part, true
+				return workqueue.StateOf(tasks, entries), true
 			}
 			n++
-			part.Tasks[t.ID] = t
-			if h := g.st.History[t.ID]; h != nil {
-				part.History[t.ID] = h
-			}
+			keep(t.ID)
 			for _, d := range t.Blockers {
-				if b := g.st.Tasks[d.ID]; b != nil {
-					part.Tasks[d.ID] = b
+				if b := g.st.Task(d.ID); b != nil {
+					tasks = append(tasks, b)
 				}
 			}
 		}
 	}
-	return part, false
+	return workqueue.StateOf(tasks, entries), false
 }
 
 // finish is spool done or spool fail for a's claim; after a failure a
@@ -492,7 +498,7 @@ func (g *scaleGen) finish(a *scaleAgent) error {
 		d, err := workqueue.Retry(g.st, g.pol, id, g.at)
 		return g.commit(human, []eventlog.Draft{d}, err)
 	}
-	if t := g.st.Tasks[id]; t.Priority != workqueue.MaxPriority && g.rng.IntN(10) < 3 {
+	if t := g.st.Task(id); t.Priority != workqueue.MaxPriority && g.rng.IntN(10) < 3 {
 		p := workqueue.MaxPriority
 		drafts, err := workqueue.UpdateTask(g.st, id, workqueue.Update{Priority: &p})
 		return g.commit(human, drafts, err)
@@ -582,7 +588,7 @@ func generateScale(dir string, n int, check bool) (scaleMeta, error) {
 // meta counts what the generated state holds at the clock after the last command.
 func (g *scaleGen) meta(n int) scaleMeta {
 	m := scaleMeta{Tasks: n, Events: g.events, Commands: g.commands, Now: g.at}
-	for _, t := range g.st.Tasks {
+	for t := range g.st.Tasks() {
 		switch {
 		case t.Status == workqueue.StatusClosed:
 			m.Closed++
@@ -590,14 +596,14 @@ func (g *scaleGen) meta(n int) scaleMeta {
 			m.Claimed++
 		default:
 			for _, d := range t.Blockers {
-				if b := g.st.Tasks[d.ID]; b != nil && b.Status != workqueue.StatusClosed {
+				if b := g.st.Task(d.ID); b != nil && b.Status != workqueue.StatusClosed {
 					m.Waiting++
 					break
 				}
 			}
 		}
 	}
-	for _, h := range g.st.History {
+	for h := range g.st.Entries() {
 		switch e := g.pol.Effective(*h, g.at); e.Status {
 		case workqueue.HistFailed:
 			m.Failed++

@@ -90,7 +90,7 @@ func Kanban(st *workqueue.State, p workqueue.Policy, f TaskFilter, now time.Time
 	for i, t := range st.Ready(p, workqueue.ReadyFilter{}, now, 0) {
 		ready[t.ID] = i
 	}
-	for _, t := range st.AllTasks() {
+	for t := range st.Tasks() {
 		if !f.matches(t) {
 			continue
 		}

@@ -129,6 +129,11 @@ func (f *fixture) follow() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.srv.Follow(ctx, f.wakes) }()
+	select { // what the test appends next is news, not the log Follow starts from
+	case <-f.srv.Following():
+	case <-time.After(10 * time.Second):
+		f.t.Fatal("Follow did not read the log in 10 s")
+	}
 	f.t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

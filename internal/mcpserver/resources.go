@@ -171,6 +171,7 @@ func (s *Server) Follow(ctx context.Context, wakes <-chan struct{}) error {
 	warn := func(msg string) { s.opt.Warn("spool mcp: " + msg) }
 	return watch.Follow(ctx, env.Store.Log, wakes, readyTick, warn, func(b watch.Batch) {
 		if b.First {
+			s.followed.Do(func() { close(s.following) })
 			return // nobody has seen anything to compare with yet
 		}
 		changed := map[string]bool{}
@@ -192,6 +193,10 @@ func (s *Server) Follow(ctx context.Context, wakes <-chan struct{}) error {
 		s.notify(ctx, changed)
 	})
 }
+
+// Following is closed once Follow has read the log as it stood when it
+// started: every event appended after that is told to its subscribers.
+func (s *Server) Following() <-chan struct{} { return s.following }
 
 // readyChanged reads the ready queue for its subscribers and says whether
 // it differs from the last reading.

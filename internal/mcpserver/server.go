@@ -55,6 +55,9 @@ type Server struct {
 	sessions map[string]*mcp.Server      // by actor and tools
 	readers  map[*mcp.ServerSession]bool // the sessions subscribed to spool://ready
 	ready    []byte                      // spool://ready as last read for its subscribers
+
+	following chan struct{} // closed when Follow has read the log as it stood
+	followed  sync.Once
 }
 
 // New makes a server; Follow must run for subscriptions to be told of
@@ -66,7 +69,7 @@ func New(opt Options) *Server {
 	if opt.Warn == nil {
 		opt.Warn = func(string) {}
 	}
-	return &Server{opt: opt, sessions: map[string]*mcp.Server{}, readers: map[*mcp.ServerSession]bool{}}
+	return &Server{opt: opt, sessions: map[string]*mcp.Server{}, readers: map[*mcp.ServerSession]bool{}, following: make(chan struct{})}
 }
 
 // Session returns the MCP server of one identity: acting as actor (""

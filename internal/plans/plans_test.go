@@ -123,8 +123,8 @@ func TestApplyPlanOnceThenBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	fold(t, st, wq, drafts)
-	if len(out.Tasks) != 2 || len(wq.Tasks) != 4 {
-		t.Fatalf("outcome %+v, %d tasks", out, len(wq.Tasks))
+	if n := wq.TaskCount(); len(out.Tasks) != 2 || n != 4 {
+		t.Fatalf("outcome %+v, %d tasks", out, n)
 	}
 	ready := func() int { return len(wq.Ready(workqueue.Policy{}, workqueue.ReadyFilter{}, now, 0)) }
 	if n := ready(); n != 2 { // the epic and the gate

@@ -45,7 +45,7 @@ func TestEachDecidesOnTheStateBefore(t *testing.T) {
 	if !slices.Equal(types(got), want) {
 		t.Fatalf("drafts %v, want %v", types(got), want)
 	}
-	if h := w.s.History[x]; h.Status != HistWorking || w.s.History[a] != nil {
+	if h := w.s.hst.m[x]; h.Status != HistWorking || w.s.hst.m[a] != nil {
 		t.Fatal("deciding on a fork changed the state it was made from")
 	}
 	w.apply("ada", late, got...)
@@ -84,11 +84,11 @@ func TestForkLeavesTheBase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, forked := w.s.Tasks[a], fs.Tasks[a]
-	if !slices.Equal(base.Labels, []string{"x"}) || len(base.Blockers) != 0 || base.Detail().NumComments() != 0 || w.s.History[a] != nil {
+	base, forked := w.s.trk.m[a], fs.trk.m[a]
+	if !slices.Equal(base.Labels, []string{"x"}) || len(base.Blockers) != 0 || base.Detail().NumComments() != 0 || w.s.hst.m[a] != nil {
 		t.Fatalf("base changed: %+v", base)
 	}
-	if !forked.HasLabel("y") || !forked.HasLabel(BlockedLabel) || len(forked.Blockers) != 1 || fs.History[a] == nil || fs.CommentSeq != 1 {
+	if !forked.HasLabel("y") || !forked.HasLabel(BlockedLabel) || len(forked.Blockers) != 1 || fs.hst.m[a] == nil || fs.trk.commentSeq != 1 {
 		t.Fatalf("fork: %+v", forked)
 	}
 	if len(f.Drafts()) != 4 {
@@ -120,7 +120,7 @@ func TestClaimTaskAfterAnExpiryThatBlocks(t *testing.T) {
 		t.Fatalf("drafts %v, want %v", types(d), want)
 	}
 	w.apply("b", late, d...)
-	if h := w.s.History[id]; h.Status != HistWorking || h.Blocked || w.s.Tasks[id].HasLabel(BlockedLabel) {
+	if h := w.s.hst.m[id]; h.Status != HistWorking || h.Blocked || w.s.trk.m[id].HasLabel(BlockedLabel) {
 		t.Fatalf("after the claim: %+v", h)
 	}
 }
@@ -186,7 +186,7 @@ func TestUnclaimedInProgress(t *testing.T) {
 			t.Errorf("→ %s: %v %v, want %v", tc.to, got, err, tc.want)
 			continue
 		}
-		if st := Beads(w.s.View(w.s.Tasks["bd-1"], p, t0)).Status; st != tc.status {
+		if st := Beads(w.s.View(w.s.trk.m["bd-1"], p, t0)).Status; st != tc.status {
 			t.Errorf("→ %s: status %s", tc.to, st)
 		}
 	}
@@ -220,7 +220,7 @@ func TestUpdateLabels(t *testing.T) {
 	if d := update(Update{AddLabels: []string{BlockedLabel}}); !slices.Equal(types(d), []string{TypeBlocked + " " + id}) {
 		t.Fatalf("adding blocked: %v", types(d))
 	}
-	if h := w.s.History[id]; h == nil || !h.Blocked || Beads(w.s.View(w.s.Tasks[id], p, t0)).Status != StatusBlocked {
+	if h := w.s.hst.m[id]; h == nil || !h.Blocked || Beads(w.s.View(w.s.trk.m[id], p, t0)).Status != StatusBlocked {
 		t.Fatal("adding the blocked label did not block the task")
 	}
 	if d := update(Update{SetLabels: []string{"x"}}); len(d) != 1 || !w.s.isBlocked(id) {
@@ -229,7 +229,7 @@ func TestUpdateLabels(t *testing.T) {
 	if d := update(Update{RemoveLabels: []string{BlockedLabel}}); !slices.Equal(types(d), []string{TypeUnblocked + " " + id}) {
 		t.Fatalf("removing blocked: %v", types(d))
 	}
-	if h := w.s.History[id]; h.Blocked || h.Status != HistPending || w.s.Tasks[id].HasLabel(BlockedLabel) {
+	if h := w.s.hst.m[id]; h.Blocked || h.Status != HistPending || w.s.trk.m[id].HasLabel(BlockedLabel) {
 		t.Fatalf("after removing the blocked label: %+v", h)
 	}
 	if d := update(Update{RemoveLabels: []string{BlockedLabel}}); len(d) != 0 {
@@ -247,7 +247,7 @@ func TestImportedOwner(t *testing.T) {
 	} {
 		s := NewState()
 		s.Apply(&eventlog.Event{Type: TypeImported, Subject: "bd-1", At: t0, Actor: "importer", Data: json.RawMessage(tc.data)})
-		if got := s.Tasks["bd-1"].Record(); got.Owner != tc.owner || got.CreatedBy != "ada" {
+		if got := s.trk.m["bd-1"].Record(); got.Owner != tc.owner || got.CreatedBy != "ada" {
 			t.Errorf("%s: owner %q created_by %q, want owner %q", tc.data, got.Owner, got.CreatedBy, tc.owner)
 		}
 	}
@@ -276,13 +276,13 @@ func TestImportOverAClaim(t *testing.T) {
 		t.Fatalf("%v %v", types(drafts), err)
 	}
 	w.apply("importer", t0, drafts...)
-	if h := w.s.History[a]; h.Status != HistPending || h.Actor != "" || h.Attempts != 1 || h.Failures != 0 {
+	if h := w.s.hst.m[a]; h.Status != HistPending || h.Actor != "" || h.Attempts != 1 || h.Failures != 0 {
 		t.Fatalf("claimed task's history after the import: %+v", h)
 	}
 	if _, err := Done(w.s, p, a, "agent", "", t0); code(err) != CodeNotClaimed.Name {
 		t.Fatalf("done after the import: %v", err)
 	}
-	if h := w.s.History[b]; h.Blocked || h.Status != HistPending || w.s.isBlocked(b) {
+	if h := w.s.hst.m[b]; h.Blocked || h.Status != HistPending || w.s.isBlocked(b) {
 		t.Fatalf("blocked task's history after an import that unblocks it: %+v", h)
 	}
 	if got := w.next(p, Gate{}, "agent", t0); got != a {

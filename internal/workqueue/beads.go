@@ -56,7 +56,7 @@ func (s *State) ResolveID(prefix, ref string) (string, error) {
 	}
 	var exact, found []string
 	if hash != "" {
-		for id := range s.AllTasks() {
+		for id := range s.allTasks() {
 			h := id
 			if _, rest, ok := strings.Cut(id, "-"); ok {
 				h = rest
@@ -112,7 +112,7 @@ func (s *State) EpicsEligible(p Policy, now time.Time) []EpicStatus {
 // are closed, by priority then age.
 func (s *State) Epics(p Policy, now time.Time) []EpicStatus {
 	total, closed := map[string]int{}, map[string]int{}
-	all := s.AllTasks()
+	all := s.allTasks()
 	for _, t := range all {
 		if t.Parent != "" {
 			total[t.Parent]++

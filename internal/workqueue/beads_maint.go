@@ -18,7 +18,7 @@ import (
 // what its file names, and an issue it names may not be in the file. Type
 // is bd's (blocks, parent-child, or a link's).
 func (s *State) OrphanDeps() []DepJSON {
-	all := s.AllTasks()
+	all := s.allTasks()
 	var out []DepJSON
 	for _, id := range s.SortedIDs() {
 		t := all[id]
@@ -70,7 +70,7 @@ var (
 // Pollution scores every issue as bd 0.49.1's detectTestPollution does
 // (the same signals and weights), in id order.
 func (s *State) Pollution() []Polluted {
-	all := s.AllTasks()
+	all := s.allTasks()
 	ids := s.SortedIDs()
 	perMinute := map[int64]int{}
 	for _, t := range all {
@@ -117,7 +117,7 @@ func (s *State) Pollution() []Polluted {
 // order of their first ids.
 func (s *State) Duplicates(p Policy, now time.Time) [][]string {
 	type key struct{ title, desc, design, acceptance, status string }
-	all := s.AllTasks()
+	all := s.allTasks()
 	groups := map[key][]string{}
 	var order []key
 	for _, id := range s.SortedIDs() {

@@ -95,11 +95,11 @@ func TestSetStatus(t *testing.T) {
 				} else if err != nil || !slices.Equal(got, s.want) {
 					t.Fatalf("step %d (%s → %s): %v %v, want %v", i, s.actor, s.to, got, err, s.want)
 				}
-				if st := Beads(w.s.View(w.s.Tasks[id], p, t0)).Status; st != s.status {
+				if st := Beads(w.s.View(w.s.trk.m[id], p, t0)).Status; st != s.status {
 					t.Fatalf("step %d: status %s, want %s", i, st, s.status)
 				}
 				hist := ""
-				if h := w.s.History[id]; h != nil {
+				if h := w.s.hst.m[id]; h != nil {
 					hist = string(h.Status)
 					if h.Blocked {
 						hist = HistBlocked
@@ -141,7 +141,7 @@ func TestClaimTaskAfterExpiry(t *testing.T) {
 func TestResolveID(t *testing.T) {
 	s := NewState()
 	for _, id := range []string{"sp-4mx5", "sp-4mzz", "sp-a1", "bd-6c2", "bd-6c2.1", "sp-ckaz", "bd-ckq"} {
-		s.Tasks[id] = &Task{ID: id}
+		s.trk.m[id] = &Task{ID: id}
 	}
 	for _, tc := range []struct{ ref, want, code string }{
 		{"sp-4mx5", "sp-4mx5", ""},
@@ -284,7 +284,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if again, err := ImportTasks(v.s, parsed); err != nil || len(again) != 0 {
 		t.Fatalf("a second import made %d events (%v)", len(again), err)
 	}
-	if st := Beads(v.s.View(v.s.Tasks[b], p, t0)).Status; st != StatusBlocked {
+	if st := Beads(v.s.View(v.s.trk.m[b], p, t0)).Status; st != StatusBlocked {
 		t.Fatalf("blocked came back as %s", st)
 	}
 }

@@ -58,7 +58,7 @@ func (s *State) BeadsStats(p Policy, now time.Time) Statistics {
 	var st Statistics
 	var lead time.Duration
 	var closed int
-	for _, t := range s.AllTasks() {
+	for _, t := range s.allTasks() {
 		st.TotalIssues++
 		status := s.BeadsStatus(t, p, now)
 		switch status {
@@ -107,7 +107,7 @@ func (BlockedJSON) AppendJSON(dst []byte, _ jsonout.Format) ([]byte, bool) { ret
 // not closed that are Blocked or deferred or wait for a blocker not closed;
 // with parent, only its descendants.
 func (s *State) BeadsBlocked(p Policy, now time.Time, parent string) []BlockedJSON {
-	all := s.AllTasks()
+	all := s.allTasks()
 	var under map[string]bool
 	if parent != "" {
 		under = s.descendants(parent)
@@ -157,7 +157,7 @@ func (s *State) Descendants(id string) map[string]bool { return s.descendants(id
 // descendants are the tasks under id, through parents.
 func (s *State) descendants(id string) map[string]bool {
 	children := map[string][]string{}
-	for _, t := range s.AllTasks() {
+	for _, t := range s.allTasks() {
 		if t.Parent != "" {
 			children[t.Parent] = append(children[t.Parent], t.ID)
 		}
@@ -269,7 +269,7 @@ func (s *State) DepTree(root string, maxDepth int, up bool, p Policy, now time.T
 // Cycles finds the cycles through dependencies of every type but
 // relates-to, as bd dep cycles: each from its smallest id, once.
 func (s *State) Cycles() [][]string {
-	all := s.AllTasks()
+	all := s.allTasks()
 	ids := make([]string, 0, len(all))
 	for id := range all {
 		ids = append(ids, id)
@@ -328,7 +328,7 @@ type LabelCount struct {
 // bd's blocked status, not a label.
 func (s *State) LabelCounts() []LabelCount {
 	n := map[string]int{}
-	for _, t := range s.AllTasks() {
+	for _, t := range s.allTasks() {
 		for _, l := range t.Labels {
 			if l != BlockedLabel {
 				n[l]++
@@ -356,7 +356,7 @@ func (s *State) BeadsList(p Policy, now time.Time, admit func(t *Task, status st
 	if view == nil && limit > 0 {
 		picked, counts = s.topListed(p, now, admit, limit)
 	} else {
-		for _, t := range s.AllTasks() {
+		for _, t := range s.allTasks() {
 			if admit(t, s.BeadsStatus(t, p, now)) {
 				picked = append(picked, t)
 			}
@@ -458,7 +458,7 @@ func (s *State) dependentCountsOf(items []ListItemJSON) map[string]int {
 			n[id]++
 		}
 	}
-	for _, t := range s.AllTasks() {
+	for _, t := range s.allTasks() {
 		for id := range t.dependsOnIDs() {
 			count(id)
 		}

@@ -79,7 +79,7 @@ func (c *taskClone) Command(r *rand.Rand, now time.Time) (string, []eventlog.Dra
 	case 3:
 		one(workqueue.Reopen(c.s, id))
 	case 4:
-		t := c.s.Tasks[id]
+		t := c.s.Task(id)
 		switch r.IntN(5) {
 		case 0:
 			one(workqueue.AddDep(c.s, id, pick(r, ids)))
@@ -173,7 +173,8 @@ func (c *taskClone) next(r *rand.Rand, actor string, now time.Time) ([]eventlog.
 // holds the claim, or retry, block and unblock.
 func (c *taskClone) finish(r *rand.Rand, now time.Time) (string, []eventlog.Draft, error) {
 	var hids, working []string
-	for id, h := range c.s.History {
+	for h := range c.s.Entries() {
+		id := h.ID
 		hids = append(hids, id)
 		if h.Status == workqueue.HistWorking {
 			working = append(working, id)
@@ -186,7 +187,7 @@ func (c *taskClone) finish(r *rand.Rand, now time.Time) (string, []eventlog.Draf
 		hids = working
 	}
 	sort.Strings(hids)
-	h := c.s.History[pick(r, hids)]
+	h := c.s.Entry(pick(r, hids))
 	actor := h.Actor
 	if actor == "" || r.IntN(8) == 0 {
 		actor = pick(r, taskActors)
@@ -215,7 +216,7 @@ func (c *taskClone) hookRan(r *rand.Rand) []eventlog.Draft {
 		return nil
 	}
 	id := ids[0] // the first task with a hook to run
-	p := c.s.History[id].Hooks[0]
+	p := c.s.Entry(id).Hooks[0]
 	if r.IntN(2) == 0 && !p.Started {
 		return []eventlog.Draft{{Type: workqueue.TypeHookStarted, Subject: id, Data: workqueue.HookRequestData{Request: p.Request}}}
 	}
@@ -247,7 +248,7 @@ func (c *taskClone) decideOn(r *rand.Rand, h *workqueue.Entry, actor, reason str
 // clones may record the same request done).
 func (c *taskClone) synced(r *rand.Rand) []eventlog.Draft {
 	for _, id := range externalIDs {
-		if h := c.s.History[id]; h != nil && len(h.Pending) > 0 && r.IntN(2) == 0 {
+		if h := c.s.Entry(id); h != nil && len(h.Pending) > 0 && r.IntN(2) == 0 {
 			return []eventlog.Draft{{Type: workqueue.TypeSynced, Subject: id, Data: workqueue.SyncedData{Request: h.Pending[0].Request}}}
 		}
 	}

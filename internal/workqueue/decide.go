@@ -141,14 +141,6 @@ func (b *BatchIndex) Made(id string)         { b.made[id] = true }
 func (b *BatchIndex) HasTask(id string) bool { return b.made[id] || b.base.HasTask(id) }
 func (b *BatchIndex) TaskCount() int         { return b.base.TaskCount() + len(b.made) }
 
-func (s *State) task(id string) (*Task, error) {
-	t := s.Task(id)
-	if t == nil {
-		return nil, NoTask(id)
-	}
-	return t, nil
-}
-
 // Update is spool task update; nil fields are left alone. SetLabels, when
 // not nil, replaces every label (bd update --set-labels), then AddLabels
 // are added and RemoveLabels removed. The blocked label is Blocked: adding
@@ -227,7 +219,7 @@ func UpdateTask(s *State, id string, u Update) ([]eventlog.Draft, error) {
 	if err := u.Validate(); err != nil {
 		return nil, err
 	}
-	t, err := s.task(id)
+	t, err := taskOf(s, id)
 	if err != nil {
 		return nil, err
 	}
@@ -322,13 +314,13 @@ func UpdateTask(s *State, id string, u Update) ([]eventlog.Draft, error) {
 // reparent moves t under parent ("": under none). A task cannot be its
 // own ancestor, nor wait for itself through its parents and blockers (as
 // AddDep refuses): its parent waits for it, or is it.
-func reparent(s *State, t *Task, parent *string) ([]eventlog.Draft, error) {
+func reparent(s Tracker, t *Task, parent *string) ([]eventlog.Draft, error) {
 	if parent == nil || *parent == t.Parent {
 		return nil, nil
 	}
 	p := *parent
 	if p != "" {
-		if _, err := s.task(p); err != nil {
+		if _, err := taskOf(s, p); err != nil {
 			return nil, err
 		}
 		if p == t.ID || s.reaches(p, t.ID) {
@@ -350,11 +342,11 @@ func invalidTransition(id, msg string) error {
 }
 
 // CloseTasks closes every task or none.
-func CloseTasks(s *State, ids []string, reason string) ([]eventlog.Draft, error) {
+func CloseTasks(s Tracker, ids []string, reason string) ([]eventlog.Draft, error) {
 	var drafts []eventlog.Draft
 	seen := map[string]bool{}
 	for _, id := range ids {
-		t, err := s.task(id)
+		t, err := taskOf(s, id)
 		if err != nil {
 			return nil, err
 		}
@@ -374,7 +366,7 @@ func CloseTasks(s *State, ids []string, reason string) ([]eventlog.Draft, error)
 // its claimant finishes it (done), or an admin closes it on purpose
 // (override: task close --force by one of admins), so that a typo in an
 // id never pulls work from under an agent.
-func MayClose(s *State, p Policy, id, actor string, override bool, now time.Time) error {
+func MayClose(s History, p Policy, id, actor string, override bool, now time.Time) error {
 	h := s.Entry(id)
 	if override || h == nil || !h.leaseHeld(now) || h.Actor == actor || h.Worker == actor {
 		return nil
@@ -385,8 +377,8 @@ func MayClose(s *State, p Policy, id, actor string, override bool, now time.Time
 }
 
 // Reopen opens a closed task again.
-func Reopen(s *State, id string) (eventlog.Draft, error) {
-	t, err := s.task(id)
+func Reopen(s Tracker, id string) (eventlog.Draft, error) {
+	t, err := taskOf(s, id)
 	if err != nil {
 		return eventlog.Draft{}, err
 	}
@@ -397,12 +389,12 @@ func Reopen(s *State, id string) (eventlog.Draft, error) {
 }
 
 // AddDep makes id wait for blocker; a cycle is refused.
-func AddDep(s *State, id, blocker string) (eventlog.Draft, error) {
-	t, err := s.task(id)
+func AddDep(s Tracker, id, blocker string) (eventlog.Draft, error) {
+	t, err := taskOf(s, id)
 	if err != nil {
 		return eventlog.Draft{}, err
 	}
-	if _, err := s.task(blocker); err != nil {
+	if _, err := taskOf(s, blocker); err != nil {
 		return eventlog.Draft{}, err
 	}
 	for _, d := range t.Blockers {
@@ -456,7 +448,7 @@ func CheckDepType(typ string) error {
 // AddDepOf makes id depend on other with bd's dependency type typ ("" is
 // blocks). As bd, a dependency that would close a cycle through any
 // dependencies is refused, but relates-to, which goes both ways.
-func AddDepOf(s *State, id, other, typ string) (eventlog.Draft, error) {
+func AddDepOf(s Tracker, id, other, typ string) (eventlog.Draft, error) {
 	if typ == "" || typ == DepBlocks {
 		if id != other && s.Task(id) != nil && s.Task(other) != nil && s.reachesAny(other, id) {
 			return eventlog.Draft{}, fault.New(CodeDependencyCycle, fault.ErrConflict,
@@ -467,11 +459,11 @@ func AddDepOf(s *State, id, other, typ string) (eventlog.Draft, error) {
 	if err := CheckDepType(typ); err != nil {
 		return eventlog.Draft{}, err
 	}
-	t, err := s.task(id)
+	t, err := taskOf(s, id)
 	if err != nil {
 		return eventlog.Draft{}, err
 	}
-	if _, err := s.task(other); err != nil {
+	if _, err := taskOf(s, other); err != nil {
 		return eventlog.Draft{}, err
 	}
 	exists := func() error {
@@ -499,8 +491,8 @@ func AddDepOf(s *State, id, other, typ string) (eventlog.Draft, error) {
 
 // RemoveDeps removes every dependency of id on other, whatever its type,
 // as bd dep remove does: one event each.
-func RemoveDeps(s *State, id, other string) ([]eventlog.Draft, error) {
-	t, err := s.task(id)
+func RemoveDeps(s Tracker, id, other string) ([]eventlog.Draft, error) {
+	t, err := taskOf(s, id)
 	if err != nil {
 		return nil, err
 	}
@@ -524,8 +516,8 @@ func RemoveDeps(s *State, id, other string) ([]eventlog.Draft, error) {
 }
 
 // RemoveDep removes a dependency.
-func RemoveDep(s *State, id, blocker string) (eventlog.Draft, error) {
-	t, err := s.task(id)
+func RemoveDep(s Tracker, id, blocker string) (eventlog.Draft, error) {
+	t, err := taskOf(s, id)
 	if err != nil {
 		return eventlog.Draft{}, err
 	}
@@ -546,11 +538,11 @@ func Note(id, text string) eventlog.Draft {
 }
 
 // AddComment notes text on a task.
-func AddComment(s *State, id, text string) (eventlog.Draft, error) {
+func AddComment(s Tracker, id, text string) (eventlog.Draft, error) {
 	if strings.TrimSpace(text) == "" {
 		return eventlog.Draft{}, fault.Usagef(CodeEmptyComment, "a comment needs text")
 	}
-	if _, err := s.task(id); err != nil {
+	if _, err := taskOf(s, id); err != nil {
 		return eventlog.Draft{}, err
 	}
 	return eventlog.Draft{Type: TypeCommented, Subject: id, Data: CommentData{Text: text}}, nil
@@ -588,11 +580,11 @@ func (s *State) priorityOf(h Entry) int {
 // (leaseRunOut), in id order.
 func Expire(s *State, p Policy, now time.Time) []eventlog.Draft {
 	var ids []string
-	s.claims(func(id string, until time.Time) {
+	for id, until := range s.Claims() {
 		if leaseRunOut(until, now) {
 			ids = append(ids, id)
 		}
-	})
+	}
 	sort.Strings(ids)
 	var drafts []eventlog.Draft
 	for _, id := range ids {
@@ -614,53 +606,14 @@ func (p Policy) expiry(h Entry, prio int, now time.Time) []eventlog.Draft {
 
 // NextExpiry is when the first live claim's lease runs out (zero: none),
 // the time Expire next has something to record.
-func NextExpiry(s *State, now time.Time) time.Time {
+func NextExpiry(h History, now time.Time) time.Time {
 	var at time.Time
-	s.claims(func(_ string, until time.Time) {
+	for _, until := range h.Claims() {
 		if !leaseRunOut(until, now) && (at.IsZero() || until.Before(at)) {
 			at = until
 		}
-	})
+	}
 	return at
-}
-
-// claims calls f with every entry that holds a claim and its lease's end.
-// The snapshot's index has both: next looks at every claim to expire those
-// run out, and a busy queue holds hundreds.
-func (s *State) claims(f func(id string, until time.Time)) {
-	for id, h := range s.History {
-		if h.Status == HistWorking {
-			f(id, h.LeaseUntil)
-		}
-	}
-	if s.history == nil {
-		return
-	}
-	for k, i := range s.history.waiting {
-		if id := s.history.IDs[i]; s.history.working[k] && s.History[id] == nil {
-			f(id, s.history.leases[k])
-		}
-	}
-}
-
-// Waiting returns every entry that holds a claim or failed (a lease or a
-// backoff to run out; Policy.Wakeup), with others: the entries decoded or
-// changed since the snapshot, whatever their status, and those the snapshot
-// recorded as waiting.
-func (s *State) Waiting() map[string]*Entry {
-	if s.history == nil {
-		return s.History
-	}
-	out := make(map[string]*Entry, len(s.History)+len(s.history.waiting))
-	for id, h := range s.History {
-		out[id] = h
-	}
-	for _, i := range s.history.waiting {
-		if id := s.history.IDs[i]; out[id] == nil {
-			out[id] = s.Entry(id) // unchanged since the snapshot
-		}
-	}
-	return out
 }
 
 // Overlay returns the tasks and entries drafts touch, copied from s with
@@ -669,11 +622,11 @@ func (s *State) Waiting() map[string]*Entry {
 func Overlay(s *State, drafts []eventlog.Draft, actor string, now time.Time) (*State, error) {
 	o := NewState()
 	for _, d := range drafts {
-		if t := s.Task(d.Subject); t != nil && o.Tasks[d.Subject] == nil {
-			o.Tasks[d.Subject] = t.clone() // deep: the drafts change the detail too (unassign)
+		if t := s.Task(d.Subject); t != nil && o.trk.m[d.Subject] == nil {
+			o.trk.m[d.Subject] = t.clone() // deep: the drafts change the detail too (unassign)
 		}
-		if h := s.Entry(d.Subject); h != nil && o.History[d.Subject] == nil {
-			o.History[d.Subject] = h.clone()
+		if h := s.Entry(d.Subject); h != nil && o.hst.m[d.Subject] == nil {
+			o.hst.m[d.Subject] = h.clone()
 		}
 		e, err := d.Event(actor, now)
 		if err != nil {
@@ -690,14 +643,14 @@ func Overlay(s *State, drafts []eventlog.Draft, actor string, now time.Time) (*S
 type layered struct{ base, over *State }
 
 func (l layered) task(id string) *Task {
-	if t := l.over.Tasks[id]; t != nil {
+	if t := l.over.trk.m[id]; t != nil {
 		return t
 	}
 	return l.base.Task(id)
 }
 
 func (l layered) entry(id string) *Entry {
-	if h := l.over.History[id]; h != nil {
+	if h := l.over.hst.m[id]; h != nil {
 		return h
 	}
 	return l.base.Entry(id)
@@ -976,7 +929,7 @@ func (l layered) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool
 	var best Candidate
 	found := false
 	consider := func(t *Task) bool {
-		if o := l.over.Tasks[t.ID]; o != nil {
+		if o := l.over.trk.m[t.ID]; o != nil {
 			t = o
 		}
 		c := Candidate{ID: t.ID, Priority: t.Priority, Labels: t.Labels, CreatedAt: t.CreatedAt, queuedAt: t.CreatedAt}
@@ -999,7 +952,7 @@ func (l layered) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool
 		best, found = c, true
 		return true
 	}
-	s.openOrder(l.over.Tasks, consider)
+	s.openOrder(l.over.trk.m, consider)
 	if found {
 		best = Candidates([]*Task{l.task(best.ID)})[0]
 	}

@@ -27,7 +27,7 @@ func TestEffectiveIsFoldOfExpire(t *testing.T) {
 	checked, expired := 0, 0
 	outcomes := map[string]int{} // what expiries led to: failed, abandoned, blocked, demoted
 	for round := range 400 {
-		s := &State{History: map[string]*Entry{}} // the queue's side: what Effective is shown
+		s := &State{trk: &trackerSide{}, hst: &historySide{m: map[string]*Entry{}}} // the queue's side: what Effective is shown
 		at := t0
 		var log []string
 		for range rng.IntN(40) {
@@ -42,7 +42,7 @@ func TestEffectiveIsFoldOfExpire(t *testing.T) {
 			log = append(log, d.Type)
 		}
 		times := []time.Time{at, at.Add(time.Duration(rng.IntN(300)) * time.Minute)}
-		for _, h := range s.History {
+		for _, h := range s.hst.m {
 			if !h.LeaseUntil.IsZero() {
 				times = append(times, h.LeaseUntil, h.LeaseUntil.Add(-time.Nanosecond), h.LeaseUntil.Add(time.Nanosecond))
 			}
@@ -55,7 +55,7 @@ func TestEffectiveIsFoldOfExpire(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for id, h := range s.History {
+				for id, h := range s.hst.m {
 					before := *h
 					got, want := p.Effective(*h, now), *o.Entry(id)
 					if !reflect.DeepEqual(got, want) {

@@ -8,7 +8,7 @@ import "testing"
 // (the index alone) does not reach.
 func BenchmarkTaskRecords(b *testing.B) {
 	s := benchState(b)
-	for _, t := range s.AllTasks() {
+	for _, t := range s.allTasks() {
 		t.Detail()
 	}
 	p := NewTasksProjection(s)
@@ -31,7 +31,7 @@ func BenchmarkTaskRecords(b *testing.B) {
 			if err := q.UnmarshalState(snap); err != nil {
 				b.Fatal(err)
 			}
-			for _, t := range q.State().AllTasks() {
+			for _, t := range q.State().allTasks() {
 				t.Detail()
 			}
 		}

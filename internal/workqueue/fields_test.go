@@ -207,8 +207,8 @@ func TestEncodersPinned(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := p.(interface{ State() *State }).State()
-		s.AllHistory()
-		for _, task := range s.AllTasks() {
+		s.allHistory()
+		for _, task := range s.allTasks() {
 			task.Detail() // decoded, to be encoded again
 		}
 		again, err := p.MarshalState()
@@ -314,13 +314,13 @@ func checkEveryFieldSet(t *testing.T, events []*eventlog.Event) {
 		}
 	}
 	comments := 0
-	for _, task := range s.AllTasks() {
+	for _, task := range s.allTasks() {
 		walk("Task", reflect.ValueOf(*task))
 		x := task.Detail()
 		walk("TaskDetail", reflect.ValueOf(*x))
 		comments += x.numComments
 	}
-	for _, h := range s.AllHistory() {
+	for _, h := range s.allHistory() {
 		walk("Entry", reflect.ValueOf(*h))
 	}
 	for _, name := range sortedKeys(set) {

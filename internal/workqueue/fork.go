@@ -58,10 +58,10 @@ func (f *Fork) apply(drafts []eventlog.Draft) error {
 		if err != nil {
 			return err
 		}
-		if f.s.Tasks != nil { // a side the command did not open stays unopened
+		if f.s.trk.m != nil { // a side the command did not open stays unopened
 			f.s.applyTask(e)
 		}
-		if f.s.History != nil {
+		if f.s.hst.m != nil {
 			f.s.applyEntry(e)
 		}
 	}

@@ -41,14 +41,14 @@ func TestFoldFollowsHistMoves(t *testing.T) {
 		}
 		for _, from := range HistStatuses {
 			s := NewState()
-			s.History["sp-a"] = &Entry{ID: "sp-a", Status: from, Blocked: from == HistBlocked, Worker: "w", Actor: "w", LeaseUntil: lease}
+			s.hst.m["sp-a"] = &Entry{ID: "sp-a", Status: from, Blocked: from == HistBlocked, Worker: "w", Actor: "w", LeaseUntil: lease}
 			e, err := eventlog.Draft{Type: typ, Subject: "sp-a", Data: data[typ]}.Event("alice", t0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			s.applyEntry(e)
 			want, _ := from.after(typ)
-			if got := s.History["sp-a"].Status; got != want {
+			if got := s.hst.m["sp-a"].Status; got != want {
 				t.Errorf("%s on a %s entry: %s, the table says %s", typ, from, got, want)
 			}
 		}

@@ -145,14 +145,14 @@ func (s *State) applyHook(e *eventlog.Event) {
 // the snapshot recorded as having some.
 func (s *State) WithHooks() []string {
 	var ids []string
-	for id, h := range s.History {
+	for id, h := range s.hst.m {
 		if len(h.Hooks) > 0 {
 			ids = append(ids, id)
 		}
 	}
-	if s.history != nil {
-		for _, i := range s.history.hooks {
-			if id := s.history.IDs[i]; s.History[id] == nil {
+	if s.hst.table != nil {
+		for _, i := range s.hst.table.hooks {
+			if id := s.hst.table.IDs[i]; s.hst.m[id] == nil {
 				ids = append(ids, id) // unchanged since the snapshot
 			}
 		}

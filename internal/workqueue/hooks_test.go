@@ -104,8 +104,8 @@ func TestHookRequests(t *testing.T) {
 			if err := back.UnmarshalState(snap); err != nil {
 				t.Fatal(err)
 			}
-			if ids := back.State().WithHooks(); len(ids) != 1 || ids[0] != id || len(back.State().History) != 0 {
-				t.Fatalf("from the snapshot: WithHooks %v, %d entries decoded", ids, len(back.State().History))
+			if ids := back.State().WithHooks(); len(ids) != 1 || ids[0] != id || len(back.State().hst.m) != 0 {
+				t.Fatalf("from the snapshot: WithHooks %v, %d entries decoded", ids, len(back.State().hst.m))
 			}
 			if got := back.State().Entry(id).Hooks; len(got) != 1 || got[0] != h.Hooks[0] {
 				t.Fatalf("from the snapshot: %+v, want %+v", got, h.Hooks)

@@ -286,7 +286,7 @@ func TestTasksJSONRecordsShareNothing(t *testing.T) {
 	}
 	var recs []TaskJSON
 	for _, id := range s.SortedIDs() {
-		recs = append(recs, s.Tasks[id].Record())
+		recs = append(recs, s.trk.m[id].Record())
 	}
 	want, err := json.MarshalIndent(recs, "", "  ")
 	if err != nil {

@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"iter"
 	"math"
 	"slices"
 	"time"
@@ -68,14 +69,14 @@ func (p Policy) effectiveFold(h Entry, now time.Time) Entry {
 	if !ValidID(id) {
 		h.ID = effectiveID // the fold takes only ids it could name a task by
 	}
-	s := &State{History: map[string]*Entry{h.ID: &h}}
+	s := &State{trk: &trackerSide{}, hst: &historySide{m: map[string]*Entry{h.ID: &h}}}
 	f := NewFork(s, "", now)
 	f.Add(Expire(s, p, now)...)
 	o, err := f.State()
 	if err != nil {
 		panic(err) // the drafts are the package's own data types, which always marshal
 	}
-	e := *o.History[h.ID]
+	e := *o.hst.m[h.ID]
 	e.ID = id
 	return e
 }
@@ -331,9 +332,9 @@ func (p Policy) QueueStatus(t *Task, h *Entry, now time.Time) string {
 func (p Policy) Stats(s *State, native bool, offered []Candidate, ready int, now time.Time) Stats {
 	var st Stats
 	count := func(t *Task, h *Entry) { p.count(&st, t, h, now) }
-	history := s.AllHistory()
+	history := s.allHistory()
 	if native {
-		for id, t := range s.AllTasks() {
+		for id, t := range s.allTasks() {
 			count(t, history[id])
 		}
 	}
@@ -388,10 +389,10 @@ func Lookup(history map[string]*Entry) func(string) *Entry {
 // may become claimable: a backoff ending or a lease running out. Zero when
 // nothing is waiting. A worker with nothing to do can sleep until then
 // rather than poll (a polling loop spins when all ready work is in backoff).
-func (p Policy) Wakeup(history map[string]*Entry, now time.Time) (time.Time, string) {
+func (p Policy) Wakeup(history iter.Seq[*Entry], now time.Time) (time.Time, string) {
 	var at time.Time
 	var id string
-	for _, h := range history {
+	for h := range history {
 		var t time.Time
 		switch e := p.Effective(*h, now); {
 		case e.Status == HistWorking:

@@ -94,7 +94,7 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 			name(l.ID)
 		}
 	}
-	if err := s.spill.seal(s, more); err != nil {
+	if err := s.trk.spill.seal(s, more); err != nil {
 		return err
 	}
 	tw := table.NewWriter(out, tasksMagic, n)
@@ -127,7 +127,7 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 		return cmp.Or(cmp.Compare(a.priority, b.priority), a.createdAt.Compare(b.createdAt), strings.Compare(a.id, b.id))
 	})
 	return tw.Finish(func(w *table.Enc) {
-		w.Int(s.CommentSeq)
+		w.Int(s.trk.commentSeq)
 		w.Uint(uint64(len(open)))
 		for _, k := range open {
 			w.Uint(uint64(k.pos))
@@ -254,7 +254,7 @@ func marshal(p projections.StateWriter) ([]byte, error) {
 // next's expiry and its wake-up time look at.
 func (p *QueueProjection) WriteState(out io.Writer) error {
 	s := p.State()
-	all := s.AllHistory()
+	all := s.allHistory()
 	hids := make([]string, 0, len(all))
 	for id := range all {
 		hids = append(hids, id)
@@ -469,26 +469,26 @@ func (p *TasksProjection) open(r io.ReaderAt, size int64) (*table.Table, error) 
 	if p.s == nil {
 		p.s = NewState()
 	}
-	p.s.Tasks, p.s.CommentSeq, p.s.tasks = map[string]*Task{}, seq, nil
+	p.s.trk.m, p.s.trk.commentSeq, p.s.trk.table = map[string]*Task{}, seq, nil
 	if t.Len() == 0 {
 		return nil, nil
 	}
-	p.s.tasks = t
+	p.s.trk.table = t
 	return t.Table, nil
 }
 
 // CheckRecords checks the checksum of every task the table holds
 // (projections.RecordChecker).
 func (p *TasksProjection) CheckRecords() {
-	if p.s != nil && p.s.tasks != nil {
-		p.s.tasks.Check()
+	if p.s != nil && p.s.trk.table != nil {
+		p.s.trk.table.Check()
 	}
 }
 
 // CheckRecords checks every entry the table holds.
 func (p *QueueProjection) CheckRecords() {
-	if p.s != nil && p.s.history != nil {
-		p.s.history.Check()
+	if p.s != nil && p.s.hst.table != nil {
+		p.s.hst.table.Check()
 	}
 }
 
@@ -510,11 +510,11 @@ func (p *QueueProjection) open(r io.ReaderAt, size int64) (*table.Table, error) 
 	if p.s == nil {
 		p.s = NewState()
 	}
-	p.s.History, p.s.history = map[string]*Entry{}, nil
+	p.s.hst.m, p.s.hst.table = map[string]*Entry{}, nil
 	if t.Len() == 0 {
 		return nil, nil
 	}
-	p.s.history = t
+	p.s.hst.table = t
 	return t.Table, nil
 }
 

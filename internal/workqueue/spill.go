@@ -84,7 +84,7 @@ type window struct {
 // on may spill: a spilled task's title reads empty, and its detail is nil,
 // except as the save streams it.
 func (p *TasksProjection) Spill(dir string) error {
-	if len(p.s.Tasks) > 0 || p.s.tasks != nil {
+	if len(p.s.trk.m) > 0 || p.s.trk.table != nil {
 		return errors.New("spill: the state is not empty") // its tasks' fields are not in the file
 	}
 	f, err := tempFile(dir)
@@ -100,7 +100,7 @@ func (p *TasksProjection) Spill(dir string) error {
 			}
 		}
 	}, files)
-	p.s.spill = sp
+	p.s.trk.spill = sp
 	return nil
 }
 
@@ -121,7 +121,7 @@ func (sp *spill) apply(s *State, e *eventlog.Event) error {
 	if sp.err != nil || !isTaskEvent(e) {
 		return sp.err
 	}
-	old := s.Tasks[e.Subject]
+	old := s.trk.m[e.Subject]
 	if old != nil {
 		x := &sp.detail
 		*x = TaskDetail{comments: sp.scratch[:0]} // a comment is encoded there, then copied out
@@ -136,7 +136,7 @@ func (sp *spill) apply(s *State, e *eventlog.Event) error {
 	s.applyTaskTo(e, old)
 	t := old
 	if e.Type == TypeCreated || e.Type == TypeImported { // the events that make a task
-		t = s.Tasks[e.Subject]
+		t = s.trk.m[e.Subject]
 	}
 	if t == nil {
 		return nil
@@ -225,7 +225,7 @@ func (sp *spill) sort(s *State, ids []string) error {
 	winOf := make([]int32, len(ids)) // by rank
 	var off int64
 	for r, id := range ids {
-		ord := s.Tasks[id].ord
+		ord := s.trk.m[id].ord
 		sp.rank[ord] = int32(r)
 		n := sp.size[ord]
 		if k := len(sp.wins) - 1; k < 0 || sp.wins[k].len > 0 && sp.wins[k].len+n > spillWindow {
@@ -319,7 +319,7 @@ func (sp *spill) each(s *State, more []string, texts bool) iter.Seq[*Task] {
 			h = &hydrator{sp: sp, k: -1}
 		}
 		for r, id := range more {
-			t := s.Tasks[id]
+			t := s.trk.m[id]
 			if h != nil {
 				t = h.task(t, r)
 			}

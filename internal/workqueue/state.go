@@ -186,47 +186,72 @@ type PendingSync struct {
 }
 
 // State is what the Decide functions see: the tracker's tasks and the
-// queue's history. They are two projections ("tasks" and "queue"), so that a
-// command about tasks does not read the history, and the other way round;
-// a command that needs one of them leaves the other nil.
+// queue's history. They are two projections ("tasks" and "history"), so
+// that a command about tasks does not read the history, and the other way
+// round; a side the command did not open holds nothing.
 //
-// Read from a snapshot, a side keeps the snapshot's table open and decodes
-// a task or an entry when it is first asked for (Task, Entry): Tasks and
-// History hold what was decoded or changed since, and are whole only after
-// AllTasks and AllHistory. Code that looks something up goes through Task
-// and Entry; code that goes through everything calls AllTasks or AllHistory.
+// Nothing outside the package reaches a side's maps: decisions read through
+// Task, Entry and the rest (the Tracker and History interfaces name what
+// each side offers), and only the fold writes. Read from a snapshot, a
+// side keeps the snapshot's table open and decodes a task or an entry when
+// it is first asked for; the side caches it, which is not a change of the
+// state: the decoded value is the table's. AllTasks and AllHistory decode
+// the rest.
 type State struct {
-	Tasks      map[string]*Task
-	CommentSeq int64 // the last comment's id
-	History    map[string]*Entry
-	// IDs answers whether a task exists when Tasks was not opened (the
-	// task-ids projection: a few bytes a task rather than the tasks).
+	trk *trackerSide
+	hst *historySide
+	// IDs answers whether a task exists when the tasks were not opened
+	// (the task-ids projection: a few bytes a task rather than the tasks).
 	IDs TaskIndex
+}
 
-	tasks   *taskTable    // the snapshot's tasks not yet in Tasks; nil: Tasks is whole
-	history *historyTable // the same for History
-	spill   *spill        // where the tasks' titles and details are, in a fold that spills
+// trackerSide is the tracker's side of a state. Combine shares it, so that
+// what AllTasks decodes is decoded once for every state that holds it.
+type trackerSide struct {
+	m          map[string]*Task // decoded, changed or new since the table; nil: not opened
+	table      *taskTable       // the snapshot's tasks not yet in m; nil: m is whole
+	spill      *spill           // where the tasks' titles and details are, in a fold that spills
+	commentSeq int64            // the last comment's id
+}
+
+// historySide is the queue's side of a state, shared as trackerSide is.
+type historySide struct {
+	m     map[string]*Entry // decoded, changed or new since the table; nil: not opened
+	table *historyTable     // the snapshot's entries not yet in m; nil: m is whole
+}
+
+// StateOf is a state holding these tasks and entries, shared rather than
+// copied: for benchmarks and tests that build a state by hand.
+func StateOf(tasks []*Task, entries []*Entry) *State {
+	s := NewState()
+	for _, t := range tasks {
+		s.trk.m[t.ID] = t
+	}
+	for _, h := range entries {
+		s.hst.m[h.ID] = h
+	}
+	return s
 }
 
 // Combine is the state a command decides on: the tracker's side of tasks
 // and the queue's side of history; a side the command did not open is nil.
 func Combine(tasks, history *State, ids TaskIndex) *State {
-	s := &State{IDs: ids}
+	s := &State{trk: &trackerSide{}, hst: &historySide{}, IDs: ids}
 	if tasks != nil {
-		s.Tasks, s.CommentSeq, s.tasks = tasks.Tasks, tasks.CommentSeq, tasks.tasks
+		s.trk = tasks.trk
 	}
 	if history != nil {
-		s.History, s.history = history.History, history.history
+		s.hst = history.hst
 	}
 	return s
 }
 
 // Task returns the task with this id, or nil.
 func (s *State) Task(id string) *Task {
-	if t, ok := s.Tasks[id]; ok || s.tasks == nil {
+	if t, ok := s.trk.m[id]; ok || s.trk.table == nil {
 		return t
 	}
-	return decodeInto(s.Tasks, s.tasks.Table, id, decodeTask)
+	return decodeInto(s.trk.m, s.trk.table.Table, id, decodeTask)
 }
 
 // decodeInto decodes id's record of t into m and returns it; nil when t
@@ -255,38 +280,39 @@ func decodeAll[V any](m map[string]*V, t *table.Table, decode func(*table.Dec) *
 // asks it of the blockers of every blocked task it passes, and in a queue
 // whose ready work is done first, the top of the open tasks is blocked.
 func (s *State) notClosed(id string) bool {
-	if t, ok := s.Tasks[id]; ok || s.tasks == nil {
+	if t, ok := s.trk.m[id]; ok || s.trk.table == nil {
 		return t != nil && t.Status != StatusClosed
 	}
-	i := s.tasks.Find(id)
-	return i >= 0 && s.tasks.isOpen(i)
+	i := s.trk.table.Find(id)
+	return i >= 0 && s.trk.table.isOpen(i)
 }
 
 // closedTask reports whether task id exists and is closed, as notClosed
 // does, without decoding a snapshot's task.
 func (s *State) closedTask(id string) bool {
-	if t, ok := s.Tasks[id]; ok || s.tasks == nil {
+	if t, ok := s.trk.m[id]; ok || s.trk.table == nil {
 		return t != nil && t.Status == StatusClosed
 	}
-	i := s.tasks.Find(id)
-	return i >= 0 && !s.tasks.isOpen(i)
+	i := s.trk.table.Find(id)
+	return i >= 0 && !s.trk.table.isOpen(i)
 }
 
 // Entry returns the task's history, or nil.
 func (s *State) Entry(id string) *Entry {
-	if h, ok := s.History[id]; ok || s.history == nil {
+	if h, ok := s.hst.m[id]; ok || s.hst.table == nil {
 		return h
 	}
-	return decodeInto(s.History, s.history.Table, id, decodeEntry)
+	return decodeInto(s.hst.m, s.hst.table.Table, id, decodeEntry)
 }
 
-// AllTasks decodes every task and returns them all, by id.
-func (s *State) AllTasks() map[string]*Task {
-	if s.tasks != nil {
-		decodeAll(s.Tasks, s.tasks.Table, decodeTask)
-		s.tasks = nil
+// allTasks decodes every task and returns the side's map of them, by id,
+// which only the package reads.
+func (s *State) allTasks() map[string]*Task {
+	if s.trk.table != nil {
+		decodeAll(s.trk.m, s.trk.table.Table, decodeTask)
+		s.trk.table = nil
 	}
-	return s.Tasks
+	return s.trk.m
 }
 
 // eachTask yields every task in id order, given more, the ids of Tasks
@@ -301,21 +327,21 @@ func (s *State) eachTask(more []string) iter.Seq[*Task] {
 // eachTaskOf is eachTask; without texts, a spilled task's texts and
 // comments may be left out.
 func (s *State) eachTaskOf(more []string, texts bool) iter.Seq[*Task] {
-	if s.spill != nil {
-		return s.spill.each(s, more, texts)
+	if s.trk.spill != nil {
+		return s.trk.spill.each(s, more, texts)
 	}
 	return func(yield func(*Task) bool) {
 		k, ok := 0, true
-		if s.tasks != nil {
-			s.tasks.Scan(func(i int, d *table.Dec) bool {
-				id := s.tasks.IDs[i]
+		if s.trk.table != nil {
+			s.trk.table.Scan(func(i int, d *table.Dec) bool {
+				id := s.trk.table.IDs[i]
 				for ; ok && k < len(more) && more[k] < id; k++ {
-					ok = yield(s.Tasks[more[k]])
+					ok = yield(s.trk.m[more[k]])
 				}
 				switch {
 				case !ok:
 				case k < len(more) && more[k] == id:
-					ok, k = yield(s.Tasks[id]), k+1
+					ok, k = yield(s.trk.m[id]), k+1
 				default:
 					ok = yield(decodeTask(d))
 				}
@@ -323,7 +349,7 @@ func (s *State) eachTaskOf(more []string, texts bool) iter.Seq[*Task] {
 			})
 		}
 		for ; ok && k < len(more); k++ {
-			ok = yield(s.Tasks[more[k]])
+			ok = yield(s.trk.m[more[k]])
 		}
 	}
 }
@@ -331,32 +357,33 @@ func (s *State) eachTaskOf(more []string, texts bool) iter.Seq[*Task] {
 // decodedIDs are the ids of Tasks (decoded, changed or new since the
 // table), sorted.
 func (s *State) decodedIDs() []string {
-	return slices.Sorted(maps.Keys(s.Tasks))
+	return slices.Sorted(maps.Keys(s.trk.m))
 }
 
-// AllHistory decodes every entry and returns them all, by id.
-func (s *State) AllHistory() map[string]*Entry {
-	if s.history != nil {
-		decodeAll(s.History, s.history.Table, decodeEntry)
-		s.history = nil
+// allHistory decodes every entry and returns the side's map of them, as
+// allTasks.
+func (s *State) allHistory() map[string]*Entry {
+	if s.hst.table != nil {
+		decodeAll(s.hst.m, s.hst.table.Table, decodeEntry)
+		s.hst.table = nil
 	}
-	return s.History
+	return s.hst.m
 }
 
 // baseRefs are the ids of the tasks that named id (as parent, blocker or
 // link) when the snapshot was written.
 func (s *State) baseRefs(id string) []string {
-	if s.tasks == nil {
+	if s.trk.table == nil {
 		return nil
 	}
-	if t := s.Tasks[id]; t != nil {
+	if t := s.trk.m[id]; t != nil {
 		return t.baseRefs
 	}
-	i := s.tasks.Find(id)
+	i := s.trk.table.Find(id)
 	if i < 0 {
 		return nil
 	}
-	_, refs := decodeRecord(s.tasks.Record(i))
+	_, refs := decodeRecord(s.trk.table.Record(i))
 	return refs
 }
 
@@ -397,8 +424,8 @@ func (p *TasksProjection) Apply(e *eventlog.Event) error {
 	if e.Type == TypeCreated && e.Idem != KeyedCreation(e.Subject) && len(p.dups) < maxReported && p.s.HasTask(e.Subject) {
 		p.dups = append(p.dups, fmt.Sprintf("task %s created again by event %s (writer %s, seq %d): the first creation stands", e.Subject, e.ID, e.Writer, e.Seq))
 	}
-	if p.s.spill != nil {
-		return p.s.spill.apply(p.s, e) // a spilling fold is a rebuild's, never shared
+	if p.s.trk.spill != nil {
+		return p.s.trk.spill.apply(p.s, e) // a spilling fold is a rebuild's, never shared
 	}
 	if isTaskEvent(e) {
 		p.s = p.cow.own(p.s, e.Subject)
@@ -440,23 +467,23 @@ func (c *copyOnWrite) own(s *State, id string) *State {
 // copyMaps returns a copy of s whose maps are its own; the tasks and
 // entries in them are still s's (ownRecords copies one).
 func (s *State) copyMaps() *State {
-	c := *s
-	c.Tasks, c.History = maps.Clone(s.Tasks), maps.Clone(s.History)
-	return &c
+	trk, hst := *s.trk, *s.hst
+	trk.m, hst.m = maps.Clone(s.trk.m), maps.Clone(s.hst.m)
+	return &State{trk: &trk, hst: &hst, IDs: s.IDs}
 }
 
 // ownRecords copies id's task and entry into s's maps, deeply enough that
 // folding events into the copies leaves the originals as they were. A side
 // the state did not open stays unopened.
 func (s *State) ownRecords(id string) {
-	if s.Tasks != nil {
+	if s.trk.m != nil {
 		if t := s.Task(id); t != nil {
-			s.Tasks[id] = t.clone()
+			s.trk.m[id] = t.clone()
 		}
 	}
-	if s.History != nil {
+	if s.hst.m != nil {
 		if h := s.Entry(id); h != nil {
-			s.History[id] = h.clone()
+			s.hst.m[id] = h.clone()
 		}
 	}
 }
@@ -486,22 +513,22 @@ type TaskIndex interface {
 }
 
 func (s *State) HasTask(id string) bool {
-	if s.Tasks == nil && s.IDs != nil {
+	if s.trk.m == nil && s.IDs != nil {
 		return s.IDs.HasTask(id)
 	}
-	if _, ok := s.Tasks[id]; ok {
+	if _, ok := s.trk.m[id]; ok {
 		return true
 	}
-	return s.tasks != nil && s.tasks.Find(id) >= 0
+	return s.trk.table != nil && s.trk.table.Find(id) >= 0
 }
 
 func (s *State) TaskCount() int {
-	if s.tasks == nil {
-		return len(s.Tasks)
+	if s.trk.table == nil {
+		return len(s.trk.m)
 	}
-	n := s.tasks.Len()
-	for id := range s.Tasks {
-		if s.tasks.Find(id) < 0 {
+	n := s.trk.table.Len()
+	for id := range s.trk.m {
+		if s.trk.table.Find(id) < 0 {
 			n++
 		}
 	}
@@ -534,14 +561,14 @@ func (p *QueueProjection) Apply(e *eventlog.Event) error {
 
 // NewState returns an empty state.
 func NewState() *State {
-	return &State{Tasks: map[string]*Task{}, History: map[string]*Entry{}}
+	return &State{trk: &trackerSide{m: map[string]*Task{}}, hst: &historySide{m: map[string]*Entry{}}}
 }
 
 func (s *State) entry(id string) *Entry {
 	h := s.Entry(id)
 	if h == nil {
 		h = &Entry{ID: id, Status: HistPending}
-		s.History[id] = h
+		s.hst.m[id] = h
 	}
 	return h
 }
@@ -582,13 +609,13 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 			deps[i] = Dep{ID: strings.Clone(b), At: e.At, By: e.Actor}
 		}
 		t.addBlockers(deps)
-		s.Tasks[id] = t
+		s.trk.m[id] = t
 		return
 	}
 	if e.Type == TypeImported {
 		var d ImportedData
 		if json.Unmarshal(e.Data, &d) == nil && d.Title != "" && d.keptTimes() {
-			s.Tasks[id] = s.imported(id, &d)
+			s.trk.m[id] = s.imported(id, &d)
 		}
 		return
 	}
@@ -665,8 +692,8 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 		if decodeComment(e.Data, &d) != nil {
 			return
 		}
-		s.CommentSeq++
-		x.AddComment(Comment{ID: s.CommentSeq, Author: e.Actor, Text: d.Text, At: e.At})
+		s.trk.commentSeq++
+		x.AddComment(Comment{ID: s.trk.commentSeq, Author: e.Actor, Text: d.Text, At: e.At})
 		return
 	case TypeClaimed:
 		var d ClaimedData
@@ -1082,7 +1109,7 @@ func NormLabels(labels []string) []string {
 
 // SortedIDs returns the task ids in order.
 func (s *State) SortedIDs() []string {
-	s.AllTasks()
+	s.allTasks()
 	return s.decodedIDs()
 }
 
@@ -1093,18 +1120,18 @@ func (s *State) SortedIDs() []string {
 // hundreds of megabytes of short-lived values through the heap.
 func (p *TasksProjection) Freeze() (large bool) {
 	s := p.State()
-	if s.spill != nil {
-		return len(s.Tasks) >= 10_000 // the first writer to need them whole seals the spill
+	if s.trk.spill != nil {
+		return len(s.trk.m) >= 10_000 // the first writer to need them whole seals the spill
 	}
-	for _, t := range s.Tasks {
+	for _, t := range s.trk.m {
 		t.Detail()
 	}
-	return s.tasks != nil && s.tasks.Len() >= 10_000
+	return s.trk.table != nil && s.trk.table.Len() >= 10_000
 }
 
 // Freeze decodes every entry (projections.Freezer).
 func (p *QueueProjection) Freeze() (large bool) {
-	p.State().AllHistory()
+	p.State().allHistory()
 	return false
 }
 
@@ -1119,7 +1146,7 @@ func (p *TasksProjection) WriteFiles(emit func(path string, workTree bool, write
 	return emit("tasks.json", false, func(w io.Writer) error {
 		s := p.State()
 		ids := s.decodedIDs()
-		if err := s.spill.seal(s, ids); err != nil {
+		if err := s.trk.spill.seal(s, ids); err != nil {
 			return err
 		}
 		return jsonout.WriteSeq(w, func(yield func(any) bool) {
@@ -1142,7 +1169,7 @@ func (p *QueueProjection) Files() ([]projections.File, error) {
 // WriteFiles streams history.json.
 func (p *QueueProjection) WriteFiles(emit func(path string, workTree bool, write func(w io.Writer) error) error) error {
 	return emit("history.json", false, func(w io.Writer) error {
-		all := p.State().AllHistory()
+		all := p.State().allHistory()
 		ids := make([]string, 0, len(all))
 		for id := range all {
 			ids = append(ids, id)
@@ -1196,7 +1223,7 @@ func (s *State) imported(id string, d *ImportedData) *Task {
 	}
 	for _, c := range d.Comments {
 		x.AddComment(Comment{ID: c.ID, Author: c.Author, Text: c.Text, At: c.At.UTC()})
-		s.CommentSeq = max(s.CommentSeq, c.ID)
+		s.trk.commentSeq = max(s.trk.commentSeq, c.ID)
 	}
 	t.detail = x
 	return t

@@ -15,12 +15,12 @@ import (
 // changed since and those whose blockers changed are read. Otherwise (a
 // state held whole, or a gate that looks at labels or types), every task.
 func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
-	if s.tasks == nil || len(g.Require) > 0 || len(g.Exclude) > 0 || len(g.ExcludeTypes) > 0 {
+	if s.trk.table == nil || len(g.Require) > 0 || len(g.Exclude) > 0 || len(g.ExcludeTypes) > 0 {
 		cands := Candidates(s.Ready(p, ReadyFilter{}, now, Unsorted))
-		ready := len(p.Select(cands, Lookup(s.AllHistory()), g, now, Unsorted))
+		ready := len(p.Select(cands, Lookup(s.allHistory()), g, now, Unsorted))
 		return p.Stats(s, true, nil, ready, now)
 	}
-	tt := s.tasks
+	tt := s.trk.table
 	n := tt.Len()
 	type bitset []uint64
 	newSet := func() bitset { return make(bitset, (n+63)/64) }
@@ -29,9 +29,9 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 
 	// What Ready and Select would count: first the tasks decoded or
 	// changed since the table was saved (rest), read whole below.
-	rest := make([]*Task, 0, len(s.Tasks))
+	rest := make([]*Task, 0, len(s.trk.m))
 	changed := newSet() // their positions in the table
-	for id, t := range s.Tasks {
+	for id, t := range s.trk.m {
 		rest = append(rest, t)
 		if i := tt.Find(id); i >= 0 {
 			set(changed, i)
@@ -103,21 +103,21 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 			if has(counted, i) && p.Skip(Candidate{}, h, g, now) != "" {
 				ready-- // plain, but its history holds it back
 			}
-		case s.Tasks[id] == nil:
+		case s.trk.m[id] == nil:
 			p.count(&st, nil, h, now) // no such task
 		}
 	}
 	// The history: what was decoded or changed, then the table's other
 	// entries, in id order as the tasks are (found by a search from the
 	// last one found), each decoded for the moment.
-	for id, h := range s.History {
+	for id, h := range s.hst.m {
 		one(id, tt.Find(id), h)
 	}
-	if ht := s.history; ht != nil {
+	if ht := s.hst.table; ht != nil {
 		from := 0
 		for j, r := range ht.All() {
 			id := ht.IDs[j]
-			if _, ok := s.History[id]; ok {
+			if _, ok := s.hst.m[id]; ok {
 				continue
 			}
 			i := findFrom(tt.IDs, from, id)

@@ -142,7 +142,7 @@ func TestNativeStatsAsEveryTaskCounted(t *testing.T) {
 			for _, now := range []time.Time{at, at.Add(-2 * time.Hour), at.Add(time.Minute), at.Add(10 * time.Minute), at.Add(48 * time.Hour), lastFail.Add(30 * time.Second)} {
 				g := pol.Gate(nil, nil)
 				whole := fresh()
-				whole.AllTasks()
+				whole.allTasks()
 				want := whole.NativeStats(pol, g, now) // held whole: every task counted
 				got := fresh().NativeStats(pol, g, now)
 				if fold := w.s.NativeStats(pol, g, now); fold != want {

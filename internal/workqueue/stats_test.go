@@ -98,7 +98,7 @@ func TestStatsPartitionEveryTask(t *testing.T) {
 	// With a bd/br source: the beads it offers now (bd-2 new, bd-1 known)
 	// and every task with a history.
 	got = p.Stats(w.s, false, []Candidate{{ID: "bd-1"}, {ID: "bd-2"}, {ID: "bd-2"}}, 1, at)
-	entries := len(w.s.AllHistory())
+	entries := len(w.s.allHistory())
 	if got.TotalSeen != entries+1 || got.Pending != 1 {
 		t.Fatalf("with a source: %+v (history has %d entries)", got, entries)
 	}

@@ -26,7 +26,7 @@ const StatusBlocked = "blocked"
 // after them. A Blocked task is unblocked by the claim (beads' blocked →
 // in_progress).
 func ClaimTask(s *State, p Policy, id, worker, actor string, now time.Time) ([]eventlog.Draft, error) {
-	t, err := s.task(id)
+	t, err := taskOf(s, id)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func Release(s *State, p Policy, id, actor string, now time.Time) (eventlog.Draf
 // and task.closed, as done records it), or a plain close. A closed task is
 // left as it is (no events), as bd close leaves it.
 func Finish(s *State, p Policy, id, actor, reason string, now time.Time) ([]eventlog.Draft, error) {
-	t, err := s.task(id)
+	t, err := taskOf(s, id)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func Finish(s *State, p Policy, id, actor, reason string, now time.Time) ([]even
 // those holds (reopen, unblock, release), deferred defers it. A task that
 // is in_progress with no live claim (imported so) is taken as open.
 func SetStatus(s *State, p Policy, id, to, worker, actor, reason string, now time.Time) ([]eventlog.Draft, error) {
-	t, err := s.task(id)
+	t, err := taskOf(s, id)
 	if err != nil {
 		return nil, err
 	}

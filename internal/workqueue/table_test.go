@@ -171,7 +171,7 @@ func sameAnswers(t *testing.T, c *taskClone, fresh func() *workqueue.State, now 
 	}
 	for _, p := range []workqueue.Policy{c.pol, workqueue.DefaultPolicy()} {
 		for _, back := range []time.Duration{0, 5 * time.Minute, time.Hour, 6 * time.Hour} { // earlier: more backoffs still running
-			wa, wid := p.Wakeup(whole.History, now.Add(-back))
+			wa, wid := p.Wakeup(whole.Entries(), now.Add(-back))
 			ga, gid := p.Wakeup(fresh().Waiting(), now.Add(-back))
 			if !wa.Equal(ga) || wid != gid {
 				t.Fatalf("wakeup %v %s, want %v %s", ga, gid, wa, wid)

@@ -89,8 +89,8 @@ func (s *State) Ready(p Policy, f ReadyFilter, now time.Time, limit int) []*Task
 // of less, given order: the snapshot's open tasks (positions in
 // taskTable.open) in that order, nil for ready's own (taskLess).
 func (s *State) readyBy(p Policy, f ReadyFilter, now time.Time, keep func(*Task) bool, less func(a, b *Task) bool, order func(*taskTable) iter.Seq[int], limit int) []*Task {
-	if limit <= 0 && s.tasks != nil {
-		s.tasks.Preload() // most tasks: one read rather than one each
+	if limit <= 0 && s.trk.table != nil {
+		s.trk.table.Preload() // most tasks: one read rather than one each
 	}
 	memo := map[string]bool{}
 	var out []*Task
@@ -212,9 +212,9 @@ func (s *State) openOrder(over map[string]*Task, f func(*Task) bool) {
 // openOrderBy is openOrder with the snapshot's tasks in order (nil:
 // ready's own); f's answer stops it as it does openOrder's.
 func (s *State) openOrderBy(over map[string]*Task, order func(*taskTable) iter.Seq[int], f func(*Task) bool) {
-	rest := make([]*Task, 0, len(s.Tasks)+len(over))
-	skip := make(map[string]bool, len(s.Tasks)+len(over))
-	for id, t := range s.Tasks {
+	rest := make([]*Task, 0, len(s.trk.m)+len(over))
+	skip := make(map[string]bool, len(s.trk.m)+len(over))
+	for id, t := range s.trk.m {
 		if over[id] == nil {
 			rest = append(rest, t)
 			skip[id] = true
@@ -224,27 +224,27 @@ func (s *State) openOrderBy(over map[string]*Task, order func(*taskTable) iter.S
 		rest = append(rest, t)
 		skip[id] = true
 	}
-	if s.tasks != nil {
+	if s.trk.table != nil {
 		// A task that waited by itself when saved and is unchanged since
 		// still waits unless one of its blockers changed; those tasks name
 		// it (baseRefs), and only they are read.
 		var named map[string]bool
 		ks := func(yield func(int) bool) {
-			for k := range s.tasks.open {
+			for k := range s.trk.table.open {
 				if !yield(k) {
 					return
 				}
 			}
 		}
 		if order != nil {
-			ks = order(s.tasks)
+			ks = order(s.trk.table)
 		}
 		for k := range ks {
-			id := s.tasks.IDs[s.tasks.open[k]]
+			id := s.trk.table.IDs[s.trk.table.open[k]]
 			if skip[id] {
 				continue
 			}
-			if s.tasks.waitsAt(k) {
+			if s.trk.table.waitsAt(k) {
 				if named == nil {
 					named = s.namedByChanged(over)
 				}
@@ -266,7 +266,7 @@ func (s *State) openOrderBy(over map[string]*Task, order func(*taskTable) iter.S
 // written, named a task decoded or changed since (or one in over).
 func (s *State) namedByChanged(over map[string]*Task) map[string]bool {
 	named := map[string]bool{}
-	for _, m := range []map[string]*Task{s.Tasks, over} {
+	for _, m := range []map[string]*Task{s.trk.m, over} {
 		for id := range m {
 			for _, r := range s.baseRefs(id) {
 				named[r] = true
@@ -344,7 +344,7 @@ type ListFilter struct {
 // List returns the matching tasks by priority then creation time.
 func (s *State) List(p Policy, f ListFilter, now time.Time) []*Task {
 	var out []*Task
-	for _, t := range s.AllTasks() {
+	for _, t := range s.allTasks() {
 		if f.Status != "" && s.EffectiveStatus(t, p, now) != f.Status ||
 			f.Label != "" && !t.HasLabel(f.Label) ||
 			f.Priority != nil && t.Priority != *f.Priority {
@@ -432,7 +432,7 @@ func (s *State) ListItem(t *Task, p Policy, now time.Time, dependents map[string
 // each task: its children, the tasks it blocks, the tasks linked to it.
 func (s *State) DependentCounts() map[string]int {
 	n := map[string]int{}
-	for _, t := range s.AllTasks() {
+	for _, t := range s.allTasks() {
 		if t.Parent != "" {
 			n[t.Parent]++
 		}
@@ -487,7 +487,7 @@ func (s *State) dependentsOf(id string) []*Task {
 	}
 	var out []*Task
 	seen := map[string]bool{}
-	for _, t := range s.Tasks {
+	for _, t := range s.trk.m {
 		seen[t.ID] = true
 		if names(t) {
 			out = append(out, t)

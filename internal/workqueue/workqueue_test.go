@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -202,14 +203,14 @@ func TestBackoffFiltering(t *testing.T) {
 			if got := w.next(p, Gate{}, "a", at.Add(wait-time.Second)); got != "" {
 				t.Fatalf("attempt %d: claimed during backoff", attempt+1)
 			}
-			h := p.HistoryView(*w.s.History[id], at)
+			h := p.HistoryView(*w.s.hst.m[id], at)
 			if h.NextEligibleAt == nil || !h.NextEligibleAt.Equal(at.Add(wait)) {
 				t.Fatalf("next_eligible_at = %v, want %v", h.NextEligibleAt, at.Add(wait))
 			}
 			if st := p.Stats(w.s, true, nil, 0, at); st.InBackoff != 1 || st.Failed != 1 {
 				t.Fatalf("stats %+v", st)
 			}
-			if wake, wid := p.Wakeup(w.s.History, at); wid != id || !wake.Equal(at.Add(wait)) {
+			if wake, wid := p.Wakeup(maps.Values(w.s.hst.m), at); wid != id || !wake.Equal(at.Add(wait)) {
 				t.Fatalf("wakeup %s %v, want %v", wid, wake, at.Add(wait))
 			}
 		}
@@ -237,8 +238,8 @@ func TestAbandonment(t *testing.T) {
 	if last[1].Data != want {
 		t.Fatalf("abandoned data %+v, want %+v", last[1].Data, want)
 	}
-	if w.s.History[id].Status != HistAbandoned {
-		t.Fatalf("status %s", w.s.History[id].Status)
+	if w.s.hst.m[id].Status != HistAbandoned {
+		t.Fatalf("status %s", w.s.hst.m[id].Status)
 	}
 	if got := w.next(p, Gate{}, "a", at.Add(100*time.Hour)); got != "" {
 		t.Fatalf("abandoned task claimed again")
@@ -248,7 +249,7 @@ func TestAbandonment(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.apply("ada", at, d)
-	if h := w.s.History[id]; h.Status != HistPending || h.Attempts != 0 {
+	if h := w.s.hst.m[id]; h.Status != HistPending || h.Attempts != 0 {
 		t.Fatalf("after retry: %+v", h)
 	}
 	if got := w.next(p, Gate{}, "a", at); got != id {
@@ -266,10 +267,10 @@ func TestProgressiveLadder(t *testing.T) {
 	var prios []int
 	for i := 1; i <= 9; i++ {
 		if got := w.next(p, Gate{}, "a", at); got != id {
-			t.Fatalf("failure %d: next = %q (history %+v)", i, got, w.s.History[id])
+			t.Fatalf("failure %d: next = %q (history %+v)", i, got, w.s.hst.m[id])
 		}
 		w.fail(p, id, "a", "still broken", at)
-		prios = append(prios, w.s.Tasks[id].Priority)
+		prios = append(prios, w.s.trk.m[id].Priority)
 		at = at.Add(time.Second)
 	}
 	if want := []int{2, 2, 3, 3, 3, 4, 4, 4, 4}; !slices.Equal(prios, want) {
@@ -284,7 +285,7 @@ func TestProgressiveLadder(t *testing.T) {
 	if bd != (BlockedData{TaskID: id, TotalAttempts: 9, LastFailureReason: "still broken"}) {
 		t.Fatalf("blocked data %+v", bd)
 	}
-	if !w.s.Tasks[id].HasLabel(BlockedLabel) || len(w.s.Ready(p, ReadyFilter{}, at, 0)) != 0 {
+	if !w.s.trk.m[id].HasLabel(BlockedLabel) || len(w.s.Ready(p, ReadyFilter{}, at, 0)) != 0 {
 		t.Fatal("a Blocked task carries the label and is never ready")
 	}
 	if got := w.next(p, Gate{}, "a", at); got != "" {
@@ -304,7 +305,7 @@ func TestProgressiveLadder(t *testing.T) {
 	if got := w.next(p, Gate{}, "a", at); got != id {
 		t.Fatalf("unblocked task not claimable")
 	}
-	if h := w.s.History[id]; h.Attempts != 1 || h.Failures != 0 {
+	if h := w.s.hst.m[id]; h.Attempts != 1 || h.Failures != 0 {
 		t.Fatalf("reset attempts: %+v", h)
 	}
 }
@@ -372,7 +373,7 @@ func TestUpdateStatusFollowsTheStateMachine(t *testing.T) {
 			t.Fatalf("--status %s: drafts %+v, want one %s", tc.status, drafts, tc.wantType)
 		}
 		w.apply("ada", t0, drafts...)
-		if got := w.s.Tasks[a].Status; got != tc.status {
+		if got := w.s.trk.m[a].Status; got != tc.status {
 			t.Fatalf("--status %s: task is %s", tc.status, got)
 		}
 	}
@@ -388,7 +389,7 @@ func TestUpdateSameStatusKeepsOtherFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.apply("ada", t0, drafts...)
-	if got := w.s.Tasks[a]; got.Title != title || got.Status != StatusOpen {
+	if got := w.s.trk.m[a]; got.Title != title || got.Status != StatusOpen {
 		t.Fatalf("task %+v", got)
 	}
 	if drafts, err := UpdateTask(w.s, a, Update{Status: &open}); err != nil || len(drafts) != 0 {
@@ -432,8 +433,8 @@ func TestClaimRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.apply("a", t0.Add(time.Hour), drafts...)
-	if tk := w.s.Tasks[id]; tk.Status != StatusClosed || tk.Detail().CloseReason != "shipped" || w.s.History[id].Status != HistCompleted {
-		t.Fatalf("after done: %+v %+v", tk, w.s.History[id])
+	if tk := w.s.trk.m[id]; tk.Status != StatusClosed || tk.Detail().CloseReason != "shipped" || w.s.hst.m[id].Status != HistCompleted {
+		t.Fatalf("after done: %+v %+v", tk, w.s.hst.m[id])
 	}
 	if _, err := CloseTasks(w.s, []string{id}, ""); code(err) != "invalid_state_transition" {
 		t.Fatalf("closing a closed task: %v", err)
@@ -447,11 +448,11 @@ func TestLeaseExpiry(t *testing.T) {
 	p := DefaultPolicy()
 	w.next(p, Gate{}, "crashed", t0)
 	late := t0.Add(p.Lease)
-	h := p.HistoryView(*w.s.History[id], late)
+	h := p.HistoryView(*w.s.hst.m[id], late)
 	if h.Status != HistFailed || h.LastError != LeaseExpiredError || h.Attempts != 1 {
 		t.Fatalf("history view after the lease: %+v", h)
 	}
-	if st := w.s.EffectiveStatus(w.s.Tasks[id], p, late); st != StatusOpen {
+	if st := w.s.EffectiveStatus(w.s.trk.m[id], p, late); st != StatusOpen {
 		t.Fatalf("tracker status %s", st)
 	}
 	drafts, claim, err := Next(w.s, nil, true, p, Gate{}, "b", "b", late)
@@ -462,7 +463,7 @@ func TestLeaseExpiry(t *testing.T) {
 		t.Fatalf("drafts %+v", drafts)
 	}
 	w.apply("b", late, drafts...)
-	if hh := w.s.History[id]; hh.Failures != 1 || hh.Actor != "b" {
+	if hh := w.s.hst.m[id]; hh.Failures != 1 || hh.Actor != "b" {
 		t.Fatalf("entry %+v", hh)
 	}
 }
@@ -588,7 +589,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	if got := back.Task(a).Record().Comments; len(got) != 1 || got[0].Text != "looks good" {
 		t.Fatalf("comments %+v", got)
 	}
-	if back.Task(a).LeaseUntil != w.s.Tasks[a].LeaseUntil || back.Entry(a).LastError != "boom" {
+	if back.Task(a).LeaseUntil != w.s.trk.m[a].LeaseUntil || back.Entry(a).LastError != "boom" {
 		t.Fatal("lease or history lost")
 	}
 }
@@ -607,7 +608,7 @@ func TestApplySkipsBadEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(s.Tasks) != 0 || len(s.History) != 0 {
+	if len(s.trk.m) != 0 || len(s.hst.m) != 0 {
 		t.Fatalf("state %+v", s)
 	}
 }
@@ -730,7 +731,7 @@ func TestClaimAfterCloseLeavesTaskClosed(t *testing.T) {
 	w.apply("ada", t0, eventlog.Draft{Type: TypeClosed, Subject: id, Data: ClosedData{Reason: "not needed"}})
 	w.apply("bot", t0.Add(time.Minute), eventlog.Draft{Type: TypeClaimed, Subject: id,
 		Data: ClaimedData{Attempt: 1, Worker: "bot", LeaseUntil: t0.Add(time.Hour), Source: SourceNative}})
-	j := w.s.View(w.s.Tasks[id], DefaultPolicy(), t0)
+	j := w.s.View(w.s.trk.m[id], DefaultPolicy(), t0)
 	if j.Status != StatusClosed || j.ClosedAt == nil || j.CloseReason != "not needed" || j.Assignee != "" {
 		t.Fatalf("after a late claim: %+v", j)
 	}
@@ -765,7 +766,7 @@ func TestBlockReasonUntilUnblocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.apply("ada", t0, d)
-	if h := w.s.History[id]; h.BlockReason != "waits for the vendor" || h.JSON().BlockReason != "waits for the vendor" {
+	if h := w.s.hst.m[id]; h.BlockReason != "waits for the vendor" || h.JSON().BlockReason != "waits for the vendor" {
 		t.Fatalf("blocked: %+v", h)
 	}
 	b, err := NewQueueProjection(w.s).MarshalState()
@@ -774,27 +775,27 @@ func TestBlockReasonUntilUnblocked(t *testing.T) {
 	}
 	back := NewQueueProjection(NewState())
 	if err := back.UnmarshalState(b); err != nil || back.State().Entry(id).BlockReason != "waits for the vendor" {
-		t.Fatalf("through a snapshot: %v %+v", err, back.State().History[id])
+		t.Fatalf("through a snapshot: %v %+v", err, back.State().hst.m[id])
 	}
 	d, err = Unblock(w.s, id, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.apply("ada", t0, d)
-	if h := w.s.History[id]; h.BlockReason != "" {
+	if h := w.s.hst.m[id]; h.BlockReason != "" {
 		t.Fatalf("unblocked, still a reason: %+v", h)
 	}
 	// An import that says the task is no longer blocked clears it too.
 	d, _ = Block(w.s, id, "again")
 	w.apply("ada", t0, d)
-	rec := w.s.Tasks[id].Record()
+	rec := w.s.trk.m[id].Record()
 	rec.Status, rec.Labels = StatusOpen, nil
 	drafts, err := ImportTasks(w.s, []TaskJSON{rec})
 	if err != nil || len(drafts) == 0 {
 		t.Fatalf("import: %v %v", drafts, err)
 	}
 	w.apply("ada", t0, drafts...)
-	if h := w.s.History[id]; h.Blocked || h.BlockReason != "" {
+	if h := w.s.hst.m[id]; h.Blocked || h.BlockReason != "" {
 		t.Fatalf("imported as open, still blocked: %+v", h)
 	}
 }
@@ -857,10 +858,10 @@ func FuzzOpenSnapshot(f *testing.F) {
 					}
 				}()
 				s := p.State()
-				for _, t := range s.AllTasks() {
+				for _, t := range s.allTasks() {
 					t.Detail()
 				}
-				s.AllHistory()
+				s.allHistory()
 				p.MarshalState()
 			}()
 		}
@@ -889,7 +890,7 @@ func TestTypeGating(t *testing.T) {
 			w.add("the work", 2, t0)
 			g := Gate{ExcludeTypes: c.exclude}
 			id := w.next(p, g, "a", t0)
-			if got := w.s.Tasks[id]; got == nil || got.Title != c.want {
+			if got := w.s.trk.m[id]; got == nil || got.Title != c.want {
 				t.Fatalf("native: claimed %q, want %q", id, c.want)
 			}
 			cands := []Candidate{{ID: "bd-1", Title: "the epic", IssueType: "epic", Priority: 0, CreatedAt: t0},
@@ -936,8 +937,8 @@ func TestRestoreDemotedPriority(t *testing.T) {
 				w.fail(p, id, "a", "still broken", at)
 				at = at.Add(time.Second)
 			}
-			if h := w.s.History[id]; !h.Blocked || w.s.Tasks[id].Priority != 4 || !h.Demoted || h.PriorityBefore != 1 {
-				t.Fatalf("after the ladder: %+v, priority %d", h, w.s.Tasks[id].Priority)
+			if h := w.s.hst.m[id]; !h.Blocked || w.s.trk.m[id].Priority != 4 || !h.Demoted || h.PriorityBefore != 1 {
+				t.Fatalf("after the ladder: %+v, priority %d", h, w.s.trk.m[id].Priority)
 			}
 			if c.touch != nil {
 				d, err := UpdateTask(w.s, id, Update{Priority: c.touch})
@@ -951,10 +952,10 @@ func TestRestoreDemotedPriority(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.apply("ada", at, d)
-			if got := w.s.Tasks[id].Priority; got != c.want {
+			if got := w.s.trk.m[id].Priority; got != c.want {
 				t.Errorf("priority %d after %s, want %d", got, c.name, c.want)
 			}
-			if h := w.s.History[id]; h.Demoted || h.Blocked {
+			if h := w.s.hst.m[id]; h.Demoted || h.Blocked {
 				t.Errorf("after %s: %+v", c.name, h)
 			}
 			// Demoted again from the restored priority, the record starts over.
@@ -962,7 +963,7 @@ func TestRestoreDemotedPriority(t *testing.T) {
 				w.next(p, Gate{}, "a", at)
 				w.fail(p, id, "a", "still broken", at)
 			}
-			if h := w.s.History[id]; c.touch == nil && (!h.Demoted || h.PriorityBefore != c.want) {
+			if h := w.s.hst.m[id]; c.touch == nil && (!h.Demoted || h.PriorityBefore != c.want) {
 				t.Errorf("demoted again: %+v", h)
 			}
 		})
@@ -1111,13 +1112,13 @@ func TestRejected(t *testing.T) {
 		if _, err := Rejected(w.s, p, id, "again", at); code(err) != "invalid_state_transition" {
 			t.Fatalf("a second rejection of the same done: %v", err)
 		}
-		h, task := w.s.History[id], w.s.Tasks[id]
+		h, task := w.s.hst.m[id], w.s.trk.m[id]
 		if task.Status != StatusOpen || h.Status != HistFailed || h.Attempts != i || h.Failures != i || h.LastError != "merge rejected: tests failed" {
 			t.Fatalf("round %d: task %s, history %+v", i, task.Status, h)
 		}
 		at = at.Add(time.Hour)
 	}
-	if got := w.s.Tasks[id].Priority; got != 2 {
+	if got := w.s.trk.m[id].Priority; got != 2 {
 		t.Errorf("priority %d after three rejections, want 2 (demoted)", got)
 	}
 	// With a bd/br source the bead is reopened, before the demotion.

@@ -3,7 +3,7 @@ package service
 import (
 	"context"
 	"slices"
-	"sort"
+	"strings"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -226,16 +226,11 @@ func (s *Service) Histories(ctx context.Context) ([]workqueue.EntryJSON, error) 
 	if err != nil {
 		return nil, err
 	}
-	all := st.AllHistory()
-	ids := make([]string, 0, len(all))
-	for id := range all {
-		ids = append(ids, id)
+	out := []workqueue.EntryJSON{}
+	for h := range st.Entries() {
+		out = append(out, s.Policy.HistoryView(*h, s.Now))
 	}
-	sort.Strings(ids)
-	out := make([]workqueue.EntryJSON, 0, len(ids))
-	for _, id := range ids {
-		out = append(out, s.entryView(st, id))
-	}
+	slices.SortFunc(out, func(a, b workqueue.EntryJSON) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
@@ -259,7 +254,7 @@ func (s *Service) Stats(ctx context.Context) (workqueue.Stats, error) {
 	if s.Native() {
 		return st.NativeStats(s.Policy, gate, s.Now), nil
 	}
-	ready := len(s.Policy.Select(cands, workqueue.Lookup(st.AllHistory()), gate, s.Now, workqueue.Unsorted))
+	ready := len(s.Policy.Select(cands, st.Entry, gate, s.Now, workqueue.Unsorted))
 	return s.Policy.Stats(st, false, cands, ready, s.Now), nil
 }
 

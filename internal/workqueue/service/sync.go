@@ -3,8 +3,8 @@ package service
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -36,10 +36,17 @@ func (s *Service) syncPending(ctx context.Context, wait bool) {
 		return
 	}
 	// A snapshot: the writes below do not change it.
-	all := st.AllHistory()
+	var pending []*workqueue.Entry
+	for h := range st.Entries() {
+		if len(h.Pending) > 0 {
+			pending = append(pending, h)
+		}
+	}
+	slices.SortFunc(pending, func(a, b *workqueue.Entry) int { return strings.Compare(a.ID, b.ID) })
 	reported := map[string]bool{} // one warning per error a command meets
-	for _, id := range slices.Sorted(maps.Keys(all)) {
-		for _, p := range all[id].Pending {
+	for _, h := range pending {
+		id := h.ID
+		for _, p := range h.Pending {
 			if ctx.Err() != nil {
 				return
 			}

@@ -253,7 +253,7 @@ func (s *Service) RemoveDep(ctx context.Context, id, blocker string) (string, st
 // AddDepOf makes id depend on other with bd's dependency type typ
 // (workqueue.AddDepOf).
 func (s *Service) AddDepOf(ctx context.Context, id, other, typ string) (string, string, error) {
-	return s.deps(ctx, id, other, func(st *workqueue.State, id, other string) ([]eventlog.Draft, error) {
+	return s.deps(ctx, id, other, func(st workqueue.Tracker, id, other string) ([]eventlog.Draft, error) {
 		d, err := workqueue.AddDepOf(st, id, other, typ)
 		return []eventlog.Draft{d}, err
 	})
@@ -264,14 +264,14 @@ func (s *Service) RemoveDeps(ctx context.Context, id, other string) (string, str
 	return s.deps(ctx, id, other, workqueue.RemoveDeps)
 }
 
-func (s *Service) dep(ctx context.Context, ref, blockerRef string, decide func(*workqueue.State, string, string) (eventlog.Draft, error)) (id, blocker string, err error) {
-	return s.deps(ctx, ref, blockerRef, func(st *workqueue.State, id, blocker string) ([]eventlog.Draft, error) {
+func (s *Service) dep(ctx context.Context, ref, blockerRef string, decide func(workqueue.Tracker, string, string) (eventlog.Draft, error)) (id, blocker string, err error) {
+	return s.deps(ctx, ref, blockerRef, func(st workqueue.Tracker, id, blocker string) ([]eventlog.Draft, error) {
 		d, err := decide(st, id, blocker)
 		return []eventlog.Draft{d}, err
 	})
 }
 
-func (s *Service) deps(ctx context.Context, ref, blockerRef string, decide func(*workqueue.State, string, string) ([]eventlog.Draft, error)) (id, blocker string, err error) {
+func (s *Service) deps(ctx context.Context, ref, blockerRef string, decide func(workqueue.Tracker, string, string) ([]eventlog.Draft, error)) (id, blocker string, err error) {
 	w, err := write(ctx, s, store.Local, Tracker, func(st *workqueue.State, _ string) ([]eventlog.Draft, []string, error) {
 		ids, err := s.Resolve(st, []string{ref, blockerRef})
 		if err != nil {
