@@ -239,7 +239,7 @@ func (b *bdEnv) queue(change bool) (*wqservice.Service, error) {
 	if !q.Native() {
 		return nil, fault.Usagef(fault.CodeUsage,
 			"spool bd works on spool's own tracker, and workqueue.source is %s: run %s itself",
-			q.Store.Config.String("workqueue.source"), q.Store.Config.String("workqueue.source"))
+			workqueue.SettingsFrom(q.Store.Config).Source, workqueue.SettingsFrom(q.Store.Config).Source)
 	}
 	q.PartialIDs = true // ids as bd resolves them, on the state each command decides on
 	return q, nil

@@ -213,7 +213,7 @@ func OpenRepo(r *git.Repo, warn func(string)) (*Store, error) {
 	log := eventlog.Open(eventlog.Options{
 		Dir:         EventsDir(r),
 		PrivateDir:  r.PrivateDir(),
-		LockTimeout: cfg.Duration("lock.timeout"),
+		LockTimeout: config.SettingsFrom(cfg).LockTimeout,
 		Warn:        warn,
 		Signer:      &sign.EventSigner{Root: r.Root, Config: cfg},
 		MayWrite:    func() error { return mayWrite(r.PrivateDir()) },
