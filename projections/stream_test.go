@@ -193,11 +193,10 @@ func (f *frozen) Freeze() bool { return f.large }
 func TestAlongsideReturnsAFaultAndThaws(t *testing.T) {
 	damaged := table.Corrupt("sp-1", errors.New("its checksum does not match"))
 	calls := 0
-	OnLargeSave = func() func() { calls++; return func() { calls += 10 } }
-	defer func() { OnLargeSave = nil }()
+	onLarge := func() func() { calls++; return func() { calls += 10 } }
 	for _, large := range []bool{false, true} {
 		calls = 0
-		wait := alongside(&frozen{large: large}, func() error { panic(damaged) })
+		wait := alongside(onLarge, &frozen{large: large}, func() error { panic(damaged) })
 		if err := wait(); !errors.Is(err, damaged) {
 			t.Fatalf("large %v: the files' panic: %v, want the fault itself", large, err)
 		}

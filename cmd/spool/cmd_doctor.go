@@ -89,7 +89,7 @@ func doctor(e *env, verbose bool) []check {
 		return checks
 	}
 	add("repository", "ok", "%s", r.Root)
-	st, err := store.OpenLenient(e.ctx, e.dir(), e.warn)
+	st, err := store.OpenLenient(e.ctx, e.dir(), e.warn, e.storeOpts...)
 	if err != nil {
 		add("spool", "fail", "%v", err)
 		return checks

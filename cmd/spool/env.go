@@ -39,8 +39,8 @@ func (e *env) openLenient() (*store.Store, error) {
 	return e.openWith(store.OpenLenient)
 }
 
-func (e *env) openWith(open func(context.Context, string, func(string)) (*store.Store, error)) (*store.Store, error) {
-	st, err := open(e.ctx, e.dir(), e.warn)
+func (e *env) openWith(open func(context.Context, string, func(string), ...store.Option) (*store.Store, error)) (*store.Store, error) {
+	st, err := open(e.ctx, e.dir(), e.warn, e.storeOpts...)
 	if err != nil {
 		return nil, err
 	}

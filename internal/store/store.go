@@ -164,8 +164,8 @@ func HasSpool(ctx context.Context, r *git.Repo) bool {
 // Open finds the repository containing dir and requires spool init to have
 // run and its configuration to name only keys this spool knows (a typo is
 // never a setting silently not applied).
-func Open(ctx context.Context, dir string, warn func(string)) (*Store, error) {
-	s, err := OpenLenient(ctx, dir, warn)
+func Open(ctx context.Context, dir string, warn func(string), opts ...Option) (*Store, error) {
+	s, err := OpenLenient(ctx, dir, warn, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func Open(ctx context.Context, dir string, warn func(string)) (*Store, error) {
 
 // OpenLenient is Open that accepts a configuration with unknown keys: for
 // the commands that show and fix it (spool config, spool doctor).
-func OpenLenient(ctx context.Context, dir string, warn func(string)) (*Store, error) {
+func OpenLenient(ctx context.Context, dir string, warn func(string), opts ...Option) (*Store, error) {
 	r, err := git.Discover(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -195,7 +195,7 @@ func OpenLenient(ctx context.Context, dir string, warn func(string)) (*Store, er
 			warn(fmt.Sprintf("the merge driver is not registered (%v); spool init registers it", err))
 		}
 	}
-	s, err := OpenRepo(r, warn)
+	s, err := OpenRepo(r, warn, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +205,7 @@ func OpenLenient(ctx context.Context, dir string, warn func(string)) (*Store, er
 }
 
 // OpenRepo opens a discovered repository without requiring .spool/.
-func OpenRepo(r *git.Repo, warn func(string)) (*Store, error) {
+func OpenRepo(r *git.Repo, warn func(string), opts ...Option) (*Store, error) {
 	cfg, err := config.Load(ConfigPath(r))
 	if err != nil {
 		return nil, err
@@ -236,7 +236,7 @@ func OpenRepo(r *git.Repo, warn func(string)) (*Store, error) {
 		warn:   warn,
 		Log:    log,
 		Engine: &projections.Engine{Log: log, Root: r.Root, FilesDir: StateDir(r), StateDir: StateDir(r), Specs: Specs,
-			SpillDir: filepath.Join(StateDir(r), ".tmp"), Warn: warn},
+			SpillDir: filepath.Join(StateDir(r), ".tmp"), Warn: warn, OnLargeSave: optionsOf(opts).onLargeSave},
 	}, nil
 }
 
