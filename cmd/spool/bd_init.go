@@ -94,7 +94,7 @@ func (c *bdInitCmd) Run(b *bdEnv) error {
 		return err
 	}
 	fresh := !store.HasSpool(b.ctx, r) // spool is set up here by this init
-	init, err := store.Init(b.ctx, dir, b.warn, b.storeOpts...)
+	init, err := store.Init(b.ctx, dir, b.warn, b.storeOptions()...)
 	if err != nil {
 		return err
 	}

@@ -89,7 +89,7 @@ func doctor(e *env, verbose bool) []check {
 		return checks
 	}
 	add("repository", "ok", "%s", r.Root)
-	st, err := store.OpenLenient(e.ctx, e.dir(), e.warn, e.storeOpts...)
+	st, err := store.OpenLenient(e.ctx, e.dir(), e.warn, e.storeOptions()...)
 	if err != nil {
 		add("spool", "fail", "%v", err)
 		return checks

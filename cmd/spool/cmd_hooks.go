@@ -82,7 +82,7 @@ func (c *HookCmd) Run(e *env) error {
 	if err != nil {
 		return nil // not our business: never break git
 	}
-	st, err := store.Open(e.ctx, r.WorkTree, e.warn, e.storeOpts...)
+	st, err := store.Open(e.ctx, r.WorkTree, e.warn, e.storeOptions()...)
 	if err != nil {
 		if f := fault.Classify(err); f.Code != store.CodeNotInitialized.Name {
 			fmt.Fprintf(e.stderr, "spool: %s hook: %s\n", c.Name, f.Message) // one line; git goes on

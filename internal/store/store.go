@@ -59,6 +59,7 @@ type Store struct {
 	Log    *eventlog.Log
 	Engine *projections.Engine
 	warn   func(string)
+	opts   []Option // as opened: Options
 
 	// views are the projections this Store has loaded, kept so that a
 	// long-running command (the merge train) does not decode its snapshots
@@ -217,6 +218,7 @@ func OpenRepo(r *git.Repo, warn func(string), opts ...Option) (*Store, error) {
 		Warn:        warn,
 		Signer:      &sign.EventSigner{Root: r.Root, Config: cfg},
 		MayWrite:    func() error { return mayWrite(r.PrivateDir()) },
+		Warning:     optionsOf(opts).warning,
 	})
 	if warn == nil {
 		warn = func(string) {}
@@ -234,6 +236,7 @@ func OpenRepo(r *git.Repo, warn func(string), opts ...Option) (*Store, error) {
 		Repo:   r,
 		Config: cfg,
 		warn:   warn,
+		opts:   opts,
 		Log:    log,
 		Engine: &projections.Engine{Log: log, Root: r.Root, FilesDir: StateDir(r), StateDir: StateDir(r), Specs: Specs,
 			SpillDir: filepath.Join(StateDir(r), ".tmp"), Warn: warn, OnLargeSave: optionsOf(opts).onLargeSave},
