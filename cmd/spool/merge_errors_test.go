@@ -16,6 +16,7 @@ import (
 // Every QueueSubmissionError variant renders as the --json error with its
 // fields, exits with its kind, and decodes back to the same error (seed 002 §8.2).
 func TestMergeErrorsJSON(t *testing.T) {
+	t.Parallel()
 	for _, v := range mergequeue.Variants() {
 		t.Run(v.Code, func(t *testing.T) {
 			var out bytes.Buffer
