@@ -11,6 +11,7 @@ import (
 // a job to urgent counts the same. A recurring urgent schedule stays an
 // admin's.
 func TestUrgentLimit(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.p.UrgentLimit = 2
 	try := func(actor string, n Submit) error {
@@ -67,6 +68,7 @@ func TestUrgentLimit(t *testing.T) {
 // than theirs waits for their slots. A job of their own tier or a lower
 // one does not move them.
 func TestOffPeakYieldsToHigherTiers(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name          string
 		offPeak, wait Tier

@@ -13,6 +13,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	projectiontest.Run(t, projectiontest.Suite{Spec: prdqueue.Spec, NewClone: newClone, Steps: 300})
 }
 

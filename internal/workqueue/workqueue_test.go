@@ -93,6 +93,7 @@ func code(err error) string {
 
 // The seed's table: attempt 1 no wait, then 1m, 2m, 4m, ... capped at 1h.
 func TestBackoffProgression(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	for _, tc := range []struct {
 		attempts int
@@ -113,6 +114,7 @@ func TestBackoffProgression(t *testing.T) {
 }
 
 func TestPriorityThenFIFO(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	low := w.add("low", 3, t0)
 	first2 := w.add("first p2", 2, t0.Add(time.Second))
@@ -134,6 +136,7 @@ func TestPriorityThenFIFO(t *testing.T) {
 }
 
 func TestReadyOrderAndLimit(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	for i := 0; i < 30; i++ {
 		w.add(fmt.Sprint("t", i), 4-i%5, t0.Add(time.Duration(i)*time.Second))
@@ -156,6 +159,7 @@ func TestReadyOrderAndLimit(t *testing.T) {
 }
 
 func TestLabelGating(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	plain := w.add("not sequenced yet", 0, t0)
 	gated := w.add("sequenced", 2, t0, "automated")
@@ -186,6 +190,7 @@ func TestLabelGating(t *testing.T) {
 }
 
 func TestBackoffFiltering(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.add("flaky", 1, t0)
 	p := DefaultPolicy()
@@ -217,6 +222,7 @@ func TestBackoffFiltering(t *testing.T) {
 }
 
 func TestAbandonment(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.add("hopeless", 1, t0)
 	p := DefaultPolicy() // max_failures 5
@@ -257,6 +263,7 @@ func TestAbandonment(t *testing.T) {
 
 // Seed 004 §8–9: demote every third failure, Blocked after three at P4, and back.
 func TestProgressiveLadder(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.add("stubborn", 2, t0)
 	p := DefaultPolicy()
@@ -309,6 +316,7 @@ func TestProgressiveLadder(t *testing.T) {
 }
 
 func TestProgressiveRequeue(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := w.add("a", 2, t0)
 	b := w.add("b", 2, t0.Add(time.Second))
@@ -329,6 +337,7 @@ func TestProgressiveRequeue(t *testing.T) {
 // Exponential keeps seed 001's order after any number of failures: priority,
 // then creation time; only the progressive policy requeues.
 func TestExponentialKeepsCreationOrder(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := w.add("a", 2, t0)
 	w.add("b", 2, t0.Add(time.Second))
@@ -348,6 +357,7 @@ func TestExponentialKeepsCreationOrder(t *testing.T) {
 
 // task update --status follows close and reopen; in_progress is only for next.
 func TestUpdateStatusFollowsTheStateMachine(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := w.add("a", 2, t0)
 	str := func(s string) *string { return &s }
@@ -379,6 +389,7 @@ func TestUpdateStatusFollowsTheStateMachine(t *testing.T) {
 
 // A status equal to the current one is no change: the rest of the update applies.
 func TestUpdateSameStatusKeepsOtherFields(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := w.add("a", 2, t0)
 	open, title := StatusOpen, "renamed"
@@ -396,6 +407,7 @@ func TestUpdateSameStatusKeepsOtherFields(t *testing.T) {
 }
 
 func TestClaimRules(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.add("t", 2, t0)
 	p := DefaultPolicy()
@@ -441,6 +453,7 @@ func TestClaimRules(t *testing.T) {
 
 // A claim whose lease ran out is a failed attempt the next time anyone asks.
 func TestLeaseExpiry(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.add("t", 2, t0)
 	p := DefaultPolicy()
@@ -467,6 +480,7 @@ func TestLeaseExpiry(t *testing.T) {
 }
 
 func TestDependenciesAndCycles(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := w.add("a", 2, t0)
 	b := w.add("b", 2, t0)
@@ -515,6 +529,7 @@ func TestDependenciesAndCycles(t *testing.T) {
 }
 
 func TestValidation(t *testing.T) {
+	t.Parallel()
 	s := NewState()
 	for _, tc := range []struct {
 		n    NewTask
@@ -539,6 +554,7 @@ func TestValidation(t *testing.T) {
 
 // Replaying the log and round-tripping the snapshot give identical bytes.
 func TestSnapshotRoundTrip(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := w.add("a", 1, t0, "x", "y")
 	b := w.add("b", 2, t0)
@@ -594,6 +610,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 
 // Apply skips what it cannot use and never fails.
 func TestApplySkipsBadEvents(t *testing.T) {
+	t.Parallel()
 	s := NewState()
 	for _, e := range []eventlog.Event{
 		{Type: TypeCreated, Subject: "sp-1", Data: json.RawMessage(`{"title":1}`)},
@@ -616,6 +633,7 @@ func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 // Events applied while the tasks are still encoded give the same state as
 // applying them to decoded tasks.
 func TestLazyTasksApplyLater(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := w.add("a", 1, t0)
 	snap, err := NewTasksProjection(w.s).MarshalState()
@@ -645,6 +663,7 @@ func TestLazyTasksApplyLater(t *testing.T) {
 }
 
 func TestIDsProjection(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := w.add("a", 1, t0)
 	b := w.add("b", 1, t0)
@@ -682,6 +701,7 @@ func TestIDsProjection(t *testing.T) {
 // An update records only what it changes; one that changes nothing appends
 // nothing (and the fold gives the same task either way).
 func TestUpdateRecordsOnlyChanges(t *testing.T) {
+	t.Parallel()
 	str := func(s string) *string { return &s }
 	num := func(n int) *int { return &n }
 	for _, tc := range []struct {
@@ -724,6 +744,7 @@ func TestUpdateRecordsOnlyChanges(t *testing.T) {
 // A claim folded after a close (made in another clone as the task was
 // closed) leaves the task closed, with its close time and reason.
 func TestClaimAfterCloseLeavesTaskClosed(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.add("a task", 1, t0)
 	w.apply("ada", t0, eventlog.Draft{Type: TypeClosed, Subject: id, Data: ClosedData{Reason: "not needed"}})
@@ -736,6 +757,7 @@ func TestClaimAfterCloseLeavesTaskClosed(t *testing.T) {
 }
 
 func TestBlockedDataReadsBothSpellings(t *testing.T) {
+	t.Parallel()
 	for _, raw := range []string{
 		`{"task_id":"sp-1","total_attempts":6,"last_failure_reason":"e6"}`,
 		`{"taskId":"sp-1","totalAttempts":6,"lastFailureReason":"e6"}`,
@@ -757,6 +779,7 @@ func TestBlockedDataReadsBothSpellings(t *testing.T) {
 // A task blocked by hand keeps the reason while it is blocked (the board
 // shows it), through a snapshot too; unblocking clears it.
 func TestBlockReasonUntilUnblocked(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.add("deploy", 1, t0)
 	d, err := Block(w.s, id, "waits for the vendor")
@@ -800,6 +823,7 @@ func TestBlockReasonUntilUnblocked(t *testing.T) {
 
 // sortedHas finds exactly the lines of a sorted list, as a scan would.
 func TestSortedHas(t *testing.T) {
+	t.Parallel()
 	lists := [][]string{nil, {"sp-a"}, {"sp-a", "sp-ab", "sp-b"}, {"a", "b", "c", "d", "e", "f", "g"}}
 	r := rand.New(rand.NewPCG(1, 2))
 	var big []string
@@ -869,6 +893,7 @@ func FuzzOpenSnapshot(f *testing.F) {
 // The orchestrator's gate keeps epics from its agents (ExcludeTypes), from
 // spool's own tracker and from a bd/br source's candidates alike.
 func TestTypeGating(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	for _, c := range []struct {
 		name    string
@@ -904,6 +929,7 @@ func TestTypeGating(t *testing.T) {
 // retry and unblock put back the priority the task had before the
 // progressive policy demoted it, unless someone set another since.
 func TestRestoreDemotedPriority(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	p.Kind = Progressive
 	for _, c := range []struct {
@@ -973,6 +999,7 @@ func TestRestoreDemotedPriority(t *testing.T) {
 // same, so the ladder reaches priority 4 and Blocked, not a loop for ever.
 // A retry puts the priority back, in spool and as a request to the source.
 func TestSourceDemotionHoldsAndBlocks(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	p.Kind = Progressive
 	s := NewState()
@@ -1016,6 +1043,7 @@ func TestSourceDemotionHoldsAndBlocks(t *testing.T) {
 // someone removed it in bd, and that unblocks it in spool, unless the label
 // never reached bd (its request pending or given up).
 func TestUnblockedAtSource(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	for _, c := range []struct {
 		name    string
@@ -1058,6 +1086,7 @@ func TestUnblockedAtSource(t *testing.T) {
 }
 
 func TestSyncWait(t *testing.T) {
+	t.Parallel()
 	for failures, want := range map[int]time.Duration{0: 0, 1: 10 * time.Second, 2: 20 * time.Second, 4: 80 * time.Second, 6: 5 * time.Minute, 60: 5 * time.Minute} {
 		if got := SyncWait(failures); got != want {
 			t.Errorf("SyncWait(%d) = %s, want %s", failures, got, want)
@@ -1088,6 +1117,7 @@ func applyAll(t *testing.T, s *State, at time.Time, drafts []eventlog.Draft) []e
 // under the policy; the third such demotes it, as agents' failures do. A
 // task reopened (or rejected) since is not that done any more.
 func TestRejected(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	p.Kind = Progressive
 	w := newWorld(t)
