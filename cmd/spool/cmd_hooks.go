@@ -112,7 +112,7 @@ func (c *HookCmd) Run(e *env) error {
 
 // hookTimeout bounds what a hook spends on its own pass (hooks.timeout):
 // git waits for it, and a slow bd would hold every commit.
-func hookTimeout(st *store.Store) time.Duration { return config.SettingsFrom(st.Config).HookTimeout }
+func hookTimeout(st *store.Store) time.Duration { return config.SettingsFrom(st.Config).GitHookTimeout }
 
 // hookPass has a running spool watch do what the commit, merge or checkout
 // may have made due (it is pinged and does it at once), or, with no
@@ -207,7 +207,7 @@ func shareOnPush(e *env, st *store.Store, args []string) {
 // prePush refuses a push that spool verify refuses (hooks.verify_on_push),
 // or, with sign.required, verify --signatures over the commits pushed.
 func prePush(e *env, st *store.Store) error {
-	if config.SettingsFrom(st.Config).HookVerifyPush {
+	if config.SettingsFrom(st.Config).GitHookVerifyPush {
 		rep, err := st.Verify(e.ctx)
 		if err != nil {
 			return err

@@ -99,19 +99,19 @@ func init() {
 
 // Settings are the keys registered here, read once by whoever needs them.
 type Settings struct {
-	LockTimeout    time.Duration // lock.timeout
-	Admins         []string      // admins
-	HookTimeout    time.Duration // hooks.timeout
-	HookVerifyPush bool          // hooks.verify_on_push
+	LockTimeout       time.Duration // lock.timeout
+	Admins            []string      // admins
+	GitHookTimeout    time.Duration // hooks.timeout: a git hook's own pass
+	GitHookVerifyPush bool          // hooks.verify_on_push
 }
 
 // SettingsFrom reads the keys registered here.
 func SettingsFrom(c *Config) Settings {
 	return Settings{
-		LockTimeout:    c.Duration("lock.timeout"),
-		Admins:         c.Strings("admins"),
-		HookTimeout:    c.Duration("hooks.timeout"),
-		HookVerifyPush: c.Bool("hooks.verify_on_push"),
+		LockTimeout:       c.Duration("lock.timeout"),
+		Admins:            c.Strings("admins"),
+		GitHookTimeout:    c.Duration("hooks.timeout"),
+		GitHookVerifyPush: c.Bool("hooks.verify_on_push"),
 	}
 }
 
