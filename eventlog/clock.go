@@ -9,7 +9,8 @@ import (
 )
 
 // Backwards is a writer whose events' times go back: an event dated
-// before the one before it in the writer's file (seed 002 INV-AUDIT-004).
+// before the one before it in the writer's file (audit trails, such as the
+// merge queue's, need each writer's times never to decrease).
 // Session.Append never writes one (it holds a writer's times, as a hybrid
 // logical clock); a file written before it did, or by hand, may hold some.
 // It breaks no rule of the log: verify reports it, and every read takes

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// INV-AUDIT-004: a writer's times never go back, whatever the clock says
+// A writer's times never go back, whatever the clock says
 // (a stepped clock, SPOOL_NOW set back): an event's time is the later of
 // the caller's and the writer's last; the append is never refused.
 func TestAppendHoldsAWritersTimes(t *testing.T) {

@@ -660,13 +660,13 @@ const MaxClockStep = 10 * time.Minute
 // they are on disk (fsync). A draft whose idempotency key is already in the log
 // appends nothing and yields the first event with that key instead.
 //
-// An event's time is at, or the time of this writer's last event when at
-// is before it by at most MaxClockStep (a clock stepped back by NTP, a VM
-// resumed): as a hybrid logical clock, the times of one writer's file do
-// not go backwards (seed 002 INV-AUDIT-004), and an append is never
-// refused for it. The caller's decisions keep their own clock; only the
-// record is held. A step back further than that is no clock's jitter but
-// a last event dated in the future (SPOOL_NOW set ahead once, a clock that
+// An event's time is at, or the time of this writer's last event when at is
+// before it by at most MaxClockStep (a clock stepped back by NTP, a VM
+// resumed): as a hybrid logical clock, the times of one writer's file do not
+// go backwards (an audit trail read from them never goes back in time), and an
+// append is never refused for it. The caller's decisions keep their own clock;
+// only the record is held. A step back further than that is no clock's jitter
+// but a last event dated in the future (SPOOL_NOW set ahead once, a clock that
 // ran ahead): holding every later event to it would date them all there
 // (quotas, leases, aging read those times), so the event keeps its own time,
 // with a warning, and verify reports the file.

@@ -18,7 +18,9 @@ type Difference struct {
 }
 
 // Checker is a projection whose state has invariants of its own (the
-// merge queue's, seed 002 §5): Verify reports what a fresh replay breaks.
+// merge queue's: one active entry per dedupe key and per workspace,
+// positions 1..N in priority order, an audit step for every status change):
+// Verify reports what a fresh replay breaks.
 type Checker interface {
 	Invariants() []string
 }

@@ -5,7 +5,8 @@ import (
 	"text/tabwriter"
 )
 
-// FeedbackCmd queues feedback for the planner (seed §6).
+// FeedbackCmd queues feedback for the planner, whose proposal sorts it into
+// tasks that spool, not the agent, creates.
 type FeedbackCmd struct {
 	Add  FeedbackAddCmd  `cmd:"" help:"Queue feedback; it waits until a proposal from the planning agent sorts it into tasks."`
 	List FeedbackListCmd `cmd:"" help:"List pending feedback (--all: categorized too)."`

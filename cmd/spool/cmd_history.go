@@ -5,7 +5,8 @@ import (
 	"text/tabwriter"
 )
 
-// HistoryCmd shows the queue's history of tasks (seed 001's History).
+// HistoryCmd shows the queue's history of tasks: per task its status,
+// attempts and last error.
 type HistoryCmd struct {
 	ID string `arg:"" optional:"" complete:"task" help:"One task (default: every task the queue has seen)."`
 }

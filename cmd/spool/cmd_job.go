@@ -12,7 +12,8 @@ import (
 	jobservice "github.com/spoolhq/spool/internal/jobs/service"
 )
 
-// JobCmd is the job scheduler (seed 003).
+// JobCmd is the job scheduler: jobs in three priority tiers, FIFO within a
+// tier, with start times, off-peak hours and quotas.
 type JobCmd struct {
 	Submit      JobSubmitCmd      `cmd:"" help:"Submit a job: spool job submit [flags] -- PROGRAM [ARGS...]."`
 	List        JobListCmd        `cmd:"" help:"The queue in dispatch order, with estimated start times."`

@@ -9,8 +9,8 @@ import (
 	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
 )
 
-// NextCmd claims the most urgent eligible task (seed 001's Next); with
-// --wait it is seed 001's daemon loop for a script: it waits for one.
+// NextCmd claims the most urgent eligible task; with --wait it is a
+// worker's poll loop for a script: it waits until one is eligible.
 type NextCmd struct {
 	Label        []string      `short:"l" sep:"none" placeholder:"LABEL" help:"Only tasks with this label, besides workqueue.label (repeatable)."`
 	ExcludeLabel []string      `sep:"none" placeholder:"LABEL" help:"Never tasks with this label (repeatable)."`

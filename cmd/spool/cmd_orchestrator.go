@@ -8,7 +8,8 @@ import (
 )
 
 // OrchestratorCmd groups the orchestrator's commands. It has no start or
-// pause (seed 004 §1): it runs whenever spool watch runs.
+// pause, so that ready work never waits for a person: it runs whenever
+// spool watch runs.
 type OrchestratorCmd struct {
 	Status OrchestratorStatusCmd `cmd:"" help:"What the orchestrator is doing: the task an agent works on, how many tasks wait, and why it is paused."`
 	Resume OrchestratorResumeCmd `cmd:"" help:"Start agents again after the breaker paused the orchestrator."`

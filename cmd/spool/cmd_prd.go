@@ -11,7 +11,8 @@ import (
 	prdservice "github.com/spoolhq/spool/internal/prdqueue/service"
 )
 
-// PRDCmd is the PRD queue (seed 000).
+// PRDCmd is the PRD queue: per-feature runs whose PRDs become queued work
+// only once both approval gates pass and no open questions remain.
 type PRDCmd struct {
 	Start    PRDStartCmd    `cmd:"" help:"Start a feature run (its manifest is docs/prd/_queue/FEATURE.json)."`
 	Add      PRDAddCmd      `cmd:"" help:"Add a PRD to a feature run."`

@@ -5,7 +5,8 @@ import (
 	"text/tabwriter"
 )
 
-// StatsCmd counts the queue (seed 001's Stats).
+// StatsCmd counts the queue's tasks by where they are: seen, completed,
+// failed, in backoff, ready and so on.
 type StatsCmd struct{}
 
 func (c *StatsCmd) Run(e *env) error {

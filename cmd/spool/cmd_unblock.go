@@ -1,6 +1,7 @@
 package main
 
-// UnblockCmd clears Blocked (seed 004 §9).
+// UnblockCmd clears Blocked: a person's way back for a task the queue gave
+// up on; the task is ready again, its attempts kept unless reset.
 type UnblockCmd struct {
 	ID            string `arg:"" complete:"task" help:"Task id."`
 	ResetAttempts bool   `help:"Also reset the attempt counters."`

@@ -109,6 +109,7 @@ func scriptParams(t *testing.T, dir string) testscript.Params {
 				"SPOOL_ACTOR":         "",
 				"SPOOL_NOW":           "",
 				"NO_COLOR":            "1",
+				"SPOOL_CHECK_DECIDE":  "1", // every decision runs twice; a second answer that differs fails the command
 			} {
 				env.Setenv(k, v)
 			}

@@ -14,7 +14,8 @@ import (
 )
 
 // Every QueueSubmissionError variant renders as the --json error with its
-// fields, exits with its kind, and decodes back to the same error (seed 002 §8.2).
+// fields, exits with its kind, and decodes back to the same error: a script
+// can act on any error it is sent.
 func TestMergeErrorsJSON(t *testing.T) {
 	t.Parallel()
 	for _, v := range mergequeue.Variants() {

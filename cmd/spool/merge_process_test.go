@@ -386,8 +386,9 @@ func testRecoveryEndsSurvivor(t *testing.T, bin string) {
 	}
 }
 
-// INV-CONC-002: two processes submitting the same workspace (same dedupe
-// key) at once leave one active entry; one is new, the other an update.
+// Concurrent submissions of one dedupe key serialize: two processes
+// submitting the same workspace (same dedupe key) at once leave one active
+// entry; one is new, the other an update.
 func testConcurrentSubmit(t *testing.T, bin string) {
 	r := newProcRepo(t, bin)
 	for round := 0; round < 3; round++ {

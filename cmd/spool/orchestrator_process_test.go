@@ -158,7 +158,8 @@ func TestOrchestratorAgentSucceeds(t *testing.T) {
 
 // An agent that fails is retried at once with the failure as context
 // (progressive, the default with an agent), and a task at priority 4 is
-// Blocked after three failures with seed 004's payload.
+// Blocked after three failures, with task.blocked's payload (taskId,
+// totalAttempts, lastFailureReason).
 func TestOrchestratorFailingAgentBlocks(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {

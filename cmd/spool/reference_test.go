@@ -21,12 +21,17 @@ func TestReferenceDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bd, err := kong.New(&bdCLI{}, kong.Name("spool bd"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	events, err := reference.Events(filepath.Join("..", "..", "internal"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, b := range map[string][]byte{
 		"cli.md":    reference.CLI(parser.Model),
+		"bd.md":     reference.BD(bd.Model),
 		"config.md": reference.Config(config.Keys()),
 		"events.md": events,
 		"errors.md": reference.Errors(fault.Codes()),

@@ -1,8 +1,8 @@
 // Package beads is the edge to beads (bd) and beads_rust (br) as a source of
 // ready work: spool runs them with an argv (never a shell string) on the
-// agent's behalf (seed 004's trust boundary) and parses their JSON. It knows
-// nothing of spool's queue: the work queue's service maps issues onto
-// candidates and decides what to tell bd.
+// agent's behalf (agents propose, spool executes: an agent never runs bd
+// itself) and parses their JSON. It knows nothing of spool's queue: the work
+// queue's service maps issues onto candidates and decides what to tell bd.
 package beads
 
 import (

@@ -85,8 +85,8 @@ var apiWrites = map[string]call{
 	},
 	"merge/freeze":   mergeFreeze(true),
 	"merge/unfreeze": mergeFreeze(false),
-	// The breaker's pause only: seed 004's orchestrator has no start or
-	// pause a person uses.
+	// The breaker's pause only: the orchestrator has no start or pause a
+	// person uses, so ready work never waits for one.
 	"orchestrator/resume": func(ctx context.Context, env store.Env, r *http.Request) (any, error) {
 		o := orchservice.Open(env)
 		if _, err := o.Resume(ctx); err != nil {

@@ -413,8 +413,8 @@ func TestMergeFreezeFromThePage(t *testing.T) {
 }
 
 // The breaker's pause is lifted from the board as from the CLI; there is
-// no pause a person starts (seed 004): the page offers none, the API has
-// none.
+// no pause a person starts (the orchestrator is always on): the page
+// offers none, the API has none.
 func TestOrchestratorResumeFromTheBoard(t *testing.T) {
 	f := newFixture(t)
 	if r := f.do(request{path: "/orchestrator", token: token}); strings.Contains(r.body, "/api/orchestrator/") {

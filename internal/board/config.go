@@ -8,7 +8,7 @@ import (
 	"github.com/spoolhq/spool/internal/config"
 )
 
-// Configuration keys (README: Configuration).
+// Configuration keys (docs/configuration.md).
 func init() {
 	config.Register(config.Key{Name: "serve.tokens", Kind: config.Strings, Default: []string{}, Check: checkTokens,
 		Help: `tokens spool serve accepts besides its own, each "SHA256HEX=actor": the token's SHA-256 in hex and whom it acts as`})

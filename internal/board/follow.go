@@ -136,7 +136,8 @@ func (s *Server) Follow(ctx context.Context, wakes <-chan struct{}) error {
 // statusEvery is how often build.status is computed without an event.
 const statusEvery = 30 * time.Second
 
-// publishStatus sends seed 004's build.status when it changed.
+// publishStatus sends build.status (the active task and how many tasks
+// wait) when it changed.
 func (s *Server) publishStatus(ctx context.Context) {
 	s.mu.Lock()
 	env, err := s.opt.Env()

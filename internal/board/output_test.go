@@ -31,10 +31,11 @@ func TestOrchestratorOutputStream(t *testing.T) {
 	os.MkdirAll(run, 0o755)
 	log := orchestrator.LogPath(run, 1)
 	os.WriteFile(log, []byte("compiling\n"), 0o644)
+	elsewhere := filepath.Join(t.TempDir(), "elsewhere")
 	if _, _, err := f.env(alice).Write(context.Background(), nil, func(*projections.View, string) ([]eventlog.Draft, error) {
 		return []eventlog.Draft{
 			{Type: orchestrator.TypeClaimed, Subject: id, Data: orchestrator.ClaimedData{Attempt: 1, Branch: "spool/" + id, RunDir: run}},
-			{Type: orchestrator.TypeAgentStarted, Subject: id, Data: orchestrator.StartedData{Attempt: 1, Log: filepath.Join(t.TempDir(), "elsewhere")}},
+			{Type: orchestrator.TypeAgentStarted, Subject: id, Data: orchestrator.StartedData{Attempt: 1, Log: elsewhere}},
 		}, nil
 	}); err != nil {
 		t.Fatal(err)

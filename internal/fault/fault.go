@@ -2,8 +2,8 @@
 // code, a kind that decides the exit code, and fields for --json output.
 //
 // Codes are declared where they arise, with Register, next to the sentinel
-// or constructor that produces them; Codes lists them all (the README's
-// tables are tested against it). Classify turns any error into an *Error.
+// or constructor that produces them; Codes lists them all (the tables
+// of docs/errors.md are tested against it). Classify turns any error into an *Error.
 package fault
 
 import (

@@ -9,7 +9,7 @@ import (
 	"github.com/spoolhq/spool/internal/store"
 )
 
-// Configuration keys (README: Configuration).
+// Configuration keys (docs/configuration.md).
 func init() {
 	config.Register(
 		config.Key{Name: "sync.remote", Kind: config.String, Default: "", Check: func(v any) error { return refname.CheckRemote(v.(string)) },

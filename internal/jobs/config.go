@@ -10,7 +10,7 @@ import (
 	"github.com/spoolhq/spool/internal/config"
 )
 
-// Configuration keys (README: Configuration).
+// Configuration keys (docs/configuration.md).
 func init() {
 	config.Register(
 		config.Key{Name: "scheduler.admins", Kind: config.Strings, Default: []string{}, Check: config.CheckActors,
@@ -40,7 +40,7 @@ func init() {
 // cancelled running job's segment may go on before its worker sends
 // SIGTERM. With the worker's poll (service.DefaultPoll) and its SIGTERM to
 // SIGKILL (service.DefaultKillGrace), a cancelled job has ended within
-// seed 003's 5 seconds (§10).
+// 5 seconds, the most a cancel may take.
 const DefaultCancelGrace = 2 * time.Second
 
 // Fairness policies.

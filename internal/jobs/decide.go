@@ -295,7 +295,7 @@ func CancelJob(s *State, p Policy, id, actor string, now time.Time) ([]eventlog.
 		return nil, err
 	}
 	switch {
-	case j.Status == Dispatched || j.Status == Running:
+	case j.Status.Held():
 		if j.CancelRequested {
 			return nil, nil
 		}
@@ -314,7 +314,7 @@ func PauseJob(s *State, p Policy, id, actor string) ([]eventlog.Draft, error) {
 		return nil, err
 	}
 	switch {
-	case j.Status == Dispatched || j.Status == Running:
+	case j.Status.Held():
 		if j.PauseRequested || j.CancelRequested {
 			return nil, nil
 		}
@@ -332,7 +332,7 @@ func ResumeJob(s *State, p Policy, id, actor string) ([]eventlog.Draft, error) {
 	if err != nil {
 		return nil, err
 	}
-	if j.PauseRequested && (j.Status == Dispatched || j.Status == Running) {
+	if j.PauseRequested && j.Status.Held() {
 		return []eventlog.Draft{draft(TypeResumed, j, nil)}, nil
 	}
 	if j.Status != Paused {
@@ -371,13 +371,13 @@ func RetryJob(s *State, p Policy, id, actor string) ([]eventlog.Draft, error) {
 func Tick(s *State, p Policy, now time.Time, gone Gone) []eventlog.Draft {
 	var out []eventlog.Draft
 	for _, j := range s.Jobs {
-		held := j.Status == Dispatched || j.Status == Running
+		held := j.Status.Held()
 		switch {
 		case j.Status == Scheduled && !j.StartAfter.After(now):
 			out = append(out, draft(TypeReleased, j, nil))
-		case held && (now.After(j.LeaseUntil) || j.Holder != nil && gone[*j.Holder]):
+		case held && (j.leaseRunOut(now) || j.Holder != nil && gone[*j.Holder]):
 			reason := ReasonLeaseExpired
-			if !now.After(j.LeaseUntil) {
+			if !j.leaseRunOut(now) {
 				reason = ReasonWorkerGone // dead before its lease ran out
 			}
 			if j.CancelRequested {
@@ -403,6 +403,14 @@ func Tick(s *State, p Policy, now time.Time, gone Gone) []eventlog.Draft {
 	return out
 }
 
+// leaseRunsOutAt is the first instant at which j's lease has run out: a
+// job's lease holds through LeaseUntil itself.
+func (j *Job) leaseRunsOutAt() time.Time { return j.LeaseUntil.Add(time.Nanosecond) }
+
+// leaseRunOut reports whether j's lease has run out at now (Tick requeues
+// it; NextTick wakes at leaseRunsOutAt).
+func (j *Job) leaseRunOut(now time.Time) bool { return !now.Before(j.leaseRunsOutAt()) }
+
 // NextTick is the first time after now at which Tick has something to
 // decide (zero: nothing waits on the clock): a start_after reached, a lease
 // run out, a schedule's next occurrence.
@@ -417,8 +425,8 @@ func NextTick(s *State, p Policy, now time.Time) time.Time {
 		switch {
 		case j.Status == Scheduled:
 			earliest(j.StartAfter)
-		case j.Status == Dispatched || j.Status == Running:
-			earliest(j.LeaseUntil.Add(time.Nanosecond)) // Tick requeues once now is after it
+		case j.Status.Held():
+			earliest(j.leaseRunsOutAt())
 		}
 	}
 	for _, sc := range s.Schedules {

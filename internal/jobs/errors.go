@@ -60,10 +60,10 @@ func InvalidSegments(n int) error {
 	return fault.New(CodeInvalidSegments, nil, fmt.Sprintf("--segments must be 1 to %d, got %d", SegmentLimit, n), "segments", n, "max", SegmentLimit)
 }
 
-// mayUrgent is the rule on urgent work (seed 003 §1.1: review re-renders
-// and interactive requests): admins always; anyone else while they have
-// fewer than scheduler.urgent_limit urgent jobs not ended (except, for
-// edit, the job being raised); with a limit of 0, admins only.
+// mayUrgent is the rule on urgent work (meant for review re-renders and
+// interactive requests, so it is capped): admins always; anyone else while
+// they have fewer than scheduler.urgent_limit urgent jobs not ended (except,
+// for edit, the job being raised); with a limit of 0, admins only.
 func (s *State) mayUrgent(p Policy, actor, except, what string) error {
 	if p.Admin(actor) {
 		return nil

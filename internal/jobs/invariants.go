@@ -9,7 +9,7 @@ import "fmt"
 func (p *Projection) Invariants() []string {
 	var out []string
 	for _, j := range p.s.Sorted() {
-		held := j.Status == Dispatched || j.Status == Running
+		held := j.Status.Held()
 		switch {
 		case !validStatus(j.Status):
 			out = append(out, fmt.Sprintf("job %s is in no state (%q)", j.ID, j.Status))

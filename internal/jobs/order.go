@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The dispatch rule (README: "Job scheduler"):
+// The dispatch rule (docs/jobs.md):
 //  1. Tiers in order: urgent, normal, background.
 //  2. Within a tier, jobs in order: the time each entered the queue, or
 //     where an admin moved it.
@@ -18,7 +18,8 @@ import (
 //     the least recent slot time (FairUsage); fifo takes the first.
 //  5. That job waits for enough free slots: nothing overtakes it. Running
 //     off-peak jobs of lower tiers than its own are asked to yield at their
-//     next segment boundary, as many as it needs slots (seed 003 §1.6).
+//     next segment boundary, as many as it needs slots (off-peak work
+//     always yields to higher-priority work).
 
 // Offer is what a worker offers: its free slots now, and all it has.
 type Offer struct {
@@ -117,7 +118,7 @@ func (s *State) yielders(next *Job, free int) []*Job {
 		cands   []yieldCand
 	)
 	for _, j := range s.Jobs {
-		if j.OffPeak && (j.Status == Running || j.Status == Dispatched) {
+		if j.OffPeak && j.Status.Held() {
 			running = append(running, j)
 			cands = append(cands, yieldCand{rank: j.Tier.Rank(), first: j.FirstStart, id: j.ID, slots: j.Slots, asked: j.YieldRequested})
 		}
@@ -177,7 +178,7 @@ func pickYielders(cands []yieldCand, rank, need int) []int {
 func (s *State) Busy(worker string) int {
 	n := 0
 	for _, j := range s.Jobs {
-		if j.Worker == worker && (j.Status == Dispatched || j.Status == Running) {
+		if j.Worker == worker && j.Status.Held() {
 			n += j.Slots
 		}
 	}

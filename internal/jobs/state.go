@@ -163,7 +163,7 @@ func NewState() *State {
 const Name = "jobs"
 
 // Spec registers the projection.
-var Spec = projections.Spec{Name: Name, Version: 6, Amortize: 1000, New: func() projections.Projection { return &Projection{s: NewState()} }}
+var Spec = projections.Spec{Name: Name, Version: 7, Amortize: 1000, New: func() projections.Projection { return &Projection{s: NewState()} }}
 
 // Projection folds the scheduler's events.
 type Projection struct{ s *State }
@@ -318,7 +318,7 @@ func (s *State) Apply(e *eventlog.Event) {
 		j.Runs = append(j.Runs, Run{Start: seg.Started, End: e.At})
 	case TypeHeartbeat:
 		var d LeaseData
-		if (j.Status == Dispatched || j.Status == Running) && json.Unmarshal(e.Data, &d) == nil && !d.LeaseUntil.IsZero() {
+		if j.Status.Held() && json.Unmarshal(e.Data, &d) == nil && !d.LeaseUntil.IsZero() {
 			j.LeaseUntil = d.LeaseUntil
 		}
 	case TypeFinished:
@@ -330,26 +330,26 @@ func (s *State) Apply(e *eventlog.Event) {
 			j.Error = d.Error
 		}
 	case TypePauseRequested:
-		if j.Status == Running || j.Status == Dispatched {
+		if j.Status.Held() {
 			j.PauseRequested = true
 		}
 	case TypePaused:
 		s.move(j, Paused, e, "")
 	case TypeResumed:
-		if j.PauseRequested && (j.Status == Running || j.Status == Dispatched) {
+		if j.PauseRequested && j.Status.Held() {
 			j.PauseRequested = false
 		} else if j.Status == Paused {
 			s.move(j, Queued, e, "resume") // its order, and so its place, is kept
 		}
 	case TypeCancelRequested:
 		var d CancelData
-		if (j.Status == Running || j.Status == Dispatched) && json.Unmarshal(e.Data, &d) == nil {
+		if j.Status.Held() && json.Unmarshal(e.Data, &d) == nil {
 			j.CancelRequested, j.GraceUntil = true, d.GraceUntil
 		}
 	case TypeCancelled:
 		s.move(j, Cancelled, e, "")
 	case TypeYieldRequested:
-		if j.Status == Running || j.Status == Dispatched {
+		if j.Status.Held() {
 			j.YieldRequested = true
 		}
 	case TypeRetried:
@@ -358,7 +358,14 @@ func (s *State) Apply(e *eventlog.Event) {
 		}
 	case TypeRequeued:
 		var d RequeuedData
-		if json.Unmarshal(e.Data, &d) == nil {
+		switch {
+		case json.Unmarshal(e.Data, &d) != nil:
+		case j.CancelRequested:
+			// Its cancel was asked: a clone that had not seen that when it
+			// let the job go (its worker lost) ends it, as Tick and Release
+			// would have had they known.
+			s.move(j, Cancelled, e, "")
+		default:
 			s.move(j, Queued, e, d.Reason)
 		}
 	}
@@ -373,7 +380,7 @@ func (s *State) move(j *Job, to Status, e *eventlog.Event, reason string) bool {
 	from := j.Status
 	j.Trail = append(j.Trail, Transition{At: e.At, From: from, To: to, By: e.Actor, Reason: reason})
 	j.Status = to
-	if (from == Dispatched || from == Running) && to != Running { // dispatched → running keeps its worker
+	if from.Held() && to != Running { // dispatched → running keeps its worker
 		j.Worker, j.LeaseUntil, j.Holder = "", time.Time{}, nil
 		j.PauseRequested, j.YieldRequested, j.CancelRequested, j.GraceUntil = false, false, false, time.Time{}
 		for i := range j.Segs { // a segment cut short is run again

@@ -27,7 +27,8 @@ func (d *Seconds) UnmarshalJSON(b []byte) error {
 func (d Seconds) Duration() time.Duration { return time.Duration(d) }
 
 // Stats is spool job stats: the queue's history in [Since, Until)
-// (seed 003 §2.2), days and hours in the scheduler's time zone.
+// (wait per tier, queue depth over time, peak hours, for capacity
+// planning), days and hours in the scheduler's time zone.
 type Stats struct {
 	Since    time.Time    `json:"since"`
 	Until    time.Time    `json:"until"`

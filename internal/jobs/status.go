@@ -1,11 +1,13 @@
-// Package jobs is the job scheduler's domain (seed 003): jobs in three
+// Package jobs is the job scheduler's domain: jobs in three
 // priority tiers, their strict lifecycle, segments, slots offered by
 // workers, quotas with fair share, start_after, off-peak, reordering,
 // recurring schedules, estimates and analytics. The worker that runs a
 // job's argv is the edge (internal/jobs/service); nothing here does I/O.
 package jobs
 
-// Status is where a job is in its lifecycle (seed 003 §1.2).
+// Status is where a job is in its lifecycle. Only the transitions the
+// lifecycle allows are applied (a complete job never runs again); any
+// other is refused with an error that says why.
 type Status string
 
 const (
@@ -22,7 +24,7 @@ const (
 // Statuses lists every status in lifecycle order.
 var Statuses = []Status{Scheduled, Queued, Dispatched, Running, Paused, Cancelled, Failed, Complete}
 
-// transitions is the state machine (README: "Job scheduler"). Every change
+// transitions is the state machine (docs/jobs.md). Every change
 // of status, by a command, a worker or the clock, is checked against it,
 // in decide and again in the fold.
 var transitions = map[Status][]Status{
@@ -45,6 +47,11 @@ func CanTransition(from, to Status) bool {
 	}
 	return false
 }
+
+// Held statuses are those a worker holds the job in, under a lease
+// (dispatched, running): the lease runs out (Job.leaseRunOut), a pause,
+// a cancel or a yield is asked of the worker.
+func (s Status) Held() bool { return s == Dispatched || s == Running }
 
 // Terminal statuses end a job (a failed one until job retry puts it back).
 func (s Status) Terminal() bool { return s == Cancelled || s == Failed || s == Complete }

@@ -5,11 +5,10 @@ import (
 	"time"
 )
 
-// Who may submit urgent work (seed 003 §1.1: review re-renders and
-// interactive requests): anyone, up to scheduler.urgent_limit urgent jobs
-// not ended at once; admins without a limit; 0 keeps it to admins. Raising
-// a job to urgent counts the same. A recurring urgent schedule stays an
-// admin's.
+// Who may submit urgent work (meant for review re-renders and interactive
+// requests): anyone, up to scheduler.urgent_limit urgent jobs not ended at
+// once; admins without a limit; 0 keeps it to admins. Raising a job to urgent
+// counts the same. A recurring urgent schedule stays an admin's.
 func TestUrgentLimit(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
@@ -63,10 +62,9 @@ func TestUrgentLimit(t *testing.T) {
 	wantCode(t, try("carol", Submit{Tier: Urgent}), "unauthorized")
 }
 
-// Seed 003 §1.6: off-peak jobs yield to higher-priority work, not only to
-// urgent work: at their next segment boundary, when a job of a higher tier
-// than theirs waits for their slots. A job of their own tier or a lower
-// one does not move them.
+// Off-peak jobs yield to higher-priority work, not only to urgent work: at
+// their next segment boundary, when a job of a higher tier than theirs waits
+// for their slots. A job of their own tier or a lower one does not move them.
 func TestOffPeakYieldsToHigherTiers(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

@@ -9,11 +9,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spoolhq/spool/internal/board"
 	"github.com/spoolhq/spool/internal/mcpserver"
+	"github.com/spoolhq/spool/internal/workqueue"
 )
 
 // withHeader adds a header to every request a client sends.
@@ -160,5 +162,59 @@ func TestHTTPPrivate(t *testing.T) {
 	slices.Sort(agent)
 	if got := toolNames(t, cs); !slices.Equal(got, agent) {
 		t.Errorf("tools: %v, want %v", got, agent)
+	}
+}
+
+// Over HTTP too, a subscriber hears of a change; a client that goes away
+// without unsubscribing is forgotten, so that the ready queue is no longer
+// read for nobody.
+func TestHTTPSubscriptions(t *testing.T) {
+	f := newFixture(t)
+	ts := serveHTTP(t, f, mcpserver.HTTPOptions{})
+	ctx := context.Background()
+	task, err := wqOpen(f, bob).Add(ctx, workqueue.NewTask{Title: "watched", Priority: 2, Type: "task"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.follow()
+	updated := make(chan string, 100)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) { updated <- req.Params.URI },
+	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: ts.Client(), MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for _, uri := range []string{"spool://ready", "spool://task/" + task.ID} {
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			t.Fatalf("subscribe %s: %v", uri, err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for f.srv.ReadySubscribers() != 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := f.srv.ReadySubscribers(); n != 1 {
+		t.Fatalf("%d subscribers to spool://ready after one subscribed", n)
+	}
+	if _, _, err := wqOpen(f, bob).Next(ctx, nil, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	f.wake()
+	got := map[string]bool{}
+	for timeout := time.After(10 * time.Second); !got["spool://task/"+task.ID] || !got["spool://ready"]; {
+		select {
+		case uri := <-updated:
+			got[uri] = true
+		case <-timeout:
+			t.Fatalf("over HTTP heard %v after a claim", got)
+		}
+	}
+	cs.Close() // no unsubscribe: the client just goes
+	for f.srv.ReadySubscribers() != 0 && time.Now().Before(deadline.Add(10*time.Second)) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := f.srv.ReadySubscribers(); n != 0 {
+		t.Fatalf("%d subscribers to spool://ready after its only client went", n)
 	}
 }

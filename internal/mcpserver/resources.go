@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -115,10 +116,10 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 			return err
 		}
 		s.smu.Lock()
-		if s.subs[uriReady] == 0 {
+		if !s.readSubscribed() {
 			s.ready = body
 		}
-		s.subs[uriReady]++
+		s.readers[req.Session] = true
 		s.smu.Unlock()
 	case strings.HasPrefix(uri, uriTask) && workqueue.ValidID(strings.TrimPrefix(uri, uriTask)):
 	default:
@@ -130,12 +131,27 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 func (s *Server) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
 	if req.Params.URI == uriReady {
 		s.smu.Lock()
-		if s.subs[uriReady] > 0 {
-			s.subs[uriReady]--
-		}
+		delete(s.readers, req.Session)
 		s.smu.Unlock()
 	}
 	return nil
+}
+
+// readSubscribed reports whether a session subscribed to spool://ready is
+// still open, forgetting those that ended without unsubscribing (an HTTP
+// client that went away), which the SDK forgets too; s.smu is held.
+func (s *Server) readSubscribed() bool {
+	if len(s.readers) == 0 {
+		return false
+	}
+	open := map[*mcp.ServerSession]bool{}
+	for _, srv := range s.sessions {
+		for ss := range srv.Sessions() {
+			open[ss] = true
+		}
+	}
+	maps.DeleteFunc(s.readers, func(ss *mcp.ServerSession, _ bool) bool { return !open[ss] })
+	return len(s.readers) > 0
 }
 
 // Follow tells subscribers when a resource changed, until ctx ends: it
@@ -181,7 +197,7 @@ func (s *Server) Follow(ctx context.Context, wakes <-chan struct{}) error {
 // it differs from the last reading.
 func (s *Server) readyChanged(ctx context.Context) bool {
 	s.smu.Lock()
-	subscribed := s.subs[uriReady] > 0
+	subscribed := s.readSubscribed()
 	s.smu.Unlock()
 	if !subscribed {
 		return false

@@ -52,9 +52,9 @@ type Server struct {
 	mu sync.Mutex
 
 	smu      sync.Mutex
-	sessions map[string]*mcp.Server // by actor and tools
-	subs     map[string]int         // subscriptions by URI, over every session
-	ready    []byte                 // spool://ready as last read for its subscribers
+	sessions map[string]*mcp.Server      // by actor and tools
+	readers  map[*mcp.ServerSession]bool // the sessions subscribed to spool://ready
+	ready    []byte                      // spool://ready as last read for its subscribers
 }
 
 // New makes a server; Follow must run for subscriptions to be told of
@@ -66,7 +66,7 @@ func New(opt Options) *Server {
 	if opt.Warn == nil {
 		opt.Warn = func(string) {}
 	}
-	return &Server{opt: opt, sessions: map[string]*mcp.Server{}, subs: map[string]int{}}
+	return &Server{opt: opt, sessions: map[string]*mcp.Server{}, readers: map[*mcp.ServerSession]bool{}}
 }
 
 // Session returns the MCP server of one identity: acting as actor (""

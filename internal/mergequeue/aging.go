@@ -6,13 +6,13 @@ import (
 	"time"
 )
 
-// Starvation aging (seed 002 §7.1, "fair scheduling with aging; priority
-// boost over time"): a pending entry's effective priority improves by one
-// level for every merge.aging it has waited since it was queued (its
-// added_at: a resubmission starts the wait again, an update does not),
-// down to 0. The train claims in effective order, ties by queue time then
-// id, so a P4 entry that has waited long enough goes before a P3 queued
-// after it, and nothing waits behind newer work for ever.
+// Starvation aging (so that low-priority entries are not passed over forever):
+// a pending entry's effective priority improves by one level for every
+// merge.aging it has waited since it was queued (its added_at: a resubmission
+// starts the wait again, an update does not), down to 0. The train claims in
+// effective order, ties by queue time then id, so a P4 entry that has waited
+// long enough goes before a P3 queued after it, and nothing waits behind newer
+// work for ever.
 //
 // The clock is the command's: the projection's positions (what verify
 // checks) are the order without aging, which the log alone decides; every

@@ -37,10 +37,11 @@ func (p Policy) CheckBranch(workspace, branch string) error {
 
 func (p Policy) admin(actor string) bool { return slices.Contains(p.Admins, actor) }
 
-// SubmitRequest is the seed's QueueSubmissionRequest, with the identity the
-// edge read from git. ChangeID empty means "generate one" (a plain git
-// repository whose commit has no Change-Id trailer); DedupeKey empty means
-// "compute it from the workspace identity and change id".
+// SubmitRequest is a submission (QueueSubmissionRequest's fields, as
+// merge-queue clients already send them), with the identity the edge read from
+// git. ChangeID empty means "generate one" (a plain git repository whose
+// commit has no Change-Id trailer); DedupeKey empty means "compute it from the
+// workspace identity and change id".
 type SubmitRequest struct {
 	Workspace      string // display name: the worktree directory's base name
 	WorkspaceID    string // identity (WorkspaceID); empty: the display name, as entries of older logs
@@ -59,7 +60,8 @@ type SubmitRequest struct {
 	PendingPush string
 }
 
-// SubmissionType is the seed's SubmissionType.
+// SubmissionType says what a submission did: a new entry, an update of the
+// active one, or a terminal one resubmitted.
 type SubmissionType string
 
 const (
@@ -180,8 +182,11 @@ func (s *State) legacyEntry(req SubmitRequest) *Entry {
 	return nil
 }
 
-// DecideSubmit is the idempotent upsert of seed 002 §9.4. The workspace in
-// its cases is the identity (req.WorkspaceID), which is also the dedupe
+// DecideSubmit is the idempotent upsert, by dedupe key: no entry, a new one; a
+// terminal entry of the same workspace is reset to pending, of another
+// workspace releases the key to a new entry; an active entry of the same
+// workspace is updated, of another workspace is a conflict. The workspace in
+// these cases is the identity (req.WorkspaceID), which is also the dedupe
 // key's first part; the display name only labels the entry.
 func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submission, error) {
 	if err := ValidateWorkspaceName(req.Workspace); err != nil {
@@ -217,7 +222,7 @@ func DecideSubmit(s *State, req SubmitRequest, pol Policy, now time.Time) (Submi
 			req.DedupeKey = held.DedupeKey
 		}
 	}
-	if req.DedupeKey != "" { // given: the key names the change (INV-ID-003)
+	if req.DedupeKey != "" { // given: the key is workspace:change_id, so it names the change
 		if err := ValidateDedupeKey(req.DedupeKey); err != nil {
 			return Submission{}, err
 		}
@@ -414,12 +419,12 @@ func DecideClaimHeld(s *State, runner string, holder *ProcRecord, target Target,
 		return nil, nil
 	}
 	for _, e := range s.index().active {
-		if e.Status.Processing() && e.LeaseUntil != nil && now.Before(*e.LeaseUntil) {
+		if e.Status.Processing() && e.leaseLive(now) {
 			return nil, nil
 		}
 	}
 	var e *Entry
-	for _, p := range s.OrderAt(now, pol.Aging).Queue { // aging counted (§7.1)
+	for _, p := range s.OrderAt(now, pol.Aging).Queue { // aging counted, so nothing starves
 		if !target.waits(p) {
 			e = p
 			break
@@ -529,11 +534,25 @@ func DecideProcStarted(s *State, id int64, runner string, p ProcRecord, pol Poli
 func (s *State) Expired(now time.Time) []*Entry {
 	var out []*Entry
 	for _, e := range s.index().active {
-		if e.Status.Processing() && (e.LeaseUntil == nil || !now.Before(*e.LeaseUntil)) {
+		if e.leaseExpired(now) {
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// leaseLive reports whether e holds a lease that has not run out at now.
+// It is the one rule of a lease: it runs out at its end (at LeaseUntil
+// itself, it has), for the claim that waits on it, for Expired and
+// recovery that take it, and for NextExpiry that says when.
+func (e *Entry) leaseLive(now time.Time) bool {
+	return e.LeaseUntil != nil && now.Before(*e.LeaseUntil)
+}
+
+// leaseExpired reports whether e is processing with no live lease: what
+// Expired lists and recovery takes.
+func (e *Entry) leaseExpired(now time.Time) bool {
+	return e.Status.Processing() && !e.leaseLive(now)
 }
 
 // Recoverable lists the processing entries recovery takes now: those whose
@@ -543,7 +562,7 @@ func (s *State) Expired(now time.Time) []*Entry {
 func (s *State) Recoverable(now time.Time, dead map[string]bool) []*Entry {
 	var out []*Entry
 	for _, e := range s.index().active {
-		if e.Status.Processing() && (e.LeaseUntil == nil || !now.Before(*e.LeaseUntil) || e.Runner != "" && dead[e.Runner]) {
+		if e.leaseExpired(now) || e.Status.Processing() && e.Runner != "" && dead[e.Runner] {
 			out = append(out, e)
 		}
 	}
@@ -571,7 +590,7 @@ func (s *State) Holders() map[string]ProcRecord {
 func (s *State) NextExpiry(now time.Time) time.Time {
 	var at time.Time
 	for _, e := range s.index().active {
-		if e.Status.Processing() && e.LeaseUntil != nil && e.LeaseUntil.After(now) && (at.IsZero() || e.LeaseUntil.Before(at)) {
+		if e.Status.Processing() && e.leaseLive(now) && (at.IsZero() || e.LeaseUntil.Before(at)) {
 			at = *e.LeaseUntil
 		}
 	}
@@ -592,7 +611,7 @@ func DecideRecover(s *State, merged map[int64]bool, dead map[string]bool, pol Po
 	for _, e := range s.Recoverable(now, dead) {
 		base := EntryData{EntryID: e.ID, EntryRef: e.Ref, From: e.Status, HeadSHA: e.HeadSHA, TestedSHA: e.TestedSHA, TestedAgainstSHA: e.TestedAgainstSHA, Runner: e.Runner}
 		reason := "lease of runner " + e.Runner + " expired in " + string(e.Status)
-		if e.LeaseUntil != nil && now.Before(*e.LeaseUntil) {
+		if e.leaseLive(now) {
 			reason = "runner " + e.Runner + " died in " + string(e.Status) + " (its process on this machine is gone)"
 		}
 		if e.Status == Merging {
@@ -622,12 +641,12 @@ func DecideRecover(s *State, merged map[int64]bool, dead map[string]bool, pol Po
 	return drafts
 }
 
-// Audited are the refusals of a submission the log records (seed 002
-// SR-005: failed submissions are logged with full context), each as a
-// merge.refused event that creates no entry: the workspace could not be
-// pushed or was not clean, or already has another change queued. Every
-// other refusal (bad flags and values, an unknown workspace, the target
-// branch) appends nothing, as a rejected command does.
+// Audited are the refusals of a submission the log records (a failed
+// submission is logged with its full context, for the audit trail), each as a
+// merge.refused event that creates no entry: the workspace could not be pushed
+// or was not clean, or already has another change queued. Every other refusal
+// (bad flags and values, an unknown workspace, the target branch) appends
+// nothing, as a rejected command does.
 var Audited = []fault.Code{CodeRemoteUnreachable, CodeBookmarkPushFailed, CodeWorkspaceNotClean, CodeAlreadyInQueue}
 
 // Refusal is the workspace a refused submission was about.

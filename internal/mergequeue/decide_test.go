@@ -13,7 +13,8 @@ import (
 	"github.com/spoolhq/spool/internal/fault"
 )
 
-// §9.4 case 1 and POST-ENTRY-001..008, POST-POS-001, POST-AUDIT-001..004.
+// No entry has the key: a new pending entry, with what was submitted, a
+// position and one audit step.
 func TestSubmitNew(t *testing.T) {
 	s := New()
 	r := req("ws-a", 1, "ada")
@@ -25,34 +26,34 @@ func TestSubmitNew(t *testing.T) {
 	e := s.Entry(1)
 	switch {
 	case e == nil:
-		t.Fatal("POST-ENTRY-001: no entry")
+		t.Fatal("no entry")
 	case e.ID <= 0:
-		t.Error("POST-ENTRY-002: id not positive")
+		t.Error("id not positive")
 	case e.Workspace != "ws-a":
-		t.Error("POST-ENTRY-003")
+		t.Error("workspace:", e.Workspace)
 	case e.DedupeKey != "ws-a:Cws-a" || e.DedupeKey != sub.DedupeKey:
-		t.Error("POST-ENTRY-004:", e.DedupeKey)
+		t.Error("dedupe key:", e.DedupeKey)
 	case e.HeadSHA != sha(1):
-		t.Error("POST-ENTRY-005")
+		t.Error("head:", e.HeadSHA)
 	case e.Status != Pending:
-		t.Error("POST-ENTRY-006")
+		t.Error("status:", e.Status)
 	case !e.AddedAt.Equal(t0):
-		t.Error("POST-ENTRY-007")
+		t.Error("added at:", e.AddedAt)
 	case e.WorkspaceState != WorkspaceCreated:
-		t.Error("POST-ENTRY-008")
+		t.Error("workspace state:", e.WorkspaceState)
 	case e.Position != 1 || s.PendingCount != 1:
-		t.Error("POST-POS-001/004")
+		t.Errorf("position %d of %d pending, want 1 of 1", e.Position, s.PendingCount)
 	case e.BeadID != "bd-1" || e.Owner != "ada":
 		t.Error("bead and owner")
 	}
 	h := e.LastStep
 	if e.Steps != 1 || h.Type != EvSubmitted || !h.At.Equal(t0) || h.Actor != "ada" || h.To != Pending {
-		t.Errorf("POST-AUDIT-001..004: %d steps, %+v", e.Steps, h)
+		t.Errorf("want one submitted step at t0 by ada to pending: %d steps, %+v", e.Steps, h)
 	}
 	checkInvariants(t, s)
 }
 
-// §9.4 case 4: same key, same workspace: update head and time, keep the entry.
+// An active entry, same key, same workspace: update head and time, keep the entry.
 func TestSubmitUpdatesActive(t *testing.T) {
 	s := New()
 	submit(t, s, req("ws-a", 1, "ada"), t0)
@@ -68,7 +69,7 @@ func TestSubmitUpdatesActive(t *testing.T) {
 		t.Errorf("entries %d, position %d, priority %d", s.Len(), e.Position, e.Priority)
 	}
 	if e.Steps != 2 || e.LastStep.Type != EvUpdated {
-		t.Error("POST-AUDIT-002: want an updated event")
+		t.Error("want an updated event")
 	}
 	r.Priority = nil // not given: the entry keeps its priority
 	submit(t, s, r, t0.Add(3*time.Second))
@@ -110,7 +111,7 @@ func TestSubmitWhileProcessing(t *testing.T) {
 	checkInvariants(t, s)
 }
 
-// §9.4 case 2 and POST-DEDUPE-003: a terminal entry of the same workspace is reset.
+// A terminal entry of the same workspace is reset to pending by a resubmission.
 func TestSubmitResubmitsTerminal(t *testing.T) {
 	for _, end := range []Status{Merged, FailedTerminal, Cancelled} {
 		t.Run(string(end), func(t *testing.T) {
@@ -141,7 +142,7 @@ func TestSubmitResubmitsTerminal(t *testing.T) {
 	}
 }
 
-// §9.4 case 3 and POST-DEDUPE-002: a terminal entry of another workspace releases the key.
+// A terminal entry of another workspace releases the key: a new entry may have it.
 func TestSubmitTerminalOtherWorkspace(t *testing.T) {
 	s := New()
 	r := req("ws-a", 1, "ada")
@@ -157,7 +158,8 @@ func TestSubmitTerminalOtherWorkspace(t *testing.T) {
 	checkInvariants(t, s)
 }
 
-// §9.4 case 5, PRE-Q-001/002: an active key of another workspace is a conflict.
+// An active key of another workspace is a conflict: the key may name one
+// active entry only.
 func TestSubmitDedupeKeyConflict(t *testing.T) {
 	s := New()
 	r := req("ws-a", 1, "ada")
@@ -169,7 +171,8 @@ func TestSubmitDedupeKeyConflict(t *testing.T) {
 	wantCode(t, err, CodeDedupeKeyConflict.Name)
 }
 
-// INV-QUEUE-002: a workspace with an active entry for another change is already in the queue.
+// A workspace has at most one active entry: with one for another change it is
+// already in the queue.
 func TestSubmitAlreadyInQueue(t *testing.T) {
 	s := New()
 	submit(t, s, req("ws-a", 1, "ada"), t0)
@@ -233,8 +236,9 @@ func TestSubmitValidation(t *testing.T) {
 	}
 }
 
-// INV-ID-002, INV-ID-003: a generated change id is remembered per workspace
-// and branch, so amending (a new head) keeps the dedupe key.
+// A change id is stable across amend and rebase: a generated one is
+// remembered per workspace and branch, so amending (a new head) keeps the
+// dedupe key, workspace:change_id.
 func TestGeneratedChangeIDIsStable(t *testing.T) {
 	s := New()
 	r := req("ws-a", 1, "ada")
@@ -254,7 +258,7 @@ func TestGeneratedChangeIDIsStable(t *testing.T) {
 	checkInvariants(t, s)
 }
 
-// POST-POS-002/003, INV-QUEUE-005, §9.3: priority first, FIFO within a priority.
+// Positions are unique among pending entries: priority first, FIFO within a priority.
 func TestPositions(t *testing.T) {
 	s := New()
 	for i, p := range []int{2, 0, 2, 1, 0} {
@@ -298,7 +302,7 @@ func TestCapacity(t *testing.T) {
 	}
 }
 
-// PRE-AUTH-001/002, §7.
+// Only an entry's owner or an admin submits to its workspace or changes it.
 func TestAuthorization(t *testing.T) {
 	s := New()
 	submit(t, s, req("ws-a", 1, "ada"), t0)
@@ -580,10 +584,11 @@ func TestErrorVariants(t *testing.T) {
 			t.Errorf("%s: kind %d, message %q, fields %v", v.Code, v.Kind, v.Message, v.Fields)
 		}
 	}
-	// The seed's 21 but database_open_failed, schema_initialization_failed and
-	// transaction_failed (spool has no database), and spool's 8.
+	// QueueSubmissionError's 21 but database_open_failed,
+	// schema_initialization_failed and transaction_failed (spool has no
+	// database), and spool's 8.
 	if len(seen) != 26 {
-		t.Errorf("%d variants, want the seed's 18 that apply and spool's 8", len(seen))
+		t.Errorf("%d variants, want QueueSubmissionError's 18 that apply and spool's 8", len(seen))
 	}
 }
 
@@ -715,9 +720,9 @@ func TestProcStarted(t *testing.T) {
 	checkInvariants(t, s)
 }
 
-// The workspace of §9.4 is the identity, not the display name: worktrees
-// x/dupe and y/dupe, or two clones' worktrees named wt, are different
-// workspaces with different dedupe keys.
+// The workspace the upsert's cases compare is the identity, not the display
+// name: worktrees x/dupe and y/dupe, or two clones' worktrees named wt, are
+// different workspaces with different dedupe keys.
 func TestSubmitSameNameOtherIdentity(t *testing.T) {
 	s := New()
 	a, b := req("dupe", 1, "ada"), req("dupe", 2, "ada")
@@ -883,8 +888,8 @@ func TestSubmitTargetBranchRefused(t *testing.T) {
 	}
 }
 
-// SR-005: only the seed's audited refusals become merge.refused; bad input
-// and every other refusal append nothing.
+// Only the refusals worth auditing (Audited) become merge.refused; bad
+// input and every other refusal append nothing.
 func TestDecideRefused(t *testing.T) {
 	about := Refusal{Workspace: "ws", WorkspaceID: "w1/ws", Branch: "feat", HeadSHA: sha(1)}
 	for _, c := range []struct {
@@ -947,7 +952,7 @@ func TestSubmitGivenDedupeKey(t *testing.T) {
 	checkInvariants(t, s)
 }
 
-// Offline (§6.1): an entry queued while the remote did not answer waits as
+// Offline: an entry queued while the remote did not answer waits as
 // pending_push, passed over by the train, until merge.pushed of its head.
 func TestPendingPush(t *testing.T) {
 	s := New()

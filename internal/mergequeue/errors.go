@@ -8,21 +8,23 @@ import (
 	"github.com/spoolhq/spool/internal/fault"
 )
 
-// The seed's QueueSubmissionError, one constructor per variant. Each is a
-// *fault.Error: a snake_case code, a kind that sets the exit code (2 usage,
-// 3 rejected by a queue rule, 4 git or storage), a message that says what to
-// do, and the variant's fields, which --json renders next to code and message.
+// The merge queue's submission errors (QueueSubmissionError's variants, as
+// merge-queue clients already handle them), one constructor per variant. Each
+// is a *fault.Error: a snake_case code, a kind that sets the exit code (2
+// usage, 3 rejected by a queue rule, 4 git or storage), a message that says
+// what to do, and the variant's fields, which --json renders next to code and
+// message.
 
 // ErrSubmission is wrapped by every merge-queue error that has no better sentinel.
 var ErrSubmission = errors.New("merge queue")
 
-// Codes of every variant, in the seed's order, then spool's additions. The
-// seed's database_open_failed, schema_initialization_failed and
+// Codes of every variant, in QueueSubmissionError's order, then spool's
+// additions. Its database_open_failed, schema_initialization_failed and
 // transaction_failed have no counterpart: spool has no database; opening
 // the log, a missing .spool/ and a failed append are storage,
-// not_initialized and storage (see the README).
+// not_initialized and storage (see docs/errors.md).
 var (
-	// Codes of every variant, in the seed's order, then spool's additions.
+	// Codes of every variant, in QueueSubmissionError's order, then spool's additions.
 	CodeSessionNotFound           = fault.Register(fault.Rejected, "session_not_found")
 	CodeInvalidWorkspaceName      = fault.Register(fault.Usage, "invalid_workspace_name")
 	CodeInvalidHeadSHA            = fault.Register(fault.Rejected, "invalid_head_sha")
@@ -58,7 +60,8 @@ func SessionNotFound(session string) *fault.Error {
 		"session", session)
 }
 
-// AbandonedWorkspace is SessionNotFound for a worktree whose directory is gone (PRE-WS-002).
+// AbandonedWorkspace is SessionNotFound for a worktree whose directory is
+// gone: an abandoned workspace cannot be submitted.
 func AbandonedWorkspace(session string) *fault.Error {
 	return fault.New(CodeSessionNotFound, fault.ErrNotFound,
 		fmt.Sprintf("workspace %q is abandoned: its directory is gone; run git worktree prune, or recreate it with git worktree add", session),

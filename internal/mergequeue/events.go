@@ -56,9 +56,10 @@ const WaitTargetDiverged = "target_diverged"
 const WaitTargetLocked = "target_locked"
 
 // WaitPushPending starts the reason of a submission queued while the remote
-// could not be reached (seed 002 §6.1: "queue entry in 'offline' state,
-// retry later"): the entry is pending but waits, passed over by the train,
-// until the train or watch pushes its branch (merge.pushed).
+// could not be reached (an unreachable remote queues the entry offline and
+// retries, rather than refusing it): the entry is pending but waits, passed
+// over by the train, until the train or watch pushes its branch
+// (merge.pushed).
 const WaitPushPending = "pending_push"
 
 // ChangeIDSource says where an entry's change id came from.

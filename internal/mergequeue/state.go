@@ -68,11 +68,11 @@ type State struct {
 }
 
 // index holds what is otherwise a scan of every entry, so that a fold stays
-// linear in the log however many entries it has seen: active entries by
-// dedupe key and by workspace (at most one each: INV-QUEUE-001, -002) and
-// by id, the decoded entries by ref and the newest of them by dedupe key,
-// and the pending entries in position order. It is derived from the
-// entries (reindex) and never encoded.
+// linear in the log however many entries it has seen: active entries by dedupe
+// key and by workspace (at most one active entry per key and per workspace)
+// and by id, the decoded entries by ref and the newest of them by dedupe key,
+// and the pending entries in position order. It is derived from the entries
+// (reindex) and never encoded.
 //
 // The undecoded entries are found through the snapshot's index, by ref
 // (coldRef) and the newest by dedupe key (coldKey), when a lookup misses
@@ -427,12 +427,13 @@ func (s *State) Apply(ev *eventlog.Event) error {
 func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 	if ev.Type == EvSubmitted {
 		// Only what DecideSubmit records: the identity the invariants
-		// hold every entry to (INV-ID-001 to 004).
+		// hold every entry to (a full commit id, a change id, a dedupe key
+		// workspace:change_id, a branch).
 		if d.Workspace == "" || refname.CheckBranch(d.Branch) != nil || d.ChangeID == "" || ValidateDedupeKey(d.DedupeKey) != nil ||
 			!strings.HasSuffix(d.DedupeKey, ":"+d.ChangeID) || !ValidHeadSHA(d.HeadSHA) {
 			return false
 		}
-		d.From, d.To = "", Pending // a new entry is pending, whatever the data says (INV-AUDIT-001)
+		d.From, d.To = "", Pending // a new entry starts pending, whatever the data says, and its first audit step says so
 		legacy := ""
 		if d.WorkspaceID == "" { // an older spool's event: the name was the identity
 			d.WorkspaceID, legacy = d.Workspace, ev.Writer
@@ -455,7 +456,8 @@ func (s *State) applyEntry(ev *eventlog.Event, d *EntryData) bool {
 		if why := s.rival(e); why != "" {
 			// Queued concurrently with an active entry of the same key or
 			// workspace (on another clone): the later one in replay order
-			// ends cancelled, saying so, and INV-QUEUE-001/002 hold.
+			// ends cancelled, saying so, so that a key and a workspace
+			// each keep at most one active entry.
 			e.Status, e.Waiting = Cancelled, "" // only pending entries wait
 			e.Conflicts = append(e.Conflicts, Resolution{Event: ev.ID, To: Cancelled, Reason: why})
 			instead := *d
@@ -710,7 +712,7 @@ func (e *Entry) setRequest(d *EntryData) {
 }
 
 func (s *State) step(e *Entry, ev *eventlog.Event, d *EntryData) {
-	// The audit trail's times never go backwards (INV-AUDIT-004) even if a
+	// The audit trail's times never go backwards even if a
 	// writer's clock did; the event itself keeps the time it was written.
 	at := ev.At
 	if e.Steps > 0 && at.Before(e.LastStep.At) {

@@ -5,7 +5,9 @@
 // (internal/git, internal/proc); nothing here does I/O.
 package mergequeue
 
-// Status is where an entry is in its lifecycle (seed 002 §9.1).
+// Status is where an entry is in its lifecycle: pending, then through the
+// train (claimed, rebasing, testing, ready, merging) to merged, failed or
+// cancelled; only the transitions in the table below are applied.
 type Status string
 
 const (
@@ -88,8 +90,8 @@ func (s Status) Processing() bool {
 	return false
 }
 
-// WorkspaceState is what the queue says about an entry's workspace
-// (seed 002 INV-STATE-002); it is derived from the status.
+// WorkspaceState is what the queue says about an entry's workspace, one of
+// the values below; it is derived from the status, so it cannot disagree.
 type WorkspaceState string
 
 const (

@@ -25,7 +25,7 @@ func TestTransitionTable(t *testing.T) {
 	}
 }
 
-// INV-STATE-003: terminal entries cannot transition, except reset to pending.
+// Terminal entries cannot transition, except reset to pending.
 func TestTerminalStates(t *testing.T) {
 	for _, s := range Statuses {
 		if s.Terminal() != (s == Merged || s == FailedTerminal || s == Cancelled) {
@@ -56,7 +56,7 @@ func TestWorkspaceStateOf(t *testing.T) {
 		}
 	}
 	if WorkspaceStateOf(Pending) != WorkspaceCreated {
-		t.Error("pending must be created (POST-ENTRY-008)")
+		t.Error("pending must be created: a new entry's workspace state")
 	}
 }
 

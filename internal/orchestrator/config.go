@@ -6,7 +6,7 @@ import (
 	"github.com/spoolhq/spool/internal/config"
 )
 
-// Configuration keys (README: Configuration).
+// Configuration keys (docs/configuration.md).
 func init() {
 	config.Register(
 		config.Key{Name: "orchestrator.agent_command", Kind: config.Strings, Default: []string{},

@@ -2,7 +2,7 @@ package orchestrator
 
 import "time"
 
-// The orchestrator's events (README: Event catalogue). The subject of each
+// The orchestrator's events (docs/events.md). The subject of each
 // agent event is the task it works on.
 const (
 	TypeClaimed       = "orchestrator.claimed"        // ClaimedData: in the append that claims the task

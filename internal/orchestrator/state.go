@@ -23,8 +23,9 @@ const (
 	PhaseFinishing = "finishing" // the agent ended; the task is being settled
 )
 
-// Active is the task an agent works on (seed 004 §2's active_task, plus
-// what recovery needs: where it works, where it started, its supervisor).
+// Active is the task an agent works on: what a restart needs to resume or
+// recover it (task, phase, agent, branch, times, attempt), plus where it
+// works, where it started and its supervisor.
 type Active struct {
 	TaskID       string    `json:"task_id"`
 	Phase        string    `json:"phase"`

@@ -9,7 +9,8 @@ import (
 	"github.com/spoolhq/spool/internal/config"
 )
 
-// HIL modes (seed §10): apply, apply and tell, or wait for spool plan approve.
+// HIL (human in the loop) modes, set per category of proposal: apply,
+// apply and tell, or wait for spool plan approve.
 const (
 	Automated        = "automated"
 	Notify           = "notify"
@@ -27,7 +28,7 @@ const (
 // Categories are the HIL categories, in the order they are reported.
 var Categories = []string{ScopeChanges, ArchitectureDecisions, DependencyModifications}
 
-// Configuration keys (README: Configuration). The orchestrator's other keys
+// Configuration keys (docs/configuration.md). The orchestrator's other keys
 // (agent_command, watchdog_interval, …) are registered by its package.
 func init() {
 	config.Register(

@@ -22,7 +22,7 @@ const (
 	GateLabel = "plan-gate"
 )
 
-// GateReason closes a plan's gate (seed §11).
+// GateReason is the reason given when a build closes a plan's gate.
 const GateReason = "Plan built"
 
 // Context is what every decision needs besides the states.
@@ -216,8 +216,8 @@ func ApplyFeedback(st *State, wq *workqueue.State, p FeedbackProposal, c Context
 	return drafts, out, nil
 }
 
-// Ship starts a build (seed §11): the gate closed, so the plan's tasks are
-// ready, and shipped_at recorded; the PRD step follows, and Built records
+// Ship starts a build, in a fixed order: the gate closed, so the plan's tasks
+// are ready, and shipped_at recorded; the PRD step follows, and Built records
 // its outcome. rebuild runs the build of a built plan again.
 func Ship(st *State, wq *workqueue.State, id string, rebuild bool, now time.Time) ([]eventlog.Draft, error) {
 	p := st.Plans[id]

@@ -23,7 +23,7 @@ func Invalid(path, msg string) error {
 }
 
 // SourceUnsupported refuses plan apply, feedback and build with a bd/br
-// work source (README: Plans and proposals says why).
+// work source (docs/orchestrator.md: Plans and proposals says why).
 func SourceUnsupported(kind string) error {
 	return fault.New(CodeSourceUnsupported, nil, fmt.Sprintf(
 		"workqueue.source is %[1]s: a plan's epic, gate, tasks and dependencies are made in one append, all or nothing, in spool's own tracker; "+

@@ -1,9 +1,10 @@
-// Package plans is the trust boundary of seed 004 §5–7 and §10–11: agents
-// propose, spool executes. A proposal (a plan's tasks, verify-phase
-// feedback, PRD section updates) is parsed and validated whole here, then
-// applied all or nothing, once (by its content hash), or held for a human
-// when its HIL category asks for approval. The orchestrator's projection
-// folds feedback.added and feedback.categorized from this package.
+// Package plans is the trust boundary between agents and the tracker: agents
+// propose, spool executes, so an agent never runs bd or edits the PRD itself.
+// A proposal (a plan's tasks, verify-phase feedback, PRD section updates) is
+// parsed and validated whole here, then applied all or nothing, once (by its
+// content hash), or held for a human when its HIL category asks for approval.
+// The orchestrator's projection folds feedback.added and feedback.categorized
+// from this package.
 package plans
 
 import (

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// PRDFile is prd.json (README: prd.json): sections by name, each with its
+// PRDFile is prd.json (docs/orchestrator.md: prd.json): sections by name, each with its
 // content, version and change log. LastUpdate is the hash of the last
 // proposal written, so that a command interrupted between writing the file
 // and recording it does not apply the proposal twice. Other top-level keys

@@ -22,7 +22,8 @@ type Task struct {
 	DependsOn   []int  `json:"depends_on"`
 }
 
-// PlanProposal is seed §5's plan-phase output.
+// PlanProposal is the planning agent's plan-phase output: tasks whose
+// dependencies are indexes into the list, which spool turns into ids.
 type PlanProposal struct {
 	Tasks []Task `json:"tasks"`
 }
@@ -36,8 +37,9 @@ type FeedbackTask struct {
 	Dependencies []string `json:"dependencies"`
 }
 
-// FeedbackProposal is seed §6's verify-phase output; FeedbackID, when set,
-// names the pending feedback it categorizes.
+// FeedbackProposal is the planning agent's verify-phase output: feedback
+// sorted into a category and a plan, with tasks to create; FeedbackID, when
+// set, names the pending feedback it categorizes.
 type FeedbackProposal struct {
 	Category   string         `json:"category"`
 	PlanID     string         `json:"mapped_plan_id"`
@@ -52,7 +54,8 @@ type SectionUpdate struct {
 	Entry   string `json:"change_log_entry"`
 }
 
-// PRDProposal is seed §7's PRD update output.
+// PRDProposal is the planning agent's proposed PRD section updates, which
+// spool applies and commits.
 type PRDProposal struct {
 	Updates []SectionUpdate `json:"section_updates"`
 }

@@ -1,11 +1,13 @@
 package prdqueue_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"time"
-
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/prdqueue"
@@ -15,6 +17,40 @@ import (
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	projectiontest.Run(t, projectiontest.Suite{Spec: prdqueue.Spec, NewClone: newClone, Steps: 300})
+	// Run returns when every check is done: what the clones' folds broke.
+	if bad := broken.list(); len(bad) > 0 {
+		t.Fatalf("the fold of merged logs broke %d rules; the first: %v", len(bad), bad[:min(len(bad), 5)])
+	}
+}
+
+// broken collects the fold rules the clones' models saw broken while they
+// folded the logs the suite merged (Apply has no testing.T; the suite's
+// invariants check the state, these the steps to it).
+var broken violations
+
+type violations struct {
+	mu   sync.Mutex
+	bad  []string
+	seen map[string]bool // a clone folds its whole log again after each merge
+}
+
+func (v *violations) add(format string, args ...any) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	msg := fmt.Sprintf(format, args...)
+	if v.seen == nil {
+		v.seen = map[string]bool{}
+	}
+	if !v.seen[msg] {
+		v.seen[msg] = true
+		v.bad = append(v.bad, msg)
+	}
+}
+
+func (v *violations) list() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.bad
 }
 
 // clone decides what spool's prd commands would on one clone, against the
@@ -28,7 +64,34 @@ func newClone(writer string) projectiontest.Clone {
 	return &clone{s: prdqueue.NewState(), writer: writer}
 }
 
-func (c *clone) Apply(e *eventlog.Event) { c.s.Apply(e) }
+// Apply folds e and checks the steps of merged logs: a transition moves an
+// item only from the state it names (another clone's stale one changes
+// nothing), and a PRD added again (two clones added it apart) keeps its one
+// item, in its state.
+func (c *clone) Apply(e *eventlog.Event) {
+	var d struct {
+		FeatureSlug string          `json:"feature_slug"`
+		From        prdqueue.Status `json:"from"`
+		To          prdqueue.Status `json:"to"`
+	}
+	_ = json.Unmarshal(e.Data, &d)
+	k := prdqueue.ItemKey{Feature: d.FeatureSlug, PRD: strings.TrimPrefix(e.Subject, "prd/")}
+	var before *prdqueue.Item
+	orig := c.s.Items[k]
+	if orig != nil {
+		copied := *orig
+		before = &copied
+	}
+	c.s.Apply(e)
+	after := c.s.Items[k]
+	switch {
+	case before == nil || after == nil:
+	case e.Type == prdqueue.TypeTransitioned && after.State != before.State && (before.State != d.From || after.State != d.To):
+		broken.add("%s %s/%s: %s → %s applied to an item in %s, now %s", e.ID, k.Feature, k.PRD, d.From, d.To, before.State, after.State)
+	case e.Type == prdqueue.TypeAdded && (after != orig || after.State != before.State):
+		broken.add("%s %s/%s added again: %s, now %s", e.ID, k.Feature, k.PRD, before.State, after.State)
+	}
+}
 
 var (
 	features = []string{"f1", "f2"}

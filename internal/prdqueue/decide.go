@@ -477,7 +477,7 @@ func Rechecks(s *State) []*Item {
 	return out
 }
 
-// QueueReady reports the seed's queue-ready definition: queued, with a
+// QueueReady reports whether a PRD is ready for agents: queued, with a
 // handle, and both readiness checks passing.
 func (s *State) QueueReady(it *Item) bool {
 	return it.State == Queued && s.PRDs[it.PRD].Epic != "" && it.Selectable && it.DoctorPass

@@ -21,13 +21,14 @@ const (
 func FeatureSubject(slug string) string { return "feature/" + slug }
 func PRDSubject(slug string) string     { return "prd/" + slug }
 
-// Modes of a feature run (seed 000's manifest field).
+// Modes of a feature run (the manifest's mode field).
 const (
 	ModeConflictAware = "conflict-aware"
 	ModeSequential    = "sequential"
 )
 
-// DefaultWorkerCap is the seed's required number of enqueue workers;
+// DefaultWorkerCap is the number of enqueue workers a feature run has
+// unless it says otherwise (enqueueing is concurrent but bounded);
 // MaxWorkerCap the most a feature run may have.
 const (
 	DefaultWorkerCap = 2
@@ -98,8 +99,8 @@ type CheckData struct {
 const GateApproved = "approved"
 
 // BlockedOpenQuestions is the blocked_reason of an approved PRD whose Open
-// Questions are not empty (seed 000); BlockedApprovalInvalidated says why an
-// edited PRD waits for approval again.
+// Questions are not empty (open questions keep it from being queued);
+// BlockedApprovalInvalidated says why an edited PRD waits for approval again.
 const (
 	BlockedOpenQuestions       = "open_questions"
 	BlockedApprovalInvalidated = "approval_invalidated"

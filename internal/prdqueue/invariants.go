@@ -31,8 +31,21 @@ func (p *Projection) Invariants() []string {
 		}
 	}
 	for _, slug := range slices.Sorted(maps.Keys(s.Features)) {
-		if f := s.Features[slug]; CheckSlug("feature", slug) != nil || f.WorkerCap < 1 || f.WorkerCap > MaxWorkerCap {
+		f := s.Features[slug]
+		if CheckSlug("feature", slug) != nil || f.WorkerCap < 1 || f.WorkerCap > MaxWorkerCap {
 			out = append(out, fmt.Sprintf("feature %q has a slug or a worker cap (%d) no command takes", slug, f.WorkerCap))
+		}
+		// A PRD is in a feature's manifest once, as one item: two clones
+		// that added it apart made one entry.
+		seen := map[string]bool{}
+		for _, prd := range f.Items {
+			switch {
+			case seen[prd]:
+				out = append(out, fmt.Sprintf("feature %s lists %s twice", slug, prd))
+			case s.Items[ItemKey{slug, prd}] == nil:
+				out = append(out, fmt.Sprintf("feature %s lists %s, which is not one of its items", slug, prd))
+			}
+			seen[prd] = true
 		}
 	}
 	for k, it := range s.Items {

@@ -10,8 +10,8 @@ import (
 // ManifestDir is where the manifests live, relative to the repository root.
 const ManifestDir = "docs/prd/_queue"
 
-// Manifest is docs/prd/_queue/<feature-slug>.json: seed 000's schema,
-// field for field.
+// Manifest is docs/prd/_queue/<feature-slug>.json. Its fields and names are
+// the manifest format planning tools already read, so they stay as they are.
 type Manifest struct {
 	FeatureSlug string         `json:"feature_slug"`
 	Mode        string         `json:"mode"`
@@ -35,7 +35,8 @@ type ManifestItem struct {
 	Readiness       Readiness `json:"readiness"`
 }
 
-// Readiness is the queue-ready checks' outcome (seed 000).
+// Readiness is the queue-ready checks' outcome: the epic has ready work
+// (selectable) and the doctor preflight passed.
 type Readiness struct {
 	Selectable bool `json:"selectable"`
 	DoctorPass bool `json:"doctor_pass"`
@@ -138,7 +139,8 @@ func (p *Projection) Files() ([]projections.File, error) {
 	return out, nil
 }
 
-// Row is one line of the reconciliation output (seed 000).
+// Row is one line of the reconciliation output a feature run ends with:
+// where each PRD is, its epic, and why it is blocked or failed.
 type Row struct {
 	Feature       string `json:"feature_slug"`
 	PRDSlug       string `json:"prd_slug"`

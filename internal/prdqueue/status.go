@@ -1,4 +1,4 @@
-// Package prdqueue is the PRD queue's domain (seed 000): feature runs and
+// Package prdqueue is the PRD queue's domain: feature runs and
 // their PRD items, the approval gates read from each PRD's front matter,
 // the promotion rule, idempotent enqueueing and the per-feature manifests
 // under docs/prd/_queue, which are projections people read there (git ignores them). Reading PRD files
@@ -6,7 +6,8 @@
 // here does I/O.
 package prdqueue
 
-// Status is where a PRD item is in its lifecycle (seed 000).
+// Status is where a PRD item is in its lifecycle, from pending through the
+// two approvals to queued (or queue_failed once its retry failed too).
 type Status string
 
 const (
@@ -23,7 +24,7 @@ const (
 var Statuses = []Status{Pending, InDiscovery, AwaitingPRDApproval, AwaitingBeadsApproval, Approved, Queued, QueueFailed}
 
 // transitions is the state machine: every change of state, by a command,
-// by sync or by promotion, is checked against it (README: "PRD queue").
+// by sync or by promotion, is checked against it (docs/prd-queue.md).
 // Sync moves a submitted item to the state its gates give (see target);
 // promotion moves approved to queued or, after its retry, queue_failed;
 // prd retry moves queue_failed back to approved.

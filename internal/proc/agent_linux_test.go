@@ -62,7 +62,7 @@ func TestConfinedHelper(t *testing.T) {
 }
 
 // The walk a writing command makes when no agent is among its ancestors:
-// README's Orchestrator section quotes its cost.
+// docs/orchestrator.md quotes its cost.
 func BenchmarkConfinedWalk(b *testing.B) {
 	dir := b.TempDir()
 	for b.Loop() {

@@ -29,8 +29,8 @@ var (
 )
 
 // Events is events.md: every event type the domains declare (the string
-// constants of internal/*/events.go, as the README's catalogue test finds
-// them), with its data's fields where the comment names its Go type.
+// constants of internal/*/events.go, as the catalogue test of docs/events.md
+// finds them), with its data's fields where the comment names its Go type.
 // internal is the repository's internal/ directory.
 func Events(internal string) ([]byte, error) {
 	files, err := filepath.Glob(filepath.Join(internal, "*", "events.go"))

@@ -36,8 +36,25 @@ func CLI(app *kong.Application) []byte {
 	var b bytes.Buffer
 	header(&b, "Command line", "the kong model of cmd/spool (the CLI struct and each command's struct)")
 	b.WriteString("Every command takes the global flags below. `spool --help` lists the commands, `spool COMMAND --help` one command's flags.\n\n")
+	return commands(&b, app, "spool")
+}
+
+// BD is bd.md: spool's beads front end (spool bd, or spool run as bd or
+// br), from the application kong built of its command tree.
+func BD(app *kong.Application) []byte {
+	var b bytes.Buffer
+	header(&b, "The bd front end", "the kong model of cmd/spool's bd commands (bdCLI)")
+	b.WriteString("`spool bd ARGS` runs beads' commands over spool's tracker, with bd 0.49's flags, JSON and exit status; " +
+		"spool run as `bd` or `br` (a symlink) takes the same ARGS. [The beads guide](../beads.md) says what differs from beads. " +
+		"`spool bd help` lists the commands, `spool bd COMMAND --help` one command's flags.\n\n")
+	return commands(&b, app, "spool bd")
+}
+
+// commands writes the global flags, then a table of the commands and a
+// section per command, each named prog and its path.
+func commands(b *bytes.Buffer, app *kong.Application, prog string) []byte {
 	b.WriteString("## Global flags\n\n")
-	flagTable(&b, visibleFlags(app.Node.Flags))
+	flagTable(b, visibleFlags(app.Node.Flags))
 	var cmds []*kong.Node
 	var walk func(n *kong.Node)
 	walk = func(n *kong.Node) {
@@ -58,26 +75,26 @@ func CLI(app *kong.Application) []byte {
 	for _, c := range cmds {
 		if g := groupTitle(c); g != group {
 			group = g
-			fmt.Fprintf(&b, "| **%s** | |\n", strings.TrimSuffix(g, ":"))
+			fmt.Fprintf(b, "| **%s** | |\n", strings.TrimSuffix(g, ":"))
 		}
-		fmt.Fprintf(&b, "| [`spool %s`](#%s) | %s |\n", c.Path(), anchor("spool "+c.Path()), cell(c.Help))
+		fmt.Fprintf(b, "| [`%s %s`](#%s) | %s |\n", prog, c.Path(), anchor(prog+" "+c.Path()), cell(c.Help))
 	}
 	b.WriteString("\n")
 	for _, c := range cmds {
-		fmt.Fprintf(&b, "## spool %s\n\n", c.Path())
-		fmt.Fprintf(&b, "```\nspool %s\n```\n\n", c.Summary())
+		fmt.Fprintf(b, "## %s %s\n\n", prog, c.Path())
+		fmt.Fprintf(b, "```\n%s %s\n```\n\n", prog, c.Summary())
 		if c.Help != "" {
 			b.WriteString(strings.TrimSpace(c.Help) + "\n\n")
 		}
 		if line, ok := strings.CutPrefix(c.Detail, "Example:\n  $ "); ok {
-			fmt.Fprintf(&b, "Example:\n\n```sh\n%s\n```\n\n", line)
+			fmt.Fprintf(b, "Example:\n\n```sh\n%s\n```\n\n", line)
 		} else if c.Detail != "" {
 			b.WriteString(strings.TrimSpace(c.Detail) + "\n\n")
 		}
 		if len(c.Positional) > 0 {
 			b.WriteString("| argument | meaning |\n| --- | --- |\n")
 			for _, p := range c.Positional {
-				fmt.Fprintf(&b, "| `%s` | %s |\n", p.Summary(), cell(p.Help))
+				fmt.Fprintf(b, "| `%s` | %s |\n", p.Summary(), cell(p.Help))
 			}
 			b.WriteString("\n")
 		}
@@ -86,7 +103,7 @@ func CLI(app *kong.Application) []byte {
 			own = append(visibleFlags(n.Flags), own...)
 		}
 		if len(own) > 0 {
-			flagTable(&b, own)
+			flagTable(b, own)
 		}
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))

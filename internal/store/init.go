@@ -86,9 +86,9 @@ func ensureLine(path, line string) (bool, error) {
 	return true, durable.WriteFile(path, b, 0o644)
 }
 
-// workTreeFiles are the files spool writes in the work tree (the PRD
-// queue's manifests, which the seed puts there): views of the log, for
-// people and tools to read, that git must neither list nor merge.
+// workTreeFiles are the files spool writes in the work tree (the PRD queue's
+// manifests, where planning tools look for them): views of the log, for people
+// and tools to read, that git must neither list nor merge.
 var workTreeFiles = []string{"/docs/prd/_queue/*.json"}
 
 // exclude adds patterns to the clone's .git/info/exclude (git's own,

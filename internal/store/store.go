@@ -4,13 +4,16 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"syscall"
@@ -79,6 +82,8 @@ type Store struct {
 	Claims Remote
 
 	received *received // what the copies of the log held when last received
+
+	checkDecide bool // SPOOL_CHECK_DECIDE: every decision runs twice (Decider)
 }
 
 // Remote takes claims through the git remote.
@@ -233,11 +238,12 @@ func OpenRepo(r *git.Repo, warn func(string), opts ...Option) (*Store, error) {
 		warn(fmt.Sprintf("%s is for a newer spool: %s ignored", ConfigPath(r), strings.Join(unknown, ", ")))
 	}
 	return &Store{
-		Repo:   r,
-		Config: cfg,
-		warn:   warn,
-		opts:   opts,
-		Log:    log,
+		checkDecide: os.Getenv("SPOOL_CHECK_DECIDE") != "",
+		Repo:        r,
+		Config:      cfg,
+		warn:        warn,
+		opts:        opts,
+		Log:         log,
 		Engine: &projections.Engine{Log: log, Root: r.Root, FilesDir: StateDir(r), StateDir: StateDir(r), Specs: Specs,
 			SpillDir: filepath.Join(StateDir(r), ".tmp"), Warn: warn, OnLargeSave: optionsOf(opts).onLargeSave},
 	}, nil
@@ -296,88 +302,155 @@ func storageError(err error) bool {
 // and the writer's session; a domain error appends nothing.
 type Decide func(v *projections.View) ([]eventlog.Draft, error)
 
-// Write runs the write path under the log's lock.
-func (s *Store) Write(ctx context.Context, at time.Time, actor string, names []string, decide Decide) ([]eventlog.Event, *projections.View, error) {
-	return s.write(ctx, at, actor, names, decide, nil)
+// Decider is a command's decision: the events to append, given up-to-date
+// projections, and the result the command reports. It must be repeatable:
+// it reads v and what it was given and changes nothing else, because a
+// claim whose remote moved decides again on what it fetched, and with
+// SPOOL_CHECK_DECIDE=1 (the tests) every decision runs twice and the two
+// answers must match. A domain error appends nothing.
+type Decider[R any] func(v *projections.View) ([]eventlog.Draft, R, error)
+
+// Written is what a write appended, the projections after it, and its
+// decision's result.
+type Written[R any] struct {
+	Events []eventlog.Event
+	View   *projections.View
+	Result R
 }
 
-// Claim is Write for a claim: with Claims set it decides on the log with
-// the remote's events brought in, and appends only what the remote
+// Mode is how a write reaches the log.
+type Mode int
+
+const (
+	// Local appends under the log's lock.
+	Local Mode = iota
+	// Claiming takes the write through the git remote when the clone takes
+	// claims there (Store.Claims): a claim, and what its holder records.
+	Claiming
+)
+
+// Write runs the write path under the log's lock: catch up, decide,
+// append, save. In Claiming mode with Claims set, it decides on the log
+// with the remote's events brought in and appends only what the remote
 // accepted; a push refused because another machine moved first decides
 // again, after a jittered pause, for up to Claims.Patience().
-func (s *Store) Claim(ctx context.Context, at time.Time, actor string, names []string, decide Decide) ([]eventlog.Event, *projections.View, error) {
-	if s.Claims == nil {
-		return s.Write(ctx, at, actor, names, decide)
+func Write[R any](ctx context.Context, s *Store, mode Mode, at time.Time, actor string, names []string, decide Decider[R]) (Written[R], error) {
+	if mode == Local || s.Claims == nil {
+		return writeOnce(ctx, s, at, actor, names, decide, nil)
 	}
 	deadline := time.Now().Add(s.Claims.Patience())
 	for attempt := 1; ; attempt++ {
-		events, v, err := s.write(ctx, at, actor, names, decide, s.Claims)
+		w, err := writeOnce(ctx, s, at, actor, names, decide, s.Claims)
 		if !errors.Is(err, ErrRemoteMoved) || time.Now().After(deadline) {
-			return events, v, err
+			return w, err
 		}
 		// A short, capped pause: a loser that waits long lets the winner,
 		// whose log is already fresh, win again and again.
 		select {
 		case <-ctx.Done():
-			return nil, nil, ctx.Err()
+			return Written[R]{}, ctx.Err()
 		case <-time.After(time.Duration(rand.Int64N(int64(5*time.Millisecond) << min(attempt, 4)))):
 		}
 	}
 }
 
-func (s *Store) write(ctx context.Context, at time.Time, actor string, names []string, decide Decide, remote Remote) ([]eventlog.Event, *projections.View, error) {
+// Write is the generic Write for a decision with no result.
+func (s *Store) Write(ctx context.Context, at time.Time, actor string, names []string, decide Decide) ([]eventlog.Event, *projections.View, error) {
+	w, err := Write(ctx, s, Local, at, actor, names, noResult(decide))
+	return w.Events, w.View, err
+}
+
+// Claim is Write in Claiming mode.
+func (s *Store) Claim(ctx context.Context, at time.Time, actor string, names []string, decide Decide) ([]eventlog.Event, *projections.View, error) {
+	w, err := Write(ctx, s, Claiming, at, actor, names, noResult(decide))
+	return w.Events, w.View, err
+}
+
+func noResult(decide Decide) Decider[struct{}] {
+	return func(v *projections.View) ([]eventlog.Draft, struct{}, error) {
+		drafts, err := decide(v)
+		return drafts, struct{}{}, err
+	}
+}
+
+func writeOnce[R any](ctx context.Context, s *Store, at time.Time, actor string, names []string, decide Decider[R], remote Remote) (Written[R], error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var w Written[R]
 	sess, err := s.Log.Begin(ctx)
 	if err != nil {
-		return nil, nil, err
+		return w, err
 	}
 	defer sess.Close()
 	s.receive(ctx, sess)
 	if s.Claims != nil {
 		if err := s.Claims.Settle(ctx, sess); err != nil {
-			return nil, nil, err
+			return w, err
 		}
 	}
 	var opt eventlog.AppendOptions
 	if remote != nil {
 		if opt.Publish, err = remote.Prepare(ctx, sess); err != nil {
-			return nil, nil, err
+			return w, err
 		}
 	}
-	v, err := s.view(names)
+	if w.View, err = s.view(names); err != nil {
+		return w, err
+	}
+	if _, err := w.View.CatchUp(ctx); err != nil {
+		return w, err
+	}
+	drafts, r, err := decide(w.View)
+	if s.checkDecide {
+		if err := repeatable(drafts, r, err, decide, w.View); err != nil {
+			return w, err
+		}
+	}
 	if err != nil {
-		return nil, nil, err
+		return w, err
 	}
-	if _, err := v.CatchUp(ctx); err != nil {
-		return nil, nil, err
-	}
-	drafts, err := decide(v)
-	if err != nil {
-		return nil, v, err
-	}
+	w.Result = r
 	if len(drafts) == 0 {
-		return nil, v, v.Save()
+		return w, w.View.Save()
 	}
-	events, err := sess.Append(at, actor, drafts, opt)
-	if err != nil {
-		return nil, v, err
+	if w.Events, err = sess.Append(at, actor, drafts, opt); err != nil {
+		return w, err
 	}
-	if _, err := v.CatchUp(ctx); err != nil {
-		return events, v, err
+	if _, err := w.View.CatchUp(ctx); err != nil {
+		return w, err
 	}
 	if s.DeferSave {
-		return events, v, nil
+		return w, nil
 	}
-	if err := v.Save(); err != nil {
+	if err := w.View.Save(); err != nil {
 		if !storageError(err) {
-			return events, v, err
+			return w, err
 		}
 		// The events are on disk and acknowledged; the projections catch up
 		// from the log whenever they can be written again.
 		s.warn(fmt.Sprintf("projections not saved: %v", err))
 	}
-	return events, v, nil
+	return w, nil
+}
+
+// repeatable decides again on v and reports a decision whose second answer
+// differs from its first (drafts, r, err): a decide function that keeps
+// state between calls, or that the first call's reads changed.
+func repeatable[R any](drafts []eventlog.Draft, r R, err error, decide Decider[R], v *projections.View) error {
+	drafts2, r2, err2 := decide(v)
+	a, errA := json.Marshal(drafts)
+	b, errB := json.Marshal(drafts2)
+	switch {
+	case errA != nil || errB != nil:
+		return fmt.Errorf("internal error: a decision's drafts do not encode: %v", errors.Join(errA, errB))
+	case !bytes.Equal(a, b):
+		return fmt.Errorf("internal error: a decision is not repeatable: it appended %s, then %s", a, b)
+	case fmt.Sprint(err) != fmt.Sprint(err2):
+		return fmt.Errorf("internal error: a decision is not repeatable: it failed with %v, then %v", err, err2)
+	case !reflect.DeepEqual(r, r2):
+		return fmt.Errorf("internal error: a decision is not repeatable: it returned %+v, then %+v", r, r2)
+	}
+	return nil
 }
 
 // Rebuild replays every projection from scratch and saves them; it
@@ -402,27 +475,29 @@ type Env struct {
 	Warn  func(string)
 }
 
-// Write is Store.Write as the env's actor, at the env's time.
-func (e Env) Write(ctx context.Context, names []string, decide func(v *projections.View, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *projections.View, error) {
-	return e.as(ctx, e.Store.Write, names, decide)
-}
-
-// Claim is Store.Claim as the env's actor, at the env's time.
-func (e Env) Claim(ctx context.Context, names []string, decide func(v *projections.View, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *projections.View, error) {
-	return e.as(ctx, e.Store.Claim, names, decide)
-}
-
-// EnvWrite is Env.Write or Env.Claim: a service's one write path, told
-// whether its decision is a claim.
-type EnvWrite func(ctx context.Context, names []string, decide func(v *projections.View, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *projections.View, error)
-
-// WriteFunc is Store.Write or Store.Claim.
-type WriteFunc func(ctx context.Context, at time.Time, actor string, names []string, decide Decide) ([]eventlog.Event, *projections.View, error)
-
-func (e Env) as(ctx context.Context, write WriteFunc, names []string, decide func(v *projections.View, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *projections.View, error) {
+// WriteAs is Write as the env's actor, at the env's time.
+func WriteAs[R any](ctx context.Context, e Env, mode Mode, names []string, decide func(v *projections.View, actor string) ([]eventlog.Draft, R, error)) (Written[R], error) {
 	actor, err := e.Actor(ctx)
 	if err != nil {
-		return nil, nil, err
+		return Written[R]{}, err
 	}
-	return write(ctx, e.Now, actor, names, func(v *projections.View) ([]eventlog.Draft, error) { return decide(v, actor) })
+	return Write(ctx, e.Store, mode, e.Now, actor, names, func(v *projections.View) ([]eventlog.Draft, R, error) { return decide(v, actor) })
+}
+
+// Write is WriteAs for a decision with no result.
+func (e Env) Write(ctx context.Context, names []string, decide func(v *projections.View, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *projections.View, error) {
+	return e.as(ctx, Local, names, decide)
+}
+
+// Claim is WriteAs in Claiming mode for a decision with no result.
+func (e Env) Claim(ctx context.Context, names []string, decide func(v *projections.View, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *projections.View, error) {
+	return e.as(ctx, Claiming, names, decide)
+}
+
+func (e Env) as(ctx context.Context, mode Mode, names []string, decide func(v *projections.View, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *projections.View, error) {
+	w, err := WriteAs(ctx, e, mode, names, func(v *projections.View, actor string) ([]eventlog.Draft, struct{}, error) {
+		drafts, err := decide(v, actor)
+		return drafts, struct{}{}, err
+	})
+	return w.Events, w.View, err
 }

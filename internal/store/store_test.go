@@ -361,3 +361,36 @@ func TestFreshCloneReadSaves(t *testing.T) {
 		t.Fatalf("the first read of a fresh clone saved nothing: %v", err)
 	}
 }
+
+// With SPOOL_CHECK_DECIDE a decision that answers differently the second
+// time (it keeps state between calls) fails and appends nothing; one that
+// answers the same appends once and returns its result.
+func TestCheckDecideRunsEveryDecisionTwice(t *testing.T) {
+	t.Setenv("SPOOL_CHECK_DECIDE", "1")
+	dir := newRepo(t)
+	s, _ := open(t, dir)
+	ctx := context.Background()
+	before := snapshotEvents(t, s)
+	calls := 0
+	_, err := Write(ctx, s, Local, t0, "ada", nil, func(*projections.View) ([]eventlog.Draft, int, error) {
+		calls++
+		return []eventlog.Draft{{Type: "x.counted", Subject: "c", Data: map[string]int{"n": calls}}}, calls, nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "not repeatable") || calls != 2 {
+		t.Fatalf("a decision that counts its calls: err %v after %d calls", err, calls)
+	}
+	mustBeUnchanged(t, s, before)
+	_, err = Write(ctx, s, Local, t0, "ada", nil, func(*projections.View) ([]eventlog.Draft, int, error) {
+		calls++
+		return nil, calls, nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "returned") {
+		t.Fatalf("a decision whose result differs: %v", err)
+	}
+	w, err := Write(ctx, s, Local, t0, "ada", nil, func(*projections.View) ([]eventlog.Draft, string, error) {
+		return []eventlog.Draft{{Type: "x.same", Subject: "c"}}, "ok", nil
+	})
+	if err != nil || w.Result != "ok" || len(w.Events) != 1 {
+		t.Fatalf("a repeatable decision: %+v, %v", w, err)
+	}
+}

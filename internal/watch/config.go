@@ -6,7 +6,7 @@ import (
 	"github.com/spoolhq/spool/internal/config"
 )
 
-// Configuration keys (README: Configuration). spool watch reads them when
+// Configuration keys (docs/configuration.md). spool watch reads them when
 // it starts.
 func init() {
 	config.Register(

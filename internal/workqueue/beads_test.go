@@ -101,7 +101,7 @@ func TestSetStatus(t *testing.T) {
 				}
 				hist := ""
 				if h := w.s.History[id]; h != nil {
-					hist = h.Status
+					hist = string(h.Status)
 					if h.Blocked {
 						hist = HistBlocked
 					}

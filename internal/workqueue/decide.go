@@ -358,7 +358,10 @@ func CloseTasks(s *State, ids []string, reason string) ([]eventlog.Draft, error)
 		if err != nil {
 			return nil, err
 		}
-		if t.Status == StatusClosed || seen[id] {
+		if seen[id] {
+			continue // named twice: closed once, as bd close does
+		}
+		if t.Status == StatusClosed {
 			return nil, invalidTransition(id, "already closed")
 		}
 		seen[id] = true
@@ -373,10 +376,7 @@ func CloseTasks(s *State, ids []string, reason string) ([]eventlog.Draft, error)
 // id never pulls work from under an agent.
 func MayClose(s *State, p Policy, id, actor string, override bool, now time.Time) error {
 	h := s.Entry(id)
-	if override || h == nil || h.Status != HistWorking || h.Actor == actor || h.Worker == actor {
-		return nil
-	}
-	if e := p.Effective(*h, now); e.Status != HistWorking {
+	if override || h == nil || !h.leaseHeld(now) || h.Actor == actor || h.Worker == actor {
 		return nil
 	}
 	return fault.New(fault.CodeUnauthorized, fault.ErrUnauthorized,
@@ -584,11 +584,12 @@ func (s *State) priorityOf(h Entry) int {
 	return h.Priority
 }
 
-// Expire returns the events for every claim whose lease ran out by now, in id order.
+// Expire returns the events for every claim whose lease ran out by now
+// (leaseRunOut), in id order.
 func Expire(s *State, p Policy, now time.Time) []eventlog.Draft {
 	var ids []string
 	s.claims(func(id string, until time.Time) {
-		if !now.Before(until) {
+		if leaseRunOut(until, now) {
 			ids = append(ids, id)
 		}
 	})
@@ -596,11 +597,19 @@ func Expire(s *State, p Policy, now time.Time) []eventlog.Draft {
 	var drafts []eventlog.Draft
 	for _, id := range ids {
 		h := *s.Entry(id)
-		first := eventlog.Draft{Type: TypeLeaseExpired, Subject: id,
-			Data: LeaseExpiredData{Attempt: h.Attempts, Worker: h.Worker, LeaseUntil: h.LeaseUntil}}
-		drafts = append(drafts, failure(p, h, s.priorityOf(h), first, LeaseExpiredError, now)...)
+		drafts = append(drafts, p.expiry(h, s.priorityOf(h), now)...)
 	}
 	return drafts
+}
+
+// expiry is the events of h's lease running out, for a task at priority
+// prio: the attempt failed ("lease expired", dated at the lease's end),
+// with the policy's consequences. The one place they are made: Expire
+// records them, Effective folds them.
+func (p Policy) expiry(h Entry, prio int, now time.Time) []eventlog.Draft {
+	first := eventlog.Draft{Type: TypeLeaseExpired, Subject: h.ID,
+		Data: LeaseExpiredData{Attempt: h.Attempts, Worker: h.Worker, LeaseUntil: h.LeaseUntil}}
+	return failure(p, h, prio, first, LeaseExpiredError, now)
 }
 
 // NextExpiry is when the first live claim's lease runs out (zero: none),
@@ -608,7 +617,7 @@ func Expire(s *State, p Policy, now time.Time) []eventlog.Draft {
 func NextExpiry(s *State, now time.Time) time.Time {
 	var at time.Time
 	s.claims(func(_ string, until time.Time) {
-		if until.After(now) && (at.IsZero() || until.Before(at)) {
+		if !leaseRunOut(until, now) && (at.IsZero() || until.Before(at)) {
 			at = until
 		}
 	})
@@ -694,13 +703,7 @@ func (l layered) entry(id string) *Entry {
 	return l.base.Entry(id)
 }
 
-func (l layered) isBlocked(id string) bool {
-	if h := l.entry(id); h != nil && h.Blocked {
-		return true
-	}
-	t := l.task(id)
-	return t != nil && t.HasLabel(BlockedLabel)
-}
+func (l layered) isBlocked(id string) bool { return blockedIn(id, l.entry, l.task) }
 
 // Claim is what next decided.
 type Claim struct {
@@ -771,9 +774,9 @@ func held(s *State, p Policy, id, actor string, now time.Time) (Entry, error) {
 		return Entry{}, notClaimed(id, "it was never claimed")
 	}
 	if h.Status != HistWorking {
-		return Entry{}, notClaimed(id, "it is "+h.Status)
+		return Entry{}, notClaimed(id, "it is "+string(h.Status))
 	}
-	if e := p.Effective(*h, now); e.Status != HistWorking {
+	if h.leaseExpired(now) {
 		return Entry{}, notClaimed(id, "its lease expired at "+h.LeaseUntil.Format(time.RFC3339))
 	}
 	if h.Actor != actor && h.Worker != actor {
@@ -841,8 +844,8 @@ func Rejected(s *State, p Policy, id, msg string, now time.Time) ([]eventlog.Dra
 		}
 		return nil, invalidTransition(id, "was never claimed")
 	}
-	if h.Status != HistCompleted {
-		return nil, invalidTransition(id, "is "+h.Status+", not completed")
+	if _, ok := h.Status.after(TypeReopened); !ok { // only a completed entry is reopened
+		return nil, invalidTransition(id, "is "+string(h.Status)+", not completed")
 	}
 	drafts := []eventlog.Draft{{Type: TypeReopened, Subject: id, Data: ReopenedData{Reason: msg}}}
 	first := eventlog.Draft{Type: TypeFailed, Subject: id, Data: FailedData{Attempt: h.Attempts, Error: msg}}
@@ -863,24 +866,32 @@ func Retry(s *State, p Policy, id string, now time.Time) (eventlog.Draft, error)
 	}
 	e := p.Effective(*h, now)
 	status := e.Status
-	if e.Blocked {
+	if e.blocked() {
 		status = HistBlocked
 	}
-	switch status {
-	case HistAbandoned, HistBlocked, HistFailed:
+	if slices.Contains(retriedFrom, status) {
 		return eventlog.Draft{Type: TypeRetried, Subject: id, Data: RetriedData{PreviousStatus: status, PreviousAttempts: e.Attempts,
 			RestorePriority: s.restorable(id)}}, nil
 	}
-	return eventlog.Draft{}, invalidTransition(id, "is "+status+"; only abandoned, blocked or failed tasks can be retried")
+	return eventlog.Draft{}, invalidTransition(id, "is "+string(status)+"; only abandoned, blocked or failed tasks can be retried")
 }
 
-func (s *State) isBlocked(id string) bool {
-	if h := s.Entry(id); h != nil && h.Blocked {
+func (s *State) isBlocked(id string) bool { return blockedIn(id, s.Entry, s.Task) }
+
+// blockedIn is the rule of a Blocked task, given where to look it up: the
+// queue holds it Blocked, or the task carries the blocked label (an
+// import's, or bd's). The task is not looked up when the entry says so.
+func blockedIn(id string, entry func(string) *Entry, task func(string) *Task) bool {
+	if h := entry(id); h != nil && h.blocked() {
 		return true
 	}
-	t := s.Task(id)
+	t := task(id)
 	return t != nil && t.HasLabel(BlockedLabel)
 }
+
+// blocked reports whether the queue holds h Blocked. (The fold sets the
+// status blocked only with the flag; Effective's view of an entry does too.)
+func (h *Entry) blocked() bool { return h.Blocked || h.Status == HistBlocked }
 
 // Block marks a task Blocked by hand.
 func Block(s *State, id, reason string) (eventlog.Draft, error) {
@@ -932,7 +943,7 @@ func (s *State) restorable(id string) *int {
 // UnblockedAtSource returns the unblocks of every Blocked task a bd/br
 // source offers as ready again, its blocked label gone, when spool's own
 // request to add the label reached the source: someone removed it there,
-// which is an unblock (seed 004 §9). A label spool's request has not put
+// which is an unblock (removing the label is how a person unblocks a task). A label spool's request has not put
 // on the bead yet (pending, or given up) is not one someone took off.
 func UnblockedAtSource(s *State, cands []Candidate) []eventlog.Draft {
 	var out []eventlog.Draft

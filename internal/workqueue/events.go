@@ -1,6 +1,6 @@
-// Package workqueue is spool's task tracker and work queue (seeds 001 and
-// 004 §8–9): tasks with dependencies, a queue that hands out ready work under
-// leases, exponential or progressive backoff, abandonment and Blocked. Every
+// Package workqueue is spool's task tracker and work queue: tasks with
+// dependencies, a queue that hands out ready work under leases, exponential
+// or progressive backoff, abandonment and Blocked. Every
 // change is an event; State is the projection of those events, and the
 // Decide functions turn a command, the state and the clock into events.
 package workqueue
@@ -201,7 +201,8 @@ type DemotedData struct {
 	Failures int `json:"failures"`
 }
 
-// AbandonedData is seed 001's bead.abandoned.
+// AbandonedData is task.abandoned: the task failed max_failures times and
+// the queue gives up on it.
 type AbandonedData struct {
 	TaskID      string `json:"task_id"`
 	Attempts    int    `json:"attempts"`
@@ -209,9 +210,9 @@ type AbandonedData struct {
 	MaxFailures int    `json:"max_failures"`
 }
 
-// BlockedData is seed 004's task.blocked, with the payload's names
-// (taskId, totalAttempts, lastFailureReason) so that the event is what a
-// stream of task.blocked carries. Logs written before read as well.
+// BlockedData is task.blocked, with the camelCase names (taskId,
+// totalAttempts, lastFailureReason) that existing consumers of a
+// task.blocked stream read. Logs written before read as well.
 type BlockedData struct {
 	TaskID            string `json:"taskId"`
 	TotalAttempts     int    `json:"totalAttempts"`
@@ -250,9 +251,9 @@ type UnblockedData struct {
 }
 
 type RetriedData struct {
-	PreviousStatus   string `json:"previous_status"`
-	PreviousAttempts int    `json:"previous_attempts"`
-	RestorePriority  *int   `json:"restore_priority,omitempty"`
+	PreviousStatus   HistStatus `json:"previous_status"`
+	PreviousAttempts int        `json:"previous_attempts"`
+	RestorePriority  *int       `json:"restore_priority,omitempty"`
 }
 
 // SyncData asks the source to close or reopen a bead, add or remove a
@@ -323,7 +324,8 @@ func SyncWait(failures int) time.Duration {
 	return min(10*time.Second<<min(failures-1, 10), 5*time.Minute)
 }
 
-// BlockedLabel marks a Blocked task (seed 004 §9).
+// BlockedLabel marks a Blocked task: Blocked is open plus this label, so
+// bd ready leaves it out, and removing the label unblocks it.
 const BlockedLabel = "blocked"
 
 // Tracker statuses.
@@ -334,15 +336,7 @@ const (
 	StatusClosed     = "closed"
 )
 
-// Queue (history) statuses.
-const (
-	HistPending   = "pending"
-	HistWorking   = "working"
-	HistCompleted = "completed"
-	HistFailed    = "failed"
-	HistAbandoned = "abandoned"
-	HistBlocked   = "blocked"
-)
+// Queue (history) statuses: HistStatus, in histstatus.go.
 
 // IssueTypes are the accepted task types.
 var IssueTypes = []string{"task", "bug", "feature", "epic", "chore"}

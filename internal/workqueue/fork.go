@@ -1,7 +1,6 @@
 package workqueue
 
 import (
-	"maps"
 	"slices"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 type Fork struct {
 	base    *State
 	s       *State
-	copied  map[string]bool
+	cow     copyOnWrite
 	actor   string
 	now     time.Time
 	drafts  []eventlog.Draft
@@ -51,22 +50,10 @@ func (f *Fork) apply(drafts []eventlog.Draft) error {
 		return nil
 	}
 	if f.s == f.base {
-		b := f.base
-		f.s = &State{Tasks: maps.Clone(b.Tasks), History: maps.Clone(b.History), CommentSeq: b.CommentSeq, IDs: b.IDs,
-			tasks: b.tasks, history: b.history}
-		f.copied = map[string]bool{}
+		f.cow.share(f.base)
 	}
 	for _, d := range drafts {
-		id := d.Subject
-		if !f.copied[id] {
-			f.copied[id] = true
-			if t := f.s.Task(id); t != nil {
-				f.s.Tasks[id] = t.clone()
-			}
-			if h := f.s.Entry(id); h != nil {
-				f.s.History[id] = h.clone()
-			}
-		}
+		f.s = f.cow.own(f.s, d.Subject)
 		e, err := d.Event(f.actor, f.now)
 		if err != nil {
 			return err

@@ -12,7 +12,7 @@ import (
 )
 
 // Notification hooks: a command spool runs when a task is abandoned or
-// Blocked (seed 001's bead.abandoned notification, seed 004's Blocked), as
+// Blocked (so a person hears of a task the queue has given up on), as
 // every side effect is run: the request is appended with the decision
 // (task.hook_requested), the start before the command runs
 // (task.hook_started), the outcome after (task.hook_finished). A request

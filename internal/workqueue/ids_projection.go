@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"maps"
 	"sort"
 	"strings"
 
@@ -61,6 +62,11 @@ func sortedHas(s, id string) bool {
 		}
 	}
 	return false
+}
+
+// Snapshot is a copy of the ids now, for a reader to keep.
+func (p *IDsProjection) Snapshot() *IDsProjection {
+	return &IDsProjection{saved: p.saved, count: p.count, fresh: maps.Clone(p.fresh)}
 }
 
 func (p *IDsProjection) TaskCount() int { return p.count + len(p.fresh) }

@@ -173,7 +173,7 @@ type EntryJSON struct {
 // JSON renders the entry as recorded (history.json); views at a time use
 // Policy.View, which adds lease expiry and next_eligible_at.
 func (h *Entry) JSON() EntryJSON {
-	j := EntryJSON{ID: h.ID, Status: h.Status, Attempts: h.Attempts, Failures: h.Failures,
+	j := EntryJSON{ID: h.ID, Status: string(h.Status), Attempts: h.Attempts, Failures: h.Failures,
 		LastAttempt: timePtr(h.LastAttempt), LastError: h.LastError, Worker: h.Worker, LeaseUntil: timePtr(h.LeaseUntil),
 		BlockReason: h.BlockReason}
 	if h.Status != HistWorking {

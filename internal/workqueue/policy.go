@@ -8,8 +8,8 @@ import (
 
 // Policy names.
 const (
-	Exponential = "exponential" // seed 001
-	Progressive = "progressive" // seed 004 §8
+	Exponential = "exponential" // the wait doubles after each failure up to a cap; abandoned after max failures
+	Progressive = "progressive" // retry at once, then requeue; demote every 3 failures, Blocked after 3 at P4
 )
 
 // Policy is the queue's configuration, read once per command.
@@ -37,28 +37,78 @@ func (p Policy) Backoff(attempts int) time.Duration {
 	return time.Duration(wait)
 }
 
-// Effective is the entry as it stands at now: a claim whose lease ran out is
-// a failed attempt ("lease expired") dated at the lease's end, with the
-// policy's consequences (abandoned, demoted, blocked) as next would record them.
+// Effective is the entry as it stands at now: the fold of the events
+// Expire would record for it at now. A claim whose lease ran out is thus a
+// failed attempt ("lease expired") dated at the lease's end, with the
+// policy's consequences (abandoned, demoted, blocked), exactly as next
+// records them; any other entry is as it is, as Expire records nothing
+// for it. The fold is effectiveFold's (a Fork of a state holding the entry
+// alone), made here without the events' JSON (foldDecided);
+// TestEffectiveIsFoldOfExpire holds the two equal.
+//
+// The priority a demotion starts from is the entry's (its priority at the
+// claim, or its last demotion): Effective has no task to read it from.
 func (p Policy) Effective(h Entry, now time.Time) Entry {
-	if h.Status == HistWorking && !now.Before(h.LeaseUntil) {
-		h.Failures++
-		h.LastFailureAt, h.LastEndedAt, h.LastError = h.LeaseUntil, h.LeaseUntil, LeaseExpiredError
-		if h.Failures%2 == 0 {
-			h.QueuedAt = h.LeaseUntil
-		}
-		h.release(HistFailed)
-		switch out := p.AfterFailure(h, h.Priority); {
-		case out.Abandon:
-			h.Status = HistAbandoned
-		case out.Block:
-			h.Status, h.Blocked = HistBlocked, true
-		case out.DemoteTo >= 0:
-			h.Priority = out.DemoteTo
+	if !h.leaseExpired(now) {
+		return h // Expire records nothing for it: the fold of no events
+	}
+	e := h
+	for _, d := range p.expiry(h, h.Priority, now) {
+		if !e.foldDecided(d, now) {
+			return p.effectiveFold(h, now)
 		}
 	}
-	return h
+	return e
 }
+
+// effectiveFold is Effective by definition: the fold, on a Fork, of what
+// Expire records for a state that holds h alone.
+func (p Policy) effectiveFold(h Entry, now time.Time) Entry {
+	id := h.ID
+	if !ValidID(id) {
+		h.ID = effectiveID // the fold takes only ids it could name a task by
+	}
+	s := &State{History: map[string]*Entry{h.ID: &h}}
+	f := NewFork(s, "", now)
+	f.Add(Expire(s, p, now)...)
+	o, err := f.State()
+	if err != nil {
+		panic(err) // the drafts are the package's own data types, which always marshal
+	}
+	e := *o.History[h.ID]
+	e.ID = id
+	return e
+}
+
+// effectiveID stands for an entry's id Effective's fold would skip.
+const effectiveID = "x"
+
+// leaseRunOut is the rule of every lease: one that runs until until has
+// run out at now from until on (at until itself, it has).
+func leaseRunOut(until, now time.Time) bool { return !now.Before(until) }
+
+// leaseExpired reports whether h holds a claim whose lease ran out by now:
+// what Expire records and Effective applies.
+func (h *Entry) leaseExpired(now time.Time) bool {
+	return h.Status == HistWorking && leaseRunOut(h.LeaseUntil, now)
+}
+
+// leaseHeld reports whether h holds a claim whose lease has not run out.
+func (h *Entry) leaseHeld(now time.Time) bool {
+	return h.Status == HistWorking && !leaseRunOut(h.LeaseUntil, now)
+}
+
+// leaseExpired reports whether t is in progress under a claim whose lease
+// ran out by now (a task in progress with no lease, as an import has it,
+// has none to run out).
+func (t *Task) leaseExpired(now time.Time) bool {
+	return t.Status == StatusInProgress && !t.LeaseUntil.IsZero() && leaseRunOut(t.LeaseUntil, now)
+}
+
+// requeuedAfter reports whether the failures-th failure puts the task at
+// the back of its priority (QueuedAt): under the progressive policy,
+// every second one does.
+func requeuedAfter(failures int) bool { return failures%2 == 0 }
 
 // Outcome is what the policy does after a failed attempt.
 type Outcome struct {
@@ -147,7 +197,7 @@ func (g Gate) Admits(labels []string) bool {
 	return !slices.Contains(labels, BlockedLabel)
 }
 
-// Candidate is ready work offered by a source (seed 001's Bead).
+// Candidate is ready work offered by a bd/br source: one item of bd ready --json.
 type Candidate struct {
 	ID          string    `json:"id"`
 	Title       string    `json:"title"`
@@ -176,7 +226,7 @@ func (p Policy) Skip(c Candidate, h *Entry, g Gate, now time.Time) string {
 		return SkipCompleted
 	case e.Status == HistAbandoned:
 		return SkipAbandoned
-	case e.Status == HistBlocked || e.Blocked:
+	case e.blocked():
 		return SkipBlocked
 	case e.Status == HistWorking:
 		return SkipWorking
@@ -226,14 +276,14 @@ func (p Policy) HistoryView(h Entry, now time.Time) EntryJSON {
 		}
 		j.NextEligibleAt = timePtr(next)
 	}
-	if e.Status == HistBlocked || e.Blocked {
+	if e.blocked() {
 		j.Status = HistBlocked
 	}
 	return j
 }
 
-// Stats is seed 001's QueueStats, plus abandoned, blocked, working and
-// pending. Completed, failed, abandoned, blocked, working and pending
+// Stats counts the queue's tasks: total seen, completed, failed, in backoff
+// and currently ready, plus abandoned, blocked, working and pending. Completed, failed, abandoned, blocked, working and pending
 // partition TotalSeen (each task counts under exactly one of them, the
 // status QueueStatus gives it); InBackoff is a part of Failed, and
 // CurrentlyReady the tasks next could claim now.
@@ -260,12 +310,12 @@ func (p Policy) QueueStatus(t *Task, h *Entry, now time.Time) string {
 	}
 	if h != nil {
 		switch e := p.Effective(*h, now); {
-		case e.Status == HistBlocked || e.Blocked:
+		case e.blocked():
 			return HistBlocked
 		case e.Status == HistFailed && p.abandons(e):
 			return HistAbandoned
 		case e.Status != HistPending:
-			return e.Status
+			return string(e.Status)
 		}
 	}
 	if t != nil && t.HasLabel(BlockedLabel) {
@@ -337,7 +387,7 @@ func Lookup(history map[string]*Entry) func(string) *Entry {
 // Wakeup is the earliest time after now at which something in the history
 // may become claimable: a backoff ending or a lease running out. Zero when
 // nothing is waiting. A worker with nothing to do can sleep until then
-// rather than poll (seed 001's daemon spun when all ready work was in backoff).
+// rather than poll (a polling loop spins when all ready work is in backoff).
 func (p Policy) Wakeup(history map[string]*Entry, now time.Time) (time.Time, string) {
 	var at time.Time
 	var id string
@@ -358,7 +408,8 @@ func (p Policy) Wakeup(history map[string]*Entry, now time.Time) (time.Time, str
 
 // queuedAt is where a task stands in its priority: its creation time, or,
 // under the progressive policy only, when an even failure requeued it.
-// Exponential keeps seed 001's order (priority, then creation time).
+// Exponential keeps the queue's order (priority, then creation time): a
+// failure never moves a task back.
 func (p Policy) queuedAt(created time.Time, h *Entry, now time.Time) time.Time {
 	if p.Kind != Progressive || h == nil {
 		return created

@@ -303,7 +303,7 @@ func (p *QueueProjection) WriteState(out io.Writer) error {
 }
 
 func encodeEntry(w *table.Enc, h *Entry) {
-	for _, str := range []string{h.ID, h.Status, h.LastError, h.Worker, h.Actor, h.BlockReason} {
+	for _, str := range []string{h.ID, string(h.Status), h.LastError, h.Worker, h.Actor, h.BlockReason} {
 		w.Str(str)
 	}
 	w.Int(int64(h.Attempts))
@@ -332,7 +332,7 @@ func encodeEntry(w *table.Enc, h *Entry) {
 
 func decodeEntry(r *table.Dec) *Entry {
 	h := &Entry{}
-	for _, p := range []*string{&h.ID, &h.Status, &h.LastError, &h.Worker, &h.Actor, &h.BlockReason} {
+	for _, p := range []*string{&h.ID, (*string)(&h.Status), &h.LastError, &h.Worker, &h.Actor, &h.BlockReason} {
 		*p = r.Str()
 	}
 	h.Attempts, h.Failures, h.Priority = int(r.Int()), int(r.Int()), int(r.Int())

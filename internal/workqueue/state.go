@@ -140,11 +140,11 @@ func (t *Task) HasLabel(l string) bool {
 	return false
 }
 
-// Entry is the queue's history of one task (seed 001's BeadHistory), for
-// native tasks and for tasks of an external source alike.
+// Entry is the queue's history of one task (status, attempts, the last
+// attempt and its error), for native tasks and for tasks of an external source alike.
 type Entry struct {
 	ID            string
-	Status        string    // Hist*
+	Status        HistStatus
 	Attempts      int       // claims, reset by retry and unblock --reset-attempts
 	Failures      int       // failed attempts (progressive policy's counter)
 	LastAttempt   time.Time // when the last attempt was claimed
@@ -379,23 +379,86 @@ type TasksProjection struct {
 	// dups are creations of a task id that exists (forged, or two writers'
 	// hashes colliding): the first creation stands and verify reports them.
 	dups []string
+	cow  copyOnWrite
 }
 
 // NewTasksProjection wraps a state.
 func NewTasksProjection(s *State) *TasksProjection { return &TasksProjection{s: s} }
 
-// State is the tracker's state.
+// State is the tracker's state as the fold has it: what a decision reads
+// under the log's lock. The next event changes it.
 func (p *TasksProjection) State() *State { return p.s }
+
+// Snapshot is the tracker's state now, for a reader to keep: later events
+// fold into a copy, never into it.
+func (p *TasksProjection) Snapshot() *State { return p.cow.share(p.s) }
 
 func (p *TasksProjection) Apply(e *eventlog.Event) error {
 	if e.Type == TypeCreated && e.Idem != KeyedCreation(e.Subject) && len(p.dups) < maxReported && p.s.HasTask(e.Subject) {
 		p.dups = append(p.dups, fmt.Sprintf("task %s created again by event %s (writer %s, seq %d): the first creation stands", e.Subject, e.ID, e.Writer, e.Seq))
 	}
 	if p.s.spill != nil {
-		return p.s.spill.apply(p.s, e)
+		return p.s.spill.apply(p.s, e) // a spilling fold is a rebuild's, never shared
+	}
+	if isTaskEvent(e) {
+		p.s = p.cow.own(p.s, e.Subject)
 	}
 	p.s.applyTask(e)
 	return nil
+}
+
+// copyOnWrite folds events into a copy of a state that was handed out, so
+// that what a reader holds never changes under it (git-bug's snapshots
+// under a read lock are the model): the maps are copied when the first
+// event after the hand-out arrives, a task or an entry when an event first
+// changes it. Until a state is handed out it costs nothing.
+type copyOnWrite struct {
+	shared bool            // the state was handed out and not yet copied
+	copied map[string]bool // ids the copy owns since; nil: no copy made
+}
+
+// share marks s handed out and returns it.
+func (c *copyOnWrite) share(s *State) *State {
+	c.shared, c.copied = true, nil
+	return s
+}
+
+// own returns the state to fold an event about id into: s itself, or the
+// copy made when s was handed out, which then owns id's task and entry.
+func (c *copyOnWrite) own(s *State, id string) *State {
+	if c.shared {
+		s, c.shared, c.copied = s.copyMaps(), false, map[string]bool{}
+	}
+	if c.copied == nil || c.copied[id] {
+		return s
+	}
+	c.copied[id] = true
+	s.ownRecords(id)
+	return s
+}
+
+// copyMaps returns a copy of s whose maps are its own; the tasks and
+// entries in them are still s's (ownRecords copies one).
+func (s *State) copyMaps() *State {
+	c := *s
+	c.Tasks, c.History = maps.Clone(s.Tasks), maps.Clone(s.History)
+	return &c
+}
+
+// ownRecords copies id's task and entry into s's maps, deeply enough that
+// folding events into the copies leaves the originals as they were. A side
+// the state did not open stays unopened.
+func (s *State) ownRecords(id string) {
+	if s.Tasks != nil {
+		if t := s.Task(id); t != nil {
+			s.Tasks[id] = t.clone()
+		}
+	}
+	if s.History != nil {
+		if h := s.Entry(id); h != nil {
+			s.History[id] = h.clone()
+		}
+	}
 }
 
 // HasTask reports whether a task exists, decoding nothing.
@@ -446,15 +509,25 @@ func (s *State) TaskCount() int {
 }
 
 // QueueProjection folds the queue's side of every event.
-type QueueProjection struct{ s *State }
+type QueueProjection struct {
+	s   *State
+	cow copyOnWrite
+}
 
 // NewQueueProjection wraps a state.
 func NewQueueProjection(s *State) *QueueProjection { return &QueueProjection{s: s} }
 
-// State is the queue's state.
+// State is the queue's state as the fold has it (TasksProjection.State).
 func (p *QueueProjection) State() *State { return p.s }
 
+// Snapshot is the queue's state now, for a reader to keep
+// (TasksProjection.Snapshot).
+func (p *QueueProjection) Snapshot() *State { return p.cow.share(p.s) }
+
 func (p *QueueProjection) Apply(e *eventlog.Event) error {
+	if isTaskEvent(e) {
+		p.s = p.cow.own(p.s, e.Subject)
+	}
 	p.s.applyEntry(e)
 	return nil
 }
@@ -636,13 +709,13 @@ func (s *State) applyEntry(e *eventlog.Event) {
 	id := e.Subject
 	switch e.Type {
 	case TypeClosed:
-		if h := s.Entry(id); h != nil && h.Status == HistWorking {
-			h.release(HistPending) // closed under a worker: the claim ends
+		if h := s.Entry(id); h != nil && h.move(TypeClosed) {
+			h.release() // closed under a worker: the claim ends
 			h.LastEndedAt = e.At
 		}
 	case TypeReopened:
-		if h := s.Entry(id); h != nil && h.Status == HistCompleted {
-			h.Status = HistPending
+		if h := s.Entry(id); h != nil {
+			h.move(TypeReopened)
 		}
 	case TypeImported:
 		// An import sets the whole task, as the export had it: a live claim
@@ -653,15 +726,17 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		if h == nil || json.Unmarshal(e.Data, &d) != nil || d.Title == "" || !d.keptTimes() {
 			return
 		}
-		if h.Status == HistWorking {
-			h.release(HistPending)
+		claimEnds := h.Status == HistWorking
+		unblocks := h.Blocked && d.Status != StatusBlocked && !slices.Contains(d.Labels, BlockedLabel)
+		if claimEnds || unblocks {
+			h.move(TypeImported) // working or blocked: pending; the flag alone goes from another
+		}
+		if claimEnds {
+			h.release()
 			h.LastEndedAt = e.At
 		}
-		if h.Blocked && d.Status != StatusBlocked && !slices.Contains(d.Labels, BlockedLabel) {
+		if unblocks {
 			h.Blocked, h.BlockReason = false, ""
-			if h.Status == HistBlocked {
-				h.Status = HistPending
-			}
 		}
 	case TypeClaimed:
 		var d ClaimedData
@@ -669,16 +744,18 @@ func (s *State) applyEntry(e *eventlog.Event) {
 			return
 		}
 		h := s.entry(id)
-		h.Status, h.Attempts, h.LastAttempt = HistWorking, d.Attempt, e.At
+		h.move(TypeClaimed)
+		h.Attempts, h.LastAttempt = d.Attempt, e.At
 		h.Worker, h.Actor, h.LeaseUntil, h.Priority = d.Worker, e.Actor, d.LeaseUntil, d.Priority
 	case TypeHeartbeat:
 		var d HeartbeatData
-		if h := s.Entry(id); h != nil && h.Status == HistWorking && json.Unmarshal(e.Data, &d) == nil && kept(&d.LeaseUntil) {
+		if h := s.Entry(id); h != nil && json.Unmarshal(e.Data, &d) == nil && kept(&d.LeaseUntil) && h.move(TypeHeartbeat) {
 			h.LeaseUntil = d.LeaseUntil
 		}
 	case TypeSucceeded:
 		h := s.entry(id)
-		h.release(HistCompleted)
+		h.move(TypeSucceeded)
+		h.release()
 		h.LastError, h.LastEndedAt = "", e.At
 	case TypeFailed, TypeLeaseExpired:
 		at, msg := e.At, ""
@@ -695,27 +772,17 @@ func (s *State) applyEntry(e *eventlog.Event) {
 			}
 			at, msg = d.LeaseUntil, LeaseExpiredError
 		}
-		h := s.entry(id)
-		h.release(HistFailed)
-		h.Failures++
-		h.LastFailureAt, h.LastEndedAt, h.LastError = at, at, msg
-		if h.Failures%2 == 0 {
-			h.QueuedAt = at // progressive: even attempts go to the back of the queue
-		}
+		s.entry(id).fail(e.Type, at, msg)
 	case TypeDemoted:
 		var d DemotedData
 		if json.Unmarshal(e.Data, &d) == nil {
-			h := s.entry(id)
-			if !h.Demoted {
-				h.Demoted, h.PriorityBefore = true, d.From
-			}
-			h.Priority, h.DemotedTo = d.To, d.To
+			s.entry(id).demote(d)
 		}
 	case TypeAbandoned:
-		s.entry(id).release(HistAbandoned)
+		s.entry(id).abandon()
 	case TypeReleased:
-		if h := s.Entry(id); h != nil && h.Status == HistWorking {
-			h.release(HistPending)
+		if h := s.Entry(id); h != nil && h.move(TypeReleased) {
+			h.release()
 			h.LastEndedAt = e.At
 		}
 	case TypeBlocked:
@@ -723,12 +790,7 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		if json.Unmarshal(e.Data, &d) != nil {
 			return
 		}
-		h := s.entry(id)
-		if h.Status == HistWorking {
-			h.LastEndedAt = e.At // blocked under its claim: the attempt ends
-		}
-		h.release(HistBlocked)
-		h.Blocked, h.BlockReason = true, d.Reason
+		s.entry(id).block(d, e.At)
 	case TypeSyncRequested:
 		var d SyncData
 		if json.Unmarshal(e.Data, &d) == nil && d.Op != "" {
@@ -768,7 +830,8 @@ func (s *State) applyEntry(e *eventlog.Event) {
 			reset = d.ResetAttempts
 		}
 		h := s.entry(id)
-		h.release(HistPending)
+		h.move(e.Type)
+		h.release()
 		h.Blocked, h.BlockReason = false, ""
 		if restore != nil {
 			h.Priority = *restore
@@ -779,6 +842,64 @@ func (s *State) applyEntry(e *eventlog.Event) {
 			h.LastFailureAt, h.QueuedAt = time.Time{}, time.Time{}
 		}
 	}
+}
+
+// fail records a failed attempt, by event typ (task.failed,
+// task.lease_expired), that ended at at with error msg.
+func (h *Entry) fail(typ string, at time.Time, msg string) {
+	h.move(typ)
+	h.release()
+	h.Failures++
+	h.LastFailureAt, h.LastEndedAt, h.LastError = at, at, msg
+	if requeuedAfter(h.Failures) {
+		h.QueuedAt = at
+	}
+}
+
+// demote records the progressive policy lowering the priority (task.demoted).
+func (h *Entry) demote(d DemotedData) {
+	if !h.Demoted {
+		h.Demoted, h.PriorityBefore = true, d.From
+	}
+	h.Priority, h.DemotedTo = d.To, d.To
+}
+
+// abandon records task.abandoned.
+func (h *Entry) abandon() {
+	h.move(TypeAbandoned)
+	h.release()
+}
+
+// block records task.blocked, at at.
+func (h *Entry) block(d BlockedData, at time.Time) {
+	if h.Status == HistWorking {
+		h.LastEndedAt = at // blocked under its claim: the attempt ends
+	}
+	h.move(TypeBlocked)
+	h.release()
+	h.Blocked, h.BlockReason = true, d.Reason
+}
+
+// foldDecided folds into h a draft of the kinds expiry makes, by its data
+// as decided rather than its JSON: the changes applyEntry makes of its
+// event, through the same methods. Effective asks it of every expired
+// claim it is shown, often, and the JSON round trip of a Fork would cost
+// a fifth of a selection (BenchmarkSelectExternal); TestEffectiveIsFoldOfExpire
+// holds the two equal. It reports false for a draft it does not know.
+func (h *Entry) foldDecided(d eventlog.Draft, at time.Time) bool {
+	switch data := d.Data.(type) {
+	case LeaseExpiredData:
+		h.fail(TypeLeaseExpired, data.LeaseUntil, LeaseExpiredError)
+	case AbandonedData:
+		h.abandon()
+	case BlockedData:
+		h.block(data, at)
+	case DemotedData:
+		h.demote(data)
+	default:
+		return false
+	}
+	return true
 }
 
 // restoreOf reads the priority an unblock or a retry puts back (nil:
@@ -835,8 +956,10 @@ func (d *ImportedData) keptTimes() bool {
 // LeaseExpiredError is the last_error of an attempt whose lease ran out.
 const LeaseExpiredError = "lease expired"
 
-func (h *Entry) release(status string) {
-	h.Status, h.Worker, h.Actor, h.LeaseUntil = status, "", "", time.Time{}
+// release clears what belongs to a claim, as every move out of working
+// (and into any status but working) does.
+func (h *Entry) release() {
+	h.Worker, h.Actor, h.LeaseUntil = "", "", time.Time{}
 }
 
 func (t *Task) unassign() {

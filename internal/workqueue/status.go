@@ -179,5 +179,5 @@ func SetStatus(s *State, p Policy, id, to, worker, actor, reason string, now tim
 // claimed reports whether id has a live claim.
 func (s *State) claimed(id string, p Policy, now time.Time) bool {
 	h := s.Entry(id)
-	return h != nil && h.Status == HistWorking && p.Effective(*h, now).Status == HistWorking
+	return h != nil && h.leaseHeld(now)
 }

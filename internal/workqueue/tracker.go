@@ -10,22 +10,18 @@ import (
 // EffectiveStatus is the tracker status at now: a task whose claim's lease
 // ran out is open again (the queue counts the lost attempt).
 func (s *State) EffectiveStatus(t *Task, p Policy, now time.Time) string {
-	if t.Status == StatusInProgress && !t.LeaseUntil.IsZero() && !now.Before(t.LeaseUntil) {
+	if t.leaseExpired(now) {
 		return StatusOpen
 	}
 	return t.Status
 }
 
-// blockedBy reports whether t waits: an open blocker, the blocked label, or
-// a parent that waits. memo holds the answers for parents already walked.
+// blockedBy reports whether t waits: by itself (waitsItself: the blocked
+// label, a blocker not closed), or through a parent that waits. memo holds
+// the answers for parents already walked.
 func (s *State) blockedBy(t *Task, memo map[string]bool, depth int) bool {
-	if t.HasLabel(BlockedLabel) {
+	if waitsItself(t, s) {
 		return true
-	}
-	for _, d := range t.Blockers {
-		if s.notClosed(d.ID) {
-			return true
-		}
 	}
 	if t.Parent == "" || depth >= 64 {
 		return false

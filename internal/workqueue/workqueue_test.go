@@ -19,7 +19,8 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 
-// DefaultPolicy is seed 001's configuration.
+// DefaultPolicy is the exponential policy's defaults: 1m, doubling, capped
+// at 1h, abandoned after 5 failures.
 func DefaultPolicy() Policy {
 	return Policy{Kind: Exponential, Initial: time.Minute, Max: time.Hour, Multiplier: 2, MaxFailures: 5, Lease: time.Hour}
 }
@@ -91,7 +92,7 @@ func code(err error) string {
 	return ""
 }
 
-// The seed's table: attempt 1 no wait, then 1m, 2m, 4m, ... capped at 1h.
+// Exponential backoff: attempt 1 no wait, then 1m, 2m, 4m, ... capped at 1h.
 func TestBackoffProgression(t *testing.T) {
 	t.Parallel()
 	p := DefaultPolicy()
@@ -261,7 +262,7 @@ func TestAbandonment(t *testing.T) {
 	}
 }
 
-// Seed 004 §8–9: demote every third failure, Blocked after three at P4, and back.
+// Progressive: demote every third failure, Blocked after three at P4, and back.
 func TestProgressiveLadder(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
@@ -334,7 +335,7 @@ func TestProgressiveRequeue(t *testing.T) {
 	}
 }
 
-// Exponential keeps seed 001's order after any number of failures: priority,
+// Exponential keeps the queue's order after any number of failures: priority,
 // then creation time; only the progressive policy requeues.
 func TestExponentialKeepsCreationOrder(t *testing.T) {
 	t.Parallel()

@@ -22,7 +22,8 @@ type Repo struct {
 func Env(t testing.TB) {
 	for k, v := range map[string]string{"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com",
 		"GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.com", "GIT_CONFIG_NOSYSTEM": "1",
-		"HOME": t.TempDir(), "SPOOL_NOW": ""} {
+		"HOME": t.TempDir(), "SPOOL_NOW": "",
+		"SPOOL_CHECK_DECIDE": "1"} { // every decision runs twice (store.Decider)
 		t.Setenv(k, v)
 	}
 }

@@ -50,14 +50,22 @@ func stateOf(v *projections.View) *jobs.State {
 	return p.State()
 }
 
+// decision is a scheduler decision at one clock reading: the drafts to
+// append and the command's result. Like store.Decider it must be repeatable.
+type decision[R any] func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, R, error)
+
+// written is what a write appended, the state after it and its result.
+type written[R any] struct {
+	State  *jobs.State
+	Events []eventlog.Event
+	Result R
+}
+
 // write decides under the log's lock, at one clock reading, and appends;
 // it returns the state after the events.
 func (s *Service) write(ctx context.Context, decide func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, error)) (*jobs.State, []eventlog.Event, error) {
-	actor, err := s.Actor(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return s.writeBy(ctx, s.Store.Write, actor, decide)
+	w, err := decideAs(ctx, s, "", drafts(decide))
+	return w.State, w.Events, err
 }
 
 // worker is write for a worker, whose events carry its name as the actor:
@@ -66,33 +74,49 @@ func (s *Service) write(ctx context.Context, decide func(st *jobs.State, actor s
 // remote takes through the git remote, so other machines see the lease
 // held and the job finished.
 func (s *Service) worker(ctx context.Context, worker string, decide func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, error)) (*jobs.State, []eventlog.Event, error) {
-	return s.writeBy(ctx, s.Store.Claim, worker, decide)
+	w, err := decideAs(ctx, s, worker, drafts(decide))
+	return w.State, w.Events, err
 }
 
-func (s *Service) writeBy(ctx context.Context, write store.WriteFunc, actor string, decide func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, error)) (*jobs.State, []eventlog.Event, error) {
+// decideAs runs decide as worker (store.Claiming), or as the command's
+// actor when worker is "" (store.Local).
+func decideAs[R any](ctx context.Context, s *Service, worker string, decide decision[R]) (written[R], error) {
+	actor, mode := worker, store.Claiming
+	if worker == "" {
+		var err error
+		if actor, err = s.Actor(ctx); err != nil {
+			return written[R]{}, err
+		}
+		mode = store.Local
+	}
 	now := s.now()
-	events, v, err := write(ctx, now, actor, []string{jobs.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+	w, err := store.Write(ctx, s.Store, mode, now, actor, []string{jobs.Name}, func(v *projections.View) ([]eventlog.Draft, R, error) {
 		return decide(stateOf(v), actor, now)
 	})
 	if err != nil {
-		return nil, nil, err
+		return written[R]{}, err
 	}
-	return stateOf(v), events, nil
+	return written[R]{State: stateOf(w.View), Events: w.Events, Result: w.Result}, nil
+}
+
+// drafts adapts a decision with no result.
+func drafts(decide func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, error)) decision[struct{}] {
+	return func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, struct{}, error) {
+		d, err := decide(st, actor, now)
+		return d, struct{}{}, err
+	}
 }
 
 // Submit submits a job, or creates a schedule with --every.
 func (s *Service) Submit(ctx context.Context, n jobs.Submit) (jobs.Submitted, error) {
-	var out jobs.Submitted
 	writer, err := s.Store.Log.WriterID()
 	if err != nil {
-		return out, err
+		return jobs.Submitted{}, err
 	}
-	_, _, err = s.write(ctx, func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, error) {
-		d, o, err := jobs.SubmitJob(st, s.Policy, n, actor, writer, now)
-		out = o
-		return d, err
+	w, err := decideAs(ctx, s, "", func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, jobs.Submitted, error) {
+		return jobs.SubmitJob(st, s.Policy, n, actor, writer, now)
 	})
-	return out, err
+	return w.Result, err
 }
 
 // change runs one decision about a job and returns the job after it.
@@ -194,16 +218,14 @@ func (s *Service) ClaimHere(ctx context.Context, worker string, slots int) (*job
 }
 
 func (s *Service) claim(ctx context.Context, worker string, slots int, holder *jobs.ProcRecord) (*jobs.Claim, error) {
-	var c *jobs.Claim
-	_, _, err := s.worker(ctx, worker, func(st *jobs.State, _ string, now time.Time) ([]eventlog.Draft, error) {
-		d, claim, err := jobs.ClaimJobHeld(st, s.Policy, worker, holder, gone(st), slots, now)
-		c = claim
-		return d, err
+	w, err := decideAs(ctx, s, worker, func(st *jobs.State, _ string, now time.Time) ([]eventlog.Draft, *jobs.Claim, error) {
+		return jobs.ClaimJobHeld(st, s.Policy, worker, holder, gone(st), slots, now)
 	})
+	c := w.Result
 	if err != nil || c == nil {
 		return nil, err
 	}
-	job := *c.Job // the claim's job as it was decided; the state has moved on
+	job := *c.Job // the job as the claim left it: later writes move the state on
 	c.Job = &job
 	return c, nil
 }
@@ -211,16 +233,14 @@ func (s *Service) claim(ctx context.Context, worker string, slots int, holder *j
 // SegmentDone records a segment's end and what follows; next is the
 // segment the worker runs now, or -1.
 func (s *Service) SegmentDone(ctx context.Context, id, worker string, end jobs.SegmentEnd) (next int, job *jobs.Job, err error) {
-	st, _, err := s.worker(ctx, worker, func(st *jobs.State, _ string, _ time.Time) ([]eventlog.Draft, error) {
-		d, n, err := jobs.SegmentDone(st, id, worker, end)
-		next = n
-		return d, err
+	w, err := decideAs(ctx, s, worker, func(st *jobs.State, _ string, _ time.Time) ([]eventlog.Draft, int, error) {
+		return jobs.SegmentDone(st, id, worker, end)
 	})
 	if err != nil {
 		return -1, nil, err
 	}
-	job, err = st.Job(id)
-	return next, job, err
+	job, err = w.State.Job(id)
+	return w.Result, job, err
 }
 
 // Heartbeat renews the worker's lease on a job and returns the job, whose

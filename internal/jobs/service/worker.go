@@ -36,7 +36,7 @@ type Worker struct {
 // A worker's defaults. A cancelled running job ends at most
 // scheduler.cancel_grace after the cancel, plus a poll (when the worker
 // looks at its flags), plus the kill grace (SIGTERM to SIGKILL): with the
-// defaults, 2 + 1 + 2 = 5 seconds, seed 003's cancellation metric (§10).
+// defaults, 2 + 1 + 2 = 5 seconds, the most a cancel may take.
 const (
 	DefaultPoll      = time.Second
 	DefaultKillGrace = proc.DefaultGrace

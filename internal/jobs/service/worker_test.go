@@ -26,7 +26,7 @@ func TestOutputDirIsConfined(t *testing.T) {
 	}
 }
 
-// Seed 003 §10: a job cancellation completes within 5 seconds. With the
+// A job cancellation completes within 5 seconds. With the
 // defaults (scheduler.cancel_grace, the worker's poll and its kill grace)
 // the worst case is within it. Arithmetic on the defaults, not a timing.
 func TestDefaultCancelWithinFiveSeconds(t *testing.T) {
@@ -39,6 +39,6 @@ func TestDefaultCancelWithinFiveSeconds(t *testing.T) {
 		t.Fatalf("a new configuration's cancel_grace is %s", grace)
 	}
 	if b := CancelBudget(grace, DefaultPoll); b > 5*time.Second {
-		t.Fatalf("default cancel_grace %s + poll %s + kill grace %s = %s, over seed 003's 5 s", grace, DefaultPoll, DefaultKillGrace, b)
+		t.Fatalf("default cancel_grace %s + poll %s + kill grace %s = %s, over the 5 s a cancel may take", grace, DefaultPoll, DefaultKillGrace, b)
 	}
 }

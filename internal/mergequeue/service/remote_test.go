@@ -350,7 +350,7 @@ func TestTrainFromALaggingTargetWaitsForItsCheckout(t *testing.T) {
 	}
 }
 
-// Offline (§6.1): a submission whose remote does not answer is queued as
+// Offline: a submission whose remote does not answer is queued as
 // pending_push; the train retries the push with backoff (not again before
 // it is due) and, once the remote answers, records merge.pushed and merges.
 func TestOfflineSubmissionPushedWithBackoff(t *testing.T) {

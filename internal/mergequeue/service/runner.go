@@ -239,7 +239,6 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 	target := mergequeue.Target{Branch: r.Target, Passed: r.passed}
 	target.SHA, _ = git.RevParse(ctx, r.Store.Repo.Root, "refs/heads/"+r.Target) // the steps check it again
 	r.waits(ctx, queueOf(v), &target)
-	var claimed *mergequeue.Entry
 	pol := r.policy()
 	if _, e := mergequeue.DecideClaim(queueOf(v), r.ID, target, pol, r.Now()); e == nil {
 		// Nothing this clone sees can be claimed (every pending entry
@@ -254,15 +253,16 @@ func (r *Runner) RunOne(ctx context.Context) (*Result, error) {
 		h := mergequeue.ProcRecord(self)
 		holder = &h
 	}
-	events, _, err := r.Store.Claim(ctx, r.Now(), r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
-		drafts, e := mergequeue.DecideClaimHeld(queueOf(v), r.ID, holder, target, pol, r.Now())
-		claimed = nil // a claim through the remote may decide again
-		if e != nil {
-			c := *e
-			claimed = &c
+	now := r.Now()
+	w, err := store.Write(ctx, r.Store, store.Claiming, now, r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, *mergequeue.Entry, error) {
+		drafts, e := mergequeue.DecideClaimHeld(queueOf(v), r.ID, holder, target, pol, now)
+		if e == nil {
+			return drafts, nil, nil
 		}
-		return drafts, nil
+		c := *e // the entry as claimed: the append moves the queue on
+		return drafts, &c, nil
 	})
+	claimed, events := w.Result, w.Events
 	if err != nil || claimed == nil {
 		return nil, err
 	}
@@ -337,13 +337,13 @@ func (j *job) step(ctx context.Context, to mergequeue.Status, reason string, pat
 	if to == mergequeue.Merging {
 		st.TargetFromSHA = j.from
 	}
-	var final mergequeue.Status
-	_, _, err := j.r.Store.Claim(context.WithoutCancel(ctx), j.r.Now(), j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
-		drafts, err := mergequeue.DecideStep(queueOf(v), st, pol, j.r.Now())
-		if err == nil {
-			final = drafts[0].Data.(mergequeue.EntryData).To
+	now := j.r.Now()
+	w, err := store.Write(context.WithoutCancel(ctx), j.r.Store, store.Claiming, now, j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, mergequeue.Status, error) {
+		drafts, err := mergequeue.DecideStep(queueOf(v), st, pol, now)
+		if err != nil {
+			return nil, "", err
 		}
-		return drafts, err
+		return drafts, drafts[0].Data.(mergequeue.EntryData).To, nil
 	})
 	if err != nil {
 		if f, ok := fault.As(err); ok && f.Has(mergequeue.CodeConcurrentModification) {
@@ -351,6 +351,7 @@ func (j *job) step(ctx context.Context, to mergequeue.Status, reason string, pat
 		}
 		return err
 	}
+	final := w.Result
 	j.status = final
 	j.r.logf("entry %d: %s%s", j.id, final, suffix(reason))
 	if j.r.afterStep != nil {
@@ -867,8 +868,9 @@ func (j *job) test(ctx context.Context, argv []string) (code int, reason string,
 // anyway; the record is for a group that survives it.
 func (j *job) recordProc(ctx context.Context, rec proc.Record) {
 	pol := j.r.policy()
-	_, _, err := j.r.Store.Claim(context.WithoutCancel(ctx), j.r.Now(), j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
-		return mergequeue.DecideProcStarted(queueOf(v), j.id, j.r.ID, mergequeue.ProcRecord(rec), pol, j.r.Now())
+	now := j.r.Now()
+	_, _, err := j.r.Store.Claim(context.WithoutCancel(ctx), now, j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+		return mergequeue.DecideProcStarted(queueOf(v), j.id, j.r.ID, mergequeue.ProcRecord(rec), pol, now)
 	})
 	if err != nil {
 		j.r.logf("entry %d: the test command's process (pid %d) was not recorded: %v", j.id, rec.PID, err)
@@ -960,8 +962,9 @@ func (j *job) renewWhile(ctx context.Context, abort context.CancelCauseFunc) (st
 				}
 				j.watchMu.Unlock()
 			case <-tick.C:
-				_, _, err := j.r.Store.Claim(ctx, j.r.Now(), j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
-					return mergequeue.DecideRenew(queueOf(v), j.id, j.r.ID, pol, j.r.Now())
+				now := j.r.Now()
+				_, _, err := j.r.Store.Claim(ctx, now, j.r.Actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+					return mergequeue.DecideRenew(queueOf(v), j.id, j.r.ID, pol, now)
 				})
 				if f, ok := fault.As(err); ok && (f.Has(mergequeue.CodeConcurrentModification) || f.Has(mergequeue.CodeEntryNotFound)) {
 					// The entry was recovered or changed: the next step's

@@ -107,8 +107,8 @@ func jjChangeID(ctx context.Context, w git.Worktree, rev string) (head, id, sour
 	return head, id, mergequeue.SourceJJ, nil
 }
 
-// Response is the seed's QueueSubmissionResponse plus entry ref, workspace
-// identity, dedupe key and head.
+// Response is QueueSubmissionResponse (the fields merge-queue clients
+// already read) plus entry ref, workspace identity, dedupe key and head.
 type Response struct {
 	EntryID        int64                     `json:"entry_id"`
 	EntryRef       string                    `json:"entry_ref"` // stable across clones; merge show/cancel/retry take a prefix
@@ -137,10 +137,9 @@ func firstLine(s string) string {
 
 // Submit validates the workspace, reads its identity, pushes its branch and
 // queues it. Everything that can fail does so before the one append, so a
-// failed submission leaves no entry behind (INV-CONC-001, -003); one
-// refused for a reason the seed audits (mergequeue.Audited: the push, a
-// dirty worktree, another change queued) is recorded as merge.refused
-// (SR-005).
+// failed submission is atomic and leaves no entry behind; one refused for
+// a reason worth auditing (mergequeue.Audited: the push, a dirty worktree,
+// another change queued) is recorded as merge.refused, with its context.
 func (s *Service) Submit(ctx context.Context, opt SubmitOptions) (*Response, error) {
 	var about mergequeue.Refusal
 	resp, err := s.submit(ctx, opt, &about)
@@ -260,8 +259,9 @@ func (s *Service) submit(ctx context.Context, opt SubmitOptions, about *mergeque
 	default:
 		err := pushBranch(ctx, w, remote)
 		if f, ok := fault.As(err); ok && f.Has(mergequeue.CodeRemoteUnreachable) && set.Offline {
-			// Offline (seed 002 §6.1): queued, waiting for the push, which
-			// the train retries with backoff until the remote answers.
+			// Offline: an unreachable remote does not refuse the entry; it
+			// is queued, waiting for the push, which the train retries with
+			// backoff until the remote answers.
 			req.PendingPush = fmt.Sprintf("remote %s did not answer (%s); the merge train pushes %s when it does", remote, firstLine(f.Message), w.Branch)
 			note = "not pushed: " + mergequeue.WaitPushPending + ": " + req.PendingPush
 			break
@@ -295,8 +295,8 @@ func (s *Service) submit(ctx context.Context, opt SubmitOptions, about *mergeque
 }
 
 // findWorkspace is the worktree to submit: the one the command runs in,
-// or the one named, which must be among git worktree list (PRE-WS-001) and
-// not abandoned (PRE-WS-002).
+// or the one named, which must be among git worktree list and not
+// abandoned (its directory still there).
 func findWorkspace(ctx context.Context, st *store.Store, name string) (git.Worktree, error) {
 	if name == "" {
 		return git.Worktree{Path: st.Repo.WorkTree, Name: filepath.Base(st.Repo.WorkTree)}, nil
@@ -329,7 +329,9 @@ func workspaceID(st *store.Store, w git.Worktree) (string, error) {
 	return mergequeue.WorkspaceID(writer, gitID), nil
 }
 
-// pushBranch pushes a workspace's branch (PRE-REMOTE-002, -003).
+// pushBranch pushes a workspace's branch, telling an unreachable remote
+// (which may queue the entry offline) from a rejected push (which queues
+// nothing).
 func pushBranch(ctx context.Context, w git.Worktree, remote string) error {
 	err := git.PushBranch(ctx, w.Path, remote, w.Branch)
 	var perr *git.PushError

@@ -25,8 +25,9 @@ func wantCode(t *testing.T, err error, code string) {
 	}
 }
 
-// Each precondition of seed 002 §3, positive and negative; a rejected
-// submission appends nothing (INV-CONC-001, -003).
+// Each precondition of a submission (the workspace, its branch and
+// commit, a clean tree), met and not met; a rejected submission is atomic:
+// it appends nothing.
 func TestSubmitPreconditions(t *testing.T) {
 	f := newFixture(t)
 	feat := f.Worktree("feat", "f.txt", "f\n")
@@ -40,10 +41,10 @@ func TestSubmitPreconditions(t *testing.T) {
 		}
 	}
 
-	// PRE-WS-001: the workspace must be among git worktree list.
+	// The workspace must be among git worktree list.
 	reject(f.Root, SubmitOptions{Workspace: "nope", NoPush: true}, mergequeue.CodeSessionNotFound.Name)
 	reject(f.Root, SubmitOptions{Workspace: "bad\tname", NoPush: true}, mergequeue.CodeInvalidWorkspaceName.Name)
-	// PRE-WS-005: clean, or --auto-commit.
+	// The worktree is clean, or --auto-commit.
 	f.Write(feat, "dirty.txt", "x\n")
 	reject(feat, SubmitOptions{NoPush: true}, mergequeue.CodeWorkspaceNotClean.Name)
 	resp := f.mustSubmit(f.Root, SubmitOptions{Workspace: "feat", NoPush: true, AutoCommit: true})
@@ -51,25 +52,25 @@ func TestSubmitPreconditions(t *testing.T) {
 	if resp.HeadSHA != head || f.Git(feat, "status", "--porcelain") != "" {
 		t.Fatalf("auto-commit: head %s, response %s", head, resp.HeadSHA)
 	}
-	// PRE-ID-002, PRE-ID-003, INV-ID-004: head and branch come from the workspace.
+	// Head and branch come from the workspace.
 	if resp.Branch != "feat" || resp.Workspace != "feat" || resp.Status != mergequeue.Pending || *resp.Position != 1 {
 		t.Fatalf("response %+v", resp)
 	}
 
-	// PRE-WS-003: a detached HEAD has no branch.
+	// A detached HEAD has no branch.
 	det := filepath.Join(filepath.Dir(f.Root), "det")
 	f.Git(f.Root, "worktree", "add", "-q", "--detach", det, "main")
 	reject(det, SubmitOptions{NoPush: true}, mergequeue.CodeDetachedHead.Name)
-	// PRE-WS-004: an unborn branch has no commit.
+	// An unborn branch has no commit.
 	f.Git(det, "checkout", "-q", "--orphan", "empty")
 	reject(det, SubmitOptions{NoPush: true}, mergequeue.CodeInvalidHeadSHA.Name)
-	// PRE-WS-002: an abandoned worktree (directory gone).
+	// An abandoned worktree (directory gone) cannot be submitted.
 	gone := f.Worktree("gone", "g.txt", "g\n")
 	os.RemoveAll(gone)
 	reject(f.Root, SubmitOptions{Workspace: "gone", NoPush: true}, mergequeue.CodeSessionNotFound.Name)
 }
 
-// PRE-REMOTE-001..003: the branch is pushed before queueing when a remote exists.
+// The branch is pushed before queueing when a remote exists.
 func TestSubmitPush(t *testing.T) {
 	f := newFixture(t)
 	feat := f.Worktree("feat", "f.txt", "f\n")
@@ -90,7 +91,7 @@ func TestSubmitPush(t *testing.T) {
 		t.Fatal("pushed with --no-push")
 	}
 
-	// PRE-REMOTE-003: a rejected push queues nothing.
+	// A rejected push queues nothing.
 	hook := filepath.Join(f.Remote, "hooks", "pre-receive")
 	os.WriteFile(hook, []byte("#!/bin/sh\necho no pushes today >&2\nexit 1\n"), 0o755)
 	third := f.Worktree("third", "t.txt", "t\n")
@@ -98,7 +99,7 @@ func TestSubmitPush(t *testing.T) {
 	_, err := f.submit(third, SubmitOptions{}, "ada@example.com")
 	wantCode(t, err, mergequeue.CodeBookmarkPushFailed.Name)
 	os.Remove(hook)
-	// PRE-REMOTE-002: an unreachable remote queues nothing when offline
+	// An unreachable remote queues nothing when offline
 	// submissions are off (by default it queues the entry as pending_push:
 	// merge_offline.txtar).
 	f.config("merge.offline", "false")
@@ -108,14 +109,14 @@ func TestSubmitPush(t *testing.T) {
 	if f.events() != n {
 		t.Fatal("a failed push appended events")
 	}
-	// PRE-REMOTE-001: no remote configured: queued without a push.
+	// No remote configured: queued without a push.
 	f.Git(f.Root, "remote", "remove", "origin")
 	if r := f.mustSubmit(third, SubmitOptions{}); r.Pushed || r.EntryID != 3 {
 		t.Fatalf("without a remote: %+v", r)
 	}
 }
 
-// PRE-ID-001, INV-ID-002: the change id is stable across amend and rebase,
+// The change id is stable across amend and rebase,
 // from a Change-Id trailer or generated and remembered.
 func TestChangeIDStable(t *testing.T) {
 	f := newFixture(t)
@@ -175,7 +176,8 @@ func TestSubmitUnauthorized(t *testing.T) {
 	}
 }
 
-// POST-RESP-001..005 and POST-ENTRY-001..008 through the real log.
+// The response says what the log recorded (entry, status, position, type,
+// time), through the real log.
 func TestSubmitResponse(t *testing.T) {
 	f := newFixture(t)
 	a := f.Worktree("a", "a.txt", "a\n")
@@ -186,29 +188,29 @@ func TestSubmitResponse(t *testing.T) {
 	for _, r := range []*Response{ra, rb} {
 		e := q.Entry(r.EntryID)
 		if e == nil || e.ID <= 0 {
-			t.Fatalf("POST-ENTRY-001/002: entry %d", r.EntryID)
+			t.Fatalf("no entry %d", r.EntryID)
 		}
 		if r.Workspace != e.Workspace || r.DedupeKey != e.DedupeKey || r.HeadSHA != e.HeadSHA ||
 			r.HeadSHA != f.Git(f.Root, "rev-parse", "refs/heads/"+e.Branch) {
-			t.Errorf("POST-ENTRY-003..005 / POST-RESP-001: %+v vs %+v", r, e)
+			t.Errorf("response and entry differ: %+v vs %+v", r, e)
 		}
 		if r.SubmissionType != mergequeue.SubmissionNew || e.WorkspaceState != mergequeue.WorkspaceCreated || !r.SubmittedAt.Equal(e.AddedAt) || r.SubmittedAt.Year() != 2026 {
-			t.Errorf("POST-RESP-004/005, POST-ENTRY-007/008: %+v", r)
+			t.Errorf("want a new entry, created, submitted when added: %+v", r)
 		}
 	}
 	// the response was right when given; b's priority put it ahead of a afterwards
 	if *ra.Position != 1 || ra.PendingCount != 1 || *rb.Position != 1 || rb.PendingCount != 2 {
-		t.Errorf("POST-RESP-003: a at %d of %d, b at %d of %d", *ra.Position, ra.PendingCount, *rb.Position, rb.PendingCount)
+		t.Errorf("positions when submitted: a at %d of %d, b at %d of %d", *ra.Position, ra.PendingCount, *rb.Position, rb.PendingCount)
 	}
 	if q.Entry(ra.EntryID).Position != 2 || q.Entry(rb.EntryID).Position != 1 || q.PendingCount != 2 {
-		t.Error("POST-POS-003: priority order")
+		t.Error("positions not in priority order")
 	}
 	if *ra.BeadID != "bd-7" || rb.BeadID != nil || ra.Status != mergequeue.Pending {
-		t.Error("POST-RESP-002, bead id")
+		t.Error("response status or bead id")
 	}
 }
 
-// PRE-ID-001 negative: a change id that cannot be used is refused, nothing queued.
+// A change id that cannot be used is refused, nothing queued.
 func TestSubmitBadChangeID(t *testing.T) {
 	f := newFixture(t)
 	feat := f.Worktree("feat", "f.txt", "f\n")

@@ -45,7 +45,8 @@ func FindWorkspace(list []git.Worktree, name, current string) (git.Worktree, err
 	return git.Worktree{}, mergequeue.InvalidWorkspaceName(name, "several worktrees have this name ("+strings.Join(paths, ", ")+"); pass the worktree's path")
 }
 
-// CheckWorkspace applies PRE-WS-002..004 to a listed worktree.
+// CheckWorkspace refuses a listed worktree that cannot be submitted: one
+// abandoned (its directory gone), without a branch, or without a commit.
 func CheckWorkspace(w git.Worktree) error {
 	switch {
 	case w.Prunable:

@@ -77,8 +77,9 @@ func (s *Service) append(ctx context.Context, drafts ...eventlog.Draft) (*orches
 	return stateOf(v), nil
 }
 
-// Status is seed 004's build.status payload, and the breaker's pause
-// while it holds.
+// Status is the build.status payload, and the breaker's pause while it
+// holds. Its camelCase names are the ones the orchestrator's original
+// clients read, so they stay.
 type Status struct {
 	CurrentTask *orchestrator.Active `json:"currentTask"`
 	QueueDepth  int                  `json:"queueDepth"`
@@ -319,7 +320,8 @@ func (s *Service) settle(ctx context.Context, st *orchestrator.State, a *orchest
 		default:
 			var d eventlog.Draft
 			if d, err = workqueue.Release(st, s.WQ.Policy, a.TaskID, actor, s.Now); err == nil {
-				// On the task in spool's tracker, or on the bead (seed 004 §3).
+				// A released attempt leaves a comment saying why, so the
+				// next one sees it: on spool's task or on the bead.
 				drafts = []eventlog.Draft{d, workqueue.Note(a.TaskID, orchestrator.ReleaseComment(x, s.Policy))}
 			}
 		}

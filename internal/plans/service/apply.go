@@ -56,19 +56,17 @@ func (s *Service) decideTasks(ctx context.Context, approving string, decide func
 	if err != nil {
 		return plans.Outcome{}, err
 	}
-	var out plans.Outcome
-	_, err = s.write(ctx, withTasks, func(st *plans.State, wq *workqueue.State) ([]eventlog.Draft, error) {
+	_, out, err := decideWith(ctx, s, withTasks, func(st *plans.State, wq *workqueue.State) ([]eventlog.Draft, plans.Outcome, error) {
 		var approval []eventlog.Draft
 		if approving != "" {
 			d, _, err := plans.Approve(st, approving)
 			if err != nil {
-				return nil, err
+				return nil, plans.Outcome{}, err
 			}
 			approval = append(approval, d)
 		}
 		drafts, o, err := decide(st, wq, c)
-		out = o
-		return append(drafts, approval...), err
+		return append(drafts, approval...), o, err
 	})
 	return out, err
 }
@@ -135,11 +133,9 @@ func (s *Service) AddFeedback(ctx context.Context, text string) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	var id string
-	_, err = s.write(ctx, []string{plans.Name}, func(st *plans.State, _ *workqueue.State) ([]eventlog.Draft, error) {
-		d, fid, err := plans.AddFeedback(st, text, writer, s.Now)
-		id = fid
-		return []eventlog.Draft{d}, err
+	_, id, err := decideWith(ctx, s, []string{plans.Name}, func(st *plans.State, _ *workqueue.State) ([]eventlog.Draft, string, error) {
+		d, id, err := plans.AddFeedback(st, text, writer, s.Now)
+		return []eventlog.Draft{d}, id, err
 	})
 	return id, err
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/spoolhq/spool/internal/workqueue"
 )
 
-// A build (seed §11): the gate closed and shipped_at recorded in one append
-// (plan.shipped, the intent), so the plan's tasks are ready; then the
+// A build, in a fixed order: the gate closed and shipped_at recorded in one
+// append (plan.shipped, the intent), so the plan's tasks are ready; then the
 // planner proposes PRD updates, which are applied and committed; then
 // plan.built records how that ended. A build whose outcome is missing (spool
 // died in between) is finished by the next plan build or rebuild, or by
@@ -124,15 +124,12 @@ func (s *Service) prdStep(ctx context.Context, id string) (plans.BuiltData, *PRD
 	if err != nil {
 		return record(plans.BuiltData{Error: "the planner's output: " + fault.Classify(err).Message}, err)
 	}
-	var d plans.BuiltData
-	res, err := s.applyPRD(ctx, p, id, "", func(r PRDResult) []eventlog.Draft {
-		d = plans.BuiltData{PRDHash: r.Hash, Held: r.Held}
-		return built(d)
-	})
+	builtOf := func(r PRDResult) plans.BuiltData { return plans.BuiltData{PRDHash: r.Hash, Held: r.Held} }
+	res, err := s.applyPRD(ctx, p, id, "", func(r PRDResult) []eventlog.Draft { return built(builtOf(r)) })
 	if err != nil {
 		return record(plans.BuiltData{Error: fault.Classify(err).Message}, err)
 	}
-	return d, &res, nil
+	return builtOf(res), &res, nil
 }
 
 // PlannerInput is what the planner reads on stdin: the plan, its tasks,

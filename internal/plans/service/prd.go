@@ -59,50 +59,60 @@ func (s *Service) applyPRD(ctx context.Context, p plans.PRDProposal, planID, app
 		return PRDResult{}, err
 	}
 	hash := plans.Hash(p)
-	res := PRDResult{Hash: hash, File: s.prdFile, Sections: p.Names()}
-	done := false
+	start := PRDResult{Hash: hash, File: s.prdFile, Sections: p.Names()}
+	// step is what one append decided: the result so far, and whether it
+	// ends the work.
+	type step struct {
+		res  PRDResult
+		done bool
+	}
 	// recorded ends the work when the updates were recorded before.
-	recorded := func(st *plans.State) ([]eventlog.Draft, bool, error) {
+	recorded := func(st *plans.State, res PRDResult) ([]eventlog.Draft, step, bool, error) {
 		u := st.PRDUpdates[hash]
 		if u == nil {
-			return nil, false, nil
+			return nil, step{}, false, nil
 		}
-		res.Existing, res.Commit, done = true, u.Commit, true
+		res.Existing, res.Commit = true, u.Commit
 		drafts, err := approval(st, approving)
-		return append(drafts, then(res)...), true, err
+		return append(drafts, then(res)...), step{res, true}, true, err
 	}
-	_, err = s.write(ctx, []string{plans.Name}, func(st *plans.State, _ *workqueue.State) ([]eventlog.Draft, error) {
-		if drafts, ok, err := recorded(st); ok {
-			return drafts, err
+	_, first, err := decideWith(ctx, s, []string{plans.Name}, func(st *plans.State, _ *workqueue.State) ([]eventlog.Draft, step, error) {
+		if drafts, r, ok, err := recorded(st, start); ok {
+			return drafts, r, err
 		}
 		if approving != "" {
 			if _, _, err := plans.Approve(st, approving); err != nil {
-				return nil, err
+				return nil, step{}, err
 			}
 		}
 		drafts, out, held, err := c.Hold(st, plans.KindPRD, plans.PRDCategories(p), hash, "", planID, p)
-		res.Outcome, done = out, held
+		res := start
+		res.Outcome = out
 		if !held || err != nil {
-			return nil, err
+			return nil, step{res, held}, err
 		}
-		return append(drafts, then(res)...), nil
+		return append(drafts, then(res)...), step{res, true}, nil
 	})
-	if err != nil || done {
+	res := first.res
+	if err != nil || first.done {
 		return res, err
 	}
 	if res.Commit, err = s.commitPRD(ctx, p, hash); err != nil {
 		return res, err
 	}
-	_, err = s.write(ctx, []string{plans.Name}, func(st *plans.State, _ *workqueue.State) ([]eventlog.Draft, error) {
-		if drafts, ok, err := recorded(st); ok {
-			return drafts, err
+	_, last, err := decideWith(ctx, s, []string{plans.Name}, func(st *plans.State, _ *workqueue.State) ([]eventlog.Draft, step, error) {
+		if drafts, r, ok, err := recorded(st, res); ok {
+			return drafts, r, err
 		}
 		drafts, err := approval(st, approving)
 		d := plans.PRDUpdated(plans.PRDUpdatedData{Hash: hash, File: s.prdFile, Sections: res.Sections, Commit: res.Commit,
 			PlanID: planID, Proposal: approving, Notify: res.Notify})
-		return append(append([]eventlog.Draft{d}, drafts...), then(res)...), err
+		return append(append([]eventlog.Draft{d}, drafts...), then(res)...), step{res, true}, err
 	})
-	return res, err
+	if err != nil {
+		return res, err
+	}
+	return last.res, nil
 }
 
 // prdPath is where orchestrator.prd_file is once links are resolved, in

@@ -68,14 +68,25 @@ func (s *Service) Read(ctx context.Context) (*plans.State, *workqueue.State, err
 // write decides under the log's lock and appends; it returns the state
 // after the events.
 func (s *Service) write(ctx context.Context, names []string, decide func(st *plans.State, wq *workqueue.State) ([]eventlog.Draft, error)) (*plans.State, error) {
-	_, v, err := s.Env.Write(ctx, names, func(v *projections.View, _ string) ([]eventlog.Draft, error) {
+	st, _, err := decideWith(ctx, s, names, func(st *plans.State, wq *workqueue.State) ([]eventlog.Draft, struct{}, error) {
+		d, err := decide(st, wq)
+		return d, struct{}{}, err
+	})
+	return st, err
+}
+
+// decideWith is write for a decision with a result. Like store.Decider,
+// decide must be repeatable.
+func decideWith[R any](ctx context.Context, s *Service, names []string, decide func(st *plans.State, wq *workqueue.State) ([]eventlog.Draft, R, error)) (*plans.State, R, error) {
+	w, err := store.WriteAs(ctx, s.Env, store.Local, names, func(v *projections.View, _ string) ([]eventlog.Draft, R, error) {
 		return decide(states(v))
 	})
 	if err != nil {
-		return nil, err
+		var zero R
+		return nil, zero, err
 	}
-	st, _ := states(v)
-	return st, nil
+	st, _ := states(w.View)
+	return st, w.Result, nil
 }
 
 // context is what the decisions need: new task ids' prefix and writer,

@@ -6,6 +6,7 @@ import (
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/prdqueue"
+	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/workqueue"
 	"github.com/spoolhq/spool/projections"
 )
@@ -85,9 +86,8 @@ func (s *Service) Recheck(ctx context.Context) ([]prdqueue.ManifestItem, error) 
 			}
 		}
 	}
-	var changed []prdqueue.ItemKey
-	st, _, err = s.write(ctx, nil, func(st *prdqueue.State, _ *projections.View, _ string) ([]eventlog.Draft, error) {
-		changed = changed[:0]
+	w, err := writeAs(ctx, s, store.Local, nil, func(st *prdqueue.State, _ *projections.View, _ string) ([]eventlog.Draft, []prdqueue.ItemKey, error) {
+		var changed []prdqueue.ItemKey
 		var drafts []eventlog.Draft
 		for _, it := range prdqueue.Rechecks(st) {
 			sel, known := selectable[st.PRDs[it.PRD].Epic]
@@ -96,14 +96,14 @@ func (s *Service) Recheck(ctx context.Context) ([]prdqueue.ManifestItem, error) 
 				changed = append(changed, prdqueue.ItemKey{Feature: it.Feature, PRD: it.PRD})
 			}
 		}
-		return drafts, nil
+		return drafts, changed, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]prdqueue.ManifestItem, 0, len(changed))
-	for _, k := range changed {
-		out = append(out, st.ManifestItem(st.Items[k]))
+	out := make([]prdqueue.ManifestItem, 0, len(w.Result))
+	for _, k := range w.Result {
+		out = append(out, w.State.ManifestItem(w.State.Items[k]))
 	}
 	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/ids"
 	"github.com/spoolhq/spool/internal/prdqueue"
+	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/workqueue"
 	"github.com/spoolhq/spool/projections"
 )
@@ -104,15 +105,13 @@ func (s *Service) promoteNative(ctx context.Context, feature string) ([]Promoted
 		return nil, err
 	}
 	prefix := s.wq.Prefix
-	var out, refusals []Promoted
 	// The tracker's tasks: whether a PRD's epic is still open (EpicFor).
-	_, _, err = s.claim(ctx, []string{workqueue.IDsName, workqueue.Name}, func(st *prdqueue.State, v *projections.View, _ string) ([]eventlog.Draft, error) {
-		out = out[:0]
+	w, err := writeAs(ctx, s, store.Claiming, []string{workqueue.IDsName, workqueue.Name}, func(st *prdqueue.State, v *projections.View, _ string) ([]eventlog.Draft, []Promoted, error) {
 		cands, rs, err := prdqueue.Runnable(st, feature)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		refusals = refused(rs)
+		var out []Promoted
 		taken, _ := projections.As[*workqueue.IDsProjection](v, workqueue.IDsName)
 		tasks, _ := projections.As[*workqueue.TasksProjection](v, workqueue.Name)
 		index := workqueue.NewBatchIndex(taken)
@@ -130,7 +129,7 @@ func (s *Service) promoteNative(ctx context.Context, feature string) ([]Promoted
 				task.ID = id
 				d, id, err := workqueue.AddTask(index, task, prefix, writer, s.Now)
 				if err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				d.Idem = workqueue.KeyedCreation(id) // another clone's is the same creation
 				index.Made(id)
@@ -139,12 +138,9 @@ func (s *Service) promoteNative(ctx context.Context, feature string) ([]Promoted
 			drafts = append(drafts, c.Enqueued(epic, 1))
 			out = append(out, Promoted{Feature: c.Item.Feature, PRD: c.Item.PRD, Key: c.Key, Epic: epic})
 		}
-		return drafts, nil
+		return drafts, append(out, refused(rs)...), nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return append(out, refusals...), nil
+	return w.Result, err
 }
 
 func taskStatus(t *workqueue.Task) string {
@@ -176,22 +172,25 @@ func (s *Service) promoteSource(ctx context.Context, feature string) ([]Promoted
 	for _, c := range prdqueue.InFlight(st, feature) {
 		jobs = append(jobs, job{c: c, recover: true, desc: "PRD " + st.PRDs[c.Item.PRD].Path})
 	}
-	var cands []prdqueue.Candidate
-	var refusals []prdqueue.Refusal
-	_, _, err = s.claim(ctx, nil, func(st *prdqueue.State, _ *projections.View, _ string) ([]eventlog.Draft, error) {
-		var err error
-		if cands, refusals, err = prdqueue.Runnable(st, feature); err != nil {
-			return nil, err
+	type runnable struct {
+		cands    []prdqueue.Candidate
+		refusals []prdqueue.Refusal
+	}
+	w, err := writeAs(ctx, s, store.Claiming, nil, func(st *prdqueue.State, _ *projections.View, _ string) ([]eventlog.Draft, runnable, error) {
+		cands, refusals, err := prdqueue.Runnable(st, feature)
+		if err != nil {
+			return nil, runnable{}, err
 		}
 		drafts := make([]eventlog.Draft, 0, len(cands))
 		for _, c := range cands {
 			drafts = append(drafts, c.Started())
 		}
-		return drafts, nil
+		return drafts, runnable{cands, refusals}, nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	cands, refusals := w.Result.cands, w.Result.refusals
 	for _, c := range cands {
 		jobs = append(jobs, job{c: c, desc: "PRD " + st.PRDs[c.Item.PRD].Path})
 	}

@@ -64,26 +64,39 @@ func stateOf(v *projections.View) *prdqueue.State {
 	return p.State()
 }
 
+// decision is a PRD queue decision, on the queue's state and the view of
+// the other projections it opened: the drafts to append and the command's
+// result. Like store.Decider it must be repeatable.
+type decision[R any] func(st *prdqueue.State, v *projections.View, actor string) ([]eventlog.Draft, R, error)
+
+// written is what a write appended, the state after it and its result.
+type written[R any] struct {
+	State  *prdqueue.State
+	Events []eventlog.Event
+	Result R
+}
+
 // write decides under the log's lock and appends; it returns the state
 // after the events.
 func (s *Service) write(ctx context.Context, names []string, decide func(st *prdqueue.State, v *projections.View, actor string) ([]eventlog.Draft, error)) (*prdqueue.State, []eventlog.Event, error) {
-	return s.writeBy(ctx, s.Env.Write, names, decide)
+	w, err := writeAs(ctx, s, store.Local, names, func(st *prdqueue.State, v *projections.View, actor string) ([]eventlog.Draft, struct{}, error) {
+		d, err := decide(st, v, actor)
+		return d, struct{}{}, err
+	})
+	return w.State, w.Events, err
 }
 
-// claim is write for a promotion, which sync.claims = remote takes through
+// writeAs runs decide on the PRD queue and the projections names; a
+// promotion goes store.Claiming, which sync.claims = remote takes through
 // the git remote: two machines never promote the same PRD.
-func (s *Service) claim(ctx context.Context, names []string, decide func(st *prdqueue.State, v *projections.View, actor string) ([]eventlog.Draft, error)) (*prdqueue.State, []eventlog.Event, error) {
-	return s.writeBy(ctx, s.Env.Claim, names, decide)
-}
-
-func (s *Service) writeBy(ctx context.Context, write store.EnvWrite, names []string, decide func(st *prdqueue.State, v *projections.View, actor string) ([]eventlog.Draft, error)) (*prdqueue.State, []eventlog.Event, error) {
-	events, v, err := write(ctx, append([]string{prdqueue.Name}, names...), func(v *projections.View, actor string) ([]eventlog.Draft, error) {
+func writeAs[R any](ctx context.Context, s *Service, mode store.Mode, names []string, decide decision[R]) (written[R], error) {
+	w, err := store.WriteAs(ctx, s.Env, mode, append([]string{prdqueue.Name}, names...), func(v *projections.View, actor string) ([]eventlog.Draft, R, error) {
 		return decide(stateOf(v), v, actor)
 	})
 	if err != nil {
-		return nil, nil, err
+		return written[R]{}, err
 	}
-	return stateOf(v), events, nil
+	return written[R]{State: stateOf(w.View), Events: w.Events, Result: w.Result}, nil
 }
 
 // Start starts a feature run; it returns the manifest.
@@ -110,20 +123,19 @@ func (s *Service) Add(ctx context.Context, feature, slug, path string) (prdqueue
 
 // itemChange decides about one item, found under the lock.
 func (s *Service) itemChange(ctx context.Context, slug, feature string, decide func(st *prdqueue.State, it *prdqueue.Item) ([]eventlog.Draft, error)) (prdqueue.ManifestItem, error) {
-	var key prdqueue.ItemKey
-	st, _, err := s.write(ctx, nil, func(st *prdqueue.State, _ *projections.View, _ string) ([]eventlog.Draft, error) {
+	w, err := writeAs(ctx, s, store.Local, nil, func(st *prdqueue.State, _ *projections.View, _ string) ([]eventlog.Draft, prdqueue.ItemKey, error) {
 		it, err := st.FindItem(slug, feature)
 		if err != nil {
-			return nil, err
+			return nil, prdqueue.ItemKey{}, err
 		}
-		key = prdqueue.ItemKey{Feature: it.Feature, PRD: it.PRD}
-		return decide(st, it)
+		d, err := decide(st, it)
+		return d, prdqueue.ItemKey{Feature: it.Feature, PRD: it.PRD}, err
 	})
 	if err != nil {
 		return prdqueue.ManifestItem{}, err
 	}
-	if it := st.Items[key]; it != nil {
-		return st.ManifestItem(it), nil
+	if it := w.State.Items[w.Result]; it != nil {
+		return w.State.ManifestItem(it), nil
 	}
 	return prdqueue.ManifestItem{PRDSlug: slug}, nil
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // The queue's commands: next, heartbeat, done, fail, retry, block, unblock,
-// history and stats (seed 001), over spool's tracker or a bd/br source.
+// history and stats, over spool's tracker or a bd/br source.
 
 // candidates polls the bd/br source; nil for the native tracker. It runs
 // before the lock is taken: the claim itself is decided under it.
@@ -104,22 +104,29 @@ func (s *Service) NextAnd(ctx context.Context, require, exclude []string, worker
 	if err != nil {
 		return nil, Idle{}, err
 	}
-	var claim *workqueue.Claim
-	_, st, err := s.change(ctx, s.Env.Claim, Both, "", func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
-		w := worker
-		if w == "" {
-			w = actor
+	w, err := change(ctx, s, store.Claiming, Both, "", func(st *workqueue.State, actor string) ([]eventlog.Draft, *workqueue.Claim, error) {
+		wk := worker
+		if wk == "" {
+			wk = actor
 		}
-		drafts, cl, err := workqueue.Next(st, cands, s.Native(), s.Policy, gate, w, actor, s.Now)
-		claim = cl
-		if err == nil && cl != nil && also != nil {
-			drafts = append(drafts, also(st, cl)...)
+		drafts, claim, err := workqueue.Next(st, cands, s.Native(), s.Policy, gate, wk, actor, s.Now)
+		if err != nil || claim == nil || also == nil {
+			return drafts, claim, err
 		}
-		return drafts, err
+		// also sees the state Next's drafts lead to (the expiries recorded
+		// on the way, then the claim), not the state before them.
+		f := workqueue.NewFork(st, actor, s.Now)
+		f.Add(drafts...)
+		after, err := f.State()
+		if err != nil {
+			return nil, nil, err
+		}
+		return append(drafts, also(after, claim)...), claim, nil
 	})
 	if err != nil {
 		return nil, Idle{}, err
 	}
+	claim, st := w.Result, w.State
 	if claim == nil {
 		at, id := s.Policy.Wakeup(st.Waiting(), s.Now)
 		return nil, Idle{At: at, Task: id}, nil
@@ -137,32 +144,30 @@ func (s *Service) NextAnd(ctx context.Context, require, exclude []string, worker
 
 // Heartbeat extends the lease of a claim the actor holds.
 func (s *Service) Heartbeat(ctx context.Context, id string) (time.Time, error) {
-	var until time.Time
-	_, _, err := s.write(ctx, s.Env.Claim, History, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
-		d, u, err := workqueue.Heartbeat(st, s.Policy, id, actor, s.Now)
-		until = u
-		return []eventlog.Draft{d}, err
+	w, err := write(ctx, s, store.Claiming, History, func(st *workqueue.State, actor string) ([]eventlog.Draft, time.Time, error) {
+		d, until, err := workqueue.Heartbeat(st, s.Policy, id, actor, s.Now)
+		return []eventlog.Draft{d}, until, err
 	})
-	return until, err
+	return w.Result, err
 }
 
 // Done records a successful attempt and closes the task (bd close for a bead).
 func (s *Service) Done(ctx context.Context, id, reason string) (workqueue.EntryJSON, error) {
-	return s.entryChange(ctx, s.Env.Claim, id, reason, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
+	return s.entryChange(ctx, store.Claiming, id, reason, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
 		return workqueue.Done(st, s.Policy, id, actor, reason, s.Now)
 	})
 }
 
 // Fail records a failed attempt and what the policy makes of it.
 func (s *Service) Fail(ctx context.Context, id, msg string) (workqueue.EntryJSON, error) {
-	return s.entryChange(ctx, s.Env.Claim, id, "", func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
+	return s.entryChange(ctx, store.Claiming, id, "", func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
 		return workqueue.Fail(st, s.Policy, id, actor, msg, s.Now)
 	})
 }
 
 // Retry puts an abandoned, blocked or failed task back, attempts reset.
 func (s *Service) Retry(ctx context.Context, id string) (workqueue.EntryJSON, error) {
-	return s.entryChange(ctx, s.Env.Write, id, "", func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	return s.entryChange(ctx, store.Local, id, "", func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		d, err := workqueue.Retry(st, s.Policy, id, s.Now)
 		return []eventlog.Draft{d}, err
 	})
@@ -170,7 +175,7 @@ func (s *Service) Retry(ctx context.Context, id string) (workqueue.EntryJSON, er
 
 // Block marks a task Blocked by hand.
 func (s *Service) Block(ctx context.Context, id, reason string) (workqueue.EntryJSON, error) {
-	return s.entryChange(ctx, s.Env.Write, id, "", func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	return s.entryChange(ctx, store.Local, id, "", func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		d, err := workqueue.Block(st, id, reason)
 		return []eventlog.Draft{d}, err
 	})
@@ -178,7 +183,7 @@ func (s *Service) Block(ctx context.Context, id, reason string) (workqueue.Entry
 
 // Unblock clears Blocked, optionally resetting the attempt counters.
 func (s *Service) Unblock(ctx context.Context, id string, reset bool) (workqueue.EntryJSON, error) {
-	return s.entryChange(ctx, s.Env.Write, id, "", func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	return s.entryChange(ctx, store.Local, id, "", func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		d, err := workqueue.Unblock(st, id, reset)
 		return []eventlog.Draft{d}, err
 	})
@@ -188,19 +193,19 @@ func (s *Service) Unblock(ctx context.Context, id string, reset bool) (workqueue
 // functions and its own events) as one append, as the queue's commands do,
 // and returns task id's history after it. reason is a close's, for bd/br.
 func (s *Service) Decide(ctx context.Context, id, reason string, decide func(st *workqueue.State, actor string) ([]eventlog.Draft, error)) (workqueue.EntryJSON, error) {
-	return s.entryChange(ctx, s.Env.Claim, id, reason, decide)
+	return s.entryChange(ctx, store.Claiming, id, reason, decide)
 }
 
 // entryChange runs a queue decision and returns the task's history after
 // it. The claimant's own decisions (done, fail, an orchestrator's outcome)
 // go through Env.Claim like the claim, so no other machine sees the task
 // held after it was finished, nor takes it again.
-func (s *Service) entryChange(ctx context.Context, write store.EnvWrite, id, reason string, decide func(*workqueue.State, string) ([]eventlog.Draft, error)) (workqueue.EntryJSON, error) {
-	_, st, err := s.change(ctx, write, Both, reason, decide)
+func (s *Service) entryChange(ctx context.Context, mode store.Mode, id, reason string, decide func(*workqueue.State, string) ([]eventlog.Draft, error)) (workqueue.EntryJSON, error) {
+	w, err := change(ctx, s, mode, Both, reason, drafts(decide))
 	if err != nil {
 		return workqueue.EntryJSON{}, err
 	}
-	return s.entryView(st, id), nil
+	return s.entryView(w.State, id), nil
 }
 
 // Entry is one task's history as it stands now.
@@ -234,7 +239,7 @@ func (s *Service) Histories(ctx context.Context) ([]workqueue.EntryJSON, error) 
 	return out, nil
 }
 
-// Stats counts the queue (seed 001's QueueStats): with spool's tracker
+// Stats counts the queue's tasks by where they are: with spool's tracker
 // every task, with a bd/br source the tasks it offers now and every task
 // with a history.
 func (s *Service) Stats(ctx context.Context) (workqueue.Stats, error) {
@@ -281,13 +286,14 @@ func (s *Service) ExpireClaims(ctx context.Context) (released []string, next tim
 	if len(workqueue.Expire(st, s.Policy, s.Now)) == 0 {
 		return nil, workqueue.NextExpiry(st, s.Now), nil
 	}
-	events, st, err := s.change(ctx, s.Env.Write, Both, "", func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	w, err := change(ctx, s, store.Local, Both, "", drafts(func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		return workqueue.Expire(st, s.Policy, s.Now), nil
-	})
+	}))
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	for _, e := range events {
+	st = w.State
+	for _, e := range w.Events {
 		if e.Type == workqueue.TypeLeaseExpired {
 			released = append(released, e.Subject)
 		}

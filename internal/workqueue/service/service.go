@@ -47,7 +47,7 @@ func Open(env store.Env) *Service {
 func (s *Service) Native() bool { return s.source == nil }
 
 // PollInterval is how often a bd/br source is asked for ready work by what
-// waits for it (seed 001's poll interval): its ready work changes without
+// waits for it: its ready work changes without
 // the log knowing. Zero for spool's own tracker, whose log says when.
 func (s *Service) PollInterval() time.Duration {
 	if s.Native() {
@@ -64,7 +64,8 @@ var (
 	Both    = []string{workqueue.Name, workqueue.QueueName}
 )
 
-// stateOf assembles what the decide functions see; a side not opened is nil.
+// stateOf assembles what the decide functions see under the log's lock,
+// the fold's own state; a side not opened is nil.
 func stateOf(v *projections.View) *workqueue.State {
 	var tasks, history *workqueue.State
 	var ids workqueue.TaskIndex
@@ -80,69 +81,107 @@ func stateOf(v *projections.View) *workqueue.State {
 	return workqueue.Combine(tasks, history, ids)
 }
 
-// Read returns the named projections up to date.
+// snapshotOf is stateOf for a reader to keep: later writes of this
+// process (a long-running command's next step) do not change it.
+func snapshotOf(v *projections.View) *workqueue.State {
+	var tasks, history *workqueue.State
+	var ids workqueue.TaskIndex
+	if p, ok := projections.As[*workqueue.TasksProjection](v, workqueue.Name); ok {
+		tasks = p.Snapshot()
+	}
+	if p, ok := projections.As[*workqueue.QueueProjection](v, workqueue.QueueName); ok {
+		history = p.Snapshot()
+	}
+	if p, ok := projections.As[*workqueue.IDsProjection](v, workqueue.IDsName); ok {
+		ids = p.Snapshot()
+	}
+	return workqueue.Combine(tasks, history, ids)
+}
+
+// Read returns the named projections up to date, as a snapshot later
+// writes do not change.
 func (s *Service) Read(ctx context.Context, names []string) (*workqueue.State, error) {
 	v, err := s.Store.Read(ctx, names...)
 	if err != nil {
 		return nil, err
 	}
-	return stateOf(v), nil
+	return snapshotOf(v), nil
 }
 
-// write decides under the log's lock and appends through write (Env.Write,
-// or Env.Claim for a claim and what its holder records, which sync.claims =
-// remote takes through the git remote); it returns the events and the state
-// after them. An abandonment or a Blocked it decides carries the request
+// decision is a queue decision: the drafts to append and the command's
+// result. Like store.Decider it must be repeatable.
+type decision[R any] func(st *workqueue.State, actor string) ([]eventlog.Draft, R, error)
+
+// written is what a queue write appended, the state after it and its
+// decision's result.
+type written[R any] struct {
+	Events []eventlog.Event
+	State  *workqueue.State
+	Result R
+}
+
+// write decides under the log's lock and appends (store.Claiming for a
+// claim and what its holder records, which sync.claims = remote takes
+// through the git remote); it returns the events, the state after them and
+// the result. An abandonment or a Blocked it decides carries the request
 // for its notification hook, which runs after the append (runHooks), with
 // any an earlier command of this clone left.
-func (s *Service) write(ctx context.Context, write store.EnvWrite, names []string, decide func(st *workqueue.State, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *workqueue.State, error) {
-	events, v, err := write(ctx, names, func(v *projections.View, actor string) ([]eventlog.Draft, error) {
-		drafts, err := decide(stateOf(v), actor)
+func write[R any](ctx context.Context, s *Service, mode store.Mode, names []string, decide decision[R]) (written[R], error) {
+	w, err := store.WriteAs(ctx, s.Env, mode, names, func(v *projections.View, actor string) ([]eventlog.Draft, R, error) {
+		drafts, r, err := decide(stateOf(v), actor)
 		if err != nil || len(s.hooks) == 0 {
-			return drafts, err
+			return drafts, r, err
 		}
 		reqs, err := workqueue.HookRequests(drafts, s.hooks)
-		return append(drafts, reqs...), err
+		return append(drafts, reqs...), r, err
 	})
 	if err != nil {
-		return nil, nil, err
+		return written[R]{}, err
 	}
-	st := stateOf(v)
-	if made := slices.ContainsFunc(events, func(e eventlog.Event) bool { return e.Type == workqueue.TypeHookRequested }); made || s.ownHooks(st) {
+	out := written[R]{Events: w.Events, State: snapshotOf(w.View), Result: w.Result}
+	if made := slices.ContainsFunc(w.Events, func(e eventlog.Event) bool { return e.Type == workqueue.TypeHookRequested }); made || s.ownHooks(out.State) {
 		s.runHooks(ctx, made)
 		// The state after the outcomes too, for what the command prints.
 		if st2, err := s.Read(ctx, names); err == nil {
-			st = st2
+			out.State = st2
 		}
 	}
-	return events, st, nil
+	return out, nil
 }
 
 // change is write for the queue's decisions that a bd/br source must hear
 // of: the requests go into the same append, then run (see syncPending).
-func (s *Service) change(ctx context.Context, write store.EnvWrite, names []string, reason string, decide func(st *workqueue.State, actor string) ([]eventlog.Draft, error)) ([]eventlog.Event, *workqueue.State, error) {
-	events, st, err := s.write(ctx, write, names, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
-		drafts, err := decide(st, actor)
+func change[R any](ctx context.Context, s *Service, mode store.Mode, names []string, reason string, decide decision[R]) (written[R], error) {
+	out, err := write(ctx, s, mode, names, func(st *workqueue.State, actor string) ([]eventlog.Draft, R, error) {
+		drafts, r, err := decide(st, actor)
 		if err != nil || s.Native() {
-			return drafts, err
+			return drafts, r, err
 		}
-		return append(drafts, workqueue.SyncRequests(drafts, reason)...), nil
+		return append(drafts, workqueue.SyncRequests(drafts, reason)...), r, nil
 	})
 	if err != nil || s.Native() {
-		return events, st, err
+		return out, err
 	}
 	// Every pending request runs, this command's and those earlier commands
 	// left (bd failed, or spool died between the decision and bd), each
 	// tried once per command. A command that made requests waits for a
 	// command syncing meanwhile; one that made none leaves the work to it.
-	made := slices.ContainsFunc(events, func(e eventlog.Event) bool { return e.Type == workqueue.TypeSyncRequested })
+	made := slices.ContainsFunc(out.Events, func(e eventlog.Event) bool { return e.Type == workqueue.TypeSyncRequested })
 	s.syncPending(ctx, made)
 	if !made {
-		return events, st, nil
+		return out, nil
 	}
 	// The state after the outcomes too, for what the command prints.
-	st, err = s.Read(ctx, names)
-	return events, st, err
+	out.State, err = s.Read(ctx, names)
+	return out, err
+}
+
+// drafts adapts a decision with no result.
+func drafts(decide func(st *workqueue.State, actor string) ([]eventlog.Draft, error)) decision[struct{}] {
+	return func(st *workqueue.State, actor string) ([]eventlog.Draft, struct{}, error) {
+		d, err := decide(st, actor)
+		return d, struct{}{}, err
+	}
 }
 
 // Resolve finds the tasks refs name: with PartialIDs as bd does, else the

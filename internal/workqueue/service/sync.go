@@ -35,16 +35,11 @@ func (s *Service) syncPending(ctx context.Context, wait bool) {
 		s.Warn(fmt.Sprintf("%s requests stay pending: %v", s.source.Kind, err))
 		return
 	}
-	// Copied: the writes below change the state they were read from.
-	pending := map[string][]workqueue.PendingSync{}
-	for id, h := range st.AllHistory() {
-		if len(h.Pending) > 0 {
-			pending[id] = slices.Clone(h.Pending)
-		}
-	}
+	// A snapshot: the writes below do not change it.
+	all := st.AllHistory()
 	reported := map[string]bool{} // one warning per error a command meets
-	for _, id := range slices.Sorted(maps.Keys(pending)) {
-		for _, p := range pending[id] {
+	for _, id := range slices.Sorted(maps.Keys(all)) {
+		for _, p := range all[id].Pending {
 			if ctx.Err() != nil {
 				return
 			}

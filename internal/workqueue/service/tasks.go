@@ -176,19 +176,19 @@ func (s *Service) Update(ctx context.Context, id string, u workqueue.Update) (ta
 	if u.TouchesBlocked() {
 		names = Both // blocking and unblocking are the queue's too
 	}
-	events, st, err := s.write(ctx, s.Env.Write, names, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	w, err := write(ctx, s, store.Local, names, drafts(func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		return workqueue.UpdateTask(st, id, u)
-	})
+	}))
 	if err != nil {
 		return task, false, err
 	}
-	return st.View(st.Task(id), s.Policy, s.Now), len(events) > 0, nil
+	return w.State.View(w.State.Task(id), s.Policy, s.Now), len(w.Events) > 0, nil
 }
 
 // Close closes every task or none. A task another actor holds under a
 // live claim is refused, unless force and the actor is an admin.
 func (s *Service) Close(ctx context.Context, refs []string, reason string, force bool) ([]workqueue.TaskJSON, error) {
-	return s.tasksChange(ctx, s.Env.Write, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
+	return s.tasksChange(ctx, store.Local, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
 		override := force && slices.Contains(s.settings.Core.Admins, actor)
 		if force && !override {
 			return nil, fault.New(fault.CodeUnauthorized, fault.ErrUnauthorized,
@@ -205,7 +205,7 @@ func (s *Service) Close(ctx context.Context, refs []string, reason string, force
 
 // Reopen opens closed tasks again, every one or none.
 func (s *Service) Reopen(ctx context.Context, refs []string, reason string) ([]workqueue.TaskJSON, error) {
-	return s.tasksChange(ctx, s.Env.Write, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
+	return s.tasksChange(ctx, store.Local, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
 		return workqueue.Each(st, ids, actor, s.Now, func(f *workqueue.Fork, id string) error {
 			return f.Decide(func(st *workqueue.State) ([]eventlog.Draft, error) {
 				d, err := workqueue.Reopen(st, id)
@@ -221,21 +221,21 @@ func (s *Service) Reopen(ctx context.Context, refs []string, reason string) ([]w
 // tasksChange runs a tracker decision about the tasks refs name (resolved
 // under the lock), every one or none, and returns the tasks after it, one
 // for each ref.
-func (s *Service) tasksChange(ctx context.Context, write store.EnvWrite, refs []string, decide func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error)) ([]workqueue.TaskJSON, error) {
-	var ids []string
-	_, st, err := s.write(ctx, write, Both, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
-		var err error
-		if ids, err = s.Resolve(st, refs); err != nil {
-			return nil, err
+func (s *Service) tasksChange(ctx context.Context, mode store.Mode, refs []string, decide func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error)) ([]workqueue.TaskJSON, error) {
+	w, err := write(ctx, s, mode, Both, func(st *workqueue.State, actor string) ([]eventlog.Draft, []string, error) {
+		ids, err := s.Resolve(st, refs)
+		if err != nil {
+			return nil, nil, err
 		}
-		return decide(st, ids, actor)
+		d, err := decide(st, ids, actor)
+		return d, ids, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]workqueue.TaskJSON, 0, len(ids))
-	for _, id := range ids {
-		out = append(out, st.View(st.Task(id), s.Policy, s.Now))
+	out := make([]workqueue.TaskJSON, 0, len(w.Result))
+	for _, id := range w.Result {
+		out = append(out, w.State.View(w.State.Task(id), s.Policy, s.Now))
 	}
 	return out, nil
 }
@@ -272,33 +272,34 @@ func (s *Service) dep(ctx context.Context, ref, blockerRef string, decide func(*
 }
 
 func (s *Service) deps(ctx context.Context, ref, blockerRef string, decide func(*workqueue.State, string, string) ([]eventlog.Draft, error)) (id, blocker string, err error) {
-	_, _, err = s.write(ctx, s.Env.Write, Tracker, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	w, err := write(ctx, s, store.Local, Tracker, func(st *workqueue.State, _ string) ([]eventlog.Draft, []string, error) {
 		ids, err := s.Resolve(st, []string{ref, blockerRef})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		id, blocker = ids[0], ids[1]
-		return decide(st, id, blocker)
+		d, err := decide(st, ids[0], ids[1])
+		return d, ids, err
 	})
-	return id, blocker, err
+	if err != nil {
+		return "", "", err
+	}
+	return w.Result[0], w.Result[1], nil
 }
 
 // Comment notes text on a task and returns the comment.
 func (s *Service) Comment(ctx context.Context, ref, text string) (workqueue.CommentJSON, error) {
-	var id string
-	_, st, err := s.write(ctx, s.Env.Write, Tracker, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	w, err := write(ctx, s, store.Local, Tracker, func(st *workqueue.State, _ string) ([]eventlog.Draft, string, error) {
 		ids, err := s.Resolve(st, []string{ref})
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		id = ids[0]
-		d, err := workqueue.AddComment(st, id, text)
-		return []eventlog.Draft{d}, err
+		d, err := workqueue.AddComment(st, ids[0], text)
+		return []eventlog.Draft{d}, ids[0], err
 	})
 	if err != nil {
 		return workqueue.CommentJSON{}, err
 	}
-	all := st.Task(id).Comments()
+	all := w.State.Task(w.Result).Comments()
 	return all[len(all)-1], nil
 }
 
@@ -327,11 +328,11 @@ func (s *Service) Change(ctx context.Context, refs []string, u workqueue.Update,
 	if err := u.ValidateFields(); err != nil {
 		return nil, err
 	}
-	write := s.Env.Write
+	mode := store.Local
 	if status == workqueue.StatusInProgress {
-		write = s.Env.Claim // a claim, as next's
+		mode = store.Claiming // a claim, as next's
 	}
-	return s.tasksChange(ctx, write, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
+	return s.tasksChange(ctx, mode, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
 		w := worker
 		if w == "" {
 			w = actor
@@ -364,7 +365,7 @@ func (s *Service) Change(ctx context.Context, refs []string, u workqueue.Update,
 // Finish is bd close: the actor's claim succeeds (done), any other task is
 // closed; a closed task is left as it is. Each task once, as Change.
 func (s *Service) Finish(ctx context.Context, refs []string, reason string) ([]workqueue.TaskJSON, error) {
-	return s.tasksChange(ctx, s.Env.Write, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
+	return s.tasksChange(ctx, store.Local, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
 		return workqueue.Each(st, ids, actor, s.Now, func(f *workqueue.Fork, id string) error {
 			return f.Decide(func(st *workqueue.State) ([]eventlog.Draft, error) {
 				return workqueue.Finish(st, s.Policy, id, actor, reason, s.Now)
@@ -376,33 +377,32 @@ func (s *Service) Finish(ctx context.Context, refs []string, reason string) ([]w
 // CloseEpics closes the open epics whose children are all closed, with
 // bd's reason, and returns their ids.
 func (s *Service) CloseEpics(ctx context.Context) ([]string, error) {
-	var ids []string
-	_, _, err := s.write(ctx, s.Env.Write, Both, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
-		ids = ids[:0]
+	w, err := write(ctx, s, store.Local, Both, func(st *workqueue.State, _ string) ([]eventlog.Draft, []string, error) {
+		var ids []string
 		for _, e := range st.EpicsEligible(s.Policy, s.Now) {
 			ids = append(ids, e.Epic.ID)
 		}
-		return workqueue.CloseTasks(st, ids, "All children completed")
+		d, err := workqueue.CloseTasks(st, ids, "All children completed")
+		return d, ids, err
 	})
-	return ids, err
+	return w.Result, err
 }
 
 // Import records every task of recs that differs from spool's (one append)
 // and returns how many did.
 func (s *Service) Import(ctx context.Context, recs []workqueue.TaskJSON) (int, error) {
-	events, _, err := s.write(ctx, s.Env.Write, Tracker, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
+	w, err := write(ctx, s, store.Local, Tracker, drafts(func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
 		return workqueue.ImportTasks(st, recs)
-	})
-	return len(events), err
+	}))
+	return len(w.Events), err
 }
 
 // RemoveOrphanDeps removes every dependency on an issue the tracker does
 // not have (workqueue.OrphanDeps), in one append, and returns them.
 func (s *Service) RemoveOrphanDeps(ctx context.Context) ([]workqueue.DepJSON, error) {
-	var removed []workqueue.DepJSON
-	_, _, err := s.write(ctx, s.Env.Write, Tracker, func(st *workqueue.State, _ string) ([]eventlog.Draft, error) {
-		removed = st.OrphanDeps()
-		return workqueue.RemoveOrphanDeps(st), nil
+	w, err := write(ctx, s, store.Local, Tracker, func(st *workqueue.State, _ string) ([]eventlog.Draft, []workqueue.DepJSON, error) {
+		removed := st.OrphanDeps()
+		return workqueue.RemoveOrphanDeps(st), removed, nil
 	})
-	return removed, err
+	return w.Result, err
 }
