@@ -22,6 +22,7 @@ import (
 
 	"github.com/gofrs/flock"
 	"github.com/spoolhq/spool/internal/durable"
+	"github.com/spoolhq/spool/internal/fault"
 )
 
 // Ext is the extension of writer files.
@@ -39,6 +40,9 @@ type Options struct {
 	// the lock: an error refuses the session, so nothing is appended or
 	// received (internal/store refuses an agent's commands so).
 	MayWrite func() error
+	// Warning, when set, takes the place of Warn: it is told of each
+	// warning with its code (CodeTornTailRepaired, fault.CodeWarning).
+	Warning func(fault.Warning)
 }
 
 // Signer signs an event as it is appended, inside the lock: it gets the
@@ -64,8 +68,18 @@ func Open(opt Options) *Log {
 	if opt.Warn == nil {
 		opt.Warn = func(string) {}
 	}
+	if opt.Warning == nil {
+		warn := opt.Warn
+		opt.Warning = func(w fault.Warning) { warn(w.Message) }
+	}
 	return &Log{opt: opt}
 }
+
+// CodeTornTailRepaired is the warning of a torn tail moved aside.
+var CodeTornTailRepaired = fault.RegisterWarning("torn_tail_repaired")
+
+// warnText is a warning with no code of its own.
+func (l *Log) warnText(msg string) { l.opt.Warning(fault.Warned(msg)) }
 
 // Dir is the directory of writer files.
 func (l *Log) Dir() string { return l.opt.Dir }
@@ -572,7 +586,8 @@ func (l *Log) repairTail(f *os.File, path string) error {
 	if keep < lineEnd {
 		what = "of an append that never finished"
 	}
-	l.opt.Warn(fmt.Sprintf("repaired torn tail of %s: %d bytes %s moved to %s", path, len(torn), what, backup))
+	l.opt.Warning(fault.Warning{Code: CodeTornTailRepaired,
+		Message: fmt.Sprintf("repaired torn tail of %s: %d bytes %s moved to %s", path, len(torn), what, backup)})
 	return nil
 }
 
@@ -660,7 +675,7 @@ func (s *Session) Append(at time.Time, actor string, drafts []Draft, opt AppendO
 		if back := s.last.Sub(at); back <= MaxClockStep {
 			at = s.last
 		} else {
-			s.log.opt.Warn(fmt.Sprintf("this clone's last event is dated %s, %s after now: the clock ran ahead or SPOOL_NOW was set ahead; recorded at now (spool verify reports it)",
+			s.log.warnText(fmt.Sprintf("this clone's last event is dated %s, %s after now: the clock ran ahead or SPOOL_NOW was set ahead; recorded at now (spool verify reports it)",
 				s.last.UTC().Format(time.RFC3339), back.Round(time.Second)))
 		}
 	}

@@ -62,7 +62,7 @@ type Reader struct {
 const batchSize = 512
 
 // Read opens every writer file, starting each at from[writer] (zero value: the beginning).
-func (l *Log) Read(from map[string]Start) (*Reader, error) { return l.read(from, l.opt.Warn) }
+func (l *Log) Read(from map[string]Start) (*Reader, error) { return l.read(from, l.warnText) }
 
 // ReadQuiet is Read without the warning for each copy of a line dropped,
 // for a caller that reports them itself (Dropped, then Check: verify).

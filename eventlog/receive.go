@@ -253,7 +253,7 @@ func (l *Log) quarantine(writer string, content []byte, source, problem string) 
 	if err := durable.WriteFile(base+Ext, content, 0o644); err != nil {
 		return "", err
 	}
-	l.opt.Warn(fmt.Sprintf("quarantined %s's events from %s (%s): kept aside in %s, not folded; spool doctor says what to do", writer, source, problem, base+Ext))
+	l.warnText(fmt.Sprintf("quarantined %s's events from %s (%s): kept aside in %s, not folded; spool doctor says what to do", writer, source, problem, base+Ext))
 	return base + Ext, nil
 }
 

@@ -117,7 +117,7 @@ func (s *Session) Rehome(keep int64, now time.Time) (Rehomed, error) {
 	if err := s.log.finishRehome(); err != nil {
 		return res, err
 	}
-	s.log.opt.Warn(fmt.Sprintf("this clone now writes as writer %s: the %d events it wrote after line %d of writer %s's file, which another copy of this clone "+
+	s.log.warnText(fmt.Sprintf("this clone now writes as writer %s: the %d events it wrote after line %d of writer %s's file, which another copy of this clone "+
 		"wrote too, are written again as %s's (the file as it was: %s)", to, res.Moved, bytes.Count(b[:keep], newline), res.From, to, res.Backup))
 	return res, s.Reload()
 }

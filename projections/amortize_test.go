@@ -40,6 +40,7 @@ func appendN(t *testing.T, l *eventlog.Log, n int) {
 // An amortized projection saves only when more than 1/Amortize of its events
 // are unsaved; in between, commands catch up in memory and see every event.
 func TestAmortizedSaves(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	root := t.TempDir()
 	log := eventlog.Open(eventlog.Options{Dir: filepath.Join(root, "events"), PrivateDir: filepath.Join(root, "private")})

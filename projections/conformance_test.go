@@ -14,6 +14,7 @@ import (
 // Stats counts every event, whatever its type: it needs no model, only a
 // variety of types, subjects, actors and data.
 func TestStatsConformance(t *testing.T) {
+	t.Parallel()
 	projectiontest.Run(t, projectiontest.Suite{
 		Spec:         projections.StatsSpec,
 		NewClone:     func(string) projectiontest.Clone { return projectiontest.Commands(statsCommand) },

@@ -79,6 +79,10 @@ type Engine struct {
 	SpillDir string
 	// Warn, when set, is told of a snapshot rebuilt because it was damaged.
 	Warn func(string)
+	// OnLargeSave, if set, runs before a large Freezer's files and snapshot
+	// are written (or verified) and returns what runs once both are: spool
+	// turns the collector, off for a short command, on for them.
+	OnLargeSave func() (done func())
 }
 
 func (en *Engine) warn(msg string) {
@@ -929,7 +933,7 @@ func (v *View) Save() error {
 		// state's two halves (190 MB of tasks.json, 90 MB of table at
 		// 100,000 tasks) each take a core. The snapshot still replaces the
 		// old one last, once the files are in place.
-		filesDone := alongside(it.proj, files)
+		filesDone := alongside(v.en.OnLargeSave, it.proj, files)
 		if _, frozen := it.proj.(Freezer); !frozen {
 			if err := filesDone(); err != nil {
 				return err

@@ -193,6 +193,7 @@ func ledgerOf(t *testing.T, v *View) *ledger {
 }
 
 func TestIncrementalEqualsReplay(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(1); seed <= 8; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, seed))
@@ -238,6 +239,7 @@ func mustWriter(t *testing.T, l *eventlog.Log) string {
 }
 
 func TestCatchUpIsIncremental(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	a := f.writer("a", f.events)
 	f.add(a, 5)
@@ -263,6 +265,7 @@ func TestCatchUpIsIncremental(t *testing.T) {
 }
 
 func TestMergedEventBeforeCheckpointRebuilds(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	a := f.writer("a", f.events)
 	remote := f.writer("r", filepath.Join(f.root, "remote"))
@@ -325,6 +328,7 @@ func reencodeLast(t *testing.T, b []byte) []byte {
 }
 
 func TestRewrittenFileRebuilds(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		edit func(t *testing.T, f *fixture, path string)
@@ -377,6 +381,7 @@ func TestRewrittenFileRebuilds(t *testing.T) {
 }
 
 func TestTornTailRepairAfterCatchUp(t *testing.T) {
+	t.Parallel()
 	// A reader may catch up while a crashed writer's torn line is on disk;
 	// the repair that follows must not leave the projection wrong.
 	f := newFixture(t)
@@ -396,6 +401,7 @@ func TestTornTailRepairAfterCatchUp(t *testing.T) {
 }
 
 func TestAppendDuringCatchUpIsNotMissed(t *testing.T) {
+	t.Parallel()
 	// git may add lines to a writer file (a merge or pull does not take
 	// spool's lock) while a command reads it; the next command must apply them.
 	f := newFixture(t)
@@ -429,6 +435,7 @@ func TestAppendDuringCatchUpIsNotMissed(t *testing.T) {
 }
 
 func TestMissingOrGarbledSnapshot(t *testing.T) {
+	t.Parallel()
 	cases := map[string]func(path string){
 		"missing":            func(p string) { os.Remove(p) },
 		"empty":              func(p string) { os.WriteFile(p, nil, 0o644) },
@@ -500,6 +507,7 @@ func TestMissingOrGarbledSnapshot(t *testing.T) {
 }
 
 func TestSaveSweepsStaleTempFiles(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.add(f.writer("a", f.events), 2)
 	tmp := filepath.Join(f.root, ".spool", "state", ".tmp")
@@ -518,6 +526,7 @@ func TestSaveSweepsStaleTempFiles(t *testing.T) {
 }
 
 func TestReplayTwiceIsByteIdentical(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.add(f.writer("a", f.events), 20)
 	f.add(f.writer("b", f.events), 0,
@@ -562,6 +571,7 @@ func TestReplayTwiceIsByteIdentical(t *testing.T) {
 }
 
 func TestVerify(t *testing.T) {
+	t.Parallel()
 	setup := func(t *testing.T) *fixture {
 		f := newFixture(t)
 		f.add(f.writer("a", f.events), 6)
@@ -670,6 +680,7 @@ func mustDiffer(t *testing.T, f *fixture, proj, path, problem string) {
 }
 
 func TestUndecodableDataDoesNotWedge(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	a := f.writer("a", f.events)
 	f.add(a, 2)
@@ -696,6 +707,7 @@ func TestUndecodableDataDoesNotWedge(t *testing.T) {
 }
 
 func TestOpenUnknownProjection(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	if _, err := f.engine().Open("stats", "nope"); err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Fatalf("err = %v", err)
@@ -703,6 +715,7 @@ func TestOpenUnknownProjection(t *testing.T) {
 }
 
 func TestEmptyLog(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	v := f.catchUp()
 	f.mustMatchReplay(v)
@@ -719,6 +732,7 @@ func TestEmptyLog(t *testing.T) {
 // A writer file replaced by one that begins with the same bytes (git
 // checking out or merging a branch where it grew) is caught up, not rebuilt.
 func TestReplacedFileWithSamePrefixCatchesUp(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	a := f.writer("a", f.events)
 	f.add(a, 4)
@@ -744,6 +758,7 @@ func TestReplacedFileWithSamePrefixCatchesUp(t *testing.T) {
 // A line under the mark edited as sed -i does (a new file renamed into
 // place), then an append by spool: the append must not launder the edit.
 func TestEditUnderTheMarkThenAppendIsCaught(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	a := f.writer("a", f.events)
 	f.add(a, 3)
@@ -769,6 +784,7 @@ func TestEditUnderTheMarkThenAppendIsCaught(t *testing.T) {
 // A fresh clone: the first command that needs a projection rebuilds every
 // stale one in the same pass over the log, and saves them all.
 func TestRebuildsEveryStaleProjectionInOnePass(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.add(f.writer("a", f.events), 5)
 	en := f.engine()
@@ -820,6 +836,7 @@ func (s *spilling) Spill(dir string) error {
 // Only a fold nobody decides on spills: Rebuild and Verify's fresh replay,
 // not Replay or a command's catching up; and only with a SpillDir.
 func TestOnlyRebuildAndVerifySpill(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.add(f.writer("a", f.events), 5)
 	var dirs []string
@@ -886,6 +903,7 @@ func resum(t *testing.T, snap []byte) []byte {
 // work tree (or into .git) is not written there, nor taken for missing on
 // every command; verify reports it. A link that stays inside is followed.
 func TestWorkTreeFilesStayInTheWorkTree(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		target func(root, outside string) string // where out/ leads
@@ -933,6 +951,7 @@ func TestWorkTreeFilesStayInTheWorkTree(t *testing.T) {
 // projection, its place in the log still marked; one with an offset is
 // folded as the same instant in UTC. A fresh replay and a snapshot agree.
 func TestEventsAtTimesNoSnapshotKeepsAreSkipped(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	l := f.writer("a", f.events)
 	for _, at := range []time.Time{t0, time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),

@@ -12,6 +12,7 @@ import (
 )
 
 func TestFirstDifference(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ disk, want, where string }{
 		{`{"items":[{"state":"queued"},{"state":"approved"}]}`, `{"items":[{"state":"queued"},{"state":"queued"}]}`,
 			`items[1].state is "approved" on disk, "queued" in a fresh replay`},
@@ -32,6 +33,7 @@ func TestFirstDifference(t *testing.T) {
 // A tracked file is rewritten only when its bytes change, and verify names
 // the first field of a hand-edited one.
 func TestTrackedFiles(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	l := f.writer("a", f.events)
 	f.add(l, 3)

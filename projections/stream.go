@@ -32,28 +32,23 @@ type FileWriter interface {
 // Freezer is a Projection whose state Freeze makes safe to read from two
 // goroutines at once (nothing is decoded on first use afterwards): Save then
 // writes its files and its snapshot side by side. Freeze reports whether
-// the state is large (OnLargeSave).
+// the state is large (Engine.OnLargeSave).
 type Freezer interface {
 	Freeze() (large bool)
 }
 
-// OnLargeSave, if set, runs before a large Freezer's files and snapshot are
-// written (or verified) and returns what runs once both are: spool turns
-// the collector, off for a short command, on for them.
-var OnLargeSave func() (done func())
-
 // alongside starts files on a second goroutine when p is a Freezer (frozen
 // first) and returns what waits for its result; otherwise files runs here,
-// before alongside returns.
-func alongside(p Projection, files func() error) (wait func() error) {
+// before alongside returns. onLarge is Engine.OnLargeSave.
+func alongside(onLarge func() (done func()), p Projection, files func() error) (wait func() error) {
 	f, ok := p.(Freezer)
 	if !ok {
 		err := files()
 		return func() error { return err }
 	}
 	var thaw func()
-	if f.Freeze() && OnLargeSave != nil {
-		thaw = OnLargeSave()
+	if f.Freeze() && onLarge != nil {
+		thaw = onLarge()
 	}
 	done := make(chan error, 1)
 	fault.Go(func() {

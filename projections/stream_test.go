@@ -63,6 +63,7 @@ func (s *streamer) count() string { return fmt.Sprint(len(s.ids)) }
 // a projection that returns them whole; a tracked file whose bytes have not
 // changed is left as it is; Verify compares the streams with the disk.
 func TestSaveAndVerifyStream(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	root := t.TempDir()
 	l := replayLog(t, root, 30, 3)
@@ -124,6 +125,7 @@ func TestSaveAndVerifyStream(t *testing.T) {
 // beside the fresh replay; one that is behind is still caught up and
 // compared (the incremental fold against the fresh one).
 func TestVerifyReplaysOnce(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.add(f.writer("a", f.events), 6)
 	f.catchUp()
@@ -191,13 +193,13 @@ func (f *frozen) Freeze() bool { return f.large }
 // as on the first goroutine, not a crash of the process; OnLargeSave's
 // done runs once they are written, for a large state only.
 func TestAlongsideReturnsAFaultAndThaws(t *testing.T) {
+	t.Parallel()
 	damaged := table.Corrupt("sp-1", errors.New("its checksum does not match"))
 	calls := 0
-	OnLargeSave = func() func() { calls++; return func() { calls += 10 } }
-	defer func() { OnLargeSave = nil }()
+	onLarge := func() func() { calls++; return func() { calls += 10 } }
 	for _, large := range []bool{false, true} {
 		calls = 0
-		wait := alongside(&frozen{large: large}, func() error { panic(damaged) })
+		wait := alongside(onLarge, &frozen{large: large}, func() error { panic(damaged) })
 		if err := wait(); !errors.Is(err, damaged) {
 			t.Fatalf("large %v: the files' panic: %v, want the fault itself", large, err)
 		}

@@ -156,7 +156,7 @@ func (en *Engine) VerifyAll(ctx context.Context) (*Verification, error) {
 		}
 		// As in Save, a Freezer's files are compared while its state is
 		// digested.
-		filesDone := alongside(it.proj, files)
+		filesDone := alongside(en.OnLargeSave, it.proj, files)
 		var sum [sha256.Size]byte
 		var sumErr error
 		if d.state {

@@ -43,7 +43,7 @@ func (c *BDCmd) Run(e *env, kctx *kong.Context) error {
 			actor = e.Globals.Actor
 		}
 	}
-	if code := runBD(e.ctx, "bd", args, e.Globals.Dir, actor, e.stdout, e.stderr); code != 0 {
+	if code := runBD(e.ctx, "bd", args, e.Globals.Dir, actor, e.stdout, e.stderr, e.storeOpts...); code != 0 {
 		panic(exitPanic(code)) // bd's status, already reported in bd's words
 	}
 	return nil
@@ -134,7 +134,7 @@ type bdEnv struct {
 
 // runBD runs one bd command line and returns its exit status. actor is
 // spool's --actor, when given on spool's command line.
-func runBD(ctx context.Context, name string, args []string, dir, actor string, stdout, stderr io.Writer) int {
+func runBD(ctx context.Context, name string, args []string, dir, actor string, stdout, stderr io.Writer, opts ...store.Option) int {
 	var cli bdCLI
 	target, fill := bdTree.target(&cli, args)
 	parser, err := kong.New(target,
@@ -172,7 +172,7 @@ func runBD(ctx context.Context, name string, args []string, dir, actor string, s
 		strings.TrimSpace(os.Getenv("BEADS_ACTOR")), strings.TrimSpace(os.Getenv("SPOOL_ACTOR")))
 	g := &Globals{Dir: dir, Actor: actor, JSON: cli.JSON}
 	last := func() string { return cmp.Or(strings.TrimSpace(os.Getenv("USER")), "unknown") }
-	b := &bdEnv{env: &env{Globals: g, ctx: ctx, stdout: stdout, stderr: stderr, app: parser, lastActor: last}, cli: &cli}
+	b := &bdEnv{env: &env{Globals: g, ctx: ctx, stdout: stdout, stderr: stderr, app: parser, lastActor: last, storeOpts: opts}, cli: &cli}
 	if err := kctx.Run(b); errors.Is(err, errBDStatus1) {
 		return 1 // the command has said what it found
 	} else if err != nil {
@@ -239,7 +239,7 @@ func (b *bdEnv) queue(change bool) (*wqservice.Service, error) {
 	if !q.Native() {
 		return nil, fault.Usagef(fault.CodeUsage,
 			"spool bd works on spool's own tracker, and workqueue.source is %s: run %s itself",
-			q.Store.Config.String("workqueue.source"), q.Store.Config.String("workqueue.source"))
+			workqueue.SettingsFrom(q.Store.Config).Source, workqueue.SettingsFrom(q.Store.Config).Source)
 	}
 	q.PartialIDs = true // ids as bd resolves them, on the state each command decides on
 	return q, nil

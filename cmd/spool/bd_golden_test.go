@@ -27,6 +27,7 @@ import (
 // repository's git user.name, user.email and BD_ACTOR differ, as
 // record.sh's were: bd's created_by is the actor, its owner git's email.
 func TestBDFrontEndMatchesRecordedBD(t *testing.T) {
+	t.Parallel()
 	bin := spoolBinary(t)
 	binDir := t.TempDir()
 	if err := os.Symlink(bin, filepath.Join(binDir, "bd")); err != nil {

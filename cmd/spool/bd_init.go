@@ -94,7 +94,7 @@ func (c *bdInitCmd) Run(b *bdEnv) error {
 		return err
 	}
 	fresh := !store.HasSpool(b.ctx, r) // spool is set up here by this init
-	init, err := store.Init(b.ctx, dir, b.warn)
+	init, err := store.Init(b.ctx, dir, b.warn, b.storeOptions()...)
 	if err != nil {
 		return err
 	}
@@ -242,15 +242,15 @@ func setPrefix(b *bdEnv, r *git.Repo, flag, imported string, fresh bool) (string
 	if err != nil {
 		return "", false, err
 	}
-	v, set, _ := cfg.Value("ids.prefix")
+	v, set, _ := cfg.Value(workqueue.KeyPrefix)
 	if (set || !fresh) && flag == "" {
-		return cfg.String("ids.prefix"), false, nil
+		return workqueue.PrefixFrom(cfg), false, nil
 	}
 	prefix, err := bdInitPrefix(flag, imported, r.Root)
 	if err != nil || set && v == prefix {
 		return prefix, false, err
 	}
-	if err := cfg.Set("ids.prefix", prefix); err != nil {
+	if err := cfg.Set(workqueue.KeyPrefix, prefix); err != nil {
 		return "", false, err
 	}
 	return prefix, true, cfg.Save()

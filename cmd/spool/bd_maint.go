@@ -35,7 +35,7 @@ func bdInfoOf(b *bdEnv) (bdTrackerInfo, error) {
 		return bdTrackerInfo{}, err
 	}
 	ids := st.SortedIDs()
-	return bdTrackerInfo{events: store.EventsDir(q.Store.Repo), prefix: q.Store.Config.String("ids.prefix"),
+	return bdTrackerInfo{events: store.EventsDir(q.Store.Repo), prefix: workqueue.PrefixFrom(q.Store.Config),
 		count: len(ids), samples: slices.Clone(ids[:min(3, len(ids))])}, nil
 }
 

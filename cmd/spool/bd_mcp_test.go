@@ -19,6 +19,7 @@ import (
 // from 0.49.2 and 0.56.1); create --id and detect-pollution --clean are
 // refused by spool.
 func TestBeadsMCPClient(t *testing.T) {
+	t.Parallel()
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("no python3")

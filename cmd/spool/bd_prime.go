@@ -24,7 +24,7 @@ type bdPrimeCmd struct {
 }
 
 func (c *bdPrimeCmd) Run(b *bdEnv) error {
-	st, err := store.Open(b.ctx, b.dir(), func(string) {})
+	st, err := store.Open(b.ctx, b.dir(), func(string) {}, b.storeOpts...)
 	if err != nil {
 		return nil // no spool here: nothing to prime, as bd outside a beads project
 	}

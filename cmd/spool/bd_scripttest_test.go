@@ -26,6 +26,7 @@ import (
 // SPOOL_BD_REAL=/path/to/bd runs the same scripts against a real bd (how
 // the README's list of what bd 0.49.1 passes was made), without skipping.
 func TestBeadsScripttests(t *testing.T) {
+	t.Parallel()
 	binDir := t.TempDir()
 	bd := filepath.Join(binDir, "bd")
 	real := os.Getenv("SPOOL_BD_REAL")

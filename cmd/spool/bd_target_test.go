@@ -11,6 +11,7 @@ import (
 // Each command parsed through bdTree.target's one-command tree sets what the
 // whole tree sets: the global flags wherever they stand, the command.
 func TestBDTargetParsesAsTheWholeTree(t *testing.T) {
+	t.Parallel()
 	for name := range bdTree.commands {
 		if name == "help" {
 			continue // the whole tree, below

@@ -15,6 +15,7 @@ import (
 // The README's event catalogue lists every event type a domain declares
 // (the string constants of internal/*/events.go), and none that is not.
 func TestREADMEListsEveryEventType(t *testing.T) {
+	t.Parallel()
 	declared := map[string]string{}
 	files, err := filepath.Glob(filepath.Join("..", "..", "internal", "*", "events.go"))
 	if err != nil || len(files) == 0 {

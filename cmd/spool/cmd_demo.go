@@ -126,7 +126,7 @@ func runDemo(e *env, root string) error {
 		full := append([]string{"-C", root, "--actor", "demo@spool.invalid"}, args...)
 		var out bytes.Buffer
 		w := io.MultiWriter(e.stdout, &out)
-		if code := run(full, w, w); code != 0 {
+		if code := run(full, w, w, e.storeOpts...); code != 0 {
 			return fmt.Errorf("demo step %q exited %d", strings.Join(args, " "), code)
 		}
 		if m := demoCreated.FindStringSubmatch(out.String()); m != nil {

@@ -89,7 +89,7 @@ func doctor(e *env, verbose bool) []check {
 		return checks
 	}
 	add("repository", "ok", "%s", r.Root)
-	st, err := store.OpenLenient(e.ctx, e.dir(), e.warn)
+	st, err := store.OpenLenient(e.ctx, e.dir(), e.warn, e.storeOptions()...)
 	if err != nil {
 		add("spool", "fail", "%v", err)
 		return checks
@@ -199,7 +199,7 @@ func orchestratorCheck(e *env, st *store.Store, add func(name, status, format st
 	switch s := p.State(); {
 	case s.Paused != nil:
 		add("orchestrator", "fail", "paused since %s: %s", s.Paused.At.Format(time.RFC3339), text(s.Paused.Reason))
-	case len(st.Config.Strings("orchestrator.agent_command")) > 0:
+	case orchestrator.PolicyFrom(st.Config).Enabled():
 		add("orchestrator", "ok", "agents start for ready tasks under spool watch")
 	}
 }

@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/hooks"
+	"github.com/spoolhq/spool/internal/config"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/fleet"
 	"github.com/spoolhq/spool/internal/git"
+	"github.com/spoolhq/spool/internal/sign"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/watch"
 )
@@ -80,7 +82,7 @@ func (c *HookCmd) Run(e *env) error {
 	if err != nil {
 		return nil // not our business: never break git
 	}
-	st, err := store.Open(e.ctx, r.WorkTree, e.warn)
+	st, err := store.Open(e.ctx, r.WorkTree, e.warn, e.storeOptions()...)
 	if err != nil {
 		if f := fault.Classify(err); f.Code != store.CodeNotInitialized.Name {
 			fmt.Fprintf(e.stderr, "spool: %s hook: %s\n", c.Name, f.Message) // one line; git goes on
@@ -110,7 +112,7 @@ func (c *HookCmd) Run(e *env) error {
 
 // hookTimeout bounds what a hook spends on its own pass (hooks.timeout):
 // git waits for it, and a slow bd would hold every commit.
-func hookTimeout(st *store.Store) time.Duration { return st.Config.Duration("hooks.timeout") }
+func hookTimeout(st *store.Store) time.Duration { return config.SettingsFrom(st.Config).GitHookTimeout }
 
 // hookPass has a running spool watch do what the commit, merge or checkout
 // may have made due (it is pinged and does it at once), or, with no
@@ -205,7 +207,7 @@ func shareOnPush(e *env, st *store.Store, args []string) {
 // prePush refuses a push that spool verify refuses (hooks.verify_on_push),
 // or, with sign.required, verify --signatures over the commits pushed.
 func prePush(e *env, st *store.Store) error {
-	if st.Config.Bool("hooks.verify_on_push") {
+	if config.SettingsFrom(st.Config).GitHookVerifyPush {
 		rep, err := st.Verify(e.ctx)
 		if err != nil {
 			return err
@@ -221,7 +223,7 @@ func prePush(e *env, st *store.Store) error {
 			return errVerifyFailed
 		}
 	}
-	if !st.Config.Bool("sign.required") {
+	if !sign.SettingsFrom(st.Config).Required {
 		return nil
 	}
 	sigs, err := st.VerifySignatures(e.ctx, pushedCommits(os.Stdin))

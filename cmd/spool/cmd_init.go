@@ -17,7 +17,7 @@ const initNext = `next:
 `
 
 func (c *InitCmd) Run(e *env) error {
-	init, err := store.Init(e.ctx, e.dir(), e.warn)
+	init, err := store.Init(e.ctx, e.dir(), e.warn, e.storeOptions()...)
 	if err != nil {
 		return err
 	}

@@ -79,7 +79,7 @@ func (c *MCPServeCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	actors, err := board.ParseTokens(st.Config.Strings("serve.tokens"))
+	actors, err := board.ParseTokens(board.SettingsFrom(st.Config).Tokens)
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func newMCP(e *env, st *store.Store, tools []string, task string, attempt int) *
 // warning: the tools then fail with corrupt_log on their own.
 func followMCP(ctx context.Context, e *env, st *store.Store, srv *mcpserver.Server) <-chan struct{} {
 	done := make(chan struct{})
-	wakes := watch.Wakes(ctx, st.Repo, st.Config.Duration("watch.poll"), e.warn)
+	wakes := watch.Wakes(ctx, st.Repo, watch.SettingsFrom(st.Config).Poll, e.warn)
 	fault.Go(func() {
 		defer close(done)
 		if err := srv.Follow(ctx, wakes); err != nil {

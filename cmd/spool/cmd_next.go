@@ -68,7 +68,7 @@ func (c *NextCmd) wait(e *env, q *wqservice.Service) (*wqservice.Claimed, wqserv
 		deadline = time.Now().Add(c.Timeout)
 	}
 	// Watching starts before the first look, so no change after it is missed.
-	changed := watch.LogWakes(e.ctx, q.Store.Repo, q.Store.Config.Duration("watch.poll"), e.warn)
+	changed := watch.LogWakes(e.ctx, q.Store.Repo, watch.SettingsFrom(q.Store.Config).Poll, e.warn)
 	told := false
 	for {
 		claim, idle, err := q.Next(e.ctx, c.Label, c.ExcludeLabel, c.Worker)

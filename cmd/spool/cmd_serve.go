@@ -58,7 +58,7 @@ func (c *ServeCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	actors, err := board.ParseTokens(st.Config.Strings("serve.tokens"))
+	actors, err := board.ParseTokens(board.SettingsFrom(st.Config).Tokens)
 	if err != nil {
 		return err // config.Load checked it; kept for a file edited since
 	}
@@ -72,7 +72,7 @@ func (c *ServeCmd) Run(e *env) error {
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
 	follow := make(chan error, 1)
-	wakes := watch.Wakes(ctx, st.Repo, st.Config.Duration("watch.poll"), e.warn)
+	wakes := watch.Wakes(ctx, st.Repo, watch.SettingsFrom(st.Config).Poll, e.warn)
 	fault.Go(func() { follow <- srv.Follow(ctx, wakes) })
 
 	base := baseURL(ln.Addr())

@@ -48,14 +48,15 @@ func (c *WatchCmd) Run(e *env) error {
 	}
 	out := e.watchOutput()
 	drivers := watch.Recovery(out.say)
-	if st.Config.Bool("watch.merge_train") {
+	set := watch.SettingsFrom(st.Config)
+	if set.MergeTrain {
 		// Refused at start, as merge run is, rather than reported every pass.
 		if _, _, err := mergequeue.TestPlan(st.Config); err != nil {
 			return err
 		}
 		drivers = append(drivers, watch.Train(c.Once, out.say))
 	}
-	if n := st.Config.Int("watch.job_slots"); n > 0 {
+	if n := set.JobSlots; n > 0 {
 		drivers = append(drivers, watch.Worker(watch.WorkerName(), n, c.Once, out.say))
 	}
 	// The orchestrator last: its claims see the expiries recorded above.
@@ -66,7 +67,7 @@ func (c *WatchCmd) Run(e *env) error {
 
 	poll := c.Poll
 	if poll <= 0 {
-		poll = st.Config.Duration("watch.poll")
+		poll = set.Poll
 	}
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()

@@ -21,6 +21,7 @@ import (
 // with its exit status, and no code it cannot: codes are registered where
 // they arise (fault.Register), so the registry is what spool can produce.
 func TestREADMEListsEveryErrorCode(t *testing.T) {
+	t.Parallel()
 	documented := readmeCodes(t, filepath.Join("..", "..", "docs", "errors.md"))
 	registered := map[string]fault.Kind{}
 	for _, c := range fault.Codes() {
@@ -86,6 +87,7 @@ func readmeCodes(t *testing.T, path string) map[string]int {
 // are produced by the sentinel.) Uses are read from the syntax trees, so a
 // code named only in a comment or a string does not count.
 func TestEveryDeclaredCodeIsProduced(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join("..", "..")
 	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
 	if err != nil {
@@ -265,6 +267,7 @@ func refersTo(id *ast.Ident, spec *ast.ValueSpec) bool {
 // string or as another package's field is not produced; one used by name in
 // its package, or through an import (renamed too), is.
 func TestUnproducedCodesReadsSyntax(t *testing.T) {
+	t.Parallel()
 	files := map[string]string{
 		"internal/fault/fault.go": `package fault
 func Register(k int, name string) int { return 0 }

@@ -15,6 +15,7 @@ import (
 // exit 2, which means usage here. A GOTRACEBACK of the user's keeps Go's
 // own behaviour.
 func TestRuntimeCrashIsNotUsage(t *testing.T) {
+	t.Parallel()
 	if strconv.IntSize != 64 {
 		t.Skip("SPOOL_TEST_PANIC=oom needs a 64-bit address space to overflow")
 	}

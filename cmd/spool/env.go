@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,8 +40,8 @@ func (e *env) openLenient() (*store.Store, error) {
 	return e.openWith(store.OpenLenient)
 }
 
-func (e *env) openWith(open func(context.Context, string, func(string)) (*store.Store, error)) (*store.Store, error) {
-	st, err := open(e.ctx, e.dir(), e.warn)
+func (e *env) openWith(open func(context.Context, string, func(string), ...store.Option) (*store.Store, error)) (*store.Store, error) {
+	st, err := open(e.ctx, e.dir(), e.warn, e.storeOptions()...)
 	if err != nil {
 		return nil, err
 	}
@@ -144,25 +145,27 @@ func (e *env) progress() func(applied int, done bool) {
 	}
 }
 
-// warn reports what a command repaired or skipped without failing. Under
+// Warn reports what a command repaired or skipped without failing. Under
 // --json each warning is one JSON line on stderr, before any error object:
-// {"warning":{"code":"torn_tail_repaired","message":"…"}}.
-func (e *env) warn(msg string) {
+// {"warning":{"code":"torn_tail_repaired","message":"…"}}, its code the one
+// it was given where it arose.
+func (e *env) Warn(w fault.Warning) {
 	if !e.JSON {
-		fmt.Fprintln(e.stderr, "spool: warning:", msg)
+		fmt.Fprintln(e.stderr, "spool: warning:", w.Message)
 		return
 	}
-	b, _ := jsonCompact(map[string]any{"warning": map[string]any{"code": warningCode(msg), "message": msg}})
+	b, _ := jsonCompact(map[string]any{"warning": map[string]any{"code": w.Code.Name, "message": w.Message}})
 	fmt.Fprintln(e.stderr, string(b))
 }
 
-// warningCode names a warning for --json. The log and the store report
-// warnings as text; the one they have today is the torn-tail repair.
-func warningCode(msg string) string {
-	if strings.HasPrefix(msg, "repaired torn tail") {
-		return "torn_tail_repaired"
-	}
-	return "warning"
+// warn is Warn of a warning with no code of its own (code "warning"): what
+// the packages that report warnings as text are handed.
+func (e *env) warn(msg string) { e.Warn(fault.Warned(msg)) }
+
+// storeOptions are how the command opens a store: main's options, and the
+// log's warnings told with their codes.
+func (e *env) storeOptions() []store.Option {
+	return append(slices.Clip(e.storeOpts), store.Warnings(e.Warn))
 }
 
 // now is the command's one clock reading.

@@ -11,6 +11,7 @@ import (
 // Every command a user sees has an example in its help, and the example is
 // a command line spool parses (it is not run).
 func TestEveryCommandHasAnExampleThatParses(t *testing.T) {
+	t.Parallel()
 	var cli CLI
 	app, err := kong.New(&cli, kong.Writers(io.Discard, io.Discard), kong.Exit(func(int) {}))
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 // A hook cut short says what was cut short and the command that finishes
 // it: the PRD driver's own command, the others' spool watch --once.
 func TestCutShort(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ driver, want string }{
 		{"prd", "spool: post-commit hook: PRD sync and promotion was cut short after 30s (hooks.timeout); git's work is done and nothing is lost: run spool prd promote to finish it"},
 		{"tasks", "spool: post-commit hook: releasing expired task claims was cut short after 30s (hooks.timeout); git's work is done and nothing is lost: run spool watch --once to finish it"},

@@ -57,6 +57,7 @@ func hookOutcomes(t *testing.T, bin, dir string) map[string][]workqueue.HookFini
 // abandonment's hook runs exactly once, though each command also looks for
 // requests others left, under the clone's hooks lock.
 func TestConcurrentAbandonmentsRunEachHookOnce(t *testing.T) {
+	t.Parallel()
 	bin := spoolBinary(t)
 	const workers = 8
 	dir, ran := hookRepo(t, bin, workers, 0)
@@ -104,6 +105,7 @@ func TestConcurrentAbandonmentsRunEachHookOnce(t *testing.T) {
 // append stands, the hook never ran): the commands that come next, started
 // together, and a watcher's pass run it exactly once.
 func TestHookLeftByACrashRunsOnce(t *testing.T) {
+	t.Parallel()
 	bin := spoolBinary(t)
 	dir, ran := hookRepo(t, bin, 1, 0)
 	st, err := store.Open(context.Background(), dir, nil)
@@ -164,6 +166,7 @@ func TestHookLeftByACrashRunsOnce(t *testing.T) {
 // group, internal/proc), and the next command records that it was
 // interrupted rather than run it a second time.
 func TestHookInterruptedByACrashIsNotRunAgain(t *testing.T) {
+	t.Parallel()
 	bin := spoolBinary(t)
 	dir, ran := hookRepo(t, bin, 1, 60)
 	env := []string{"SPOOL_NOW=", "SPOOL_ACTOR=doomed"}

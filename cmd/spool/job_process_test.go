@@ -279,6 +279,7 @@ func TestJobCancelRunningKeepsDoneSegments(t *testing.T) {
 // a worker started again with the same name, which gives back what its
 // name held.
 func TestJobKilledWorkerResumesAtSegment(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs workers")
 	}
@@ -378,6 +379,7 @@ func TestJobWorkerOutlastsABusyLog(t *testing.T) {
 // Four workers and 80 jobs of two segments: each segment runs exactly
 // once, as claims and segment ends are decided under the log's lock.
 func TestJobFourWorkersRunEachSegmentOnce(t *testing.T) {
+	parallelContender(t)
 	if testing.Short() {
 		t.Skip("runs 160 segments on 4 workers")
 	}
@@ -462,6 +464,7 @@ func TestJobFourWorkersRunEachSegmentOnce(t *testing.T) {
 // A recurring job every 2 s with two workers ticking: each occurrence is
 // submitted once (its idempotency key) and runs once.
 func TestJobRecurringTwoWorkersOneSubmissionPerOccurrence(t *testing.T) {
+	parallelContender(t)
 	if testing.Short() {
 		t.Skip("runs two workers for 7 s")
 	}
@@ -524,6 +527,7 @@ func TestJobRecurringTwoWorkersOneSubmissionPerOccurrence(t *testing.T) {
 // bob at least half of the first ten dispatches, though ada's all came
 // first.
 func TestJobFairShareTwoUsersOneSlot(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs 20 jobs on a worker")
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/jsonout"
-	"github.com/spoolhq/spool/projections"
+	"github.com/spoolhq/spool/internal/store"
 )
 
 // CLI is the command tree; each command lives in cmd_<name>.go. spool
@@ -102,6 +102,8 @@ type env struct {
 	// lastActor, when set, names the actor when nothing else does (bd's
 	// $USER, then "unknown") rather than no_actor.
 	lastActor func() string
+	// storeOpts are how every store the command opens is opened (main's).
+	storeOpts []store.Option
 }
 
 func main() {
@@ -110,23 +112,24 @@ func main() {
 	// the heap nears a limit (unless GOGC or GOMEMLIMIT say otherwise); long-running
 	// commands turn the collector back on (see longRunning).
 	off, limit := collector(os.Getenv)
+	var opts []store.Option
 	if off {
 		debug.SetGCPercent(-1)
 		// A large save streams hundreds of megabytes of short-lived values:
 		// collect them while it runs (longRunning's setting stays).
-		projections.OnLargeSave = func() func() {
+		opts = append(opts, store.OnLargeSave(func() func() {
 			prev := debug.SetGCPercent(100)
 			return func() { debug.SetGCPercent(prev) }
-		}
+		}))
 	}
 	if limit {
 		debug.SetMemoryLimit(512 << 20)
 	}
 	crashBySignal(os.Getenv)
 	if name, ok := asBeads(os.Args[0]); ok {
-		os.Exit(runAsBeads(name, os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(runAsBeads(name, os.Args[1:], os.Stdout, os.Stderr, opts...))
 	}
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, opts...))
 }
 
 // collector says whether a command starts with the collector off and
@@ -204,7 +207,8 @@ type exitPanic int
 //lint:ignore U1000 written, never read: it keeps the allocation from being optimized away
 var testHeap []byte
 
-func run(args []string, stdout, stderr io.Writer) int {
+// opts are how every store the command opens is opened (main's choices).
+func run(args []string, stdout, stderr io.Writer, opts ...store.Option) int {
 	if len(args) == 0 {
 		return printStartUsage(stdout) // not kong's "expected one of …"
 	}
@@ -261,7 +265,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 					fmt.Sprintf("-C %s: not a directory", cli.Dir), "dir", cli.Dir))
 			}
 		}
-		e := &env{Globals: &cli.Globals, ctx: ctx, stdout: stdout, stderr: stderr, app: parser}
+		e := &env{Globals: &cli.Globals, ctx: ctx, stdout: stdout, stderr: stderr, app: parser, storeOpts: opts}
 		if where := os.Getenv("SPOOL_TEST_PANIC"); where != "" {
 			testPanic(where)
 		}
@@ -295,9 +299,9 @@ func parseMessage(err error) string {
 }
 
 // runAsBeads is spool invoked as bd or br: args are bd's.
-func runAsBeads(name string, args []string, stdout, stderr io.Writer) int {
+func runAsBeads(name string, args []string, stdout, stderr io.Writer, opts ...store.Option) int {
 	return guarded(args, stderr, func(ctx context.Context) int {
-		return runBD(ctx, name, args, "", "", stdout, stderr)
+		return runBD(ctx, name, args, "", "", stdout, stderr, opts...)
 	})
 }
 

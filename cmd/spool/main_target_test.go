@@ -13,6 +13,7 @@ import (
 // subcommand, with global flags before and after it), the same error, the
 // global flags copied back into CLI.
 func TestSpoolTargetParsesAsTheWholeTree(t *testing.T) {
+	t.Parallel()
 	opts := []kong.Option{kong.Name("spool"), kong.Writers(io.Discard, io.Discard), kong.Exit(func(int) { panic("exit") })}
 	whole, err := kong.New(&CLI{}, opts...)
 	if err != nil {

@@ -70,6 +70,7 @@ func spoolBinary(t *testing.T) string {
 
 // TestScript runs testdata/script/*.txtar: the CLI as a user types it.
 func TestScript(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, scriptParams(t, filepath.Join("..", "..", "testdata", "script")))
 }
 
@@ -346,6 +347,7 @@ func matchFields(obj map[string]any, code string, fields []string) error {
 // The jsonerr and jsonwarn helpers accept warning lines before the one
 // error object and nothing else.
 func TestCheckJSONStderr(t *testing.T) {
+	t.Parallel()
 	warn := `{"warning":{"code":"torn_tail_repaired","message":"repaired torn tail of w1.jsonl"}}` + "\n"
 	errLine := `{"error":{"code":"lock_timeout","message":"locked","line":3}}` + "\n"
 	for _, c := range []struct {
@@ -493,6 +495,7 @@ func cmdSSHKey(ts *testscript.TestScript, neg bool, args []string) {
 // The collector starts off with a 512 MiB limit unless the environment
 // sets GOGC (then the runtime's settings stand) or GOMEMLIMIT (its limit).
 func TestCollectorHonoursGoEnvironment(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		env        map[string]string
 		off, limit bool
@@ -512,6 +515,7 @@ func TestCollectorHonoursGoEnvironment(t *testing.T) {
 // replay and verify hold the heap to the budget while the state fits, and
 // to half again the live heap beyond it.
 func TestHeapLimit(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ live, want int64 }{
 		{0, heapBudget},
 		{heapBudget / 2, heapBudget},

@@ -46,6 +46,7 @@ func nodeClient(t *testing.T) (node, script string) {
 // spool's code, reads spool://ready and the claimed task, and gets the
 // prompt; each answer is what the CLI prints under --json.
 func TestMCPNodeClient(t *testing.T) {
+	t.Parallel()
 	node, script := nodeClient(t)
 	bin := spoolBinary(t)
 	dir, env := jobRepo(t, bin)

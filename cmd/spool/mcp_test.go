@@ -246,6 +246,7 @@ func stdioSession(t *testing.T, bin, dir, actor string, env []string, args ...st
 // process and agent got it. Over the same stdio, the tools are listed, and
 // a refused call carries its code and appends nothing.
 func TestMCPStdioClaimsAcrossProcesses(t *testing.T) {
+	parallelContender(t)
 	if testing.Short() {
 		t.Skip("two spool mcp processes, 400 appends")
 	}
@@ -345,6 +346,7 @@ func TestMCPStdioClaimsAcrossProcesses(t *testing.T) {
 // heartbeats the claim and comments as the claimant; done, next and create
 // are not there, and calling them appends nothing.
 func TestMCPOrchestratedAgent(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch and an agent")
 	}
@@ -438,6 +440,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // with the token has every tool and acts as the server's actor, one without
 // has the read tools; SIGTERM ends it with exit 0.
 func TestMCPHTTPProcess(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool mcp --http")
 	}

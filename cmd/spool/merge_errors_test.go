@@ -17,6 +17,7 @@ import (
 // fields, exits with its kind, and decodes back to the same error: a script
 // can act on any error it is sent.
 func TestMergeErrorsJSON(t *testing.T) {
+	t.Parallel()
 	for _, v := range mergequeue.Variants() {
 		t.Run(v.Code, func(t *testing.T) {
 			var out bytes.Buffer

@@ -46,6 +46,7 @@ func rowOf(en *mergequeue.Entry) listRow {
 
 // The fast list row writer produces exactly what encoding/json makes of listRow.
 func TestAppendRowMatchesListRow(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 3, 1, 12, 0, 0, 123, time.UTC)
 	for _, en := range []*mergequeue.Entry{
 		{ID: 1, Ref: "5f1c2a9b0d3e4f5a6b7c8d9e", Position: 3, Status: mergequeue.Pending, Priority: 2, Workspace: "ws", WorkspaceID: "w1/ws", Branch: "b", HeadSHA: "abc",
@@ -72,6 +73,7 @@ func TestAppendRowMatchesListRow(t *testing.T) {
 // A failed entry names what to do next: retry while attempts are left,
 // else fix (or rebase, after a conflict) and submit again.
 func TestMergeNextStep(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		en   mergequeue.Entry
 		want string

@@ -43,6 +43,7 @@ func exited(t *testing.T, w *jobWorker) string {
 
 // A task added while next --wait waits is claimed by it: the log changed.
 func TestNextWaitWakesOnANewTask(t *testing.T) {
+	t.Parallel()
 	bin := spoolBinary(t)
 	dir := queueRepo(t, bin, 0)
 	env := []string{"SPOOL_NOW=", "SPOOL_ACTOR=worker"}
@@ -56,6 +57,7 @@ func TestNextWaitWakesOnANewTask(t *testing.T) {
 // The only task is in backoff, which no event ends: next --wait wakes when
 // the queue says it ends and claims it, well before its timeout.
 func TestNextWaitWakesWhenABackoffEnds(t *testing.T) {
+	t.Parallel()
 	bin := spoolBinary(t)
 	dir := queueRepo(t, bin, 1)
 	env := []string{"SPOOL_NOW=", "SPOOL_ACTOR=worker"}
@@ -77,6 +79,7 @@ func TestNextWaitWakesWhenABackoffEnds(t *testing.T) {
 // With a bd source, whose ready work the log knows nothing of, next --wait
 // asks bd every workqueue.poll_interval.
 func TestNextWaitPollsTheSource(t *testing.T) {
+	t.Parallel()
 	bin := spoolBinary(t)
 	dir := queueRepo(t, bin, 0)
 	fake, err := filepath.Abs(filepath.Join("..", "..", "testdata", "fakebd", "bd"))
@@ -102,6 +105,7 @@ func TestNextWaitPollsTheSource(t *testing.T) {
 
 // Ctrl-C ends a waiting next cleanly: exit 1 interrupted, nothing claimed.
 func TestNextWaitInterrupted(t *testing.T) {
+	t.Parallel()
 	bin := spoolBinary(t)
 	dir := queueRepo(t, bin, 0)
 	env := []string{"SPOOL_NOW=", "SPOOL_ACTOR=worker"}
@@ -124,6 +128,7 @@ func TestNextWaitInterrupted(t *testing.T) {
 // workqueue.poll_interval, not only at its watchdog (an hour here): a bead
 // bd makes ready while watch runs gets its agent.
 func TestWatchPollsTheSourceForTheOrchestrator(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}
@@ -159,6 +164,7 @@ func TestWatchPollsTheSourceForTheOrchestrator(t *testing.T) {
 // A task in backoff gets its next agent when the backoff ends, which no
 // event says: spool watch wakes then, not at its watchdog (an hour here).
 func TestWatchStartsTheAgentWhenABackoffEnds(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}

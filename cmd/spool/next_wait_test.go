@@ -9,6 +9,7 @@ import (
 // the source's poll interval, the timeout; with none of them, until the
 // log changes.
 func TestRetryIn(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name   string

@@ -126,6 +126,7 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 // An agent that succeeds: watch --once runs it in its worktree on
 // spool/<id>, closes the task, and the work is on the branch.
 func TestOrchestratorAgentSucceeds(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}
@@ -160,6 +161,7 @@ func TestOrchestratorAgentSucceeds(t *testing.T) {
 // Blocked after three failures, with task.blocked's payload (taskId,
 // totalAttempts, lastFailureReason).
 func TestOrchestratorFailingAgentBlocks(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}
@@ -192,6 +194,7 @@ func TestOrchestratorFailingAgentBlocks(t *testing.T) {
 // An agent killed while git moved its branch leaves the ref's lock file:
 // the failed attempt's revert must not be refused for ever.
 func TestOrchestratorRevertsPastAStaleRefLock(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}
@@ -210,6 +213,7 @@ func TestOrchestratorRevertsPastAStaleRefLock(t *testing.T) {
 // A stalled agent is stopped by the watchdog (SIGTERM, grace, SIGKILL) and
 // its attempt recorded as failed, "stalled".
 func TestOrchestratorStalledAgentStopped(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}
@@ -239,6 +243,7 @@ func TestOrchestratorStalledAgentStopped(t *testing.T) {
 // reverts the attempt and reopens the task, and never runs two agents for
 // the task at once. The task is done in the end.
 func TestOrchestratorKill9EachPhase(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}
@@ -321,6 +326,7 @@ func TestOrchestratorKill9EachPhase(t *testing.T) {
 // and before it signalled it: the next watch stops the agent and records
 // the stalled attempt.
 func TestOrchestratorKill9WhileStopping(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}
@@ -353,6 +359,7 @@ func TestOrchestratorKill9WhileStopping(t *testing.T) {
 // and ping the watcher: passes run one at a time, so one agent runs at a
 // time, and every task is done once.
 func TestOrchestratorWatchdogAndEventsStartOneAgent(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}
@@ -399,6 +406,7 @@ func TestOrchestratorWatchdogAndEventsStartOneAgent(t *testing.T) {
 // the waiting task within seconds, because the configuration's change
 // wakes the watcher.
 func TestOrchestratorConfiguredWhileWatchRuns(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}
@@ -425,6 +433,7 @@ func TestOrchestratorConfiguredWhileWatchRuns(t *testing.T) {
 // however urgent: watch --once runs the task and leaves the epic open. With
 // orchestrator.epics the epic is agent work too; a plan's epic never is.
 func TestOrchestratorLeavesEpicsAlone(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}
@@ -471,6 +480,7 @@ func TestOrchestratorLeavesEpicsAlone(t *testing.T) {
 // with the attempt. The task's fate is its exit status: failed, then
 // Blocked at priority 4.
 func TestOrchestratorAgentCannotWrite(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}
@@ -583,6 +593,7 @@ func paused(t *testing.T, bin, dir string, env []string) *orchestrator.Pause {
 // status, doctor say why. spool orchestrator resume tries again (and trips
 // again); fixing the command resumes it by itself, and the work gets done.
 func TestOrchestratorBreakerCommandNotFound(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}
@@ -634,6 +645,7 @@ func TestOrchestratorBreakerCommandNotFound(t *testing.T) {
 // script path under sh, say): each run is released uncounted, and the
 // third in a row pauses the orchestrator.
 func TestOrchestratorBreakerQuickExits(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}
@@ -655,6 +667,7 @@ func TestOrchestratorBreakerQuickExits(t *testing.T) {
 // orchestrator paused; the two before were failures of their own tasks,
 // two each, neither demoted.
 func TestOrchestratorBreakerSameError(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}
@@ -706,6 +719,7 @@ func bdReady(t *testing.T, path string, labels string) {
 // the label reaches it; removing the label in bd unblocks the bead in
 // spool, its priority put back.
 func TestOrchestratorBdRefusingWrites(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}
@@ -781,6 +795,7 @@ func TestOrchestratorBdRefusingWrites(t *testing.T) {
 // bead and before its agent started; the next watch reverts the attempt,
 // reopens the bead uncounted, and the comment saying why goes to the bead.
 func TestOrchestratorBdRecoveryComment(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}
@@ -812,6 +827,7 @@ func TestOrchestratorBdRecoveryComment(t *testing.T) {
 // again, merges. (spool watch, not --once: a train run --once drains the
 // queue as it stood when watch started.)
 func TestOrchestratorMergeRejectionReopens(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}
@@ -867,6 +883,7 @@ func TestOrchestratorMergeRejectionReopens(t *testing.T) {
 // agent's guard: its read tools answer, its comment is refused
 // agent_may_not_write as the command would be, and nothing is appended.
 func TestOrchestratorAgentMCPCannotWrite(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}

@@ -6,6 +6,7 @@ import (
 )
 
 func TestText(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"plain title":        "plain title",
 		"two\nlines":         `two\nlines`,
@@ -24,6 +25,7 @@ func TestText(t *testing.T) {
 }
 
 func TestRowAndClip(t *testing.T) {
+	t.Parallel()
 	if got := row("a", "b", "", ""); got != "a\tb\n" {
 		t.Errorf("row = %q", got)
 	}
@@ -39,6 +41,7 @@ func TestRowAndClip(t *testing.T) {
 }
 
 func TestBuildVersion(t *testing.T) {
+	t.Parallel()
 	info := &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261123184500-0123456789ab"},
 		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef"}, {Key: "vcs.modified", Value: "true"}}}
 	if v, rev := buildVersion(info, true); v != "v0.0.0-20261123184500-0123456789ab" || rev != "0123456789abcdef+dirty" {

@@ -77,6 +77,7 @@ func storeOf(t *testing.T, env []string) (string, []map[string]any) {
 // time (the fake bd counts them), two at a time indeed, and the log the
 // same, event for event, however the workers were timed, over ten runs.
 func TestPromoteWorkerCapAndOrder(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs ten promotions of twenty PRDs")
 	}
@@ -131,6 +132,7 @@ func TestPromoteWorkerCapAndOrder(t *testing.T) {
 // spool killed in the middle of a promotion: the next promote records the
 // epics the killed one made and makes the others, one epic per PRD.
 func TestPromoteKilledMidwayMakesOneEpicPerPRD(t *testing.T) {
+	t.Parallel()
 	bin := spoolBinary(t)
 	const n = 6
 	repo, env := prdRepo(t, bin, n)

@@ -59,6 +59,7 @@ func spoolCmd(bin, dir string, env []string, args ...string) *exec.Cmd {
 // Eight workers call next in a loop against 200 tasks: every task is claimed
 // exactly once, because each claim is decided under the log's lock.
 func TestConcurrentNextClaimsEachTaskOnce(t *testing.T) {
+	parallelContender(t)
 	if testing.Short() {
 		t.Skip("runs ~200 processes")
 	}
@@ -121,6 +122,7 @@ func TestConcurrentNextClaimsEachTaskOnce(t *testing.T) {
 // A worker killed mid-task holds its claim until the lease runs out; then
 // the task comes back and the lost attempt is counted.
 func TestKilledWorkerTaskReturnsAfterLease(t *testing.T) {
+	t.Parallel()
 	bin := spoolBinary(t)
 	dir := queueRepo(t, bin, 1)
 	claimed := filepath.Join(t.TempDir(), "claimed.json")
@@ -182,6 +184,7 @@ func TestKilledWorkerTaskReturnsAfterLease(t *testing.T) {
 // registered (a fresh clone): every command works without a warning, and
 // the driver is registered once.
 func TestConcurrentFirstCommandsRegisterTheDriver(t *testing.T) {
+	t.Parallel()
 	bin := spoolBinary(t)
 	dir := queueRepo(t, bin, 1)
 	if err := os.WriteFile(filepath.Join(dir, ".gitattributes"), []byte(".spool/events/*.jsonl merge=spool\n"), 0o644); err != nil {
@@ -216,6 +219,7 @@ func TestConcurrentFirstCommandsRegisterTheDriver(t *testing.T) {
 // for 10 s), and commands started together never run one twice: each is run
 // under the clone's sync lock, against the pending list read after it.
 func TestConcurrentCommandsRunAPendingRequestOnce(t *testing.T) {
+	t.Parallel()
 	bin := spoolBinary(t)
 	dir := queueRepo(t, bin, 0)
 	fake, err := filepath.Abs(filepath.Join("..", "..", "testdata", "fakebd", "bd"))

@@ -16,6 +16,7 @@ import (
 // The files are regenerated here and compared with the checked-in ones;
 // go generate ./cmd/spool (this test with -update) rewrites them.
 func TestReferenceDocs(t *testing.T) {
+	t.Parallel()
 	parser, err := kong.New(&CLI{}, kong.Name("spool"))
 	if err != nil {
 		t.Fatal(err)

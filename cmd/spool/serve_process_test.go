@@ -10,6 +10,7 @@ import (
 // spool serve stops on SIGTERM with exit 0, an event stream open: the
 // streams end (they never finish by themselves), other requests finish.
 func TestServeStopsOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	bin := spoolBinary(t)
 	dir, env := jobRepo(t, bin)
 	srv := startSpool(t, bin, dir, env, "serve", "serve", "--addr", "127.0.0.1:0")

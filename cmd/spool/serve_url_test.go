@@ -7,6 +7,7 @@ import (
 )
 
 func TestBaseURL(t *testing.T) {
+	t.Parallel()
 	host, _ := os.Hostname()
 	for _, c := range []struct {
 		addr net.Addr

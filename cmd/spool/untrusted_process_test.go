@@ -32,6 +32,7 @@ func forgeEvents(t *testing.T, dir string, drafts ...eventlog.Draft) {
 // empties nor writes a directory outside, every job command still works
 // (no allocation from the count), and the real job runs.
 func TestJobWorkerIgnoresForgedJobs(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a worker")
 	}

@@ -92,6 +92,7 @@ func TestWatchOneAClone(t *testing.T) {
 // a second later is released when its time comes, and a task claim is
 // released when its lease runs out, without anything else happening.
 func TestWatchActsOnOtherProcessesEvents(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}
@@ -119,6 +120,7 @@ func TestWatchActsOnOtherProcessesEvents(t *testing.T) {
 // With a watcher running, a commit's post-commit hook only pings it, and
 // the watcher does the pass: committing an approval promotes the PRD.
 func TestWatchHookPing(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}

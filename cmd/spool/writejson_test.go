@@ -12,6 +12,7 @@ import (
 
 // writeJSON writes a list an item at a time, byte for byte as json.Encoder writes it whole.
 func TestWriteJSONStreamsLikeEncoder(t *testing.T) {
+	t.Parallel()
 	type item struct {
 		ID    string         `json:"id"`
 		Tags  []string       `json:"tags,omitempty"`
@@ -47,6 +48,7 @@ func TestWriteJSONStreamsLikeEncoder(t *testing.T) {
 // The lists ready, task list, bd list and history print write themselves
 // (jsonout.Appender): still the bytes json.Encoder writes for the whole.
 func TestWriteJSONTaskLists(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(11, 12))
 	for range 100 {
 		for _, v := range []any{

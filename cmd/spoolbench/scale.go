@@ -519,7 +519,7 @@ func generateScale(dir string, n int, check bool) (scaleMeta, error) {
 		return scaleMeta{}, err
 	}
 	defer sess.Close()
-	g := &scaleGen{sess: sess, st: workqueue.NewState(), pol: workqueue.PolicyFrom(st.Config), prefix: st.Config.String("ids.prefix"),
+	g := &scaleGen{sess: sess, st: workqueue.NewState(), pol: workqueue.PolicyFrom(st.Config), prefix: workqueue.PrefixFrom(st.Config),
 		at: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), rng: rand.New(rand.NewPCG(16, uint64(n))), ids: make([]string, 0, n), check: check}
 	if g.pol.Kind != workqueue.Exponential || g.pol.Label != "" || len(g.pol.ExcludeLabels) > 0 {
 		return scaleMeta{}, errors.New("the generator's next assumes the default policy: exponential, no label gating")

@@ -14,6 +14,16 @@ func init() {
 		Help: `tokens spool serve accepts besides its own, each "SHA256HEX=actor": the token's SHA-256 in hex and whom it acts as`})
 }
 
+// Settings are spool serve's keys, read once when it starts.
+type Settings struct {
+	Tokens []string // serve.tokens: "SHA256HEX=actor" each (ParseTokens)
+}
+
+// SettingsFrom reads spool serve's keys.
+func SettingsFrom(cfg *config.Config) Settings {
+	return Settings{Tokens: cfg.Strings("serve.tokens")}
+}
+
 var hashRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 func checkTokens(v any) error {

@@ -97,12 +97,31 @@ func init() {
 	)
 }
 
+// Settings are the keys registered here, read once by whoever needs them.
+type Settings struct {
+	LockTimeout       time.Duration // lock.timeout
+	Admins            []string      // admins
+	GitHookTimeout    time.Duration // hooks.timeout: a git hook's own pass
+	GitHookVerifyPush bool          // hooks.verify_on_push
+}
+
+// SettingsFrom reads the keys registered here.
+func SettingsFrom(c *Config) Settings {
+	return Settings{
+		LockTimeout:       c.Duration("lock.timeout"),
+		Admins:            c.Strings("admins"),
+		GitHookTimeout:    c.Duration("hooks.timeout"),
+		GitHookVerifyPush: c.Bool("hooks.verify_on_push"),
+	}
+}
+
 // Config is the parsed configuration file.
 type Config struct {
 	path     string
 	values   map[string]any // validated, in the kind's Go type
 	raw      map[string]json.RawMessage
-	problems []string // values the file has that their key refuses (bounds, checks): their default is used
+	problems []string        // values the file has that their key refuses (bounds, checks): their default is used
+	read     map[string]bool // the keys read, when tracked (Tracked)
 }
 
 // Load reads path; a missing file is an empty configuration.
@@ -325,8 +344,33 @@ func (c *Config) get(name string) any {
 	if err != nil {
 		panic(err) // a key the code uses must be registered
 	}
+	if c.read != nil {
+		c.read[name] = true
+	}
 	return v
 }
+
+// Tracked is an empty configuration that records the keys read from it
+// (Read): a test runs every settings loader on it to find a key
+// registered and never read. Not for concurrent use.
+func Tracked() *Config {
+	return &Config{values: map[string]any{}, raw: map[string]json.RawMessage{}, read: map[string]bool{}}
+}
+
+// Read lists the keys read from a Tracked configuration, sorted.
+func (c *Config) Read() []string {
+	names := make([]string, 0, len(c.read))
+	for n := range c.read {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// The getters below are for the settings loaders (SettingsFrom, PolicyFrom
+// in each capability's package), next to where the keys are registered:
+// the rest of the code reads the typed fields they fill, so that a key
+// misspelt there is a compile error, not a panic at run time.
 
 func (c *Config) Duration(name string) time.Duration { d, _ := c.get(name).(time.Duration); return d }
 func (c *Config) Int(name string) int                { n, _ := c.get(name).(int); return n }

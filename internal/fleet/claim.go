@@ -46,11 +46,12 @@ type Claims struct {
 // Which remote is worked out at the first claim: most commands claim
 // nothing.
 func ClaimsFrom(st *store.Store, offline bool, warn func(string)) *Claims {
-	mode := st.Config.String("sync.claims")
+	set := SettingsFrom(st.Config)
+	mode := set.Claims
 	if mode == ClaimsLocal {
 		return nil
 	}
-	return &Claims{st: st, required: mode == ClaimsRemote, Offline: offline, OfflineLocal: st.Config.String("sync.offline_claims") == OfflineLocal, Warn: warn}
+	return &Claims{st: st, required: mode == ClaimsRemote, Offline: offline, OfflineLocal: set.OfflineClaims == OfflineLocal, Warn: warn}
 }
 
 // options resolves the remote once: a worker claims many times.
@@ -58,7 +59,7 @@ func (c *Claims) options(ctx context.Context) (Options, error) {
 	if !c.resolved {
 		c.o, c.err = OptionsFrom(ctx, c.st, "")
 		if c.err == nil && c.o.Remote == "" && c.required {
-			c.err = unknownRemote(c.st.Config.String("merge.remote"))
+			c.err = unknownRemote(SettingsFrom(c.st.Config).MergeRemote)
 		}
 		c.resolved = true
 	}
@@ -168,7 +169,8 @@ func pushTimedOut(err error) bool { return errors.Is(err, errTimedOut) }
 // Timeout is how long a claim may wait on the remote, its fetch and its
 // push together: half of lock.timeout, since it holds the log's lock
 // meanwhile and another command waits for the lock only lock.timeout.
-func (c *Claims) Timeout() time.Duration { return c.st.Config.Duration("lock.timeout") / 2 }
+// Read at each claim: spool watch rereads the configuration.
+func (c *Claims) Timeout() time.Duration { return SettingsFrom(c.st.Config).LockTimeout / 2 }
 
 // network runs a claim's fetch or push (what) against the remote until
 // deadline: git is then killed, with whatever it started (git.Unattended),

@@ -12,5 +12,5 @@ import (
 // branch alone otherwise.
 func WatchOptions(ctx context.Context, st *store.Store) (Options, time.Duration, error) {
 	o, err := OptionsFrom(ctx, st, "")
-	return o, st.Config.Duration("sync.interval"), err
+	return o, SettingsFrom(st.Config).Interval, err
 }

@@ -71,9 +71,10 @@ type Options struct {
 // sync.remote, else merge.remote when git has such a remote. Only a remote
 // someone named (remote or sync.remote) must exist.
 func OptionsFrom(ctx context.Context, st *store.Store, remote string) (Options, error) {
-	o := Options{Remote: remote, Branch: st.Config.String("sync.branch"), Attempts: 10}
+	set := SettingsFrom(st.Config)
+	o := Options{Remote: remote, Branch: set.Branch, Attempts: 10}
 	if o.Remote == "" {
-		o.Remote = st.Config.String("sync.remote")
+		o.Remote = set.Remote
 	}
 	if o.Remote != "" {
 		if !git.RemoteExists(ctx, st.Repo.Root, o.Remote) {
@@ -84,7 +85,7 @@ func OptionsFrom(ctx context.Context, st *store.Store, remote string) (Options, 
 	// The default remote counts when the repository's own config has it:
 	// read in process, so that a clone without one (where every claim
 	// asks) pays no git process for the question.
-	if r := st.Config.String("merge.remote"); r != "" && git.RemoteInConfig(st.Repo.Root, r) {
+	if r := set.MergeRemote; r != "" && git.RemoteInConfig(st.Repo.Root, r) {
 		o.Remote = r
 	}
 	return o, nil
@@ -282,7 +283,8 @@ func fetch(ctx context.Context, st *store.Store, o Options) (string, map[string]
 // was left by a git killed while writing it (kill -9 of spool), and git
 // would refuse every later update of the ref: it is removed.
 func withTrackingRef(ctx context.Context, st *store.Store, o Options, fn func() error) error {
-	unlock, ok, err := st.Mutex(ctx, "sync-ref", st.Config.Duration("lock.timeout"))
+	timeout := SettingsFrom(st.Config).LockTimeout
+	unlock, ok, err := st.Mutex(ctx, "sync-ref", timeout)
 	if errors.Is(err, context.DeadlineExceeded) {
 		// A claim's deadline (Claims.network): another spool's fetch holds it.
 		return fmt.Errorf("%w: %s held by another spool command past this claim's deadline", eventlog.ErrLockTimeout, st.MutexPath("sync-ref"))
@@ -291,7 +293,7 @@ func withTrackingRef(ctx context.Context, st *store.Store, o Options, fn func() 
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%w: %s held for more than %s", eventlog.ErrLockTimeout, st.MutexPath("sync-ref"), st.Config.Duration("lock.timeout"))
+		return fmt.Errorf("%w: %s held for more than %s", eventlog.ErrLockTimeout, st.MutexPath("sync-ref"), timeout)
 	}
 	defer unlock()
 	st.Repo.RemoveRefLock(TrackingRef(o))

@@ -11,6 +11,7 @@ import (
 )
 
 func TestRenderChart(t *testing.T) {
+	t.Parallel()
 	l := newLedger(t)
 	l.submit(utc(10, 14, 20), spec{id: "job-a", project: "film", slots: 2})
 	l.done(utc(10, 14, 30), "job-a", "w", 105*time.Minute)

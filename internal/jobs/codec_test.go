@@ -44,6 +44,7 @@ func built(t testing.TB, seed uint64, steps int) *jobs.Projection {
 // (an exit code of 0 included, which gob dropped), and writes the same
 // bytes again.
 func TestSnapshotReadsBackTheState(t *testing.T) {
+	t.Parallel()
 	exits, holders := 0, 0
 	for seed := range uint64(20) {
 		p := built(t, seed, 300)
@@ -79,6 +80,7 @@ func TestSnapshotReadsBackTheState(t *testing.T) {
 
 // A time in a zone, or far from now, keeps its instant and its offset.
 func TestSnapshotKeepsZonesAndFarDates(t *testing.T) {
+	t.Parallel()
 	p := built(t, 1, 50)
 	zoned := time.Date(2026, 5, 1, 10, 0, 0, 5, time.FixedZone("CEST", 2*3600))
 	far := time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)

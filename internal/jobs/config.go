@@ -70,7 +70,7 @@ func PolicyFrom(cfg *config.Config) Policy {
 		zone = time.UTC // refused by checkZone; a file from elsewhere falls back
 	}
 	w, _ := ParseWindow(cfg.String("scheduler.off_peak"))
-	return Policy{Admins: slices.Concat(cfg.Strings("admins"), cfg.Strings("scheduler.admins")), UrgentLimit: cfg.Int("scheduler.urgent_limit"), Fair: cfg.String("scheduler.fairness") == FairShare,
+	return Policy{Admins: slices.Concat(config.SettingsFrom(cfg).Admins, cfg.Strings("scheduler.admins")), UrgentLimit: cfg.Int("scheduler.urgent_limit"), Fair: cfg.String("scheduler.fairness") == FairShare,
 		HalfLife: cfg.Duration("scheduler.fair_share_half_life"), Zone: zone, OffPeak: w,
 		CancelGrace: cfg.Duration("scheduler.cancel_grace"), Lease: cfg.Duration("scheduler.lease"),
 		DefaultSegment: cfg.Duration("scheduler.default_segment_time"), Slots: cfg.Int("scheduler.slots")}

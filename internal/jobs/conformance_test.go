@@ -11,6 +11,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	projectiontest.Run(t, projectiontest.Suite{Spec: jobs.Spec, NewClone: newClone, Steps: 300})
 }
 

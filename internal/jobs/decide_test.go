@@ -87,6 +87,7 @@ func wantCode(t *testing.T, err error, code string) {
 }
 
 func TestTransitionTable(t *testing.T) {
+	t.Parallel()
 	want := map[Status]string{
 		Scheduled:  "queued cancelled",
 		Queued:     "dispatched paused cancelled",
@@ -107,6 +108,7 @@ func TestTransitionTable(t *testing.T) {
 
 // The fold enforces the table too: an event for a move it forbids changes nothing.
 func TestFoldRefusesForbiddenMoves(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.submit("ada", Submit{})
 	w.apply("ada", []eventlog.Draft{
@@ -126,6 +128,7 @@ func TestFoldRefusesForbiddenMoves(t *testing.T) {
 }
 
 func TestDispatchOrder(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.p.Fair = false
 	bg := w.submit("ada", Submit{Name: "bg", Tier: Background})
@@ -144,6 +147,7 @@ func TestDispatchOrder(t *testing.T) {
 }
 
 func TestMove(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		move func(ids map[string]string) Move
@@ -184,6 +188,7 @@ func TestMove(t *testing.T) {
 }
 
 func TestMoveRules(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := w.submit("ada", Submit{})
 	b := w.submit("ada", Submit{})
@@ -200,6 +205,7 @@ func TestMoveRules(t *testing.T) {
 // Fair share: with one slot, ada's 20 jobs submitted first do not keep
 // bob waiting; while both wait, bob gets at least half the slot time.
 func TestFairShareTwoUsersOneSlot(t *testing.T) {
+	t.Parallel()
 	for _, fair := range []bool{true, false} {
 		t.Run(fmt.Sprint("fair=", fair), func(t *testing.T) {
 			w := newWorld(t)
@@ -230,6 +236,7 @@ func TestFairShareTwoUsersOneSlot(t *testing.T) {
 
 // A job an admin moved is dispatched in its place, fair share or not.
 func TestFairShareHonoursMoves(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := w.submit("ada", Submit{})
 	w.now = w.now.Add(time.Minute)
@@ -252,6 +259,7 @@ func TestFairShareHonoursMoves(t *testing.T) {
 // Strict: the head of the queue waits for slots; a smaller job behind it
 // does not overtake it.
 func TestNoOvertaking(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.p.Fair = false
 	first := w.submit("ada", Submit{Slots: 1})
@@ -268,6 +276,7 @@ func TestNoOvertaking(t *testing.T) {
 }
 
 func TestOffPeak(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.p.OffPeak, _ = ParseWindow("22:00-08:00")
 	w.p.Zone, _ = time.LoadLocation("Europe/Paris")
@@ -306,6 +315,7 @@ func TestOffPeak(t *testing.T) {
 }
 
 func TestStartAfter(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	at := w.now.Add(time.Hour)
 	id := w.submit("ada", Submit{StartAfter: at})
@@ -337,6 +347,7 @@ func TestStartAfter(t *testing.T) {
 }
 
 func TestSegmentsAndCancel(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.submit("ada", Submit{Segments: 3})
 	w.claim("w", 1)
@@ -364,6 +375,7 @@ func TestSegmentsAndCancel(t *testing.T) {
 }
 
 func TestLeaseExpiry(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.submit("ada", Submit{Segments: 2})
 	w.claim("w1", 1)
@@ -388,6 +400,7 @@ func TestLeaseExpiry(t *testing.T) {
 // tick, lease or not; a live one, an unrecorded one (spool job claim) and
 // one merely of the same name keep it until the lease runs out.
 func TestDeadWorkerRequeuedAtOnce(t *testing.T) {
+	t.Parallel()
 	a := ProcRecord{PID: 10, PGID: 10, Start: 5, Boot: "b"}
 	aAgain := a
 	aAgain.Start = 6 // another process with a's pid
@@ -439,6 +452,7 @@ func TestDeadWorkerRequeuedAtOnce(t *testing.T) {
 }
 
 func TestPauseResumeKeepsPlace(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.p.Fair = false
 	a := w.submit("ada", Submit{})
@@ -468,6 +482,7 @@ func TestPauseResumeKeepsPlace(t *testing.T) {
 }
 
 func TestFailedSegmentFailsJob(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.submit("ada", Submit{Segments: 2})
 	w.claim("w", 1)
@@ -478,6 +493,7 @@ func TestFailedSegmentFailsJob(t *testing.T) {
 }
 
 func TestSubmitRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tests := []struct {
 		actor string
@@ -505,6 +521,7 @@ func TestSubmitRefusesBadInput(t *testing.T) {
 // Quota windows are local: a day from midnight and a week from Monday
 // 00:00 in the scheduler's zone, not UTC's.
 func TestQuotaWindows(t *testing.T) {
+	t.Parallel()
 	ny, _ := time.LoadLocation("America/New_York")
 	w := newWorld(t)
 	w.p.Zone = ny
@@ -557,6 +574,7 @@ func TestQuotaWindows(t *testing.T) {
 
 // A user quota and a project quota that both apply must both have room.
 func TestQuotaUserAndProject(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	d, err := SetQuota(w.s, w.p, Quota{Scope: "project", Name: "render", Daily: time.Hour}, "root")
 	w.apply("root", []eventlog.Draft{d}, err)
@@ -576,6 +594,7 @@ func TestQuotaUserAndProject(t *testing.T) {
 }
 
 func TestRecurringOneSubmissionPerOccurrence(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.p.Zone, _ = time.LoadLocation("Asia/Tokyo")
 	_, out, err := SubmitJob(w.s, w.p, Submit{Every: "daily", Argv: []string{"nightly.sh"}}, "ada", "w1", w.now)
@@ -617,6 +636,7 @@ func TestRecurringOneSubmissionPerOccurrence(t *testing.T) {
 // Occurrences of a schedule finer than a minute are jobs of their own:
 // each its own id, none dropped when folded.
 func TestRecurringEverySecondsDistinctJobs(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	d, out, err := SubmitJob(w.s, w.p, Submit{Every: "@every 20s", Argv: []string{"poll.sh"}}, "ada", "w1", w.now)
 	if err != nil {
@@ -639,6 +659,7 @@ func TestRecurringEverySecondsDistinctJobs(t *testing.T) {
 }
 
 func TestDueSkipsMissedOccurrences(t *testing.T) {
+	t.Parallel()
 	sc := &Schedule{ID: "sched-x", Every: "* * * * *", Created: t0}
 	now := t0.Add(40*24*time.Hour + 30*time.Second)
 	at, ok := sc.Due(time.UTC, now)
@@ -648,6 +669,7 @@ func TestDueSkipsMissedOccurrences(t *testing.T) {
 }
 
 func TestWindow(t *testing.T) {
+	t.Parallel()
 	paris, _ := time.LoadLocation("Europe/Paris")
 	w, err := ParseWindow("22:00-08:00")
 	if err != nil {

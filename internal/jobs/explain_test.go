@@ -11,6 +11,7 @@ import (
 )
 
 func TestExplainNotFound(t *testing.T) {
+	t.Parallel()
 	_, err := newLedger(t).s.Explain(basePolicy(), "job-nope", noon)
 	if f, ok := fault.As(err); !ok || !f.Has(fault.CodeNotFound) {
 		t.Fatalf("err %v", err)
@@ -19,6 +20,7 @@ func TestExplainNotFound(t *testing.T) {
 
 // Explain says why a job waits, the weightiest reason first.
 func TestExplain(t *testing.T) {
+	t.Parallel()
 	window, _ := jobs.ParseWindow("22:00-08:00")
 	night := time.Date(2026, 3, 10, 23, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {

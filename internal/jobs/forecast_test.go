@@ -92,6 +92,7 @@ func (w *world) drive(worker string, slots int, stop time.Time) ([]string, map[s
 // submitted before Bob's b1..b3 and one slot, fair share takes turns, and
 // the list says so before the worker runs them.
 func TestListOrderIsTheDispatchOrder(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.p.Lease = 24 * time.Hour
 	w.s.Workers["w"] = &Worker{Name: "w", Slots: 1, Seen: w.now}
@@ -153,6 +154,7 @@ func TestListOrderIsTheDispatchOrder(t *testing.T) {
 // jobs have one segment: the simulation counts a job's slot time from its
 // start to its end, where the dispatcher decays each segment from its own.
 func TestForecastIsTheDispatcher(t *testing.T) {
+	t.Parallel()
 	yields := 0
 	defer func() {
 		t.Logf("%d yields", yields)

@@ -13,6 +13,7 @@ import (
 // dispatcher takes them (positions), then paused in queue order, then
 // scheduled by start_after, then with all the ended ones, latest first.
 func TestListOrder(t *testing.T) {
+	t.Parallel()
 	l := newLedger(t)
 	at := noon.Add(-3 * time.Hour)
 	l.worker(at, "w", 4)
@@ -80,6 +81,7 @@ func TestListOrder(t *testing.T) {
 // while fewer than three have finished. Jobs held by a quota or an
 // off-peak window are estimated from when it opens.
 func TestListEstimates(t *testing.T) {
+	t.Parallel()
 	min := func(n int) time.Duration { return time.Duration(n) * time.Minute }
 	window, _ := jobs.ParseWindow("22:00-08:00")
 	quota := func(l *ledger) {
@@ -267,6 +269,7 @@ func TestListEstimates(t *testing.T) {
 
 // Whatever the state, earliest ≤ likely, and neither before now.
 func TestListRangeIsARange(t *testing.T) {
+	t.Parallel()
 	window, _ := jobs.ParseWindow("20:00-06:00")
 	p := basePolicy()
 	p.OffPeak = window
@@ -336,6 +339,7 @@ func BenchmarkList10k(b *testing.B) {
 // List is a pure function of the state: asking twice says the same, and
 // leaves the state as it was.
 func TestListLeavesTheState(t *testing.T) {
+	t.Parallel()
 	l := bigLedger(t, 50)
 	before := fmt.Sprint(l.s.List(basePolicy(), noon, true))
 	orders := map[string]int64{}

@@ -10,6 +10,7 @@ import (
 // slot time, and never a percentage past 100: at or over the limit it says
 // "over quota" and until when.
 func TestQuotaWarningWords(t *testing.T) {
+	t.Parallel()
 	day := time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name  string

@@ -9,6 +9,7 @@ import (
 // first unfinished one: the one that failed. Only a failed job, by its
 // owner or an admin; it enters the queue at its tier's end.
 func TestRetryResumesAtFirstUnfinishedSegment(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.submit("ada", Submit{Segments: 4})
 	w.claim("w", 1)

@@ -28,6 +28,7 @@ func utc(day, hour, minute int) time.Time {
 // its dispatch, in its tier: in New York (UTC−4 in March, after DST) an
 // evening dispatch is the day before UTC's.
 func TestStatsWaitByTierAndDay(t *testing.T) {
+	t.Parallel()
 	l := newLedger(t)
 	l.submit(utc(10, 13, 30), spec{id: "job-n3"})
 	l.start(utc(10, 14, 0), "job-n3", "w") // 10:00 EDT on the 10th, 30m
@@ -80,6 +81,7 @@ func TestStatsWaitByTierAndDay(t *testing.T) {
 // The depth series: the queued count at since and after each change; too
 // many changes are bucketed, each bucket its most.
 func TestStatsQueueDepth(t *testing.T) {
+	t.Parallel()
 	m := func(n int) time.Time { return noon.Add(time.Duration(n) * time.Minute) }
 	for _, tc := range []struct {
 		name   string
@@ -144,6 +146,7 @@ func TestStatsQueueDepth(t *testing.T) {
 // Peak hours count submissions and slot time by local hour of day; usage
 // is slot time per user and project in the window.
 func TestStatsHoursAndUsage(t *testing.T) {
+	t.Parallel()
 	l := newLedger(t)
 	l.submit(utc(10, 14, 20), spec{id: "job-a", project: "film", slots: 2})
 	l.done(utc(10, 14, 30), "job-a", "w", 105*time.Minute) // 14:30–16:15 UTC
@@ -190,6 +193,7 @@ func TestStatsHoursAndUsage(t *testing.T) {
 
 // Durations are seconds in JSON, and read back.
 func TestStatsJSON(t *testing.T) {
+	t.Parallel()
 	l := newLedger(t)
 	l.submit(noon, spec{id: "job-a"})
 	l.done(noon.Add(90*time.Second), "job-a", "w", time.Hour)

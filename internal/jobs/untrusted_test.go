@@ -93,6 +93,7 @@ func TestFoldRefusesWhatNoCommandMakes(t *testing.T) {
 
 // Every id spool makes is one the fold takes.
 func TestValidJobIDTakesWhatSpoolMakes(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	for i := 0; i < 50; i++ {
 		if id := w.submit("ada", Submit{Name: "n"}); !ValidJobID(id) {

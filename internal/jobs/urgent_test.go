@@ -10,6 +10,7 @@ import (
 // once; admins without a limit; 0 keeps it to admins. Raising a job to urgent
 // counts the same. A recurring urgent schedule stays an admin's.
 func TestUrgentLimit(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.p.UrgentLimit = 2
 	try := func(actor string, n Submit) error {
@@ -65,6 +66,7 @@ func TestUrgentLimit(t *testing.T) {
 // their next segment boundary, when a job of a higher tier than theirs waits
 // for their slots. A job of their own tier or a lower one does not move them.
 func TestOffPeakYieldsToHigherTiers(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name          string
 		offPeak, wait Tier

@@ -10,6 +10,7 @@ import (
 // A job that starts its first segment keeps its worker and lease: the
 // worker's heartbeats and segment ends are its own, and its slots are busy.
 func TestRunningKeepsItsWorker(t *testing.T) {
+	t.Parallel()
 	l := newLedger(t)
 	l.submit(noon, spec{id: "job-a", slots: 2})
 	l.start(noon, "job-a", "w")

@@ -54,7 +54,12 @@ var CodeNoTestCommand = fault.Register(fault.Usage, "no_test_command")
 // argv, or nothing when merge.untested says so. Neither set is refused:
 // the train does not start, and claims nothing.
 func TestPlan(cfg *config.Config) (argv []string, untested bool, err error) {
-	argv, untested = cfg.Strings("merge.test_command"), cfg.Bool("merge.untested")
+	return SettingsFrom(cfg).TestPlan()
+}
+
+// TestPlan is TestPlan of these settings.
+func (s Settings) TestPlan() (argv []string, untested bool, err error) {
+	argv, untested = s.TestCommand, s.Untested
 	if len(argv) == 0 && !untested {
 		return nil, false, fault.New(CodeNoTestCommand, nil,
 			`the merge train needs to know how to test an entry: spool config set merge.test_command '["go","test","./..."]' (your test command), `+
@@ -75,13 +80,37 @@ func checkArgv(v any) error {
 	return nil
 }
 
+// Settings are the merge queue's configuration, read when a command or a
+// train's claim starts (the train reads them again for every claim: spool
+// watch rereads the file): code reads these fields, never a key by name.
+type Settings struct {
+	Policy      Policy        // what the deciders apply
+	Remote      string        // merge.remote ("": none)
+	TestCommand []string      // merge.test_command
+	Untested    bool          // merge.untested
+	TestTimeout time.Duration // merge.test_timeout
+	Offline     bool          // merge.offline: an unreachable remote queues the submission
+}
+
+// SettingsFrom reads the merge queue's keys.
+func SettingsFrom(cfg *config.Config) Settings {
+	return Settings{
+		Policy:      PolicyFrom(cfg),
+		Remote:      cfg.String("merge.remote"),
+		TestCommand: cfg.Strings("merge.test_command"),
+		Untested:    cfg.Bool("merge.untested"),
+		TestTimeout: cfg.Duration("merge.test_timeout"),
+		Offline:     cfg.Bool("merge.offline"),
+	}
+}
+
 // PolicyFrom reads the deciders' policy from configuration.
 func PolicyFrom(cfg *config.Config) Policy {
 	return Policy{
 		MaxAttempts: cfg.Int("merge.max_attempts"),
 		Capacity:    cfg.Int("merge.capacity"),
 		Lease:       cfg.Duration("merge.lease"),
-		Admins:      cfg.Strings("admins"),
+		Admins:      config.SettingsFrom(cfg).Admins,
 		Target:      cfg.String("merge.target"),
 		Aging:       cfg.Duration("merge.aging"),
 	}

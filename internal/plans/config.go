@@ -56,6 +56,27 @@ func checkPRDFile(v any) error {
 	return nil
 }
 
+// Settings are the planner's keys, read once when a command opens plans:
+// code reads these fields, never a key by name.
+type Settings struct {
+	HIL            HIL
+	PlannerCommand []string      // orchestrator.planner_command: argv; empty, no PRD step
+	PlannerTimeout time.Duration // orchestrator.planner_timeout
+	PRDFile        string        // orchestrator.prd_file: slash-separated, relative to the work tree
+	MaxTasks       int           // orchestrator.max_proposal_tasks
+}
+
+// SettingsFrom reads the planner's keys.
+func SettingsFrom(cfg *config.Config) Settings {
+	return Settings{
+		HIL:            HILFrom(cfg),
+		PlannerCommand: cfg.Strings("orchestrator.planner_command"),
+		PlannerTimeout: cfg.Duration("orchestrator.planner_timeout"),
+		PRDFile:        cfg.String("orchestrator.prd_file"),
+		MaxTasks:       cfg.Int("orchestrator.max_proposal_tasks"),
+	}
+}
+
 // HIL is each category's mode.
 type HIL map[string]string
 

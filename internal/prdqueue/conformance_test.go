@@ -15,6 +15,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	projectiontest.Run(t, projectiontest.Suite{Spec: prdqueue.Spec, NewClone: newClone, Steps: 300})
 	// Run returns when every check is done: what the clones' folds broke.
 	if bad := broken.list(); len(bad) > 0 {

@@ -90,6 +90,7 @@ func facts(prdGate, beadsGate string, questions ...string) Facts {
 // The promotion rule over every pair of gate values, near misses included,
 // with and without open questions.
 func TestPromotionRule(t *testing.T) {
+	t.Parallel()
 	values := []string{"approved", "", "Approved", "approved ", " approved", "APPROVED", "yes", "true", "pending", "approved\n"}
 	for _, prdGate := range values {
 		for _, beadsGate := range values {
@@ -129,6 +130,7 @@ func TestPromotionRule(t *testing.T) {
 // Editing an approved PRD invalidates its approval; approving it again is
 // approval_version 2 with the key <slug>:2; the epic stays the PRD's.
 func TestEditReapprove(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.feature("f", "p")
 	approved := Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"}
@@ -187,6 +189,7 @@ func TestEditReapprove(t *testing.T) {
 // that it has work someone can take; the manifest names the new one, and
 // each key keeps the epic it was enqueued with.
 func TestNewVersionEpic(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		status string
 		found  bool
@@ -235,6 +238,7 @@ func TestNewVersionEpic(t *testing.T) {
 // check passed, and record it when it changed: a withdrawn selectable ends
 // its queue-readiness; doctor_pass stays what prd check found.
 func TestRechecks(t *testing.T) {
+	t.Parallel()
 	ok := Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"}
 	for _, tc := range []struct {
 		name               string
@@ -284,6 +288,7 @@ func TestRechecks(t *testing.T) {
 // A gate revoked and given back without an edit returns the PRD to
 // queued under the same key: no second enqueue.
 func TestGateBackWithoutEditRequeues(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.feature("f", "p")
 	ok := Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"}
@@ -308,6 +313,7 @@ func TestGateBackWithoutEditRequeues(t *testing.T) {
 // every other entry, of any feature, goes on. The refusal is the entry's
 // blocked_reason and last_error, and lifts when its cause does.
 func TestRefusalsArePerEntry(t *testing.T) {
+	t.Parallel()
 	ok := Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"}
 	type want struct {
 		feature, prd, reason, error string // error: a part of last_error
@@ -433,6 +439,7 @@ func TestRefusalsArePerEntry(t *testing.T) {
 
 // A refusal lifts when its cause does: the other entry removed.
 func TestRefusalLifts(t *testing.T) {
+	t.Parallel()
 	ok := Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"}
 	w := newWorld(t)
 	w.feature("f1", "p")
@@ -455,6 +462,7 @@ func TestRefusalLifts(t *testing.T) {
 // Two clones that promoted one PRD apart each record an outcome: the
 // key's first epic stays, whatever the second names.
 func TestOneEpicPerKey(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.feature("f1", "p")
 	w.submit("f1", "p", Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"})
@@ -472,6 +480,7 @@ func TestOneEpicPerKey(t *testing.T) {
 }
 
 func TestRetryPolicyEvents(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.feature("f", "p")
 	w.submit("f", "p", Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"})
@@ -500,6 +509,7 @@ func TestRetryPolicyEvents(t *testing.T) {
 // state, and go on when the file is read again. A queued entry stays
 // queued; a PRD not yet submitted records nothing.
 func TestUnreadableFileWaits(t *testing.T) {
+	t.Parallel()
 	ok := Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"}
 	const gone = "PRD file docs/prd/p.md does not exist"
 	waiting := Facts{PRDGate: "pending", BeadsGate: "approved", Hash: "h1"}
@@ -573,6 +583,7 @@ func TestUnreadableFileWaits(t *testing.T) {
 // state it is refused (the gates move those entries on, through sync), and
 // from queue_failed it goes where the gates say now.
 func TestRetryOnlyAfterQueueFailed(t *testing.T) {
+	t.Parallel()
 	pending := Facts{PRDGate: "pending", BeadsGate: "pending", Hash: "h1"}
 	ok := Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"}
 	failed := func(w *world) {
@@ -638,6 +649,7 @@ func must[T any](v T, err error) T {
 
 // The fold refuses what the table forbids.
 func TestFoldChecksTable(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.feature("f", "p")
 	w.apply(eventlog.Draft{Type: TypeTransitioned, Subject: PRDSubject("p"), Data: TransitionData{FeatureSlug: "f", From: Pending, To: Queued}})
@@ -663,6 +675,7 @@ func containsStatus(list []Status, s Status) bool {
 }
 
 func TestSlugsAndPaths(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		slug string
 		ok   bool
@@ -687,6 +700,7 @@ func TestSlugsAndPaths(t *testing.T) {
 }
 
 func TestInvariants(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.feature("f", "p", "q")
 	ok := Facts{PRDGate: "approved", BeadsGate: "approved", Hash: "h1"}
@@ -710,6 +724,7 @@ func TestInvariants(t *testing.T) {
 // commands take, and the invariants say so of any state (an old snapshot)
 // that holds another.
 func TestFoldTakesOnlySafeSlugsAndPaths(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.apply(w.must(StartFeature(w.s, "f", "", 2))...)
 	w.apply(

@@ -21,3 +21,16 @@ func init() {
 			Help: "every append must be signed by a key .spool/allowed_signers lists for its actor, and the pre-push hook runs verify --signatures"},
 	)
 }
+
+// Settings are the signing keys read from the configuration, loaded once
+// where signing starts (sign.exempt is read from the commit that brings
+// .spool/allowed_signers, not from here: trust.go).
+type Settings struct {
+	Key      string // sign.key: this clone's signing key ("": git config's)
+	Required bool   // sign.required
+}
+
+// SettingsFrom reads the signing keys.
+func SettingsFrom(cfg *config.Config) Settings {
+	return Settings{Key: cfg.String("sign.key"), Required: cfg.Bool("sign.required")}
+}

@@ -38,11 +38,12 @@ func KeySetting(ctx context.Context, root string, cfg *config.Config) (setting, 
 	if err != nil {
 		return "", "", err
 	}
+	key := SettingsFrom(cfg).Key
 	switch {
 	case values["spool.signingkey"] != "":
 		return values["spool.signingkey"], "git config spool.signingkey", nil
-	case cfg.String("sign.key") != "":
-		return cfg.String("sign.key"), "sign.key", nil
+	case key != "":
+		return key, "sign.key", nil
 	case values["gpg.format"] == "ssh" && values["user.signingkey"] != "":
 		return values["user.signingkey"], "git config user.signingkey", nil
 	}
@@ -106,8 +107,9 @@ func (s *EventSigner) load() (ssh.Signer, string, *AllowedSigners, error) {
 	if s.loaded {
 		return s.key, s.source, s.allowed, nil
 	}
-	required := s.Config.Bool("sign.required")
-	if !required && s.Config.String("sign.key") == "" {
+	set := SettingsFrom(s.Config)
+	required := set.Required
+	if !required && set.Key == "" {
 		// A repository without allowed signers has no use for signatures:
 		// spare every append the git config lookup.
 		if _, err := os.Stat(filepath.Join(s.Root, AllowedSignersFile)); errors.Is(err, fs.ErrNotExist) {

@@ -40,7 +40,7 @@ func (s *Store) RepairFork(ctx context.Context, now time.Time) (*eventlog.FileRe
 		return nil, err
 	}
 	local = eventlog.Whole(local)
-	refs, err := git.BranchCopies(ctx, s.Repo.CommonDir, s.Config.String("sync.branch"))
+	refs, err := git.BranchCopies(ctx, s.Repo.CommonDir, SettingsFrom(s.Config).SyncBranch)
 	if err != nil {
 		return nil, err
 	}

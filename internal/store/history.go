@@ -123,7 +123,7 @@ func (s *Store) CheckHistory(ctx context.Context) ([]eventlog.Problem, error) {
 // checkHistory judges the history of the sync branch's copies and calls fn
 // (not at all when the clone has none).
 func (s *Store) checkHistory(ctx context.Context, fn func(c *historyCheck, refs map[string]string) error) error {
-	refs, err := git.BranchCopies(ctx, s.Repo.CommonDir, s.Config.String("sync.branch"))
+	refs, err := git.BranchCopies(ctx, s.Repo.CommonDir, SettingsFrom(s.Config).SyncBranch)
 	if err != nil || len(refs) == 0 {
 		return err
 	}

@@ -23,7 +23,7 @@ type Initialized struct {
 // Init sets spool up in the repository containing dir: .spool/config.json
 // in the primary worktree, to be committed, and this clone's log under the
 // git common dir. It is idempotent.
-func Init(ctx context.Context, dir string, warn func(string)) (*Initialized, error) {
+func Init(ctx context.Context, dir string, warn func(string), opts ...Option) (*Initialized, error) {
 	r, err := git.Discover(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -39,7 +39,7 @@ func Init(ctx context.Context, dir string, warn func(string)) (*Initialized, err
 	if created {
 		out.Created = append(out.Created, filepath.Join(".spool", "config.json"))
 	}
-	st, err := OpenRepo(r, warn)
+	st, err := OpenRepo(r, warn, opts...)
 	if err != nil {
 		return nil, err
 	}

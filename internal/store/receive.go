@@ -86,7 +86,7 @@ func (s *Store) changedCopies(ctx context.Context) (out []copyOf, first bool, er
 		first = true
 	}
 	rc := s.loadReceived()
-	branch := s.Config.String("sync.branch")
+	branch := SettingsFrom(s.Config).SyncBranch
 	refs, err := git.BranchCopies(ctx, s.Repo.CommonDir, branch)
 	if err != nil {
 		return nil, first, err
@@ -245,7 +245,7 @@ func (s *Store) receiveIn(ctx context.Context, sess *eventlog.Session, copies []
 		}
 		if legacy > 0 {
 			s.warn(fmt.Sprintf("the event log now lives in %s and is shared on the %s branch (spool sync); %d events from .spool/events on your branches and work tree were brought in, and .spool/events is no longer written (git rm -r --cached .spool/events when everyone has upgraded)",
-				EventsDir(s.Repo), s.Config.String("sync.branch"), legacy))
+				EventsDir(s.Repo), SettingsFrom(s.Config).SyncBranch, legacy))
 		}
 	}
 	s.saveReceived()

@@ -62,6 +62,7 @@ type Store struct {
 	Log    *eventlog.Log
 	Engine *projections.Engine
 	warn   func(string)
+	opts   []Option // as opened: Options
 
 	// views are the projections this Store has loaded, kept so that a
 	// long-running command (the merge train) does not decode its snapshots
@@ -169,8 +170,8 @@ func HasSpool(ctx context.Context, r *git.Repo) bool {
 // Open finds the repository containing dir and requires spool init to have
 // run and its configuration to name only keys this spool knows (a typo is
 // never a setting silently not applied).
-func Open(ctx context.Context, dir string, warn func(string)) (*Store, error) {
-	s, err := OpenLenient(ctx, dir, warn)
+func Open(ctx context.Context, dir string, warn func(string), opts ...Option) (*Store, error) {
+	s, err := OpenLenient(ctx, dir, warn, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +183,7 @@ func Open(ctx context.Context, dir string, warn func(string)) (*Store, error) {
 
 // OpenLenient is Open that accepts a configuration with unknown keys: for
 // the commands that show and fix it (spool config, spool doctor).
-func OpenLenient(ctx context.Context, dir string, warn func(string)) (*Store, error) {
+func OpenLenient(ctx context.Context, dir string, warn func(string), opts ...Option) (*Store, error) {
 	r, err := git.Discover(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -200,7 +201,7 @@ func OpenLenient(ctx context.Context, dir string, warn func(string)) (*Store, er
 			warn(fmt.Sprintf("the merge driver is not registered (%v); spool init registers it", err))
 		}
 	}
-	s, err := OpenRepo(r, warn)
+	s, err := OpenRepo(r, warn, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +211,7 @@ func OpenLenient(ctx context.Context, dir string, warn func(string)) (*Store, er
 }
 
 // OpenRepo opens a discovered repository without requiring .spool/.
-func OpenRepo(r *git.Repo, warn func(string)) (*Store, error) {
+func OpenRepo(r *git.Repo, warn func(string), opts ...Option) (*Store, error) {
 	cfg, err := config.Load(ConfigPath(r))
 	if err != nil {
 		return nil, err
@@ -218,10 +219,11 @@ func OpenRepo(r *git.Repo, warn func(string)) (*Store, error) {
 	log := eventlog.Open(eventlog.Options{
 		Dir:         EventsDir(r),
 		PrivateDir:  r.PrivateDir(),
-		LockTimeout: cfg.Duration("lock.timeout"),
+		LockTimeout: config.SettingsFrom(cfg).LockTimeout,
 		Warn:        warn,
 		Signer:      &sign.EventSigner{Root: r.Root, Config: cfg},
 		MayWrite:    func() error { return mayWrite(r.PrivateDir()) },
+		Warning:     optionsOf(opts).warning,
 	})
 	if warn == nil {
 		warn = func(string) {}
@@ -240,9 +242,10 @@ func OpenRepo(r *git.Repo, warn func(string)) (*Store, error) {
 		Repo:        r,
 		Config:      cfg,
 		warn:        warn,
+		opts:        opts,
 		Log:         log,
 		Engine: &projections.Engine{Log: log, Root: r.Root, FilesDir: StateDir(r), StateDir: StateDir(r), Specs: Specs,
-			SpillDir: filepath.Join(StateDir(r), ".tmp"), Warn: warn},
+			SpillDir: filepath.Join(StateDir(r), ".tmp"), Warn: warn, OnLargeSave: optionsOf(opts).onLargeSave},
 	}, nil
 }
 

@@ -92,7 +92,7 @@ func awaitStop(name string, done <-chan struct{}) error {
 // ownStore opens the repository again for a background job: it keeps its
 // own projections and save policy, apart from the loop's passes.
 func ownStore(env store.Env) (store.Env, error) {
-	st, err := store.OpenRepo(env.Store.Repo, env.Warn)
+	st, err := store.OpenRepo(env.Store.Repo, env.Warn, env.Store.Options()...)
 	if err != nil {
 		return env, err
 	}

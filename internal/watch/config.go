@@ -18,3 +18,15 @@ func init() {
 			Help: "slots of the job worker spool watch runs (0: none)"},
 	)
 }
+
+// Settings are spool watch's keys, read once when it starts.
+type Settings struct {
+	Poll       time.Duration // watch.poll
+	MergeTrain bool          // watch.merge_train
+	JobSlots   int           // watch.job_slots (0: no worker)
+}
+
+// SettingsFrom reads spool watch's keys.
+func SettingsFrom(cfg *config.Config) Settings {
+	return Settings{Poll: cfg.Duration("watch.poll"), MergeTrain: cfg.Bool("watch.merge_train"), JobSlots: cfg.Int("watch.job_slots")}
+}

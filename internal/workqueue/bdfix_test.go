@@ -23,6 +23,7 @@ func types(drafts []eventlog.Draft) []string {
 // recorded once however many tasks are claimed, and a repeated id is
 // claimed (or closed) once.
 func TestEachDecidesOnTheStateBefore(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	w := newWorld(t)
 	x := w.add("expires", 0, t0)
@@ -65,6 +66,7 @@ func TestEachDecidesOnTheStateBefore(t *testing.T) {
 // A fork copies what a draft touches: the base keeps its labels,
 // dependencies, comments and history.
 func TestForkLeavesTheBase(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := w.add("a", 1, t0, "x")
 	b := w.add("b", 1, t0)
@@ -99,6 +101,7 @@ func TestForkLeavesTheBase(t *testing.T) {
 // A claim by name decides on the state after the expiries it records: a
 // progressive expiry that blocks the task at P4 is unblocked by the claim.
 func TestClaimTaskAfterAnExpiryThatBlocks(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	p.Kind = Progressive
 	w := newWorld(t)
@@ -129,6 +132,7 @@ func TestClaimTaskAfterAnExpiryThatBlocks(t *testing.T) {
 // releases and extends it. The actor who claimed it for another worker
 // cannot claim it again for a third; the same claim again is a no-op.
 func TestClaimForAWorker(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	w := newWorld(t)
 	id := w.add("t", 1, t0)
@@ -166,6 +170,7 @@ func TestClaimForAWorker(t *testing.T) {
 // A task imported as in_progress has no claim: blocked and deferred take
 // it as open.
 func TestUnclaimedInProgress(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	for _, tc := range []struct {
 		to, status string
@@ -195,6 +200,7 @@ func TestUnclaimedInProgress(t *testing.T) {
 // --set-labels is one task.updated with the difference, decided with the
 // rest of the update; the blocked label is Blocked, not a label.
 func TestUpdateLabels(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	w := newWorld(t)
 	id := w.add("t", 1, t0, "a", "b")
@@ -240,6 +246,7 @@ func TestUpdateLabels(t *testing.T) {
 // An old task.imported (before owner was kept) has its creator as owner;
 // a new one keeps owner as the export had it, empty included.
 func TestImportedOwner(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ data, owner string }{
 		{`{"title":"t","status":"open","priority":2,"issue_type":"task","created_at":"2026-01-01T00:00:00Z","created_by":"ada","updated_at":"2026-01-01T00:00:00Z"}`, "ada"},
 		{`{"title":"t","status":"open","priority":2,"issue_type":"task","owner":"ada@example.com","created_at":"2026-01-01T00:00:00Z","created_by":"ada","updated_at":"2026-01-01T00:00:00Z"}`, "ada@example.com"},
@@ -257,6 +264,7 @@ func TestImportedOwner(t *testing.T) {
 // too (task and queue agree), and an import that unblocks a task clears
 // Blocked.
 func TestImportOverAClaim(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	w := newWorld(t)
 	a := w.add("claimed", 1, t0)

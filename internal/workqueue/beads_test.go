@@ -31,6 +31,7 @@ func (w *world) setStatus(p Policy, id, to, actor string, at time.Time) ([]strin
 
 // Each bd status maps onto the queue's events, from each state a task can be in.
 func TestSetStatus(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	type step struct {
 		actor, to string
@@ -116,6 +117,7 @@ func TestSetStatus(t *testing.T) {
 // A claim by name counts attempts like next, and an expired lease is
 // recorded before it, so another actor may claim after it runs out.
 func TestClaimTaskAfterExpiry(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	w := newWorld(t)
 	id := w.add("a task", 1, t0)
@@ -139,6 +141,7 @@ func TestClaimTaskAfterExpiry(t *testing.T) {
 
 // Ids resolve as bd's ResolvePartialID resolves them.
 func TestResolveID(t *testing.T) {
+	t.Parallel()
 	s := NewState()
 	for _, id := range []string{"sp-4mx5", "sp-4mzz", "sp-a1", "bd-6c2", "bd-6c2.1", "sp-ckaz", "bd-ckq"} {
 		s.trk.m[id] = &Task{ID: id}
@@ -172,6 +175,7 @@ func TestResolveID(t *testing.T) {
 }
 
 func TestEpicsEligible(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	w := newWorld(t)
 	epic := func(title string, children ...bool) string {
@@ -207,6 +211,7 @@ func TestEpicsEligible(t *testing.T) {
 }
 
 func TestBeadsOrder(t *testing.T) {
+	t.Parallel()
 	now := t0.Add(72 * time.Hour)
 	old1 := &Task{ID: "old1", Priority: 3, CreatedAt: t0}
 	old0 := &Task{ID: "old0", Priority: 0, CreatedAt: t0.Add(time.Hour)}
@@ -243,6 +248,7 @@ func TestBeadsOrder(t *testing.T) {
 // An export imported into an empty tracker is the same tracker, and
 // importing it again appends nothing.
 func TestExportImportRoundTrip(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	w := newWorld(t)
 	a := w.add("parser", 1, t0, "backend")
@@ -316,6 +322,7 @@ func viaSnapshot(t testing.TB, s *State) *State {
 
 // ParseJSONL refuses a bad line whole, naming it.
 func TestParseJSONLRefuses(t *testing.T) {
+	t.Parallel()
 	ok := `{"id":"x-1","title":"t","created_at":"2026-01-01T00:00:00Z"}`
 	for _, tc := range []struct{ in, msg string }{
 		{ok + "\n[1]", "line 2: not a JSON object"},
@@ -347,6 +354,7 @@ func TestParseJSONLRefuses(t *testing.T) {
 // and counted, their fields not reported as dropped. bd's pinned and hooked
 // are read as open, and named.
 func TestParseJSONLTombstonesAndStatuses(t *testing.T) {
+	t.Parallel()
 	in := `{"id":"bd-1","title":"kept","status":"open","created_at":"2026-01-01T00:00:00Z"}
 {"id":"bd-2","title":"gone","status":"tombstone","created_at":"2026-01-01T00:00:00Z","deleted_at":"2026-01-02T00:00:00Z","original_type":"task"}
 {"id":"bd-2","title":"gone again","status":"tombstone","created_at":"1000-01-01T00:00:00Z"}
@@ -371,6 +379,7 @@ func TestParseJSONLTombstonesAndStatuses(t *testing.T) {
 
 // A prefix that would make two ids one is refused, naming both.
 func TestRenamePrefixCollision(t *testing.T) {
+	t.Parallel()
 	recs := []TaskJSON{{ID: "a-x1"}, {ID: "b-x2"}, {ID: "b-x1"}}
 	err := RenamePrefix(recs, "sp")
 	if err == nil || fault.Classify(err).Code != CodeInvalidImport.Name ||

@@ -13,6 +13,7 @@ import (
 // on a state in memory, and on one read from a snapshot with tasks changed
 // and added since.
 func TestBeadsListTopEqualsSorted(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	var ids []string
 	for i := range 40 {

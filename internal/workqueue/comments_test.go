@@ -10,6 +10,7 @@ import (
 // Comments are kept encoded and appended in place: a clone shares the
 // bytes, and a comment added to either must not show in the other.
 func TestCommentsOfACloneAreItsOwn(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	orig := &Task{ID: "sp-1", detail: &TaskDetail{}}
 	for i := range 3 {

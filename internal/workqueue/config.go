@@ -46,7 +46,7 @@ func init() {
 			Help: "argv run once after a task is Blocked, with the task.blocked event as JSON on stdin (empty: none)"},
 		config.Key{Name: "workqueue.hook_timeout", Kind: config.Duration, Default: time.Minute, Min: config.Min(1), Max: config.Max(3600),
 			Help: "a notification hook still running after this long is stopped (its outcome says so)"},
-		config.Key{Name: "ids.prefix", Kind: config.String, Default: "sp", Check: checkPrefix,
+		config.Key{Name: KeyPrefix, Kind: config.String, Default: "sp", Check: checkPrefix,
 			Help: "prefix of new task ids, such as sp in sp-a3f8"},
 	)
 	config.RegisterRule(func(c *config.Config) error {
@@ -77,6 +77,40 @@ func checkLabels(v any) error {
 	}
 	return nil
 }
+
+// Settings are the work queue's configuration, read once when a command
+// opens the queue (SettingsFrom): code reads these fields, never a key by
+// name, so that a misspelt key is a compile error.
+type Settings struct {
+	Core         config.Settings // the repository's: lock.timeout, admins
+	Policy       Policy          // what decide applies
+	Hooks        Hooks           // the notification hooks configured
+	Source       string          // workqueue.source: SourceNative, SourceBD or SourceBR
+	SourceBin    string          // workqueue.source_bin ("": found on PATH)
+	PollInterval time.Duration   // workqueue.poll_interval
+	HookTimeout  time.Duration   // workqueue.hook_timeout
+	Prefix       string          // ids.prefix: of new task ids
+}
+
+// SettingsFrom reads the work queue's keys.
+func SettingsFrom(cfg *config.Config) Settings {
+	return Settings{
+		Core:         config.SettingsFrom(cfg),
+		Policy:       PolicyFrom(cfg),
+		Hooks:        HooksFrom(cfg),
+		Source:       cfg.String("workqueue.source"),
+		SourceBin:    cfg.String("workqueue.source_bin"),
+		PollInterval: cfg.Duration("workqueue.poll_interval"),
+		HookTimeout:  cfg.Duration("workqueue.hook_timeout"),
+		Prefix:       PrefixFrom(cfg),
+	}
+}
+
+// KeyPrefix is the key of new task ids' prefix, for what sets it (bd init).
+const KeyPrefix = "ids.prefix"
+
+// PrefixFrom reads ids.prefix alone, for the commands that need no more.
+func PrefixFrom(cfg *config.Config) string { return cfg.String(KeyPrefix) }
 
 // PolicyFrom reads the queue's configuration.
 func PolicyFrom(cfg *config.Config) Policy {

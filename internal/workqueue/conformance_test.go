@@ -16,14 +16,17 @@ import (
 // The tracker, the queue's history and the id index fold the same events:
 // one model of a clone drives all three.
 func TestTasksConformance(t *testing.T) {
+	t.Parallel()
 	projectiontest.Run(t, projectiontest.Suite{Spec: workqueue.Spec, NewClone: newTaskClone})
 }
 
 func TestHistoryConformance(t *testing.T) {
+	t.Parallel()
 	projectiontest.Run(t, projectiontest.Suite{Spec: workqueue.QueueSpec, NewClone: newTaskClone})
 }
 
 func TestTaskIDsConformance(t *testing.T) {
+	t.Parallel()
 	projectiontest.Run(t, projectiontest.Suite{Spec: workqueue.IDsSpec, NewClone: newTaskClone})
 }
 

@@ -11,6 +11,7 @@ import (
 // bd's dependency types: blocks waits, parent-child is the parent, the
 // others are links that block nothing; bd's gates are refused.
 func TestDependencyTypes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, typ string
 		code      string // the refusal, or ""
@@ -80,6 +81,7 @@ func TestDependencyTypes(t *testing.T) {
 // A link closes a cycle as bd sees one, whatever the new dependency's type
 // (but relates-to, which goes both ways); a second parent is refused.
 func TestDependencyTypeCycles(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := w.add("a", 2, t0)
 	b := w.add("b", 2, t0)
@@ -105,6 +107,7 @@ func TestDependencyTypeCycles(t *testing.T) {
 // Events from before types (a dep_added or dep_removed without one) are
 // blocks, and removing one leaves a link to the same task alone.
 func TestOldDependencyEventsAreBlocks(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := w.add("a", 2, t0)
 	b := w.add("b", 2, t0)

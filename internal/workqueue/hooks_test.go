@@ -12,6 +12,7 @@ import (
 // configured, with the event's data; the request stays pending until its
 // outcome, marked once started.
 func TestHookRequests(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	p.MaxFailures = 1
 	hooks := Hooks{HookAbandoned: {"notify-abandoned"}, HookBlocked: {"notify-blocked"}}

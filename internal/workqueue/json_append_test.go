@@ -32,6 +32,7 @@ func appenders() []jsonout.Appender {
 // to its appender shows: the full values set them all), at any level and
 // either escapeHTML; and declines where encoding/json fails.
 func TestAppendersAsTheLibrary(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, a := range appenders() {
 		typ := reflect.TypeOf(a)
@@ -98,6 +99,7 @@ func randList[T any](r *rand.Rand) []T {
 // write them; DetailJSON and RelatedJSON decline (else they would inherit
 // TaskJSON's AppendJSON) and are written by encoding/json.
 func TestWriteListTypes(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(9, 10))
 	for range 300 {
 		for _, escape := range []bool{true, false} {
@@ -159,6 +161,7 @@ func FuzzAppendTask(f *testing.F) {
 // declares its own (if only to decline), and none is anonymous (which
 // cannot).
 func TestEmbeddersDeclareAppendJSON(t *testing.T) {
+	t.Parallel()
 	const wq = "github.com/spoolhq/spool/internal/workqueue"
 	names := map[string]bool{}
 	for _, a := range appenders() {
@@ -263,6 +266,7 @@ func TestEmbeddersDeclareAppendJSON(t *testing.T) {
 // dependencies and comments than the one before must not show the
 // other's. Each record must be what Record gives, encoded by the library.
 func TestTasksJSONRecordsShareNothing(t *testing.T) {
+	t.Parallel()
 	s := NewState()
 	at := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
 	apply := func(typ, id string, data any) {

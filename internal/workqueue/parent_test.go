@@ -12,6 +12,7 @@ import (
 // dependency does in bd (updated_at stays); a task never ends up its own
 // ancestor, nor waiting for itself through parents and blockers.
 func TestReparent(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	epic := w.add("epic", 2, t0)
 	other := w.add("other epic", 2, t0)

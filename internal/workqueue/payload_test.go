@@ -33,6 +33,7 @@ var payloadSeeds = []string{
 // decodeX returns what json.Unmarshal returns, for the payloads spool writes
 // and for any other.
 func TestPayloadDecodersAsJSONUnmarshal(t *testing.T) {
+	t.Parallel()
 	for _, s := range payloadSeeds {
 		samePayload(t, []byte(s))
 	}

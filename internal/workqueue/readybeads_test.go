@@ -13,6 +13,7 @@ import (
 // order, as ready's every task sorted by BeadsOrder; on the snapshot as
 // written and with tasks added, closed, blocked and claimed since.
 func TestReadyBeadsAsEveryTaskSorted(t *testing.T) {
+	t.Parallel()
 	for seed := range 8 {
 		r := rand.New(rand.NewPCG(uint64(seed), 33))
 		w := newWorld(t)

@@ -51,6 +51,7 @@ func TestSpilledFoldWritesTheSame(t *testing.T) {
 // Spill is for a fold from nothing: a state with tasks already has their
 // fields in memory, not in the file.
 func TestSpillNeedsAnEmptyState(t *testing.T) {
+	t.Parallel()
 	p := workqueue.NewTasksProjection(workqueue.NewState())
 	p.Apply(cloneHistory(t, rand.New(rand.NewPCG(1, 2)), 5)[0])
 	if err := p.Spill(t.TempDir()); err == nil {
@@ -213,6 +214,7 @@ func firstDiff(a, b []byte) int {
 // offset, or a year past what a nanosecond count holds, and the fold in
 // memory writes tasks.json from the time itself.
 func TestSpilledTimesAsTheEventsHadThem(t *testing.T) {
+	t.Parallel()
 	for _, at := range []time.Time{
 		time.Date(2026, 3, 1, 11, 0, 0, 0, time.FixedZone("", 2*3600)),
 		time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC),
@@ -241,6 +243,7 @@ func TestSpilledTimesAsTheEventsHadThem(t *testing.T) {
 // colliding): the first creation stands, in a fold that spills and one
 // that does not, and verify hears of the second.
 func TestDuplicateCreateIsReported(t *testing.T) {
+	t.Parallel()
 	first := &eventlog.Event{ID: "e1", Writer: "w1", Seq: 1, At: start, Type: workqueue.TypeCreated, Subject: "sp-dup",
 		Data: []byte(`{"title":"the first"}`)}
 	second := &eventlog.Event{ID: "e2", Writer: "w2", Seq: 1, At: start, Type: workqueue.TypeCreated, Subject: "sp-dup",

@@ -15,6 +15,7 @@ import (
 // changes (blockers closed and reopened, labels, parents, claims, failures,
 // blocks), at several times and under both policies.
 func TestNativeStatsAsEveryTaskCounted(t *testing.T) {
+	t.Parallel()
 	for seed := range 12 {
 		r := rand.New(rand.NewPCG(uint64(seed), 34))
 		w := newWorld(t)

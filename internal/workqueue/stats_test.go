@@ -30,6 +30,7 @@ func (w *world) must(actor string, at time.Time, drafts []eventlog.Draft, err er
 // counters but in_backoff and currently_ready add up to total_seen, which
 // counts the tracker's tasks whether or not they were ever claimed.
 func TestStatsPartitionEveryTask(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	p.MaxFailures = 3
 	w := newWorld(t)
@@ -107,6 +108,7 @@ func TestStatsPartitionEveryTask(t *testing.T) {
 // An entry records when its last attempt ended, whichever way it ended,
 // apart from when it was claimed; history shows the end.
 func TestLastAttemptEnded(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	claimed, ended, late := t0.Add(time.Minute), t0.Add(20*time.Minute), t0.Add(3*time.Hour)
 	one := func(d eventlog.Draft, err error) ([]eventlog.Draft, error) { return []eventlog.Draft{d}, err }

@@ -19,6 +19,7 @@ import (
 // the snapshot as written, and after more events changed some tasks (the
 // walk then merges what changed with what did not).
 func TestTablesAnswerAsTheWholeState(t *testing.T) {
+	t.Parallel()
 	for seed := range 30 {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(seed), 16))

@@ -15,6 +15,7 @@ import (
 // and anyone who can push writes events: the fold takes a task, and keeps
 // a queue entry, only under an id a command makes or imports.
 func TestFoldTakesOnlyTaskIDsPathsCanBeMadeOf(t *testing.T) {
+	t.Parallel()
 	bad := []string{"../../victim", "a/b", `a\b`, ".hidden", "-rf", "--upload-pack=x", "..", ".", "", "a b", "a\x00b", "é",
 		strings.Repeat("a", MaxIDLength+1)}
 	good := []string{"bd-a1b2", "bd-a1b2.1", "bd-a1b2.1.3", "sp-4mx5", "Proj_X-12", strings.Repeat("a", MaxIDLength)}
@@ -51,6 +52,7 @@ func TestFoldTakesOnlyTaskIDsPathsCanBeMadeOf(t *testing.T) {
 // Blockers are added many at once as they are one by one (the first of an
 // id wins, never the task itself), in whatever order an event lists them.
 func TestAddBlockersIsAddBlocker(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := 0; round < 200; round++ {
 		var existing, deps []Dep
@@ -84,6 +86,7 @@ func TestAddBlockersIsAddBlocker(t *testing.T) {
 // snapshot, so history.json differed after a reload. Such a time is
 // folded in UTC, and an event with one out of range is skipped.
 func TestFoldKeepsOnlyTimesASnapshotKeeps(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.add("t", 2, t0)
 	offset := t0.Add(time.Hour).In(time.FixedZone("", -7*3600))

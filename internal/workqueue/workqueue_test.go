@@ -95,6 +95,7 @@ func code(err error) string {
 
 // Exponential backoff: attempt 1 no wait, then 1m, 2m, 4m, ... capped at 1h.
 func TestBackoffProgression(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	for _, tc := range []struct {
 		attempts int
@@ -115,6 +116,7 @@ func TestBackoffProgression(t *testing.T) {
 }
 
 func TestPriorityThenFIFO(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	low := w.add("low", 3, t0)
 	first2 := w.add("first p2", 2, t0.Add(time.Second))
@@ -136,6 +138,7 @@ func TestPriorityThenFIFO(t *testing.T) {
 }
 
 func TestReadyOrderAndLimit(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	for i := 0; i < 30; i++ {
 		w.add(fmt.Sprint("t", i), 4-i%5, t0.Add(time.Duration(i)*time.Second))
@@ -158,6 +161,7 @@ func TestReadyOrderAndLimit(t *testing.T) {
 }
 
 func TestLabelGating(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	plain := w.add("not sequenced yet", 0, t0)
 	gated := w.add("sequenced", 2, t0, "automated")
@@ -188,6 +192,7 @@ func TestLabelGating(t *testing.T) {
 }
 
 func TestBackoffFiltering(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.add("flaky", 1, t0)
 	p := DefaultPolicy()
@@ -219,6 +224,7 @@ func TestBackoffFiltering(t *testing.T) {
 }
 
 func TestAbandonment(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.add("hopeless", 1, t0)
 	p := DefaultPolicy() // max_failures 5
@@ -259,6 +265,7 @@ func TestAbandonment(t *testing.T) {
 
 // Progressive: demote every third failure, Blocked after three at P4, and back.
 func TestProgressiveLadder(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.add("stubborn", 2, t0)
 	p := DefaultPolicy()
@@ -311,6 +318,7 @@ func TestProgressiveLadder(t *testing.T) {
 }
 
 func TestProgressiveRequeue(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := w.add("a", 2, t0)
 	b := w.add("b", 2, t0.Add(time.Second))
@@ -331,6 +339,7 @@ func TestProgressiveRequeue(t *testing.T) {
 // Exponential keeps the queue's order after any number of failures: priority,
 // then creation time; only the progressive policy requeues.
 func TestExponentialKeepsCreationOrder(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := w.add("a", 2, t0)
 	w.add("b", 2, t0.Add(time.Second))
@@ -350,6 +359,7 @@ func TestExponentialKeepsCreationOrder(t *testing.T) {
 
 // task update --status follows close and reopen; in_progress is only for next.
 func TestUpdateStatusFollowsTheStateMachine(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := w.add("a", 2, t0)
 	str := func(s string) *string { return &s }
@@ -381,6 +391,7 @@ func TestUpdateStatusFollowsTheStateMachine(t *testing.T) {
 
 // A status equal to the current one is no change: the rest of the update applies.
 func TestUpdateSameStatusKeepsOtherFields(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := w.add("a", 2, t0)
 	open, title := StatusOpen, "renamed"
@@ -398,6 +409,7 @@ func TestUpdateSameStatusKeepsOtherFields(t *testing.T) {
 }
 
 func TestClaimRules(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.add("t", 2, t0)
 	p := DefaultPolicy()
@@ -443,6 +455,7 @@ func TestClaimRules(t *testing.T) {
 
 // A claim whose lease ran out is a failed attempt the next time anyone asks.
 func TestLeaseExpiry(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.add("t", 2, t0)
 	p := DefaultPolicy()
@@ -469,6 +482,7 @@ func TestLeaseExpiry(t *testing.T) {
 }
 
 func TestDependenciesAndCycles(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := w.add("a", 2, t0)
 	b := w.add("b", 2, t0)
@@ -517,6 +531,7 @@ func TestDependenciesAndCycles(t *testing.T) {
 }
 
 func TestValidation(t *testing.T) {
+	t.Parallel()
 	s := NewState()
 	for _, tc := range []struct {
 		n    NewTask
@@ -541,6 +556,7 @@ func TestValidation(t *testing.T) {
 
 // Replaying the log and round-tripping the snapshot give identical bytes.
 func TestSnapshotRoundTrip(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := w.add("a", 1, t0, "x", "y")
 	b := w.add("b", 2, t0)
@@ -596,6 +612,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 
 // Apply skips what it cannot use and never fails.
 func TestApplySkipsBadEvents(t *testing.T) {
+	t.Parallel()
 	s := NewState()
 	for _, e := range []eventlog.Event{
 		{Type: TypeCreated, Subject: "sp-1", Data: json.RawMessage(`{"title":1}`)},
@@ -618,6 +635,7 @@ func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 // Events applied while the tasks are still encoded give the same state as
 // applying them to decoded tasks.
 func TestLazyTasksApplyLater(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := w.add("a", 1, t0)
 	snap, err := NewTasksProjection(w.s).MarshalState()
@@ -647,6 +665,7 @@ func TestLazyTasksApplyLater(t *testing.T) {
 }
 
 func TestIDsProjection(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := w.add("a", 1, t0)
 	b := w.add("b", 1, t0)
@@ -684,6 +703,7 @@ func TestIDsProjection(t *testing.T) {
 // An update records only what it changes; one that changes nothing appends
 // nothing (and the fold gives the same task either way).
 func TestUpdateRecordsOnlyChanges(t *testing.T) {
+	t.Parallel()
 	str := func(s string) *string { return &s }
 	num := func(n int) *int { return &n }
 	for _, tc := range []struct {
@@ -726,6 +746,7 @@ func TestUpdateRecordsOnlyChanges(t *testing.T) {
 // A claim folded after a close (made in another clone as the task was
 // closed) leaves the task closed, with its close time and reason.
 func TestClaimAfterCloseLeavesTaskClosed(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.add("a task", 1, t0)
 	w.apply("ada", t0, eventlog.Draft{Type: TypeClosed, Subject: id, Data: ClosedData{Reason: "not needed"}})
@@ -738,6 +759,7 @@ func TestClaimAfterCloseLeavesTaskClosed(t *testing.T) {
 }
 
 func TestBlockedDataReadsBothSpellings(t *testing.T) {
+	t.Parallel()
 	for _, raw := range []string{
 		`{"task_id":"sp-1","total_attempts":6,"last_failure_reason":"e6"}`,
 		`{"taskId":"sp-1","totalAttempts":6,"lastFailureReason":"e6"}`,
@@ -759,6 +781,7 @@ func TestBlockedDataReadsBothSpellings(t *testing.T) {
 // A task blocked by hand keeps the reason while it is blocked (the board
 // shows it), through a snapshot too; unblocking clears it.
 func TestBlockReasonUntilUnblocked(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.add("deploy", 1, t0)
 	d, err := Block(w.s, id, "waits for the vendor")
@@ -802,6 +825,7 @@ func TestBlockReasonUntilUnblocked(t *testing.T) {
 
 // sortedHas finds exactly the lines of a sorted list, as a scan would.
 func TestSortedHas(t *testing.T) {
+	t.Parallel()
 	lists := [][]string{nil, {"sp-a"}, {"sp-a", "sp-ab", "sp-b"}, {"a", "b", "c", "d", "e", "f", "g"}}
 	r := rand.New(rand.NewPCG(1, 2))
 	var big []string
@@ -871,6 +895,7 @@ func FuzzOpenSnapshot(f *testing.F) {
 // The orchestrator's gate keeps epics from its agents (ExcludeTypes), from
 // spool's own tracker and from a bd/br source's candidates alike.
 func TestTypeGating(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	for _, c := range []struct {
 		name    string
@@ -906,6 +931,7 @@ func TestTypeGating(t *testing.T) {
 // retry and unblock put back the priority the task had before the
 // progressive policy demoted it, unless someone set another since.
 func TestRestoreDemotedPriority(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	p.Kind = Progressive
 	for _, c := range []struct {
@@ -975,6 +1001,7 @@ func TestRestoreDemotedPriority(t *testing.T) {
 // same, so the ladder reaches priority 4 and Blocked, not a loop for ever.
 // A retry puts the priority back, in spool and as a request to the source.
 func TestSourceDemotionHoldsAndBlocks(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	p.Kind = Progressive
 	s := NewState()
@@ -1018,6 +1045,7 @@ func TestSourceDemotionHoldsAndBlocks(t *testing.T) {
 // someone removed it in bd, and that unblocks it in spool, unless the label
 // never reached bd (its request pending or given up).
 func TestUnblockedAtSource(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	for _, c := range []struct {
 		name    string
@@ -1060,6 +1088,7 @@ func TestUnblockedAtSource(t *testing.T) {
 }
 
 func TestSyncWait(t *testing.T) {
+	t.Parallel()
 	for failures, want := range map[int]time.Duration{0: 0, 1: 10 * time.Second, 2: 20 * time.Second, 4: 80 * time.Second, 6: 5 * time.Minute, 60: 5 * time.Minute} {
 		if got := SyncWait(failures); got != want {
 			t.Errorf("SyncWait(%d) = %s, want %s", failures, got, want)
@@ -1090,6 +1119,7 @@ func applyAll(t *testing.T, s *State, at time.Time, drafts []eventlog.Draft) []e
 // under the policy; the third such demotes it, as agents' failures do. A
 // task reopened (or rejected) since is not that done any more.
 func TestRejected(t *testing.T) {
+	t.Parallel()
 	p := DefaultPolicy()
 	p.Kind = Progressive
 	w := newWorld(t)

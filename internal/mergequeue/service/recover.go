@@ -127,7 +127,7 @@ func recoverExpired(ctx context.Context, st *store.Store, actor string, now time
 			warn(fmt.Sprintf("merge entry %d: recovered as merged, but the worktree with %s checked out was not brought along (%v); "+
 				"once those paths are clean, run there: git read-tree -m -u %s %s", e.ID, target, err, from, e.TestedSHA))
 		}
-		if remote := st.Config.String("merge.remote"); git.RemoteExists(ctx, st.Repo.Root, remote) {
+		if remote := mergequeue.SettingsFrom(st.Config).Remote; git.RemoteExists(ctx, st.Repo.Root, remote) {
 			if err := git.PushRef(ctx, st.Repo.Root, remote, "refs/heads/"+target); err != nil {
 				warn(fmt.Sprintf("merge entry %d: recovered as merged, but pushing %s to %s failed (%v); push it by hand", e.ID, target, remote, err))
 			}
@@ -178,7 +178,7 @@ func targetOf(st *store.Store, e *mergequeue.Entry) string {
 	if e.Target != "" {
 		return e.Target
 	}
-	return st.Config.String("merge.target")
+	return mergequeue.PolicyFrom(st.Config).Target
 }
 
 func entryIDOf(ev eventlog.Event) int64 {

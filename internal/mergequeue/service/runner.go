@@ -146,7 +146,7 @@ func (r *Runner) pushWaiting(ctx context.Context, q *mergequeue.State) bool {
 // asked once per run.
 func (r *Runner) remote(ctx context.Context) string {
 	r.remoteOnce.Do(func() {
-		if name := r.Store.Config.String("merge.remote"); git.RemoteExists(ctx, r.Store.Repo.Root, name) {
+		if name := mergequeue.SettingsFrom(r.Store.Config).Remote; git.RemoteExists(ctx, r.Store.Repo.Root, name) {
 			r.remoteName = name
 		}
 	})
@@ -828,7 +828,7 @@ func (j *job) test(ctx context.Context, argv []string) (code int, reason string,
 		// the earlier round's output above.
 		fmt.Fprintf(logFile, "\n=== spool: testing again, %s rebased onto %s ===\n", short(j.tested), short(j.against))
 	}
-	timeout := j.r.Store.Config.Duration("merge.test_timeout")
+	timeout := mergequeue.SettingsFrom(j.r.Store.Config).TestTimeout
 	parent := ctx
 	if j.abortable != nil {
 		parent = j.abortable

@@ -178,7 +178,7 @@ func (s *Service) Train(ctx context.Context, target string, out io.Writer) (*Run
 		return nil, err
 	}
 	if target == "" {
-		target = s.Store.Config.String("merge.target")
+		target = s.Policy.Target
 	}
 	return &Runner{Store: s.Store, Actor: actor, Target: target, ID: NewRunnerID(actor), Out: out, Warn: s.Warn}, nil
 }

@@ -248,7 +248,8 @@ func (s *Service) submit(ctx context.Context, opt SubmitOptions, about *mergeque
 		return nil, err
 	}
 	pushed, note := false, ""
-	switch remote := st.Config.String("merge.remote"); {
+	set := mergequeue.SettingsFrom(st.Config)
+	switch remote := set.Remote; {
 	case opt.NoPush:
 		note = "not pushed: --no-push"
 	case remote == "":
@@ -257,7 +258,7 @@ func (s *Service) submit(ctx context.Context, opt SubmitOptions, about *mergeque
 		note = fmt.Sprintf(`not pushed: remote %q does not exist (add it, or set merge.remote "" for no remote)`, remote)
 	default:
 		err := pushBranch(ctx, w, remote)
-		if f, ok := fault.As(err); ok && f.Has(mergequeue.CodeRemoteUnreachable) && st.Config.Bool("merge.offline") {
+		if f, ok := fault.As(err); ok && f.Has(mergequeue.CodeRemoteUnreachable) && set.Offline {
 			// Offline: an unreachable remote does not refuse the entry; it
 			// is queued, waiting for the push, which the train retries with
 			// backoff until the remote answers.

@@ -66,7 +66,7 @@ func (s *Service) Recover(ctx context.Context) ([]string, error) {
 }
 
 func (s *Service) buildLock(ctx context.Context) (func(), error) {
-	unlock, ok, err := s.Store.Mutex(ctx, "plan-build", s.Store.Config.Duration("lock.timeout"))
+	unlock, ok, err := s.Store.Mutex(ctx, "plan-build", s.wq.Core.LockTimeout)
 	if err != nil {
 		return nil, err
 	}

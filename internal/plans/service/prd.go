@@ -46,7 +46,7 @@ func (s *Service) applyPRD(ctx context.Context, p plans.PRDProposal, planID, app
 	if then == nil {
 		then = func(PRDResult) []eventlog.Draft { return nil }
 	}
-	unlock, ok, err := s.Store.Mutex(ctx, "prd-file", s.Store.Config.Duration("lock.timeout"))
+	unlock, ok, err := s.Store.Mutex(ctx, "prd-file", s.wq.Core.LockTimeout)
 	if err != nil {
 		return PRDResult{}, err
 	}

@@ -25,15 +25,16 @@ type Service struct {
 	prdFile        string // slash-separated, relative to the work tree
 	planner        []string
 	plannerTimeout time.Duration
+	wq             workqueue.Settings
 }
 
 // Open reads the configuration; nothing is read from the log yet.
 func Open(env store.Env) *Service {
-	cfg := env.Store.Config
-	s := &Service{Env: env, hil: plans.HILFrom(cfg), maxTasks: cfg.Int("orchestrator.max_proposal_tasks"),
-		prdFile: cfg.String("orchestrator.prd_file"), planner: cfg.Strings("orchestrator.planner_command"),
-		plannerTimeout: cfg.Duration("orchestrator.planner_timeout")}
-	if kind := cfg.String("workqueue.source"); kind != workqueue.SourceNative {
+	set, wq := plans.SettingsFrom(env.Store.Config), workqueue.SettingsFrom(env.Store.Config)
+	s := &Service{Env: env, hil: set.HIL, maxTasks: set.MaxTasks,
+		prdFile: set.PRDFile, planner: set.PlannerCommand,
+		plannerTimeout: set.PlannerTimeout, wq: wq}
+	if kind := wq.Source; kind != workqueue.SourceNative {
 		s.source = kind
 	}
 	return s
@@ -95,7 +96,7 @@ func (s *Service) context(approving string) (plans.Context, error) {
 	if err != nil {
 		return plans.Context{}, err
 	}
-	return plans.Context{Prefix: s.Store.Config.String("ids.prefix"), Writer: writer, Now: s.Now, HIL: s.hil, Approving: approving}, nil
+	return plans.Context{Prefix: s.wq.Prefix, Writer: writer, Now: s.Now, HIL: s.hil, Approving: approving}, nil
 }
 
 // native refuses what would make tasks while bd/br is the work source.

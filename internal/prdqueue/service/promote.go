@@ -64,7 +64,7 @@ func (s *Service) Promote(ctx context.Context, feature string) ([]Promoted, erro
 
 // promote is Promote after its sync.
 func (s *Service) promote(ctx context.Context, feature string) ([]Promoted, error) {
-	unlock, ok, err := s.Store.Mutex(ctx, "prd-promote", s.Store.Config.Duration("lock.timeout"))
+	unlock, ok, err := s.Store.Mutex(ctx, "prd-promote", s.wq.Core.LockTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +104,7 @@ func (s *Service) promoteNative(ctx context.Context, feature string) ([]Promoted
 	if err != nil {
 		return nil, err
 	}
-	prefix := s.Store.Config.String("ids.prefix")
+	prefix := s.wq.Prefix
 	// The tracker's tasks: whether a PRD's epic is still open (EpicFor).
 	w, err := writeAs(ctx, s, store.Claiming, []string{workqueue.IDsName, workqueue.Name}, func(st *prdqueue.State, v *projections.View, _ string) ([]eventlog.Draft, []Promoted, error) {
 		cands, rs, err := prdqueue.Runnable(st, feature)

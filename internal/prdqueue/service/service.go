@@ -26,14 +26,15 @@ type Service struct {
 	Policy workqueue.Policy
 	source *beads.Source // nil: epics are spool tasks
 	cache  cache
+	wq     workqueue.Settings
 }
 
 // Open reads the configuration; dir is the work tree the command runs in.
 func Open(env store.Env, dir string) *Service {
-	cfg := env.Store.Config
-	s := &Service{Env: env, Dir: dir, Policy: workqueue.PolicyFrom(cfg)}
-	if kind := cfg.String("workqueue.source"); kind != workqueue.SourceNative {
-		s.source = &beads.Source{Kind: kind, Bin: cfg.String("workqueue.source_bin"), Dir: env.Store.Repo.WorkTree}
+	wq := workqueue.SettingsFrom(env.Store.Config)
+	s := &Service{Env: env, Dir: dir, Policy: wq.Policy, wq: wq}
+	if kind := wq.Source; kind != workqueue.SourceNative {
+		s.source = &beads.Source{Kind: kind, Bin: wq.SourceBin, Dir: env.Store.Repo.WorkTree}
 	}
 	s.cache = cache{files: map[string]cached{}}
 	return s

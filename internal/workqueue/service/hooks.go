@@ -60,11 +60,11 @@ func (s *Service) ownHooks(st *workqueue.State) bool {
 // that finds the lock held leaves the work to its holder. A hook that fails
 // is a warning, never the command's error: the decision is in the log.
 func (s *Service) runHooks(ctx context.Context, wait bool) {
-	hooks := workqueue.HooksFrom(s.Store.Config)
-	timeout := s.Store.Config.Duration("workqueue.hook_timeout")
+	hooks := s.hooks
+	timeout := s.settings.HookTimeout
 	var lockWait time.Duration
 	if wait {
-		lockWait = s.Store.Config.Duration("lock.timeout") + timeout // the holder may be running a hook
+		lockWait = s.settings.Core.LockTimeout + timeout // the holder may be running a hook
 	}
 	unlock, ok, err := s.Store.Mutex(ctx, "hooks", lockWait)
 	switch {

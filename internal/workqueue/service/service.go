@@ -30,14 +30,15 @@ type Service struct {
 	ExcludeTypes []string
 	source       *beads.Source   // nil: spool's own tracker
 	hooks        workqueue.Hooks // the notification hooks configured
+	settings     workqueue.Settings
 }
 
 // Open reads the queue's configuration; nothing is read from the log yet.
 func Open(env store.Env) *Service {
-	cfg := env.Store.Config
-	s := &Service{Env: env, Policy: workqueue.PolicyFrom(cfg), hooks: workqueue.HooksFrom(cfg)}
-	if kind := cfg.String("workqueue.source"); kind != workqueue.SourceNative {
-		s.source = &beads.Source{Kind: kind, Bin: cfg.String("workqueue.source_bin"), Dir: env.Store.Repo.WorkTree}
+	set := workqueue.SettingsFrom(env.Store.Config)
+	s := &Service{Env: env, Policy: set.Policy, hooks: set.Hooks, settings: set}
+	if kind := set.Source; kind != workqueue.SourceNative {
+		s.source = &beads.Source{Kind: kind, Bin: set.SourceBin, Dir: env.Store.Repo.WorkTree}
 	}
 	return s
 }
@@ -52,7 +53,7 @@ func (s *Service) PollInterval() time.Duration {
 	if s.Native() {
 		return 0
 	}
-	return s.Store.Config.Duration("workqueue.poll_interval")
+	return s.settings.PollInterval
 }
 
 // Which projections a command opens: a command about tasks does not decode
@@ -189,7 +190,7 @@ func (s *Service) Resolve(st *workqueue.State, refs []string) ([]string, error) 
 	if !s.PartialIDs {
 		return refs, nil
 	}
-	prefix := s.Store.Config.String("ids.prefix")
+	prefix := s.settings.Prefix
 	ids := make([]string, len(refs))
 	for i, r := range refs {
 		id, err := st.ResolveID(prefix, r)

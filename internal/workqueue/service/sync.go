@@ -94,7 +94,7 @@ func (s *Service) syncPending(ctx context.Context, wait bool) {
 func (s *Service) syncLock(ctx context.Context, wait bool) (unlock func(), ok bool) {
 	var timeout time.Duration
 	if wait {
-		timeout = s.Store.Config.Duration("lock.timeout")
+		timeout = s.settings.Core.LockTimeout
 	}
 	unlock, ok, err := s.Store.Mutex(ctx, "sync", timeout)
 	switch {

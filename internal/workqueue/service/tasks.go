@@ -27,7 +27,7 @@ func (s *Service) Add(ctx context.Context, n workqueue.NewTask) (workqueue.TaskJ
 	if err != nil {
 		return workqueue.TaskJSON{}, err
 	}
-	prefix := s.Store.Config.String("ids.prefix")
+	prefix := s.settings.Prefix
 	names := []string{workqueue.IDsName}
 	resolve := s.PartialIDs && (len(n.Deps) > 0 || n.Parent != "" || len(n.Links) > 0)
 	if resolve {
@@ -189,7 +189,7 @@ func (s *Service) Update(ctx context.Context, id string, u workqueue.Update) (ta
 // live claim is refused, unless force and the actor is an admin.
 func (s *Service) Close(ctx context.Context, refs []string, reason string, force bool) ([]workqueue.TaskJSON, error) {
 	return s.tasksChange(ctx, store.Local, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
-		override := force && slices.Contains(s.Store.Config.Strings("admins"), actor)
+		override := force && slices.Contains(s.settings.Core.Admins, actor)
 		if force && !override {
 			return nil, fault.New(fault.CodeUnauthorized, fault.ErrUnauthorized,
 				fmt.Sprintf("--force is for admins (the admins key of .spool/config.json); %s is not one", actor), "actor", actor)
