@@ -226,11 +226,11 @@ func (s *Service) Histories(ctx context.Context) ([]workqueue.EntryJSON, error) 
 	if err != nil {
 		return nil, err
 	}
-	out := []workqueue.EntryJSON{}
-	for h := range st.Entries() {
+	all := slices.SortedFunc(st.Entries(), func(a, b *workqueue.Entry) int { return strings.Compare(a.ID, b.ID) })
+	out := make([]workqueue.EntryJSON, 0, len(all))
+	for _, h := range all {
 		out = append(out, s.Policy.HistoryView(*h, s.Now))
 	}
-	slices.SortFunc(out, func(a, b workqueue.EntryJSON) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
