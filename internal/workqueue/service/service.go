@@ -66,34 +66,32 @@ var (
 
 // stateOf assembles what the decide functions see under the log's lock,
 // the fold's own state; a side not opened is nil.
-func stateOf(v *projections.View) *workqueue.State {
+func stateOf(v *projections.View) *workqueue.State { return combined(v, false) }
+
+// snapshotOf is stateOf for a reader to keep: later writes of this
+// process (a long-running command's next step) do not change it.
+func snapshotOf(v *projections.View) *workqueue.State { return combined(v, true) }
+
+func combined(v *projections.View, snapshot bool) *workqueue.State {
 	var tasks, history *workqueue.State
 	var ids workqueue.TaskIndex
 	if p, ok := projections.As[*workqueue.TasksProjection](v, workqueue.Name); ok {
 		tasks = p.State()
+		if snapshot {
+			tasks = p.Snapshot()
+		}
 	}
 	if p, ok := projections.As[*workqueue.QueueProjection](v, workqueue.QueueName); ok {
 		history = p.State()
+		if snapshot {
+			history = p.Snapshot()
+		}
 	}
 	if p, ok := projections.As[*workqueue.IDsProjection](v, workqueue.IDsName); ok {
 		ids = p
-	}
-	return workqueue.Combine(tasks, history, ids)
-}
-
-// snapshotOf is stateOf for a reader to keep: later writes of this
-// process (a long-running command's next step) do not change it.
-func snapshotOf(v *projections.View) *workqueue.State {
-	var tasks, history *workqueue.State
-	var ids workqueue.TaskIndex
-	if p, ok := projections.As[*workqueue.TasksProjection](v, workqueue.Name); ok {
-		tasks = p.Snapshot()
-	}
-	if p, ok := projections.As[*workqueue.QueueProjection](v, workqueue.QueueName); ok {
-		history = p.Snapshot()
-	}
-	if p, ok := projections.As[*workqueue.IDsProjection](v, workqueue.IDsName); ok {
-		ids = p.Snapshot()
+		if snapshot {
+			ids = p.Snapshot()
+		}
 	}
 	return workqueue.Combine(tasks, history, ids)
 }
