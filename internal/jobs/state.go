@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -166,12 +167,34 @@ const Name = "jobs"
 var Spec = projections.Spec{Name: Name, Version: 7, Amortize: 1000, New: func() projections.Projection { return &Projection{s: NewState()} }}
 
 // Projection folds the scheduler's events.
-type Projection struct{ s *State }
+type Projection struct {
+	s *State
+	// shared says s was handed out (Snapshot) and not yet copied; copied
+	// are the jobs the copy owns since (nil: no copy made).
+	shared bool
+	copied map[string]bool
+}
 
-// State returns the folded state.
+// State returns the folded state: what a decision reads under the log's
+// lock. The next event changes it.
 func (p *Projection) State() *State { return p.s }
 
+// Snapshot is the scheduler now, for a reader to keep: later events fold
+// into a copy (the maps and schedules copied at the next event, a job when
+// an event first changes it), never into it.
+func (p *Projection) Snapshot() *State {
+	p.shared, p.copied = true, nil
+	return p.s
+}
+
 func (p *Projection) Apply(e *eventlog.Event) error {
+	if p.shared {
+		p.s, p.shared, p.copied = p.s.fork(), false, map[string]bool{}
+	}
+	if p.copied != nil && !p.copied[e.Subject] {
+		p.copied[e.Subject] = true
+		p.s.ownJob(e.Subject)
+	}
 	p.s.Apply(e)
 	return nil
 }
@@ -441,28 +464,39 @@ func (p *Projection) Files() ([]projections.File, error) {
 	return []projections.File{{Path: "jobs.json", Data: append(b, '\n')}}, err
 }
 
-// Overlay returns a copy of s with drafts applied, s left as it was: a
-// claim decides on the state after what the clock decided. Only the jobs
-// and schedules drafts touch are copied deeply.
-func (s *State) Overlay(drafts []eventlog.Draft, actor string, now time.Time) (*State, error) {
-	o := &State{Jobs: make(map[string]*Job, len(s.Jobs)), Quotas: s.Quotas,
-		Schedules: make(map[string]*Schedule, len(s.Schedules)), Workers: make(map[string]*Worker, len(s.Workers))}
-	for k, v := range s.Jobs {
-		o.Jobs[k] = v
-	}
+// fork returns a copy of s that events can be folded into: the maps are
+// its own and so are the schedules (a job's end changes its schedule's;
+// they are few), the jobs are still s's until ownJob copies one.
+func (s *State) fork() *State {
+	o := &State{Jobs: maps.Clone(s.Jobs), Quotas: maps.Clone(s.Quotas),
+		Schedules: make(map[string]*Schedule, len(s.Schedules)), Workers: maps.Clone(s.Workers)}
 	for k, v := range s.Schedules {
 		c := *v
 		o.Schedules[k] = &c
 	}
-	for k, v := range s.Workers {
-		o.Workers[k] = v
+	return o
+}
+
+// ownJob copies job id into s, deeply enough that folding events into the
+// copy leaves the original as it was.
+func (s *State) ownJob(id string) {
+	if j := s.Jobs[id]; j != nil {
+		c := *j
+		c.Segs, c.Runs, c.Trail = slices.Clone(j.Segs), slices.Clone(j.Runs), slices.Clone(j.Trail)
+		s.Jobs[id] = &c
 	}
+}
+
+// Overlay returns a copy of s with drafts applied, s left as it was: a
+// claim decides on the state after what the clock decided. Only the jobs
+// and schedules drafts touch are copied deeply.
+func (s *State) Overlay(drafts []eventlog.Draft, actor string, now time.Time) (*State, error) {
+	o := s.fork()
 	copied := map[string]bool{}
 	for _, d := range drafts {
-		if j := o.Jobs[d.Subject]; j != nil && !copied[d.Subject] {
-			c := *j
-			c.Segs, c.Runs, c.Trail = slices.Clone(j.Segs), slices.Clone(j.Runs), slices.Clone(j.Trail)
-			o.Jobs[d.Subject], copied[d.Subject] = &c, true
+		if !copied[d.Subject] {
+			o.ownJob(d.Subject)
+			copied[d.Subject] = true
 		}
 		e, err := d.Event(actor, now)
 		if err != nil {

@@ -42,12 +42,20 @@ func (s *Service) Read(ctx context.Context) (*jobs.State, error) {
 	if err != nil {
 		return nil, err
 	}
-	return stateOf(v), nil
+	return snapshotOf(v), nil
 }
 
+// stateOf is the fold's own state, what a decision reads under the lock.
 func stateOf(v *projections.View) *jobs.State {
 	p, _ := projections.As[*jobs.Projection](v, jobs.Name)
 	return p.State()
+}
+
+// snapshotOf is the state for a reader to keep: later writes of this
+// process (a worker's next step) do not change it.
+func snapshotOf(v *projections.View) *jobs.State {
+	p, _ := projections.As[*jobs.Projection](v, jobs.Name)
+	return p.Snapshot()
 }
 
 // decision is a scheduler decision at one clock reading: the drafts to
@@ -96,7 +104,7 @@ func decideAs[R any](ctx context.Context, s *Service, worker string, decide deci
 	if err != nil {
 		return written[R]{}, err
 	}
-	return written[R]{State: stateOf(w.View), Events: w.Events, Result: w.Result}, nil
+	return written[R]{State: snapshotOf(w.View), Events: w.Events, Result: w.Result}, nil
 }
 
 // drafts adapts a decision with no result.

@@ -1,0 +1,57 @@
+package service
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/internal/git/gittest"
+	"github.com/spoolhq/spool/internal/jobs"
+	"github.com/spoolhq/spool/internal/store"
+)
+
+// A scheduler read is a snapshot: a worker's later writes in the same
+// process (its claim, a segment's end) change neither the job nor its
+// trail in the state read before them.
+func TestReadIsASnapshot(t *testing.T) {
+	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n"})
+	ctx := context.Background()
+	st, err := store.Open(ctx, r.Root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	s := Open(store.Env{Store: st, Now: now, Warn: func(string) {},
+		Actor: func(context.Context) (string, error) { return "ada@example.com", nil }})
+	sub, err := s.Submit(ctx, jobs.Submit{Name: "render", Argv: []string{"true"}, Slots: 1, Segments: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := s.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := held.Job(sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trail := len(before.Trail)
+	if c, err := s.Claim(ctx, "w1", 1); err != nil || c == nil {
+		t.Fatalf("claim: %v %v", c, err)
+	}
+	if _, _, err := s.SegmentDone(ctx, sub.ID, "w1", jobs.SegmentEnd{Segment: 0}); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := held.Job(sub.ID)
+	if after.Status != jobs.Queued || len(after.Trail) != trail || len(after.Segs) != 0 {
+		t.Fatalf("the held state shows %s, %d transitions, %d segments after later writes; want queued, %d, 0",
+			after.Status, len(after.Trail), len(after.Segs), trail)
+	}
+	now2, err := s.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := now2.Job(sub.ID); j.Status == jobs.Queued {
+		t.Fatal("a state read after the writes does not show them")
+	}
+}
