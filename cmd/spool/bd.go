@@ -14,6 +14,7 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/git"
+	"github.com/spoolhq/spool/internal/kongtree"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/workqueue"
 	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
@@ -123,8 +124,8 @@ type bdCLI struct {
 }
 
 // bdTree is bdCLI's commands and global flags: each bd command line is
-// parsed through a tree of its command alone (commandTree).
-var bdTree = newCommandTree[bdCLI]()
+// parsed through a tree of its command alone (internal/kongtree).
+var bdTree = kongtree.New[bdCLI]()
 
 // bdEnv is what a bd command's Run receives.
 type bdEnv struct {
@@ -136,7 +137,7 @@ type bdEnv struct {
 // spool's --actor, when given on spool's command line.
 func runBD(ctx context.Context, name string, args []string, dir, actor string, stdout, stderr io.Writer, opts ...store.Option) int {
 	var cli bdCLI
-	target, fill := bdTree.target(&cli, args)
+	target, fill := bdTree.Target(&cli, args)
 	parser, err := kong.New(target,
 		kong.Name(name),
 		kong.Description(name+" over spool's tracker: beads' commands, flags and JSON (bd 0.49)."),

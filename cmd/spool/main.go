@@ -22,6 +22,7 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/jsonout"
+	"github.com/spoolhq/spool/internal/kongtree"
 	"github.com/spoolhq/spool/internal/store"
 )
 
@@ -236,7 +237,7 @@ func run(args []string, stdout, stderr io.Writer, opts ...store.Option) int {
 			}
 			cli = CLI{}
 			var target any
-			target, fill = spoolTree.target(&cli, args)
+			target, fill = spoolTree.Target(&cli, args)
 			parser, kctx, err := try(target)
 			if err != nil && target != any(&cli) {
 				cli, fill = CLI{}, func() {}
@@ -279,7 +280,7 @@ func run(args []string, stdout, stderr io.Writer, opts ...store.Option) int {
 // spoolTree is CLI's commands and global flags: a command line is parsed
 // through a tree of its command alone, but for completion's script, which
 // lists every command.
-var spoolTree = newCommandTree[CLI]("completion")
+var spoolTree = kongtree.New[CLI]("completion")
 
 // parseMessage is kong's message for a command line it cannot parse; an
 // unknown flag kong has no suggestion for says where the flags are listed.
