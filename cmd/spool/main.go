@@ -2,16 +2,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"os/signal"
-	"reflect"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -20,8 +17,8 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/spoolhq/spool/internal/cliout"
 	"github.com/spoolhq/spool/internal/fault"
-	"github.com/spoolhq/spool/internal/jsonout"
 	"github.com/spoolhq/spool/internal/kongtree"
 	"github.com/spoolhq/spool/internal/store"
 )
@@ -386,22 +383,6 @@ func testPanic(where string) {
 	panic("SPOOL_TEST_PANIC=" + where)
 }
 
-// writeJSON prints v as indented JSON; a list an item at a time (jsonout).
-func writeJSON(w io.Writer, v any) error {
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Slice || rv.Len() == 0 {
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	}
-	return jsonout.WriteList(w, rv.Len(), func(i int) any { return rv.Index(i).Interface() }, false)
-}
-
-func jsonCompact(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(v)
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), err
-}
+// writeJSON and jsonCompact are cliout's WriteJSON and JSONCompact.
+func writeJSON(w io.Writer, v any) error { return cliout.WriteJSON(w, v) }
+func jsonCompact(v any) ([]byte, error)  { return cliout.JSONCompact(v) }
