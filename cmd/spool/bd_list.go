@@ -50,7 +50,7 @@ func (f bdFilter) compile() (*compiled, error) {
 	if f.Status != "" && f.Status != "all" && !slices.Contains(workqueue.BeadsStatuses, f.Status) {
 		return nil, bdUsage("invalid status %q (expected %s)", f.Status, strings.Join(workqueue.BeadsStatuses, ", "))
 	}
-	if err := validateLabelFlags(f.Label, f.LabelAny); err != nil {
+	if err := workqueue.ValidateLabels(f.Label, f.LabelAny); err != nil {
 		return nil, err
 	}
 	var err error

@@ -31,7 +31,7 @@ func (c *bdReadyCmd) Run(b *bdEnv) error {
 	if c.Limit < 0 {
 		return bdUsage("--limit must not be negative, got %d", c.Limit)
 	}
-	if err := validateLabelFlags(c.Label, c.LabelAny); err != nil {
+	if err := workqueue.ValidateLabels(c.Label, c.LabelAny); err != nil {
 		return err
 	}
 	prio, err := optPriority(c.Priority)
