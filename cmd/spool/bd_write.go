@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/workqueue"
 	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
 )
@@ -107,7 +108,7 @@ func bdOwner(b *bdEnv, q *wqservice.Service) string {
 	if email := strings.TrimSpace(os.Getenv("GIT_AUTHOR_EMAIL")); email != "" {
 		return email
 	}
-	return gitEmail(b.ctx, q.Store.Repo.WorkTree)
+	return git.UserEmail(b.ctx, q.Store.Repo.WorkTree)
 }
 
 type bdUpdateCmd struct {
