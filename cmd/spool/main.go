@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/spoolhq/spool/internal/bdcli"
 	"github.com/spoolhq/spool/internal/cliout"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/kongtree"
@@ -254,7 +255,7 @@ func run(args []string, stdout, stderr io.Writer, opts ...store.Option) int {
 			return 1
 		}
 		if err != nil {
-			return report(stderr, wantsJSON(args), fault.Usagef(fault.CodeUsage, "%s", parseMessage(err)))
+			return report(stderr, cliout.WantsJSON(args), fault.Usagef(fault.CodeUsage, "%s", parseMessage(err)))
 		}
 		fill()
 		if cli.Dir != "" {
@@ -299,7 +300,7 @@ func parseMessage(err error) string {
 // runAsBeads is spool invoked as bd or br: args are bd's.
 func runAsBeads(name string, args []string, stdout, stderr io.Writer, opts ...store.Option) int {
 	return guarded(args, stderr, func(ctx context.Context) int {
-		return runBD(ctx, name, args, "", "", stdout, stderr, opts...)
+		return bdcli.Run(ctx, name, args, bdOptions("", "", stdout, stderr, opts))
 	})
 }
 
@@ -310,7 +311,7 @@ func runAsBeads(name string, args []string, stdout, stderr io.Writer, opts ...st
 func guarded(args []string, stderr io.Writer, fn func(context.Context) int) (code int) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	jsonErrors := wantsJSON(args)
+	jsonErrors := cliout.WantsJSON(args)
 	defer fault.SetPanicHandler(fault.SetPanicHandler(func(p any, stack []byte) {
 		reportPanic(stderr, jsonErrors, p, stack)
 	}))
@@ -328,19 +329,6 @@ func guarded(args []string, stderr io.Writer, fn func(context.Context) int) (cod
 		}
 	}()
 	return fn(ctx)
-}
-
-// wantsJSON looks for --json before parsing, so parse errors honour it too.
-func wantsJSON(args []string) bool {
-	for _, a := range args {
-		if a == "--json" || a == "--json=true" {
-			return true
-		}
-		if a == "--" {
-			break
-		}
-	}
-	return false
 }
 
 // report prints err and returns the exit code for it.

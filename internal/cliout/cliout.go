@@ -84,3 +84,16 @@ func JSONCompact(v any) ([]byte, error) {
 	err := enc.Encode(v)
 	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), err
 }
+
+// WantsJSON looks for --json before parsing, so parse errors honour it too.
+func WantsJSON(args []string) bool {
+	for _, a := range args {
+		if a == "--json" || a == "--json=true" {
+			return true
+		}
+		if a == "--" {
+			break
+		}
+	}
+	return false
+}
