@@ -50,8 +50,11 @@ func asBeads(argv0 string) (string, bool) {
 // spool's --actor when given on its command line, opts main's store
 // options.
 func bdOptions(dir, actor string, stdout, stderr io.Writer, opts []store.Option) bdcli.Options {
-	v, _ := buildVersion(debug.ReadBuildInfo())
-	return bdcli.Options{Dir: dir, Actor: actor, Stdout: stdout, Stderr: stderr, Version: v, Store: opts,
+	version := func() string {
+		v, _ := buildVersion(debug.ReadBuildInfo())
+		return v
+	}
+	return bdcli.Options{Dir: dir, Actor: actor, Stdout: stdout, Stderr: stderr, Version: version, Store: opts,
 		Host: func(ctx context.Context, s bdcli.Session) bdcli.Host {
 			g := &Globals{Dir: dir, Actor: s.Actor, JSON: s.JSON}
 			return bdHost{&env{Globals: g, ctx: ctx, stdout: stdout, stderr: stderr, lastActor: s.LastActor, storeOpts: opts}}

@@ -38,8 +38,9 @@ type Options struct {
 	// (it then wins over $BD_ACTOR); "" otherwise.
 	Actor          string
 	Stdout, Stderr io.Writer
-	// Version is spool's version, which bd version prints after bd's.
-	Version string
+	// Version is spool's version, which bd version prints after bd's
+	// (asked for then alone: it reads the build info).
+	Version func() string
 	// Store are how every store the command opens is opened (main's).
 	Store []store.Option
 	// Host is spool's environment for one bd command line, once bd's flags

@@ -294,7 +294,7 @@ func (c *bdEpicCloseCmd) Run(b *bdEnv) error {
 type bdVersionCmd struct{}
 
 func (c *bdVersionCmd) Run(b *bdEnv) error {
-	v := b.o.Version
+	v := b.o.Version()
 	if b.JSON {
 		return cliout.WriteJSON(b.stdout, map[string]string{"version": bdCompatible, "spool": v})
 	}
