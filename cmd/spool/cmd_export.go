@@ -31,37 +31,6 @@ type ImportCmd struct {
 
 func (c *ImportCmd) Run(e *env) error { return importTasks(e, c.File, c.Prefix) }
 
-// bd export -o FILE and bd import -i FILE.
-type bdExportCmd struct {
-	Output string `short:"o" help:"Write to this file rather than stdout."`
-	Status string `short:"s" help:"Refused: not supported by spool."`
-}
-
-func (c *bdExportCmd) Run(b *bdEnv) error {
-	if c.Status != "" {
-		return notSupported("export --status", "bd export through spool writes every issue; filter the lines, e.g. jq -c 'select(.status == \"open\")'")
-	}
-	return exportTasks(b.env, c.Output, "")
-}
-
-type bdImportCmd struct {
-	Input        string `short:"i" default:"-" help:"The JSONL file to read; - (the default) reads stdin."`
-	DryRun       bool   `name:"dry-run" help:"Refused: not supported by spool."`
-	SkipExisting bool   `name:"skip-existing" help:"Refused: not supported by spool."`
-	Strict       bool   `help:"Refused: not supported by spool."`
-}
-
-func (c *bdImportCmd) Run(b *bdEnv) error {
-	if c.DryRun || c.SkipExisting || c.Strict {
-		return notSupported("import --dry-run, --skip-existing and --strict",
-			"spool import checks the whole file first (a bad line refuses it all, with its number) and then records each issue that differs from the tracker, whole; run it as it is")
-	}
-	if b.cli.Readonly {
-		return bdUsage("operation blocked: --readonly mode")
-	}
-	return importTasks(b.env, c.Input, "")
-}
-
 func exportTasks(e *env, output, prefix string) error {
 	q, err := e.workqueue()
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/watch"
+	"github.com/spoolhq/spool/internal/workqueue"
 	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
 )
 
@@ -21,7 +22,7 @@ type NextCmd struct {
 }
 
 func (c *NextCmd) Run(e *env) error {
-	if err := validateLabelFlags(c.Label, c.ExcludeLabel); err != nil {
+	if err := workqueue.ValidateLabels(c.Label, c.ExcludeLabel); err != nil {
 		return err
 	}
 	if c.Timeout < 0 {

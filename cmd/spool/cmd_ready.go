@@ -21,7 +21,7 @@ func (c *ReadyCmd) Run(e *env) error {
 	if c.Limit < 0 {
 		return fault.Usagef(CodeInvalidFlag, "--limit must not be negative, got %d", c.Limit)
 	}
-	if err := validateLabelFlags(c.Label, c.LabelAny); err != nil {
+	if err := workqueue.ValidateLabels(c.Label, c.LabelAny); err != nil {
 		return err
 	}
 	q, err := e.workqueue()
@@ -63,15 +63,4 @@ func printBeads(e *env, issues []beads.Issue) error {
 			labelList(workqueue.NormLabels(b.Labels))))
 	}
 	return tw.Flush()
-}
-
-func validateLabelFlags(lists ...[]string) error {
-	for _, l := range lists {
-		for _, label := range l {
-			if err := workqueue.ValidateLabel(label); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

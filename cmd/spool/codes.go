@@ -17,7 +17,3 @@ var (
 	CodeDoctorFailed      = fault.Register(fault.Environment, "doctor_failed")
 	CodeMergeFailed       = fault.Register(fault.Unexpected, "merge_failed")
 )
-
-// CodeNotSupported is a bd command or flag the bd front end refuses,
-// saying why and what to use instead.
-var CodeNotSupported = fault.Register(fault.Usage, "not_supported")

@@ -182,19 +182,13 @@ func (e *env) actor(ctx context.Context, r *git.Repo) (string, error) {
 	if a := strings.TrimSpace(e.Actor); a != "" {
 		return a, nil
 	}
-	if a := gitEmail(ctx, r.WorkTree); a != "" {
+	if a := git.UserEmail(ctx, r.WorkTree); a != "" {
 		return a, nil
 	}
 	if e.lastActor != nil {
 		return e.lastActor(), nil
 	}
 	return "", fault.Usagef(fault.CodeNoActor, "no actor: pass --actor, set SPOOL_ACTOR, or set git user.email")
-}
-
-// gitEmail is git's user.email in dir, or "".
-func gitEmail(ctx context.Context, dir string) string {
-	out, _ := git.Run(ctx, dir, "config", "user.email")
-	return strings.TrimSpace(out)
 }
 
 // interactive reports whether stderr is a terminal (for progress output).

@@ -2,16 +2,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"os/signal"
-	"reflect"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -20,8 +17,10 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/spoolhq/spool/internal/bdcli"
+	"github.com/spoolhq/spool/internal/cliout"
 	"github.com/spoolhq/spool/internal/fault"
-	"github.com/spoolhq/spool/internal/jsonout"
+	"github.com/spoolhq/spool/internal/kongtree"
 	"github.com/spoolhq/spool/internal/store"
 )
 
@@ -236,7 +235,7 @@ func run(args []string, stdout, stderr io.Writer, opts ...store.Option) int {
 			}
 			cli = CLI{}
 			var target any
-			target, fill = spoolTree.target(&cli, args)
+			target, fill = spoolTree.Target(&cli, args)
 			parser, kctx, err := try(target)
 			if err != nil && target != any(&cli) {
 				cli, fill = CLI{}, func() {}
@@ -256,7 +255,7 @@ func run(args []string, stdout, stderr io.Writer, opts ...store.Option) int {
 			return 1
 		}
 		if err != nil {
-			return report(stderr, wantsJSON(args), fault.Usagef(fault.CodeUsage, "%s", parseMessage(err)))
+			return report(stderr, cliout.WantsJSON(args), fault.Usagef(fault.CodeUsage, "%s", parseMessage(err)))
 		}
 		fill()
 		if cli.Dir != "" {
@@ -279,7 +278,7 @@ func run(args []string, stdout, stderr io.Writer, opts ...store.Option) int {
 // spoolTree is CLI's commands and global flags: a command line is parsed
 // through a tree of its command alone, but for completion's script, which
 // lists every command.
-var spoolTree = newCommandTree[CLI]("completion")
+var spoolTree = kongtree.New[CLI]("completion")
 
 // parseMessage is kong's message for a command line it cannot parse; an
 // unknown flag kong has no suggestion for says where the flags are listed.
@@ -301,7 +300,7 @@ func parseMessage(err error) string {
 // runAsBeads is spool invoked as bd or br: args are bd's.
 func runAsBeads(name string, args []string, stdout, stderr io.Writer, opts ...store.Option) int {
 	return guarded(args, stderr, func(ctx context.Context) int {
-		return runBD(ctx, name, args, "", "", stdout, stderr, opts...)
+		return bdcli.Run(ctx, name, args, bdOptions("", "", stdout, stderr, opts))
 	})
 }
 
@@ -312,7 +311,7 @@ func runAsBeads(name string, args []string, stdout, stderr io.Writer, opts ...st
 func guarded(args []string, stderr io.Writer, fn func(context.Context) int) (code int) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	jsonErrors := wantsJSON(args)
+	jsonErrors := cliout.WantsJSON(args)
 	defer fault.SetPanicHandler(fault.SetPanicHandler(func(p any, stack []byte) {
 		reportPanic(stderr, jsonErrors, p, stack)
 	}))
@@ -330,19 +329,6 @@ func guarded(args []string, stderr io.Writer, fn func(context.Context) int) (cod
 		}
 	}()
 	return fn(ctx)
-}
-
-// wantsJSON looks for --json before parsing, so parse errors honour it too.
-func wantsJSON(args []string) bool {
-	for _, a := range args {
-		if a == "--json" || a == "--json=true" {
-			return true
-		}
-		if a == "--" {
-			break
-		}
-	}
-	return false
 }
 
 // report prints err and returns the exit code for it.
@@ -385,22 +371,6 @@ func testPanic(where string) {
 	panic("SPOOL_TEST_PANIC=" + where)
 }
 
-// writeJSON prints v as indented JSON; a list an item at a time (jsonout).
-func writeJSON(w io.Writer, v any) error {
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Slice || rv.Len() == 0 {
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	}
-	return jsonout.WriteList(w, rv.Len(), func(i int) any { return rv.Index(i).Interface() }, false)
-}
-
-func jsonCompact(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(v)
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), err
-}
+// writeJSON and jsonCompact are cliout's WriteJSON and JSONCompact.
+func writeJSON(w io.Writer, v any) error { return cliout.WriteJSON(w, v) }
+func jsonCompact(v any) ([]byte, error)  { return cliout.JSONCompact(v) }

@@ -41,7 +41,7 @@ func TestSpoolTargetParsesAsTheWholeTree(t *testing.T) {
 			append(append([]string{"--json"}, path...), "--offline", "--directory=d", "x"),
 		} {
 			var cli CLI
-			target, fill := spoolTree.target(&cli, args)
+			target, fill := spoolTree.Target(&cli, args)
 			if path[0] == "completion" {
 				if target != &cli {
 					t.Errorf("%q: want the whole tree", args)
@@ -77,12 +77,12 @@ func TestSpoolTargetParsesAsTheWholeTree(t *testing.T) {
 	}
 	for _, args := range [][]string{nil, {"--json"}, {"nope"}, {"task", "--help"}, {"-h"}, {"completion", "bash"}, {"--", "ready"}, {"tsak", "add"}} {
 		var cli CLI
-		if target, _ := spoolTree.target(&cli, args); target != &cli {
+		if target, _ := spoolTree.Target(&cli, args); target != &cli {
 			t.Errorf("%q: want the whole tree", args)
 		}
 	}
 	// A global flag's value is not the command.
-	if f, ok := spoolTree.commandField([]string{"-C", "ready", "--actor", "next", "task", "list"}); !ok || f.Name != "Task" {
+	if f, ok := spoolTree.CommandField([]string{"-C", "ready", "--actor", "next", "task", "list"}); !ok || f.Name != "Task" {
 		t.Errorf("-C ready --actor next task list: got %s", f.Name)
 	}
 }

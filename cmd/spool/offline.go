@@ -13,7 +13,7 @@ type OfflineFlag struct {
 
 // AfterApply hands the flag to the env: every command's store is opened
 // with Globals.Offline (env.remoteClaims). The tree parsed is CLI, or the
-// struct of its globals and one command (commandTree): both hold Globals.
+// struct of its globals and one command (internal/kongtree): both hold Globals.
 func (o *OfflineFlag) AfterApply(kctx *kong.Context) error {
 	if g := kctx.Model.Target.FieldByName("Globals"); g.IsValid() {
 		if p, ok := g.Addr().Interface().(*Globals); ok {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/alecthomas/kong"
+	"github.com/spoolhq/spool/internal/bdcli"
 	"github.com/spoolhq/spool/internal/config"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/reference"
@@ -21,7 +22,7 @@ func TestReferenceDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bd, err := kong.New(&bdCLI{}, kong.Name("spool bd"))
+	bd, err := bdcli.New(kong.Name("spool bd"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,19 @@ func ValidateLabel(l string) error {
 	return nil
 }
 
+// ValidateLabels is ValidateLabel of every label in lists (a command's
+// label flags).
+func ValidateLabels(lists ...[]string) error {
+	for _, l := range lists {
+		for _, label := range l {
+			if err := ValidateLabel(label); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // ValidatePriority refuses a priority outside 0 (most urgent) to 4.
 func ValidatePriority(p int) error {
 	if p < 0 || p > MaxPriority {

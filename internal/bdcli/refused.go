@@ -1,4 +1,4 @@
-package main
+package bdcli
 
 import (
 	"fmt"
@@ -10,6 +10,10 @@ import (
 // bd's commands that beads' MCP server and Claude Code plugin run and that
 // spool refuses, each with why and what to use instead: exit 1, bd's error
 // shape. None is accepted and ignored.
+
+// CodeNotSupported is a bd command or flag the bd front end refuses,
+// saying why and what to use instead.
+var CodeNotSupported = fault.Register(fault.Usage, "not_supported")
 
 // notSupported is the refusal of a bd command or flag.
 func notSupported(what, why string) error {

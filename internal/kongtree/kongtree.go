@@ -1,4 +1,6 @@
-package main
+// Package kongtree parses a kong command line through a tree of the one
+// command it runs: spool's command tree and bd's (internal/bdcli).
+package kongtree
 
 import (
 	"cmp"
@@ -7,25 +9,25 @@ import (
 	"strings"
 )
 
-// commandTree is a kong command tree's top-level fields, for parsing one
+// Tree is a kong command tree's top-level fields, for parsing one
 // command line through a tree of the command it runs alone. kong reads the
 // tags of every field of the tree it is given at each run: about 10,000
 // allocations and 2 ms for bd's tree, more for spool's 110 commands, in a
-// process that lives for milliseconds. target makes, at run time, a struct
+// process that lives for milliseconds. Target makes, at run time, a struct
 // of the tree's global flags and the one command args name, tags and all;
 // help, completion, an unknown command and no command get the whole tree
 // (they print or match against every command).
-type commandTree struct {
+type Tree struct {
 	global     []reflect.StructField          // the global flags (an embedded struct of them included)
 	commands   map[string]reflect.StructField // the commands by name and alias
 	valueFlags map[string]bool                // the global flags that take a value: --name, -s
 	whole      map[string]bool                // commands that need the whole tree (completion)
 }
 
-// newCommandTree reads T's fields; whole names the commands that are
+// New reads T's fields; whole names the commands that are
 // parsed with T itself.
-func newCommandTree[T any](whole ...string) *commandTree {
-	t := &commandTree{commands: map[string]reflect.StructField{}, valueFlags: map[string]bool{}, whole: map[string]bool{}}
+func New[T any](whole ...string) *Tree {
+	t := &Tree{commands: map[string]reflect.StructField{}, valueFlags: map[string]bool{}, whole: map[string]bool{}}
 	for _, w := range whole {
 		t.whole[w] = true
 	}
@@ -60,12 +62,12 @@ func newCommandTree[T any](whole ...string) *commandTree {
 	return t
 }
 
-// target is what kong parses args into: cli itself, or a struct of the
+// Target is what kong parses args into: cli itself, or a struct of the
 // global flags and the command args name; fill then copies the global
 // flags into cli (the command's own values stay in the target, where its
 // Run is called).
-func (t *commandTree) target(cli any, args []string) (target any, fill func()) {
-	cmd, ok := t.commandField(args)
+func (t *Tree) Target(cli any, args []string) (target any, fill func()) {
+	cmd, ok := t.CommandField(args)
 	if !ok {
 		return cli, func() {}
 	}
@@ -78,10 +80,10 @@ func (t *commandTree) target(cli any, args []string) (target any, fill func()) {
 	}
 }
 
-// commandField is the field of the command args name, if that is clear
+// CommandField is the field of the command args name, if that is clear
 // without kong: the first argument that is no flag nor a global flag's
 // value, and not help nor a command that needs the whole tree.
-func (t *commandTree) commandField(args []string) (reflect.StructField, bool) {
+func (t *Tree) CommandField(args []string) (reflect.StructField, bool) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -101,3 +103,6 @@ func (t *commandTree) commandField(args []string) (reflect.StructField, bool) {
 	}
 	return reflect.StructField{}, false
 }
+
+// Commands are the tree's commands by name and alias.
+func (t *Tree) Commands() map[string]reflect.StructField { return t.commands }

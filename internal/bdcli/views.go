@@ -1,9 +1,10 @@
-package main
+package bdcli
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/spoolhq/spool/internal/cliout"
 	"github.com/spoolhq/spool/internal/workqueue"
 	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
 )
@@ -40,7 +41,7 @@ func (c *bdBlockedCmd) Run(b *bdEnv) error {
 	}
 	blocked := st.BeadsBlocked(q.Policy, q.Now, parent)
 	if b.JSON {
-		return writeJSON(b.stdout, nonNil(blocked))
+		return cliout.WriteJSON(b.stdout, cliout.NonNil(blocked))
 	}
 	if len(blocked) == 0 {
 		fmt.Fprintf(b.stdout, "\n✨ No blocked issues\n\n")
@@ -48,7 +49,7 @@ func (c *bdBlockedCmd) Run(b *bdEnv) error {
 	}
 	fmt.Fprintf(b.stdout, "\n🚫 Blocked issues (%d):\n\n", len(blocked))
 	for _, t := range blocked {
-		fmt.Fprintf(b.stdout, "[● P%d] %s: %s\n", t.Priority, text(t.ID), text(t.Title))
+		fmt.Fprintf(b.stdout, "[● P%d] %s: %s\n", t.Priority, cliout.Text(t.ID), cliout.Text(t.Title))
 		fmt.Fprintf(b.stdout, "  Blocked by %d open dependencies: [%s]\n\n", t.BlockedByCount, strings.Join(t.BlockedBy, " "))
 	}
 	return nil
@@ -72,7 +73,7 @@ func (c *bdStatsCmd) Run(b *bdEnv) error {
 	}
 	s := st.BeadsStats(q.Policy, q.Now)
 	if b.JSON {
-		return writeJSON(b.stdout, bdStatsOutput{s})
+		return cliout.WriteJSON(b.stdout, bdStatsOutput{s})
 	}
 	w := b.stdout
 	fmt.Fprintf(w, "\n📊 Issue Database Status\n\nSummary:\n")
@@ -134,7 +135,7 @@ func (c *bdDepTreeCmd) Run(b *bdEnv) error {
 	}
 	tree := st.DepTree(id, c.MaxDepth, up, q.Policy, q.Now)
 	if b.JSON {
-		return writeJSON(b.stdout, tree)
+		return cliout.WriteJSON(b.stdout, tree)
 	}
 	heading := "Dependency tree"
 	if up {
@@ -159,7 +160,7 @@ func (c *bdDepTreeCmd) Run(b *bdEnv) error {
 			}
 			prefix.WriteString(map[bool]string{true: "├── ", false: "└── "}[later[n.Depth]])
 		}
-		line := fmt.Sprintf("%s: %s [P%d] (%s)", text(n.ID), text(n.Title), n.Priority, n.Status)
+		line := fmt.Sprintf("%s: %s [P%d] (%s)", cliout.Text(n.ID), cliout.Text(n.Title), n.Priority, n.Status)
 		if n.Status == workqueue.StatusOpen && n.Depth == 0 {
 			line += " [READY]" // as bd: the root, open, whatever it waits for
 		}
@@ -194,7 +195,7 @@ func (c *bdDepCyclesCmd) Run(b *bdEnv) error {
 		cycles = append(cycles, cycle)
 	}
 	if b.JSON {
-		return writeJSON(b.stdout, nonNil(cycles))
+		return cliout.WriteJSON(b.stdout, cliout.NonNil(cycles))
 	}
 	if len(cycles) == 0 {
 		fmt.Fprintf(b.stdout, "\n✓ No dependency cycles detected\n\n")
@@ -204,7 +205,7 @@ func (c *bdDepCyclesCmd) Run(b *bdEnv) error {
 	for i, cycle := range cycles {
 		fmt.Fprintf(b.stdout, "%d. Cycle involving:\n", i+1)
 		for _, t := range cycle {
-			fmt.Fprintf(b.stdout, "   - %s: %s\n", text(t.ID), text(t.Title))
+			fmt.Fprintf(b.stdout, "   - %s: %s\n", cliout.Text(t.ID), cliout.Text(t.Title))
 		}
 		fmt.Fprintln(b.stdout)
 	}
@@ -220,7 +221,7 @@ func (c *bdLabelListAllCmd) Run(b *bdEnv) error {
 	}
 	counts := st.LabelCounts()
 	if b.JSON {
-		return writeJSON(b.stdout, counts)
+		return cliout.WriteJSON(b.stdout, counts)
 	}
 	if len(counts) == 0 {
 		fmt.Fprintf(b.stdout, "\nNo labels found in database\n")
@@ -232,7 +233,7 @@ func (c *bdLabelListAllCmd) Run(b *bdEnv) error {
 	}
 	fmt.Fprintf(b.stdout, "\n🏷 All labels (%d unique):\n", len(counts))
 	for _, l := range counts {
-		fmt.Fprintf(b.stdout, "  %-*s  (%d issues)\n", width, text(l.Label), l.Count)
+		fmt.Fprintf(b.stdout, "  %-*s  (%d issues)\n", width, cliout.Text(l.Label), l.Count)
 	}
 	fmt.Fprintln(b.stdout)
 	return nil
@@ -256,7 +257,7 @@ func (c *bdEpicStatusCmd) Run(b *bdEnv) error {
 			fmt.Fprintln(b.stdout, "null") // bd's nil list
 			return nil
 		}
-		return writeJSON(b.stdout, nonNil(epics))
+		return cliout.WriteJSON(b.stdout, cliout.NonNil(epics))
 	}
 	if len(epics) == 0 {
 		fmt.Fprintln(b.stdout, "No open epics found")
@@ -271,7 +272,7 @@ func (c *bdEpicStatusCmd) Run(b *bdEnv) error {
 		if e.EligibleForClose {
 			icon = "✓"
 		}
-		fmt.Fprintf(b.stdout, "%s %s %s\n", icon, text(e.Epic.ID), text(e.Epic.Title))
+		fmt.Fprintf(b.stdout, "%s %s %s\n", icon, cliout.Text(e.Epic.ID), cliout.Text(e.Epic.Title))
 		fmt.Fprintf(b.stdout, "   Progress: %d/%d children closed (%d%%)\n", e.ClosedChildren, e.TotalChildren, pct)
 		if e.EligibleForClose {
 			fmt.Fprintf(b.stdout, "   Eligible for closure\n")

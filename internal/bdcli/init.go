@@ -1,16 +1,17 @@
-package main
+package bdcli
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/spoolhq/spool/internal/fault"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/spoolhq/spool/internal/cliout"
 	"github.com/spoolhq/spool/internal/config"
 	"github.com/spoolhq/spool/internal/durable"
+	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/workqueue"
@@ -134,7 +135,7 @@ func (c *bdInitCmd) Run(b *bdEnv) error {
 	}
 	created = append(created, marker...)
 	if b.JSON {
-		return writeJSON(b.stdout, bdInitResult{Prefix: prefix, Backend: "spool", Root: r.Root, Created: nonNil(created), Imported: imported})
+		return cliout.WriteJSON(b.stdout, bdInitResult{Prefix: prefix, Backend: "spool", Root: r.Root, Created: cliout.NonNil(created), Imported: imported})
 	}
 	if b.cli.Quiet {
 		return nil
@@ -176,8 +177,7 @@ func (c *bdInitCmd) importIssues(b *bdEnv, data []byte) (int, error) {
 		}
 		return 0, nil
 	}
-	n, _, err := importFrom(b.env, bytes.NewReader(data), "")
-	return n, err
+	return b.host.ImportFrom(bytes.NewReader(data))
 }
 
 // jsonlPrefix is the prefix of the first issue's id in bd's JSONL (what is

@@ -1,4 +1,4 @@
-package main
+package bdcli
 
 import (
 	"cmp"
@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spoolhq/spool/internal/cliout"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/workqueue"
 	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
 )
@@ -90,13 +92,13 @@ func (c *bdCreateCmd) Run(b *bdEnv) error {
 	case c.Silent:
 		fmt.Fprintln(b.stdout, t.ID)
 	case b.JSON:
-		out, err := jsonCompact(t)
+		out, err := cliout.JSONCompact(t)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(b.stdout, string(out))
 	default:
-		fmt.Fprintf(b.stdout, "✓ Created issue: %s\n  Title: %s\n  Priority: P%d\n  Status: %s\n", t.ID, text(t.Title), t.Priority, t.Status)
+		fmt.Fprintf(b.stdout, "✓ Created issue: %s\n  Title: %s\n  Priority: P%d\n  Status: %s\n", t.ID, cliout.Text(t.Title), t.Priority, t.Status)
 	}
 	return nil
 }
@@ -107,7 +109,7 @@ func bdOwner(b *bdEnv, q *wqservice.Service) string {
 	if email := strings.TrimSpace(os.Getenv("GIT_AUTHOR_EMAIL")); email != "" {
 		return email
 	}
-	return gitEmail(b.ctx, q.Store.Repo.WorkTree)
+	return git.UserEmail(b.ctx, q.Store.Repo.WorkTree)
 }
 
 type bdUpdateCmd struct {
@@ -172,7 +174,7 @@ func (c *bdUpdateCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
-	return b.printIssues(out, func(t workqueue.TaskJSON) string { return "✓ Updated issue: " + text(t.ID) })
+	return b.printIssues(out, func(t workqueue.TaskJSON) string { return "✓ Updated issue: " + cliout.Text(t.ID) })
 }
 
 type bdCloseCmd struct {
@@ -193,7 +195,7 @@ func (c *bdCloseCmd) Run(b *bdEnv) error {
 		return err
 	}
 	return b.printIssues(out, func(t workqueue.TaskJSON) string {
-		return fmt.Sprintf("✓ Closed %s: %s", text(t.ID), text(t.CloseReason))
+		return fmt.Sprintf("✓ Closed %s: %s", cliout.Text(t.ID), cliout.Text(t.CloseReason))
 	})
 }
 
@@ -211,7 +213,7 @@ func (c *bdReopenCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
-	return b.printIssues(out, func(t workqueue.TaskJSON) string { return "↻ Reopened " + text(t.ID) })
+	return b.printIssues(out, func(t workqueue.TaskJSON) string { return "↻ Reopened " + cliout.Text(t.ID) })
 }
 
 // bdCommentCmd is bd's older "comment ID TEXT".
@@ -243,7 +245,7 @@ func addComment(b *bdEnv, args []string, file string) error {
 		return err
 	}
 	if b.JSON {
-		return writeJSON(b.stdout, cm)
+		return cliout.WriteJSON(b.stdout, cm)
 	}
 	fmt.Fprintf(b.stdout, "Comment added to %s\n", cm.IssueID)
 	return nil
@@ -299,10 +301,10 @@ func changeLabel(b *bdEnv, args []string, add bool) error {
 		out = append(out, result{t.ID, label, verb})
 	}
 	if b.JSON {
-		return writeJSON(b.stdout, out)
+		return cliout.WriteJSON(b.stdout, out)
 	}
 	for _, r := range out {
-		fmt.Fprintf(b.stdout, done+"\n", text(label), r.IssueID)
+		fmt.Fprintf(b.stdout, done+"\n", cliout.Text(label), r.IssueID)
 	}
 	return nil
 }
@@ -326,9 +328,9 @@ func (c *bdLabelListCmd) Run(b *bdEnv) error {
 	}
 	// As the task has them: bd's view turns the blocked label into the
 	// blocked status, and a label list must still show it.
-	labels := nonNil(st.View(t, q.Policy, q.Now).Labels)
+	labels := cliout.NonNil(st.View(t, q.Policy, q.Now).Labels)
 	if b.JSON {
-		return writeJSON(b.stdout, labels)
+		return cliout.WriteJSON(b.stdout, labels)
 	}
 	if len(labels) == 0 {
 		fmt.Fprintf(b.stdout, "\n%s has no labels\n", ids[0])
@@ -336,7 +338,7 @@ func (c *bdLabelListCmd) Run(b *bdEnv) error {
 	}
 	fmt.Fprintf(b.stdout, "\n🏷 Labels for %s:\n", ids[0])
 	for _, l := range labels {
-		fmt.Fprintf(b.stdout, "  - %s\n", text(l))
+		fmt.Fprintf(b.stdout, "  - %s\n", cliout.Text(l))
 	}
 	return nil
 }
@@ -385,7 +387,7 @@ func changeDep(b *bdEnv, id, dependsOn, typ string, add bool) error {
 		result["type"] = typ
 	}
 	if b.JSON {
-		out, err := jsonCompact(result)
+		out, err := cliout.JSONCompact(result)
 		if err != nil {
 			return err
 		}
@@ -393,7 +395,7 @@ func changeDep(b *bdEnv, id, dependsOn, typ string, add bool) error {
 		return nil
 	}
 	if add {
-		fmt.Fprintf(b.stdout, "✓ Added dependency: %s depends on %s (%s)\n", id, dependsOn, text(typ))
+		fmt.Fprintf(b.stdout, "✓ Added dependency: %s depends on %s (%s)\n", id, dependsOn, cliout.Text(typ))
 	} else {
 		fmt.Fprintf(b.stdout, "✓ Removed dependency: %s no longer depends on %s\n", id, dependsOn)
 	}

@@ -1,10 +1,11 @@
-package main
+package bdcli
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/spoolhq/spool/internal/cliout"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/workqueue"
 	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
@@ -59,10 +60,10 @@ func (c *bdInfoCmd) Run(b *bdEnv) error {
 	}
 	if c.Schema {
 		info["schema"] = map[string]any{"tables": []string{}, "schema_version": bdCompatible, "config": config,
-			"sample_issue_ids": nonNil(in.samples), "detected_prefix": detected}
+			"sample_issue_ids": cliout.NonNil(in.samples), "detected_prefix": detected}
 	}
 	if b.JSON {
-		return writeJSON(b.stdout, info)
+		return cliout.WriteJSON(b.stdout, info)
 	}
 	w := b.stdout
 	fmt.Fprintf(w, "\nBeads Database Information\n===========================\n")
@@ -72,10 +73,10 @@ func (c *bdInfoCmd) Run(b *bdEnv) error {
 	if c.Schema {
 		fmt.Fprintf(w, "\nSchema Information:\n  Tables: [] (spool keeps events, not tables)\n  Schema Version: %s\n", bdCompatible)
 		if detected != "" {
-			fmt.Fprintf(w, "  Detected Prefix: %s\n", text(detected))
+			fmt.Fprintf(w, "  Detected Prefix: %s\n", cliout.Text(detected))
 		}
 		if len(in.samples) > 0 {
-			fmt.Fprintf(w, "  Sample Issues: [%s]\n", text(strings.Join(in.samples, " ")))
+			fmt.Fprintf(w, "  Sample Issues: [%s]\n", cliout.Text(strings.Join(in.samples, " ")))
 		}
 	}
 	fmt.Fprintln(w)
@@ -105,7 +106,7 @@ func (c *bdMigrateCmd) Run(b *bdEnv) error {
 		return err
 	}
 	if b.JSON {
-		return writeJSON(b.stdout, map[string]any{
+		return cliout.WriteJSON(b.stdout, map[string]any{
 			"registered_migrations": []string{},
 			"current_state": map[string]any{"schema_version": bdCompatible, "issue_count": in.count,
 				"config": map[string]string{"issue_prefix": in.prefix}, "missing_config": []string{}, "db_exists": true},
@@ -148,7 +149,7 @@ func (c *bdRepairDepsCmd) Run(b *bdEnv) error {
 		if c.Fix {
 			out["fixed"] = len(orphans)
 		}
-		return writeJSON(b.stdout, out)
+		return cliout.WriteJSON(b.stdout, out)
 	}
 	if len(orphans) == 0 {
 		fmt.Fprintf(b.stdout, "\n✓ No orphaned dependencies found\n\n")
@@ -156,7 +157,7 @@ func (c *bdRepairDepsCmd) Run(b *bdEnv) error {
 	}
 	fmt.Fprintf(b.stdout, "\n⚠ Found %d orphaned dependencies:\n\n", len(orphans))
 	for i, o := range orphans {
-		fmt.Fprintf(b.stdout, "%d. %s → %s (%s) [%s does not exist]\n", i+1, text(o.IssueID), text(o.DependsOnID), text(o.Type), text(o.DependsOnID))
+		fmt.Fprintf(b.stdout, "%d. %s → %s (%s) [%s does not exist]\n", i+1, cliout.Text(o.IssueID), cliout.Text(o.DependsOnID), cliout.Text(o.Type), cliout.Text(o.DependsOnID))
 	}
 	fmt.Fprintln(b.stdout)
 	if c.Fix {
@@ -189,9 +190,9 @@ func (c *bdDetectPollutionCmd) Run(b *bdEnv) error {
 	}
 	if b.JSON {
 		if len(polluted) == 0 {
-			return writeJSON(b.stdout, map[string]any{"polluted_count": 0, "issues": []any{}})
+			return cliout.WriteJSON(b.stdout, map[string]any{"polluted_count": 0, "issues": []any{}})
 		}
-		return writeJSON(b.stdout, map[string]any{"polluted_count": len(polluted), "high_confidence": high,
+		return cliout.WriteJSON(b.stdout, map[string]any{"polluted_count": len(polluted), "high_confidence": high,
 			"medium_confidence": len(polluted) - high, "issues": polluted})
 	}
 	if len(polluted) == 0 {
@@ -213,7 +214,7 @@ func (c *bdDetectPollutionCmd) Run(b *bdEnv) error {
 				fmt.Fprintf(b.stdout, "%s:\n", band.heading)
 			}
 			n++
-			fmt.Fprintf(b.stdout, "  %s: %q (score: %.2f)\n", text(p.ID), text(p.Title), p.Score)
+			fmt.Fprintf(b.stdout, "  %s: %q (score: %.2f)\n", cliout.Text(p.ID), cliout.Text(p.Title), p.Score)
 			for _, r := range p.Reasons {
 				fmt.Fprintf(b.stdout, "    - %s\n", r)
 			}
@@ -297,7 +298,7 @@ func (c *bdValidateCmd) Run(b *bdEnv) error {
 		failure = errBDStatus1
 	}
 	if b.JSON {
-		if err := writeJSON(b.stdout, map[string]any{"checks": results, "total_issues": total, "total_fixed": fixed,
+		if err := cliout.WriteJSON(b.stdout, map[string]any{"checks": results, "total_issues": total, "total_fixed": fixed,
 			"healthy": total == fixed}); err != nil {
 			return err
 		}
@@ -330,7 +331,7 @@ func (c *bdValidateCmd) Run(b *bdEnv) error {
 		fmt.Fprintf(w, "\n\nRecommendations:\n")
 		for _, name := range checks {
 			for _, s := range results[name].Suggestions {
-				fmt.Fprintf(w, "  - %s\n", text(s))
+				fmt.Fprintf(w, "  - %s\n", cliout.Text(s))
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package cliout
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"github.com/spoolhq/spool/internal/workqueue"
 )
 
-// writeJSON writes a list an item at a time, byte for byte as json.Encoder writes it whole.
+// WriteJSON writes a list an item at a time, byte for byte as json.Encoder writes it whole.
 func TestWriteJSONStreamsLikeEncoder(t *testing.T) {
 	t.Parallel()
 	type item struct {
@@ -36,7 +36,7 @@ func TestWriteJSONStreamsLikeEncoder(t *testing.T) {
 		if err := enc.Encode(v); err != nil {
 			t.Fatal(err)
 		}
-		if err := writeJSON(&got, v); err != nil {
+		if err := WriteJSON(&got, v); err != nil {
 			t.Fatal(err)
 		}
 		if got.String() != want.String() {
@@ -62,7 +62,7 @@ func TestWriteJSONTaskLists(t *testing.T) {
 			enc.SetEscapeHTML(false)
 			enc.SetIndent("", "  ")
 			wantErr := enc.Encode(v)
-			err := writeJSON(&got, v)
+			err := WriteJSON(&got, v)
 			if (err == nil) != (wantErr == nil) || err == nil && got.String() != want.String() {
 				t.Fatalf("%T: %v (encoding/json: %v), got\n%s\nwant\n%s", v, err, wantErr, got.String(), want.String())
 			}

@@ -1,4 +1,4 @@
-package main
+package bdcli
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spoolhq/spool/internal/cliout"
 	"github.com/spoolhq/spool/internal/workqueue"
 )
 
@@ -50,7 +51,7 @@ func (f bdFilter) compile() (*compiled, error) {
 	if f.Status != "" && f.Status != "all" && !slices.Contains(workqueue.BeadsStatuses, f.Status) {
 		return nil, bdUsage("invalid status %q (expected %s)", f.Status, strings.Join(workqueue.BeadsStatuses, ", "))
 	}
-	if err := validateLabelFlags(f.Label, f.LabelAny); err != nil {
+	if err := workqueue.ValidateLabels(f.Label, f.LabelAny); err != nil {
 		return nil, err
 	}
 	var err error
@@ -188,12 +189,12 @@ func (c *bdListCmd) Run(b *bdEnv) error {
 		return err
 	}
 	if b.JSON {
-		return writeJSON(b.stdout, nonNil(out))
+		return cliout.WriteJSON(b.stdout, cliout.NonNil(out))
 	}
 	switch {
 	case bdAgentMode():
 		for _, t := range out {
-			fmt.Fprintf(b.stdout, "%s: %s\n", text(t.ID), text(t.Title))
+			fmt.Fprintf(b.stdout, "%s: %s\n", cliout.Text(t.ID), cliout.Text(t.Title))
 		}
 		return nil
 	case c.Long:
@@ -244,23 +245,23 @@ func (c *bdSearchCmd) Run(b *bdEnv) error {
 		return err
 	}
 	if b.JSON {
-		return writeJSON(b.stdout, nonNil(out))
+		return cliout.WriteJSON(b.stdout, cliout.NonNil(out))
 	}
 	if len(out) == 0 {
-		fmt.Fprintf(b.stdout, "No issues found matching '%s'\n", text(query))
+		fmt.Fprintf(b.stdout, "No issues found matching '%s'\n", cliout.Text(query))
 		return nil
 	}
 	if c.Long {
-		fmt.Fprintf(b.stdout, "\nFound %d issues matching '%s':\n\n", len(out), text(query))
+		fmt.Fprintf(b.stdout, "\nFound %d issues matching '%s':\n\n", len(out), cliout.Text(query))
 		for _, t := range out {
 			printBDLong(b, t.TaskJSON, true)
 		}
 		return nil
 	}
-	fmt.Fprintf(b.stdout, "Found %d issues matching '%s':\n", len(out), text(query))
+	fmt.Fprintf(b.stdout, "Found %d issues matching '%s':\n", len(out), cliout.Text(query))
 	for _, t := range out {
-		fmt.Fprintf(b.stdout, "%s [P%d] [%s] %s%s%s - %s\n", text(t.ID), t.Priority, text(t.IssueType), t.Status,
-			bdAssignee(t.TaskJSON), bdLabels(t.TaskJSON), text(t.Title))
+		fmt.Fprintf(b.stdout, "%s [P%d] [%s] %s%s%s - %s\n", cliout.Text(t.ID), t.Priority, cliout.Text(t.IssueType), t.Status,
+			bdAssignee(t.TaskJSON), bdLabels(t.TaskJSON), cliout.Text(t.Title))
 	}
 	return nil
 }
@@ -272,22 +273,22 @@ func bdLine(t workqueue.TaskJSON) string {
 	if t.Status == workqueue.StatusClosed {
 		prio = fmt.Sprintf("P%d", t.Priority)
 	}
-	return fmt.Sprintf("%s %s [%s] [%s]%s%s - %s", bdMark(t.Status), text(t.ID), prio, text(t.IssueType),
-		bdAssignee(t), bdLabels(t), text(t.Title))
+	return fmt.Sprintf("%s %s [%s] [%s]%s%s - %s", bdMark(t.Status), cliout.Text(t.ID), prio, cliout.Text(t.IssueType),
+		bdAssignee(t), bdLabels(t), cliout.Text(t.Title))
 }
 
 // printBDLong is an issue as bd list --long (or search --long) prints it.
 func printBDLong(b *bdEnv, t workqueue.TaskJSON, search bool) {
 	switch {
 	case search:
-		fmt.Fprintf(b.stdout, "%s [P%d] [%s] %s\n  %s\n", text(t.ID), t.Priority, text(t.IssueType), t.Status, text(t.Title))
+		fmt.Fprintf(b.stdout, "%s [P%d] [%s] %s\n  %s\n", cliout.Text(t.ID), t.Priority, cliout.Text(t.IssueType), t.Status, cliout.Text(t.Title))
 	case t.Status == workqueue.StatusClosed:
-		fmt.Fprintf(b.stdout, "%s [P%d] [%s] %s\n  %s\n", text(t.ID), t.Priority, text(t.IssueType), t.Status, text(t.Title))
+		fmt.Fprintf(b.stdout, "%s [P%d] [%s] %s\n  %s\n", cliout.Text(t.ID), t.Priority, cliout.Text(t.IssueType), t.Status, cliout.Text(t.Title))
 	default:
-		fmt.Fprintf(b.stdout, "%s [● P%d] [%s] %s\n  %s\n", text(t.ID), t.Priority, text(t.IssueType), t.Status, text(t.Title))
+		fmt.Fprintf(b.stdout, "%s [● P%d] [%s] %s\n  %s\n", cliout.Text(t.ID), t.Priority, cliout.Text(t.IssueType), t.Status, cliout.Text(t.Title))
 	}
 	if t.Assignee != "" {
-		fmt.Fprintf(b.stdout, "  Assignee: %s\n", text(t.Assignee))
+		fmt.Fprintf(b.stdout, "  Assignee: %s\n", cliout.Text(t.Assignee))
 	}
 	if len(t.Labels) > 0 {
 		fmt.Fprintf(b.stdout, "  Labels:%s\n", bdLabels(t))
@@ -299,7 +300,7 @@ func bdAssignee(t workqueue.TaskJSON) string {
 	if t.Assignee == "" {
 		return ""
 	}
-	return " @" + text(t.Assignee)
+	return " @" + cliout.Text(t.Assignee)
 }
 
 // bdLabels is Go's %v of the labels, as bd prints them: " [a b]".
@@ -309,7 +310,7 @@ func bdLabels(t workqueue.TaskJSON) string {
 	}
 	labels := make([]string, len(t.Labels))
 	for i, l := range t.Labels {
-		labels[i] = text(l)
+		labels[i] = cliout.Text(l)
 	}
 	return " [" + strings.Join(labels, " ") + "]"
 }

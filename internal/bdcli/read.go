@@ -1,12 +1,12 @@
-package main
+package bdcli
 
 import (
 	"fmt"
 	"io"
-	"runtime/debug"
 	"slices"
 	"strings"
 
+	"github.com/spoolhq/spool/internal/cliout"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/workqueue"
 	wqservice "github.com/spoolhq/spool/internal/workqueue/service"
@@ -31,7 +31,7 @@ func (c *bdReadyCmd) Run(b *bdEnv) error {
 	if c.Limit < 0 {
 		return bdUsage("--limit must not be negative, got %d", c.Limit)
 	}
-	if err := validateLabelFlags(c.Label, c.LabelAny); err != nil {
+	if err := workqueue.ValidateLabels(c.Label, c.LabelAny); err != nil {
 		return err
 	}
 	prio, err := optPriority(c.Priority)
@@ -69,7 +69,7 @@ func (c *bdReadyCmd) Run(b *bdEnv) error {
 		out = append(out, workqueue.Beads(st.View(t, q.Policy, q.Now)))
 	}
 	if b.JSON {
-		return writeJSON(b.stdout, out)
+		return cliout.WriteJSON(b.stdout, out)
 	}
 	if len(out) == 0 {
 		if n := st.BeadsStats(q.Policy, q.Now); n.OpenIssues+n.InProgressIssues > 0 {
@@ -81,9 +81,9 @@ func (c *bdReadyCmd) Run(b *bdEnv) error {
 	}
 	fmt.Fprintf(b.stdout, "\n📋 Ready work (%d issues with no blockers):\n\n", len(out))
 	for i, t := range out {
-		fmt.Fprintf(b.stdout, "%d. [● P%d] [%s] %s: %s\n", i+1, t.Priority, text(t.IssueType), text(t.ID), text(t.Title))
+		fmt.Fprintf(b.stdout, "%d. [● P%d] [%s] %s: %s\n", i+1, t.Priority, cliout.Text(t.IssueType), cliout.Text(t.ID), cliout.Text(t.Title))
 		if t.Assignee != "" {
-			fmt.Fprintf(b.stdout, "   Assignee: %s\n", text(t.Assignee))
+			fmt.Fprintf(b.stdout, "   Assignee: %s\n", cliout.Text(t.Assignee))
 		}
 	}
 	fmt.Fprintln(b.stdout)
@@ -112,7 +112,7 @@ func (c *bdShowCmd) Run(b *bdEnv) error {
 		out[i] = workqueue.BeadsDetail(out[i])
 	}
 	if b.JSON {
-		return writeJSON(b.stdout, out)
+		return cliout.WriteJSON(b.stdout, out)
 	}
 	for i, t := range out {
 		if i > 0 {
@@ -128,34 +128,34 @@ func (c *bdShowCmd) Run(b *bdEnv) error {
 // depends on it grouped by type, the comments.
 func printBDShow(w io.Writer, t workqueue.DetailJSON) {
 	badge := map[string]string{"epic": " [EPIC]", "bug": " [BUG]"}[t.IssueType]
-	fmt.Fprintf(w, "\n%s %s%s · %s   [● P%d · %s]\n", bdMark(t.Status), text(t.ID), badge, text(t.Title), t.Priority,
-		strings.ToUpper(text(t.Status)))
+	fmt.Fprintf(w, "\n%s %s%s · %s   [● P%d · %s]\n", bdMark(t.Status), cliout.Text(t.ID), badge, cliout.Text(t.Title), t.Priority,
+		strings.ToUpper(cliout.Text(t.Status)))
 	var meta []string
 	if t.CreatedBy != "" {
-		meta = append(meta, "Owner: "+text(t.CreatedBy))
+		meta = append(meta, "Owner: "+cliout.Text(t.CreatedBy))
 	}
 	if t.Assignee != "" {
-		meta = append(meta, "Assignee: "+text(t.Assignee))
+		meta = append(meta, "Assignee: "+cliout.Text(t.Assignee))
 	}
-	meta = append(meta, "Type: "+text(t.IssueType))
+	meta = append(meta, "Type: "+cliout.Text(t.IssueType))
 	fmt.Fprintln(w, strings.Join(meta, " · "))
 	fmt.Fprintf(w, "Created: %s · Updated: %s\n", t.CreatedAt.Format("2006-01-02"), t.UpdatedAt.Format("2006-01-02"))
 	if t.Status == workqueue.StatusClosed && t.CloseReason != "" {
-		fmt.Fprintf(w, "Close reason: %s\n", text(t.CloseReason))
+		fmt.Fprintf(w, "Close reason: %s\n", cliout.Text(t.CloseReason))
 	}
 	if t.ExternalRef != "" {
-		fmt.Fprintf(w, "External: %s\n", text(t.ExternalRef))
+		fmt.Fprintf(w, "External: %s\n", cliout.Text(t.ExternalRef))
 	}
 	for _, sec := range []struct{ name, body string }{{"DESCRIPTION", t.Description}, {"DESIGN", t.Design},
 		{"NOTES", t.Notes}, {"ACCEPTANCE CRITERIA", t.AcceptanceCriteria}} {
 		if sec.body != "" {
-			fmt.Fprintf(w, "\n%s\n%s\n", sec.name, strings.Join(textLines(sec.body), "\n"))
+			fmt.Fprintf(w, "\n%s\n%s\n", sec.name, strings.Join(cliout.TextLines(sec.body), "\n"))
 		}
 	}
 	if len(t.Labels) > 0 {
 		labels := make([]string, len(t.Labels))
 		for i, l := range t.Labels {
-			labels[i] = text(l)
+			labels[i] = cliout.Text(l)
 		}
 		fmt.Fprintf(w, "\nLABELS: %s\n", strings.Join(labels, ", "))
 	}
@@ -187,8 +187,8 @@ func printBDShow(w io.Writer, t workqueue.DetailJSON) {
 	if len(t.Comments) > 0 {
 		fmt.Fprintf(w, "\nCOMMENTS\n")
 		for _, c := range t.Comments {
-			fmt.Fprintf(w, "  %s %s\n", c.CreatedAt.Format("2006-01-02"), text(c.Author))
-			for _, line := range textLines(c.Text) {
+			fmt.Fprintf(w, "  %s %s\n", c.CreatedAt.Format("2006-01-02"), cliout.Text(c.Author))
+			for _, line := range cliout.TextLines(c.Text) {
 				fmt.Fprintf(w, "    %s\n", line)
 			}
 		}
@@ -199,10 +199,10 @@ func printBDShow(w io.Writer, t workqueue.DetailJSON) {
 // bdDepLine is a related issue under a heading of bd show.
 func bdDepLine(arrow string, t workqueue.TaskJSON) string {
 	if t.Status == workqueue.StatusClosed {
-		return fmt.Sprintf("  %s %s %s: %s ● P%d", arrow, bdMark(t.Status), text(t.ID), text(t.Title), t.Priority)
+		return fmt.Sprintf("  %s %s %s: %s ● P%d", arrow, bdMark(t.Status), cliout.Text(t.ID), cliout.Text(t.Title), t.Priority)
 	}
 	badge := map[string]string{"epic": "(EPIC) ", "bug": "(BUG) "}[t.IssueType]
-	return fmt.Sprintf("  %s %s %s: %s%s ● P%d", arrow, bdMark(t.Status), text(t.ID), badge, text(t.Title), t.Priority)
+	return fmt.Sprintf("  %s %s %s: %s%s ● P%d", arrow, bdMark(t.Status), cliout.Text(t.ID), badge, cliout.Text(t.Title), t.Priority)
 }
 
 // bdCommentsCmd is "comments ID" (list) and "comments add ID TEXT".
@@ -227,7 +227,7 @@ func (c *bdCommentsCmd) Run(b *bdEnv) error {
 		return err
 	}
 	if b.JSON {
-		return writeJSON(b.stdout, comments)
+		return cliout.WriteJSON(b.stdout, comments)
 	}
 	if len(comments) == 0 {
 		fmt.Fprintf(b.stdout, "No comments on %s\n", id)
@@ -235,8 +235,8 @@ func (c *bdCommentsCmd) Run(b *bdEnv) error {
 	}
 	fmt.Fprintf(b.stdout, "\nComments on %s:\n\n", id)
 	for _, cm := range comments {
-		fmt.Fprintf(b.stdout, "[%s] at %s\n", text(cm.Author), cm.CreatedAt.Format("2006-01-02 15:04"))
-		for _, line := range textLines(cm.Text) {
+		fmt.Fprintf(b.stdout, "[%s] at %s\n", cliout.Text(cm.Author), cm.CreatedAt.Format("2006-01-02 15:04"))
+		for _, line := range cliout.TextLines(cm.Text) {
 			fmt.Fprintf(b.stdout, "  %s\n", line)
 		}
 		fmt.Fprintln(b.stdout)
@@ -269,11 +269,11 @@ func (c *bdEpicCloseCmd) Run(b *bdEnv) error {
 	}
 	if c.DryRun {
 		if b.JSON {
-			return writeJSON(b.stdout, eligible)
+			return cliout.WriteJSON(b.stdout, eligible)
 		}
 		fmt.Fprintf(b.stdout, "Would close %d epic(s):\n", len(eligible))
 		for _, e := range eligible {
-			fmt.Fprintf(b.stdout, "  - %s: %s\n", text(e.Epic.ID), text(e.Epic.Title))
+			fmt.Fprintf(b.stdout, "  - %s: %s\n", cliout.Text(e.Epic.ID), cliout.Text(e.Epic.Title))
 		}
 		return nil
 	}
@@ -282,7 +282,7 @@ func (c *bdEpicCloseCmd) Run(b *bdEnv) error {
 		return err
 	}
 	if b.JSON {
-		return writeJSON(b.stdout, map[string]any{"closed": closed, "count": len(closed)})
+		return cliout.WriteJSON(b.stdout, map[string]any{"closed": closed, "count": len(closed)})
 	}
 	fmt.Fprintf(b.stdout, "✓ Closed %d epic(s)\n", len(closed))
 	for _, id := range closed {
@@ -294,9 +294,9 @@ func (c *bdEpicCloseCmd) Run(b *bdEnv) error {
 type bdVersionCmd struct{}
 
 func (c *bdVersionCmd) Run(b *bdEnv) error {
-	v, _ := buildVersion(debug.ReadBuildInfo())
+	v := b.o.Version()
 	if b.JSON {
-		return writeJSON(b.stdout, map[string]string{"version": bdCompatible, "spool": v})
+		return cliout.WriteJSON(b.stdout, map[string]string{"version": bdCompatible, "spool": v})
 	}
 	fmt.Fprintf(b.stdout, "bd version %s (spool %s)\n", bdCompatible, v)
 	return nil

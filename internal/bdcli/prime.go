@@ -1,4 +1,4 @@
-package main
+package bdcli
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/spoolhq/spool/internal/cliout"
 	"github.com/spoolhq/spool/internal/prime"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/workqueue"
@@ -24,7 +25,7 @@ type bdPrimeCmd struct {
 }
 
 func (c *bdPrimeCmd) Run(b *bdEnv) error {
-	st, err := store.Open(b.ctx, b.dir(), func(string) {}, b.storeOpts...)
+	st, err := store.Open(b.ctx, b.dir(), func(string) {}, b.o.Store...)
 	if err != nil {
 		return nil // no spool here: nothing to prime, as bd outside a beads project
 	}
@@ -70,7 +71,7 @@ type bdOnboardCmd struct{}
 
 func (c *bdOnboardCmd) Run(b *bdEnv) error {
 	if b.JSON {
-		return writeJSON(b.stdout, map[string]string{"command": b.app.Model.Name + " prime"})
+		return cliout.WriteJSON(b.stdout, map[string]string{"command": b.app.Model.Name + " prime"})
 	}
 	if err := prime.Onboard(b.stdout, b.app.Model.Name); err != nil {
 		return fmt.Errorf("onboard: %w", err)
