@@ -115,3 +115,45 @@ func TestCancelledJobWhoseWorkerDiesEndsCancelled(t *testing.T) {
 		}
 	}
 }
+
+// The other order of the same merge: a clone that had not seen the cancel
+// requeued the job (its worker lost), and the merged log has that requeue
+// before the cancel_requested decided on the held job. The cancel still
+// wins: the job ends cancelled, and nothing hands it out again.
+func TestCancelRequestedAfterAMergedRequeueCancels(t *testing.T) {
+	proc := ProcRecord{PID: 10, PGID: 10, Start: 5, Boot: "b"}
+	for _, lost := range []struct {
+		name string
+		by   func(w *world) []eventlog.Draft
+	}{
+		{"its process found dead", func(w *world) []eventlog.Draft { return Tick(w.s, w.p, w.now, Gone{proc: true}) }},
+		{"its worker restarted", func(w *world) []eventlog.Draft { return Release(w.s, "w1") }},
+	} {
+		t.Run(lost.name, func(t *testing.T) {
+			w := newWorld(t)
+			id := w.submit("ada", Submit{Segments: 2})
+			d, cl, err := ClaimJobHeld(w.s, w.p, "w1", &proc, nil, 1, w.now)
+			w.apply("w1", d, err)
+			if cl == nil {
+				t.Fatal("no claim")
+			}
+			w.now = w.now.Add(time.Minute)
+			cancel, err := CancelJob(w.s, w.p, id, "ada", w.now) // decided on the held job
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.apply("watch", lost.by(w), nil) // the requeue first
+			if w.status(id) != Queued {
+				t.Fatalf("after the requeue: %s", w.status(id))
+			}
+			w.apply("ada", cancel, nil)
+			if j := w.s.Jobs[id]; j.Status != Cancelled || j.CancelRequested {
+				t.Fatalf("%s, cancel requested %v; want cancelled (trail %+v)", j.Status, j.CancelRequested, j.Trail)
+			}
+			w.now = w.now.Add(time.Hour)
+			if got := w.claim("w3", 4); got == id {
+				t.Fatalf("the cancelled job %s was dispatched again", id)
+			}
+		})
+	}
+}

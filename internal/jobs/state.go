@@ -164,7 +164,7 @@ func NewState() *State {
 const Name = "jobs"
 
 // Spec registers the projection.
-var Spec = projections.Spec{Name: Name, Version: 7, Amortize: 1000, New: func() projections.Projection { return &Projection{s: NewState()} }}
+var Spec = projections.Spec{Name: Name, Version: 8, Amortize: 1000, New: func() projections.Projection { return &Projection{s: NewState()} }}
 
 // Projection folds the scheduler's events.
 type Projection struct {
@@ -366,8 +366,15 @@ func (s *State) Apply(e *eventlog.Event) {
 		}
 	case TypeCancelRequested:
 		var d CancelData
-		if j.Status.Held() && json.Unmarshal(e.Data, &d) == nil {
+		switch {
+		case json.Unmarshal(e.Data, &d) != nil:
+		case j.Status.Held():
 			j.CancelRequested, j.GraceUntil = true, d.GraceUntil
+		case !j.Status.Terminal():
+			// Asked of a held job that another clone, which had not seen
+			// it, gave back to the queue meanwhile (its worker lost): with
+			// no worker left to stop, the cancel is done at once.
+			s.move(j, Cancelled, e, "")
 		}
 	case TypeCancelled:
 		s.move(j, Cancelled, e, "")

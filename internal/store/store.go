@@ -105,6 +105,15 @@ type Remote interface {
 // the remote first: the claim decides again on what it fetches.
 var ErrRemoteMoved = errors.New("the remote moved first")
 
+// Hold runs fn under the lock Read and Write take: a reader that keeps a
+// state (a projection's snapshot) takes it there, so that no write of
+// another goroutine folds into it meanwhile.
+func (s *Store) Hold(fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn()
+}
+
 // Flush saves projections a deferred Write left unsaved.
 func (s *Store) Flush(ctx context.Context) error {
 	s.mu.Lock()

@@ -42,7 +42,7 @@ func (s *Service) Read(ctx context.Context) (*jobs.State, error) {
 	if err != nil {
 		return nil, err
 	}
-	return snapshotOf(v), nil
+	return s.snapshot(v), nil
 }
 
 // stateOf is the fold's own state, what a decision reads under the lock.
@@ -51,11 +51,15 @@ func stateOf(v *projections.View) *jobs.State {
 	return p.State()
 }
 
-// snapshotOf is the state for a reader to keep: later writes of this
-// process (a worker's next step) do not change it.
-func snapshotOf(v *projections.View) *jobs.State {
-	p, _ := projections.As[*jobs.Projection](v, jobs.Name)
-	return p.Snapshot()
+// snapshot is the state for a reader to keep: later writes of this
+// process (a worker's next step, another goroutine's) do not change it. It
+// is taken under the store's lock.
+func (s *Service) snapshot(v *projections.View) (st *jobs.State) {
+	s.Store.Hold(func() {
+		p, _ := projections.As[*jobs.Projection](v, jobs.Name)
+		st = p.Snapshot()
+	})
+	return st
 }
 
 // decision is a scheduler decision at one clock reading: the drafts to
@@ -104,7 +108,7 @@ func decideAs[R any](ctx context.Context, s *Service, worker string, decide deci
 	if err != nil {
 		return written[R]{}, err
 	}
-	return written[R]{State: snapshotOf(w.View), Events: w.Events, Result: w.Result}, nil
+	return written[R]{State: s.snapshot(w.View), Events: w.Events, Result: w.Result}, nil
 }
 
 // drafts adapts a decision with no result.
@@ -233,8 +237,11 @@ func (s *Service) claim(ctx context.Context, worker string, slots int, holder *j
 	if err != nil || c == nil {
 		return nil, err
 	}
-	job := *c.Job // the job as the claim left it: later writes move the state on
-	c.Job = &job
+	// The job as the claim left it, from the snapshot after the append:
+	// c.Job is the record the decision read, before the claim.
+	if c.Job, err = w.State.Job(c.Job.ID); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 

@@ -36,8 +36,12 @@ func TestReadIsASnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	trail := len(before.Trail)
-	if c, err := s.Claim(ctx, "w1", 1); err != nil || c == nil {
+	c, err := s.Claim(ctx, "w1", 1)
+	if err != nil || c == nil {
 		t.Fatalf("claim: %v %v", c, err)
+	}
+	if c.Job.Status != jobs.Running || c.Job.Worker != "w1" || c.Job.LeaseUntil.IsZero() {
+		t.Fatalf("the claim returned the job as %s by %q, lease %v; want it as the claim left it", c.Job.Status, c.Job.Worker, c.Job.LeaseUntil)
 	}
 	if _, _, err := s.SegmentDone(ctx, sub.ID, "w1", jobs.SegmentEnd{Segment: 0}); err != nil {
 		t.Fatal(err)
@@ -53,5 +57,48 @@ func TestReadIsASnapshot(t *testing.T) {
 	}
 	if j, _ := now2.Job(sub.ID); j.Status == jobs.Queued {
 		t.Fatal("a state read after the writes does not show them")
+	}
+}
+
+// A worker's goroutines share one Service: a read on one while another
+// writes takes its snapshot under the store's lock (go test -race).
+func TestSnapshotsWhileAnotherGoroutineWrites(t *testing.T) {
+	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n"})
+	ctx := context.Background()
+	st, err := store.Open(ctx, r.Root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	s := Open(store.Env{Store: st, Now: now, Warn: func(string) {},
+		Actor: func(context.Context) (string, error) { return "ada@example.com", nil }})
+	sub, err := s.Submit(ctx, jobs.Submit{Name: "render", Argv: []string{"true"}, Slots: 1, Segments: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.Claim(ctx, "w1", 1); err != nil || c == nil {
+		t.Fatalf("claim: %v %v", c, err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		for range 50 {
+			if _, err := s.Heartbeat(ctx, sub.ID, "w1"); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for range 50 {
+		held, err := s.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j, err := held.Job(sub.ID); err != nil || j.Worker != "w1" {
+			t.Fatalf("read %+v, %v", j, err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

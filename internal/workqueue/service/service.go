@@ -68,9 +68,13 @@ var (
 // the fold's own state; a side not opened is nil.
 func stateOf(v *projections.View) *workqueue.State { return combined(v, false) }
 
-// snapshotOf is stateOf for a reader to keep: later writes of this
-// process (a long-running command's next step) do not change it.
-func snapshotOf(v *projections.View) *workqueue.State { return combined(v, true) }
+// snapshot is stateOf for a reader to keep: later writes of this process
+// (a long-running command's next step, another goroutine's) do not change
+// it. It is taken under the store's lock.
+func (s *Service) snapshot(v *projections.View) (st *workqueue.State) {
+	s.Store.Hold(func() { st = combined(v, true) })
+	return st
+}
 
 func combined(v *projections.View, snapshot bool) *workqueue.State {
 	var tasks, history *workqueue.State
@@ -103,7 +107,7 @@ func (s *Service) Read(ctx context.Context, names []string) (*workqueue.State, e
 	if err != nil {
 		return nil, err
 	}
-	return snapshotOf(v), nil
+	return s.snapshot(v), nil
 }
 
 // decision is a queue decision: the drafts to append and the command's
@@ -136,7 +140,7 @@ func write[R any](ctx context.Context, s *Service, mode store.Mode, names []stri
 	if err != nil {
 		return written[R]{}, err
 	}
-	out := written[R]{Events: w.Events, State: snapshotOf(w.View), Result: w.Result}
+	out := written[R]{Events: w.Events, State: s.snapshot(w.View), Result: w.Result}
 	if made := slices.ContainsFunc(w.Events, func(e eventlog.Event) bool { return e.Type == workqueue.TypeHookRequested }); made || s.ownHooks(out.State) {
 		s.runHooks(ctx, made)
 		// The state after the outcomes too, for what the command prints.
