@@ -204,7 +204,7 @@ func printTasks(e *env, q *wqservice.Service, s *workqueue.State, tasks []*workq
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	for _, t := range tasks {
-		status := s.EffectiveStatus(t, q.Policy, q.Now)
+		status := s.EffectiveStatus(t, q.Now)
 		fmt.Fprint(tw, row(text(t.ID), fmt.Sprintf("P%d", t.Priority), status, text(t.Type), text(t.Title), labelList(t.Labels),
 			taskNote(s, t, status)))
 	}
@@ -294,8 +294,8 @@ func (c *TaskCloseCmd) Run(e *env) error {
 	if e.JSON {
 		return writeJSON(e.stdout, out)
 	}
-	for _, id := range c.IDs {
-		fmt.Fprintf(e.stdout, "closed %s\n", text(id))
+	for _, t := range out {
+		fmt.Fprintf(e.stdout, "closed %s\n", text(t.ID))
 	}
 	return nil
 }

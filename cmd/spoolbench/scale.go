@@ -457,7 +457,7 @@ func (o *scaleOrder) part(g *scaleGen, k int) (*workqueue.State, bool) {
 	for _, l := range o {
 	tasks:
 		for _, t := range l {
-			if g.st.EffectiveStatus(t, g.pol, g.at) != workqueue.StatusOpen || t.HasLabel(workqueue.BlockedLabel) {
+			if g.st.EffectiveStatus(t, g.at) != workqueue.StatusOpen || t.HasLabel(workqueue.BlockedLabel) {
 				continue
 			}
 			for _, d := range t.Blockers {

@@ -106,7 +106,7 @@ func Kanban(st *workqueue.State, p workqueue.Policy, f TaskFilter, now time.Time
 			key, c.ClosedAt = ColDone, t.Detail().ClosedAt
 		case h.Status == workqueue.HistBlocked || h.Status == workqueue.HistAbandoned || t.HasLabel(workqueue.BlockedLabel):
 			key, c.Abandoned = ColBlocked, h.Status == workqueue.HistAbandoned
-		case st.EffectiveStatus(t, p, now) == workqueue.StatusInProgress:
+		case st.EffectiveStatus(t, now) == workqueue.StatusInProgress:
 			key, c.Worker, c.LeaseUntil = ColInProgress, h.Worker, t.LeaseUntil
 		case h.Status == workqueue.HistFailed && h.NextEligibleAt != nil && h.NextEligibleAt.After(now):
 			key, c.NextEligible = ColBackoff, *h.NextEligibleAt

@@ -504,7 +504,7 @@ func ClaimJobHeld(s *State, p Policy, worker string, holder *ProcRecord, gone Go
 func Release(s *State, worker string) []eventlog.Draft {
 	var out []eventlog.Draft
 	for _, j := range s.Sorted() {
-		if j.Worker != worker || j.Status != Dispatched && j.Status != Running {
+		if j.Worker != worker || !j.Status.Held() {
 			continue
 		}
 		if j.CancelRequested {
@@ -522,7 +522,7 @@ func (s *State) held(id, worker string) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	if j.Status != Dispatched && j.Status != Running {
+	if !j.Status.Held() {
 		return nil, fault.New(CodeNotRunning, nil, fmt.Sprintf("job %s is %s, not running", j.ID, j.Status), "job_id", j.ID, "status", string(j.Status))
 	}
 	if j.Worker != worker {

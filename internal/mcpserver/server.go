@@ -46,8 +46,9 @@ type Options struct {
 type Server struct {
 	opt Options
 
-	// mu lets one call at a time use the store: a state read from it is the
-	// store's own, caught up in place by the next read. A call's answer is
+	// mu lets one call at a time use the store: the merge queue's state read
+	// from it is the store's own, caught up in place by the next read (the
+	// work queue's and the scheduler's are snapshots). A call's answer is
 	// encoded under it.
 	mu sync.Mutex
 

@@ -453,7 +453,7 @@ func repeatable[R any](drafts []eventlog.Draft, r R, err error, decide Decider[R
 	case errA != nil || errB != nil:
 		return fmt.Errorf("internal error: a decision's drafts do not encode: %v", errors.Join(errA, errB))
 	case !bytes.Equal(a, b):
-		return fmt.Errorf("internal error: a decision is not repeatable: it appended %s, then %s", a, b)
+		return fmt.Errorf("internal error: a decision is not repeatable: it decided %s, then %s", a, b)
 	case fmt.Sprint(err) != fmt.Sprint(err2):
 		return fmt.Errorf("internal error: a decision is not repeatable: it failed with %v, then %v", err, err2)
 	case !reflect.DeepEqual(r, r2):

@@ -17,7 +17,7 @@ import (
 // BeadsStatus is the status bd shows for t at now: Blocked (the blocked
 // label) is bd's blocked, an expired claim open.
 func (s *State) BeadsStatus(t *Task, p Policy, now time.Time) string {
-	st := s.EffectiveStatus(t, p, now)
+	st := s.EffectiveStatus(t, now)
 	if st == StatusOpen && t.HasLabel(BlockedLabel) {
 		return StatusBlocked
 	}

@@ -73,7 +73,7 @@ func BenchmarkSelectExternal(b *testing.B) {
 	now := t0.Add(3 * time.Hour)
 	b.ResetTimer()
 	for range b.N {
-		if len(DefaultPolicy().Select(cands, Lookup(s.hst.m), Gate{}, now, 1)) != 1 {
+		if len(DefaultPolicy().Select(cands, s.Entry, Gate{}, now, 1)) != 1 {
 			b.Fatal("want 1")
 		}
 	}

@@ -379,7 +379,7 @@ func CloseTasks(s Tracker, ids []string, reason string) ([]eventlog.Draft, error
 // its claimant finishes it (done), or an admin closes it on purpose
 // (override: task close --force by one of admins), so that a typo in an
 // id never pulls work from under an agent.
-func MayClose(s History, p Policy, id, actor string, override bool, now time.Time) error {
+func MayClose(s History, id, actor string, override bool, now time.Time) error {
 	h := s.Entry(id)
 	if override || h == nil || !h.leaseHeld(now) || h.Actor == actor || h.Worker == actor {
 		return nil
@@ -731,7 +731,7 @@ func Next(s *State, cands []Candidate, native bool, p Policy, g Gate, worker, ac
 // held returns the live claim of id that actor holds: they claimed it, or
 // it was claimed for them (next -w, bd update -a), so that a worker an
 // orchestrator claimed for finishes its own attempt.
-func held(s *State, p Policy, id, actor string, now time.Time) (Entry, error) {
+func held(s *State, id, actor string, now time.Time) (Entry, error) {
 	h := s.Entry(id)
 	if h == nil {
 		if !s.HasTask(id) {
@@ -763,7 +763,7 @@ func notClaimed(id, why string) error {
 
 // Heartbeat extends the lease of a claim the actor holds.
 func Heartbeat(s *State, p Policy, id, actor string, now time.Time) (eventlog.Draft, time.Time, error) {
-	if _, err := held(s, p, id, actor, now); err != nil {
+	if _, err := held(s, id, actor, now); err != nil {
 		return eventlog.Draft{}, time.Time{}, err
 	}
 	until := now.Add(p.Lease)
@@ -772,7 +772,7 @@ func Heartbeat(s *State, p Policy, id, actor string, now time.Time) (eventlog.Dr
 
 // Done records a successful attempt (RecordSuccess); a native task is closed.
 func Done(s *State, p Policy, id, actor, reason string, now time.Time) ([]eventlog.Draft, error) {
-	h, err := held(s, p, id, actor, now)
+	h, err := held(s, id, actor, now)
 	if err != nil {
 		return nil, err
 	}
@@ -789,7 +789,7 @@ func Fail(s *State, p Policy, id, actor, msg string, now time.Time) ([]eventlog.
 	if msg == "" {
 		return nil, fault.Usagef(CodeEmptyError, "--error needs a description of the failure")
 	}
-	h, err := held(s, p, id, actor, now)
+	h, err := held(s, id, actor, now)
 	if err != nil {
 		return nil, err
 	}
@@ -949,7 +949,7 @@ func (l layered) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool
 		if found && !candidateLess(c, best) {
 			return false // a requeue only moves a task later: neither it nor any after it can beat the best
 		}
-		if s.EffectiveStatus(t, p, now) != StatusOpen || !g.Admits(t.Labels) || !g.AdmitsType(t.Type) || s.blockedBy(t, memo, 0) {
+		if s.EffectiveStatus(t, now) != StatusOpen || !g.Admits(t.Labels) || !g.AdmitsType(t.Type) || s.blockedBy(t, memo, 0) {
 			return true // blocked first: it needs no history entry read
 		}
 		h := l.entry(t.ID)

@@ -380,11 +380,6 @@ func (p Policy) abandons(h Entry) bool {
 	return p.Kind != Progressive && p.MaxFailures > 0 && h.Attempts >= p.MaxFailures
 }
 
-// Lookup turns a history map into Select's lookup.
-func Lookup(history map[string]*Entry) func(string) *Entry {
-	return func(id string) *Entry { return history[id] }
-}
-
 // Wakeup is the earliest time after now at which something in the history
 // may become claimable: a backoff ending or a lease running out. Zero when
 // nothing is waiting. A worker with nothing to do can sleep until then

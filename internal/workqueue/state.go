@@ -195,7 +195,7 @@ type PendingSync struct {
 // each side offers), and only the fold writes. Read from a snapshot, a
 // side keeps the snapshot's table open and decodes a task or an entry when
 // it is first asked for; the side caches it, which is not a change of the
-// state: the decoded value is the table's. AllTasks and AllHistory decode
+// state: the decoded value is the table's. Tasks and Entries decode
 // the rest.
 type State struct {
 	trk *trackerSide
@@ -206,7 +206,7 @@ type State struct {
 }
 
 // trackerSide is the tracker's side of a state. Combine shares it, so that
-// what AllTasks decodes is decoded once for every state that holds it.
+// what one holder decodes is decoded once for every state that holds it.
 type trackerSide struct {
 	m          map[string]*Task // decoded, changed or new since the table; nil: not opened
 	table      *taskTable       // the snapshot's tasks not yet in m; nil: m is whole

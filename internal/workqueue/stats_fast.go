@@ -17,7 +17,7 @@ import (
 func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 	if s.trk.table == nil || len(g.Require) > 0 || len(g.Exclude) > 0 || len(g.ExcludeTypes) > 0 {
 		cands := Candidates(s.Ready(p, ReadyFilter{}, now, Unsorted))
-		ready := len(p.Select(cands, Lookup(s.allHistory()), g, now, Unsorted))
+		ready := len(p.Select(cands, s.Entry, g, now, Unsorted))
 		return p.Stats(s, true, nil, ready, now)
 	}
 	tt := s.trk.table
@@ -43,7 +43,7 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 	var st Stats
 	ready := 0
 	readyNow := func(t *Task, memo map[string]bool) bool {
-		return s.EffectiveStatus(t, p, now) == StatusOpen && !s.blockedBy(t, memo, 0) &&
+		return s.EffectiveStatus(t, now) == StatusOpen && !s.blockedBy(t, memo, 0) &&
 			p.Skip(Candidates([]*Task{t})[0], s.Entry(t.ID), g, now) == ""
 	}
 	memo := map[string]bool{}

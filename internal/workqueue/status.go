@@ -67,7 +67,7 @@ func ClaimTask(s *State, p Policy, id, worker, actor string, now time.Time) ([]e
 // Release gives a claim the actor holds back, with no result: the task is
 // open again and the attempt is not counted as a failure.
 func Release(s *State, p Policy, id, actor string, now time.Time) (eventlog.Draft, error) {
-	h, err := held(s, p, id, actor, now)
+	h, err := held(s, id, actor, now)
 	if err != nil {
 		return eventlog.Draft{}, err
 	}
@@ -85,10 +85,10 @@ func Finish(s *State, p Policy, id, actor, reason string, now time.Time) ([]even
 	if t.Status == StatusClosed {
 		return nil, nil
 	}
-	if _, err := held(s, p, id, actor, now); err == nil {
+	if _, err := held(s, id, actor, now); err == nil {
 		return Done(s, p, id, actor, reason, now)
 	}
-	if err := MayClose(s, p, id, actor, false, now); err != nil {
+	if err := MayClose(s, id, actor, false, now); err != nil {
 		return nil, err
 	}
 	return CloseTasks(s, []string{id}, reason)
@@ -103,7 +103,7 @@ func SetStatus(s *State, p Policy, id, to, worker, actor, reason string, now tim
 	if err != nil {
 		return nil, err
 	}
-	status := s.EffectiveStatus(t, p, now)
+	status := s.EffectiveStatus(t, now)
 	claimed := status == StatusInProgress && s.claimed(id, p, now)
 	unclaimed := status == StatusInProgress && !claimed // in_progress as an import had it
 	one := func(d eventlog.Draft, err error) ([]eventlog.Draft, error) {

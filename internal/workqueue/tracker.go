@@ -9,7 +9,7 @@ import (
 
 // EffectiveStatus is the tracker status at now: a task whose claim's lease
 // ran out is open again (the queue counts the lost attempt).
-func (s *State) EffectiveStatus(t *Task, p Policy, now time.Time) string {
+func (s *State) EffectiveStatus(t *Task, now time.Time) string {
 	if t.leaseExpired(now) {
 		return StatusOpen
 	}
@@ -98,7 +98,7 @@ func (s *State) readyBy(p Policy, f ReadyFilter, now time.Time, keep func(*Task)
 		if limit > 0 && len(out) == limit && !less(t, out[limit-1]) {
 			return false // would not make the first limit
 		}
-		st := s.EffectiveStatus(t, p, now)
+		st := s.EffectiveStatus(t, now)
 		if st != StatusOpen && !(f.Claimed && st == StatusInProgress) || !f.Admits(t) ||
 			f.Unassigned && st == t.Status && t.Detail().Assignee != "" { // an expired claim's assignee is gone
 			return true
@@ -345,7 +345,7 @@ type ListFilter struct {
 func (s *State) List(p Policy, f ListFilter, now time.Time) []*Task {
 	var out []*Task
 	for _, t := range s.allTasks() {
-		if f.Status != "" && s.EffectiveStatus(t, p, now) != f.Status ||
+		if f.Status != "" && s.EffectiveStatus(t, now) != f.Status ||
 			f.Label != "" && !t.HasLabel(f.Label) ||
 			f.Priority != nil && t.Priority != *f.Priority {
 			continue
@@ -414,7 +414,7 @@ func (s *State) reachesAny(from, to string) bool { return s.reachesThrough(from,
 // or comments: bd ready's items, and what commands that change a task print.
 func (s *State) View(t *Task, p Policy, now time.Time) TaskJSON {
 	j := t.base()
-	if st := s.EffectiveStatus(t, p, now); st != t.Status {
+	if st := s.EffectiveStatus(t, now); st != t.Status {
 		j.Status, j.Assignee = st, ""
 	}
 	return j

@@ -465,7 +465,7 @@ func TestLeaseExpiry(t *testing.T) {
 	if h.Status != HistFailed || h.LastError != LeaseExpiredError || h.Attempts != 1 {
 		t.Fatalf("history view after the lease: %+v", h)
 	}
-	if st := w.s.EffectiveStatus(w.s.trk.m[id], p, late); st != StatusOpen {
+	if st := w.s.EffectiveStatus(w.s.trk.m[id], late); st != StatusOpen {
 		t.Fatalf("tracker status %s", st)
 	}
 	drafts, claim, err := Next(w.s, nil, true, p, Gate{}, "b", "b", late)

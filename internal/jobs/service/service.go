@@ -329,7 +329,7 @@ func (s *Service) Tick(ctx context.Context) ([]eventlog.Event, time.Time, error)
 func gone(st *jobs.State) jobs.Gone {
 	var out jobs.Gone
 	for _, j := range st.Jobs {
-		if (j.Status == jobs.Dispatched || j.Status == jobs.Running) && j.Holder != nil && !out[*j.Holder] &&
+		if j.Status.Held() && j.Holder != nil && !out[*j.Holder] &&
 			proc.Gone(proc.Record(*j.Holder)) { // the same fields: the log's record of proc's
 			if out == nil {
 				out = jobs.Gone{}

@@ -82,11 +82,10 @@ func recoverExpired(ctx context.Context, st *store.Store, actor string, now time
 		}
 	}
 	pol := mergequeue.PolicyFrom(st.Config)
-	var scratch []string
-	events, v, err := st.Claim(ctx, now, actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+	w, err := store.Write(ctx, st, store.Claiming, now, actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, []string, error) {
 		q := queueOf(v)
 		drafts := mergequeue.DecideRecover(q, merged, dead, pol, now)
-		scratch = scratch[:0]
+		var scratch []string
 		for _, d := range drafts {
 			if d.Type == mergequeue.EvRecovered {
 				e := q.Entry(d.Data.(mergequeue.EntryData).EntryID)
@@ -96,12 +95,13 @@ func recoverExpired(ctx context.Context, st *store.Store, actor string, now time
 				scratch = append(scratch, ScratchPath(st.Repo, e.ID, e.Ref))
 			}
 		}
-		return drafts, nil
+		return drafts, scratch, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	for _, dir := range scratch {
+	events, v := w.Events, w.View
+	for _, dir := range w.Result {
 		if _, err := os.Lstat(dir); err == nil { // a runner of another clone left none here
 			git.RemoveScratch(ctx, st.Repo.Root, dir)
 		}

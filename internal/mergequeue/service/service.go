@@ -95,19 +95,23 @@ func (s *Service) Change(ctx context.Context, decide func(q *mergequeue.State, a
 // decision is made (a merge may have renumbered entries since the command
 // started); it returns the entry after the change.
 func (s *Service) ChangeEntry(ctx context.Context, handle string, decide func(q *mergequeue.State, id int64, actor string) ([]eventlog.Draft, error)) (*mergequeue.State, *mergequeue.Entry, error) {
-	ref := ""
-	_, q, err := s.Change(ctx, func(q *mergequeue.State, actor string) ([]eventlog.Draft, error) {
+	if _, err := s.Queue(ctx); err != nil { // recovers expired entries first, as Change
+		return nil, nil, err
+	}
+	w, err := store.WriteAs(ctx, s.Env, store.Local, []string{mergequeue.Name}, func(v *projections.View, actor string) ([]eventlog.Draft, string, error) {
+		q := queueOf(v)
 		en, err := q.Lookup(handle)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		ref = en.Ref
-		return decide(q, en.ID, actor)
+		d, err := decide(q, en.ID, actor)
+		return d, en.Ref, err
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	return q, q.EntryByRef(ref), nil
+	q := queueOf(w.View)
+	return q, q.EntryByRef(w.Result), nil
 }
 
 // Cancel cancels an entry.

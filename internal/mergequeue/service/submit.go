@@ -271,14 +271,14 @@ func (s *Service) submit(ctx context.Context, opt SubmitOptions, about *mergeque
 		}
 		pushed = true
 	}
-	var sub mergequeue.Submission
-	_, v, err := st.Write(ctx, now, actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
-		sub, err = mergequeue.DecideSubmit(queueOf(v), req, pol, now)
-		return sub.Drafts, err
+	written, err := store.Write(ctx, st, store.Local, now, actor, []string{mergequeue.Name}, func(v *projections.View) ([]eventlog.Draft, mergequeue.Submission, error) {
+		sub, err := mergequeue.DecideSubmit(queueOf(v), req, pol, now)
+		return sub.Drafts, sub, err
 	})
 	if err != nil {
 		return nil, err
 	}
+	sub, v := written.Result, written.View
 	e := queueOf(v).Entry(sub.EntryID)
 	resp := &Response{EntryID: e.ID, EntryRef: e.Ref, Workspace: e.Workspace, WorkspaceID: e.WorkspaceID, Status: e.Status, PendingCount: queueOf(v).PendingCount,
 		SubmissionType: sub.Type, SubmittedAt: now.UTC(), DedupeKey: e.DedupeKey, HeadSHA: e.HeadSHA,

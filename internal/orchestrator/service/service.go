@@ -309,9 +309,10 @@ func (s *Service) settle(ctx context.Context, st *orchestrator.State, a *orchest
 			return "", nil, fmt.Errorf("revert %s to %s: %w", orchestrator.Branch(a.TaskID), a.Base, err)
 		}
 	}
-	_, err := s.WQ.Decide(ctx, a.TaskID, "agent succeeded", func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
+	_, settled, err := wqservice.Decide(ctx, s.WQ, a.TaskID, "agent succeeded", func(st *workqueue.State, actor string) ([]eventlog.Draft, string, error) {
 		var drafts []eventlog.Draft
 		var err error
+		outcome := outcome // the decision may run again: it must not change what it reads
 		switch outcome {
 		case orchestrator.OutcomeDone:
 			drafts, err = workqueue.Done(st, s.WQ.Policy, a.TaskID, actor, "agent succeeded", s.Now)
@@ -325,7 +326,6 @@ func (s *Service) settle(ctx context.Context, st *orchestrator.State, a *orchest
 				drafts = []eventlog.Draft{d, workqueue.Note(a.TaskID, orchestrator.ReleaseComment(x, s.Policy))}
 			}
 		}
-		fin.MergeEntry = entry
 		if err != nil {
 			// The claim is no longer ours (its lease ran out while spool
 			// was down, someone released it): the task is not ours to
@@ -333,13 +333,18 @@ func (s *Service) settle(ctx context.Context, st *orchestrator.State, a *orchest
 			outcome = orchestrator.OutcomeDropped
 			drafts = nil
 		}
+		fin := fin
+		fin.MergeEntry = entry
 		drafts = append(drafts, orchestrator.Finished(a, outcome, fin))
 		if pause != nil {
 			drafts = append(drafts, orchestrator.Paused(*pause))
 		}
-		return drafts, nil
+		return drafts, outcome, nil
 	})
-	return outcome, pause, err
+	if err != nil {
+		return outcome, pause, err
+	}
+	return settled, pause, nil
 }
 
 // Rejection is a done attempt the merge train refused, as settled.
@@ -376,19 +381,21 @@ func (s *Service) rejected(ctx context.Context, st *orchestrator.State) ([]Rejec
 		}
 		r := Rejection{Submission: sub, Reason: e.LastError, Outcome: orchestrator.OutcomeFailed}
 		msg := orchestrator.RejectedMessage(sub, e.LastError)
-		_, err := s.WQ.Decide(ctx, sub.TaskID, msg, func(st *workqueue.State, actor string) ([]eventlog.Draft, error) {
+		_, outcome, err := wqservice.Decide(ctx, s.WQ, sub.TaskID, msg, func(st *workqueue.State, actor string) ([]eventlog.Draft, string, error) {
+			outcome := orchestrator.OutcomeFailed
 			drafts, err := workqueue.Rejected(st, s.WQ.Policy, sub.TaskID, msg, s.Now)
 			if err != nil {
-				r.Outcome, drafts = orchestrator.OutcomeDropped, nil
+				outcome, drafts = orchestrator.OutcomeDropped, nil
 			} else {
 				drafts = append(drafts, workqueue.Note(sub.TaskID, msg+"; the task is reopened and the attempt counted as failed"))
 			}
 			return append(drafts, eventlog.Draft{Type: orchestrator.TypeMergeRejected, Subject: sub.TaskID,
-				Data: orchestrator.MergeRejectedData{Attempt: sub.Attempt, MergeEntry: sub.MergeEntry, Reason: e.LastError, Outcome: r.Outcome}}), nil
+				Data: orchestrator.MergeRejectedData{Attempt: sub.Attempt, MergeEntry: sub.MergeEntry, Reason: e.LastError, Outcome: outcome}}), outcome, nil
 		})
 		if err != nil {
 			return out, err
 		}
+		r.Outcome = outcome
 		out = append(out, r)
 	}
 	return out, nil

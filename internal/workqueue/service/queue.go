@@ -190,10 +190,18 @@ func (s *Service) Unblock(ctx context.Context, id string, reset bool) (workqueue
 }
 
 // Decide runs decide (a caller's combination of the queue's decide
-// functions and its own events) as one append, as the queue's commands do,
-// and returns task id's history after it. reason is a close's, for bd/br.
-func (s *Service) Decide(ctx context.Context, id, reason string, decide func(st *workqueue.State, actor string) ([]eventlog.Draft, error)) (workqueue.EntryJSON, error) {
-	return s.entryChange(ctx, store.Claiming, id, reason, decide)
+// functions and its own events) as one append through the remote, as the
+// claimant's own commands do, and returns task id's history after it and
+// the decision's result. reason is a close's, for bd/br. Like every
+// decision, decide must be repeatable: a claim whose remote moved runs it
+// again on what it fetched.
+func Decide[R any](ctx context.Context, s *Service, id, reason string, decide func(st *workqueue.State, actor string) ([]eventlog.Draft, R, error)) (workqueue.EntryJSON, R, error) {
+	w, err := change(ctx, s, store.Claiming, Both, reason, decide)
+	if err != nil {
+		var zero R
+		return workqueue.EntryJSON{}, zero, err
+	}
+	return s.entryView(w.State, id), w.Result, nil
 }
 
 // entryChange runs a queue decision and returns the task's history after

@@ -185,9 +185,20 @@ func (s *Service) Update(ctx context.Context, id string, u workqueue.Update) (ta
 	return w.State.View(w.State.Task(id), s.Policy, s.Now), len(w.Events) > 0, nil
 }
 
-// Close closes every task or none. A task another actor holds under a
-// live claim is refused, unless force and the actor is an admin.
+// Close closes every task or none, each once however often it is named.
+// A task another actor holds under a live claim is refused, unless force
+// and the actor is an admin.
 func (s *Service) Close(ctx context.Context, refs []string, reason string, force bool) ([]workqueue.TaskJSON, error) {
+	out, err := s.close(ctx, refs, reason, force)
+	seen := map[string]bool{}
+	return slices.DeleteFunc(out, func(t workqueue.TaskJSON) bool {
+		dup := seen[t.ID]
+		seen[t.ID] = true
+		return dup
+	}), err
+}
+
+func (s *Service) close(ctx context.Context, refs []string, reason string, force bool) ([]workqueue.TaskJSON, error) {
 	return s.tasksChange(ctx, store.Local, refs, func(st *workqueue.State, ids []string, actor string) ([]eventlog.Draft, error) {
 		override := force && slices.Contains(s.settings.Core.Admins, actor)
 		if force && !override {
@@ -195,7 +206,7 @@ func (s *Service) Close(ctx context.Context, refs []string, reason string, force
 				fmt.Sprintf("--force is for admins (the admins key of .spool/config.json); %s is not one", actor), "actor", actor)
 		}
 		for _, id := range ids {
-			if err := workqueue.MayClose(st, s.Policy, id, actor, override, s.Now); err != nil {
+			if err := workqueue.MayClose(st, id, actor, override, s.Now); err != nil {
 				return nil, err
 			}
 		}
