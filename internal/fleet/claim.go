@@ -143,6 +143,11 @@ func (c *Claims) Prepare(ctx context.Context, sess *eventlog.Session) (func(writ
 		})
 		if f, ok := fault.As(err); errors.Is(err, store.ErrRemoteMoved) || ok && f.Has(CodeRemoteUnreachable) && !pushTimedOut(err) {
 			c.clearPending() // refused, or never reached: the lines are not on the remote
+		} else if pushTimedOut(err) && git.LocalRemote(context.WithoutCancel(ctx), dir, c.o.Remote) {
+			// Killed at the deadline with its session, a local remote's
+			// receive-pack included: it took the push already or never will.
+			p.Dead = true
+			c.savePending(p)
 		}
 		if err != nil {
 			if _, err := c.offline(err); err == nil {
@@ -219,6 +224,10 @@ type pendingClaim struct {
 	// branch did not exist), the only one its push can move the branch
 	// from; nil in a record of an older spool, which did not say.
 	Tip *string `json:"tip,omitempty"`
+	// Dead says the push was killed with the remote's side of it (a local
+	// remote's receive-pack, at the claim's deadline): what the remote has
+	// now is all it will ever take of it.
+	Dead bool `json:"dead,omitempty"`
 }
 
 func (c *Claims) pendingPath() string {
@@ -265,7 +274,14 @@ func (c *Claims) Settle(ctx context.Context, sess *eventlog.Session) error {
 		return nil
 	}
 	o := Options{Remote: p.Remote, Branch: p.Branch, Attempts: 10}
+	// The log's lock is held: the remote is given a claim's deadline, as a
+	// claim's fetch and push are, and whatever git started is killed then.
+	nctx, cancel := context.WithTimeout(git.Unattended(ctx), c.Timeout())
+	defer cancel()
 	unknown := func(err error) error {
+		if ctx.Err() == nil && errors.Is(nctx.Err(), context.DeadlineExceeded) {
+			err = fault.New(CodeRemoteUnreachable, errors.Join(errTimedOut, err), fmt.Sprintf("%s did not answer within %s", p.Remote, c.Timeout()), "remote", p.Remote)
+		}
 		if f, ok := fault.As(err); ok && f.Has(CodeRemoteUnreachable) {
 			return fault.New(CodeRemoteUnreachable, err, fmt.Sprintf("a claim was being pushed to %s/%s when spool stopped, and whether the remote took it "+
 				"is unknown until it answers: nothing is appended until then (%s)", p.Remote, p.Branch, f.Message), "remote", p.Remote)
@@ -273,10 +289,10 @@ func (c *Claims) Settle(ctx context.Context, sess *eventlog.Session) error {
 		return err
 	}
 	for attempt := range o.Attempts {
-		if err := pause(ctx, attempt); err != nil {
-			return err
+		if err := pause(nctx, attempt); err != nil {
+			return unknown(err)
 		}
-		tip, remote, err := fetch(ctx, c.st, o)
+		tip, remote, err := fetch(nctx, c.st, o)
 		if err != nil {
 			return unknown(err)
 		}
@@ -294,14 +310,15 @@ func (c *Claims) Settle(ctx context.Context, sess *eventlog.Session) error {
 				return nil
 			}
 		}
-		if p.Tip != nil && tip != *p.Tip {
-			// The branch moved on without the lines: the push, which could
-			// only move it from *p.Tip, can no longer land.
+		if p.Dead || p.Tip != nil && tip != *p.Tip {
+			// The push is dead, or the branch moved on without the lines:
+			// the push, which could only move it from *p.Tip, can no
+			// longer land.
 			c.clearPending()
 			return nil
 		}
 		// The branch is where the claim found it: the push may still land.
-		err = c.fence(ctx, sess, o, tip, remote)
+		err = c.fence(nctx, sess, o, tip, remote)
 		if errors.Is(err, store.ErrRemoteMoved) {
 			continue // the push landed first, or another machine moved the branch: look again
 		}
