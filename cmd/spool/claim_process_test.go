@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -354,4 +355,75 @@ func containsEvery(s string, subs []string) bool {
 		}
 	}
 	return true
+}
+
+// A claim's push that the remote takes after spool was killed: the client
+// (spool and its git push) dies once the pack is sent, and the remote's
+// receive-pack, held up here by a slow pre-receive hook as a busy server
+// would be, updates the branch later. The next write must not take "the
+// remote does not have the claim yet" for "it never will": had it appended
+// as if the claim never happened, this clone's file would fork on the
+// remote (two different lines after the same line) once the push lands.
+func TestRemoteClaimLandsAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills spool next")
+	}
+	bin := spoolBinary(t)
+	r, clones, envs := claimClones(t, bin, 2)
+	a, env := clones[0], envs[0]
+	jobSpool(t, bin, a, env, "task", "add", "first")
+	jobSpool(t, bin, a, env, "sync")
+	jobSpool(t, bin, a, env, "task", "add", "second")
+	// The hook holds the first push it sees, once, for two seconds; its
+	// sleep is named so that killGroupButRemote spares it with the
+	// receive-pack it belongs to.
+	marks := t.TempDir()
+	started, held := filepath.Join(marks, "started"), filepath.Join(marks, "held")
+	hook := filepath.Join(r.Remote, "hooks", "pre-receive")
+	script := fmt.Sprintf("#!/bin/bash\ncat >/dev/null\nmkdir %q 2>/dev/null || exit 0\n"+
+		"exec -a receive-pack-held bash -c 'touch \"$1\"; exec -a receive-pack-held sleep 2' - %q\n", held, started)
+	if err := os.WriteFile(hook, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := r.Git(a, "--git-dir", r.Remote, "rev-parse", "spool-log")
+	cmd := spoolCmd(bin, a, env, "next")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the claim's push never reached the remote's hook")
+		}
+	}
+	killGroupButRemote(cmd.Process.Pid)
+	cmd.Wait()
+	// The next write, while the remote still holds the push.
+	jobSpool(t, bin, a, env, "task", "add", "third")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if out, err := exec.Command("pgrep", "-f", "receive-pack-held").Output(); err != nil || len(out) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the held push never finished")
+		}
+	}
+	after := r.Git(a, "--git-dir", r.Remote, "rev-parse", "spool-log")
+	t.Logf("remote spool-log %.12s before the claim, %.12s after", before, after)
+	jobSpool(t, bin, a, env, "sync")
+	if out, err := jobSpoolErr(bin, a, env, "verify"); err != nil {
+		t.Fatalf("spool verify: %v\n%s", err, out)
+	}
+	writer := strings.TrimSpace(string(must(os.ReadFile(filepath.Join(a, ".git", "spool", "writer")))))
+	local := string(must(os.ReadFile(filepath.Join(a, ".git", "spool", "events", writer+".jsonl"))))
+	remote := r.Git(a, "--git-dir", r.Remote, "show", "spool-log:events/"+writer+".jsonl")
+	if strings.TrimSpace(local) != strings.TrimSpace(remote) {
+		t.Fatalf("this clone's file and the remote's copy differ after a sync:\nlocal:\n%s\nremote:\n%s", local, remote)
+	}
+	if !containsEvery(jobSpool(t, bin, a, env, "--json", "task", "list"), []string{"first", "second", "third"}) {
+		t.Fatal("the local log lost an acknowledged task")
+	}
 }

@@ -65,3 +65,58 @@ func TestAWriteSettlesAClaimKilledAfterItsPush(t *testing.T) {
 		t.Fatal("the pending claim is still recorded")
 	}
 }
+
+// A claim killed with its push sent but not (yet) taken: the next write
+// does not take "the remote lacks the lines" for "it never will" while the
+// branch is still at the tip the push was built on, where the push may
+// yet land: it moves the branch first (a commit of this clone's files),
+// after which the push is refused. A branch that moved on without the
+// lines can no longer take the push, and is left as it is.
+func TestAWriteFencesAClaimNotYetTaken(t *testing.T) {
+	bin := spoolBinary(t)
+	r, clones, envs := claimClones(t, bin, 1)
+	a := clones[0]
+	jobSpool(t, bin, a, envs[0], "task", "add", "first")
+	jobSpool(t, bin, a, envs[0], "sync")
+	writer := strings.TrimSpace(string(must(os.ReadFile(filepath.Join(a, ".git", "spool", "writer")))))
+	path := filepath.Join(a, ".git", "spool", "events", writer+eventlog.Ext)
+	before := must(os.ReadFile(path))
+	lines := `{"never":"pushed"}` + "\n"
+	remoteTip := func() string { return r.Git(a, "ls-remote", "origin", "refs/heads/spool-log") }
+	pend := func(tip string) {
+		os.WriteFile(filepath.Join(a, ".git", "spool", "claim-pending.json"), []byte(fmt.Sprintf(
+			`{"remote":"origin","branch":"spool-log","file":%q,"size":%d,"lines":%q,"tip":%q}`, writer+eventlog.Ext, len(before), lines, tip)), 0o644)
+	}
+
+	// Built on a tip the branch has left: nothing to fence.
+	old := remoteTip()
+	pend(strings.Repeat("1", 40))
+	jobSpool(t, bin, a, envs[0], "task", "add", "second")
+	if remoteTip() != old {
+		t.Fatal("the branch moved, though the claim's push could no longer land")
+	}
+	if _, err := os.Stat(filepath.Join(a, ".git", "spool", "claim-pending.json")); err == nil {
+		t.Fatal("the pending claim is still recorded")
+	}
+
+	// Built on the branch's tip: fenced before the append.
+	before = must(os.ReadFile(path))
+	tip, _, _ := strings.Cut(remoteTip(), "\t")
+	pend(tip)
+	jobSpool(t, bin, a, envs[0], "task", "add", "third")
+	now, _, _ := strings.Cut(remoteTip(), "\t")
+	if now == tip || r.Git(a, "rev-parse", now+"^") != tip {
+		t.Fatalf("the branch is at %s, want a commit on %s", now, tip)
+	}
+	if msg := r.Git(a, "log", "-1", "--format=%s", now); msg != "spool: settle an interrupted claim" {
+		t.Errorf("the fence's message: %q", msg)
+	}
+	if got := r.Git(a, "show", now+":events/"+writer+eventlog.Ext); got+"\n" != string(before) {
+		t.Errorf("the fence holds this clone's file as\n%s\nwant\n%s", got, before)
+	}
+	if got := must(os.ReadFile(path)); !bytes.HasPrefix(got, before) || bytes.Contains(got, []byte("never")) {
+		t.Fatalf("the file after the write:\n%s", got)
+	}
+	jobSpool(t, bin, a, envs[0], "sync")
+	jobSpool(t, bin, a, envs[0], "verify")
+}

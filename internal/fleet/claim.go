@@ -132,7 +132,7 @@ func (c *Claims) Prepare(ctx context.Context, sess *eventlog.Session) (func(writ
 			return err
 		}
 		own := snaps[len(snaps)-1]
-		p := pendingClaim{Remote: c.o.Remote, Branch: c.o.Branch, File: own.name, Size: int64(len(own.content) - len(lines)), Lines: string(lines)}
+		p := pendingClaim{Remote: c.o.Remote, Branch: c.o.Branch, File: own.name, Size: int64(len(own.content) - len(lines)), Lines: string(lines), Tip: &tip}
 		if err := c.savePending(p); err != nil {
 			return err
 		}
@@ -143,6 +143,11 @@ func (c *Claims) Prepare(ctx context.Context, sess *eventlog.Session) (func(writ
 		})
 		if f, ok := fault.As(err); errors.Is(err, store.ErrRemoteMoved) || ok && f.Has(CodeRemoteUnreachable) && !pushTimedOut(err) {
 			c.clearPending() // refused, or never reached: the lines are not on the remote
+		} else if pushTimedOut(err) && git.LocalRemote(context.WithoutCancel(ctx), dir, c.o.Remote) {
+			// Killed at the deadline with its session, a local remote's
+			// receive-pack included: it took the push already or never will.
+			p.Dead = true
+			c.savePending(p)
 		}
 		if err != nil {
 			if _, err := c.offline(err); err == nil {
@@ -198,12 +203,31 @@ func (c *Claims) network(ctx context.Context, deadline time.Time, what string, f
 // write (Settle) finds them in the local file, or asks the remote and
 // brings them in (or learns they never landed), before anything is
 // appended.
+//
+// Asking the remote once is not enough: a push whose client was killed
+// after sending the pack may still land, as the server (here a local
+// remote's receive-pack, which outlives spool; elsewhere a busy host)
+// finishes it, after Settle found the branch without the lines. Git moves
+// the branch only from the tip the push was built on (Tip), so Settle
+// makes sure that tip is gone before it lets a write append: a branch
+// that moved elsewhere can no longer take the push, and a branch still at
+// Tip is moved by Settle itself (fence), with this clone's files as they
+// are, so that the push, if it lands at all, lands first and is brought
+// in.
 type pendingClaim struct {
 	Remote string `json:"remote"`
 	Branch string `json:"branch"`
 	File   string `json:"file"`  // this clone's writer file
 	Size   int64  `json:"size"`  // its length before the lines
 	Lines  string `json:"lines"` // what the claim appends
+	// Tip is the remote's tip the claim's commit was built on ("": the
+	// branch did not exist), the only one its push can move the branch
+	// from; nil in a record of an older spool, which did not say.
+	Tip *string `json:"tip,omitempty"`
+	// Dead says the push was killed with the remote's side of it (a local
+	// remote's receive-pack, at the claim's deadline): what the remote has
+	// now is all it will ever take of it.
+	Dead bool `json:"dead,omitempty"`
 }
 
 func (c *Claims) pendingPath() string {
@@ -223,9 +247,11 @@ func (c *Claims) clearPending() { os.Remove(c.pendingPath()) }
 // Settle runs under the log's lock before a write appends: a claim killed
 // while its lines were pushed (see pendingClaim) is settled first. The
 // local file holding the lines settles it; else the remote is asked, and
-// its copy brought in when it took them. A remote that cannot be reached
-// leaves it unsettled, and the write refused: appending could fork this
-// clone's file.
+// its copy brought in when it took them; when it did not, the branch is
+// moved off the claim's tip first if it is still there (fence), so that
+// the push cannot land after this clone's file grew. A remote that cannot
+// be reached leaves it unsettled, and the write refused: appending could
+// fork this clone's file.
 func (c *Claims) Settle(ctx context.Context, sess *eventlog.Session) error {
 	b, err := os.ReadFile(c.pendingPath())
 	if errors.Is(err, fs.ErrNotExist) {
@@ -247,27 +273,94 @@ func (c *Claims) Settle(ctx context.Context, sess *eventlog.Session) error {
 		c.clearPending()
 		return nil
 	}
-	o := Options{Remote: p.Remote, Branch: p.Branch}
-	_, remote, err := fetch(ctx, c.st, o)
-	if f, ok := fault.As(err); ok && f.Has(CodeRemoteUnreachable) {
-		return fault.New(CodeRemoteUnreachable, err, fmt.Sprintf("a claim was being pushed to %s/%s when spool stopped, and whether the remote took it "+
-			"is unknown until it answers: nothing is appended until then (%s)", p.Remote, p.Branch, f.Message), "remote", p.Remote)
+	o := Options{Remote: p.Remote, Branch: p.Branch, Attempts: 10}
+	// The log's lock is held: the remote is given a claim's deadline, as a
+	// claim's fetch and push are, and whatever git started is killed then.
+	nctx, cancel := context.WithTimeout(git.Unattended(ctx), c.Timeout())
+	defer cancel()
+	unknown := func(err error) error {
+		if ctx.Err() == nil && errors.Is(nctx.Err(), context.DeadlineExceeded) {
+			err = fault.New(CodeRemoteUnreachable, errors.Join(errTimedOut, err), fmt.Sprintf("%s did not answer within %s", p.Remote, c.Timeout()), "remote", p.Remote)
+		}
+		if f, ok := fault.As(err); ok && f.Has(CodeRemoteUnreachable) {
+			return fault.New(CodeRemoteUnreachable, err, fmt.Sprintf("a claim was being pushed to %s/%s when spool stopped, and whether the remote took it "+
+				"is unknown until it answers: nothing is appended until then (%s)", p.Remote, p.Branch, f.Message), "remote", p.Remote)
+		}
+		return err
 	}
+	for attempt := range o.Attempts {
+		if err := pause(nctx, attempt); err != nil {
+			return unknown(err)
+		}
+		tip, remote, err := fetch(nctx, c.st, o)
+		if err != nil {
+			return unknown(err)
+		}
+		if blob, ok := remote[p.File]; ok {
+			theirs, err := git.ReadBlob(ctx, c.st.Repo.Root, blob.Hash)
+			if err != nil {
+				return err
+			}
+			if bytes.HasPrefix(eventlog.Whole(theirs), append(local, p.Lines...)) {
+				// The remote took the claim: its lines are this clone's.
+				if _, err := sess.Receive(p.File, theirs, p.Remote+"/"+p.Branch); err != nil {
+					return err
+				}
+				c.clearPending()
+				return nil
+			}
+		}
+		if p.Dead || p.Tip != nil && tip != *p.Tip {
+			// The push is dead, or the branch moved on without the lines:
+			// the push, which could only move it from *p.Tip, can no
+			// longer land.
+			c.clearPending()
+			return nil
+		}
+		// The branch is where the claim found it: the push may still land.
+		err = c.fence(nctx, sess, o, tip, remote)
+		if errors.Is(err, store.ErrRemoteMoved) {
+			continue // the push landed first, or another machine moved the branch: look again
+		}
+		if err != nil {
+			return unknown(err)
+		}
+		c.clearPending()
+		return nil
+	}
+	return contended(o, o.Attempts)
+}
+
+// fence moves the remote's branch off tip, where an interrupted claim's
+// push may still land, by pushing this clone's files as they are on it (a
+// sync's commit, the claim's lines not among them). Once it is taken, the
+// claim's push is refused; a fence refused is store.ErrRemoteMoved.
+func (c *Claims) fence(ctx context.Context, sess *eventlog.Session, o Options, tip string, remote map[string]git.Blob) error {
+	if c.cache == nil {
+		c.cache = loadCache(c.st)
+	}
+	defer c.cache.save()
+	snaps, _, err := integrateIn(ctx, c.st, sess, o, remote, c.cache)
 	if err != nil {
 		return err
 	}
-	if blob, ok := remote[p.File]; ok {
-		theirs, err := git.ReadBlob(ctx, c.st.Repo.Root, blob.Hash)
-		if err != nil {
-			return err
-		}
-		if bytes.HasPrefix(eventlog.Whole(theirs), append(local, p.Lines...)) {
-			if _, err := sess.Receive(p.File, theirs, p.Remote+"/"+p.Branch); err != nil {
-				return err
-			}
-		}
+	tree, _, err := writeTree(ctx, c.st.Repo.Root, snaps, remote, c.cache)
+	if err != nil {
+		return err
 	}
-	c.clearPending()
+	parents, err := parentsOf(ctx, c.st, o, tip)
+	if err != nil {
+		return err
+	}
+	// A new commit even when the tree is tip's: the branch must move.
+	commit, err := push(ctx, c.st.Repo.Root, o, tree, parents, "spool: settle an interrupted claim")
+	if err != nil {
+		return err
+	}
+	c.cache.see(TrackingRef(o), commit, snapLines(snaps))
+	if err := track(ctx, c.st, o, commit, parents, snaps); err != nil {
+		c.Warn(err.Error())
+	}
 	return nil
 }
 

@@ -2,6 +2,10 @@ package git
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/spoolhq/spool/internal/git/gittest"
@@ -53,5 +57,40 @@ func TestTreeReads(t *testing.T) {
 	}
 	if tree, err := TreeOf(ctx, r.Root, head); err != nil || tree != r.Git(r.Root, "rev-parse", head+"^{tree}") {
 		t.Errorf("TreeOf = %q, %v", tree, err)
+	}
+}
+
+// A history that references the empty tree without the repository
+// storing it, as a fetch killed after the rest of the objects leaves it
+// (git takes the empty tree for present, so the next fetch does not bring
+// it): in-process reads go through it as git does, and store it.
+func TestEmptyTreeNotStored(t *testing.T) {
+	r := gittest.New(t, nil)
+	ctx := context.Background()
+	loose := filepath.Join(r.Root, ".git", "objects", EmptyTree[:2], EmptyTree[2:])
+	os.Remove(loose) // git commit may have written it; a fetch need not have
+	cmd := exec.Command("git", "mktree")
+	cmd.Dir, cmd.Stdin = r.Root, strings.NewReader("040000 tree "+EmptyTree+"\tevents\n")
+	root, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := r.Git(r.Root, "commit-tree", strings.TrimSpace(string(root)), "-m", "spool sync: 0 events")
+	r.Git(r.Root, "update-ref", "refs/heads/spool-log", commit)
+	if _, err := os.Stat(loose); err == nil {
+		t.Fatal("git stored the empty tree; the test needs a repository without it")
+	}
+	err = ReadHistory(ctx, r.Root, func(h *History) error {
+		tree, files, err := h.TreeDir(commit, "events")
+		if err == nil && (tree != EmptyTree || len(files) != 0) {
+			t.Errorf("TreeDir(events) = %s, %v; want the empty tree, no files", tree, files)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("reading a history that references the empty tree: %v", err)
+	}
+	if out, err := exec.Command("git", "-C", r.Root, "fsck", "--no-dangling", "--connectivity-only").CombinedOutput(); err != nil || strings.Contains(string(out), "missing") {
+		t.Errorf("git fsck after the read: %v\n%s", err, out)
 	}
 }

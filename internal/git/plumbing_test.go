@@ -36,3 +36,18 @@ func TestRemoteExists(t *testing.T) {
 		t.Error("origin, in .git/config, was not found without git")
 	}
 }
+
+// A remote is local when git would reach it as a path, the way git reads
+// a URL: scheme://, or host:path (a colon before any slash) is another
+// machine.
+func TestIsLocalURL(t *testing.T) {
+	for url, want := range map[string]bool{
+		"/srv/git/remote.git": true, "../remote.git": true, "remote.git": true, "file:///srv/remote.git": true,
+		"./a:b": true, "/tmp/a:b": true,
+		"git@github.com:spoolhq/spool.git": false, "host:remote.git": false, "ssh://host/remote.git": false, "https://github.com/spoolhq/spool": false,
+	} {
+		if got := isLocalURL(url); got != want {
+			t.Errorf("isLocalURL(%q) = %v, want %v", url, got, want)
+		}
+	}
+}

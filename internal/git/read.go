@@ -69,16 +69,39 @@ func objectDBAt(commonDir string) *objectDB {
 
 // read runs f with the object database locked; when an object is missing,
 // or is in a pack that is gone, it looks again after rereading the list of
-// packs, which git may have changed (gc, repack) since they were loaded.
+// packs, which git may have changed (gc, repack) since they were loaded,
+// and after storing the empty tree (storeEmptyTree).
 func (db *objectDB) read(f func(s *filesystem.Storage) error) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	err := f(db.s)
 	if errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, dotgit.ErrPackfileNotFound) {
 		db.s.Reindex()
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			storeEmptyTree(db.s)
+		}
 		err = f(db.s)
 	}
 	return err
+}
+
+// EmptyTree is git's empty tree.
+const EmptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+// storeEmptyTree stores the empty tree when the repository lacks it. git
+// takes it for present in every repository, stored or not (cat-file,
+// rev-list, mktree and commit-tree accept it; only fsck says "missing
+// tree"), so a repository may hold a history that references it without
+// it: a fetch killed after writing the rest of a history's objects is not
+// fetched again, git's check finding nothing missing. go-git reads only
+// what is stored.
+func storeEmptyTree(s *filesystem.Storage) {
+	if s.HasEncodedObject(plumbing.NewHash(EmptyTree)) == nil {
+		return
+	}
+	obj := s.NewEncodedObject()
+	obj.SetType(plumbing.TreeObject)
+	s.SetEncodedObject(obj) // failing, the read fails as it would have
 }
 
 // openRepo finds the repository containing dir as git.PlainOpenWithOptions

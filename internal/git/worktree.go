@@ -169,6 +169,29 @@ func AutoCommit(ctx context.Context, dir, msg string) (string, error) {
 	return strings.TrimSpace(out), err
 }
 
+// LocalRemote says whether remote's URL is a path or a file:// URL: a
+// remote whose receive-pack runs on this machine as a child of git push,
+// in its process group.
+func LocalRemote(ctx context.Context, dir, remote string) bool {
+	out, err := Run(ctx, dir, "remote", "get-url", "--push", remote)
+	if err != nil {
+		return false
+	}
+	return isLocalURL(strings.TrimSpace(out))
+}
+
+func isLocalURL(url string) bool {
+	if strings.HasPrefix(url, "file://") {
+		return true
+	}
+	if strings.Contains(url, "://") {
+		return false
+	}
+	// git's rule: a colon before the first slash is ssh's host:path.
+	colon, slash := strings.Index(url, ":"), strings.Index(url, "/")
+	return colon < 0 || slash >= 0 && slash < colon
+}
+
 // RemoteExists reports whether remote is configured (git remote get-url
 // finds it), without running git when the repository's config has it.
 func RemoteExists(ctx context.Context, dir, remote string) bool {
