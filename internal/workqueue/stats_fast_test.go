@@ -114,28 +114,7 @@ func TestNativeStatsAsEveryTaskCounted(t *testing.T) {
 				lastFail = at
 			}
 		}
-		var snap [2][]byte
-		for i, p := range []interface{ MarshalState() ([]byte, error) }{NewTasksProjection(w.s), NewQueueProjection(w.s)} {
-			b, err := p.MarshalState()
-			if err != nil {
-				t.Fatal(err)
-			}
-			snap[i] = b
-		}
-		from := len(w.log)
-		fresh := func() *State {
-			s := NewState()
-			if err := NewTasksProjection(s).UnmarshalState(snap[0]); err != nil {
-				t.Fatal(err)
-			}
-			if err := NewQueueProjection(s).UnmarshalState(snap[1]); err != nil {
-				t.Fatal(err)
-			}
-			for i := from; i < len(w.log); i++ {
-				s.Apply(&w.log[i])
-			}
-			return s
-		}
+		fresh := w.reopener(t)
 		for round := range 3 {
 			if round > 0 {
 				change(40)

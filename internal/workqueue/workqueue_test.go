@@ -1166,3 +1166,32 @@ func TestRejected(t *testing.T) {
 		t.Errorf("rejection after a reopen by hand: %v", err)
 	}
 }
+
+// reopener snapshots the world's tasks and history now and returns what
+// reads them back, as a command would: from the snapshots, with the events
+// the world logged since folded on top.
+func (w *world) reopener(t testing.TB) func() *State {
+	t.Helper()
+	var snap [2][]byte
+	for i, p := range []interface{ MarshalState() ([]byte, error) }{NewTasksProjection(w.s), NewQueueProjection(w.s)} {
+		b, err := p.MarshalState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap[i] = b
+	}
+	from := len(w.log)
+	return func() *State {
+		s := NewState()
+		if err := NewTasksProjection(s).UnmarshalState(snap[0]); err != nil {
+			t.Fatal(err)
+		}
+		if err := NewQueueProjection(s).UnmarshalState(snap[1]); err != nil {
+			t.Fatal(err)
+		}
+		for i := from; i < len(w.log); i++ {
+			s.Apply(&w.log[i])
+		}
+		return s
+	}
+}

@@ -14,19 +14,8 @@ import (
 // process (its claim, a segment's end) change neither the job nor its
 // trail in the state read before them.
 func TestReadIsASnapshot(t *testing.T) {
-	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n"})
 	ctx := context.Background()
-	st, err := store.Open(ctx, r.Root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	s := Open(store.Env{Store: st, Now: now, Warn: func(string) {},
-		Actor: func(context.Context) (string, error) { return "ada@example.com", nil }})
-	sub, err := s.Submit(ctx, jobs.Submit{Name: "render", Argv: []string{"true"}, Slots: 1, Segments: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, sub := submitted(t)
 	held, err := s.Read(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -63,19 +52,8 @@ func TestReadIsASnapshot(t *testing.T) {
 // A worker's goroutines share one Service: a read on one while another
 // writes takes its snapshot under the store's lock (go test -race).
 func TestSnapshotsWhileAnotherGoroutineWrites(t *testing.T) {
-	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n"})
 	ctx := context.Background()
-	st, err := store.Open(ctx, r.Root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	s := Open(store.Env{Store: st, Now: now, Warn: func(string) {},
-		Actor: func(context.Context) (string, error) { return "ada@example.com", nil }})
-	sub, err := s.Submit(ctx, jobs.Submit{Name: "render", Argv: []string{"true"}, Slots: 1, Segments: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, sub := submitted(t)
 	if c, err := s.Claim(ctx, "w1", 1); err != nil || c == nil {
 		t.Fatalf("claim: %v %v", c, err)
 	}
@@ -101,4 +79,22 @@ func TestSnapshotsWhileAnotherGoroutineWrites(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// submitted is a scheduler on a fresh repository with one job of two
+// segments submitted.
+func submitted(t *testing.T) (*Service, jobs.Submitted) {
+	t.Helper()
+	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n"})
+	st, err := store.Open(context.Background(), r.Root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Open(store.Env{Store: st, Now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), Warn: func(string) {},
+		Actor: func(context.Context) (string, error) { return "ada@example.com", nil }})
+	sub, err := s.Submit(context.Background(), jobs.Submit{Name: "render", Argv: []string{"true"}, Slots: 1, Segments: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, sub
 }
