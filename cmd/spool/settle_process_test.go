@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/git/gittest"
 )
 
 // A claim's lines reach the remote before the local file: spool killed in
@@ -19,22 +20,18 @@ import (
 // are cut from the local file after the claim, as if never written there.
 func TestAWriteSettlesAClaimKilledAfterItsPush(t *testing.T) {
 	bin := spoolBinary(t)
-	r, clones, envs := claimClones(t, bin, 1)
-	a := clones[0]
-	jobSpool(t, bin, a, envs[0], "task", "add", "first")
-	jobSpool(t, bin, a, envs[0], "sync")
-	writer := strings.TrimSpace(string(must(os.ReadFile(filepath.Join(a, ".git", "spool", "writer")))))
-	path := filepath.Join(a, ".git", "spool", "events", writer+eventlog.Ext)
+	r, a, envs, path := syncedClone(t, bin)
+	file := filepath.Base(path)
 	before := must(os.ReadFile(path))
 	jobSpool(t, bin, a, envs[0], "next")
 	claimed := must(os.ReadFile(path))
 	if !bytes.HasPrefix(claimed, before) || len(claimed) == len(before) {
 		t.Fatal("the claim did not grow the file")
 	}
-	if got := r.Git(a, "show", "origin/spool-log:events/"+writer+eventlog.Ext); got+"\n" != string(claimed) {
+	if got := r.Git(a, "show", "origin/spool-log:events/"+file); got+"\n" != string(claimed) {
 		t.Fatal("the claim is not on the remote")
 	}
-	pending := fmt.Sprintf(`{"remote":"origin","branch":"spool-log","file":%q,"size":%d,"lines":%q}`, writer+eventlog.Ext, len(before), claimed[len(before):])
+	pending := fmt.Sprintf(`{"remote":"origin","branch":"spool-log","file":%q,"size":%d,"lines":%q}`, file, len(before), claimed[len(before):])
 	kill := func() {
 		os.WriteFile(path, before, 0o644)
 		os.WriteFile(filepath.Join(a, ".git", "spool", "claim-pending.json"), []byte(pending), 0o644)
@@ -74,18 +71,14 @@ func TestAWriteSettlesAClaimKilledAfterItsPush(t *testing.T) {
 // lines can no longer take the push, and is left as it is.
 func TestAWriteFencesAClaimNotYetTaken(t *testing.T) {
 	bin := spoolBinary(t)
-	r, clones, envs := claimClones(t, bin, 1)
-	a := clones[0]
-	jobSpool(t, bin, a, envs[0], "task", "add", "first")
-	jobSpool(t, bin, a, envs[0], "sync")
-	writer := strings.TrimSpace(string(must(os.ReadFile(filepath.Join(a, ".git", "spool", "writer")))))
-	path := filepath.Join(a, ".git", "spool", "events", writer+eventlog.Ext)
+	r, a, envs, path := syncedClone(t, bin)
+	file := filepath.Base(path)
 	before := must(os.ReadFile(path))
 	lines := `{"never":"pushed"}` + "\n"
 	remoteTip := func() string { return r.Git(a, "ls-remote", "origin", "refs/heads/spool-log") }
 	pend := func(tip string) {
 		os.WriteFile(filepath.Join(a, ".git", "spool", "claim-pending.json"), []byte(fmt.Sprintf(
-			`{"remote":"origin","branch":"spool-log","file":%q,"size":%d,"lines":%q,"tip":%q}`, writer+eventlog.Ext, len(before), lines, tip)), 0o644)
+			`{"remote":"origin","branch":"spool-log","file":%q,"size":%d,"lines":%q,"tip":%q}`, file, len(before), lines, tip)), 0o644)
 	}
 
 	// Built on a tip the branch has left: nothing to fence.
@@ -111,7 +104,7 @@ func TestAWriteFencesAClaimNotYetTaken(t *testing.T) {
 	if msg := r.Git(a, "log", "-1", "--format=%s", now); msg != "spool: settle an interrupted claim" {
 		t.Errorf("the fence's message: %q", msg)
 	}
-	if got := r.Git(a, "show", now+":events/"+writer+eventlog.Ext); got+"\n" != string(before) {
+	if got := r.Git(a, "show", now+":events/"+file); got+"\n" != string(before) {
 		t.Errorf("the fence holds this clone's file as\n%s\nwant\n%s", got, before)
 	}
 	if got := must(os.ReadFile(path)); !bytes.HasPrefix(got, before) || bytes.Contains(got, []byte("never")) {
@@ -119,4 +112,16 @@ func TestAWriteFencesAClaimNotYetTaken(t *testing.T) {
 	}
 	jobSpool(t, bin, a, envs[0], "sync")
 	jobSpool(t, bin, a, envs[0], "verify")
+}
+
+// syncedClone is one clone of a bare remote that claims through it, with a
+// task added and synced; path is its own writer file.
+func syncedClone(t *testing.T, bin string) (r *gittest.Repo, a string, envs [][]string, path string) {
+	t.Helper()
+	r, clones, envs := claimClones(t, bin, 1)
+	a = clones[0]
+	jobSpool(t, bin, a, envs[0], "task", "add", "first")
+	jobSpool(t, bin, a, envs[0], "sync")
+	writer := strings.TrimSpace(string(must(os.ReadFile(filepath.Join(a, ".git", "spool", "writer")))))
+	return r, a, envs, filepath.Join(a, ".git", "spool", "events", writer+eventlog.Ext)
 }
