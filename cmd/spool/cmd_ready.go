@@ -10,7 +10,7 @@ import (
 	"github.com/spoolhq/spool/internal/workqueue"
 )
 
-// ReadyCmd lists open tasks nothing blocks (beads' bd ready).
+// ReadyCmd lists what next could claim now, in next's order.
 type ReadyCmd struct {
 	Label    []string `short:"l" sep:"none" placeholder:"LABEL" help:"Only tasks with every one of these labels (repeatable)."`
 	LabelAny []string `sep:"none" placeholder:"LABEL" help:"Only tasks with at least one of these labels (repeatable)."`

@@ -34,7 +34,7 @@ type CLI struct {
 	Demo      DemoCmd      `cmd:"" group:"Daily work:" help:"Run spool in a throwaway repository and show what it wrote."`
 	Status    StatusCmd    `cmd:"" group:"Daily work:" help:"Show the log and the queues at a glance."`
 	Task      TaskCmd      `cmd:"" group:"Daily work:" help:"The task tracker: add, show, list, update, close, reopen, dep, comment."`
-	Ready     ReadyCmd     `cmd:"" group:"Daily work:" help:"List open tasks nothing blocks, most urgent first."`
+	Ready     ReadyCmd     `cmd:"" group:"Daily work:" help:"List what next could claim now, most urgent first."`
 	Next      NextCmd      `cmd:"" group:"Daily work:" help:"Claim the most urgent eligible task under a lease."`
 	Heartbeat HeartbeatCmd `cmd:"" group:"Daily work:" help:"Extend the lease of a task you claimed."`
 	Done      DoneCmd      `cmd:"" group:"Daily work:" help:"Record a successful attempt and close the task."`

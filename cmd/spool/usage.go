@@ -14,7 +14,7 @@ Start with:
   spool demo                     see it work in a throwaway repository
   spool init                     set spool up in this git repository
   spool task add TITLE           create a task (--dep ID: it waits for another)
-  spool ready                    list the tasks nothing blocks, most urgent first
+  spool ready                    list what next could claim now, most urgent first
   spool next                     claim the most urgent one
   spool done ID, spool fail ID   record how the attempt went
   spool merge submit             queue this branch for the merge train

@@ -32,7 +32,7 @@ func Text(c Context) string {
 		p("You were started for task %s (attempt %d). Read it: show {\"ids\":[\"%s\"]}.\n\n", c.Task, c.Attempt, c.Task)
 	}
 	p("## The loop\n")
-	p("1. ready: open tasks nothing blocks, most urgent first. show: a task, its dependencies and comments.\n")
+	p("1. ready: what next could claim now, most urgent first. show: a task, its dependencies and comments.\n")
 	p("2. next: claim the most urgent one under a lease (null: nothing ready). Only you may finish your claim.\n")
 	p("3. heartbeat {id} while you work, well inside the lease; a lease that runs out counts as a failed attempt.\n")
 	p("4. comment {id, text}: progress and findings, for people and the next attempt.\n")

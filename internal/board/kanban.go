@@ -87,7 +87,7 @@ func Kanban(st *workqueue.State, p workqueue.Policy, f TaskFilter, now time.Time
 		index[c.Key] = i
 	}
 	ready := map[string]int{}
-	for i, t := range st.Ready(p, workqueue.ReadyFilter{}, now, 0) {
+	for i, t := range st.Claimable(p, p.Gate(nil, nil), workqueue.ReadyFilter{}, now, 0) {
 		ready[t.ID] = i
 	}
 	for t := range st.Tasks() {

@@ -294,11 +294,20 @@ func TestOneReady(t *testing.T) {
 	}
 	decode(t, f.get("/api/orchestrator/status"), &status)
 	decode(t, f.get("/api/stats"), &stats)
+	var list []struct {
+		ID string `json:"id"`
+	}
+	decode(t, f.get("/api/ready?n=0"), &list) // spool ready -n 0 --json
 	ready := len(cols[board.ColReady].Cards)
+	for i, c := range cols[board.ColReady].Cards {
+		if i >= len(list) || list[i].ID != c.ID {
+			t.Fatalf("ready lists %v, the Ready column %v: the same tasks in next's order, please", list, cols[board.ColReady].Cards)
+		}
+	}
 	if len(cols[board.ColBackoff].Cards) == 0 || len(cols[board.ColBlocked].Cards) == 0 {
 		t.Fatal("set-up: no task in backoff or Blocked")
 	}
-	if status.QueueDepth != ready || stats.CurrentlyReady != ready {
-		t.Errorf("queue depth %d, currently_ready %d, Ready column %d: one definition, please", status.QueueDepth, stats.CurrentlyReady, ready)
+	if status.QueueDepth != ready || stats.CurrentlyReady != ready || len(list) != ready {
+		t.Errorf("queue depth %d, currently_ready %d, ready %d, Ready column %d: one definition, please", status.QueueDepth, stats.CurrentlyReady, len(list), ready)
 	}
 }

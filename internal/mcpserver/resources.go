@@ -33,7 +33,7 @@ func (s *Server) addResources(srv *mcp.Server, _ []string) {
 	add := func(uri, name, desc string, read func(ctx context.Context, env store.Env, uri string) (any, string, error)) {
 		srv.AddResource(&mcp.Resource{URI: uri, Name: name, Description: desc, MIMEType: "application/json"}, s.resource(read))
 	}
-	add(uriReady, "ready", "The ready queue: the 10 most urgent open tasks nothing blocks (spool ready --json). Subscribe to hear when it changes.",
+	add(uriReady, "ready", "The ready queue: the 10 tasks next would claim first (spool ready --json). Subscribe to hear when it changes.",
 		func(ctx context.Context, env store.Env, _ string) (any, string, error) {
 			return readyList(ctx, env, workqueue.ReadyFilter{}, readyTop)
 		})

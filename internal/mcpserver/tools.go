@@ -50,7 +50,7 @@ func ToolNames() []string {
 var toolTable = sync.OnceValue(func() []*tool {
 	return []*tool{
 		// The work queue.
-		def("ready", "Open tasks nothing blocks, most urgent first (spool ready --json): what next would claim.", false, ready),
+		def("ready", "What next could claim now, most urgent first (spool ready --json).", false, ready),
 		def("next", "Claim the most urgent eligible task under a lease (spool next --json); result null when nothing is eligible. Decided under the log's lock: two agents never get the same task.", true, next),
 		def("heartbeat", "Extend the lease of a task you claimed (spool heartbeat).", true, heartbeat),
 		def("done", "Record a successful attempt on a task you claimed and close it (spool done).", true, done),

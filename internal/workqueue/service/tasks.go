@@ -125,13 +125,16 @@ func (s *Service) ListItems(ctx context.Context, f workqueue.ListFilter) ([]work
 	return out, nil
 }
 
-// Ready returns open tasks nothing blocks, most urgent first; limit 0 is all.
+// Ready returns the tasks next could claim now (f.All gates as next's
+// --label does), in next's order; limit 0 is all.
 func (s *Service) Ready(ctx context.Context, f workqueue.ReadyFilter, limit int) ([]*workqueue.Task, *workqueue.State, error) {
-	st, err := s.Read(ctx, Tracker)
+	st, err := s.Read(ctx, Both)
 	if err != nil {
 		return nil, nil, err
 	}
-	return st.Ready(s.Policy, f, s.Now, limit), st, nil
+	gate := s.Policy.Gate(f.All, nil)
+	gate.ExcludeTypes = s.ExcludeTypes
+	return st.Claimable(s.Policy, gate, f, s.Now, limit), st, nil
 }
 
 // ReadyBeads is ready with a bd/br source: the beads it offers that next
