@@ -249,8 +249,8 @@ func printChanged(e *env, q *jobservice.Service, verb string, j *jobs.Job, err e
 
 type JobMoveCmd struct {
 	jobRef
-	Before string `help:"Put it just before this job (and in its tier)." xor:"where"`
-	After  string `help:"Put it just after this job (and in its tier)." xor:"where"`
+	Before string `help:"Put it just before this job as job list shows them (and in its tier)." xor:"where"`
+	After  string `help:"Put it just after this job as job list shows them (and in its tier)." xor:"where"`
 	Top    bool   `help:"First in the queue." xor:"where"`
 	Bottom bool   `help:"Last in the queue." xor:"where"`
 }

@@ -95,7 +95,7 @@ func (c *clone) Command(r *rand.Rand, now time.Time) (string, []eventlog.Draft, 
 		d, err := jobs.ResumeJob(c.s, p, c.anyJob(r), actor)
 		return actor, d, err
 	case 9:
-		d, err := jobs.MoveJob(c.s, p, c.anyJob(r), jobs.Move{Before: c.anyJob(r)}, "root")
+		d, err := jobs.MoveJob(c.s, p, c.anyJob(r), jobs.Move{Before: c.anyJob(r)}, "root", now)
 		return "root", d, err
 	case 10:
 		return one(jobs.SetQuota(c.s, p, jobs.Quota{Scope: "user", Name: pick(r, users), Daily: time.Duration(1+r.IntN(3)) * time.Hour}, "root"))

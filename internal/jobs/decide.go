@@ -205,9 +205,12 @@ type Move struct {
 }
 
 // MoveJob is spool job move (admins): the job takes a place next to
-// another, and that job's tier. --top and --bottom are before the first
-// and after the last job of the queue.
-func MoveJob(s *State, p Policy, id string, m Move, actor string) ([]eventlog.Draft, error) {
+// another, and that job's tier. --before and --after are in the order job
+// list shows (dispatch order, which fair share and quotas make differ from
+// the order jobs entered the queue): the job lands as near that neighbour
+// as the dispatch rule allows (place). --top and --bottom are before the
+// first and after the last job of the queue.
+func MoveJob(s *State, p Policy, id string, m Move, actor string, now time.Time) ([]eventlog.Draft, error) {
 	n := 0
 	for _, set := range []bool{m.Before != "", m.After != "", m.Top, m.Bottom} {
 		if set {
@@ -240,14 +243,14 @@ func MoveJob(s *State, p Policy, id string, m Move, actor string) ([]eventlog.Dr
 		return nil, nil
 	}
 	sortQueue(line)
-	at, before := -1, true
+	var d MovedData
 	switch {
 	case m.Top:
-		at = 0
+		d = MovedData{Order: line[0].Order - int64(time.Second), Tier: line[0].Tier}
 	case m.Bottom:
-		at, before = len(line)-1, false
+		d = MovedData{Order: line[len(line)-1].Order + int64(time.Second), Tier: line[len(line)-1].Tier}
 	default:
-		other := m.Before
+		other, before := m.Before, true
 		if other == "" {
 			other, before = m.After, false
 		}
@@ -261,28 +264,88 @@ func MoveJob(s *State, p Policy, id string, m Move, actor string) ([]eventlog.Dr
 		if !waiting(o) {
 			return nil, fault.New(CodeInvalidMove, nil, fmt.Sprintf("job %s is %s: it has no place in the queue to move next to", o.ID, o.Status), "job_id", o.ID)
 		}
-		for i, x := range line {
-			if x == o {
-				at = i
+		d = s.place(p, j, o, line, before, now)
+	}
+	return []eventlog.Draft{draft(TypeMoved, j, d)}, nil
+}
+
+// place finds j's order in ref's tier that lands it right before (or
+// after) ref in the order job list shows. The slots are the gaps of line
+// (the queue without j, in queue order) within ref's tier; a moved job
+// goes no earlier for a later slot, so the gap is found by bisection,
+// each probe a forecast of the queue with j there. The gap next to ref in
+// queue order is tried first: without fair share or quotas in the way,
+// it is the answer, and a paused job's list place is its queue place.
+func (s *State) place(p Policy, j, ref *Job, line []*Job, before bool, now time.Time) MovedData {
+	lo, hi, at := -1, 0, 0 // ref's tier is line[lo:hi]; ref is line[at]
+	for i, x := range line {
+		if x.Tier == ref.Tier {
+			if lo < 0 {
+				lo = i
+			}
+			hi = i + 1
+		}
+		if x == ref {
+			at = i
+		}
+	}
+	// gap k is just before line[k], lo <= k <= hi.
+	order := func(k int) int64 {
+		switch {
+		case k == lo:
+			return line[lo].Order - int64(time.Second)
+		case k == hi:
+			return line[hi-1].Order + int64(time.Second)
+		}
+		return mid(line[k-1].Order, line[k].Order)
+	}
+	// probe says where j lands for gap k: -1 just before ref, 1 just
+	// after, -2 or 2 further from it on that side.
+	probe := func(k int) int {
+		moved := *j
+		moved.Order, moved.Tier, moved.Moved = order(k), ref.Tier, true
+		jobs := maps.Clone(s.Jobs)
+		jobs[j.ID] = &moved
+		alt := *s
+		alt.Jobs = jobs
+		v := alt.view(p, now)
+		pj := slices.IndexFunc(v.order, func(w *waiting) bool { return w.j == &moved })
+		pr := slices.IndexFunc(v.order, func(w *waiting) bool { return w.j == ref })
+		switch {
+		case pj == pr-1:
+			return -1
+		case pj < pr:
+			return -2
+		case pj == pr+1:
+			return 1
+		}
+		return 2
+	}
+	want, k := -1, at
+	if !before {
+		want, k = 1, at+1
+	}
+	// A paused job keeps its place in queue order (list shows the paused
+	// ones so): the gap next to ref is the answer.
+	if j.Status == Queued && ref.Status == Queued && probe(k) != want {
+		// The first gap that lands j after ref: before ref is the gap
+		// before it.
+		a, b := lo, hi+1
+		for a < b {
+			m := int(uint(a+b) >> 1)
+			if probe(m) > 0 {
+				b = m
+			} else {
+				a = m + 1
 			}
 		}
-	}
-	ref := line[at]
-	var order int64
-	if before {
-		if at > 0 && line[at-1].Tier == ref.Tier {
-			order = mid(line[at-1].Order, ref.Order)
-		} else {
-			order = ref.Order - int64(time.Second)
+		k = a // j after ref from gap a on; none: a == hi+1
+		if before || k > hi {
+			k--
 		}
-	} else {
-		if at+1 < len(line) && line[at+1].Tier == ref.Tier {
-			order = mid(ref.Order, line[at+1].Order)
-		} else {
-			order = ref.Order + int64(time.Second)
-		}
+		k = max(lo, min(k, hi))
 	}
-	return []eventlog.Draft{draft(TypeMoved, j, MovedData{Order: order, Tier: ref.Tier})}, nil
+	return MovedData{Order: order(k), Tier: ref.Tier}
 }
 
 func mid(a, b int64) int64 { return a + (b-a)/2 }

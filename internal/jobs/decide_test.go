@@ -15,7 +15,7 @@ import (
 // world is a scheduler with a clock: commands decide against its state and
 // their drafts are folded in, as the service does under the log's lock.
 type world struct {
-	t   *testing.T
+	t   testing.TB
 	s   *State
 	p   Policy
 	now time.Time
@@ -24,7 +24,7 @@ type world struct {
 
 var t0 = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC) // a Monday
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	p := Policy{Admins: []string{"root"}, Fair: true, HalfLife: 24 * time.Hour, Zone: time.UTC,
 		CancelGrace: time.Minute, Lease: 5 * time.Minute, DefaultSegment: 10 * time.Minute, Slots: 4}
 	return &world{t: t, s: NewState(), p: p, now: t0}
@@ -170,7 +170,7 @@ func TestMove(t *testing.T) {
 			}{{"bg", Background}, {"n1", Normal}, {"n2", Normal}, {"u", Urgent}, {"n3", Normal}} {
 				ids[n.name] = w.submit("root", Submit{Name: n.name, Tier: n.tier})
 			}
-			d, err := MoveJob(w.s, w.p, ids[tt.job], tt.move(ids), "root")
+			d, err := MoveJob(w.s, w.p, ids[tt.job], tt.move(ids), "root", w.now)
 			w.apply("root", d, err)
 			var got []string
 			for _, j := range w.s.Queue() {
@@ -192,13 +192,13 @@ func TestMoveRules(t *testing.T) {
 	w := newWorld(t)
 	a := w.submit("ada", Submit{})
 	b := w.submit("ada", Submit{})
-	_, err := MoveJob(w.s, w.p, a, Move{Top: true}, "ada")
+	_, err := MoveJob(w.s, w.p, a, Move{Top: true}, "ada", w.now)
 	wantCode(t, err, "unauthorized")
-	_, err = MoveJob(w.s, w.p, a, Move{Top: true, Before: b}, "root")
+	_, err = MoveJob(w.s, w.p, a, Move{Top: true, Before: b}, "root", w.now)
 	wantCode(t, err, "invalid_move")
-	_, err = MoveJob(w.s, w.p, a, Move{Before: a}, "root")
+	_, err = MoveJob(w.s, w.p, a, Move{Before: a}, "root", w.now)
 	wantCode(t, err, "invalid_move")
-	_, err = MoveJob(w.s, w.p, a, Move{Before: "job-nope"}, "root")
+	_, err = MoveJob(w.s, w.p, a, Move{Before: "job-nope"}, "root", w.now)
 	wantCode(t, err, "not_found")
 }
 
@@ -248,7 +248,7 @@ func TestFairShareHonoursMoves(t *testing.T) {
 	}
 	w.segmentDone(b, 0)
 	w.submit("bob", Submit{})
-	d, err := MoveJob(w.s, w.p, a2, Move{Top: true}, "root")
+	d, err := MoveJob(w.s, w.p, a2, Move{Top: true}, "root", w.now)
 	w.apply("root", d, err)
 	if id := w.claim("w", 1); id != a2 {
 		t.Fatalf("dispatched %s, want the moved %s", id, a2)
@@ -698,7 +698,7 @@ func TestWindow(t *testing.T) {
 // jobs of 5 users in 3 tiers, after 300 finished ones (fair share reads
 // their runs).
 func BenchmarkClaim10k(b *testing.B) {
-	w := newWorld(&testing.T{})
+	w := newWorld(b)
 	for i := range 300 {
 		id := w.submit(fmt.Sprintf("user%d", i%5), Submit{})
 		w.claim("w", 4)

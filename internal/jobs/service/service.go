@@ -149,8 +149,8 @@ func (s *Service) Edit(ctx context.Context, id string, e jobs.Edit) (*jobs.Job, 
 
 // Move reorders the queue.
 func (s *Service) Move(ctx context.Context, id string, m jobs.Move) (*jobs.Job, error) {
-	return s.change(ctx, id, func(st *jobs.State, actor string, _ time.Time) ([]eventlog.Draft, error) {
-		return jobs.MoveJob(st, s.Policy, id, m, actor)
+	return s.change(ctx, id, func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, error) {
+		return jobs.MoveJob(st, s.Policy, id, m, actor, now)
 	})
 }
 
