@@ -99,8 +99,14 @@ func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Act
 // re-renders <main> and can replace a node between a query and a read.
 func pageText(t *testing.T, ctx context.Context, what, sel string) string {
 	t.Helper()
+	return pageRead(t, ctx, what, sel, "innerText")
+}
+
+// pageRead is pageText for any string property of the element (outerHTML).
+func pageRead(t *testing.T, ctx context.Context, what, sel, prop string) string {
+	t.Helper()
 	return value(t, ctx, what, chromedp.Evaluate[string](fmt.Sprintf(
-		`new Promise(ok => { const f = () => { const e = document.querySelector(%q); e ? ok(e.innerText) : setTimeout(f, 50) }; f() })`, sel),
+		`new Promise(ok => { const f = () => { const e = document.querySelector(%q); e ? ok(e[%q]) : setTimeout(f, 50) }; f() })`, sel, prop),
 		chromedp.EvalAwaitPromise))
 }
 
@@ -158,6 +164,7 @@ func taskID(t *testing.T, out string) string {
 }
 
 func TestBoardInBrowser(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	bin := spoolBinary(t)
 	dir, env := jobRepo(t, bin)
@@ -288,7 +295,7 @@ func TestBoardInBrowser(t *testing.T) {
 	// Every view renders; a screenshot of each.
 	for _, view := range []string{"merge", "prd", "orchestrator", "activity", "analytics", "tasks/" + stuck} {
 		browse(t, ctx, "open "+view, chromedp.Navigate(base+"/"+view), chromedp.WaitVisible(`#main`))
-		body := value(t, ctx, "read "+view, chromedp.OuterHTML(`#main`))
+		body := pageRead(t, ctx, "read "+view, `#main`, "outerHTML")
 		if strings.Contains(body, "<script>alert") || strings.Contains(body, "<img src=x") {
 			t.Errorf("%s shows markup from the log unescaped", view)
 		}

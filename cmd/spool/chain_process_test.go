@@ -116,6 +116,7 @@ func freshClone(t *testing.T, r *gittest.Repo, name string) string {
 }
 
 func TestSyncKeepsWhatAWriterFileHad(t *testing.T) {
+	t.Parallel()
 	for _, signed := range []bool{false, true} {
 		t.Run(map[bool]string{false: "unsigned", true: "signed"}[signed], func(t *testing.T) {
 			testRewrittenHistory(t, signed)

@@ -20,6 +20,48 @@ import (
 	"github.com/spoolhq/spool/internal/workqueue"
 )
 
+// The tests that run many spool processes at once run in two chains, each
+// test of a chain after the other: those that contend through one bare
+// remote, and those that contend for one clone's log. A test never runs
+// beside another of its chain, so that its claims keep the margin to their
+// deadlines (half of lock.timeout) they had when the tests ran one by one;
+// a chain runs beside the lighter tests in one of -parallel's slots, rather
+// than each of its tests holding a slot while it waits for the others.
+// (This file sorts early: the chains get their slots among the first.)
+
+func TestContendingRemote(t *testing.T) {
+	chain(t, []namedTest{
+		{"RemoteClaimsFourClonesNextDone", remoteClaimsFourClonesNextDone},
+		{"RemoteClaimsFourClonesJobs", remoteClaimsFourClonesJobs},
+		{"RemoteClaimsFourClonesMergeEntries", remoteClaimsFourClonesMergeEntries},
+		{"RemoteClaimsKilledMidway", remoteClaimsKilledMidway},
+		{"FleetRandomTeam", fleetRandomTeam},
+		{"SyncFourClones", syncFourClones},
+	})
+}
+
+func TestContendingLocal(t *testing.T) {
+	chain(t, []namedTest{
+		{"JobFourWorkersRunEachSegmentOnce", jobFourWorkersRunEachSegmentOnce},
+		{"JobRecurringTwoWorkersOneSubmissionPerOccurrence", jobRecurringTwoWorkersOneSubmissionPerOccurrence},
+		{"MCPStdioClaimsAcrossProcesses", mCPStdioClaimsAcrossProcesses},
+		{"ConcurrentNextClaimsEachTaskOnce", concurrentNextClaimsEachTaskOnce},
+	})
+}
+
+type namedTest struct {
+	name string
+	run  func(*testing.T)
+}
+
+// chain runs tests one after another, as one parallel test.
+func chain(t *testing.T, tests []namedTest) {
+	t.Parallel()
+	for _, c := range tests {
+		t.Run(c.name, c.run)
+	}
+}
+
 // Claims through the remote (sync.claims = remote) on real clones of one
 // bare remote, each clone a writer of its own and all of them contending:
 // every claim is held by one clone at a time, checked on the merged log.
@@ -81,7 +123,7 @@ func heldOnce(t *testing.T, log []logEvent, claim string, release ...string) map
 // through the remote: every task is claimed and completed exactly once,
 // never held by two clones, and afterwards the clones agree. (60 keeps
 // every clone contending for most of the run; 200 cost 70 s of the suite.)
-func TestRemoteClaimsFourClonesNextDone(t *testing.T) {
+func remoteClaimsFourClonesNextDone(t *testing.T) {
 	if testing.Short() {
 		t.Skip("four clones, 60 claims through a remote")
 	}
@@ -161,7 +203,7 @@ func TestRemoteClaimsFourClonesNextDone(t *testing.T) {
 
 // Four clones each run a job worker over 20 jobs of 2 segments submitted
 // in the first: every job is dispatched once, every segment runs once.
-func TestRemoteClaimsFourClonesJobs(t *testing.T) {
+func remoteClaimsFourClonesJobs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("four job workers through a remote")
 	}
@@ -214,7 +256,7 @@ func TestRemoteClaimsFourClonesJobs(t *testing.T) {
 // merges it, the others find it taken. Each train merges into its own
 // clone's main (merge.remote names no remote): what is under test is the
 // claim.
-func TestRemoteClaimsFourClonesMergeEntries(t *testing.T) {
+func remoteClaimsFourClonesMergeEntries(t *testing.T) {
 	if testing.Short() {
 		t.Skip("four merge trains through a remote")
 	}
@@ -302,7 +344,7 @@ func claimIDs(content string) []string {
 // remote, 50 times: every acknowledged event stays in the local log, the
 // log verifies, every claim in the local log is on the remote, and at the
 // end the other clone has everything and no task was held twice.
-func TestRemoteClaimsKilledMidway(t *testing.T) {
+func remoteClaimsKilledMidway(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills spool sync and spool next")
 	}
@@ -365,6 +407,7 @@ func containsEvery(s string, subs []string) bool {
 // as if the claim never happened, this clone's file would fork on the
 // remote (two different lines after the same line) once the push lands.
 func TestRemoteClaimLandsAfterKill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kills spool next")
 	}

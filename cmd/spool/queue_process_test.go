@@ -58,8 +58,7 @@ func spoolCmd(bin, dir string, env []string, args ...string) *exec.Cmd {
 
 // Eight workers call next in a loop against 200 tasks: every task is claimed
 // exactly once, because each claim is decided under the log's lock.
-func TestConcurrentNextClaimsEachTaskOnce(t *testing.T) {
-	parallelContender(t)
+func concurrentNextClaimsEachTaskOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs ~200 processes")
 	}

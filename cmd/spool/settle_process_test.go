@@ -19,6 +19,7 @@ import (
 // unreachable, appends nothing. Here the kill is played: the claim's lines
 // are cut from the local file after the claim, as if never written there.
 func TestAWriteSettlesAClaimKilledAfterItsPush(t *testing.T) {
+	t.Parallel()
 	bin := spoolBinary(t)
 	r, a, envs, path := syncedClone(t, bin)
 	file := filepath.Base(path)
@@ -70,6 +71,7 @@ func TestAWriteSettlesAClaimKilledAfterItsPush(t *testing.T) {
 // after which the push is refused. A branch that moved on without the
 // lines can no longer take the push, and is left as it is.
 func TestAWriteFencesAClaimNotYetTaken(t *testing.T) {
+	t.Parallel()
 	bin := spoolBinary(t)
 	r, a, envs, path := syncedClone(t, bin)
 	file := filepath.Base(path)

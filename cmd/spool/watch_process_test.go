@@ -47,6 +47,7 @@ func (w *jobWorker) output() string {
 // first; SIGTERM stops the first cleanly (exit 0); after kill -9 the kernel
 // has released the lock and a new watcher starts.
 func TestWatchOneAClone(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}

@@ -25,6 +25,7 @@ func remoteHas(remote, branch, path, dir, text string) bool {
 // A clone with a remote syncs as watch starts and right after an append,
 // long before sync.interval (an hour here); nobody configured anything.
 func TestWatchSyncs(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}
@@ -53,6 +54,7 @@ func TestWatchSyncs(t *testing.T) {
 // Two clones running spool watch, each adding tasks: both end with every
 // task, and nobody ran spool sync.
 func TestWatchSyncConverges(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}
@@ -95,6 +97,7 @@ func TestWatchSyncConverges(t *testing.T) {
 // An unreachable remote does not stop watch: the failure is a warning,
 // said once, and watch goes on (and stops cleanly).
 func TestWatchSyncUnreachable(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs spool watch")
 	}

@@ -18,14 +18,44 @@ type Repo struct {
 	Remote string // the bare remote, "origin", main pushed
 }
 
-// Env gives git a fixed identity and no user or system configuration.
+// env is what Env sets: a fixed identity, no system configuration, and
+// every decision run twice (store.Decider); HOME is added per test.
+var env = map[string]string{"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com",
+	"GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.com", "GIT_CONFIG_NOSYSTEM": "1",
+	"SPOOL_NOW": "", "SPOOL_CHECK_DECIDE": "1"}
+
+// processWide is set by Setup: the environment is the test binary's, and
+// Env changes nothing, so that tests using gittest may run in parallel.
+var processWide bool
+
+// Setup sets Env's environment for the whole test binary, HOME an empty
+// directory no test writes to, from a TestMain before m.Run; it returns
+// the function that removes that directory. After it, Env does nothing
+// and tests that make repositories may call t.Parallel (t.Setenv forbids
+// it).
+func Setup() (cleanup func()) {
+	home, err := os.MkdirTemp("", "gittest-home-")
+	if err != nil {
+		panic(err)
+	}
+	for k, v := range env {
+		os.Setenv(k, v)
+	}
+	os.Setenv("HOME", home)
+	processWide = true
+	return func() { os.RemoveAll(home) }
+}
+
+// Env gives git a fixed identity and no user or system configuration,
+// unless Setup already did for the whole binary.
 func Env(t testing.TB) {
-	for k, v := range map[string]string{"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com",
-		"GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.com", "GIT_CONFIG_NOSYSTEM": "1",
-		"HOME": t.TempDir(), "SPOOL_NOW": "",
-		"SPOOL_CHECK_DECIDE": "1"} { // every decision runs twice (store.Decider)
+	if processWide {
+		return
+	}
+	for k, v := range env {
 		t.Setenv(k, v)
 	}
+	t.Setenv("HOME", t.TempDir())
 }
 
 // New makes the repository; files are written and committed in the first commit.
