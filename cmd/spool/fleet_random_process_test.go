@@ -46,7 +46,7 @@ func fleetRandomTeam(t *testing.T) {
 	// through it all: git must not notice.
 	jobSpool(t, bin, clones[0], envs[0], "config", "set", "sync.interval", "1s")
 	w := startWatch(t, bin, clones[0], envs[0])
-	const steps = 120
+	steps := soak(60, 120)
 	for step := range steps {
 		m := team[rng.IntN(len(team))]
 		m.act(rng, step)

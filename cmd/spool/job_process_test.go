@@ -110,15 +110,19 @@ func jobEvents(t *testing.T, bin, dir string, env []string, typ string) []logEve
 	return out
 }
 
-// waitFor polls cond every 50 ms until it holds, failing the test after timeout.
+// waitFor polls cond until it holds, failing the test after timeout.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
+	// Soon at first, then less often: a condition often runs a spool
+	// process, and a long wait polling every 50 ms costs the suite's CPU.
+	pause := 20 * time.Millisecond
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("after %s: %s", timeout, what)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(pause)
+		pause = min(pause*3/2, 200*time.Millisecond)
 	}
 }
 
