@@ -300,6 +300,17 @@ func (it *item) reset() {
 	it.saved = -1
 }
 
+// Missing says whether some projection has no snapshot at all: a fresh
+// clone, or the state directory removed.
+func (en *Engine) Missing() bool {
+	for _, s := range en.Specs {
+		if _, err := os.Stat(en.snapshotPath(s.Name)); err != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func (en *Engine) snapshotPath(name string) string {
 	return filepath.Join(en.StateDir, name+".snap")
 }

@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -120,6 +121,17 @@ func main() {
 			prev := debug.SetGCPercent(100)
 			return func() { debug.SetGCPercent(prev) }
 		}))
+		// A fresh clone's first fold of a large log: as replay's.
+		opts = append(opts, store.OnLargeFold(func() func() {
+			prevGC := debug.SetGCPercent(100)
+			prevLimit := debug.SetMemoryLimit(heapBudget)
+			stop := holdHeap()
+			return func() {
+				stop()
+				debug.SetMemoryLimit(prevLimit)
+				debug.SetGCPercent(prevGC)
+			}
+		}))
 	}
 	if limit {
 		debug.SetMemoryLimit(512 << 20)
@@ -177,11 +189,30 @@ func foldsWholeLog() {
 		return
 	}
 	debug.SetMemoryLimit(heapBudget)
+	holdHeap()
+}
+
+// holdHeap sets the memory limit after each collection to heapLimit of
+// the heap then live, until stop is called.
+func holdHeap() (stop func()) {
+	var (
+		mu      sync.Mutex // a limit set after stop returned would outlive it
+		stopped bool
+	)
 	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	afterEachGC(func() {
-		metrics.Read(live)
-		debug.SetMemoryLimit(heapLimit(int64(live[0].Value.Uint64())))
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			metrics.Read(live)
+			debug.SetMemoryLimit(heapLimit(int64(live[0].Value.Uint64())))
+		}
 	})
+	return func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+	}
 }
 
 // heapLimit is foldsWholeLog's limit, given the heap live after a collection.

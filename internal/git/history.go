@@ -258,16 +258,48 @@ func subtree(s *filesystem.Storage, root *object.Tree, dir string) (*object.Tree
 
 // ReadBlob returns a blob's content.
 func (h *History) ReadBlob(id string) ([]byte, error) {
+	out := []byte(nil)
+	err := h.readBlob(id, func(b *object.Blob, rd io.Reader) error {
+		out = make([]byte, b.Size) // one allocation, not ReadAll's doublings
+		_, err := io.ReadFull(rd, out)
+		return err
+	})
+	return out, err
+}
+
+// BlobLines counts the lines of blob id (its newlines) as it streams.
+func (h *History) BlobLines(id string) (int, error) {
+	n := 0
+	err := h.readBlob(id, func(_ *object.Blob, rd io.Reader) error {
+		buf := make([]byte, 256<<10)
+		for {
+			k, err := rd.Read(buf)
+			n += bytes.Count(buf[:k], []byte{'\n'})
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+	})
+	return n, err
+}
+
+func (h *History) readBlob(id string, f func(b *object.Blob, rd io.Reader) error) error {
 	b, err := object.GetBlob(h.s, plumbing.NewHash(id))
 	if err != nil {
-		return nil, fmt.Errorf("blob %s: %w", id, err)
+		return fmt.Errorf("blob %s: %w", id, err)
 	}
 	rd, err := b.Reader()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rd.Close()
-	return io.ReadAll(rd)
+	if err := f(b, rd); err != nil {
+		return fmt.Errorf("blob %s: %w", id, err)
+	}
+	return nil
 }
 
 // FilesUnder returns the files directly in dir at commit, by name.

@@ -71,6 +71,16 @@ func ReadBlob(ctx context.Context, repo, hash string) ([]byte, error) {
 	return content, err
 }
 
+// BlobLines counts the lines of the blob hash without reading it whole.
+func BlobLines(ctx context.Context, repo, hash string) (int, error) {
+	var n int
+	err := ReadHistory(ctx, repo, func(h *History) (err error) {
+		n, err = h.BlobLines(hash)
+		return err
+	})
+	return n, err
+}
+
 // readCommit runs f with the commit rev names (as RevParse takes it), the
 // object database locked.
 func readCommit(ctx context.Context, repo, rev string, f func(c *object.Commit) error) error {

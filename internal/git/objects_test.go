@@ -2,6 +2,7 @@ package git
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,5 +93,36 @@ func TestEmptyTreeNotStored(t *testing.T) {
 	}
 	if out, err := exec.Command("git", "-C", r.Root, "fsck", "--no-dangling", "--connectivity-only").CombinedOutput(); err != nil || strings.Contains(string(out), "missing") {
 		t.Errorf("git fsck after the read: %v\n%s", err, out)
+	}
+}
+
+// A blob over the object database's large-object threshold (1 MiB) reads
+// back whole and its lines count as bytes.Count does, loose and packed,
+// with and without a torn last line; a small one too.
+func TestLargeBlobs(t *testing.T) {
+	r := gittest.New(t, nil)
+	ctx := context.Background()
+	var sb strings.Builder
+	for i := 0; sb.Len() < 3<<20; i++ {
+		sb.WriteString(`{"seq":` + strings.Repeat("7", i%40) + "}\n")
+	}
+	for i, content := range []string{sb.String(), sb.String() + `{"torn`, "one\ntwo\n"} {
+		name := fmt.Sprintf("blob%d", i)
+		r.Write(r.Root, name, content)
+		hash := r.Git(r.Root, "hash-object", "-w", name)
+		for _, packed := range []bool{false, true} {
+			if packed {
+				r.Git(r.Root, "add", name) // reachable from the index: kept by repack
+				r.Git(r.Root, "repack", "-a", "-d", "-q")
+			}
+			got, err := ReadBlob(ctx, r.Root, hash)
+			if err != nil || string(got) != content {
+				t.Fatalf("ReadBlob of %d bytes (packed %v): %d bytes, %v", len(content), packed, len(got), err)
+			}
+			n, err := BlobLines(ctx, r.Root, hash)
+			if want := strings.Count(content, "\n"); err != nil || n != want {
+				t.Fatalf("BlobLines (packed %v) = %d, %v; want %d", packed, n, err, want)
+			}
+		}
 	}
 }

@@ -62,7 +62,11 @@ func objectDBAt(commonDir string) *objectDB {
 	}
 	// A small object cache: reads touch a few commits (an ancestry walk
 	// more, once), and the default of 96 MiB would stay with the train.
-	db := &objectDB{s: filesystem.NewStorage(osfs.New(commonDir), cache.NewObjectLRU(8*cache.MiByte))}
+	// A large object (a writer file of the log's branch: 290 MB for a
+	// million events) is read from its file when asked, not copied whole
+	// into a buffer grown by doubling first.
+	db := &objectDB{s: filesystem.NewStorageWithOptions(osfs.New(commonDir), cache.NewObjectLRU(8*cache.MiByte),
+		filesystem.Options{LargeObjectThreshold: 1 << 20})}
 	objectDBs.byDir[commonDir] = db
 	return db
 }

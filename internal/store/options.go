@@ -8,6 +8,7 @@ type Option func(*options)
 
 type options struct {
 	onLargeSave func() (done func())
+	onLargeFold func() (done func())
 	warning     func(fault.Warning)
 }
 
@@ -15,6 +16,13 @@ type options struct {
 // projection's save (spool turns its collector on for it).
 func OnLargeSave(f func() (done func())) Option {
 	return func(o *options) { o.onLargeSave = f }
+}
+
+// OnLargeFold is what runs around the one fold of a large log that a
+// fresh clone's first command makes (prime), and around its first receive
+// of the log's copies: spool holds its heap then as replay does.
+func OnLargeFold(f func() (done func())) Option {
+	return func(o *options) { o.onLargeFold = f }
 }
 
 // Warnings has the log tell warning the warnings it names with a code

@@ -218,6 +218,9 @@ func (s *Store) receive(ctx context.Context, sess *eventlog.Session) {
 
 // receiveIn is Receive for a caller that holds the session.
 func (s *Store) receiveIn(ctx context.Context, sess *eventlog.Session, copies []copyOf, first bool) error {
+	if f := optionsOf(s.opts).onLargeFold; first && f != nil {
+		defer f()() // a fresh clone's first command may bring in the whole log
+	}
 	rc := s.loadReceived()
 	legacy := 0
 	var errs []error

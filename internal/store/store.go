@@ -265,6 +265,17 @@ func (s *Store) Read(ctx context.Context, names ...string) (*projections.View, e
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.receive(ctx, nil)
+	if s.mayPrime() {
+		// Like saving below, priming is for the next commands too: done
+		// when the lock is free at once, the usual fold otherwise.
+		if unlock, ok, _ := s.Log.TryLock(); ok {
+			err := s.prime(ctx)
+			unlock()
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
 	v, err := s.view(names)
 	if err != nil {
 		return nil, err
@@ -403,6 +414,11 @@ func writeOnce[R any](ctx context.Context, s *Store, at time.Time, actor string,
 			return w, err
 		}
 	}
+	if s.mayPrime() {
+		if err := s.prime(ctx); err != nil {
+			return w, err
+		}
+	}
 	if w.View, err = s.view(names); err != nil {
 		return w, err
 	}
@@ -460,6 +476,44 @@ func repeatable[R any](drafts []eventlog.Draft, r R, err error, decide Decider[R
 		return fmt.Errorf("internal error: a decision is not repeatable: it returned %+v, then %+v", r, r2)
 	}
 	return nil
+}
+
+// primeSize is the log size from which a command that finds projections
+// without a snapshot folds the whole log once for all of them (prime):
+// about 120,000 events. A variable for the tests.
+var primeSize int64 = 32 << 20
+
+// mayPrime says whether prime has something to do: no view loaded yet,
+// a projection without a snapshot, and a log of primeSize or more.
+func (s *Store) mayPrime() bool {
+	if len(s.views) > 0 || !s.Engine.Missing() {
+		return false
+	}
+	entries, err := os.ReadDir(EventsDir(s.Repo))
+	if err != nil {
+		return false
+	}
+	var size int64
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil {
+			size += info.Size()
+		}
+	}
+	return size >= primeSize
+}
+
+// prime is the first command of a fresh clone (or of one whose state was
+// removed) on a large log: one fold of the whole log for every projection,
+// the bulk spilled to disk, with the collector held as replay holds it
+// (OnLargeFold), and saved; the command then opens the snapshots as any
+// other does. Folding into the views in memory instead took 533 MiB on a
+// million events. The caller holds the log's lock.
+func (s *Store) prime(ctx context.Context) error {
+	if f := optionsOf(s.opts).onLargeFold; f != nil {
+		defer f()()
+	}
+	_, err := s.Engine.Rebuild(ctx)
+	return err
 }
 
 // Rebuild replays every projection from scratch and saves them; it

@@ -362,6 +362,67 @@ func TestFreshCloneReadSaves(t *testing.T) {
 	}
 }
 
+// The first command of a fresh clone of a large log, a read or a write,
+// folds the whole log once for every projection, under OnLargeFold, and
+// saves every snapshot (prime); below primeSize it folds only what it
+// reads, as before.
+func TestFreshCloneOfALargeLogPrimes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		size  int64
+		write bool
+		folds int
+	}{
+		{"read", 1, false, 1},
+		{"write", 1, true, 1},
+		{"read of a small log", 1 << 40, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func(was int64) { primeSize = was }(primeSize)
+			primeSize = tc.size
+			dir := newRepo(t)
+			s, _ := open(t, dir)
+			writeN(t, s, "test.tick", 5)
+			os.RemoveAll(StateDir(s.Repo))
+			folds := 0
+			s, err := Open(context.Background(), dir, nil, OnLargeFold(func() func() {
+				folds++
+				return func() {}
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.write {
+				write(t, s, eventlog.Draft{Type: "test.tick", Subject: "x"})
+			} else if _, err := s.Read(context.Background(), "stats"); err != nil {
+				t.Fatal(err)
+			}
+			if folds != tc.folds {
+				t.Fatalf("%d folds under OnLargeFold, want %d", folds, tc.folds)
+			}
+			if tc.folds == 0 {
+				return
+			}
+			for _, spec := range Specs {
+				if _, err := os.Stat(filepath.Join(StateDir(s.Repo), spec.Name+".snap")); err != nil {
+					t.Errorf("%s was not saved: %v", spec.Name, err)
+				}
+			}
+			v, err := s.Read(context.Background(), "stats")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 5
+			if tc.write {
+				want = 6
+			}
+			if st := v.Get("stats").(*projections.Stats); st.Events != want {
+				t.Fatalf("stats after priming: %d events, want %d", st.Events, want)
+			}
+		})
+	}
+}
+
 // With SPOOL_CHECK_DECIDE a decision that answers differently the second
 // time (it keeps state between calls) fails and appends nothing; one that
 // answers the same appends once and returns its result.
