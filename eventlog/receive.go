@@ -59,8 +59,8 @@ func Whole(b []byte) []byte {
 // file never stops anyone's work. No event the log has is ever dropped or
 // changed, least of all this clone's own.
 func (s *Session) Receive(name string, theirs []byte, source string) (Received, error) {
-	writer, ok := strings.CutSuffix(name, Ext)
-	if !ok || !ValidWriter(writer) {
+	writer, ok := cutWriter(name)
+	if !ok {
 		return Received{}, fmt.Errorf("%w: %q from %s is not a writer file's name", ErrCorrupt, name, source)
 	}
 	res := Received{Writer: writer}
@@ -134,6 +134,12 @@ func (s *Session) Receive(name string, theirs []byte, source string) (Received, 
 	}
 	res.Added = bytes.Count(theirs, newline) - bytes.Count(ours, newline)
 	return res, s.Reload() // tails, seq and lc changed, perhaps this writer's own file
+}
+
+// cutWriter is the writer of writer file name, ok when name is one.
+func cutWriter(name string) (string, bool) {
+	writer, ok := strings.CutSuffix(name, Ext)
+	return writer, ok && ValidWriter(writer)
 }
 
 // Chained reports whether a writer file holds a line with prev (this

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -69,6 +70,16 @@ func ReadBlob(ctx context.Context, repo, hash string) ([]byte, error) {
 		return err
 	})
 	return content, err
+}
+
+// CopyBlob copies the blob hash to w as it reads it.
+func CopyBlob(ctx context.Context, repo, hash string, w io.Writer) error {
+	return ReadHistory(ctx, repo, func(h *History) error {
+		return h.readBlob(hash, func(_ *object.Blob, rd io.Reader) error {
+			_, err := io.Copy(w, rd)
+			return err
+		})
+	})
 }
 
 // BlobLines counts the lines of the blob hash without reading it whole.

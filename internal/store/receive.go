@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -290,20 +291,29 @@ func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyO
 		if !isWriterFile(name) || c.commit != "" && rc.Blobs[name] == files[name] {
 			continue // not spool's (left where it is, never read), or received already
 		}
-		var content []byte
+		var res eventlog.Received
 		var err error
-		if c.commit == "" {
-			content, err = os.ReadFile(files[name])
+		if _, statErr := os.Stat(filepath.Join(EventsDir(s.Repo), name)); c.commit != "" && errors.Is(statErr, fs.ErrNotExist) {
+			// A writer file new here (all of them, in a fresh clone):
+			// streamed into place, never held in memory.
+			res, err = sess.ReceiveFrom(name, func(w io.Writer) error {
+				return git.CopyBlob(ctx, s.Repo.Root, files[name], w)
+			}, c.source)
 		} else {
-			content, err = git.ReadBlob(ctx, s.Repo.Root, files[name])
+			var content []byte
+			if c.commit == "" {
+				content, err = os.ReadFile(files[name])
+			} else {
+				content, err = git.ReadBlob(ctx, s.Repo.Root, files[name])
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // removed by a checkout meanwhile
+			}
+			if err != nil {
+				return added, err
+			}
+			res, err = sess.Receive(name, content, c.source)
 		}
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // removed by a checkout meanwhile
-		}
-		if err != nil {
-			return added, err
-		}
-		res, err := sess.Receive(name, content, c.source)
 		if err != nil {
 			return added, err
 		}

@@ -1,0 +1,95 @@
+package eventlog
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var errLocalBroken = errors.New("the local file breaks the rules")
+
+// receiveBoth runs Receive and ReceiveFrom on two logs that hold local as
+// writer w's file, with copy arriving; it returns each one's file after,
+// and what each said.
+func receiveBoth(t *testing.T, local, copy []byte) (viaBytes, viaFile []byte, a, b Received, errA, errB error) {
+	t.Helper()
+	run := func(stream bool) ([]byte, Received, error) {
+		dir := t.TempDir()
+		private := filepath.Join(dir, "private")
+		os.MkdirAll(private, 0o755)
+		os.WriteFile(filepath.Join(private, "writer"), []byte("v\n"), 0o644)
+		l := Open(Options{Dir: filepath.Join(dir, "events"), PrivateDir: private})
+		path := filepath.Join(l.Dir(), "w"+Ext)
+		if local != nil {
+			os.MkdirAll(l.Dir(), 0o755)
+			if err := os.WriteFile(path, local, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if rep, err := l.Check(); err != nil || len(rep.Problems) > 0 {
+			return nil, Received{}, errLocalBroken
+		}
+		s, err := l.Begin(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		var res Received
+		if stream {
+			res, err = s.ReceiveFrom("w"+Ext, func(w io.Writer) error { _, err := w.Write(copy); return err }, "fuzz")
+		} else {
+			res, err = s.Receive("w"+Ext, copy, "fuzz")
+		}
+		after, _ := os.ReadFile(path)
+		if left, _ := os.ReadDir(l.tmpDir()); len(left) > 0 {
+			t.Fatalf("ReceiveFrom left %d files in %s", len(left), l.tmpDir())
+		}
+		return after, res, err
+	}
+	viaBytes, a, errA = run(false)
+	viaFile, b, errB = run(true)
+	return
+}
+
+// FuzzReceiveFrom: streaming a copy in (a fresh clone's writer files) does
+// what Receive does with its bytes: the same file after, the same events
+// added, the same copy refused for the same reason; with Whole's look at
+// the tail at its real size and at a few bytes (the fallback to Receive).
+func FuzzReceiveFrom(f *testing.F) {
+	lines := validFile(f, 4)
+	all := bytes.Join(lines, nil)
+	f.Add([]byte(nil), all, false)
+	f.Add([]byte(nil), all, true)
+	f.Add([]byte(nil), append(bytes.Clone(all), `{"torn`...), false)
+	f.Add([]byte(nil), bytes.Join([][]byte{lines[0], lines[1], lines[3]}, nil), false)
+	f.Add([]byte(nil), bytes.Replace(all, []byte(`"seq":2`), []byte(`"seq":9`), 1), true)
+	f.Add([]byte{}, all, false)
+	f.Add(bytes.Join(lines[:2], nil), all, false)
+	f.Add([]byte(nil), []byte{}, false)
+	f.Fuzz(func(t *testing.T, local, copy []byte, smallTail bool) {
+		if smallTail {
+			defer func(was int64) { wholeTail = was }(wholeTail)
+			wholeTail = 16
+		}
+		viaBytes, viaFile, a, b, errA, errB := receiveBoth(t, local, copy)
+		if errA == errLocalBroken {
+			return // a local file that breaks the rules is repair's business
+		}
+		if (errA == nil) != (errB == nil) {
+			t.Fatalf("Receive: %v; ReceiveFrom: %v", errA, errB)
+		}
+		if errA != nil {
+			return
+		}
+		if !bytes.Equal(viaBytes, viaFile) {
+			t.Fatalf("the file after Receive:\n%q\nafter ReceiveFrom:\n%q", viaBytes, viaFile)
+		}
+		if a.Added != b.Added || a.Problem != b.Problem || (a.Quarantined == "") != (b.Quarantined == "") || a.Forked != b.Forked {
+			t.Fatalf("Receive said %+v, ReceiveFrom %+v", a, b)
+		}
+	})
+}
