@@ -507,13 +507,16 @@ func (s *Store) mayPrime() bool {
 // the bulk spilled to disk, with the collector held as replay holds it
 // (OnLargeFold), and saved; the command then opens the snapshots as any
 // other does. Folding into the views in memory instead took 533 MiB on a
-// million events. The caller holds the log's lock.
+// million events. The caller holds the log's lock. Where nothing can be
+// written (a read-only clone, a full disk), the command folds as before.
 func (s *Store) prime(ctx context.Context) error {
 	if f := optionsOf(s.opts).onLargeFold; f != nil {
 		defer f()()
 	}
-	_, err := s.Engine.Rebuild(ctx)
-	return err
+	if _, err := s.Engine.Rebuild(ctx); err != nil && !storageError(err) {
+		return err
+	}
+	return nil
 }
 
 // Rebuild replays every projection from scratch and saves them; it

@@ -67,12 +67,12 @@ func TestClaimableIsNextsOrder(t *testing.T) {
 						taken = append(taken, c.Task.ID)
 						f.Add(drafts...)
 					}
-					got := ids0(all)
+					got := taskIDs(all)
 					if !slices.Equal(got, taken) {
 						t.Fatalf("seed %d %s gate %+v at %s: Claimable %v, next takes %v", seed, kind, g, now, got, taken)
 					}
 					for _, limit := range []int{1, 2, 5} {
-						if first := ids0(w.s.Claimable(p, g, ReadyFilter{}, now, limit)); !slices.Equal(first, got[:min(limit, len(got))]) {
+						if first := taskIDs(w.s.Claimable(p, g, ReadyFilter{}, now, limit)); !slices.Equal(first, got[:min(limit, len(got))]) {
 							t.Fatalf("seed %d %s: limit %d gives %v, the first of %v", seed, kind, limit, first, got)
 						}
 					}
@@ -80,12 +80,4 @@ func TestClaimableIsNextsOrder(t *testing.T) {
 			}
 		}
 	}
-}
-
-func ids0(ts []*Task) []string {
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = t.ID
-	}
-	return out
 }
