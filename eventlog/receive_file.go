@@ -27,7 +27,14 @@ func (s *Session) ReceiveFrom(name string, write func(io.Writer) error, source s
 	if err := os.MkdirAll(s.log.tmpDir(), 0o755); err != nil {
 		return Received{}, err
 	}
-	f, err := os.CreateTemp(s.log.tmpDir(), writer+"-*"+Ext)
+	// A copy left by a ReceiveFrom that was killed: only one runs at a
+	// time, under the log's lock, which this session holds.
+	if stale, err := filepath.Glob(filepath.Join(s.log.tmpDir(), "*"+receivingSuffix)); err == nil {
+		for _, p := range stale {
+			os.Remove(p)
+		}
+	}
+	f, err := os.CreateTemp(s.log.tmpDir(), writer+"-*"+receivingSuffix)
 	if err != nil {
 		return Received{}, err
 	}
@@ -92,6 +99,9 @@ func (s *Session) ReceiveFrom(name string, write func(io.Writer) error, source s
 	res.Added = rep.Events
 	return res, s.Reload()
 }
+
+// receivingSuffix ends the name of a copy ReceiveFrom is receiving.
+const receivingSuffix = ".receiving"
 
 // wholeTail is how much of a copy's end wholeSize reads: Whole looks back
 // from the end only over the lines of an unfinished batch. A variable for

@@ -93,3 +93,28 @@ func FuzzReceiveFrom(f *testing.F) {
 		}
 	})
 }
+
+// A copy left in the log's tmp directory by a ReceiveFrom that was killed
+// is removed by the next one; nothing else there is touched.
+func TestReceiveFromRemovesAKilledOnesCopy(t *testing.T) {
+	tl, s := receiver(t)
+	tmp := tl.tmpDir()
+	os.MkdirAll(tmp, 0o755)
+	stale := filepath.Join(tmp, "a-123"+receivingSuffix)
+	other := filepath.Join(tmp, ".a.jsonl.tmp")
+	os.WriteFile(stale, []byte("half a copy"), 0o644)
+	os.WriteFile(other, []byte("not ReceiveFrom's"), 0o644)
+	lines := writerLines(t, "a", 3)
+	if _, err := s.ReceiveFrom("a"+Ext, func(w io.Writer) error { _, err := w.Write(join(lines)); return err }, "origin"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the killed copy is still there: %v", err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("another file of the tmp directory was removed: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(tl.Dir(), "a"+Ext)); !bytes.Equal(got, join(lines)) {
+		t.Fatalf("a's file is %q", got)
+	}
+}
