@@ -68,17 +68,6 @@ func ValidatePriority(p int) error {
 	return nil
 }
 
-func validateLabels(labels ...[]string) error {
-	for _, ls := range labels {
-		for _, l := range ls {
-			if err := ValidateLabel(l); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // Validate checks a new task's fields (usage errors).
 func (n *NewTask) Validate() error {
 	n.Title = strings.TrimSpace(n.Title)
@@ -102,7 +91,7 @@ func (n *NewTask) Validate() error {
 			return fault.Usagef(CodeUnsupportedDependency, "a link's type is not %s: that is a blocker or the parent", l.Type)
 		}
 	}
-	return validateLabels(n.Labels)
+	return ValidateLabels(n.Labels)
 }
 
 // AddTask creates a task with a fresh id derived from the writer.
@@ -207,7 +196,7 @@ func (u *Update) ValidateFields() error {
 		return fault.New(CodeInvalidStatus, nil,
 			fmt.Sprintf("status must be one of %s, got %q", strings.Join(Statuses, ", "), *u.Status), "status", *u.Status)
 	}
-	return validateLabels(u.AddLabels, u.RemoveLabels, u.SetLabels)
+	return ValidateLabels(u.AddLabels, u.RemoveLabels, u.SetLabels)
 }
 
 // Empty reports whether the update sets nothing.
