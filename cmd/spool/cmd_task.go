@@ -176,11 +176,14 @@ func (c *TaskListCmd) Run(e *env) error {
 	}
 	f := workqueue.ListFilter{Status: c.Status, Label: c.Label, Priority: c.Priority}
 	if e.JSON {
-		out, err := q.ListItems(e.ctx, f)
+		s, err := q.Read(e.ctx, wqservice.Tracker)
 		if err != nil {
 			return err
 		}
-		return writeJSON(e.stdout, out)
+		if ok, err := s.WriteListJSON(e.stdout, q.Policy, f, q.Now); ok || err != nil {
+			return err
+		}
+		return writeJSON(e.stdout, s.ListItemsJSON(s.List(q.Policy, f, q.Now), q.Policy, q.Now))
 	}
 	tasks, s, err := q.List(e.ctx, f)
 	if err != nil {
@@ -192,11 +195,7 @@ func (c *TaskListCmd) Run(e *env) error {
 // printTasks prints tasks as beads' JSON array (bd ready's) or as aligned rows.
 func printTasks(e *env, q *wqservice.Service, s *workqueue.State, tasks []*workqueue.Task) error {
 	if e.JSON {
-		out := make([]workqueue.TaskJSON, 0, len(tasks))
-		for _, t := range tasks {
-			out = append(out, s.View(t, q.Policy, q.Now))
-		}
-		return writeJSON(e.stdout, out)
+		return writeJSON(e.stdout, s.ViewsJSON(tasks, q.Policy, q.Now, false))
 	}
 	if len(tasks) == 0 {
 		fmt.Fprintln(e.stdout, "no tasks")

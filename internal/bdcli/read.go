@@ -64,12 +64,12 @@ func (c *bdReadyCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
+	if b.JSON {
+		return cliout.WriteJSON(b.stdout, st.ViewsJSON(tasks, q.Policy, q.Now, true))
+	}
 	out := make([]workqueue.TaskJSON, 0, len(tasks))
 	for _, t := range tasks {
 		out = append(out, workqueue.Beads(st.View(t, q.Policy, q.Now)))
-	}
-	if b.JSON {
-		return cliout.WriteJSON(b.stdout, out)
 	}
 	if len(out) == 0 {
 		if n := st.BeadsStats(q.Policy, q.Now); n.OpenIssues+n.InProgressIssues > 0 {

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"os"
 	"runtime"
 	"slices"
 	"unsafe"
@@ -53,8 +54,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 type Table struct {
 	r    io.ReaderAt
 	IDs  []string
-	offs []int64 // len(IDs)+1: record i is [offs[i], offs[i+1])
-	pre  []*Dec  // every record, once Preload read them
+	offs []int64  // len(IDs)+1: record i is [offs[i], offs[i+1])
+	pre  []*Dec   // every record, once Preload read them
+	file *os.File // what OpenOn opened it on, and where in it the table starts
+	off  int64
 	// Name, if set, names record id in errors (a merge queue entry
 	// rather than its record id).
 	Name func(id string) string
@@ -188,6 +191,9 @@ func OpenOn(f interface {
 	if t == nil {
 		return f.Close()
 	}
+	if file, ok := f.(*os.File); ok {
+		t.file, t.off = file, off
+	}
 	runtime.AddCleanup(t, func(f io.Closer) { f.Close() }, io.Closer(f))
 	return nil
 }
@@ -290,6 +296,7 @@ func (t *Table) ReadRange(lo, hi int) ([]*Dec, error) {
 	}
 	start := t.offs[lo]
 	b := make([]byte, t.offs[hi]-start)
+	hugePages(b)
 	if _, err := t.r.ReadAt(b, start); err != nil {
 		return nil, t.corrupt(lo, err)
 	}

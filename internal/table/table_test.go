@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -161,5 +164,58 @@ func TestPreloadReadsOnce(t *testing.T) {
 	}
 	if cr.reads != before {
 		t.Fatalf("Record read %d more times after Preload", cr.reads-before)
+	}
+}
+
+// Mapped reads a table opened on a file, at an offset in it as a snapshot
+// holds one after its header, record for record as Record does, and a
+// damaged record panics there too; a table held in memory falls back to
+// reading it.
+func TestMappedReadsAsRecord(t *testing.T) {
+	for _, damaged := range []bool{false, true} {
+		b := build(t, 300)
+		if damaged {
+			b[len(magic)+6] ^= 1 // inside record 0
+		}
+		head := []byte("a header line\n")
+		path := filepath.Join(t.TempDir(), "t.snap")
+		if err := os.WriteFile(path, append(head, b...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tb *table.Table
+		err = table.OpenOn(f, int64(len(head)), int64(len(head)+len(b)), func(r io.ReaderAt, size int64) (*table.Table, error) {
+			tb, err = table.Open(r, size, magic, func(d *table.Dec, n int) error { d.Uint(); return d.Err() })
+			return tb, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem, err := open(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tb := range []*table.Table{tb, mem} {
+			func() {
+				defer func() {
+					var fe *fault.Error
+					if err, _ := recover().(error); damaged != (errors.As(err, &fe) && fe.Code == table.CodeCorruptSnapshot.Name) {
+						t.Errorf("damaged %v: recovered %v", damaged, err)
+					}
+				}()
+				err := tb.Mapped(func(rec func(int) *table.Dec) error {
+					for i := 299; i >= 0; i-- {
+						check(t, i, rec(i))
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}()
+		}
 	}
 }

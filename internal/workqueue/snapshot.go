@@ -18,7 +18,7 @@ import (
 // a command opens the index and decodes only the tasks it touches.
 
 const (
-	tasksMagic = "spool-tasks-11\n"
+	tasksMagic = "spool-tasks-12\n"
 	queueMagic = "spool-history-8\n"
 )
 
@@ -68,7 +68,11 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 	s := p.State()
 	// The lists are held by pointer: assigning to a map key that exists
 	// stores the new key string, and t's strings are the scan's.
-	refs := map[string]*[]string{}
+	type naming struct {
+		ids []string // the tasks naming it
+		n   int      // the records naming it: DependentCounts, for the listing index
+	}
+	refs := map[string]*naming{}
 	n := 0
 	more := s.decodedIDs()
 	for t := range s.eachTaskOf(more, false) { // in id order, so each list is sorted
@@ -79,9 +83,9 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 				id = strings.Clone(t.ID)
 			}
 			if l := refs[to]; l == nil {
-				refs[strings.Clone(to)] = &[]string{id}
-			} else if (*l)[len(*l)-1] != id {
-				*l = append(*l, id)
+				refs[strings.Clone(to)] = &naming{[]string{id}, 1}
+			} else if l.n++; l.ids[len(l.ids)-1] != id {
+				l.ids = append(l.ids, id)
 			}
 		}
 		if t.Parent != "" {
@@ -108,14 +112,20 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 		plain     bool // plainReady
 	}
 	var open []key
+	all := make([]key, 0, n)
+	var listed table.Enc // the listing index's per-task part (listIndex)
 	i := 0
 	for t := range s.eachTask(more) {
 		id := strings.Clone(t.ID) // the writer keeps it for the index
-		var named []string
+		var named naming
 		if l := refs[id]; l != nil {
 			named = *l
 		}
-		tw.Record(id, func(w *table.Enc) { encodeTask(w, t, named) })
+		tw.Record(id, func(w *table.Enc) { encodeTask(w, t, named.ids) })
+		all = append(all, key{pos: uint32(i), priority: t.Priority, createdAt: t.CreatedAt, id: id})
+		listed.Str(t.Status)
+		listed.Int(int64(t.Priority))
+		listed.Uint(uint64(named.n))
 		if t.Status != StatusClosed {
 			// Which of them wait by themselves (the blocked label, a
 			// blocker not closed), a bit each: ready and next pass them unread.
@@ -123,9 +133,15 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 		}
 		i++
 	}
-	slices.SortFunc(open, func(a, b key) int { // taskLess
+	byTaskLess := func(a, b key) int {
 		return cmp.Or(cmp.Compare(a.priority, b.priority), a.createdAt.Compare(b.createdAt), strings.Compare(a.id, b.id))
-	})
+	}
+	slices.SortFunc(open, byTaskLess)
+	slices.SortFunc(all, byTaskLess)
+	var order table.Enc
+	for _, k := range all {
+		order.Uint(uint64(k.pos))
+	}
 	return tw.Finish(func(w *table.Enc) {
 		w.Int(s.trk.commentSeq)
 		w.Uint(uint64(len(open)))
@@ -148,6 +164,7 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 		for _, k := range open { // bd ready's orders by age, without a record read
 			w.Time(k.createdAt)
 		}
+		w.Str(string(order.Buf) + string(listed.Buf))
 	})
 }
 
@@ -185,6 +202,12 @@ func waitsItself(t *Task, s *State) bool {
 // encodeTask writes a task's record: the table's fields (fields_gen.go),
 // then the dependencies, the ids of the tasks naming it, and the detail.
 func encodeTask(w *table.Enc, t *Task, refs []string) {
+	core, tail := t.listCore, t.listTail
+	if core == "" {
+		core, tail = encodeListing(t)
+	}
+	w.Str(core)
+	w.Str(tail)
 	encodeTaskFields(w, t)
 	w.Uint(uint64(len(t.Blockers)))
 	for _, d := range t.Blockers {
@@ -217,7 +240,7 @@ func decodeTask(r *table.Dec) *Task {
 // decodeRecord reads what encodeTask wrote: the task, and the ids of the
 // tasks that name it (baseRefs).
 func decodeRecord(r *table.Dec) (*Task, []string) {
-	t := &Task{}
+	t := &Task{listCore: r.Str(), listTail: r.Str()}
 	decodeTaskFields(r, t) // fields_gen.go
 	if k := r.Count(); k > 0 {
 		t.Blockers = make([]Dep, k)
@@ -364,6 +387,7 @@ type taskTable struct {
 	labelled string   // a bit per open task: the blocked label
 	plain    string   // a bit per open task: plainReady when saved
 	created  string   // each open task's creation time, 8 bytes each (table.Enc.Time)
+	listing  string   // the listing index, unparsed (listIndex)
 	openBits []uint64 // open as a set, built on first use
 }
 
@@ -407,7 +431,7 @@ type historyTable struct {
 func openTasks(r io.ReaderAt, size int64) (*taskTable, int64, error) {
 	var seq int64
 	var open []uint32
-	var waits, labelled, plain, created string
+	var waits, labelled, plain, created, listing string
 	t, err := table.Open(r, size, tasksMagic, func(rd *table.Dec, n int) error {
 		seq = rd.Int()
 		var err error
@@ -418,12 +442,13 @@ func openTasks(r io.ReaderAt, size int64) (*taskTable, int64, error) {
 		labelled = rd.Raw((len(open) + 7) / 8)
 		plain = rd.Raw((len(open) + 7) / 8)
 		created = rd.Raw(8 * len(open))
+		listing = rd.Str() // parsed by the one command that reads it (listIndex)
 		return rd.Err()
 	})
 	if err != nil {
 		return nil, 0, err
 	}
-	return &taskTable{Table: t, open: open, waits: waits, labelled: labelled, plain: plain, created: created}, seq, nil
+	return &taskTable{Table: t, open: open, waits: waits, labelled: labelled, plain: plain, created: created, listing: listing}, seq, nil
 }
 
 func openHistory(r io.ReaderAt, size int64) (*historyTable, error) {

@@ -41,6 +41,8 @@ type Task struct {
 	rawDetail string      // the encoded detail, while detail is nil
 	baseRefs  []string    // read from a snapshot: the tasks that named it then (as parent, blocker or link)
 	ord       int32       // its records' ordinal in a spill
+
+	listCore, listTail string // its listing (listing.go) as its record saved it; "" once changed
 }
 
 // TaskDetail holds the fields few commands need.
@@ -396,7 +398,7 @@ const (
 // Their state grows with the number of tasks, so saves are amortized (see
 // projections.Spec.Amortize).
 var (
-	Spec      = projections.Spec{Name: Name, Version: 8, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
+	Spec      = projections.Spec{Name: Name, Version: 9, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
 	QueueSpec = projections.Spec{Name: QueueName, Version: 11, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
@@ -595,6 +597,9 @@ func (s *State) applyTask(e *eventlog.Event) {
 // applyTaskTo is applyTask, given the task's state before (nil: none).
 func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 	id := e.Subject
+	if t != nil {
+		t.listCore, t.listTail = "", "" // the saved listing is the task before this event
+	}
 	if e.Type == TypeCreated {
 		var d CreatedData
 		if t != nil || decodeCreated(e.Data, &d) != nil {

@@ -1,14 +1,19 @@
 package workqueue_test
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/jsonout"
 	"github.com/spoolhq/spool/internal/workqueue"
 	"github.com/spoolhq/spool/projections"
 )
@@ -38,6 +43,16 @@ func TestTablesAnswerAsTheWholeState(t *testing.T) {
 				}
 				return s
 			}
+			// onFile is fresh with the tasks' table opened on a file, as a
+			// command opens it (task list --json maps it).
+			dir := t.TempDir()
+			onFile := func() *workqueue.State {
+				s := openFile(t, dir, snap)
+				for _, e := range since {
+					s.Apply(e)
+				}
+				return s
+			}
 			step := func() {
 				now = now.Add(time.Duration(r.IntN(900)) * time.Second)
 				actor, drafts, err := c.Command(r, now)
@@ -60,15 +75,18 @@ func TestTablesAnswerAsTheWholeState(t *testing.T) {
 			}
 			snap, since = write(t, c.s), nil
 			sameAnswers(t, c, fresh, now)
+			sameLists(t, c, onFile, now)
 			for range 40 {
 				step()
 			}
 			sameAnswers(t, c, fresh, now)
+			sameLists(t, c, onFile, now)
 			snap, since = write(t, fresh()), nil
 			for range 40 {
 				step()
 			}
 			sameAnswers(t, c, fresh, now.Add(time.Hour))
+			sameLists(t, c, onFile, now.Add(time.Hour))
 			if got := write(t, fresh()); string(got[0]) != string(write(t, c.s)[0]) || string(got[1]) != string(write(t, c.s)[1]) {
 				t.Fatal("the snapshots written from the opened state differ")
 			}
@@ -100,6 +118,78 @@ func open(t *testing.T, snap [2][]byte) *workqueue.State {
 		}
 	}
 	return s
+}
+
+// openFile is open with the tasks' table read from a file in dir.
+func openFile(t *testing.T, dir string, snap [2][]byte) *workqueue.State {
+	t.Helper()
+	path := filepath.Join(dir, fmt.Sprintf("tasks-%x.snap", sha256.Sum256(snap[0])))
+	if err := os.WriteFile(path, snap[0], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := workqueue.NewState()
+	if err := workqueue.NewTasksProjection(s).OpenState(f, 0, int64(len(snap[0]))); err != nil {
+		t.Fatal(err)
+	}
+	if err := workqueue.NewQueueProjection(s).UnmarshalState(snap[1]); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// sameLists checks task list --json and the views of ready --json, as a
+// snapshot's saved listings write them, against the whole state's values
+// written by jsonout: byte for byte, with every filter, now and later
+// (leases run out).
+func sameLists(t *testing.T, c *taskClone, fresh func() *workqueue.State, now time.Time) {
+	t.Helper()
+	whole := c.s
+	list := func(items []any) string {
+		var b strings.Builder
+		if err := jsonout.WriteList(&b, len(items), func(i int) any { return items[i] }, false); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	one := 1
+	for _, at := range []time.Time{now, now.Add(30 * time.Hour)} {
+		for _, f := range []workqueue.ListFilter{{}, {Status: workqueue.StatusOpen}, {Status: workqueue.StatusInProgress}, {Status: workqueue.StatusClosed}, {Priority: &one}, {Label: "backend"}} {
+			tasks := whole.List(c.pol, f, at)
+			counts := whole.DependentCounts()
+			var items []any
+			for _, task := range tasks {
+				items = append(items, whole.ListItem(task, c.pol, at, counts))
+			}
+			want := list(items)
+			s := fresh()
+			var got strings.Builder
+			ok, err := s.WriteListJSON(&got, c.pol, f, at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok != (f.Label == "") {
+				t.Fatalf("list %+v: written from the listings %v", f, ok)
+			}
+			if !ok {
+				got.WriteString(list(s.ListItemsJSON(s.List(c.pol, f, at), c.pol, at)))
+			}
+			if got.String() != want {
+				t.Fatalf("task list %+v at %v:\n%s\nwant\n%s", f, at, got.String(), want)
+			}
+			var views []any
+			for _, task := range tasks {
+				views = append(views, whole.View(task, c.pol, at))
+			}
+			s = fresh()
+			if got := list(s.ViewsJSON(s.List(c.pol, f, at), c.pol, at, false)); got != list(views) {
+				t.Fatalf("views %+v at %v:\n%s\nwant\n%s", f, at, got, list(views))
+			}
+		}
+	}
 }
 
 func ids(ts []*workqueue.Task) []string {

@@ -423,9 +423,14 @@ func (s *State) View(t *Task, p Policy, now time.Time) TaskJSON {
 // ListItem renders a task as bd list --json does: with its dependency
 // records and both counts (dependents from DependentCounts).
 func (s *State) ListItem(t *Task, p Policy, now time.Time, dependents map[string]int) ListItemJSON {
+	return s.listItem(t, p, now, dependents[t.ID])
+}
+
+// listItem is ListItem with t's dependent count.
+func (s *State) listItem(t *Task, p Policy, now time.Time, dependents int) ListItemJSON {
 	j := s.View(t, p, now)
 	j.Dependencies = t.deps()
-	return ListItemJSON{TaskJSON: j, DependencyCount: len(j.Dependencies), DependentCount: dependents[t.ID]}
+	return ListItemJSON{TaskJSON: j, DependencyCount: len(j.Dependencies), DependentCount: dependents}
 }
 
 // DependentCounts counts, in one pass, the dependency records that name
