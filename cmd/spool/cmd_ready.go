@@ -36,6 +36,11 @@ func (c *ReadyCmd) Run(e *env) error {
 		}
 		return printBeads(e, beads)
 	}
+	if e.JSON && c.Limit == 0 {
+		if ok, err := q.WriteReadyJSON(e.ctx, f, e.stdout); ok || err != nil {
+			return err
+		}
+	}
 	tasks, s, err := q.Ready(e.ctx, f, c.Limit)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package table
 import (
 	"encoding/binary"
 	"math"
+	"strings"
 	"time"
 	"unsafe"
 )
@@ -182,3 +183,7 @@ func (r *Dec) Time() time.Time {
 	}
 	return time.Unix(0, v).UTC()
 }
+
+// Clone is a decoder at the same place over a copy of the bytes: what it
+// decodes outlives a mapping (Table.Mapped) the original reads.
+func (r *Dec) Clone() *Dec { return &Dec{s: strings.Clone(r.s), pos: r.pos, err: r.err} }

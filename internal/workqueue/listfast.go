@@ -106,60 +106,128 @@ func (s *State) WriteListJSON(w io.Writer, p Policy, f ListFilter, now time.Time
 		return s.listItem(t, p, now, n)
 	}
 	return true, tt.Mapped(func(rec func(i int) *table.Dec) error {
-		// Where each changed task goes among the saved ones: their keys
-		// are read from their records, a binary search's worth.
-		at := make([]int, len(changed))
-		for k, c := range changed {
-			at[k] = sort.Search(len(x.order), func(j int) bool {
-				base, _ := decodeRecord(rec(int(x.order[j])))
-				return taskLess(c, base)
-			})
-		}
 		var items iter.Seq[any] = func(yield func(any) bool) {
-			k := 0
-			for j, i := range x.order {
-				for ; k < len(changed) && at[k] <= j; k++ {
-					if !yield(item(changed[k])) {
-						return
-					}
-				}
+			walkMerged(x.order, changed, rec, func(_ int, i uint32) bool {
 				id := tt.IDs[i]
 				if _, ok := s.trk.m[id]; ok {
-					continue // listed with the changed ones
+					return true // listed with the changed ones
 				}
 				if f.Priority != nil && x.priority[i] != *f.Priority {
-					continue
+					return true
 				}
 				status := x.status[i]
 				if status == StatusInProgress { // its lease may have run out since
-					t, _ := decodeRecord(rec(int(i)))
-					if f.Status == "" || s.EffectiveStatus(t, now) == f.Status {
-						if !yield(item(t)) {
-							return
-						}
-					}
-					continue
+					t := decodeOwned(rec(int(i)))
+					return f.Status != "" && s.EffectiveStatus(t, now) != f.Status || yield(item(t))
 				}
 				if f.Status != "" && status != f.Status {
-					continue
+					return true
 				}
 				r := rec(int(i))
 				if core, tail := r.Str(), r.Str(); core != "" {
-					if !yield(Saved{core: core, tail: tail, item: true, dependents: x.dependents[i] + adjust[id]}) {
-						return
+					return yield(Saved{core: core, tail: tail, item: true, dependents: x.dependents[i] + adjust[id]})
+				}
+				return yield(s.listItem(decodeOwned(rec(int(i))), p, now, x.dependents[i]+adjust[id]))
+			}, func(t *Task) bool { return yield(item(t)) })
+		}
+		return jsonout.WriteSeq(w, items, false)
+	})
+}
+
+// decodeOwned decodes a mapped record from a copy: the task's strings
+// may become keys of the state's maps (a parent decoded for it, its
+// history), which outlive the mapping.
+func decodeOwned(r *table.Dec) *Task {
+	t, _ := decodeRecord(r.Clone())
+	return t
+}
+
+// walkMerged calls saved with each place j and position i of order (a
+// table's tasks in taskLess order), and fresh with each of changed (sorted
+// by taskLess) where it belongs among them, until either returns false. A
+// changed task's place is found by a binary search, reading the keys of
+// the records it probes with rec.
+func walkMerged(order []uint32, changed []*Task, rec func(int) *table.Dec, saved func(j int, i uint32) bool, fresh func(*Task) bool) {
+	at := make([]int, len(changed))
+	for k, c := range changed {
+		at[k] = sort.Search(len(order), func(j int) bool {
+			base, _ := decodeRecord(rec(int(order[j])))
+			return taskLess(c, base)
+		})
+	}
+	k := 0
+	for j, i := range order {
+		for ; k < len(changed) && at[k] <= j; k++ {
+			if !fresh(changed[k]) {
+				return
+			}
+		}
+		if !saved(j, i) {
+			return
+		}
+	}
+	for ; k < len(changed); k++ {
+		if !fresh(changed[k]) {
+			return
+		}
+	}
+}
+
+// WriteReadyJSON writes what cliout.WriteJSON writes of ViewsJSON of
+// Claimable(p, g, f, now, 0), from the snapshot's listings: a task that
+// was ready by itself when saved (plainReady), is unchanged, and names no
+// changed task, is ready now unless its history holds it back, and is
+// written without a decode. It reports false, having written nothing,
+// when it cannot: no snapshot, a filter or gate (they read labels and
+// types), or the progressive policy's order.
+func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now time.Time) (bool, error) {
+	tt := s.trk.table
+	if tt == nil || p.Kind == Progressive || len(f.All)+len(f.Any)+len(g.Require)+len(g.Exclude)+len(g.ExcludeTypes) > 0 || f.Claimed || f.Unassigned {
+		return false, nil
+	}
+	memo := map[string]bool{}
+	ready := func(t *Task) bool {
+		return s.EffectiveStatus(t, now) == StatusOpen && !s.blockedBy(t, memo, 0) && p.Skip(Candidate{}, s.Entry(t.ID), g, now) == ""
+	}
+	skip := make(map[string]bool, len(s.trk.m))
+	var changed []*Task
+	for id, t := range s.trk.m {
+		skip[id] = true
+		if t != nil && ready(t) {
+			changed = append(changed, t)
+		}
+	}
+	sortTasks(changed)
+	named := s.namedByChanged(nil)
+	view := func(t *Task) any {
+		if v, ok := s.saved(t, now, false); ok {
+			return v
+		}
+		return s.View(t, p, now)
+	}
+	return true, tt.Mapped(func(rec func(i int) *table.Dec) error {
+		var items iter.Seq[any] = func(yield func(any) bool) {
+			walkMerged(tt.open, changed, rec, func(k int, i uint32) bool {
+				id := tt.IDs[i]
+				if skip[id] {
+					return true
+				}
+				switch {
+				case named[id]: // a task it names changed: read it whole
+				case tt.waitsAt(k):
+					return true // it still waits by itself
+				case tt.plainAt(k):
+					if p.Skip(Candidate{}, s.Entry(id), g, now) != "" {
+						return true
 					}
-					continue
+					r := rec(int(i))
+					if core := r.Str(); core != "" {
+						return yield(Saved{core: core})
+					}
 				}
-				t, _ := decodeRecord(rec(int(i)))
-				if !yield(s.listItem(t, p, now, x.dependents[i]+adjust[id])) {
-					return
-				}
-			}
-			for ; k < len(changed); k++ {
-				if !yield(item(changed[k])) {
-					return
-				}
-			}
+				t := decodeOwned(rec(int(i)))
+				return !ready(t) || yield(view(t))
+			}, func(t *Task) bool { return yield(view(t)) })
 		}
 		return jsonout.WriteSeq(w, items, false)
 	})

@@ -157,6 +157,21 @@ func sameLists(t *testing.T, c *taskClone, fresh func() *workqueue.State, now ti
 	}
 	one := 1
 	for _, at := range []time.Time{now, now.Add(30 * time.Hour)} {
+		var views []any
+		for _, task := range whole.Claimable(c.pol, workqueue.Gate{}, workqueue.ReadyFilter{}, at, 0) {
+			views = append(views, whole.View(task, c.pol, at))
+		}
+		var got strings.Builder
+		ok, err := fresh().WriteReadyJSON(&got, c.pol, workqueue.Gate{}, workqueue.ReadyFilter{}, at)
+		if err != nil || ok != (c.pol.Kind != workqueue.Progressive) {
+			t.Fatalf("ready: written from the listings %v (%v)", ok, err)
+		}
+		if want := list(views); ok && got.String() != want {
+			t.Fatalf("ready at %v:\n%s\nwant\n%s", at, got.String(), want)
+		}
+		if ok, _ := fresh().WriteReadyJSON(&got, c.pol, workqueue.Gate{Require: []string{"backend"}}, workqueue.ReadyFilter{}, at); ok {
+			t.Fatal("ready with a gate written from the listings")
+		}
 		for _, f := range []workqueue.ListFilter{{}, {Status: workqueue.StatusOpen}, {Status: workqueue.StatusInProgress}, {Status: workqueue.StatusClosed}, {Priority: &one}, {Label: "backend"}} {
 			tasks := whole.List(c.pol, f, at)
 			counts := whole.DependentCounts()

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -135,6 +136,18 @@ func (s *Service) Ready(ctx context.Context, f workqueue.ReadyFilter, limit int)
 	gate := s.Policy.Gate(f.All, nil)
 	gate.ExcludeTypes = s.ExcludeTypes
 	return st.Claimable(s.Policy, gate, f, s.Now, limit), st, nil
+}
+
+// WriteReadyJSON writes Ready's tasks, all of them, as --json lists them
+// (State.WriteReadyJSON); false, having written nothing, when it cannot.
+func (s *Service) WriteReadyJSON(ctx context.Context, f workqueue.ReadyFilter, w io.Writer) (bool, error) {
+	st, err := s.Read(ctx, Both)
+	if err != nil {
+		return false, err
+	}
+	gate := s.Policy.Gate(f.All, nil)
+	gate.ExcludeTypes = s.ExcludeTypes
+	return st.WriteReadyJSON(w, s.Policy, gate, f, s.Now)
 }
 
 // ReadyBeads is ready with a bd/br source: the beads it offers that next
