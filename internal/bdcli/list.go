@@ -131,6 +131,12 @@ func (c *compiled) viewFilter() func(workqueue.TaskJSON) bool {
 	}
 }
 
+// admitter is what the filters admit of a task, given its bd status, with
+// keep saying which statuses count.
+func (c *compiled) admitter(keep func(status string) bool) func(t *workqueue.Task, status string) bool {
+	return func(t *workqueue.Task, status string) bool { return keep(status) && c.admits(t, status) }
+}
+
 // anyCase reports whether s contains sub, in any case.
 func anyCase(s, sub string) bool { return strings.Contains(strings.ToLower(s), strings.ToLower(sub)) }
 
@@ -142,7 +148,7 @@ func (b *bdEnv) matching(c *compiled, limit int, keep func(status string) bool, 
 	if err != nil {
 		return nil, err
 	}
-	admit := func(t *workqueue.Task, status string) bool { return keep(status) && c.admits(t, status) }
+	admit := c.admitter(keep)
 	view := c.viewFilter()
 	if query != "" { // an id, a title or a description: the last needs the whole issue
 		rest := view
@@ -182,9 +188,17 @@ func (c *bdListCmd) Run(b *bdEnv) error {
 	if c.Title != "" {
 		f.TitleContains = c.Title
 	}
-	out, err := b.matching(f, limit, func(status string) bool {
+	keep := func(status string) bool {
 		return c.Status != "" || c.All || status != workqueue.StatusClosed
-	}, "")
+	}
+	if b.JSON && f.viewFilter() == nil {
+		q, st, err := b.tracker(false)
+		if err != nil {
+			return err
+		}
+		return cliout.WriteJSON(b.stdout, st.BeadsListJSON(q.Policy, q.Now, f.admitter(keep), limit))
+	}
+	out, err := b.matching(f, limit, keep, "")
 	if err != nil {
 		return err
 	}

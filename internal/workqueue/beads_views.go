@@ -351,18 +351,7 @@ func (s *State) LabelCounts() []LabelCount {
 // with the whole issue. Without view only the first limit are rendered,
 // picked in one pass over the tasks without keeping or sorting them all.
 func (s *State) BeadsList(p Policy, now time.Time, admit func(t *Task, status string) bool, view func(TaskJSON) bool, limit int) []ListItemJSON {
-	var picked []*Task
-	var counts map[string]int
-	if view == nil && limit > 0 {
-		picked, counts = s.topListed(p, now, admit, limit)
-	} else {
-		for _, t := range s.allTasks() {
-			if admit(t, s.BeadsStatus(t, p, now)) {
-				picked = append(picked, t)
-			}
-		}
-		picked = topK(picked, 0, beadsListLess)
-	}
+	picked, counts := s.beadsPicked(p, now, admit, view == nil, limit)
 	n := len(picked)
 	if limit > 0 {
 		n = min(n, limit)
@@ -380,12 +369,59 @@ func (s *State) BeadsList(p Policy, now time.Time, admit func(t *Task, status st
 		}
 	}
 	if counts == nil {
-		counts = s.dependentCountsOf(out)
+		ids := make([]string, len(out))
+		for i, it := range out {
+			ids[i] = it.ID
+		}
+		counts = s.dependentCountsOf(ids)
 	}
 	for i := range out {
 		out[i].DependentCount = counts[out[i].ID]
 	}
 	return out
+}
+
+// BeadsListJSON is BeadsList without a view filter, for cliout.WriteJSON:
+// each item from the task's saved listing where it holds (ViewsJSON).
+func (s *State) BeadsListJSON(p Policy, now time.Time, admit func(t *Task, status string) bool, limit int) []any {
+	picked, counts := s.beadsPicked(p, now, admit, true, limit)
+	if limit > 0 && len(picked) > limit {
+		picked = picked[:limit]
+	}
+	if counts == nil {
+		ids := make([]string, len(picked))
+		for i, t := range picked {
+			ids[i] = t.ID
+		}
+		counts = s.dependentCountsOf(ids)
+	}
+	out := make([]any, len(picked))
+	for i, t := range picked {
+		if v, ok := s.saved(t, now, true); ok {
+			v.tail, v.item, v.dependents = t.listTail, true, counts[t.ID]
+			out[i] = v
+			continue
+		}
+		v := Beads(s.View(t, p, now))
+		v.Dependencies = t.deps()
+		out[i] = ListItemJSON{TaskJSON: v, DependencyCount: len(v.Dependencies), DependentCount: counts[t.ID]}
+	}
+	return out
+}
+
+// beadsPicked returns the tasks admit passes in bd list's order: only the
+// first limit (limit > 0) when first is set, with every task's dependent
+// count (counts; nil when not counted).
+func (s *State) beadsPicked(p Policy, now time.Time, admit func(t *Task, status string) bool, first bool, limit int) (picked []*Task, counts map[string]int) {
+	if first && limit > 0 {
+		return s.topListed(p, now, admit, limit)
+	}
+	for _, t := range s.allTasks() {
+		if admit(t, s.BeadsStatus(t, p, now)) {
+			picked = append(picked, t)
+		}
+	}
+	return topK(picked, 0, beadsListLess), nil
 }
 
 // listed is what topListed keeps of a task it passes over.
@@ -410,12 +446,15 @@ func (s *State) topListed(p Policy, now time.Time, admit func(t *Task, status st
 		return a.id < b.id
 	}
 	var top []listed
-	counts := map[string]int{}
+	// Counted by pointer: assigning to a key that exists stores the new
+	// key string, and id is the scan's, which the next record overwrites.
+	byID := map[string]*int{}
 	count := func(id string) {
-		if n, ok := counts[id]; ok {
-			counts[id] = n + 1
+		if n := byID[id]; n != nil {
+			*n++
 		} else {
-			counts[strings.Clone(id)] = 1
+			one := 1
+			byID[strings.Clone(id)] = &one
 		}
 	}
 	for t := range s.eachTaskOf(s.decodedIDs(), false) {
@@ -433,6 +472,10 @@ func (s *State) topListed(p Policy, now time.Time, admit func(t *Task, status st
 	for _, it := range top {
 		out = append(out, s.Task(it.id))
 	}
+	counts := make(map[string]int, len(byID))
+	for id, n := range byID {
+		counts[id] = *n
+	}
 	return out, counts
 }
 
@@ -447,11 +490,11 @@ func beadsListLess(a, b *Task) bool {
 	return a.ID < b.ID
 }
 
-// dependentCountsOf is DependentCounts for the items alone.
-func (s *State) dependentCountsOf(items []ListItemJSON) map[string]int {
-	n := make(map[string]int, len(items))
-	for _, it := range items {
-		n[it.ID] = 0
+// dependentCountsOf is DependentCounts for these tasks alone.
+func (s *State) dependentCountsOf(ids []string) map[string]int {
+	n := make(map[string]int, len(ids))
+	for _, id := range ids {
+		n[id] = 0
 	}
 	count := func(id string) {
 		if _, ok := n[id]; ok {

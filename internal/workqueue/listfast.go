@@ -185,6 +185,9 @@ func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now
 	if tt == nil || p.Kind == Progressive || len(f.All)+len(f.Any)+len(g.Require)+len(g.Exclude)+len(g.ExcludeTypes) > 0 || f.Claimed || f.Unassigned {
 		return false, nil
 	}
+	if s.hst.table != nil {
+		s.hst.table.Preload() // the entries of most ready tasks: one read, not one each
+	}
 	memo := map[string]bool{}
 	ready := func(t *Task) bool {
 		return s.EffectiveStatus(t, now) == StatusOpen && !s.blockedBy(t, memo, 0) && p.Skip(Candidate{}, s.Entry(t.ID), g, now) == ""

@@ -172,6 +172,32 @@ func sameLists(t *testing.T, c *taskClone, fresh func() *workqueue.State, now ti
 		if ok, _ := fresh().WriteReadyJSON(&got, c.pol, workqueue.Gate{Require: []string{"backend"}}, workqueue.ReadyFilter{}, at); ok {
 			t.Fatal("ready with a gate written from the listings")
 		}
+		// bd's list and ready views: the blocked label is bd's status.
+		for _, admit := range []func(*workqueue.Task, string) bool{
+			func(*workqueue.Task, string) bool { return true },
+			func(_ *workqueue.Task, status string) bool { return status != workqueue.StatusClosed },
+			func(_ *workqueue.Task, status string) bool { return status == workqueue.StatusBlocked },
+		} {
+			for _, limit := range []int{0, 3} {
+				var items []any
+				for _, it := range whole.BeadsList(c.pol, at, admit, nil, limit) {
+					items = append(items, it)
+				}
+				s := fresh()
+				if got, want := list(s.BeadsListJSON(c.pol, at, admit, limit)), list(items); got != want {
+					t.Fatalf("bd list (limit %d) at %v:\n%s\nwant\n%s", limit, at, got, want)
+				}
+			}
+		}
+		all := whole.List(c.pol, workqueue.ListFilter{}, at)
+		var beads []any
+		for _, task := range all {
+			beads = append(beads, workqueue.Beads(whole.View(task, c.pol, at)))
+		}
+		s := fresh()
+		if got, want := list(s.ViewsJSON(s.List(c.pol, workqueue.ListFilter{}, at), c.pol, at, true)), list(beads); got != want {
+			t.Fatalf("bd views at %v:\n%s\nwant\n%s", at, got, want)
+		}
 		for _, f := range []workqueue.ListFilter{{}, {Status: workqueue.StatusOpen}, {Status: workqueue.StatusInProgress}, {Status: workqueue.StatusClosed}, {Priority: &one}, {Label: "backend"}} {
 			tasks := whole.List(c.pol, f, at)
 			counts := whole.DependentCounts()
