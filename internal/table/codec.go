@@ -2,6 +2,7 @@ package table
 
 import (
 	"encoding/binary"
+	"hash/crc32"
 	"math"
 	"strings"
 	"time"
@@ -187,3 +188,25 @@ func (r *Dec) Time() time.Time {
 // Clone is a decoder at the same place over a copy of the bytes: what it
 // decodes outlives a mapping (Table.Mapped) the original reads.
 func (r *Dec) Clone() *Dec { return &Dec{s: strings.Clone(r.s), pos: r.pos, err: r.err} }
+
+// Checked writes s with a checksum of its own (crc32c, then s as Str),
+// for a reader that reads it alone from a record it does not check
+// whole (Mapping.Head).
+func (w *Enc) Checked(s string) {
+	w.Buf = binary.LittleEndian.AppendUint32(w.Buf, crc32.Checksum(unsafe.Slice(unsafe.StringData(s), len(s)), castagnoli))
+	w.Str(s)
+}
+
+// Checked reads what Enc.Checked wrote; false when its checksum does not
+// match (or the record ends first).
+func (r *Dec) Checked() (string, bool) {
+	if r.pos+4 > len(r.s) {
+		r.Fail()
+		return "", false
+	}
+	b := r.s[r.pos : r.pos+4]
+	sum := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+	r.pos += 4
+	s := r.Str()
+	return s, r.err == nil && crc32.Checksum(unsafe.Slice(unsafe.StringData(s), len(s)), castagnoli) == sum
+}

@@ -4,25 +4,51 @@ import (
 	"unsafe"
 )
 
-// Mapped calls fn with rec, which returns record i checked, as Record
-// does. The records are mapped from the file where the system allows it
-// rather than read into memory: for a command that copies most of a large
-// table to its output, the read and the page faults of a fresh buffer
-// cost more than the rest. What rec returns, and every string decoded
-// from it, is valid only until fn returns.
-func (t *Table) Mapped(fn func(rec func(i int) *Dec) error) error {
+// Mapped calls fn with the table's records mapped from its file where
+// the system allows it, rather than read into memory: for a command that
+// copies most of a large table to its output, the read and the page
+// faults of a fresh buffer cost more than the rest. Without a mapping the
+// records are read at once (Preload). What the Mapping returns, and every
+// string decoded from it, is valid only until fn returns.
+func (t *Table) Mapped(fn func(m Mapping) error) error {
 	if len(t.IDs) == 0 {
-		return fn(nil)
+		return fn(Mapping{t: t})
 	}
 	data, unmap := t.mmap()
 	if data == nil {
 		t.Preload()
-		return fn(t.Record)
+		return fn(Mapping{t: t})
 	}
 	defer unmap()
-	return fn(func(i int) *Dec {
-		b := data[t.offs[i]:t.offs[i+1]]
-		t.checkRecord(i, b)
-		return &Dec{s: unsafe.String(unsafe.SliceData(b), len(b)), pos: 4}
-	})
+	return fn(Mapping{t: t, data: data})
+}
+
+// Mapping reads the records of a mapped table.
+type Mapping struct {
+	t    *Table
+	data []byte // nil: read with Record
+}
+
+// Record returns record i checked, as Table.Record does.
+func (m Mapping) Record(i int) *Dec {
+	if m.data == nil {
+		return m.t.Record(i)
+	}
+	b := m.data[m.t.offs[i]:m.t.offs[i+1]]
+	m.t.checkRecord(i, b)
+	return &Dec{s: unsafe.String(unsafe.SliceData(b), len(b)), pos: 4}
+}
+
+// Head returns record i without checking it, for a reader of the part
+// its record starts with (Enc.Checked), which checks that part alone: a
+// copy of that part need not read the rest of every record.
+func (m Mapping) Head(i int) *Dec {
+	if m.data == nil {
+		return m.t.Record(i)
+	}
+	b := m.data[m.t.offs[i]:m.t.offs[i+1]]
+	if len(b) < 4 {
+		panic(m.t.corrupt(i, errChecksum))
+	}
+	return &Dec{s: unsafe.String(unsafe.SliceData(b), len(b)), pos: 4}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -206,9 +207,9 @@ func TestMappedReadsAsRecord(t *testing.T) {
 						t.Errorf("damaged %v: recovered %v", damaged, err)
 					}
 				}()
-				err := tb.Mapped(func(rec func(int) *table.Dec) error {
+				err := tb.Mapped(func(m table.Mapping) error {
 					for i := 299; i >= 0; i-- {
-						check(t, i, rec(i))
+						check(t, i, m.Record(i))
 					}
 					return nil
 				})
@@ -217,5 +218,26 @@ func TestMappedReadsAsRecord(t *testing.T) {
 				}
 			}()
 		}
+	}
+}
+
+// A part written with Enc.Checked reads back alone, from a record that
+// is not checked whole (Mapping.Head): any change to it is found.
+func TestCheckedPart(t *testing.T) {
+	var e table.Enc
+	e.Checked("the listing")
+	e.Str("the rest")
+	for i := range len(e.Buf) + 1 {
+		b := slices.Clone(e.Buf)
+		if i < len(b) {
+			b[i] ^= 0x40
+		}
+		s, ok := table.NewDec(string(b)).Checked()
+		if want := i >= len(e.Buf)-len("the rest")-1; ok != want || ok && s != "the listing" {
+			t.Errorf("byte %d changed: %q %v", i, s, ok)
+		}
+	}
+	if _, ok := table.NewDec("ab").Checked(); ok {
+		t.Error("a short part passed")
 	}
 }

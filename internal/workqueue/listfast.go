@@ -105,9 +105,9 @@ func (s *State) WriteListJSON(w io.Writer, p Policy, f ListFilter, now time.Time
 		}
 		return s.listItem(t, p, now, n)
 	}
-	return true, tt.Mapped(func(rec func(i int) *table.Dec) error {
+	return true, tt.Mapped(func(m table.Mapping) error {
 		var items iter.Seq[any] = func(yield func(any) bool) {
-			walkMerged(x.order, changed, rec, func(_ int, i uint32) bool {
+			walkMerged(x.order, changed, m.Record, func(_ int, i uint32) bool {
 				id := tt.IDs[i]
 				if _, ok := s.trk.m[id]; ok {
 					return true // listed with the changed ones
@@ -117,21 +117,31 @@ func (s *State) WriteListJSON(w io.Writer, p Policy, f ListFilter, now time.Time
 				}
 				status := x.status[i]
 				if status == StatusInProgress { // its lease may have run out since
-					t := decodeOwned(rec(int(i)))
+					t := decodeOwned(m.Record(int(i)))
 					return f.Status != "" && s.EffectiveStatus(t, now) != f.Status || yield(item(t))
 				}
 				if f.Status != "" && status != f.Status {
 					return true
 				}
-				r := rec(int(i))
-				if core, tail := r.Str(), r.Str(); core != "" {
+				if core, tail := listingAt(m, tt, i); core != "" {
 					return yield(Saved{core: core, tail: tail, item: true, dependents: x.dependents[i] + adjust[id]})
 				}
-				return yield(s.listItem(decodeOwned(rec(int(i))), p, now, x.dependents[i]+adjust[id]))
+				return yield(s.listItem(decodeOwned(m.Record(int(i))), p, now, x.dependents[i]+adjust[id]))
 			}, func(t *Task) bool { return yield(item(t)) })
 		}
 		return jsonout.WriteSeq(w, items, false)
 	})
+}
+
+// listingAt reads the listing that position i's record starts with,
+// checking it alone (table.Mapping.Head).
+func listingAt(m table.Mapping, tt *taskTable, i uint32) (core, tail string) {
+	listing, ok := m.Head(int(i)).Checked()
+	core, tail, ok = splitListing(listing, ok)
+	if !ok {
+		panic(table.Corrupt(tt.IDs[i], table.ErrDamaged))
+	}
+	return core, tail
 }
 
 // decodeOwned decodes a mapped record from a copy: the task's strings
@@ -208,9 +218,9 @@ func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now
 		}
 		return s.View(t, p, now)
 	}
-	return true, tt.Mapped(func(rec func(i int) *table.Dec) error {
+	return true, tt.Mapped(func(m table.Mapping) error {
 		var items iter.Seq[any] = func(yield func(any) bool) {
-			walkMerged(tt.open, changed, rec, func(k int, i uint32) bool {
+			walkMerged(tt.open, changed, m.Record, func(k int, i uint32) bool {
 				id := tt.IDs[i]
 				if skip[id] {
 					return true
@@ -223,12 +233,11 @@ func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now
 					if p.Skip(Candidate{}, s.Entry(id), g, now) != "" {
 						return true
 					}
-					r := rec(int(i))
-					if core := r.Str(); core != "" {
+					if core, _ := listingAt(m, tt, i); core != "" {
 						return yield(Saved{core: core})
 					}
 				}
-				t := decodeOwned(rec(int(i)))
+				t := decodeOwned(m.Record(int(i)))
 				return !ready(t) || yield(view(t))
 			}, func(t *Task) bool { return yield(view(t)) })
 		}

@@ -2,10 +2,12 @@ package workqueue
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strconv"
 	"time"
 
 	"github.com/spoolhq/spool/internal/jsonout"
+	"github.com/spoolhq/spool/internal/table"
 )
 
 // A task's listing is its JSON as the CLI's lists print it, saved in its
@@ -47,6 +49,25 @@ func encodeListing(t *Task) (core, tail string) {
 		panic("workqueue: a list item does not start with its view") // ListItemJSON's fields follow TaskJSON's
 	}
 	return string(a), string(b[len(a):])
+}
+
+// joinListing is a listing as its record holds it: core's length, core,
+// tail.
+func joinListing(core, tail string) string {
+	w := table.Enc{Buf: make([]byte, 0, binary.MaxVarintLen64+len(core)+len(tail))}
+	w.Str(core)
+	return string(append(w.Buf, tail...))
+}
+
+// splitListing reads what joinListing wrote, given whether its checksum
+// matched; false for bytes it did not write.
+func splitListing(s string, ok bool) (core, tail string, _ bool) {
+	r := table.NewDec(s)
+	core = r.Str()
+	if !ok || r.Err() != nil {
+		return "", "", false
+	}
+	return core, r.Rest(), true
 }
 
 // saved is t's saved listing when it says what View says now, bd's view

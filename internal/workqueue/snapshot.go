@@ -18,7 +18,7 @@ import (
 // a command opens the index and decodes only the tasks it touches.
 
 const (
-	tasksMagic = "spool-tasks-12\n"
+	tasksMagic = "spool-tasks-13\n"
 	queueMagic = "spool-history-8\n"
 )
 
@@ -206,8 +206,7 @@ func encodeTask(w *table.Enc, t *Task, refs []string) {
 	if core == "" {
 		core, tail = encodeListing(t)
 	}
-	w.Str(core)
-	w.Str(tail)
+	w.Checked(joinListing(core, tail)) // first, and checked alone: lists read it alone
 	encodeTaskFields(w, t)
 	w.Uint(uint64(len(t.Blockers)))
 	for _, d := range t.Blockers {
@@ -240,8 +239,13 @@ func decodeTask(r *table.Dec) *Task {
 // decodeRecord reads what encodeTask wrote: the task, and the ids of the
 // tasks that name it (baseRefs).
 func decodeRecord(r *table.Dec) (*Task, []string) {
-	t := &Task{listCore: r.Str(), listTail: r.Str()}
+	t := &Task{}
+	listing, ok := r.Checked()
+	t.listCore, t.listTail, ok = splitListing(listing, ok)
 	decodeTaskFields(r, t) // fields_gen.go
+	if !ok {
+		panic(table.Corrupt(t.ID, table.ErrDamaged))
+	}
 	if k := r.Count(); k > 0 {
 		t.Blockers = make([]Dep, k)
 		for j := range t.Blockers {
