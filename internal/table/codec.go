@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unsafe"
@@ -189,15 +190,23 @@ func (r *Dec) Time() time.Time {
 // decodes outlives a mapping (Table.Mapped) the original reads.
 func (r *Dec) Clone() *Dec { return &Dec{s: strings.Clone(r.s), pos: r.pos, err: r.err} }
 
-// Checked writes s with a checksum of its own (crc32c, then s as Str),
-// for a reader that reads it alone from a record it does not check
-// whole (Mapping.Head).
-func (w *Enc) Checked(s string) {
-	w.Buf = binary.LittleEndian.AppendUint32(w.Buf, crc32.Checksum(unsafe.Slice(unsafe.StringData(s), len(s)), castagnoli))
-	w.Str(s)
+// BeginChecked starts a part in Checked's form written in place, by the
+// caller's appends to Buf, and returns where it starts for EndChecked.
+func (w *Enc) BeginChecked() int {
+	w.Buf = append(w.Buf, 0, 0, 0, 0)
+	return len(w.Buf)
 }
 
-// Checked reads what Enc.Checked wrote; false when its checksum does not
+// EndChecked ends the part BeginChecked started: its length goes before
+// it, its checksum before that.
+func (w *Enc) EndChecked(start int) {
+	var n [binary.MaxVarintLen64]byte
+	k := binary.PutUvarint(n[:], uint64(len(w.Buf)-start))
+	w.Buf = slices.Insert(w.Buf, start, n[:k]...)
+	binary.LittleEndian.PutUint32(w.Buf[start-4:], crc32.Checksum(w.Buf[start+k:], castagnoli))
+}
+
+// Checked reads a part BeginChecked and EndChecked wrote; false when its checksum does not
 // match (or the record ends first).
 func (r *Dec) Checked() (string, bool) {
 	if r.pos+4 > len(r.s) {

@@ -40,7 +40,7 @@ func (m Mapping) Record(i int) *Dec {
 }
 
 // Head returns record i without checking it, for a reader of the part
-// its record starts with (Enc.Checked), which checks that part alone: a
+// its record starts with (Enc.BeginChecked), which checks that part alone: a
 // copy of that part need not read the rest of every record.
 func (m Mapping) Head(i int) *Dec {
 	if m.data == nil {

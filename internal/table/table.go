@@ -107,12 +107,27 @@ func (t *Writer) Record(id string, enc func(w *Enc)) {
 }
 
 // Finish writes the index, with extra's fields after the ids and offsets.
-func (t *Writer) Finish(extra func(w *Enc)) error {
+func (t *Writer) Finish(extra func(w *Enc)) error { return t.FinishSummary(extra, nil) }
+
+// Span is where the last record written lies, [from, to): what a summary
+// names a record by, read without the offsets.
+func (t *Writer) Span() (from, to int64) { return t.offs[len(t.offs)-1], t.n }
+
+// FinishSummary is Finish with a summary after extra's fields (unless nil):
+// what a command needs of the whole table in a few bytes, read by
+// OpenSummary without the index, which at 100,000 records is megabytes.
+//
+//	index   := ids | offsets | extra | Str(summary) | crc32c(summary) | uint32 len(summary)
+//	summary := uvarint len(ids) | crc32c(ids) | summary's fields
+//
+// A kind that writes one skips it when it reads the index (SkipSummary).
+func (t *Writer) FinishSummary(extra, summary func(w *Enc)) error {
 	index := t.n
 	t.offs = append(t.offs, index)
 	w := &t.rec
 	w.Buf = w.Buf[:0]
 	w.Strs(t.ids)
+	ids := len(w.Buf)
 	prev := int64(0)
 	for _, o := range t.offs {
 		w.Uint(uint64(o - prev))
@@ -120,6 +135,16 @@ func (t *Writer) Finish(extra func(w *Enc)) error {
 	}
 	if extra != nil {
 		extra(w)
+	}
+	if summary != nil {
+		var s Enc
+		s.Uint(uint64(ids))
+		s.Buf = binary.LittleEndian.AppendUint32(s.Buf, crc32.Checksum(w.Buf[:ids], castagnoli))
+		summary(&s)
+		w.Uint(uint64(len(s.Buf)))
+		w.Buf = append(w.Buf, s.Buf...)
+		w.Buf = binary.LittleEndian.AppendUint32(w.Buf, crc32.Checksum(s.Buf, castagnoli))
+		w.Buf = binary.LittleEndian.AppendUint32(w.Buf, uint32(len(s.Buf)))
 	}
 	w.Buf = binary.LittleEndian.AppendUint32(w.Buf, crc32.Checksum(w.Buf, castagnoli))
 	w.Buf = binary.LittleEndian.AppendUint64(w.Buf, uint64(index))
@@ -156,6 +181,13 @@ func Open(r io.ReaderAt, size int64, magic string, extra func(d *Dec, n int) err
 	}
 	rd := &Dec{s: unsafe.String(&body[0], len(body))}
 	t := &Table{r: r, IDs: rd.Strs()}
+	if sr, ok := r.(*io.SectionReader); ok { // a snapshot file's (OpenOn): Mapped maps it
+		if outer, off, _ := sr.Outer(); outer != nil {
+			if file, ok := outer.(*os.File); ok {
+				t.file, t.off = file, off
+			}
+		}
+	}
 	t.offs = make([]int64, 0, len(t.IDs)+1)
 	at := int64(0)
 	for range len(t.IDs) + 1 {
@@ -178,12 +210,12 @@ func Open(r io.ReaderAt, size int64, magic string, extra func(d *Dec, n int) err
 }
 
 // OpenOn opens a table with open on a snapshot file whose state starts at
-// off, and keeps the file open while the table reads from it; open
-// returns nil for an empty table, which reads nothing later.
-func OpenOn(f interface {
+// off, and keeps the file open while what open returned reads from it;
+// open returns nil for an empty table, which reads nothing later.
+func OpenOn[T any](f interface {
 	io.ReaderAt
 	io.Closer
-}, off, size int64, open func(io.ReaderAt, int64) (*Table, error)) error {
+}, off, size int64, open func(io.ReaderAt, int64) (*T, error)) error {
 	t, err := open(io.NewSectionReader(f, off, size-off), size-off)
 	if err != nil {
 		return err
@@ -191,15 +223,12 @@ func OpenOn(f interface {
 	if t == nil {
 		return f.Close()
 	}
-	if file, ok := f.(*os.File); ok {
-		t.file, t.off = file, off
-	}
 	runtime.AddCleanup(t, func(f io.Closer) { f.Close() }, io.Closer(f))
 	return nil
 }
 
 // OpenBytes opens a table with open on a whole snapshot held in memory.
-func OpenBytes(b []byte, open func(io.ReaderAt, int64) (*Table, error)) error {
+func OpenBytes[T any](b []byte, open func(io.ReaderAt, int64) (*T, error)) error {
 	_, err := open(bytes.NewReader(b), int64(len(b)))
 	return err
 }
@@ -251,13 +280,15 @@ func (t *Table) Check() { t.Scan(func(int, *Dec) bool { return true }) }
 func (t *Table) Scan(fn func(i int, d *Dec) bool) {
 	br := bufio.NewReaderSize(io.NewSectionReader(t.r, t.offs[0], t.offs[len(t.IDs)]-t.offs[0]), 256<<10)
 	var b []byte
+	d := new(Dec) // one for every record: fn may not keep it
 	for i := range t.IDs {
 		b = slices.Grow(b[:0], int(t.offs[i+1]-t.offs[i]))[:t.offs[i+1]-t.offs[i]]
 		if _, err := io.ReadFull(br, b); err != nil {
 			panic(t.corrupt(i, err))
 		}
 		t.checkRecord(i, b)
-		if !fn(i, &Dec{s: unsafe.String(unsafe.SliceData(b), len(b)), pos: 4}) {
+		*d = Dec{s: unsafe.String(unsafe.SliceData(b), len(b)), pos: 4}
+		if !fn(i, d) {
 			return
 		}
 	}

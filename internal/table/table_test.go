@@ -221,11 +221,13 @@ func TestMappedReadsAsRecord(t *testing.T) {
 	}
 }
 
-// A part written with Enc.Checked reads back alone, from a record that
+// A part written with BeginChecked and EndChecked reads back alone, from a record that
 // is not checked whole (Mapping.Head): any change to it is found.
 func TestCheckedPart(t *testing.T) {
 	var e table.Enc
-	e.Checked("the listing")
+	at := e.BeginChecked()
+	e.Buf = append(e.Buf, "the listing"...)
+	e.EndChecked(at)
 	e.Str("the rest")
 	for i := range len(e.Buf) + 1 {
 		b := slices.Clone(e.Buf)

@@ -49,7 +49,7 @@ func (t *taskTable) listIndex() (*listIndex, error) {
 // written nothing, when it cannot: no snapshot, or a label to filter by
 // (the caller then lists the tasks as values).
 func (s *State) WriteListJSON(w io.Writer, p Policy, f ListFilter, now time.Time) (bool, error) {
-	tt := s.trk.table
+	tt := s.trk.table()
 	if tt == nil || f.Label != "" {
 		return false, nil
 	}
@@ -191,7 +191,7 @@ func walkMerged(order []uint32, changed []*Task, rec func(int) *table.Dec, saved
 // when it cannot: no snapshot, a filter or gate (they read labels and
 // types), or the progressive policy's order.
 func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now time.Time) (bool, error) {
-	tt := s.trk.table
+	tt := s.trk.table()
 	if tt == nil || p.Kind == Progressive || len(f.All)+len(f.Any)+len(g.Require)+len(g.Exclude)+len(g.ExcludeTypes) > 0 || f.Claimed || f.Unassigned {
 		return false, nil
 	}

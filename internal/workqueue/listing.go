@@ -3,6 +3,7 @@ package workqueue
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 	"strconv"
 	"time"
 
@@ -30,36 +31,32 @@ const (
 	dependentsKey = ",\n    \"dependent_count\": "
 )
 
-// encodeListing returns t's listing, both "" when a field is one
-// encoding/json writes (a time outside years 0 to 9999).
-func encodeListing(t *Task) (core, tail string) {
+// appendListing appends t's listing to w as its record holds it: the
+// view's length, the list item without its dependent count. A view is
+// the item's start, the fields before the dependencies (a line with four
+// spaces; a newline in a value is written \n). Both are "" when a field
+// is one encoding/json writes (a time outside years 0 to 9999).
+func appendListing(w *table.Enc, t *Task) {
+	p := len(w.Buf)
 	j := t.base()
-	a, ok := j.AppendJSON(nil, listFormat)
-	if !ok {
-		return "", ""
-	}
 	j.Dependencies = t.deps()
-	b, ok := ListItemJSON{TaskJSON: j, DependencyCount: len(j.Dependencies)}.AppendJSON(nil, listFormat)
+	b, ok := ListItemJSON{TaskJSON: j, DependencyCount: len(j.Dependencies)}.AppendJSON(w.Buf, listFormat)
 	if !ok {
-		return "", ""
+		w.Buf = w.Buf[:p]
+		w.Str("")
+		return
 	}
-	a = a[:len(a)-len(listClose)]
-	b = b[:bytes.LastIndex(b, []byte(dependentsKey))]
-	if !bytes.HasPrefix(b, a) {
-		panic("workqueue: a list item does not start with its view") // ListItemJSON's fields follow TaskJSON's
+	item := b[p:]
+	item = item[:bytes.LastIndex(item, []byte(dependentsKey))]
+	end := bytes.LastIndex(item, []byte(",\n    \"dependency_count\": "))
+	if len(j.Dependencies) > 0 {
+		end = bytes.LastIndex(item[:end], []byte(",\n    \"dependencies\": ["))
 	}
-	return string(a), string(b[len(a):])
+	var n [binary.MaxVarintLen64]byte
+	w.Buf = slices.Insert(b[:p+len(item)], p, n[:binary.PutUvarint(n[:], uint64(end))]...)
 }
 
-// joinListing is a listing as its record holds it: core's length, core,
-// tail.
-func joinListing(core, tail string) string {
-	w := table.Enc{Buf: make([]byte, 0, binary.MaxVarintLen64+len(core)+len(tail))}
-	w.Str(core)
-	return string(append(w.Buf, tail...))
-}
-
-// splitListing reads what joinListing wrote, given whether its checksum
+// splitListing reads what appendListing wrote, given whether its checksum
 // matched; false for bytes it did not write.
 func splitListing(s string, ok bool) (core, tail string, _ bool) {
 	r := table.NewDec(s)

@@ -18,8 +18,8 @@ import (
 // a command opens the index and decodes only the tasks it touches.
 
 const (
-	tasksMagic = "spool-tasks-13\n"
-	queueMagic = "spool-history-8\n"
+	tasksMagic = "spool-tasks-14\n"
+	queueMagic = "spool-history-9\n"
 )
 
 // encodeDetail writes a task's detail as one string (w.Str's form), so
@@ -102,6 +102,7 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 		return err
 	}
 	tw := table.NewWriter(out, tasksMagic, n)
+	sum := newSummaryWriter(n) // what stats reads (stats_summary.go)
 	type key struct {
 		pos       uint32
 		priority  int
@@ -130,6 +131,7 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 			// Which of them wait by themselves (the blocked label, a
 			// blocker not closed), a bit each: ready and next pass them unread.
 			open = append(open, key{uint32(i), t.Priority, t.CreatedAt, id, waitsItself(t, s), t.HasLabel(BlockedLabel), plainReady(t, s)})
+			sum.open(i, open[len(open)-1].labelled, open[len(open)-1].plain, open[len(open)-1].waits, tw)
 		}
 		i++
 	}
@@ -142,7 +144,7 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 	for _, k := range all {
 		order.Uint(uint64(k.pos))
 	}
-	return tw.Finish(func(w *table.Enc) {
+	return tw.FinishSummary(func(w *table.Enc) {
 		w.Int(s.trk.commentSeq)
 		w.Uint(uint64(len(open)))
 		for _, k := range open {
@@ -165,7 +167,7 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 			w.Time(k.createdAt)
 		}
 		w.Str(string(order.Buf) + string(listed.Buf))
-	})
+	}, sum.encode(s.trk.commentSeq, i))
 }
 
 // plainReady reports whether t is ready by itself, for as long as neither it
@@ -202,11 +204,14 @@ func waitsItself(t *Task, s *State) bool {
 // encodeTask writes a task's record: the table's fields (fields_gen.go),
 // then the dependencies, the ids of the tasks naming it, and the detail.
 func encodeTask(w *table.Enc, t *Task, refs []string) {
-	core, tail := t.listCore, t.listTail
-	if core == "" {
-		core, tail = encodeListing(t)
+	at := w.BeginChecked() // first, and checked alone: lists read it alone
+	if t.listCore != "" {
+		w.Str(t.listCore)
+		w.Buf = append(w.Buf, t.listTail...)
+	} else {
+		appendListing(w, t)
 	}
-	w.Checked(joinListing(core, tail)) // first, and checked alone: lists read it alone
+	w.EndChecked(at)
 	encodeTaskFields(w, t)
 	w.Uint(uint64(len(t.Blockers)))
 	for _, d := range t.Blockers {
@@ -313,6 +318,7 @@ func (p *QueueProjection) WriteState(out io.Writer) error {
 		for _, i := range hooks {
 			w.Uint(uint64(i))
 		}
+		encodeStatsIndex(w, all, hids, waiting) // stats_summary.go
 	})
 }
 
@@ -344,8 +350,11 @@ func encodeEntry(w *table.Enc, h *Entry) {
 	w.Int(int64(h.DemotedTo))
 }
 
-func decodeEntry(r *table.Dec) *Entry {
-	h := &Entry{}
+func decodeEntry(r *table.Dec) *Entry { return decodeEntryInto(r, &Entry{}) }
+
+// decodeEntryInto is decodeEntry into h, for a reader that keeps none.
+func decodeEntryInto(r *table.Dec, h *Entry) *Entry {
+	*h = Entry{}
 	for _, p := range []*string{&h.ID, (*string)(&h.Status), &h.LastError, &h.Worker, &h.Actor, &h.BlockReason} {
 		*p = r.Str()
 	}
@@ -393,6 +402,8 @@ type taskTable struct {
 	created  string   // each open task's creation time, 8 bytes each (table.Enc.Time)
 	listing  string   // the listing index, unparsed (listIndex)
 	openBits []uint64 // open as a set, built on first use
+
+	keep *lazyTasks // what keeps the file open while the table reads it
 }
 
 // createdAt is open[k]'s creation time, as an int64 that orders as the
@@ -430,6 +441,9 @@ type historyTable struct {
 	working []bool      // waiting[k] held a claim
 	leases  []time.Time // until when
 	hooks   []uint32    // the entries with hook requests not finished
+
+	class string   // stats's: a byte per entry (histClass)
+	whole []string // stats's: the waiting entries' records
 }
 
 func openTasks(r io.ReaderAt, size int64) (*taskTable, int64, error) {
@@ -447,6 +461,7 @@ func openTasks(r io.ReaderAt, size int64) (*taskTable, int64, error) {
 		plain = rd.Raw((len(open) + 7) / 8)
 		created = rd.Raw(8 * len(open))
 		listing = rd.Str() // parsed by the one command that reads it (listIndex)
+		table.SkipSummary(rd)
 		return rd.Err()
 	})
 	if err != nil {
@@ -470,6 +485,9 @@ func openHistory(r io.ReaderAt, size int64) (*historyTable, error) {
 		if h.hooks, err = positions(rd, n); err != nil {
 			return err
 		}
+		if err := h.readStatsIndex(rd, n); err != nil {
+			return err
+		}
 		return rd.Err()
 	})
 	if err != nil {
@@ -479,38 +497,41 @@ func openHistory(r io.ReaderAt, size int64) (*historyTable, error) {
 	return h, nil
 }
 
-// UnmarshalState opens the tasks' table on b; nothing is decoded yet.
+// UnmarshalState opens the tasks' table on b, its index checked; nothing
+// is decoded yet.
 func (p *TasksProjection) UnmarshalState(b []byte) error {
-	return table.OpenBytes(b, p.open)
+	return table.OpenBytes(b, func(r io.ReaderAt, size int64) (*lazyTasks, error) { return p.open(r, size, true) })
 }
 
-// OpenState opens the tasks' table on the snapshot file, reading its index alone.
+// OpenState opens the tasks' table on the snapshot file, reading its
+// summary alone: the index is read when a command first needs it.
 func (p *TasksProjection) OpenState(f projections.SnapshotFile, off, size int64) error {
-	return table.OpenOn(f, off, size, p.open)
+	return table.OpenOn(f, off, size, func(r io.ReaderAt, size int64) (*lazyTasks, error) { return p.open(r, size, false) })
 }
 
-// open opens the table and returns it, nil when it is empty.
-func (p *TasksProjection) open(r io.ReaderAt, size int64) (*table.Table, error) {
-	t, seq, err := openTasks(r, size)
+// open opens the table, its index read now if eager, and returns it, nil
+// when it is empty.
+func (p *TasksProjection) open(r io.ReaderAt, size int64, eager bool) (*lazyTasks, error) {
+	l, err := openLazyTasks(r, size, eager)
 	if err != nil {
 		return nil, err
 	}
 	if p.s == nil {
 		p.s = NewState()
 	}
-	p.s.trk.m, p.s.trk.commentSeq, p.s.trk.table = map[string]*Task{}, seq, nil
-	if t.Len() == 0 {
+	p.s.trk.m, p.s.trk.commentSeq, p.s.trk.lazy = map[string]*Task{}, l.sum.seq, nil
+	if l.sum.n == 0 {
 		return nil, nil
 	}
-	p.s.trk.table = t
-	return t.Table, nil
+	p.s.trk.lazy = l
+	return l, nil
 }
 
 // CheckRecords checks the checksum of every task the table holds
 // (projections.RecordChecker).
 func (p *TasksProjection) CheckRecords() {
-	if p.s != nil && p.s.trk.table != nil {
-		p.s.trk.table.Check()
+	if p.s != nil && p.s.trk.lazy != nil {
+		p.s.trk.table().Check()
 	}
 }
 

@@ -84,7 +84,7 @@ type window struct {
 // on may spill: a spilled task's title reads empty, and its detail is nil,
 // except as the save streams it.
 func (p *TasksProjection) Spill(dir string) error {
-	if len(p.s.trk.m) > 0 || p.s.trk.table != nil {
+	if len(p.s.trk.m) > 0 || p.s.trk.lazy != nil {
 		return errors.New("spill: the state is not empty") // its tasks' fields are not in the file
 	}
 	f, err := tempFile(dir)

@@ -211,7 +211,7 @@ type State struct {
 // what one holder decodes is decoded once for every state that holds it.
 type trackerSide struct {
 	m          map[string]*Task // decoded, changed or new since the table; nil: not opened
-	table      *taskTable       // the snapshot's tasks not yet in m; nil: m is whole
+	lazy       *lazyTasks       // the snapshot's tasks not yet in m; nil: m is whole
 	spill      *spill           // where the tasks' titles and details are, in a fold that spills
 	commentSeq int64            // the last comment's id
 }
@@ -250,10 +250,10 @@ func Combine(tasks, history *State, ids TaskIndex) *State {
 
 // Task returns the task with this id, or nil.
 func (s *State) Task(id string) *Task {
-	if t, ok := s.trk.m[id]; ok || s.trk.table == nil {
+	if t, ok := s.trk.m[id]; ok || s.trk.lazy == nil {
 		return t
 	}
-	return decodeInto(s.trk.m, s.trk.table.Table, id, decodeTask)
+	return decodeInto(s.trk.m, s.trk.table().Table, id, decodeTask)
 }
 
 // decodeInto decodes id's record of t into m and returns it; nil when t
@@ -282,21 +282,21 @@ func decodeAll[V any](m map[string]*V, t *table.Table, decode func(*table.Dec) *
 // asks it of the blockers of every blocked task it passes, and in a queue
 // whose ready work is done first, the top of the open tasks is blocked.
 func (s *State) notClosed(id string) bool {
-	if t, ok := s.trk.m[id]; ok || s.trk.table == nil {
+	if t, ok := s.trk.m[id]; ok || s.trk.lazy == nil {
 		return t != nil && t.Status != StatusClosed
 	}
-	i := s.trk.table.Find(id)
-	return i >= 0 && s.trk.table.isOpen(i)
+	i := s.trk.table().Find(id)
+	return i >= 0 && s.trk.table().isOpen(i)
 }
 
 // closedTask reports whether task id exists and is closed, as notClosed
 // does, without decoding a snapshot's task.
 func (s *State) closedTask(id string) bool {
-	if t, ok := s.trk.m[id]; ok || s.trk.table == nil {
+	if t, ok := s.trk.m[id]; ok || s.trk.lazy == nil {
 		return t != nil && t.Status == StatusClosed
 	}
-	i := s.trk.table.Find(id)
-	return i >= 0 && !s.trk.table.isOpen(i)
+	i := s.trk.table().Find(id)
+	return i >= 0 && !s.trk.table().isOpen(i)
 }
 
 // Entry returns the task's history, or nil.
@@ -310,9 +310,9 @@ func (s *State) Entry(id string) *Entry {
 // allTasks decodes every task and returns the side's map of them, by id,
 // which only the package reads.
 func (s *State) allTasks() map[string]*Task {
-	if s.trk.table != nil {
-		decodeAll(s.trk.m, s.trk.table.Table, decodeTask)
-		s.trk.table = nil
+	if s.trk.lazy != nil {
+		decodeAll(s.trk.m, s.trk.table().Table, decodeTask)
+		s.trk.lazy = nil
 	}
 	return s.trk.m
 }
@@ -334,9 +334,9 @@ func (s *State) eachTaskOf(more []string, texts bool) iter.Seq[*Task] {
 	}
 	return func(yield func(*Task) bool) {
 		k, ok := 0, true
-		if s.trk.table != nil {
-			s.trk.table.Scan(func(i int, d *table.Dec) bool {
-				id := s.trk.table.IDs[i]
+		if tt := s.trk.table(); tt != nil {
+			tt.Scan(func(i int, d *table.Dec) bool {
+				id := tt.IDs[i]
 				for ; ok && k < len(more) && more[k] < id; k++ {
 					ok = yield(s.trk.m[more[k]])
 				}
@@ -375,17 +375,17 @@ func (s *State) allHistory() map[string]*Entry {
 // baseRefs are the ids of the tasks that named id (as parent, blocker or
 // link) when the snapshot was written.
 func (s *State) baseRefs(id string) []string {
-	if s.trk.table == nil {
+	if s.trk.lazy == nil {
 		return nil
 	}
 	if t := s.trk.m[id]; t != nil {
 		return t.baseRefs
 	}
-	i := s.trk.table.Find(id)
+	i := s.trk.table().Find(id)
 	if i < 0 {
 		return nil
 	}
-	_, refs := decodeRecord(s.trk.table.Record(i))
+	_, refs := decodeRecord(s.trk.table().Record(i))
 	return refs
 }
 
@@ -398,8 +398,8 @@ const (
 // Their state grows with the number of tasks, so saves are amortized (see
 // projections.Spec.Amortize).
 var (
-	Spec      = projections.Spec{Name: Name, Version: 9, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
-	QueueSpec = projections.Spec{Name: QueueName, Version: 11, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
+	Spec      = projections.Spec{Name: Name, Version: 11, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
+	QueueSpec = projections.Spec{Name: QueueName, Version: 12, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
 // TasksProjection folds the tracker's side of every event.
@@ -521,16 +521,16 @@ func (s *State) HasTask(id string) bool {
 	if _, ok := s.trk.m[id]; ok {
 		return true
 	}
-	return s.trk.table != nil && s.trk.table.Find(id) >= 0
+	return s.trk.lazy != nil && s.trk.table().Find(id) >= 0
 }
 
 func (s *State) TaskCount() int {
-	if s.trk.table == nil {
+	if s.trk.lazy == nil {
 		return len(s.trk.m)
 	}
-	n := s.trk.table.Len()
+	n := s.trk.lazy.sum.n
 	for id := range s.trk.m {
-		if s.trk.table.Find(id) < 0 {
+		if s.trk.table().Find(id) < 0 {
 			n++
 		}
 	}
@@ -1131,7 +1131,7 @@ func (p *TasksProjection) Freeze() (large bool) {
 	for _, t := range s.trk.m {
 		t.Detail()
 	}
-	return s.trk.table != nil && s.trk.table.Len() >= 10_000
+	return s.trk.lazy != nil && s.trk.lazy.sum.n >= 10_000
 }
 
 // Freeze decodes every entry (projections.Freezer).

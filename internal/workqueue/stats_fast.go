@@ -12,15 +12,20 @@ import (
 // of the task table says which tasks are closed, which carry the blocked
 // label and which were ready by themselves when it was saved (open, no
 // parent, every blocker closed); only the history's entries, the tasks
-// changed since and those whose blockers changed are read. Otherwise (a
-// state held whole, or a gate that looks at labels or types), every task.
+// changed since and those whose blockers changed are read. When no task
+// was decoded or changed since, the table's summary serves without its
+// index (summaryStats). Otherwise (a state held whole, or a gate that
+// looks at labels or types), every task.
 func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
-	if s.trk.table == nil || len(g.Require) > 0 || len(g.Exclude) > 0 || len(g.ExcludeTypes) > 0 {
+	if s.trk.lazy == nil || len(g.Require) > 0 || len(g.Exclude) > 0 || len(g.ExcludeTypes) > 0 {
 		cands := Candidates(s.Ready(p, ReadyFilter{}, now, Unsorted))
 		ready := len(p.Select(cands, s.Entry, g, now, Unsorted))
 		return p.Stats(s, true, nil, ready, now)
 	}
-	tt := s.trk.table
+	if len(s.trk.m) == 0 {
+		return s.summaryStats(p, g, now)
+	}
+	tt := s.trk.table()
 	n := tt.Len()
 	type bitset []uint64
 	newSet := func() bitset { return make(bitset, (n+63)/64) }
@@ -42,10 +47,7 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 	kOf := make([]int32, n)
 	var st Stats
 	ready := 0
-	readyNow := func(t *Task, memo map[string]bool) bool {
-		return s.EffectiveStatus(t, now) == StatusOpen && !s.blockedBy(t, memo, 0) &&
-			p.Skip(Candidates([]*Task{t})[0], s.Entry(t.ID), g, now) == ""
-	}
+	readyNow := func(t *Task, memo map[string]bool) bool { return s.readyNow(p, g, t, memo, now) }
 	memo := map[string]bool{}
 	var read []*Task // unchanged tasks that must be read: a blocker changed, or not plain
 	for k, i := range tt.open {
@@ -175,4 +177,10 @@ func findFrom(ids []string, from int, id string) int {
 		return from + i
 	}
 	return -1
+}
+
+// readyNow reports whether next could claim t at now (memo: blockedBy's).
+func (s *State) readyNow(p Policy, g Gate, t *Task, memo map[string]bool, now time.Time) bool {
+	return s.EffectiveStatus(t, now) == StatusOpen && !s.blockedBy(t, memo, 0) &&
+		p.Skip(Candidates([]*Task{t})[0], s.Entry(t.ID), g, now) == ""
 }

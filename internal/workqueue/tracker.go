@@ -89,8 +89,8 @@ func (s *State) Ready(p Policy, f ReadyFilter, now time.Time, limit int) []*Task
 // of less, given order: the snapshot's open tasks (positions in
 // taskTable.open) in that order, nil for ready's own (taskLess).
 func (s *State) readyBy(p Policy, f ReadyFilter, now time.Time, keep func(*Task) bool, less func(a, b *Task) bool, order func(*taskTable) iter.Seq[int], limit int) []*Task {
-	if limit <= 0 && s.trk.table != nil {
-		s.trk.table.Preload() // most tasks: one read rather than one each
+	if limit <= 0 && s.trk.lazy != nil {
+		s.trk.table().Preload() // most tasks: one read rather than one each
 	}
 	memo := map[string]bool{}
 	var out []*Task
@@ -224,27 +224,27 @@ func (s *State) openOrderBy(over map[string]*Task, order func(*taskTable) iter.S
 		rest = append(rest, t)
 		skip[id] = true
 	}
-	if s.trk.table != nil {
+	if tt := s.trk.table(); tt != nil {
 		// A task that waited by itself when saved and is unchanged since
 		// still waits unless one of its blockers changed; those tasks name
 		// it (baseRefs), and only they are read.
 		var named map[string]bool
 		ks := func(yield func(int) bool) {
-			for k := range s.trk.table.open {
+			for k := range tt.open {
 				if !yield(k) {
 					return
 				}
 			}
 		}
 		if order != nil {
-			ks = order(s.trk.table)
+			ks = order(tt)
 		}
 		for k := range ks {
-			id := s.trk.table.IDs[s.trk.table.open[k]]
+			id := tt.IDs[tt.open[k]]
 			if skip[id] {
 				continue
 			}
-			if s.trk.table.waitsAt(k) {
+			if tt.waitsAt(k) {
 				if named == nil {
 					named = s.namedByChanged(over)
 				}

@@ -1,0 +1,112 @@
+package table_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spoolhq/spool/internal/table"
+)
+
+// buildSummary writes a table of ids with a summary (its record count),
+// and returns it with each record's span.
+func buildSummary(t *testing.T, ids []string) ([]byte, [][2]int64) {
+	t.Helper()
+	var out bytes.Buffer
+	w := table.NewWriter(&out, magic, len(ids))
+	var spans [][2]int64
+	for _, id := range ids {
+		w.Record(id, func(e *table.Enc) { e.Str("record of " + id) })
+		from, to := w.Span()
+		spans = append(spans, [2]int64{from, to})
+	}
+	err := w.FinishSummary(func(e *table.Enc) { e.Uint(uint64(len(ids))) },
+		func(e *table.Enc) { e.Uint(uint64(len(ids))) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes(), spans
+}
+
+// A table with a summary opens whole (its kind skipping the summary) and
+// by its summary alone; the summary's id stream finds every id the table
+// holds, and no other, across its buffer (ids sharing their first bytes,
+// ids longer than 127 bytes and than half the buffer), and names each
+// record's span.
+func TestSummaryIDs(t *testing.T) {
+	var ids []string
+	for i := range 30_000 {
+		ids = append(ids, fmt.Sprintf("sp-%07d", 2*i)) // the odd ones are absent
+	}
+	ids = append(ids, "sp-9"+strings.Repeat("x", 200), "sp-9"+strings.Repeat("y", 40_000), "sp-a", "sp-a0")
+	slices.Sort(ids)
+	b, spans := buildSummary(t, ids)
+	whole, err := table.Open(bytes.NewReader(b), int64(len(b)), magic, func(d *table.Dec, n int) error {
+		d.Uint()
+		table.SkipSummary(d)
+		return d.Err()
+	})
+	if err != nil || !slices.Equal(whole.IDs, ids) {
+		t.Fatalf("whole: %v", err)
+	}
+	s, err := table.OpenSummary(bytes.NewReader(b), int64(len(b)), magic)
+	if err != nil || s.Uint() != uint64(len(ids)) || s.End() != nil {
+		t.Fatalf("summary: %v", err)
+	}
+	for _, step := range []int{1, 2, 7, 1000} {
+		st := s.IDs()
+		if st.Len() != len(ids) {
+			t.Fatalf("%d ids, want %d", st.Len(), len(ids))
+		}
+		for i := 0; i < len(ids); i += step {
+			if i%2 == 1 && i < 60_000 {
+				if got := st.Seek(fmt.Sprintf("sp-%07d", 2*i-1)); got != -1 { // between two ids
+					t.Fatalf("absent id found at %d", got)
+				}
+			}
+			if got := st.Seek(ids[i]); got != i {
+				t.Fatalf("step %d: %s at %d, want %d", step, ids[i], got, i)
+			}
+		}
+		if st.Seek("zz") != -1 || st.Seek("zzz") != -1 || st.Done() != nil {
+			t.Fatalf("step %d: past the end", step)
+		}
+	}
+	for _, i := range []int{0, 17, len(ids) - 1} {
+		d, err := s.Record(spans[i][0], spans[i][1])
+		if err != nil || d.Str() != "record of "+ids[i] {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	if _, err := s.Record(spans[3][0]+1, spans[3][1]); err == nil {
+		t.Fatal("a span off by one read")
+	}
+
+	// A byte changed among the ids: the stream says so when done, the
+	// summary still opens (its own checksum), the whole table does not.
+	bad := bytes.Clone(b)
+	bad[bytes.LastIndex(bad, []byte("sp-0031000"))+5]++ // in the index, after the records
+	s, err = table.OpenSummary(bytes.NewReader(bad), int64(len(bad)), magic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.IDs()
+	st.Seek("sp-1")
+	if err := st.Done(); !errors.Is(err, table.ErrDamaged) {
+		t.Fatalf("damaged ids: %v", err)
+	}
+	// A byte changed in the summary: it does not open.
+	bad = bytes.Clone(b)
+	bad[len(bad)-21]++
+	if _, err := table.OpenSummary(bytes.NewReader(bad), int64(len(bad)), magic); err == nil {
+		t.Fatal("damaged summary opened")
+	}
+	for _, cut := range [][]byte{b[:len(b)-1], b[:10], nil} {
+		if _, err := table.OpenSummary(bytes.NewReader(cut), int64(len(cut)), magic); err == nil {
+			t.Fatal("cut table opened")
+		}
+	}
+}
