@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/spoolhq/spool/internal/durable"
 	"github.com/spoolhq/spool/internal/fault"
@@ -129,10 +128,7 @@ type stat struct {
 
 func statKey(st fs.FileInfo) stat {
 	k := stat{size: st.Size(), mod: st.ModTime().UnixNano()}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		k.ctime = sys.Ctim.Sec*1e9 + sys.Ctim.Nsec
-		k.ino, k.dev = sys.Ino, uint64(sys.Dev)
-	}
+	k.ctime, k.ino, k.dev = sysStat(st)
 	return k
 }
 
