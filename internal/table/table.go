@@ -52,12 +52,13 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Table is an open table.
 type Table struct {
-	r    io.ReaderAt
-	IDs  []string
-	offs []int64  // len(IDs)+1: record i is [offs[i], offs[i+1])
-	pre  []*Dec   // every record, once Preload read them
-	file *os.File // what OpenOn opened it on, and where in it the table starts
-	off  int64
+	r     io.ReaderAt
+	IDs   []string
+	offs  []int64  // len(IDs)+1: record i is [offs[i], offs[i+1])
+	pre   []*Dec   // every record, once Preload read them
+	file  *os.File // what OpenOn opened it on, and where in it the table starts
+	off   int64
+	index int64 // where the index starts: sections lie between offs's end and it
 	// Name, if set, names record id in errors (a merge queue entry
 	// rather than its record id).
 	Name func(id string) string
@@ -79,12 +80,13 @@ type Writer struct {
 	rec  Enc   // the record (or, last, the index) being encoded
 	ids  []string
 	offs []int64
+	end  int64 // where the records end, once a section follows them; else -1
 	err  error
 }
 
 // NewWriter starts a table of about n records.
 func NewWriter(out io.Writer, magic string, n int) *Writer {
-	t := &Writer{out: out, ids: make([]string, 0, n), offs: make([]int64, 0, n+1)}
+	t := &Writer{out: out, ids: make([]string, 0, n), offs: make([]int64, 0, n+1), end: -1}
 	t.write([]byte(magic))
 	return t
 }
@@ -106,6 +108,49 @@ func (t *Writer) Record(id string, enc func(w *Enc)) {
 	t.write(t.rec.Buf)
 }
 
+// Section writes b after the records, outside the index: bytes that one
+// command reads (Table.ReadSection) and opening the table does not. The
+// index must name it (Section.Encode). Records come before any section.
+func (t *Writer) Section(b []byte) Section {
+	if t.end < 0 {
+		t.end = t.n
+	}
+	sec := Section{Off: t.n, Len: int64(len(b)), Sum: crc32.Checksum(b, castagnoli)}
+	t.write(b)
+	return sec
+}
+
+// Section is where a section lies and its checksum.
+type Section struct {
+	Off, Len int64
+	Sum      uint32
+}
+
+// Encode writes the section's place, for the index.
+func (s Section) Encode(w *Enc) {
+	w.Uint(uint64(s.Off))
+	w.Uint(uint64(s.Len))
+	w.Uint(uint64(s.Sum))
+}
+
+// DecodeSection reads what Section.Encode wrote.
+func DecodeSection(r *Dec) Section {
+	return Section{Off: int64(r.Uint()), Len: int64(r.Uint()), Sum: uint32(r.Uint())}
+}
+
+// ReadSection reads a section the index names, checked; ErrDamaged for
+// one outside the space between the records and the index, or changed.
+func (t *Table) ReadSection(s Section) ([]byte, error) {
+	if s.Off < t.offs[len(t.IDs)] || s.Len < 0 || s.Off+s.Len > t.index {
+		return nil, ErrDamaged
+	}
+	b := make([]byte, s.Len)
+	if _, err := t.r.ReadAt(b, s.Off); err != nil || crc32.Checksum(b, castagnoli) != s.Sum {
+		return nil, ErrDamaged
+	}
+	return b, nil
+}
+
 // Finish writes the index, with extra's fields after the ids and offsets.
 func (t *Writer) Finish(extra func(w *Enc)) error { return t.FinishSummary(extra, nil) }
 
@@ -123,7 +168,10 @@ func (t *Writer) Span() (from, to int64) { return t.offs[len(t.offs)-1], t.n }
 // A kind that writes one skips it when it reads the index (SkipSummary).
 func (t *Writer) FinishSummary(extra, summary func(w *Enc)) error {
 	index := t.n
-	t.offs = append(t.offs, index)
+	if t.end < 0 {
+		t.end = index
+	}
+	t.offs = append(t.offs, t.end)
 	w := &t.rec
 	w.Buf = w.Buf[:0]
 	w.Strs(t.ids)
@@ -194,7 +242,8 @@ func Open(r io.ReaderAt, size int64, magic string, extra func(d *Dec, n int) err
 		at += int64(rd.Uint())
 		t.offs = append(t.offs, at)
 	}
-	if rd.err != nil || !slices.IsSorted(t.IDs) || t.offs[0] != int64(len(magic)) || t.offs[len(t.IDs)] != index ||
+	t.index = index
+	if rd.err != nil || !slices.IsSorted(t.IDs) || t.offs[0] != int64(len(magic)) || t.offs[len(t.IDs)] > index ||
 		!slices.IsSorted(t.offs) {
 		return nil, ErrDamaged
 	}

@@ -243,3 +243,53 @@ func TestCheckedPart(t *testing.T) {
 		t.Error("a short part passed")
 	}
 }
+
+// A section lies between the records and the index: opening the table
+// reads none of it, ReadSection reads it checked, and a place outside
+// that space or a changed byte is refused.
+func TestSection(t *testing.T) {
+	var out bytes.Buffer
+	w := table.NewWriter(&out, magic, 2)
+	for i := range 2 {
+		w.Record(fmt.Sprintf("id-%04d", i), func(e *table.Enc) {
+			e.Int(int64(-i))
+			e.Str(fmt.Sprint("text ", i))
+			e.Strs([]string{"a", fmt.Sprint(i)})
+			e.Bool(i%2 == 0)
+			e.Time(time.Unix(int64(i), 0))
+		})
+	}
+	sec := w.Section([]byte("the section"))
+	if err := w.Finish(func(e *table.Enc) { e.Uint(2); sec.Encode(e) }); err != nil {
+		t.Fatal(err)
+	}
+	b := out.Bytes()
+	openSec := func(b []byte) (*table.Table, table.Section) {
+		var got table.Section
+		tb, err := table.Open(bytes.NewReader(b), int64(len(b)), magic, func(d *table.Dec, n int) error {
+			d.Uint()
+			got = table.DecodeSection(d)
+			return d.Err()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tb, got
+	}
+	tb, got := openSec(b)
+	check(t, 1, tb.Record(1))
+	if s, err := tb.ReadSection(got); err != nil || string(s) != "the section" {
+		t.Fatalf("section %q, %v", s, err)
+	}
+	inRecords := got
+	inRecords.Off = int64(len(magic))
+	if _, err := tb.ReadSection(inRecords); err == nil {
+		t.Error("a section inside the records was read")
+	}
+	damaged := slices.Clone(b)
+	damaged[got.Off+2] ^= 1
+	tb, got = openSec(damaged)
+	if _, err := tb.ReadSection(got); err == nil {
+		t.Error("a changed section was read")
+	}
+}

@@ -29,7 +29,11 @@ type listIndex struct {
 // parse (it passed the index's checksum: a crafted file or a bug).
 func (t *taskTable) listIndex() (*listIndex, error) {
 	n := t.Len()
-	rd := table.NewDec(t.listing)
+	b, err := t.ReadSection(t.listing)
+	if err != nil {
+		return nil, err
+	}
+	rd := table.NewDec(string(b))
 	x := &listIndex{order: make([]uint32, n), status: make([]string, n), priority: make([]int, n), dependents: make([]int, n)}
 	for k := range x.order {
 		v := rd.Uint()

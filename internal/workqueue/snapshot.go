@@ -18,7 +18,7 @@ import (
 // a command opens the index and decodes only the tasks it touches.
 
 const (
-	tasksMagic = "spool-tasks-14\n"
+	tasksMagic = "spool-tasks-15\n"
 	queueMagic = "spool-history-9\n"
 )
 
@@ -140,10 +140,11 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 	}
 	slices.SortFunc(open, byTaskLess)
 	slices.SortFunc(all, byTaskLess)
-	var order table.Enc
+	order := table.Enc{Buf: make([]byte, 0, 3*len(all)+len(listed.Buf))}
 	for _, k := range all {
 		order.Uint(uint64(k.pos))
 	}
+	listing := tw.Section(append(order.Buf, listed.Buf...)) // read by task list --json alone (listIndex)
 	return tw.FinishSummary(func(w *table.Enc) {
 		w.Int(s.trk.commentSeq)
 		w.Uint(uint64(len(open)))
@@ -166,7 +167,7 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 		for _, k := range open { // bd ready's orders by age, without a record read
 			w.Time(k.createdAt)
 		}
-		w.Str(string(order.Buf) + string(listed.Buf))
+		listing.Encode(w)
 	}, sum.encode(s.trk.commentSeq, i))
 }
 
@@ -396,12 +397,12 @@ func positions(r *table.Dec, n int) ([]uint32, error) {
 type taskTable struct {
 	*table.Table
 	open     []uint32
-	waits    string   // a bit per open task: waitsItself when saved
-	labelled string   // a bit per open task: the blocked label
-	plain    string   // a bit per open task: plainReady when saved
-	created  string   // each open task's creation time, 8 bytes each (table.Enc.Time)
-	listing  string   // the listing index, unparsed (listIndex)
-	openBits []uint64 // open as a set, built on first use
+	waits    string        // a bit per open task: waitsItself when saved
+	labelled string        // a bit per open task: the blocked label
+	plain    string        // a bit per open task: plainReady when saved
+	created  string        // each open task's creation time, 8 bytes each (table.Enc.Time)
+	listing  table.Section // the listing index, outside the index (listIndex)
+	openBits []uint64      // open as a set, built on first use
 
 	keep *lazyTasks // what keeps the file open while the table reads it
 }
@@ -449,7 +450,8 @@ type historyTable struct {
 func openTasks(r io.ReaderAt, size int64) (*taskTable, int64, error) {
 	var seq int64
 	var open []uint32
-	var waits, labelled, plain, created, listing string
+	var waits, labelled, plain, created string
+	var listing table.Section
 	t, err := table.Open(r, size, tasksMagic, func(rd *table.Dec, n int) error {
 		seq = rd.Int()
 		var err error
@@ -460,7 +462,7 @@ func openTasks(r io.ReaderAt, size int64) (*taskTable, int64, error) {
 		labelled = rd.Raw((len(open) + 7) / 8)
 		plain = rd.Raw((len(open) + 7) / 8)
 		created = rd.Raw(8 * len(open))
-		listing = rd.Str() // parsed by the one command that reads it (listIndex)
+		listing = table.DecodeSection(rd)
 		table.SkipSummary(rd)
 		return rd.Err()
 	})
