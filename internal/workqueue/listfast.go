@@ -128,7 +128,7 @@ func (s *State) WriteListJSON(w io.Writer, p Policy, f ListFilter, now time.Time
 					return true
 				}
 				if core, tail := listingAt(m, tt, i); core != "" {
-					return yield(Saved{core: core, tail: tail, item: true, dependents: x.dependents[i] + adjust[id]})
+					return yield(savedItem{core: core, tail: tail, item: true, dependents: x.dependents[i] + adjust[id]})
 				}
 				return yield(s.listItem(decodeOwned(m.Record(int(i))), p, now, x.dependents[i]+adjust[id]))
 			}, func(t *Task) bool { return yield(item(t)) })
@@ -238,7 +238,7 @@ func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now
 						return true
 					}
 					if core, _ := listingAt(m, tt, i); core != "" {
-						return yield(Saved{core: core})
+						return yield(savedItem{core: core})
 					}
 				}
 				t := decodeOwned(m.Record(int(i)))

@@ -69,17 +69,17 @@ func splitListing(s string, ok bool) (core, tail string, _ bool) {
 
 // saved is t's saved listing when it says what View says now, bd's view
 // (Beads) too when beads is set.
-func (s *State) saved(t *Task, now time.Time, beads bool) (Saved, bool) {
+func (s *State) saved(t *Task, now time.Time, beads bool) (savedItem, bool) {
 	if t.listCore == "" || s.EffectiveStatus(t, now) != t.Status ||
 		beads && t.Status == StatusOpen && t.HasLabel(BlockedLabel) {
-		return Saved{}, false
+		return savedItem{}, false
 	}
-	return Saved{core: t.listCore}, true
+	return savedItem{core: t.listCore}, true
 }
 
-// Saved is a list item written from a saved listing: View's JSON, or with
+// savedItem is a list item written from a saved listing: View's JSON, or with
 // the dependencies and the counts ListItem's.
-type Saved struct {
+type savedItem struct {
 	core, tail string
 	item       bool // ListItem's, with tail and dependents
 	dependents int
@@ -87,7 +87,7 @@ type Saved struct {
 
 // AppendJSON writes the saved bytes where a list's items go; false
 // elsewhere, and encoding/json then writes MarshalJSON's.
-func (v Saved) AppendJSON(dst []byte, f jsonout.Format) ([]byte, bool) {
+func (v savedItem) AppendJSON(dst []byte, f jsonout.Format) ([]byte, bool) {
 	if f != listFormat {
 		return dst, false
 	}
@@ -102,7 +102,7 @@ func (v Saved) AppendJSON(dst []byte, f jsonout.Format) ([]byte, bool) {
 
 // MarshalJSON returns the saved JSON, which encoding/json compacts or
 // indents as its encoder is set.
-func (v Saved) MarshalJSON() ([]byte, error) {
+func (v savedItem) MarshalJSON() ([]byte, error) {
 	b, _ := v.AppendJSON(nil, listFormat)
 	return b, nil
 }

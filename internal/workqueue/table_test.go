@@ -221,13 +221,18 @@ func sameLists(t *testing.T, c *taskClone, fresh func() *workqueue.State, now ti
 			if got.String() != want {
 				t.Fatalf("task list %+v at %v:\n%s\nwant\n%s", f, at, got.String(), want)
 			}
-			var views []any
+			views := []any{}
 			for _, task := range tasks {
 				views = append(views, whole.View(task, c.pol, at))
 			}
 			s = fresh()
-			if got := list(s.ViewsJSON(s.List(c.pol, f, at), c.pol, at, false)); got != list(views) {
+			saved := s.ViewsJSON(s.List(c.pol, f, at), c.pol, at, false)
+			if got := list(saved); got != list(views) {
 				t.Fatalf("views %+v at %v:\n%s\nwant\n%s", f, at, got, list(views))
+			}
+			// Elsewhere than a CLI list (compact, HTML escaped), encoding/json writes them.
+			if got, want := jsonOf(t, saved), jsonOf(t, views); got != want {
+				t.Fatalf("views %+v as encoding/json writes them:\n%s\nwant\n%s", f, got, want)
 			}
 		}
 	}
