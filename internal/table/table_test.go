@@ -23,6 +23,15 @@ func build(t *testing.T, n int) []byte {
 	t.Helper()
 	var out bytes.Buffer
 	w := table.NewWriter(&out, magic, n)
+	records(w, n)
+	if err := w.Finish(func(e *table.Enc) { e.Uint(uint64(n)) }); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// records writes build's n records.
+func records(w *table.Writer, n int) {
 	for i := range n {
 		w.Record(fmt.Sprintf("id-%04d", i), func(e *table.Enc) {
 			e.Int(int64(-i))
@@ -32,10 +41,6 @@ func build(t *testing.T, n int) []byte {
 			e.Time(time.Unix(int64(i), 0))
 		})
 	}
-	if err := w.Finish(func(e *table.Enc) { e.Uint(uint64(n)) }); err != nil {
-		t.Fatal(err)
-	}
-	return out.Bytes()
 }
 
 func open(b []byte) (*table.Table, error) {
@@ -250,15 +255,7 @@ func TestCheckedPart(t *testing.T) {
 func TestSection(t *testing.T) {
 	var out bytes.Buffer
 	w := table.NewWriter(&out, magic, 2)
-	for i := range 2 {
-		w.Record(fmt.Sprintf("id-%04d", i), func(e *table.Enc) {
-			e.Int(int64(-i))
-			e.Str(fmt.Sprint("text ", i))
-			e.Strs([]string{"a", fmt.Sprint(i)})
-			e.Bool(i%2 == 0)
-			e.Time(time.Unix(int64(i), 0))
-		})
-	}
+	records(w, 2)
 	sec := w.Section([]byte("the section"))
 	if err := w.Finish(func(e *table.Enc) { e.Uint(2); sec.Encode(e) }); err != nil {
 		t.Fatal(err)
