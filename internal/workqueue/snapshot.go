@@ -62,8 +62,10 @@ func (p *TasksProjection) MarshalState() ([]byte, error) { return marshal(p) }
 // WriteState writes the tasks as a table (internal/table): a record per task, in
 // id order, holding the ids of the tasks that name it (as parent, blocker
 // or link); the index adds the comment counter and the tasks not closed,
-// in ready's order, which ready and next walk from the top. Tasks are
-// streamed (eachTask), twice: first for who names whom.
+// in ready's order, which ready and next walk from the top, and names the
+// listing index (listfast.go), a section of its own; the summary stats
+// reads ends it. Tasks are streamed (eachTask), twice: first for who
+// names whom.
 func (p *TasksProjection) WriteState(out io.Writer) error {
 	s := p.State()
 	// The lists are held by pointer: assigning to a map key that exists
@@ -202,8 +204,9 @@ func waitsItself(t *Task, s *State) bool {
 	return false
 }
 
-// encodeTask writes a task's record: the table's fields (fields_gen.go),
-// then the dependencies, the ids of the tasks naming it, and the detail.
+// encodeTask writes a task's record: its listing (listing.go), checked
+// alone, then the table's fields (fields_gen.go), the dependencies, the
+// ids of the tasks naming it, and the detail.
 func encodeTask(w *table.Enc, t *Task, refs []string) {
 	at := w.BeginChecked() // first, and checked alone: lists read it alone
 	if t.listCore != "" {
