@@ -221,6 +221,10 @@ func TestMappedReadsAsRecord(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				tb.Preload()
+				for i := 299; i >= 0; i-- {
+					check(t, i, tb.Record(i))
+				}
 			}()
 		}
 	}
