@@ -157,7 +157,7 @@ func sameLists(t *testing.T, c *taskClone, fresh func() *workqueue.State, now ti
 	}
 	one := 1
 	for _, at := range []time.Time{now, now.Add(30 * time.Hour)} {
-		// Every ready task: the table preloaded, mapped from its file.
+		// Every ready task: the table preloaded from its file.
 		for _, f := range []workqueue.ReadyFilter{{}, {Claimed: true}, {All: []string{"backend"}}} {
 			if want, got := ids(whole.Ready(c.pol, f, at, 0)), ids(fresh().Ready(c.pol, f, at, 0)); !slices.Equal(want, got) {
 				t.Fatalf("ready %+v, all: %v, want %v", f, got, want)
