@@ -26,6 +26,9 @@ type Summary struct {
 	idsAt  int64 // where the ids are (the index's start), and their length
 	idsLen int64
 	idsSum uint32
+
+	fences, groups Section // fences.go
+	fenceList      []fence // read on the first Find
 }
 
 // OpenSummary reads the summary of a table written by FinishSummary,
@@ -60,6 +63,10 @@ func OpenSummary(r io.ReaderAt, size int64, magic string) (*Summary, error) {
 		return nil, ErrDamaged
 	}
 	s.idsSum = binary.LittleEndian.Uint32([]byte(sum))
+	s.fences, s.groups = DecodeSection(d), DecodeSection(d)
+	if d.err != nil {
+		return nil, ErrDamaged
+	}
 	return s, nil
 }
 

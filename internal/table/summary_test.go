@@ -110,3 +110,53 @@ func TestSummaryIDs(t *testing.T) {
 		}
 	}
 }
+
+// Find, by the fences, names every record the table holds at its position
+// and span, and no other id (below the first, between two, past the
+// last, at a group's edges); a changed group or fence is ErrDamaged.
+func TestFindByFences(t *testing.T) {
+	for _, n := range []int{1, 63, 64, 65, 1000} {
+		var ids []string
+		for i := range n {
+			ids = append(ids, fmt.Sprintf("sp-%05d", 2*i+1))
+		}
+		b, spans := buildSummary(t, ids)
+		s, err := table.OpenSummary(bytes.NewReader(b), int64(len(b)), magic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range ids {
+			j, from, to, err := s.Find(id)
+			if err != nil || j != i || from != spans[i][0] || to != spans[i][1] {
+				t.Fatalf("n %d: Find(%s) = %d [%d, %d) %v, want %d %v", n, id, j, from, to, err, i, spans[i])
+			}
+			d, err := s.Record(from, to)
+			if err != nil || d.Str() != "record of "+id {
+				t.Fatalf("n %d: record of %s: %v", n, id, err)
+			}
+			for _, other := range []string{fmt.Sprintf("sp-%05d", 2*i), fmt.Sprintf("sp-%05d", 2*i+2), id + "x"} {
+				if j, _, _, err := s.Find(other); j != -1 || err != nil {
+					t.Fatalf("n %d: Find(%s) = %d, %v", n, other, j, err)
+				}
+			}
+		}
+	}
+	ids := []string{"a", "b", "c"}
+	b, spans := buildSummary(t, ids)
+	for at := range len(b) {
+		c := slices.Clone(b)
+		c[at] ^= 0x20
+		s, err := table.OpenSummary(bytes.NewReader(c), int64(len(c)), magic)
+		if err != nil {
+			continue // the summary or the tail: refused at open
+		}
+		for i, id := range ids {
+			// Any change is found, or it lay elsewhere (a record: its own
+			// checksum finds it when read) and the answer is the same.
+			j, from, to, err := s.Find(id)
+			if err == nil && (j != i || from != spans[i][0] || to != spans[i][1]) {
+				t.Fatalf("byte %d changed: Find(%s) = %d [%d, %d), no error", at, id, j, from, to)
+			}
+		}
+	}
+}

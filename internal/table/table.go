@@ -163,10 +163,17 @@ func (t *Writer) Span() (from, to int64) { return t.offs[len(t.offs)-1], t.n }
 // OpenSummary without the index, which at 100,000 records is megabytes.
 //
 //	index   := ids | offsets | extra | Str(summary) | crc32c(summary) | uint32 len(summary)
-//	summary := uvarint len(ids) | crc32c(ids) | summary's fields
+//	summary := uvarint len(ids) | crc32c(ids) | fences | groups | summary's fields
+//
+// fences and groups are sections (fences.go): where one record is, found
+// without the index.
 //
 // A kind that writes one skips it when it reads the index (SkipSummary).
 func (t *Writer) FinishSummary(extra, summary func(w *Enc)) error {
+	var fences, groups Section
+	if summary != nil {
+		fences, groups = t.writeFences()
+	}
 	index := t.n
 	if t.end < 0 {
 		t.end = index
@@ -188,6 +195,8 @@ func (t *Writer) FinishSummary(extra, summary func(w *Enc)) error {
 		var s Enc
 		s.Uint(uint64(ids))
 		s.Buf = binary.LittleEndian.AppendUint32(s.Buf, crc32.Checksum(w.Buf[:ids], castagnoli))
+		fences.Encode(&s)
+		groups.Encode(&s)
 		summary(&s)
 		w.Uint(uint64(len(s.Buf)))
 		w.Buf = append(w.Buf, s.Buf...)

@@ -6,3 +6,6 @@ func SetSpillWindow(n int64) (restore func()) {
 	spillWindow = n
 	return func() { spillWindow = old }
 }
+
+// IndexRead reports whether a command on s read its task table's index.
+func IndexRead(s *State) bool { return s.trk.lazy != nil && s.trk.lazy.loaded.Load() != nil }

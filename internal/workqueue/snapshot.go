@@ -18,7 +18,7 @@ import (
 // a command opens the index and decodes only the tasks it touches.
 
 const (
-	tasksMagic = "spool-tasks-15\n"
+	tasksMagic = "spool-tasks-16\n"
 	queueMagic = "spool-history-9\n"
 )
 

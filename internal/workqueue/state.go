@@ -253,7 +253,13 @@ func (s *State) Task(id string) *Task {
 	if t, ok := s.trk.m[id]; ok || s.trk.lazy == nil {
 		return t
 	}
-	return decodeInto(s.trk.m, s.trk.table().Table, id, decodeTask)
+	i, rec := s.trk.find(id)
+	if i < 0 {
+		return nil
+	}
+	t := decodeTask(rec())
+	s.trk.m[id] = t
+	return t
 }
 
 // decodeInto decodes id's record of t into m and returns it; nil when t
@@ -285,8 +291,8 @@ func (s *State) notClosed(id string) bool {
 	if t, ok := s.trk.m[id]; ok || s.trk.lazy == nil {
 		return t != nil && t.Status != StatusClosed
 	}
-	i := s.trk.table().Find(id)
-	return i >= 0 && s.trk.table().isOpen(i)
+	i, _ := s.trk.find(id)
+	return i >= 0 && s.trk.isOpen(i)
 }
 
 // closedTask reports whether task id exists and is closed, as notClosed
@@ -295,8 +301,8 @@ func (s *State) closedTask(id string) bool {
 	if t, ok := s.trk.m[id]; ok || s.trk.lazy == nil {
 		return t != nil && t.Status == StatusClosed
 	}
-	i := s.trk.table().Find(id)
-	return i >= 0 && !s.trk.table().isOpen(i)
+	i, _ := s.trk.find(id)
+	return i >= 0 && !s.trk.isOpen(i)
 }
 
 // Entry returns the task's history, or nil.
@@ -381,11 +387,11 @@ func (s *State) baseRefs(id string) []string {
 	if t := s.trk.m[id]; t != nil {
 		return t.baseRefs
 	}
-	i := s.trk.table().Find(id)
+	i, rec := s.trk.find(id)
 	if i < 0 {
 		return nil
 	}
-	_, refs := decodeRecord(s.trk.table().Record(i))
+	_, refs := decodeRecord(rec())
 	return refs
 }
 
@@ -398,7 +404,7 @@ const (
 // Their state grows with the number of tasks, so saves are amortized (see
 // projections.Spec.Amortize).
 var (
-	Spec      = projections.Spec{Name: Name, Version: 12, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
+	Spec      = projections.Spec{Name: Name, Version: 13, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
 	QueueSpec = projections.Spec{Name: QueueName, Version: 12, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
@@ -521,7 +527,11 @@ func (s *State) HasTask(id string) bool {
 	if _, ok := s.trk.m[id]; ok {
 		return true
 	}
-	return s.trk.lazy != nil && s.trk.table().Find(id) >= 0
+	if s.trk.lazy == nil {
+		return false
+	}
+	i, _ := s.trk.find(id)
+	return i >= 0
 }
 
 func (s *State) TaskCount() int {

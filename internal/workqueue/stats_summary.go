@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spoolhq/spool/internal/table"
@@ -98,6 +99,8 @@ type lazyTasks struct {
 	once sync.Once
 	t    *taskTable
 	err  error
+
+	loaded atomic.Pointer[taskTable] // t, once read
 }
 
 func openLazyTasks(r io.ReaderAt, size int64, eager bool) (*lazyTasks, error) {
@@ -140,11 +143,39 @@ func (l *lazyTasks) load() (*taskTable, error) {
 		}
 		if err == nil {
 			t.keep = l
+			l.loaded.Store(t)
 		}
 		l.t, l.err = t, err
 	})
 	return l.t, l.err
 }
+
+// find is where task id's record is in the snapshot: its position, and
+// a reader of the record; -1 when the snapshot has none. Until a command
+// reads the index, the summary's fences find it (table.Summary.Find): a
+// few KB rather than the index's megabytes.
+func (k *trackerSide) find(id string) (int, func() *table.Dec) {
+	if t := k.lazy.loaded.Load(); t != nil {
+		i := t.Find(id)
+		return i, func() *table.Dec { return t.Record(i) }
+	}
+	sum := k.lazy.sum
+	i, from, to, err := sum.Find(id)
+	if err != nil {
+		panic(table.CorruptIndex("the tasks", err))
+	}
+	return i, func() *table.Dec {
+		d, err := sum.Record(from, to)
+		if err != nil {
+			panic(table.Corrupt(id, err))
+		}
+		return d
+	}
+}
+
+// isOpen reports whether the task at position i was not closed when the
+// snapshot was saved, from the summary's flags.
+func (k *trackerSide) isOpen(i int) bool { return k.lazy.sum.flags[i]&sumOpen != 0 }
 
 // table is the snapshot's tasks table, its index read on first use; nil
 // when m is whole. An index that does not read is corrupt_snapshot, as a

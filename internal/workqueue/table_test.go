@@ -155,6 +155,28 @@ func sameLists(t *testing.T, c *taskClone, fresh func() *workqueue.State, now ti
 		}
 		return b.String()
 	}
+	// One task, as show reads it: found by the summary's fences, the
+	// index unread.
+	for _, id := range append(whole.SortedIDs(), "sp-none", "") {
+		lazy := fresh()
+		wt, lt := whole.Task(id), lazy.Task(id)
+		if (wt == nil) != (lt == nil) || whole.HasTask(id) != fresh().HasTask(id) {
+			t.Fatalf("Task(%s): %v, want %v", id, lt, wt)
+		}
+		if wt != nil {
+			if want, got := jsonOf(t, whole.Show(wt, c.pol, now)), jsonOf(t, lazy.Show(lt, c.pol, now)); want != got {
+				t.Fatalf("show %s:\n%s\nwant\n%s", id, got, want)
+			}
+			wb, wp := whole.Waits(wt)
+			lb, lp := lazy.Waits(lt) // its blockers' statuses, from the summary's flags
+			if !slices.Equal(wb, lb) || wp != lp {
+				t.Fatalf("waits %s: %v %q, want %v %q", id, lb, lp, wb, wp)
+			}
+		}
+		if workqueue.IndexRead(lazy) {
+			t.Fatalf("show %s read the index", id)
+		}
+	}
 	one := 1
 	for _, at := range []time.Time{now, now.Add(30 * time.Hour)} {
 		// Every ready task: the table preloaded from its file.

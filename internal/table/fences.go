@@ -1,0 +1,134 @@
+package table
+
+import (
+	"hash/crc32"
+	"sort"
+	"unsafe"
+)
+
+// A table with a summary finds one record without its index: a command
+// about one task at 100,000 read and decoded 100,000 ids and offsets
+// (about 4 ms) to find it. The ids are cut into groups of fenceSize; the
+// fences section names each group's first id and where the group lies in
+// the groups section, with the group's checksum. A lookup reads the
+// fences (about 20 bytes a group) and one group: its ids, and the offsets
+// of its records and of the record after the last.
+//
+//	fences := uvarint groups | (Str(first id) | uvarint off | uvarint len | uvarint crc32c)…
+//	group  := uvarint n | Str(id)… | uvarint offset (absolute) | uvarint delta…
+const fenceSize = 64
+
+// writeFences writes the fences and groups sections of the records
+// written so far.
+func (t *Writer) writeFences() (fences, groups Section) {
+	var f, g Enc
+	n := (len(t.ids) + fenceSize - 1) / fenceSize
+	f.Uint(uint64(n))
+	end := t.n // the records' end, before any section
+	if t.end >= 0 {
+		end = t.end
+	}
+	for lo := 0; lo < len(t.ids); lo += fenceSize {
+		hi := min(lo+fenceSize, len(t.ids))
+		at := len(g.Buf)
+		g.Uint(uint64(hi - lo))
+		for _, id := range t.ids[lo:hi] {
+			g.Str(id)
+		}
+		g.Uint(uint64(t.offs[lo]))
+		for i := lo + 1; i <= hi; i++ {
+			next := end
+			if i < len(t.offs) {
+				next = t.offs[i]
+			}
+			prev := t.offs[i-1]
+			g.Uint(uint64(next - prev))
+		}
+		f.Str(t.ids[lo])
+		f.Uint(uint64(at))
+		f.Uint(uint64(len(g.Buf) - at))
+		f.Uint(uint64(crc32.Checksum(g.Buf[at:], castagnoli)))
+	}
+	return t.Section(f.Buf), t.Section(g.Buf)
+}
+
+// fence is a group as the fences name it.
+type fence struct {
+	first    string
+	off, len int64
+	sum      uint32
+}
+
+// Find returns the position of record id and where it lies, [from, to),
+// reading the fences (once) and one group, not the index; i is -1 when
+// the table has no such record. A section that does not read is
+// ErrDamaged.
+func (s *Summary) Find(id string) (i int, from, to int64, err error) {
+	if s.fenceList == nil {
+		if err := s.readFences(); err != nil {
+			return -1, 0, 0, err
+		}
+	}
+	fs := s.fenceList
+	k := sort.Search(len(fs), func(k int) bool { return fs[k].first > id }) - 1
+	if k < 0 {
+		return -1, 0, 0, nil
+	}
+	fc := fs[k]
+	if fc.off < 0 || fc.len < 0 || fc.off+fc.len > s.groups.Len {
+		return -1, 0, 0, ErrDamaged
+	}
+	b := make([]byte, fc.len)
+	if _, err := s.r.ReadAt(b, s.groups.Off+fc.off); err != nil || crc32.Checksum(b, castagnoli) != fc.sum {
+		return -1, 0, 0, ErrDamaged
+	}
+	d := &Dec{s: unsafe.String(unsafe.SliceData(b), len(b))}
+	n := d.Count()
+	j := -1
+	for x := range n {
+		if d.Str() == id {
+			j = x
+		}
+	}
+	at := int64(d.Uint())
+	for x := range n {
+		next := at + int64(d.Uint())
+		if x == j {
+			from, to = at, next
+		}
+		at = next
+	}
+	if err := d.End(); err != nil {
+		return -1, 0, 0, err
+	}
+	if j < 0 {
+		return -1, 0, 0, nil
+	}
+	return k*fenceSize + j, from, to, nil
+}
+
+// readFences reads and checks the fences section.
+func (s *Summary) readFences() error {
+	f, g := s.fences, s.groups
+	if f.Off < 0 || f.Len <= 0 || f.Off+f.Len > s.idsAt || g.Off < 0 || g.Len < 0 || g.Off+g.Len > s.idsAt {
+		return ErrDamaged
+	}
+	b := make([]byte, f.Len)
+	if _, err := s.r.ReadAt(b, f.Off); err != nil || crc32.Checksum(b, castagnoli) != f.Sum {
+		return ErrDamaged
+	}
+	d := &Dec{s: unsafe.String(unsafe.SliceData(b), len(b))}
+	n := d.Count()
+	fs := make([]fence, n)
+	for k := range fs {
+		fs[k] = fence{first: d.Str(), off: int64(d.Uint()), len: int64(d.Uint()), sum: uint32(d.Uint())}
+		if k > 0 && fs[k].first <= fs[k-1].first {
+			d.Fail()
+		}
+	}
+	if err := d.End(); err != nil {
+		return err
+	}
+	s.fenceList = fs
+	return nil
+}
