@@ -2,6 +2,7 @@ package table
 
 import (
 	"hash/crc32"
+	"slices"
 	"sort"
 	"unsafe"
 )
@@ -64,58 +65,104 @@ type fence struct {
 // the table has no such record. A section that does not read is
 // ErrDamaged.
 func (s *Summary) Find(id string) (i int, from, to int64, err error) {
-	if s.fenceList == nil {
-		if err := s.readFences(); err != nil {
-			return -1, 0, 0, err
-		}
+	fs, err := s.fencesRead()
+	if err != nil {
+		return -1, 0, 0, err
 	}
-	fs := s.fenceList
 	k := sort.Search(len(fs), func(k int) bool { return fs[k].first > id }) - 1
 	if k < 0 {
 		return -1, 0, 0, nil
 	}
-	fc := fs[k]
+	ids, offs, err := s.readGroup(fs[k])
+	if err != nil {
+		return -1, 0, 0, err
+	}
+	j, found := slices.BinarySearch(ids, id)
+	if !found {
+		return -1, 0, 0, nil
+	}
+	return k*fenceSize + j, offs[j], offs[j+1], nil
+}
+
+// At returns the id of record i and where it lies, [from, to), reading
+// the fences (once) and the record's group (kept for the next call): for
+// a walk over positions taken from elsewhere than the index.
+func (s *Summary) At(i int) (id string, from, to int64, err error) {
+	fs, err := s.fencesRead()
+	if err != nil {
+		return "", 0, 0, err
+	}
+	k := i / fenceSize
+	if i < 0 || k >= len(fs) {
+		return "", 0, 0, ErrDamaged
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.group.k != k+1 {
+		ids, offs, err := s.readGroup(fs[k])
+		if err != nil {
+			return "", 0, 0, err
+		}
+		s.group.k, s.group.ids, s.group.offs = k+1, ids, offs
+	}
+	j := i - k*fenceSize
+	if j >= len(s.group.ids) {
+		return "", 0, 0, ErrDamaged
+	}
+	return s.group.ids[j], s.group.offs[j], s.group.offs[j+1], nil
+}
+
+// readGroup reads and checks the group a fence names: its ids, and the
+// offsets of its records and of the one after.
+func (s *Summary) readGroup(fc fence) (ids []string, offs []int64, err error) {
 	if fc.off < 0 || fc.len < 0 || fc.off+fc.len > s.groups.Len {
-		return -1, 0, 0, ErrDamaged
+		return nil, nil, ErrDamaged
 	}
 	b := make([]byte, fc.len)
 	if _, err := s.r.ReadAt(b, s.groups.Off+fc.off); err != nil || crc32.Checksum(b, castagnoli) != fc.sum {
-		return -1, 0, 0, ErrDamaged
+		return nil, nil, ErrDamaged
 	}
 	d := &Dec{s: unsafe.String(unsafe.SliceData(b), len(b))}
-	n := d.Count()
-	j := -1
-	for x := range n {
-		if d.Str() == id {
-			j = x
-		}
+	ids = make([]string, d.Count())
+	for x := range ids {
+		ids[x] = d.Str()
 	}
-	at := int64(d.Uint())
-	for x := range n {
-		next := at + int64(d.Uint())
-		if x == j {
-			from, to = at, next
-		}
-		at = next
+	offs = make([]int64, len(ids)+1)
+	offs[0] = int64(d.Uint())
+	for x := range ids {
+		offs[x+1] = offs[x] + int64(d.Uint())
 	}
-	if err := d.End(); err != nil {
-		return -1, 0, 0, err
+	return ids, offs, d.End()
+}
+
+// ReadSection reads a section the summary names, checked; ErrDamaged for
+// one outside the space before the index, or changed.
+func (s *Summary) ReadSection(sec Section) ([]byte, error) {
+	if sec.Off < 0 || sec.Len < 0 || sec.Off+sec.Len > s.idsAt {
+		return nil, ErrDamaged
 	}
-	if j < 0 {
-		return -1, 0, 0, nil
+	b := make([]byte, sec.Len)
+	if _, err := s.r.ReadAt(b, sec.Off); err != nil || crc32.Checksum(b, castagnoli) != sec.Sum {
+		return nil, ErrDamaged
 	}
-	return k*fenceSize + j, from, to, nil
+	return b, nil
+}
+
+// fencesRead is the fences, read and checked once.
+func (s *Summary) fencesRead() ([]fence, error) {
+	s.fenceOnce.Do(func() { s.fenceList, s.fenceErr = s.readFences() })
+	return s.fenceList, s.fenceErr
 }
 
 // readFences reads and checks the fences section.
-func (s *Summary) readFences() error {
+func (s *Summary) readFences() ([]fence, error) {
 	f, g := s.fences, s.groups
 	if f.Off < 0 || f.Len <= 0 || f.Off+f.Len > s.idsAt || g.Off < 0 || g.Len < 0 || g.Off+g.Len > s.idsAt {
-		return ErrDamaged
+		return nil, ErrDamaged
 	}
 	b := make([]byte, f.Len)
 	if _, err := s.r.ReadAt(b, f.Off); err != nil || crc32.Checksum(b, castagnoli) != f.Sum {
-		return ErrDamaged
+		return nil, ErrDamaged
 	}
 	d := &Dec{s: unsafe.String(unsafe.SliceData(b), len(b))}
 	n := d.Count()
@@ -126,9 +173,5 @@ func (s *Summary) readFences() error {
 			d.Fail()
 		}
 	}
-	if err := d.End(); err != nil {
-		return err
-	}
-	s.fenceList = fs
-	return nil
+	return fs, d.End()
 }

@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"io"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/spoolhq/spool/internal/fault"
@@ -28,7 +29,15 @@ type Summary struct {
 	idsSum uint32
 
 	fences, groups Section // fences.go
-	fenceList      []fence // read on the first Find
+	fenceOnce      sync.Once
+	fenceList      []fence // read on the first Find or At
+	fenceErr       error
+	mu             sync.Mutex // over group: states share a summary
+	group          struct {   // At's last group: k+1 (0: none), its ids and offsets
+		k    int
+		ids  []string
+		offs []int64
+	}
 }
 
 // OpenSummary reads the summary of a table written by FinishSummary,

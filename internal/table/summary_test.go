@@ -111,7 +111,7 @@ func TestSummaryIDs(t *testing.T) {
 	}
 }
 
-// Find, by the fences, names every record the table holds at its position
+// Find and At, by the fences, name every record the table holds at its position
 // and span, and no other id (below the first, between two, past the
 // last, at a group's edges); a changed group or fence is ErrDamaged.
 func TestFindByFences(t *testing.T) {
@@ -129,6 +129,9 @@ func TestFindByFences(t *testing.T) {
 			j, from, to, err := s.Find(id)
 			if err != nil || j != i || from != spans[i][0] || to != spans[i][1] {
 				t.Fatalf("n %d: Find(%s) = %d [%d, %d) %v, want %d %v", n, id, j, from, to, err, i, spans[i])
+			}
+			if got, f, tt, err := s.At(i); err != nil || got != id || f != from || tt != to {
+				t.Fatalf("n %d: At(%d) = %s [%d, %d) %v, want %s", n, i, got, f, tt, err, id)
 			}
 			d, err := s.Record(from, to)
 			if err != nil || d.Str() != "record of "+id {

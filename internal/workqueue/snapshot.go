@@ -18,7 +18,7 @@ import (
 // a command opens the index and decodes only the tasks it touches.
 
 const (
-	tasksMagic = "spool-tasks-16\n"
+	tasksMagic = "spool-tasks-17\n"
 	queueMagic = "spool-history-9\n"
 )
 
@@ -147,6 +147,7 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 		order.Uint(uint64(k.pos))
 	}
 	listing := tw.Section(append(order.Buf, listed.Buf...)) // read by task list --json alone (listIndex)
+	sum.openOrder = tw.Section(encodeOpenOrder(len(open), func(k int) uint32 { return open[k].pos }, func(k int) bool { return open[k].waits }))
 	return tw.FinishSummary(func(w *table.Enc) {
 		w.Int(s.trk.commentSeq)
 		w.Uint(uint64(len(open)))

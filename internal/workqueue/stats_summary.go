@@ -39,6 +39,7 @@ type summaryWriter struct {
 	flags                    []byte
 	nOpen, nLabelled, nPlain int
 	others                   []other
+	openOrder                table.Section // where the open tasks' order is (openorder.go)
 }
 
 func newSummaryWriter(n int) *summaryWriter { return &summaryWriter{flags: make([]byte, 0, n)} }
@@ -78,6 +79,7 @@ func (w *summaryWriter) encode(seq int64, n int) func(*table.Enc) {
 			e.Uint(uint64(o.from))
 			e.Uint(uint64(o.to - o.from))
 		}
+		w.openOrder.Encode(e)
 	}
 }
 
@@ -88,6 +90,7 @@ type taskSummary struct {
 	n, nOpen, nLabelled, nPlain int
 	flags                       string
 	others                      []other
+	openOrder                   table.Section
 }
 
 // lazyTasks is a tasks' table opened in two steps: its summary when the
@@ -99,6 +102,10 @@ type lazyTasks struct {
 	once sync.Once
 	t    *taskTable
 	err  error
+
+	orderOnce sync.Once
+	order     *openOrder // the open tasks' order, read without the index
+	orderErr  error
 
 	loaded atomic.Pointer[taskTable] // t, once read
 }
@@ -122,6 +129,7 @@ func openLazyTasks(r io.ReaderAt, size int64, eager bool) (*lazyTasks, error) {
 			ts.Fail()
 		}
 	}
+	sum.openOrder = table.DecodeSection(ts.Dec)
 	if err := ts.End(); err != nil || sum.nOpen > sum.n || sum.nLabelled > sum.nOpen || sum.nPlain > sum.nOpen {
 		return nil, table.ErrDamaged
 	}
@@ -159,13 +167,18 @@ func (k *trackerSide) find(id string) (int, func() *table.Dec) {
 		i := t.Find(id)
 		return i, func() *table.Dec { return t.Record(i) }
 	}
-	sum := k.lazy.sum
-	i, from, to, err := sum.Find(id)
+	i, from, to, err := k.lazy.sum.Find(id)
 	if err != nil {
 		panic(table.CorruptIndex("the tasks", err))
 	}
-	return i, func() *table.Dec {
-		d, err := sum.Record(from, to)
+	return i, k.lazy.record(id, from, to)
+}
+
+// record reads task id's record at [from, to), which the summary's groups
+// name; a damaged one panics with Corrupt, as Table.Record does.
+func (l *lazyTasks) record(id string, from, to int64) func() *table.Dec {
+	return func() *table.Dec {
+		d, err := l.sum.Record(from, to)
 		if err != nil {
 			panic(table.Corrupt(id, err))
 		}

@@ -75,6 +75,7 @@ func TestTablesAnswerAsTheWholeState(t *testing.T) {
 			}
 			snap, since = write(t, c.s), nil
 			sameAnswers(t, c, fresh, now)
+			sameAnswers(t, c, onFile, now)
 			sameLists(t, c, onFile, now)
 			for range 40 {
 				step()
@@ -175,6 +176,18 @@ func sameLists(t *testing.T, c *taskClone, fresh func() *workqueue.State, now ti
 		}
 		if workqueue.IndexRead(lazy) {
 			t.Fatalf("show %s read the index", id)
+		}
+	}
+	// The top of ready, as ready and next walk it: the open tasks' order
+	// from its section, each by its position, the index unread.
+	for _, limit := range []int{1, 5} {
+		lazy := fresh()
+		got := ids(lazy.Claimable(c.pol, workqueue.Gate{}, workqueue.ReadyFilter{}, now, limit))
+		if want := ids(whole.Claimable(c.pol, workqueue.Gate{}, workqueue.ReadyFilter{}, now, limit)); !slices.Equal(got, want) {
+			t.Fatalf("claimable, %d: %v, want %v", limit, got, want)
+		}
+		if workqueue.IndexRead(lazy) && c.pol.Kind != workqueue.Progressive { // its requeues reorder them all
+			t.Fatalf("the top %d of ready read the index", limit)
 		}
 	}
 	one := 1

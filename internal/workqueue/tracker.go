@@ -224,35 +224,35 @@ func (s *State) openOrderBy(over map[string]*Task, order func(*taskTable) iter.S
 		rest = append(rest, t)
 		skip[id] = true
 	}
-	if tt := s.trk.table(); tt != nil {
+	if s.trk.lazy != nil {
 		// A task that waited by itself when saved and is unchanged since
 		// still waits unless one of its blockers changed; those tasks name
-		// it (baseRefs), and only they are read.
-		var named map[string]bool
-		ks := func(yield func(int) bool) {
-			for k := range tt.open {
-				if !yield(k) {
-					return
+		// it (baseRefs), and only they are read. Both sets are kept by
+		// position, so that a task passed over is not even named.
+		positions := func(ids map[string]bool) map[int]bool {
+			at := make(map[int]bool, len(ids))
+			for id := range ids {
+				if i, _ := s.trk.find(id); i >= 0 {
+					at[i] = true
 				}
 			}
+			return at
 		}
-		if order != nil {
-			ks = order(tt)
-		}
-		for k := range ks {
-			id := tt.IDs[tt.open[k]]
-			if skip[id] {
+		skipAt := positions(skip)
+		var namedAt map[int]bool
+		for i, waits := range s.trk.openTasks(order) {
+			if skipAt[i] {
 				continue
 			}
-			if tt.waitsAt(k) {
-				if named == nil {
-					named = s.namedByChanged(over)
+			if waits {
+				if namedAt == nil {
+					namedAt = positions(s.namedByChanged(over))
 				}
-				if !named[id] {
+				if !namedAt[i] {
 					continue
 				}
 			}
-			if !f(s.Task(id)) {
+			if !f(s.taskAt(i)) {
 				break
 			}
 		}

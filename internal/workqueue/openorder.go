@@ -1,0 +1,118 @@
+package workqueue
+
+import (
+	"iter"
+
+	"github.com/spoolhq/spool/internal/table"
+)
+
+// ready and next walk the open tasks from the top of ready's order and
+// stop after a few. They read the whole task index for it (100,000 ids
+// and offsets at 100k tasks, about 4 ms); the order and the bits they
+// need are now a section of their own, and the walk finds each task's id
+// and record by its position through the summary's groups
+// (table.Summary.At).
+
+// openOrder is the open tasks' section: their positions in ready's order,
+// and a bit each: waitsItself when saved.
+type openOrder struct {
+	open  []uint32
+	waits string
+}
+
+func (o *openOrder) waitsAt(k int) bool { return o.waits[k/8]&(1<<(k%8)) != 0 }
+
+// encodeOpenOrder is the section of n open tasks, in ready's order: the
+// position and the waits bit of the k-th.
+func encodeOpenOrder(n int, pos func(k int) uint32, waits func(k int) bool) []byte {
+	var w table.Enc
+	w.Uint(uint64(n))
+	bits := make([]byte, (n+7)/8)
+	for k := range n {
+		w.Uint(uint64(pos(k)))
+		if waits(k) {
+			bits[k/8] |= 1 << (k % 8)
+		}
+	}
+	return append(w.Buf, bits...)
+}
+
+// openOrder reads the section once; an error for one that does not read.
+func (l *lazyTasks) openOrder() (*openOrder, error) {
+	l.orderOnce.Do(func() {
+		b, err := l.sum.ReadSection(l.sum.openOrder)
+		if err != nil {
+			l.orderErr = err
+			return
+		}
+		rd := table.NewDec(string(b))
+		o := &openOrder{}
+		if o.open, err = positions(rd, l.sum.n); err == nil {
+			o.waits = rd.Raw((len(o.open) + 7) / 8)
+			err = rd.End()
+		}
+		if err == nil && len(o.open) != l.sum.nOpen {
+			err = table.ErrDamaged
+		}
+		l.order, l.orderErr = o, err
+	})
+	return l.order, l.orderErr
+}
+
+// openTasks yields the positions of the snapshot's open tasks in order
+// (nil: ready's own) with their waits bit: from the index once it is
+// read, or for another order; else from the section.
+func (k *trackerSide) openTasks(order func(*taskTable) iter.Seq[int]) iter.Seq2[int, bool] {
+	if k.lazy.loaded.Load() == nil && order == nil {
+		if o, err := k.lazy.openOrder(); err == nil {
+			return func(yield func(int, bool) bool) {
+				for j, i := range o.open {
+					if !yield(int(i), o.waitsAt(j)) {
+						return
+					}
+				}
+			}
+		}
+	}
+	tt := k.table()
+	return func(yield func(int, bool) bool) {
+		ks := func(yield func(int) bool) {
+			for j := range tt.open {
+				if !yield(j) {
+					return
+				}
+			}
+		}
+		if order != nil {
+			ks = order(tt)
+		}
+		for j := range ks {
+			if !yield(int(tt.open[j]), tt.waitsAt(j)) {
+				return
+			}
+		}
+	}
+}
+
+// taskAt is the task at position i of the snapshot: as Task, found by
+// its position (the summary's group, or the index).
+func (s *State) taskAt(i int) *Task {
+	var id string
+	var rec func() *table.Dec
+	if t := s.trk.lazy.loaded.Load(); t != nil {
+		id, rec = t.IDs[i], func() *table.Dec { return t.Record(i) }
+	} else {
+		var from, to int64
+		var err error
+		if id, from, to, err = s.trk.lazy.sum.At(i); err != nil {
+			panic(table.CorruptIndex("the tasks", err))
+		}
+		rec = s.trk.lazy.record(id, from, to)
+	}
+	if t, ok := s.trk.m[id]; ok {
+		return t
+	}
+	t := decodeTask(rec())
+	s.trk.m[id] = t
+	return t
+}
