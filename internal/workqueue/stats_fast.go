@@ -22,7 +22,7 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 		ready := len(p.Select(cands, s.Entry, g, now, Unsorted))
 		return p.Stats(s, true, nil, ready, now)
 	}
-	if len(s.trk.m) == 0 {
+	if len(s.trk.m) == 0 || s.trk.lazy.loaded.Load() == nil {
 		return s.summaryStats(p, g, now)
 	}
 	tt := s.trk.table()

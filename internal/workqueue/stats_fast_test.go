@@ -114,7 +114,7 @@ func TestNativeStatsAsEveryTaskCounted(t *testing.T) {
 				lastFail = at
 			}
 		}
-		fresh := w.reopener(t)
+		fresh, onFile := w.reopener(t), w.fileReopener(t)
 		for round := range 3 {
 			if round > 0 {
 				change(40)
@@ -130,6 +130,15 @@ func TestNativeStatsAsEveryTaskCounted(t *testing.T) {
 				}
 				if want != got {
 					t.Fatalf("seed %d round %d at %v: %+v, want %+v", seed, round, now, got, want)
+				}
+				// On a file, with tasks changed since the save: the summary,
+				// corrected for them, without the index.
+				lazy := onFile()
+				if got := lazy.NativeStats(pol, g, now); want != got {
+					t.Fatalf("seed %d round %d at %v, on a file: %+v, want %+v", seed, round, now, got, want)
+				}
+				if lazy.trk.lazy != nil && lazy.trk.lazy.loaded.Load() != nil {
+					t.Fatalf("seed %d round %d: stats read the index", seed, round)
 				}
 			}
 		}

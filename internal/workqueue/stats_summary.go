@@ -215,7 +215,42 @@ func (s *State) summaryStats(p Policy, g Gate, now time.Time) Stats {
 	st := Stats{TotalSeen: sum.n, Completed: sum.n - sum.nOpen, Blocked: sum.nLabelled, Pending: sum.nOpen - sum.nLabelled}
 	ready := sum.nPlain
 	memo := map[string]bool{}
+	// The tasks decoded or changed since the save, and those whose saved
+	// records name one (their blockers may have opened or closed): taken
+	// out of the counts by their saved flags, counted below as they are.
+	fresh := make(map[string]bool, len(s.trk.m))
+	for id := range s.trk.m {
+		fresh[id] = true
+	}
+	if len(fresh) > 0 {
+		for id := range s.namedByChanged(nil) {
+			fresh[id] = true
+		}
+	}
+	freshAt := make(map[int]bool, len(fresh))
+	for id := range fresh {
+		i, _ := s.trk.find(id)
+		if i < 0 {
+			continue // new since the save
+		}
+		freshAt[i] = true
+		st.TotalSeen--
+		switch f := sum.flags[i]; {
+		case f&sumOpen == 0:
+			st.Completed--
+		case f&sumLabelled != 0:
+			st.Blocked--
+		default:
+			st.Pending--
+		}
+		if sum.flags[i]&sumPlain != 0 {
+			ready--
+		}
+	}
 	for _, o := range sum.others {
+		if freshAt[o.pos] {
+			continue
+		}
 		d, err := sum.Record(o.from, o.to)
 		if err != nil {
 			panic(table.Corrupt(fmt.Sprintf("the task at %d", o.pos), err))
@@ -232,6 +267,9 @@ func (s *State) summaryStats(p Policy, g Gate, now time.Time) Stats {
 	open, labelled := Task{Status: StatusOpen}, Task{Status: StatusOpen, Labels: []string{BlockedLabel}}
 	visit := func(id string, h *Entry, j int) {
 		i := ids.Seek(id)
+		if fresh[id] {
+			return // counted below, as it is now
+		}
 		if i >= 0 && sum.flags[i]&sumOpen == 0 {
 			return // closed: completed whatever its history says, and counted so
 		}
@@ -273,6 +311,14 @@ func (s *State) summaryStats(p Policy, g Gate, now time.Time) Stats {
 	}
 	if err := ids.Done(); err != nil {
 		panic(table.CorruptIndex("the tasks", err))
+	}
+	for id := range fresh {
+		if t := s.Task(id); t != nil {
+			p.count(&st, t, s.Entry(id), now)
+			if s.readyNow(p, g, t, memo, now) {
+				ready++
+			}
+		}
 	}
 	st.CurrentlyReady = ready
 	return st

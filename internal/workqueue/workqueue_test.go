@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -1170,7 +1172,13 @@ func TestRejected(t *testing.T) {
 // reopener snapshots the world's tasks and history now and returns what
 // reads them back, as a command would: from the snapshots, with the events
 // the world logged since folded on top.
-func (w *world) reopener(t testing.TB) func() *State {
+func (w *world) reopener(t testing.TB) func() *State { return w.reopen(t, false) }
+
+// fileReopener is reopener with the tasks' table opened on a file, as a
+// command opens it: its index is read only when a command needs it.
+func (w *world) fileReopener(t testing.TB) func() *State { return w.reopen(t, true) }
+
+func (w *world) reopen(t testing.TB, onFile bool) func() *State {
 	t.Helper()
 	var snap [2][]byte
 	for i, p := range []interface{ MarshalState() ([]byte, error) }{NewTasksProjection(w.s), NewQueueProjection(w.s)} {
@@ -1181,9 +1189,21 @@ func (w *world) reopener(t testing.TB) func() *State {
 		snap[i] = b
 	}
 	from := len(w.log)
+	path := filepath.Join(t.TempDir(), "tasks.snap")
+	if err := os.WriteFile(path, snap[0], 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return func() *State {
 		s := NewState()
-		if err := NewTasksProjection(s).UnmarshalState(snap[0]); err != nil {
+		if onFile {
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := NewTasksProjection(s).OpenState(f, 0, int64(len(snap[0]))); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := NewTasksProjection(s).UnmarshalState(snap[0]); err != nil {
 			t.Fatal(err)
 		}
 		if err := NewQueueProjection(s).UnmarshalState(snap[1]); err != nil {
