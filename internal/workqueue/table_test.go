@@ -75,7 +75,9 @@ func TestTablesAnswerAsTheWholeState(t *testing.T) {
 			}
 			snap, since = write(t, c.s), nil
 			sameAnswers(t, c, fresh, now)
-			sameAnswers(t, c, onFile, now)
+			if seed%3 == 0 { // every answer again, the index read only when needed: a third of the seeds
+				sameAnswers(t, c, onFile, now)
+			}
 			sameLists(t, c, onFile, now)
 			for range 40 {
 				step()
@@ -158,7 +160,12 @@ func sameLists(t *testing.T, c *taskClone, fresh func() *workqueue.State, now ti
 	}
 	// One task, as show reads it: found by the summary's fences, the
 	// index unread.
-	for _, id := range append(whole.SortedIDs(), "sp-none", "") {
+	all := whole.SortedIDs()
+	some := []string{"sp-none", ""}
+	for i := 0; i < len(all); i += 1 + len(all)/40 { // about 40 of them, the first and across
+		some = append(some, all[i])
+	}
+	for _, id := range some {
 		lazy := fresh()
 		wt, lt := whole.Task(id), lazy.Task(id)
 		if (wt == nil) != (lt == nil) || whole.HasTask(id) != fresh().HasTask(id) {
