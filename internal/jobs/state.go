@@ -455,7 +455,8 @@ func (s *State) Sorted() []*Job {
 // MarshalState is the snapshot (codec.go).
 func (p *Projection) MarshalState() ([]byte, error) { return p.s.marshal() }
 
-// UnmarshalState reads the snapshot.
+// UnmarshalState reads the snapshot. The state keeps b (its strings are
+// b's bytes): the caller must not change b after.
 func (p *Projection) UnmarshalState(b []byte) error {
 	s, err := unmarshal(b)
 	if err != nil {

@@ -54,6 +54,14 @@ type Dec struct {
 // NewDec decodes s.
 func NewDec(s string) *Dec { return &Dec{s: s} }
 
+// Pooled has Strs carve its lists out of one shared pool, as a table's
+// records do: one allocation for many short lists.
+func (r *Dec) Pooled() {
+	if r.pool == nil {
+		r.pool = new([]string)
+	}
+}
+
 // Err is the decoder's error: ErrDamaged once a read failed.
 func (r *Dec) Err() error { return r.err }
 
