@@ -111,7 +111,13 @@ func (v *view) find(j *Job) *waiting {
 	return nil
 }
 
-func (s *State) view(p Policy, now time.Time) *view {
+func (s *State) view(p Policy, now time.Time) *view { return s.viewUntil(p, now, nil) }
+
+// viewUntil is view with the simulation stopped once until has its start
+// (explain's job): the starts before it, and its own, are those of the whole
+// run; the jobs after it have none (seq -1), which sorts and counts them
+// after it as the whole run would.
+func (s *State) viewUntil(p Policy, now time.Time, until *Job) *view {
 	v := &view{most: s.MaxSlots(p), q: s.quotas(p, now)}
 	for _, w := range s.Workers {
 		v.total += w.Slots
@@ -159,7 +165,7 @@ func (s *State) view(p Policy, now time.Time) *view {
 	})
 	v.line = make([]waiting, len(line))
 	v.queue = make([]*waiting, 0, len(line))
-	f := forecast{s: s, p: p, now: now, total: v.total, most: v.most, running: v.running}
+	f := forecast{s: s, p: p, now: now, total: v.total, most: v.most, running: v.running, until: until}
 	var paused []*waiting
 	for i, j := range line {
 		w := &v.line[i]
@@ -286,6 +292,7 @@ type forecast struct {
 	running   []*Job
 	queue     []*waiting // queued jobs in queue order
 	scheduled []*waiting // by start_after
+	until     *Job       // stop once it starts (nil: run to the end)
 }
 
 // simRun is a job holding slots in the simulation.
@@ -401,6 +408,9 @@ func (f *forecast) run(seg func(*Job) time.Duration, set func(*waiting, time.Tim
 			j := x.j
 			if !x.again && x.w != nil {
 				set(x.w, cur)
+				if x.w.j == f.until {
+					return
+				}
 			}
 			if j.Tier == Urgent {
 				pl.urgent--
