@@ -322,6 +322,13 @@ type Opener interface {
 	OpenState(f SnapshotFile, off, size int64) error
 }
 
+// CheckedUnmarshaler is a projection that reads a state whose checksum
+// matched (what its MarshalState wrote) with less checking than any bytes
+// need, such as lazily: the engine loads a snapshot so.
+type CheckedUnmarshaler interface {
+	UnmarshalChecked([]byte) error
+}
+
 // SnapshotFile is an open snapshot file, as an Opener reads it.
 type SnapshotFile interface {
 	io.ReaderAt
@@ -367,7 +374,11 @@ func (en *Engine) loadSnapshot(it *item) bool {
 			en.warn(fmt.Sprintf("%s does not match its checksum (changed by something other than spool): rebuilt from the log", en.snapshotPath(it.spec.Name)))
 			return false
 		}
-		if p.UnmarshalState(body) != nil {
+		unmarshal := p.UnmarshalState
+		if c, ok := p.(CheckedUnmarshaler); ok {
+			unmarshal = c.UnmarshalChecked
+		}
+		if unmarshal(body) != nil {
 			return false
 		}
 	}

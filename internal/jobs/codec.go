@@ -2,10 +2,14 @@ package jobs
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/gob"
 	"errors"
 	"maps"
+	"math"
 	"slices"
+	"sort"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -15,10 +19,12 @@ import (
 // The snapshot's jobs are encoded by hand (table.Enc): every command that
 // reads the scheduler decodes all of them, and gob took 14 ms of a 25 ms
 // `job show` at 10,000 jobs. The few quotas, schedules and workers follow
-// as gob.
+// as gob. Each job's record has its length before it, and the records are
+// in id order: a snapshot whose checksum matched is read lazily
+// (UnmarshalChecked), a job found by id without decoding the others.
 //
-//	magic | uvarint jobs | job… | gob(rest)
-const snapshotMagic = "spool-jobs-4\n"
+//	magic | uvarint jobs | (uint32 length | job)… | gob(rest)
+const snapshotMagic = "spool-jobs-5\n"
 
 var errSnapshot = errors.New("jobs snapshot is damaged")
 
@@ -35,7 +41,10 @@ func (s *State) marshal() ([]byte, error) {
 	w.Buf = append(w.Buf, snapshotMagic...)
 	w.Uint(uint64(len(jobs)))
 	for _, j := range jobs {
+		at := len(w.Buf)
+		w.Buf = append(w.Buf, 0, 0, 0, 0)
 		encodeJob(w, j)
+		binary.LittleEndian.PutUint32(w.Buf[at:], uint32(len(w.Buf)-at-4))
 	}
 	var r rest
 	for _, k := range slices.Sorted(maps.Keys(s.Quotas)) {
@@ -52,32 +61,47 @@ func (s *State) marshal() ([]byte, error) {
 	return buf.Bytes(), err
 }
 
-// unmarshal reads what marshal wrote. The jobs' strings are b's bytes (b
-// is kept, not copied), and the jobs and their lists are carved out of a
-// few slabs: at 10,000 jobs one allocation each was most of a `job show`.
-func unmarshal(b []byte) (*State, error) {
+// lazyJobs are a snapshot's jobs, not decoded yet.
+type lazyJobs struct {
+	recs string  // the records; the jobs' strings are its bytes
+	at   []int32 // where each job's record starts (after its length), in id order
+}
+
+// index reads what marshal wrote, the jobs left encoded: their records
+// found, the rest (quotas, schedules, workers) decoded into a new state.
+// The strings are b's bytes (b is kept, not copied).
+func index(b []byte) (*lazyJobs, *State, error) {
 	body, ok := bytes.CutPrefix(b, []byte(snapshotMagic))
 	if !ok {
-		return nil, errSnapshot
+		return nil, nil, errSnapshot
 	}
 	r := table.NewDec(unsafe.String(unsafe.SliceData(body), len(body)))
-	r.Pooled()
-	n := r.Count()
-	s := NewState()
-	s.Jobs = make(map[string]*Job, n)
-	sl := &slabs{jobs: make([]Job, n)}
+	n := r.Count() // no more than the bytes left: at allocates 4 per byte at most
+	recs := r.Rest()
+	lz := &lazyJobs{recs: recs, at: make([]int32, n)}
+	if len(recs) > math.MaxInt32 {
+		return nil, nil, errSnapshot
+	}
+	pos := 0
 	for i := range n {
-		j := &sl.jobs[i]
-		decodeJob(r, j, sl)
-		if r.Err() != nil || s.Jobs[j.ID] != nil {
-			return nil, errSnapshot
+		if len(recs)-pos < 4 {
+			return nil, nil, errSnapshot
 		}
-		s.Jobs[j.ID] = j
+		l := le32(recs[pos:])
+		if l > len(recs)-pos-4 {
+			return nil, nil, errSnapshot
+		}
+		lz.at[i] = int32(pos + 4)
+		pos += 4 + l
+	}
+	if r.Err() != nil {
+		return nil, nil, errSnapshot
 	}
 	var x rest
-	if r.Err() != nil || gob.NewDecoder(bytes.NewReader([]byte(r.Rest()))).Decode(&x) != nil {
-		return nil, errSnapshot
+	if gob.NewDecoder(strings.NewReader(recs[pos:])).Decode(&x) != nil {
+		return nil, nil, errSnapshot
 	}
+	s := NewState()
 	for _, q := range x.Quotas {
 		s.Quotas[q.Key()] = q
 	}
@@ -86,6 +110,73 @@ func unmarshal(b []byte) (*State, error) {
 	}
 	for _, w := range x.Workers {
 		s.Workers[w.Name] = w
+	}
+	return lz, s, nil
+}
+
+func le32(s string) int {
+	return int(uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24)
+}
+
+// rec is job i's record.
+func (lz *lazyJobs) rec(i int) string {
+	at := int(lz.at[i])
+	l := le32(lz.recs[at-4:])
+	return lz.recs[at : at+l]
+}
+
+// id is job i's id, its record's first field.
+func (lz *lazyJobs) id(i int) string { return table.NewDec(lz.rec(i)).Str() }
+
+// find decodes the job with id alone; nil when there is none.
+func (lz *lazyJobs) find(id string) (*Job, error) {
+	i := sort.Search(len(lz.at), func(i int) bool { return lz.id(i) >= id })
+	if i == len(lz.at) || lz.id(i) != id {
+		return nil, nil
+	}
+	j := &Job{}
+	r := table.NewDec(lz.rec(i))
+	decodeJob(r, j, &slabs{})
+	if r.End() != nil {
+		return nil, errSnapshot
+	}
+	return j, nil
+}
+
+// decodeAll decodes every job into s. A record that is not one whole job,
+// or ids out of order (a job twice), fail it.
+func (lz *lazyJobs) decodeAll(s *State) error {
+	n := len(lz.at)
+	jobs := make(map[string]*Job, n)
+	sl := &slabs{jobs: make([]Job, n)}
+	r := table.NewDec("")
+	r.Pooled()
+	prev := ""
+	for i := range n {
+		j := &sl.jobs[i]
+		r.Reset(lz.rec(i))
+		decodeJob(r, j, sl)
+		if r.End() != nil || i > 0 && j.ID <= prev {
+			return errSnapshot
+		}
+		prev = j.ID
+		jobs[j.ID] = j
+	}
+	s.Jobs = jobs
+	return nil
+}
+
+// unmarshal reads what marshal wrote, every job decoded. The jobs' strings
+// are b's bytes (b is kept, not copied), and the jobs and their lists are
+// carved out of a few slabs: at 10,000 jobs one allocation each was most
+// of a `job show`.
+func unmarshal(b []byte) (*State, error) {
+	lz, s, err := index(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := lz.decodeAll(s); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

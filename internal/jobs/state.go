@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/projections"
 )
 
@@ -164,11 +165,15 @@ func NewState() *State {
 const Name = "jobs"
 
 // Spec registers the projection.
-var Spec = projections.Spec{Name: Name, Version: 8, Amortize: 1000, New: func() projections.Projection { return &Projection{s: NewState()} }}
+var Spec = projections.Spec{Name: Name, Version: 9, Amortize: 1000, New: func() projections.Projection { return &Projection{s: NewState()} }}
 
 // Projection folds the scheduler's events.
 type Projection struct {
 	s *State
+	// lazy are the jobs of a snapshot read by UnmarshalChecked, not in s
+	// yet: decoded whole (full) by whatever reads the state, or one by one
+	// by Job.
+	lazy *lazyJobs
 	// shared says s was handed out (Snapshot) and not yet copied; copied
 	// are the jobs the copy owns since (nil: no copy made).
 	shared bool
@@ -177,17 +182,48 @@ type Projection struct {
 
 // State returns the folded state: what a decision reads under the log's
 // lock. The next event changes it.
-func (p *Projection) State() *State { return p.s }
+func (p *Projection) State() *State { return p.full() }
+
+// full is s with every job decoded.
+func (p *Projection) full() *State {
+	if p.lazy != nil {
+		// A checksum vouched for the bytes: they are what MarshalState
+		// wrote, which its tests read back.
+		if err := p.lazy.decodeAll(p.s); err != nil {
+			panic("jobs: a snapshot that matched its checksum does not decode: " + err.Error())
+		}
+		p.lazy = nil
+	}
+	return p.s
+}
+
+// Job is one job, found without decoding the others when the snapshot has
+// not been (a reader that needs nothing else, such as spool job show). The
+// job is the reader's to keep: later events fold into a copy.
+func (p *Projection) Job(id string) (*Job, error) {
+	if p.lazy == nil {
+		return p.Snapshot().Job(id)
+	}
+	j, err := p.lazy.find(id)
+	if err != nil {
+		return nil, err
+	}
+	if j == nil {
+		return nil, fault.NotFound("job", id)
+	}
+	return j, nil
+}
 
 // Snapshot is the scheduler now, for a reader to keep: later events fold
 // into a copy (the maps and schedules copied at the next event, a job when
 // an event first changes it), never into it.
 func (p *Projection) Snapshot() *State {
 	p.shared, p.copied = true, nil
-	return p.s
+	return p.full()
 }
 
 func (p *Projection) Apply(e *eventlog.Event) error {
+	p.full()
 	if p.shared {
 		p.s, p.shared, p.copied = p.s.fork(), false, map[string]bool{}
 	}
@@ -453,22 +489,35 @@ func (s *State) Sorted() []*Job {
 }
 
 // MarshalState is the snapshot (codec.go).
-func (p *Projection) MarshalState() ([]byte, error) { return p.s.marshal() }
+func (p *Projection) MarshalState() ([]byte, error) { return p.full().marshal() }
 
-// UnmarshalState reads the snapshot. The state keeps b (its strings are
-// b's bytes): the caller must not change b after.
+// UnmarshalState reads the snapshot, every job decoded and checked. The
+// state keeps b (its strings are b's bytes): the caller must not change b
+// after.
 func (p *Projection) UnmarshalState(b []byte) error {
 	s, err := unmarshal(b)
 	if err != nil {
 		return err
 	}
-	p.s = s
+	p.s, p.lazy = s, nil
+	return nil
+}
+
+// UnmarshalChecked reads a snapshot whose checksum matched: its jobs are
+// decoded when first read (full, Job), not now. At 10,000 jobs decoding
+// them was most of a `job show`. It keeps b as UnmarshalState does.
+func (p *Projection) UnmarshalChecked(b []byte) error {
+	lz, s, err := index(b)
+	if err != nil {
+		return err
+	}
+	p.s, p.lazy = s, lz
 	return nil
 }
 
 // Files renders jobs.json (under the state directory): every job, by id.
 func (p *Projection) Files() ([]projections.File, error) {
-	b, err := json.MarshalIndent(p.s.Sorted(), "", "  ")
+	b, err := json.MarshalIndent(p.full().Sorted(), "", "  ")
 	return []projections.File{{Path: "jobs.json", Data: append(b, '\n')}}, err
 }
 

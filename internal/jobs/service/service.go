@@ -45,6 +45,20 @@ func (s *Service) Read(ctx context.Context) (*jobs.State, error) {
 	return s.snapshot(v), nil
 }
 
+// Job reads one job, decoded alone when the snapshot is up to date (see
+// jobs.Projection.Job): spool job show needs no other.
+func (s *Service) Job(ctx context.Context, id string) (j *jobs.Job, err error) {
+	v, err := s.Store.Read(ctx, jobs.Name)
+	if err != nil {
+		return nil, err
+	}
+	s.Store.Hold(func() {
+		p, _ := projections.As[*jobs.Projection](v, jobs.Name)
+		j, err = p.Job(id)
+	})
+	return j, err
+}
+
 // stateOf is the fold's own state, what a decision reads under the lock.
 func stateOf(v *projections.View) *jobs.State {
 	p, _ := projections.As[*jobs.Projection](v, jobs.Name)

@@ -1,0 +1,123 @@
+package jobs_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/jobs"
+)
+
+// history is the events of a random scheduler history (built's).
+func history(t testing.TB, seed uint64, steps int) []*eventlog.Event {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 3))
+	c := newClone(fmt.Sprintf("w%d", seed)).(*clone)
+	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	var out []*eventlog.Event
+	for range steps {
+		now = now.Add(time.Duration(r.IntN(600)) * time.Second)
+		actor, drafts, err := c.Command(r, now)
+		if err != nil {
+			continue
+		}
+		for _, d := range drafts {
+			e, err := d.Event(actor, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.ID = fmt.Sprintf("ev-%d", len(out)+1)
+			c.Apply(e)
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func fold(events []*eventlog.Event) *jobs.Projection {
+	p := jobs.Spec.New().(*jobs.Projection)
+	for _, e := range events {
+		p.Apply(e)
+	}
+	return p
+}
+
+// A snapshot read lazily (UnmarshalChecked) is the one read whole: every
+// job found alone is the job decoded with the others, the state read at
+// last is the same, and events folded after either load leave the same
+// state.
+func TestLazySnapshotIsTheWholeOne(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(16) {
+		events := history(t, seed, 300)
+		cut := len(events) / 2
+		b, err := fold(events[:cut]).MarshalState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole := jobs.Spec.New().(*jobs.Projection)
+		if err := whole.UnmarshalState(bytes.Clone(b)); err != nil {
+			t.Fatal(err)
+		}
+		lazy := func() *jobs.Projection {
+			p := jobs.Spec.New().(*jobs.Projection)
+			if err := p.UnmarshalChecked(bytes.Clone(b)); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		l := lazy()
+		for id, want := range whole.State().Jobs {
+			got, err := l.Job(id)
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("seed %d: Job(%s) = %+v, %v; want %+v", seed, id, got, err, want)
+			}
+		}
+		for _, id := range []string{"job-none", "", "job-zzzzzzzz", "a"} {
+			if _, err := l.Job(id); !errors.Is(err, fault.ErrNotFound) {
+				t.Fatalf("seed %d: Job(%q): %v", seed, id, err)
+			}
+		}
+		if !reflect.DeepEqual(l.State(), whole.State()) {
+			t.Fatalf("seed %d: the state read lazily differs", seed)
+		}
+		// Folding on: straight after the load, and after a lone Job.
+		all := fold(events)
+		want, _ := all.MarshalState()
+		l1, l2 := lazy(), lazy()
+		var kept *jobs.Job
+		for id := range whole.State().Jobs {
+			kept, _ = l2.Job(id)
+			break
+		}
+		keptWas := fmt.Sprintf("%+v", kept)
+		for _, p := range []*jobs.Projection{l1, l2} {
+			for _, e := range events[cut:] {
+				p.Apply(e)
+			}
+			if got, _ := p.MarshalState(); !bytes.Equal(got, want) {
+				t.Fatalf("seed %d: events folded after a lazy load give another state", seed)
+			}
+		}
+		if fmt.Sprintf("%+v", kept) != keptWas {
+			t.Fatalf("seed %d: a job read alone changed with later events", seed)
+		}
+	}
+}
+
+// Bytes that are not a snapshot are refused lazily too, without a panic.
+func TestLazySnapshotRefusesDamage(t *testing.T) {
+	t.Parallel()
+	b, _ := built(t, 1, 120).MarshalState()
+	for _, bad := range [][]byte{nil, b[:len(b)/2], b[:20], append([]byte("spool-jobs-4\n"), b[13:]...)} {
+		if jobs.Spec.New().(*jobs.Projection).UnmarshalChecked(bytes.Clone(bad)) == nil {
+			t.Fatalf("%d bytes read", len(bad))
+		}
+	}
+}
