@@ -108,6 +108,20 @@ func (s *State) newPool(p Policy, now time.Time) *pool {
 // add puts a job in its lane: sorted when the jobs come in queue order
 // (the queue as it is), late otherwise (released later in a simulation).
 func (pl *pool) add(x place, sorted bool) {
+	l := pl.lane(x)
+	if !l.listed {
+		l.listed = true
+		pl.tiers[l.key.rank] = append(pl.tiers[l.key.rank], l)
+	}
+	if sorted {
+		l.sorted = append(l.sorted, x)
+	} else {
+		l.late.push(x)
+	}
+}
+
+// lane is x's lane, made when it has none yet (not listed in its tier).
+func (pl *pool) lane(x place) *jobLane {
 	j := x.j
 	k := laneKey{rank: x.rank, offPeak: j.OffPeak, moved: j.Moved}
 	if pl.fair != nil || pl.q.s.Quotas["user/"+j.Owner] != nil {
@@ -124,15 +138,7 @@ func (pl *pool) add(x place, sorted bool) {
 		}
 		pl.lanes[k] = l
 	}
-	if !l.listed {
-		l.listed = true
-		pl.tiers[k.rank] = append(pl.tiers[k.rank], l)
-	}
-	if sorted {
-		l.sorted = append(l.sorted, x)
-	} else {
-		l.late.push(x)
-	}
+	return l
 }
 
 // waiting returns the tier's lanes with jobs, taking the empty ones out.
