@@ -196,7 +196,8 @@ func (pl *pool) choose(t time.Time) *jobLane {
 		if least != nil {
 			// The least owner's first job, unless a moved job comes before it.
 			for _, l := range lanes {
-				if l.key.owner == least.key.owner && !l.key.moved && runnable(l) && placeLess(l.top(), least.top()) {
+				// l.owner is the owner's index: one per owner, cheaper to compare.
+				if l.owner == least.owner && !l.key.moved && runnable(l) && placeLess(l.top(), least.top()) {
 					least = l
 				}
 			}
@@ -229,6 +230,11 @@ type fairTrack struct {
 	asOf  []time.Time // when val was
 	slots []float64   // slots of running segments
 	start []float64   // Σ slots × start (seconds after base) of running segments
+	// decayed is val decayed to decayedAt, kept while no run ends: a
+	// forecast asks all again at the same time after every start.
+	decayed   []float64
+	decayedAt time.Time
+	fresh     bool
 }
 
 func (f *fairTrack) index(owner string) int {
@@ -241,6 +247,7 @@ func (f *fairTrack) index(owner string) int {
 	f.asOf = append(f.asOf, f.base)
 	f.slots = append(f.slots, 0)
 	f.start = append(f.start, 0)
+	f.fresh = false
 	return len(f.names) - 1
 }
 
@@ -248,10 +255,17 @@ func (f *fairTrack) index(owner string) int {
 // than the last change recorded.
 func (f *fairTrack) all(t time.Time, buf []float64) []float64 {
 	ts := t.Sub(f.base).Seconds()
-	for i, v := range f.val {
-		if v != 0 {
-			v *= math.Exp2(-t.Sub(f.asOf[i]).Seconds() / f.hl)
+	if !f.fresh || !t.Equal(f.decayedAt) {
+		f.decayed = f.decayed[:0]
+		for i, v := range f.val {
+			if v != 0 {
+				v *= math.Exp2(-t.Sub(f.asOf[i]).Seconds() / f.hl)
+			}
+			f.decayed = append(f.decayed, v)
 		}
+		f.decayedAt, f.fresh = t, true
+	}
+	for i, v := range f.decayed {
 		buf = append(buf, v+f.slots[i]*ts-f.start[i])
 	}
 	return buf
@@ -268,6 +282,7 @@ func (f *fairTrack) run(i, slots int, start time.Time) {
 func (f *fairTrack) end(i, slots int, start, end time.Time) {
 	f.slots[i] -= float64(slots)
 	f.start[i] -= float64(slots) * start.Sub(f.base).Seconds()
+	f.fresh = false
 	v := f.val[i]
 	if v != 0 {
 		v *= math.Exp2(-end.Sub(f.asOf[i]).Seconds() / f.hl)
@@ -302,6 +317,7 @@ func (s *State) fairTrack(p Policy, now time.Time) *fairTrack {
 		}
 		i := f.index(j.Owner)
 		f.val[i] += sum * float64(j.Slots)
+		f.fresh = false
 		for _, st := range running {
 			f.run(i, j.Slots, st)
 		}
