@@ -143,17 +143,27 @@ func (lz *lazyJobs) find(id string) (*Job, error) {
 	return j, nil
 }
 
-// decodeAll decodes every job into s. A record that is not one whole job,
-// or ids out of order (a job twice), fail it.
+// decodeAll decodes every job into s, but those s.Jobs has already (taken
+// out one by one, and newer). A record that is not one whole job, or ids
+// out of order (a job twice), fail it.
 func (lz *lazyJobs) decodeAll(s *State) error {
 	n := len(lz.at)
-	jobs := make(map[string]*Job, n)
+	jobs := make(map[string]*Job, n+len(s.Jobs))
 	sl := &slabs{jobs: make([]Job, n)}
 	r := table.NewDec("")
 	r.Pooled()
 	prev := ""
 	for i := range n {
 		j := &sl.jobs[i]
+		if len(s.Jobs) > 0 {
+			if id := lz.id(i); s.Jobs[id] != nil {
+				if i > 0 && id <= prev {
+					return errSnapshot
+				}
+				prev = id
+				continue
+			}
+		}
 		r.Reset(lz.rec(i))
 		decodeJob(r, j, sl)
 		if r.End() != nil || i > 0 && j.ID <= prev {
@@ -162,6 +172,7 @@ func (lz *lazyJobs) decodeAll(s *State) error {
 		prev = j.ID
 		jobs[j.ID] = j
 	}
+	maps.Copy(jobs, s.Jobs)
 	s.Jobs = jobs
 	return nil
 }

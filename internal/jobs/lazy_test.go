@@ -2,10 +2,13 @@ package jobs_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -107,6 +110,34 @@ func TestLazySnapshotIsTheWholeOne(t *testing.T) {
 		}
 		if fmt.Sprintf("%+v", kept) != keptWas {
 			t.Fatalf("seed %d: a job read alone changed with later events", seed)
+		}
+		// Events folded into a lazy load decode their jobs alone: every job
+		// read then is the whole fold's, and keeps what it was.
+		l3 := lazy()
+		for _, e := range events[cut:] {
+			l3.Apply(e)
+		}
+		for i, id := range append(slices.Collect(maps.Keys(all.State().Jobs)), "job-none") {
+			got, err := l3.Job(id)
+			want := all.State().Jobs[id]
+			if want == nil {
+				if !errors.Is(err, fault.ErrNotFound) {
+					t.Fatalf("seed %d: Job(%s): %v", seed, id, err)
+				}
+				continue
+			}
+			g, _ := json.Marshal(got)
+			w, _ := json.Marshal(want)
+			if err != nil || !bytes.Equal(g, w) {
+				t.Fatalf("seed %d: after the events, Job(%s) = %s, %v; want %s", seed, id, g, err, w)
+			}
+			if i%2 == 0 { // a job handed out is the reader's: more events leave it
+				l3.Apply(&eventlog.Event{ID: "ev-x", Type: jobs.TypeHeartbeat, Subject: id, At: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC),
+					Data: []byte(`{"lease_until":"2027-01-01T00:10:00Z"}`)})
+				if g2, _ := json.Marshal(got); !bytes.Equal(g2, g) {
+					t.Fatalf("seed %d: a job handed out changed with an event", seed)
+				}
+			}
 		}
 	}
 }

@@ -172,7 +172,8 @@ type Projection struct {
 	s *State
 	// lazy are the jobs of a snapshot read by UnmarshalChecked, not in s
 	// yet: decoded whole (full) by whatever reads the state, or one by one
-	// by Job.
+	// by Job and by Apply (an event's job, into s.Jobs, which then holds
+	// the jobs decoded so far, newer than their records).
 	lazy *lazyJobs
 	// shared says s was handed out (Snapshot) and not yet copied; copied
 	// are the jobs the copy owns since (nil: no copy made).
@@ -187,14 +188,32 @@ func (p *Projection) State() *State { return p.full() }
 // full is s with every job decoded.
 func (p *Projection) full() *State {
 	if p.lazy != nil {
-		// A checksum vouched for the bytes: they are what MarshalState
-		// wrote, which its tests read back.
-		if err := p.lazy.decodeAll(p.s); err != nil {
-			panic("jobs: a snapshot that matched its checksum does not decode: " + err.Error())
-		}
+		mustDecode(p.lazy.decodeAll(p.s))
 		p.lazy = nil
 	}
 	return p.s
+}
+
+// mustDecode stops at a record that does not decode in a snapshot read
+// lazily: a checksum vouched for its bytes, which are then what
+// MarshalState wrote and its tests read back.
+func mustDecode(err error) {
+	if err != nil {
+		panic("jobs: a snapshot that matched its checksum does not decode: " + err.Error())
+	}
+}
+
+// take puts job id, when the snapshot has it, in s.Jobs for an event to
+// fold into.
+func (p *Projection) take(id string) {
+	if _, ok := p.s.Jobs[id]; ok {
+		return
+	}
+	j, err := p.lazy.find(id)
+	mustDecode(err)
+	if j != nil {
+		p.s.Jobs[id] = j
+	}
 }
 
 // Job is one job, found without decoding the others when the snapshot has
@@ -203,6 +222,11 @@ func (p *Projection) full() *State {
 func (p *Projection) Job(id string) (*Job, error) {
 	if p.lazy == nil {
 		return p.Snapshot().Job(id)
+	}
+	if j := p.s.Jobs[id]; j != nil { // events folded into it: a copy of its own
+		c := *j
+		c.Segs, c.Runs, c.Trail = slices.Clone(j.Segs), slices.Clone(j.Runs), slices.Clone(j.Trail)
+		return &c, nil
 	}
 	j, err := p.lazy.find(id)
 	if err != nil {
@@ -223,7 +247,16 @@ func (p *Projection) Snapshot() *State {
 }
 
 func (p *Projection) Apply(e *eventlog.Event) error {
-	p.full()
+	if p.lazy != nil {
+		// An event changes its subject alone (and schedules, which are
+		// decoded): the other jobs stay encoded. Nothing was handed out
+		// (Snapshot decodes all), so nothing is shared.
+		if strings.HasPrefix(e.Type, "job.") {
+			p.take(e.Subject)
+		}
+		p.s.Apply(e)
+		return nil
+	}
 	if p.shared {
 		p.s, p.shared, p.copied = p.s.fork(), false, map[string]bool{}
 	}
@@ -511,7 +544,7 @@ func (p *Projection) UnmarshalChecked(b []byte) error {
 	if err != nil {
 		return err
 	}
-	p.s, p.lazy = s, lz
+	p.s, p.lazy, p.shared, p.copied = s, lz, false, nil
 	return nil
 }
 
