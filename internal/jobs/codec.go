@@ -128,10 +128,22 @@ func (lz *lazyJobs) rec(i int) string {
 // id is job i's id, its record's first field.
 func (lz *lazyJobs) id(i int) string { return table.NewDec(lz.rec(i)).Str() }
 
+// search is where id's record is, or would be.
+func (lz *lazyJobs) search(id string) (int, bool) {
+	i := sort.Search(len(lz.at), func(i int) bool { return lz.id(i) >= id })
+	return i, i < len(lz.at) && lz.id(i) == id
+}
+
+// has says whether a job with id has a record.
+func (lz *lazyJobs) has(id string) bool {
+	_, ok := lz.search(id)
+	return ok
+}
+
 // find decodes the job with id alone; nil when there is none.
 func (lz *lazyJobs) find(id string) (*Job, error) {
-	i := sort.Search(len(lz.at), func(i int) bool { return lz.id(i) >= id })
-	if i == len(lz.at) || lz.id(i) != id {
+	i, ok := lz.search(id)
+	if !ok {
 		return nil, nil
 	}
 	j := &Job{}

@@ -38,3 +38,7 @@ func DecideWhole(s *State, p Policy, o Offer, now time.Time) Decision {
 	}
 	return Decision{Next: next, Yield: s.yielders(next, o.Free)}
 }
+
+// JobCount and Exists are what SubmitJob reads of a state's jobs.
+func JobCount(s *State) int           { return s.jobCount() }
+func Exists(s *State, id string) bool { return s.exists(id) }

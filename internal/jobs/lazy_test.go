@@ -152,3 +152,64 @@ func TestLazySnapshotRefusesDamage(t *testing.T) {
 		}
 	}
 }
+
+// SubmitJob decides on a lazily read state (Projection.Lazy) what it
+// decides on the whole one, before and after events folded in lazily; the
+// count and the ids it reads are the whole state's.
+func TestSubmitOnALazyState(t *testing.T) {
+	t.Parallel()
+	c := newClone("w").(*clone)
+	p := c.policy()
+	p.UrgentLimit = 3
+	now := time.Date(2026, 3, 9, 9, 0, 0, 0, time.UTC)
+	subs := []jobs.Submit{
+		{Name: "a", Argv: []string{"run"}},
+		{Name: "b", Project: "render", Tier: jobs.Urgent, Slots: 2, Segments: 3, Argv: []string{"run"}},
+		{Name: "c", Argv: []string{"run"}, StartAfter: now.Add(time.Hour), OffPeak: true},
+		{Name: "d", Argv: []string{"run"}, Every: "daily"},
+		{Argv: []string{""}},
+	}
+	for seed := range uint64(10) {
+		events := history(t, seed, 300)
+		cut := len(events) / 2
+		b, _ := fold(events[:cut]).MarshalState()
+		for _, upto := range []int{cut, len(events)} {
+			whole := fold(events[:upto])
+			l := jobs.Spec.New().(*jobs.Projection)
+			if err := l.UnmarshalChecked(bytes.Clone(b)); err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range events[cut:upto] {
+				l.Apply(e)
+			}
+			ws := whole.State()
+			if got := jobs.JobCount(l.Lazy()); got != len(ws.Jobs) {
+				t.Fatalf("seed %d: %d jobs counted lazily, %d", seed, got, len(ws.Jobs))
+			}
+			for id := range ws.Jobs {
+				if !jobs.Exists(l.Lazy(), id) || jobs.Exists(l.Lazy(), id+"x") {
+					t.Fatalf("seed %d: exists(%s) wrong", seed, id)
+				}
+			}
+			for _, actor := range []string{"root", "ada", "bob"} {
+				for _, n := range subs {
+					d1, s1, err1 := jobs.SubmitJob(l.Lazy(), p, n, actor, "w1", now)
+					d2, s2, err2 := jobs.SubmitJob(ws, p, n, actor, "w1", now)
+					if !reflect.DeepEqual(d1, d2) || !reflect.DeepEqual(s1, s2) || fmt.Sprint(err1) != fmt.Sprint(err2) {
+						t.Fatalf("seed %d, %s, %+v: lazily %+v %+v %v; whole %+v %+v %v", seed, actor, n, d1, s1, err1, d2, s2, err2)
+					}
+				}
+			}
+			if !bytes.Equal(must(l.MarshalState()), must(whole.MarshalState())) {
+				t.Fatalf("seed %d: the lazy state differs after the submits' reads", seed)
+			}
+		}
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

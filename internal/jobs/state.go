@@ -154,6 +154,13 @@ type State struct {
 	Quotas    map[string]*Quota
 	Schedules map[string]*Schedule
 	Workers   map[string]*Worker
+	// lazy are the jobs of a snapshot read by UnmarshalChecked, not in
+	// Jobs yet: decoded whole (all) before anything reads the state, or one
+	// by one by Projection.Job and Apply (an event's job, into Jobs, which
+	// then holds the jobs decoded so far, newer than their records). Only
+	// Projection.Lazy hands out a state with them, to SubmitJob, which
+	// reads them so (jobCount, exists, all).
+	lazy *lazyJobs
 }
 
 // NewState returns an empty scheduler.
@@ -170,11 +177,6 @@ var Spec = projections.Spec{Name: Name, Version: 9, Amortize: 1000, New: func() 
 // Projection folds the scheduler's events.
 type Projection struct {
 	s *State
-	// lazy are the jobs of a snapshot read by UnmarshalChecked, not in s
-	// yet: decoded whole (full) by whatever reads the state, or one by one
-	// by Job and by Apply (an event's job, into s.Jobs, which then holds
-	// the jobs decoded so far, newer than their records).
-	lazy *lazyJobs
 	// shared says s was handed out (Snapshot) and not yet copied; copied
 	// are the jobs the copy owns since (nil: no copy made).
 	shared bool
@@ -186,12 +188,33 @@ type Projection struct {
 func (p *Projection) State() *State { return p.full() }
 
 // full is s with every job decoded.
-func (p *Projection) full() *State {
-	if p.lazy != nil {
-		mustDecode(p.lazy.decodeAll(p.s))
-		p.lazy = nil
+func (p *Projection) full() *State { return p.s.all() }
+
+// Lazy is the state with its jobs maybe still encoded (see State.lazy):
+// for SubmitJob alone.
+func (p *Projection) Lazy() *State { return p.s }
+
+// all decodes the jobs still encoded, for what reads Jobs whole.
+func (s *State) all() *State {
+	if s.lazy != nil {
+		mustDecode(s.lazy.decodeAll(s))
+		s.lazy = nil
 	}
-	return p.s
+	return s
+}
+
+// jobCount is len(Jobs) once all are decoded.
+func (s *State) jobCount() int {
+	if s.lazy == nil {
+		return len(s.Jobs)
+	}
+	n := len(s.lazy.at)
+	for id := range s.Jobs {
+		if !s.lazy.has(id) {
+			n++
+		}
+	}
+	return n
 }
 
 // mustDecode stops at a record that does not decode in a snapshot read
@@ -209,7 +232,7 @@ func (p *Projection) take(id string) {
 	if _, ok := p.s.Jobs[id]; ok {
 		return
 	}
-	j, err := p.lazy.find(id)
+	j, err := p.s.lazy.find(id)
 	mustDecode(err)
 	if j != nil {
 		p.s.Jobs[id] = j
@@ -220,7 +243,7 @@ func (p *Projection) take(id string) {
 // not been (a reader that needs nothing else, such as spool job show). The
 // job is the reader's to keep: later events fold into a copy.
 func (p *Projection) Job(id string) (*Job, error) {
-	if p.lazy == nil {
+	if p.s.lazy == nil {
 		return p.Snapshot().Job(id)
 	}
 	if j := p.s.Jobs[id]; j != nil { // events folded into it: a copy of its own
@@ -228,7 +251,7 @@ func (p *Projection) Job(id string) (*Job, error) {
 		c.Segs, c.Runs, c.Trail = slices.Clone(j.Segs), slices.Clone(j.Runs), slices.Clone(j.Trail)
 		return &c, nil
 	}
-	j, err := p.lazy.find(id)
+	j, err := p.s.lazy.find(id)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +270,7 @@ func (p *Projection) Snapshot() *State {
 }
 
 func (p *Projection) Apply(e *eventlog.Event) error {
-	if p.lazy != nil {
+	if p.s.lazy != nil {
 		// An event changes its subject alone (and schedules, which are
 		// decoded): the other jobs stay encoded. Nothing was handed out
 		// (Snapshot decodes all), so nothing is shared.
@@ -513,6 +536,7 @@ func (s *State) move(j *Job, to Status, e *eventlog.Event, reason string) bool {
 
 // Sorted returns the jobs by id.
 func (s *State) Sorted() []*Job {
+	s.all()
 	out := make([]*Job, 0, len(s.Jobs))
 	for _, j := range s.Jobs {
 		out = append(out, j)
@@ -532,7 +556,7 @@ func (p *Projection) UnmarshalState(b []byte) error {
 	if err != nil {
 		return err
 	}
-	p.s, p.lazy = s, nil
+	p.s = s
 	return nil
 }
 
@@ -544,7 +568,8 @@ func (p *Projection) UnmarshalChecked(b []byte) error {
 	if err != nil {
 		return err
 	}
-	p.s, p.lazy, p.shared, p.copied = s, lz, false, nil
+	s.lazy = lz
+	p.s, p.shared, p.copied = s, false, nil
 	return nil
 }
 
@@ -558,6 +583,7 @@ func (p *Projection) Files() ([]projections.File, error) {
 // its own and so are the schedules (a job's end changes its schedule's;
 // they are few), the jobs are still s's until ownJob copies one.
 func (s *State) fork() *State {
+	s.all()
 	o := &State{Jobs: maps.Clone(s.Jobs), Quotas: maps.Clone(s.Quotas),
 		Schedules: make(map[string]*Schedule, len(s.Schedules)), Workers: maps.Clone(s.Workers)}
 	for k, v := range s.Schedules {
