@@ -3,6 +3,7 @@ package jobs
 import (
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/spoolhq/spool/internal/jsonout"
@@ -216,8 +217,15 @@ func (s *State) viewUntil(p Policy, now time.Time, until *Job) *view {
 	}
 	st := s.segmentTimes()
 	seq := 0
+	// The two simulations are independent (each its own pool, fair share
+	// and runs; the state, the times and the queue only read; each sets
+	// fields of its own): the earliest one runs alongside, on another core.
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		f.run(func(j *Job) time.Duration { return st.of(j.Name, p).earliest }, func(w *waiting, t time.Time) { w.earliest = t })
+	})
 	f.run(func(j *Job) time.Duration { return st.of(j.Name, p).likely }, func(w *waiting, t time.Time) { w.likely, w.seq = t, seq; seq++ })
-	f.run(func(j *Job) time.Duration { return st.of(j.Name, p).earliest }, func(w *waiting, t time.Time) { w.earliest = t })
+	wg.Wait()
 	// Dispatch order: the simulated starts, then the queued jobs that cannot
 	// be estimated in queue order, then the paused ones.
 	v.order = make([]*waiting, 0, len(line))
