@@ -76,7 +76,7 @@ func index(b []byte) (*lazyJobs, *State, error) {
 		return nil, nil, errSnapshot
 	}
 	r := table.NewDec(unsafe.String(unsafe.SliceData(body), len(body)))
-	n := r.Count() // no more than the bytes left: at allocates 4 per byte at most
+	n := r.Count() // at most the bytes left: at is at most 4 bytes a byte
 	recs := r.Rest()
 	lz := &lazyJobs{recs: recs, at: make([]int32, n)}
 	if len(recs) > math.MaxInt32 {
