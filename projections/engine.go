@@ -12,8 +12,6 @@ import (
 	"bufio"
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -191,10 +189,11 @@ type Checkpoint struct {
 	Events  int             `json:"events"`
 	Last    Key             `json:"last"`
 	Marks   map[string]Mark `json:"marks"`
-	// Sum is the SHA-256 of the state after the checkpoint line, for a
+	// Sum is the checksum of the state after the checkpoint line, for a
 	// state loaded whole (an Opener's records carry checksums of their
 	// own): a snapshot edited by hand, or by anything but spool, is not
-	// loaded but rebuilt from the log.
+	// loaded but rebuilt from the log. "crc32c:" and 8 hex digits (bodySum);
+	// older snapshots have a SHA-256 in hex, still read.
 	Sum string `json:"sum,omitempty"`
 }
 
@@ -323,6 +322,13 @@ type Opener interface {
 	OpenState(f SnapshotFile, off, size int64) error
 }
 
+// CheckedUnmarshaler is a projection that reads a state whose checksum
+// matched (what its MarshalState wrote) with less checking than any bytes
+// need, such as lazily: the engine loads a snapshot so.
+type CheckedUnmarshaler interface {
+	UnmarshalChecked([]byte) error
+}
+
 // SnapshotFile is an open snapshot file, as an Opener reads it.
 type SnapshotFile interface {
 	io.ReaderAt
@@ -363,12 +369,16 @@ func (en *Engine) loadSnapshot(it *item) bool {
 		if _, err := f.ReadAt(body, int64(len(head))); err != nil {
 			return false
 		}
-		if sum := sha256.Sum256(body); cp.Sum != hex.EncodeToString(sum[:]) {
+		if !sumMatches(cp.Sum, body) {
 			it.damaged = true
 			en.warn(fmt.Sprintf("%s does not match its checksum (changed by something other than spool): rebuilt from the log", en.snapshotPath(it.spec.Name)))
 			return false
 		}
-		if p.UnmarshalState(body) != nil {
+		unmarshal := p.UnmarshalState
+		if c, ok := p.(CheckedUnmarshaler); ok {
+			unmarshal = c.UnmarshalChecked
+		}
+		if unmarshal(body) != nil {
 			return false
 		}
 	}
@@ -924,17 +934,15 @@ func (v *View) Save() error {
 		var state []byte
 		it.cp.Sum = ""
 		if _, opened := it.proj.(Opener); !opened {
-			var sum [sha256.Size]byte
 			var err error
 			if _, streamed := it.proj.(StateWriter); streamed {
-				sum, err = stateDigest(it.spec.Name, it.proj) // a pass to hash, one to write: never whole
+				it.cp.Sum, err = streamSum(it.spec.Name, it.proj) // a pass to hash, one to write: never whole
 			} else if state, err = it.proj.MarshalState(); err == nil {
-				sum = sha256.Sum256(state)
+				it.cp.Sum = bodySum(state)
 			}
 			if err != nil {
 				return fmt.Errorf("marshal %s: %w", it.spec.Name, err)
 			}
-			it.cp.Sum = hex.EncodeToString(sum[:])
 		}
 		head, err := json.Marshal(it.cp)
 		if err != nil {

@@ -105,11 +105,11 @@ type jobRef struct {
 type JobShowCmd struct{ jobRef }
 
 func (c *JobShowCmd) Run(e *env) error {
-	q, st, err := readJobs(e)
+	q, err := e.jobs()
 	if err != nil {
 		return err
 	}
-	j, err := st.Job(c.ID)
+	j, err := q.Job(e.ctx, c.ID)
 	if err != nil {
 		return err
 	}

@@ -2,11 +2,16 @@ package jobs
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/gob"
 	"errors"
 	"maps"
+	"math"
 	"slices"
+	"sort"
+	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/spoolhq/spool/internal/table"
 )
@@ -14,10 +19,12 @@ import (
 // The snapshot's jobs are encoded by hand (table.Enc): every command that
 // reads the scheduler decodes all of them, and gob took 14 ms of a 25 ms
 // `job show` at 10,000 jobs. The few quotas, schedules and workers follow
-// as gob.
+// as gob. Each job's record has its length before it, and the records are
+// in id order: a snapshot whose checksum matched is read lazily
+// (UnmarshalChecked), a job found by id without decoding the others.
 //
-//	magic | uvarint jobs | job… | gob(rest)
-const snapshotMagic = "spool-jobs-4\n"
+//	magic | uvarint jobs | (uint32 length | job)… | gob(rest)
+const snapshotMagic = "spool-jobs-5\n"
 
 var errSnapshot = errors.New("jobs snapshot is damaged")
 
@@ -34,7 +41,10 @@ func (s *State) marshal() ([]byte, error) {
 	w.Buf = append(w.Buf, snapshotMagic...)
 	w.Uint(uint64(len(jobs)))
 	for _, j := range jobs {
+		at := len(w.Buf)
+		w.Buf = append(w.Buf, 0, 0, 0, 0)
 		encodeJob(w, j)
+		binary.LittleEndian.PutUint32(w.Buf[at:], uint32(len(w.Buf)-at-4))
 	}
 	var r rest
 	for _, k := range slices.Sorted(maps.Keys(s.Quotas)) {
@@ -51,27 +61,47 @@ func (s *State) marshal() ([]byte, error) {
 	return buf.Bytes(), err
 }
 
-// unmarshal reads what marshal wrote; the jobs' strings share one copy of b.
-func unmarshal(b []byte) (*State, error) {
+// lazyJobs are a snapshot's jobs, not decoded yet.
+type lazyJobs struct {
+	recs string  // the records; the jobs' strings are its bytes
+	at   []int32 // where each job's record starts (after its length), in id order
+}
+
+// index reads what marshal wrote, the jobs left encoded: their records
+// found, the rest (quotas, schedules, workers) decoded into a new state.
+// The strings are b's bytes (b is kept, not copied).
+func index(b []byte) (*lazyJobs, *State, error) {
 	body, ok := bytes.CutPrefix(b, []byte(snapshotMagic))
 	if !ok {
-		return nil, errSnapshot
+		return nil, nil, errSnapshot
 	}
-	r := table.NewDec(string(body))
-	n := r.Count()
-	s := NewState()
-	s.Jobs = make(map[string]*Job, n)
-	for range n {
-		j := decodeJob(r)
-		if r.Err() != nil || s.Jobs[j.ID] != nil {
-			return nil, errSnapshot
+	r := table.NewDec(unsafe.String(unsafe.SliceData(body), len(body)))
+	n := r.Count() // at most the bytes left: at is at most 4 bytes a byte
+	recs := r.Rest()
+	lz := &lazyJobs{recs: recs, at: make([]int32, n)}
+	if len(recs) > math.MaxInt32 {
+		return nil, nil, errSnapshot
+	}
+	pos := 0
+	for i := range n {
+		if len(recs)-pos < 4 {
+			return nil, nil, errSnapshot
 		}
-		s.Jobs[j.ID] = j
+		l := le32(recs[pos:])
+		if l > len(recs)-pos-4 {
+			return nil, nil, errSnapshot
+		}
+		lz.at[i] = int32(pos + 4)
+		pos += 4 + l
+	}
+	if r.Err() != nil {
+		return nil, nil, errSnapshot
 	}
 	var x rest
-	if r.Err() != nil || gob.NewDecoder(bytes.NewReader([]byte(r.Rest()))).Decode(&x) != nil {
-		return nil, errSnapshot
+	if gob.NewDecoder(strings.NewReader(recs[pos:])).Decode(&x) != nil {
+		return nil, nil, errSnapshot
 	}
+	s := NewState()
 	for _, q := range x.Quotas {
 		s.Quotas[q.Key()] = q
 	}
@@ -81,7 +111,120 @@ func unmarshal(b []byte) (*State, error) {
 	for _, w := range x.Workers {
 		s.Workers[w.Name] = w
 	}
+	return lz, s, nil
+}
+
+func le32(s string) int {
+	return int(uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24)
+}
+
+// rec is job i's record.
+func (lz *lazyJobs) rec(i int) string {
+	at := int(lz.at[i])
+	l := le32(lz.recs[at-4:])
+	return lz.recs[at : at+l]
+}
+
+// id is job i's id, its record's first field.
+func (lz *lazyJobs) id(i int) string { return table.NewDec(lz.rec(i)).Str() }
+
+// search is where id's record is, or would be.
+func (lz *lazyJobs) search(id string) (int, bool) {
+	i := sort.Search(len(lz.at), func(i int) bool { return lz.id(i) >= id })
+	return i, i < len(lz.at) && lz.id(i) == id
+}
+
+// has says whether a job with id has a record.
+func (lz *lazyJobs) has(id string) bool {
+	_, ok := lz.search(id)
+	return ok
+}
+
+// find decodes the job with id alone; nil when there is none.
+func (lz *lazyJobs) find(id string) (*Job, error) {
+	i, ok := lz.search(id)
+	if !ok {
+		return nil, nil
+	}
+	j := &Job{}
+	r := table.NewDec(lz.rec(i))
+	decodeJob(r, j, &slabs{})
+	if r.End() != nil {
+		return nil, errSnapshot
+	}
+	return j, nil
+}
+
+// decodeAll decodes every job into s, but those s.Jobs has already (taken
+// out one by one, and newer). A record that is not one whole job, or ids
+// out of order (a job twice), fail it.
+func (lz *lazyJobs) decodeAll(s *State) error {
+	n := len(lz.at)
+	jobs := make(map[string]*Job, n+len(s.Jobs))
+	sl := &slabs{jobs: make([]Job, n)}
+	r := table.NewDec("")
+	r.Pooled()
+	prev := ""
+	for i := range n {
+		j := &sl.jobs[i]
+		if len(s.Jobs) > 0 {
+			if id := lz.id(i); s.Jobs[id] != nil {
+				if i > 0 && id <= prev {
+					return errSnapshot
+				}
+				prev = id
+				continue
+			}
+		}
+		r.Reset(lz.rec(i))
+		decodeJob(r, j, sl)
+		if r.End() != nil || i > 0 && j.ID <= prev {
+			return errSnapshot
+		}
+		prev = j.ID
+		jobs[j.ID] = j
+	}
+	maps.Copy(jobs, s.Jobs)
+	s.Jobs = jobs
+	return nil
+}
+
+// unmarshal reads what marshal wrote, every job decoded. The jobs' strings
+// are b's bytes (b is kept, not copied), and the jobs and their lists are
+// carved out of a few slabs: at 10,000 jobs one allocation each was most
+// of a `job show`.
+func unmarshal(b []byte) (*State, error) {
+	lz, s, err := index(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := lz.decodeAll(s); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// slabs hand out the jobs' lists from shared arrays. Each list is a full
+// slice expression (cap == len), so an append copies it out rather than
+// writing into the next job's.
+type slabs struct {
+	jobs  []Job
+	trail []Transition
+	segs  []Segment
+	runs  []Run
+	codes []int
+	procs []ProcRecord
+}
+
+func carve[T any](pool *[]T, n int) []T {
+	if cap(*pool)-len(*pool) < n {
+		*pool = make([]T, 0, max(n, 1024))
+	}
+	p := *pool
+	start := len(p)
+	p = p[:start+n]
+	*pool = p
+	return p[start : start+n : start+n]
 }
 
 func encodeJob(w *table.Enc, j *Job) {
@@ -134,45 +277,46 @@ func encodeJob(w *table.Enc, j *Job) {
 	}
 }
 
-// decodeJob reads what encodeJob wrote; a damaged job leaves r failed.
-// Empty lists read back nil, as they did from gob.
-func decodeJob(r *table.Dec) *Job {
-	j := &Job{ID: r.Str(), Name: r.Str(), Owner: r.Str(), Project: r.Str(), Tier: Tier(r.Str()), Schedule: r.Str(),
-		Status: Status(r.Str()), Worker: r.Str(), Error: r.Str()}
+// decodeJob reads what encodeJob wrote into j; a damaged job leaves r
+// failed. Empty lists read back nil, as they did from gob.
+func decodeJob(r *table.Dec, j *Job, sl *slabs) {
+	j.ID, j.Name, j.Owner, j.Project, j.Tier, j.Schedule = r.Str(), r.Str(), r.Str(), r.Str(), Tier(r.Str()), r.Str()
+	j.Status, j.Worker, j.Error = Status(r.Str()), r.Str(), r.Str()
 	j.Slots, j.Segments, j.Order, j.Attempts = int(r.Int()), int(r.Int()), r.Int(), int(r.Int())
 	j.OffPeak, j.Moved, j.PauseRequested, j.YieldRequested, j.CancelRequested = r.Bool(), r.Bool(), r.Bool(), r.Bool(), r.Bool()
-	for _, t := range []*time.Time{&j.StartAfter, &j.Occurrence, &j.Submitted, &j.Entered, &j.LeaseUntil, &j.FirstStart, &j.Ended, &j.GraceUntil} {
-		*t = getTime(r)
-	}
+	j.StartAfter, j.Occurrence, j.Submitted, j.Entered = getTime(r), getTime(r), getTime(r), getTime(r)
+	j.LeaseUntil, j.FirstStart, j.Ended, j.GraceUntil = getTime(r), getTime(r), getTime(r), getTime(r)
 	j.Argv = r.Strs()
 	if n := r.Count(); n > 0 {
-		j.Segs = make([]Segment, n)
+		j.Segs = carve(&sl.segs, n)
 		for i := range j.Segs {
 			g := &j.Segs[i]
 			g.Done, g.Started, g.Ended = r.Bool(), getTime(r), getTime(r)
 			if r.Bool() {
-				code := int(r.Int())
-				g.ExitCode = &code
+				code := &carve(&sl.codes, 1)[0]
+				*code = int(r.Int())
+				g.ExitCode = code
 			}
 			g.OutputDir, g.Worker = r.Str(), r.Str()
 		}
 	}
 	if n := r.Count(); n > 0 {
-		j.Runs = make([]Run, n)
+		j.Runs = carve(&sl.runs, n)
 		for i := range j.Runs {
 			j.Runs[i] = Run{Start: getTime(r), End: getTime(r)}
 		}
 	}
 	if n := r.Count(); n > 0 {
-		j.Trail = make([]Transition, n)
+		j.Trail = carve(&sl.trail, n)
 		for i := range j.Trail {
 			j.Trail[i] = Transition{At: getTime(r), From: Status(r.Str()), To: Status(r.Str()), By: r.Str(), Reason: r.Str()}
 		}
 	}
 	if r.Bool() {
-		j.Holder = &ProcRecord{PID: int(r.Int()), PGID: int(r.Int()), Start: r.Uint(), Boot: r.Str(), NS: r.Str()}
+		h := &carve(&sl.procs, 1)[0]
+		*h = ProcRecord{PID: int(r.Int()), PGID: int(r.Int()), Start: r.Uint(), Boot: r.Str(), NS: r.Str()}
+		j.Holder = h
 	}
-	return j
 }
 
 // putTime keeps a UTC time of these centuries in 8 bytes; any other (a

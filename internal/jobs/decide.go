@@ -39,7 +39,9 @@ type Submitted struct {
 	Warnings []string  `json:"warnings"`
 }
 
-func (s *State) exists(id string) bool { return s.Jobs[id] != nil || s.Schedules[id] != nil }
+func (s *State) exists(id string) bool {
+	return s.Jobs[id] != nil || s.lazy != nil && s.lazy.has(id) || s.Schedules[id] != nil
+}
 
 // ValidateTier reads a tier name.
 func ValidateTier(t string) (Tier, error) {
@@ -59,7 +61,9 @@ func (s *State) validateSlots(p Policy, n int) error {
 	return nil
 }
 
-// SubmitJob is spool job submit: a job, or with Every a schedule.
+// SubmitJob is spool job submit: a job, or with Every a schedule. s may
+// be read lazily (Projection.Lazy): its jobs are read through jobCount and
+// exists, or Sorted and usageSince, which decode them all.
 func SubmitJob(s *State, p Policy, n Submit, actor, writer string, now time.Time) ([]eventlog.Draft, Submitted, error) {
 	tier, err := ValidateTier(string(n.Tier))
 	if err != nil {
@@ -110,7 +114,7 @@ func SubmitJob(s *State, p Policy, n Submit, actor, writer string, now time.Time
 	if n.StartAfter.After(now) {
 		d.Status = Scheduled
 	}
-	out.ID, out.Status = ids.New("job", writer, n.Name, now, len(s.Jobs), s.exists), d.Status
+	out.ID, out.Status = ids.New("job", writer, n.Name, now, s.jobCount(), s.exists), d.Status
 	return []eventlog.Draft{{Type: TypeSubmitted, Subject: out.ID, Data: d}}, out, nil
 }
 

@@ -108,6 +108,20 @@ func (s *State) newPool(p Policy, now time.Time) *pool {
 // add puts a job in its lane: sorted when the jobs come in queue order
 // (the queue as it is), late otherwise (released later in a simulation).
 func (pl *pool) add(x place, sorted bool) {
+	l := pl.lane(x)
+	if !l.listed {
+		l.listed = true
+		pl.tiers[l.key.rank] = append(pl.tiers[l.key.rank], l)
+	}
+	if sorted {
+		l.sorted = append(l.sorted, x)
+	} else {
+		l.late.push(x)
+	}
+}
+
+// lane is x's lane, made when it has none yet (not listed in its tier).
+func (pl *pool) lane(x place) *jobLane {
 	j := x.j
 	k := laneKey{rank: x.rank, offPeak: j.OffPeak, moved: j.Moved}
 	if pl.fair != nil || pl.q.s.Quotas["user/"+j.Owner] != nil {
@@ -124,15 +138,7 @@ func (pl *pool) add(x place, sorted bool) {
 		}
 		pl.lanes[k] = l
 	}
-	if !l.listed {
-		l.listed = true
-		pl.tiers[k.rank] = append(pl.tiers[k.rank], l)
-	}
-	if sorted {
-		l.sorted = append(l.sorted, x)
-	} else {
-		l.late.push(x)
-	}
+	return l
 }
 
 // waiting returns the tier's lanes with jobs, taking the empty ones out.
@@ -190,7 +196,8 @@ func (pl *pool) choose(t time.Time) *jobLane {
 		if least != nil {
 			// The least owner's first job, unless a moved job comes before it.
 			for _, l := range lanes {
-				if l.key.owner == least.key.owner && !l.key.moved && runnable(l) && placeLess(l.top(), least.top()) {
+				// l.owner is the owner's index: one per owner, cheaper to compare.
+				if l.owner == least.owner && !l.key.moved && runnable(l) && placeLess(l.top(), least.top()) {
 					least = l
 				}
 			}
@@ -223,6 +230,11 @@ type fairTrack struct {
 	asOf  []time.Time // when val was
 	slots []float64   // slots of running segments
 	start []float64   // Σ slots × start (seconds after base) of running segments
+	// decayed is val decayed to decayedAt, kept while no run ends: a
+	// forecast asks all again at the same time after every start.
+	decayed   []float64
+	decayedAt time.Time
+	fresh     bool
 }
 
 func (f *fairTrack) index(owner string) int {
@@ -235,6 +247,7 @@ func (f *fairTrack) index(owner string) int {
 	f.asOf = append(f.asOf, f.base)
 	f.slots = append(f.slots, 0)
 	f.start = append(f.start, 0)
+	f.fresh = false
 	return len(f.names) - 1
 }
 
@@ -242,10 +255,17 @@ func (f *fairTrack) index(owner string) int {
 // than the last change recorded.
 func (f *fairTrack) all(t time.Time, buf []float64) []float64 {
 	ts := t.Sub(f.base).Seconds()
-	for i, v := range f.val {
-		if v != 0 {
-			v *= math.Exp2(-t.Sub(f.asOf[i]).Seconds() / f.hl)
+	if !f.fresh || !t.Equal(f.decayedAt) {
+		f.decayed = f.decayed[:0]
+		for i, v := range f.val {
+			if v != 0 {
+				v *= math.Exp2(-t.Sub(f.asOf[i]).Seconds() / f.hl)
+			}
+			f.decayed = append(f.decayed, v)
 		}
+		f.decayedAt, f.fresh = t, true
+	}
+	for i, v := range f.decayed {
 		buf = append(buf, v+f.slots[i]*ts-f.start[i])
 	}
 	return buf
@@ -262,6 +282,7 @@ func (f *fairTrack) run(i, slots int, start time.Time) {
 func (f *fairTrack) end(i, slots int, start, end time.Time) {
 	f.slots[i] -= float64(slots)
 	f.start[i] -= float64(slots) * start.Sub(f.base).Seconds()
+	f.fresh = false
 	v := f.val[i]
 	if v != 0 {
 		v *= math.Exp2(-end.Sub(f.asOf[i]).Seconds() / f.hl)
@@ -296,6 +317,7 @@ func (s *State) fairTrack(p Policy, now time.Time) *fairTrack {
 		}
 		i := f.index(j.Owner)
 		f.val[i] += sum * float64(j.Slots)
+		f.fresh = false
 		for _, st := range running {
 			f.run(i, j.Slots, st)
 		}

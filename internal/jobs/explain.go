@@ -85,6 +85,12 @@ type SlotsStanding struct {
 
 // Explain is spool job explain.
 func (s *State) Explain(p Policy, id string, now time.Time) (Explanation, error) {
+	return s.explain(p, id, now, true)
+}
+
+// explain is Explain; short says to simulate dispatch only until the job
+// starts (viewUntil), which is all explain reads of the simulation.
+func (s *State) explain(p Policy, id string, now time.Time, short bool) (Explanation, error) {
 	j := s.Jobs[id]
 	if j == nil {
 		return Explanation{}, fault.NotFound("job", id)
@@ -125,7 +131,11 @@ func (s *State) Explain(p Policy, id string, now time.Time) (Explanation, error)
 		return e, nil
 	}
 
-	v := s.view(p, now)
+	var until *Job
+	if short {
+		until = j
+	}
+	v := s.viewUntil(p, now, until)
 	me := v.find(j)
 	if me == nil { // a status this function does not know yet
 		e.Reasons = append(e.Reasons, string(j.Status))

@@ -8,7 +8,7 @@ import "fmt"
 // the first, so even then one job has one worker.
 func (p *Projection) Invariants() []string {
 	var out []string
-	for _, j := range p.s.Sorted() {
+	for _, j := range p.full().Sorted() {
 		held := j.Status.Held()
 		switch {
 		case !validStatus(j.Status):

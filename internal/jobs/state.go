@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/projections"
 )
 
@@ -153,6 +154,13 @@ type State struct {
 	Quotas    map[string]*Quota
 	Schedules map[string]*Schedule
 	Workers   map[string]*Worker
+	// lazy are the jobs of a snapshot read by UnmarshalChecked, not in
+	// Jobs yet: decoded whole (all) before anything reads the state, or one
+	// by one by Projection.Job and Apply (an event's job, into Jobs, which
+	// then holds the jobs decoded so far, newer than their records). Only
+	// Projection.Lazy hands out a state with them, to SubmitJob, which
+	// reads them so (jobCount, exists, all).
+	lazy *lazyJobs
 }
 
 // NewState returns an empty scheduler.
@@ -164,7 +172,7 @@ func NewState() *State {
 const Name = "jobs"
 
 // Spec registers the projection.
-var Spec = projections.Spec{Name: Name, Version: 8, Amortize: 1000, New: func() projections.Projection { return &Projection{s: NewState()} }}
+var Spec = projections.Spec{Name: Name, Version: 9, Amortize: 1000, New: func() projections.Projection { return &Projection{s: NewState()} }}
 
 // Projection folds the scheduler's events.
 type Projection struct {
@@ -177,17 +185,101 @@ type Projection struct {
 
 // State returns the folded state: what a decision reads under the log's
 // lock. The next event changes it.
-func (p *Projection) State() *State { return p.s }
+func (p *Projection) State() *State { return p.full() }
+
+// full is s with every job decoded.
+func (p *Projection) full() *State { return p.s.all() }
+
+// Lazy is the state with its jobs maybe still encoded (see State.lazy):
+// for SubmitJob alone.
+func (p *Projection) Lazy() *State { return p.s }
+
+// all decodes the jobs still encoded, for what reads Jobs whole.
+func (s *State) all() *State {
+	if s.lazy != nil {
+		mustDecode(s.lazy.decodeAll(s))
+		s.lazy = nil
+	}
+	return s
+}
+
+// jobCount is len(Jobs) once all are decoded.
+func (s *State) jobCount() int {
+	if s.lazy == nil {
+		return len(s.Jobs)
+	}
+	n := len(s.lazy.at)
+	for id := range s.Jobs {
+		if !s.lazy.has(id) {
+			n++
+		}
+	}
+	return n
+}
+
+// mustDecode stops at a record that does not decode in a snapshot read
+// lazily: a checksum vouched for its bytes, which are then what
+// MarshalState wrote and its tests read back.
+func mustDecode(err error) {
+	if err != nil {
+		panic("jobs: a snapshot that matched its checksum does not decode: " + err.Error())
+	}
+}
+
+// take puts job id, when the snapshot has it, in s.Jobs for an event to
+// fold into.
+func (p *Projection) take(id string) {
+	if _, ok := p.s.Jobs[id]; ok {
+		return
+	}
+	j, err := p.s.lazy.find(id)
+	mustDecode(err)
+	if j != nil {
+		p.s.Jobs[id] = j
+	}
+}
+
+// Job is one job, found without decoding the others when the snapshot has
+// not been (a reader that needs nothing else, such as spool job show). The
+// job is the reader's to keep: later events fold into a copy.
+func (p *Projection) Job(id string) (*Job, error) {
+	if p.s.lazy == nil {
+		return p.Snapshot().Job(id)
+	}
+	if j := p.s.Jobs[id]; j != nil { // events folded into it: a copy of its own
+		c := *j
+		c.Segs, c.Runs, c.Trail = slices.Clone(j.Segs), slices.Clone(j.Runs), slices.Clone(j.Trail)
+		return &c, nil
+	}
+	j, err := p.s.lazy.find(id)
+	if err != nil {
+		return nil, err
+	}
+	if j == nil {
+		return nil, fault.NotFound("job", id)
+	}
+	return j, nil
+}
 
 // Snapshot is the scheduler now, for a reader to keep: later events fold
 // into a copy (the maps and schedules copied at the next event, a job when
 // an event first changes it), never into it.
 func (p *Projection) Snapshot() *State {
 	p.shared, p.copied = true, nil
-	return p.s
+	return p.full()
 }
 
 func (p *Projection) Apply(e *eventlog.Event) error {
+	if p.s.lazy != nil {
+		// An event changes its subject alone (and schedules, which are
+		// decoded): the other jobs stay encoded. Nothing was handed out
+		// (Snapshot decodes all), so nothing is shared.
+		if strings.HasPrefix(e.Type, "job.") {
+			p.take(e.Subject)
+		}
+		p.s.Apply(e)
+		return nil
+	}
 	if p.shared {
 		p.s, p.shared, p.copied = p.s.fork(), false, map[string]bool{}
 	}
@@ -444,6 +536,7 @@ func (s *State) move(j *Job, to Status, e *eventlog.Event, reason string) bool {
 
 // Sorted returns the jobs by id.
 func (s *State) Sorted() []*Job {
+	s.all()
 	out := make([]*Job, 0, len(s.Jobs))
 	for _, j := range s.Jobs {
 		out = append(out, j)
@@ -453,9 +546,11 @@ func (s *State) Sorted() []*Job {
 }
 
 // MarshalState is the snapshot (codec.go).
-func (p *Projection) MarshalState() ([]byte, error) { return p.s.marshal() }
+func (p *Projection) MarshalState() ([]byte, error) { return p.full().marshal() }
 
-// UnmarshalState reads the snapshot.
+// UnmarshalState reads the snapshot, every job decoded and checked. The
+// state keeps b (its strings are b's bytes): the caller must not change b
+// after.
 func (p *Projection) UnmarshalState(b []byte) error {
 	s, err := unmarshal(b)
 	if err != nil {
@@ -465,9 +560,22 @@ func (p *Projection) UnmarshalState(b []byte) error {
 	return nil
 }
 
+// UnmarshalChecked reads a snapshot whose checksum matched: its jobs are
+// decoded when first read (full, Job), not now. At 10,000 jobs decoding
+// them was most of a `job show`. It keeps b as UnmarshalState does.
+func (p *Projection) UnmarshalChecked(b []byte) error {
+	lz, s, err := index(b)
+	if err != nil {
+		return err
+	}
+	s.lazy = lz
+	p.s, p.shared, p.copied = s, false, nil
+	return nil
+}
+
 // Files renders jobs.json (under the state directory): every job, by id.
 func (p *Projection) Files() ([]projections.File, error) {
-	b, err := json.MarshalIndent(p.s.Sorted(), "", "  ")
+	b, err := json.MarshalIndent(p.full().Sorted(), "", "  ")
 	return []projections.File{{Path: "jobs.json", Data: append(b, '\n')}}, err
 }
 
@@ -475,6 +583,7 @@ func (p *Projection) Files() ([]projections.File, error) {
 // its own and so are the schedules (a job's end changes its schedule's;
 // they are few), the jobs are still s's until ownJob copies one.
 func (s *State) fork() *State {
+	s.all()
 	o := &State{Jobs: maps.Clone(s.Jobs), Quotas: maps.Clone(s.Quotas),
 		Schedules: make(map[string]*Schedule, len(s.Schedules)), Workers: maps.Clone(s.Workers)}
 	for k, v := range s.Schedules {

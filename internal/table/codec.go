@@ -54,6 +54,17 @@ type Dec struct {
 // NewDec decodes s.
 func NewDec(s string) *Dec { return &Dec{s: s} }
 
+// Reset has r decode s from its start, its pool (Pooled) kept.
+func (r *Dec) Reset(s string) { r.s, r.pos, r.err = s, 0, nil }
+
+// Pooled has Strs carve its lists out of one shared pool, as a table's
+// records do: one allocation for many short lists.
+func (r *Dec) Pooled() {
+	if r.pool == nil {
+		r.pool = new([]string)
+	}
+}
+
 // Err is the decoder's error: ErrDamaged once a read failed.
 func (r *Dec) Err() error { return r.err }
 

@@ -45,6 +45,20 @@ func (s *Service) Read(ctx context.Context) (*jobs.State, error) {
 	return s.snapshot(v), nil
 }
 
+// Job reads one job, decoded alone when the snapshot is up to date (see
+// jobs.Projection.Job): spool job show needs no other.
+func (s *Service) Job(ctx context.Context, id string) (j *jobs.Job, err error) {
+	v, err := s.Store.Read(ctx, jobs.Name)
+	if err != nil {
+		return nil, err
+	}
+	s.Store.Hold(func() {
+		p, _ := projections.As[*jobs.Projection](v, jobs.Name)
+		j, err = p.Job(id)
+	})
+	return j, err
+}
+
 // stateOf is the fold's own state, what a decision reads under the lock.
 func stateOf(v *projections.View) *jobs.State {
 	p, _ := projections.As[*jobs.Projection](v, jobs.Name)
@@ -93,6 +107,12 @@ func (s *Service) worker(ctx context.Context, worker string, decide func(st *job
 // decideAs runs decide as worker (store.Claiming), or as the command's
 // actor when worker is "" (store.Local).
 func decideAs[R any](ctx context.Context, s *Service, worker string, decide decision[R]) (written[R], error) {
+	return decideOn(ctx, s, worker, stateOf, true, decide)
+}
+
+// decideOn is decideAs deciding on state(v), and returning the state after
+// the events only when keep says so (a snapshot decodes every job).
+func decideOn[R any](ctx context.Context, s *Service, worker string, state func(*projections.View) *jobs.State, keep bool, decide decision[R]) (written[R], error) {
 	actor, mode := worker, store.Claiming
 	if worker == "" {
 		var err error
@@ -103,12 +123,16 @@ func decideAs[R any](ctx context.Context, s *Service, worker string, decide deci
 	}
 	now := s.now()
 	w, err := store.Write(ctx, s.Store, mode, now, actor, []string{jobs.Name}, func(v *projections.View) ([]eventlog.Draft, R, error) {
-		return decide(stateOf(v), actor, now)
+		return decide(state(v), actor, now)
 	})
 	if err != nil {
 		return written[R]{}, err
 	}
-	return written[R]{State: s.snapshot(w.View), Events: w.Events, Result: w.Result}, nil
+	out := written[R]{Events: w.Events, Result: w.Result}
+	if keep {
+		out.State = s.snapshot(w.View)
+	}
+	return out, nil
 }
 
 // drafts adapts a decision with no result.
@@ -125,7 +149,13 @@ func (s *Service) Submit(ctx context.Context, n jobs.Submit) (jobs.Submitted, er
 	if err != nil {
 		return jobs.Submitted{}, err
 	}
-	w, err := decideAs(ctx, s, "", func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, jobs.Submitted, error) {
+	// SubmitJob reads a lazily read state as it is (at 10,000 jobs, decoding
+	// them was most of a submit), and the state after is not needed.
+	lazy := func(v *projections.View) *jobs.State {
+		p, _ := projections.As[*jobs.Projection](v, jobs.Name)
+		return p.Lazy()
+	}
+	w, err := decideOn(ctx, s, "", lazy, false, func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, jobs.Submitted, error) {
 		return jobs.SubmitJob(st, s.Policy, n, actor, writer, now)
 	})
 	return w.Result, err

@@ -1,0 +1,215 @@
+package jobs_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/jobs"
+)
+
+// history is the events of a random scheduler history (built's).
+func history(t testing.TB, seed uint64, steps int) []*eventlog.Event {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 3))
+	c := newClone(fmt.Sprintf("w%d", seed)).(*clone)
+	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	var out []*eventlog.Event
+	for range steps {
+		now = now.Add(time.Duration(r.IntN(600)) * time.Second)
+		actor, drafts, err := c.Command(r, now)
+		if err != nil {
+			continue
+		}
+		for _, d := range drafts {
+			e, err := d.Event(actor, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.ID = fmt.Sprintf("ev-%d", len(out)+1)
+			c.Apply(e)
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func fold(events []*eventlog.Event) *jobs.Projection {
+	p := jobs.Spec.New().(*jobs.Projection)
+	for _, e := range events {
+		p.Apply(e)
+	}
+	return p
+}
+
+// A snapshot read lazily (UnmarshalChecked) is the one read whole: every
+// job found alone is the job decoded with the others, the state read at
+// last is the same, and events folded after either load leave the same
+// state.
+func TestLazySnapshotIsTheWholeOne(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(16) {
+		events := history(t, seed, 300)
+		cut := len(events) / 2
+		b, err := fold(events[:cut]).MarshalState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole := jobs.Spec.New().(*jobs.Projection)
+		if err := whole.UnmarshalState(bytes.Clone(b)); err != nil {
+			t.Fatal(err)
+		}
+		lazy := func() *jobs.Projection {
+			p := jobs.Spec.New().(*jobs.Projection)
+			if err := p.UnmarshalChecked(bytes.Clone(b)); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		l := lazy()
+		for id, want := range whole.State().Jobs {
+			got, err := l.Job(id)
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("seed %d: Job(%s) = %+v, %v; want %+v", seed, id, got, err, want)
+			}
+		}
+		for _, id := range []string{"job-none", "", "job-zzzzzzzz", "a"} {
+			if _, err := l.Job(id); !errors.Is(err, fault.ErrNotFound) {
+				t.Fatalf("seed %d: Job(%q): %v", seed, id, err)
+			}
+		}
+		if !reflect.DeepEqual(l.State(), whole.State()) {
+			t.Fatalf("seed %d: the state read lazily differs", seed)
+		}
+		// Folding on: straight after the load, and after a lone Job.
+		all := fold(events)
+		want, _ := all.MarshalState()
+		l1, l2 := lazy(), lazy()
+		var kept *jobs.Job
+		for id := range whole.State().Jobs {
+			kept, _ = l2.Job(id)
+			break
+		}
+		keptWas := fmt.Sprintf("%+v", kept)
+		for _, p := range []*jobs.Projection{l1, l2} {
+			for _, e := range events[cut:] {
+				p.Apply(e)
+			}
+			if got, _ := p.MarshalState(); !bytes.Equal(got, want) {
+				t.Fatalf("seed %d: events folded after a lazy load give another state", seed)
+			}
+		}
+		if fmt.Sprintf("%+v", kept) != keptWas {
+			t.Fatalf("seed %d: a job read alone changed with later events", seed)
+		}
+		// Events folded into a lazy load decode their jobs alone: every job
+		// read then is the whole fold's, and keeps what it was.
+		l3 := lazy()
+		for _, e := range events[cut:] {
+			l3.Apply(e)
+		}
+		for i, id := range append(slices.Collect(maps.Keys(all.State().Jobs)), "job-none") {
+			got, err := l3.Job(id)
+			want := all.State().Jobs[id]
+			if want == nil {
+				if !errors.Is(err, fault.ErrNotFound) {
+					t.Fatalf("seed %d: Job(%s): %v", seed, id, err)
+				}
+				continue
+			}
+			g, _ := json.Marshal(got)
+			w, _ := json.Marshal(want)
+			if err != nil || !bytes.Equal(g, w) {
+				t.Fatalf("seed %d: after the events, Job(%s) = %s, %v; want %s", seed, id, g, err, w)
+			}
+			if i%2 == 0 { // a job handed out is the reader's: more events leave it
+				l3.Apply(&eventlog.Event{ID: "ev-x", Type: jobs.TypeHeartbeat, Subject: id, At: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC),
+					Data: []byte(`{"lease_until":"2027-01-01T00:10:00Z"}`)})
+				if g2, _ := json.Marshal(got); !bytes.Equal(g2, g) {
+					t.Fatalf("seed %d: a job handed out changed with an event", seed)
+				}
+			}
+		}
+	}
+}
+
+// Bytes that are not a snapshot are refused lazily too, without a panic.
+func TestLazySnapshotRefusesDamage(t *testing.T) {
+	t.Parallel()
+	b, _ := built(t, 1, 120).MarshalState()
+	for _, bad := range [][]byte{nil, b[:len(b)/2], b[:20], append([]byte("spool-jobs-4\n"), b[13:]...)} {
+		if jobs.Spec.New().(*jobs.Projection).UnmarshalChecked(bytes.Clone(bad)) == nil {
+			t.Fatalf("%d bytes read", len(bad))
+		}
+	}
+}
+
+// SubmitJob decides on a lazily read state (Projection.Lazy) what it
+// decides on the whole one, before and after events folded in lazily; the
+// count and the ids it reads are the whole state's.
+func TestSubmitOnALazyState(t *testing.T) {
+	t.Parallel()
+	c := newClone("w").(*clone)
+	p := c.policy()
+	p.UrgentLimit = 3
+	now := time.Date(2026, 3, 9, 9, 0, 0, 0, time.UTC)
+	subs := []jobs.Submit{
+		{Name: "a", Argv: []string{"run"}},
+		{Name: "b", Project: "render", Tier: jobs.Urgent, Slots: 2, Segments: 3, Argv: []string{"run"}},
+		{Name: "c", Argv: []string{"run"}, StartAfter: now.Add(time.Hour), OffPeak: true},
+		{Name: "d", Argv: []string{"run"}, Every: "daily"},
+		{Argv: []string{""}},
+	}
+	for seed := range uint64(10) {
+		events := history(t, seed, 300)
+		cut := len(events) / 2
+		b, _ := fold(events[:cut]).MarshalState()
+		for _, upto := range []int{cut, len(events)} {
+			whole := fold(events[:upto])
+			l := jobs.Spec.New().(*jobs.Projection)
+			if err := l.UnmarshalChecked(bytes.Clone(b)); err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range events[cut:upto] {
+				l.Apply(e)
+			}
+			ws := whole.State()
+			if got := jobs.JobCount(l.Lazy()); got != len(ws.Jobs) {
+				t.Fatalf("seed %d: %d jobs counted lazily, %d", seed, got, len(ws.Jobs))
+			}
+			for id := range ws.Jobs {
+				if !jobs.Exists(l.Lazy(), id) || jobs.Exists(l.Lazy(), id+"x") {
+					t.Fatalf("seed %d: exists(%s) wrong", seed, id)
+				}
+			}
+			for _, actor := range []string{"root", "ada", "bob"} {
+				for _, n := range subs {
+					d1, s1, err1 := jobs.SubmitJob(l.Lazy(), p, n, actor, "w1", now)
+					d2, s2, err2 := jobs.SubmitJob(ws, p, n, actor, "w1", now)
+					if !reflect.DeepEqual(d1, d2) || !reflect.DeepEqual(s1, s2) || fmt.Sprint(err1) != fmt.Sprint(err2) {
+						t.Fatalf("seed %d, %s, %+v: lazily %+v %+v %v; whole %+v %+v %v", seed, actor, n, d1, s1, err1, d2, s2, err2)
+					}
+				}
+			}
+			if !bytes.Equal(must(l.MarshalState()), must(whole.MarshalState())) {
+				t.Fatalf("seed %d: the lazy state differs after the submits' reads", seed)
+			}
+		}
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

@@ -1,0 +1,53 @@
+package jobs_test
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/internal/jobs"
+	"github.com/spoolhq/spool/internal/jsonout"
+	"github.com/spoolhq/spool/internal/jsonout/jsontest"
+)
+
+// A Row writes itself as encoding/json writes it: random rows with every
+// field filled or left zero, at any level, either escapeHTML, and declines
+// where encoding/json fails (a time it cannot write); and the rows of
+// random histories' lists.
+func TestRowAppendsAsTheLibrary(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(3, 4))
+	compared := 0
+	check := func(v jobs.Row) {
+		for _, escape := range []bool{true, false} {
+			level := r.IntN(4)
+			want, err := jsontest.Std(v, level, escape)
+			got, ok := v.AppendJSON([]byte("x"), jsonout.Format{Level: level, EscapeHTML: escape})
+			if err != nil {
+				if ok {
+					t.Fatalf("%#v: encoding/json fails (%v), AppendJSON does not", v, err)
+				}
+				continue
+			}
+			if !ok || string(got) != "x"+want {
+				t.Fatalf("%#v, level %d, escapeHTML %v: ok %v, got\n%s\nwant\nx%s", v, level, escape, ok, got, want)
+			}
+			compared++
+		}
+	}
+	for i := range 3000 {
+		var v jobs.Row
+		jsontest.Fill(r, &v, i%3 == 0)
+		check(v)
+	}
+	c := newClone("w").(*clone)
+	for seed := range uint64(6) {
+		s := built(t, seed, 200).State()
+		for _, row := range s.List(c.policy(), time.Date(2026, 3, 2, 3, 0, 0, 0, time.UTC), true) {
+			check(row)
+		}
+	}
+	if compared < 3000 {
+		t.Fatalf("only %d rows compared", compared)
+	}
+}
