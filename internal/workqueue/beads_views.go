@@ -433,7 +433,7 @@ type listed struct {
 
 // topListed streams every task once: it keeps the first limit that admit
 // passes, in bd list's order, and counts the dependency records naming
-// each task. A 10,000-task list decodes each task for the pass alone and
+// each task, returning the counts of those it keeps. A 10,000-task list decodes each task for the pass alone and
 // keeps neither the tasks nor a map of them.
 func (s *State) topListed(p Policy, now time.Time, admit func(t *Task, status string) bool, limit int) ([]*Task, map[string]int) {
 	less := func(a, b listed) bool {
@@ -472,9 +472,11 @@ func (s *State) topListed(p Policy, now time.Time, admit func(t *Task, status st
 	for _, it := range top {
 		out = append(out, s.Task(it.id))
 	}
-	counts := make(map[string]int, len(byID))
-	for id, n := range byID {
-		counts[id] = *n
+	counts := make(map[string]int, len(top)) // the picked tasks' alone: all the callers ask
+	for _, it := range top {
+		if n := byID[it.id]; n != nil {
+			counts[it.id] = *n
+		}
 	}
 	return out, counts
 }

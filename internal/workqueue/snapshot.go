@@ -250,8 +250,11 @@ func decodeTask(r *table.Dec) *Task {
 // tasks that name it (baseRefs).
 func decodeRecord(r *table.Dec) (*Task, []string) {
 	t := &Task{}
-	listing, ok := r.Checked()
-	t.listCore, t.listTail, ok = splitListing(listing, ok)
+	// The record was checked whole: its listing's own checksum is for
+	// the lists, which read the listing alone (listingAt).
+	listing := r.Part()
+	var ok bool
+	t.listCore, t.listTail, ok = splitListing(listing, r.Err() == nil)
 	decodeTaskFields(r, t) // fields_gen.go
 	if !ok {
 		panic(table.Corrupt(t.ID, table.ErrDamaged))
