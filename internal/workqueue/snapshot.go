@@ -115,7 +115,7 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 		plain     bool // plainReady
 	}
 	var open []key
-	all := make([]key, 0, n)
+	var closed []key     // with open, every task: the listing index's order
 	var listed table.Enc // the listing index's per-task part (listIndex)
 	i := 0
 	for t := range s.eachTask(more) {
@@ -125,11 +125,12 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 			named = *l
 		}
 		tw.Record(id, func(w *table.Enc) { encodeTask(w, t, named.ids) })
-		all = append(all, key{pos: uint32(i), priority: t.Priority, createdAt: t.CreatedAt, id: id})
 		listed.Str(t.Status)
 		listed.Int(int64(t.Priority))
 		listed.Uint(uint64(named.n))
-		if t.Status != StatusClosed {
+		if t.Status == StatusClosed {
+			closed = append(closed, key{pos: uint32(i), priority: t.Priority, createdAt: t.CreatedAt, id: id})
+		} else {
 			// Which of them wait by themselves (the blocked label, a
 			// blocker not closed), a bit each: ready and next pass them unread.
 			open = append(open, key{uint32(i), t.Priority, t.CreatedAt, id, waitsItself(t, s), t.HasLabel(BlockedLabel), plainReady(t, s)})
@@ -141,10 +142,16 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 		return cmp.Or(cmp.Compare(a.priority, b.priority), a.createdAt.Compare(b.createdAt), strings.Compare(a.id, b.id))
 	}
 	slices.SortFunc(open, byTaskLess)
-	slices.SortFunc(all, byTaskLess)
-	order := table.Enc{Buf: make([]byte, 0, 3*len(all)+len(listed.Buf))}
-	for _, k := range all {
-		order.Uint(uint64(k.pos))
+	slices.SortFunc(closed, byTaskLess)
+	order := table.Enc{Buf: make([]byte, 0, 3*n+len(listed.Buf))}
+	for o, c := 0, 0; o < len(open) || c < len(closed); { // the two sorted lists merged
+		if c == len(closed) || o < len(open) && byTaskLess(open[o], closed[c]) < 0 {
+			order.Uint(uint64(open[o].pos))
+			o++
+		} else {
+			order.Uint(uint64(closed[c].pos))
+			c++
+		}
 	}
 	listing := tw.Section(append(order.Buf, listed.Buf...)) // read by task list --json alone (listIndex)
 	sum.openOrder = tw.Section(encodeOpenOrder(len(open), func(k int) uint32 { return open[k].pos }, func(k int) bool { return open[k].waits }))
