@@ -27,16 +27,7 @@ func (s *State) queuePool(p Policy, now time.Time, most int) *pool {
 
 // DecideWhole is Decide from queuePool.
 func DecideWhole(s *State, p Policy, o Offer, now time.Time) Decision {
-	pl := s.queuePool(p, now, o.Total)
-	l := pl.choose(now)
-	if l == nil {
-		return Decision{}
-	}
-	next := l.top().j
-	if next.Slots <= o.Free {
-		return Decision{Job: next}
-	}
-	return Decision{Next: next, Yield: s.yielders(next, o.Free)}
+	return s.decideFrom(s.queuePool(p, now, o.Total), o, now)
 }
 
 // JobCount and Exists are what SubmitJob reads of a state's jobs.

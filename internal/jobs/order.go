@@ -110,7 +110,11 @@ type Decision struct {
 // Decide picks the job a worker with offer o dispatches now (rule above):
 // the first step of the order job list shows (choose, dispatch.go).
 func (s *State) Decide(p Policy, o Offer, now time.Time) Decision {
-	pl := s.queueHeads(p, now, o.Total)
+	return s.decideFrom(s.queueHeads(p, now, o.Total), o, now)
+}
+
+// decideFrom is Decide on the lanes pl.
+func (s *State) decideFrom(pl *pool, o Offer, now time.Time) Decision {
 	l := pl.choose(now)
 	if l == nil {
 		return Decision{}
