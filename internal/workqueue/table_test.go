@@ -162,7 +162,7 @@ func sameLists(t *testing.T, c *taskClone, fresh func() *workqueue.State, now ti
 	// index unread.
 	all := whole.SortedIDs()
 	some := []string{"sp-none", ""}
-	for i := 0; i < len(all); i += 1 + len(all)/40 { // about 40 of them, the first and across
+	for i := 0; i < len(all); i += 1 + len(all)/12 { // about 12 of them, the first and across
 		some = append(some, all[i])
 	}
 	for _, id := range some {
