@@ -2,8 +2,6 @@ package jobs_test
 
 import (
 	"bytes"
-	"fmt"
-	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
@@ -15,29 +13,7 @@ import (
 // commands) and returns its projection.
 func built(t testing.TB, seed uint64, steps int) *jobs.Projection {
 	t.Helper()
-	r := rand.New(rand.NewPCG(seed, 3))
-	c := newClone(fmt.Sprintf("w%d", seed)).(*clone)
-	p := jobs.Spec.New().(*jobs.Projection)
-	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	n := 0
-	for range steps {
-		now = now.Add(time.Duration(r.IntN(600)) * time.Second)
-		actor, drafts, err := c.Command(r, now)
-		if err != nil {
-			continue
-		}
-		for _, d := range drafts {
-			e, err := d.Event(actor, now)
-			if err != nil {
-				t.Fatal(err)
-			}
-			n++
-			e.ID = fmt.Sprintf("ev-%d", n)
-			c.Apply(e)
-			p.Apply(e)
-		}
-	}
-	return p
+	return fold(history(t, seed, steps))
 }
 
 // The snapshot reads back the state it was written from, field for field
