@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -23,6 +24,26 @@ func Std(v any, level int, escapeHTML bool) (string, error) {
 		return "", err
 	}
 	return strings.TrimSuffix(buf.String(), "\n"), nil
+}
+
+// Same checks that appended (an AppendJSON at level and escapeHTML, after
+// the bytes it is given) writes v as encoding/json does (Std), and
+// reports whether encoding/json could write v; when it cannot, appended
+// must report false too.
+func Same(t testing.TB, v any, level int, escapeHTML bool, appended func(dst []byte) ([]byte, bool)) bool {
+	t.Helper()
+	want, err := Std(v, level, escapeHTML)
+	got, ok := appended([]byte("prefix"))
+	if err != nil {
+		if ok {
+			t.Fatalf("%#v: encoding/json fails (%v), AppendJSON does not", v, err)
+		}
+		return false
+	}
+	if !ok || string(got) != "prefix"+want {
+		t.Fatalf("%#v, level %d, escapeHTML %v: ok %v, got\n%s\nwant\nprefix%s", v, level, escapeHTML, ok, got, want)
+	}
+	return true
 }
 
 // String is a string of the kinds of bytes encoding/json treats
