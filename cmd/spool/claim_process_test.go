@@ -176,13 +176,19 @@ func remoteClaimsFourClonesNextDone(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	total := 0
+	// A clone that keeps losing the race backs off while the winners do
+	// not, so one can go without a task on a busy machine (CI saw it);
+	// two clones with tasks are what shows the claims raced.
+	total, claimed := 0, 0
 	for i := range clones {
 		t.Logf("clone %d completed %d tasks", i, len(done[i]))
-		if len(done[i]) == 0 {
-			t.Errorf("clone %d claimed nothing: the clones did not contend", i)
+		if len(done[i]) > 0 {
+			claimed++
 		}
 		total += len(done[i])
+	}
+	if claimed < 2 {
+		t.Errorf("%d of %d clones completed tasks, want 2 or more: the clones did not contend", claimed, len(clones))
 	}
 	if total != n {
 		t.Errorf("%d tasks completed in all, want %d", total, n)
