@@ -837,16 +837,13 @@ func TestSortedHas(t *testing.T) {
 	sort.Strings(big)
 	lists = append(lists, slices.Compact(big))
 	for _, l := range lists {
-		s := ""
-		for _, id := range l {
-			s += id + "\n"
-		}
+		s := strings.Join(l, "\n")
 		probes := append(slices.Clone(l), "", "a0", "sp-", "sp-aa", "sp-abc", "sp-c", "zz", "sp-0")
 		for range 200 {
 			probes = append(probes, fmt.Sprintf("sp-%x", r.Uint32()%100000))
 		}
 		for _, id := range probes {
-			if want := strings.Contains("\n"+s, "\n"+id+"\n") && id != ""; sortedHas(s, id) != want {
+			if want := strings.Contains("\n"+s+"\n", "\n"+id+"\n") && id != ""; sortedHas(s, id) != want {
 				t.Errorf("sortedHas(%q) in %d ids = %v, want %v", id, len(l), !want, want)
 			}
 		}
