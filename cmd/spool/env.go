@@ -182,7 +182,7 @@ func (e *env) actor(ctx context.Context, r *git.Repo) (string, error) {
 	if a := strings.TrimSpace(e.Actor); a != "" {
 		return a, nil
 	}
-	if a := git.UserEmail(ctx, r.WorkTree); a != "" {
+	if a := git.UserEmail(ctx, r); a != "" {
 		return a, nil
 	}
 	if e.lastActor != nil {

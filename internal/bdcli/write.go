@@ -109,7 +109,7 @@ func bdOwner(b *bdEnv, q *wqservice.Service) string {
 	if email := strings.TrimSpace(os.Getenv("GIT_AUTHOR_EMAIL")); email != "" {
 		return email
 	}
-	return git.UserEmail(b.ctx, q.Store.Repo.WorkTree)
+	return git.UserEmail(b.ctx, q.Store.Repo)
 }
 
 type bdUpdateCmd struct {

@@ -150,12 +150,6 @@ func Run(ctx context.Context, dir string, args ...string) (string, error) {
 	return RunInput(ctx, dir, nil, args...)
 }
 
-// UserEmail is git's user.email in dir, or "".
-func UserEmail(ctx context.Context, dir string) string {
-	out, _ := Run(ctx, dir, "config", "user.email")
-	return strings.TrimSpace(out)
-}
-
 // RunInput is Run with input on git's stdin (nil: none).
 func RunInput(ctx context.Context, dir string, input []byte, args ...string) (string, error) {
 	return RunEnv(ctx, dir, nil, input, args...)
