@@ -266,6 +266,12 @@ func TestAllowList(t *testing.T) {
 	if _, err := mcpserver.Resolve([]string{"read", "launch"}); err == nil || !strings.Contains(err.Error(), `"launch"`) {
 		t.Errorf("an unknown tool in --tools: %v", err)
 	}
+	// all is every tool, alone or after another set.
+	for _, list := range [][]string{{"all"}, {"read", "all"}, nil} {
+		if got, err := mcpserver.Resolve(list); err != nil || !slices.Equal(got, mcpserver.ToolNames()) || len(got) < 20 {
+			t.Errorf("--tools %v: %v %v, want every tool", list, got, err)
+		}
+	}
 }
 
 // The resources read as their commands' --json; a task that does not

@@ -190,6 +190,9 @@ func Resolve(list []string) ([]string, error) {
 	for _, item := range list {
 		item = strings.TrimSpace(item)
 		names, ok := Sets[item]
+		if item == "all" {
+			names = ToolNames()
+		}
 		if !ok {
 			if !slices.Contains(ToolNames(), item) {
 				return nil, fault.New(CodeUnknownTool, nil, fmt.Sprintf("--tools: %q is neither a tool nor a set (%s; tools: %s)", item,

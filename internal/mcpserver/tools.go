@@ -31,10 +31,8 @@ import (
 var Sets = map[string][]string{
 	"read":  {"ready", "show", "stats", "merge_list", "merge_status", "job_list", "job_explain", "prd_show", "prd_report", "orchestrator_status", "status", "log"},
 	"agent": {"ready", "show", "stats", "merge_list", "merge_status", "job_list", "job_explain", "prd_show", "prd_report", "orchestrator_status", "status", "log"},
-	"all":   nil, // filled from the table
+	"all":   nil, // every tool: ToolNames, which Resolve reads (the table is made only when needed)
 }
-
-func init() { Sets["all"] = ToolNames() }
 
 // ToolNames is every tool, in the table's order.
 func ToolNames() []string {

@@ -9,7 +9,7 @@
 //
 // Front matter is parsed with go.yaml.in/yaml/v3 and the body with
 // github.com/yuin/goldmark (CommonMark with the GFM table, strikethrough and
-// task list extensions).
+// task list, see gfm).
 package prd
 
 import (
@@ -26,10 +26,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
-	extast "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
@@ -820,7 +817,13 @@ func contentHash(data []byte, fm *frontMatter) string {
 // md parses PRD bodies; it is made at the first body parsed, not at every
 // spool command's start.
 var md = sync.OnceValue(func() parser.Parser {
-	return goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.TaskList)).Parser()
+	// goldmark.DefaultParser's parts, without the goldmark package, whose
+	// HTML renderer spool does not use.
+	p := parser.NewParser(parser.WithBlockParsers(parser.DefaultBlockParsers()...),
+		parser.WithInlineParsers(parser.DefaultInlineParsers()...),
+		parser.WithParagraphTransformers(parser.DefaultParagraphTransformers()...))
+	p.AddOptions(gfm...)
+	return p
 })
 
 // openQuestions returns the open questions of a markdown body.
@@ -1071,7 +1074,7 @@ func appendInline(b []byte, n ast.Node, src []byte) []byte {
 			}
 		case *ast.AutoLink:
 			b = append(b, c.Label(src)...)
-		case *ast.RawHTML, *extast.TaskCheckBox:
+		case *ast.RawHTML, *taskBox:
 		default:
 			b = appendInline(b, c, src)
 		}
