@@ -15,8 +15,6 @@ import (
 // MaxLine bounds one event line; a longer line is corruption, not an event.
 const MaxLine = 4 << 20
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // Pos says where an event was read: enough to resume after it and to check
 // later that the file still holds the same line there.
 type Pos struct {
@@ -25,8 +23,8 @@ type Pos struct {
 	Offset int64  // offset just after the line
 	Line   int    // line number of the event
 	Len    int64  // length of the line, newline included
-	CRC    uint32 // crc32c of the line
-	Prefix uint32 // crc32c of the file up to Offset
+	CRC    uint32 // crc32 of the line
+	Prefix uint32 // crc32 of the file up to Offset
 }
 
 // Start is where to resume reading after the event at p.
@@ -41,8 +39,8 @@ type Start struct {
 	Offset int64
 	Line   int    // lines before Offset
 	Len    int64  // length of the line that ends at Offset
-	CRC    uint32 // crc32c of that line
-	Prefix uint32 // crc32c of the file up to Offset
+	CRC    uint32 // crc32 of that line
+	Prefix uint32 // crc32 of the file up to Offset
 }
 
 // Reader streams events of all writer files merged into replay order. Each
@@ -338,7 +336,7 @@ func (p *producer) decodeNext() (*decoded, bool) {
 	}
 	p.line++
 	p.offset += int64(len(line))
-	p.prefix = crc32.Update(p.prefix, castagnoli, line)
+	p.prefix = crc32.Update(p.prefix, crc32.IEEETable, line)
 	e, sp, err := p.dec.decode(line)
 	if err != nil {
 		return p.set(decoded{err: &LineError{Path: p.path, Line: p.line, Err: err, Hint: hintFor(err)}}), true
@@ -414,13 +412,13 @@ func (h *cursorHeap) Pop() any {
 	return c
 }
 
-// PrefixCRC is the crc32c of the first n bytes of f (Pos.Prefix's checksum).
+// PrefixCRC is the crc32 of the first n bytes of f (Pos.Prefix's checksum).
 func PrefixCRC(f io.ReaderAt, n int64) (uint32, error) {
 	buf := make([]byte, min(n, 1<<20))
 	var crc uint32
 	for off := int64(0); off < n; {
 		k, err := f.ReadAt(buf[:min(int64(len(buf)), n-off)], off)
-		crc = crc32.Update(crc, castagnoli, buf[:k])
+		crc = crc32.Update(crc, crc32.IEEETable, buf[:k])
 		off += int64(k)
 		if err != nil && off < n {
 			if err == io.EOF {
@@ -433,4 +431,4 @@ func PrefixCRC(f io.ReaderAt, n int64) (uint32, error) {
 }
 
 // LineCRC is the checksum projections keep of the last line they applied.
-func LineCRC(line []byte) uint32 { return crc32.Checksum(line, castagnoli) }
+func LineCRC(line []byte) uint32 { return crc32.ChecksumIEEE(line) }

@@ -3,8 +3,6 @@ package projections
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -893,8 +891,7 @@ func resum(t *testing.T, snap []byte) []byte {
 	if err := json.Unmarshal(head, &cp); err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(body)
-	cp.Sum = hex.EncodeToString(sum[:])
+	cp.Sum = bodySum(body)
 	head, _ = json.Marshal(cp)
 	return append(append(head, '\n'), body...)
 }

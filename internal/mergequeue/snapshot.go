@@ -22,7 +22,7 @@ import (
 // something asks for one of them. The index holds the queue's own fields,
 // the identities, and the ended entries' refs and dedupe keys, so that a
 // lookup by either reads no record.
-const snapshotMagic = "spool-merge-1\n"
+const snapshotMagic = "spool-merge-2\n"
 
 // Record ids: a kind letter, then the entry id in 12 digits, so that the
 // active entries sort first and each kind in id order.

@@ -30,7 +30,7 @@ const (
 // projections.Spec.Amortize): a command catches up in memory from a
 // snapshot a few events old rather than writing every entry's line twice
 // (the snapshot and merge-queue.json) for the one it changed.
-var Spec = projections.Spec{Name: Name, Version: 12, Amortize: 1000, New: func() projections.Projection { return New() }}
+var Spec = projections.Spec{Name: Name, Version: 13, Amortize: 1000, New: func() projections.Projection { return New() }}
 
 // State is the merge queue folded from the log.
 type State struct {

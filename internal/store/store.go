@@ -67,8 +67,9 @@ type Store struct {
 	// views are the projections this Store has loaded, kept so that a
 	// long-running command (the merge train) does not decode its snapshots
 	// again for every write; catching up from the log keeps them current.
-	views map[string]*projections.View
-	mu    sync.Mutex // one Read or Write at a time uses the views
+	views    map[string]*projections.View
+	mu       sync.Mutex // one Read or Write at a time uses the views
+	reprimed bool       // reprime ran: it runs once
 
 	// DeferSave makes Write leave the projection files for Flush (or the
 	// next Read) to write. The log is the truth and is always on disk before
@@ -280,6 +281,15 @@ func (s *Store) Read(ctx context.Context, names ...string) (*projections.View, e
 	if err != nil {
 		return nil, err
 	}
+	if v.Unusable() && s.largeLog() {
+		if unlock, ok, _ := s.Log.TryLock(); ok {
+			v, err = s.reprime(ctx, names)
+			unlock()
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
 	stale, err := v.Stale()
 	if err != nil || !stale {
 		return v, err
@@ -422,6 +432,11 @@ func writeOnce[R any](ctx context.Context, s *Store, at time.Time, actor string,
 	if w.View, err = s.view(names); err != nil {
 		return w, err
 	}
+	if w.View.Unusable() && s.largeLog() {
+		if w.View, err = s.reprime(ctx, names); err != nil {
+			return w, err
+		}
+	}
 	if _, err := w.View.CatchUp(ctx); err != nil {
 		return w, err
 	}
@@ -486,9 +501,27 @@ var primeSize int64 = 32 << 20
 // mayPrime says whether prime has something to do: no view loaded yet,
 // a projection without a snapshot, and a log of primeSize or more.
 func (s *Store) mayPrime() bool {
-	if len(s.views) > 0 || !s.Engine.Missing() {
-		return false
+	return len(s.views) == 0 && s.Engine.Missing() && s.largeLog()
+}
+
+// reprime primes for a view with a snapshot another spool wrote (an
+// upgrade changed its format or version), which would otherwise fold the
+// whole log in memory, then opens the view again: once per command, under
+// the log's lock.
+func (s *Store) reprime(ctx context.Context, names []string) (*projections.View, error) {
+	if s.reprimed {
+		return s.view(names)
 	}
+	s.reprimed = true
+	if err := s.prime(ctx); err != nil {
+		return nil, err
+	}
+	clear(s.views)
+	return s.view(names)
+}
+
+// largeLog says whether the log is primeSize or more.
+func (s *Store) largeLog() bool {
 	entries, err := os.ReadDir(EventsDir(s.Repo))
 	if err != nil {
 		return false

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -365,17 +366,22 @@ func TestFreshCloneReadSaves(t *testing.T) {
 // The first command of a fresh clone of a large log, a read or a write,
 // folds the whole log once for every projection, under OnLargeFold, and
 // saves every snapshot (prime); below primeSize it folds only what it
-// reads, as before.
+// reads, as before. So does the first command after an upgrade, whose
+// snapshots are of an older format (upgraded).
 func TestFreshCloneOfALargeLogPrimes(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		size  int64
-		write bool
-		folds int
+		name     string
+		size     int64
+		write    bool
+		upgraded bool
+		folds    int
 	}{
-		{"read", 1, false, 1},
-		{"write", 1, true, 1},
-		{"read of a small log", 1 << 40, false, 0},
+		{"read", 1, false, false, 1},
+		{"write", 1, true, false, 1},
+		{"read of a small log", 1 << 40, false, false, 0},
+		{"read after an upgrade", 1, false, true, 1},
+		{"write after an upgrade", 1, true, true, 1},
+		{"read of a small log after an upgrade", 1 << 40, false, true, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func(was int64) { primeSize = was }(primeSize)
@@ -383,7 +389,11 @@ func TestFreshCloneOfALargeLogPrimes(t *testing.T) {
 			dir := newRepo(t)
 			s, _ := open(t, dir)
 			writeN(t, s, "test.tick", 5)
-			os.RemoveAll(StateDir(s.Repo))
+			if tc.upgraded {
+				olderFormat(t, StateDir(s.Repo))
+			} else {
+				os.RemoveAll(StateDir(s.Repo))
+			}
 			folds := 0
 			s, err := Open(context.Background(), dir, nil, OnLargeFold(func() func() {
 				folds++
@@ -420,6 +430,26 @@ func TestFreshCloneOfALargeLogPrimes(t *testing.T) {
 				t.Fatalf("stats after priming: %d events, want %d", st.Events, want)
 			}
 		})
+	}
+}
+
+// olderFormat makes every snapshot in dir one an older spool wrote.
+func olderFormat(t *testing.T, dir string) {
+	t.Helper()
+	snaps, _ := filepath.Glob(filepath.Join(dir, "*.snap"))
+	if len(snaps) != len(Specs) {
+		t.Fatalf("%d snapshots, want %d", len(snaps), len(Specs))
+	}
+	for _, p := range snaps {
+		b, _ := os.ReadFile(p)
+		head, body, _ := bytes.Cut(b, []byte{'\n'})
+		older := regexp.MustCompile(`"format":\d+`).ReplaceAll(head, []byte(`"format":1`))
+		if bytes.Equal(older, head) {
+			t.Fatalf("%s: no format in %s", p, head)
+		}
+		if err := os.WriteFile(p, append(append(older, '\n'), body...), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

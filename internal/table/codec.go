@@ -214,7 +214,7 @@ func (w *Enc) EndChecked(start int) {
 	var n [binary.MaxVarintLen64]byte
 	k := binary.PutUvarint(n[:], uint64(len(w.Buf)-start))
 	w.Buf = slices.Insert(w.Buf, start, n[:k]...)
-	binary.LittleEndian.PutUint32(w.Buf[start-4:], crc32.Checksum(w.Buf[start+k:], castagnoli))
+	binary.LittleEndian.PutUint32(w.Buf[start-4:], crc32.ChecksumIEEE(w.Buf[start+k:]))
 }
 
 // Part reads a part BeginChecked and EndChecked wrote without checking
@@ -239,5 +239,5 @@ func (r *Dec) Checked() (string, bool) {
 	sum := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 	r.pos += 4
 	s := r.Str()
-	return s, r.err == nil && crc32.Checksum(unsafe.Slice(unsafe.StringData(s), len(s)), castagnoli) == sum
+	return s, r.err == nil && crc32.ChecksumIEEE(unsafe.Slice(unsafe.StringData(s), len(s))) == sum
 }

@@ -15,7 +15,7 @@ import (
 // fences (about 20 bytes a group) and one group: its ids, and the offsets
 // of its records and of the record after the last.
 //
-//	fences := uvarint groups | (Str(first id) | uvarint off | uvarint len | uvarint crc32c)…
+//	fences := uvarint groups | (Str(first id) | uvarint off | uvarint len | uvarint crc32)…
 //	group  := uvarint n | Str(id)… | uvarint offset (absolute) | uvarint delta…
 const fenceSize = 64
 
@@ -48,7 +48,7 @@ func (t *Writer) writeFences() (fences, groups Section) {
 		f.Str(t.ids[lo])
 		f.Uint(uint64(at))
 		f.Uint(uint64(len(g.Buf) - at))
-		f.Uint(uint64(crc32.Checksum(g.Buf[at:], castagnoli)))
+		f.Uint(uint64(crc32.ChecksumIEEE(g.Buf[at:])))
 	}
 	return t.Section(f.Buf), t.Section(g.Buf)
 }
@@ -119,7 +119,7 @@ func (s *Summary) readGroup(fc fence) (ids []string, offs []int64, err error) {
 		return nil, nil, ErrDamaged
 	}
 	b := make([]byte, fc.len)
-	if _, err := s.r.ReadAt(b, s.groups.Off+fc.off); err != nil || crc32.Checksum(b, castagnoli) != fc.sum {
+	if _, err := s.r.ReadAt(b, s.groups.Off+fc.off); err != nil || crc32.ChecksumIEEE(b) != fc.sum {
 		return nil, nil, ErrDamaged
 	}
 	d := &Dec{s: unsafe.String(unsafe.SliceData(b), len(b))}
@@ -142,7 +142,7 @@ func (s *Summary) ReadSection(sec Section) ([]byte, error) {
 		return nil, ErrDamaged
 	}
 	b := make([]byte, sec.Len)
-	if _, err := s.r.ReadAt(b, sec.Off); err != nil || crc32.Checksum(b, castagnoli) != sec.Sum {
+	if _, err := s.r.ReadAt(b, sec.Off); err != nil || crc32.ChecksumIEEE(b) != sec.Sum {
 		return nil, ErrDamaged
 	}
 	return b, nil
@@ -161,7 +161,7 @@ func (s *Summary) readFences() ([]fence, error) {
 		return nil, ErrDamaged
 	}
 	b := make([]byte, f.Len)
-	if _, err := s.r.ReadAt(b, f.Off); err != nil || crc32.Checksum(b, castagnoli) != f.Sum {
+	if _, err := s.r.ReadAt(b, f.Off); err != nil || crc32.ChecksumIEEE(b) != f.Sum {
 		return nil, ErrDamaged
 	}
 	d := &Dec{s: unsafe.String(unsafe.SliceData(b), len(b))}

@@ -43,7 +43,7 @@ type Summary struct {
 // OpenSummary reads the summary of a table written by FinishSummary,
 // checked by its own checksum; the index is neither read nor checked.
 func OpenSummary(r io.ReaderAt, size int64, magic string) (*Summary, error) {
-	const tail = 20 // crc32c(summary) | len(summary) | crc32c(index) | index offset
+	const tail = 20 // crc32(summary) | len(summary) | crc32(index) | index offset
 	if size < int64(len(magic))+tail {
 		return nil, ErrDamaged
 	}
@@ -62,7 +62,7 @@ func OpenSummary(r io.ReaderAt, size int64, magic string) (*Summary, error) {
 		return nil, ErrDamaged
 	}
 	b := make([]byte, n)
-	if _, err := r.ReadAt(b, at); err != nil || crc32.Checksum(b, castagnoli) != binary.LittleEndian.Uint32(t[:]) {
+	if _, err := r.ReadAt(b, at); err != nil || crc32.ChecksumIEEE(b) != binary.LittleEndian.Uint32(t[:]) {
 		return nil, ErrDamaged
 	}
 	d := &Dec{s: unsafe.String(&b[0], len(b))}
@@ -122,7 +122,7 @@ func (st *IDStream) fill() {
 	st.lo = 0
 	for st.left > 0 && st.hi < len(st.buf) {
 		k, err := st.r.Read(st.buf[st.hi:min(int64(len(st.buf)), int64(st.hi)+st.left)])
-		st.sum = crc32.Update(st.sum, castagnoli, st.buf[st.hi:st.hi+k])
+		st.sum = crc32.Update(st.sum, crc32.IEEETable, st.buf[st.hi:st.hi+k])
 		st.hi += k
 		st.left -= int64(k)
 		if err != nil && st.left > 0 {

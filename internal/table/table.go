@@ -5,9 +5,9 @@
 // a command first asks for it, so a command about a few items costs the
 // same at 100,000 items as at 1,000.
 //
-//	magic | record… | index | crc32c(index) | uint64 index offset
+//	magic | record… | index | crc32(index) | uint64 index offset
 //
-// A record is crc32c(payload) then the payload. The file is never changed
+// A record is crc32(payload) then the payload. The file is never changed
 // in place (a save renames a new one over it), so what an open table reads
 // stays what it indexed.
 package table
@@ -47,8 +47,6 @@ var (
 func Corrupt(id string, err error) *fault.Error {
 	return fault.New(CodeCorruptSnapshot, err, fmt.Sprintf("the snapshot's record of %s is damaged (%v): run spool replay", id, err), "id", id)
 }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Table is an open table.
 type Table struct {
@@ -104,7 +102,7 @@ func (t *Writer) Record(id string, enc func(w *Enc)) {
 	t.offs = append(t.offs, t.n)
 	t.rec.Buf = append(t.rec.Buf[:0], 0, 0, 0, 0)
 	enc(&t.rec)
-	binary.LittleEndian.PutUint32(t.rec.Buf, crc32.Checksum(t.rec.Buf[4:], castagnoli))
+	binary.LittleEndian.PutUint32(t.rec.Buf, crc32.ChecksumIEEE(t.rec.Buf[4:]))
 	t.write(t.rec.Buf)
 }
 
@@ -115,7 +113,7 @@ func (t *Writer) Section(b []byte) Section {
 	if t.end < 0 {
 		t.end = t.n
 	}
-	sec := Section{Off: t.n, Len: int64(len(b)), Sum: crc32.Checksum(b, castagnoli)}
+	sec := Section{Off: t.n, Len: int64(len(b)), Sum: crc32.ChecksumIEEE(b)}
 	t.write(b)
 	return sec
 }
@@ -145,7 +143,7 @@ func (t *Table) ReadSection(s Section) ([]byte, error) {
 		return nil, ErrDamaged
 	}
 	b := make([]byte, s.Len)
-	if _, err := t.r.ReadAt(b, s.Off); err != nil || crc32.Checksum(b, castagnoli) != s.Sum {
+	if _, err := t.r.ReadAt(b, s.Off); err != nil || crc32.ChecksumIEEE(b) != s.Sum {
 		return nil, ErrDamaged
 	}
 	return b, nil
@@ -162,8 +160,8 @@ func (t *Writer) Span() (from, to int64) { return t.offs[len(t.offs)-1], t.n }
 // what a command needs of the whole table in a few bytes, read by
 // OpenSummary without the index, which at 100,000 records is megabytes.
 //
-//	index   := ids | offsets | extra | Str(summary) | crc32c(summary) | uint32 len(summary)
-//	summary := uvarint len(ids) | crc32c(ids) | fences | groups | summary's fields
+//	index   := ids | offsets | extra | Str(summary) | crc32(summary) | uint32 len(summary)
+//	summary := uvarint len(ids) | crc32(ids) | fences | groups | summary's fields
 //
 // fences and groups are sections (fences.go): where one record is, found
 // without the index.
@@ -194,16 +192,16 @@ func (t *Writer) FinishSummary(extra, summary func(w *Enc)) error {
 	if summary != nil {
 		var s Enc
 		s.Uint(uint64(ids))
-		s.Buf = binary.LittleEndian.AppendUint32(s.Buf, crc32.Checksum(w.Buf[:ids], castagnoli))
+		s.Buf = binary.LittleEndian.AppendUint32(s.Buf, crc32.ChecksumIEEE(w.Buf[:ids]))
 		fences.Encode(&s)
 		groups.Encode(&s)
 		summary(&s)
 		w.Uint(uint64(len(s.Buf)))
 		w.Buf = append(w.Buf, s.Buf...)
-		w.Buf = binary.LittleEndian.AppendUint32(w.Buf, crc32.Checksum(s.Buf, castagnoli))
+		w.Buf = binary.LittleEndian.AppendUint32(w.Buf, crc32.ChecksumIEEE(s.Buf))
 		w.Buf = binary.LittleEndian.AppendUint32(w.Buf, uint32(len(s.Buf)))
 	}
-	w.Buf = binary.LittleEndian.AppendUint32(w.Buf, crc32.Checksum(w.Buf, castagnoli))
+	w.Buf = binary.LittleEndian.AppendUint32(w.Buf, crc32.ChecksumIEEE(w.Buf))
 	w.Buf = binary.LittleEndian.AppendUint64(w.Buf, uint64(index))
 	t.write(w.Buf)
 	return t.err
@@ -233,7 +231,7 @@ func Open(r io.ReaderAt, size int64, magic string, extra func(d *Dec, n int) err
 		return nil, ErrDamaged
 	}
 	body := b[:len(b)-4]
-	if len(body) == 0 || crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
+	if len(body) == 0 || crc32.ChecksumIEEE(body) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
 		return nil, ErrDamaged
 	}
 	rd := &Dec{s: unsafe.String(&body[0], len(body))}
@@ -361,7 +359,7 @@ func (t *Table) checkRecord(i int, b []byte) {
 
 // checksumOK reports whether b, a record, passes its checksum.
 func checksumOK(b []byte) bool {
-	return len(b) >= 4 && crc32.Checksum(b[4:], castagnoli) == binary.LittleEndian.Uint32(b)
+	return len(b) >= 4 && crc32.ChecksumIEEE(b[4:]) == binary.LittleEndian.Uint32(b)
 }
 
 // All reads every record at once, for a command that needs them all.

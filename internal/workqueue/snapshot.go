@@ -18,8 +18,8 @@ import (
 // a command opens the index and decodes only the tasks it touches.
 
 const (
-	tasksMagic = "spool-tasks-17\n"
-	queueMagic = "spool-history-9\n"
+	tasksMagic = "spool-tasks-18\n"
+	queueMagic = "spool-history-10\n"
 )
 
 // encodeDetail writes a task's detail as one string (w.Str's form), so
