@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/git"
@@ -57,7 +58,7 @@ var demoScript = [][]string{
 }
 
 // demoCreated finds the id in spool task add's output.
-var demoCreated = regexp.MustCompile(`(?m)^created (\S+):`)
+var demoCreated = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^created (\S+):`) })
 
 // The demo's sandbox: a repository (repo), its bare remote (origin.git) and
 // the feature worktree, all inside one directory the demo made or was given
@@ -129,7 +130,7 @@ func runDemo(e *env, root string) error {
 		if code := run(full, w, w, e.storeOpts...); code != 0 {
 			return fmt.Errorf("demo step %q exited %d", strings.Join(args, " "), code)
 		}
-		if m := demoCreated.FindStringSubmatch(out.String()); m != nil {
+		if m := demoCreated().FindStringSubmatch(out.String()); m != nil {
 			ids = append(ids, m[1])
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/alecthomas/kong"
 	"github.com/spoolhq/spool/internal/cliout"
@@ -155,7 +156,7 @@ func New(options ...kong.Option) (*kong.Kong, error) { return kong.New(&bdCLI{},
 
 // bdTree is bdCLI's commands and global flags: each bd command line is
 // parsed through a tree of its command alone (internal/kongtree).
-var bdTree = kongtree.New[bdCLI]()
+var bdTree = sync.OnceValue(func() *kongtree.Tree { return kongtree.New[bdCLI]() }) // made when bd runs, not at every start
 
 // bdEnv is what a bd command's Run receives.
 type bdEnv struct {
@@ -185,7 +186,7 @@ func Run(ctx context.Context, name string, args []string, o Options) (code int) 
 	}()
 	stdout, stderr := o.Stdout, o.Stderr
 	var cli bdCLI
-	target, fill := bdTree.Target(&cli, args)
+	target, fill := bdTree().Target(&cli, args)
 	parser, err := kong.New(target,
 		kong.Name(name),
 		kong.Description(name+" over spool's tracker: beads' commands, flags and JSON (bd 0.49)."),

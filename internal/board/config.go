@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/spoolhq/spool/internal/config"
 )
@@ -24,7 +25,7 @@ func SettingsFrom(cfg *config.Config) Settings {
 	return Settings{Tokens: cfg.Strings("serve.tokens")}
 }
 
-var hashRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+var hashRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}$`) })
 
 func checkTokens(v any) error {
 	_, err := ParseTokens(v.([]string))
@@ -37,7 +38,7 @@ func ParseTokens(entries []string) (map[string]string, error) {
 	for _, e := range entries {
 		hash, actor, ok := strings.Cut(e, "=")
 		hash, actor = strings.ToLower(strings.TrimSpace(hash)), strings.TrimSpace(actor)
-		if !ok || !hashRE.MatchString(hash) || actor == "" {
+		if !ok || !hashRE().MatchString(hash) || actor == "" {
 			return nil, fmt.Errorf(`want "SHA256HEX=actor" (64 hex digits, then the actor), got %q`, e)
 		}
 		out[hash] = actor

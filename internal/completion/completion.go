@@ -13,6 +13,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/alecthomas/kong"
 )
@@ -73,10 +74,10 @@ type flag struct {
 // from the model, but rejecting anything else means no shell quoting rules
 // (compgen -W re-expands its argument, zsh treats a leading "=" specially,
 // ...) ever need to be reasoned about.
-var safeWord = regexp.MustCompile(`^[A-Za-z0-9_.:+/@%,-]+$`)
+var safeWord = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.:+/@%,-]+$`) })
 
 func check(kind, s string) error {
-	if !safeWord.MatchString(s) {
+	if !safeWord().MatchString(s) {
 		return fmt.Errorf("completion: %s %q contains characters unsafe for shell scripts", kind, s)
 	}
 	return nil

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -34,7 +33,17 @@ type Entry struct {
 }
 
 // ValidName is a name every client's file takes as a bare key.
-var ValidName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`).MatchString
+func ValidName(name string) bool {
+	if len(name) < 1 || len(name) > 64 {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // ConfigPath is where client keeps its MCP servers: in root (the
 // repository's work tree) for claude and cursor, in codexHome (or

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -392,4 +394,22 @@ func allIn(want []string, got map[string]bool) bool {
 		}
 	}
 	return true
+}
+
+// ValidName is the pattern it was written from.
+func TestValidNameAsPattern(t *testing.T) {
+	re := regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	r := rand.New(rand.NewPCG(9, 10))
+	const alphabet = "aZ09_-. é"
+	for range 20000 {
+		var b strings.Builder
+		for range r.IntN(70) {
+			b.WriteByte(alphabet[r.IntN(len(alphabet))])
+		}
+		for _, s := range []string{b.String(), strings.Repeat("a", r.IntN(70))} {
+			if mcpserver.ValidName(s) != re.MatchString(s) {
+				t.Errorf("%q: %v, the pattern says %v", s, mcpserver.ValidName(s), re.MatchString(s))
+			}
+		}
+	}
 }

@@ -451,7 +451,7 @@ const (
 	maxErrorSearchBytes = 16 << 10
 )
 
-var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
+var yamlLineRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:yaml: )?line (\d+): `) })
 
 // yamlErrorLine returns the 1-based line of content where the YAML error
 // is: the line after the longest run of whole lines that parses. (yaml/v3's
@@ -465,7 +465,7 @@ func yamlErrorLine(content []byte, err error) int {
 		i = next
 	}
 	if len(ends) > maxErrorSearchLines || len(content) > maxErrorSearchBytes {
-		if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+		if m := yamlLineRE().FindStringSubmatch(err.Error()); m != nil {
 			if n, err := strconv.Atoi(m[1]); err == nil && n >= 1 && n <= len(ends) {
 				return n
 			}
@@ -483,7 +483,7 @@ func yamlErrorLine(content []byte, err error) int {
 // yamlErrorMsg is err's message without yaml/v3's "yaml: line N: " prefix.
 func yamlErrorMsg(err error) string {
 	msg := err.Error()
-	if m := yamlLineRE.FindString(msg); m != "" {
+	if m := yamlLineRE().FindString(msg); m != "" {
 		msg = msg[len(m):]
 	}
 	return "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")

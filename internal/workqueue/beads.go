@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -231,7 +232,7 @@ func ParseJSONL(r io.Reader) (recs []TaskJSON, rep ImportReport, err error) {
 	return recs, rep, nil
 }
 
-var importType = regexp.MustCompile(`^[a-z][a-z-]*$`)
+var importType = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z-]*$`) })
 
 // checkImported refuses what spool could not show or claim.
 func checkImported(r *TaskJSON) error {
@@ -257,7 +258,7 @@ func checkImported(r *TaskJSON) error {
 	if r.IssueType == "" {
 		r.IssueType = "task"
 	}
-	if !importType.MatchString(r.IssueType) {
+	if !importType().MatchString(r.IssueType) {
 		return fmt.Errorf("%s: issue_type %q is not a type", r.ID, r.IssueType)
 	}
 	for _, l := range r.Labels {
@@ -272,7 +273,7 @@ func checkImported(r *TaskJSON) error {
 			return fmt.Errorf("%s: a dependency of %s is listed under it", r.ID, d.IssueID)
 		case !ValidID(d.DependsOnID) || d.DependsOnID == r.ID:
 			return fmt.Errorf("%s: dependency on %q", r.ID, d.DependsOnID)
-		case !importType.MatchString(d.Type):
+		case !importType().MatchString(d.Type):
 			return fmt.Errorf("%s: dependency type %q is not a type", r.ID, d.Type)
 		case d.Type == DepParentChild:
 			parents++

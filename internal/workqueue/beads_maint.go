@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -63,8 +64,10 @@ type Polluted struct {
 }
 
 var (
-	testTitle  = regexp.MustCompile(`^(test|benchmark|sample|tmp|temp|debug|dummy)[-_\s]`)
-	sequential = regexp.MustCompile(`^[a-z]+-\d+$`)
+	testTitle = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(test|benchmark|sample|tmp|temp|debug|dummy)[-_\s]`)
+	})
+	sequential = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z]+-\d+$`) })
 )
 
 // Pollution scores every issue as bd 0.49.1's detectTestPollution does
@@ -82,11 +85,11 @@ func (s *State) Pollution() []Polluted {
 		desc := t.Detail().Description
 		title := strings.ToLower(t.Title)
 		score, reasons := 0.0, []string{}
-		if testTitle.MatchString(title) {
+		if testTitle().MatchString(title) {
 			score += 0.7
 			reasons = append(reasons, "Title starts with test prefix")
 		}
-		if sequential.MatchString(id) && len(desc) < 20 {
+		if sequential().MatchString(id) && len(desc) < 20 {
 			score += 0.4
 			reasons = append(reasons, "Sequential ID with minimal description")
 		}

@@ -1,9 +1,5 @@
 package workqueue
 
-import "regexp"
-
-var prefixPattern = regexp.MustCompile(`^[a-z][a-z0-9]{0,15}$`)
-
 // MaxIDLength bounds a task id, spool's own or an import's.
 const MaxIDLength = 128
 
@@ -32,4 +28,14 @@ func ValidID(id string) bool {
 }
 
 // ValidPrefix reports whether p can start task ids (ids.prefix).
-func ValidPrefix(p string) bool { return prefixPattern.MatchString(p) }
+func ValidPrefix(p string) bool {
+	if len(p) < 1 || len(p) > 16 || p[0] < 'a' || p[0] > 'z' {
+		return false
+	}
+	for _, c := range []byte(p[1:]) {
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}

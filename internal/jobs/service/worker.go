@@ -55,7 +55,7 @@ type Ran struct {
 	Segments []int       `json:"segments"` // the segments it ran
 }
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+var unsafeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]`) })
 
 // OutputDir is where a segment's outputs go, under jobs (store.JobsDir):
 // jobs/<id>/segment-<n>. The id comes from the log, whose fold takes only
@@ -78,7 +78,7 @@ func (w *Worker) Run(ctx context.Context) ([]Ran, error) {
 	if w.KillGrace <= 0 {
 		w.KillGrace = DefaultKillGrace
 	}
-	lock := "worker-" + unsafeName.ReplaceAllString(w.Name, "_")
+	lock := "worker-" + unsafeName().ReplaceAllString(w.Name, "_")
 	unlock, ok, err := w.S.Store.Mutex(ctx, lock, 0)
 	if err != nil {
 		return nil, err
