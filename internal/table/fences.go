@@ -73,20 +73,20 @@ func (s *Summary) Find(id string) (i int, from, to int64, err error) {
 	if k < 0 {
 		return -1, 0, 0, nil
 	}
-	ids, offs, err := s.readGroup(fs[k])
+	g, err := s.group(fs, k)
 	if err != nil {
 		return -1, 0, 0, err
 	}
-	j, found := slices.BinarySearch(ids, id)
+	j, found := slices.BinarySearch(g.ids, id)
 	if !found {
 		return -1, 0, 0, nil
 	}
-	return k*fenceSize + j, offs[j], offs[j+1], nil
+	return k*fenceSize + j, g.offs[j], g.offs[j+1], nil
 }
 
 // At returns the id of record i and where it lies, [from, to), reading
-// the fences (once) and the record's group (kept for the next call): for
-// a walk over positions taken from elsewhere than the index.
+// the fences (once) and the record's group (once): for a walk over
+// positions taken from elsewhere than the index.
 func (s *Summary) At(i int) (id string, from, to int64, err error) {
 	fs, err := s.fencesRead()
 	if err != nil {
@@ -96,20 +96,34 @@ func (s *Summary) At(i int) (id string, from, to int64, err error) {
 	if i < 0 || k >= len(fs) {
 		return "", 0, 0, ErrDamaged
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.group.k != k+1 {
-		ids, offs, err := s.readGroup(fs[k])
-		if err != nil {
-			return "", 0, 0, err
-		}
-		s.group.k, s.group.ids, s.group.offs = k+1, ids, offs
+	g, err := s.group(fs, k)
+	if err != nil {
+		return "", 0, 0, err
 	}
 	j := i - k*fenceSize
-	if j >= len(s.group.ids) {
+	if j >= len(g.ids) {
 		return "", 0, 0, ErrDamaged
 	}
-	return s.group.ids[j], s.group.offs[j], s.group.offs[j+1], nil
+	return g.ids[j], g.offs[j], g.offs[j+1], nil
+}
+
+// group is fence k's group, read once.
+func (s *Summary) group(fs []fence, k int) (idGroup, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g, ok := s.seen[k]; ok {
+		return g, nil
+	}
+	ids, offs, err := s.readGroup(fs[k])
+	if err != nil {
+		return idGroup{}, err
+	}
+	if s.seen == nil {
+		s.seen = map[int]idGroup{}
+	}
+	g := idGroup{ids, offs}
+	s.seen[k] = g
+	return g, nil
 }
 
 // readGroup reads and checks the group a fence names: its ids, and the

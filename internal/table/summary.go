@@ -32,12 +32,14 @@ type Summary struct {
 	fenceOnce      sync.Once
 	fenceList      []fence // read on the first Find or At
 	fenceErr       error
-	mu             sync.Mutex // over group: states share a summary
-	group          struct {   // At's last group: k+1 (0: none), its ids and offsets
-		k    int
-		ids  []string
-		offs []int64
-	}
+	mu             sync.Mutex      // over groups: states share a summary
+	seen           map[int]idGroup // the groups Find and At read, by fence: a catch-up finds many tasks of few groups
+}
+
+// idGroup is a group's ids and the offsets of its records and of the one after.
+type idGroup struct {
+	ids  []string
+	offs []int64
 }
 
 // OpenSummary reads the summary of a table written by FinishSummary,

@@ -1,7 +1,9 @@
 package workqueue
 
 import (
+	"encoding/binary"
 	"iter"
+	"unsafe"
 
 	"github.com/spoolhq/spool/internal/table"
 )
@@ -14,13 +16,26 @@ import (
 // (table.Summary.At).
 
 // openOrder is the open tasks' section: their positions in ready's order,
-// and a bit each: waitsItself when saved.
+// 4 bytes each so that a walk reads only the ones it reaches, and a bit
+// each: waitsItself when saved.
 type openOrder struct {
-	open  []uint32
+	pos   string // little-endian uint32s
 	waits string
+	n     int // the table's records: every position is below
 }
 
+func (o *openOrder) len() int           { return len(o.pos) / 4 }
 func (o *openOrder) waitsAt(k int) bool { return o.waits[k/8]&(1<<(k%8)) != 0 }
+
+// at is the k-th open task's position; ErrDamaged for one past the table.
+func (o *openOrder) at(k int) (int, error) {
+	b := o.pos[4*k : 4*k+4]
+	v := int(b[0]) | int(b[1])<<8 | int(b[2])<<16 | int(b[3])<<24
+	if v >= o.n {
+		return 0, table.ErrDamaged
+	}
+	return v, nil
+}
 
 // encodeOpenOrder is the section of n open tasks, in ready's order: the
 // position and the waits bit of the k-th.
@@ -29,7 +44,7 @@ func encodeOpenOrder(n int, pos func(k int) uint32, waits func(k int) bool) []by
 	w.Uint(uint64(n))
 	bits := make([]byte, (n+7)/8)
 	for k := range n {
-		w.Uint(uint64(pos(k)))
+		w.Buf = binary.LittleEndian.AppendUint32(w.Buf, pos(k))
 		if waits(k) {
 			bits[k/8] |= 1 << (k % 8)
 		}
@@ -45,13 +60,13 @@ func (l *lazyTasks) openOrder() (*openOrder, error) {
 			l.orderErr = err
 			return
 		}
-		rd := table.NewDec(string(b))
-		o := &openOrder{}
-		if o.open, err = positions(rd, l.sum.n); err == nil {
-			o.waits = rd.Raw((len(o.open) + 7) / 8)
-			err = rd.End()
-		}
-		if err == nil && len(o.open) != l.sum.nOpen {
+		rd := table.NewDec(unsafe.String(unsafe.SliceData(b), len(b))) // b is ours, and kept
+		k := rd.Count()
+		o := &openOrder{n: l.sum.n}
+		o.pos = rd.Raw(4 * k)
+		o.waits = rd.Raw((k + 7) / 8)
+		err = rd.End()
+		if err == nil && k != l.sum.nOpen {
 			err = table.ErrDamaged
 		}
 		l.order, l.orderErr = o, err
@@ -66,8 +81,12 @@ func (k *trackerSide) openTasks(order func(*taskTable) iter.Seq[int]) iter.Seq2[
 	if k.lazy.loaded.Load() == nil && order == nil {
 		if o, err := k.lazy.openOrder(); err == nil {
 			return func(yield func(int, bool) bool) {
-				for j, i := range o.open {
-					if !yield(int(i), o.waitsAt(j)) {
+				for j := range o.len() {
+					i, err := o.at(j)
+					if err != nil {
+						panic(table.CorruptIndex("the tasks", err))
+					}
+					if !yield(i, o.waitsAt(j)) {
 						return
 					}
 				}

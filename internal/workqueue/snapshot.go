@@ -18,7 +18,7 @@ import (
 // a command opens the index and decodes only the tasks it touches.
 
 const (
-	tasksMagic = "spool-tasks-18\n"
+	tasksMagic = "spool-tasks-19\n"
 	queueMagic = "spool-history-10\n"
 )
 
