@@ -80,8 +80,12 @@ func (s *State) WriteListJSON(w io.Writer, p Policy, f ListFilter, now time.Time
 			adjust[l.ID] += by
 		}
 	}
+	// The walk below tells these tasks by position: an id looked up per
+	// row (a string in a 1.6 MB index, then a hash) was a quarter of it.
+	inM := make([]uint64, (len(tt.IDs)+63)/64)
 	for id, t := range s.trk.m {
 		if i := tt.Find(id); i >= 0 {
+			inM[i/64] |= 1 << (i % 64)
 			base, _ := decodeRecord(tt.Record(i))
 			count(base, -1)
 		}
@@ -94,6 +98,18 @@ func (s *State) WriteListJSON(w io.Writer, p Policy, f ListFilter, now time.Time
 		}
 	}
 	sortTasks(changed)
+	adjustAt := map[uint32]int{}
+	for id, n := range adjust {
+		if i := tt.Find(id); i >= 0 && n != 0 {
+			adjustAt[uint32(i)] = n
+		}
+	}
+	dependentsAt := func(i uint32) int {
+		if len(adjustAt) == 0 {
+			return x.dependents[i]
+		}
+		return x.dependents[i] + adjustAt[i]
+	}
 	dependents := func(id string) int {
 		n := adjust[id]
 		if i := tt.Find(id); i >= 0 {
@@ -112,8 +128,7 @@ func (s *State) WriteListJSON(w io.Writer, p Policy, f ListFilter, now time.Time
 	return true, tt.Mapped(func(m table.Mapping) error {
 		var items iter.Seq[any] = func(yield func(any) bool) {
 			walkMerged(x.order, changed, m.Record, func(_ int, i uint32) bool {
-				id := tt.IDs[i]
-				if _, ok := s.trk.m[id]; ok {
+				if inM[i/64]&(1<<(i%64)) != 0 {
 					return true // listed with the changed ones
 				}
 				if f.Priority != nil && x.priority[i] != *f.Priority {
@@ -128,9 +143,9 @@ func (s *State) WriteListJSON(w io.Writer, p Policy, f ListFilter, now time.Time
 					return true
 				}
 				if core, tail := listingAt(m, tt, i); core != "" {
-					return yield(savedItem{core: core, tail: tail, item: true, dependents: x.dependents[i] + adjust[id]})
+					return yield(savedItem{core: core, tail: tail, item: true, dependents: dependentsAt(i)})
 				}
-				return yield(s.listItem(decodeOwned(m.Record(int(i))), p, now, x.dependents[i]+adjust[id]))
+				return yield(s.listItem(decodeOwned(m.Record(int(i))), p, now, dependentsAt(i)))
 			}, func(t *Task) bool { return yield(item(t)) })
 		}
 		return jsonout.WriteSeq(w, items, false)
