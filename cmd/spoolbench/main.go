@@ -46,9 +46,10 @@ var subcommands = map[string]func(args []string) error{
 	"sign":  signMain,
 	"scale": scaleMain,
 	"mcp":   mcpMain,
-	// scale's children
+	// scale's and jobs' children
 	"scale-gen":    scaleGenMain,
 	"scale-encode": scaleEncodeMain,
+	"jobs-build":   jobsBuildMain,
 }
 
 const usage = `usage: spoolbench gen|time|queue|merge|prd|jobs|watch|board|fleet|sign|scale|mcp [flags]

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"bytes"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/jsonout"
 	"github.com/spoolhq/spool/projections"
 )
 
@@ -573,10 +575,13 @@ func (p *Projection) UnmarshalChecked(b []byte) error {
 	return nil
 }
 
-// Files renders jobs.json (under the state directory): every job, by id.
+// Files renders jobs.json (under the state directory): every job, by id,
+// as json.MarshalIndent writes them with a newline after (Job.AppendJSON).
 func (p *Projection) Files() ([]projections.File, error) {
-	b, err := json.MarshalIndent(p.full().Sorted(), "", "  ")
-	return []projections.File{{Path: "jobs.json", Data: append(b, '\n')}}, err
+	var b bytes.Buffer
+	jobs := p.full().Sorted()
+	err := jsonout.WriteList(&b, len(jobs), func(i int) any { return jobs[i] }, true)
+	return []projections.File{{Path: "jobs.json", Data: b.Bytes()}}, err
 }
 
 // fork returns a copy of s that events can be folded into: the maps are

@@ -164,6 +164,12 @@ func (o *Object) Int(name string, v int64) {
 	o.dst = strconv.AppendInt(o.dst, v, 10)
 }
 
+// Uint writes an unsigned integer field.
+func (o *Object) Uint(name string, v uint64) {
+	o.key(name)
+	o.dst = strconv.AppendUint(o.dst, v, 10)
+}
+
 // Bool writes a boolean field.
 func (o *Object) Bool(name string, v bool) {
 	o.key(name)
@@ -191,43 +197,70 @@ func (o *Object) TimeOmitNil(name string, v *time.Time) {
 	}
 }
 
+// Strings writes a []string field: null when nil, [] when empty.
+func (o *Object) Strings(name string, v []string) {
+	o.key(name)
+	o.array(len(v), v == nil, func(i int) {
+		o.dst = AppendString(o.dst, v[i], o.f.EscapeHTML)
+	})
+}
+
 // StringsOmitEmpty writes a []string field tagged omitempty: left out
 // when empty, nil or not.
 func (o *Object) StringsOmitEmpty(name string, v []string) {
-	if len(v) == 0 {
-		return
+	if len(v) > 0 {
+		o.Strings(name, v)
 	}
+}
+
+// List writes a slice field whose elements are Appenders: null when nil,
+// [] when empty.
+func List[T Appender](o *Object, name string, v []T) {
 	o.key(name)
-	o.dst = append(o.dst, '[')
-	for i, s := range v {
-		if i > 0 {
-			o.dst = append(o.dst, ',')
-		}
-		o.dst = newline(o.dst, o.f.Level+2)
-		o.dst = AppendString(o.dst, s, o.f.EscapeHTML)
-	}
-	o.dst = newline(o.dst, o.f.Level+1)
-	o.dst = append(o.dst, ']')
+	f := Format{Level: o.f.Level + 2, EscapeHTML: o.f.EscapeHTML}
+	o.array(len(v), v == nil, func(i int) {
+		var ok bool
+		o.dst, ok = v[i].AppendJSON(o.dst, f)
+		o.ok = o.ok && ok
+	})
 }
 
 // ListOmitEmpty writes a slice field tagged omitempty whose elements are
 // Appenders: left out when empty, nil or not.
 func ListOmitEmpty[T Appender](o *Object, name string, v []T) {
-	if len(v) == 0 {
+	if len(v) > 0 {
+		List(o, name, v)
+	}
+}
+
+// array writes n elements, each on its own line (elem writes the i-th),
+// as a field's value: null for a nil slice.
+func (o *Object) array(n int, isNil bool, elem func(i int)) {
+	switch {
+	case isNil:
+		o.dst = append(o.dst, "null"...)
+		return
+	case n == 0:
+		o.dst = append(o.dst, "[]"...)
 		return
 	}
-	o.key(name)
 	o.dst = append(o.dst, '[')
-	f := Format{Level: o.f.Level + 2, EscapeHTML: o.f.EscapeHTML}
-	for i := range v {
+	for i := range n {
 		if i > 0 {
 			o.dst = append(o.dst, ',')
 		}
-		o.dst = newline(o.dst, f.Level)
-		var ok bool
-		o.dst, ok = v[i].AppendJSON(o.dst, f)
-		o.ok = o.ok && ok
+		o.dst = newline(o.dst, o.f.Level+2)
+		elem(i)
 	}
 	o.dst = newline(o.dst, o.f.Level+1)
 	o.dst = append(o.dst, ']')
+}
+
+// Value writes a field whose value is an Appender (a struct, or a pointer
+// to one that is not nil).
+func (o *Object) Value(name string, v Appender) {
+	o.key(name)
+	var ok bool
+	o.dst, ok = v.AppendJSON(o.dst, Format{Level: o.f.Level + 1, EscapeHTML: o.f.EscapeHTML})
+	o.ok = o.ok && ok
 }

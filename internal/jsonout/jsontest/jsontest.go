@@ -129,6 +129,8 @@ func fill(r *rand.Rand, v reflect.Value, full bool) {
 			n = -n
 		}
 		v.SetInt(n)
+	case v.Kind() == reflect.Uint64:
+		v.SetUint(r.Uint64() >> r.IntN(64))
 	case v.Kind() == reflect.Bool:
 		v.SetBool(r.IntN(2) == 0)
 	case v.Kind() == reflect.Pointer:
