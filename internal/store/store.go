@@ -281,7 +281,7 @@ func (s *Store) Read(ctx context.Context, names ...string) (*projections.View, e
 	if err != nil {
 		return nil, err
 	}
-	if v.Unusable() && s.largeLog() {
+	if v.Unusable() && !s.reprimed && s.largeLog() {
 		if unlock, ok, _ := s.Log.TryLock(); ok {
 			v, err = s.reprime(ctx, names)
 			unlock()
@@ -432,7 +432,7 @@ func writeOnce[R any](ctx context.Context, s *Store, at time.Time, actor string,
 	if w.View, err = s.view(names); err != nil {
 		return w, err
 	}
-	if w.View.Unusable() && s.largeLog() {
+	if w.View.Unusable() && !s.reprimed && s.largeLog() {
 		if w.View, err = s.reprime(ctx, names); err != nil {
 			return w, err
 		}
@@ -506,12 +506,9 @@ func (s *Store) mayPrime() bool {
 
 // reprime primes for a view with a snapshot another spool wrote (an
 // upgrade changed its format or version), which would otherwise fold the
-// whole log in memory, then opens the view again: once per command, under
+// whole log in memory, then opens the view again: once per Store, under
 // the log's lock.
 func (s *Store) reprime(ctx context.Context, names []string) (*projections.View, error) {
-	if s.reprimed {
-		return s.view(names)
-	}
 	s.reprimed = true
 	if err := s.prime(ctx); err != nil {
 		return nil, err
