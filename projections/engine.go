@@ -225,7 +225,8 @@ type item struct {
 	// damaged: the snapshot on disk failed its checksum and was not loaded.
 	damaged bool
 	// unusable: there was a snapshot on disk, not loaded (another format
-	// or version, which an upgrade brings, or damaged).
+	// or version, which an upgrade brings, or damaged), and none was saved
+	// since.
 	unusable bool
 	body     int64 // where the state begins in the snapshot file (after its checkpoint line)
 	// verified is, per writer, the stat of a file whose prefix this
@@ -987,7 +988,7 @@ func (v *View) Save() error {
 		if err := cmp.Or(filesDone(), err); err != nil {
 			return err
 		}
-		it.dirty, it.restat = false, false
+		it.dirty, it.restat, it.unusable = false, false, false
 		it.saved = it.cp.Events
 	}
 	if err := batch.Done(); err != nil {

@@ -38,13 +38,13 @@ func (w *emailWorld) env() []string {
 	return env
 }
 
-func (w *emailWorld) getenv(k string) string {
+func (w *emailWorld) lookup(k string) (string, bool) {
 	for _, kv := range w.env() {
 		if v, ok := strings.CutPrefix(kv, k+"="); ok {
-			return v
+			return v, true
 		}
 	}
-	return ""
+	return "", false
 }
 
 // write sets the three files; "" removes one (the local one keeps what
@@ -106,12 +106,18 @@ func TestPlainUserEmailAsGit(t *testing.T) {
 		{name: "includeIf", global: "[includeIf \"gitdir:/\"]\n\tpath = other\n[user]\n\temail = g@x\n"},
 		{name: "bad line", local: "[user\n\temail = b@x\n", global: "[user]\n\temail = g@x\n"},
 		{name: "bad escape", local: "[user]\n\temail = \"a\\qb\"\n"},
+		{name: "tab inside", local: "[user]\n\temail = a\tb@x\n"},
+		{name: "lone CR", local: "[user]\n\temail = a\rb@x\n"},
+		{name: "header with a space", local: "[user ]\n\temail = a@x\n"},
+		{name: "header with a space before", local: "[ user]\n\temail = a@x\n"},
+		{name: "subsection then a space", local: "[user \"a\" ]\n\temail = a@x\n", global: "[user]\n\temail = g@x\n"},
+		{name: "deprecated subsection", local: "[user.work]\n\temail = w@x\n", global: "[user]\n\temail = g@x\n"},
 		{name: "nowhere"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w.write(tc.local, tc.global, tc.xdg)
 			want := w.git()
-			got, ok := plainUserEmail(filepath.Join(w.repo, ".git"), w.getenv)
+			got, ok := plainUserEmail(filepath.Join(w.repo, ".git"), w.lookup)
 			if ok && got != want {
 				t.Errorf("plainUserEmail = %q, git says %q", got, want)
 			}
@@ -126,18 +132,18 @@ func TestPlainUserEmailAsGit(t *testing.T) {
 func TestPlainUserEmailLeavesVariablesToGit(t *testing.T) {
 	w := newEmailWorld(t)
 	w.write("[user]\n\temail = l@x\n", "", "")
-	for _, v := range []string{"GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_COUNT", "GIT_CONFIG_PARAMETERS", "HOME"} {
-		getenv := func(k string) string {
-			if k == v {
-				if k == "HOME" {
-					return ""
-				}
-				return "1"
+	for _, v := range []string{"GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_COUNT", "GIT_CONFIG_PARAMETERS", "HOME", "XDG_CONFIG_HOME"} {
+		lookup := func(k string) (string, bool) {
+			switch {
+			case k != v:
+				return w.lookup(k)
+			case k == "XDG_CONFIG_HOME":
+				return "relative/dir", true // git resolves it from the work tree
 			}
-			return w.getenv(k)
+			return "", true // set, even empty (HOME: empty)
 		}
-		if got, ok := plainUserEmail(filepath.Join(w.repo, ".git"), getenv); ok {
-			t.Errorf("with %s set (HOME: unset), plainUserEmail answered %q", v, got)
+		if got, ok := plainUserEmail(filepath.Join(w.repo, ".git"), lookup); ok {
+			t.Errorf("with %s set empty (XDG_CONFIG_HOME: relative), plainUserEmail answered %q", v, got)
 		}
 	}
 }
@@ -151,7 +157,7 @@ func FuzzPlainUserEmail(f *testing.F) {
 	w := newEmailWorld(f)
 	f.Fuzz(func(t *testing.T, local string) {
 		w.write(local, "", "")
-		got, ok := plainUserEmail(filepath.Join(w.repo, ".git"), w.getenv)
+		got, ok := plainUserEmail(filepath.Join(w.repo, ".git"), w.lookup)
 		if !ok {
 			return
 		}
@@ -162,18 +168,18 @@ func FuzzPlainUserEmail(f *testing.F) {
 }
 
 // Config files put together from the pieces git's syntax allows, each
-// answered as git answers it (200 of them, seeded).
+// answered as git answers it (600 of them, seeded).
 func TestPlainUserEmailMixed(t *testing.T) {
 	w := newEmailWorld(t)
-	headers := []string{"[user]", "[User]", " [USER] ", "[user \"a\"]", "[core]", "[user.x]", "[user]\t# c"}
+	headers := []string{"[user]", "[User]", " [USER] ", "[user \"a\"]", "[core]", "[user.x]", "[user]\t# c", "[user ]", "[ user]", "[user  \"a\"]", "[user \"a\" ]"}
 	keys := []string{"email", "Email", "name", "e-mail", "email2", " email"}
 	seps := []string{" = ", "=", "\t=\t", " =  "}
-	values := []string{"a@x", "\"q @x\"", "a  b", "a\\tb", "\"a\\\"b\"", "a#b", "a;b", "\"a#b\"", "", "a ", "\"\"", "a\\\\b", "\"a\"b\"c\"", "é@x"}
+	values := []string{"a@x", "\"q @x\"", "a  b", "a\\tb", "\"a\\\"b\"", "a#b", "a;b", "\"a#b\"", "", "a ", "\"\"", "a\\\\b", "\"a\"b\"c\"", "é@x", "a\tb", "\"a\tb\"", "a\rb", "a\vb"}
 	tails := []string{"", " # c", " ; c", "\r"}
 	r := rand.New(rand.NewPCG(3, 4))
 	pick := func(s []string) string { return s[r.IntN(len(s))] }
 	answered := 0
-	for range 200 {
+	for range 600 {
 		var b strings.Builder
 		for range 1 + r.IntN(4) {
 			b.WriteString(pick(headers) + "\n")
@@ -182,7 +188,7 @@ func TestPlainUserEmailMixed(t *testing.T) {
 			}
 		}
 		w.write(b.String(), "", "")
-		got, ok := plainUserEmail(filepath.Join(w.repo, ".git"), w.getenv)
+		got, ok := plainUserEmail(filepath.Join(w.repo, ".git"), w.lookup)
 		if !ok {
 			continue
 		}
@@ -192,7 +198,7 @@ func TestPlainUserEmailMixed(t *testing.T) {
 		}
 	}
 	if answered < 20 {
-		t.Errorf("plainUserEmail answered %d of 200 itself", answered)
+		t.Errorf("plainUserEmail answered %d of 600 itself", answered)
 	}
-	t.Logf("answered %d of 200", answered)
+	t.Logf("answered %d of 600", answered)
 }

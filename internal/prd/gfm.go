@@ -22,8 +22,17 @@ var gfm = []parser.Option{
 }
 
 // tableCutter ends a paragraph where a table starts, as the extension's
-// paragraph transformer does; the table itself is dropped.
+// paragraph transformer does, and puts a table block in its place, which
+// openQuestions passes over: the block keeps the list item's first child
+// what it is with the extension (a task box is only at its start).
 type tableCutter struct{}
+
+type table struct{ ast.BaseBlock }
+
+var kindTable = ast.NewNodeKind("PRDTable")
+
+func (n *table) Kind() ast.NodeKind            { return kindTable }
+func (n *table) Dump(source []byte, level int) { ast.DumpHelper(n, source, level, nil, nil) }
 
 func (tableCutter) Transform(node *ast.Paragraph, reader text.Reader, pc parser.Context) {
 	lines := node.Lines()
@@ -37,6 +46,7 @@ func (tableCutter) Transform(node *ast.Paragraph, reader text.Reader, pc parser.
 		if cells(lines.At(i-1), src) > cols { // fewer are padded
 			return
 		}
+		node.Parent().InsertAfter(node.Parent(), node, &table{})
 		node.Lines().SetSliced(0, i-1)
 		if node.Lines().Len() == 0 {
 			node.Parent().RemoveChild(node.Parent(), node)

@@ -282,6 +282,7 @@ func (s *Store) Read(ctx context.Context, names ...string) (*projections.View, e
 		return nil, err
 	}
 	if v.Unusable() && !s.reprimed && s.largeLog() {
+		s.reprimed = true // a lock taken, it folds as before: once
 		if unlock, ok, _ := s.Log.TryLock(); ok {
 			v, err = s.reprime(ctx, names)
 			unlock()

@@ -107,24 +107,31 @@ func (s *Summary) At(i int) (id string, from, to int64, err error) {
 	return g.ids[j], g.offs[j], g.offs[j+1], nil
 }
 
-// group is fence k's group, read once.
+// group is fence k's group, read once (while at most maxSeen are kept).
 func (s *Summary) group(fs []fence, k int) (idGroup, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if g, ok := s.seen[k]; ok {
+	g, ok := s.seen[k]
+	s.mu.Unlock()
+	if ok {
 		return g, nil
 	}
 	ids, offs, err := s.readGroup(fs[k])
 	if err != nil {
 		return idGroup{}, err
 	}
-	if s.seen == nil {
+	g = idGroup{ids, offs}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil || len(s.seen) >= maxSeen {
 		s.seen = map[int]idGroup{}
 	}
-	g := idGroup{ids, offs}
 	s.seen[k] = g
 	return g, nil
 }
+
+// maxSeen bounds the groups a summary keeps: 1,024 is 65,536 ids, about
+// 2 MB, past which a reader is better served by the index.
+const maxSeen = 1024
 
 // readGroup reads and checks the group a fence names: its ids, and the
 // offsets of its records and of the one after.
