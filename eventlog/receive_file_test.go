@@ -64,6 +64,7 @@ func FuzzReceiveFrom(f *testing.F) {
 	all := bytes.Join(lines, nil)
 	f.Add([]byte(nil), all, false)
 	f.Add([]byte(nil), all, true)
+	f.Add([]byte(nil), append(bytes.Clone(all), '\n'), false) // whole: taken as checked while it was written
 	f.Add([]byte(nil), append(bytes.Clone(all), `{"torn`...), false)
 	f.Add([]byte(nil), bytes.Join([][]byte{lines[0], lines[1], lines[3]}, nil), false)
 	f.Add([]byte(nil), bytes.Replace(all, []byte(`"seq":2`), []byte(`"seq":9`), 1), true)
