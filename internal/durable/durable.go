@@ -50,11 +50,7 @@ func (b *Batch) WriteFile(path string, data []byte, perm fs.FileMode) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	var opts []renameio.Option
-	if b.tmp != "" {
-		opts = append(opts, renameio.WithTempDir(b.tmp))
-	}
-	if err := renameio.WriteFile(path, data, perm, opts...); err != nil {
+	if err := renameio.WriteFile(path, data, perm, renameio.WithTempDir(b.tempDir(dir))); err != nil {
 		return err
 	}
 	b.dirs[dir] = true
@@ -69,11 +65,7 @@ func (b *Batch) WriteStream(path string, perm fs.FileMode, write func(w io.Write
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	opts := []renameio.Option{renameio.WithPermissions(perm), renameio.WithExistingPermissions()}
-	if b.tmp != "" {
-		opts = append(opts, renameio.WithTempDir(b.tmp))
-	}
-	t, err := renameio.NewPendingFile(path, opts...)
+	t, err := renameio.NewPendingFile(path, renameio.WithPermissions(perm), renameio.WithExistingPermissions(), renameio.WithTempDir(b.tempDir(dir)))
 	if err != nil {
 		return err
 	}
@@ -93,6 +85,18 @@ func (b *Batch) WriteStream(path string, perm fs.FileMode, write func(w io.Write
 	}
 	b.dirs[dir] = true
 	return nil
+}
+
+// tempDir is where a file of dir is written before its rename: the
+// batch's, else dir itself. renameio's own default tried os.TempDir()
+// first, at every write (two files made and a rename to find out), and
+// when it was on the same file system the copy was written there: a
+// process killed before the rename left it in /tmp for good.
+func (b *Batch) tempDir(dir string) string {
+	if b.tmp != "" {
+		return b.tmp
+	}
+	return dir
 }
 
 // Done syncs the directories written to, in a fixed order.

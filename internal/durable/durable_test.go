@@ -81,6 +81,36 @@ func TestWriteStream(t *testing.T) {
 	}
 }
 
+// A file is written beside itself before its rename, never in the
+// system's temp directory: a process killed between the two left its
+// copy there for good (renameio's default when both are one file system).
+func TestTempFilesBesideTheFile(t *testing.T) {
+	sys := t.TempDir()
+	t.Setenv("TMPDIR", sys) // the same file system as dir
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	b := NewBatch("")
+	err := b.WriteStream(path, 0o644, func(w io.Writer) error {
+		if entries, _ := os.ReadDir(sys); len(entries) > 0 {
+			t.Errorf("a temp file in the system's temp directory: %v", entries)
+		}
+		if beside, _ := filepath.Glob(filepath.Join(dir, ".f*")); len(beside) != 1 {
+			t.Errorf("temp files beside the file: %v", beside)
+		}
+		_, err := io.WriteString(w, "x")
+		return err
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(path, []byte("y"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(sys); len(entries) > 0 {
+		t.Errorf("left in the system's temp directory: %v", entries)
+	}
+}
+
 // Within follows links only as far as the root: a file or a directory on
 // the way that is a link leading outside, or into .git, is ErrOutside; one
 // that stays inside resolves to its target; what does not exist yet
