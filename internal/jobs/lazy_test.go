@@ -15,6 +15,7 @@ import (
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/jobs"
+	"github.com/spoolhq/spool/projections/projectiontest"
 )
 
 // history is the events of a random scheduler history (built's).
@@ -24,21 +25,10 @@ func history(t testing.TB, seed uint64, steps int) []*eventlog.Event {
 	c := newClone(fmt.Sprintf("w%d", seed)).(*clone)
 	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	var out []*eventlog.Event
+	seq := 0
 	for range steps {
 		now = now.Add(time.Duration(r.IntN(600)) * time.Second)
-		actor, drafts, err := c.Command(r, now)
-		if err != nil {
-			continue
-		}
-		for _, d := range drafts {
-			e, err := d.Event(actor, now)
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.ID = fmt.Sprintf("ev-%d", len(out)+1)
-			c.Apply(e)
-			out = append(out, e)
-		}
+		out = append(out, projectiontest.Step(t, c, r, now, &seq)...)
 	}
 	return out
 }

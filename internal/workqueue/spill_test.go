@@ -13,6 +13,7 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/workqueue"
+	"github.com/spoolhq/spool/projections/projectiontest"
 )
 
 // A spilled fold must write what the fold in memory writes, byte for byte:
@@ -65,21 +66,10 @@ func cloneHistory(t *testing.T, r *rand.Rand, n int) []*eventlog.Event {
 	c := newTaskClone("w1").(*taskClone)
 	now := start
 	var events []*eventlog.Event
+	seq := 0
 	for len(events) < n {
 		now = now.Add(time.Duration(r.IntN(900)) * time.Second)
-		actor, drafts, err := c.Command(r, now)
-		if err != nil {
-			continue
-		}
-		for _, d := range drafts {
-			e, err := d.Event(actor, now)
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.ID = fmt.Sprintf("ev-%d", len(events)+1)
-			c.Apply(e)
-			events = append(events, e)
-		}
+		events = append(events, projectiontest.Step(t, c, r, now, &seq)...)
 	}
 	return events
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spoolhq/spool/internal/jsonout"
 	"github.com/spoolhq/spool/internal/workqueue"
 	"github.com/spoolhq/spool/projections"
+	"github.com/spoolhq/spool/projections/projectiontest"
 )
 
 // A state opened on its snapshot decodes tasks and entries as it is asked
@@ -55,20 +56,7 @@ func TestTablesAnswerAsTheWholeState(t *testing.T) {
 			}
 			step := func() {
 				now = now.Add(time.Duration(r.IntN(900)) * time.Second)
-				actor, drafts, err := c.Command(r, now)
-				if err != nil {
-					return
-				}
-				for _, d := range drafts {
-					e, err := d.Event(actor, now)
-					if err != nil {
-						t.Fatal(err)
-					}
-					seq++
-					e.ID = fmt.Sprintf("ev-%d", seq)
-					c.s.Apply(e)
-					since = append(since, e)
-				}
+				since = append(since, projectiontest.Step(t, c, r, now, &seq)...)
 			}
 			for range 120 + 10*seed {
 				step()

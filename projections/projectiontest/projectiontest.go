@@ -149,6 +149,30 @@ func (f Commands) Command(r *rand.Rand, now time.Time) (string, []eventlog.Draft
 	return f(r, now)
 }
 
+// Step runs c's next command at now, outside any log: its events, applied
+// to c in order, with ids ev-1, ev-2, … counted on from *seq. A command c
+// refuses gives none. It lets a domain's own tests build a history from
+// its clone.
+func Step(tb testing.TB, c Clone, r *rand.Rand, now time.Time, seq *int) []*eventlog.Event {
+	tb.Helper()
+	actor, drafts, err := c.Command(r, now)
+	if err != nil {
+		return nil
+	}
+	var out []*eventlog.Event
+	for _, d := range drafts {
+		e, err := d.Event(actor, now)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		*seq++
+		e.ID = fmt.Sprintf("ev-%d", *seq)
+		c.Apply(e)
+		out = append(out, e)
+	}
+	return out
+}
+
 var (
 	seedFlag  = flag.Uint64("projectiontest.seed", 0, "run the projection conformance checks with this seed only")
 	seedsFlag = flag.Int("projectiontest.seeds", 2, "run the projection conformance checks with seeds 1 to N")
