@@ -1,0 +1,146 @@
+package eventlog
+
+import (
+	"bytes"
+	"hash/crc32"
+	"io"
+	"os"
+)
+
+// TailStart is where a Reader starts to read path's last n lines: just
+// after the line before them, as a resume does (that line is read again
+// and checked), or the file's beginning when it has no more than n. The
+// lines before are counted and checksummed, not decoded.
+func TailStart(path string, n int) (Start, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Start{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return Start{}, err
+	}
+	// The (n+1)th newline from the end ends the line before the tail, the
+	// (n+2)th the one before that (a torn last line has none of its own).
+	ends, err := lastNewlines(f, st.Size(), n+2)
+	if err != nil || len(ends) < n+1 {
+		return Start{}, err
+	}
+	s := Start{Offset: ends[n] + 1}
+	lineStart := int64(0)
+	if len(ends) > n+1 {
+		lineStart = ends[n+1] + 1
+	}
+	s.Len = s.Offset - lineStart
+	if s.Len > MaxLine {
+		return Start{}, nil // a line no reader takes: read from the beginning, which says so
+	}
+	line := make([]byte, s.Len)
+	if _, err := f.ReadAt(line, lineStart); err != nil {
+		return Start{}, err
+	}
+	s.CRC = LineCRC(line)
+	buf := make([]byte, 1<<20)
+	for off := int64(0); off < s.Offset; {
+		k, err := f.ReadAt(buf[:min(int64(len(buf)), s.Offset-off)], off)
+		s.Prefix = crc32.Update(s.Prefix, crc32.IEEETable, buf[:k])
+		s.Line += bytes.Count(buf[:k], newline)
+		off += int64(k)
+		if err != nil && off < s.Offset {
+			return Start{}, err
+		}
+	}
+	return s, nil
+}
+
+// lastNewlines returns the offsets of f's last k newlines, the last first.
+func lastNewlines(f io.ReaderAt, size int64, k int) ([]int64, error) {
+	var out []int64
+	buf := make([]byte, 64<<10)
+	for end := size; end > 0 && len(out) < k; {
+		start := max(0, end-int64(len(buf)))
+		b := buf[:end-start]
+		if _, err := f.ReadAt(b, start); err != nil {
+			return nil, err
+		}
+		for i := len(b); len(out) < k; {
+			j := bytes.LastIndexByte(b[:i], '\n')
+			if j < 0 {
+				break
+			}
+			out = append(out, start+int64(j))
+			i = j
+		}
+		end = start
+	}
+	return out, nil
+}
+
+// Last returns the last n events match passes, in replay order, and where
+// each writer file's reading ended (to go on from, as spool log -f does).
+// It reads each file's end, not the whole log: n lines of each first, and
+// four times as many of a file while events before the part read could
+// still be among the last n.
+func (l *Log) Last(n int, match func(*Event) bool) ([]*Event, map[string]Start, error) {
+	for k := max(n, 64); ; k *= 4 {
+		files, err := l.Files()
+		if err != nil {
+			return nil, nil, err
+		}
+		from := map[string]Start{}
+		for _, path := range files {
+			if from[WriterOf(path)], err = TailStart(path, k); err != nil {
+				return nil, nil, err
+			}
+		}
+		partial := map[string]bool{} // files read from after their beginning
+		for w, s := range from {
+			partial[w] = s.Offset > 0
+		}
+		first := map[string]*Event{}
+		var last []*Event
+		var warned []string // said once, by the pass that returns
+		r, err := l.read(from, func(msg string) { warned = append(warned, msg) })
+		if err != nil {
+			return nil, nil, err
+		}
+		for {
+			e, pos, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				r.Close()
+				return nil, nil, err
+			}
+			from[pos.Writer] = pos.Start()
+			if first[pos.Writer] == nil {
+				first[pos.Writer] = e
+			}
+			if !match(e) {
+				continue
+			}
+			if len(last) == n {
+				last = last[1:]
+			}
+			last = append(last, e)
+		}
+		r.Close()
+		enough := true
+		for w, p := range partial {
+			// An event of w before the part read sorts before w's first event
+			// read: it cannot be among the last n when that one sorts before
+			// the n-th last match.
+			if p && (len(last) < n || first[w] == nil || last[0].Before(first[w])) {
+				enough = false
+			}
+		}
+		if enough {
+			for _, msg := range warned {
+				l.warnText(msg)
+			}
+			return last, from, nil
+		}
+	}
+}

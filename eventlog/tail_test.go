@@ -1,0 +1,192 @@
+package eventlog
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// wholeRead is every event of l in replay order, read from the beginning.
+func wholeRead(t *testing.T, l *Log) []*Event {
+	t.Helper()
+	r, err := l.Read(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out []*Event
+	for {
+		e, _, err := r.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+}
+
+// Last gives the last n matching events a whole read gives, for logs of
+// three writers appending in random turns (one of them quiet for a long
+// stretch, so its events sort far back), with batches, a torn tail and a
+// line copied in place, under filters that match often, rarely or never;
+// and a resume from where it ended reads what is appended after.
+func TestLastAsWholeRead(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(6) {
+		r := rand.New(rand.NewPCG(seed, 9))
+		root := t.TempDir()
+		dir := filepath.Join(root, "events")
+		var logs []*testLog
+		for w := range 3 {
+			logs = append(logs, openTestLog(dir, filepath.Join(root, fmt.Sprint("private", w))))
+		}
+		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		for i := range 600 + r.IntN(600) {
+			w := r.IntN(3)
+			if w == 2 && i > 100 && i < 900 {
+				w = r.IntN(2) // writer 2 quiet for a stretch
+			}
+			var drafts []Draft
+			for range 1 + r.IntN(3)*r.IntN(2) {
+				drafts = append(drafts, Draft{Type: []string{"t.a", "t.b", "t.c"}[r.IntN(3)], Subject: fmt.Sprint("s", r.IntN(40))})
+			}
+			at = at.Add(time.Second)
+			if _, err := logs[w].Append(context.Background(), at, "ada", drafts, AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		files, _ := logs[0].Files()
+		if seed%2 == 1 { // a line copied in place: dropped with a warning
+			b, _ := os.ReadFile(files[0])
+			lines := splitLines(b)
+			os.WriteFile(files[0], append(b, lines[len(lines)-1]...), 0o644)
+		}
+		if seed%3 == 2 { // a torn tail
+			f, _ := os.OpenFile(files[1], os.O_APPEND|os.O_WRONLY, 0)
+			f.WriteString(`{"v":1,"torn`)
+			f.Close()
+		}
+		l := logs[0].Log
+		whole := wholeRead(t, l)
+		for _, m := range []struct {
+			name  string
+			match func(*Event) bool
+		}{
+			{"all", func(*Event) bool { return true }},
+			{"type", func(e *Event) bool { return e.Type == "t.b" }},
+			{"rare", func(e *Event) bool { return e.Subject == "s7" && e.Writer == logs[2].mustWriter(t) }},
+			{"none", func(*Event) bool { return false }},
+		} {
+			var want []*Event
+			for _, e := range whole {
+				if m.match(e) {
+					want = append(want, e)
+				}
+			}
+			for _, n := range []int{1, 3, 64, 65, 300, 5000} {
+				got, from, err := l.Last(n, m.match)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w := want[max(0, len(want)-n):]
+				if !slices.EqualFunc(got, w, func(a, b *Event) bool { return a.ID == b.ID }) {
+					t.Fatalf("seed %d, %s, last %d: %d events, want %d (%v, want %v)", seed, m.name, n, len(got), len(w), ids(got), ids(w))
+				}
+				if len(from) != len(files) {
+					t.Fatalf("seed %d: ended in %d files of %d", seed, len(from), len(files))
+				}
+			}
+		}
+		// From where Last ended, a read finds only what is appended after.
+		_, from, err := l.Last(5, func(*Event) bool { return true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := logs[2].Append(context.Background(), at.Add(time.Hour), "ada", []Draft{{Type: "t.z", Subject: "after"}}, AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rd, err := l.Read(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var after []string
+		for {
+			e, _, err := rd.Next()
+			if err != nil {
+				break
+			}
+			after = append(after, e.Type)
+		}
+		rd.Close()
+		if !slices.Equal(after, []string{"t.z"}) {
+			t.Fatalf("seed %d: after Last's end, read %v", seed, after)
+		}
+	}
+}
+
+func ids(es []*Event) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.ID)
+	}
+	return out
+}
+
+func (tl *testLog) mustWriter(t *testing.T) string {
+	w, err := tl.WriterID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// TailStart resumes a read right before a file's last n lines, or at its
+// beginning when it has no more: the lines read after it are the file's
+// last ones, numbered as a whole read numbers them.
+func TestTailStart(t *testing.T) {
+	t.Parallel()
+	tl := newTestLog(t)
+	for i := range 50 {
+		if _, err := tl.Append(context.Background(), testAt, "ada", []Draft{{Type: "t.x", Subject: fmt.Sprint(i)}}, AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, _ := tl.Files()
+	for _, n := range []int{0, 1, 2, 49, 50, 51, 1000} {
+		s, err := TailStart(files[0], n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := tl.Read(map[string]Start{WriterOf(files[0]): s})
+		if err != nil {
+			t.Fatalf("n %d: %v", n, err)
+		}
+		var lines []int
+		for {
+			_, pos, err := r.Next()
+			if err != nil {
+				break
+			}
+			lines = append(lines, pos.Line)
+		}
+		r.Close()
+		want := []int{}
+		for line := max(1, 51-n); line <= 50; line++ {
+			want = append(want, line)
+		}
+		if !slices.Equal(lines, want) && !(len(lines) == 0 && len(want) == 0) {
+			t.Errorf("n %d: lines %v, want %v", n, lines, want)
+		}
+		if n >= 50 && s != (Start{}) {
+			t.Errorf("n %d: start %+v, want the beginning", n, s)
+		}
+	}
+}
