@@ -49,6 +49,10 @@ func browser(t *testing.T) context.Context {
 		chromedp.NoSandbox, // CI runs as root
 		chromedp.WindowSize(1500, 1000),
 		chromedp.Flag("disable-dev-shm-usage", true),
+		// Chromium's profile and its own temp files (a singleton socket it
+		// does not always remove) in the test's directory, not /tmp.
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Env("TMPDIR="+t.TempDir()),
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
