@@ -79,9 +79,9 @@ func lastNewlines(f io.ReaderAt, size int64, k int) ([]int64, error) {
 
 // Last returns the last n events match passes, in replay order, and where
 // each writer file's reading ended (to go on from, as spool log -f does).
-// It reads each file's end, not the whole log: n lines of each first, and
-// four times as many of a file while events before the part read could
-// still be among the last n.
+// It reads the files' ends, not the whole log: the last max(n, 64) lines
+// of each first, then four times as many, while events of a file before
+// the part read could still be among the last n.
 func (l *Log) Last(n int, match func(*Event) bool) ([]*Event, map[string]Start, error) {
 	for k := max(n, 64); ; k *= 4 {
 		files, err := l.Files()
