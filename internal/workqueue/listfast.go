@@ -64,61 +64,16 @@ func (s *State) WriteListJSON(w io.Writer, p Policy, f ListFilter, now time.Time
 	admit := func(t *Task) bool {
 		return (f.Status == "" || s.EffectiveStatus(t, now) == f.Status) && (f.Priority == nil || t.Priority == *f.Priority)
 	}
-	// The tasks decoded or changed since the save, and what they change
-	// in the dependent counts: their saved records' links out, taken
-	// back, and their own.
+	c := s.sinceSave(tt, x)
 	var changed []*Task
-	adjust := map[string]int{}
-	count := func(t *Task, by int) {
-		if t.Parent != "" {
-			adjust[t.Parent] += by
-		}
-		for _, d := range t.Blockers {
-			adjust[d.ID] += by
-		}
-		for _, l := range t.Links {
-			adjust[l.ID] += by
-		}
-	}
-	// The walk below tells these tasks by position: an id looked up per
-	// row (a string in a 1.6 MB index, then a hash) was a quarter of it.
-	inM := make([]uint64, (len(tt.IDs)+63)/64)
-	for id, t := range s.trk.m {
-		if i := tt.Find(id); i >= 0 {
-			inM[i/64] |= 1 << (i % 64)
-			base, _ := decodeRecord(tt.Record(i))
-			count(base, -1)
-		}
-		if t == nil {
-			continue
-		}
-		count(t, 1)
-		if admit(t) {
+	for _, t := range s.trk.m {
+		if t != nil && admit(t) {
 			changed = append(changed, t)
 		}
 	}
 	sortTasks(changed)
-	adjustAt := map[uint32]int{}
-	for id, n := range adjust {
-		if i := tt.Find(id); i >= 0 && n != 0 {
-			adjustAt[uint32(i)] = n
-		}
-	}
-	dependentsAt := func(i uint32) int {
-		if len(adjustAt) == 0 {
-			return x.dependents[i]
-		}
-		return x.dependents[i] + adjustAt[i]
-	}
-	dependents := func(id string) int {
-		n := adjust[id]
-		if i := tt.Find(id); i >= 0 {
-			n += x.dependents[i]
-		}
-		return n
-	}
 	item := func(t *Task) any {
-		n := dependents(t.ID)
+		n := c.dependents(t.ID)
 		if v, ok := s.saved(t, now, false); ok {
 			v.tail, v.item, v.dependents = t.listTail, true, n
 			return v
@@ -128,7 +83,7 @@ func (s *State) WriteListJSON(w io.Writer, p Policy, f ListFilter, now time.Time
 	return true, tt.Mapped(func(m table.Mapping) error {
 		var items iter.Seq[any] = func(yield func(any) bool) {
 			walkMerged(x.order, changed, m.Record, func(_ int, i uint32) bool {
-				if inM[i/64]&(1<<(i%64)) != 0 {
+				if c.changed(i) {
 					return true // listed with the changed ones
 				}
 				if f.Priority != nil && x.priority[i] != *f.Priority {
@@ -143,13 +98,78 @@ func (s *State) WriteListJSON(w io.Writer, p Policy, f ListFilter, now time.Time
 					return true
 				}
 				if core, tail := listingAt(m, tt, i); core != "" {
-					return yield(savedItem{core: core, tail: tail, item: true, dependents: dependentsAt(i)})
+					return yield(savedItem{core: core, tail: tail, item: true, dependents: c.dependentsAt(i)})
 				}
-				return yield(s.listItem(decodeOwned(m.Record(int(i))), p, now, dependentsAt(i)))
+				return yield(s.listItem(decodeOwned(m.Record(int(i))), p, now, c.dependentsAt(i)))
 			}, func(t *Task) bool { return yield(item(t)) })
 		}
 		return jsonout.WriteSeq(w, items, false)
 	})
+}
+
+// sinceSave is what the tasks decoded or changed since the save change
+// in a list drawn from the snapshot: the positions they hold (listed as
+// they are now, not as saved), told by position (an id looked up per row,
+// a string in a 1.6 MB index then a hash, was a quarter of task list
+// --json), and the dependent counts they move: their saved records'
+// links out taken back, their own added.
+type sinceSave struct {
+	tt       *taskTable
+	x        *listIndex
+	inM      []uint64
+	adjust   map[string]int
+	adjustAt map[uint32]int
+}
+
+func (s *State) sinceSave(tt *taskTable, x *listIndex) *sinceSave {
+	c := &sinceSave{tt: tt, x: x, inM: make([]uint64, (len(tt.IDs)+63)/64), adjust: map[string]int{}, adjustAt: map[uint32]int{}}
+	count := func(t *Task, by int) {
+		if t.Parent != "" {
+			c.adjust[t.Parent] += by
+		}
+		for _, d := range t.Blockers {
+			c.adjust[d.ID] += by
+		}
+		for _, l := range t.Links {
+			c.adjust[l.ID] += by
+		}
+	}
+	for id, t := range s.trk.m {
+		if i := tt.Find(id); i >= 0 {
+			c.inM[i/64] |= 1 << (i % 64)
+			base, _ := decodeRecord(tt.Record(i))
+			count(base, -1)
+		}
+		if t != nil {
+			count(t, 1)
+		}
+	}
+	for id, n := range c.adjust {
+		if i := tt.Find(id); i >= 0 && n != 0 {
+			c.adjustAt[uint32(i)] = n
+		}
+	}
+	return c
+}
+
+// changed reports whether the task at position i is one of them.
+func (c *sinceSave) changed(i uint32) bool { return c.inM[i/64]&(1<<(i%64)) != 0 }
+
+// dependentsAt is the dependent count now of the task at position i.
+func (c *sinceSave) dependentsAt(i uint32) int {
+	if len(c.adjustAt) == 0 {
+		return c.x.dependents[i]
+	}
+	return c.x.dependents[i] + c.adjustAt[i]
+}
+
+// dependents is the dependent count now of task id.
+func (c *sinceSave) dependents(id string) int {
+	n := c.adjust[id]
+	if i := c.tt.Find(id); i >= 0 {
+		n += c.x.dependents[i]
+	}
+	return n
 }
 
 // listingAt reads the listing that position i's record starts with,
