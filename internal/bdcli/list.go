@@ -3,6 +3,7 @@ package bdcli
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -37,6 +38,12 @@ type bdFilter struct {
 	ClosedAfter      string   `name:"closed-after" help:"Closed after this date."`
 	ClosedBefore     string   `name:"closed-before" help:"Closed before this date."`
 	Long             bool     `help:"Several lines an issue."`
+}
+
+// unfiltered says whether f filters nothing (Long only changes the lines).
+func (f bdFilter) unfiltered() bool {
+	f.Long = false
+	return reflect.ValueOf(f).IsZero()
 }
 
 // compiled is a bdFilter checked and parsed.
@@ -195,6 +202,10 @@ func (c *bdListCmd) Run(b *bdEnv) error {
 		q, st, err := b.tracker(false)
 		if err != nil {
 			return err
+		}
+		if !c.All && c.Title == "" && limit > 0 && c.bdFilter.unfiltered() {
+			// bd list --json as most run it: the first issues not closed.
+			return cliout.WriteJSON(b.stdout, st.BeadsOpenListJSON(q.Policy, q.Now, limit))
 		}
 		return cliout.WriteJSON(b.stdout, st.BeadsListJSON(q.Policy, q.Now, f.admitter(keep), limit))
 	}

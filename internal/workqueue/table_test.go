@@ -225,6 +225,17 @@ func sameLists(t *testing.T, c *taskClone, fresh func() *workqueue.State, now ti
 				}
 			}
 		}
+		// bd list's default, the first issues not closed, picked from the index.
+		notClosed := func(_ *workqueue.Task, status string) bool { return status != workqueue.StatusClosed }
+		for _, limit := range []int{1, 3, 50} {
+			var items []any
+			for _, it := range whole.BeadsList(c.pol, at, notClosed, nil, limit) {
+				items = append(items, it)
+			}
+			if got, want := list(fresh().BeadsOpenListJSON(c.pol, at, limit)), list(items); got != want {
+				t.Fatalf("bd list's default (limit %d) at %v:\n%s\nwant\n%s", limit, at, got, want)
+			}
+		}
 		all := whole.List(c.pol, workqueue.ListFilter{}, at)
 		var beads []any
 		for _, task := range all {
