@@ -3,7 +3,6 @@ package eventlog
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -11,27 +10,6 @@ import (
 	"testing"
 	"time"
 )
-
-// wholeRead is every event of l in replay order, read from the beginning.
-func wholeRead(t *testing.T, l *Log) []*Event {
-	t.Helper()
-	r, err := l.Read(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	var out []*Event
-	for {
-		e, _, err := r.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, e)
-	}
-}
 
 // Last gives the last n matching events a whole read gives, for logs of
 // three writers appending in random turns (one of them quiet for a long
@@ -75,7 +53,7 @@ func TestLastAsWholeRead(t *testing.T) {
 			f.Close()
 		}
 		l := logs[0].Log
-		whole := wholeRead(t, l)
+		whole := readAll(t, l)
 		for _, m := range []struct {
 			name  string
 			match func(*Event) bool
