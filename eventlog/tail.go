@@ -4,14 +4,20 @@ import (
 	"bytes"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 )
 
 // TailStart is where a Reader starts to read path's last n lines: just
-// after the line before them, as a resume does (that line is read again
-// and checked), or the file's beginning when it has no more than n. The
-// lines before are counted and checksummed, not decoded.
+// after the line before them, which the reader decodes to go on from (as a
+// resume does), or the file's beginning when it has no more than n. The
+// lines before are counted and checksummed, not decoded or checked: a
+// damaged line there is for a whole read to find (verify, doctor), not a
+// reader of the end.
 func TailStart(path string, n int) (Start, error) {
+	if n >= wholeTailLines {
+		return Start{}, nil
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return Start{}, err
@@ -54,6 +60,9 @@ func TailStart(path string, n int) (Start, error) {
 	return s, nil
 }
 
+// wholeTailLines is a tail so long that the whole file is read.
+const wholeTailLines = math.MaxInt / 8
+
 // lastNewlines returns the offsets of f's last k newlines, the last first.
 func lastNewlines(f io.ReaderAt, size int64, k int) ([]int64, error) {
 	var out []int64
@@ -81,66 +90,74 @@ func lastNewlines(f io.ReaderAt, size int64, k int) ([]int64, error) {
 // each writer file's reading ended (to go on from, as spool log -f does).
 // It reads the files' ends, not the whole log: the last max(n, 64) lines
 // of each first, then four times as many, while events of a file before
-// the part read could still be among the last n.
+// the part read could still be among the last n. A damaged line is
+// reported only where it reads (see TailStart); a file that changed under
+// a pass (an append that cut an unfinished batch, a repair) is read whole.
 func (l *Log) Last(n int, match func(*Event) bool) ([]*Event, map[string]Start, error) {
-	for k := max(n, 64); ; k *= 4 {
-		files, err := l.Files()
-		if err != nil {
-			return nil, nil, err
+	for k := max(n, 64); ; k = min(k, wholeTailLines/4) * 4 {
+		last, from, done, err := l.lastPass(n, k, match)
+		if err != nil && k < wholeTailLines {
+			last, from, done, err = l.lastPass(n, wholeTailLines, match)
 		}
-		from := map[string]Start{}
-		for _, path := range files {
-			if from[WriterOf(path)], err = TailStart(path, k); err != nil {
-				return nil, nil, err
-			}
-		}
-		partial := map[string]bool{} // files read from after their beginning
-		for w, s := range from {
-			partial[w] = s.Offset > 0
-		}
-		first := map[string]*Event{}
-		var last []*Event
-		var warned []string // said once, by the pass that returns
-		r, err := l.read(from, func(msg string) { warned = append(warned, msg) })
-		if err != nil {
-			return nil, nil, err
-		}
-		for {
-			e, pos, err := r.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				r.Close()
-				return nil, nil, err
-			}
-			from[pos.Writer] = pos.Start()
-			if first[pos.Writer] == nil {
-				first[pos.Writer] = e
-			}
-			if !match(e) {
-				continue
-			}
-			if len(last) == n {
-				last = last[1:]
-			}
-			last = append(last, e)
-		}
-		r.Close()
-		enough := true
-		for w, p := range partial {
-			// An event of w before the part read sorts before w's first event
-			// read: it cannot be among the last n when that one sorts before
-			// the n-th last match.
-			if p && (len(last) < n || first[w] == nil || last[0].Before(first[w])) {
-				enough = false
-			}
-		}
-		if enough {
-			for _, msg := range warned {
-				l.warnText(msg)
-			}
-			return last, from, nil
+		if err != nil || done {
+			return last, from, err
 		}
 	}
+}
+
+// lastPass is one of Last's passes, with the last k lines of each file;
+// done says whether they were enough.
+func (l *Log) lastPass(n, k int, match func(*Event) bool) (last []*Event, from map[string]Start, done bool, err error) {
+	files, err := l.Files()
+	if err != nil {
+		return nil, nil, false, err
+	}
+	from = map[string]Start{}
+	partial := map[string]bool{} // files read from after their beginning
+	for _, path := range files {
+		w := WriterOf(path)
+		if from[w], err = TailStart(path, k); err != nil {
+			return nil, nil, false, err
+		}
+		partial[w] = from[w].Offset > 0
+	}
+	var warned []string // said by the pass that is enough, once
+	r, err := l.read(from, func(msg string) { warned = append(warned, msg) })
+	if err != nil {
+		return nil, nil, false, err
+	}
+	defer r.Close()
+	first := map[string]*Event{}
+	for {
+		e, pos, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, nil, false, err
+		}
+		from[pos.Writer] = pos.Start()
+		if first[pos.Writer] == nil {
+			first[pos.Writer] = e
+		}
+		if !match(e) {
+			continue
+		}
+		if len(last) == n {
+			last = last[1:]
+		}
+		last = append(last, e)
+	}
+	for w, p := range partial {
+		// An event of w before the part read sorts before w's first event
+		// read: it cannot be among the last n when that one sorts before
+		// the n-th last match.
+		if p && (len(last) < n || first[w] == nil || last[0].Before(first[w])) {
+			return nil, nil, false, nil
+		}
+	}
+	for _, msg := range warned {
+		l.warnText(msg)
+	}
+	return last, from, true, nil
 }

@@ -49,9 +49,9 @@ func browser(t *testing.T) context.Context {
 		chromedp.NoSandbox, // CI runs as root
 		chromedp.WindowSize(1500, 1000),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		// Chromium's profile and its own temp files (a singleton socket it
-		// does not always remove) in the test's directory, not /tmp.
-		chromedp.UserDataDir(t.TempDir()),
+		// Chromium's own temp files (a singleton socket it does not always
+		// remove) in the test's directory, not /tmp; its profile stays
+		// chromedp's, which removes it when Chromium's helpers are gone.
 		chromedp.Env("TMPDIR="+t.TempDir()),
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
