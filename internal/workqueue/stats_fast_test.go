@@ -27,99 +27,29 @@ func TestNativeStatsAsEveryTaskCounted(t *testing.T) {
 		if seed%3 != 2 {
 			step, pol.MaxFailures = 90, 2 // backoffs still running, abandonments
 		}
-		at := t0
-		var lastFail time.Time
-		var ids, worked []string // worked: claimed at some point
-		pick := func() string { return ids[r.IntN(len(ids))] }
-		pickWorked := func() string {
-			if len(worked) == 0 || r.IntN(4) == 0 {
-				return pick()
-			}
-			return worked[r.IntN(len(worked))]
-		}
-		try := func(drafts []eventlog.Draft, err error) {
-			if err == nil {
-				w.apply("ada", at, drafts...)
-			}
-		}
-		one := func(d eventlog.Draft, err error) { try([]eventlog.Draft{d}, err) }
-		change := func(n int) {
-			for range n {
-				at = at.Add(time.Duration(r.IntN(step)) * time.Second)
-				switch k := r.IntN(24); {
-				case k < 7 || len(ids) == 0:
-					var labels []string
-					if r.IntN(6) == 0 {
-						labels = []string{BlockedLabel}
-					}
-					ids = append(ids, w.add(fmt.Sprint("t", len(ids)), r.IntN(5), at, labels...))
-				case k < 9:
-					try(CloseTasks(w.s, []string{pick()}, "done"))
-				case k < 10:
-					one(Reopen(w.s, pick()))
-				case k < 12:
-					one(AddDep(w.s, pick(), pick()))
-				case k < 13:
-					one(AddDep(w.s, pick(), "sp-nothere"))
-				case k < 14 && r.IntN(3) == 0:
-					parent := pick()
-					try(UpdateTask(w.s, pick(), Update{Parent: &parent}))
-				case k < 15:
-					if r.IntN(2) == 0 {
-						try(UpdateTask(w.s, pickWorked(), Update{AddLabels: []string{BlockedLabel}}))
-					} else {
-						try(UpdateTask(w.s, pickWorked(), Update{RemoveLabels: []string{BlockedLabel}}))
-					}
-				case k < 17:
-					id := pick()
-					if drafts, err := ClaimTask(w.s, pol, id, "agent", "ada", at); err == nil {
-						w.apply("ada", at, drafts...)
-						worked = append(worked, id)
-					}
-				case k < 19:
-					if drafts, err := Fail(w.s, pol, pickWorked(), "ada", "boom", at); err == nil {
-						w.apply("ada", at, drafts...)
-						lastFail = at
-					}
-				case k < 20:
-					try(Done(w.s, pol, pickWorked(), "ada", "ok", at))
-				case k < 21:
-					one(Retry(w.s, pol, pickWorked(), at))
-				case k < 22:
-					one(Unblock(w.s, pickWorked(), r.IntN(2) == 0))
-				case k < 23:
-					id := pickWorked()
-					one(Release(w.s, pol, id, "ada", at))
-					if r.IntN(2) == 0 { // a pending entry: the label counts
-						try(UpdateTask(w.s, id, Update{AddLabels: []string{BlockedLabel}}))
-					}
-				default:
-					one(Block(w.s, pickWorked(), "stuck"))
-				}
-			}
-		}
-		change(300)
+		c := &churn{w: w, r: r, pol: pol, at: t0, step: step}
+		c.change(300)
 		for i := range 3 { // failed twice just now: in backoff, or abandoned
-			id := w.add(fmt.Sprint("f", i), i, at)
+			id := w.add(fmt.Sprint("f", i), i, c.at)
 			for range 2 {
-				d, err := ClaimTask(w.s, pol, id, "agent", "ada", at)
+				d, err := ClaimTask(w.s, pol, id, "agent", "ada", c.at)
 				if err != nil {
 					t.Fatal(err)
 				}
-				w.apply("ada", at, d...)
-				if d, err = Fail(w.s, pol, id, "ada", "boom", at); err != nil {
+				w.apply("ada", c.at, d...)
+				if d, err = Fail(w.s, pol, id, "ada", "boom", c.at); err != nil {
 					t.Fatal(err)
 				}
-				w.apply("ada", at, d...)
-				lastFail = at
+				w.apply("ada", c.at, d...)
+				c.lastFail = c.at
 			}
 		}
 		fresh, onFile := w.reopener(t), w.fileReopener(t)
 		for round := range 3 {
 			if round > 0 {
-				change(40)
+				c.change(40)
 			}
-			for _, now := range []time.Time{at, at.Add(-2 * time.Hour), at.Add(time.Minute), at.Add(10 * time.Minute), at.Add(48 * time.Hour), lastFail.Add(30 * time.Second)} {
+			for _, now := range []time.Time{c.at, c.at.Add(-2 * time.Hour), c.at.Add(time.Minute), c.at.Add(10 * time.Minute), c.at.Add(48 * time.Hour), c.lastFail.Add(30 * time.Second)} {
 				g := pol.Gate(nil, nil)
 				whole := fresh()
 				whole.allTasks()
@@ -141,6 +71,99 @@ func TestNativeStatsAsEveryTaskCounted(t *testing.T) {
 					t.Fatalf("seed %d round %d: stats read the index", seed, round)
 				}
 			}
+		}
+	}
+}
+
+// churn makes random changes to a world's tasks, as a team and its agents
+// do: adds (some with the blocked label), closes and reopens, dependencies
+// (one on a task that does not exist), parents, labels, claims, failures,
+// completions, retries, unblocks, releases and blocks; the later ones
+// mostly on tasks claimed before. Each change comes after a random wait
+// of up to step seconds.
+type churn struct {
+	w        *world
+	r        *rand.Rand
+	pol      Policy
+	at       time.Time
+	step     int
+	lastFail time.Time
+	ids      []string
+	worked   []string // claimed at some point
+}
+
+func (c *churn) pick() string { return c.ids[c.r.IntN(len(c.ids))] }
+
+func (c *churn) pickWorked() string {
+	if len(c.worked) == 0 || c.r.IntN(4) == 0 {
+		return c.pick()
+	}
+	return c.worked[c.r.IntN(len(c.worked))]
+}
+
+func (c *churn) try(drafts []eventlog.Draft, err error) {
+	if err == nil {
+		c.w.apply("ada", c.at, drafts...)
+	}
+}
+
+func (c *churn) one(d eventlog.Draft, err error) { c.try([]eventlog.Draft{d}, err) }
+
+// change makes n changes.
+func (c *churn) change(n int) {
+	w, r, pol := c.w, c.r, c.pol
+	for range n {
+		c.at = c.at.Add(time.Duration(r.IntN(c.step)) * time.Second)
+		at := c.at
+		switch k := r.IntN(24); {
+		case k < 7 || len(c.ids) == 0:
+			var labels []string
+			if r.IntN(6) == 0 {
+				labels = []string{BlockedLabel}
+			}
+			c.ids = append(c.ids, w.add(fmt.Sprint("t", len(c.ids)), r.IntN(5), at, labels...))
+		case k < 9:
+			c.try(CloseTasks(w.s, []string{c.pick()}, "done"))
+		case k < 10:
+			c.one(Reopen(w.s, c.pick()))
+		case k < 12:
+			c.one(AddDep(w.s, c.pick(), c.pick()))
+		case k < 13:
+			c.one(AddDep(w.s, c.pick(), "sp-nothere"))
+		case k < 14 && r.IntN(3) == 0:
+			parent := c.pick()
+			c.try(UpdateTask(w.s, c.pick(), Update{Parent: &parent}))
+		case k < 15:
+			if r.IntN(2) == 0 {
+				c.try(UpdateTask(w.s, c.pickWorked(), Update{AddLabels: []string{BlockedLabel}}))
+			} else {
+				c.try(UpdateTask(w.s, c.pickWorked(), Update{RemoveLabels: []string{BlockedLabel}}))
+			}
+		case k < 17:
+			id := c.pick()
+			if drafts, err := ClaimTask(w.s, pol, id, "agent", "ada", at); err == nil {
+				w.apply("ada", at, drafts...)
+				c.worked = append(c.worked, id)
+			}
+		case k < 19:
+			if drafts, err := Fail(w.s, pol, c.pickWorked(), "ada", "boom", at); err == nil {
+				w.apply("ada", at, drafts...)
+				c.lastFail = at
+			}
+		case k < 20:
+			c.try(Done(w.s, pol, c.pickWorked(), "ada", "ok", at))
+		case k < 21:
+			c.one(Retry(w.s, pol, c.pickWorked(), at))
+		case k < 22:
+			c.one(Unblock(w.s, c.pickWorked(), r.IntN(2) == 0))
+		case k < 23:
+			id := c.pickWorked()
+			c.one(Release(w.s, pol, id, "ada", at))
+			if r.IntN(2) == 0 { // a pending entry: the label counts
+				c.try(UpdateTask(w.s, id, Update{AddLabels: []string{BlockedLabel}}))
+			}
+		default:
+			c.one(Block(w.s, c.pickWorked(), "stuck"))
 		}
 	}
 }

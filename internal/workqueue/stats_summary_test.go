@@ -1,14 +1,12 @@
 package workqueue
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/projections"
 )
 
@@ -27,58 +25,10 @@ func TestSummaryStatsAfterSaves(t *testing.T) {
 			pol.Kind = Progressive
 		}
 		pol.MaxFailures = 2
-		at := t0
-		var ids []string
-		pick := func() string { return ids[r.IntN(len(ids))] }
-		try := func(drafts []eventlog.Draft, err error) {
-			if err == nil {
-				w.apply("ada", at, drafts...)
-			}
-		}
-		one := func(d eventlog.Draft, err error) { try([]eventlog.Draft{d}, err) }
-		change := func(n int) {
-			for range n {
-				at = at.Add(time.Duration(r.IntN(600)) * time.Second)
-				switch k := r.IntN(20); {
-				case k < 6 || len(ids) == 0:
-					var labels []string
-					if r.IntN(5) == 0 {
-						labels = []string{BlockedLabel}
-					}
-					ids = append(ids, w.add(fmt.Sprint("t", len(ids)), r.IntN(4), at, labels...))
-				case k < 8:
-					try(CloseTasks(w.s, []string{pick()}, "done"))
-				case k < 9:
-					one(Reopen(w.s, pick()))
-				case k < 11:
-					one(AddDep(w.s, pick(), pick()))
-				case k < 12:
-					parent := pick()
-					try(UpdateTask(w.s, pick(), Update{Parent: &parent}))
-				case k < 13:
-					try(UpdateTask(w.s, pick(), Update{AddLabels: []string{BlockedLabel}}))
-				case k < 14:
-					try(UpdateTask(w.s, pick(), Update{RemoveLabels: []string{BlockedLabel}}))
-				case k < 16:
-					if d, err := ClaimTask(w.s, pol, pick(), "agent", "ada", at); err == nil {
-						w.apply("ada", at, d...)
-					}
-				case k < 17:
-					if d, err := Fail(w.s, pol, pick(), "ada", "boom", at); err == nil {
-						w.apply("ada", at, d...)
-					}
-				case k < 18:
-					try(Done(w.s, pol, pick(), "ada", "ok", at))
-				case k < 19:
-					one(Release(w.s, pol, pick(), "ada", at))
-				default:
-					one(Block(w.s, pick(), "stuck"))
-				}
-			}
-		}
+		c := &churn{w: w, r: r, pol: pol, at: t0, step: 600}
 		check := func(round int, what string, s func() *State) {
 			t.Helper()
-			for _, now := range []time.Time{at, at.Add(-time.Hour), at.Add(5 * time.Minute), at.Add(48 * time.Hour)} {
+			for _, now := range []time.Time{c.at, c.at.Add(-time.Hour), c.at.Add(5 * time.Minute), c.at.Add(48 * time.Hour)} {
 				g := pol.Gate(nil, nil)
 				whole := s()
 				whole.allTasks() // the slow path: every task counted
@@ -95,7 +45,7 @@ func TestSummaryStatsAfterSaves(t *testing.T) {
 		var oldHistory []byte // the history saved a round before the tasks
 		var from int          // the events since
 		for round := range 6 {
-			change(60)
+			c.change(60)
 			tasks, err := NewTasksProjection(w.s).MarshalState()
 			if err != nil {
 				t.Fatal(err)
