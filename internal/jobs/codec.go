@@ -23,8 +23,13 @@ import (
 // in id order: a snapshot whose checksum matched is read lazily
 // (UnmarshalChecked), a job found by id without decoding the others.
 //
-//	magic | uvarint jobs | (uint32 length | job)… | gob(rest)
-const snapshotMagic = "spool-jobs-5\n"
+// The queue section lists the queued jobs that used no slot time, with what a
+// claim's lanes read of them (queueHeads): a claim decodes the other jobs
+// and the first job of each lane only (Projection.Claimable).
+//
+//	magic | uvarint jobs | (uint32 length | job)… | uvarint length | queue | gob(rest)
+//	queue: uvarint n | (uvarint record | uvarint rank | varint order | varint slots | off-peak | moved | owner | project)…
+const snapshotMagic = "spool-jobs-6\n"
 
 var errSnapshot = errors.New("jobs snapshot is damaged")
 
@@ -46,6 +51,27 @@ func (s *State) marshal() ([]byte, error) {
 		encodeJob(w, j)
 		binary.LittleEndian.PutUint32(w.Buf[at:], uint32(len(w.Buf)-at-4))
 	}
+	q := &table.Enc{}
+	n := 0
+	for _, j := range jobs {
+		if idle(j) {
+			n++
+		}
+	}
+	q.Uint(uint64(n))
+	for i, j := range jobs {
+		if idle(j) {
+			q.Uint(uint64(i))
+			q.Uint(uint64(j.Tier.Rank()))
+			q.Int(j.Order)
+			q.Int(int64(j.Slots))
+			q.Bool(j.OffPeak)
+			q.Bool(j.Moved)
+			q.Str(j.Owner)
+			q.Str(j.Project)
+		}
+	}
+	w.Str(string(q.Buf))
 	var r rest
 	for _, k := range slices.Sorted(maps.Keys(s.Quotas)) {
 		r.Quotas = append(r.Quotas, s.Quotas[k])
@@ -61,10 +87,17 @@ func (s *State) marshal() ([]byte, error) {
 	return buf.Bytes(), err
 }
 
+// idle says whether j is a queued job that has used no slot time: all a
+// claim reads of it is its place in the queue (the queue section). The
+// scheduler's other reads skip it: it holds no slots and used none (Tick,
+// Busy, yielders, fair share, quotas).
+func idle(j *Job) bool { return j.Status == Queued && len(j.Runs) == 0 }
+
 // lazyJobs are a snapshot's jobs, not decoded yet.
 type lazyJobs struct {
-	recs string  // the records; the jobs' strings are its bytes
-	at   []int32 // where each job's record starts (after its length), in id order
+	recs  string  // the records; the jobs' strings are its bytes
+	at    []int32 // where each job's record starts (after its length), in id order
+	queue string  // the queue section
 }
 
 // index reads what marshal wrote, the jobs left encoded: their records
@@ -97,8 +130,13 @@ func index(b []byte) (*lazyJobs, *State, error) {
 	if r.Err() != nil {
 		return nil, nil, errSnapshot
 	}
+	after := table.NewDec(recs[pos:])
+	lz.queue = after.Str()
+	if after.Err() != nil {
+		return nil, nil, errSnapshot
+	}
 	var x rest
-	if gob.NewDecoder(strings.NewReader(recs[pos:])).Decode(&x) != nil {
+	if gob.NewDecoder(strings.NewReader(after.Rest())).Decode(&x) != nil {
 		return nil, nil, errSnapshot
 	}
 	s := NewState()
@@ -146,13 +184,43 @@ func (lz *lazyJobs) find(id string) (*Job, error) {
 	if !ok {
 		return nil, nil
 	}
+	return lz.decode(i, &slabs{})
+}
+
+// decode decodes job i alone.
+func (lz *lazyJobs) decode(i int, sl *slabs) (*Job, error) {
 	j := &Job{}
 	r := table.NewDec(lz.rec(i))
-	decodeJob(r, j, &slabs{})
+	decodeJob(r, j, sl)
 	if r.End() != nil {
 		return nil, errSnapshot
 	}
 	return j, nil
+}
+
+// eachQueued calls fn with each entry of the queue section.
+func (lz *lazyJobs) eachQueued(fn func(e queued)) error {
+	r := table.NewDec(lz.queue)
+	n := r.Count()
+	for range n {
+		e := queued{rec: int(r.Uint()), rank: int(r.Uint()), order: r.Int(), slots: int(r.Int()),
+			offPeak: r.Bool(), moved: r.Bool(), owner: r.Str(), project: r.Str()}
+		if r.Err() != nil || e.rec < 0 || e.rec >= len(lz.at) {
+			return errSnapshot
+		}
+		fn(e)
+	}
+	return r.End()
+}
+
+// queued is an entry of the queue section: an idle job.
+type queued struct {
+	rec            int // its record
+	rank           int
+	order          int64
+	slots          int
+	offPeak, moved bool
+	owner, project string
 }
 
 // decodeAll decodes every job into s, but those s.Jobs has already (taken

@@ -437,7 +437,7 @@ func RetryJob(s *State, p Policy, id, actor string) ([]eventlog.Draft, error) {
 // submitted, once each however many processes tick.
 func Tick(s *State, p Policy, now time.Time, gone Gone) []eventlog.Draft {
 	var out []eventlog.Draft
-	for _, j := range s.Jobs {
+	for _, j := range s.decided().Jobs {
 		held := j.Status.Held()
 		switch {
 		case j.Status == Scheduled && !j.StartAfter.After(now):

@@ -123,18 +123,23 @@ func (pl *pool) add(x place, sorted bool) {
 // lane is x's lane, made when it has none yet (not listed in its tier).
 func (pl *pool) lane(x place) *jobLane {
 	j := x.j
-	k := laneKey{rank: x.rank, offPeak: j.OffPeak, moved: j.Moved}
-	if pl.fair != nil || pl.q.s.Quotas["user/"+j.Owner] != nil {
-		k.owner = j.Owner
+	return pl.laneOf(x.rank, j.Owner, j.Project, j.OffPeak, j.Moved)
+}
+
+// laneOf is the lane of a job with these fields.
+func (pl *pool) laneOf(rank int, owner, project string, offPeak, moved bool) *jobLane {
+	k := laneKey{rank: rank, offPeak: offPeak, moved: moved}
+	if pl.fair != nil || pl.q.s.Quotas["user/"+owner] != nil {
+		k.owner = owner
 	}
-	if j.Project != "" && pl.q.s.Quotas["project/"+j.Project] != nil {
-		k.project = j.Project
+	if project != "" && pl.q.s.Quotas["project/"+project] != nil {
+		k.project = project
 	}
 	l := pl.lanes[k]
 	if l == nil {
 		l = &jobLane{key: k, late: newMinHeap(placeLess), until: pl.q.holdUntil(k.owner, k.project)}
 		if pl.fair != nil {
-			l.owner = pl.fair.index(j.Owner)
+			l.owner = pl.fair.index(owner)
 		}
 		pl.lanes[k] = l
 	}
@@ -298,7 +303,7 @@ func (s *State) fairTrack(p Policy, now time.Time) *fairTrack {
 		hl = (24 * time.Hour).Seconds()
 	}
 	f := &fairTrack{hl: hl, base: now, ix: map[string]int{}}
-	for _, j := range s.Jobs {
+	for _, j := range s.decided().Jobs {
 		var sum float64
 		for _, r := range j.Runs {
 			age := max(now.Sub(r.End).Seconds(), 0)

@@ -33,3 +33,17 @@ func DecideWhole(s *State, p Policy, o Offer, now time.Time) Decision {
 // JobCount and Exists are what SubmitJob reads of a state's jobs.
 func JobCount(s *State) int           { return s.jobCount() }
 func Exists(s *State, id string) bool { return s.exists(id) }
+
+// Encoded is how many jobs of a state read lazily are not decoded yet.
+func Encoded(s *State) int {
+	if s.lazy == nil {
+		return 0
+	}
+	n := 0
+	for i := range s.lazy.at {
+		if !s.isTaken(i) {
+			n++
+		}
+	}
+	return n
+}

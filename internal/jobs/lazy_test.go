@@ -203,3 +203,126 @@ func must(b []byte, err error) []byte {
 	}
 	return b
 }
+
+// A claim decides on a claimable state (idle jobs left in the snapshot,
+// read through its queue section) what it decides on the whole one:
+// straight after the load and after events folded in lazily, under fair
+// share and fifo, with quotas on users and a project, for workers of 1 to
+// 3 slots, through the lease's end and the off-peak window, with a dead
+// holder; the claim's events then fold to the whole state's.
+func TestClaimOnAClaimableState(t *testing.T) {
+	t.Parallel()
+	c := newClone("w").(*clone)
+	fair := c.policy()
+	fifo := fair
+	fifo.Fair = false
+	left := 0
+	for seed := range uint64(12) {
+		events := history(t, seed, 300)
+		cut := len(events) / 2
+		b, _ := fold(events[:cut]).MarshalState()
+		last := events[len(events)-1].At
+		for _, upto := range []int{cut, len(events)} {
+			for pi, p := range []jobs.Policy{fair, fifo} {
+				for _, quota := range []bool{false, true} {
+					whole := fold(events[:upto])
+					l := jobs.Spec.New().(*jobs.Projection)
+					if err := l.UnmarshalChecked(bytes.Clone(b)); err != nil {
+						t.Fatal(err)
+					}
+					for _, e := range events[cut:upto] {
+						l.Apply(e)
+					}
+					if quota { // the project over its quota, or not
+						d, err := jobs.SetQuota(whole.State(), p, jobs.Quota{Scope: "project", Name: "render", Daily: time.Duration(1+seed%3) * 20 * time.Minute}, "root")
+						if err != nil {
+							t.Fatal(err)
+						}
+						e, _ := d.Event("root", last)
+						whole.Apply(e)
+						l.Apply(e)
+					}
+					at := []time.Duration{0, 5 * time.Minute, 11 * time.Minute, 13 * time.Hour}[seed%4]
+					now := last.Add(at)
+					worker := workers[int(seed)%len(workers)]
+					holder := &jobs.ProcRecord{PID: 101, PGID: 1, Start: 7, Boot: "b", NS: "pid:[9]"}
+					gone := jobs.Gone{{PID: 100 + int(seed%3), PGID: 1, Start: 7, Boot: "b", NS: "pid:[9]"}: true}
+					slots := 1 + int(seed+uint64(pi))%3
+					cs := l.Claimable()
+					left += jobs.Encoded(cs)
+					d1, c1, err1 := jobs.ClaimJobHeld(cs, p, worker, holder, gone, slots, now)
+					d2, c2, err2 := jobs.ClaimJobHeld(whole.State(), p, worker, holder, gone, slots, now)
+					if !reflect.DeepEqual(d1, d2) || !reflect.DeepEqual(c1, c2) || fmt.Sprint(err1) != fmt.Sprint(err2) {
+						t.Fatalf("seed %d, upto %d, policy %d, quota %v: claimable %+v %+v %v; whole %+v %+v %v", seed, upto, pi, quota, d1, c1, err1, d2, c2, err2)
+					}
+					if !bytes.Equal(must(l.MarshalState()), must(whole.MarshalState())) {
+						t.Fatalf("seed %d: the claimable state differs after the claim's reads", seed)
+					}
+					for _, d := range d1 {
+						e, err := d.Event(worker, now)
+						if err != nil {
+							t.Fatal(err)
+						}
+						whole.Apply(e)
+						l.Apply(e)
+					}
+					if !bytes.Equal(must(l.MarshalState()), must(whole.MarshalState())) {
+						t.Fatalf("seed %d: the claim's events fold otherwise on the claimable state", seed)
+					}
+				}
+			}
+		}
+	}
+	if left == 0 {
+		t.Fatal("no claim left a job encoded: the test reads no queue section")
+	}
+}
+
+// Two cases the random histories seldom reach, on a claimable state and
+// on the whole one: jobs of one lane queued at one instant (their order
+// ties: the least id is first), and an urgent job that needs more slots
+// than the worker has, which keeps an off-peak job waiting in its window.
+func TestClaimOnAClaimableStateAtTheEdges(t *testing.T) {
+	t.Parallel()
+	p := newClone("w").(*clone).policy()
+	night := time.Date(2026, 3, 2, 23, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		subs []jobs.Submit
+		want func(s *jobs.State) string // the job claimed, or ""
+	}{
+		{"ties", slices.Repeat([]jobs.Submit{{Argv: []string{"run"}}}, 6), func(s *jobs.State) string {
+			return slices.Min(slices.Collect(maps.Keys(s.Jobs)))
+		}},
+		{"urgent", []jobs.Submit{{Tier: jobs.Urgent, Slots: 2, Argv: []string{"run"}}, {OffPeak: true, Argv: []string{"run"}}}, func(*jobs.State) string {
+			return ""
+		}},
+	} {
+		whole := jobs.Spec.New().(*jobs.Projection)
+		for _, n := range tc.subs {
+			d, _, err := jobs.SubmitJob(whole.State(), p, n, "root", "w1", night)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range d {
+				e, _ := x.Event("root", night)
+				whole.Apply(e)
+			}
+		}
+		l := jobs.Spec.New().(*jobs.Projection)
+		if err := l.UnmarshalChecked(must(whole.MarshalState())); err != nil {
+			t.Fatal(err)
+		}
+		want := tc.want(whole.State())
+		for _, s := range []*jobs.State{l.Claimable(), whole.State()} {
+			_, c, err := jobs.ClaimJobHeld(s, p, "w1", nil, nil, 1, night)
+			got := ""
+			if c != nil {
+				got = c.Job.ID
+			}
+			if err != nil || got != want {
+				t.Fatalf("%s: claimed %q, %v; want %q", tc.name, got, err, want)
+			}
+		}
+	}
+}

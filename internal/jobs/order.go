@@ -133,7 +133,7 @@ func (s *State) decideFrom(pl *pool, o Offer, now time.Time) Decision {
 // order of their first jobs, as adding the sorted queue lists them: choose
 // reads them in that order.
 func (s *State) queueHeads(p Policy, now time.Time, most int) *pool {
-	pl := s.newPool(p, now)
+	pl := s.decided().newPool(p, now)
 	for _, j := range s.Jobs {
 		if j.Status != Queued {
 			continue
@@ -152,6 +152,9 @@ func (s *State) queueHeads(p Policy, now time.Time, most int) *pool {
 			l.sorted[0] = x
 		}
 	}
+	if s.lazy != nil {
+		s.idleHeads(pl, most)
+	}
 	lanes := slices.Collect(maps.Values(pl.lanes))
 	slices.SortFunc(lanes, func(a, b *jobLane) int {
 		if placeLess(a.top(), b.top()) {
@@ -166,6 +169,44 @@ func (s *State) queueHeads(p Policy, now time.Time, most int) *pool {
 	return pl
 }
 
+// idleHeads is queueHeads for the idle jobs of a claimable state, read
+// from the snapshot's queue section: only the first of each lane is
+// decoded. In a lane the jobs share their tier, and the records are in id
+// order, so the first is the one of least order, then least record.
+func (s *State) idleHeads(pl *pool, most int) {
+	type head struct {
+		rec   int
+		order int64
+	}
+	heads := map[*jobLane]head{}
+	mustDecode(s.lazy.eachQueued(func(e queued) {
+		if s.isTaken(e.rec) { // an event changed it: Jobs has it
+			return
+		}
+		if e.rank == Urgent.Rank() {
+			pl.urgent++
+		}
+		if e.slots > most {
+			return
+		}
+		l := pl.laneOf(e.rank, e.owner, e.project, e.offPeak, e.moved)
+		if h, ok := heads[l]; !ok || e.order < h.order || e.order == h.order && e.rec < h.rec {
+			heads[l] = head{e.rec, e.order}
+		}
+	}))
+	sl := &slabs{}
+	for l, h := range heads {
+		j, err := s.lazy.decode(h.rec, sl)
+		mustDecode(err)
+		x := place{j: j, rank: l.key.rank, order: j.Order}
+		if len(l.sorted) == 0 {
+			l.sorted = append(l.sorted, x)
+		} else if placeLess(x, l.sorted[0]) {
+			l.sorted[0] = x
+		}
+	}
+}
+
 // yielders returns the running off-peak jobs to ask to yield for next,
 // which waits for slots with free of them free (pickYielders).
 func (s *State) yielders(next *Job, free int) []*Job {
@@ -173,7 +214,7 @@ func (s *State) yielders(next *Job, free int) []*Job {
 		running []*Job
 		cands   []yieldCand
 	)
-	for _, j := range s.Jobs {
+	for _, j := range s.decided().Jobs {
 		if j.OffPeak && j.Status.Held() {
 			running = append(running, j)
 			cands = append(cands, yieldCand{rank: j.Tier.Rank(), first: j.FirstStart, id: j.ID, slots: j.Slots, asked: j.YieldRequested})
@@ -233,7 +274,7 @@ func pickYielders(cands []yieldCand, rank, need int) []int {
 // Busy is the slots a worker's jobs hold.
 func (s *State) Busy(worker string) int {
 	n := 0
-	for _, j := range s.Jobs {
+	for _, j := range s.decided().Jobs {
 		if j.Worker == worker && j.Status.Held() {
 			n += j.Slots
 		}

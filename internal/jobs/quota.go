@@ -31,7 +31,7 @@ type usage struct{ user, project map[string]time.Duration }
 // running now included.
 func (s *State) usageSince(since, now time.Time) usage {
 	u := usage{user: map[string]time.Duration{}, project: map[string]time.Duration{}}
-	for _, j := range s.all().Jobs {
+	for _, j := range s.decided().Jobs {
 		d := j.slotTime(since, now)
 		if d == 0 {
 			continue

@@ -161,8 +161,13 @@ type State struct {
 	// by one by Projection.Job and Apply (an event's job, into Jobs, which
 	// then holds the jobs decoded so far, newer than their records). Only
 	// Projection.Lazy hands out a state with them, to SubmitJob, which
-	// reads them so (jobCount, exists, all).
+	// reads them so (jobCount, exists, all), and Projection.Claimable.
 	lazy *lazyJobs
+	// taken marks the records of lazy whose jobs are in Jobs.
+	taken []bool
+	// claimable says Jobs holds every job of lazy but the idle ones
+	// (Projection.Claimable): a decision reads those through queueHeads.
+	claimable bool
 }
 
 // NewState returns an empty scheduler.
@@ -174,7 +179,7 @@ func NewState() *State {
 const Name = "jobs"
 
 // Spec registers the projection.
-var Spec = projections.Spec{Name: Name, Version: 9, Amortize: 1000, New: func() projections.Projection { return &Projection{s: NewState()} }}
+var Spec = projections.Spec{Name: Name, Version: 10, Amortize: 1000, New: func() projections.Projection { return &Projection{s: NewState()} }}
 
 // Projection folds the scheduler's events.
 type Projection struct {
@@ -200,9 +205,56 @@ func (p *Projection) Lazy() *State { return p.s }
 func (s *State) all() *State {
 	if s.lazy != nil {
 		mustDecode(s.lazy.decodeAll(s))
-		s.lazy = nil
+		s.lazy, s.taken, s.claimable = nil, nil, false
 	}
 	return s
+}
+
+// decided is s with every job a decision reads but through queueHeads
+// decoded: a claimable state as it is, any other whole.
+func (s *State) decided() *State {
+	if s.claimable {
+		return s
+	}
+	return s.all()
+}
+
+// Claimable is the state a claim decides on (ClaimJobHeld), as State is,
+// but with the idle jobs of a snapshot read lazily left in it: at 10,000
+// queued jobs decoding them was most of a claim. queueHeads reads them
+// from the snapshot's queue section and decodes each lane's first job
+// alone; nothing else a claim reads concerns them.
+func (p *Projection) Claimable() *State {
+	s := p.s
+	if s.lazy == nil || s.claimable {
+		return s
+	}
+	lz := s.lazy
+	skip := make([]bool, len(lz.at))
+	mustDecode(lz.eachQueued(func(e queued) { skip[e.rec] = true }))
+	sl := &slabs{}
+	for i := range lz.at {
+		if skip[i] || s.isTaken(i) {
+			continue
+		}
+		j, err := lz.decode(i, sl)
+		mustDecode(err)
+		s.put(i, j)
+	}
+	s.claimable = true
+	return s
+}
+
+// isTaken says whether record i's job is in Jobs.
+func (s *State) isTaken(i int) bool { return i < len(s.taken) && s.taken[i] }
+
+// put puts record i's job, decoded, in Jobs.
+func (s *State) put(i int, j *Job) {
+	if s.taken == nil {
+		s.taken = make([]bool, len(s.lazy.at))
+	}
+	s.taken[i] = true
+	s.Jobs[j.ID] = j
 }
 
 // jobCount is len(Jobs) once all are decoded.
@@ -228,16 +280,19 @@ func mustDecode(err error) {
 	}
 }
 
-// take puts job id, when the snapshot has it, in s.Jobs for an event to
-// fold into.
-func (p *Projection) take(id string) {
-	if _, ok := p.s.Jobs[id]; ok {
+// take puts job id, when the snapshot read lazily has it, in s.Jobs for
+// an event to fold into.
+func (s *State) take(id string) {
+	if s.lazy == nil {
 		return
 	}
-	j, err := p.s.lazy.find(id)
-	mustDecode(err)
-	if j != nil {
-		p.s.Jobs[id] = j
+	if _, ok := s.Jobs[id]; ok {
+		return
+	}
+	if i, ok := s.lazy.search(id); ok {
+		j, err := s.lazy.decode(i, &slabs{})
+		mustDecode(err)
+		s.put(i, j)
 	}
 }
 
@@ -277,7 +332,7 @@ func (p *Projection) Apply(e *eventlog.Event) error {
 		// decoded): the other jobs stay encoded. Nothing was handed out
 		// (Snapshot decodes all), so nothing is shared.
 		if strings.HasPrefix(e.Type, "job.") {
-			p.take(e.Subject)
+			p.s.take(e.Subject)
 		}
 		p.s.Apply(e)
 		return nil
@@ -589,9 +644,10 @@ func (p *Projection) Files() ([]projections.File, error) {
 // its own and so are the schedules (a job's end changes its schedule's;
 // they are few), the jobs are still s's until ownJob copies one.
 func (s *State) fork() *State {
-	s.all()
+	s.decided()
 	o := &State{Jobs: maps.Clone(s.Jobs), Quotas: maps.Clone(s.Quotas),
-		Schedules: make(map[string]*Schedule, len(s.Schedules)), Workers: maps.Clone(s.Workers)}
+		Schedules: make(map[string]*Schedule, len(s.Schedules)), Workers: maps.Clone(s.Workers),
+		lazy: s.lazy, taken: slices.Clone(s.taken), claimable: s.claimable}
 	for k, v := range s.Schedules {
 		c := *v
 		o.Schedules[k] = &c
@@ -617,6 +673,7 @@ func (s *State) Overlay(drafts []eventlog.Draft, actor string, now time.Time) (*
 	copied := map[string]bool{}
 	for _, d := range drafts {
 		if !copied[d.Subject] {
+			o.take(d.Subject)
 			o.ownJob(d.Subject)
 			copied[d.Subject] = true
 		}

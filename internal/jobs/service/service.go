@@ -52,6 +52,11 @@ func (s *Service) Job(ctx context.Context, id string) (j *jobs.Job, err error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.jobIn(v, id)
+}
+
+// jobIn is job id of view v, read under the store's lock.
+func (s *Service) jobIn(v *projections.View, id string) (j *jobs.Job, err error) {
 	s.Store.Hold(func() {
 		p, _ := projections.As[*jobs.Projection](v, jobs.Name)
 		j, err = p.Job(id)
@@ -85,6 +90,7 @@ type written[R any] struct {
 	State  *jobs.State
 	Events []eventlog.Event
 	Result R
+	view   *projections.View
 }
 
 // write decides under the log's lock, at one clock reading, and appends;
@@ -128,7 +134,7 @@ func decideOn[R any](ctx context.Context, s *Service, worker string, state func(
 	if err != nil {
 		return written[R]{}, err
 	}
-	out := written[R]{Events: w.Events, Result: w.Result}
+	out := written[R]{Events: w.Events, Result: w.Result, view: w.View}
 	if keep {
 		out.State = s.snapshot(w.View)
 	}
@@ -260,16 +266,22 @@ func (s *Service) ClaimHere(ctx context.Context, worker string, slots int) (*job
 }
 
 func (s *Service) claim(ctx context.Context, worker string, slots int, holder *jobs.ProcRecord) (*jobs.Claim, error) {
-	w, err := decideAs(ctx, s, worker, func(st *jobs.State, _ string, now time.Time) ([]eventlog.Draft, *jobs.Claim, error) {
+	// A claim decides on the jobs decoded but the idle ones (Claimable): at
+	// 10,000 queued jobs decoding them was most of a claim.
+	claimable := func(v *projections.View) *jobs.State {
+		p, _ := projections.As[*jobs.Projection](v, jobs.Name)
+		return p.Claimable()
+	}
+	w, err := decideOn(ctx, s, worker, claimable, false, func(st *jobs.State, _ string, now time.Time) ([]eventlog.Draft, *jobs.Claim, error) {
 		return jobs.ClaimJobHeld(st, s.Policy, worker, holder, gone(st), slots, now)
 	})
 	c := w.Result
 	if err != nil || c == nil {
 		return nil, err
 	}
-	// The job as the claim left it, from the snapshot after the append:
-	// c.Job is the record the decision read, before the claim.
-	if c.Job, err = w.State.Job(c.Job.ID); err != nil {
+	// The job as the claim left it: c.Job is the record the decision
+	// read, before the claim.
+	if c.Job, err = s.jobIn(w.view, c.Job.ID); err != nil {
 		return nil, err
 	}
 	return c, nil
