@@ -26,6 +26,7 @@ import (
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/durable"
+	"github.com/spoolhq/spool/internal/table"
 )
 
 // Projection is a pure fold of events into state.
@@ -333,6 +334,17 @@ type CheckedUnmarshaler interface {
 	UnmarshalChecked([]byte) error
 }
 
+// MappedUnmarshaler is a CheckedUnmarshaler that reads its state from the
+// snapshot file mapped into memory rather than read into a fresh buffer:
+// at 10,000 jobs reading the scheduler's snapshot took a millisecond of an
+// 8 ms command, most of it the page faults of the buffer. Once it returns
+// nil it owns the mapping: release unmaps it, when nothing reads b any
+// more. On an error the engine releases it.
+type MappedUnmarshaler interface {
+	CheckedUnmarshaler
+	UnmarshalMapped(b []byte, release func()) error
+}
+
 // SnapshotFile is an open snapshot file, as an Opener reads it.
 type SnapshotFile interface {
 	io.ReaderAt
@@ -370,11 +382,24 @@ func (en *Engine) loadSnapshot(it *item) (loaded bool) {
 		}
 		keep = true
 	} else {
-		body := make([]byte, st.Size()-int64(len(head)))
-		if _, err := f.ReadAt(body, int64(len(head))); err != nil {
-			return false
+		var body []byte
+		release := func() {}
+		m, mapped := p.(MappedUnmarshaler)
+		if mapped {
+			var unmap func()
+			if body, unmap = table.MapFile(f, int64(len(head)), st.Size()); body != nil {
+				release = unmap
+			}
+			mapped = body != nil
+		}
+		if !mapped {
+			body = make([]byte, st.Size()-int64(len(head)))
+			if _, err := f.ReadAt(body, int64(len(head))); err != nil {
+				return false
+			}
 		}
 		if !sumMatches(cp.Sum, body) {
+			release()
 			it.damaged = true
 			en.warn(fmt.Sprintf("%s does not match its checksum (changed by something other than spool): rebuilt from the log", en.snapshotPath(it.spec.Name)))
 			return false
@@ -383,7 +408,11 @@ func (en *Engine) loadSnapshot(it *item) (loaded bool) {
 		if c, ok := p.(CheckedUnmarshaler); ok {
 			unmarshal = c.UnmarshalChecked
 		}
+		if mapped {
+			unmarshal = func(b []byte) error { return m.UnmarshalMapped(b, release) }
+		}
 		if unmarshal(body) != nil {
+			release()
 			return false
 		}
 	}

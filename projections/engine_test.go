@@ -1007,3 +1007,86 @@ func TestEventsAtTimesNoSnapshotKeepsAreSkipped(t *testing.T) {
 		}
 	}
 }
+
+// mappedLedger is a ledger read from a mapping of its snapshot
+// (MappedUnmarshaler), counting the mappings and their releases.
+type mappedLedger struct {
+	*ledger
+	mapped, released *atomic.Int64
+	fail             bool
+}
+
+func (m *mappedLedger) UnmarshalChecked(b []byte) error { return m.UnmarshalState(b) }
+func (m *mappedLedger) UnmarshalMapped(b []byte, release func()) error {
+	m.mapped.Add(1)
+	if m.fail {
+		return errors.New("refused")
+	}
+	defer release() // json.Unmarshal copies what it keeps
+	m.released.Add(1)
+	return m.UnmarshalState(b)
+}
+
+// The engine hands a MappedUnmarshaler its snapshot mapped, and releases
+// the mapping itself when the checksum does not match or the projection
+// refuses it (then the state is folded from the log).
+func TestMappedSnapshotIsReleasedOnRefusal(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.add(f.writer("a", f.events), 5)
+	var mapped, released atomic.Int64
+	fail := false
+	en := f.engine()
+	en.Specs = []Spec{{Name: "ledger", Version: 1, New: func() Projection {
+		return &mappedLedger{ledger: &ledger{Sums: map[string]int{}}, mapped: &mapped, released: &released, fail: fail}
+	}}}
+	ctx := context.Background()
+	if _, err := en.Rebuild(ctx); err != nil {
+		t.Fatal(err)
+	}
+	open := func() *ledger {
+		t.Helper()
+		v, err := en.Open()
+		if err == nil {
+			_, err = v.CatchUp(ctx)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := As[*mappedLedger](v, "ledger")
+		return p.ledger
+	}
+	if l := open(); mapped.Load() != 1 || released.Load() != 1 || len(l.IDs) != 5 {
+		t.Fatalf("mapped %d, released %d, %d ids", mapped.Load(), released.Load(), len(l.IDs))
+	}
+	path := en.snapshotPath("ledger")
+	unmapped := func(what string) {
+		t.Helper()
+		maps, err := os.ReadFile("/proc/self/maps")
+		if err != nil {
+			return // not Linux: nothing to look at
+		}
+		if bytes.Contains(maps, []byte(path)) {
+			t.Fatalf("%s: the snapshot is still mapped", what)
+		}
+	}
+	unmapped("read")
+	fail = true
+	if l := open(); mapped.Load() != 2 || len(l.IDs) != 5 {
+		t.Fatalf("refused: mapped %d, %d ids", mapped.Load(), len(l.IDs))
+	}
+	unmapped("refused")
+	fail = false
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-2] ^= 1 // the body, its size kept
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if l := open(); mapped.Load() != 2 || len(l.IDs) != 5 {
+		t.Fatalf("damaged: mapped %d, %d ids", mapped.Load(), len(l.IDs))
+	}
+	unmapped("damaged")
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -95,9 +96,13 @@ func idle(j *Job) bool { return j.Status == Queued && len(j.Runs) == 0 }
 
 // lazyJobs are a snapshot's jobs, not decoded yet.
 type lazyJobs struct {
-	recs  string  // the records; the jobs' strings are its bytes
+	recs  string  // the records; the jobs' strings are its bytes, or copies when mapped
 	at    []int32 // where each job's record starts (after its length), in id order
 	queue string  // the queue section
+	// mapped says recs is a mapping of the file, unmapped once lazyJobs
+	// is unreachable (UnmarshalMapped): a job is decoded from a copy of its
+	// record, and a string read from recs is not kept past a use of lz.
+	mapped bool
 }
 
 // index reads what marshal wrote, the jobs left encoded: their records
@@ -189,8 +194,13 @@ func (lz *lazyJobs) find(id string) (*Job, error) {
 
 // decode decodes job i alone.
 func (lz *lazyJobs) decode(i int, sl *slabs) (*Job, error) {
+	rec := lz.rec(i)
+	if lz.mapped {
+		rec = strings.Clone(rec)
+		runtime.KeepAlive(lz)
+	}
 	j := &Job{}
-	r := table.NewDec(lz.rec(i))
+	r := table.NewDec(rec)
 	decodeJob(r, j, sl)
 	if r.End() != nil {
 		return nil, errSnapshot
@@ -210,6 +220,7 @@ func (lz *lazyJobs) eachQueued(fn func(e queued)) error {
 		}
 		fn(e)
 	}
+	runtime.KeepAlive(lz)
 	return r.End()
 }
 
@@ -227,6 +238,12 @@ type queued struct {
 // out one by one, and newer). A record that is not one whole job, or ids
 // out of order (a job twice), fail it.
 func (lz *lazyJobs) decodeAll(s *State) error {
+	if lz.mapped { // the jobs outlive the mapping
+		c := *lz
+		c.recs, c.mapped = strings.Clone(lz.recs), false
+		runtime.KeepAlive(lz)
+		lz = &c
+	}
 	n := len(lz.at)
 	jobs := make(map[string]*Job, n+len(s.Jobs))
 	sl := &slabs{jobs: make([]Job, n)}

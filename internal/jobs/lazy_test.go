@@ -7,14 +7,19 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/jobs"
+	"github.com/spoolhq/spool/internal/table"
 	"github.com/spoolhq/spool/projections/projectiontest"
 )
 
@@ -323,6 +328,60 @@ func TestClaimOnAClaimableStateAtTheEdges(t *testing.T) {
 			if err != nil || got != want {
 				t.Fatalf("%s: claimed %q, %v; want %q", tc.name, got, err, want)
 			}
+		}
+	}
+}
+
+// A snapshot read from a mapping of its file (UnmarshalMapped) hands out
+// nothing that points into the mapping: once every job is decoded the
+// mapping is released, and the jobs read before and after (alone, by a
+// claim, whole) are still the whole fold's. A string left in the mapping
+// would fault once it is unmapped.
+func TestMappedSnapshotOutlivesItsMapping(t *testing.T) {
+	t.Parallel()
+	c := newClone("w").(*clone)
+	for seed := range uint64(4) {
+		events := history(t, seed, 300)
+		whole := fold(events)
+		path := filepath.Join(t.TempDir(), "jobs.snap")
+		if err := os.WriteFile(path, must(whole.MarshalState()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := f.Stat()
+		b, unmap := table.MapFile(f, 0, st.Size())
+		f.Close()
+		if b == nil {
+			t.Skip("no mmap here")
+		}
+		var released atomic.Bool
+		l := jobs.Spec.New().(*jobs.Projection)
+		if err := l.UnmarshalMapped(b, func() { unmap(); released.Store(true) }); err != nil {
+			t.Fatal(err)
+		}
+		var one *jobs.Job
+		for id := range whole.State().Jobs {
+			if one, err = l.Job(id); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		last := events[len(events)-1].At
+		_, claim, _ := jobs.ClaimJobHeld(l.Claimable(), c.policy(), "w1", nil, nil, 2, last)
+		all := l.State() // decodes the rest: the mapping is unreachable after
+		for i := 0; !released.Load(); i++ {
+			if i == 100 {
+				t.Fatalf("seed %d: the mapping was not released", seed)
+			}
+			runtime.GC()
+			time.Sleep(time.Millisecond)
+		}
+		_, want, _ := jobs.ClaimJobHeld(whole.State(), c.policy(), "w1", nil, nil, 2, last)
+		if !reflect.DeepEqual(claim, want) || !reflect.DeepEqual(all, whole.State()) || !reflect.DeepEqual(one, whole.State().Jobs[one.ID]) {
+			t.Fatalf("seed %d: what was read from the mapping changed after it was released", seed)
 		}
 	}
 }

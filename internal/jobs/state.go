@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -627,6 +628,18 @@ func (p *Projection) UnmarshalChecked(b []byte) error {
 	}
 	s.lazy = lz
 	p.s, p.shared, p.copied = s, false, nil
+	return nil
+}
+
+// UnmarshalMapped is UnmarshalChecked on a mapping of the snapshot file
+// (projections.MappedUnmarshaler): the jobs are decoded from copies, and
+// release unmaps it once the jobs left encoded are unreachable.
+func (p *Projection) UnmarshalMapped(b []byte, release func()) error {
+	if err := p.UnmarshalChecked(b); err != nil {
+		return err
+	}
+	p.s.lazy.mapped = true
+	runtime.AddCleanup(p.s.lazy, func(release func()) { release() }, release)
 	return nil
 }
 

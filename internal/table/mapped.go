@@ -14,7 +14,11 @@ func (t *Table) Mapped(fn func(m Mapping) error) error {
 	if len(t.IDs) == 0 {
 		return fn(Mapping{t: t})
 	}
-	data, unmap := t.mmap()
+	var data []byte
+	var unmap func()
+	if t.file != nil {
+		data, unmap = MapFile(t.file, t.off, t.off+t.offs[len(t.IDs)])
+	}
 	if data == nil {
 		t.Preload()
 		return fn(Mapping{t: t})

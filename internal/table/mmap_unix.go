@@ -2,18 +2,21 @@
 
 package table
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
-// mmap maps the table's part of its file read-only; nil when it was not
-// opened on a file or the system refuses.
-func (t *Table) mmap() ([]byte, func()) {
-	if t.file == nil {
+// MapFile maps bytes [off, end) of f read-only; nil when the system
+// refuses (an empty range among others). unmap undoes it: nothing may
+// read the bytes after.
+func MapFile(f *os.File, off, end int64) (b []byte, unmap func()) {
+	if f == nil || end <= off || off < 0 {
 		return nil, nil
 	}
-	end := t.off + t.offs[len(t.IDs)]
-	m, err := syscall.Mmap(int(t.file.Fd()), 0, int(end), syscall.PROT_READ, syscall.MAP_SHARED)
+	m, err := syscall.Mmap(int(f.Fd()), 0, int(end), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
 		return nil, nil
 	}
-	return m[t.off:end], func() { syscall.Munmap(m) }
+	return m[off:end], func() { syscall.Munmap(m) }
 }
