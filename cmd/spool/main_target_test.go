@@ -2,7 +2,9 @@ package main
 
 import (
 	"io"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/alecthomas/kong"
@@ -36,9 +38,14 @@ func TestSpoolTargetParsesAsTheWholeTree(t *testing.T) {
 		t.Fatalf("%d commands", len(paths))
 	}
 	for _, path := range paths {
+		between := []string{path[0]} // global flags between the command's words
+		for _, w := range path[1:] {
+			between = append(between, "-C", "d", w)
+		}
 		for _, args := range [][]string{
 			append(append([]string{"--actor", "a", "-C", "d"}, path...), "--json"),
 			append(append([]string{"--json"}, path...), "--offline", "--directory=d", "x"),
+			append(between, "--actor", "a", "--directory", "d"),
 		} {
 			var cli CLI
 			target, fill := spoolTree.Target(&cli, args)
@@ -75,6 +82,22 @@ func TestSpoolTargetParsesAsTheWholeTree(t *testing.T) {
 			}
 		}
 	}
+	// A group's other subcommands are cut too: kong reads no tags of theirs.
+	for _, args := range [][]string{{"job", "claim"}, {"-C", "job", "task", "--json", "add", "t"}, {"job", "quota", "set"}} {
+		var cli CLI
+		target, _ := spoolTree.Target(&cli, args)
+		typ := reflect.TypeOf(target).Elem()
+		for _, w := range args {
+			f, ok := typ.FieldByName(strings.ToUpper(w[:1]) + w[1:])
+			if !ok || w == "job" && args[0] == "-C" {
+				continue
+			}
+			typ = f.Type
+			if n := commandFields(typ); n > 1 {
+				t.Errorf("%q: %s keeps %d subcommands", args, w, n)
+			}
+		}
+	}
 	for _, args := range [][]string{nil, {"--json"}, {"nope"}, {"task", "--help"}, {"-h"}, {"completion", "bash"}, {"--", "ready"}, {"tsak", "add"}} {
 		var cli CLI
 		if target, _ := spoolTree.Target(&cli, args); target != &cli {
@@ -85,4 +108,15 @@ func TestSpoolTargetParsesAsTheWholeTree(t *testing.T) {
 	if f, ok := spoolTree.CommandField([]string{"-C", "ready", "--actor", "next", "task", "list"}); !ok || f.Name != "Task" {
 		t.Errorf("-C ready --actor next task list: got %s", f.Name)
 	}
+}
+
+// commandFields counts typ's subcommands.
+func commandFields(typ reflect.Type) int {
+	n := 0
+	for i := range typ.NumField() {
+		if _, ok := typ.Field(i).Tag.Lookup("cmd"); ok {
+			n++
+		}
+	}
+	return n
 }
