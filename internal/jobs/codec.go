@@ -2,11 +2,11 @@ package jobs
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/gob"
 	"errors"
 	"maps"
-	"math"
 	"runtime"
 	"slices"
 	"sort"
@@ -20,17 +20,21 @@ import (
 // The snapshot's jobs are encoded by hand (table.Enc): every command that
 // reads the scheduler decodes all of them, and gob took 14 ms of a 25 ms
 // `job show` at 10,000 jobs. The few quotas, schedules and workers follow
-// as gob. Each job's record has its length before it, and the records are
-// in id order: a snapshot whose checksum matched is read lazily
+// as gob. The records are in id order, where each starts is in a table
+// before them: a snapshot whose checksum matched is read lazily
 // (UnmarshalChecked), a job found by id without decoding the others.
 //
-// The queue section lists the queued jobs that used no slot time, with what a
-// claim's lanes read of them (queueHeads): a claim decodes the other jobs
-// and the first job of each lane only (Projection.Claimable).
+// The claim section is what a claim reads (Projection.Claimable): the
+// records of every job but the idle ones, and the idle ones in groups of
+// one tier, owner, project, off-peak and moved flag (a lane holds one or
+// more groups), each group in queue order with each job's slots. A claim
+// decodes the jobs that are not idle, and of each group it reads the
+// first job it could take.
 //
-//	magic | uvarint jobs | (uint32 length | job)… | uvarint length | queue | gob(rest)
-//	queue: uvarint n | (uvarint record | uvarint rank | varint order | varint slots | off-peak | moved | owner | project)…
-const snapshotMagic = "spool-jobs-6\n"
+//	magic | uvarint jobs | uint32 offset × (jobs+1) | records | uvarint length | claim | gob(rest)
+//	claim: uvarint n | uvarint record delta × n | uvarint groups | group…
+//	group: uvarint rank | off-peak | moved | owner | project | uvarint length | (uvarint record | varint order | uvarint slots)…
+const snapshotMagic = "spool-jobs-7\n"
 
 var errSnapshot = errors.New("jobs snapshot is damaged")
 
@@ -46,33 +50,15 @@ func (s *State) marshal() ([]byte, error) {
 	w := &table.Enc{Buf: make([]byte, 0, 256*len(jobs)+64)}
 	w.Buf = append(w.Buf, snapshotMagic...)
 	w.Uint(uint64(len(jobs)))
-	for _, j := range jobs {
-		at := len(w.Buf)
-		w.Buf = append(w.Buf, 0, 0, 0, 0)
-		encodeJob(w, j)
-		binary.LittleEndian.PutUint32(w.Buf[at:], uint32(len(w.Buf)-at-4))
-	}
-	q := &table.Enc{}
-	n := 0
-	for _, j := range jobs {
-		if idle(j) {
-			n++
-		}
-	}
-	q.Uint(uint64(n))
+	offs := len(w.Buf)
+	w.Buf = append(w.Buf, make([]byte, 4*(len(jobs)+1))...)
+	recs := len(w.Buf)
 	for i, j := range jobs {
-		if idle(j) {
-			q.Uint(uint64(i))
-			q.Uint(uint64(j.Tier.Rank()))
-			q.Int(j.Order)
-			q.Int(int64(j.Slots))
-			q.Bool(j.OffPeak)
-			q.Bool(j.Moved)
-			q.Str(j.Owner)
-			q.Str(j.Project)
-		}
+		binary.LittleEndian.PutUint32(w.Buf[offs+4*i:], uint32(len(w.Buf)-recs))
+		encodeJob(w, j)
 	}
-	w.Str(string(q.Buf))
+	binary.LittleEndian.PutUint32(w.Buf[offs+4*len(jobs):], uint32(len(w.Buf)-recs))
+	w.Str(string(claimSection(jobs)))
 	var r rest
 	for _, k := range slices.Sorted(maps.Keys(s.Quotas)) {
 		r.Quotas = append(r.Quotas, s.Quotas[k])
@@ -89,19 +75,84 @@ func (s *State) marshal() ([]byte, error) {
 }
 
 // idle says whether j is a queued job that has used no slot time: all a
-// claim reads of it is its place in the queue (the queue section). The
+// claim reads of it is its place in the queue (the claim section). The
 // scheduler's other reads skip it: it holds no slots and used none (Tick,
 // Busy, yielders, fair share, quotas).
 func idle(j *Job) bool { return j.Status == Queued && len(j.Runs) == 0 }
 
+// groupKey is what puts two idle jobs in one group: whatever a lane's key
+// holds under any policy.
+type groupKey struct {
+	rank           int
+	offPeak, moved bool
+	owner, project string
+}
+
+func (k groupKey) compare(o groupKey) int {
+	return cmp.Or(cmp.Compare(k.rank, o.rank), boolCompare(k.offPeak, o.offPeak), boolCompare(k.moved, o.moved),
+		strings.Compare(k.owner, o.owner), strings.Compare(k.project, o.project))
+}
+
+func boolCompare(a, b bool) int {
+	if a == b {
+		return 0
+	}
+	if a {
+		return 1
+	}
+	return -1
+}
+
+// claimSection writes the claim section of jobs, sorted by id.
+func claimSection(jobs []*Job) []byte {
+	w := &table.Enc{}
+	groups := map[groupKey][]int{}
+	var others []int
+	for i, j := range jobs {
+		if !idle(j) {
+			others = append(others, i)
+			continue
+		}
+		k := groupKey{j.Tier.Rank(), j.OffPeak, j.Moved, j.Owner, j.Project}
+		groups[k] = append(groups[k], i)
+	}
+	w.Uint(uint64(len(others)))
+	prev := 0
+	for _, i := range others {
+		w.Uint(uint64(i - prev))
+		prev = i
+	}
+	w.Uint(uint64(len(groups)))
+	e := &table.Enc{}
+	for _, k := range slices.SortedFunc(maps.Keys(groups), groupKey.compare) {
+		recs := groups[k]
+		slices.SortFunc(recs, func(a, b int) int { return cmp.Or(cmp.Compare(jobs[a].Order, jobs[b].Order), cmp.Compare(a, b)) })
+		w.Uint(uint64(k.rank))
+		w.Bool(k.offPeak)
+		w.Bool(k.moved)
+		w.Str(k.owner)
+		w.Str(k.project)
+		e.Buf = e.Buf[:0]
+		for _, i := range recs {
+			e.Uint(uint64(i))
+			e.Int(jobs[i].Order)
+			e.Uint(uint64(jobs[i].Slots))
+		}
+		w.Str(string(e.Buf))
+	}
+	return w.Buf
+}
+
 // lazyJobs are a snapshot's jobs, not decoded yet.
 type lazyJobs struct {
-	recs  string  // the records; the jobs' strings are its bytes, or copies when mapped
-	at    []int32 // where each job's record starts (after its length), in id order
-	queue string  // the queue section
-	// mapped says recs is a mapping of the file, unmapped once lazyJobs
-	// is unreachable (UnmarshalMapped): a job is decoded from a copy of its
-	// record, and a string read from recs is not kept past a use of lz.
+	n     int    // jobs
+	offs  string // where each record starts in recs, and where the last ends: uint32s
+	recs  string // the records; the jobs' strings are its bytes, or copies when mapped
+	claim string // the claim section
+	// mapped says the strings are a mapping of the file, unmapped once
+	// lazyJobs is unreachable (UnmarshalMapped): a job is decoded from a
+	// copy of its record, and a string read from them is not kept past a
+	// use of lz.
 	mapped bool
 }
 
@@ -114,34 +165,18 @@ func index(b []byte) (*lazyJobs, *State, error) {
 		return nil, nil, errSnapshot
 	}
 	r := table.NewDec(unsafe.String(unsafe.SliceData(body), len(body)))
-	n := r.Count() // at most the bytes left: at is at most 4 bytes a byte
-	recs := r.Rest()
-	lz := &lazyJobs{recs: recs, at: make([]int32, n)}
-	if len(recs) > math.MaxInt32 {
-		return nil, nil, errSnapshot
-	}
-	pos := 0
-	for i := range n {
-		if len(recs)-pos < 4 {
-			return nil, nil, errSnapshot
-		}
-		l := le32(recs[pos:])
-		if l > len(recs)-pos-4 {
-			return nil, nil, errSnapshot
-		}
-		lz.at[i] = int32(pos + 4)
-		pos += 4 + l
-	}
+	lz := &lazyJobs{n: r.Count()} // at most the bytes left
+	lz.offs = r.Raw(4 * (lz.n + 1))
 	if r.Err() != nil {
 		return nil, nil, errSnapshot
 	}
-	after := table.NewDec(recs[pos:])
-	lz.queue = after.Str()
-	if after.Err() != nil {
+	lz.recs = r.Raw(le32(lz.offs[4*lz.n:]))
+	lz.claim = r.Str()
+	if r.Err() != nil {
 		return nil, nil, errSnapshot
 	}
 	var x rest
-	if gob.NewDecoder(strings.NewReader(after.Rest())).Decode(&x) != nil {
+	if gob.NewDecoder(strings.NewReader(r.Rest())).Decode(&x) != nil {
 		return nil, nil, errSnapshot
 	}
 	s := NewState()
@@ -161,11 +196,14 @@ func le32(s string) int {
 	return int(uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24)
 }
 
-// rec is job i's record.
+// rec is job i's record; "" (which does not decode) when the table is
+// damaged.
 func (lz *lazyJobs) rec(i int) string {
-	at := int(lz.at[i])
-	l := le32(lz.recs[at-4:])
-	return lz.recs[at : at+l]
+	from, to := le32(lz.offs[4*i:]), le32(lz.offs[4*i+4:])
+	if from > to || to > len(lz.recs) {
+		return ""
+	}
+	return lz.recs[from:to]
 }
 
 // id is job i's id, its record's first field.
@@ -173,8 +211,8 @@ func (lz *lazyJobs) id(i int) string { return table.NewDec(lz.rec(i)).Str() }
 
 // search is where id's record is, or would be.
 func (lz *lazyJobs) search(id string) (int, bool) {
-	i := sort.Search(len(lz.at), func(i int) bool { return lz.id(i) >= id })
-	return i, i < len(lz.at) && lz.id(i) == id
+	i := sort.Search(lz.n, func(i int) bool { return lz.id(i) >= id })
+	return i, i < lz.n && lz.id(i) == id
 }
 
 // has says whether a job with id has a record.
@@ -208,30 +246,58 @@ func (lz *lazyJobs) decode(i int, sl *slabs) (*Job, error) {
 	return j, nil
 }
 
-// eachQueued calls fn with each entry of the queue section.
-func (lz *lazyJobs) eachQueued(fn func(e queued)) error {
-	r := table.NewDec(lz.queue)
-	n := r.Count()
-	for range n {
-		e := queued{rec: int(r.Uint()), rank: int(r.Uint()), order: r.Int(), slots: int(r.Int()),
-			offPeak: r.Bool(), moved: r.Bool(), owner: r.Str(), project: r.Str()}
-		if r.Err() != nil || e.rec < 0 || e.rec >= len(lz.at) {
+// others calls fn with the record of every job that is not idle, in
+// order, and returns a reader of the groups after them.
+func (lz *lazyJobs) others(fn func(rec int)) (*table.Dec, error) {
+	r := table.NewDec(lz.claim)
+	rec := 0
+	for range r.Count() {
+		rec += int(r.Uint())
+		if r.Err() != nil || rec < 0 || rec >= lz.n {
+			return nil, errSnapshot
+		}
+		fn(rec)
+	}
+	return r, r.Err()
+}
+
+// eachGroup calls fn with each group of idle jobs and a reader of its
+// jobs (next), which fn reads as far as it needs.
+func (lz *lazyJobs) eachGroup(fn func(k groupKey, next func() (idleJob, bool))) error {
+	r, err := lz.others(func(int) {})
+	if err != nil {
+		return err
+	}
+	for range r.Count() {
+		k := groupKey{rank: int(r.Uint()), offPeak: r.Bool(), moved: r.Bool(), owner: r.Str(), project: r.Str()}
+		g := table.NewDec(r.Str())
+		if r.Err() != nil {
 			return errSnapshot
 		}
-		fn(e)
+		fn(k, func() (idleJob, bool) {
+			if g.Err() != nil || g.End() == nil { // read to its end
+				return idleJob{}, false
+			}
+			x := idleJob{rec: int(g.Uint()), order: g.Int(), slots: int(g.Uint())}
+			if g.Err() != nil || x.rec < 0 || x.rec >= lz.n {
+				g.Fail()
+				return idleJob{}, false
+			}
+			return x, true
+		})
+		if g.Err() != nil {
+			return errSnapshot
+		}
 	}
 	runtime.KeepAlive(lz)
 	return r.End()
 }
 
-// queued is an entry of the queue section: an idle job.
-type queued struct {
-	rec            int // its record
-	rank           int
-	order          int64
-	slots          int
-	offPeak, moved bool
-	owner, project string
+// idleJob is a job of a group: an idle one.
+type idleJob struct {
+	rec   int
+	order int64
+	slots int
 }
 
 // decodeAll decodes every job into s, but those s.Jobs has already (taken
@@ -239,12 +305,11 @@ type queued struct {
 // out of order (a job twice), fail it.
 func (lz *lazyJobs) decodeAll(s *State) error {
 	if lz.mapped { // the jobs outlive the mapping
-		c := *lz
-		c.recs, c.mapped = strings.Clone(lz.recs), false
+		c := lazyJobs{n: lz.n, offs: strings.Clone(lz.offs), recs: strings.Clone(lz.recs)}
 		runtime.KeepAlive(lz)
 		lz = &c
 	}
-	n := len(lz.at)
+	n := lz.n
 	jobs := make(map[string]*Job, n+len(s.Jobs))
 	sl := &slabs{jobs: make([]Job, n)}
 	r := table.NewDec("")

@@ -40,7 +40,7 @@ func Encoded(s *State) int {
 		return 0
 	}
 	n := 0
-	for i := range s.lazy.at {
+	for i := range s.lazy.n {
 		if !s.isTaken(i) {
 			n++
 		}

@@ -289,34 +289,52 @@ func TestClaimOnAClaimableState(t *testing.T) {
 // than the worker has, which keeps an off-peak job waiting in its window.
 func TestClaimOnAClaimableStateAtTheEdges(t *testing.T) {
 	t.Parallel()
-	p := newClone("w").(*clone).policy()
+	fair := newClone("w").(*clone).policy()
+	fifo := fair
+	fifo.Fair = false
 	night := time.Date(2026, 3, 2, 23, 0, 0, 0, time.UTC)
+	least := func(s *jobs.State) string { return slices.Min(slices.Collect(maps.Keys(s.Jobs))) }
 	for _, tc := range []struct {
-		name string
-		subs []jobs.Submit
-		want func(s *jobs.State) string // the job claimed, or ""
+		name   string
+		p      jobs.Policy
+		owners []string // by turns
+		subs   []jobs.Submit
+		want   func(s *jobs.State) string // the job claimed, or ""
 	}{
-		{"ties", slices.Repeat([]jobs.Submit{{Argv: []string{"run"}}}, 6), func(s *jobs.State) string {
-			return slices.Min(slices.Collect(maps.Keys(s.Jobs)))
-		}},
-		{"urgent", []jobs.Submit{{Tier: jobs.Urgent, Slots: 2, Argv: []string{"run"}}, {OffPeak: true, Argv: []string{"run"}}}, func(*jobs.State) string {
+		{"ties", fair, []string{"root", "ada"}, slices.Repeat([]jobs.Submit{{Argv: []string{"run"}}}, 6), least},
+		{"ties, two owners in one lane", fifo, []string{"root", "ada"}, slices.Repeat([]jobs.Submit{{Argv: []string{"run"}}}, 6), least},
+		{"urgent", fair, []string{"root"}, []jobs.Submit{{Tier: jobs.Urgent, Slots: 2, Argv: []string{"run"}}, {OffPeak: true, Argv: []string{"run"}}}, func(*jobs.State) string {
 			return ""
 		}},
+		{"after a claim", fifo, []string{"root"}, slices.Repeat([]jobs.Submit{{Argv: []string{"run"}}}, 3), func(s *jobs.State) string {
+			q := s.Queue() // the first was claimed after the snapshot: the next one
+			return q[0].ID
+		}},
 	} {
+		p := tc.p
 		whole := jobs.Spec.New().(*jobs.Projection)
-		for _, n := range tc.subs {
-			d, _, err := jobs.SubmitJob(whole.State(), p, n, "root", "w1", night)
+		for i, n := range tc.subs {
+			actor := tc.owners[i%len(tc.owners)]
+			d, _, err := jobs.SubmitJob(whole.State(), p, n, actor, "w1", night)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, x := range d {
-				e, _ := x.Event("root", night)
+				e, _ := x.Event(actor, night)
 				whole.Apply(e)
 			}
 		}
 		l := jobs.Spec.New().(*jobs.Projection)
 		if err := l.UnmarshalChecked(must(whole.MarshalState())); err != nil {
 			t.Fatal(err)
+		}
+		if tc.name == "after a claim" { // taken out of the snapshot by its events
+			d, _, _ := jobs.ClaimJobHeld(whole.State(), p, "w2", nil, nil, 1, night)
+			for _, x := range d {
+				e, _ := x.Event("w2", night)
+				whole.Apply(e)
+				l.Apply(e)
+			}
 		}
 		want := tc.want(whole.State())
 		for _, s := range []*jobs.State{l.Claimable(), whole.State()} {

@@ -170,28 +170,33 @@ func (s *State) queueHeads(p Policy, now time.Time, most int) *pool {
 }
 
 // idleHeads is queueHeads for the idle jobs of a claimable state, read
-// from the snapshot's queue section: only the first of each lane is
-// decoded. In a lane the jobs share their tier, and the records are in id
-// order, so the first is the one of least order, then least record.
+// from the snapshot's claim section: of each group (in queue order) the
+// first job not taken into Jobs that fits most is a candidate for its
+// lane's first, and only the lanes' firsts are decoded. Urgent work is
+// counted only as far as choose reads it: whether any is queued.
 func (s *State) idleHeads(pl *pool, most int) {
-	type head struct {
-		rec   int
-		order int64
-	}
-	heads := map[*jobLane]head{}
-	mustDecode(s.lazy.eachQueued(func(e queued) {
-		if s.isTaken(e.rec) { // an event changed it: Jobs has it
+	heads := map[*jobLane]idleJob{}
+	mustDecode(s.lazy.eachGroup(func(k groupKey, next func() (idleJob, bool)) {
+		urgent := k.rank == Urgent.Rank()
+		for {
+			x, ok := next()
+			if !ok || s.isTaken(x.rec) {
+				if !ok {
+					return
+				}
+				continue // an event changed it: Jobs has it
+			}
+			if urgent && pl.urgent == 0 {
+				pl.urgent++
+			}
+			if x.slots > most {
+				continue
+			}
+			l := pl.laneOf(k.rank, k.owner, k.project, k.offPeak, k.moved)
+			if h, ok := heads[l]; !ok || x.order < h.order || x.order == h.order && x.rec < h.rec {
+				heads[l] = x
+			}
 			return
-		}
-		if e.rank == Urgent.Rank() {
-			pl.urgent++
-		}
-		if e.slots > most {
-			return
-		}
-		l := pl.laneOf(e.rank, e.owner, e.project, e.offPeak, e.moved)
-		if h, ok := heads[l]; !ok || e.order < h.order || e.order == h.order && e.rec < h.rec {
-			heads[l] = head{e.rec, e.order}
 		}
 	}))
 	sl := &slabs{}

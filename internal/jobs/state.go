@@ -223,25 +223,22 @@ func (s *State) decided() *State {
 // Claimable is the state a claim decides on (ClaimJobHeld), as State is,
 // but with the idle jobs of a snapshot read lazily left in it: at 10,000
 // queued jobs decoding them was most of a claim. queueHeads reads them
-// from the snapshot's queue section and decodes each lane's first job
+// from the snapshot's claim section and decodes each lane's first job
 // alone; nothing else a claim reads concerns them.
 func (p *Projection) Claimable() *State {
 	s := p.s
 	if s.lazy == nil || s.claimable {
 		return s
 	}
-	lz := s.lazy
-	skip := make([]bool, len(lz.at))
-	mustDecode(lz.eachQueued(func(e queued) { skip[e.rec] = true }))
 	sl := &slabs{}
-	for i := range lz.at {
-		if skip[i] || s.isTaken(i) {
-			continue
+	_, err := s.lazy.others(func(i int) {
+		if !s.isTaken(i) {
+			j, err := s.lazy.decode(i, sl)
+			mustDecode(err)
+			s.put(i, j)
 		}
-		j, err := lz.decode(i, sl)
-		mustDecode(err)
-		s.put(i, j)
-	}
+	})
+	mustDecode(err)
 	s.claimable = true
 	return s
 }
@@ -252,7 +249,7 @@ func (s *State) isTaken(i int) bool { return i < len(s.taken) && s.taken[i] }
 // put puts record i's job, decoded, in Jobs.
 func (s *State) put(i int, j *Job) {
 	if s.taken == nil {
-		s.taken = make([]bool, len(s.lazy.at))
+		s.taken = make([]bool, s.lazy.n)
 	}
 	s.taken[i] = true
 	s.Jobs[j.ID] = j
@@ -263,7 +260,7 @@ func (s *State) jobCount() int {
 	if s.lazy == nil {
 		return len(s.Jobs)
 	}
-	n := len(s.lazy.at)
+	n := s.lazy.n
 	for id := range s.Jobs {
 		if !s.lazy.has(id) {
 			n++
