@@ -583,8 +583,11 @@ func Release(s *State, worker string) []eventlog.Draft {
 	return out
 }
 
-// held returns a job the worker holds (dispatched or running).
+// held returns a job the worker holds (dispatched or running), taken out
+// of a snapshot read lazily if need be: a worker's step reads its job
+// alone.
 func (s *State) held(id, worker string) (*Job, error) {
+	s.take(id)
 	j, err := s.Job(id)
 	if err != nil {
 		return nil, err

@@ -403,3 +403,69 @@ func TestMappedSnapshotOutlivesItsMapping(t *testing.T) {
 		}
 	}
 }
+
+// A worker's steps (heartbeat, segment done, finish, stopped for a
+// cancel) read their job alone: on a lazily read state they decide what
+// they decide on the whole one, for every job and worker, held or not.
+func TestWorkerStepsOnALazyState(t *testing.T) {
+	t.Parallel()
+	p := newClone("w").(*clone).policy()
+	held := 0
+	for seed := range uint64(8) {
+		events := history(t, seed, 300)
+		cut := len(events) / 2
+		b, _ := fold(events[:cut]).MarshalState()
+		now := events[len(events)-1].At
+		whole := fold(events)
+		ws := whole.State()
+		l := jobs.Spec.New().(*jobs.Projection)
+		if err := l.UnmarshalChecked(b); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range events[cut:] {
+			l.Apply(e)
+		}
+		for k, j := range ws.Sorted() {
+			if k%2 == 1 { // left encoded
+				continue
+			}
+			id := j.ID
+			for _, w := range append(slices.Clone(workers), "") {
+				if w == "" {
+					w = j.Worker
+				}
+				steps := []func(s *jobs.State) (any, error){
+					func(s *jobs.State) (any, error) {
+						d, u, err := jobs.Heartbeat(s, p, id, w, now)
+						return []any{d, u}, err
+					},
+					func(s *jobs.State) (any, error) {
+						d, n, err := jobs.SegmentDone(s, id, w, jobs.SegmentEnd{Segment: j.NextSegment(), ExitCode: int(seed % 2)})
+						return []any{d, n}, err
+					},
+					func(s *jobs.State) (any, error) { return jobs.Finish(s, id, w, jobs.Complete, "") },
+					func(s *jobs.State) (any, error) { return jobs.StoppedForCancel(s, id, w) },
+				}
+				for i, step := range steps {
+					got, err1 := step(l.Lazy())
+					want, err2 := step(ws)
+					if !reflect.DeepEqual(got, want) || fmt.Sprint(err1) != fmt.Sprint(err2) {
+						t.Fatalf("seed %d, %s, %s, step %d: lazily %+v %v; whole %+v %v", seed, id, w, i, got, err1, want, err2)
+					}
+					if err1 == nil {
+						held++
+					}
+				}
+			}
+		}
+		if jobs.Encoded(l.Lazy()) == 0 {
+			t.Fatalf("seed %d: the steps decoded the jobs they did not read", seed)
+		}
+		if !bytes.Equal(must(l.MarshalState()), must(whole.MarshalState())) {
+			t.Fatalf("seed %d: the lazy state differs after the steps' reads", seed)
+		}
+	}
+	if held == 0 {
+		t.Fatal("no step found its job held")
+	}
+}

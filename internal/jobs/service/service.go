@@ -157,11 +157,7 @@ func (s *Service) Submit(ctx context.Context, n jobs.Submit) (jobs.Submitted, er
 	}
 	// SubmitJob reads a lazily read state as it is (at 10,000 jobs, decoding
 	// them was most of a submit), and the state after is not needed.
-	lazy := func(v *projections.View) *jobs.State {
-		p, _ := projections.As[*jobs.Projection](v, jobs.Name)
-		return p.Lazy()
-	}
-	w, err := decideOn(ctx, s, "", lazy, false, func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, jobs.Submitted, error) {
+	w, err := decideOn(ctx, s, "", lazyState, false, func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, jobs.Submitted, error) {
 		return jobs.SubmitJob(st, s.Policy, n, actor, writer, now)
 	})
 	return w.Result, err
@@ -290,39 +286,50 @@ func (s *Service) claim(ctx context.Context, worker string, slots int, holder *j
 // SegmentDone records a segment's end and what follows; next is the
 // segment the worker runs now, or -1.
 func (s *Service) SegmentDone(ctx context.Context, id, worker string, end jobs.SegmentEnd) (next int, job *jobs.Job, err error) {
-	w, err := decideAs(ctx, s, worker, func(st *jobs.State, _ string, _ time.Time) ([]eventlog.Draft, int, error) {
+	w, err := decideOn(ctx, s, worker, lazyState, false, func(st *jobs.State, _ string, _ time.Time) ([]eventlog.Draft, int, error) {
 		return jobs.SegmentDone(st, id, worker, end)
 	})
 	if err != nil {
 		return -1, nil, err
 	}
-	job, err = w.State.Job(id)
+	job, err = s.jobIn(w.view, id)
 	return w.Result, job, err
 }
 
 // Heartbeat renews the worker's lease on a job and returns the job, whose
 // flags say whether it was asked to cancel, pause or yield.
 func (s *Service) Heartbeat(ctx context.Context, id, worker string) (*jobs.Job, error) {
-	st, _, err := s.worker(ctx, worker, func(st *jobs.State, _ string, now time.Time) ([]eventlog.Draft, error) {
+	return s.step(ctx, id, worker, func(st *jobs.State, now time.Time) (eventlog.Draft, error) {
 		d, _, err := jobs.Heartbeat(st, s.Policy, id, worker, now)
-		return []eventlog.Draft{d}, err
+		return d, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return st.Job(id)
 }
 
 // Finish records an external engine's outcome.
 func (s *Service) Finish(ctx context.Context, id, worker string, status jobs.Status, msg string) (*jobs.Job, error) {
-	st, _, err := s.worker(ctx, worker, func(st *jobs.State, _ string, _ time.Time) ([]eventlog.Draft, error) {
-		d, err := jobs.Finish(st, id, worker, status, msg)
-		return []eventlog.Draft{d}, err
+	return s.step(ctx, id, worker, func(st *jobs.State, _ time.Time) (eventlog.Draft, error) {
+		return jobs.Finish(st, id, worker, status, msg)
+	})
+}
+
+// step is one event a worker records about job id, which is all the
+// decision reads (a state read lazily: decoding every job was most of a
+// heartbeat at 10,000 jobs); it returns the job after it.
+func (s *Service) step(ctx context.Context, id, worker string, decide func(st *jobs.State, now time.Time) (eventlog.Draft, error)) (*jobs.Job, error) {
+	w, err := decideOn(ctx, s, worker, lazyState, false, func(st *jobs.State, _ string, now time.Time) ([]eventlog.Draft, struct{}, error) {
+		d, err := decide(st, now)
+		return []eventlog.Draft{d}, struct{}{}, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return st.Job(id)
+	return s.jobIn(w.view, id)
+}
+
+// lazyState is the state with its jobs maybe still encoded (Projection.Lazy).
+func lazyState(v *projections.View) *jobs.State {
+	p, _ := projections.As[*jobs.Projection](v, jobs.Name)
+	return p.Lazy()
 }
 
 // Release gives back the jobs worker holds.
@@ -335,9 +342,8 @@ func (s *Service) Release(ctx context.Context, worker string) (int, error) {
 
 // StoppedForCancel records that the worker stopped a cancelled job.
 func (s *Service) StoppedForCancel(ctx context.Context, id, worker string) error {
-	_, _, err := s.worker(ctx, worker, func(st *jobs.State, _ string, _ time.Time) ([]eventlog.Draft, error) {
-		d, err := jobs.StoppedForCancel(st, id, worker)
-		return []eventlog.Draft{d}, err
+	_, err := s.step(ctx, id, worker, func(st *jobs.State, _ time.Time) (eventlog.Draft, error) {
+		return jobs.StoppedForCancel(st, id, worker)
 	})
 	return err
 }
