@@ -128,6 +128,7 @@ func (s *State) Job(id string) (*Job, error) {
 
 // mayAct is the rule for cancel, pause, resume and edit: its owner or an admin.
 func (s *State) mayAct(p Policy, id, actor, what string) (*Job, error) {
+	s.take(id)
 	j, err := s.Job(id)
 	if err != nil {
 		return nil, err

@@ -405,8 +405,9 @@ func TestMappedSnapshotOutlivesItsMapping(t *testing.T) {
 }
 
 // A worker's steps (heartbeat, segment done, finish, stopped for a
-// cancel) read their job alone: on a lazily read state they decide what
-// they decide on the whole one, for every job and worker, held or not.
+// cancel), and cancel, pause and resume, read their job alone: on a lazily
+// read state they decide what they decide on the whole one, for every job
+// and worker or actor, held or not.
 func TestWorkerStepsOnALazyState(t *testing.T) {
 	t.Parallel()
 	p := newClone("w").(*clone).policy()
@@ -434,7 +435,14 @@ func TestWorkerStepsOnALazyState(t *testing.T) {
 				if w == "" {
 					w = j.Worker
 				}
-				steps := []func(s *jobs.State) (any, error){
+				var steps []func(s *jobs.State) (any, error)
+				for _, actor := range []string{"root", j.Owner, "bob"} { // spool job cancel, pause, resume
+					steps = append(steps,
+						func(s *jobs.State) (any, error) { return jobs.CancelJob(s, p, id, actor, now) },
+						func(s *jobs.State) (any, error) { return jobs.PauseJob(s, p, id, actor) },
+						func(s *jobs.State) (any, error) { return jobs.ResumeJob(s, p, id, actor) })
+				}
+				steps = append(steps,
 					func(s *jobs.State) (any, error) {
 						d, u, err := jobs.Heartbeat(s, p, id, w, now)
 						return []any{d, u}, err
@@ -444,8 +452,7 @@ func TestWorkerStepsOnALazyState(t *testing.T) {
 						return []any{d, n}, err
 					},
 					func(s *jobs.State) (any, error) { return jobs.Finish(s, id, w, jobs.Complete, "") },
-					func(s *jobs.State) (any, error) { return jobs.StoppedForCancel(s, id, w) },
-				}
+					func(s *jobs.State) (any, error) { return jobs.StoppedForCancel(s, id, w) })
 				for i, step := range steps {
 					got, err1 := step(l.Lazy())
 					want, err2 := step(ws)

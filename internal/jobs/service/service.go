@@ -172,6 +172,16 @@ func (s *Service) change(ctx context.Context, id string, decide func(st *jobs.St
 	return st.Job(id)
 }
 
+// changeOne is change for a decision that reads job id alone (taken out
+// of the snapshot read lazily: jobs.State.mayAct).
+func (s *Service) changeOne(ctx context.Context, id string, decide func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, error)) (*jobs.Job, error) {
+	w, err := decideOn(ctx, s, "", lazyState, false, drafts(decide))
+	if err != nil {
+		return nil, err
+	}
+	return s.jobIn(w.view, id)
+}
+
 // Edit changes a job before it runs.
 func (s *Service) Edit(ctx context.Context, id string, e jobs.Edit) (*jobs.Job, error) {
 	return s.change(ctx, id, func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, error) {
@@ -188,21 +198,21 @@ func (s *Service) Move(ctx context.Context, id string, m jobs.Move) (*jobs.Job, 
 
 // Cancel cancels a job, or asks its worker to.
 func (s *Service) Cancel(ctx context.Context, id string) (*jobs.Job, error) {
-	return s.change(ctx, id, func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, error) {
+	return s.changeOne(ctx, id, func(st *jobs.State, actor string, now time.Time) ([]eventlog.Draft, error) {
 		return jobs.CancelJob(st, s.Policy, id, actor, now)
 	})
 }
 
 // Pause pauses a job, or asks its worker to after the segment.
 func (s *Service) Pause(ctx context.Context, id string) (*jobs.Job, error) {
-	return s.change(ctx, id, func(st *jobs.State, actor string, _ time.Time) ([]eventlog.Draft, error) {
+	return s.changeOne(ctx, id, func(st *jobs.State, actor string, _ time.Time) ([]eventlog.Draft, error) {
 		return jobs.PauseJob(st, s.Policy, id, actor)
 	})
 }
 
 // Resume puts a paused job back in its place.
 func (s *Service) Resume(ctx context.Context, id string) (*jobs.Job, error) {
-	return s.change(ctx, id, func(st *jobs.State, actor string, _ time.Time) ([]eventlog.Draft, error) {
+	return s.changeOne(ctx, id, func(st *jobs.State, actor string, _ time.Time) ([]eventlog.Draft, error) {
 		return jobs.ResumeJob(st, s.Policy, id, actor)
 	})
 }
