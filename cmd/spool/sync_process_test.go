@@ -347,3 +347,44 @@ func TestSyncUnreachableRemote(t *testing.T) {
 		t.Fatal("a failed sync changed the log")
 	}
 }
+
+// spool status in a clone that fetched the remote's branch with git but
+// never ran spool sync compares the log with that branch from the lines
+// its receive counted (received.json), not by reading the blobs again: a
+// second at a million events, at every status. Changing the recorded
+// count changes what status says.
+func TestStatusCountsTheRemoteFromTheReceive(t *testing.T) {
+	t.Parallel()
+	bin := spoolBinary(t)
+	r, clones, envs := syncClones(t, bin, 2)
+	for _, title := range []string{"one", "two", "three"} {
+		jobSpool(t, bin, clones[0], envs[0], "task", "add", title)
+	}
+	jobSpool(t, bin, clones[0], envs[0], "sync")
+	r.Git(clones[1], "fetch", "-q", "origin")
+	if out := jobSpool(t, bin, clones[1], envs[1], "status"); !strings.Contains(out, "up to date with origin/spool-log") {
+		t.Fatalf("the first status:\n%s", out)
+	}
+	path := filepath.Join(clones[1], ".git", "spool", "received.json")
+	var rc struct {
+		Copies map[string]string `json:"copies"`
+		Blobs  map[string]string `json:"blobs"`
+		Lines  map[string]struct {
+			Blob  string `json:"blob"`
+			Lines int    `json:"lines"`
+		} `json:"lines"`
+	}
+	if err := json.Unmarshal(must(os.ReadFile(path)), &rc); err != nil || len(rc.Lines) != 1 {
+		t.Fatalf("received.json: %+v, %v", rc, err)
+	}
+	for name, b := range rc.Lines {
+		b.Lines += 3
+		rc.Lines[name] = b
+	}
+	if err := os.WriteFile(path, must(json.Marshal(rc)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := jobSpool(t, bin, clones[1], envs[1], "status"); !strings.Contains(out, "ahead of origin/spool-log by 0, behind by 3") {
+		t.Fatalf("status with 3 more lines recorded for the remote's blob:\n%s", out)
+	}
+}

@@ -623,6 +623,9 @@ func loadCache(st *store.Store) *cache {
 	for _, e := range c.Files {
 		c.lines[e.Hash] = e.Lines
 	}
+	for h, n := range st.ReceivedLines() { // the blobs the log was brought in from
+		c.lines[h] = n
+	}
 	return c
 }
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,6 +55,44 @@ type copyOf struct {
 type received struct {
 	Copies map[string]string `json:"copies"` // key → identity when last received
 	Blobs  map[string]string `json:"blobs"`  // writer file → the blob last received for it
+	// Lines are, by writer file, the lines of the blob last read for it:
+	// spool status compares the remote's events with the log's, and would
+	// read a fresh clone's blobs a second time to count them (a second at
+	// a million events, at every status until the first sync).
+	Lines map[string]BlobLines `json:"lines,omitempty"`
+}
+
+// BlobLines is a blob's count of lines (newlines).
+type BlobLines struct {
+	Blob  string `json:"blob"`
+	Lines int    `json:"lines"`
+}
+
+// ReceivedLines is the lines of the blobs this clone read last for its
+// writer files, by blob id, as received.json has them (read afresh: a
+// receive may be changing the store's copy).
+func (s *Store) ReceivedLines() map[string]int {
+	var rc received
+	if b, err := os.ReadFile(s.receivedPath()); err == nil {
+		json.Unmarshal(b, &rc) // damaged: the blobs are counted again
+	}
+	out := map[string]int{}
+	for _, b := range rc.Lines {
+		out[b.Blob] = b.Lines
+	}
+	return out
+}
+
+// lineCounter counts the newlines written through it.
+type lineCounter struct {
+	w io.Writer
+	n int
+}
+
+func (c *lineCounter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += bytes.Count(b[:n], []byte{'\n'})
+	return n, err
 }
 
 func (s *Store) receivedPath() string { return filepath.Join(s.Repo.PrivateDir(), "received.json") }
@@ -71,6 +110,9 @@ func (s *Store) loadReceived() *received {
 	}
 	if rc.Blobs == nil {
 		rc.Blobs = map[string]string{}
+	}
+	if rc.Lines == nil {
+		rc.Lines = map[string]BlobLines{}
 	}
 	s.received = rc
 	return rc
@@ -293,11 +335,15 @@ func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyO
 		}
 		var res eventlog.Received
 		var err error
+		lines := -1
 		if _, statErr := os.Stat(filepath.Join(EventsDir(s.Repo), name)); c.commit != "" && errors.Is(statErr, fs.ErrNotExist) {
 			// A writer file new here (all of them, in a fresh clone):
 			// streamed into place, never held in memory.
 			res, err = sess.ReceiveFrom(name, func(w io.Writer) error {
-				return git.CopyBlob(ctx, s.Repo.Root, files[name], w)
+				lc := &lineCounter{w: w}
+				err := git.CopyBlob(ctx, s.Repo.Root, files[name], lc)
+				lines = lc.n
+				return err
 			}, c.source)
 		} else {
 			var content []byte
@@ -313,6 +359,7 @@ func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyO
 				return added, err
 			}
 			res, err = sess.Receive(name, content, c.source)
+			lines = bytes.Count(content, []byte{'\n'})
 		}
 		if err != nil {
 			return added, err
@@ -320,6 +367,9 @@ func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyO
 		added += res.Added
 		if c.commit != "" {
 			rc.Blobs[name] = files[name]
+			if lines >= 0 {
+				rc.Lines[name] = BlobLines{Blob: files[name], Lines: lines}
+			}
 		}
 	}
 	return added, nil

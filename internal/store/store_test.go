@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -483,5 +484,36 @@ func TestCheckDecideRunsEveryDecisionTwice(t *testing.T) {
 	})
 	if err != nil || w.Result != "ok" || len(w.Events) != 1 {
 		t.Fatalf("a repeatable decision: %+v, %v", w, err)
+	}
+}
+
+// A receive records the lines of the blobs it read (received.json), one
+// per writer file, for spool status to compare with the remote: a fresh
+// clone's blob streamed into place, and then the blob of a file the clone
+// has (its own writer's), read whole.
+func TestReceiveCountsTheBlobsLines(t *testing.T) {
+	dir := newRepo(t)
+	s, _ := open(t, dir)
+	writeN(t, s, "test.tick", 5)
+	commitLog(t, dir, "refs/remotes/origin/spool-log")
+	blobs := func() map[string]int { // the remote's blobs and their lines
+		out := map[string]int{}
+		for _, line := range strings.Split(strings.TrimSpace(runGit(t, dir, "ls-tree", "-r", "refs/remotes/origin/spool-log")), "\n") {
+			id := strings.Fields(line)[2]
+			out[id] = strings.Count(runGit(t, dir, "cat-file", "-p", id), "\n")
+		}
+		return out
+	}
+	os.RemoveAll(filepath.Join(dir, ".git", "spool"))
+	for _, step := range []string{"the fresh clone's receive", "the next receive"} {
+		s, _ = open(t, dir)
+		if _, err := s.Read(context.Background(), "stats"); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := s.ReceivedLines(), blobs(); !maps.Equal(got, want) {
+			t.Fatalf("after %s: %v, want %v", step, got, want)
+		}
+		writeN(t, s, "test.tick", 2) // this clone's own writer file
+		commitLog(t, dir, "refs/remotes/origin/spool-log")
 	}
 }
