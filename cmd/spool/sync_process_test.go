@@ -366,20 +366,16 @@ func TestStatusCountsTheRemoteFromTheReceive(t *testing.T) {
 		t.Fatalf("the first status:\n%s", out)
 	}
 	path := filepath.Join(clones[1], ".git", "spool", "received.json")
-	var rc struct {
-		Copies map[string]string `json:"copies"`
-		Blobs  map[string]string `json:"blobs"`
-		Lines  map[string]struct {
-			Blob  string `json:"blob"`
-			Lines int    `json:"lines"`
-		} `json:"lines"`
+	var rc map[string]any
+	if err := json.Unmarshal(must(os.ReadFile(path)), &rc); err != nil {
+		t.Fatal(err)
 	}
-	if err := json.Unmarshal(must(os.ReadFile(path)), &rc); err != nil || len(rc.Lines) != 1 {
-		t.Fatalf("received.json: %+v, %v", rc, err)
+	files, _ := rc["files"].(map[string]any)
+	if len(files) != 1 {
+		t.Fatalf("received.json: %v", rc)
 	}
-	for name, b := range rc.Lines {
-		b.Lines += 3
-		rc.Lines[name] = b
+	for _, f := range files {
+		f.(map[string]any)["lines"] = f.(map[string]any)["lines"].(float64) + 3
 	}
 	if err := os.WriteFile(path, must(json.Marshal(rc)), 0o644); err != nil {
 		t.Fatal(err)

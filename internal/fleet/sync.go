@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -483,15 +484,50 @@ func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o
 			snaps = append(snaps, s)
 			continue
 		}
-		content, err := os.ReadFile(path)
-		if err != nil {
+		if s.hash, s.lines, err = storeFile(ctx, st.Repo.Root, path, c); err != nil {
 			return nil, received, err
 		}
-		s.content = eventlog.Whole(content)
-		s.lines = bytes.Count(s.content, []byte{'\n'})
 		snaps = append(snaps, s)
 	}
 	return snaps, received, nil
+}
+
+// storeFile stores the whole batches of the writer file at path as a
+// blob, streamed from the file (a writer file of a million events is
+// 290 MB: read whole, and held again by the blob's writer, it took
+// 590 MiB), and returns its id and lines.
+func storeFile(ctx context.Context, repo, path string, c *cache) (string, int, error) {
+	size, err := eventlog.WholeLength(path)
+	if err != nil {
+		return "", 0, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	lc := &lineCount{r: io.LimitReader(f, size)}
+	h, err := git.WriteBlobFrom(ctx, repo, lc, size)
+	if err != nil {
+		return "", 0, err
+	}
+	if fileSize(path) == size {
+		c.remember(path, h, lc.n)
+	}
+	c.lines[h] = lc.n
+	return h, lc.n, nil
+}
+
+// lineCount counts the newlines read through it.
+type lineCount struct {
+	r io.Reader
+	n int
+}
+
+func (c *lineCount) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += bytes.Count(b[:n], []byte{'\n'})
+	return n, err
 }
 
 // keepRemote decides, for a copy of a writer file that Receive refused,
@@ -623,8 +659,13 @@ func loadCache(st *store.Store) *cache {
 	for _, e := range c.Files {
 		c.lines[e.Hash] = e.Lines
 	}
-	for h, n := range st.ReceivedLines() { // the blobs the log was brought in from
-		c.lines[h] = n
+	// The blobs the log was brought in from: their lines, and a file
+	// taken whole from one is that blob for as long as it is unchanged.
+	for name, f := range st.ReceivedFiles() {
+		c.lines[f.Blob] = f.Lines
+		if _, ok := c.unchanged(filepath.Join(store.EventsDir(st.Repo), name)); !ok && f.Size > 0 {
+			c.Files[name] = cached{Hash: f.Blob, Size: f.Size, Lines: f.Lines, Inode: f.Inode, MTime: f.MTime}
+		}
 	}
 	return c
 }

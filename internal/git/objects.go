@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/objfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
@@ -124,6 +125,65 @@ func WriteBlob(_ context.Context, repo string, content []byte) (string, error) {
 		}
 		return w.Close()
 	})
+}
+
+// WriteBlobFrom stores the size bytes r yields as a blob, streamed into
+// the object's file rather than held whole (a writer file of a million
+// events is 290 MB), and returns its id. A reader that yields another
+// count of bytes stores nothing: go-git's own streaming writer would
+// keep the short object under a name no whole one has.
+func WriteBlobFrom(_ context.Context, repo string, r io.Reader, size int64) (string, error) {
+	rp, err := openRepo(repo)
+	if err != nil {
+		return "", err
+	}
+	var id plumbing.Hash
+	err = rp.db.read(func(s *filesystem.Storage) error {
+		fs := s.Filesystem()
+		tmp, err := fs.TempFile(fs.Join("objects", "pack"), "tmp_obj_")
+		if err != nil {
+			return err
+		}
+		done := false
+		defer func() {
+			if !done {
+				tmp.Close()
+				fs.Remove(tmp.Name())
+			}
+		}()
+		w := objfile.NewWriter(tmp)
+		if err := w.WriteHeader(plumbing.BlobObject, size); err != nil {
+			return err
+		}
+		n, err := io.Copy(w, io.LimitReader(r, size+1))
+		if err == nil && n != size {
+			err = fmt.Errorf("blob: %d bytes, not %d", n, size)
+		}
+		if err != nil {
+			return err
+		}
+		if err := w.Close(); err != nil {
+			return err
+		}
+		if err := tmp.Close(); err != nil {
+			return err
+		}
+		id = w.Hash()
+		hex := id.String()
+		file := fs.Join("objects", hex[:2], hex[2:])
+		if _, err := fs.Lstat(file); err == nil { // git has it: content-addressed
+			return nil
+		}
+		if err := fs.MkdirAll(fs.Join("objects", hex[:2]), 0o755); err != nil {
+			return err
+		}
+		if err := fs.Rename(tmp.Name(), file); err != nil {
+			return err
+		}
+		done = true
+		return nil
+	})
+	return id.String(), err
 }
 
 // TreeEntry is an entry of a tree: a file or a directory.

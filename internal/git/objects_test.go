@@ -126,3 +126,38 @@ func TestLargeBlobs(t *testing.T) {
 		}
 	}
 }
+
+// WriteBlobFrom stores what WriteBlob stores, as git hash-object would
+// name it, streamed; a reader shorter or longer than the size it was
+// given fails, and stores nothing.
+func TestWriteBlobFromAsWriteBlob(t *testing.T) {
+	r := gittest.New(t, nil)
+	ctx := context.Background()
+	for _, content := range []string{"", "a\n", strings.Repeat("{\"x\":1}\n", 100000)} {
+		want, err := WriteBlob(ctx, r.Root, []byte(content))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "f"), []byte(content), 0o644)
+		if h := r.Git(r.Root, "hash-object", filepath.Join(dir, "f")); h != want {
+			t.Fatalf("WriteBlob %s, git hash-object %s", want, h)
+		}
+		got, err := WriteBlobFrom(ctx, r.Root, strings.NewReader(content), int64(len(content)))
+		if err != nil || got != want {
+			t.Fatalf("%d bytes: WriteBlobFrom %s, %v; WriteBlob %s", len(content), got, err, want)
+		}
+		if back := r.Git(r.Root, "cat-file", "-s", got); back != fmt.Sprint(len(content)) {
+			t.Fatalf("git reads %s bytes of %d", back, len(content))
+		}
+	}
+	for _, n := range []int64{10, 3} { // short, then long
+		if _, err := WriteBlobFrom(ctx, r.Root, strings.NewReader("bytes"), n); err == nil {
+			t.Fatalf("5 bytes stored as %d", n)
+		}
+	}
+	r.Git(r.Root, "fsck", "--no-dangling") // a damaged object fails it
+	if tmp, _ := filepath.Glob(filepath.Join(r.Root, ".git", "objects", "pack", "tmp_obj_*")); len(tmp) > 0 {
+		t.Fatalf("left behind: %v", tmp)
+	}
+}

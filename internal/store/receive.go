@@ -55,43 +55,47 @@ type copyOf struct {
 type received struct {
 	Copies map[string]string `json:"copies"` // key → identity when last received
 	Blobs  map[string]string `json:"blobs"`  // writer file → the blob last received for it
-	// Lines are, by writer file, the lines of the blob last read for it:
-	// spool status compares the remote's events with the log's, and would
-	// read a fresh clone's blobs a second time to count them (a second at
-	// a million events, at every status until the first sync).
-	Lines map[string]BlobLines `json:"lines,omitempty"`
+	// Files are, by writer file, the blob last read for it: spool status
+	// compares the remote's events with the log's, and a sync the local
+	// files with the remote's, and in a fresh clone they read its blobs or
+	// files again to count and hash them (a second, and 590 MiB, at a
+	// million events).
+	Files map[string]ReceivedFile `json:"files,omitempty"`
 }
 
-// BlobLines is a blob's count of lines (newlines).
-type BlobLines struct {
+// ReceivedFile is the blob a writer file was last received from: its lines
+// (newlines), and, when the file was taken whole from it, the file's
+// identity then (inode, size, modification time), by which a sync knows
+// the file still is that blob without reading it.
+type ReceivedFile struct {
 	Blob  string `json:"blob"`
 	Lines int    `json:"lines"`
+	Inode uint64 `json:"inode,omitempty"`
+	Size  int64  `json:"size,omitempty"`
+	MTime int64  `json:"mtime,omitempty"`
 }
 
-// ReceivedLines is the lines of the blobs this clone read last for its
-// writer files, by blob id, as received.json has them (read afresh: a
-// receive may be changing the store's copy).
-func (s *Store) ReceivedLines() map[string]int {
+// ReceivedFiles is, by writer file name, the blob each was last received
+// from, as received.json has it (read afresh: a receive may be changing
+// the store's copy).
+func (s *Store) ReceivedFiles() map[string]ReceivedFile {
 	var rc received
 	if b, err := os.ReadFile(s.receivedPath()); err == nil {
-		json.Unmarshal(b, &rc) // damaged: the blobs are counted again
+		json.Unmarshal(b, &rc) // damaged: the blobs are read again
 	}
-	out := map[string]int{}
-	for _, b := range rc.Lines {
-		out[b.Blob] = b.Lines
-	}
-	return out
+	return rc.Files
 }
 
-// lineCounter counts the newlines written through it.
+// lineCounter counts the bytes and newlines written through it.
 type lineCounter struct {
-	w io.Writer
-	n int
+	w            io.Writer
+	lines, bytes int
 }
 
 func (c *lineCounter) Write(b []byte) (int, error) {
 	n, err := c.w.Write(b)
-	c.n += bytes.Count(b[:n], []byte{'\n'})
+	c.lines += bytes.Count(b[:n], []byte{'\n'})
+	c.bytes += n
 	return n, err
 }
 
@@ -111,8 +115,8 @@ func (s *Store) loadReceived() *received {
 	if rc.Blobs == nil {
 		rc.Blobs = map[string]string{}
 	}
-	if rc.Lines == nil {
-		rc.Lines = map[string]BlobLines{}
+	if rc.Files == nil {
+		rc.Files = map[string]ReceivedFile{}
 	}
 	s.received = rc
 	return rc
@@ -335,16 +339,20 @@ func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyO
 		}
 		var res eventlog.Received
 		var err error
-		lines := -1
-		if _, statErr := os.Stat(filepath.Join(EventsDir(s.Repo), name)); c.commit != "" && errors.Is(statErr, fs.ErrNotExist) {
+		path := filepath.Join(EventsDir(s.Repo), name)
+		got := ReceivedFile{Blob: files[name]}
+		if _, statErr := os.Stat(path); c.commit != "" && errors.Is(statErr, fs.ErrNotExist) {
 			// A writer file new here (all of them, in a fresh clone):
 			// streamed into place, never held in memory.
+			lc := &lineCounter{}
 			res, err = sess.ReceiveFrom(name, func(w io.Writer) error {
-				lc := &lineCounter{w: w}
-				err := git.CopyBlob(ctx, s.Repo.Root, files[name], lc)
-				lines = lc.n
-				return err
+				lc.w = w
+				return git.CopyBlob(ctx, s.Repo.Root, files[name], lc)
 			}, c.source)
+			got.Lines = lc.lines
+			if fi, statErr := os.Stat(path); err == nil && res.Quarantined == "" && statErr == nil && fi.Size() == int64(lc.bytes) {
+				got.Inode, got.Size, got.MTime = durable.Inode(fi), fi.Size(), fi.ModTime().UnixNano() // the file is the blob
+			}
 		} else {
 			var content []byte
 			if c.commit == "" {
@@ -359,7 +367,7 @@ func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyO
 				return added, err
 			}
 			res, err = sess.Receive(name, content, c.source)
-			lines = bytes.Count(content, []byte{'\n'})
+			got.Lines = bytes.Count(content, []byte{'\n'})
 		}
 		if err != nil {
 			return added, err
@@ -367,9 +375,7 @@ func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyO
 		added += res.Added
 		if c.commit != "" {
 			rc.Blobs[name] = files[name]
-			if lines >= 0 {
-				rc.Lines[name] = BlobLines{Blob: files[name], Lines: lines}
-			}
+			rc.Files[name] = got
 		}
 	}
 	return added, nil

@@ -489,8 +489,9 @@ func TestCheckDecideRunsEveryDecisionTwice(t *testing.T) {
 
 // A receive records the lines of the blobs it read (received.json), one
 // per writer file, for spool status to compare with the remote: a fresh
-// clone's blob streamed into place, and then the blob of a file the clone
-// has (its own writer's), read whole.
+// clone's blob streamed into place, with the identity of the file it
+// became, and then the blob of a file the clone has (its own writer's),
+// read whole, with none.
 func TestReceiveCountsTheBlobsLines(t *testing.T) {
 	dir := newRepo(t)
 	s, _ := open(t, dir)
@@ -505,12 +506,24 @@ func TestReceiveCountsTheBlobsLines(t *testing.T) {
 		return out
 	}
 	os.RemoveAll(filepath.Join(dir, ".git", "spool"))
+	streamed := map[string]bool{} // the fresh clone's files, taken whole from their blobs
 	for _, step := range []string{"the fresh clone's receive", "the next receive"} {
 		s, _ = open(t, dir)
 		if _, err := s.Read(context.Background(), "stats"); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := s.ReceivedLines(), blobs(); !maps.Equal(got, want) {
+		got := map[string]int{}
+		for name, f := range s.ReceivedFiles() {
+			got[f.Blob] = f.Lines
+			fi, err := os.Stat(filepath.Join(EventsDir(s.Repo), name))
+			if step == "the fresh clone's receive" {
+				streamed[name] = true
+			}
+			if whole := f.Size > 0; err != nil || whole != streamed[name] || whole && (fi.Size() != f.Size || fi.ModTime().UnixNano() != f.MTime) {
+				t.Errorf("after %s: %s recorded as %+v", step, name, f)
+			}
+		}
+		if want := blobs(); !maps.Equal(got, want) {
 			t.Fatalf("after %s: %v, want %v", step, got, want)
 		}
 		writeN(t, s, "test.tick", 2) // this clone's own writer file
