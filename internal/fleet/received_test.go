@@ -1,0 +1,88 @@
+package fleet
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/git/gittest"
+	"github.com/spoolhq/spool/internal/store"
+	"github.com/spoolhq/spool/projections"
+)
+
+// In a fresh clone the sync cache knows each writer file taken whole from
+// its blob by the receive, without reading it: its blob and lines, for as
+// long as the file is unchanged (an append makes it read again).
+func TestCacheKnowsTheFilesTakenWhole(t *testing.T) {
+	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n"})
+	ctx := context.Background()
+	open := func() *store.Store {
+		st, err := store.Open(ctx, r.Root, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	add := func(st *store.Store) {
+		_, _, err := st.Write(ctx, time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC), "ada", nil, func(*projections.View) ([]eventlog.Draft, error) {
+			return []eventlog.Draft{{Type: "test.tick", Subject: "x"}}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := open()
+	for range 3 {
+		add(st)
+	}
+	// The log as another clone pushed it, on git's tracking ref.
+	path := st.Log.Dir()
+	files, _ := filepath.Glob(filepath.Join(path, "*"+eventlog.Ext))
+	if len(files) != 1 {
+		t.Fatalf("writer files %v", files)
+	}
+	name := filepath.Base(files[0])
+	blob := r.Git(r.Root, "hash-object", "-w", files[0])
+	tree := mktree(t, r, "100644 blob "+blob+"\t"+name)
+	root := mktree(t, r, "040000 tree "+tree+"\tevents")
+	r.Git(r.Root, "update-ref", "refs/remotes/origin/spool-log", r.Git(r.Root, "commit-tree", root, "-m", "spool: events"))
+	os.RemoveAll(filepath.Join(r.Root, ".git", "spool")) // a fresh clone
+	st = open()
+	if _, err := st.Read(ctx, "stats"); err != nil {
+		t.Fatal(err)
+	}
+	local := filepath.Join(store.EventsDir(st.Repo), name)
+	c := loadCache(st)
+	if e, ok := c.unchanged(local); !ok || e.Hash != blob || e.Lines != 3 || c.lines[blob] != 3 {
+		t.Fatalf("after the receive: %+v, %v; lines %v", e, ok, c.lines)
+	}
+	add(st) // to this clone's own file; the received one is as it was
+	if e, ok := loadCache(st).unchanged(local); !ok || e.Hash != blob {
+		t.Fatalf("after an append elsewhere: %+v, %v", e, ok)
+	}
+	f, err := os.OpenFile(local, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("\n")
+	f.Close()
+	if _, ok := loadCache(st).unchanged(local); ok {
+		t.Fatal("a file that grew is still taken for its blob")
+	}
+}
+
+func mktree(t *testing.T, r *gittest.Repo, entries string) string {
+	t.Helper()
+	cmd := exec.Command("git", "mktree")
+	cmd.Dir, cmd.Stdin = r.Root, strings.NewReader(entries+"\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
