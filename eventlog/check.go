@@ -90,13 +90,18 @@ func checkFile(path string, rep *CheckReport) error {
 
 // checkLines judges the lines of the writer file named path, read from f.
 func checkLines(f io.Reader, path string, rep *CheckReport) error {
+	return checkLinesFrom(f, path, rep, newRules(WriterOf(path)), 1)
+}
+
+// checkLinesFrom judges the lines read from f as lines first, … of the
+// writer file named path, after those r accepted (which ended a batch).
+func checkLinesFrom(f io.Reader, path string, rep *CheckReport, r *rules, first int) error {
 	add := func(line int, format string, args ...any) {
 		rep.Problems = append(rep.Problems, Problem{Path: path, Line: line, Message: fmt.Sprintf(format, args...)})
 	}
 	br := bufio.NewReaderSize(f, 64<<10)
-	r := newRules(WriterOf(path))
 	batchFrom := 0 // first line of a batch still waiting for its last event
-	for n := 1; ; n++ {
+	for n := first; ; n++ {
 		line, err := br.ReadBytes('\n')
 		if errors.Is(err, io.EOF) {
 			if batchFrom > 0 {

@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -23,6 +24,11 @@ func (s *Session) ReceiveFrom(name string, write func(io.Writer) error, source s
 	writer, ok := cutWriter(name)
 	if !ok {
 		return Received{}, fmt.Errorf("%w: %q from %s is not a writer file's name", ErrCorrupt, name, source)
+	}
+	if fi, err := os.Stat(filepath.Join(s.log.opt.Dir, name)); err == nil && fi.Size() > 0 {
+		return s.receiveOnto(name, writer, fi.Size(), write, source)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Received{}, err
 	}
 	if err := os.MkdirAll(s.log.tmpDir(), 0o755); err != nil {
 		return Received{}, err
@@ -102,6 +108,132 @@ func (s *Session) ReceiveFrom(name string, write func(io.Writer) error, source s
 
 // receivingSuffix ends the name of a copy ReceiveFrom is receiving.
 const receivingSuffix = ".receiving"
+
+// receiveOnto is ReceiveFrom for a writer file this log has, in the case
+// a sync meets most: another machine appended to it. The copy is compared
+// with the local file as it streams, and only what it adds is kept, checked
+// from the local file's last line on (the lines before are the local
+// file's own), and appended. Reading the copy whole and checking every
+// line took 10 s and 600 MiB for one event added to a file of a million.
+// Anything else (a copy that differs from the local file, a local file
+// that does not end a batch, lines that break the rules) is Receive's, on
+// the copy streamed again into memory.
+func (s *Session) receiveOnto(name, writer string, size int64, write func(io.Writer) error, source string) (Received, error) {
+	inMemory := func() (Received, error) {
+		var b bytes.Buffer
+		if err := write(&b); err != nil {
+			return Received{}, err
+		}
+		return s.Receive(name, b.Bytes(), source)
+	}
+	path := filepath.Join(s.log.opt.Dir, name)
+	f, err := os.Open(path)
+	if err != nil {
+		return Received{}, err
+	}
+	defer f.Close()
+	last, ok, err := lastBatchEnd(f, size)
+	if err != nil {
+		return Received{}, err
+	}
+	if !ok {
+		return inMemory()
+	}
+	pw := &prefixWriter{ours: bufio.NewReaderSize(f, 256<<10), left: size, buf: make([]byte, 256<<10)}
+	if err := write(pw); errors.Is(err, errDiverged) {
+		return inMemory()
+	} else if err != nil {
+		return Received{}, err
+	}
+	res := Received{Writer: writer}
+	added := Whole(pw.suffix.Bytes())
+	if pw.left > 0 || len(added) == 0 {
+		return res, nil // the copy is the local file or a prefix of it
+	}
+	rep := &CheckReport{}
+	r := newRules(writer)
+	r.accept(last, pw.lines)
+	if err := checkLinesFrom(bytes.NewReader(added), path, rep, r, pw.lines+1); err != nil {
+		return res, err
+	}
+	if len(rep.Problems) > 0 {
+		return inMemory() // repaired, or quarantined, with the whole copy's line numbers
+	}
+	if err := appendLines(path, s.log.opt.Dir, added); err != nil {
+		return res, err
+	}
+	res.Added = rep.Events
+	return res, s.Reload()
+}
+
+// LineCounter counts the bytes and lines (newlines) written through it to
+// W: a copy's, as ReceiveFrom streams it.
+type LineCounter struct {
+	W            io.Writer
+	Lines, Bytes int
+}
+
+func (c *LineCounter) Write(b []byte) (int, error) {
+	n, err := c.W.Write(b)
+	c.Lines += bytes.Count(b[:n], newline)
+	c.Bytes += n
+	return n, err
+}
+
+// errDiverged stops a copy that differs from the local file.
+var errDiverged = errors.New("the copy differs from the local file")
+
+// prefixWriter compares what is written with the local file, then keeps
+// what follows it.
+type prefixWriter struct {
+	ours   io.Reader // the local file
+	left   int64     // its bytes not compared yet
+	lines  int       // lines compared
+	buf    []byte
+	suffix bytes.Buffer
+}
+
+func (w *prefixWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 && w.left > 0 {
+		k := int(min(int64(len(p)), w.left, int64(len(w.buf))))
+		if _, err := io.ReadFull(w.ours, w.buf[:k]); err != nil {
+			return 0, err
+		}
+		if !bytes.Equal(w.buf[:k], p[:k]) {
+			return 0, errDiverged
+		}
+		w.lines += bytes.Count(p[:k], newline)
+		w.left -= int64(k)
+		p = p[k:]
+	}
+	w.suffix.Write(p)
+	return n, nil
+}
+
+// lastBatchEnd is the last line of the writer file f, of size bytes, when
+// it ends a line and a batch, and its rules go on from it alone: it has a
+// prev (a chained file, as every line after it must be), or it is the
+// only line. Otherwise ok is false.
+func lastBatchEnd(f io.ReaderAt, size int64) (e *Event, ok bool, err error) {
+	start := max(0, size-MaxLine-1)
+	tail := make([]byte, size-start)
+	if _, err := f.ReadAt(tail, start); err != nil && !errors.Is(err, io.EOF) {
+		return nil, false, err
+	}
+	if len(tail) == 0 || tail[len(tail)-1] != '\n' {
+		return nil, false, nil
+	}
+	i := bytes.LastIndexByte(tail[:len(tail)-1], '\n')
+	if i < 0 && start > 0 {
+		return nil, false, nil // longer than a line may be
+	}
+	e, err = Decode(tail[i+1:])
+	if err != nil || e.More || e.Prev == "" && (i >= 0 || start > 0) {
+		return nil, false, nil
+	}
+	return e, true, nil
+}
 
 // wholeTail is how much of a copy's end wholeSize reads: Whole looks back
 // from the end only over the lines of an unfinished batch. A variable for

@@ -70,6 +70,21 @@ func FuzzReceiveFrom(f *testing.F) {
 	f.Add([]byte(nil), bytes.Replace(all, []byte(`"seq":2`), []byte(`"seq":9`), 1), true)
 	f.Add([]byte{}, all, false)
 	f.Add(bytes.Join(lines[:2], nil), all, false)
+	whole := append(bytes.Clone(all), '\n') // validFile's last line has no newline
+	two := bytes.Join(lines[:2], nil)
+	f.Add(bytes.Join(lines[:1], nil), whole, false)                                      // one line, then more: streamed onto it
+	f.Add(two, whole, false)                                                             // two, then more
+	f.Add(bytes.Join(lines[:3], nil), two, false)                                        // the copy is a prefix
+	f.Add(two, bytes.Join([][]byte{lines[0], lines[2]}, nil), false)                     // it differs
+	f.Add(two, bytes.Replace(whole, []byte(`"seq":3`), []byte(`"seq":9`), 1), false)     // what it adds breaks a rule
+	f.Add(two, bytes.Join([][]byte{lines[0], lines[1], lines[1], lines[2]}, nil), false) // a line copied in place
+	if e, err := Decode(lines[2]); err == nil {                                          // a line without prev after lines with it
+		e.Prev = ""
+		e.ID, _ = e.computeID()
+		if b, err := e.Encode(); err == nil {
+			f.Add(two, append(bytes.Clone(two), b...), false) // Encode ends it with a newline
+		}
+	}
 	f.Add([]byte(nil), []byte{}, false)
 	f.Fuzz(func(t *testing.T, local, copy []byte, smallTail bool) {
 		if smallTail {

@@ -433,20 +433,26 @@ func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o
 		if !validFile(name) || c.known(path, blob) {
 			continue
 		}
-		theirs, err := git.ReadBlob(ctx, st.Repo.Root, blob.Hash)
+		// Streamed: a copy that extends the local file adds only its new
+		// lines, never read whole (eventlog's ReceiveFrom).
+		var lc eventlog.LineCounter
+		res, err := sess.ReceiveFrom(name, func(w io.Writer) error {
+			lc = eventlog.LineCounter{W: w}
+			return git.CopyBlob(ctx, st.Repo.Root, blob.Hash, &lc)
+		}, o.Remote+"/"+o.Branch)
 		if err != nil {
 			return nil, received, err
 		}
-		c.lines[blob.Hash] = bytes.Count(eventlog.Whole(theirs), []byte{'\n'})
-		res, err := sess.Receive(name, theirs, o.Remote+"/"+o.Branch)
-		if err != nil {
-			return nil, received, err
-		}
+		c.lines[blob.Hash] = lc.Lines
 		received += res.Added
-		if res.Quarantined == "" && fileSize(path) == int64(len(eventlog.Whole(theirs))) {
-			c.remember(path, blob.Hash, c.lines[blob.Hash])
+		if res.Quarantined == "" && fileSize(path) == int64(lc.Bytes) {
+			c.remember(path, blob.Hash, lc.Lines)
 		}
 		if res.Quarantined != "" {
+			theirs, err := git.ReadBlob(ctx, st.Repo.Root, blob.Hash)
+			if err != nil {
+				return nil, received, err
+			}
 			own := name == sess.Writer()+eventlog.Ext
 			if had == nil && res.Forked && own {
 				// What this clone last pushed, or took whole from the remote:

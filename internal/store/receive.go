@@ -86,19 +86,6 @@ func (s *Store) ReceivedFiles() map[string]ReceivedFile {
 	return rc.Files
 }
 
-// lineCounter counts the bytes and newlines written through it.
-type lineCounter struct {
-	w            io.Writer
-	lines, bytes int
-}
-
-func (c *lineCounter) Write(b []byte) (int, error) {
-	n, err := c.w.Write(b)
-	c.lines += bytes.Count(b[:n], []byte{'\n'})
-	c.bytes += n
-	return n, err
-}
-
 func (s *Store) receivedPath() string { return filepath.Join(s.Repo.PrivateDir(), "received.json") }
 
 func (s *Store) loadReceived() *received {
@@ -341,25 +328,22 @@ func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyO
 		var err error
 		path := filepath.Join(EventsDir(s.Repo), name)
 		got := ReceivedFile{Blob: files[name]}
-		if _, statErr := os.Stat(path); c.commit != "" && errors.Is(statErr, fs.ErrNotExist) {
-			// A writer file new here (all of them, in a fresh clone):
-			// streamed into place, never held in memory.
-			lc := &lineCounter{}
+		if c.commit != "" {
+			// Streamed, never held in memory: a writer file new here (all
+			// of them, in a fresh clone) into place, one this clone has
+			// compared with it and what it adds appended.
+			lc := &eventlog.LineCounter{}
 			res, err = sess.ReceiveFrom(name, func(w io.Writer) error {
-				lc.w = w
+				*lc = eventlog.LineCounter{W: w} // counted again if streamed again
 				return git.CopyBlob(ctx, s.Repo.Root, files[name], lc)
 			}, c.source)
-			got.Lines = lc.lines
-			if fi, statErr := os.Stat(path); err == nil && res.Quarantined == "" && statErr == nil && fi.Size() == int64(lc.bytes) {
+			got.Lines = lc.Lines
+			if fi, statErr := os.Stat(path); err == nil && res.Quarantined == "" && statErr == nil && fi.Size() == int64(lc.Bytes) {
 				got.Inode, got.Size, got.MTime = durable.Inode(fi), fi.Size(), fi.ModTime().UnixNano() // the file is the blob
 			}
 		} else {
 			var content []byte
-			if c.commit == "" {
-				content, err = os.ReadFile(files[name])
-			} else {
-				content, err = git.ReadBlob(ctx, s.Repo.Root, files[name])
-			}
+			content, err = os.ReadFile(files[name])
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // removed by a checkout meanwhile
 			}
