@@ -170,13 +170,7 @@ func TestSubmitOnALazyState(t *testing.T) {
 		b, _ := fold(events[:cut]).MarshalState()
 		for _, upto := range []int{cut, len(events)} {
 			whole := fold(events[:upto])
-			l := jobs.Spec.New().(*jobs.Projection)
-			if err := l.UnmarshalChecked(bytes.Clone(b)); err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range events[cut:upto] {
-				l.Apply(e)
-			}
+			l := lazyAfter(t, b, events[cut:upto])
 			ws := whole.State()
 			if got := jobs.JobCount(l.Lazy()); got != len(ws.Jobs) {
 				t.Fatalf("seed %d: %d jobs counted lazily, %d", seed, got, len(ws.Jobs))
@@ -200,6 +194,19 @@ func TestSubmitOnALazyState(t *testing.T) {
 			}
 		}
 	}
+}
+
+// lazyAfter is snapshot b read lazily, then events folded into it.
+func lazyAfter(t *testing.T, b []byte, events []*eventlog.Event) *jobs.Projection {
+	t.Helper()
+	l := jobs.Spec.New().(*jobs.Projection)
+	if err := l.UnmarshalChecked(bytes.Clone(b)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		l.Apply(e)
+	}
+	return l
 }
 
 func must(b []byte, err error) []byte {
@@ -231,13 +238,7 @@ func TestClaimOnAClaimableState(t *testing.T) {
 			for pi, p := range []jobs.Policy{fair, fifo} {
 				for _, quota := range []bool{false, true} {
 					whole := fold(events[:upto])
-					l := jobs.Spec.New().(*jobs.Projection)
-					if err := l.UnmarshalChecked(bytes.Clone(b)); err != nil {
-						t.Fatal(err)
-					}
-					for _, e := range events[cut:upto] {
-						l.Apply(e)
-					}
+					l := lazyAfter(t, b, events[cut:upto])
 					if quota { // the project over its quota, or not
 						d, err := jobs.SetQuota(whole.State(), p, jobs.Quota{Scope: "project", Name: "render", Daily: time.Duration(1+seed%3) * 20 * time.Minute}, "root")
 						if err != nil {
@@ -419,13 +420,7 @@ func TestWorkerStepsOnALazyState(t *testing.T) {
 		now := events[len(events)-1].At
 		whole := fold(events)
 		ws := whole.State()
-		l := jobs.Spec.New().(*jobs.Projection)
-		if err := l.UnmarshalChecked(b); err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range events[cut:] {
-			l.Apply(e)
-		}
+		l := lazyAfter(t, b, events[cut:])
 		for k, j := range ws.Sorted() {
 			if k%2 == 1 { // left encoded
 				continue
