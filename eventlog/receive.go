@@ -28,6 +28,9 @@ type Received struct {
 	// file (else the local file is a prefix of it): a sync must not let
 	// either replace the other unseen.
 	Forked bool `json:"forked,omitempty"`
+	// Same says the local file is now the copy byte for byte (ReceiveFrom
+	// only): its blob, for a cache that knows files by their blobs.
+	Same bool `json:"-"`
 }
 
 // Whole cuts a writer file to whole batches: a torn last line, or the lines

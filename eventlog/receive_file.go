@@ -51,19 +51,12 @@ func (s *Session) ReceiveFrom(name string, write func(io.Writer) error, source s
 		return Received{}, err
 	}
 	path := filepath.Join(s.log.opt.Dir, name)
-	fi, err := os.Stat(path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return Received{}, err
-	}
 	inMemory := func() (Received, error) {
 		theirs, err := os.ReadFile(tmp)
 		if err != nil {
 			return Received{}, err
 		}
 		return s.Receive(name, theirs, source)
-	}
-	if err == nil && fi.Size() > 0 {
-		return inMemory()
 	}
 	size, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
@@ -102,7 +95,7 @@ func (s *Session) ReceiveFrom(name string, write func(io.Writer) error, source s
 	if err := durable.SyncDir(s.log.opt.Dir); err != nil {
 		return res, err
 	}
-	res.Added = rep.Events
+	res.Added, res.Same = rep.Events, whole == size
 	return res, s.Reload()
 }
 
@@ -117,7 +110,9 @@ const receivingSuffix = ".receiving"
 // line took 10 s and 600 MiB for one event added to a file of a million.
 // Anything else (a copy that differs from the local file, a local file
 // that does not end a batch, lines that break the rules) is Receive's, on
-// the copy streamed again into memory.
+// the copy streamed again into memory. The lines the local file has are
+// not judged again: a local file that breaks the rules (verify and doctor
+// say so) does not get the copy quarantined, as Receive would.
 func (s *Session) receiveOnto(name, writer string, size int64, write func(io.Writer) error, source string) (Received, error) {
 	inMemory := func() (Received, error) {
 		var b bytes.Buffer
@@ -145,7 +140,7 @@ func (s *Session) receiveOnto(name, writer string, size int64, write func(io.Wri
 	} else if err != nil {
 		return Received{}, err
 	}
-	res := Received{Writer: writer}
+	res := Received{Writer: writer, Same: pw.left == 0 && pw.suffix.Len() == 0}
 	added := Whole(pw.suffix.Bytes())
 	if pw.left > 0 || len(added) == 0 {
 		return res, nil // the copy is the local file or a prefix of it
@@ -162,7 +157,7 @@ func (s *Session) receiveOnto(name, writer string, size int64, write func(io.Wri
 	if err := appendLines(path, s.log.opt.Dir, added); err != nil {
 		return res, err
 	}
-	res.Added = rep.Events
+	res.Added, res.Same = rep.Events, len(added) == pw.suffix.Len()
 	return res, s.Reload()
 }
 

@@ -55,10 +55,13 @@ func receiveBoth(t *testing.T, local, copy []byte) (viaBytes, viaFile []byte, a,
 	return
 }
 
-// FuzzReceiveFrom: streaming a copy in (a fresh clone's writer files) does
-// what Receive does with its bytes: the same file after, the same events
-// added, the same copy refused for the same reason; with Whole's look at
-// the tail at its real size and at a few bytes (the fallback to Receive).
+// FuzzReceiveFrom: streaming a copy in (a fresh clone's writer files, and
+// a copy that extends a local file) does what Receive does with its
+// bytes: the same file after, the same events added, the same copy refused
+// for the same reason; with Whole's look at the tail at its real size and
+// at a few bytes (the fallback to Receive). A local file that breaks the
+// rules is left out: ReceiveFrom does not judge its lines again. Same is
+// said only of a file that is the copy.
 func FuzzReceiveFrom(f *testing.F) {
 	lines := validFile(f, 4)
 	all := bytes.Join(lines, nil)
@@ -106,6 +109,9 @@ func FuzzReceiveFrom(f *testing.F) {
 		}
 		if a.Added != b.Added || a.Problem != b.Problem || (a.Quarantined == "") != (b.Quarantined == "") || a.Forked != b.Forked {
 			t.Fatalf("Receive said %+v, ReceiveFrom %+v", a, b)
+		}
+		if b.Same && !bytes.Equal(viaFile, copy) {
+			t.Fatalf("ReceiveFrom says the file %q is the copy %q", viaFile, copy)
 		}
 	})
 }

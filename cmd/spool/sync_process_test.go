@@ -365,6 +365,17 @@ func TestStatusCountsTheRemoteFromTheReceive(t *testing.T) {
 	if out := jobSpool(t, bin, clones[1], envs[1], "status"); !strings.Contains(out, "up to date with origin/spool-log") {
 		t.Fatalf("the first status:\n%s", out)
 	}
+	// The remote's copy of that writer file grows: the next command streams
+	// it onto the local file and counts it again.
+	jobSpool(t, bin, clones[0], envs[0], "task", "add", "four")
+	jobSpool(t, bin, clones[0], envs[0], "sync")
+	r.Git(clones[1], "fetch", "-q", "origin")
+	if out := jobSpool(t, bin, clones[1], envs[1], "status"); !strings.Contains(out, "up to date with origin/spool-log") {
+		t.Fatalf("the status after the fetch:\n%s", out)
+	}
+	if got := taskTitles(t, bin, clones[1], envs[1]); !slices.Equal(got, []string{"four", "one", "three", "two"}) {
+		t.Fatalf("after the fetch: %q", got)
+	}
 	path := filepath.Join(clones[1], ".git", "spool", "received.json")
 	var rc map[string]any
 	if err := json.Unmarshal(must(os.ReadFile(path)), &rc); err != nil {

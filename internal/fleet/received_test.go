@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/git/gittest"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/projections"
@@ -85,4 +86,45 @@ func mktree(t *testing.T, r *gittest.Repo, entries string) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// A claim through the remote integrates, then replaces its own file's
+// snapshot with the file and the claim's lines: the file as it was is
+// never stored as a blob (a zlib pass over the whole file at every claim,
+// and an object nothing references).
+func TestClaimStoresItsOwnFileOnce(t *testing.T) {
+	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n"})
+	ctx := context.Background()
+	st, err := store.Open(ctx, r.Root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, _, err := st.Write(ctx, time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC), "ada", nil, func(*projections.View) ([]eventlog.Draft, error) {
+			return []eventlog.Draft{{Type: "test.tick", Subject: "x"}}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sess, err := st.Log.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	name := sess.Writer() + eventlog.Ext
+	before := r.Git(r.Root, "hash-object", filepath.Join(st.Log.Dir(), name)) // not written
+	c := loadCache(st)
+	snaps, _, err := integrateIn(ctx, st, sess, Options{Remote: "origin", Branch: "spool-log"}, map[string]git.Blob{}, c)
+	if err == nil {
+		snaps, err = withLines(snaps, st.Log.Dir(), name, []byte("{}\n"))
+	}
+	if err == nil {
+		_, _, err = writeTree(ctx, r.Root, snaps, map[string]git.Blob{}, c)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exec.Command("git", "-C", r.Root, "cat-file", "-e", before).Run() == nil {
+		t.Fatalf("the own file before the claim's lines was stored as blob %s", before)
+	}
 }

@@ -402,6 +402,7 @@ type snapshot struct {
 	dir     string
 	name    string
 	content []byte
+	file    bool   // content is the file's whole batches, not read yet (storeFile)
 	hash    string // the blob's id when known (unchanged since the cache)
 	lines   int
 	kept    bool // the remote's copy, kept rather than the local file (keepRemote)
@@ -445,7 +446,7 @@ func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o
 		}
 		c.lines[blob.Hash] = lc.Lines
 		received += res.Added
-		if res.Quarantined == "" && fileSize(path) == int64(lc.Bytes) {
+		if res.Same {
 			c.remember(path, blob.Hash, lc.Lines)
 		}
 		if res.Quarantined != "" {
@@ -490,9 +491,7 @@ func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o
 			snaps = append(snaps, s)
 			continue
 		}
-		if s.hash, s.lines, err = storeFile(ctx, st.Repo.Root, path, c); err != nil {
-			return nil, received, err
-		}
+		s.file = true // stored by storeBlobs, streamed from the file (a claim replaces its own)
 		snaps = append(snaps, s)
 	}
 	return snaps, received, nil
@@ -606,7 +605,12 @@ func storeBlobs(ctx context.Context, repo string, snaps []snapshot, remote map[s
 	sent := 0
 	for i := range snaps {
 		s := &snaps[i]
-		if s.hash == "" {
+		if s.hash == "" && s.file {
+			var err error
+			if s.hash, s.lines, err = storeFile(ctx, repo, filepath.Join(s.dir, s.name), c); err != nil {
+				return 0, err
+			}
+		} else if s.hash == "" {
 			h, err := git.WriteBlob(ctx, repo, s.content)
 			if err != nil {
 				return 0, err

@@ -338,7 +338,7 @@ func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyO
 				return git.CopyBlob(ctx, s.Repo.Root, files[name], lc)
 			}, c.source)
 			got.Lines = lc.Lines
-			if fi, statErr := os.Stat(path); err == nil && res.Quarantined == "" && statErr == nil && fi.Size() == int64(lc.Bytes) {
+			if fi, statErr := os.Stat(path); err == nil && res.Same && statErr == nil {
 				got.Inode, got.Size, got.MTime = durable.Inode(fi), fi.Size(), fi.ModTime().UnixNano() // the file is the blob
 			}
 		} else {
