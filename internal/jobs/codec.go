@@ -151,8 +151,8 @@ type lazyJobs struct {
 	claim string // the claim section
 	// mapped says the strings are a mapping of the file, unmapped once
 	// lazyJobs is unreachable (UnmarshalMapped): a job is decoded from a
-	// copy of its record, and a string read from them is not kept past a
-	// use of lz.
+	// copy of its record, and a string read from them is kept only where
+	// lz stays reachable (a claim's lanes hold the state, which holds lz).
 	mapped bool
 }
 

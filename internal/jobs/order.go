@@ -180,10 +180,10 @@ func (s *State) idleHeads(pl *pool, most int) {
 		urgent := k.rank == Urgent.Rank()
 		for {
 			x, ok := next()
-			if !ok || s.isTaken(x.rec) {
-				if !ok {
-					return
-				}
+			if !ok {
+				return
+			}
+			if s.isTaken(x.rec) {
 				continue // an event changed it: Jobs has it
 			}
 			if urgent && pl.urgent == 0 {
