@@ -1,10 +1,6 @@
 package jobs
 
-import (
-	"time"
-
-	"github.com/spoolhq/spool/internal/jsonout"
-)
+import "github.com/spoolhq/spool/internal/jsonout"
 
 // AppendJSON writes the Job as its MarshalJSON does through encoding/json
 // (jsonout): jobs.json, every job indented, is rewritten at each save of
@@ -21,30 +17,30 @@ func (j Job) AppendJSON(dst []byte, f jsonout.Format) ([]byte, bool) {
 	o.Int("gpus", int64(j.Slots))
 	o.Int("segments", int64(j.Segments))
 	o.Strings("argv", j.Argv)
-	timeOmitZero(&o, "start_after", j.StartAfter)
-	boolOmitEmpty(&o, "off_peak", j.OffPeak)
+	o.TimeOmitZero("start_after", j.StartAfter)
+	o.BoolOmitEmpty("off_peak", j.OffPeak)
 	o.StringOmitEmpty("schedule", j.Schedule)
-	timeOmitZero(&o, "occurrence", j.Occurrence)
+	o.TimeOmitZero("occurrence", j.Occurrence)
 	o.String("status", string(j.Status))
 	o.Time("submitted_at", j.Submitted)
-	timeOmitZero(&o, "entered_queue_at", j.Entered)
+	o.TimeOmitZero("entered_queue_at", j.Entered)
 	o.Int("order", j.Order)
-	boolOmitEmpty(&o, "moved", j.Moved)
+	o.BoolOmitEmpty("moved", j.Moved)
 	o.StringOmitEmpty("worker", j.Worker)
-	timeOmitZero(&o, "lease_until", j.LeaseUntil)
+	o.TimeOmitZero("lease_until", j.LeaseUntil)
 	if j.Holder != nil {
 		o.Value("holder", j.Holder)
 	}
 	if j.Attempts != 0 {
 		o.Int("attempts", int64(j.Attempts))
 	}
-	timeOmitZero(&o, "first_dispatched_at", j.FirstStart)
-	timeOmitZero(&o, "ended_at", j.Ended)
+	o.TimeOmitZero("first_dispatched_at", j.FirstStart)
+	o.TimeOmitZero("ended_at", j.Ended)
 	o.StringOmitEmpty("error", j.Error)
-	boolOmitEmpty(&o, "pause_requested", j.PauseRequested)
-	boolOmitEmpty(&o, "yield_requested", j.YieldRequested)
-	boolOmitEmpty(&o, "cancel_requested", j.CancelRequested)
-	timeOmitZero(&o, "grace_until", j.GraceUntil)
+	o.BoolOmitEmpty("pause_requested", j.PauseRequested)
+	o.BoolOmitEmpty("yield_requested", j.YieldRequested)
+	o.BoolOmitEmpty("cancel_requested", j.CancelRequested)
+	o.TimeOmitZero("grace_until", j.GraceUntil)
 	jsonout.List(&o, "segment_runs", j.SegmentRuns())
 	jsonout.ListOmitEmpty(&o, "runs", j.Runs)
 	jsonout.List(&o, "trail", j.Trail)
@@ -64,8 +60,8 @@ func (p *ProcRecord) AppendJSON(dst []byte, f jsonout.Format) ([]byte, bool) {
 func (s Segment) AppendJSON(dst []byte, f jsonout.Format) ([]byte, bool) {
 	o := jsonout.NewObject(dst, f)
 	o.Bool("done", s.Done)
-	timeOmitZero(&o, "started_at", s.Started)
-	timeOmitZero(&o, "ended_at", s.Ended)
+	o.TimeOmitZero("started_at", s.Started)
+	o.TimeOmitZero("ended_at", s.Ended)
 	if s.ExitCode != nil {
 		o.Int("exit_code", int64(*s.ExitCode))
 	}
@@ -89,16 +85,4 @@ func (t Transition) AppendJSON(dst []byte, f jsonout.Format) ([]byte, bool) {
 	o.String("by", t.By)
 	o.StringOmitEmpty("reason", t.Reason)
 	return o.End()
-}
-
-func timeOmitZero(o *jsonout.Object, name string, t time.Time) {
-	if !t.IsZero() {
-		o.Time(name, t)
-	}
-}
-
-func boolOmitEmpty(o *jsonout.Object, name string, v bool) {
-	if v {
-		o.Bool(name, v)
-	}
 }

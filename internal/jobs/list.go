@@ -44,14 +44,9 @@ func (r Row) AppendJSON(dst []byte, f jsonout.Format) ([]byte, bool) {
 	o.Int("segments", int64(r.Segments))
 	o.Int("segments_done", int64(r.SegmentsDone))
 	o.Time("submitted_at", r.Submitted)
-	for _, t := range []struct {
-		name string
-		at   time.Time
-	}{{"start_after", r.StartAfter}, {"earliest_start", r.EarliestStart}, {"likely_start", r.LikelyStart}} {
-		if !t.at.IsZero() { // omitzero
-			o.Time(t.name, t.at)
-		}
-	}
+	o.TimeOmitZero("start_after", r.StartAfter)
+	o.TimeOmitZero("earliest_start", r.EarliestStart)
+	o.TimeOmitZero("likely_start", r.LikelyStart)
 	o.String("wait_reason", r.WaitReason)
 	return o.End()
 }

@@ -176,6 +176,13 @@ func (o *Object) Bool(name string, v bool) {
 	o.dst = strconv.AppendBool(o.dst, v)
 }
 
+// BoolOmitEmpty writes a bool field tagged omitempty: left out when false.
+func (o *Object) BoolOmitEmpty(name string, v bool) {
+	if v {
+		o.Bool(name, v)
+	}
+}
+
 // Time writes a time.Time field as its MarshalJSON does (RFC 3339 with
 // nanoseconds, trailing zeros dropped); AppendText is that text, and
 // refuses the same times.
@@ -187,6 +194,14 @@ func (o *Object) Time(name string, v time.Time) {
 		return
 	}
 	o.dst = append(b, '"')
+}
+
+// TimeOmitZero writes a time.Time field tagged omitzero: left out when
+// zero.
+func (o *Object) TimeOmitZero(name string, v time.Time) {
+	if !v.IsZero() {
+		o.Time(name, v)
+	}
 }
 
 // TimeOmitNil writes a *time.Time field tagged omitempty: left out when
