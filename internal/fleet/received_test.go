@@ -22,25 +22,8 @@ import (
 func TestCacheKnowsTheFilesTakenWhole(t *testing.T) {
 	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n"})
 	ctx := context.Background()
-	open := func() *store.Store {
-		st, err := store.Open(ctx, r.Root, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st
-	}
-	add := func(st *store.Store) {
-		_, _, err := st.Write(ctx, time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC), "ada", nil, func(*projections.View) ([]eventlog.Draft, error) {
-			return []eventlog.Draft{{Type: "test.tick", Subject: "x"}}, nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	st := open()
-	for range 3 {
-		add(st)
-	}
+	st := openStore(t, r)
+	tick(t, st, 3)
 	// The log as another clone pushed it, on git's tracking ref.
 	path := st.Log.Dir()
 	files, _ := filepath.Glob(filepath.Join(path, "*"+eventlog.Ext))
@@ -53,7 +36,7 @@ func TestCacheKnowsTheFilesTakenWhole(t *testing.T) {
 	root := mktree(t, r, "040000 tree "+tree+"\tevents")
 	r.Git(r.Root, "update-ref", "refs/remotes/origin/spool-log", r.Git(r.Root, "commit-tree", root, "-m", "spool: events"))
 	os.RemoveAll(filepath.Join(r.Root, ".git", "spool")) // a fresh clone
-	st = open()
+	st = openStore(t, r)
 	if _, err := st.Read(ctx, "stats"); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +45,7 @@ func TestCacheKnowsTheFilesTakenWhole(t *testing.T) {
 	if e, ok := c.unchanged(local); !ok || e.Hash != blob || e.Lines != 3 || c.lines[blob] != 3 {
 		t.Fatalf("after the receive: %+v, %v; lines %v", e, ok, c.lines)
 	}
-	add(st) // to this clone's own file; the received one is as it was
+	tick(t, st, 1) // to this clone's own file; the received one is as it was
 	if e, ok := loadCache(st).unchanged(local); !ok || e.Hash != blob {
 		t.Fatalf("after an append elsewhere: %+v, %v", e, ok)
 	}
@@ -95,17 +78,8 @@ func mktree(t *testing.T, r *gittest.Repo, entries string) string {
 func TestClaimStoresItsOwnFileOnce(t *testing.T) {
 	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n"})
 	ctx := context.Background()
-	st, err := store.Open(ctx, r.Root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		if _, _, err := st.Write(ctx, time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC), "ada", nil, func(*projections.View) ([]eventlog.Draft, error) {
-			return []eventlog.Draft{{Type: "test.tick", Subject: "x"}}, nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	st := openStore(t, r)
+	tick(t, st, 3)
 	sess, err := st.Log.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -126,5 +100,26 @@ func TestClaimStoresItsOwnFileOnce(t *testing.T) {
 	}
 	if exec.Command("git", "-C", r.Root, "cat-file", "-e", before).Run() == nil {
 		t.Fatalf("the own file before the claim's lines was stored as blob %s", before)
+	}
+}
+
+func openStore(t *testing.T, r *gittest.Repo) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), r.Root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// tick appends n events, one command each.
+func tick(t *testing.T, st *store.Store, n int) {
+	t.Helper()
+	for range n {
+		if _, _, err := st.Write(context.Background(), time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC), "ada", nil, func(*projections.View) ([]eventlog.Draft, error) {
+			return []eventlog.Draft{{Type: "test.tick", Subject: "x"}}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
