@@ -511,28 +511,16 @@ func storeFile(ctx context.Context, repo, path string, c *cache) (string, int, e
 		return "", 0, err
 	}
 	defer f.Close()
-	lc := &lineCount{r: io.LimitReader(f, size)}
-	h, err := git.WriteBlobFrom(ctx, repo, lc, size)
+	lc := &eventlog.LineCounter{W: io.Discard}
+	h, err := git.WriteBlobFrom(ctx, repo, io.TeeReader(io.LimitReader(f, size), lc), size)
 	if err != nil {
 		return "", 0, err
 	}
 	if fileSize(path) == size {
-		c.remember(path, h, lc.n)
+		c.remember(path, h, lc.Lines)
 	}
-	c.lines[h] = lc.n
-	return h, lc.n, nil
-}
-
-// lineCount counts the newlines read through it.
-type lineCount struct {
-	r io.Reader
-	n int
-}
-
-func (c *lineCount) Read(b []byte) (int, error) {
-	n, err := c.r.Read(b)
-	c.n += bytes.Count(b[:n], []byte{'\n'})
-	return n, err
+	c.lines[h] = lc.Lines
+	return h, lc.Lines, nil
 }
 
 // keepRemote decides, for a copy of a writer file that Receive refused,
