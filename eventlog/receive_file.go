@@ -3,6 +3,7 @@ package eventlog
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -16,8 +17,9 @@ import (
 // ReceiveFrom is Receive for a copy that write streams (a large blob read
 // out of git), for the case a fresh clone meets: a writer file this log
 // does not have yet. The copy goes to a file beside the log, is checked as
-// it is read back, and is moved into place whole; it is never held in
-// memory. Anything else (a local file to compare it with, a copy to put in
+// it is written (read back and checked again only when it ends in an
+// unfinished batch or breaks a rule), and is moved into place whole; it is
+// never held in memory. Anything else (a local file to compare it with, a copy to put in
 // order or to quarantine, a batch longer than the tail Whole looks at) is
 // Receive's, on the file's bytes.
 func (s *Session) ReceiveFrom(name string, write func(io.Writer) error, source string) (Received, error) {
@@ -47,10 +49,11 @@ func (s *Session) ReceiveFrom(name string, write func(io.Writer) error, source s
 	tmp := f.Name()
 	defer os.Remove(tmp) // gone once renamed: harmless
 	defer f.Close()
-	if err := write(f); err != nil {
+	path := filepath.Join(s.log.opt.Dir, name)
+	streamed, err := writeChecked(f, path, write)
+	if err != nil {
 		return Received{}, err
 	}
-	path := filepath.Join(s.log.opt.Dir, name)
 	inMemory := func() (Received, error) {
 		theirs, err := os.ReadFile(tmp)
 		if err != nil {
@@ -73,9 +76,14 @@ func (s *Session) ReceiveFrom(name string, write func(io.Writer) error, source s
 	if whole == 0 {
 		return res, nil
 	}
-	rep := &CheckReport{}
-	if err := checkLines(io.NewSectionReader(f, 0, whole), path, rep); err != nil {
-		return res, err
+	rep := streamed
+	if rep == nil || whole != size || len(rep.Problems) > 0 {
+		// What was checked is not what is kept (an unfinished batch at
+		// the end), or a rule is broken: judged again on what is kept.
+		rep = &CheckReport{}
+		if err := checkLines(io.NewSectionReader(f, 0, whole), path, rep); err != nil {
+			return res, err
+		}
 	}
 	if len(rep.Problems) > 0 {
 		return inMemory() // repaired, or quarantined, as Receive does
@@ -97,6 +105,27 @@ func (s *Session) ReceiveFrom(name string, write func(io.Writer) error, source s
 	}
 	res.Added, res.Same = rep.Events, whole == size
 	return res, s.Reload()
+}
+
+// writeChecked runs write into f and checks the lines it writes as they
+// come, on another core: a fresh clone's copy of a million events took
+// 1.7 s to come out of git and 2 s to check, one after the other. The
+// report is nil when the check could not read the stream to its end.
+func writeChecked(f *os.File, path string, write func(io.Writer) error) (*CheckReport, error) {
+	pr, pw := io.Pipe()
+	rep := &CheckReport{}
+	checked := make(chan error, 1)
+	go func() {
+		err := checkLines(pr, path, rep)
+		pr.CloseWithError(cmp.Or(err, io.ErrClosedPipe)) // a writer still writing stops waiting
+		checked <- err
+	}()
+	err := write(io.MultiWriter(f, pw))
+	pw.CloseWithError(err) // nil: the check reads to io.EOF
+	if cerr := <-checked; cerr != nil {
+		rep = nil
+	}
+	return rep, err
 }
 
 // receivingSuffix ends the name of a copy ReceiveFrom is receiving.

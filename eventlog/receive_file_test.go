@@ -75,13 +75,15 @@ func FuzzReceiveFrom(f *testing.F) {
 	f.Add(bytes.Join(lines[:2], nil), all, false)
 	whole := append(bytes.Clone(all), '\n') // validFile's last line has no newline
 	two := bytes.Join(lines[:2], nil)
-	f.Add(bytes.Join(lines[:1], nil), whole, false)                                      // one line, then more: streamed onto it
-	f.Add(two, whole, false)                                                             // two, then more
-	f.Add(bytes.Join(lines[:3], nil), two, false)                                        // the copy is a prefix
-	f.Add(two, bytes.Join([][]byte{lines[0], lines[2]}, nil), false)                     // it differs
-	f.Add(two, bytes.Replace(whole, []byte(`"seq":3`), []byte(`"seq":9`), 1), false)     // what it adds breaks a rule
-	f.Add(two, bytes.Join([][]byte{lines[0], lines[1], lines[1], lines[2]}, nil), false) // a line copied in place
-	if e, err := Decode(lines[2]); err == nil {                                          // a line without prev after lines with it
+	f.Add([]byte(nil), bytes.Replace(whole, []byte(`"seq":2`), []byte(`"seq":9`), 1), false) // whole, a rule broken: checked as it was written
+	f.Add([]byte(nil), bytes.Join([][]byte{lines[0], lines[1], lines[0]}, nil), false)       // whole, a line twice
+	f.Add(bytes.Join(lines[:1], nil), whole, false)                                          // one line, then more: streamed onto it
+	f.Add(two, whole, false)                                                                 // two, then more
+	f.Add(bytes.Join(lines[:3], nil), two, false)                                            // the copy is a prefix
+	f.Add(two, bytes.Join([][]byte{lines[0], lines[2]}, nil), false)                         // it differs
+	f.Add(two, bytes.Replace(whole, []byte(`"seq":3`), []byte(`"seq":9`), 1), false)         // what it adds breaks a rule
+	f.Add(two, bytes.Join([][]byte{lines[0], lines[1], lines[1], lines[2]}, nil), false)     // a line copied in place
+	if e, err := Decode(lines[2]); err == nil {                                              // a line without prev after lines with it
 		e.Prev = ""
 		e.ID, _ = e.computeID()
 		if b, err := e.Encode(); err == nil {
@@ -138,5 +140,35 @@ func TestReceiveFromRemovesAKilledOnesCopy(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(tl.Dir(), "a"+Ext)); !bytes.Equal(got, join(lines)) {
 		t.Fatalf("a's file is %q", got)
+	}
+}
+
+// A copy whose stream fails part way (git killed in the middle of a blob)
+// is not received: the error comes back, the log has no such file, the
+// tmp directory is empty, and a copy streamed after it is received whole.
+func TestReceiveFromAStreamThatFails(t *testing.T) {
+	tl, s := receiver(t)
+	lines := join(writerLines(t, "a", 400))
+	broken := errors.New("git cat-file: killed")
+	_, err := s.ReceiveFrom("a"+Ext, func(w io.Writer) error {
+		for off := 0; off < len(lines)/2; off += 1000 { // pieces, so the check is reading meanwhile
+			if _, err := w.Write(lines[off:min(off+1000, len(lines)/2)]); err != nil {
+				return err
+			}
+		}
+		return broken
+	}, "origin")
+	if !errors.Is(err, broken) {
+		t.Fatalf("ReceiveFrom: %v, want the stream's error", err)
+	}
+	if _, err := os.Stat(filepath.Join(tl.Dir(), "a"+Ext)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a's file after a failed stream: %v", err)
+	}
+	if left, _ := os.ReadDir(tl.tmpDir()); len(left) > 0 {
+		t.Fatalf("%d files left in %s", len(left), tl.tmpDir())
+	}
+	res, err := s.ReceiveFrom("a"+Ext, func(w io.Writer) error { _, err := w.Write(lines); return err }, "origin")
+	if err != nil || res.Added != 400 || !res.Same {
+		t.Fatalf("the copy streamed after: %+v, %v", res, err)
 	}
 }
