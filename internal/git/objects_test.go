@@ -1,7 +1,9 @@
 package git
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -123,8 +125,40 @@ func TestLargeBlobs(t *testing.T) {
 			if want := strings.Count(content, "\n"); err != nil || n != want {
 				t.Fatalf("BlobLines (packed %v) = %d, %v; want %d", packed, n, err, want)
 			}
+			var copied bytes.Buffer // git's reader for the large ones, go-git's for the small
+			if err := CopyBlob(ctx, r.Root, hash, &copied); err != nil || copied.String() != content {
+				t.Fatalf("CopyBlob of %d bytes (packed %v): %d bytes, %v", len(content), packed, copied.Len(), err)
+			}
 		}
 	}
+}
+
+// A large blob copied to a writer that fails part way: CopyBlob returns
+// the writer's error, at once, and the git it started is gone.
+func TestCopyBlobToAWriterThatFails(t *testing.T) {
+	r := gittest.New(t, nil)
+	r.Write(r.Root, "big", strings.Repeat("0123456789abcdef\n", 8<<20/17)) // 8 MiB: more than a pipe holds
+	hash := r.Git(r.Root, "hash-object", "-w", "big")
+	full := errors.New("disk full")
+	w := &failingWriter{after: 64 << 10, err: full}
+	if err := CopyBlob(context.Background(), r.Root, hash, w); !errors.Is(err, full) {
+		t.Fatalf("CopyBlob: %v, want the writer's error", err)
+	}
+	if out, _ := exec.Command("pgrep", "-f", "cat-file blob "+hash).Output(); len(out) > 0 {
+		t.Fatalf("git cat-file still runs: %s", out)
+	}
+}
+
+type failingWriter struct {
+	n, after int
+	err      error
+}
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if w.n += len(p); w.n > w.after {
+		return 0, w.err
+	}
+	return len(p), nil
 }
 
 // WriteBlobFrom stores what WriteBlob stores, as git hash-object would
