@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/spoolhq/spool/internal/durable"
+	"github.com/spoolhq/spool/internal/fault"
 )
 
 // ReceiveFrom is Receive for a copy that write streams (a large blob read
@@ -19,9 +20,9 @@ import (
 // does not have yet. The copy goes to a file beside the log, is checked as
 // it is written (read back and checked again only when it ends in an
 // unfinished batch or breaks a rule), and is moved into place whole; it is
-// never held in memory. Anything else (a local file to compare it with, a copy to put in
-// order or to quarantine, a batch longer than the tail Whole looks at) is
-// Receive's, on the file's bytes.
+// never held in memory. Anything else (a local file to compare it with, a
+// copy to put in order or to quarantine, a batch longer than the tail
+// Whole looks at) is Receive's, on the file's bytes.
 func (s *Session) ReceiveFrom(name string, write func(io.Writer) error, source string) (Received, error) {
 	writer, ok := cutWriter(name)
 	if !ok {
@@ -116,6 +117,7 @@ func writeChecked(f *os.File, path string, write func(io.Writer) error) (*CheckR
 	rep := &CheckReport{}
 	checked := make(chan error, 1)
 	go func() {
+		defer fault.Recover() // lines from another machine: a panic exits as one in main does
 		err := checkLines(pr, path, rep)
 		pr.CloseWithError(cmp.Or(err, io.ErrClosedPipe)) // a writer still writing stops waiting
 		checked <- err

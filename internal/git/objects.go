@@ -14,6 +14,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/objfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/spoolhq/spool/internal/fault"
 )
 
 // Objects a sync or a claim writes (a blob per changed writer file and two
@@ -77,12 +79,12 @@ func ReadBlob(ctx context.Context, repo, hash string) ([]byte, error) {
 }
 
 // CopyBlob copies the blob hash to w as it reads it; a large one comes out
-// of git's own reader (catBlob).
+// of git's own reader (catBlob), or go-git's when git cannot be started.
 func CopyBlob(ctx context.Context, repo, hash string, w io.Writer) error {
 	return ReadHistory(ctx, repo, func(h *History) error {
 		return h.readBlob(hash, func(b *object.Blob, rd io.Reader) error {
-			if b.Size >= catBlobSize {
-				if err := catBlob(ctx, repo, hash, w); !errors.Is(err, exec.ErrNotFound) {
+			if b.Size > catBlobSize { // go-git reads smaller ones into memory at once
+				if err := catBlob(ctx, repo, hash, b.Size, w); !errors.Is(err, errNotStarted) {
 					return err
 				}
 			}
@@ -92,17 +94,21 @@ func CopyBlob(ctx context.Context, repo, hash string, w io.Writer) error {
 	})
 }
 
-// catBlobSize is the size from which CopyBlob has git inflate a blob (git
+// catBlobSize is the size above which CopyBlob has git inflate a blob (git
 // cat-file, a process of its own, so on another core than what w does with
 // it): go-git's inflate took 3.3 s for a writer file of a million events
 // (290 MB), git's 1 s; a process costs a few milliseconds.
 const catBlobSize = 1 << 20
 
-// catBlob copies blob hash to w out of git cat-file, which dies with spool
-// (RunTied's parent-death signal) and is killed if w fails, so that it
-// cannot wait on a pipe nobody reads.
-func catBlob(ctx context.Context, repo, hash string, w io.Writer) error {
-	args := []string{"cat-file", "blob", hash}
+// errNotStarted is a git that could not be started: nothing was written.
+var errNotStarted = errors.New("git not started")
+
+// catBlob copies blob hash, of size bytes, to w out of git cat-file (the
+// object as stored: no replace refs, as go-git reads it). git dies with
+// spool (RunTied's parent-death signal) and is killed if w fails, so that
+// it cannot wait on a pipe nobody reads; a copy of another size fails.
+func catBlob(ctx context.Context, repo, hash string, size int64, w io.Writer) error {
+	args := []string{"--no-replace-objects", "cat-file", "blob", hash}
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = repo
 	cmd.SysProcAttr = tiedAttr()
@@ -110,21 +116,43 @@ func catBlob(ctx context.Context, repo, hash string, w io.Writer) error {
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %v", errNotStarted, err)
 	}
-	runtime.LockOSThread() // the parent-death signal is the forking thread's (see RunTied)
-	defer runtime.UnlockOSThread()
-	if err := cmd.Start(); err != nil {
-		return err
+	// git is started and reaped on a thread of its own (the parent-death
+	// signal is the forking thread's: see RunTied), the copy runs here;
+	// Wait comes after the copy, since it closes the pipe.
+	started, copied, waited := make(chan error, 1), make(chan struct{}), make(chan error, 1)
+	fault.Go(func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		<-copied
+		waited <- cmd.Wait()
+	})
+	if err := <-started; err != nil {
+		return fmt.Errorf("%w: %v", errNotStarted, err)
 	}
-	_, copyErr := io.Copy(w, out)
+	n, copyErr := io.Copy(w, out)
 	if copyErr != nil {
 		cmd.Process.Kill()
 	}
-	if err := cmd.Wait(); copyErr == nil && err != nil {
-		return &GitError{Args: args, Stderr: stderr.String(), Err: err}
+	close(copied)
+	waitErr := <-waited
+	switch {
+	case copyErr != nil:
+		return copyErr
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case waitErr != nil:
+		return &GitError{Args: args, Stderr: stderr.String(), Err: waitErr}
+	case n != size:
+		return fmt.Errorf("blob %s: git cat-file gave %d bytes of %d", hash, n, size)
 	}
-	return copyErr
+	return nil
 }
 
 // BlobLines counts the lines of the blob hash without reading it whole.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spoolhq/spool/internal/git/gittest"
 )
@@ -134,18 +135,39 @@ func TestLargeBlobs(t *testing.T) {
 }
 
 // A large blob copied to a writer that fails part way: CopyBlob returns
-// the writer's error, at once, and the git it started is gone.
+// the writer's error, at once (a git left waiting on a full pipe would
+// hang it).
 func TestCopyBlobToAWriterThatFails(t *testing.T) {
 	r := gittest.New(t, nil)
 	r.Write(r.Root, "big", strings.Repeat("0123456789abcdef\n", 8<<20/17)) // 8 MiB: more than a pipe holds
 	hash := r.Git(r.Root, "hash-object", "-w", "big")
 	full := errors.New("disk full")
-	w := &failingWriter{after: 64 << 10, err: full}
-	if err := CopyBlob(context.Background(), r.Root, hash, w); !errors.Is(err, full) {
-		t.Fatalf("CopyBlob: %v, want the writer's error", err)
+	done := make(chan error, 1)
+	go func() {
+		done <- CopyBlob(context.Background(), r.Root, hash, &failingWriter{after: 64 << 10, err: full})
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, full) {
+			t.Fatalf("CopyBlob: %v, want the writer's error", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("CopyBlob still runs 20 s after its writer failed")
 	}
-	if out, _ := exec.Command("pgrep", "-f", "cat-file blob "+hash).Output(); len(out) > 0 {
-		t.Fatalf("git cat-file still runs: %s", out)
+}
+
+// A replace ref does not change what CopyBlob copies: the object as
+// stored, as go-git reads it (git cat-file would follow the ref).
+func TestCopyBlobIgnoresReplaceRefs(t *testing.T) {
+	r := gittest.New(t, nil)
+	content := strings.Repeat("a line of the writer file\n", 2<<20/26)
+	r.Write(r.Root, "big", content)
+	hash := r.Git(r.Root, "hash-object", "-w", "big")
+	r.Write(r.Root, "other", content+"more\n")
+	r.Git(r.Root, "replace", hash, r.Git(r.Root, "hash-object", "-w", "other"))
+	var got bytes.Buffer
+	if err := CopyBlob(context.Background(), r.Root, hash, &got); err != nil || got.String() != content {
+		t.Fatalf("CopyBlob: %d bytes of %d, %v", got.Len(), len(content), err)
 	}
 }
 
