@@ -1004,6 +1004,9 @@ func (v *View) Save() error {
 				return err
 			}
 		}
+		if sc, ok := it.proj.(Scratcher); ok {
+			sc.ScratchIn(tmp)
+		}
 		err = batch.WriteStream(v.en.snapshotPath(it.spec.Name), 0o644, func(w io.Writer) error {
 			_, err := w.Write(append(head, '\n'))
 			switch {

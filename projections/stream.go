@@ -22,6 +22,13 @@ type StateWriter interface {
 	WriteState(w io.Writer) error
 }
 
+// Scratcher is a StateWriter that gathers part of its state in a file of
+// its own as it writes: Save names the directory (one it empties of what
+// a crashed save left) before each WriteState.
+type Scratcher interface {
+	ScratchIn(dir string)
+}
+
 // FileWriter is a Projection that can write its public files as streams,
 // the same files, in the same order, with the same bytes as Files returns:
 // Save and Verify then never hold a file whole. WriteFiles calls emit once

@@ -197,9 +197,14 @@ func cmdGrab(ts *testscript.TestScript, neg bool, args []string) {
 
 // cmdReplace replaces the first OLD in FILE with NEW (OLD must be there):
 // an edit as a person makes it.
+// cmdReplace replaces the first OLD in FILE, or with -last the last.
 func cmdReplace(ts *testscript.TestScript, neg bool, args []string) {
+	last := len(args) > 0 && args[0] == "-last"
+	if last {
+		args = args[1:]
+	}
 	if neg || len(args) != 3 {
-		ts.Fatalf("usage: replace FILE OLD NEW")
+		ts.Fatalf("usage: replace [-last] FILE OLD NEW")
 	}
 	path := ts.MkAbs(args[0])
 	b, err := os.ReadFile(path)
@@ -209,7 +214,12 @@ func cmdReplace(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	info, err := os.Stat(path)
 	ts.Check(err)
-	ts.Check(os.WriteFile(path, []byte(strings.Replace(string(b), args[1], args[2], 1)), info.Mode().Perm()))
+	at := strings.Index(string(b), args[1])
+	if last {
+		at = strings.LastIndex(string(b), args[1])
+	}
+	out := string(b[:at]) + args[2] + string(b[at+len(args[1]):])
+	ts.Check(os.WriteFile(path, []byte(out), info.Mode().Perm()))
 }
 
 func scriptEnv(ts *testscript.TestScript) []string {

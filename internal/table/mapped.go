@@ -16,8 +16,8 @@ func (t *Table) Mapped(fn func(m Mapping) error) error {
 	}
 	var data []byte
 	var unmap func()
-	if t.file != nil {
-		data, unmap = MapFile(t.file, t.off, t.off+t.offs[len(t.IDs)])
+	if t.file != nil { // the records and the sections after them
+		data, unmap = MapFile(t.file, t.off, t.off+t.index)
 	}
 	if data == nil {
 		t.Preload()
@@ -43,16 +43,16 @@ func (m Mapping) Record(i int) *Dec {
 	return &Dec{s: unsafe.String(unsafe.SliceData(b), len(b)), pos: 4}
 }
 
-// Head returns record i without checking it, for a reader of the part
-// its record starts with (Enc.BeginChecked), which checks that part alone: a
-// copy of that part need not read the rest of every record.
-func (m Mapping) Head(i int) *Dec {
+// Section returns a section the index names, ErrDamaged for one outside
+// the sections. From a mapping its checksum is not checked: the reader
+// checks the parts it reads, each with a checksum of its own (a section
+// of Enc.BeginChecked parts). Without one it is read and checked whole.
+func (m Mapping) Section(s Section) ([]byte, error) {
 	if m.data == nil {
-		return m.t.Record(i)
+		return m.t.ReadSection(s)
 	}
-	b := m.data[m.t.offs[i]:m.t.offs[i+1]]
-	if len(b) < 4 {
-		panic(m.t.corrupt(i, errChecksum))
+	if !m.t.inSections(s) {
+		return nil, ErrDamaged
 	}
-	return &Dec{s: unsafe.String(unsafe.SliceData(b), len(b)), pos: 4}
+	return m.data[s.Off : s.Off+s.Len : s.Off+s.Len], nil
 }

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"iter"
 	"os"
 	"runtime"
 	"slices"
@@ -46,6 +47,11 @@ var (
 // this error.
 func Corrupt(id string, err error) *fault.Error {
 	return fault.New(CodeCorruptSnapshot, err, fmt.Sprintf("the snapshot's record of %s is damaged (%v): run spool replay", id, err), "id", id)
+}
+
+// CorruptSection is Corrupt for a section, named by what it holds.
+func CorruptSection(what string, err error) *fault.Error {
+	return fault.New(CodeCorruptSnapshot, err, fmt.Sprintf("the snapshot's %s are damaged (%v): run spool replay", what, err))
 }
 
 // Table is an open table.
@@ -118,6 +124,21 @@ func (t *Writer) Section(b []byte) Section {
 	return sec
 }
 
+// SectionOf is Section of the parts next yields, concatenated: a section
+// too large to hold whole, written as it is gathered.
+func (t *Writer) SectionOf(parts iter.Seq[[]byte]) Section {
+	if t.end < 0 {
+		t.end = t.n
+	}
+	sec := Section{Off: t.n}
+	for b := range parts {
+		sec.Sum = crc32.Update(sec.Sum, crc32.IEEETable, b)
+		t.write(b)
+	}
+	sec.Len = t.n - sec.Off
+	return sec
+}
+
 // Section is where a section lies and its checksum.
 type Section struct {
 	Off, Len int64
@@ -139,7 +160,7 @@ func DecodeSection(r *Dec) Section {
 // ReadSection reads a section the index names, checked; ErrDamaged for
 // one outside the space between the records and the index, or changed.
 func (t *Table) ReadSection(s Section) ([]byte, error) {
-	if s.Off < t.offs[len(t.IDs)] || s.Len < 0 || s.Off+s.Len > t.index {
+	if !t.inSections(s) {
 		return nil, ErrDamaged
 	}
 	b := make([]byte, s.Len)
@@ -147,6 +168,24 @@ func (t *Table) ReadSection(s Section) ([]byte, error) {
 		return nil, ErrDamaged
 	}
 	return b, nil
+}
+
+// CheckSection checks a section the index names, as ReadSection does,
+// without holding it.
+func (t *Table) CheckSection(s Section) error {
+	if !t.inSections(s) {
+		return ErrDamaged
+	}
+	h := crc32.NewIEEE()
+	if _, err := io.Copy(h, io.NewSectionReader(t.r, s.Off, s.Len)); err != nil || h.Sum32() != s.Sum {
+		return ErrDamaged
+	}
+	return nil
+}
+
+// inSections reports whether s lies between the records and the index.
+func (t *Table) inSections(s Section) bool {
+	return s.Off >= t.offs[len(t.IDs)] && s.Len >= 0 && s.Off+s.Len <= t.index
 }
 
 // Finish writes the index, with extra's fields after the ids and offsets.

@@ -230,8 +230,8 @@ func TestMappedReadsAsRecord(t *testing.T) {
 	}
 }
 
-// A part written with BeginChecked and EndChecked reads back alone, from a record that
-// is not checked whole (Mapping.Head): any change to it is found.
+// A part written with BeginChecked and EndChecked reads back alone, from
+// bytes not checked whole (a mapped section): any change to it is found.
 func TestCheckedPart(t *testing.T) {
 	var e table.Enc
 	at := e.BeginChecked()
@@ -254,43 +254,91 @@ func TestCheckedPart(t *testing.T) {
 }
 
 // A section lies between the records and the index: opening the table
-// reads none of it, ReadSection reads it checked, and a place outside
-// that space or a changed byte is refused.
+// reads none of it, ReadSection and CheckSection check it, SectionOf
+// writes parts as Section writes them whole, a mapping hands it over
+// unchecked (its reader checks the parts), and a place outside that
+// space or a changed byte is refused.
 func TestSection(t *testing.T) {
 	var out bytes.Buffer
 	w := table.NewWriter(&out, magic, 2)
 	records(w, 2)
 	sec := w.Section([]byte("the section"))
-	if err := w.Finish(func(e *table.Enc) { e.Uint(2); sec.Encode(e) }); err != nil {
+	parts := w.SectionOf(slices.Values([][]byte{[]byte("the "), nil, []byte("parts")}))
+	if err := w.Finish(func(e *table.Enc) { e.Uint(2); sec.Encode(e); parts.Encode(e) }); err != nil {
 		t.Fatal(err)
 	}
+	if whole := table.NewWriter(io.Discard, magic, 0).Section([]byte("the parts")); parts.Len != whole.Len || parts.Sum != whole.Sum {
+		t.Fatalf("SectionOf %+v, Section of the same bytes %+v", parts, whole)
+	}
 	b := out.Bytes()
-	openSec := func(b []byte) (*table.Table, table.Section) {
-		var got table.Section
+	onFile := func(b []byte) *table.Table {
+		path := filepath.Join(t.TempDir(), "t.snap")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tb *table.Table
+		if err := table.OpenOn(f, 0, int64(len(b)), func(r io.ReaderAt, size int64) (*table.Table, error) {
+			tb, err = table.Open(r, size, magic, func(d *table.Dec, n int) error {
+				d.Uint()
+				table.DecodeSection(d)
+				table.DecodeSection(d)
+				return d.Err()
+			})
+			return tb, err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return tb
+	}
+	open := func(b []byte, file bool) (*table.Table, []table.Section) {
+		var got []table.Section
 		tb, err := table.Open(bytes.NewReader(b), int64(len(b)), magic, func(d *table.Dec, n int) error {
 			d.Uint()
-			got = table.DecodeSection(d)
+			got = append(got, table.DecodeSection(d), table.DecodeSection(d))
 			return d.Err()
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
+		if file {
+			tb = onFile(b)
+		}
 		return tb, got
 	}
-	tb, got := openSec(b)
-	check(t, 1, tb.Record(1))
-	if s, err := tb.ReadSection(got); err != nil || string(s) != "the section" {
-		t.Fatalf("section %q, %v", s, err)
+	mapped := func(tb *table.Table, s table.Section) (b []byte, err error) {
+		tb.Mapped(func(m table.Mapping) error {
+			b, err = m.Section(s)
+			b = slices.Clone(b)
+			return nil
+		})
+		return b, err
 	}
-	inRecords := got
-	inRecords.Off = int64(len(magic))
-	if _, err := tb.ReadSection(inRecords); err == nil {
-		t.Error("a section inside the records was read")
-	}
-	damaged := slices.Clone(b)
-	damaged[got.Off+2] ^= 1
-	tb, got = openSec(damaged)
-	if _, err := tb.ReadSection(got); err == nil {
-		t.Error("a changed section was read")
+	for _, file := range []bool{false, true} {
+		tb, got := open(b, file)
+		check(t, 1, tb.Record(1))
+		for k, want := range []string{"the section", "the parts"} {
+			s, err := tb.ReadSection(got[k])
+			m, merr := mapped(tb, got[k])
+			if err != nil || string(s) != want || tb.CheckSection(got[k]) != nil || merr != nil || string(m) != want {
+				t.Fatalf("file %v, section %d: %q, %v; mapped %q, %v", file, k, s, err, m, merr)
+			}
+		}
+		inRecords := got[0]
+		inRecords.Off = int64(len(magic))
+		_, merr := mapped(tb, inRecords)
+		if _, err := tb.ReadSection(inRecords); err == nil || tb.CheckSection(inRecords) == nil || merr == nil {
+			t.Errorf("file %v: a section inside the records was read", file)
+		}
+		damaged := slices.Clone(b)
+		damaged[got[1].Off+2] ^= 1
+		tb, got = open(damaged, file)
+		m, merr := mapped(tb, got[1])
+		if _, err := tb.ReadSection(got[1]); err == nil || tb.CheckSection(got[1]) == nil || (merr == nil) != file || file && string(m) != "thd parts" {
+			t.Errorf("file %v: a changed section was read: mapped %q, %v", file, m, merr)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"iter"
 	"sort"
 	"time"
+	"unsafe"
 
 	"github.com/spoolhq/spool/internal/jsonout"
 	"github.com/spoolhq/spool/internal/table"
@@ -12,10 +13,11 @@ import (
 
 // task list --json prints every task. From a snapshot it does so without
 // decoding the table's tasks: the index keeps every task's place in
-// taskLess order and, by position, its status, priority and dependent
-// count when saved (listIndex), and each record starts with the task's
-// listing. Only the tasks changed since the save (the state's map) are
-// rendered as values, merged in at their places.
+// taskLess order and, by position, its status, priority, dependent count
+// and listing's size when saved (listIndex), and a section holds the
+// listings in that order (listorder.go). Only the tasks changed since the
+// save (the state's map) are rendered as values, merged in at their
+// places.
 
 // listIndex is the listing index, parsed.
 type listIndex struct {
@@ -23,6 +25,7 @@ type listIndex struct {
 	status     []string // by position
 	priority   []int
 	dependents []int
+	size       []int64 // of its listing in the section of listings
 }
 
 // listIndex parses the listing index; an error for one that does not
@@ -34,7 +37,7 @@ func (t *taskTable) listIndex() (*listIndex, error) {
 		return nil, err
 	}
 	rd := table.NewDec(string(b))
-	x := &listIndex{order: make([]uint32, n), status: make([]string, n), priority: make([]int, n), dependents: make([]int, n)}
+	x := &listIndex{order: make([]uint32, n), status: make([]string, n), priority: make([]int, n), dependents: make([]int, n), size: make([]int64, n)}
 	for k := range x.order {
 		v := rd.Uint()
 		if v >= uint64(n) {
@@ -43,9 +46,21 @@ func (t *taskTable) listIndex() (*listIndex, error) {
 		x.order[k] = uint32(v)
 	}
 	for i := range n {
-		x.status[i], x.priority[i], x.dependents[i] = rd.Str(), int(rd.Int()), int(rd.Uint())
+		x.status[i], x.priority[i], x.dependents[i], x.size[i] = rd.Str(), int(rd.Int()), int(rd.Uint()), int64(rd.Uint())
 	}
 	return x, rd.End()
+}
+
+// starts is where each position's listing starts in the section of
+// listings.
+func (x *listIndex) starts() []int64 {
+	out := make([]int64, len(x.order))
+	var at int64
+	for _, i := range x.order {
+		out[i] = at
+		at += x.size[i]
+	}
+	return out
 }
 
 // WriteListJSON writes what cliout.WriteJSON writes of ListItemsJSON of
@@ -81,8 +96,15 @@ func (s *State) WriteListJSON(w io.Writer, p Policy, f ListFilter, now time.Time
 		return s.listItem(t, p, now, n)
 	}
 	return true, tt.Mapped(func(m table.Mapping) error {
+		listings, err := m.Section(tt.listings)
+		if err != nil {
+			return table.CorruptSection("listings", err)
+		}
+		var at int64 // where the next listing starts
 		var items iter.Seq[any] = func(yield func(any) bool) {
 			walkMerged(x.order, changed, m.Record, func(_ int, i uint32) bool {
+				from := at
+				at += x.size[i]
 				if c.changed(i) {
 					return true // listed with the changed ones
 				}
@@ -97,7 +119,7 @@ func (s *State) WriteListJSON(w io.Writer, p Policy, f ListFilter, now time.Time
 				if f.Status != "" && status != f.Status {
 					return true
 				}
-				if core, tail := listingAt(m, tt, i); core != "" {
+				if core, tail := listingIn(listings, from, at, tt, i); core != "" {
 					return yield(savedItem{core: core, tail: tail, item: true, dependents: c.dependentsAt(i)})
 				}
 				return yield(s.listItem(decodeOwned(m.Record(int(i))), p, now, c.dependentsAt(i)))
@@ -172,11 +194,16 @@ func (c *sinceSave) dependents(id string) int {
 	return n
 }
 
-// listingAt reads the listing that position i's record starts with,
-// checking it alone (table.Mapping.Head).
-func listingAt(m table.Mapping, tt *taskTable, i uint32) (core, tail string) {
-	listing, ok := m.Head(int(i)).Checked()
-	core, tail, ok = splitListing(listing, ok)
+// listingIn reads position i's listing, bytes [from, to) of the section
+// of listings, checking it alone.
+func listingIn(listings []byte, from, to int64, tt *taskTable, i uint32) (core, tail string) {
+	if from < 0 || to > int64(len(listings)) || from > to {
+		panic(table.Corrupt(tt.IDs[i], table.ErrDamaged))
+	}
+	b := listings[from:to]
+	rd := table.NewDec(unsafe.String(unsafe.SliceData(b), len(b)))
+	listing, ok := rd.Checked()
+	core, tail, ok = splitListing(listing, ok && rd.End() == nil)
 	if !ok {
 		panic(table.Corrupt(tt.IDs[i], table.ErrDamaged))
 	}
@@ -257,7 +284,16 @@ func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now
 		}
 		return s.View(t, p, now)
 	}
+	x, err := tt.listIndex()
+	if err != nil {
+		return false, nil
+	}
+	start := x.starts()
 	return true, tt.Mapped(func(m table.Mapping) error {
+		listings, err := m.Section(tt.listings)
+		if err != nil {
+			return table.CorruptSection("listings", err)
+		}
 		var items iter.Seq[any] = func(yield func(any) bool) {
 			walkMerged(tt.open, changed, m.Record, func(k int, i uint32) bool {
 				id := tt.IDs[i]
@@ -272,7 +308,7 @@ func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now
 					if p.Skip(Candidate{}, s.Entry(id), g, now) != "" {
 						return true
 					}
-					if core, _ := listingAt(m, tt, i); core != "" {
+					if core, _ := listingIn(listings, start[i], start[i]+x.size[i], tt, i); core != "" {
 						return yield(savedItem{core: core})
 					}
 				}

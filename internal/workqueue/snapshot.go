@@ -18,7 +18,7 @@ import (
 // a command opens the index and decodes only the tasks it touches.
 
 const (
-	tasksMagic = "spool-tasks-19\n"
+	tasksMagic = "spool-tasks-20\n"
 	queueMagic = "spool-history-10\n"
 )
 
@@ -103,6 +103,11 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 	if err := s.trk.spill.seal(s, more); err != nil {
 		return err
 	}
+	lst, err := newListingSpool(p.scratchDir(), n)
+	if err != nil {
+		return err
+	}
+	defer lst.close()
 	tw := table.NewWriter(out, tasksMagic, n)
 	sum := newSummaryWriter(n) // what stats reads (stats_summary.go)
 	type key struct {
@@ -124,10 +129,16 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 		if l := refs[id]; l != nil {
 			named = *l
 		}
-		tw.Record(id, func(w *table.Enc) { encodeTask(w, t, named.ids) })
+		var size int
+		tw.Record(id, func(w *table.Enc) {
+			from, to := encodeTask(w, t, named.ids)
+			lst.add(w.Buf[from:to])
+			size = to - from
+		})
 		listed.Str(t.Status)
 		listed.Int(int64(t.Priority))
 		listed.Uint(uint64(named.n))
+		listed.Uint(uint64(size))
 		if t.Status == StatusClosed {
 			closed = append(closed, key{pos: uint32(i), priority: t.Priority, createdAt: t.CreatedAt, id: id})
 		} else {
@@ -143,17 +154,29 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 	}
 	slices.SortFunc(open, byTaskLess)
 	slices.SortFunc(closed, byTaskLess)
-	order := table.Enc{Buf: make([]byte, 0, 3*n+len(listed.Buf))}
+	order := make([]uint32, 0, n)
 	for o, c := 0, 0; o < len(open) || c < len(closed); { // the two sorted lists merged
 		if c == len(closed) || o < len(open) && byTaskLess(open[o], closed[c]) < 0 {
-			order.Uint(uint64(open[o].pos))
+			order = append(order, open[o].pos)
 			o++
 		} else {
-			order.Uint(uint64(closed[c].pos))
+			order = append(order, closed[c].pos)
 			c++
 		}
 	}
-	listing := tw.Section(append(order.Buf, listed.Buf...)) // read by task list --json alone (listIndex)
+	listings, err := lst.inOrder(order)
+	if err != nil {
+		return err
+	}
+	listingsAt := tw.SectionOf(listings)
+	if lst.err != nil {
+		return lst.err
+	}
+	index := table.Enc{Buf: make([]byte, 0, 3*n+len(listed.Buf))}
+	for _, i := range order {
+		index.Uint(uint64(i))
+	}
+	listing := tw.Section(append(index.Buf, listed.Buf...)) // read by the lists alone (listIndex)
 	sum.openOrder = tw.Section(encodeOpenOrder(len(open), func(k int) uint32 { return open[k].pos }, func(k int) bool { return open[k].waits }))
 	return tw.FinishSummary(func(w *table.Enc) {
 		w.Int(s.trk.commentSeq)
@@ -178,6 +201,7 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 			w.Time(k.createdAt)
 		}
 		listing.Encode(w)
+		listingsAt.Encode(w)
 	}, sum.encode(s.trk.commentSeq, i))
 }
 
@@ -214,8 +238,10 @@ func waitsItself(t *Task, s *State) bool {
 
 // encodeTask writes a task's record: its listing (listing.go), checked
 // alone, then the table's fields (fields_gen.go), the dependencies, the
-// ids of the tasks naming it, and the detail.
-func encodeTask(w *table.Enc, t *Task, refs []string) {
+// ids of the tasks naming it, and the detail. It returns where in w.Buf
+// the listing lies, checksum and length included, for the section of
+// listings (listorder.go).
+func encodeTask(w *table.Enc, t *Task, refs []string) (from, to int) {
 	at := w.BeginChecked() // first, and checked alone: lists read it alone
 	if t.listCore != "" {
 		w.Str(t.listCore)
@@ -224,6 +250,7 @@ func encodeTask(w *table.Enc, t *Task, refs []string) {
 		appendListing(w, t)
 	}
 	w.EndChecked(at)
+	from, to = at-4, len(w.Buf)
 	encodeTaskFields(w, t)
 	w.Uint(uint64(len(t.Blockers)))
 	for _, d := range t.Blockers {
@@ -244,6 +271,7 @@ func encodeTask(w *table.Enc, t *Task, refs []string) {
 	} else {
 		encodeDetail(w, t.detail)
 	}
+	return from, to
 }
 
 // decodeTask reads what encodeTask wrote, leaving the detail encoded.
@@ -416,6 +444,7 @@ type taskTable struct {
 	plain    string        // a bit per open task: plainReady when saved
 	created  string        // each open task's creation time, 8 bytes each (table.Enc.Time)
 	listing  table.Section // the listing index, outside the index (listIndex)
+	listings table.Section // every listing again, in list order (listorder.go)
 	openBits []uint64      // open as a set, built on first use
 
 	keep *lazyTasks // what keeps the file open while the table reads it
@@ -465,7 +494,7 @@ func openTasks(r io.ReaderAt, size int64) (*taskTable, int64, error) {
 	var seq int64
 	var open []uint32
 	var waits, labelled, plain, created string
-	var listing table.Section
+	var listing, listings table.Section
 	t, err := table.Open(r, size, tasksMagic, func(rd *table.Dec, n int) error {
 		seq = rd.Int()
 		var err error
@@ -477,13 +506,14 @@ func openTasks(r io.ReaderAt, size int64) (*taskTable, int64, error) {
 		plain = rd.Raw((len(open) + 7) / 8)
 		created = rd.Raw(8 * len(open))
 		listing = table.DecodeSection(rd)
+		listings = table.DecodeSection(rd)
 		table.SkipSummary(rd)
 		return rd.Err()
 	})
 	if err != nil {
 		return nil, 0, err
 	}
-	return &taskTable{Table: t, open: open, waits: waits, labelled: labelled, plain: plain, created: created, listing: listing}, seq, nil
+	return &taskTable{Table: t, open: open, waits: waits, labelled: labelled, plain: plain, created: created, listing: listing, listings: listings}, seq, nil
 }
 
 func openHistory(r io.ReaderAt, size int64) (*historyTable, error) {
@@ -543,11 +573,17 @@ func (p *TasksProjection) open(r io.ReaderAt, size int64, eager bool) (*lazyTask
 	return l, nil
 }
 
-// CheckRecords checks the checksum of every task the table holds
-// (projections.RecordChecker).
+// CheckRecords checks the checksum of every task the table holds, and of
+// the lists' sections (projections.RecordChecker).
 func (p *TasksProjection) CheckRecords() {
 	if p.s != nil && p.s.trk.lazy != nil {
-		p.s.trk.table().Check()
+		tt := p.s.trk.table()
+		tt.Check()
+		for _, sec := range []table.Section{tt.listing, tt.listings} {
+			if err := tt.CheckSection(sec); err != nil {
+				panic(table.CorruptSection("listings", err))
+			}
+		}
 	}
 }
 

@@ -87,7 +87,7 @@ func (p *TasksProjection) Spill(dir string) error {
 	if len(p.s.trk.m) > 0 || p.s.trk.lazy != nil {
 		return errors.New("spill: the state is not empty") // its tasks' fields are not in the file
 	}
-	f, err := tempFile(dir)
+	f, err := tempFile(dir, "spill-*")
 	if err != nil {
 		return err
 	}
@@ -104,11 +104,13 @@ func (p *TasksProjection) Spill(dir string) error {
 	return nil
 }
 
-func tempFile(dir string) (*os.File, error) {
+// tempFile creates an unlinked file in dir, named by pattern while it is
+// created.
+func tempFile(dir, pattern string) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.CreateTemp(dir, "spill-*")
+	f, err := os.CreateTemp(dir, pattern)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +241,7 @@ func (sp *spill) sort(s *State, ids []string) error {
 	for _, w := range sp.wins {
 		sp.most = max(sp.most, w.len)
 	}
-	f, err := tempFile(sp.dir)
+	f, err := tempFile(sp.dir, "spill-*")
 	if err != nil {
 		return fmt.Errorf("spill: %w", err)
 	}

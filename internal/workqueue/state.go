@@ -404,7 +404,7 @@ const (
 // Their state grows with the number of tasks, so saves are amortized (see
 // projections.Spec.Amortize).
 var (
-	Spec      = projections.Spec{Name: Name, Version: 16, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
+	Spec      = projections.Spec{Name: Name, Version: 17, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
 	QueueSpec = projections.Spec{Name: QueueName, Version: 13, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
@@ -413,8 +413,9 @@ type TasksProjection struct {
 	s *State
 	// dups are creations of a task id that exists (forged, or two writers'
 	// hashes colliding): the first creation stands and verify reports them.
-	dups []string
-	cow  copyOnWrite
+	dups    []string
+	cow     copyOnWrite
+	scratch string // where a save gathers the listings (ScratchIn); "" in memory
 }
 
 // NewTasksProjection wraps a state.
