@@ -81,17 +81,36 @@ func ReadBlob(ctx context.Context, repo, hash string) ([]byte, error) {
 // CopyBlob copies the blob hash to w as it reads it; a large one comes out
 // of git's own reader (catBlob), or go-git's when git cannot be started.
 func CopyBlob(ctx context.Context, repo, hash string, w io.Writer) error {
+	cw := &countingWriter{w: w}
 	return ReadHistory(ctx, repo, func(h *History) error {
+		// ReadHistory reads again once after a pack went missing (a
+		// repack under it): a copy that had begun would write its start
+		// twice.
+		if cw.n > 0 {
+			return fmt.Errorf("blob %s: its pack changed after %d bytes were copied", hash, cw.n)
+		}
 		return h.readBlob(hash, func(b *object.Blob, rd io.Reader) error {
 			if b.Size > catBlobSize { // go-git reads smaller ones into memory at once
-				if err := catBlob(ctx, repo, hash, b.Size, w); !errors.Is(err, errNotStarted) {
+				if err := catBlob(ctx, repo, hash, b.Size, cw); !errors.Is(err, errNotStarted) {
 					return err
 				}
 			}
-			_, err := io.Copy(w, rd)
+			_, err := io.Copy(cw, rd)
 			return err
 		})
 	})
+}
+
+// countingWriter counts what it writes.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // catBlobSize is the size above which CopyBlob has git inflate a blob (git

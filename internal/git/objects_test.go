@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
+
 	"github.com/spoolhq/spool/internal/git/gittest"
 )
 
@@ -169,6 +171,44 @@ func TestCopyBlobIgnoresReplaceRefs(t *testing.T) {
 	if err := CopyBlob(context.Background(), r.Root, hash, &got); err != nil || got.String() != content {
 		t.Fatalf("CopyBlob: %d bytes of %d, %v", got.Len(), len(content), err)
 	}
+}
+
+// A copy that a missing pack interrupts is not read again into the same
+// writer (ReadHistory's retry after a repack): its start would be written
+// twice. The pack is made to go missing by the writer's error, on go-git's
+// reader (no git on PATH).
+func TestCopyBlobIsNotRetriedOnceBegun(t *testing.T) {
+	r := gittest.New(t, nil)
+	content := strings.Repeat("0123456789abcdef\n", 4<<20/17)
+	r.Write(r.Root, "big", content)
+	hash := r.Git(r.Root, "hash-object", "-w", "big")
+	t.Setenv("PATH", "")
+	w := &packGoneWriter{after: 64 << 10}
+	err := CopyBlob(context.Background(), r.Root, hash, w)
+	if err == nil || w.n > int64(len(content)) || !strings.HasPrefix(content, w.b.String()) {
+		t.Fatalf("CopyBlob: %v; %d bytes written of %d, a prefix %v", err, w.n, len(content), strings.HasPrefix(content, w.b.String()))
+	}
+	var whole bytes.Buffer
+	if err := CopyBlob(context.Background(), r.Root, hash, &whole); err != nil || whole.String() != content {
+		t.Fatalf("CopyBlob again: %d bytes, %v", whole.Len(), err)
+	}
+}
+
+// packGoneWriter fails once, after some bytes, as a read whose pack went
+// missing does.
+type packGoneWriter struct {
+	b        bytes.Buffer
+	n, after int64
+	failed   bool
+}
+
+func (w *packGoneWriter) Write(p []byte) (int, error) {
+	if !w.failed && w.n+int64(len(p)) > w.after {
+		w.failed = true
+		return 0, fmt.Errorf("read: %w", dotgit.ErrPackfileNotFound)
+	}
+	w.n += int64(len(p))
+	return w.b.Write(p)
 }
 
 type failingWriter struct {
