@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"strings"
 	"sync"
 	"syscall"
@@ -199,13 +198,13 @@ func holdHeap() (stop func()) {
 		mu      sync.Mutex // a limit set after stop returned would outlive it
 		stopped bool
 	)
-	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	afterEachGC(func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if !stopped {
-			metrics.Read(live)
-			debug.SetMemoryLimit(heapLimit(int64(live[0].Value.Uint64())))
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			debug.SetMemoryLimit(heapLimit(int64(m.HeapAlloc)))
 		}
 	})
 	return func() {
