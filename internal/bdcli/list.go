@@ -203,9 +203,14 @@ func (c *bdListCmd) Run(b *bdEnv) error {
 		if err != nil {
 			return err
 		}
-		if !c.All && c.Title == "" && limit > 0 && c.bdFilter.unfiltered() {
-			// bd list --json as most run it: the first issues not closed.
-			return cliout.WriteJSON(b.stdout, st.BeadsOpenListJSON(q.Policy, q.Now, limit))
+		if !c.All && c.Title == "" && c.bdFilter.unfiltered() {
+			if limit == 0 { // every issue not closed, copied from the snapshot
+				if ok, err := st.WriteBeadsOpenListJSON(b.stdout, q.Policy, q.Now); ok || err != nil {
+					return err
+				}
+			} else { // bd list --json as most run it: the first issues not closed
+				return cliout.WriteJSON(b.stdout, st.BeadsOpenListJSON(q.Policy, q.Now, limit))
+			}
 		}
 		return cliout.WriteJSON(b.stdout, st.BeadsListJSON(q.Policy, q.Now, f.admitter(keep), limit))
 	}

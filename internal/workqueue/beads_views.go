@@ -473,16 +473,20 @@ func timeKey(t time.Time) int64 {
 func (s *State) beadsItems(picked []*Task, counts map[string]int, p Policy, now time.Time) []any {
 	out := make([]any, len(picked))
 	for i, t := range picked {
-		if v, ok := s.saved(t, now, true); ok {
-			v.tail, v.item, v.dependents = t.listTail, true, counts[t.ID]
-			out[i] = v
-			continue
-		}
-		v := Beads(s.View(t, p, now))
-		v.Dependencies = t.deps()
-		out[i] = ListItemJSON{TaskJSON: v, DependencyCount: len(v.Dependencies), DependentCount: counts[t.ID]}
+		out[i] = s.beadsItem(t, p, now, counts[t.ID])
 	}
 	return out
+}
+
+// beadsItem is bd list --json's item of t: its saved listing where it holds.
+func (s *State) beadsItem(t *Task, p Policy, now time.Time, dependents int) any {
+	if v, ok := s.saved(t, now, true); ok {
+		v.tail, v.item, v.dependents = t.listTail, true, dependents
+		return v
+	}
+	v := Beads(s.View(t, p, now))
+	v.Dependencies = t.deps()
+	return ListItemJSON{TaskJSON: v, DependencyCount: len(v.Dependencies), DependentCount: dependents}
 }
 
 // beadsPicked returns the tasks admit passes in bd list's order: only the

@@ -1,9 +1,12 @@
 package workqueue
 
 import (
+	"cmp"
 	"io"
 	"iter"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -318,4 +321,110 @@ func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now
 		}
 		return jsonout.WriteSeq(w, items, false)
 	})
+}
+
+// WriteBeadsOpenListJSON writes what cliout.WriteJSON writes of
+// BeadsOpenListJSON(p, now, 0), bd list --json --limit 0: every issue not
+// closed, in bd list's order, from the snapshot's listings. Only the tasks
+// changed since the save, those in progress (a lease may have run out)
+// and those bd calls blocked are decoded. It reports false, having
+// written nothing, without a snapshot.
+func (s *State) WriteBeadsOpenListJSON(w io.Writer, p Policy, now time.Time) (bool, error) {
+	tt := s.trk.table()
+	if tt == nil {
+		return false, nil
+	}
+	x, err := tt.listIndex()
+	if err != nil {
+		return false, nil
+	}
+	c := s.sinceSave(tt, x)
+	var changed []*Task
+	for _, t := range s.trk.m {
+		if t != nil && s.BeadsStatus(t, p, now) != StatusClosed {
+			changed = append(changed, t)
+		}
+	}
+	slices.SortFunc(changed, func(a, b *Task) int {
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
+	start := x.starts()
+	return true, tt.Mapped(func(m table.Mapping) error {
+		listings, err := m.Section(tt.listings)
+		if err != nil {
+			return table.CorruptSection("listings", err)
+		}
+		var items iter.Seq[any] = func(yield func(any) bool) {
+			j := 0
+			for k := range beadsOpenOrder(tt, x) {
+				i := tt.open[k]
+				if c.changed(i) {
+					continue
+				}
+				for ; j < len(changed) && beadsBefore(changed[j], x.priority[i], tt.createdAt(k), tt.IDs[i]); j++ {
+					if !yield(s.beadsItem(changed[j], p, now, c.dependents(changed[j].ID))) {
+						return
+					}
+				}
+				if x.status[i] != StatusInProgress && !(x.status[i] == StatusOpen && tt.labelledAt(k)) {
+					if core, tail := listingIn(listings, start[i], start[i]+x.size[i], tt, i); core != "" {
+						if !yield(savedItem{core: core, tail: tail, item: true, dependents: c.dependentsAt(i)}) {
+							return
+						}
+						continue
+					}
+				}
+				if !yield(s.beadsItem(decodeOwned(m.Record(int(i))), p, now, c.dependentsAt(i))) {
+					return
+				}
+			}
+			for ; j < len(changed); j++ {
+				if !yield(s.beadsItem(changed[j], p, now, c.dependents(changed[j].ID))) {
+					return
+				}
+			}
+		}
+		return jsonout.WriteSeq(w, items, false)
+	})
+}
+
+// beadsBefore reports whether t comes before the saved task of these keys
+// in bd list's order (beadsListLess).
+func beadsBefore(t *Task, priority int, created int64, id string) bool {
+	if t.Priority != priority {
+		return t.Priority < priority
+	}
+	if tc := timeKey(t.CreatedAt); tc != created {
+		return tc > created
+	}
+	return t.ID < id
+}
+
+// beadsOpenOrder yields the places in tt.open in bd list's order: by
+// priority, the newest first, then by id. tt.open is by priority, the
+// oldest first, then by id, so each priority's runs of one creation time
+// come in reverse, each run as it is.
+func beadsOpenOrder(tt *taskTable, x *listIndex) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		n := len(tt.open)
+		for a := 0; a < n; {
+			b := a + 1
+			for b < n && x.priority[tt.open[b]] == x.priority[tt.open[a]] {
+				b++
+			}
+			for hi := b; hi > a; { // the runs of [a, b), from the last
+				lo := hi - 1
+				for lo > a && tt.createdAt(lo-1) == tt.createdAt(hi-1) {
+					lo--
+				}
+				for k := lo; k < hi; k++ {
+					if !yield(k) {
+						return
+					}
+				}
+				hi = lo
+			}
+			a = b
+		}
+	}
 }

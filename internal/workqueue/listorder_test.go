@@ -2,9 +2,13 @@ package workqueue
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,5 +47,51 @@ func TestListingsGatheredInAFile(t *testing.T) {
 	p.ScratchIn(filepath.Join(notADir, "tmp"))
 	if _, err := p.MarshalState(); err == nil {
 		t.Fatal("a save with no scratch directory to make succeeded")
+	}
+}
+
+// beadsOpenOrder turns ready's order of the open tasks (priority, the
+// oldest first, id) into bd list's (priority, the newest first, id), with
+// many tasks sharing a creation time.
+func TestBeadsOpenOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for n := range 60 {
+		type task struct {
+			pos      uint32 // in id order
+			priority int
+			created  int64
+		}
+		tasks := make([]task, n)
+		for i := range tasks {
+			tasks[i] = task{uint32(i), r.IntN(3), int64(r.IntN(4))}
+		}
+		x := &listIndex{priority: make([]int, n)}
+		for _, k := range tasks {
+			x.priority[k.pos] = k.priority
+		}
+		slices.SortFunc(tasks, func(a, b task) int { // ready's order
+			return cmp.Or(cmp.Compare(a.priority, b.priority), cmp.Compare(a.created, b.created), cmp.Compare(a.pos, b.pos))
+		})
+		tt := &taskTable{}
+		var created []byte
+		for _, k := range tasks {
+			tt.open = append(tt.open, k.pos)
+			created = binary.LittleEndian.AppendUint64(created, uint64(k.created))
+		}
+		tt.created = string(created)
+		var got []uint32
+		for k := range beadsOpenOrder(tt, x) {
+			got = append(got, tt.open[k])
+		}
+		slices.SortFunc(tasks, func(a, b task) int { // bd list's
+			return cmp.Or(cmp.Compare(a.priority, b.priority), cmp.Compare(b.created, a.created), cmp.Compare(a.pos, b.pos))
+		})
+		var want []uint32
+		for _, k := range tasks {
+			want = append(want, k.pos)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%d tasks: %v, want %v", n, got, want)
+		}
 	}
 }

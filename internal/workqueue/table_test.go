@@ -236,6 +236,18 @@ func sameLists(t *testing.T, c *taskClone, fresh func() *workqueue.State, now ti
 				t.Fatalf("bd list's default (limit %d) at %v:\n%s\nwant\n%s", limit, at, got, want)
 			}
 		}
+		// All of them (--limit 0), copied from the listings.
+		var items []any
+		for _, it := range whole.BeadsList(c.pol, at, notClosed, nil, 0) {
+			items = append(items, it)
+		}
+		var open strings.Builder
+		if ok, err := fresh().WriteBeadsOpenListJSON(&open, c.pol, at); !ok || err != nil {
+			t.Fatalf("bd list --limit 0: written from the listings %v (%v)", ok, err)
+		}
+		if want := list(items); open.String() != want {
+			t.Fatalf("bd list --limit 0 at %v:\n%s\nwant\n%s", at, open.String(), want)
+		}
 		all := whole.List(c.pol, workqueue.ListFilter{}, at)
 		var beads []any
 		for _, task := range all {
