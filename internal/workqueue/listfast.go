@@ -264,9 +264,6 @@ func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now
 	if tt == nil || p.Kind == Progressive || len(f.All)+len(f.Any)+len(g.Require)+len(g.Exclude)+len(g.ExcludeTypes) > 0 || f.Claimed || f.Unassigned {
 		return false, nil
 	}
-	if s.hst.table != nil {
-		s.hst.table.Preload() // the entries of most ready tasks: one read, not one each
-	}
 	memo := map[string]bool{}
 	ready := func(t *Task) bool {
 		return s.EffectiveStatus(t, now) == StatusOpen && !s.blockedBy(t, memo, 0) && p.Skip(Candidate{}, s.Entry(t.ID), g, now) == ""
@@ -308,7 +305,7 @@ func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now
 				case tt.waitsAt(k):
 					return true // it still waits by itself
 				case tt.plainAt(k):
-					if p.Skip(Candidate{}, s.Entry(id), g, now) != "" {
+					if s.savedSkip(id, p, now) {
 						return true
 					}
 					if core, _ := listingIn(listings, start[i], start[i]+x.size[i], tt, i); core != "" {
@@ -427,4 +424,22 @@ func beadsOpenOrder(tt *taskTable, x *listIndex) iter.Seq[int] {
 			a = b
 		}
 	}
+}
+
+// savedSkip reports whether the history holds task id back (p.Skip, a
+// gate that admits it): from the class the history's index keeps of its
+// entry (histClass) when no event changed the entry since the save, so
+// that an entry that neither holds a claim nor failed is not decoded.
+func (s *State) savedSkip(id string, p Policy, now time.Time) bool {
+	if _, changed := s.hst.m[id]; !changed && s.hst.table != nil {
+		i := s.hst.table.Find(id)
+		if i < 0 {
+			return false // no entry
+		}
+		if c := s.hst.table.class[i]; c != 0 {
+			st := classStatuses[c&^0x80-1]
+			return st != HistPending || c&0x80 != 0
+		}
+	}
+	return p.Skip(Candidate{}, s.Entry(id), Gate{}, now) != ""
 }
