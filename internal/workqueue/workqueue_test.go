@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -881,6 +882,12 @@ func FuzzOpenSnapshot(f *testing.F) {
 					}
 				}()
 				s := p.State()
+				// The lists copied from the snapshot's listings first: they
+				// read the table undecoded.
+				pol := DefaultPolicy()
+				s.WriteListJSON(io.Discard, pol, ListFilter{}, t0)
+				s.WriteReadyJSON(io.Discard, pol, Gate{}, ReadyFilter{}, t0)
+				s.WriteBeadsOpenListJSON(io.Discard, pol, t0)
 				for _, t := range s.allTasks() {
 					t.Detail()
 				}
