@@ -66,6 +66,18 @@ func (x *listIndex) starts() []int64 {
 	return out
 }
 
+// withListings calls fn with the table mapped (table.Mapped) and its
+// section of listings.
+func (tt *taskTable) withListings(fn func(m table.Mapping, listings []byte) error) error {
+	return tt.Mapped(func(m table.Mapping) error {
+		listings, err := m.Section(tt.listings)
+		if err != nil {
+			return table.CorruptSection("listings", err)
+		}
+		return fn(m, listings)
+	})
+}
+
 // WriteListJSON writes what cliout.WriteJSON writes of ListItemsJSON of
 // List(p, f, now), from the snapshot's listings. It reports false, having
 // written nothing, when it cannot: no snapshot, or a label to filter by
@@ -98,11 +110,7 @@ func (s *State) WriteListJSON(w io.Writer, p Policy, f ListFilter, now time.Time
 		}
 		return s.listItem(t, p, now, n)
 	}
-	return true, tt.Mapped(func(m table.Mapping) error {
-		listings, err := m.Section(tt.listings)
-		if err != nil {
-			return table.CorruptSection("listings", err)
-		}
+	return true, tt.withListings(func(m table.Mapping, listings []byte) error {
 		var at int64 // where the next listing starts
 		var items iter.Seq[any] = func(yield func(any) bool) {
 			walkMerged(x.order, changed, m.Record, func(_ int, i uint32) bool {
@@ -289,11 +297,7 @@ func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now
 		return false, nil
 	}
 	start := x.starts()
-	return true, tt.Mapped(func(m table.Mapping) error {
-		listings, err := m.Section(tt.listings)
-		if err != nil {
-			return table.CorruptSection("listings", err)
-		}
+	return true, tt.withListings(func(m table.Mapping, listings []byte) error {
 		var items iter.Seq[any] = func(yield func(any) bool) {
 			walkMerged(tt.open, changed, m.Record, func(k int, i uint32) bool {
 				id := tt.IDs[i]
@@ -346,11 +350,7 @@ func (s *State) WriteBeadsOpenListJSON(w io.Writer, p Policy, now time.Time) (bo
 		return cmp.Or(cmp.Compare(a.Priority, b.Priority), b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.ID, b.ID))
 	})
 	start := x.starts()
-	return true, tt.Mapped(func(m table.Mapping) error {
-		listings, err := m.Section(tt.listings)
-		if err != nil {
-			return table.CorruptSection("listings", err)
-		}
+	return true, tt.withListings(func(m table.Mapping, listings []byte) error {
 		var items iter.Seq[any] = func(yield func(any) bool) {
 			j := 0
 			for k := range beadsOpenOrder(tt, x) {
