@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"syscall"
@@ -198,13 +199,13 @@ func holdHeap() (stop func()) {
 		mu      sync.Mutex // a limit set after stop returned would outlive it
 		stopped bool
 	)
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	afterEachGC(func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if !stopped {
-			var m runtime.MemStats
-			runtime.ReadMemStats(&m)
-			debug.SetMemoryLimit(heapLimit(int64(m.HeapAlloc)))
+			metrics.Read(live)
+			debug.SetMemoryLimit(heapLimit(int64(live[0].Value.Uint64())))
 		}
 	})
 	return func() {
