@@ -937,7 +937,7 @@ func statFiles(l *eventlog.Log) (map[string]fs.FileInfo, error) {
 // Save writes the public files and snapshots of changed projections.
 // The caller holds the log's lock.
 func (v *View) Save() error {
-	tmp := filepath.Join(v.en.StateDir, ".tmp")
+	tmp := v.en.tmpDir()
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return err
 	}
@@ -982,7 +982,7 @@ func (v *View) Save() error {
 		if _, opened := it.proj.(Opener); !opened {
 			var err error
 			if _, streamed := it.proj.(StateWriter); streamed {
-				it.cp.Sum, err = streamSum(it.spec.Name, it.proj) // a pass to hash, one to write: never whole
+				it.cp.Sum, err = streamSum(it.spec.Name, it.proj, tmp) // a pass to hash, one to write: never whole
 			} else if state, err = it.proj.MarshalState(); err == nil {
 				it.cp.Sum = bodySum(state)
 			}
@@ -1004,16 +1004,13 @@ func (v *View) Save() error {
 				return err
 			}
 		}
-		if sc, ok := it.proj.(Scratcher); ok {
-			sc.ScratchIn(tmp)
-		}
 		err = batch.WriteStream(v.en.snapshotPath(it.spec.Name), 0o644, func(w io.Writer) error {
 			_, err := w.Write(append(head, '\n'))
 			switch {
 			case err == nil && state != nil:
 				_, err = w.Write(state)
 			case err == nil:
-				err = writeState(it.spec.Name, it.proj, w)
+				err = writeState(it.spec.Name, it.proj, w, tmp)
 			}
 			return cmp.Or(filesDone(), err)
 		}, nil)
@@ -1029,6 +1026,10 @@ func (v *View) Save() error {
 	v.extras = nil // saved: the next command loads them from their snapshots
 	return nil
 }
+
+// tmpDir is where saves write their files before they are renamed into
+// place, and where a projection gathers what it writes in parts.
+func (en *Engine) tmpDir() string { return filepath.Join(en.StateDir, ".tmp") }
 
 // sweep removes temp files a crashed writer left; the caller holds the lock,
 // so no live writer owns any of them.

@@ -23,8 +23,8 @@ type StateWriter interface {
 }
 
 // Scratcher is a StateWriter that gathers part of its state in a file of
-// its own as it writes: Save names the directory (one it empties of what
-// a crashed save left) before each WriteState.
+// its own as it writes: the engine names the directory (the state's .tmp,
+// which Save empties of what a crashed save left) before each WriteState.
 type Scratcher interface {
 	ScratchIn(dir string)
 }
@@ -119,8 +119,12 @@ func eachFile(name string, p Projection, fn func(path string, workTree bool, wri
 	return err
 }
 
-// writeState writes p's state to w: streamed when p is a StateWriter.
-func writeState(name string, p Projection, w io.Writer) error {
+// writeState writes p's state to w: streamed when p is a StateWriter, a
+// Scratcher's scratch files in scratch.
+func writeState(name string, p Projection, w io.Writer, scratch string) error {
+	if sc, ok := p.(Scratcher); ok {
+		sc.ScratchIn(scratch)
+	}
 	if sw, ok := p.(StateWriter); ok {
 		if err := sw.WriteState(w); err != nil {
 			return fmt.Errorf("marshal %s: %w", name, err)
@@ -136,11 +140,11 @@ func writeState(name string, p Projection, w io.Writer) error {
 }
 
 // stateDigest is the SHA-256 of p's encoded state.
-func stateDigest(name string, p Projection) ([sha256.Size]byte, error) {
+func stateDigest(name string, p Projection, scratch string) ([sha256.Size]byte, error) {
 	var sum [sha256.Size]byte
 	h := sha256.New()
 	bw := bufio.NewWriterSize(h, 64<<10)
-	if err := writeState(name, p, bw); err != nil {
+	if err := writeState(name, p, bw, scratch); err != nil {
 		return sum, err
 	}
 	if err := bw.Flush(); err != nil {
@@ -163,10 +167,10 @@ func bodySum(body []byte) string {
 }
 
 // streamSum is bodySum of p's encoded state, written without holding it.
-func streamSum(name string, p Projection) (string, error) {
+func streamSum(name string, p Projection, scratch string) (string, error) {
 	h := crc32.NewIEEE()
 	bw := bufio.NewWriterSize(h, 64<<10)
-	if err := writeState(name, p, bw); err != nil {
+	if err := writeState(name, p, bw, scratch); err != nil {
 		return "", err
 	}
 	if err := bw.Flush(); err != nil {

@@ -110,7 +110,7 @@ func (en *Engine) VerifyAll(ctx context.Context) (*Verification, error) {
 			rc.CheckRecords()
 			sum, err = fileDigest(en.snapshotPath(s.Name), it.body)
 		} else {
-			sum, err = stateDigest(s.Name, it.proj)
+			sum, err = stateDigest(s.Name, it.proj, en.tmpDir())
 		}
 		if err != nil {
 			return nil, err
@@ -160,7 +160,7 @@ func (en *Engine) VerifyAll(ctx context.Context) (*Verification, error) {
 		var sum [sha256.Size]byte
 		var sumErr error
 		if d.state {
-			sum, sumErr = stateDigest(it.spec.Name, it.proj)
+			sum, sumErr = stateDigest(it.spec.Name, it.proj, en.tmpDir())
 		}
 		if err := cmp.Or(filesDone(), sumErr); err != nil {
 			return nil, err

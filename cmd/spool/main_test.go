@@ -195,9 +195,8 @@ func cmdGrab(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv(args[0], m[1])
 }
 
-// cmdReplace replaces the first OLD in FILE with NEW (OLD must be there):
-// an edit as a person makes it.
-// cmdReplace replaces the first OLD in FILE, or with -last the last.
+// cmdReplace replaces the first OLD in FILE with NEW, or with -last the
+// last (OLD must be there): an edit as a person makes it.
 func cmdReplace(ts *testscript.TestScript, neg bool, args []string) {
 	last := len(args) > 0 && args[0] == "-last"
 	if last {

@@ -51,7 +51,7 @@ func Corrupt(id string, err error) *fault.Error {
 
 // CorruptSection is Corrupt for a section, named by what it holds.
 func CorruptSection(what string, err error) *fault.Error {
-	return fault.New(CodeCorruptSnapshot, err, fmt.Sprintf("the snapshot's %s are damaged (%v): run spool replay", what, err))
+	return fault.New(CodeCorruptSnapshot, err, fmt.Sprintf("the snapshot's %s is damaged (%v): run spool replay", what, err))
 }
 
 // Table is an open table.
@@ -185,7 +185,7 @@ func (t *Table) CheckSection(s Section) error {
 
 // inSections reports whether s lies between the records and the index.
 func (t *Table) inSections(s Section) bool {
-	return s.Off >= t.offs[len(t.IDs)] && s.Len >= 0 && s.Off+s.Len <= t.index
+	return s.Off >= t.offs[len(t.IDs)] && s.Off <= t.index && s.Len >= 0 && s.Len <= t.index-s.Off // no sum to overflow
 }
 
 // Finish writes the index, with extra's fields after the ids and offsets.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -327,9 +328,15 @@ func TestSection(t *testing.T) {
 				t.Fatalf("file %v, section %d: %q, %v; mapped %q, %v", file, k, s, err, m, merr)
 			}
 		}
+		huge := got[0] // a length that overflows the end it makes
+		huge.Len = math.MaxInt64
+		_, merr := mapped(tb, huge)
+		if _, err := tb.ReadSection(huge); err == nil || tb.CheckSection(huge) == nil || merr == nil {
+			t.Errorf("file %v: a section past the end was read", file)
+		}
 		inRecords := got[0]
 		inRecords.Off = int64(len(magic))
-		_, merr := mapped(tb, inRecords)
+		_, merr = mapped(tb, inRecords)
 		if _, err := tb.ReadSection(inRecords); err == nil || tb.CheckSection(inRecords) == nil || merr == nil {
 			t.Errorf("file %v: a section inside the records was read", file)
 		}

@@ -424,38 +424,28 @@ func (s *State) topOpen(p Policy, now time.Time, limit int) ([]*Task, map[string
 	}
 	c := s.sinceSave(tt, x)
 	type pick struct {
-		priority int
-		created  int64 // as the index orders times
-		id       string
-		pos      int   // in the table; -1 for a task changed since the save
-		t        *Task // that task
+		key beadsKey
+		pos int   // in the table; -1 for a task changed since the save
+		t   *Task // that task
 	}
-	less := func(a, b pick) bool { // beadsListLess
-		if a.priority != b.priority {
-			return a.priority < b.priority
-		}
-		if a.created != b.created {
-			return a.created > b.created
-		}
-		return a.id < b.id
-	}
+	less := func(a, b pick) bool { return a.key.less(b.key) }
 	var top []pick
 	for k, i := range tt.open {
 		if !c.changed(i) {
-			top = insertTop(top, pick{x.priority[i], tt.createdAt(k), tt.IDs[i], int(i), nil}, limit, less)
+			top = insertTop(top, pick{tt.beadsKeyAt(x, k), int(i), nil}, limit, less)
 		}
 	}
-	for id, t := range s.trk.m {
+	for _, t := range s.trk.m {
 		if t != nil && s.BeadsStatus(t, p, now) != StatusClosed {
-			top = insertTop(top, pick{t.Priority, timeKey(t.CreatedAt), id, -1, t}, limit, less)
+			top = insertTop(top, pick{beadsKeyOf(t), -1, t}, limit, less)
 		}
 	}
 	out, counts := make([]*Task, len(top)), make(map[string]int, len(top))
 	for k, it := range top {
 		if it.t == nil {
-			out[k], counts[it.id] = s.taskAt(it.pos), c.dependentsAt(uint32(it.pos))
+			out[k], counts[it.key.id] = s.taskAt(it.pos), c.dependentsAt(uint32(it.pos))
 		} else {
-			out[k], counts[it.id] = it.t, c.dependents(it.id)
+			out[k], counts[it.key.id] = it.t, c.dependents(it.key.id)
 		}
 	}
 	return out, counts, true
@@ -504,28 +494,13 @@ func (s *State) beadsPicked(p Policy, now time.Time, admit func(t *Task, status 
 	return topK(picked, 0, beadsListLess), nil
 }
 
-// listed is what topListed keeps of a task it passes over.
-type listed struct {
-	id       string
-	priority int
-	created  time.Time
-}
-
 // topListed streams every task once: it keeps the first limit that admit
 // passes, in bd list's order, and counts the dependency records naming
 // each task, returning the counts of those it keeps. A 10,000-task list decodes each task for the pass alone and
 // keeps neither the tasks nor a map of them.
 func (s *State) topListed(p Policy, now time.Time, admit func(t *Task, status string) bool, limit int) ([]*Task, map[string]int) {
-	less := func(a, b listed) bool {
-		if a.priority != b.priority {
-			return a.priority < b.priority
-		}
-		if !a.created.Equal(b.created) {
-			return a.created.After(b.created)
-		}
-		return a.id < b.id
-	}
-	var top []listed
+	less := func(a, b beadsKey) bool { return a.less(b) }
+	var top []beadsKey // what it keeps of a task it passes over
 	// Counted by pointer: assigning to a key that exists stores the new
 	// key string, and id is the scan's, which the next record overwrites.
 	byID := map[string]*int{}
@@ -541,7 +516,7 @@ func (s *State) topListed(p Policy, now time.Time, admit func(t *Task, status st
 		for id := range t.dependsOnIDs() {
 			count(id)
 		}
-		it := listed{t.ID, t.Priority, t.CreatedAt}
+		it := beadsKeyOf(t)
 		if len(top) == limit && !less(it, top[limit-1]) || !admit(t, s.BeadsStatus(t, p, now)) {
 			continue
 		}
@@ -562,14 +537,32 @@ func (s *State) topListed(p Policy, now time.Time, admit func(t *Task, status st
 }
 
 // beadsListLess is bd list's order: by priority, newest first.
-func beadsListLess(a, b *Task) bool {
-	if a.Priority != b.Priority {
-		return a.Priority < b.Priority
+func beadsListLess(a, b *Task) bool { return beadsKeyOf(a).less(beadsKeyOf(b)) }
+
+// beadsKey is what bd list orders issues by: priority, then creation, the
+// newest first, then id.
+type beadsKey struct {
+	priority int
+	created  int64 // as the index orders times (timeKey)
+	id       string
+}
+
+func beadsKeyOf(t *Task) beadsKey { return beadsKey{t.Priority, timeKey(t.CreatedAt), t.ID} }
+
+// beadsKeyAt is the key of open[k] as the table saved it.
+func (t *taskTable) beadsKeyAt(x *listIndex, k int) beadsKey {
+	i := t.open[k]
+	return beadsKey{x.priority[i], t.createdAt(k), t.IDs[i]}
+}
+
+func (a beadsKey) less(b beadsKey) bool {
+	if a.priority != b.priority {
+		return a.priority < b.priority
 	}
-	if !a.CreatedAt.Equal(b.CreatedAt) {
-		return a.CreatedAt.After(b.CreatedAt)
+	if a.created != b.created {
+		return a.created > b.created
 	}
-	return a.ID < b.ID
+	return a.id < b.id
 }
 
 // dependentCountsOf is DependentCounts for these tasks alone.

@@ -1,12 +1,9 @@
 package workqueue
 
 import (
-	"cmp"
 	"io"
 	"iter"
-	"slices"
 	"sort"
-	"strings"
 	"time"
 	"unsafe"
 
@@ -72,7 +69,7 @@ func (tt *taskTable) withListings(fn func(m table.Mapping, listings []byte) erro
 	return tt.Mapped(func(m table.Mapping) error {
 		listings, err := m.Section(tt.listings)
 		if err != nil {
-			return table.CorruptSection("listings", err)
+			return table.CorruptSection("section of listings", err)
 		}
 		return fn(m, listings)
 	})
@@ -346,9 +343,7 @@ func (s *State) WriteBeadsOpenListJSON(w io.Writer, p Policy, now time.Time) (bo
 			changed = append(changed, t)
 		}
 	}
-	slices.SortFunc(changed, func(a, b *Task) int {
-		return cmp.Or(cmp.Compare(a.Priority, b.Priority), b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.ID, b.ID))
-	})
+	sort.Slice(changed, func(a, b int) bool { return beadsListLess(changed[a], changed[b]) })
 	start := x.starts()
 	return true, tt.withListings(func(m table.Mapping, listings []byte) error {
 		var items iter.Seq[any] = func(yield func(any) bool) {
@@ -358,7 +353,7 @@ func (s *State) WriteBeadsOpenListJSON(w io.Writer, p Policy, now time.Time) (bo
 				if c.changed(i) {
 					continue
 				}
-				for ; j < len(changed) && beadsBefore(changed[j], x.priority[i], tt.createdAt(k), tt.IDs[i]); j++ {
+				for ; j < len(changed) && beadsKeyOf(changed[j]).less(tt.beadsKeyAt(x, k)); j++ {
 					if !yield(s.beadsItem(changed[j], p, now, c.dependents(changed[j].ID))) {
 						return
 					}
@@ -383,18 +378,6 @@ func (s *State) WriteBeadsOpenListJSON(w io.Writer, p Policy, now time.Time) (bo
 		}
 		return jsonout.WriteSeq(w, items, false)
 	})
-}
-
-// beadsBefore reports whether t comes before the saved task of these keys
-// in bd list's order (beadsListLess).
-func beadsBefore(t *Task, priority int, created int64, id string) bool {
-	if t.Priority != priority {
-		return t.Priority < priority
-	}
-	if tc := timeKey(t.CreatedAt); tc != created {
-		return tc > created
-	}
-	return t.ID < id
 }
 
 // beadsOpenOrder yields the places in tt.open in bd list's order: by
@@ -427,19 +410,18 @@ func beadsOpenOrder(tt *taskTable, x *listIndex) iter.Seq[int] {
 }
 
 // savedSkip reports whether the history holds task id back (p.Skip, a
-// gate that admits it): from the class the history's index keeps of its
-// entry (histClass) when no event changed the entry since the save, so
-// that an entry that neither holds a claim nor failed is not decoded.
+// gate that admits it). An entry no event changed since the save is read
+// as stats reads it (historyTable.statsEntry): one that neither holds a
+// claim nor failed from its class in the index, without a decode.
 func (s *State) savedSkip(id string, p Policy, now time.Time) bool {
-	if _, changed := s.hst.m[id]; !changed && s.hst.table != nil {
-		i := s.hst.table.Find(id)
-		if i < 0 {
-			return false // no entry
-		}
-		if c := s.hst.table.class[i]; c != 0 {
-			st := classStatuses[c&^0x80-1]
-			return st != HistPending || c&0x80 != 0
-		}
+	h := s.hst.table
+	if _, changed := s.hst.m[id]; changed || h == nil {
+		return p.Skip(Candidate{}, s.Entry(id), Gate{}, now) != ""
 	}
-	return p.Skip(Candidate{}, s.Entry(id), Gate{}, now) != ""
+	j := h.Find(id)
+	if j < 0 {
+		return false // no entry
+	}
+	var e Entry
+	return p.Skip(Candidate{}, h.statsEntry(j, &e), Gate{}, now) != ""
 }

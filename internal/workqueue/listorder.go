@@ -30,18 +30,17 @@ type listingSpool struct {
 }
 
 // newListingSpool gathers n listings in an unlinked file in dir, or in
-// memory when dir is "".
-func newListingSpool(dir string, n int) (*listingSpool, error) {
+// memory when dir is "" or no file can be made there (verify of a
+// read-only repository: a save would fail anyway, writing its own files).
+func newListingSpool(dir string, n int) *listingSpool {
 	l := &listingSpool{ends: make([]int64, 0, n)}
 	if dir == "" {
-		return l, nil
+		return l
 	}
-	f, err := tempFile(dir, "listings-*")
-	if err != nil {
-		return nil, err
+	if f, err := tempFile(dir, "listings-*"); err == nil {
+		l.f, l.w = f, bufio.NewWriterSize(f, 256<<10)
 	}
-	l.f, l.w = f, bufio.NewWriterSize(f, 256<<10)
-	return l, nil
+	return l
 }
 
 // scratchDir is where a save gathers the listings: the spill's directory

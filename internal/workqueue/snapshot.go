@@ -103,10 +103,7 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 	if err := s.trk.spill.seal(s, more); err != nil {
 		return err
 	}
-	lst, err := newListingSpool(p.scratchDir(), n)
-	if err != nil {
-		return err
-	}
+	lst := newListingSpool(p.scratchDir(), n)
 	defer lst.close()
 	tw := table.NewWriter(out, tasksMagic, n)
 	sum := newSummaryWriter(n) // what stats reads (stats_summary.go)
@@ -579,10 +576,11 @@ func (p *TasksProjection) CheckRecords() {
 	if p.s != nil && p.s.trk.lazy != nil {
 		tt := p.s.trk.table()
 		tt.Check()
-		for _, sec := range []table.Section{tt.listing, tt.listings} {
-			if err := tt.CheckSection(sec); err != nil {
-				panic(table.CorruptSection("listings", err))
-			}
+		if err := tt.CheckSection(tt.listing); err != nil {
+			panic(table.CorruptSection("listing index", err))
+		}
+		if err := tt.CheckSection(tt.listings); err != nil {
+			panic(table.CorruptSection("section of listings", err))
 		}
 	}
 }

@@ -865,7 +865,9 @@ func FuzzOpenSnapshot(f *testing.F) {
 		snap, _ := p.MarshalState()
 		f.Add(snap)
 	}
+	hist, _ := NewQueueProjection(w.s).MarshalState()
 	f.Fuzz(func(t *testing.T, in []byte) {
+		openOnFile(t, in, hist)
 		for _, p := range []interface {
 			projections.Projection
 			State() *State
@@ -882,12 +884,7 @@ func FuzzOpenSnapshot(f *testing.F) {
 					}
 				}()
 				s := p.State()
-				// The lists copied from the snapshot's listings first: they
-				// read the table undecoded.
-				pol := DefaultPolicy()
-				s.WriteListJSON(io.Discard, pol, ListFilter{}, t0)
-				s.WriteReadyJSON(io.Discard, pol, Gate{}, ReadyFilter{}, t0)
-				s.WriteBeadsOpenListJSON(io.Discard, pol, t0)
+				writeLists(s) // first: they read the table undecoded
 				for _, t := range s.allTasks() {
 					t.Detail()
 				}
@@ -896,6 +893,45 @@ func FuzzOpenSnapshot(f *testing.F) {
 			}()
 		}
 	})
+}
+
+// openOnFile is FuzzOpenSnapshot's body for a tasks' table opened on a
+// file, as a command opens it, with a history beside it: the lists read it
+// mapped (each listing checked alone) and ask the history's classes.
+func openOnFile(t *testing.T, in, hist []byte) {
+	path := filepath.Join(t.TempDir(), "tasks.snap")
+	if err := os.WriteFile(path, in, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewState()
+	if NewTasksProjection(s).OpenState(f, 0, int64(len(in))) != nil {
+		f.Close()
+		return
+	}
+	if err := NewQueueProjection(s).UnmarshalState(hist); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(*fault.Error); !ok || !e.Has(CodeCorruptSnapshot) {
+				t.Fatalf("on a file: panic %v", r)
+			}
+		}
+	}()
+	writeLists(s)
+}
+
+// writeLists writes the three lists copied from a snapshot's listings;
+// an error is a damaged snapshot's.
+func writeLists(s *State) {
+	pol := DefaultPolicy()
+	s.WriteListJSON(io.Discard, pol, ListFilter{}, t0)
+	s.WriteReadyJSON(io.Discard, pol, Gate{}, ReadyFilter{}, t0)
+	s.WriteBeadsOpenListJSON(io.Discard, pol, t0)
 }
 
 // The orchestrator's gate keeps epics from its agents (ExcludeTypes), from
