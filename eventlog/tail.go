@@ -13,8 +13,10 @@ import (
 // resume does), or the file's beginning when it has no more than n. The
 // lines before are counted and checksummed, not decoded or checked: a
 // damaged line there is for a whole read to find (verify, doctor), not a
-// reader of the end.
-func TailStart(path string, n int) (Start, error) {
+// reader of the end. known, when its Offset is not 0, is a place in the
+// file whose count and checksum are known (a checkpoint's mark, which the
+// caller checked the file still holds): they are counted from there.
+func TailStart(path string, n int, known Start) (Start, error) {
 	if n >= wholeTailLines {
 		return Start{}, nil
 	}
@@ -47,8 +49,23 @@ func TailStart(path string, n int) (Start, error) {
 		return Start{}, err
 	}
 	s.CRC = LineCRC(line)
-	buf := make([]byte, 1<<20)
-	for off := int64(0); off < s.Offset; {
+	if known.Offset > s.Offset && known.Offset-s.Offset <= 64<<20 {
+		// Counted back from a place past the tail's start, as a
+		// checkpoint of a log up to date is: the bytes between taken
+		// off the count and the checksum.
+		b := make([]byte, known.Offset-s.Offset)
+		if _, err := f.ReadAt(b, s.Offset); err != nil {
+			return Start{}, err
+		}
+		s.Line, s.Prefix = known.Line-bytes.Count(b, newline), unappendCRC(known.Prefix, b)
+		return s, nil
+	}
+	off := int64(0)
+	if known.Offset > 0 && known.Offset <= s.Offset {
+		off, s.Prefix, s.Line = known.Offset, known.Prefix, known.Line
+	}
+	buf := make([]byte, min(1<<20, s.Offset-off+1))
+	for off < s.Offset {
 		k, err := f.ReadAt(buf[:min(int64(len(buf)), s.Offset-off)], off)
 		s.Prefix = crc32.Update(s.Prefix, crc32.IEEETable, buf[:k])
 		s.Line += bytes.Count(buf[:k], newline)
@@ -59,6 +76,29 @@ func TailStart(path string, n int) (Start, error) {
 	}
 	return s, nil
 }
+
+// unappendCRC is the CRC-32 (IEEE) of a prefix of some bytes, given the
+// CRC of the whole and the bytes that follow the prefix: the CRC run
+// backwards, a byte at a time. Each step of the reflected CRC shifts the
+// register right by a byte and XORs in a table entry chosen by the byte
+// shifted out; the entries' top bytes all differ, so the top byte of the
+// result names the entry, and the entry gives back the byte shifted out.
+func unappendCRC(crc uint32, b []byte) uint32 {
+	r := ^crc
+	for i := len(b) - 1; i >= 0; i-- {
+		j := crcTopIndex[r>>24]
+		r = (r^crc32.IEEETable[j])<<8 | uint32(j^b[i])
+	}
+	return ^r
+}
+
+// crcTopIndex is the IEEE table's index by its entries' top bytes.
+var crcTopIndex = func() (x [256]byte) {
+	for i, v := range crc32.IEEETable {
+		x[v>>24] = byte(i)
+	}
+	return x
+}()
 
 // wholeTailLines is a tail so long that the whole file is read.
 const wholeTailLines = math.MaxInt / 8
@@ -93,11 +133,12 @@ func lastNewlines(f io.ReaderAt, size int64, k int) ([]int64, error) {
 // the part read could still be among the last n. A damaged line is
 // reported only where it reads (see TailStart); a file that changed under
 // a pass (an append that cut an unfinished batch, a repair) is read whole.
-func (l *Log) Last(n int, match func(*Event) bool) ([]*Event, map[string]Start, error) {
+// known is TailStart's, by writer (nil: none).
+func (l *Log) Last(n int, match func(*Event) bool, known map[string]Start) ([]*Event, map[string]Start, error) {
 	for k := max(n, 64); ; k = min(k, wholeTailLines/4) * 4 {
-		last, from, done, err := l.lastPass(n, k, match)
+		last, from, done, err := l.lastPass(n, k, match, known)
 		if err != nil && k < wholeTailLines {
-			last, from, done, err = l.lastPass(n, wholeTailLines, match)
+			last, from, done, err = l.lastPass(n, wholeTailLines, match, known)
 		}
 		if err != nil || done {
 			return last, from, err
@@ -107,7 +148,7 @@ func (l *Log) Last(n int, match func(*Event) bool) ([]*Event, map[string]Start, 
 
 // lastPass is one of Last's passes, with the last k lines of each file;
 // done says whether they were enough.
-func (l *Log) lastPass(n, k int, match func(*Event) bool) (last []*Event, from map[string]Start, done bool, err error) {
+func (l *Log) lastPass(n, k int, match func(*Event) bool, known map[string]Start) (last []*Event, from map[string]Start, done bool, err error) {
 	files, err := l.Files()
 	if err != nil {
 		return nil, nil, false, err
@@ -116,7 +157,7 @@ func (l *Log) lastPass(n, k int, match func(*Event) bool) (last []*Event, from m
 	partial := map[string]bool{} // files read from after their beginning
 	for _, path := range files {
 		w := WriterOf(path)
-		if from[w], err = TailStart(path, k); err != nil {
+		if from[w], err = TailStart(path, k, known[w]); err != nil {
 			return nil, nil, false, err
 		}
 		partial[w] = from[w].Offset > 0

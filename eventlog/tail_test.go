@@ -3,6 +3,7 @@ package eventlog
 import (
 	"context"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -81,7 +82,7 @@ func TestLastAsWholeRead(t *testing.T) {
 				}
 			}
 			for _, n := range []int{1, 3, 64, 65, 300, 5000, math.MaxInt} {
-				got, from, err := l.Last(n, m.match)
+				got, from, err := l.Last(n, m.match, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -95,7 +96,7 @@ func TestLastAsWholeRead(t *testing.T) {
 			}
 		}
 		// From where Last ended, a read finds only what is appended after.
-		_, from, err := l.Last(5, func(*Event) bool { return true })
+		_, from, err := l.Last(5, func(*Event) bool { return true }, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +140,8 @@ func (tl *testLog) mustWriter(t *testing.T) string {
 
 // TailStart resumes a read right before a file's last n lines, or at its
 // beginning when it has no more: the lines read after it are the file's
-// last ones, numbered as a whole read numbers them.
+// last ones, numbered as a whole read numbers them, whether it counts them
+// from the beginning or from a place it knows.
 func TestTailStart(t *testing.T) {
 	t.Parallel()
 	tl := newTestLog(t)
@@ -149,10 +151,30 @@ func TestTailStart(t *testing.T) {
 		}
 	}
 	files, _ := tl.Files()
+	// Where a whole read stands after each line: the places a checkpoint
+	// may know (TailStart's known).
+	known := []Start{{}}
+	whole, err := tl.Read(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, pos, err := whole.Next()
+		if err != nil {
+			break
+		}
+		known = append(known, pos.Start())
+	}
+	whole.Close()
 	for _, n := range []int{0, 1, 2, 49, 50, 51, 1000} {
-		s, err := TailStart(files[0], n)
+		s, err := TailStart(files[0], n, Start{})
 		if err != nil {
 			t.Fatal(err)
+		}
+		for _, k := range known { // counted from a known place, or past it: the same start
+			if got, err := TailStart(files[0], n, k); err != nil || got != s {
+				t.Fatalf("n %d, known %+v: %+v (%v), want %+v", n, k, got, err, s)
+			}
 		}
 		r, err := tl.Read(map[string]Start{WriterOf(files[0]): s})
 		if err != nil {
@@ -176,6 +198,24 @@ func TestTailStart(t *testing.T) {
 		}
 		if n >= 50 && s != (Start{}) {
 			t.Errorf("n %d: start %+v, want the beginning", n, s)
+		}
+	}
+}
+
+// unappendCRC takes bytes off the end of a CRC-32: the checksum of the
+// prefix, for every split of random bytes.
+func TestUnappendCRC(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 200 {
+		b := make([]byte, r.IntN(300))
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		whole := crc32.ChecksumIEEE(b)
+		for k := range len(b) + 1 {
+			if got, want := unappendCRC(whole, b[k:]), crc32.ChecksumIEEE(b[:k]); got != want {
+				t.Fatalf("%d bytes, prefix %d: %08x, want %08x", len(b), k, got, want)
+			}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -158,5 +159,79 @@ func TestTouchedFileIsChecksummedOnce(t *testing.T) {
 	st, _ := os.Stat(files[0])
 	if m := cp.Marks[eventlog.WriterOf(files[0])]; !ok || m.MTime != st.ModTime().UnixNano() {
 		t.Fatalf("saved mark %+v, file mtime %d", m, st.ModTime().UnixNano())
+	}
+}
+
+// KnownStarts gives where the latest checkpoint says each writer file's
+// applied lines end, as a read of the file finds them, and only while the
+// file holds them: grown, yes; replaced by other lines, no.
+func TestKnownStarts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := t.TempDir()
+	log := eventlog.Open(eventlog.Options{Dir: filepath.Join(root, "events"), PrivateDir: filepath.Join(root, "private")})
+	en := &Engine{Log: log, Root: root, StateDir: filepath.Join(root, "state"),
+		Specs: []Spec{{Name: "count", Version: 1, New: func() Projection { return &counter{} }}}}
+	if got := en.KnownStarts(); len(got) != 0 {
+		t.Fatalf("no snapshot yet: %v", got)
+	}
+	appendN(t, log, 7)
+	v, err := en.Replay(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Save(); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := log.Files()
+	w := eventlog.WriterOf(files[0])
+	var end eventlog.Start // where a whole read stands after the last line
+	r, err := log.Read(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, pos, err := r.Next()
+		if err != nil {
+			break
+		}
+		end = pos.Start()
+	}
+	r.Close()
+	if got := en.KnownStarts(); got[w] != end {
+		t.Fatalf("known %+v, want %+v", got[w], end)
+	}
+	appendN(t, log, 3) // grown: still known
+	if got := en.KnownStarts(); got[w] != end {
+		t.Fatalf("after an append: known %+v, want %+v", got[w], end)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	edited := slices.Clone(lines)
+	edited[6] = bytes.Replace(edited[6], []byte(`"test.tick"`), []byte(`"test.tock"`), 1)
+	if err := os.WriteFile(files[0], bytes.Join(edited, nil), 0o644); err != nil { // in place: the last line applied changed
+		t.Fatal(err)
+	}
+	if got := en.KnownStarts(); len(got) != 0 {
+		t.Fatalf("the last line applied changed in place: known %v", got)
+	}
+	if err := os.WriteFile(files[0], b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := en.KnownStarts(); got[w] != end {
+		t.Fatalf("put back: known %+v, want %+v", got[w], end)
+	}
+	other := bytes.Replace(b, []byte(`"test.tick"`), []byte(`"test.tock"`), 1)
+	if err := os.WriteFile(files[0]+".new", other, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(files[0]+".new", files[0]); err != nil { // replaced, as git does
+		t.Fatal(err)
+	}
+	if got := en.KnownStarts(); len(got) != 0 {
+		t.Fatalf("a replaced file: known %v", got)
 	}
 }

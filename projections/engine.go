@@ -729,6 +729,37 @@ func (en *Engine) peekCheckpoint(s Spec) (Checkpoint, bool) {
 	return cp, json.Unmarshal(head, &cp) == nil && cp.valid(s)
 }
 
+// KnownStarts is, for each writer file, where the latest snapshot's
+// checkpoint says its applied lines end, with their count and checksum:
+// a reader of a file's end (eventlog.Log.Last) counts from there rather
+// than from the beginning. Only a mark the file still holds, as a catch-up
+// trusts it (the same file, grown or not, its last applied line there),
+// is given.
+func (en *Engine) KnownStarts() map[string]eventlog.Start {
+	var best Checkpoint
+	for _, s := range en.Specs {
+		if cp, ok := en.peekCheckpoint(s); ok && cp.Events > best.Events {
+			best = cp
+		}
+	}
+	files, err := en.Log.Files()
+	if err != nil || len(best.Marks) == 0 {
+		return nil
+	}
+	out := map[string]eventlog.Start{}
+	for _, path := range files {
+		w := eventlog.WriterOf(path)
+		m, ok := best.Marks[w]
+		if !ok {
+			continue
+		}
+		if st, err := os.Stat(path); err == nil && durable.Inode(st) == m.Inode && st.Size() >= m.Size && lineMatches(path, m) {
+			out[w] = m.start()
+		}
+	}
+	return out
+}
+
 func (cp Checkpoint) valid(s Spec) bool {
 	return cp.Format == checkpointFormat && cp.Name == s.Name && cp.Version == s.Version && cp.Marks != nil
 }

@@ -57,7 +57,7 @@ func (c *LogCmd) Run(e *env) error {
 	var last []*eventlog.Event
 	if c.N > 0 {
 		// The log's end only: a million events took 1.3 s to read whole.
-		last, from, err = st.Log.Last(c.N, f.Match)
+		last, from, err = st.Log.Last(c.N, f.Match, st.Engine.KnownStarts())
 	} else {
 		err = readEvents(st.Log, from, func(ev *eventlog.Event) error {
 			if !f.Match(ev) {
