@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -332,4 +333,43 @@ func FuzzReceive(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Whatever a writer file holds before the place a checkpoint says its
+// last save read to, About answers or fails with an error, never a panic;
+// on a file a whole read takes, it finds what the whole read finds.
+func FuzzAbout(f *testing.F) {
+	lines := validFile(f, 3)
+	whole := bytes.Join(lines, nil)
+	f.Add(whole, uint16(len(lines[0])), uint16(40))
+	f.Add(whole, uint16(len(lines[0])+len(lines[1])), uint16(700))
+	f.Add(bytes.Join([][]byte{lines[0], lines[0], lines[1], lines[2]}, nil), uint16(2*len(lines[0])), uint16(300))
+	f.Add([]byte("{\\\"subject\n\n"), uint16(3), uint16(2))
+	f.Fuzz(func(t *testing.T, content []byte, cut, size uint16) {
+		dir := t.TempDir()
+		l := Open(Options{Dir: dir, PrivateDir: filepath.Join(dir, "private")})
+		if err := os.WriteFile(filepath.Join(dir, "w"+Ext), content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		defer func(was int64) { aboutBuf = was }(aboutBuf)
+		aboutBuf = max(1, int64(size))
+		known := map[string]Start{"w": {Offset: min(int64(cut), int64(len(content)))}}
+		all := func(*Event) bool { return true }
+		for _, e := range readAllOrNil(l) { // each subject a whole read finds
+			got, _, err := l.About(e.Subject, all, known)
+			if err == nil && !slices.ContainsFunc(got, func(g *Event) bool { return g.ID == e.ID }) && int64(cut) >= int64(len(content)) {
+				t.Fatalf("%q not found from the end", e.Subject)
+			}
+		}
+		l.About("s", all, known)
+	})
+}
+
+// readAllOrNil is a whole read's events, nil when it fails.
+func readAllOrNil(l *Log) []*Event {
+	events, err := tryReadAll(l)
+	if err != nil {
+		return nil
+	}
+	return events
 }

@@ -1,10 +1,12 @@
 package eventlog
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"slices"
 	"time"
@@ -91,4 +93,163 @@ func Latest(ctx context.Context, l *Log, n int, match func(*Event) bool) ([]*Eve
 		}
 	}
 	return slices.Concat(ring[first:], ring[:first]), nil
+}
+
+// About returns the events about subject that match also takes, in replay
+// order, and where each file's reading ended (to go on from, as Last's).
+// A file's lines before its known place (a checkpoint's mark, which the
+// caller checked the file still holds: TailStart's known) were checked
+// when they were folded, as a catch-up trusts them: of those, only a line
+// whose bytes could name the subject (they hold it, or an escape) is
+// decoded. The rest of each file is read as every read is, each line
+// checked. spool log -s read a million events to find a task's ten.
+func (l *Log) About(subject string, match func(*Event) bool, known map[string]Start) ([]*Event, map[string]Start, error) {
+	files, err := l.Files()
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []*Event
+	from := map[string]Start{}
+	for _, path := range files {
+		w := WriterOf(path)
+		k := known[w]
+		if k.Offset == 0 {
+			continue
+		}
+		got, err := aboutBefore(path, k.Offset, subject, match)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, got...)
+		from[w] = k
+	}
+	r, err := l.Read(from)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer r.Close()
+	for {
+		e, pos, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		from[pos.Writer] = pos.Start()
+		if e.Subject == subject && match(e) {
+			out = append(out, e)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *Event) int {
+		if a.Before(b) {
+			return -1
+		}
+		if b.Before(a) {
+			return 1
+		}
+		return 0
+	})
+	return out, from, nil
+}
+
+// aboutBefore is About's part of path before end: the events about subject
+// that match takes, of the lines that can name it; a copy of the line
+// before is passed over, as a read drops it. The file is searched a chunk
+// at a time for the subject's bytes and for escapes, and only the lines
+// around them are looked at.
+func aboutBefore(path string, end int64, subject string, match func(*Event) bool) ([]*Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	dec := newDecoder(WriterOf(path))
+	needle := []byte(subject)
+	var out []*Event
+	var prev []byte // the last line of the chunk before
+	buf := make([]byte, min(end+1, aboutBuf))
+	for off, kept := int64(0), 0; off < end; {
+		want := min(int64(len(buf)-kept), end-off)
+		n, err := f.ReadAt(buf[kept:int64(kept)+want], off)
+		if err == io.EOF && int64(n) < want {
+			return nil, aboutChanged(f, path, off+int64(n)) // cut short
+		}
+		if err != nil && err != io.EOF {
+			return nil, err
+		}
+		off += int64(n)
+		chunk := buf[:kept+n]
+		last := bytes.LastIndexByte(chunk, '\n') + 1 // the chunk's whole lines end there
+		if last == 0 && off < end && len(chunk) < len(buf) {
+			kept = len(chunk)
+			continue
+		}
+		if last == 0 || off == end && last != len(chunk) {
+			return nil, aboutChanged(f, path, off-int64(len(chunk)))
+		}
+		whole := chunk[:last]
+		for i := 0; i < len(whole); {
+			j := nextCandidate(whole[i:], needle)
+			if j < 0 {
+				break
+			}
+			from := bytes.LastIndexByte(whole[:i+j], '\n') + 1
+			to := i + j + bytes.IndexByte(whole[i+j:], '\n') + 1
+			before := prev
+			if from > 0 {
+				before = whole[bytes.LastIndexByte(whole[:from-1], '\n')+1 : from]
+			}
+			if line := whole[from:to]; !bytes.Equal(line, before) {
+				e, _, err := dec.decode(slices.Clone(line)) // the event may keep the line's bytes
+				if err != nil {
+					return nil, &LineError{Path: path, Line: linesBefore(f, off-int64(len(chunk))+int64(from)) + 1, Err: err, Hint: hintFor(err)}
+				}
+				if e.Subject == subject && match(e) {
+					out = append(out, e)
+				}
+			}
+			i = to
+		}
+		prev = append(prev[:0], whole[bytes.LastIndexByte(whole[:len(whole)-1], '\n')+1:]...)
+		kept = copy(buf, chunk[last:])
+	}
+	return out, nil
+}
+
+// aboutBuf is the size of About's reads: a chunk and the longest line. A
+// variable for tests.
+var aboutBuf = int64(4<<20 + MaxLine)
+
+// nextCandidate is where in b the next line that can name the subject
+// shows: its bytes, or an escape (which can spell them otherwise); -1 for
+// none.
+func nextCandidate(b, needle []byte) int {
+	j, k := bytes.Index(b, needle), bytes.IndexByte(b, '\\')
+	if j < 0 || k >= 0 && k < j {
+		return k
+	}
+	return j
+}
+
+// aboutChanged is About's error for a file that no longer holds whole
+// lines up to its known place.
+func aboutChanged(f *os.File, path string, at int64) error {
+	return &LineError{Path: path, Line: linesBefore(f, at) + 1, Err: fmt.Errorf("%w: the file changed before the place its last save read to", ErrCorrupt), Hint: CorruptHint}
+}
+
+// linesBefore counts f's lines before offset at, for an error's line
+// number.
+func linesBefore(f *os.File, at int64) int {
+	n := 0
+	buf := make([]byte, 1<<20)
+	for off := int64(0); off < at; {
+		k, err := f.ReadAt(buf[:min(int64(len(buf)), at-off)], off)
+		n += bytes.Count(buf[:k], newline)
+		off += int64(k)
+		if err != nil {
+			break
+		}
+	}
+	return n
 }

@@ -1,9 +1,12 @@
 package eventlog
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -216,6 +219,120 @@ func TestUnappendCRC(t *testing.T) {
 			if got, want := unappendCRC(whole, b[k:]), crc32.ChecksumIEEE(b[:k]); got != want {
 				t.Fatalf("%d bytes, prefix %d: %08x, want %08x", len(b), k, got, want)
 			}
+		}
+	}
+}
+
+// About finds a subject's events as a whole read filtered does, whatever
+// place of each file it is told the last save read to: in three writers'
+// files with batches, a copy of a line in place before that place, and
+// subjects that JSON spells with escapes.
+func TestAboutAsWholeRead(t *testing.T) { // not parallel: it sets aboutBuf
+	full := aboutBuf
+	defer func() { aboutBuf = full }()
+	for seed := range uint64(4) {
+		r := rand.New(rand.NewPCG(seed, 11))
+		root := t.TempDir()
+		dir := filepath.Join(root, "events")
+		var logs []*testLog
+		for w := range 3 {
+			logs = append(logs, openTestLog(dir, filepath.Join(root, fmt.Sprint("private", w))))
+		}
+		subjects := []string{"s1", "s2", "s12", `q"t`, "a<b", "s2x"}
+		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		for range 300 + r.IntN(300) {
+			var drafts []Draft
+			for range 1 + r.IntN(3)*r.IntN(2) {
+				drafts = append(drafts, Draft{Type: []string{"t.a", "t.b"}[r.IntN(2)], Subject: subjects[r.IntN(len(subjects))]})
+			}
+			at = at.Add(time.Second)
+			if _, err := logs[r.IntN(3)].Append(context.Background(), at, "ada", drafts, AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		files, _ := logs[0].Files()
+		b, _ := os.ReadFile(files[0]) // a line copied in place, in the middle: dropped
+		lines := splitLines(b)
+		k := len(lines) / 2
+		os.WriteFile(files[0], slices.Concat(bytes.Join(lines[:k+1], nil), lines[k], bytes.Join(lines[k+1:], nil)), 0o644)
+		l := logs[0].Log
+		// Places a checkpoint may know: where a whole read stands after
+		// none, some or all of each file's lines.
+		var all []map[string]Start
+		known := map[string]Start{}
+		rd, err := l.ReadQuiet(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; ; i++ {
+			_, pos, err := rd.Next()
+			if err != nil {
+				break
+			}
+			known[pos.Writer] = pos.Start()
+			if i%97 == 0 {
+				all = append(all, maps.Clone(known))
+			}
+		}
+		rd.Close()
+		all = append(all, nil, known)
+		whole := readAll(t, l)
+		for _, s := range subjects {
+			match := func(e *Event) bool { return e.Type == "t.a" }
+			var want []string
+			for _, e := range whole {
+				if e.Subject == s && match(e) {
+					want = append(want, e.ID)
+				}
+			}
+			for _, k := range all {
+				for _, size := range []int64{full, 700} { // a few lines a read: lines across reads
+					aboutBuf = size
+					got, from, err := l.About(s, match, k)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(ids(got), want) {
+						t.Fatalf("seed %d, %q from %v, reads of %d: %v, want %v", seed, s, k, size, ids(got), want)
+					}
+					if len(from) != len(files) {
+						t.Fatalf("seed %d: ended in %d files of %d", seed, len(from), len(files))
+					}
+				}
+			}
+		}
+		// The copied line's subject, with reads of every size from about
+		// two lines up: the copy and its line fall across two reads too.
+		var dup *Event
+		for _, e := range whole {
+			if bytes.Contains(lines[k], []byte(`"id":"`+e.ID+`"`)) {
+				dup = e
+			}
+		}
+		if dup == nil {
+			t.Fatalf("seed %d: the copied line's event was not read", seed)
+		}
+		var want []string
+		for _, e := range whole {
+			if e.Subject == dup.Subject {
+				want = append(want, e.ID)
+			}
+		}
+		for size := int64(520); size < 1400; size += 7 {
+			aboutBuf = size
+			got, _, err := l.About(dup.Subject, func(*Event) bool { return true }, known)
+			if err != nil || !slices.Equal(ids(got), want) {
+				t.Fatalf("seed %d, %q, reads of %d: %v (%v), want %v", seed, dup.Subject, size, ids(got), err, want)
+			}
+		}
+		aboutBuf = full
+		// A file that no longer holds whole lines up to its known place
+		// is an error, with the line.
+		if err := os.Truncate(files[1], known[WriterOf(files[1])].Offset-3); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := l.About("s1", func(*Event) bool { return true }, known); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("seed %d: a file cut short before its known place: %v", seed, err)
 		}
 	}
 }
