@@ -362,6 +362,7 @@ func FuzzAbout(f *testing.F) {
 			}
 		}
 		l.About("s", all, known)
+		l.About("", all, known)
 	})
 }
 

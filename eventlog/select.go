@@ -168,6 +168,7 @@ func aboutBefore(path string, end int64, subject string, match func(*Event) bool
 	needle := []byte(subject)
 	var out []*Event
 	var prev []byte // the last line of the chunk before
+	rare := -1      // the needle's byte rarest in the first chunk
 	buf := make([]byte, min(end+1, aboutBuf))
 	for off, kept := int64(0), 0; off < end; {
 		want := min(int64(len(buf)-kept), end-off)
@@ -189,8 +190,11 @@ func aboutBefore(path string, end int64, subject string, match func(*Event) bool
 			return nil, aboutChanged(f, path, off-int64(len(chunk)))
 		}
 		whole := chunk[:last]
+		if rare < 0 {
+			rare = rarest(needle, whole)
+		}
 		for i := 0; i < len(whole); {
-			j := nextCandidate(whole[i:], needle)
+			j := nextCandidate(whole[i:], needle, rare)
 			if j < 0 {
 				break
 			}
@@ -223,13 +227,43 @@ var aboutBuf = int64(4<<20 + MaxLine)
 
 // nextCandidate is where in b the next line that can name the subject
 // shows: its bytes, or an escape (which can spell them otherwise); -1 for
-// none.
-func nextCandidate(b, needle []byte) int {
-	j, k := bytes.Index(b, needle), bytes.IndexByte(b, '\\')
-	if j < 0 || k >= 0 && k < j {
+// none. The needle is looked for from its byte at rare: bytes.Index goes
+// from its first byte, and an id's first letter is everywhere in JSON.
+func nextCandidate(b, needle []byte, rare int) int {
+	j := -1
+	for from := rare; from < len(b); {
+		k := bytes.Index(b[from:], needle[rare:])
+		if k < 0 {
+			break
+		}
+		if at := from + k - rare; bytes.HasPrefix(b[at:], needle) {
+			j = at
+			break
+		}
+		from += k + 1
+	}
+	if k := bytes.IndexByte(b, '\\'); j < 0 || k >= 0 && k < j {
 		return k
 	}
 	return j
+}
+
+// rarest is the place in needle of its byte that sample holds the fewest of.
+func rarest(needle, sample []byte) int {
+	if len(needle) == 0 {
+		return 0
+	}
+	var count [256]int
+	for _, c := range sample[:min(len(sample), 64<<10)] {
+		count[c]++
+	}
+	best := 0
+	for i, c := range needle {
+		if count[c] < count[needle[best]] {
+			best = i
+		}
+	}
+	return best
 }
 
 // aboutChanged is About's error for a file that no longer holds whole
