@@ -98,11 +98,11 @@ func Latest(ctx context.Context, l *Log, n int, match func(*Event) bool) ([]*Eve
 // About returns the events about subject that match also takes, in replay
 // order, and where each file's reading ended (to go on from, as Last's).
 // A file's lines before its known place (a checkpoint's mark, which the
-// caller checked the file still holds: TailStart's known) were checked
-// when they were folded, as a catch-up trusts them: of those, only a line
-// whose bytes could name the subject (they hold it, or an escape) is
-// decoded. The rest of each file is read as every read is, each line
-// checked. spool log -s read a million events to find a task's ten.
+// caller checked the file holds as a catch-up trusts it: TailStart's
+// known) were checked when they were folded: of those, only a line whose
+// bytes could name the subject (they hold it, or an escape) is decoded.
+// The rest of each file is read as every read is, each line checked. spool
+// log -s read a million events to find a task's ten.
 func (l *Log) About(subject string, match func(*Event) bool, known map[string]Start) ([]*Event, map[string]Start, error) {
 	files, err := l.Files()
 	if err != nil {
@@ -110,18 +110,20 @@ func (l *Log) About(subject string, match func(*Event) bool, known map[string]St
 	}
 	var out []*Event
 	from := map[string]Start{}
+	sc := &aboutScan{needle: []byte(subject), subject: subject, match: match, rare: -1}
 	for _, path := range files {
-		w := WriterOf(path)
-		k := known[w]
+		k := known[WriterOf(path)]
 		if k.Offset == 0 {
 			continue
 		}
-		got, err := aboutBefore(path, k.Offset, subject, match)
+		got, trusted, err := sc.file(path, k)
 		if err != nil {
 			return nil, nil, err
 		}
-		out = append(out, got...)
-		from[w] = k
+		if trusted {
+			out = append(out, got...)
+			from[WriterOf(path)] = k
+		}
 	}
 	r, err := l.Read(from)
 	if err != nil {
@@ -153,53 +155,79 @@ func (l *Log) About(subject string, match func(*Event) bool, known map[string]St
 	return out, from, nil
 }
 
-// aboutBefore is About's part of path before end: the events about subject
-// that match takes, of the lines that can name it; a copy of the line
-// before is passed over, as a read drops it. The file is searched a chunk
-// at a time for the subject's bytes and for escapes, and only the lines
-// around them are looked at.
-func aboutBefore(path string, end int64, subject string, match func(*Event) bool) ([]*Event, error) {
+// aboutScan is About's search of the files' parts before their known
+// places, a read at a time, for the lines that can name the subject.
+type aboutScan struct {
+	subject string
+	needle  []byte
+	match   func(*Event) bool
+	rare    int    // the needle's byte rarest in the first read, once known
+	buf     []byte // the reads', shared by the files
+}
+
+// file is the events about the subject that match takes of path's part
+// before k, of the lines that can name it; a copy of the line before is
+// passed over, as a read drops it. trusted is false, with no events, when
+// the file opened no longer ends that part with k's line (replaced since
+// the caller looked): the file is then read whole.
+func (sc *aboutScan) file(path string, k Start) (out []*Event, trusted bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer f.Close()
+	if k.Len <= 0 || k.Len > k.Offset || k.Len > MaxLine {
+		return nil, false, nil
+	}
+	line := make([]byte, k.Len)
+	if _, err := f.ReadAt(line, k.Offset-k.Len); err != nil || LineCRC(line) != k.CRC || line[len(line)-1] != '\n' {
+		return nil, false, nil
+	}
+	end := k.Offset
+	if sc.buf == nil {
+		sc.buf = make([]byte, min(end+1, aboutBuf))
+	}
+	buf := sc.buf
 	dec := newDecoder(WriterOf(path))
-	needle := []byte(subject)
-	var out []*Event
-	var prev []byte // the last line of the chunk before
-	rare := -1      // the needle's byte rarest in the first chunk
-	buf := make([]byte, min(end+1, aboutBuf))
+	var prev []byte // the last line of the read before
 	for off, kept := int64(0), 0; off < end; {
 		want := min(int64(len(buf)-kept), end-off)
 		n, err := f.ReadAt(buf[kept:int64(kept)+want], off)
 		if err == io.EOF && int64(n) < want {
-			return nil, aboutChanged(f, path, off+int64(n)) // cut short
+			return nil, false, aboutChanged(f, path, off+int64(n)) // cut short
 		}
 		if err != nil && err != io.EOF {
-			return nil, err
+			return nil, false, err
 		}
+		start := off - int64(kept) // where in the file buf starts
 		off += int64(n)
 		chunk := buf[:kept+n]
-		last := bytes.LastIndexByte(chunk, '\n') + 1 // the chunk's whole lines end there
+		last := bytes.LastIndexByte(chunk, '\n') + 1 // the read's whole lines end there
 		if last == 0 && off < end && len(chunk) < len(buf) {
 			kept = len(chunk)
 			continue
 		}
 		if last == 0 || off == end && last != len(chunk) {
-			return nil, aboutChanged(f, path, off-int64(len(chunk)))
+			return nil, false, aboutChanged(f, path, start+int64(last))
 		}
 		whole := chunk[:last]
-		if rare < 0 {
-			rare = rarest(needle, whole)
+		if sc.rare < 0 {
+			sc.rare = rarest(sc.needle, whole)
 		}
+		at, esc := -1, -1 // the next places of the needle and of an escape, once looked for
 		for i := 0; i < len(whole); {
-			j := nextCandidate(whole[i:], needle, rare)
-			if j < 0 {
+			if at < i {
+				at = indexFrom(whole, i, func(b []byte) int { return indexRare(b, sc.needle, sc.rare) })
+			}
+			if esc < i {
+				esc = indexFrom(whole, i, func(b []byte) int { return bytes.IndexByte(b, '\\') })
+			}
+			j := min(at, esc) // the next line that can name the subject: its bytes, or an escape (which can spell them otherwise)
+			if j == len(whole) {
 				break
 			}
-			from := bytes.LastIndexByte(whole[:i+j], '\n') + 1
-			to := i + j + bytes.IndexByte(whole[i+j:], '\n') + 1
+			from := bytes.LastIndexByte(whole[:j], '\n') + 1
+			to := j + bytes.IndexByte(whole[j:], '\n') + 1
 			before := prev
 			if from > 0 {
 				before = whole[bytes.LastIndexByte(whole[:from-1], '\n')+1 : from]
@@ -207,9 +235,9 @@ func aboutBefore(path string, end int64, subject string, match func(*Event) bool
 			if line := whole[from:to]; !bytes.Equal(line, before) {
 				e, _, err := dec.decode(slices.Clone(line)) // the event may keep the line's bytes
 				if err != nil {
-					return nil, &LineError{Path: path, Line: linesBefore(f, off-int64(len(chunk))+int64(from)) + 1, Err: err, Hint: hintFor(err)}
+					return nil, false, &LineError{Path: path, Line: linesBefore(f, start+int64(from)) + 1, Err: err, Hint: hintFor(err)}
 				}
-				if e.Subject == subject && match(e) {
+				if e.Subject == sc.subject && sc.match(e) {
 					out = append(out, e)
 				}
 			}
@@ -218,34 +246,37 @@ func aboutBefore(path string, end int64, subject string, match func(*Event) bool
 		prev = append(prev[:0], whole[bytes.LastIndexByte(whole[:len(whole)-1], '\n')+1:]...)
 		kept = copy(buf, chunk[last:])
 	}
-	return out, nil
+	return out, true, nil
 }
 
 // aboutBuf is the size of About's reads: a chunk and the longest line. A
 // variable for tests.
 var aboutBuf = int64(4<<20 + MaxLine)
 
-// nextCandidate is where in b the next line that can name the subject
-// shows: its bytes, or an escape (which can spell them otherwise); -1 for
-// none. The needle is looked for from its byte at rare: bytes.Index goes
-// from its first byte, and an id's first letter is everywhere in JSON.
-func nextCandidate(b, needle []byte, rare int) int {
-	j := -1
+// indexFrom is where in b, from i on, index finds what it looks for;
+// len(b) for nowhere (not looked for again in b).
+func indexFrom(b []byte, i int, index func([]byte) int) int {
+	if k := index(b[i:]); k >= 0 {
+		return i + k
+	}
+	return len(b)
+}
+
+// indexRare is bytes.Index(b, needle), looked for from the needle's byte
+// at rare: bytes.Index goes from its first byte, and an id's first letter
+// is everywhere in JSON.
+func indexRare(b, needle []byte, rare int) int {
 	for from := rare; from < len(b); {
 		k := bytes.Index(b[from:], needle[rare:])
 		if k < 0 {
-			break
+			return -1
 		}
 		if at := from + k - rare; bytes.HasPrefix(b[at:], needle) {
-			j = at
-			break
+			return at
 		}
 		from += k + 1
 	}
-	if k := bytes.IndexByte(b, '\\'); j < 0 || k >= 0 && k < j {
-		return k
-	}
-	return j
+	return -1
 }
 
 // rarest is the place in needle of its byte that sample holds the fewest of.
@@ -267,7 +298,7 @@ func rarest(needle, sample []byte) int {
 }
 
 // aboutChanged is About's error for a file that no longer holds whole
-// lines up to its known place.
+// lines up to its known place, at offset at.
 func aboutChanged(f *os.File, path string, at int64) error {
 	return &LineError{Path: path, Line: linesBefore(f, at) + 1, Err: fmt.Errorf("%w: the file changed before the place its last save read to", ErrCorrupt), Hint: CorruptHint}
 }
@@ -275,15 +306,6 @@ func aboutChanged(f *os.File, path string, at int64) error {
 // linesBefore counts f's lines before offset at, for an error's line
 // number.
 func linesBefore(f *os.File, at int64) int {
-	n := 0
-	buf := make([]byte, 1<<20)
-	for off := int64(0); off < at; {
-		k, err := f.ReadAt(buf[:min(int64(len(buf)), at-off)], off)
-		n += bytes.Count(buf[:k], newline)
-		off += int64(k)
-		if err != nil {
-			break
-		}
-	}
+	_, n, _ := scanPrefix(f, 0, at, 0, 0)
 	return n
 }

@@ -164,7 +164,8 @@ func TestTouchedFileIsChecksummedOnce(t *testing.T) {
 
 // KnownStarts gives where the latest checkpoint says each writer file's
 // applied lines end, as a read of the file finds them, and only while the
-// file holds them: grown, yes; replaced by other lines, no.
+// file holds them as a catch-up trusts it: grown, yes; changed in place at
+// the same size, or its last applied line changed, or replaced, no.
 func TestKnownStarts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -201,7 +202,22 @@ func TestKnownStarts(t *testing.T) {
 	if got := en.KnownStarts(); got[w] != end {
 		t.Fatalf("known %+v, want %+v", got[w], end)
 	}
-	appendN(t, log, 3) // grown: still known
+	saved, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An earlier line changed in place, the size the same: the stat no
+	// longer says the file is the one saved (a catch-up checksums it).
+	if err := os.WriteFile(files[0], bytes.Replace(saved, []byte(`"test.tick"`), []byte(`"test.tack"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := en.KnownStarts(); len(got) != 0 {
+		t.Fatalf("a line changed in place, the same size: known %v", got)
+	}
+	if err := os.WriteFile(files[0], saved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, log, 3) // grown: known again
 	if got := en.KnownStarts(); got[w] != end {
 		t.Fatalf("after an append: known %+v, want %+v", got[w], end)
 	}

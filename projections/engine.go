@@ -550,18 +550,15 @@ func (en *Engine) check(it *item) (status, error) {
 		if err != nil {
 			return 0, err
 		}
-		same := durable.Inode(st) == m.Inode
 		w := eventlog.WriterOf(path)
 		switch {
-		case same && st.Size() == m.Size && st.ModTime().UnixNano() == m.MTime:
+		case m.heldBy(st):
 			if !lineMatches(path, m) {
 				return rewritten, nil
 			}
-		case same && st.Size() > m.Size:
-			if !lineMatches(path, m) {
-				return rewritten, nil
+			if st.Size() > m.Size {
+				result = behind
 			}
-			result = behind
 		case it.checked(w, st):
 			// Checksummed already (Stale, then CatchUp): unchanged since.
 			if !lineMatches(path, m) {
@@ -588,6 +585,14 @@ func (en *Engine) check(it *item) (status, error) {
 		}
 	}
 	return result, nil
+}
+
+// heldBy reports whether a file of this stat is the one m was taken of,
+// unchanged or only grown (appends are all a writer file takes), as far as
+// the stat tells: the same inode, and more bytes or the same bytes at the
+// same time. The line before m.Offset is for lineMatches to check.
+func (m Mark) heldBy(st os.FileInfo) bool {
+	return durable.Inode(st) == m.Inode && (st.Size() > m.Size || st.Size() == m.Size && st.ModTime().UnixNano() == m.MTime)
 }
 
 // lineMatches checks that the line before m.Offset is still the one applied.
@@ -732,9 +737,9 @@ func (en *Engine) peekCheckpoint(s Spec) (Checkpoint, bool) {
 // KnownStarts is, for each writer file, where the latest snapshot's
 // checkpoint says its applied lines end, with their count and checksum:
 // a reader of a file's end (eventlog.Log.Last) counts from there rather
-// than from the beginning. Only a mark the file still holds, as a catch-up
-// trusts it (the same file, grown or not, its last applied line there),
-// is given.
+// than from the beginning. Only a mark the file holds as a catch-up trusts
+// it (heldBy, lineMatches: the same file grown, or unchanged since, its
+// last applied line there) is given.
 func (en *Engine) KnownStarts() map[string]eventlog.Start {
 	var best Checkpoint
 	for _, s := range en.Specs {
@@ -753,7 +758,7 @@ func (en *Engine) KnownStarts() map[string]eventlog.Start {
 		if !ok {
 			continue
 		}
-		if st, err := os.Stat(path); err == nil && durable.Inode(st) == m.Inode && st.Size() >= m.Size && lineMatches(path, m) {
+		if st, err := os.Stat(path); err == nil && m.heldBy(st) && lineMatches(path, m) {
 			out[w] = m.start()
 		}
 	}
