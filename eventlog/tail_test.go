@@ -364,29 +364,27 @@ func TestAboutAsWholeRead(t *testing.T) { // not parallel: it sets aboutBuf
 				}
 			}
 		}
-		var rewritten []string
-		for _, e := range readAll(t, l) {
-			if e.Subject == "s1" {
-				rewritten = append(rewritten, e.ID)
-			}
-		}
-		if got, _, err := l.About("s1", func(*Event) bool { return true }, known); err != nil || !slices.Equal(ids(got), rewritten) {
-			t.Fatalf("seed %d: a file written on past another line at its known place: %v (%v), want %v", seed, ids(got), err, rewritten)
-		}
+		aboutIsWhole(t, l, "s1", known, fmt.Sprintf("seed %d: a file written on past another line at its known place", seed))
 		os.WriteFile(f1, good, 0o644)
 		// A file cut short before its known place is read whole, as any
 		// read reads it (its torn last line dropped).
-		if err := os.Truncate(files[1], known[WriterOf(files[1])].Offset-3); err != nil {
+		if err := os.Truncate(f1, k1.Offset-3); err != nil {
 			t.Fatal(err)
 		}
-		var cut []string
-		for _, e := range readAll(t, l) {
-			if e.Subject == "s1" {
-				cut = append(cut, e.ID)
-			}
+		aboutIsWhole(t, l, "s1", known, fmt.Sprintf("seed %d: a file cut short before its known place", seed))
+	}
+}
+
+// aboutIsWhole checks l.About(subject) from known against a whole read.
+func aboutIsWhole(t *testing.T, l *Log, subject string, known map[string]Start, what string) {
+	t.Helper()
+	var want []string
+	for _, e := range readAll(t, l) {
+		if e.Subject == subject {
+			want = append(want, e.ID)
 		}
-		if got, _, err := l.About("s1", func(*Event) bool { return true }, known); err != nil || !slices.Equal(ids(got), cut) {
-			t.Fatalf("seed %d: a file cut short before its known place: %v (%v), want %v", seed, ids(got), err, cut)
-		}
+	}
+	if got, _, err := l.About(subject, func(*Event) bool { return true }, known); err != nil || !slices.Equal(ids(got), want) {
+		t.Fatalf("%s: %v (%v), want %v", what, ids(got), err, want)
 	}
 }
