@@ -25,12 +25,7 @@ func TestLastAsWholeRead(t *testing.T) {
 	t.Parallel()
 	for seed := range uint64(6) {
 		r := rand.New(rand.NewPCG(seed, 9))
-		root := t.TempDir()
-		dir := filepath.Join(root, "events")
-		var logs []*testLog
-		for w := range 3 {
-			logs = append(logs, openTestLog(dir, filepath.Join(root, fmt.Sprint("private", w))))
-		}
+		logs := writersOfOneLog(t, 3)
 		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		for i := range 600 + r.IntN(600) {
 			w := r.IntN(3)
@@ -62,7 +57,7 @@ func TestLastAsWholeRead(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join(dir, evs[0].Writer+Ext)
+			path := filepath.Join(logs[0].Dir(), evs[0].Writer+Ext)
 			b, _ := os.ReadFile(path)
 			lines := splitLines(b)
 			os.WriteFile(path, b[:len(b)-len(lines[len(lines)-1])], 0o644)
@@ -123,6 +118,16 @@ func TestLastAsWholeRead(t *testing.T) {
 			t.Fatalf("seed %d: after Last's end, read %v", seed, after)
 		}
 	}
+}
+
+// writersOfOneLog opens n writers' logs of one events directory.
+func writersOfOneLog(t *testing.T, n int) []*testLog {
+	root := t.TempDir()
+	var logs []*testLog
+	for w := range n {
+		logs = append(logs, openTestLog(filepath.Join(root, "events"), filepath.Join(root, fmt.Sprint("private", w))))
+	}
+	return logs
 }
 
 func ids(es []*Event) []string {
@@ -232,12 +237,7 @@ func TestAboutAsWholeRead(t *testing.T) { // not parallel: it sets aboutBuf
 	defer func() { aboutBuf = full }()
 	for seed := range uint64(4) {
 		r := rand.New(rand.NewPCG(seed, 11))
-		root := t.TempDir()
-		dir := filepath.Join(root, "events")
-		var logs []*testLog
-		for w := range 3 {
-			logs = append(logs, openTestLog(dir, filepath.Join(root, fmt.Sprint("private", w))))
-		}
+		logs := writersOfOneLog(t, 3)
 		subjects := []string{"s1", "s2", "s12", `q"t`, "a<b", "s2x"}
 		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		for range 300 + r.IntN(300) {
