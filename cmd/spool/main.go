@@ -23,6 +23,7 @@ import (
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/kongtree"
 	"github.com/spoolhq/spool/internal/store"
+	"github.com/spoolhq/spool/internal/table"
 )
 
 // CLI is the command tree; each command lives in cmd_<name>.go. spool
@@ -344,12 +345,23 @@ func guarded(args []string, stderr io.Writer, fn func(context.Context) int) (cod
 	defer stop()
 	jsonErrors := cliout.WantsJSON(args)
 	defer fault.SetPanicHandler(fault.SetPanicHandler(func(p any, stack []byte) {
+		if err, ok := table.MappedFault(p); ok { // on another goroutine (fault.Go)
+			os.Exit(report(stderr, jsonErrors, err))
+		}
 		reportPanic(stderr, jsonErrors, p, stack)
 	}))
+	// A snapshot read through a mapping (the scheduler's, a table's
+	// sections) that something cut short in place faults where it is
+	// read: reported as the damaged snapshot it is, not as a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
 			if c, ok := p.(exitPanic); ok {
 				code = int(c)
+				return
+			}
+			if err, ok := table.MappedFault(p); ok {
+				code = report(stderr, jsonErrors, err)
 				return
 			}
 			if err, ok := p.(*fault.Error); ok { // a typed error from where no error can be returned

@@ -37,6 +37,7 @@ func SetPanicHandler(h PanicHandler) (previous PanicHandler) {
 func Go(fn func()) {
 	go func() {
 		defer Recover()
+		debug.SetPanicOnFault(true) // a mapped file cut short: a panic the handler reports, not a crash
 		fn()
 	}()
 }

@@ -1,7 +1,11 @@
 package table
 
 import (
+	"runtime"
+	"runtime/debug"
 	"unsafe"
+
+	"github.com/spoolhq/spool/internal/fault"
 )
 
 // Mapped calls fn with the table's records mapped from its file where
@@ -24,7 +28,33 @@ func (t *Table) Mapped(fn func(m Mapping) error) error {
 		return fn(Mapping{t: t})
 	}
 	defer unmap()
+	// A file cut short in place under its mapping faults where it is
+	// read (SIGBUS): that is a damaged snapshot, not a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			if err, ok := MappedFault(p); ok {
+				panic(err)
+			}
+			panic(p)
+		}
+	}()
 	return fn(Mapping{t: t, data: data})
+}
+
+// MappedFault is the corrupt_snapshot error of p when p is the panic of a
+// read of mapped memory that faulted (debug.SetPanicOnFault): a file
+// mapped for reading was cut short in place. spool only ever replaces
+// its snapshots, so something else changed one under it.
+func MappedFault(p any) (*fault.Error, bool) {
+	re, ok := p.(interface {
+		runtime.Error
+		Addr() uintptr
+	})
+	if !ok {
+		return nil, false
+	}
+	return fault.New(CodeCorruptSnapshot, re, "a snapshot spool was reading was cut short under it (spool only ever replaces them): run spool replay"), true
 }
 
 // Mapping reads the records of a mapped table.
