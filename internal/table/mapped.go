@@ -29,16 +29,9 @@ func (t *Table) Mapped(fn func(m Mapping) error) error {
 	}
 	defer unmap()
 	// A file cut short in place under its mapping faults where it is
-	// read (SIGBUS): that is a damaged snapshot, not a crash.
+	// read (SIGBUS): a panic, which MappedFault tells for the damaged
+	// snapshot it is, rather than a crash.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if p := recover(); p != nil {
-			if err, ok := MappedFault(p); ok {
-				panic(err)
-			}
-			panic(p)
-		}
-	}()
 	return fn(Mapping{t: t, data: data})
 }
 

@@ -351,8 +351,8 @@ func TestSection(t *testing.T) {
 }
 
 // A table file cut short in place under its mapping (spool only replaces
-// them; something else did it) is a damaged snapshot where a record is
-// read: corrupt_snapshot, not a crash by SIGBUS.
+// them; something else did it) faults where a record is read: a panic
+// MappedFault tells for corrupt_snapshot, not a crash by SIGBUS.
 func TestMappedFileCutShort(t *testing.T) {
 	b := build(t, 3000)
 	path := filepath.Join(t.TempDir(), "t.snap")
@@ -371,9 +371,9 @@ func TestMappedFileCutShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		var fe *fault.Error
-		if err, _ := recover().(error); !errors.As(err, &fe) || fe.Code != table.CodeCorruptSnapshot.Name {
-			t.Fatalf("recovered %v, want corrupt_snapshot", err)
+		p := recover()
+		if fe, ok := table.MappedFault(p); !ok || fe.Code != table.CodeCorruptSnapshot.Name {
+			t.Fatalf("recovered %v, want a fault MappedFault tells for corrupt_snapshot", p)
 		}
 	}()
 	tb.Mapped(func(m table.Mapping) error {
