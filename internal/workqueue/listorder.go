@@ -44,7 +44,7 @@ func newListingSpool(dir string, n int) *listingSpool {
 }
 
 // scratchDir is where a save gathers the listings: the spill's directory
-// for a rebuild, Save's (ScratchIn) otherwise.
+// for a rebuild, the engine's (ScratchIn) otherwise.
 func (p *TasksProjection) scratchDir() string {
 	if sp := p.s.trk.spill; sp != nil {
 		return sp.dir
