@@ -12,7 +12,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/google/renameio/v2"
 )
@@ -50,6 +52,9 @@ func (b *Batch) WriteFile(path string, data []byte, perm fs.FileMode) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	if b.tmp == "" {
+		sweepStale(path, time.Now())
+	}
 	if err := renameio.WriteFile(path, data, perm, renameio.WithTempDir(b.tempDir(dir))); err != nil {
 		return err
 	}
@@ -85,6 +90,32 @@ func (b *Batch) WriteStream(path string, perm fs.FileMode, write func(w io.Write
 	}
 	b.dirs[dir] = true
 	return nil
+}
+
+// staleAfter is how old a temp file beside its target must be for a write
+// of that target to take it for a crashed writer's: writing any file spool
+// writes there takes milliseconds.
+const staleAfter = time.Hour
+
+// sweepStale removes the temp files a writer of path killed before its
+// rename left beside it (renameio names them "." + the file's name + a
+// number): a work-tree file's would show in git status for good. Only
+// those older than staleAfter, so that a live writer's is never taken.
+func sweepStale(path string, now time.Time) {
+	dir, prefix := filepath.Dir(path), "."+filepath.Base(path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		digits := strings.TrimPrefix(e.Name(), prefix)
+		if len(digits) == len(e.Name()) || digits == "" || strings.Trim(digits, "0123456789") != "" || !e.Type().IsRegular() {
+			continue
+		}
+		if info, err := e.Info(); err == nil && now.Sub(info.ModTime()) > staleAfter {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // tempDir is where a file of dir is written before its rename: the
@@ -128,6 +159,7 @@ func CreateNew(path string, data []byte, perm fs.FileMode) (created bool, err er
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return false, err
 	}
+	sweepStale(path, time.Now())
 	t, err := renameio.TempFile(dir, path)
 	if err != nil {
 		return false, err

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestWriteFile(t *testing.T) {
@@ -163,5 +164,55 @@ func TestWithin(t *testing.T) {
 		case c.want != "" && (err != nil || got != filepath.Join(rroot, filepath.FromSlash(c.want))):
 			t.Errorf("%s: %s, %v; want %s", c.path, got, err, c.want)
 		}
+	}
+}
+
+// A write of a file removes the temp files beside it that a writer killed
+// before its rename left, once they are old enough that no live writer
+// owns them; nothing else in the directory.
+func TestWriteSweepsStaleTempFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.json")
+	old := time.Now().Add(-2 * staleAfter)
+	files := map[string]bool{ // name: swept
+		".config.json8174": true, ".config.json1": true,
+		".config.json": false, ".config.jsonx1": false, ".config.json.bak": false, "config.json1": false, ".other.json123": false,
+	}
+	for name := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh := filepath.Join(dir, ".config.json99") // a live writer's
+	if err := os.WriteFile(fresh, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files[".config.json99"] = false
+	if err := WriteFile(path, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, swept := range files {
+		if _, err := os.Stat(filepath.Join(dir, name)); os.IsNotExist(err) != swept {
+			t.Errorf("%s: swept %v, want %v", name, os.IsNotExist(err), swept)
+		}
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "{}" {
+		t.Fatalf("config.json: %q, %v", b, err)
+	}
+	// CreateNew sweeps too.
+	stale := filepath.Join(dir, ".new42")
+	if err := os.WriteFile(stale, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(stale, old, old)
+	if _, err := CreateNew(filepath.Join(dir, "new"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatalf("CreateNew left %s: %v", stale, err)
 	}
 }
