@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -69,6 +70,10 @@ func New(opt Options) *Server {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// A snapshot read through a mapping that something cut short in place
+	// faults where it is read: a panic net/http ends the request on, not
+	// the server's end by SIGBUS.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	if !s.opt.Private && !Loopback(r.Host) {
 		// On loopback the reads need no token; a page elsewhere whose name
 		// was rebound to 127.0.0.1 must not read them (DNS rebinding).

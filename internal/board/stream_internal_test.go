@@ -7,12 +7,15 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/spoolhq/spool/internal/store"
+	"github.com/spoolhq/spool/internal/table"
 )
 
 // streamServer serves a board with no store (the event stream needs none)
@@ -131,4 +134,36 @@ func TestStreamOutlivesReadTimeout(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no message in 10s")
 	}
+}
+
+// A request that reads a mapped file something cut short in place ends
+// that request (net/http recovers its panic), not the server by SIGBUS:
+// the next request is answered.
+func TestAMappedFileCutShortEndsOnlyItsRequest(t *testing.T) {
+	s, addr := streamServer(t, Timeouts{})
+	path := filepath.Join(t.TempDir(), "jobs.snap")
+	if err := os.WriteFile(path, bytes.Repeat([]byte("x"), 3<<12), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.mux.HandleFunc("GET /test/cut", func(w http.ResponseWriter, r *http.Request) {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer f.Close()
+		data, unmap := table.MapFile(f, 0, 3<<12)
+		defer unmap()
+		os.Truncate(path, 0)
+		w.Write(data[2<<12 : 2<<12+1]) // past the file's new end
+	})
+	if resp, err := http.Get("http://" + addr + "/test/cut"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the cut file was read: %s", resp.Status)
+	}
+	resp, err := http.Get("http://" + addr + "/assets/style.css")
+	if err != nil {
+		t.Fatalf("the server did not answer after: %v", err)
+	}
+	resp.Body.Close()
 }
