@@ -273,26 +273,11 @@ func TestSection(t *testing.T) {
 	}
 	b := out.Bytes()
 	onFile := func(b []byte) *table.Table {
-		path := filepath.Join(t.TempDir(), "t.snap")
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var tb *table.Table
-		if err := table.OpenOn(f, 0, int64(len(b)), func(r io.ReaderAt, size int64) (*table.Table, error) {
-			tb, err = table.Open(r, size, magic, func(d *table.Dec, n int) error {
-				d.Uint()
-				table.DecodeSection(d)
-				table.DecodeSection(d)
-				return d.Err()
-			})
-			return tb, err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		tb, _ := openOnFile(t, b, func(d *table.Dec) {
+			d.Uint()
+			table.DecodeSection(d)
+			table.DecodeSection(d)
+		})
 		return tb
 	}
 	open := func(b []byte, file bool) (*table.Table, []table.Section) {
@@ -354,22 +339,7 @@ func TestSection(t *testing.T) {
 // them; something else did it) faults where a record is read: a panic
 // MappedFault tells for corrupt_snapshot, not a crash by SIGBUS.
 func TestMappedFileCutShort(t *testing.T) {
-	b := build(t, 3000)
-	path := filepath.Join(t.TempDir(), "t.snap")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tb *table.Table
-	if err := table.OpenOn(f, 0, int64(len(b)), func(r io.ReaderAt, size int64) (*table.Table, error) {
-		tb, err = table.Open(r, size, magic, func(d *table.Dec, n int) error { d.Uint(); return d.Err() })
-		return tb, err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	tb, path := openOnFile(t, build(t, 3000), func(d *table.Dec) { d.Uint() })
 	defer func() {
 		p := recover()
 		if fe, ok := table.MappedFault(p); !ok || fe.Code != table.CodeCorruptSnapshot.Name {
@@ -384,4 +354,26 @@ func TestMappedFileCutShort(t *testing.T) {
 		return nil
 	})
 	t.Fatal("a record read past the file's end")
+}
+
+// openOnFile opens table b from a file, as a snapshot is opened, its
+// kind's index fields read by extra; and the file's path.
+func openOnFile(t *testing.T, b []byte, extra func(d *table.Dec)) (*table.Table, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "t.snap")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tb *table.Table
+	if err := table.OpenOn(f, 0, int64(len(b)), func(r io.ReaderAt, size int64) (*table.Table, error) {
+		tb, err = table.Open(r, size, magic, func(d *table.Dec, n int) error { extra(d); return d.Err() })
+		return tb, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return tb, path
 }
