@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"sync"
 )
 
 // TailStart is where a Reader starts to read path's last n lines: just
@@ -94,21 +95,24 @@ func scanPrefix(f io.ReaderAt, from, to int64, crc uint32, lines int) (uint32, i
 // shifted out; the entries' top bytes all differ, so the top byte of the
 // result names the entry, and the entry gives back the byte shifted out.
 func unappendCRC(crc uint32, b []byte) uint32 {
+	top := crcTopIndex()
 	r := ^crc
 	for i := len(b) - 1; i >= 0; i-- {
-		j := crcTopIndex[r>>24]
+		j := top[r>>24]
 		r = (r^crc32.IEEETable[j])<<8 | uint32(j^b[i])
 	}
 	return ^r
 }
 
-// crcTopIndex is the IEEE table's index by its entries' top bytes.
-var crcTopIndex = func() (x [256]byte) {
+// crcTopIndex is the IEEE table's index by its entries' top bytes, made
+// when first needed (not at every command's start).
+var crcTopIndex = sync.OnceValue(func() *[256]byte {
+	var x [256]byte
 	for i, v := range crc32.IEEETable {
 		x[v>>24] = byte(i)
 	}
-	return x
-}()
+	return &x
+})
 
 // wholeTailLines is a tail so long that the whole file is read.
 const wholeTailLines = math.MaxInt / 8
