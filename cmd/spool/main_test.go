@@ -100,6 +100,10 @@ func TestScript(t *testing.T) {
 func scriptParams(t *testing.T, dir string) testscript.Params {
 	return testscript.Params{
 		Dir: dir,
+		// Under the test's own temp dir: testscript removes its default
+		// root (/tmp/go-test-script*) only once every script has run, so
+		// a run of some (-run TestScript/log) left one behind each time.
+		WorkdirRoot: t.TempDir(),
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exit":        cmdExit,
 			"sleep":       cmdSleep,
