@@ -28,6 +28,9 @@ func TestAMappedFileCutShortIsReported(t *testing.T) {
 		}
 		defer f.Close()
 		data, unmap := table.MapFile(f, 0, 3<<12)
+		if data == nil {
+			t.Skip("no mappings on this system")
+		}
 		defer unmap()
 		if err := os.Truncate(path, 0); err != nil {
 			t.Error(err)

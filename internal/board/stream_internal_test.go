@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -140,10 +141,28 @@ func TestStreamOutlivesReadTimeout(t *testing.T) {
 // that request (net/http recovers its panic), not the server by SIGBUS:
 // the next request is answered.
 func TestAMappedFileCutShortEndsOnlyItsRequest(t *testing.T) {
-	s, addr := streamServer(t, Timeouts{})
+	s := New(Options{Env: func() (store.Env, error) { return store.Env{}, errors.New("no store here") }})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := s.HTTPServer()
+	hs.ErrorLog = log.New(io.Discard, "", 0) // net/http's report of the recovered panic
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	addr := ln.Addr().String()
 	path := filepath.Join(t.TempDir(), "jobs.snap")
 	if err := os.WriteFile(path, bytes.Repeat([]byte("x"), 3<<12), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if f, err := os.Open(path); err == nil {
+		data, unmap := table.MapFile(f, 0, 1)
+		if data == nil {
+			f.Close()
+			t.Skip("no mappings on this system")
+		}
+		unmap()
+		f.Close()
 	}
 	s.mux.HandleFunc("GET /test/cut", func(w http.ResponseWriter, r *http.Request) {
 		f, err := os.Open(path)

@@ -399,7 +399,7 @@ func (c *Config) Save() error {
 		buf.WriteString("\n")
 	}
 	buf.WriteString("}\n")
-	return durable.WriteFile(c.path, buf.Bytes(), 0o644)
+	return durable.WriteWorkTreeFile(c.path, buf.Bytes(), 0o644)
 }
 
 // Display renders a value for people and for JSON output.

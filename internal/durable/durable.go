@@ -25,6 +25,16 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 	return WriteFileIn(path, data, perm, "")
 }
 
+// WriteWorkTreeFile is WriteFile for a file spool keeps in the work tree
+// (.spool/config.json, a PRD's front matter): the temp files a writer
+// killed before its rename left beside it go first, or git status would
+// show them for good. Not for a path a user names: the directory is
+// theirs.
+func WriteWorkTreeFile(path string, data []byte, perm fs.FileMode) error {
+	sweepStale(path, time.Now())
+	return WriteFile(path, data, perm)
+}
+
 // WriteFileIn is WriteFile with the temp file in tmpDir (on the same file
 // system), for writers that sweep their own crash leftovers.
 func WriteFileIn(path string, data []byte, perm fs.FileMode, tmpDir string) error {
@@ -51,9 +61,6 @@ func (b *Batch) WriteFile(path string, data []byte, perm fs.FileMode) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
-	}
-	if b.tmp == "" {
-		sweepStale(path, time.Now())
 	}
 	if err := renameio.WriteFile(path, data, perm, renameio.WithTempDir(b.tempDir(dir))); err != nil {
 		return err
@@ -99,8 +106,8 @@ const staleAfter = time.Hour
 
 // sweepStale removes the temp files a writer of path killed before its
 // rename left beside it (renameio names them "." + the file's name + a
-// number): a work-tree file's would show in git status for good. Only
-// those older than staleAfter, so that a live writer's is never taken.
+// number; of a file named as path's and digits, too), once older than
+// staleAfter: no live write of such a file takes that long.
 func sweepStale(path string, now time.Time) {
 	dir, prefix := filepath.Dir(path), "."+filepath.Base(path)
 	entries, err := os.ReadDir(dir)
@@ -159,7 +166,6 @@ func CreateNew(path string, data []byte, perm fs.FileMode) (created bool, err er
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return false, err
 	}
-	sweepStale(path, time.Now())
 	t, err := renameio.TempFile(dir, path)
 	if err != nil {
 		return false, err

@@ -167,9 +167,10 @@ func TestWithin(t *testing.T) {
 	}
 }
 
-// A write of a file removes the temp files beside it that a writer killed
-// before its rename left, once they are old enough that no live writer
-// owns them; nothing else in the directory.
+// A write of a file spool keeps in the work tree removes the temp files
+// beside it that a writer killed before its rename left, once they are old
+// enough that no live writer owns them; nothing else in the directory. A
+// write of a path a user names removes nothing.
 func TestWriteSweepsStaleTempFiles(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.json")
@@ -192,7 +193,13 @@ func TestWriteSweepsStaleTempFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	files[".config.json99"] = false
-	if err := WriteFile(path, []byte("{}"), 0o644); err != nil {
+	if err := WriteFile(path, []byte("[]"), 0o644); err != nil { // a file a user names: their directory
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".config.json8174")); err != nil {
+		t.Fatalf("WriteFile swept: %v", err)
+	}
+	if err := WriteWorkTreeFile(path, []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for name, swept := range files {
@@ -202,17 +209,5 @@ func TestWriteSweepsStaleTempFiles(t *testing.T) {
 	}
 	if b, err := os.ReadFile(path); err != nil || string(b) != "{}" {
 		t.Fatalf("config.json: %q, %v", b, err)
-	}
-	// CreateNew sweeps too.
-	stale := filepath.Join(dir, ".new42")
-	if err := os.WriteFile(stale, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	os.Chtimes(stale, old, old)
-	if _, err := CreateNew(filepath.Join(dir, "new"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(stale); !os.IsNotExist(err) {
-		t.Fatalf("CreateNew left %s: %v", stale, err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/store"
+	"github.com/spoolhq/spool/internal/table"
 )
 
 // Error codes of spool mcp.
@@ -92,12 +93,18 @@ func (s *Server) handler(t *tool, actor string) mcp.ToolHandler {
 		defer func() {
 			if p := recover(); p != nil {
 				perr, ok := p.(*fault.Error) // a typed error from where none can be returned (corrupt_snapshot)
+				if mf, mapped := table.MappedFault(p); mapped {
+					perr, ok = mf, true
+				}
 				if !ok {
 					perr = fault.New(fault.CodeUnexpected, nil, fmt.Sprint("panic: ", p), "stack", string(debug.Stack()))
 				}
 				res, err = errorResult(perr), nil
 			}
 		}()
+		// A mapped snapshot cut short in place faults where it is read:
+		// the call's corrupt_snapshot, not the server's end by SIGBUS.
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 		body, text, cerr := s.call(ctx, t, actor, req.Params.Arguments)
 		if cerr != nil {
 			return errorResult(cerr), nil

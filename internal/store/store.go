@@ -270,8 +270,7 @@ func (s *Store) Read(ctx context.Context, names ...string) (*projections.View, e
 		// Like saving below, priming is for the next commands too: done
 		// when the lock is free at once, the usual fold otherwise.
 		if unlock, ok, _ := s.Log.TryLock(); ok {
-			err := s.prime(ctx)
-			unlock()
+			err := func() error { defer unlock(); return s.prime(ctx) }() // unlocked on a panic too
 			if err != nil {
 				return nil, err
 			}
@@ -284,8 +283,7 @@ func (s *Store) Read(ctx context.Context, names ...string) (*projections.View, e
 	if v.Unusable() && !s.reprimed && s.largeLog() {
 		s.reprimed = true // a lock taken, it folds as before: once
 		if unlock, ok, _ := s.Log.TryLock(); ok {
-			v, err = s.reprime(ctx, names)
-			unlock()
+			v, err = func() (*projections.View, error) { defer unlock(); return s.reprime(ctx, names) }()
 			if err != nil {
 				return nil, err
 			}

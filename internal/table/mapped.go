@@ -3,6 +3,7 @@ package table
 import (
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"unsafe"
 
 	"github.com/spoolhq/spool/internal/fault"
@@ -36,18 +37,70 @@ func (t *Table) Mapped(fn func(m Mapping) error) error {
 }
 
 // MappedFault is the corrupt_snapshot error of p when p is the panic of a
-// read of mapped memory that faulted (debug.SetPanicOnFault): a file
-// mapped for reading was cut short in place. spool only ever replaces
-// its snapshots, so something else changed one under it.
+// read that faulted (debug.SetPanicOnFault) inside a file MapFile mapped,
+// because the file was cut short in place under it: while the mapping
+// lives, or after it was unmapped on the way out of that panic, the file
+// then shorter than the mapping. spool only ever replaces its snapshots,
+// so something else changed one. A fault anywhere else (a read after an
+// unmap, of a file as long as ever: a bug) is not one.
 func MappedFault(p any) (*fault.Error, bool) {
 	re, ok := p.(interface {
 		runtime.Error
 		Addr() uintptr
 	})
-	if !ok {
+	if !ok || !mapped.holds(re.Addr()) {
 		return nil, false
 	}
 	return fault.New(CodeCorruptSnapshot, re, "a snapshot spool was reading was cut short under it (spool only ever replaces them): run spool replay"), true
+}
+
+// mapped is the address ranges MapFile has mapped and not unmapped, and
+// those it unmapped after their file was cut short.
+var mapped mappings
+
+type mappings struct {
+	mu        sync.Mutex
+	live, cut map[*byte]uintptr // a mapping's first byte: its length
+}
+
+func (m *mappings) add(b []byte) *byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.live == nil {
+		m.live, m.cut = map[*byte]uintptr{}, map[*byte]uintptr{}
+	}
+	start, n := uintptr(unsafe.Pointer(&b[0])), uintptr(len(b))
+	for first, k := range m.cut { // the system may map the same addresses again
+		if at := uintptr(unsafe.Pointer(first)); at < start+n && start < at+k {
+			delete(m.cut, first)
+		}
+	}
+	m.live[&b[0]] = n
+	return &b[0]
+}
+
+// remove forgets a mapping being unmapped; cut says its file is shorter
+// now than the mapping, which a fault in it may still be reported as.
+func (m *mappings) remove(first *byte, cut bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cut {
+		m.cut[first] = m.live[first]
+	}
+	delete(m.live, first)
+}
+
+func (m *mappings) holds(addr uintptr) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, spans := range []map[*byte]uintptr{m.live, m.cut} {
+		for first, n := range spans {
+			if start := uintptr(unsafe.Pointer(first)); addr >= start && addr-start < n {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Mapping reads the records of a mapped table.

@@ -18,5 +18,10 @@ func MapFile(f *os.File, off, end int64) (b []byte, unmap func()) {
 	if err != nil {
 		return nil, nil
 	}
-	return m[off:end], func() { syscall.Munmap(m) }
+	span := mapped.add(m)
+	return m[off:end], func() {
+		st, err := f.Stat() // cut short under the mapping? (a fault in it then is that)
+		mapped.remove(span, err == nil && st.Size() < end)
+		syscall.Munmap(m)
+	}
 }

@@ -163,7 +163,7 @@ func (s *Service) commitPRD(ctx context.Context, p plans.PRDProposal, hash strin
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return "", fault.New(fault.CodeStorage, err, "cannot write "+s.prdFile+": "+err.Error(), "file", s.prdFile)
 		}
-		if err := durable.WriteFile(path, f.Marshal(), 0o644); err != nil {
+		if err := durable.WriteWorkTreeFile(path, f.Marshal(), 0o644); err != nil {
 			return "", fault.New(fault.CodeStorage, err, "cannot write "+s.prdFile+": "+err.Error(), "file", s.prdFile)
 		}
 	}

@@ -235,7 +235,7 @@ func (s *Service) Approve(ctx context.Context, slug, feature, gate string) (prdq
 		return prdqueue.ManifestItem{}, fault.New(prdqueue.CodeInvalidFrontMatter, err, path+": front matter: "+err.Error(), "file", path)
 	}
 	if string(changed) != string(data) {
-		if err := durable.WriteFile(full, changed, info.Mode().Perm()); err != nil {
+		if err := durable.WriteWorkTreeFile(full, changed, info.Mode().Perm()); err != nil {
 			return prdqueue.ManifestItem{}, fault.New(fault.CodeStorage, err, "cannot write "+path+": "+err.Error(), "file", path)
 		}
 	}
