@@ -8,15 +8,13 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/spoolhq/spool/internal/store"
-	"github.com/spoolhq/spool/internal/table"
+	"github.com/spoolhq/spool/internal/table/tabletest"
 )
 
 // streamServer serves a board with no store (the event stream needs none)
@@ -151,29 +149,8 @@ func TestAMappedFileCutShortEndsOnlyItsRequest(t *testing.T) {
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
 	addr := ln.Addr().String()
-	path := filepath.Join(t.TempDir(), "jobs.snap")
-	if err := os.WriteFile(path, bytes.Repeat([]byte("x"), 3<<12), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if f, err := os.Open(path); err == nil {
-		data, unmap := table.MapFile(f, 0, 1)
-		if data == nil {
-			f.Close()
-			t.Skip("no mappings on this system")
-		}
-		unmap()
-		f.Close()
-	}
+	data := tabletest.CutShort(t)
 	s.mux.HandleFunc("GET /test/cut", func(w http.ResponseWriter, r *http.Request) {
-		f, err := os.Open(path)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer f.Close()
-		data, unmap := table.MapFile(f, 0, 3<<12)
-		defer unmap()
-		os.Truncate(path, 0)
 		w.Write(data[2<<12 : 2<<12+1]) // past the file's new end
 	})
 	if resp, err := http.Get("http://" + addr + "/test/cut"); err == nil {
