@@ -202,7 +202,13 @@ func syncFourClones(t *testing.T) {
 	syncAll(t, bin, clones, envs)
 	want := taskTitles(t, bin, clones[0], envs[0])
 	if len(want) != 100 {
-		t.Fatalf("clone 0 has %d tasks, want 100", len(want))
+		// Lost from the log, or only from the list? (seen once in CI, 2026-11-27)
+		created := jobSpool(t, bin, clones[0], envs[0], "--json", "log", "-t", "task.created")
+		all := jobSpool(t, bin, clones[0], envs[0], "--json", "task", "list")
+		status := jobSpool(t, bin, clones[0], envs[0], "status")
+		jobSpool(t, bin, clones[0], envs[0], "replay")
+		t.Fatalf("clone 0 has %d open tasks, want 100: its log holds %d task.created, task list %d tasks, after a replay %d open\n%s",
+			len(want), strings.Count(created, "\n"), strings.Count(all, `"id":`), len(taskTitles(t, bin, clones[0], envs[0])), status)
 	}
 	for i, dir := range clones {
 		if got := taskTitles(t, bin, dir, envs[i]); !slices.Equal(got, want) {
