@@ -139,6 +139,21 @@ func (s *Session) Receive(name string, theirs []byte, source string) (Received, 
 	return res, s.Reload() // tails, seq and lc changed, perhaps this writer's own file
 }
 
+// Unreadable keeps aside a copy of writer file name that could not be read
+// as a file at all (problem says why: a tree of parts as spool never
+// writes one), as Receive keeps aside one that breaks the log's rules:
+// quarantined, with nothing of it folded, so that it stops no one's work.
+func (s *Session) Unreadable(name, source, problem string) (Received, error) {
+	writer, ok := cutWriter(name)
+	if !ok {
+		return Received{}, fmt.Errorf("%w: %q from %s is not a writer file's name", ErrCorrupt, name, source)
+	}
+	res := Received{Writer: writer, Problem: problem, Forked: true}
+	var err error
+	res.Quarantined, err = s.log.quarantine(writer, nil, source, problem)
+	return res, err
+}
+
 // cutWriter is the writer of writer file name, ok when name is one.
 func cutWriter(name string) (string, bool) {
 	writer, ok := strings.CutSuffix(name, Ext)

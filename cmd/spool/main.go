@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 	"github.com/spoolhq/spool/internal/bdcli"
 	"github.com/spoolhq/spool/internal/cliout"
 	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/kongtree"
 	"github.com/spoolhq/spool/internal/store"
 	"github.com/spoolhq/spool/internal/table"
@@ -299,6 +301,9 @@ func run(args []string, stdout, stderr io.Writer, opts ...store.Option) int {
 		e := &env{Globals: &cli.Globals, ctx: ctx, stdout: stdout, stderr: stderr, app: parser, storeOpts: opts}
 		if where := os.Getenv("SPOOL_TEST_PANIC"); where != "" {
 			testPanic(where)
+		}
+		if n, err := strconv.ParseInt(os.Getenv("SPOOL_TEST_PART_SIZE"), 10, 64); err == nil && n > 0 {
+			git.PartSize = n // writer files in parts without megabytes of events
 		}
 		if err := kctx.Run(e); err != nil {
 			return report(stderr, cli.JSON, err)

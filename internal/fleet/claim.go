@@ -138,7 +138,7 @@ func (c *Claims) Prepare(ctx context.Context, sess *eventlog.Session) (func(writ
 		}
 		var commit string
 		err = c.network(ctx, deadline, "push", func(ctx context.Context) (err error) {
-			commit, err = push(ctx, dir, c.o, tree, parents, fmt.Sprintf("spool claim: %d events by %s", bytes.Count(lines, []byte{'\n'}), writer))
+			commit, err = push(ctx, dir, c.o, tree, parents, writtenBy(snaps), fmt.Sprintf("spool claim: %d events by %s", bytes.Count(lines, []byte{'\n'}), writer))
 			return err
 		})
 		if f, ok := fault.As(err); errors.Is(err, store.ErrRemoteMoved) || ok && f.Has(CodeRemoteUnreachable) && !pushTimedOut(err) {
@@ -298,6 +298,9 @@ func (c *Claims) Settle(ctx context.Context, sess *eventlog.Session) error {
 		}
 		if blob, ok := remote[p.File]; ok {
 			theirs, err := git.ReadBlob(ctx, c.st.Repo.Root, blob.Hash)
+			if errors.Is(err, git.ErrNotAFile) {
+				theirs, err = nil, nil // holds no claim
+			}
 			if err != nil {
 				return err
 			}
@@ -353,7 +356,7 @@ func (c *Claims) fence(ctx context.Context, sess *eventlog.Session, o Options, t
 		return err
 	}
 	// A new commit even when the tree is tip's: the branch must move.
-	commit, err := push(ctx, c.st.Repo.Root, o, tree, parents, "spool: settle an interrupted claim")
+	commit, err := push(ctx, c.st.Repo.Root, o, tree, parents, writtenBy(snaps), "spool: settle an interrupted claim")
 	if err != nil {
 		return err
 	}

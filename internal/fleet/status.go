@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"maps"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -67,6 +68,9 @@ func (c *cache) count(ctx context.Context, repo string, remote map[string]git.Bl
 			continue
 		}
 		n, err := git.BlobLines(ctx, repo, b.Hash) // a torn last line has no newline: Whole's count
+		if errors.Is(err, git.ErrNotAFile) {
+			n, err = 0, nil // quarantined when received: no events
+		}
 		if err != nil {
 			return err
 		}

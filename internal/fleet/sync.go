@@ -113,6 +113,7 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 		return commitLocal(ctx, st, o, cache)
 	}
 	dir := st.Repo.Root
+	var written int64 // by any attempt: a later one finds the blobs stored
 	for attempt := range max(o.Attempts, 1) {
 		if err := pause(ctx, attempt); err != nil {
 			return res, err
@@ -142,7 +143,8 @@ func Sync(ctx context.Context, st *store.Store, o Options) (Result, error) {
 			}
 		}
 		res.Pushes++
-		commit, err := push(ctx, dir, o, tree, parents, fmt.Sprintf("spool sync: %d events", sent))
+		written = max(written, writtenBy(snaps))
+		commit, err := push(ctx, dir, o, tree, parents, written, fmt.Sprintf("spool sync: %d events", sent))
 		if errors.Is(err, store.ErrRemoteMoved) {
 			continue // someone pushed first: fetch and integrate again
 		}
@@ -325,13 +327,17 @@ func parentsOf(ctx context.Context, st *store.Store, o Options, tip string) ([]s
 
 // push commits tree on parents (the tip it was built from first) and
 // pushes it without force; a push refused because the branch moved since
-// is store.ErrRemoteMoved.
-func push(ctx context.Context, dir string, o Options, tree string, parents []string, msg string) (string, error) {
+// is store.ErrRemoteMoved. A push of more than two parts' worth of bytes
+// written (a log's first sync, or one far behind) has git look for no
+// deltas: parts of one file have none worth it, and at a million events
+// the search took 30 s of a 40 s push; a sync's usual new last part is
+// sent as a delta of the one the remote has.
+func push(ctx context.Context, dir string, o Options, tree string, parents []string, written int64, msg string) (string, error) {
 	commit, err := git.CommitTreeOn(ctx, dir, tree, msg, parents...)
 	if err != nil {
 		return "", err
 	}
-	if err := git.PushCommit(ctx, dir, o.Remote, commit, o.Branch); err != nil {
+	if err := git.PushCommit(ctx, dir, o.Remote, commit, o.Branch, written <= 2*git.PartSize); err != nil {
 		return "", pushFailed(o, err)
 	}
 	return commit, nil
@@ -404,6 +410,8 @@ type snapshot struct {
 	content []byte
 	file    bool   // content is the file's whole batches, not read yet (storeFile)
 	hash    string // the blob's id when known (unchanged since the cache)
+	parts   bool   // hash is a tree of parts (git.PartSize)
+	written int64  // the bytes this sync stored of it
 	lines   int
 	kept    bool // the remote's copy, kept rather than the local file (keepRemote)
 	forked  bool // and neither is a prefix of the other
@@ -441,6 +449,10 @@ func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o
 			lc = eventlog.LineCounter{W: w}
 			return git.CopyBlob(ctx, st.Repo.Root, blob.Hash, &lc)
 		}, o.Remote+"/"+o.Branch)
+		unreadable := errors.Is(err, git.ErrNotAFile)
+		if unreadable {
+			res, err = sess.Unreadable(name, o.Remote+"/"+o.Branch, err.Error())
+		}
 		if err != nil {
 			return nil, received, err
 		}
@@ -450,9 +462,11 @@ func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o
 			c.remember(path, blob.Hash, lc.Lines)
 		}
 		if res.Quarantined != "" {
-			theirs, err := git.ReadBlob(ctx, st.Repo.Root, blob.Hash)
-			if err != nil {
-				return nil, received, err
+			var theirs []byte // an unreadable copy holds nothing
+			if !unreadable {
+				if theirs, err = git.ReadBlob(ctx, st.Repo.Root, blob.Hash); err != nil {
+					return nil, received, err
+				}
 			}
 			own := name == sess.Writer()+eventlog.Ext
 			if had == nil && res.Forked && own {
@@ -482,14 +496,17 @@ func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o
 	for _, path := range files {
 		s := snapshot{dir: dir, name: filepath.Base(path)}
 		if k, ok := keep[s.name]; ok {
-			s.hash, s.lines, s.kept, s.forked = remote[s.name].Hash, c.lines[remote[s.name].Hash], true, k.Forked
+			s.hash, s.parts, s.lines, s.kept, s.forked = remote[s.name].Hash, remote[s.name].Parts, c.lines[remote[s.name].Hash], true, k.Forked
 			snaps = append(snaps, s)
 			continue
 		}
 		if b, ok := c.unchanged(path); ok {
 			s.hash, s.lines = b.Hash, b.Lines
-			snaps = append(snaps, s)
-			continue
+			if s.parts, err = git.IsParts(ctx, st.Repo.Root, b.Hash); err == nil {
+				snaps = append(snaps, s)
+				continue
+			}
+			s.hash, s.lines = "", 0 // not in git (a cache from before a reclone): stored again
 		}
 		s.file = true // stored by storeBlobs, streamed from the file (a claim replaces its own)
 		snaps = append(snaps, s)
@@ -497,30 +514,66 @@ func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o
 	return snaps, received, nil
 }
 
-// storeFile stores the whole batches of the writer file at path as a
-// blob, streamed from the file (a writer file of a million events is
-// 290 MB: read whole, and held again by the blob's writer, it took
-// 590 MiB), and returns its id and lines.
-func storeFile(ctx context.Context, repo, path string, c *cache) (string, int, error) {
+// storeFile stores the whole batches of the writer file at path as the
+// branch keeps a file (git.WriteFileFrom), streamed from the file (a writer
+// file of a million events is 290 MB: read whole, and held again by the
+// blob's writer, it took 590 MiB), and returns it and its lines. The parts
+// of the version the file last was are kept, but the last.
+func storeFile(ctx context.Context, repo, path string, c *cache) (git.Blob, int64, error) {
 	size, err := eventlog.WholeLength(path)
 	if err != nil {
-		return "", 0, err
+		return git.Blob{}, 0, err
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return "", 0, err
+		return git.Blob{}, 0, err
 	}
 	defer f.Close()
-	lc := &eventlog.LineCounter{W: io.Discard}
-	h, err := git.WriteBlobFrom(ctx, repo, io.TeeReader(io.LimitReader(f, size), lc), size)
+	b, written, err := storeContent(ctx, repo, path, f, size, c)
 	if err != nil {
-		return "", 0, err
+		return git.Blob{}, 0, err
 	}
 	if fileSize(path) == size {
-		c.remember(path, h, lc.Lines)
+		c.remember(path, b.Hash, c.lines[b.Hash])
 	}
-	c.lines[h] = lc.Lines
-	return h, lc.Lines, nil
+	return b, written, nil
+}
+
+// storeContent stores the size bytes of r, the content of the writer file
+// at path (as it is, or will be once a claim's lines are written), and
+// counts its lines. The version the cache says the file was, and has only
+// grown from, is r's prefix: its parts are kept but the last, and its
+// lines are not counted again.
+func storeContent(ctx context.Context, repo, path string, r io.ReaderAt, size int64, c *cache) (git.Blob, int64, error) {
+	var reuse []git.Part
+	var from int64 // r's lines are those of its prefix of from, and the rest's
+	lines := 0
+	if e, ok := c.grownFrom(path); ok && e.Size <= size {
+		if n, ok := c.lines[e.Hash]; ok {
+			from, lines = e.Size, n
+		}
+		if parts, err := git.FileParts(ctx, repo, e.Hash); err == nil && git.SizeOf(parts) == e.Size {
+			reuse = parts
+		}
+	}
+	b, written, err := git.WriteFileFrom(ctx, repo, r, size, reuse)
+	if err != nil {
+		return b, 0, err
+	}
+	lc := &eventlog.LineCounter{W: io.Discard}
+	if _, err := io.Copy(lc, io.NewSectionReader(r, from, size-from)); err != nil {
+		return b, 0, err
+	}
+	c.lines[b.Hash] = lines + lc.Lines
+	return b, written, nil
+}
+
+// writtenBy is the bytes stored for snaps.
+func writtenBy(snaps []snapshot) (n int64) {
+	for _, s := range snaps {
+		n += s.written
+	}
+	return n
 }
 
 // keepRemote decides, for a copy of a writer file that Receive refused,
@@ -565,7 +618,7 @@ func writeTree(ctx context.Context, repo string, snaps []snapshot, remote map[st
 	}
 	var files []git.TreeEntry
 	for _, s := range snaps {
-		files = append(files, git.TreeEntry{Name: s.name, Hash: s.hash})
+		files = append(files, git.TreeEntry{Name: s.name, Hash: s.hash, Parts: s.parts})
 	}
 	// Files the remote has and this clone does not (never integrated: an
 	// invalid name) stay on the branch.
@@ -575,7 +628,7 @@ func writeTree(ctx context.Context, repo string, snaps []snapshot, remote map[st
 	}
 	for name, r := range remote {
 		if !local[name] {
-			files = append(files, git.TreeEntry{Name: name, Hash: r.Hash})
+			files = append(files, git.TreeEntry{Name: name, Hash: r.Hash, Parts: r.Parts})
 		}
 	}
 	slices.SortFunc(files, func(a, b git.TreeEntry) int { return strings.Compare(a.Name, b.Name) })
@@ -594,18 +647,20 @@ func storeBlobs(ctx context.Context, repo string, snaps []snapshot, remote map[s
 	for i := range snaps {
 		s := &snaps[i]
 		if s.hash == "" && s.file {
-			var err error
-			if s.hash, s.lines, err = storeFile(ctx, repo, filepath.Join(s.dir, s.name), c); err != nil {
-				return 0, err
-			}
-		} else if s.hash == "" {
-			h, err := git.WriteBlob(ctx, repo, s.content)
+			b, written, err := storeFile(ctx, repo, filepath.Join(s.dir, s.name), c)
 			if err != nil {
 				return 0, err
 			}
-			s.hash = h
-			if path := filepath.Join(s.dir, s.name); fileSize(path) == int64(len(s.content)) {
-				c.remember(path, h, s.lines)
+			s.hash, s.parts, s.lines, s.written = b.Hash, b.Parts, c.lines[b.Hash], written
+		} else if s.hash == "" {
+			path := filepath.Join(s.dir, s.name)
+			b, written, err := storeContent(ctx, repo, path, bytes.NewReader(s.content), int64(len(s.content)), c)
+			if err != nil {
+				return 0, err
+			}
+			s.hash, s.parts, s.written = b.Hash, b.Parts, written
+			if fileSize(path) == int64(len(s.content)) {
+				c.remember(path, b.Hash, s.lines)
 			}
 		}
 		if r, ok := remote[s.name]; !ok || r.Hash != s.hash {
@@ -697,9 +752,16 @@ func (c *cache) unchanged(path string) (cached, bool) {
 // known says whether the local file holds the blob already: it was equal
 // to it, and has only grown since (an appended file keeps its inode).
 func (c *cache) known(path string, b git.Blob) bool {
+	e, ok := c.grownFrom(path)
+	return ok && e.Hash == b.Hash
+}
+
+// grownFrom is the cached blob the file at path was equal to, when it has
+// only grown since: its prefix of the blob's size is still the blob.
+func (c *cache) grownFrom(path string) (cached, bool) {
 	e, ok := c.Files[filepath.Base(path)]
 	ino, size, _, exists := identity(path)
-	return ok && exists && e.Hash == b.Hash && e.Inode == ino && size >= e.Size
+	return e, ok && exists && e.Inode == ino && size >= e.Size
 }
 
 // expect records that the writer file of s, about to be appended to, will

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
@@ -256,21 +257,21 @@ func subtree(s *filesystem.Storage, root *object.Tree, dir string) (*object.Tree
 	return object.GetTree(s, entry.Hash)
 }
 
-// ReadBlob returns a blob's content.
+// ReadBlob returns a file's content: a blob's, or a tree of parts'.
 func (h *History) ReadBlob(id string) ([]byte, error) {
 	out := []byte(nil)
-	err := h.readBlob(id, func(b *object.Blob, rd io.Reader) error {
-		out = make([]byte, b.Size) // one allocation, not ReadAll's doublings
+	err := h.readFile(id, func(size int64, _ []Part, rd io.Reader) error {
+		out = make([]byte, size) // one allocation, not ReadAll's doublings
 		_, err := io.ReadFull(rd, out)
 		return err
 	})
 	return out, err
 }
 
-// BlobLines counts the lines of blob id (its newlines) as it streams.
+// BlobLines counts the lines of file id (its newlines) as it streams.
 func (h *History) BlobLines(id string) (int, error) {
 	n := 0
-	err := h.readBlob(id, func(_ *object.Blob, rd io.Reader) error {
+	err := h.readFile(id, func(_ int64, _ []Part, rd io.Reader) error {
 		buf := make([]byte, 256<<10)
 		for {
 			k, err := rd.Read(buf)
@@ -284,22 +285,6 @@ func (h *History) BlobLines(id string) (int, error) {
 		}
 	})
 	return n, err
-}
-
-func (h *History) readBlob(id string, f func(b *object.Blob, rd io.Reader) error) error {
-	b, err := object.GetBlob(h.s, plumbing.NewHash(id))
-	if err != nil {
-		return fmt.Errorf("blob %s: %w", id, err)
-	}
-	rd, err := b.Reader()
-	if err != nil {
-		return err
-	}
-	defer rd.Close()
-	if err := f(b, rd); err != nil {
-		return fmt.Errorf("blob %s: %w", id, err)
-	}
-	return nil
 }
 
 // FilesUnder returns the files directly in dir at commit, by name.
@@ -358,8 +343,9 @@ func (h *History) MergeBases(a, b string) ([]string, error) {
 func (h *History) Shallow(commit string) bool { return h.shallow[plumbing.NewHash(commit)] }
 
 // TreeDir is the tree of dir at commit ("" for the root): the ids of its
-// files by name, with the tree's own id ("" and no files when there is no
-// such directory). Reading a tree reads no blob.
+// files by name (a file stored in parts is its tree's), with the tree's
+// own id ("" and no files when there is no such directory). Reading a tree
+// reads no blob.
 func (h *History) TreeDir(commit, dir string) (string, map[string]string, error) {
 	c, err := h.getCommit(commit)
 	if err != nil {
@@ -376,21 +362,28 @@ func (h *History) TreeDir(commit, dir string) (string, map[string]string, error)
 	}
 	files := make(map[string]string, len(tree.Entries))
 	for _, e := range tree.Entries {
-		if e.Mode.IsFile() {
+		if e.Mode.IsFile() || e.Mode == filemode.Dir {
 			files[e.Name] = e.Hash.String()
 		}
 	}
 	return tree.Hash.String(), files, nil
 }
 
-// BlobSize is a blob's size, read from its header: the blob is not
-// inflated.
+// BlobSize is a file's size, read from its header (a file in parts: its
+// parts'): no blob is inflated.
 func (h *History) BlobSize(id string) (int64, error) {
-	n, err := h.s.EncodedObjectSize(plumbing.NewHash(id))
+	parts, err := h.Parts(id)
 	if err != nil {
-		return 0, fmt.Errorf("blob %s: %w", id, err)
+		return 0, err
 	}
-	return n, nil
+	if parts == nil {
+		n, err := h.s.EncodedObjectSize(plumbing.NewHash(id))
+		if err != nil {
+			return 0, fmt.Errorf("blob %s: %w", id, err)
+		}
+		return n, nil
+	}
+	return SizeOf(parts), nil
 }
 
 // Parents are a commit's parents.

@@ -24,9 +24,11 @@ import (
 // git process per object costs more, on a busy machine, than the claim's
 // push.
 
-// Blob is a file of a tree: its object id.
+// Blob is a file of a tree: its object id, a blob's or, for a file stored
+// in parts (see PartSize), a tree's.
 type Blob struct {
-	Hash string
+	Hash  string
+	Parts bool
 }
 
 // TreeFiles lists the files directly in dir of commit's tree ("" for the
@@ -46,8 +48,8 @@ func TreeFiles(ctx context.Context, repo, commit, dir string) (map[string]Blob, 
 			return err
 		}
 		for _, e := range tree.Entries {
-			if e.Mode.IsFile() {
-				files[e.Name] = Blob{Hash: e.Hash.String()}
+			if e.Mode.IsFile() || e.Mode == filemode.Dir {
+				files[e.Name] = Blob{Hash: e.Hash.String(), Parts: e.Mode == filemode.Dir}
 			}
 		}
 		return nil
@@ -68,7 +70,7 @@ func TreeOf(ctx context.Context, repo, commit string) (string, error) {
 	return tree, err
 }
 
-// ReadBlob is a blob's content.
+// ReadBlob is a file's content: a blob's, or a tree of parts'.
 func ReadBlob(ctx context.Context, repo, hash string) ([]byte, error) {
 	var content []byte
 	err := ReadHistory(ctx, repo, func(h *History) (err error) {
@@ -78,8 +80,9 @@ func ReadBlob(ctx context.Context, repo, hash string) ([]byte, error) {
 	return content, err
 }
 
-// CopyBlob copies the blob hash to w as it reads it; a large one comes out
-// of git's own reader (catBlob), or go-git's when git cannot be started.
+// CopyBlob copies the file hash (a blob, or a tree of parts) to w as it
+// reads it; a large one comes out of git's own reader (catBlob, catParts),
+// or go-git's when git cannot be started.
 func CopyBlob(ctx context.Context, repo, hash string, w io.Writer) error {
 	cw := &countingWriter{w: w}
 	return ReadHistory(ctx, repo, func(h *History) error {
@@ -89,10 +92,16 @@ func CopyBlob(ctx context.Context, repo, hash string, w io.Writer) error {
 		if cw.n > 0 {
 			return fmt.Errorf("blob %s: its pack changed after %d bytes were copied", hash, cw.n)
 		}
-		return h.readBlob(hash, func(b *object.Blob, rd io.Reader) error {
-			if b.Size > catBlobSize { // go-git reads smaller ones into memory at once
-				if err := catBlob(ctx, repo, hash, b.Size, cw); !errors.Is(err, errNotStarted) {
-					return err
+		return h.readFile(hash, func(size int64, parts []Part, rd io.Reader) error {
+			if size > catBlobSize { // go-git reads smaller ones into memory at once
+				var cat error
+				if parts != nil {
+					cat = catParts(ctx, repo, parts, size, cw)
+				} else {
+					cat = catBlob(ctx, repo, hash, size, cw)
+				}
+				if !errors.Is(cat, errNotStarted) {
+					return cat
 				}
 			}
 			_, err := io.Copy(cw, rd)
@@ -174,7 +183,7 @@ func catBlob(ctx context.Context, repo, hash string, size int64, w io.Writer) er
 	return nil
 }
 
-// BlobLines counts the lines of the blob hash without reading it whole.
+// BlobLines counts the lines of the file hash without reading it whole.
 func BlobLines(ctx context.Context, repo, hash string) (int, error) {
 	var n int
 	err := ReadHistory(ctx, repo, func(h *History) (err error) {
@@ -279,9 +288,10 @@ func WriteBlobFrom(_ context.Context, repo string, r io.Reader, size int64) (str
 
 // TreeEntry is an entry of a tree: a file or a directory.
 type TreeEntry struct {
-	Name string
-	Hash string
-	Tree bool
+	Name  string
+	Hash  string
+	Tree  bool
+	Parts bool // a file stored in parts: a tree too
 }
 
 // WriteTree stores a tree of entries, sorted by name, and returns its id.
@@ -289,7 +299,7 @@ func WriteTree(_ context.Context, repo string, entries []TreeEntry) (string, err
 	t := &object.Tree{Entries: make([]object.TreeEntry, len(entries))}
 	for i, e := range entries {
 		mode := filemode.Regular
-		if e.Tree {
+		if e.Tree || e.Parts {
 			mode = filemode.Dir
 		}
 		t.Entries[i] = object.TreeEntry{Name: e.Name, Mode: mode, Hash: plumbing.NewHash(e.Hash)}

@@ -36,27 +36,32 @@ func TestReadAfterRepack(t *testing.T) {
 }
 
 // TreeFiles, TreeOf and ReadBlob read in process what git ls-tree,
-// rev-parse and cat-file read: the files of a directory (not its
-// subdirectories), none for a directory the commit lacks, and a blob's
-// bytes.
+// rev-parse and cat-file read: the files of a directory, with its
+// subdirectories as files in parts (a tree that is not one is no file to
+// ReadBlob), none for a directory the commit lacks, and a blob's bytes.
 func TestTreeReads(t *testing.T) {
 	r := gittest.New(t, map[string]string{"events/a.jsonl": "a\n", "events/b.jsonl": "b\nb\n", "events/sub/c.jsonl": "c\n"})
 	ctx := context.Background()
 	head := r.Git(r.Root, "rev-parse", "HEAD")
 	files, err := TreeFiles(ctx, r.Root, head, "events")
-	if err != nil || len(files) != 2 {
-		t.Fatalf("TreeFiles(events) = %v, %v; want a.jsonl and b.jsonl", files, err)
+	if err != nil || len(files) != 3 || files["a.jsonl"].Parts || !files["sub"].Parts {
+		t.Fatalf("TreeFiles(events) = %v, %v; want a.jsonl, b.jsonl and sub in parts", files, err)
 	}
 	for name, b := range files {
 		if want := r.Git(r.Root, "rev-parse", head+":events/"+name); b.Hash != want {
 			t.Errorf("%s: %s, git says %s", name, b.Hash, want)
 		}
-		if got, err := ReadBlob(ctx, r.Root, b.Hash); err != nil || string(got) != r.Git(r.Root, "cat-file", "blob", b.Hash)+"\n" {
+		got, err := ReadBlob(ctx, r.Root, b.Hash)
+		if b.Parts {
+			if !errors.Is(err, ErrNotAFile) {
+				t.Errorf("ReadBlob(%s), a tree of no parts: %q, %v", name, got, err)
+			}
+		} else if err != nil || string(got) != r.Git(r.Root, "cat-file", "blob", b.Hash)+"\n" {
 			t.Errorf("ReadBlob(%s) = %q, %v", name, got, err)
 		}
 	}
-	if root, err := TreeFiles(ctx, r.Root, head, ""); err != nil || len(root) != 1 || root["README"].Hash == "" {
-		t.Errorf("TreeFiles of the root = %v, %v; want README alone", root, err)
+	if root, err := TreeFiles(ctx, r.Root, head, ""); err != nil || len(root) != 2 || root["README"].Hash == "" {
+		t.Errorf("TreeFiles of the root = %v, %v; want README and events", root, err)
 	}
 	if none, err := TreeFiles(ctx, r.Root, head, "nope"); err != nil || len(none) != 0 {
 		t.Errorf("TreeFiles of a missing directory = %v, %v", none, err)

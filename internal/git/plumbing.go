@@ -106,18 +106,14 @@ func CommitTreeOn(ctx context.Context, repo, tree, msg string, parents ...string
 
 // PushCommit pushes commit to the remote's branch, never forced: a branch
 // that moved since is refused (Rejected), and the caller fetches again.
-func PushCommit(ctx context.Context, repo, remote, commit, branch string) error {
-	return pushCommit(ctx, repo, remote, commit, branch, "--no-verify")
-}
-
-// PushCommitHooked is PushCommit with the pre-push hook run, for a branch
-// that is the user's own (inline sync).
-func PushCommitHooked(ctx context.Context, repo, remote, commit, branch string) error {
-	return pushCommit(ctx, repo, remote, commit, branch, "--verify")
-}
-
-func pushCommit(ctx context.Context, repo, remote, commit, branch, verify string) error {
-	_, err := Run(ctx, repo, "push", "--quiet", verify, remote, commit+":refs/heads/"+branch)
+// Without deltas git does not look for any (pack.window=0): for a push of
+// many new objects that have none worth the search.
+func PushCommit(ctx context.Context, repo, remote, commit, branch string, deltas bool) error {
+	args := []string{"push", "--quiet", "--no-verify", remote, commit + ":refs/heads/" + branch}
+	if !deltas {
+		args = append([]string{"-c", "pack.window=0"}, args...)
+	}
+	_, err := Run(ctx, repo, args...)
 	if err == nil {
 		return nil
 	}

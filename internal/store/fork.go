@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -56,6 +57,9 @@ func (s *Store) RepairFork(ctx context.Context, now time.Time) (*eventlog.FileRe
 			continue
 		}
 		theirs, err := git.ReadBlob(ctx, s.Repo.Root, blob.Hash)
+		if errors.Is(err, git.ErrNotAFile) {
+			continue // no events: quarantined when received
+		}
 		if err != nil {
 			return nil, err
 		}

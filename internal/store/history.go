@@ -34,8 +34,10 @@ import (
 //   - a version that is a prefix of the local file is fine (almost all of
 //     them: decided from the blob's size and id alone, by hashing the local
 //     file's prefix of that size, without reading the blob);
-//   - a version that breaks the log's rules is not a log (whoever received
-//     it quarantined it) and says nothing;
+//   - a version that breaks the log's rules, or is no file at all (a tree
+//     of parts as spool never writes one), is not a log (whoever received
+//     it quarantined it) and says nothing, unless a copy's tip holds it
+//     where the tip's history had lines: a fresh clone would take it;
 //   - a version that lost or changed a line the local file has, or has one
 //     the local file lacks, is a problem, unless it rewrote the version
 //     before it (its parent commit's): then the rewrite is the culprit and
@@ -92,6 +94,7 @@ type historyCheck struct {
 	lost     map[string][]version         // by file: versions with a line the local file lacks (problems)
 	known    map[string]*knownPrefixes    // by file: what earlier checks proved (historyCachePath)
 	changed  bool                         // known gained a version
+	placed   map[placedPart]int           // parts found where they stand in the local file: their lines
 }
 
 // knownPrefixes is what earlier checks of this clone proved of one local
@@ -134,7 +137,7 @@ func (s *Store) checkHistory(ctx context.Context, fn func(c *historyCheck, refs 
 	return git.ReadHistory(ctx, s.Repo.Root, func(h *git.History) error {
 		c := &historyCheck{h: h, dir: s.Log.Dir(), own: writer + eventlog.Ext, commits: map[string][]string{}, added: map[string][]version{},
 			versions: map[version]*versionInfo{}, trees: map[string]map[string]string{}, local: map[string][]byte{}, lost: map[string][]version{},
-			known: map[string]*knownPrefixes{}}
+			known: map[string]*knownPrefixes{}, placed: map[placedPart]int{}}
 		if b, err := os.ReadFile(s.historyCachePath()); err == nil {
 			json.Unmarshal(b, &c.known) // a damaged cache costs one full check
 		}
@@ -235,21 +238,20 @@ func (c *historyCheck) restorable(refs map[string]string) (map[string]taken, err
 			if !ok {
 				continue
 			}
-			content, err := c.h.ReadBlob(blob)
+			content, ok, err := c.read(blob)
 			if err != nil {
 				return nil, err
 			}
-			content = eventlog.Whole(content)
-			if len(eventlog.CheckCopy(name, content)) > 0 {
+			if !ok || len(eventlog.CheckCopy(name, content)) > 0 {
 				continue
 			}
 			whole := true
 			for _, v := range lost {
-				b, err := c.h.ReadBlob(v.blob)
+				b, ok, err := c.read(v.blob)
 				if err != nil {
 					return nil, err
 				}
-				whole = whole && covers(content, eventlog.Whole(b))
+				whole = whole && (!ok || covers(content, b))
 			}
 			if whole {
 				out[name] = taken{content: content, ref: shortRef(ref), lost: c.versions[lost[0]]}
@@ -383,6 +385,24 @@ func (c *historyCheck) classifyFile(name string, vs []version) error {
 			c.versions[v].state, c.versions[v].lines = covered, n
 			continue
 		}
+		parts, err := c.h.Parts(v.blob)
+		if errors.Is(err, git.ErrNotAFile) {
+			c.versions[v].state = broken
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if parts != nil {
+			if ok, lines, err := c.holdsParts(name, f, whole, parts); err != nil {
+				return err
+			} else if ok {
+				c.cover(known, v, git.SizeOf(parts), lines)
+			} else {
+				rest = append(rest, v)
+			}
+			continue
+		}
 		size, err := c.h.BlobSize(v.blob)
 		if err != nil {
 			return err
@@ -411,30 +431,75 @@ func (c *historyCheck) classifyFile(name string, vs []version) error {
 		}
 		for i, k := range cands {
 			if ids[i] == k.v.blob {
-				*c.versions[k.v] = versionInfo{state: covered, lines: lines[i], commit: c.versions[k.v].commit, parents: c.versions[k.v].parents}
-				known.Lines[k.v.blob] = lines[i]
-				if k.size >= known.Size {
-					known.Size, known.Blob = k.size, k.v.blob
-				}
-				c.changed = true
+				c.cover(known, k.v, k.size, lines[i])
 			} else {
 				rest = append(rest, k.v)
 			}
 		}
 	}
 	for _, v := range rest {
-		content, err := c.h.ReadBlob(v.blob)
+		content, ok, err := c.read(v.blob)
 		if err != nil {
 			return err
+		}
+		if !ok {
+			c.versions[v].state = broken
+			continue
 		}
 		local, err := c.localFile(name)
 		if err != nil {
 			return err
 		}
-		info := c.versions[v]
-		judge(info, name, eventlog.Whole(content), local)
+		judge(c.versions[v], name, content, local)
 	}
 	return nil
+}
+
+// cover records that version v, of size bytes and lines lines, is a prefix
+// of the local file.
+func (c *historyCheck) cover(known *knownPrefixes, v version, size int64, lines int) {
+	*c.versions[v] = versionInfo{state: covered, lines: lines, commit: c.versions[v].commit, parents: c.versions[v].parents}
+	known.Lines[v.blob] = lines
+	if size >= known.Size {
+		known.Size, known.Blob = size, v.blob
+	}
+	c.changed = true
+}
+
+// holdsParts says whether the local file f (whole: its whole batches'
+// length) holds the parts of a version stored in parts where they stand,
+// and counts their lines. A part found at its place is not hashed again:
+// the versions of a file in parts share all their parts but the last.
+func (c *historyCheck) holdsParts(name string, f *os.File, whole int64, parts []git.Part) (bool, int, error) {
+	if f == nil || git.SizeOf(parts) > whole {
+		return false, 0, nil
+	}
+	lines := 0
+	var at int64
+	for _, p := range parts {
+		key := placedPart{name: name, hash: p.Hash, at: at}
+		n, ok := c.placed[key]
+		if !ok {
+			ids, ls, err := prefixIDs(io.NewSectionReader(f, at, p.Size), []int64{p.Size})
+			if err != nil {
+				return false, 0, err
+			}
+			if ids[0] != p.Hash {
+				return false, 0, nil
+			}
+			n = ls[0]
+			c.placed[key] = n
+		}
+		lines += n
+		at += p.Size
+	}
+	return true, lines, nil
+}
+
+// placedPart is a part of a writer file where it stands in the file.
+type placedPart struct {
+	name, hash string
+	at         int64
 }
 
 // stillKnown is what earlier checks proved of the local file name, when its
@@ -442,11 +507,22 @@ func (c *historyCheck) classifyFile(name string, vs []version) error {
 func (c *historyCheck) stillKnown(name string, f *os.File, whole int64) (*knownPrefixes, error) {
 	k := c.known[name]
 	if k != nil && f != nil && k.Size <= whole && k.Lines != nil {
-		ids, _, err := prefixIDs(io.NewSectionReader(f, 0, whole), []int64{k.Size})
+		parts, err := c.h.Parts(k.Blob)
+		if err != nil {
+			parts = nil // gone from git, or not a file: proved again below
+		}
+		var same bool
+		if parts != nil {
+			same, _, err = c.holdsParts(name, f, whole, parts)
+		} else {
+			var ids []string
+			ids, _, err = prefixIDs(io.NewSectionReader(f, 0, whole), []int64{k.Size})
+			same = err == nil && ids[0] == k.Blob
+		}
 		if err != nil {
 			return nil, err
 		}
-		if ids[0] == k.Blob {
+		if same {
 			return k, nil
 		}
 	}
@@ -504,6 +580,20 @@ func prefixIDs(r io.Reader, sizes []int64) ([]string, []int, error) {
 		}
 	}
 	return ids, lines, nil
+}
+
+// read is a version's whole batches; ok is false when it is no file at
+// all (a tree of parts as spool never writes one), which, like a version
+// that breaks the log's rules, says nothing.
+func (c *historyCheck) read(blob string) (content []byte, ok bool, err error) {
+	b, err := c.h.ReadBlob(blob)
+	if errors.Is(err, git.ErrNotAFile) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return eventlog.Whole(b), true, nil
 }
 
 // localFile is the local writer file, whole batches only.
@@ -570,21 +660,19 @@ func ids(b []byte) map[string]bool {
 // that keeps the log's rules.
 func (c *historyCheck) rewrote(v version) (bool, error) {
 	info := c.versions[v]
-	content, err := c.h.ReadBlob(v.blob)
-	if err != nil {
+	content, ok, err := c.read(v.blob)
+	if err != nil || !ok {
 		return false, err
 	}
-	content = eventlog.Whole(content)
 	for _, p := range info.parents {
 		if p == "" {
 			continue
 		}
-		before, err := c.h.ReadBlob(p)
+		before, ok, err := c.read(p)
 		if err != nil {
 			return false, err
 		}
-		before = eventlog.Whole(before)
-		if len(eventlog.CheckCopy(v.name, before)) == 0 && !covers(content, before) {
+		if ok && len(eventlog.CheckCopy(v.name, before)) == 0 && !covers(content, before) {
 			return true, nil
 		}
 	}
@@ -633,6 +721,11 @@ func (c *historyCheck) problems(refs map[string]string) ([]eventlog.Problem, err
 				}
 				add(name, info.line, "%s holds a copy that lost or changed line %d (this log has %s there, the copy %s): %s",
 					where, info.line, info.here, info.there, what)
+			case broken:
+				if m.lines > 0 { // a fresh clone would take it, and quarantine it: no events
+					add(name, 0, "%s holds, in place of this file, a copy that breaks the log's rules (or is not a file as spool writes one), and commit %.12s had %d lines: "+
+						"the writer's next spool sync puts the file back", where, m.commit, m.lines)
+				}
 			case covered, longer:
 				if info.lines < m.lines {
 					add(name, 0, "%s has %d lines of this file, and commit %.12s had %d: lines were removed (the next spool sync puts them back)",

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -34,9 +35,43 @@ func writerLines(t *testing.T, w string, n int) [][]byte {
 // the sync branch's events/ on parents.
 func commitFiles(t *testing.T, dir string, files map[string][]byte, parents ...string) string {
 	t.Helper()
+	return commitFilesAs(t, dir, false, files, parents...)
+}
+
+// notAFile, as a file's content, is a tree where the file is, that is not
+// a file as spool writes one.
+var notAFile = []byte("not a file")
+
+// commitFilesAs is commitFiles with each file stored in parts, one line a
+// part, when inParts.
+func commitFilesAs(t *testing.T, dir string, inParts bool, files map[string][]byte, parents ...string) string {
+	t.Helper()
 	var lines []string
 	for name, content := range files {
 		if content == nil {
+			continue
+		}
+		if bytes.Equal(content, notAFile) { // a tree of parts spool never writes: no part 000000
+			blob, err := runGitInput(dir, "x\n", "hash-object", "-w", "--stdin")
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, "040000 tree "+mktree(t, dir, "100644 blob "+strings.TrimSpace(blob)+"\t000001")+"\t"+name)
+			continue
+		}
+		if inParts && len(content) > 0 {
+			var parts []string
+			for i, line := range bytes.SplitAfter(content, []byte{'\n'}) {
+				if len(line) == 0 {
+					break // after the last newline
+				}
+				blob, err := runGitInput(dir, string(line), "hash-object", "-w", "--stdin")
+				if err != nil {
+					t.Fatal(err)
+				}
+				parts = append(parts, fmt.Sprintf("100644 blob %s\t%06d", strings.TrimSpace(blob), i))
+			}
+			lines = append(lines, "040000 tree "+mktree(t, dir, strings.Join(parts, "\n"))+"\t"+name)
 			continue
 		}
 		blob, err := runGitInput(dir, string(content), "hash-object", "-w", "--stdin")
@@ -90,19 +125,9 @@ func TestCheckHistory(t *testing.T) {
 	}
 	broken := append(j(a[:2]...), "{not an event\n"...)
 
-	type step struct {
-		files   map[string][]byte
-		parents []int // indexes of earlier steps; none: the step before
-	}
+	type step = historyStep
 	f := func(b []byte) map[string][]byte { return map[string][]byte{"a.jsonl": b} }
-	cases := []struct {
-		name   string
-		steps  []step
-		remote int    // the step refs/remotes/origin/spool-log names, -1: none
-		local  []byte // the local file of a ("o" for the legacy case)
-		file   string
-		want   []string // substrings of the problems, in order; none: the log is whole
-	}{
+	cases := []historyCase{
 		{"a growing history", []step{{files: f(j(a[:1]...))}, {files: f(j(a[:3]...))}, {files: f(j(a...))}}, -1, j(a...), "a", nil},
 		{"the log ahead of the branch", []step{{files: f(j(a[:2]...))}, {files: f(j(a[:3]...))}}, -1, j(a...), "a", nil},
 		{"the tip rewritten", []step{{files: f(j(a[:3]...))}, {files: f(rewritten)}}, -1, j(a[:3]...), "a",
@@ -116,55 +141,84 @@ func TestCheckHistory(t *testing.T) {
 		{"the tip lost the file", []step{{files: f(j(a[:2]...))}, {files: map[string][]byte{}}}, -1, j(a[:2]...), "a",
 			[]string{"has no file for this writer, which commit "}},
 		{"a copy that breaks the rules", []step{{files: f(j(a[:2]...))}, {files: f(broken)}, {files: f(j(a[:3]...))}}, -1, j(a[:3]...), "a", nil},
+		{"the tip breaks the rules", []step{{files: f(j(a[:2]...))}, {files: f(broken)}}, -1, j(a[:2]...), "a",
+			[]string{"holds, in place of this file, a copy that breaks the log's rules (or is not a file as spool writes one), and commit "}},
+		{"a tree that is not a file", []step{{files: f(j(a[:2]...))}, {files: f(notAFile)}, {files: f(j(a[:3]...))}}, -1, j(a[:3]...), "a", nil},
+		{"the tip not a file", []step{{files: f(j(a[:2]...))}, {files: f(notAFile)}}, -1, j(a[:2]...), "a",
+			[]string{"holds, in place of this file, a copy that breaks the log's rules (or is not a file as spool writes one), and commit "}},
 		{"an older spool's copies, unioned", []step{{files: map[string][]byte{"o.jsonl": side1}}, {files: map[string][]byte{"o.jsonl": side2}, parents: []int{}},
 			{files: map[string][]byte{"o.jsonl": union}, parents: []int{0, 1}}}, -1, union, "o", nil},
 		{"an older spool's copy, an event lost", []step{{files: map[string][]byte{"o.jsonl": side1}}, {files: map[string][]byte{"o.jsonl": side2}}}, -1, side2, "o",
 			[]string{"had event " + mustID(t, legacy(a[1])) + " at line 2"}},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			dir := newRepo(t)
-			commits := make([]string, len(c.steps))
-			for i, st := range c.steps {
-				parents := []string{}
-				switch {
-				case st.parents != nil:
-					for _, p := range st.parents {
-						parents = append(parents, commits[p])
-					}
-				case i > 0:
-					parents = append(parents, commits[i-1])
-				}
-				commits[i] = commitFiles(t, dir, st.files, parents...)
+		for _, inParts := range []bool{false, true} {
+			t.Run(c.name+map[bool]string{false: "", true: " (in parts)"}[inParts], func(t *testing.T) {
+				testCheckHistory(t, c, inParts)
+			})
+		}
+	}
+}
+
+type historyStep struct {
+	files   map[string][]byte
+	parents []int // indexes of earlier steps; none: the step before
+}
+
+// historyCase is a sync branch's history (steps), with
+// refs/remotes/origin/spool-log at step remote (-1: none), the local file
+// of writer file, and the problems CheckHistory must find (substrings, in
+// order; "%s" is the tip's short id).
+type historyCase struct {
+	name   string
+	steps  []historyStep
+	remote int
+	local  []byte
+	file   string
+	want   []string
+}
+
+func testCheckHistory(t *testing.T, c historyCase, inParts bool) {
+	dir := newRepo(t)
+	commits := make([]string, len(c.steps))
+	for i, st := range c.steps {
+		parents := []string{}
+		switch {
+		case st.parents != nil:
+			for _, p := range st.parents {
+				parents = append(parents, commits[p])
 			}
-			runGit(t, dir, "update-ref", "refs/heads/spool-log", commits[len(commits)-1])
-			if c.remote >= 0 {
-				runGit(t, dir, "update-ref", "refs/remotes/origin/spool-log", commits[c.remote])
-			}
-			writeFile(t, filepath.Join(dir, ".git", "spool", "events", c.file+eventlog.Ext), string(c.local))
-			s, _ := open(t, dir)
-			problems, err := s.CheckHistory(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			// A second check, from what the first proved, finds the same.
-			again, err := s.CheckHistory(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(again) != len(problems) {
-				t.Fatalf("first check %v, second %v", problems, again)
-			}
-			if len(problems) != len(c.want) {
-				t.Fatalf("problems %v, want %d", problems, len(c.want))
-			}
-			for i, p := range problems {
-				want := strings.ReplaceAll(c.want[i], "%s", commits[len(commits)-1][:12])
-				if !strings.Contains(p.Message, want) || filepath.Base(p.Path) != c.file+eventlog.Ext {
-					t.Fatalf("problem %v, want it in %s.jsonl saying %q", p, c.file, c.want[i])
-				}
-			}
-		})
+		case i > 0:
+			parents = append(parents, commits[i-1])
+		}
+		commits[i] = commitFilesAs(t, dir, inParts, st.files, parents...)
+	}
+	runGit(t, dir, "update-ref", "refs/heads/spool-log", commits[len(commits)-1])
+	if c.remote >= 0 {
+		runGit(t, dir, "update-ref", "refs/remotes/origin/spool-log", commits[c.remote])
+	}
+	writeFile(t, filepath.Join(dir, ".git", "spool", "events", c.file+eventlog.Ext), string(c.local))
+	s, _ := open(t, dir)
+	problems, err := s.CheckHistory(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second check, from what the first proved, finds the same.
+	again, err := s.CheckHistory(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again) != len(problems) {
+		t.Fatalf("first check %v, second %v", problems, again)
+	}
+	if len(problems) != len(c.want) {
+		t.Fatalf("problems %v, want %d", problems, len(c.want))
+	}
+	for i, p := range problems {
+		want := strings.ReplaceAll(c.want[i], "%s", commits[len(commits)-1][:12])
+		if !strings.Contains(p.Message, want) || filepath.Base(p.Path) != c.file+eventlog.Ext {
+			t.Fatalf("problem %v, want it in %s.jsonl saying %q", p, c.file, c.want[i])
+		}
 	}
 }
 
@@ -172,6 +226,14 @@ func TestCheckHistory(t *testing.T) {
 // versions an earlier one proved only while the local file still begins as
 // it did.
 func TestCheckHistoryRemembersOnlyWhatStillHolds(t *testing.T) {
+	for _, inParts := range []bool{false, true} {
+		t.Run(map[bool]string{false: "blobs", true: "in parts"}[inParts], func(t *testing.T) {
+			testRemembersOnlyWhatStillHolds(t, inParts)
+		})
+	}
+}
+
+func testRemembersOnlyWhatStillHolds(t *testing.T, inParts bool) {
 	a := writerLines(t, "a", 5)[:4] // whole lines (the last has no newline)
 	dir := newRepo(t)
 	var tip string
@@ -180,7 +242,7 @@ func TestCheckHistoryRemembersOnlyWhatStillHolds(t *testing.T) {
 		if tip != "" {
 			parents = append(parents, tip)
 		}
-		tip = commitFiles(t, dir, map[string][]byte{"a.jsonl": bytes.Join(a[:n], nil)}, parents...)
+		tip = commitFilesAs(t, dir, inParts, map[string][]byte{"a.jsonl": bytes.Join(a[:n], nil)}, parents...)
 	}
 	runGit(t, dir, "update-ref", "refs/heads/spool-log", tip)
 	local := filepath.Join(dir, ".git", "spool", "events", "a"+eventlog.Ext)

@@ -337,6 +337,9 @@ func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyO
 				*lc = eventlog.LineCounter{W: w} // counted again if streamed again
 				return git.CopyBlob(ctx, s.Repo.Root, files[name], lc)
 			}, c.source)
+			if errors.Is(err, git.ErrNotAFile) {
+				res, err = sess.Unreadable(name, c.source, err.Error())
+			}
 			got.Lines = lc.Lines
 			if fi, statErr := os.Stat(path); err == nil && res.Same && statErr == nil {
 				got.Inode, got.Size, got.MTime = durable.Inode(fi), fi.Size(), fi.ModTime().UnixNano() // the file is the blob
