@@ -29,7 +29,7 @@ func (s *Session) ReceiveFrom(name string, write func(io.Writer) error, source s
 		return Received{}, fmt.Errorf("%w: %q from %s is not a writer file's name", ErrCorrupt, name, source)
 	}
 	if fi, err := os.Stat(filepath.Join(s.log.opt.Dir, name)); err == nil && fi.Size() > 0 {
-		return s.receiveOnto(name, writer, fi.Size(), write, source)
+		return s.receiveOnto(name, writer, fi.Size(), Known{}, write, write, source)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return Received{}, err
 	}
@@ -130,6 +130,31 @@ func writeChecked(f *os.File, path string, write func(io.Writer) error) (*CheckR
 	return rep, err
 }
 
+// Known is what a caller knows of a copy of a writer file: its first Size
+// bytes are the local file's first Size bytes, which hold Lines lines.
+type Known struct {
+	Size  int64
+	Lines int
+}
+
+// ReceiveFromKnown is ReceiveFrom for a copy that begins as the local file
+// does for known.Size bytes (a file stored in parts, whose parts this log
+// holds already, but the last): rest writes the copy from there on, and
+// whole writes it all, for what is read whole (a copy that differs, or
+// breaks a rule). A sync of one event added to a file of a million no
+// longer streams the 290 MB it shares with the local file.
+func (s *Session) ReceiveFromKnown(name string, known Known, rest, whole func(io.Writer) error, source string) (Received, error) {
+	writer, ok := cutWriter(name)
+	if !ok {
+		return Received{}, fmt.Errorf("%w: %q from %s is not a writer file's name", ErrCorrupt, name, source)
+	}
+	fi, err := os.Stat(filepath.Join(s.log.opt.Dir, name))
+	if err != nil || known.Size <= 0 || fi.Size() < known.Size {
+		return s.ReceiveFrom(name, whole, source)
+	}
+	return s.receiveOnto(name, writer, fi.Size(), known, rest, whole, source)
+}
+
 // receivingSuffix ends the name of a copy ReceiveFrom is receiving.
 const receivingSuffix = ".receiving"
 
@@ -144,10 +169,10 @@ const receivingSuffix = ".receiving"
 // the copy streamed again into memory. The lines the local file has are
 // not judged again: a local file that breaks the rules (verify and doctor
 // say so) does not get the copy quarantined, as Receive would.
-func (s *Session) receiveOnto(name, writer string, size int64, write func(io.Writer) error, source string) (Received, error) {
+func (s *Session) receiveOnto(name, writer string, size int64, known Known, rest, whole func(io.Writer) error, source string) (Received, error) {
 	inMemory := func() (Received, error) {
 		var b bytes.Buffer
-		if err := write(&b); err != nil {
+		if err := whole(&b); err != nil {
 			return Received{}, err
 		}
 		return s.Receive(name, b.Bytes(), source)
@@ -165,8 +190,9 @@ func (s *Session) receiveOnto(name, writer string, size int64, write func(io.Wri
 	if !ok {
 		return inMemory()
 	}
-	pw := &prefixWriter{ours: bufio.NewReaderSize(f, 256<<10), left: size, buf: make([]byte, 256<<10)}
-	if err := write(pw); errors.Is(err, errDiverged) {
+	pw := &prefixWriter{ours: bufio.NewReaderSize(io.NewSectionReader(f, known.Size, size-known.Size), 256<<10), left: size - known.Size,
+		lines: known.Lines, buf: make([]byte, 256<<10)}
+	if err := rest(pw); errors.Is(err, errDiverged) {
 		return inMemory()
 	} else if err != nil {
 		return Received{}, err

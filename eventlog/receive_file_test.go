@@ -12,12 +12,19 @@ import (
 
 var errLocalBroken = errors.New("the local file breaks the rules")
 
-// receiveBoth runs Receive and ReceiveFrom on two logs that hold local as
-// writer w's file, with copy arriving; it returns each one's file after,
-// and what each said.
-func receiveBoth(t *testing.T, local, copy []byte) (viaBytes, viaFile []byte, a, b Received, errA, errB error) {
+// Ways to receive a copy.
+const (
+	viaReceive = iota
+	viaReceiveFrom
+	viaReceiveFromKnown // what the copy shares with the local file, up to a line's end, known
+)
+
+// receiveBoth runs Receive, ReceiveFrom and ReceiveFromKnown on logs that
+// hold local as writer w's file, with copy arriving; it returns each one's
+// file after, and what each said.
+func receiveBoth(t *testing.T, local, copy []byte) (after [3][]byte, res [3]Received, errs [3]error) {
 	t.Helper()
-	run := func(stream bool) ([]byte, Received, error) {
+	run := func(how int) ([]byte, Received, error) {
 		dir := t.TempDir()
 		private := filepath.Join(dir, "private")
 		os.MkdirAll(private, 0o755)
@@ -39,10 +46,21 @@ func receiveBoth(t *testing.T, local, copy []byte) (viaBytes, viaFile []byte, a,
 		}
 		defer s.Close()
 		var res Received
-		if stream {
-			res, err = s.ReceiveFrom("w"+Ext, func(w io.Writer) error { _, err := w.Write(copy); return err }, "fuzz")
-		} else {
+		whole := func(w io.Writer) error { _, err := w.Write(copy); return err }
+		switch how {
+		case viaReceive:
 			res, err = s.Receive("w"+Ext, copy, "fuzz")
+		case viaReceiveFrom:
+			res, err = s.ReceiveFrom("w"+Ext, whole, "fuzz")
+		case viaReceiveFromKnown:
+			n := 0
+			for n < len(local) && n < len(copy) && local[n] == copy[n] {
+				n++
+			}
+			n = bytes.LastIndexByte(copy[:n], '\n') + 1
+			known := Known{Size: int64(n), Lines: bytes.Count(copy[:n], newline)}
+			rest := func(w io.Writer) error { _, err := w.Write(copy[n:]); return err }
+			res, err = s.ReceiveFromKnown("w"+Ext, known, rest, whole, "fuzz")
 		}
 		after, _ := os.ReadFile(path)
 		if left, _ := os.ReadDir(l.tmpDir()); len(left) > 0 {
@@ -50,8 +68,9 @@ func receiveBoth(t *testing.T, local, copy []byte) (viaBytes, viaFile []byte, a,
 		}
 		return after, res, err
 	}
-	viaBytes, a, errA = run(false)
-	viaFile, b, errB = run(true)
+	for how := range after {
+		after[how], res[how], errs[how] = run(how)
+	}
 	return
 }
 
@@ -96,24 +115,28 @@ func FuzzReceiveFrom(f *testing.F) {
 			defer func(was int64) { wholeTail = was }(wholeTail)
 			wholeTail = 16
 		}
-		viaBytes, viaFile, a, b, errA, errB := receiveBoth(t, local, copy)
-		if errA == errLocalBroken {
+		after, res, errs := receiveBoth(t, local, copy)
+		if errs[viaReceive] == errLocalBroken {
 			return // a local file that breaks the rules is repair's business
 		}
-		if (errA == nil) != (errB == nil) {
-			t.Fatalf("Receive: %v; ReceiveFrom: %v", errA, errB)
-		}
-		if errA != nil {
-			return
-		}
-		if !bytes.Equal(viaBytes, viaFile) {
-			t.Fatalf("the file after Receive:\n%q\nafter ReceiveFrom:\n%q", viaBytes, viaFile)
-		}
-		if a.Added != b.Added || a.Problem != b.Problem || (a.Quarantined == "") != (b.Quarantined == "") || a.Forked != b.Forked {
-			t.Fatalf("Receive said %+v, ReceiveFrom %+v", a, b)
-		}
-		if b.Same && !bytes.Equal(viaFile, copy) {
-			t.Fatalf("ReceiveFrom says the file %q is the copy %q", viaFile, copy)
+		a := res[viaReceive]
+		for _, how := range []int{viaReceiveFrom, viaReceiveFromKnown} {
+			if (errs[viaReceive] == nil) != (errs[how] == nil) {
+				t.Fatalf("Receive: %v; way %d: %v", errs[viaReceive], how, errs[how])
+			}
+			if errs[viaReceive] != nil {
+				return
+			}
+			if !bytes.Equal(after[viaReceive], after[how]) {
+				t.Fatalf("the file after Receive:\n%q\nafter way %d:\n%q", after[viaReceive], how, after[how])
+			}
+			b := res[how]
+			if a.Added != b.Added || a.Problem != b.Problem || (a.Quarantined == "") != (b.Quarantined == "") || a.Forked != b.Forked {
+				t.Fatalf("Receive said %+v, way %d %+v", a, how, b)
+			}
+			if b.Same && !bytes.Equal(after[how], copy) {
+				t.Fatalf("way %d says the file %q is the copy %q", how, after[how], copy)
+			}
 		}
 	})
 }

@@ -405,10 +405,13 @@ func firstLine(s string) string {
 
 // snapshot is a writer file's content as it is pushed: whole batches only.
 type snapshot struct {
-	dir     string
-	name    string
-	content []byte
-	file    bool   // content is the file's whole batches, not read yet (storeFile)
+	dir  string
+	name string
+	file bool // stored from the file's whole batches (storeFile)
+	// Or, for a claim's own file, the file's first base bytes and then extra,
+	// the claim's lines, as the file will be once they are written.
+	base    int64
+	extra   []byte
 	hash    string // the blob's id when known (unchanged since the cache)
 	parts   bool   // hash is a tree of parts (git.PartSize)
 	written int64  // the bytes this sync stored of it
@@ -445,7 +448,17 @@ func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o
 		// Streamed: a copy that extends the local file adds only its new
 		// lines, never read whole (eventlog's ReceiveFrom).
 		var lc eventlog.LineCounter
-		res, err := sess.ReceiveFrom(name, func(w io.Writer) error {
+		var known eventlog.Known
+		var rest []git.Part
+		if e, ok := c.grownFrom(path); ok && blob.Parts {
+			if lines, ok := c.lines[e.Hash]; ok {
+				known, rest = store.KnownPrefix(ctx, st.Repo.Root, path, e.Hash, e.Size, lines, blob.Hash)
+			}
+		}
+		res, err := sess.ReceiveFromKnown(name, known, func(w io.Writer) error {
+			lc = eventlog.LineCounter{W: w, Lines: known.Lines}
+			return git.CopyParts(ctx, st.Repo.Root, rest, &lc)
+		}, func(w io.Writer) error {
 			lc = eventlog.LineCounter{W: w}
 			return git.CopyBlob(ctx, st.Repo.Root, blob.Hash, &lc)
 		}, o.Remote+"/"+o.Branch)
@@ -568,6 +581,65 @@ func storeContent(ctx context.Context, repo, path string, r io.ReaderAt, size in
 	return b, written, nil
 }
 
+// storeClaimed stores s, a claim's own file with its lines (base, extra),
+// read from the file as far as the stored parts do not have it already.
+func storeClaimed(ctx context.Context, repo string, s *snapshot, c *cache) error {
+	path := filepath.Join(s.dir, s.name)
+	var f io.ReaderAt = bytes.NewReader(nil)
+	if s.base > 0 {
+		file, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer file.Close()
+		f = file
+	}
+	size := s.base + int64(len(s.extra))
+	b, written, err := storeContent(ctx, repo, path, appended{f, s.base, s.extra}, size, c)
+	if err != nil {
+		return err
+	}
+	s.hash, s.parts, s.written, s.lines = b.Hash, b.Parts, written, c.lines[b.Hash]
+	if fileSize(path) == size {
+		c.remember(path, b.Hash, s.lines)
+	}
+	return nil
+}
+
+// appended reads as r's first base bytes followed by extra.
+type appended struct {
+	r     io.ReaderAt
+	base  int64
+	extra []byte
+}
+
+func (a appended) ReadAt(p []byte, off int64) (int, error) {
+	n := 0
+	if off < a.base {
+		k := int(min(int64(len(p)), a.base-off))
+		m, err := a.r.ReadAt(p[:k], off)
+		n += m
+		if m < k { // the file is shorter than it was
+			if err == nil || err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return n, err
+		}
+		off, p = off+int64(m), p[m:]
+	}
+	if len(p) == 0 {
+		return n, nil
+	}
+	if i := off - a.base; i < int64(len(a.extra)) {
+		m := copy(p, a.extra[i:])
+		n, p = n+m, p[m:]
+	}
+	if len(p) > 0 {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
 // writtenBy is the bytes stored for snaps.
 func writtenBy(snaps []snapshot) (n int64) {
 	for _, s := range snaps {
@@ -653,14 +725,8 @@ func storeBlobs(ctx context.Context, repo string, snaps []snapshot, remote map[s
 			}
 			s.hash, s.parts, s.lines, s.written = b.Hash, b.Parts, c.lines[b.Hash], written
 		} else if s.hash == "" {
-			path := filepath.Join(s.dir, s.name)
-			b, written, err := storeContent(ctx, repo, path, bytes.NewReader(s.content), int64(len(s.content)), c)
-			if err != nil {
+			if err := storeClaimed(ctx, repo, s, c); err != nil {
 				return 0, err
-			}
-			s.hash, s.parts, s.written = b.Hash, b.Parts, written
-			if fileSize(path) == int64(len(s.content)) {
-				c.remember(path, b.Hash, s.lines)
 			}
 		}
 		if r, ok := remote[s.name]; !ok || r.Hash != s.hash {
@@ -771,7 +837,7 @@ func (c *cache) grownFrom(path string) (cached, bool) {
 func (c *cache) expect(s snapshot) {
 	path := filepath.Join(s.dir, s.name)
 	if ino, _, _, ok := identity(path); ok {
-		c.Files[s.name] = cached{Hash: s.hash, Size: int64(len(s.content)), Lines: s.lines, Inode: ino}
+		c.Files[s.name] = cached{Hash: s.hash, Size: s.base + int64(len(s.extra)), Lines: s.lines, Inode: ino}
 		c.lines[s.hash], c.dirty = s.lines, true
 	}
 }

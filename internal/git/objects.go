@@ -93,15 +93,12 @@ func CopyBlob(ctx context.Context, repo, hash string, w io.Writer) error {
 			return fmt.Errorf("blob %s: its pack changed after %d bytes were copied", hash, cw.n)
 		}
 		return h.readFile(hash, func(size int64, parts []Part, rd io.Reader) error {
+			if parts != nil {
+				return h.copyParts(ctx, repo, parts, cw)
+			}
 			if size > catBlobSize { // go-git reads smaller ones into memory at once
-				var cat error
-				if parts != nil {
-					cat = catParts(ctx, repo, parts, size, cw)
-				} else {
-					cat = catBlob(ctx, repo, hash, size, cw)
-				}
-				if !errors.Is(cat, errNotStarted) {
-					return cat
+				if err := catBlob(ctx, repo, hash, size, cw); !errors.Is(err, errNotStarted) {
+					return err
 				}
 			}
 			_, err := io.Copy(cw, rd)

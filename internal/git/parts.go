@@ -185,6 +185,31 @@ func (r *partsReader) close() {
 	}
 }
 
+// CopyParts copies parts of a file stored in parts to w, in order.
+func CopyParts(ctx context.Context, repo string, parts []Part, w io.Writer) error {
+	cw := &countingWriter{w: w}
+	return ReadHistory(ctx, repo, func(h *History) error {
+		if cw.n > 0 { // read again after a repack: see CopyBlob
+			return fmt.Errorf("parts: their pack changed after %d bytes were copied", cw.n)
+		}
+		return h.copyParts(ctx, repo, parts, cw)
+	})
+}
+
+// copyParts copies parts to w: out of git cat-file --batch past
+// catBlobSize (catParts), else, or when git cannot be started, go-git's.
+func (h *History) copyParts(ctx context.Context, repo string, parts []Part, w io.Writer) error {
+	if size := SizeOf(parts); size > catBlobSize {
+		if err := catParts(ctx, repo, parts, size, w); !errors.Is(err, errNotStarted) {
+			return err
+		}
+	}
+	pr := &partsReader{h: h, parts: parts}
+	defer pr.close()
+	_, err := io.Copy(w, pr)
+	return err
+}
+
 // catParts copies parts, of size bytes in all, to w out of one git
 // cat-file --batch: git inflates on another core than w works on, as
 // catBlob does for one large blob.

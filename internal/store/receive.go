@@ -306,6 +306,40 @@ func (s *Store) MarkReceived(ref, commit string, blobs map[string]string) {
 	s.saveReceived()
 }
 
+// KnownPrefix is what the writer file at path shares with a copy stored in
+// parts (theirs), when the file was the version ours (of size bytes and
+// lines lines) and has only grown since: the parts both versions hold where
+// they stand are the file's. rest are the copy's parts after those. Nothing
+// is known when either is not a file in parts.
+func KnownPrefix(ctx context.Context, repo, path, ours string, size int64, lines int, theirs string) (known eventlog.Known, rest []git.Part) {
+	a, err := git.FileParts(ctx, repo, ours)
+	if err != nil || git.SizeOf(a) != size {
+		return known, nil
+	}
+	b, err := git.FileParts(ctx, repo, theirs)
+	if err != nil {
+		return known, nil
+	}
+	k := 0
+	for k < len(a) && k < len(b) && a[k] == b[k] {
+		k++
+	}
+	if k == 0 {
+		return known, nil
+	}
+	at := git.SizeOf(a[:k])
+	f, err := os.Open(path)
+	if err != nil {
+		return known, nil
+	}
+	defer f.Close()
+	lc := &eventlog.LineCounter{W: io.Discard} // the lines of ours after at: a part or two
+	if _, err := io.Copy(lc, io.NewSectionReader(f, at, size-at)); err != nil || lc.Lines > lines {
+		return known, nil
+	}
+	return eventlog.Known{Size: at, Lines: lines - lc.Lines}, b[k:]
+}
+
 // receiveCopy brings one copy's writer files in and returns the events added.
 func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyOf) (int, error) {
 	files := c.files
@@ -333,7 +367,15 @@ func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyO
 			// of them, in a fresh clone) into place, one this clone has
 			// compared with it and what it adds appended.
 			lc := &eventlog.LineCounter{}
-			res, err = sess.ReceiveFrom(name, func(w io.Writer) error {
+			var known eventlog.Known
+			var rest []git.Part
+			if was, ok := rc.Files[name]; ok && was.Size > 0 && grownFrom(path, was.Inode, was.Size) {
+				known, rest = KnownPrefix(ctx, s.Repo.Root, path, was.Blob, was.Size, was.Lines, files[name])
+			}
+			res, err = sess.ReceiveFromKnown(name, known, func(w io.Writer) error {
+				*lc = eventlog.LineCounter{W: w, Lines: known.Lines}
+				return git.CopyParts(ctx, s.Repo.Root, rest, lc)
+			}, func(w io.Writer) error {
 				*lc = eventlog.LineCounter{W: w} // counted again if streamed again
 				return git.CopyBlob(ctx, s.Repo.Root, files[name], lc)
 			}, c.source)
@@ -366,6 +408,14 @@ func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyO
 		}
 	}
 	return added, nil
+}
+
+// grownFrom says whether the file at path is still the file of inode it
+// was, and at least size bytes long: appended to, a writer file keeps its
+// inode, and what it had.
+func grownFrom(path string, inode uint64, size int64) bool {
+	fi, err := os.Stat(path)
+	return err == nil && durable.Inode(fi) == inode && fi.Size() >= size
 }
 
 func init() {
