@@ -31,6 +31,10 @@ type Received struct {
 	// Same says the local file is now the copy byte for byte (ReceiveFrom
 	// only): its blob, for a cache that knows files by their blobs.
 	Same bool `json:"-"`
+	// Held says the local file now begins with the copy byte for byte
+	// (ReceiveFrom only; Same, or the copy was a prefix of it): the file
+	// grown from that blob, for a receive that knows the parts it holds.
+	Held bool `json:"-"`
 }
 
 // Whole cuts a writer file to whole batches: a torn last line, or the lines

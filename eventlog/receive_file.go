@@ -105,6 +105,7 @@ func (s *Session) ReceiveFrom(name string, write func(io.Writer) error, source s
 		return res, err
 	}
 	res.Added, res.Same = rep.Events, whole == size
+	res.Held = res.Same
 	return res, s.Reload()
 }
 
@@ -197,7 +198,7 @@ func (s *Session) receiveOnto(name, writer string, size int64, known Known, rest
 	} else if err != nil {
 		return Received{}, err
 	}
-	res := Received{Writer: writer, Same: pw.left == 0 && pw.suffix.Len() == 0}
+	res := Received{Writer: writer, Same: pw.left == 0 && pw.suffix.Len() == 0, Held: pw.suffix.Len() == 0}
 	added := Whole(pw.suffix.Bytes())
 	if pw.left > 0 || len(added) == 0 {
 		return res, nil // the copy is the local file or a prefix of it
@@ -215,6 +216,7 @@ func (s *Session) receiveOnto(name, writer string, size int64, known Known, rest
 		return res, err
 	}
 	res.Added, res.Same = rep.Events, len(added) == pw.suffix.Len()
+	res.Held = res.Same
 	return res, s.Reload()
 }
 

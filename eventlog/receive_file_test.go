@@ -137,6 +137,9 @@ func FuzzReceiveFrom(f *testing.F) {
 			if b.Same && !bytes.Equal(after[how], copy) {
 				t.Fatalf("way %d says the file %q is the copy %q", how, after[how], copy)
 			}
+			if b.Held && !bytes.HasPrefix(after[how], copy) {
+				t.Fatalf("way %d says the file %q begins with the copy %q", how, after[how], copy)
+			}
 		}
 	})
 }

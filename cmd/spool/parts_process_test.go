@@ -79,11 +79,23 @@ func TestSyncInParts(t *testing.T) {
 		t.Errorf("clone 1 does not see clone 0's claim:\n%s", out)
 	}
 	sameProjections(t, bin, clones, envs)
+	// status counts the remote's files in parts; after a fetch, the events
+	// the remote has beyond the log, until a command brings them in.
+	jobSpool(t, bin, clones[0], envs[0], "task", "add", "behind")
+	jobSpool(t, bin, clones[0], envs[0], "sync")
+	if out := jobSpool(t, bin, clones[1], envs[1], "status"); !strings.Contains(out, "up to date with origin/spool-log") {
+		t.Errorf("status before the fetch:\n%s", out)
+	}
+	r.Git(clones[1], "fetch", "-q", "origin")
+	if out := jobSpool(t, bin, clones[1], envs[1], "status"); !strings.Contains(out, "up to date with origin/spool-log") {
+		t.Errorf("status after the fetch, which the command brought in:\n%s", out)
+	}
+	syncAll(t, bin, clones, envs)
 
 	// A fresh clone takes the parts.
 	fresh := freshClone(t, r, "fresh")
-	if got := allTasks(t, bin, fresh, envs[1]); got != 61 {
-		t.Errorf("a fresh clone has %d tasks, want 61", got)
+	if got := allTasks(t, bin, fresh, envs[1]); got != 62 {
+		t.Errorf("a fresh clone has %d tasks, want 62", got)
 	}
 	jobSpool(t, bin, fresh, envs[1], "verify")
 
@@ -97,19 +109,19 @@ func TestSyncInParts(t *testing.T) {
 	r.Git(hostile, "push", "-q", "origin", "spool-log")
 	jobSpool(t, bin, clones[0], envs[0], "sync") // not stopped
 	mustQuarantine(t, clones[0], writer(2), nil)
-	if got := allTasks(t, bin, clones[0], envs[0]); got != 61 {
-		t.Errorf("clone 0 has %d tasks after the hostile push, want 61", got)
+	if got := allTasks(t, bin, clones[0], envs[0]); got != 62 {
+		t.Errorf("clone 0 has %d tasks after the hostile push, want 62", got)
 	}
 	// A clone that takes it through a plain git fetch is not stopped either,
 	// and a fresh clone of it lacks clone 2's events, which verify says.
 	r.Git(clones[1], "fetch", "-q", "origin")
-	if got := allTasks(t, bin, clones[1], envs[1]); got != 61 {
-		t.Errorf("clone 1 has %d tasks after fetching the hostile push, want 61", got)
+	if got := allTasks(t, bin, clones[1], envs[1]); got != 62 {
+		t.Errorf("clone 1 has %d tasks after fetching the hostile push, want 62", got)
 	}
 	mustQuarantine(t, clones[1], writer(2), nil)
 	taken := freshClone(t, r, "taken")
-	if got := allTasks(t, bin, taken, envs[1]); got != 61-20 {
-		t.Errorf("a fresh clone of the hostile push has %d tasks, want %d", got, 61-20)
+	if got := allTasks(t, bin, taken, envs[1]); got != 62-20 {
+		t.Errorf("a fresh clone of the hostile push has %d tasks, want %d", got, 62-20)
 	}
 	if out, err := jobSpoolErr(bin, taken, envs[1], "verify"); err == nil || !strings.Contains(out, victim) {
 		t.Errorf("verify of a fresh clone of the hostile push: %v\n%s", err, out)
@@ -123,13 +135,13 @@ func TestSyncInParts(t *testing.T) {
 	}
 	syncAll(t, bin, clones, envs)
 	for i, dir := range clones {
-		if got := allTasks(t, bin, dir, envs[i]); got != 62 {
-			t.Errorf("clone %d has %d tasks, want 62", i, got)
+		if got := allTasks(t, bin, dir, envs[i]); got != 63 {
+			t.Errorf("clone %d has %d tasks, want 63", i, got)
 		}
 	}
 	again := freshClone(t, r, "again")
-	if got := allTasks(t, bin, again, envs[1]); got != 62 {
-		t.Errorf("a fresh clone after the repair has %d tasks, want 62", got)
+	if got := allTasks(t, bin, again, envs[1]); got != 63 {
+		t.Errorf("a fresh clone after the repair has %d tasks, want 63", got)
 	}
 }
 

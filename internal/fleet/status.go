@@ -67,7 +67,7 @@ func (c *cache) count(ctx context.Context, repo string, remote map[string]git.Bl
 		if _, ok := c.lines[b.Hash]; ok || !validFile(name) {
 			continue
 		}
-		n, err := git.BlobLines(ctx, repo, b.Hash) // a torn last line has no newline: Whole's count
+		n, err := c.fileLines(ctx, repo, b) // a torn last line has no newline: Whole's count
 		if errors.Is(err, git.ErrNotAFile) {
 			n, err = 0, nil // quarantined when received: no events
 		}
@@ -78,6 +78,38 @@ func (c *cache) count(ctx context.Context, repo string, remote map[string]git.Bl
 	}
 	return nil
 }
+
+// fileLines counts the lines of a file of the branch; of a file in parts,
+// only the parts not counted before are read (a sync, or a fetch, brings a
+// version of a 290 MB file whose parts but the last the cache has counted).
+func (c *cache) fileLines(ctx context.Context, repo string, b git.Blob) (int, error) {
+	if !b.Parts {
+		return git.BlobLines(ctx, repo, b.Hash)
+	}
+	parts, err := git.FileParts(ctx, repo, b.Hash)
+	if err != nil {
+		return 0, err
+	}
+	if c.Parts == nil || len(c.Parts) > maxCachedParts {
+		c.Parts = map[string]int{} // counted again, once
+	}
+	n := 0
+	for _, p := range parts {
+		k, ok := c.Parts[p.Hash]
+		if !ok {
+			if k, err = git.BlobLines(ctx, repo, p.Hash); err != nil {
+				return 0, err
+			}
+			c.Parts[p.Hash], c.dirty = k, true
+		}
+		n += k
+	}
+	return n, nil
+}
+
+// maxCachedParts bounds the parts whose lines the cache keeps: a file of a
+// million events has 70, and each sync adds a last part.
+const maxCachedParts = 4096
 
 func snapLines(snaps []snapshot) map[string]int {
 	lines := make(map[string]int, len(snaps))
@@ -102,6 +134,7 @@ func SyncStatus(ctx context.Context, st *store.Store, local map[string]int) (Sta
 	// (the user's last fetch or pull): the remote's branch only grows, so
 	// the copy with more events is the later one.
 	c := loadCache(st)
+	defer c.save() // the parts counted (a cache: a lost write costs a count)
 	var commit string
 	var remote map[string]int
 	for _, ref := range []string{TrackingRef(o), "refs/remotes/" + o.Remote + "/" + o.Branch} {

@@ -1,9 +1,11 @@
 package fleet
 
 import (
+	"context"
 	"testing"
 
 	"github.com/spoolhq/spool/internal/git"
+	"github.com/spoolhq/spool/internal/git/gittest"
 )
 
 func TestAheadBehind(t *testing.T) {
@@ -65,5 +67,35 @@ func TestSeeOnlyWhenChanged(t *testing.T) {
 	c.see("ref", "c2", nil)
 	if c.dirty || c.Seen["ref"].Commit != "c1" {
 		t.Error("counts unknown replaced what was known")
+	}
+}
+
+// A file in parts is counted part by part, and a part counted before is not
+// read again: a new version of a large file costs its new parts.
+func TestFileLinesCountsEachPartOnce(t *testing.T) {
+	r := gittest.New(t, nil)
+	ctx := context.Background()
+	blob := func(s string) string {
+		h, err := git.WriteBlob(ctx, r.Root, []byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	a, b := blob("a\nb\n"), blob("c\n")
+	tree, err := git.WriteTree(ctx, r.Root, []git.TreeEntry{{Name: "000000", Hash: a}, {Name: "000001", Hash: b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cache{lines: map[string]int{}}
+	if n, err := c.fileLines(ctx, r.Root, git.Blob{Hash: tree, Parts: true}); err != nil || n != 3 || c.Parts[a] != 2 || !c.dirty {
+		t.Fatalf("%d lines, %v; parts %v", n, err, c.Parts)
+	}
+	c.Parts[a] = 10 // as counted before: not read again
+	if n, err := c.fileLines(ctx, r.Root, git.Blob{Hash: tree, Parts: true}); err != nil || n != 11 {
+		t.Fatalf("%d lines, %v", n, err)
+	}
+	if n, err := c.fileLines(ctx, r.Root, git.Blob{Hash: a}); err != nil || n != 2 {
+		t.Fatalf("a blob: %d lines, %v", n, err)
 	}
 }

@@ -456,7 +456,7 @@ func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o
 			}
 		}
 		res, err := sess.ReceiveFromKnown(name, known, func(w io.Writer) error {
-			lc = eventlog.LineCounter{W: w, Lines: known.Lines}
+			lc = eventlog.LineCounter{W: w, Lines: known.Lines, Bytes: int(known.Size)}
 			return git.CopyParts(ctx, st.Repo.Root, rest, &lc)
 		}, func(w io.Writer) error {
 			lc = eventlog.LineCounter{W: w}
@@ -473,6 +473,8 @@ func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o
 		received += res.Added
 		if res.Same {
 			c.remember(path, blob.Hash, lc.Lines)
+		} else if res.Held {
+			c.rememberPrefix(path, blob.Hash, int64(lc.Bytes), lc.Lines)
 		}
 		if res.Quarantined != "" {
 			var theirs []byte // an unreadable copy holds nothing
@@ -754,7 +756,8 @@ func validFile(name string) bool {
 type cache struct {
 	path  string
 	Files map[string]cached `json:"files"`
-	Seen  map[string]seen   `json:"seen,omitempty"` // by tracking ref: what spool status compares with
+	Seen  map[string]seen   `json:"seen,omitempty"`  // by tracking ref: what spool status compares with
+	Parts map[string]int    `json:"parts,omitempty"` // lines of the parts of files in parts, by blob id
 	lines map[string]int    // events in a blob, by id, from the cache and the blobs read
 	dirty bool              // Files changed since it was loaded
 }
@@ -839,6 +842,15 @@ func (c *cache) expect(s snapshot) {
 	if ino, _, _, ok := identity(path); ok {
 		c.Files[s.name] = cached{Hash: s.hash, Size: s.base + int64(len(s.extra)), Lines: s.lines, Inode: ino}
 		c.lines[s.hash], c.dirty = s.lines, true
+	}
+}
+
+// rememberPrefix records that the file at path begins with the blob hash,
+// of size bytes and lines events: known, and grownFrom, know it, unchanged
+// does not.
+func (c *cache) rememberPrefix(path, hash string, size int64, lines int) {
+	if ino, _, _, ok := identity(path); ok {
+		c.Files[filepath.Base(path)], c.lines[hash], c.dirty = cached{Hash: hash, Size: size, Lines: lines, Inode: ino}, lines, true
 	}
 }
 

@@ -64,9 +64,11 @@ type received struct {
 }
 
 // ReceivedFile is the blob a writer file was last received from: its lines
-// (newlines), and, when the file was taken whole from it, the file's
-// identity then (inode, size, modification time), by which a sync knows
-// the file still is that blob without reading it.
+// (newlines), and, when the file began with it then (was taken whole from
+// it, or already held it), the file's inode, the blob's size and the file's
+// modification time, by which a sync knows the file still is that blob
+// (the same size and time) or has only grown from it (the same inode, no
+// smaller) without reading it.
 type ReceivedFile struct {
 	Blob  string `json:"blob"`
 	Lines int    `json:"lines"`
@@ -373,7 +375,7 @@ func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyO
 				known, rest = KnownPrefix(ctx, s.Repo.Root, path, was.Blob, was.Size, was.Lines, files[name])
 			}
 			res, err = sess.ReceiveFromKnown(name, known, func(w io.Writer) error {
-				*lc = eventlog.LineCounter{W: w, Lines: known.Lines}
+				*lc = eventlog.LineCounter{W: w, Lines: known.Lines, Bytes: int(known.Size)}
 				return git.CopyParts(ctx, s.Repo.Root, rest, lc)
 			}, func(w io.Writer) error {
 				*lc = eventlog.LineCounter{W: w} // counted again if streamed again
@@ -383,8 +385,9 @@ func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyO
 				res, err = sess.Unreadable(name, c.source, err.Error())
 			}
 			got.Lines = lc.Lines
-			if fi, statErr := os.Stat(path); err == nil && res.Same && statErr == nil {
-				got.Inode, got.Size, got.MTime = durable.Inode(fi), fi.Size(), fi.ModTime().UnixNano() // the file is the blob
+			if fi, statErr := os.Stat(path); err == nil && res.Held && statErr == nil {
+				// The file begins with the blob (is it, when Same).
+				got.Inode, got.Size, got.MTime = durable.Inode(fi), int64(lc.Bytes), fi.ModTime().UnixNano()
 			}
 		} else {
 			var content []byte
