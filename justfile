@@ -56,6 +56,10 @@ bench-mcp:
 bench-fleet:
     d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench fleet -spool "$d/spool" -tasks 1000 -runs 21 -for 8s -clones 1,2,4,8 -propagate 10s,1s -events 11; s=$?; rm -rf "$d"; exit $s
 
+# fleet at scale: two clones of a scale dataset (just bench-scale artifacts/scale first) sharing its log through a bare remote: the first sync, a fresh clone, a sync sending and receiving one event, a status after a fetch, a claim
+bench-fleet-scale dir="artifacts/scale/100000":
+    d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench fleet -spool "$d/spool" -from "{{dir}}" -runs 11; s=$?; rm -rf "$d"; exit $s
+
 # scale: realistic logs (one fsynced append per CLI command) of 1k, 10k and 100k tasks, ~10 events each; a table of every command's median and peak RSS. With dir, the datasets are kept there and reused (e.g. just bench-scale artifacts/scale)
 bench-scale dir="":
     d=$(mktemp -d) && CGO_ENABLED=0 go build -o "$d/spool" ./cmd/spool && go run ./cmd/spoolbench scale -spool "$d/spool" -tasks 1000,10000,100000 -runs 21 -slow-runs 3 -dir "{{dir}}"; s=$?; rm -rf "$d"; exit $s

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -21,6 +22,12 @@ import (
 // each sync.interval of -propagate:
 //
 //	spoolbench fleet -spool BIN [-tasks 2000] [-runs 21] [-for 10s] [-clones 1,2,4,8] [-propagate 10s,1s] [-events 11]
+//
+// With -from DIR (a scale dataset: just bench-scale artifacts/scale), it
+// measures instead what a large log costs two clones sharing it: the first
+// sync, a fresh clone's first command, a sync sending one event and
+// another receiving it, a status after a git fetch, a claim through the
+// remote, and the remote's growth.
 func fleetMain(args []string) error {
 	fs := flag.NewFlagSet("spoolbench fleet", flag.ExitOnError)
 	bin := fs.String("spool", "", "the spool binary to time (required)")
@@ -30,6 +37,7 @@ func fleetMain(args []string) error {
 	sizes := fs.String("clones", "1,2,4,8", "clone counts to contend")
 	intervals := fs.String("propagate", "10s,1s", "sync.interval values of the watching clone (\"\": skip)")
 	events := fs.Int("events", 11, "events timed from one clone to the other, at each interval")
+	from := fs.String("from", "", "instead: two clones of a copy of this repository (a scale dataset) through a bare remote")
 	fs.Parse(args)
 	if *bin == "" {
 		return fmt.Errorf("%w: -spool BIN is required", errUsage)
@@ -44,6 +52,9 @@ func fleetMain(args []string) error {
 	}
 	defer os.RemoveAll(top)
 	printLoad()
+	if *from != "" {
+		return fleetFrom(b, *from, top, *runs)
+	}
 
 	f, err := newFleet(b, filepath.Join(top, "one"), *tasks, 1)
 	if err != nil {
@@ -242,5 +253,102 @@ func (f *fleet) contend(d time.Duration) error {
 	fmt.Printf("%d clone(s) contending: %4d claims in %.1f s = %5.1f claims/s; a claim's wall median %6.1f ms, p90 %6.1f ms, max %6.1f ms\n",
 		len(f.clones), len(lat), elapsed.Seconds(), float64(len(lat))/elapsed.Seconds(),
 		ms(lat[len(lat)/2]), ms(lat[len(lat)*9/10]), ms(lat[len(lat)-1]))
+	return nil
+}
+
+// fleetFrom times two clones of a copy of src sharing its log through a
+// bare remote, with sync.claims = remote; each step runs runs times.
+func fleetFrom(bin, src, top string, runs int) error {
+	remote, one, two := filepath.Join(top, "remote.git"), filepath.Join(top, "one"), filepath.Join(top, "two")
+	if _, err := run(top, nil, "cp", "-a", src, one); err != nil {
+		return err
+	}
+	now := "SPOOL_NOW="
+	if b, err := os.ReadFile(filepath.Join(src, "spoolbench-scale.json")); err == nil {
+		var meta struct{ Now string }
+		if json.Unmarshal(b, &meta) == nil && meta.Now != "" {
+			now += meta.Now // the dataset's clock: its leases and backoffs as built
+		}
+	}
+	env := func(actor string) []string {
+		return append(os.Environ(), now, "SPOOL_ACTOR="+actor, "GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@spool.invalid",
+			"GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=bench@spool.invalid")
+	}
+	e1, e2 := env("one@spool.invalid"), env("two@spool.invalid")
+	for _, s := range [][]string{
+		{"git", "init", "-q", "--bare", "-b", "main", remote},
+		{"git", "-C", one, "remote", "add", "origin", remote},
+		{"git", "-C", one, "add", ".spool"}, {"git", "-C", one, "commit", "-q", "--allow-empty", "-m", "spool"},
+		{"git", "-C", one, "push", "-q", "origin", "HEAD:main"},
+		{bin, "-C", one, "status"}, // the copy's first command checks the log again (new inodes)
+		{bin, "-C", one, "config", "set", "sync.claims", "remote"},
+	} {
+		if _, err := run(top, e1, s[0], s[1:]...); err != nil {
+			return err
+		}
+	}
+	step := func(name string, t timings) {
+		fmt.Printf("%-44s wall median %8.1f ms (min %8.1f, max %8.1f)  peak RSS %6.1f MiB  (%d runs)\n",
+			name, ms(t.wall[len(t.wall)/2]), ms(t.wall[0]), ms(t.wall[len(t.wall)-1]), float64(t.maxRSS)/1024, len(t.wall))
+	}
+	once := func(name string, env []string, args ...string) error {
+		t, err := repeat(0, 1, func() *exec.Cmd { c := exec.Command(bin, args...); c.Env = env; return c })
+		if err == nil {
+			step(name, t)
+		}
+		return err
+	}
+	if err := once("the first sync of the whole log", e1, "-C", one, "sync"); err != nil {
+		return err
+	}
+	if _, err := run(top, e2, "git", "clone", "-q", remote, two); err != nil {
+		return err
+	}
+	if err := once("a fresh clone's first status", e2, "-C", two, "status"); err != nil {
+		return err
+	}
+	size := func() string {
+		out, _ := run(top, nil, "du", "-sm", remote)
+		return strings.Fields(out + " ?")[0] + " MB"
+	}
+	before := size()
+	add := func() error { _, err := run(top, e1, bin, "-C", one, "task", "add", "bench"); return err }
+	var sent timings
+	received, err := repeatPrepared(0, runs, func() (*exec.Cmd, error) {
+		if err := add(); err != nil {
+			return nil, err
+		}
+		t, err := repeat(0, 1, func() *exec.Cmd { c := exec.Command(bin, "-C", one, "sync"); c.Env = e1; return c })
+		sent.wall, sent.maxRSS = append(sent.wall, t.wall...), max(sent.maxRSS, t.maxRSS)
+		c := exec.Command(bin, "-C", two, "sync")
+		c.Env = e2
+		return c, err
+	})
+	if err != nil {
+		return err
+	}
+	slices.Sort(sent.wall)
+	step("spool sync sending one event", sent)
+	step("spool sync receiving it in the other clone", received)
+	fetched, err := repeatPrepared(0, runs, func() (*exec.Cmd, error) {
+		for _, s := range [][]string{{bin, "-C", one, "task", "add", "bench"}, {bin, "-C", one, "sync"}, {"git", "-C", two, "fetch", "-q", "origin"}} {
+			if _, err := run(top, e1, s[0], s[1:]...); err != nil {
+				return nil, err
+			}
+		}
+		c := exec.Command(bin, "-C", two, "status")
+		c.Env = e2
+		return c, nil
+	})
+	if err != nil {
+		return err
+	}
+	step("spool status after a git fetch of one event", fetched)
+	claims, err := repeat(0, runs, func() *exec.Cmd { c := exec.Command(bin, "-C", one, "next"); c.Env = e1; return c })
+	if err != nil {
+		return err
+	}
+	step("spool next through the remote", claims)
+	fmt.Printf("the remote: %s before the %d syncs and %d claims, %s after\n", before, 2*runs, runs, size())
 	return nil
 }

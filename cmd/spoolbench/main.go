@@ -11,6 +11,7 @@
 //	go run ./cmd/spoolbench watch -spool BIN [-events 100000] [-runs 20] [-idle 60s]
 //	go run ./cmd/spoolbench board -spool BIN [-tasks 10000] [-jobs 1000] [-runs 21] [-appends 50] [-idle 60s]
 //	go run ./cmd/spoolbench fleet -spool BIN [-tasks 2000] [-runs 21] [-for 10s] [-clones 1,2,4,8]
+//	go run ./cmd/spoolbench fleet -spool BIN -from artifacts/scale/100000 [-runs 11]
 //	go run ./cmd/spoolbench sign -spool BIN [-events 10000] [-runs 21]
 //	go run ./cmd/spoolbench mcp -spool BIN [-tasks 10000] [-events 100000] [-runs 201] [-idle 30s]
 //	go run ./cmd/spoolbench scale -spool BIN [-tasks 1000,10000,100000] [-runs 21] [-slow-runs 3] [-dir DIR]
@@ -62,7 +63,8 @@ const usage = `usage: spoolbench gen|time|queue|merge|prd|jobs|watch|board|fleet
   jobs   time spool's job-scheduler commands on 10,000 queued jobs, and a worker's latencies
   watch  spool watch on 100,000 events: startup recovery, event-to-action latency, idle CPU and memory
   board  spool serve on 10,000 tasks and 1,000 jobs: page and API times, append-to-stream/page latency, idle CPU and memory
-  fleet  claims through a local bare remote: one claim's latency, a sync with nothing new, claims/s with 1, 2, 4, 8 clones
+  fleet  claims through a local bare remote: one claim's latency, a sync with nothing new, claims/s with 1, 2, 4, 8 clones;
+         with -from DIR, two clones of a large repository: syncs sending and receiving one event, a claim
   sign   spool task add without and with a signing key; verify with and without --signatures over 10,000 signed events
   scale  every work-queue command on realistic logs (CLI-shaped appends) of 1k, 10k and 100k tasks, about 10 events each
   mcp    spool mcp over stdio on 10,000 tasks: ready and next round trips, idle CPU and memory
