@@ -129,13 +129,26 @@ const catBlobSize = 1 << 20
 var errNotStarted = errors.New("git not started")
 
 // catBlob copies blob hash, of size bytes, to w out of git cat-file (the
-// object as stored: no replace refs, as go-git reads it). git dies with
-// spool (RunTied's parent-death signal) and is killed if w fails, so that
-// it cannot wait on a pipe nobody reads; a copy of another size fails.
+// object as stored: no replace refs, as go-git reads it); a copy of another
+// size fails.
 func catBlob(ctx context.Context, repo, hash string, size int64, w io.Writer) error {
-	args := []string{"--no-replace-objects", "cat-file", "blob", hash}
+	return catFile(ctx, repo, []string{"blob", hash}, nil, func(out io.Reader) error {
+		n, err := io.Copy(w, out)
+		if err == nil && n != size {
+			err = fmt.Errorf("blob %s: git cat-file gave %d bytes of %d", hash, n, size)
+		}
+		return err
+	})
+}
+
+// catFile runs git cat-file with args (and stdin) and copy on its output.
+// git dies with spool (RunTied's parent-death signal) and is killed if
+// copy fails, so that it cannot wait on a pipe nobody reads. A git that
+// cannot be started is errNotStarted: nothing was copied.
+func catFile(ctx context.Context, repo string, args []string, stdin io.Reader, copy func(out io.Reader) error) error {
+	args = append([]string{"--no-replace-objects", "cat-file"}, args...)
 	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = repo
+	cmd.Dir, cmd.Stdin = repo, stdin
 	cmd.SysProcAttr = tiedAttr()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -161,7 +174,7 @@ func catBlob(ctx context.Context, repo, hash string, size int64, w io.Writer) er
 	if err := <-started; err != nil {
 		return fmt.Errorf("%w: %v", errNotStarted, err)
 	}
-	n, copyErr := io.Copy(w, out)
+	copyErr := copy(out)
 	if copyErr != nil {
 		cmd.Process.Kill()
 	}
@@ -174,8 +187,6 @@ func catBlob(ctx context.Context, repo, hash string, size int64, w io.Writer) er
 		return ctx.Err()
 	case waitErr != nil:
 		return &GitError{Args: args, Stderr: stderr.String(), Err: waitErr}
-	case n != size:
-		return fmt.Errorf("blob %s: git cat-file gave %d bytes of %d", hash, n, size)
 	}
 	return nil
 }

@@ -7,15 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
-	"runtime"
 	"strconv"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
-
-	"github.com/spoolhq/spool/internal/fault"
 )
 
 // A file of the sync branch (a writer file) is one blob while it is small,
@@ -214,53 +210,17 @@ func (h *History) copyParts(ctx context.Context, repo string, parts []Part, w io
 // cat-file --batch: git inflates on another core than w works on, as
 // catBlob does for one large blob.
 func catParts(ctx context.Context, repo string, parts []Part, size int64, w io.Writer) error {
-	args := []string{"--no-replace-objects", "cat-file", "--batch"}
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = repo
-	cmd.SysProcAttr = tiedAttr()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
 	var ids bytes.Buffer
 	for _, p := range parts {
 		ids.WriteString(p.Hash + "\n")
 	}
-	cmd.Stdin = &ids
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return fmt.Errorf("%w: %v", errNotStarted, err)
-	}
-	started, copied, waited := make(chan error, 1), make(chan struct{}), make(chan error, 1)
-	fault.Go(func() {
-		runtime.LockOSThread() // the parent-death signal is the forking thread's (RunTied)
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
+	return catFile(ctx, repo, []string{"--batch"}, &ids, func(out io.Reader) error {
+		n, err := copyBatch(out, parts, w)
+		if err == nil && n != size {
+			err = fmt.Errorf("parts: git cat-file gave %d bytes of %d", n, size)
 		}
-		started <- nil
-		<-copied
-		waited <- cmd.Wait()
+		return err
 	})
-	if err := <-started; err != nil {
-		return fmt.Errorf("%w: %v", errNotStarted, err)
-	}
-	n, copyErr := copyBatch(out, parts, w)
-	if copyErr != nil {
-		cmd.Process.Kill()
-	}
-	close(copied)
-	waitErr := <-waited
-	switch {
-	case copyErr != nil:
-		return copyErr
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case waitErr != nil:
-		return &GitError{Args: args, Stderr: stderr.String(), Err: waitErr}
-	case n != size:
-		return fmt.Errorf("parts: git cat-file gave %d bytes of %d", n, size)
-	}
-	return nil
 }
 
 // copyBatch copies the contents git cat-file --batch writes for parts
