@@ -28,6 +28,9 @@ type Received struct {
 	// file (else the local file is a prefix of it): a sync must not let
 	// either replace the other unseen.
 	Forked bool `json:"forked,omitempty"`
+	// Broken is a quarantined copy that breaks the log's rules (or is no
+	// file at all): no spool wrote it as this writer's.
+	Broken bool `json:"broken,omitempty"`
 	// Same says the local file is now the copy byte for byte (ReceiveFrom
 	// only): its blob, for a cache that knows files by their blobs.
 	Same bool `json:"-"`
@@ -105,7 +108,7 @@ func (s *Session) Receive(name string, theirs []byte, source string) (Received, 
 	res.Forked = !extends
 	if len(rep.Problems) > 0 {
 		p := rep.Problems[0]
-		res.Problem = fmt.Sprintf("line %d: %s", p.Line, p.Message)
+		res.Problem, res.Broken = fmt.Sprintf("line %d: %s", p.Line, p.Message), true
 		res.Quarantined, err = s.log.quarantine(writer, theirs, source, res.Problem)
 		return res, err
 	}
@@ -152,7 +155,7 @@ func (s *Session) Unreadable(name, source, problem string) (Received, error) {
 	if !ok {
 		return Received{}, fmt.Errorf("%w: %q from %s is not a writer file's name", ErrCorrupt, name, source)
 	}
-	res := Received{Writer: writer, Problem: problem, Forked: true}
+	res := Received{Writer: writer, Problem: problem, Forked: true, Broken: true}
 	var err error
 	res.Quarantined, err = s.log.quarantine(writer, nil, source, problem)
 	return res, err

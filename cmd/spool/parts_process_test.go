@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -163,4 +164,47 @@ func idOf(t *testing.T, js string) string {
 		t.Fatalf("no id in %s: %v", js, err)
 	}
 	return task.ID
+}
+
+// A line that breaks the rules, appended by hand to a writer's file on the
+// branch (what anyone with push access can do), is quarantined where it
+// arrives, and does not stop its writer: the writer's next sync puts its
+// file back, its claims go through the remote, and every clone's verify
+// passes once it has synced.
+func TestABadLineDoesNotStopItsWriter(t *testing.T) {
+	t.Parallel()
+	bin := spoolBinary(t)
+	r, clones, envs := syncClones(t, bin, 2)
+	ada, bob := clones[0], clones[1]
+	for _, title := range []string{"one", "two"} {
+		jobSpool(t, bin, ada, envs[0], "task", "add", title)
+	}
+	jobSpool(t, bin, ada, envs[0], "sync")
+	jobSpool(t, bin, bob, envs[1], "sync")
+	writer := strings.TrimSpace(string(must(os.ReadFile(filepath.Join(ada, ".git", "spool", "writer")))))
+	name := "events/" + writer + ".jsonl"
+
+	hostile := freshClone(t, r, "hostile")
+	r.Git(hostile, "checkout", "-q", "spool-log")
+	bad := fmt.Sprintf(`{"v":1,"id":"00","writer":%q,"seq":99,"lc":99,"at":"2026-11-27T22:00:00Z","actor":"eve@example.com","type":"task.closed","subject":"x","data":{}}`, writer)
+	r.Write(hostile, name, r.Git(hostile, "show", "HEAD:"+name)+"\n"+bad+"\n")
+	r.Git(hostile, "commit", "-q", "-am", "spool sync: 1 events")
+	r.Git(hostile, "push", "-q", "origin", "spool-log")
+
+	jobSpool(t, bin, bob, envs[1], "sync") // quarantined, not stopped
+	jobSpool(t, bin, ada, envs[0], "task", "add", "three")
+	jobSpool(t, bin, ada, envs[0], "sync")
+	local := string(must(os.ReadFile(filepath.Join(ada, ".git", "spool", "events", writer+".jsonl"))))
+	if got := r.Git(ada, "show", "origin/spool-log:"+name) + "\n"; got != local {
+		t.Fatalf("ada's sync left the branch's copy of her file:\n%s", got)
+	}
+	if out := jobSpool(t, bin, ada, envs[0], "--json", "next"); !strings.Contains(out, `"id"`) {
+		t.Fatalf("ada's claim: %s", out)
+	}
+	jobSpool(t, bin, bob, envs[1], "sync")
+	if got := allTasks(t, bin, bob, envs[1]); got != 3 {
+		t.Errorf("bob has %d tasks, want 3", got)
+	}
+	jobSpool(t, bin, bob, envs[1], "verify")
+	jobSpool(t, bin, freshClone(t, r, "fresh"), envs[1], "verify")
 }

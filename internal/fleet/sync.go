@@ -663,8 +663,15 @@ func writtenBy(snaps []snapshot) (n int64) {
 // push that back in turn. And two machines writing as one writer (a copied
 // clone) do not take turns overwriting each other: the copy that reached
 // the remote first stays, and the other's own events wait in its local
-// file (spool doctor --repair gives that clone a new writer id).
+// file (spool doctor --repair gives that clone a new writer id). A copy of
+// this clone's own file that breaks the log's rules is no machine's (a
+// line appended by hand, a tree of parts spool never writes): the sync
+// puts the file back, or one bad line pushed by anyone would stop this
+// clone's events, and its claims, from reaching the remote.
 func keepRemote(ctx context.Context, st *store.Store, res eventlog.Received, own bool, path string, theirs []byte, had git.Blob) (bool, error) {
+	if own && res.Broken {
+		return false, nil
+	}
 	if !res.Forked || !own || had.Hash == "" {
 		return true, nil // the local file is a prefix of the copy, or not this clone's to restore, or nothing says the copy lost a line
 	}
