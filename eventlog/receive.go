@@ -35,8 +35,9 @@ type Received struct {
 	// only): its blob, for a cache that knows files by their blobs.
 	Same bool `json:"-"`
 	// Held says the local file now begins with the copy byte for byte
-	// (ReceiveFrom only; Same, or the copy was a prefix of it): the file
-	// grown from that blob, for a receive that knows the parts it holds.
+	// (ReceiveFrom and ReceiveFromKnown only; Same, or the copy was a
+	// prefix of it): the file grown from that blob, for a receive that
+	// knows the parts it holds.
 	Held bool `json:"-"`
 }
 
@@ -157,7 +158,8 @@ func (s *Session) Unreadable(name, source, problem string) (Received, error) {
 	}
 	res := Received{Writer: writer, Problem: problem, Forked: true, Broken: true}
 	var err error
-	res.Quarantined, err = s.log.quarantine(writer, nil, source, problem)
+	// What is kept aside is why, which names the tree: there is no copy.
+	res.Quarantined, err = s.log.quarantine(writer, []byte(problem+"\n"), source, problem)
 	return res, err
 }
 

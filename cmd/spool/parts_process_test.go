@@ -109,7 +109,7 @@ func TestSyncInParts(t *testing.T) {
 	r.Git(hostile, "commit", "-q", "-m", "spool sync: 0 events")
 	r.Git(hostile, "push", "-q", "origin", "spool-log")
 	jobSpool(t, bin, clones[0], envs[0], "sync") // not stopped
-	mustQuarantine(t, clones[0], writer(2), nil)
+	mustQuarantineUnreadable(t, clones[0], writer(2))
 	if got := allTasks(t, bin, clones[0], envs[0]); got != 62 {
 		t.Errorf("clone 0 has %d tasks after the hostile push, want 62", got)
 	}
@@ -119,7 +119,7 @@ func TestSyncInParts(t *testing.T) {
 	if got := allTasks(t, bin, clones[1], envs[1]); got != 62 {
 		t.Errorf("clone 1 has %d tasks after fetching the hostile push, want 62", got)
 	}
-	mustQuarantine(t, clones[1], writer(2), nil)
+	mustQuarantineUnreadable(t, clones[1], writer(2))
 	taken := freshClone(t, r, "taken")
 	if got := allTasks(t, bin, taken, envs[1]); got != 62-20 {
 		t.Errorf("a fresh clone of the hostile push has %d tasks, want %d", got, 62-20)
@@ -144,6 +144,19 @@ func TestSyncInParts(t *testing.T) {
 	if got := allTasks(t, bin, again, envs[1]); got != 63 {
 		t.Errorf("a fresh clone after the repair has %d tasks, want 63", got)
 	}
+}
+
+// mustQuarantineUnreadable checks that dir kept aside a copy of writer's
+// file that was not a file at all.
+func mustQuarantineUnreadable(t *testing.T, dir, writer string) {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(dir, ".git", "spool", "quarantine", writer+".*.jsonl"))
+	for _, p := range paths {
+		if strings.Contains(string(must(os.ReadFile(p))), "not a file as spool stores one") {
+			return
+		}
+	}
+	t.Fatalf("%s: no unreadable copy of %s's file kept aside among %v", dir, writer, paths)
 }
 
 // allTasks counts the tasks of every status.

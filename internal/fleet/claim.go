@@ -265,8 +265,8 @@ func (c *Claims) Settle(ctx context.Context, sess *eventlog.Session) error {
 	path := filepath.Join(c.st.Log.Dir(), p.File)
 	if fi, err := os.Stat(path); err == nil && fi.Size() != p.Size || errors.Is(err, fs.ErrNotExist) && p.Size != 0 {
 		// The lines are there (the claim finished), or the file moved on
-		// some other way: nothing to wait for, and nothing to read (the
-		// file of a million events is 290 MB).
+		// some other way: nothing to wait for, and the file (290 MB at a
+		// million events) is not read.
 		c.clearPending()
 		return nil
 	}

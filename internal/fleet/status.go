@@ -94,15 +94,23 @@ func (c *cache) fileLines(ctx context.Context, repo string, b git.Blob) (int, er
 		c.Parts = map[string]int{} // counted again, once
 	}
 	n := 0
+	var unknown []string
 	for _, p := range parts {
-		k, ok := c.Parts[p.Hash]
-		if !ok {
-			if k, err = git.BlobLines(ctx, repo, p.Hash); err != nil {
-				return 0, err
-			}
-			c.Parts[p.Hash], c.dirty = k, true
+		if k, ok := c.Parts[p.Hash]; ok {
+			n += k
+		} else {
+			unknown = append(unknown, p.Hash)
 		}
+	}
+	counts, err := git.BlobsLines(ctx, repo, unknown)
+	if err != nil {
+		return 0, err
+	}
+	for i, k := range counts {
 		n += k
+		if len(c.Parts) < maxCachedParts {
+			c.Parts[unknown[i]], c.dirty = k, true
+		}
 	}
 	return n, nil
 }

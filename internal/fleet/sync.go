@@ -532,8 +532,8 @@ func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o
 // storeFile stores the whole batches of the writer file at path as the
 // branch keeps a file (git.WriteFileFrom), streamed from the file (a writer
 // file of a million events is 290 MB: read whole, and held again by the
-// blob's writer, it took 590 MiB), and returns it and its lines. The parts
-// of the version the file last was are kept, but the last.
+// blob's writer, it took 590 MiB), and returns it and the bytes written:
+// the parts of the version the file last was are kept, but the last.
 func storeFile(ctx context.Context, repo, path string, c *cache) (git.Blob, int64, error) {
 	size, err := eventlog.WholeLength(path)
 	if err != nil {
@@ -766,7 +766,7 @@ type cache struct {
 	Seen  map[string]seen   `json:"seen,omitempty"`  // by tracking ref: what spool status compares with
 	Parts map[string]int    `json:"parts,omitempty"` // lines of the parts of files in parts, by blob id
 	lines map[string]int    // events in a blob, by id, from the cache and the blobs read
-	dirty bool              // Files changed since it was loaded
+	dirty bool              // Files, Seen or Parts changed since it was loaded
 }
 
 type cached struct {
@@ -775,6 +775,7 @@ type cached struct {
 	Lines int    `json:"lines"`
 	Inode uint64 `json:"inode"`
 	MTime int64  `json:"mtime"`
+	Tail  string `json:"tail,omitempty"` // store.TailSum of the file before Size
 }
 
 func loadCache(st *store.Store) *cache {
@@ -793,7 +794,7 @@ func loadCache(st *store.Store) *cache {
 	for name, f := range st.ReceivedFiles() {
 		c.lines[f.Blob] = f.Lines
 		if _, ok := c.unchanged(filepath.Join(store.EventsDir(st.Repo), name)); !ok && f.Size > 0 {
-			c.Files[name] = cached{Hash: f.Blob, Size: f.Size, Lines: f.Lines, Inode: f.Inode, MTime: f.MTime}
+			c.Files[name] = cached{Hash: f.Blob, Size: f.Size, Lines: f.Lines, Inode: f.Inode, MTime: f.MTime, Tail: f.Tail}
 		}
 	}
 	return c
@@ -833,11 +834,13 @@ func (c *cache) known(path string, b git.Blob) bool {
 }
 
 // grownFrom is the cached blob the file at path was equal to, when it has
-// only grown since: its prefix of the blob's size is still the blob.
+// only grown since: its prefix of the blob's size is still the blob (the
+// same inode, and the bytes before that size as they were: a rewrite by
+// rename may give the file its old inode back).
 func (c *cache) grownFrom(path string) (cached, bool) {
 	e, ok := c.Files[filepath.Base(path)]
 	ino, size, _, exists := identity(path)
-	return e, ok && exists && e.Inode == ino && size >= e.Size
+	return e, ok && exists && e.Inode == ino && size >= e.Size && e.Tail != "" && store.FileTailSum(path, e.Size) == e.Tail
 }
 
 // expect records that the writer file of s, about to be appended to, will
@@ -846,8 +849,15 @@ func (c *cache) grownFrom(path string) (cached, bool) {
 // append keeps the inode).
 func (c *cache) expect(s snapshot) {
 	path := filepath.Join(s.dir, s.name)
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
 	if ino, _, _, ok := identity(path); ok {
-		c.Files[s.name] = cached{Hash: s.hash, Size: s.base + int64(len(s.extra)), Lines: s.lines, Inode: ino}
+		size := s.base + int64(len(s.extra))
+		tail := store.TailSum(appended{f, s.base, s.extra}, size)
+		c.Files[s.name] = cached{Hash: s.hash, Size: size, Lines: s.lines, Inode: ino, Tail: tail}
 		c.lines[s.hash], c.dirty = s.lines, true
 	}
 }
@@ -856,8 +866,12 @@ func (c *cache) expect(s snapshot) {
 // of size bytes and lines events: known, and grownFrom, know it, unchanged
 // does not.
 func (c *cache) rememberPrefix(path, hash string, size int64, lines int) {
+	if e, ok := c.grownFrom(path); ok && e.Size >= size {
+		return // it knows more of the file already (a retried sync's own copy)
+	}
 	if ino, _, _, ok := identity(path); ok {
-		c.Files[filepath.Base(path)], c.lines[hash], c.dirty = cached{Hash: hash, Size: size, Lines: lines, Inode: ino}, lines, true
+		e := cached{Hash: hash, Size: size, Lines: lines, Inode: ino, Tail: store.FileTailSum(path, size)}
+		c.Files[filepath.Base(path)], c.lines[hash], c.dirty = e, lines, true
 	}
 }
 
@@ -865,7 +879,7 @@ func (c *cache) rememberPrefix(path, hash string, size int64, lines int) {
 // with lines events.
 func (c *cache) remember(path, hash string, lines int) {
 	if ino, size, mtime, ok := identity(path); ok {
-		e := cached{Hash: hash, Size: size, Lines: lines, Inode: ino, MTime: mtime}
+		e := cached{Hash: hash, Size: size, Lines: lines, Inode: ino, MTime: mtime, Tail: store.FileTailSum(path, size)}
 		c.dirty = c.dirty || c.Files[filepath.Base(path)] != e
 		c.Files[filepath.Base(path)], c.lines[hash] = e, lines
 	}

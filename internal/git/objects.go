@@ -201,6 +201,21 @@ func BlobLines(ctx context.Context, repo, hash string) (int, error) {
 	return n, err
 }
 
+// BlobsLines is BlobLines of each of ids, read in one look at the
+// repository (the new parts of a file in parts).
+func BlobsLines(ctx context.Context, repo string, ids []string) ([]int, error) {
+	out := make([]int, len(ids))
+	err := ReadHistory(ctx, repo, func(h *History) (err error) {
+		for i, id := range ids {
+			if out[i], err = h.BlobLines(id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 // readCommit runs f with the commit rev names (as RevParse takes it), the
 // object database locked.
 func readCommit(ctx context.Context, repo, rev string, f func(c *object.Commit) error) error {

@@ -28,9 +28,13 @@ import (
 // had, its last one grown or followed by others.
 var PartSize int64 = 4 << 20
 
-// maxParts bounds the parts a tree may name (4 TB at PartSize): a tree
-// naming more is not read.
-const maxParts = 1 << 20
+// maxParts bounds the parts a tree may name (4 TB at PartSize; the names
+// have six digits): a tree naming more is not read.
+const maxParts = 1_000_000
+
+// minTreeEntry is the least size of a tree's entry ("100644 000000\0" and
+// the id), by which a tree too large to be parts is refused unread.
+const minTreeEntry = len("644 000000\x00") + 20
 
 // Part is one part of a file stored in parts.
 type Part struct {
@@ -108,7 +112,12 @@ func (h *History) readFile(id string, f func(size int64, parts []Part, rd io.Rea
 }
 
 // parts lists the parts of a tree object, with their sizes.
+// Each part must be a blob: a tree names its entries' objects by id alone,
+// and an entry of a file's mode may name a tree or a commit.
 func (h *History) parts(obj plumbing.EncodedObject) ([]Part, error) {
+	if obj.Size() > int64(maxParts*minTreeEntry) {
+		return nil, fmt.Errorf("tree %s: %w: %d bytes", obj.Hash(), ErrNotAFile, obj.Size())
+	}
 	t, err := object.DecodeTree(h.s, obj)
 	if err != nil {
 		return nil, err
@@ -119,11 +128,14 @@ func (h *History) parts(obj plumbing.EncodedObject) ([]Part, error) {
 	}
 	parts := make([]Part, len(ids))
 	for i, id := range ids {
-		size, err := h.s.EncodedObjectSize(id)
+		part, err := h.s.EncodedObject(plumbing.AnyObject, id) // a large one is not read: its header only
 		if err != nil {
 			return nil, fmt.Errorf("part %s of %s: %w", id, obj.Hash(), err)
 		}
-		parts[i] = Part{Hash: id.String(), Size: size}
+		if part.Type() != plumbing.BlobObject {
+			return nil, fmt.Errorf("tree %s: %w: part %s is a %s", obj.Hash(), ErrNotAFile, id, part.Type())
+		}
+		parts[i] = Part{Hash: id.String(), Size: part.Size()}
 	}
 	return parts, nil
 }
@@ -267,8 +279,14 @@ func writeFileFrom(ctx context.Context, repo string, r io.ReaderAt, size int64, 
 	}
 	var entries []TreeEntry
 	var at, reused int64
+	var last [1]byte
 	for _, p := range reuse[:max(len(reuse)-1, 0)] {
-		if at+p.Size > size {
+		// Only parts as this function cuts them: another clone's layout
+		// (a file cut in thousands of one-line parts) is not kept.
+		if p.Size < partSize || at+p.Size > size {
+			break
+		}
+		if _, err := r.ReadAt(last[:], at+p.Size-1); err != nil || last[0] != '\n' {
 			break
 		}
 		entries = append(entries, TreeEntry{Name: partName(len(entries)), Hash: p.Hash})
@@ -276,6 +294,9 @@ func writeFileFrom(ctx context.Context, repo string, r io.ReaderAt, size int64, 
 	}
 	reused = at
 	for at < size {
+		if len(entries) == maxParts {
+			return Blob{}, 0, fmt.Errorf("a file of %d bytes takes more than %d parts of %d", size, maxParts, partSize)
+		}
 		end, err := partEnd(r, at, size, partSize)
 		if err != nil {
 			return Blob{}, 0, err
@@ -286,9 +307,6 @@ func writeFileFrom(ctx context.Context, repo string, r io.ReaderAt, size int64, 
 		}
 		entries = append(entries, TreeEntry{Name: partName(len(entries)), Hash: h})
 		at = end
-	}
-	if len(entries) > maxParts {
-		return Blob{}, 0, fmt.Errorf("a file of %d bytes would take %d parts of %d", size, len(entries), partSize)
 	}
 	h, err := WriteTree(ctx, repo, entries)
 	return Blob{Hash: h, Parts: true}, size - reused, err

@@ -143,6 +143,21 @@ func TestWriteFileReusesParts(t *testing.T) {
 			t.Errorf("part %d changed: %v, was %v", i, after[i], before[i])
 		}
 	}
+	// Another layout of the same bytes (a part a line, as another clone
+	// might push it) is not kept: the file is cut as from nothing.
+	var oneLine []Part
+	for _, line := range bytes.SplitAfter(all[:cut], []byte{'\n'}) {
+		if len(line) > 0 {
+			h, err := WriteBlob(ctx, r.Root, line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			oneLine = append(oneLine, Part{Hash: h, Size: int64(len(line))})
+		}
+	}
+	if b, _, _ := write(all, oneLine); b != fresh {
+		t.Errorf("with one-line parts %v, from nothing %v", b, fresh)
+	}
 	// Parts of another file are taken only as far as they fit.
 	if _, _, err := writeFileFrom(ctx, r.Root, bytes.NewReader(all[:600]), 600, after, partSize); err != nil {
 		t.Fatal(err)
@@ -177,6 +192,7 @@ func TestNotAFile(t *testing.T) {
 		{"a gap", []TreeEntry{{Name: "000000", Hash: a}, {Name: "000002", Hash: b}}},
 		{"a blob twice", []TreeEntry{{Name: "000000", Hash: a}, {Name: "000001", Hash: a}}},
 		{"a tree", []TreeEntry{{Name: "000000", Hash: a}, {Name: "000001", Hash: sub, Tree: true}}},
+		{"a file's mode naming a tree", []TreeEntry{{Name: "000000", Hash: a}, {Name: "000001", Hash: sub}}},
 		{"another name", []TreeEntry{{Name: "0", Hash: a}}},
 		{"a writer file", []TreeEntry{{Name: "w.jsonl", Hash: a}}},
 	} {

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spoolhq/spool/eventlog"
@@ -65,16 +67,18 @@ type received struct {
 
 // ReceivedFile is the blob a writer file was last received from: its lines
 // (newlines), and, when the file began with it then (was taken whole from
-// it, or already held it), the file's inode, the blob's size and the file's
-// modification time, by which a sync knows the file still is that blob
-// (the same size and time) or has only grown from it (the same inode, no
-// smaller) without reading it.
+// it, or already held it), the file's inode, the blob's size, the file's
+// modification time and the sum of its bytes before that size, by which a
+// sync knows the file still is that blob (the same size and time) or has
+// only grown from it (the same inode and sum, no smaller) without reading
+// it.
 type ReceivedFile struct {
 	Blob  string `json:"blob"`
 	Lines int    `json:"lines"`
 	Inode uint64 `json:"inode,omitempty"`
 	Size  int64  `json:"size,omitempty"`
 	MTime int64  `json:"mtime,omitempty"`
+	Tail  string `json:"tail,omitempty"` // TailSum of the file before Size
 }
 
 // ReceivedFiles is, by writer file name, the blob each was last received
@@ -194,11 +198,13 @@ func branchesWithLegacyLog(ctx context.Context, r *git.Repo) ([]copyOf, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(files) > 0 {
-			c := copyOf{source: ref + ":.spool/events", key: ref + ":.spool/events", ident: refs[ref], commit: refs[ref], files: map[string]string{}}
-			for name, b := range files {
+		c := copyOf{source: ref + ":.spool/events", key: ref + ":.spool/events", ident: refs[ref], commit: refs[ref], files: map[string]string{}}
+		for name, b := range files {
+			if !b.Parts { // the old layout had blobs only
 				c.files[name] = b.Hash
 			}
+		}
+		if len(c.files) > 0 {
 			out = append(out, c)
 		}
 	}
@@ -371,7 +377,7 @@ func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyO
 			lc := &eventlog.LineCounter{}
 			var known eventlog.Known
 			var rest []git.Part
-			if was, ok := rc.Files[name]; ok && was.Size > 0 && grownFrom(path, was.Inode, was.Size) {
+			if was, ok := rc.Files[name]; ok && was.Size > 0 && grownFrom(path, was.Inode, was.Size, was.Tail) {
 				known, rest = KnownPrefix(ctx, s.Repo.Root, path, was.Blob, was.Size, was.Lines, files[name])
 			}
 			res, err = sess.ReceiveFromKnown(name, known, func(w io.Writer) error {
@@ -388,6 +394,7 @@ func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyO
 			if fi, statErr := os.Stat(path); err == nil && res.Held && statErr == nil {
 				// The file begins with the blob (is it, when Same).
 				got.Inode, got.Size, got.MTime = durable.Inode(fi), int64(lc.Bytes), fi.ModTime().UnixNano()
+				got.Tail = FileTailSum(path, got.Size)
 			}
 		} else {
 			var content []byte
@@ -414,11 +421,38 @@ func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyO
 }
 
 // grownFrom says whether the file at path is still the file of inode it
-// was, and at least size bytes long: appended to, a writer file keeps its
-// inode, and what it had.
-func grownFrom(path string, inode uint64, size int64) bool {
+// was, at least size bytes long, and its bytes before size still sum to
+// tail: appended to, a writer file keeps its inode and what it had.
+func grownFrom(path string, inode uint64, size int64, tail string) bool {
 	fi, err := os.Stat(path)
-	return err == nil && durable.Inode(fi) == inode && fi.Size() >= size
+	return err == nil && durable.Inode(fi) == inode && fi.Size() >= size && tail != "" && FileTailSum(path, size) == tail
+}
+
+// tailLen is how much of a file before a size TailSum reads: a few lines.
+const tailLen = 4096
+
+// TailSum is a checksum (CRC-32C, hex) of the bytes of r before size, at
+// most tailLen of them; "" when they cannot be read. With a file's inode
+// it says the file still begins as it did at that size: a file rewritten
+// by a rename (a repair, a union) may get the inode its old self had, but
+// its lines (each with its id and seq) are not where the old ones were.
+func TailSum(r io.ReaderAt, size int64) string {
+	from := max(0, size-tailLen)
+	b := make([]byte, size-from)
+	if n, err := r.ReadAt(b, from); n != len(b) && err != nil {
+		return ""
+	}
+	return strconv.FormatUint(uint64(crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))), 16)
+}
+
+// FileTailSum is TailSum of the file at path.
+func FileTailSum(path string, size int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	return TailSum(f, size)
 }
 
 func init() {
