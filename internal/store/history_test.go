@@ -31,19 +31,13 @@ func writerLines(t *testing.T, w string, n int) [][]byte {
 	return bytes.SplitAfter(bytes.TrimSuffix(b, []byte{'\n'}), []byte{'\n'})
 }
 
-// commitFiles commits files (name → content; nil: the file is not there) as
-// the sync branch's events/ on parents.
-func commitFiles(t *testing.T, dir string, files map[string][]byte, parents ...string) string {
-	t.Helper()
-	return commitFilesAs(t, dir, false, files, parents...)
-}
-
 // notAFile, as a file's content, is a tree where the file is, that is not
 // a file as spool writes one.
 var notAFile = []byte("not a file")
 
-// commitFilesAs is commitFiles with each file stored in parts, one line a
-// part, when inParts.
+// commitFilesAs commits files (name → content; nil: the file is not there)
+// as the sync branch's events/ on parents, each file stored in parts, one
+// line a part, when inParts.
 func commitFilesAs(t *testing.T, dir string, inParts bool, files map[string][]byte, parents ...string) string {
 	t.Helper()
 	var lines []string
