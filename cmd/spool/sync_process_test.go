@@ -295,16 +295,36 @@ func must[T any](v T, err error) T {
 
 // kill -9 at any moment of a sync loses nothing: every acknowledged event
 // is in the local log, the log passes verify, and the next sync shares it.
+// The same with the writer files in parts (of 512 bytes: most of them
+// after a few rounds), killed at varied moments of writing the parts.
 func TestSyncKilledMidway(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("kills spool sync")
 	}
+	for _, parts := range []bool{false, true} {
+		t.Run(map[bool]string{false: "blobs", true: "in parts"}[parts], func(t *testing.T) {
+			t.Parallel()
+			syncKilledMidway(t, parts)
+		})
+	}
+}
+
+func syncKilledMidway(t *testing.T, parts bool) {
 	bin := spoolBinary(t)
-	_, clones, envs := syncClones(t, bin, 2)
+	r, clones, envs := syncClones(t, bin, 2)
+	if parts {
+		for i := range envs {
+			envs[i] = append(envs[i], "SPOOL_TEST_PART_SIZE=512")
+		}
+	}
 	a, b := clones[0], clones[1]
 	var added []string
 	for round := range 12 {
+		delay := 40 * time.Millisecond
+		if parts {
+			delay = time.Duration(10+round*5) * time.Millisecond
+		}
 		title := fmt.Sprintf("round %02d", round)
 		jobSpool(t, bin, a, envs[0], "task", "add", title) // acknowledged
 		added = append(added, title)
@@ -312,7 +332,7 @@ func TestSyncKilledMidway(t *testing.T) {
 			jobSpool(t, bin, b, envs[1], "task", "add", "from b "+title)
 			jobSpool(t, bin, b, envs[1], "sync")
 		}
-		killMidway(t, bin, a, envs[0], 40*time.Millisecond, killGroupButRemote, "sync")
+		killMidway(t, bin, a, envs[0], delay, killGroupButRemote, "sync")
 		jobSpool(t, bin, a, envs[0], "verify")
 		if got := taskTitles(t, bin, a, envs[0]); !containsAll(got, added) {
 			t.Fatalf("round %d: the local log lost an acknowledged task: have %q", round, got)
@@ -324,6 +344,13 @@ func TestSyncKilledMidway(t *testing.T) {
 		t.Fatalf("after the kills, the other clone lacks tasks: %q", got)
 	}
 	jobSpool(t, bin, b, envs[1], "verify")
+	if parts {
+		writer := strings.TrimSpace(string(must(os.ReadFile(filepath.Join(a, ".git", "spool", "writer")))))
+		r.Git(b, "fetch", "-q", "origin", "spool-log:refs/remotes/origin/spool-log")
+		if entry := r.Git(b, "ls-tree", "origin/spool-log", "events/"+writer+".jsonl"); !strings.HasPrefix(entry, "040000 tree ") {
+			t.Fatalf("the killed clone's file on the branch: %q", entry)
+		}
+	}
 }
 
 func containsAll(have, want []string) bool {
