@@ -32,9 +32,10 @@ var PartSize int64 = 4 << 20
 // have six digits): a tree naming more is not read.
 const maxParts = 1_000_000
 
-// minTreeEntry is the least size of a tree's entry ("100644 000000\0" and
-// the id), by which a tree too large to be parts is refused unread.
-const minTreeEntry = len("644 000000\x00") + 20
+// minTreeEntry is the size of a part's entry in its tree ("100644 000000",
+// a NUL and the id), by which a tree too large to be parts is refused
+// unread (one with shorter modes than git writes gets as far as partsOf).
+const minTreeEntry = len("100644 000000\x00") + 20
 
 // Part is one part of a file stored in parts.
 type Part struct {
