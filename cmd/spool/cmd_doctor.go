@@ -132,7 +132,7 @@ func doctor(e *env, verbose bool) []check {
 	}
 	if q, _ := st.Log.Quarantined(); len(q) > 0 {
 		add("quarantine", "warn", "%d copies of writer files kept aside, not folded: %s. Why each was refused, and where it came from, is in the .why file beside it. "+
-			"The rest of the log is unaffected; the writer whose file it is repairs it (spool doctor --repair in their clone) and syncs, or, if it is not a teammate's, remove it from the branch "+
+			"The rest of the log is unaffected; the writer whose file it is puts the file back with their next spool sync (when two machines write as that writer, spool doctor --repair on one of them first), or, if it is not a teammate's, remove it from the branch "+
 			"(git push a commit of spool-log without it); then delete the copy here", len(q), strings.Join(q, ", "))
 	}
 	sharing(e, st, add)
