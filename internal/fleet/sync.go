@@ -447,25 +447,13 @@ func integrateIn(ctx context.Context, st *store.Store, sess *eventlog.Session, o
 		}
 		// Streamed: a copy that extends the local file adds only its new
 		// lines, never read whole (eventlog's ReceiveFrom).
-		var lc eventlog.LineCounter
-		var known eventlog.Known
-		var rest []git.Part
+		var was *store.Version
 		if e, ok := c.grownFrom(path); ok && blob.Parts {
 			if lines, ok := c.lines[e.Hash]; ok {
-				known, rest = store.KnownPrefix(ctx, st.Repo.Root, path, e.Hash, e.Size, lines, blob.Hash)
+				was = &store.Version{Blob: e.Hash, Size: e.Size, Lines: lines}
 			}
 		}
-		res, err := sess.ReceiveFromKnown(name, known, func(w io.Writer) error {
-			lc = eventlog.LineCounter{W: w, Lines: known.Lines, Bytes: int(known.Size)}
-			return git.CopyParts(ctx, st.Repo.Root, rest, &lc)
-		}, func(w io.Writer) error {
-			lc = eventlog.LineCounter{W: w}
-			return git.CopyBlob(ctx, st.Repo.Root, blob.Hash, &lc)
-		}, o.Remote+"/"+o.Branch)
-		unreadable := errors.Is(err, git.ErrNotAFile)
-		if unreadable {
-			res, err = sess.Unreadable(name, o.Remote+"/"+o.Branch, err.Error())
-		}
+		res, lc, unreadable, err := store.ReceiveCopy(ctx, sess, st.Repo.Root, name, path, blob.Hash, was, o.Remote+"/"+o.Branch)
 		if err != nil {
 			return nil, received, err
 		}

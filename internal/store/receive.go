@@ -314,6 +314,40 @@ func (s *Store) MarkReceived(ref, commit string, blobs map[string]string) {
 	s.saveReceived()
 }
 
+// Version is a version of a writer file that the local file was, and has
+// only grown from: the blob (or tree of parts), its size and its lines.
+type Version struct {
+	Blob  string
+	Size  int64
+	Lines int
+}
+
+// ReceiveCopy brings into the log the copy of writer file name that id is
+// on a branch (a blob, or a tree of parts), streamed out of git; was, when
+// known, lets it read only the parts after those the local file holds
+// (KnownPrefix). A copy that is no file at all is quarantined
+// (Session.Unreadable), and unreadable says so. lc counted the copy's lines
+// and bytes as it streamed.
+func ReceiveCopy(ctx context.Context, sess *eventlog.Session, repo, name, path, id string, was *Version, source string) (res eventlog.Received, lc eventlog.LineCounter, unreadable bool, err error) {
+	var known eventlog.Known
+	var rest []git.Part
+	if was != nil {
+		known, rest = KnownPrefix(ctx, repo, path, was.Blob, was.Size, was.Lines, id)
+	}
+	res, err = sess.ReceiveFromKnown(name, known, func(w io.Writer) error {
+		lc = eventlog.LineCounter{W: w, Lines: known.Lines, Bytes: int(known.Size)}
+		return git.CopyParts(ctx, repo, rest, &lc)
+	}, func(w io.Writer) error {
+		lc = eventlog.LineCounter{W: w} // counted again if streamed again
+		return git.CopyBlob(ctx, repo, id, &lc)
+	}, source)
+	if errors.Is(err, git.ErrNotAFile) {
+		unreadable = true
+		res, err = sess.Unreadable(name, source, err.Error())
+	}
+	return res, lc, unreadable, err
+}
+
 // KnownPrefix is what the writer file at path shares with a copy stored in
 // parts (theirs), when the file was the version ours (of size bytes and
 // lines lines) and has only grown since: the parts both versions hold where
@@ -374,22 +408,12 @@ func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyO
 			// Streamed, never held in memory: a writer file new here (all
 			// of them, in a fresh clone) into place, one this clone has
 			// compared with it and what it adds appended.
-			lc := &eventlog.LineCounter{}
-			var known eventlog.Known
-			var rest []git.Part
-			if was, ok := rc.Files[name]; ok && was.Size > 0 && grownFrom(path, was.Inode, was.Size, was.Tail) {
-				known, rest = KnownPrefix(ctx, s.Repo.Root, path, was.Blob, was.Size, was.Lines, files[name])
+			var was *Version
+			if f, ok := rc.Files[name]; ok && f.Size > 0 && grownFrom(path, f.Inode, f.Size, f.Tail) {
+				was = &Version{Blob: f.Blob, Size: f.Size, Lines: f.Lines}
 			}
-			res, err = sess.ReceiveFromKnown(name, known, func(w io.Writer) error {
-				*lc = eventlog.LineCounter{W: w, Lines: known.Lines, Bytes: int(known.Size)}
-				return git.CopyParts(ctx, s.Repo.Root, rest, lc)
-			}, func(w io.Writer) error {
-				*lc = eventlog.LineCounter{W: w} // counted again if streamed again
-				return git.CopyBlob(ctx, s.Repo.Root, files[name], lc)
-			}, c.source)
-			if errors.Is(err, git.ErrNotAFile) {
-				res, err = sess.Unreadable(name, c.source, err.Error())
-			}
+			var lc eventlog.LineCounter
+			res, lc, _, err = ReceiveCopy(ctx, sess, s.Repo.Root, name, path, files[name], was, c.source)
 			got.Lines = lc.Lines
 			if fi, statErr := os.Stat(path); err == nil && res.Held && statErr == nil {
 				// The file begins with the blob (is it, when Same).
