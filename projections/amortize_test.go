@@ -38,15 +38,23 @@ func appendN(t *testing.T, l *eventlog.Log, n int) {
 	}
 }
 
+// countEngine is an engine of one projection, a counter saved every
+// 1/amortize of its events (0: at every catch-up), over a log in a
+// directory of its own.
+func countEngine(t *testing.T, amortize int) (root string, log *eventlog.Log, en *Engine) {
+	root = t.TempDir()
+	log = eventlog.Open(eventlog.Options{Dir: filepath.Join(root, "events"), PrivateDir: filepath.Join(root, "private")})
+	en = &Engine{Log: log, Root: root, StateDir: filepath.Join(root, "state"),
+		Specs: []Spec{{Name: "count", Version: 1, Amortize: amortize, New: func() Projection { return &counter{} }}}}
+	return root, log, en
+}
+
 // An amortized projection saves only when more than 1/Amortize of its events
 // are unsaved; in between, commands catch up in memory and see every event.
 func TestAmortizedSaves(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	root := t.TempDir()
-	log := eventlog.Open(eventlog.Options{Dir: filepath.Join(root, "events"), PrivateDir: filepath.Join(root, "private")})
-	en := &Engine{Log: log, Root: root, StateDir: filepath.Join(root, "state"),
-		Specs: []Spec{{Name: "count", Version: 1, Amortize: 10, New: func() Projection { return &counter{} }}}}
+	root, log, en := countEngine(t, 10)
 	onDisk := func() string {
 		b, _ := os.ReadFile(filepath.Join(root, "count.txt"))
 		return string(b)
@@ -105,10 +113,7 @@ func TestAmortizedSaves(t *testing.T) {
 // snapshot is saved, even for a projection whose saves are amortized.
 func TestTouchedFileIsChecksummedOnce(t *testing.T) {
 	ctx := context.Background()
-	root := t.TempDir()
-	log := eventlog.Open(eventlog.Options{Dir: filepath.Join(root, "events"), PrivateDir: filepath.Join(root, "private")})
-	en := &Engine{Log: log, Root: root, StateDir: filepath.Join(root, "state"),
-		Specs: []Spec{{Name: "count", Version: 1, Amortize: 1000, New: func() Projection { return &counter{} }}}}
+	_, log, en := countEngine(t, 1000)
 	// read is what a command that only reads does (store.Read).
 	read := func() {
 		t.Helper()
@@ -169,10 +174,7 @@ func TestTouchedFileIsChecksummedOnce(t *testing.T) {
 func TestKnownStarts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	root := t.TempDir()
-	log := eventlog.Open(eventlog.Options{Dir: filepath.Join(root, "events"), PrivateDir: filepath.Join(root, "private")})
-	en := &Engine{Log: log, Root: root, StateDir: filepath.Join(root, "state"),
-		Specs: []Spec{{Name: "count", Version: 1, New: func() Projection { return &counter{} }}}}
+	_, log, en := countEngine(t, 0)
 	if got := en.KnownStarts(); len(got) != 0 {
 		t.Fatalf("no snapshot yet: %v", got)
 	}
