@@ -827,8 +827,7 @@ func (c *cache) known(path string, b git.Blob) bool {
 // rename may give the file its old inode back).
 func (c *cache) grownFrom(path string) (cached, bool) {
 	e, ok := c.Files[filepath.Base(path)]
-	ino, size, _, exists := identity(path)
-	return e, ok && exists && e.Inode == ino && size >= e.Size && e.Tail != "" && store.FileTailSum(path, e.Size) == e.Tail
+	return e, ok && store.GrownFrom(path, e.Inode, e.Size, e.Tail)
 }
 
 // expect records that the writer file of s, about to be appended to, will

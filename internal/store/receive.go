@@ -409,7 +409,7 @@ func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyO
 			// of them, in a fresh clone) into place, one this clone has
 			// compared with it and what it adds appended.
 			var was *Version
-			if f, ok := rc.Files[name]; ok && f.Size > 0 && grownFrom(path, f.Inode, f.Size, f.Tail) {
+			if f, ok := rc.Files[name]; ok && f.Size > 0 && GrownFrom(path, f.Inode, f.Size, f.Tail) {
 				was = &Version{Blob: f.Blob, Size: f.Size, Lines: f.Lines}
 			}
 			var lc eventlog.LineCounter
@@ -444,10 +444,11 @@ func (s *Store) receiveCopy(ctx context.Context, sess *eventlog.Session, c copyO
 	return added, nil
 }
 
-// grownFrom says whether the file at path is still the file of inode it
+// GrownFrom says whether the file at path is still the file of inode it
 // was, at least size bytes long, and its bytes before size still sum to
-// tail: appended to, a writer file keeps its inode and what it had.
-func grownFrom(path string, inode uint64, size int64, tail string) bool {
+// tail (TailSum): appended to, a writer file keeps its inode and what it
+// had.
+func GrownFrom(path string, inode uint64, size int64, tail string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && durable.Inode(fi) == inode && fi.Size() >= size && tail != "" && FileTailSum(path, size) == tail
 }
