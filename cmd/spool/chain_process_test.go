@@ -182,7 +182,7 @@ func testRewrittenHistory(t *testing.T, signed bool) {
 	// Carol's sync does not push her copy back: ada's file is ada's to
 	// restore (a clone that took the rewrite first would push that back).
 	jobSpool(t, bin, carol, envs[2], "sync")
-	if got := r.Git(carol, "show", "origin/spool-log:events/"+name); got+"\n" != string(forged) {
+	if got := r.Git(r.Remote, "show", "spool-log:events/"+name); got+"\n" != string(forged) {
 		t.Fatalf("after carol's sync the branch holds\n%s", got)
 	}
 
@@ -203,7 +203,7 @@ func testRewrittenHistory(t *testing.T, signed bool) {
 		t.Fatal("ada's own file changed")
 	}
 	mustQuarantine(t, ada, writer, forged)
-	if got := r.Git(ada, "show", "origin/spool-log:events/"+name); got+"\n" != string(original) {
+	if got := r.Git(r.Remote, "show", "spool-log:events/"+name); got+"\n" != string(original) {
 		t.Fatalf("the branch holds\n%s\nwant\n%s", got, original)
 	}
 	// Everyone verifies again, a new clone too: the rewrite in the history
@@ -259,7 +259,7 @@ func testRewrittenHistory(t *testing.T, signed bool) {
 		t.Fatalf("ada's next event: %+v %v", last, err)
 	}
 	jobSpool(t, bin, carol, envs[2], "sync")
-	if got := r.Git(carol, "show", "origin/spool-log:events/"+name); got+"\n" != string(original) {
+	if got := r.Git(r.Remote, "show", "spool-log:events/"+name); got+"\n" != string(original) {
 		t.Fatalf("after carol's sync the branch holds\n%s", got)
 	}
 	jobSpool(t, bin, ada, envs[0], "sync")

@@ -218,11 +218,27 @@ func childrenOf(pid int, argv ...string) []int {
 		}
 		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 		cmdline, _ := os.ReadFile("/proc/" + d.Name() + "/cmdline")
-		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) && strings.HasPrefix(string(cmdline), strings.Join(argv, "\x00")+"\x00") {
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) && runs(string(cmdline), argv) {
 			out = append(out, child)
 		}
 	}
 	return out
+}
+
+// runs says whether cmdline (/proc's, NUL-separated) runs argv[0] with the
+// rest of argv among its arguments, in order (git's -c options come first).
+func runs(cmdline string, argv []string) bool {
+	args := strings.Split(cmdline, "\x00")
+	if args[0] != argv[0] {
+		return false
+	}
+	want := argv[1:]
+	for _, a := range args[1:] {
+		if len(want) > 0 && a == want[0] {
+			want = want[1:]
+		}
+	}
+	return len(want) == 0
 }
 
 // The train killed with kill -9 while it pushes the target (the remote's

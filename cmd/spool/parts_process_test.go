@@ -208,7 +208,7 @@ func TestABadLineDoesNotStopItsWriter(t *testing.T) {
 	jobSpool(t, bin, ada, envs[0], "task", "add", "three")
 	jobSpool(t, bin, ada, envs[0], "sync")
 	local := string(must(os.ReadFile(filepath.Join(ada, ".git", "spool", "events", writer+".jsonl"))))
-	if got := r.Git(ada, "show", "origin/spool-log:"+name) + "\n"; got != local {
+	if got := r.Git(r.Remote, "show", "spool-log:"+name) + "\n"; got != local {
 		t.Fatalf("ada's sync left the branch's copy of her file:\n%s", got)
 	}
 	if out := jobSpool(t, bin, ada, envs[0], "--json", "next"); !strings.Contains(out, `"id"`) {

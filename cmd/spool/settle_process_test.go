@@ -29,7 +29,7 @@ func TestAWriteSettlesAClaimKilledAfterItsPush(t *testing.T) {
 	if !bytes.HasPrefix(claimed, before) || len(claimed) == len(before) {
 		t.Fatal("the claim did not grow the file")
 	}
-	if got := r.Git(a, "show", "origin/spool-log:events/"+file); got+"\n" != string(claimed) {
+	if got := r.Git(r.Remote, "show", "spool-log:events/"+file); got+"\n" != string(claimed) {
 		t.Fatal("the claim is not on the remote")
 	}
 	pending := fmt.Sprintf(`{"remote":"origin","branch":"spool-log","file":%q,"size":%d,"lines":%q}`, file, len(before), claimed[len(before):])

@@ -104,16 +104,77 @@ func CommitTreeOn(ctx context.Context, repo, tree, msg string, parents ...string
 	return strings.TrimSpace(out), err
 }
 
+// standIn is the name of the remote spool pushes through (pushVia).
+const standIn = "spool-push"
+
+// pushVia returns git's options and the remote to name so that a push
+// leaves the remote-tracking refs (refs/remotes/<remote>/…) alone. Pushed
+// by its name, git moves them too, and a git fetch the user runs at that
+// moment fails to lock the ref it expected to find unchanged: spool, which
+// pushes from hooks and watch mode, would break the user's git. The push
+// goes instead through a stand-in remote with every setting of remote but
+// the ones that map refs (fetch, push, mirror), so pushurl, receivepack,
+// proxy and the rest still apply. A remote not named in git's config (a
+// path or a URL) has no tracking refs, and is pushed to as it is.
+func pushVia(ctx context.Context, dir, remote string) ([]string, string, error) {
+	out, err := Run(ctx, dir, "config", "--null", "--get-regexp", `^remote\.`)
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 1 {
+		return nil, remote, nil // no remotes in config
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	var opts []string
+	named := false
+	for _, entry := range strings.Split(out, "\x00") {
+		key, value, _ := strings.Cut(entry, "\n")
+		rest, ok := strings.CutPrefix(key, "remote.")
+		if !ok {
+			continue
+		}
+		i := strings.LastIndexByte(rest, '.')
+		if i < 0 || rest[:i] != remote {
+			continue
+		}
+		switch name := rest[i+1:]; name {
+		case "fetch", "push", "mirror":
+		default:
+			named = named || name == "url"
+			opts = append(opts, "-c", "remote."+standIn+"."+name+"="+value)
+		}
+	}
+	if !named {
+		return nil, remote, nil
+	}
+	return opts, standIn, nil
+}
+
+// pushArgs is git's arguments to push refspec to remote through pushVia,
+// with flags for git push.
+func pushArgs(ctx context.Context, dir, remote, refspec string, flags ...string) ([]string, error) {
+	via, name, err := pushVia(ctx, dir, remote)
+	if err != nil {
+		return nil, err
+	}
+	args := append(via, "push", "--quiet")
+	args = append(args, flags...)
+	return append(args, name, refspec), nil
+}
+
 // PushCommit pushes commit to the remote's branch, never forced: a branch
 // that moved since is refused (Rejected), and the caller fetches again.
 // Without deltas git does not look for any (pack.window=0): for a push of
 // many new objects that have none worth the search.
 func PushCommit(ctx context.Context, repo, remote, commit, branch string, deltas bool) error {
-	args := []string{"push", "--quiet", "--no-verify", remote, commit + ":refs/heads/" + branch}
+	args, err := pushArgs(ctx, repo, remote, commit+":refs/heads/"+branch, "--no-verify")
+	if err != nil {
+		return err
+	}
 	if !deltas {
 		args = append([]string{"-c", "pack.window=0"}, args...)
 	}
-	_, err := Run(ctx, repo, args...)
+	_, err = Run(ctx, repo, args...)
 	if err == nil {
 		return nil
 	}
@@ -130,7 +191,11 @@ func PushCommit(ctx context.Context, repo, remote, commit, branch string, deltas
 // ref moved since (another clone pushed) refuses it: Rejected. A lock
 // file in the way, here or on the remote, is Lock.
 func PushRef(ctx context.Context, repo, remote, ref string) error {
-	_, err := RunTied(ctx, repo, "push", "--quiet", remote, ref+":"+ref)
+	args, err := pushArgs(ctx, repo, remote, ref+":"+ref)
+	if err != nil {
+		return err
+	}
+	_, err = RunTied(ctx, repo, args...)
 	if err == nil {
 		return nil
 	}

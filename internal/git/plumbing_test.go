@@ -51,3 +51,55 @@ func TestIsLocalURL(t *testing.T) {
 		}
 	}
 }
+
+// spool's pushes leave the user's remote-tracking refs alone (a git fetch
+// running meanwhile would fail to lock them), and still go where git
+// would push: the remote's pushurl, through its receivepack, or to a
+// remote given as a path.
+func TestPushLeavesTrackingRefs(t *testing.T) {
+	r := gittest.New(t, nil)
+	ctx := context.Background()
+	tracked := r.Git(r.Root, "rev-parse", "refs/remotes/origin/main")
+	pushTo := filepath.Join(t.TempDir(), "push.git")
+	r.Git(r.Root, "init", "-q", "--bare", "-b", "main", pushTo)
+	r.Git(r.Root, "push", "-q", pushTo, "main")
+	r.Git(r.Root, "config", "remote.origin.pushurl", pushTo)
+	received := filepath.Join(t.TempDir(), "received")
+	r.Git(r.Root, "config", "remote.origin.receivepack", "touch "+received+"; git-receive-pack")
+	for _, tc := range []struct {
+		name string
+		push func(commit string) error
+	}{
+		{"PushCommit", func(c string) error { return PushCommit(ctx, r.Root, "origin", c, "main", true) }},
+		{"PushBranchAt", func(c string) error { return PushBranchAt(ctx, r.Root, "origin", c, "main") }},
+		{"PushRef", func(c string) error {
+			r.Git(r.Root, "update-ref", "refs/heads/main", c)
+			return PushRef(ctx, r.Root, "origin", "refs/heads/main")
+		}},
+	} {
+		os.Remove(received)
+		commit := r.Commit(r.Root, "f", tc.name, tc.name)
+		if err := tc.push(commit); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := r.Git(pushTo, "rev-parse", "main"); got != commit {
+			t.Errorf("%s: the push URL's main is %s, want %s", tc.name, got, commit)
+		}
+		if _, err := os.Stat(received); err != nil {
+			t.Errorf("%s: the remote's receivepack did not run", tc.name)
+		}
+		if got := r.Git(r.Root, "rev-parse", "refs/remotes/origin/main"); got != tracked {
+			t.Errorf("%s: origin/main moved to %s", tc.name, got)
+		}
+	}
+	if got := r.Git(r.Remote, "rev-parse", "main"); got != tracked {
+		t.Error("a push went to the fetch URL, not the push URL")
+	}
+	commit := r.Commit(r.Root, "f", "by path", "by path")
+	if err := PushCommit(ctx, r.Root, r.Remote, commit, "main", false); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Git(r.Remote, "rev-parse", "main"); got != commit {
+		t.Errorf("a push to a path left main at %s", got)
+	}
+}
