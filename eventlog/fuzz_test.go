@@ -356,8 +356,8 @@ func FuzzAbout(f *testing.F) {
 		all := func(*Event) bool { return true }
 		events, starts := readWithStarts(l)
 		if len(starts) == 0 { // a place no read stood at: an answer or an error
-			l.About("s", all, map[string]Start{"w": {Offset: int64(at), Len: 1}})
-			l.About("", all, map[string]Start{"w": {Offset: int64(at)}})
+			l.About("s", all, map[string]Start{"w": {Offset: int64(at), Len: 1}}, "")
+			l.About("", all, map[string]Start{"w": {Offset: int64(at)}}, "")
 			return
 		}
 		longest := 0 // reads hold the longest line, as MaxLine's do
@@ -366,6 +366,11 @@ func FuzzAbout(f *testing.F) {
 		}
 		aboutBuf = max(aboutBuf, int64(longest)+1)
 		known := map[string]Start{"w": starts[int(at)%len(starts)]}
+		// A subject index at another place (past known: not used).
+		index := filepath.Join(dir, "subjects")
+		if _, err := l.IndexSubjects(index, map[string]Start{"w": starts[int(size)%len(starts)]}, -1); err != nil {
+			t.Fatal(err)
+		}
 		for _, e := range events {
 			var want []string
 			for _, w := range events {
@@ -373,9 +378,11 @@ func FuzzAbout(f *testing.F) {
 					want = append(want, w.ID)
 				}
 			}
-			got, _, err := l.About(e.Subject, all, known)
-			if err != nil || !slices.Equal(ids(got), want) {
-				t.Fatalf("%q from %+v: %v (%v), want %v", e.Subject, known["w"], ids(got), err, want)
+			for _, x := range []string{"", index} {
+				got, _, err := l.About(e.Subject, all, known, x)
+				if err != nil || !slices.Equal(ids(got), want) {
+					t.Fatalf("%q from %+v, index %q: %v (%v), want %v", e.Subject, known["w"], x, ids(got), err, want)
+				}
 			}
 		}
 	})

@@ -102,11 +102,22 @@ func Latest(ctx context.Context, l *Log, n int, match func(*Event) bool) ([]*Eve
 // known) were checked when they were folded: of those, only a line whose
 // bytes could name the subject (they hold it, or an escape) is decoded.
 // The rest of each file is read as every read is, each line checked. spool
-// log -s read a million events to find a task's ten.
-func (l *Log) About(subject string, match func(*Event) bool, known map[string]Start) ([]*Event, map[string]Start, error) {
+// log -s read a million events to find a task's ten. With a subject index
+// (index, a path: IndexSubjects), the part of a file it covers is not
+// searched: the subject's lines are read where it says they are.
+func (l *Log) About(subject string, match func(*Event) bool, known map[string]Start, index string) ([]*Event, map[string]Start, error) {
 	files, err := l.Files()
 	if err != nil {
 		return nil, nil, err
+	}
+	x := openSubjects(index)
+	defer x.close()
+	var hits map[int][]linePos
+	if x != nil {
+		if hits, _ = x.find(subject); hits == nil {
+			x.close()
+			x = nil // a record that does not read: search every file
+		}
 	}
 	var out []*Event
 	from := map[string]Start{}
@@ -116,11 +127,23 @@ func (l *Log) About(subject string, match func(*Event) bool, known map[string]St
 		if k.Offset == 0 {
 			continue
 		}
-		got, trusted, err := sc.file(path, k)
+		var listed []*Event
+		ix, ok := x.holds(path, k)
+		if ok {
+			listed, ok, err = x.read(path, ix, hits[ix.n], subject, match)
+			if err != nil {
+				return nil, nil, err
+			}
+		}
+		if !ok {
+			ix = indexed{} // search the file from its start
+		}
+		got, trusted, err := sc.file(path, ix.end, k)
 		if err != nil {
 			return nil, nil, err
 		}
 		if trusted {
+			out = append(out, listed...)
 			out = append(out, got...)
 			from[WriterOf(path)] = k
 		}
@@ -166,17 +189,18 @@ type aboutScan struct {
 }
 
 // file is the events about the subject that match takes of path's part
-// before k, of the lines that can name it; a copy of the line before is
-// passed over, as a read drops it. trusted is false, with no events, when
-// the file opened no longer ends that part with k's line (replaced since
-// the caller looked): the file is then read whole.
-func (sc *aboutScan) file(path string, k Start) (out []*Event, trusted bool, err error) {
+// from the end of start's line to k's, of the lines that can name it; a
+// copy of the line before is passed over, as a read drops it. trusted is
+// false, with no events, when the file opened no longer ends that part
+// with k's line (replaced since the caller looked): the file is then read
+// whole.
+func (sc *aboutScan) file(path string, start, k Start) (out []*Event, trusted bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, false, err
 	}
 	defer f.Close()
-	if k.Len <= 0 || k.Len > k.Offset || k.Len > MaxLine {
+	if k.Len <= 0 || k.Len > k.Offset || k.Len > MaxLine || start.Offset > k.Offset {
 		return nil, false, nil
 	}
 	line := make([]byte, k.Len)
@@ -184,13 +208,19 @@ func (sc *aboutScan) file(path string, k Start) (out []*Event, trusted bool, err
 		return nil, false, nil
 	}
 	end := k.Offset
-	if sc.buf == nil {
-		sc.buf = make([]byte, min(end+1, aboutBuf))
+	if need := min(end-start.Offset+1, aboutBuf); int64(len(sc.buf)) < need {
+		sc.buf = make([]byte, need) // a file's part, or a chunk and the longest line
 	}
 	buf := sc.buf
 	dec := newDecoder(WriterOf(path))
 	var prev []byte // the last line of the read before
-	for off, kept := int64(0), 0; off < end; {
+	if start.Offset > 0 {
+		prev = make([]byte, start.Len)
+		if _, err := f.ReadAt(prev, start.Offset-start.Len); err != nil {
+			return nil, false, err
+		}
+	}
+	for off, kept := start.Offset, 0; off < end; {
 		want := min(int64(len(buf)-kept), end-off)
 		n, err := f.ReadAt(buf[kept:int64(kept)+want], off)
 		if err == io.EOF && int64(n) < want {

@@ -276,6 +276,24 @@ func TestAboutAsWholeRead(t *testing.T) { // not parallel: it sets aboutBuf
 		}
 		rd.Close()
 		all = append(all, nil, known)
+		// A subject index at each place, written whole (at) and grown
+		// from the place before (grown): the same bytes.
+		dir := t.TempDir()
+		indexAt, grown := map[int]string{}, filepath.Join(dir, "grown")
+		for i, k := range all {
+			indexAt[i] = filepath.Join(dir, fmt.Sprint(i))
+			if _, err := l.IndexSubjects(indexAt[i], k, -1); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.IndexSubjects(grown, k, -1); err != nil {
+				t.Fatal(err)
+			}
+			a, _ := os.ReadFile(indexAt[i])
+			g, _ := os.ReadFile(grown)
+			if k != nil && (len(a) == 0 || !bytes.Equal(a, g)) {
+				t.Fatalf("seed %d: the index at place %d grown differs from the one written whole (%d, %d bytes)", seed, i, len(g), len(a))
+			}
+		}
 		whole := readAll(t, l)
 		for _, s := range subjects {
 			match := func(e *Event) bool { return e.Type == "t.a" }
@@ -285,18 +303,22 @@ func TestAboutAsWholeRead(t *testing.T) { // not parallel: it sets aboutBuf
 					want = append(want, e.ID)
 				}
 			}
-			for _, k := range all {
-				for _, size := range []int64{full, 700} { // a few lines a read: lines across reads
-					aboutBuf = size
-					got, from, err := l.About(s, match, k)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if !slices.Equal(ids(got), want) {
-						t.Fatalf("seed %d, %q from %v, reads of %d: %v, want %v", seed, s, k, size, ids(got), want)
-					}
-					if len(from) != len(files) {
-						t.Fatalf("seed %d: ended in %d files of %d", seed, len(from), len(files))
+			for i, k := range all {
+				// No index, the index at this place, and one at another
+				// (past it: not used for the files it is past).
+				for _, index := range []string{"", indexAt[i], indexAt[r.IntN(len(all))]} {
+					for _, size := range []int64{full, 700} { // a few lines a read: lines across reads
+						aboutBuf = size
+						got, from, err := l.About(s, match, k, index)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if !slices.Equal(ids(got), want) {
+							t.Fatalf("seed %d, %q from %v, index %s, reads of %d: %v, want %v", seed, s, k, index, size, ids(got), want)
+						}
+						if len(from) != len(files) {
+							t.Fatalf("seed %d: ended in %d files of %d", seed, len(from), len(files))
+						}
 					}
 				}
 			}
@@ -320,7 +342,7 @@ func TestAboutAsWholeRead(t *testing.T) { // not parallel: it sets aboutBuf
 		}
 		for size := int64(520); size < 1400; size += 7 {
 			aboutBuf = size
-			got, _, err := l.About(dup.Subject, func(*Event) bool { return true }, known)
+			got, _, err := l.About(dup.Subject, func(*Event) bool { return true }, known, indexAt[len(all)-1])
 			if err != nil || !slices.Equal(ids(got), want) {
 				t.Fatalf("seed %d, %q, reads of %d: %v (%v), want %v", seed, dup.Subject, size, ids(got), err, want)
 			}
@@ -339,14 +361,14 @@ func TestAboutAsWholeRead(t *testing.T) { // not parallel: it sets aboutBuf
 			lastKnown[i+10] ^= 'a' ^ 'b'
 		}
 		os.WriteFile(f1, bad, 0o644)
-		if _, _, err := l.About("s1", func(*Event) bool { return true }, known); !errors.Is(err, ErrCorrupt) {
+		if _, _, err := l.About("s1", func(*Event) bool { return true }, known, ""); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("seed %d: the last known line changed: %v", seed, err)
 		}
 		bad = slices.Clone(good)
 		first := bytes.IndexByte(good, '\n') + 1
 		copy(bad[first:], `{"v":1,"subject":"s1","x":`)
 		os.WriteFile(f1, bad, 0o644)
-		_, _, err = l.About("s1", func(*Event) bool { return true }, known)
+		_, _, err = l.About("s1", func(*Event) bool { return true }, known, "")
 		var le *LineError
 		if !errors.As(err, &le) || le.Line != 2 {
 			t.Fatalf("seed %d: line 2 does not decode: %v", seed, err)
@@ -364,19 +386,23 @@ func TestAboutAsWholeRead(t *testing.T) { // not parallel: it sets aboutBuf
 				}
 			}
 		}
-		aboutIsWhole(t, l, "s1", known, fmt.Sprintf("seed %d: a file written on past another line at its known place", seed))
+		for _, index := range []string{"", indexAt[len(all)-1]} {
+			aboutIsWhole(t, l, "s1", known, index, fmt.Sprintf("seed %d: a file written on past another line at its known place", seed))
+		}
 		os.WriteFile(f1, good, 0o644)
 		// A file cut short before its known place is read whole, as any
 		// read reads it (its torn last line dropped).
 		if err := os.Truncate(f1, k1.Offset-3); err != nil {
 			t.Fatal(err)
 		}
-		aboutIsWhole(t, l, "s1", known, fmt.Sprintf("seed %d: a file cut short before its known place", seed))
+		for _, index := range []string{"", indexAt[len(all)-1]} {
+			aboutIsWhole(t, l, "s1", known, index, fmt.Sprintf("seed %d: a file cut short before its known place", seed))
+		}
 	}
 }
 
 // aboutIsWhole checks l.About(subject) from known against a whole read.
-func aboutIsWhole(t *testing.T, l *Log, subject string, known map[string]Start, what string) {
+func aboutIsWhole(t *testing.T, l *Log, subject string, known map[string]Start, index, what string) {
 	t.Helper()
 	var want []string
 	for _, e := range readAll(t, l) {
@@ -384,7 +410,7 @@ func aboutIsWhole(t *testing.T, l *Log, subject string, known map[string]Start, 
 			want = append(want, e.ID)
 		}
 	}
-	if got, _, err := l.About(subject, func(*Event) bool { return true }, known); err != nil || !slices.Equal(ids(got), want) {
+	if got, _, err := l.About(subject, func(*Event) bool { return true }, known, index); err != nil || !slices.Equal(ids(got), want) {
 		t.Fatalf("%s: %v (%v), want %v", what, ids(got), err, want)
 	}
 }

@@ -1,0 +1,86 @@
+package eventlog
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// The subject index is a cache: damaged anywhere, or of a file since
+// replaced, it is not used, and About answers as a whole read does.
+// IndexSubjects writes it only when more than min bytes are not in it.
+func TestSubjectIndexIsOnlyACache(t *testing.T) {
+	logs := writersOfOneLog(t, 2)
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 200 {
+		at = at.Add(time.Second)
+		d := []Draft{{Type: "t.a", Subject: fmt.Sprint("s", i%7)}}
+		if _, err := logs[i%2].Append(context.Background(), at, "ada", d, AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := logs[0].Log
+	known := knownAtEnd(t, l)
+	index := filepath.Join(t.TempDir(), "subjects.idx")
+	if wrote, err := l.IndexSubjects(index, known, 1<<20); err != nil || wrote {
+		t.Fatalf("with less than min not indexed: wrote %v, %v", wrote, err)
+	}
+	if wrote, err := l.IndexSubjects(index, known, 0); err != nil || !wrote {
+		t.Fatalf("indexing: wrote %v, %v", wrote, err)
+	}
+	if wrote, err := l.IndexSubjects(index, known, 0); err != nil || wrote {
+		t.Fatalf("an index up to date was written again: %v, %v", wrote, err)
+	}
+	good, err := os.ReadFile(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"s3", "none"} {
+		aboutIsWhole(t, l, s, known, index, "a good index")
+	}
+	for i := range len(good) {
+		bad := slices.Clone(good)
+		bad[i] ^= 0x5a
+		os.WriteFile(index, bad, 0o644)
+		aboutIsWhole(t, l, "s3", known, index, fmt.Sprintf("byte %d of the index changed", i))
+	}
+	os.WriteFile(index, good[:len(good)/2], 0o644)
+	aboutIsWhole(t, l, "s3", known, index, "the index cut short")
+	if wrote, err := l.IndexSubjects(index, known, 0); err != nil || !wrote {
+		t.Fatalf("a damaged index was not written again: %v, %v", wrote, err)
+	}
+	// A file replaced by a copy of itself with its lines changed: the
+	// index is not used for it.
+	files, _ := l.Files()
+	b, _ := os.ReadFile(files[0])
+	copied := filepath.Join(t.TempDir(), "copy")
+	os.WriteFile(copied, b, 0o644)
+	os.Rename(copied, files[0])
+	aboutIsWhole(t, l, "s3", known, index, "a file replaced")
+	if wrote, err := l.IndexSubjects(index, known, 0); err != nil || !wrote {
+		t.Fatalf("the index of a replaced file was not written again: %v, %v", wrote, err)
+	}
+	aboutIsWhole(t, l, "s3", known, index, "the index written again")
+}
+
+// knownAtEnd is where a whole read of l stands at its end, by writer.
+func knownAtEnd(t *testing.T, l *Log) map[string]Start {
+	t.Helper()
+	r, err := l.ReadQuiet(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	known := map[string]Start{}
+	for {
+		_, pos, err := r.Next()
+		if err != nil {
+			return known
+		}
+		known[pos.Writer] = pos.Start()
+	}
+}
