@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -83,4 +84,31 @@ func knownAtEnd(t *testing.T, l *Log) map[string]Start {
 		}
 		known[pos.Writer] = pos.Start()
 	}
+}
+
+// About's reads hold the longest line of every file, not only of the
+// first: a short first file (a teammate's one event) once made it take a
+// later file's long lines for a file changed under it.
+func TestAboutPastAShortFirstFile(t *testing.T) {
+	logs := writersOfOneLog(t, 2)
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tl := range logs {
+		if _, err := tl.Append(context.Background(), at, "ada", []Draft{{Type: "t.a", Subject: "s"}}, AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := logs[0].Log
+	files, _ := l.Files()
+	long := []Draft{{Type: "t.b", Subject: "s", Data: map[string]string{"text": strings.Repeat("x", 5000)}}}
+	for _, tl := range logs {
+		if tl.mustWriter(t) == WriterOf(files[1]) {
+			for range 3 {
+				at = at.Add(time.Second)
+				if _, err := tl.Append(context.Background(), at, "ada", long, AppendOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	aboutIsWhole(t, l, "s", knownAtEnd(t, l), "", "a short first file")
 }
