@@ -148,3 +148,27 @@ func BenchmarkDecode(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkCheckLines measures checking a writer file of 100,000 events as
+// a receive, a fresh clone and doctor do: every line read, decoded and
+// judged against the rules.
+func BenchmarkCheckLines(b *testing.B) {
+	dir := b.TempDir()
+	const n = 100_000
+	if err := generate(dir, "w", n, 1, 1); err != nil {
+		b.Fatal(err)
+	}
+	content, err := os.ReadFile(filepath.Join(dir, "w"+Ext))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(content)))
+	b.ReportAllocs()
+	for b.Loop() {
+		rep := &CheckReport{}
+		if err := checkLinesFrom(bytes.NewReader(content), "w", rep, newRules("w"), 1); err != nil || rep.Events != n || len(rep.Problems) > 0 {
+			b.Fatalf("%v: %d events, %v", err, rep.Events, rep.Problems)
+		}
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "events/s")
+}

@@ -100,9 +100,21 @@ func checkLinesFrom(f io.Reader, path string, rep *CheckReport, r *rules, first 
 		rep.Problems = append(rep.Problems, Problem{Path: path, Line: line, Message: fmt.Sprintf(format, args...)})
 	}
 	br := bufio.NewReaderSize(f, 64<<10)
-	batchFrom := 0 // first line of a batch still waiting for its last event
+	// One decoder and the reader's buffer for every line (an event holds
+	// no bytes of its line): a fresh clone checks a million.
+	dec := newDecoder(r.writer)
+	var long []byte // a line longer than the buffer, gathered
+	batchFrom := 0  // first line of a batch still waiting for its last event
 	for n := first; ; n++ {
-		line, err := br.ReadBytes('\n')
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long[:0], line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
 		if errors.Is(err, io.EOF) {
 			if batchFrom > 0 {
 				add(batchFrom, "unfinished batch: lines %d to %d belong to an append that never finished and was never acknowledged (%s)", batchFrom, n-1, RepairHint)
@@ -120,7 +132,7 @@ func checkLinesFrom(f io.Reader, path string, rep *CheckReport, r *rules, first 
 			add(n, "line of %d bytes, longer than %d", len(line), MaxLine)
 			continue
 		}
-		e, sp, err := decode(line)
+		e, sp, err := dec.decode(line)
 		if err != nil {
 			add(n, "%v", err)
 			continue
