@@ -368,7 +368,7 @@ func FuzzAbout(f *testing.F) {
 		known := map[string]Start{"w": starts[int(at)%len(starts)]}
 		// A subject index at another place (past known: not used).
 		index := filepath.Join(dir, "subjects")
-		if _, err := l.IndexSubjects(index, map[string]Start{"w": starts[int(size)%len(starts)]}, -1); err != nil {
+		if _, err := l.IndexSubjects(context.Background(), index, map[string]Start{"w": starts[int(size)%len(starts)]}, -1); err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range events {

@@ -2,8 +2,8 @@ package eventlog
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"io"
 	"maps"
@@ -91,6 +91,25 @@ func readSubjects(f *os.File) (*subjectIndex, error) {
 	return x, nil
 }
 
+// lookup opens the index at path and finds subject's lines in it: nil
+// when there is none, it does not read, or the subject is "" (the index
+// keeps no lines without a subject).
+func lookup(path, subject string) (*subjectIndex, map[int][]linePos) {
+	if subject == "" {
+		return nil, nil
+	}
+	x := openSubjects(path)
+	if x == nil {
+		return nil, nil
+	}
+	hits, ok := x.find(subject)
+	if !ok {
+		x.close()
+		return nil, nil
+	}
+	return x, hits
+}
+
 func (x *subjectIndex) close() {
 	if x != nil {
 		x.f.Close()
@@ -157,9 +176,10 @@ func (x *subjectIndex) find(subject string) (map[int][]linePos, bool) {
 }
 
 // read is the events of the lines at ps in path's file (ix's part), about
-// subject and taken by match; false when one of them is not about subject
-// or not within the part: the index is not what it says, and the file is
-// searched instead.
+// subject and taken by match; false when one of them does not decode, is
+// not about subject or not within the part (the file was replaced since
+// holds looked, or the index is not what it says): the file is searched
+// instead.
 func (x *subjectIndex) read(path string, ix indexed, ps []linePos, subject string, match func(*Event) bool) ([]*Event, bool, error) {
 	if len(ps) == 0 {
 		return nil, true, nil
@@ -180,11 +200,8 @@ func (x *subjectIndex) read(path string, ix indexed, ps []linePos, subject strin
 			return nil, false, nil
 		}
 		e, _, err := dec.decode(line)
-		if err != nil {
-			return nil, false, &LineError{Path: path, Line: linesBefore(f, p.off) + 1, Err: err, Hint: hintFor(err)}
-		}
-		if e.Subject != subject {
-			return nil, false, nil
+		if err != nil || e.Subject != subject {
+			return nil, false, nil // the search says what is wrong, if anything is
 		}
 		if match(e) {
 			out = append(out, e)
@@ -199,7 +216,7 @@ func (x *subjectIndex) read(path string, ix indexed, ps []linePos, subject strin
 // is kept; the rest is read a line at a time, every line decoded (its
 // subject as About's decoding sees it), a copy of the line before passed
 // over as a read does.
-func (l *Log) IndexSubjects(path string, known map[string]Start, min int64) (bool, error) {
+func (l *Log) IndexSubjects(ctx context.Context, path string, known map[string]Start, min int64) (bool, error) {
 	files, err := l.Files()
 	if err != nil {
 		return false, err
@@ -252,16 +269,25 @@ func (l *Log) IndexSubjects(path string, known map[string]Start, min int64) (boo
 			}
 		}
 	}
+	// Where it goes first: a directory spool cannot write to costs no
+	// reading, at every log -s.
+	sweepIndexTemps(path, time.Now())
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return false, err
+	}
+	defer os.Remove(tmp.Name()) // once renamed, nothing
+	defer tmp.Close()
 	var inodes []uint64
 	for i, pt := range parts {
-		inode, err := indexPart(pt.path, i, pt.from, pt.to, subjects)
+		inode, err := indexPart(ctx, pt.path, i, pt.from, pt.to, subjects)
 		if err != nil {
 			return false, err
 		}
 		inodes = append(inodes, inode)
 	}
-	var buf bytes.Buffer
-	t := table.NewWriter(&buf, subjectsMagic, len(subjects))
+	buf := bufio.NewWriterSize(tmp, 256<<10)
+	t := table.NewWriter(buf, subjectsMagic, len(subjects))
 	for _, s := range slices.Sorted(maps.Keys(subjects)) {
 		t.Record(s, func(w *table.Enc) {
 			ps := subjects[s]
@@ -286,8 +312,16 @@ func (l *Log) IndexSubjects(path string, known map[string]Start, min int64) (boo
 	}); err != nil {
 		return false, err
 	}
-	sweepIndexTemps(path, time.Now())
-	return true, durable.WriteCache(path, buf.Bytes())
+	if err := buf.Flush(); err != nil {
+		return false, err
+	}
+	if err := tmp.Close(); err != nil {
+		return false, err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil { // a cache: not synced
+		return false, err
+	}
+	return true, nil
 }
 
 // each calls fn with every subject's places, in the index's order.
@@ -317,7 +351,7 @@ func (x *subjectIndex) each(fn func(subject string, ps []linePos)) error {
 // indexPart adds the subjects of path's lines in [from, to) to subjects,
 // as file n, and returns the file's inode. The lines were checked when
 // they were folded; one that no longer decodes fails the index.
-func indexPart(path string, n int, from, to Start, subjects map[string][]linePos) (uint64, error) {
+func indexPart(ctx context.Context, path string, n int, from, to Start, subjects map[string][]linePos) (uint64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
@@ -330,30 +364,36 @@ func indexPart(path string, n int, from, to Start, subjects map[string][]linePos
 	if !lineAt(f, to) || !lineAt(f, from) {
 		return 0, errIndexMoved
 	}
-	var prev []byte
+	dec := newDecoder(WriterOf(path))
+	var prev *Event // the line before's, which a copy of it repeats
 	if from.Offset > 0 {
-		prev = make([]byte, from.Len)
-		if _, err := f.ReadAt(prev, from.Offset-from.Len); err != nil {
+		line := make([]byte, from.Len)
+		if _, err := f.ReadAt(line, from.Offset-from.Len); err != nil {
 			return 0, err
+		}
+		if prev, _, err = dec.decode(line); err != nil {
+			return 0, errIndexMoved
 		}
 	}
 	r := bufio.NewReaderSize(io.NewSectionReader(f, from.Offset, to.Offset-from.Offset), int(min(MaxLine+1, to.Offset-from.Offset+1)))
-	dec := newDecoder(WriterOf(path))
-	for off := from.Offset; off < to.Offset; {
+	for i, off := 0, from.Offset; off < to.Offset; i++ {
+		if i%4096 == 0 && ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
 		line, err := r.ReadSlice('\n')
 		if err != nil {
 			return 0, errIndexMoved // cut short, or a line past MaxLine: not as it was folded
 		}
-		if !bytes.Equal(line, prev) {
-			e, _, err := dec.decode(line)
-			if err != nil {
-				return 0, &LineError{Path: path, Line: linesBefore(f, off) + 1, Err: err, Hint: hintFor(err)}
-			}
-			if e.Subject != "" {
-				subjects[e.Subject] = append(subjects[e.Subject], linePos{n: n, off: off, len: int64(len(line))})
-			}
+		e, _, err := dec.decode(line)
+		if err != nil {
+			return 0, errIndexMoved // changed in place since it was folded
 		}
-		prev = append(prev[:0], line...)
+		// A copy of the line before (as a read drops it: the same seq, lc
+		// and id) is not indexed.
+		if e.Subject != "" && (prev == nil || e.Seq != prev.Seq || e.LC != prev.LC || e.ID != prev.ID) {
+			subjects[e.Subject] = append(subjects[e.Subject], linePos{n: n, off: off, len: int64(len(line))})
+		}
+		prev = e
 		off += int64(len(line))
 	}
 	return durable.Inode(st), nil

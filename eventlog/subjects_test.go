@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spoolhq/spool/internal/table"
 )
 
 // The subject index is a cache: damaged anywhere, or of a file since
@@ -27,13 +30,13 @@ func TestSubjectIndexIsOnlyACache(t *testing.T) {
 	l := logs[0].Log
 	known := knownAtEnd(t, l)
 	index := filepath.Join(t.TempDir(), "subjects.idx")
-	if wrote, err := l.IndexSubjects(index, known, 1<<20); err != nil || wrote {
+	if wrote, err := l.IndexSubjects(context.Background(), index, known, 1<<20); err != nil || wrote {
 		t.Fatalf("with less than min not indexed: wrote %v, %v", wrote, err)
 	}
-	if wrote, err := l.IndexSubjects(index, known, 0); err != nil || !wrote {
+	if wrote, err := l.IndexSubjects(context.Background(), index, known, 0); err != nil || !wrote {
 		t.Fatalf("indexing: wrote %v, %v", wrote, err)
 	}
-	if wrote, err := l.IndexSubjects(index, known, 0); err != nil || wrote {
+	if wrote, err := l.IndexSubjects(context.Background(), index, known, 0); err != nil || wrote {
 		t.Fatalf("an index up to date was written again: %v, %v", wrote, err)
 	}
 	good, err := os.ReadFile(index)
@@ -51,7 +54,7 @@ func TestSubjectIndexIsOnlyACache(t *testing.T) {
 	}
 	os.WriteFile(index, good[:len(good)/2], 0o644)
 	aboutIsWhole(t, l, "s3", known, index, "the index cut short")
-	if wrote, err := l.IndexSubjects(index, known, 0); err != nil || !wrote {
+	if wrote, err := l.IndexSubjects(context.Background(), index, known, 0); err != nil || !wrote {
 		t.Fatalf("a damaged index was not written again: %v, %v", wrote, err)
 	}
 	// A file replaced by a copy of itself with its lines changed: the
@@ -62,7 +65,7 @@ func TestSubjectIndexIsOnlyACache(t *testing.T) {
 	os.WriteFile(copied, b, 0o644)
 	os.Rename(copied, files[0])
 	aboutIsWhole(t, l, "s3", known, index, "a file replaced")
-	if wrote, err := l.IndexSubjects(index, known, 0); err != nil || !wrote {
+	if wrote, err := l.IndexSubjects(context.Background(), index, known, 0); err != nil || !wrote {
 		t.Fatalf("the index of a replaced file was not written again: %v, %v", wrote, err)
 	}
 	aboutIsWhole(t, l, "s3", known, index, "the index written again")
@@ -111,4 +114,77 @@ func TestAboutPastAShortFirstFile(t *testing.T) {
 		}
 	}
 	aboutIsWhole(t, l, "s", knownAtEnd(t, l), "", "a short first file")
+}
+
+// A record that passes its checksum and does not decode (a writer's bug,
+// or a format changed under the same name) is not used: every file is
+// searched.
+func TestSubjectIndexRecordThatDoesNotDecode(t *testing.T) {
+	logs := writersOfOneLog(t, 1)
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 20 {
+		d := []Draft{{Type: "t.a", Subject: fmt.Sprint("s", i%3)}}
+		if _, err := logs[0].Append(context.Background(), at.Add(time.Duration(i)*time.Second), "ada", d, AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := logs[0].Log
+	known := knownAtEnd(t, l)
+	index := filepath.Join(t.TempDir(), "subjects.idx")
+	if _, err := l.IndexSubjects(context.Background(), index, known, -1); err != nil {
+		t.Fatal(err)
+	}
+	x := openSubjects(index)
+	if x == nil {
+		t.Fatal("the index does not open")
+	}
+	files := x.files
+	x.close()
+	var b bytes.Buffer
+	w := table.NewWriter(&b, subjectsMagic, 1)
+	w.Record("s1", func(e *table.Enc) { e.Uint(3) }) // three places, none there
+	w.FinishSummary(nil, func(e *table.Enc) {
+		e.Uint(uint64(len(files)))
+		for name, ix := range files {
+			e.Str(name)
+			e.Uint(ix.inode)
+			e.Int(ix.end.Offset)
+			e.Int(ix.end.Len)
+			e.Uint(uint64(ix.end.CRC))
+		}
+	})
+	os.WriteFile(index, b.Bytes(), 0o644)
+	if x := openSubjects(index); x == nil {
+		t.Fatal("the crafted index does not open")
+	} else if _, ok := x.find("s1"); ok {
+		t.Fatal("a record that does not decode was found")
+	}
+	aboutIsWhole(t, l, "s1", known, index, "a record that does not decode")
+}
+
+// A copy of a line in other bytes (its whitespace changed) is dropped by a
+// read, and so by About, with the index and without.
+func TestAboutDropsACopyInOtherBytes(t *testing.T) {
+	logs := writersOfOneLog(t, 1)
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 10 {
+		d := []Draft{{Type: "t.a", Subject: fmt.Sprint("s", i%2)}}
+		if _, err := logs[0].Append(context.Background(), at.Add(time.Duration(i)*time.Second), "ada", d, AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := logs[0].Log
+	files, _ := l.Files()
+	b, _ := os.ReadFile(files[0])
+	lines := splitLines(b)
+	copied := bytes.Replace(lines[4], []byte(`{"v"`), []byte(`{ "v"`), 1)
+	os.WriteFile(files[0], slices.Concat(bytes.Join(lines[:5], nil), copied, bytes.Join(lines[5:], nil)), 0o644)
+	known := knownAtEnd(t, l)
+	index := filepath.Join(t.TempDir(), "subjects.idx")
+	if _, err := l.IndexSubjects(context.Background(), index, known, -1); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []string{"", index} {
+		aboutIsWhole(t, l, "s0", known, x, "a copy in other bytes, index "+x)
+	}
 }

@@ -282,10 +282,10 @@ func TestAboutAsWholeRead(t *testing.T) { // not parallel: it sets aboutBuf
 		indexAt, grown := map[int]string{}, filepath.Join(dir, "grown")
 		for i, k := range all {
 			indexAt[i] = filepath.Join(dir, fmt.Sprint(i))
-			if _, err := l.IndexSubjects(indexAt[i], k, -1); err != nil {
+			if _, err := l.IndexSubjects(context.Background(), indexAt[i], k, -1); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := l.IndexSubjects(grown, k, -1); err != nil {
+			if _, err := l.IndexSubjects(context.Background(), grown, k, -1); err != nil {
 				t.Fatal(err)
 			}
 			a, _ := os.ReadFile(indexAt[i])

@@ -99,7 +99,7 @@ func (c *LogCmd) Run(e *env) error {
 		if n, err := strconv.ParseInt(os.Getenv("SPOOL_TEST_SUBJECT_SLACK"), 10, 64); err == nil {
 			slack = n // the index on a small log
 		}
-		st.Log.IndexSubjects(subjectIndex(st), known, slack)
+		st.Log.IndexSubjects(e.ctx, subjectIndex(st), known, slack)
 	}
 	if !c.Follow {
 		return nil

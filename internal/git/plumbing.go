@@ -3,6 +3,7 @@ package git
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"strings"
 )
@@ -104,18 +105,20 @@ func CommitTreeOn(ctx context.Context, repo, tree, msg string, parents ...string
 	return strings.TrimSpace(out), err
 }
 
-// standIn is the name of the remote spool pushes through (pushVia).
+// standIn is the name of the remote spool pushes through (pushVia), or
+// the first of standIn-1, standIn-2, … that names no remote of the user's.
 const standIn = "spool-push"
 
 // pushVia returns git's options and the remote to name so that a push
 // leaves the remote-tracking refs (refs/remotes/<remote>/…) alone. Pushed
 // by its name, git moves them too, and a git fetch the user runs at that
 // moment fails to lock the ref it expected to find unchanged: spool, which
-// pushes from hooks and watch mode, would break the user's git. The push
-// goes instead through a stand-in remote with every setting of remote but
-// the ones that map refs (fetch, push, mirror), so pushurl, receivepack,
-// proxy and the rest still apply. A remote not named in git's config (a
-// path or a URL) has no tracking refs, and is pushed to as it is.
+// pushes its branch from hooks and watch mode, would break the user's git.
+// The push goes instead through a stand-in remote with every setting of
+// remote but the ones that map refs (fetch, push, mirror), so pushurl,
+// receivepack, proxy and the rest still apply. A remote git's config does
+// not name (a path or a URL, or one of .git/remotes/) is pushed to by what
+// it is: a path or a URL has no tracking refs.
 func pushVia(ctx context.Context, dir, remote string) ([]string, string, error) {
 	out, err := Run(ctx, dir, "config", "--null", "--get-regexp", `^remote\.`)
 	var ee *exec.ExitError
@@ -125,41 +128,43 @@ func pushVia(ctx context.Context, dir, remote string) ([]string, string, error) 
 	if err != nil {
 		return nil, "", err
 	}
-	var opts []string
+	var settings []string      // name=value, or a name alone
+	taken := map[string]bool{} // the names of the user's remotes
 	named := false
 	for _, entry := range strings.Split(out, "\x00") {
-		key, value, _ := strings.Cut(entry, "\n")
+		key, value, hasValue := strings.Cut(entry, "\n")
 		rest, ok := strings.CutPrefix(key, "remote.")
-		if !ok {
+		i := strings.LastIndexByte(rest, '.')
+		if !ok || i < 0 {
 			continue
 		}
-		i := strings.LastIndexByte(rest, '.')
-		if i < 0 || rest[:i] != remote {
+		taken[rest[:i]] = true
+		if rest[:i] != remote {
 			continue
 		}
 		switch name := rest[i+1:]; name {
 		case "fetch", "push", "mirror":
 		default:
 			named = named || name == "url"
-			opts = append(opts, "-c", "remote."+standIn+"."+name+"="+value)
+			setting := name // alone: a boolean set true, as git reads it
+			if hasValue {
+				setting += "=" + value
+			}
+			settings = append(settings, setting)
 		}
 	}
 	if !named {
 		return nil, remote, nil
 	}
-	return opts, standIn, nil
-}
-
-// pushArgs is git's arguments to push refspec to remote through pushVia,
-// with flags for git push.
-func pushArgs(ctx context.Context, dir, remote, refspec string, flags ...string) ([]string, error) {
-	via, name, err := pushVia(ctx, dir, remote)
-	if err != nil {
-		return nil, err
+	via := standIn
+	for n := 1; taken[via]; n++ {
+		via = fmt.Sprintf("%s-%d", standIn, n)
 	}
-	args := append(via, "push", "--quiet")
-	args = append(args, flags...)
-	return append(args, name, refspec), nil
+	opts := make([]string, 0, 2*len(settings))
+	for _, s := range settings {
+		opts = append(opts, "-c", "remote."+via+"."+s)
+	}
+	return opts, via, nil
 }
 
 // PushCommit pushes commit to the remote's branch, never forced: a branch
@@ -167,10 +172,11 @@ func pushArgs(ctx context.Context, dir, remote, refspec string, flags ...string)
 // Without deltas git does not look for any (pack.window=0): for a push of
 // many new objects that have none worth the search.
 func PushCommit(ctx context.Context, repo, remote, commit, branch string, deltas bool) error {
-	args, err := pushArgs(ctx, repo, remote, commit+":refs/heads/"+branch, "--no-verify")
+	via, name, err := pushVia(ctx, repo, remote)
 	if err != nil {
 		return err
 	}
+	args := append(via, "push", "--quiet", "--no-verify", name, commit+":refs/heads/"+branch)
 	if !deltas {
 		args = append([]string{"-c", "pack.window=0"}, args...)
 	}
@@ -191,11 +197,7 @@ func PushCommit(ctx context.Context, repo, remote, commit, branch string, deltas
 // ref moved since (another clone pushed) refuses it: Rejected. A lock
 // file in the way, here or on the remote, is Lock.
 func PushRef(ctx context.Context, repo, remote, ref string) error {
-	args, err := pushArgs(ctx, repo, remote, ref+":"+ref)
-	if err != nil {
-		return err
-	}
-	_, err = RunTied(ctx, repo, args...)
+	_, err := RunTied(ctx, repo, "push", "--quiet", remote, ref+":"+ref)
 	if err == nil {
 		return nil
 	}

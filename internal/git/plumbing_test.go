@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/spoolhq/spool/internal/git/gittest"
@@ -52,10 +53,12 @@ func TestIsLocalURL(t *testing.T) {
 	}
 }
 
-// spool's pushes leave the user's remote-tracking refs alone (a git fetch
-// running meanwhile would fail to lock them), and still go where git
-// would push: the remote's pushurl, through its receivepack, or to a
-// remote given as a path.
+// spool's pushes of its branch leave the user's remote-tracking refs
+// alone (a git fetch running meanwhile would fail to lock them), and still
+// go where git would push: the remote's pushurl, through its receivepack,
+// or to a remote given as a path. A remote of the user's named as the
+// stand-in is not mixed with it, and a setting given by its name alone
+// stays true.
 func TestPushLeavesTrackingRefs(t *testing.T) {
 	r := gittest.New(t, nil)
 	ctx := context.Background()
@@ -66,36 +69,35 @@ func TestPushLeavesTrackingRefs(t *testing.T) {
 	r.Git(r.Root, "config", "remote.origin.pushurl", pushTo)
 	received := filepath.Join(t.TempDir(), "received")
 	r.Git(r.Root, "config", "remote.origin.receivepack", "touch "+received+"; git-receive-pack")
-	for _, tc := range []struct {
-		name string
-		push func(commit string) error
-	}{
-		{"PushCommit", func(c string) error { return PushCommit(ctx, r.Root, "origin", c, "main", true) }},
-		{"PushBranchAt", func(c string) error { return PushBranchAt(ctx, r.Root, "origin", c, "main") }},
-		{"PushRef", func(c string) error {
-			r.Git(r.Root, "update-ref", "refs/heads/main", c)
-			return PushRef(ctx, r.Root, "origin", "refs/heads/main")
-		}},
-	} {
-		os.Remove(received)
-		commit := r.Commit(r.Root, "f", tc.name, tc.name)
-		if err := tc.push(commit); err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		if got := r.Git(pushTo, "rev-parse", "main"); got != commit {
-			t.Errorf("%s: the push URL's main is %s, want %s", tc.name, got, commit)
-		}
-		if _, err := os.Stat(received); err != nil {
-			t.Errorf("%s: the remote's receivepack did not run", tc.name)
-		}
-		if got := r.Git(r.Root, "rev-parse", "refs/remotes/origin/main"); got != tracked {
-			t.Errorf("%s: origin/main moved to %s", tc.name, got)
-		}
+	r.Git(r.Root, "remote", "add", standIn, r.Remote) // the user's own, fetched into refs/remotes/spool-push/
+	r.Git(r.Root, "fetch", "-q", standIn)
+	theirs := r.Git(r.Root, "rev-parse", "refs/remotes/"+standIn+"/main")
+	config, _ := os.ReadFile(filepath.Join(r.Root, ".git", "config"))
+	r.Write(r.Root, ".git/config", string(config)+"[remote \"origin\"]\n\tprune\n")
+
+	via, name, err := pushVia(ctx, r.Root, "origin")
+	if err != nil || name != standIn+"-1" || !slices.Contains(via, "remote."+standIn+"-1.prune") {
+		t.Fatalf("pushVia: %q through %q, %v", via, name, err)
+	}
+	commit := r.Commit(r.Root, "f", "one", "one")
+	if err := PushCommit(ctx, r.Root, "origin", commit, "main", true); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Git(pushTo, "rev-parse", "main"); got != commit {
+		t.Errorf("the push URL's main is %s, want %s", got, commit)
+	}
+	if _, err := os.Stat(received); err != nil {
+		t.Error("the remote's receivepack did not run")
 	}
 	if got := r.Git(r.Remote, "rev-parse", "main"); got != tracked {
-		t.Error("a push went to the fetch URL, not the push URL")
+		t.Error("the push went to the fetch URL, not the push URL")
 	}
-	commit := r.Commit(r.Root, "f", "by path", "by path")
+	for ref, want := range map[string]string{"refs/remotes/origin/main": tracked, "refs/remotes/" + standIn + "/main": theirs} {
+		if got := r.Git(r.Root, "rev-parse", ref); got != want {
+			t.Errorf("%s moved to %s", ref, got)
+		}
+	}
+	commit = r.Commit(r.Root, "f", "by path", "by path")
 	if err := PushCommit(ctx, r.Root, r.Remote, commit, "main", false); err != nil {
 		t.Fatal(err)
 	}

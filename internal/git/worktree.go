@@ -232,11 +232,8 @@ func PushBranch(ctx context.Context, dir, remote, branch string) error {
 // queued offline. What it pushes comes from the log, which anyone who can
 // push may write: it must not be able to rewind or replace a branch.
 func PushBranchAt(ctx context.Context, dir, remote, commit, branch string) error {
-	args, err := pushArgs(ctx, dir, remote, commit+":refs/heads/"+branch)
-	if err != nil {
-		return err
-	}
-	_, err = Run(ctx, dir, args...)
+	ref := "refs/heads/" + branch
+	_, err := Run(ctx, dir, "push", "--quiet", remote, commit+":"+ref)
 	if err == nil {
 		return nil
 	}
