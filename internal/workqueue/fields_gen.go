@@ -275,3 +275,43 @@ func decodeCreated(data []byte, d *CreatedData) error {
 		return false
 	})
 }
+
+func decodeClaimed(data []byte, d *ClaimedData) error {
+	return unmarshal(data, d, func(d *ClaimedData, key string, v gjson.Result) bool {
+		switch key {
+		case "attempt":
+			return setInt(&d.Attempt, v)
+		case "worker":
+			return setString(&d.Worker, v)
+		case "lease_until":
+			return setTime(&d.LeaseUntil, v)
+		case "priority":
+			return setInt(&d.Priority, v)
+		case "source":
+			return setString(&d.Source, v)
+		}
+		return false
+	})
+}
+
+func decodeHeartbeat(data []byte, d *HeartbeatData) error {
+	return unmarshal(data, d, func(d *HeartbeatData, key string, v gjson.Result) bool {
+		switch key {
+		case "lease_until":
+			return setTime(&d.LeaseUntil, v)
+		}
+		return false
+	})
+}
+
+func decodeFailed(data []byte, d *FailedData) error {
+	return unmarshal(data, d, func(d *FailedData, key string, v gjson.Result) bool {
+		switch key {
+		case "attempt":
+			return setInt(&d.Attempt, v)
+		case "error":
+			return setString(&d.Error, v)
+		}
+		return false
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 	"unsafe"
 
@@ -18,9 +19,10 @@ import (
 // so the result is always what json.Unmarshal gives. Strings without escapes
 // share the payload's bytes (the fold copies the short ones it keeps).
 
-// decodeComment, decodeUpdated and decodeCreated are generated from the
-// payloads' declarations (fields_gen.go): a member of a type with a setter
-// below is taken here, any other goes to json.Unmarshal.
+// decodeComment, decodeUpdated, decodeCreated, decodeClaimed,
+// decodeHeartbeat and decodeFailed are generated from the payloads'
+// declarations (fields_gen.go): a member of a type with a setter below is
+// taken here, any other goes to json.Unmarshal.
 
 // unmarshal sets d's fields from data's members through field, which
 // reports false for a member it does not take; then d is decoded again,
@@ -74,6 +76,12 @@ func setIntPtr(p **int, v gjson.Result) bool {
 
 // setInt takes what encoding/json puts in an int: an integer without
 // fraction or exponent.
+// setTime decodes a time as encoding/json does: the raw string, quotes and
+// escapes and all, to time.Time's UnmarshalJSON.
+func setTime(p *time.Time, v gjson.Result) bool {
+	return v.Type == gjson.String && p.UnmarshalJSON([]byte(v.Raw)) == nil
+}
+
 func setInt(p *int, v gjson.Result) bool {
 	if v.Type != gjson.Number {
 		return false

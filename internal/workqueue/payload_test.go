@@ -28,6 +28,13 @@ var payloadSeeds = []string{
 	`{"tit\u006ce":"escaped key"}`,
 	"{\"text\":\"\xff invalid\"}",
 	` { "text" : "spaced" } `,
+	`{"attempt":2,"worker":"w@example.com","lease_until":"2026-01-12T09:55:16.123456789Z","priority":1,"source":"native"}`,
+	`{"lease_until":"2026-01-12T09:55:16+02:00"}`,
+	`{"lease_until":"2026-01-12T09:55:16\u005a"}`,
+	`{"lease_until":"2026-13-12T09:55:16Z"}`,
+	`{"lease_until":null}`,
+	`{"lease_until":1}`,
+	`{"attempt":1,"error":"tests failing","error":"twice"}`,
 }
 
 // decodeX returns what json.Unmarshal returns, for the payloads spool writes
@@ -56,6 +63,9 @@ func samePayload(t *testing.T, data []byte) {
 	sameAs(t, data, decodeComment)
 	sameAs(t, data, decodeUpdated)
 	sameAs(t, data, decodeCreated)
+	sameAs(t, data, decodeClaimed)
+	sameAs(t, data, decodeHeartbeat)
+	sameAs(t, data, decodeFailed)
 }
 
 func sameAs[T any](t *testing.T, data []byte, decode func([]byte, *T) error) {

@@ -713,13 +713,13 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 		return
 	case TypeClaimed:
 		var d ClaimedData
-		if t.Status == StatusClosed || json.Unmarshal(e.Data, &d) != nil || !kept(&d.LeaseUntil) {
+		if t.Status == StatusClosed || decodeClaimed(e.Data, &d) != nil || !kept(&d.LeaseUntil) {
 			return // a claim made in another clone as this task was closed: closed wins
 		}
-		t.Status, x.Assignee, t.LeaseUntil = StatusInProgress, d.Worker, d.LeaseUntil
+		t.Status, x.Assignee, t.LeaseUntil = StatusInProgress, strings.Clone(d.Worker), d.LeaseUntil
 	case TypeHeartbeat:
 		var d HeartbeatData
-		if t.Status != StatusInProgress || t.LeaseUntil.IsZero() || json.Unmarshal(e.Data, &d) != nil || !kept(&d.LeaseUntil) {
+		if t.Status != StatusInProgress || t.LeaseUntil.IsZero() || decodeHeartbeat(e.Data, &d) != nil || !kept(&d.LeaseUntil) {
 			return
 		}
 		t.LeaseUntil = d.LeaseUntil
@@ -783,16 +783,16 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		}
 	case TypeClaimed:
 		var d ClaimedData
-		if json.Unmarshal(e.Data, &d) != nil || !kept(&d.LeaseUntil) {
+		if decodeClaimed(e.Data, &d) != nil || !kept(&d.LeaseUntil) {
 			return
 		}
 		h := s.entry(id)
 		h.move(TypeClaimed)
 		h.Attempts, h.LastAttempt = d.Attempt, e.At
-		h.Worker, h.Actor, h.LeaseUntil, h.Priority = d.Worker, e.Actor, d.LeaseUntil, d.Priority
+		h.Worker, h.Actor, h.LeaseUntil, h.Priority = strings.Clone(d.Worker), e.Actor, d.LeaseUntil, d.Priority
 	case TypeHeartbeat:
 		var d HeartbeatData
-		if h := s.Entry(id); h != nil && json.Unmarshal(e.Data, &d) == nil && kept(&d.LeaseUntil) && h.move(TypeHeartbeat) {
+		if h := s.Entry(id); h != nil && decodeHeartbeat(e.Data, &d) == nil && kept(&d.LeaseUntil) && h.move(TypeHeartbeat) {
 			h.LeaseUntil = d.LeaseUntil
 		}
 	case TypeSucceeded:
@@ -804,10 +804,10 @@ func (s *State) applyEntry(e *eventlog.Event) {
 		at, msg := e.At, ""
 		if e.Type == TypeFailed {
 			var d FailedData
-			if json.Unmarshal(e.Data, &d) != nil {
+			if decodeFailed(e.Data, &d) != nil {
 				return
 			}
-			msg = d.Error
+			msg = strings.Clone(d.Error)
 		} else {
 			var d LeaseExpiredData
 			if json.Unmarshal(e.Data, &d) != nil || !kept(&d.LeaseUntil) {

@@ -424,7 +424,8 @@ func appendCall(v, o string, f structField, embedded map[string]bool) (string, e
 }
 
 // setters are the fast path's functions (payload.go), by the type they set.
-var setters = map[string]string{"string": "setString", "*string": "setStringPtr", "int": "setInt", "*int": "setIntPtr", "[]string": "setStrings"}
+var setters = map[string]string{"string": "setString", "*string": "setStringPtr", "int": "setInt", "*int": "setIntPtr", "[]string": "setStrings",
+	"time.Time": "setTime"}
 
 // payloads writes the fast path's decoders: a member whose type has no
 // setter is left to encoding/json.

@@ -57,4 +57,7 @@ var Payloads = []struct{ Func, Type string }{
 	{"decodeComment", "CommentData"},
 	{"decodeUpdated", "UpdatedData"},
 	{"decodeCreated", "CreatedData"},
+	{"decodeClaimed", "ClaimedData"}, // a catch-up's commonest, with heartbeats, in an agents' queue
+	{"decodeHeartbeat", "HeartbeatData"},
+	{"decodeFailed", "FailedData"},
 }
