@@ -18,16 +18,7 @@ import (
 // replaced, it is not used, and About answers as a whole read does.
 // IndexSubjects writes it only when more than min bytes are not in it.
 func TestSubjectIndexIsOnlyACache(t *testing.T) {
-	logs := writersOfOneLog(t, 2)
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := range 200 {
-		at = at.Add(time.Second)
-		d := []Draft{{Type: "t.a", Subject: fmt.Sprint("s", i%7)}}
-		if _, err := logs[i%2].Append(context.Background(), at, "ada", d, AppendOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	l := logs[0].Log
+	l := subjectsLog(t, 2, 200, 7)
 	known := knownAtEnd(t, l)
 	index := filepath.Join(t.TempDir(), "subjects.idx")
 	if wrote, err := l.IndexSubjects(context.Background(), index, known, 1<<20); err != nil || wrote {
@@ -120,15 +111,7 @@ func TestAboutPastAShortFirstFile(t *testing.T) {
 // or a format changed under the same name) is not used: every file is
 // searched.
 func TestSubjectIndexRecordThatDoesNotDecode(t *testing.T) {
-	logs := writersOfOneLog(t, 1)
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := range 20 {
-		d := []Draft{{Type: "t.a", Subject: fmt.Sprint("s", i%3)}}
-		if _, err := logs[0].Append(context.Background(), at.Add(time.Duration(i)*time.Second), "ada", d, AppendOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	l := logs[0].Log
+	l := subjectsLog(t, 1, 20, 3)
 	known := knownAtEnd(t, l)
 	index := filepath.Join(t.TempDir(), "subjects.idx")
 	if _, err := l.IndexSubjects(context.Background(), index, known, -1); err != nil {
@@ -165,15 +148,7 @@ func TestSubjectIndexRecordThatDoesNotDecode(t *testing.T) {
 // A copy of a line in other bytes (its whitespace changed) is dropped by a
 // read, and so by About, with the index and without.
 func TestAboutDropsACopyInOtherBytes(t *testing.T) {
-	logs := writersOfOneLog(t, 1)
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := range 10 {
-		d := []Draft{{Type: "t.a", Subject: fmt.Sprint("s", i%2)}}
-		if _, err := logs[0].Append(context.Background(), at.Add(time.Duration(i)*time.Second), "ada", d, AppendOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	l := logs[0].Log
+	l := subjectsLog(t, 1, 10, 2)
 	files, _ := l.Files()
 	b, _ := os.ReadFile(files[0])
 	lines := splitLines(b)
@@ -187,4 +162,19 @@ func TestAboutDropsACopyInOtherBytes(t *testing.T) {
 	for _, x := range []string{"", index} {
 		aboutIsWhole(t, l, "s0", known, x, "a copy in other bytes, index "+x)
 	}
+}
+
+// subjectsLog is a log of n events by writers writers in turn, about
+// subjects s0 to s(subjects-1) in turn.
+func subjectsLog(t *testing.T, writers, n, subjects int) *Log {
+	t.Helper()
+	logs := writersOfOneLog(t, writers)
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range n {
+		d := []Draft{{Type: "t.a", Subject: fmt.Sprint("s", i%subjects)}}
+		if _, err := logs[i%writers].Append(context.Background(), at.Add(time.Duration(i)*time.Second), "ada", d, AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return logs[0].Log
 }
