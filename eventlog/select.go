@@ -182,18 +182,18 @@ type aboutScan struct {
 }
 
 // file is the events about the subject that match takes of path's part
-// from the end of start's line to k's, of the lines that can name it; a
+// from the end of after's line to k's, of the lines that can name it; a
 // copy of the line before is passed over, as a read drops it. trusted is
 // false, with no events, when the file opened no longer ends that part
 // with k's line (replaced since the caller looked): the file is then read
 // whole.
-func (sc *aboutScan) file(path string, start, k Start) (out []*Event, trusted bool, err error) {
+func (sc *aboutScan) file(path string, after, k Start) (out []*Event, trusted bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, false, err
 	}
 	defer f.Close()
-	if k.Len <= 0 || k.Len > k.Offset || k.Len > MaxLine || start.Offset > k.Offset {
+	if k.Len <= 0 || k.Len > k.Offset || k.Len > MaxLine || after.Offset > k.Offset {
 		return nil, false, nil
 	}
 	line := make([]byte, k.Len)
@@ -201,19 +201,19 @@ func (sc *aboutScan) file(path string, start, k Start) (out []*Event, trusted bo
 		return nil, false, nil
 	}
 	end := k.Offset
-	if need := min(end-start.Offset+1, aboutBuf); int64(len(sc.buf)) < need {
+	if need := min(end-after.Offset+1, aboutBuf); int64(len(sc.buf)) < need {
 		sc.buf = make([]byte, need) // a file's part, or a chunk and the longest line
 	}
 	buf := sc.buf
 	dec := newDecoder(WriterOf(path))
 	var prev []byte // the last line of the read before
-	if start.Offset > 0 {
-		prev = make([]byte, start.Len)
-		if _, err := f.ReadAt(prev, start.Offset-start.Len); err != nil {
+	if after.Offset > 0 {
+		prev = make([]byte, after.Len)
+		if _, err := f.ReadAt(prev, after.Offset-after.Len); err != nil {
 			return nil, false, err
 		}
 	}
-	for off, kept := start.Offset, 0; off < end; {
+	for off, kept := after.Offset, 0; off < end; {
 		want := min(int64(len(buf)-kept), end-off)
 		n, err := f.ReadAt(buf[kept:int64(kept)+want], off)
 		if err == io.EOF && int64(n) < want {
