@@ -211,12 +211,12 @@ func (x *subjectIndex) read(path string, ix indexed, ps []linePos, subject strin
 }
 
 // IndexSubjects brings the subject index at path up to the parts of the
-// files known trusts (KnownStarts), when more than min bytes of them are
+// files known trusts (KnownStarts), when more than slack bytes of them are
 // not in it; it says whether it wrote the index. The part already indexed
 // is kept; the rest is read a line at a time, every line decoded (its
 // subject as About's decoding sees it), a copy of the line before passed
 // over as a read does.
-func (l *Log) IndexSubjects(ctx context.Context, path string, known map[string]Start, min int64) (bool, error) {
+func (l *Log) IndexSubjects(ctx context.Context, path string, known map[string]Start, slack int64) (bool, error) {
 	files, err := l.Files()
 	if err != nil {
 		return false, err
@@ -244,7 +244,7 @@ func (l *Log) IndexSubjects(ctx context.Context, path string, known map[string]S
 		gap += k.Offset - pt.from.Offset
 		parts = append(parts, pt)
 	}
-	if gap <= min || len(parts) == 0 {
+	if gap <= slack || len(parts) == 0 {
 		return false, nil
 	}
 	subjects := map[string][]linePos{}

@@ -16,7 +16,7 @@ import (
 
 // The subject index is a cache: damaged anywhere, or of a file since
 // replaced, it is not used, and About answers as a whole read does.
-// IndexSubjects writes it only when more than min bytes are not in it.
+// IndexSubjects writes it only when more than slack bytes are not in it.
 func TestSubjectIndexIsOnlyACache(t *testing.T) {
 	l := subjectsLog(t, 2, 200, 7)
 	known := knownAtEnd(t, l)
