@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/git"
 	"github.com/spoolhq/spool/internal/git/gittest"
 	"github.com/spoolhq/spool/internal/store"
@@ -121,5 +122,68 @@ func tick(t *testing.T, st *store.Store, n int) {
 		}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// follow moves the local sync branch forward to the remote's tip, leaves
+// it where another spool of the clone took it (to the tip, or past it:
+// that spool's sync or claim ran meanwhile), and refuses a branch that is
+// not spool's.
+func TestFollow(t *testing.T) {
+	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n"})
+	ctx := context.Background()
+	st := openStore(t, r)
+	o := Options{Remote: "origin", Branch: "spool-log"}
+	tree := r.Git(r.Root, "mktree", "--missing")
+	c1 := r.Git(r.Root, "commit-tree", tree, "-m", "one")
+	c2 := r.Git(r.Root, "commit-tree", tree, "-p", c1, "-m", "two")
+	other := r.Git(r.Root, "commit-tree", tree, "-m", "someone's branch")
+	for _, tc := range []struct {
+		at, to, want string
+		foreign      bool
+	}{
+		{"", c1, c1, false},      // none yet
+		{c1, c2, c2, false},      // forward
+		{c2, c2, c2, false},      // there already
+		{c2, c1, c2, false},      // past it: left
+		{other, c2, other, true}, // not spool's
+	} {
+		if tc.at == "" {
+			r.Git(r.Root, "update-ref", "-d", LocalRef(o))
+		} else {
+			r.Git(r.Root, "update-ref", LocalRef(o), tc.at)
+		}
+		err := follow(ctx, st, o, tc.to)
+		if f, ok := fault.As(err); tc.foreign != (ok && f.Has(CodeSyncBranchForeign)) || !tc.foreign && err != nil {
+			t.Errorf("from %.7s to %.7s: %v", tc.at, tc.to, err)
+		}
+		if got := r.Git(r.Root, "rev-parse", LocalRef(o)); got != tc.want {
+			t.Errorf("from %.7s to %.7s: the branch is at %.7s, want %.7s", tc.at, tc.to, got, tc.want)
+		}
+	}
+}
+
+// Another spool of the clone moves the branch to the tip while follow
+// waits for the lock on it: follow reads it again there, and leaves it.
+func TestFollowWhileAnotherMovesIt(t *testing.T) {
+	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n"})
+	ctx := context.Background()
+	st := openStore(t, r)
+	o := Options{Remote: "origin", Branch: "spool-log"}
+	tree := r.Git(r.Root, "mktree", "--missing")
+	c1 := r.Git(r.Root, "commit-tree", tree, "-m", "one")
+	c2 := r.Git(r.Root, "commit-tree", tree, "-p", c1, "-m", "two")
+	r.Git(r.Root, "update-ref", LocalRef(o), c1)
+	unlock, ok, err := st.Mutex(ctx, "sync-ref", 5*time.Second)
+	if err != nil || !ok {
+		t.Fatal("the lock on the sync refs", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- follow(ctx, st, o, c2) }()
+	time.Sleep(200 * time.Millisecond) // follow has read the branch, and waits
+	r.Git(r.Root, "update-ref", LocalRef(o), c2, c1)
+	unlock()
+	if err := <-done; err != nil {
+		t.Fatalf("follow after another spool moved the branch: %v", err)
 	}
 }

@@ -214,20 +214,35 @@ func accepted(ctx context.Context, st *store.Store, o Options, c *cache, commit 
 // follow moves the local sync branch to commit, the remote's tip, which
 // holds everything the local branch did: unless the branch was moved by
 // someone else to a commit that is not commit's ancestor, which is left as
-// it is with a warning (its files are in the log already).
+// it is with a warning (its files are in the log already). The branch is
+// read again under the lock on it: another spool of this clone (a watch
+// syncing) may have moved it meanwhile, to commit or past it, which is
+// left as it is.
 func follow(ctx context.Context, st *store.Store, o Options, commit string) error {
 	dir := st.Repo.Root
-	old, _ := git.ReadRef(ctx, st.Repo, LocalRef(o))
-	if old == commit {
+	if old, _ := git.ReadRef(ctx, st.Repo, LocalRef(o)); old == commit {
 		return nil
 	}
-	if old != "" {
-		if ok, err := git.IsAncestor(ctx, dir, old, commit); err != nil || !ok {
-			return fault.New(CodeSyncBranchForeign, err, fmt.Sprintf("the local branch %s (%.12s) is not an ancestor of %s/%s (%.12s): spool keeps the log there and would not move it; rename your branch, or set sync.branch",
-				o.Branch, old, o.Remote, o.Branch, commit), "branch", o.Branch)
+	return withTrackingRef(ctx, st, o, func() error {
+		old, _ := git.ReadRef(ctx, st.Repo, LocalRef(o))
+		if old == commit {
+			return nil
 		}
-	}
-	return withTrackingRef(ctx, st, o, func() error { return git.UpdateRef(ctx, dir, LocalRef(o), commit, old, "spool sync") })
+		if old != "" {
+			behind, err := git.IsAncestor(ctx, dir, old, commit)
+			if err != nil {
+				return err
+			}
+			if !behind {
+				if ahead, err := git.IsAncestor(ctx, dir, commit, old); err != nil || ahead {
+					return err // another spool took it further
+				}
+				return fault.New(CodeSyncBranchForeign, nil, fmt.Sprintf("the local branch %s (%.12s) is not an ancestor of %s/%s (%.12s): spool keeps the log there and would not move it; rename your branch, or set sync.branch",
+					o.Branch, old, o.Remote, o.Branch, commit), "branch", o.Branch)
+			}
+		}
+		return git.UpdateRef(ctx, dir, LocalRef(o), commit, old, "spool sync")
+	})
 }
 
 // contended is the error of a sync whose every push another machine beat.
