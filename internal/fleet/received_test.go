@@ -130,14 +130,9 @@ func tick(t *testing.T, st *store.Store, n int) {
 // that spool's sync or claim ran meanwhile), and refuses a branch that is
 // not spool's.
 func TestFollow(t *testing.T) {
-	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n"})
+	r, st, o, c1, c2 := followRepo(t)
 	ctx := context.Background()
-	st := openStore(t, r)
-	o := Options{Remote: "origin", Branch: "spool-log"}
-	tree := r.Git(r.Root, "mktree", "--missing")
-	c1 := r.Git(r.Root, "commit-tree", tree, "-m", "one")
-	c2 := r.Git(r.Root, "commit-tree", tree, "-p", c1, "-m", "two")
-	other := r.Git(r.Root, "commit-tree", tree, "-m", "someone's branch")
+	other := r.Git(r.Root, "commit-tree", r.Git(r.Root, "mktree", "--missing"), "-m", "someone's branch")
 	for _, tc := range []struct {
 		at, to, want string
 		foreign      bool
@@ -166,13 +161,8 @@ func TestFollow(t *testing.T) {
 // Another spool of the clone moves the branch to the tip while follow
 // waits for the lock on it: follow reads it again there, and leaves it.
 func TestFollowWhileAnotherMovesIt(t *testing.T) {
-	r := gittest.New(t, map[string]string{".spool/config.json": "{}\n"})
+	r, st, o, c1, c2 := followRepo(t)
 	ctx := context.Background()
-	st := openStore(t, r)
-	o := Options{Remote: "origin", Branch: "spool-log"}
-	tree := r.Git(r.Root, "mktree", "--missing")
-	c1 := r.Git(r.Root, "commit-tree", tree, "-m", "one")
-	c2 := r.Git(r.Root, "commit-tree", tree, "-p", c1, "-m", "two")
 	r.Git(r.Root, "update-ref", LocalRef(o), c1)
 	unlock, ok, err := st.Mutex(ctx, "sync-ref", 5*time.Second)
 	if err != nil || !ok {
@@ -186,4 +176,15 @@ func TestFollowWhileAnotherMovesIt(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("follow after another spool moved the branch: %v", err)
 	}
+}
+
+// followRepo is a clone's store and two commits of its sync branch, the
+// second on the first.
+func followRepo(t *testing.T) (r *gittest.Repo, st *store.Store, o Options, c1, c2 string) {
+	t.Helper()
+	r = gittest.New(t, map[string]string{".spool/config.json": "{}\n"})
+	tree := r.Git(r.Root, "mktree", "--missing")
+	c1 = r.Git(r.Root, "commit-tree", tree, "-m", "one")
+	c2 = r.Git(r.Root, "commit-tree", tree, "-p", c1, "-m", "two")
+	return r, openStore(t, r), Options{Remote: "origin", Branch: "spool-log"}, c1, c2
 }
