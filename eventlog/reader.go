@@ -432,3 +432,18 @@ func PrefixCRC(f io.ReaderAt, n int64) (uint32, error) {
 
 // LineCRC is the checksum projections keep of the last line they applied.
 func LineCRC(line []byte) uint32 { return crc32.ChecksumIEEE(line) }
+
+// LineAt says whether f's line ending at s.Offset is still s's (its length
+// and CRC): the place a checkpoint or an index knows is where it was. The
+// start of a file (Offset 0) always is.
+func LineAt(f io.ReaderAt, s Start) bool {
+	if s.Offset == 0 {
+		return true
+	}
+	if s.Len <= 0 || s.Len > s.Offset || s.Len > MaxLine {
+		return false
+	}
+	line := make([]byte, s.Len)
+	_, err := f.ReadAt(line, s.Offset-s.Len)
+	return err == nil && line[len(line)-1] == '\n' && LineCRC(line) == s.CRC
+}

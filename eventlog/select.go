@@ -193,11 +193,7 @@ func (sc *aboutScan) file(path string, after, k Start) (out []*Event, trusted bo
 		return nil, false, err
 	}
 	defer f.Close()
-	if k.Len <= 0 || k.Len > k.Offset || k.Len > MaxLine || after.Offset > k.Offset {
-		return nil, false, nil
-	}
-	line := make([]byte, k.Len)
-	if _, err := f.ReadAt(line, k.Offset-k.Len); err != nil || LineCRC(line) != k.CRC || line[len(line)-1] != '\n' {
+	if k.Offset == 0 || after.Offset > k.Offset || !LineAt(f, k) {
 		return nil, false, nil
 	}
 	end := k.Offset

@@ -133,24 +133,10 @@ func (x *subjectIndex) holds(path string, known Start) (indexed, bool) {
 	}
 	defer f.Close()
 	st, err := f.Stat()
-	if err != nil || durable.Inode(st) != ix.inode || !lineAt(f, ix.end) {
+	if err != nil || durable.Inode(st) != ix.inode || !LineAt(f, ix.end) {
 		return indexed{}, false
 	}
 	return ix, true
-}
-
-// lineAt says whether f's line ending at s.Offset is s's (an empty part
-// has none).
-func lineAt(f io.ReaderAt, s Start) bool {
-	if s.Offset == 0 {
-		return true
-	}
-	if s.Len <= 0 || s.Len > MaxLine+1 {
-		return false
-	}
-	line := make([]byte, s.Len)
-	_, err := f.ReadAt(line, s.Offset-s.Len)
-	return err == nil && line[len(line)-1] == '\n' && LineCRC(line) == s.CRC
 }
 
 // find is the places of subject's lines, by file number; false when the
@@ -361,7 +347,7 @@ func indexPart(ctx context.Context, path string, n int, from, to Start, subjects
 	if err != nil {
 		return 0, err
 	}
-	if !lineAt(f, to) || !lineAt(f, from) {
+	if !LineAt(f, to) || !LineAt(f, from) {
 		return 0, errIndexMoved
 	}
 	dec := newDecoder(WriterOf(path))

@@ -605,11 +605,7 @@ func lineMatches(path string, m Mark) bool {
 		return false
 	}
 	defer f.Close()
-	buf := make([]byte, m.Len)
-	if _, err := f.ReadAt(buf, m.Offset-m.Len); err != nil {
-		return false
-	}
-	return eventlog.LineCRC(buf) == m.CRC
+	return eventlog.LineAt(f, m.start())
 }
 
 // prefixChecks counts the prefix checksums computed, for tests.
