@@ -61,6 +61,10 @@ type Spec struct {
 	// catch up in memory from the older snapshot and see the same state; only
 	// the files on disk lag, by a bounded number of events.
 	Amortize int
+	// Overlay, when > 0, has an Overlayer's save that is put off write an
+	// overlay once that many events are unsaved since the snapshot or the
+	// last overlay, so that commands catch up on at most about that many.
+	Overlay int
 }
 
 // Engine keeps projections up to date with the log.
@@ -223,6 +227,12 @@ type item struct {
 	// stamped with the file's stat again, spare the next command the checksum.
 	restat bool
 	saved  int // events in the snapshot on disk; -1 when there is none
+	// base names the snapshot the projection was loaded from (baseOf), ""
+	// once the view saved another: what an overlay of it goes over.
+	base string
+	// overlaid is the events in the snapshot and overlay on disk, as far
+	// as this view knows (saved when it loaded none).
+	overlaid int
 	// damaged: the snapshot on disk failed its checksum and was not loaded.
 	damaged bool
 	// unusable: there was a snapshot on disk, not loaded (another format
@@ -302,6 +312,7 @@ func (it *item) reset() {
 	it.cp = Checkpoint{Format: checkpointFormat, Name: it.spec.Name, Version: it.spec.Version, Marks: map[string]Mark{}}
 	it.dirty = true
 	it.saved = -1
+	it.base = ""
 }
 
 // Missing says whether some projection has no snapshot at all: a fresh
@@ -417,6 +428,8 @@ func (en *Engine) loadSnapshot(it *item) (loaded bool) {
 		}
 	}
 	it.proj, it.cp, it.saved, it.body = p, cp, cp.Events, int64(len(head))
+	it.base, it.overlaid = baseOf(head), cp.Events
+	en.loadOverlay(it)
 	return true
 }
 
@@ -440,7 +453,7 @@ func (v *View) Unusable() bool {
 // NeedsSave reports whether Save would write anything.
 func (v *View) NeedsSave() bool {
 	for _, it := range append(v.items, v.extras...) {
-		if it.dirty && !it.deferred() {
+		if it.dirty && (!it.deferred() || it.overlayDue()) {
 			return true
 		}
 	}
@@ -977,8 +990,17 @@ func (v *View) Save() error {
 	// Public files before the snapshot: a crash between the two only makes
 	// the next command apply the same events again to the old snapshot.
 	batch := durable.NewBatch(tmp)
+	var saved []*item
 	for _, it := range append(v.items, v.extras...) {
-		if !it.dirty || it.deferred() {
+		if !it.dirty {
+			continue
+		}
+		if it.deferred() {
+			if it.overlayDue() {
+				if err := v.en.writeOverlay(it, tmp); err != nil {
+					return fmt.Errorf("overlay %s: %w", it.spec.Name, err)
+				}
+			}
 			continue
 		}
 		// Files and snapshot are streamed to disk (a FileWriter's and a
@@ -1050,10 +1072,16 @@ func (v *View) Save() error {
 			return err
 		}
 		it.dirty, it.restat, it.unusable = false, false, false
-		it.saved = it.cp.Events
+		it.saved, it.overlaid, it.base = it.cp.Events, it.cp.Events, ""
+		saved = append(saved, it)
 	}
 	if err := batch.Done(); err != nil {
 		return err
+	}
+	for _, it := range saved {
+		if err := v.en.dropOverlay(it); err != nil {
+			return err
+		}
 	}
 	v.extras = nil // saved: the next command loads them from their snapshots
 	return nil

@@ -103,10 +103,12 @@ func (en *Engine) VerifyAll(ctx context.Context) (*Verification, error) {
 				continue // merged events sort before its checkpoint: the same
 			}
 		case upToDate:
-			disk[i].current = true
+			// With an overlay over it, the snapshot is not the state and
+			// the files lag: the state is compared, as one behind is.
+			disk[i].current = it.overlaid == it.saved
 		}
 		var sum [sha256.Size]byte
-		if rc, ok := it.proj.(RecordChecker); ok && st == upToDate {
+		if rc, ok := it.proj.(RecordChecker); ok && disk[i].current {
 			rc.CheckRecords()
 			sum, err = fileDigest(en.snapshotPath(s.Name), it.body)
 		} else {

@@ -216,11 +216,21 @@ func Inode(fi fs.FileInfo) uint64 {
 // work (it is rebuilt): written aside and renamed into place, so never
 // seen torn, but not fsynced, since a crash may keep the old one.
 func WriteCache(path string, data []byte) error {
+	return WriteCacheIn(path, data, "")
+}
+
+// WriteCacheIn is WriteCache with the temp file in tmpDir (on the same
+// file system; "" for path's directory), for writers that sweep their own
+// crash leftovers.
+func WriteCacheIn(path string, data []byte, tmpDir string) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if tmpDir == "" {
+		tmpDir = dir
+	}
+	f, err := os.CreateTemp(tmpDir, "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}

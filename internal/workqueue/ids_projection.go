@@ -16,7 +16,7 @@ import (
 const IDsName = "task-ids"
 
 // IDsSpec registers it; saves are amortized like the tasks'.
-var IDsSpec = projections.Spec{Name: IDsName, Version: 2, Amortize: 1000, New: func() projections.Projection { return &IDsProjection{} }}
+var IDsSpec = projections.Spec{Name: IDsName, Version: 2, Amortize: 1000, Overlay: overlayEvery, New: func() projections.Projection { return &IDsProjection{} }}
 
 // IDsProjection holds the snapshot's ids, newline-separated and sorted, as
 // read, plus ids created since.

@@ -41,6 +41,7 @@ type Task struct {
 	rawDetail string      // the encoded detail, while detail is nil
 	baseRefs  []string    // read from a snapshot: the tasks that named it then (as parent, blocker or link)
 	ord       int32       // its records' ordinal in a spill
+	at        int32       // its record's position in the snapshot's table + 1; -1: none there; 0: not known
 
 	listCore, listTail string // its listing (listing.go) as its record saved it; "" once changed
 }
@@ -258,8 +259,20 @@ func (s *State) Task(id string) *Task {
 		return nil
 	}
 	t := decodeTask(rec())
+	t.at = int32(i) + 1
 	s.trk.m[id] = t
 	return t
+}
+
+// position is where task id's record is in the snapshot's table (-1: it
+// has none), as find says, but known without a read for a task decoded or
+// made since: ready asks it of every such task.
+func (s *State) position(id string) int {
+	if t := s.trk.m[id]; t != nil && t.at != 0 {
+		return max(int(t.at)-1, -1)
+	}
+	i, _ := s.trk.find(id)
+	return i
 }
 
 // decodeInto decodes id's record of t into m and returns it; nil when t
@@ -404,8 +417,8 @@ const (
 // Their state grows with the number of tasks, so saves are amortized (see
 // projections.Spec.Amortize).
 var (
-	Spec      = projections.Spec{Name: Name, Version: 17, Amortize: 1000, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
-	QueueSpec = projections.Spec{Name: QueueName, Version: 13, Amortize: 1000, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
+	Spec      = projections.Spec{Name: Name, Version: 17, Amortize: 1000, Overlay: overlayEvery, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
+	QueueSpec = projections.Spec{Name: QueueName, Version: 13, Amortize: 1000, Overlay: overlayEvery, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
 // TasksProjection folds the tracker's side of every event.
@@ -416,6 +429,10 @@ type TasksProjection struct {
 	dups    []string
 	cow     copyOnWrite
 	scratch string // where a save gathers the listings (ScratchIn); "" in memory
+	// opened: the state was opened from a table; touched: the tasks events
+	// changed since (overlay.go).
+	opened  bool
+	touched map[string]bool
 }
 
 // NewTasksProjection wraps a state.
@@ -438,6 +455,7 @@ func (p *TasksProjection) Apply(e *eventlog.Event) error {
 	}
 	if isTaskEvent(e) {
 		p.s = p.cow.own(p.s, e.Subject)
+		touch(&p.touched, p.opened, e.Subject)
 	}
 	p.s.applyTask(e)
 	return nil
@@ -541,7 +559,7 @@ func (s *State) TaskCount() int {
 	}
 	n := s.trk.lazy.sum.n
 	for id := range s.trk.m {
-		if s.trk.table().Find(id) < 0 {
+		if s.position(id) < 0 {
 			n++
 		}
 	}
@@ -552,6 +570,9 @@ func (s *State) TaskCount() int {
 type QueueProjection struct {
 	s   *State
 	cow copyOnWrite
+	// opened and touched as the TasksProjection's.
+	opened  bool
+	touched map[string]bool
 }
 
 // NewQueueProjection wraps a state.
@@ -567,6 +588,7 @@ func (p *QueueProjection) Snapshot() *State { return p.cow.share(p.s) }
 func (p *QueueProjection) Apply(e *eventlog.Event) error {
 	if isTaskEvent(e) {
 		p.s = p.cow.own(p.s, e.Subject)
+		touch(&p.touched, p.opened, e.Subject)
 	}
 	p.s.applyEntry(e)
 	return nil
@@ -616,7 +638,7 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 		if t != nil || decodeCreated(e.Data, &d) != nil {
 			return // a duplicate id or bad data: the first create wins
 		}
-		t = &Task{ID: id, Title: d.Title, Status: StatusOpen, Priority: d.Priority, Type: strings.Clone(d.IssueType),
+		t = &Task{ID: id, at: -1, Title: d.Title, Status: StatusOpen, Priority: d.Priority, Type: strings.Clone(d.IssueType),
 			Labels: cloneAll(NormLabels(d.Labels)), CreatedAt: e.At, Parent: strings.Clone(d.Parent),
 			detail: &TaskDetail{Description: d.Description, Design: d.Design, Acceptance: d.Acceptance, Notes: d.Notes,
 				ExternalRef: d.ExternalRef, Assignee: d.Assignee, CreatedBy: e.Actor, Owner: cmp.Or(d.Owner, e.Actor), UpdatedAt: e.At}}

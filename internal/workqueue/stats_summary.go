@@ -229,7 +229,7 @@ func (s *State) summaryStats(p Policy, g Gate, now time.Time) Stats {
 	}
 	freshAt := make(map[int]bool, len(fresh))
 	for id := range fresh {
-		i, _ := s.trk.find(id)
+		i := s.position(id)
 		if i < 0 {
 			continue // new since the save
 		}

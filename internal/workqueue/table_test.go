@@ -72,6 +72,11 @@ func TestTablesAnswerAsTheWholeState(t *testing.T) {
 			}
 			sameAnswers(t, c, fresh, now)
 			sameLists(t, c, onFile, now)
+			if seed%3 == 1 { // the same events saved as overlays and opened over the snapshot, as the next command opens them
+				over := func() *workqueue.State { return overlaid(t, dir, snap, since) }
+				sameAnswers(t, c, over, now)
+				sameLists(t, c, over, now)
+			}
 			snap, since = write(t, fresh()), nil
 			for range 40 {
 				step()
@@ -111,8 +116,41 @@ func open(t *testing.T, snap [2][]byte) *workqueue.State {
 	return s
 }
 
+// overlaid is open with the events since applied by the projections, as
+// a command catches up, saved as overlays (projections.Overlayer), and
+// opened again over the snapshots, as the next command opens them.
+func overlaid(t *testing.T, dir string, snap [2][]byte, since []*eventlog.Event) *workqueue.State {
+	t.Helper()
+	_, ps := openedFile(t, dir, snap)
+	for _, e := range since {
+		for _, p := range ps {
+			if err := p.Apply(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s, next := openedFile(t, dir, snap)
+	for i, p := range ps {
+		b, err := p.(projections.Overlayer).MarshalOverlay()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := next[i].(projections.Overlayer).UnmarshalOverlay(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
 // openFile is open with the tasks' table read from a file in dir.
 func openFile(t *testing.T, dir string, snap [2][]byte) *workqueue.State {
+	t.Helper()
+	s, _ := openedFile(t, dir, snap)
+	return s
+}
+
+// openedFile is openFile, with the projections that hold the state.
+func openedFile(t *testing.T, dir string, snap [2][]byte) (*workqueue.State, []projections.Projection) {
 	t.Helper()
 	path := filepath.Join(dir, fmt.Sprintf("tasks-%x.snap", sha256.Sum256(snap[0])))
 	if err := os.WriteFile(path, snap[0], 0o644); err != nil {
@@ -123,13 +161,14 @@ func openFile(t *testing.T, dir string, snap [2][]byte) *workqueue.State {
 		t.Fatal(err)
 	}
 	s := workqueue.NewState()
-	if err := workqueue.NewTasksProjection(s).OpenState(f, 0, int64(len(snap[0]))); err != nil {
+	ps := []projections.Projection{workqueue.NewTasksProjection(s), workqueue.NewQueueProjection(s)}
+	if err := ps[0].(projections.Opener).OpenState(f, 0, int64(len(snap[0]))); err != nil {
 		t.Fatal(err)
 	}
-	if err := workqueue.NewQueueProjection(s).UnmarshalState(snap[1]); err != nil {
+	if err := ps[1].UnmarshalState(snap[1]); err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return s, ps
 }
 
 // sameLists checks task list --json and the views of ready --json, as a

@@ -232,7 +232,7 @@ func (s *State) openOrderBy(over map[string]*Task, order func(*taskTable) iter.S
 		positions := func(ids map[string]bool) map[int]bool {
 			at := make(map[int]bool, len(ids))
 			for id := range ids {
-				if i, _ := s.trk.find(id); i >= 0 {
+				if i := s.position(id); i >= 0 {
 					at[i] = true
 				}
 			}

@@ -116,10 +116,15 @@ func roundTrip(spec projections.Spec, want rendering, at int) (now, later restor
 // the view, the snapshot on disk and the public files equal a fresh replay,
 // which holds the projection's invariants if it has any (projections.Checker).
 // A Spec that lets commands put saves off (Amortize) does so here every
-// few events, not every thousand, so that short logs take that path too.
+// few events, not every thousand, so that short logs take that path too,
+// and one that writes overlays (Overlay) writes one at every save it puts
+// off, which the next command must load.
 func checkCatchUp(tb testing.TB, s Suite, seed uint64) error {
 	if s.Spec.Amortize > 0 {
 		s.Spec.Amortize = min(s.Spec.Amortize, 8)
+	}
+	if s.Spec.Overlay > 0 {
+		s.Spec.Overlay = 1
 	}
 	w := newWorld(tb, s, seed, someUnknown)
 	r := rand.New(rand.NewPCG(seed, 0xca7c))
@@ -178,6 +183,20 @@ func (w *world) catchUp(c *clone, kept bool) error {
 	}
 	if err := w.matchesReplay(c, v); err != nil {
 		return fmt.Errorf("%s, after %s caught up: %w", c.name, how, err)
+	}
+	if w.suite.Spec.Overlay > 0 {
+		// What it saved, overlay or snapshot, is what the next command
+		// loads: every event, none to apply again.
+		next, err := c.engine.Open()
+		if err != nil {
+			return err
+		}
+		if next.Events() != v.Events() {
+			return fmt.Errorf("%s, after %s saved: the next command loads %d events of %d", c.name, how, next.Events(), v.Events())
+		}
+		if err := w.matchesReplay(c, next); err != nil {
+			return fmt.Errorf("%s, the command after %s: %w", c.name, how, err)
+		}
 	}
 	return nil
 }

@@ -1,0 +1,179 @@
+package workqueue
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"unsafe"
+
+	"github.com/spoolhq/spool/internal/fault"
+	"github.com/spoolhq/spool/internal/table"
+)
+
+// Overlays (projections.Overlayer): the records of the tasks and entries
+// events changed since the table was opened, encoded as the table encodes
+// them, for the next command to put in place of the table's. A task's
+// record keeps the ids that named it in that table (baseRefs): an overlay
+// only goes over the snapshot it was made from.
+
+// overlayEvery is the Spec.Overlay of the three projections.
+const overlayEvery = 64
+
+// touch records that an event folded into id's task or entry, for the
+// overlay; only a state opened from a table has one to write.
+func touch(m *map[string]bool, opened bool, id string) {
+	if !opened {
+		return
+	}
+	if *m == nil {
+		*m = map[string]bool{}
+	}
+	(*m)[id] = true
+}
+
+// MarshalOverlay writes the comment counter and the records of the tasks
+// changed since the table was opened, by id.
+func (p *TasksProjection) MarshalOverlay() ([]byte, error) {
+	s := p.State()
+	ids := slices.Sorted(maps.Keys(p.touched))
+	ids = slices.DeleteFunc(ids, func(id string) bool { return s.trk.m[id] == nil })
+	var w, rec table.Enc
+	w.Int(s.trk.commentSeq)
+	w.Uint(uint64(len(ids)))
+	for _, id := range ids {
+		t := s.trk.m[id]
+		rec.Buf = rec.Buf[:0]
+		encodeTask(&rec, t, t.baseRefs)
+		w.Uint(uint64(len(rec.Buf)))
+		w.Buf = append(w.Buf, rec.Buf...)
+		w.Int(int64(s.position(id)))
+	}
+	return w.Buf, nil
+}
+
+// UnmarshalOverlay puts the overlay's tasks in place of the table's. The
+// tasks keep their strings in b, which the engine hands over.
+func (p *TasksProjection) UnmarshalOverlay(b []byte) error {
+	if p.s == nil || !p.opened {
+		return errNotOpened
+	}
+	var seq int64
+	var tasks []*Task
+	err := catchCorrupt(func() error {
+		r := table.NewDec(unsafe.String(unsafe.SliceData(b), len(b)))
+		seq = r.Int()
+		n := 0 // the table's tasks
+		if p.s.trk.lazy != nil {
+			n = p.s.trk.lazy.sum.n
+		}
+		tasks = make([]*Task, r.Count())
+		for i := range tasks {
+			t := decodeTask(table.NewDec(r.Str()))
+			at := r.Int()
+			if !ValidID(t.ID) || i > 0 && t.ID <= tasks[i-1].ID || at < -1 || at >= int64(n) {
+				r.Fail()
+			}
+			t.at, tasks[i] = int32(at+1), t
+			if at < 0 {
+				t.at = -1
+			}
+		}
+		return r.End()
+	})
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		p.s.trk.m[t.ID] = t
+		touch(&p.touched, true, t.ID)
+	}
+	p.s.trk.commentSeq = seq
+	return nil
+}
+
+// MarshalOverlay writes the entries changed since the table was opened.
+func (p *QueueProjection) MarshalOverlay() ([]byte, error) {
+	s := p.State()
+	ids := slices.Sorted(maps.Keys(p.touched))
+	ids = slices.DeleteFunc(ids, func(id string) bool { return s.hst.m[id] == nil })
+	var w, rec table.Enc
+	w.Uint(uint64(len(ids)))
+	for _, id := range ids {
+		rec.Buf = rec.Buf[:0]
+		encodeEntry(&rec, s.hst.m[id])
+		w.Uint(uint64(len(rec.Buf)))
+		w.Buf = append(w.Buf, rec.Buf...)
+	}
+	return w.Buf, nil
+}
+
+// UnmarshalOverlay puts the overlay's entries in place of the table's.
+func (p *QueueProjection) UnmarshalOverlay(b []byte) error {
+	if p.s == nil || !p.opened {
+		return errNotOpened
+	}
+	var entries []*Entry
+	err := catchCorrupt(func() error {
+		r := table.NewDec(unsafe.String(unsafe.SliceData(b), len(b)))
+		entries = make([]*Entry, r.Count())
+		for i := range entries {
+			entries[i] = decodeEntry(table.NewDec(r.Str()))
+			if !ValidID(entries[i].ID) || i > 0 && entries[i].ID <= entries[i-1].ID {
+				r.Fail()
+			}
+		}
+		return r.End()
+	})
+	if err != nil {
+		return err
+	}
+	for _, h := range entries {
+		p.s.hst.m[h.ID] = h
+		touch(&p.touched, true, h.ID)
+	}
+	return nil
+}
+
+// MarshalOverlay writes the ids created since the snapshot, sorted, one
+// a line.
+func (p *IDsProjection) MarshalOverlay() ([]byte, error) {
+	return []byte(strings.Join(slices.Sorted(maps.Keys(p.fresh)), "\n")), nil
+}
+
+// UnmarshalOverlay adds the overlay's ids, none of which the snapshot has.
+func (p *IDsProjection) UnmarshalOverlay(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	ids := strings.Split(unsafe.String(unsafe.SliceData(b), len(b)), "\n")
+	for i, id := range ids {
+		if !ValidID(id) || i > 0 && id <= ids[i-1] || p.HasTask(id) {
+			return fmt.Errorf("task-ids overlay: %q: %w", id, table.ErrDamaged)
+		}
+	}
+	if p.fresh == nil {
+		p.fresh = make(map[string]bool, len(ids))
+	}
+	for _, id := range ids {
+		p.fresh[id] = true
+	}
+	return nil
+}
+
+var errNotOpened = errors.New("an overlay goes over a state opened from its snapshot")
+
+// catchCorrupt runs fn, a damaged record's panic (table.Corrupt) as its error.
+func catchCorrupt(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(*fault.Error)
+			if !ok {
+				panic(r)
+			}
+			err = e
+		}
+	}()
+	return fn()
+}
