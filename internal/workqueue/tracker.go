@@ -226,9 +226,9 @@ func (s *State) openOrderBy(over map[string]*Task, order func(*taskTable) iter.S
 	}
 	if s.trk.lazy != nil {
 		// A task that waited by itself when saved and is unchanged since
-		// still waits unless one of its blockers changed; those tasks name
-		// it (baseRefs), and only they are read. Both sets are kept by
-		// position, so that a task passed over is not even named.
+		// still waits unless one of its blockers was closed since; those
+		// tasks name it (baseRefs), and only they are read. Both sets are
+		// kept by position, so that a task passed over is not even named.
 		positions := func(ids map[string]bool) map[int]bool {
 			at := make(map[int]bool, len(ids))
 			for id := range ids {
@@ -246,7 +246,7 @@ func (s *State) openOrderBy(over map[string]*Task, order func(*taskTable) iter.S
 			}
 			if waits {
 				if namedAt == nil {
-					namedAt = positions(s.namedByChanged(over))
+					namedAt = positions(s.namedByClosed(over))
 				}
 				if !namedAt[i] {
 					continue
@@ -270,6 +270,31 @@ func (s *State) namedByChanged(over map[string]*Task) map[string]bool {
 		for id := range m {
 			for _, r := range s.baseRefs(id) {
 				named[r] = true
+			}
+		}
+	}
+	return named
+}
+
+// namedByClosed returns the ids of the tasks that, when the snapshot was
+// written, named a task that was not closed then and is closed now (in
+// over, or else decoded or changed since): the tasks whose wait by
+// themselves may have ended (waitsItself). Only a blocker's closing ends
+// one; the tasks a blocker made or reopened since names were not waiting.
+func (s *State) namedByClosed(over map[string]*Task) map[string]bool {
+	named := map[string]bool{}
+	for _, m := range []map[string]*Task{s.trk.m, over} {
+		for id, t := range m {
+			if o := over[id]; o != nil {
+				t = o
+			}
+			if t == nil || t.Status != StatusClosed {
+				continue
+			}
+			if i := s.position(id); i >= 0 && s.trk.isOpen(i) {
+				for _, r := range s.baseRefs(id) {
+					named[r] = true
+				}
 			}
 		}
 	}
