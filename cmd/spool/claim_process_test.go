@@ -46,6 +46,7 @@ func TestContendingLocal(t *testing.T) {
 		{"JobRecurringTwoWorkersOneSubmissionPerOccurrence", jobRecurringTwoWorkersOneSubmissionPerOccurrence},
 		{"MCPStdioClaimsAcrossProcesses", mCPStdioClaimsAcrossProcesses},
 		{"ConcurrentNextClaimsEachTaskOnce", concurrentNextClaimsEachTaskOnce},
+		{"OverlaysSurviveKills", overlaysSurviveKills},
 	})
 }
 

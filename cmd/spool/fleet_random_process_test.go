@@ -34,6 +34,9 @@ func fleetRandomTeam(t *testing.T) {
 	t.Logf("seed %d (SPOOL_TEST_SEED reruns it)", seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	r, clones, envs := syncClones(t, bin, 3)
+	for i := range envs { // tables saved every quarter of the log, overlays between: as at a million events
+		envs[i] = append(envs[i], "SPOOL_TEST_AMORTIZE=4")
+	}
 	team := make([]*teammate, len(clones))
 	for i, dir := range clones {
 		r.Git(dir, "config", "user.email", fmt.Sprintf("agent%d@example.com", i))

@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -50,6 +52,26 @@ var Specs = []projections.Spec{
 	jobs.Spec,
 	plans.Spec,
 	orchestrator.Spec,
+}
+
+// specs are Specs; with SPOOL_TEST_AMORTIZE=N (tests), the tables are
+// saved once 1/N of the log is unsaved, and every save put off writes an
+// overlay: what a log of a million events does, on a test's few hundred.
+func specs() []projections.Spec {
+	n, _ := strconv.Atoi(os.Getenv("SPOOL_TEST_AMORTIZE"))
+	if n <= 0 {
+		return Specs
+	}
+	out := slices.Clone(Specs)
+	for i := range out {
+		if out[i].Amortize > 0 {
+			out[i].Amortize = min(out[i].Amortize, n)
+		}
+		if out[i].Overlay > 0 {
+			out[i].Overlay = 1
+		}
+	}
+	return out
 }
 
 // ReservedPrefixes are event namespaces only spool's own commands append.
@@ -254,7 +276,7 @@ func OpenRepo(r *git.Repo, warn func(string), opts ...Option) (*Store, error) {
 		warn:        warn,
 		opts:        opts,
 		Log:         log,
-		Engine: &projections.Engine{Log: log, Root: r.Root, FilesDir: StateDir(r), StateDir: StateDir(r), Specs: Specs,
+		Engine: &projections.Engine{Log: log, Root: r.Root, FilesDir: StateDir(r), StateDir: StateDir(r), Specs: specs(),
 			SpillDir: filepath.Join(StateDir(r), ".tmp"), Warn: warn, OnLargeSave: optionsOf(opts).onLargeSave},
 	}, nil
 }
