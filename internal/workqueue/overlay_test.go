@@ -31,14 +31,18 @@ func TestNamedByClosed(t *testing.T) {
 		name      string
 		now, over []*Task
 		wantNamed []string
+		reopened  bool // named, as stats asks, for a blocker reopened as well
 	}{
-		{"nothing changed", nil, nil, nil},
-		{"its blocker changed, not closed", []*Task{task("sp-aaaa", StatusInProgress)}, nil, nil},
-		{"its blocker closed", []*Task{task("sp-aaaa", StatusClosed)}, nil, []string{"sp-wwww", "sp-xxxx"}},
-		{"closed in the overlay", []*Task{task("sp-aaaa", StatusOpen)}, []*Task{task("sp-aaaa", StatusClosed)}, []string{"sp-wwww", "sp-xxxx"}},
-		{"closed, reopened in the overlay", []*Task{task("sp-aaaa", StatusClosed)}, []*Task{task("sp-aaaa", StatusOpen)}, nil},
-		{"a blocker closed before the table, reopened", []*Task{task("sp-cccc", StatusOpen)}, nil, nil},
-		{"a blocker closed before the table, changed", []*Task{task("sp-cccc", StatusClosed)}, nil, nil},
+		{"nothing changed", nil, nil, nil, false},
+		{"its blocker changed, not closed", []*Task{task("sp-aaaa", StatusInProgress)}, nil, nil, false},
+		{"its blocker closed", []*Task{task("sp-aaaa", StatusClosed)}, nil, []string{"sp-wwww", "sp-xxxx"}, false},
+		{"closed in the overlay", []*Task{task("sp-aaaa", StatusOpen)}, []*Task{task("sp-aaaa", StatusClosed)}, []string{"sp-wwww", "sp-xxxx"}, false},
+		{"closed, reopened in the overlay", []*Task{task("sp-aaaa", StatusClosed)}, []*Task{task("sp-aaaa", StatusOpen)}, nil, false},
+		{"a blocker closed before the table, reopened", []*Task{task("sp-cccc", StatusOpen)}, nil, nil, false},
+		{"a blocker closed before the table, changed", []*Task{task("sp-cccc", StatusClosed)}, nil, nil, false},
+		{"stats: a blocker reopened", []*Task{task("sp-cccc", StatusOpen)}, nil, []string{"sp-xxxx"}, true},
+		{"stats: a blocker closed", []*Task{task("sp-aaaa", StatusClosed)}, nil, []string{"sp-wwww", "sp-xxxx"}, true},
+		{"stats: a blocker changed, not closed", []*Task{task("sp-aaaa", StatusInProgress)}, nil, nil, true},
 	} {
 		p := NewTasksProjection(NewState())
 		if err := p.UnmarshalState(saved); err != nil {
@@ -53,7 +57,7 @@ func TestNamedByClosed(t *testing.T) {
 		for _, x := range c.over {
 			over[x.ID] = x
 		}
-		if got := slices.Sorted(maps.Keys(s.namedByClosed(over))); !slices.Equal(got, c.wantNamed) {
+		if got := slices.Sorted(maps.Keys(s.namedByClosing(over, c.reopened))); !slices.Equal(got, c.wantNamed) {
 			t.Errorf("%s: named %v, want %v", c.name, got, c.wantNamed)
 		}
 	}

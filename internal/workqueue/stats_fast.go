@@ -59,7 +59,7 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 		waits, plain := tt.waitsAt(k), tt.plainAt(k)
 		if waits || plain {
 			if named == nil {
-				named = s.namedByChanged(nil)
+				named = s.namedByClosing(nil, true)
 			}
 			if named[id] {
 				read = append(read, s.Task(id))

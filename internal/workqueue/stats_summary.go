@@ -216,14 +216,14 @@ func (s *State) summaryStats(p Policy, g Gate, now time.Time) Stats {
 	ready := sum.nPlain
 	memo := map[string]bool{}
 	// The tasks decoded or changed since the save, and those whose saved
-	// records name one (their blockers may have opened or closed): taken
-	// out of the counts by their saved flags, counted below as they are.
+	// records name one closed or reopened since: taken out of the counts
+	// by their saved flags, counted below as they are.
 	fresh := make(map[string]bool, len(s.trk.m))
 	for id := range s.trk.m {
 		fresh[id] = true
 	}
 	if len(fresh) > 0 {
-		for id := range s.namedByChanged(nil) {
+		for id := range s.namedByClosing(nil, true) {
 			fresh[id] = true
 		}
 	}

@@ -246,7 +246,7 @@ func (s *State) openOrderBy(over map[string]*Task, order func(*taskTable) iter.S
 			}
 			if waits {
 				if namedAt == nil {
-					namedAt = positions(s.namedByClosed(over))
+					namedAt = positions(s.namedByClosing(over, false))
 				}
 				if !namedAt[i] {
 					continue
@@ -276,22 +276,27 @@ func (s *State) namedByChanged(over map[string]*Task) map[string]bool {
 	return named
 }
 
-// namedByClosed returns the ids of the tasks that, when the snapshot was
+// namedByClosing returns the ids of the tasks that, when the snapshot was
 // written, named a task that was not closed then and is closed now (in
-// over, or else decoded or changed since): the tasks whose wait by
-// themselves may have ended (waitsItself). Only a blocker's closing ends
-// one; the tasks a blocker made or reopened since names were not waiting.
-func (s *State) namedByClosed(over map[string]*Task) map[string]bool {
+// over, or else decoded or changed since), or with reopened, one closed
+// then and not now: the tasks whose wait by themselves may have ended
+// (waitsItself), or whose being ready by themselves (plainReady). Nothing
+// else a blocker does changes either; a task made since names none.
+func (s *State) namedByClosing(over map[string]*Task, reopened bool) map[string]bool {
 	named := map[string]bool{}
 	for _, m := range []map[string]*Task{s.trk.m, over} {
 		for id, t := range m {
 			if o := over[id]; o != nil {
 				t = o
 			}
-			if t == nil || t.Status != StatusClosed {
+			i := -1
+			if t != nil {
+				i = s.position(id)
+			}
+			if i < 0 {
 				continue
 			}
-			if i := s.position(id); i >= 0 && s.trk.isOpen(i) {
+			if was, now := s.trk.isOpen(i), t.Status != StatusClosed; was && !now || reopened && !was && now {
 				for _, r := range s.baseRefs(id) {
 					named[r] = true
 				}
