@@ -95,7 +95,7 @@ func (en *Engine) writeOverlay(it *item, tmp string) error {
 	if err != nil {
 		return err
 	}
-	if err := durable.WriteCacheIn(en.overlayPath(it.spec.Name), append(append(head, '\n'), body...), tmp); err != nil {
+	if err := durable.WriteCacheIn(en.overlayPath(it.spec.Name), tmp, append(head, '\n'), body); err != nil {
 		return err
 	}
 	it.overlaid = it.cp.Events

@@ -216,13 +216,13 @@ func Inode(fi fs.FileInfo) uint64 {
 // work (it is rebuilt): written aside and renamed into place, so never
 // seen torn, but not fsynced, since a crash may keep the old one.
 func WriteCache(path string, data []byte) error {
-	return WriteCacheIn(path, data, "")
+	return WriteCacheIn(path, "", data)
 }
 
-// WriteCacheIn is WriteCache with the temp file in tmpDir (on the same
-// file system; "" for path's directory), for writers that sweep their own
-// crash leftovers.
-func WriteCacheIn(path string, data []byte, tmpDir string) error {
+// WriteCacheIn is WriteCache of the parts one after another, with the temp
+// file in tmpDir (on the same file system; "" for path's directory), for
+// writers that sweep their own crash leftovers.
+func WriteCacheIn(path, tmpDir string, parts ...[]byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -234,7 +234,11 @@ func WriteCacheIn(path string, data []byte, tmpDir string) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	for _, p := range parts {
+		if err == nil {
+			_, err = f.Write(p)
+		}
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -211,3 +211,35 @@ func TestWriteSweepsStaleTempFiles(t *testing.T) {
 		t.Fatalf("config.json: %q, %v", b, err)
 	}
 }
+
+// A cache is its parts in order, written aside (in tmpDir when given) and
+// renamed: nothing is left beside it, and a failed write leaves the old
+// file and no temp file.
+func TestWriteCacheIn(t *testing.T) {
+	t.Parallel()
+	dir, tmp := t.TempDir(), t.TempDir()
+	path := filepath.Join(dir, "c.over")
+	if err := WriteCacheIn(path, tmp, []byte("head\n"), nil, []byte("body")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "head\nbody" {
+		t.Fatalf("%q, %v", b, err)
+	}
+	if err := WriteCache(path, []byte("whole")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "whole" {
+		t.Fatalf("%q", b)
+	}
+	if err := WriteCacheIn(path, filepath.Join(tmp, "missing"), []byte("x")); err == nil {
+		t.Fatal("a temp directory that is not there: no error")
+	}
+	for _, d := range []string{dir, tmp} {
+		if entries, _ := os.ReadDir(d); len(entries) != map[string]int{dir: 1, tmp: 0}[d] {
+			t.Fatalf("%s holds %v", d, entries)
+		}
+	}
+	if b, _ := os.ReadFile(path); string(b) != "whole" {
+		t.Fatalf("after a failed write: %q", b)
+	}
+}

@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -39,18 +40,34 @@ func (p *TasksProjection) MarshalOverlay() ([]byte, error) {
 	s := p.State()
 	ids := slices.Sorted(maps.Keys(p.touched))
 	ids = slices.DeleteFunc(ids, func(id string) bool { return s.trk.m[id] == nil })
-	var w, rec table.Enc
-	w.Int(s.trk.commentSeq)
-	w.Uint(uint64(len(ids)))
-	for _, id := range ids {
+	var head table.Enc
+	head.Int(s.trk.commentSeq)
+	return records(head, ids, func(w *table.Enc, id string) {
 		t := s.trk.m[id]
-		rec.Buf = rec.Buf[:0]
-		encodeTask(&rec, t, t.baseRefs)
-		w.Uint(uint64(len(rec.Buf)))
-		w.Buf = append(w.Buf, rec.Buf...)
-		w.Int(int64(s.position(id)))
+		encodeTask(w, t, t.baseRefs)
+	}, func(w *table.Enc, id string) { w.Int(int64(s.position(id))) }), nil
+}
+
+// records encodes head, the count of ids, then for each its record (enc)
+// as a string, then what after writes. The records are encoded apart and
+// copied into a buffer of the right size once: a buffer grown record by
+// record (by a quarter at a time) allocated five times the overlay.
+func records(head table.Enc, ids []string, enc, after func(w *table.Enc, id string)) []byte {
+	head.Uint(uint64(len(ids)))
+	parts := make([][]byte, 1, 1+len(ids))
+	parts[0] = head.Buf
+	var w table.Enc
+	for _, id := range ids {
+		w.Buf = w.Buf[:0]
+		enc(&w, id)
+		part := table.Enc{Buf: make([]byte, 0, binary.MaxVarintLen64+len(w.Buf)+binary.MaxVarintLen64)}
+		part.Str(unsafe.String(unsafe.SliceData(w.Buf), len(w.Buf)))
+		if after != nil {
+			after(&part, id)
+		}
+		parts = append(parts, part.Buf)
 	}
-	return w.Buf, nil
+	return slices.Concat(parts...)
 }
 
 // UnmarshalOverlay puts the overlay's tasks in place of the table's. The
@@ -98,15 +115,7 @@ func (p *QueueProjection) MarshalOverlay() ([]byte, error) {
 	s := p.State()
 	ids := slices.Sorted(maps.Keys(p.touched))
 	ids = slices.DeleteFunc(ids, func(id string) bool { return s.hst.m[id] == nil })
-	var w, rec table.Enc
-	w.Uint(uint64(len(ids)))
-	for _, id := range ids {
-		rec.Buf = rec.Buf[:0]
-		encodeEntry(&rec, s.hst.m[id])
-		w.Uint(uint64(len(rec.Buf)))
-		w.Buf = append(w.Buf, rec.Buf...)
-	}
-	return w.Buf, nil
+	return records(table.Enc{}, ids, func(w *table.Enc, id string) { encodeEntry(w, s.hst.m[id]) }, nil), nil
 }
 
 // UnmarshalOverlay puts the overlay's entries in place of the table's.
