@@ -282,7 +282,7 @@ func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now
 		}
 	}
 	sortTasks(changed)
-	named := s.namedByChanged(nil)
+	named := s.namedByClosing(nil, true)
 	view := func(t *Task) any {
 		if v, ok := s.saved(t, now, false); ok {
 			return v
@@ -302,7 +302,7 @@ func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now
 					return true
 				}
 				switch {
-				case named[id]: // a task it names changed: read it whole
+				case named[id]: // a task it names was closed or reopened: read it whole
 				case tt.waitsAt(k):
 					return true // it still waits by itself
 				case tt.plainAt(k):

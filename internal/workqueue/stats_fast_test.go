@@ -3,10 +3,12 @@ package workqueue
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/jsonout"
 )
 
 // NativeStats on a state read from its snapshots (the index's counts and
@@ -69,6 +71,19 @@ func TestNativeStatsAsEveryTaskCounted(t *testing.T) {
 				}
 				if lazy.trk.lazy != nil && lazy.trk.lazy.loaded.Load() != nil {
 					t.Fatalf("seed %d round %d: stats read the index", seed, round)
+				}
+				// ready --json from the listings, past the tasks whose
+				// blockers closed or reopened since: as every task held whole.
+				var views []any
+				for _, task := range whole.Claimable(pol, g, ReadyFilter{}, now, 0) {
+					views = append(views, whole.View(task, pol, now))
+				}
+				var wantJSON, gotJSON strings.Builder
+				if err := jsonout.WriteList(&wantJSON, len(views), func(i int) any { return views[i] }, false); err != nil {
+					t.Fatal(err)
+				}
+				if ok, err := onFile().WriteReadyJSON(&gotJSON, pol, g, ReadyFilter{}, now); err != nil || ok && gotJSON.String() != wantJSON.String() {
+					t.Fatalf("seed %d round %d at %v: ready --json (%v)\n%s\nwant\n%s", seed, round, now, err, gotJSON.String(), wantJSON.String())
 				}
 			}
 		}

@@ -262,20 +262,6 @@ func (s *State) openOrderBy(over map[string]*Task, order func(*taskTable) iter.S
 	}
 }
 
-// namedByChanged returns the ids of the tasks that, when the snapshot was
-// written, named a task decoded or changed since (or one in over).
-func (s *State) namedByChanged(over map[string]*Task) map[string]bool {
-	named := map[string]bool{}
-	for _, m := range []map[string]*Task{s.trk.m, over} {
-		for id := range m {
-			for _, r := range s.baseRefs(id) {
-				named[r] = true
-			}
-		}
-	}
-	return named
-}
-
 // namedByClosing returns the ids of the tasks that, when the snapshot was
 // written, named a task that was not closed then and is closed now (in
 // over, or else decoded or changed since), or with reopened, one closed
