@@ -132,6 +132,7 @@ func (s *State) taskAt(i int) *Task {
 		return t
 	}
 	t := decodeTask(rec())
+	t.at = int32(i) + 1
 	s.trk.m[id] = t
 	return t
 }

@@ -1,10 +1,14 @@
 package workqueue
 
 import (
+	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/spoolhq/spool/eventlog"
 )
 
 // A task that waited for a blocker when the table was written waits until
@@ -59,6 +63,59 @@ func TestNamedByClosed(t *testing.T) {
 		}
 		if got := slices.Sorted(maps.Keys(s.namedByClosing(over, c.reopened))); !slices.Equal(got, c.wantNamed) {
 			t.Errorf("%s: named %v, want %v", c.name, got, c.wantNamed)
+		}
+	}
+}
+
+// An overlay written after a command read every task (bd's views do), or
+// after an import replaced a task, gives every task its place in the
+// table: the state opened with it answers as the one it was written from.
+func TestOverlayAfterEveryTaskRead(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var tasks []*Task
+	for i := range 6 {
+		tasks = append(tasks, &Task{ID: fmt.Sprintf("sp-%04d", i), Status: StatusOpen, Priority: i % 3,
+			CreatedAt: at.Add(time.Duration(i) * time.Minute), detail: &TaskDetail{}})
+	}
+	saved, err := NewTasksProjection(StateOf(tasks, nil)).MarshalState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func() *TasksProjection {
+		p := NewTasksProjection(NewState())
+		if err := p.UnmarshalState(saved); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	imported, _ := json.Marshal(ImportedData{Title: "imported", Status: StatusOpen, CreatedAt: at, UpdatedAt: at})
+	closed, _ := json.Marshal(ClosedData{Reason: "done"})
+	for _, read := range []bool{false, true} {
+		p := open()
+		if read {
+			p.State().allTasks()
+		}
+		for _, e := range []*eventlog.Event{
+			{Type: TypeImported, Subject: "sp-0004", At: at, Data: imported}, // in the table
+			{Type: TypeImported, Subject: "sp-0009", At: at, Data: imported}, // not
+			{Type: TypeClosed, Subject: "sp-0001", At: at, Data: closed},
+		} {
+			if err := p.Apply(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, err := p.MarshalOverlay()
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := open()
+		if err := q.UnmarshalOverlay(b); err != nil {
+			t.Fatal(err)
+		}
+		got := taskIDs(q.State().Ready(DefaultPolicy(), ReadyFilter{}, at, 0))
+		if exp := taskIDs(p.State().Ready(DefaultPolicy(), ReadyFilter{}, at, 0)); !slices.Equal(got, exp) {
+			t.Errorf("every task read first %v: ready over the overlay %v, want %v", read, got, exp)
 		}
 	}
 }

@@ -271,6 +271,9 @@ func (s *State) position(id string) int {
 	if t := s.trk.m[id]; t != nil && t.at != 0 {
 		return max(int(t.at)-1, -1)
 	}
+	if s.trk.lazy == nil {
+		return -1 // no table: every task is decoded, and each knows its place (allTasks)
+	}
 	i, _ := s.trk.find(id)
 	return i
 }
@@ -330,7 +333,14 @@ func (s *State) Entry(id string) *Entry {
 // which only the package reads.
 func (s *State) allTasks() map[string]*Task {
 	if s.trk.lazy != nil {
-		decodeAll(s.trk.m, s.trk.table().Table, decodeTask)
+		tt := s.trk.table()
+		for i, r := range tt.All() {
+			if _, ok := s.trk.m[tt.IDs[i]]; !ok {
+				t := decodeTask(r)
+				t.at = int32(i) + 1 // an overlay written later still names its place
+				s.trk.m[tt.IDs[i]] = t
+			}
+		}
 		s.trk.lazy = nil
 	}
 	return s.trk.m
@@ -653,7 +663,12 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 	if e.Type == TypeImported {
 		var d ImportedData
 		if json.Unmarshal(e.Data, &d) == nil && d.Title != "" && d.keptTimes() {
-			s.trk.m[id] = s.imported(id, &d)
+			n := s.imported(id, &d)
+			n.at = -1
+			if t != nil {
+				n.at = t.at // the task it replaces: its place in the table
+			}
+			s.trk.m[id] = n
 		}
 		return
 	}
