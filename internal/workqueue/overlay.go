@@ -70,6 +70,22 @@ func records(head table.Enc, ids []string, enc, after func(w *table.Enc, id stri
 	return slices.Concat(parts...)
 }
 
+// readRecords reads what records wrote after its head, each record by
+// decode, which is given r to read what after wrote: ids valid and in
+// order, or r fails.
+func readRecords[T any](r *table.Dec, decode func(rec string, r *table.Dec) (T, string)) []T {
+	out := make([]T, r.Count())
+	prev := ""
+	for i := range out {
+		v, id := decode(r.Str(), r)
+		if !ValidID(id) || i > 0 && id <= prev {
+			r.Fail()
+		}
+		out[i], prev = v, id
+	}
+	return out
+}
+
 // UnmarshalOverlay puts the overlay's tasks in place of the table's. The
 // tasks keep their strings in b, which the engine hands over.
 func (p *TasksProjection) UnmarshalOverlay(b []byte) error {
@@ -85,18 +101,18 @@ func (p *TasksProjection) UnmarshalOverlay(b []byte) error {
 		if p.s.trk.lazy != nil {
 			n = p.s.trk.lazy.sum.n
 		}
-		tasks = make([]*Task, r.Count())
-		for i := range tasks {
-			t := decodeTask(table.NewDec(r.Str()))
-			at := r.Int()
-			if !ValidID(t.ID) || i > 0 && t.ID <= tasks[i-1].ID || at < -1 || at >= int64(n) {
+		tasks = readRecords(r, func(rec string, r *table.Dec) (*Task, string) {
+			t := decodeTask(table.NewDec(rec))
+			switch at := r.Int(); {
+			case at < -1 || at >= int64(n):
 				r.Fail()
-			}
-			t.at, tasks[i] = int32(at+1), t
-			if at < 0 {
+			case at == -1:
 				t.at = -1
+			default:
+				t.at = int32(at) + 1
 			}
-		}
+			return t, t.ID
+		})
 		return r.End()
 	})
 	if err != nil {
@@ -126,13 +142,10 @@ func (p *QueueProjection) UnmarshalOverlay(b []byte) error {
 	var entries []*Entry
 	err := catchCorrupt(func() error {
 		r := table.NewDec(unsafe.String(unsafe.SliceData(b), len(b)))
-		entries = make([]*Entry, r.Count())
-		for i := range entries {
-			entries[i] = decodeEntry(table.NewDec(r.Str()))
-			if !ValidID(entries[i].ID) || i > 0 && entries[i].ID <= entries[i-1].ID {
-				r.Fail()
-			}
-		}
+		entries = readRecords(r, func(rec string, _ *table.Dec) (*Entry, string) {
+			h := decodeEntry(table.NewDec(rec))
+			return h, h.ID
+		})
 		return r.End()
 	})
 	if err != nil {

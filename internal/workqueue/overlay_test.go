@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -67,12 +68,12 @@ func TestNamedByClosed(t *testing.T) {
 	}
 }
 
-// An overlay written after a command read every task (bd's views do), or
-// after an import replaced a task, gives every task its place in the
-// table: the state opened with it answers as the one it was written from.
-func TestOverlayAfterEveryTaskRead(t *testing.T) {
-	t.Parallel()
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+// overlayFixture returns an opener of a table of six tasks, and folded
+// over one (every task read first, with read): an import of a task it
+// holds, one of a task it does not, and a task closed.
+func overlayFixture(tb testing.TB, read bool) (open func() *TasksProjection, p *TasksProjection, at time.Time) {
+	tb.Helper()
+	at = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var tasks []*Task
 	for i := range 6 {
 		tasks = append(tasks, &Task{ID: fmt.Sprintf("sp-%04d", i), Status: StatusOpen, Priority: i % 3,
@@ -80,31 +81,40 @@ func TestOverlayAfterEveryTaskRead(t *testing.T) {
 	}
 	saved, err := NewTasksProjection(StateOf(tasks, nil)).MarshalState()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	open := func() *TasksProjection {
+	open = func() *TasksProjection {
 		p := NewTasksProjection(NewState())
 		if err := p.UnmarshalState(saved); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		return p
 	}
 	imported, _ := json.Marshal(ImportedData{Title: "imported", Status: StatusOpen, CreatedAt: at, UpdatedAt: at})
 	closed, _ := json.Marshal(ClosedData{Reason: "done"})
+	p = open()
+	if read {
+		p.State().allTasks()
+	}
+	for _, e := range []*eventlog.Event{
+		{Type: TypeImported, Subject: "sp-0004", At: at, Data: imported}, // in the table
+		{Type: TypeImported, Subject: "sp-0009", At: at, Data: imported}, // not
+		{Type: TypeClosed, Subject: "sp-0001", At: at, Data: closed},
+	} {
+		if err := p.Apply(e); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return open, p, at
+}
+
+// An overlay written after a command read every task (bd's views do), or
+// after an import replaced a task, gives every task its place in the
+// table: the state opened with it answers as the one it was written from.
+func TestOverlayAfterEveryTaskRead(t *testing.T) {
+	t.Parallel()
 	for _, read := range []bool{false, true} {
-		p := open()
-		if read {
-			p.State().allTasks()
-		}
-		for _, e := range []*eventlog.Event{
-			{Type: TypeImported, Subject: "sp-0004", At: at, Data: imported}, // in the table
-			{Type: TypeImported, Subject: "sp-0009", At: at, Data: imported}, // not
-			{Type: TypeClosed, Subject: "sp-0001", At: at, Data: closed},
-		} {
-			if err := p.Apply(e); err != nil {
-				t.Fatal(err)
-			}
-		}
+		open, p, at := overlayFixture(t, read)
 		b, err := p.MarshalOverlay()
 		if err != nil {
 			t.Fatal(err)
@@ -118,4 +128,31 @@ func TestOverlayAfterEveryTaskRead(t *testing.T) {
 			t.Errorf("every task read first %v: ready over the overlay %v, want %v", read, got, exp)
 		}
 	}
+}
+
+// An overlay is local and checksummed, but whatever its bytes, loading it
+// puts all of it in place or none, and the state still answers.
+func FuzzUnmarshalOverlay(f *testing.F) {
+	open, p, at := overlayFixture(f, false)
+	b, err := p.MarshalOverlay()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte{})
+	f.Add([]byte("sp-0007\nsp-0008"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		q := open()
+		if err := q.UnmarshalOverlay(bytes.Clone(b)); err != nil {
+			if len(q.State().trk.m) != 0 || len(q.touched) != 0 {
+				t.Fatalf("an overlay refused (%v) left %d tasks in place", err, len(q.State().trk.m))
+			}
+		}
+		q.State().Ready(DefaultPolicy(), ReadyFilter{}, at, 0)
+		q.State().NativeStats(DefaultPolicy(), Gate{}, at)
+		ids := &IDsProjection{}
+		if err := ids.UnmarshalOverlay(bytes.Clone(b)); err != nil && len(ids.fresh) != 0 {
+			t.Fatalf("an ids overlay refused (%v) left ids in place", err)
+		}
+	})
 }
