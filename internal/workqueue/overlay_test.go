@@ -156,3 +156,53 @@ func FuzzUnmarshalOverlay(f *testing.F) {
 		}
 	})
 }
+
+// An import that replaces a task of the table keeps the ids of the tasks
+// that named it there: a blocker closed or reopened by an import ends
+// or starts their waits, as it does for a state held whole.
+func TestImportReplacingABlocker(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	task := func(id, status string, blockers ...string) *Task {
+		x := &Task{ID: id, Status: status, CreatedAt: at, detail: &TaskDetail{}}
+		for _, b := range blockers {
+			x.Blockers = append(x.Blockers, Dep{ID: b, At: at})
+		}
+		return x
+	}
+	saved, err := NewTasksProjection(StateOf([]*Task{
+		task("sp-bbbb", StatusOpen), task("sp-cccc", StatusClosed),
+		task("sp-wwww", StatusOpen, "sp-bbbb"), // waits for b
+		task("sp-pppp", StatusOpen, "sp-cccc"), // ready by itself
+	}, nil)).MarshalState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	imported := func(id, status string) *eventlog.Event {
+		d, _ := json.Marshal(ImportedData{Title: "imported " + id, Status: status, CreatedAt: at, UpdatedAt: at})
+		return &eventlog.Event{Type: TypeImported, Subject: id, At: at, Data: d}
+	}
+	pol := DefaultPolicy()
+	for _, e := range []*eventlog.Event{imported("sp-bbbb", StatusClosed), imported("sp-cccc", "blocked")} {
+		open := func(whole bool) *State {
+			p := NewTasksProjection(NewState())
+			if err := p.UnmarshalState(saved); err != nil {
+				t.Fatal(err)
+			}
+			if whole {
+				p.State().allTasks()
+			}
+			if err := p.Apply(e); err != nil {
+				t.Fatal(err)
+			}
+			return p.State()
+		}
+		want, got := taskIDs(open(true).Ready(pol, ReadyFilter{}, at, 0)), taskIDs(open(false).Ready(pol, ReadyFilter{}, at, 0))
+		if !slices.Equal(got, want) {
+			t.Errorf("%s imported: ready on the table %v, held whole %v", e.Subject, got, want)
+		}
+		if w, g := open(true).NativeStats(pol, Gate{}, at), open(false).NativeStats(pol, Gate{}, at); w.CurrentlyReady != g.CurrentlyReady {
+			t.Errorf("%s imported: stats' ready on the table %d, held whole %d", e.Subject, g.CurrentlyReady, w.CurrentlyReady)
+		}
+	}
+}

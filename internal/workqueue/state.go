@@ -665,8 +665,8 @@ func (s *State) applyTaskTo(e *eventlog.Event, t *Task) {
 		if json.Unmarshal(e.Data, &d) == nil && d.Title != "" && d.keptTimes() {
 			n := s.imported(id, &d)
 			n.at = -1
-			if t != nil {
-				n.at = t.at // the task it replaces: its place in the table
+			if t != nil { // the task it replaces: its place in the table, and who named it there
+				n.at, n.baseRefs = t.at, t.baseRefs
 			}
 			s.trk.m[id] = n
 		}
