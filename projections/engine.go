@@ -731,16 +731,19 @@ func (v *View) has(name string) bool {
 // peekCheckpoint reads only the checkpoint line of a snapshot.
 func (en *Engine) peekCheckpoint(s Spec) (Checkpoint, bool) {
 	var cp Checkpoint
-	f, err := os.Open(en.snapshotPath(s.Name))
+	head, ok := en.snapshotHead(s.Name)
+	return cp, ok && json.Unmarshal(head, &cp) == nil && cp.valid(s)
+}
+
+// snapshotHead is the checkpoint line of a snapshot, its newline included.
+func (en *Engine) snapshotHead(name string) ([]byte, bool) {
+	f, err := os.Open(en.snapshotPath(name))
 	if err != nil {
-		return cp, false
+		return nil, false
 	}
 	defer f.Close()
 	head, err := bufio.NewReaderSize(f, 64<<10).ReadSlice('\n')
-	if err != nil {
-		return cp, false
-	}
-	return cp, json.Unmarshal(head, &cp) == nil && cp.valid(s)
+	return head, err == nil
 }
 
 // KnownStarts is, for each writer file, where the latest snapshot's

@@ -33,9 +33,14 @@ type Overlayer interface {
 // snapshot and the overlay make (its Sum the overlay's), and which
 // snapshot it goes over.
 type overlayHead struct {
-	Base       string     `json:"base"` // baseOf the snapshot's checkpoint line
+	Format     int        `json:"format"` // overlayFormat
+	Base       string     `json:"base"`   // baseOf the snapshot's checkpoint line
 	Checkpoint Checkpoint `json:"checkpoint"`
 }
+
+// overlayFormat is the overlay's own version, beside its projection's
+// (Spec.Version, in the checkpoint): overlays of another are passed over.
+const overlayFormat = 1
 
 // baseOf names a snapshot by its checkpoint line: two snapshots with the
 // same line folded the same events, so their states are the same.
@@ -71,7 +76,8 @@ func (en *Engine) loadOverlay(it *item) {
 	}
 	head, body, _ := bytes.Cut(b, []byte{'\n'})
 	var oh overlayHead
-	if json.Unmarshal(head, &oh) != nil || oh.Base != it.base || !oh.Checkpoint.valid(it.spec) || !sumMatches(oh.Checkpoint.Sum, body) {
+	if json.Unmarshal(head, &oh) != nil || oh.Format != overlayFormat || oh.Base != it.base ||
+		!oh.Checkpoint.valid(it.spec) || !sumMatches(oh.Checkpoint.Sum, body) {
 		return
 	}
 	if o.UnmarshalOverlay(body) != nil {
@@ -85,13 +91,20 @@ func (en *Engine) loadOverlay(it *item) {
 // first line says whether it is whole: not fsynced, and the temp file is
 // in tmp, which the next save sweeps if a crash leaves it there.
 func (en *Engine) writeOverlay(it *item, tmp string) error {
+	if head, ok := en.snapshotHead(it.spec.Name); !ok || baseOf(head) != it.base {
+		// Another process saved the snapshot (spool replay, while this
+		// view was kept open): an overlay of this state would go over one
+		// that is gone.
+		it.base = ""
+		return nil
+	}
 	body, err := it.proj.(Overlayer).MarshalOverlay()
 	if err != nil {
 		return err
 	}
 	cp := it.cp
 	cp.Sum = bodySum(body)
-	head, err := json.Marshal(overlayHead{Base: it.base, Checkpoint: cp})
+	head, err := json.Marshal(overlayHead{Format: overlayFormat, Base: it.base, Checkpoint: cp})
 	if err != nil {
 		return err
 	}

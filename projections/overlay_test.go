@@ -117,6 +117,7 @@ func TestOverlayThatDoesNotHold(t *testing.T) {
 		{"no body", head},
 		{"another base", bytes.Replace(good, []byte(`"base":"`), []byte(`"base":"0`), 1)},
 		{"another version", bytes.Replace(good, []byte(`"version":1`), []byte(`"version":2`), 1)},
+		{"another format", bytes.Replace(good, []byte(`{"format":1,`), []byte(`{"format":2,`), 1)},
 		{"empty", nil},
 	} {
 		if err := os.WriteFile(over, c.data, 0o644); err != nil {
@@ -174,6 +175,40 @@ func TestKeptViewAfterASave(t *testing.T) {
 		t.Fatal("the kept view wrote an overlay over a snapshot it did not load")
 	}
 	if loaded, applied := command(t, en); loaded != 115 || applied != 5 {
+		t.Fatalf("loaded %d, applied %d", loaded, applied)
+	}
+}
+
+// Nor does a view kept open while another process saved the snapshot
+// (spool replay): its overlay would go over a snapshot that is gone.
+func TestKeptViewAfterAnotherSaved(t *testing.T) {
+	t.Parallel()
+	root, log, en := overlayEngine(t, 10, 3)
+	appendN(t, log, 100)
+	command(t, en)
+	v, err := en.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, log, 2)
+	r, err := en.Replay(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Save(); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, log, 3)
+	if _, err := v.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "state", "count.over")); err == nil {
+		t.Fatal("the kept view wrote an overlay over a snapshot another process replaced")
+	}
+	if loaded, applied := command(t, en); loaded != 102 || applied != 3 {
 		t.Fatalf("loaded %d, applied %d", loaded, applied)
 	}
 }
