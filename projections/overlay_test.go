@@ -57,6 +57,17 @@ func command(t *testing.T, en *Engine) (loaded, applied int) {
 	return loaded, v.Get("count").(*overCounter).applied
 }
 
+// keptSave is a view kept open catching up and saving, as watch does.
+func keptSave(t *testing.T, v *View) {
+	t.Helper()
+	if _, err := v.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Save(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A save put off writes an overlay once Overlay events are unsaved, and
 // the next command loads it and applies only what came after; the save
 // of the snapshot removes it.
@@ -150,26 +161,29 @@ func TestOverlayThatDoesNotHold(t *testing.T) {
 	}
 }
 
-// A view kept open (watch, the board) that saved its snapshot writes no
-// overlay: its projection counts its changes from the snapshot it loaded,
-// and an overlay goes over the one on disk.
-func TestKeptViewAfterASave(t *testing.T) {
-	t.Parallel()
-	root, log, en := overlayEngine(t, 10, 3)
+// keptView is an engine whose snapshot holds 100 events, and a view of it
+// kept open.
+func keptView(t *testing.T) (root string, log *eventlog.Log, en *Engine, v *View) {
+	t.Helper()
+	root, log, en = overlayEngine(t, 10, 3)
 	appendN(t, log, 100)
 	command(t, en)
 	v, err := en.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return root, log, en, v
+}
+
+// A view kept open (watch, the board) that saved its snapshot writes no
+// overlay: its projection counts its changes from the snapshot it loaded,
+// and an overlay goes over the one on disk.
+func TestKeptViewAfterASave(t *testing.T) {
+	t.Parallel()
+	root, log, en, v := keptView(t)
 	for _, n := range []int{4, 11, 5} { // an overlay, a save, then none
 		appendN(t, log, n)
-		if _, err := v.CatchUp(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if err := v.Save(); err != nil {
-			t.Fatal(err)
-		}
+		keptSave(t, v)
 	}
 	if _, err := os.Stat(filepath.Join(root, "state", "count.over")); err == nil {
 		t.Fatal("the kept view wrote an overlay over a snapshot it did not load")
@@ -183,28 +197,15 @@ func TestKeptViewAfterASave(t *testing.T) {
 // (spool replay): its overlay would go over a snapshot that is gone.
 func TestKeptViewAfterAnotherSaved(t *testing.T) {
 	t.Parallel()
-	root, log, en := overlayEngine(t, 10, 3)
-	appendN(t, log, 100)
-	command(t, en)
-	v, err := en.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, log, en, v := keptView(t)
 	appendN(t, log, 2)
 	r, err := en.Replay(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Save(); err != nil {
-		t.Fatal(err)
-	}
+	keptSave(t, r)
 	appendN(t, log, 3)
-	if _, err := v.CatchUp(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := v.Save(); err != nil {
-		t.Fatal(err)
-	}
+	keptSave(t, v)
 	if _, err := os.Stat(filepath.Join(root, "state", "count.over")); err == nil {
 		t.Fatal("the kept view wrote an overlay over a snapshot another process replaced")
 	}

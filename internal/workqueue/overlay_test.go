@@ -12,19 +12,24 @@ import (
 	"github.com/spoolhq/spool/eventlog"
 )
 
-// A task that waited for a blocker when the table was written waits until
-// that blocker is closed: in the state, or in a decision's overlay over it,
-// which stands for the task of the same id.
-func TestNamedByClosed(t *testing.T) {
-	t.Parallel()
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	task := func(id, status string, blockers ...string) *Task {
+// tableTasks makes tasks for a table, all made at at.
+func tableTasks() (at time.Time, task func(id, status string, blockers ...string) *Task) {
+	at = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	return at, func(id, status string, blockers ...string) *Task {
 		x := &Task{ID: id, Status: status, CreatedAt: at, detail: &TaskDetail{}}
 		for _, b := range blockers {
 			x.Blockers = append(x.Blockers, Dep{ID: b, At: at})
 		}
 		return x
 	}
+}
+
+// A task that waited for a blocker when the table was written waits until
+// that blocker is closed: in the state, or in a decision's overlay over it,
+// which stands for the task of the same id.
+func TestNamedByClosed(t *testing.T) {
+	t.Parallel()
+	_, task := tableTasks()
 	saved, err := NewTasksProjection(StateOf([]*Task{
 		task("sp-aaaa", StatusOpen), task("sp-cccc", StatusClosed),
 		task("sp-wwww", StatusOpen, "sp-aaaa"), task("sp-xxxx", StatusOpen, "sp-cccc", "sp-aaaa"),
@@ -162,14 +167,7 @@ func FuzzUnmarshalOverlay(f *testing.F) {
 // or starts their waits, as it does for a state held whole.
 func TestImportReplacingABlocker(t *testing.T) {
 	t.Parallel()
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	task := func(id, status string, blockers ...string) *Task {
-		x := &Task{ID: id, Status: status, CreatedAt: at, detail: &TaskDetail{}}
-		for _, b := range blockers {
-			x.Blockers = append(x.Blockers, Dep{ID: b, At: at})
-		}
-		return x
-	}
+	at, task := tableTasks()
 	saved, err := NewTasksProjection(StateOf([]*Task{
 		task("sp-bbbb", StatusOpen), task("sp-cccc", StatusClosed),
 		task("sp-wwww", StatusOpen, "sp-bbbb"), // waits for b
