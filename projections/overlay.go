@@ -3,9 +3,12 @@ package projections
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -21,17 +24,19 @@ import (
 // on all since the snapshot: at 100,000 tasks, a snapshot takes a second
 // to write, an overlay of the tasks changed since a few milliseconds.
 type Overlayer interface {
-	// MarshalOverlay encodes what changed since the snapshot was loaded,
-	// an overlay loaded over it included.
-	MarshalOverlay() ([]byte, error)
-	// UnmarshalOverlay applies what MarshalOverlay wrote to a projection
-	// just loaded from the same snapshot: all of it, or nothing and an error.
-	UnmarshalOverlay([]byte) error
+	// WriteOverlay writes what changed since the snapshot was loaded, an
+	// overlay loaded over it included.
+	WriteOverlay(w io.Writer) error
+	// UnmarshalOverlay applies what WriteOverlay wrote to a projection
+	// just loaded from the same snapshot: all of it, or nothing and an
+	// error. It may keep b.
+	UnmarshalOverlay(b []byte) error
 }
 
 // overlayHead is an overlay's first line: the checkpoint of the state the
-// snapshot and the overlay make (its Sum the overlay's), and which
-// snapshot it goes over.
+// snapshot and the overlay make, and which snapshot it goes over. What
+// WriteOverlay wrote follows it, then the CRC-32 (IEEE, little-endian) of
+// all that: written as it is made, the overlay is never whole in memory.
 type overlayHead struct {
 	Format     int        `json:"format"` // overlayFormat
 	Base       string     `json:"base"`   // baseOf the snapshot's checkpoint line
@@ -74,22 +79,24 @@ func (en *Engine) loadOverlay(it *item) {
 	if err != nil {
 		return
 	}
-	head, body, _ := bytes.Cut(b, []byte{'\n'})
+	n := len(b) - crc32.Size
+	if n < 0 || crc32.ChecksumIEEE(b[:n]) != binary.LittleEndian.Uint32(b[n:]) {
+		return
+	}
+	head, body, _ := bytes.Cut(b[:n], []byte{'\n'})
 	var oh overlayHead
-	if json.Unmarshal(head, &oh) != nil || oh.Format != overlayFormat || oh.Base != it.base ||
-		!oh.Checkpoint.valid(it.spec) || !sumMatches(oh.Checkpoint.Sum, body) {
+	if json.Unmarshal(head, &oh) != nil || oh.Format != overlayFormat || oh.Base != it.base || !oh.Checkpoint.valid(it.spec) {
 		return
 	}
 	if o.UnmarshalOverlay(body) != nil {
 		return
 	}
-	oh.Checkpoint.Sum = ""
 	it.cp, it.overlaid = oh.Checkpoint, oh.Checkpoint.Events
 }
 
-// writeOverlay writes it's overlay. It is a cache, as the checksum in its
-// first line says whether it is whole: not fsynced, and the temp file is
-// in tmp, which the next save sweeps if a crash leaves it there.
+// writeOverlay writes it's overlay. It is a cache, as its checksum says
+// whether it is whole: not fsynced, and the temp file is in tmp, which the
+// next save sweeps if a crash leaves it there.
 func (en *Engine) writeOverlay(it *item, tmp string) error {
 	if head, ok := en.snapshotHead(it.spec.Name); !ok || baseOf(head) != it.base {
 		// Another process saved the snapshot (spool replay, while this
@@ -98,17 +105,25 @@ func (en *Engine) writeOverlay(it *item, tmp string) error {
 		it.base = ""
 		return nil
 	}
-	body, err := it.proj.(Overlayer).MarshalOverlay()
-	if err != nil {
-		return err
-	}
 	cp := it.cp
-	cp.Sum = bodySum(body)
+	cp.Sum = ""
 	head, err := json.Marshal(overlayHead{Format: overlayFormat, Base: it.base, Checkpoint: cp})
 	if err != nil {
 		return err
 	}
-	if err := durable.WriteCacheIn(en.overlayPath(it.spec.Name), tmp, append(head, '\n'), body); err != nil {
+	err = durable.WriteCacheIn(en.overlayPath(it.spec.Name), tmp, func(w io.Writer) error {
+		sum := crc32.NewIEEE()
+		all := io.MultiWriter(w, sum)
+		if _, err := all.Write(append(head, '\n')); err != nil {
+			return err
+		}
+		if err := it.proj.(Overlayer).WriteOverlay(all); err != nil {
+			return err
+		}
+		_, err := w.Write(binary.LittleEndian.AppendUint32(nil, sum.Sum32()))
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	it.overlaid = it.cp.Events

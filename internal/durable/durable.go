@@ -216,13 +216,16 @@ func Inode(fi fs.FileInfo) uint64 {
 // work (it is rebuilt): written aside and renamed into place, so never
 // seen torn, but not fsynced, since a crash may keep the old one.
 func WriteCache(path string, data []byte) error {
-	return WriteCacheIn(path, "", data)
+	return WriteCacheIn(path, "", func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
 }
 
-// WriteCacheIn is WriteCache of the parts one after another, with the temp
-// file in tmpDir (on the same file system; "" for path's directory), for
-// writers that sweep their own crash leftovers.
-func WriteCacheIn(path, tmpDir string, parts ...[]byte) error {
+// WriteCacheIn is WriteCache of what write writes (buffered), with the
+// temp file in tmpDir (on the same file system; "" for path's directory),
+// for writers that sweep their own crash leftovers.
+func WriteCacheIn(path, tmpDir string, write func(w io.Writer) error) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -234,10 +237,9 @@ func WriteCacheIn(path, tmpDir string, parts ...[]byte) error {
 	if err != nil {
 		return err
 	}
-	for _, p := range parts {
-		if err == nil {
-			_, err = f.Write(p)
-		}
+	bw := bufio.NewWriterSize(f, 64<<10)
+	if err = write(bw); err == nil {
+		err = bw.Flush()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

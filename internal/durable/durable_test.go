@@ -212,14 +212,21 @@ func TestWriteSweepsStaleTempFiles(t *testing.T) {
 	}
 }
 
-// A cache is its parts in order, written aside (in tmpDir when given) and
-// renamed: nothing is left beside it, and a failed write leaves the old
-// file and no temp file.
+// A cache is what its writer wrote, written aside (in tmpDir when given)
+// and renamed: nothing is left beside it, and a failed write leaves the
+// old file and no temp file.
 func TestWriteCacheIn(t *testing.T) {
 	t.Parallel()
 	dir, tmp := t.TempDir(), t.TempDir()
 	path := filepath.Join(dir, "c.over")
-	if err := WriteCacheIn(path, tmp, []byte("head\n"), nil, []byte("body")); err != nil {
+	if err := WriteCacheIn(path, tmp, func(w io.Writer) error {
+		for _, part := range []string{"head\n", "", "body"} {
+			if _, err := io.WriteString(w, part); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(path); err != nil || string(b) != "head\nbody" {
@@ -231,8 +238,11 @@ func TestWriteCacheIn(t *testing.T) {
 	if b, _ := os.ReadFile(path); string(b) != "whole" {
 		t.Fatalf("%q", b)
 	}
-	if err := WriteCacheIn(path, filepath.Join(tmp, "missing"), []byte("x")); err == nil {
+	if err := WriteCacheIn(path, filepath.Join(tmp, "missing"), func(io.Writer) error { return nil }); err == nil {
 		t.Fatal("a temp directory that is not there: no error")
+	}
+	if err := WriteCacheIn(path, tmp, func(w io.Writer) error { io.WriteString(w, "half"); return errors.New("stopped") }); err == nil {
+		t.Fatal("a writer's error: no error")
 	}
 	for _, d := range []string{dir, tmp} {
 		if entries, _ := os.ReadDir(d); len(entries) != map[string]int{dir: 1, tmp: 0}[d] {

@@ -1,9 +1,9 @@
 package workqueue
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -34,43 +34,46 @@ func touch(m *map[string]bool, opened bool, id string) {
 	(*m)[id] = true
 }
 
-// MarshalOverlay writes the comment counter and the records of the tasks
+// WriteOverlay writes the comment counter and the records of the tasks
 // changed since the table was opened, by id.
-func (p *TasksProjection) MarshalOverlay() ([]byte, error) {
+func (p *TasksProjection) WriteOverlay(w io.Writer) error {
 	s := p.State()
 	ids := slices.Sorted(maps.Keys(p.touched))
 	ids = slices.DeleteFunc(ids, func(id string) bool { return s.trk.m[id] == nil })
 	var head table.Enc
 	head.Int(s.trk.commentSeq)
-	return records(head, ids, func(w *table.Enc, id string) {
+	return writeRecords(w, head, ids, func(w *table.Enc, id string) {
 		t := s.trk.m[id]
 		encodeTask(w, t, t.baseRefs)
-	}, func(w *table.Enc, id string) { w.Int(int64(s.position(id))) }), nil
+	}, func(w *table.Enc, id string) { w.Int(int64(s.position(id))) })
 }
 
-// records encodes head, the count of ids, then for each its record (enc)
-// as a string, then what after writes. The records are encoded apart and
-// copied into a buffer of the right size once: a buffer grown record by
-// record (by a quarter at a time) allocated five times the overlay.
-func records(head table.Enc, ids []string, enc, after func(w *table.Enc, id string)) []byte {
+// writeRecords writes head, the count of ids, then for each its record
+// (enc) as a string, then what after encodes; one record at a time, so
+// that an overlay is never whole in memory.
+func writeRecords(out io.Writer, head table.Enc, ids []string, enc, after func(w *table.Enc, id string)) error {
 	head.Uint(uint64(len(ids)))
-	parts := make([][]byte, 1, 1+len(ids))
-	parts[0] = head.Buf
-	var w table.Enc
+	if _, err := out.Write(head.Buf); err != nil {
+		return err
+	}
+	var rec, part table.Enc
 	for _, id := range ids {
-		w.Buf = w.Buf[:0]
-		enc(&w, id)
-		part := table.Enc{Buf: make([]byte, 0, binary.MaxVarintLen64+len(w.Buf)+binary.MaxVarintLen64)}
-		part.Str(unsafe.String(unsafe.SliceData(w.Buf), len(w.Buf)))
+		rec.Buf = rec.Buf[:0]
+		enc(&rec, id)
+		part.Buf = part.Buf[:0]
+		part.Uint(uint64(len(rec.Buf)))
+		part.Buf = append(part.Buf, rec.Buf...)
 		if after != nil {
 			after(&part, id)
 		}
-		parts = append(parts, part.Buf)
+		if _, err := out.Write(part.Buf); err != nil {
+			return err
+		}
 	}
-	return slices.Concat(parts...)
+	return nil
 }
 
-// readRecords reads what records wrote after its head, each record by
+// readRecords reads what writeRecords wrote after its head, each record by
 // decode, which is given r to read what after wrote: ids valid and in
 // order, or r fails.
 func readRecords[T any](r *table.Dec, decode func(rec string, r *table.Dec) (T, string)) []T {
@@ -126,12 +129,12 @@ func (p *TasksProjection) UnmarshalOverlay(b []byte) error {
 	return nil
 }
 
-// MarshalOverlay writes the entries changed since the table was opened.
-func (p *QueueProjection) MarshalOverlay() ([]byte, error) {
+// WriteOverlay writes the entries changed since the table was opened.
+func (p *QueueProjection) WriteOverlay(w io.Writer) error {
 	s := p.State()
 	ids := slices.Sorted(maps.Keys(p.touched))
 	ids = slices.DeleteFunc(ids, func(id string) bool { return s.hst.m[id] == nil })
-	return records(table.Enc{}, ids, func(w *table.Enc, id string) { encodeEntry(w, s.hst.m[id]) }, nil), nil
+	return writeRecords(w, table.Enc{}, ids, func(w *table.Enc, id string) { encodeEntry(w, s.hst.m[id]) }, nil)
 }
 
 // UnmarshalOverlay puts the overlay's entries in place of the table's.
@@ -158,10 +161,11 @@ func (p *QueueProjection) UnmarshalOverlay(b []byte) error {
 	return nil
 }
 
-// MarshalOverlay writes the ids created since the snapshot, sorted, one
-// a line.
-func (p *IDsProjection) MarshalOverlay() ([]byte, error) {
-	return []byte(strings.Join(slices.Sorted(maps.Keys(p.fresh)), "\n")), nil
+// WriteOverlay writes the ids created since the snapshot, sorted, one a
+// line.
+func (p *IDsProjection) WriteOverlay(w io.Writer) error {
+	_, err := io.WriteString(w, strings.Join(slices.Sorted(maps.Keys(p.fresh)), "\n"))
+	return err
 }
 
 // UnmarshalOverlay adds the overlay's ids, none of which the snapshot has.

@@ -1,6 +1,7 @@
 package workqueue_test
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -131,11 +132,11 @@ func overlaid(t *testing.T, dir string, snap [2][]byte, since []*eventlog.Event)
 	}
 	s, next := openedFile(t, dir, snap)
 	for i, p := range ps {
-		b, err := p.(projections.Overlayer).MarshalOverlay()
-		if err != nil {
+		var b bytes.Buffer
+		if err := p.(projections.Overlayer).WriteOverlay(&b); err != nil {
 			t.Fatal(err)
 		}
-		if err := next[i].(projections.Overlayer).UnmarshalOverlay(b); err != nil {
+		if err := next[i].(projections.Overlayer).UnmarshalOverlay(b.Bytes()); err != nil {
 			t.Fatal(err)
 		}
 	}
