@@ -27,10 +27,7 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 	}
 	tt := s.trk.table()
 	n := tt.Len()
-	type bitset []uint64
-	newSet := func() bitset { return make(bitset, (n+63)/64) }
-	set := func(b bitset, i int) { b[i/64] |= 1 << (i % 64) }
-	has := func(b bitset, i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
+	newSet := func() bitset { return newBitset(n) }
 
 	// What Ready and Select would count: first the tasks decoded or
 	// changed since the table was saved (rest), read whole below.
@@ -39,7 +36,7 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 	for id, t := range s.trk.m {
 		rest = append(rest, t)
 		if i := tt.Find(id); i >= 0 {
-			set(changed, i)
+			changed.set(i)
 		}
 	}
 	var named map[string]bool
@@ -52,7 +49,7 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 	var read []*Task // unchanged tasks that must be read: a blocker changed, or not plain
 	for k, i := range tt.open {
 		kOf[i] = int32(k)
-		if has(changed, int(i)) {
+		if changed.has(int(i)) {
 			continue
 		}
 		id := tt.IDs[i]
@@ -70,7 +67,7 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 		case waits:
 		case plain:
 			ready++
-			set(counted, int(i))
+			counted.set(int(i))
 		default:
 			read = append(read, s.Task(id))
 		}
@@ -92,8 +89,8 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 	entry := newSet()
 	one := func(id string, i int, h *Entry) {
 		switch {
-		case i >= 0 && !has(changed, i):
-			set(entry, i)
+		case i >= 0 && !changed.has(i):
+			entry.set(i)
 			if !tt.isOpen(i) {
 				return // closed: completed, counted below
 			}
@@ -102,7 +99,7 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 				stub.Labels = []string{BlockedLabel}
 			}
 			p.count(&st, stub, h, now)
-			if has(counted, i) && p.Skip(Candidate{}, h, g, now) != "" {
+			if counted.has(i) && p.Skip(Candidate{}, h, g, now) != "" {
 				ready-- // plain, but its history holds it back
 			}
 		case s.trk.m[id] == nil:
@@ -125,7 +122,7 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 			i := findFrom(tt.IDs, from, id)
 			if i >= 0 {
 				from = i + 1
-				if !tt.isOpen(i) && !has(changed, i) {
+				if !tt.isOpen(i) && !changed.has(i) {
 					continue // a closed task is completed whatever its history says: not decoded
 				}
 			}
@@ -133,7 +130,7 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 		}
 	}
 	for k, i := range tt.open {
-		if has(changed, int(i)) || has(entry, int(i)) {
+		if changed.has(int(i)) || entry.has(int(i)) {
 			continue
 		}
 		st.TotalSeen++

@@ -227,13 +227,13 @@ func (s *State) summaryStats(p Policy, g Gate, now time.Time) Stats {
 			fresh[id] = true
 		}
 	}
-	freshAt := make(map[int]bool, len(fresh))
+	freshAt := newBitset(sum.n) // fresh, by position: visit asks of every entry
 	for id := range fresh {
 		i := s.position(id)
 		if i < 0 {
 			continue // new since the save
 		}
-		freshAt[i] = true
+		freshAt.set(i)
 		st.TotalSeen--
 		switch f := sum.flags[i]; {
 		case f&sumOpen == 0:
@@ -248,7 +248,7 @@ func (s *State) summaryStats(p Policy, g Gate, now time.Time) Stats {
 		}
 	}
 	for _, o := range sum.others {
-		if freshAt[o.pos] {
+		if freshAt.has(o.pos) {
 			continue
 		}
 		d, err := sum.Record(o.from, o.to)
@@ -267,7 +267,7 @@ func (s *State) summaryStats(p Policy, g Gate, now time.Time) Stats {
 	open, labelled := Task{Status: StatusOpen}, Task{Status: StatusOpen, Labels: []string{BlockedLabel}}
 	visit := func(id string, h *Entry, j int) {
 		i := ids.Seek(id)
-		if fresh[id] {
+		if i >= 0 && freshAt.has(i) || i < 0 && fresh[id] {
 			return // counted below, as it is now
 		}
 		if i >= 0 && sum.flags[i]&sumOpen == 0 {
@@ -301,7 +301,7 @@ func (s *State) summaryStats(p Policy, g Gate, now time.Time) Stats {
 			for ; k < len(changed) && changed[k] < id; k++ {
 				visit(changed[k], s.hst.m[changed[k]], -1)
 			}
-			if _, ok := s.hst.m[id]; !ok {
+			if k == len(changed) || changed[k] != id { // else visited from the map
 				visit(id, nil, j)
 			}
 		}
@@ -323,6 +323,13 @@ func (s *State) summaryStats(p Policy, g Gate, now time.Time) Stats {
 	st.CurrentlyReady = ready
 	return st
 }
+
+// bitset is a set of positions in a table.
+type bitset []uint64
+
+func newBitset(n int) bitset    { return make(bitset, (n+63)/64) }
+func (b bitset) set(i int)      { b[i/64] |= 1 << (i % 64) }
+func (b bitset) has(i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
 
 // The history's index adds what stats needs of every entry, so that it
 // reads no record: its class (histClass), and the waiting entries whole.
