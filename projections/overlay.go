@@ -67,9 +67,9 @@ func (it *item) overlayDue() bool {
 	return ok && it.spec.Overlay > 0 && it.base != "" && it.cp.Events-it.overlaid >= it.spec.Overlay
 }
 
-// loadOverlay loads the overlay over the snapshot it was just loaded
-// from, if there is one for that snapshot and it is whole. It is
-// a cache: any overlay that does not hold is passed over.
+// loadOverlay puts the overlay of the snapshot it was just loaded from
+// over it, if there is one and it is whole. It is a cache: any overlay
+// that does not hold is passed over.
 func (en *Engine) loadOverlay(it *item) {
 	o, ok := it.proj.(Overlayer)
 	if !ok || it.spec.Overlay <= 0 {
@@ -94,7 +94,7 @@ func (en *Engine) loadOverlay(it *item) {
 	it.cp, it.overlaid = oh.Checkpoint, oh.Checkpoint.Events
 }
 
-// writeOverlay writes it's overlay. It is a cache, as its checksum says
+// writeOverlay writes the overlay of it. It is a cache, as its checksum says
 // whether it is whole: not fsynced, and the temp file is in tmp, which the
 // next save sweeps if a crash leaves it there.
 func (en *Engine) writeOverlay(it *item, tmp string) error {

@@ -16,8 +16,9 @@ import (
 // Overlays (projections.Overlayer): the records of the tasks and entries
 // events changed since the table was opened, encoded as the table encodes
 // them, for the next command to put in place of the table's. A task's
-// record keeps the ids that named it in that table (baseRefs): an overlay
-// only goes over the snapshot it was made from.
+// record keeps the ids that named it in that table (baseRefs), and its
+// place there (at): an overlay only goes over the snapshot it was made
+// from.
 
 // overlayEvery is the Spec.Overlay of the three projections.
 const overlayEvery = 64
