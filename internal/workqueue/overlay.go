@@ -23,24 +23,39 @@ import (
 // overlayEvery is the Spec.Overlay of the three projections.
 const overlayEvery = 64
 
-// touch records that an event folded into id's task or entry, for the
-// overlay; only a state opened from a table has one to write.
-func touch(m *map[string]bool, opened bool, id string) {
-	if !opened {
+// changes are what an overlay needs of a projection: whether its state
+// was opened from a table, and the ids events changed since. Only a state
+// opened from a table has an overlay to write.
+type changes struct {
+	opened bool
+	ids    map[string]bool
+}
+
+// reset is a table just opened: nothing changed since.
+func (c *changes) reset() { *c = changes{opened: true} }
+
+// add records that an event folded into id's task or entry.
+func (c *changes) add(id string) {
+	if !c.opened {
 		return
 	}
-	if *m == nil {
-		*m = map[string]bool{}
+	if c.ids == nil {
+		c.ids = map[string]bool{}
 	}
-	(*m)[id] = true
+	c.ids[id] = true
+}
+
+// sorted is the ids changed that the state holds (held says), sorted.
+func (c *changes) sorted(held func(id string) bool) []string {
+	ids := slices.Sorted(maps.Keys(c.ids))
+	return slices.DeleteFunc(ids, func(id string) bool { return !held(id) })
 }
 
 // WriteOverlay writes the comment counter and the records of the tasks
 // changed since the table was opened, by id.
 func (p *TasksProjection) WriteOverlay(w io.Writer) error {
 	s := p.State()
-	ids := slices.Sorted(maps.Keys(p.touched))
-	ids = slices.DeleteFunc(ids, func(id string) bool { return s.trk.m[id] == nil })
+	ids := p.changed.sorted(func(id string) bool { return s.trk.m[id] != nil })
 	var head table.Enc
 	head.Int(s.trk.commentSeq)
 	return writeRecords(w, head, ids, func(w *table.Enc, id string) {
@@ -93,7 +108,7 @@ func readRecords[T any](r *table.Dec, decode func(rec string, r *table.Dec) (T, 
 // UnmarshalOverlay puts the overlay's tasks in place of the table's. The
 // tasks keep their strings in b, which the engine hands over.
 func (p *TasksProjection) UnmarshalOverlay(b []byte) error {
-	if p.s == nil || !p.opened {
+	if p.s == nil || !p.changed.opened {
 		return errNotOpened
 	}
 	var seq int64
@@ -124,7 +139,7 @@ func (p *TasksProjection) UnmarshalOverlay(b []byte) error {
 	}
 	for _, t := range tasks {
 		p.s.trk.m[t.ID] = t
-		touch(&p.touched, true, t.ID)
+		p.changed.add(t.ID)
 	}
 	p.s.trk.commentSeq = seq
 	return nil
@@ -133,14 +148,13 @@ func (p *TasksProjection) UnmarshalOverlay(b []byte) error {
 // WriteOverlay writes the entries changed since the table was opened.
 func (p *QueueProjection) WriteOverlay(w io.Writer) error {
 	s := p.State()
-	ids := slices.Sorted(maps.Keys(p.touched))
-	ids = slices.DeleteFunc(ids, func(id string) bool { return s.hst.m[id] == nil })
+	ids := p.changed.sorted(func(id string) bool { return s.hst.m[id] != nil })
 	return writeRecords(w, table.Enc{}, ids, func(w *table.Enc, id string) { encodeEntry(w, s.hst.m[id]) }, nil)
 }
 
 // UnmarshalOverlay puts the overlay's entries in place of the table's.
 func (p *QueueProjection) UnmarshalOverlay(b []byte) error {
-	if p.s == nil || !p.opened {
+	if p.s == nil || !p.changed.opened {
 		return errNotOpened
 	}
 	var entries []*Entry
@@ -157,7 +171,7 @@ func (p *QueueProjection) UnmarshalOverlay(b []byte) error {
 	}
 	for _, h := range entries {
 		p.s.hst.m[h.ID] = h
-		touch(&p.touched, true, h.ID)
+		p.changed.add(h.ID)
 	}
 	return nil
 }

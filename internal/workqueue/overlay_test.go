@@ -157,7 +157,7 @@ func FuzzUnmarshalOverlay(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		q := open()
 		if err := q.UnmarshalOverlay(bytes.Clone(b)); err != nil {
-			if len(q.State().trk.m) != 0 || len(q.touched) != 0 {
+			if len(q.State().trk.m) != 0 || len(q.changed.ids) != 0 {
 				t.Fatalf("an overlay refused (%v) left %d tasks in place", err, len(q.State().trk.m))
 			}
 		}

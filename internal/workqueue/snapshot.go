@@ -563,7 +563,7 @@ func (p *TasksProjection) open(r io.ReaderAt, size int64, eager bool) (*lazyTask
 		p.s = NewState()
 	}
 	p.s.trk.m, p.s.trk.commentSeq, p.s.trk.lazy = map[string]*Task{}, l.sum.seq, nil
-	p.opened, p.touched = true, nil
+	p.changed.reset()
 	if l.sum.n == 0 {
 		return nil, nil
 	}
@@ -612,7 +612,7 @@ func (p *QueueProjection) open(r io.ReaderAt, size int64) (*table.Table, error) 
 		p.s = NewState()
 	}
 	p.s.hst.m, p.s.hst.table = map[string]*Entry{}, nil
-	p.opened, p.touched = true, nil
+	p.changed.reset()
 	if t.Len() == 0 {
 		return nil, nil
 	}

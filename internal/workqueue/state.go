@@ -438,11 +438,8 @@ type TasksProjection struct {
 	// hashes colliding): the first creation stands and verify reports them.
 	dups    []string
 	cow     copyOnWrite
-	scratch string // where a save gathers the listings (ScratchIn); "" in memory
-	// opened: the state was opened from a table; touched: the tasks events
-	// changed since (overlay.go).
-	opened  bool
-	touched map[string]bool
+	scratch string  // where a save gathers the listings (ScratchIn); "" in memory
+	changed changes // since the table was opened, for an overlay (overlay.go)
 }
 
 // NewTasksProjection wraps a state.
@@ -465,7 +462,7 @@ func (p *TasksProjection) Apply(e *eventlog.Event) error {
 	}
 	if isTaskEvent(e) {
 		p.s = p.cow.own(p.s, e.Subject)
-		touch(&p.touched, p.opened, e.Subject)
+		p.changed.add(e.Subject)
 	}
 	p.s.applyTask(e)
 	return nil
@@ -578,11 +575,9 @@ func (s *State) TaskCount() int {
 
 // QueueProjection folds the queue's side of every event.
 type QueueProjection struct {
-	s   *State
-	cow copyOnWrite
-	// opened and touched as the TasksProjection's.
-	opened  bool
-	touched map[string]bool
+	s       *State
+	cow     copyOnWrite
+	changed changes // as the TasksProjection's
 }
 
 // NewQueueProjection wraps a state.
@@ -598,7 +593,7 @@ func (p *QueueProjection) Snapshot() *State { return p.cow.share(p.s) }
 func (p *QueueProjection) Apply(e *eventlog.Event) error {
 	if isTaskEvent(e) {
 		p.s = p.cow.own(p.s, e.Subject)
-		touch(&p.touched, p.opened, e.Subject)
+		p.changed.add(e.Subject)
 	}
 	p.s.applyEntry(e)
 	return nil

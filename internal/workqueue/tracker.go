@@ -265,9 +265,9 @@ func (s *State) openOrderBy(over map[string]*Task, order func(*taskTable) iter.S
 // namedByClosing returns the ids of the tasks that, when the snapshot was
 // written, named a task that was not closed then and is closed now (in
 // over, or else decoded or changed since), or with reopened, one closed
-// then and not now: the tasks whose wait by themselves may have ended
-// (waitsItself), or whose being ready by themselves (plainReady). Nothing
-// else a blocker does changes either; a task made since names none.
+// then and not now: the tasks whose wait by themselves (waitsItself) may
+// have ended, or whose being ready by themselves (plainReady) may have.
+// Nothing else a blocker does changes either; a task made since names none.
 func (s *State) namedByClosing(over map[string]*Task, reopened bool) map[string]bool {
 	named := map[string]bool{}
 	for _, m := range []map[string]*Task{s.trk.m, over} {
