@@ -85,6 +85,14 @@ type savedItem struct {
 	dependents int
 }
 
+// set makes v the item a listing yields and returns it as one, without
+// an allocation per item: a list's writer is done with an item before it
+// asks for the next.
+func (v *savedItem) set(to savedItem) any {
+	*v = to
+	return v
+}
+
 // AppendJSON writes the saved bytes where a list's items go; false
 // elsewhere, and encoding/json then writes MarshalJSON's.
 func (v savedItem) AppendJSON(dst []byte, f jsonout.Format) ([]byte, bool) {
