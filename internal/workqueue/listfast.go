@@ -3,6 +3,7 @@ package workqueue
 import (
 	"io"
 	"iter"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -292,16 +293,20 @@ func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now
 	ready := func(t *Task) bool {
 		return s.EffectiveStatus(t, now) == StatusOpen && !s.blockedBy(t, memo, 0) && p.Skip(Candidate{}, s.Entry(t.ID), g, now) == ""
 	}
-	skip := make(map[string]bool, len(s.trk.m))
+	// Each saved task is asked by its place: its id, read in list order
+	// from all over the table, was a fifth of the walk. The tasks held now
+	// are listed as they are; ready may decode more (blockers, parents),
+	// unchanged, which the walk lists from the table.
+	held := maps.Clone(s.trk.m)
+	skip := placesIn(tt, held)
 	var changed []*Task
-	for id, t := range s.trk.m {
-		skip[id] = true
+	for _, t := range held {
 		if t != nil && ready(t) {
 			changed = append(changed, t)
 		}
 	}
 	sortTasks(changed)
-	named := s.namedByClosing(nil, true)
+	named := placesIn(tt, s.namedByClosing(nil, true))
 	view := func(t *Task) any {
 		if v, ok := s.saved(t, now, false); ok {
 			return v
@@ -312,25 +317,20 @@ func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now
 	if err != nil {
 		return false, nil
 	}
-	start, entries := x.starts(), s.entryPlaces(tt.IDs)
+	start, entries := x.starts(), s.heldBack(tt)
 	return true, tt.withListings(func(m table.Mapping, listings []byte) error {
 		var items iter.Seq[any] = func(yield func(any) bool) {
 			var cur savedItem // WriteSeq writes each item before it asks for the next
 			walkMerged(tt.open, changed, m.Record, func(k int, i uint32) bool {
-				id := tt.IDs[i]
-				if skip[id] {
+				if skip.has(int(i)) {
 					return true
 				}
 				switch {
-				case named[id]: // a task it names was closed or reopened: read it whole
+				case named.has(int(i)): // a task it names was closed or reopened: read it whole
 				case tt.waitsAt(k):
 					return true // it still waits by itself
 				case tt.plainAt(k):
-					at := int32(-1)
-					if entries != nil {
-						at = entries[i]
-					}
-					if s.savedSkip(id, at, p, now) {
+					if entries.skips(i, p, now) {
 						return true
 					}
 					if core, _ := listingIn(listings, start[i], start[i]+int64(x.size[i]), tt, i); core != "" {
@@ -434,42 +434,61 @@ func beadsOpenOrder(tt *taskTable, x *listIndex) iter.Seq[int] {
 	}
 }
 
-// savedSkip reports whether the history holds task id back (p.Skip, a
-// gate that admits it); at is its entry's place in the history's table
-// (entryPlaces), -1 for none. An entry no event changed since the save is
-// read as stats reads it (historyTable.statsEntry): one that neither holds
-// a claim nor failed from its class in the index, without a decode.
-func (s *State) savedSkip(id string, at int32, p Policy, now time.Time) bool {
-	h := s.hst.table
-	if _, changed := s.hst.m[id]; changed || h == nil {
-		return p.Skip(Candidate{}, s.Entry(id), Gate{}, now) != ""
+// placesIn marks the places in tt of m's ids.
+func placesIn[V any](tt *taskTable, m map[string]V) bitset {
+	b := newBitset(len(tt.IDs))
+	for id := range m {
+		if i := tt.Find(id); i >= 0 {
+			b.set(i)
+		}
 	}
-	if at < 0 {
-		return false // no entry
-	}
-	var e Entry
-	return p.Skip(Candidate{}, h.statsEntry(int(at), &e), Gate{}, now) != ""
+	return b
 }
 
-// entryPlaces gives, by place in the tasks' table, the place of the same
-// id in the history's, -1 for none (nil without a history table): one merge of the two
-// sorted lists of ids. A search per ready task, 65,000 at 100,000 tasks,
-// was a fifth of ready -n 0 --json.
-func (s *State) entryPlaces(ids []string) []int32 {
+// heldEntries finds the history entries of the saved tasks, by their place in
+// the tasks' table (heldBack).
+type heldEntries struct {
+	s       *State
+	ids     []string // the tasks' table's
+	at      []int32  // by place: the place of the entry in the history's table, -1 none
+	changed bitset   // by place: an entry changed since the save
+}
+
+// heldBack readies heldEntries for tt: the places of its ids in the history's
+// table by one merge of the two sorted lists (a search per ready task,
+// 65,000 at 100,000 tasks, was a fifth of ready -n 0 --json).
+func (s *State) heldBack(tt *taskTable) *heldEntries {
+	e := &heldEntries{s: s, ids: tt.IDs, changed: placesIn(tt, s.hst.m)}
 	h := s.hst.table
 	if h == nil {
-		return nil
+		return e
 	}
-	out := make([]int32, len(ids))
+	e.at = make([]int32, len(tt.IDs))
 	j := 0
-	for i, id := range ids {
+	for i, id := range tt.IDs {
 		for j < len(h.IDs) && h.IDs[j] < id {
 			j++
 		}
-		out[i] = -1
+		e.at[i] = -1
 		if j < len(h.IDs) && h.IDs[j] == id {
-			out[i] = int32(j)
+			e.at[i] = int32(j)
 		}
 	}
-	return out
+	return e
+}
+
+// skips reports whether its history holds back the task at place i (p.Skip,
+// a gate that admits it). An entry no event changed since the save is
+// read as stats reads it (historyTable.statsEntry): one that neither holds
+// a claim nor failed from its class in the index, without a decode.
+func (e *heldEntries) skips(i uint32, p Policy, now time.Time) bool {
+	h := e.s.hst.table
+	if h == nil || e.changed.has(int(i)) {
+		return p.Skip(Candidate{}, e.s.Entry(e.ids[i]), Gate{}, now) != ""
+	}
+	if e.at[i] < 0 {
+		return false // no entry
+	}
+	var x Entry
+	return p.Skip(Candidate{}, h.statsEntry(int(e.at[i]), &x), Gate{}, now) != ""
 }
