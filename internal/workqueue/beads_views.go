@@ -552,7 +552,7 @@ func beadsKeyOf(t *Task) beadsKey { return beadsKey{t.Priority, timeKey(t.Create
 // beadsKeyAt is the key of open[k] as the table saved it.
 func (t *taskTable) beadsKeyAt(x *listIndex, k int) beadsKey {
 	i := t.open[k]
-	return beadsKey{int(x.priority[i]), t.createdAt(k), t.IDs[i]}
+	return beadsKey{int(x.at[i].priority), t.createdAt(k), t.IDs[i]}
 }
 
 func (a beadsKey) less(b beadsKey) bool {

@@ -24,12 +24,20 @@ import (
 
 // listIndex is the listing index, parsed.
 type listIndex struct {
-	order      []uint32 // every position, in taskLess order
-	status     []uint8  // by position: statuses[status[i]]
-	statuses   []string // each status the index holds, once
-	priority   []int32
-	dependents []int32
-	size       []uint32 // of its listing in the section of listings
+	order    []uint32    // every position, in taskLess order
+	at       []listEntry // by position
+	statuses []string    // each status the index holds, once
+}
+
+// listEntry is what the listing index keeps of one task, together: a walk
+// in list order comes to each at a random place, and reads it in one
+// cache line rather than one per field.
+type listEntry struct {
+	start      int64  // where its listing starts in the section of listings (setStarts)
+	size       uint32 // of its listing
+	priority   int32
+	dependents int32
+	status     uint8 // statuses[status]
 }
 
 // listIndex parses the listing index; an error for one that does not
@@ -42,7 +50,7 @@ func (t *taskTable) listIndex() (*listIndex, error) {
 	}
 	// b is this index's own: its statuses may share it rather than a copy.
 	rd := table.NewDec(unsafe.String(unsafe.SliceData(b), len(b)))
-	x := &listIndex{order: make([]uint32, n), status: make([]uint8, n), priority: make([]int32, n), dependents: make([]int32, n), size: make([]uint32, n)}
+	x := &listIndex{order: make([]uint32, n), at: make([]listEntry, n)}
 	for k := range x.order {
 		v := rd.Uint()
 		if v >= uint64(n) {
@@ -50,7 +58,7 @@ func (t *taskTable) listIndex() (*listIndex, error) {
 		}
 		x.order[k] = uint32(v)
 	}
-	for i := range n {
+	for i := range x.at {
 		status, pr, deps, size := rd.Str(), rd.Int(), rd.Uint(), rd.Uint()
 		if pr != int64(int32(pr)) || deps > math.MaxInt32 || size > math.MaxUint32 {
 			return nil, table.ErrDamaged
@@ -62,24 +70,22 @@ func (t *taskTable) listIndex() (*listIndex, error) {
 			}
 			x.statuses = append(x.statuses, status)
 		}
-		x.status[i], x.priority[i], x.dependents[i], x.size[i] = uint8(k), int32(pr), int32(deps), uint32(size)
+		x.at[i] = listEntry{size: uint32(size), priority: int32(pr), dependents: int32(deps), status: uint8(k)}
 	}
 	return x, rd.End()
 }
 
 // statusAt is the status of the task at position i when saved.
-func (x *listIndex) statusAt(i uint32) string { return x.statuses[x.status[i]] }
+func (x *listIndex) statusAt(i uint32) string { return x.statuses[x.at[i].status] }
 
-// starts is where each position's listing starts in the section of
+// setStarts sets where each position's listing starts in the section of
 // listings.
-func (x *listIndex) starts() []int64 {
-	out := make([]int64, len(x.order))
+func (x *listIndex) setStarts() {
 	var at int64
 	for _, i := range x.order {
-		out[i] = at
-		at += int64(x.size[i])
+		x.at[i].start = at
+		at += int64(x.at[i].size)
 	}
-	return out
 }
 
 // withListings calls fn with the table mapped (table.Mapped) and its
@@ -132,11 +138,11 @@ func (s *State) WriteListJSON(w io.Writer, p Policy, f ListFilter, now time.Time
 			var cur savedItem // WriteSeq writes each item before it asks for the next
 			walkMerged(x.order, changed, m.Record, func(_ int, i uint32) bool {
 				from := at
-				at += int64(x.size[i])
+				at += int64(x.at[i].size)
 				if c.changed(i) {
 					return true // listed with the changed ones
 				}
-				if f.Priority != nil && int(x.priority[i]) != *f.Priority {
+				if f.Priority != nil && int(x.at[i].priority) != *f.Priority {
 					return true
 				}
 				status := x.statusAt(i)
@@ -147,7 +153,7 @@ func (s *State) WriteListJSON(w io.Writer, p Policy, f ListFilter, now time.Time
 				if f.Status != "" && status != f.Status {
 					return true
 				}
-				if core, tail := listingIn(listings, from, at, tt, i); core != "" {
+				if core, tail := readListing(listings, from, at, tt, i); core != "" {
 					return yield(cur.set(savedItem{core: core, tail: tail, item: true, dependents: c.dependentsAt(i)}))
 				}
 				return yield(s.listItem(decodeOwned(m.Record(int(i))), p, now, c.dependentsAt(i)))
@@ -208,23 +214,30 @@ func (c *sinceSave) changed(i uint32) bool { return c.inM[i/64]&(1<<(i%64)) != 0
 // dependentsAt is the dependent count now of the task at position i.
 func (c *sinceSave) dependentsAt(i uint32) int {
 	if len(c.adjustAt) == 0 {
-		return int(c.x.dependents[i])
+		return int(c.x.at[i].dependents)
 	}
-	return int(c.x.dependents[i]) + c.adjustAt[i]
+	return int(c.x.at[i].dependents) + c.adjustAt[i]
 }
 
 // dependents is the dependent count now of task id.
 func (c *sinceSave) dependents(id string) int {
 	n := c.adjust[id]
 	if i := c.tt.Find(id); i >= 0 {
-		n += int(c.x.dependents[i])
+		n += int(c.x.at[i].dependents)
 	}
 	return n
 }
 
-// listingIn reads position i's listing, bytes [from, to) of the section
+// listingIn reads position i's listing from the section of listings, at
+// the place x gives it (setStarts).
+func listingIn(listings []byte, x *listIndex, tt *taskTable, i uint32) (core, tail string) {
+	e := &x.at[i]
+	return readListing(listings, e.start, e.start+int64(e.size), tt, i)
+}
+
+// readListing reads position i's listing, bytes [from, to) of the section
 // of listings, checking it alone.
-func listingIn(listings []byte, from, to int64, tt *taskTable, i uint32) (core, tail string) {
+func readListing(listings []byte, from, to int64, tt *taskTable, i uint32) (core, tail string) {
 	if from < 0 || to > int64(len(listings)) || from > to {
 		panic(table.Corrupt(tt.IDs[i], table.ErrDamaged))
 	}
@@ -317,7 +330,8 @@ func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now
 	if err != nil {
 		return false, nil
 	}
-	start, entries := x.starts(), s.heldBack(tt)
+	x.setStarts()
+	entries := s.heldBack(tt)
 	return true, tt.withListings(func(m table.Mapping, listings []byte) error {
 		var items iter.Seq[any] = func(yield func(any) bool) {
 			var cur savedItem // WriteSeq writes each item before it asks for the next
@@ -333,7 +347,7 @@ func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now
 					if entries.skips(i, p, now) {
 						return true
 					}
-					if core, _ := listingIn(listings, start[i], start[i]+int64(x.size[i]), tt, i); core != "" {
+					if core, _ := listingIn(listings, x, tt, i); core != "" {
 						return yield(cur.set(savedItem{core: core}))
 					}
 				}
@@ -368,7 +382,7 @@ func (s *State) WriteBeadsOpenListJSON(w io.Writer, p Policy, now time.Time) (bo
 		}
 	}
 	sort.Slice(changed, func(a, b int) bool { return beadsListLess(changed[a], changed[b]) })
-	start := x.starts()
+	x.setStarts()
 	return true, tt.withListings(func(m table.Mapping, listings []byte) error {
 		var items iter.Seq[any] = func(yield func(any) bool) {
 			var cur savedItem // WriteSeq writes each item before it asks for the next
@@ -384,7 +398,7 @@ func (s *State) WriteBeadsOpenListJSON(w io.Writer, p Policy, now time.Time) (bo
 					}
 				}
 				if status := x.statusAt(i); status != StatusInProgress && !(status == StatusOpen && tt.labelledAt(k)) {
-					if core, tail := listingIn(listings, start[i], start[i]+int64(x.size[i]), tt, i); core != "" {
+					if core, tail := listingIn(listings, x, tt, i); core != "" {
 						if !yield(cur.set(savedItem{core: core, tail: tail, item: true, dependents: c.dependentsAt(i)})) {
 							return
 						}
@@ -414,7 +428,7 @@ func beadsOpenOrder(tt *taskTable, x *listIndex) iter.Seq[int] {
 		n := len(tt.open)
 		for a := 0; a < n; {
 			b := a + 1
-			for b < n && x.priority[tt.open[b]] == x.priority[tt.open[a]] {
+			for b < n && x.at[tt.open[b]].priority == x.at[tt.open[a]].priority {
 				b++
 			}
 			for hi := b; hi > a; { // the runs of [a, b), from the last

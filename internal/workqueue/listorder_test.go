@@ -65,9 +65,9 @@ func TestBeadsOpenOrder(t *testing.T) {
 		for i := range tasks {
 			tasks[i] = task{uint32(i), r.IntN(3), int64(r.IntN(4))}
 		}
-		x := &listIndex{priority: make([]int32, n)}
+		x := &listIndex{at: make([]listEntry, n)}
 		for _, k := range tasks {
-			x.priority[k.pos] = int32(k.priority)
+			x.at[k.pos].priority = int32(k.priority)
 		}
 		slices.SortFunc(tasks, func(a, b task) int { // ready's order
 			return cmp.Or(cmp.Compare(a.priority, b.priority), cmp.Compare(a.created, b.created), cmp.Compare(a.pos, b.pos))
