@@ -55,6 +55,12 @@ func (c *bdReadyCmd) Run(b *bdEnv) error {
 		}
 		under = st.Descendants(ids[0])
 	}
+	if b.JSON && c.Limit == 0 && under == nil && prio == nil && c.Type == "" && c.Assignee == "" && !c.Unassigned && len(c.Label)+len(c.LabelAny) == 0 {
+		// Every ready issue, most from the snapshot's listings.
+		if ok, err := st.WriteBeadsReadyJSON(b.stdout, q.Policy, q.Now, c.Sort); ok || err != nil {
+			return err
+		}
+	}
 	// In the order of --sort, walked only until the first --limit are found.
 	tasks, err := st.ReadyBeads(q.Policy, f, q.Now, func(t *workqueue.Task) bool {
 		return !(under != nil && !under[t.ID] || prio != nil && t.Priority != *prio || c.Type != "" && t.Type != c.Type ||

@@ -2,8 +2,10 @@ package workqueue
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spoolhq/spool/internal/jsonout"
 )
@@ -57,5 +59,58 @@ func TestListIndexOfManyStatuses(t *testing.T) {
 				t.Fatalf("%d statuses, %+v:\n%s\nwant\n%s", c.statuses, f, got.String(), want.String())
 			}
 		}
+	}
+}
+
+// bd ready leaves a workflow's items out (BeadsWorkflow): from the
+// listings, a saved task's type is read from its listing.
+func TestBeadsReadyFromListings(t *testing.T) {
+	t.Parallel()
+	at, task := tableTasks()
+	var tasks []*Task
+	for i, c := range []struct{ id, typ, status string }{
+		{"sp-0001", "task", StatusOpen}, {"sp-0002", "molecule", StatusOpen}, {"sp-0003", "gate", StatusOpen},
+		{"sp-mol-0004", "task", StatusOpen}, {"sp-wisp-0005", "", StatusOpen}, {"sp-0006", "bug", StatusInProgress},
+		{"sp-0007", "", StatusOpen}, {"sp-0008", "merge-request", StatusInProgress}, {"sp-0009", "epic", StatusClosed},
+		{"sp-0010", "feature", StatusOpen},
+	} {
+		x := task(c.id, c.status)
+		x.Type, x.Priority, x.Title = c.typ, i%3, "task "+c.id
+		x.CreatedAt = at.Add(-time.Duration(i*12) * time.Hour) // some within bd's 48 hours, some not
+		tasks = append(tasks, x)
+	}
+	tasks[6].Labels = []string{BlockedLabel}
+	whole := StateOf(tasks, nil)
+	saved, err := NewTasksProjection(whole).MarshalState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := DefaultPolicy()
+	for _, policy := range []string{"hybrid", "priority", "oldest"} {
+		p := NewTasksProjection(NewState())
+		if err := p.UnmarshalState(saved); err != nil {
+			t.Fatal(err)
+		}
+		ready, err := whole.ReadyBeads(pol, ReadyFilter{Claimed: true}, at, func(t *Task) bool { return !BeadsWorkflow(t) }, policy, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		items := whole.ViewsJSON(ready, pol, at, true)
+		var want, got strings.Builder
+		if err := jsonout.WriteList(&want, len(items), func(i int) any { return items[i] }, false); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := p.State().WriteBeadsReadyJSON(&got, pol, at, policy); !ok || err != nil {
+			t.Fatalf("%s: from the listings %v (%v)", policy, ok, err)
+		}
+		if got.String() != want.String() {
+			t.Fatalf("%s:\n%s\nwant\n%s", policy, got.String(), want.String())
+		}
+		if strings.Contains(got.String(), "molecule") || strings.Contains(got.String(), "-mol-") || !strings.Contains(got.String(), "sp-0010") {
+			t.Fatalf("%s: a workflow's item listed, or a task left out:\n%s", policy, got.String())
+		}
+	}
+	if _, err := whole.WriteBeadsReadyJSON(io.Discard, pol, at, "newest"); err == nil {
+		t.Fatal("an unknown sort policy was taken")
 	}
 }

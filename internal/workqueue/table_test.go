@@ -288,6 +288,20 @@ func sameLists(t *testing.T, c *taskClone, fresh func() *workqueue.State, now ti
 		if want := list(items); open.String() != want {
 			t.Fatalf("bd list --limit 0 at %v:\n%s\nwant\n%s", at, open.String(), want)
 		}
+		// bd ready --limit 0 under each sort, from the listings.
+		for _, policy := range []string{"hybrid", "priority", "oldest"} {
+			tasks, err := whole.ReadyBeads(c.pol, workqueue.ReadyFilter{Claimed: true}, at, func(t *workqueue.Task) bool { return !workqueue.BeadsWorkflow(t) }, policy, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ready strings.Builder
+			if ok, err := fresh().WriteBeadsReadyJSON(&ready, c.pol, at, policy); !ok || err != nil {
+				t.Fatalf("bd ready --limit 0: written from the listings %v (%v)", ok, err)
+			}
+			if want := list(whole.ViewsJSON(tasks, c.pol, at, true)); ready.String() != want {
+				t.Fatalf("bd ready --sort %s --limit 0 at %v:\n%s\nwant\n%s", policy, at, ready.String(), want)
+			}
+		}
 		all := whole.List(c.pol, workqueue.ListFilter{}, at)
 		var beads []any
 		for _, task := range all {

@@ -125,14 +125,19 @@ func (s *State) ReadyBeads(p Policy, f ReadyFilter, now time.Time, keep func(*Ta
 	if err != nil {
 		return nil, err
 	}
-	var order func(*taskTable) iter.Seq[int]
+	return s.readyBy(p, f, now, keep, less, beadsOrder(policy, now), limit), nil
+}
+
+// beadsOrder walks a table's open tasks in the order of bd ready's sort
+// policy (nil: ready's own, policy priority), by their creation times in
+// its index.
+func beadsOrder(policy string, now time.Time) func(*taskTable) iter.Seq[int] {
 	switch policy {
 	case "oldest":
-		order = func(t *taskTable) iter.Seq[int] { return t.byAge(func(int) bool { return true }) }
+		return func(t *taskTable) iter.Seq[int] { return t.byAge(func(int) bool { return true }) }
 	case "hybrid", "":
-		recent := now.Add(-48 * time.Hour)
-		order = func(t *taskTable) iter.Seq[int] {
-			cut := recent.UnixNano()
+		cut := now.Add(-48 * time.Hour).UnixNano()
+		return func(t *taskTable) iter.Seq[int] {
 			return func(yield func(int) bool) {
 				for k := range t.open { // recent ones by priority: ready's order
 					if t.createdAt(k) >= cut && !yield(k) {
@@ -147,7 +152,7 @@ func (s *State) ReadyBeads(p Policy, f ReadyFilter, now time.Time, keep func(*Ta
 			}
 		}
 	}
-	return s.readyBy(p, f, now, keep, less, order, limit), nil
+	return nil
 }
 
 // byAge yields the open tasks that in admits by creation time, then id;
