@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -112,5 +113,25 @@ func TestBeadsReadyFromListings(t *testing.T) {
 	}
 	if _, err := whole.WriteBeadsReadyJSON(io.Discard, pol, at, "newest"); err == nil {
 		t.Fatal("an unknown sort policy was taken")
+	}
+}
+
+func TestListingType(t *testing.T) {
+	t.Parallel()
+	for _, typ := range []string{"", "task", "molecule", `say "gate"`, `a\b`, "é", "\"issue_type\":\"gate"} {
+		x := &Task{ID: "sp-1", Title: `"issue_type":"molecule"`, Type: typ, detail: &TaskDetail{Description: `{"issue_type":"gate"}`}}
+		compact, err := json.Marshal(x.base())
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed, err := json.MarshalIndent(x.base(), "  ", "  ") // as a listing is saved
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range [][]byte{compact, listed} {
+			if got := listingType(string(b)); got != typ {
+				t.Errorf("type %q: read %q from %s", typ, got, b)
+			}
+		}
 	}
 }
