@@ -26,12 +26,8 @@ func (s *State) WriteBeadsReadyJSON(w io.Writer, p Policy, now time.Time, policy
 	if err != nil {
 		return false, err
 	}
-	tt := s.trk.table()
+	tt, x := s.listed()
 	if tt == nil {
-		return false, nil
-	}
-	x, err := tt.listIndex()
-	if err != nil {
 		return false, nil
 	}
 	memo := map[string]bool{}

@@ -75,6 +75,21 @@ func (t *taskTable) listIndex() (*listIndex, error) {
 	return x, rd.End()
 }
 
+// listed is the tasks' table and its listing index, for a list written
+// from the listings: nil without a table, or with an index that does not
+// parse (the list is then made from the tasks).
+func (s *State) listed() (*taskTable, *listIndex) {
+	tt := s.trk.table()
+	if tt == nil {
+		return nil, nil
+	}
+	x, err := tt.listIndex()
+	if err != nil {
+		return nil, nil
+	}
+	return tt, x
+}
+
 // statusAt is the status of the task at position i when saved.
 func (x *listIndex) statusAt(i uint32) string { return x.statuses[x.at[i].status] }
 
@@ -105,12 +120,8 @@ func (tt *taskTable) withListings(fn func(m table.Mapping, listings []byte) erro
 // written nothing, when it cannot: no snapshot, or a label to filter by
 // (the caller then lists the tasks as values).
 func (s *State) WriteListJSON(w io.Writer, p Policy, f ListFilter, now time.Time) (bool, error) {
-	tt := s.trk.table()
+	tt, x := s.listed()
 	if tt == nil || f.Label != "" {
-		return false, nil
-	}
-	x, err := tt.listIndex()
-	if err != nil {
 		return false, nil
 	}
 	admit := func(t *Task) bool {
@@ -298,8 +309,11 @@ func walkMerged(order []uint32, changed []*Task, rec func(int) *table.Dec, saved
 // when it cannot: no snapshot, a filter or gate (they read labels and
 // types), or the progressive policy's order.
 func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now time.Time) (bool, error) {
-	tt := s.trk.table()
-	if tt == nil || p.Kind == Progressive || len(f.All)+len(f.Any)+len(g.Require)+len(g.Exclude)+len(g.ExcludeTypes) > 0 || f.Claimed || f.Unassigned {
+	if p.Kind == Progressive || len(f.All)+len(f.Any)+len(g.Require)+len(g.Exclude)+len(g.ExcludeTypes) > 0 || f.Claimed || f.Unassigned {
+		return false, nil
+	}
+	tt, x := s.listed()
+	if tt == nil {
 		return false, nil
 	}
 	memo := map[string]bool{}
@@ -325,10 +339,6 @@ func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now
 			return v
 		}
 		return s.View(t, p, now)
-	}
-	x, err := tt.listIndex()
-	if err != nil {
-		return false, nil
 	}
 	x.setStarts()
 	entries := s.heldBack(tt)
@@ -366,12 +376,8 @@ func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now
 // and those bd calls blocked are decoded. It reports false, having
 // written nothing, without a snapshot.
 func (s *State) WriteBeadsOpenListJSON(w io.Writer, p Policy, now time.Time) (bool, error) {
-	tt := s.trk.table()
+	tt, x := s.listed()
 	if tt == nil {
-		return false, nil
-	}
-	x, err := tt.listIndex()
-	if err != nil {
 		return false, nil
 	}
 	c := s.sinceSave(tt, x)
