@@ -147,7 +147,7 @@ func (s *State) WriteListJSON(w io.Writer, p Policy, f ListFilter, now time.Time
 		var at int64 // where the next listing starts
 		var items iter.Seq[any] = func(yield func(any) bool) {
 			var cur savedItem // WriteSeq writes each item before it asks for the next
-			walkMerged(x.order, changed, m.Record, func(_ int, i uint32) bool {
+			walkMerged(x.order, changed, m.Record, c.placeIn(x.order), func(_ int, i uint32) bool {
 				from := at
 				at += int64(x.at[i].size)
 				if c.changed(i) {
@@ -186,10 +186,11 @@ type sinceSave struct {
 	inM      []uint64
 	adjust   map[string]int
 	adjustAt map[uint32]int
+	kept     map[string]uint32 // the saved position of each whose list key did not change (placeIn)
 }
 
 func (s *State) sinceSave(tt *taskTable, x *listIndex) *sinceSave {
-	c := &sinceSave{tt: tt, x: x, inM: make([]uint64, (len(tt.IDs)+63)/64), adjust: map[string]int{}, adjustAt: map[uint32]int{}}
+	c := &sinceSave{tt: tt, x: x, inM: make([]uint64, (len(tt.IDs)+63)/64), adjust: map[string]int{}, adjustAt: map[uint32]int{}, kept: map[string]uint32{}}
 	count := func(t *Task, by int) {
 		if t.Parent != "" {
 			c.adjust[t.Parent] += by
@@ -206,6 +207,9 @@ func (s *State) sinceSave(tt *taskTable, x *listIndex) *sinceSave {
 			c.inM[i/64] |= 1 << (i % 64)
 			base, _ := decodeRecord(tt.Record(i))
 			count(base, -1)
+			if t != nil && t.Priority == base.Priority && t.CreatedAt.Equal(base.CreatedAt) {
+				c.kept[id] = uint32(i)
+			}
 		}
 		if t != nil {
 			count(t, 1)
@@ -217,6 +221,28 @@ func (s *State) sinceSave(tt *taskTable, x *listIndex) *sinceSave {
 		}
 	}
 	return c
+}
+
+// placeIn says where in order (the list order, taskLess) a changed task
+// goes when its key is as saved: just after its saved copy, which the walk
+// passes over. For the others (new, or moved) it says -1, and walkMerged
+// searches. A search per task changed since the save read about 17
+// records each, all over the table: 800 claims made task list --json a
+// third slower and mapped twice the memory.
+func (c *sinceSave) placeIn(order []uint32) func(*Task) int {
+	if len(c.kept) == 0 {
+		return nil
+	}
+	rank := make([]int32, len(order))
+	for j, i := range order {
+		rank[i] = int32(j)
+	}
+	return func(t *Task) int {
+		if i, ok := c.kept[t.ID]; ok {
+			return int(rank[i]) + 1
+		}
+		return -1
+	}
 }
 
 // changed reports whether the task at position i is one of them.
@@ -273,11 +299,17 @@ func decodeOwned(r *table.Dec) *Task {
 // walkMerged calls saved with each place j and position i of order (a
 // table's tasks in taskLess order), and fresh with each of changed (sorted
 // by taskLess) where it belongs among them, until either returns false. A
-// changed task's place is found by a binary search, reading the keys of
-// the records it probes with rec.
-func walkMerged(order []uint32, changed []*Task, rec func(int) *table.Dec, saved func(j int, i uint32) bool, fresh func(*Task) bool) {
+// changed task's place is what place says (when place is not nil and says
+// one), or else found by a binary search, reading the keys of the records
+// it probes with rec.
+func walkMerged(order []uint32, changed []*Task, rec func(int) *table.Dec, place func(*Task) int, saved func(j int, i uint32) bool, fresh func(*Task) bool) {
 	at := make([]int, len(changed))
 	for k, c := range changed {
+		if place != nil {
+			if at[k] = place(c); at[k] >= 0 {
+				continue
+			}
+		}
 		at[k] = sort.Search(len(order), func(j int) bool {
 			base, _ := decodeRecord(rec(int(order[j])))
 			return taskLess(c, base)
@@ -345,7 +377,7 @@ func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now
 	return true, tt.withListings(func(m table.Mapping, listings []byte) error {
 		var items iter.Seq[any] = func(yield func(any) bool) {
 			var cur savedItem // WriteSeq writes each item before it asks for the next
-			walkMerged(tt.open, changed, m.Record, func(k int, i uint32) bool {
+			walkMerged(tt.open, changed, m.Record, nil, func(k int, i uint32) bool {
 				if skip.has(int(i)) {
 					return true
 				}
