@@ -448,32 +448,49 @@ func BeadsOrder(ts []*Task, policy string, now time.Time, limit int) ([]*Task, e
 
 // beadsLess is the order of one of bd ready's sort policies (BeadsOrder).
 func beadsLess(policy string, now time.Time) (func(a, b *Task) bool, error) {
-	var less func(a, b *Task) bool
-	oldest := func(a, b *Task) bool {
-		if !a.CreatedAt.Equal(b.CreatedAt) {
-			return a.CreatedAt.Before(b.CreatedAt)
-		}
-		return a.ID < b.ID
-	}
 	switch policy {
-	case "priority":
-		less = taskLess
-	case "oldest":
-		less = oldest
-	case "hybrid", "":
-		recent := now.Add(-48 * time.Hour)
-		less = func(a, b *Task) bool {
-			ra, rb := !a.CreatedAt.Before(recent), !b.CreatedAt.Before(recent)
-			switch {
-			case ra != rb:
-				return ra
-			case ra:
-				return taskLess(a, b)
-			}
-			return oldest(a, b)
-		}
+	case "hybrid", "", "priority", "oldest":
 	default:
 		return nil, fault.Usagef(fault.CodeUsage, "sort policy %q is not one of hybrid, priority, oldest", policy)
 	}
-	return less, nil
+	less := beadsKeyLess(policy, now)
+	return func(a, b *Task) bool { return less(beadsKeyOf(a), beadsKeyOf(b)) }, nil
+}
+
+// beadsKeyLess is bd ready's order on the keys a table keeps of its open
+// tasks (their times as the index orders them: a fold keeps only times an
+// int64 of nanoseconds holds, so these order as the times do).
+func beadsKeyLess(policy string, now time.Time) func(a, b beadsKey) bool {
+	byPriority := func(a, b beadsKey) bool {
+		if a.priority != b.priority {
+			return a.priority < b.priority
+		}
+		if a.created != b.created {
+			return a.created < b.created
+		}
+		return a.id < b.id
+	}
+	oldest := func(a, b beadsKey) bool {
+		if a.created != b.created {
+			return a.created < b.created
+		}
+		return a.id < b.id
+	}
+	switch policy {
+	case "priority":
+		return byPriority
+	case "oldest":
+		return oldest
+	}
+	cut := now.Add(-48 * time.Hour).UnixNano()
+	return func(a, b beadsKey) bool {
+		ra, rb := a.created >= cut, b.created >= cut
+		switch {
+		case ra != rb:
+			return ra
+		case ra:
+			return byPriority(a, b)
+		}
+		return oldest(a, b)
+	}
 }

@@ -61,15 +61,7 @@ func (s *State) WriteBeadsReadyJSON(w io.Writer, p Policy, now time.Time, policy
 	keyLess := beadsKeyLess(policy, now)
 	order := beadsOrder(policy, now)
 	if order == nil {
-		order = func(t *taskTable) iter.Seq[int] {
-			return func(yield func(int) bool) {
-				for k := range t.open {
-					if !yield(k) {
-						return
-					}
-				}
-			}
-		}
+		order = readyOrder
 	}
 	x.setStarts()
 	return true, tt.withListings(func(m table.Mapping, listings []byte) error {
@@ -139,40 +131,4 @@ func listingType(core string) string {
 		return v[:j]
 	}
 	return gjson.Get(core, "issue_type").Str
-}
-
-// beadsKeyLess is beadsLess on the keys a table keeps of its open tasks.
-func beadsKeyLess(policy string, now time.Time) func(a, b beadsKey) bool {
-	byPriority := func(a, b beadsKey) bool {
-		if a.priority != b.priority {
-			return a.priority < b.priority
-		}
-		if a.created != b.created {
-			return a.created < b.created
-		}
-		return a.id < b.id
-	}
-	oldest := func(a, b beadsKey) bool {
-		if a.created != b.created {
-			return a.created < b.created
-		}
-		return a.id < b.id
-	}
-	switch policy {
-	case "priority":
-		return byPriority
-	case "oldest":
-		return oldest
-	}
-	cut := now.Add(-48 * time.Hour).UnixNano()
-	return func(a, b beadsKey) bool {
-		ra, rb := a.created >= cut, b.created >= cut
-		switch {
-		case ra != rb:
-			return ra
-		case ra:
-			return byPriority(a, b)
-		}
-		return oldest(a, b)
-	}
 }

@@ -94,19 +94,23 @@ func (k *trackerSide) openTasks(order func(*taskTable) iter.Seq[int]) iter.Seq2[
 		}
 	}
 	tt := k.table()
+	if order == nil {
+		order = readyOrder
+	}
 	return func(yield func(int, bool) bool) {
-		ks := func(yield func(int) bool) {
-			for j := range tt.open {
-				if !yield(j) {
-					return
-				}
+		for j := range order(tt) {
+			if !yield(int(tt.open[j]), tt.waitsAt(j)) {
+				return
 			}
 		}
-		if order != nil {
-			ks = order(tt)
-		}
-		for j := range ks {
-			if !yield(int(tt.open[j]), tt.waitsAt(j)) {
+	}
+}
+
+// readyOrder yields the places in t.open as they are: ready's order.
+func readyOrder(t *taskTable) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for k := range t.open {
+			if !yield(k) {
 				return
 			}
 		}
