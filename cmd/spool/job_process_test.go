@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -330,6 +332,48 @@ func TestJobKilledWorkerResumesAtSegment(t *testing.T) {
 				t.Errorf("trail %+v, attempts %d: want a requeue for %s and 2 attempts", j.Trail, j.Attempts, tc.reason)
 			}
 		})
+	}
+}
+
+// A worker stopped while a segment finishes: the segment exits 0 on the
+// stop's SIGTERM (as one that ended a moment before the signal would), so
+// it has finished and is recorded so; the job goes back at the next
+// segment, which the stopping worker does not start, and nothing runs twice.
+func TestJobWorkerStoppedAsASegmentEndsKeepsIt(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs workers")
+	}
+	bin := spoolBinary(t)
+	dir, env := jobRepo(t, bin)
+	scratch := t.TempDir()
+	id := submitJob(t, bin, dir, env, "--segments", "2", "--", "sh", "-c",
+		`if [ "$RUNNER" = first ]; then
+			trap 'echo "$SPOOL_SEGMENT $RUNNER" >> "$0/runs"; exit 0' TERM
+			echo $$ > "$0/pid"
+			while :; do sleep 0.05; done
+		fi
+		echo "$SPOOL_SEGMENT $RUNNER" >> "$0/runs"`, scratch)
+	w := startWorker(t, bin, dir, append(env, "RUNNER=first"), "a", "--poll", "50ms")
+	proctest.ReadPID(t, filepath.Join(scratch, "pid"))
+	if err := w.stop(t); err != nil {
+		t.Fatalf("worker a: %v", err)
+	}
+	j := showJob(t, bin, dir, env, id)
+	if j.Status != jobs.Queued || !j.Segs[0].Done || j.Segs[0].ExitCode == nil || *j.Segs[0].ExitCode != 0 || j.Segs[1].Done {
+		t.Fatalf("after the stop the job is %s, segments %+v: want queued, segment 0 done with exit 0, segment 1 not", j.Status, j.Segs)
+	}
+	// The stopping worker did not start segment 1: it makes a segment's
+	// output directory before it runs it.
+	if _, err := os.Stat(filepath.Join(dir, ".git", "spool", "jobs", id, "segment-1")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("segment 1's output directory after the stop: %v, want none", err)
+	}
+	jobSpool(t, bin, dir, append(env, "RUNNER=second"), "job", "worker", "--once", "--name", "b", "--poll", "50ms")
+	if got, want := lines(filepath.Join(scratch, "runs")), []string{"0 first", "1 second"}; !slices.Equal(got, want) {
+		t.Errorf("segments ran %q, want %q", got, want)
+	}
+	if j := showJob(t, bin, dir, env, id); j.Status != jobs.Complete || j.Segs[0].Worker != "a" || j.Segs[1].Worker != "b" {
+		t.Errorf("the job is %s, segments %+v: want complete, segment 0 on a and 1 on b", j.Status, j.Segs)
 	}
 }
 

@@ -180,6 +180,10 @@ func (w *Worker) runJob(ctx context.Context, c *jobs.Claim) Ran {
 	j := c.Job
 	out := Ran{Job: j.ID, Status: jobs.Running}
 	for seg := c.Segment; seg >= 0; {
+		if seg != c.Segment && ctx.Err() != nil {
+			out.Status = jobs.Queued // the worker stops: Release gives it back at seg
+			return out
+		}
 		out.Segments = append(out.Segments, seg)
 		w.logf("%s: segment %d/%d started", j.ID, seg+1, j.Segments)
 		end, how := w.runSegment(ctx, j, seg)
@@ -286,7 +290,10 @@ func (w *Worker) runSegment(ctx context.Context, j *jobs.Job, seg int) (jobs.Seg
 		select {
 		case err := <-waited:
 			end.ExitCode = exitCode(err)
-			if how == exited && ctx.Err() != nil {
+			// A segment that exits 0 has finished, even as the worker stops:
+			// it may have ended before the stop's SIGTERM reached it, and
+			// running it again would run a finished segment twice.
+			if how == exited && ctx.Err() != nil && end.ExitCode != 0 {
 				how = workerStopping
 			}
 			return end, how
