@@ -155,8 +155,18 @@ func remoteClaimsFourClonesNextDone(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			contended := 0
 			for {
 				out, err := jobSpoolErr(bin, dir, envs[i], "--json", "next")
+				// A next that lost every race for 30 s says so and that
+				// nothing was claimed (sync_contended, exit 4); a worker
+				// tries again, as it says. Claims are not fair: on a busy
+				// machine CI saw one clone lose that long.
+				if err != nil && strings.Contains(out, `"sync_contended"`) && contended < 3 {
+					contended++
+					t.Logf("clone %d next gave up contended (%d): trying again", i, contended)
+					continue
+				}
 				if err != nil {
 					t.Errorf("clone %d next: %v\n%s", i, err, out)
 					return
