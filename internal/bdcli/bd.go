@@ -207,7 +207,12 @@ func Run(ctx context.Context, name string, args []string, o Options) (code int) 
 		msg := err.Error()
 		var pe *kong.ParseError
 		if errors.As(err, &pe) && strings.HasPrefix(msg, "unexpected argument ") && len(args) > 0 {
-			msg = fmt.Sprintf("unknown command %q for %q", strings.TrimPrefix(msg, "unexpected argument "), name)
+			// kong's "unexpected argument X, did you mean "Y"?" in cobra's words, on one line
+			cmd, alt, found := strings.Cut(strings.TrimPrefix(msg, "unexpected argument "), ", did you mean ")
+			msg = fmt.Sprintf("unknown command %q for %q", cmd, name)
+			if found {
+				msg += "; did you mean " + alt
+			}
 		}
 		return reportBD(stdout, stderr, jsonOut, name, fault.Usagef(fault.CodeUsage, "%s", msg))
 	}
