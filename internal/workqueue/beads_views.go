@@ -56,37 +56,14 @@ type Statistics struct {
 // ready's further rules, parents and claims, are not stats'); the mean
 // hours from creation to close of the closed ones.
 func (s *State) BeadsStats(p Policy, now time.Time) Statistics {
-	var st Statistics
-	var lead time.Duration
-	var closed int
+	if st, ok := s.summaryBeadsStats(now); ok {
+		return st
+	}
+	var tally beadsTally
 	for _, t := range s.allTasks() {
-		st.TotalIssues++
-		status := s.BeadsStatus(t, p, now)
-		switch status {
-		case StatusOpen:
-			st.OpenIssues++
-		case StatusInProgress:
-			st.InProgressIssues++
-		case StatusClosed:
-			st.ClosedIssues++
-		case StatusDeferred:
-			st.DeferredIssues++
-		}
-		waits := status != StatusClosed && s.blocksOpen(t)
-		if waits {
-			st.BlockedIssues++
-		}
-		if status == StatusOpen && !waits {
-			st.ReadyIssues++
-		}
-		if x := t.Detail(); !x.ClosedAt.IsZero() {
-			lead += x.ClosedAt.Sub(t.CreatedAt)
-			closed++
-		}
+		tally.add(s, t, now)
 	}
-	if closed > 0 {
-		st.AverageLeadTime = lead.Hours() / float64(closed)
-	}
+	st := tally.stats()
 	st.EpicsEligibleForClosure = len(s.EpicsEligible(p, now))
 	return st
 }

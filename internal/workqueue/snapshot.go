@@ -18,7 +18,7 @@ import (
 // a command opens the index and decodes only the tasks it touches.
 
 const (
-	tasksMagic = "spool-tasks-20\n"
+	tasksMagic = "spool-tasks-21\n"
 	queueMagic = "spool-history-10\n"
 )
 
@@ -106,7 +106,8 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 	lst := newListingSpool(p.scratchDir(), n)
 	defer lst.close()
 	tw := table.NewWriter(out, tasksMagic, n)
-	sum := newSummaryWriter(n) // what stats reads (stats_summary.go)
+	sum := newSummaryWriter(n)      // what stats reads (stats_summary.go)
+	beads := newBeadsStatsWriter(n) // what bd stats reads (beads_stats.go)
 	type key struct {
 		pos       uint32
 		priority  int
@@ -132,6 +133,7 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 			lst.add(w.Buf[from:to])
 			size = to - from
 		})
+		beads.add(s, i, id, t, tw)
 		listed.Str(t.Status)
 		listed.Int(int64(t.Priority))
 		listed.Uint(uint64(named.n))
@@ -174,6 +176,7 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 		index.Uint(uint64(i))
 	}
 	listing := tw.Section(append(index.Buf, listed.Buf...)) // read by the lists alone (listIndex)
+	sum.beads = tw.Section(beads.encode())
 	sum.openOrder = tw.Section(encodeOpenOrder(len(open), func(k int) uint32 { return open[k].pos }, func(k int) bool { return open[k].waits }))
 	return tw.FinishSummary(func(w *table.Enc) {
 		w.Int(s.trk.commentSeq)
@@ -582,6 +585,9 @@ func (p *TasksProjection) CheckRecords() {
 		}
 		if err := tt.CheckSection(tt.listings); err != nil {
 			panic(table.CorruptSection("section of listings", err))
+		}
+		if _, err := p.s.trk.lazy.beadsStats(); err != nil {
+			panic(table.CorruptSection("bd stats' section", err))
 		}
 	}
 }

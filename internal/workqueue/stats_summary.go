@@ -40,6 +40,7 @@ type summaryWriter struct {
 	nOpen, nLabelled, nPlain int
 	others                   []other
 	openOrder                table.Section // where the open tasks' order is (openorder.go)
+	beads                    table.Section // bd stats' section (beads_stats.go)
 }
 
 func newSummaryWriter(n int) *summaryWriter { return &summaryWriter{flags: make([]byte, 0, n)} }
@@ -80,6 +81,7 @@ func (w *summaryWriter) encode(seq int64, n int) func(*table.Enc) {
 			e.Uint(uint64(o.to - o.from))
 		}
 		w.openOrder.Encode(e)
+		w.beads.Encode(e)
 	}
 }
 
@@ -90,7 +92,7 @@ type taskSummary struct {
 	n, nOpen, nLabelled, nPlain int
 	flags                       string
 	others                      []other
-	openOrder                   table.Section
+	openOrder, beads            table.Section
 }
 
 // lazyTasks is a tasks' table opened in two steps: its summary when the
@@ -108,6 +110,8 @@ type lazyTasks struct {
 	orderErr  error
 
 	loaded atomic.Pointer[taskTable] // t, once read
+
+	beadsLazy
 }
 
 func openLazyTasks(r io.ReaderAt, size int64, eager bool) (*lazyTasks, error) {
@@ -130,6 +134,7 @@ func openLazyTasks(r io.ReaderAt, size int64, eager bool) (*lazyTasks, error) {
 		}
 	}
 	sum.openOrder = table.DecodeSection(ts.Dec)
+	sum.beads = table.DecodeSection(ts.Dec)
 	if err := ts.End(); err != nil || sum.nOpen > sum.n || sum.nLabelled > sum.nOpen || sum.nPlain > sum.nOpen {
 		return nil, table.ErrDamaged
 	}

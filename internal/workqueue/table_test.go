@@ -248,6 +248,12 @@ func sameLists(t *testing.T, c *taskClone, fresh func() *workqueue.State, now ti
 		if ok, _ := fresh().WriteReadyJSON(&got, c.pol, workqueue.Gate{Require: []string{"backend"}}, workqueue.ReadyFilter{}, at); ok {
 			t.Fatal("ready with a gate written from the listings")
 		}
+		// bd stats, from its section: the counts, the lead time and the epics.
+		if got, ok := workqueue.SummaryBeadsStats(fresh(), at); !ok {
+			t.Fatal("bd stats: not from its section")
+		} else if want := whole.BeadsStats(c.pol, at); got != want {
+			t.Fatalf("bd stats at %v:\n%+v\nwant\n%+v", at, got, want)
+		}
 		// bd's list and ready views: the blocked label is bd's status.
 		for _, admit := range []func(*workqueue.Task, string) bool{
 			func(*workqueue.Task, string) bool { return true },
