@@ -112,21 +112,10 @@ func (s *State) EpicsEligible(p Policy, now time.Time) []EpicStatus {
 // Epics is bd epic status: every open epic with how many of its children
 // are closed, by priority then age.
 func (s *State) Epics(p Policy, now time.Time) []EpicStatus {
-	total, closed := map[string]int{}, map[string]int{}
-	all := s.allTasks()
-	for _, t := range all {
-		if t.Parent != "" {
-			total[t.Parent]++
-			if t.Status == StatusClosed {
-				closed[t.Parent]++
-			}
-		}
-	}
-	var epics []*Task
-	for _, t := range all {
-		if t.Type == "epic" && t.Status != StatusClosed {
-			epics = append(epics, t)
-		}
+	counts := s.epicCounts()
+	epics := make([]*Task, 0, len(counts))
+	for id := range counts {
+		epics = append(epics, s.Task(id))
 	}
 	sortTasks(epics)
 	out := make([]EpicStatus, 0, len(epics))
@@ -136,8 +125,8 @@ func (s *State) Epics(p Policy, now time.Time) []EpicStatus {
 			AcceptanceCriteria: v.AcceptanceCriteria, Notes: v.Notes, Status: v.Status, Priority: v.Priority,
 			IssueType: v.IssueType, Assignee: v.Assignee, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, ClosedAt: v.ClosedAt,
 			ExternalRef: v.ExternalRef}
-		out = append(out, EpicStatus{Epic: epic, TotalChildren: total[t.ID], ClosedChildren: closed[t.ID],
-			EligibleForClose: total[t.ID] > 0 && total[t.ID] == closed[t.ID]})
+		n := counts[t.ID]
+		out = append(out, EpicStatus{Epic: epic, TotalChildren: n[0], ClosedChildren: n[1], EligibleForClose: eligibleEpic(n)})
 	}
 	return out
 }

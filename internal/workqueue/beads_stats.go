@@ -20,7 +20,10 @@ import (
 //
 //	section := counts | lead | a bit set per task |
 //	           the tasks in progress (position, span) |
-//	           the open epics (id, children, closed children)
+//	           the open epics (id, children, closed children) |
+//	           the labels (label, tasks)
+//
+// bd epic status and bd label list-all read it too.
 
 // What a task adds to bd stats.
 const (
@@ -113,10 +116,11 @@ type beadsStatsWriter struct {
 	volatile []other
 	children map[string]*[2]int // by parent id: children, closed children
 	epics    []string           // the open epics
+	labels   map[string]*int    // tasks by label
 }
 
 func newBeadsStatsWriter(n int) *beadsStatsWriter {
-	return &beadsStatsWriter{bits: make([]byte, 0, n), children: map[string]*[2]int{}}
+	return &beadsStatsWriter{bits: make([]byte, 0, n), children: map[string]*[2]int{}, labels: map[string]*int{}}
 }
 
 // add records t, at position i with id id, just written to tw (t is the
@@ -147,8 +151,37 @@ func (w *beadsStatsWriter) add(s *State, i int, id string, t *Task, tw *table.Wr
 			c[1]++
 		}
 	}
-	if t.Type == "epic" && t.Status != StatusClosed {
+	if openEpic(t) {
 		w.epics = append(w.epics, id)
+	}
+	for _, l := range t.Labels {
+		if l == BlockedLabel {
+			continue
+		}
+		if c := w.labels[l]; c != nil {
+			*c++ // by pointer: assigning to the key would store the scan's string
+		} else {
+			w.labels[strings.Clone(l)] = new(int)
+			*w.labels[l]++
+		}
+	}
+}
+
+// openEpic reports whether t is an epic not closed: bd epic status's.
+func openEpic(t *Task) bool { return t.Type == "epic" && t.Status != StatusClosed }
+
+// countLabels adds k to the count of each of t's labels but the blocked
+// label (bd's blocked status); a count that reaches 0 goes.
+func countLabels(n map[string]int, t *Task, k int) {
+	for _, l := range t.Labels {
+		if l == BlockedLabel {
+			continue
+		}
+		if c := n[l] + k; c == 0 {
+			delete(n, l)
+		} else {
+			n[l] = c
+		}
 	}
 }
 
@@ -178,6 +211,11 @@ func (w *beadsStatsWriter) encode() []byte {
 		e.Uint(uint64(c[0]))
 		e.Uint(uint64(c[1]))
 	}
+	e.Uint(uint64(len(w.labels)))
+	for _, l := range slices.Sorted(maps.Keys(w.labels)) {
+		e.Str(l)
+		e.Uint(uint64(*w.labels[l]))
+	}
 	return e.Buf
 }
 
@@ -186,7 +224,8 @@ type beadsSection struct {
 	tally    beadsTally
 	bits     string
 	volatile []other
-	epics    map[string]*[2]int
+	epics    map[string][2]int
+	labels   map[string]int
 }
 
 // beadsStats reads the section once; an error for one that does not read.
@@ -224,9 +263,14 @@ func (l *lazyTasks) beadsStats() (*beadsSection, error) {
 			}
 		}
 		k := d.Count()
-		sec.epics = make(map[string]*[2]int, k)
+		sec.epics = make(map[string][2]int, k)
 		for range k {
-			sec.epics[d.Str()] = &[2]int{count(), count()}
+			sec.epics[d.Str()] = [2]int{count(), count()}
+		}
+		k = d.Count()
+		sec.labels = make(map[string]int, k)
+		for range k {
+			sec.labels[d.Str()] = count()
 		}
 		err = d.End()
 		if err == nil && n != l.sum.n {
@@ -244,33 +288,63 @@ type beadsLazy struct {
 	beadsErr  error
 }
 
-// summaryBeadsStats is BeadsStats from the section, when the tasks' table
-// is read lazily; false when it cannot serve (a state held whole, a
-// section that does not read). It reads the tasks in progress, those
-// decoded or changed since the save and those whose saved records name
-// one closed or reopened since; for the epics, the records naming an epic
-// changed since.
-func (s *State) summaryBeadsStats(now time.Time) (Statistics, bool) {
+// beadsSince is what the section's readers correct it by: the tasks
+// decoded or changed since the save, taken before a reader decodes more,
+// and their records as saved.
+type beadsSince struct {
+	s         *State
+	changed   []string
+	isChanged map[string]bool
+	saved     map[string]*Task
+}
+
+// bdSection is the bd section of the tasks' table read lazily, and what
+// changed since; false when there is none to read (a state held whole, a
+// section that does not read).
+func (s *State) bdSection() (*beadsSection, *beadsSince, bool) {
 	if s.trk.lazy == nil {
-		return Statistics{}, false
+		return nil, nil, false
 	}
 	sec, err := s.trk.lazy.beadsStats()
 	if err != nil {
+		return nil, nil, false
+	}
+	c := &beadsSince{s: s, changed: slices.Sorted(maps.Keys(s.trk.m)), saved: map[string]*Task{}}
+	c.isChanged = make(map[string]bool, len(c.changed))
+	for _, id := range c.changed {
+		c.isChanged[id] = true
+	}
+	return sec, c, true
+}
+
+// savedTask is task id as the table holds it, decoded once; nil for a
+// task made since.
+func (c *beadsSince) savedTask(id string) *Task {
+	if t, ok := c.saved[id]; ok {
+		return t
+	}
+	var t *Task
+	if i, rec := c.s.trk.find(id); i >= 0 {
+		t = decodeTask(rec())
+	}
+	c.saved[id] = t
+	return t
+}
+
+// summaryBeadsStats is BeadsStats from the section; false when it cannot
+// serve. It reads the tasks in progress, those decoded or changed since
+// the save and those whose saved records name one closed or reopened
+// since.
+func (s *State) summaryBeadsStats(now time.Time) (Statistics, bool) {
+	sec, c, ok := s.bdSection()
+	if !ok {
 		return Statistics{}, false
 	}
 	tally := sec.tally
-	// The tasks decoded or changed since the save, before anything below
-	// decodes more; with those whose blockers may have changed, fresh.
-	changed := slices.Sorted(maps.Keys(s.trk.m))
-	isChanged := make(map[string]bool, len(changed))
-	for _, id := range changed {
-		isChanged[id] = true
-	}
-	fresh := maps.Clone(isChanged)
-	if len(changed) > 0 {
+	fresh := maps.Clone(c.isChanged) // and those whose blockers may have changed
+	if len(c.changed) > 0 {
 		maps.Copy(fresh, s.namedByClosing(nil, true))
 	}
-	saved := map[string]*Task{} // the changed tasks as saved
 	freshAt := newBitset(len(sec.bits))
 	for id := range fresh {
 		i := s.position(id)
@@ -279,25 +353,12 @@ func (s *State) summaryBeadsStats(now time.Time) (Statistics, bool) {
 		}
 		freshAt.set(i)
 		b := sec.bits[i]
-		// The record as saved, when its lead time or its parent counts:
-		// the epics' counts move by a changed task's saved parent, and an
-		// epic changed since is counted from who named it then.
-		var t *Task
-		cur := s.trk.m[id]
-		epic := cur != nil && cur.Type == "epic" && cur.Status != StatusClosed
-		if isChanged[id] && (len(sec.epics) > 0 || epic) || b&(bsLead|bsVolatile) == bsLead {
-			_, rec := s.trk.find(id)
-			t = decodeTask(rec())
-			if isChanged[id] {
-				saved[id] = t
-			}
-		}
 		if b&bsVolatile != 0 {
 			continue // not in the counts
 		}
 		var lead time.Duration
 		if b&bsLead != 0 {
-			lead = leadTime(t)
+			lead = leadTime(c.savedTask(id))
 		}
 		tally.count(b, lead, -1)
 	}
@@ -317,67 +378,122 @@ func (s *State) summaryBeadsStats(now time.Time) (Statistics, bool) {
 		}
 	}
 	st := tally.stats()
-	st.EpicsEligibleForClosure = s.epicsEligibleSince(sec.epics, changed, isChanged, saved)
+	for _, n := range s.epicCountsSince(sec, c) {
+		if eligibleEpic(n) {
+			st.EpicsEligibleForClosure++
+		}
+	}
 	return st, true
 }
 
-// epicsEligibleSince counts the open epics whose children are all closed:
-// the saved open epics' counts, moved by the tasks changed since (as
-// saved, and as they are), and for an epic changed since, its children
-// counted again from the tasks naming it (as saved, or changed since).
-func (s *State) epicsEligibleSince(epics map[string]*[2]int, changed []string, isChanged map[string]bool, saved map[string]*Task) int {
-	counts := make(map[string][2]int, len(epics))
-	for id, c := range epics {
-		counts[id] = *c
+// eligibleEpic reports whether an epic's children, n[0], all closed (n[1]),
+// one at least: bd epic close-eligible's rule.
+func eligibleEpic(n [2]int) bool { return n[0] > 0 && n[0] == n[1] }
+
+// epicCounts is every open epic's children and closed children, by id.
+func (s *State) epicCounts() map[string][2]int {
+	if sec, c, ok := s.bdSection(); ok {
+		return s.epicCountsSince(sec, c)
 	}
+	children := map[string][2]int{}
+	all := s.allTasks()
+	for _, t := range all {
+		if t.Parent != "" {
+			n := children[t.Parent]
+			n[0]++
+			if t.Status == StatusClosed {
+				n[1]++
+			}
+			children[t.Parent] = n
+		}
+	}
+	out := map[string][2]int{}
+	for id, t := range all {
+		if openEpic(t) {
+			out[id] = children[id]
+		}
+	}
+	return out
+}
+
+// epicCountsSince is epicCounts from the section: the saved open epics'
+// counts moved by the tasks changed since (as saved, and as they are);
+// an epic changed since is counted again from the tasks that named it
+// when saved and those changed since.
+func (s *State) epicCountsSince(sec *beadsSection, c *beadsSince) map[string][2]int {
+	counts := maps.Clone(sec.epics)
 	move := func(t *Task, k int) {
 		if t == nil || t.Parent == "" {
 			return
 		}
-		if c, ok := counts[t.Parent]; ok {
-			c[0] += k
+		if n, ok := counts[t.Parent]; ok {
+			n[0] += k
 			if t.Status == StatusClosed {
-				c[1] += k
+				n[1] += k
 			}
-			counts[t.Parent] = c
+			counts[t.Parent] = n
 		}
 	}
-	for _, id := range changed {
-		move(saved[id], -1)
+	for _, id := range c.changed {
+		if len(sec.epics) > 0 {
+			move(c.savedTask(id), -1)
+		}
 		move(s.trk.m[id], 1)
 	}
-	eligible := 0
-	for id, c := range counts {
-		if !isChanged[id] && c[0] > 0 && c[0] == c[1] {
-			eligible++
-		}
+	for _, id := range c.changed {
+		delete(counts, id)
 	}
-	for _, id := range changed {
+	for _, id := range c.changed {
 		t := s.trk.m[id]
-		if t == nil || t.Type != "epic" || t.Status == StatusClosed {
+		if t == nil || !openEpic(t) {
 			continue
 		}
 		var refs []string // who named it when saved
-		if old := saved[id]; old != nil {
+		if old := c.savedTask(id); old != nil {
 			refs = old.baseRefs
 		}
-		total, closed := 0, 0
+		var n [2]int
 		seen := map[string]bool{}
-		for _, r := range slices.Concat(refs, changed) {
+		for _, r := range slices.Concat(refs, c.changed) {
 			if seen[r] {
 				continue
 			}
 			seen[r] = true
-			if c := s.Task(r); c != nil && c.Parent == id {
-				total++
-				if c.Status == StatusClosed {
-					closed++
+			if child := s.Task(r); child != nil && child.Parent == id {
+				n[0]++
+				if child.Status == StatusClosed {
+					n[1]++
 				}
 			}
 		}
-		if total > 0 && total == closed {
-			eligible++
+		counts[id] = n
+	}
+	return counts
+}
+
+// LabelCounts counts each label's issues, by label; the blocked label is
+// bd's blocked status, not a label.
+func (s *State) LabelCounts() []LabelCount {
+	var n map[string]int
+	if sec, c, ok := s.bdSection(); ok {
+		n = maps.Clone(sec.labels)
+		for _, id := range c.changed {
+			if t := c.savedTask(id); t != nil {
+				countLabels(n, t, -1)
+			}
+			if t := s.trk.m[id]; t != nil {
+				countLabels(n, t, 1)
+			}
+		}
+	} else {
+		n = map[string]int{}
+		for _, t := range s.allTasks() {
+			countLabels(n, t, 1)
 		}
 	}
-	return eligible
+	out := make([]LabelCount, 0, len(n))
+	for _, l := range slices.Sorted(maps.Keys(n)) {
+		out = append(out, LabelCount{l, n[l]})
+	}
+	return out
 }

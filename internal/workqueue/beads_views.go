@@ -64,7 +64,11 @@ func (s *State) BeadsStats(p Policy, now time.Time) Statistics {
 		tally.add(s, t, now)
 	}
 	st := tally.stats()
-	st.EpicsEligibleForClosure = len(s.EpicsEligible(p, now))
+	for _, n := range s.epicCounts() {
+		if eligibleEpic(n) {
+			st.EpicsEligibleForClosure++
+		}
+	}
 	return st
 }
 
@@ -300,25 +304,6 @@ func (s *State) Cycles() [][]string {
 type LabelCount struct {
 	Label string `json:"label"`
 	Count int    `json:"count"`
-}
-
-// LabelCounts counts each label's issues, by label; the blocked label is
-// bd's blocked status, not a label.
-func (s *State) LabelCounts() []LabelCount {
-	n := map[string]int{}
-	for _, t := range s.allTasks() {
-		for _, l := range t.Labels {
-			if l != BlockedLabel {
-				n[l]++
-			}
-		}
-	}
-	out := make([]LabelCount, 0, len(n))
-	for l, c := range n {
-		out = append(out, LabelCount{l, c})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Label < out[j].Label })
-	return out
 }
 
 // BeadsList is bd list (and search): the tasks that pass, as bd list --json

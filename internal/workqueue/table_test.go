@@ -254,6 +254,17 @@ func sameLists(t *testing.T, c *taskClone, fresh func() *workqueue.State, now ti
 		} else if want := whole.BeadsStats(c.pol, at); got != want {
 			t.Fatalf("bd stats at %v:\n%+v\nwant\n%+v", at, got, want)
 		}
+		// bd epic status and bd label list-all, from the same section.
+		lazy := fresh()
+		if got, want := jsonOf(t, lazy.Epics(c.pol, at)), jsonOf(t, whole.Epics(c.pol, at)); got != want {
+			t.Fatalf("bd epic status at %v:\n%s\nwant\n%s", at, got, want)
+		}
+		if got, want := lazy.LabelCounts(), whole.LabelCounts(); !slices.Equal(got, want) {
+			t.Fatalf("bd label list-all at %v:\n%v\nwant\n%v", at, got, want)
+		}
+		if workqueue.IndexRead(lazy) {
+			t.Fatal("bd epic status or label list-all read the index")
+		}
 		// bd's list and ready views: the blocked label is bd's status.
 		for _, admit := range []func(*workqueue.Task, string) bool{
 			func(*workqueue.Task, string) bool { return true },
