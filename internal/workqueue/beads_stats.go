@@ -1,7 +1,6 @@
 package workqueue
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -16,10 +15,10 @@ import (
 // summary: the counts as the save left them, corrected by the tasks that
 // can have changed since. A task's part in bd stats is fixed while neither
 // it nor a blocker changes, but for a task in progress, whose lease runs
-// out with time: those are left out of the counts and read each time.
+// out with time: the section keeps its part both ways, and its lease.
 //
 //	section := counts | lead | a bit set per task |
-//	           the tasks in progress (position, span) |
+//	           the tasks in progress (position, lease, parts, lead) |
 //	           the open epics (id, children, closed children) |
 //	           the labels (label, tasks)
 //
@@ -34,8 +33,25 @@ const (
 	bsWaits    // not closed, with a blocker not closed: bd's blocked
 	bsReady    // open and not waiting
 	bsLead     // closed at some time: its lead time counts
-	bsVolatile // in progress when saved: not in the counts
+	bsVolatile // in progress when saved: not in the counts, but in claimed
 )
+
+// claimed is a task in progress when saved: what it adds to bd stats
+// while its lease holds, and once the lease ran out (open again).
+type claimed struct {
+	pos           int
+	lease         time.Time // zero: none to run out
+	live, expired byte
+	lead          time.Duration
+}
+
+// bits is what it adds at now.
+func (c claimed) bits(now time.Time) byte {
+	if (&Task{Status: StatusInProgress, LeaseUntil: c.lease}).leaseExpired(now) {
+		return c.expired
+	}
+	return c.live
+}
 
 // beadsBits is what t adds to bd stats, its status being status.
 func (s *State) beadsBits(t *Task, status string) byte {
@@ -113,7 +129,7 @@ func (b *beadsTally) add(s *State, t *Task, now time.Time) {
 type beadsStatsWriter struct {
 	tally    beadsTally
 	bits     []byte
-	volatile []other
+	claimed  []claimed
 	children map[string]*[2]int // by parent id: children, closed children
 	epics    []string           // the open epics
 	labels   map[string]*int    // tasks by label
@@ -123,14 +139,18 @@ func newBeadsStatsWriter(n int) *beadsStatsWriter {
 	return &beadsStatsWriter{bits: make([]byte, 0, n), children: map[string]*[2]int{}, labels: map[string]*int{}}
 }
 
-// add records t, at position i with id id, just written to tw (t is the
-// scan's: its strings are kept only cloned).
-func (w *beadsStatsWriter) add(s *State, i int, id string, t *Task, tw *table.Writer) {
+// add records t, at position i with id id (t is the scan's: its strings
+// are kept only cloned).
+func (w *beadsStatsWriter) add(s *State, i int, id string, t *Task) {
 	var b byte
 	if t.Status == StatusInProgress {
 		b = bsVolatile
-		from, to := tw.Span()
-		w.volatile = append(w.volatile, other{i, from, to})
+		c := claimed{pos: i, lease: t.LeaseUntil, live: s.beadsBits(t, s.BeadsStatus(t, Policy{}, time.Time{})),
+			expired: s.beadsBits(t, s.BeadsStatus(t, Policy{}, t.LeaseUntil))}
+		if c.live&bsLead != 0 {
+			c.lead = leadTime(t)
+		}
+		w.claimed = append(w.claimed, c)
 	} else {
 		b = s.beadsBits(t, s.BeadsStatus(t, Policy{}, time.Time{})) // no lease to run out
 		var lead time.Duration
@@ -195,11 +215,12 @@ func (w *beadsStatsWriter) encode() []byte {
 	e.Int(int64(w.tally.lead))
 	e.Uint(uint64(len(w.bits)))
 	e.Buf = append(e.Buf, w.bits...)
-	e.Uint(uint64(len(w.volatile)))
-	for _, o := range w.volatile {
-		e.Uint(uint64(o.pos))
-		e.Uint(uint64(o.from))
-		e.Uint(uint64(o.to - o.from))
+	e.Uint(uint64(len(w.claimed)))
+	for _, c := range w.claimed {
+		e.Uint(uint64(c.pos))
+		e.Time(c.lease)
+		e.Buf = append(e.Buf, c.live, c.expired)
+		e.Int(int64(c.lead))
 	}
 	e.Uint(uint64(len(w.epics)))
 	for _, id := range w.epics {
@@ -221,11 +242,11 @@ func (w *beadsStatsWriter) encode() []byte {
 
 // beadsSection is the section as read.
 type beadsSection struct {
-	tally    beadsTally
-	bits     string
-	volatile []other
-	epics    map[string][2]int
-	labels   map[string]int
+	tally   beadsTally
+	bits    string
+	claimed []claimed
+	epics   map[string][2]int
+	labels  map[string]int
 }
 
 // beadsStats reads the section once; an error for one that does not read.
@@ -253,12 +274,15 @@ func (l *lazyTasks) beadsStats() (*beadsSection, error) {
 		sec.tally.lead = time.Duration(d.Int())
 		n := d.Count()
 		sec.bits = d.Raw(n)
-		sec.volatile = make([]other, d.Count())
-		for k := range sec.volatile {
-			o := &sec.volatile[k]
-			o.pos, o.from = int(d.Uint()), int64(d.Uint())
-			o.to = o.from + int64(d.Uint())
-			if o.pos >= n {
+		sec.claimed = make([]claimed, d.Count())
+		for k := range sec.claimed {
+			c := &sec.claimed[k]
+			c.pos, c.lease = int(d.Uint()), d.Time()
+			if b := d.Raw(2); len(b) == 2 {
+				c.live, c.expired = b[0], b[1]
+			}
+			c.lead = time.Duration(d.Int())
+			if c.pos >= n {
 				d.Fail()
 			}
 		}
@@ -332,9 +356,8 @@ func (c *beadsSince) savedTask(id string) *Task {
 }
 
 // summaryBeadsStats is BeadsStats from the section; false when it cannot
-// serve. It reads the tasks in progress, those decoded or changed since
-// the save and those whose saved records name one closed or reopened
-// since.
+// serve. It reads the tasks decoded or changed since the save and those
+// whose saved records name one closed or reopened since.
 func (s *State) summaryBeadsStats(now time.Time) (Statistics, bool) {
 	sec, c, ok := s.bdSection()
 	if !ok {
@@ -362,15 +385,10 @@ func (s *State) summaryBeadsStats(now time.Time) (Statistics, bool) {
 		}
 		tally.count(b, lead, -1)
 	}
-	for _, o := range sec.volatile {
-		if freshAt.has(o.pos) {
-			continue
+	for _, c := range sec.claimed {
+		if !freshAt.has(c.pos) {
+			tally.count(c.bits(now), c.lead, 1)
 		}
-		d, err := s.trk.lazy.sum.Record(o.from, o.to)
-		if err != nil {
-			panic(table.Corrupt(fmt.Sprintf("the task at %d", o.pos), err))
-		}
-		tally.add(s, decodeTask(d), now)
 	}
 	for id := range fresh {
 		if t := s.Task(id); t != nil {

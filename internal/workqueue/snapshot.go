@@ -18,7 +18,7 @@ import (
 // a command opens the index and decodes only the tasks it touches.
 
 const (
-	tasksMagic = "spool-tasks-22\n"
+	tasksMagic = "spool-tasks-23\n"
 	queueMagic = "spool-history-10\n"
 )
 
@@ -133,7 +133,7 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 			lst.add(w.Buf[from:to])
 			size = to - from
 		})
-		beads.add(s, i, id, t, tw)
+		beads.add(s, i, id, t)
 		listed.Str(t.Status)
 		listed.Int(int64(t.Priority))
 		listed.Uint(uint64(named.n))
