@@ -82,6 +82,17 @@ func (s *State) beadsBits(t *Task, status string) byte {
 // leadTime is what a task with bsLead adds to the total lead time.
 func leadTime(t *Task) time.Duration { return t.Detail().ClosedAt.Sub(t.CreatedAt) }
 
+// beadsPart is what t adds to bd stats at now: its bits, and its lead
+// time with bsLead.
+func (s *State) beadsPart(t *Task, now time.Time) (byte, time.Duration) {
+	bits := s.beadsBits(t, s.BeadsStatus(t, Policy{}, now))
+	var lead time.Duration
+	if bits&bsLead != 0 {
+		lead = leadTime(t)
+	}
+	return bits, lead
+}
+
 // beadsTally adds up tasks' parts in bd stats; a part taken out is k -1.
 type beadsTally struct {
 	st     Statistics
@@ -117,11 +128,7 @@ func (b *beadsTally) stats() Statistics {
 
 // add counts t as it is at now.
 func (b *beadsTally) add(s *State, t *Task, now time.Time) {
-	bits := s.beadsBits(t, s.BeadsStatus(t, Policy{}, now))
-	var lead time.Duration
-	if bits&bsLead != 0 {
-		lead = leadTime(t)
-	}
+	bits, lead := s.beadsPart(t, now)
 	b.count(bits, lead, 1)
 }
 
@@ -142,21 +149,13 @@ func newBeadsStatsWriter(n int) *beadsStatsWriter {
 // add records t, at position i with id id (t is the scan's: its strings
 // are kept only cloned).
 func (w *beadsStatsWriter) add(s *State, i int, id string, t *Task) {
-	var b byte
+	b, lead := s.beadsPart(t, time.Time{}) // a lease runs out at its time, not before
 	if t.Status == StatusInProgress {
-		b = bsVolatile
-		c := claimed{pos: i, lease: t.LeaseUntil, live: s.beadsBits(t, s.BeadsStatus(t, Policy{}, time.Time{})),
-			expired: s.beadsBits(t, s.BeadsStatus(t, Policy{}, t.LeaseUntil))}
-		if c.live&bsLead != 0 {
-			c.lead = leadTime(t)
-		}
+		c := claimed{pos: i, lease: t.LeaseUntil, live: b, lead: lead}
+		c.expired, _ = s.beadsPart(t, t.LeaseUntil)
 		w.claimed = append(w.claimed, c)
+		b = bsVolatile
 	} else {
-		b = s.beadsBits(t, s.BeadsStatus(t, Policy{}, time.Time{})) // no lease to run out
-		var lead time.Duration
-		if b&bsLead != 0 {
-			lead = leadTime(t)
-		}
 		w.tally.count(b, lead, 1)
 	}
 	w.bits = append(w.bits, b)
@@ -385,9 +384,9 @@ func (s *State) summaryBeadsStats(now time.Time) (Statistics, bool) {
 		}
 		tally.count(b, lead, -1)
 	}
-	for _, c := range sec.claimed {
-		if !freshAt.has(c.pos) {
-			tally.count(c.bits(now), c.lead, 1)
+	for _, cl := range sec.claimed {
+		if !freshAt.has(cl.pos) {
+			tally.count(cl.bits(now), cl.lead, 1)
 		}
 	}
 	for id := range fresh {
