@@ -20,9 +20,9 @@ import (
 //	section := counts | lead | a bit set per task |
 //	           the tasks in progress (position, lease, parts, lead) |
 //	           the open epics (id, children, closed children) |
-//	           the labels (label, tasks)
+//	           the labels (label, tasks) | no dependency cycle
 //
-// bd epic status and bd label list-all read it too.
+// bd epic status, bd label list-all and bd dep cycles read it too.
 
 // What a task adds to bd stats.
 const (
@@ -140,6 +140,9 @@ type beadsStatsWriter struct {
 	children map[string]*[2]int // by parent id: children, closed children
 	epics    []string           // the open epics
 	labels   map[string]*int    // tasks by label
+	ids      []string           // by position
+	edgeAt   []int              // by position: where its cycleEdges start in edgeTo
+	edgeTo   []string
 }
 
 func newBeadsStatsWriter(n int) *beadsStatsWriter {
@@ -172,6 +175,11 @@ func (w *beadsStatsWriter) add(s *State, i int, id string, t *Task) {
 	}
 	if openEpic(t) {
 		w.epics = append(w.epics, id)
+	}
+	w.ids = append(w.ids, id)
+	w.edgeAt = append(w.edgeAt, len(w.edgeTo))
+	for _, e := range t.cycleEdges() {
+		w.edgeTo = append(w.edgeTo, strings.Clone(e))
 	}
 	for _, l := range t.Labels {
 		if l == BlockedLabel {
@@ -236,7 +244,97 @@ func (w *beadsStatsWriter) encode() []byte {
 		e.Str(l)
 		e.Uint(uint64(*w.labels[l]))
 	}
+	e.Bool(w.acyclic())
 	return e.Buf
+}
+
+// acyclic reports whether the tasks written have no cycle through the
+// edges Cycles follows (to tasks the table holds): a depth-first search
+// with three colours, without recursion.
+func (w *beadsStatsWriter) acyclic() bool {
+	const (
+		white = iota
+		grey
+		black
+	)
+	colour := make([]byte, len(w.ids))
+	edgeAt := append(w.edgeAt, len(w.edgeTo)) // and where the last one's end
+	type frame struct{ at, next int }
+	var stack []frame
+	for root := range w.ids {
+		if colour[root] != white {
+			continue
+		}
+		colour[root] = grey
+		stack = append(stack[:0], frame{root, edgeAt[root]})
+		for len(stack) > 0 {
+			f := &stack[len(stack)-1]
+			if f.next == edgeAt[f.at+1] {
+				colour[f.at] = black
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			to := w.edgeTo[f.next]
+			f.next++
+			j, found := slices.BinarySearch(w.ids, to) // in id order: the table's
+			switch {
+			case !found:
+			case colour[j] == grey:
+				return false
+			case colour[j] == white:
+				colour[j] = grey
+				stack = append(stack, frame{j, edgeAt[j]})
+			}
+		}
+	}
+	return true
+}
+
+// cycleFrom reports whether a cycle runs through a task reachable from
+// ids, by their edges as they are now (Cycles', decoding tasks as the
+// search reaches them); true as well once the search has read a tenth of
+// the tasks, when reading them all costs little more.
+func (s *State) cycleFrom(ids []string) bool {
+	grey, black := map[string]bool{}, map[string]bool{}
+	limit := max(s.trk.lazy.sum.n/10, 64)
+	type frame struct {
+		edges []string
+		id    string
+	}
+	var stack []frame
+	for _, root := range ids {
+		t := s.Task(root)
+		if t == nil || black[root] {
+			continue
+		}
+		grey[root] = true
+		stack = append(stack[:0], frame{t.cycleEdges(), root})
+		for len(stack) > 0 {
+			f := &stack[len(stack)-1]
+			if len(f.edges) == 0 {
+				delete(grey, f.id)
+				black[f.id] = true
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			to := f.edges[0]
+			f.edges = f.edges[1:]
+			if grey[to] {
+				return true
+			}
+			if black[to] {
+				continue
+			}
+			if len(black)+len(stack) > limit {
+				return true
+			}
+			if n := s.Task(to); n != nil {
+				grey[to] = true
+				stack = append(stack, frame{n.cycleEdges(), to})
+			}
+		}
+	}
+	return false
 }
 
 // beadsSection is the section as read.
@@ -246,6 +344,7 @@ type beadsSection struct {
 	claimed []claimed
 	epics   map[string][2]int
 	labels  map[string]int
+	acyclic bool // no dependency cycle when saved
 }
 
 // beadsStats reads the section once; an error for one that does not read.
@@ -295,6 +394,7 @@ func (l *lazyTasks) beadsStats() (*beadsSection, error) {
 		for range k {
 			sec.labels[d.Str()] = count()
 		}
+		sec.acyclic = d.Bool()
 		err = d.End()
 		if err == nil && n != l.sum.n {
 			err = table.ErrDamaged

@@ -248,9 +248,27 @@ func (s *State) DepTree(root string, maxDepth int, up bool, p Policy, now time.T
 	return out
 }
 
+// cycleEdges is what t depends on through dependencies of every type but
+// relates-to: an id t relates to is no edge, whatever else links them.
+func (t *Task) cycleEdges() []string {
+	next := t.dependsOn()
+	for _, l := range t.Links {
+		if l.Type == DepRelatesTo {
+			next = slices.DeleteFunc(next, func(n string) bool { return n == l.ID })
+		}
+	}
+	return next
+}
+
 // Cycles finds the cycles through dependencies of every type but
-// relates-to, as bd dep cycles: each from its smallest id, once.
+// relates-to, as bd dep cycles: each from its smallest id, once. When the
+// tasks' table had none when saved, a cycle now runs through a task
+// changed since (a new edge is a changed task's; an edge to a task made
+// since runs through that task): none found from those, there is none.
 func (s *State) Cycles() [][]string {
+	if sec, c, ok := s.bdSection(); ok && sec.acyclic && !s.cycleFrom(c.changed) {
+		return nil
+	}
 	all := s.allTasks()
 	ids := make([]string, 0, len(all))
 	for id := range all {
@@ -265,14 +283,7 @@ func (s *State) Cycles() [][]string {
 	dfs = func(id string) {
 		visited[id], onStack[id] = true, true
 		path = append(path, id)
-		t := all[id]
-		next := t.dependsOn()
-		for _, l := range t.Links {
-			if l.Type == DepRelatesTo {
-				next = slices.DeleteFunc(next, func(n string) bool { return n == l.ID })
-			}
-		}
-		for _, n := range next {
+		for _, n := range all[id].cycleEdges() {
 			if all[n] == nil {
 				continue
 			}

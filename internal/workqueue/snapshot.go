@@ -18,7 +18,7 @@ import (
 // a command opens the index and decodes only the tasks it touches.
 
 const (
-	tasksMagic = "spool-tasks-23\n"
+	tasksMagic = "spool-tasks-24\n"
 	queueMagic = "spool-history-10\n"
 )
 

@@ -265,6 +265,9 @@ func sameLists(t *testing.T, c *taskClone, fresh func() *workqueue.State, now ti
 		if workqueue.IndexRead(lazy) {
 			t.Fatal("bd epic status or label list-all read the index")
 		}
+		if got, want := fresh().Cycles(), whole.Cycles(); !slices.EqualFunc(got, want, slices.Equal) {
+			t.Fatalf("bd dep cycles at %v:\n%v\nwant\n%v", at, got, want)
+		}
 		// bd's list and ready views: the blocked label is bd's status.
 		for _, admit := range []func(*workqueue.Task, string) bool{
 			func(*workqueue.Task, string) bool { return true },
