@@ -102,6 +102,10 @@ func (t *Writer) write(b []byte) {
 	}
 }
 
+// IDs is the ids of the records written so far, in order; the caller
+// keeps them as they are.
+func (t *Writer) IDs() []string { return t.ids }
+
 // Record writes id's record, which enc encodes; ids come in sorted order.
 func (t *Writer) Record(id string, enc func(w *Enc)) {
 	t.ids = append(t.ids, id)

@@ -140,8 +140,7 @@ type beadsStatsWriter struct {
 	children map[string]*[2]int // by parent id: children, closed children
 	epics    []string           // the open epics
 	labels   map[string]*int    // tasks by label
-	ids      []string           // by position
-	edgeAt   []int              // by position: where its cycleEdges start in edgeTo
+	edgeAt   []int32            // by position: where its cycleEdges start in edgeTo
 	edgeTo   []string
 }
 
@@ -176,8 +175,7 @@ func (w *beadsStatsWriter) add(s *State, i int, id string, t *Task) {
 	if openEpic(t) {
 		w.epics = append(w.epics, id)
 	}
-	w.ids = append(w.ids, id)
-	w.edgeAt = append(w.edgeAt, len(w.edgeTo))
+	w.edgeAt = append(w.edgeAt, int32(len(w.edgeTo)))
 	for _, e := range t.cycleEdges() {
 		w.edgeTo = append(w.edgeTo, strings.Clone(e))
 	}
@@ -212,8 +210,8 @@ func countLabels(n map[string]int, t *Task, k int) {
 	}
 }
 
-// encode writes the section.
-func (w *beadsStatsWriter) encode() []byte {
+// encode writes the section; ids are the tasks', by position.
+func (w *beadsStatsWriter) encode(ids []string) []byte {
 	var e table.Enc
 	st := w.tally.st
 	for _, v := range []int{st.TotalIssues, st.OpenIssues, st.ClosedIssues, st.DeferredIssues, st.BlockedIssues, st.ReadyIssues, w.tally.closed} {
@@ -244,24 +242,24 @@ func (w *beadsStatsWriter) encode() []byte {
 		e.Str(l)
 		e.Uint(uint64(*w.labels[l]))
 	}
-	e.Bool(w.acyclic())
+	e.Bool(w.acyclic(ids))
 	return e.Buf
 }
 
-// acyclic reports whether the tasks written have no cycle through the
-// edges Cycles follows (to tasks the table holds): a depth-first search
-// with three colours, without recursion.
-func (w *beadsStatsWriter) acyclic() bool {
+// acyclic reports whether the tasks written, ids, have no cycle through
+// the edges Cycles follows (to tasks the table holds): a depth-first
+// search with three colours, without recursion.
+func (w *beadsStatsWriter) acyclic(ids []string) bool {
 	const (
 		white = iota
 		grey
 		black
 	)
-	colour := make([]byte, len(w.ids))
-	edgeAt := append(w.edgeAt, len(w.edgeTo)) // and where the last one's end
-	type frame struct{ at, next int }
+	colour := make([]byte, len(ids))
+	edgeAt := append(w.edgeAt, int32(len(w.edgeTo))) // and where the last one's end
+	type frame struct{ at, next int32 }
 	var stack []frame
-	for root := range w.ids {
+	for root := range int32(len(ids)) {
 		if colour[root] != white {
 			continue
 		}
@@ -276,7 +274,8 @@ func (w *beadsStatsWriter) acyclic() bool {
 			}
 			to := w.edgeTo[f.next]
 			f.next++
-			j, found := slices.BinarySearch(w.ids, to) // in id order: the table's
+			k, found := slices.BinarySearch(ids, to) // in id order: the table's
+			j := int32(k)
 			switch {
 			case !found:
 			case colour[j] == grey:

@@ -176,7 +176,7 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 		index.Uint(uint64(i))
 	}
 	listing := tw.Section(append(index.Buf, listed.Buf...)) // read by the lists alone (listIndex)
-	sum.beads = tw.Section(beads.encode())
+	sum.beads = tw.Section(beads.encode(tw.IDs()))
 	sum.openOrder = tw.Section(encodeOpenOrder(len(open), func(k int) uint32 { return open[k].pos }, func(k int) bool { return open[k].waits }))
 	return tw.FinishSummary(func(w *table.Enc) {
 		w.Int(s.trk.commentSeq)
