@@ -73,14 +73,37 @@ func (s *State) beadsBits(t *Task, status string) byte {
 	if status == StatusOpen && !waits {
 		b |= bsReady
 	}
-	if !t.Detail().ClosedAt.IsZero() {
+	if !closedAt(t).IsZero() {
 		b |= bsLead
 	}
 	return b
 }
 
 // leadTime is what a task with bsLead adds to the total lead time.
-func leadTime(t *Task) time.Duration { return t.Detail().ClosedAt.Sub(t.CreatedAt) }
+func leadTime(t *Task) time.Duration { return closedAt(t).Sub(t.CreatedAt) }
+
+// closedAt is t's detail's ClosedAt, read from the detail still encoded
+// without decoding it (and checking its comments): a save asks it of
+// every task.
+func closedAt(t *Task) time.Time {
+	if t.detail != nil || t.rawDetail == "" {
+		return t.Detail().ClosedAt
+	}
+	r := table.NewDec(t.rawDetail)
+	for range detailStrings {
+		r.Str()
+	}
+	r.Time() // UpdatedAt
+	at := r.Time()
+	if r.Err() != nil {
+		return t.Detail().ClosedAt // which says what is wrong
+	}
+	return at
+}
+
+// detailStrings is how many strings encodeDetailFields writes before its
+// times (fields_gen.go): Description to ExternalRef.
+const detailStrings = 10
 
 // beadsPart is what t adds to bd stats at now: its bits, and its lead
 // time with bsLead.

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/spoolhq/spool/internal/table"
 )
 
 // A label's count that reaches 0 goes: bd label list-all does not list a
@@ -120,5 +122,23 @@ func TestCyclesThroughChangedTasks(t *testing.T) {
 		if !c.cycle && s.trk.lazy == nil {
 			t.Errorf("%s: no cycle, and every task was read", c.name)
 		}
+	}
+}
+
+// closedAt reads ClosedAt from an encoded detail with every field set, as
+// the decoded detail has it.
+func TestClosedAtOfAnEncodedDetail(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	x := &TaskDetail{Description: "d", Design: "de", Acceptance: "a", Notes: "n", Assignee: "as", CreatedBy: "c",
+		Owner: "o", CloseReason: "r", ParentBy: "p", ExternalRef: "e", UpdatedAt: at, ClosedAt: at.Add(time.Hour), ParentAt: at.Add(2 * time.Hour)}
+	x.AddComment(Comment{ID: 1, Author: "ada", Text: "a comment", At: at})
+	var w table.Enc
+	encodeDetail(&w, x)
+	raw := table.NewDec(string(w.Buf)).Str()
+	if got := closedAt(&Task{ID: "sp-0001", rawDetail: raw}); !got.Equal(x.ClosedAt) {
+		t.Fatalf("closedAt %v, want %v", got, x.ClosedAt)
+	}
+	if got := (&Task{ID: "sp-0001", rawDetail: raw}).Detail().ClosedAt; !got.Equal(x.ClosedAt) {
+		t.Fatalf("the detail decoded says %v, want %v", got, x.ClosedAt)
 	}
 }
