@@ -491,6 +491,7 @@ func (s *State) summaryBeadsStats(now time.Time) (Statistics, bool) {
 	}
 	freshAt := newBitset(len(sec.bits))
 	for id := range fresh {
+		s.Task(id) // decoded once, here: its place is then known without a second look-up
 		i := s.position(id)
 		if i < 0 {
 			continue // new since the save
