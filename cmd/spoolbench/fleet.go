@@ -32,7 +32,7 @@ func fleetMain(args []string) error {
 	fs := flag.NewFlagSet("spoolbench fleet", flag.ExitOnError)
 	bin := fs.String("spool", "", "the spool binary to time (required)")
 	tasks := fs.Int("tasks", 2000, "tasks in the log, more than the claims a run makes")
-	runs := fs.Int("runs", 21, "timed runs of the single claim and the sync")
+	runs := fs.Int("runs", 21, "timed runs of the single claim and the sync (0: skip)")
 	dur := fs.Duration("for", 10*time.Second, "how long each contention run claims")
 	sizes := fs.String("clones", "1,2,4,8", "clone counts to contend")
 	intervals := fs.String("propagate", "10s,1s", "sync.interval values of the watching clone (\"\": skip)")
@@ -61,6 +61,9 @@ func fleetMain(args []string) error {
 		return err
 	}
 	for _, c := range [][]string{{"next"}, {"sync"}} {
+		if *runs == 0 {
+			break
+		}
 		t, err := repeat(1, *runs, func() *exec.Cmd {
 			cmd := exec.Command(b, c...)
 			cmd.Dir, cmd.Env = f.clones[0], f.env(0)
@@ -241,6 +244,7 @@ func newFleet(bin, dir string, tasks, n int) (*fleet, error) {
 func (f *fleet) contend(d time.Duration) error {
 	var mu sync.Mutex
 	var lat []time.Duration
+	won := make([]int, len(f.clones)) // claims per clone: how fair the remote is
 	errs := make(chan error, len(f.clones))
 	deadline := time.Now().Add(d)
 	var wg sync.WaitGroup
@@ -257,6 +261,7 @@ func (f *fleet) contend(d time.Duration) error {
 				}
 				mu.Lock()
 				lat = append(lat, time.Since(t))
+				won[i]++
 				mu.Unlock()
 			}
 		}()
@@ -268,9 +273,9 @@ func (f *fleet) contend(d time.Duration) error {
 		return err
 	}
 	slices.Sort(lat)
-	fmt.Printf("%d clone(s) contending: %4d claims in %.1f s = %5.1f claims/s; a claim's wall median %6.1f ms, p90 %6.1f ms, max %6.1f ms\n",
+	fmt.Printf("%d clone(s) contending: %4d claims in %.1f s = %5.1f claims/s; a claim's wall median %6.1f ms, p90 %6.1f ms, max %6.1f ms; claims per clone %d–%d\n",
 		len(f.clones), len(lat), elapsed.Seconds(), float64(len(lat))/elapsed.Seconds(),
-		ms(lat[len(lat)/2]), ms(lat[len(lat)*9/10]), ms(lat[len(lat)-1]))
+		ms(lat[len(lat)/2]), ms(lat[len(lat)*9/10]), ms(lat[len(lat)-1]), slices.Min(won), slices.Max(won))
 	return nil
 }
 

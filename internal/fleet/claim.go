@@ -79,9 +79,44 @@ const (
 // worker has nothing better to do than wait its turn.
 func (c *Claims) Patience() time.Duration { return 30 * time.Second }
 
+// Begin starts a claim: its rounds share its place in the remote's
+// waiting room (turn.go).
+func (c *Claims) Begin() store.Claim { return &claim{c: c} }
+
+// claim is one claim through the remote, across its rounds.
+type claim struct {
+	c    *Claims
+	turn turn
+	o    Options // of the last round that reached the remote
+}
+
+func (k *claim) Pause() time.Duration { return k.turn.pause() }
+
+// End takes away what the claim left in the waiting room, without the
+// log's lock, within a claim's timeout.
+func (k *claim) End(ctx context.Context) {
+	if k.o.Remote == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(git.Unattended(ctx), k.c.Timeout())
+	defer cancel()
+	k.turn.leave(ctx, k.c.st.Repo.Root, k.o)
+}
+
+// enter puts the claim in line on the remote (once), its entry pointing
+// at commit, which the remote has.
+func (k *claim) enter(ctx context.Context, writer, commit string) {
+	ctx, cancel := context.WithTimeout(git.Unattended(ctx), k.c.Timeout())
+	defer cancel()
+	k.turn.enter(ctx, k.c.st.Repo.Root, k.o, writer, commit, time.Now())
+}
+
 // Prepare brings the remote's events into the local log (the caller holds
-// the log's lock: sess) and returns what publishes the claim there.
-func (c *Claims) Prepare(ctx context.Context, sess *eventlog.Session) (func(writer string, lines []byte) error, error) {
+// the log's lock: sess) and returns what publishes the claim there. A
+// round that finds claims in the waiting room that go first ends before
+// it fetches: store.ErrRemoteMoved.
+func (k *claim) Prepare(ctx context.Context, sess *eventlog.Session) (func(writer string, lines []byte) error, error) {
+	c := k.c
 	if _, err := c.options(ctx); err != nil || c.o.Remote == "" {
 		return nil, err // no remote: the claim is local, and exclusive, since this clone is the only one
 	}
@@ -93,17 +128,36 @@ func (c *Claims) Prepare(ctx context.Context, sess *eventlog.Session) (func(writ
 	if c.cache == nil {
 		c.cache = loadCache(c.st)
 	}
+	k.o = c.o
 	// The fetch and the push share one deadline: the log's lock is held
 	// throughout, and another command waits for it only lock.timeout.
 	deadline := time.Now().Add(c.Timeout())
 	var tip string
 	var remote map[string]git.Blob
-	err := c.network(ctx, deadline, "fetch", func(ctx context.Context) (err error) {
-		tip, remote, err = fetch(ctx, c.st, c.o)
+	ahead := 0
+	err := c.network(ctx, deadline, "fetch", func(ctx context.Context) error {
+		branch, room := "refs/heads/"+c.o.Branch, waitingRefs(c.o.Branch)
+		refs, err := git.RemoteRefs(ctx, dir, c.o.Remote, branch, room+"*")
+		if err != nil {
+			return unreachable(c.o, err)
+		}
+		if ahead = k.turn.yield(entriesIn(refs, room), time.Now()); ahead > 0 {
+			return nil
+		}
+		tip, remote, err = fetchTip(ctx, c.st, c.o, refs[branch])
 		return err
 	})
 	if err != nil {
 		return c.offline(err)
+	}
+	if ahead > 0 {
+		// Waiting too: in line, so that a claim that comes after the ones
+		// ahead does not win this one's turn when they are done.
+		if at, ok := git.ReadRef(ctx, c.st.Repo, TrackingRef(c.o)); ok {
+			k.enter(ctx, sess.Writer(), at)
+		}
+		return nil, fault.New(CodeSyncContended, store.ErrRemoteMoved, fmt.Sprintf("%d claims waiting longer for %s/%s go first; try again", ahead, c.o.Remote, c.o.Branch),
+			"remote", c.o.Remote, "branch", c.o.Branch)
 	}
 	snaps, _, err := integrateIn(ctx, c.st, sess, c.o, remote, c.cache)
 	if err != nil {
@@ -137,10 +191,19 @@ func (c *Claims) Prepare(ctx context.Context, sess *eventlog.Session) (func(writ
 			return err
 		}
 		var commit string
+		var leave []string // this claim's entry goes with the push that wins
+		if k.turn.listed {
+			leave = append(leave, ":"+k.turn.own.ref)
+		}
 		err = c.network(ctx, deadline, "push", func(ctx context.Context) (err error) {
-			commit, err = push(ctx, dir, c.o, tree, parents, writtenBy(snaps), fmt.Sprintf("spool claim: %d events by %s", bytes.Count(lines, []byte{'\n'}), writer))
+			commit, err = push(ctx, dir, c.o, tree, parents, writtenBy(snaps), fmt.Sprintf("spool claim: %d events by %s", bytes.Count(lines, []byte{'\n'}), writer), leave...)
 			return err
 		})
+		if errors.Is(err, store.ErrRemoteMoved) {
+			k.enter(ctx, writer, tip)
+		} else if err == nil {
+			k.turn.listed = false
+		}
 		if f, ok := fault.As(err); errors.Is(err, store.ErrRemoteMoved) || ok && f.Has(CodeRemoteUnreachable) && !pushTimedOut(err) {
 			c.clearPending() // refused, or never reached: the lines are not on the remote
 		} else if pushTimedOut(err) && git.LocalRemote(context.WithoutCancel(ctx), dir, c.o.Remote) {

@@ -269,11 +269,16 @@ func pause(ctx context.Context, attempt int) error {
 // it into TrackingRef when spool's copy is behind, and lists its writer
 // files.
 func fetch(ctx context.Context, st *store.Store, o Options) (string, map[string]git.Blob, error) {
-	dir := st.Repo.Root
-	tip, err := git.RemoteTip(ctx, dir, o.Remote, o.Branch)
+	tip, err := git.RemoteTip(ctx, st.Repo.Root, o.Remote, o.Branch)
 	if err != nil {
 		return "", nil, unreachable(o, err)
 	}
+	return fetchTip(ctx, st, o, tip)
+}
+
+// fetchTip is fetch of the remote's tip, already read.
+func fetchTip(ctx context.Context, st *store.Store, o Options, tip string) (string, map[string]git.Blob, error) {
+	dir := st.Repo.Root
 	if tip == "" {
 		return "", map[string]git.Blob{}, nil // no such branch yet
 	}
@@ -342,17 +347,18 @@ func parentsOf(ctx context.Context, st *store.Store, o Options, tip string) ([]s
 
 // push commits tree on parents (the tip it was built from first) and
 // pushes it without force; a push refused because the branch moved since
-// is store.ErrRemoteMoved. A push of more than two parts' worth of bytes
+// is store.ErrRemoteMoved. The refspecs of also land with it or not at
+// all. A push of more than two parts' worth of bytes
 // written (a log's first sync, or one far behind) has git look for no
 // deltas: parts of one file have none worth it, and at a million events
 // the search took 30 s of a 40 s push; a sync's usual new last part is
 // sent as a delta of the one the remote has.
-func push(ctx context.Context, dir string, o Options, tree string, parents []string, written int64, msg string) (string, error) {
+func push(ctx context.Context, dir string, o Options, tree string, parents []string, written int64, msg string, also ...string) (string, error) {
 	commit, err := git.CommitTreeOn(ctx, dir, tree, msg, parents...)
 	if err != nil {
 		return "", err
 	}
-	if err := git.PushCommit(ctx, dir, o.Remote, commit, o.Branch, written <= 2*git.PartSize); err != nil {
+	if err := git.PushCommit(ctx, dir, o.Remote, commit, o.Branch, written <= 2*git.PartSize, also...); err != nil {
 		return "", pushFailed(o, err)
 	}
 	return commit, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 )
 
@@ -51,17 +52,27 @@ func RemoteInConfig(dir, remote string) bool {
 // remote has no such branch. An unreachable remote is a *PushError with
 // Unreachable set.
 func RemoteTip(ctx context.Context, dir, remote, branch string) (string, error) {
-	out, err := Run(ctx, dir, "ls-remote", "--exit-code", remote, "refs/heads/"+branch)
+	refs, err := RemoteRefs(ctx, dir, remote, "refs/heads/"+branch)
+	return refs["refs/heads/"+branch], err
+}
+
+// RemoteRefs lists the remote's refs that match patterns (ls-remote's:
+// globs matched against a ref's tail), ref to object, in one round trip.
+// An unreachable remote is a *PushError with Unreachable set.
+func RemoteRefs(ctx context.Context, dir, remote string, patterns ...string) (map[string]string, error) {
+	out, err := Run(ctx, dir, append([]string{"ls-remote", remote}, patterns...)...)
 	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) && ee.ExitCode() == 2 { // no such ref
-			return "", nil
-		}
 		msg := stderrOf(err)
-		return "", &PushError{Remote: remote, Unreachable: true, Message: msg}
+		return nil, &PushError{Remote: remote, Unreachable: true, Message: msg}
 	}
-	sha, _, _ := strings.Cut(strings.TrimSpace(out), "\t")
-	return sha, nil
+	refs := make(map[string]string)
+	for line := range strings.Lines(out) {
+		sha, ref, ok := strings.Cut(strings.TrimSpace(line), "\t")
+		if ok {
+			refs[ref] = sha
+		}
+	}
+	return refs, nil
 }
 
 // FetchRef fetches the remote's branch into ref (forced: ref is spool's
@@ -170,17 +181,50 @@ func pushVia(ctx context.Context, dir, remote string) ([]string, string, error) 
 // PushCommit pushes commit to the remote's branch, never forced: a branch
 // that moved since is refused (Rejected), and the caller fetches again.
 // Without deltas git does not look for any (pack.window=0): for a push of
-// many new objects that have none worth the search.
-func PushCommit(ctx context.Context, repo, remote, commit, branch string, deltas bool) error {
+// many new objects that have none worth the search. The refspecs of also
+// go in the same push, atomically: none lands unless the branch moves (a
+// remote that cannot push atomically has them pushed after it).
+func PushCommit(ctx context.Context, repo, remote, commit, branch string, deltas bool, also ...string) error {
+	specs := append([]string{commit + ":refs/heads/" + branch}, also...)
+	var opts []string
+	if !deltas {
+		opts = append(opts, "-c", "pack.window=0")
+	}
+	atomic := len(also) > 0
+	err := pushSpecs(ctx, repo, remote, opts, atomic, specs)
+	var perr *PushError
+	if atomic && errors.As(err, &perr) && !perr.Unreachable && !branchMoved(perr.Message) {
+		// The remote cannot push atomically, or refused one of also: the
+		// branch alone, then the others.
+		if err = pushSpecs(ctx, repo, remote, opts, false, specs[:1]); err == nil {
+			PushSpecs(ctx, repo, remote, also...)
+		}
+	}
+	return err
+}
+
+// branchMoved says whether git's stderr refuses a push because the branch
+// moved since it was fetched.
+func branchMoved(stderr string) bool {
+	return strings.Contains(stderr, "non-fast-forward") || strings.Contains(stderr, "fetch first") || strings.Contains(stderr, "stale info")
+}
+
+// PushSpecs pushes refspecs, each on its own (not atomically), never
+// forced; a refspec ":ref" deletes ref.
+func PushSpecs(ctx context.Context, repo, remote string, specs ...string) error {
+	return pushSpecs(ctx, repo, remote, nil, false, specs)
+}
+
+func pushSpecs(ctx context.Context, repo, remote string, opts []string, atomic bool, specs []string) error {
 	via, name, err := pushVia(ctx, repo, remote)
 	if err != nil {
 		return err
 	}
-	args := append(via, "push", "--quiet", "--no-verify", name, commit+":refs/heads/"+branch)
-	if !deltas {
-		args = append([]string{"-c", "pack.window=0"}, args...)
+	args := slices.Concat(opts, via, []string{"push", "--quiet", "--no-verify"})
+	if atomic {
+		args = append(args, "--atomic")
 	}
-	_, err = Run(ctx, repo, args...)
+	_, err = Run(ctx, repo, append(append(args, name), specs...)...)
 	if err == nil {
 		return nil
 	}

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -111,17 +110,31 @@ type Store struct {
 
 // Remote takes claims through the git remote.
 type Remote interface {
-	// Prepare runs under the log's lock before a claim reads the log: it
-	// brings the remote's events into the local log and returns what
-	// publishes the claim's lines there. A nil publish claims locally (the
-	// remote is unreachable and offline claims are allowed).
-	Prepare(ctx context.Context, sess *eventlog.Session) (publish func(writer string, lines []byte) error, err error)
+	// Begin starts a claim, which may take several rounds (a push
+	// refused, or the claim letting another go first): its rounds share
+	// its place in line.
+	Begin() Claim
 	// Patience bounds how long a claim that keeps losing the race tries.
 	Patience() time.Duration
 	// Settle runs under the log's lock before any write appends: a claim
 	// killed while it published its lines must be settled (are they on the
 	// remote?) before this clone's file grows, or it would fork.
 	Settle(ctx context.Context, sess *eventlog.Session) error
+}
+
+// Claim is one claim through the remote, across its rounds.
+type Claim interface {
+	// Prepare runs under the log's lock before a round reads the log: it
+	// brings the remote's events into the local log and returns what
+	// publishes the claim's lines there. A nil publish claims locally (the
+	// remote is unreachable and offline claims are allowed).
+	// ErrRemoteMoved ends the round: another machine moved first, or goes
+	// first.
+	Prepare(ctx context.Context, sess *eventlog.Session) (publish func(writer string, lines []byte) error, err error)
+	// Pause is how long to wait before the next round.
+	Pause() time.Duration
+	// End runs when the claim is over, whether it won or not.
+	End(ctx context.Context)
 }
 
 // ErrRemoteMoved is a claim's push refused because another machine moved
@@ -383,24 +396,25 @@ const (
 // Write runs the write path under the log's lock: catch up, decide,
 // append, save. In Claiming mode with Claims set, it decides on the log
 // with the remote's events brought in and appends only what the remote
-// accepted; a push refused because another machine moved first decides
-// again, after a jittered pause, for up to Claims.Patience().
+// accepted; a push refused because another machine moved first, or a
+// round that lets another claim go first, decides again after a pause,
+// for up to Claims.Patience().
 func Write[R any](ctx context.Context, s *Store, mode Mode, at time.Time, actor string, names []string, decide Decider[R]) (Written[R], error) {
 	if mode == Local || s.Claims == nil {
 		return writeOnce(ctx, s, at, actor, names, decide, nil)
 	}
+	claim := s.Claims.Begin()
+	defer claim.End(context.WithoutCancel(ctx))
 	deadline := time.Now().Add(s.Claims.Patience())
-	for attempt := 1; ; attempt++ {
-		w, err := writeOnce(ctx, s, at, actor, names, decide, s.Claims)
+	for {
+		w, err := writeOnce(ctx, s, at, actor, names, decide, claim)
 		if !errors.Is(err, ErrRemoteMoved) || time.Now().After(deadline) {
 			return w, err
 		}
-		// A short, capped pause: a loser that waits long lets the winner,
-		// whose log is already fresh, win again and again.
 		select {
 		case <-ctx.Done():
 			return Written[R]{}, ctx.Err()
-		case <-time.After(time.Duration(rand.Int64N(int64(5*time.Millisecond) << min(attempt, 4)))):
+		case <-time.After(claim.Pause()):
 		}
 	}
 }
@@ -424,7 +438,7 @@ func noResult(decide Decide) Decider[struct{}] {
 	}
 }
 
-func writeOnce[R any](ctx context.Context, s *Store, at time.Time, actor string, names []string, decide Decider[R], remote Remote) (Written[R], error) {
+func writeOnce[R any](ctx context.Context, s *Store, at time.Time, actor string, names []string, decide Decider[R], remote Claim) (Written[R], error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var w Written[R]

@@ -1,0 +1,182 @@
+package fleet
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	mrand "math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spoolhq/spool/internal/git"
+)
+
+// Claims through the remote take turns. A claim is a compare-and-swap of
+// one branch, and the machine that won the last round tends to win the
+// next: its log is fresh, so its round (nothing to fetch, nothing to bring
+// in) is the shortest. With two clones contending, one waited 8 s while the
+// other claimed 80 times; on a loaded CI machine a clone lost every round
+// for its whole 30 s patience. So a claim that loses a round enters a
+// waiting room on the remote, a ref named for when it first lost
+// (waitingRefs), and a claim that sees an entry older than its own (one
+// that never lost has none) lets it go first: it neither fetches nor
+// pushes, and looks again after a pause. The oldest entry yields to no one,
+// so it wins the next round. The push that wins takes its entry away
+// (atomically); a claim that ends otherwise takes it away then. An entry
+// left by a claim that was killed, or pushed by someone hostile, holds a
+// claim back at most yieldEach, all entries together at most yieldAll, and
+// none once it is entryLife old.
+const (
+	yieldEach  = 3 * time.Second
+	yieldAll   = 10 * time.Second
+	entryLife  = time.Minute
+	maxEntries = 64 // more are not read: a claim's round stays bounded
+)
+
+// waitingRefs is the prefix of the waiting room's entries for branch:
+// <prefix><unix ms>-<writer>-<nonce>.
+func waitingRefs(branch string) string { return "refs/spool/waiting/" + branch + "/" }
+
+// An entry is a claim waiting for its turn.
+type entry struct {
+	ref   string
+	since time.Time
+}
+
+// older orders entries by when they first lost, then by name.
+func (e entry) older(than entry) bool {
+	if c := e.since.Compare(than.since); c != 0 {
+		return c < 0
+	}
+	return e.ref < than.ref
+}
+
+// entriesIn are the waiting room's entries among refs, oldest first; a
+// name that is not an entry's is skipped.
+func entriesIn(refs map[string]string, prefix string) []entry {
+	var out []entry
+	for ref := range refs {
+		if e, ok := parseEntry(prefix, ref); ok {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b entry) int {
+		return cmp.Or(a.since.Compare(b.since), strings.Compare(a.ref, b.ref))
+	})
+	return out[:min(len(out), maxEntries)]
+}
+
+func parseEntry(prefix, ref string) (entry, bool) {
+	rest, ok := strings.CutPrefix(ref, prefix)
+	ms, _, named := strings.Cut(rest, "-")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if !ok || !named || err != nil || n <= 0 || strings.Contains(rest, "/") {
+		return entry{}, false
+	}
+	return entry{ref: ref, since: time.UnixMilli(n)}, true
+}
+
+// newEntry names this claim's entry, first lost at now.
+func newEntry(prefix, writer string, now time.Time) entry {
+	var b [4]byte
+	rand.Read(b[:])
+	return entry{ref: prefix + strconv.FormatInt(now.UnixMilli(), 10) + "-" + writer + "-" + hex.EncodeToString(b[:]), since: now.Truncate(time.Millisecond)}
+}
+
+// turn is one claim's place in the waiting room, across its rounds.
+type turn struct {
+	own      entry                // this claim's entry, once it lost a round
+	listed   bool                 // own is on the remote
+	tried    bool                 // own was pushed, whether or not it landed
+	yielded  map[string]time.Time // an entry, and when this claim first let it go first
+	first    time.Time            // when this claim first let any go first
+	stale    []string             // entries past entryLife, taken away when the claim ends
+	ahead    int                  // how many the last round let go first
+	attempts int
+}
+
+// yield is how many of entries (oldest first) this claim lets go first at
+// now: those older than its own entry, not past entryLife, and within the
+// claim's budgets. Entries past entryLife are kept to be taken away.
+func (t *turn) yield(entries []entry, now time.Time) int {
+	t.ahead = 0
+	for _, e := range entries {
+		if e.ref == t.own.ref {
+			continue
+		}
+		if now.Sub(e.since) > entryLife {
+			if !slices.Contains(t.stale, e.ref) {
+				t.stale = append(t.stale, e.ref)
+			}
+			continue
+		}
+		if t.own.ref != "" && !e.older(t.own) {
+			continue
+		}
+		first, seen := t.yielded[e.ref]
+		if !seen {
+			first = now
+		}
+		if now.Sub(first) >= yieldEach || !t.first.IsZero() && now.Sub(t.first) >= yieldAll {
+			continue
+		}
+		if t.yielded == nil {
+			t.yielded = make(map[string]time.Time)
+		}
+		t.yielded[e.ref] = first
+		if t.first.IsZero() {
+			t.first = now
+		}
+		t.ahead++
+	}
+	return t.ahead
+}
+
+// pause is how long to wait before the claim's next round: after one that
+// let others go first, about a round for each of them (the first in line
+// needs one); after a lost push, a short jittered pause, capped, since a
+// loser that waits long lets the fresh winner win again.
+func (t *turn) pause() time.Duration {
+	t.attempts++
+	if t.listed && t.ahead == 0 {
+		return 0 // the others let this claim go first
+	}
+	if t.ahead > 0 {
+		d := time.Duration(t.ahead) * 50 * time.Millisecond
+		return min(d/2+time.Duration(mrand.Int64N(int64(d))), 500*time.Millisecond)
+	}
+	return time.Duration(mrand.Int64N(int64(5*time.Millisecond) << min(t.attempts, 4)))
+}
+
+// enter records that the claim lost a round at now, on the remote, as an
+// entry pointing at tip (a commit the remote has, so nothing is sent).
+// Once per claim: a failed push is not tried again, and costs the claim
+// only its place.
+func (t *turn) enter(ctx context.Context, dir string, o Options, writer, tip string, now time.Time) {
+	if t.tried || tip == "" {
+		return
+	}
+	t.tried = true
+	t.own = newEntry(waitingRefs(o.Branch), writer, now)
+	t.listed = git.PushSpecs(ctx, dir, o.Remote, tip+":"+t.own.ref) == nil
+}
+
+// leave takes away what the claim leaves in the waiting room: its entry
+// (unless the push that won took it), and the entries past entryLife it
+// saw. Best effort: an entry left holds claims back only within budgets.
+func (t *turn) leave(ctx context.Context, dir string, o Options) {
+	var specs []string
+	if t.listed {
+		specs = append(specs, ":"+t.own.ref)
+	}
+	for _, ref := range t.stale {
+		specs = append(specs, ":"+ref)
+	}
+	if len(specs) > 0 {
+		git.PushSpecs(ctx, dir, o.Remote, specs...)
+	}
+	t.listed, t.stale = false, nil
+}
