@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -178,11 +179,26 @@ func startSpool(t *testing.T, bin, dir string, env []string, name string, args .
 	defer f.Close()
 	w.cmd = spoolCmd(bin, dir, env, args...)
 	w.cmd.Stdout, w.cmd.Stderr = f, f
-	w.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := w.cmd.Start(); err != nil {
+	// Killed with the test binary too (a run stopped partway, whose
+	// cleanups never run). The signal is tied to the thread that forked,
+	// and Go may end a thread a goroutine leaves locked: this goroutine
+	// holds its thread until the worker is reaped, as internal/proc does.
+	w.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := w.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		w.err = w.cmd.Wait()
+		close(w.done)
+	}()
+	if err := <-started; err != nil {
 		t.Fatal(err)
 	}
-	go func() { w.err = w.cmd.Wait(); close(w.done) }()
 	t.Cleanup(func() {
 		w.stop(t)
 		if t.Failed() {
