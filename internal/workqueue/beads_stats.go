@@ -526,6 +526,39 @@ func (s *State) summaryBeadsStats(now time.Time) (Statistics, bool) {
 	return st, true
 }
 
+// blockedCandidates are the tasks bd blocked looks at, from the section:
+// those that when saved waited for a blocker, were deferred, had the
+// blocked label or were in progress (whose lease runs out with time), and
+// those that can have changed since, as summaryBeadsStats reads them. Any
+// other task is neither closed-and-reopened nor changed, and its blockers
+// are as they were: it is not blocked now either. False when there is no
+// section to read.
+func (s *State) blockedCandidates() ([]*Task, bool) {
+	sec, c, ok := s.bdSection()
+	if !ok {
+		return nil, false
+	}
+	fresh := maps.Clone(c.isChanged)
+	if len(c.changed) > 0 {
+		maps.Copy(fresh, s.namedByClosing(nil, true))
+	}
+	tt, flags := s.trk.table(), s.trk.lazy.sum.flags
+	var out []*Task
+	for i := range len(sec.bits) {
+		if sec.bits[i]&(bsWaits|bsDeferred|bsVolatile) != 0 || flags[i]&sumLabelled != 0 {
+			if id := tt.IDs[i]; !fresh[id] {
+				out = append(out, s.Task(id))
+			}
+		}
+	}
+	for id := range fresh {
+		if t := s.Task(id); t != nil {
+			out = append(out, t)
+		}
+	}
+	return out, true
+}
+
 // eligibleEpic reports whether an epic's children, n[0], all closed (n[1]),
 // one at least: bd epic close-eligible's rule.
 func eligibleEpic(n [2]int) bool { return n[0] > 0 && n[0] == n[1] }

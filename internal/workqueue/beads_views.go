@@ -2,6 +2,7 @@ package workqueue
 
 import (
 	"iter"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -81,21 +82,22 @@ type BlockedJSON struct {
 	BlockedBy      []string `json:"blocked_by"`
 }
 
-// AppendJSON declines: encoding/json writes it, not the embedded task's
-// AppendJSON (which would leave the counts out).
-func (BlockedJSON) AppendJSON(dst []byte, _ jsonout.Format) ([]byte, bool) { return dst, false }
-
 // BeadsBlocked lists what bd blocked lists, by priority then id: the issues
 // not closed that are Blocked or deferred or wait for a blocker not closed;
 // with parent, only its descendants.
 func (s *State) BeadsBlocked(p Policy, now time.Time, parent string) []BlockedJSON {
-	all := s.allTasks()
 	var under map[string]bool
+	var tasks iter.Seq[*Task]
 	if parent != "" {
 		under = s.descendants(parent)
 	}
+	if ts, ok := s.blockedCandidates(); ok && parent == "" {
+		tasks = slices.Values(ts)
+	} else {
+		tasks = maps.Values(s.allTasks())
+	}
 	var out []BlockedJSON
-	for _, t := range all {
+	for t := range tasks {
 		status := s.BeadsStatus(t, p, now)
 		if status == StatusClosed || under != nil && !under[t.ID] {
 			continue

@@ -14,3 +14,10 @@ func IndexRead(s *State) bool { return s.trk.lazy != nil && s.trk.lazy.loaded.Lo
 
 // SummaryBeadsStats is bd stats from its section, and whether it served.
 func SummaryBeadsStats(s *State, now time.Time) (Statistics, bool) { return s.summaryBeadsStats(now) }
+
+// BlockedFromSection reports whether bd blocked reads its candidates from
+// bd's section of the tasks' table.
+func BlockedFromSection(s *State) bool {
+	_, ok := s.blockedCandidates()
+	return ok
+}

@@ -202,6 +202,15 @@ func (e EntryJSON) AppendJSON(dst []byte, f jsonout.Format) ([]byte, bool) {
 	return o.End()
 }
 
+// AppendJSON writes the BlockedJSON as encoding/json does.
+func (b BlockedJSON) AppendJSON(dst []byte, f jsonout.Format) ([]byte, bool) {
+	o := jsonout.NewObject(dst, f)
+	b.TaskJSON.appendFields(&o)
+	o.Int("blocked_by_count", int64(b.BlockedByCount))
+	o.Strings("blocked_by", b.BlockedBy)
+	return o.End()
+}
+
 func decodeComment(data []byte, d *CommentData) error {
 	return unmarshal(data, d, func(d *CommentData, key string, v gjson.Result) bool {
 		switch key {

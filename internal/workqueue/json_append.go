@@ -9,7 +9,7 @@ import "github.com/spoolhq/spool/internal/jsonout"
 //
 // Their AppendJSON methods are generated from the declarations
 // (fields_gen.go; the types are fieldgen.Appenders): TaskJSON, DepJSON,
-// CommentJSON, ListItemJSON and EntryJSON. Those below decline.
+// CommentJSON, ListItemJSON, EntryJSON and BlockedJSON. Those below decline.
 
 // AppendJSON declines: encoding/json writes it. Declared so that
 // DetailJSON does not inherit TaskJSON's, which knows neither its

@@ -24,7 +24,7 @@ import (
 
 // appenders are the types that write themselves (not those that decline).
 func appenders() []jsonout.Appender {
-	return []jsonout.Appender{TaskJSON{}, DepJSON{}, CommentJSON{}, ListItemJSON{}, EntryJSON{}}
+	return []jsonout.Appender{TaskJSON{}, DepJSON{}, CommentJSON{}, ListItemJSON{}, EntryJSON{}, BlockedJSON{}}
 }
 
 // Each type writes what encoding/json writes, for random values with

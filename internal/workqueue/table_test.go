@@ -265,6 +265,13 @@ func sameLists(t *testing.T, c *taskClone, fresh func() *workqueue.State, now ti
 		if workqueue.IndexRead(lazy) {
 			t.Fatal("bd epic status or label list-all read the index")
 		}
+		// bd blocked, from the tasks the section names and those changed since.
+		if !workqueue.BlockedFromSection(fresh()) {
+			t.Fatal("bd blocked: not from its section")
+		}
+		if got, want := jsonOf(t, fresh().BeadsBlocked(c.pol, at, "")), jsonOf(t, whole.BeadsBlocked(c.pol, at, "")); got != want {
+			t.Fatalf("bd blocked at %v:\n%s\nwant\n%s", at, got, want)
+		}
 		if got, want := fresh().Cycles(), whole.Cycles(); !slices.EqualFunc(got, want, slices.Equal) {
 			t.Fatalf("bd dep cycles at %v:\n%v\nwant\n%v", at, got, want)
 		}

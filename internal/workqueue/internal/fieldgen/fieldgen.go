@@ -417,6 +417,8 @@ func appendCall(v, o string, f structField, embedded map[string]bool) (string, e
 		return fmt.Sprintf("o.TimeOmitNil(%s, %s)", q, x), nil
 	case f.typ == "[]string" && omit:
 		return fmt.Sprintf("o.StringsOmitEmpty(%s, %s)", q, x), nil
+	case f.typ == "[]string":
+		return fmt.Sprintf("o.Strings(%s, %s)", q, x), nil
 	case strings.HasPrefix(f.typ, "[]") && slices.Contains(Appenders, f.typ[2:]) && omit:
 		return fmt.Sprintf("jsonout.ListOmitEmpty(%s, %s, %s)", o, q, x), nil
 	}

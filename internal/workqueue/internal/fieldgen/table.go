@@ -49,7 +49,7 @@ var JSONElsewhere = map[string]bool{"Dependencies": true, "Comments": true}
 
 // Appenders are the JSON types whose AppendJSON is generated from their
 // declarations: field by field, in order, as encoding/json writes them.
-var Appenders = []string{"TaskJSON", "DepJSON", "CommentJSON", "ListItemJSON", "EntryJSON"}
+var Appenders = []string{"TaskJSON", "DepJSON", "CommentJSON", "ListItemJSON", "EntryJSON", "BlockedJSON"}
 
 // Payloads are the event payloads decoded on the fast path (payload.go):
 // a function each, taking every member whose type the fast path knows.
