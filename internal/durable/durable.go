@@ -7,11 +7,14 @@ package durable
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -233,7 +236,7 @@ func WriteCacheIn(path, tmpDir string, write func(w io.Writer) error) error {
 	if tmpDir == "" {
 		tmpDir = dir
 	}
-	f, err := os.CreateTemp(tmpDir, "."+filepath.Base(path)+".*")
+	f, err := createTemp(tmpDir, "."+filepath.Base(path)+".")
 	if err != nil {
 		return err
 	}
@@ -251,4 +254,18 @@ func WriteCacheIn(path, tmpDir string, write func(w io.Writer) error) error {
 		os.Remove(f.Name())
 	}
 	return err
+}
+
+// createTemp is os.CreateTemp (dir/prefix and a random suffix) with mode
+// 0644 less the umask, as every other file spool writes: CreateTemp's
+// 0600 would keep a teammate's spool in a shared clone from a cache.
+func createTemp(dir, prefix string) (*os.File, error) {
+	for range 100 {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("durable: no free temp name for %s in %s", prefix, dir)
 }

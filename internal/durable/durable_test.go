@@ -238,6 +238,17 @@ func TestWriteCacheIn(t *testing.T) {
 	if b, _ := os.ReadFile(path); string(b) != "whole" {
 		t.Fatalf("%q", b)
 	}
+	// As every file spool writes (0644 less the umask), not CreateTemp's
+	// 0600: a teammate's spool in a shared clone reads it too.
+	like := filepath.Join(tmp, "like")
+	if err := os.WriteFile(like, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.Stat(like)
+	os.Remove(like)
+	if fi, err := os.Stat(path); err != nil || fi.Mode() != want.Mode() {
+		t.Fatalf("mode %v, want %v (%v)", fi.Mode(), want.Mode(), err)
+	}
 	if err := WriteCacheIn(path, filepath.Join(tmp, "missing"), func(io.Writer) error { return nil }); err == nil {
 		t.Fatal("a temp directory that is not there: no error")
 	}
