@@ -183,7 +183,7 @@ func startSpool(t *testing.T, bin, dir string, env []string, name string, args .
 	// cleanups never run). The signal is tied to the thread that forked,
 	// and Go may end a thread a goroutine leaves locked: this goroutine
 	// holds its thread until the worker is reaped, as internal/proc does.
-	w.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	w.cmd.SysProcAttr = ownGroupDyingWithTest()
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()

@@ -88,27 +88,58 @@ type claim struct {
 	c    *Claims
 	turn turn
 	o    Options // of the last round that reached the remote
+	// What the next pause enters the waiting room with, outside the log's
+	// lock: this clone's writer and a commit the remote has.
+	writer, at string
 }
 
-func (k *claim) Pause() time.Duration { return k.turn.pause() }
+// Pause waits for the claim's next round, without the log's lock: it
+// enters the waiting room when the last round lost or let others go
+// first, and after the latter looks at the room again until none is ahead
+// (or the claim stopped waiting for them).
+func (k *claim) Pause(ctx context.Context) error {
+	if k.at != "" {
+		k.network(ctx, func(ctx context.Context) {
+			k.turn.enter(ctx, k.c.st.Repo.Root, k.o, k.writer, k.at, time.Now())
+		})
+		k.at = ""
+	}
+	for {
+		yielding := k.turn.ahead > 0
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(k.turn.pause()):
+		}
+		if !yielding {
+			return nil
+		}
+		room := waitingRefs(k.o.Branch)
+		var refs map[string]string
+		var err error
+		k.network(ctx, func(ctx context.Context) {
+			refs, err = git.RemoteRefs(ctx, k.c.st.Repo.Root, k.o.Remote, room+"*")
+		})
+		if err != nil || k.turn.yield(entriesIn(refs, room), time.Now()) == 0 {
+			return nil // the round finds out the rest
+		}
+	}
+}
 
 // End takes away what the claim left in the waiting room, without the
-// log's lock, within a claim's timeout.
+// log's lock.
 func (k *claim) End(ctx context.Context) {
-	if k.o.Remote == "" {
-		return
+	if k.o.Remote != "" {
+		k.network(ctx, func(ctx context.Context) { k.turn.leave(ctx, k.c.st.Repo.Root, k.o) })
 	}
-	ctx, cancel := context.WithTimeout(git.Unattended(ctx), k.c.Timeout())
-	defer cancel()
-	k.turn.leave(ctx, k.c.st.Repo.Root, k.o)
 }
 
-// enter puts the claim in line on the remote (once), its entry pointing
-// at commit, which the remote has.
-func (k *claim) enter(ctx context.Context, writer, commit string) {
+// network runs fn against the remote within a claim's timeout, git killed
+// with what it started at its end.
+func (k *claim) network(ctx context.Context, fn func(context.Context)) {
 	ctx, cancel := context.WithTimeout(git.Unattended(ctx), k.c.Timeout())
 	defer cancel()
-	k.turn.enter(ctx, k.c.st.Repo.Root, k.o, writer, commit, time.Now())
+	fn(ctx)
 }
 
 // Prepare brings the remote's events into the local log (the caller holds
@@ -129,6 +160,7 @@ func (k *claim) Prepare(ctx context.Context, sess *eventlog.Session) (func(write
 		c.cache = loadCache(c.st)
 	}
 	k.o = c.o
+	k.turn.each = c.Timeout() + time.Second // a round may take Timeout
 	// The fetch and the push share one deadline: the log's lock is held
 	// throughout, and another command waits for it only lock.timeout.
 	deadline := time.Now().Add(c.Timeout())
@@ -151,10 +183,11 @@ func (k *claim) Prepare(ctx context.Context, sess *eventlog.Session) (func(write
 		return c.offline(err)
 	}
 	if ahead > 0 {
-		// Waiting too: in line, so that a claim that comes after the ones
-		// ahead does not win this one's turn when they are done.
+		// Waiting too: in line (at the pause), so that a claim that comes
+		// after the ones ahead does not win this one's turn when they are
+		// done.
 		if at, ok := git.ReadRef(ctx, c.st.Repo, TrackingRef(c.o)); ok {
-			k.enter(ctx, sess.Writer(), at)
+			k.writer, k.at = sess.Writer(), at
 		}
 		return nil, fault.New(CodeSyncContended, store.ErrRemoteMoved, fmt.Sprintf("%d claims waiting longer for %s/%s go first; try again", ahead, c.o.Remote, c.o.Branch),
 			"remote", c.o.Remote, "branch", c.o.Branch)
@@ -200,9 +233,9 @@ func (k *claim) Prepare(ctx context.Context, sess *eventlog.Session) (func(write
 			return err
 		})
 		if errors.Is(err, store.ErrRemoteMoved) {
-			k.enter(ctx, writer, tip)
-		} else if err == nil {
-			k.turn.listed = false
+			k.writer, k.at = writer, tip // in line at the pause
+		} else if err == nil && k.turn.listed {
+			k.turn.listed, k.turn.taken = false, true
 		}
 		if f, ok := fault.As(err); errors.Is(err, store.ErrRemoteMoved) || ok && f.Has(CodeRemoteUnreachable) && !pushTimedOut(err) {
 			c.clearPending() // refused, or never reached: the lines are not on the remote

@@ -23,17 +23,17 @@ import (
 // waiting room on the remote, a ref named for when it first lost
 // (waitingRefs), and a claim that sees an entry older than its own (one
 // that never lost has none) lets it go first: it neither fetches nor
-// pushes, and looks again after a pause. The oldest entry yields to no one,
-// so it wins the next round. The push that wins takes its entry away
-// (atomically); a claim that ends otherwise takes it away then. An entry
-// left by a claim that was killed, or pushed by someone hostile, holds a
-// claim back at most yieldEach, all entries together at most yieldAll, and
-// none once it is entryLife old.
+// pushes, and looks again after a pause, without the log's lock. The
+// oldest entry yields to no one, so it wins the next round. The push that
+// wins takes its entry away (atomically); a claim that ends otherwise
+// takes it away then. An entry left by a claim that was killed, or pushed
+// by someone hostile, holds a claim back at most a round's timeout and a
+// second (at least yieldEach), all entries together three times that, and
+// none once it is entryLife old (or as far in the future).
 const (
 	yieldEach  = 3 * time.Second
-	yieldAll   = 10 * time.Second
 	entryLife  = time.Minute
-	maxEntries = 64 // more are not read: a claim's round stays bounded
+	maxEntries = 64 // live ones read: a claim's round stays bounded
 )
 
 // waitingRefs is the prefix of the waiting room's entries for branch:
@@ -66,7 +66,7 @@ func entriesIn(refs map[string]string, prefix string) []entry {
 	slices.SortFunc(out, func(a, b entry) int {
 		return cmp.Or(a.since.Compare(b.since), strings.Compare(a.ref, b.ref))
 	})
-	return out[:min(len(out), maxEntries)]
+	return out
 }
 
 func parseEntry(prefix, ref string) (entry, bool) {
@@ -91,11 +91,13 @@ type turn struct {
 	own      entry                // this claim's entry, once it lost a round
 	listed   bool                 // own is on the remote
 	tried    bool                 // own was pushed, whether or not it landed
+	taken    bool                 // own is gone: the push that won, or leave, took it away
 	yielded  map[string]time.Time // an entry, and when this claim first let it go first
 	first    time.Time            // when this claim first let any go first
 	stale    []string             // entries past entryLife, taken away when the claim ends
 	ahead    int                  // how many the last round let go first
 	attempts int
+	each     time.Duration // how long one entry may hold the claim back (at least yieldEach)
 }
 
 // yield is how many of entries (oldest first) this claim lets go first at
@@ -103,15 +105,20 @@ type turn struct {
 // claim's budgets. Entries past entryLife are kept to be taken away.
 func (t *turn) yield(entries []entry, now time.Time) int {
 	t.ahead = 0
+	each := max(t.each, yieldEach)
+	live := 0
 	for _, e := range entries {
 		if e.ref == t.own.ref {
 			continue
 		}
-		if now.Sub(e.since) > entryLife {
-			if !slices.Contains(t.stale, e.ref) {
+		if age := now.Sub(e.since); age > entryLife || -age > entryLife {
+			if !slices.Contains(t.stale, e.ref) && len(t.stale) < maxEntries {
 				t.stale = append(t.stale, e.ref)
 			}
 			continue
+		}
+		if live++; live > maxEntries {
+			break
 		}
 		if t.own.ref != "" && !e.older(t.own) {
 			continue
@@ -120,7 +127,7 @@ func (t *turn) yield(entries []entry, now time.Time) int {
 		if !seen {
 			first = now
 		}
-		if now.Sub(first) >= yieldEach || !t.first.IsZero() && now.Sub(t.first) >= yieldAll {
+		if now.Sub(first) >= each || !t.first.IsZero() && now.Sub(t.first) >= 3*each {
 			continue
 		}
 		if t.yielded == nil {
@@ -165,11 +172,13 @@ func (t *turn) enter(ctx context.Context, dir string, o Options, writer, tip str
 }
 
 // leave takes away what the claim leaves in the waiting room: its entry
-// (unless the push that won took it), and the entries past entryLife it
-// saw. Best effort: an entry left holds claims back only within budgets.
+// (unless the push that won took it; also when its push failed, since one
+// cut off at its timeout may have landed), and the entries past
+// entryLife it saw. Best effort: an entry left holds claims back only
+// within budgets.
 func (t *turn) leave(ctx context.Context, dir string, o Options) {
 	var specs []string
-	if t.listed {
+	if t.listed || t.tried && !t.taken {
 		specs = append(specs, ":"+t.own.ref)
 	}
 	for _, ref := range t.stale {
@@ -178,5 +187,5 @@ func (t *turn) leave(ctx context.Context, dir string, o Options) {
 	if len(specs) > 0 {
 		git.PushSpecs(ctx, dir, o.Remote, specs...)
 	}
-	t.listed, t.stale = false, nil
+	t.listed, t.taken, t.stale = false, true, nil
 }

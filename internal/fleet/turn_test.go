@@ -52,13 +52,6 @@ func TestEntriesInOldestFirst(t *testing.T) {
 	if fmt.Sprint(got) != "[100-z-1 200-m-1 300-a-1 300-b-1]" {
 		t.Errorf("entries %v", got)
 	}
-	many := map[string]string{}
-	for i := range maxEntries + 10 {
-		many[fmt.Sprintf("%s%d-w-1", room, 1000+i)] = "c"
-	}
-	if es := entriesIn(many, room); len(es) != maxEntries || es[0].since.UnixMilli() != 1000 {
-		t.Errorf("%d entries read of %d, first %v", len(es), len(many), es[0].since.UnixMilli())
-	}
 }
 
 func TestYield(t *testing.T) {
@@ -99,7 +92,7 @@ func TestYield(t *testing.T) {
 	}
 
 	// An entry that holds the claim back yieldEach is let go; another
-	// still holds it, until yieldAll in all.
+	// still holds it, until three times that in all.
 	k = turn{}
 	k.yield([]entry{old}, t0)
 	if n := k.yield([]entry{old, mid}, t0.Add(yieldEach-time.Millisecond)); n != 2 {
@@ -108,16 +101,50 @@ func TestYield(t *testing.T) {
 	if n := k.yield([]entry{old, mid}, t0.Add(yieldEach)); n != 1 {
 		t.Errorf("old held the claim yieldEach: yields to %d, want 1 (mid)", n)
 	}
+	all := 3 * yieldEach
 	k = turn{}
 	for i := range 10 {
 		e := at(time.Duration(i)*time.Second, fmt.Sprint("e", i)) // each new when first seen
-		now := t0.Add(time.Duration(i) * yieldAll / 10)
+		now := t0.Add(time.Duration(i) * all / 10)
 		if n := k.yield([]entry{e}, now); n != 1 {
 			t.Errorf("entry %d at %s: yields to %d", i, now.Sub(t0), n)
 		}
 	}
-	if n := k.yield([]entry{at(20*time.Second, "late")}, t0.Add(yieldAll)); n != 0 {
-		t.Errorf("past yieldAll the claim still yields (%d)", n)
+	if n := k.yield([]entry{at(20*time.Second, "late")}, t0.Add(all)); n != 0 {
+		t.Errorf("past three times yieldEach the claim still yields (%d)", n)
+	}
+	// A round may take its timeout: the budget is at least that.
+	k = turn{each: 10 * time.Second}
+	k.yield([]entry{old}, t0)
+	if n := k.yield([]entry{old}, t0.Add(9*time.Second)); n != 1 {
+		t.Errorf("within each: yields to %d", n)
+	}
+	if n := k.yield([]entry{old}, t0.Add(10*time.Second)); n != 0 {
+		t.Errorf("past each: yields to %d", n)
+	}
+
+	// An entry as far in the future as entryLife is stale too; stale
+	// entries do not count against maxEntries, and are kept to at most
+	// that many.
+	future := at(entryLife+time.Second, "future")
+	k = turn{}
+	if n := k.yield([]entry{future}, t0); n != 0 || len(k.stale) != 1 {
+		t.Errorf("a future entry: yields to %d, stale %v", n, k.stale)
+	}
+	var many []entry
+	for i := range maxEntries + 5 {
+		many = append(many, at(-entryLife-time.Duration(i+1)*time.Second, fmt.Sprint("s", i)))
+	}
+	k = turn{}
+	if n := k.yield(append(many, young), t0); n != 1 || len(k.stale) != maxEntries {
+		t.Errorf("behind %d stale entries: yields to %d, %d kept to take away", len(many), n, len(k.stale))
+	}
+	var crowd []entry
+	for i := range maxEntries + 5 {
+		crowd = append(crowd, at(-time.Duration(i+1)*time.Millisecond, fmt.Sprint("c", i)))
+	}
+	if n := (&turn{}).yield(crowd, t0); n != maxEntries {
+		t.Errorf("%d live entries: yields to %d, want %d", len(crowd), n, maxEntries)
 	}
 }
 

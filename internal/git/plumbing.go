@@ -204,9 +204,15 @@ func PushCommit(ctx context.Context, repo, remote, commit, branch string, deltas
 }
 
 // branchMoved says whether git's stderr refuses a push because the branch
-// moved since it was fetched.
+// moved since it was fetched, or as it was pushed (a ref another push
+// held locked).
 func branchMoved(stderr string) bool {
-	return strings.Contains(stderr, "non-fast-forward") || strings.Contains(stderr, "fetch first") || strings.Contains(stderr, "stale info")
+	for _, sign := range []string{"non-fast-forward", "fetch first", "stale info", "cannot lock ref", "failed to update ref"} {
+		if strings.Contains(stderr, sign) {
+			return true
+		}
+	}
+	return false
 }
 
 // PushSpecs pushes refspecs, each on its own (not atomically), never

@@ -131,8 +131,8 @@ type Claim interface {
 	// ErrRemoteMoved ends the round: another machine moved first, or goes
 	// first.
 	Prepare(ctx context.Context, sess *eventlog.Session) (publish func(writer string, lines []byte) error, err error)
-	// Pause is how long to wait before the next round.
-	Pause() time.Duration
+	// Pause waits before the next round, without the log's lock.
+	Pause(ctx context.Context) error
 	// End runs when the claim is over, whether it won or not.
 	End(ctx context.Context)
 }
@@ -411,10 +411,8 @@ func Write[R any](ctx context.Context, s *Store, mode Mode, at time.Time, actor 
 		if !errors.Is(err, ErrRemoteMoved) || time.Now().After(deadline) {
 			return w, err
 		}
-		select {
-		case <-ctx.Done():
-			return Written[R]{}, ctx.Err()
-		case <-time.After(claim.Pause()):
+		if err := claim.Pause(ctx); err != nil {
+			return Written[R]{}, err
 		}
 	}
 }

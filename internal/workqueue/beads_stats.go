@@ -20,7 +20,14 @@ import (
 //	section := counts | lead | a bit set per task |
 //	           the tasks in progress (position, lease, parts, lead) |
 //	           the open epics (id, children, closed children) |
-//	           the labels (label, tasks) | no dependency cycle
+//	           the labels (label, tasks) | no dependency cycle |
+//	           a task named as a blocker or parent that does not exist
+//
+// A task made since that a saved task names (an import can leave a
+// dependency dangling, and a later one make the task) changes what the
+// namer adds, and nothing in the table leads to the namer: the last flag
+// says whether that can happen, and a task made since then sends the
+// readers to every task.
 //
 // bd epic status, bd label list-all and bd dep cycles read it too.
 
@@ -165,6 +172,7 @@ type beadsStatsWriter struct {
 	labels   map[string]*int    // tasks by label
 	edgeAt   []int32            // by position: where its cycleEdges start in edgeTo
 	edgeTo   []string
+	dangling bool // a blocker or parent named that is not a task
 }
 
 func newBeadsStatsWriter(n int) *beadsStatsWriter {
@@ -184,6 +192,9 @@ func (w *beadsStatsWriter) add(s *State, i int, id string, t *Task) {
 		w.tally.count(b, lead, 1)
 	}
 	w.bits = append(w.bits, b)
+	if !w.dangling {
+		w.dangling = t.Parent != "" && !s.exists(t.Parent) || slices.ContainsFunc(t.Blockers, func(d Dep) bool { return !s.exists(d.ID) })
+	}
 	if t.Parent != "" {
 		c := w.children[t.Parent]
 		if c == nil {
@@ -266,6 +277,7 @@ func (w *beadsStatsWriter) encode(ids []string) []byte {
 		e.Uint(uint64(*w.labels[l]))
 	}
 	e.Bool(w.acyclic(ids))
+	e.Bool(w.dangling)
 	return e.Buf
 }
 
@@ -366,7 +378,8 @@ type beadsSection struct {
 	claimed []claimed
 	epics   map[string][2]int
 	labels  map[string]int
-	acyclic bool // no dependency cycle when saved
+	acyclic  bool // no dependency cycle when saved
+	dangling bool // a saved task named a blocker or parent that was not a task
 }
 
 // beadsStats reads the section once; an error for one that does not read.
@@ -417,6 +430,7 @@ func (l *lazyTasks) beadsStats() (*beadsSection, error) {
 			sec.labels[d.Str()] = count()
 		}
 		sec.acyclic = d.Bool()
+		sec.dangling = d.Bool()
 		err = d.End()
 		if err == nil && n != l.sum.n {
 			err = table.ErrDamaged
@@ -458,6 +472,9 @@ func (s *State) bdSection() (*beadsSection, *beadsSince, bool) {
 	c.isChanged = make(map[string]bool, len(c.changed))
 	for _, id := range c.changed {
 		c.isChanged[id] = true
+		if sec.dangling && s.trk.m[id] != nil && s.position(id) < 0 {
+			return nil, nil, false // made since, and perhaps named by a saved task
+		}
 	}
 	return sec, c, true
 }

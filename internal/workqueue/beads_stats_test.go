@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -66,6 +67,62 @@ func TestBeadsStatsOfClaimedTasks(t *testing.T) {
 		got, ok := p.State().summaryBeadsStats(now)
 		if want := whole.BeadsStats(DefaultPolicy(), now); !ok || got != want {
 			t.Errorf("at %v: %+v (from the section: %v), want %+v", now, got, ok, want)
+		}
+	}
+}
+
+// A saved task can name a blocker or a parent that is not a task (an
+// import left it dangling); a later import makes it. Nothing in the table
+// leads from the new task to its namer, so bd's readers go to every task
+// then: bd stats, bd blocked and bd epic status answer as the whole state.
+// With nothing dangling, or nothing made since, they read the section.
+func TestBeadsViewsOfADanglingName(t *testing.T) {
+	t.Parallel()
+	at, task := tableTasks()
+	for _, c := range []struct {
+		name    string
+		saved   func() []*Task
+		made    func() *Task // since the save
+		section bool         // bd's readers still read it
+	}{
+		{"a dangling blocker made", func() []*Task {
+			return []*Task{task("sp-000a", StatusOpen, "sp-000x"), task("sp-000b", StatusOpen)}
+		}, func() *Task { return task("sp-000x", StatusOpen) }, false},
+		{"a dangling parent made", func() []*Task {
+			child := task("sp-000a", StatusClosed)
+			child.Parent = "sp-000e"
+			return []*Task{child, task("sp-000b", StatusOpen)}
+		}, func() *Task { x := task("sp-000e", StatusOpen); x.Type = "epic"; return x }, false},
+		{"a dangling blocker, another task made", func() []*Task {
+			return []*Task{task("sp-000a", StatusOpen, "sp-000x"), task("sp-000b", StatusOpen)}
+		}, func() *Task { return task("sp-000c", StatusOpen) }, false},
+		{"nothing dangling", func() []*Task {
+			return []*Task{task("sp-000a", StatusOpen, "sp-000b"), task("sp-000b", StatusOpen)}
+		}, func() *Task { return task("sp-000c", StatusOpen, "sp-000a") }, true},
+	} {
+		table, err := NewTasksProjection(StateOf(c.saved(), nil)).MarshalState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := NewTasksProjection(NewState())
+		if err := p.UnmarshalState(table); err != nil {
+			t.Fatal(err)
+		}
+		s := p.State()
+		made := c.made()
+		s.trk.m[made.ID] = made
+		whole := StateOf(append(c.saved(), c.made()), nil)
+		if _, ok := s.summaryBeadsStats(at); ok != c.section {
+			t.Errorf("%s: bd stats from the section %v, want %v", c.name, ok, c.section)
+		}
+		if got, want := s.BeadsStats(DefaultPolicy(), at), whole.BeadsStats(DefaultPolicy(), at); got != want {
+			t.Errorf("%s: bd stats %+v, want %+v", c.name, got, want)
+		}
+		if got, want := fmt.Sprint(s.BeadsBlocked(DefaultPolicy(), at, "")), fmt.Sprint(whole.BeadsBlocked(DefaultPolicy(), at, "")); got != want {
+			t.Errorf("%s: bd blocked %s, want %s", c.name, got, want)
+		}
+		if got, want := fmt.Sprint(s.Epics(DefaultPolicy(), at)), fmt.Sprint(whole.Epics(DefaultPolicy(), at)); got != want {
+			t.Errorf("%s: bd epic status %s, want %s", c.name, got, want)
 		}
 	}
 }

@@ -18,7 +18,7 @@ import (
 // a command opens the index and decodes only the tasks it touches.
 
 const (
-	tasksMagic = "spool-tasks-24\n"
+	tasksMagic = "spool-tasks-25\n"
 	queueMagic = "spool-history-10\n"
 )
 

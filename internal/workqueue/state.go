@@ -311,6 +311,16 @@ func (s *State) notClosed(id string) bool {
 	return i >= 0 && s.trk.isOpen(i)
 }
 
+// exists reports whether task id exists, as notClosed does, without
+// decoding a snapshot's task.
+func (s *State) exists(id string) bool {
+	if t, ok := s.trk.m[id]; ok || s.trk.lazy == nil {
+		return t != nil
+	}
+	i, _ := s.trk.find(id)
+	return i >= 0
+}
+
 // closedTask reports whether task id exists and is closed, as notClosed
 // does, without decoding a snapshot's task.
 func (s *State) closedTask(id string) bool {
@@ -427,7 +437,7 @@ const (
 // Their state grows with the number of tasks, so saves are amortized (see
 // projections.Spec.Amortize).
 var (
-	Spec      = projections.Spec{Name: Name, Version: 21, Amortize: 1000, Overlay: overlayEvery, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
+	Spec      = projections.Spec{Name: Name, Version: 22, Amortize: 1000, Overlay: overlayEvery, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
 	QueueSpec = projections.Spec{Name: QueueName, Version: 13, Amortize: 1000, Overlay: overlayEvery, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 
