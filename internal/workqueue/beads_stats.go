@@ -373,11 +373,11 @@ func (s *State) cycleFrom(ids []string) bool {
 
 // beadsSection is the section as read.
 type beadsSection struct {
-	tally   beadsTally
-	bits    string
-	claimed []claimed
-	epics   map[string][2]int
-	labels  map[string]int
+	tally    beadsTally
+	bits     string
+	claimed  []claimed
+	epics    map[string][2]int
+	labels   map[string]int
 	acyclic  bool // no dependency cycle when saved
 	dangling bool // a saved task named a blocker or parent that was not a task
 }
