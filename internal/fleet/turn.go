@@ -17,12 +17,13 @@ import (
 // Claims through the remote take turns. A claim is a compare-and-swap of
 // one branch, and the machine that won the last round tends to win the
 // next: its log is fresh, so its round (nothing to fetch, nothing to bring
-// in) is the shortest. With two clones contending, one waited 8 s while the
-// other claimed 80 times; on a loaded CI machine a clone lost every round
-// for its whole 30 s patience. So a claim that loses a round enters a
-// waiting room on the remote, a ref named for when it first lost
-// (waitingRefs), and a claim that sees an entry older than its own (one
-// that never lost has none) lets it go first: it neither fetches nor
+// in) is the shortest. With two clones contending, one claimed 69 times
+// while the other waited 8 s for its one claim; on a loaded CI machine a
+// clone lost every round for its whole 30 s patience. So a claim that
+// loses a round, or finds others waiting, enters a waiting room on the
+// remote, a ref named for when it first waited (waitingRefs), and a claim
+// that sees an entry older than its own (one that never waited has none)
+// lets it go first: it neither fetches nor
 // pushes, and looks again after a pause, without the log's lock. The
 // oldest entry yields to no one, so it wins the next round. The push that
 // wins takes its entry away (atomically); a claim that ends otherwise
@@ -88,7 +89,7 @@ func newEntry(prefix, writer string, now time.Time) entry {
 
 // turn is one claim's place in the waiting room, across its rounds.
 type turn struct {
-	own      entry                // this claim's entry, once it lost a round
+	own      entry                // this claim's entry, once it waited
 	listed   bool                 // own is on the remote
 	tried    bool                 // own was pushed, whether or not it landed
 	taken    bool                 // own is gone: the push that won, or leave, took it away
@@ -158,8 +159,9 @@ func (t *turn) pause() time.Duration {
 	return time.Duration(mrand.Int64N(int64(5*time.Millisecond) << min(t.attempts, 4)))
 }
 
-// enter records that the claim lost a round at now, on the remote, as an
-// entry pointing at tip (a commit the remote has, so nothing is sent).
+// enter records on the remote that the claim lost a round, or let others
+// go first, at now: an entry pointing at tip (a commit the remote has, so
+// nothing is sent).
 // Once per claim: a failed push is not tried again, and costs the claim
 // only its place.
 func (t *turn) enter(ctx context.Context, dir string, o Options, writer, tip string, now time.Time) {

@@ -91,9 +91,12 @@ func (s *State) BeadsBlocked(p Policy, now time.Time, parent string) []BlockedJS
 	if parent != "" {
 		under = s.descendants(parent)
 	}
-	if ts, ok := s.blockedCandidates(); ok && parent == "" {
-		tasks = slices.Values(ts)
-	} else {
+	if parent == "" {
+		if ts, ok := s.blockedCandidates(); ok {
+			tasks = slices.Values(ts)
+		}
+	}
+	if tasks == nil {
 		tasks = maps.Values(s.allTasks())
 	}
 	var out []BlockedJSON
