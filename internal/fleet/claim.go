@@ -98,13 +98,14 @@ type claim struct {
 // first, and after the latter looks at the room again until none is ahead
 // (or the claim stopped waiting for them).
 func (k *claim) Pause(ctx context.Context) error {
+	dir := k.c.st.Repo.Root
 	if k.at != "" {
-		k.network(ctx, func(ctx context.Context) {
-			k.turn.enter(ctx, k.c.st.Repo.Root, k.o, k.writer, k.at, time.Now())
-		})
+		k.network(ctx, func(ctx context.Context) { k.turn.enter(ctx, dir, k.o, k.writer, k.at, time.Now()) })
 		k.at = ""
 	}
+	sweep := func() { k.network(ctx, func(ctx context.Context) { k.turn.sweep(ctx, dir, k.o) }) }
 	for {
+		sweep()
 		yielding := k.turn.ahead > 0
 		select {
 		case <-ctx.Done():
@@ -117,11 +118,13 @@ func (k *claim) Pause(ctx context.Context) error {
 		room := waitingRefs(k.o.Branch)
 		var refs map[string]string
 		var err error
-		k.network(ctx, func(ctx context.Context) {
-			refs, err = git.RemoteRefs(ctx, k.c.st.Repo.Root, k.o.Remote, room+"*")
-		})
-		if err != nil || k.turn.yield(entriesIn(refs, room), time.Now()) == 0 {
-			return nil // the round finds out the rest
+		k.network(ctx, func(ctx context.Context) { refs, err = git.RemoteRefs(ctx, dir, k.o.Remote, room+"*") })
+		if err != nil {
+			return nil // the round finds out
+		}
+		if k.turn.yield(entriesIn(refs, room), time.Now()) == 0 {
+			sweep()
+			return nil
 		}
 	}
 }

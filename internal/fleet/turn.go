@@ -95,7 +95,8 @@ type turn struct {
 	taken    bool                 // own is gone: the push that won, or leave, took it away
 	yielded  map[string]time.Time // an entry, and when this claim first let it go first
 	first    time.Time            // when this claim first let any go first
-	stale    []string             // entries past entryLife, taken away when the claim ends
+	stale    []string             // entries past entryLife, or first in line too long: to take away
+	removed  int                  // of stale, those already taken away
 	ahead    int                  // how many the last round let go first
 	attempts int
 	each     time.Duration // how long one entry may hold the claim back (at least yieldEach)
@@ -103,19 +104,26 @@ type turn struct {
 
 // yield is how many of entries (oldest first) this claim lets go first at
 // now: those older than its own entry, not past entryLife, and within the
-// claim's budgets. Entries past entryLife are kept to be taken away.
+// claim's budgets. Only the first in line spends a budget: a live one
+// waits for no one and wins within a round, so one that stays first for
+// longer than each (a round's timeout and a second) is taken for a claim
+// that died waiting. It is let go, and taken away (stale, which Pause
+// removes at once), so that the claims after this one do not each wait
+// for it again. Entries past entryLife are taken away too.
 func (t *turn) yield(entries []entry, now time.Time) int {
 	t.ahead = 0
 	each := max(t.each, yieldEach)
-	live := 0
+	if !t.first.IsZero() && now.Sub(t.first) >= 3*each {
+		return 0 // waited long enough in all: something is wrong with the room
+	}
+	live, head := 0, true
 	for _, e := range entries {
 		if e.ref == t.own.ref {
+			head = false // those after this claim's own entry wait for it
 			continue
 		}
 		if age := now.Sub(e.since); age > entryLife || -age > entryLife {
-			if !slices.Contains(t.stale, e.ref) && len(t.stale) < maxEntries {
-				t.stale = append(t.stale, e.ref)
-			}
+			t.drop(e.ref)
 			continue
 		}
 		if live++; live > maxEntries {
@@ -124,23 +132,34 @@ func (t *turn) yield(entries []entry, now time.Time) int {
 		if t.own.ref != "" && !e.older(t.own) {
 			continue
 		}
-		first, seen := t.yielded[e.ref]
-		if !seen {
-			first = now
+		if head {
+			first, seen := t.yielded[e.ref]
+			if !seen {
+				first = now
+				if t.yielded == nil {
+					t.yielded = make(map[string]time.Time)
+				}
+				t.yielded[e.ref] = first
+			}
+			if now.Sub(first) >= each {
+				t.drop(e.ref) // first in line and not moving: the next one is first
+				continue
+			}
+			head = false
 		}
-		if now.Sub(first) >= each || !t.first.IsZero() && now.Sub(t.first) >= 3*each {
-			continue
-		}
-		if t.yielded == nil {
-			t.yielded = make(map[string]time.Time)
-		}
-		t.yielded[e.ref] = first
 		if t.first.IsZero() {
 			t.first = now
 		}
 		t.ahead++
 	}
 	return t.ahead
+}
+
+// drop records ref to be taken away.
+func (t *turn) drop(ref string) {
+	if !slices.Contains(t.stale, ref) && len(t.stale) < maxEntries {
+		t.stale = append(t.stale, ref)
+	}
 }
 
 // pause is how long to wait before the claim's next round: after one that
@@ -183,11 +202,25 @@ func (t *turn) leave(ctx context.Context, dir string, o Options) {
 	if t.listed || t.tried && !t.taken {
 		specs = append(specs, ":"+t.own.ref)
 	}
-	for _, ref := range t.stale {
+	for _, ref := range t.stale[t.removed:] {
 		specs = append(specs, ":"+ref)
 	}
 	if len(specs) > 0 {
 		git.PushSpecs(ctx, dir, o.Remote, specs...)
 	}
-	t.listed, t.taken, t.stale = false, true, nil
+	t.listed, t.taken, t.removed = false, true, len(t.stale)
+}
+
+// sweep takes away at once the entries found stale since the last sweep:
+// until then every claim waits for them again.
+func (t *turn) sweep(ctx context.Context, dir string, o Options) {
+	if len(t.stale) == t.removed {
+		return
+	}
+	specs := make([]string, 0, len(t.stale)-t.removed)
+	for _, ref := range t.stale[t.removed:] {
+		specs = append(specs, ":"+ref)
+	}
+	git.PushSpecs(ctx, dir, o.Remote, specs...)
+	t.removed = len(t.stale)
 }

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -113,6 +114,32 @@ func TestYield(t *testing.T) {
 	if n := k.yield([]entry{at(20*time.Second, "late")}, t0.Add(all)); n != 0 {
 		t.Errorf("past three times yieldEach the claim still yields (%d)", n)
 	}
+	// Only the first in line spends a budget: one behind it may wait
+	// longer than yieldEach, and once the first is let go (and kept to be
+	// taken away) the next one's budget starts.
+	k = turn{}
+	for _, d := range []time.Duration{0, yieldEach / 2, yieldEach - time.Millisecond} {
+		if n := k.yield([]entry{old, mid}, t0.Add(d)); n != 2 {
+			t.Errorf("at %s: yields to %d, want 2", d, n)
+		}
+	}
+	if n := k.yield([]entry{old, mid}, t0.Add(yieldEach)); n != 1 || !slices.Equal(k.stale, []string{old.ref}) {
+		t.Errorf("old first in line for yieldEach: yields to %d, to take away %v", n, k.stale)
+	}
+	if n := k.yield([]entry{old, mid}, t0.Add(2*yieldEach-time.Millisecond)); n != 1 {
+		t.Errorf("mid, first in line since yieldEach: yields to %d", n)
+	}
+	if n := k.yield([]entry{old, mid}, t0.Add(2*yieldEach)); n != 0 || len(k.stale) != 2 {
+		t.Errorf("mid first in line for yieldEach: yields to %d, to take away %v", n, k.stale)
+	}
+	// In line itself, a claim spends no budget on the entries behind the
+	// first: they are not ahead of it.
+	k = turn{own: young}
+	k.yield([]entry{old, mid, young}, t0)
+	if n := k.yield([]entry{old, mid, young}, t0.Add(yieldEach-time.Millisecond)); n != 2 {
+		t.Errorf("behind old and mid: yields to %d", n)
+	}
+
 	// A round may take its timeout: the budget is at least that.
 	k = turn{each: 10 * time.Second}
 	k.yield([]entry{old}, t0)
