@@ -28,9 +28,11 @@ import (
 // oldest entry yields to no one, so it wins the next round. The push that
 // wins takes its entry away (atomically); a claim that ends otherwise
 // takes it away then. An entry left by a claim that was killed, or pushed
-// by someone hostile, holds a claim back at most a round's timeout and a
-// second (at least yieldEach), all entries together three times that, and
-// none once it is entryLife old (or as far in the future).
+// by someone hostile, holds claims back while it is first in line, at
+// most a round's timeout and a second (at least yieldEach): then the claim
+// that waited for it takes it away. All entries together hold a claim
+// back at most three times that, and none once it is entryLife old (or as
+// far in the future).
 const (
 	yieldEach  = 3 * time.Second
 	entryLife  = time.Minute
