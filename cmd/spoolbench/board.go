@@ -293,7 +293,7 @@ func startServe(bin, dir string, env []string) (*server, error) {
 	cmd.Stdout, cmd.Stderr = first, os.Stderr
 	// Its own group, so that stop reaches all of it; killed with spoolbench
 	// should this die without stopping it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = ownGroupDying()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
