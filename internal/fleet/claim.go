@@ -238,7 +238,7 @@ func (k *claim) Prepare(ctx context.Context, sess *eventlog.Session) (func(write
 		if errors.Is(err, store.ErrRemoteMoved) {
 			k.writer, k.at = writer, tip // in line at the pause
 		} else if err == nil && k.turn.listed {
-			k.turn.listed, k.turn.taken = false, true
+			k.turn.listed, k.turn.tried = false, false // the push took it away
 		}
 		if f, ok := fault.As(err); errors.Is(err, store.ErrRemoteMoved) || ok && f.Has(CodeRemoteUnreachable) && !pushTimedOut(err) {
 			c.clearPending() // refused, or never reached: the lines are not on the remote

@@ -93,8 +93,7 @@ func newEntry(prefix, writer string, now time.Time) entry {
 type turn struct {
 	own      entry                // this claim's entry, once it waited
 	listed   bool                 // own is on the remote
-	tried    bool                 // own was pushed, whether or not it landed
-	taken    bool                 // own is gone: the push that won, or leave, took it away
+	tried    bool                 // own was pushed, whether or not it landed, and not taken away since
 	yielded  map[string]time.Time // an entry, and when this claim first let it go first
 	first    time.Time            // when this claim first let any go first
 	stale    []string             // entries past entryLife, or first in line too long: to take away
@@ -201,28 +200,25 @@ func (t *turn) enter(ctx context.Context, dir string, o Options, writer, tip str
 // within budgets.
 func (t *turn) leave(ctx context.Context, dir string, o Options) {
 	var specs []string
-	if t.listed || t.tried && !t.taken {
+	if t.tried {
 		specs = append(specs, ":"+t.own.ref)
 	}
-	for _, ref := range t.stale[t.removed:] {
-		specs = append(specs, ":"+ref)
-	}
-	if len(specs) > 0 {
-		git.PushSpecs(ctx, dir, o.Remote, specs...)
-	}
-	t.listed, t.taken, t.removed = false, true, len(t.stale)
+	t.listed, t.tried = false, false
+	t.push(ctx, dir, o, specs)
 }
 
 // sweep takes away at once the entries found stale since the last sweep:
 // until then every claim waits for them again.
-func (t *turn) sweep(ctx context.Context, dir string, o Options) {
-	if len(t.stale) == t.removed {
-		return
-	}
-	specs := make([]string, 0, len(t.stale)-t.removed)
+func (t *turn) sweep(ctx context.Context, dir string, o Options) { t.push(ctx, dir, o, nil) }
+
+// push pushes specs and the deletions of the stale entries not yet taken
+// away, if any: best effort.
+func (t *turn) push(ctx context.Context, dir string, o Options, specs []string) {
 	for _, ref := range t.stale[t.removed:] {
 		specs = append(specs, ":"+ref)
 	}
-	git.PushSpecs(ctx, dir, o.Remote, specs...)
 	t.removed = len(t.stale)
+	if len(specs) > 0 {
+		git.PushSpecs(ctx, dir, o.Remote, specs...)
+	}
 }

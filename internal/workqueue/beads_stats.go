@@ -479,6 +479,17 @@ func (s *State) bdSection() (*beadsSection, *beadsSince, bool) {
 	return sec, c, true
 }
 
+// fresh are the tasks whose part may differ from the section's: those
+// decoded or changed since the save, and those whose blockers were closed
+// or reopened since.
+func (c *beadsSince) fresh() map[string]bool {
+	fresh := maps.Clone(c.isChanged)
+	if len(c.changed) > 0 {
+		maps.Copy(fresh, c.s.namedByClosing(nil, true))
+	}
+	return fresh
+}
+
 // savedTask is task id as the table holds it, decoded once; nil for a
 // task made since.
 func (c *beadsSince) savedTask(id string) *Task {
@@ -502,10 +513,7 @@ func (s *State) summaryBeadsStats(now time.Time) (Statistics, bool) {
 		return Statistics{}, false
 	}
 	tally := sec.tally
-	fresh := maps.Clone(c.isChanged) // and those whose blockers may have changed
-	if len(c.changed) > 0 {
-		maps.Copy(fresh, s.namedByClosing(nil, true))
-	}
+	fresh := c.fresh()
 	freshAt := newBitset(len(sec.bits))
 	for id := range fresh {
 		s.Task(id) // decoded once, here: its place is then known without a second look-up
@@ -555,10 +563,7 @@ func (s *State) blockedCandidates() ([]*Task, bool) {
 	if !ok {
 		return nil, false
 	}
-	fresh := maps.Clone(c.isChanged)
-	if len(c.changed) > 0 {
-		maps.Copy(fresh, s.namedByClosing(nil, true))
-	}
+	fresh := c.fresh()
 	tt, flags := s.trk.table(), s.trk.lazy.sum.flags
 	var out []*Task
 	for i := range len(sec.bits) {
