@@ -157,6 +157,9 @@ func (b *bdEnv) matching(c *compiled, limit int, keep func(status string) bool, 
 	}
 	admit := c.admitter(keep)
 	view := c.viewFilter()
+	if query != "" && view == nil {
+		return st.BeadsSearch(q.Policy, q.Now, admit, query, limit), nil
+	}
 	if query != "" { // an id, a title or a description: the last needs the whole issue
 		rest := view
 		view = func(v workqueue.TaskJSON) bool {

@@ -79,6 +79,9 @@ func (r *Dec) End() error {
 	return r.err
 }
 
+// Unread returns the bytes not read yet, without reading them.
+func (r *Dec) Unread() string { return r.s[r.pos:] }
+
 // Rest returns the bytes not read yet and reads them.
 func (r *Dec) Rest() string {
 	s := r.s[r.pos:]

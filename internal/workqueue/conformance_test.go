@@ -55,7 +55,7 @@ var start = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 
 var (
 	taskActors  = []string{"ada@example.com", "bob@example.com", "zoë@example.com"}
-	taskTitles  = []string{"Fix the login page", "Ünïcode títle ✓", `Quote "this" and \ that`, "  padded  ", "<b>html</b> & more"}
+	taskTitles  = []string{"Fix the login page", "Ünïcode títle ✓", `Quote "this" and \ that`, "  padded  ", "<b>html</b> & more", "\u212aelvin in \u0130stanbul"}
 	taskLabels  = []string{"backend", "ui", "urgent", "blocked", "good-first-issue", "ünï"}
 	taskTexts   = []string{"", "one line", "two\nlines\n", "tab\there, emoji 🚀"}
 	depTypes    = []string{"related", "discovered-from", "parent-child", "duplicates", "blocks"}

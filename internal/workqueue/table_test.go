@@ -292,6 +292,26 @@ func sameLists(t *testing.T, c *taskClone, fresh func() *workqueue.State, now ti
 				}
 			}
 		}
+		// bd search: the records that cannot hold the text passed over.
+		someID := strings.ToUpper(all[len(all)/2][:len(all[len(all)/2])-1])
+		for _, query := range []string{"login", "fix THE login", "quote", "kelv", "istanbul", "\u00fcn\u00ef", "\U0001f680", `"this" and \`, "<B>", "edited", "two\nl", someID, "zzz"} {
+			anyCase := func(s string) bool { return strings.Contains(strings.ToLower(s), strings.ToLower(query)) }
+			matches := func(v workqueue.TaskJSON) bool { return anyCase(v.ID) || anyCase(v.Title) || anyCase(v.Description) }
+			for _, admit := range []func(*workqueue.Task, string) bool{
+				func(*workqueue.Task, string) bool { return true },
+				func(_ *workqueue.Task, status string) bool { return status == workqueue.StatusOpen },
+			} {
+				for _, limit := range []int{0, 3} {
+					want := jsonOf(t, whole.BeadsList(c.pol, at, admit, matches, limit))
+					if got := jsonOf(t, fresh().BeadsSearch(c.pol, at, admit, query, limit)); got != want {
+						t.Fatalf("bd search %q (limit %d) at %v:\n%s\nwant\n%s", query, limit, at, got, want)
+					}
+					if got := jsonOf(t, whole.BeadsSearch(c.pol, at, admit, query, limit)); got != want {
+						t.Fatalf("bd search %q (limit %d) in memory at %v:\n%s\nwant\n%s", query, limit, at, got, want)
+					}
+				}
+			}
+		}
 		// bd list's default, the first issues not closed, picked from the index.
 		notClosed := func(_ *workqueue.Task, status string) bool { return status != workqueue.StatusClosed }
 		for _, limit := range []int{1, 3, 50} {
