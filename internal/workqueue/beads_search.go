@@ -37,7 +37,11 @@ func (s *State) BeadsSearch(p Policy, now time.Time, admit func(t *Task, status 
 		t   *Task // that task
 	}
 	var picks []pick
-	holds := foldFinder(lq) // nil: every record is decoded
+	var sample []string // the first records: which byte of the query is rarest in this table
+	for _, d := range tt.Range(0, min(len(tt.IDs), 32)) {
+		sample = append(sample, d.Unread())
+	}
+	holds := foldFinder(lq, sample) // nil: every record is decoded
 	tt.Scan(func(i int, d *table.Dec) bool {
 		if c.changed(uint32(i)) || holds != nil && !holds(d.Unread()) {
 			return true
@@ -83,8 +87,10 @@ func (s *State) BeadsSearch(p Policy, now time.Time, admit func(t *Task, status 
 // holds q in any ASCII case, or a rune that lowers to an ASCII letter of
 // q (U+0130 to i, U+212A to k: no other rune lowers to ASCII). Nil when q
 // is not ASCII. A byte that is not valid UTF-8 lowers to U+FFFD, which
-// joins no ASCII text. Nil as well for "", which every text holds.
-func foldFinder(q string) func(b string) bool {
+// joins no ASCII text. Nil as well for "", which every text holds. It
+// looks for the byte of q that sample holds least often (an id's prefix
+// can make any letter common).
+func foldFinder(q string, sample []string) func(b string) bool {
 	if q == "" {
 		return nil
 	}
@@ -101,16 +107,27 @@ func foldFinder(q string) func(b string) bool {
 		odd = append(odd, "\u212a")
 	}
 	// Search for the rarest byte of q, in both cases, and compare around it.
-	k := 0
+	cases := func(c byte) []byte {
+		if c >= 'a' && c <= 'z' {
+			return []byte{c, c - 'a' + 'A'}
+		}
+		return []byte{c}
+	}
+	seen := func(c byte) (n int) {
+		for _, a := range cases(c) {
+			for _, b := range sample {
+				n += strings.Count(b, string(a))
+			}
+		}
+		return n
+	}
+	k, least := 0, -1
 	for i := range len(q) {
-		if byteRank(q[i]) < byteRank(q[k]) {
-			k = i
+		if n := seen(q[i]); least < 0 || n < least || n == least && byteRank(q[i]) < byteRank(q[k]) {
+			k, least = i, n
 		}
 	}
-	anchors := []byte{q[k]}
-	if c := q[k]; c >= 'a' && c <= 'z' {
-		anchors = append(anchors, c-'a'+'A')
-	}
+	anchors := cases(q[k])
 	return func(b string) bool {
 		for _, a := range anchors {
 			for from := k; from < len(b); {
