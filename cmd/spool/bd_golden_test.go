@@ -174,8 +174,38 @@ var bdTypes = map[string]func() any{
 			Count int    `json:"count"`
 		})
 	},
-	"epic-status": func() any { return new([]bdEpicStatus) },
-	"search":      func() any { return new([]bdIssueWithCounts) },
+	"epic-status":     func() any { return new([]bdEpicStatus) },
+	"search":          func() any { return new([]bdIssueWithCounts) },
+	"children":        func() any { return new([]bdIssueWithCounts) },
+	"list-parent":     func() any { return new([]bdIssueWithCounts) },
+	"count":           func() any { return new(bdCount) },
+	"count-open":      func() any { return new(bdCount) },
+	"count-by-status": func() any { return new(bdGroupCounts) },
+	"count-by-label":  func() any { return new(bdGroupCounts) },
+	"stale":           func() any { return new([]bdIssue) },
+	"stale-all":       func() any { return new([]bdIssue) },
+	"show-quick":      func() any { return new([]bdIssueDetails) },
+	"types": func() any {
+		return new(struct {
+			CoreTypes []struct {
+				Name        string `json:"name"`
+				Description string `json:"description"`
+			} `json:"core_types"`
+		})
+	},
+}
+
+// bdCount and bdGroupCounts are bd count's, without and with --by-*.
+type bdCount struct {
+	Count int `json:"count"`
+}
+
+type bdGroupCounts struct {
+	Total  int `json:"total"`
+	Groups []struct {
+		Group string `json:"group"`
+		Count int    `json:"count"`
+	} `json:"groups"`
 }
 
 // bd's types, as beads v0.49.1 declares them (the fields spool can fill).
@@ -347,6 +377,7 @@ var bdExtras = map[string][]string{
 	"create.json":             {"labels"}, // bd's create --json leaves out the labels it was given
 	"show-missing.json":       {"code"},   // spool's error code
 	"dep-remove-missing.json": {"code"},
+	"show-quick.json":         {"owner", "created_by"}, // bd q records neither; spool records who made every issue
 }
 
 // readIDs reads record.sh's ids file: NAME=ID lines.

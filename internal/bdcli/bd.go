@@ -123,6 +123,11 @@ type bdCLI struct {
 	Blocked    bdBlockedCmd    `cmd:"" help:"Show blocked issues."`
 	Stats      bdStatsCmd      `cmd:"" aliases:"status" help:"Show statistics: issues by status, blocked, ready."`
 	Search     bdSearchCmd     `cmd:"" help:"Search issues by text in their id, title or description."`
+	Children   bdChildrenCmd   `cmd:"" help:"List an issue's children (list --parent)."`
+	Count      bdCountCmd      `cmd:"" help:"Count issues matching filters, or by status, priority, type, assignee or label."`
+	Stale      bdStaleCmd      `cmd:"" help:"Show issues not closed and not updated in --days days."`
+	Types      bdTypesCmd      `cmd:"" help:"List the issue types."`
+	Q          bdQCmd          `cmd:"" name:"q" help:"Quick capture: create an issue and print its id alone."`
 	Prime      bdPrimeCmd      `cmd:"" help:"An agent's context: what the tracker holds, the workflow, the rules."`
 	Onboard    bdOnboardCmd    `cmd:"" help:"What to put in AGENTS.md."`
 	Help       bdHelpCmd       `cmd:"" help:"Help about any command."`

@@ -37,6 +37,7 @@ type bdFilter struct {
 	UpdatedBefore    string   `name:"updated-before" help:"Updated before this date."`
 	ClosedAfter      string   `name:"closed-after" help:"Closed after this date."`
 	ClosedBefore     string   `name:"closed-before" help:"Closed before this date."`
+	Parent           string   `name:"parent" help:"Only the children of this issue."`
 	Long             bool     `help:"Several lines an issue."`
 }
 
@@ -97,6 +98,7 @@ func (c *compiled) admits(t *workqueue.Task, status string) bool {
 		c.prioMin != nil && t.Priority < *c.prioMin,
 		c.prioMax != nil && t.Priority > *c.prioMax,
 		c.Type != "" && t.Type != c.Type,
+		c.Parent != "" && t.Parent != c.Parent,
 		c.NoLabels && slices.ContainsFunc(t.Labels, func(l string) bool { return l != workqueue.BlockedLabel }),
 		c.TitleContains != "" && !anyCase(t.Title, c.TitleContains),
 		c.times[0] != nil && !t.CreatedAt.After(*c.times[0]),
@@ -244,6 +246,15 @@ func (c *bdListCmd) Run(b *bdEnv) error {
 		fmt.Fprintf(b.stderr, "\nShowing %d issues (use --limit 0 for all)\n", limit)
 	}
 	return nil
+}
+
+type bdChildrenCmd struct {
+	Parent string `arg:"" name:"parent-id" help:"The parent issue."`
+}
+
+// Run is bd list --parent ID, as bd's children is.
+func (c *bdChildrenCmd) Run(b *bdEnv) error {
+	return (&bdListCmd{bdFilter: bdFilter{Parent: c.Parent}}).Run(b)
 }
 
 type bdSearchCmd struct {

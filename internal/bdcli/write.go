@@ -103,6 +103,35 @@ func (c *bdCreateCmd) Run(b *bdEnv) error {
 	return nil
 }
 
+type bdQCmd struct {
+	Title    []string `arg:"" help:"The issue's title (the words joined)."`
+	Priority string   `short:"p" default:"2" help:"0-4 or P0-P4."`
+	Type     string   `short:"t" default:"task" help:"task, bug, feature, epic or chore."`
+	Labels   []string `short:"l" help:"Labels (comma-separated)."`
+}
+
+// Run is bd q, quick capture: create, and print the id alone. As bd's, it
+// records no owner.
+func (c *bdQCmd) Run(b *bdEnv) error {
+	prio, err := bdPriority(c.Priority)
+	if err != nil {
+		return err
+	}
+	if c.Type == "enhancement" || c.Type == "feat" {
+		c.Type = "feature"
+	}
+	q, err := b.queue(true)
+	if err != nil {
+		return err
+	}
+	t, err := q.Add(b.ctx, workqueue.NewTask{Title: strings.Join(c.Title, " "), Priority: prio, Type: c.Type, Labels: c.Labels})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(b.stdout, t.ID)
+	return nil
+}
+
 // bdOwner is who bd create records as the owner: $GIT_AUTHOR_EMAIL, then
 // git user.email (bd's getOwner), whoever the actor is.
 func bdOwner(b *bdEnv, q *wqservice.Service) string {

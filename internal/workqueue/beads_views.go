@@ -360,6 +360,17 @@ func (s *State) BeadsList(p Policy, now time.Time, admit func(t *Task, status st
 	return out
 }
 
+// BeadsEach calls fn with every task, in id order, and its status as bd
+// shows it (bd count). A task the table holds is decoded for the call
+// alone: fn must not keep it or its strings.
+func (s *State) BeadsEach(p Policy, now time.Time, fn func(t *Task, status string)) {
+	for t := range s.eachTask(s.decodedIDs()) {
+		if t != nil {
+			fn(t, s.BeadsStatus(t, p, now))
+		}
+	}
+}
+
 // BeadsListJSON is BeadsList without a view filter, for cliout.WriteJSON:
 // each item from the task's saved listing where it holds (ViewsJSON).
 func (s *State) BeadsListJSON(p Policy, now time.Time, admit func(t *Task, status string) bool, limit int) []any {

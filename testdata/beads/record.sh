@@ -7,7 +7,10 @@
 # initialized, with "bd" on PATH:
 #   git init -q -b main && git config user.name 'Ada Lovelace' &&
 #   git config user.email ada@example.com && export BD_ACTOR=ada &&
-#   export BEADS_NO_DAEMON=1 && bd init --quiet --prefix bd && sh record.sh OUTDIR
+#   bd init --quiet --prefix bd && sh record.sh OUTDIR
+# with bd's daemon, which bd starts (its errors are those a client meets;
+# stop it afterwards). bd-0.49.1/ was recorded so, with bd built from the
+# v0.49.1 tag with CGO_ENABLED=0.
 # Files NAME.json are --json output (compared key by key), NAME.txt the text
 # a person or a prompt reads (compared line by line once ids and dates are
 # made neutral).
@@ -29,7 +32,7 @@ fails() { # fails NAME ARGS...: stderr to OUTDIR/NAME.stderr, the exit status to
 	echo $? >"$out/$name.status"
 	set -e
 }
-id() { sed -n 's/^{"id":"\([^"]*\)".*/\1/p'; }
+id() { tr -d ' \n' | sed -n 's/^{"id":"\([^"]*\)".*/\1/p'; } # bd prints it compact or indented
 
 bd create 'Write the parser' -p 1 -t feature -l backend,automated -d 'Parse the config file.' --json >"$out/create.json"
 A=$(id <"$out/create.json")
@@ -113,3 +116,27 @@ run epic-status.json epic status --json
 txt search search parser
 run search.json search parser --json
 bd export -o "$out/export.jsonl" >/dev/null 2>&1
+
+# bd's other views, and quick capture: after the export, which they would change.
+run children.json children "$E" --json
+txt children children "$E"
+run list-parent.json list --parent "$E" --all --json
+# bd's daemon leaves count's groups in a map's order; bd alone (--no-daemon) sorts them.
+run count.json count --json --no-daemon
+run count-open.json count --status open --json --no-daemon
+run count-by-status.json count --by-status --json --no-daemon
+run count-by-label.json count --by-label --json --no-daemon
+txt count count --no-daemon
+txt count-by-priority count --by-priority --no-daemon
+txt count-by-assignee count --by-assignee --no-daemon
+fails count-two-groups count --by-status --by-type --no-daemon
+run types.json types --json
+run stale.json stale --json
+txt stale stale
+sleep 1 # every issue updated before this second: stale --days 0 lists them all
+run stale-all.json stale --days 0 --json
+txt stale-open stale --days 0 --status open
+fails stale-bad-status stale --status closed
+Q=$(bd q 'Quick capture' -p 1 -t bug -l triage)
+printf 'Q=%s\n' "$Q" >>"$out/ids"
+run show-quick.json show "$Q" --json

@@ -1,0 +1,234 @@
+package bdcli
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spoolhq/spool/internal/cliout"
+	"github.com/spoolhq/spool/internal/workqueue"
+)
+
+// bd count, bd stale and bd types: the views bd's "views" group has that
+// list does not.
+
+type bdCountCmd struct {
+	bdFilter   `embed:""`
+	Title      string `help:"Only issues whose title contains this (any case)."`
+	ID         string `name:"id" help:"Only these issues (comma-separated ids)."`
+	ByStatus   bool   `name:"by-status" help:"Count by status."`
+	ByPriority bool   `name:"by-priority" help:"Count by priority."`
+	ByType     bool   `name:"by-type" help:"Count by type."`
+	ByAssignee bool   `name:"by-assignee" help:"Count by assignee."`
+	ByLabel    bool   `name:"by-label" help:"Count by label (an issue counts once for each of its labels)."`
+}
+
+// bdGroupCount is one group of bd count --by-* --json.
+type bdGroupCount struct {
+	Group string `json:"group"`
+	Count int    `json:"count"`
+}
+
+func (c *bdCountCmd) Run(b *bdEnv) error {
+	var by []string
+	for _, g := range []struct {
+		on   bool
+		name string
+	}{{c.ByStatus, "status"}, {c.ByPriority, "priority"}, {c.ByType, "type"}, {c.ByAssignee, "assignee"}, {c.ByLabel, "label"}} {
+		if g.on {
+			by = append(by, g.name)
+		}
+	}
+	if len(by) > 1 {
+		return bdUsage("only one --by-* flag can be specified")
+	}
+	f, err := c.bdFilter.compile()
+	if err != nil {
+		return err
+	}
+	if c.Title != "" {
+		f.TitleContains = c.Title
+	}
+	var ids []string
+	for id := range strings.SplitSeq(c.ID, ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	keep := func(string) bool { return true } // bd count counts closed issues too
+	admit := f.admitter(keep)
+	if len(ids) > 0 {
+		admit = func(t *workqueue.Task, status string) bool {
+			return slices.Contains(ids, t.ID) && f.admitter(keep)(t, status)
+		}
+	}
+	q, st, err := b.tracker(false)
+	if err != nil {
+		return err
+	}
+	view := f.viewFilter()
+	group := ""
+	if len(by) > 0 {
+		group = by[0]
+	}
+	// Each issue is rendered as bd shows it only when a filter or the
+	// group needs more than the task's own fields.
+	rendered := view != nil || group == "assignee" || group == "label"
+	total, counts := 0, map[string]*int{}
+	// Counted by pointer, and each key cloned once: a task decoded for the
+	// call alone lends its strings, and assigning to a key that exists
+	// stores the new key.
+	add := func(group string) {
+		if n := counts[group]; n != nil {
+			*n++
+		} else {
+			one := 1
+			counts[strings.Clone(group)] = &one
+		}
+	}
+	st.BeadsEach(q.Policy, q.Now, func(t *workqueue.Task, status string) {
+		if !admit(t, status) {
+			return
+		}
+		var v workqueue.TaskJSON
+		if rendered {
+			if v = workqueue.Beads(st.View(t, q.Policy, q.Now)); view != nil && !view(v) {
+				return
+			}
+		}
+		total++
+		switch group {
+		case "status":
+			add(status)
+		case "priority":
+			add(fmt.Sprintf("P%d", t.Priority))
+		case "type":
+			add(t.Type)
+		case "assignee":
+			add(cmp.Or(v.Assignee, "(unassigned)"))
+		case "label":
+			for _, l := range v.Labels {
+				add(l)
+			}
+			if len(v.Labels) == 0 {
+				add("(no labels)")
+			}
+		}
+	})
+	if group == "" {
+		if b.JSON {
+			return cliout.WriteJSON(b.stdout, struct {
+				Count int `json:"count"`
+			}{total})
+		}
+		fmt.Fprintln(b.stdout, total)
+		return nil
+	}
+	groups := make([]bdGroupCount, 0, len(counts))
+	for g, n := range counts {
+		groups = append(groups, bdGroupCount{g, *n})
+	}
+	slices.SortFunc(groups, func(a, b bdGroupCount) int { return strings.Compare(a.Group, b.Group) })
+	if b.JSON {
+		return cliout.WriteJSON(b.stdout, struct {
+			Total  int            `json:"total"`
+			Groups []bdGroupCount `json:"groups"`
+		}{total, groups})
+	}
+	fmt.Fprintf(b.stdout, "Total: %d\n\n", total)
+	for _, g := range groups {
+		fmt.Fprintf(b.stdout, "%s: %d\n", cliout.Text(g.Group), g.Count)
+	}
+	return nil
+}
+
+type bdStaleCmd struct {
+	Days   int    `short:"d" default:"30" help:"Issues not updated in this many days."`
+	Status string `short:"s" help:"Only this status: open, in_progress, blocked or deferred."`
+	Limit  int    `short:"n" default:"50" help:"Maximum issues to show (0: all)."`
+}
+
+func (c *bdStaleCmd) Run(b *bdEnv) error {
+	switch c.Status {
+	case "", workqueue.StatusOpen, workqueue.StatusInProgress, workqueue.StatusBlocked, workqueue.StatusDeferred:
+	default:
+		return bdUsage("invalid status '%s'. Valid values: open, in_progress, blocked, deferred", c.Status)
+	}
+	if c.Limit < 0 {
+		return bdUsage("--limit must not be negative, got %d", c.Limit)
+	}
+	q, st, err := b.tracker(false)
+	if err != nil {
+		return err
+	}
+	before := q.Now.Truncate(time.Second).Add(-time.Duration(c.Days) * 24 * time.Hour)
+	admit := func(t *workqueue.Task, status string) bool {
+		return status != workqueue.StatusClosed && (c.Status == "" || status == c.Status) &&
+			t.Detail().UpdatedAt.Truncate(time.Second).Before(before)
+	}
+	issues := st.BeadsList(q.Policy, q.Now, admit, nil, 0)
+	// bd's order: least recently updated first.
+	slices.SortStableFunc(issues, func(a, b workqueue.ListItemJSON) int { return a.UpdatedAt.Compare(b.UpdatedAt) })
+	if c.Limit > 0 && len(issues) > c.Limit {
+		issues = issues[:c.Limit]
+	}
+	if b.JSON {
+		// As bd reads them: the issue's row, without its labels, dependencies, creator or owner.
+		out := make([]workqueue.TaskJSON, len(issues))
+		for i, it := range issues {
+			v := it.TaskJSON
+			v.Labels, v.Dependencies, v.CreatedBy, v.Owner = nil, nil, "", ""
+			out[i] = v
+		}
+		return cliout.WriteJSON(b.stdout, out)
+	}
+	w := b.stdout
+	if len(issues) == 0 {
+		fmt.Fprintf(w, "\n✨ No stale issues found (all active)\n\n")
+		return nil
+	}
+	fmt.Fprintf(w, "\n⏰ Stale issues (%d not updated in %d+ days):\n\n", len(issues), c.Days)
+	for i, it := range issues {
+		fmt.Fprintf(w, "%d. [● P%d] %s: %s\n", i+1, it.Priority, cliout.Text(it.ID), cliout.Text(it.Title))
+		fmt.Fprintf(w, "   Status: %s, Last updated: %d days ago\n", it.Status, int(q.Now.Sub(it.UpdatedAt).Hours()/24))
+		if it.Assignee != "" {
+			fmt.Fprintf(w, "   Assignee: %s\n", cliout.Text(it.Assignee))
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+type bdTypesCmd struct{}
+
+// bdTypeInfo is one type of bd types --json.
+type bdTypeInfo struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+// bdCoreTypes are bd's built-in types, which are spool's (workqueue.IssueTypes).
+var bdCoreTypes = []bdTypeInfo{
+	{"task", "General work item (default)"},
+	{"bug", "Bug report or defect"},
+	{"feature", "New feature or enhancement"},
+	{"chore", "Maintenance or housekeeping"},
+	{"epic", "Large body of work spanning multiple issues"},
+}
+
+func (c *bdTypesCmd) Run(b *bdEnv) error {
+	if b.JSON {
+		return cliout.WriteJSON(b.stdout, struct {
+			CoreTypes []bdTypeInfo `json:"core_types"`
+		}{bdCoreTypes})
+	}
+	fmt.Fprintln(b.stdout, "Core work types (built-in):")
+	for _, t := range bdCoreTypes {
+		fmt.Fprintf(b.stdout, "  %-14s %s\n", t.Name, t.Description)
+	}
+	fmt.Fprintln(b.stdout, "\nNo custom types configured.")
+	fmt.Fprintln(b.stdout, "spool takes these types only.")
+	return nil
+}
