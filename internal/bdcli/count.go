@@ -164,25 +164,40 @@ func (c *bdStaleCmd) Run(b *bdEnv) error {
 		return err
 	}
 	before := q.Now.Truncate(time.Second).Add(-time.Duration(c.Days) * 24 * time.Hour)
-	admit := func(t *workqueue.Task, status string) bool {
-		return status != workqueue.StatusClosed && (c.Status == "" || status == c.Status) &&
-			t.Detail().UpdatedAt.Truncate(time.Second).Before(before)
+	// Found streaming, each task decoded for the look alone; only those
+	// shown are rendered.
+	type found struct {
+		updated, created time.Time
+		priority         int
+		id               string
 	}
-	issues := st.BeadsList(q.Policy, q.Now, admit, nil, 0)
-	// bd's order: least recently updated first.
-	slices.SortStableFunc(issues, func(a, b workqueue.ListItemJSON) int { return a.UpdatedAt.Compare(b.UpdatedAt) })
-	if c.Limit > 0 && len(issues) > c.Limit {
-		issues = issues[:c.Limit]
+	var stale []found
+	st.BeadsEach(q.Policy, q.Now, func(t *workqueue.Task, status string) {
+		if status == workqueue.StatusClosed || c.Status != "" && status != c.Status {
+			return
+		}
+		if u := t.Detail().UpdatedAt; u.Truncate(time.Second).Before(before) {
+			stale = append(stale, found{u, t.CreatedAt, t.Priority, strings.Clone(t.ID)})
+		}
+	})
+	// bd's order, least recently updated first; then list's.
+	slices.SortFunc(stale, func(a, b found) int {
+		return cmp.Or(a.updated.Compare(b.updated), cmp.Compare(a.priority, b.priority), b.created.Compare(a.created), strings.Compare(a.id, b.id))
+	})
+	if c.Limit > 0 && len(stale) > c.Limit {
+		stale = stale[:c.Limit]
+	}
+	issues := make([]workqueue.TaskJSON, len(stale))
+	for i, f := range stale {
+		issues[i] = workqueue.Beads(st.View(st.Task(f.id), q.Policy, q.Now))
 	}
 	if b.JSON {
 		// As bd reads them: the issue's row, without its labels, dependencies, creator or owner.
-		out := make([]workqueue.TaskJSON, len(issues))
-		for i, it := range issues {
-			v := it.TaskJSON
+		for i := range issues {
+			v := &issues[i]
 			v.Labels, v.Dependencies, v.CreatedBy, v.Owner = nil, nil, "", ""
-			out[i] = v
 		}
-		return cliout.WriteJSON(b.stdout, out)
+		return cliout.WriteJSON(b.stdout, issues)
 	}
 	w := b.stdout
 	if len(issues) == 0 {
