@@ -48,21 +48,11 @@ func (c *bdCountCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
-	if c.Title != "" {
-		f.TitleContains = c.Title
-	}
-	var ids []string
-	for id := range strings.SplitSeq(c.ID, ",") {
-		if id = strings.TrimSpace(id); id != "" {
-			ids = append(ids, id)
-		}
-	}
-	keep := func(string) bool { return true } // bd count counts closed issues too
-	admit := f.admitter(keep)
-	if len(ids) > 0 {
-		admit = func(t *workqueue.Task, status string) bool {
-			return slices.Contains(ids, t.ID) && f.admitter(keep)(t, status)
-		}
+	f.title = c.Title
+	admit := f.admitter(func(string) bool { return true }) // bd count counts closed issues too
+	if ids := bdIDSet(c.ID); ids != nil {
+		filtered := admit
+		admit = func(t *workqueue.Task, status string) bool { return ids[t.ID] && filtered(t, status) }
 	}
 	q, st, err := b.tracker(false)
 	if err != nil {
@@ -144,6 +134,20 @@ func (c *bdCountCmd) Run(b *bdEnv) error {
 	return nil
 }
 
+// bdIDSet is --id's comma-separated ids; nil when there are none.
+func bdIDSet(list string) map[string]bool {
+	var ids map[string]bool
+	for id := range strings.SplitSeq(list, ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			if ids == nil {
+				ids = map[string]bool{}
+			}
+			ids[id] = true
+		}
+	}
+	return ids
+}
+
 type bdStaleCmd struct {
 	Days   int    `short:"d" default:"30" help:"Issues not updated in this many days."`
 	Status string `short:"s" help:"Only this status: open, in_progress, blocked or deferred."`
@@ -159,11 +163,14 @@ func (c *bdStaleCmd) Run(b *bdEnv) error {
 	if c.Limit < 0 {
 		return bdUsage("--limit must not be negative, got %d", c.Limit)
 	}
+	if c.Days < 0 {
+		return bdUsage("--days must not be negative, got %d", c.Days)
+	}
 	q, st, err := b.tracker(false)
 	if err != nil {
 		return err
 	}
-	before := q.Now.Truncate(time.Second).Add(-time.Duration(c.Days) * 24 * time.Hour)
+	before := q.Now.Truncate(time.Second).AddDate(0, 0, -c.Days)
 	// Found streaming, each task decoded for the look alone; only those
 	// shown are rendered.
 	type found struct {

@@ -50,6 +50,7 @@ func (f bdFilter) unfiltered() bool {
 // compiled is a bdFilter checked and parsed.
 type compiled struct {
 	bdFilter
+	title                  string // list's and count's --title: as --title-contains, and both must hold
 	prio, prioMin, prioMax *int
 	times                  [6]*time.Time // created, updated, closed: after, before
 }
@@ -101,6 +102,7 @@ func (c *compiled) admits(t *workqueue.Task, status string) bool {
 		c.Parent != "" && t.Parent != c.Parent,
 		c.NoLabels && slices.ContainsFunc(t.Labels, func(l string) bool { return l != workqueue.BlockedLabel }),
 		c.TitleContains != "" && !anyCase(t.Title, c.TitleContains),
+		c.title != "" && !anyCase(t.Title, c.title),
 		c.times[0] != nil && !t.CreatedAt.After(*c.times[0]),
 		c.times[1] != nil && !t.CreatedAt.Before(*c.times[1]):
 		return false
@@ -197,9 +199,7 @@ func (c *bdListCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
-	if c.Title != "" {
-		f.TitleContains = c.Title
-	}
+	f.title = c.Title
 	keep := func(status string) bool {
 		return c.Status != "" || c.All || status != workqueue.StatusClosed
 	}
@@ -254,6 +254,9 @@ type bdChildrenCmd struct {
 
 // Run is bd list --parent ID, as bd's children is.
 func (c *bdChildrenCmd) Run(b *bdEnv) error {
+	if strings.TrimSpace(c.Parent) == "" {
+		return bdUsage("a parent issue id is required") // bd lists every issue
+	}
 	return (&bdListCmd{bdFilter: bdFilter{Parent: c.Parent}}).Run(b)
 }
 

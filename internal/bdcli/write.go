@@ -50,9 +50,7 @@ func (c *bdCreateCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
-	if c.Type == "enhancement" || c.Type == "feat" {
-		c.Type = "feature"
-	}
+	c.Type = bdType(c.Type)
 	var deps []string
 	var links []workqueue.Link
 	parent := c.Parent
@@ -117,19 +115,26 @@ func (c *bdQCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
-	if c.Type == "enhancement" || c.Type == "feat" {
-		c.Type = "feature"
-	}
 	q, err := b.queue(true)
 	if err != nil {
 		return err
 	}
-	t, err := q.Add(b.ctx, workqueue.NewTask{Title: strings.Join(c.Title, " "), Priority: prio, Type: c.Type, Labels: c.Labels})
+	t, err := q.Add(b.ctx, workqueue.NewTask{Title: strings.Join(c.Title, " "), Priority: prio, Type: bdType(c.Type), Labels: c.Labels})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(b.stdout, t.ID)
 	return nil
+}
+
+// bdType is a type as bd's IssueType.Normalize has it: its aliases of
+// feature, in any case.
+func bdType(t string) string {
+	switch strings.ToLower(t) {
+	case "enhancement", "feat":
+		return "feature"
+	}
+	return t
 }
 
 // bdOwner is who bd create records as the owner: $GIT_AUTHOR_EMAIL, then
