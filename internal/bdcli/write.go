@@ -108,8 +108,8 @@ type bdQCmd struct {
 	Labels   []string `short:"l" help:"Labels (comma-separated)."`
 }
 
-// Run is bd q, quick capture: create, and print the id alone. As bd's, it
-// records no owner.
+// Run is bd q, quick capture: create, and print the id alone. bd's q
+// records no creator or owner; spool records who made every issue.
 func (c *bdQCmd) Run(b *bdEnv) error {
 	prio, err := bdPriority(c.Priority)
 	if err != nil {

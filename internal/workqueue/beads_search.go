@@ -59,10 +59,13 @@ func (s *State) BeadsSearch(p Policy, now time.Time, admit func(t *Task, status 
 		}
 	}
 	slices.SortFunc(picks, func(a, b pick) int {
-		if a.key.less(b.key) {
+		switch {
+		case a.key.less(b.key):
 			return -1
+		case b.key.less(a.key):
+			return 1
 		}
-		return 1 // ids are unique: no two keys are equal
+		return 0
 	})
 	if limit > 0 && len(picks) > limit {
 		picks = picks[:limit]
