@@ -161,6 +161,9 @@ func (b *bdEnv) matching(c *compiled, limit int, keep func(status string) bool, 
 	}
 	admit := c.admitter(keep)
 	view := c.viewFilter()
+	if c.Parent != "" && query == "" {
+		return st.BeadsChildren(q.Policy, q.Now, c.Parent, admit, view, limit), nil
+	}
 	if query != "" && view == nil {
 		return st.BeadsSearch(q.Policy, q.Now, admit, query, limit), nil
 	}
@@ -203,7 +206,7 @@ func (c *bdListCmd) Run(b *bdEnv) error {
 	keep := func(status string) bool {
 		return c.Status != "" || c.All || status != workqueue.StatusClosed
 	}
-	if b.JSON && f.viewFilter() == nil {
+	if b.JSON && f.viewFilter() == nil && c.Parent == "" {
 		q, st, err := b.tracker(false)
 		if err != nil {
 			return err

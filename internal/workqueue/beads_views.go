@@ -360,6 +360,45 @@ func (s *State) BeadsList(p Policy, now time.Time, admit func(t *Task, status st
 	return out
 }
 
+// BeadsChildren is BeadsList of the tasks whose parent is parent (bd list
+// --parent, bd children). With a table it reads only the tasks that named
+// parent when it was saved and those decoded or changed since, where a
+// list decodes every task.
+func (s *State) BeadsChildren(p Policy, now time.Time, parent string, admit func(t *Task, status string) bool, view func(TaskJSON) bool, limit int) []ListItemJSON {
+	child := func(t *Task) bool { return t != nil && t.Parent == parent && admit(t, s.BeadsStatus(t, p, now)) }
+	tt, x := s.listed()
+	if tt == nil {
+		return s.BeadsList(p, now, func(t *Task, _ string) bool { return child(t) }, view, limit)
+	}
+	var picked []*Task
+	named := map[string]bool{}
+	for _, id := range s.baseRefs(parent) {
+		named[id] = true
+		if t := s.Task(id); child(t) {
+			picked = append(picked, t)
+		}
+	}
+	for id, t := range s.trk.m { // those changed or decoded since the save: Task just put the named ones here too
+		if !named[id] && child(t) {
+			picked = append(picked, t)
+		}
+	}
+	c := s.sinceSave(tt, x)
+	out := make([]ListItemJSON, 0, len(picked))
+	for _, t := range topK(picked, 0, beadsListLess) {
+		v := Beads(s.View(t, p, now))
+		if view != nil && !view(v) {
+			continue
+		}
+		v.Dependencies = t.deps()
+		out = append(out, ListItemJSON{TaskJSON: v, DependencyCount: len(v.Dependencies), DependentCount: c.dependents(t.ID)})
+		if limit > 0 && len(out) == limit {
+			break
+		}
+	}
+	return out
+}
+
 // BeadsEach calls fn with every task, in id order, and its status as bd
 // shows it (bd count). A task the table holds is decoded for the call
 // alone: fn must not keep it or its strings.

@@ -292,6 +292,22 @@ func sameLists(t *testing.T, c *taskClone, fresh func() *workqueue.State, now ti
 				}
 			}
 		}
+		// bd children: the tasks that named the parent when saved, and those changed since.
+		parents := []string{"sp-none", all[0]}
+		for _, id := range all {
+			if pt := whole.Task(id).Parent; pt != "" && !slices.Contains(parents, pt) && len(parents) < 6 {
+				parents = append(parents, pt)
+			}
+		}
+		for _, parent := range parents {
+			for _, limit := range []int{0, 1} {
+				notClosed := func(_ *workqueue.Task, status string) bool { return status != workqueue.StatusClosed }
+				want := jsonOf(t, whole.BeadsList(c.pol, at, func(t *workqueue.Task, status string) bool { return t.Parent == parent && notClosed(t, status) }, nil, limit))
+				if got := jsonOf(t, fresh().BeadsChildren(c.pol, at, parent, notClosed, nil, limit)); got != want {
+					t.Fatalf("bd children %s (limit %d) at %v:\n%s\nwant\n%s", parent, limit, at, got, want)
+				}
+			}
+		}
 		// bd search: the records that cannot hold the text passed over.
 		someID := strings.ToUpper(all[len(all)/2][:len(all[len(all)/2])-1])
 		for _, query := range []string{"login", "fix THE login", "quote", "kelv", "istanbul", "\u00fcn\u00ef", "\U0001f680", `"this" and \`, "<B>", "edited", "two\nl", someID, "zzz"} {
