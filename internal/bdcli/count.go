@@ -58,6 +58,10 @@ func (c *bdCountCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
+	if len(by) == 0 && c.bdFilter.unfiltered() && c.Title == "" && c.ID == "" {
+		// Every issue: bd stats' total, which the table's summary keeps.
+		return c.print(b, st.BeadsStats(q.Policy, q.Now).TotalIssues)
+	}
 	view := f.viewFilter()
 	group := ""
 	if len(by) > 0 {
@@ -108,13 +112,7 @@ func (c *bdCountCmd) Run(b *bdEnv) error {
 		}
 	})
 	if group == "" {
-		if b.JSON {
-			return cliout.WriteJSON(b.stdout, struct {
-				Count int `json:"count"`
-			}{total})
-		}
-		fmt.Fprintln(b.stdout, total)
-		return nil
+		return c.print(b, total)
 	}
 	groups := make([]bdGroupCount, 0, len(counts))
 	for g, n := range counts {
@@ -131,6 +129,17 @@ func (c *bdCountCmd) Run(b *bdEnv) error {
 	for _, g := range groups {
 		fmt.Fprintf(b.stdout, "%s: %d\n", cliout.Text(g.Group), g.Count)
 	}
+	return nil
+}
+
+// print writes a count without groups.
+func (c *bdCountCmd) print(b *bdEnv, n int) error {
+	if b.JSON {
+		return cliout.WriteJSON(b.stdout, struct {
+			Count int `json:"count"`
+		}{n})
+	}
+	fmt.Fprintln(b.stdout, n)
 	return nil
 }
 
