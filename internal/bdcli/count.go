@@ -3,6 +3,7 @@ package bdcli
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -58,9 +59,16 @@ func (c *bdCountCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
-	if len(by) == 0 && c.bdFilter.unfiltered() && c.Title == "" && c.ID == "" {
-		// Every issue: bd stats' total, which the table's summary keeps.
-		return c.print(b, st.BeadsStats(q.Policy, q.Now).TotalIssues)
+	if counts, ok := c.byStatus(st.BeadsStats, q.Policy, q.Now); ok {
+		// No filter but the status: bd stats' counts, which the table's summary keeps.
+		switch status := c.Status; {
+		case len(by) > 0:
+			return c.printGroups(b, counts)
+		case status == "" || status == "all":
+			return c.print(b, sum(counts))
+		default:
+			return c.print(b, counts[status])
+		}
 	}
 	view := f.viewFilter()
 	group := ""
@@ -114,9 +122,49 @@ func (c *bdCountCmd) Run(b *bdEnv) error {
 	if group == "" {
 		return c.print(b, total)
 	}
+	groups := make(map[string]int, len(counts))
+	for g, n := range counts {
+		groups[g] = *n
+	}
+	return c.printGroupsOf(b, total, groups)
+}
+
+// byStatus is the count of each status when no filter but --status and no
+// group but --by-status is given: from bd stats, whose by-status counts
+// leave out bd's blocked (spool's blocked label), the rest of the total.
+func (c *bdCountCmd) byStatus(stats func(workqueue.Policy, time.Time) workqueue.Statistics, p workqueue.Policy, now time.Time) (map[string]int, bool) {
+	rest := c.bdFilter
+	rest.Status = ""
+	if !rest.unfiltered() || c.Title != "" || c.ID != "" || c.ByPriority || c.ByType || c.ByAssignee || c.ByLabel ||
+		c.ByStatus && c.Status != "" && c.Status != "all" {
+		return nil, false
+	}
+	s := stats(p, now)
+	return map[string]int{
+		workqueue.StatusOpen: s.OpenIssues, workqueue.StatusInProgress: s.InProgressIssues, workqueue.StatusClosed: s.ClosedIssues,
+		workqueue.StatusDeferred: s.DeferredIssues,
+		workqueue.StatusBlocked:  s.TotalIssues - s.OpenIssues - s.InProgressIssues - s.ClosedIssues - s.DeferredIssues,
+	}, true
+}
+
+func sum(counts map[string]int) (n int) {
+	for _, k := range counts {
+		n += k
+	}
+	return n
+}
+
+// printGroups writes the groups that hold an issue, and their total.
+func (c *bdCountCmd) printGroups(b *bdEnv, counts map[string]int) error {
+	maps.DeleteFunc(counts, func(_ string, n int) bool { return n == 0 })
+	return c.printGroupsOf(b, sum(counts), counts)
+}
+
+// printGroupsOf writes count --by-*'s total and groups, by name.
+func (c *bdCountCmd) printGroupsOf(b *bdEnv, total int, counts map[string]int) error {
 	groups := make([]bdGroupCount, 0, len(counts))
 	for g, n := range counts {
-		groups = append(groups, bdGroupCount{g, *n})
+		groups = append(groups, bdGroupCount{g, n})
 	}
 	slices.SortFunc(groups, func(a, b bdGroupCount) int { return strings.Compare(a.Group, b.Group) })
 	if b.JSON {
