@@ -78,9 +78,7 @@ func (s *State) BeadsSearch(p Policy, now time.Time, admit func(t *Task, status 
 		} else {
 			n = c.dependents(t.ID)
 		}
-		v := Beads(s.View(t, p, now))
-		v.Dependencies = t.deps()
-		out[k] = ListItemJSON{TaskJSON: v, DependencyCount: len(v.Dependencies), DependentCount: n}
+		out[k] = beadsListItem(t, Beads(s.View(t, p, now)), n)
 	}
 	return out
 }

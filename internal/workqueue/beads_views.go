@@ -331,22 +331,7 @@ type LabelCount struct {
 // picked in one pass over the tasks without keeping or sorting them all.
 func (s *State) BeadsList(p Policy, now time.Time, admit func(t *Task, status string) bool, view func(TaskJSON) bool, limit int) []ListItemJSON {
 	picked, counts := s.beadsPicked(p, now, admit, view == nil, limit)
-	n := len(picked)
-	if limit > 0 {
-		n = min(n, limit)
-	}
-	out := make([]ListItemJSON, 0, n) // each item is large: grown by appends, the copies cost more than the rest
-	for _, t := range picked {
-		v := Beads(s.View(t, p, now))
-		if view != nil && !view(v) {
-			continue
-		}
-		v.Dependencies = t.deps()
-		out = append(out, ListItemJSON{TaskJSON: v, DependencyCount: len(v.Dependencies)})
-		if limit > 0 && len(out) == limit {
-			break
-		}
-	}
+	out := s.beadsRendered(picked, p, now, view, limit)
 	if counts == nil {
 		ids := make([]string, len(out))
 		for i, it := range out {
@@ -384,19 +369,39 @@ func (s *State) BeadsChildren(p Policy, now time.Time, parent string, admit func
 		}
 	}
 	c := s.sinceSave(tt, x)
-	out := make([]ListItemJSON, 0, len(picked))
-	for _, t := range topK(picked, 0, beadsListLess) {
+	out := s.beadsRendered(topK(picked, 0, beadsListLess), p, now, view, limit)
+	for i := range out {
+		out[i].DependentCount = c.dependents(out[i].ID)
+	}
+	return out
+}
+
+// beadsRendered is picked, in order, as bd list --json's items: those view
+// passes (when not nil), at most limit (0: all). Their dependent counts
+// are the caller's to fill in.
+func (s *State) beadsRendered(picked []*Task, p Policy, now time.Time, view func(TaskJSON) bool, limit int) []ListItemJSON {
+	n := len(picked)
+	if limit > 0 {
+		n = min(n, limit)
+	}
+	out := make([]ListItemJSON, 0, n) // each item is large: grown by appends, the copies cost more than the rest
+	for _, t := range picked {
 		v := Beads(s.View(t, p, now))
 		if view != nil && !view(v) {
 			continue
 		}
-		v.Dependencies = t.deps()
-		out = append(out, ListItemJSON{TaskJSON: v, DependencyCount: len(v.Dependencies), DependentCount: c.dependents(t.ID)})
+		out = append(out, beadsListItem(t, v, 0))
 		if limit > 0 && len(out) == limit {
 			break
 		}
 	}
 	return out
+}
+
+// beadsListItem is bd list --json's item of t, v being t as bd shows it.
+func beadsListItem(t *Task, v TaskJSON, dependents int) ListItemJSON {
+	v.Dependencies = t.deps()
+	return ListItemJSON{TaskJSON: v, DependencyCount: len(v.Dependencies), DependentCount: dependents}
 }
 
 // BeadsEach calls fn with every task, in id order, and its status as bd
@@ -502,9 +507,7 @@ func (s *State) beadsItem(t *Task, p Policy, now time.Time, dependents int) any 
 		v.tail, v.item, v.dependents = t.listTail, true, dependents
 		return v
 	}
-	v := Beads(s.View(t, p, now))
-	v.Dependencies = t.deps()
-	return ListItemJSON{TaskJSON: v, DependencyCount: len(v.Dependencies), DependentCount: dependents}
+	return beadsListItem(t, Beads(s.View(t, p, now)), dependents)
 }
 
 // beadsPicked returns the tasks admit passes in bd list's order: only the
