@@ -59,8 +59,9 @@ func (c *bdCountCmd) Run(b *bdEnv) error {
 	if err != nil {
 		return err
 	}
-	if counts, ok := c.byStatus(st.BeadsStats, q.Policy, q.Now); ok {
+	if c.statusOnly() {
 		// No filter but the status: bd stats' counts, which the table's summary keeps.
+		counts := statusCounts(st.BeadsStats(q.Policy, q.Now))
 		switch status := c.Status; {
 		case len(by) > 0:
 			return c.printGroups(b, counts)
@@ -129,22 +130,23 @@ func (c *bdCountCmd) Run(b *bdEnv) error {
 	return c.printGroupsOf(b, total, groups)
 }
 
-// byStatus is the count of each status when no filter but --status and no
-// group but --by-status is given: from bd stats, whose by-status counts
-// leave out bd's blocked (spool's blocked label), the rest of the total.
-func (c *bdCountCmd) byStatus(stats func(workqueue.Policy, time.Time) workqueue.Statistics, p workqueue.Policy, now time.Time) (map[string]int, bool) {
+// statusOnly says whether no filter but --status and no group but
+// --by-status is given (and not both): bd stats' counts answer it.
+func (c *bdCountCmd) statusOnly() bool {
 	rest := c.bdFilter
 	rest.Status = ""
-	if !rest.unfiltered() || c.Title != "" || c.ID != "" || c.ByPriority || c.ByType || c.ByAssignee || c.ByLabel ||
-		c.ByStatus && c.Status != "" && c.Status != "all" {
-		return nil, false
-	}
-	s := stats(p, now)
+	return rest.unfiltered() && c.Title == "" && c.ID == "" && !c.ByPriority && !c.ByType && !c.ByAssignee && !c.ByLabel &&
+		!(c.ByStatus && c.Status != "" && c.Status != "all")
+}
+
+// statusCounts are bd stats' counts by status. They leave out bd's blocked
+// (spool's blocked label): the rest of the total.
+func statusCounts(s workqueue.Statistics) map[string]int {
 	return map[string]int{
 		workqueue.StatusOpen: s.OpenIssues, workqueue.StatusInProgress: s.InProgressIssues, workqueue.StatusClosed: s.ClosedIssues,
 		workqueue.StatusDeferred: s.DeferredIssues,
 		workqueue.StatusBlocked:  s.TotalIssues - s.OpenIssues - s.InProgressIssues - s.ClosedIssues - s.DeferredIssues,
-	}, true
+	}
 }
 
 func sum(counts map[string]int) (n int) {
