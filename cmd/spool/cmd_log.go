@@ -1,17 +1,16 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/cliout"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/store"
 )
@@ -160,7 +159,7 @@ func readEvents(l *eventlog.Log, from map[string]eventlog.Start, fn func(*eventl
 type eventPrinter struct {
 	w    io.Writer
 	json bool
-	tw   *tabwriter.Writer
+	cols *cliout.Columns
 }
 
 func (p *eventPrinter) print(e *eventlog.Event) error {
@@ -172,23 +171,29 @@ func (p *eventPrinter) print(e *eventlog.Event) error {
 		_, err = p.w.Write(line)
 		return err
 	}
-	if p.tw == nil {
-		p.tw = tabwriter.NewWriter(p.w, 0, 4, 2, ' ', 0)
+	if p.cols == nil {
+		p.cols = cliout.NewColumns(p.w, cliout.ColumnsHeld)
 	}
 	subject := e.Subject
 	if subject == "" {
 		subject = "-"
 	}
 	data := text(clip(strings.TrimSpace(string(e.Data)), 120))
-	_, err := fmt.Fprint(p.tw, row(e.At.Format(time.RFC3339), fmt.Sprint(e.LC), text(e.Actor), text(e.Type), text(subject), data))
-	return err
+	return p.cols.Row(e.At.Format(time.RFC3339), strconv.FormatUint(e.LC, 10), text(e.Actor), text(e.Type), text(subject), data)
 }
 
+// flush writes what print holds: the first rows, for their alignment,
+// and what the command's buffered output holds (see bulkOutput).
 func (p *eventPrinter) flush() error {
-	if p.tw == nil {
-		return nil
+	if p.cols != nil {
+		if err := p.cols.Flush(); err != nil {
+			return err
+		}
 	}
-	return p.tw.Flush()
+	if f, ok := p.w.(interface{ Flush() error }); ok {
+		return f.Flush()
+	}
+	return nil
 }
 
 // subjectIndex is where log -s keeps its subject index (a cache).

@@ -305,7 +305,18 @@ func run(args []string, stdout, stderr io.Writer, opts ...store.Option) int {
 		if n, err := strconv.ParseInt(os.Getenv("SPOOL_TEST_PART_SIZE"), 10, 64); err == nil && n > 0 {
 			git.PartSize = n // writer files in parts without megabytes of events
 		}
-		if err := kctx.Run(e); err != nil {
+		out := bufferedFor(kctx, stdout)
+		if out != nil {
+			e.stdout = out
+			defer out.Flush() // a panic's report follows what was printed
+		}
+		err = kctx.Run(e)
+		if out != nil {
+			if ferr := out.Flush(); err == nil {
+				err = ferr
+			}
+		}
+		if err != nil {
 			return report(stderr, cli.JSON, err)
 		}
 		return 0
