@@ -1,8 +1,9 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -32,6 +33,7 @@ type ImportCmd struct {
 func (c *ImportCmd) Run(e *env) error { return importTasks(e, c.File, c.Prefix) }
 
 func exportTasks(e *env, output, prefix string) error {
+	longRunning() // streams every task: keep memory bounded
 	q, err := e.workqueue()
 	if err != nil {
 		return err
@@ -40,31 +42,61 @@ func exportTasks(e *env, output, prefix string) error {
 	if err != nil {
 		return err
 	}
-	recs := st.Export()
-	if prefix != "" {
-		if err := workqueue.RenamePrefix(recs, prefix); err != nil {
-			return err
-		}
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	for _, r := range recs {
-		if err := enc.Encode(r); err != nil {
-			return err
-		}
+	n := 0
+	write := func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		return st.ExportEach(prefix, func(r workqueue.TaskJSON) error {
+			n++
+			return enc.Encode(r)
+		})
 	}
 	if output == "" {
-		_, err = e.stdout.Write(buf.Bytes())
-		return err
+		return write(e.stdout)
 	}
-	if err := durable.WriteFile(output, buf.Bytes(), 0o644); err != nil {
+	if err := writeOutput(output, write); err != nil {
+		if fe := (*fault.Error)(nil); errors.As(err, &fe) {
+			return err // a bad prefix
+		}
 		return fault.New(fault.CodeStorage, err, fmt.Sprintf("cannot write %s: %v", output, err), "file", output)
 	}
 	if !e.JSON {
-		fmt.Fprintf(e.stderr, "exported %d tasks to %s\n", len(recs), filepath.Clean(output))
+		fmt.Fprintf(e.stderr, "exported %d tasks to %s\n", n, filepath.Clean(output))
 	}
 	return nil
+}
+
+// writeOutput writes a file a user names (-o FILE) with write: a new or
+// regular file is replaced atomically, a symlink's target rather than the
+// link; anything else, a device or a pipe (-o /dev/stdout), is written in
+// place: a file renamed over /dev/null would replace it.
+func writeOutput(path string, write func(io.Writer) error) error {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		if fi.IsDir() {
+			return fmt.Errorf("%s is a directory", path)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		bw := bufio.NewWriterSize(f, 64<<10)
+		err = write(bw)
+		if ferr := bw.Flush(); err == nil {
+			err = ferr
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	if target, err := filepath.EvalSymlinks(path); err == nil {
+		path = target
+	}
+	b := durable.NewBatch("")
+	if err := b.WriteStream(path, 0o644, write, nil); err != nil {
+		return err
+	}
+	return b.Done()
 }
 
 func importTasks(e *env, file, prefix string) error {

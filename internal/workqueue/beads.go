@@ -142,6 +142,62 @@ func (s *State) Export() []TaskJSON {
 	return out
 }
 
+// ExportEach calls fn with each record Export returns, in its order, with
+// the ids given prefix to as RenamePrefix gives them (none for ""). A
+// task the table holds is decoded for the call alone: fn must not keep
+// the record. 100,000 tasks held whole peaked at 660 MiB.
+func (s *State) ExportEach(to string, fn func(TaskJSON) error) error {
+	var rename func(string) string
+	if to != "" {
+		var inOrder bool
+		var err error
+		if rename, inOrder, err = prefixRenamer(s.ids(), to); err != nil {
+			return err
+		}
+		if !inOrder { // ids of several prefixes: the new ids sort otherwise
+			recs := s.Export()
+			if err := RenamePrefix(recs, to); err != nil {
+				return err
+			}
+			for _, r := range recs {
+				if err := fn(r); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	for t := range s.eachTask(s.decodedIDs()) {
+		if t == nil {
+			continue
+		}
+		r := Beads(t.Record())
+		if rename != nil {
+			renameRecord(&r, rename)
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ids is every task's id, sorted, without decoding the table's tasks.
+func (s *State) ids() []string {
+	tt := s.trk.table()
+	if tt == nil || s.trk.spill != nil {
+		return s.SortedIDs()
+	}
+	ids := slices.Clone(tt.IDs)
+	for id := range s.trk.m {
+		if _, found := slices.BinarySearch(tt.IDs, id); !found {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
 // CodeInvalidImport is a line of an import that spool cannot take.
 var CodeInvalidImport = fault.Register(fault.Usage, "invalid_import")
 
@@ -317,37 +373,60 @@ func checkTimes(r *TaskJSON) error {
 // sorted by their new ids, as an export is. Two ids that would become one
 // (a-x1 and b-x1) are refused, naming both.
 func RenamePrefix(recs []TaskJSON, to string) error {
-	if !ValidPrefix(to) {
-		return fault.Usagef(CodeInvalidImport, "prefix %q must be 1-16 lowercase letters and digits, starting with a letter", to)
+	ids := make([]string, len(recs))
+	for i, r := range recs {
+		ids[i] = r.ID
 	}
-	rename := func(id string) string {
+	rename, _, err := prefixRenamer(ids, to)
+	if err != nil {
+		return err
+	}
+	for i := range recs {
+		renameRecord(&recs[i], rename)
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].ID < recs[j].ID })
+	return nil
+}
+
+// prefixRenamer is what gives ids prefix to, and whether the new ids sort
+// as ids do (sorted); an error for a bad prefix, or two ids it makes one.
+func prefixRenamer(ids []string, to string) (rename func(string) string, inOrder bool, _ error) {
+	if !ValidPrefix(to) {
+		return nil, false, fault.Usagef(CodeInvalidImport, "prefix %q must be 1-16 lowercase letters and digits, starting with a letter", to)
+	}
+	rename = func(id string) string {
 		if _, rest, ok := strings.Cut(id, "-"); ok {
 			return to + "-" + rest
 		}
 		return to + "-" + id
 	}
-	from := make(map[string]string, len(recs))
-	for _, r := range recs {
-		id := rename(r.ID)
+	from := make(map[string]string, len(ids))
+	inOrder = slices.IsSorted(ids)
+	prev := ""
+	for i, old := range ids {
+		id := rename(old)
 		if first, ok := from[id]; ok {
-			return fault.New(CodeInvalidImport, nil,
-				fmt.Sprintf("--prefix %s would make %s and %s the same id, %s", to, first, r.ID, id), "ids", []string{first, r.ID})
+			return nil, false, fault.New(CodeInvalidImport, nil,
+				fmt.Sprintf("--prefix %s would make %s and %s the same id, %s", to, first, old, id), "ids", []string{first, old})
 		}
-		from[id] = r.ID
+		from[id] = old
+		inOrder = inOrder && (i == 0 || prev < id)
+		prev = id
 	}
-	for i := range recs {
-		r := &recs[i]
-		r.ID = rename(r.ID)
-		for j := range r.Dependencies {
-			d := &r.Dependencies[j]
-			d.IssueID, d.DependsOnID = rename(d.IssueID), rename(d.DependsOnID)
-		}
-		for j := range r.Comments {
-			r.Comments[j].IssueID = rename(r.Comments[j].IssueID)
-		}
+	return rename, inOrder, nil
+}
+
+// renameRecord gives r's ids, and those its dependencies and comments
+// name, the new names.
+func renameRecord(r *TaskJSON, rename func(string) string) {
+	r.ID = rename(r.ID)
+	for j := range r.Dependencies {
+		d := &r.Dependencies[j]
+		d.IssueID, d.DependsOnID = rename(d.IssueID), rename(d.DependsOnID)
 	}
-	sort.Slice(recs, func(i, j int) bool { return recs[i].ID < recs[j].ID })
-	return nil
+	for j := range r.Comments {
+		r.Comments[j].IssueID = rename(r.Comments[j].IssueID)
+	}
 }
 
 // ImportTasks decides task.imported for each record that differs from the

@@ -391,6 +391,59 @@ func TestRenamePrefixCollision(t *testing.T) {
 	}
 }
 
+// ExportEach streams what Export returns, renamed as RenamePrefix renames
+// it: from the table and from memory, with ids of several prefixes (whose
+// new ids sort otherwise), for no prefix, one that keeps the order and one
+// that collides.
+func TestExportEachAsExport(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	a := w.add("parser", 1, t0, "backend")
+	b := w.add("ship", 2, t0.Add(time.Second))
+	w.apply("ada", t0, eventlog.Draft{Type: TypeDepAdded, Subject: b, Data: DepData{Blocker: a}},
+		eventlog.Draft{Type: TypeCommented, Subject: a, Data: CommentData{Text: "started"}})
+	imported := []TaskJSON{
+		{ID: "bd-zz9", Title: "from bd", Status: StatusOpen, IssueType: "task", CreatedAt: t0, UpdatedAt: t0,
+			Dependencies: []DepJSON{{IssueID: "bd-zz9", DependsOnID: a, Type: "blocks", CreatedAt: t0}}},
+		{ID: "aa-001", Title: "from aa", Status: StatusOpen, IssueType: "task", CreatedAt: t0, UpdatedAt: t0},
+	}
+	drafts, err := ImportTasks(w.s, imported)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.apply("importer", t0, drafts...)
+	states := map[string]*State{"memory": w.s, "table": viaSnapshot(t, w.s)}
+	for name, s := range states {
+		for _, to := range []string{"", "sp", "qq", "zz"} {
+			want := s.Export()
+			wantErr := error(nil)
+			if to != "" {
+				wantErr = RenamePrefix(want, to)
+			}
+			var got []string
+			err := s.ExportEach(to, func(r TaskJSON) error {
+				line, err := json.Marshal(r)
+				got = append(got, string(line))
+				return err
+			})
+			if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+				t.Fatalf("%s, %q: %v, want %v", name, to, err, wantErr)
+			}
+			if err != nil {
+				continue
+			}
+			var wantLines []string
+			for _, r := range want {
+				line, _ := json.Marshal(r)
+				wantLines = append(wantLines, string(line))
+			}
+			if !slices.Equal(got, wantLines) {
+				t.Fatalf("%s, %q:\n%s\nwant\n%s", name, to, strings.Join(got, "\n"), strings.Join(wantLines, "\n"))
+			}
+		}
+	}
+}
+
 // FuzzParseJSONL: any input is refused with invalid_import or parsed into
 // tasks that import, export and parse again to the same tasks.
 func FuzzParseJSONL(f *testing.F) {

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// spool log --follow's output is buffered (bulkOutput), and flushed at
+// each poll: an event appended while it runs reaches a reader of its
+// output while it still runs, in JSON and in columns.
+func TestLogFollowWritesEachEventAsItComes(t *testing.T) {
+	t.Parallel()
+	bin := spoolBinary(t)
+	dir, env := jobRepo(t, bin)
+	jobSpool(t, bin, dir, env, "task", "add", "first")
+	for _, args := range [][]string{{"--json", "log", "-f", "--poll", "20ms"}, {"log", "-f", "--poll", "20ms"}} {
+		cmd := exec.Command(bin, append([]string{"-C", dir}, args...)...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := make(chan string, 16)
+		go func() {
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			close(lines)
+		}()
+		await := func(want string) {
+			t.Helper()
+			deadline := time.After(20 * time.Second)
+			for {
+				select {
+				case l, ok := <-lines:
+					if !ok {
+						t.Fatalf("%q: the output ended before a line with %q", args, want)
+					}
+					if strings.Contains(l, want) {
+						return
+					}
+				case <-deadline:
+					cmd.Process.Kill()
+					t.Fatalf("%q: no line with %q within 20 s while it runs", args, want)
+				}
+			}
+		}
+		await("first")
+		jobSpool(t, bin, dir, env, "task", "add", "second "+args[0])
+		await("second " + args[0])
+		cmd.Process.Signal(syscall.SIGINT)
+		for range lines {
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("%q after an interrupt: %v", args, err)
+		}
+	}
+}
+
+// export -o replaces a file atomically, and the file a symlink names
+// rather than the link; a pipe is written in place, not replaced by a file
+// (as root, export -o /dev/null replaced /dev/null).
+func TestExportOutputs(t *testing.T) {
+	t.Parallel()
+	bin := spoolBinary(t)
+	dir, env := jobRepo(t, bin)
+	jobSpool(t, bin, dir, env, "task", "add", "exported")
+	want := jobSpool(t, bin, dir, env, "export")
+	if !strings.Contains(want, `"title":"exported"`) {
+		t.Fatalf("export: %q", want)
+	}
+
+	tmp := t.TempDir()
+	real, link := filepath.Join(tmp, "real.jsonl"), filepath.Join(tmp, "link.jsonl")
+	if err := os.WriteFile(real, []byte("old\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	jobSpool(t, bin, dir, env, "export", "-o", link)
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link after export -o: %v %v", fi, err)
+	}
+	if got, _ := os.ReadFile(real); string(got) != want {
+		t.Fatalf("the link's file: %q, want %q", got, want)
+	}
+
+	fifo := filepath.Join(tmp, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	read := make(chan string, 1)
+	go func() {
+		f, err := os.Open(fifo) // blocks until the writer opens it
+		if err != nil {
+			read <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(f)
+		f.Close()
+		read <- string(b)
+	}()
+	jobSpool(t, bin, dir, env, "export", "-o", fifo)
+	select {
+	case got := <-read:
+		if got != want {
+			t.Fatalf("through the pipe: %q, want %q", got, want)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("nothing read from the pipe in 20 s")
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("the pipe after export -o: %v %v", fi, err)
+	}
+	if _, err := jobSpoolErr(bin, dir, env, "export", "-o", tmp); err == nil {
+		t.Fatal("export -o a directory succeeded")
+	}
+}
