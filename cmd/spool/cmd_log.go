@@ -160,15 +160,16 @@ type eventPrinter struct {
 	w    io.Writer
 	json bool
 	cols *cliout.Columns
+	line []byte // the last JSON line, its buffer reused
 }
 
 func (p *eventPrinter) print(e *eventlog.Event) error {
 	if p.json {
-		line, err := e.Encode()
-		if err != nil {
+		var err error
+		if p.line, err = e.AppendLine(p.line[:0]); err != nil {
 			return err
 		}
-		_, err = p.w.Write(line)
+		_, err = p.w.Write(p.line)
 		return err
 	}
 	if p.cols == nil {
