@@ -22,7 +22,7 @@ import (
 // terminal) and bidirectional overrides are shown escaped, as Go writes them.
 // JSON output keeps every string exact.
 func Text(s string) string {
-	if !strings.ContainsFunc(s, unsafeRune) {
+	if printableASCII(s) || !strings.ContainsFunc(s, unsafeRune) {
 		return s
 	}
 	var b strings.Builder
@@ -40,6 +40,17 @@ func Text(s string) string {
 		i += size
 	}
 	return b.String()
+}
+
+// printableASCII is the common case, told at a byte a step: a table of
+// 100,000 tasks spent a tenth of its time asking unicode of each rune.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 func unsafeRune(r rune) bool {

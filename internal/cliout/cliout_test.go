@@ -1,6 +1,9 @@
 package cliout
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestText(t *testing.T) {
 	t.Parallel()
@@ -17,6 +20,17 @@ func TestText(t *testing.T) {
 	} {
 		if got := Text(in); got != want {
 			t.Errorf("Text(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// The fast path passes only bytes the rune test passes.
+func TestPrintableASCIIIsSafe(t *testing.T) {
+	t.Parallel()
+	for b := range 256 {
+		s := string([]byte{byte(b)})
+		if printableASCII(s) && strings.ContainsFunc(s, unsafeRune) {
+			t.Errorf("byte %#x passes the fast path but is unsafe", b)
 		}
 	}
 }
