@@ -151,7 +151,7 @@ func (s *State) ExportEach(to string, fn func(TaskJSON) error) error {
 	if to != "" {
 		var inOrder bool
 		var err error
-		if rename, inOrder, err = prefixRenamer(s.ids(), to); err != nil {
+		if rename, inOrder, err = prefixRenamer(s.TaskIDs(), to); err != nil {
 			return err
 		}
 		if !inOrder { // ids of several prefixes: the new ids sort otherwise
@@ -182,8 +182,9 @@ func (s *State) ExportEach(to string, fn func(TaskJSON) error) error {
 	return nil
 }
 
-// ids is every task's id, sorted, without decoding the table's tasks.
-func (s *State) ids() []string {
+// TaskIDs is every task's id, sorted, as SortedIDs, without decoding the
+// table's tasks.
+func (s *State) TaskIDs() []string {
 	tt := s.trk.table()
 	if tt == nil || s.trk.spill != nil {
 		return s.SortedIDs()

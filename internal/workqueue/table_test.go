@@ -189,6 +189,9 @@ func sameLists(t *testing.T, c *taskClone, fresh func() *workqueue.State, now ti
 	// One task, as show reads it: found by the summary's fences, the
 	// index unread.
 	all := whole.SortedIDs()
+	if got := fresh().TaskIDs(); !slices.Equal(got, all) { // from the table's ids and the tasks since
+		t.Fatalf("TaskIDs: %d ids, want %d", len(got), len(all))
+	}
 	some := []string{"sp-none", ""}
 	for i := 0; i < len(all); i += 1 + len(all)/12 { // about 12 of them, the first and across
 		some = append(some, all[i])
