@@ -307,7 +307,7 @@ func run(args []string, stdout, stderr io.Writer, opts ...store.Option) int {
 		}
 		out := bufferedFor(kctx, stdout)
 		if out != nil {
-			e.stdout = out
+			e.stdout, e.stderr = out, cliout.FlushFirst{Out: out, W: stderr}
 			defer out.Flush() // a panic's report follows what was printed
 		}
 		err = kctx.Run(e)

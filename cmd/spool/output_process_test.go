@@ -128,3 +128,24 @@ func TestExportOutputs(t *testing.T) {
 		t.Fatal("export -o a directory succeeded")
 	}
 }
+
+// Buffered output keeps its place before what the command writes to
+// stderr after it: bd list's hint follows its lines on one terminal.
+func TestBufferedOutputBeforeStderr(t *testing.T) {
+	t.Parallel()
+	bin := spoolBinary(t)
+	dir, env := jobRepo(t, bin)
+	for _, title := range []string{"one", "two", "three"} {
+		jobSpool(t, bin, dir, env, "task", "add", title)
+	}
+	cmd := exec.Command(bin, "-C", dir, "bd", "list", "-n", "2")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bd list: %v\n%s", err, out)
+	}
+	hint := strings.Index(string(out), "Showing 2 issues")
+	if hint < 0 || strings.Count(string(out[:hint]), "\n") < 2 || strings.Contains(string(out[hint:]), "[P") {
+		t.Fatalf("the hint is not after the lines:\n%s", out)
+	}
+}

@@ -194,7 +194,7 @@ func Run(ctx context.Context, name string, args []string, o Options) (code int) 
 	// No bd command runs a child process or waits between lines.
 	out := bufio.NewWriterSize(o.Stdout, 64<<10)
 	defer out.Flush()
-	stdout, stderr := io.Writer(out), o.Stderr
+	stdout, stderr := io.Writer(out), io.Writer(cliout.FlushFirst{Out: out, W: o.Stderr})
 	var cli bdCLI
 	target, fill := bdTree().Target(&cli, args)
 	parser, err := kong.New(target,
@@ -258,9 +258,6 @@ var errBDStatus1 = errors.New("exit status 1")
 // A missing issue and a missing dependency read as bd's, which clients
 // match on.
 func reportBD(stdout, stderr io.Writer, asJSON bool, name string, err error) int {
-	if out, ok := stdout.(*bufio.Writer); ok {
-		out.Flush() // what was printed comes before the error
-	}
 	f := fault.Classify(err)
 	msg, hint := f.Message, ""
 	id, _ := f.Fields["id"].(string)

@@ -206,12 +206,20 @@ func (c *bdListCmd) Run(b *bdEnv) error {
 	keep := func(status string) bool {
 		return c.Status != "" || c.All || status != workqueue.StatusClosed
 	}
+	openOnly := f.viewFilter() == nil && c.Parent == "" && !c.All && c.Title == "" && c.bdFilter.unfiltered()
+	if !b.JSON && openOnly && limit > 0 { // bd list as people run it
+		q, st, err := b.tracker(false)
+		if err != nil {
+			return err
+		}
+		return c.print(b, st.BeadsOpenList(q.Policy, q.Now, limit), limit)
+	}
 	if b.JSON && f.viewFilter() == nil && c.Parent == "" {
 		q, st, err := b.tracker(false)
 		if err != nil {
 			return err
 		}
-		if !c.All && c.Title == "" && c.bdFilter.unfiltered() {
+		if openOnly {
 			if limit == 0 { // every issue not closed, copied from the snapshot
 				if ok, err := st.WriteBeadsOpenListJSON(b.stdout, q.Policy, q.Now); ok || err != nil {
 					return err
@@ -229,6 +237,11 @@ func (c *bdListCmd) Run(b *bdEnv) error {
 	if b.JSON {
 		return cliout.WriteJSON(b.stdout, cliout.NonNil(out))
 	}
+	return c.print(b, out, limit)
+}
+
+// print writes bd list's lines of out.
+func (c *bdListCmd) print(b *bdEnv, out []workqueue.ListItemJSON, limit int) error {
 	switch {
 	case bdAgentMode():
 		for _, t := range out {

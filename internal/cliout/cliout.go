@@ -4,6 +4,7 @@
 package cliout
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -107,4 +108,19 @@ func WantsJSON(args []string) bool {
 		}
 	}
 	return false
+}
+
+// FlushFirst is W with Out flushed before each write: what a command
+// printed to its buffered stdout comes before what it writes to stderr
+// next, as it would unbuffered (bd list's "Showing 50 issues" after them).
+type FlushFirst struct {
+	Out *bufio.Writer
+	W   io.Writer
+}
+
+func (f FlushFirst) Write(p []byte) (int, error) {
+	if err := f.Out.Flush(); err != nil {
+		return 0, err
+	}
+	return f.W.Write(p)
 }

@@ -444,6 +444,21 @@ func (s *State) BeadsOpenListJSON(p Policy, now time.Time, limit int) []any {
 	return s.BeadsListJSON(p, now, func(_ *Task, status string) bool { return status != StatusClosed }, limit)
 }
 
+// BeadsOpenList is BeadsOpenListJSON's issues as BeadsList has them (bd
+// list's lines): the first limit (> 0) issues not closed, picked from the
+// snapshot's index where there is one.
+func (s *State) BeadsOpenList(p Policy, now time.Time, limit int) []ListItemJSON {
+	picked, counts, ok := s.topOpen(p, now, limit)
+	if !ok {
+		return s.BeadsList(p, now, func(_ *Task, status string) bool { return status != StatusClosed }, nil, limit)
+	}
+	out := s.beadsRendered(picked, p, now, nil, limit)
+	for i := range out {
+		out[i].DependentCount = counts[out[i].ID]
+	}
+	return out
+}
+
 // topOpen picks BeadsOpenListJSON's tasks from the snapshot's index, with
 // their dependent counts; false without a snapshot.
 func (s *State) topOpen(p Policy, now time.Time, limit int) ([]*Task, map[string]int, bool) {

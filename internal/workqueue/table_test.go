@@ -341,6 +341,9 @@ func sameLists(t *testing.T, c *taskClone, fresh func() *workqueue.State, now ti
 			if got, want := list(fresh().BeadsOpenListJSON(c.pol, at, limit)), list(items); got != want {
 				t.Fatalf("bd list's default (limit %d) at %v:\n%s\nwant\n%s", limit, at, got, want)
 			}
+			if got, want := jsonOf(t, fresh().BeadsOpenList(c.pol, at, limit)), jsonOf(t, whole.BeadsList(c.pol, at, notClosed, nil, limit)); got != want {
+				t.Fatalf("bd list's default lines (limit %d) at %v:\n%s\nwant\n%s", limit, at, got, want)
+			}
 		}
 		// All of them (--limit 0), copied from the listings.
 		var items []any
