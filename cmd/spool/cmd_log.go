@@ -3,7 +3,6 @@ package main
 import (
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/cliout"
 	"github.com/spoolhq/spool/internal/fault"
-	"github.com/spoolhq/spool/internal/store"
 )
 
 // LogCmd prints events in replay order.
@@ -66,7 +64,7 @@ func (c *LogCmd) Run(e *env) error {
 		// With the subject index, where the subject's lines are is looked
 		// up rather than searched for (IndexSubjects, after the output).
 		known = st.Engine.KnownStarts()
-		last, from, err = st.Log.About(f.Subject, f.Match, known, subjectIndex(st))
+		last, from, err = st.Log.About(f.Subject, f.Match, known, st.SubjectIndex())
 		if c.N > 0 && len(last) > c.N {
 			last = last[len(last)-c.N:]
 		}
@@ -98,7 +96,7 @@ func (c *LogCmd) Run(e *env) error {
 		if n, err := strconv.ParseInt(os.Getenv("SPOOL_TEST_SUBJECT_SLACK"), 10, 64); err == nil {
 			slack = n // the index on a small log
 		}
-		st.Log.IndexSubjects(e.ctx, subjectIndex(st), known, slack)
+		st.Log.IndexSubjects(e.ctx, st.SubjectIndex(), known, slack)
 	}
 	if !c.Follow {
 		return nil
@@ -195,11 +193,6 @@ func (p *eventPrinter) flush() error {
 		return f.Flush()
 	}
 	return nil
-}
-
-// subjectIndex is where log -s keeps its subject index (a cache).
-func subjectIndex(st *store.Store) string {
-	return filepath.Join(st.Repo.PrivateDir(), "subjects.idx")
 }
 
 // subjectIndexSlack is how much of the log log -s searches before it

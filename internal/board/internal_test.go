@@ -1,7 +1,6 @@
 package board
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoolhq/spool/eventlog"
 	"github.com/spoolhq/spool/internal/jobs"
 )
 
@@ -57,41 +55,6 @@ func TestChartLabelsFit(t *testing.T) {
 		}
 		if len(got) != 2 || got[0] != c.want[0] || got[1] != c.want[1] {
 			t.Errorf("%s: y labels %q, want %q", name, got, c.want)
-		}
-	}
-}
-
-// latestInLog keeps the latest n that match, newest first, whatever the
-// log's length.
-func TestLatestInLog(t *testing.T) {
-	root := t.TempDir()
-	os.MkdirAll(filepath.Join(root, "private"), 0o755)
-	os.WriteFile(filepath.Join(root, "private", "writer"), []byte("w1\n"), 0o644)
-	l := eventlog.Open(eventlog.Options{Dir: filepath.Join(root, "events"), PrivateDir: filepath.Join(root, "private")})
-	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	for i := range 10 {
-		subject := "a"
-		if i%2 == 1 {
-			subject = "b"
-		}
-		if _, err := l.Append(context.Background(), at, "ada", []eventlog.Draft{{Type: "t." + string(rune('a'+i)), Subject: subject}}, eventlog.AppendOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, c := range []struct {
-		n    int
-		want string
-	}{{3, "t.i t.g t.e"}, {5, "t.i t.g t.e t.c t.a"}, {9, "t.i t.g t.e t.c t.a"}, {1, "t.i"}} {
-		evs, err := latestInLog(context.Background(), l, c.n, func(e *eventlog.Event) bool { return e.Subject == "a" })
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, e := range evs {
-			got = append(got, e.Type)
-		}
-		if strings.Join(got, " ") != c.want {
-			t.Errorf("n=%d: %v, want %s", c.n, got, c.want)
 		}
 	}
 }

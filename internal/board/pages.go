@@ -427,16 +427,9 @@ func (s *Server) loadActivity(ctx context.Context, env store.Env, r *http.Reques
 	// One item's timeline: the whole log, not only what the server keeps.
 	d.Whole = true
 	var err error
-	d.Events, err = latestInLog(ctx, env.Store.Log, activityLimit, match)
+	d.Events, err = env.Store.Latest(ctx, d.Subject, activityLimit, match)
+	slices.Reverse(d.Events) // newest first
 	return d, err
-}
-
-// latestInLog is up to n of the log's latest events that match, newest
-// first, read from the whole log.
-func latestInLog(ctx context.Context, l *eventlog.Log, n int, match func(*eventlog.Event) bool) ([]*eventlog.Event, error) {
-	evs, err := eventlog.Latest(ctx, l, n, match)
-	slices.Reverse(evs)
-	return evs, err
 }
 
 // AnalyticsData is the Analytics view.
