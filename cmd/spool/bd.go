@@ -57,7 +57,7 @@ func bdOptions(dir, actor string, stdout, stderr io.Writer, opts []store.Option)
 	return bdcli.Options{Dir: dir, Actor: actor, Stdout: stdout, Stderr: stderr, Version: version, Store: opts,
 		Host: func(ctx context.Context, s bdcli.Session) bdcli.Host {
 			g := &Globals{Dir: dir, Actor: s.Actor, JSON: s.JSON}
-			return bdHost{&env{Globals: g, ctx: ctx, stdout: stdout, stderr: stderr, lastActor: s.LastActor, storeOpts: opts}}
+			return bdHost{&env{Globals: g, ctx: ctx, stdout: s.Stdout, stderr: s.Stderr, lastActor: s.LastActor, storeOpts: opts}}
 		}}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spoolhq/spool/internal/cliout"
 	"github.com/spoolhq/spool/internal/clock"
 	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/fleet"
@@ -193,7 +194,7 @@ func (e *env) actor(ctx context.Context, r *git.Repo) (string, error) {
 
 // interactive reports whether stderr is a terminal (for progress output).
 func (e *env) interactive() bool {
-	f, ok := e.stderr.(*os.File)
+	f, ok := cliout.Unwrap(e.stderr).(*os.File)
 	if !ok {
 		return false
 	}

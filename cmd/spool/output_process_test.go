@@ -149,3 +149,27 @@ func TestBufferedOutputBeforeStderr(t *testing.T) {
 		t.Fatalf("the hint is not after the lines:\n%s", out)
 	}
 }
+
+// Output that cannot be written is an error, buffered or not: a full disk
+// under spool's list and bd's exits non-zero and says so.
+func TestBufferedOutputToAFullDisk(t *testing.T) {
+	t.Parallel()
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no /dev/full: %v", err)
+	}
+	defer full.Close()
+	bin := spoolBinary(t)
+	dir, env := jobRepo(t, bin)
+	jobSpool(t, bin, dir, env, "task", "add", "one")
+	for _, args := range [][]string{{"task", "list"}, {"--json", "task", "list"}, {"bd", "list"}, {"bd", "list", "--json"}, {"bd", "export"}} {
+		cmd := exec.Command(bin, append([]string{"-C", dir}, args...)...)
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Stdout = full
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), "no space left on device") {
+			t.Errorf("%q to a full disk: %v, stderr %q", args, err, stderr.String())
+		}
+	}
+}

@@ -61,6 +61,9 @@ type Session struct {
 	LastActor func() string
 	// JSON is bd's --json: warnings as JSON lines on stderr.
 	JSON bool
+	// Stdout and Stderr are what the command writes to: Options' own,
+	// stdout buffered.
+	Stdout, Stderr io.Writer
 }
 
 // Host is what the bd commands use of spool's command environment:
@@ -236,12 +239,15 @@ func Run(ctx context.Context, name string, args []string, o Options) (code int) 
 	actor := cmp.Or(strings.TrimSpace(cli.Actor), strings.TrimSpace(o.Actor), strings.TrimSpace(os.Getenv("BD_ACTOR")),
 		strings.TrimSpace(os.Getenv("BEADS_ACTOR")), strings.TrimSpace(os.Getenv("SPOOL_ACTOR")))
 	last := func() string { return cmp.Or(strings.TrimSpace(os.Getenv("USER")), "unknown") }
-	host := o.Host(ctx, Session{Actor: actor, LastActor: last, JSON: cli.JSON})
+	host := o.Host(ctx, Session{Actor: actor, LastActor: last, JSON: cli.JSON, Stdout: stdout, Stderr: stderr})
 	b := &bdEnv{host: host, ctx: ctx, stdout: stdout, stderr: stderr, app: parser, JSON: cli.JSON, o: o, cli: &cli}
 	if err := kctx.Run(b); errors.Is(err, errBDStatus1) {
 		return 1 // the command has said what it found
 	} else if err != nil {
 		return reportBD(stdout, stderr, cli.JSON || jsonOut, name, err) // a refused command takes --json among its arguments
+	}
+	if err := out.Flush(); err != nil { // the output, or its end, was not written: say so
+		return reportBD(o.Stdout, stderr, false, name, err)
 	}
 	return 0
 }

@@ -119,8 +119,15 @@ type FlushFirst struct {
 }
 
 func (f FlushFirst) Write(p []byte) (int, error) {
-	if err := f.Out.Flush(); err != nil {
-		return 0, err
-	}
+	f.Out.Flush() // its error is the command's to report: the message still goes out
 	return f.W.Write(p)
+}
+
+// Unwrap is the writer under w: a FlushFirst's stderr, for asking whether
+// it is a terminal.
+func Unwrap(w io.Writer) io.Writer {
+	if f, ok := w.(FlushFirst); ok {
+		return f.W
+	}
+	return w
 }
