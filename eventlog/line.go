@@ -30,12 +30,12 @@ func (e *Event) AppendLine(dst []byte) ([]byte, error) {
 	dst = append(dst, `,"lc":`...)
 	dst = strconv.AppendUint(dst, e.LC, 10)
 	dst = append(dst, `,"at":"`...)
-	var err error
-	if dst, err = e.At.AppendText(dst); err != nil || len(e.Data) > 0 && !compactJSON(e.Data) {
+	at, err := e.At.AppendText(dst)
+	if err != nil || len(e.Data) > 0 && !compactJSON(e.Data) {
 		line, err := e.Encode()
 		return append(dst[:start], line...), err
 	}
-	dst = append(dst, '"')
+	dst = append(at, '"')
 	str(`,"actor":`, e.Actor)
 	str(`,"type":`, e.Type)
 	if e.Subject != "" {
