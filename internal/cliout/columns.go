@@ -2,6 +2,8 @@ package cliout
 
 import (
 	"io"
+	"strings"
+	"text/tabwriter"
 	"unicode/utf8"
 )
 
@@ -10,9 +12,9 @@ import (
 // a row's last padded with spaces to its column's widest, and two more),
 // for output too long to hold whole: spool log's million lines took 25 s
 // and 580 MiB through tabwriter, which keeps every cell until its Flush.
-// The first rows are held and aligned together, as tabwriter does them;
-// after them a row is written as it comes, and a column only widens, when
-// a longer cell comes.
+// The first rows are held and written through tabwriter; after them a
+// row is written as it comes, each cell but its last padded to the widest
+// of its column so far, and two more.
 type Columns struct {
 	w         io.Writer
 	hold      int // rows held before the first is written
@@ -58,13 +60,19 @@ func (c *Columns) Row(cells ...string) error {
 // Flush writes the rows held; from then on rows are written as they come,
 // and the widths stay.
 func (c *Columns) Flush() error {
+	if c.streaming {
+		return c.err
+	}
 	c.streaming = true
+	tw := tabwriter.NewWriter(c.w, 0, 4, 2, ' ', 0)
 	for _, r := range c.held {
-		if err := c.write(r); err != nil {
+		if _, err := io.WriteString(tw, strings.Join(r, "\t")+"\n"); err != nil {
+			c.err = err
 			return err
 		}
 	}
 	c.held = nil
+	c.err = tw.Flush()
 	return c.err
 }
 
