@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,9 +55,9 @@ func exportTasks(e *env, output, prefix string) error {
 	if output == "" {
 		return write(e.stdout)
 	}
-	if err := writeOutput(output, write); err != nil {
-		if fe := (*fault.Error)(nil); errors.As(err, &fe) {
-			return err // a bad prefix
+	if err := writeOutput(e.ctx, output, e.stdout, write); err != nil {
+		if fe := (*fault.Error)(nil); errors.As(err, &fe) || errors.Is(err, context.Canceled) {
+			return err // a bad prefix, an interrupt
 		}
 		return fault.New(fault.CodeStorage, err, fmt.Sprintf("cannot write %s: %v", output, err), "file", output)
 	}
@@ -66,37 +67,89 @@ func exportTasks(e *env, output, prefix string) error {
 	return nil
 }
 
-// writeOutput writes a file a user names (-o FILE) with write: a new or
-// regular file is replaced atomically, a symlink's target rather than the
-// link; anything else, a device or a pipe (-o /dev/stdout), is written in
-// place: a file renamed over /dev/null would replace it.
-func writeOutput(path string, write func(io.Writer) error) error {
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		if fi.IsDir() {
-			return fmt.Errorf("%s is a directory", path)
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
+// writeOutput writes a file a user names (-o FILE) with write. Our own
+// stdout (-o /dev/stdout, whatever it is) is written as stdout; a device
+// or a pipe is written in place (a file renamed over /dev/null would
+// replace it), giving up on an interrupt while a pipe has no reader; a
+// file is replaced atomically, and through a symlink, its target, not the
+// link. A file replaced keeps its mode; a new one is 0644, less the umask.
+func writeOutput(ctx context.Context, path string, stdout io.Writer, write func(io.Writer) error) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		if path, err = linkTarget(path); err != nil { // a symlink to a file not made yet
 			return err
 		}
-		bw := bufio.NewWriterSize(f, 64<<10)
-		err = write(bw)
-		if ferr := bw.Flush(); err == nil {
-			err = ferr
+	} else {
+		if own, err := os.Stdout.Stat(); err == nil && os.SameFile(fi, own) {
+			return write(stdout)
 		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
+		switch {
+		case fi.IsDir():
+			return errors.New("it is a directory")
+		case !fi.Mode().IsRegular():
+			return writeInPlace(ctx, path, write)
 		}
-		return err
-	}
-	if target, err := filepath.EvalSymlinks(path); err == nil {
-		path = target
+		if path, err = filepath.EvalSymlinks(path); err != nil {
+			return err
+		}
 	}
 	b := durable.NewBatch("")
 	if err := b.WriteStream(path, 0o644, write, nil); err != nil {
 		return err
 	}
 	return b.Done()
+}
+
+// writeInPlace writes a device or a pipe through a buffer. Opening a pipe
+// waits for a reader: an interrupt (ctx) ends the wait.
+func writeInPlace(ctx context.Context, path string, write func(io.Writer) error) error {
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		ch <- opened{f, err}
+	}()
+	var o opened
+	select {
+	case o = <-ch:
+	case <-ctx.Done():
+		return fmt.Errorf("nothing read it before the interrupt: %w", ctx.Err())
+	}
+	if o.err != nil {
+		return o.err
+	}
+	bw := bufio.NewWriterSize(o.f, 64<<10)
+	err := write(bw)
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	if cerr := o.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// linkTarget is the path path's symlinks lead to, the last of them naming
+// nothing yet; path itself when it is no symlink.
+func linkTarget(path string) (string, error) {
+	for range 40 {
+		fi, err := os.Lstat(path)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			return path, nil
+		}
+		to, err := os.Readlink(path)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(to) {
+			to = filepath.Join(filepath.Dir(path), to)
+		}
+		path = to
+	}
+	return "", errors.New("too many levels of symbolic links")
 }
 
 func importTasks(e *env, file, prefix string) error {

@@ -127,6 +127,65 @@ func TestExportOutputs(t *testing.T) {
 	if _, err := jobSpoolErr(bin, dir, env, "export", "-o", tmp); err == nil {
 		t.Fatal("export -o a directory succeeded")
 	}
+
+	// A symlink to a file not made yet: the file is made, the link kept.
+	dangling := filepath.Join(tmp, "dangling")
+	if err := os.Symlink(filepath.Join("sub", "new.jsonl"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(tmp, "sub"), 0o755)
+	jobSpool(t, bin, dir, env, "export", "-o", dangling)
+	if got, _ := os.ReadFile(filepath.Join(tmp, "sub", "new.jsonl")); string(got) != want {
+		t.Fatalf("through a dangling link: %q", got)
+	}
+	if fi, err := os.Lstat(dangling); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the dangling link after export -o: %v %v", fi, err)
+	}
+
+	// -o /dev/stdout with stdout a file opened to append: appended to, not
+	// replaced by a file of the export alone.
+	appended := filepath.Join(tmp, "appended")
+	os.WriteFile(appended, []byte("header\n"), 0o644)
+	f, err := os.OpenFile(appended, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-C", dir, "export", "-o", "/dev/stdout")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout = f
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("export -o /dev/stdout: %v\n%s", err, stderr.String())
+	}
+	f.Close()
+	if got, _ := os.ReadFile(appended); string(got) != "header\n"+want {
+		t.Fatalf("export -o /dev/stdout >> file: %q", got)
+	}
+
+	// A pipe nobody reads: an interrupt ends the wait.
+	lonely := filepath.Join(tmp, "lonely")
+	if err := syscall.Mkfifo(lonely, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(bin, "-C", dir, "export", "-o", lonely)
+	cmd.Env = append(os.Environ(), env...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	time.Sleep(500 * time.Millisecond) // past its start-up, into the wait for a reader
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("export to a pipe nobody read succeeded")
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("export to a pipe nobody read outlived an interrupt by 20 s")
+	}
 }
 
 // Buffered output keeps its place before what the command writes to
