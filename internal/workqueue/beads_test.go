@@ -392,53 +392,81 @@ func TestRenamePrefixCollision(t *testing.T) {
 }
 
 // ExportEach streams what Export returns, renamed as RenamePrefix renames
-// it: from the table and from memory, with ids of several prefixes (whose
-// new ids sort otherwise), for no prefix, one that keeps the order and one
-// that collides.
+// it: in memory, from a table read by nothing else first, and from one with
+// a task changed and one added since; with ids of one prefix (renamed as
+// they stream) and of several (whose new ids sort otherwise: the whole
+// path), for no prefix, others, and one that makes two ids one.
 func TestExportEachAsExport(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	a := w.add("parser", 1, t0, "backend")
-	b := w.add("ship", 2, t0.Add(time.Second))
-	w.apply("ada", t0, eventlog.Draft{Type: TypeDepAdded, Subject: b, Data: DepData{Blocker: a}},
-		eventlog.Draft{Type: TypeCommented, Subject: a, Data: CommentData{Text: "started"}})
-	imported := []TaskJSON{
-		{ID: "bd-zz9", Title: "from bd", Status: StatusOpen, IssueType: "task", CreatedAt: t0, UpdatedAt: t0,
-			Dependencies: []DepJSON{{IssueID: "bd-zz9", DependsOnID: a, Type: "blocks", CreatedAt: t0}}},
-		{ID: "aa-001", Title: "from aa", Status: StatusOpen, IssueType: "task", CreatedAt: t0, UpdatedAt: t0},
-	}
-	drafts, err := ImportTasks(w.s, imported)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.apply("importer", t0, drafts...)
-	states := map[string]*State{"memory": w.s, "table": viaSnapshot(t, w.s)}
-	for name, s := range states {
-		for _, to := range []string{"", "sp", "qq", "zz"} {
-			want := s.Export()
-			wantErr := error(nil)
-			if to != "" {
-				wantErr = RenamePrefix(want, to)
+	for _, kind := range []string{"one prefix", "several", "colliding"} {
+		mixed := kind != "one prefix"
+		w := newWorld(t)
+		a := w.add("parser", 1, t0, "backend")
+		b := w.add("ship", 2, t0.Add(time.Second))
+		w.apply("ada", t0, eventlog.Draft{Type: TypeDepAdded, Subject: b, Data: DepData{Blocker: a}},
+			eventlog.Draft{Type: TypeCommented, Subject: a, Data: CommentData{Text: "started"}})
+		prefixes := []string{"", "bd", "zz"}
+		if mixed {
+			aa := "aa-001" // first, and after the others once renamed
+			if kind == "colliding" {
+				aa = "aa-" + strings.TrimPrefix(b, "sp-") // aa-X and sp-X: one id under any prefix
 			}
-			var got []string
-			err := s.ExportEach(to, func(r TaskJSON) error {
-				line, err := json.Marshal(r)
-				got = append(got, string(line))
-				return err
+			drafts, err := ImportTasks(w.s, []TaskJSON{
+				{ID: "bd-zz9", Title: "from bd", Status: StatusOpen, IssueType: "task", CreatedAt: t0, UpdatedAt: t0,
+					Dependencies: []DepJSON{{IssueID: "bd-zz9", DependsOnID: a, Type: "blocks", CreatedAt: t0}}},
+				{ID: aa, Title: "from aa", Status: StatusOpen, IssueType: "task", CreatedAt: t0, UpdatedAt: t0},
 			})
-			if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
-				t.Fatalf("%s, %q: %v, want %v", name, to, err, wantErr)
-			}
 			if err != nil {
-				continue
+				t.Fatal(err)
 			}
-			var wantLines []string
-			for _, r := range want {
-				line, _ := json.Marshal(r)
-				wantLines = append(wantLines, string(line))
+			w.apply("importer", t0, drafts...)
+		}
+		saved := viaSnapshot(t, w.s)
+		changed := func() *State { // the table, with a task changed and one added since
+			s := viaSnapshot(t, w.s)
+			for _, d := range []eventlog.Draft{{Type: TypeCommented, Subject: b, Data: CommentData{Text: "later"}}} {
+				data, _ := json.Marshal(d.Data)
+				s.Apply(&eventlog.Event{V: 1, ID: "x1", Writer: "w", Seq: 99, LC: 99, At: t0, Actor: "ada", Type: d.Type, Subject: d.Subject, Data: data})
 			}
-			if !slices.Equal(got, wantLines) {
-				t.Fatalf("%s, %q:\n%s\nwant\n%s", name, to, strings.Join(got, "\n"), strings.Join(wantLines, "\n"))
+			d, _, err := AddTask(s, NewTask{Title: "new", Priority: 2}, "sp", "writer1", t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ := json.Marshal(d.Data)
+			s.Apply(&eventlog.Event{V: 1, ID: "x2", Writer: "w", Seq: 100, LC: 100, At: t0, Actor: "ada", Type: d.Type, Subject: d.Subject, Data: data})
+			return s
+		}
+		for name, fresh := range map[string]func() *State{
+			"memory":  func() *State { return w.s },
+			"table":   func() *State { return viaSnapshot(t, saved) },
+			"changed": changed,
+		} {
+			for _, to := range prefixes {
+				want := fresh().Export()
+				wantErr := error(nil)
+				if to != "" {
+					wantErr = RenamePrefix(want, to)
+				}
+				var got []string
+				err := fresh().ExportEach(to, func(r TaskJSON) error {
+					line, err := json.Marshal(r)
+					got = append(got, string(line))
+					return err
+				})
+				if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+					t.Fatalf("%s, %s, %q: %v, want %v", kind, name, to, err, wantErr)
+				}
+				if err != nil {
+					continue
+				}
+				var wantLines []string
+				for _, r := range want {
+					line, _ := json.Marshal(r)
+					wantLines = append(wantLines, string(line))
+				}
+				if !slices.Equal(got, wantLines) {
+					t.Fatalf("%s, %s, %q:\n%s\nwant\n%s", kind, name, to, strings.Join(got, "\n"), strings.Join(wantLines, "\n"))
+				}
 			}
 		}
 	}
