@@ -155,6 +155,27 @@ type Spiller interface {
 	Spill(dir string) error
 }
 
+// Expander is a projection read lazily from its snapshot (records
+// decoded as they are asked for) that a reader has since made whole. A
+// process that keeps its views (the board, the MCP server) opens such a
+// one afresh rather than keep it: answers that read the snapshot's
+// sections (counts, a task and its dependents) are computed from the
+// whole instead, and at 100,000 tasks took 0.3 s where they took 4 ms.
+type Expander interface {
+	Expanded() bool
+}
+
+// Expanded says whether a projection of the view was made whole since it
+// was read from its snapshot (Expander).
+func (v *View) Expanded() bool {
+	for _, it := range v.items {
+		if x, ok := it.proj.(Expander); ok && x.Expanded() {
+			return true
+		}
+	}
+	return false
+}
+
 const progressEvery = 100_000
 
 // Key is a position in replay order.

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/spoolhq/spool/eventlog"
+	"github.com/spoolhq/spool/internal/workqueue"
+	"github.com/spoolhq/spool/projections"
 )
 
 // Latest answers as a read of the whole log: one subject's events through
@@ -58,4 +60,59 @@ func TestLatestAsTheWholeLog(t *testing.T) {
 	s.Log.IndexSubjects(ctx, s.SubjectIndex(), s.Engine.KnownStarts(), 0)
 	batch(90, 120)
 	check("indexed, then more")
+}
+
+// A view whose tasks a read decoded whole is opened afresh by the next
+// read, as a process that keeps its views (the board) needs: the whole in
+// memory answers counts and a task's dependents slower than the snapshot.
+func TestAViewMadeWholeIsReopened(t *testing.T) {
+	ctx := context.Background()
+	dir := newRepo(t)
+	s, _ := open(t, dir)
+	for i := range 40 {
+		evs, _, err := s.Write(ctx, t0, "ada", []string{workqueue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+			p, _ := projections.As[*workqueue.TasksProjection](v, workqueue.Name)
+			d, _, err := workqueue.AddTask(p.State(), workqueue.NewTask{Title: fmt.Sprintf("task %d", i), Priority: 2}, "sp", "w1", t0)
+			return []eventlog.Draft{d}, err
+		})
+		if err != nil || len(evs) != 1 {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, _ = open(t, dir) // as the board opens it: the tasks read from the snapshot as asked for
+	read := func() (*projections.View, *workqueue.TasksProjection) {
+		v, err := s.Read(ctx, workqueue.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, ok := projections.As[*workqueue.TasksProjection](v, workqueue.Name)
+		if !ok {
+			t.Fatal("no tasks projection")
+		}
+		return v, p
+	}
+	v1, p1 := read()
+	if p1.Expanded() {
+		t.Fatal("expanded before any read of every task")
+	}
+	if v, _ := read(); v != v1 {
+		t.Fatal("a view not made whole was not kept")
+	}
+	n := 0
+	for range p1.State().Tasks() {
+		n++
+	}
+	if !p1.Expanded() || n != 40 {
+		t.Fatalf("after reading %d tasks: expanded %v", n, p1.Expanded())
+	}
+	v2, p2 := read()
+	if v2 == v1 || p2.Expanded() {
+		t.Fatalf("the view made whole was kept (same %v, expanded %v)", v2 == v1, p2.Expanded())
+	}
+	if got := len(p2.State().TaskIDs()); got != 40 {
+		t.Fatalf("the view opened afresh has %d tasks", got)
+	}
 }

@@ -173,7 +173,7 @@ func (s *Store) Flush(ctx context.Context) error {
 // view returns the loaded view of names, loading it on first use.
 func (s *Store) view(names []string) (*projections.View, error) {
 	key := strings.Join(names, "\x00")
-	if v, ok := s.views[key]; ok {
+	if v, ok := s.views[key]; ok && !v.Expanded() {
 		return v, nil
 	}
 	v, err := s.Engine.Open(names...)

@@ -213,14 +213,16 @@ type State struct {
 type trackerSide struct {
 	m          map[string]*Task // decoded, changed or new since the table; nil: not opened
 	lazy       *lazyTasks       // the snapshot's tasks not yet in m; nil: m is whole
+	madeWhole  bool             // lazy was dropped by a read of every task (projections.Expander)
 	spill      *spill           // where the tasks' titles and details are, in a fold that spills
 	commentSeq int64            // the last comment's id
 }
 
 // historySide is the queue's side of a state, shared as trackerSide is.
 type historySide struct {
-	m     map[string]*Entry // decoded, changed or new since the table; nil: not opened
-	table *historyTable     // the snapshot's entries not yet in m; nil: m is whole
+	m         map[string]*Entry // decoded, changed or new since the table; nil: not opened
+	table     *historyTable     // the snapshot's entries not yet in m; nil: m is whole
+	madeWhole bool              // table was dropped by a read of every entry
 }
 
 // StateOf is a state holding these tasks and entries, shared rather than
@@ -351,7 +353,7 @@ func (s *State) allTasks() map[string]*Task {
 				s.trk.m[tt.IDs[i]] = t
 			}
 		}
-		s.trk.lazy = nil
+		s.trk.lazy, s.trk.madeWhole = nil, true
 	}
 	return s.trk.m
 }
@@ -406,7 +408,7 @@ func (s *State) decodedIDs() []string {
 func (s *State) allHistory() map[string]*Entry {
 	if s.hst.table != nil {
 		decodeAll(s.hst.m, s.hst.table.Table, decodeEntry)
-		s.hst.table = nil
+		s.hst.table, s.hst.madeWhole = nil, true
 	}
 	return s.hst.m
 }
@@ -454,6 +456,14 @@ type TasksProjection struct {
 
 // NewTasksProjection wraps a state.
 func NewTasksProjection(s *State) *TasksProjection { return &TasksProjection{s: s} }
+
+// Expanded says whether a read decoded every task of the snapshot the
+// state was opened on (projections.Expander).
+func (p *TasksProjection) Expanded() bool { return p.s.trk.madeWhole }
+
+// Expanded says whether a read decoded every entry of the snapshot the
+// state was opened on.
+func (p *QueueProjection) Expanded() bool { return p.s.hst.madeWhole }
 
 // State is the tracker's state as the fold has it: what a decision reads
 // under the log's lock. The next event changes it.
