@@ -86,7 +86,7 @@ func writeOutput(ctx context.Context, path string, stdout io.Writer, write func(
 		switch {
 		case fi.IsDir():
 			return errors.New("it is a directory")
-		case !fi.Mode().IsRegular():
+		case !fi.Mode().IsRegular() || namesDescriptor(path):
 			return writeInPlace(ctx, path, write)
 		}
 		if path, err = filepath.EvalSymlinks(path); err != nil {
@@ -100,8 +100,9 @@ func writeOutput(ctx context.Context, path string, stdout io.Writer, write func(
 	return b.Done()
 }
 
-// writeInPlace writes a device or a pipe through a buffer. Opening a pipe
-// waits for a reader: an interrupt (ctx) ends the wait.
+// writeInPlace writes a device, a pipe or a descriptor's file through a
+// buffer, appending. Opening a pipe waits for a reader: an interrupt (ctx)
+// ends the wait.
 func writeInPlace(ctx context.Context, path string, write func(io.Writer) error) error {
 	type opened struct {
 		f   *os.File
@@ -109,7 +110,9 @@ func writeInPlace(ctx context.Context, path string, write func(io.Writer) error)
 	}
 	ch := make(chan opened, 1)
 	go func() {
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		// Appending: a file behind a descriptor (-o /dev/stderr 2>>log) is
+		// written where its holder writes, not over its start.
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 		ch <- opened{f, err}
 	}()
 	var o opened
@@ -132,6 +135,14 @@ func writeInPlace(ctx context.Context, path string, write func(io.Writer) error)
 	return err
 }
 
+// namesDescriptor says whether path names an open file descriptor
+// (/dev/stderr, /dev/fd/3, /proc/self/fd/3): the file behind it, if a
+// regular one, is written in place, not replaced.
+func namesDescriptor(path string) bool {
+	p := filepath.Clean(path)
+	return p == "/dev/stdout" || p == "/dev/stderr" || strings.HasPrefix(p, "/dev/fd/") || strings.HasPrefix(p, "/proc/self/fd/")
+}
+
 // linkTarget is the path path's symlinks lead to, the last of them naming
 // nothing yet; path itself when it is no symlink.
 func linkTarget(path string) (string, error) {
@@ -145,7 +156,13 @@ func linkTarget(path string) (string, error) {
 			return "", err
 		}
 		if !filepath.IsAbs(to) {
-			to = filepath.Join(filepath.Dir(path), to)
+			// From the directory the link is in, as the kernel reads it:
+			// its .. is the parent of where a symlinked directory leads.
+			dir, err := filepath.EvalSymlinks(filepath.Dir(path))
+			if err != nil {
+				return "", err
+			}
+			to = filepath.Join(dir, to)
 		}
 		path = to
 	}

@@ -163,6 +163,32 @@ func TestExportOutputs(t *testing.T) {
 		t.Fatalf("export -o /dev/stdout >> file: %q", got)
 	}
 
+	// -o /dev/stderr with stderr a file opened to append: appended to too.
+	f, err = os.OpenFile(appended, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(bin, "-C", dir, "export", "-o", "/dev/stderr")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = f
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("export -o /dev/stderr: %v", err)
+	}
+	f.Close()
+	if got, _ := os.ReadFile(appended); !strings.HasPrefix(string(got), "header\n"+want+want) {
+		t.Fatalf("export -o /dev/stderr 2>> file: %q", got)
+	}
+
+	// A relative link in a directory reached through a symlink: its .. is
+	// from where the directory is.
+	os.MkdirAll(filepath.Join(tmp, "real", "sub"), 0o755)
+	os.Symlink(filepath.Join(tmp, "real", "sub"), filepath.Join(tmp, "d"))
+	os.Symlink(filepath.Join("..", "out.jsonl"), filepath.Join(tmp, "real", "sub", "link"))
+	jobSpool(t, bin, tmp, env, "-C", dir, "export", "-o", filepath.Join(tmp, "d", "link"))
+	if got, _ := os.ReadFile(filepath.Join(tmp, "real", "out.jsonl")); string(got) != want {
+		t.Fatalf("through a link in a linked directory: %q", got)
+	}
+
 	// A pipe nobody reads: an interrupt ends the wait.
 	lonely := filepath.Join(tmp, "lonely")
 	if err := syscall.Mkfifo(lonely, 0o600); err != nil {

@@ -116,3 +116,62 @@ func TestAViewMadeWholeIsReopened(t *testing.T) {
 		t.Fatalf("the view opened afresh has %d tasks", got)
 	}
 }
+
+// A view that every read makes whole is opened afresh only maxReopen times
+// in a row, then kept whole: reopening it decoded every task each time.
+func TestAViewEveryReadMakesWholeIsKept(t *testing.T) {
+	ctx := context.Background()
+	dir := newRepo(t)
+	s, _ := open(t, dir)
+	for i := range 10 {
+		s.Write(ctx, t0, "ada", []string{workqueue.Name}, func(v *projections.View) ([]eventlog.Draft, error) {
+			p, _ := projections.As[*workqueue.TasksProjection](v, workqueue.Name)
+			d, _, err := workqueue.AddTask(p.State(), workqueue.NewTask{Title: fmt.Sprintf("task %d", i), Priority: 2}, "sp", "w1", t0)
+			return []eventlog.Draft{d}, err
+		})
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, _ = open(t, dir)
+	var views []*projections.View
+	for range 6 {
+		v, err := s.Read(ctx, workqueue.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		views = append(views, v)
+		p, _ := projections.As[*workqueue.TasksProjection](v, workqueue.Name)
+		for range p.State().Tasks() { // every read reads every task
+		}
+	}
+	distinct := 0
+	for i := range views {
+		if i == 0 || views[i] != views[i-1] {
+			distinct++
+		}
+	}
+	if distinct != 1+maxReopen {
+		t.Fatalf("%d views opened over 6 reads that each read every task, want %d", distinct, 1+maxReopen)
+	}
+
+	// Reads that alternate (the board's Tasks page, then its counts): each
+	// read after one that read every task opens the view afresh.
+	s, _ = open(t, dir)
+	var prev *projections.View
+	for i := range 8 {
+		v, err := s.Read(ctx, workqueue.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && i%2 == 1 && v == prev {
+			t.Fatalf("read %d, after one that read every task, kept the whole view", i)
+		}
+		if i%2 == 0 {
+			p, _ := projections.As[*workqueue.TasksProjection](v, workqueue.Name)
+			for range p.State().Tasks() {
+			}
+		}
+		prev = v
+	}
+}

@@ -91,6 +91,10 @@ type Store struct {
 	views    map[string]*projections.View
 	mu       sync.Mutex // one Read or Write at a time uses the views
 	reprimed bool       // reprime ran: it runs once
+	// wholeAgain counts, by view, the reads in a row that found the view
+	// made whole (projections.Expander): past maxReopen, every read makes
+	// it whole again (a gated stats reads every task), and it is kept.
+	wholeAgain map[string]int
 
 	// DeferSave makes Write leave the projection files for Flush (or the
 	// next Read) to write. The log is the truth and is always on disk before
@@ -173,8 +177,18 @@ func (s *Store) Flush(ctx context.Context) error {
 // view returns the loaded view of names, loading it on first use.
 func (s *Store) view(names []string) (*projections.View, error) {
 	key := strings.Join(names, "\x00")
-	if v, ok := s.views[key]; ok && !v.Expanded() {
-		return v, nil
+	if v, ok := s.views[key]; ok {
+		switch {
+		case !v.Expanded():
+			delete(s.wholeAgain, key)
+			return v, nil
+		case s.wholeAgain[key] >= maxReopen:
+			return v, nil
+		}
+		if s.wholeAgain == nil {
+			s.wholeAgain = map[string]int{}
+		}
+		s.wholeAgain[key]++ // opened afresh below: the snapshot answers the next reads faster
 	}
 	v, err := s.Engine.Open(names...)
 	if err != nil {
@@ -186,6 +200,10 @@ func (s *Store) view(names []string) (*projections.View, error) {
 	s.views[key] = v
 	return v, nil
 }
+
+// maxReopen is how many reads in a row may find a view made whole and
+// open it afresh: a view that every read makes whole is kept whole.
+const maxReopen = 2
 
 // What spool keeps for a clone lives under the git common dir (see
 // receive.go): the log, the projections, the outputs of test runs, agents
