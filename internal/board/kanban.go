@@ -28,6 +28,7 @@ type Card struct {
 	WaitsParent  string   // or the parent that waits, when it has none
 
 	created time.Time
+	readyAt int // its place in next's order, on a Ready card
 }
 
 // Column is one column of the Tasks view; More counts the cards past the
@@ -111,8 +112,8 @@ func Kanban(st *workqueue.State, p workqueue.Policy, f TaskFilter, now time.Time
 		case h.Status == workqueue.HistFailed && h.NextEligibleAt != nil && h.NextEligibleAt.After(now):
 			key, c.NextEligible = ColBackoff, *h.NextEligibleAt
 		default:
-			if _, ok := ready[t.ID]; ok {
-				key = ColReady
+			if at, ok := ready[t.ID]; ok {
+				key, c.readyAt = ColReady, at
 			} else {
 				c.WaitsFor, c.WaitsParent = st.Waits(t)
 			}
@@ -122,22 +123,40 @@ func Kanban(st *workqueue.State, p workqueue.Policy, f TaskFilter, now time.Time
 	}
 	for i := range cols {
 		cards := cols[i].Cards
+		var order func(a, b *Card) int
 		switch cols[i].Key {
 		case ColReady:
-			slices.SortFunc(cards, func(a, b Card) int { return cmp.Compare(ready[a.ID], ready[b.ID]) })
+			order = func(a, b *Card) int { return cmp.Compare(a.readyAt, b.readyAt) }
 		case ColDone:
-			slices.SortFunc(cards, func(a, b Card) int {
-				return cmp.Or(b.ClosedAt.Compare(a.ClosedAt), cmp.Compare(a.ID, b.ID))
-			})
+			order = func(a, b *Card) int { return cmp.Or(b.ClosedAt.Compare(a.ClosedAt), cmp.Compare(a.ID, b.ID)) }
 		default:
-			slices.SortFunc(cards, func(a, b Card) int {
+			order = func(a, b *Card) int {
 				return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.created.Compare(b.created), cmp.Compare(a.ID, b.ID))
-			})
+			}
 		}
 		if limit > 0 && len(cards) > limit {
-			cols[i].More, cards = len(cards)-limit, cards[:limit]
+			cols[i].More = len(cards) - limit
 		}
-		cols[i].Cards = cards
+		cols[i].Cards = firstSorted(cards, order, limit)
 	}
 	return cols
+}
+
+// firstSorted is the first limit of cards in order (all of them for limit
+// 0). The cards are sorted by their places, not moved: a Card is some 250
+// bytes, and sorting a Done column of 90,000 of them by value took 0.4 s.
+func firstSorted(cards []Card, order func(a, b *Card) int, limit int) []Card {
+	at := make([]int32, len(cards))
+	for i := range at {
+		at[i] = int32(i)
+	}
+	slices.SortFunc(at, func(a, b int32) int { return order(&cards[a], &cards[b]) })
+	if limit > 0 && len(at) > limit {
+		at = at[:limit]
+	}
+	out := make([]Card, len(at))
+	for i, k := range at {
+		out[i] = cards[k]
+	}
+	return out
 }
