@@ -56,22 +56,12 @@ func (c *LogCmd) Run(e *env) error {
 	pr := &eventPrinter{w: e.stdout, json: e.JSON}
 	from := map[string]eventlog.Start{}
 	var last []*eventlog.Event
-	var known map[string]eventlog.Start
-	switch {
-	case f.Subject != "":
-		// One subject's events: the part of the log the last save read
-		// is searched for its name rather than decoded (Log.About).
-		// With the subject index, where the subject's lines are is looked
-		// up rather than searched for (IndexSubjects, after the output).
-		known = st.Engine.KnownStarts()
-		last, from, err = st.Log.About(f.Subject, f.Match, known, st.SubjectIndex())
-		if c.N > 0 && len(last) > c.N {
-			last = last[len(last)-c.N:]
-		}
-	case c.N > 0:
-		// The log's end only: a million events took 1.3 s to read whole.
-		last, from, err = st.Log.Last(c.N, f.Match, st.Engine.KnownStarts())
-	default:
+	if f.Subject != "" || c.N > 0 {
+		// One subject's events (searched for, or looked up in the subject
+		// index, which IndexSubjects keeps after the output), or the
+		// log's end: a million events took 1.3 s to read whole.
+		last, from, err = st.Latest(e.ctx, f.Subject, c.N, f.Match)
+	} else {
 		err = readEvents(st.Log, from, func(ev *eventlog.Event) error {
 			if !f.Match(ev) {
 				return nil
@@ -90,13 +80,15 @@ func (c *LogCmd) Run(e *env) error {
 	if err := pr.flush(); err != nil {
 		return err
 	}
-	if known != nil {
+	if f.Subject != "" {
 		// A cache: a failure costs the next log -s a search, nothing else.
 		slack := int64(subjectIndexSlack)
 		if n, err := strconv.ParseInt(os.Getenv("SPOOL_TEST_SUBJECT_SLACK"), 10, 64); err == nil {
 			slack = n // the index on a small log
 		}
-		st.Log.IndexSubjects(e.ctx, st.SubjectIndex(), known, slack)
+		if known := st.Engine.KnownStarts(); known != nil {
+			st.Log.IndexSubjects(e.ctx, st.SubjectIndex(), known, slack)
+		}
 	}
 	if !c.Follow {
 		return nil

@@ -427,7 +427,7 @@ func (s *Server) loadActivity(ctx context.Context, env store.Env, r *http.Reques
 	// One item's timeline: the whole log, not only what the server keeps.
 	d.Whole = true
 	var err error
-	d.Events, err = env.Store.Latest(ctx, d.Subject, activityLimit, match)
+	d.Events, _, err = env.Store.Latest(ctx, d.Subject, activityLimit, match)
 	slices.Reverse(d.Events) // newest first
 	return d, err
 }

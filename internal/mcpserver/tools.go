@@ -663,7 +663,7 @@ func logEvents(ctx context.Context, env store.Env, in logIn) (any, string, error
 	if err != nil {
 		return nil, "", fault.New(CodeInvalidArguments, err, strings.TrimPrefix(err.Error(), eventlog.ErrFilter.Error()+": "), "tool", "log")
 	}
-	out, err := env.Store.Latest(ctx, f.Subject, n, f.Match)
+	out, _, err := env.Store.Latest(ctx, f.Subject, n, f.Match)
 	if err != nil {
 		return nil, "", err
 	}

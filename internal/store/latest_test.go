@@ -39,7 +39,7 @@ func TestLatestAsTheWholeLog(t *testing.T) {
 					if n > 0 && len(want) > n {
 						want = want[len(want)-n:]
 					}
-					got, err := s.Latest(ctx, subject, n, match)
+					got, _, err := s.Latest(ctx, subject, n, match)
 					if err != nil {
 						t.Fatal(err)
 					}
