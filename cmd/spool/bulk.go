@@ -1,11 +1,6 @@
 package main
 
-import (
-	"bufio"
-	"io"
-
-	"github.com/alecthomas/kong"
-)
+import "github.com/alecthomas/kong"
 
 // bulkOutput marks a command that prints what it read and nothing else:
 // no child process shares its output, and it does not wait between
@@ -42,15 +37,12 @@ func (*ConfigListCmd) bulkOutput()      {}
 func (*HooksStatusCmd) bulkOutput()     {}
 func (*CompletionCmd) bulkOutput()      {}
 
-// bufferedFor is stdout buffered when the command kctx runs is a
-// bulkOutput, and nil otherwise.
-func bufferedFor(kctx *kong.Context, stdout io.Writer) *bufio.Writer {
+// bulk says whether the command kctx runs is a bulkOutput.
+func bulk(kctx *kong.Context) bool {
 	n := kctx.Selected()
 	if n == nil || !n.Target.CanAddr() {
-		return nil
+		return false
 	}
-	if _, ok := n.Target.Addr().Interface().(bulkOutput); !ok {
-		return nil
-	}
-	return bufio.NewWriterSize(stdout, 64<<10)
+	_, ok := n.Target.Addr().Interface().(bulkOutput)
+	return ok
 }

@@ -2,6 +2,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -305,9 +306,10 @@ func run(args []string, stdout, stderr io.Writer, opts ...store.Option) int {
 		if n, err := strconv.ParseInt(os.Getenv("SPOOL_TEST_PART_SIZE"), 10, 64); err == nil && n > 0 {
 			git.PartSize = n // writer files in parts without megabytes of events
 		}
-		out := bufferedFor(kctx, stdout)
-		if out != nil {
-			e.stdout, e.stderr = out, cliout.FlushFirst{Out: out, W: stderr}
+		var out *bufio.Writer
+		if bulk(kctx) {
+			out, e.stderr = cliout.Buffered(stdout, stderr)
+			e.stdout = out
 			defer out.Flush() // a panic's report follows what was printed
 		}
 		err = kctx.Run(e)

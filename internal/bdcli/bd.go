@@ -9,7 +9,6 @@
 package bdcli
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"errors"
@@ -195,9 +194,9 @@ func Run(ctx context.Context, name string, args []string, o Options) (code int) 
 	}()
 	// Buffered: bd list of 100,000 issues was 90,000 writes, a line each.
 	// No bd command runs a child process or waits between lines.
-	out := bufio.NewWriterSize(o.Stdout, 64<<10)
+	out, stderr := cliout.Buffered(o.Stdout, o.Stderr)
 	defer out.Flush()
-	stdout, stderr := io.Writer(out), io.Writer(cliout.FlushFirst{Out: out, W: o.Stderr})
+	stdout := io.Writer(out)
 	var cli bdCLI
 	target, fill := bdTree().Target(&cli, args)
 	parser, err := kong.New(target,

@@ -110,6 +110,14 @@ func WantsJSON(args []string) bool {
 	return false
 }
 
+// Buffered is stdout behind a 64 KiB buffer, and stderr flushing it
+// before each write (FlushFirst): for a command that prints what it read
+// and nothing else, whose caller flushes the buffer when it returns.
+func Buffered(stdout, stderr io.Writer) (*bufio.Writer, io.Writer) {
+	out := bufio.NewWriterSize(stdout, 64<<10)
+	return out, FlushFirst{Out: out, W: stderr}
+}
+
 // FlushFirst is W with Out flushed before each write: what a command
 // printed to its buffered stdout comes before what it writes to stderr
 // next, as it would unbuffered (bd list's "Showing 50 issues" after them).
