@@ -337,20 +337,29 @@ func walkMerged(order []uint32, changed []*Task, rec func(int) *table.Dec, place
 // Claimable(p, g, f, now, 0), from the snapshot's listings: a task that
 // was ready by itself when saved (plainReady), is unchanged, and names no
 // changed task, is ready now unless its history holds it back, and is
-// written without a decode. It reports false, having written nothing,
-// when it cannot: no snapshot, a filter or gate (they read labels and
-// types), or the progressive policy's order.
+// written without a decode; under a gate or label filter, the table's
+// section of labels and types passes over the saved tasks it does not
+// admit. It reports false, having written nothing, when it cannot: no
+// snapshot, Claimed or Unassigned, or the progressive policy's order.
 func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now time.Time) (bool, error) {
-	if p.Kind == Progressive || len(f.All)+len(f.Any)+len(g.Require)+len(g.Exclude)+len(g.ExcludeTypes) > 0 || f.Claimed || f.Unassigned {
+	if p.Kind == Progressive || f.Claimed || f.Unassigned {
 		return false, nil
 	}
 	tt, x := s.listed()
 	if tt == nil {
 		return false, nil
 	}
+	var admits bitset // under a gate or filter: the saved open tasks they admit
+	if gated(g, f) {
+		var ok bool
+		if admits, ok = tt.admits(g, f); !ok {
+			return false, nil
+		}
+	}
 	memo := map[string]bool{}
 	ready := func(t *Task) bool {
-		return s.EffectiveStatus(t, now) == StatusOpen && !s.blockedBy(t, memo, 0) && p.Skip(Candidate{}, s.Entry(t.ID), g, now) == ""
+		c := Candidate{ID: t.ID, IssueType: t.Type, Labels: t.Labels}
+		return s.EffectiveStatus(t, now) == StatusOpen && f.Admits(t) && !s.blockedBy(t, memo, 0) && p.Skip(c, s.Entry(t.ID), g, now) == ""
 	}
 	// Each saved task is asked by its place: its id, read in list order
 	// from all over the table, was a fifth of the walk. The tasks held now
@@ -378,8 +387,8 @@ func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now
 		var items iter.Seq[any] = func(yield func(any) bool) {
 			var cur savedItem // WriteSeq writes each item before it asks for the next
 			walkMerged(tt.open, changed, m.Record, nil, func(k int, i uint32) bool {
-				if skip.has(int(i)) {
-					return true
+				if skip.has(int(i)) || admits != nil && !admits.has(k) {
+					return true // held: listed as it is now; not admitted: never ready
 				}
 				switch {
 				case named.has(int(i)): // a task it names was closed or reopened: read it whole

@@ -14,15 +14,22 @@ import (
 // parent, every blocker closed); only the history's entries, the tasks
 // changed since and those whose blockers changed are read. When no task
 // was decoded or changed since, the table's summary serves without its
-// index (summaryStats). Otherwise (a state held whole, or a gate that
-// looks at labels or types), every task.
+// index (summaryStats); under a gate (labels or types), the table's
+// section of the open tasks' labels and types says which it admits.
+// Otherwise (a state held whole, a section that does not read), every task.
 func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
-	if s.trk.lazy == nil || len(g.Require) > 0 || len(g.Exclude) > 0 || len(g.ExcludeTypes) > 0 {
+	var admits bitset // under a gate: which open tasks it admits, by place in open
+	if s.trk.lazy != nil && gated(g, ReadyFilter{}) {
+		if a, ok := s.trk.table().admits(g, ReadyFilter{}); ok {
+			admits = a
+		}
+	}
+	if s.trk.lazy == nil || gated(g, ReadyFilter{}) && admits == nil {
 		cands := Candidates(s.Ready(p, ReadyFilter{}, now, Unsorted))
 		ready := len(p.Select(cands, s.Entry, g, now, Unsorted))
 		return p.Stats(s, true, nil, ready, now)
 	}
-	if len(s.trk.m) == 0 || s.trk.lazy.loaded.Load() == nil {
+	if admits == nil && (len(s.trk.m) == 0 || s.trk.lazy.loaded.Load() == nil) {
 		return s.summaryStats(p, g, now)
 	}
 	tt := s.trk.table()
@@ -49,8 +56,8 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 	var read []*Task // unchanged tasks that must be read: a blocker changed, or not plain
 	for k, i := range tt.open {
 		kOf[i] = int32(k)
-		if changed.has(int(i)) {
-			continue
+		if changed.has(int(i)) || admits != nil && !admits.has(k) {
+			continue // changed: read below; not admitted: never ready
 		}
 		id := tt.IDs[i]
 		waits, plain := tt.waitsAt(k), tt.plainAt(k)
@@ -99,7 +106,7 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 				stub.Labels = []string{BlockedLabel}
 			}
 			p.count(&st, stub, h, now)
-			if counted.has(i) && p.Skip(Candidate{}, h, g, now) != "" {
+			if counted.has(i) && p.Skip(Candidate{}, h, Gate{}, now) != "" { // the gate admitted it
 				ready-- // plain, but its history holds it back
 			}
 		case s.trk.m[id] == nil:

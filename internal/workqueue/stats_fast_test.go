@@ -51,8 +51,9 @@ func TestNativeStatsAsEveryTaskCounted(t *testing.T) {
 			if round > 0 {
 				c.change(40)
 			}
-			for _, now := range []time.Time{c.at, c.at.Add(-2 * time.Hour), c.at.Add(time.Minute), c.at.Add(10 * time.Minute), c.at.Add(48 * time.Hour), c.lastFail.Add(30 * time.Second)} {
-				g := pol.Gate(nil, nil)
+			for j, now := range []time.Time{c.at, c.at.Add(-2 * time.Hour), c.at.Add(time.Minute), c.at.Add(10 * time.Minute), c.at.Add(48 * time.Hour), c.lastFail.Add(30 * time.Second)} {
+				g := testGates[(seed+round+j)%len(testGates)]
+				gatedNow := gated(g, ReadyFilter{})
 				whole := fresh()
 				whole.allTasks()
 				want := whole.NativeStats(pol, g, now) // held whole: every task counted
@@ -69,26 +70,44 @@ func TestNativeStatsAsEveryTaskCounted(t *testing.T) {
 				if got := lazy.NativeStats(pol, g, now); want != got {
 					t.Fatalf("seed %d round %d at %v, on a file: %+v, want %+v", seed, round, now, got, want)
 				}
-				if lazy.trk.lazy != nil && lazy.trk.lazy.loaded.Load() != nil {
+				if lazy.trk.lazy != nil && lazy.trk.lazy.loaded.Load() != nil && !gatedNow {
 					t.Fatalf("seed %d round %d: stats read the index", seed, round)
 				}
 				// ready --json from the listings, past the tasks whose
 				// blockers closed or reopened since: as every task held whole.
+				// Under a gate and label filters too, read from the table's
+				// section of labels and types.
+				f := testFilters[(seed+j)%len(testFilters)]
 				var views []any
-				for _, task := range whole.Claimable(pol, g, ReadyFilter{}, now, 0) {
+				for _, task := range whole.Claimable(pol, g, f, now, 0) {
 					views = append(views, whole.View(task, pol, now))
 				}
 				var wantJSON, gotJSON strings.Builder
 				if err := jsonout.WriteList(&wantJSON, len(views), func(i int) any { return views[i] }, false); err != nil {
 					t.Fatal(err)
 				}
-				if ok, err := onFile().WriteReadyJSON(&gotJSON, pol, g, ReadyFilter{}, now); err != nil || ok && gotJSON.String() != wantJSON.String() {
-					t.Fatalf("seed %d round %d at %v: ready --json (%v)\n%s\nwant\n%s", seed, round, now, err, gotJSON.String(), wantJSON.String())
+				ok, err := onFile().WriteReadyJSON(&gotJSON, pol, g, f, now)
+				if err != nil || ok && gotJSON.String() != wantJSON.String() {
+					t.Fatalf("seed %d round %d at %v, gate %+v, filter %+v: ready --json (%v)\n%s\nwant\n%s", seed, round, now, g, f, err, gotJSON.String(), wantJSON.String())
+				}
+				if !ok && pol.Kind != Progressive {
+					t.Fatalf("seed %d round %d, gate %+v, filter %+v: ready --json not from the listings", seed, round, g, f)
 				}
 			}
 		}
 	}
 }
+
+// The labels and types churn gives tasks, and the gates and filters the
+// tests ask through them (the first gate: none).
+var (
+	gateLabels = []string{"backend", "ui"}
+	gateTypes  = []string{"", "bug", "chore"}
+	testGates  = []Gate{{}, {Require: []string{"backend"}}, {Exclude: []string{"ui"}}, {ExcludeTypes: []string{"bug"}},
+		{Require: []string{"backend", "ui", "backend"}, Exclude: []string{BlockedLabel}, ExcludeTypes: []string{"chore", ""}},
+		{Require: []string{"nothere"}}}
+	testFilters = []ReadyFilter{{}, {All: []string{"ui"}}, {Any: []string{"backend", "nothere"}}, {All: []string{"backend"}, Any: []string{"ui"}}}
+)
 
 // churn makes random changes to a world's tasks, as a team and its agents
 // do: adds (some with the blocked label), closes and reopens, dependencies
@@ -136,7 +155,18 @@ func (c *churn) change(n int) {
 			if r.IntN(6) == 0 {
 				labels = []string{BlockedLabel}
 			}
-			c.ids = append(c.ids, w.add(fmt.Sprint("t", len(c.ids)), r.IntN(5), at, labels...))
+			for _, l := range gateLabels { // what the gates in the tests look at
+				if r.IntN(3) == 0 {
+					labels = append(labels, l)
+				}
+			}
+			nt := NewTask{Title: fmt.Sprint("t", len(c.ids)), Priority: r.IntN(5), Labels: labels, Type: gateTypes[r.IntN(len(gateTypes))]}
+			d, id, err := AddTask(w.s, nt, "sp", "writer1", at)
+			if err != nil {
+				w.t.Fatal(err)
+			}
+			w.apply("ada", at, d)
+			c.ids = append(c.ids, id)
 		case k < 9:
 			c.try(CloseTasks(w.s, []string{c.pick()}, "done"))
 		case k < 10:
@@ -149,10 +179,14 @@ func (c *churn) change(n int) {
 			parent := c.pick()
 			c.try(UpdateTask(w.s, c.pick(), Update{Parent: &parent}))
 		case k < 15:
+			l := BlockedLabel
+			if r.IntN(3) == 0 {
+				l = gateLabels[r.IntN(len(gateLabels))]
+			}
 			if r.IntN(2) == 0 {
-				c.try(UpdateTask(w.s, c.pickWorked(), Update{AddLabels: []string{BlockedLabel}}))
+				c.try(UpdateTask(w.s, c.pickWorked(), Update{AddLabels: []string{l}}))
 			} else {
-				c.try(UpdateTask(w.s, c.pickWorked(), Update{RemoveLabels: []string{BlockedLabel}}))
+				c.try(UpdateTask(w.s, c.pickWorked(), Update{RemoveLabels: []string{l}}))
 			}
 		case k < 17:
 			id := c.pick()

@@ -248,8 +248,18 @@ func sameLists(t *testing.T, c *taskClone, fresh func() *workqueue.State, now ti
 		if want := list(views); ok && got.String() != want {
 			t.Fatalf("ready at %v:\n%s\nwant\n%s", at, got.String(), want)
 		}
-		if ok, _ := fresh().WriteReadyJSON(&got, c.pol, workqueue.Gate{Require: []string{"backend"}}, workqueue.ReadyFilter{}, at); ok {
-			t.Fatal("ready with a gate written from the listings")
+		// Under a gate: the tasks it admits, from the section of labels and types.
+		gate := workqueue.Gate{Require: []string{"backend"}}
+		views = views[:0]
+		for _, task := range whole.Claimable(c.pol, gate, workqueue.ReadyFilter{}, at, 0) {
+			views = append(views, whole.View(task, c.pol, at))
+		}
+		got.Reset()
+		if ok, err := fresh().WriteReadyJSON(&got, c.pol, gate, workqueue.ReadyFilter{}, at); err != nil || ok && got.String() != list(views) {
+			t.Fatalf("ready under a gate at %v (%v):\n%s\nwant\n%s", at, err, got.String(), list(views))
+		}
+		if want, got := whole.NativeStats(c.pol, gate, at), fresh().NativeStats(c.pol, gate, at); got != want {
+			t.Fatalf("stats under a gate at %v: %+v, want %+v", at, got, want)
 		}
 		// bd stats, from its section: the counts, the lead time and the epics.
 		if got, ok := workqueue.SummaryBeadsStats(fresh(), at); !ok {

@@ -932,6 +932,10 @@ func writeLists(s *State) {
 	s.WriteListJSON(io.Discard, pol, ListFilter{}, t0)
 	s.WriteReadyJSON(io.Discard, pol, Gate{}, ReadyFilter{}, t0)
 	s.WriteBeadsOpenListJSON(io.Discard, pol, t0)
+	// Under a gate and a filter: the section of labels and types.
+	g := Gate{Require: []string{"x"}, Exclude: []string{"y"}, ExcludeTypes: []string{"bug"}}
+	s.WriteReadyJSON(io.Discard, pol, g, ReadyFilter{Any: []string{"x", "z"}}, t0)
+	s.NativeStats(pol, g, t0)
 }
 
 // The orchestrator's gate keeps epics from its agents (ExcludeTypes), from

@@ -1,0 +1,75 @@
+package workqueue
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// The section of labels and types admits what the gate and the filter
+// admit of each task itself, for random tasks, gates and filters.
+func TestGateSectionAdmitsAsTheTasks(t *testing.T) {
+	t.Parallel()
+	names := []string{"a", "b", "c", BlockedLabel, "é", ""}
+	r := rand.New(rand.NewPCG(1, 2))
+	some := func() []string {
+		var out []string
+		for range r.IntN(4) {
+			out = append(out, names[r.IntN(len(names))]) // repeats too
+		}
+		return out
+	}
+	for round := range 300 {
+		tasks := make([]*Task, r.IntN(40))
+		w := newGateWriter()
+		spans := make([]gateSpan, len(tasks))
+		for i := range tasks {
+			tasks[i] = &Task{Type: names[r.IntN(len(names))], Labels: some()}
+			spans[i] = w.add(tasks[i])
+		}
+		perm := r.Perm(len(tasks)) // the section is in open's order, not the save's
+		b := w.encode(len(tasks), func(k int) gateSpan { return spans[perm[k]] })
+		g := Gate{Require: some(), Exclude: some(), ExcludeTypes: some()}
+		f := ReadyFilter{All: some(), Any: some()}
+		got, ok := admitsIn(b, len(tasks), g, f)
+		if !ok {
+			t.Fatalf("round %d: the section does not read", round)
+		}
+		for k, i := range perm {
+			x := tasks[i]
+			want := g.Admits(x.Labels) && g.AdmitsType(x.Type) && f.Admits(x)
+			if got.has(k) != want {
+				t.Fatalf("round %d: task %+v under %+v and %+v: %v, want %v", round, x, g, f, got.has(k), want)
+			}
+		}
+		if _, ok := admitsIn(b, len(tasks)+1, g, f); ok {
+			t.Fatalf("round %d: a section one task short reads", round)
+		}
+		if len(b) > 0 {
+			if _, ok := admitsIn(append(b, 0), len(tasks), g, f); ok {
+				t.Fatalf("round %d: a section with a byte more reads", round)
+			}
+		}
+	}
+	// A gate of more labels than a mask holds: the tasks are read instead.
+	var many []string
+	for i := range 65 {
+		many = append(many, fmt.Sprint(i))
+	}
+	if _, ok := admitsIn(newGateWriter().encode(0, nil), 0, Gate{Require: many}, ReadyFilter{}); ok {
+		t.Fatal("65 required labels answered from the section")
+	}
+}
+
+// A section that passed its checksum but holds anything: admitsIn
+// refuses it or answers, and never panics.
+func FuzzGateSection(f *testing.F) {
+	w := newGateWriter()
+	s1 := w.add(&Task{Type: "bug", Labels: []string{"a", "b"}})
+	s2 := w.add(&Task{Labels: []string{"b"}})
+	f.Add(w.encode(2, func(k int) gateSpan { return []gateSpan{s1, s2}[k] }), uint8(2))
+	f.Add([]byte{0, 0}, uint8(0))
+	f.Fuzz(func(t *testing.T, b []byte, n uint8) {
+		admitsIn(b, int(n), Gate{Require: []string{"a"}, Exclude: []string{"c"}, ExcludeTypes: []string{"bug"}}, ReadyFilter{All: []string{"b"}, Any: []string{"a", "d"}})
+	})
+}
