@@ -907,9 +907,9 @@ func openOnFile(t *testing.T, in, hist []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer f.Close() // a fuzz worker opens one per input: thousands
 	s := NewState()
 	if NewTasksProjection(s).OpenState(f, 0, int64(len(in))) != nil {
-		f.Close()
 		return
 	}
 	if err := NewQueueProjection(s).UnmarshalState(hist); err != nil {
