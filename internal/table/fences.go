@@ -159,7 +159,7 @@ func (s *Summary) readGroup(fc fence) (ids []string, offs []int64, err error) {
 // ReadSection reads a section the summary names, checked; ErrDamaged for
 // one outside the space before the index, or changed.
 func (s *Summary) ReadSection(sec Section) ([]byte, error) {
-	if sec.Off < 0 || sec.Len < 0 || sec.Off+sec.Len > s.idsAt {
+	if sec.Off < 0 || sec.Len < 0 || sec.Off > s.idsAt || sec.Len > s.idsAt-sec.Off { // no sum to overflow
 		return nil, ErrDamaged
 	}
 	b := make([]byte, sec.Len)

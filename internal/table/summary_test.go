@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -160,6 +161,21 @@ func TestFindByFences(t *testing.T) {
 			if err == nil && (j != i || from != spans[i][0] || to != spans[i][1]) {
 				t.Fatalf("byte %d changed: Find(%s) = %d [%d, %d), no error", at, id, j, from, to)
 			}
+		}
+	}
+}
+
+// A section the summary names past the space before the index is
+// refused, however large its place and length (their sum overflowed).
+func TestSummarySectionBounds(t *testing.T) {
+	b, _ := buildSummary(t, []string{"a", "b"})
+	s, err := table.OpenSummary(bytes.NewReader(b), int64(len(b)), magic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sec := range []table.Section{{Off: 1, Len: math.MaxInt64}, {Off: math.MaxInt64, Len: 1}, {Off: -1, Len: 1}, {Off: 0, Len: int64(len(b))}} {
+		if _, err := s.ReadSection(sec); !errors.Is(err, table.ErrDamaged) {
+			t.Errorf("section %+v: %v", sec, err)
 		}
 	}
 }
