@@ -924,7 +924,8 @@ func LabelledAtSource(h *Entry) bool {
 
 // firstEligible is Select over the tracker's ready tasks without building
 // the candidate list: it keeps the best task of a walk in ready's order
-// (openOrder), which stops at the first task that cannot beat it.
+// (openOrderBy, which passes over what the gate does not admit unread),
+// which stops at the first task that cannot beat it.
 func (l layered) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool) {
 	s := l.base
 	memo := map[string]bool{}
@@ -954,7 +955,7 @@ func (l layered) firstEligible(p Policy, g Gate, now time.Time) (Candidate, bool
 		best, found = c, true
 		return true
 	}
-	s.openOrder(l.over.trk.m, consider)
+	s.openOrderBy(l.over.trk.m, nil, s.admitted(g, ReadyFilter{}), consider)
 	if found {
 		best = Candidates([]*Task{l.task(best.ID)})[0]
 	}

@@ -14,7 +14,7 @@ import (
 // to learn which they admit: with a gate, stats' ready count decoded the
 // whole table (1 s and 400 MiB at 100,000 tasks).
 //
-//	gate  := labels (Strs) | types (Strs) | task*   (open's order)
+//	gate  := labels (Strs) | types (Strs) | count | task*   (open's order)
 //	task  := type (index) | count | label (index)*
 
 // gateSpan is where one open task's part lies in gateWriter.buf.
@@ -61,6 +61,7 @@ func (w *gateWriter) encode(n int, span func(k int) gateSpan) []byte {
 	e := table.Enc{Buf: make([]byte, 0, len(w.buf.Buf)+64)}
 	e.Strs(w.labelList)
 	e.Strs(w.typeList)
+	e.Uint(uint64(n))
 	for k := range n {
 		sp := span(k)
 		e.Buf = append(e.Buf, w.buf.Buf[sp.from:sp.to]...)
@@ -68,72 +69,121 @@ func (w *gateWriter) encode(n int, span func(k int) gateSpan) []byte {
 	return e.Buf
 }
 
-// admits is the set of the open tasks, by their place in open, whose
-// labels and type (as saved) g and f admit. ok is false when the section
-// does not read, or the gate asks for more than 64 labels: the caller
-// reads the tasks instead.
-func (t *taskTable) admits(g Gate, f ReadyFilter) (_ bitset, ok bool) {
-	b, err := t.ReadSection(t.gate)
+// admits answers which open tasks, by their place in open, the gate and
+// the filter admit (as saved). ok is false when the section does not
+// read, or the gate asks for more than 64 labels: the caller reads the
+// tasks instead.
+func (l *lazyTasks) admits(g Gate, f ReadyFilter) (_ *admitter, ok bool) {
+	b, err := l.sum.ReadSection(l.sum.gate)
 	if err != nil {
 		return nil, false
 	}
-	return admitsIn(b, len(t.open), g, f)
+	return newAdmitter(b, l.sum.nOpen, g, f)
 }
 
-// admitsIn is admits on a section of n open tasks.
-func admitsIn(b []byte, n int, g Gate, f ReadyFilter) (_ bitset, ok bool) {
-	rd := table.NewDec(unsafe.String(unsafe.SliceData(b), len(b))) // b is ours
+// admitted is lazyTasks.admits for a state read from its snapshot, under
+// a gate or filter; nil (every task) otherwise, or when it cannot answer.
+func (s *State) admitted(g Gate, f ReadyFilter) *admitter {
+	if s.trk.lazy == nil || !gated(g, f) {
+		return nil
+	}
+	a, _ := s.trk.lazy.admits(g, f)
+	return a
+}
+
+// admitter decodes the section's tasks only as far as it is asked: ready
+// and next stop after a few.
+type admitter struct {
+	rd               *table.Dec
+	roles            []role // each label of the section's, to the gate and the filter
+	typeOK           []bool // each type of the section's
+	needReq, needAll uint64
+	anyOf            bool // the filter names labels of which one is needed
+	n, next          int  // the tasks; those decoded so far
+	bad              int  // the first task that did not decode; -1 none
+	bits             bitset
+}
+
+// role is what a label is to a gate and a filter: its bit among the
+// labels each requires, and whether it is excluded or one of Any.
+type role struct {
+	req, all     uint64
+	exclude, any bool
+}
+
+// newAdmitter reads a section of n open tasks' labels and types (b, ours)
+// for g and f.
+func newAdmitter(b []byte, n int, g Gate, f ReadyFilter) (_ *admitter, ok bool) {
+	rd := table.NewDec(unsafe.String(unsafe.SliceData(b), len(b)))
 	labels, types := rd.Strs(), rd.Strs()
 	req, all := distinct(g.Require), distinct(f.All)
-	if len(req) > 64 || len(all) > 64 {
+	if rd.Uint() != uint64(n) || rd.Err() != nil || len(req) > 64 || len(all) > 64 {
 		return nil, false
 	}
-	// What each label of the section is to the gate and the filter.
-	type role struct {
-		req, all     uint64 // its bit among req and all
-		exclude, any bool
-	}
-	roles := make([]role, len(labels))
+	a := &admitter{rd: rd, roles: make([]role, len(labels)), typeOK: make([]bool, len(types)),
+		needReq: mask(len(req)), needAll: mask(len(all)), anyOf: len(f.Any) > 0, n: n, bad: -1, bits: newBitset(n)}
 	for i, l := range labels {
 		if j := slices.Index(req, l); j >= 0 {
-			roles[i].req = 1 << j
+			a.roles[i].req = 1 << j
 		}
 		if j := slices.Index(all, l); j >= 0 {
-			roles[i].all = 1 << j
+			a.roles[i].all = 1 << j
 		}
-		roles[i].exclude = l == BlockedLabel || slices.Contains(g.Exclude, l) // as Gate.Admits
-		roles[i].any = slices.Contains(f.Any, l)
+		a.roles[i].exclude = l == BlockedLabel || slices.Contains(g.Exclude, l) // as Gate.Admits
+		a.roles[i].any = slices.Contains(f.Any, l)
 	}
-	typeOK := make([]bool, len(types))
 	for i, ty := range types {
-		typeOK[i] = g.AdmitsType(ty)
+		a.typeOK[i] = g.AdmitsType(ty)
 	}
-	needReq, needAll := mask(len(req)), mask(len(all))
-	out := newBitset(n)
-	for k := range n {
-		ty, nl := rd.Uint(), rd.Count()
-		var hasReq, hasAll uint64
-		excluded, anyOf := false, len(f.Any) == 0
-		for range nl {
-			l := rd.Uint()
-			if l >= uint64(len(roles)) {
-				return nil, false
-			}
-			r := roles[l]
-			hasReq, hasAll = hasReq|r.req, hasAll|r.all
-			excluded, anyOf = excluded || r.exclude, anyOf || r.any
+	return a, true
+}
+
+// has reports whether the gate and the filter admit open[k] as saved
+// (k < n). From a task that does not decode on, every task is admitted:
+// the caller reads it, and the gate itself judges.
+func (a *admitter) has(k int) bool {
+	for a.next <= k && a.bad < 0 {
+		if !a.decode() {
+			a.bad = a.next
+			break
 		}
-		if ty >= uint64(len(typeOK)) {
-			return nil, false
-		}
-		if typeOK[ty] && !excluded && anyOf && hasReq == needReq && hasAll == needAll {
-			out.set(k)
-		}
+		a.next++
 	}
-	if rd.End() != nil {
-		return nil, false
+	return a.bad >= 0 && k >= a.bad || a.bits.has(k)
+}
+
+// whole decodes every task's part, and reports whether all decoded: what
+// counts or copies a task has admitted without reading it needs every
+// answer to be the section's.
+func (a *admitter) whole() bool {
+	if a.n > 0 {
+		a.has(a.n - 1)
 	}
-	return out, true
+	return a.bad < 0
+}
+
+// decode reads the next task's part, and sets its bit if admitted.
+func (a *admitter) decode() bool {
+	rd := a.rd
+	ty, nl := rd.Uint(), rd.Count()
+	var hasReq, hasAll uint64
+	excluded, anyOf := false, !a.anyOf
+	for range nl {
+		l := rd.Uint()
+		if l >= uint64(len(a.roles)) {
+			return false
+		}
+		r := a.roles[l]
+		hasReq, hasAll = hasReq|r.req, hasAll|r.all
+		excluded, anyOf = excluded || r.exclude, anyOf || r.any
+	}
+	if rd.Err() != nil || ty >= uint64(len(a.typeOK)) {
+		return false
+	}
+	if a.typeOK[ty] && !excluded && anyOf && hasReq == a.needReq && hasAll == a.needAll {
+		a.bits.set(a.next)
+	}
+	return true
 }
 
 // distinct is ss without repeats, in order.

@@ -31,23 +31,36 @@ func TestGateSectionAdmitsAsTheTasks(t *testing.T) {
 		b := w.encode(len(tasks), func(k int) gateSpan { return spans[perm[k]] })
 		g := Gate{Require: some(), Exclude: some(), ExcludeTypes: some()}
 		f := ReadyFilter{All: some(), Any: some()}
-		got, ok := admitsIn(b, len(tasks), g, f)
+		got, ok := newAdmitter(b, len(tasks), g, f)
 		if !ok {
 			t.Fatalf("round %d: the section does not read", round)
 		}
-		for k, i := range perm {
-			x := tasks[i]
-			want := g.Admits(x.Labels) && g.AdmitsType(x.Type) && f.Admits(x)
-			if got.has(k) != want {
-				t.Fatalf("round %d: task %+v under %+v and %+v: %v, want %v", round, x, g, f, got.has(k), want)
+		want := func(k int) bool {
+			x := tasks[perm[k]]
+			return g.Admits(x.Labels) && g.AdmitsType(x.Type) && f.Admits(x)
+		}
+		for _, k := range r.Perm(len(tasks)) { // asked in any order
+			if got.has(k) != want(k) {
+				t.Fatalf("round %d: task %+v under %+v and %+v: %v, want %v", round, tasks[perm[k]], g, f, got.has(k), want(k))
 			}
 		}
-		if _, ok := admitsIn(b, len(tasks)+1, g, f); ok {
-			t.Fatalf("round %d: a section one task short reads", round)
+		if !got.whole() {
+			t.Fatalf("round %d: not whole", round)
 		}
-		if len(b) > 0 {
-			if _, ok := admitsIn(append(b, 0), len(tasks), g, f); ok {
-				t.Fatalf("round %d: a section with a byte more reads", round)
+		if _, ok := newAdmitter(b, len(tasks)+1, g, f); ok {
+			t.Fatalf("round %d: a section of one task less reads", round)
+		}
+		// Cut short: every answer the section cannot give is "admitted"
+		// (the caller reads the task), and it is not whole.
+		m := r.IntN(len(b) + 1)
+		if cut, ok := newAdmitter(b[:m], len(tasks), g, f); ok {
+			for k := range len(tasks) {
+				if want(k) && !cut.has(k) {
+					t.Fatalf("round %d: a cut section passes over task %d, admitted", round, k)
+				}
+			}
+			if m < len(b) && cut.whole() {
+				t.Fatalf("round %d: a section cut to %d of %d bytes is whole", round, m, len(b))
 			}
 		}
 	}
@@ -56,13 +69,13 @@ func TestGateSectionAdmitsAsTheTasks(t *testing.T) {
 	for i := range 65 {
 		many = append(many, fmt.Sprint(i))
 	}
-	if _, ok := admitsIn(newGateWriter().encode(0, nil), 0, Gate{Require: many}, ReadyFilter{}); ok {
+	if _, ok := newAdmitter(newGateWriter().encode(0, nil), 0, Gate{Require: many}, ReadyFilter{}); ok {
 		t.Fatal("65 required labels answered from the section")
 	}
 }
 
-// A section that passed its checksum but holds anything: admitsIn
-// refuses it or answers, and never panics.
+// A section that passed its checksum but holds anything: newAdmitter
+// refuses it or answers for every task, and never panics.
 func FuzzGateSection(f *testing.F) {
 	w := newGateWriter()
 	s1 := w.add(&Task{Type: "bug", Labels: []string{"a", "b"}})
@@ -70,6 +83,12 @@ func FuzzGateSection(f *testing.F) {
 	f.Add(w.encode(2, func(k int) gateSpan { return []gateSpan{s1, s2}[k] }), uint8(2))
 	f.Add([]byte{0, 0}, uint8(0))
 	f.Fuzz(func(t *testing.T, b []byte, n uint8) {
-		admitsIn(b, int(n), Gate{Require: []string{"a"}, Exclude: []string{"c"}, ExcludeTypes: []string{"bug"}}, ReadyFilter{All: []string{"b"}, Any: []string{"a", "d"}})
+		a, ok := newAdmitter(b, int(n), Gate{Require: []string{"a"}, Exclude: []string{"c"}, ExcludeTypes: []string{"bug"}}, ReadyFilter{All: []string{"b"}, Any: []string{"a", "d"}})
+		if ok {
+			for k := range int(n) {
+				a.has(k)
+			}
+			a.whole()
+		}
 	})
 }

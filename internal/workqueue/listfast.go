@@ -349,10 +349,10 @@ func (s *State) WriteReadyJSON(w io.Writer, p Policy, g Gate, f ReadyFilter, now
 	if tt == nil {
 		return false, nil
 	}
-	var admits bitset // under a gate or filter: the saved open tasks they admit
+	var admits *admitter // under a gate or filter: the saved open tasks they admit
 	if gated(g, f) {
 		var ok bool
-		if admits, ok = tt.admits(g, f); !ok {
+		if admits, ok = s.trk.lazy.admits(g, f); !ok || !admits.whole() { // a plain task is copied unread
 			return false, nil
 		}
 	}

@@ -74,19 +74,27 @@ func (l *lazyTasks) openOrder() (*openOrder, error) {
 	return l.order, l.orderErr
 }
 
-// openTasks yields the positions of the snapshot's open tasks in order
-// (nil: ready's own) with their waits bit: from the index once it is
-// read, or for another order; else from the section.
-func (k *trackerSide) openTasks(order func(*taskTable) iter.Seq[int]) iter.Seq2[int, bool] {
+// openSlot is one of the snapshot's open tasks: its position in the
+// table, its place k in ready's order (the sections' index), and whether
+// it waited by itself when saved.
+type openSlot struct {
+	pos, k int
+	waits  bool
+}
+
+// openTasks yields the snapshot's open tasks in order (nil: ready's own):
+// from the index once it is read, or for another order; else from the
+// section.
+func (k *trackerSide) openTasks(order func(*taskTable) iter.Seq[int]) iter.Seq[openSlot] {
 	if k.lazy.loaded.Load() == nil && order == nil {
 		if o, err := k.lazy.openOrder(); err == nil {
-			return func(yield func(int, bool) bool) {
+			return func(yield func(openSlot) bool) {
 				for j := range o.len() {
 					i, err := o.at(j)
 					if err != nil {
 						panic(table.CorruptIndex("the tasks", err))
 					}
-					if !yield(i, o.waitsAt(j)) {
+					if !yield(openSlot{i, j, o.waitsAt(j)}) {
 						return
 					}
 				}
@@ -97,9 +105,9 @@ func (k *trackerSide) openTasks(order func(*taskTable) iter.Seq[int]) iter.Seq2[
 	if order == nil {
 		order = readyOrder
 	}
-	return func(yield func(int, bool) bool) {
+	return func(yield func(openSlot) bool) {
 		for j := range order(tt) {
-			if !yield(int(tt.open[j]), tt.waitsAt(j)) {
+			if !yield(openSlot{int(tt.open[j]), j, tt.waitsAt(j)}) {
 				return
 			}
 		}

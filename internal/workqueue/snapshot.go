@@ -18,7 +18,7 @@ import (
 // a command opens the index and decodes only the tasks it touches.
 
 const (
-	tasksMagic = "spool-tasks-26\n"
+	tasksMagic = "spool-tasks-27\n"
 	queueMagic = "spool-history-10\n"
 )
 
@@ -180,7 +180,7 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 	listing := tw.Section(append(index.Buf, listed.Buf...)) // read by the lists alone (listIndex)
 	sum.beads = tw.Section(beads.encode(tw.IDs()))
 	sum.openOrder = tw.Section(encodeOpenOrder(len(open), func(k int) uint32 { return open[k].pos }, func(k int) bool { return open[k].waits }))
-	gateAt := tw.Section(gate.encode(len(open), func(k int) gateSpan { return open[k].gate }))
+	sum.gate = tw.Section(gate.encode(len(open), func(k int) gateSpan { return open[k].gate }))
 	return tw.FinishSummary(func(w *table.Enc) {
 		w.Int(s.trk.commentSeq)
 		w.Uint(uint64(len(open)))
@@ -205,7 +205,6 @@ func (p *TasksProjection) WriteState(out io.Writer) error {
 		}
 		listing.Encode(w)
 		listingsAt.Encode(w)
-		gateAt.Encode(w)
 	}, sum.encode(s.trk.commentSeq, i))
 }
 
@@ -449,7 +448,6 @@ type taskTable struct {
 	created  string        // each open task's creation time, 8 bytes each (table.Enc.Time)
 	listing  table.Section // the listing index, outside the index (listIndex)
 	listings table.Section // every listing again, in list order (listorder.go)
-	gate     table.Section // each open task's labels and type, in open's order (gate.go)
 	openBits []uint64      // open as a set, built on first use
 
 	keep *lazyTasks // what keeps the file open while the table reads it
@@ -499,7 +497,7 @@ func openTasks(r io.ReaderAt, size int64) (*taskTable, int64, error) {
 	var seq int64
 	var open []uint32
 	var waits, labelled, plain, created string
-	var listing, listings, gate table.Section
+	var listing, listings table.Section
 	t, err := table.Open(r, size, tasksMagic, func(rd *table.Dec, n int) error {
 		seq = rd.Int()
 		var err error
@@ -512,14 +510,13 @@ func openTasks(r io.ReaderAt, size int64) (*taskTable, int64, error) {
 		created = rd.Raw(8 * len(open))
 		listing = table.DecodeSection(rd)
 		listings = table.DecodeSection(rd)
-		gate = table.DecodeSection(rd)
 		table.SkipSummary(rd)
 		return rd.Err()
 	})
 	if err != nil {
 		return nil, 0, err
 	}
-	return &taskTable{Table: t, open: open, waits: waits, labelled: labelled, plain: plain, created: created, listing: listing, listings: listings, gate: gate}, seq, nil
+	return &taskTable{Table: t, open: open, waits: waits, labelled: labelled, plain: plain, created: created, listing: listing, listings: listings}, seq, nil
 }
 
 func openHistory(r io.ReaderAt, size int64) (*historyTable, error) {

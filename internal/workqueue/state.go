@@ -439,7 +439,7 @@ const (
 // Their state grows with the number of tasks, so saves are amortized (see
 // projections.Spec.Amortize).
 var (
-	Spec      = projections.Spec{Name: Name, Version: 23, Amortize: 1000, Overlay: overlayEvery, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
+	Spec      = projections.Spec{Name: Name, Version: 24, Amortize: 1000, Overlay: overlayEvery, New: func() projections.Projection { return NewTasksProjection(NewState()) }}
 	QueueSpec = projections.Spec{Name: QueueName, Version: 13, Amortize: 1000, Overlay: overlayEvery, New: func() projections.Projection { return NewQueueProjection(NewState()) }}
 )
 

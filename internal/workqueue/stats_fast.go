@@ -18,11 +18,9 @@ import (
 // section of the open tasks' labels and types says which it admits.
 // Otherwise (a state held whole, a section that does not read), every task.
 func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
-	var admits bitset // under a gate: which open tasks it admits, by place in open
-	if s.trk.lazy != nil && gated(g, ReadyFilter{}) {
-		if a, ok := s.trk.table().admits(g, ReadyFilter{}); ok {
-			admits = a
-		}
+	admits := s.admitted(g, ReadyFilter{}) // under a gate: which open tasks it admits, by place in open
+	if admits != nil && !admits.whole() {
+		admits = nil // a plain task is counted unread: only on the section's word
 	}
 	if s.trk.lazy == nil || gated(g, ReadyFilter{}) && admits == nil {
 		cands := Candidates(s.Ready(p, ReadyFilter{}, now, Unsorted))

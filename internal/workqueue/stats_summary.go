@@ -41,6 +41,7 @@ type summaryWriter struct {
 	others                   []other
 	openOrder                table.Section // where the open tasks' order is (openorder.go)
 	beads                    table.Section // bd stats' section (beads_stats.go)
+	gate                     table.Section // the open tasks' labels and types (gate.go)
 }
 
 func newSummaryWriter(n int) *summaryWriter { return &summaryWriter{flags: make([]byte, 0, n)} }
@@ -82,6 +83,7 @@ func (w *summaryWriter) encode(seq int64, n int) func(*table.Enc) {
 		}
 		w.openOrder.Encode(e)
 		w.beads.Encode(e)
+		w.gate.Encode(e)
 	}
 }
 
@@ -92,7 +94,7 @@ type taskSummary struct {
 	n, nOpen, nLabelled, nPlain int
 	flags                       string
 	others                      []other
-	openOrder, beads            table.Section
+	openOrder, beads, gate      table.Section
 }
 
 // lazyTasks is a tasks' table opened in two steps: its summary when the
@@ -135,6 +137,7 @@ func openLazyTasks(r io.ReaderAt, size int64, eager bool) (*lazyTasks, error) {
 	}
 	sum.openOrder = table.DecodeSection(ts.Dec)
 	sum.beads = table.DecodeSection(ts.Dec)
+	sum.gate = table.DecodeSection(ts.Dec)
 	if err := ts.End(); err != nil || sum.nOpen > sum.n || sum.nLabelled > sum.nOpen || sum.nPlain > sum.nOpen {
 		return nil, table.ErrDamaged
 	}

@@ -228,6 +228,18 @@ func sameLists(t *testing.T, c *taskClone, fresh func() *workqueue.State, now ti
 			t.Fatalf("the top %d of ready read the index", limit)
 		}
 	}
+	// Under a gate or a filter, the walk passes over the tasks the
+	// table's section says they do not admit, unread.
+	for _, g := range []workqueue.Gate{{Require: []string{"backend"}}, {Exclude: []string{"backend"}}, {Require: []string{"nothere"}}} {
+		for _, f := range []workqueue.ReadyFilter{{}, {Any: []string{"ui", "backend"}}} {
+			for _, limit := range []int{1, 5, 0} {
+				got := ids(fresh().Claimable(c.pol, g, f, now, limit))
+				if want := ids(whole.Claimable(c.pol, g, f, now, limit)); !slices.Equal(got, want) {
+					t.Fatalf("claimable under %+v, %+v, %d: %v, want %v", g, f, limit, got, want)
+				}
+			}
+		}
+	}
 	one := 1
 	for _, at := range []time.Time{now, now.Add(30 * time.Hour)} {
 		// Every ready task: the table preloaded from its file.

@@ -82,19 +82,21 @@ func (f ReadyFilter) Admits(t *Task) bool {
 // the blocked label, by priority then creation time (beads' bd ready); at
 // most limit of them when limit > 0.
 func (s *State) Ready(p Policy, f ReadyFilter, now time.Time, limit int) []*Task {
-	return s.readyBy(p, f, now, nil, taskLess, nil, limit)
+	return s.readyBy(p, f, now, nil, taskLess, nil, nil, limit)
 }
 
 // readyBy is Ready for the tasks keep admits (all when nil), in the order
 // of less, given order: the snapshot's open tasks (positions in
-// taskTable.open) in that order, nil for ready's own (taskLess).
-func (s *State) readyBy(p Policy, f ReadyFilter, now time.Time, keep func(*Task) bool, less func(a, b *Task) bool, order func(*taskTable) iter.Seq[int], limit int) []*Task {
+// taskTable.open) in that order, nil for ready's own (taskLess). Of the
+// snapshot's tasks unchanged since, only those in admits are read (nil:
+// all): keep's gate, answered by the table (lazyTasks.admits).
+func (s *State) readyBy(p Policy, f ReadyFilter, now time.Time, keep func(*Task) bool, less func(a, b *Task) bool, order func(*taskTable) iter.Seq[int], admits *admitter, limit int) []*Task {
 	if limit <= 0 && s.trk.lazy != nil {
 		s.trk.table().Preload() // most tasks: one read rather than one each
 	}
 	memo := map[string]bool{}
 	var out []*Task
-	s.openOrderBy(nil, order, func(t *Task) bool {
+	s.openOrderBy(nil, order, admits, func(t *Task) bool {
 		if limit > 0 && len(out) == limit && !less(t, out[limit-1]) {
 			return false // would not make the first limit
 		}
@@ -125,7 +127,7 @@ func (s *State) ReadyBeads(p Policy, f ReadyFilter, now time.Time, keep func(*Ta
 	if err != nil {
 		return nil, err
 	}
-	return s.readyBy(p, f, now, keep, less, beadsOrder(policy, now), limit), nil
+	return s.readyBy(p, f, now, keep, less, beadsOrder(policy, now), nil, limit), nil
 }
 
 // beadsOrder walks a table's open tasks in the order of bd ready's sort
@@ -205,18 +207,15 @@ func (t *taskTable) byAge(in func(k int) bool) iter.Seq[int] {
 	}
 }
 
-// openOrder calls f with every task that may be open and not blocked. First
-// come the snapshot's tasks that were not closed and are unchanged since, in
-// ready's order (taskLess), for as long as f returns true, less those still
-// blocked for certain; then, whatever f returns, the tasks decoded or changed
-// since and those in over (which stand for tasks of the same id), in no order.
-func (s *State) openOrder(over map[string]*Task, f func(*Task) bool) {
-	s.openOrderBy(over, nil, f)
-}
-
-// openOrderBy is openOrder with the snapshot's tasks in order (nil:
-// ready's own); f's answer stops it as it does openOrder's.
-func (s *State) openOrderBy(over map[string]*Task, order func(*taskTable) iter.Seq[int], f func(*Task) bool) {
+// openOrderBy calls f with every task that may be open and not blocked.
+// First come the snapshot's tasks that were not closed and are unchanged
+// since, in order (nil: ready's own, taskLess), for as long as f returns
+// true, less those still blocked for certain and those admits does not
+// hold (nil: none left out; by their place in ready's order,
+// lazyTasks.admits); then, whatever f returns, the tasks decoded or
+// changed since and those in over (which stand for tasks of the same id),
+// in no order.
+func (s *State) openOrderBy(over map[string]*Task, order func(*taskTable) iter.Seq[int], admits *admitter, f func(*Task) bool) {
 	rest := make([]*Task, 0, len(s.trk.m)+len(over))
 	skip := make(map[string]bool, len(s.trk.m)+len(over))
 	for id, t := range s.trk.m {
@@ -245,11 +244,12 @@ func (s *State) openOrderBy(over map[string]*Task, order func(*taskTable) iter.S
 		}
 		skipAt := positions(skip)
 		var namedAt map[int]bool
-		for i, waits := range s.trk.openTasks(order) {
-			if skipAt[i] {
-				continue
+		for o := range s.trk.openTasks(order) {
+			i := o.pos
+			if skipAt[i] || admits != nil && !admits.has(o.k) {
+				continue // changed since: in rest; not admitted: as saved, unread
 			}
-			if waits {
+			if o.waits {
 				if namedAt == nil {
 					namedAt = positions(s.namedByClosing(over, false))
 				}
