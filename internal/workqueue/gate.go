@@ -83,6 +83,8 @@ func (l *lazyTasks) admits(g Gate, f ReadyFilter) (_ *admitter, ok bool) {
 
 // admitted is lazyTasks.admits for a state read from its snapshot, under
 // a gate or filter; nil (every task) otherwise, or when it cannot answer.
+// Gate{} admits no task with the blocked label, which ready's walks
+// (blockedBy) pass over whatever the gate.
 func (s *State) admitted(g Gate, f ReadyFilter) *admitter {
 	if s.trk.lazy == nil || !gated(g, f) {
 		return nil

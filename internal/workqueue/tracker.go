@@ -82,7 +82,7 @@ func (f ReadyFilter) Admits(t *Task) bool {
 // the blocked label, by priority then creation time (beads' bd ready); at
 // most limit of them when limit > 0.
 func (s *State) Ready(p Policy, f ReadyFilter, now time.Time, limit int) []*Task {
-	return s.readyBy(p, f, now, nil, taskLess, nil, nil, limit)
+	return s.readyBy(p, f, now, nil, taskLess, nil, s.admitted(Gate{}, f), limit)
 }
 
 // readyBy is Ready for the tasks keep admits (all when nil), in the order
@@ -127,7 +127,7 @@ func (s *State) ReadyBeads(p Policy, f ReadyFilter, now time.Time, keep func(*Ta
 	if err != nil {
 		return nil, err
 	}
-	return s.readyBy(p, f, now, keep, less, beadsOrder(policy, now), nil, limit), nil
+	return s.readyBy(p, f, now, keep, less, beadsOrder(policy, now), s.admitted(Gate{}, f), limit), nil
 }
 
 // beadsOrder walks a table's open tasks in the order of bd ready's sort
