@@ -128,7 +128,17 @@ func (s *Service) NextAnd(ctx context.Context, require, exclude []string, worker
 	}
 	claim, st := w.Result, w.State
 	if claim == nil {
-		at, id := s.Policy.Wakeup(st.Waiting(), s.Now)
+		admitted := func(yield func(*workqueue.Entry) bool) {
+			for h := range st.Waiting() {
+				if t := st.Task(h.ID); t != nil && (!gate.Admits(t.Labels) || !gate.AdmitsType(t.Type)) {
+					continue // this next never takes it: its lease or backoff running out changes nothing
+				}
+				if !yield(h) {
+					return
+				}
+			}
+		}
+		at, id := s.Policy.Wakeup(admitted, s.Now)
 		return nil, Idle{At: at, Task: id}, nil
 	}
 	out := &Claimed{Attempt: claim.Attempt, Worker: claim.Worker, LeaseUntil: claim.LeaseUntil}
