@@ -2,8 +2,14 @@ package workqueue
 
 import (
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/spoolhq/spool/internal/jsonout"
+	"github.com/spoolhq/spool/internal/table"
 )
 
 // The section of labels and types admits what the gate and the filter
@@ -75,7 +81,8 @@ func TestGateSectionAdmitsAsTheTasks(t *testing.T) {
 }
 
 // A section that passed its checksum but holds anything: newAdmitter
-// refuses it or answers for every task, and never panics.
+// refuses it or answers, and never panics; an answer asked again is the
+// same.
 func FuzzGateSection(f *testing.F) {
 	w := newGateWriter()
 	s1 := w.add(&Task{Type: "bug", Labels: []string{"a", "b"}})
@@ -85,10 +92,65 @@ func FuzzGateSection(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte, n uint8) {
 		a, ok := newAdmitter(b, int(n), Gate{Require: []string{"a"}, Exclude: []string{"c"}, ExcludeTypes: []string{"bug"}}, ReadyFilter{All: []string{"b"}, Any: []string{"a", "d"}})
 		if ok {
+			first := make([]bool, n)
 			for k := range int(n) {
-				a.has(k)
+				first[k] = a.has(k)
 			}
 			a.whole()
+			for k := range int(n) {
+				if a.has(k) != first[k] {
+					t.Fatalf("task %d: %v, then %v", k, first[k], !first[k])
+				}
+			}
 		}
 	})
+}
+
+// stats and ready --json count or copy a plain task on the section's word
+// alone: a section that decodes only partway (a crafted file: it passed
+// its checksum) sends them to the tasks themselves, as the state held whole
+// answers.
+func TestAPartSectionCountsNothingUnread(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	pol := DefaultPolicy()
+	c := &churn{w: w, r: rand.New(rand.NewPCG(7, 34)), pol: pol, at: t0, step: 1800}
+	c.change(300)
+	fresh := w.reopener(t)
+	g, now := Gate{Require: []string{"backend"}}, c.at
+	whole := fresh()
+	whole.allTasks()
+	want := whole.NativeStats(pol, g, now)
+	var views []any
+	for _, task := range whole.Claimable(pol, g, ReadyFilter{}, now, 0) {
+		views = append(views, whole.View(task, pol, now))
+	}
+	var wantJSON strings.Builder
+	if err := jsonout.WriteList(&wantJSON, len(views), func(i int) any { return views[i] }, false); err != nil {
+		t.Fatal(err)
+	}
+	cut := func() *State {
+		s := fresh()
+		sum := s.trk.lazy.sum
+		b, err := sum.ReadSection(sum.gate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		part := b[:len(b)/2] // its own checksum: the section reads, and stops decoding halfway
+		sum.gate = table.Section{Off: sum.gate.Off, Len: int64(len(part)), Sum: crc32.ChecksumIEEE(part)}
+		return s
+	}
+	if a, ok := cut().trk.lazy.admits(g, ReadyFilter{}); !ok || a.whole() {
+		t.Fatalf("the cut section: read %v, whole", ok)
+	}
+	if got := cut().NativeStats(pol, g, now); got != want {
+		t.Fatalf("stats on a part section: %+v, want %+v", got, want)
+	}
+	var gotJSON strings.Builder
+	if ok, err := cut().WriteReadyJSON(&gotJSON, pol, g, ReadyFilter{}, now); err != nil || ok && gotJSON.String() != wantJSON.String() {
+		t.Fatalf("ready --json on a part section (%v):\n%s\nwant\n%s", err, gotJSON.String(), wantJSON.String())
+	}
+	if got := taskIDs(cut().Claimable(pol, g, ReadyFilter{}, now, 0)); !slices.Equal(got, taskIDs(whole.Claimable(pol, g, ReadyFilter{}, now, 0))) {
+		t.Fatalf("ready on a part section: %v", got)
+	}
 }
