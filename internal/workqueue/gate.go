@@ -93,6 +93,31 @@ func (s *State) admitted(g Gate, f ReadyFilter) *admitter {
 	return a
 }
 
+// admittedAt is what a whole admitter holds, by the tasks' positions in the
+// table rather than their places in open (the open tasks' order section
+// maps one to the other, without the index); nil for a nil admitter. ok
+// is false when the section of the order does not read.
+func (s *State) admittedAt(a *admitter) (_ bitset, ok bool) {
+	if a == nil {
+		return nil, true
+	}
+	o, err := s.trk.lazy.openOrder()
+	if err != nil || o.len() != a.n {
+		return nil, false
+	}
+	at := newBitset(s.trk.lazy.sum.n)
+	for k := range o.len() {
+		if a.has(k) {
+			i, err := o.at(k)
+			if err != nil {
+				return nil, false
+			}
+			at.set(i)
+		}
+	}
+	return at, true
+}
+
 // admitter decodes the section's tasks only as far as it is asked: ready
 // and next stop after a few.
 type admitter struct {

@@ -27,8 +27,10 @@ func (s *State) NativeStats(p Policy, g Gate, now time.Time) Stats {
 		ready := len(p.Select(cands, s.Entry, g, now, Unsorted))
 		return p.Stats(s, true, nil, ready, now)
 	}
-	if admits == nil && (len(s.trk.m) == 0 || s.trk.lazy.loaded.Load() == nil) {
-		return s.summaryStats(p, g, now)
+	if len(s.trk.m) == 0 || s.trk.lazy.loaded.Load() == nil {
+		if adm, ok := s.admittedAt(admits); ok {
+			return s.summaryStats(p, g, now, adm)
+		}
 	}
 	tt := s.trk.table()
 	n := tt.Len()

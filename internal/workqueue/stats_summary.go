@@ -217,11 +217,21 @@ func (k *trackerSide) table() *taskTable {
 // answer for: the others, read, and the open tasks with a history, whose
 // status can change with time. The history's ids are found among the
 // table's by one pass over them in order (1 MB at 100,000 tasks, through a
-// small buffer), not by the index.
-func (s *State) summaryStats(p Policy, g Gate, now time.Time) Stats {
+// small buffer), not by the index. Under a gate, adm holds the positions
+// of the open tasks it admits (nil: every task).
+func (s *State) summaryStats(p Policy, g Gate, now time.Time, adm bitset) Stats {
 	sum := s.trk.lazy.sum
 	st := Stats{TotalSeen: sum.n, Completed: sum.n - sum.nOpen, Blocked: sum.nLabelled, Pending: sum.nOpen - sum.nLabelled}
+	admitted := func(i int) bool { return adm == nil || adm.has(i) }
 	ready := sum.nPlain
+	if adm != nil {
+		ready = 0
+		for i := range sum.n {
+			if sum.flags[i]&sumPlain != 0 && adm.has(i) {
+				ready++
+			}
+		}
+	}
 	memo := map[string]bool{}
 	// The tasks decoded or changed since the save, and those whose saved
 	// records name one closed or reopened since: taken out of the counts
@@ -251,7 +261,7 @@ func (s *State) summaryStats(p Policy, g Gate, now time.Time) Stats {
 		default:
 			st.Pending--
 		}
-		if sum.flags[i]&sumPlain != 0 {
+		if sum.flags[i]&sumPlain != 0 && admitted(i) {
 			ready--
 		}
 	}
@@ -298,8 +308,8 @@ func (s *State) summaryStats(p Policy, g Gate, now time.Time) Stats {
 			st.Pending--
 		}
 		p.count(&st, t, h, now)
-		if f&sumPlain != 0 && p.Skip(Candidate{}, h, g, now) != "" {
-			ready-- // plain, but its history holds it back
+		if f&sumPlain != 0 && admitted(i) && p.Skip(Candidate{}, h, Gate{}, now) != "" {
+			ready-- // plain and admitted, but its history holds it back
 		}
 	}
 	changed := slices.Sorted(maps.Keys(s.hst.m)) // entries decoded or changed since the history's table

@@ -28,8 +28,8 @@ func TestSummaryStatsAfterSaves(t *testing.T) {
 		c := &churn{w: w, r: r, pol: pol, at: t0, step: 600}
 		check := func(round int, what string, s func() *State) {
 			t.Helper()
-			for _, now := range []time.Time{c.at, c.at.Add(-time.Hour), c.at.Add(5 * time.Minute), c.at.Add(48 * time.Hour)} {
-				g := pol.Gate(nil, nil)
+			for j, now := range []time.Time{c.at, c.at.Add(-time.Hour), c.at.Add(5 * time.Minute), c.at.Add(48 * time.Hour)} {
+				g := testGates[(seed+round+j)%len(testGates)] // under a gate too: the section of labels and types
 				whole := s()
 				whole.allTasks() // the slow path: every task counted
 				want := whole.NativeStats(pol, g, now)
@@ -38,7 +38,10 @@ func TestSummaryStatsAfterSaves(t *testing.T) {
 					t.Fatalf("seed %d round %d %s: not the summary's path", seed, round, what)
 				}
 				if got := fast.NativeStats(pol, g, now); got != want {
-					t.Fatalf("seed %d round %d %s at %v: %+v, want %+v", seed, round, what, now, got, want)
+					t.Fatalf("seed %d round %d %s at %v, gate %+v: %+v, want %+v", seed, round, what, now, g, got, want)
+				}
+				if what == "from files" && fast.trk.lazy.loaded.Load() != nil {
+					t.Fatalf("seed %d round %d %s, gate %+v: stats read the index", seed, round, what, g)
 				}
 			}
 		}
