@@ -12,7 +12,7 @@ import (
 // of its own, so that a gate (workqueue.label, exclude_labels,
 // exclude_types) or ready's label filters need not decode every open task
 // to learn which they admit: with a gate, stats' ready count decoded the
-// whole table (1 s and 400 MiB at 100,000 tasks).
+// whole table (0.8 s and 400 MiB at 100,000 tasks).
 //
 //	gate  := labels (Strs) | types (Strs) | count | task*   (open's order)
 //	task  := type (index) | count | label (index)*

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spoolhq/spool/internal/fault"
 	"github.com/spoolhq/spool/internal/jsonout"
 	"github.com/spoolhq/spool/internal/table"
 )
@@ -152,5 +153,42 @@ func TestAPartSectionCountsNothingUnread(t *testing.T) {
 	}
 	if got := taskIDs(cut().Claimable(pol, g, ReadyFilter{}, now, 0)); !slices.Equal(got, taskIDs(whole.Claimable(pol, g, ReadyFilter{}, now, 0))) {
 		t.Fatalf("ready on a part section: %v", got)
+	}
+}
+
+// verify's check of the records says so when the section of labels and
+// types is damaged, or ends before its last task.
+func TestCheckRecordsChecksTheGateSection(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.add("a", 1, t0, "x")
+	w.add("b", 2, t0, "y", "z")
+	fresh := w.reopener(t)
+	check := func(damage func(sum *taskSummary, b []byte)) (r any) {
+		defer func() { r = recover() }()
+		p := NewTasksProjection(fresh())
+		sum := p.s.trk.lazy.sum
+		b, err := sum.ReadSection(sum.gate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		damage(sum, b)
+		p.CheckRecords()
+		return nil
+	}
+	if r := check(func(*taskSummary, []byte) {}); r != nil {
+		t.Fatalf("a whole section: %v", r)
+	}
+	for name, damage := range map[string]func(*taskSummary, []byte){
+		"checksum": func(sum *taskSummary, _ []byte) { sum.gate.Sum++ },
+		"cut": func(sum *taskSummary, b []byte) {
+			part := b[:len(b)-1]
+			sum.gate = table.Section{Off: sum.gate.Off, Len: int64(len(part)), Sum: crc32.ChecksumIEEE(part)}
+		},
+	} {
+		r := check(damage)
+		if e, ok := r.(*fault.Error); !ok || !e.Has(CodeCorruptSnapshot) {
+			t.Errorf("%s: %v, want corrupt_snapshot", name, r)
+		}
 	}
 }

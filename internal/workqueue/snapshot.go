@@ -592,6 +592,9 @@ func (p *TasksProjection) CheckRecords() {
 		if _, err := p.s.trk.lazy.beadsStats(); err != nil {
 			panic(table.CorruptSection("bd stats' section", err))
 		}
+		if a, ok := p.s.trk.lazy.admits(Gate{}, ReadyFilter{}); !ok || !a.whole() {
+			panic(table.CorruptSection("section of labels and types", table.ErrDamaged))
+		}
 	}
 }
 
