@@ -356,8 +356,8 @@ func FuzzAbout(f *testing.F) {
 		all := func(*Event) bool { return true }
 		events, starts := readWithStarts(l)
 		if len(starts) == 0 { // a place no read stood at: an answer or an error
-			l.About("s", all, map[string]Start{"w": {Offset: int64(at), Len: 1}}, "")
-			l.About("", all, map[string]Start{"w": {Offset: int64(at)}}, "")
+			l.About(context.Background(), "s", all, map[string]Start{"w": {Offset: int64(at), Len: 1}}, "")
+			l.About(context.Background(), "", all, map[string]Start{"w": {Offset: int64(at)}}, "")
 			return
 		}
 		longest := 0 // reads hold the longest line, as MaxLine's do
@@ -379,7 +379,7 @@ func FuzzAbout(f *testing.F) {
 				}
 			}
 			for _, x := range []string{"", index} {
-				got, _, err := l.About(e.Subject, all, known, x)
+				got, _, err := l.About(context.Background(), e.Subject, all, known, x)
 				if err != nil || !slices.Equal(ids(got), want) {
 					t.Fatalf("%q from %+v, index %q: %v (%v), want %v", e.Subject, known["w"], x, ids(got), err, want)
 				}

@@ -105,7 +105,7 @@ func Latest(ctx context.Context, l *Log, n int, match func(*Event) bool) ([]*Eve
 // log -s read a million events to find a task's ten. With a subject index
 // (index, a path: IndexSubjects), the part of a file it covers is not
 // searched: the subject's lines are read where it says they are.
-func (l *Log) About(subject string, match func(*Event) bool, known map[string]Start, index string) ([]*Event, map[string]Start, error) {
+func (l *Log) About(ctx context.Context, subject string, match func(*Event) bool, known map[string]Start, index string) ([]*Event, map[string]Start, error) {
 	files, err := l.Files()
 	if err != nil {
 		return nil, nil, err
@@ -119,6 +119,9 @@ func (l *Log) About(subject string, match func(*Event) bool, known map[string]St
 		k := known[WriterOf(path)]
 		if k.Offset == 0 {
 			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
 		}
 		var listed []*Event
 		ix, ok := x.holds(path, k)
@@ -146,7 +149,10 @@ func (l *Log) About(subject string, match func(*Event) bool, known map[string]St
 		return nil, nil, err
 	}
 	defer r.Close()
-	for {
+	for i := 1; ; i++ {
+		if i%4096 == 0 && ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
 		e, pos, err := r.Next()
 		if err == io.EOF {
 			break

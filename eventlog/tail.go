@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"bytes"
+	"context"
 	"hash/crc32"
 	"io"
 	"math"
@@ -148,11 +149,14 @@ func lastNewlines(f io.ReaderAt, size int64, k int) ([]int64, error) {
 // reported only where it reads (see TailStart); a file that changed under
 // a pass (an append that cut an unfinished batch, a repair) is read whole.
 // known is TailStart's, by writer (nil: none).
-func (l *Log) Last(n int, match func(*Event) bool, known map[string]Start) ([]*Event, map[string]Start, error) {
+func (l *Log) Last(ctx context.Context, n int, match func(*Event) bool, known map[string]Start) ([]*Event, map[string]Start, error) {
 	for k := max(n, 64); ; k = min(k, wholeTailLines/4) * 4 {
-		last, from, done, err := l.lastPass(n, k, match, known)
-		if err != nil && k < wholeTailLines {
-			last, from, done, err = l.lastPass(n, wholeTailLines, match, known)
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		last, from, done, err := l.lastPass(ctx, n, k, match, known)
+		if err != nil && k < wholeTailLines && ctx.Err() == nil {
+			last, from, done, err = l.lastPass(ctx, n, wholeTailLines, match, known)
 		}
 		if err != nil || done {
 			return last, from, err
@@ -162,7 +166,7 @@ func (l *Log) Last(n int, match func(*Event) bool, known map[string]Start) ([]*E
 
 // lastPass is one of Last's passes, with the last k lines of each file;
 // done says whether they were enough.
-func (l *Log) lastPass(n, k int, match func(*Event) bool, known map[string]Start) (last []*Event, from map[string]Start, done bool, err error) {
+func (l *Log) lastPass(ctx context.Context, n, k int, match func(*Event) bool, known map[string]Start) (last []*Event, from map[string]Start, done bool, err error) {
 	files, err := l.Files()
 	if err != nil {
 		return nil, nil, false, err
@@ -183,7 +187,10 @@ func (l *Log) lastPass(n, k int, match func(*Event) bool, known map[string]Start
 	}
 	defer r.Close()
 	first := map[string]*Event{}
-	for {
+	for i := 1; ; i++ {
+		if i%4096 == 0 && ctx.Err() != nil { // a filter that rarely matches reads ever longer tails
+			return nil, nil, false, ctx.Err()
+		}
 		e, pos, err := r.Next()
 		if err == io.EOF {
 			break

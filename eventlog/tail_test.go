@@ -80,7 +80,7 @@ func TestLastAsWholeRead(t *testing.T) {
 				}
 			}
 			for _, n := range []int{1, 3, 64, 65, 300, 5000, math.MaxInt} {
-				got, from, err := l.Last(n, m.match, nil)
+				got, from, err := l.Last(context.Background(), n, m.match, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -93,8 +93,15 @@ func TestLastAsWholeRead(t *testing.T) {
 				}
 			}
 		}
+		// A cancelled caller stops Last, which would read the whole log
+		// for a filter that matches nothing.
+		cancelled, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, _, err := l.Last(cancelled, 5, func(*Event) bool { return false }, nil); !errors.Is(err, context.Canceled) {
+			t.Fatalf("seed %d: Last, cancelled: %v", seed, err)
+		}
 		// From where Last ended, a read finds only what is appended after.
-		_, from, err := l.Last(5, func(*Event) bool { return true }, nil)
+		_, from, err := l.Last(context.Background(), 5, func(*Event) bool { return true }, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -309,7 +316,7 @@ func TestAboutAsWholeRead(t *testing.T) { // not parallel: it sets aboutBuf
 				for _, index := range []string{"", indexAt[i], indexAt[r.IntN(len(all))]} {
 					for _, size := range []int64{full, 700} { // a few lines a read: lines across reads
 						aboutBuf = size
-						got, from, err := l.About(s, match, k, index)
+						got, from, err := l.About(context.Background(), s, match, k, index)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -342,7 +349,7 @@ func TestAboutAsWholeRead(t *testing.T) { // not parallel: it sets aboutBuf
 		}
 		for size := int64(520); size < 1400; size += 7 {
 			aboutBuf = size
-			got, _, err := l.About(dup.Subject, func(*Event) bool { return true }, known, indexAt[len(all)-1])
+			got, _, err := l.About(context.Background(), dup.Subject, func(*Event) bool { return true }, known, indexAt[len(all)-1])
 			if err != nil || !slices.Equal(ids(got), want) {
 				t.Fatalf("seed %d, %q, reads of %d: %v (%v), want %v", seed, dup.Subject, size, ids(got), err, want)
 			}
@@ -361,19 +368,25 @@ func TestAboutAsWholeRead(t *testing.T) { // not parallel: it sets aboutBuf
 			lastKnown[i+10] ^= 'a' ^ 'b'
 		}
 		os.WriteFile(f1, bad, 0o644)
-		if _, _, err := l.About("s1", func(*Event) bool { return true }, known, ""); !errors.Is(err, ErrCorrupt) {
+		if _, _, err := l.About(context.Background(), "s1", func(*Event) bool { return true }, known, ""); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("seed %d: the last known line changed: %v", seed, err)
 		}
 		bad = slices.Clone(good)
 		first := bytes.IndexByte(good, '\n') + 1
 		copy(bad[first:], `{"v":1,"subject":"s1","x":`)
 		os.WriteFile(f1, bad, 0o644)
-		_, _, err = l.About("s1", func(*Event) bool { return true }, known, "")
+		_, _, err = l.About(context.Background(), "s1", func(*Event) bool { return true }, known, "")
 		var le *LineError
 		if !errors.As(err, &le) || le.Line != 2 {
 			t.Fatalf("seed %d: line 2 does not decode: %v", seed, err)
 		}
 		os.WriteFile(f1, good, 0o644)
+		// A cancelled caller (an MCP client gone) stops the search.
+		cancelled, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, _, err := l.About(cancelled, "s1", func(*Event) bool { return true }, known, ""); !errors.Is(err, context.Canceled) {
+			t.Fatalf("seed %d: About, cancelled: %v", seed, err)
+		}
 		// A file whose known line is now another's (cut back, then
 		// written on, since the caller looked) is read whole.
 		if err := os.Truncate(f1, k1.Offset-k1.Len); err != nil {
@@ -410,7 +423,7 @@ func aboutIsWhole(t *testing.T, l *Log, subject string, known map[string]Start, 
 			want = append(want, e.ID)
 		}
 	}
-	if got, _, err := l.About(subject, func(*Event) bool { return true }, known, index); err != nil || !slices.Equal(ids(got), want) {
+	if got, _, err := l.About(context.Background(), subject, func(*Event) bool { return true }, known, index); err != nil || !slices.Equal(ids(got), want) {
 		t.Fatalf("%s: %v (%v), want %v", what, ids(got), err, want)
 	}
 }

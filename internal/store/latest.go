@@ -25,13 +25,13 @@ func (s *Store) Latest(ctx context.Context, subject string, n int, match func(*e
 	known := s.Engine.KnownStarts()
 	switch {
 	case subject != "":
-		evs, from, err := s.Log.About(subject, match, known, s.SubjectIndex())
+		evs, from, err := s.Log.About(ctx, subject, match, known, s.SubjectIndex())
 		if n > 0 && len(evs) > n {
 			evs = evs[len(evs)-n:]
 		}
 		return evs, from, err
 	case n > 0:
-		return s.Log.Last(n, match, known)
+		return s.Log.Last(ctx, n, match, known)
 	}
 	evs, err := eventlog.Latest(ctx, s.Log, 0, match)
 	return evs, nil, err
