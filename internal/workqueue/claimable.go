@@ -15,13 +15,12 @@ func (s *State) Claimable(p Policy, g Gate, f ReadyFilter, now time.Time, limit 
 		c := Candidate{ID: t.ID, Priority: t.Priority, IssueType: t.Type, Labels: t.Labels, CreatedAt: t.CreatedAt}
 		return p.Skip(c, s.Entry(t.ID), g, now) == ""
 	}
-	admits := s.admitted(g, f)
 	if p.Kind != Progressive {
-		return s.readyBy(p, f, now, keep, taskLess, nil, admits, limit)
+		return s.readyBy(p, f, now, keep, taskLess, nil, g, limit)
 	}
 	// A requeue moves a task back to its requeue time, so the creation
 	// order readyBy walks in does not bound next's: order them all.
-	ts := s.readyBy(p, f, now, keep, taskLess, nil, admits, Unsorted)
+	ts := s.readyBy(p, f, now, keep, taskLess, nil, g, Unsorted)
 	queued := make(map[*Task]time.Time, len(ts))
 	for _, t := range ts {
 		queued[t] = p.queuedAt(t.CreatedAt, s.Entry(t.ID), now)

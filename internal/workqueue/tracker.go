@@ -82,21 +82,21 @@ func (f ReadyFilter) Admits(t *Task) bool {
 // the blocked label, by priority then creation time (beads' bd ready); at
 // most limit of them when limit > 0.
 func (s *State) Ready(p Policy, f ReadyFilter, now time.Time, limit int) []*Task {
-	return s.readyBy(p, f, now, nil, taskLess, nil, s.admitted(Gate{}, f), limit)
+	return s.readyBy(p, f, now, nil, taskLess, nil, Gate{}, limit)
 }
 
 // readyBy is Ready for the tasks keep admits (all when nil), in the order
 // of less, given order: the snapshot's open tasks (positions in
-// taskTable.open) in that order, nil for ready's own (taskLess). Of the
-// snapshot's tasks unchanged since, only those in admits are read (nil:
-// all): keep's gate, answered by the table (lazyTasks.admits).
-func (s *State) readyBy(p Policy, f ReadyFilter, now time.Time, keep func(*Task) bool, less func(a, b *Task) bool, order func(*taskTable) iter.Seq[int], admits *admitter, limit int) []*Task {
+// taskTable.open) in that order, nil for ready's own (taskLess). g is
+// the gate keep applies (Gate{}: none): of the snapshot's tasks unchanged
+// since, only those g and f admit are read (State.admitted).
+func (s *State) readyBy(p Policy, f ReadyFilter, now time.Time, keep func(*Task) bool, less func(a, b *Task) bool, order func(*taskTable) iter.Seq[int], g Gate, limit int) []*Task {
 	if limit <= 0 && s.trk.lazy != nil {
 		s.trk.table().Preload() // most tasks: one read rather than one each
 	}
 	memo := map[string]bool{}
 	var out []*Task
-	s.openOrderBy(nil, order, admits, func(t *Task) bool {
+	s.openOrderBy(nil, order, s.admitted(g, f), func(t *Task) bool {
 		if limit > 0 && len(out) == limit && !less(t, out[limit-1]) {
 			return false // would not make the first limit
 		}
@@ -127,7 +127,7 @@ func (s *State) ReadyBeads(p Policy, f ReadyFilter, now time.Time, keep func(*Ta
 	if err != nil {
 		return nil, err
 	}
-	return s.readyBy(p, f, now, keep, less, beadsOrder(policy, now), s.admitted(Gate{}, f), limit), nil
+	return s.readyBy(p, f, now, keep, less, beadsOrder(policy, now), Gate{}, limit), nil
 }
 
 // beadsOrder walks a table's open tasks in the order of bd ready's sort
