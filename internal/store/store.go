@@ -93,7 +93,7 @@ type Store struct {
 	reprimed bool       // reprime ran: it runs once
 	// wholeAgain counts, by view, the reads in a row that found the view
 	// made whole (projections.Expander): past maxReopen, every read makes
-	// it whole again (a gated stats reads every task), and it is kept.
+	// it whole again (the board's Tasks page reads every task), and it is kept.
 	wholeAgain map[string]int
 
 	// DeferSave makes Write leave the projection files for Flush (or the
